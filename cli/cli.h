@@ -1,0 +1,92 @@
+/* Shared pieces of the ptq command: option parsing, exit codes, error
+ * printing, progress lines, and the model + data set-up every command
+ * that runs a model uses. Uses only include/ptq. */
+#ifndef PTQ_CLI_H
+#define PTQ_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ptq/dataset.h"
+#include "ptq/graph.h"
+#include "ptq/runtime.h"
+#include "ptq/status.h"
+
+/* Exit codes (documented in README.md). */
+enum {
+    EXIT_OK_ = 0,
+    EXIT_INTERNAL = 1,
+    EXIT_USAGE = 2,
+    EXIT_IO = 3,
+    EXIT_FORMAT = 4,
+    EXIT_UNSUPPORTED = 5,
+    EXIT_SHAPE = 6,
+    EXIT_DATA = 7,
+    EXIT_NO_DEVICE = 8,
+    EXIT_CUDA = 9,
+    EXIT_NOMEM = 10
+};
+
+int cli_exit_code(ptq_status st);
+/* Prints "ptq <cmd>: error: <msg>" (plus the source location with PTQ_DEBUG set); returns the exit code. */
+int cli_report(const char *cmd, const ptq_ctx *ctx, ptq_status st);
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
+typedef struct cli_opt {
+    const char *name;  /* without the dashes */
+    int takes_value;
+    const char *value; /* set by cli_parse; "1" for a flag seen */
+} cli_opt;
+
+/* Returns 0, or an exit code after printing the problem. */
+int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
+              int max_pos);
+const char *cli_get(const cli_opt *opts, int n_opts, const char *name);
+/* Parses a non-negative integer option; returns 0 or prints and returns EXIT_USAGE. */
+int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
+                int64_t *out);
+
+/* Progress on stderr when it is a terminal (or forced), at most 5 lines a second. */
+typedef struct cli_progress {
+    const char *stage;
+    const char *unit;
+    int64_t total;
+    double t_start, t_last;
+    int enabled;
+    int drawn;
+} cli_progress;
+
+void cli_progress_start(cli_progress *p, const char *stage, const char *unit, int64_t total, int force);
+void cli_progress_update(cli_progress *p, int64_t done);
+void cli_progress_end(cli_progress *p, int64_t done);
+double cli_now_s(void);
+
+/* A model ready to run on a data set: the graph, the executor on the
+ * requested device (CPU with a notice when no GPU), the preprocessing and
+ * the input geometry, checked against the data. */
+typedef struct cli_session {
+    ptq_graph *graph;
+    ptq_exec *exec;
+    ptq_dataset *data;
+    ptq_preprocess pre;
+    int64_t channels, height, width; /* the model input's sample shape */
+    int64_t n_samples;
+} cli_session;
+
+typedef struct cli_session_opts {
+    const char *model;
+    const char *data;
+    const char *device;      /* "cpu", "cuda", "ref" or NULL (cpu) */
+    const char *preprocess;  /* overrides on top of the model's ptq.preprocess metadata */
+    const char *images_key, *labels_key, *layout;
+} cli_session_opts;
+
+ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
+void cli_session_close(cli_session *s);
+
+#endif

@@ -1,0 +1,207 @@
+/* `ptq eval`: FP32 top-1/top-5, per-class precision/recall/F1 and the
+ * confusion matrix of a model on a labelled image set. Covered by
+ * tests/cli_test.py and tests/eval_ort_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ptq/report.h"
+
+static const char eval_help[] =
+    "usage: ptq eval --model M.onnx --data D [options]\n"
+    "\n"
+    "Runs the model over a labelled image set (HDF5 file or PNG folder) and\n"
+    "prints top-1/top-5 accuracy, per-class precision/recall/F1 and the\n"
+    "confusion matrix.\n"
+    "\n"
+    "  --model FILE         ONNX model (one float32 image input, logits output)\n"
+    "  --data PATH          HDF5 file or PNG folder root/<class>/*.png\n"
+    "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
+    "  --batch N            images per batch (default 256)\n"
+    "  --limit N            evaluate only the first N images\n"
+    "  --preprocess SPEC    override the model's ptq.preprocess metadata, e.g.\n"
+    "                       \"scale=0.00392 mean=0.485,0.456,0.406 std=0.229,0.224,0.225 resize=256\"\n"
+    "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"
+    "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"
+    "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
+    "  --json               print the report as JSON on stdout\n"
+    "  --report FILE        also write the JSON report to FILE\n"
+    "  --logits FILE        write the logits as a float32 .npy array [N, classes]\n"
+    "  --progress           force the progress line (default: only on a terminal)\n";
+
+/* Writes the .npy header for a float32 C-order [rows, cols] array. */
+static int npy_header(FILE *f, int64_t rows, int64_t cols)
+{
+    char dict[128];
+    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                       (long long)rows, (long long)cols);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+    int hlen = len + pad + 1;
+    pre[8] = (unsigned char)(hlen & 0xff);
+    pre[9] = (unsigned char)(hlen >> 8);
+    if (fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, (size_t)len, f) != (size_t)len)
+        return -1;
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    return ferror(f) ? -1 : 0;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    cli_opt opts[] = {{"model", 1, NULL},      {"data", 1, NULL},       {"device", 1, NULL},  {"batch", 1, NULL},
+                      {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
+                      {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"json", 0, NULL},    {"report", 1, NULL},
+                      {"logits", 1, NULL},     {"progress", 0, NULL},   {"help", 0, NULL}};
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    const char *pos[1];
+    int n_pos = 0, rc = cli_parse("eval", argc, argv, opts, n_opts, pos, &n_pos, 0);
+    if (rc)
+        return rc;
+    if (cli_get(opts, n_opts, "help")) {
+        fputs(eval_help, stdout);
+        return 0;
+    }
+    if (!cli_get(opts, n_opts, "model") || !cli_get(opts, n_opts, "data"))
+        return cli_usage_error("eval", "--model and --data are required");
+    int64_t batch, limit;
+    if ((rc = cli_get_int("eval", opts, n_opts, "batch", 256, 1, &batch)) ||
+        (rc = cli_get_int("eval", opts, n_opts, "limit", 0, 1, &limit)))
+        return rc;
+    const char *logits_path = cli_get(opts, n_opts, "logits");
+    const char *report_path = cli_get(opts, n_opts, "report");
+    int as_json = cli_get(opts, n_opts, "json") != NULL;
+
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = PTQ_OK;
+    cli_session s;
+    ptq_eval_stats stats = {0};
+    float *x = NULL;
+    int32_t *labels = NULL;
+    FILE *lf = NULL;
+    char logits_tmp[4096] = "";
+    char *text = NULL, *json = NULL;
+    const char **names = NULL;
+    cli_session_opts so = {cli_get(opts, n_opts, "model"),      cli_get(opts, n_opts, "data"),
+                           cli_get(opts, n_opts, "device"),     cli_get(opts, n_opts, "preprocess"),
+                           cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
+                           cli_get(opts, n_opts, "layout")};
+    PTQ_TRY(st, cli_session_open(&ctx, "eval", &so, &s), done_early);
+    int64_t n_total = limit && limit < s.n_samples ? limit : s.n_samples;
+    int64_t sample = s.channels * s.height * s.width;
+    x = malloc((size_t)(batch * sample) * sizeof *x);
+    labels = malloc((size_t)batch * sizeof *labels);
+    if (!x || !labels) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
+        goto done;
+    }
+    if (logits_path) {
+        snprintf(logits_tmp, sizeof logits_tmp, "%s.tmp-%ld", logits_path, (long)getpid());
+        lf = fopen(logits_tmp, "wb");
+        if (!lf) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", logits_tmp);
+            goto done;
+        }
+    }
+    cli_progress prog;
+    cli_progress_start(&prog, "eval", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
+    double t0 = cli_now_s();
+    int64_t k = 0;
+    for (int64_t start = 0; start < n_total; start += batch) {
+        int64_t n = n_total - start < batch ? n_total - start : batch;
+        PTQ_TRY(st, ptq_dataset_read(&ctx, s.data, start, n, &s.pre, x, labels), done);
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, s.channels, s.height, s.width}, x, PTQ_MEM_HOST, 0};
+        if (s.pre.nhwc) {
+            in.dims[1] = s.height;
+            in.dims[2] = s.width;
+            in.dims[3] = s.channels;
+        }
+        ptq_tensor out[8];
+        if (s.graph->n_outputs > 8) {
+            st = ptq_fail(&ctx, PTQ_ERR_UNSUPPORTED, "the model has %d outputs; at most 8", s.graph->n_outputs);
+            goto done;
+        }
+        PTQ_TRY(st, ptq_exec_run(&ctx, s.exec, &in, out), done);
+        const ptq_tensor *lg = &out[0];
+        if (lg->dtype != PTQ_DT_FLOAT || lg->ndim < 1 || lg->dims[0] != n) {
+            st = ptq_fail(&ctx, PTQ_ERR_SHAPE, "output '%s' is not a float32 [batch, classes] logits tensor",
+                          s.graph->values[s.graph->outputs[0]].name);
+            goto done;
+        }
+        int64_t k_now = ptq_tensor_numel(lg) / n;
+        if (!k) {
+            k = k_now;
+            int dk = ptq_dataset_n_classes(s.data);
+            if (dk > k) {
+                st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has %d classes but the model outputs %lld scores", so.data, dk,
+                              (long long)k);
+                goto done;
+            }
+            PTQ_TRY(st, ptq_eval_stats_init(&ctx, (int)k, &stats), done);
+            if (lf && npy_header(lf, n_total, k)) {
+                st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", logits_tmp);
+                goto done;
+            }
+        }
+        PTQ_TRY(st, ptq_eval_stats_update(&ctx, &stats, lg->data, labels, n, start, NULL), done);
+        if (lf && fwrite(lg->data, sizeof(float), (size_t)(n * k), lf) != (size_t)(n * k)) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", logits_tmp);
+            goto done;
+        }
+        cli_progress_update(&prog, start + n);
+    }
+    double secs = cli_now_s() - t0;
+    cli_progress_end(&prog, n_total);
+    if (lf) {
+        int bad = fclose(lf) != 0;
+        lf = NULL;
+        if (bad || rename(logits_tmp, logits_path) != 0) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", logits_path);
+            goto done;
+        }
+        logits_tmp[0] = '\0';
+    }
+    names = calloc((size_t)k, sizeof *names);
+    for (int c = 0; names && c < k; c++)
+        names[c] = ptq_dataset_class_name(s.data, c);
+    char header[1024];
+    snprintf(header, sizeof header,
+             "{\"command\":\"eval\",\"ptq_version\":\"%s\",\"device\":\"%s\",\"seconds\":%.6f,\"images_per_s\":%.3f}",
+             PTQ_VERSION, ptq_exec_device_name(s.exec), secs, secs > 0 ? (double)n_total / secs : 0.0);
+    PTQ_TRY(st, ptq_eval_format_json(&ctx, &stats, names, header, &json), done);
+    if (report_path) {
+        FILE *rf = fopen(report_path, "w");
+        if (!rf || fputs(json, rf) < 0 || fclose(rf) != 0) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", report_path);
+            goto done;
+        }
+    }
+    if (as_json) {
+        printf("%s\n", json);
+    } else {
+        PTQ_TRY(st, ptq_eval_format_text(&ctx, &stats, names, &text), done);
+        printf("model    %s\ndata     %s (%s, %lld images)\ndevice   %s  (%.0f img/s)\n", so.model, so.data,
+               ptq_dataset_kind(s.data), (long long)n_total, ptq_exec_device_name(s.exec),
+               secs > 0 ? (double)n_total / secs : 0.0);
+        fputs(text, stdout);
+    }
+done:
+    if (lf)
+        fclose(lf);
+    if (logits_tmp[0])
+        remove(logits_tmp);
+    cli_session_close(&s);
+done_early:
+    free(text);
+    free(json);
+    free(names);
+    free(x);
+    free(labels);
+    ptq_eval_stats_free(&stats);
+    return cli_report("eval", &ctx, st);
+}

@@ -1,0 +1,174 @@
+/* `ptq info`: a model's inputs/outputs, op counts, parameter count, and
+ * the tensors a calibration would observe (float inputs of Conv, Gemm and
+ * MatMul plus every activation output). Covered by tests/cli_test.py. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+
+static const char info_help[] =
+    "usage: ptq info MODEL.onnx [--json]\n"
+    "\n"
+    "Prints the model's inputs and outputs with shapes, op counts, parameter\n"
+    "count, whether ptq supports every node, and the tensors a later stage\n"
+    "would quantize (activations and weights).\n";
+
+static int is_weighted_op(const char *op)
+{
+    return strcmp(op, "Conv") == 0 || strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0;
+}
+
+static int is_const(const ptq_value *v)
+{
+    return (v->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)) != 0;
+}
+
+static cJSON *value_json(const ptq_value *v)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", v->name);
+    cJSON_AddStringToObject(o, "dtype", ptq_dtype_name(v->dtype));
+    if (v->ndim >= 0) {
+        cJSON *dims = cJSON_AddArrayToObject(o, "shape");
+        for (int d = 0; d < v->ndim; d++)
+            cJSON_AddItemToArray(dims, v->dims[d] < 0 ? cJSON_CreateNull() : cJSON_CreateNumber((double)v->dims[d]));
+    }
+    return o;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    cli_opt opts[] = {{"json", 0, NULL}, {"help", 0, NULL}};
+    const int n_opts = 2;
+    const char *pos[1];
+    int n_pos = 0, rc = cli_parse("info", argc, argv, opts, n_opts, pos, &n_pos, 1);
+    if (rc)
+        return rc;
+    if (cli_get(opts, n_opts, "help")) {
+        fputs(info_help, stdout);
+        return 0;
+    }
+    if (n_pos != 1)
+        return cli_usage_error("info", "give one model file");
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = NULL;
+    ptq_status st = ptq_graph_load_onnx(&ctx, pos[0], &g);
+    if (st != PTQ_OK)
+        return cli_report("info", &ctx, st);
+
+    ptq_ctx support_ctx;
+    ptq_ctx_init(&support_ctx);
+    ptq_status supported = ptq_graph_check_supported(&support_ctx, g);
+    int64_t n_params = 0;
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].flags & PTQ_VALUE_INITIALIZER)
+            n_params += g->values[v].ndim >= 0 ? ptq_dims_prod(g->values[v].dims, 0, g->values[v].ndim) : 0;
+
+    /* op counts in first-seen order */
+    const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
+    int *counts = calloc((size_t)g->n_nodes + 1, sizeof *counts);
+    /* tensors to observe: activation outputs, float non-constant inputs of weighted ops, their weights */
+    unsigned char *act = calloc((size_t)g->n_values + 1, 1), *wt = calloc((size_t)g->n_values + 1, 1);
+    if (!ops || !counts || !act || !wt) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    int n_ops = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        int j = 0;
+        while (j < n_ops && strcmp(ops[j], n->op_type) != 0)
+            j++;
+        if (j == n_ops)
+            ops[n_ops++] = n->op_type;
+        counts[j]++;
+        for (int i = 0; i < n->n_outputs; i++)
+            if (n->outputs[i] >= 0 && g->values[n->outputs[i]].dtype == PTQ_DT_FLOAT &&
+                strcmp(n->op_type, "Constant") != 0)
+                act[n->outputs[i]] = 1;
+        if (is_weighted_op(n->op_type))
+            for (int i = 0; i < n->n_inputs && i < 2; i++) {
+                int v = n->inputs[i];
+                if (v < 0 || g->values[v].dtype != PTQ_DT_FLOAT)
+                    continue;
+                if (is_const(&g->values[v]))
+                    wt[v] = 1;
+                else
+                    act[v] = 1;
+            }
+    }
+    int n_act = 0, n_wt = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        n_act += act[v];
+        n_wt += wt[v];
+    }
+    if (cli_get(opts, n_opts, "json")) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "model", pos[0]);
+        cJSON_AddNumberToObject(root, "ir_version", (double)g->ir_version);
+        cJSON_AddNumberToObject(root, "opset", (double)g->opset);
+        cJSON_AddStringToObject(root, "producer", g->producer ? g->producer : "");
+        cJSON *ins = cJSON_AddArrayToObject(root, "inputs"), *outs = cJSON_AddArrayToObject(root, "outputs");
+        for (int i = 0; i < g->n_inputs; i++)
+            cJSON_AddItemToArray(ins, value_json(&g->values[g->inputs[i]]));
+        for (int i = 0; i < g->n_outputs; i++)
+            cJSON_AddItemToArray(outs, value_json(&g->values[g->outputs[i]]));
+        cJSON *opc = cJSON_AddObjectToObject(root, "ops");
+        for (int j = 0; j < n_ops; j++)
+            cJSON_AddNumberToObject(opc, ops[j], counts[j]);
+        cJSON_AddNumberToObject(root, "nodes", g->n_nodes);
+        cJSON_AddNumberToObject(root, "parameters", (double)n_params);
+        cJSON_AddBoolToObject(root, "supported", supported == PTQ_OK);
+        if (supported != PTQ_OK)
+            cJSON_AddStringToObject(root, "unsupported", support_ctx.msg);
+        cJSON *qa = cJSON_AddArrayToObject(root, "quantizable_activations");
+        cJSON *qw = cJSON_AddArrayToObject(root, "quantizable_weights");
+        for (int v = 0; v < g->n_values; v++) {
+            if (act[v])
+                cJSON_AddItemToArray(qa, value_json(&g->values[v]));
+            if (wt[v])
+                cJSON_AddItemToArray(qw, value_json(&g->values[v]));
+        }
+        char *txt = cJSON_Print(root);
+        if (txt)
+            printf("%s\n", txt);
+        free(txt);
+        cJSON_Delete(root);
+    } else {
+        char dims[128];
+        printf("model      %s\nproducer   %s\nir_version %lld, opset %lld\n", pos[0], g->producer ? g->producer : "",
+               (long long)g->ir_version, (long long)g->opset);
+        for (int i = 0; i < g->n_inputs; i++) {
+            const ptq_value *v = &g->values[g->inputs[i]];
+            printf("input      %s  %s [%s]\n", v->name, ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, dims, sizeof dims));
+        }
+        for (int i = 0; i < g->n_outputs; i++) {
+            const ptq_value *v = &g->values[g->outputs[i]];
+            printf("output     %s  %s [%s]\n", v->name, ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, dims, sizeof dims));
+        }
+        printf("nodes      %d\nparameters %lld\nops       ", g->n_nodes, (long long)n_params);
+        for (int j = 0; j < n_ops; j++)
+            printf(" %s x%d", ops[j], counts[j]);
+        printf("\nsupported  %s\n", supported == PTQ_OK ? "yes, every node" : support_ctx.msg);
+        printf("\nquantizable activations (%d):\n", n_act);
+        for (int v = 0; v < g->n_values; v++)
+            if (act[v])
+                printf("  %-40s %s\n", g->values[v].name,
+                       g->values[v].producer >= 0 ? g->nodes[g->values[v].producer].op_type : "(graph input)");
+        printf("quantizable weights (%d):\n", n_wt);
+        for (int v = 0; v < g->n_values; v++)
+            if (wt[v])
+                printf("  %-40s [%s]\n", g->values[v].name,
+                       ptq_dims_str(g->values[v].dims, g->values[v].ndim, dims, sizeof dims));
+    }
+done:
+    free(ops);
+    free(counts);
+    free(act);
+    free(wt);
+    ptq_graph_free(g);
+    return cli_report("info", &ctx, st);
+}

@@ -1,0 +1,158 @@
+/* The ptq command's shared plumbing: exit codes, error lines, option
+ * parsing and progress. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cli_exit_code(ptq_status st)
+{
+    switch (st) {
+    case PTQ_OK: return EXIT_OK_;
+    case PTQ_ERR_INVALID_ARG: return EXIT_USAGE;
+    case PTQ_ERR_IO: return EXIT_IO;
+    case PTQ_ERR_FORMAT: return EXIT_FORMAT;
+    case PTQ_ERR_UNSUPPORTED: return EXIT_UNSUPPORTED;
+    case PTQ_ERR_SHAPE: return EXIT_SHAPE;
+    case PTQ_ERR_DATA: return EXIT_DATA;
+    case PTQ_ERR_NO_DEVICE: return EXIT_NO_DEVICE;
+    case PTQ_ERR_CUDA: return EXIT_CUDA;
+    case PTQ_ERR_NOMEM: return EXIT_NOMEM;
+    case PTQ_ERR_INTERNAL: return EXIT_INTERNAL;
+    }
+    return EXIT_INTERNAL;
+}
+
+int cli_report(const char *cmd, const ptq_ctx *ctx, ptq_status st)
+{
+    if (st == PTQ_OK)
+        return 0;
+    const char *msg = ctx->msg[0] ? ctx->msg : ptq_status_name(st);
+    fprintf(stderr, "ptq %s: error: %s\n", cmd, msg);
+    if (getenv("PTQ_DEBUG") && ctx->where[0])
+        fprintf(stderr, "ptq %s: (raised at %s, status %s)\n", cmd, ctx->where, ptq_status_name(st));
+    return cli_exit_code(st);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "ptq %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see `ptq %s --help`)\n", cmd);
+    return EXIT_USAGE;
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
+              int max_pos)
+{
+    *n_pos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            if (*n_pos >= max_pos)
+                return cli_usage_error(cmd, "unexpected argument '%s'", a);
+            pos[(*n_pos)++] = a;
+            continue;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        cli_opt *o = NULL;
+        for (int k = 0; k < n_opts; k++)
+            if (strlen(opts[k].name) == len && strncmp(opts[k].name, name, len) == 0)
+                o = &opts[k];
+        if (!o)
+            return cli_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+        if (!o->takes_value) {
+            if (eq)
+                return cli_usage_error(cmd, "option '--%s' takes no value", o->name);
+            o->value = "1";
+        } else if (eq) {
+            o->value = eq + 1;
+        } else {
+            if (i + 1 >= argc)
+                return cli_usage_error(cmd, "option '--%s' needs a value", o->name);
+            o->value = argv[++i];
+        }
+    }
+    return 0;
+}
+
+const char *cli_get(const cli_opt *opts, int n_opts, const char *name)
+{
+    for (int k = 0; k < n_opts; k++)
+        if (strcmp(opts[k].name, name) == 0)
+            return opts[k].value;
+    return NULL;
+}
+
+int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
+                int64_t *out)
+{
+    const char *v = cli_get(opts, n_opts, name);
+    *out = dflt;
+    if (!v)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || !end || *end || end == v || x < lo)
+        return cli_usage_error(cmd, "--%s wants an integer >= %lld, got '%s'", name, (long long)lo, v);
+    *out = x;
+    return 0;
+}
+
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_progress_start(cli_progress *p, const char *stage, const char *unit, int64_t total, int force)
+{
+    memset(p, 0, sizeof *p);
+    p->stage = stage;
+    p->unit = unit;
+    p->total = total;
+    p->t_start = p->t_last = cli_now_s();
+    p->enabled = force || isatty(STDERR_FILENO);
+}
+
+static void progress_draw(cli_progress *p, int64_t done, double now)
+{
+    double el = now - p->t_start;
+    double rate = el > 0 ? (double)done / el : 0;
+    double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
+    fprintf(stderr, "\r%s: %lld/%lld %s  %.0f %s/s  ETA %.0f s   ", p->stage, (long long)done,
+            (long long)p->total, p->unit, rate, p->unit, eta);
+    fflush(stderr);
+    p->drawn = 1;
+}
+
+void cli_progress_update(cli_progress *p, int64_t done)
+{
+    if (!p->enabled)
+        return;
+    double now = cli_now_s();
+    if (now - p->t_last < 0.2)
+        return;
+    p->t_last = now;
+    progress_draw(p, done, now);
+}
+
+void cli_progress_end(cli_progress *p, int64_t done)
+{
+    if (!p->enabled || !p->drawn)
+        return;
+    progress_draw(p, done, cli_now_s());
+    fprintf(stderr, "\n");
+}

@@ -1,0 +1,46 @@
+/* The ptq command: dispatches to one function per subcommand. Exit codes
+ * are listed in cli/cli.h and README.md. */
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_eval(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_data(int argc, char **argv);
+
+static const char main_help[] =
+    "usage: ptq <command> [options]    (ptq <command> --help for its options)\n"
+    "\n"
+    "ptq: post-training quantization and calibration for ONNX models.\n"
+    "\n"
+    "commands:\n"
+    "  eval          FP32 accuracy, per-class metrics and confusion matrix of a model on a data set\n"
+    "  info          a model's inputs, outputs, ops, parameters and quantizable tensors\n"
+    "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder\n"
+    "  version       print the version\n"
+    "\n"
+    "exit codes: 0 ok, 1 internal error, 2 usage, 3 file missing/unreadable/unwritable,\n"
+    "  4 malformed file, 5 unsupported op/type/attribute, 6 data does not fit the model,\n"
+    "  7 bad data (empty set, label out of range, undecodable image), 8 no GPU,\n"
+    "  9 CUDA error, 10 out of memory\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        fputs(main_help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "eval") == 0)
+        return cmd_eval(argc - 2, argv + 2);
+    if (strcmp(cmd, "info") == 0)
+        return cmd_info(argc - 2, argv + 2);
+    if (strcmp(cmd, "data") == 0)
+        return cmd_data(argc - 2, argv + 2);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("ptq %s%s\n", PTQ_VERSION, ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "");
+        return 0;
+    }
+    fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cmd, main_help);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,54 @@
+/* ptq_ctx error recording: the message and the source location of the
+ * failure. Covered by tests/test_status.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ptq/status.h"
+
+void ptq_ctx_init(ptq_ctx *ctx)
+{
+    memset(ctx, 0, sizeof *ctx);
+}
+
+const char *ptq_status_name(ptq_status st)
+{
+    switch (st) {
+    case PTQ_OK: return "ok";
+    case PTQ_ERR_INVALID_ARG: return "invalid argument";
+    case PTQ_ERR_IO: return "i/o error";
+    case PTQ_ERR_FORMAT: return "malformed file";
+    case PTQ_ERR_UNSUPPORTED: return "unsupported";
+    case PTQ_ERR_SHAPE: return "shape mismatch";
+    case PTQ_ERR_DATA: return "bad data";
+    case PTQ_ERR_NOMEM: return "out of memory";
+    case PTQ_ERR_CUDA: return "cuda error";
+    case PTQ_ERR_NO_DEVICE: return "no cuda device";
+    case PTQ_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code, const char *fmt, ...)
+{
+    if (!ctx)
+        return code;
+    /* keep only the path below the source root: "model/onnx_load.c" */
+    const char *short_file = file;
+    static const char *const roots[] = {"/core/", "/model/", "/datasets/", "/runtime/", "/kernels/",
+                                        "/observers/", "/calib/", "/quant/", "/reports/", "/cli/"};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+        const char *hit = strstr(file, roots[i]);
+        if (hit) {
+            short_file = hit + 1;
+            break;
+        }
+    }
+    ctx->code = code;
+    snprintf(ctx->where, sizeof ctx->where, "%s:%d", short_file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    va_end(ap);
+    return code;
+}

@@ -1,0 +1,107 @@
+/* ptq_dataset: open (a folder is a PNG folder, a file HDF5), close, the
+ * accessors, and ptq_dataset_read's argument checks before it dispatches
+ * to the format's reader. Covered by tests/test_datasets.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "datasets/datasets_internal.h"
+
+void ptq_dataset_close(ptq_dataset *ds)
+{
+    if (!ds)
+        return;
+    ds_hdf5_free(ds->h5);
+    ds_png_free(ds->png);
+    ds_strings_free(ds->class_names, ds->n_classes);
+    free(ds->path);
+    free(ds);
+}
+
+ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out)
+{
+    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL};
+    ptq_status st = PTQ_OK;
+    struct stat sb;
+    *out = NULL;
+    if (!path || !*path)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no data set path given");
+    if (stat(path, &sb) != 0)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open data set %s: %s", path, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) {
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot open data set %s: %s", path, strerror(errno));
+        fclose(f);
+    }
+    ptq_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds || !(ds->path = strdup(path))) {
+        free(ds);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", path);
+    }
+    ds->n_classes = -1;
+    if (S_ISDIR(sb.st_mode)) {
+        ds->kind = "png-folder";
+        st = ds_png_open(ctx, ds);
+    } else {
+        ds->kind = "hdf5";
+        st = ds_hdf5_open(ctx, ds, opts ? opts : &no_opts);
+    }
+    if (st != PTQ_OK) {
+        ptq_dataset_close(ds);
+        return st;
+    }
+    *out = ds;
+    return PTQ_OK;
+}
+
+int64_t ptq_dataset_count(const ptq_dataset *ds)
+{
+    return ds->count;
+}
+
+void ptq_dataset_geometry(const ptq_dataset *ds, int64_t *height, int64_t *width, int64_t *channels)
+{
+    *height = ds->height;
+    *width = ds->width;
+    *channels = ds->channels;
+}
+
+int ptq_dataset_has_labels(const ptq_dataset *ds)
+{
+    return ds->has_labels;
+}
+
+int ptq_dataset_n_classes(const ptq_dataset *ds)
+{
+    return ds->n_classes;
+}
+
+const char *ptq_dataset_class_name(const ptq_dataset *ds, int i)
+{
+    return ds->class_names && i >= 0 && i < ds->n_classes ? ds->class_names[i] : NULL;
+}
+
+const char *ptq_dataset_kind(const ptq_dataset *ds)
+{
+    return ds->kind;
+}
+
+ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
+                            float *x, int32_t *labels)
+{
+    if (start < 0 || n < 0 || start > ds->count || n > ds->count - start)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "samples [%lld, %lld) out of range: %s has %lld", (long long)start,
+                        (long long)start + (long long)n, ds->path, (long long)ds->count);
+    if (labels && !ds->has_labels)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels", ds->path);
+    ptq_status st = ds_preprocess_check(ctx, p);
+    if (st != PTQ_OK || n == 0)
+        return st;
+    if (!x)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no output buffer for %lld samples of %s", (long long)n, ds->path);
+    return ds->h5 ? ds_hdf5_read(ctx, ds, start, n, p, x, labels) : ds_png_read(ctx, ds, start, n, p, x, labels);
+}

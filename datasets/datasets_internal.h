@@ -1,0 +1,105 @@
+/* Internals shared inside datasets/: the ptq_dataset object, the per-format
+ * readers it dispatches to, PNG decode/encode, IDX reading and HDF5 helpers.
+ * Not installed. Covered through the public API by tests/test_datasets.c. */
+#ifndef PTQ_DATASETS_INTERNAL_H
+#define PTQ_DATASETS_INTERNAL_H
+
+#include <hdf5.h>
+#include <stdint.h>
+#include <zlib.h>
+
+#include "ptq/dataset.h"
+
+#define DS_ZSTD_FILTER_ID 32015 /* registered HDF5 filter id of zstd */
+
+typedef struct ds_hdf5 ds_hdf5;
+typedef struct ds_png ds_png;
+
+struct ptq_dataset {
+    const char *kind;              /* "hdf5" or "png-folder" */
+    char *path;
+    int64_t count;
+    int64_t height, width, channels;
+    int has_labels;
+    int n_classes;                 /* -1: unknown */
+    char **class_names;            /* [n_classes] or NULL */
+    ds_hdf5 *h5;                   /* exactly one of h5 and png is set */
+    ds_png *png;
+};
+
+/* Per-format open (fills every field of ds but path/kind), read (x and
+ * labels laid out as in ptq_dataset_read) and free. */
+ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts);
+ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
+                        int32_t *labels);
+void ds_hdf5_free(ds_hdf5 *h);
+ptq_status ds_png_open(ptq_ctx *ctx, ptq_dataset *ds);
+ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
+                       int32_t *labels);
+void ds_png_free(ds_png *f);
+
+/* Checks a preprocess description once per batch; names the bad field. */
+ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p);
+
+/* A decoded PNG, reused from image to image: data holds height x width x
+ * channels samples, interleaved [H,W,C], uint8 or host-order uint16. */
+typedef struct ds_image {
+    void *data;
+    size_t cap_bytes;
+    int64_t height, width, channels;
+    ptq_dtype dtype; /* PTQ_DT_UINT8 or PTQ_DT_UINT16 */
+} ds_image;
+
+/* Decodes any PNG (every color type, bit depths 1-16, tRNS, interlace):
+ * palette -> RGB(A), gray below 8 bits -> 8 bits, 16 bits kept.
+ * header_only: fills the geometry without decoding pixels.
+ * An undecodable file gives PTQ_ERR_DATA naming path. */
+ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only);
+void ds_image_free(ds_image *img);
+/* Writes pixels: [h, w] 8-bit gray as a PNG at path. */
+ptq_status ds_png_write_gray8(ptq_ctx *ctx, const char *path, const uint8_t *pixels, int64_t h, int64_t w);
+
+/* An IDX file (optionally gzip-compressed), read sequentially. */
+typedef struct ds_idx {
+    gzFile gz;
+    const char *path;
+    int ndim;
+    int64_t dims[3];
+} ds_idx;
+
+/* Opens path and checks its magic: unsigned bytes with ndim dimensions.
+ * Call ds_idx_close even when it fails. */
+ptq_status ds_idx_open(ptq_ctx *ctx, const char *path, int ndim, ds_idx *idx);
+/* Reads the next n_bytes of data; a short file is PTQ_ERR_FORMAT. */
+ptq_status ds_idx_read(ptq_ctx *ctx, ds_idx *idx, void *buf, size_t n_bytes);
+void ds_idx_close(ds_idx *idx);
+
+/* HDF5's automatic error printing is switched off while ptq calls it and
+ * restored afterwards: the library never prints. */
+typedef struct ds_h5_quiet {
+    H5E_auto2_t func;
+    void *data;
+} ds_h5_quiet;
+void ds_h5_quiet_begin(ds_h5_quiet *q);
+void ds_h5_quiet_end(const ds_h5_quiet *q);
+/* The innermost message on HDF5's error stack ("" when empty), for ptq's messages. */
+const char *ds_h5_error(char *buf, size_t n_buf);
+
+/* Reads a string array (variable- or fixed-length strings) from an
+ * attribute (is_attr 1) or a dataset into *out: [*n_out] malloc'd strings
+ * in one malloc'd array; what names it in messages. */
+ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *what, char ***out, int *n_out);
+/* Writes strs as a variable-length UTF-8 string attribute of loc: a 1-D
+ * array of n, or a scalar when scalar is 1 (n must be 1). */
+ptq_status ds_h5_write_strings_attr(ptq_ctx *ctx, hid_t loc, const char *name, const char *const *strs, int n,
+                                    int scalar, const char *path);
+void ds_strings_free(char **strs, int n);
+/* Creates a dataset of file type ftype and shape dims[rank], chunked by
+ * chunk_n samples along dim 0 and compressed per compress/level. */
+ptq_status ds_h5_create_dataset(ptq_ctx *ctx, hid_t file, const char *key, hid_t ftype, int rank,
+                                const int64_t *dims, int64_t chunk_n, ptq_h5_compress compress, int level,
+                                const char *path, hid_t *out);
+/* Samples per chunk: about 4 MiB of sample_bytes-sized samples, 1..1024, at most n. */
+int64_t ds_h5_chunk_samples(int64_t n, size_t sample_bytes);
+
+#endif

@@ -1,0 +1,222 @@
+/* HDF5 helpers for the dataset reader and writers: silencing HDF5's own
+ * error printing, its innermost error message, string arrays (variable- or
+ * fixed-length) and chunked, compressed dataset creation.
+ * Covered by tests/test_datasets.c and tests/datasets_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datasets/datasets_internal.h"
+
+void ds_h5_quiet_begin(ds_h5_quiet *q)
+{
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+void ds_h5_quiet_end(const ds_h5_quiet *q)
+{
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
+
+typedef struct err_buf {
+    char *buf;
+    size_t n;
+} err_buf;
+
+static herr_t innermost_error(unsigned n, const H5E_error2_t *e, void *data)
+{
+    err_buf *b = data;
+    if (n == 0 && e->desc)
+        snprintf(b->buf, b->n, "%s", e->desc);
+    return 0;
+}
+
+const char *ds_h5_error(char *buf, size_t n_buf)
+{
+    err_buf b = {buf, n_buf};
+    buf[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_error, &b);
+    if (!buf[0])
+        snprintf(buf, n_buf, "HDF5 call failed");
+    return buf;
+}
+
+void ds_strings_free(char **strs, int n)
+{
+    if (!strs)
+        return;
+    for (int i = 0; i < n; i++)
+        free(strs[i]);
+    free(strs);
+}
+
+/* Copies at most n bytes of s, dropping trailing padding (NULs or spaces). */
+static char *dup_trimmed(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    while (len > 0 && s[len - 1] == ' ')
+        len--;
+    char *d = malloc(len + 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
+}
+
+static herr_t read_obj(hid_t obj, int is_attr, hid_t mem, void *buf)
+{
+    return is_attr ? H5Aread(obj, mem, buf) : H5Dread(obj, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+}
+
+static herr_t reclaim_vlen(hid_t mem, hid_t space, void *buf)
+{
+#if H5_VERSION_GE(1, 12, 0)
+    return H5Treclaim(mem, space, H5P_DEFAULT, buf);
+#else
+    return H5Dvlen_reclaim(mem, space, H5P_DEFAULT, buf);
+#endif
+}
+
+ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *what, char ***out, int *n_out)
+{
+    ptq_status st = PTQ_OK;
+    hid_t type = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
+    hid_t space = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+    hid_t mem = -1;
+    char **strs = NULL, **raw = NULL, *fixed = NULL;
+    int n = 0;
+    *out = NULL;
+    *n_out = 0;
+    if (type < 0 || space < 0 || H5Tget_class(type) != H5T_STRING || H5Sget_simple_extent_ndims(space) > 1) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is not a 1-D string array", what);
+        goto done;
+    }
+    hssize_t n_points = H5Sget_simple_extent_npoints(space);
+    if (n_points < 0 || n_points > (1 << 24)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s has %lld strings", what, (long long)n_points);
+        goto done;
+    }
+    n = (int)n_points;
+    strs = calloc((size_t)n + 1, sizeof *strs);
+    mem = H5Tcopy(type);
+    if (!strs || mem < 0) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", what);
+        goto done;
+    }
+    if (H5Tis_variable_str(type) > 0) {
+        raw = calloc((size_t)n + 1, sizeof *raw);
+        if (!raw || read_obj(obj, is_attr, mem, raw) < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read the strings of %s", what);
+            goto done;
+        }
+        for (int i = 0; i < n; i++)
+            strs[i] = dup_trimmed(raw[i] ? raw[i] : "", (size_t)-1);
+        reclaim_vlen(mem, space, raw);
+    } else {
+        size_t size = H5Tget_size(type);
+        fixed = malloc((size_t)n * size + 1);
+        if (!fixed || read_obj(obj, is_attr, mem, fixed) < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read the strings of %s", what);
+            goto done;
+        }
+        for (int i = 0; i < n; i++)
+            strs[i] = dup_trimmed(fixed + (size_t)i * size, size);
+    }
+    for (int i = 0; i < n; i++)
+        if (!strs[i]) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", what);
+            goto done;
+        }
+    *out = strs;
+    *n_out = n;
+    strs = NULL;
+done:
+    ds_strings_free(strs, n);
+    free(raw);
+    free(fixed);
+    if (mem >= 0)
+        H5Tclose(mem);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    return st;
+}
+
+ptq_status ds_h5_write_strings_attr(ptq_ctx *ctx, hid_t loc, const char *name, const char *const *strs, int n,
+                                    int scalar, const char *path)
+{
+    ptq_status st = PTQ_OK;
+    hsize_t dim = (hsize_t)n;
+    hid_t type = H5Tcopy(H5T_C_S1), space = -1, attr = -1;
+    char why[256];
+    if (type < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0)
+        goto fail;
+    space = scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
+    if (space < 0)
+        goto fail;
+    if (H5Aexists(loc, name) > 0 && H5Adelete(loc, name) < 0)
+        goto fail;
+    attr = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0 || H5Awrite(attr, type, strs) < 0)
+        goto fail;
+    goto done;
+fail:
+    st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write attribute %s to %s: %s", name, path, ds_h5_error(why, sizeof why));
+done:
+    if (attr >= 0)
+        H5Aclose(attr);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    return st;
+}
+
+int64_t ds_h5_chunk_samples(int64_t n, size_t sample_bytes)
+{
+    int64_t k = (int64_t)(((size_t)4 << 20) / (sample_bytes ? sample_bytes : 1));
+    if (k > 1024)
+        k = 1024;
+    if (k > n)
+        k = n;
+    return k < 1 ? 1 : k;
+}
+
+ptq_status ds_h5_create_dataset(ptq_ctx *ctx, hid_t file, const char *key, hid_t ftype, int rank,
+                                const int64_t *dims, int64_t chunk_n, ptq_h5_compress compress, int level,
+                                const char *path, hid_t *out)
+{
+    hsize_t hdims[PTQ_MAX_DIMS], chunk[PTQ_MAX_DIMS];
+    unsigned cd = (unsigned)level;
+    hid_t space = -1, dcpl = -1, lcpl = -1;
+    char why[256];
+    *out = -1;
+    for (int i = 0; i < rank; i++) {
+        hdims[i] = (hsize_t)dims[i];
+        chunk[i] = i == 0 ? (hsize_t)chunk_n : (hsize_t)(dims[i] > 0 ? dims[i] : 1);
+    }
+    space = H5Screate_simple(rank, hdims, NULL);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    lcpl = H5Pcreate(H5P_LINK_CREATE);
+    if (space >= 0 && dcpl >= 0 && lcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
+        H5Pset_create_intermediate_group(lcpl, 1) >= 0 &&
+        (compress == PTQ_H5_NONE ||
+         (compress == PTQ_H5_ZSTD && H5Pset_filter(dcpl, DS_ZSTD_FILTER_ID, H5Z_FLAG_MANDATORY, 1, &cd) >= 0) ||
+         (compress == PTQ_H5_GZIP && H5Pset_deflate(dcpl, (unsigned)level) >= 0)))
+        *out = H5Dcreate2(file, key, ftype, space, lcpl, dcpl, H5P_DEFAULT);
+    if (*out < 0)
+        ds_h5_error(why, sizeof why);
+    if (lcpl >= 0)
+        H5Pclose(lcpl);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (space >= 0)
+        H5Sclose(space);
+    if (*out < 0)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot create dataset '%s' in %s: %s", key, path, why);
+    return PTQ_OK;
+}

@@ -1,0 +1,435 @@
+/* HDF5 image sets: images uint8/float32 as [N,H,W], [N,H,W,C] or [N,C,H,W]
+ * and integer labels [N], read a hyperslab of a few MiB at a time so only
+ * the requested samples come off disk. Covered by tests/test_datasets.c
+ * and tests/datasets_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datasets/datasets_internal.h"
+
+#define READ_PIECE_BYTES ((size_t)16 << 20) /* scratch bound per hyperslab read */
+#define CHUNK_CACHE_BYTES ((size_t)32 << 20)
+
+struct ds_hdf5 {
+    hid_t file, images, labels; /* labels < 0: unlabelled */
+    char *images_key, *labels_key;
+    ptq_dtype dtype;            /* PTQ_DT_UINT8 or PTQ_DT_FLOAT */
+    int rank;
+    hsize_t dims[4];            /* images' stored shape */
+    int labels_rank;            /* 1: [N]; 2: [N,1] */
+    int planar;                 /* 1: [N,C,H,W] */
+    size_t sample_bytes;
+    void *scratch;              /* read_piece samples of sample_bytes */
+    size_t scratch_cap;
+};
+
+void ds_hdf5_free(ds_hdf5 *h)
+{
+    if (!h)
+        return;
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    if (h->labels >= 0)
+        H5Dclose(h->labels);
+    if (h->images >= 0)
+        H5Dclose(h->images);
+    if (h->file >= 0)
+        H5Fclose(h->file);
+    ds_h5_quiet_end(&q);
+    free(h->images_key);
+    free(h->labels_key);
+    free(h->scratch);
+    free(h);
+}
+
+/* "images, labels, meta": the root's link names, for "no dataset" messages. */
+static void list_root(hid_t file, char *buf, size_t n_buf)
+{
+    H5G_info_t info;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (H5Gget_info(file, &info) < 0)
+        return;
+    for (hsize_t i = 0; i < info.nlinks && used + 1 < n_buf; i++) {
+        char name[128];
+        if (H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT) < 0)
+            break;
+        int w = snprintf(buf + used, n_buf - used, "%s%s", i ? ", " : "", name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* 1 when path names an object in file ("a/b" checked part by part). */
+static int h5_exists(hid_t file, const char *key)
+{
+    char part[512];
+    size_t len = strlen(key);
+    if (len == 0 || len >= sizeof part)
+        return 0;
+    for (size_t i = 1; i <= len; i++)
+        if (key[i] == '/' || key[i] == '\0') {
+            memcpy(part, key, i);
+            part[i] = '\0';
+            if (H5Lexists(file, part, H5P_DEFAULT) <= 0)
+                return 0;
+        }
+    return H5Oexists_by_name(file, key, H5P_DEFAULT) > 0;
+}
+
+/* Picks the given key or the first candidate present; NULL when none. */
+static const char *find_key(hid_t file, const char *given, const char *const *candidates)
+{
+    if (given)
+        return h5_exists(file, given) ? given : NULL;
+    for (int i = 0; candidates[i]; i++)
+        if (h5_exists(file, candidates[i]))
+            return candidates[i];
+    return NULL;
+}
+
+static void type_name(hid_t t, char *buf, size_t n)
+{
+    H5T_class_t cls = H5Tget_class(t);
+    size_t bits = H5Tget_size(t) * 8;
+    if (cls == H5T_INTEGER)
+        snprintf(buf, n, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits);
+    else if (cls == H5T_FLOAT)
+        snprintf(buf, n, "float%zu", bits);
+    else if (cls == H5T_STRING)
+        snprintf(buf, n, "strings");
+    else
+        snprintf(buf, n, "a compound or other non-numeric type");
+}
+
+static void shape_str(const hsize_t *dims, int rank, char *buf, size_t n)
+{
+    int64_t d[PTQ_MAX_DIMS];
+    for (int i = 0; i < rank && i < PTQ_MAX_DIMS; i++)
+        d[i] = (int64_t)dims[i];
+    ptq_dims_str(d, rank < PTQ_MAX_DIMS ? rank : PTQ_MAX_DIMS, buf, n);
+}
+
+/* Sets planar and the (height, width, channels) of ds from the layout. */
+static ptq_status pick_layout(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const char *layout)
+{
+    const hsize_t *d = h->dims;
+    char shape[96];
+    shape_str(d, h->rank, shape, sizeof shape);
+    if (!layout) {
+        if (h->rank == 3)
+            layout = "NHW";
+        else if (h->rank == 4 && (d[3] == 1 || d[3] == 3 || d[3] == 4))
+            layout = "NHWC";
+        else if (h->rank == 4 && (d[1] == 1 || d[1] == 3 || d[1] == 4))
+            layout = "NCHW";
+        else
+            return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                            "cannot guess the layout of images '%s' [%s] in %s: give NHW, NHWC or NCHW",
+                            h->images_key, shape, ds->path);
+    }
+    int want_rank = !strcmp(layout, "NHW") ? 3 : (!strcmp(layout, "NHWC") || !strcmp(layout, "NCHW")) ? 4 : 0;
+    if (!want_rank)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown image layout '%s' (NHW, NHWC or NCHW)", layout);
+    if (want_rank != h->rank)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "layout %s does not fit images '%s' [%s] in %s", layout,
+                        h->images_key, shape, ds->path);
+    h->planar = !strcmp(layout, "NCHW");
+    ds->height = (int64_t)(h->planar ? d[2] : d[1]);
+    ds->width = (int64_t)(h->planar ? d[3] : d[2]);
+    ds->channels = h->rank == 3 ? 1 : (int64_t)(h->planar ? d[1] : d[3]);
+    if (ds->channels < 1 || ds->channels > 4 || ds->height < 1 || ds->width < 1)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' [%s] in %s as %s: need 1-4 channels and a non-empty image",
+                        h->images_key, shape, ds->path, layout);
+    return PTQ_OK;
+}
+
+static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const ptq_dataset_opts *opts)
+{
+    static const char *const candidates[] = {"images", "x", "data", "X", NULL};
+    char names[512], why[256], tname[64];
+    const char *key = find_key(h->file, opts->images_key, candidates);
+    if (!key) {
+        list_root(h->file, names, sizeof names);
+        if (opts->images_key)
+            return ptq_fail(ctx, PTQ_ERR_DATA, "no images dataset '%s' in %s (it has: %s)", opts->images_key,
+                            ds->path, names);
+        return ptq_fail(ctx, PTQ_ERR_DATA, "no images dataset in %s (looked for images, x, data, X; it has: %s)",
+                        ds->path, names);
+    }
+    if (!(h->images_key = strdup(key)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl >= 0)
+        H5Pset_chunk_cache(dapl, 12421, CHUNK_CACHE_BYTES, 0.75);
+    h->images = H5Dopen2(h->file, key, dapl >= 0 ? dapl : H5P_DEFAULT);
+    if (h->images < 0)
+        ds_h5_error(why, sizeof why);
+    if (dapl >= 0)
+        H5Pclose(dapl);
+    if (h->images < 0)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' in %s is not a readable dataset: %s", key, ds->path, why);
+
+    hid_t type = H5Dget_type(h->images);
+    hid_t space = H5Dget_space(h->images);
+    int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (rank >= 3 && rank <= 4)
+        H5Sget_simple_extent_dims(space, h->dims, NULL);
+    h->rank = rank;
+    H5T_class_t cls = H5Tget_class(type);
+    size_t size = H5Tget_size(type);
+    if (cls == H5T_INTEGER && size == 1 && H5Tget_sign(type) == H5T_SGN_NONE)
+        h->dtype = PTQ_DT_UINT8;
+    else if (cls == H5T_FLOAT && size == 4)
+        h->dtype = PTQ_DT_FLOAT;
+    type_name(type, tname, sizeof tname);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    if (h->dtype == PTQ_DT_UNDEFINED)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' in %s are %s; ptq reads uint8 or float32 images", key,
+                        ds->path, tname);
+    if (rank < 3 || rank > 4)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' in %s have rank %d; expected [N,H,W], [N,H,W,C] or [N,C,H,W]",
+                        key, ds->path, rank);
+    ptq_status st = pick_layout(ctx, ds, h, opts->layout);
+    if (st != PTQ_OK)
+        return st;
+    ds->count = (int64_t)h->dims[0];
+    if (ds->count == 0)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "no images in %s ('%s' is empty)", ds->path, key);
+    h->sample_bytes = (size_t)(ds->height * ds->width * ds->channels) * ptq_dtype_size(h->dtype);
+    return PTQ_OK;
+}
+
+static ptq_status open_labels(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const ptq_dataset_opts *opts)
+{
+    static const char *const candidates[] = {"labels", "y", "Y", "targets", NULL};
+    char names[512], why[256], tname[64], shape[96];
+    hsize_t dims[2] = {0, 0};
+    const char *key = find_key(h->file, opts->labels_key, candidates);
+    if (!key) {
+        if (!opts->labels_key)
+            return PTQ_OK; /* an unlabelled set, fine for calibration */
+        list_root(h->file, names, sizeof names);
+        return ptq_fail(ctx, PTQ_ERR_DATA, "no labels dataset '%s' in %s (it has: %s)", opts->labels_key, ds->path,
+                        names);
+    }
+    if (!(h->labels_key = strdup(key)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+    h->labels = H5Dopen2(h->file, key, H5P_DEFAULT);
+    if (h->labels < 0)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "labels '%s' in %s is not a readable dataset: %s", key, ds->path,
+                        ds_h5_error(why, sizeof why));
+    hid_t type = H5Dget_type(h->labels);
+    hid_t space = H5Dget_space(h->labels);
+    int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (rank >= 1 && rank <= 2)
+        H5Sget_simple_extent_dims(space, dims, NULL);
+    int is_int = H5Tget_class(type) == H5T_INTEGER;
+    type_name(type, tname, sizeof tname);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    if (!is_int)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "labels '%s' in %s are %s; ptq reads integer labels", key, ds->path,
+                        tname);
+    shape_str(dims, rank, shape, sizeof shape);
+    if (rank < 1 || rank > 2 || (rank == 2 && dims[1] != 1))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "labels '%s' in %s have shape [%s]; expected [N] or [N,1]", key,
+                        ds->path, shape);
+    h->labels_rank = rank;
+    if ((int64_t)dims[0] != ds->count)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "labels '%s' in %s has %lld entries for %lld images in '%s'", key,
+                        ds->path, (long long)dims[0], (long long)ds->count, h->images_key);
+    ds->has_labels = 1;
+    return PTQ_OK;
+}
+
+/* class_names: root attribute, images attribute or root dataset. */
+static ptq_status open_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
+{
+    char what[600];
+    ptq_status st = PTQ_OK;
+    hid_t holders[2] = {h->file, h->images};
+    for (int i = 0; i < 2; i++)
+        if (H5Aexists(holders[i], "class_names") > 0) {
+            hid_t a = H5Aopen(holders[i], "class_names", H5P_DEFAULT);
+            snprintf(what, sizeof what, "attribute class_names of %s in %s", i ? h->images_key : "/", ds->path);
+            st = a < 0 ? ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open %s", what)
+                       : ds_h5_read_strings(ctx, a, 1, what, &ds->class_names, &ds->n_classes);
+            if (a >= 0)
+                H5Aclose(a);
+            return st;
+        }
+    if (h5_exists(h->file, "class_names")) {
+        hid_t d = H5Dopen2(h->file, "class_names", H5P_DEFAULT);
+        snprintf(what, sizeof what, "dataset class_names in %s", ds->path);
+        st = d < 0 ? ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open %s", what)
+                   : ds_h5_read_strings(ctx, d, 0, what, &ds->class_names, &ds->n_classes);
+        if (d >= 0)
+            H5Dclose(d);
+    }
+    return st;
+}
+
+ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts)
+{
+    ptq_status st = PTQ_OK;
+    ds_hdf5 *h = NULL;
+    char why[256];
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    PTQ_TRY(st, ptq_h5_register_zstd(ctx), done);
+    if (H5Fis_hdf5(ds->path) <= 0) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is not an HDF5 file", ds->path);
+        goto done;
+    }
+    h = calloc(1, sizeof *h);
+    if (!h) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+        goto done;
+    }
+    h->file = h->images = h->labels = -1;
+    ds->h5 = h;
+    h->file = H5Fopen(ds->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (h->file < 0) {
+        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot open HDF5 file %s: %s", ds->path, ds_h5_error(why, sizeof why));
+        goto done;
+    }
+    PTQ_TRY(st, open_images(ctx, ds, h, opts), done);
+    PTQ_TRY(st, open_labels(ctx, ds, h, opts), done);
+    PTQ_TRY(st, open_class_names(ctx, ds, h), done);
+done:
+    ds_h5_quiet_end(&q);
+    return st;
+}
+
+/* Selects samples [start, start+n) of a dataset of rank rank and shape dims
+ * in its file space; makes the matching memory space. */
+static int select_samples(hid_t dset, int rank, const hsize_t *dims, int64_t start, int64_t n, hid_t *fspace,
+                          hid_t *mspace)
+{
+    hsize_t off[4] = {0, 0, 0, 0}, count[4];
+    for (int i = 0; i < rank; i++)
+        count[i] = dims[i];
+    off[0] = (hsize_t)start;
+    count[0] = (hsize_t)n;
+    *fspace = H5Dget_space(dset);
+    *mspace = H5Screate_simple(rank, count, NULL);
+    return *fspace >= 0 && *mspace >= 0 && H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, off, NULL, count, NULL) >= 0;
+}
+
+static void close_spaces(hid_t fspace, hid_t mspace)
+{
+    if (fspace >= 0)
+        H5Sclose(fspace);
+    if (mspace >= 0)
+        H5Sclose(mspace);
+}
+
+static ptq_status read_labels(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, int32_t *labels)
+{
+    ds_hdf5 *h = ds->h5;
+    hsize_t dims[2] = {(hsize_t)ds->count, 1};
+    hid_t fspace, mspace;
+    char why[256];
+    int ok = select_samples(h->labels, h->labels_rank, dims, start, n, &fspace, &mspace) &&
+             H5Dread(h->labels, H5T_NATIVE_INT32, mspace, fspace, H5P_DEFAULT, labels) >= 0;
+    if (!ok)
+        ds_h5_error(why, sizeof why);
+    close_spaces(fspace, mspace);
+    if (!ok)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot read labels %lld..%lld of '%s' in %s: %s", (long long)start,
+                        (long long)(start + n - 1), h->labels_key, ds->path, why);
+    for (int64_t i = 0; i < n; i++) {
+        if (labels[i] < 0)
+            return ptq_fail(ctx, PTQ_ERR_DATA, "label %d of sample %lld in %s is negative", (int)labels[i],
+                            (long long)(start + i), ds->path);
+        if (ds->n_classes >= 0 && labels[i] >= ds->n_classes)
+            return ptq_fail(ctx, PTQ_ERR_DATA, "label %d of sample %lld in %s is past its %d class_names",
+                            (int)labels[i], (long long)(start + i), ds->path, ds->n_classes);
+    }
+    return PTQ_OK;
+}
+
+/* Preprocesses the m samples in scratch into x: [m, per-sample floats], in
+ * parallel; the lowest failing sample's error is the one reported. */
+static ptq_status preprocess_piece(ptq_ctx *ctx, ptq_dataset *ds, int64_t m, const ptq_preprocess *p, float *x)
+{
+    const ds_hdf5 *h = ds->h5;
+    const int64_t per_sample = (int64_t)p->n_channels * p->height * p->width;
+    int64_t first_bad = m;
+    ptq_ctx bad;
+    ptq_ctx_init(&bad);
+#pragma omp parallel for schedule(static) if (m > 1)
+    for (int64_t j = 0; j < m; j++) {
+        ptq_ctx local;
+        ptq_ctx_init(&local);
+        if (ptq_preprocess_image(&local, p, (const char *)h->scratch + (size_t)j * h->sample_bytes, h->dtype,
+                                 ds->height, ds->width, ds->channels, h->planar, x + j * per_sample) != PTQ_OK) {
+#pragma omp critical(ds_hdf5_read_error)
+            if (j < first_bad) {
+                first_bad = j;
+                bad = local;
+            }
+        }
+    }
+    if (first_bad == m)
+        return PTQ_OK;
+    if (ctx)
+        *ctx = bad;
+    return bad.code;
+}
+
+ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
+                        int32_t *labels)
+{
+    ds_hdf5 *h = ds->h5;
+    ptq_status st = PTQ_OK;
+    const int64_t per_sample = (int64_t)p->n_channels * p->height * p->width; /* floats of one model input */
+    int64_t piece = (int64_t)(READ_PIECE_BYTES / h->sample_bytes);
+    if (piece < 1)
+        piece = 1;
+    if (piece > n)
+        piece = n;
+    size_t need = (size_t)piece * h->sample_bytes;
+    if (need > h->scratch_cap) {
+        void *grown = realloc(h->scratch, need);
+        if (!grown)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory for %zu bytes", ds->path, need);
+        h->scratch = grown;
+        h->scratch_cap = need;
+    }
+    hid_t mem_type = h->dtype == PTQ_DT_UINT8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    for (int64_t done_n = 0; done_n < n;) {
+        int64_t m = n - done_n < piece ? n - done_n : piece;
+        hid_t fspace, mspace;
+        char why[256];
+        int ok = select_samples(h->images, h->rank, h->dims, start + done_n, m, &fspace, &mspace) &&
+                 H5Dread(h->images, mem_type, mspace, fspace, H5P_DEFAULT, h->scratch) >= 0;
+        if (!ok)
+            ds_h5_error(why, sizeof why);
+        close_spaces(fspace, mspace);
+        if (!ok) {
+            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read images %lld..%lld of '%s' in %s: %s",
+                          (long long)(start + done_n), (long long)(start + done_n + m - 1), h->images_key, ds->path,
+                          why);
+            goto done;
+        }
+        PTQ_TRY(st, preprocess_piece(ctx, ds, m, p, x + done_n * per_sample), done);
+        done_n += m;
+    }
+    if (labels)
+        st = read_labels(ctx, ds, start, n, labels);
+done:
+    ds_h5_quiet_end(&q);
+    return st;
+}

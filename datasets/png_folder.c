@@ -1,0 +1,276 @@
+/* PNG folders root/<class>/<file>.png: class index = folder names sorted by
+ * strcmp, files sorted within a class, samples class by class. Only the
+ * file names are kept in memory; each read decodes just its samples.
+ * Covered by tests/test_datasets.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "datasets/datasets_internal.h"
+
+/* One decoding thread's buffers, kept from read to read. */
+typedef struct png_worker {
+    char *path;         /* path_cap bytes */
+    ds_image img;
+} png_worker;
+
+struct ds_png {
+    char *names;        /* "<class>/<file>\0" one after another */
+    size_t names_bytes, names_cap;
+    int64_t *name_at;   /* [count] offsets into names */
+    int32_t *label;     /* [count] class index */
+    int64_t cap;
+    size_t path_cap;    /* root + '/' + the longest relative name + NUL */
+    png_worker *workers;
+    int n_workers;
+};
+
+void ds_png_free(ds_png *f)
+{
+    if (!f)
+        return;
+    for (int t = 0; t < f->n_workers; t++) {
+        free(f->workers[t].path);
+        ds_image_free(&f->workers[t].img);
+    }
+    free(f->workers);
+    free(f->names);
+    free(f->name_at);
+    free(f->label);
+    free(f);
+}
+
+/* Grows the pool towards n workers; returns how many exist (0 only when none could be made). */
+static int grow_workers(ds_png *f, int n)
+{
+    if (n <= f->n_workers)
+        return f->n_workers;
+    png_worker *w = realloc(f->workers, (size_t)n * sizeof *w);
+    if (!w)
+        return f->n_workers;
+    f->workers = w;
+    for (; f->n_workers < n; f->n_workers++) {
+        memset(&w[f->n_workers], 0, sizeof *w);
+        if (!(w[f->n_workers].path = malloc(f->path_cap)))
+            break;
+    }
+    return f->n_workers;
+}
+
+/* A growable list of names read from one folder. */
+typedef struct name_list {
+    char **items;
+    int64_t n, cap;
+} name_list;
+
+static void name_list_free(name_list *l)
+{
+    for (int64_t i = 0; i < l->n; i++)
+        free(l->items[i]);
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int has_png_suffix(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 5)
+        return 0;
+    const char *s = name + n - 4;
+    return s[0] == '.' && tolower((unsigned char)s[1]) == 'p' && tolower((unsigned char)s[2]) == 'n' &&
+           tolower((unsigned char)s[3]) == 'g';
+}
+
+/* Lists the non-hidden entries of dir that are folders (want_dirs) or
+ * regular *.png files, sorted. */
+static ptq_status list_dir(ptq_ctx *ctx, const char *dir, int want_dirs, name_list *out)
+{
+    ptq_status st = PTQ_OK;
+    DIR *d = opendir(dir);
+    char *full = NULL;
+    if (!d)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot read folder %s: %s", dir, strerror(errno));
+    size_t dir_len = strlen(dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || (!want_dirs && !has_png_suffix(e->d_name)))
+            continue;
+        size_t need = dir_len + strlen(e->d_name) + 2;
+        char *grown = realloc(full, need);
+        if (!grown)
+            goto nomem;
+        full = grown;
+        snprintf(full, need, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(full, &sb) != 0 || (want_dirs ? !S_ISDIR(sb.st_mode) : !S_ISREG(sb.st_mode)))
+            continue;
+        if (out->n == out->cap) {
+            int64_t cap = out->cap ? 2 * out->cap : 64;
+            char **items = realloc(out->items, (size_t)cap * sizeof *items);
+            if (!items)
+                goto nomem;
+            out->items = items;
+            out->cap = cap;
+        }
+        if (!(out->items[out->n] = strdup(e->d_name)))
+            goto nomem;
+        out->n++;
+    }
+    if (out->n > 1)
+        qsort(out->items, (size_t)out->n, sizeof *out->items, cmp_names);
+    goto done;
+nomem:
+    st = ptq_fail(ctx, PTQ_ERR_NOMEM, "listing %s: out of memory", dir);
+done:
+    free(full);
+    closedir(d);
+    return st;
+}
+
+/* Appends "<cls>/<file>" with label k to the sample list. */
+static int add_sample(ds_png *f, int64_t count, const char *cls, const char *file, int32_t k)
+{
+    size_t len = strlen(cls) + strlen(file) + 2;
+    if (f->names_bytes + len > f->names_cap) {
+        size_t cap = f->names_cap ? 2 * f->names_cap : 4096;
+        while (cap < f->names_bytes + len)
+            cap *= 2;
+        char *grown = realloc(f->names, cap);
+        if (!grown)
+            return 0;
+        f->names = grown;
+        f->names_cap = cap;
+    }
+    if (count == f->cap) {
+        int64_t cap = f->cap ? 2 * f->cap : 1024;
+        int64_t *at = realloc(f->name_at, (size_t)cap * sizeof *at);
+        if (at)
+            f->name_at = at;
+        int32_t *lab = realloc(f->label, (size_t)cap * sizeof *lab);
+        if (lab)
+            f->label = lab;
+        if (!at || !lab)
+            return 0;
+        f->cap = cap;
+    }
+    snprintf(f->names + f->names_bytes, len, "%s/%s", cls, file);
+    f->name_at[count] = (int64_t)f->names_bytes;
+    f->label[count] = k;
+    f->names_bytes += len;
+    return 1;
+}
+
+ptq_status ds_png_open(ptq_ctx *ctx, ptq_dataset *ds)
+{
+    ptq_status st = PTQ_OK;
+    name_list classes = {0}, files = {0};
+    char *dir = NULL;
+    size_t longest = 0;
+    ds_png *f = calloc(1, sizeof *f);
+    if (!f)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+    ds->png = f;
+    PTQ_TRY(st, list_dir(ctx, ds->path, 1, &classes), done);
+    if (classes.n > 0x7fffffff) {
+        st = ptq_fail(ctx, PTQ_ERR_DATA, "too many class folders in %s", ds->path);
+        goto done;
+    }
+    for (int64_t k = 0; k < classes.n; k++) {
+        size_t need = strlen(ds->path) + strlen(classes.items[k]) + 2;
+        char *grown = realloc(dir, need);
+        if (!grown)
+            goto nomem;
+        dir = grown;
+        snprintf(dir, need, "%s/%s", ds->path, classes.items[k]);
+        name_list_free(&files);
+        PTQ_TRY(st, list_dir(ctx, dir, 0, &files), done);
+        for (int64_t i = 0; i < files.n; i++) {
+            if (!add_sample(f, ds->count, classes.items[k], files.items[i], (int32_t)k))
+                goto nomem;
+            size_t len = strlen(f->names + f->name_at[ds->count]);
+            longest = len > longest ? len : longest;
+            ds->count++;
+        }
+    }
+    if (ds->count == 0) {
+        st = ptq_fail(ctx, PTQ_ERR_DATA, "no images in %s (expected %s/<class>/*.png)", ds->path, ds->path);
+        goto done;
+    }
+    f->path_cap = strlen(ds->path) + longest + 2;
+    if (grow_workers(f, 1) < 1)
+        goto nomem;
+    ds->n_classes = (int)classes.n;
+    ds->class_names = classes.items;
+    classes.items = NULL;
+    classes.n = 0;
+    ds->has_labels = 1;
+    png_worker *w0 = &f->workers[0];
+    snprintf(w0->path, f->path_cap, "%s/%s", ds->path, f->names);
+    PTQ_TRY(st, ds_png_decode(ctx, w0->path, &w0->img, 1), done);
+    ds->height = w0->img.height;
+    ds->width = w0->img.width;
+    ds->channels = w0->img.channels;
+    goto done;
+nomem:
+    st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+done:
+    free(dir);
+    name_list_free(&files);
+    name_list_free(&classes);
+    return st;
+}
+
+/* Decodes and preprocesses samples in parallel (one worker per OpenMP
+ * thread); the failure of the lowest sample index is the one reported, so
+ * errors do not depend on the thread count. */
+ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
+                       int32_t *labels)
+{
+    ds_png *f = ds->png;
+    const int64_t per_sample = (int64_t)p->n_channels * p->height * p->width; /* floats of one model input */
+    int want = omp_get_max_threads();
+    if ((int64_t)want > n)
+        want = (int)n;
+    const int n_threads = grow_workers(f, want);
+    if (n_threads < 1)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", ds->path);
+    int64_t first_bad = n;
+    ptq_ctx bad;
+    ptq_ctx_init(&bad);
+#pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads)
+    for (int64_t i = 0; i < n; i++) {
+        png_worker *w = &f->workers[omp_get_thread_num()];
+        ptq_ctx local;
+        ptq_ctx_init(&local);
+        int64_t s = start + i;
+        snprintf(w->path, f->path_cap, "%s/%s", ds->path, f->names + f->name_at[s]);
+        ptq_status st = ds_png_decode(&local, w->path, &w->img, 0);
+        if (st == PTQ_OK)
+            st = ptq_preprocess_image(&local, p, w->img.data, w->img.dtype, w->img.height, w->img.width,
+                                      w->img.channels, 0, x + i * per_sample);
+        if (labels)
+            labels[i] = f->label[s];
+        if (st != PTQ_OK) {
+#pragma omp critical(ds_png_read_error)
+            if (i < first_bad) {
+                first_bad = i;
+                bad = local;
+            }
+        }
+    }
+    if (first_bad == n)
+        return PTQ_OK;
+    if (ctx)
+        *ctx = bad;
+    return bad.code;
+}

@@ -1,0 +1,319 @@
+/* Preprocessing: the spec-string parser and the one function that turns a
+ * decoded image (uint8/uint16/float, any size, 1-4 channels) into the
+ * model's float layout; both dataset readers use it. Steps and conventions
+ * are documented in include/ptq/dataset.h. Covered by tests/test_datasets.c. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datasets/datasets_internal.h"
+
+void ptq_preprocess_default(ptq_preprocess *p)
+{
+    memset(p, 0, sizeof *p);
+    p->scale = 1.0f / 255.0f;
+    p->n_channels = 1;
+    for (int c = 0; c < 4; c++) {
+        p->mean[c] = 0.0f;
+        p->std[c] = 1.0f;
+    }
+}
+
+ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p)
+{
+    if (p->n_channels != 1 && p->n_channels != 3)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess channels must be 1 or 3, got %d", p->n_channels);
+    if (p->height <= 0 || p->width <= 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess size must be set, got %lldx%lld",
+                        (long long)p->height, (long long)p->width);
+    if (p->resize < 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess resize must be >= 0, got %lld", (long long)p->resize);
+    if (!isfinite(p->scale))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess scale must be finite");
+    for (int c = 0; c < p->n_channels; c++)
+        if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess mean/std of channel %d must be finite, std non-zero",
+                            c);
+    return PTQ_OK;
+}
+
+/* ---- spec parsing ---- */
+
+static int parse_float(const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno)
+        return 0;
+    if (*end == '/') { /* "1/255" */
+        const char *d = end + 1;
+        double den = strtod(d, &end);
+        if (end == d || errno || den == 0.0)
+            return 0;
+        v /= den;
+    }
+    if (*end || !isfinite(v))
+        return 0;
+    *out = (float)v;
+    return 1;
+}
+
+static int parse_int(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < 0)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* "0.485,0.456,0.406" -> v[0..n); at most 4 values. */
+static int parse_floats(const char *s, float *v, int *n)
+{
+    char buf[256];
+    if (strlen(s) >= sizeof buf)
+        return 0;
+    strcpy(buf, s);
+    *n = 0;
+    for (char *tok = buf;;) {
+        char *comma = strchr(tok, ',');
+        if (comma)
+            *comma = '\0';
+        if (*n == 4 || !parse_float(tok, &v[*n]))
+            return 0;
+        (*n)++;
+        if (!comma)
+            return 1;
+        tok = comma + 1;
+    }
+}
+
+static int equal_nocase(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return 0;
+    return *a == *b;
+}
+
+/* Applies one key=value item to q; n_mean/n_std record how many values were given. */
+static ptq_status parse_item(ptq_ctx *ctx, const char *key, const char *val, ptq_preprocess *q, int *n_mean,
+                             int *n_std)
+{
+    int64_t iv;
+    if (!strcmp(key, "scale")) {
+        if (!parse_float(val, &q->scale))
+            goto bad;
+    } else if (!strcmp(key, "mean") || !strcmp(key, "std")) {
+        float v[4];
+        int n;
+        if (!parse_floats(val, v, &n))
+            goto bad;
+        float *dst = key[0] == 'm' ? q->mean : q->std;
+        const int last = n > 1 ? n - 1 : 0; /* one value fills every channel */
+        for (int c = 0; c < 4; c++)
+            dst[c] = v[c < last ? c : last];
+        *(key[0] == 'm' ? n_mean : n_std) = n;
+    } else if (!strcmp(key, "channels")) {
+        if (!parse_int(val, &iv) || (iv != 1 && iv != 3))
+            goto bad;
+        q->n_channels = (int)iv;
+    } else if (!strcmp(key, "layout")) {
+        if (equal_nocase(val, "NCHW"))
+            q->nhwc = 0;
+        else if (equal_nocase(val, "NHWC"))
+            q->nhwc = 1;
+        else
+            goto bad;
+    } else if (!strcmp(key, "order")) {
+        if (equal_nocase(val, "RGB"))
+            q->bgr = 0;
+        else if (equal_nocase(val, "BGR"))
+            q->bgr = 1;
+        else
+            goto bad;
+    } else if (!strcmp(key, "size")) {
+        const char *x = strpbrk(val, "xX");
+        char hbuf[32];
+        if (!x) {
+            if (!parse_int(val, &iv) || iv == 0)
+                goto bad;
+            q->height = q->width = iv;
+        } else {
+            int64_t h, w;
+            if ((size_t)(x - val) >= sizeof hbuf)
+                goto bad;
+            memcpy(hbuf, val, (size_t)(x - val));
+            hbuf[x - val] = '\0';
+            if (!parse_int(hbuf, &h) || !parse_int(x + 1, &w) || h == 0 || w == 0)
+                goto bad;
+            q->height = h;
+            q->width = w;
+        }
+    } else if (!strcmp(key, "height") || !strcmp(key, "width")) {
+        if (!parse_int(val, &iv) || iv == 0)
+            goto bad;
+        *(key[0] == 'h' ? &q->height : &q->width) = iv;
+    } else if (!strcmp(key, "resize")) {
+        if (!parse_int(val, &iv))
+            goto bad;
+        q->resize = iv;
+    } else {
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "unknown preprocess key '%s' (known: scale mean std channels layout order size height "
+                        "width resize)",
+                        key);
+    }
+    return PTQ_OK;
+bad:
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad value '%s' for preprocess key '%s'", val, key);
+}
+
+ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p)
+{
+    ptq_status st = PTQ_OK;
+    ptq_preprocess q = *p;
+    int n_mean = 1, n_std = 1;
+    char *buf = malloc(strlen(spec) + 1);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "preprocess spec: out of memory");
+    strcpy(buf, spec);
+    for (char *s = buf; *s;) {
+        while (isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            break;
+        char *item = s;
+        while (*s && !isspace((unsigned char)*s))
+            s++;
+        if (*s)
+            *s++ = '\0';
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess item '%s' is not key=value", item);
+            goto done;
+        }
+        *eq = '\0';
+        PTQ_TRY(st, parse_item(ctx, item, eq + 1, &q, &n_mean, &n_std), done);
+    }
+    if ((n_mean != 1 && n_mean != q.n_channels) || (n_std != 1 && n_std != q.n_channels)) {
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess mean/std give %d/%d values for %d channels", n_mean,
+                      n_std, q.n_channels);
+        goto done;
+    }
+    for (int c = 0; c < 4; c++)
+        if (q.std[c] == 0.0f) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess std must be non-zero");
+            goto done;
+        }
+    *p = q;
+done:
+    free(buf);
+    return st;
+}
+
+/* ---- one image -> model input ---- */
+
+typedef struct src_image {
+    const void *data;
+    ptq_dtype dtype;
+    int64_t h, w, c;
+    int planar;
+} src_image;
+
+static inline float sample_at(const src_image *s, int64_t y, int64_t x, int64_t ch)
+{
+    int64_t i = s->planar ? (ch * s->h + y) * s->w + x : (y * s->w + x) * s->c + ch;
+    switch (s->dtype) {
+    case PTQ_DT_UINT8: return (float)((const uint8_t *)s->data)[i];
+    case PTQ_DT_UINT16: return (float)((const uint16_t *)s->data)[i] / 257.0f;
+    default: return ((const float *)s->data)[i];
+    }
+}
+
+/* Value of model channel mc (RGB order) at (y, x) after channel conversion. */
+static inline float pixel_at(const src_image *s, int n_out, int mc, int64_t y, int64_t x)
+{
+    if (s->c <= 2)
+        return sample_at(s, y, x, 0);
+    if (n_out == 3)
+        return sample_at(s, y, x, mc);
+    return 0.299f * sample_at(s, y, x, 0) + 0.587f * sample_at(s, y, x, 1) + 0.114f * sample_at(s, y, x, 2);
+}
+
+/* Source coordinate of output index o along an axis: half-pixel centres, clamped. */
+static inline void axis_tap(int64_t o, int64_t offset, double step, int64_t n_in, int64_t *i0, int64_t *i1,
+                            float *frac)
+{
+    double f = ((double)(o + offset) + 0.5) * step - 0.5;
+    if (f < 0)
+        f = 0;
+    if (f > (double)(n_in - 1))
+        f = (double)(n_in - 1);
+    *i0 = (int64_t)f;
+    *i1 = *i0 + 1 < n_in ? *i0 + 1 : n_in - 1;
+    *frac = (float)(f - (double)*i0);
+}
+
+ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const void *img, ptq_dtype dtype, int64_t h,
+                                int64_t w, int64_t c, int planar, float *out)
+{
+    ptq_status st = ds_preprocess_check(ctx, p);
+    if (st != PTQ_OK)
+        return st;
+    if (dtype != PTQ_DT_UINT8 && dtype != PTQ_DT_UINT16 && dtype != PTQ_DT_FLOAT)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "image samples of type %s (uint8, uint16 or float32 expected)",
+                        ptq_dtype_name(dtype));
+    if (h <= 0 || w <= 0 || c < 1 || c > 4)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "image of %lldx%lld with %lld channels", (long long)h,
+                        (long long)w, (long long)c);
+    const src_image s = {img, dtype, h, w, c, planar};
+    const int64_t H = p->height, W = p->width;
+    const int n_out = p->n_channels;
+    int64_t rh = H, rw = W, top = 0, left = 0;
+    const int same_size = h == H && w == W;
+    if (!same_size && p->resize > 0) {
+        int64_t shorter = h < w ? h : w;
+        rh = h == shorter ? p->resize : (int64_t)llround((double)h * (double)p->resize / (double)shorter);
+        rw = w == shorter ? p->resize : (int64_t)llround((double)w * (double)p->resize / (double)shorter);
+        if (rh < H || rw < W)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                            "preprocess resize %lld makes a %lldx%lld image %lldx%lld, smaller than the crop %lldx%lld",
+                            (long long)p->resize, (long long)h, (long long)w, (long long)rh, (long long)rw,
+                            (long long)H, (long long)W);
+        top = (rh - H) / 2;
+        left = (rw - W) / 2;
+    }
+    const double step_y = (double)h / (double)rh, step_x = (double)w / (double)rw;
+    for (int64_t oy = 0; oy < H; oy++) {
+        int64_t y0 = oy, y1 = oy;
+        float ay = 0.0f;
+        if (!same_size)
+            axis_tap(oy, top, step_y, h, &y0, &y1, &ay);
+        for (int64_t ox = 0; ox < W; ox++) {
+            int64_t x0 = ox, x1 = ox;
+            float ax = 0.0f;
+            if (!same_size)
+                axis_tap(ox, left, step_x, w, &x0, &x1, &ax);
+            for (int mc = 0; mc < n_out; mc++) {
+                float v;
+                if (same_size) {
+                    v = pixel_at(&s, n_out, mc, y0, x0);
+                } else {
+                    float top_row = (1.0f - ax) * pixel_at(&s, n_out, mc, y0, x0) + ax * pixel_at(&s, n_out, mc, y0, x1);
+                    float bot_row = (1.0f - ax) * pixel_at(&s, n_out, mc, y1, x0) + ax * pixel_at(&s, n_out, mc, y1, x1);
+                    v = (1.0f - ay) * top_row + ay * bot_row;
+                }
+                int oc = p->bgr && n_out == 3 ? 2 - mc : mc;
+                v = (v * p->scale - p->mean[oc]) / p->std[oc];
+                out[p->nhwc ? (oy * W + ox) * n_out + oc : ((int64_t)oc * H + oy) * W + ox] = v;
+            }
+        }
+    }
+    return PTQ_OK;
+}

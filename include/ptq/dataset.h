@@ -1,0 +1,151 @@
+/* Labelled image sets, streamed in batches: HDF5 files and PNG folders
+ * (root/<class>/<file>.png, class index = sorted folder names), one
+ * preprocessing description applied the same way to every source, and the
+ * IDX (.gz) converter behind `ptq data convert`. Covered by
+ * tests/test_datasets.c and tests/datasets_test.py. */
+#ifndef PTQ_DATASET_H
+#define PTQ_DATASET_H
+
+#include <stdint.h>
+
+#include "ptq/status.h"
+#include "ptq/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a stored image becomes a model input. Order of operations:
+ * 1. to float: uint8 samples as is (0..255); uint16 samples (16-bit PNG)
+ *    divided by 257, so they land on the same 0..255 range and one `scale`
+ *    (1/255) serves 8- and 16-bit images alike; float samples as is.
+ * 2. channels: gray -> RGB replicates, RGB -> gray by ITU-R 601 luma
+ *    (0.299 R + 0.587 G + 0.114 B), alpha dropped (not blended), palette
+ *    expanded (by the PNG decoder).
+ * 3. size, only when the image is not already height x width: bilinear
+ *    resize (half-pixel centres, edges clamped, no antialiasing: OpenCV
+ *    INTER_LINEAR, torch interpolate(align_corners=False)) of the shorter
+ *    side to `resize` keeping the aspect ratio, then a center crop to
+ *    height x width (offsets rounded down); resize 0 stretches straight to
+ *    height x width.
+ * 4. x * scale, then (x - mean[c]) / std[c], c the output channel index.
+ * 5. channel order (bgr) and layout (nhwc). */
+typedef struct ptq_preprocess {
+    float scale;           /* 1/255 for 8- and 16-bit images (see 1.); 1 for float data already in range */
+    int n_channels;        /* channels the model takes: 1 or 3 */
+    float mean[4], std[4]; /* per output channel (in the model's order, BGR when bgr), after scale */
+    int64_t height, width; /* the model's input size */
+    int64_t resize;        /* shorter side before the center crop; 0 = straight to height x width */
+    int bgr;               /* 1: channel order BGR */
+    int nhwc;              /* 1: output [N,H,W,C]; 0: [N,C,H,W] */
+} ptq_preprocess;
+
+/* Defaults: scale 1/255, 1 channel, mean 0, std 1, RGB, NCHW, resize 0;
+ * height and width 0 (must be set before reading). */
+void ptq_preprocess_default(ptq_preprocess *p);
+/* Parses space-separated key=value items onto p (keys not named keep their
+ * value; p is untouched on failure), e.g. the demo model's `ptq.preprocess`
+ * metadata "scale=0.0039 mean=0.286 std=0.353 layout=NCHW channels=1":
+ *   scale=F or A/B     mean=F[,F,F]   std=F[,F,F] (one value, or one per channel)
+ *   channels=1|3       layout=NCHW|NHWC           order=RGB|BGR
+ *   size=HxW or S      height=H   width=W         resize=S (0: stretch)
+ * An unknown key or a bad value fails with PTQ_ERR_INVALID_ARG naming it. */
+ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p);
+/* Applies p (steps 1-5 above) to one decoded image.
+ * img: h x w x c samples of dtype PTQ_DT_UINT8, PTQ_DT_UINT16 or PTQ_DT_FLOAT,
+ *      interleaved [H,W,C] (planar 0) or planar [C,H,W] (planar 1); c is
+ *      1 gray, 2 gray+alpha, 3 RGB or 4 RGBA.
+ * out: [n_channels, height, width] floats, or [height, width, n_channels] when p->nhwc.
+ * Both dataset readers go through this function. */
+ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const void *img, ptq_dtype dtype, int64_t h,
+                                int64_t w, int64_t c, int planar, float *out);
+
+typedef struct ptq_dataset_opts {
+    const char *images_key; /* HDF5 dataset with the images; NULL: "images", then "x", "data", "X" */
+    const char *labels_key; /* HDF5 dataset with integer labels; NULL: "labels", then "y", "Y", "targets",
+                               and none found means an unlabelled set */
+    const char *layout;     /* "NHW", "NHWC" or "NCHW"; NULL: guessed (rank 3 -> NHW; a last dim of
+                               1/3/4 -> NHWC; else a dim 1 of 1/3/4 -> NCHW) */
+} ptq_dataset_opts;
+
+typedef struct ptq_dataset ptq_dataset;
+
+/* A folder is read as a PNG folder; a file as HDF5 (images uint8 or
+ * float32; labels any integer type, read as int32, one per image; the zstd
+ * filter 32015 is registered on open, gzip and uncompressed work as they
+ * are). Fails with PTQ_ERR_IO (missing/unreadable), PTQ_ERR_FORMAT (not
+ * HDF5, unsupported dtype/rank/layout) or PTQ_ERR_DATA (no images, a
+ * missing images/labels dataset, labels count mismatch), naming the path.
+ * PNG folders: sample order is class by class (folder names sorted by
+ * strcmp), files (*.png, any case) sorted by strcmp within a class; hidden
+ * entries are skipped. opts may be NULL. One reader at a time per dataset. */
+ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out);
+void ptq_dataset_close(ptq_dataset *ds);
+
+int64_t ptq_dataset_count(const ptq_dataset *ds);
+/* Stored image geometry: height, width, channels (PNG folders: of the first
+ * image after palette expansion; 2 and 4 mean gray+alpha and RGBA). */
+void ptq_dataset_geometry(const ptq_dataset *ds, int64_t *height, int64_t *width, int64_t *channels);
+/* 1 when samples carry labels (always for PNG folders). */
+int ptq_dataset_has_labels(const ptq_dataset *ds);
+/* Number of classes: PNG folders, their count; HDF5, the length of a
+ * `class_names` attribute (on the root or the images dataset) or root
+ * dataset when the file has one, else -1. */
+int ptq_dataset_n_classes(const ptq_dataset *ds);
+/* Class name of index i (folder name, or the HDF5 class_names entry); NULL if unknown. */
+const char *ptq_dataset_class_name(const ptq_dataset *ds, int i);
+const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "png-folder" */
+
+/* Reads samples [start, start+n) preprocessed into x: [n, C, H, W] floats
+ * (or [n, H, W, C] when p->nhwc) and their labels into labels: [n] (may be
+ * NULL; must be NULL for an unlabelled set). Only those samples are read
+ * from disk (HDF5: hyperslabs of at most 16 MiB at a time). A PNG that
+ * fails to decode gives PTQ_ERR_DATA naming the file; a negative label
+ * (or one past class_names) PTQ_ERR_DATA naming the sample. */
+ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
+                            float *x, int32_t *labels);
+
+typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } ptq_convert_format;
+
+/* IDX (optionally .gz) images (ubyte, [N,H,W]) + labels (ubyte, [N]) -> an
+ * HDF5 set (datasets "images" uint8 [N,H,W] and "labels" int64 [N],
+ * chunked, zstd-compressed with filter 32015 at zstd_level; root attributes
+ * class_names (when given), source_images, source_labels) or a PNG folder
+ * out/<class>/<5-digit sample index>.png (8-bit gray) with class folders
+ * named by class_names, which must then sort (strcmp) in label order since
+ * a PNG folder numbers its classes by sorted name (NULL: "0".."K-1" zero-
+ * padded to one width, K = max label + 1). Refuses an
+ * existing out_path; writes "<out>.tmp-<pid>" and renames, so a failure
+ * leaves nothing behind. Bad IDX magic, dims or an images/labels count
+ * mismatch fail with PTQ_ERR_FORMAT naming the file(s). */
+ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const char *labels_path, const char *out_path,
+                                ptq_convert_format fmt, const char *const *class_names, int n_class_names,
+                                int zstd_level);
+
+typedef enum ptq_h5_compress { PTQ_H5_NONE = 0, PTQ_H5_ZSTD = 1, PTQ_H5_GZIP = 2 } ptq_h5_compress;
+
+typedef struct ptq_h5_write_opts {
+    const char *images_key, *labels_key;  /* NULL: "images", "labels" */
+    ptq_h5_compress compress;
+    int level;                            /* zstd 1..22, gzip 0..9 */
+    const char *const *class_names;       /* stored as the root attribute class_names; may be NULL */
+    int n_class_names;
+    int append;                           /* 1: add the datasets to an existing file */
+} ptq_h5_write_opts;
+
+/* Writes an in-memory image set to an HDF5 file, for tests, fixtures and
+ * small tools that have no HDF5 headers. images: host tensor [N,H,W],
+ * [N,H,W,C] or [N,C,H,W] of any fixed-size numeric dtype; labels: host
+ * integer tensor [M] or NULL. Stored as given, chunked by sample and
+ * compressed per opts (NULL: zstd level 3); counts and dtypes are checked
+ * when the file is opened, so tests can build bad sets too. Not atomic. */
+ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tensor *images, const ptq_tensor *labels,
+                                  const ptq_h5_write_opts *opts);
+
+/* Registers the zstd HDF5 filter (id 32015) with the HDF5 library; idempotent. */
+ptq_status ptq_h5_register_zstd(ptq_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,133 @@
+/* Graph IR: named values (activations, inputs, initializers), nodes in
+ * topological order, attributes. Loaded from ONNX by ptq_graph_load_onnx;
+ * mirrors onnx.proto's GraphProto/NodeProto/AttributeProto closely enough
+ * that a writer can round-trip it. Covered by tests/test_onnx_load.c. */
+#ifndef PTQ_GRAPH_H
+#define PTQ_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptq/status.h"
+#include "ptq/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Attribute kinds, numbered as onnx AttributeProto.AttributeType. */
+typedef enum ptq_attr_type {
+    PTQ_ATTR_UNDEFINED = 0,
+    PTQ_ATTR_FLOAT = 1,
+    PTQ_ATTR_INT = 2,
+    PTQ_ATTR_STRING = 3,
+    PTQ_ATTR_TENSOR = 4,
+    PTQ_ATTR_GRAPH = 5,
+    PTQ_ATTR_FLOATS = 6,
+    PTQ_ATTR_INTS = 7,
+    PTQ_ATTR_STRINGS = 8
+} ptq_attr_type;
+
+typedef struct ptq_attr {
+    const char *name;
+    ptq_attr_type type;
+    float f;
+    int64_t i;
+    const char *s; /* NUL-terminated copy; s_len excludes the NUL */
+    size_t s_len;
+    int64_t n;     /* element count of floats / ints / strings */
+    const float *floats;
+    const int64_t *ints;
+    const char *const *strings;
+    int tensor;    /* PTQ_ATTR_TENSOR: index into graph->values (a constant value) */
+} ptq_attr;
+
+enum {
+    PTQ_VALUE_INPUT = 1u << 0,       /* a graph input fed by the caller */
+    PTQ_VALUE_OUTPUT = 1u << 1,      /* a graph output */
+    PTQ_VALUE_INITIALIZER = 1u << 2, /* constant data from the file */
+    PTQ_VALUE_CONSTANT = 1u << 3     /* constant data from a tensor attribute */
+};
+
+/* A named tensor. For activations ndim/dims come from the file's declared
+ * types (value_info, inputs, outputs); a dim of -1 is unknown or symbolic
+ * (dim_param). Constant values carry their data, little-endian, row-major. */
+typedef struct ptq_value {
+    const char *name;
+    ptq_dtype dtype;
+    int ndim; /* -1: rank unknown */
+    int64_t dims[PTQ_MAX_DIMS];
+    const void *data; /* constants only: borrowed from the mapped file or the graph's weight block */
+    size_t n_bytes;
+    int producer;     /* node index, -1 for inputs and constants */
+    unsigned flags;   /* PTQ_VALUE_* */
+} ptq_value;
+
+typedef struct ptq_node {
+    const char *name;    /* may be "" in the file; the loader names it "<op_type>_<index>" then */
+    const char *op_type;
+    const char *domain;  /* "" for the default ONNX domain */
+    int n_inputs;
+    int n_outputs;
+    const int *inputs;   /* [n_inputs] value indices; -1 for an omitted optional input */
+    const int *outputs;  /* [n_outputs] value indices; -1 for an omitted optional output */
+    int n_attrs;
+    const ptq_attr *attrs;
+} ptq_node;
+
+typedef struct ptq_opset {
+    const char *domain; /* "" or "ai.onnx" for the default domain */
+    int64_t version;
+} ptq_opset;
+
+typedef struct ptq_meta {
+    const char *key;
+    const char *value;
+} ptq_meta;
+
+typedef struct ptq_graph {
+    const char *path;  /* the file it was loaded from */
+    const char *name;
+    int64_t ir_version;
+    const char *producer;
+    int n_opsets;
+    const ptq_opset *opsets;
+    int64_t opset;     /* version of the default domain */
+    int n_meta;
+    const ptq_meta *meta;
+    int n_values;
+    ptq_value *values;
+    int n_nodes;
+    const ptq_node *nodes; /* topological order */
+    int n_inputs;
+    const int *inputs;  /* value indices of the caller-fed inputs (initializers excluded) */
+    int n_outputs;
+    const int *outputs;
+    struct ptq_graph_store *store; /* owns every allocation above and the file mapping */
+} ptq_graph;
+
+/* Loads an ONNX model. External data files are resolved next to path.
+ * Malformed input gives PTQ_ERR_FORMAT with the byte offset at fault. */
+ptq_status ptq_graph_load_onnx(ptq_ctx *ctx, const char *path, ptq_graph **out);
+/* The same from bytes in memory; they must outlive the graph (weights are borrowed).
+ * base_dir resolves external data (may be NULL: external data then fails). */
+ptq_status ptq_graph_load_onnx_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *base_dir,
+                                     ptq_graph **out);
+void ptq_graph_free(ptq_graph *g);
+
+/* Lookups: NULL / -1 when absent. */
+const ptq_attr *ptq_node_attr(const ptq_node *n, const char *name);
+int64_t ptq_node_attr_int(const ptq_node *n, const char *name, int64_t dflt);
+float ptq_node_attr_float(const ptq_node *n, const char *name, float dflt);
+int ptq_graph_find_value(const ptq_graph *g, const char *name);
+const char *ptq_graph_meta(const ptq_graph *g, const char *key);
+
+/* Reads a serialized onnx TensorProto (the .pb files of ONNX's test data)
+ * into a host tensor the caller frees with ptq_tensor_free_host. name_out
+ * (optional) receives a malloc'd copy of the tensor's name. */
+ptq_status ptq_tensor_load_pb(ptq_ctx *ctx, const char *path, ptq_tensor *out, char **name_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,54 @@
+/* Classification metrics: top-1/top-5, the confusion matrix and per-class
+ * precision/recall/F1, accumulated batch by batch with integer counts (so
+ * shards merge exactly), and their renderings as text tables and JSON.
+ * Covered by tests/test_report.c. */
+#ifndef PTQ_REPORT_H
+#define PTQ_REPORT_H
+
+#include <stdint.h>
+
+#include "ptq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ptq_eval_stats {
+    int n_classes;
+    int64_t n;          /* samples counted */
+    int64_t top1, top5; /* samples whose label was the argmax / among the 5 largest */
+    int64_t *confusion; /* [n_classes, n_classes]: row = true label, column = prediction */
+} ptq_eval_stats;
+
+typedef struct ptq_class_metrics {
+    double precision, recall, f1; /* 0 where undefined (no predictions / no samples) */
+    int64_t support;              /* samples with this label */
+    int64_t predicted;            /* samples predicted as this class */
+} ptq_class_metrics;
+
+ptq_status ptq_eval_stats_init(ptq_ctx *ctx, int n_classes, ptq_eval_stats *s);
+void ptq_eval_stats_free(ptq_eval_stats *s);
+
+/* Counts a batch. logits: [n, n_classes]; labels: [n], each in
+ * [0, n_classes) (else PTQ_ERR_DATA naming sample first_index + i);
+ * pred: [n] argmax per sample (first index on ties), may be NULL. */
+ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *logits, const int32_t *labels,
+                                 int64_t n, int64_t first_index, int32_t *pred);
+
+/* metrics: [s->n_classes]. */
+void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *metrics);
+
+/* Text report for a terminal: accuracy, per-class table, confusion matrix.
+ * class_names may be NULL (indices are used). Returns a malloc'd string. */
+ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names, char **out);
+
+/* JSON object {"samples", "top1", "top5", "classes": [...], "confusion": [[...]]}
+ * merged into the caller's header fields (a JSON object text, may be NULL).
+ * Returns a malloc'd string. */
+ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
+                                const char *header_json, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,60 @@
+/* Executing a graph on a batch: ptq_exec runs every node through a backend
+ * (ref, cpu or cuda) and calls a tap on every tensor a node produces, which
+ * is where observers and fake-quantization hang. Covered by tests/test_exec.c,
+ * tests/onnx_conformance.c and tests/cuda_parity_exec.c. */
+#ifndef PTQ_RUNTIME_H
+#define PTQ_RUNTIME_H
+
+#include "ptq/graph.h"
+#include "ptq/status.h"
+#include "ptq/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ptq_device {
+    PTQ_DEVICE_REF = 0, /* kernels/ref: plain loops, one thread */
+    PTQ_DEVICE_CPU = 1, /* kernels/cpu: OpenBLAS and threads */
+    PTQ_DEVICE_CUDA = 2
+} ptq_device;
+
+/* Called once per produced tensor, after the node ran; t may be on the
+ * device (t->mem). A non-OK return stops the run with that status. */
+typedef ptq_status (*ptq_tap_fn)(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
+                                 const ptq_tensor *t);
+
+typedef struct ptq_exec_params {
+    ptq_device device;
+    int cuda_device; /* GPU ordinal */
+    ptq_tap_fn tap;  /* may be NULL */
+    void *tap_user;
+} ptq_exec_params;
+
+typedef struct ptq_exec ptq_exec;
+
+/* Checks that every node is supported (PTQ_ERR_UNSUPPORTED names the node,
+ * op type, domain and opset otherwise) and prepares the device; weights
+ * are uploaded once. */
+ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_params *p, ptq_exec **out);
+/* Runs one batch. inputs: [g->n_inputs] host tensors matching the graph
+ * inputs in order. outputs: [g->n_outputs], filled with host tensors owned
+ * by the executor, valid until the next run or ptq_exec_free. */
+ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs);
+/* "cpu", "ref" or "cuda (NVIDIA H200)". */
+const char *ptq_exec_device_name(const ptq_exec *e);
+/* Number of nodes the GPU declined and the CPU ran (0 on CPU backends). */
+int ptq_exec_n_fallback_nodes(const ptq_exec *e);
+void ptq_exec_free(ptq_exec *e);
+
+/* Checks one node of g (op known, opset, attributes as far as can be seen
+ * without shapes); used by ptq_exec_create and `ptq info`. */
+ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
+
+/* 1 when a CUDA build sees a usable GPU; else 0 with why filled in. */
+int ptq_cuda_available(char *why, size_t n_why);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+/* ptq status codes and the error context every fallible call records into.
+ * Library code never prints or exits: it returns a ptq_status and leaves a
+ * message ("what, with which name/path") plus the source location in ctx.
+ * Covered by tests/test_status.c. */
+#ifndef PTQ_STATUS_H
+#define PTQ_STATUS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ptq_status {
+    PTQ_OK = 0,
+    PTQ_ERR_INVALID_ARG = 1, /* a caller passed something out of range */
+    PTQ_ERR_IO = 2,          /* missing or unreadable file, failed write */
+    PTQ_ERR_FORMAT = 3,      /* malformed file: truncated, bad wire type, overflow */
+    PTQ_ERR_UNSUPPORTED = 4, /* an op, dtype or attribute ptq does not implement */
+    PTQ_ERR_SHAPE = 5,       /* shapes that do not fit together */
+    PTQ_ERR_DATA = 6,        /* bad data set content: empty, label out of range, undecodable image */
+    PTQ_ERR_NOMEM = 7,
+    PTQ_ERR_CUDA = 8,        /* a CUDA runtime or cuBLAS call failed */
+    PTQ_ERR_NO_DEVICE = 9,   /* CUDA asked for but no usable GPU */
+    PTQ_ERR_INTERNAL = 10
+} ptq_status;
+
+#define PTQ_MSG_BYTES 1024
+
+/* Per-thread-of-work error context: the last failure's code, message and
+ * where in the source it was raised. Zero-initialise or ptq_ctx_init(). */
+typedef struct ptq_ctx {
+    ptq_status code;
+    char msg[PTQ_MSG_BYTES];
+    char where[128]; /* "model/onnx_load.c:123" */
+} ptq_ctx;
+
+void ptq_ctx_init(ptq_ctx *ctx);
+const char *ptq_status_name(ptq_status st);
+
+/* Records a failure and returns its code; use through ptq_fail(). */
+ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+#define ptq_fail(ctx, code, ...) ptq_fail_at((ctx), __FILE__, __LINE__, (code), __VA_ARGS__)
+
+/* Evaluate a fallible call; on failure store its status in st and jump. */
+#define PTQ_TRY(st, call, label) \
+    do {                         \
+        (st) = (call);           \
+        if ((st) != PTQ_OK)      \
+            goto label;          \
+    } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

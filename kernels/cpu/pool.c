@@ -1,0 +1,99 @@
+/* Fast CPU MaxPool / AveragePool / GlobalAveragePool: OpenMP over output
+ * rows, each window walking only its in-bounds taps (no per-tap tests).
+ * Same taps, order and double sums as kernels/ref/pool.c, so results are
+ * bit-identical; checked in tests/parity_pool.c. */
+#include <math.h>
+
+#include "kernels/kernels.h"
+
+enum { POOL_PARALLEL_MIN = 1 << 14 /* output elements below which one thread is faster */ };
+
+typedef enum { POOL_MAX, POOL_AVG } pool_kind;
+
+/* Taps t in [*lo, *hi) of a k-tap window with dilation d starting at
+ * `start` that land in [0, lim). */
+static inline void tap_range(int64_t start, int64_t lim, int64_t k, int64_t d, int64_t *lo, int64_t *hi)
+{
+    int64_t a = start >= 0 ? 0 : (-start + d - 1) / d;
+    int64_t b = lim - 1 - start < 0 ? 0 : (lim - 1 - start) / d + 1;
+    b = b > k ? k : b;
+    *lo = a > b ? b : a;
+    *hi = b;
+}
+
+/* x: [n, c, in0, in1, in2]; y: [n, c, out0, out1, out2]. */
+static void pool_cpu(pool_kind kind, const ptq_pool_params *p, const float *x, float *y)
+{
+    const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
+    const int64_t n_rows = p->n * p->c * p->out[0] * p->out[1];
+    const int par = n_rows * p->out[2] >= POOL_PARALLEL_MIN;
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t row = 0; row < n_rows; row++) {
+        const int64_t o1 = row % p->out[1], o0 = row / p->out[1] % p->out[0], nc = row / p->out[1] / p->out[0];
+        const float *xp = x + nc * in_size;
+        float *yr = y + row * p->out[2];
+        const int64_t s0 = o0 * p->stride[0] - p->pad_lo[0], s1 = o1 * p->stride[1] - p->pad_lo[1];
+        int64_t lo0, hi0, lo1, hi1, plo, n_pad0, n_pad1;
+        tap_range(s0, p->in[0], p->k[0], p->dil[0], &lo0, &hi0);
+        tap_range(s1, p->in[1], p->k[1], p->dil[1], &lo1, &hi1);
+        tap_range(s0 + p->pad_lo[0], p->in[0] + p->pad_lo[0] + p->pad_hi[0], p->k[0], p->dil[0], &plo, &n_pad0);
+        tap_range(s1 + p->pad_lo[1], p->in[1] + p->pad_lo[1] + p->pad_hi[1], p->k[1], p->dil[1], &plo, &n_pad1);
+        for (int64_t o2 = 0; o2 < p->out[2]; o2++) {
+            const int64_t s2 = o2 * p->stride[2] - p->pad_lo[2];
+            int64_t lo2, hi2, n_pad2;
+            tap_range(s2, p->in[2], p->k[2], p->dil[2], &lo2, &hi2);
+            float m = -INFINITY;
+            double sum = 0.0;
+            for (int64_t t0 = lo0; t0 < hi0; t0++)
+                for (int64_t t1 = lo1; t1 < hi1; t1++) {
+                    /* element of tap t2 is xp[at + t2*dil2]; at itself may lie before the plane */
+                    const int64_t at = ((s0 + t0 * p->dil[0]) * p->in[1] + s1 + t1 * p->dil[1]) * p->in[2] + s2;
+                    if (kind == POOL_MAX) {
+                        for (int64_t t2 = lo2; t2 < hi2; t2++) {
+                            const float v = xp[at + t2 * p->dil[2]];
+                            if (!isnan(m) && (v > m || isnan(v)))
+                                m = v;
+                        }
+                    } else {
+                        for (int64_t t2 = lo2; t2 < hi2; t2++)
+                            sum += xp[at + t2 * p->dil[2]];
+                    }
+                }
+            if (kind == POOL_MAX) {
+                yr[o2] = m;
+                continue;
+            }
+            int64_t count = (hi0 - lo0) * (hi1 - lo1) * (hi2 - lo2);
+            if (p->count_include_pad) {
+                tap_range(s2 + p->pad_lo[2], p->in[2] + p->pad_lo[2] + p->pad_hi[2], p->k[2], p->dil[2], &plo,
+                          &n_pad2);
+                count = n_pad0 * n_pad1 * n_pad2;
+            }
+            yr[o2] = count ? (float)(sum / (double)count) : 0.0f;
+        }
+    }
+}
+
+void ptq_k_maxpool_cpu(const ptq_pool_params *p, const float *x, float *y)
+{
+    pool_cpu(POOL_MAX, p, x, y);
+}
+
+void ptq_k_avgpool_cpu(const ptq_pool_params *p, const float *x, float *y)
+{
+    pool_cpu(POOL_AVG, p, x, y);
+}
+
+/* x: [n_rows, n_cols]; y: [n_rows]. */
+void ptq_k_global_avgpool_cpu(int64_t n_rows, int64_t n_cols, const float *x, float *y)
+{
+    const int par = n_rows * n_cols >= POOL_PARALLEL_MIN;
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t r = 0; r < n_rows; r++) {
+        double sum = 0.0;
+        const float *xr = x + r * n_cols;
+        for (int64_t j = 0; j < n_cols; j++)
+            sum += xr[j];
+        y[r] = n_cols ? (float)(sum / (double)n_cols) : 0.0f;
+    }
+}

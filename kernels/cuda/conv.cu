@@ -1,0 +1,192 @@
+/* Convolution on the GPU, mirroring ptq_k_conv_ref: im2col into the device
+ * scratch, then cuBLAS SGEMM strided-batched over images (group 1) or over
+ * groups; 1x1/stride-1/unpadded convs skip im2col; one-input-channel-per-
+ * group (depthwise) convs use a direct kernel. Covered by tests/cuda_parity_kernels.c. */
+#include <limits.h>
+
+#include "kernels/cuda/cuda_common.cuh"
+
+/* im2col scratch is filled a chunk of images at a time, at most this much */
+#define CONV_SCRATCH_BYTES ((size_t)256 << 20)
+
+/* col: [n_img, c_in * K, OUT] for images img0.. of x, where K = k0*k1*k2 and
+ * OUT = out0*out1*out2; row (c * K + kk), kk the kernel offset in k order. */
+template <typename I>
+static __global__ void im2col_kernel(ptq_conv_params p, const float *x, int64_t img0, I n_img, float *col)
+{
+    const I k_sz = (I)(p.k[0] * p.k[1] * p.k[2]);
+    const I out_sz = (I)(p.out[0] * p.out[1] * p.out[2]);
+    const I in_sz = (I)(p.in[0] * p.in[1] * p.in[2]);
+    const I c_in = (I)p.c_in;
+    const I total = n_img * c_in * k_sz * out_sz;
+    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += (I)gridDim.x * (I)blockDim.x) {
+        I o = i % out_sz;
+        I r = i / out_sz;
+        I kk = r % k_sz;
+        r /= k_sz;
+        I c = r % c_in;
+        I img = r / c_in;
+        I o2 = o % (I)p.out[2], o1 = (o / (I)p.out[2]) % (I)p.out[1], o0 = o / ((I)p.out[2] * (I)p.out[1]);
+        I q2 = kk % (I)p.k[2], q1 = (kk / (I)p.k[2]) % (I)p.k[1], q0 = kk / ((I)p.k[2] * (I)p.k[1]);
+        int64_t i0 = (int64_t)o0 * p.stride[0] - p.pad_lo[0] + (int64_t)q0 * p.dil[0];
+        int64_t i1 = (int64_t)o1 * p.stride[1] - p.pad_lo[1] + (int64_t)q1 * p.dil[1];
+        int64_t i2 = (int64_t)o2 * p.stride[2] - p.pad_lo[2] + (int64_t)q2 * p.dil[2];
+        float v = 0.0f;
+        if (i0 >= 0 && i0 < p.in[0] && i1 >= 0 && i1 < p.in[1] && i2 >= 0 && i2 < p.in[2]) {
+            int64_t src = ((int64_t)img0 + img) * p.c_in + c;
+            v = x[src * in_sz + (i0 * p.in[1] + i1) * p.in[2] + i2];
+        }
+        col[i] = v;
+    }
+}
+
+/* y: [n, c_out, OUT] += b[c_out] broadcast */
+static __global__ void bias_kernel(int64_t total, int64_t c_out, int64_t out_sz, const float *b, float *y)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] += b[(i / out_sz) % c_out];
+}
+
+/* Each output element directly, for c_in/group == 1: like the ref, starts
+ * from the bias and sums the taps in double, kernel dims outer to inner. */
+static __global__ void conv_direct_kernel(ptq_conv_params p, const float *x, const float *w, const float *b,
+                                          float *y)
+{
+    const int64_t out_sz = p.out[0] * p.out[1] * p.out[2];
+    const int64_t in_sz = p.in[0] * p.in[1] * p.in[2];
+    const int64_t k_sz = p.k[0] * p.k[1] * p.k[2];
+    const int64_t per_group = p.c_out / p.group;
+    const int64_t total = p.n * p.c_out * out_sz;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t o = i % out_sz;
+        int64_t co = (i / out_sz) % p.c_out;
+        int64_t img = i / (out_sz * p.c_out);
+        int64_t o2 = o % p.out[2], o1 = (o / p.out[2]) % p.out[1], o0 = o / (p.out[2] * p.out[1]);
+        int64_t ci = co / per_group; /* the group's one input channel */
+        const float *xs = x + (img * p.c_in + ci) * in_sz;
+        const float *ws = w + co * k_sz;
+        double acc = b ? (double)b[co] : 0.0;
+        for (int64_t q0 = 0; q0 < p.k[0]; q0++) {
+            int64_t i0 = o0 * p.stride[0] - p.pad_lo[0] + q0 * p.dil[0];
+            if (i0 < 0 || i0 >= p.in[0])
+                continue;
+            for (int64_t q1 = 0; q1 < p.k[1]; q1++) {
+                int64_t i1 = o1 * p.stride[1] - p.pad_lo[1] + q1 * p.dil[1];
+                if (i1 < 0 || i1 >= p.in[1])
+                    continue;
+                for (int64_t q2 = 0; q2 < p.k[2]; q2++) {
+                    int64_t i2 = o2 * p.stride[2] - p.pad_lo[2] + q2 * p.dil[2];
+                    if (i2 < 0 || i2 >= p.in[2])
+                        continue;
+                    acc += (double)xs[(i0 * p.in[1] + i1) * p.in[2] + i2] *
+                           (double)ws[(q0 * p.k[1] + q1) * p.k[2] + q2];
+                }
+            }
+        }
+        y[i] = (float)acc;
+    }
+}
+
+static int fits_int(int64_t v)
+{
+    return v >= 0 && v <= INT_MAX;
+}
+
+/* y[img0 .. img0+n_img) from columns col ([n_img, c_in*K, OUT]; col_stride
+ * elements per image) by one strided-batched SGEMM per image and group set. */
+static ptq_status conv_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *col,
+                            int64_t col_stride, const float *w, float *y, int64_t n_img)
+{
+    const int64_t k_sz = p->k[0] * p->k[1] * p->k[2];
+    const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
+    const int64_t cg = p->c_in / p->group, mg = p->c_out / p->group;
+    const int64_t ck = cg * k_sz;
+    const float one = 1.0f, zero = 0.0f;
+    /* row-major y_g [mg, OUT] = w_g [mg, ck] @ col_g [ck, OUT] is column-major
+     * y_g^T [OUT, mg] = col_g^T [OUT, ck] @ w_g^T [ck, mg]: no transposes */
+    if (p->group == 1) {
+        if (!fits_int(n_img))
+            return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: %lld images in one SGEMM batch", (long long)n_img);
+        PTQ_CUBLAS_CHECK(ctx, cublasSgemmStridedBatched(d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)out_sz, (int)mg,
+                                                        (int)ck, &one, col, (int)out_sz, col_stride, w, (int)ck, 0,
+                                                        &zero, y, (int)out_sz, p->c_out * out_sz, (int)n_img));
+        return PTQ_OK;
+    }
+    if (!fits_int(p->group))
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: group %lld", (long long)p->group);
+    for (int64_t img = 0; img < n_img; img++)
+        PTQ_CUBLAS_CHECK(ctx, cublasSgemmStridedBatched(d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)out_sz, (int)mg,
+                                                        (int)ck, &one, col + img * col_stride, (int)out_sz,
+                                                        ck * out_sz, w, (int)ck, mg * ck, &zero,
+                                                        y + img * p->c_out * out_sz, (int)out_sz, mg * out_sz,
+                                                        (int)p->group));
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x,
+                                      const float *w, const float *b, float *y)
+{
+    const int64_t k_sz = p->k[0] * p->k[1] * p->k[2];
+    const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
+    const int64_t in_sz = p->in[0] * p->in[1] * p->in[2];
+    const int64_t total = p->n * p->c_out * out_sz;
+    if (p->group < 1 || p->c_in % p->group || p->c_out % p->group)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "conv: channels %lld -> %lld do not split into %lld groups",
+                        (long long)p->c_in, (long long)p->c_out, (long long)p->group);
+    if (total == 0)
+        return PTQ_OK;
+    const int64_t cg = p->c_in / p->group;
+    if (cg == 1) {
+        conv_direct_kernel<<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, w, b, y);
+        PTQ_CUDA_LAUNCHED(ctx, "conv_direct_kernel");
+        return PTQ_OK;
+    }
+    const int64_t ck = cg * k_sz;
+    if (!fits_int(out_sz) || !fits_int(ck) || !fits_int(p->c_out))
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: a GEMM side exceeds cuBLAS's int range (%lld x %lld x %lld)",
+                        (long long)out_sz, (long long)p->c_out, (long long)ck);
+    PTQ_CUBLAS_CHECK(ctx, cublasSetStream(d->cublas, d->stream));
+    int pointwise = k_sz == 1 && out_sz == in_sz;
+    for (int s = 0; s < PTQ_SPATIAL; s++)
+        pointwise = pointwise && p->stride[s] == 1 && p->pad_lo[s] == 0 && p->out[s] == p->in[s];
+    if (pointwise) {
+        /* x itself is the column matrix: [n, c_in, OUT] */
+        ptq_status st = conv_gemm(ctx, d, p, x, p->c_in * out_sz, w, y, p->n);
+        if (st != PTQ_OK)
+            return st;
+    } else {
+        const int64_t col_per_img = p->c_in * k_sz * out_sz;
+        const size_t img_bytes = (size_t)col_per_img * sizeof(float);
+        int64_t chunk = (int64_t)(CONV_SCRATCH_BYTES / img_bytes);
+        if (chunk < 1)
+            chunk = 1;
+        if (chunk > p->n)
+            chunk = p->n;
+        void *scratch = NULL;
+        ptq_status st = ptq_cuda_scratch(ctx, d, (size_t)chunk * img_bytes, &scratch);
+        if (st != PTQ_OK)
+            return st;
+        float *col = (float *)scratch;
+        for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
+            int64_t n_img = p->n - img0 < chunk ? p->n - img0 : chunk;
+            int64_t n_col = n_img * col_per_img;
+            /* 32-bit index math (cheaper div/mod) where i + the grid stride cannot overflow */
+            if (n_col <= INT_MAX - (int64_t)ptq_cuda_blocks(n_col) * PTQ_CUDA_BLOCK)
+                im2col_kernel<int><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, (int)n_img,
+                                                                                             col);
+            else
+                im2col_kernel<int64_t><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, n_img,
+                                                                                                 col);
+            PTQ_CUDA_LAUNCHED(ctx, "im2col_kernel");
+            st = conv_gemm(ctx, d, p, col, col_per_img, w, y + img0 * p->c_out * out_sz, n_img);
+            if (st != PTQ_OK)
+                return st;
+        }
+    }
+    if (b) {
+        bias_kernel<<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(total, p->c_out, out_sz, b, y);
+        PTQ_CUDA_LAUNCHED(ctx, "bias_kernel");
+    }
+    return PTQ_OK;
+}

@@ -1,0 +1,78 @@
+/* Shared by the .cu files of kernels/cuda only: the device object's layout,
+ * CUDA/cuBLAS error checks that record into a ptq_ctx (naming the call and
+ * CUDA's error string), launch checks and grid sizing. */
+#ifndef PTQ_CUDA_COMMON_CUH
+#define PTQ_CUDA_COMMON_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_kernels.h"
+
+struct ptq_cuda_dev {
+    int index;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    void *scratch; /* grown on demand by ptq_cuda_scratch */
+    size_t scratch_bytes;
+    char name[256];
+    char late_err[256]; /* first failure of a void call (release), reported by the next sync */
+};
+
+static inline ptq_status ptq_cuda_fail_at(ptq_ctx *ctx, const char *file, int line, cudaError_t err,
+                                          const char *call)
+{
+    return ptq_fail_at(ctx, file, line, PTQ_ERR_CUDA, "%s failed: %s (%s)", call, cudaGetErrorString(err),
+                       cudaGetErrorName(err));
+}
+
+static inline ptq_status ptq_cublas_fail_at(ptq_ctx *ctx, const char *file, int line, cublasStatus_t err,
+                                            const char *call)
+{
+    return ptq_fail_at(ctx, file, line, PTQ_ERR_CUDA, "%s failed: %s (%s)", call, cublasGetStatusString(err),
+                       cublasGetStatusName(err));
+}
+
+/* Return from the enclosing function with PTQ_ERR_CUDA when call fails. */
+#define PTQ_CUDA_CHECK(ctx, call)                                                  \
+    do {                                                                           \
+        cudaError_t err_ = (call);                                                 \
+        if (err_ != cudaSuccess)                                                   \
+            return ptq_cuda_fail_at((ctx), __FILE__, __LINE__, err_, #call);       \
+    } while (0)
+
+#define PTQ_CUBLAS_CHECK(ctx, call)                                                \
+    do {                                                                           \
+        cublasStatus_t err_ = (call);                                              \
+        if (err_ != CUBLAS_STATUS_SUCCESS)                                         \
+            return ptq_cublas_fail_at((ctx), __FILE__, __LINE__, err_, #call);     \
+    } while (0)
+
+/* After a <<<...>>> launch: configuration and earlier asynchronous errors. */
+#define PTQ_CUDA_LAUNCHED(ctx, kernel_name)                                                               \
+    do {                                                                                                  \
+        cudaError_t err_ = cudaGetLastError();                                                            \
+        if (err_ != cudaSuccess)                                                                          \
+            return ptq_fail_at((ctx), __FILE__, __LINE__, PTQ_ERR_CUDA, "launch of %s failed: %s (%s)",   \
+                               (kernel_name), cudaGetErrorString(err_), cudaGetErrorName(err_));          \
+    } while (0)
+
+#define PTQ_CUDA_BLOCK 256
+
+/* Blocks for a grid-stride loop over n items; at least 1, bounded so the
+ * launch stays legal for any n (each thread then takes several items). */
+static inline unsigned ptq_cuda_blocks(int64_t n)
+{
+    int64_t blocks = (n + PTQ_CUDA_BLOCK - 1) / PTQ_CUDA_BLOCK;
+    if (blocks < 1)
+        blocks = 1;
+    if (blocks > 65536)
+        blocks = 65536;
+    return (unsigned)blocks;
+}
+
+/* Scratch of at least n_bytes owned by d, valid until the next call that
+ * asks for more; growing it waits for queued work that may still read it. */
+ptq_status ptq_cuda_scratch(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out);
+
+#endif

@@ -1,0 +1,100 @@
+/* Plain-C entry points of kernels/cuda and of the device object they run on
+ * (one GPU, one stream, one cuBLAS handle in FP32 math, scratch memory); no
+ * CUDA types, so C code may include it. Tensor pointers are device memory.
+ * Covered by tests/cuda_parity_kernels.c and tests/cuda_backend_exec.c. */
+#ifndef PTQ_CUDA_KERNELS_H
+#define PTQ_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+#include "ptq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Owns a stream, a cuBLAS handle and scratch memory on one GPU. Work is
+ * queued on its stream in call order; only download and sync wait. */
+typedef struct ptq_cuda_dev ptq_cuda_dev;
+
+/* Number of usable GPUs; 0 with the CUDA runtime's reason in why. */
+int ptq_cuda_device_count(char *why, size_t n_why);
+/* Makes device_index current and creates its stream and cuBLAS handle. */
+ptq_status ptq_cuda_dev_create(ptq_ctx *ctx, int device_index, ptq_cuda_dev **out);
+void ptq_cuda_dev_free(ptq_cuda_dev *d);
+/* "NVIDIA H200" */
+const char *ptq_cuda_dev_name(const ptq_cuda_dev *d);
+
+ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out);
+/* Waits for queued work first, so no kernel still uses p; NULL-safe. */
+void ptq_cuda_release(ptq_cuda_dev *d, void *p);
+/* The host source may be reused when upload returns. */
+ptq_status ptq_cuda_upload(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *host_src, size_t n_bytes);
+/* Complete when it returns. */
+ptq_status ptq_cuda_download(ptq_ctx *ctx, ptq_cuda_dev *d, void *host_dst, const void *src, size_t n_bytes);
+ptq_status ptq_cuda_copy(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *src, size_t n_bytes);
+/* n_rows rows of row_bytes each, from src (rows src_pitch bytes apart) to dst
+ * (dst_pitch apart), both on the device: Concat's strided blocks. */
+ptq_status ptq_cuda_copy_2d(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, size_t dst_pitch, const void *src,
+                            size_t src_pitch, size_t row_bytes, int64_t n_rows);
+/* Sets n_bytes at dst to byte (0xFF poisons floats with NaN). */
+ptq_status ptq_cuda_fill_bytes(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, int byte, size_t n_bytes);
+ptq_status ptq_cuda_sync(ptq_ctx *ctx, ptq_cuda_dev *d);
+
+/* Same contracts as the ptq_k_*_ref functions in kernels/kernels.h. */
+
+/* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
+ * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. im2col + cuBLAS
+ * SGEMM through the device's scratch, or a direct kernel for depthwise. */
+ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
+                           const float *b, float *y);
+
+/* a: [m, k] ([k, m] when trans_a); b: [k, n] ([n, k] when trans_b);
+ * y: [m, n] = alpha * op(a) @ op(b) + beta * y (y not read when beta == 0). */
+ptq_status ptq_k_gemm_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, const float *a, const float *b,
+                           float *y);
+/* n_batch independent products of ptq_k_gemm_cuda: a, b, y advance by
+ * a_stride, b_stride, y_stride elements per batch (0 repeats an operand). */
+ptq_status ptq_k_gemm_batched_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, int64_t n_batch,
+                                   const float *a, int64_t a_stride, const float *b, int64_t b_stride, float *y,
+                                   int64_t y_stride);
+
+/* a, b: laid out as bc's a_stride / b_stride describe; y: [bc->out_dims], row-major. */
+ptq_status ptq_k_binary_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_binop op, const ptq_bcast *bc, const float *a,
+                             const float *b, float *y);
+
+/* a: laid out as bc's a_stride describes; y: [bc->out_dims] = a broadcast (b_stride unused). */
+ptq_status ptq_k_expand_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_bcast *bc, const float *a, float *y);
+
+/* x, y: [n]; x == y allowed. */
+ptq_status ptq_k_unary_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_unop op, float alpha, float beta, int64_t n,
+                            const float *x, float *y);
+
+/* x: [n_rows, n_cols] -> y: [n_rows], row means summed in double. */
+ptq_status ptq_k_global_avgpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n_rows, int64_t n_cols, const float *x,
+                                     float *y);
+
+/* x: [n, c, in0, in1, in2]; y: [n, c, out0, out1, out2]. */
+ptq_status ptq_k_maxpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_pool_params *p, const float *x, float *y);
+ptq_status ptq_k_avgpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_pool_params *p, const float *x, float *y);
+
+/* x, y: [n, c, spatial]; scale, bias, mean, var: [c]. */
+ptq_status ptq_k_batchnorm_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, int64_t c, int64_t spatial, const float *x,
+                                const float *scale, const float *bias, const float *mean, const float *var, float eps,
+                                float *y);
+
+/* Softmax over the middle dim of x, y viewed as [outer, len, inner]. */
+ptq_status ptq_k_softmax_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t outer, int64_t len, int64_t inner,
+                              const float *x, float *y);
+
+/* x: [in_dims] row-major, elem_bytes (1, 2, 4 or 8) each; perm: [ndim];
+ * y: [in_dims[perm[0]], ..., in_dims[perm[ndim-1]]]. */
+ptq_status ptq_k_transpose_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t elem_bytes, int ndim, const int64_t *in_dims,
+                                const int64_t *perm, const void *x, void *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

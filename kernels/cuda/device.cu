@@ -1,0 +1,193 @@
+/* The CUDA device object: GPU discovery, its stream and cuBLAS handle
+ * (FP32 math: TF32 stays off so results match kernels/ref), device memory
+ * and host<->device copies on that stream, and the scratch buffer the conv
+ * kernels carve im2col columns from. Covered by tests/cuda_backend_exec.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_common.cuh"
+
+extern "C" int ptq_cuda_device_count(char *why, size_t n_why)
+{
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+        /* the runtime also says "insufficient driver" when there is no driver at all */
+        const char *hint = err == cudaErrorInsufficientDriver ? "; no NVIDIA driver, or an older one" : "";
+        if (why && n_why)
+            snprintf(why, n_why, "cudaGetDeviceCount failed: %s (%s)%s", cudaGetErrorString(err),
+                     cudaGetErrorName(err), hint);
+        return 0;
+    }
+    if (n <= 0 && why && n_why)
+        snprintf(why, n_why, "the CUDA runtime sees no GPU");
+    return n > 0 ? n : 0;
+}
+
+static ptq_status dev_init(ptq_ctx *ctx, ptq_cuda_dev *d, int device_index)
+{
+    int n = 0;
+    PTQ_CUDA_CHECK(ctx, cudaGetDeviceCount(&n));
+    if (device_index < 0 || device_index >= n)
+        return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "GPU %d requested, but the CUDA runtime sees %d", device_index, n);
+    cudaDeviceProp prop;
+    PTQ_CUDA_CHECK(ctx, cudaGetDeviceProperties(&prop, device_index));
+    if (prop.major < 8)
+        return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "GPU %d (%s) has compute capability %d.%d; ptq is built for 8.0+",
+                        device_index, prop.name, prop.major, prop.minor);
+    snprintf(d->name, sizeof d->name, "%s", prop.name);
+    PTQ_CUDA_CHECK(ctx, cudaSetDevice(device_index));
+    d->index = device_index;
+    PTQ_CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+    PTQ_CUBLAS_CHECK(ctx, cublasCreate(&d->cublas));
+    PTQ_CUBLAS_CHECK(ctx, cublasSetStream(d->cublas, d->stream));
+    PTQ_CUBLAS_CHECK(ctx, cublasSetMathMode(d->cublas, CUBLAS_DEFAULT_MATH));
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_cuda_dev_create(ptq_ctx *ctx, int device_index, ptq_cuda_dev **out)
+{
+    *out = NULL;
+    ptq_cuda_dev *d = (ptq_cuda_dev *)calloc(1, sizeof *d);
+    if (!d)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the CUDA device object");
+    ptq_status st = dev_init(ctx, d, device_index);
+    if (st != PTQ_OK) {
+        ptq_cuda_dev_free(d);
+        return st;
+    }
+    *out = d;
+    return PTQ_OK;
+}
+
+/* Teardown cannot report: failures here leave nothing the caller could act on. */
+extern "C" void ptq_cuda_dev_free(ptq_cuda_dev *d)
+{
+    if (!d)
+        return;
+    if (d->stream)
+        (void)cudaStreamSynchronize(d->stream);
+    if (d->scratch)
+        (void)cudaFree(d->scratch);
+    if (d->cublas)
+        (void)cublasDestroy(d->cublas);
+    if (d->stream)
+        (void)cudaStreamDestroy(d->stream);
+    free(d);
+}
+
+extern "C" const char *ptq_cuda_dev_name(const ptq_cuda_dev *d)
+{
+    return d->name;
+}
+
+extern "C" ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out)
+{
+    *out = NULL;
+    void *p = NULL;
+    /* never a zero-byte request: an empty tensor still gets a distinct pointer */
+    cudaError_t err = cudaMalloc(&p, n_bytes ? n_bytes : 256);
+    if (err == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError(); /* so the next launch check does not report it */
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "cudaMalloc of %zu bytes on GPU %d (%s) failed: %s", n_bytes, d->index,
+                        d->name, cudaGetErrorString(err));
+    }
+    if (err != cudaSuccess)
+        return ptq_cuda_fail_at(ctx, __FILE__, __LINE__, err, "cudaMalloc");
+    *out = p;
+    return PTQ_OK;
+}
+
+static void note_late(ptq_cuda_dev *d, cudaError_t err, const char *call)
+{
+    if (err != cudaSuccess && !d->late_err[0])
+        snprintf(d->late_err, sizeof d->late_err, "%s failed: %s (%s)", call, cudaGetErrorString(err),
+                 cudaGetErrorName(err));
+}
+
+extern "C" void ptq_cuda_release(ptq_cuda_dev *d, void *p)
+{
+    if (!p)
+        return;
+    note_late(d, cudaStreamSynchronize(d->stream), "cudaStreamSynchronize before cudaFree");
+    note_late(d, cudaFree(p), "cudaFree");
+}
+
+extern "C" ptq_status ptq_cuda_upload(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *host_src, size_t n_bytes)
+{
+    if (!n_bytes)
+        return PTQ_OK;
+    PTQ_CUDA_CHECK(ctx, cudaMemcpyAsync(dst, host_src, n_bytes, cudaMemcpyHostToDevice, d->stream));
+    /* From pageable memory the copy has left host_src when it returns; from
+     * page-locked memory it has not, so wait to keep the reuse promise. */
+    cudaPointerAttributes attr;
+    PTQ_CUDA_CHECK(ctx, cudaPointerGetAttributes(&attr, host_src));
+    if (attr.type == cudaMemoryTypeHost)
+        PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_cuda_download(ptq_ctx *ctx, ptq_cuda_dev *d, void *host_dst, const void *src,
+                                        size_t n_bytes)
+{
+    if (n_bytes)
+        PTQ_CUDA_CHECK(ctx, cudaMemcpyAsync(host_dst, src, n_bytes, cudaMemcpyDeviceToHost, d->stream));
+    PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_cuda_copy(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *src, size_t n_bytes)
+{
+    if (n_bytes && dst != src)
+        PTQ_CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, n_bytes, cudaMemcpyDeviceToDevice, d->stream));
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_cuda_copy_2d(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, size_t dst_pitch, const void *src,
+                                       size_t src_pitch, size_t row_bytes, int64_t n_rows)
+{
+    if (row_bytes && n_rows > 0)
+        PTQ_CUDA_CHECK(ctx, cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, (size_t)n_rows,
+                                              cudaMemcpyDeviceToDevice, d->stream));
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_cuda_fill_bytes(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, int byte, size_t n_bytes)
+{
+    if (n_bytes)
+        PTQ_CUDA_CHECK(ctx, cudaMemsetAsync(dst, byte, n_bytes, d->stream));
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_cuda_sync(ptq_ctx *ctx, ptq_cuda_dev *d)
+{
+    PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
+    if (d->late_err[0]) {
+        ptq_status st = ptq_fail(ctx, PTQ_ERR_CUDA, "earlier on GPU %d: %s", d->index, d->late_err);
+        d->late_err[0] = '\0';
+        return st;
+    }
+    return PTQ_OK;
+}
+
+ptq_status ptq_cuda_scratch(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out)
+{
+    *out = NULL;
+    if (n_bytes > d->scratch_bytes) {
+        if (d->scratch) {
+            PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
+            PTQ_CUDA_CHECK(ctx, cudaFree(d->scratch));
+            d->scratch = NULL;
+            d->scratch_bytes = 0;
+        }
+        void *p = NULL;
+        ptq_status st = ptq_cuda_alloc(ctx, d, n_bytes, &p);
+        if (st != PTQ_OK)
+            return st;
+        d->scratch = p;
+        d->scratch_bytes = n_bytes;
+    }
+    *out = d->scratch;
+    return PTQ_OK;
+}

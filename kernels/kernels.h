@@ -1,0 +1,110 @@
+/* Kernel entry points and their parameter blocks, shared by every backend:
+ * ptq_k_<op>_ref (kernels/ref, plain loops, the executable spec),
+ * ptq_k_<op>_cpu (kernels/cpu, OpenBLAS + OpenMP) and ptq_k_<op>_cuda
+ * (kernels/cuda, declared in kernels/cuda/cuda_kernels.h). All float32,
+ * row-major. Spatial ops are written for 3 spatial dims (D,H,W); 1-D and
+ * 2-D problems set the unused leading dims to size 1, kernel 1, stride 1,
+ * dilation 1, pad 0. Parity: tests/parity_*.c. */
+#ifndef PTQ_KERNELS_H
+#define PTQ_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTQ_SPATIAL 3
+
+typedef struct ptq_conv_params {
+    int64_t n, c_in, c_out, group;
+    int64_t in[PTQ_SPATIAL];  /* input spatial size */
+    int64_t out[PTQ_SPATIAL]; /* output spatial size */
+    int64_t k[PTQ_SPATIAL];
+    int64_t stride[PTQ_SPATIAL];
+    int64_t dil[PTQ_SPATIAL];
+    int64_t pad_lo[PTQ_SPATIAL];
+    int64_t pad_hi[PTQ_SPATIAL];
+} ptq_conv_params;
+
+/* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
+ * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. */
+void ptq_k_conv_ref(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
+void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
+
+typedef struct ptq_pool_params {
+    int64_t n, c;
+    int64_t in[PTQ_SPATIAL], out[PTQ_SPATIAL], k[PTQ_SPATIAL], stride[PTQ_SPATIAL], dil[PTQ_SPATIAL];
+    int64_t pad_lo[PTQ_SPATIAL], pad_hi[PTQ_SPATIAL];
+    int count_include_pad; /* AveragePool: divide by the full window (pads counted) */
+} ptq_pool_params;
+
+/* x: [n, c, in0, in1, in2]; y: [n, c, out0, out1, out2]. */
+void ptq_k_maxpool_ref(const ptq_pool_params *p, const float *x, float *y);
+void ptq_k_avgpool_ref(const ptq_pool_params *p, const float *x, float *y);
+void ptq_k_maxpool_cpu(const ptq_pool_params *p, const float *x, float *y);
+void ptq_k_avgpool_cpu(const ptq_pool_params *p, const float *x, float *y);
+
+/* x: [n_rows, n_cols] -> y: [n_rows], the mean of each row (GlobalAveragePool
+ * with n_rows = N*C, n_cols = spatial size). Sums in double. */
+void ptq_k_global_avgpool_ref(int64_t n_rows, int64_t n_cols, const float *x, float *y);
+void ptq_k_global_avgpool_cpu(int64_t n_rows, int64_t n_cols, const float *x, float *y);
+
+typedef struct ptq_gemm_params {
+    int64_t m, n, k;
+    int trans_a, trans_b; /* a is [m,k] ([k,m] when trans_a); b is [k,n] ([n,k] when trans_b) */
+    float alpha, beta;
+} ptq_gemm_params;
+
+/* y: [m, n] = alpha * op(a) @ op(b) + beta * y (y's prior content is not read when beta == 0). */
+void ptq_k_gemm_ref(const ptq_gemm_params *p, const float *a, const float *b, float *y);
+void ptq_k_gemm_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y);
+
+/* n_batch independent GEMMs (MatMul with batch dims): slice i reads a + a_off[i]
+ * and b + b_off[i] (element offsets: [n_batch] each; broadcast slices repeat an
+ * offset) and writes y + i*m*n. a, b, y as in ptq_k_gemm_*. */
+void ptq_k_gemm_batched_ref(const ptq_gemm_params *p, int64_t n_batch, const int64_t *a_off, const int64_t *b_off,
+                            const float *a, const float *b, float *y);
+void ptq_k_gemm_batched_cpu(const ptq_gemm_params *p, int64_t n_batch, const int64_t *a_off, const int64_t *b_off,
+                            const float *a, const float *b, float *y);
+
+/* Broadcasting layout of a binary elementwise op: y has out_dims; element
+ * (i0..i{n-1}) reads a at sum(i_d * a_stride[d]) (stride 0 on broadcast dims). */
+typedef struct ptq_bcast {
+    int ndim;
+    int64_t out_dims[8];
+    int64_t a_stride[8];
+    int64_t b_stride[8];
+} ptq_bcast;
+
+typedef enum ptq_binop { PTQ_BIN_ADD, PTQ_BIN_SUB, PTQ_BIN_MUL, PTQ_BIN_DIV } ptq_binop;
+
+void ptq_k_binary_ref(ptq_binop op, const ptq_bcast *bc, const float *a, const float *b, float *y);
+void ptq_k_binary_cpu(ptq_binop op, const ptq_bcast *bc, const float *a, const float *b, float *y);
+
+typedef enum ptq_unop {
+    PTQ_UN_RELU,
+    PTQ_UN_LEAKY_RELU,   /* alpha */
+    PTQ_UN_CLIP,         /* alpha = min, beta = max */
+    PTQ_UN_SIGMOID,
+    PTQ_UN_HARD_SIGMOID, /* alpha, beta */
+    PTQ_UN_HARD_SWISH,
+    PTQ_UN_TANH
+} ptq_unop;
+
+/* y[i] = f(x[i]) for i < n; x == y allowed. */
+void ptq_k_unary_ref(ptq_unop op, float alpha, float beta, int64_t n, const float *x, float *y);
+void ptq_k_unary_cpu(ptq_unop op, float alpha, float beta, int64_t n, const float *x, float *y);
+
+/* Inference BatchNormalization. x, y: [n, c, spatial]; per-channel vectors [c]. */
+void ptq_k_batchnorm_ref(int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
+                         const float *bias, const float *mean, const float *var, float eps, float *y);
+void ptq_k_batchnorm_cpu(int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
+                         const float *bias, const float *mean, const float *var, float eps, float *y);
+
+/* Softmax over the middle dim of x viewed as [outer, len, inner]. */
+void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
+void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
+
+/* y = transpose(x, perm) for elements of elem_bytes bytes; x has in_dims. */
+void ptq_k_transpose_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *perm, const void *x,
+                         void *y);
+
+#endif

@@ -1,0 +1,26 @@
+/* Reference softmax over the middle dim of [outer, len, inner]: subtracts
+ * the max, exponentiates in float, sums in double. The spec
+ * kernels/cpu/softmax.c is checked against in tests/parity_elementwise.c. */
+#include <math.h>
+
+#include "kernels/kernels.h"
+
+/* x, y: [outer, len, inner], row-major. */
+void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y)
+{
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t i = 0; i < inner; i++) {
+            const float *xs = x + o * len * inner + i;
+            float *ys = y + o * len * inner + i;
+            float max = -INFINITY;
+            for (int64_t l = 0; l < len; l++)
+                if (xs[l * inner] > max)
+                    max = xs[l * inner];
+            double sum = 0.0;
+            for (int64_t l = 0; l < len; l++)
+                sum += expf(xs[l * inner] - max);
+            for (int64_t l = 0; l < len; l++)
+                ys[l * inner] = (float)(expf(xs[l * inner] - max) / sum);
+        }
+    }
+}

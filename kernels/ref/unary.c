@@ -1,0 +1,36 @@
+/* Reference unary activations (Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid,
+ * HardSwish, Tanh) as ONNX defines them, NaN passed through as numpy does.
+ * The spec kernels/cpu/unary.c is checked against in tests/parity_elementwise.c. */
+#include <math.h>
+
+#include "kernels/kernels.h"
+
+static float unop(ptq_unop op, float alpha, float beta, float x)
+{
+    float t;
+    switch (op) {
+    case PTQ_UN_RELU: return x < 0.0f ? 0.0f : x;
+    case PTQ_UN_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
+    case PTQ_UN_CLIP:
+        t = x < alpha ? alpha : x;
+        return t > beta ? beta : t; /* min > max gives max, as ONNX says */
+    case PTQ_UN_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case PTQ_UN_HARD_SIGMOID:
+        t = alpha * x + beta;
+        t = t > 1.0f ? 1.0f : t;
+        return t < 0.0f ? 0.0f : t;
+    case PTQ_UN_HARD_SWISH:
+        t = x * (1.0f / 6.0f) + 0.5f;
+        t = t > 1.0f ? 1.0f : t;
+        return x * (t < 0.0f ? 0.0f : t);
+    case PTQ_UN_TANH: return tanhf(x);
+    }
+    return x;
+}
+
+/* x, y: [n]; x == y allowed. */
+void ptq_k_unary_ref(ptq_unop op, float alpha, float beta, int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = unop(op, alpha, beta, x[i]);
+}

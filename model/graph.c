@@ -1,0 +1,175 @@
+/* Graph IR lookups (attributes, values by name, metadata), the graph store's
+ * arena and name index, and ptq_graph_free. Covered by tests/test_onnx_load.c. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "model/graph_store.h"
+
+#define CHUNK_BYTES ((size_t)64 * 1024)
+
+struct ptq_store_chunk {
+    ptq_store_chunk *next;
+    size_t used, cap;
+    alignas(max_align_t) unsigned char data[];
+};
+
+ptq_graph_store *ptq_store_create(void)
+{
+    return calloc(1, sizeof(ptq_graph_store));
+}
+
+void ptq_store_free(ptq_graph_store *s)
+{
+    if (!s)
+        return;
+    if (s->map)
+        munmap(s->map, s->map_bytes);
+    free(s->weights);
+    free(s->name_slots);
+    for (ptq_store_chunk *c = s->chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(s);
+}
+
+void *ptq_store_alloc(ptq_graph_store *s, size_t n_bytes)
+{
+    const size_t align = alignof(max_align_t);
+    if (n_bytes > SIZE_MAX / 2)
+        return NULL;
+    n_bytes = (n_bytes + align - 1) / align * align;
+    ptq_store_chunk *c = s->chunks;
+    if (!c || c->cap - c->used < n_bytes) {
+        size_t cap = n_bytes > CHUNK_BYTES ? n_bytes : CHUNK_BYTES;
+        ptq_store_chunk *fresh = malloc(sizeof *fresh + cap);
+        if (!fresh)
+            return NULL;
+        fresh->used = 0;
+        fresh->cap = cap;
+        if (c && cap > CHUNK_BYTES) {
+            /* a big one-off block goes behind the current chunk, which keeps filling */
+            fresh->next = c->next;
+            c->next = fresh;
+        } else {
+            fresh->next = c;
+            s->chunks = fresh;
+        }
+        c = fresh;
+    }
+    void *p = c->data + c->used;
+    c->used += n_bytes;
+    memset(p, 0, n_bytes);
+    return p;
+}
+
+char *ptq_store_strndup(ptq_graph_store *s, const void *p, size_t n)
+{
+    if (n == SIZE_MAX)
+        return NULL;
+    char *d = ptq_store_alloc(s, n + 1);
+    if (d && n)
+        memcpy(d, p, n);
+    return d;
+}
+
+static uint64_t name_hash(const char *name)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
+int ptq_store_index_init(ptq_graph_store *s, size_t n_names)
+{
+    size_t cap = 16;
+    while (cap < 2 * n_names + 1) {
+        if (cap > SIZE_MAX / 4 / sizeof(int))
+            return 0;
+        cap *= 2;
+    }
+    free(s->name_slots);
+    s->name_slots = malloc(cap * sizeof(int));
+    if (!s->name_slots) {
+        s->n_name_slots = 0;
+        return 0;
+    }
+    for (size_t i = 0; i < cap; i++)
+        s->name_slots[i] = -1;
+    s->n_name_slots = cap;
+    return 1;
+}
+
+int ptq_store_index_find(const ptq_graph_store *s, const ptq_value *values, const char *name)
+{
+    if (!s->n_name_slots)
+        return -1;
+    size_t mask = s->n_name_slots - 1;
+    for (size_t i = (size_t)name_hash(name) & mask;; i = (i + 1) & mask) {
+        int v = s->name_slots[i];
+        if (v < 0)
+            return -1;
+        if (strcmp(values[v].name, name) == 0)
+            return v;
+    }
+}
+
+void ptq_store_index_add(ptq_graph_store *s, const ptq_value *values, int index)
+{
+    size_t mask = s->n_name_slots - 1;
+    size_t i = (size_t)name_hash(values[index].name) & mask;
+    while (s->name_slots[i] >= 0)
+        i = (i + 1) & mask;
+    s->name_slots[i] = index;
+}
+
+void ptq_graph_free(ptq_graph *g)
+{
+    /* the graph lives in its own store's arena */
+    if (g)
+        ptq_store_free(g->store);
+}
+
+const ptq_attr *ptq_node_attr(const ptq_node *n, const char *name)
+{
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
+    return NULL;
+}
+
+int64_t ptq_node_attr_int(const ptq_node *n, const char *name, int64_t dflt)
+{
+    const ptq_attr *a = ptq_node_attr(n, name);
+    return a && a->type == PTQ_ATTR_INT ? a->i : dflt;
+}
+
+float ptq_node_attr_float(const ptq_node *n, const char *name, float dflt)
+{
+    const ptq_attr *a = ptq_node_attr(n, name);
+    return a && a->type == PTQ_ATTR_FLOAT ? a->f : dflt;
+}
+
+int ptq_graph_find_value(const ptq_graph *g, const char *name)
+{
+    if (g->store && g->store->n_name_slots)
+        return ptq_store_index_find(g->store, g->values, name);
+    /* a graph assembled by hand (tests) has no index */
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i].name && strcmp(g->values[i].name, name) == 0 && !(g->values[i].flags & PTQ_VALUE_CONSTANT))
+            return i;
+    return -1;
+}
+
+const char *ptq_graph_meta(const ptq_graph *g, const char *key)
+{
+    for (int i = 0; i < g->n_meta; i++)
+        if (strcmp(g->meta[i].key, key) == 0)
+            return g->meta[i].value;
+    return NULL;
+}

@@ -1,0 +1,230 @@
+/* Accuracy, confusion and per-class metrics from logits, with text and
+ * JSON renderings (cJSON). Mirrors sklearn's precision/recall/F1 with
+ * zero_division=0. Covered by tests/test_report.c. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "ptq/report.h"
+
+ptq_status ptq_eval_stats_init(ptq_ctx *ctx, int n_classes, ptq_eval_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    if (n_classes < 1 || n_classes > 100000)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "class count must be in [1, 100000], got %d", n_classes);
+    s->confusion = calloc((size_t)n_classes * (size_t)n_classes, sizeof *s->confusion);
+    if (!s->confusion)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %dx%d confusion matrix", n_classes, n_classes);
+    s->n_classes = n_classes;
+    return PTQ_OK;
+}
+
+void ptq_eval_stats_free(ptq_eval_stats *s)
+{
+    if (!s)
+        return;
+    free(s->confusion);
+    memset(s, 0, sizeof *s);
+}
+
+ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *logits, const int32_t *labels,
+                                 int64_t n, int64_t first_index, int32_t *pred)
+{
+    const int k = s->n_classes;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t y = labels[i];
+        if (y < 0 || y >= k)
+            return ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld: label %d is out of range for a model with %d classes",
+                            (long long)(first_index + i), y, k);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float *row = logits + i * k;
+        int32_t y = labels[i];
+        int best = 0;
+        for (int c = 1; c < k; c++)
+            if (row[c] > row[best])
+                best = c;
+        int64_t above = 0; /* classes ranked strictly above the label */
+        for (int c = 0; c < k; c++)
+            if (row[c] > row[y] || (row[c] == row[y] && c < y))
+                above++;
+        s->top1 += best == y;
+        s->top5 += above < 5;
+        s->confusion[(int64_t)y * k + best]++;
+        s->n++;
+        if (pred)
+            pred[i] = best;
+    }
+    return PTQ_OK;
+}
+
+void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *m)
+{
+    const int k = s->n_classes;
+    for (int c = 0; c < k; c++) {
+        int64_t tp = s->confusion[(int64_t)c * k + c], support = 0, predicted = 0;
+        for (int j = 0; j < k; j++) {
+            support += s->confusion[(int64_t)c * k + j];
+            predicted += s->confusion[(int64_t)j * k + c];
+        }
+        m[c].support = support;
+        m[c].predicted = predicted;
+        m[c].precision = predicted ? (double)tp / (double)predicted : 0.0;
+        m[c].recall = support ? (double)tp / (double)support : 0.0;
+        double d = m[c].precision + m[c].recall;
+        m[c].f1 = d > 0 ? 2 * m[c].precision * m[c].recall / d : 0.0;
+    }
+}
+
+/* A growing string; on allocation failure it keeps failed set and stops. */
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int failed;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (w < 0) {
+            b->failed = 1;
+            return;
+        }
+        if (b->p && b->len + (size_t)w < b->cap) {
+            b->len += (size_t)w;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->failed = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+}
+
+static const char *class_label(const char *const *names, int c, char *buf, size_t n)
+{
+    if (names && names[c])
+        return names[c];
+    snprintf(buf, n, "%d", c);
+    return buf;
+}
+
+ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names, char **out)
+{
+    *out = NULL;
+    const int k = s->n_classes;
+    ptq_class_metrics *m = calloc((size_t)k, sizeof *m);
+    if (!m)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the report");
+    ptq_eval_class_metrics(s, m);
+    sbuf b = {0};
+    double n = s->n ? (double)s->n : 1.0;
+    sb_printf(&b, "samples  %lld\ntop-1    %.2f%%  (%lld correct)\ntop-5    %.2f%%\n\n", (long long)s->n,
+              100.0 * (double)s->top1 / n, (long long)s->top1, 100.0 * (double)s->top5 / n);
+    int w = 5;
+    char tmp[32];
+    for (int c = 0; c < k; c++) {
+        int len = (int)strlen(class_label(names, c, tmp, sizeof tmp));
+        if (len > w)
+            w = len;
+    }
+    if (w > 24)
+        w = 24;
+    sb_printf(&b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
+    for (int c = 0; c < k; c++)
+        sb_printf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label(names, c, tmp, sizeof tmp),
+                  m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
+    sb_printf(&b, "\nconfusion matrix (rows: true class, columns: predicted)\n%*s", w, "");
+    int cw = 6;
+    for (int c = 0; c < k; c++) {
+        int64_t v = s->confusion[(int64_t)c * k + c];
+        int digits = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+        if (digits + 1 > cw)
+            cw = digits + 1;
+        for (int j = 0; j < k; j++) {
+            digits = snprintf(tmp, sizeof tmp, "%lld", (long long)s->confusion[(int64_t)c * k + j]);
+            if (digits + 1 > cw)
+                cw = digits + 1;
+        }
+    }
+    for (int c = 0; c < k; c++)
+        sb_printf(&b, " %*d", cw - 1, c);
+    sb_printf(&b, "\n");
+    for (int c = 0; c < k; c++) {
+        sb_printf(&b, "%-*.*s", w, w, class_label(names, c, tmp, sizeof tmp));
+        for (int j = 0; j < k; j++)
+            sb_printf(&b, " %*lld", cw - 1, (long long)s->confusion[(int64_t)c * k + j]);
+        sb_printf(&b, "\n");
+    }
+    free(m);
+    if (b.failed) {
+        free(b.p);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the report");
+    }
+    *out = b.p;
+    return PTQ_OK;
+}
+
+ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names,
+                                const char *header_json, char **out)
+{
+    ptq_status st = PTQ_OK;
+    *out = NULL;
+    const int k = s->n_classes;
+    ptq_class_metrics *m = calloc((size_t)k, sizeof *m);
+    cJSON *root = header_json ? cJSON_Parse(header_json) : cJSON_CreateObject();
+    if (!m || !root) {
+        st = ptq_fail(ctx, header_json && !root ? PTQ_ERR_INVALID_ARG : PTQ_ERR_NOMEM,
+                      "cannot build the JSON report%s", header_json && !root ? ": bad header JSON" : "");
+        goto done;
+    }
+    ptq_eval_class_metrics(s, m);
+    double n = s->n ? (double)s->n : 1.0;
+    cJSON_AddNumberToObject(root, "samples", (double)s->n);
+    cJSON_AddNumberToObject(root, "top1", (double)s->top1 / n);
+    cJSON_AddNumberToObject(root, "top5", (double)s->top5 / n);
+    cJSON *classes = cJSON_AddArrayToObject(root, "classes");
+    cJSON *conf = cJSON_AddArrayToObject(root, "confusion");
+    char tmp[32];
+    for (int c = 0; c < k && classes && conf; c++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "index", c);
+        cJSON_AddStringToObject(o, "name", class_label(names, c, tmp, sizeof tmp));
+        cJSON_AddNumberToObject(o, "precision", m[c].precision);
+        cJSON_AddNumberToObject(o, "recall", m[c].recall);
+        cJSON_AddNumberToObject(o, "f1", m[c].f1);
+        cJSON_AddNumberToObject(o, "support", (double)m[c].support);
+        cJSON_AddItemToArray(classes, o);
+        cJSON *row = cJSON_CreateArray();
+        for (int j = 0; j < k; j++)
+            cJSON_AddItemToArray(row, cJSON_CreateNumber((double)s->confusion[(int64_t)c * k + j]));
+        cJSON_AddItemToArray(conf, row);
+    }
+    *out = cJSON_Print(root);
+    if (!*out)
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the JSON report");
+done:
+    cJSON_Delete(root);
+    free(m);
+    return st;
+}

@@ -1,0 +1,35 @@
+/* Backend interface: where tensors live and which nodes a device runs.
+ * The executor (runtime/exec.c) allocates through it, moves data between
+ * host and device, and falls back to the CPU for nodes a backend declines.
+ * Implementations: runtime/backend_cpu.c (ref and cpu), runtime/backend_cuda.c. */
+#ifndef PTQ_RUNTIME_BACKEND_H
+#define PTQ_RUNTIME_BACKEND_H
+
+#include "runtime/op.h"
+
+typedef struct ptq_backend ptq_backend;
+
+struct ptq_backend {
+    const char *name; /* "ref", "cpu", "cuda" */
+    ptq_mem mem;      /* where its tensors live */
+    void *impl;
+    ptq_status (*alloc)(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out);
+    void (*release)(ptq_backend *b, void *p);
+    ptq_status (*upload)(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *host_src, size_t n_bytes);
+    ptq_status (*download)(ptq_backend *b, ptq_ctx *ctx, void *host_dst, const void *src, size_t n_bytes);
+    ptq_status (*copy)(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *src, size_t n_bytes); /* same memory */
+    /* Waits for queued work (no-op on the host). */
+    ptq_status (*sync)(ptq_backend *b, ptq_ctx *ctx);
+    /* 1 if run() handles this node with these input shapes/dtypes. */
+    int (*supports)(ptq_backend *b, const ptq_op_io *io);
+    /* Computes io's outputs (already allocated in this backend's memory). */
+    ptq_status (*run)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io);
+    void (*destroy)(ptq_backend *b);
+};
+
+ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend **out);
+/* PTQ_ERR_NO_DEVICE with the reason when there is no usable GPU or no CUDA build. */
+ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out);
+void ptq_backend_free(ptq_backend *b);
+
+#endif

@@ -1,0 +1,84 @@
+/* The host backends: "ref" runs every op's kernels/ref implementation,
+ * "cpu" its kernels/cpu one (OpenBLAS + OpenMP) where it has one.
+ * Covered by tests/test_exec.c and the ONNX conformance run. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backend.h"
+
+static ptq_status host_alloc(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out)
+{
+    /* 64-byte alignment for vector loads; never a zero-byte request */
+    size_t rounded = (n_bytes + 63) & ~(size_t)63;
+    *out = aligned_alloc(64, rounded ? rounded : 64);
+    if (!*out)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of host memory allocating %zu bytes", n_bytes);
+    return PTQ_OK;
+}
+
+static void host_release(ptq_backend *b, void *p)
+{
+    free(p);
+}
+
+static ptq_status host_copy(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *src, size_t n_bytes)
+{
+    if (n_bytes)
+        memcpy(dst, src, n_bytes);
+    return PTQ_OK;
+}
+
+static ptq_status host_sync(ptq_backend *b, ptq_ctx *ctx)
+{
+    return PTQ_OK;
+}
+
+static int host_supports(ptq_backend *b, const ptq_op_io *io)
+{
+    return 1;
+}
+
+static ptq_status host_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
+{
+    const ptq_op_def *op = ptq_op_find(io->node->domain, io->node->op_type);
+    if (!op)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s': op %s is not supported", io->node->name,
+                        io->node->op_type);
+    int reference_only = b->impl != NULL;
+    if (!reference_only && op->run_cpu)
+        return op->run_cpu(ctx, io);
+    return op->run_ref(ctx, io);
+}
+
+static void host_destroy(ptq_backend *b)
+{
+    free(b);
+}
+
+ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend **out)
+{
+    *out = NULL;
+    ptq_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the cpu backend");
+    b->name = reference_only ? "ref" : "cpu";
+    b->mem = PTQ_MEM_HOST;
+    b->impl = reference_only ? (void *)b : NULL; /* non-NULL marks the reference backend */
+    b->alloc = host_alloc;
+    b->release = host_release;
+    b->upload = host_copy;
+    b->download = host_copy;
+    b->copy = host_copy;
+    b->sync = host_sync;
+    b->supports = host_supports;
+    b->run = host_run;
+    b->destroy = host_destroy;
+    *out = b;
+    return PTQ_OK;
+}
+
+void ptq_backend_free(ptq_backend *b)
+{
+    if (b)
+        b->destroy(b);
+}

@@ -1,0 +1,507 @@
+/* The "cuda" backend: device memory, copies and node execution on one GPU
+ * through kernels/cuda, with parameters from the CPU ops' shared parsers; a
+ * node run() would reject is declined by supports() and runs on the CPU.
+ * Without PTQ_CUDA it only says why. Covered by tests/cuda_backend_exec.c. */
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptq/runtime.h"
+#include "runtime/backend.h"
+
+#ifndef PTQ_CUDA
+
+ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out)
+{
+    *out = NULL;
+    return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "ptq was built without CUDA");
+}
+
+int ptq_cuda_available(char *why, size_t n_why)
+{
+    if (why && n_why)
+        snprintf(why, n_why, "ptq was built without CUDA");
+    return 0;
+}
+
+#else
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "runtime/op_util.h"
+#include "runtime/spatial.h"
+
+typedef struct cuda_backend {
+    ptq_backend b;
+    ptq_cuda_dev *dev;
+    char name[300]; /* "cuda (NVIDIA H200)": what the executor reports as its device */
+} cuda_backend;
+
+static cuda_backend *impl_of(ptq_backend *b)
+{
+    return (cuda_backend *)b->impl;
+}
+
+int ptq_cuda_available(char *why, size_t n_why)
+{
+    return ptq_cuda_device_count(why, n_why) > 0;
+}
+
+static ptq_status cuda_alloc(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out)
+{
+    return ptq_cuda_alloc(ctx, impl_of(b)->dev, n_bytes, out);
+}
+
+static void cuda_release(ptq_backend *b, void *p)
+{
+    ptq_cuda_release(impl_of(b)->dev, p);
+}
+
+static ptq_status cuda_upload(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *host_src, size_t n_bytes)
+{
+    return ptq_cuda_upload(ctx, impl_of(b)->dev, dst, host_src, n_bytes);
+}
+
+static ptq_status cuda_download(ptq_backend *b, ptq_ctx *ctx, void *host_dst, const void *src, size_t n_bytes)
+{
+    return ptq_cuda_download(ctx, impl_of(b)->dev, host_dst, src, n_bytes);
+}
+
+static ptq_status cuda_copy(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *src, size_t n_bytes)
+{
+    return ptq_cuda_copy(ctx, impl_of(b)->dev, dst, src, n_bytes);
+}
+
+static ptq_status cuda_sync(ptq_backend *b, ptq_ctx *ctx)
+{
+    return ptq_cuda_sync(ctx, impl_of(b)->dev);
+}
+
+/* Every node runner below validates first and, when dry, stops there:
+ * supports() is a dry run, so it accepts exactly what run() can do. */
+typedef ptq_status (*node_fn)(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry);
+
+static const float *fdata(const ptq_tensor *t)
+{
+    return (const float *)t->data;
+}
+
+static float *fout(const ptq_op_io *io, int i)
+{
+    return (float *)io->out[i]->data;
+}
+
+/* The optional output i is named by the node (an omitted one may still have a scratch tensor). */
+static int has_output(const ptq_op_io *io, int i)
+{
+    return i < io->n_out && io->node->outputs[i] >= 0;
+}
+
+static ptq_status run_conv(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_conv_params p;
+    ptq_status st = ptq_op_conv_params(ctx, io, &p);
+    if (st != PTQ_OK || dry)
+        return st;
+    const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL; /* [c_out] */
+    return ptq_k_conv_cuda(ctx, d, &p, fdata(io->in[0]), fdata(io->in[1]), b ? fdata(b) : NULL, fout(io, 0));
+}
+
+/* Y [M, N] = alpha op(A) op(B) + beta C, C broadcast into Y first as the ref does. */
+static ptq_status run_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_gemm_params p;
+    ptq_bcast bc;
+    ptq_status st = ptq_op_gemm_params(ctx, io, &p);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *c = io->n_in > 2 ? io->in[2] : NULL;
+    if (p.beta != 0.0f) {
+        if ((st = ptq_op_need_float(ctx, io, 2)) != PTQ_OK || (st = ptq_op_bcast(ctx, c, io->out[0], &bc)) != PTQ_OK)
+            return st;
+        if (c->ndim > 2 || bc.ndim != 2 || bc.out_dims[0] != p.m || bc.out_dims[1] != p.n)
+            return ptq_op_unsupported(ctx, io, "C does not broadcast to Y [%lld, %lld]", (long long)p.m,
+                                      (long long)p.n);
+    }
+    if (dry)
+        return PTQ_OK;
+    if (p.beta != 0.0f && (st = ptq_k_expand_cuda(ctx, d, &bc, fdata(c), fout(io, 0))) != PTQ_OK)
+        return st;
+    return ptq_k_gemm_cuda(ctx, d, &p, fdata(io->in[0]), fdata(io->in[1]), fout(io, 0));
+}
+
+/* Product of the dims before the last two (1 for rank <= 2). */
+static int64_t batch_of(const ptq_tensor *t)
+{
+    return t->ndim > 2 ? ptq_dims_prod(t->dims, 0, t->ndim - 2) : 1;
+}
+
+/* MatMul when each operand's batch dims are either all of the output's or
+ * absent/all 1 (a stride or a repeat); mixed broadcasts go to the CPU. */
+static ptq_status run_matmul(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_gemm_params p;
+    ptq_status st = ptq_op_gemm_params(ctx, io, &p);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *a = io->in[0], *b = io->in[1];
+    const int64_t mn = p.m * p.n;
+    const int64_t n_batch = mn ? ptq_tensor_numel(io->out[0]) / mn : 0;
+    const int64_t a_batch = batch_of(a), b_batch = batch_of(b);
+    if ((a_batch != 1 && a_batch != n_batch) || (b_batch != 1 && b_batch != n_batch))
+        return ptq_op_unsupported(ctx, io, "batch dims broadcast within both inputs");
+    const int stack_rows = b_batch == 1 && a_batch == n_batch;
+    if (stack_rows && p.m * n_batch > INT32_MAX)
+        return ptq_op_unsupported(ctx, io, "%lld stacked rows exceed cuBLAS's int range", (long long)(p.m * n_batch));
+    if (dry || n_batch == 0)
+        return PTQ_OK;
+    if (stack_rows) {
+        /* A's slices are stacked rows sharing B: one GEMM of n_batch*M rows */
+        p.m *= n_batch;
+        return ptq_k_gemm_cuda(ctx, d, &p, fdata(a), fdata(b), fout(io, 0));
+    }
+    return ptq_k_gemm_batched_cuda(ctx, d, &p, n_batch, fdata(a), a_batch == 1 ? 0 : p.m * p.k, fdata(b),
+                                   b_batch == 1 ? 0 : p.k * p.n, fout(io, 0), mn);
+}
+
+/* Clip's bound input i (opset 11+; a host input): a float scalar, or dflt when omitted. */
+static ptq_status clip_bound(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int i, float dflt, int dry,
+                             float *out)
+{
+    const ptq_tensor *t = i < io->n_in ? io->in[i] : NULL;
+    *out = dflt;
+    if (!t)
+        return PTQ_OK;
+    if (t->dtype != PTQ_DT_FLOAT || ptq_tensor_numel(t) != 1)
+        return ptq_op_unsupported(ctx, io, "input %d must be a float32 scalar", i);
+    if (dry)
+        return PTQ_OK;
+    if (t->mem == PTQ_MEM_CUDA)
+        return ptq_cuda_download(ctx, d, out, t->data, sizeof *out);
+    *out = *fdata(t);
+    return PTQ_OK;
+}
+
+static ptq_status run_unary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    static const struct {
+        const char *op_type;
+        ptq_unop op;
+    } ops[] = {{"Relu", PTQ_UN_RELU},       {"LeakyRelu", PTQ_UN_LEAKY_RELU},     {"Clip", PTQ_UN_CLIP},
+               {"Sigmoid", PTQ_UN_SIGMOID}, {"HardSigmoid", PTQ_UN_HARD_SIGMOID}, {"HardSwish", PTQ_UN_HARD_SWISH},
+               {"Tanh", PTQ_UN_TANH}};
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    size_t at = 0;
+    while (at < sizeof ops / sizeof ops[0] && strcmp(ops[at].op_type, io->node->op_type) != 0)
+        at++;
+    if (at == sizeof ops / sizeof ops[0])
+        return ptq_op_unsupported(ctx, io, "not an activation the GPU runs");
+    const ptq_node *n = io->node;
+    float alpha = 0.0f, beta = 0.0f; /* ptq_unop's parameters; Clip's min and max */
+    switch (ops[at].op) {
+    case PTQ_UN_LEAKY_RELU: alpha = ptq_node_attr_float(n, "alpha", 0.01f); break;
+    case PTQ_UN_HARD_SIGMOID:
+        alpha = ptq_node_attr_float(n, "alpha", 0.2f);
+        beta = ptq_node_attr_float(n, "beta", 0.5f);
+        break;
+    case PTQ_UN_CLIP:
+        if (io->graph->opset < 11) {
+            alpha = ptq_node_attr_float(n, "min", -FLT_MAX);
+            beta = ptq_node_attr_float(n, "max", FLT_MAX);
+        } else if ((st = clip_bound(ctx, d, io, 1, -FLT_MAX, dry, &alpha)) != PTQ_OK ||
+                   (st = clip_bound(ctx, d, io, 2, FLT_MAX, dry, &beta)) != PTQ_OK) {
+            return st;
+        }
+        break;
+    default: break;
+    }
+    if (dry)
+        return PTQ_OK;
+    return ptq_k_unary_cuda(ctx, d, ops[at].op, alpha, beta, ptq_tensor_numel(io->in[0]), fdata(io->in[0]),
+                            fout(io, 0));
+}
+
+static ptq_status run_binary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    static const struct {
+        const char *op_type;
+        ptq_binop op;
+    } ops[] = {{"Add", PTQ_BIN_ADD}, {"Sub", PTQ_BIN_SUB}, {"Mul", PTQ_BIN_MUL}, {"Div", PTQ_BIN_DIV}};
+    ptq_bcast bc;
+    ptq_status st;
+    if ((st = ptq_op_need_float(ctx, io, 0)) != PTQ_OK || (st = ptq_op_need_float(ctx, io, 1)) != PTQ_OK)
+        return st;
+    const ptq_tensor *a = io->in[0], *b = io->in[1];
+    int same = a->ndim == b->ndim && memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof a->dims[0]) == 0;
+    if (io->graph->opset < 7 && !same)
+        return ptq_op_unsupported(ctx, io, "opset < 7 broadcast/axis attributes");
+    if ((st = ptq_op_bcast(ctx, a, b, &bc)) != PTQ_OK)
+        return st;
+    size_t at = 0;
+    while (at < sizeof ops / sizeof ops[0] && strcmp(ops[at].op_type, io->node->op_type) != 0)
+        at++;
+    if (at == sizeof ops / sizeof ops[0])
+        return ptq_op_unsupported(ctx, io, "not an elementwise op the GPU runs");
+    if (dry)
+        return PTQ_OK;
+    return ptq_k_binary_cuda(ctx, d, ops[at].op, &bc, fdata(a), fdata(b), fout(io, 0));
+}
+
+/* x: [N, C, spatial...] -> y: [N, C, 1...], each (n, c) row averaged */
+static ptq_status run_global_avgpool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    if (x->ndim < 2)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input rank %d; [N, C, ...] expected", x->ndim);
+    if (dry)
+        return PTQ_OK;
+    return ptq_k_global_avgpool_cuda(ctx, d, x->dims[0] * x->dims[1], ptq_dims_prod(x->dims, 2, x->ndim), fdata(x),
+                                     fout(io, 0));
+}
+
+static ptq_status run_pool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_pool_params p;
+    int is_max = strcmp(io->node->op_type, "MaxPool") == 0;
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK || (st = ptq_op_pool_params(ctx, io, &p)) != PTQ_OK)
+        return st;
+    if (is_max && has_output(io, 1))
+        return ptq_op_unsupported(ctx, io, "the Indices output");
+    if (dry)
+        return PTQ_OK;
+    if (is_max)
+        return ptq_k_maxpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
+    return ptq_k_avgpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
+}
+
+/* Inference form: X [N, C, ...], scale/B/mean/var [C]; no running-stat outputs. */
+static ptq_status run_batchnorm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < 5; i++)
+        if ((st = ptq_op_need_float(ctx, io, i)) != PTQ_OK)
+            return st;
+    const ptq_tensor *x = io->in[0];
+    if (x->ndim < 2)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input rank %d; [N, C, ...] expected", x->ndim);
+    for (int i = 1; i < 5; i++)
+        if (io->in[i]->ndim != 1 || io->in[i]->dims[0] != x->dims[1])
+            return ptq_op_unsupported(ctx, io, "input %d is not [%lld]", i, (long long)x->dims[1]);
+    if (ptq_node_attr_int(io->node, "training_mode", 0) != 0 || has_output(io, 1) || has_output(io, 2) ||
+        has_output(io, 3) || has_output(io, 4))
+        return ptq_op_unsupported(ctx, io, "training mode");
+    if (ptq_node_attr_int(io->node, "spatial", 1) == 0)
+        return ptq_op_unsupported(ctx, io, "spatial = 0");
+    if (dry)
+        return PTQ_OK;
+    return ptq_k_batchnorm_cuda(ctx, d, x->dims[0], x->dims[1], ptq_dims_prod(x->dims, 2, x->ndim), fdata(x),
+                                fdata(io->in[1]), fdata(io->in[2]), fdata(io->in[3]), fdata(io->in[4]),
+                                ptq_node_attr_float(io->node, "epsilon", 1e-5f), fout(io, 0));
+}
+
+/* x as [outer, len, inner] with the softmax over len: the whole trailing
+ * block from axis (default 1) before opset 13, the single dim axis (default -1) after. */
+static ptq_status run_softmax(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    int legacy = io->graph->opset < 13;
+    int64_t axis = ptq_node_attr_int(io->node, "axis", legacy ? 1 : -1);
+    int64_t ax = axis < 0 ? axis + x->ndim : axis;
+    if (ax < 0 || ax >= x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis,
+                           x->ndim);
+    if (dry)
+        return PTQ_OK;
+    int64_t outer = ptq_dims_prod(x->dims, 0, (int)ax);
+    int64_t len = legacy ? ptq_dims_prod(x->dims, (int)ax, x->ndim) : x->dims[ax];
+    int64_t inner = legacy ? 1 : ptq_dims_prod(x->dims, (int)ax + 1, x->ndim);
+    return ptq_k_softmax_cuda(ctx, d, outer, len, inner, fdata(x), fout(io, 0));
+}
+
+/* Flatten, Reshape, Identity: output 0 is input 0's bytes under new dims. */
+static ptq_status run_copy(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    if (ptq_dtype_size(io->in[0]->dtype) == 0)
+        return ptq_op_unsupported(ctx, io, "dtype %s", ptq_dtype_name(io->in[0]->dtype));
+    if (dry)
+        return PTQ_OK;
+    return ptq_cuda_copy(ctx, d, io->out[0]->data, io->in[0]->data, ptq_tensor_bytes(io->in[0]));
+}
+
+/* Inference Dropout: a copy, and an all-true bool mask when one is named. */
+static ptq_status run_dropout(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    const ptq_tensor *mode = io->n_in > 2 ? io->in[2] : NULL; /* bool scalar, a host input */
+    if (mode && (mode->mem != PTQ_MEM_HOST || mode->dtype != PTQ_DT_BOOL || ptq_tensor_numel(mode) != 1 ||
+                 *(const unsigned char *)mode->data))
+        return ptq_op_unsupported(ctx, io, "training_mode other than false");
+    int mask = has_output(io, 1);
+    if (mask && io->out[1]->dtype != PTQ_DT_BOOL)
+        return ptq_op_unsupported(ctx, io, "a %s mask", ptq_dtype_name(io->out[1]->dtype));
+    ptq_status st = run_copy(ctx, d, io, dry);
+    if (st != PTQ_OK || dry || !mask)
+        return st;
+    return ptq_cuda_fill_bytes(ctx, d, io->out[1]->data, 1, ptq_tensor_bytes(io->out[1]));
+}
+
+static ptq_status run_transpose(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    const ptq_attr *a = ptq_node_attr(io->node, "perm");
+    size_t elem = ptq_dtype_size(x->dtype);
+    int64_t perm[PTQ_MAX_DIMS];
+    if (elem != 1 && elem != 2 && elem != 4 && elem != 8)
+        return ptq_op_unsupported(ctx, io, "dtype %s", ptq_dtype_name(x->dtype));
+    if (a && a->n != x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "perm has %lld entries for rank %d", (long long)a->n, x->ndim);
+    for (int dim = 0; dim < x->ndim; dim++)
+        perm[dim] = a ? a->ints[dim] : x->ndim - 1 - dim;
+    if (dry)
+        return PTQ_OK;
+    return ptq_k_transpose_cuda(ctx, d, elem, x->ndim, x->dims, perm, x->data, io->out[0]->data);
+}
+
+/* y: [outer, sum of the axis dims, inner]: input i fills a column band of
+ * rows outer, one strided 2-D copy each. */
+static ptq_status run_concat(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < io->n_in; i++)
+        if ((st = ptq_op_need_input(ctx, io, i)) != PTQ_OK)
+            return st;
+    const ptq_tensor *y = io->out[0];
+    size_t elem = ptq_dtype_size(y->dtype);
+    const ptq_attr *a = ptq_node_attr(io->node, "axis");
+    int64_t axis = a ? a->i : 1;
+    if (axis < 0)
+        axis += y->ndim;
+    if (elem == 0 || axis < 0 || axis >= y->ndim)
+        return ptq_op_unsupported(ctx, io, "dtype %s, axis %lld", ptq_dtype_name(y->dtype), (long long)axis);
+    if (dry)
+        return PTQ_OK;
+    const int64_t outer = ptq_dims_prod(y->dims, 0, (int)axis);
+    const size_t inner_bytes = (size_t)ptq_dims_prod(y->dims, (int)axis + 1, y->ndim) * elem;
+    const size_t y_row = (size_t)y->dims[axis] * inner_bytes;
+    size_t at = 0;
+    for (int i = 0; i < io->n_in && st == PTQ_OK; i++) {
+        size_t x_row = (size_t)io->in[i]->dims[axis] * inner_bytes;
+        st = ptq_cuda_copy_2d(ctx, d, (unsigned char *)y->data + at, y_row, io->in[i]->data, x_row, x_row, outer);
+        at += x_row;
+    }
+    return st;
+}
+
+static const struct {
+    const char *op_type;
+    node_fn fn;
+} node_fns[] = {
+    {"Conv", run_conv},
+    {"Gemm", run_gemm},
+    {"MatMul", run_matmul},
+    {"Relu", run_unary},
+    {"LeakyRelu", run_unary},
+    {"Clip", run_unary},
+    {"Sigmoid", run_unary},
+    {"HardSigmoid", run_unary},
+    {"HardSwish", run_unary},
+    {"Tanh", run_unary},
+    {"Add", run_binary},
+    {"Sub", run_binary},
+    {"Mul", run_binary},
+    {"Div", run_binary},
+    {"GlobalAveragePool", run_global_avgpool},
+    {"MaxPool", run_pool},
+    {"AveragePool", run_pool},
+    {"BatchNormalization", run_batchnorm},
+    {"Softmax", run_softmax},
+    {"Flatten", run_copy},
+    {"Reshape", run_copy},
+    {"Identity", run_copy},
+    {"Dropout", run_dropout},
+    {"Transpose", run_transpose},
+    {"Concat", run_concat},
+};
+
+static node_fn find_fn(const ptq_node *n)
+{
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+        return NULL;
+    for (size_t i = 0; i < sizeof node_fns / sizeof node_fns[0]; i++)
+        if (strcmp(node_fns[i].op_type, n->op_type) == 0)
+            return node_fns[i].fn;
+    return NULL;
+}
+
+static int cuda_supports(ptq_backend *b, const ptq_op_io *io)
+{
+    node_fn fn = find_fn(io->node);
+    ptq_ctx scratch; /* a declined node is not an error: the CPU takes it */
+    ptq_ctx_init(&scratch);
+    return fn && fn(&scratch, impl_of(b)->dev, io, 1) == PTQ_OK;
+}
+
+static ptq_status cuda_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
+{
+    node_fn fn = find_fn(io->node);
+    if (!fn)
+        return ptq_op_unsupported(ctx, io, "the CUDA backend does not run this op");
+    return fn(ctx, impl_of(b)->dev, io, 0);
+}
+
+static void cuda_destroy(ptq_backend *b)
+{
+    if (!b)
+        return;
+    cuda_backend *cb = impl_of(b);
+    ptq_cuda_dev_free(cb->dev);
+    free(cb);
+}
+
+ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out)
+{
+    char why[256];
+    *out = NULL;
+    if (ptq_cuda_device_count(why, sizeof why) == 0)
+        return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "%s", why);
+    cuda_backend *cb = calloc(1, sizeof *cb);
+    if (!cb)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the cuda backend");
+    ptq_status st = ptq_cuda_dev_create(ctx, device_index, &cb->dev);
+    if (st != PTQ_OK) {
+        free(cb);
+        return st;
+    }
+    snprintf(cb->name, sizeof cb->name, "cuda (%s)", ptq_cuda_dev_name(cb->dev));
+    ptq_backend *b = &cb->b;
+    b->name = cb->name;
+    b->mem = PTQ_MEM_CUDA;
+    b->impl = cb;
+    b->alloc = cuda_alloc;
+    b->release = cuda_release;
+    b->upload = cuda_upload;
+    b->download = cuda_download;
+    b->copy = cuda_copy;
+    b->sync = cuda_sync;
+    b->supports = cuda_supports;
+    b->run = cuda_run;
+    b->destroy = cuda_destroy;
+    *out = b;
+    return PTQ_OK;
+}
+
+#endif

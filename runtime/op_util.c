@@ -1,0 +1,62 @@
+/* Node-naming failures and small checks shared by runtime/ops_*.c. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "runtime/op_util.h"
+
+static ptq_status op_fail_v(ptq_ctx *ctx, const char *file, int line, const ptq_op_io *io, ptq_status code,
+                            const char *fmt, va_list ap)
+{
+    char what[768];
+    vsnprintf(what, sizeof what, fmt, ap);
+    const ptq_node *n = io->node;
+    const char *domain = n->domain && n->domain[0] ? n->domain : "ai.onnx";
+    long long opset = io->graph ? (long long)io->graph->opset : -1;
+    return ptq_fail_at(ctx, file, line, code, "node '%s' (%s, domain %s, opset %lld): %s", n->name, n->op_type,
+                       domain, opset, what);
+}
+
+ptq_status ptq_op_unsupported_at(ptq_ctx *ctx, const char *file, int line, const ptq_op_io *io, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ptq_status st = op_fail_v(ctx, file, line, io, PTQ_ERR_UNSUPPORTED, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+ptq_status ptq_op_fail_at(ptq_ctx *ctx, const char *file, int line, const ptq_op_io *io, ptq_status code,
+                          const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ptq_status st = op_fail_v(ctx, file, line, io, code, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+ptq_status ptq_op_need_input(ptq_ctx *ctx, const ptq_op_io *io, int i)
+{
+    if (i >= io->n_in || !io->in[i])
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %d is missing", i);
+    return PTQ_OK;
+}
+
+ptq_status ptq_op_need_float(ptq_ctx *ctx, const ptq_op_io *io, int i)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, i);
+    if (st != PTQ_OK)
+        return st;
+    if (io->in[i]->dtype != PTQ_DT_FLOAT)
+        return ptq_op_unsupported(ctx, io, "input %d is %s; only float32 is supported", i,
+                                  ptq_dtype_name(io->in[i]->dtype));
+    return PTQ_OK;
+}
+
+void ptq_op_same_shape(ptq_tensor *dst, const ptq_tensor *src)
+{
+    dst->dtype = src->dtype;
+    dst->ndim = src->ndim;
+    for (int d = 0; d < src->ndim; d++)
+        dst->dims[d] = src->dims[d];
+}

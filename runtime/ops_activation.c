@@ -1,0 +1,171 @@
+/* Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh on float32
+ * through kernels/{ref,cpu}/unary.c (Clip also on int8/uint8/int32/int64 here);
+ * Clip bounds: attributes before opset 11, scalar host inputs 1, 2 after.
+ * Covered by tests/test_ops_shape.c and the ONNX conformance run. */
+#include <float.h>
+#include <string.h>
+
+#include "runtime/op_util.h"
+
+static ptq_unop unop_of(const ptq_node *n)
+{
+    static const struct {
+        const char *op_type;
+        ptq_unop op;
+    } ops[] = {{"LeakyRelu", PTQ_UN_LEAKY_RELU}, {"Clip", PTQ_UN_CLIP},   {"Sigmoid", PTQ_UN_SIGMOID},
+               {"HardSigmoid", PTQ_UN_HARD_SIGMOID}, {"HardSwish", PTQ_UN_HARD_SWISH}, {"Tanh", PTQ_UN_TANH}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(n->op_type, ops[i].op_type) == 0)
+            return ops[i].op;
+    return PTQ_UN_RELU;
+}
+
+static int clip_int_dtype(ptq_dtype dt)
+{
+    return dt == PTQ_DT_INT8 || dt == PTQ_DT_UINT8 || dt == PTQ_DT_INT32 || dt == PTQ_DT_INT64;
+}
+
+/* Clip's scalar bound inputs 1 and 2 (opset >= 11; host tensors of input 0's
+ * dtype, [] or [1]); NULL where omitted. */
+static ptq_status clip_bounds(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor **lo, const ptq_tensor **hi)
+{
+    const ptq_tensor *t[2] = {io->n_in > 1 ? io->in[1] : NULL, io->n_in > 2 ? io->in[2] : NULL};
+    for (int k = 0; k < 2; k++) {
+        if (t[k] && t[k]->dtype != io->in[0]->dtype)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "input %d is %s but input 0 is %s", k + 1,
+                               ptq_dtype_name(t[k]->dtype), ptq_dtype_name(io->in[0]->dtype));
+        if (t[k] && ptq_tensor_numel(t[k]) != 1)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %d (%s) must be a scalar, it has %lld elements", k + 1,
+                               k ? "max" : "min", (long long)ptq_tensor_numel(t[k]));
+    }
+    *lo = t[0];
+    *hi = t[1];
+    return PTQ_OK;
+}
+
+/* t: a one-element integer tensor on the host. */
+static int64_t int_scalar(const ptq_tensor *t)
+{
+    switch (t->dtype) {
+    case PTQ_DT_INT8: return *(const int8_t *)t->data;
+    case PTQ_DT_UINT8: return *(const uint8_t *)t->data;
+    case PTQ_DT_INT32: return *(const int32_t *)t->data;
+    default: return *(const int64_t *)t->data;
+    }
+}
+
+/* Float parameters of the node: alpha/beta of LeakyRelu and HardSigmoid,
+ * min/max of Clip (as alpha/beta, ptq_unop's convention). */
+static ptq_status unary_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_unop *op, float *alpha, float *beta)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_tensor *lo = NULL, *hi = NULL;
+    *op = unop_of(io->node);
+    *alpha = 0.0f;
+    *beta = 0.0f;
+    switch (*op) {
+    case PTQ_UN_LEAKY_RELU: *alpha = ptq_node_attr_float(io->node, "alpha", 0.01f); break;
+    case PTQ_UN_HARD_SIGMOID:
+        *alpha = ptq_node_attr_float(io->node, "alpha", 0.2f);
+        *beta = ptq_node_attr_float(io->node, "beta", 0.5f);
+        break;
+    case PTQ_UN_CLIP:
+        if (io->graph->opset < 11) {
+            *alpha = ptq_node_attr_float(io->node, "min", -FLT_MAX);
+            *beta = ptq_node_attr_float(io->node, "max", FLT_MAX);
+            break;
+        }
+        if ((st = clip_bounds(ctx, io, &lo, &hi)) != PTQ_OK)
+            return st;
+        *alpha = lo ? *(const float *)lo->data : -FLT_MAX;
+        *beta = hi ? *(const float *)hi->data : FLT_MAX;
+        break;
+    default: break;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status unary_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    const ptq_tensor *lo, *hi;
+    ptq_unop op;
+    float alpha, beta;
+    if (st != PTQ_OK)
+        return st;
+    if (unop_of(io->node) == PTQ_UN_CLIP && clip_int_dtype(io->in[0]->dtype)) {
+        if (io->graph->opset < 11)
+            return ptq_op_unsupported(ctx, io, "input 0 is %s; Clip before opset 11 takes float32 only",
+                                      ptq_dtype_name(io->in[0]->dtype));
+        st = clip_bounds(ctx, io, &lo, &hi);
+    } else if ((st = ptq_op_need_float(ctx, io, 0)) == PTQ_OK) {
+        st = unary_params(ctx, io, &op, &alpha, &beta);
+    }
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], io->in[0]);
+    return st;
+}
+
+#define CLIP_INT_LOOP(T, LOWEST, HIGHEST)                                             \
+    do {                                                                              \
+        const T *x = io->in[0]->data;                                                 \
+        T *y = io->out[0]->data;                                                      \
+        const T lo_t = lo ? (T)int_scalar(lo) : (LOWEST);                             \
+        const T hi_t = hi ? (T)int_scalar(hi) : (HIGHEST);                            \
+        for (int64_t i = 0; i < n; i++) {                                             \
+            T t = x[i] < lo_t ? lo_t : x[i];                                          \
+            y[i] = t > hi_t ? hi_t : t;                                               \
+        }                                                                             \
+    } while (0)
+
+/* Integer Clip; input 0 and output 0: [n] of one integer dtype. Omitted bounds are the type's limits. */
+static ptq_status clip_int_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_tensor *lo, *hi;
+    int64_t n = ptq_tensor_numel(io->in[0]);
+    if ((st = clip_bounds(ctx, io, &lo, &hi)) != PTQ_OK)
+        return st;
+    switch (io->in[0]->dtype) {
+    case PTQ_DT_INT8: CLIP_INT_LOOP(int8_t, INT8_MIN, INT8_MAX); break;
+    case PTQ_DT_UINT8: CLIP_INT_LOOP(uint8_t, 0, UINT8_MAX); break;
+    case PTQ_DT_INT32: CLIP_INT_LOOP(int32_t, INT32_MIN, INT32_MAX); break;
+    default: CLIP_INT_LOOP(int64_t, INT64_MIN, INT64_MAX); break;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status unary_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
+{
+    ptq_unop op;
+    float alpha, beta;
+    if (unop_of(io->node) == PTQ_UN_CLIP && clip_int_dtype(io->in[0]->dtype))
+        return clip_int_run(ctx, io);
+    ptq_status st = unary_params(ctx, io, &op, &alpha, &beta);
+    if (st != PTQ_OK)
+        return st;
+    int64_t n = ptq_tensor_numel(io->in[0]);
+    if (fast)
+        ptq_k_unary_cpu(op, alpha, beta, n, io->in[0]->data, io->out[0]->data);
+    else
+        ptq_k_unary_ref(op, alpha, beta, n, io->in[0]->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+static ptq_status unary_run_ref(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return unary_run(ctx, io, 0);
+}
+
+static ptq_status unary_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return unary_run(ctx, io, 1);
+}
+
+const ptq_op_def ptq_op_Relu = {"Relu", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_LeakyRelu = {"LeakyRelu", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_Clip = {"Clip", 1, 1u << 1 | 1u << 2, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_Sigmoid = {"Sigmoid", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_HardSigmoid = {"HardSigmoid", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_HardSwish = {"HardSwish", 14, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_Tanh = {"Tanh", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};

@@ -1,0 +1,58 @@
+/* ONNX BatchNormalization, inference form only (opset 6..15 semantics:
+ * X, scale, B, input_mean, input_var -> Y), float32: shape inference and the
+ * ref / cpu runners. Covered by tests/test_ops_dense.c and tests/parity_pool.c. */
+#include "runtime/op_util.h"
+
+static ptq_status bn_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_status st = PTQ_OK;
+    char xs[96], vs[96];
+    static const char *const names[] = {"X", "scale", "B", "input_mean", "input_var"};
+    for (int i = 0; i < 5; i++)
+        PTQ_TRY(st, ptq_op_need_float(ctx, io, i), done);
+    if (ptq_node_attr_int(io->node, "training_mode", 0) != 0)
+        return ptq_op_unsupported(ctx, io, "training_mode=1 (only inference BatchNormalization is implemented)");
+    for (int i = 1; i < io->node->n_outputs; i++)
+        if (io->node->outputs[i] >= 0)
+            return ptq_op_unsupported(ctx, io, "output %d (running or saved statistics of training mode)", i);
+    if (io->graph && io->graph->opset > 0 && io->graph->opset < 9 && ptq_node_attr_int(io->node, "spatial", 1) == 0)
+        return ptq_op_unsupported(ctx, io, "spatial=0 (per-activation statistics)");
+    const ptq_tensor *x = io->in[0]; /* [N, C, spatial...] */
+    if (x->ndim < 2)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "X %s must be [N, C, ...] (rank >= 2)",
+                           ptq_dims_str(x->dims, x->ndim, xs, sizeof xs));
+    for (int i = 1; i < 5; i++) {
+        const ptq_tensor *v = io->in[i]; /* [C] */
+        if (v->ndim != 1 || v->dims[0] != x->dims[1])
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "%s %s must be [%lld], one per channel of X %s", names[i],
+                               ptq_dims_str(v->dims, v->ndim, vs, sizeof vs), (long long)x->dims[1],
+                               ptq_dims_str(x->dims, x->ndim, xs, sizeof xs));
+    }
+    ptq_op_same_shape(io->out[0], x); /* Y: like X */
+done:
+    return st;
+}
+
+typedef void (*bn_kernel)(int64_t, int64_t, int64_t, const float *, const float *, const float *, const float *,
+                          const float *, float, float *);
+
+static ptq_status bn_run(const ptq_op_io *io, bn_kernel k)
+{
+    const ptq_tensor *x = io->in[0];
+    const float eps = ptq_node_attr_float(io->node, "epsilon", 1e-5f);
+    k(x->dims[0], x->dims[1], ptq_dims_prod(x->dims, 2, x->ndim), x->data, io->in[1]->data, io->in[2]->data,
+      io->in[3]->data, io->in[4]->data, eps, io->out[0]->data);
+    return PTQ_OK;
+}
+
+static ptq_status bn_run_ref(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return bn_run(io, ptq_k_batchnorm_ref);
+}
+
+static ptq_status bn_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return bn_run(io, ptq_k_batchnorm_cpu);
+}
+
+const ptq_op_def ptq_op_BatchNormalization = {"BatchNormalization", 6, 0, bn_infer, bn_run_ref, bn_run_cpu};

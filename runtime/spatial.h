@@ -1,0 +1,38 @@
+/* Window geometry shared by Conv and the pooling ops: kernel_shape, strides,
+ * dilations, pads / auto_pad and ceil_mode resolved into output sizes and
+ * explicit pads, following ONNX's shape rules (onnx/defs/nn/defs.cc and the
+ * reference pool_common). Covered by tests/test_ops_dense.c. */
+#ifndef PTQ_RUNTIME_SPATIAL_H
+#define PTQ_RUNTIME_SPATIAL_H
+
+#include "runtime/op.h"
+
+/* One to three spatial axes, right-aligned in PTQ_SPATIAL slots as the
+ * kernels expect (an N-D input uses slots PTQ_SPATIAL-N..PTQ_SPATIAL-1; the
+ * leading slots are size 1, kernel 1, stride 1, dilation 1, pad 0). */
+typedef struct ptq_window {
+    int n_spatial;
+    int64_t in[PTQ_SPATIAL];
+    int64_t out[PTQ_SPATIAL];
+    int64_t k[PTQ_SPATIAL];
+    int64_t stride[PTQ_SPATIAL];
+    int64_t dil[PTQ_SPATIAL];
+    int64_t pad_lo[PTQ_SPATIAL];
+    int64_t pad_hi[PTQ_SPATIAL];
+} ptq_window;
+
+enum {
+    PTQ_WINDOW_CEIL_MODE = 1u << 0 /* the op has a ceil_mode attribute (pooling) */
+};
+
+/* Resolves io's node's window attributes over x: [N, C, spatial...] (rank
+ * 3..5). kernel: [rank-2] kernel sizes taken from the weights (Conv) or NULL
+ * to require the kernel_shape attribute (pooling); when both are given they
+ * must agree. Fails naming the node on bad attributes or an empty output. */
+ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *x, const int64_t *kernel,
+                            unsigned flags, ptq_window *w);
+
+/* Pool parameters of a MaxPool / AveragePool node whose infer succeeded. */
+ptq_status ptq_op_pool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params *p);
+
+#endif

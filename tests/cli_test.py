@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The ptq command end to end: `info`, `eval --json`, `data convert`, and
+every kind of bad input the foundation issue lists, each giving one clear
+message and its documented exit code (README.md), never a crash.
+Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zlib
+import struct
+
+try:
+    import numpy as np
+    import h5py
+    import onnx
+    from onnx import helper, TensorProto
+except ImportError as e:  # the venv from scripts/setup.sh has them
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+PTQ = os.environ.get("PTQ_BIN", "build/ptq")
+SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
+MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
+FM = "/usr/share/datasets/fashion-mnist"
+failures = []
+
+
+def ptq(*args):
+    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(name, args, code, *needles):
+    rc, out, err = ptq(*args)
+    ok = rc == code and all(n in err for n in needles) and err.count("error:") <= 1
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: exit {rc} (want {code}): {err.strip().splitlines()[-1] if err.strip() else ''}")
+    if not ok:
+        failures.append(name)
+        print(f"      stderr: {err!r}\n      wanted substrings {needles}")
+
+
+def png_bytes(img):
+    """A minimal 8-bit grayscale PNG encoder (zlib + CRC), independent of ptq."""
+    h, w = img.shape
+    raw = b"".join(b"\x00" + img[r].tobytes() for r in range(h))
+
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def main():
+    if not os.path.exists(MODEL):
+        print(f"skipped: {MODEL} missing")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="ptq-cli-")
+
+    # info
+    rc, out, err = ptq("info", MODEL, "--json")
+    info = json.loads(out) if rc == 0 else {}
+    ok = rc == 0 and info.get("supported") and info["inputs"][0]["name"] == "input" and info["parameters"] > 10000 \
+        and info["ops"].get("Conv", 0) >= 5 and len(info["quantizable_weights"]) == info["ops"]["Conv"] + info["ops"].get("Gemm", 0)
+    print(f"{'ok  ' if ok else 'FAIL'} info --json: {info.get('ops')} params {info.get('parameters')}")
+    if not ok:
+        failures.append("info")
+
+    # data convert: HDF5 and PNG folder of the test split; eval on both agree
+    h5 = os.path.join(tmp, "fm.h5")
+    rc, out, err = ptq("data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
+                       f"{FM}/t10k-labels-idx1-ubyte.gz", "--class-names", "fashion-mnist", "--out", h5)
+    if rc != 0:
+        failures.append("data convert hdf5")
+        print("FAIL data convert:", err)
+    else:
+        with h5py.File(h5, "r") as f:
+            ok = f["images"].shape == (10000, 28, 28) and f["labels"].shape == (10000,)
+        print(f"{'ok  ' if ok else 'FAIL'} data convert -> hdf5 shapes")
+        if not ok:
+            failures.append("data convert shapes")
+    rc, out, err = ptq("eval", "--model", MODEL, "--data", h5, "--limit", "1000", "--json")
+    rep = json.loads(out) if rc == 0 else {}
+    ok = rc == 0 and rep.get("samples") == 1000 and rep["top1"] > 0.85 and len(rep["confusion"]) == 10 \
+        and rep["classes"][9]["name"] == "Ankle_boot" and sum(map(sum, rep["confusion"])) == 1000
+    print(f"{'ok  ' if ok else 'FAIL'} eval --json --limit 1000: top1 {rep.get('top1')}")
+    if not ok:
+        failures.append("eval json")
+        print(err)
+
+    # bad input, one by one
+    expect("missing model", ["eval", "--model", os.path.join(tmp, "nope.onnx"), "--data", h5], 3, "nope.onnx")
+    expect("model is a directory", ["info", tmp], 3, tmp)
+    garbage = os.path.join(tmp, "garbage.onnx")
+    with open(garbage, "wb") as f:
+        f.write(np.random.default_rng(1).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    expect("garbage onnx", ["info", garbage], 4, "garbage.onnx")
+    trunc = os.path.join(tmp, "trunc.onnx")
+    with open(MODEL, "rb") as f:
+        data = f.read()
+    with open(trunc, "wb") as f:
+        f.write(data[: len(data) // 2])
+    expect("truncated onnx", ["eval", "--model", trunc, "--data", h5], 4, "trunc.onnx")
+
+    unsup = os.path.join(tmp, "unsup.onnx")
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="act0"),
+                           helper.make_node("Gelu", ["r"], ["y"], name="fancy_gelu", domain="com.example")],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    onnx.save(m, unsup)
+    expect("unsupported op", ["eval", "--model", unsup, "--data", h5], 5, "fancy_gelu", "Gelu", "com.example",
+           "opset 17")
+
+    big = os.path.join(tmp, "big")
+    os.makedirs(os.path.join(big, "a"))
+    with open(os.path.join(big, "a", "0.png"), "wb") as f:
+        f.write(png_bytes(np.full((32, 32), 7, np.uint8)))
+    expect("data shape does not fit", ["eval", "--model", MODEL, "--data", big], 6, "32x32", "28x28")
+
+    empty = os.path.join(tmp, "empty")
+    os.makedirs(empty)
+    expect("empty png folder", ["eval", "--model", MODEL, "--data", empty], 7, "empty")
+    empty_h5 = os.path.join(tmp, "empty.h5")
+    with h5py.File(empty_h5, "w") as f:
+        f.create_dataset("images", shape=(0, 28, 28), dtype=np.uint8)
+        f.create_dataset("labels", shape=(0,), dtype=np.int64)
+    expect("empty hdf5 set", ["eval", "--model", MODEL, "--data", empty_h5], 7, "empty.h5")
+
+    badpng = os.path.join(tmp, "badpng")
+    os.makedirs(os.path.join(badpng, "cls"))
+    with open(os.path.join(badpng, "cls", "a.png"), "wb") as f:
+        f.write(png_bytes(np.zeros((28, 28), np.uint8)))
+    with open(os.path.join(badpng, "cls", "b.png"), "wb") as f:
+        f.write(png_bytes(np.zeros((28, 28), np.uint8))[:60])
+    expect("undecodable png", ["eval", "--model", MODEL, "--data", badpng], 7, "b.png")
+
+    badlab = os.path.join(tmp, "badlabel.h5")
+    with h5py.File(badlab, "w") as f:
+        f.create_dataset("images", data=np.zeros((20, 28, 28), np.uint8))
+        f.create_dataset("labels", data=np.array([1] * 13 + [12] + [0] * 6, np.int64))
+    expect("label out of range", ["eval", "--model", MODEL, "--data", badlab], 7, "sample 13", "label 12")
+
+    expect("unknown option", ["eval", "--model", MODEL, "--data", h5, "--bogus"], 2, "--bogus")
+    expect("bad device", ["eval", "--model", MODEL, "--data", h5, "--device", "tpu"], 2, "tpu")
+    expect("unknown command", ["frobnicate"], 2, "frobnicate")
+
+    print(f"cli_test: {len(failures)} failed" + (f": {failures}" if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+/* The whole demo model on the GPU against the CPU: same logits (rtol 1e-4,
+ * atol 1e-5) on a batch of 64 random images and a batch of 1, every node on
+ * the GPU (no fallback), taps see device tensors. Exit 77 without a GPU. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptq/runtime.h"
+#include "testlib.h"
+
+typedef struct tap_count {
+    int calls, on_device;
+} tap_count;
+
+static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, int value, const ptq_tensor *t)
+{
+    tap_count *c = user;
+    c->calls++;
+    c->on_device += t->mem == PTQ_MEM_CUDA;
+    return PTQ_OK;
+}
+
+int main(void)
+{
+    char why[256];
+    if (!ptq_cuda_available(why, sizeof why)) {
+        printf("cuda_exec: skipped: %s\n", why);
+        return PTQ_TEST_SKIP;
+    }
+    const char *src = getenv("PTQ_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = NULL;
+    if (ptq_graph_load_onnx(&ctx, path, &g) != PTQ_OK) {
+        fprintf(stderr, "cuda_exec: %s\n", ctx.msg);
+        return 1;
+    }
+    ptq_exec *cpu = NULL, *gpu = NULL;
+    tap_count taps = {0};
+    ptq_exec_params pc = {PTQ_DEVICE_CPU, 0, NULL, NULL}, pg = {PTQ_DEVICE_CUDA, 0, tap, &taps};
+    CHECK(ptq_exec_create(&ctx, g, &pc, &cpu) == PTQ_OK);
+    CHECK_MSG(ptq_exec_create(&ctx, g, &pg, &gpu) == PTQ_OK, "%s", ctx.msg);
+    printf("cuda_exec: device %s\n", gpu ? ptq_exec_device_name(gpu) : "?");
+    const int64_t sizes[] = {64, 1, 200};
+    test_rand_seed(11);
+    for (int r = 0; cpu && gpu && r < 3; r++) {
+        int64_t n = sizes[r];
+        float *x = malloc((size_t)(n * 28 * 28) * sizeof *x);
+        float *y_cpu = malloc((size_t)(n * 10) * sizeof *y_cpu);
+        test_fill_uniform(x, n * 28 * 28, -0.9f, 2.1f);
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x, PTQ_MEM_HOST, 0};
+        ptq_tensor out;
+        CHECK(ptq_exec_run(&ctx, cpu, &in, &out) == PTQ_OK);
+        memcpy(y_cpu, out.data, (size_t)(n * 10) * sizeof(float));
+        taps.calls = taps.on_device = 0;
+        ptq_status st = ptq_exec_run(&ctx, gpu, &in, &out);
+        CHECK_MSG(st == PTQ_OK, "%s", ctx.msg);
+        if (st == PTQ_OK) {
+            char label[64];
+            snprintf(label, sizeof label, "batch %lld gpu vs cpu", (long long)n);
+            int ok = test_close(label, out.data, y_cpu, n * 10, 1e-4f, 1e-5f);
+            printf("cuda_exec: batch %lld: logits %s; %d taps, %d on the device, %d nodes fell back to the CPU\n",
+                   (long long)n, ok ? "match" : "DIFFER", taps.calls, taps.on_device, ptq_exec_n_fallback_nodes(gpu));
+        }
+        CHECK(ptq_exec_n_fallback_nodes(gpu) == 0);
+        CHECK(taps.calls == g->n_nodes && taps.on_device == taps.calls);
+        free(x);
+        free(y_cpu);
+    }
+    ptq_exec_free(cpu);
+    ptq_exec_free(gpu);
+    ptq_graph_free(g);
+    return test_done("cuda_exec");
+}

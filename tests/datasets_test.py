@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Oracle for datasets/: ptq's IDX -> HDF5 conversion and zstd filter (32015)
+against h5py + hdf5plugin, both ways: test_datasets writes fm.h5 (checked here
+image by image against the IDX files) and reads a file h5py wrote. ctest label
+oracle; exits 77 when a module or Fashion-MNIST is missing."""
+import gzip
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import h5py
+    import hdf5plugin
+    import numpy as np
+except ImportError as e:
+    print(f"datasets_test: skipped ({e})")
+    sys.exit(77)
+
+FM = "/usr/share/datasets/fashion-mnist"
+IMAGES = os.path.join(FM, "t10k-images-idx3-ubyte.gz")
+LABELS = os.path.join(FM, "t10k-labels-idx1-ubyte.gz")
+CLASSES = ["0_T-shirt_top", "1_Trouser", "2_Pullover", "3_Dress", "4_Coat",
+           "5_Sandal", "6_Shirt", "7_Sneaker", "8_Bag", "9_Ankle_boot"]
+ZSTD_ID = 32015
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"datasets_test: FAILED: {what}", file=sys.stderr)
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        magic = struct.unpack(">I", f.read(4))[0]
+        ndim = magic & 0xFF
+        dims = struct.unpack(">" + "I" * ndim, f.read(4 * ndim))
+        return np.frombuffer(f.read(), dtype=np.uint8).reshape(dims)
+
+
+def main():
+    build = os.environ.get("PTQ_BUILD_DIR")
+    if not build or not os.path.exists(IMAGES) or not os.path.exists(LABELS):
+        print("datasets_test: skipped (PTQ_BUILD_DIR unset or Fashion-MNIST missing)")
+        return 77
+    exe = os.path.join(build, "tests", "test_datasets")
+    images, labels = read_idx(IMAGES), read_idx(LABELS)
+    with tempfile.TemporaryDirectory() as tmp:
+        # a file in the layout h5py users write: zstd from hdf5plugin,
+        # uint8 labels, fixed-length class name strings; ptq must read it
+        theirs = os.path.join(tmp, "theirs.h5")
+        with h5py.File(theirs, "w") as f:
+            f.create_dataset("images", data=images[:2500], chunks=(500, 28, 28),
+                             **hdf5plugin.Zstd(clevel=7))
+            f.create_dataset("labels", data=labels[:2500])
+            f.attrs["class_names"] = np.array([c.encode() for c in CLASSES])
+        ours = os.path.join(tmp, "fm.h5")
+        run = subprocess.run([exe, ours, theirs], capture_output=True, text=True)
+        print(run.stdout, end="")
+        print(run.stderr, end="", file=sys.stderr)
+        check(run.returncode == 0, f"{exe} exited {run.returncode}")
+        if run.returncode != 0:
+            return 1
+
+        with h5py.File(ours, "r") as f:
+            img, lab = f["images"], f["labels"]
+            check(img.dtype == np.uint8 and img.shape == images.shape, f"images {img.dtype} {img.shape}")
+            check(lab.dtype == np.int64 and lab.shape == labels.shape, f"labels {lab.dtype} {lab.shape}")
+            check(img.chunks is not None and img.chunks[1:] == (28, 28), f"images chunks {img.chunks}")
+            for name, dset in (("images", img), ("labels", lab)):
+                plist = dset.id.get_create_plist()
+                filters = [plist.get_filter(i) for i in range(plist.get_nfilters())]
+                check(len(filters) == 1 and filters[0][0] == ZSTD_ID and filters[0][2][0] == 3,
+                      f"{name} filters {filters}")
+            # each chunk is one zstd frame (magic 28 b5 2f fd) with its content size
+            mask, raw = img.id.read_direct_chunk((0, 0, 0))
+            check(mask == 0 and raw[:4] == b"\x28\xb5\x2f\xfd", f"first chunk starts {raw[:4].hex()}")
+            fhd = raw[4]
+            check(fhd & 0xC0 or fhd & 0x20, f"zstd frame header 0x{fhd:02x} has no content size")
+            got_images, got_labels = img[...], lab[...]
+            check(np.array_equal(got_images, images), "images differ from the IDX file")
+            check(np.array_equal(got_labels, labels.astype(np.int64)), "labels differ from the IDX file")
+            names = [n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"]]
+            check(names == CLASSES, f"class_names {names}")
+            src = f.attrs["source_images"]
+            src = src.decode() if isinstance(src, bytes) else str(src)
+            check(src == IMAGES, f"source_images {src}")
+    print(f"datasets_test: {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+/* Parity of ptq_k_conv_cpu (im2col + sgemm, threaded) with ptq_k_conv_ref on
+ * seeded random data: 1-D/2-D/3-D, groups (depthwise, with multiplier),
+ * strides, asymmetric pads, dilations, 1x1, odd sizes, multi-tile images, both
+ * threading paths. Tolerance: rtol 1e-4, atol 1e-5 (inputs in [-1, 1]). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "testlib.h"
+
+#define RTOL 1e-4f
+#define ATOL 1e-5f
+
+typedef struct conv_case {
+    int n_sp; /* spatial dims used, right-aligned in the 3 slots */
+    int64_t n, c_in, c_out, group;
+    int64_t in[3], k[3], stride[3], dil[3], pad_lo[3], pad_hi[3]; /* first n_sp entries */
+    int bias;
+} conv_case;
+
+static const conv_case cases[] = {
+    /* 2-D basics */
+    {2, 1, 1, 1, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
+    {2, 2, 3, 4, 1, {7, 5}, {3, 2}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 1},
+    {2, 3, 5, 7, 1, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 0}, {1, 0}, 1},
+    {2, 2, 4, 6, 1, {8, 8}, {3, 3}, {2, 3}, {2, 2}, {1, 2}, {2, 1}, 1},
+    {2, 4, 6, 5, 1, {13, 7}, {5, 3}, {3, 1}, {1, 2}, {2, 0}, {0, 3}, 0},
+    /* groups, depthwise, depthwise with multiplier */
+    {2, 2, 4, 6, 2, {6, 5}, {3, 2}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 1},
+    {2, 3, 8, 8, 8, {10, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {2, 2, 4, 8, 4, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {1, 1}, 1},
+    {2, 5, 6, 9, 3, {7, 9}, {3, 3}, {1, 2}, {2, 1}, {2, 1}, {2, 1}, 0},
+    /* 1x1: pointwise (no im2col), strided, padded */
+    {2, 3, 16, 8, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 1},
+    {2, 3, 16, 8, 2, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0},
+    {2, 3, 8, 12, 1, {9, 9}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 1},
+    {2, 2, 4, 4, 1, {5, 6}, {1, 1}, {1, 1}, {1, 1}, {1, 0}, {0, 2}, 1},
+    /* pads >= kernel, kernel larger than the input, window in padding only */
+    {2, 2, 3, 2, 1, {3, 4}, {2, 2}, {1, 1}, {1, 1}, {3, 2}, {3, 2}, 1},
+    {2, 1, 2, 3, 1, {2, 2}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 1},
+    /* 1-D */
+    {1, 2, 4, 5, 1, {10}, {3}, {1}, {1}, {0}, {0}, 1},
+    {1, 2, 4, 5, 1, {10}, {3}, {2}, {2}, {1}, {2}, 1},
+    {1, 2, 4, 6, 2, {6}, {3}, {1}, {1}, {1}, {1}, 0},
+    {1, 1, 4, 4, 1, {1}, {5}, {1}, {1}, {2}, {2}, 1},
+    {1, 7, 3, 3, 3, {33}, {4}, {3}, {3}, {0}, {5}, 1},
+    /* 3-D */
+    {3, 2, 3, 4, 1, {3, 4, 5}, {2, 3, 4}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1},
+    {3, 2, 3, 4, 1, {5, 5, 5}, {2, 2, 2}, {2, 2, 2}, {2, 2, 2}, {1, 0, 1}, {1, 1, 0}, 0},
+    {3, 2, 4, 6, 2, {4, 5, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {3, 1, 4, 4, 4, {6, 3, 7}, {3, 1, 2}, {1, 2, 3}, {2, 1, 1}, {2, 0, 1}, {1, 0, 2}, 1},
+    /* one image, one group: sgemm threads itself (no threading over items) */
+    {2, 1, 8, 16, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+    /* many im2col tiles per image (rows * tile > the per-thread budget) */
+    {2, 1, 96, 8, 1, {45, 47}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {2, 3, 64, 16, 2, {38, 41}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+    /* demo-model-like layers */
+    {2, 8, 1, 24, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
+    {2, 8, 24, 48, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0},
+    {2, 8, 24, 48, 1, {28, 28}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0},
+};
+
+static void run_case(int idx, const conv_case *cc)
+{
+    ptq_conv_params p;
+    memset(&p, 0, sizeof p);
+    p.n = cc->n;
+    p.c_in = cc->c_in;
+    p.c_out = cc->c_out;
+    p.group = cc->group;
+    for (int s = 0; s < PTQ_SPATIAL; s++) {
+        p.in[s] = p.out[s] = p.k[s] = p.stride[s] = p.dil[s] = 1;
+    }
+    for (int i = 0; i < cc->n_sp; i++) {
+        const int s = PTQ_SPATIAL - cc->n_sp + i;
+        p.in[s] = cc->in[i];
+        p.k[s] = cc->k[i];
+        p.stride[s] = cc->stride[i];
+        p.dil[s] = cc->dil[i];
+        p.pad_lo[s] = cc->pad_lo[i];
+        p.pad_hi[s] = cc->pad_hi[i];
+        p.out[s] = (cc->in[i] + cc->pad_lo[i] + cc->pad_hi[i] - (cc->k[i] - 1) * cc->dil[i] - 1) / cc->stride[i] + 1;
+    }
+    const int64_t n_x = p.n * p.c_in * p.in[0] * p.in[1] * p.in[2];
+    const int64_t n_w = p.c_out * (p.c_in / p.group) * p.k[0] * p.k[1] * p.k[2];
+    const int64_t n_y = p.n * p.c_out * p.out[0] * p.out[1] * p.out[2];
+    float *x = malloc((size_t)n_x * sizeof *x), *w = malloc((size_t)n_w * sizeof *w);
+    float *b = malloc((size_t)p.c_out * sizeof *b);
+    float *y_ref = malloc((size_t)n_y * sizeof *y_ref), *y_cpu = malloc((size_t)n_y * sizeof *y_cpu);
+    CHECK(x && w && b && y_ref && y_cpu);
+    if (x && w && b && y_ref && y_cpu) {
+        test_rand_seed(1000 + (uint64_t)idx);
+        test_fill_uniform(x, n_x, -1.0f, 1.0f);
+        test_fill_uniform(w, n_w, -1.0f, 1.0f);
+        test_fill_uniform(b, p.c_out, -1.0f, 1.0f);
+        for (int64_t i = 0; i < n_y; i++)
+            y_ref[i] = y_cpu[i] = NAN; /* every output must be written */
+        ptq_k_conv_ref(&p, x, w, cc->bias ? b : NULL, y_ref);
+        ptq_k_conv_cpu(&p, x, w, cc->bias ? b : NULL, y_cpu);
+        char label[64];
+        snprintf(label, sizeof label, "conv case %d", idx);
+        int finite = 1;
+        for (int64_t i = 0; i < n_y; i++)
+            finite &= isfinite(y_ref[i]) != 0;
+        CHECK_MSG(finite, "%s: ref left an output unwritten", label);
+        test_close(label, y_cpu, y_ref, n_y, RTOL, ATOL);
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(y_ref);
+    free(y_cpu);
+}
+
+int main(void)
+{
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        run_case(i, &cases[i]);
+    /* a known value: 3x3 all-ones kernel over 1..25 with pad 1 (ONNX basic_conv_with_padding) */
+    {
+        ptq_conv_params p = {1, 1, 1, 1, {1, 5, 5}, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
+        float x[25], w[9], y_ref[25], y_cpu[25];
+        for (int i = 0; i < 25; i++)
+            x[i] = (float)i;
+        for (int i = 0; i < 9; i++)
+            w[i] = 1.0f;
+        ptq_k_conv_ref(&p, x, w, NULL, y_ref);
+        ptq_k_conv_cpu(&p, x, w, NULL, y_cpu);
+        CHECK(y_ref[0] == 12.0f && y_ref[12] == 108.0f && y_ref[24] == 84.0f);
+        CHECK(y_cpu[0] == 12.0f && y_cpu[12] == 108.0f && y_cpu[24] == 84.0f);
+    }
+    return test_done("parity_conv");
+}

@@ -1,0 +1,33 @@
+/* ptq_fail records the code, the formatted message and a short source
+ * location; status names are distinct. */
+#include <string.h>
+
+#include "ptq/status.h"
+#include "ptq/tensor.h"
+#include "testlib.h"
+
+int main(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot open %s", "/nope/model.onnx");
+    CHECK(st == PTQ_ERR_IO && ctx.code == PTQ_ERR_IO);
+    CHECK(strcmp(ctx.msg, "cannot open /nope/model.onnx") == 0);
+    CHECK_MSG(strstr(ctx.where, "test_status.c:") != NULL, "where: %s", ctx.where);
+    CHECK(ptq_fail(NULL, PTQ_ERR_DATA, "no context") == PTQ_ERR_DATA);
+    for (int a = PTQ_OK; a <= PTQ_ERR_INTERNAL; a++)
+        for (int b = a + 1; b <= PTQ_ERR_INTERNAL; b++)
+            CHECK(strcmp(ptq_status_name((ptq_status)a), ptq_status_name((ptq_status)b)) != 0);
+
+    ptq_tensor t = {PTQ_DT_FLOAT, 3, {2, 3, 4}, NULL, PTQ_MEM_HOST, 0};
+    CHECK(ptq_tensor_numel(&t) == 24 && ptq_tensor_bytes(&t) == 96);
+    t.ndim = 0;
+    CHECK(ptq_tensor_numel(&t) == 1);
+    CHECK(ptq_dtype_size(PTQ_DT_INT64) == 8 && ptq_dtype_size(PTQ_DT_FLOAT8E4M3FN) == 1 &&
+          ptq_dtype_size(PTQ_DT_FLOAT16) == 2 && ptq_dtype_size(PTQ_DT_STRING) == 0);
+    char buf[64];
+    int64_t dims[] = {-1, 3, 224, 224};
+    CHECK(strcmp(ptq_dims_str(dims, 4, buf, sizeof buf), "?x3x224x224") == 0);
+    CHECK(strcmp(ptq_dims_str(dims, 0, buf, sizeof buf), "scalar") == 0);
+    return test_done("test_status");
+}

@@ -1,0 +1,64 @@
+/* Shared helpers for the C tests: checks, seeded random data, tolerance compare. */
+#include "testlib.h"
+
+#include <math.h>
+
+int ptq_test_failures;
+int ptq_test_checks;
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+void test_rand_seed(uint64_t seed)
+{
+    rng_state = seed ? seed : 0x9E3779B97F4A7C15ull;
+}
+
+float test_rand_uniform(float lo, float hi)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    uint64_t r = rng_state * 0x2545F4914F6CDD1Dull;
+    return lo + (hi - lo) * (float)((r >> 40) * (1.0 / 16777216.0));
+}
+
+void test_fill_uniform(float *x, int64_t n, float lo, float hi)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = test_rand_uniform(lo, hi);
+}
+
+int test_close(const char *label, const float *got, const float *ref, int64_t n, float rtol, float atol)
+{
+    double worst = 0;
+    int64_t at = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - (double)ref[i]);
+        double lim = atol + rtol * fabs((double)ref[i]);
+        double r;
+        if (isnan(got[i]) || isnan(ref[i]))
+            r = isnan(got[i]) && isnan(ref[i]) ? 0 : INFINITY;
+        else if (err == 0)
+            r = 0; /* equal, infinities included */
+        else
+            r = lim > 0 ? err / lim : INFINITY;
+        if (r > worst || at < 0) {
+            worst = r;
+            at = i;
+        }
+    }
+    ptq_test_checks++;
+    if (n > 0 && worst > 1.0) {
+        ptq_test_failures++;
+        fprintf(stderr, "%s: mismatch at %lld: got %.9g want %.9g (err/tol %.3g)\n", label, (long long)at,
+                got[at], ref[at], worst);
+        return 0;
+    }
+    return 1;
+}
+
+int test_done(const char *name)
+{
+    printf("%s: %d checks, %d failed\n", name, ptq_test_checks, ptq_test_failures);
+    return ptq_test_failures ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+/* Tiny test harness: CHECK records a failure and goes on; test_done()
+ * returns the exit code (0 pass, 1 fail). Skips exit with PTQ_TEST_SKIP. */
+#ifndef PTQ_TESTLIB_H
+#define PTQ_TESTLIB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define PTQ_TEST_SKIP 77
+
+extern int ptq_test_failures;
+extern int ptq_test_checks;
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        ptq_test_checks++;                                                          \
+        if (!(cond)) {                                                              \
+            ptq_test_failures++;                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                           \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                        \
+    do {                                                                            \
+        ptq_test_checks++;                                                          \
+        if (!(cond)) {                                                              \
+            ptq_test_failures++;                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                           \
+            fprintf(stderr, "\n");                                                  \
+        }                                                                           \
+    } while (0)
+
+/* Deterministic uniform floats in [lo, hi) (xorshift64*). */
+void test_rand_seed(uint64_t seed);
+float test_rand_uniform(float lo, float hi);
+void test_fill_uniform(float *x, int64_t n, float lo, float hi);
+
+/* max |a-b| / (atol + rtol*|ref|) over n elements: <= 1 passes. Prints the
+ * worst element under label when it fails. Returns 1 on pass. */
+int test_close(const char *label, const float *got, const float *ref, int64_t n, float rtol, float atol);
+
+/* Prints "<name>: N checks, M failed" and returns the exit code. */
+int test_done(const char *name);
+
+#endif
