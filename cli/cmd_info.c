@@ -62,6 +62,10 @@ int cmd_info(int argc, char **argv)
     ptq_ctx support_ctx;
     ptq_ctx_init(&support_ctx);
     ptq_status supported = ptq_graph_check_supported(&support_ctx, g);
+    /* activation shapes at batch 1; a model ptq cannot run keeps its declared shapes */
+    ptq_ctx shape_ctx;
+    ptq_ctx_init(&shape_ctx);
+    ptq_status shapes = supported == PTQ_OK ? ptq_graph_infer_shapes(&shape_ctx, g, 1) : supported;
     int64_t n_params = 0;
     for (int v = 0; v < g->n_values; v++)
         if (g->values[v].flags & PTQ_VALUE_INITIALIZER)
@@ -124,6 +128,10 @@ int cmd_info(int argc, char **argv)
         cJSON_AddBoolToObject(root, "supported", supported == PTQ_OK);
         if (supported != PTQ_OK)
             cJSON_AddStringToObject(root, "unsupported", support_ctx.msg);
+        if (shapes == PTQ_OK)
+            cJSON_AddNumberToObject(root, "shapes_at_batch", 1);
+        else
+            cJSON_AddStringToObject(root, "shape_inference", shape_ctx.msg);
         cJSON *qa = cJSON_AddArrayToObject(root, "quantizable_activations");
         cJSON *qw = cJSON_AddArrayToObject(root, "quantizable_weights");
         for (int v = 0; v < g->n_values; v++) {
@@ -153,11 +161,14 @@ int cmd_info(int argc, char **argv)
         for (int j = 0; j < n_ops; j++)
             printf(" %s x%d", ops[j], counts[j]);
         printf("\nsupported  %s\n", supported == PTQ_OK ? "yes, every node" : support_ctx.msg);
-        printf("\nquantizable activations (%d):\n", n_act);
+        if (shapes != PTQ_OK && supported == PTQ_OK)
+            printf("shapes     not inferred: %s\n", shape_ctx.msg);
+        printf("\nquantizable activations (%d)%s:\n", n_act, shapes == PTQ_OK ? ", shapes at batch 1" : "");
         for (int v = 0; v < g->n_values; v++)
             if (act[v])
-                printf("  %-40s %s\n", g->values[v].name,
-                       g->values[v].producer >= 0 ? g->nodes[g->values[v].producer].op_type : "(graph input)");
+                printf("  %-40s %-18s [%s]\n", g->values[v].name,
+                       g->values[v].producer >= 0 ? g->nodes[g->values[v].producer].op_type : "(graph input)",
+                       ptq_dims_str(g->values[v].dims, g->values[v].ndim, dims, sizeof dims));
         printf("quantizable weights (%d):\n", n_wt);
         for (int v = 0; v < g->n_values; v++)
             if (wt[v])

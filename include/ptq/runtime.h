@@ -51,7 +51,14 @@ void ptq_exec_free(ptq_exec *e);
  * without shapes); used by ptq_exec_create and `ptq info`. */
 ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
 
-/* 1 when a CUDA build sees a usable GPU; else 0 with why filled in. */
+/* Static shape and dtype inference: sets dtype, ndim and dims of every
+ * node output in g->values, with the graph inputs' unknown (symbolic) dims
+ * set to batch. Results computed from constants alone are folded so that
+ * shape inputs (Reshape's shape) are known; a shape that depends on run-time
+ * data gives PTQ_ERR_UNSUPPORTED. */
+ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch);
+
+/* 1 when a CUDA build sees a usable GPU; else 0 with why filled in (why may be NULL). */
 int ptq_cuda_available(char *why, size_t n_why);
 
 #ifdef __cplusplus

@@ -1,0 +1,116 @@
+/* Static shape and dtype inference over a whole graph: each node's infer
+ * from runtime/op.h on tensors that carry shapes but no data, except
+ * constants and small results computed from constants only (Constant nodes,
+ * shape arithmetic), which are folded on the host so that shape-carrying
+ * inputs such as Reshape's shape are known. Covered by tests/test_shape_infer.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptq/runtime.h"
+#include "runtime/op.h"
+
+/* Results from constants below this size are folded (kept as data). */
+#define FOLD_MAX_BYTES ((size_t)1 << 20)
+
+ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
+{
+    ptq_status st = PTQ_OK;
+    ptq_tensor *t = calloc((size_t)g->n_values + 1, sizeof *t);
+    unsigned char *owned = calloc((size_t)g->n_values + 1, 1);
+    if (!t || !owned) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory inferring shapes");
+        goto done;
+    }
+    for (int v = 0; v < g->n_values; v++) {
+        const ptq_value *val = &g->values[v];
+        t[v].dtype = val->dtype;
+        t[v].ndim = val->ndim < 0 ? 0 : val->ndim;
+        memcpy(t[v].dims, val->dims, sizeof t[v].dims);
+        if (val->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT))
+            t[v].data = (void *)val->data;
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        ptq_tensor *x = &t[g->inputs[i]];
+        const ptq_value *val = &g->values[g->inputs[i]];
+        for (int d = 0; d < x->ndim; d++) {
+            if (x->dims[d] >= 0)
+                continue;
+            if (d > 0) {
+                st = ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s': dim %d is unknown; only the batch dim may be", val->name, d);
+                goto done;
+            }
+            x->dims[d] = batch;
+        }
+        if (val->ndim < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s' has no declared rank; shapes cannot be inferred", val->name);
+            goto done;
+        }
+    }
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        const ptq_op_def *op = ptq_op_find(n->domain, n->op_type);
+        ptq_tensor outs[PTQ_OP_MAX_IO];
+        ptq_op_io io;
+        memset(&io, 0, sizeof io);
+        memset(outs, 0, sizeof outs);
+        if (!op || n->n_inputs > PTQ_OP_MAX_IO || n->n_outputs > PTQ_OP_MAX_IO) {
+            st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s': op %s is not supported by ptq", n->name, n->op_type);
+            goto done;
+        }
+        io.graph = g;
+        io.node = n;
+        io.n_in = n->n_inputs;
+        io.n_out = n->n_outputs;
+        int all_data = 1;
+        for (int i = 0; i < n->n_inputs; i++) {
+            if (n->inputs[i] < 0)
+                continue;
+            io.in[i] = &t[n->inputs[i]];
+            if (!t[n->inputs[i]].data) {
+                all_data = 0;
+                if ((op->host_inputs >> i) & 1u) {
+                    st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                                  "node '%s' (%s): input '%s' sets an output shape but is computed at run time",
+                                  n->name, n->op_type, g->values[n->inputs[i]].name);
+                    goto done;
+                }
+            }
+        }
+        for (int i = 0; i < n->n_outputs; i++)
+            io.out[i] = &outs[i];
+        PTQ_TRY(st, op->infer(ctx, &io), done);
+        size_t out_bytes = 0;
+        for (int i = 0; i < n->n_outputs; i++)
+            out_bytes += ptq_tensor_bytes(&outs[i]);
+        int fold = all_data && out_bytes <= FOLD_MAX_BYTES;
+        for (int i = 0; fold && i < n->n_outputs; i++) {
+            outs[i].data = malloc(ptq_tensor_bytes(&outs[i]) + 1);
+            if (!outs[i].data)
+                fold = 0;
+        }
+        if (fold && op->run_ref(ctx, &io) != PTQ_OK)
+            fold = 0; /* not foldable here; the shapes still stand */
+        for (int i = 0; i < n->n_outputs; i++) {
+            int v = n->outputs[i];
+            if (v < 0 || !fold) {
+                free(outs[i].data);
+                outs[i].data = NULL;
+            }
+            if (v < 0)
+                continue;
+            t[v] = outs[i];
+            owned[v] = outs[i].data != NULL;
+            ptq_value *val = &g->values[v];
+            val->dtype = outs[i].dtype;
+            val->ndim = outs[i].ndim;
+            memcpy(val->dims, outs[i].dims, sizeof val->dims);
+        }
+    }
+done:
+    for (int v = 0; t && owned && v < g->n_values; v++)
+        if (owned[v])
+            free(t[v].data);
+    free(t);
+    free(owned);
+    return st;
+}
