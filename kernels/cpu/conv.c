@@ -10,93 +10,112 @@
 #include "kernels/kernels.h"
 
 enum {
-    CONV_COL_BYTES = 1 << 21, /* im2col tile per thread: stays in cache while sgemm reads it */
+    CONV_COL_BYTES = 1 << 20, /* im2col tile per thread: stays in cache while sgemm reads it */
     CONV_TILE_MIN = 64,       /* fewest output columns in a tile */
-    CONV_ITEMS_PER_THREAD = 2 /* tiles a thread needs before we thread over tiles rather than inside sgemm */
+    CONV_ITEMS_PER_THREAD = 2, /* tiles a thread needs before we thread over tiles rather than inside sgemm */
+    CONV_MAX_IMAGES = 32       /* small images batched into one GEMM */
 };
 
-/* One row segment of im2col: output columns o2 in [o_begin, o_end) of the
- * input row src (in2 floats, NULL when the row lies in the padding) read at
- * o2*s2 + base; [lo, hi) is where that index falls inside the row. */
-static float *im2col_segment(float *dst, const float *src, int64_t o_begin, int64_t o_end, int64_t s2, int64_t base,
-                             int64_t lo, int64_t hi)
-{
-    int64_t o = o_begin;
-    if (src) {
-        const int64_t a = lo > o_end ? o_end : lo;
-        const int64_t e = hi > o_end ? o_end : hi;
-        for (; o < a; o++)
-            *dst++ = 0.0f;
-        if (s2 == 1 && e > o) {
-            memcpy(dst, src + o + base, (size_t)(e - o) * sizeof *dst);
-            dst += e - o;
-            o = e;
-        }
-        for (; o < e; o++)
-            *dst++ = src[o * s2 + base];
-    }
-    for (; o < o_end; o++)
-        *dst++ = 0.0f;
-    return dst;
-}
-
 /* Columns [j0, j0+nj) of one group's im2col matrix.
- * xg: [cg_in, in0, in1, in2] (one image, one group); col: [cg_in*k0*k1*k2, nj]. */
-static void im2col(const ptq_conv_params *p, const float *xg, int64_t cg_in, int64_t j0, int64_t nj, float *col)
+ * xg: [cg_in, in0, in1, in2] (one image, one group); col: [cg_in*k0*k1*k2, nj] with row stride ld.
+ * Walks output positions row by row with running indices (no divisions in
+ * the inner loops); a row segment's valid middle part is a strided gather,
+ * a plain copy for stride 1. */
+static void im2col(const ptq_conv_params *p, const float *xg, int64_t cg_in, int64_t j0, int64_t nj, float *col,
+                   int64_t ld)
 {
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
     const int64_t out12 = p->out[1] * p->out[2];
     const int64_t s2 = p->stride[2];
-    float *dst = col;
+    const int64_t start0 = j0 / out12, start1 = j0 % out12 / p->out[2], start2 = j0 % p->out[2];
+    float *row = col;
     for (int64_t c = 0; c < cg_in; c++)
         for (int64_t k0 = 0; k0 < p->k[0]; k0++)
             for (int64_t k1 = 0; k1 < p->k[1]; k1++)
-                for (int64_t k2 = 0; k2 < p->k[2]; k2++) {
+                for (int64_t k2 = 0; k2 < p->k[2]; k2++, row += ld) {
+                    float *dst = row;
                     const int64_t base = k2 * p->dil[2] - p->pad_lo[2];
+                    /* output columns o2 in [lo, hi) read inside the row */
                     const int64_t lo = base >= 0 ? 0 : (-base + s2 - 1) / s2;
                     const int64_t hi = p->in[2] - 1 - base < 0 ? 0 : (p->in[2] - 1 - base) / s2 + 1;
-                    for (int64_t j = j0; j < j0 + nj;) {
-                        const int64_t o0 = j / out12, o1 = j % out12 / p->out[2], o2 = j % p->out[2];
-                        const int64_t left = j0 + nj - j;
+                    int64_t o0 = start0, o1 = start1, o2 = start2;
+                    for (int64_t left = nj; left > 0;) {
                         const int64_t o_end = p->out[2] - o2 < left ? p->out[2] : o2 + left;
                         const int64_t i0 = o0 * p->stride[0] - p->pad_lo[0] + k0 * p->dil[0];
                         const int64_t i1 = o1 * p->stride[1] - p->pad_lo[1] + k1 * p->dil[1];
-                        const int inside = i0 >= 0 && i0 < p->in[0] && i1 >= 0 && i1 < p->in[1];
-                        const float *src = inside ? xg + c * in_size + (i0 * p->in[1] + i1) * p->in[2] : NULL;
-                        dst = im2col_segment(dst, src, o2, o_end, s2, base, lo, hi);
-                        j += o_end - o2;
+                        int64_t o = o2;
+                        if (i0 >= 0 && i0 < p->in[0] && i1 >= 0 && i1 < p->in[1]) {
+                            const float *src = xg + c * in_size + (i0 * p->in[1] + i1) * p->in[2] + base;
+                            const int64_t a = lo < o ? o : (lo > o_end ? o_end : lo);
+                            const int64_t e = hi > o_end ? o_end : (hi < a ? a : hi);
+                            for (; o < a; o++)
+                                *dst++ = 0.0f;
+                            if (s2 == 1)
+                                for (; o < e; o++)
+                                    *dst++ = src[o];
+                            else
+                                for (; o < e; o++)
+                                    *dst++ = src[o * s2];
+                        }
+                        for (; o < o_end; o++)
+                            *dst++ = 0.0f;
+                        left -= o_end - o2;
+                        o2 = 0;
+                        if (++o1 == p->out[1]) {
+                            o1 = 0;
+                            o0++;
+                        }
                     }
                 }
 }
 
-/* One work item: output columns [j0, j0+nj) of image n, group g.
- * col: [rows, nj] scratch, unused for pointwise convs. */
+/* One work item: output columns [j0, j0+nj) of images [n0, n0+nb), group g.
+ * With nb == 1 the GEMM writes y directly (bias pre-filled); with nb > 1
+ * (small images) the images' im2col columns sit side by side so one GEMM
+ * covers them, and its result acc: [cg_out, nb*nj] is scattered to y with
+ * the bias. col: [rows, nb*nj] scratch, unused for pointwise convs. */
 static void conv_item(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y,
-                      int64_t n, int64_t g, int64_t j0, int64_t nj, int pointwise, float *col)
+                      int64_t n0, int64_t nb, int64_t g, int64_t j0, int64_t nj, int pointwise, float *col,
+                      float *acc)
 {
     const int64_t cg_in = p->c_in / p->group, cg_out = p->c_out / p->group;
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
     const int64_t out_size = p->out[0] * p->out[1] * p->out[2];
     const int64_t rows = cg_in * p->k[0] * p->k[1] * p->k[2];
-    const float *xg = x + (n * p->c_in + g * cg_in) * in_size;
-    float *yg = y + (n * p->c_out + g * cg_out) * out_size + j0;
-    const float *bmat = pointwise ? xg + j0 : col;
-    const int64_t ldb = pointwise ? in_size : nj;
-    if (!pointwise)
-        im2col(p, xg, cg_in, j0, nj, col);
-    if (b)
-        for (int64_t m = 0; m < cg_out; m++)
+    const int64_t ld = nb * nj;
+    const float *wg = w + g * cg_out * rows;
+    const float *bg = b ? b + g * cg_out : NULL;
+    for (int64_t i = 0; !pointwise && i < nb; i++)
+        im2col(p, x + ((n0 + i) * p->c_in + g * cg_in) * in_size, cg_in, j0, nj, col + i * nj, ld);
+    if (nb == 1) {
+        const float *xg = x + (n0 * p->c_in + g * cg_in) * in_size;
+        float *yg = y + (n0 * p->c_out + g * cg_out) * out_size + j0;
+        if (bg)
+            for (int64_t m = 0; m < cg_out; m++)
+                for (int64_t j = 0; j < nj; j++)
+                    yg[m * out_size + j] = bg[m];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f,
+                    wg, (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj),
+                    bg ? 1.0f : 0.0f, yg, (blasint)out_size);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)ld, (blasint)rows, 1.0f, wg,
+                (blasint)rows, col, (blasint)ld, 0.0f, acc, (blasint)ld);
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t m = 0; m < cg_out; m++) {
+            const float *src = acc + m * ld + i * nj;
+            float *dst = y + ((n0 + i) * p->c_out + g * cg_out + m) * out_size + j0;
+            const float bias = bg ? bg[m] : 0.0f;
             for (int64_t j = 0; j < nj; j++)
-                yg[m * out_size + j] = b[g * cg_out + m];
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f,
-                w + g * cg_out * rows, (blasint)rows, bmat, (blasint)ldb, b ? 1.0f : 0.0f, yg, (blasint)out_size);
+                dst[j] = src[j] + bias;
+        }
 }
 
 /* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
  * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. */
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y)
 {
-    const int64_t cg_in = p->c_in / p->group;
+    const int64_t cg_in = p->c_in / p->group, cg_out = p->c_out / p->group;
     const int64_t out_size = p->out[0] * p->out[1] * p->out[2];
     const int64_t rows = cg_in * p->k[0] * p->k[1] * p->k[2];
     int pointwise = 1;
@@ -109,21 +128,29 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
             y[i] = b ? b[i / out_size % p->c_out] : 0.0f;
         return;
     }
-    int64_t tile = out_size;
+    /* columns per GEMM: a tile of one image, or several whole small images */
+    const int64_t col_floats = (int64_t)(CONV_COL_BYTES / sizeof(float)) / rows;
+    int64_t tile = out_size, nb = 1;
     if (!pointwise) {
-        tile = (int64_t)(CONV_COL_BYTES / sizeof(float)) / rows;
-        tile = tile < CONV_TILE_MIN ? CONV_TILE_MIN : tile;
+        tile = col_floats < CONV_TILE_MIN ? CONV_TILE_MIN : col_floats;
         tile = tile > out_size ? out_size : tile;
+        if (tile == out_size) {
+            nb = col_floats / out_size;
+            nb = nb < 1 ? 1 : (nb > CONV_MAX_IMAGES ? CONV_MAX_IMAGES : nb);
+            nb = nb > p->n ? p->n : nb;
+        }
     }
-    const int64_t n_tiles = (out_size + tile - 1) / tile;
-    const int64_t n_items = p->n * p->group * n_tiles;
+    const int64_t n_tiles = (out_size + tile - 1) / tile, n_blocks = (p->n + nb - 1) / nb;
+    const int64_t n_items = n_blocks * p->group * n_tiles;
     const int n_threads = omp_get_max_threads();
     const int over_items = n_threads > 1 && n_items >= (int64_t)n_threads * CONV_ITEMS_PER_THREAD;
-    const int n_cols = over_items ? n_threads : 1;
-    float *cols = NULL;
-    if (!pointwise) {
-        cols = malloc((size_t)n_cols * (size_t)rows * (size_t)tile * sizeof *cols);
-        if (!cols) { /* a void kernel cannot report NOMEM: the direct loops need no scratch */
+    const int n_scratch = over_items ? n_threads : 1;
+    const size_t col_per = pointwise ? 0 : (size_t)rows * (size_t)(tile * nb);
+    const size_t acc_per = nb > 1 ? (size_t)cg_out * (size_t)(tile * nb) : 0;
+    float *scratch = NULL;
+    if (col_per + acc_per) {
+        scratch = malloc((size_t)n_scratch * (col_per + acc_per) * sizeof *scratch);
+        if (!scratch) { /* a void kernel cannot report NOMEM: the direct loops need no scratch */
             ptq_k_conv_ref(p, x, w, b, y);
             return;
         }
@@ -133,12 +160,13 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
         openblas_set_num_threads(1);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads) if (over_items)
     for (int64_t it = 0; it < n_items; it++) {
-        const int64_t t = it % n_tiles, g = it / n_tiles % p->group, n = it / n_tiles / p->group;
+        const int64_t t = it % n_tiles, g = it / n_tiles % p->group, blk = it / n_tiles / p->group;
         const int64_t j0 = t * tile, nj = out_size - j0 < tile ? out_size - j0 : tile;
-        float *col = cols ? cols + (size_t)omp_get_thread_num() * (size_t)rows * (size_t)tile : NULL;
-        conv_item(p, x, w, b, y, n, g, j0, nj, pointwise, col);
+        const int64_t n0 = blk * nb, nb_here = p->n - n0 < nb ? p->n - n0 : nb;
+        float *mine = scratch ? scratch + (size_t)omp_get_thread_num() * (col_per + acc_per) : NULL;
+        conv_item(p, x, w, b, y, n0, nb_here, g, j0, nj, pointwise, mine, mine ? mine + col_per : NULL);
     }
     if (over_items)
         openblas_set_num_threads(blas_threads);
-    free(cols);
+    free(scratch);
 }
