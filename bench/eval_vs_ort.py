@@ -21,7 +21,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-FM = "/usr/share/datasets/fashion-mnist"
+FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
 
 
 def idx(path):

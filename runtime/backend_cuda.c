@@ -2,7 +2,6 @@
  * through kernels/cuda, with parameters from the CPU ops' shared parsers; a
  * node run() would reject is declined by supports() and runs on the CPU.
  * Without PTQ_CUDA it only says why. Covered by tests/cuda_backend_exec.c. */
-#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out)
 {
+    (void)device_index;
     *out = NULL;
     return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "ptq was built without CUDA");
 }
@@ -29,7 +29,6 @@ int ptq_cuda_available(char *why, size_t n_why)
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "runtime/op_util.h"
-#include "runtime/spatial.h"
 
 typedef struct cuda_backend {
     ptq_backend b;
@@ -89,12 +88,6 @@ static const float *fdata(const ptq_tensor *t)
 static float *fout(const ptq_op_io *io, int i)
 {
     return (float *)io->out[i]->data;
-}
-
-/* The optional output i is named by the node (an omitted one may still have a scratch tensor). */
-static int has_output(const ptq_op_io *io, int i)
-{
-    return i < io->n_out && io->node->outputs[i] >= 0;
 }
 
 static ptq_status run_conv(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
@@ -164,63 +157,15 @@ static ptq_status run_matmul(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io,
                                    b_batch == 1 ? 0 : p.k * p.n, fout(io, 0), mn);
 }
 
-/* Clip's bound input i (opset 11+; a host input): a float scalar, or dflt when omitted. */
-static ptq_status clip_bound(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int i, float dflt, int dry,
-                             float *out)
-{
-    const ptq_tensor *t = i < io->n_in ? io->in[i] : NULL;
-    *out = dflt;
-    if (!t)
-        return PTQ_OK;
-    if (t->dtype != PTQ_DT_FLOAT || ptq_tensor_numel(t) != 1)
-        return ptq_op_unsupported(ctx, io, "input %d must be a float32 scalar", i);
-    if (dry)
-        return PTQ_OK;
-    if (t->mem == PTQ_MEM_CUDA)
-        return ptq_cuda_download(ctx, d, out, t->data, sizeof *out);
-    *out = *fdata(t);
-    return PTQ_OK;
-}
-
+/* float32 only: an integer Clip is declined and runs on the CPU. */
 static ptq_status run_unary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
-    static const struct {
-        const char *op_type;
-        ptq_unop op;
-    } ops[] = {{"Relu", PTQ_UN_RELU},       {"LeakyRelu", PTQ_UN_LEAKY_RELU},     {"Clip", PTQ_UN_CLIP},
-               {"Sigmoid", PTQ_UN_SIGMOID}, {"HardSigmoid", PTQ_UN_HARD_SIGMOID}, {"HardSwish", PTQ_UN_HARD_SWISH},
-               {"Tanh", PTQ_UN_TANH}};
+    ptq_unop op;
+    float alpha, beta; /* ptq_unop's parameters; Clip's min and max */
     ptq_status st = ptq_op_need_float(ctx, io, 0);
-    if (st != PTQ_OK)
+    if (st != PTQ_OK || (st = ptq_op_unary_params(ctx, io, &op, &alpha, &beta)) != PTQ_OK || dry)
         return st;
-    size_t at = 0;
-    while (at < sizeof ops / sizeof ops[0] && strcmp(ops[at].op_type, io->node->op_type) != 0)
-        at++;
-    if (at == sizeof ops / sizeof ops[0])
-        return ptq_op_unsupported(ctx, io, "not an activation the GPU runs");
-    const ptq_node *n = io->node;
-    float alpha = 0.0f, beta = 0.0f; /* ptq_unop's parameters; Clip's min and max */
-    switch (ops[at].op) {
-    case PTQ_UN_LEAKY_RELU: alpha = ptq_node_attr_float(n, "alpha", 0.01f); break;
-    case PTQ_UN_HARD_SIGMOID:
-        alpha = ptq_node_attr_float(n, "alpha", 0.2f);
-        beta = ptq_node_attr_float(n, "beta", 0.5f);
-        break;
-    case PTQ_UN_CLIP:
-        if (io->graph->opset < 11) {
-            alpha = ptq_node_attr_float(n, "min", -FLT_MAX);
-            beta = ptq_node_attr_float(n, "max", FLT_MAX);
-        } else if ((st = clip_bound(ctx, d, io, 1, -FLT_MAX, dry, &alpha)) != PTQ_OK ||
-                   (st = clip_bound(ctx, d, io, 2, FLT_MAX, dry, &beta)) != PTQ_OK) {
-            return st;
-        }
-        break;
-    default: break;
-    }
-    if (dry)
-        return PTQ_OK;
-    return ptq_k_unary_cuda(ctx, d, ops[at].op, alpha, beta, ptq_tensor_numel(io->in[0]), fdata(io->in[0]),
-                            fout(io, 0));
+    return ptq_k_unary_cuda(ctx, d, op, alpha, beta, ptq_tensor_numel(io->in[0]), fdata(io->in[0]), fout(io, 0));
 }
 
 static ptq_status run_binary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
@@ -267,15 +212,10 @@ static ptq_status run_global_avgpool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op
 static ptq_status run_pool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
     ptq_pool_params p;
-    int is_max = strcmp(io->node->op_type, "MaxPool") == 0;
-    ptq_status st = ptq_op_need_float(ctx, io, 0);
-    if (st != PTQ_OK || (st = ptq_op_pool_params(ctx, io, &p)) != PTQ_OK)
+    ptq_status st = ptq_op_pool_params(ctx, io, &p);
+    if (st != PTQ_OK || dry)
         return st;
-    if (is_max && has_output(io, 1))
-        return ptq_op_unsupported(ctx, io, "the Indices output");
-    if (dry)
-        return PTQ_OK;
-    if (is_max)
+    if (strcmp(io->node->op_type, "MaxPool") == 0)
         return ptq_k_maxpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
     return ptq_k_avgpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
 }
@@ -283,48 +223,22 @@ static ptq_status run_pool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
 /* Inference form: X [N, C, ...], scale/B/mean/var [C]; no running-stat outputs. */
 static ptq_status run_batchnorm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
-    ptq_status st = PTQ_OK;
-    for (int i = 0; i < 5; i++)
-        if ((st = ptq_op_need_float(ctx, io, i)) != PTQ_OK)
-            return st;
+    ptq_status st = ptq_op_batchnorm_check(ctx, io);
+    if (st != PTQ_OK || dry)
+        return st;
     const ptq_tensor *x = io->in[0];
-    if (x->ndim < 2)
-        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input rank %d; [N, C, ...] expected", x->ndim);
-    for (int i = 1; i < 5; i++)
-        if (io->in[i]->ndim != 1 || io->in[i]->dims[0] != x->dims[1])
-            return ptq_op_unsupported(ctx, io, "input %d is not [%lld]", i, (long long)x->dims[1]);
-    if (ptq_node_attr_int(io->node, "training_mode", 0) != 0 || has_output(io, 1) || has_output(io, 2) ||
-        has_output(io, 3) || has_output(io, 4))
-        return ptq_op_unsupported(ctx, io, "training mode");
-    if (ptq_node_attr_int(io->node, "spatial", 1) == 0)
-        return ptq_op_unsupported(ctx, io, "spatial = 0");
-    if (dry)
-        return PTQ_OK;
     return ptq_k_batchnorm_cuda(ctx, d, x->dims[0], x->dims[1], ptq_dims_prod(x->dims, 2, x->ndim), fdata(x),
                                 fdata(io->in[1]), fdata(io->in[2]), fdata(io->in[3]), fdata(io->in[4]),
                                 ptq_node_attr_float(io->node, "epsilon", 1e-5f), fout(io, 0));
 }
 
-/* x as [outer, len, inner] with the softmax over len: the whole trailing
- * block from axis (default 1) before opset 13, the single dim axis (default -1) after. */
 static ptq_status run_softmax(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
+    int64_t outer = 0, len = 0, inner = 0;
     ptq_status st = ptq_op_need_float(ctx, io, 0);
-    if (st != PTQ_OK)
+    if (st != PTQ_OK || (st = ptq_op_softmax_view(ctx, io, &outer, &len, &inner)) != PTQ_OK || dry)
         return st;
-    const ptq_tensor *x = io->in[0];
-    int legacy = io->graph->opset < 13;
-    int64_t axis = ptq_node_attr_int(io->node, "axis", legacy ? 1 : -1);
-    int64_t ax = axis < 0 ? axis + x->ndim : axis;
-    if (ax < 0 || ax >= x->ndim)
-        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis,
-                           x->ndim);
-    if (dry)
-        return PTQ_OK;
-    int64_t outer = ptq_dims_prod(x->dims, 0, (int)ax);
-    int64_t len = legacy ? ptq_dims_prod(x->dims, (int)ax, x->ndim) : x->dims[ax];
-    int64_t inner = legacy ? 1 : ptq_dims_prod(x->dims, (int)ax + 1, x->ndim);
-    return ptq_k_softmax_cuda(ctx, d, outer, len, inner, fdata(x), fout(io, 0));
+    return ptq_k_softmax_cuda(ctx, d, outer, len, inner, fdata(io->in[0]), fout(io, 0));
 }
 
 /* Flatten, Reshape, Identity: output 0 is input 0's bytes under new dims. */
@@ -343,36 +257,29 @@ static ptq_status run_copy(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
 /* Inference Dropout: a copy, and an all-true bool mask when one is named. */
 static ptq_status run_dropout(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
-    const ptq_tensor *mode = io->n_in > 2 ? io->in[2] : NULL; /* bool scalar, a host input */
-    if (mode && (mode->mem != PTQ_MEM_HOST || mode->dtype != PTQ_DT_BOOL || ptq_tensor_numel(mode) != 1 ||
-                 *(const unsigned char *)mode->data))
-        return ptq_op_unsupported(ctx, io, "training_mode other than false");
-    int mask = has_output(io, 1);
+    int mask;
+    ptq_status st = ptq_op_dropout_check(ctx, io, &mask);
+    if (st != PTQ_OK)
+        return st;
     if (mask && io->out[1]->dtype != PTQ_DT_BOOL)
         return ptq_op_unsupported(ctx, io, "a %s mask", ptq_dtype_name(io->out[1]->dtype));
-    ptq_status st = run_copy(ctx, d, io, dry);
-    if (st != PTQ_OK || dry || !mask)
+    if ((st = run_copy(ctx, d, io, dry)) != PTQ_OK || dry || !mask)
         return st;
     return ptq_cuda_fill_bytes(ctx, d, io->out[1]->data, 1, ptq_tensor_bytes(io->out[1]));
 }
 
 static ptq_status run_transpose(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
+    int64_t perm[PTQ_MAX_DIMS];
     ptq_status st = ptq_op_need_input(ctx, io, 0);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
-    const ptq_attr *a = ptq_node_attr(io->node, "perm");
     size_t elem = ptq_dtype_size(x->dtype);
-    int64_t perm[PTQ_MAX_DIMS];
     if (elem != 1 && elem != 2 && elem != 4 && elem != 8)
         return ptq_op_unsupported(ctx, io, "dtype %s", ptq_dtype_name(x->dtype));
-    if (a && a->n != x->ndim)
-        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "perm has %lld entries for rank %d", (long long)a->n, x->ndim);
-    for (int dim = 0; dim < x->ndim; dim++)
-        perm[dim] = a ? a->ints[dim] : x->ndim - 1 - dim;
-    if (dry)
-        return PTQ_OK;
+    if ((st = ptq_op_transpose_perm(ctx, io, perm)) != PTQ_OK || dry)
+        return st;
     return ptq_k_transpose_cuda(ctx, d, elem, x->ndim, x->dims, perm, x->data, io->out[0]->data);
 }
 
@@ -381,21 +288,18 @@ static ptq_status run_transpose(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *
 static ptq_status run_concat(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
     ptq_status st = PTQ_OK;
+    int axis;
     for (int i = 0; i < io->n_in; i++)
         if ((st = ptq_op_need_input(ctx, io, i)) != PTQ_OK)
             return st;
     const ptq_tensor *y = io->out[0];
     size_t elem = ptq_dtype_size(y->dtype);
-    const ptq_attr *a = ptq_node_attr(io->node, "axis");
-    int64_t axis = a ? a->i : 1;
-    if (axis < 0)
-        axis += y->ndim;
-    if (elem == 0 || axis < 0 || axis >= y->ndim)
-        return ptq_op_unsupported(ctx, io, "dtype %s, axis %lld", ptq_dtype_name(y->dtype), (long long)axis);
-    if (dry)
-        return PTQ_OK;
-    const int64_t outer = ptq_dims_prod(y->dims, 0, (int)axis);
-    const size_t inner_bytes = (size_t)ptq_dims_prod(y->dims, (int)axis + 1, y->ndim) * elem;
+    if (elem == 0)
+        return ptq_op_unsupported(ctx, io, "dtype %s", ptq_dtype_name(y->dtype));
+    if ((st = ptq_op_concat_axis(ctx, io, &axis)) != PTQ_OK || dry)
+        return st;
+    const int64_t outer = ptq_dims_prod(y->dims, 0, axis);
+    const size_t inner_bytes = (size_t)ptq_dims_prod(y->dims, axis + 1, y->ndim) * elem;
     const size_t y_row = (size_t)y->dims[axis] * inner_bytes;
     size_t at = 0;
     for (int i = 0; i < io->n_in && st == PTQ_OK; i++) {

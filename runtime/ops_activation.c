@@ -1,6 +1,7 @@
 /* Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh on float32
  * through kernels/{ref,cpu}/unary.c (Clip also on int8/uint8/int32/int64 here);
  * Clip bounds: attributes before opset 11, scalar host inputs 1, 2 after.
+ * ptq_op_unary_params gives every backend the float parameters.
  * Covered by tests/test_ops_shape.c and the ONNX conformance run. */
 #include <float.h>
 #include <string.h>
@@ -54,9 +55,8 @@ static int64_t int_scalar(const ptq_tensor *t)
     }
 }
 
-/* Float parameters of the node: alpha/beta of LeakyRelu and HardSigmoid,
- * min/max of Clip (as alpha/beta, ptq_unop's convention). */
-static ptq_status unary_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_unop *op, float *alpha, float *beta)
+/* alpha/beta of LeakyRelu and HardSigmoid, min/max of Clip (ptq_unop's convention). */
+ptq_status ptq_op_unary_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_unop *op, float *alpha, float *beta)
 {
     ptq_status st = PTQ_OK;
     const ptq_tensor *lo = NULL, *hi = NULL;
@@ -99,7 +99,7 @@ static ptq_status unary_infer(ptq_ctx *ctx, ptq_op_io *io)
                                       ptq_dtype_name(io->in[0]->dtype));
         st = clip_bounds(ctx, io, &lo, &hi);
     } else if ((st = ptq_op_need_float(ctx, io, 0)) == PTQ_OK) {
-        st = unary_params(ctx, io, &op, &alpha, &beta);
+        st = ptq_op_unary_params(ctx, io, &op, &alpha, &beta);
     }
     if (st == PTQ_OK)
         ptq_op_same_shape(io->out[0], io->in[0]);
@@ -141,7 +141,7 @@ static ptq_status unary_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
     float alpha, beta;
     if (unop_of(io->node) == PTQ_UN_CLIP && clip_int_dtype(io->in[0]->dtype))
         return clip_int_run(ctx, io);
-    ptq_status st = unary_params(ctx, io, &op, &alpha, &beta);
+    ptq_status st = ptq_op_unary_params(ctx, io, &op, &alpha, &beta);
     if (st != PTQ_OK)
         return st;
     int64_t n = ptq_tensor_numel(io->in[0]);

@@ -1,9 +1,10 @@
 /* ONNX BatchNormalization, inference form only (opset 6..15 semantics:
  * X, scale, B, input_mean, input_var -> Y), float32: shape inference and the
- * ref / cpu runners. Covered by tests/test_ops_dense.c and tests/parity_pool.c. */
+ * ref / cpu runners; ptq_op_batchnorm_check serves every backend. Covered
+ * by tests/test_ops_dense.c and tests/parity_pool.c. */
 #include "runtime/op_util.h"
 
-static ptq_status bn_infer(ptq_ctx *ctx, ptq_op_io *io)
+ptq_status ptq_op_batchnorm_check(ptq_ctx *ctx, const ptq_op_io *io)
 {
     ptq_status st = PTQ_OK;
     char xs[96], vs[96];
@@ -28,8 +29,15 @@ static ptq_status bn_infer(ptq_ctx *ctx, ptq_op_io *io)
                                ptq_dims_str(v->dims, v->ndim, vs, sizeof vs), (long long)x->dims[1],
                                ptq_dims_str(x->dims, x->ndim, xs, sizeof xs));
     }
-    ptq_op_same_shape(io->out[0], x); /* Y: like X */
 done:
+    return st;
+}
+
+static ptq_status bn_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_status st = ptq_op_batchnorm_check(ctx, io);
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], io->in[0]); /* Y: like X */
     return st;
 }
 

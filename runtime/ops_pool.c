@@ -1,19 +1,44 @@
 /* ONNX MaxPool (no Indices output), AveragePool and GlobalAveragePool,
- * float32, 1-D to 3-D: shape inference and the ref / cpu runners; window
- * geometry from runtime/spatial.c. Covered by tests/test_ops_dense.c and
- * tests/parity_pool.c. */
+ * float32, 1-D to 3-D: shape inference, the ref / cpu runners and
+ * ptq_op_pool_params for every backend; window geometry from
+ * runtime/spatial.c. Covered by tests/test_ops_dense.c and tests/parity_pool.c. */
+#include <string.h>
+
 #include "runtime/op_util.h"
 #include "runtime/spatial.h"
 
-static ptq_status pool_infer(ptq_ctx *ctx, ptq_op_io *io)
+ptq_status ptq_op_pool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params *p)
 {
-    ptq_pool_params p;
+    ptq_window w;
     ptq_status st = ptq_op_need_float(ctx, io, 0);
     if (st != PTQ_OK)
         return st;
     if (io->node->n_outputs > 1 && io->node->outputs[1] >= 0)
         return ptq_op_unsupported(ctx, io, "MaxPool with an Indices output");
-    if ((st = ptq_op_pool_params(ctx, io, &p)) != PTQ_OK)
+    const ptq_tensor *x = io->in[0];
+    if ((st = ptq_window_parse(ctx, io, x, NULL, PTQ_WINDOW_CEIL_MODE, &w)) != PTQ_OK)
+        return st;
+    memset(p, 0, sizeof *p);
+    p->n = x->dims[0];
+    p->c = x->dims[1];
+    for (int s = 0; s < PTQ_SPATIAL; s++) {
+        p->in[s] = w.in[s];
+        p->out[s] = w.out[s];
+        p->k[s] = w.k[s];
+        p->stride[s] = w.stride[s];
+        p->dil[s] = w.dil[s];
+        p->pad_lo[s] = w.pad_lo[s];
+        p->pad_hi[s] = w.pad_hi[s];
+    }
+    p->count_include_pad = ptq_node_attr_int(io->node, "count_include_pad", 0) != 0;
+    return PTQ_OK;
+}
+
+static ptq_status pool_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_pool_params p;
+    ptq_status st = ptq_op_pool_params(ctx, io, &p);
+    if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0]; /* [N, C, spatial...] */
     const int n_sp = x->ndim - 2;

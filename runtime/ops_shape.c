@@ -1,7 +1,8 @@
 /* Byte-copy ops on any fixed-size dtype: Flatten, Reshape (shape read on the
  * host), Transpose (kernels/ref/transpose.c), Concat, Identity, Dropout
- * (inference: a copy, an all-true mask) and Constant. Covered by
- * tests/test_ops_shape.c and the ONNX conformance run. */
+ * (inference: a copy, an all-true mask) and Constant; the Transpose, Concat
+ * and Dropout parsers serve every backend. Covered by tests/test_ops_shape.c
+ * and the ONNX conformance run. */
 #include <string.h>
 
 #include "runtime/op_util.h"
@@ -114,8 +115,8 @@ static ptq_status reshape_infer(ptq_ctx *ctx, ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* perm: [x->ndim], the `perm` attribute or reversed dims, checked to be a permutation. */
-static ptq_status transpose_perm(ptq_ctx *ctx, const ptq_op_io *io, int64_t *perm)
+/* Checks that perm is a permutation. */
+ptq_status ptq_op_transpose_perm(ptq_ctx *ctx, const ptq_op_io *io, int64_t *perm)
 {
     const ptq_tensor *x = io->in[0];
     const ptq_attr *a = ptq_node_attr(io->node, "perm");
@@ -136,7 +137,7 @@ static ptq_status transpose_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int64_t perm[PTQ_MAX_DIMS];
     ptq_status st = need_sized(ctx, io, 0);
-    if (st != PTQ_OK || (st = transpose_perm(ctx, io, perm)) != PTQ_OK)
+    if (st != PTQ_OK || (st = ptq_op_transpose_perm(ctx, io, perm)) != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
     io->out[0]->dtype = x->dtype;
@@ -149,7 +150,7 @@ static ptq_status transpose_infer(ptq_ctx *ctx, ptq_op_io *io)
 static ptq_status transpose_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
     int64_t perm[PTQ_MAX_DIMS];
-    ptq_status st = transpose_perm(ctx, io, perm);
+    ptq_status st = ptq_op_transpose_perm(ctx, io, perm);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -157,8 +158,8 @@ static ptq_status transpose_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* Concat's axis, made non-negative; required from opset 4 on (1 before). */
-static ptq_status concat_axis(ptq_ctx *ctx, const ptq_op_io *io, int *axis)
+/* The axis attribute, made non-negative; required from opset 4 on (1 before). */
+ptq_status ptq_op_concat_axis(ptq_ctx *ctx, const ptq_op_io *io, int *axis)
 {
     const ptq_attr *a = ptq_node_attr(io->node, "axis");
     if (!a && io->graph->opset >= 4)
@@ -181,7 +182,7 @@ static ptq_status concat_infer(ptq_ctx *ctx, ptq_op_io *io)
     for (int i = 0; i < io->n_in; i++)
         if ((st = need_sized(ctx, io, i)) != PTQ_OK)
             return st;
-    if ((st = concat_axis(ctx, io, &axis)) != PTQ_OK)
+    if ((st = ptq_op_concat_axis(ctx, io, &axis)) != PTQ_OK)
         return st;
     const ptq_tensor *x0 = io->in[0];
     ptq_op_same_shape(io->out[0], x0);
@@ -206,7 +207,7 @@ static ptq_status concat_infer(ptq_ctx *ctx, ptq_op_io *io)
 static ptq_status concat_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
     int axis;
-    ptq_status st = concat_axis(ctx, io, &axis);
+    ptq_status st = ptq_op_concat_axis(ctx, io, &axis);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x0 = io->in[0];
@@ -233,10 +234,12 @@ static ptq_status identity_infer(ptq_ctx *ctx, ptq_op_io *io)
 }
 
 /* Dropout runs in inference mode: only a training_mode input that is true
- * with a ratio above 0 would change the output, and that is refused. */
-static ptq_status dropout_check_training(ptq_ctx *ctx, const ptq_op_io *io)
+ * with a ratio above 0 would change the output, and that is refused. An
+ * omitted mask output may still get a scratch tensor, so the node decides. */
+ptq_status ptq_op_dropout_check(ptq_ctx *ctx, const ptq_op_io *io, int *has_mask)
 {
     const ptq_tensor *mode = io->n_in > 2 ? io->in[2] : NULL, *ratio = io->n_in > 1 ? io->in[1] : NULL;
+    *has_mask = io->n_out > 1 && io->out[1] && io->node->outputs[1] >= 0;
     if (!mode)
         return PTQ_OK;
     if (mode->dtype != PTQ_DT_BOOL || ptq_tensor_numel(mode) != 1)
@@ -256,21 +259,16 @@ static ptq_status dropout_check_training(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* The mask output is named (an omitted one may still get a scratch tensor). */
-static int dropout_has_mask(const ptq_op_io *io)
-{
-    return io->n_out > 1 && io->out[1] && io->node->outputs[1] >= 0;
-}
-
 /* Output 0 is the input; the optional mask is bool from opset 10 on, the
  * input's dtype before (only float32 then). */
 static ptq_status dropout_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
+    int has_mask;
     ptq_status st = need_sized(ctx, io, 0);
-    if (st != PTQ_OK || (st = dropout_check_training(ctx, io)) != PTQ_OK)
+    if (st != PTQ_OK || (st = ptq_op_dropout_check(ctx, io, &has_mask)) != PTQ_OK)
         return st;
     ptq_op_same_shape(io->out[0], io->in[0]);
-    if (dropout_has_mask(io)) {
+    if (has_mask) {
         ptq_op_same_shape(io->out[1], io->in[0]);
         if (io->graph->opset >= 10)
             io->out[1]->dtype = PTQ_DT_BOOL;
@@ -283,10 +281,11 @@ static ptq_status dropout_infer(ptq_ctx *ctx, ptq_op_io *io)
 
 static ptq_status dropout_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
-    ptq_status st = dropout_check_training(ctx, io);
+    int has_mask;
+    ptq_status st = ptq_op_dropout_check(ctx, io, &has_mask);
     if (st != PTQ_OK || (st = copy_run(ctx, io)) != PTQ_OK)
         return st;
-    if (dropout_has_mask(io)) {
+    if (has_mask) {
         ptq_tensor *mask = io->out[1];
         int64_t n = ptq_tensor_numel(mask);
         if (mask->dtype == PTQ_DT_BOOL) {

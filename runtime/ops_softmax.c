@@ -1,11 +1,11 @@
 /* Softmax on float32 through kernels/{ref,cpu}/softmax.c. Before opset 13
  * the input is coerced to 2-D at axis (default 1) and normalised over the
- * whole trailing block; from 13 on over the single dim axis (default -1).
+ * whole trailing block; from 13 on over the single dim axis (default -1);
+ * ptq_op_softmax_view gives every backend that view.
  * Covered by tests/test_ops_shape.c and the ONNX conformance run. */
 #include "runtime/op_util.h"
 
-/* x viewed as [outer, len, inner] with the softmax over len. */
-static ptq_status softmax_view(ptq_ctx *ctx, const ptq_op_io *io, int64_t *outer, int64_t *len, int64_t *inner)
+ptq_status ptq_op_softmax_view(ptq_ctx *ctx, const ptq_op_io *io, int64_t *outer, int64_t *len, int64_t *inner)
 {
     const ptq_tensor *x = io->in[0];
     int legacy = io->graph->opset < 13;
@@ -24,7 +24,7 @@ static ptq_status softmax_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int64_t outer = 0, len = 0, inner = 0;
     ptq_status st = ptq_op_need_float(ctx, io, 0);
-    if (st != PTQ_OK || (st = softmax_view(ctx, io, &outer, &len, &inner)) != PTQ_OK)
+    if (st != PTQ_OK || (st = ptq_op_softmax_view(ctx, io, &outer, &len, &inner)) != PTQ_OK)
         return st;
     ptq_op_same_shape(io->out[0], io->in[0]);
     return PTQ_OK;
@@ -33,7 +33,7 @@ static ptq_status softmax_infer(ptq_ctx *ctx, ptq_op_io *io)
 static ptq_status softmax_run_ref(ptq_ctx *ctx, const ptq_op_io *io)
 {
     int64_t outer = 0, len = 0, inner = 0;
-    ptq_status st = softmax_view(ctx, io, &outer, &len, &inner);
+    ptq_status st = ptq_op_softmax_view(ctx, io, &outer, &len, &inner);
     if (st == PTQ_OK)
         ptq_k_softmax_ref(outer, len, inner, io->in[0]->data, io->out[0]->data);
     return st;
@@ -42,7 +42,7 @@ static ptq_status softmax_run_ref(ptq_ctx *ctx, const ptq_op_io *io)
 static ptq_status softmax_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
 {
     int64_t outer = 0, len = 0, inner = 0;
-    ptq_status st = softmax_view(ctx, io, &outer, &len, &inner);
+    ptq_status st = ptq_op_softmax_view(ctx, io, &outer, &len, &inner);
     if (st == PTQ_OK)
         ptq_k_softmax_cpu(outer, len, inner, io->in[0]->data, io->out[0]->data);
     return st;

@@ -123,26 +123,3 @@ ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor 
 done:
     return st;
 }
-
-ptq_status ptq_op_pool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params *p)
-{
-    ptq_window w;
-    const ptq_tensor *x = io->in[0];
-    ptq_status st = ptq_window_parse(ctx, io, x, NULL, PTQ_WINDOW_CEIL_MODE, &w);
-    if (st != PTQ_OK)
-        return st;
-    memset(p, 0, sizeof *p);
-    p->n = x->dims[0];
-    p->c = x->dims[1];
-    for (int s = 0; s < PTQ_SPATIAL; s++) {
-        p->in[s] = w.in[s];
-        p->out[s] = w.out[s];
-        p->k[s] = w.k[s];
-        p->stride[s] = w.stride[s];
-        p->dil[s] = w.dil[s];
-        p->pad_lo[s] = w.pad_lo[s];
-        p->pad_hi[s] = w.pad_hi[s];
-    }
-    p->count_include_pad = ptq_node_attr_int(io->node, "count_include_pad", 0) != 0;
-    return PTQ_OK;
-}

@@ -32,7 +32,4 @@ enum {
 ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *x, const int64_t *kernel,
                             unsigned flags, ptq_window *w);
 
-/* Pool parameters of a MaxPool / AveragePool node whose infer succeeded. */
-ptq_status ptq_op_pool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params *p);
-
 #endif

@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 PKGS="build-essential cmake pkg-config libhdf5-dev libpng-dev zlib1g-dev libzstd-dev libcjson-dev
-      libopenblas-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist libonnx-testdata python3 python3-venv
-      python3-numpy python3-onnx python3-h5py python3-flatbuffers python3-torch patchelf"
+      libopenblas-dev dataset-fashion-mnist libonnx-testdata python3 python3-venv python3-numpy python3-onnx
+      python3-h5py"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

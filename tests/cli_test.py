@@ -23,7 +23,7 @@ except ImportError as e:  # the venv from scripts/setup.sh has them
 PTQ = os.environ.get("PTQ_BIN", "build/ptq")
 SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
 MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
-FM = "/usr/share/datasets/fashion-mnist"
+FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
 failures = []
 
 
@@ -89,6 +89,15 @@ def main():
     if not ok:
         failures.append("eval json")
         print(err)
+
+    # --device cuda without a GPU: a notice, then the CPU
+    rc, out, err = ptq("version")
+    if "gpu present" not in out:
+        rc, out, err = ptq("eval", "--model", MODEL, "--data", h5, "--limit", "64", "--device", "cuda")
+        ok = rc == 0 and "no usable GPU" in err and "running on the CPU" in err and "device   cpu" in out
+        print(f"{'ok  ' if ok else 'FAIL'} --device cuda without a GPU falls back: {err.strip()[:100]}")
+        if not ok:
+            failures.append("cuda fallback")
 
     # bad input, one by one
     expect("missing model", ["eval", "--model", os.path.join(tmp, "nope.onnx"), "--data", h5], 3, "nope.onnx")

@@ -18,7 +18,7 @@ except ImportError as e:
     print(f"datasets_test: skipped ({e})")
     sys.exit(77)
 
-FM = "/usr/share/datasets/fashion-mnist"
+FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
 IMAGES = os.path.join(FM, "t10k-images-idx3-ubyte.gz")
 LABELS = os.path.join(FM, "t10k-labels-idx1-ubyte.gz")
 CLASSES = ["0_T-shirt_top", "1_Trouser", "2_Pullover", "3_Dress", "4_Coat",

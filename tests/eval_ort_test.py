@@ -20,7 +20,7 @@ except ImportError as e:
 PTQ = os.environ.get("PTQ_BIN", "build/ptq")
 SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
 MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
-FM = "/usr/share/datasets/fashion-mnist"
+FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
 
 
 def idx(path):

@@ -15,9 +15,18 @@
 #include "ptq/dataset.h"
 #include "testlib.h"
 
-#define FM_DIR "/usr/share/datasets/fashion-mnist"
-#define FM_IMAGES FM_DIR "/t10k-images-idx3-ubyte.gz"
-#define FM_LABELS FM_DIR "/t10k-labels-idx1-ubyte.gz"
+/* Fashion-MNIST's test split: PTQ_FMNIST_DIR (set by the GPU bundle) or Debian's package */
+static char FM_DIR[2048] = "/usr/share/datasets/fashion-mnist";
+static char FM_IMAGES[2304], FM_LABELS[2304];
+
+static void fm_paths(void)
+{
+    const char *dir = getenv("PTQ_FMNIST_DIR");
+    if (dir && *dir)
+        snprintf(FM_DIR, sizeof FM_DIR, "%s", dir);
+    snprintf(FM_IMAGES, sizeof FM_IMAGES, "%s/t10k-images-idx3-ubyte.gz", FM_DIR);
+    snprintf(FM_LABELS, sizeof FM_LABELS, "%s/t10k-labels-idx1-ubyte.gz", FM_DIR);
+}
 
 static const char *const fm_classes[10] = {"0_T-shirt_top", "1_Trouser", "2_Pullover", "3_Dress", "4_Coat",
                                            "5_Sandal",      "6_Shirt",   "7_Sneaker",  "8_Bag",   "9_Ankle_boot"};
@@ -907,6 +916,7 @@ static void test_fashion(const uint8_t *img, const uint8_t *lab, int64_t n)
 int main(int argc, char **argv)
 {
     int64_t n = 0, n_lab = 0;
+    fm_paths();
     uint8_t *img = read_idx(FM_IMAGES, 3, &n);
     uint8_t *lab = read_idx(FM_LABELS, 1, &n_lab);
     if (argc > 1) { /* helper mode for tests/datasets_test.py */
