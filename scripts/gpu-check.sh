@@ -32,12 +32,12 @@ echo "== ptq eval --device cuda"
 for dev in cuda cpu; do
     for batch in 256 1024; do
         r=$("$b/bin/ptq" eval --model "$b/models/fmnist_resnet.onnx" --data "$h5" --device $dev --batch $batch --json |
-            python3 -c 'import json,sys; d=json.load(sys.stdin); print(f"{d[\"device\"]} top1 {d[\"top1\"]*100:.2f}% {d[\"images_per_s\"]:.0f} img/s")')
+            python3 -c "import json,sys; d=json.load(sys.stdin); print('%s top1 %.2f%% %.0f img/s' % (d['device'], 100*d['top1'], d['images_per_s']))")
         echo "eval --device $dev --batch $batch: $r" | tee -a "$out/eval-rates.txt"
     done
 done
 echo "== onnxruntime agreement, ptq on the GPU"
-PTQ_BIN=$b/bin/ptq PTQ_SOURCE_DIR=$PWD PTQ_FMNIST_DIR=$fm PTQ_EVAL_DEVICE=cuda python3 tests/eval_ort_test.py 2>&1 |
+PTQ_BIN=$b/bin/ptq PTQ_SOURCE_DIR=$b PTQ_FMNIST_DIR=$fm PTQ_EVAL_DEVICE=cuda python3 tests/eval_ort_test.py 2>&1 |
     tee "$out/eval-ort-cuda.log"
 echo "== CPU benchmark against onnxruntime on this machine"
 PTQ_FMNIST_DIR=$fm python3 bench/eval_vs_ort.py --ptq "$b/bin/ptq" --model "$b/models/fmnist_resnet.onnx" \

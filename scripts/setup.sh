@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 PKGS="build-essential cmake pkg-config libhdf5-dev libpng-dev zlib1g-dev libzstd-dev libcjson-dev
-      libopenblas-dev dataset-fashion-mnist libonnx-testdata python3 python3-venv python3-numpy python3-onnx
+      libopenblas-dev libopenblas-openmp-dev dataset-fashion-mnist libonnx-testdata python3 python3-venv python3-numpy python3-onnx
       python3-h5py"
 missing=""
 for p in $PKGS; do
