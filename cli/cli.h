@@ -84,7 +84,12 @@ typedef struct cli_session_opts {
     const char *device;      /* "cpu", "cuda", "ref" or NULL (cpu) */
     const char *preprocess;  /* overrides on top of the model's ptq.preprocess metadata */
     const char *images_key, *labels_key, *layout;
+    int profile;             /* time each node exactly (synchronises the GPU after each) */
 } cli_session_opts;
+
+/* "op type  nodes  ms  share" lines for the time the executor spent per op
+ * type, most first; a malloc'd string or NULL. */
+char *cli_profile_table(const cli_session *s);
 
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
 void cli_session_close(cli_session *s);

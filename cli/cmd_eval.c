@@ -29,7 +29,8 @@ static const char eval_help[] =
     "  --json               print the report as JSON on stdout\n"
     "  --report FILE        also write the JSON report to FILE\n"
     "  --logits FILE        write the logits as a float32 .npy array [N, classes]\n"
-    "  --progress           force the progress line (default: only on a terminal)\n";
+    "  --progress           force the progress line (default: only on a terminal)\n"
+    "  --profile            print the time spent per op type on stderr (waits for the GPU after each node)\n";
 
 /* Writes the .npy header for a float32 C-order [rows, cols] array. */
 static int npy_header(FILE *f, int64_t rows, int64_t cols)
@@ -56,7 +57,8 @@ int cmd_eval(int argc, char **argv)
     cli_opt opts[] = {{"model", 1, NULL},      {"data", 1, NULL},       {"device", 1, NULL},  {"batch", 1, NULL},
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"json", 0, NULL},    {"report", 1, NULL},
-                      {"logits", 1, NULL},     {"progress", 0, NULL},   {"help", 0, NULL}};
+                      {"logits", 1, NULL},     {"progress", 0, NULL},   {"profile", 0, NULL},
+                      {"help", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("eval", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -90,7 +92,7 @@ int cmd_eval(int argc, char **argv)
     cli_session_opts so = {cli_get(opts, n_opts, "model"),      cli_get(opts, n_opts, "data"),
                            cli_get(opts, n_opts, "device"),     cli_get(opts, n_opts, "preprocess"),
                            cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
-                           cli_get(opts, n_opts, "layout")};
+                           cli_get(opts, n_opts, "layout"),     cli_get(opts, n_opts, "profile") != NULL};
     PTQ_TRY(st, cli_session_open(&ctx, "eval", &so, &s), done_early);
     int64_t n_total = limit && limit < s.n_samples ? limit : s.n_samples;
     int64_t sample = s.channels * s.height * s.width;
@@ -157,6 +159,13 @@ int cmd_eval(int argc, char **argv)
     }
     double secs = cli_now_s() - t0;
     cli_progress_end(&prog, n_total);
+    if (so.profile) {
+        char *table = cli_profile_table(&s);
+        if (table)
+            fprintf(stderr, "time per op type, %lld images on %s (loop total %.1f ms):\n%s", (long long)n_total,
+                    ptq_exec_device_name(s.exec), 1e3 * secs, table);
+        free(table);
+    }
     if (lf) {
         int bad = fclose(lf) != 0;
         lf = NULL;

@@ -1,6 +1,9 @@
 /* The ptq command: dispatches to one function per subcommand. Exit codes
  * are listed in cli/cli.h and README.md. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -24,8 +27,23 @@ static const char main_help[] =
     "  7 bad data (empty set, label out of range, undecodable image), 8 no GPU,\n"
     "  9 CUDA error, 10 out of memory\n";
 
+/* OpenBLAS picks its kernels when it loads; when it fell back to generic ones
+ * on a CPU it does not know, start again with the right ones named. Set
+ * OPENBLAS_CORETYPE yourself to choose; PTQ_BLAS_REEXEC=0 turns this off. */
+static void pick_blas_kernels(char **argv)
+{
+    const char *off = getenv("PTQ_BLAS_REEXEC");
+    const char *core = ptq_cpu_blas_core_suggested();
+    if (!core || getenv("OPENBLAS_CORETYPE") || (off && strcmp(off, "0") == 0))
+        return;
+    if (setenv("OPENBLAS_CORETYPE", core, 1) == 0)
+        execv("/proc/self/exe", argv);
+    /* exec failed: carry on with the generic kernels */
+}
+
 int main(int argc, char **argv)
 {
+    pick_blas_kernels(argv);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         fputs(main_help, argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : 0;
@@ -38,7 +56,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "data") == 0)
         return cmd_data(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("ptq %s%s\n", PTQ_VERSION, ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "");
+        printf("ptq %s%s\nopenblas kernels: %s\n", PTQ_VERSION, ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "",
+               ptq_cpu_blas_core());
         return 0;
     }
     fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cmd, main_help);

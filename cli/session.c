@@ -90,7 +90,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     s->pre.n_channels = (int)s->channels;
     s->pre.height = s->height;
     s->pre.width = s->width;
-    ptq_exec_params ep = {device, 0, NULL, NULL};
+    ptq_exec_params ep = {device, 0, NULL, NULL, o->profile};
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
     return PTQ_OK;
 fail:
@@ -104,4 +104,50 @@ void cli_session_close(cli_session *s)
     ptq_dataset_close(s->data);
     ptq_graph_free(s->graph);
     memset(s, 0, sizeof *s);
+}
+
+char *cli_profile_table(const cli_session *s)
+{
+    const ptq_graph *g = s->graph;
+    const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
+    double *secs = calloc((size_t)g->n_nodes + 1, sizeof *secs);
+    int *count = calloc((size_t)g->n_nodes + 1, sizeof *count);
+    char *out = malloc((size_t)g->n_nodes * 80 + 160);
+    int n_ops = 0;
+    double total = 0;
+    if (!ops || !secs || !count || !out) {
+        free(out);
+        out = NULL;
+        goto done;
+    }
+    for (int k = 0; k < g->n_nodes; k++) {
+        int j = 0;
+        while (j < n_ops && strcmp(ops[j], g->nodes[k].op_type) != 0)
+            j++;
+        if (j == n_ops)
+            ops[n_ops++] = g->nodes[k].op_type;
+        secs[j] += ptq_exec_node_seconds(s->exec, k);
+        count[j]++;
+        total += ptq_exec_node_seconds(s->exec, k);
+    }
+    size_t used = (size_t)sprintf(out, "%-20s %6s %10s %7s\n", "op", "nodes", "ms", "share");
+    for (int r = 0; r < n_ops; r++) {
+        int best = r;
+        for (int j = r + 1; j < n_ops; j++)
+            if (secs[j] > secs[best])
+                best = j;
+        const char *o = ops[best];
+        double t = secs[best];
+        int c = count[best];
+        ops[best] = ops[r], secs[best] = secs[r], count[best] = count[r];
+        ops[r] = o, secs[r] = t, count[r] = c;
+        used += (size_t)sprintf(out + used, "%-20.20s %6d %10.1f %6.1f%%\n", o, c, 1e3 * t,
+                                total > 0 ? 100 * t / total : 0.0);
+    }
+    sprintf(out + used, "%-20s %6d %10.1f\n", "total", g->n_nodes, 1e3 * total);
+done:
+    free(ops);
+    free(secs);
+    free(count);
+    return out;
 }

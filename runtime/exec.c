@@ -4,9 +4,11 @@
  * recycling buffers once their last consumer ran, and calling the tap on
  * every produced tensor. Covered by tests/test_exec.c,
  * tests/onnx_conformance.c and tests/cuda_exec.c. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ptq/runtime.h"
 #include "runtime/backend.h"
@@ -40,8 +42,16 @@ struct ptq_exec {
     buf_pool host_pool, dev_pool;
     slot *slots;        /* [g->n_values] */
     int n_fallback;
+    double *node_s;     /* [g->n_nodes] seconds spent in each node's kernels, summed over runs */
     char device_name[160];
 };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static ptq_status pool_get(ptq_ctx *ctx, buf_pool *pl, size_t n_bytes, void **out, size_t *cap)
 {
@@ -178,7 +188,8 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     e->g = g;
     e->p = *p;
     e->slots = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *e->slots);
-    if (!e->slots) {
+    e->node_s = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *e->node_s);
+    if (!e->slots || !e->node_s) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
         goto fail;
     }
@@ -305,7 +316,11 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
         PTQ_TRY(st, slot_alloc(ctx, e, s, b->mem), done);
         outs[i] = slot_view(s, b->mem); /* an omitted output still gets room to be written */
     }
+    double t0 = now_s();
     st = b->run(b, ctx, &io);
+    if (st == PTQ_OK && e->p.profile) /* device work is asynchronous: wait for it to time it */
+        st = b->sync(b, ctx);
+    e->node_s[k] += now_s() - t0;
     /* scratch buffers of omitted outputs */
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i] < 0 && outs[i].data)
@@ -368,6 +383,11 @@ int ptq_exec_n_fallback_nodes(const ptq_exec *e)
     return e->n_fallback;
 }
 
+double ptq_exec_node_seconds(const ptq_exec *e, int node_index)
+{
+    return node_index >= 0 && node_index < e->g->n_nodes ? e->node_s[node_index] : 0.0;
+}
+
 void ptq_exec_free(ptq_exec *e)
 {
     if (!e)
@@ -388,5 +408,6 @@ void ptq_exec_free(ptq_exec *e)
     ptq_backend_free(e->dev);
     ptq_backend_free(e->host);
     free(e->slots);
+    free(e->node_s);
     free(e);
 }

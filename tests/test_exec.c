@@ -100,7 +100,7 @@ static ptq_status run_once(ptq_ctx *ctx, const ptq_graph *g, ptq_device device, 
                            tap_log *log)
 {
     ptq_exec *e = NULL;
-    ptq_exec_params p = {device, 0, log ? tap : NULL, log};
+    ptq_exec_params p = {device, 0, log ? tap : NULL, log, 0};
     ptq_status st = ptq_exec_create(ctx, g, &p, &e);
     if (st != PTQ_OK)
         return st;
@@ -152,7 +152,7 @@ int main(void)
 
     /* the same executor reused with different batch sizes */
     ptq_exec *e = NULL;
-    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL};
+    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 1};
     CHECK(ptq_exec_create(&ctx, &g, &p, &e) == PTQ_OK);
     for (int64_t start = 0; e && start < N;) {
         int64_t n = start == 0 ? 4 : N - start;
@@ -163,6 +163,10 @@ int main(void)
         start += n;
     }
     test_close("split batches vs whole", y_part, y_cpu, N * 3, 1e-6f, 1e-7f);
+    double conv_s = e ? ptq_exec_node_seconds(e, 0) : 0;
+    CHECK_MSG(conv_s > 0 && conv_s < 10, "conv node time %g s", conv_s);
+    CHECK(e && ptq_exec_node_seconds(e, 99) == 0.0);
+    CHECK(strlen(ptq_cpu_blas_core()) > 0);
 
     /* a wrong input shape names the input and both shapes */
     ptq_tensor bad = {PTQ_DT_FLOAT, 4, {1, 3, 5, 5}, x, PTQ_MEM_HOST, 0};

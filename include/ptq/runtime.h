@@ -29,6 +29,7 @@ typedef struct ptq_exec_params {
     int cuda_device; /* GPU ordinal */
     ptq_tap_fn tap;  /* may be NULL */
     void *tap_user;
+    int profile;     /* 1: wait for each node's device work so ptq_exec_node_seconds is exact */
 } ptq_exec_params;
 
 typedef struct ptq_exec ptq_exec;
@@ -45,6 +46,9 @@ ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq
 const char *ptq_exec_device_name(const ptq_exec *e);
 /* Number of nodes the GPU declined and the CPU ran (0 on CPU backends). */
 int ptq_exec_n_fallback_nodes(const ptq_exec *e);
+/* Seconds spent in node node_index's kernels over all runs so far (the
+ * backend's run call; on a GPU only with params.profile, else launch time). */
+double ptq_exec_node_seconds(const ptq_exec *e, int node_index);
 void ptq_exec_free(ptq_exec *e);
 
 /* Checks one node of g (op known, opset, attributes as far as can be seen
@@ -57,6 +61,14 @@ ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
  * shape inputs (Reshape's shape) are known; a shape that depends on run-time
  * data gives PTQ_ERR_UNSUPPORTED. */
 ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch);
+
+/* The OpenBLAS kernel set in use ("SkylakeX", "Haswell", "Prescott", ...). */
+const char *ptq_cpu_blas_core(void);
+/* A faster kernel set this CPU supports when OpenBLAS fell back to a generic
+ * one (it does not know every new processor), else NULL. OpenBLAS reads its
+ * choice from the OPENBLAS_CORETYPE environment variable when it loads, so a
+ * program acts on this before it starts (cli/main.c re-executes itself). */
+const char *ptq_cpu_blas_core_suggested(void);
 
 /* 1 when a CUDA build sees a usable GPU; else 0 with why filled in (why may be NULL). */
 int ptq_cuda_available(char *why, size_t n_why);
