@@ -49,6 +49,7 @@ def main():
     ap.add_argument("--model", default="models/fmnist_resnet.onnx")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads for both (default: every core)")
     ap.add_argument("--out-dir", default="bench/results")
     a = ap.parse_args()
 
@@ -56,7 +57,8 @@ def main():
     h5 = os.path.join(tmp, "fm.h5")
     subprocess.run([a.ptq, "data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
                     f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", h5], check=True, capture_output=True)
-    cmd = [a.ptq, "eval", "--model", a.model, "--data", h5, "--json", "--batch", str(a.batch), "--device", "cpu"]
+    cmd = [a.ptq, "eval", "--model", a.model, "--data", h5, "--json", "--batch", str(a.batch), "--device", "cpu",
+           "--threads", str(a.threads)]
     ptq_rates, ptq_wall, top1 = [], [], None
     for _ in range(a.repeat):
         t0 = time.perf_counter()
@@ -69,7 +71,7 @@ def main():
     images = idx(f"{FM}/t10k-images-idx3-ubyte.gz")
     x = ((images.astype(np.float32) / np.float32(255.0) - np.float32(0.286)) / np.float32(0.353))[:, None]
     so = ort.SessionOptions()
-    so.intra_op_num_threads = os.cpu_count()
+    so.intra_op_num_threads = a.threads
     sess = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
     sess.run(None, {"input": x[: a.batch]})  # warm-up
     ort_rates = []
@@ -83,14 +85,15 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc)
     host = platform.node() or "host"
     os.makedirs(a.out_dir, exist_ok=True)
-    out = os.path.join(a.out_dir, f"{now:%Y-%m-%d}-eval-cpu-{host}.md")
+    out = os.path.join(a.out_dir, f"{now:%Y-%m-%d}-eval-cpu-{host}-{a.threads}t.md")
     text = f"""# ptq eval vs onnxruntime, CPU, demo model
 
 - date: {now:%Y-%m-%d %H:%M} UTC
-- machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}
-- command: `{' '.join(['.venv/bin/python3', 'bench/eval_vs_ort.py', '--ptq', a.ptq, '--batch', str(a.batch), '--repeat', str(a.repeat)])}`
+- machine: {cpu_model()}, {os.cpu_count()} cores ({a.threads} threads used), {platform.system()} {platform.release()}
+- command: `{' '.join(['.venv/bin/python3', 'bench/eval_vs_ort.py', '--ptq', a.ptq, '--batch', str(a.batch), '--repeat', str(a.repeat), '--threads', str(a.threads)])}`
 - ptq: `{' '.join(cmd)}` (whole eval loop: HDF5 read, preprocessing, inference, metrics)
-- onnxruntime {ort.__version__}: CPUExecutionProvider, intra_op_num_threads={os.cpu_count()}, inference only on preprocessed arrays
+- onnxruntime {ort.__version__}: CPUExecutionProvider, intra_op_num_threads={a.threads}, inference only on preprocessed arrays
+- ptq's OpenBLAS kernels: {subprocess.run([a.ptq, 'version'], capture_output=True, text=True).stdout.split('openblas kernels:')[-1].strip()}
 - images: 10,000 Fashion-MNIST test images, batch {a.batch}; best of {a.repeat} runs each
 
 | | img/s (best) | all runs |

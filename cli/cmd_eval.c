@@ -20,6 +20,7 @@ static const char eval_help[] =
     "  --data PATH          HDF5 file or PNG folder root/<class>/*.png\n"
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
     "  --batch N            images per batch (default 256)\n"
+    "  --threads N          CPU threads (default: every core)\n"
     "  --limit N            evaluate only the first N images\n"
     "  --preprocess SPEC    override the model's ptq.preprocess metadata, e.g.\n"
     "                       \"scale=0.00392 mean=0.485,0.456,0.406 std=0.229,0.224,0.225 resize=256\"\n"
@@ -58,7 +59,7 @@ int cmd_eval(int argc, char **argv)
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"json", 0, NULL},    {"report", 1, NULL},
                       {"logits", 1, NULL},     {"progress", 0, NULL},   {"profile", 0, NULL},
-                      {"help", 0, NULL}};
+                      {"threads", 1, NULL},    {"help", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("eval", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -70,10 +71,13 @@ int cmd_eval(int argc, char **argv)
     }
     if (!cli_get(opts, n_opts, "model") || !cli_get(opts, n_opts, "data"))
         return cli_usage_error("eval", "--model and --data are required");
-    int64_t batch, limit;
+    int64_t batch, limit, threads;
     if ((rc = cli_get_int("eval", opts, n_opts, "batch", 256, 1, &batch)) ||
-        (rc = cli_get_int("eval", opts, n_opts, "limit", 0, 1, &limit)))
+        (rc = cli_get_int("eval", opts, n_opts, "limit", 0, 1, &limit)) ||
+        (rc = cli_get_int("eval", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
+    if (threads > 0)
+        ptq_cpu_set_threads((int)threads);
     const char *logits_path = cli_get(opts, n_opts, "logits");
     const char *report_path = cli_get(opts, n_opts, "report");
     int as_json = cli_get(opts, n_opts, "json") != NULL;

@@ -1,10 +1,11 @@
-/* Which OpenBLAS kernel set the CPU path runs, and a better one when
+/* The CPU path's thread count, which OpenBLAS kernel set it runs, and a better one when
  * OpenBLAS's DYNAMIC_ARCH did not recognise the processor (OpenBLAS 0.3.21,
  * Debian 12's, takes Emerald Rapids for a generic "Prescott" core and runs
  * SSE3 kernels, 2.5x slower). Used by cli/main.c; covered by tests/test_exec.c. */
 #include <string.h>
 
 #include <cblas.h>
+#include <omp.h>
 
 #include "ptq/runtime.h"
 
@@ -30,4 +31,12 @@ const char *ptq_cpu_blas_core_suggested(void)
         return "Haswell";
 #endif
     return NULL;
+}
+
+void ptq_cpu_set_threads(int n_threads)
+{
+    if (n_threads < 1)
+        return;
+    omp_set_num_threads(n_threads);
+    openblas_set_num_threads(n_threads);
 }

@@ -40,5 +40,7 @@ echo "== onnxruntime agreement, ptq on the GPU"
 PTQ_BIN=$b/bin/ptq PTQ_SOURCE_DIR=$b PTQ_FMNIST_DIR=$fm PTQ_EVAL_DEVICE=cuda python3 tests/eval_ort_test.py 2>&1 |
     tee "$out/eval-ort-cuda.log"
 echo "== CPU benchmark against onnxruntime on this machine"
-PTQ_FMNIST_DIR=$fm python3 bench/eval_vs_ort.py --ptq "$b/bin/ptq" --model "$b/models/fmnist_resnet.onnx" \
-    --out-dir "$out" 2>&1 | tail -n 4
+for t in $(nproc) 8; do
+    PTQ_FMNIST_DIR=$fm python3 bench/eval_vs_ort.py --ptq "$b/bin/ptq" --model "$b/models/fmnist_resnet.onnx" \
+        --threads "$t" --out-dir "$out" 2>&1 | grep -E "^\| |ratio"
+done
