@@ -155,9 +155,9 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
             return;
         }
     }
-    const int blas_threads = openblas_get_num_threads();
-    if (over_items) /* one sgemm per thread at a time: OpenBLAS's own threads would oversubscribe the cores */
-        openblas_set_num_threads(1);
+    /* inside this loop each sgemm runs on its calling thread: OpenBLAS's OpenMP
+     * build does not nest (changing its thread count per call instead costs
+     * milliseconds: it re-sizes per-thread buffers) */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads) if (over_items)
     for (int64_t it = 0; it < n_items; it++) {
         const int64_t t = it % n_tiles, g = it / n_tiles % p->group, blk = it / n_tiles / p->group;
@@ -166,7 +166,5 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
         float *mine = scratch ? scratch + (size_t)omp_get_thread_num() * (col_per + acc_per) : NULL;
         conv_item(p, x, w, b, y, n0, nb_here, g, j0, nj, pointwise, mine, mine ? mine + col_per : NULL);
     }
-    if (over_items)
-        openblas_set_num_threads(blas_threads);
     free(scratch);
 }

@@ -35,12 +35,10 @@ void ptq_k_gemm_batched_cpu(const ptq_gemm_params *p, int64_t n_batch, const int
     const int n_threads = omp_get_max_threads();
     const int over_slices = n_threads > 1 && n_batch >= (int64_t)n_threads * GEMM_SLICES_PER_THREAD &&
                             2 * p->m * p->n * p->k < GEMM_SMALL_FLOPS;
-    const int blas_threads = openblas_get_num_threads();
-    if (over_slices) /* one sgemm per thread at a time: OpenBLAS's own threads would oversubscribe the cores */
-        openblas_set_num_threads(1);
+    /* inside this loop each sgemm runs on its calling thread: OpenBLAS's OpenMP
+     * build does not nest (changing its thread count per call instead costs
+     * milliseconds: it re-sizes per-thread buffers) */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads) if (over_slices)
     for (int64_t i = 0; i < n_batch; i++)
         ptq_k_gemm_cpu(p, a + a_off[i], b + b_off[i], y + i * p->m * p->n);
-    if (over_slices)
-        openblas_set_num_threads(blas_threads);
 }
