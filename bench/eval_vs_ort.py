@@ -88,6 +88,7 @@ def main():
     out = os.path.join(a.out_dir, f"{now:%Y-%m-%d}-eval-cpu-{host}-{a.threads}t.md")
     text = f"""# ptq eval vs onnxruntime, CPU, demo model
 
+- ptq commit: {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip() or 'unknown'}
 - date: {now:%Y-%m-%d %H:%M} UTC
 - machine: {cpu_model()}, {os.cpu_count()} cores ({a.threads} threads used), {platform.system()} {platform.release()}
 - command: `{' '.join(['.venv/bin/python3', 'bench/eval_vs_ort.py', '--ptq', a.ptq, '--batch', str(a.batch), '--repeat', str(a.repeat), '--threads', str(a.threads)])}`
