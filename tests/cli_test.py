@@ -58,6 +58,8 @@ def main():
         print(f"skipped: {MODEL} missing")
         return 77
     tmp = tempfile.mkdtemp(prefix="ptq-cli-")
+    with open(MODEL, "rb") as f:
+        data_bytes = f.read()
 
     # info
     rc, out, err = ptq("info", MODEL, "--json")
@@ -102,15 +104,20 @@ def main():
     # bad input, one by one
     expect("missing model", ["eval", "--model", os.path.join(tmp, "nope.onnx"), "--data", h5], 3, "nope.onnx")
     expect("model is a directory", ["info", tmp], 3, tmp)
+    expect("missing data", ["eval", "--model", MODEL, "--data", os.path.join(tmp, "nodata.h5")], 3, "nodata.h5")
+    if os.geteuid() != 0:  # root reads anything: permission bits cannot make a file unreadable then
+        locked = os.path.join(tmp, "locked.onnx")
+        with open(locked, "wb") as f:
+            f.write(data_bytes)
+        os.chmod(locked, 0)
+        expect("unreadable model", ["info", locked], 3, "locked.onnx")
     garbage = os.path.join(tmp, "garbage.onnx")
     with open(garbage, "wb") as f:
         f.write(np.random.default_rng(1).integers(0, 256, 4096, dtype=np.uint8).tobytes())
     expect("garbage onnx", ["info", garbage], 4, "garbage.onnx")
     trunc = os.path.join(tmp, "trunc.onnx")
-    with open(MODEL, "rb") as f:
-        data = f.read()
     with open(trunc, "wb") as f:
-        f.write(data[: len(data) // 2])
+        f.write(data_bytes[: len(data_bytes) // 2])
     expect("truncated onnx", ["eval", "--model", trunc, "--data", h5], 4, "trunc.onnx")
 
     unsup = os.path.join(tmp, "unsup.onnx")
