@@ -335,6 +335,8 @@ static const struct {
     {"Softmax", run_softmax},
     {"Flatten", run_copy},
     {"Reshape", run_copy},
+    {"Squeeze", run_copy},
+    {"Unsqueeze", run_copy},
     {"Identity", run_copy},
     {"Dropout", run_dropout},
     {"Transpose", run_transpose},

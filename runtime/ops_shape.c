@@ -1,5 +1,5 @@
 /* Byte-copy ops on any fixed-size dtype: Flatten, Reshape (shape read on the
- * host), Transpose (kernels/ref/transpose.c), Concat, Identity, Dropout
+ * host), Squeeze, Unsqueeze (axes read on the host), Transpose (kernels/ref/transpose.c), Concat, Identity, Dropout
  * (inference: a copy, an all-true mask) and Constant; the Transpose, Concat
  * and Dropout parsers serve every backend. Covered by tests/test_ops_shape.c
  * and the ONNX conformance run. */
@@ -365,10 +365,94 @@ static ptq_status constant_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* Squeeze / Unsqueeze axes: the `axes` attribute before opset 13, else the
+ * optional int64 input 1 (on the host). n_axes = -1 when none are given. */
+static ptq_status squeeze_axes(ptq_ctx *ctx, const ptq_op_io *io, int64_t *axes, int64_t *n_axes)
+{
+    const int64_t *src = NULL;
+    int64_t n = -1;
+    if (io->graph->opset < 13) {
+        const ptq_attr *a = ptq_node_attr(io->node, "axes");
+        if (a && a->type == PTQ_ATTR_INTS) {
+            src = a->ints;
+            n = a->n;
+        }
+    } else if (io->n_in > 1 && io->in[1]) {
+        const ptq_tensor *t = io->in[1];
+        if (t->dtype != PTQ_DT_INT64 || t->ndim != 1)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "axes must be 1-D int64, got %s of rank %d",
+                               ptq_dtype_name(t->dtype), t->ndim);
+        src = t->data;
+        n = t->dims[0];
+    }
+    if (n > PTQ_MAX_DIMS)
+        return ptq_op_unsupported(ctx, io, "%lld axes exceed %d", (long long)n, PTQ_MAX_DIMS);
+    for (int64_t i = 0; i < n; i++)
+        axes[i] = src[i];
+    *n_axes = n;
+    return PTQ_OK;
+}
+
+/* Squeeze: drops the given size-1 axes (every size-1 axis when none are given). */
+static ptq_status squeeze_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int64_t axes[PTQ_MAX_DIMS], n_axes;
+    ptq_status st = need_sized(ctx, io, 0);
+    if (st != PTQ_OK || (st = squeeze_axes(ctx, io, axes, &n_axes)) != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    int drop[PTQ_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < n_axes; i++) {
+        int64_t ax = axes[i] < 0 ? axes[i] + x->ndim : axes[i];
+        if (ax < 0 || ax >= x->ndim || x->dims[ax] != 1)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is not a size-1 axis of a rank-%d input",
+                               (long long)axes[i], x->ndim);
+        drop[ax] = 1;
+    }
+    ptq_tensor *y = io->out[0];
+    y->dtype = x->dtype;
+    y->ndim = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (!(n_axes < 0 ? x->dims[d] == 1 : drop[d]))
+            y->dims[y->ndim++] = x->dims[d];
+    return PTQ_OK;
+}
+
+/* Unsqueeze: inserts size-1 axes at the given output positions. */
+static ptq_status unsqueeze_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int64_t axes[PTQ_MAX_DIMS], n_axes;
+    ptq_status st = need_sized(ctx, io, 0);
+    if (st != PTQ_OK || (st = squeeze_axes(ctx, io, axes, &n_axes)) != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    if (n_axes < 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "axes are required");
+    const int64_t rank = x->ndim + n_axes;
+    if (rank > PTQ_MAX_DIMS)
+        return ptq_op_unsupported(ctx, io, "output rank %lld exceeds %d", (long long)rank, PTQ_MAX_DIMS);
+    int add[PTQ_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < n_axes; i++) {
+        int64_t ax = axes[i] < 0 ? axes[i] + rank : axes[i];
+        if (ax < 0 || ax >= rank || add[ax])
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range or repeated for output rank %lld",
+                               (long long)axes[i], (long long)rank);
+        add[ax] = 1;
+    }
+    ptq_tensor *y = io->out[0];
+    y->dtype = x->dtype;
+    y->ndim = (int)rank;
+    for (int d = 0, j = 0; d < rank; d++)
+        y->dims[d] = add[d] ? 1 : x->dims[j++];
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_Flatten = {"Flatten", 1, 0, flatten_infer, copy_run, NULL};
 const ptq_op_def ptq_op_Reshape = {"Reshape", 1, 1u << 1, reshape_infer, copy_run, NULL};
 const ptq_op_def ptq_op_Transpose = {"Transpose", 1, 0, transpose_infer, transpose_run, NULL};
 const ptq_op_def ptq_op_Concat = {"Concat", 1, 0, concat_infer, concat_run, NULL};
+const ptq_op_def ptq_op_Squeeze = {"Squeeze", 1, 1u << 1, squeeze_infer, copy_run, NULL};
+const ptq_op_def ptq_op_Unsqueeze = {"Unsqueeze", 1, 1u << 1, unsqueeze_infer, copy_run, NULL};
 const ptq_op_def ptq_op_Identity = {"Identity", 1, 0, identity_infer, copy_run, NULL};
 const ptq_op_def ptq_op_Dropout = {"Dropout", 1, 1u << 1 | 1u << 2, dropout_infer, dropout_run, NULL};
 const ptq_op_def ptq_op_Constant = {"Constant", 1, 0, constant_infer, constant_run, NULL};
