@@ -36,6 +36,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+/* Output files appear whole or not at all: cli_tmp_open opens "<path>.tmp-<pid>"
+ * (its name into tmp); cli_tmp_commit closes it (*f = NULL) and renames it to
+ * path. Both fail with PTQ_ERR_IO and the reason. */
+ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f);
+ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path);
+
 /* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
 typedef struct cli_opt {
     const char *name;  /* without the dashes */

@@ -2,6 +2,7 @@
  * confusion matrix of a model on a labelled image set. Covered by
  * tests/cli_test.py and tests/eval_ort_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,6 +33,8 @@ static const char eval_help[] =
     "  --logits FILE        write the logits as a float32 .npy array [N, classes]\n"
     "  --progress           force the progress line (default: only on a terminal)\n"
     "  --profile            print the time spent per op type on stderr (waits for the GPU after each node)\n";
+
+enum { EVAL_MAX_BATCH = 1 << 16 };
 
 /* Writes the .npy header for a float32 C-order [rows, cols] array. */
 static int npy_header(FILE *f, int64_t rows, int64_t cols)
@@ -76,6 +79,8 @@ int cmd_eval(int argc, char **argv)
         (rc = cli_get_int("eval", opts, n_opts, "limit", 0, 1, &limit)) ||
         (rc = cli_get_int("eval", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
+    if (batch > EVAL_MAX_BATCH)
+        return cli_usage_error("eval", "--batch must be at most %d, got %lld", EVAL_MAX_BATCH, (long long)batch);
     if (threads > 0)
         ptq_cpu_set_threads((int)threads);
     const char *logits_path = cli_get(opts, n_opts, "logits");
@@ -89,8 +94,8 @@ int cmd_eval(int argc, char **argv)
     ptq_eval_stats stats = {0};
     float *x = NULL;
     int32_t *labels = NULL;
-    FILE *lf = NULL;
-    char logits_tmp[4096] = "";
+    FILE *lf = NULL, *rf = NULL;
+    char logits_tmp[4096] = "", report_tmp[4096] = "";
     char *text = NULL, *json = NULL;
     const char **names = NULL;
     cli_session_opts so = {cli_get(opts, n_opts, "model"),      cli_get(opts, n_opts, "data"),
@@ -99,21 +104,15 @@ int cmd_eval(int argc, char **argv)
                            cli_get(opts, n_opts, "layout"),     cli_get(opts, n_opts, "profile") != NULL};
     PTQ_TRY(st, cli_session_open(&ctx, "eval", &so, &s), done_early);
     int64_t n_total = limit && limit < s.n_samples ? limit : s.n_samples;
-    int64_t sample = s.channels * s.height * s.width;
-    x = malloc((size_t)(batch * sample) * sizeof *x);
+    int64_t sample = s.channels * s.height * s.width; /* bounded by the data set's checks */
+    x = malloc((size_t)batch * (size_t)sample * sizeof *x);
     labels = malloc((size_t)batch * sizeof *labels);
     if (!x || !labels) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
         goto done;
     }
-    if (logits_path) {
-        snprintf(logits_tmp, sizeof logits_tmp, "%s.tmp-%ld", logits_path, (long)getpid());
-        lf = fopen(logits_tmp, "wb");
-        if (!lf) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", logits_tmp);
-            goto done;
-        }
-    }
+    if (logits_path)
+        PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lf), done);
     cli_progress prog;
     cli_progress_start(&prog, "eval", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
     double t0 = cli_now_s();
@@ -140,6 +139,11 @@ int cmd_eval(int argc, char **argv)
             goto done;
         }
         int64_t k_now = ptq_tensor_numel(lg) / n;
+        if (k && k_now != k) {
+            st = ptq_fail(&ctx, PTQ_ERR_SHAPE, "output '%s' gives %lld scores per image from image %lld on, %lld before",
+                          s.graph->values[s.graph->outputs[0]].name, (long long)k_now, (long long)start, (long long)k);
+            goto done;
+        }
         if (!k) {
             k = k_now;
             int dk = ptq_dataset_n_classes(s.data);
@@ -150,13 +154,13 @@ int cmd_eval(int argc, char **argv)
             }
             PTQ_TRY(st, ptq_eval_stats_init(&ctx, (int)k, &stats), done);
             if (lf && npy_header(lf, n_total, k)) {
-                st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", logits_tmp);
+                st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
                 goto done;
             }
         }
         PTQ_TRY(st, ptq_eval_stats_update(&ctx, &stats, lg->data, labels, n, start, NULL), done);
         if (lf && fwrite(lg->data, sizeof(float), (size_t)(n * k), lf) != (size_t)(n * k)) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", logits_tmp);
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
             goto done;
         }
         cli_progress_update(&prog, start + n);
@@ -170,15 +174,6 @@ int cmd_eval(int argc, char **argv)
                     ptq_exec_device_name(s.exec), 1e3 * secs, table);
         free(table);
     }
-    if (lf) {
-        int bad = fclose(lf) != 0;
-        lf = NULL;
-        if (bad || rename(logits_tmp, logits_path) != 0) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", logits_path);
-            goto done;
-        }
-        logits_tmp[0] = '\0';
-    }
     names = calloc((size_t)k, sizeof *names);
     for (int c = 0; names && c < k; c++)
         names[c] = ptq_dataset_class_name(s.data, c);
@@ -188,11 +183,25 @@ int cmd_eval(int argc, char **argv)
              PTQ_VERSION, ptq_exec_device_name(s.exec), secs, secs > 0 ? (double)n_total / secs : 0.0);
     PTQ_TRY(st, ptq_eval_format_json(&ctx, &stats, names, header, &json), done);
     if (report_path) {
-        FILE *rf = fopen(report_path, "w");
-        if (!rf || fputs(json, rf) < 0 || fclose(rf) != 0) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s", report_path);
+        PTQ_TRY(st, cli_tmp_open(&ctx, report_path, report_tmp, sizeof report_tmp, &rf), done);
+        if (fputs(json, rf) < 0 || fputc('\n', rf) < 0) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", report_tmp, strerror(errno));
             goto done;
         }
+    }
+    /* every output complete: only now do they take their names */
+    if (rf) {
+        PTQ_TRY(st, cli_tmp_commit(&ctx, &rf, report_tmp, report_path), done);
+        report_tmp[0] = '\0';
+    }
+    if (lf) {
+        st = cli_tmp_commit(&ctx, &lf, logits_tmp, logits_path);
+        if (st != PTQ_OK) {
+            if (report_path)
+                remove(report_path);
+            goto done;
+        }
+        logits_tmp[0] = '\0';
     }
     if (as_json) {
         printf("%s\n", json);
@@ -206,8 +215,12 @@ int cmd_eval(int argc, char **argv)
 done:
     if (lf)
         fclose(lf);
+    if (rf)
+        fclose(rf);
     if (logits_tmp[0])
         remove(logits_tmp);
+    if (report_tmp[0])
+        remove(report_tmp);
     cli_session_close(&s);
 done_early:
     free(text);

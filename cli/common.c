@@ -42,12 +42,33 @@ int cli_report(const char *cmd, const ptq_ctx *ctx, ptq_status st)
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "ptq %s: ", cmd);
+    fprintf(stderr, "ptq %s: error: ", cmd);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n(see `ptq %s --help`)\n", cmd);
+    fprintf(stderr, " (see `ptq %s --help`)\n", cmd);
     return EXIT_USAGE;
+}
+
+ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f)
+{
+    snprintf(tmp, n_tmp, "%s.tmp-%ld", path, (long)getpid());
+    *f = fopen(tmp, "wb");
+    if (!*f) {
+        ptq_status st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        tmp[0] = '\0';
+        return st;
+    }
+    return PTQ_OK;
+}
+
+ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path)
+{
+    int bad = fclose(*f) != 0;
+    *f = NULL;
+    if (bad || rename(tmp, path) != 0)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return PTQ_OK;
 }
 
 int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,

@@ -262,6 +262,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     const ptq_node *n = &g->nodes[k];
     const ptq_op_def *op = ptq_op_find(n->domain, n->op_type);
     ptq_tensor in[PTQ_OP_MAX_IO], outs[PTQ_OP_MAX_IO];
+    ptq_backend *b = e->host;
     ptq_op_io io;
     memset(&io, 0, sizeof io);
     memset(outs, 0, sizeof outs);
@@ -294,7 +295,8 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
             io.out[i] = &outs[i];
     PTQ_TRY(st, op->infer(ctx, &io), done);
 
-    ptq_backend *b = e->dev && e->dev->supports(e->dev, &io) ? e->dev : e->host;
+    if (e->dev && e->dev->supports(e->dev, &io))
+        b = e->dev;
     if (e->dev && b == e->host)
         e->n_fallback++;
     for (int i = 0; i < n->n_inputs; i++) {
@@ -321,10 +323,6 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     if (st == PTQ_OK && e->p.profile) /* device work is asynchronous: wait for it to time it */
         st = b->sync(b, ctx);
     e->node_s[k] += now_s() - t0;
-    /* scratch buffers of omitted outputs */
-    for (int i = 0; i < n->n_outputs; i++)
-        if (n->outputs[i] < 0 && outs[i].data)
-            pool_put(b == e->dev ? &e->dev_pool : &e->host_pool, outs[i].data, outs[i].cap_bytes);
     if (st != PTQ_OK)
         goto done;
     if (e->p.tap)
@@ -342,6 +340,10 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
         if (n->outputs[i] >= 0 && e->slots[n->outputs[i]].refs_total == 0)
             slot_release(e, &e->slots[n->outputs[i]]);
 done:
+    /* scratch buffers of omitted outputs, on every path */
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i] < 0 && outs[i].data)
+            pool_put(b == e->dev ? &e->dev_pool : &e->host_pool, outs[i].data, outs[i].cap_bytes);
     return st;
 }
 
@@ -395,9 +397,10 @@ void ptq_exec_free(ptq_exec *e)
     if (e->slots) {
         for (int v = 0; v < e->g->n_values; v++) {
             slot *s = &e->slots[v];
-            if (s->is_const && s->dev)
+            if (s->is_const && s->dev) { /* kept outside the pools */
                 e->dev->release(e->dev, s->dev);
-            s->dev = NULL;
+                s->dev = NULL;
+            }
             slot_release(e, s);
         }
     }

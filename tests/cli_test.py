@@ -159,6 +159,22 @@ def main():
         f.create_dataset("labels", data=np.array([1] * 13 + [12] + [0] * 6, np.int64))
     expect("label out of range", ["eval", "--model", MODEL, "--data", badlab], 7, "sample 13", "label 12")
 
+    expect("batch too large", ["eval", "--model", MODEL, "--data", h5, "--batch", str(2 ** 62)], 2, "--batch")
+    vark = os.path.join(tmp, "vark.onnx")
+    g = helper.make_graph([helper.make_node("Flatten", ["x"], ["f"]), helper.make_node("Transpose", ["f"], ["t"]),
+                           helper.make_node("MatMul", ["f", "t"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "N"])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), vark)
+    expect("scores per image change between batches", ["eval", "--model", vark, "--data", h5, "--limit", "150",
+                                                       "--batch", "100"], 6, "'y'", "50 scores")
+    npy = os.path.join(tmp, "logits.npy")
+    expect("unwritable report", ["eval", "--model", MODEL, "--data", h5, "--limit", "10", "--logits", npy,
+                                 "--report", os.path.join(tmp, "no", "such", "dir", "r.json")], 3, "r.json")
+    left = [f for f in os.listdir(tmp) if f.startswith("logits")]
+    print(f"{'ok  ' if not left else 'FAIL'} nothing half-written after a failed eval: {left}")
+    if left:
+        failures.append("partial output")
     expect("unknown option", ["eval", "--model", MODEL, "--data", h5, "--bogus"], 2, "--bogus")
     expect("bad device", ["eval", "--model", MODEL, "--data", h5, "--device", "tpu"], 2, "tpu")
     expect("unknown command", ["frobnicate"], 2, "frobnicate")
