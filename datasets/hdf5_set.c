@@ -11,6 +11,7 @@
 
 #define READ_PIECE_BYTES ((size_t)16 << 20) /* scratch bound per hyperslab read */
 #define CHUNK_CACHE_BYTES ((size_t)32 << 20)
+#define SAMPLE_MAX_BYTES ((uint64_t)1 << 31) /* largest image of one sample ptq reads */
 
 struct ds_hdf5 {
     hid_t file, images, labels; /* labels < 0: unlabelled */
@@ -138,12 +139,24 @@ static ptq_status pick_layout(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const c
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "layout %s does not fit images '%s' [%s] in %s", layout,
                         h->images_key, shape, ds->path);
     h->planar = !strcmp(layout, "NCHW");
-    ds->height = (int64_t)(h->planar ? d[2] : d[1]);
-    ds->width = (int64_t)(h->planar ? d[3] : d[2]);
-    ds->channels = h->rank == 3 ? 1 : (int64_t)(h->planar ? d[1] : d[3]);
-    if (ds->channels < 1 || ds->channels > 4 || ds->height < 1 || ds->width < 1)
+    hsize_t hh = h->planar ? d[2] : d[1], ww = h->planar ? d[3] : d[2];
+    hsize_t cc = h->rank == 3 ? 1 : h->planar ? d[1] : d[3];
+    if (cc < 1 || cc > 4 || hh < 1 || ww < 1)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' [%s] in %s as %s: need 1-4 channels and a non-empty image",
                         h->images_key, shape, ds->path, layout);
+    /* Sparse or chunked files can declare any shape in a few KiB; bound one
+     * sample before any size_t arithmetic on it (read_piece divides by it). */
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow((uint64_t)hh, (uint64_t)ww, &bytes) ||
+        __builtin_mul_overflow(bytes, (uint64_t)cc, &bytes) ||
+        __builtin_mul_overflow(bytes, (uint64_t)ptq_dtype_size(h->dtype), &bytes) || bytes > SAMPLE_MAX_BYTES)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                        "images '%s' [%s] in %s as %s: one image would take over %llu bytes; ptq reads smaller images",
+                        h->images_key, shape, ds->path, layout, (unsigned long long)SAMPLE_MAX_BYTES);
+    ds->height = (int64_t)hh;
+    ds->width = (int64_t)ww;
+    ds->channels = (int64_t)cc;
+    h->sample_bytes = (size_t)bytes;
     return PTQ_OK;
 }
 
@@ -199,10 +212,12 @@ static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     ptq_status st = pick_layout(ctx, ds, h, opts->layout);
     if (st != PTQ_OK)
         return st;
+    if (h->dims[0] > (hsize_t)INT64_MAX)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' in %s declare %llu images; too many to index", key,
+                        ds->path, (unsigned long long)h->dims[0]);
     ds->count = (int64_t)h->dims[0];
     if (ds->count == 0)
         return ptq_fail(ctx, PTQ_ERR_DATA, "no images in %s ('%s' is empty)", ds->path, key);
-    h->sample_bytes = (size_t)(ds->height * ds->width * ds->channels) * ptq_dtype_size(h->dtype);
     return PTQ_OK;
 }
 
@@ -382,9 +397,7 @@ static ptq_status preprocess_piece(ptq_ctx *ctx, ptq_dataset *ds, int64_t m, con
     }
     if (first_bad == m)
         return PTQ_OK;
-    if (ctx)
-        *ctx = bad;
-    return bad.code;
+    return ptq_fail(ctx, bad.code, "%s: %s", ds->path, bad.msg);
 }
 
 ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,

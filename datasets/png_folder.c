@@ -255,9 +255,15 @@ ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, 
         int64_t s = start + i;
         snprintf(w->path, f->path_cap, "%s/%s", ds->path, f->names + f->name_at[s]);
         ptq_status st = ds_png_decode(&local, w->path, &w->img, 0);
-        if (st == PTQ_OK)
+        if (st == PTQ_OK) {
             st = ptq_preprocess_image(&local, p, w->img.data, w->img.dtype, w->img.height, w->img.width,
                                       w->img.channels, 0, x + i * per_sample);
+            if (st != PTQ_OK) { /* name the image: a folder can mix sizes */
+                char why[PTQ_MSG_BYTES];
+                snprintf(why, sizeof why, "%s", local.msg);
+                ptq_fail(&local, st, "%s: %s", w->path, why);
+            }
+        }
         if (labels)
             labels[i] = f->label[s];
         if (st != PTQ_OK) {

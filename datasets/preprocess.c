@@ -277,7 +277,14 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
     const int n_out = p->n_channels;
     int64_t rh = H, rw = W, top = 0, left = 0;
     const int same_size = h == H && w == W;
-    if (!same_size && p->resize > 0) {
+    /* Stretching would silently distort the aspect ratio of one odd image
+     * among many; a change of geometry must be asked for. */
+    if (!same_size && p->resize == 0)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE,
+                        "image is %lldx%lld but the model takes %lldx%lld; pass --preprocess resize=... to resize "
+                        "and center-crop",
+                        (long long)h, (long long)w, (long long)H, (long long)W);
+    if (!same_size) {
         int64_t shorter = h < w ? h : w;
         rh = h == shorter ? p->resize : (int64_t)llround((double)h * (double)p->resize / (double)shorter);
         rw = w == shorter ? p->resize : (int64_t)llround((double)w * (double)p->resize / (double)shorter);

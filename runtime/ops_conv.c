@@ -25,16 +25,19 @@ ptq_status ptq_op_conv_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_conv_params
     PTQ_TRY(st, ptq_window_parse(ctx, io, x, w->dims + 2, 0, &win), done);
     const int64_t group = ptq_node_attr_int(io->node, "group", 1);
     const int64_t c_in = x->dims[1], c_out = w->dims[0];
+    int64_t c_want;
     if (group < 1 || c_in % group != 0 || c_out % group != 0)
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE,
                            "group %lld must divide input channels %lld and output channels %lld", (long long)group,
                            (long long)c_in, (long long)c_out);
-    if (w->dims[1] * group != c_in)
+    if (__builtin_mul_overflow(w->dims[1], group, &c_want))
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "weights %s with group %lld: channel count overflows",
+                           ptq_dims_str(w->dims, w->ndim, ws, sizeof ws), (long long)group);
+    if (c_want != c_in)
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE,
                            "channel mismatch: input %s has %lld channels but weights %s with group %lld expect %lld",
                            ptq_dims_str(x->dims, x->ndim, xs, sizeof xs), (long long)c_in,
-                           ptq_dims_str(w->dims, w->ndim, ws, sizeof ws), (long long)group,
-                           (long long)(w->dims[1] * group));
+                           ptq_dims_str(w->dims, w->ndim, ws, sizeof ws), (long long)group, (long long)c_want);
     if (b && (b->ndim != 1 || b->dims[0] != c_out))
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "bias %s must be [%lld], one per output channel",
                            ptq_dims_str(b->dims, b->ndim, xs, sizeof xs), (long long)c_out);
@@ -62,15 +65,7 @@ static ptq_status conv_infer(ptq_ctx *ctx, ptq_op_io *io)
     ptq_status st = ptq_op_conv_params(ctx, io, &p);
     if (st != PTQ_OK)
         return st;
-    const int n_sp = io->in[0]->ndim - 2;
-    ptq_tensor *y = io->out[0]; /* [N, M, out...] */
-    y->dtype = PTQ_DT_FLOAT;
-    y->ndim = n_sp + 2;
-    y->dims[0] = p.n;
-    y->dims[1] = p.c_out;
-    for (int i = 0; i < n_sp; i++)
-        y->dims[2 + i] = p.out[PTQ_SPATIAL - n_sp + i];
-    return PTQ_OK;
+    return ptq_window_output(ctx, io, p.n, p.c_out, io->in[0]->ndim - 2, p.out, io->out[0]); /* [N, M, out...] */
 }
 
 typedef void (*conv_kernel)(const ptq_conv_params *, const float *, const float *, const float *, float *);

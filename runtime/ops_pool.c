@@ -40,16 +40,8 @@ static ptq_status pool_infer(ptq_ctx *ctx, ptq_op_io *io)
     ptq_status st = ptq_op_pool_params(ctx, io, &p);
     if (st != PTQ_OK)
         return st;
-    const ptq_tensor *x = io->in[0]; /* [N, C, spatial...] */
-    const int n_sp = x->ndim - 2;
-    ptq_tensor *y = io->out[0];      /* [N, C, out...] */
-    y->dtype = PTQ_DT_FLOAT;
-    y->ndim = x->ndim;
-    y->dims[0] = p.n;
-    y->dims[1] = p.c;
-    for (int i = 0; i < n_sp; i++)
-        y->dims[2 + i] = p.out[PTQ_SPATIAL - n_sp + i];
-    return PTQ_OK;
+    /* x: [N, C, spatial...] -> y: [N, C, out...] */
+    return ptq_window_output(ctx, io, p.n, p.c, io->in[0]->ndim - 2, p.out, io->out[0]);
 }
 
 typedef void (*pool_kernel)(const ptq_pool_params *, const float *, float *);

@@ -76,7 +76,7 @@ static ptq_status reshape_infer(ptq_ctx *ctx, ptq_op_io *io)
         return ptq_op_unsupported(ctx, io, "target rank %lld exceeds %d", (long long)n, PTQ_MAX_DIMS);
     int allowzero = ptq_node_attr_int(io->node, "allowzero", 0) != 0;
     int64_t dims[PTQ_MAX_DIMS], known = 1, numel = ptq_tensor_numel(x);
-    int infer_at = -1, has_zero = 0;
+    int infer_at = -1, has_zero = 0, empty = 0;
     char buf[96];
     for (int i = 0; i < (int)n; i++) {
         dims[i] = shape[i];
@@ -94,8 +94,15 @@ static ptq_status reshape_infer(ptq_ctx *ctx, ptq_op_io *io)
             dims[i] = x->dims[i];
         }
         has_zero |= shape[i] == 0;
-        known *= dims[i];
+        /* the product of the non-zero dims must fit, whatever their order, even when a 0 empties the tensor */
+        if (dims[i] == 0)
+            empty = 1;
+        else if (__builtin_mul_overflow(known, dims[i], &known))
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE,
+                               "shape[%d] = %lld: the shape has more elements than int64 counts", i, (long long)dims[i]);
     }
+    if (empty)
+        known = 0;
     if (infer_at >= 0) {
         if (allowzero && has_zero)
             return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "allowzero=1 with both 0 and -1 in the shape");

@@ -8,8 +8,12 @@
 
 typedef enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID } auto_pad_mode;
 
-/* An INTS attribute with exactly n values, each >= lo, into v; v keeps its
- * defaults when the attribute is absent. */
+/* Largest kernel, stride, dilation or pad accepted: with every value at most
+ * 2^31 a window span (k - 1) * dil + 1 stays below 2^62 and cannot wrap. */
+#define WINDOW_ATTR_MAX ((int64_t)1 << 31)
+
+/* An INTS attribute with exactly n values, each in [lo, WINDOW_ATTR_MAX],
+ * into v; v keeps its defaults when the attribute is absent. */
 static ptq_status read_ints(ptq_ctx *ctx, const ptq_op_io *io, const char *name, int64_t n, int64_t lo, int64_t *v)
 {
     const ptq_attr *a = ptq_node_attr(io->node, name);
@@ -19,9 +23,9 @@ static ptq_status read_ints(ptq_ctx *ctx, const ptq_op_io *io, const char *name,
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "attribute %s must hold %lld ints, got %lld", name, (long long)n,
                            a->type == PTQ_ATTR_INTS ? (long long)a->n : 0LL);
     for (int64_t i = 0; i < n; i++) {
-        if (a->ints[i] < lo)
-            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "attribute %s[%lld] = %lld, must be >= %lld", name,
-                               (long long)i, (long long)a->ints[i], (long long)lo);
+        if (a->ints[i] < lo || a->ints[i] > WINDOW_ATTR_MAX)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "attribute %s[%lld] = %lld, must be in [%lld, %lld]", name,
+                               (long long)i, (long long)a->ints[i], (long long)lo, (long long)WINDOW_ATTR_MAX);
         v[i] = a->ints[i];
     }
     return PTQ_OK;
@@ -66,10 +70,14 @@ ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor 
     if (!ks && !kernel)
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "attribute kernel_shape is required");
     PTQ_TRY(st, read_ints(ctx, io, "kernel_shape", n_sp, 1, k), done);
-    for (int i = 0; kernel && i < n_sp; i++)
+    for (int i = 0; kernel && i < n_sp; i++) {
         if (k[i] != kernel[i])
             return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "kernel_shape[%d] = %lld but the weights' kernel is %lld", i,
                                (long long)k[i], (long long)kernel[i]);
+        if (k[i] < 1 || k[i] > WINDOW_ATTR_MAX)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "the weights' kernel[%d] = %lld, must be in [1, %lld]", i,
+                               (long long)k[i], (long long)WINDOW_ATTR_MAX);
+    }
     PTQ_TRY(st, read_ints(ctx, io, "strides", n_sp, 1, stride), done);
     PTQ_TRY(st, read_ints(ctx, io, "dilations", n_sp, 1, dil), done);
     PTQ_TRY(st, read_ints(ctx, io, "pads", 2 * n_sp, 0, pads), done);
@@ -89,27 +97,39 @@ ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor 
     for (int i = 0; i < n_sp; i++) {
         const int s = PTQ_SPATIAL - n_sp + i;
         const int64_t in = x->dims[2 + i];
-        const int64_t span = (k[i] - 1) * dil[i] + 1; /* input extent one window covers */
-        int64_t lo = pads[i], hi = pads[n_sp + i], out;
+        const int64_t span = (k[i] - 1) * dil[i] + 1; /* input extent one window covers; < 2^62 (see above) */
+        int64_t lo = pads[i], hi = pads[n_sp + i], out = 0, padded;
+        if (in < 1)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "spatial axis %d: input size %lld, must be >= 1", i,
+                               (long long)in);
+        /* in can be any positive int64 (a declared input); the sums below near it are checked */
         if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-            out = (in + stride[i] - 1) / stride[i];
-            int64_t total = (out - 1) * stride[i] + span - in;
+            out = (in - 1) / stride[i] + 1; /* ceil(in / stride) */
+            int64_t total;
+            if (__builtin_add_overflow((out - 1) * stride[i], span, &total))
+                return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "spatial axis %d: input size %lld with auto_pad overflows",
+                                   i, (long long)in);
+            total -= in;
             if (total < 0)
                 total = 0;
             lo = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
             hi = total - lo;
         } else {
-            const int64_t room = in + lo + hi - span;
+            if (__builtin_add_overflow(in, lo, &padded) || __builtin_add_overflow(padded, hi, &padded))
+                return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "spatial axis %d: input size %lld plus pads overflows", i,
+                                   (long long)in);
+            const int64_t room = padded - span;
             if (room < 0)
                 return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE,
                                    "spatial axis %d: window of %lld (kernel %lld, dilation %lld) exceeds the padded "
                                    "input of %lld",
-                                   i, (long long)span, (long long)k[i], (long long)dil[i], (long long)(in + lo + hi));
-            out = (ceil_mode ? (room + stride[i] - 1) / stride[i] : room / stride[i]) + 1;
-            if (ceil_mode && (out - 1) * stride[i] >= in + lo)
+                                   i, (long long)span, (long long)k[i], (long long)dil[i], (long long)padded);
+            out = room / stride[i] + (ceil_mode && room % stride[i] != 0) + 1;
+            /* the last ceil_mode window must start inside: (out - 1) * stride < in + lo, without the product */
+            if (ceil_mode && out - 1 > (in + lo - 1) / stride[i])
                 out--;
         }
-        if (in < 1 || out < 1)
+        if (out < 1)
             return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "spatial axis %d: input size %lld gives output size %lld", i,
                                (long long)in, (long long)out);
         w->in[s] = in;
@@ -122,4 +142,22 @@ ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor 
     }
 done:
     return st;
+}
+
+ptq_status ptq_window_output(ptq_ctx *ctx, const ptq_op_io *io, int64_t n, int64_t c, int n_spatial,
+                             const int64_t *out, ptq_tensor *y)
+{
+    int64_t numel = 1;
+    char ys[96];
+    y->dtype = PTQ_DT_FLOAT;
+    y->ndim = n_spatial + 2;
+    y->dims[0] = n;
+    y->dims[1] = c;
+    for (int i = 0; i < n_spatial; i++)
+        y->dims[2 + i] = out[PTQ_SPATIAL - n_spatial + i];
+    for (int d = 0; d < y->ndim; d++)
+        if (__builtin_mul_overflow(numel, y->dims[d], &numel))
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "output %s has more elements than int64 counts",
+                               ptq_dims_str(y->dims, y->ndim, ys, sizeof ys));
+    return PTQ_OK;
 }

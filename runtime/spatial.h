@@ -32,4 +32,10 @@ enum {
 ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *x, const int64_t *kernel,
                             unsigned flags, ptq_window *w);
 
+/* Sets y to float32 [n, c, out...]: out holds PTQ_SPATIAL right-aligned
+ * sizes of which the last n_spatial are used. Fails naming the node when
+ * the element count does not fit int64. */
+ptq_status ptq_window_output(ptq_ctx *ctx, const ptq_op_io *io, int64_t n, int64_t c, int n_spatial,
+                             const int64_t *out, ptq_tensor *y);
+
 #endif

@@ -1,7 +1,8 @@
 /* datasets/: preprocessing, PNGs of every color type/depth, HDF5 variants and
  * errors, the IDX converter, Fashion-MNIST round trips (HDF5 = PNG folder = IDX).
  * `test_datasets` runs all (fixtures in a mkdtemp dir); `test_datasets OUT.h5
- * [OTHER.h5]` converts to OUT.h5 and checks OTHER.h5, for datasets_test.py. */
+ * [OTHER.h5]` converts to OUT.h5 and checks OTHER.h5, and `test_datasets
+ * --bad-h5 FILE...` expects each to be refused, for datasets_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <png.h>
@@ -188,6 +189,7 @@ static void test_preprocess_image(void)
         for (int x = 0; x < 16; x++)
             big[y * 16 + x] = (uint8_t)((y / 2) * 8 + x / 2);
     p = raw_pp(1, 8, 8);
+    p.resize = 8;
     CHECK(ptq_preprocess_image(&ctx, &p, big, PTQ_DT_UINT8, 16, 16, 1, 0, out) == PTQ_OK);
     int exact = 1;
     for (int i = 0; i < 64; i++)
@@ -221,6 +223,7 @@ static void test_preprocess_image(void)
     /* 2x upscale: half-pixel centres, edges clamped */
     const uint8_t sq[4] = {0, 100, 100, 200};
     p = raw_pp(1, 4, 4);
+    p.resize = 4;
     CHECK(ptq_preprocess_image(&ctx, &p, sq, PTQ_DT_UINT8, 2, 2, 1, 0, out) == PTQ_OK);
     const float want_up[16] = {0, 25, 75, 100, 25, 50, 100, 125, 75, 100, 150, 175, 100, 125, 175, 200};
     test_close("bilinear 2x2 -> 4x4", out, want_up, 16, 0, 1e-4f);
@@ -230,6 +233,10 @@ static void test_preprocess_image(void)
     p.resize = 3;
     CHECK(ptq_preprocess_image(&ctx, &p, tall, PTQ_DT_UINT8, 10, 8, 1, 0, out) == PTQ_ERR_INVALID_ARG &&
           has(ctx.msg, "smaller than the crop"));
+    /* another size without resize is refused, never stretched */
+    p.resize = 0;
+    CHECK(ptq_preprocess_image(&ctx, &p, tall, PTQ_DT_UINT8, 10, 8, 1, 0, out) == PTQ_ERR_SHAPE &&
+          has(ctx.msg, "image is 10x8 but the model takes 4x4") && has(ctx.msg, "resize="));
     p = raw_pp(1, 2, 3);
     CHECK(ptq_preprocess_image(&ctx, &p, g, PTQ_DT_INT16, 2, 3, 1, 0, out) == PTQ_ERR_UNSUPPORTED);
     CHECK(ptq_preprocess_image(&ctx, &p, g, PTQ_DT_UINT8, 2, 3, 5, 0, out) == PTQ_ERR_INVALID_ARG);
@@ -433,6 +440,66 @@ static void test_png_types(void)
         ptq_dataset_close(ds);
         ds = NULL;
     }
+}
+
+/* An 8-bit gray PNG of h x w pixels (values are a ramp). */
+static int write_gray_png(const char *path, int h, int w)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    png_byte row[256];
+    int ok = 0;
+    if (w <= (int)sizeof row && !setjmp(png_jmpbuf(png))) {
+        png_init_io(png, f);
+        png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+        png_write_info(png, info);
+        for (int y = 0; y < h; y++) {
+            for (int x = 0; x < w; x++)
+                row[x] = (png_byte)(y * w + x);
+            png_write_row(png, row);
+        }
+        png_write_end(png, NULL);
+        ok = 1;
+    }
+    png_destroy_write_struct(&png, &info);
+    fclose(f);
+    return ok;
+}
+
+/* A folder whose first image fits the model and a later one does not: the
+ * odd one fails with PTQ_ERR_SHAPE naming it unless resize is set. */
+static void test_png_mixed_sizes(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_dataset *ds = NULL;
+    char root[256], path[512];
+    tpath(root, sizeof root, "mixed");
+    mkdir(root, 0777);
+    snprintf(path, sizeof path, "%s/cls", root);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/cls/a.png", root);
+    CHECK(write_gray_png(path, IMG_H, IMG_W));
+    snprintf(path, sizeof path, "%s/cls/b.png", root);
+    CHECK(write_gray_png(path, 5, 7));
+    CHECK_MSG(ptq_dataset_open(&ctx, root, NULL, &ds) == PTQ_OK, "%s", ctx.msg);
+    if (!ds)
+        return;
+    ptq_preprocess p = raw_pp(1, IMG_H, IMG_W);
+    float x[2 * IMG_H * IMG_W];
+    CHECK_MSG(ptq_dataset_read(&ctx, ds, 0, 1, &p, x, NULL) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_dataset_read(&ctx, ds, 0, 2, &p, x, NULL) == PTQ_ERR_SHAPE && has(ctx.msg, "cls/b.png") &&
+                  has(ctx.msg, "image is 5x7 but the model takes 3x4") && has(ctx.msg, "resize="),
+              "%s", ctx.msg);
+    /* with resize: 5x7 -> shorter side 3 gives 3x4, the crop is the whole image */
+    p.resize = 3;
+    CHECK_MSG(ptq_dataset_read(&ctx, ds, 0, 2, &p, x, NULL) == PTQ_OK, "%s", ctx.msg);
+    CHECK(x[0] == 0.0f && x[IMG_H * IMG_W - 1] == (float)(IMG_H * IMG_W - 1));
+    ptq_dataset_close(ds);
 }
 
 static void test_png_errors(void)
@@ -913,9 +980,26 @@ static void test_fashion(const uint8_t *img, const uint8_t *lab, int64_t n)
     ptq_dataset_close(b);
 }
 
+/* Helper mode for datasets_test.py: each FILE (h5py-made, e.g. sparse images
+ * of absurd shape) must fail to open with PTQ_ERR_FORMAT naming it and 'images'. */
+static int check_bad_h5(int n_files, char **files)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    for (int i = 0; i < n_files; i++) {
+        ptq_status st = open_err(files[i], NULL, &ctx);
+        CHECK_MSG(st == PTQ_ERR_FORMAT && has(ctx.msg, files[i]) && has(ctx.msg, "'images'"), "%s: status %d: %s",
+                  files[i], (int)st, ctx.msg);
+        printf("test_datasets: %s: %s\n", files[i], ctx.msg);
+    }
+    return test_done("test_datasets (bad HDF5)");
+}
+
 int main(int argc, char **argv)
 {
     int64_t n = 0, n_lab = 0;
+    if (argc > 1 && !strcmp(argv[1], "--bad-h5"))
+        return check_bad_h5(argc - 2, argv + 2);
     fm_paths();
     uint8_t *img = read_idx(FM_IMAGES, 3, &n);
     uint8_t *lab = read_idx(FM_LABELS, 1, &n_lab);
@@ -944,6 +1028,7 @@ int main(int argc, char **argv)
     test_preprocess_image();
     test_png_types();
     test_png_errors();
+    test_png_mixed_sizes();
     test_hdf5();
     test_convert_small();
     int skipped = !img || !lab || n != n_lab;

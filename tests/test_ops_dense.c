@@ -453,6 +453,94 @@ static void test_pool(void)
     }
 }
 
+/* Attributes and shapes that would wrap int64 (crafted models): a clean
+ * PTQ_ERR_SHAPE naming the attribute, never a product past 2^63. */
+static void test_window_overflow(void)
+{
+    fixture f;
+    const int64_t big = (int64_t)1 << 62, lim = (int64_t)1 << 31;
+
+    fx_init(&f, "Conv", "conv_huge_dil", 13);
+    fx_input(&f, 4, DIMS(1, 1, 5, 5));
+    fx_input(&f, 4, DIMS(1, 1, 3, 3));
+    fx_ints(&f, "dilations", 2, DIMS(big, 1));
+    expect_error(&f, "conv dilation 2^62", PTQ_ERR_SHAPE, "dilations[0]");
+
+    fx_init(&f, "Conv", "conv_huge_pad", 13);
+    fx_input(&f, 4, DIMS(1, 1, 5, 5));
+    fx_input(&f, 4, DIMS(1, 1, 3, 3));
+    fx_ints(&f, "pads", 4, DIMS(0, 0, big, big));
+    expect_error(&f, "conv pads 2^62", PTQ_ERR_SHAPE, "pads[2]");
+
+    fx_init(&f, "Conv", "conv_huge_stride", 13);
+    fx_input(&f, 4, DIMS(1, 1, 5, 5));
+    fx_input(&f, 4, DIMS(1, 1, 3, 3));
+    fx_ints(&f, "strides", 2, DIMS(1, lim + 1));
+    expect_error(&f, "conv stride 2^31 + 1", PTQ_ERR_SHAPE, "strides[1]");
+
+    fx_init(&f, "Conv", "conv_kernel0", 13);
+    fx_input(&f, 4, DIMS(1, 1, 5, 5));
+    fx_input(&f, 4, DIMS(1, 1, 0, 3));
+    expect_error(&f, "conv weights with a 0 kernel", PTQ_ERR_SHAPE, "kernel[0] = 0");
+
+    fx_init(&f, "Conv", "conv_huge_group", 13);
+    fx_input(&f, 4, DIMS(1, 0, 5, 5));
+    fx_input(&f, 4, DIMS(0, 4, 3, 3));
+    fx_int(&f, "group", big);
+    expect_error(&f, "conv group 2^62 with 0 channels", PTQ_ERR_SHAPE, "overflows");
+
+    /* the largest accepted values still give a size */
+    fx_init(&f, "Conv", "conv_max_dil", 13);
+    fx_input(&f, 3, DIMS(1, 1, lim + 1));
+    fx_input(&f, 3, DIMS(1, 1, 2));
+    fx_ints(&f, "dilations", 1, DIMS(lim));
+    expect_shape(&f, "conv dilation 2^31", 3, DIMS(1, 1, 1));
+
+    /* a declared input near INT64_MAX: padding it overflows */
+    fx_init(&f, "Conv", "conv_pad_wrap", 13);
+    fx_input(&f, 3, DIMS(1, 1, INT64_MAX - 2));
+    fx_input(&f, 3, DIMS(1, 1, 3));
+    fx_ints(&f, "pads", 2, DIMS(lim, lim));
+    expect_error(&f, "conv pads over INT64_MAX", PTQ_ERR_SHAPE, "plus pads overflows");
+
+    fx_init(&f, "Conv", "conv_same_wrap", 13);
+    fx_input(&f, 3, DIMS(1, 1, INT64_MAX));
+    fx_input(&f, 3, DIMS(1, 1, 3));
+    fx_ints(&f, "dilations", 1, DIMS(lim));
+    fx_str(&f, "auto_pad", "SAME_UPPER");
+    expect_error(&f, "conv SAME_UPPER over INT64_MAX", PTQ_ERR_SHAPE, "auto_pad overflows");
+
+    /* each output dim fits but their product does not */
+    fx_init(&f, "Conv", "conv_numel_wrap", 13);
+    fx_input(&f, 4, DIMS(1, 1, big, big));
+    fx_input(&f, 4, DIMS(1, 1, 1, 1));
+    expect_error(&f, "conv output of 2^124 elements", PTQ_ERR_SHAPE, "more elements than int64");
+
+    fx_init(&f, "MaxPool", "maxpool_huge_dil", 12);
+    fx_input(&f, 4, DIMS(1, 1, 5, 5));
+    fx_ints(&f, "kernel_shape", 2, DIMS(2, 2));
+    fx_ints(&f, "dilations", 2, DIMS(1, big));
+    expect_error(&f, "maxpool dilation 2^62", PTQ_ERR_SHAPE, "dilations[1]");
+
+    fx_init(&f, "MaxPool", "maxpool_huge_kernel", 12);
+    fx_input(&f, 4, DIMS(1, 1, 5, 5));
+    fx_ints(&f, "kernel_shape", 2, DIMS(big, 2));
+    expect_error(&f, "maxpool kernel 2^62", PTQ_ERR_SHAPE, "kernel_shape[0]");
+
+    /* ceil_mode near INT64_MAX: windows start at 0, s, ..., (2^32 - 1) s < 2^63 - 1 (no room + s - 1) */
+    fx_init(&f, "AveragePool", "avgpool_ceil_near_max", 19);
+    fx_input(&f, 3, DIMS(1, 1, INT64_MAX - 1));
+    fx_ints(&f, "kernel_shape", 1, DIMS(1));
+    fx_ints(&f, "strides", 1, DIMS(lim));
+    fx_int(&f, "ceil_mode", 1);
+    expect_shape(&f, "avgpool ceil_mode near INT64_MAX", 3, DIMS(1, 1, (int64_t)1 << 32));
+
+    fx_init(&f, "AveragePool", "avgpool_numel_wrap", 19);
+    fx_input(&f, 4, DIMS(lim, lim, lim, 4));
+    fx_ints(&f, "kernel_shape", 2, DIMS(1, 1));
+    expect_error(&f, "avgpool output of 2^95 elements", PTQ_ERR_SHAPE, "more elements than int64");
+}
+
 static void test_gemm(void)
 {
     fixture f;
@@ -673,6 +761,7 @@ int main(void)
 {
     test_conv();
     test_pool();
+    test_window_overflow();
     test_gemm();
     test_matmul();
     test_batchnorm();

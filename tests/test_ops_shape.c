@@ -157,6 +157,20 @@ static void check_reshape(void)
     CHECK(fails_naming_node(&c, case_run(&c, &ptq_op_Reshape, 0), PTQ_ERR_SHAPE));
     case_free(&c);
 
+    /* targets whose element count wraps int64 (2^80, or 2^64 = 0 mod 2^64), in any order, fail cleanly */
+    const int64_t t40 = (int64_t)1 << 40, t32 = (int64_t)1 << 32;
+    const int64_t huge[][3] = {{t40, t40, 0}, {t40, t40, -1}, {t32, t32, -1}, {0, t40, t40}};
+    for (size_t k = 0; k < sizeof huge / sizeof huge[0]; k++)
+        for (int az = 0; az < 2; az++) {
+            case_init(&c, "Reshape", 14, az ? &allowzero : NULL, az, 2, 1);
+            case_input(&c, 0, PTQ_DT_FLOAT, seq, 3, az ? empty_dims : x_dims);
+            case_input(&c, 1, PTQ_DT_INT64, huge[k], 1, &three);
+            ptq_status st = case_run(&c, &ptq_op_Reshape, 0);
+            CHECK_MSG(fails_naming_node(&c, st, PTQ_ERR_SHAPE) && strstr(c.ctx.msg, "more elements than int64"),
+                      "huge %zu allowzero %d: %s", k, az, c.ctx.msg);
+            case_free(&c);
+        }
+
     /* opset 4: the shape attribute, on int64 data (8-byte elements) */
     static const int64_t attr_shape[] = {6, -1};
     const ptq_attr shape_attr = {.name = "shape", .type = PTQ_ATTR_INTS, .n = 2, .ints = attr_shape};

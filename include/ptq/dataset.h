@@ -26,8 +26,9 @@ extern "C" {
  *    resize (half-pixel centres, edges clamped, no antialiasing: OpenCV
  *    INTER_LINEAR, torch interpolate(align_corners=False)) of the shorter
  *    side to `resize` keeping the aspect ratio, then a center crop to
- *    height x width (offsets rounded down); resize 0 stretches straight to
- *    height x width.
+ *    height x width (offsets rounded down); with resize 0 an image of
+ *    another size fails with PTQ_ERR_SHAPE (never stretched), and the
+ *    dataset readers name the file.
  * 4. x * scale, then (x - mean[c]) / std[c], c the output channel index.
  * 5. channel order (bgr) and layout (nhwc). */
 typedef struct ptq_preprocess {
@@ -35,7 +36,7 @@ typedef struct ptq_preprocess {
     int n_channels;        /* channels the model takes: 1 or 3 */
     float mean[4], std[4]; /* per output channel (in the model's order, BGR when bgr), after scale */
     int64_t height, width; /* the model's input size */
-    int64_t resize;        /* shorter side before the center crop; 0 = straight to height x width */
+    int64_t resize;        /* shorter side before the center crop; 0 = images must be height x width */
     int bgr;               /* 1: channel order BGR */
     int nhwc;              /* 1: output [N,H,W,C]; 0: [N,C,H,W] */
 } ptq_preprocess;
@@ -48,7 +49,7 @@ void ptq_preprocess_default(ptq_preprocess *p);
  * metadata "scale=0.0039 mean=0.286 std=0.353 layout=NCHW channels=1":
  *   scale=F or A/B     mean=F[,F,F]   std=F[,F,F] (one value, or one per channel)
  *   channels=1|3       layout=NCHW|NHWC           order=RGB|BGR
- *   size=HxW or S      height=H   width=W         resize=S (0: stretch)
+ *   size=HxW or S      height=H   width=W         resize=S (0: no resizing)
  * An unknown key or a bad value fails with PTQ_ERR_INVALID_ARG naming it. */
 ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p);
 /* Applies p (steps 1-5 above) to one decoded image.

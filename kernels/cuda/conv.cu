@@ -1,7 +1,9 @@
-/* Convolution on the GPU, mirroring ptq_k_conv_ref: im2col into the device
- * scratch, then cuBLAS SGEMM strided-batched over images (group 1) or over
- * groups; 1x1/stride-1/unpadded convs skip im2col; one-input-channel-per-
- * group (depthwise) convs use a direct kernel. Covered by tests/cuda_parity_kernels.c. */
+/* Convolution on the GPU, mirroring ptq_k_conv_ref. group 1: im2col of a
+ * chunk of images side by side into the device scratch, one cuBLAS SGEMM for
+ * the whole chunk (a few tiny GEMMs per image run far below the card's rate),
+ * then a scatter back to NCHW that adds the bias. Grouped convs: per-image
+ * im2col and SGEMM strided-batched over groups; 1x1/stride-1/unpadded convs
+ * skip im2col; one-input-channel-per-group (depthwise) convs use a direct kernel. Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
 
 #include "kernels/cuda/cuda_common.cuh"
@@ -38,6 +40,91 @@ static __global__ void im2col_kernel(ptq_conv_params p, const float *x, int64_t 
         }
         col[i] = v;
     }
+}
+
+/* colw: [c_in * K, n_img, OUT] (images side by side along the columns) for
+ * images img0.. of x; the same gather as im2col_kernel. */
+template <typename I>
+static __global__ void im2col_wide_kernel(ptq_conv_params p, const float *x, int64_t img0, I n_img, float *colw)
+{
+    const I k_sz = (I)(p.k[0] * p.k[1] * p.k[2]);
+    const I out_sz = (I)(p.out[0] * p.out[1] * p.out[2]);
+    const I in_sz = (I)(p.in[0] * p.in[1] * p.in[2]);
+    const I total = (I)p.c_in * k_sz * n_img * out_sz;
+    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += (I)gridDim.x * (I)blockDim.x) {
+        I o = i % out_sz;
+        I r = i / out_sz;
+        I img = r % n_img;
+        r /= n_img;
+        I kk = r % k_sz;
+        I c = r / k_sz;
+        I o2 = o % (I)p.out[2], o1 = (o / (I)p.out[2]) % (I)p.out[1], o0 = o / ((I)p.out[2] * (I)p.out[1]);
+        I q2 = kk % (I)p.k[2], q1 = (kk / (I)p.k[2]) % (I)p.k[1], q0 = kk / ((I)p.k[2] * (I)p.k[1]);
+        int64_t i0 = (int64_t)o0 * p.stride[0] - p.pad_lo[0] + (int64_t)q0 * p.dil[0];
+        int64_t i1 = (int64_t)o1 * p.stride[1] - p.pad_lo[1] + (int64_t)q1 * p.dil[1];
+        int64_t i2 = (int64_t)o2 * p.stride[2] - p.pad_lo[2] + (int64_t)q2 * p.dil[2];
+        float v = 0.0f;
+        if (i0 >= 0 && i0 < p.in[0] && i1 >= 0 && i1 < p.in[1] && i2 >= 0 && i2 < p.in[2])
+            v = x[(((int64_t)img0 + img) * p.c_in + c) * in_sz + (i0 * p.in[1] + i1) * p.in[2] + i2];
+        colw[i] = v;
+    }
+}
+
+/* y[img0 + img, co, o] = acc[co, img, o] + b[co] (b may be NULL). */
+static __global__ void scatter_bias_kernel(int64_t c_out, int64_t n_img, int64_t out_sz, const float *acc,
+                                           const float *b, float *y)
+{
+    const int64_t total = c_out * n_img * out_sz;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t o = i % out_sz;
+        int64_t co = (i / out_sz) % c_out;
+        int64_t img = i / (out_sz * c_out);
+        y[i] = acc[(co * n_img + img) * out_sz + o] + (b ? b[co] : 0.0f);
+    }
+}
+
+/* group 1, not pointwise: y = conv(x) + b through one SGEMM per chunk of images. */
+static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x,
+                            const float *w, const float *b, float *y)
+{
+    const int64_t k_sz = p->k[0] * p->k[1] * p->k[2];
+    const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
+    const int64_t ck = p->c_in * k_sz;
+    const size_t img_bytes = (size_t)((ck + p->c_out) * out_sz) * sizeof(float);
+    int64_t chunk = (int64_t)(CONV_SCRATCH_BYTES / img_bytes);
+    chunk = chunk < 1 ? 1 : (chunk > p->n ? p->n : chunk);
+    while (chunk > 1 && chunk * out_sz > INT_MAX)
+        chunk /= 2;
+    if (chunk * out_sz > INT_MAX)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: %lld output positions per image exceed cuBLAS's int range",
+                        (long long)out_sz);
+    void *scratch = NULL;
+    ptq_status st = ptq_cuda_scratch(ctx, d, (size_t)chunk * img_bytes, &scratch);
+    if (st != PTQ_OK)
+        return st;
+    float *colw = (float *)scratch;
+    float *acc = colw + chunk * ck * out_sz;
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
+        const int64_t n_img = p->n - img0 < chunk ? p->n - img0 : chunk;
+        const int64_t n_col = ck * n_img * out_sz, cols = n_img * out_sz;
+        if (n_col <= INT_MAX - (int64_t)ptq_cuda_blocks(n_col) * PTQ_CUDA_BLOCK)
+            im2col_wide_kernel<int><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, (int)n_img,
+                                                                                             colw);
+        else
+            im2col_wide_kernel<int64_t><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, n_img,
+                                                                                                 colw);
+        PTQ_CUDA_LAUNCHED(ctx, "im2col_wide_kernel");
+        /* row-major acc [c_out, cols] = w [c_out, ck] @ colw [ck, cols] is column-major
+         * acc^T [cols, c_out] = colw^T [cols, ck] @ w^T [ck, c_out] */
+        PTQ_CUBLAS_CHECK(ctx, cublasSgemm(d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)p->c_out, (int)ck, &one,
+                                          colw, (int)cols, w, (int)ck, &zero, acc, (int)cols));
+        const int64_t n_out = p->c_out * cols;
+        scatter_bias_kernel<<<ptq_cuda_blocks(n_out), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+            p->c_out, n_img, out_sz, acc, b, y + img0 * p->c_out * out_sz);
+        PTQ_CUDA_LAUNCHED(ctx, "scatter_bias_kernel");
+    }
+    return PTQ_OK;
 }
 
 /* y: [n, c_out, OUT] += b[c_out] broadcast */
@@ -150,6 +237,8 @@ extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_c
     int pointwise = k_sz == 1 && out_sz == in_sz;
     for (int s = 0; s < PTQ_SPATIAL; s++)
         pointwise = pointwise && p->stride[s] == 1 && p->pad_lo[s] == 0 && p->out[s] == p->in[s];
+    if (!pointwise && p->group == 1)
+        return conv_wide(ctx, d, p, x, w, b, y);
     if (pointwise) {
         /* x itself is the column matrix: [n, c_in, OUT] */
         ptq_status st = conv_gemm(ctx, d, p, x, p->c_in * out_sz, w, y, p->n);
