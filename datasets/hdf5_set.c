@@ -3,10 +3,12 @@
  * the requested samples come off disk. Covered by tests/test_datasets.c
  * and tests/datasets_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "datasets/datasets_internal.h"
 
 #define READ_PIECE_BYTES ((size_t)16 << 20) /* scratch bound per hyperslab read */
@@ -373,31 +375,54 @@ static ptq_status read_labels(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int6
     return PTQ_OK;
 }
 
-/* Preprocesses the m samples in scratch into x: [m, per-sample floats], in
- * parallel; the lowest failing sample's error is the one reported. */
-static ptq_status preprocess_piece(ptq_ctx *ctx, ptq_dataset *ds, int64_t m, const ptq_preprocess *p, float *x)
-{
-    const ds_hdf5 *h = ds->h5;
-    const int64_t per_sample = (int64_t)p->n_channels * p->height * p->width;
-    int64_t first_bad = m;
+typedef struct h5_job {
+    const ptq_dataset *ds;
+    const ptq_preprocess *p;
+    float *x;
+    int64_t per_sample;
+    pthread_mutex_t mu; /* guards first_bad and bad */
+    int64_t first_bad;
     ptq_ctx bad;
-    ptq_ctx_init(&bad);
-#pragma omp parallel for schedule(static) if (m > 1)
-    for (int64_t j = 0; j < m; j++) {
+} h5_job;
+
+static void h5_samples(void *arg, int64_t begin, int64_t end, int worker)
+{
+    h5_job *job = arg;
+    const ptq_dataset *ds = job->ds;
+    const ds_hdf5 *h = ds->h5;
+    for (int64_t j = begin; j < end; j++) {
         ptq_ctx local;
         ptq_ctx_init(&local);
-        if (ptq_preprocess_image(&local, p, (const char *)h->scratch + (size_t)j * h->sample_bytes, h->dtype,
-                                 ds->height, ds->width, ds->channels, h->planar, x + j * per_sample) != PTQ_OK) {
-#pragma omp critical(ds_hdf5_read_error)
-            if (j < first_bad) {
-                first_bad = j;
-                bad = local;
+        if (ptq_preprocess_image(&local, job->p, (const char *)h->scratch + (size_t)j * h->sample_bytes, h->dtype,
+                                 ds->height, ds->width, ds->channels, h->planar,
+                                 job->x + j * job->per_sample) != PTQ_OK) {
+            pthread_mutex_lock(&job->mu);
+            if (j < job->first_bad) {
+                job->first_bad = j;
+                job->bad = local;
             }
+            pthread_mutex_unlock(&job->mu);
         }
     }
-    if (first_bad == m)
+}
+
+/* Preprocesses the m samples in scratch into x: [m, per-sample floats] on
+ * the CPU pool; the lowest failing sample's error is the one reported. */
+static ptq_status preprocess_piece(ptq_ctx *ctx, ptq_dataset *ds, int64_t m, const ptq_preprocess *p, float *x)
+{
+    h5_job job;
+    memset(&job, 0, sizeof job);
+    job.ds = ds;
+    job.p = p;
+    job.x = x;
+    job.per_sample = (int64_t)p->n_channels * p->height * p->width;
+    job.first_bad = m;
+    pthread_mutex_init(&job.mu, NULL);
+    ptq_parallel_for(m, ptq_par_grain(m, 4, 8), h5_samples, &job);
+    pthread_mutex_destroy(&job.mu);
+    if (job.first_bad == m)
         return PTQ_OK;
-    return ptq_fail(ctx, bad.code, "%s: %s", ds->path, bad.msg);
+    return ptq_fail(ctx, job.bad.code, "%s: %s", ds->path, job.bad.msg);
 }
 
 ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,

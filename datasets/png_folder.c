@@ -6,12 +6,13 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/parallel.h"
 #include "datasets/datasets_internal.h"
 
 /* One decoding thread's buffers, kept from read to read. */
@@ -230,53 +231,76 @@ done:
     return st;
 }
 
-/* Decodes and preprocesses samples in parallel (one worker per OpenMP
- * thread); the failure of the lowest sample index is the one reported, so
- * errors do not depend on the thread count. */
-ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
-                       int32_t *labels)
-{
-    ds_png *f = ds->png;
-    const int64_t per_sample = (int64_t)p->n_channels * p->height * p->width; /* floats of one model input */
-    int want = omp_get_max_threads();
-    if ((int64_t)want > n)
-        want = (int)n;
-    const int n_threads = grow_workers(f, want);
-    if (n_threads < 1)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", ds->path);
-    int64_t first_bad = n;
+/* One read spread over the CPU pool; the lowest failing sample wins. */
+typedef struct png_job {
+    ptq_dataset *ds;
+    int64_t start, per_sample;
+    const ptq_preprocess *p;
+    float *x;
+    int32_t *labels;
+    pthread_mutex_t mu; /* guards first_bad and bad */
+    int64_t first_bad;
     ptq_ctx bad;
-    ptq_ctx_init(&bad);
-#pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads)
-    for (int64_t i = 0; i < n; i++) {
-        png_worker *w = &f->workers[omp_get_thread_num()];
+} png_job;
+
+static void png_samples(void *arg, int64_t begin, int64_t end, int worker)
+{
+    png_job *j = arg;
+    ds_png *f = j->ds->png;
+    png_worker *w = &f->workers[worker];
+    for (int64_t i = begin; i < end; i++) {
         ptq_ctx local;
         ptq_ctx_init(&local);
-        int64_t s = start + i;
-        snprintf(w->path, f->path_cap, "%s/%s", ds->path, f->names + f->name_at[s]);
+        int64_t s = j->start + i;
+        snprintf(w->path, f->path_cap, "%s/%s", j->ds->path, f->names + f->name_at[s]);
         ptq_status st = ds_png_decode(&local, w->path, &w->img, 0);
         if (st == PTQ_OK) {
-            st = ptq_preprocess_image(&local, p, w->img.data, w->img.dtype, w->img.height, w->img.width,
-                                      w->img.channels, 0, x + i * per_sample);
+            st = ptq_preprocess_image(&local, j->p, w->img.data, w->img.dtype, w->img.height, w->img.width,
+                                      w->img.channels, 0, j->x + i * j->per_sample);
             if (st != PTQ_OK) { /* name the image: a folder can mix sizes */
                 char why[PTQ_MSG_BYTES];
                 snprintf(why, sizeof why, "%s", local.msg);
                 ptq_fail(&local, st, "%s: %s", w->path, why);
             }
         }
-        if (labels)
-            labels[i] = f->label[s];
+        if (j->labels)
+            j->labels[i] = f->label[s];
         if (st != PTQ_OK) {
-#pragma omp critical(ds_png_read_error)
-            if (i < first_bad) {
-                first_bad = i;
-                bad = local;
+            pthread_mutex_lock(&j->mu);
+            if (i < j->first_bad) {
+                j->first_bad = i;
+                j->bad = local;
             }
+            pthread_mutex_unlock(&j->mu);
         }
     }
-    if (first_bad == n)
+}
+
+/* Decodes and preprocesses samples on the CPU pool (one decoder state per
+ * pool thread); the failure of the lowest sample index is the one
+ * reported, so errors do not depend on the thread count. */
+ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
+                       int32_t *labels)
+{
+    ds_png *f = ds->png;
+    const int n_workers = ptq_par_workers();
+    if (grow_workers(f, n_workers) < n_workers)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", ds->path);
+    png_job job;
+    memset(&job, 0, sizeof job);
+    job.ds = ds;
+    job.start = start;
+    job.per_sample = (int64_t)p->n_channels * p->height * p->width; /* floats of one model input */
+    job.p = p;
+    job.x = x;
+    job.labels = labels;
+    job.first_bad = n;
+    pthread_mutex_init(&job.mu, NULL);
+    ptq_parallel_for(n, 4, png_samples, &job);
+    pthread_mutex_destroy(&job.mu);
+    if (job.first_bad == n)
         return PTQ_OK;
     if (ctx)
-        *ctx = bad;
-    return bad.code;
+        *ctx = job.bad;
+    return job.bad.code;
 }

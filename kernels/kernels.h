@@ -56,6 +56,10 @@ typedef struct ptq_gemm_params {
 /* y: [m, n] = alpha * op(a) @ op(b) + beta * y (y's prior content is not read when beta == 0). */
 void ptq_k_gemm_ref(const ptq_gemm_params *p, const float *a, const float *b, float *y);
 void ptq_k_gemm_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y);
+/* The same on the calling thread only (no pool): for callers already on a pool thread. */
+void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y);
+/* Makes OpenBLAS single-threaded (once): ptq's pool does the threading. */
+void ptq_k_blas_single_thread(void);
 
 /* n_batch independent GEMMs (MatMul with batch dims): slice i reads a + a_off[i]
  * and b + b_off[i] (element offsets: [n_batch] each; broadcast slices repeat an

@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include <cblas.h>
-#include <omp.h>
 
+#include "core/parallel.h"
+#include "kernels/kernels.h"
 #include "ptq/runtime.h"
 
 const char *ptq_cpu_blas_core(void)
@@ -37,6 +38,5 @@ void ptq_cpu_set_threads(int n_threads)
 {
     if (n_threads < 1)
         return;
-    omp_set_num_threads(n_threads);
-    openblas_set_num_threads(n_threads);
+    ptq_par_set_workers(n_threads);
 }

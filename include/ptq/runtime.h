@@ -62,7 +62,8 @@ ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
  * data gives PTQ_ERR_UNSUPPORTED. */
 ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch);
 
-/* Threads the CPU path uses (OpenMP and OpenBLAS); the default is every core. */
+/* Threads the CPU path uses (ptq's pool; OpenBLAS runs single-threaded on
+ * each); the default is every online core. */
 void ptq_cpu_set_threads(int n_threads);
 /* The OpenBLAS kernel set in use ("SkylakeX", "Haswell", "Prescott", ...). */
 const char *ptq_cpu_blas_core(void);

@@ -1,7 +1,8 @@
 /* Fast CPU binary elementwise kernel: merges dims that are contiguous for
- * both inputs, then runs tiles of the innermost run on OpenMP threads with
+ * both inputs, then runs tiles of the innermost run on the CPU pool (core/parallel.h) with
  * loops specialised for unit and zero strides. Same arithmetic as
  * kernels/ref/binary.c, so bit-exact in tests/parity_elementwise.c. */
+#include "core/parallel.h"
 #include "kernels/kernels.h"
 
 enum {
@@ -39,6 +40,35 @@ static void bin_row(ptq_binop op, int64_t len, const float *a, int64_t sa, const
     }
 }
 
+/* Tiles of the merged layout, for the pool. */
+typedef struct bin_job {
+    ptq_binop op;
+    int nd;
+    const int64_t *dims, *sa, *sb; /* [nd] merged dims and strides */
+    int64_t len, n_tiles_row;
+    const float *a, *b;
+    float *y;
+} bin_job;
+
+static void bin_tiles(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const bin_job *j = arg;
+    const int nd = j->nd;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t row = t / j->n_tiles_row, lo = (t % j->n_tiles_row) * BIN_TILE;
+        int64_t oa = lo * j->sa[nd - 1], ob = lo * j->sb[nd - 1];
+        for (int d = nd - 2; d >= 0; d--) {
+            int64_t idx = row % j->dims[d];
+            row /= j->dims[d];
+            oa += idx * j->sa[d];
+            ob += idx * j->sb[d];
+        }
+        int64_t n = j->len - lo < BIN_TILE ? j->len - lo : BIN_TILE;
+        int64_t oy = (t / j->n_tiles_row) * j->len + lo;
+        bin_row(j->op, n, j->a + oa, j->sa[nd - 1], j->b + ob, j->sb[nd - 1], j->y + oy);
+    }
+}
+
 /* a, b: laid out as bc->a_stride / bc->b_stride describe; y: [bc->out_dims], row-major. */
 void ptq_k_binary_cpu(ptq_binop op, const ptq_bcast *bc, const float *a, const float *b, float *y)
 {
@@ -72,18 +102,7 @@ void ptq_k_binary_cpu(ptq_binop op, const ptq_bcast *bc, const float *a, const f
         n_rows *= dims[d];
     const int64_t n_tiles_row = (len + BIN_TILE - 1) / BIN_TILE;
     const int64_t n_tiles = n_rows * n_tiles_row;
-#pragma omp parallel for schedule(static) if (n_rows * len >= BIN_PARALLEL_MIN)
-    for (int64_t t = 0; t < n_tiles; t++) {
-        int64_t row = t / n_tiles_row, lo = (t % n_tiles_row) * BIN_TILE;
-        int64_t oa = lo * sa[nd - 1], ob = lo * sb[nd - 1];
-        for (int d = nd - 2; d >= 0; d--) {
-            int64_t idx = row % dims[d];
-            row /= dims[d];
-            oa += idx * sa[d];
-            ob += idx * sb[d];
-        }
-        int64_t n = len - lo < BIN_TILE ? len - lo : BIN_TILE;
-        int64_t oy = (t / n_tiles_row) * len + lo;
-        bin_row(op, n, a + oa, sa[nd - 1], b + ob, sb[nd - 1], y + oy);
-    }
+    bin_job job = {op, nd, dims, sa, sb, len, n_tiles_row, a, b, y};
+    const int64_t grain = n_rows * len >= BIN_PARALLEL_MIN ? ptq_par_grain(n_tiles, 4, 1) : n_tiles;
+    ptq_parallel_for(n_tiles, grain, bin_tiles, &job);
 }

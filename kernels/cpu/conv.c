@@ -3,16 +3,15 @@
  * the input to sgemm as is. Mirrors kernels/ref/conv.c; checked against it
  * in tests/parity_conv.c. */
 #include <cblas.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "kernels/kernels.h"
 
 enum {
     CONV_COL_BYTES = 1 << 20, /* im2col tile per thread: stays in cache while sgemm reads it */
     CONV_TILE_MIN = 64,       /* fewest output columns in a tile */
-    CONV_ITEMS_PER_THREAD = 2, /* tiles a thread needs before we thread over tiles rather than inside sgemm */
     CONV_MAX_IMAGES = 32       /* small images batched into one GEMM */
 };
 
@@ -111,6 +110,32 @@ static void conv_item(const ptq_conv_params *p, const float *x, const float *w, 
         }
 }
 
+/* What every pool thread needs to run work items of one convolution. */
+typedef struct conv_job {
+    const ptq_conv_params *p;
+    const float *x, *w, *b;
+    float *y;
+    int64_t n_tiles, tile, nb;
+    int pointwise;
+    float *scratch; /* [workers, col_per + acc_per] */
+    size_t col_per, acc_per;
+} conv_job;
+
+static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const conv_job *c = arg;
+    const ptq_conv_params *p = c->p;
+    float *mine = c->scratch ? c->scratch + (size_t)worker * (c->col_per + c->acc_per) : NULL;
+    for (int64_t it = begin; it < end; it++) {
+        const int64_t t = it % c->n_tiles, g = it / c->n_tiles % p->group, blk = it / c->n_tiles / p->group;
+        const int64_t j0 = t * c->tile, nj = p->out[0] * p->out[1] * p->out[2] - j0 < c->tile
+                                                 ? p->out[0] * p->out[1] * p->out[2] - j0
+                                                 : c->tile;
+        const int64_t n0 = blk * c->nb, nb_here = p->n - n0 < c->nb ? p->n - n0 : c->nb;
+        conv_item(p, c->x, c->w, c->b, c->y, n0, nb_here, g, j0, nj, c->pointwise, mine, mine ? mine + c->col_per : NULL);
+    }
+}
+
 /* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
  * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. */
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y)
@@ -123,6 +148,7 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
         pointwise &= p->k[s] == 1 && p->stride[s] == 1 && p->pad_lo[s] == 0 && p->pad_hi[s] == 0;
     if (p->n == 0 || p->c_out == 0 || out_size == 0)
         return;
+    ptq_k_blas_single_thread();
     if (rows == 0) { /* no input channels: the output is the bias */
         for (int64_t i = 0; i < p->n * p->c_out * out_size; i++)
             y[i] = b ? b[i / out_size % p->c_out] : 0.0f;
@@ -142,29 +168,19 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
     }
     const int64_t n_tiles = (out_size + tile - 1) / tile, n_blocks = (p->n + nb - 1) / nb;
     const int64_t n_items = n_blocks * p->group * n_tiles;
-    const int n_threads = omp_get_max_threads();
-    const int over_items = n_threads > 1 && n_items >= (int64_t)n_threads * CONV_ITEMS_PER_THREAD;
-    const int n_scratch = over_items ? n_threads : 1;
+    const int n_workers = ptq_par_workers();
     const size_t col_per = pointwise ? 0 : (size_t)rows * (size_t)(tile * nb);
     const size_t acc_per = nb > 1 ? (size_t)cg_out * (size_t)(tile * nb) : 0;
     float *scratch = NULL;
     if (col_per + acc_per) {
-        scratch = malloc((size_t)n_scratch * (col_per + acc_per) * sizeof *scratch);
+        scratch = malloc((size_t)n_workers * (col_per + acc_per) * sizeof *scratch);
         if (!scratch) { /* a void kernel cannot report NOMEM: the direct loops need no scratch */
             ptq_k_conv_ref(p, x, w, b, y);
             return;
         }
     }
-    /* inside this loop each sgemm runs on its calling thread: OpenBLAS's OpenMP
-     * build does not nest (changing its thread count per call instead costs
-     * milliseconds: it re-sizes per-thread buffers) */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads) if (over_items)
-    for (int64_t it = 0; it < n_items; it++) {
-        const int64_t t = it % n_tiles, g = it / n_tiles % p->group, blk = it / n_tiles / p->group;
-        const int64_t j0 = t * tile, nj = out_size - j0 < tile ? out_size - j0 : tile;
-        const int64_t n0 = blk * nb, nb_here = p->n - n0 < nb ? p->n - n0 : nb;
-        float *mine = scratch ? scratch + (size_t)omp_get_thread_num() * (col_per + acc_per) : NULL;
-        conv_item(p, x, w, b, y, n0, nb_here, g, j0, nj, pointwise, mine, mine ? mine + col_per : NULL);
-    }
+    conv_job job = {p, x, w, b, y, n_tiles, tile, nb, pointwise, scratch, col_per, acc_per};
+    /* one item at a time: items are whole GEMMs; sgemm runs single-threaded on each pool thread */
+    ptq_parallel_for(n_items, 1, conv_items, &job);
     free(scratch);
 }

@@ -1,9 +1,10 @@
-/* Fast CPU MaxPool / AveragePool / GlobalAveragePool: OpenMP over output
- * rows, each window walking only its in-bounds taps (no per-tap tests).
+/* Fast CPU MaxPool / AveragePool / GlobalAveragePool: the CPU pool over
+ * output rows, each window walking only its in-bounds taps (no per-tap tests).
  * Same taps, order and double sums as kernels/ref/pool.c, so results are
  * bit-identical; checked in tests/parity_pool.c. */
 #include <math.h>
 
+#include "core/parallel.h"
 #include "kernels/kernels.h"
 
 enum { POOL_PARALLEL_MIN = 1 << 14 /* output elements below which one thread is faster */ };
@@ -21,14 +22,25 @@ static inline void tap_range(int64_t start, int64_t lim, int64_t k, int64_t d, i
     *hi = b;
 }
 
-/* x: [n, c, in0, in1, in2]; y: [n, c, out0, out1, out2]. */
-static void pool_cpu(pool_kind kind, const ptq_pool_params *p, const float *x, float *y)
+typedef struct pool_job {
+    pool_kind kind;
+    const ptq_pool_params *p;
+    const float *x;
+    float *y;
+    int64_t n_cols; /* global average pool */
+} pool_job;
+
+/* Output rows [begin, end) (n*c*out0*out1 rows of out2 outputs).
+ * x: [n, c, in0, in1, in2]; y: [n, c, out0, out1, out2]. */
+static void pool_rows(void *arg, int64_t begin, int64_t end, int worker)
 {
+    const pool_job *j = arg;
+    const pool_kind kind = j->kind;
+    const ptq_pool_params *p = j->p;
+    const float *x = j->x;
+    float *y = j->y;
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
-    const int64_t n_rows = p->n * p->c * p->out[0] * p->out[1];
-    const int par = n_rows * p->out[2] >= POOL_PARALLEL_MIN;
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t row = 0; row < n_rows; row++) {
+    for (int64_t row = begin; row < end; row++) {
         const int64_t o1 = row % p->out[1], o0 = row / p->out[1] % p->out[0], nc = row / p->out[1] / p->out[0];
         const float *xp = x + nc * in_size;
         float *yr = y + row * p->out[2];
@@ -74,6 +86,14 @@ static void pool_cpu(pool_kind kind, const ptq_pool_params *p, const float *x, f
     }
 }
 
+static void pool_cpu(pool_kind kind, const ptq_pool_params *p, const float *x, float *y)
+{
+    const int64_t n_rows = p->n * p->c * p->out[0] * p->out[1];
+    pool_job job = {kind, p, x, y, 0};
+    int64_t grain = n_rows * p->out[2] >= POOL_PARALLEL_MIN ? ptq_par_grain(n_rows, 4, 1) : n_rows;
+    ptq_parallel_for(n_rows, grain, pool_rows, &job);
+}
+
 void ptq_k_maxpool_cpu(const ptq_pool_params *p, const float *x, float *y)
 {
     pool_cpu(POOL_MAX, p, x, y);
@@ -84,16 +104,24 @@ void ptq_k_avgpool_cpu(const ptq_pool_params *p, const float *x, float *y)
     pool_cpu(POOL_AVG, p, x, y);
 }
 
+/* Rows [begin, end) of x: [n_rows, n_cols] -> y: [n_rows]. */
+static void gap_rows(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const pool_job *j = arg;
+    const int64_t n_cols = j->n_cols;
+    for (int64_t r = begin; r < end; r++) {
+        double sum = 0.0;
+        const float *xr = j->x + r * n_cols;
+        for (int64_t c = 0; c < n_cols; c++)
+            sum += xr[c];
+        j->y[r] = n_cols ? (float)(sum / (double)n_cols) : 0.0f;
+    }
+}
+
 /* x: [n_rows, n_cols]; y: [n_rows]. */
 void ptq_k_global_avgpool_cpu(int64_t n_rows, int64_t n_cols, const float *x, float *y)
 {
-    const int par = n_rows * n_cols >= POOL_PARALLEL_MIN;
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t r = 0; r < n_rows; r++) {
-        double sum = 0.0;
-        const float *xr = x + r * n_cols;
-        for (int64_t j = 0; j < n_cols; j++)
-            sum += xr[j];
-        y[r] = n_cols ? (float)(sum / (double)n_cols) : 0.0f;
-    }
+    pool_job job = {POOL_AVG, NULL, x, y, n_cols};
+    int64_t grain = n_rows * n_cols >= POOL_PARALLEL_MIN ? ptq_par_grain(n_rows, 4, 1) : n_rows;
+    ptq_parallel_for(n_rows, grain, gap_rows, &job);
 }
