@@ -1,4 +1,4 @@
-/* dtype sizes and names, tensor element counts. Covered by tests/test_tensor.c. */
+/* dtype sizes and names, tensor element counts. Covered by tests/test_status.c. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* Kernel entry points and their parameter blocks, shared by every backend:
  * ptq_k_<op>_ref (kernels/ref, plain loops, the executable spec),
- * ptq_k_<op>_cpu (kernels/cpu, OpenBLAS + OpenMP) and ptq_k_<op>_cuda
+ * ptq_k_<op>_cpu (kernels/cpu, OpenBLAS + the core/parallel.h pool) and ptq_k_<op>_cuda
  * (kernels/cuda, declared in kernels/cuda/cuda_kernels.h). All float32,
  * row-major. Spatial ops are written for 3 spatial dims (D,H,W); 1-D and
  * 2-D problems set the unused leading dims to size 1, kernel 1, stride 1,

@@ -1,5 +1,5 @@
 /* The host backends: "ref" runs every op's kernels/ref implementation,
- * "cpu" its kernels/cpu one (OpenBLAS + OpenMP) where it has one.
+ * "cpu" its kernels/cpu one (OpenBLAS + the core/parallel.h pool) where it has one.
  * Covered by tests/test_exec.c and the ONNX conformance run. */
 #include <stdlib.h>
 #include <string.h>

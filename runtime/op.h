@@ -1,7 +1,7 @@
 /* The op table: one entry per supported ONNX op, giving shape/dtype
  * inference and the reference and fast CPU implementations. Backends other
  * than the CPU (runtime/backend_cuda.c) reuse infer and the parameter
- * parsers below. Covered by tests/test_ops.c and the ONNX conformance run. */
+ * parsers below. Covered by tests/test_ops_dense.c, tests/test_ops_shape.c and the ONNX conformance run. */
 #ifndef PTQ_RUNTIME_OP_H
 #define PTQ_RUNTIME_OP_H
 

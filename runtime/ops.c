@@ -1,5 +1,5 @@
 /* The op table: every ONNX op ptq executes, each defined beside its
- * inference and kernels in runtime/ops_*.c. Covered by tests/test_ops.c. */
+ * inference and kernels in runtime/ops_*.c. Covered by tests/test_ops_dense.c, tests/test_ops_shape.c and the ONNX conformance run. */
 #include <string.h>
 
 #include "runtime/op.h"

@@ -1,7 +1,7 @@
 /* Executing a graph on a batch: ptq_exec runs every node through a backend
  * (ref, cpu or cuda) and calls a tap on every tensor a node produces, which
  * is where observers and fake-quantization hang. Covered by tests/test_exec.c,
- * tests/onnx_conformance.c and tests/cuda_parity_exec.c. */
+ * tests/onnx_conformance.c and tests/cuda_exec.c. */
 #ifndef PTQ_RUNTIME_H
 #define PTQ_RUNTIME_H
 

@@ -1,6 +1,6 @@
 /* Element types (numbered as ONNX TensorProto.DataType) and the runtime
  * tensor: a dtype, a shape and one buffer on the host or a device.
- * Covered by tests/test_tensor.c. */
+ * Covered by tests/test_status.c. */
 #ifndef PTQ_TENSOR_H
 #define PTQ_TENSOR_H
 
