@@ -11,6 +11,21 @@
 /* im2col scratch is filled a chunk of images at a time, at most this much */
 #define CONV_SCRATCH_BYTES ((size_t)256 << 20)
 
+/* The im2col element of image img, input channel c, kernel offset kk (in k
+ * order) and output position o: the input under that tap, 0 in the padding. */
+template <typename I>
+static __device__ float im2col_value(const ptq_conv_params &p, const float *x, int64_t img, I c, I kk, I o)
+{
+    I o2 = o % (I)p.out[2], o1 = (o / (I)p.out[2]) % (I)p.out[1], o0 = o / ((I)p.out[2] * (I)p.out[1]);
+    I q2 = kk % (I)p.k[2], q1 = (kk / (I)p.k[2]) % (I)p.k[1], q0 = kk / ((I)p.k[2] * (I)p.k[1]);
+    int64_t i0 = (int64_t)o0 * p.stride[0] - p.pad_lo[0] + (int64_t)q0 * p.dil[0];
+    int64_t i1 = (int64_t)o1 * p.stride[1] - p.pad_lo[1] + (int64_t)q1 * p.dil[1];
+    int64_t i2 = (int64_t)o2 * p.stride[2] - p.pad_lo[2] + (int64_t)q2 * p.dil[2];
+    if (i0 < 0 || i0 >= p.in[0] || i1 < 0 || i1 >= p.in[1] || i2 < 0 || i2 >= p.in[2])
+        return 0.0f;
+    return x[(img * p.c_in + c) * (p.in[0] * p.in[1] * p.in[2]) + (i0 * p.in[1] + i1) * p.in[2] + i2];
+}
+
 /* col: [n_img, c_in * K, OUT] for images img0.. of x, where K = k0*k1*k2 and
  * OUT = out0*out1*out2; row (c * K + kk), kk the kernel offset in k order. */
 template <typename I>
@@ -18,55 +33,28 @@ static __global__ void im2col_kernel(ptq_conv_params p, const float *x, int64_t 
 {
     const I k_sz = (I)(p.k[0] * p.k[1] * p.k[2]);
     const I out_sz = (I)(p.out[0] * p.out[1] * p.out[2]);
-    const I in_sz = (I)(p.in[0] * p.in[1] * p.in[2]);
-    const I c_in = (I)p.c_in;
-    const I total = n_img * c_in * k_sz * out_sz;
+    const I total = n_img * (I)p.c_in * k_sz * out_sz;
     for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += (I)gridDim.x * (I)blockDim.x) {
-        I o = i % out_sz;
         I r = i / out_sz;
         I kk = r % k_sz;
         r /= k_sz;
-        I c = r % c_in;
-        I img = r / c_in;
-        I o2 = o % (I)p.out[2], o1 = (o / (I)p.out[2]) % (I)p.out[1], o0 = o / ((I)p.out[2] * (I)p.out[1]);
-        I q2 = kk % (I)p.k[2], q1 = (kk / (I)p.k[2]) % (I)p.k[1], q0 = kk / ((I)p.k[2] * (I)p.k[1]);
-        int64_t i0 = (int64_t)o0 * p.stride[0] - p.pad_lo[0] + (int64_t)q0 * p.dil[0];
-        int64_t i1 = (int64_t)o1 * p.stride[1] - p.pad_lo[1] + (int64_t)q1 * p.dil[1];
-        int64_t i2 = (int64_t)o2 * p.stride[2] - p.pad_lo[2] + (int64_t)q2 * p.dil[2];
-        float v = 0.0f;
-        if (i0 >= 0 && i0 < p.in[0] && i1 >= 0 && i1 < p.in[1] && i2 >= 0 && i2 < p.in[2]) {
-            int64_t src = ((int64_t)img0 + img) * p.c_in + c;
-            v = x[src * in_sz + (i0 * p.in[1] + i1) * p.in[2] + i2];
-        }
-        col[i] = v;
+        col[i] = im2col_value<I>(p, x, img0 + r / (I)p.c_in, r % (I)p.c_in, kk, i % out_sz);
     }
 }
 
 /* colw: [c_in * K, n_img, OUT] (images side by side along the columns) for
- * images img0.. of x; the same gather as im2col_kernel. */
+ * images img0.. of x. */
 template <typename I>
 static __global__ void im2col_wide_kernel(ptq_conv_params p, const float *x, int64_t img0, I n_img, float *colw)
 {
     const I k_sz = (I)(p.k[0] * p.k[1] * p.k[2]);
     const I out_sz = (I)(p.out[0] * p.out[1] * p.out[2]);
-    const I in_sz = (I)(p.in[0] * p.in[1] * p.in[2]);
     const I total = (I)p.c_in * k_sz * n_img * out_sz;
     for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += (I)gridDim.x * (I)blockDim.x) {
-        I o = i % out_sz;
         I r = i / out_sz;
         I img = r % n_img;
         r /= n_img;
-        I kk = r % k_sz;
-        I c = r / k_sz;
-        I o2 = o % (I)p.out[2], o1 = (o / (I)p.out[2]) % (I)p.out[1], o0 = o / ((I)p.out[2] * (I)p.out[1]);
-        I q2 = kk % (I)p.k[2], q1 = (kk / (I)p.k[2]) % (I)p.k[1], q0 = kk / ((I)p.k[2] * (I)p.k[1]);
-        int64_t i0 = (int64_t)o0 * p.stride[0] - p.pad_lo[0] + (int64_t)q0 * p.dil[0];
-        int64_t i1 = (int64_t)o1 * p.stride[1] - p.pad_lo[1] + (int64_t)q1 * p.dil[1];
-        int64_t i2 = (int64_t)o2 * p.stride[2] - p.pad_lo[2] + (int64_t)q2 * p.dil[2];
-        float v = 0.0f;
-        if (i0 >= 0 && i0 < p.in[0] && i1 >= 0 && i1 < p.in[1] && i2 >= 0 && i2 < p.in[2])
-            v = x[(((int64_t)img0 + img) * p.c_in + c) * in_sz + (i0 * p.in[1] + i1) * p.in[2] + i2];
-        colw[i] = v;
+        colw[i] = im2col_value<I>(p, x, img0 + img, r / k_sz, r % k_sz, i % out_sz);
     }
 }
 
