@@ -21,7 +21,7 @@ static const char eval_help[] =
     "  --data PATH          HDF5 file or PNG folder root/<class>/*.png\n"
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
     "  --batch N            images per batch (default 256)\n"
-    "  --threads N          CPU threads (default: every core)\n"
+    "  --threads N          CPU threads (default: every CPU the process may run on)\n"
     "  --limit N            evaluate only the first N images\n"
     "  --preprocess SPEC    override the model's ptq.preprocess metadata, e.g.\n"
     "                       \"scale=0.00392 mean=0.485,0.456,0.406 std=0.229,0.224,0.225 resize=256\"\n"

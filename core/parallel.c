@@ -1,7 +1,7 @@
 /* CPU thread pool: a fixed set of pthreads woken per loop; items are
  * claimed with an atomic counter and the caller returns once all are done.
  * See core/parallel.h. Covered by tests/test_parallel.c. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -95,8 +95,9 @@ void ptq_par_on_thread_start(void (*fn)(void))
 int ptq_par_workers(void)
 {
     pthread_mutex_lock(&pool.mu);
-    if (pool.n_threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (pool.n_threads == 0) { /* the CPUs this process may run on (taskset, cpusets), else those online */
+        cpu_set_t set;
+        long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
         pool.n_threads = n < 1 ? 1 : (n > PAR_MAX_THREADS ? PAR_MAX_THREADS : (int)n);
     }
     int n = pool.n_threads;

@@ -18,7 +18,8 @@ typedef void (*ptq_par_body)(void *arg, int64_t begin, int64_t end, int worker);
  * with another loop (nested or concurrent calls). */
 void ptq_parallel_for(int64_t n, int64_t grain, ptq_par_body body, void *arg);
 
-/* Threads a loop may use, the caller included (default: online CPUs). */
+/* Threads a loop may use, the caller included (default: the CPUs the process
+ * may run on). */
 int ptq_par_workers(void);
 void ptq_par_set_workers(int n);
 
