@@ -46,15 +46,7 @@ ptq_status ptq_op_conv_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_conv_params
     p->c_in = c_in;
     p->c_out = c_out;
     p->group = group;
-    for (int s = 0; s < PTQ_SPATIAL; s++) {
-        p->in[s] = win.in[s];
-        p->out[s] = win.out[s];
-        p->k[s] = win.k[s];
-        p->stride[s] = win.stride[s];
-        p->dil[s] = win.dil[s];
-        p->pad_lo[s] = win.pad_lo[s];
-        p->pad_hi[s] = win.pad_hi[s];
-    }
+    ptq_window_export(&win, p->in, p->out, p->k, p->stride, p->dil, p->pad_lo, p->pad_hi);
 done:
     return st;
 }

@@ -21,15 +21,7 @@ ptq_status ptq_op_pool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params
     memset(p, 0, sizeof *p);
     p->n = x->dims[0];
     p->c = x->dims[1];
-    for (int s = 0; s < PTQ_SPATIAL; s++) {
-        p->in[s] = w.in[s];
-        p->out[s] = w.out[s];
-        p->k[s] = w.k[s];
-        p->stride[s] = w.stride[s];
-        p->dil[s] = w.dil[s];
-        p->pad_lo[s] = w.pad_lo[s];
-        p->pad_hi[s] = w.pad_hi[s];
-    }
+    ptq_window_export(&w, p->in, p->out, p->k, p->stride, p->dil, p->pad_lo, p->pad_hi);
     p->count_include_pad = ptq_node_attr_int(io->node, "count_include_pad", 0) != 0;
     return PTQ_OK;
 }

@@ -161,3 +161,17 @@ ptq_status ptq_window_output(ptq_ctx *ctx, const ptq_op_io *io, int64_t n, int64
                                ptq_dims_str(y->dims, y->ndim, ys, sizeof ys));
     return PTQ_OK;
 }
+
+void ptq_window_export(const ptq_window *w, int64_t *in, int64_t *out, int64_t *k, int64_t *stride, int64_t *dil,
+                       int64_t *pad_lo, int64_t *pad_hi)
+{
+    for (int s = 0; s < PTQ_SPATIAL; s++) {
+        in[s] = w->in[s];
+        out[s] = w->out[s];
+        k[s] = w->k[s];
+        stride[s] = w->stride[s];
+        dil[s] = w->dil[s];
+        pad_lo[s] = w->pad_lo[s];
+        pad_hi[s] = w->pad_hi[s];
+    }
+}

@@ -38,4 +38,8 @@ ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor 
 ptq_status ptq_window_output(ptq_ctx *ctx, const ptq_op_io *io, int64_t n, int64_t c, int n_spatial,
                              const int64_t *out, ptq_tensor *y);
 
+/* Copies w's geometry into a kernel parameter block's arrays (each [PTQ_SPATIAL]). */
+void ptq_window_export(const ptq_window *w, int64_t *in, int64_t *out, int64_t *k, int64_t *stride, int64_t *dil,
+                       int64_t *pad_lo, int64_t *pad_hi);
+
 #endif
