@@ -111,4 +111,28 @@ void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x
 void ptq_k_transpose_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *perm, const void *x,
                          void *y);
 
+/* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
+ * Both give the same result whatever the split of x into pieces: min/max
+ * order -0 below +0, so they are associative and commutative bit for bit. */
+typedef struct ptq_observe_stats {
+    int64_t count;                /* elements */
+    int64_t n_zero, n_nan, n_inf; /* +0/-0, NaN, +/-Inf */
+    float min, max;               /* over finite values; +INFINITY / -INFINITY when there is none */
+} ptq_observe_stats;
+
+/* The stats of no elements. */
+void ptq_observe_stats_clear(ptq_observe_stats *s);
+/* dst = the stats of dst's elements and src's together. */
+void ptq_observe_stats_combine(ptq_observe_stats *dst, const ptq_observe_stats *src);
+
+/* x: [n] -> *s (overwritten). */
+void ptq_k_observe_stats_ref(const float *x, int64_t n, ptq_observe_stats *s);
+void ptq_k_observe_stats_cpu(const float *x, int64_t n, ptq_observe_stats *s);
+/* x: [n]; hist: [n_bins], added into: each finite nonzero v adds 1 to bin
+ * floor(|v| * scale), computed exactly. scale: a power of two, a double
+ * because tiny ranges need one beyond float (up to 2^172); the caller
+ * guarantees |v| * scale < n_bins for every finite v. */
+void ptq_k_observe_hist_ref(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist);
+void ptq_k_observe_hist_cpu(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist);
+
 #endif

@@ -1,0 +1,120 @@
+/* Parity of kernels/cpu/observe.c with kernels/ref/observe.c: stats and
+ * histograms on seeded data with zeros, -0, NaN, Inf and subnormals, sizes
+ * from 0 to 1M+, bin counts 2048..65536, ranges whose scale needs double,
+ * and pool sizes 1, 2 and 5. Integer counts and min/max must be bit-exact. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/parallel.h"
+#include "kernels/kernels.h"
+#include "testlib.h"
+
+/* x: [n]: uniform in [-amax, amax) with specials sprinkled in at rate `special`. */
+static void fill(float *x, int64_t n, float amax, float special)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float u = test_rand_uniform(0.0f, 1.0f);
+        float v = test_rand_uniform(-amax, amax);
+        if (u < special) {
+            switch ((int)(test_rand_uniform(0.0f, 6.0f))) {
+            case 0: v = 0.0f; break;
+            case 1: v = -0.0f; break;
+            case 2: v = NAN; break;
+            case 3: v = test_rand_uniform(0.0f, 1.0f) < 0.5f ? INFINITY : -INFINITY; break;
+            case 4: v = test_rand_uniform(-1e-38f, 1e-38f); break; /* mostly subnormal */
+            default: v = amax > 1e38f ? -FLT_MAX : amax * 0x1.fffffep-1f; break; /* the top bin */
+            }
+        }
+        x[i] = v;
+    }
+}
+
+static int same_stats(const ptq_observe_stats *a, const ptq_observe_stats *b)
+{
+    return a->count == b->count && a->n_zero == b->n_zero && a->n_nan == b->n_nan && a->n_inf == b->n_inf &&
+           memcmp(&a->min, &b->min, sizeof a->min) == 0 && memcmp(&a->max, &b->max, sizeof a->max) == 0;
+}
+
+/* The exponent e with every finite |x| < 2^e, as the observer picks it. */
+static int range_exponent(const float *x, int64_t n)
+{
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i]))
+            amax = fmaxf(amax, fabsf(x[i]));
+    int e = 0;
+    frexpf(amax, &e);
+    return e;
+}
+
+typedef struct range_case {
+    float amax;
+    int extra_e; /* bins over a range 2^extra_e wider than needed */
+} range_case;
+
+int main(void)
+{
+    const int saved = ptq_par_workers();
+    static const int64_t sizes[] = {0, 1, 2, 3, 7, 17, 255, 1000, 4097, 32767, 32768, 65537, 300001, (1 << 20) + 3};
+    static const int64_t bin_counts[] = {2048, 4096, 65536};
+    static const range_case ranges[] = {{1.0f, 0}, {6.0f, 3}, {1e30f, 0}, {3e38f, 0}, {1e-30f, 0}, {1e-36f, 1}, {1e-39f, 0}};
+    static const int pools[] = {1, 2, 5};
+    const int64_t n_max = (1 << 20) + 3;
+    float *x = malloc(sizeof(float) * (size_t)n_max);
+    int64_t *h_ref = malloc(sizeof(int64_t) * 65536), *h_cpu = malloc(sizeof(int64_t) * 65536);
+    if (!x || !h_ref || !h_cpu) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    int n_cases = 0, n_double_scale = 0;
+    test_rand_seed(42);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+            const int64_t n = sizes[s];
+            fill(x, n, ranges[r].amax, r % 2 ? 0.3f : 0.01f);
+            const int e = range_exponent(x, n) + ranges[r].extra_e;
+            ptq_observe_stats ref, cpu;
+            ptq_k_observe_stats_ref(x, n, &ref);
+            for (size_t b = 0; b < sizeof bin_counts / sizeof bin_counts[0]; b++) {
+                const int64_t n_bins = bin_counts[b];
+                int log2_bins = 0;
+                while (((int64_t)1 << log2_bins) < n_bins)
+                    log2_bins++;
+                const double scale = ldexp(1.0, log2_bins - e);
+                n_double_scale += n > 0 && scale > (double)FLT_MAX;
+                for (int64_t i = 0; i < n_bins; i++) /* both add into the same prior counts */
+                    h_ref[i] = h_cpu[i] = (int64_t)(i * 7 % 13);
+                ptq_k_observe_hist_ref(x, n, scale, n_bins, h_ref);
+                for (size_t p = 0; p < sizeof pools / sizeof pools[0]; p++) {
+                    ptq_par_set_workers(pools[p]);
+                    ptq_k_observe_stats_cpu(x, n, &cpu);
+                    CHECK_MSG(same_stats(&cpu, &ref), "stats: n %lld amax %g workers %d", (long long)n,
+                              ranges[r].amax, pools[p]);
+                    for (int64_t i = 0; i < n_bins; i++)
+                        h_cpu[i] = (int64_t)(i * 7 % 13);
+                    ptq_k_observe_hist_cpu(x, n, scale, n_bins, h_cpu);
+                    CHECK_MSG(memcmp(h_cpu, h_ref, sizeof(int64_t) * (size_t)n_bins) == 0,
+                              "hist: n %lld amax %g e %d bins %lld workers %d", (long long)n, ranges[r].amax, e,
+                              (long long)n_bins, pools[p]);
+                    n_cases++;
+                }
+            }
+            /* the ref itself: counts add up, min/max are finite extremes */
+            int64_t binned = 0;
+            for (int64_t i = 0; i < n; i++)
+                binned += isfinite(x[i]) && x[i] != 0.0f;
+            CHECK(ref.count == n && ref.count - ref.n_zero - ref.n_nan - ref.n_inf == binned);
+            CHECK(n == 0 || ref.n_nan + ref.n_inf == n || (isfinite(ref.min) && isfinite(ref.max) && ref.min <= ref.max));
+        }
+    }
+    /* tiny ranges (1e-36 and subnormal data) need scales beyond float: the cpu kernel's double path */
+    CHECK(n_double_scale > 0);
+    printf("parity_observe: %d kernel comparisons, %d sizes x bin counts with a scale beyond float\n", n_cases, n_double_scale);
+    ptq_par_set_workers(saved);
+    free(x);
+    free(h_ref);
+    free(h_cpu);
+    return test_done("parity_observe");
+}
