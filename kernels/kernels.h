@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA files share the parameter blocks and a few helpers */
+#endif
+
 #define PTQ_SPATIAL 3
 
 typedef struct ptq_conv_params {
@@ -134,5 +138,9 @@ void ptq_k_observe_stats_cpu(const float *x, int64_t n, ptq_observe_stats *s);
  * guarantees |v| * scale < n_bins for every finite v. */
 void ptq_k_observe_hist_ref(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist);
 void ptq_k_observe_hist_cpu(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -94,6 +94,13 @@ ptq_status ptq_k_softmax_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t outer, int6
 ptq_status ptq_k_transpose_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t elem_bytes, int ndim, const int64_t *in_dims,
                                 const int64_t *perm, const void *x, void *y);
 
+/* Observer passes (kernels/ref/observe.c's contracts). x: [n] device
+ * floats. stats: into host *s, complete on return. hist: adds into the
+ * device histogram hist: [n_bins] (scale and n_bins as in the ref). */
+ptq_status ptq_k_observe_stats_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, ptq_observe_stats *s);
+ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, double scale,
+                                   int64_t n_bins, unsigned long long *hist);
+
 #ifdef __cplusplus
 }
 #endif
