@@ -25,25 +25,6 @@ int main(void)
 
 #include "kernels/cuda/cuda_kernels.h"
 
-/* x: [n]: uniform in [-amax, amax) with specials sprinkled in at rate `special`. */
-static void fill(float *x, int64_t n, float amax, float special)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float u = test_rand_uniform(0.0f, 1.0f);
-        float v = test_rand_uniform(-amax, amax);
-        if (u < special) {
-            switch ((int)(test_rand_uniform(0.0f, 6.0f))) {
-            case 0: v = 0.0f; break;
-            case 1: v = -0.0f; break;
-            case 2: v = NAN; break;
-            case 3: v = test_rand_uniform(0.0f, 1.0f) < 0.5f ? INFINITY : -INFINITY; break;
-            case 4: v = test_rand_uniform(-1e-38f, 1e-38f); break;
-            default: v = amax > 1e38f ? -FLT_MAX : amax * 0x1.fffffep-1f; break;
-            }
-        }
-        x[i] = v;
-    }
-}
 
 int main(void)
 {
@@ -77,7 +58,7 @@ int main(void)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
             const int64_t n = sizes[s];
-            fill(x, n, ranges[r], r % 2 ? 0.3f : 0.01f);
+            test_fill_specials(x, n, ranges[r], r % 2 ? 0.3f : 0.01f);
             CHECK(ptq_cuda_upload(&ctx, dev, x_dev, x, sizeof(float) * (size_t)n) == PTQ_OK);
             ptq_observe_stats ref, got;
             ptq_k_observe_stats_ref(x, n, &ref);

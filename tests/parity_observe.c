@@ -11,25 +11,6 @@
 #include "kernels/kernels.h"
 #include "testlib.h"
 
-/* x: [n]: uniform in [-amax, amax) with specials sprinkled in at rate `special`. */
-static void fill(float *x, int64_t n, float amax, float special)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float u = test_rand_uniform(0.0f, 1.0f);
-        float v = test_rand_uniform(-amax, amax);
-        if (u < special) {
-            switch ((int)(test_rand_uniform(0.0f, 6.0f))) {
-            case 0: v = 0.0f; break;
-            case 1: v = -0.0f; break;
-            case 2: v = NAN; break;
-            case 3: v = test_rand_uniform(0.0f, 1.0f) < 0.5f ? INFINITY : -INFINITY; break;
-            case 4: v = test_rand_uniform(-1e-38f, 1e-38f); break; /* mostly subnormal */
-            default: v = amax > 1e38f ? -FLT_MAX : amax * 0x1.fffffep-1f; break; /* the top bin */
-            }
-        }
-        x[i] = v;
-    }
-}
 
 static int same_stats(const ptq_observe_stats *a, const ptq_observe_stats *b)
 {
@@ -73,7 +54,7 @@ int main(void)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
             const int64_t n = sizes[s];
-            fill(x, n, ranges[r].amax, r % 2 ? 0.3f : 0.01f);
+            test_fill_specials(x, n, ranges[r].amax, r % 2 ? 0.3f : 0.01f);
             const int e = range_exponent(x, n) + ranges[r].extra_e;
             ptq_observe_stats ref, cpu;
             ptq_k_observe_stats_ref(x, n, &ref);

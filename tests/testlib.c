@@ -1,6 +1,7 @@
 /* Shared helpers for the C tests: checks, seeded random data, tolerance compare. */
 #include "testlib.h"
 
+#include <float.h>
 #include <math.h>
 
 int ptq_test_failures;
@@ -26,6 +27,25 @@ void test_fill_uniform(float *x, int64_t n, float lo, float hi)
 {
     for (int64_t i = 0; i < n; i++)
         x[i] = test_rand_uniform(lo, hi);
+}
+
+void test_fill_specials(float *x, int64_t n, float amax, float special)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float u = test_rand_uniform(0.0f, 1.0f);
+        float v = test_rand_uniform(-amax, amax);
+        if (u < special) {
+            switch ((int)(test_rand_uniform(0.0f, 6.0f))) {
+            case 0: v = 0.0f; break;
+            case 1: v = -0.0f; break;
+            case 2: v = NAN; break;
+            case 3: v = test_rand_uniform(0.0f, 1.0f) < 0.5f ? INFINITY : -INFINITY; break;
+            case 4: v = test_rand_uniform(-1e-38f, 1e-38f); break; /* mostly subnormal */
+            default: v = amax > 1e38f ? -FLT_MAX : amax * 0x1.fffffep-1f; break; /* the top bin */
+            }
+        }
+        x[i] = v;
+    }
 }
 
 int test_close(const char *label, const float *got, const float *ref, int64_t n, float rtol, float atol)

@@ -36,6 +36,11 @@ void test_rand_seed(uint64_t seed);
 float test_rand_uniform(float lo, float hi);
 void test_fill_uniform(float *x, int64_t n, float lo, float hi);
 
+/* x: [n]: uniform in [-amax, amax), with rate `special` of them replaced by
+ * +0, -0, NaN, +/-Inf, subnormals or the largest value below amax (-FLT_MAX
+ * when amax > 1e38): the observer tests' data. */
+void test_fill_specials(float *x, int64_t n, float amax, float special);
+
 /* max |a-b| / (atol + rtol*|ref|) over n elements: <= 1 passes. Prints the
  * worst element under label when it fails. Returns 1 on pass. */
 int test_close(const char *label, const float *got, const float *ref, int64_t n, float rtol, float atol);
