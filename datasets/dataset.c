@@ -105,3 +105,25 @@ ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no output buffer for %lld samples of %s", (long long)n, ds->path);
     return ds->h5 ? ds_hdf5_read(ctx, ds, start, n, p, x, labels) : ds_png_read(ctx, ds, start, n, p, x, labels);
 }
+
+void ds_first_error_init(ds_first_error *e, int64_t n)
+{
+    pthread_mutex_init(&e->mu, NULL);
+    e->index = n;
+    ptq_ctx_init(&e->err);
+}
+
+void ds_first_error_note(ds_first_error *e, int64_t i, const ptq_ctx *err)
+{
+    pthread_mutex_lock(&e->mu);
+    if (i < e->index) {
+        e->index = i;
+        e->err = *err;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void ds_first_error_free(ds_first_error *e)
+{
+    pthread_mutex_destroy(&e->mu);
+}

@@ -5,6 +5,7 @@
 #define PTQ_DATASETS_INTERNAL_H
 
 #include <hdf5.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <zlib.h>
 
@@ -54,6 +55,19 @@ typedef struct ds_image {
  * palette -> RGB(A), gray below 8 bits -> 8 bits, 16 bits kept.
  * header_only: fills the geometry without decoding pixels.
  * An undecodable file gives PTQ_ERR_DATA naming path. */
+/* The failure of the lowest sample index in a read spread over the CPU pool,
+ * so the error reported does not depend on the thread count. */
+typedef struct ds_first_error {
+    pthread_mutex_t mu; /* guards index and err */
+    int64_t index;      /* n (none) until a sample fails */
+    ptq_ctx err;
+} ds_first_error;
+
+void ds_first_error_init(ds_first_error *e, int64_t n);
+/* Keeps err when sample i precedes the one recorded; any pool thread may call it. */
+void ds_first_error_note(ds_first_error *e, int64_t i, const ptq_ctx *err);
+void ds_first_error_free(ds_first_error *e);
+
 ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only);
 void ds_image_free(ds_image *img);
 /* Writes pixels: [h, w] 8-bit gray as a PNG at path. */

@@ -3,7 +3,6 @@
  * the requested samples come off disk. Covered by tests/test_datasets.c
  * and tests/datasets_test.py. */
 #define _POSIX_C_SOURCE 200809L
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,9 +379,7 @@ typedef struct h5_job {
     const ptq_preprocess *p;
     float *x;
     int64_t per_sample;
-    pthread_mutex_t mu; /* guards first_bad and bad */
-    int64_t first_bad;
-    ptq_ctx bad;
+    ds_first_error bad;
 } h5_job;
 
 static void h5_samples(void *arg, int64_t begin, int64_t end, int worker)
@@ -396,12 +393,7 @@ static void h5_samples(void *arg, int64_t begin, int64_t end, int worker)
         if (ptq_preprocess_image(&local, job->p, (const char *)h->scratch + (size_t)j * h->sample_bytes, h->dtype,
                                  ds->height, ds->width, ds->channels, h->planar,
                                  job->x + j * job->per_sample) != PTQ_OK) {
-            pthread_mutex_lock(&job->mu);
-            if (j < job->first_bad) {
-                job->first_bad = j;
-                job->bad = local;
-            }
-            pthread_mutex_unlock(&job->mu);
+            ds_first_error_note(&job->bad, j, &local);
         }
     }
 }
@@ -416,13 +408,12 @@ static ptq_status preprocess_piece(ptq_ctx *ctx, ptq_dataset *ds, int64_t m, con
     job.p = p;
     job.x = x;
     job.per_sample = (int64_t)p->n_channels * p->height * p->width;
-    job.first_bad = m;
-    pthread_mutex_init(&job.mu, NULL);
+    ds_first_error_init(&job.bad, m);
     ptq_parallel_for(m, ptq_par_grain(m, 4, 8), h5_samples, &job);
-    pthread_mutex_destroy(&job.mu);
-    if (job.first_bad == m)
+    ds_first_error_free(&job.bad);
+    if (job.bad.index == m)
         return PTQ_OK;
-    return ptq_fail(ctx, job.bad.code, "%s: %s", ds->path, job.bad.msg);
+    return ptq_fail(ctx, job.bad.err.code, "%s: %s", ds->path, job.bad.err.msg);
 }
 
 ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,

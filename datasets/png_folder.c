@@ -6,7 +6,6 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,9 +237,7 @@ typedef struct png_job {
     const ptq_preprocess *p;
     float *x;
     int32_t *labels;
-    pthread_mutex_t mu; /* guards first_bad and bad */
-    int64_t first_bad;
-    ptq_ctx bad;
+    ds_first_error bad;
 } png_job;
 
 static void png_samples(void *arg, int64_t begin, int64_t end, int worker)
@@ -266,12 +263,7 @@ static void png_samples(void *arg, int64_t begin, int64_t end, int worker)
         if (j->labels)
             j->labels[i] = f->label[s];
         if (st != PTQ_OK) {
-            pthread_mutex_lock(&j->mu);
-            if (i < j->first_bad) {
-                j->first_bad = i;
-                j->bad = local;
-            }
-            pthread_mutex_unlock(&j->mu);
+            ds_first_error_note(&j->bad, i, &local);
         }
     }
 }
@@ -294,13 +286,12 @@ ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, 
     job.p = p;
     job.x = x;
     job.labels = labels;
-    job.first_bad = n;
-    pthread_mutex_init(&job.mu, NULL);
+    ds_first_error_init(&job.bad, n);
     ptq_parallel_for(n, 4, png_samples, &job);
-    pthread_mutex_destroy(&job.mu);
-    if (job.first_bad == n)
+    ds_first_error_free(&job.bad);
+    if (job.bad.index == n)
         return PTQ_OK;
     if (ctx)
-        *ctx = job.bad;
-    return job.bad.code;
+        *ctx = job.bad.err;
+    return job.bad.err.code;
 }
