@@ -10,7 +10,6 @@ Writes bench/results/<date>-eval-cpu-<host>.md. Run after scripts/setup.sh:
 """
 import argparse
 import datetime
-import gzip
 import json
 import os
 import platform
@@ -21,26 +20,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
-
-
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from benchlib import FM, cpu_model, idx
 
 
 def main():

@@ -15,16 +15,6 @@ static const char info_help[] =
     "count, whether ptq supports every node, and the tensors a later stage\n"
     "would quantize (activations and weights).\n";
 
-static int is_weighted_op(const char *op)
-{
-    return strcmp(op, "Conv") == 0 || strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0;
-}
-
-static int is_const(const ptq_value *v)
-{
-    return (v->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)) != 0;
-}
-
 static cJSON *value_json(const ptq_value *v)
 {
     cJSON *o = cJSON_CreateObject();
@@ -89,21 +79,8 @@ int cmd_info(int argc, char **argv)
         if (j == n_ops)
             ops[n_ops++] = n->op_type;
         counts[j]++;
-        for (int i = 0; i < n->n_outputs; i++)
-            if (n->outputs[i] >= 0 && g->values[n->outputs[i]].dtype == PTQ_DT_FLOAT &&
-                strcmp(n->op_type, "Constant") != 0)
-                act[n->outputs[i]] = 1;
-        if (is_weighted_op(n->op_type))
-            for (int i = 0; i < n->n_inputs && i < 2; i++) {
-                int v = n->inputs[i];
-                if (v < 0 || g->values[v].dtype != PTQ_DT_FLOAT)
-                    continue;
-                if (is_const(&g->values[v]))
-                    wt[v] = 1;
-                else
-                    act[v] = 1;
-            }
     }
+    ptq_graph_quantizable(g, act, wt);
     int n_act = 0, n_wt = 0;
     for (int v = 0; v < g->n_values; v++) {
         n_act += act[v];

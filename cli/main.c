@@ -10,6 +10,9 @@
 int cmd_eval(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_data(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 static const char main_help[] =
     "usage: ptq <command> [options]    (ptq <command> --help for its options)\n"
@@ -17,6 +20,10 @@ static const char main_help[] =
     "ptq: post-training quantization and calibration for ONNX models.\n"
     "\n"
     "commands:\n"
+    "  calibrate     observe every quantizable tensor over a data set -> calibration archive (HDF5)\n"
+    "  export        ranges from an archive (minmax, entropy, percentile, mse) -> TensorRT cache,\n"
+    "                ONNX Runtime tables or JSON\n"
+    "  merge         add archives of disjoint shards exactly\n"
     "  eval          FP32 accuracy, per-class metrics and confusion matrix of a model on a data set\n"
     "  info          a model's inputs, outputs, ops, parameters and quantizable tensors\n"
     "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder\n"
@@ -55,6 +62,12 @@ int main(int argc, char **argv)
         return cmd_info(argc - 2, argv + 2);
     if (strcmp(cmd, "data") == 0)
         return cmd_data(argc - 2, argv + 2);
+    if (strcmp(cmd, "calibrate") == 0)
+        return cmd_calibrate(argc - 2, argv + 2);
+    if (strcmp(cmd, "export") == 0)
+        return cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "merge") == 0)
+        return cmd_merge(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("ptq %s%s\nopenblas kernels: %s\n", PTQ_VERSION, ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "",
                ptq_cpu_blas_core());

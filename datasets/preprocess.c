@@ -324,3 +324,26 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
     }
     return PTQ_OK;
 }
+
+/* "a,b,c" of the first n values, each %.9g (float round-trips). */
+static void format_floats(const float *v, int n, char *buf, size_t n_buf)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < n_buf; i++) {
+        int k = snprintf(buf + used, n_buf - used, "%s%.9g", i ? "," : "", (double)v[i]);
+        used += k > 0 ? (size_t)k : 0;
+    }
+}
+
+char *ptq_preprocess_format(const ptq_preprocess *p, char *buf, size_t n_buf)
+{
+    char mean[128], std[128];
+    const int n_ch = p->n_channels == 3 ? 3 : 1;
+    format_floats(p->mean, n_ch, mean, sizeof mean);
+    format_floats(p->std, n_ch, std, sizeof std);
+    snprintf(buf, n_buf, "scale=%.9g mean=%s std=%s channels=%d layout=%s order=%s size=%lldx%lld resize=%lld",
+             (double)p->scale, mean, std, p->n_channels, p->nhwc ? "NHWC" : "NCHW", p->bgr ? "BGR" : "RGB",
+             (long long)p->height, (long long)p->width, (long long)p->resize);
+    return buf;
+}

@@ -139,6 +139,18 @@ void ptq_k_observe_stats_cpu(const float *x, int64_t n, ptq_observe_stats *s);
 void ptq_k_observe_hist_ref(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist);
 void ptq_k_observe_hist_cpu(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist);
 
+/* FP8 codes (kernels/ref/fp8.c; REFERENCE.md "FP8 encodings"). from_*: round
+ * to nearest even, saturating to +-max (Inf too), NaN -> 0x7F, |x| <= half the
+ * smallest subnormal -> +-0: CUDA's __nv_cvt_float_to_fp8(x, __NV_SATFINITE, ..).
+ * The double forms round once from the double (the calibrators use them).
+ * to_*: exact decoding (E4M3 0x7F/0xFF NaN; E5M2 0x7C Inf, 0x7D-0x7F NaN). */
+uint8_t ptq_k_fp8_e4m3_from_float_ref(float x);
+uint8_t ptq_k_fp8_e5m2_from_float_ref(float x);
+uint8_t ptq_k_fp8_e4m3_from_double_ref(double x);
+uint8_t ptq_k_fp8_e5m2_from_double_ref(double x);
+float ptq_k_fp8_e4m3_to_float_ref(uint8_t code);
+float ptq_k_fp8_e5m2_to_float_ref(uint8_t code);
+
 #ifdef __cplusplus
 }
 #endif

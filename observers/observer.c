@@ -144,3 +144,43 @@ void ptq_observer_get_stats(const ptq_observer *obs, ptq_observer_stats *out)
     out->min = obs->st.min;
     out->max = obs->st.max;
 }
+
+ptq_status ptq_observer_set_state(ptq_ctx *ctx, ptq_observer *obs, const ptq_observer_stats *st, int e,
+                                  const int64_t *hist)
+{
+    if (st->count < 0 || st->n_zero < 0 || st->n_nan < 0 || st->n_inf < 0 || st->n_binned < 0 ||
+        st->n_zero > st->count || st->n_nan > st->count - st->n_zero ||
+        st->n_inf > st->count - st->n_zero - st->n_nan ||
+        st->n_binned != st->count - st->n_zero - st->n_nan - st->n_inf)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                        "observer state: counts do not add up (count %lld, zeros %lld, NaN %lld, Inf %lld, binned %lld)",
+                        (long long)st->count, (long long)st->n_zero, (long long)st->n_nan, (long long)st->n_inf,
+                        (long long)st->n_binned);
+    int64_t sum = 0;
+    for (int64_t i = 0; i < obs->n_bins; i++) {
+        if (hist[i] < 0 || hist[i] > st->n_binned - sum)
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: histogram bin %lld holds %lld, beyond the %lld binned values",
+                            (long long)i, (long long)hist[i], (long long)st->n_binned);
+        sum += hist[i];
+    }
+    if (sum != st->n_binned)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: the histogram sums to %lld, not the %lld binned values",
+                        (long long)sum, (long long)st->n_binned);
+    const int finite = st->count - st->n_nan - st->n_inf > 0;
+    if (finite ? !(isfinite(st->min) && isfinite(st->max) && st->min <= st->max)
+               : !(st->min == INFINITY && st->max == -INFINITY))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: min %g and max %g do not fit %lld finite values",
+                        (double)st->min, (double)st->max, (long long)(st->count - st->n_nan - st->n_inf));
+    if (st->n_binned > 0 && e != range_exponent(fmaxf(-st->min, st->max)))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: range 2^%d does not match max|x| %g", e,
+                        (double)fmaxf(-st->min, st->max));
+    obs->e = st->n_binned > 0 ? e : 0;
+    obs->st.count = st->count;
+    obs->st.n_zero = st->n_zero;
+    obs->st.n_nan = st->n_nan;
+    obs->st.n_inf = st->n_inf;
+    obs->st.min = st->min;
+    obs->st.max = st->max;
+    memcpy(obs->hist, hist, (size_t)obs->n_bins * sizeof *hist);
+    return PTQ_OK;
+}

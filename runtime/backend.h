@@ -5,6 +5,7 @@
 #ifndef PTQ_RUNTIME_BACKEND_H
 #define PTQ_RUNTIME_BACKEND_H
 
+#include "ptq/runtime.h"
 #include "runtime/op.h"
 
 typedef struct ptq_backend ptq_backend;
@@ -13,6 +14,7 @@ struct ptq_backend {
     const char *name; /* "ref", "cpu", "cuda" */
     ptq_mem mem;      /* where its tensors live */
     void *impl;
+    struct ptq_cuda_dev *cuda; /* the GPU context of a cuda backend, else NULL */
     ptq_status (*alloc)(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out);
     void (*release)(ptq_backend *b, void *p);
     ptq_status (*upload)(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *host_src, size_t n_bytes);
@@ -31,5 +33,9 @@ ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend 
 /* PTQ_ERR_NO_DEVICE with the reason when there is no usable GPU or no CUDA build. */
 ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out);
 void ptq_backend_free(ptq_backend *b);
+
+/* The GPU context e's device tensors live on (for observers that run their
+ * own kernels on the same stream), or NULL when e runs on the host. */
+struct ptq_cuda_dev *ptq_exec_cuda_dev(const ptq_exec *e);
 
 #endif

@@ -397,6 +397,7 @@ ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend *
     b->name = cb->name;
     b->mem = PTQ_MEM_CUDA;
     b->impl = cb;
+    b->cuda = cb->dev;
     b->alloc = cuda_alloc;
     b->release = cuda_release;
     b->upload = cuda_upload;

@@ -380,6 +380,17 @@ const char *ptq_exec_device_name(const ptq_exec *e)
     return e->device_name;
 }
 
+void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
+{
+    e->p.tap = tap;
+    e->p.tap_user = tap_user;
+}
+
+struct ptq_cuda_dev *ptq_exec_cuda_dev(const ptq_exec *e)
+{
+    return e->dev ? e->dev->cuda : NULL;
+}
+
 int ptq_exec_n_fallback_nodes(const ptq_exec *e)
 {
     return e->n_fallback;

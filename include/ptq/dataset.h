@@ -52,6 +52,10 @@ void ptq_preprocess_default(ptq_preprocess *p);
  *   size=HxW or S      height=H   width=W         resize=S (0: no resizing)
  * An unknown key or a bad value fails with PTQ_ERR_INVALID_ARG naming it. */
 ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p);
+/* The spec of p in that syntax, every key given, floats round-trip exact
+ * ("scale=0.0039215689 mean=0.286 std=0.353 channels=1 layout=NCHW order=RGB
+ * size=28x28 resize=0"): what calibration archives record. Returns buf. */
+char *ptq_preprocess_format(const ptq_preprocess *p, char *buf, size_t n_buf);
 /* Applies p (steps 1-5 above) to one decoded image.
  * img: h x w x c samples of dtype PTQ_DT_UINT8, PTQ_DT_UINT16 or PTQ_DT_FLOAT,
  *      interleaved [H,W,C] (planar 0) or planar [C,H,W] (planar 1); c is

@@ -115,6 +115,14 @@ ptq_status ptq_graph_load_onnx_bytes(ptq_ctx *ctx, const void *bytes, size_t n_b
                                      ptq_graph **out);
 void ptq_graph_free(ptq_graph *g);
 
+/* The tensors a plan may quantize (model/quantizable.c): act[v] = 1 for the
+ * float non-constant inputs of Conv/Gemm/MatMul and every float node output
+ * (Constant nodes' excepted); wt[v] = 1 for their float constant inputs 0
+ * and 1 (the weights). act and wt: [g->n_values], overwritten; either may be NULL. */
+void ptq_graph_quantizable(const ptq_graph *g, unsigned char *act, unsigned char *wt);
+/* 1 for the op types whose inputs are quantized with their weights: Conv, Gemm, MatMul. */
+int ptq_op_is_weighted(const char *op_type);
+
 /* Lookups: NULL / -1 when absent. */
 const ptq_attr *ptq_node_attr(const ptq_node *n, const char *name);
 int64_t ptq_node_attr_int(const ptq_node *n, const char *name, int64_t dflt);

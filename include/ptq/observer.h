@@ -60,6 +60,16 @@ double ptq_observer_range_max(const ptq_observer *obs);
 const int64_t *ptq_observer_hist(const ptq_observer *obs);
 void ptq_observer_get_stats(const ptq_observer *obs, ptq_observer_stats *out);
 
+/* Replaces obs's whole state with one saved by get_stats, exponent and hist
+ * (an archive read back, or a device observer's download). hist: [n_bins]
+ * of obs. Checks that it is a state an observer can reach: counts >= 0 that
+ * add up, the histogram summing to n_binned, e in [-148, 128] with the
+ * largest |min|/|max| inside [2^(e-1), 2^e) when anything is binned, and an
+ * all-zero histogram otherwise; PTQ_ERR_FORMAT saying which part is off, and
+ * obs is left as it was. */
+ptq_status ptq_observer_set_state(ptq_ctx *ctx, ptq_observer *obs, const ptq_observer_stats *st, int e,
+                                  const int64_t *hist);
+
 #ifdef __cplusplus
 }
 #endif

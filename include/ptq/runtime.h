@@ -42,6 +42,8 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
  * inputs in order. outputs: [g->n_outputs], filled with host tensors owned
  * by the executor, valid until the next run or ptq_exec_free. */
 ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs);
+/* Replaces the tap the executor was created with (tap may be NULL). */
+void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
 /* "cpu", "ref" or "cuda (NVIDIA H200)". */
 const char *ptq_exec_device_name(const ptq_exec *e);
 /* Number of nodes the GPU declined and the CPU ran (0 on CPU backends). */

@@ -55,6 +55,14 @@ ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code
             goto label;          \
     } while (0)
 
+/* Evaluate a fallible call; on failure return its status. */
+#define PTQ_TRY_RET(call)          \
+    do {                           \
+        ptq_status st_ = (call);   \
+        if (st_ != PTQ_OK)         \
+            return st_;            \
+    } while (0)
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 /* Fast CPU convolution: im2col tiles + cblas_sgemm per (image, group,
- * column tile), threads over those tiles; 1x1 stride-1 unpadded convs feed
+ * column tile), threads over those tiles, the same GEMM shapes for every
+ * image whatever the batch; 1x1 stride-1 unpadded convs feed
  * the input to sgemm as is. Mirrors kernels/ref/conv.c; checked against it
  * in tests/parity_conv.c. */
 #include <cblas.h>
@@ -11,8 +12,7 @@
 
 enum {
     CONV_COL_BYTES = 1 << 20, /* im2col tile per thread: stays in cache while sgemm reads it */
-    CONV_TILE_MIN = 64,       /* fewest output columns in a tile */
-    CONV_MAX_IMAGES = 32       /* small images batched into one GEMM */
+    CONV_TILE_MIN = 64        /* fewest output columns in a tile */
 };
 
 /* Columns [j0, j0+nj) of one group's im2col matrix.
@@ -68,46 +68,31 @@ static void im2col(const ptq_conv_params *p, const float *xg, int64_t cg_in, int
                 }
 }
 
-/* One work item: output columns [j0, j0+nj) of images [n0, n0+nb), group g.
- * With nb == 1 the GEMM writes y directly (bias pre-filled); with nb > 1
- * (small images) the images' im2col columns sit side by side so one GEMM
- * covers them, and its result acc: [cg_out, nb*nj] is scattered to y with
- * the bias. col: [rows, nb*nj] scratch, unused for pointwise convs. */
+/* One work item: output columns [j0, j0+nj) of image n0, group g: one GEMM
+ * writing y directly (bias pre-filled). col: [rows, nj] scratch, unused for
+ * pointwise convs. Every image of a layer runs the same GEMM shapes, so its
+ * result does not depend on the batch it came in (OpenBLAS rounds
+ * differently for other shapes). */
 static void conv_item(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y,
-                      int64_t n0, int64_t nb, int64_t g, int64_t j0, int64_t nj, int pointwise, float *col,
-                      float *acc)
+                      int64_t n0, int64_t g, int64_t j0, int64_t nj, int pointwise, float *col)
 {
     const int64_t cg_in = p->c_in / p->group, cg_out = p->c_out / p->group;
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
     const int64_t out_size = p->out[0] * p->out[1] * p->out[2];
     const int64_t rows = cg_in * p->k[0] * p->k[1] * p->k[2];
-    const int64_t ld = nb * nj;
     const float *wg = w + g * cg_out * rows;
     const float *bg = b ? b + g * cg_out : NULL;
-    for (int64_t i = 0; !pointwise && i < nb; i++)
-        im2col(p, x + ((n0 + i) * p->c_in + g * cg_in) * in_size, cg_in, j0, nj, col + i * nj, ld);
-    if (nb == 1) {
-        const float *xg = x + (n0 * p->c_in + g * cg_in) * in_size;
-        float *yg = y + (n0 * p->c_out + g * cg_out) * out_size + j0;
-        if (bg)
-            for (int64_t m = 0; m < cg_out; m++)
-                for (int64_t j = 0; j < nj; j++)
-                    yg[m * out_size + j] = bg[m];
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f,
-                    wg, (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj),
-                    bg ? 1.0f : 0.0f, yg, (blasint)out_size);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)ld, (blasint)rows, 1.0f, wg,
-                (blasint)rows, col, (blasint)ld, 0.0f, acc, (blasint)ld);
-    for (int64_t i = 0; i < nb; i++)
-        for (int64_t m = 0; m < cg_out; m++) {
-            const float *src = acc + m * ld + i * nj;
-            float *dst = y + ((n0 + i) * p->c_out + g * cg_out + m) * out_size + j0;
-            const float bias = bg ? bg[m] : 0.0f;
+    const float *xg = x + (n0 * p->c_in + g * cg_in) * in_size;
+    if (!pointwise)
+        im2col(p, xg, cg_in, j0, nj, col, nj);
+    float *yg = y + (n0 * p->c_out + g * cg_out) * out_size + j0;
+    if (bg)
+        for (int64_t m = 0; m < cg_out; m++)
             for (int64_t j = 0; j < nj; j++)
-                dst[j] = src[j] + bias;
-        }
+                yg[m * out_size + j] = bg[m];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f, wg,
+                (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj), bg ? 1.0f : 0.0f, yg,
+                (blasint)out_size);
 }
 
 /* What every pool thread needs to run work items of one convolution. */
@@ -115,24 +100,22 @@ typedef struct conv_job {
     const ptq_conv_params *p;
     const float *x, *w, *b;
     float *y;
-    int64_t n_tiles, tile, nb;
+    int64_t n_tiles, tile;
     int pointwise;
-    float *scratch; /* [workers, col_per + acc_per] */
-    size_t col_per, acc_per;
+    float *scratch; /* [workers, col_per] */
+    size_t col_per;
 } conv_job;
 
 static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
 {
     const conv_job *c = arg;
     const ptq_conv_params *p = c->p;
-    float *mine = c->scratch ? c->scratch + (size_t)worker * (c->col_per + c->acc_per) : NULL;
+    const int64_t out_size = p->out[0] * p->out[1] * p->out[2];
+    float *mine = c->scratch ? c->scratch + (size_t)worker * c->col_per : NULL;
     for (int64_t it = begin; it < end; it++) {
-        const int64_t t = it % c->n_tiles, g = it / c->n_tiles % p->group, blk = it / c->n_tiles / p->group;
-        const int64_t j0 = t * c->tile, nj = p->out[0] * p->out[1] * p->out[2] - j0 < c->tile
-                                                 ? p->out[0] * p->out[1] * p->out[2] - j0
-                                                 : c->tile;
-        const int64_t n0 = blk * c->nb, nb_here = p->n - n0 < c->nb ? p->n - n0 : c->nb;
-        conv_item(p, c->x, c->w, c->b, c->y, n0, nb_here, g, j0, nj, c->pointwise, mine, mine ? mine + c->col_per : NULL);
+        const int64_t t = it % c->n_tiles, g = it / c->n_tiles % p->group, n0 = it / c->n_tiles / p->group;
+        const int64_t j0 = t * c->tile, nj = out_size - j0 < c->tile ? out_size - j0 : c->tile;
+        conv_item(p, c->x, c->w, c->b, c->y, n0, g, j0, nj, c->pointwise, mine);
     }
 }
 
@@ -140,7 +123,7 @@ static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
  * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. */
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y)
 {
-    const int64_t cg_in = p->c_in / p->group, cg_out = p->c_out / p->group;
+    const int64_t cg_in = p->c_in / p->group;
     const int64_t out_size = p->out[0] * p->out[1] * p->out[2];
     const int64_t rows = cg_in * p->k[0] * p->k[1] * p->k[2];
     int pointwise = 1;
@@ -154,32 +137,26 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
             y[i] = b ? b[i / out_size % p->c_out] : 0.0f;
         return;
     }
-    /* columns per GEMM: a tile of one image, or several whole small images */
+    /* columns per GEMM: a tile of one image */
     const int64_t col_floats = (int64_t)(CONV_COL_BYTES / sizeof(float)) / rows;
-    int64_t tile = out_size, nb = 1;
+    int64_t tile = out_size;
     if (!pointwise) {
         tile = col_floats < CONV_TILE_MIN ? CONV_TILE_MIN : col_floats;
         tile = tile > out_size ? out_size : tile;
-        if (tile == out_size) {
-            nb = col_floats / out_size;
-            nb = nb < 1 ? 1 : (nb > CONV_MAX_IMAGES ? CONV_MAX_IMAGES : nb);
-            nb = nb > p->n ? p->n : nb;
-        }
     }
-    const int64_t n_tiles = (out_size + tile - 1) / tile, n_blocks = (p->n + nb - 1) / nb;
-    const int64_t n_items = n_blocks * p->group * n_tiles;
+    const int64_t n_tiles = (out_size + tile - 1) / tile;
+    const int64_t n_items = p->n * p->group * n_tiles;
     const int n_workers = ptq_par_workers();
-    const size_t col_per = pointwise ? 0 : (size_t)rows * (size_t)(tile * nb);
-    const size_t acc_per = nb > 1 ? (size_t)cg_out * (size_t)(tile * nb) : 0;
+    const size_t col_per = pointwise ? 0 : (size_t)rows * (size_t)tile;
     float *scratch = NULL;
-    if (col_per + acc_per) {
-        scratch = malloc((size_t)n_workers * (col_per + acc_per) * sizeof *scratch);
+    if (col_per) {
+        scratch = malloc((size_t)n_workers * col_per * sizeof *scratch);
         if (!scratch) { /* a void kernel cannot report NOMEM: the direct loops need no scratch */
             ptq_k_conv_ref(p, x, w, b, y);
             return;
         }
     }
-    conv_job job = {p, x, w, b, y, n_tiles, tile, nb, pointwise, scratch, col_per, acc_per};
+    conv_job job = {p, x, w, b, y, n_tiles, tile, pointwise, scratch, col_per};
     /* one item at a time: items are whole GEMMs; sgemm runs single-threaded on each pool thread */
     ptq_parallel_for(n_items, 1, conv_items, &job);
     free(scratch);

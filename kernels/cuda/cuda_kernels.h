@@ -101,6 +101,25 @@ ptq_status ptq_k_observe_stats_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *
 ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, double scale,
                                    int64_t n_bins, unsigned long long *hist);
 
+/* A device observer's whole state (observers/observer_cuda.c) in one device
+ * allocation of ptq_k_observe_dev_bytes(n_bins) bytes: counts, min/max, the
+ * range e, the |x| histogram [n_bins] (a power of two) and an overflow
+ * buffer. Same results as observers/observer.c, bit for bit. */
+size_t ptq_k_observe_dev_bytes(int64_t n_bins);
+/* Queues "nothing seen yet" into state. */
+ptq_status ptq_k_observe_dev_clear_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *state, int64_t n_bins);
+/* Queues the observation of x: [n] device floats (x must stay until the
+ * stream reaches it): one fused read binning at the device's current range,
+ * a one-block settle growing the range when values reached it, and a pass
+ * that re-reads x only when more than the overflow buffer's 65536 values
+ * did (always so for a first batch that large: it has no range yet). */
+ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *state, int64_t n_bins,
+                                         const float *x, int64_t n);
+/* Waits for queued work and downloads: *s (all fields), *e (0 while nothing
+ * is binned) and hist: [n_bins] host counts. */
+ptq_status ptq_k_observe_dev_read_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const void *state, int64_t n_bins,
+                                       ptq_observe_stats *s, int *e, int64_t *hist);
+
 #ifdef __cplusplus
 }
 #endif

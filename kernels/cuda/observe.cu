@@ -3,8 +3,13 @@
  * ptq_observe_stats_combine (so the result is the ref's, whatever the
  * grid), and the |x| histogram added into a device histogram through
  * per-block shared-memory counts. Binning is the ref's exact double
- * product. Covered by tests/cuda_parity_observe.c. */
+ * product. Covered by tests/cuda_parity_observe.c.
+ * Below them, the device observer of observers/observer_cuda.c: a fused
+ * pass that reads a batch once against the range held on the device, a
+ * one-block settle that grows the range, and a rescue pass for when the
+ * overflow buffer filled (tests/cuda_observer_dev.c). */
 #include <math.h>
+#include <string.h>
 
 #include "kernels/cuda/cuda_common.cuh"
 
@@ -102,6 +107,14 @@ static unsigned obs_blocks(int64_t n)
     return b > OBS_MAX_BLOCKS ? OBS_MAX_BLOCKS : b;
 }
 
+/* blocks, raised for a pass counting into 32-bit shared bins: no block may see 2^31 elements. */
+static unsigned shared_count_blocks(int64_t n, unsigned blocks, int use_shared)
+{
+    while (use_shared && (n + blocks - 1) / blocks >= ((int64_t)1 << 31) && blocks < 65535u)
+        blocks *= 2;
+    return blocks;
+}
+
 extern "C" ptq_status ptq_k_observe_stats_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n,
                                                ptq_observe_stats *s)
 {
@@ -130,13 +143,423 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 {
     if (n <= 0)
         return PTQ_OK;
-    unsigned blocks = obs_blocks(n);
     const int use_shared = n_bins <= OBS_SHARED_BINS;
-    /* 32-bit shared counts: no block may see 2^31 elements */
-    while (use_shared && (n + blocks - 1) / blocks >= ((int64_t)1 << 31) && blocks < 65535u)
-        blocks *= 2;
+    const unsigned blocks = shared_count_blocks(n, obs_blocks(n), use_shared);
     const size_t shared = use_shared ? (size_t)n_bins * sizeof(unsigned int) : 0;
     hist_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(x, n, scale, n_bins, use_shared, hist);
     PTQ_CUDA_LAUNCHED(ctx, "hist_kernel");
+    return PTQ_OK;
+}
+
+/* ---- device observer ----
+ * One allocation: the state header, the histogram hist: [n_bins] u64 over
+ * [0, 2^e), and the overflow buffer over: [OBS_OVERFLOW_CAP] |x| of the
+ * current batch that fell at or beyond 2^e. */
+
+#define OBS_OVERFLOW_CAP 65536
+#define OBS_HEADER_BYTES 256
+#define OBS_SETTLE_THREADS 1024
+#define OBS_UNROLL 4            /* elements a thread loads per step of the fused pass */
+#define OBS_ONCE_MAX_BLOCKS 512 /* fewer blocks than the two-pass kernels: fewer histogram flushes */
+
+typedef struct obs_dev_state {
+    unsigned long long count, n_zero, n_nan, n_inf;
+    unsigned long long n_over;     /* this batch's values >= 2^e: the overflow buffer's fill index; past the
+                                      capacity it only says "full" (it then stops counting exactly) */
+    unsigned int min_key, max_key; /* order_key of min and max over finite values */
+    int e, has_range;              /* range [0, 2^e), set once a finite nonzero value was seen */
+    int old_e, old_has_range;      /* the range before the last settle: what the rescue pass tests against */
+    int rescue;                    /* the last settle found the overflow buffer full */
+} obs_dev_state;
+
+static_assert(sizeof(obs_dev_state) <= OBS_HEADER_BYTES, "observer header outgrew its slot");
+
+/* float -> u32 whose unsigned order is precedes()'s order: -0 below +0, so
+ * atomicMin/atomicMax on keys give the ref's bits whatever the order. */
+static __host__ __device__ unsigned order_key(float v)
+{
+    unsigned b;
+    memcpy(&b, &v, sizeof b);
+    return (b & 0x80000000u) ? ~b : b | 0x80000000u;
+}
+
+static __host__ __device__ float key_value(unsigned k)
+{
+    const unsigned b = (k & 0x80000000u) ? k & 0x7FFFFFFFu : ~k;
+    float v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+/* observer.c's range_exponent (frexpf's exponent) from the bits, exact for
+ * subnormals: the smallest e with amax < 2^e, amax finite and > 0. */
+static __device__ int range_exponent(float amax)
+{
+    const unsigned b = __float_as_uint(amax);
+    const int biased = (int)(b >> 23);
+    return biased ? biased - 126 : (32 - __clz((int)b)) - 149;
+}
+
+/* 2^(log2_bins - e) as a double, built from its bits: the exponent lies in
+ * [-117, 172], so it is normal and |v| times it is exact (see the ref). */
+static __device__ double bin_scale(int log2_bins, int e)
+{
+    return __longlong_as_double((long long)(1023 + log2_bins - e) << 52);
+}
+
+static __device__ unsigned long long warp_sum(unsigned long long v)
+{
+    for (int o = 16; o > 0; o /= 2)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Reserves cnt slots of the overflow buffer; once it is past full no more
+ * atomics are spent (the settle only asks "full or not"). */
+static __device__ unsigned long long reserve_overflow(obs_dev_state *s, unsigned cnt)
+{
+    const unsigned long long cur = *(volatile unsigned long long *)&s->n_over;
+    if (cur > OBS_OVERFLOW_CAP)
+        return cur;
+    return atomicAdd(&s->n_over, (unsigned long long)cnt);
+}
+
+static __device__ void local_clear(unsigned *local, int64_t n_bins)
+{
+    for (int64_t b = threadIdx.x; b < n_bins; b += blockDim.x)
+        local[b] = 0;
+}
+
+static __device__ void local_flush(const unsigned *local, int64_t n_bins, unsigned long long *hist)
+{
+    for (int64_t b = threadIdx.x; b < n_bins; b += blockDim.x)
+        if (local[b])
+            atomicAdd(&hist[b], (unsigned long long)local[b]);
+}
+
+static __device__ void count_bin(unsigned *local, unsigned long long *hist, int use_shared, int64_t bin)
+{
+    if (use_shared)
+        atomicAdd(&local[bin], 1u);
+    else
+        atomicAdd(&hist[bin], 1ull);
+}
+
+/* One element of observe_once_kernel; every lane of the warp calls it
+ * (valid says whether this lane holds an element), for the ballot that
+ * appends the warp's overflowing values with one atomic. */
+static __device__ void observe_one(float v, bool valid, int has_range, double scale, double limit, int use_shared,
+                                   unsigned *local, unsigned long long *hist, obs_dev_state *s, float *over,
+                                   unsigned long long *z, unsigned long long *nn, unsigned long long *ni,
+                                   unsigned *kmin, unsigned *kmax)
+{
+    bool spill = false;
+    float a = 0.0f;
+    if (valid) {
+        if (isnan(v)) {
+            ++*nn;
+        } else if (isinf(v)) {
+            ++*ni;
+        } else {
+            const unsigned k = order_key(v);
+            *kmin = min(*kmin, k);
+            *kmax = max(*kmax, k);
+            if (v == 0.0f) {
+                ++*z;
+            } else {
+                a = fabsf(v);
+                const double p = (double)a * scale;
+                if (has_range && p < limit)
+                    count_bin(local, hist, use_shared, (int64_t)p);
+                else
+                    spill = true;
+            }
+        }
+    }
+    const unsigned spilled = __ballot_sync(0xffffffffu, spill);
+    if (spilled) {
+        const int lane = threadIdx.x & 31;
+        const int leader = __ffs(spilled) - 1;
+        unsigned long long at = 0;
+        if (lane == leader)
+            at = reserve_overflow(s, __popc(spilled));
+        at = __shfl_sync(0xffffffffu, at, leader);
+        if (spill) {
+            at += __popc(spilled & ((1u << lane) - 1u));
+            if (at < OBS_OVERFLOW_CAP)
+                over[at] = a;
+        }
+    }
+}
+
+/* The one read of a batch x: [n]: counts, min/max keys, bins of |v| < 2^e
+ * at the range on the device, and |v| >= 2^e (all finite nonzero values
+ * before there is a range) appended to over. A block takes OBS_UNROLL
+ * block-wide spans per step (loads in flight); the step is the same for
+ * the whole block, so every warp lane takes part in the ballots. */
+static __global__ void observe_once_kernel(const float *x, int64_t n, int log2_bins, int use_shared,
+                                           obs_dev_state *s, unsigned long long *hist, float *over)
+{
+    extern __shared__ unsigned local[];
+    __shared__ unsigned long long blk_zero, blk_nan, blk_inf;
+    __shared__ unsigned blk_min, blk_max;
+    const int64_t n_bins = (int64_t)1 << log2_bins;
+    if (threadIdx.x == 0) {
+        blk_zero = blk_nan = blk_inf = 0;
+        blk_min = 0xFFFFFFFFu;
+        blk_max = 0;
+        if (blockIdx.x == 0)
+            s->count += (unsigned long long)n; /* the only writer of count */
+    }
+    if (use_shared)
+        local_clear(local, n_bins);
+    __syncthreads();
+    const int has_range = s->has_range;
+    const double scale = has_range ? bin_scale(log2_bins, s->e) : 0.0;
+    const double limit = (double)n_bins;
+    const int lane = threadIdx.x & 31;
+    unsigned long long z = 0, nn = 0, ni = 0;
+    unsigned kmin = 0xFFFFFFFFu, kmax = 0;
+    const int64_t span = blockDim.x;
+    for (int64_t base = (int64_t)blockIdx.x * span * OBS_UNROLL; base < n;
+         base += (int64_t)gridDim.x * span * OBS_UNROLL) {
+        float v[OBS_UNROLL];
+#pragma unroll
+        for (int u = 0; u < OBS_UNROLL; u++) {
+            const int64_t i = base + u * span + threadIdx.x;
+            v[u] = i < n ? x[i] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < OBS_UNROLL; u++)
+            observe_one(v[u], base + u * span + threadIdx.x < n, has_range, scale, limit, use_shared, local, hist, s,
+                        over, &z, &nn, &ni, &kmin, &kmax);
+    }
+    z = warp_sum(z);
+    nn = warp_sum(nn);
+    ni = warp_sum(ni);
+    kmin = __reduce_min_sync(0xffffffffu, kmin);
+    kmax = __reduce_max_sync(0xffffffffu, kmax);
+    if (lane == 0) {
+        if (z)
+            atomicAdd(&blk_zero, z);
+        if (nn)
+            atomicAdd(&blk_nan, nn);
+        if (ni)
+            atomicAdd(&blk_inf, ni);
+        atomicMin(&blk_min, kmin);
+        atomicMax(&blk_max, kmax);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (blk_zero)
+            atomicAdd(&s->n_zero, blk_zero);
+        if (blk_nan)
+            atomicAdd(&s->n_nan, blk_nan);
+        if (blk_inf)
+            atomicAdd(&s->n_inf, blk_inf);
+        if (blk_min != 0xFFFFFFFFu)
+            atomicMin(&s->min_key, blk_min);
+        if (blk_max != 0)
+            atomicMax(&s->max_key, blk_max);
+    }
+    if (use_shared)
+        local_flush(local, n_bins, hist);
+}
+
+/* observer.c's regrow, in place by one block: new bin j sums old bins
+ * [j*group, (j+1)*group). New bins go in chunks of blockDim: a chunk's sums
+ * are all read before any is written (only chunk 0 reads what it writes),
+ * and later chunks read bins >= (c+1)*blockDim*group, beyond every write so
+ * far. Groups of 32 or more are summed by a warp per new bin, coalesced. */
+static __device__ void regrow(unsigned long long *hist, int log2_bins, int k)
+{
+    const int64_t n_bins = (int64_t)1 << log2_bins;
+    const int64_t group = k >= log2_bins ? n_bins : (int64_t)1 << k;
+    const int64_t n_new = n_bins / group;
+    const int lane = threadIdx.x & 31;
+    const int64_t warp_first = threadIdx.x - lane; /* chunk offset of this warp's 32 new bins */
+    for (int64_t c = 0; c < n_new; c += blockDim.x) {
+        const int64_t j = c + threadIdx.x;
+        unsigned long long sum = 0;
+        if (group < 32) {
+            if (j < n_new)
+                for (int64_t i = j * group; i < (j + 1) * group; i++)
+                    sum += hist[i];
+        } else {
+            for (int r = 0; r < 32 && c + warp_first + r < n_new; r++) {
+                const int64_t jr = c + warp_first + r;
+                unsigned long long part = 0;
+                for (int64_t i = jr * group + lane; i < (jr + 1) * group; i += 32)
+                    part += hist[i];
+                part = __shfl_sync(0xffffffffu, warp_sum(part), 0);
+                if (lane == r)
+                    sum = part;
+            }
+        }
+        __syncthreads();
+        if (j < n_new)
+            hist[j] = sum;
+        __syncthreads();
+    }
+    for (int64_t i = n_new + threadIdx.x; i < n_bins; i += blockDim.x)
+        hist[i] = 0;
+}
+
+/* One block, after observe_once_kernel: when anything overflowed, grows e
+ * to cover the new max|x| (regrowing the histogram), then bins the buffered
+ * values at the new e, or asks the rescue pass to when the buffer filled. */
+static __global__ void __launch_bounds__(OBS_SETTLE_THREADS)
+    settle_kernel(int log2_bins, int use_shared, obs_dev_state *s, unsigned long long *hist, const float *over)
+{
+    extern __shared__ unsigned local[];
+    const int64_t n_bins = (int64_t)1 << log2_bins;
+    const unsigned long long n_over = s->n_over;
+    if (n_over == 0) {
+        if (threadIdx.x == 0)
+            s->rescue = 0;
+        return;
+    }
+    const int old_e = s->e, old_has_range = s->has_range;
+    const float amax = fmaxf(-key_value(s->min_key), key_value(s->max_key));
+    const int e = range_exponent(amax);
+    if (old_has_range)
+        regrow(hist, log2_bins, e - old_e); /* e > old_e: something reached 2^old_e */
+    const int rescue = n_over > OBS_OVERFLOW_CAP;
+    if (!rescue) {
+        const double scale = bin_scale(log2_bins, e);
+        if (use_shared)
+            local_clear(local, n_bins);
+        __syncthreads();
+        for (int64_t i = threadIdx.x; i < (int64_t)n_over; i += blockDim.x)
+            count_bin(local, hist, use_shared, (int64_t)((double)over[i] * scale));
+        __syncthreads();
+        if (use_shared)
+            local_flush(local, n_bins, hist);
+    }
+    __syncthreads(); /* every thread has read the old header */
+    if (threadIdx.x == 0) {
+        s->old_e = old_e;
+        s->old_has_range = old_has_range;
+        s->e = e;
+        s->has_range = 1;
+        s->rescue = rescue;
+        s->n_over = 0;
+    }
+}
+
+/* Re-reads x only when the settle asked: bins at the new e exactly the
+ * values observe_once_kernel did not (|v| >= 2^old_e, or every finite
+ * nonzero value when there was no range). */
+static __global__ void rescue_kernel(const float *x, int64_t n, int log2_bins, int use_shared,
+                                     const obs_dev_state *s, unsigned long long *hist)
+{
+    extern __shared__ unsigned local[];
+    if (!s->rescue)
+        return;
+    const int64_t n_bins = (int64_t)1 << log2_bins;
+    const int old_has_range = s->old_has_range;
+    const double old_scale = old_has_range ? bin_scale(log2_bins, s->old_e) : 0.0;
+    const double scale = bin_scale(log2_bins, s->e);
+    const double limit = (double)n_bins;
+    if (use_shared) {
+        local_clear(local, n_bins);
+        __syncthreads();
+    }
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = x[i];
+        if (!isfinite(v) || v == 0.0f)
+            continue;
+        const double a = fabs((double)v);
+        if (!old_has_range || !(a * old_scale < limit)) /* observe_once_kernel's test, negated */
+            count_bin(local, hist, use_shared, (int64_t)(a * scale));
+    }
+    if (use_shared) {
+        __syncthreads();
+        local_flush(local, n_bins, hist);
+    }
+}
+
+static obs_dev_state *state_of(void *state)
+{
+    return (obs_dev_state *)state;
+}
+
+static unsigned long long *hist_of(void *state)
+{
+    return (unsigned long long *)((char *)state + OBS_HEADER_BYTES);
+}
+
+static float *over_of(void *state, int64_t n_bins)
+{
+    return (float *)((char *)state + OBS_HEADER_BYTES + (size_t)n_bins * sizeof(unsigned long long));
+}
+
+static int log2_of(int64_t n_bins)
+{
+    int l = 0;
+    while (((int64_t)1 << l) < n_bins)
+        l++;
+    return l;
+}
+
+extern "C" size_t ptq_k_observe_dev_bytes(int64_t n_bins)
+{
+    return OBS_HEADER_BYTES + (size_t)n_bins * sizeof(unsigned long long) + OBS_OVERFLOW_CAP * sizeof(float);
+}
+
+extern "C" ptq_status ptq_k_observe_dev_clear_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *state, int64_t n_bins)
+{
+    obs_dev_state h;
+    memset(&h, 0, sizeof h);
+    h.min_key = order_key(INFINITY);
+    h.max_key = order_key(-INFINITY);
+    PTQ_CUDA_CHECK(ctx, cudaMemsetAsync(hist_of(state), 0, (size_t)n_bins * sizeof(unsigned long long), d->stream));
+    return ptq_cuda_upload(ctx, d, state, &h, sizeof h);
+}
+
+extern "C" ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *state, int64_t n_bins,
+                                                    const float *x, int64_t n)
+{
+    if (n <= 0)
+        return PTQ_OK;
+    const int log2_bins = log2_of(n_bins);
+    const int use_shared = n_bins <= OBS_SHARED_BINS;
+    const size_t shared = use_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
+    const unsigned blocks = shared_count_blocks(n, obs_blocks(n), use_shared);
+    unsigned once_blocks = ptq_cuda_blocks((n + OBS_UNROLL - 1) / OBS_UNROLL);
+    if (once_blocks > OBS_ONCE_MAX_BLOCKS)
+        once_blocks = OBS_ONCE_MAX_BLOCKS;
+    once_blocks = shared_count_blocks(n, once_blocks, use_shared);
+    obs_dev_state *s = state_of(state);
+    unsigned long long *hist = hist_of(state);
+    observe_once_kernel<<<once_blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(x, n, log2_bins, use_shared, s, hist,
+                                                                       over_of(state, n_bins));
+    PTQ_CUDA_LAUNCHED(ctx, "observe_once_kernel");
+    settle_kernel<<<1, OBS_SETTLE_THREADS, shared, d->stream>>>(log2_bins, use_shared, s, hist,
+                                                                over_of(state, n_bins));
+    PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
+    rescue_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(x, n, log2_bins, use_shared, s, hist);
+    PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_k_observe_dev_read_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const void *state, int64_t n_bins,
+                                                  ptq_observe_stats *s, int *e, int64_t *hist)
+{
+    obs_dev_state h;
+    ptq_status st = ptq_cuda_download(ctx, d, &h, state, sizeof h);
+    if (st != PTQ_OK)
+        return st;
+    /* u64 counts below 2^63 have int64_t's bits */
+    st = ptq_cuda_download(ctx, d, hist, (const char *)state + OBS_HEADER_BYTES, (size_t)n_bins * sizeof *hist);
+    if (st != PTQ_OK)
+        return st;
+    s->count = (int64_t)h.count;
+    s->n_zero = (int64_t)h.n_zero;
+    s->n_nan = (int64_t)h.n_nan;
+    s->n_inf = (int64_t)h.n_inf;
+    s->min = key_value(h.min_key);
+    s->max = key_value(h.max_key);
+    *e = h.has_range ? h.e : 0;
     return PTQ_OK;
 }

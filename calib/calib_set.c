@@ -1,0 +1,460 @@
+/* A calibration set (include/ptq/calib.h): the selected tensors' observers,
+ * fed on the host or through device observers on the executor's GPU, with
+ * provenance (model, settings, data sources and sample ids) and exact merge.
+ * The archive file itself is calib/archive.c. Covered by
+ * tests/test_calib_set.c and tests/cli_calib_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib_internal.h"
+#include "observers/observer_cuda.h"
+#include "ptq/hash.h"
+#include "runtime/backend.h"
+
+static char *dup_str(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+void ptq_calib_set_free(ptq_calib_set *s)
+{
+    if (!s)
+        return;
+    for (int64_t i = 0; i < s->n; i++) {
+        free(s->names[i]);
+        ptq_observer_free(s->obs[i]);
+        ptq_observer_dev_free(s->dev_obs[i]);
+    }
+    free(s->names);
+    free(s->obs);
+    free(s->dev_obs);
+    free(s->value_index);
+    free(s->index_of_value);
+    for (int i = 0; i < s->n_sources; i++) {
+        free(s->sources[i].name);
+        free(s->sources[i].ids);
+    }
+    free(s->sources);
+    free(s->source_names);
+    free(s->model_name);
+    free(s->ptq_version);
+    free(s->preprocess);
+    free(s->selection);
+    free(s);
+}
+
+ptq_status calib_set_alloc(ptq_ctx *ctx, int64_t n, int64_t n_bins, ptq_calib_set **out)
+{
+    ptq_status st = PTQ_OK;
+    *out = NULL;
+    ptq_calib_set *s = calloc(1, sizeof *s);
+    if (!s)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a calibration set");
+    s->n = n;
+    s->n_bins = n_bins ? n_bins : PTQ_OBSERVER_DEFAULT_BINS;
+    s->names = calloc((size_t)n + 1, sizeof *s->names);
+    s->obs = calloc((size_t)n + 1, sizeof *s->obs);
+    s->dev_obs = calloc((size_t)n + 1, sizeof *s->dev_obs);
+    s->value_index = calloc((size_t)n + 1, sizeof *s->value_index);
+    s->ptq_version = dup_str(PTQ_VERSION);
+    s->model_name = dup_str("");
+    s->preprocess = dup_str("");
+    s->selection = dup_str("");
+    if (!s->names || !s->obs || !s->dev_obs || !s->value_index || !s->ptq_version || !s->model_name ||
+        !s->preprocess || !s->selection) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a calibration set of %lld tensors", (long long)n);
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        s->value_index[i] = -1;
+        PTQ_TRY(st, ptq_observer_init(ctx, s->n_bins, &s->obs[i]), done);
+    }
+    *out = s;
+    s = NULL;
+done:
+    ptq_calib_set_free(s);
+    return st;
+}
+
+/* "ops=<list>;tensors=<list>", empty lists for the defaults. */
+static char *selection_string(const ptq_calib_select *sel)
+{
+    const char *ops = sel && sel->ops ? sel->ops : "", *pats = sel && sel->tensors ? sel->tensors : "";
+    size_t n = strlen(ops) + strlen(pats) + 32;
+    char *str = malloc(n);
+    if (str)
+        snprintf(str, n, "ops=%s;tensors=%s", ops, pats);
+    return str;
+}
+
+ptq_status ptq_calib_set_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel, int64_t n_bins,
+                                ptq_calib_set **out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_calib_set *s = NULL;
+    int64_t n_kept = 0;
+    *out = NULL;
+    unsigned char *keep = calloc((size_t)g->n_values + 1, 1);
+    if (!keep)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory selecting tensors");
+    PTQ_TRY(st, ptq_calib_select_tensors(ctx, g, sel, keep, &n_kept), done);
+    PTQ_TRY(st, calib_set_alloc(ctx, n_kept, n_bins, &s), done);
+    s->g = g;
+    s->index_of_value = malloc(((size_t)g->n_values + 1) * sizeof *s->index_of_value);
+    free(s->selection);
+    s->selection = selection_string(sel);
+    if (!s->index_of_value || !s->selection) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a calibration set");
+        goto done;
+    }
+    int64_t j = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        s->index_of_value[v] = keep[v] ? j : -1;
+        if (!keep[v])
+            continue;
+        s->value_index[j] = v;
+        if (!(s->names[j] = dup_str(g->values[v].name))) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for tensor names");
+            goto done;
+        }
+        j++;
+    }
+    *out = s;
+    s = NULL;
+done:
+    free(keep);
+    ptq_calib_set_free(s);
+    return st;
+}
+
+ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *model_sha256, const char *model_name,
+                                  const char *preprocess)
+{
+    char *name = dup_str(model_name), *pre = dup_str(preprocess);
+    if (!name || !pre || strlen(model_sha256 ? model_sha256 : "") != 64) {
+        free(name);
+        free(pre);
+        return name && pre ? ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "model SHA-256 must be 64 hex digits")
+                           : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    }
+    memcpy(s->model_sha256, model_sha256, 65);
+    free(s->model_name);
+    free(s->preprocess);
+    s->model_name = name;
+    s->preprocess = pre;
+    return PTQ_OK;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_source(const void *a, const void *b)
+{
+    return strcmp(((const calib_source *)a)->name, ((const calib_source *)b)->name);
+}
+
+/* Keeps sources sorted by name and source_names in step. */
+static ptq_status sources_sorted(ptq_ctx *ctx, ptq_calib_set *s)
+{
+    qsort(s->sources, (size_t)s->n_sources, sizeof *s->sources, cmp_source);
+    const char **names = realloc(s->source_names, ((size_t)s->n_sources + 1) * sizeof *names);
+    if (!names)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    s->source_names = names;
+    for (int i = 0; i < s->n_sources; i++)
+        names[i] = s->sources[i].name;
+    return PTQ_OK;
+}
+
+/* Index of source name in s, adding an empty one when missing. */
+static ptq_status source_slot(ptq_ctx *ctx, ptq_calib_set *s, const char *name, int *out)
+{
+    for (int i = 0; i < s->n_sources; i++)
+        if (strcmp(s->sources[i].name, name) == 0) {
+            *out = i;
+            return PTQ_OK;
+        }
+    calib_source *grown = realloc(s->sources, ((size_t)s->n_sources + 1) * sizeof *grown);
+    if (!grown)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    s->sources = grown;
+    calib_source *src = &s->sources[s->n_sources];
+    memset(src, 0, sizeof *src);
+    if (!(src->name = dup_str(name)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    s->n_sources++;
+    PTQ_TRY_RET(sources_sorted(ctx, s));
+    for (int i = 0; i < s->n_sources; i++)
+        if (strcmp(s->sources[i].name, name) == 0)
+            *out = i;
+    return PTQ_OK;
+}
+
+/* The sorted union of a[na] and b[nb] into *out (malloc'd); the number of
+ * ids both hold into *n_common (then *out is NULL). */
+static ptq_status union_ids(ptq_ctx *ctx, const int64_t *a, int64_t na, const int64_t *b, int64_t nb, int64_t **out,
+                            int64_t *n_common)
+{
+    *out = NULL;
+    *n_common = 0;
+    for (int64_t i = 0, j = 0; i < na && j < nb;) {
+        if (a[i] == b[j]) {
+            (*n_common)++;
+            i++;
+            j++;
+        } else if (a[i] < b[j]) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    if (*n_common)
+        return PTQ_OK;
+    int64_t *u = malloc(((size_t)(na + nb) + 1) * sizeof *u);
+    if (!u)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)(na + nb));
+    int64_t i = 0, j = 0, k = 0;
+    while (i < na || j < nb)
+        u[k++] = j >= nb || (i < na && a[i] < b[j]) ? a[i++] : b[j++];
+    *out = u;
+    return PTQ_OK;
+}
+
+ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids, int64_t n)
+{
+    ptq_status st = PTQ_OK;
+    int64_t *sorted = malloc(((size_t)n + 1) * sizeof *sorted), *u = NULL, n_common = 0;
+    if (!sorted)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n);
+    memcpy(sorted, ids, (size_t)n * sizeof *ids);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_i64);
+    for (int64_t i = 1; i < n; i++)
+        if (sorted[i] == sorted[i - 1]) {
+            st = ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld of %s is listed twice", (long long)sorted[i], source);
+            goto done;
+        }
+    int k;
+    PTQ_TRY(st, source_slot(ctx, s, source, &k), done);
+    calib_source *src = &s->sources[k];
+    PTQ_TRY(st, union_ids(ctx, src->ids, src->n_ids, sorted, n, &u, &n_common), done);
+    if (n_common) {
+        st = ptq_fail(ctx, PTQ_ERR_DATA, "%lld samples of %s were already observed", (long long)n_common, source);
+        goto done;
+    }
+    free(src->ids);
+    src->ids = u;
+    src->n_ids += n;
+done:
+    free(sorted);
+    return st;
+}
+
+void calib_sample_hash(const ptq_calib_set *s, char hex[65], int64_t *n_samples)
+{
+    ptq_sha256 h;
+    ptq_sha256_init(&h);
+    *n_samples = 0;
+    for (int i = 0; i < s->n_sources; i++) {
+        const calib_source *src = &s->sources[i];
+        unsigned char le[8];
+        ptq_sha256_update(&h, src->name, strlen(src->name) + 1);
+        for (int64_t j = -1; j < src->n_ids; j++) {
+            uint64_t v = j < 0 ? (uint64_t)src->n_ids : (uint64_t)src->ids[j];
+            for (int b = 0; b < 8; b++)
+                le[b] = (unsigned char)(v >> (8 * b));
+            ptq_sha256_update(&h, le, 8);
+        }
+        *n_samples += src->n_ids;
+    }
+    ptq_sha256_final_hex(&h, hex);
+}
+
+void ptq_calib_set_provenance(const ptq_calib_set *s, ptq_calib_provenance *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->model_sha256, s->model_sha256, sizeof out->model_sha256);
+    out->model_name = s->model_name;
+    out->ptq_version = s->ptq_version;
+    out->preprocess = s->preprocess;
+    out->selection = s->selection;
+    out->n_bins = s->n_bins;
+    calib_sample_hash(s, out->sample_ids_sha256, &out->n_samples);
+    out->n_sources = s->n_sources;
+    out->sources = s->source_names;
+}
+
+int64_t ptq_calib_set_n_tensors(const ptq_calib_set *s)
+{
+    return s->n;
+}
+
+const char *ptq_calib_set_name(const ptq_calib_set *s, int64_t i)
+{
+    return s->names[i];
+}
+
+const ptq_observer *ptq_calib_set_observer(const ptq_calib_set *s, int64_t i)
+{
+    return s->obs[i];
+}
+
+int64_t ptq_calib_set_find(const ptq_calib_set *s, const char *name)
+{
+    for (int64_t i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s)
+{
+    for (int64_t i = 0; i < s->n; i++) {
+        ptq_observer_stats st;
+        ptq_observer_get_stats(s->obs[i], &st);
+        if (st.count > 0 && st.count == st.n_nan + st.n_inf)
+            return i;
+    }
+    return -1;
+}
+
+/* Observing */
+
+static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_tensor *t)
+{
+    if (t->dtype != PTQ_DT_FLOAT)
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s' is %s, not float32", s->names[i], ptq_dtype_name(t->dtype));
+    const int64_t n = ptq_tensor_numel(t);
+    if (t->mem == PTQ_MEM_HOST)
+        return ptq_observer_update(ctx, s->obs[i], t->data, n);
+    if (!s->cuda)
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s' is on the GPU but the set is not bound to an executor",
+                        s->names[i]);
+    if (!s->dev_obs[i])
+        PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
+    return ptq_observer_dev_update(ctx, s->dev_obs[i], t->data, n);
+}
+
+ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
+                             const ptq_tensor *t)
+{
+    ptq_calib_set *s = user;
+    (void)node_index;
+    if (g != s->g || !s->index_of_value)
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "calibration set tapped on a graph it was not made for");
+    int64_t i = s->index_of_value[value_index];
+    return i < 0 ? PTQ_OK : observe(ctx, s, i, t);
+}
+
+ptq_status ptq_calib_set_bind(ptq_ctx *ctx, ptq_calib_set *s, ptq_exec *e)
+{
+    (void)ctx;
+    s->cuda = ptq_exec_cuda_dev(e);
+    return PTQ_OK;
+}
+
+ptq_status ptq_calib_set_observe_inputs(ptq_ctx *ctx, ptq_calib_set *s, const ptq_tensor *inputs)
+{
+    for (int k = 0; k < s->g->n_inputs; k++) {
+        int64_t i = s->index_of_value[s->g->inputs[k]];
+        if (i >= 0)
+            PTQ_TRY_RET(observe(ctx, s, i, &inputs[k]));
+    }
+    return PTQ_OK;
+}
+
+ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s)
+{
+    ptq_status st = PTQ_OK;
+    ptq_observer *tmp = NULL;
+    for (int64_t i = 0; i < s->n; i++) {
+        if (!s->dev_obs[i])
+            continue;
+        if (!tmp)
+            PTQ_TRY(st, ptq_observer_init(ctx, s->n_bins, &tmp), done);
+        PTQ_TRY(st, ptq_observer_dev_read(ctx, s->dev_obs[i], tmp), done);
+        PTQ_TRY(st, ptq_observer_merge(ctx, s->obs[i], tmp), done);
+        ptq_observer_dev_free(s->dev_obs[i]);
+        s->dev_obs[i] = NULL;
+    }
+done:
+    ptq_observer_free(tmp);
+    return st;
+}
+
+/* Merge */
+
+static ptq_status same(ptq_ctx *ctx, const char *what, const char *a, const char *b)
+{
+    if (strcmp(a, b) == 0)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge archives with different %s: '%s' and '%s'", what, a, b);
+}
+
+ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib_set *src)
+{
+    ptq_status st = PTQ_OK;
+    PTQ_TRY_RET(same(ctx, "models (SHA-256)", dst->model_sha256, src->model_sha256));
+    if (dst->n_bins != src->n_bins)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge archives with different observer bins: %lld and %lld",
+                        (long long)dst->n_bins, (long long)src->n_bins);
+    PTQ_TRY_RET(same(ctx, "tensor selections", dst->selection, src->selection));
+    PTQ_TRY_RET(same(ctx, "preprocessing", dst->preprocess, src->preprocess));
+    if (dst->n != src->n)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge archives of %lld and %lld tensors", (long long)dst->n,
+                        (long long)src->n);
+    for (int64_t i = 0; i < dst->n; i++)
+        if (strcmp(dst->names[i], src->names[i]) != 0)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge archives whose tensor %lld differs: '%s' and '%s'",
+                            (long long)i, dst->names[i], src->names[i]);
+    /* samples: every overlap is checked before anything changes */
+    int64_t **merged = calloc((size_t)src->n_sources + 1, sizeof *merged);
+    if (!merged)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    for (int j = 0; j < src->n_sources; j++) {
+        const calib_source *b = &src->sources[j];
+        const calib_source *a = NULL;
+        for (int i = 0; i < dst->n_sources; i++)
+            if (strcmp(dst->sources[i].name, b->name) == 0)
+                a = &dst->sources[i];
+        int64_t n_common = 0;
+        if (!a)
+            continue;
+        PTQ_TRY(st, union_ids(ctx, a->ids, a->n_ids, b->ids, b->n_ids, &merged[j], &n_common), done);
+        if (n_common) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                          "cannot merge archives that both observed %lld samples of %s: they would count twice",
+                          (long long)n_common, b->name);
+            goto done;
+        }
+    }
+    for (int j = 0; j < src->n_sources; j++) {
+        const calib_source *b = &src->sources[j];
+        int k;
+        PTQ_TRY(st, source_slot(ctx, dst, b->name, &k), done);
+        calib_source *a = &dst->sources[k];
+        if (!merged[j]) {
+            merged[j] = malloc(((size_t)b->n_ids + 1) * sizeof *merged[j]);
+            if (!merged[j]) {
+                st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            memcpy(merged[j], b->ids, (size_t)b->n_ids * sizeof *b->ids);
+        }
+        free(a->ids);
+        a->ids = merged[j];
+        a->n_ids += b->n_ids;
+        merged[j] = NULL;
+    }
+    for (int64_t i = 0; i < dst->n; i++)
+        PTQ_TRY(st, ptq_observer_merge(ctx, dst->obs[i], src->obs[i]), done);
+done:
+    for (int j = 0; j < src->n_sources; j++)
+        free(merged[j]);
+    free(merged);
+    return st;
+}

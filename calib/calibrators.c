@@ -1,0 +1,190 @@
+/* Calibrators' public entry (ptq/calibrator.h): names, parsing, minmax,
+ * percentile and the clipped share here; entropy in calib/kl.c, mse in
+ * calib/mse.c. Everything works in units of the bin width, which is exact
+ * (a power of two). Covered by tests/test_calibrators.c. */
+#include <math.h>
+#include <string.h>
+
+#include "calib/calibrator_internal.h"
+
+#define DEFAULT_PERCENTILE 99.99
+
+const char *ptq_calib_method_name(ptq_calib_method m)
+{
+    switch (m) {
+    case PTQ_CALIB_MINMAX: return "minmax";
+    case PTQ_CALIB_ENTROPY: return "entropy";
+    case PTQ_CALIB_PERCENTILE: return "percentile";
+    case PTQ_CALIB_MSE: return "mse";
+    }
+    return "unknown";
+}
+
+const char *ptq_qformat_name(ptq_qformat f)
+{
+    switch (f) {
+    case PTQ_QFORMAT_INT8: return "int8";
+    case PTQ_QFORMAT_FP8_E4M3: return "fp8-e4m3";
+    case PTQ_QFORMAT_FP8_E5M2: return "fp8-e5m2";
+    }
+    return "unknown";
+}
+
+ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *out)
+{
+    static const ptq_calib_method all[] = {PTQ_CALIB_MINMAX, PTQ_CALIB_ENTROPY, PTQ_CALIB_PERCENTILE, PTQ_CALIB_MSE};
+    for (size_t k = 0; s && k < sizeof all / sizeof all[0]; k++) {
+        if (strcmp(s, ptq_calib_method_name(all[k])) == 0) {
+            *out = all[k];
+            return PTQ_OK;
+        }
+    }
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown calibration method '%s' (choices: minmax, entropy, percentile, mse)",
+                    s ? s : "(null)");
+}
+
+ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out)
+{
+    static const ptq_qformat all[] = {PTQ_QFORMAT_INT8, PTQ_QFORMAT_FP8_E4M3, PTQ_QFORMAT_FP8_E5M2};
+    for (size_t k = 0; s && k < sizeof all / sizeof all[0]; k++) {
+        if (strcmp(s, ptq_qformat_name(all[k])) == 0) {
+            *out = all[k];
+            return PTQ_OK;
+        }
+    }
+    if (s && strcmp(s, "fp8") == 0) {
+        *out = PTQ_QFORMAT_FP8_E4M3;
+        return PTQ_OK;
+    }
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown quantization format '%s' (choices: int8, fp8, fp8-e4m3, fp8-e5m2)",
+                    s ? s : "(null)");
+}
+
+double ptq_qformat_max(ptq_qformat f)
+{
+    switch (f) {
+    case PTQ_QFORMAT_FP8_E4M3: return 448.0;
+    case PTQ_QFORMAT_FP8_E5M2: return 57344.0;
+    case PTQ_QFORMAT_INT8: break;
+    }
+    return 127.0;
+}
+
+/* The histogram as the calibrators see it, in units of the bin width w.
+ * Bin k holds values spread evenly over [k, k + 1), except the last
+ * non-empty one, which ends at max|x| (top): nothing lies above it. */
+typedef struct calib_hist {
+    const int64_t *bins; /* [n]: the histogram truncated after its last non-empty bin */
+    int64_t n;
+    int64_t first;       /* the first non-empty bin */
+    double top;          /* max|x| / w, in [n - 1, n) */
+    double w;            /* bin width, a power of two */
+} calib_hist;
+
+static double bin_hi(const calib_hist *h, int64_t k)
+{
+    return k == h->n - 1 ? h->top : (double)(k + 1);
+}
+
+/* a: amax / w. The values of bins above a, with a linear share of a straddled bin. */
+static double count_above(const calib_hist *h, double a)
+{
+    double above = 0.0;
+    for (int64_t k = h->n - 1; k >= 0 && bin_hi(h, k) > a; k--) {
+        if (!h->bins[k])
+            continue;
+        const double lo = (double)k, hi = bin_hi(h, k);
+        above += lo >= a ? (double)h->bins[k] : (double)h->bins[k] * (hi - a) / (hi - lo);
+    }
+    return above;
+}
+
+/* Percentile p of the non-NaN |x| (zeros at 0, Inf above all), in units of w,
+ * kept within [first non-empty bin's right edge, top]. */
+static double percentile_units(const calib_hist *h, const ptq_observer_stats *st, double p)
+{
+    const double n_values = (double)(st->n_zero + st->n_binned + st->n_inf);
+    const double target = p / 100.0 * n_values;
+    double a = h->top; /* the target falls among the Inf: keep every finite value */
+    double below = (double)st->n_zero;
+    for (int64_t k = 0; k < h->n; k++) {
+        if (!h->bins[k])
+            continue;
+        const double c = (double)h->bins[k];
+        if (below + c >= target) {
+            const double frac = target > below ? (target - below) / c : 0.0;
+            a = (double)k + frac * (bin_hi(h, k) - (double)k);
+            break;
+        }
+        below += c;
+    }
+    const double floor_units = fmin((double)(h->first + 1), h->top);
+    return fmin(fmax(a, floor_units), h->top);
+}
+
+ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_observer *obs, ptq_calib_range *out)
+{
+    if (!p || !obs || !out)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: params, observer and output must not be NULL");
+    memset(out, 0, sizeof *out);
+    if ((unsigned)p->method > PTQ_CALIB_MSE)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown method %d", (int)p->method);
+    if ((unsigned)p->format > PTQ_QFORMAT_FP8_E5M2)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown format %d", (int)p->format);
+    double pct = p->percentile == 0.0 ? DEFAULT_PERCENTILE : p->percentile;
+    if (p->method == PTQ_CALIB_PERCENTILE && !(pct > 0.0 && pct <= 100.0))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: percentile must be in (0, 100], got %g", p->percentile);
+
+    ptq_observer_stats st;
+    ptq_observer_get_stats(obs, &st);
+    const int64_t n_finite = st.count - st.n_nan - st.n_inf;
+    if (n_finite <= 0)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "calibration: no finite values (%lld seen: %lld NaN, %lld Inf)",
+                        (long long)st.count, (long long)st.n_nan, (long long)st.n_inf);
+    const double n_values = (double)(st.n_zero + st.n_binned + st.n_inf);
+    if (st.n_binned == 0) { /* only zeros (and maybe Inf): nothing to scale */
+        out->degenerate = 1;
+        out->clipped_fraction = (double)st.n_inf / n_values;
+        return PTQ_OK;
+    }
+
+    const int64_t n_bins = ptq_observer_n_bins(obs);
+    int log2_bins = 0;
+    while (((int64_t)1 << log2_bins) < n_bins)
+        log2_bins++;
+    calib_hist h = {.bins = ptq_observer_hist(obs), .n = n_bins, .first = -1};
+    while (h.n > 0 && h.bins[h.n - 1] == 0)
+        h.n--;
+    for (int64_t k = 0; k < h.n && h.first < 0; k++)
+        if (h.bins[k])
+            h.first = k;
+    h.w = ldexp(1.0, ptq_observer_exponent(obs) - log2_bins);
+    const double max_abs = fmax(fabs((double)st.min), fabs((double)st.max));
+    h.top = max_abs / h.w;
+
+    double a = 0.0; /* amax / w */
+    int64_t i = 0;
+    switch (p->method) {
+    case PTQ_CALIB_MINMAX:
+        a = h.top;
+        break;
+    case PTQ_CALIB_ENTROPY: {
+        ptq_status s = ptq_calib_kl_choose(ctx, h.bins, h.n, p->format, &i);
+        if (s != PTQ_OK)
+            return s;
+        a = (double)i;
+        break;
+    }
+    case PTQ_CALIB_PERCENTILE:
+        a = percentile_units(&h, &st, pct);
+        break;
+    case PTQ_CALIB_MSE:
+        ptq_calib_mse_choose(h.bins, h.n, p->format, &i);
+        a = (double)i;
+        break;
+    }
+    out->amax = p->method == PTQ_CALIB_MINMAX ? max_abs : a * h.w;
+    out->scale = out->amax / ptq_qformat_max(p->format);
+    out->clipped_fraction = ((double)st.n_inf + count_above(&h, a)) / n_values;
+    return PTQ_OK;
+}

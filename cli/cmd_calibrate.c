@@ -1,0 +1,276 @@
+/* `ptq calibrate`: runs the calibration set through the model once with
+ * observers on every tensor a plan may quantize and writes the calibration
+ * archive (calib.h5). Covered by tests/cli_calib_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ptq/calib.h"
+#include "ptq/hash.h"
+
+static const char calibrate_help[] =
+    "usage: ptq calibrate --model M.onnx --data D --out calib.h5 [options]\n"
+    "\n"
+    "Runs the images of D through the model once, with exact observers (min,\n"
+    "max, counts of zeros/NaN/Inf, a mergeable |x| histogram) on every tensor\n"
+    "a plan may quantize, and writes them with their provenance to an HDF5\n"
+    "calibration archive. `ptq export` turns the archive into ranges with any\n"
+    "method; `ptq merge` adds archives of disjoint shards exactly. The archive\n"
+    "is the same whatever the batch size, device, order or sharding.\n"
+    "\n"
+    "  --model FILE         ONNX model (one float32 image input)\n"
+    "  --data PATH          HDF5 file or PNG folder root/<class>/*.png (labels not needed)\n"
+    "  --out FILE           the archive to write (written whole or not at all)\n"
+    "  --samples N          observe N samples picked at random (by --seed) from D (default: all)\n"
+    "  --seed S             seed of that pick (default 0)\n"
+    "  --shard I/N          observe only shard I (0-based) of N equal, contiguous shares of the\n"
+    "                       picked samples; merging the N archives gives the whole one\n"
+    "  --ops LIST           observe only tensors produced or consumed by these op types, e.g. Conv,Gemm\n"
+    "  --tensors LIST       observe only tensors whose name matches one of these glob patterns\n"
+    "                       (default: float inputs of Conv/Gemm/MatMul and every activation)\n"
+    "  --bins N             histogram bins, a power of two in [2048, 16777216] (default 4096)\n"
+    "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
+    "  --batch N            images per batch (default 256); results do not depend on it\n"
+    "  --threads N          CPU threads (default: every CPU the process may run on)\n"
+    "  --preprocess SPEC    override the model's ptq.preprocess metadata (see `ptq eval --help`)\n"
+    "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"
+    "  --labels-key KEY     HDF5 dataset holding labels (unused, but checked when present)\n"
+    "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
+    "  --json               print the summary as JSON on stdout\n"
+    "  --progress           force the progress line (default: only on a terminal)\n";
+
+enum { CALIB_MAX_BATCH = 1 << 16 };
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The ids to observe, ascending: all of [0, total), or n_pick of them drawn
+ * by a seeded partial Fisher-Yates shuffle; then shard i of n_shards. */
+static ptq_status pick_samples(ptq_ctx *ctx, int64_t total, int64_t n_pick, uint64_t seed, int64_t shard,
+                               int64_t n_shards, int64_t **ids, int64_t *n_ids)
+{
+    int64_t *all = malloc(((size_t)total + 1) * sizeof *all);
+    if (!all)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)total);
+    for (int64_t i = 0; i < total; i++)
+        all[i] = i;
+    if (n_pick < total) {
+        uint64_t state = seed;
+        for (int64_t i = 0; i < n_pick; i++) {
+            int64_t j = i + (int64_t)(splitmix64(&state) % (uint64_t)(total - i));
+            int64_t t = all[i];
+            all[i] = all[j];
+            all[j] = t;
+        }
+        qsort(all, (size_t)n_pick, sizeof *all, cmp_i64);
+    }
+    int64_t lo = n_pick * shard / n_shards, hi = n_pick * (shard + 1) / n_shards;
+    memmove(all, all + lo, (size_t)(hi - lo) * sizeof *all);
+    *ids = all;
+    *n_ids = hi - lo;
+    return PTQ_OK;
+}
+
+/* Reads samples ids[n] (ascending) into x, one contiguous run at a time. */
+static ptq_status read_ids(ptq_ctx *ctx, cli_session *s, const int64_t *ids, int64_t n, float *x)
+{
+    const int64_t sample = s->channels * s->height * s->width;
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i + 1;
+        while (j < n && ids[j] == ids[j - 1] + 1)
+            j++;
+        ptq_status st = ptq_dataset_read(ctx, s->data, ids[i], j - i, &s->pre, x + i * sample, NULL);
+        if (st != PTQ_OK)
+            return st;
+        i = j;
+    }
+    return PTQ_OK;
+}
+
+static void print_summary(const ptq_calib_set *set, const cli_session *s, const char *out, const char *data,
+                          int64_t n_ids, double secs, int as_json)
+{
+    ptq_calib_provenance pv;
+    ptq_calib_set_provenance(set, &pv);
+    const int64_t n = ptq_calib_set_n_tensors(set);
+    if (as_json) {
+        printf("{\"command\":\"calibrate\",\"ptq_version\":\"%s\",\"archive\":\"%s\",\"device\":\"%s\","
+               "\"samples\":%lld,\"tensors\":%lld,\"seconds\":%.6f,\"images_per_s\":%.3f,"
+               "\"model_sha256\":\"%s\",\"sample_ids_sha256\":\"%s\"}\n",
+               PTQ_VERSION, out, ptq_exec_device_name(s->exec), (long long)n_ids, (long long)n, secs,
+               secs > 0 ? (double)n_ids / secs : 0.0, pv.model_sha256, pv.sample_ids_sha256);
+        return;
+    }
+    printf("archive  %s\ndata     %s (%lld samples, ids sha256 %.16s...)\ndevice   %s  (%.0f img/s)\n"
+           "tensors  %lld observed, %lld bins each\n\n",
+           out, data, (long long)n_ids, pv.sample_ids_sha256, ptq_exec_device_name(s->exec),
+           secs > 0 ? (double)n_ids / secs : 0.0, (long long)n, (long long)pv.n_bins);
+    printf("  %-36s %12s %12s %12s %8s %8s\n", "tensor", "values", "min", "max", "zeros", "nan/inf");
+    for (int64_t i = 0; i < n; i++) {
+        ptq_observer_stats st;
+        ptq_observer_get_stats(ptq_calib_set_observer(set, i), &st);
+        printf("  %-36s %12lld %12.5g %12.5g %7.2f%% %8lld\n", ptq_calib_set_name(set, i), (long long)st.count,
+               (double)st.min, (double)st.max, st.count ? 100.0 * (double)st.n_zero / (double)st.count : 0.0,
+               (long long)(st.n_nan + st.n_inf));
+    }
+}
+
+/* Observes every batch of ids through s's executor into set. */
+static ptq_status observe_all(ptq_ctx *ctx, cli_session *s, ptq_calib_set *set, const int64_t *ids, int64_t n_ids,
+                              int64_t batch, int force_progress)
+{
+    ptq_status st = PTQ_OK;
+    const int64_t sample = s->channels * s->height * s->width;
+    float *x = malloc((size_t)(n_ids < batch ? n_ids : batch) * (size_t)sample * sizeof *x);
+    if (!x)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
+    PTQ_TRY(st, ptq_calib_set_bind(ctx, set, s->exec), done);
+    cli_progress prog;
+    cli_progress_start(&prog, "calibrate", "img", n_ids, force_progress);
+    for (int64_t start = 0; start < n_ids; start += batch) {
+        int64_t n = n_ids - start < batch ? n_ids - start : batch;
+        PTQ_TRY(st, read_ids(ctx, s, ids + start, n, x), done);
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, s->channels, s->height, s->width}, x, PTQ_MEM_HOST, 0};
+        if (s->pre.nhwc) {
+            in.dims[1] = s->height;
+            in.dims[2] = s->width;
+            in.dims[3] = s->channels;
+        }
+        ptq_tensor out[8];
+        if (s->graph->n_outputs > 8) {
+            st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "models with more than 8 outputs are not supported");
+            goto done;
+        }
+        PTQ_TRY(st, ptq_calib_set_observe_inputs(ctx, set, &in), done);
+        PTQ_TRY(st, ptq_exec_run(ctx, s->exec, &in, out), done);
+        cli_progress_update(&prog, start + n);
+    }
+    PTQ_TRY(st, ptq_calib_set_sync(ctx, set), done);
+    cli_progress_end(&prog, n_ids);
+done:
+    free(x);
+    return st;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    cli_opt opts[] = {{"model", 1, NULL},  {"data", 1, NULL},       {"out", 1, NULL},        {"samples", 1, NULL},
+                      {"seed", 1, NULL},   {"shard", 1, NULL},      {"ops", 1, NULL},        {"tensors", 1, NULL},
+                      {"bins", 1, NULL},   {"device", 1, NULL},     {"batch", 1, NULL},      {"threads", 1, NULL},
+                      {"preprocess", 1, NULL}, {"images-key", 1, NULL}, {"labels-key", 1, NULL}, {"layout", 1, NULL},
+                      {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL}};
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    const char *pos[1];
+    int n_pos = 0, rc = cli_parse("calibrate", argc, argv, opts, n_opts, pos, &n_pos, 0);
+    if (rc)
+        return rc;
+    if (cli_get(opts, n_opts, "help")) {
+        fputs(calibrate_help, stdout);
+        return 0;
+    }
+    const char *out = cli_get(opts, n_opts, "out");
+    if (!cli_get(opts, n_opts, "model") || !cli_get(opts, n_opts, "data") || !out)
+        return cli_usage_error("calibrate", "--model, --data and --out are required");
+    int64_t batch, n_samples, seed, threads, bins, shard = 0, n_shards = 1;
+    if ((rc = cli_get_int("calibrate", opts, n_opts, "batch", 256, 1, &batch)) ||
+        (rc = cli_get_int("calibrate", opts, n_opts, "samples", 0, 1, &n_samples)) ||
+        (rc = cli_get_int("calibrate", opts, n_opts, "seed", 0, 0, &seed)) ||
+        (rc = cli_get_int("calibrate", opts, n_opts, "threads", 0, 1, &threads)) ||
+        (rc = cli_get_int("calibrate", opts, n_opts, "bins", 0, 1, &bins)))
+        return rc;
+    if (batch > CALIB_MAX_BATCH)
+        return cli_usage_error("calibrate", "--batch must be at most %d, got %lld", CALIB_MAX_BATCH, (long long)batch);
+    const char *shard_arg = cli_get(opts, n_opts, "shard");
+    if (shard_arg) {
+        long long a, b;
+        char tail;
+        if (sscanf(shard_arg, "%lld/%lld%c", &a, &b, &tail) != 2 || b < 1 || a < 0 || a >= b)
+            return cli_usage_error("calibrate", "--shard wants I/N with 0 <= I < N, got '%s'", shard_arg);
+        shard = a;
+        n_shards = b;
+    }
+    if (threads > 0)
+        ptq_cpu_set_threads((int)threads);
+
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = PTQ_OK;
+    ptq_calib_set *set = NULL;
+    int64_t *ids = NULL, n_ids = 0;
+    char sha[65], tmp[4096] = "", pre[512];
+    cli_session s;
+    memset(&s, 0, sizeof s);
+    const char *model = cli_get(opts, n_opts, "model");
+    ptq_calib_select sel = {cli_get(opts, n_opts, "ops"), cli_get(opts, n_opts, "tensors")};
+
+    cli_session_opts so = {model,
+                           cli_get(opts, n_opts, "data"),
+                           cli_get(opts, n_opts, "device"),
+                           cli_get(opts, n_opts, "preprocess"),
+                           cli_get(opts, n_opts, "images-key"),
+                           cli_get(opts, n_opts, "labels-key"),
+                           cli_get(opts, n_opts, "layout"),
+                           0};
+    PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), done);
+    /* the selection (which needs every tensor's dtype) is checked before any data is read */
+    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
+    PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), done);
+    ptq_exec_set_tap(s.exec, ptq_calib_set_tap, set);
+    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+    const char *base = strrchr(model, '/');
+    PTQ_TRY(st, ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model,
+                                       ptq_preprocess_format(&s.pre, pre, sizeof pre)), done);
+    if (n_samples == 0 || n_samples > s.n_samples)
+        n_samples = s.n_samples;
+    PTQ_TRY(st, pick_samples(&ctx, s.n_samples, n_samples, (uint64_t)seed, shard, n_shards, &ids, &n_ids), done);
+    if (n_ids == 0) {
+        st = ptq_fail(&ctx, PTQ_ERR_DATA, "shard %lld/%lld of %lld samples is empty", (long long)shard,
+                      (long long)n_shards, (long long)n_samples);
+        goto done;
+    }
+    PTQ_TRY(st, ptq_calib_set_add_samples(&ctx, set, so.data, ids, n_ids), done);
+
+    double t0 = cli_now_s();
+    PTQ_TRY(st, observe_all(&ctx, &s, set, ids, n_ids, batch, cli_get(opts, n_opts, "progress") != NULL), done);
+    double secs = cli_now_s() - t0;
+    int64_t bad = ptq_calib_set_first_nonfinite(set);
+    if (bad >= 0) {
+        ptq_observer_stats os;
+        ptq_observer_get_stats(ptq_calib_set_observer(set, bad), &os);
+        st = ptq_fail(&ctx, PTQ_ERR_DATA,
+                      "tensor '%s' holds no finite value (%lld NaN, %lld Inf of %lld): it cannot be calibrated; "
+                      "no archive written",
+                      ptq_calib_set_name(set, bad), (long long)os.n_nan, (long long)os.n_inf, (long long)os.count);
+        goto done;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
+    PTQ_TRY(st, ptq_calib_set_write(&ctx, set, tmp), done);
+    if (rename(tmp, out) != 0) {
+        st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", out, strerror(errno));
+        goto done;
+    }
+    tmp[0] = '\0';
+    print_summary(set, &s, out, so.data, n_ids, secs, cli_get(opts, n_opts, "json") != NULL);
+done:
+    if (tmp[0])
+        remove(tmp);
+    cli_session_close(&s);
+    ptq_calib_set_free(set);
+    free(ids);
+    return cli_report("calibrate", &ctx, st);
+}

@@ -1,0 +1,257 @@
+/* `ptq export`: ranges from a calibration archive by any calibrator,
+ * written as a TensorRT calibration cache, ONNX Runtime's TensorRT-EP
+ * tables or ptq's JSON, without running the model again. Covered by
+ * tests/cli_calib_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ptq/calib.h"
+#include "ptq/calibrator.h"
+#include "ptq/export.h"
+#include "ptq/hash.h"
+
+static const char export_help[] =
+    "usage: ptq export calib.h5 --method M --format F --out PATH [options]\n"
+    "\n"
+    "Turns the observers of a calibration archive (`ptq calibrate`) into one\n"
+    "range (amax) per tensor and writes them for another runtime.\n"
+    "\n"
+    "  --method M           minmax: amax = max|x|\n"
+    "                       entropy: TensorRT's KL-divergence search (as NVIDIA's ModelOpt does it)\n"
+    "                       percentile[=P]: the P-th percentile of |x| (default 99.99)\n"
+    "                       mse: the amax with the least quantize-dequantize squared error\n"
+    "  --format F           trt: TensorRT INT8 calibration cache (one file; TensorRT <= 10)\n"
+    "                       ort: ONNX Runtime TensorRT-EP tables: PATH is a folder that gets\n"
+    "                            calibration.flatbuffers, calibration.json and calibration.cache\n"
+    "                       json: ptq's ranges: amax, scale, method, target, clipped fraction\n"
+    "  --out PATH           file (trt, json) or folder (ort); written whole or not at all\n"
+    "  --target T           int8 (default), fp8-e4m3 or fp8-e5m2: the grid entropy and mse\n"
+    "                       search over and the scale's divisor (127, 448, 57344); TensorRT\n"
+    "                       caches and ORT's flatbuffers/cache tables are INT8 only\n"
+    "  --model FILE         check that the archive was made from this model (SHA-256)\n"
+    "  --trt-version V      TensorRT version in the cache header: 10.3.0 (default, written\n"
+    "                       100300), 8.6.1 (8601), or the number itself\n"
+    "  --trt-algorithm A    cache header algorithm (default EntropyCalibration2, which\n"
+    "                       trtexec --calib expects; MinMaxCalibration for that calibrator)\n"
+    "  --json               print the ranges as JSON on stdout instead of the table\n"
+    "  --quiet              print nothing but warnings and errors\n";
+
+static ptq_status parse_trt_version(ptq_ctx *ctx, const char *s, int *out)
+{
+    int major, minor, patch;
+    char tail;
+    if (sscanf(s, "%d.%d.%d%c", &major, &minor, &patch, &tail) == 3 && major > 0 && minor >= 0 && minor < 100 &&
+        patch >= 0 && patch < 100) {
+        *out = ptq_trt_cache_version(major, minor, patch);
+        return PTQ_OK;
+    }
+    long v;
+    char *end = NULL;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (!errno && end && !*end && end != s && v > 0 && v < 100000000) {
+        *out = (int)v;
+        return PTQ_OK;
+    }
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--trt-version wants MAJOR.MINOR.PATCH or a number, got '%s'", s);
+}
+
+/* "percentile=99.9" -> method and p. */
+static ptq_status parse_method(ptq_ctx *ctx, const char *s, ptq_calib_params *p)
+{
+    char name[64];
+    const char *eq = strchr(s, '=');
+    size_t n = eq ? (size_t)(eq - s) : strlen(s);
+    if (n >= sizeof name)
+        n = sizeof name - 1;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    PTQ_TRY_RET(ptq_calib_method_parse(ctx, name, &p->method));
+    if (!eq)
+        return PTQ_OK;
+    char *end = NULL;
+    double v = strtod(eq + 1, &end);
+    if (p->method != PTQ_CALIB_PERCENTILE || !end || *end || end == eq + 1 || !(v > 0 && v <= 100))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--method %s: only percentile takes a value, in (0, 100]", s);
+    p->percentile = v;
+    return PTQ_OK;
+}
+
+/* Writes buf to dir/name through a temporary file; the temporary's name into tmp. */
+static ptq_status write_tmp(ptq_ctx *ctx, const char *path, const ptq_buf *b, char *tmp, size_t n_tmp)
+{
+    FILE *f = NULL;
+    PTQ_TRY_RET(cli_tmp_open(ctx, path, tmp, n_tmp, &f));
+    int bad = fwrite(b->data, 1, b->n_bytes, f) != b->n_bytes;
+    bad |= fclose(f) != 0;
+    if (bad)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    return PTQ_OK;
+}
+
+enum { MAX_OUT_FILES = 3 };
+
+typedef struct out_file {
+    char path[4096], tmp[4200];
+    ptq_buf buf;
+} out_file;
+
+/* Every file complete before any takes its name; on failure none is left. */
+static ptq_status commit_all(ptq_ctx *ctx, out_file *f, int n)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < n && st == PTQ_OK; i++)
+        st = write_tmp(ctx, f[i].path, &f[i].buf, f[i].tmp, sizeof f[i].tmp);
+    for (int i = 0; i < n && st == PTQ_OK; i++)
+        if (rename(f[i].tmp, f[i].path) != 0) {
+            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", f[i].path, strerror(errno));
+            for (int j = 0; j < i; j++)
+                remove(f[j].path);
+        } else {
+            f[i].tmp[0] = '\0';
+        }
+    for (int i = 0; i < n; i++)
+        if (f[i].tmp[0])
+            remove(f[i].tmp);
+    return st;
+}
+
+static void print_ranges(const ptq_tensor_range *r, int64_t n, const char *method, const char *target)
+{
+    printf("method %s, target %s, %lld tensors\n\n  %-40s %12s %14s %9s\n", method, target, (long long)n, "tensor",
+           "amax", "scale", "clipped");
+    for (int64_t i = 0; i < n; i++)
+        printf("  %-40s %12.6g %14.6g %8.4f%%%s\n", r[i].name, r[i].r.amax, r[i].r.scale,
+               100.0 * r[i].r.clipped_fraction, r[i].r.degenerate ? "  (all zeros)" : "");
+}
+
+int cmd_export(int argc, char **argv)
+{
+    cli_opt opts[] = {{"method", 1, NULL}, {"format", 1, NULL},      {"out", 1, NULL},
+                      {"target", 1, NULL}, {"model", 1, NULL},       {"trt-version", 1, NULL},
+                      {"trt-algorithm", 1, NULL}, {"json", 0, NULL}, {"quiet", 0, NULL},
+                      {"help", 0, NULL}};
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    const char *pos[1];
+    int n_pos = 0, rc = cli_parse("export", argc, argv, opts, n_opts, pos, &n_pos, 1);
+    if (rc)
+        return rc;
+    if (cli_get(opts, n_opts, "help")) {
+        fputs(export_help, stdout);
+        return 0;
+    }
+    const char *format = cli_get(opts, n_opts, "format"), *out = cli_get(opts, n_opts, "out");
+    const char *method_arg = cli_get(opts, n_opts, "method");
+    if (n_pos != 1 || !format || !out || !method_arg)
+        return cli_usage_error("export", "an archive, --method, --format and --out are required");
+    const int fmt_trt = strcmp(format, "trt") == 0, fmt_ort = strcmp(format, "ort") == 0,
+              fmt_json = strcmp(format, "json") == 0;
+    if (!fmt_trt && !fmt_ort && !fmt_json)
+        return cli_usage_error("export", "--format must be trt, ort or json, got '%s'", format);
+
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = PTQ_OK;
+    ptq_calib_set *set = NULL;
+    ptq_tensor_range *ranges = NULL;
+    out_file files[MAX_OUT_FILES];
+    int n_files = 0;
+    memset(files, 0, sizeof files);
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0.0};
+    ptq_trt_cache_params tp = {0, cli_get(opts, n_opts, "trt-algorithm")};
+    PTQ_TRY(st, parse_method(&ctx, method_arg, &cp), done);
+    if (cli_get(opts, n_opts, "target"))
+        PTQ_TRY(st, ptq_qformat_parse(&ctx, cli_get(opts, n_opts, "target"), &cp.format), done);
+    if (cli_get(opts, n_opts, "trt-version"))
+        PTQ_TRY(st, parse_trt_version(&ctx, cli_get(opts, n_opts, "trt-version"), &tp.version), done);
+
+    PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[0], &set), done);
+    ptq_calib_provenance pv;
+    ptq_calib_set_provenance(set, &pv);
+    const char *model = cli_get(opts, n_opts, "model");
+    if (model) {
+        char sha[65];
+        PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+        if (strcmp(sha, pv.model_sha256) != 0) {
+            st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG,
+                          "%s was calibrated on another model: its SHA-256 is %.16s..., %s's is %.16s...; nothing "
+                          "written",
+                          pos[0], pv.model_sha256, model, sha);
+            goto done;
+        }
+    }
+    const int64_t n = ptq_calib_set_n_tensors(set);
+    ranges = calloc((size_t)n + 1, sizeof *ranges);
+    if (!ranges) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        ptq_tensor_range *r = &ranges[i];
+        r->name = ptq_calib_set_name(set, i);
+        r->method = cp.method;
+        r->format = cp.format;
+        r->percentile = cp.percentile > 0 ? cp.percentile : 99.99;
+        st = ptq_calib_compute(&ctx, &cp, ptq_calib_set_observer(set, i), &r->r);
+        if (st != PTQ_OK) {
+            char why[PTQ_MSG_BYTES];
+            snprintf(why, sizeof why, "%s", ctx.msg);
+            ptq_fail(&ctx, st, "%s, tensor '%s': %s; nothing written", pos[0], r->name, why);
+            goto done;
+        }
+    }
+    ptq_export_stats es = {0};
+    if (fmt_ort) {
+        if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", out, strerror(errno));
+            goto done;
+        }
+        static const char *const names[] = {"calibration.flatbuffers", "calibration.json", "calibration.cache"};
+        for (int k = 0; k < 3; k++)
+            snprintf(files[k].path, sizeof files[k].path, "%s/%s", out, names[k]);
+        PTQ_TRY(st, ptq_export_ort_flatbuffers(&ctx, ranges, n, &files[0].buf, &es), done);
+        PTQ_TRY(st, ptq_export_ort_json(&ctx, ranges, n, &files[1].buf, NULL), done);
+        PTQ_TRY(st, ptq_export_ort_cache(&ctx, ranges, n, &files[2].buf, NULL), done);
+        n_files = 3;
+    } else {
+        snprintf(files[0].path, sizeof files[0].path, "%s", out);
+        if (fmt_trt) {
+            PTQ_TRY(st, ptq_export_trt_cache(&ctx, &tp, ranges, n, &files[0].buf, &es), done);
+        } else {
+            ptq_export_json_meta meta = {model ? model : pv.model_name, pv.model_sha256, pos[0]};
+            PTQ_TRY(st, ptq_export_json(&ctx, &meta, ranges, n, &files[0].buf, &es), done);
+        }
+        n_files = 1;
+    }
+    PTQ_TRY(st, commit_all(&ctx, files, n_files), done);
+    if (es.n_colon_names > 0)
+        for (int64_t i = 0; i < n; i++)
+            if (ptq_export_name_warns(ranges[i].name))
+                fprintf(stderr, "ptq export: warning: tensor '%s' has ':' in its name; ONNX Runtime's TensorRT-EP "
+                                "cache parser cuts names at the first ':'\n", ranges[i].name);
+    if (es.n_degenerate > 0 && !fmt_json)
+        fprintf(stderr, "ptq export: warning: %lld tensors saw only zeros and were left out of the INT8 tables\n",
+                (long long)es.n_degenerate);
+    if (cli_get(opts, n_opts, "json")) {
+        ptq_buf jb = {0};
+        ptq_export_json_meta meta = {model ? model : pv.model_name, pv.model_sha256, pos[0]};
+        PTQ_TRY(st, ptq_export_json(&ctx, &meta, ranges, n, &jb, NULL), done);
+        fputs(jb.data, stdout);
+        ptq_buf_free(&jb);
+    } else if (!cli_get(opts, n_opts, "quiet")) {
+        print_ranges(ranges, n, method_arg, ptq_qformat_name(cp.format));
+        printf("\nwrote %s\n", out);
+    }
+done:
+    for (int k = 0; k < MAX_OUT_FILES; k++)
+        ptq_buf_free(&files[k].buf);
+    free(ranges);
+    ptq_calib_set_free(set);
+    return cli_report("export", &ctx, st);
+}

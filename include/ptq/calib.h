@@ -1,0 +1,108 @@
+/* Calibration sets: one observer per tensor a plan may quantize, fed by the
+ * executor's tap (on the host or, through device observers, on the GPU),
+ * with the provenance that makes an archive checkable, written to and read
+ * from the HDF5 calibration archive (calib.h5) and merged exactly across
+ * shards. calib/select.c, calib/calib_set.c, calib/archive.c; covered by
+ * tests/test_calib_set.c, tests/calib_archive_test.py and tests/cli_calib_test.py. */
+#ifndef PTQ_CALIB_H
+#define PTQ_CALIB_H
+
+#include <stdint.h>
+
+#include "ptq/graph.h"
+#include "ptq/observer.h"
+#include "ptq/runtime.h"
+#include "ptq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PTQ_CALIB_ARCHIVE_VERSION 1
+
+/* Which tensors to observe. ops: comma-separated op types; a tensor is kept
+ * when a node of one of them produces it or takes it as a float
+ * non-constant input. tensors: comma-separated glob patterns (fnmatch) on
+ * tensor names. Both NULL or "": every quantizable tensor (float
+ * non-constant inputs of Conv/Gemm/MatMul and every float node output). */
+typedef struct ptq_calib_select {
+    const char *ops;
+    const char *tensors;
+} ptq_calib_select;
+
+/* Marks in keep[g->n_values] the tensors sel picks. PTQ_ERR_INVALID_ARG
+ * when they are none, naming the ops and patterns; *n_kept gets the count. */
+ptq_status ptq_calib_select_tensors(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel,
+                                    unsigned char *keep, int64_t *n_kept);
+
+/* Where the observed data came from; strings owned by the set. */
+typedef struct ptq_calib_provenance {
+    char model_sha256[65];   /* of the model file's bytes */
+    const char *model_name;  /* the file name it was calibrated from (informative) */
+    const char *ptq_version;
+    const char *preprocess;  /* the preprocessing spec applied to every image */
+    const char *selection;   /* "ops=...;tensors=..." as canonicalised by the set */
+    int64_t n_bins;          /* observer bins */
+    char sample_ids_sha256[65]; /* over the sources (sorted) and their sorted sample ids, see calib/calib_set.c */
+    int64_t n_samples;
+    int n_sources;
+    const char *const *sources; /* [n_sources] data sets, as given on the command line, sorted */
+} ptq_calib_provenance;
+
+typedef struct ptq_calib_set ptq_calib_set;
+
+/* An empty set over the tensors sel picks in g (which must outlive the set
+ * while it observes). n_bins: 0 for the default. */
+ptq_status ptq_calib_set_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel, int64_t n_bins,
+                                ptq_calib_set **out);
+void ptq_calib_set_free(ptq_calib_set *s);
+
+/* Records the model (its SHA-256 and name), ptq's version and the
+ * preprocessing spec (copied). */
+ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *model_sha256, const char *model_name,
+                                  const char *preprocess);
+/* Records that samples ids[n] of data set source were observed (before or
+ * after observing them). The same sample of one source twice is
+ * PTQ_ERR_DATA: it would be counted twice. */
+ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids, int64_t n);
+
+/* Observing: pass ptq_calib_set_tap and the set as the executor's tap and
+ * tap_user, bind the executor once created (device observers live on its
+ * GPU), and per batch call observe_inputs with the batch's graph inputs
+ * before ptq_exec_run. sync waits for device observers and folds them into
+ * the host state; call it before reading, writing or merging the set. */
+ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
+                             const ptq_tensor *t);
+ptq_status ptq_calib_set_bind(ptq_ctx *ctx, ptq_calib_set *s, ptq_exec *e);
+ptq_status ptq_calib_set_observe_inputs(ptq_ctx *ctx, ptq_calib_set *s, const ptq_tensor *inputs);
+ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s);
+
+int64_t ptq_calib_set_n_tensors(const ptq_calib_set *s);
+const char *ptq_calib_set_name(const ptq_calib_set *s, int64_t i);
+const ptq_observer *ptq_calib_set_observer(const ptq_calib_set *s, int64_t i);
+/* The provenance, valid until the set changes or is freed. */
+void ptq_calib_set_provenance(const ptq_calib_set *s, ptq_calib_provenance *out);
+
+/* Index of the tensor called name, or -1. */
+int64_t ptq_calib_set_find(const ptq_calib_set *s, const char *name);
+
+/* The first tensor (in set order) that saw values but no finite one (all
+ * NaN/Inf), or -1. */
+int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s);
+
+/* The archive: HDF5 at path (the caller picks a temporary name and renames;
+ * a failed write removes what it created). Layout in calib/archive.c. */
+ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char *path);
+/* PTQ_ERR_IO, or PTQ_ERR_FORMAT naming the path and what is off. */
+ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **out);
+
+/* dst += src exactly. Both must come from the same model (SHA-256), the same
+ * observer settings (bins, selection, preprocessing) and the same tensors,
+ * and share no sample; otherwise PTQ_ERR_INVALID_ARG saying which differs,
+ * and dst is unchanged. */
+ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib_set *src);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""`ptq calibrate`, `ptq merge` and `ptq export` end to end on the demo model:
+the archive read back with h5py + hdf5plugin (every dataset, zstd filter
+32015, provenance hashes recomputed here), its statistics and histograms
+against onnxruntime's activations binned by numpy, identical archives
+whatever the batch size, halves merged equal to the whole, the TensorRT cache
+read back, and every bad input of the calibration issue with its exit code
+and nothing left behind. Run by ctest (label oracle) with PTQ_BIN and
+PTQ_SOURCE_DIR set."""
+import gzip
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import h5py
+    import hdf5plugin  # noqa: F401  (registers the zstd filter 32015 with h5py)
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper, TensorProto
+except ImportError as e:  # the venv from scripts/setup.sh has them
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+PTQ = os.environ.get("PTQ_BIN", "build/ptq")
+SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
+MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
+FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
+N_IMAGES = 600
+failures = []
+
+
+def ptq(*args):
+    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=900)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, ok, detail=""):
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
+    if not ok:
+        failures.append(name)
+
+
+def run_ok(name, *args):
+    rc, out, err = ptq(*args)
+    check(name, rc == 0, f"exit {rc}" + (f", stderr {err.strip()[-400:]!r}" if rc else ""))
+    return out
+
+
+def expect_fail(name, args, code, needle, outputs, tmp):
+    rc, out, err = ptq(*args)
+    left = [o for o in outputs if os.path.exists(o)] + [f for f in os.listdir(tmp) if ".tmp-" in f]
+    last = err.strip().splitlines()[-1] if err.strip() else ""
+    check(name, rc == code and needle in err and not left, f"exit {rc} (want {code}): {last}" +
+          (f"; left behind {left}" if left else ""))
+
+
+def read_archive(path):
+    """Every dataset and attribute of an archive, as numpy values."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for k, v in f.attrs.items():
+            out["@" + k] = v
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                out[name] = obj[()]
+        f.visititems(visit)
+        hist = f["tensors/hist"]
+        out["!hist_filters"] = dict(hist._filters)
+    return out
+
+
+def same_contents(a, b, keys_prefix=("tensors/", "samples/")):
+    """Statistics, histograms and sample ids equal bit for bit."""
+    diff = []
+    for k in a:
+        if k.startswith(keys_prefix):
+            if k not in b or a[k].dtype != b[k].dtype or not np.array_equal(a[k], b[k]):
+                diff.append(k)
+    for k in ("@sample_ids_sha256", "@n_samples", "@model_sha256", "@n_bins", "@selection", "@preprocess"):
+        if a.get(k) != b.get(k) and not (isinstance(a.get(k), np.ndarray) and np.array_equal(a[k], b[k])):
+            diff.append(k)
+    return diff
+
+
+def load_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def sample_hash(sources, ids_by_source):
+    """The archive's documented sample-id hash (calib/calib_internal.h)."""
+    h = hashlib.sha256()
+    for name in sorted(sources):
+        ids = np.sort(np.asarray(ids_by_source[name], dtype="<i8"))
+        h.update(name.encode() + b"\0")
+        h.update(struct.pack("<Q", len(ids)))
+        h.update(ids.tobytes())
+    return h.hexdigest()
+
+
+def ort_activations(x, names):
+    """onnxruntime's value of every named tensor for the batch x."""
+    m = onnx.load(MODEL)
+    have = {o.name for o in m.graph.output}
+    for n in names:
+        if n not in have and n != m.graph.input[0].name:
+            m.graph.output.append(helper.make_tensor_value_info(n, TensorProto.FLOAT, None))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    outs = sess.run(None, {m.graph.input[0].name: x})
+    got = dict(zip([o.name for o in sess.get_outputs()], outs))
+    got[m.graph.input[0].name] = x
+    return got
+
+
+def check_against_ort(arc, images):
+    """min/max/counts within float rounding of onnxruntime's activations and
+    the histogram close to numpy's binning of them at the archive's range."""
+    x = ((images.astype(np.float32) * np.float32(1 / 255) - np.float32(0.286)) / np.float32(0.353))
+    x = x.reshape(-1, 1, 28, 28).astype(np.float32)
+    names = [n.decode() if isinstance(n, bytes) else n for n in arc["tensors/name"]]
+    acts = ort_activations(x, names)
+    n_bins = int(arc["@n_bins"])
+    worst_hist = 0.0
+    bad = []
+    for i, name in enumerate(names):
+        v = acts[name].ravel().astype(np.float64)
+        fin = v[np.isfinite(v)]
+        if arc["tensors/count"][i] != v.size:
+            bad.append(f"{name}: count {arc['tensors/count'][i]} vs {v.size}")
+            continue
+        tol = 1e-4 * max(1.0, np.abs(fin).max())
+        if abs(arc["tensors/min"][i] - fin.min()) > tol or abs(arc["tensors/max"][i] - fin.max()) > tol:
+            bad.append(f"{name}: min/max {arc['tensors/min'][i]},{arc['tensors/max'][i]} vs {fin.min()},{fin.max()}")
+        nz = np.abs(fin[fin != 0])
+        zeros = int((fin == 0).sum())
+        if abs(arc["tensors/n_zero"][i] - zeros) > 1e-4 * v.size:
+            bad.append(f"{name}: zeros {arc['tensors/n_zero'][i]} vs {zeros}")
+        e = int(arc["tensors/exponent"][i])
+        idx = np.minimum(np.floor(nz * (n_bins / 2.0 ** e)).astype(np.int64), n_bins - 1)
+        ref = np.bincount(idx, minlength=n_bins)
+        moved = np.abs(ref - arc["tensors/hist"][i]).sum() / max(1, nz.size)
+        worst_hist = max(worst_hist, moved)
+        if moved > 2e-3:
+            bad.append(f"{name}: histogram differs from numpy's binning of onnxruntime's values by {moved:.2e}")
+    check("archive statistics and histograms match onnxruntime's activations", not bad,
+          f"{len(names)} tensors, worst histogram L1/count {worst_hist:.2e}" + ("; " + "; ".join(bad[:3]) if bad else ""))
+
+
+def tiny_nan_model(path):
+    """input -> Sub(x, x) = 0 -> Div(0, 0) = NaN everywhere -> Relu."""
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])
+    y = helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 1, 28, 28])
+    nodes = [helper.make_node("Sub", ["input", "input"], ["zero"], name="sub"),
+             helper.make_node("Div", ["zero", "zero"], ["nan_everywhere"], name="div"),
+             helper.make_node("Relu", ["nan_everywhere"], ["out"], name="relu")]
+    g = helper.make_graph(nodes, "nan", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+
+
+def main():
+    if not os.path.exists(MODEL) or not os.path.exists(f"{FM}/t10k-images-idx3-ubyte.gz"):
+        print("skipped: demo model or Fashion-MNIST missing")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="ptq-calib-")
+    images = load_idx(f"{FM}/t10k-images-idx3-ubyte.gz")[:N_IMAGES]
+    data = os.path.join(tmp, "calib.h5")
+    with h5py.File(data, "w") as f:
+        f.create_dataset("images", data=images)
+    J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
+
+    # the whole set, read back; provenance recomputed here
+    run_ok("calibrate", "calibrate", "--model", MODEL, "--data", data, "--out", J("whole.h5"), "--batch", "64")
+    whole = read_archive(J("whole.h5"))
+    model_sha = hashlib.sha256(open(MODEL, "rb").read()).hexdigest()
+    names = [n.decode() if isinstance(n, bytes) else n for n in whole["tensors/name"]]
+    check("archive: zstd filter 32015 on the histograms", "32015" in {str(k) for k in whole["!hist_filters"]}, str(whole["!hist_filters"]))
+    check("archive: every dataset read back", all(k in whole for k in (
+        "tensors/name", "tensors/count", "tensors/n_zero", "tensors/n_nan", "tensors/n_inf", "tensors/n_binned",
+        "tensors/min", "tensors/max", "tensors/exponent", "tensors/hist", "samples/id", "samples/source")),
+        f"{len([k for k in whole if not k.startswith(('@', '!'))])} datasets, {len(names)} tensors")
+    check("archive: 23 tensors by default (float inputs of Conv/Gemm and every activation)", len(names) == 23 and
+          names[0] == "input" and "logits" in names, str(len(names)))
+    check("archive: model SHA-256", whole["@model_sha256"] == model_sha)
+    srcs = [s.decode() if isinstance(s, bytes) else s for s in whole["@sources"]]
+    check("archive: sample ids and their SHA-256", srcs == [data] and np.array_equal(whole["samples/id"],
+          np.arange(N_IMAGES)) and whole["@sample_ids_sha256"] == sample_hash(srcs, {data: range(N_IMAGES)}),
+          str(whole["@sample_ids_sha256"])[:16])
+    check("archive: ptq version, bins, selection, preprocessing", whole["@ptq_version"] and whole["@n_bins"] == 4096
+          and whole["@selection"] == "ops=;tensors=" and "mean=0.286" in whole["@preprocess"])
+    hist_ok = all(whole["tensors/hist"][i].sum() == whole["tensors/n_binned"][i] for i in range(len(names)))
+    counts_ok = np.array_equal(whole["tensors/count"], whole["tensors/n_zero"] + whole["tensors/n_nan"] +
+                               whole["tensors/n_inf"] + whole["tensors/n_binned"])
+    check("archive: counts add up, histograms sum to the binned values", hist_ok and counts_ok)
+    check_against_ort(whole, images)
+
+    # batch size and sharding do not change a bit
+    run_ok("calibrate --batch 1", "calibrate", "--model", MODEL, "--data", data, "--out", J("b1.h5"), "--batch", "1")
+    run_ok("calibrate --batch 600", "calibrate", "--model", MODEL, "--data", data, "--out", J("b600.h5"),
+           "--batch", "600", "--threads", "1")
+    for other in ("b1.h5", "b600.h5"):
+        d = same_contents(whole, read_archive(J(other)))
+        check(f"batch 64 and {other} archives identical", not d, str(d))
+    for k, bt in ((0, "50"), (1, "333"), (2, "7")):
+        run_ok(f"calibrate --shard {k}/3", "calibrate", "--model", MODEL, "--data", data, "--out", J(f"s{k}.h5"),
+               "--shard", f"{k}/3", "--batch", bt)
+    run_ok("merge 3 shards", "merge", J("s2.h5"), J("s0.h5"), J("s1.h5"), "--out", J("merged3.h5"))
+    d = same_contents(whole, read_archive(J("merged3.h5")))
+    check("three shards merged (in another order) == the whole set", not d, str(d))
+    run_ok("calibrate half 0/2", "calibrate", "--model", MODEL, "--data", data, "--out", J("h0.h5"), "--shard", "0/2")
+    run_ok("calibrate half 1/2", "calibrate", "--model", MODEL, "--data", data, "--out", J("h1.h5"), "--shard", "1/2")
+    run_ok("merge halves", "merge", J("h0.h5"), J("h1.h5"), "--out", J("halves.h5"))
+    d = same_contents(whole, read_archive(J("halves.h5")))
+    check("two halves merged == the whole set", not d, str(d))
+
+    # --samples/--seed: a seeded pick, recorded
+    run_ok("calibrate --samples 100 --seed 7", "calibrate", "--model", MODEL, "--data", data, "--out", J("p7.h5"),
+           "--samples", "100", "--seed", "7")
+    p7 = read_archive(J("p7.h5"))
+    ids = p7["samples/id"]
+    check("--samples 100: 100 distinct ids, hash recorded", len(set(ids.tolist())) == 100 and
+          p7["@sample_ids_sha256"] == sample_hash([data], {data: ids}) and p7["tensors/count"][0] == 100 * 784)
+
+    # export: the TensorRT cache read back gives the JSON's amax
+    run_ok("export json", "export", J("whole.h5"), "--method", "entropy", "--format", "json", "--out", J("r.json"),
+           "--model", MODEL, "--quiet")
+    run_ok("export trt", "export", J("whole.h5"), "--method", "entropy", "--format", "trt", "--out", J("r.cache"),
+           "--quiet")
+    rj = json.load(open(J("r.json")))
+    lines = open(J("r.cache")).read().split("\n")
+    amax_trt = {}
+    for ln in lines[1:-1]:
+        name, hexbits = ln.rsplit(": ", 1)
+        amax_trt[name] = struct.unpack(">f", bytes.fromhex(hexbits))[0] * 127
+    ok = lines[0] == "TRT-100300-EntropyCalibration2" and lines[-1] == "" and len(amax_trt) == len(names)
+    for t in rj["tensors"]:
+        ok &= abs(amax_trt.get(t["name"], -1) - t["amax"]) <= 1e-6 * t["amax"] and t["method"] == "entropy"
+    check("trt cache: header, one line per tensor, amax recovered", ok, f"{len(amax_trt)} tensors")
+    run_ok("export ort", "export", J("whole.h5"), "--method", "percentile", "--format", "ort", "--out", J("ort"),
+           "--quiet")
+    check("ort tables written", all(os.path.exists(J("ort", f)) for f in
+                                    ("calibration.flatbuffers", "calibration.json", "calibration.cache")))
+    run_ok("export again", "export", J("halves.h5"), "--method", "entropy", "--format", "trt", "--out", J("r2.cache"),
+           "--quiet")
+    check("export from the merged halves gives the same bytes", open(J("r.cache"), "rb").read() ==
+          open(J("r2.cache"), "rb").read())
+
+    # bad input: clear message, non-zero exit, nothing written
+    other = J("other.onnx")
+    m = onnx.load(MODEL)
+    m.doc_string = "the same graph, other bytes"
+    onnx.save(m, other)
+    run_ok("calibrate other model", "calibrate", "--model", other, "--data", data, "--out", J("other.h5"),
+           "--samples", "50")
+    expect_fail("export: archive of another model", ["export", J("whole.h5"), "--method", "minmax", "--format", "trt",
+                "--out", J("bad1.cache"), "--model", other], 2, "another model", [J("bad1.cache")], tmp)
+    expect_fail("merge: archive of another model", ["merge", J("whole.h5"), J("other.h5"), "--out", J("bad2.h5")], 2,
+                "different models", [J("bad2.h5")], tmp)
+    run_ok("calibrate --bins 8192", "calibrate", "--model", MODEL, "--data", data, "--out", J("bins.h5"),
+           "--bins", "8192", "--shard", "1/2")
+    expect_fail("merge: different observer bins", ["merge", J("h0.h5"), J("bins.h5"), "--out", J("bad3.h5")], 2,
+                "different observer bins", [J("bad3.h5")], tmp)
+    run_ok("calibrate --ops Conv", "calibrate", "--model", MODEL, "--data", data, "--out", J("conv.h5"),
+           "--ops", "Conv", "--shard", "1/2")
+    expect_fail("merge: different tensor selection", ["merge", J("h0.h5"), J("conv.h5"), "--out", J("bad4.h5")], 2,
+                "different tensor selections", [J("bad4.h5")], tmp)
+    expect_fail("merge: the same samples twice", ["merge", J("h0.h5"), J("whole.h5"), "--out", J("bad5.h5")], 2,
+                "count twice", [J("bad5.h5")], tmp)
+    expect_fail("calibrate: a pattern that selects no tensor", ["calibrate", "--model", MODEL, "--data", data,
+                "--out", J("bad6.h5"), "--tensors", "no_such_tensor*"], 2, "no_such_tensor*", [J("bad6.h5")], tmp)
+    expect_fail("calibrate: an op type that selects no tensor", ["calibrate", "--model", MODEL, "--data", data,
+                "--out", J("bad7.h5"), "--ops", "LSTM"], 2, "LSTM", [J("bad7.h5")], tmp)
+    nan_model = J("nan.onnx")
+    tiny_nan_model(nan_model)
+    expect_fail("calibrate: a tensor that is all NaN", ["calibrate", "--model", nan_model, "--data", data,
+                "--out", J("bad8.h5")], 7, "nan_everywhere", [J("bad8.h5")], tmp)
+    blob = open(J("whole.h5"), "rb").read()
+    open(J("trunc.h5"), "wb").write(blob[: len(blob) // 2])
+    expect_fail("export: a truncated archive", ["export", J("trunc.h5"), "--method", "minmax", "--format", "json",
+                "--out", J("bad9.json")], 4, "trunc.h5", [J("bad9.json")], tmp)
+    expect_fail("export: an HDF5 file that is no archive", ["export", data, "--method", "minmax", "--format", "json",
+                "--out", J("bad10.json")], 4, "not a ptq calibration archive", [J("bad10.json")], tmp)
+    expect_fail("export: FP8 ranges into a TensorRT cache", ["export", J("whole.h5"), "--method", "minmax",
+                "--target", "fp8-e4m3", "--format", "trt", "--out", J("bad11.cache")], 5, "INT8",
+                [J("bad11.cache")], tmp)
+    expect_fail("export: unknown method", ["export", J("whole.h5"), "--method", "kl", "--format", "trt",
+                "--out", J("bad12.cache")], 2, "kl", [J("bad12.cache")], tmp)
+    expect_fail("calibrate: bins not a power of two", ["calibrate", "--model", MODEL, "--data", data,
+                "--out", J("bad13.h5"), "--bins", "3000"], 2, "power of two", [J("bad13.h5")], tmp)
+
+    print(f"cli_calib_test: {len(failures)} failed" + (": " + ", ".join(failures) if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

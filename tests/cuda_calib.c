@@ -1,0 +1,121 @@
+/* Calibration on the GPU end to end: the demo model runs on the CUDA
+ * executor with a calibration set tapping every quantizable tensor (device
+ * observers, tensors never copied for them), while a second set is fed host
+ * copies of the very same device tensors; after ptq_calib_set_sync both
+ * sets must hold bit-identical observers (stats, range, every bin) over
+ * batches of 1, 64, 200 and 333 random images. Exit 77 without a GPU. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptq/calib.h"
+#include "ptq/runtime.h"
+#include "testlib.h"
+
+#ifndef PTQ_CUDA
+
+int main(void)
+{
+    printf("cuda_calib: skipped: ptq was built without CUDA\n");
+    return PTQ_TEST_SKIP;
+}
+
+#else
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "runtime/backend.h"
+
+typedef struct both {
+    ptq_calib_set *dev_set, *host_set;
+    ptq_exec *e;
+    int on_device, copied;
+} both;
+
+/* Feeds the device set the tensor as it is and the host set a host copy. */
+static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, int value, const ptq_tensor *t)
+{
+    both *b = user;
+    PTQ_TRY_RET(ptq_calib_set_tap(b->dev_set, ctx, g, node, value, t));
+    if (t->mem != PTQ_MEM_CUDA)
+        return ptq_calib_set_tap(b->host_set, ctx, g, node, value, t);
+    b->on_device++;
+    ptq_tensor h = *t;
+    h.mem = PTQ_MEM_HOST;
+    h.data = malloc(ptq_tensor_bytes(t) + 1);
+    if (!h.data)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ptq_status st = ptq_cuda_download(ctx, ptq_exec_cuda_dev(b->e), h.data, t->data, ptq_tensor_bytes(t));
+    if (st == PTQ_OK)
+        st = ptq_calib_set_tap(b->host_set, ctx, g, node, value, &h);
+    b->copied++;
+    free(h.data);
+    return st;
+}
+
+int main(void)
+{
+    char why[256];
+    if (!ptq_cuda_available(why, sizeof why)) {
+        printf("cuda_calib: skipped: %s\n", why);
+        return PTQ_TEST_SKIP;
+    }
+    const char *src = getenv("PTQ_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = NULL;
+    if (ptq_graph_load_onnx(&ctx, path, &g) != PTQ_OK || ptq_graph_infer_shapes(&ctx, g, 1) != PTQ_OK) {
+        fprintf(stderr, "cuda_calib: %s\n", ctx.msg);
+        return 1;
+    }
+    both b = {0};
+    ptq_exec_params pg = {PTQ_DEVICE_CUDA, 0, tap, &b, 0};
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.dev_set) == PTQ_OK);
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.host_set) == PTQ_OK);
+    CHECK_MSG(ptq_exec_create(&ctx, g, &pg, &b.e) == PTQ_OK, "%s", ctx.msg);
+    if (!b.e || !b.dev_set || !b.host_set)
+        return test_done("cuda_calib");
+    CHECK(ptq_calib_set_bind(&ctx, b.dev_set, b.e) == PTQ_OK);
+    printf("cuda_calib: device %s, %lld tensors observed\n", ptq_exec_device_name(b.e),
+           (long long)ptq_calib_set_n_tensors(b.dev_set));
+    const int64_t sizes[] = {1, 64, 200, 333};
+    test_rand_seed(5);
+    for (int r = 0; r < 4; r++) {
+        int64_t n = sizes[r];
+        float *x = malloc((size_t)(n * 28 * 28) * sizeof *x);
+        /* a growing range: later batches reach further, so device ranges regrow */
+        test_fill_uniform(x, n * 28 * 28, -0.9f * (float)(r + 1), 2.1f * (float)(r + 1));
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x, PTQ_MEM_HOST, 0};
+        ptq_tensor out;
+        CHECK(ptq_calib_set_observe_inputs(&ctx, b.dev_set, &in) == PTQ_OK);
+        CHECK(ptq_calib_set_observe_inputs(&ctx, b.host_set, &in) == PTQ_OK);
+        CHECK_MSG(ptq_exec_run(&ctx, b.e, &in, &out) == PTQ_OK, "%s", ctx.msg);
+        free(x);
+    }
+    CHECK_MSG(ptq_calib_set_sync(&ctx, b.dev_set) == PTQ_OK, "%s", ctx.msg);
+    CHECK(ptq_calib_set_sync(&ctx, b.host_set) == PTQ_OK);
+    int differ = 0;
+    for (int64_t i = 0; i < ptq_calib_set_n_tensors(b.dev_set); i++) {
+        const ptq_observer *od = ptq_calib_set_observer(b.dev_set, i), *oh = ptq_calib_set_observer(b.host_set, i);
+        ptq_observer_stats sd, sh;
+        ptq_observer_get_stats(od, &sd);
+        ptq_observer_get_stats(oh, &sh);
+        int same = memcmp(&sd, &sh, sizeof sd) == 0 && ptq_observer_exponent(od) == ptq_observer_exponent(oh) &&
+                   memcmp(ptq_observer_hist(od), ptq_observer_hist(oh),
+                          (size_t)ptq_observer_n_bins(od) * sizeof(int64_t)) == 0;
+        CHECK_MSG(same, "tensor %s: device and host observers differ", ptq_calib_set_name(b.dev_set, i));
+        differ += !same;
+        CHECK(sd.count > 0);
+    }
+    printf("cuda_calib: %d tensor taps on the device (%d host copies for the reference), %lld observers compared, "
+           "%d differ (must be 0)\n",
+           b.on_device, b.copied, (long long)ptq_calib_set_n_tensors(b.dev_set), differ);
+    CHECK(b.on_device > 0);
+    ptq_exec_free(b.e);
+    ptq_calib_set_free(b.dev_set);
+    ptq_calib_set_free(b.host_set);
+    ptq_graph_free(g);
+    return test_done("cuda_calib");
+}
+
+#endif

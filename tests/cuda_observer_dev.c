@@ -1,0 +1,357 @@
+/* The device observer (observers/observer_cuda.c, kernels/cuda/observe.cu)
+ * against the CPU observer: seeded batch sequences (sizes 1 to 1M; an
+ * all-zero first batch; NaN/Inf; subnormals; -0/+0; ranges that grow by
+ * small and huge factors through the settle path and, past the 65536-value
+ * overflow buffer, the rescue pass) for 2048 to 2^20 bins (shared- and
+ * global-memory counts); every state read back bit for bit. Exit 77
+ * without a GPU. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "observers/observer_cuda.h"
+#include "ptq/observer.h"
+#include "ptq/runtime.h"
+#include "testlib.h"
+
+#ifndef PTQ_CUDA
+
+int main(void)
+{
+    printf("cuda_observer_dev: skipped: ptq was built without CUDA\n");
+    return PTQ_TEST_SKIP;
+}
+
+#else
+
+enum {
+    BATCH_MAX = 1 << 20, /* largest batch below */
+    OVERFLOW_CAP = 65536 /* kernels/cuda/observe.cu's overflow buffer */
+};
+
+typedef enum fill_kind {
+    FILL_ZEROS,     /* +0 and -0 alternating */
+    FILL_UNIFORM,   /* uniform in [-amax, amax) */
+    FILL_SPECIALS,  /* test_fill_specials(amax, special) */
+    FILL_NONFINITE, /* NaN, +Inf, -Inf */
+    FILL_CONST,     /* +/-amax alternating */
+    FILL_SCALED     /* one uniform value per batch of 1, times 2^k for a random k */
+} fill_kind;
+
+typedef struct batch {
+    int64_t n;
+    fill_kind kind;
+    float amax;
+    float special; /* FILL_SPECIALS' rate */
+} batch;
+
+static void fill(float *x, const batch *b)
+{
+    switch (b->kind) {
+    case FILL_ZEROS:
+        for (int64_t i = 0; i < b->n; i++)
+            x[i] = i % 2 ? -0.0f : 0.0f;
+        break;
+    case FILL_UNIFORM:
+        test_fill_uniform(x, b->n, -b->amax, b->amax);
+        break;
+    case FILL_SPECIALS:
+        test_fill_specials(x, b->n, b->amax, b->special);
+        break;
+    case FILL_NONFINITE:
+        for (int64_t i = 0; i < b->n; i++)
+            x[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -INFINITY;
+        break;
+    case FILL_CONST:
+        for (int64_t i = 0; i < b->n; i++)
+            x[i] = i % 2 ? -b->amax : b->amax;
+        break;
+    case FILL_SCALED:
+        for (int64_t i = 0; i < b->n; i++) {
+            const int k = (int)test_rand_uniform(-149.0f, 127.0f);
+            x[i] = ldexpf(test_rand_uniform(-1.0f, 1.0f), k);
+        }
+        break;
+    }
+}
+
+typedef struct sequence {
+    const char *name;
+    int n_batches;
+    batch b[48];
+    int compare_every; /* compare after every compare_every-th batch (and the last) */
+} sequence;
+
+static int n_compared, n_differ;
+
+/* One check per part: stats, range, histogram. */
+static void compare(const char *what, const ptq_observer *cpu, const ptq_observer *dev)
+{
+    ptq_observer_stats a, b;
+    ptq_observer_get_stats(cpu, &a);
+    ptq_observer_get_stats(dev, &b);
+    const int same_stats = a.count == b.count && a.n_zero == b.n_zero && a.n_nan == b.n_nan && a.n_inf == b.n_inf &&
+                           a.n_binned == b.n_binned && memcmp(&a.min, &b.min, sizeof a.min) == 0 &&
+                           memcmp(&a.max, &b.max, sizeof a.max) == 0;
+    CHECK_MSG(same_stats,
+              "%s: cpu count %lld zero %lld nan %lld inf %lld min %a max %a; dev count %lld zero %lld nan %lld inf "
+              "%lld min %a max %a",
+              what, (long long)a.count, (long long)a.n_zero, (long long)a.n_nan, (long long)a.n_inf, a.min, a.max,
+              (long long)b.count, (long long)b.n_zero, (long long)b.n_nan, (long long)b.n_inf, b.min, b.max);
+    const int same_range = ptq_observer_exponent(cpu) == ptq_observer_exponent(dev) &&
+                           ptq_observer_range_max(cpu) == ptq_observer_range_max(dev);
+    CHECK_MSG(same_range, "%s: cpu e %d, dev e %d", what, ptq_observer_exponent(cpu), ptq_observer_exponent(dev));
+    const int64_t n_bins = ptq_observer_n_bins(cpu);
+    const int64_t *hc = ptq_observer_hist(cpu), *hd = ptq_observer_hist(dev);
+    int64_t first = -1;
+    for (int64_t i = 0; i < n_bins && first < 0; i++)
+        if (hc[i] != hd[i])
+            first = i;
+    CHECK_MSG(first < 0, "%s: bin %lld: cpu %lld, dev %lld", what, (long long)first,
+              (long long)(first < 0 ? 0 : hc[first]), (long long)(first < 0 ? 0 : hd[first]));
+    n_compared++;
+    n_differ += !(same_stats && same_range && first < 0);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    timespec_get(&t, TIME_UTC);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Feeds seq to a device and a CPU observer of n_bins; returns the batches fed. */
+static int run_sequence(ptq_ctx *ctx, ptq_cuda_dev *dev, const sequence *seq, int64_t n_bins, float *x,
+                        float *x_dev)
+{
+    ptq_observer *cpu = NULL, *got = NULL;
+    ptq_observer_dev *od = NULL;
+    if (ptq_observer_init(ctx, n_bins, &cpu) != PTQ_OK || ptq_observer_init(ctx, n_bins, &got) != PTQ_OK ||
+        ptq_observer_dev_init(ctx, dev, n_bins, &od) != PTQ_OK) {
+        CHECK_MSG(0, "%s bins %lld: init: %s", seq->name, (long long)n_bins, ctx->msg);
+        ptq_observer_free(cpu);
+        ptq_observer_free(got);
+        ptq_observer_dev_free(od);
+        return 0;
+    }
+    for (int k = 0; k < seq->n_batches; k++) {
+        const batch *b = &seq->b[k];
+        fill(x, b);
+        CHECK(ptq_cuda_upload(ctx, dev, x_dev, x, sizeof *x * (size_t)b->n) == PTQ_OK);
+        CHECK(ptq_observer_update(ctx, cpu, x, b->n) == PTQ_OK);
+        const ptq_status st = ptq_observer_dev_update(ctx, od, x_dev, b->n);
+        CHECK_MSG(st == PTQ_OK, "%s: dev update: %s", seq->name, ctx->msg);
+        if ((k + 1) % seq->compare_every == 0 || k + 1 == seq->n_batches) {
+            const ptq_status rd = ptq_observer_dev_read(ctx, od, got);
+            CHECK_MSG(rd == PTQ_OK, "%s: dev read: %s", seq->name, ctx->msg);
+            char what[128];
+            snprintf(what, sizeof what, "%s, %lld bins, after batch %d (n %lld)", seq->name, (long long)n_bins, k,
+                     (long long)b->n);
+            compare(what, cpu, got);
+        }
+    }
+    ptq_observer_free(cpu);
+    ptq_observer_free(got);
+    ptq_observer_dev_free(od);
+    return seq->n_batches;
+}
+
+/* Batches of random sizes whose scale wanders up (mostly) and down. */
+static void make_random(sequence *s)
+{
+    static const int64_t sizes[] = {1, 3, 255, 4097, 65537, 70001, 300001};
+    s->name = "random walk";
+    s->n_batches = 40;
+    s->compare_every = 1;
+    float amax = 1e-3f;
+    for (int k = 0; k < s->n_batches; k++) {
+        const int step = (int)test_rand_uniform(-4.0f, 13.0f);
+        amax = ldexpf(amax, step);
+        amax = fminf(fmaxf(amax, 1e-40f), 3e38f);
+        s->b[k] = (batch){sizes[(int)test_rand_uniform(0.0f, 7.0f)], FILL_SPECIALS, amax, 0.02f};
+    }
+}
+
+/* Error paths: bad bin counts, bad batches, a destination of another size. */
+static void check_args(ptq_ctx *ctx, ptq_cuda_dev *dev)
+{
+    ptq_observer_dev *od = NULL;
+    CHECK(ptq_observer_dev_init(ctx, dev, 3000, &od) == PTQ_ERR_INVALID_ARG && od == NULL);
+    CHECK(ptq_observer_dev_init(ctx, dev, 1024, &od) == PTQ_ERR_INVALID_ARG && od == NULL);
+    CHECK(ptq_observer_dev_init(ctx, NULL, 4096, &od) == PTQ_ERR_INVALID_ARG && od == NULL);
+    if (ptq_observer_dev_init(ctx, dev, 0, &od) != PTQ_OK) {
+        CHECK_MSG(0, "init with the default bins: %s", ctx->msg);
+        return;
+    }
+    ptq_observer *other = NULL;
+    CHECK(ptq_observer_dev_update(ctx, od, NULL, 5) == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_observer_dev_update(ctx, od, NULL, 0) == PTQ_OK);
+    if (ptq_observer_init(ctx, 8192, &other) == PTQ_OK) {
+        CHECK(ptq_observer_dev_read(ctx, od, other) == PTQ_ERR_INVALID_ARG);
+        ptq_observer_stats s;
+        ptq_observer_get_stats(other, &s);
+        CHECK(s.count == 0);
+    }
+    ptq_observer_free(other);
+    ptq_observer_dev_free(od);
+    ptq_observer_dev_free(NULL);
+}
+
+/* One large tensor observed repeatedly after its range is set (one read per
+ * update), against the CPU state merged as often; prints the time per update
+ * beside the two-pass, host-synced kernels. */
+static void check_steady(ptq_ctx *ctx, ptq_cuda_dev *dev)
+{
+    const int64_t n = 1 << 24;
+    const int reps = 20;
+    float *x = malloc(sizeof *x * (size_t)n);
+    void *x_dev = NULL, *hist_dev = NULL;
+    ptq_observer *one = NULL, *cpu = NULL, *got = NULL;
+    ptq_observer_dev *od = NULL;
+    if (!x || ptq_cuda_alloc(ctx, dev, sizeof *x * (size_t)n, &x_dev) != PTQ_OK ||
+        ptq_cuda_alloc(ctx, dev, sizeof(unsigned long long) * 4096, &hist_dev) != PTQ_OK ||
+        ptq_observer_init(ctx, 4096, &one) != PTQ_OK || ptq_observer_init(ctx, 4096, &cpu) != PTQ_OK ||
+        ptq_observer_init(ctx, 4096, &got) != PTQ_OK || ptq_observer_dev_init(ctx, dev, 4096, &od) != PTQ_OK) {
+        CHECK_MSG(0, "steady case setup: %s", ctx->msg);
+        goto done;
+    }
+    test_fill_specials(x, n, 4.0f, 0.01f);
+    CHECK(ptq_cuda_upload(ctx, dev, x_dev, x, sizeof *x * (size_t)n) == PTQ_OK);
+    CHECK(ptq_observer_update(ctx, one, x, n) == PTQ_OK);
+    CHECK_MSG(ptq_observer_dev_update(ctx, od, x_dev, n) == PTQ_OK, "steady update: %s", ctx->msg);
+    CHECK_MSG(ptq_cuda_sync(ctx, dev) == PTQ_OK, "steady sync: %s", ctx->msg);
+    double t0 = now_s();
+    for (int r = 0; r < reps; r++)
+        CHECK_MSG(ptq_observer_dev_update(ctx, od, x_dev, n) == PTQ_OK, "steady update: %s", ctx->msg);
+    CHECK_MSG(ptq_cuda_sync(ctx, dev) == PTQ_OK, "steady sync: %s", ctx->msg);
+    const double fused_s = (now_s() - t0) / reps;
+    const double scale = ldexp(1.0, 12 - ptq_observer_exponent(one)); /* 4096 bins over one's range */
+    t0 = now_s();
+    for (int r = 0; r < reps; r++) {
+        ptq_observe_stats s;
+        CHECK_MSG(ptq_k_observe_stats_cuda(ctx, dev, x_dev, n, &s) == PTQ_OK, "stats pass: %s", ctx->msg);
+        CHECK_MSG(ptq_k_observe_hist_cuda(ctx, dev, x_dev, n, scale, 4096, hist_dev) == PTQ_OK, "hist pass: %s",
+                  ctx->msg);
+    }
+    CHECK_MSG(ptq_cuda_sync(ctx, dev) == PTQ_OK, "two-pass sync: %s", ctx->msg);
+    const double two_pass_s = (now_s() - t0) / reps;
+    for (int r = 0; r <= reps; r++)
+        CHECK(ptq_observer_merge(ctx, cpu, one) == PTQ_OK);
+    CHECK_MSG(ptq_observer_dev_read(ctx, od, got) == PTQ_OK, "steady read: %s", ctx->msg);
+    compare("steady, 2^24 values x 21", cpu, got);
+    printf("cuda_observer_dev: 2^24 floats per update: device observer %.3f ms (%.0f GB/s); stats + hist passes "
+           "%.3f ms\n",
+           1e3 * fused_s, 4.0 * (double)n / fused_s * 1e-9, 1e3 * two_pass_s);
+done:
+    ptq_observer_dev_free(od);
+    ptq_observer_free(one);
+    ptq_observer_free(cpu);
+    ptq_observer_free(got);
+    ptq_cuda_release(dev, x_dev);
+    ptq_cuda_release(dev, hist_dev);
+    free(x);
+}
+
+int main(void)
+{
+    char why[256];
+    if (!ptq_cuda_available(why, sizeof why)) {
+        printf("cuda_observer_dev: skipped: %s\n", why);
+        return PTQ_TEST_SKIP;
+    }
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_cuda_dev *dev = NULL;
+    if (ptq_cuda_dev_create(&ctx, 0, &dev) != PTQ_OK) {
+        fprintf(stderr, "cuda_observer_dev: %s\n", ctx.msg);
+        return 1;
+    }
+    float *x = malloc(sizeof *x * BATCH_MAX);
+    void *x_dev = NULL;
+    if (!x || ptq_cuda_alloc(&ctx, dev, sizeof *x * BATCH_MAX, &x_dev) != PTQ_OK) {
+        fprintf(stderr, "cuda_observer_dev: out of memory (%s)\n", ctx.msg);
+        return 1;
+    }
+    test_rand_seed(20240611);
+    static sequence seqs[8] = {
+        {"zeros first, small then huge growth", 9, {
+            {1000, FILL_ZEROS, 0, 0},
+            {1, FILL_UNIFORM, 0.5f, 0},
+            {4097, FILL_SPECIALS, 1.0f, 0.01f},
+            {65537, FILL_UNIFORM, 3.0f, 0},             /* a third reach 2^1: settle */
+            {BATCH_MAX, FILL_SPECIALS, 1e30f, 0.01f},   /* ~all reach it: rescue */
+            {333, FILL_UNIFORM, 1e-39f, 0},             /* subnormals */
+            {17, FILL_NONFINITE, 0, 0},
+            {255, FILL_SPECIALS, 3e38f, 0.3f},          /* -FLT_MAX, 2^128 */
+            {4097, FILL_ZEROS, 0, 0},
+        }, 1},
+        {"large first batch, doubling", 7, {
+            {BATCH_MAX, FILL_SPECIALS, 6.0f, 0.3f},     /* first batch past the buffer: rescue */
+            {100003, FILL_UNIFORM, 12.0f, 0},           /* half reach 2^3: settle */
+            {300001, FILL_UNIFORM, 24.0f, 0},           /* half reach 2^4, past the buffer: rescue */
+            {1, FILL_UNIFORM, 1e-3f, 0},
+            {3, FILL_CONST, 40.0f, 0},
+            {BATCH_MAX, FILL_SPECIALS, 50.0f, 0.05f},   /* no growth: one read */
+            {4097, FILL_CONST, 64.0f, 0},               /* exactly 2^6: grows by one */
+        }, 1},
+        {"subnormal start, jump to FLT_MAX", 7, {
+            {4097, FILL_UNIFORM, 1e-40f, 0},
+            {3, FILL_UNIFORM, 1e-39f, 0},
+            {1, FILL_CONST, 1.4e-45f, 0},               /* the smallest subnormal */
+            {1000, FILL_UNIFORM, 1e-30f, 0},
+            {1000, FILL_UNIFORM, 1e30f, 0},             /* k beyond log2(bins), settle: all to bin 0 */
+            {100000, FILL_SPECIALS, 3e38f, 0.3f},       /* k small, past the buffer: rescue */
+            {7, FILL_CONST, FLT_MAX, 0},
+        }, 1},
+        {"buffer edge", 5, {
+            {1, FILL_CONST, 0.5f, 0},                   /* e = 0 */
+            {OVERFLOW_CAP, FILL_CONST, 1.5f, 0},        /* exactly fills the buffer: settle */
+            {OVERFLOW_CAP + 1, FILL_CONST, 3.5f, 0},    /* one past: rescue */
+            {OVERFLOW_CAP - 1, FILL_CONST, 7.5f, 0},
+            {OVERFLOW_CAP + 2, FILL_ZEROS, 0, 0},
+        }, 1},
+        {"shrinking", 5, {
+            {65537, FILL_UNIFORM, 1e6f, 0},
+            {4097, FILL_UNIFORM, 1.0f, 0},
+            {1, FILL_UNIFORM, 1e-20f, 0},
+            {200000, FILL_SPECIALS, 1e5f, 0.05f},
+            {255, FILL_SPECIALS, 1e-38f, 0.5f},
+        }, 1},
+        {"nonfinite first", 4, {
+            {17, FILL_NONFINITE, 0, 0},
+            {5, FILL_ZEROS, 0, 0},
+            {OVERFLOW_CAP + 100, FILL_SPECIALS, 2.0f, 0.2f},
+            {1, FILL_NONFINITE, 0, 0},
+        }, 1},
+        {"one at a time", 0, {{0, FILL_SCALED, 0, 0}}, 0},
+        {"random walk", 0, {{0, FILL_ZEROS, 0, 0}}, 0},
+    };
+    /* "one at a time": 48 batches of one value each at wildly varying scales (frequent settles) */
+    seqs[6].n_batches = 48;
+    seqs[6].compare_every = 8;
+    for (int k = 0; k < 48; k++)
+        seqs[6].b[k] = (batch){1, FILL_SCALED, 0, 0};
+    make_random(&seqs[7]);
+
+    check_args(&ctx, dev);
+    static const int64_t bin_counts[] = {2048, 4096, 8192, 16384, 1 << 20};
+    int n_cases = 0, n_batches = 0;
+    for (size_t bc = 0; bc < sizeof bin_counts / sizeof bin_counts[0]; bc++)
+        for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++) {
+            test_rand_seed(1000 + s); /* the same values for every bin count */
+            n_batches += run_sequence(&ctx, dev, &seqs[s], bin_counts[bc], x, x_dev);
+            n_cases++;
+        }
+    check_steady(&ctx, dev);
+    n_cases++;
+    printf("cuda_observer_dev: GPU %s: %d cases (%d batches), %d states compared, %d differ (must be 0)\n",
+           ptq_cuda_dev_name(dev), n_cases, n_batches, n_compared, n_differ);
+    ptq_cuda_release(dev, x_dev);
+    ptq_cuda_dev_free(dev);
+    free(x);
+    return test_done("cuda_observer_dev");
+}
+
+#endif

@@ -1,0 +1,190 @@
+/* Calibration sets (calib/): tensor selection on the demo model, observers
+ * fed through the CPU executor's tap identical whatever the batch split and
+ * device (ref, cpu), archive write -> read round trip bit for bit with its
+ * provenance, merge refusing other models/settings/shared samples while
+ * leaving the destination untouched, and unreadable archives. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptq/calib.h"
+#include "ptq/runtime.h"
+#include "testlib.h"
+
+static int same_observer(const ptq_observer *a, const ptq_observer *b)
+{
+    ptq_observer_stats sa, sb;
+    ptq_observer_get_stats(a, &sa);
+    ptq_observer_get_stats(b, &sb);
+    return memcmp(&sa, &sb, sizeof sa) == 0 && ptq_observer_exponent(a) == ptq_observer_exponent(b) &&
+           ptq_observer_n_bins(a) == ptq_observer_n_bins(b) &&
+           memcmp(ptq_observer_hist(a), ptq_observer_hist(b), (size_t)ptq_observer_n_bins(a) * sizeof(int64_t)) == 0;
+}
+
+static int same_sets(const ptq_calib_set *a, const ptq_calib_set *b)
+{
+    if (ptq_calib_set_n_tensors(a) != ptq_calib_set_n_tensors(b))
+        return 0;
+    for (int64_t i = 0; i < ptq_calib_set_n_tensors(a); i++)
+        if (strcmp(ptq_calib_set_name(a, i), ptq_calib_set_name(b, i)) != 0 ||
+            !same_observer(ptq_calib_set_observer(a, i), ptq_calib_set_observer(b, i)))
+            return 0;
+    return 1;
+}
+
+static int64_t count_selected(ptq_ctx *ctx, const ptq_graph *g, const char *ops, const char *pats, ptq_status *st)
+{
+    unsigned char *keep = calloc((size_t)g->n_values, 1);
+    ptq_calib_select sel = {ops, pats};
+    int64_t n = -1;
+    *st = ptq_calib_select_tensors(ctx, g, &sel, keep, &n);
+    free(keep);
+    return n;
+}
+
+/* Observes images [0, n) of x (28x28 each) on device dev, split into batches of `batch`. */
+static ptq_calib_set *observe(ptq_ctx *ctx, const ptq_graph *g, ptq_device dev, const float *x, int64_t n,
+                              int64_t batch, const ptq_calib_select *sel)
+{
+    ptq_calib_set *s = NULL;
+    ptq_exec *e = NULL;
+    ptq_exec_params p = {dev, 0, NULL, NULL, 0};
+    if (ptq_calib_set_create(ctx, g, sel, 0, &s) != PTQ_OK || ptq_exec_create(ctx, g, &p, &e) != PTQ_OK)
+        goto fail;
+    ptq_exec_set_tap(e, ptq_calib_set_tap, s);
+    if (ptq_calib_set_bind(ctx, s, e) != PTQ_OK)
+        goto fail;
+    for (int64_t i = 0; i < n; i += batch) {
+        int64_t k = n - i < batch ? n - i : batch;
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {k, 1, 28, 28}, (void *)(x + i * 784), PTQ_MEM_HOST, 0};
+        ptq_tensor out;
+        if (ptq_calib_set_observe_inputs(ctx, s, &in) != PTQ_OK || ptq_exec_run(ctx, e, &in, &out) != PTQ_OK)
+            goto fail;
+    }
+    if (ptq_calib_set_sync(ctx, s) != PTQ_OK)
+        goto fail;
+    ptq_exec_free(e);
+    return s;
+fail:
+    fprintf(stderr, "observe: %s\n", ctx->msg);
+    ptq_exec_free(e);
+    ptq_calib_set_free(s);
+    return NULL;
+}
+
+int main(void)
+{
+    const char *src = getenv("PTQ_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = NULL;
+    if (ptq_graph_load_onnx(&ctx, path, &g) != PTQ_OK || ptq_graph_infer_shapes(&ctx, g, 1) != PTQ_OK) {
+        fprintf(stderr, "test_calib_set: %s\n", ctx.msg);
+        return 1;
+    }
+
+    /* selection */
+    ptq_status st;
+    CHECK(count_selected(&ctx, g, NULL, NULL, &st) == 23 && st == PTQ_OK);
+    CHECK(count_selected(&ctx, g, "Conv", NULL, &st) == 16 && st == PTQ_OK); /* 9 outputs + 7 distinct inputs */
+    CHECK(count_selected(&ctx, g, "Gemm", NULL, &st) == 2 && st == PTQ_OK);   /* its input and the logits */
+    CHECK(count_selected(&ctx, g, NULL, "*Relu*", &st) == 7 && st == PTQ_OK);
+    CHECK(count_selected(&ctx, g, "Conv,Gemm", "*Relu*,logits", &st) == 7 && st == PTQ_OK); /* 6 Relus feed convs */
+    CHECK(count_selected(&ctx, g, "LSTM", NULL, &st) == 0 && st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "LSTM"));
+    CHECK(count_selected(&ctx, g, NULL, "nothing*", &st) == 0 && st == PTQ_ERR_INVALID_ARG &&
+          strstr(ctx.msg, "nothing*"));
+
+    /* the same images in different batches and on ref/cpu: identical observers */
+    const int64_t n = 40;
+    float *x = malloc((size_t)n * 784 * sizeof *x);
+    test_rand_seed(3);
+    test_fill_uniform(x, n * 784, -0.81f, 2.03f);
+    ptq_calib_set *whole = observe(&ctx, g, PTQ_DEVICE_CPU, x, n, 40, NULL);
+    ptq_calib_set *split = observe(&ctx, g, PTQ_DEVICE_CPU, x, n, 7, NULL);
+    ptq_calib_set *ones = observe(&ctx, g, PTQ_DEVICE_CPU, x, n, 1, NULL);
+    ptq_calib_set *ref = observe(&ctx, g, PTQ_DEVICE_REF, x, 10, 3, NULL);
+    ptq_calib_set *ref1 = observe(&ctx, g, PTQ_DEVICE_REF, x, 10, 10, NULL);
+    CHECK(whole && split && ones && ref && ref1);
+    if (!whole || !split || !ones || !ref || !ref1)
+        return test_done("test_calib_set");
+    CHECK_MSG(same_sets(whole, split), "batches of 40 and of 7 differ");
+    CHECK_MSG(same_sets(whole, ones), "batches of 40 and of 1 differ");
+    CHECK_MSG(same_sets(ref, ref1), "ref: batches of 3 and of 10 differ");
+    ptq_observer_stats s0;
+    ptq_observer_get_stats(ptq_calib_set_observer(whole, 0), &s0);
+    CHECK(s0.count == n * 784 && strcmp(ptq_calib_set_name(whole, 0), "input") == 0);
+
+    /* provenance, write -> read */
+    static const char sha[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    int64_t ids[40];
+    for (int i = 0; i < 40; i++)
+        ids[i] = 1000 - 3 * i;
+    CHECK(ptq_calib_set_describe(&ctx, whole, sha, "fmnist_resnet.onnx", "scale=1") == PTQ_OK);
+    CHECK(ptq_calib_set_add_samples(&ctx, whole, "b.h5", ids, 30) == PTQ_OK);
+    CHECK(ptq_calib_set_add_samples(&ctx, whole, "a.h5", ids + 30, 10) == PTQ_OK);
+    CHECK(ptq_calib_set_add_samples(&ctx, whole, "b.h5", ids + 29, 2) == PTQ_ERR_DATA); /* 913 again */
+    CHECK(ptq_calib_set_describe(&ctx, whole, "abc", "m", "p") == PTQ_ERR_INVALID_ARG);
+    char file[256];
+    snprintf(file, sizeof file, "/tmp/ptq-test-calib-%ld.h5", (long)getpid());
+    CHECK_MSG(ptq_calib_set_write(&ctx, whole, file) == PTQ_OK, "%s", ctx.msg);
+    ptq_calib_set *back = NULL;
+    CHECK_MSG(ptq_calib_set_read(&ctx, file, &back) == PTQ_OK, "%s", ctx.msg);
+    if (back) {
+        CHECK(same_sets(whole, back));
+        ptq_calib_provenance pa, pb;
+        ptq_calib_set_provenance(whole, &pa);
+        ptq_calib_set_provenance(back, &pb);
+        CHECK(strcmp(pa.model_sha256, pb.model_sha256) == 0 && strcmp(pb.model_sha256, sha) == 0);
+        CHECK(strcmp(pa.sample_ids_sha256, pb.sample_ids_sha256) == 0 && pb.n_samples == 40);
+        CHECK(pb.n_sources == 2 && strcmp(pb.sources[0], "a.h5") == 0 && strcmp(pb.sources[1], "b.h5") == 0);
+        CHECK(strcmp(pb.preprocess, "scale=1") == 0 && strcmp(pb.selection, pa.selection) == 0 &&
+              strcmp(pb.ptq_version, PTQ_VERSION) == 0 && pb.n_bins == 4096);
+        CHECK(ptq_calib_set_find(back, "logits") == 22 && ptq_calib_set_find(back, "nope") == -1);
+    }
+
+    /* merge: split halves add up to the whole; bad pairs leave dst alone */
+    ptq_calib_set *h0 = observe(&ctx, g, PTQ_DEVICE_CPU, x, 25, 8, NULL);
+    ptq_calib_set *h1 = observe(&ctx, g, PTQ_DEVICE_CPU, x + 25 * 784, 15, 4, NULL);
+    ptq_calib_select conv = {"Conv", NULL};
+    ptq_calib_set *other = observe(&ctx, g, PTQ_DEVICE_CPU, x, 2, 2, &conv);
+    CHECK(h0 && h1 && other);
+    if (h0 && h1 && other && back) {
+        ptq_calib_set_describe(&ctx, h0, sha, "m", "scale=2");
+        ptq_calib_set_describe(&ctx, h1, sha, "m", "scale=2");
+        ptq_calib_set_add_samples(&ctx, h0, "a.h5", ids, 25);
+        ptq_calib_set_add_samples(&ctx, h1, "a.h5", ids + 25, 15);
+        ptq_calib_provenance before, after;
+        ptq_calib_set_provenance(h0, &before);
+        CHECK(ptq_calib_set_merge(&ctx, h0, h0) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "count twice"));
+        CHECK(ptq_calib_set_merge(&ctx, h0, back) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "preprocessing"));
+        CHECK(ptq_calib_set_merge(&ctx, h0, other) == PTQ_ERR_INVALID_ARG);
+        ptq_calib_set_provenance(h0, &after);
+        CHECK(strcmp(before.sample_ids_sha256, after.sample_ids_sha256) == 0 && after.n_samples == 25);
+        CHECK_MSG(ptq_calib_set_merge(&ctx, h0, h1) == PTQ_OK, "%s", ctx.msg);
+        CHECK(same_sets(h0, whole));
+        ptq_calib_set_provenance(h0, &after);
+        CHECK(after.n_samples == 40);
+    }
+
+    /* unreadable archives */
+    ptq_calib_set *bad = NULL;
+    CHECK(ptq_calib_set_read(&ctx, "/nonexistent/calib.h5", &bad) == PTQ_ERR_IO && !bad);
+    CHECK(ptq_calib_set_read(&ctx, path, &bad) == PTQ_ERR_FORMAT && !bad && strstr(ctx.msg, "fmnist_resnet.onnx"));
+    CHECK(ptq_calib_set_write(&ctx, whole, "/nonexistent/dir/calib.h5") == PTQ_ERR_IO);
+
+    remove(file);
+    free(x);
+    ptq_calib_set_free(whole);
+    ptq_calib_set_free(split);
+    ptq_calib_set_free(ones);
+    ptq_calib_set_free(ref);
+    ptq_calib_set_free(ref1);
+    ptq_calib_set_free(back);
+    ptq_calib_set_free(h0);
+    ptq_calib_set_free(h1);
+    ptq_calib_set_free(other);
+    ptq_graph_free(g);
+    return test_done("test_calib_set");
+}
