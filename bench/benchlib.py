@@ -3,6 +3,7 @@ machine's description for bench/results."""
 import gzip
 import os
 import platform
+import subprocess
 
 import numpy as np
 
@@ -27,3 +28,13 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def commit():
+    """The ptq commit measured: $PTQ_COMMIT (scripts/gpu-check.sh sets it from
+    bundle/COMMIT), else this checkout's HEAD, '-dirty' when it has changes."""
+    if os.environ.get("PTQ_COMMIT"):
+        return os.environ["PTQ_COMMIT"]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], capture_output=True).returncode != 0
+    return (head or "unknown") + ("-dirty" if dirty else "")

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from benchlib import FM, cpu_model, idx
+from benchlib import FM, commit, cpu_model, idx
 
 ORT_RUN = r"""
 import sys
@@ -96,17 +96,20 @@ def main():
         ap.error("--images must be a multiple of --batch: onnxruntime's Entropy/Percentile collectors "
                  "np.asarray every batch together and fail on a short last one")
     tmp = tempfile.mkdtemp(prefix="ptq-bench-calib-")
-    train = idx(f"{FM}/train-images-idx3-ubyte.gz")
-    labels = np.zeros(len(train), np.uint8)
+    images_all = idx(f"{FM}/t10k-images-idx3-ubyte.gz")  # the 10,000 test images: what the GPU bundle carries
+    labels = np.zeros(len(images_all), np.uint8)
 
     def dataset(n):
-        """The first n training images as a ptq HDF5 set (converted by ptq) and an .npy for the peer."""
-        base = os.path.join(tmp, f"train{n}")
-        write_idx_gz(base + "-images.gz", train[:n])
-        write_idx_gz(base + "-labels.gz", labels[:n])
-        subprocess.run([a.ptq, "data", "convert", "--images", base + "-images.gz", "--labels", base + "-labels.gz",
-                        "--out", base + ".h5"], check=True, capture_output=True)
-        np.save(base + ".npy", train[:n])
+        """The first n images as a ptq HDF5 set (converted by ptq) and an .npy for the peer."""
+        base = os.path.join(tmp, f"images{n}")
+        if not os.path.exists(base + ".h5"):
+            write_idx_gz(base + "-images.gz", images_all[:n])
+            write_idx_gz(base + "-labels.gz", labels[:n])
+            p = subprocess.run([a.ptq, "data", "convert", "--images", base + "-images.gz", "--labels",
+                                base + "-labels.gz", "--out", base + ".h5"], capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"ptq data convert failed ({p.returncode}): {p.stderr}")
+            np.save(base + ".npy", images_all[:n])
         return base + ".h5", base + ".npy"
 
     thr = ["--threads", str(a.threads)] if a.threads > 0 else []
@@ -138,15 +141,14 @@ def main():
     import onnxruntime as ort
     host = platform.node().split(".")[0] or "host"
     date = datetime.date.today().isoformat()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     out = a.out or f"bench/results/{date}-calib-{a.device}-{host}.md"
     ratio_mem = mem[10000][1] / mem[1000][1]
     lines = [
         f"# Calibration: ptq vs onnxruntime calibrators ({date})", "",
         f"- machine: {host}, {cpu_model()}, {os.cpu_count()} CPUs; ptq device {a.device}",
-        f"- ptq commit {commit}; onnxruntime {ort.__version__}; threads {'all' if a.threads <= 0 else a.threads}",
+        f"- ptq commit {commit()}; onnxruntime {ort.__version__}; threads {'all' if a.threads <= 0 else a.threads}",
         f"- command: `{' '.join(sys.argv)}`",
-        f"- model: {a.model}; images: the first N Fashion-MNIST training images, batch {a.batch},"
+        f"- model: {a.model}; images: the first N of the 10,000 Fashion-MNIST test images, batch {a.batch},"
         " the same preprocessing on both sides",
         "- ptq: one `ptq calibrate` (observers on all 23 quantizable tensors, archive written) + that method's"
         " `ptq export --format trt`; onnxruntime: create_calibrator + collect_data + compute_data"

@@ -20,7 +20,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-from benchlib import FM, cpu_model, idx
+from benchlib import FM, commit, cpu_model, idx
 
 
 def main():
@@ -68,7 +68,7 @@ def main():
     out = os.path.join(a.out_dir, f"{now:%Y-%m-%d}-eval-cpu-{host}-{a.threads}t.md")
     text = f"""# ptq eval vs onnxruntime, CPU, demo model
 
-- ptq commit: {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip() or 'unknown'}
+- ptq commit: {commit()}
 - date: {now:%Y-%m-%d %H:%M} UTC
 - machine: {cpu_model()}, {os.cpu_count()} cores ({a.threads} threads used), {platform.system()} {platform.release()}
 - command: `{' '.join(['.venv/bin/python3', 'bench/eval_vs_ort.py', '--ptq', a.ptq, '--batch', str(a.batch), '--repeat', str(a.repeat), '--threads', str(a.threads)])}`

@@ -62,19 +62,35 @@ static ptq_status write_1d(h5f *w, const char *key, hid_t file_type, hid_t mem_t
     return ok ? PTQ_OK : io_fail(w, key);
 }
 
+/* The groups, without modification times (as every dataset): the same
+ * content gives the same bytes. */
+static ptq_status write_groups(h5f *w)
+{
+    static const char *const groups[] = {"samples", "tensors"};
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    int ok = gcpl >= 0 && H5Pset_obj_track_times(gcpl, 0) >= 0;
+    for (int i = 0; ok && i < 2; i++) {
+        hid_t g = H5Gcreate2(w->file, groups[i], H5P_DEFAULT, gcpl, H5P_DEFAULT);
+        ok = g >= 0 && H5Gclose(g) >= 0;
+    }
+    if (gcpl >= 0)
+        H5Pclose(gcpl);
+    return ok ? PTQ_OK : io_fail(w, "the samples and tensors groups");
+}
+
 static ptq_status write_names(h5f *w, const ptq_calib_set *s)
 {
     hsize_t dim = (hsize_t)s->n;
-    hid_t type = H5Tcopy(H5T_C_S1), space = -1, lcpl = -1, d = -1;
+    hid_t type = H5Tcopy(H5T_C_S1), space = -1, dcpl = -1, d = -1;
     int ok = type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0 && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 &&
-             (space = H5Screate_simple(1, &dim, NULL)) >= 0 && (lcpl = H5Pcreate(H5P_LINK_CREATE)) >= 0 &&
-             H5Pset_create_intermediate_group(lcpl, 1) >= 0 &&
-             (d = H5Dcreate2(w->file, "tensors/name", type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
+             (space = H5Screate_simple(1, &dim, NULL)) >= 0 && (dcpl = H5Pcreate(H5P_DATASET_CREATE)) >= 0 &&
+             H5Pset_obj_track_times(dcpl, 0) >= 0 &&
+             (d = H5Dcreate2(w->file, "tensors/name", type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) >= 0 &&
              (s->n == 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->names) >= 0);
     if (d >= 0)
         H5Dclose(d);
-    if (lcpl >= 0)
-        H5Pclose(lcpl);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
     if (space >= 0)
         H5Sclose(space);
     if (type >= 0)
@@ -188,6 +204,7 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     PTQ_TRY(st, attr_str(&w, "sample_ids_sha256", pv.sample_ids_sha256), done);
     PTQ_TRY(st, attr_i64(&w, "n_samples", pv.n_samples), done);
     PTQ_TRY(st, ds_h5_write_strings_attr(ctx, w.file, "sources", pv.sources, pv.n_sources, 0, path), done);
+    PTQ_TRY(st, write_groups(&w), done);
     PTQ_TRY(st, write_samples(&w, s, pv.n_samples), done);
     PTQ_TRY(st, write_names(&w, s), done);
     if (!stat_cols_alloc(&c, s->n)) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "calib/calib_internal.h"
+#include "core/parallel.h"
 #include "observers/observer_cuda.h"
 #include "ptq/hash.h"
 #include "runtime/backend.h"
@@ -383,6 +384,47 @@ ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s)
     }
 done:
     ptq_observer_free(tmp);
+    return st;
+}
+
+/* Ranges */
+
+typedef struct ranges_job {
+    const ptq_calib_set *s;
+    const ptq_calib_params *p;
+    ptq_calib_range *out;
+    ptq_ctx *ctxs;      /* [n] */
+    ptq_status *status; /* [n] */
+} ranges_job;
+
+static void ranges_piece(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const ranges_job *j = arg;
+    (void)worker;
+    for (int64_t i = begin; i < end; i++)
+        j->status[i] = ptq_calib_compute(&j->ctxs[i], j->p, j->s->obs[i], &j->out[i]);
+}
+
+ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p, ptq_calib_range *out,
+                                int64_t *bad)
+{
+    *bad = -1;
+    ranges_job j = {s, p, out, calloc((size_t)s->n + 1, sizeof(ptq_ctx)), calloc((size_t)s->n + 1, sizeof(ptq_status))};
+    if (!j.ctxs || !j.status) {
+        free(j.ctxs);
+        free(j.status);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    }
+    ptq_parallel_for(s->n, 1, ranges_piece, &j);
+    ptq_status st = PTQ_OK;
+    for (int64_t i = 0; i < s->n && st == PTQ_OK; i++)
+        if (j.status[i] != PTQ_OK) {
+            *bad = i;
+            st = j.status[i];
+            *ctx = j.ctxs[i];
+        }
+    free(j.ctxs);
+    free(j.status);
     return st;
 }
 

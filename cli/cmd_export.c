@@ -192,20 +192,29 @@ int cmd_export(int argc, char **argv)
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
+    ptq_calib_range *computed = calloc((size_t)n + 1, sizeof *computed);
+    if (!computed) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    int64_t bad = -1;
+    st = ptq_calib_set_ranges(&ctx, set, &cp, computed, &bad);
     for (int64_t i = 0; i < n; i++) {
         ptq_tensor_range *r = &ranges[i];
         r->name = ptq_calib_set_name(set, i);
+        r->r = computed[i];
         r->method = cp.method;
         r->format = cp.format;
         r->percentile = cp.percentile > 0 ? cp.percentile : 99.99;
-        st = ptq_calib_compute(&ctx, &cp, ptq_calib_set_observer(set, i), &r->r);
-        if (st != PTQ_OK) {
-            char why[PTQ_MSG_BYTES];
-            snprintf(why, sizeof why, "%s", ctx.msg);
-            ptq_fail(&ctx, st, "%s, tensor '%s': %s; nothing written", pos[0], r->name, why);
-            goto done;
-        }
     }
+    free(computed);
+    if (st != PTQ_OK && bad >= 0) {
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx.msg);
+        ptq_fail(&ctx, st, "%s, tensor '%s': %s; nothing written", pos[0], ranges[bad].name, why);
+    }
+    if (st != PTQ_OK)
+        goto done;
     ptq_export_stats es = {0};
     if (fmt_ort) {
         if (mkdir(out, 0777) != 0 && errno != EEXIST) {

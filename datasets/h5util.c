@@ -202,7 +202,9 @@ ptq_status ds_h5_create_dataset(ptq_ctx *ctx, hid_t file, const char *key, hid_t
     space = H5Screate_simple(rank, hdims, NULL);
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
     lcpl = H5Pcreate(H5P_LINK_CREATE);
+    /* no modification times: the same content gives the same bytes */
     if (space >= 0 && dcpl >= 0 && lcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
+        H5Pset_obj_track_times(dcpl, 0) >= 0 &&
         H5Pset_create_intermediate_group(lcpl, 1) >= 0 &&
         (compress == PTQ_H5_NONE ||
          (compress == PTQ_H5_ZSTD && H5Pset_filter(dcpl, DS_ZSTD_FILTER_ID, H5Z_FLAG_MANDATORY, 1, &cd) >= 0) ||

@@ -36,6 +36,9 @@ command -v xz >/dev/null || die "xz is missing (apt-get install xz-utils)"
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/tests" "$out/lib" "$out/models" "$out/data"
+# what the benchmarks record as the code they ran (the device copy has no git history)
+(cd "$root" && echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bundle' || echo -dirty)") \
+    >"$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
 
 # executables: the CLI and every C test but the ONNX conformance runner (its data stays here)
 bins=()

@@ -1,46 +1,100 @@
 #!/usr/bin/env bash
 # What a session runs on the GPU machine (device tool, repo root, bundle/
-# carried; make it here first with scripts/gpu-bundle.sh): the GPU parity
-# tests, every bundled C test, the demo model's eval on the GPU and on that
-# machine's CPU, the onnxruntime agreement check on the GPU, and the CPU
-# benchmark against onnxruntime. Logs go to $OUT (the device tool's folder)
-# or out/gpu. Usage: scripts/gpu-check.sh
+# carried; make it here first with scripts/gpu-bundle.sh). Stages, all by
+# default: tests (the GPU tests and every bundled C test), eval (the demo
+# model on the GPU and that machine's CPU, onnxruntime agreement, the CPU
+# benchmark), calib (ptq calibrate on the GPU: archives byte-identical across
+# batch sizes and shards, against the CPU's, and the side-by-side benchmark
+# against onnxruntime's calibrators). Logs go to $OUT (the device tool's
+# folder) or out/gpu. Usage: scripts/gpu-check.sh [tests] [eval] [calib]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
 b=$PWD/bundle
 [ -x "$b/bin/ptq" ] || { echo "gpu-check: no bundle/ (run scripts/gpu-bundle.sh here, carry bundle)"; exit 2; }
+stages=${*:-tests eval calib}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-echo "== GPU tests"
-"$b/run-tests.sh" cuda 2>&1 | tee "$out/cuda-tests.log"
-echo "== all bundled C tests"
-"$b/run-tests.sh" all >"$out/all-tests.log" 2>&1
-tail -n 1 "$out/all-tests.log"
 eval "$("$b/setup.sh")"
 for lib in $(ldd "$b/bin/ptq" | awk '/not found/ {print $1}'); do
     found=$(find /usr/local /opt /usr/lib -name "$lib" -print -quit 2>/dev/null || true)
     [ -n "$found" ] && export LD_LIBRARY_PATH=$(dirname "$found"):$LD_LIBRARY_PATH
 done
+ptq=$b/bin/ptq
+export PTQ_COMMIT=$(cat "$b/COMMIT" 2>/dev/null || echo unknown)
+model=$b/models/fmnist_resnet.onnx
 fm=$b/data/fashion-mnist
 h5=/tmp/ptq-fm-test.h5
 rm -f "$h5"
-"$b/bin/ptq" data convert --images "$fm/t10k-images-idx3-ubyte.gz" --labels "$fm/t10k-labels-idx1-ubyte.gz" \
-    --class-names fashion-mnist --out "$h5"
-echo "== ptq eval --device cuda"
-"$b/bin/ptq" eval --model "$b/models/fmnist_resnet.onnx" --data "$h5" --device cuda --report "$out/eval-cuda.json" |
-    tee "$out/eval-cuda.txt" | head -n 6
-for dev in cuda cpu; do
-    for batch in 256 1024; do
-        r=$("$b/bin/ptq" eval --model "$b/models/fmnist_resnet.onnx" --data "$h5" --device $dev --batch $batch --json |
-            python3 -c "import json,sys; d=json.load(sys.stdin); print('%s top1 %.2f%% %.0f img/s' % (d['device'], 100*d['top1'], d['images_per_s']))")
-        echo "eval --device $dev --batch $batch: $r" | tee -a "$out/eval-rates.txt"
+"$ptq" data convert --images "$fm/t10k-images-idx3-ubyte.gz" --labels "$fm/t10k-labels-idx1-ubyte.gz" \
+    --class-names fashion-mnist --out "$h5" >/dev/null
+
+stage_tests() {
+    echo "== GPU tests"
+    "$b/run-tests.sh" cuda 2>&1 | tee "$out/cuda-tests.log"
+    echo "== all bundled C tests"
+    "$b/run-tests.sh" all >"$out/all-tests.log" 2>&1
+    tail -n 1 "$out/all-tests.log"
+}
+
+stage_eval() {
+    echo "== ptq eval --device cuda"
+    "$ptq" eval --model "$model" --data "$h5" --device cuda --report "$out/eval-cuda.json" |
+        tee "$out/eval-cuda.txt" | head -n 6
+    for dev in cuda cpu; do
+        for batch in 256 1024; do
+            r=$("$ptq" eval --model "$model" --data "$h5" --device $dev --batch $batch --json |
+                python3 -c "import json,sys; d=json.load(sys.stdin); print('%s top1 %.2f%% %.0f img/s' % (d['device'], 100*d['top1'], d['images_per_s']))")
+            echo "eval --device $dev --batch $batch: $r" | tee -a "$out/eval-rates.txt"
+        done
     done
-done
-echo "== onnxruntime agreement, ptq on the GPU"
-PTQ_BIN=$b/bin/ptq PTQ_SOURCE_DIR=$b PTQ_FMNIST_DIR=$fm PTQ_EVAL_DEVICE=cuda python3 tests/eval_ort_test.py 2>&1 |
-    tee "$out/eval-ort-cuda.log"
-echo "== CPU benchmark against onnxruntime on this machine"
-for t in $(nproc) 8; do
-    PTQ_FMNIST_DIR=$fm python3 bench/eval_vs_ort.py --ptq "$b/bin/ptq" --model "$b/models/fmnist_resnet.onnx" \
-        --threads "$t" --out-dir "$out" 2>&1 | grep -E "^\| |ratio"
-done
+    echo "== onnxruntime agreement, ptq on the GPU"
+    PTQ_BIN=$ptq PTQ_SOURCE_DIR=$b PTQ_FMNIST_DIR=$fm PTQ_EVAL_DEVICE=cuda python3 tests/eval_ort_test.py 2>&1 |
+        tee "$out/eval-ort-cuda.log"
+    echo "== CPU benchmark against onnxruntime on this machine"
+    for t in $(nproc) 8; do
+        PTQ_FMNIST_DIR=$fm python3 bench/eval_vs_ort.py --ptq "$ptq" --model "$model" \
+            --threads "$t" --out-dir "$out" 2>&1 | grep -E "^\| |ratio"
+    done
+}
+
+stage_calib() {
+    local t=/tmp/ptq-gpu-calib
+    rm -rf "$t" && mkdir -p "$t"
+    echo "== ptq calibrate --device cuda: the same archive bytes whatever the batch and sharding"
+    "$ptq" calibrate --model "$model" --data "$h5" --device cuda --out "$t/g256.h5" --batch 256 --json |
+        tee "$out/calib-cuda.json"
+    "$ptq" calibrate --model "$model" --data "$h5" --device cuda --out "$t/g1000.h5" --batch 1000 >/dev/null
+    "$ptq" calibrate --model "$model" --data "$h5" --device cuda --out "$t/g7.h5" --batch 7 >/dev/null
+    "$ptq" calibrate --model "$model" --data "$h5" --device cuda --out "$t/s0.h5" --shard 0/2 --batch 77 >/dev/null
+    "$ptq" calibrate --model "$model" --data "$h5" --device cuda --out "$t/s1.h5" --shard 1/2 --batch 500 >/dev/null
+    "$ptq" merge "$t/s1.h5" "$t/s0.h5" --out "$t/gm.h5"
+    for f in g1000 g7 gm; do
+        if cmp -s "$t/g256.h5" "$t/$f.h5"; then echo "cuda archive $f.h5: identical to batch 256"
+        else echo "cuda archive $f.h5: DIFFERS from batch 256"; fi
+    done | tee "$out/calib-cuda-identical.txt"
+    echo "== the CPU's archive of the same images, and the ranges of both"
+    "$ptq" calibrate --model "$model" --data "$h5" --device cpu --out "$t/c256.h5" --json | tee "$out/calib-cpu.json"
+    for m in minmax entropy percentile mse; do
+        "$ptq" export "$t/g256.h5" --method $m --format json --out "$t/g-$m.json" --quiet
+        "$ptq" export "$t/c256.h5" --method $m --format json --out "$t/c-$m.json" --quiet
+        python3 - "$t/g-$m.json" "$t/c-$m.json" $m <<'PY'
+import json, sys
+g = {t["name"]: t["amax"] for t in json.load(open(sys.argv[1]))["tensors"]}
+c = {t["name"]: t["amax"] for t in json.load(open(sys.argv[2]))["tensors"]}
+rel = max(abs(g[n] - c[n]) / c[n] for n in c if c[n] > 0)
+same = sum(g[n] == c[n] for n in c)
+print(f"{sys.argv[3]:<10} GPU vs CPU archive ranges: {same}/{len(c)} identical, max relative difference {rel:.2e}")
+PY
+    done | tee "$out/calib-gpu-vs-cpu.txt"
+    echo "== side by side with onnxruntime's calibrators"
+    if python3 -c "import onnxruntime.quantization" 2>/dev/null; then
+        for dev in cpu cuda; do
+            PTQ_FMNIST_DIR=$fm python3 bench/calib_vs_ort.py --ptq "$ptq" --model "$model" --device $dev \
+                --images 1000 --out "$out/calib-$dev.md" 2>&1 | tail -n 8
+        done
+    else
+        echo "onnxruntime.quantization does not import here: $(python3 -c 'import onnxruntime.quantization' 2>&1 | tail -n 1)"
+    fi
+}
+
+for s in $stages; do "stage_$s"; done

@@ -168,6 +168,18 @@ def tiny_nan_model(path):
     onnx.save(m, path)
 
 
+def tiny_zero_model(path):
+    """Relu(input) -> 'relu:0' (a name with ':'); Sub(input, input) -> 'all_zero' -> Relu -> 'zero_out'."""
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 1, 28, 28]) for n in ("relu:0", "zero_out")]
+    nodes = [helper.make_node("Relu", ["input"], ["relu:0"], name="relu"),
+             helper.make_node("Sub", ["input", "input"], ["all_zero"], name="sub"),
+             helper.make_node("Relu", ["all_zero"], ["zero_out"], name="relu2")]
+    m = helper.make_model(helper.make_graph(nodes, "zero", [x], outs), opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+
+
 def main():
     if not os.path.exists(MODEL) or not os.path.exists(f"{FM}/t10k-images-idx3-ubyte.gz"):
         print("skipped: demo model or Fashion-MNIST missing")
@@ -223,6 +235,11 @@ def main():
     d = same_contents(whole, read_archive(J("halves.h5")))
     check("two halves merged == the whole set", not d, str(d))
 
+    same_bytes = lambda p, q: open(p, "rb").read() == open(q, "rb").read()  # noqa: E731
+    check("archive files byte-identical: batch 64, batch 1, halves merged, thirds merged",
+          same_bytes(J("whole.h5"), J("b1.h5")) and same_bytes(J("whole.h5"), J("halves.h5")) and
+          same_bytes(J("whole.h5"), J("merged3.h5")))
+
     # --samples/--seed: a seeded pick, recorded
     run_ok("calibrate --samples 100 --seed 7", "calibrate", "--model", MODEL, "--data", data, "--out", J("p7.h5"),
            "--samples", "100", "--seed", "7")
@@ -254,6 +271,24 @@ def main():
            "--quiet")
     check("export from the merged halves gives the same bytes", open(J("r.cache"), "rb").read() ==
           open(J("r2.cache"), "rb").read())
+
+    # an all-zero tensor (degenerate: left out of the INT8 cache, with a warning) and a name with ':'
+    zero_model = J("zero.onnx")
+    tiny_zero_model(zero_model)
+    run_ok("calibrate a model with an all-zero tensor", "calibrate", "--model", zero_model, "--data", data,
+           "--out", J("zero.h5"), "--samples", "20")
+    rc, out, err = ptq("export", J("zero.h5"), "--method", "minmax", "--format", "trt", "--out", J("zero.cache"),
+                       "--quiet")
+    cache = open(J("zero.cache")).read() if os.path.exists(J("zero.cache")) else ""
+    check("export: ':' names written and warned about, all-zero tensors left out and warned about",
+          rc == 0 and "\nrelu:0: " in cache and "all_zero" not in cache and "zero_out" not in cache and
+          "saw only zeros" in err and "'relu:0' has ':'" in err,
+          f"exit {rc}, stderr {err.strip()!r}")
+    rc, out, err = ptq("export", J("zero.h5"), "--method", "entropy", "--format", "json", "--out", J("zero.json"),
+                       "--quiet")
+    zj = {t["name"]: t for t in json.load(open(J("zero.json")))["tensors"]} if rc == 0 else {}
+    check("json: all-zero tensors marked degenerate with amax 0", rc == 0 and zj.get("all_zero", {}).get(
+        "degenerate") is True and zj["all_zero"]["amax"] == 0 and zj["relu:0"]["amax"] > 0, str(zj.get("all_zero")))
 
     # bad input: clear message, non-zero exit, nothing written
     other = J("other.onnx")

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "ptq/calibrator.h"
 #include "ptq/graph.h"
 #include "ptq/observer.h"
 #include "ptq/runtime.h"
@@ -89,6 +90,13 @@ int64_t ptq_calib_set_find(const ptq_calib_set *s, const char *name);
 /* The first tensor (in set order) that saw values but no finite one (all
  * NaN/Inf), or -1. */
 int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s);
+
+/* out[i] = the range of tensor i by p (ptq_calib_compute), the tensors in
+ * parallel on the CPU pool. On failure *bad is the lowest failing tensor's
+ * index and ctx holds its message; PTQ_ERR_DATA for a tensor without a
+ * finite value. out: [ptq_calib_set_n_tensors(s)]. */
+ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p, ptq_calib_range *out,
+                                int64_t *bad);
 
 /* The archive: HDF5 at path (the caller picks a temporary name and renames;
  * a failed write removes what it created). Layout in calib/archive.c. */

@@ -1,15 +1,22 @@
 /* Convolution on the GPU, mirroring ptq_k_conv_ref. group 1: im2col of a
  * chunk of images side by side into the device scratch, one cuBLAS SGEMM for
  * the whole chunk (a few tiny GEMMs per image run far below the card's rate),
- * then a scatter back to NCHW that adds the bias. Grouped convs: per-image
- * im2col and SGEMM strided-batched over groups; 1x1/stride-1/unpadded convs
- * skip im2col; one-input-channel-per-group (depthwise) convs use a direct kernel. Covered by tests/cuda_parity_kernels.c. */
+ * then a scatter back to NCHW that adds the bias. The chunk is a fixed number
+ * of images per layer, the last one zero-padded, so every SGEMM of a layer has
+ * the same shape whatever the batch: cuBLAS picks its kernel by shape, and an
+ * image's result then does not depend on the batch it came in (calibration
+ * archives must not depend on batching; scripts/gpu-check.sh calib). Grouped
+ * convs: per-image im2col and SGEMM strided-batched over groups (a fixed
+ * count); one-input-channel-per-group (depthwise) convs use a direct kernel.
+ * Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
 
 #include "kernels/cuda/cuda_common.cuh"
 
 /* im2col scratch is filled a chunk of images at a time, at most this much */
 #define CONV_SCRATCH_BYTES ((size_t)256 << 20)
+/* the wide SGEMM's columns (images x output positions) a chunk aims at */
+#define CONV_CHUNK_COLS 8192
 
 /* The im2col element of image img, input channel c, kernel offset kk (in k
  * order) and output position o: the input under that tap, 0 in the padding. */
@@ -43,9 +50,10 @@ static __global__ void im2col_kernel(ptq_conv_params p, const float *x, int64_t 
 }
 
 /* colw: [c_in * K, n_img, OUT] (images side by side along the columns) for
- * images img0.. of x. */
+ * images img0.. of x; images n_valid.. of the chunk (past the batch) are 0. */
 template <typename I>
-static __global__ void im2col_wide_kernel(ptq_conv_params p, const float *x, int64_t img0, I n_img, float *colw)
+static __global__ void im2col_wide_kernel(ptq_conv_params p, const float *x, int64_t img0, I n_img, I n_valid,
+                                          float *colw)
 {
     const I k_sz = (I)(p.k[0] * p.k[1] * p.k[2]);
     const I out_sz = (I)(p.out[0] * p.out[1] * p.out[2]);
@@ -54,15 +62,16 @@ static __global__ void im2col_wide_kernel(ptq_conv_params p, const float *x, int
         I r = i / out_sz;
         I img = r % n_img;
         r /= n_img;
-        colw[i] = im2col_value<I>(p, x, img0 + img, r / k_sz, r % k_sz, i % out_sz);
+        colw[i] = img < n_valid ? im2col_value<I>(p, x, img0 + img, r / k_sz, r % k_sz, i % out_sz) : 0.0f;
     }
 }
 
-/* y[img0 + img, co, o] = acc[co, img, o] + b[co] (b may be NULL). */
-static __global__ void scatter_bias_kernel(int64_t c_out, int64_t n_img, int64_t out_sz, const float *acc,
-                                           const float *b, float *y)
+/* y[img0 + img, co, o] = acc[co, img, o] + b[co] (b may be NULL) for the
+ * first n_valid of the chunk's n_img images. */
+static __global__ void scatter_bias_kernel(int64_t c_out, int64_t n_img, int64_t n_valid, int64_t out_sz,
+                                           const float *acc, const float *b, float *y)
 {
-    const int64_t total = c_out * n_img * out_sz;
+    const int64_t total = c_out * n_valid * out_sz;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t o = i % out_sz;
         int64_t co = (i / out_sz) % c_out;
@@ -71,7 +80,8 @@ static __global__ void scatter_bias_kernel(int64_t c_out, int64_t n_img, int64_t
     }
 }
 
-/* group 1, not pointwise: y = conv(x) + b through one SGEMM per chunk of images. */
+/* group 1: y = conv(x) + b through one SGEMM per chunk of images, every
+ * chunk (the last one padded with zero images) of the same size. */
 static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x,
                             const float *w, const float *b, float *y)
 {
@@ -79,10 +89,11 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
     const int64_t ck = p->c_in * k_sz;
     const size_t img_bytes = (size_t)((ck + p->c_out) * out_sz) * sizeof(float);
-    int64_t chunk = (int64_t)(CONV_SCRATCH_BYTES / img_bytes);
-    chunk = chunk < 1 ? 1 : (chunk > p->n ? p->n : chunk);
-    while (chunk > 1 && chunk * out_sz > INT_MAX)
-        chunk /= 2;
+    /* a function of the layer alone, never of p->n */
+    int64_t chunk = CONV_CHUNK_COLS / out_sz;
+    if (chunk > (int64_t)(CONV_SCRATCH_BYTES / img_bytes))
+        chunk = (int64_t)(CONV_SCRATCH_BYTES / img_bytes);
+    chunk = chunk < 1 ? 1 : chunk;
     if (chunk * out_sz > INT_MAX)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: %lld output positions per image exceed cuBLAS's int range",
                         (long long)out_sz);
@@ -93,23 +104,23 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     float *colw = (float *)scratch;
     float *acc = colw + chunk * ck * out_sz;
     const float one = 1.0f, zero = 0.0f;
+    const int64_t cols = chunk * out_sz, n_col = ck * cols;
     for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
-        const int64_t n_img = p->n - img0 < chunk ? p->n - img0 : chunk;
-        const int64_t n_col = ck * n_img * out_sz, cols = n_img * out_sz;
+        const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;
         if (n_col <= INT_MAX - (int64_t)ptq_cuda_blocks(n_col) * PTQ_CUDA_BLOCK)
-            im2col_wide_kernel<int><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, (int)n_img,
-                                                                                             colw);
+            im2col_wide_kernel<int><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, (int)chunk,
+                                                                                             (int)n_valid, colw);
         else
-            im2col_wide_kernel<int64_t><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, n_img,
-                                                                                                 colw);
+            im2col_wide_kernel<int64_t><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, chunk,
+                                                                                                 n_valid, colw);
         PTQ_CUDA_LAUNCHED(ctx, "im2col_wide_kernel");
         /* row-major acc [c_out, cols] = w [c_out, ck] @ colw [ck, cols] is column-major
          * acc^T [cols, c_out] = colw^T [cols, ck] @ w^T [ck, c_out] */
         PTQ_CUBLAS_CHECK(ctx, cublasSgemm(d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)p->c_out, (int)ck, &one,
                                           colw, (int)cols, w, (int)ck, &zero, acc, (int)cols));
-        const int64_t n_out = p->c_out * cols;
+        const int64_t n_out = p->c_out * n_valid * out_sz;
         scatter_bias_kernel<<<ptq_cuda_blocks(n_out), PTQ_CUDA_BLOCK, 0, d->stream>>>(
-            p->c_out, n_img, out_sz, acc, b, y + img0 * p->c_out * out_sz);
+            p->c_out, chunk, n_valid, out_sz, acc, b, y + img0 * p->c_out * out_sz);
         PTQ_CUDA_LAUNCHED(ctx, "scatter_bias_kernel");
     }
     return PTQ_OK;
@@ -168,8 +179,9 @@ static int fits_int(int64_t v)
     return v >= 0 && v <= INT_MAX;
 }
 
-/* y[img0 .. img0+n_img) from columns col ([n_img, c_in*K, OUT]; col_stride
- * elements per image) by one strided-batched SGEMM per image and group set. */
+/* Grouped convs: y[img0 .. img0+n_img) from columns col ([n_img, c_in*K,
+ * OUT]; col_stride elements per image), one SGEMM strided-batched over the
+ * groups per image (a fixed shape and count per layer). */
 static ptq_status conv_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *col,
                             int64_t col_stride, const float *w, float *y, int64_t n_img)
 {
@@ -178,18 +190,10 @@ static ptq_status conv_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     const int64_t cg = p->c_in / p->group, mg = p->c_out / p->group;
     const int64_t ck = cg * k_sz;
     const float one = 1.0f, zero = 0.0f;
-    /* row-major y_g [mg, OUT] = w_g [mg, ck] @ col_g [ck, OUT] is column-major
-     * y_g^T [OUT, mg] = col_g^T [OUT, ck] @ w_g^T [ck, mg]: no transposes */
-    if (p->group == 1) {
-        if (!fits_int(n_img))
-            return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: %lld images in one SGEMM batch", (long long)n_img);
-        PTQ_CUBLAS_CHECK(ctx, cublasSgemmStridedBatched(d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)out_sz, (int)mg,
-                                                        (int)ck, &one, col, (int)out_sz, col_stride, w, (int)ck, 0,
-                                                        &zero, y, (int)out_sz, p->c_out * out_sz, (int)n_img));
-        return PTQ_OK;
-    }
     if (!fits_int(p->group))
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: group %lld", (long long)p->group);
+    /* row-major y_g [mg, OUT] = w_g [mg, ck] @ col_g [ck, OUT] is column-major
+     * y_g^T [OUT, mg] = col_g^T [OUT, ck] @ w_g^T [ck, mg]: no transposes */
     for (int64_t img = 0; img < n_img; img++)
         PTQ_CUBLAS_CHECK(ctx, cublasSgemmStridedBatched(d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)out_sz, (int)mg,
                                                         (int)ck, &one, col + img * col_stride, (int)out_sz,
@@ -225,7 +229,7 @@ extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_c
     int pointwise = k_sz == 1 && out_sz == in_sz;
     for (int s = 0; s < PTQ_SPATIAL; s++)
         pointwise = pointwise && p->stride[s] == 1 && p->pad_lo[s] == 0 && p->out[s] == p->in[s];
-    if (!pointwise && p->group == 1)
+    if (p->group == 1)
         return conv_wide(ctx, d, p, x, w, b, y);
     if (pointwise) {
         /* x itself is the column matrix: [n, c_in, OUT] */

@@ -1,10 +1,63 @@
 /* GEMM on the GPU through cuBLAS SGEMM (FP32 math), mirroring
  * ptq_k_gemm_ref: row-major operands are handed to column-major cuBLAS as
- * their transposes, computing y^T = op(b)^T op(a)^T. Also the strided-
- * batched form MatMul uses. Covered by tests/cuda_parity_kernels.c. */
+ * their transposes, computing y^T = op(b)^T op(a)^T. A single GEMM runs in
+ * blocks of GEMM_ROW_BLOCK rows of y, the last one zero-padded in scratch,
+ * so every SGEMM has the same shape whatever m (the batch, for Gemm): cuBLAS
+ * picks its kernel by shape, and a row's result then does not depend on the
+ * batch it came in. Also the strided-batched form MatMul uses (its shape
+ * follows the batch). Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
 
 #include "kernels/cuda/cuda_common.cuh"
+
+/* rows of y per SGEMM call */
+#define GEMM_ROW_BLOCK 128
+
+/* dst: [GEMM_ROW_BLOCK, k] = rows r0 .. r0+mb of op(a) (a: [m, k], or [k, m]
+ * when trans_a), then zero rows. */
+static __global__ void pack_rows_kernel(const float *a, int64_t m, int64_t k, int trans_a, int64_t r0, int64_t mb,
+                                        float *dst)
+{
+    const int64_t total = (int64_t)GEMM_ROW_BLOCK * k;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t row = i / k, col = i % k;
+        dst[i] = row >= mb ? 0.0f : trans_a ? a[col * m + r0 + row] : a[(r0 + row) * k + col];
+    }
+}
+
+/* One GEMM (n_batch 1) as SGEMMs of exactly GEMM_ROW_BLOCK rows: full blocks
+ * of an untransposed a in place, the rest through zero-padded scratch copies. */
+static ptq_status gemm_row_blocks(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, const float *a,
+                                  const float *b, float *y)
+{
+    const int n = (int)p->n, k = (int)p->k, R = GEMM_ROW_BLOCK;
+    const cublasOperation_t op_b = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int ld_b = p->trans_b ? k : n;
+    float *ap = NULL, *yp = NULL;
+    for (int64_t r0 = 0; r0 < p->m; r0 += R) {
+        const int64_t mb = p->m - r0 < R ? p->m - r0 : R;
+        if (mb == R && !p->trans_a) {
+            PTQ_CUBLAS_CHECK(ctx, cublasSgemm(d->cublas, op_b, CUBLAS_OP_N, n, R, k, &p->alpha, b, ld_b, a + r0 * k, k,
+                                              &p->beta, y + r0 * n, n));
+            continue;
+        }
+        if (!ap) {
+            void *scratch = NULL;
+            PTQ_TRY_RET(ptq_cuda_scratch(ctx, d, (size_t)R * (size_t)(k + n) * sizeof(float), &scratch));
+            ap = (float *)scratch;
+            yp = ap + (int64_t)R * k;
+        }
+        pack_rows_kernel<<<ptq_cuda_blocks((int64_t)R * k), PTQ_CUDA_BLOCK, 0, d->stream>>>(a, p->m, k, p->trans_a,
+                                                                                           r0, mb, ap);
+        PTQ_CUDA_LAUNCHED(ctx, "pack_rows_kernel");
+        if (p->beta != 0.0f)
+            PTQ_TRY_RET(ptq_cuda_copy(ctx, d, yp, y + r0 * n, (size_t)(mb * n) * sizeof(float)));
+        PTQ_CUBLAS_CHECK(ctx, cublasSgemm(d->cublas, op_b, CUBLAS_OP_N, n, R, k, &p->alpha, b, ld_b, ap, k, &p->beta,
+                                          yp, n));
+        PTQ_TRY_RET(ptq_cuda_copy(ctx, d, y + r0 * n, yp, (size_t)(mb * n) * sizeof(float)));
+    }
+    return PTQ_OK;
+}
 
 /* y: [total] = beta * y, or 0 when beta == 0 (y not read): the k == 0 product */
 static __global__ void scale_kernel(int64_t total, float beta, float *y)
@@ -41,8 +94,7 @@ extern "C" ptq_status ptq_k_gemm_batched_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
     const int ld_a = p->trans_a ? m : k; /* a: [m, k] or [k, m] row-major */
     PTQ_CUBLAS_CHECK(ctx, cublasSetStream(d->cublas, d->stream));
     if (n_batch == 1)
-        PTQ_CUBLAS_CHECK(ctx, cublasSgemm(d->cublas, op_b, op_a, n, m, k, &p->alpha, b, ld_b, a, ld_a, &p->beta, y, n));
-    else
+        return gemm_row_blocks(ctx, d, p, a, b, y);
         PTQ_CUBLAS_CHECK(ctx, cublasSgemmStridedBatched(d->cublas, op_b, op_a, n, m, k, &p->alpha, b, ld_b, b_stride,
                                                         a, ld_a, a_stride, &p->beta, y, n, y_stride, (int)n_batch));
     return PTQ_OK;
