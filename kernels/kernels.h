@@ -138,6 +138,18 @@ void ptq_k_observe_stats_cpu(const float *x, int64_t n, ptq_observe_stats *s);
  * guarantees |v| * scale < n_bins for every finite v. */
 void ptq_k_observe_hist_ref(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist);
 void ptq_k_observe_hist_cpu(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist);
+/* The same, counting only the finite v with |v| >= lo (lo > 0): the values
+ * a fused pass left out when the range had to grow. */
+void ptq_k_observe_hist_from_ref(const float *x, int64_t n, double scale, float lo, int64_t n_bins, int64_t *hist);
+void ptq_k_observe_hist_from_cpu(const float *x, int64_t n, double scale, float lo, int64_t n_bins, int64_t *hist);
+/* Both passes in one read of x: *s = x's stats (overwritten) and, into hist,
+ * the finite nonzero v with |v| < limit at bin floor(|v| * scale), where
+ * limit is the histogram's range 2^e (+Inf for e = 128) and limit * scale =
+ * n_bins; *n_over = the finite v with |v| >= limit, left out. */
+void ptq_k_observe_fused_ref(const float *x, int64_t n, double scale, float limit, int64_t n_bins, int64_t *hist,
+                             ptq_observe_stats *s, int64_t *n_over);
+void ptq_k_observe_fused_cpu(const float *x, int64_t n, double scale, float limit, int64_t n_bins, int64_t *hist,
+                             ptq_observe_stats *s, int64_t *n_over);
 
 /* FP8 codes (kernels/ref/fp8.c; REFERENCE.md "FP8 encodings"). from_*: round
  * to nearest even, saturating to +-max (Inf too), NaN -> 0x7F, |x| <= half the

@@ -88,10 +88,21 @@ ptq_status ptq_observer_update(ptq_ctx *ctx, ptq_observer *obs, const float *x, 
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "observer update: bad batch (%lld values at %p)", (long long)n,
                         (const void *)x);
     ptq_observe_stats b;
-    ptq_k_observe_stats_cpu(x, n, &b);
-    if (n_binned(&b) > 0) {
-        cover(obs, range_exponent(fmaxf(-b.min, b.max)));
-        ptq_k_observe_hist_cpu(x, n, ldexp(1.0, obs->log2_bins - obs->e), obs->n_bins, obs->hist);
+    if (n_binned(&obs->st) == 0) { /* no range yet: learn it, then bin */
+        ptq_k_observe_stats_cpu(x, n, &b);
+        if (n_binned(&b) > 0) {
+            cover(obs, range_exponent(fmaxf(-b.min, b.max)));
+            ptq_k_observe_hist_cpu(x, n, ldexp(1.0, obs->log2_bins - obs->e), obs->n_bins, obs->hist);
+        }
+    } else { /* one read binning at the range held; a second only for values beyond it */
+        int64_t n_over = 0;
+        const float limit = ldexpf(1.0f, obs->e);
+        ptq_k_observe_fused_cpu(x, n, ldexp(1.0, obs->log2_bins - obs->e), limit, obs->n_bins, obs->hist, &b,
+                                &n_over);
+        if (n_over > 0) {
+            cover(obs, range_exponent(fmaxf(-b.min, b.max)));
+            ptq_k_observe_hist_from_cpu(x, n, ldexp(1.0, obs->log2_bins - obs->e), limit, obs->n_bins, obs->hist);
+        }
     }
     ptq_observe_stats_combine(&obs->st, &b);
     return PTQ_OK;

@@ -45,7 +45,9 @@ int main(void)
     const int64_t n_max = (1 << 20) + 3;
     float *x = malloc(sizeof(float) * (size_t)n_max);
     int64_t *h_ref = malloc(sizeof(int64_t) * 65536), *h_cpu = malloc(sizeof(int64_t) * 65536);
-    if (!x || !h_ref || !h_cpu) {
+    int64_t *g_ref = malloc(sizeof(int64_t) * 65536), *g_cpu = malloc(sizeof(int64_t) * 65536);
+    int n_fused = 0, n_over_cases = 0;
+    if (!x || !h_ref || !h_cpu || !g_ref || !g_cpu) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
@@ -80,6 +82,32 @@ int main(void)
                               "hist: n %lld amax %g e %d bins %lld workers %d", (long long)n, ranges[r].amax, e,
                               (long long)n_bins, pools[p]);
                     n_cases++;
+                    /* the fused pass at the full range and at a quarter of it (values left
+                     * over), and the pass that bins those left-over values */
+                    for (int k = 0; k < 2 && n > 0; k++) {
+                        const float limit = ldexpf(1.0f, e - 2 * k);
+                        const double sc = ldexp(1.0, log2_bins - (e - 2 * k));
+                        ptq_observe_stats fs_ref, fs_cpu;
+                        int64_t over_ref = -1, over_cpu = -2;
+                        for (int64_t i = 0; i < n_bins; i++)
+                            g_ref[i] = g_cpu[i] = (int64_t)(i * 5 % 11);
+                        ptq_k_observe_fused_ref(x, n, sc, limit, n_bins, g_ref, &fs_ref, &over_ref);
+                        ptq_k_observe_fused_cpu(x, n, sc, limit, n_bins, g_cpu, &fs_cpu, &over_cpu);
+                        CHECK_MSG(same_stats(&fs_cpu, &fs_ref) && same_stats(&fs_ref, &ref) && over_cpu == over_ref &&
+                                      memcmp(g_cpu, g_ref, sizeof(int64_t) * (size_t)n_bins) == 0,
+                                  "fused: n %lld amax %g e %d limit 2^%d bins %lld workers %d", (long long)n,
+                                  ranges[r].amax, e, e - 2 * k, (long long)n_bins, pools[p]);
+                        n_over_cases += over_ref > 0;
+                        n_fused++;
+                    }
+                    const float lo = ldexpf(1.0f, e - 2);
+                    for (int64_t i = 0; i < n_bins; i++)
+                        g_ref[i] = g_cpu[i] = (int64_t)(i * 3 % 7);
+                    ptq_k_observe_hist_from_ref(x, n, scale, lo, n_bins, g_ref);
+                    ptq_k_observe_hist_from_cpu(x, n, scale, lo, n_bins, g_cpu);
+                    CHECK_MSG(memcmp(g_cpu, g_ref, sizeof(int64_t) * (size_t)n_bins) == 0,
+                              "hist_from: n %lld amax %g e %d bins %lld workers %d", (long long)n, ranges[r].amax, e,
+                              (long long)n_bins, pools[p]);
                 }
             }
             /* the ref itself: counts add up, min/max are finite extremes */
@@ -92,10 +120,15 @@ int main(void)
     }
     /* tiny ranges (1e-36 and subnormal data) need scales beyond float: the cpu kernel's double path */
     CHECK(n_double_scale > 0);
-    printf("parity_observe: %d kernel comparisons, %d sizes x bin counts with a scale beyond float\n", n_cases, n_double_scale);
+    CHECK(n_over_cases > 0);
+    printf("parity_observe: %d kernel comparisons, %d sizes x bin counts with a scale beyond float; "
+           "%d fused-pass comparisons, %d with values beyond the range\n",
+           n_cases, n_double_scale, n_fused, n_over_cases);
     ptq_par_set_workers(saved);
     free(x);
     free(h_ref);
     free(h_cpu);
+    free(g_ref);
+    free(g_cpu);
     return test_done("parity_observe");
 }

@@ -41,7 +41,9 @@ ptq_status ptq_observer_init(ptq_ctx *ctx, int64_t n_bins, ptq_observer **out);
 void ptq_observer_free(ptq_observer *obs);
 
 /* Observes a batch. x: [n] float32 in host memory (may be NULL when n is 0).
- * Two passes over x on the CPU pool (kernels/cpu/observe.c). */
+ * On the CPU pool (kernels/cpu/observe.c), one read of x once a range is
+ * held; the first batch with values takes two (its range comes from its max),
+ * and a batch reaching past the range a second read for the values beyond. */
 ptq_status ptq_observer_update(ptq_ctx *ctx, ptq_observer *obs, const float *x, int64_t n);
 
 /* dst += src, exactly: the histogram with the smaller range is regrown to

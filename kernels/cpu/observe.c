@@ -44,67 +44,176 @@ void ptq_k_observe_stats_cpu(const float *x, int64_t n, ptq_observe_stats *s)
     free(part);
 }
 
-/* x: [n] into hist: [n_bins] (see ptq_k_observe_hist_ref). When scale is a
- * float the product is taken in float, which gives the same bins: a product
- * >= 1 is |v| * 2^k in float's normal range, so exact; one below 1 may round
- * when it is subnormal but stays below 1, so truncates to 0 like the exact
- * value. Larger scales (ranges below 2^(log2(n_bins) - 127)) use double,
- * exact as in the ref. */
-static void hist_serial(const float *x, int64_t n, double scale, int64_t *hist)
+/* Bin of a finite |v| > 0 (a), floor(a * scale). When scale is a float the
+ * product is taken in float, which gives the same bins: a product >= 1 is
+ * a * 2^k in float's normal range, so exact; one below 1 may round when it
+ * is subnormal but stays below 1, so truncates to 0 like the exact value.
+ * Larger scales (ranges below 2^(log2(n_bins) - 127)) use double, exact as
+ * in the ref. */
+typedef struct binner {
+    double scale;
+    float scale_f;
+    int in_double;
+} binner;
+
+static binner binner_make(double scale)
 {
-    if (scale <= 0x1p127) {
-        const float scale_f = (float)scale;
-        for (int64_t i = 0; i < n; i++) {
-            const float a = fabsf(x[i]);
-            if (a > 0.0f && a <= 0x1.fffffep127f) /* NaN fails both */
-                hist[(int64_t)(a * scale_f)]++;
-        }
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            const float a = fabsf(x[i]);
-            if (a > 0.0f && a <= 0x1.fffffep127f)
-                hist[(int64_t)((double)a * scale)]++;
-        }
+    binner b = {scale, (float)scale, scale > 0x1p127};
+    return b;
+}
+
+static inline int64_t bin_of(const binner *b, float a)
+{
+    return b->in_double ? (int64_t)((double)a * b->scale) : (int64_t)(a * b->scale_f);
+}
+
+/* finite |v| >= lo (lo > 0, or 0 meaning every nonzero) */
+static void hist_serial(const float *x, int64_t n, const binner *b, float lo, int64_t *hist)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float a = fabsf(x[i]);
+        const int ok = a > 0.0f && a >= lo && a <= 0x1.fffffep127f; /* NaN fails all */
+        hist[bin_of(b, ok ? a : 0.0f)] += ok; /* no branch: zeros come at random */
     }
+}
+
+/* One read: stats, the |v| < limit binned, the rest of the finite nonzero counted. */
+static void fused_serial(const float *x, int64_t n, const binner *b, float limit, int64_t *hist, ptq_observe_stats *s,
+                         int64_t *n_over)
+{
+    float mn = INFINITY, mx = -INFINITY;
+    int64_t n_zero = 0, n_nan = 0, n_inf = 0, over = 0;
+    int neg_zero = 0, pos_zero = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i], a = fabsf(v);
+        if (a < limit) { /* finite: NaN and Inf fail, limit may be +Inf */
+            /* no branch on zero (ReLU outputs are zero at random): a zero adds 0 to bin 0 */
+            const int z = a == 0.0f, neg = signbit(v) != 0;
+            hist[bin_of(b, a)] += !z;
+            n_zero += z;
+            neg_zero |= z & neg;
+            pos_zero |= z & !neg;
+        } else if (a != a) {
+            n_nan++;
+            continue;
+        } else if (a == INFINITY) {
+            n_inf++;
+            continue;
+        } else {
+            over++;
+        }
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    /* -0 orders below +0 (kernels/ref/observe.c): a zero extreme takes the sign that makes it so */
+    if (mn == 0.0f)
+        mn = neg_zero ? -0.0f : 0.0f;
+    if (mx == 0.0f)
+        mx = pos_zero ? 0.0f : -0.0f;
+    s->count = n;
+    s->n_zero = n_zero;
+    s->n_nan = n_nan;
+    s->n_inf = n_inf;
+    s->min = mn;
+    s->max = mx;
+    *n_over = over;
 }
 
 typedef struct hist_job {
     const float *x;
-    double scale;
-    int64_t **hist; /* [workers] of [n_bins]; worker 0 counts into the caller's */
+    binner b;
+    float lo, limit;          /* hist_from: lo; fused: limit */
+    int fused;
+    int64_t **hist;           /* [workers] of [n_bins]; worker 0 counts into the caller's */
+    ptq_observe_stats *part;  /* fused: [workers] */
+    int64_t *over;            /* fused: [workers] */
 } hist_job;
 
 static void hist_piece(void *arg, int64_t begin, int64_t end, int worker)
 {
     const hist_job *j = arg;
-    hist_serial(j->x + begin, end - begin, j->scale, j->hist[worker]);
+    if (!j->fused) {
+        hist_serial(j->x + begin, end - begin, &j->b, j->lo, j->hist[worker]);
+        return;
+    }
+    ptq_observe_stats s;
+    int64_t over;
+    fused_serial(j->x + begin, end - begin, &j->b, j->limit, j->hist[worker], &s, &over);
+    ptq_observe_stats_combine(&j->part[worker], &s);
+    j->over[worker] += over;
+}
+
+/* Runs job over x on the pool with private histograms per worker, or on
+ * the caller alone when that pays better; sums into j->hist[0]'s target. */
+static void hist_run(hist_job *j, int64_t n, int64_t n_bins, int64_t *hist, ptq_observe_stats *s, int64_t *n_over)
+{
+    const int n_workers = ptq_par_workers();
+    ptq_observe_stats part1;
+    int64_t over1 = 0, *hists1[1] = {hist};
+    /* private histograms pay off when summing them (workers x bins) costs
+     * less than a pass over the batch; they also stay below its size */
+    int pooled = n >= OBS_PARALLEL_MIN && n_workers > 1 && n >= n_bins * n_workers;
+    int64_t **hists = pooled ? calloc((size_t)n_workers, sizeof *hists) : NULL;
+    int64_t *priv = pooled ? calloc((size_t)(n_workers - 1) * (size_t)n_bins, sizeof *priv) : NULL;
+    ptq_observe_stats *part = pooled ? malloc((size_t)n_workers * sizeof *part) : NULL;
+    int64_t *over = pooled ? calloc((size_t)n_workers, sizeof *over) : NULL;
+    if (!hists || !priv || !part || !over) {
+        free(hists);
+        free(priv);
+        free(part);
+        free(over);
+        hists = hists1;
+        part = &part1;
+        over = &over1;
+        pooled = 0;
+    }
+    const int n_parts = pooled ? n_workers : 1;
+    for (int w = 0; w < n_parts; w++) {
+        ptq_observe_stats_clear(&part[w]);
+        hists[w] = w == 0 ? hist : priv + (size_t)(w - 1) * (size_t)n_bins;
+    }
+    j->hist = hists;
+    j->part = part;
+    j->over = over;
+    if (pooled)
+        ptq_parallel_for(n, ptq_par_grain(n, 4, OBS_PARALLEL_MIN), hist_piece, j);
+    else
+        hist_piece(j, 0, n, 0);
+    if (s) {
+        ptq_observe_stats_clear(s);
+        *n_over = 0;
+    }
+    for (int w = 0; w < n_parts; w++) {
+        if (w > 0)
+            for (int64_t b = 0; b < n_bins; b++)
+                hist[b] += hists[w][b];
+        if (s) {
+            ptq_observe_stats_combine(s, &part[w]);
+            *n_over += over[w];
+        }
+    }
+    if (pooled) {
+        free(hists);
+        free(priv);
+        free(part);
+        free(over);
+    }
 }
 
 void ptq_k_observe_hist_cpu(const float *x, int64_t n, double scale, int64_t n_bins, int64_t *hist)
 {
-    const int n_workers = ptq_par_workers();
-    /* private histograms pay off when summing them (workers x bins) costs
-     * less than a pass over the batch; they also stay below its size */
-    if (n < OBS_PARALLEL_MIN || n_workers < 2 || n < n_bins * n_workers) {
-        hist_serial(x, n, scale, hist);
-        return;
-    }
-    int64_t **hists = calloc((size_t)n_workers, sizeof *hists);
-    int64_t *priv = calloc((size_t)(n_workers - 1) * (size_t)n_bins, sizeof *priv);
-    if (!hists || !priv) {
-        free(hists);
-        free(priv);
-        hist_serial(x, n, scale, hist);
-        return;
-    }
-    hists[0] = hist;
-    for (int w = 1; w < n_workers; w++)
-        hists[w] = priv + (size_t)(w - 1) * (size_t)n_bins;
-    hist_job job = {x, scale, hists};
-    ptq_parallel_for(n, ptq_par_grain(n, 4, OBS_PARALLEL_MIN), hist_piece, &job);
-    for (int w = 1; w < n_workers; w++)
-        for (int64_t b = 0; b < n_bins; b++)
-            hist[b] += hists[w][b];
-    free(priv);
-    free(hists);
+    ptq_k_observe_hist_from_cpu(x, n, scale, 0.0f, n_bins, hist);
+}
+
+void ptq_k_observe_hist_from_cpu(const float *x, int64_t n, double scale, float lo, int64_t n_bins, int64_t *hist)
+{
+    hist_job j = {x, binner_make(scale), lo, 0.0f, 0, NULL, NULL, NULL};
+    hist_run(&j, n, n_bins, hist, NULL, NULL);
+}
+
+void ptq_k_observe_fused_cpu(const float *x, int64_t n, double scale, float limit, int64_t n_bins, int64_t *hist,
+                             ptq_observe_stats *s, int64_t *n_over)
+{
+    hist_job j = {x, binner_make(scale), 0.0f, limit, 1, NULL, NULL, NULL};
+    hist_run(&j, n, n_bins, hist, s, n_over);
 }

@@ -64,3 +64,30 @@ void ptq_k_observe_hist_ref(const float *x, int64_t n, double scale, int64_t n_b
             hist[(int64_t)(fabs((double)v) * scale)]++;
     }
 }
+
+void ptq_k_observe_hist_from_ref(const float *x, int64_t n, double scale, float lo, int64_t n_bins, int64_t *hist)
+{
+    (void)n_bins;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        if (isfinite(v) && fabsf(v) >= lo)
+            hist[(int64_t)(fabs((double)v) * scale)]++;
+    }
+}
+
+void ptq_k_observe_fused_ref(const float *x, int64_t n, double scale, float limit, int64_t n_bins, int64_t *hist,
+                             ptq_observe_stats *s, int64_t *n_over)
+{
+    (void)n_bins;
+    ptq_k_observe_stats_ref(x, n, s);
+    *n_over = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        if (!isfinite(v) || v == 0.0f)
+            continue;
+        if (fabsf(v) < limit)
+            hist[(int64_t)(fabs((double)v) * scale)]++;
+        else
+            (*n_over)++;
+    }
+}
