@@ -147,7 +147,9 @@ eval "$setup"
 # when the loader does not find them, and say where they were taken from.
 probe=$(ls "$here"/tests/cuda_* 2>/dev/null | head -n 1)
 if [ -n "$probe" ]; then
-    for lib in $(ldd "$probe" | awk '/not found/ {print $1}'); do
+    # libcublas is dlopen'ed (kernels/cuda/device.cu): ldd does not list it
+    for lib in $(ldd "$probe" | awk '/not found/ {print $1}') \
+               $(ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13 ' || echo libcublas.so.13); do
         found=$(find /usr/local /opt /usr/lib -name "$lib" -print -quit 2>/dev/null || true)
         if [ -n "$found" ]; then
             echo "run-tests: $lib from $(dirname "$found")"

@@ -15,7 +15,8 @@ b=$PWD/bundle
 stages=${*:-tests eval calib}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 eval "$("$b/setup.sh")"
-for lib in $(ldd "$b/bin/ptq" | awk '/not found/ {print $1}'); do
+# libcublas is dlopen'ed (kernels/cuda/device.cu), so ldd does not list it: look for it too
+for lib in $(ldd "$b/bin/ptq" | awk '/not found/ {print $1}') libcublas.so.13; do
     found=$(find /usr/local /opt /usr/lib -name "$lib" -print -quit 2>/dev/null || true)
     [ -n "$found" ] && export LD_LIBRARY_PATH=$(dirname "$found"):$LD_LIBRARY_PATH
 done

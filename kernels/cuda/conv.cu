@@ -116,8 +116,8 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
         PTQ_CUDA_LAUNCHED(ctx, "im2col_wide_kernel");
         /* row-major acc [c_out, cols] = w [c_out, ck] @ colw [ck, cols] is column-major
          * acc^T [cols, c_out] = colw^T [cols, ck] @ w^T [ck, c_out] */
-        PTQ_CUBLAS_CHECK(ctx, cublasSgemm(d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)p->c_out, (int)ck, &one,
-                                          colw, (int)cols, w, (int)ck, &zero, acc, (int)cols));
+        PTQ_CUBLAS(ctx, d, sgemm, d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)p->c_out, (int)ck, &one,
+                                          colw, (int)cols, w, (int)ck, &zero, acc, (int)cols);
         const int64_t n_out = p->c_out * n_valid * out_sz;
         scatter_bias_kernel<<<ptq_cuda_blocks(n_out), PTQ_CUDA_BLOCK, 0, d->stream>>>(
             p->c_out, chunk, n_valid, out_sz, acc, b, y + img0 * p->c_out * out_sz);
@@ -195,11 +195,11 @@ static ptq_status conv_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     /* row-major y_g [mg, OUT] = w_g [mg, ck] @ col_g [ck, OUT] is column-major
      * y_g^T [OUT, mg] = col_g^T [OUT, ck] @ w_g^T [ck, mg]: no transposes */
     for (int64_t img = 0; img < n_img; img++)
-        PTQ_CUBLAS_CHECK(ctx, cublasSgemmStridedBatched(d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)out_sz, (int)mg,
+        PTQ_CUBLAS(ctx, d, sgemm_strided_batched, d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)out_sz, (int)mg,
                                                         (int)ck, &one, col + img * col_stride, (int)out_sz,
                                                         ck * out_sz, w, (int)ck, mg * ck, &zero,
                                                         y + img * p->c_out * out_sz, (int)out_sz, mg * out_sz,
-                                                        (int)p->group));
+                                                        (int)p->group);
     return PTQ_OK;
 }
 
@@ -225,7 +225,7 @@ extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_c
     if (!fits_int(out_sz) || !fits_int(ck) || !fits_int(p->c_out))
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: a GEMM side exceeds cuBLAS's int range (%lld x %lld x %lld)",
                         (long long)out_sz, (long long)p->c_out, (long long)ck);
-    PTQ_CUBLAS_CHECK(ctx, cublasSetStream(d->cublas, d->stream));
+    PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
     int pointwise = k_sz == 1 && out_sz == in_sz;
     for (int s = 0; s < PTQ_SPATIAL; s++)
         pointwise = pointwise && p->stride[s] == 1 && p->pad_lo[s] == 0 && p->out[s] == p->in[s];

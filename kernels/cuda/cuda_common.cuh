@@ -1,6 +1,7 @@
 /* Shared by the .cu files of kernels/cuda only: the device object's layout,
- * CUDA/cuBLAS error checks that record into a ptq_ctx (naming the call and
- * CUDA's error string), launch checks and grid sizing. */
+ * the cuBLAS entry points it loads, CUDA/cuBLAS error checks that record into
+ * a ptq_ctx (naming the call and CUDA's error string), launch checks and grid
+ * sizing. */
 #ifndef PTQ_CUDA_COMMON_CUH
 #define PTQ_CUDA_COMMON_CUH
 
@@ -9,9 +10,24 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 
+/* cuBLAS is opened with dlopen when a device is created, not linked: loading
+ * libcublas costs a process about 217 MiB of RSS and 70 ms, which CPU-only
+ * runs of a CUDA build should not pay (kernels/cuda/device.cu). */
+typedef struct ptq_cublas_fns {
+    void *lib; /* the dlopen handle */
+    decltype(&cublasCreate) create;
+    decltype(&cublasDestroy) destroy;
+    decltype(&cublasSetStream) set_stream;
+    decltype(&cublasSetMathMode) set_math_mode;
+    decltype(&cublasSgemm) sgemm;
+    decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
+    decltype(&cublasGetStatusString) status_string;
+} ptq_cublas_fns;
+
 struct ptq_cuda_dev {
     int index;
     cudaStream_t stream;
+    ptq_cublas_fns blas;
     cublasHandle_t cublas;
     void *scratch; /* grown on demand by ptq_cuda_scratch */
     size_t scratch_bytes;
@@ -26,11 +42,11 @@ static inline ptq_status ptq_cuda_fail_at(ptq_ctx *ctx, const char *file, int li
                        cudaGetErrorName(err));
 }
 
-static inline ptq_status ptq_cublas_fail_at(ptq_ctx *ctx, const char *file, int line, cublasStatus_t err,
-                                            const char *call)
+static inline ptq_status ptq_cublas_fail_at(ptq_ctx *ctx, const char *file, int line, const ptq_cuda_dev *d,
+                                            cublasStatus_t err, const char *call)
 {
-    return ptq_fail_at(ctx, file, line, PTQ_ERR_CUDA, "%s failed: %s (%s)", call, cublasGetStatusString(err),
-                       cublasGetStatusName(err));
+    return ptq_fail_at(ctx, file, line, PTQ_ERR_CUDA, "%s failed: %s (cuBLAS status %d)", call,
+                       d->blas.status_string ? d->blas.status_string(err) : "?", (int)err);
 }
 
 /* Return from the enclosing function with PTQ_ERR_CUDA when call fails. */
@@ -41,11 +57,12 @@ static inline ptq_status ptq_cublas_fail_at(ptq_ctx *ctx, const char *file, int 
             return ptq_cuda_fail_at((ctx), __FILE__, __LINE__, err_, #call);       \
     } while (0)
 
-#define PTQ_CUBLAS_CHECK(ctx, call)                                                \
-    do {                                                                           \
-        cublasStatus_t err_ = (call);                                              \
-        if (err_ != CUBLAS_STATUS_SUCCESS)                                         \
-            return ptq_cublas_fail_at((ctx), __FILE__, __LINE__, err_, #call);     \
+/* d->blas.fn(args...), returning PTQ_ERR_CUDA when it fails. */
+#define PTQ_CUBLAS(ctx, d, fn, ...)                                                      \
+    do {                                                                                 \
+        cublasStatus_t err_ = (d)->blas.fn(__VA_ARGS__);                                 \
+        if (err_ != CUBLAS_STATUS_SUCCESS)                                               \
+            return ptq_cublas_fail_at((ctx), __FILE__, __LINE__, (d), err_, "cuBLAS " #fn); \
     } while (0)
 
 /* After a <<<...>>> launch: configuration and earlier asynchronous errors. */

@@ -1,7 +1,9 @@
 /* The CUDA device object: GPU discovery, its stream and cuBLAS handle
- * (FP32 math: TF32 stays off so results match kernels/ref), device memory
+ * (cuBLAS opened with dlopen here, see cuda_common.cuh; FP32 math: TF32
+ * stays off so results match kernels/ref), device memory
  * and host<->device copies on that stream, and the scratch buffer the conv
  * kernels carve im2col columns from. Covered by tests/cuda_backend_exec.c. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,44 @@ extern "C" int ptq_cuda_device_count(char *why, size_t n_why)
     return n > 0 ? n : 0;
 }
 
+#define PTQ_STR_(x) #x
+#define PTQ_STR(x) PTQ_STR_(x) /* the exported name a cublas_v2.h macro stands for */
+
+/* Opens libcublas (by soname through the loader's path, then where the
+ * toolkit that built ptq keeps it, then the usual CUDA homes) and finds the
+ * entry points ptq calls. */
+static ptq_status load_cublas(ptq_ctx *ctx, ptq_cublas_fns *f)
+{
+    static const char *const names[] = {"libcublas.so." PTQ_STR(CUBLAS_VER_MAJOR),
+                                        PTQ_CUBLAS_DIR "/libcublas.so." PTQ_STR(CUBLAS_VER_MAJOR),
+                                        "/usr/local/cuda/lib64/libcublas.so." PTQ_STR(CUBLAS_VER_MAJOR),
+                                        "/usr/local/cuda/lib/libcublas.so." PTQ_STR(CUBLAS_VER_MAJOR)};
+    char why[512] = "";
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !f->lib; i++) {
+        f->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!f->lib && i == 0)
+            snprintf(why, sizeof why, "%s", dlerror());
+    }
+    if (!f->lib)
+        return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "cannot load cuBLAS: %s (set LD_LIBRARY_PATH to CUDA's lib folder)",
+                        why);
+#define PTQ_LOAD(field, fn)                                                                            \
+    do {                                                                                              \
+        *(void **)&f->field = dlsym(f->lib, PTQ_STR(fn));                                             \
+        if (!f->field)                                                                                \
+            return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "cuBLAS has no %s: %s", PTQ_STR(fn), dlerror());   \
+    } while (0)
+    PTQ_LOAD(create, cublasCreate);
+    PTQ_LOAD(destroy, cublasDestroy);
+    PTQ_LOAD(set_stream, cublasSetStream);
+    PTQ_LOAD(set_math_mode, cublasSetMathMode);
+    PTQ_LOAD(sgemm, cublasSgemm);
+    PTQ_LOAD(sgemm_strided_batched, cublasSgemmStridedBatched);
+    PTQ_LOAD(status_string, cublasGetStatusString);
+#undef PTQ_LOAD
+    return PTQ_OK;
+}
+
 static ptq_status dev_init(ptq_ctx *ctx, ptq_cuda_dev *d, int device_index)
 {
     int n = 0;
@@ -40,9 +80,10 @@ static ptq_status dev_init(ptq_ctx *ctx, ptq_cuda_dev *d, int device_index)
     PTQ_CUDA_CHECK(ctx, cudaSetDevice(device_index));
     d->index = device_index;
     PTQ_CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
-    PTQ_CUBLAS_CHECK(ctx, cublasCreate(&d->cublas));
-    PTQ_CUBLAS_CHECK(ctx, cublasSetStream(d->cublas, d->stream));
-    PTQ_CUBLAS_CHECK(ctx, cublasSetMathMode(d->cublas, CUBLAS_DEFAULT_MATH));
+    PTQ_TRY_RET(load_cublas(ctx, &d->blas));
+    PTQ_CUBLAS(ctx, d, create, &d->cublas);
+    PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
+    PTQ_CUBLAS(ctx, d, set_math_mode, d->cublas, CUBLAS_DEFAULT_MATH);
     return PTQ_OK;
 }
 
@@ -71,9 +112,11 @@ extern "C" void ptq_cuda_dev_free(ptq_cuda_dev *d)
     if (d->scratch)
         (void)cudaFree(d->scratch);
     if (d->cublas)
-        (void)cublasDestroy(d->cublas);
+        (void)d->blas.destroy(d->cublas);
     if (d->stream)
         (void)cudaStreamDestroy(d->stream);
+    if (d->blas.lib)
+        (void)dlclose(d->blas.lib);
     free(d);
 }
 

@@ -37,8 +37,8 @@ static ptq_status gemm_row_blocks(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_
     for (int64_t r0 = 0; r0 < p->m; r0 += R) {
         const int64_t mb = p->m - r0 < R ? p->m - r0 : R;
         if (mb == R && !p->trans_a) {
-            PTQ_CUBLAS_CHECK(ctx, cublasSgemm(d->cublas, op_b, CUBLAS_OP_N, n, R, k, &p->alpha, b, ld_b, a + r0 * k, k,
-                                              &p->beta, y + r0 * n, n));
+            PTQ_CUBLAS(ctx, d, sgemm, d->cublas, op_b, CUBLAS_OP_N, n, R, k, &p->alpha, b, ld_b, a + r0 * k, k,
+                                              &p->beta, y + r0 * n, n);
             continue;
         }
         if (!ap) {
@@ -52,8 +52,8 @@ static ptq_status gemm_row_blocks(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_
         PTQ_CUDA_LAUNCHED(ctx, "pack_rows_kernel");
         if (p->beta != 0.0f)
             PTQ_TRY_RET(ptq_cuda_copy(ctx, d, yp, y + r0 * n, (size_t)(mb * n) * sizeof(float)));
-        PTQ_CUBLAS_CHECK(ctx, cublasSgemm(d->cublas, op_b, CUBLAS_OP_N, n, R, k, &p->alpha, b, ld_b, ap, k, &p->beta,
-                                          yp, n));
+        PTQ_CUBLAS(ctx, d, sgemm, d->cublas, op_b, CUBLAS_OP_N, n, R, k, &p->alpha, b, ld_b, ap, k, &p->beta,
+                                          yp, n);
         PTQ_TRY_RET(ptq_cuda_copy(ctx, d, y + r0 * n, yp, (size_t)(mb * n) * sizeof(float)));
     }
     return PTQ_OK;
@@ -92,11 +92,11 @@ extern "C" ptq_status ptq_k_gemm_batched_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
     const cublasOperation_t op_a = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int ld_b = p->trans_b ? k : n; /* b: [k, n] or [n, k] row-major */
     const int ld_a = p->trans_a ? m : k; /* a: [m, k] or [k, m] row-major */
-    PTQ_CUBLAS_CHECK(ctx, cublasSetStream(d->cublas, d->stream));
+    PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
     if (n_batch == 1)
         return gemm_row_blocks(ctx, d, p, a, b, y);
-        PTQ_CUBLAS_CHECK(ctx, cublasSgemmStridedBatched(d->cublas, op_b, op_a, n, m, k, &p->alpha, b, ld_b, b_stride,
-                                                        a, ld_a, a_stride, &p->beta, y, n, y_stride, (int)n_batch));
+        PTQ_CUBLAS(ctx, d, sgemm_strided_batched, d->cublas, op_b, op_a, n, m, k, &p->alpha, b, ld_b, b_stride,
+                                                        a, ld_a, a_stride, &p->beta, y, n, y_stride, (int)n_batch);
     return PTQ_OK;
 }
 
