@@ -11,8 +11,35 @@
 #include "datasets/datasets_internal.h"
 
 #define READ_PIECE_BYTES ((size_t)16 << 20) /* scratch bound per hyperslab read */
-#define CHUNK_CACHE_BYTES ((size_t)32 << 20)
+#define CHUNK_CACHE_MAX_BYTES ((size_t)32 << 20) /* chunk cache: two chunks, at most this */
 #define SAMPLE_MAX_BYTES ((uint64_t)1 << 31) /* largest image of one sample ptq reads */
+
+/* Bytes of two chunks of dataset key (at most CHUNK_CACHE_MAX_BYTES; HDF5's
+ * default 1 MiB when it is not chunked or cannot be asked). */
+static size_t images_chunk_cache_bytes(hid_t file, const char *key)
+{
+    size_t bytes = (size_t)1 << 20;
+    hid_t d = H5Dopen2(file, key, H5P_DEFAULT);
+    hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
+    hid_t type = d >= 0 ? H5Dget_type(d) : -1;
+    hsize_t chunk[PTQ_MAX_DIMS];
+    int rank = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_chunk(dcpl, PTQ_MAX_DIMS, chunk) : -1;
+    if (rank > 0 && type >= 0) {
+        double chunk_bytes = (double)H5Tget_size(type);
+        for (int i = 0; i < rank; i++)
+            chunk_bytes *= (double)chunk[i];
+        bytes = 2 * chunk_bytes < (double)CHUNK_CACHE_MAX_BYTES ? (size_t)(2 * chunk_bytes) : CHUNK_CACHE_MAX_BYTES;
+        if (bytes < ((size_t)1 << 20))
+            bytes = (size_t)1 << 20;
+    }
+    if (type >= 0)
+        H5Tclose(type);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (d >= 0)
+        H5Dclose(d);
+    return bytes;
+}
 
 struct ds_hdf5 {
     hid_t file, images, labels; /* labels < 0: unlabelled */
@@ -176,9 +203,12 @@ static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     }
     if (!(h->images_key = strdup(key)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+    /* samples are read in ascending runs, so a chunk is done with once the
+     * reads pass it: the cache holds two chunks (a read may straddle them),
+     * not more, and memory stays the same however many samples are read */
     hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
     if (dapl >= 0)
-        H5Pset_chunk_cache(dapl, 12421, CHUNK_CACHE_BYTES, 0.75);
+        H5Pset_chunk_cache(dapl, 12421, images_chunk_cache_bytes(h->file, key), 0.75);
     h->images = H5Dopen2(h->file, key, dapl >= 0 ? dapl : H5P_DEFAULT);
     if (h->images < 0)
         ds_h5_error(why, sizeof why);
