@@ -188,6 +188,7 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     ptq_calib_set_provenance(s, &pv);
     ds_h5_quiet_begin(&q);
     h5f w = {ctx, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path};
+    const int created = w.file >= 0; /* a file that could not be created is not ours to remove */
     if (w.file < 0) {
         char why[256];
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot create %s: %s", path, ds_h5_error(why, sizeof why));
@@ -240,7 +241,7 @@ done:
         H5Fclose(w.file);
     ds_h5_quiet_end(&q);
     stat_cols_free(&c);
-    if (st != PTQ_OK)
+    if (st != PTQ_OK && created)
         remove(path);
     return st;
 }
@@ -252,6 +253,12 @@ static ptq_status bad(h5f *r, const char *what)
     char why[256];
     return ptq_fail(r->ctx, PTQ_ERR_FORMAT, "%s is not a ptq calibration archive: %s (%s)", r->path, what,
                     ds_h5_error(why, sizeof why));
+}
+
+/* A value read fine but off: no HDF5 error to add. */
+static ptq_status off(h5f *r, const char *what)
+{
+    return ptq_fail(r->ctx, PTQ_ERR_FORMAT, "%s is not a ptq calibration archive: %s", r->path, what);
 }
 
 static ptq_status read_attr_str(h5f *r, const char *name, char **out)
@@ -345,6 +352,31 @@ static ptq_status dataset_len(h5f *r, const char *key, int64_t *n)
     return bad(r, what);
 }
 
+static int cmp_name_ptrs(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Tensor names are the graph's value names: non-empty and distinct. */
+static ptq_status names_distinct(h5f *r, const ptq_calib_set *s)
+{
+    char what[200];
+    char **sorted = malloc(((size_t)s->n + 1) * sizeof *sorted);
+    if (!sorted)
+        return ptq_fail(r->ctx, PTQ_ERR_NOMEM, "out of memory for %lld tensor names", (long long)s->n);
+    memcpy(sorted, s->names, (size_t)s->n * sizeof *sorted);
+    qsort(sorted, (size_t)s->n, sizeof *sorted, cmp_name_ptrs);
+    what[0] = '\0';
+    for (int64_t i = 0; i < s->n && !what[0]; i++) {
+        if (!sorted[i][0])
+            snprintf(what, sizeof what, "a tensor without a name in 'tensors/name'");
+        else if (i > 0 && strcmp(sorted[i], sorted[i - 1]) == 0)
+            snprintf(what, sizeof what, "tensor '%.120s' listed twice in 'tensors/name'", sorted[i]);
+    }
+    free(sorted);
+    return what[0] ? off(r, what) : PTQ_OK;
+}
+
 static ptq_status read_names(h5f *r, ptq_calib_set *s)
 {
     char **strs = NULL, what[160];
@@ -366,7 +398,7 @@ static ptq_status read_names(h5f *r, ptq_calib_set *s)
         strs[i] = NULL;
     }
     ds_strings_free(strs, n);
-    return PTQ_OK;
+    return names_distinct(r, s);
 }
 
 static ptq_status read_samples(h5f *r, ptq_calib_set *s, int64_t n_samples)
@@ -390,13 +422,19 @@ static ptq_status read_samples(h5f *r, ptq_calib_set *s, int64_t n_samples)
     }
     PTQ_TRY(st, read_exact(r, "samples/source", H5T_NATIVE_INT32, 1, dims, src), done);
     PTQ_TRY(st, read_exact(r, "samples/id", H5T_NATIVE_INT64, 1, dims, ids), done);
-    for (int i = 0; i < n_names; i++) {
-        int64_t lo = 0, hi;
+    for (int64_t i = 0, lo = 0, hi; i < n_names; i++, lo = hi) { /* unordered sources fail below */
         while (lo < n_samples && src[lo] < i)
             lo++;
         for (hi = lo; hi < n_samples && src[hi] == i;)
             hi++;
-        PTQ_TRY(st, ptq_calib_set_add_samples(r->ctx, s, names[i], ids + lo, hi - lo), done);
+        st = ptq_calib_set_add_samples(r->ctx, s, names[i], ids + lo, hi - lo);
+        if (st == PTQ_ERR_DATA) {
+            char why[PTQ_MSG_BYTES];
+            snprintf(why, sizeof why, "%s", r->ctx->msg);
+            st = off(r, why);
+        }
+        if (st != PTQ_OK)
+            goto done;
     }
     for (int64_t k = 0; k < n_samples; k++)
         if (src[k] < 0 || src[k] >= n_names || (k > 0 && src[k] < src[k - 1])) {
@@ -409,6 +447,21 @@ done:
     free(src);
     free(ids);
     return st;
+}
+
+/* tensors/hist is [n, n_bins] (checked before observers of n_bins are made for it). */
+static ptq_status hist_shape_ok(h5f *r, int64_t n, int64_t n_bins)
+{
+    hid_t d = H5Dopen2(r->file, "tensors/hist", H5P_DEFAULT);
+    hid_t space = d < 0 ? -1 : H5Dget_space(d);
+    hsize_t got[2] = {0, 0};
+    int ok = space >= 0 && H5Sget_simple_extent_ndims(space) == 2 && H5Sget_simple_extent_dims(space, got, NULL) == 2 &&
+             got[0] == (hsize_t)n && got[1] == (hsize_t)n_bins;
+    if (space >= 0)
+        H5Sclose(space);
+    if (d >= 0)
+        H5Dclose(d);
+    return ok ? PTQ_OK : bad(r, "'tensors/hist' is missing or not [tensors, n_bins]");
 }
 
 static ptq_status read_tensors(h5f *r, ptq_calib_set *s)
@@ -501,20 +554,26 @@ ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **ou
     PTQ_TRY(st, read_attr_i64(&r, "n_bins", &n_bins), done);
     PTQ_TRY(st, dataset_len(&r, "tensors/name", &n_tensors), done);
     PTQ_TRY(st, dataset_len(&r, "samples/id", &n_samples), done);
-    st = calib_set_alloc(ctx, n_tensors, n_bins, &s);
-    if (st == PTQ_ERR_INVALID_ARG) {
-        char why[PTQ_MSG_BYTES];
-        snprintf(why, sizeof why, "%s", ctx->msg);
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: %s", path, why);
-    }
-    if (st != PTQ_OK)
+    /* what ptq_observer_init takes, less its 0 for the default; before observers of n_bins are made */
+    if (n_bins < PTQ_OBSERVER_MIN_BINS || n_bins > PTQ_OBSERVER_MAX_BINS || (n_bins & (n_bins - 1)) != 0) {
+        char what[160];
+        snprintf(what, sizeof what, "n_bins %lld is not a power of two in [%d, %d]", (long long)n_bins,
+                 PTQ_OBSERVER_MIN_BINS, PTQ_OBSERVER_MAX_BINS);
+        st = off(&r, what);
         goto done;
+    }
+    if (n_tensors == 0) {
+        st = off(&r, "it holds no tensor");
+        goto done;
+    }
+    PTQ_TRY(st, hist_shape_ok(&r, n_tensors, n_bins), done);
+    PTQ_TRY(st, calib_set_alloc(ctx, n_tensors, n_bins, &s), done);
     free(s->ptq_version);
     s->ptq_version = NULL;
     PTQ_TRY(st, read_attr_str(&r, "ptq_version", &s->ptq_version), done);
     PTQ_TRY(st, read_attr_str(&r, "model_sha256", &sha), done);
-    if (strlen(sha) != 64) {
-        st = bad(&r, "model_sha256 is not 64 hex digits");
+    if (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64) {
+        st = off(&r, "model_sha256 is not 64 lowercase hex digits");
         goto done;
     }
     memcpy(s->model_sha256, sha, 65);

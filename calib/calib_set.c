@@ -4,6 +4,7 @@
  * The archive file itself is calib/archive.c. Covered by
  * tests/test_calib_set.c and tests/cli_calib_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,10 +135,11 @@ ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *mo
                                   const char *preprocess)
 {
     char *name = dup_str(model_name), *pre = dup_str(preprocess);
-    if (!name || !pre || strlen(model_sha256 ? model_sha256 : "") != 64) {
+    if (!name || !pre || !model_sha256 || strlen(model_sha256) != 64 ||
+        strspn(model_sha256, "0123456789abcdef") != 64) {
         free(name);
         free(pre);
-        return name && pre ? ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "model SHA-256 must be 64 hex digits")
+        return name && pre ? ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "model SHA-256 must be 64 lowercase hex digits")
                            : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
     }
     memcpy(s->model_sha256, model_sha256, 65);
@@ -453,6 +455,16 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
         if (strcmp(dst->names[i], src->names[i]) != 0)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge archives whose tensor %lld differs: '%s' and '%s'",
                             (long long)i, dst->names[i], src->names[i]);
+    /* every other count of a tensor is at most its count: this bounds them all */
+    for (int64_t i = 0; i < dst->n; i++) {
+        ptq_observer_stats a, b;
+        ptq_observer_get_stats(dst->obs[i], &a);
+        ptq_observer_get_stats(src->obs[i], &b);
+        if (a.count > INT64_MAX - b.count)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                            "cannot merge archives whose tensor '%s' would hold more than 2^63 - 1 values",
+                            dst->names[i]);
+    }
     /* samples: every overlap is checked before anything changes */
     int64_t **merged = calloc((size_t)src->n_sources + 1, sizeof *merged);
     if (!merged)

@@ -3,6 +3,7 @@
  * calib/mse.c. Everything works in units of the bin width, which is exact
  * (a power of two). Covered by tests/test_calibrators.c. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "calib/calibrator_internal.h"
@@ -162,27 +163,42 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     const double max_abs = fmax(fabs((double)st.min), fabs((double)st.max));
     h.top = max_abs / h.w;
 
+    /* entropy and mse search in O(bins^2): at most the default resolution,
+     * an archive with more bins regrouped first exactly as a default-bin
+     * observer of the same range would have counted */
+    const int64_t group = n_bins > PTQ_OBSERVER_DEFAULT_BINS ? n_bins / PTQ_OBSERVER_DEFAULT_BINS : 1;
+    const int64_t *search = h.bins;
+    const int64_t n_search = (h.n + group - 1) / group;
+    int64_t *coarse = NULL;
+    if (group > 1 && (p->method == PTQ_CALIB_ENTROPY || p->method == PTQ_CALIB_MSE)) {
+        if (!(coarse = calloc((size_t)n_search, sizeof *coarse)))
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "calibration: out of memory");
+        for (int64_t k = 0; k < h.n; k++)
+            coarse[k / group] += h.bins[k];
+        search = coarse;
+    }
     double a = 0.0; /* amax / w */
     int64_t i = 0;
+    ptq_status s = PTQ_OK;
     switch (p->method) {
     case PTQ_CALIB_MINMAX:
         a = h.top;
         break;
-    case PTQ_CALIB_ENTROPY: {
-        ptq_status s = ptq_calib_kl_choose(ctx, h.bins, h.n, p->format, &i);
-        if (s != PTQ_OK)
-            return s;
-        a = (double)i;
+    case PTQ_CALIB_ENTROPY:
+        s = ptq_calib_kl_choose(ctx, search, n_search, p->format, &i);
+        a = (double)(i * group);
         break;
-    }
     case PTQ_CALIB_PERCENTILE:
         a = percentile_units(&h, &st, pct);
         break;
     case PTQ_CALIB_MSE:
-        ptq_calib_mse_choose(h.bins, h.n, p->format, &i);
-        a = (double)i;
+        ptq_calib_mse_choose(search, n_search, p->format, &i);
+        a = (double)(i * group);
         break;
     }
+    free(coarse);
+    if (s != PTQ_OK)
+        return s;
     out->amax = p->method == PTQ_CALIB_MINMAX ? max_abs : a * h.w;
     out->scale = out->amax / ptq_qformat_max(p->format);
     out->clipped_fraction = ((double)st.n_inf + count_above(&h, a)) / n_values;

@@ -44,6 +44,7 @@ static const char calibrate_help[] =
     "  --progress           force the progress line (default: only on a terminal)\n";
 
 enum { CALIB_MAX_BATCH = 1 << 16 };
+#define CALIB_MAX_SHARDS ((int64_t)1 << 31)
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -57,6 +58,13 @@ static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
+}
+
+/* floor(n * i / n_shards) for 0 <= i <= n_shards <= CALIB_MAX_SHARDS, without
+ * overflow: n = q * n_shards + r, and r * i < 2^62. */
+static int64_t share_start(int64_t n, int64_t i, int64_t n_shards)
+{
+    return n / n_shards * i + n % n_shards * i / n_shards;
 }
 
 /* The ids to observe, ascending: all of [0, total), or n_pick of them drawn
@@ -79,7 +87,7 @@ static ptq_status pick_samples(ptq_ctx *ctx, int64_t total, int64_t n_pick, uint
         }
         qsort(all, (size_t)n_pick, sizeof *all, cmp_i64);
     }
-    int64_t lo = n_pick * shard / n_shards, hi = n_pick * (shard + 1) / n_shards;
+    int64_t lo = share_start(n_pick, shard, n_shards), hi = share_start(n_pick, shard + 1, n_shards);
     memmove(all, all + lo, (size_t)(hi - lo) * sizeof *all);
     *ids = all;
     *n_ids = hi - lo;
@@ -199,8 +207,9 @@ int cmd_calibrate(int argc, char **argv)
     if (shard_arg) {
         long long a, b;
         char tail;
-        if (sscanf(shard_arg, "%lld/%lld%c", &a, &b, &tail) != 2 || b < 1 || a < 0 || a >= b)
-            return cli_usage_error("calibrate", "--shard wants I/N with 0 <= I < N, got '%s'", shard_arg);
+        if (sscanf(shard_arg, "%lld/%lld%c", &a, &b, &tail) != 2 || b < 1 || b > CALIB_MAX_SHARDS || a < 0 || a >= b)
+            return cli_usage_error("calibrate", "--shard wants I/N with 0 <= I < N <= %lld, got '%s'",
+                                   (long long)CALIB_MAX_SHARDS, shard_arg);
         shard = a;
         n_shards = b;
     }

@@ -46,7 +46,8 @@ static ptq_status parse_trt_version(ptq_ctx *ctx, const char *s, int *out)
 {
     int major, minor, patch;
     char tail;
-    if (sscanf(s, "%d.%d.%d%c", &major, &minor, &patch, &tail) == 3 && major > 0 && minor >= 0 && minor < 100 &&
+    /* field widths keep sscanf and the version number inside int */
+    if (sscanf(s, "%4d.%2d.%2d%c", &major, &minor, &patch, &tail) == 3 && major > 0 && minor >= 0 && minor < 100 &&
         patch >= 0 && patch < 100) {
         *out = ptq_trt_cache_version(major, minor, patch);
         return PTQ_OK;
@@ -161,7 +162,7 @@ int cmd_export(int argc, char **argv)
     ptq_calib_set *set = NULL;
     ptq_tensor_range *ranges = NULL;
     out_file files[MAX_OUT_FILES];
-    int n_files = 0;
+    int n_files = 0, made_dir = 0;
     memset(files, 0, sizeof files);
     ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0.0};
     ptq_trt_cache_params tp = {0, cli_get(opts, n_opts, "trt-algorithm")};
@@ -217,10 +218,6 @@ int cmd_export(int argc, char **argv)
         goto done;
     ptq_export_stats es = {0};
     if (fmt_ort) {
-        if (mkdir(out, 0777) != 0 && errno != EEXIST) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", out, strerror(errno));
-            goto done;
-        }
         static const char *const names[] = {"calibration.flatbuffers", "calibration.json", "calibration.cache"};
         for (int k = 0; k < 3; k++)
             snprintf(files[k].path, sizeof files[k].path, "%s/%s", out, names[k]);
@@ -228,6 +225,13 @@ int cmd_export(int argc, char **argv)
         PTQ_TRY(st, ptq_export_ort_json(&ctx, ranges, n, &files[1].buf, NULL), done);
         PTQ_TRY(st, ptq_export_ort_cache(&ctx, ranges, n, &files[2].buf, NULL), done);
         n_files = 3;
+        /* the folder only once the tables are made, and gone again if they cannot be written */
+        if (mkdir(out, 0777) == 0) {
+            made_dir = 1;
+        } else if (errno != EEXIST) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", out, strerror(errno));
+            goto done;
+        }
     } else {
         snprintf(files[0].path, sizeof files[0].path, "%s", out);
         if (fmt_trt) {
@@ -258,6 +262,8 @@ int cmd_export(int argc, char **argv)
         printf("\nwrote %s\n", out);
     }
 done:
+    if (st != PTQ_OK && made_dir)
+        rmdir(out);
     for (int k = 0; k < MAX_OUT_FILES; k++)
         ptq_buf_free(&files[k].buf);
     free(ranges);

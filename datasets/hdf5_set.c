@@ -24,7 +24,7 @@ static size_t images_chunk_cache_bytes(hid_t file, const char *key)
     hid_t type = d >= 0 ? H5Dget_type(d) : -1;
     hsize_t chunk[PTQ_MAX_DIMS];
     int rank = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_chunk(dcpl, PTQ_MAX_DIMS, chunk) : -1;
-    if (rank > 0 && type >= 0) {
+    if (rank > 0 && rank <= PTQ_MAX_DIMS && type >= 0) { /* H5Pget_chunk returns the rank, fills at most chunk[] */
         double chunk_bytes = (double)H5Tget_size(type);
         for (int i = 0; i < rank; i++)
             chunk_bytes *= (double)chunk[i];

@@ -182,9 +182,19 @@ ptq_status ptq_observer_set_state(ptq_ctx *ctx, ptq_observer *obs, const ptq_obs
                : !(st->min == INFINITY && st->max == -INFINITY))
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: min %g and max %g do not fit %lld finite values",
                         (double)st->min, (double)st->max, (long long)(st->count - st->n_nan - st->n_inf));
-    if (st->n_binned > 0 && e != range_exponent(fmaxf(-st->min, st->max)))
-        return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: range 2^%d does not match max|x| %g", e,
-                        (double)fmaxf(-st->min, st->max));
+    const float amax = fmaxf(-st->min, st->max);
+    if (st->n_binned > 0 && !(amax > 0.0f && e == range_exponent(amax)))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: range 2^%d does not match max|x| %g", e, (double)amax);
+    if (st->n_binned > 0) { /* max|x| is binned, nothing above it: its bin (exact, as in the ref) is the last */
+        const int64_t top = (int64_t)((double)amax * ldexp(1.0, obs->log2_bins - e));
+        for (int64_t i = top + 1; i < obs->n_bins; i++)
+            if (hist[i])
+                return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: histogram bin %lld holds %lld, above max|x| %g",
+                                (long long)i, (long long)hist[i], (double)amax);
+        if (!hist[top])
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "observer state: the bin of max|x| %g (%lld) is empty", (double)amax,
+                            (long long)top);
+    }
     obs->e = st->n_binned > 0 ? e : 0;
     obs->st.count = st->count;
     obs->st.n_zero = st->n_zero;

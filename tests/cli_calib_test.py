@@ -332,6 +332,89 @@ def main():
                 "--out", J("bad12.cache")], 2, "kl", [J("bad12.cache")], tmp)
     expect_fail("calibrate: bins not a power of two", ["calibrate", "--model", MODEL, "--data", data,
                 "--out", J("bad13.h5"), "--bins", "3000"], 2, "power of two", [J("bad13.h5")], tmp)
+    expect_fail("calibrate: a shard count that would overflow its share", ["calibrate", "--model", MODEL, "--data",
+                data, "--out", J("bad14.h5"), "--samples", "10", "--shard", "9223372036854775806/9223372036854775807"],
+                2, "--shard", [J("bad14.h5")], tmp)
+    expect_fail("export: a --trt-version that overflows", ["export", J("whole.h5"), "--method", "minmax", "--format",
+                "trt", "--out", J("bad15.cache"), "--trt-version", "99999999999.1.1"], 2, "--trt-version",
+                [J("bad15.cache")], tmp)
+    expect_fail("export: FP8 ranges into ORT tables leave no folder", ["export", J("whole.h5"), "--method", "minmax",
+                "--target", "fp8-e4m3", "--format", "ort", "--out", J("bad16")], 5, "INT8", [J("bad16")], tmp)
+    with h5py.File(J("rank9.h5"), "w") as f:  # more dims than PTQ_MAX_DIMS: the chunk cache sizing read past them
+        f.create_dataset("images", data=np.zeros((4, 28, 28, 1, 1, 1, 1, 1, 1), np.uint8),
+                         chunks=(1, 28, 28, 1, 1, 1, 1, 1, 1))
+    expect_fail("calibrate: 9-D chunked images", ["calibrate", "--model", MODEL, "--data", J("rank9.h5"),
+                "--out", J("bad18.h5")], 4, "rank 9", [J("bad18.h5")], tmp)
+
+    # corrupt archives: exit 4 naming the file, nothing written
+    def corrupt(name, edit):
+        path = J(name + ".h5")
+        open(path, "wb").write(open(J("h1.h5"), "rb").read())
+        with h5py.File(path, "r+") as f:
+            edit(f)
+        return path
+
+    def set_item(key, idx, value):
+        def edit(f):
+            d = f[key][()]
+            d[idx] = value
+            f[key][...] = d
+        return edit
+
+    def hist_above_max(f):
+        h = f["tensors/hist"][()]
+        k = int(np.nonzero(h[1])[0][0])
+        h[1, k] -= 1
+        h[1, -1] += 1
+        f["tensors/hist"][...] = h
+
+    def renamed(names):
+        def edit(f):
+            v = [x.decode() if isinstance(x, bytes) else x for x in f["tensors/name"][()]]
+            v[: len(names)] = names
+            del f["tensors/name"]
+            f.create_dataset("tensors/name", data=np.array(v, dtype=object), dtype=h5py.string_dtype())
+        return edit
+
+    def no_tensors(f):
+        for k in ("count", "n_zero", "n_nan", "n_inf", "n_binned", "min", "max", "exponent", "name", "hist"):
+            del f["tensors/" + k]
+        f.create_dataset("tensors/name", data=np.array([], dtype=object), dtype=h5py.string_dtype())
+
+    bad_archives = [
+        ("a histogram bin above max|x|", hist_above_max, "above max|x|"),
+        ("max|x| 0 with binned values", lambda f: (set_item("tensors/min", 1, 0.0)(f), set_item("tensors/max", 1, 0.0)(f),
+                                                    set_item("tensors/exponent", 1, 0)(f)), "does not match max|x|"),
+        ("n_bins 0", lambda f: f.attrs.__setitem__("n_bins", 0), "n_bins 0"),
+        ("n_bins 2^40", lambda f: f.attrs.__setitem__("n_bins", 1 << 40), "power of two"),
+        ("model_sha256 not hex", lambda f: f.attrs.__setitem__("model_sha256", "z" * 64), "model_sha256"),
+        ("no tensors", no_tensors, "no tensor"),
+        ("a tensor named twice", renamed(["x", "x"]), "listed twice"),
+        ("a tensor without a name", renamed([""]), "without a name"),
+        ("a sample listed twice", set_item("samples/id", 1, int(read_archive(J("h1.h5"))["samples/id"][0])),
+         "listed twice"),
+    ]
+    for i, (what, edit, needle) in enumerate(bad_archives):
+        path = corrupt(f"corrupt{i}", edit)
+        expect_fail(f"export: corrupt archive, {what}", ["export", path, "--method", "entropy", "--format", "trt",
+                    "--out", J(f"bad_c{i}.cache")], 4, needle, [J(f"bad_c{i}.cache")], tmp)
+        expect_fail(f"merge: corrupt archive, {what}", ["merge", J("h0.h5"), path, "--out", J(f"bad_c{i}.h5")], 4,
+                    needle, [J(f"bad_c{i}.h5")], tmp)
+
+    def huge_counts(f):
+        c, z = f["tensors/count"][()], f["tensors/n_zero"][()]
+        c[0] += 3 << 61
+        z[0] += 3 << 61
+        f["tensors/count"][...] = c
+        f["tensors/n_zero"][...] = z
+
+    big0 = corrupt("big0", huge_counts)
+    big1 = J("big1.h5")
+    open(big1, "wb").write(open(J("h0.h5"), "rb").read())
+    with h5py.File(big1, "r+") as f:
+        huge_counts(f)
+    expect_fail("merge: counts that would overflow", ["merge", big1, big0, "--out", J("bad17.h5")], 2,
+                "2^63 - 1", [J("bad17.h5")], tmp)
 
     print(f"cli_calib_test: {len(failures)} failed" + (": " + ", ".join(failures) if failures else ""))
     return 1 if failures else 0

@@ -5,6 +5,7 @@
  * leaving the destination untouched, and unreadable archives. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ptq/calib.h"
@@ -126,6 +127,8 @@ int main(void)
     CHECK(ptq_calib_set_add_samples(&ctx, whole, "a.h5", ids + 30, 10) == PTQ_OK);
     CHECK(ptq_calib_set_add_samples(&ctx, whole, "b.h5", ids + 29, 2) == PTQ_ERR_DATA); /* 913 again */
     CHECK(ptq_calib_set_describe(&ctx, whole, "abc", "m", "p") == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_calib_set_describe(&ctx, whole, "z123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "m",
+                                 "p") == PTQ_ERR_INVALID_ARG); /* 64 characters, not hex: an archive could not be read */
     char file[256];
     snprintf(file, sizeof file, "/tmp/ptq-test-calib-%ld.h5", (long)getpid());
     CHECK_MSG(ptq_calib_set_write(&ctx, whole, file) == PTQ_OK, "%s", ctx.msg);
@@ -173,6 +176,11 @@ int main(void)
     CHECK(ptq_calib_set_read(&ctx, "/nonexistent/calib.h5", &bad) == PTQ_ERR_IO && !bad);
     CHECK(ptq_calib_set_read(&ctx, path, &bad) == PTQ_ERR_FORMAT && !bad && strstr(ctx.msg, "fmnist_resnet.onnx"));
     CHECK(ptq_calib_set_write(&ctx, whole, "/nonexistent/dir/calib.h5") == PTQ_ERR_IO);
+    char dir[256]; /* a path that cannot be created is left as it was, not removed */
+    snprintf(dir, sizeof dir, "/tmp/ptq-test-calib-dir-%ld", (long)getpid());
+    CHECK(mkdir(dir, 0700) == 0);
+    CHECK(ptq_calib_set_write(&ctx, whole, dir) == PTQ_ERR_IO);
+    CHECK_MSG(rmdir(dir) == 0, "a failed write removed %s, which it did not create", dir);
 
     remove(file);
     free(x);

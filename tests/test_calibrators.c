@@ -345,6 +345,33 @@ static void check_mse(void)
 
 /* The same values observed in one batch, in uneven batches and as merged
  * shards give bit-identical ranges for every method and format. */
+/* Entropy and mse on an observer of more bins search the default 4096-bin
+ * histogram: the same ranges as an observer of 4096 bins fed the same data. */
+static void check_fine_bins(void)
+{
+    enum { N = 200000 };
+    float *x = alloc_or_die(N * sizeof *x);
+    test_rand_seed(9);
+    for (int64_t k = 0; k < N; k++)
+        x[k] = (float)(-log(1.0 - test_rand_uniform(0.0f, 1.0f)) * 0.9);
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_observer *coarse = NULL, *fine = NULL;
+    CHECK(ptq_observer_init(&ctx, 4096, &coarse) == PTQ_OK && ptq_observer_init(&ctx, 1 << 16, &fine) == PTQ_OK);
+    CHECK(ptq_observer_update(&ctx, coarse, x, N) == PTQ_OK && ptq_observer_update(&ctx, fine, x, N) == PTQ_OK);
+    static const ptq_calib_method methods[] = {PTQ_CALIB_ENTROPY, PTQ_CALIB_MSE};
+    for (int m = 0; m < 2; m++)
+        for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+            const ptq_calib_range a = calib(coarse, methods[m], (ptq_qformat)f, 0);
+            const ptq_calib_range b = calib(fine, methods[m], (ptq_qformat)f, 0);
+            CHECK_MSG(a.amax == b.amax && a.amax > 0, "%s/%s: 4096 bins %.17g, 65536 bins %.17g",
+                      ptq_calib_method_name(methods[m]), ptq_qformat_name((ptq_qformat)f), a.amax, b.amax);
+        }
+    ptq_observer_free(coarse);
+    ptq_observer_free(fine);
+    free(x);
+}
+
 static void check_invariance(void)
 {
     enum { N = 300000 };
@@ -547,5 +574,6 @@ int main(int argc, char **argv)
     check_percentile();
     check_mse();
     check_invariance();
+    check_fine_bins();
     return test_done("test_calibrators");
 }

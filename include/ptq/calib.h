@@ -21,11 +21,12 @@ extern "C" {
 
 #define PTQ_CALIB_ARCHIVE_VERSION 1
 
-/* Which tensors to observe. ops: comma-separated op types; a tensor is kept
- * when a node of one of them produces it or takes it as a float
- * non-constant input. tensors: comma-separated glob patterns (fnmatch) on
- * tensor names. Both NULL or "": every quantizable tensor (float
- * non-constant inputs of Conv/Gemm/MatMul and every float node output). */
+/* Which tensors to observe, among the quantizable ones (float non-constant
+ * inputs of Conv/Gemm/MatMul and every float node output, as
+ * ptq_graph_quantizable says). ops: comma-separated op types; a quantizable
+ * tensor is kept when a node of one of them produces or consumes it.
+ * tensors: comma-separated glob patterns (fnmatch) on tensor names. Both
+ * NULL or "": every quantizable tensor. */
 typedef struct ptq_calib_select {
     const char *ops;
     const char *tensors;

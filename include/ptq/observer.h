@@ -66,9 +66,9 @@ void ptq_observer_get_stats(const ptq_observer *obs, ptq_observer_stats *out);
  * (an archive read back, or a device observer's download). hist: [n_bins]
  * of obs. Checks that it is a state an observer can reach: counts >= 0 that
  * add up, the histogram summing to n_binned, e in [-148, 128] with the
- * largest |min|/|max| inside [2^(e-1), 2^e) when anything is binned, and an
- * all-zero histogram otherwise; PTQ_ERR_FORMAT saying which part is off, and
- * obs is left as it was. */
+ * largest |min|/|max| inside [2^(e-1), 2^e) and its bin the last non-empty
+ * one when anything is binned, and an all-zero histogram otherwise;
+ * PTQ_ERR_FORMAT saying which part is off, and obs is left as it was. */
 ptq_status ptq_observer_set_state(ptq_ctx *ctx, ptq_observer *obs, const ptq_observer_stats *st, int e,
                                   const int64_t *hist);
 
