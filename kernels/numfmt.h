@@ -1,0 +1,82 @@
+/* Number formats of quantization: INT8 symmetric, FP8 (E4M3FN, E5M2) and
+ * FP16, as plain-C references (kernels/ref/numfmt.c, on top of
+ * kernels/ref/fp8.c's scalar codes) and CUDA versions (kernels/cuda/numfmt.cu)
+ * built on NVIDIA's own conversions, bit for bit equal. Covered by
+ * tests/test_numfmt.c and tests/cuda_parity_numfmt.c (all 2^32 floats). */
+#ifndef PTQ_NUMFMT_H
+#define PTQ_NUMFMT_H
+
+#include <stdint.h>
+
+#include "ptq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ptq_fp8_kind {
+    PTQ_FP8_E4M3 = 0, /* E4M3FN: max 448, no Inf, NaN 0x7F/0xFF */
+    PTQ_FP8_E5M2 = 1  /* max 57344, Inf 0x7C/0xFC, NaN 0x7D-0x7F/0xFD-0xFF */
+} ptq_fp8_kind;
+
+/* The scaled quantizers compute v = x / scale as one IEEE float division
+ * rounded to nearest even (ONNX QuantizeLinear's x / y_scale; never x *
+ * (1/scale), which rounds twice), then round v to the format. Any scale is
+ * taken and follows IEEE arithmetic (scale 0 sends x != 0 to +-Inf, hence to
+ * the format's saturation, and 0 to NaN); callers pass positive finite ones.
+ * Fake-quant is y = decode(q) * scale, one float multiplication. */
+
+/* INT8 symmetric: q = clamp(round_half_even(x / scale), -127, 127); -128 is
+ * never produced. NaN (x NaN, or 0/0, Inf/Inf) -> 0; +-Inf -> +-127.
+ * x, y: [n] floats; q: [n]. */
+void ptq_k_quantize_int8_ref(const float *x, int64_t n, float scale, int8_t *q);
+void ptq_k_dequantize_int8_ref(const int8_t *q, int64_t n, float scale, float *y);
+void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, float *y);
+
+/* FP8: q = the saturating round-to-nearest-even code of x / scale
+ * (ptq_k_fp8_*_from_float_ref: +-Inf and beyond max -> +-max, NaN -> 0x7F).
+ * to_float decodes exactly, a NaN code to 0x7FFFFFFF as CUDA's
+ * __nv_cvt_fp8_to_halfraw + __half2float do. x, y: [n] floats; q: [n] codes. */
+uint8_t ptq_k_fp8_from_float_ref(ptq_fp8_kind kind, float x);
+float ptq_k_fp8_to_float_ref(ptq_fp8_kind kind, uint8_t code);
+void ptq_k_quantize_fp8_ref(ptq_fp8_kind kind, const float *x, int64_t n, float scale, uint8_t *q);
+void ptq_k_dequantize_fp8_ref(ptq_fp8_kind kind, const uint8_t *q, int64_t n, float scale, float *y);
+void ptq_k_fake_quant_fp8_ref(ptq_fp8_kind kind, const float *x, int64_t n, float scale, float *y);
+
+/* FP16 (IEEE binary16), CUDA's __float2half_rn: round to nearest even,
+ * subnormals kept; |x| >= 65520 (max 65504 plus half an ulp) -> +-Inf as
+ * IEEE rounding does (no saturation: FP16 edges keep Inf); every NaN ->
+ * 0x7FFF, the NaN __float2half_rn gives, sign and payload dropped. to_float
+ * is exact; every NaN code gives 0x7FFFFFFF, as __half2float does.
+ * round: y = to_float(from_float(x)); x, y: [n], x == y allowed. */
+uint16_t ptq_k_fp16_from_float_ref(float x);
+float ptq_k_fp16_to_float_ref(uint16_t h);
+void ptq_k_round_fp16_ref(const float *x, int64_t n, float *y);
+
+#ifdef PTQ_CUDA
+/* The same on the GPU, queued on d's stream; pointers are device memory.
+ * FP8 encodes with __nv_cvt_float_to_fp8(.., __NV_SATFINITE, ..), FP16
+ * with __float2half_rn, divisions with __fdiv_rn, INT8 rounding with
+ * __float2int_rn then a clamp. */
+typedef struct ptq_cuda_dev ptq_cuda_dev;
+
+ptq_status ptq_k_quantize_int8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float scale,
+                                    int8_t *q);
+ptq_status ptq_k_fake_quant_int8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float scale,
+                                      float *y);
+ptq_status ptq_k_quantize_fp8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,
+                                   float scale, uint8_t *q);
+ptq_status ptq_k_fake_quant_fp8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,
+                                     float scale, float *y);
+ptq_status ptq_k_round_fp16_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float *y);
+/* Unscaled conversions of x's exact bit patterns (no division, which would
+ * canonicalise NaN payloads): what the exhaustive parity test drives. */
+ptq_status ptq_k_fp8_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,
+                                     uint8_t *q);
+ptq_status ptq_k_fp16_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, uint16_t *h);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif
