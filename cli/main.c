@@ -13,6 +13,7 @@ int cmd_data(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 static const char main_help[] =
     "usage: ptq <command> [options]    (ptq <command> --help for its options)\n"
@@ -24,6 +25,7 @@ static const char main_help[] =
     "  export        ranges from an archive (minmax, entropy, percentile, mse) -> TensorRT cache,\n"
     "                ONNX Runtime tables or JSON\n"
     "  merge         add archives of disjoint shards exactly\n"
+    "  plan          the default precision plan (FP16 edges, INT8/FP8 core) from an archive\n"
     "  eval          FP32 accuracy, per-class metrics and confusion matrix of a model on a data set\n"
     "  info          a model's inputs, outputs, ops, parameters and quantizable tensors\n"
     "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder\n"
@@ -66,6 +68,8 @@ int main(int argc, char **argv)
         return cmd_calibrate(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0)
         return cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "plan") == 0)
+        return cmd_plan(argc - 2, argv + 2);
     if (strcmp(cmd, "merge") == 0)
         return cmd_merge(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -1,0 +1,176 @@
+/* `ptq plan`: the default precision plan from a calibration archive (FP16
+ * at the edges, INT8 or FP8 in the core), or the check of a hand-edited
+ * plan against its model. Covered by tests/cli_plan_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ptq/calib.h"
+#include "ptq/hash.h"
+#include "ptq/plan.h"
+
+static const char plan_help[] =
+    "usage: ptq plan calib.h5 --model M.onnx --out plan.json [options]\n"
+    "       ptq plan --check plan.json --model M.onnx\n"
+    "\n"
+    "Writes the default precision plan: the first and last compute layers (Conv,\n"
+    "Gemm, MatMul), the activations feeding them and their outputs in FP16;\n"
+    "every other activation the archive observed, and every other weight, in\n"
+    "the core precision. Activation scales come from the calibrator; weight\n"
+    "scales are per output channel, max|w| over the format's largest level.\n"
+    "The plan is JSON (see README.md) and may be edited by hand; --check reads\n"
+    "one back and checks it against the model, naming any tensor it does not know.\n"
+    "\n"
+    "  --model FILE         the model the archive was made from (its SHA-256 must match)\n"
+    "  --out FILE           the plan to write (whole or not at all)\n"
+    "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
+    "  --method M           calibrator for activation ranges: entropy (default), minmax,\n"
+    "                       percentile[=P], mse\n"
+    "  --check FILE         check a plan instead of writing one\n"
+    "  --quiet              print nothing but errors\n";
+
+/* One line per precision: how many activations and weights run in it. */
+static void print_counts(const ptq_plan *p, const char *what)
+{
+    printf("%s: %lld tensors, core %s, activation ranges by %s\n", what, (long long)p->n, ptq_prec_name(p->core),
+           p->method && p->method[0] ? p->method : "-");
+    for (int k = PTQ_PREC_FP32; k <= PTQ_PREC_FP8_E5M2; k++) {
+        int64_t act = 0, wt = 0;
+        for (int64_t i = 0; i < p->n; i++)
+            if ((int)p->e[i].prec == k)
+                *(p->e[i].is_weight ? &wt : &act) += 1;
+        if (act + wt)
+            printf("  %-9s %4lld activations  %4lld weights\n", ptq_prec_name((ptq_prec)k), (long long)act,
+                   (long long)wt);
+    }
+}
+
+static ptq_status read_file(ptq_ctx *ctx, const char *path, char **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap + 1);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *grown = cap < ((size_t)1 << 30) ? realloc(buf, 2 * cap + 1) : NULL;
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading %s (or it is over 1 GiB)", path);
+    if (failed) {
+        free(buf);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return PTQ_OK;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    cli_opt opts[] = {{"model", 1, NULL},  {"out", 1, NULL},   {"core", 1, NULL}, {"method", 1, NULL},
+                      {"check", 1, NULL},  {"quiet", 0, NULL}, {"help", 0, NULL}};
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    const char *pos[1];
+    int n_pos = 0, rc = cli_parse("plan", argc, argv, opts, n_opts, pos, &n_pos, 1);
+    if (rc)
+        return rc;
+    if (cli_get(opts, n_opts, "help")) {
+        fputs(plan_help, stdout);
+        return 0;
+    }
+    const char *model = cli_get(opts, n_opts, "model"), *out = cli_get(opts, n_opts, "out");
+    const char *check = cli_get(opts, n_opts, "check");
+    const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
+    if (!model || (check ? n_pos != 0 || out : n_pos != 1 || !out))
+        return cli_usage_error("plan", "give an archive, --model and --out, or --check PLAN and --model");
+
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = NULL;
+    ptq_calib_set *set = NULL;
+    ptq_plan *plan = NULL;
+    char sha[65], *text = NULL, tmp[4096] = "";
+    FILE *f = NULL;
+    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+    PTQ_TRY(st, ptq_graph_load_onnx(&ctx, model, &g), done);
+    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, g, 1), done);
+    if (check) {
+        PTQ_TRY(st, read_file(&ctx, check, &text), done);
+        st = ptq_plan_from_json(&ctx, text, &plan);
+        if (st == PTQ_OK)
+            st = ptq_plan_check(&ctx, plan, g, sha);
+        if (st != PTQ_OK) {
+            char why[PTQ_MSG_BYTES];
+            snprintf(why, sizeof why, "%s", ctx.msg);
+            ptq_fail(&ctx, st, "%s: %s", check, why);
+            goto done;
+        }
+        if (!quiet)
+            print_counts(plan, check);
+        goto done;
+    }
+    ptq_calib_params cp = {PTQ_CALIB_ENTROPY, PTQ_QFORMAT_INT8, 0.0};
+    ptq_prec core = PTQ_PREC_INT8;
+    const char *method = cli_get(opts, n_opts, "method");
+    if (method) {
+        char name[32];
+        const char *eq = strchr(method, '=');
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - method) : (int)strlen(method), method);
+        PTQ_TRY(st, ptq_calib_method_parse(&ctx, name, &cp.method), done);
+        if (eq) {
+            char *end = NULL;
+            cp.percentile = strtod(eq + 1, &end);
+            if (cp.method != PTQ_CALIB_PERCENTILE || !end || *end || !(cp.percentile > 0 && cp.percentile <= 100)) {
+                st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "--method %s: only percentile takes a value, in (0, 100]",
+                              method);
+                goto done;
+            }
+        }
+    }
+    if (cli_get(opts, n_opts, "core"))
+        PTQ_TRY(st, ptq_prec_parse(&ctx, cli_get(opts, n_opts, "core"), &core), done);
+    PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[0], &set), done);
+    const char *base = strrchr(model, '/');
+    PTQ_TRY(st, ptq_plan_default(&ctx, g, sha, base ? base + 1 : model, set, pos[0], &cp, core, &plan), done);
+    PTQ_TRY(st, ptq_plan_check(&ctx, plan, g, sha), done);
+    PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
+    PTQ_TRY(st, cli_tmp_open(&ctx, out, tmp, sizeof tmp, &f), done);
+    if (fputs(text, f) < 0 || fputc('\n', f) < 0) {
+        st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+        goto done;
+    }
+    PTQ_TRY(st, cli_tmp_commit(&ctx, &f, tmp, out), done);
+    tmp[0] = '\0';
+    if (!quiet) {
+        print_counts(plan, out);
+        printf("wrote %s\n", out);
+    }
+done:
+    if (f)
+        fclose(f);
+    if (tmp[0])
+        remove(tmp);
+    free(text);
+    ptq_plan_free(plan);
+    ptq_calib_set_free(set);
+    ptq_graph_free(g);
+    return cli_report("plan", &ctx, st);
+}

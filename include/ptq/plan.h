@@ -1,0 +1,86 @@
+/* Precision plans: per activation tensor and per weight, the number format
+ * it runs in and its scale(s), with where each came from. Plans are JSON
+ * (format "ptq-plan", documented in README.md), written by `ptq plan` from a
+ * calibration archive and editable by hand; ptq checks a plan against the
+ * model before using it. quant/plan.c, quant/plan_json.c; covered by
+ * tests/test_plan.c. */
+#ifndef PTQ_PLAN_H
+#define PTQ_PLAN_H
+
+#include <stdint.h>
+
+#include "ptq/calib.h"
+#include "ptq/calibrator.h"
+#include "ptq/graph.h"
+#include "ptq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ptq_prec {
+    PTQ_PREC_FP32 = 0,     /* left as it is */
+    PTQ_PREC_FP16 = 1,     /* rounded to IEEE binary16 (no scale) */
+    PTQ_PREC_INT8 = 2,     /* symmetric, zero point 0: q = saturate(rne(x / scale)) in [-127, 127] */
+    PTQ_PREC_FP8_E4M3 = 3, /* x / scale to E4M3FN, saturating (max 448) */
+    PTQ_PREC_FP8_E5M2 = 4  /* x / scale to E5M2, saturating (max 57344) */
+} ptq_prec;
+
+/* "fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2". */
+const char *ptq_prec_name(ptq_prec p);
+ptq_status ptq_prec_parse(ptq_ctx *ctx, const char *s, ptq_prec *out);
+
+typedef struct ptq_plan_entry {
+    char *name;     /* the ONNX tensor (activation) or initializer (weight) name */
+    int is_weight;  /* 1: a Conv/Gemm/MatMul weight initializer */
+    ptq_prec prec;
+    int axis;       /* weights: the channel axis the scales run along (0 for Conv, the output axis for
+                       Gemm/MatMul); -1: one scale for the whole tensor (activations) */
+    int64_t n_scales;
+    float *scales;  /* [n_scales], each finite and > 0; none (n_scales 0) for fp32/fp16 */
+    char *source;   /* where the scales came from: "archive entropy", "weights max|w|", "edited", ... */
+} ptq_plan_entry;
+
+typedef struct ptq_plan {
+    char model_sha256[65];
+    char *model_name;
+    char *archive;     /* the calibration archive the activation ranges came from ("" if none) */
+    char *method;      /* the calibrator used for them, e.g. "entropy" */
+    ptq_prec core;     /* the precision of the core (int8 or an fp8) */
+    int64_t n;
+    ptq_plan_entry *e; /* [n] */
+} ptq_plan;
+
+void ptq_plan_free(ptq_plan *p);
+
+/* The default plan for graph g (shapes inferred) from calibration set s
+ * (an archive read back): the first and last compute layers (Conv, Gemm,
+ * MatMul in graph order), the activations feeding them and their outputs
+ * run in FP16; every other activation of s and every other weight runs in
+ * core (int8, fp8-e4m3 or fp8-e5m2). Activation scales come from calibrator
+ * `method` run for the core's grid (a tensor that saw only zeros stays
+ * FP16); weight scales are per output channel, max|w| / the format's
+ * largest level (a channel of zeros gets scale 1). model_sha256: the model
+ * file's, which must be the archive's (PTQ_ERR_INVALID_ARG otherwise). */
+ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
+                            const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
+                            ptq_prec core, ptq_plan **out);
+
+/* Checks p against the model: its SHA-256, every name a float activation or
+ * a Conv/Gemm/MatMul weight of g (unknown names listed), no name twice, the
+ * scales finite and > 0, one per channel along a valid axis for weights and
+ * one for activations, none for fp16/fp32. PTQ_ERR_INVALID_ARG naming the
+ * first fault. */
+ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, const char *model_sha256);
+
+/* The plan as JSON ("ptq-plan", version 1; README.md documents it), the
+ * same plan giving the same bytes; and back. Reading checks the format and
+ * every field's type and value (PTQ_ERR_FORMAT naming the entry), not the
+ * model: that is ptq_plan_check's job. */
+ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out);
+ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

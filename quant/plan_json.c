@@ -1,0 +1,179 @@
+/* Precision plans as JSON (include/ptq/plan.h):
+ *   {"format": "ptq-plan", "format_version": 1,
+ *    "model": {"name": ..., "sha256": ...}, "archive": ..., "method": ..., "core": "int8",
+ *    "tensors": [{"name": ..., "kind": "activation" | "weight", "precision": "int8" | "fp8-e4m3" |
+ *                 "fp8-e5m2" | "fp16" | "fp32", "axis": -1 | k, "scales": [...], "source": ...}, ...]}
+ * Numbers are the shortest decimals that read back to the same value.
+ * Covered by tests/test_plan.c and tests/cli_plan_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "ptq/export.h"
+#include "ptq/plan.h"
+
+#define PLAN_FORMAT "ptq-plan"
+#define PLAN_VERSION 1
+
+static cJSON *number(double x)
+{
+    char text[40];
+    ptq_export_format_double(x, text, sizeof text);
+    return cJSON_CreateRaw(text);
+}
+
+ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
+{
+    *out = NULL;
+    /* every item joins its parent as it is made, so deleting root frees all */
+    cJSON *root = cJSON_CreateObject();
+    cJSON *model = root ? cJSON_AddObjectToObject(root, "model") : NULL;
+    int ok = model && cJSON_AddStringToObject(root, "format", PLAN_FORMAT) &&
+             cJSON_AddNumberToObject(root, "format_version", PLAN_VERSION) &&
+             cJSON_AddStringToObject(model, "name", p->model_name ? p->model_name : "") &&
+             cJSON_AddStringToObject(model, "sha256", p->model_sha256) &&
+             cJSON_AddStringToObject(root, "archive", p->archive ? p->archive : "") &&
+             cJSON_AddStringToObject(root, "method", p->method ? p->method : "") &&
+             cJSON_AddStringToObject(root, "core", ptq_prec_name(p->core));
+    cJSON *tensors = ok ? cJSON_AddArrayToObject(root, "tensors") : NULL;
+    ok = ok && tensors;
+    for (int64_t i = 0; ok && i < p->n; i++) {
+        const ptq_plan_entry *e = &p->e[i];
+        cJSON *t = cJSON_CreateObject();
+        ok = t && cJSON_AddItemToArray(tensors, t);
+        if (!ok) {
+            cJSON_Delete(t);
+            break;
+        }
+        cJSON *scales = NULL;
+        ok = cJSON_AddStringToObject(t, "name", e->name) &&
+             cJSON_AddStringToObject(t, "kind", e->is_weight ? "weight" : "activation") &&
+             cJSON_AddStringToObject(t, "precision", ptq_prec_name(e->prec)) &&
+             cJSON_AddNumberToObject(t, "axis", e->axis) && (scales = cJSON_AddArrayToObject(t, "scales")) != NULL;
+        for (int64_t c = 0; ok && c < e->n_scales; c++) {
+            cJSON *x = number((double)e->scales[c]);
+            ok = x && cJSON_AddItemToArray(scales, x);
+            if (!ok)
+                cJSON_Delete(x);
+        }
+        ok = ok && cJSON_AddStringToObject(t, "source", e->source ? e->source : "");
+    }
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing a plan");
+    *out = text;
+    return PTQ_OK;
+}
+
+static const char *get_string(const cJSON *o, const char *key)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static ptq_status bad(ptq_ctx *ctx, const char *what, int64_t entry)
+{
+    if (entry < 0)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "not a ptq plan: %s", what);
+    return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor %lld: %s", (long long)entry, what);
+}
+
+static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_entry *e)
+{
+    const char *name = get_string(t, "name"), *kind = get_string(t, "kind"), *prec = get_string(t, "precision");
+    const char *source = get_string(t, "source");
+    const cJSON *axis = cJSON_GetObjectItemCaseSensitive(t, "axis");
+    const cJSON *scales = cJSON_GetObjectItemCaseSensitive(t, "scales");
+    if (!cJSON_IsObject(t) || !name || !name[0] || !kind || !prec)
+        return bad(ctx, "wants a non-empty \"name\", \"kind\" and \"precision\"", i);
+    if (strcmp(kind, "activation") != 0 && strcmp(kind, "weight") != 0)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': kind '%s' is neither activation nor weight", name, kind);
+    if (ptq_prec_parse(ctx, prec, &e->prec) != PTQ_OK)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': unknown precision '%s'", name, prec);
+    if (axis && !(cJSON_IsNumber(axis) && axis->valuedouble == floor(axis->valuedouble) &&
+                  fabs(axis->valuedouble) < 64))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"axis\" is not a small integer", name);
+    if (scales && !cJSON_IsArray(scales))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"scales\" is not an array", name);
+    e->is_weight = strcmp(kind, "weight") == 0;
+    e->axis = axis ? (int)axis->valuedouble : -1;
+    e->name = strdup(name);
+    e->source = strdup(source ? source : "edited");
+    const int n = scales ? cJSON_GetArraySize(scales) : 0;
+    e->scales = malloc(((size_t)n + 1) * sizeof *e->scales);
+    if (!e->name || !e->source || !e->scales)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
+    for (int c = 0; c < n; c++) {
+        const cJSON *x = cJSON_GetArrayItem(scales, c);
+        if (!cJSON_IsNumber(x))
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': scale %d is not a number", name, c);
+        e->scales[c] = (float)x->valuedouble;
+    }
+    e->n_scales = n;
+    return PTQ_OK;
+}
+
+ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
+{
+    ptq_status st = PTQ_OK;
+    *out = NULL;
+    cJSON *root = cJSON_Parse(text);
+    ptq_plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        cJSON_Delete(root);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
+    }
+    const char *format = root ? get_string(root, "format") : NULL;
+    const cJSON *version = root ? cJSON_GetObjectItemCaseSensitive(root, "format_version") : NULL;
+    const cJSON *model = root ? cJSON_GetObjectItemCaseSensitive(root, "model") : NULL;
+    const cJSON *tensors = root ? cJSON_GetObjectItemCaseSensitive(root, "tensors") : NULL;
+    const char *sha = model ? get_string(model, "sha256") : NULL, *core = root ? get_string(root, "core") : NULL;
+    if (!root) {
+        st = bad(ctx, "not valid JSON", -1);
+        goto done;
+    }
+    if (!format || strcmp(format, PLAN_FORMAT) != 0 || !cJSON_IsNumber(version)) {
+        st = bad(ctx, "no \"format\": \"ptq-plan\" with a \"format_version\"", -1);
+        goto done;
+    }
+    if (version->valuedouble != PLAN_VERSION) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "a version %g plan; this ptq reads version %d", version->valuedouble,
+                      PLAN_VERSION);
+        goto done;
+    }
+    if (!sha || strlen(sha) != 64 || !cJSON_IsArray(tensors)) {
+        st = bad(ctx, "wants \"model\": {\"sha256\": 64 hex digits} and a \"tensors\" array", -1);
+        goto done;
+    }
+    memcpy(p->model_sha256, sha, 65);
+    p->model_name = strdup(get_string(model, "name") ? get_string(model, "name") : "");
+    p->archive = strdup(get_string(root, "archive") ? get_string(root, "archive") : "");
+    p->method = strdup(get_string(root, "method") ? get_string(root, "method") : "");
+    if (!p->model_name || !p->archive || !p->method) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
+        goto done;
+    }
+    if (core && ptq_prec_parse(ctx, core, &p->core) != PTQ_OK) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: unknown core precision '%s'", core);
+        goto done;
+    }
+    const int n = cJSON_GetArraySize(tensors);
+    if (!(p->e = calloc((size_t)n + 1, sizeof *p->e))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        p->n = i + 1; /* the entry is freed with the plan from here on */
+        PTQ_TRY(st, read_entry(ctx, cJSON_GetArrayItem(tensors, i), i, &p->e[i]), done);
+    }
+    *out = p;
+    p = NULL;
+done:
+    cJSON_Delete(root);
+    ptq_plan_free(p);
+    return st;
+}

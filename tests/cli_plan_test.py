@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""`ptq plan` end to end: the default INT8 and FP8 plans from a calibration
+archive of the demo model (FP16 edges, per-channel weight scales checked
+against numpy's max|w| / 127), `ptq plan --check` of the plan and of hand
+edits it must refuse (unknown tensor, scales zero / negative / infinite, a
+plan for another model, not a plan), each with its exit code and nothing
+written. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+import gzip
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import h5py
+    import onnx
+    from onnx import numpy_helper
+except ImportError as e:  # the venv from scripts/setup.sh has them
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+PTQ = os.environ.get("PTQ_BIN", "build/ptq")
+SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
+MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
+FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
+failures = []
+
+
+def ptq(*args):
+    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, ok, detail=""):
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
+    if not ok:
+        failures.append(name)
+
+
+def main():
+    if not os.path.exists(MODEL) or not os.path.exists(f"{FM}/t10k-images-idx3-ubyte.gz"):
+        print("skipped: demo model or Fashion-MNIST missing")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="ptq-plan-")
+    J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
+    with gzip.open(f"{FM}/t10k-images-idx3-ubyte.gz", "rb") as f:
+        raw = f.read()
+    images = np.frombuffer(raw, np.uint8, offset=16).reshape(-1, 28, 28)[:300]
+    with h5py.File(J("d.h5"), "w") as f:
+        f.create_dataset("images", data=images)
+    rc, _, err = ptq("calibrate", "--model", MODEL, "--data", J("d.h5"), "--out", J("c.h5"))
+    check("calibrate", rc == 0, err.strip()[-300:])
+
+    graph = onnx.load(MODEL).graph
+    weights = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    compute = [n for n in graph.node if n.op_type in ("Conv", "Gemm", "MatMul")]
+    edge_weights = [compute[0].input[1], compute[-1].input[1]]
+    for core, qmax in (("int8", 127.0), ("fp8", 448.0)):
+        out = J(f"plan-{core}.json")
+        rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", core, "--out", out)
+        check(f"plan --core {core}", rc == 0, err.strip()[-300:])
+        if rc:
+            continue
+        p = json.load(open(out))
+        t = {e["name"]: e for e in p["tensors"]}
+        edges = [n for n, e in t.items() if e["precision"] == "fp16"]
+        core_name = "int8" if core == "int8" else "fp8-e4m3"
+        check(f"{core}: FP16 at the edges, the core elsewhere", sorted(edges) == sorted(
+            ["input", "/stem/stem.0/Conv_output_0", "/Flatten_output_0", "logits"] + edge_weights)
+            and all(e["precision"] == core_name for n, e in t.items() if n not in edges), str(sorted(edges)))
+        bad = 0
+        n_w = 0
+        for name, e in t.items():
+            if e["kind"] != "weight" or e["precision"] == "fp16":
+                continue
+            w = weights[name]
+            ref = np.abs(w.reshape(w.shape[0], -1)).max(axis=1).astype(np.float64) / qmax
+            n_w += 1
+            bad += int(not np.array_equal(np.array(e["scales"], np.float32), ref.astype(np.float32)))
+        check(f"{core}: per-channel weight scales = max|w| / {qmax:g} (numpy)", n_w == 8 and bad == 0,
+              f"{n_w} weights, {bad} differ")
+        check(f"{core}: activation scales positive", all(
+            len(e["scales"]) == 1 and e["scales"][0] > 0 for e in t.values()
+            if e["kind"] == "activation" and e["precision"] != "fp16"))
+        rc, so, err = ptq("plan", "--check", out, "--model", MODEL)
+        check(f"{core}: plan --check accepts it", rc == 0 and "33 tensors" in so, so.strip()[:80])
+
+    # hand edits the check refuses, nothing written
+    base = json.load(open(J("plan-int8.json")))
+
+    def edited(name, change):
+        p = json.loads(json.dumps(base))
+        change(p)
+        path = J(name + ".json")
+        with open(path, "w") as f:
+            f.write(json.dumps(p).replace("Infinity", "1e999"))
+        return path
+
+    def act(p, key):
+        return next(e for e in p["tensors"] if e["name"] == key)
+
+    relu = "/stem/stem.2/Relu_output_0"
+    cases = [
+        ("unknown tensor", edited("unknown", lambda p: act(p, relu).update(name="no_such_tensor")), 2, "no_such_tensor"),
+        ("zero scale", edited("zero", lambda p: act(p, relu).update(scales=[0.0])), 2, "finite and > 0"),
+        ("negative scale", edited("neg", lambda p: act(p, relu).update(scales=[-0.01])), 2, "finite and > 0"),
+        ("infinite scale", edited("inf", lambda p: act(p, relu).update(scales=[float("inf")])), 2, "finite and > 0"),
+        ("a plan for another model", edited("other", lambda p: p["model"].update(sha256="f" * 64)), 2, "another model"),
+        ("two scales for one activation", edited("two", lambda p: act(p, relu).update(scales=[0.1, 0.2])), 2,
+         "2 scales"),
+        ("not a plan", edited("notplan", lambda p: p.update(format="something")), 4, "ptq-plan"),
+    ]
+    for name, path, code, needle in cases:
+        rc, so, err = ptq("plan", "--check", path, "--model", MODEL)
+        check(f"--check refuses {name}", rc == code and needle in err and err.count("error:") == 1,
+              f"exit {rc} (want {code}): {err.strip()}")
+    other = J("other.onnx")
+    m = onnx.load(MODEL)
+    m.doc_string = "the same graph, other bytes"
+    onnx.save(m, other)
+    rc, so, err = ptq("plan", J("c.h5"), "--model", other, "--out", J("never.json"))
+    check("plan from an archive of another model", rc == 2 and "another model" in err and
+          not os.path.exists(J("never.json")), err.strip())
+    rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", "fp32", "--out", J("never2.json"))
+    check("plan --core fp32 refused", rc == 2 and not os.path.exists(J("never2.json")), err.strip())
+    left = [f for f in os.listdir(tmp) if ".tmp-" in f]
+    check("no temporary files left", not left, str(left))
+    print(f"cli_plan_test: {len(failures)} failed" + (": " + ", ".join(failures) if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

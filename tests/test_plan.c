@@ -1,0 +1,178 @@
+/* Precision plans (quant/plan.c, quant/plan_json.c) on the demo model: the
+ * default plan's edges and core, weight scales against max|w| / 127 per
+ * output channel computed here, JSON written -> read -> written to the same
+ * bytes, and the checks a hand-edited plan must pass (unknown or repeated
+ * names, bad scales, wrong scale counts, another model). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptq/plan.h"
+#include "testlib.h"
+
+static const char SHA[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+/* A calibration set of g whose every tensor saw 1000 values in [-2, 3]. */
+static ptq_calib_set *synthetic_set(ptq_ctx *ctx, const ptq_graph *g)
+{
+    ptq_calib_set *s = NULL;
+    float x[1000];
+    test_fill_uniform(x, 1000, -2.0f, 3.0f);
+    if (ptq_calib_set_create(ctx, g, NULL, 0, &s) != PTQ_OK || ptq_calib_set_describe(ctx, s, SHA, "m", "p") != PTQ_OK)
+        return s;
+    for (int v = 0; v < g->n_values; v++) {
+        ptq_tensor t = {PTQ_DT_FLOAT, 1, {1000}, x, PTQ_MEM_HOST, 0};
+        if (ptq_calib_set_tap(s, ctx, g, -1, v, &t) != PTQ_OK)
+            break;
+    }
+    return s;
+}
+
+static ptq_plan_entry *find(ptq_plan *p, const char *name)
+{
+    for (int64_t i = 0; i < p->n; i++)
+        if (strcmp(p->e[i].name, name) == 0)
+            return &p->e[i];
+    return NULL;
+}
+
+/* ptq_plan_check of p after edit(p), expecting code and a message containing needle. */
+static void expect_check(ptq_plan *p, const ptq_graph *g, ptq_status code, const char *needle)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = ptq_plan_check(&ctx, p, g, SHA);
+    CHECK_MSG(st == code && strstr(ctx.msg, needle), "want %d with '%s', got %d: %s", (int)code, needle, (int)st,
+              ctx.msg);
+}
+
+int main(void)
+{
+    const char *src = getenv("PTQ_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = NULL;
+    if (ptq_graph_load_onnx(&ctx, path, &g) != PTQ_OK || ptq_graph_infer_shapes(&ctx, g, 1) != PTQ_OK) {
+        fprintf(stderr, "test_plan: %s\n", ctx.msg);
+        return 1;
+    }
+    test_rand_seed(8);
+    ptq_calib_set *s = synthetic_set(&ctx, g);
+    CHECK(s != NULL);
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+    ptq_plan *p = NULL;
+    CHECK_MSG(ptq_plan_default(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8, &p) == PTQ_OK, "%s", ctx.msg);
+    if (!p)
+        return test_done("test_plan");
+    CHECK(p->n == 33); /* 23 activations + 10 weights */
+    CHECK(ptq_plan_check(&ctx, p, g, SHA) == PTQ_OK);
+
+    /* edges: the input, the first conv's output, the Gemm's input and the logits; the stem and fc weights */
+    static const char *const edges[] = {"input", "/stem/stem.0/Conv_output_0", "/Flatten_output_0", "logits"};
+    for (int i = 0; i < 4; i++)
+        CHECK_MSG(find(p, edges[i]) && find(p, edges[i])->prec == PTQ_PREC_FP16 && find(p, edges[i])->n_scales == 0,
+                  "%s should be fp16", edges[i]);
+    int64_t n_int8_act = 0, n_fp16_wt = 0;
+    for (int64_t i = 0; i < p->n; i++) {
+        n_int8_act += !p->e[i].is_weight && p->e[i].prec == PTQ_PREC_INT8;
+        n_fp16_wt += p->e[i].is_weight && p->e[i].prec == PTQ_PREC_FP16;
+    }
+    CHECK(n_int8_act == 19 && n_fp16_wt == 2);
+    /* an INT8 activation: minmax of [-2, 3] is max|x| (the largest value drawn), scale amax / 127 */
+    const ptq_plan_entry *a = find(p, "/stem/stem.2/Relu_output_0");
+    CHECK(a && a->prec == PTQ_PREC_INT8 && a->n_scales == 1 && a->scales[0] > 2.9f / 127 && a->scales[0] <= 3.0f / 127);
+    /* every INT8 weight: per output channel (Conv axis 0), max|w| / 127 computed here */
+    int n_weights_checked = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        const ptq_plan_entry *e = find(p, g->values[v].name);
+        if (!e || !e->is_weight || e->prec != PTQ_PREC_INT8)
+            continue;
+        const ptq_value *w = &g->values[v];
+        CHECK(e->axis == 0 && e->n_scales == w->dims[0]);
+        const int64_t per = w->dims[1] * w->dims[2] * w->dims[3]; /* [K, C, R, S] */
+        for (int64_t c = 0; c < w->dims[0]; c++) {
+            float amax = 0;
+            for (int64_t k = 0; k < per; k++)
+                amax = fmaxf(amax, fabsf(((const float *)w->data)[c * per + k]));
+            CHECK_MSG(e->scales[c] == (float)((double)amax / 127.0), "%s channel %lld", w->name, (long long)c);
+        }
+        n_weights_checked++;
+    }
+    CHECK(n_weights_checked == 8);
+
+    /* JSON round trip: the same bytes */
+    char *j1 = NULL, *j2 = NULL;
+    ptq_plan *back = NULL;
+    CHECK(ptq_plan_to_json(&ctx, p, &j1) == PTQ_OK);
+    CHECK(j1 && ptq_plan_from_json(&ctx, j1, &back) == PTQ_OK);
+    CHECK(back && ptq_plan_to_json(&ctx, back, &j2) == PTQ_OK);
+    CHECK(j1 && j2 && strcmp(j1, j2) == 0);
+    CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
+
+    /* hand edits the check refuses */
+    if (back) {
+        ptq_plan_entry *e = find(back, "/stem/stem.2/Relu_output_0");
+        const float saved = e->scales[0];
+        static const float bad_scales[] = {0.0f, -0.5f, NAN, INFINITY};
+        for (int i = 0; i < 4; i++) {
+            e->scales[0] = bad_scales[i];
+            expect_check(back, g, PTQ_ERR_INVALID_ARG, "scales must be finite and > 0");
+        }
+        e->scales[0] = saved;
+        char *name = e->name;
+        e->name = "no_such_tensor";
+        expect_check(back, g, PTQ_ERR_INVALID_ARG, "no_such_tensor");
+        e->name = "/Flatten_output_0"; /* already in the plan */
+        expect_check(back, g, PTQ_ERR_INVALID_ARG, "twice");
+        e->name = name;
+        e->n_scales = 0;
+        expect_check(back, g, PTQ_ERR_INVALID_ARG, "0 scales");
+        e->n_scales = 1;
+        ptq_plan_entry *w = NULL;
+        for (int64_t i = 0; i < back->n && !w; i++)
+            if (back->e[i].is_weight && back->e[i].prec == PTQ_PREC_INT8)
+                w = &back->e[i];
+        w->axis = 2; /* [K, C, 3, 3]: 3 channels along axis 2, not K */
+        expect_check(back, g, PTQ_ERR_INVALID_ARG, "along axis 2");
+        w->axis = 0;
+        ptq_plan_entry *f16 = find(back, "input");
+        f16->n_scales = 1;
+        expect_check(back, g, PTQ_ERR_INVALID_ARG, "takes no scale");
+        f16->n_scales = 0;
+        CHECK(ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
+        CHECK(ptq_plan_check(&ctx, back, g, "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff") ==
+                  PTQ_ERR_INVALID_ARG &&
+              strstr(ctx.msg, "another model"));
+    }
+    /* JSON the reader refuses */
+    static const struct {
+        const char *text, *needle;
+    } bad_json[] = {
+        {"{", "not valid JSON"},
+        {"{\"format\": \"other\"}", "ptq-plan"},
+        {"{\"format\": \"ptq-plan\", \"format_version\": 2}", "version 2"},
+        {"{\"format\": \"ptq-plan\", \"format_version\": 1, \"model\": {\"sha256\": \"x\"}, \"tensors\": []}", "sha256"},
+        {"{\"format\": \"ptq-plan\", \"format_version\": 1, \"model\": {\"sha256\": "
+         "\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}, \"tensors\": [{\"name\": \"x\", "
+         "\"kind\": \"activation\", \"precision\": \"int4\"}]}",
+         "int4"},
+        {"{\"format\": \"ptq-plan\", \"format_version\": 1, \"model\": {\"sha256\": "
+         "\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}, \"tensors\": [{\"name\": \"x\", "
+         "\"kind\": \"activation\", \"precision\": \"int8\", \"scales\": [\"a\"]}]}",
+         "not a number"},
+    };
+    for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
+        ptq_plan *q = NULL;
+        ptq_status st = ptq_plan_from_json(&ctx, bad_json[i].text, &q);
+        CHECK_MSG(st != PTQ_OK && !q && strstr(ctx.msg, bad_json[i].needle), "case %zu: %d %s", i, (int)st, ctx.msg);
+    }
+    free(j1);
+    free(j2);
+    ptq_plan_free(back);
+    ptq_plan_free(p);
+    ptq_calib_set_free(s);
+    ptq_graph_free(g);
+    return test_done("test_plan");
+}
