@@ -41,17 +41,6 @@ static ptq_graph *load(const char *path)
     return g;
 }
 
-static const ptq_node *node_named(const ptq_graph *g, const char *name, int *index)
-{
-    for (int i = 0; i < g->n_nodes; i++)
-        if (strcmp(g->nodes[i].name, name) == 0) {
-            if (index)
-                *index = i;
-            return &g->nodes[i];
-        }
-    return NULL;
-}
-
 static const ptq_value *value_named(const ptq_graph *g, const char *name)
 {
     int k = ptq_graph_find_value(g, name);
@@ -158,16 +147,16 @@ static void test_features(void)
     for (int i = 0; i < g->n_nodes && i < 7; i++)
         CHECK_MSG(strcmp(g->nodes[i].name, order[i]) == 0, "node %d is %s, want %s", i, g->nodes[i].name, order[i]);
     int k_mm = -1;
-    node_named(g, "matmul", &k_mm);
+    test_node_named(g, "matmul", &k_mm);
     CHECK(value_named(g, "mm") && value_named(g, "mm")->producer == k_mm && k_mm == 0);
 
-    const ptq_node *drop = node_named(g, "drop", NULL), *clip = node_named(g, "clip", NULL);
+    const ptq_node *drop = test_node_named(g, "drop", NULL), *clip = test_node_named(g, "clip", NULL);
     CHECK(drop && drop->n_outputs == 2 && drop->outputs[1] == -1);
     CHECK(clip && clip->n_inputs == 3 && clip->inputs[1] == -1 && clip->inputs[2] == ptq_graph_find_value(g, "cmax"));
     const ptq_value *cmax = value_named(g, "cmax");
     CHECK(cmax && cmax->ndim == 0 && cmax->n_bytes == 4 && cmax->data && *(const float *)cmax->data == 6.0f);
 
-    const ptq_node *cn = node_named(g, "const", NULL);
+    const ptq_node *cn = test_node_named(g, "const", NULL);
     const ptq_attr *val = cn ? ptq_node_attr(cn, "value") : NULL;
     CHECK(val && val->type == PTQ_ATTR_TENSOR);
     if (val && val->tensor >= 0) {
@@ -178,7 +167,7 @@ static void test_features(void)
         CHECK(ptq_graph_find_value(g, cv->name) == -1); /* attribute tensors are not graph-scope names */
     }
 
-    const ptq_node *sc = node_named(g, "scale", NULL);
+    const ptq_node *sc = test_node_named(g, "scale", NULL);
     CHECK(sc && strcmp(sc->domain, "com.example") == 0 && strcmp(sc->op_type, "Scale") == 0);
     if (sc) {
         CHECK(ptq_node_attr_float(sc, "alpha", 9.0f) == 0.5f);
@@ -233,7 +222,7 @@ static void test_typed_fields(void)
     CHECK((v = value_named(g, "scalar")) && v->ndim == 0 && *(const float *)v->data == 42.0f);
     CHECK((v = value_named(g, "empty")) && dims_are(v, 2, d03) && v->n_bytes == 0 && v->data);
 
-    const ptq_node *n = node_named(g, "Attrs_1", NULL); /* unnamed, second in order */
+    const ptq_node *n = test_node_named(g, "Attrs_1", NULL); /* unnamed, second in order */
     CHECK(n && strcmp(n->domain, "com.example") == 0);
     if (n) {
         const ptq_attr *a = ptq_node_attr(n, "ints_packed");

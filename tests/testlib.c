@@ -3,6 +3,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 int ptq_test_failures;
 int ptq_test_checks;
@@ -81,4 +82,15 @@ int test_done(const char *name)
 {
     printf("%s: %d checks, %d failed\n", name, ptq_test_checks, ptq_test_failures);
     return ptq_test_failures ? 1 : 0;
+}
+
+const ptq_node *test_node_named(const ptq_graph *g, const char *name, int *index)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0) {
+            if (index)
+                *index = i;
+            return &g->nodes[i];
+        }
+    return NULL;
 }

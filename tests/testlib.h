@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ptq/graph.h"
+
 #define PTQ_TEST_SKIP 77
 
 extern int ptq_test_failures;
@@ -47,5 +49,7 @@ int test_close(const char *label, const float *got, const float *ref, int64_t n,
 
 /* Prints "<name>: N checks, M failed" and returns the exit code. */
 int test_done(const char *name);
+/* The node of g called name (its index into *index when index is not NULL), or NULL. */
+const ptq_node *test_node_named(const ptq_graph *g, const char *name, int *index);
 
 #endif

@@ -1,0 +1,655 @@
+/* FP32 vs quantized comparison for `ptq validate`: two ptq_eval_stats fed
+ * the same labels, a changed-prediction count and SQNR/KL sums in double,
+ * rendered as JSON (cJSON, reusing ptq_eval_format_json per side), Markdown
+ * and a terminal summary. Definitions in include/ptq/validate_report.h;
+ * covered by tests/test_validate_report.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "ptq/export.h" /* ptq_buf */
+#include "ptq/report.h"
+#include "ptq/validate_report.h"
+
+/* Rows per call into ptq_eval_stats_update: bounds the prediction scratch. */
+#define CHUNK_ROWS 256
+/* Above this many classes the Markdown shows the largest difference cells
+ * instead of three k x k tables (the JSON always has the full matrices). */
+#define MD_MATRIX_MAX_CLASSES 100
+#define MD_TOP_CELLS 20
+#define SUMMARY_FLAGGED_MAX 5
+
+struct ptq_validate_stats {
+    ptq_eval_stats fp32, q;
+    int64_t changed;
+    int64_t n_measured;         /* images in the SQNR/KL sums */
+    int64_t nan_fp32, nan_q;    /* NaN logits */
+    double signal_sq, noise_sq; /* sum fp32^2, sum (q - fp32)^2 over measured images */
+    double kl_nats_sum;         /* sum over measured images of KL(softmax(fp32) || softmax(q)) */
+    int32_t pred_fp32[CHUNK_ROWS], pred_q[CHUNK_ROWS];
+};
+
+ptq_status ptq_validate_stats_init(ptq_ctx *ctx, int n_classes, ptq_validate_stats **out)
+{
+    ptq_status st = PTQ_OK;
+    *out = NULL;
+    if (n_classes < 2)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "validation needs at least 2 classes, got %d", n_classes);
+    ptq_validate_stats *s = calloc(1, sizeof *s);
+    if (!s)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for validation statistics");
+    PTQ_TRY(st, ptq_eval_stats_init(ctx, n_classes, &s->fp32), done);
+    PTQ_TRY(st, ptq_eval_stats_init(ctx, n_classes, &s->q), done);
+    *out = s;
+    s = NULL;
+done:
+    ptq_validate_stats_free(s);
+    return st;
+}
+
+void ptq_validate_stats_free(ptq_validate_stats *s)
+{
+    if (!s)
+        return;
+    ptq_eval_stats_free(&s->fp32);
+    ptq_eval_stats_free(&s->q);
+    free(s);
+}
+
+static double log_sum_exp(const float *x, int k)
+{
+    double mx = x[0];
+    for (int c = 1; c < k; c++)
+        if (x[c] > mx)
+            mx = x[c];
+    double sum = 0;
+    for (int c = 0; c < k; c++)
+        sum += exp((double)x[c] - mx);
+    return mx + log(sum);
+}
+
+/* Adds one image's rows (f, q: [k]) to the SQNR/KL sums when both are finite. */
+static void compare_row(ptq_validate_stats *s, const float *f, const float *q, int k)
+{
+    int finite = 1;
+    for (int c = 0; c < k; c++) {
+        s->nan_fp32 += isnan(f[c]) != 0;
+        s->nan_q += isnan(q[c]) != 0;
+        finite &= isfinite(f[c]) && isfinite(q[c]);
+    }
+    if (!finite)
+        return;
+    double lse_f = log_sum_exp(f, k), lse_q = log_sum_exp(q, k);
+    double sig = 0, noise = 0, kl = 0;
+    for (int c = 0; c < k; c++) {
+        double fc = f[c], d = (double)q[c] - fc;
+        double logp = fc - lse_f, logq = (double)q[c] - lse_q;
+        sig += fc * fc;
+        noise += d * d;
+        kl += exp(logp) * (logp - logq);
+    }
+    s->signal_sq += sig;
+    s->noise_sq += noise;
+    s->kl_nats_sum += kl > 0 ? kl : 0;
+    s->n_measured++;
+}
+
+ptq_status ptq_validate_stats_add(ptq_ctx *ctx, ptq_validate_stats *s, int64_t n, const int32_t *labels,
+                                  const float *logits_fp32, const float *logits_q)
+{
+    const int k = s->fp32.n_classes;
+    if (n < 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "batch size must be >= 0, got %lld", (long long)n);
+    if (n > 0 && (!labels || !logits_fp32 || !logits_q))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "a batch of %lld images needs labels and both logit arrays",
+                        (long long)n);
+    /* Checked before anything is counted so that a rejected batch leaves s as it was. */
+    for (int64_t i = 0; i < n; i++)
+        if (labels[i] < 0 || labels[i] >= k)
+            return ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld: label %d is out of range [0, %d)",
+                            (long long)(s->fp32.n + i), labels[i], k);
+    for (int64_t i0 = 0; i0 < n; i0 += CHUNK_ROWS) {
+        int64_t m = n - i0 < CHUNK_ROWS ? n - i0 : CHUNK_ROWS;
+        const float *f = logits_fp32 + i0 * k, *q = logits_q + i0 * k;
+        PTQ_TRY_RET(ptq_eval_stats_update(ctx, &s->fp32, f, labels + i0, m, s->fp32.n, s->pred_fp32));
+        PTQ_TRY_RET(ptq_eval_stats_update(ctx, &s->q, q, labels + i0, m, s->q.n, s->pred_q));
+        for (int64_t i = 0; i < m; i++) {
+            s->changed += s->pred_fp32[i] != s->pred_q[i];
+            compare_row(s, f + i * k, q + i * k, k);
+        }
+    }
+    return PTQ_OK;
+}
+
+static void eval_stats_add(ptq_eval_stats *dst, const ptq_eval_stats *src)
+{
+    const int64_t cells = (int64_t)dst->n_classes * dst->n_classes;
+    dst->n += src->n;
+    dst->top1 += src->top1;
+    dst->top5 += src->top5;
+    for (int64_t i = 0; i < cells; i++)
+        dst->confusion[i] += src->confusion[i];
+}
+
+ptq_status ptq_validate_stats_merge(ptq_ctx *ctx, ptq_validate_stats *dst, const ptq_validate_stats *src)
+{
+    if (dst->fp32.n_classes != src->fp32.n_classes)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge validation statistics of %d and %d classes",
+                        dst->fp32.n_classes, src->fp32.n_classes);
+    eval_stats_add(&dst->fp32, &src->fp32);
+    eval_stats_add(&dst->q, &src->q);
+    dst->changed += src->changed;
+    dst->n_measured += src->n_measured;
+    dst->nan_fp32 += src->nan_fp32;
+    dst->nan_q += src->nan_q;
+    dst->signal_sq += src->signal_sq;
+    dst->noise_sq += src->noise_sq;
+    dst->kl_nats_sum += src->kl_nats_sum;
+    return PTQ_OK;
+}
+
+void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    t->n = s->fp32.n;
+    t->top1_fp32 = s->fp32.top1;
+    t->top1_q = s->q.top1;
+    t->top5_fp32 = s->fp32.top5;
+    t->top5_q = s->q.top5;
+    t->changed = s->changed;
+    t->n_measured = s->n_measured;
+    t->nan_fp32 = s->nan_fp32;
+    t->nan_q = s->nan_q;
+    if (s->n_measured == 0) {
+        t->sqnr_db = NAN;
+        t->kl_nats = NAN;
+    } else {
+        t->sqnr_db = s->noise_sq == 0 ? INFINITY : 10.0 * log10(s->signal_sq / s->noise_sq);
+        t->kl_nats = s->kl_nats_sum / (double)s->n_measured;
+    }
+}
+
+/* What every rendering needs: per-class metrics of both sides and the class
+ * order (flagged classes by drop, then the rest by index). */
+typedef struct view {
+    int k;
+    double flag_pts;
+    const char *const *names;
+    const char *header_json;
+    ptq_validate_totals t;
+    ptq_class_metrics *mf, *mq; /* [k] */
+    double *drop_pts;           /* [k]: recall fp32 - quant, points */
+    int *order;                 /* [k] */
+    int n_flagged;
+    const ptq_validate_stats *s;
+} view;
+
+static void view_free(view *v)
+{
+    free(v->mf);
+    free(v->mq);
+    free(v->drop_pts);
+    free(v->order);
+}
+
+typedef struct class_drop {
+    double pts;
+    int c;
+} class_drop;
+
+static int by_drop(const void *a, const void *b)
+{
+    const class_drop *x = a, *y = b;
+    if (x->pts != y->pts)
+        return x->pts > y->pts ? -1 : 1;
+    return (x->c > y->c) - (x->c < y->c);
+}
+
+static ptq_status view_make(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts, view *v)
+{
+    const ptq_validate_opts defaults = PTQ_VALIDATE_OPTS_INIT;
+    if (!opts)
+        opts = &defaults;
+    memset(v, 0, sizeof *v);
+    if (!(opts->recall_drop_flag >= 0))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "recall drop flag must be >= 0 points, got %g",
+                        opts->recall_drop_flag);
+    const int k = s->fp32.n_classes;
+    v->k = k;
+    v->s = s;
+    v->flag_pts = opts->recall_drop_flag;
+    v->names = opts->class_names;
+    v->header_json = opts->header_json;
+    ptq_validate_stats_totals(s, &v->t);
+    v->mf = calloc((size_t)k, sizeof *v->mf);
+    v->mq = calloc((size_t)k, sizeof *v->mq);
+    v->drop_pts = calloc((size_t)k, sizeof *v->drop_pts);
+    v->order = calloc((size_t)k, sizeof *v->order);
+    if (!v->mf || !v->mq || !v->drop_pts || !v->order) {
+        view_free(v);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %d-class validation report", k);
+    }
+    ptq_eval_class_metrics(&s->fp32, v->mf);
+    ptq_eval_class_metrics(&s->q, v->mq);
+    for (int c = 0; c < k; c++) {
+        /* From the integer change in true positives: the support is the same on both sides. */
+        int64_t tp_lost = s->fp32.confusion[(int64_t)c * k + c] - s->q.confusion[(int64_t)c * k + c];
+        int64_t support = v->mf[c].support;
+        v->drop_pts[c] = support ? 100.0 * (double)tp_lost / (double)support : 0.0;
+    }
+    class_drop *flagged = calloc((size_t)k, sizeof *flagged);
+    if (!flagged) {
+        view_free(v);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %d-class validation report", k);
+    }
+    int n = 0;
+    for (int c = 0; c < k; c++)
+        if (v->drop_pts[c] > v->flag_pts)
+            flagged[n++] = (class_drop){v->drop_pts[c], c};
+    qsort(flagged, (size_t)n, sizeof *flagged, by_drop);
+    for (int i = 0; i < n; i++)
+        v->order[i] = flagged[i].c;
+    free(flagged);
+    v->n_flagged = n;
+    for (int c = 0; c < k; c++)
+        if (!(v->drop_pts[c] > v->flag_pts))
+            v->order[n++] = c;
+    return PTQ_OK;
+}
+
+static const char *class_name(const view *v, int c, char *buf, size_t n_bytes)
+{
+    if (v->names && v->names[c])
+        return v->names[c];
+    snprintf(buf, n_bytes, "%d", c);
+    return buf;
+}
+
+static double frac(int64_t num, int64_t den)
+{
+    return den ? (double)num / (double)den : 0.0;
+}
+
+/* ---- JSON ---- */
+
+static cJSON *eval_side_json(ptq_ctx *ctx, const ptq_eval_stats *e, const char *const *names, ptq_status *st)
+{
+    char *text = NULL;
+    *st = ptq_eval_format_json(ctx, e, names, NULL, &text);
+    if (*st != PTQ_OK)
+        return NULL;
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    if (!o)
+        *st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building the validation JSON");
+    return o;
+}
+
+static void add_metric_triplet(cJSON *o, const char *name, double f, double q)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%s_fp32", name);
+    cJSON_AddNumberToObject(o, key, f);
+    snprintf(key, sizeof key, "%s_quant", name);
+    cJSON_AddNumberToObject(o, key, q);
+    snprintf(key, sizeof key, "%s_delta_pts", name);
+    cJSON_AddNumberToObject(o, key, 100.0 * (q - f));
+}
+
+static void add_number_or_null(cJSON *o, const char *key, double x)
+{
+    if (isfinite(x))
+        cJSON_AddNumberToObject(o, key, x);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+                                    char **out)
+{
+    ptq_status st = PTQ_OK;
+    view v;
+    *out = NULL;
+    PTQ_TRY_RET(view_make(ctx, s, opts, &v));
+    const int k = v.k;
+    const ptq_validate_totals *t = &v.t;
+    cJSON *root = v.header_json ? cJSON_Parse(v.header_json) : cJSON_CreateObject();
+    if (!root || !cJSON_IsObject(root)) {
+        st = ptq_fail(ctx, v.header_json ? PTQ_ERR_INVALID_ARG : PTQ_ERR_NOMEM,
+                      "cannot build the validation JSON%s", v.header_json ? ": header is not a JSON object" : "");
+        goto done;
+    }
+    cJSON_AddNumberToObject(root, "samples", (double)t->n);
+    cJSON_AddNumberToObject(root, "recall_drop_flag_pts", v.flag_pts);
+    add_metric_triplet(root, "top1", frac(t->top1_fp32, t->n), frac(t->top1_q, t->n));
+    add_metric_triplet(root, "top5", frac(t->top5_fp32, t->n), frac(t->top5_q, t->n));
+    cJSON_AddNumberToObject(root, "changed_predictions", (double)t->changed);
+    cJSON_AddNumberToObject(root, "changed_fraction", frac(t->changed, t->n));
+    cJSON *lg = cJSON_AddObjectToObject(root, "logits");
+    if (lg) {
+        add_number_or_null(lg, "sqnr_db", t->sqnr_db);
+        cJSON_AddBoolToObject(lg, "sqnr_infinite", isinf(t->sqnr_db) && t->sqnr_db > 0);
+        add_number_or_null(lg, "kl_nats", t->kl_nats);
+        cJSON_AddNumberToObject(lg, "measured_images", (double)t->n_measured);
+        cJSON_AddNumberToObject(lg, "nonfinite_images", (double)(t->n - t->n_measured));
+        cJSON_AddNumberToObject(lg, "nan_logits_fp32", (double)t->nan_fp32);
+        cJSON_AddNumberToObject(lg, "nan_logits_quant", (double)t->nan_q);
+    }
+    cJSON *flagged = cJSON_AddArrayToObject(root, "flagged");
+    for (int i = 0; i < v.n_flagged && flagged; i++)
+        cJSON_AddItemToArray(flagged, cJSON_CreateNumber(v.order[i]));
+    cJSON *classes = cJSON_AddArrayToObject(root, "classes");
+    char tmp[32];
+    for (int i = 0; i < k && classes; i++) {
+        int c = v.order[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "index", c);
+        cJSON_AddStringToObject(o, "name", class_name(&v, c, tmp, sizeof tmp));
+        cJSON_AddBoolToObject(o, "flagged", i < v.n_flagged);
+        cJSON_AddNumberToObject(o, "support", (double)v.mf[c].support);
+        add_metric_triplet(o, "precision", v.mf[c].precision, v.mq[c].precision);
+        add_metric_triplet(o, "recall", v.mf[c].recall, v.mq[c].recall);
+        add_metric_triplet(o, "f1", v.mf[c].f1, v.mq[c].f1);
+        cJSON_AddItemToArray(classes, o);
+    }
+    cJSON *side = eval_side_json(ctx, &s->fp32, v.names, &st);
+    if (!side)
+        goto done;
+    cJSON_AddItemToObject(root, "fp32", side);
+    side = eval_side_json(ctx, &s->q, v.names, &st);
+    if (!side)
+        goto done;
+    cJSON_AddItemToObject(root, "quant", side);
+    cJSON *diff = cJSON_AddArrayToObject(root, "confusion_delta");
+    for (int r = 0; r < k && diff; r++) {
+        cJSON *row = cJSON_CreateArray();
+        for (int c = 0; c < k; c++) {
+            int64_t cell = (int64_t)r * k + c;
+            cJSON_AddItemToArray(row, cJSON_CreateNumber((double)(s->q.confusion[cell] - s->fp32.confusion[cell])));
+        }
+        cJSON_AddItemToArray(diff, row);
+    }
+    *out = cJSON_Print(root);
+    if (!*out)
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the validation JSON");
+done:
+    cJSON_Delete(root);
+    view_free(&v);
+    return st;
+}
+
+/* ---- Markdown and summary ---- */
+
+/* Appends to b while st is PTQ_OK; the first failure sticks in st. */
+#define PUT(...)                                      \
+    do {                                              \
+        if (st == PTQ_OK)                             \
+            st = ptq_buf_appendf(ctx, b, __VA_ARGS__); \
+    } while (0)
+
+/* A class name as a table cell: '|' escaped, line breaks as spaces. */
+static ptq_status md_name(ptq_ctx *ctx, ptq_buf *b, const view *v, int c)
+{
+    char tmp[32];
+    ptq_status st = PTQ_OK;
+    for (const char *p = class_name(v, c, tmp, sizeof tmp); *p && st == PTQ_OK; p++) {
+        if (*p == '|')
+            PUT("\\|");
+        else
+            PUT("%c", *p == '\n' || *p == '\r' ? ' ' : *p);
+    }
+    return st;
+}
+
+static ptq_status md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json)
+{
+    ptq_status st = PTQ_OK;
+    if (!header_json)
+        return st;
+    cJSON *h = cJSON_Parse(header_json);
+    if (!h || !cJSON_IsObject(h)) {
+        cJSON_Delete(h);
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot build the validation report: header is not a JSON object");
+    }
+    for (cJSON *it = h->child; it; it = it->next) {
+        if (cJSON_IsString(it)) {
+            PUT("- **%s**: %s\n", it->string, it->valuestring);
+        } else {
+            char *val = cJSON_PrintUnformatted(it);
+            PUT("- **%s**: %s\n", it->string, val ? val : "?");
+            free(val);
+        }
+    }
+    PUT("\n");
+    cJSON_Delete(h);
+    return st;
+}
+
+static ptq_status md_class_row(ptq_ctx *ctx, ptq_buf *b, const view *v, int c, int flagged)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_class_metrics *f = &v->mf[c], *q = &v->mq[c];
+    PUT("| %s | %d | ", flagged ? "**yes**" : "", c);
+    if (st == PTQ_OK)
+        st = md_name(ctx, b, v, c);
+    PUT(" | %lld | %.2f | %.2f | %+.2f | %.2f | %.2f | %+.2f | %.2f | %.2f | %+.2f |\n", (long long)f->support,
+        100 * f->recall, 100 * q->recall, 100 * (q->recall - f->recall), 100 * f->precision, 100 * q->precision,
+        100 * (q->precision - f->precision), 100 * f->f1, 100 * q->f1, 100 * (q->f1 - f->f1));
+    return st;
+}
+
+/* which: 0 fp32, 1 quantized, 2 quantized - fp32. */
+static int64_t matrix_cell(const view *v, int which, int64_t cell)
+{
+    if (which == 0)
+        return v->s->fp32.confusion[cell];
+    if (which == 1)
+        return v->s->q.confusion[cell];
+    return v->s->q.confusion[cell] - v->s->fp32.confusion[cell];
+}
+
+static ptq_status md_matrix(ptq_ctx *ctx, ptq_buf *b, const view *v, int which)
+{
+    static const char *const titles[] = {"FP32", "quantized", "difference (quantized - FP32)"};
+    ptq_status st = PTQ_OK;
+    const int k = v->k;
+    PUT("### Confusion matrix: %s\n\nRows: true class; columns: predicted class.\n\n| true \\ pred |", titles[which]);
+    for (int c = 0; c < k; c++)
+        PUT(" %d |", c);
+    PUT("\n|---|");
+    for (int c = 0; c < k; c++)
+        PUT("---:|");
+    PUT("\n");
+    for (int r = 0; r < k && st == PTQ_OK; r++) {
+        PUT("| %d ", r);
+        if (v->names && st == PTQ_OK)
+            st = md_name(ctx, b, v, r);
+        PUT(" |");
+        for (int c = 0; c < k; c++) {
+            int64_t x = matrix_cell(v, which, (int64_t)r * k + c);
+            if (which == 2 && x != 0)
+                PUT(" %+lld |", (long long)x);
+            else
+                PUT(" %lld |", (long long)x);
+        }
+        PUT("\n");
+    }
+    PUT("\n");
+    return st;
+}
+
+/* For many classes: the difference cells of largest magnitude, row-major on ties. */
+static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const view *v)
+{
+    ptq_status st = PTQ_OK;
+    const int64_t cells = (int64_t)v->k * v->k;
+    int64_t top[MD_TOP_CELLS];
+    int n_top = 0;
+    for (int64_t cell = 0; cell < cells; cell++) {
+        int64_t x = llabs((long long)matrix_cell(v, 2, cell));
+        if (x == 0 || (n_top == MD_TOP_CELLS && x <= llabs((long long)matrix_cell(v, 2, top[n_top - 1]))))
+            continue;
+        int i = n_top < MD_TOP_CELLS ? n_top++ : MD_TOP_CELLS - 1;
+        for (; i > 0 && llabs((long long)matrix_cell(v, 2, top[i - 1])) < x; i--)
+            top[i] = top[i - 1];
+        top[i] = cell;
+    }
+    PUT("### Confusion matrices\n\n%d classes: the full FP32, quantized and difference matrices are in the JSON "
+        "report (`fp32.confusion`, `quant.confusion`, `confusion_delta`). The %d largest changes:\n\n"
+        "| true | predicted | FP32 | quantized | difference |\n|---|---|---:|---:|---:|\n",
+        v->k, MD_TOP_CELLS);
+    for (int i = 0; i < n_top && st == PTQ_OK; i++) {
+        int r = (int)(top[i] / v->k), c = (int)(top[i] % v->k);
+        PUT("| ");
+        if (st == PTQ_OK)
+            st = md_name(ctx, b, v, r);
+        PUT(" | ");
+        if (st == PTQ_OK)
+            st = md_name(ctx, b, v, c);
+        PUT(" | %lld | %lld | %+lld |\n", (long long)matrix_cell(v, 0, top[i]), (long long)matrix_cell(v, 1, top[i]),
+            (long long)matrix_cell(v, 2, top[i]));
+    }
+    if (n_top == 0)
+        PUT("No cell changed.\n");
+    PUT("\n");
+    return st;
+}
+
+static void fmt_sqnr(char *buf, size_t n_bytes, double db)
+{
+    if (isnan(db))
+        snprintf(buf, n_bytes, "n/a");
+    else if (isinf(db))
+        snprintf(buf, n_bytes, "%sinf dB (identical logits)", db > 0 ? "" : "-");
+    else
+        snprintf(buf, n_bytes, "%.2f dB", db);
+}
+
+static ptq_status put_accuracy_lines(ptq_ctx *ctx, ptq_buf *b, const view *v, const char *fmt)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_validate_totals *t = &v->t;
+    double f1 = 100 * frac(t->top1_fp32, t->n), q1 = 100 * frac(t->top1_q, t->n);
+    double f5 = 100 * frac(t->top5_fp32, t->n), q5 = 100 * frac(t->top5_q, t->n);
+    PUT(fmt, "top-1", f1, q1, q1 - f1);
+    PUT(fmt, "top-5", f5, q5, q5 - f5);
+    return st;
+}
+
+static ptq_status markdown_body(ptq_ctx *ctx, ptq_buf *b, const view *v)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_validate_totals *t = &v->t;
+    char sqnr[64];
+    fmt_sqnr(sqnr, sizeof sqnr, t->sqnr_db);
+    PUT("# ptq validate: FP32 vs quantized\n\n");
+    if (st == PTQ_OK)
+        st = md_header(ctx, b, v->header_json);
+    PUT("## Summary\n\n%lld images, %d classes.\n\n"
+        "| metric | FP32 | quantized | delta (points) |\n|---|---:|---:|---:|\n",
+        (long long)t->n, v->k);
+    if (st == PTQ_OK)
+        st = put_accuracy_lines(ctx, b, v, "| %s | %.2f%% | %.2f%% | %+.2f |\n");
+    PUT("\n- changed predictions: %lld (%.2f%%)\n- logits SQNR: %s\n", (long long)t->changed,
+        100 * frac(t->changed, t->n), sqnr);
+    if (isnan(t->kl_nats))
+        PUT("- logits KL(FP32 || quantized): n/a\n");
+    else
+        PUT("- logits KL(FP32 || quantized): %.6g nats per image\n", t->kl_nats);
+    if (t->n_measured < t->n || t->nan_fp32 || t->nan_q)
+        PUT("- **non-finite logits**: %lld NaN in FP32, %lld NaN in quantized; %lld images left out of SQNR and KL\n",
+            (long long)t->nan_fp32, (long long)t->nan_q, (long long)(t->n - t->n_measured));
+    PUT("\n## Flagged classes (recall drop > %.2f points)\n\n", v->flag_pts);
+    if (v->n_flagged == 0)
+        PUT("None.\n\n");
+    for (int i = 0; i < v->n_flagged; i++) {
+        int c = v->order[i];
+        PUT("%d. ", i + 1);
+        if (st == PTQ_OK)
+            st = md_name(ctx, b, v, c);
+        PUT(": recall %.2f%% -> %.2f%% (%+.2f points, %lld images)\n", 100 * v->mf[c].recall, 100 * v->mq[c].recall,
+            -v->drop_pts[c], (long long)v->mf[c].support);
+    }
+    if (v->n_flagged)
+        PUT("\n");
+    PUT("## Per-class metrics (percent; deltas in points, quantized - FP32)\n\n"
+        "| flagged | # | class | support | recall FP32 | recall quant | recall delta | precision FP32 | "
+        "precision quant | precision delta | F1 FP32 | F1 quant | F1 delta |\n"
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < v->k && st == PTQ_OK; i++)
+        st = md_class_row(ctx, b, v, v->order[i], i < v->n_flagged);
+    PUT("\n## Confusion matrices\n\n");
+    if (v->k <= MD_MATRIX_MAX_CLASSES) {
+        for (int which = 0; which < 3 && st == PTQ_OK; which++)
+            st = md_matrix(ctx, b, v, which);
+    } else if (st == PTQ_OK) {
+        st = md_top_cells(ctx, b, v);
+    }
+    return st;
+}
+
+static ptq_status summary_body(ptq_ctx *ctx, ptq_buf *b, const view *v)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_validate_totals *t = &v->t;
+    char sqnr[64], tmp[32];
+    fmt_sqnr(sqnr, sizeof sqnr, t->sqnr_db);
+    PUT("validate: %lld images, %d classes (FP32 -> quantized)\n", (long long)t->n, v->k);
+    if (st == PTQ_OK)
+        st = put_accuracy_lines(ctx, b, v, "  %s  %6.2f%% -> %6.2f%%  (%+.2f pts)\n");
+    PUT("  changed predictions  %.2f%% (%lld)\n  logits  SQNR %s", 100 * frac(t->changed, t->n),
+        (long long)t->changed, sqnr);
+    if (isnan(t->kl_nats))
+        PUT("  KL n/a\n");
+    else
+        PUT("  KL %.4g nats\n", t->kl_nats);
+    if (t->n_measured < t->n || t->nan_fp32 || t->nan_q)
+        PUT("  NON-FINITE logits: NaN fp32 %lld, quantized %lld; %lld images left out of SQNR/KL\n",
+            (long long)t->nan_fp32, (long long)t->nan_q, (long long)(t->n - t->n_measured));
+    if (v->n_flagged == 0)
+        PUT("  no class lost more than %.2f pts of recall\n", v->flag_pts);
+    else
+        PUT("  FLAGGED: %d class%s lost more than %.2f pts of recall:\n", v->n_flagged, v->n_flagged == 1 ? "" : "es",
+            v->flag_pts);
+    for (int i = 0; i < v->n_flagged && i < SUMMARY_FLAGGED_MAX; i++) {
+        int c = v->order[i];
+        PUT("    %-20s recall %6.2f%% -> %6.2f%%  (%+.2f pts, %lld images)\n", class_name(v, c, tmp, sizeof tmp),
+            100 * v->mf[c].recall, 100 * v->mq[c].recall, -v->drop_pts[c], (long long)v->mf[c].support);
+    }
+    if (v->n_flagged > SUMMARY_FLAGGED_MAX)
+        PUT("    ... and %d more (see the report)\n", v->n_flagged - SUMMARY_FLAGGED_MAX);
+    return st;
+}
+
+/* Builds the view, runs body into a buffer and hands the text over. */
+static ptq_status format_text(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts, char **out,
+                              ptq_status (*body)(ptq_ctx *, ptq_buf *, const view *))
+{
+    ptq_buf b = {0};
+    view v;
+    *out = NULL;
+    PTQ_TRY_RET(view_make(ctx, s, opts, &v));
+    ptq_status st = body(ctx, &b, &v);
+    view_free(&v);
+    if (st != PTQ_OK) {
+        ptq_buf_free(&b);
+        return st;
+    }
+    *out = b.data;
+    return PTQ_OK;
+}
+
+ptq_status ptq_validate_format_markdown(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+                                        char **out)
+{
+    return format_text(ctx, s, opts, out, markdown_body);
+}
+
+ptq_status ptq_validate_format_summary(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+                                       char **out)
+{
+    return format_text(ctx, s, opts, out, summary_body);
+}

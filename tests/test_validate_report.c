@@ -1,0 +1,321 @@
+/* The validate comparison report against hand-built answers: identical
+ * logits (SQNR inf, KL 0), SQNR/KL of two hand-computed rows, a class losing
+ * 10 points of recall while top-1 loses 0.1 (flagged first in JSON, Markdown
+ * and summary), a merge of two shards against the whole, NaN logits, many
+ * classes, and bad input. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "ptq/validate_report.h"
+#include "testlib.h"
+
+#define K 10
+#define N 1000
+
+static const char *const names[K] = {"plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+
+/* label i % K; fp32 predicts the label except for 11 "gainers" that only
+ * the quantized model gets right; the quantized model moves 10 images of
+ * class 3 to class 5 and 2 of class 7 to class 1: top-1 989 -> 988. */
+static void crafted(int32_t *labels, float *f, float *q)
+{
+    int gains[K] = {2, 2, 2, 0, 1, 1, 1, 0, 1, 1};
+    int lost3 = 0, lost7 = 0;
+    for (int i = 0; i < N; i++) {
+        int y = i % K, pf = y, pq = y;
+        if (gains[y] > 0) {
+            gains[y]--;
+            pf = (y + 1) % K;
+        } else if (y == 3 && lost3 < 10) {
+            lost3++;
+            pq = 5;
+        } else if (y == 7 && lost7 < 2) {
+            lost7++;
+            pq = 1;
+        }
+        labels[i] = y;
+        for (int c = 0; c < K; c++) {
+            float base = 0.01f * (float)((i * 7 + c * 3) % 11);
+            f[i * K + c] = base + (c == pf ? 4.0f : 0.0f);
+            q[i * K + c] = base + (c == pq ? 4.0f : 0.0f) + 0.001f * (float)((i + c) % 5);
+        }
+    }
+}
+
+static cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *x = get(o, key);
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}
+
+static int64_t cell(const cJSON *matrix, int r, int c)
+{
+    const cJSON *x = cJSON_GetArrayItem(cJSON_GetArrayItem(matrix, r), c);
+    return x ? (int64_t)x->valuedouble : INT64_MIN;
+}
+
+static void test_identical(ptq_ctx *ctx)
+{
+    enum { n = 300, k = 3 }; /* more rows than one internal chunk */
+    static float f[n * k];
+    static int32_t labels[n];
+    test_rand_seed(7);
+    test_fill_uniform(f, n * k, -5, 5);
+    for (int i = 0; i < n; i++)
+        labels[i] = i % k;
+    ptq_validate_stats *s = NULL;
+    CHECK(ptq_validate_stats_init(ctx, k, &s) == PTQ_OK);
+    if (!s)
+        return;
+    CHECK(ptq_validate_stats_add(ctx, s, n, labels, f, f) == PTQ_OK);
+    ptq_validate_totals t;
+    ptq_validate_stats_totals(s, &t);
+    CHECK(t.n == n && t.n_measured == n && t.changed == 0 && t.top1_fp32 == t.top1_q);
+    CHECK(isinf(t.sqnr_db) && t.sqnr_db > 0);
+    CHECK(t.kl_nats == 0.0);
+    char *json = NULL, *sum = NULL;
+    CHECK(ptq_validate_format_json(ctx, s, NULL, &json) == PTQ_OK);
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    CHECK(root != NULL);
+    if (root) {
+        cJSON *lg = get(root, "logits");
+        CHECK(cJSON_IsNull(get(lg, "sqnr_db")) && cJSON_IsTrue(get(lg, "sqnr_infinite")));
+        CHECK(num(lg, "kl_nats") == 0.0);
+        CHECK(num(root, "changed_predictions") == 0 && num(root, "top1_delta_pts") == 0);
+        CHECK(cJSON_GetArraySize(get(root, "flagged")) == 0);
+        int all_zero = 1;
+        for (int r = 0; r < k; r++)
+            for (int c = 0; c < k; c++)
+                all_zero &= cell(get(root, "confusion_delta"), r, c) == 0;
+        CHECK(all_zero);
+    }
+    cJSON_Delete(root);
+    CHECK(ptq_validate_format_summary(ctx, s, NULL, &sum) == PTQ_OK);
+    CHECK_MSG(sum && strstr(sum, "SQNR inf dB") && strstr(sum, "KL 0 nats") && strstr(sum, "no class lost"),
+              "summary:\n%s", sum ? sum : "(null)");
+    free(json);
+    free(sum);
+    ptq_validate_stats_free(s);
+}
+
+static void test_sqnr_kl(ptq_ctx *ctx)
+{
+    /* image 0: f = [1, 0], q = [1, 2]: noise 4, KL = tanh(1/2) (the log ratio is 1);
+     * image 1: equal rows [2, 5]: signal 29, KL 0. SQNR = 10 log10(30 / 4). */
+    const float f[] = {1, 0, 2, 5}, q[] = {1, 2, 2, 5};
+    const int32_t labels[] = {0, 1};
+    ptq_validate_stats *s = NULL;
+    CHECK(ptq_validate_stats_init(ctx, 2, &s) == PTQ_OK);
+    if (!s)
+        return;
+    CHECK(ptq_validate_stats_add(ctx, s, 2, labels, f, q) == PTQ_OK);
+    ptq_validate_totals t;
+    ptq_validate_stats_totals(s, &t);
+    CHECK_MSG(fabs(t.sqnr_db - 10 * log10(7.5)) < 1e-12, "sqnr %.17g", t.sqnr_db);
+    CHECK_MSG(fabs(t.kl_nats - tanh(0.5) / 2) < 1e-12, "kl %.17g", t.kl_nats);
+    CHECK(t.changed == 1 && t.top1_fp32 == 2 && t.top1_q == 1);
+    ptq_validate_stats_free(s);
+}
+
+static void test_crafted(ptq_ctx *ctx)
+{
+    static int32_t labels[N];
+    static float f[N * K], q[N * K];
+    crafted(labels, f, q);
+    ptq_validate_stats *whole = NULL, *a = NULL, *b = NULL;
+    CHECK(ptq_validate_stats_init(ctx, K, &whole) == PTQ_OK);
+    CHECK(ptq_validate_stats_init(ctx, K, &a) == PTQ_OK);
+    CHECK(ptq_validate_stats_init(ctx, K, &b) == PTQ_OK);
+    if (!whole || !a || !b)
+        goto done;
+    CHECK(ptq_validate_stats_add(ctx, whole, N, labels, f, q) == PTQ_OK);
+    const int half = 437;
+    CHECK(ptq_validate_stats_add(ctx, a, half, labels, f, q) == PTQ_OK);
+    CHECK(ptq_validate_stats_add(ctx, b, N - half, labels + half, f + half * K, q + half * K) == PTQ_OK);
+    CHECK(ptq_validate_stats_merge(ctx, a, b) == PTQ_OK);
+
+    ptq_validate_totals t, tm;
+    ptq_validate_stats_totals(whole, &t);
+    ptq_validate_stats_totals(a, &tm);
+    CHECK(t.n == N && t.top1_fp32 == 989 && t.top1_q == 988 && t.changed == 23);
+    CHECK(t.n_measured == N && t.nan_fp32 == 0 && t.nan_q == 0 && isfinite(t.sqnr_db) && t.kl_nats > 0);
+    CHECK(tm.n == t.n && tm.top1_fp32 == t.top1_fp32 && tm.top1_q == t.top1_q && tm.top5_q == t.top5_q &&
+          tm.changed == t.changed && tm.n_measured == t.n_measured);
+    CHECK_MSG(fabs(tm.sqnr_db - t.sqnr_db) < 1e-9 && fabs(tm.kl_nats - t.kl_nats) < 1e-12 * (1 + t.kl_nats),
+              "merged sqnr %.17g kl %.17g vs whole %.17g %.17g", tm.sqnr_db, tm.kl_nats, t.sqnr_db, t.kl_nats);
+
+    ptq_validate_opts opts = PTQ_VALIDATE_OPTS_INIT;
+    opts.class_names = names;
+    opts.header_json = "{\"model\":\"resnet.onnx\",\"plan\":\"int8-minmax\"}";
+    char *json = NULL, *json_m = NULL, *md = NULL, *sum = NULL;
+    CHECK(ptq_validate_format_json(ctx, whole, &opts, &json) == PTQ_OK);
+    CHECK(ptq_validate_format_json(ctx, a, &opts, &json_m) == PTQ_OK);
+    cJSON *root = json ? cJSON_Parse(json) : NULL, *root_m = json_m ? cJSON_Parse(json_m) : NULL;
+    CHECK(root && root_m);
+    if (root && root_m) {
+        CHECK(strcmp(get(root, "model")->valuestring, "resnet.onnx") == 0);
+        CHECK(num(root, "samples") == N && num(root, "top1_fp32") == 0.989 && num(root, "top1_quant") == 0.988);
+        CHECK_MSG(fabs(num(root, "top1_delta_pts") + 0.1) < 1e-9, "delta %g", num(root, "top1_delta_pts"));
+        CHECK(num(root, "changed_predictions") == 23 && num(root, "changed_fraction") == 0.023);
+        cJSON *flagged = get(root, "flagged");
+        CHECK(cJSON_GetArraySize(flagged) == 2 && cJSON_GetArrayItem(flagged, 0)->valueint == 3 &&
+              cJSON_GetArrayItem(flagged, 1)->valueint == 7);
+        cJSON *classes = get(root, "classes");
+        cJSON *c0 = cJSON_GetArrayItem(classes, 0), *c2 = cJSON_GetArrayItem(classes, 2);
+        CHECK(cJSON_GetArraySize(classes) == K);
+        CHECK(strcmp(get(c0, "name")->valuestring, "cat") == 0 && cJSON_IsTrue(get(c0, "flagged")));
+        CHECK(num(c0, "recall_fp32") == 1.0 && num(c0, "recall_quant") == 0.9 && num(c0, "support") == 100);
+        CHECK(fabs(num(c0, "recall_delta_pts") + 10) < 1e-9);
+        CHECK(num(c2, "index") == 0 && cJSON_IsFalse(get(c2, "flagged"))); /* then the rest by index */
+        cJSON *df = get(root, "confusion_delta"), *cf = get(get(root, "fp32"), "confusion");
+        cJSON *cq = get(get(root, "quant"), "confusion");
+        CHECK(cell(df, 3, 5) == 10 && cell(df, 3, 3) == -10 && cell(df, 7, 1) == 2 && cell(df, 7, 7) == -2);
+        CHECK(cell(df, 0, 0) == 2 && cell(df, 0, 1) == -2);
+        CHECK(cell(cf, 3, 3) == 100 && cell(cq, 3, 3) == 90 && cell(cq, 3, 5) == 10);
+        /* merged shards: every count-derived field equal */
+        static const char *const exact[] = {"samples", "top1_fp32", "top1_quant", "top5_fp32", "top5_quant",
+                                            "changed_predictions", "flagged", "classes", "fp32", "quant",
+                                            "confusion_delta"};
+        for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+            CHECK_MSG(cJSON_Compare(get(root, exact[i]), get(root_m, exact[i]), 1), "merged field %s", exact[i]);
+    }
+    cJSON_Delete(root);
+    cJSON_Delete(root_m);
+
+    CHECK(ptq_validate_format_markdown(ctx, whole, &opts, &md) == PTQ_OK);
+    if (md) {
+        const char *table = strstr(md, "## Per-class");
+        const char *cat = table ? strstr(table, "| **yes** | 3 | cat |") : NULL;
+        const char *horse = table ? strstr(table, "| **yes** | 7 | horse |") : NULL;
+        const char *plane = table ? strstr(table, "|  | 0 | plane |") : NULL;
+        CHECK_MSG(cat && horse && plane && cat < horse && horse < plane, "per-class order wrong:\n%s", md);
+        const char *fl = strstr(md, "## Flagged");
+        CHECK(fl && fl < table && strstr(fl, "1. cat: recall 100.00% -> 90.00% (-10.00 points"));
+        CHECK(strstr(md, "- **model**: resnet.onnx"));
+        CHECK(strstr(md, "| top-1 | 98.90% | 98.80% | -0.10 |"));
+        const char *m1 = strstr(md, "### Confusion matrix: FP32"), *m2 = strstr(md, "### Confusion matrix: quantized");
+        const char *m3 = strstr(md, "### Confusion matrix: difference (quantized - FP32)");
+        CHECK(m1 && m2 && m3 && m1 < m2 && m2 < m3);
+        CHECK(m1 && strstr(m1, "| 3 cat | 0 | 0 | 0 | 100 | 0 | 0 | 0 | 0 | 0 | 0 |"));
+        CHECK(m3 && strstr(m3, "| 3 cat | 0 | 0 | 0 | -10 | 0 | +10 | 0 | 0 | 0 | 0 |"));
+    }
+    CHECK(ptq_validate_format_summary(ctx, whole, &opts, &sum) == PTQ_OK);
+    if (sum) {
+        const char *cat = strstr(sum, "cat"), *horse = strstr(sum, "horse");
+        CHECK_MSG(strstr(sum, "top-1   98.90% ->  98.80%  (-0.10 pts)") &&
+                      strstr(sum, "changed predictions  2.30% (23)") && strstr(sum, "FLAGGED: 2 classes") && cat &&
+                      horse && cat < horse,
+                  "summary:\n%s", sum);
+        fputs(sum, stderr);
+    }
+    free(json);
+    free(json_m);
+    free(md);
+    free(sum);
+
+    /* a higher threshold keeps only the 10-point drop */
+    opts.recall_drop_flag = 5.0;
+    CHECK(ptq_validate_format_json(ctx, whole, &opts, &json) == PTQ_OK);
+    root = json ? cJSON_Parse(json) : NULL;
+    CHECK(root && cJSON_GetArraySize(get(root, "flagged")) == 1);
+    cJSON_Delete(root);
+    free(json);
+    opts.recall_drop_flag = -1;
+    CHECK(ptq_validate_format_summary(ctx, whole, &opts, &sum) == PTQ_ERR_INVALID_ARG && sum == NULL);
+    opts.recall_drop_flag = 1;
+    opts.header_json = "[1]";
+    CHECK(ptq_validate_format_json(ctx, whole, &opts, &json) == PTQ_ERR_INVALID_ARG && json == NULL);
+    CHECK(ptq_validate_format_markdown(ctx, whole, &opts, &md) == PTQ_ERR_INVALID_ARG && md == NULL);
+
+    /* bad labels: the second batch's sample 5 is image 1005; nothing is counted */
+    int32_t bad[8] = {0, 1, 2, 3, 4, K, 0, 1};
+    CHECK(ptq_validate_stats_add(ctx, whole, 8, bad, f, q) == PTQ_ERR_DATA);
+    CHECK_MSG(strstr(ctx->msg, "sample 1005") && strstr(ctx->msg, "label 10"), "message: %s", ctx->msg);
+    bad[5] = -1;
+    CHECK(ptq_validate_stats_add(ctx, whole, 8, bad, f, q) == PTQ_ERR_DATA);
+    ptq_validate_stats_totals(whole, &t);
+    CHECK(t.n == N && t.changed == 23);
+    CHECK(ptq_validate_stats_add(ctx, whole, -1, labels, f, q) == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_validate_stats_add(ctx, whole, 0, NULL, NULL, NULL) == PTQ_OK);
+done:
+    ptq_validate_stats_free(whole);
+    ptq_validate_stats_free(a);
+    ptq_validate_stats_free(b);
+}
+
+static void test_nan(ptq_ctx *ctx)
+{
+    const float f[] = {1, 2, 3, 3, 2, 1, 0, 5, 0};
+    const float q[] = {1, NAN, 3, NAN, NAN, NAN, 0, 5, INFINITY};
+    const int32_t labels[] = {2, 0, 1};
+    ptq_validate_stats *s = NULL;
+    CHECK(ptq_validate_stats_init(ctx, 3, &s) == PTQ_OK);
+    if (!s)
+        return;
+    CHECK(ptq_validate_stats_add(ctx, s, 3, labels, f, q) == PTQ_OK);
+    ptq_validate_totals t;
+    ptq_validate_stats_totals(s, &t);
+    CHECK(t.n == 3 && t.nan_q == 4 && t.nan_fp32 == 0 && t.n_measured == 0);
+    CHECK(isnan(t.sqnr_db) && isnan(t.kl_nats));
+    char *json = NULL, *md = NULL, *sum = NULL;
+    CHECK(ptq_validate_format_json(ctx, s, NULL, &json) == PTQ_OK);
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    CHECK(root && num(get(root, "logits"), "nan_logits_quant") == 4 &&
+          num(get(root, "logits"), "nonfinite_images") == 3 && cJSON_IsNull(get(get(root, "logits"), "kl_nats")));
+    cJSON_Delete(root);
+    CHECK(ptq_validate_format_markdown(ctx, s, NULL, &md) == PTQ_OK && md && strstr(md, "4 NaN in quantized"));
+    CHECK(ptq_validate_format_summary(ctx, s, NULL, &sum) == PTQ_OK && sum && strstr(sum, "NON-FINITE") &&
+          strstr(sum, "SQNR n/a"));
+    free(json);
+    free(md);
+    free(sum);
+    ptq_validate_stats_free(s);
+}
+
+static void test_many_classes(ptq_ctx *ctx)
+{
+    enum { k = 150, n = 300 };
+    static float f[n * k], q[n * k];
+    static int32_t labels[n];
+    for (int i = 0; i < n; i++) {
+        labels[i] = i % k;
+        f[i * k + i % k] = 1;
+        q[i * k + (i < 3 ? 149 : i % k)] = 1; /* images 0, 1, 2 move to class 149 */
+    }
+    ptq_validate_stats *s = NULL;
+    char *md = NULL;
+    CHECK(ptq_validate_stats_init(ctx, k, &s) == PTQ_OK);
+    if (!s)
+        return;
+    CHECK(ptq_validate_stats_add(ctx, s, n, labels, f, q) == PTQ_OK);
+    CHECK(ptq_validate_format_markdown(ctx, s, NULL, &md) == PTQ_OK);
+    CHECK_MSG(md && !strstr(md, "### Confusion matrix: FP32") && strstr(md, "largest changes") &&
+                  strstr(md, "| 0 | 149 | 0 | 1 | +1 |") && strstr(md, "| 0 | 0 | 2 | 1 | -1 |"),
+              "%s", md ? strstr(md, "### Confusion") : "(null)");
+    free(md);
+    ptq_validate_stats_free(s);
+}
+
+int main(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_validate_stats *s = (ptq_validate_stats *)&ctx;
+    CHECK(ptq_validate_stats_init(&ctx, 1, &s) == PTQ_ERR_DATA && s == NULL);
+    CHECK(strstr(ctx.msg, "at least 2 classes"));
+    ptq_validate_stats_free(NULL);
+    test_identical(&ctx);
+    test_sqnr_kl(&ctx);
+    test_crafted(&ctx);
+    test_nan(&ctx);
+    test_many_classes(&ctx);
+    return test_done("test_validate_report");
+}
