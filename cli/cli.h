@@ -39,6 +39,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Output files appear whole or not at all: cli_tmp_open opens "<path>.tmp-<pid>"
  * (its name into tmp); cli_tmp_commit closes it (*f = NULL) and renames it to
  * path. Both fail with PTQ_ERR_IO and the reason. */
+/* The whole of a text file (at most 1 GiB) as a malloc'd NUL-terminated string. */
+ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);
+
 ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f);
 ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path);
 
@@ -98,6 +101,9 @@ typedef struct cli_session_opts {
 char *cli_profile_table(const cli_session *s);
 
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
+/* The session options from a command's --model, --data, --device, --preprocess,
+ * --images-key, --labels-key and --layout (any may be absent). */
+cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts);
 void cli_session_close(cli_session *s);
 
 #endif

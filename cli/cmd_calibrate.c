@@ -227,14 +227,7 @@ int cmd_calibrate(int argc, char **argv)
     const char *model = cli_get(opts, n_opts, "model");
     ptq_calib_select sel = {cli_get(opts, n_opts, "ops"), cli_get(opts, n_opts, "tensors")};
 
-    cli_session_opts so = {model,
-                           cli_get(opts, n_opts, "data"),
-                           cli_get(opts, n_opts, "device"),
-                           cli_get(opts, n_opts, "preprocess"),
-                           cli_get(opts, n_opts, "images-key"),
-                           cli_get(opts, n_opts, "labels-key"),
-                           cli_get(opts, n_opts, "layout"),
-                           0};
+    cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), done);
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
     PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);

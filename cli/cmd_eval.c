@@ -98,10 +98,8 @@ int cmd_eval(int argc, char **argv)
     char logits_tmp[4096] = "", report_tmp[4096] = "";
     char *text = NULL, *json = NULL;
     const char **names = NULL;
-    cli_session_opts so = {cli_get(opts, n_opts, "model"),      cli_get(opts, n_opts, "data"),
-                           cli_get(opts, n_opts, "device"),     cli_get(opts, n_opts, "preprocess"),
-                           cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
-                           cli_get(opts, n_opts, "layout"),     cli_get(opts, n_opts, "profile") != NULL};
+    cli_session_opts so = cli_session_opts_from(opts, n_opts);
+    so.profile = cli_get(opts, n_opts, "profile") != NULL;
     PTQ_TRY(st, cli_session_open(&ctx, "eval", &so, &s), done_early);
     int64_t n_total = limit && limit < s.n_samples ? limit : s.n_samples;
     int64_t sample = s.channels * s.height * s.width; /* bounded by the data set's checks */

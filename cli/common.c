@@ -177,3 +177,36 @@ void cli_progress_end(cli_progress *p, int64_t done)
     progress_draw(p, done, cli_now_s());
     fprintf(stderr, "\n");
 }
+
+ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t n = 0, cap = 0, got = 0;
+    do {
+        if (n == cap) {
+            char *grown = cap < ((size_t)1 << 30) ? realloc(buf, cap ? 2 * cap + 1 : 65537) : NULL;
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading %s (or it is over 1 GiB)", path);
+            }
+            buf = grown;
+            cap = cap ? 2 * cap : 65536;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return PTQ_OK;
+}

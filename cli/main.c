@@ -14,6 +14,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 static const char main_help[] =
     "usage: ptq <command> [options]    (ptq <command> --help for its options)\n"
@@ -26,6 +27,7 @@ static const char main_help[] =
     "                ONNX Runtime tables or JSON\n"
     "  merge         add archives of disjoint shards exactly\n"
     "  plan          the default precision plan (FP16 edges, INT8/FP8 core) from an archive\n"
+    "  validate      FP32 against a plan's simulated quantization: accuracy, per-class deltas, confusion\n"
     "  eval          FP32 accuracy, per-class metrics and confusion matrix of a model on a data set\n"
     "  info          a model's inputs, outputs, ops, parameters and quantizable tensors\n"
     "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder\n"
@@ -68,6 +70,8 @@ int main(int argc, char **argv)
         return cmd_calibrate(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0)
         return cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "validate") == 0)
+        return cmd_validate(argc - 2, argv + 2);
     if (strcmp(cmd, "plan") == 0)
         return cmd_plan(argc - 2, argv + 2);
     if (strcmp(cmd, "merge") == 0)

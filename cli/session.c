@@ -151,3 +151,12 @@ done:
     free(count);
     return out;
 }
+
+cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)
+{
+    cli_session_opts o = {cli_get(opts, n_opts, "model"),      cli_get(opts, n_opts, "data"),
+                          cli_get(opts, n_opts, "device"),     cli_get(opts, n_opts, "preprocess"),
+                          cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
+                          cli_get(opts, n_opts, "layout"),     0};
+    return o;
+}

@@ -7,12 +7,10 @@ whatever the batch size, halves merged equal to the whole, the TensorRT cache
 read back, and every bad input of the calibration issue with its exit code
 and nothing left behind. Run by ctest (label oracle) with PTQ_BIN and
 PTQ_SOURCE_DIR set."""
-import gzip
 import hashlib
 import json
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 
@@ -23,27 +21,14 @@ try:
     import onnx
     import onnxruntime as ort
     from onnx import helper, TensorProto
+    from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
 
-PTQ = os.environ.get("PTQ_BIN", "build/ptq")
-SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
-MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
-FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
 N_IMAGES = 600
-failures = []
 
 
-def ptq(*args):
-    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=900)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
-    if not ok:
-        failures.append(name)
 
 
 def run_ok(name, *args):
@@ -86,14 +71,6 @@ def same_contents(a, b, keys_prefix=("tensors/", "samples/")):
         if a.get(k) != b.get(k) and not (isinstance(a.get(k), np.ndarray) and np.array_equal(a[k], b[k])):
             diff.append(k)
     return diff
-
-
-def load_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def sample_hash(sources, ids_by_source):
@@ -181,11 +158,11 @@ def tiny_zero_model(path):
 
 
 def main():
-    if not os.path.exists(MODEL) or not os.path.exists(f"{FM}/t10k-images-idx3-ubyte.gz"):
+    if not have_demo():
         print("skipped: demo model or Fashion-MNIST missing")
         return 77
     tmp = tempfile.mkdtemp(prefix="ptq-calib-")
-    images = load_idx(f"{FM}/t10k-images-idx3-ubyte.gz")[:N_IMAGES]
+    images = fmnist_test(N_IMAGES)[0]
     data = os.path.join(tmp, "calib.h5")
     with h5py.File(data, "w") as f:
         f.create_dataset("images", data=images)
@@ -416,8 +393,7 @@ def main():
     expect_fail("merge: counts that would overflow", ["merge", big1, big0, "--out", J("bad17.h5")], 2,
                 "2^63 - 1", [J("bad17.h5")], tmp)
 
-    print(f"cli_calib_test: {len(failures)} failed" + (": " + ", ".join(failures) if failures else ""))
-    return 1 if failures else 0
+    return finish("cli_calib_test")
 
 
 if __name__ == "__main__":

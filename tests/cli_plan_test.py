@@ -5,11 +5,8 @@ against numpy's max|w| / 127), `ptq plan --check` of the plan and of hand
 edits it must refuse (unknown tensor, scales zero / negative / infinite, a
 plan for another model, not a plan), each with its exit code and nothing
 written. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
-import gzip
 import json
 import os
-import struct
-import subprocess
 import sys
 import tempfile
 
@@ -18,37 +15,22 @@ try:
     import h5py
     import onnx
     from onnx import numpy_helper
+    from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
 
-PTQ = os.environ.get("PTQ_BIN", "build/ptq")
-SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
-MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
-FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
-failures = []
 
 
-def ptq(*args):
-    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
-    if not ok:
-        failures.append(name)
 
 
 def main():
-    if not os.path.exists(MODEL) or not os.path.exists(f"{FM}/t10k-images-idx3-ubyte.gz"):
+    if not have_demo():
         print("skipped: demo model or Fashion-MNIST missing")
         return 77
     tmp = tempfile.mkdtemp(prefix="ptq-plan-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
-    with gzip.open(f"{FM}/t10k-images-idx3-ubyte.gz", "rb") as f:
-        raw = f.read()
-    images = np.frombuffer(raw, np.uint8, offset=16).reshape(-1, 28, 28)[:300]
+    images = fmnist_test(300)[0]
     with h5py.File(J("d.h5"), "w") as f:
         f.create_dataset("images", data=images)
     rc, _, err = ptq("calibrate", "--model", MODEL, "--data", J("d.h5"), "--out", J("c.h5"))
@@ -128,8 +110,7 @@ def main():
     check("plan --core fp32 refused", rc == 2 and not os.path.exists(J("never2.json")), err.strip())
     left = [f for f in os.listdir(tmp) if ".tmp-" in f]
     check("no temporary files left", not left, str(left))
-    print(f"cli_plan_test: {len(failures)} failed" + (": " + ", ".join(failures) if failures else ""))
-    return 1 if failures else 0
+    return finish("cli_plan_test")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ message and its documented exit code (README.md), never a crash.
 Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import zlib
@@ -20,16 +19,7 @@ except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
 
-PTQ = os.environ.get("PTQ_BIN", "build/ptq")
-SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
-MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
-FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
-failures = []
-
-
-def ptq(*args):
-    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
+from ptqtest import FM, MODEL, failures, ptq  # noqa: E402
 
 
 def expect(name, args, code, *needles):

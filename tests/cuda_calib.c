@@ -58,16 +58,11 @@ int main(void)
         printf("cuda_calib: skipped: %s\n", why);
         return PTQ_TEST_SKIP;
     }
-    const char *src = getenv("PTQ_SOURCE_DIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
-    ptq_graph *g = NULL;
-    if (ptq_graph_load_onnx(&ctx, path, &g) != PTQ_OK || ptq_graph_infer_shapes(&ctx, g, 1) != PTQ_OK) {
-        fprintf(stderr, "cuda_calib: %s\n", ctx.msg);
+    ptq_graph *g = test_load_demo_model("cuda_calib");
+    if (!g)
         return 1;
-    }
     both b = {0};
     ptq_exec_params pg = {PTQ_DEVICE_CUDA, 0, tap, &b, 0};
     CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.dev_set) == PTQ_OK);

@@ -28,16 +28,11 @@ int main(void)
         printf("cuda_exec: skipped: %s\n", why);
         return PTQ_TEST_SKIP;
     }
-    const char *src = getenv("PTQ_SOURCE_DIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
-    ptq_graph *g = NULL;
-    if (ptq_graph_load_onnx(&ctx, path, &g) != PTQ_OK) {
-        fprintf(stderr, "cuda_exec: %s\n", ctx.msg);
+    ptq_graph *g = test_load_demo_model("cuda_exec");
+    if (!g)
         return 1;
-    }
     ptq_exec *cpu = NULL, *gpu = NULL;
     tap_count taps = {0};
     ptq_exec_params pc = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0}, pg = {PTQ_DEVICE_CUDA, 0, tap, &taps, 0};

@@ -48,16 +48,11 @@ static void expect_check(ptq_plan *p, const ptq_graph *g, ptq_status code, const
 
 int main(void)
 {
-    const char *src = getenv("PTQ_SOURCE_DIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
-    ptq_graph *g = NULL;
-    if (ptq_graph_load_onnx(&ctx, path, &g) != PTQ_OK || ptq_graph_infer_shapes(&ctx, g, 1) != PTQ_OK) {
-        fprintf(stderr, "test_plan: %s\n", ctx.msg);
+    ptq_graph *g = test_load_demo_model("test_plan");
+    if (!g)
         return 1;
-    }
     test_rand_seed(8);
     ptq_calib_set *s = synthetic_set(&ctx, g);
     CHECK(s != NULL);

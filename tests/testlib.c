@@ -1,8 +1,11 @@
 /* Shared helpers for the C tests: checks, seeded random data, tolerance compare. */
 #include "testlib.h"
 
+#include "ptq/runtime.h"
+
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 int ptq_test_failures;
@@ -93,4 +96,20 @@ const ptq_node *test_node_named(const ptq_graph *g, const char *name, int *index
             return &g->nodes[i];
         }
     return NULL;
+}
+
+ptq_graph *test_load_demo_model(const char *test)
+{
+    const char *src = getenv("PTQ_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = NULL;
+    if (ptq_graph_load_onnx(&ctx, path, &g) != PTQ_OK || ptq_graph_infer_shapes(&ctx, g, 1) != PTQ_OK) {
+        fprintf(stderr, "%s: %s\n", test, ctx.msg);
+        ptq_graph_free(g);
+        return NULL;
+    }
+    return g;
 }

@@ -49,6 +49,9 @@ int test_close(const char *label, const float *got, const float *ref, int64_t n,
 
 /* Prints "<name>: N checks, M failed" and returns the exit code. */
 int test_done(const char *name);
+/* models/fmnist_resnet.onnx under $PTQ_SOURCE_DIR (or .), loaded with its
+ * shapes inferred at batch 1; NULL after printing why, prefixed by test. */
+ptq_graph *test_load_demo_model(const char *test);
 /* The node of g called name (its index into *index when index is not NULL), or NULL. */
 const ptq_node *test_node_named(const ptq_graph *g, const char *name, int *index);
 

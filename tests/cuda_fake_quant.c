@@ -1,0 +1,130 @@
+/* Simulated quantization on the GPU (quant/fake_quant.c through
+ * kernels/cuda/numfmt.cu): the demo model on the CUDA executor under an INT8
+ * plan and an FP8 plan; at every planned activation the tensor is copied
+ * down before and after the quantizer rounds it on the device, and the
+ * device's result must equal the C reference's rounding of the copy, bit for
+ * bit. Exit 77 without a GPU. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/numfmt.h"
+#include "ptq/fake_quant.h"
+#include "testlib.h"
+
+#ifndef PTQ_CUDA
+
+int main(void)
+{
+    printf("cuda_fake_quant: skipped: ptq was built without CUDA\n");
+    return PTQ_TEST_SKIP;
+}
+
+#else
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "runtime/backend.h"
+
+static const char SHA[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+typedef struct watch {
+    ptq_fq *fq;
+    const ptq_plan *plan;
+    ptq_exec *e;
+    int64_t n_values, n_differ;
+    int n_tensors;
+} watch;
+
+static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, int value, const ptq_tensor *t)
+{
+    watch *w = user;
+    const ptq_plan_entry *pe = NULL;
+    for (int64_t i = 0; i < w->plan->n && !pe; i++)
+        if (strcmp(w->plan->e[i].name, g->values[value].name) == 0)
+            pe = &w->plan->e[i];
+    if (!pe || t->mem != PTQ_MEM_CUDA || pe->prec == PTQ_PREC_FP32)
+        return ptq_fq_tap(w->fq, ctx, g, node, value, t);
+    const int64_t n = ptq_tensor_numel(t);
+    float *before = malloc((size_t)n * sizeof *before), *after = malloc((size_t)n * sizeof *after);
+    if (!before || !after)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ptq_cuda_dev *d = ptq_exec_cuda_dev(w->e);
+    ptq_status st = ptq_cuda_download(ctx, d, before, t->data, (size_t)n * sizeof(float));
+    if (st == PTQ_OK)
+        st = ptq_fq_tap(w->fq, ctx, g, node, value, t);
+    if (st == PTQ_OK)
+        st = ptq_cuda_download(ctx, d, after, t->data, (size_t)n * sizeof(float));
+    if (st == PTQ_OK) {
+        const float scale = pe->n_scales ? pe->scales[0] : 1.0f;
+        switch (pe->prec) {
+        case PTQ_PREC_FP16: ptq_k_round_fp16_ref(before, n, before); break;
+        case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(before, n, scale, before); break;
+        case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, before, n, scale, before); break;
+        case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, before, n, scale, before); break;
+        case PTQ_PREC_FP32: break;
+        }
+        for (int64_t i = 0; i < n; i++)
+            w->n_differ += memcmp(&before[i], &after[i], sizeof(float)) != 0;
+        w->n_values += n;
+        w->n_tensors++;
+    }
+    free(before);
+    free(after);
+    return st;
+}
+
+int main(void)
+{
+    char why[256];
+    if (!ptq_cuda_available(why, sizeof why)) {
+        printf("cuda_fake_quant: skipped: %s\n", why);
+        return PTQ_TEST_SKIP;
+    }
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = test_load_demo_model("cuda_fake_quant");
+    if (!g)
+        return 1;
+    ptq_calib_set *s = NULL;
+    float obs[1000];
+    test_rand_seed(6);
+    test_fill_uniform(obs, 1000, -6.0f, 6.0f);
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &s) == PTQ_OK && ptq_calib_set_describe(&ctx, s, SHA, "m", "p") == PTQ_OK);
+    for (int v = 0; v < g->n_values; v++) {
+        ptq_tensor t = {PTQ_DT_FLOAT, 1, {1000}, obs, PTQ_MEM_HOST, 0};
+        CHECK(ptq_calib_set_tap(s, &ctx, g, -1, v, &t) == PTQ_OK);
+    }
+    const int64_t n = 100;
+    float *x = malloc((size_t)n * 784 * sizeof *x);
+    static const ptq_prec cores[] = {PTQ_PREC_INT8, PTQ_PREC_FP8_E4M3, PTQ_PREC_FP8_E5M2};
+    for (int c = 0; c < 3; c++) {
+        ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+        ptq_plan *plan = NULL;
+        ptq_fq *fq = NULL;
+        ptq_exec *e = NULL;
+        CHECK(ptq_plan_default(&ctx, g, SHA, "m", s, "a.h5", &cp, cores[c], &plan) == PTQ_OK);
+        CHECK(plan && ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
+        watch w = {fq, plan, NULL, 0, 0, 0};
+        ptq_exec_params p = {PTQ_DEVICE_CUDA, 0, tap, &w, 0};
+        CHECK_MSG(fq && ptq_exec_create(&ctx, g, &p, &e) == PTQ_OK, "%s", ctx.msg);
+        w.e = e;
+        if (e && ptq_fq_bind(&ctx, fq, e) == PTQ_OK) {
+            test_fill_uniform(x, n * 784, -0.81f, 2.03f);
+            ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x, PTQ_MEM_HOST, 0}, out;
+            CHECK(ptq_fq_apply_inputs(&ctx, fq, &in) == PTQ_OK);
+            CHECK_MSG(ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK, "%s", ctx.msg);
+        }
+        printf("cuda_fake_quant: core %s: %d planned activations rounded on the GPU, %lld values, %lld differ from "
+               "the C reference (must be 0)\n",
+               ptq_prec_name(cores[c]), w.n_tensors, (long long)w.n_values, (long long)w.n_differ);
+        CHECK(w.n_tensors == 22 && w.n_differ == 0);
+        ptq_exec_free(e);
+        ptq_fq_free(fq);
+        ptq_plan_free(plan);
+    }
+    free(x);
+    ptq_calib_set_free(s);
+    ptq_graph_free(g);
+    return test_done("cuda_fake_quant");
+}
+
+#endif

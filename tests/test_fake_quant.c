@@ -1,0 +1,171 @@
+/* Simulated quantization (quant/fake_quant.c) through the CPU executor on
+ * the demo model: an all-FP32 plan changes no logit bit; under the default
+ * INT8 plan every planned activation comes out as k * scale with |k| <= 127
+ * (FP16 ones exactly representable in half), every INT8 weight as multiples
+ * of its channel's scale, and freeing the quantizer restores the weights. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/numfmt.h"
+#include "ptq/fake_quant.h"
+#include "testlib.h"
+
+static const char SHA[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+typedef struct watch {
+    ptq_fq *fq;
+    const ptq_plan *plan;
+    int n_checked, n_bad;
+} watch;
+
+static const ptq_plan_entry *entry_of(const ptq_plan *p, const char *name)
+{
+    for (int64_t i = 0; i < p->n; i++)
+        if (strcmp(p->e[i].name, name) == 0)
+            return &p->e[i];
+    return NULL;
+}
+
+/* x on the grid of entry e: k * scale with |k| <= 127 (int8), or a half (fp16). */
+static int on_grid(const ptq_plan_entry *e, float x, float scale)
+{
+    if (e->prec == PTQ_PREC_FP16)
+        return ptq_k_fp16_to_float_ref(ptq_k_fp16_from_float_ref(x)) == x;
+    const float k = x / scale;
+    return fabsf(k) <= 127.001f && fabsf(k - rintf(k)) <= 1e-3f; /* k * scale / scale: float rounding */
+}
+
+/* The quantizer's tap, then a look at what it left. */
+static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, int value, const ptq_tensor *t)
+{
+    watch *w = user;
+    PTQ_TRY_RET(ptq_fq_tap(w->fq, ctx, g, node, value, t));
+    const ptq_plan_entry *e = entry_of(w->plan, g->values[value].name);
+    if (!e || e->prec == PTQ_PREC_FP32)
+        return PTQ_OK;
+    const float *x = t->data;
+    for (int64_t i = 0; i < ptq_tensor_numel(t); i++)
+        w->n_bad += !on_grid(e, x[i], e->n_scales ? e->scales[0] : 1.0f);
+    w->n_checked++;
+    return PTQ_OK;
+}
+
+int main(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = test_load_demo_model("test_fake_quant");
+    if (!g)
+        return 1;
+    const int64_t n = 16;
+    float *x = malloc((size_t)n * 784 * sizeof *x), *xq = malloc((size_t)n * 784 * sizeof *xq);
+    float *ref = malloc((size_t)n * 10 * sizeof *ref);
+    test_rand_seed(4);
+    test_fill_uniform(x, n * 784, -0.81f, 2.03f);
+    ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x, PTQ_MEM_HOST, 0}, out;
+
+    /* FP32 reference logits */
+    ptq_exec *e = NULL;
+    ptq_exec_params p0 = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0};
+    CHECK(ptq_exec_create(&ctx, g, &p0, &e) == PTQ_OK && ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
+    memcpy(ref, out.data, (size_t)n * 10 * sizeof *ref);
+    ptq_exec_free(e);
+
+    /* a plan from synthetic observers: every tensor saw [-8, 8] */
+    ptq_calib_set *s = NULL;
+    float obs[1000];
+    test_fill_uniform(obs, 1000, -8.0f, 8.0f);
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &s) == PTQ_OK && ptq_calib_set_describe(&ctx, s, SHA, "m", "p") == PTQ_OK);
+    for (int v = 0; v < g->n_values; v++) {
+        ptq_tensor t = {PTQ_DT_FLOAT, 1, {1000}, obs, PTQ_MEM_HOST, 0};
+        CHECK(ptq_calib_set_tap(s, &ctx, g, -1, v, &t) == PTQ_OK);
+    }
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+    ptq_plan *plan = NULL;
+    CHECK(ptq_plan_default(&ctx, g, SHA, "m", s, "a.h5", &cp, PTQ_PREC_INT8, &plan) == PTQ_OK);
+    if (!plan)
+        return test_done("test_fake_quant");
+
+    /* all FP32: the same logits, bit for bit */
+    ptq_prec *saved = malloc((size_t)plan->n * sizeof *saved);
+    int64_t *saved_n = malloc((size_t)plan->n * sizeof *saved_n);
+    for (int64_t i = 0; i < plan->n; i++) {
+        saved[i] = plan->e[i].prec;
+        saved_n[i] = plan->e[i].n_scales;
+        plan->e[i].prec = PTQ_PREC_FP32;
+        plan->e[i].n_scales = 0;
+    }
+    ptq_fq *fq = NULL;
+    ptq_exec_params pq = {PTQ_DEVICE_CPU, 0, ptq_fq_tap, NULL, 0};
+    CHECK(ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
+    pq.tap_user = fq;
+    CHECK(ptq_exec_create(&ctx, g, &pq, &e) == PTQ_OK && ptq_fq_bind(&ctx, fq, e) == PTQ_OK);
+    memcpy(xq, x, (size_t)n * 784 * sizeof *x);
+    in.data = xq;
+    CHECK(ptq_fq_apply_inputs(&ctx, fq, &in) == PTQ_OK && ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
+    CHECK_MSG(memcmp(out.data, ref, (size_t)n * 10 * sizeof *ref) == 0, "an all-FP32 plan changed the logits");
+    ptq_exec_free(e);
+    ptq_fq_free(fq);
+    for (int64_t i = 0; i < plan->n; i++) {
+        plan->e[i].prec = saved[i];
+        plan->e[i].n_scales = saved_n[i];
+    }
+
+    /* the default INT8 plan */
+    const void *orig[64];
+    int n_w = 0;
+    for (int v = 0; v < g->n_values && n_w < 64; v++)
+        if (entry_of(plan, g->values[v].name) && entry_of(plan, g->values[v].name)->is_weight)
+            orig[n_w++] = g->values[v].data;
+    CHECK(ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
+    watch w = {fq, plan, 0, 0};
+    ptq_exec_params pw = {PTQ_DEVICE_CPU, 0, tap, &w, 0};
+    CHECK(ptq_exec_create(&ctx, g, &pw, &e) == PTQ_OK && ptq_fq_bind(&ctx, fq, e) == PTQ_OK);
+    memcpy(xq, x, (size_t)n * 784 * sizeof *x);
+    CHECK(ptq_fq_apply_inputs(&ctx, fq, &in) == PTQ_OK && ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
+    CHECK_MSG(w.n_checked == 22 && w.n_bad == 0, "%d planned activations seen, %d values off their grid", w.n_checked,
+              w.n_bad);
+    int n_logits_differ = memcmp(out.data, ref, (size_t)n * 10 * sizeof *ref) != 0;
+    CHECK_MSG(n_logits_differ, "an INT8 plan left every logit as it was");
+    /* weights: multiples of each channel's scale */
+    int bad_w = 0, n_int8_w = 0;
+    for (int64_t i = 0; i < plan->n; i++) {
+        const ptq_plan_entry *pe = &plan->e[i];
+        if (!pe->is_weight || pe->prec != PTQ_PREC_INT8)
+            continue;
+        for (int v = 0; v < g->n_values; v++) {
+            if (strcmp(g->values[v].name, pe->name) != 0)
+                continue;
+            const ptq_value *wv = &g->values[v];
+            const int64_t per = wv->dims[1] * wv->dims[2] * wv->dims[3];
+            for (int64_t c = 0; c < wv->dims[0]; c++)
+                for (int64_t k = 0; k < per; k++) {
+                    const float wx = ((const float *)wv->data)[c * per + k];
+                    if (!on_grid(pe, wx, pe->scales[c]) && bad_w++ < 3)
+                        fprintf(stderr, "%s[%lld]: %.9g = %.9g x scale %.9g\n", pe->name, (long long)(c * per + k),
+                                (double)wx, (double)(wx / pe->scales[c]), (double)pe->scales[c]);
+                }
+            n_int8_w++;
+        }
+    }
+    CHECK_MSG(n_int8_w == 8 && bad_w == 0, "%d INT8 weights, %d values off their channel's grid", n_int8_w, bad_w);
+    ptq_exec_free(e);
+    ptq_fq_free(fq);
+    int restored = 1, k = 0;
+    for (int v = 0; v < g->n_values && k < n_w; v++)
+        if (entry_of(plan, g->values[v].name) && entry_of(plan, g->values[v].name)->is_weight)
+            restored &= g->values[v].data == orig[k++];
+    CHECK_MSG(restored, "ptq_fq_free did not restore the weights");
+    printf("test_fake_quant: %d planned activations and %d INT8 weights on their grids\n", w.n_checked, n_int8_w);
+
+    free(saved);
+    free(saved_n);
+    free(x);
+    free(xq);
+    free(ref);
+    ptq_plan_free(plan);
+    ptq_calib_set_free(s);
+    ptq_graph_free(g);
+    return test_done("test_fake_quant");
+}
