@@ -9,6 +9,7 @@
 
 #include "ptq/dataset.h"
 #include "ptq/graph.h"
+#include "ptq/plan.h"
 #include "ptq/runtime.h"
 #include "ptq/status.h"
 
@@ -39,6 +40,15 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Output files appear whole or not at all: cli_tmp_open opens "<path>.tmp-<pid>"
  * (its name into tmp); cli_tmp_commit closes it (*f = NULL) and renames it to
  * path. Both fail with PTQ_ERR_IO and the reason. */
+/* The model at model_path loaded (shapes inferred at batch 1) into *g and
+ * the plan at plan_path read into *plan and checked against it; a failure
+ * names plan_path. The caller frees both, set or not. */
+ptq_status cli_load_plan(ptq_ctx *ctx, const char *plan_path, const char *model_path, ptq_graph **g,
+                         ptq_plan **plan);
+
+/* Writes the .npy header of a float32 C-order [rows, cols] array; 0 or -1. */
+int cli_npy_header(FILE *f, int64_t rows, int64_t cols);
+
 /* The whole of a text file (at most 1 GiB) as a malloc'd NUL-terminated string. */
 ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);
 

@@ -36,26 +36,6 @@ static const char eval_help[] =
 
 enum { EVAL_MAX_BATCH = 1 << 16 };
 
-/* Writes the .npy header for a float32 C-order [rows, cols] array. */
-static int npy_header(FILE *f, int64_t rows, int64_t cols)
-{
-    char dict[128];
-    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
-                       (long long)rows, (long long)cols);
-    int total = 10 + len + 1;
-    int pad = (64 - total % 64) % 64;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
-    int hlen = len + pad + 1;
-    pre[8] = (unsigned char)(hlen & 0xff);
-    pre[9] = (unsigned char)(hlen >> 8);
-    if (fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, (size_t)len, f) != (size_t)len)
-        return -1;
-    for (int i = 0; i < pad; i++)
-        fputc(' ', f);
-    fputc('\n', f);
-    return ferror(f) ? -1 : 0;
-}
-
 int cmd_eval(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"data", 1, NULL},       {"device", 1, NULL},  {"batch", 1, NULL},
@@ -151,7 +131,7 @@ int cmd_eval(int argc, char **argv)
                 goto done;
             }
             PTQ_TRY(st, ptq_eval_stats_init(&ctx, (int)k, &stats), done);
-            if (lf && npy_header(lf, n_total, k)) {
+            if (lf && cli_npy_header(lf, n_total, k)) {
                 st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
                 goto done;
             }

@@ -15,9 +15,12 @@
 #include "ptq/calibrator.h"
 #include "ptq/export.h"
 #include "ptq/hash.h"
+#include "ptq/plan.h"
+#include "ptq/qdq.h"
 
 static const char export_help[] =
     "usage: ptq export calib.h5 --method M --format F --out PATH [options]\n"
+    "       ptq export --format qdq --plan plan.json --model M.onnx --out M_qdq.onnx\n"
     "\n"
     "Turns the observers of a calibration archive (`ptq calibrate`) into one\n"
     "range (amax) per tensor and writes them for another runtime.\n"
@@ -30,6 +33,10 @@ static const char export_help[] =
     "                       ort: ONNX Runtime TensorRT-EP tables: PATH is a folder that gets\n"
     "                            calibration.flatbuffers, calibration.json and calibration.cache\n"
     "                       json: ptq's ranges: amax, scale, method, target, clipped fraction\n"
+    "                       qdq: the model with the plan as QuantizeLinear/DequantizeLinear\n"
+    "                            (activations per tensor, weights per output channel, FP16\n"
+    "                            tensors left float; opset 13, or 19 for FP8)\n"
+    "  --plan FILE          qdq: the precision plan (from `ptq plan`)\n"
     "  --out PATH           file (trt, json) or folder (ort); written whole or not at all\n"
     "  --target T           int8 (default), fp8-e4m3 or fp8-e5m2: the grid entropy and mse\n"
     "                       search over and the scale's divisor (127, 448, 57344); TensorRT\n"
@@ -132,9 +139,33 @@ static void print_ranges(const ptq_tensor_range *r, int64_t n, const char *metho
                100.0 * r[i].r.clipped_fraction, r[i].r.degenerate ? "  (all zeros)" : "");
 }
 
+/* --format qdq: the plan read and checked against the model, then the Q/DQ model written. */
+static int export_qdq(const char *plan_path, const char *model, const char *out, int quiet)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = NULL;
+    ptq_plan *plan = NULL;
+    st = cli_load_plan(&ctx, plan_path, model, &g, &plan);
+    if (st != PTQ_OK) {
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx.msg);
+        ptq_fail(&ctx, st, "%s; nothing written", why);
+        goto done;
+    }
+    PTQ_TRY(st, ptq_export_qdq(&ctx, model, g, plan, out), done);
+    if (!quiet)
+        printf("wrote %s (%lld planned tensors, core %s)\n", out, (long long)plan->n, ptq_prec_name(plan->core));
+done:
+    ptq_plan_free(plan);
+    ptq_graph_free(g);
+    return cli_report("export", &ctx, st);
+}
+
 int cmd_export(int argc, char **argv)
 {
-    cli_opt opts[] = {{"method", 1, NULL}, {"format", 1, NULL},      {"out", 1, NULL},
+    cli_opt opts[] = {{"method", 1, NULL}, {"format", 1, NULL},      {"out", 1, NULL}, {"plan", 1, NULL},
                       {"target", 1, NULL}, {"model", 1, NULL},       {"trt-version", 1, NULL},
                       {"trt-algorithm", 1, NULL}, {"json", 0, NULL}, {"quiet", 0, NULL},
                       {"help", 0, NULL}};
@@ -149,12 +180,18 @@ int cmd_export(int argc, char **argv)
     }
     const char *format = cli_get(opts, n_opts, "format"), *out = cli_get(opts, n_opts, "out");
     const char *method_arg = cli_get(opts, n_opts, "method");
+    if (format && strcmp(format, "qdq") == 0) {
+        if (n_pos != 0 || !out || !cli_get(opts, n_opts, "plan") || !cli_get(opts, n_opts, "model"))
+            return cli_usage_error("export", "--format qdq takes --plan, --model and --out (no archive)");
+        return export_qdq(cli_get(opts, n_opts, "plan"), cli_get(opts, n_opts, "model"), out,
+                          cli_get(opts, n_opts, "quiet") != NULL);
+    }
     if (n_pos != 1 || !format || !out || !method_arg)
         return cli_usage_error("export", "an archive, --method, --format and --out are required");
     const int fmt_trt = strcmp(format, "trt") == 0, fmt_ort = strcmp(format, "ort") == 0,
               fmt_json = strcmp(format, "json") == 0;
     if (!fmt_trt && !fmt_ort && !fmt_json)
-        return cli_usage_error("export", "--format must be trt, ort or json, got '%s'", format);
+        return cli_usage_error("export", "--format must be trt, ort, json or qdq, got '%s'", format);
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);

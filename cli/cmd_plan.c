@@ -76,24 +76,15 @@ int cmd_plan(int argc, char **argv)
     ptq_plan *plan = NULL;
     char sha[65], *text = NULL, tmp[4096] = "";
     FILE *f = NULL;
-    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
-    PTQ_TRY(st, ptq_graph_load_onnx(&ctx, model, &g), done);
-    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, g, 1), done);
     if (check) {
-        PTQ_TRY(st, cli_read_text(&ctx, check, &text), done);
-        st = ptq_plan_from_json(&ctx, text, &plan);
-        if (st == PTQ_OK)
-            st = ptq_plan_check(&ctx, plan, g, sha);
-        if (st != PTQ_OK) {
-            char why[PTQ_MSG_BYTES];
-            snprintf(why, sizeof why, "%s", ctx.msg);
-            ptq_fail(&ctx, st, "%s: %s", check, why);
-            goto done;
-        }
+        PTQ_TRY(st, cli_load_plan(&ctx, check, model, &g, &plan), done);
         if (!quiet)
             print_counts(plan, check);
         goto done;
     }
+    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+    PTQ_TRY(st, ptq_graph_load_onnx(&ctx, model, &g), done);
+    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, g, 1), done);
     ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 0.0};
     ptq_prec core = PTQ_PREC_INT8;
     const char *method = cli_get(opts, n_opts, "method");

@@ -12,7 +12,6 @@
 
 #include "cli.h"
 #include "ptq/fake_quant.h"
-#include "ptq/hash.h"
 #include "ptq/plan.h"
 #include "ptq/validate_report.h"
 
@@ -34,7 +33,8 @@ static const char validate_help[] =
     "  --report DIR         folder for validate.json and validate.md (made if missing)\n"
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
     "  --device, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
-    "  --layout, --progress as for `ptq eval`; --json prints the JSON report on stdout\n";
+    "  --layout, --progress as for `ptq eval`; --json prints the JSON report on stdout\n"
+    "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n";
 
 enum { VALIDATE_MAX_BATCH = 1 << 16 };
 
@@ -49,22 +49,7 @@ static ptq_device device_of(const ptq_exec *e)
 static ptq_status quantized_exec(ptq_ctx *ctx, const char *model, const char *plan_path, ptq_device device,
                                  ptq_graph **g, ptq_plan **plan, ptq_fq **fq, ptq_exec **e)
 {
-    char sha[65], *text = NULL;
-    PTQ_TRY_RET(ptq_sha256_file(ctx, model, sha));
-    PTQ_TRY_RET(cli_read_text(ctx, plan_path, &text));
-    ptq_status st = ptq_plan_from_json(ctx, text, plan);
-    free(text);
-    if (st == PTQ_OK)
-        st = ptq_graph_load_onnx(ctx, model, g);
-    if (st == PTQ_OK)
-        st = ptq_graph_infer_shapes(ctx, *g, 1);
-    if (st == PTQ_OK)
-        st = ptq_plan_check(ctx, *plan, *g, sha);
-    if (st != PTQ_OK) {
-        char why[PTQ_MSG_BYTES];
-        snprintf(why, sizeof why, "%s", ctx->msg);
-        return ptq_fail(ctx, st, "%s: %s", plan_path, why);
-    }
+    PTQ_TRY_RET(cli_load_plan(ctx, plan_path, model, g, plan));
     PTQ_TRY_RET(ptq_fq_create(ctx, *g, *plan, fq));
     ptq_exec_params ep = {device, 0, ptq_fq_tap, *fq, 0};
     PTQ_TRY_RET(ptq_exec_create(ctx, *g, &ep, e));
@@ -96,7 +81,7 @@ int cmd_validate(int argc, char **argv)
                       {"recall-drop", 1, NULL}, {"device", 1, NULL},    {"batch", 1, NULL},    {"threads", 1, NULL},
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"progress", 0, NULL}, {"json", 0, NULL},
-                      {"help", 0, NULL}};
+                      {"logits", 1, NULL},     {"help", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("validate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -141,7 +126,9 @@ int cmd_validate(int argc, char **argv)
     float *x = NULL, *xq = NULL, *lf = NULL;
     int32_t *labels = NULL;
     const char **names = NULL;
-    char *json = NULL, *md = NULL, *summary = NULL;
+    char *json = NULL, *md = NULL, *summary = NULL, logits_tmp[4096] = "";
+    const char *logits_path = cli_get(opts, n_opts, "logits");
+    FILE *lfile = NULL;
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open(&ctx, "validate", &so, &s), done);
     if (!ptq_dataset_has_labels(s.data)) {
@@ -198,11 +185,22 @@ int cmd_validate(int argc, char **argv)
                 st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
                 goto done;
             }
+            if (logits_path) {
+                PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), done);
+                if (cli_npy_header(lfile, n_total, k)) {
+                    st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
+                    goto done;
+                }
+            }
         }
         memcpy(lf, lg->data, (size_t)(n * k) * sizeof *lf);
         PTQ_TRY(st, ptq_fq_apply_inputs(&ctx, fq, &inq), done);
         PTQ_TRY(st, ptq_exec_run(&ctx, eq, &inq, outq), done);
         PTQ_TRY(st, ptq_validate_stats_add(&ctx, vs, n, labels, lf, outq[0].data), done);
+        if (lfile && fwrite(outq[0].data, sizeof(float), (size_t)(n * k), lfile) != (size_t)(n * k)) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
+            goto done;
+        }
         cli_progress_update(&prog, start + n);
     }
     cli_progress_end(&prog, n_total);
@@ -227,8 +225,13 @@ int cmd_validate(int argc, char **argv)
     char json_path[4096], md_path[4096];
     PTQ_TRY(st, write_report(&ctx, report, "validate.json", json, json_path, sizeof json_path), done);
     st = write_report(&ctx, report, "validate.md", md, md_path, sizeof md_path);
+    if (st == PTQ_OK && lfile) {
+        st = cli_tmp_commit(&ctx, &lfile, logits_tmp, logits_path);
+        logits_tmp[0] = st == PTQ_OK ? '\0' : logits_tmp[0];
+    }
     if (st != PTQ_OK) {
         remove(json_path);
+        remove(md_path);
         goto done;
     }
     if (cli_get(opts, n_opts, "json"))
@@ -238,6 +241,10 @@ int cmd_validate(int argc, char **argv)
                model, plan_path, ptq_prec_name(plan->core), so.data, (long long)n_total, ptq_exec_device_name(eq),
                summary, json_path, md_path);
 done:
+    if (lfile)
+        fclose(lfile);
+    if (logits_tmp[0])
+        remove(logits_tmp);
     free(json);
     free(md);
     free(summary);

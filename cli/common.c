@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ptq/hash.h"
 
 int cli_exit_code(ptq_status st)
 {
@@ -209,4 +210,50 @@ ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out)
     buf[n] = '\0';
     *out = buf;
     return PTQ_OK;
+}
+
+/* Writes the .npy header for a float32 C-order [rows, cols] array. */
+int cli_npy_header(FILE *f, int64_t rows, int64_t cols)
+{
+    char dict[128];
+    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                       (long long)rows, (long long)cols);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+    int hlen = len + pad + 1;
+    pre[8] = (unsigned char)(hlen & 0xff);
+    pre[9] = (unsigned char)(hlen >> 8);
+    if (fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, (size_t)len, f) != (size_t)len)
+        return -1;
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    return ferror(f) ? -1 : 0;
+}
+
+ptq_status cli_load_plan(ptq_ctx *ctx, const char *plan_path, const char *model_path, ptq_graph **g,
+                         ptq_plan **plan)
+{
+    char sha[65], *text = NULL;
+    *g = NULL;
+    *plan = NULL;
+    ptq_status st = ptq_sha256_file(ctx, model_path, sha);
+    if (st == PTQ_OK)
+        st = ptq_graph_load_onnx(ctx, model_path, g);
+    if (st == PTQ_OK)
+        st = ptq_graph_infer_shapes(ctx, *g, 1);
+    if (st != PTQ_OK)
+        return st;
+    PTQ_TRY_RET(cli_read_text(ctx, plan_path, &text));
+    st = ptq_plan_from_json(ctx, text, plan);
+    free(text);
+    if (st == PTQ_OK)
+        st = ptq_plan_check(ctx, *plan, *g, sha);
+    if (st != PTQ_OK) {
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx->msg);
+        ptq_fail(ctx, st, "%s: %s", plan_path, why);
+    }
+    return st;
 }

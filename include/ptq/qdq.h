@@ -1,0 +1,27 @@
+/* Q/DQ ONNX export of a precision plan (REFERENCE.md "Q/DQ ONNX"):
+ * every INT8/FP8 activation the plan names becomes x -> QuantizeLinear ->
+ * DequantizeLinear -> its consumers (per tensor, zero point 0); every
+ * INT8/FP8 weight becomes an int8 (or FLOAT8E4M3FN / FLOAT8E5M2) initializer
+ * feeding a per-channel DequantizeLinear that takes the weight's name, so
+ * its consumers are unchanged; FP16 and FP32 tensors stay float. The opset
+ * is raised to 13 (per-axis DequantizeLinear), or 19 with IR 9 when the plan
+ * has FP8. quant/qdq_export.c on model/onnx_edit.c; covered by
+ * tests/qdq_export_test.py (onnx.checker, onnxruntime against ptq validate). */
+#ifndef PTQ_QDQ_H
+#define PTQ_QDQ_H
+
+#include "ptq/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* g: model_path loaded with shapes inferred; p: checked against it. The
+ * model is written to out_path through a temporary file and a rename. */
+ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph *g, const ptq_plan *p,
+                          const char *out_path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

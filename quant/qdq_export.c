@@ -1,0 +1,157 @@
+/* Q/DQ ONNX export of a precision plan (include/ptq/qdq.h), written with
+ * the protobuf-level editor (model/onnx_edit.c) so everything the plan does
+ * not touch stays byte for byte as it was. Weight codes come from the same
+ * C references the simulated quantization uses (kernels/ref/numfmt.c).
+ * Covered by tests/qdq_export_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/numfmt.h"
+#include "ptq/onnx_edit.h"
+#include "ptq/qdq.h"
+
+enum { ONNX_FLOAT = 1, ONNX_INT8 = 3, ONNX_FLOAT8E4M3FN = 17, ONNX_FLOAT8E5M2 = 19 };
+
+static int is_quantized(ptq_prec p)
+{
+    return p == PTQ_PREC_INT8 || p == PTQ_PREC_FP8_E4M3 || p == PTQ_PREC_FP8_E5M2;
+}
+
+static int onnx_type_of(ptq_prec p)
+{
+    return p == PTQ_PREC_FP8_E4M3 ? ONNX_FLOAT8E4M3FN : p == PTQ_PREC_FP8_E5M2 ? ONNX_FLOAT8E5M2 : ONNX_INT8;
+}
+
+static int find_value(const ptq_graph *g, const char *name)
+{
+    for (int v = 0; v < g->n_values; v++)
+        if (strcmp(g->values[v].name, name) == 0)
+            return v;
+    return -1;
+}
+
+static int has_consumer(const ptq_graph *g, int v)
+{
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_inputs; i++)
+            if (g->nodes[k].inputs[i] == v)
+                return 1;
+    return 0;
+}
+
+/* The scales [n] (float32) and zero points [n] (0 of the format) of entry e as initializers. */
+static ptq_status add_scale_zp(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e, const char *scale_name,
+                               const char *zp_name)
+{
+    const int64_t n = e->n_scales;
+    unsigned char *zeros = calloc((size_t)n + 1, 1);
+    if (!zeros)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
+    /* per tensor: scalars; per channel: [n] */
+    const int ndim = e->axis >= 0 ? 1 : 0;
+    ptq_status st = ptq_onnx_edit_add_initializer(ctx, ed, scale_name, ONNX_FLOAT, ndim, &n, e->scales,
+                                                  (size_t)n * sizeof(float));
+    if (st == PTQ_OK)
+        st = ptq_onnx_edit_add_initializer(ctx, ed, zp_name, onnx_type_of(e->prec), ndim, &n, zeros, (size_t)n);
+    free(zeros);
+    return st;
+}
+
+/* x -> Q -> DQ -> every consumer of x. */
+static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
+{
+    size_t len = strlen(e->name) + 32;
+    char *buf = malloc(4 * len);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
+    char *scale = buf, *zp = buf + len, *q = buf + 2 * len, *dq = buf + 3 * len;
+    snprintf(scale, len, "ptq_qdq/%s/scale", e->name);
+    snprintf(zp, len, "ptq_qdq/%s/zero_point", e->name);
+    snprintf(q, len, "ptq_qdq/%s/q", e->name);
+    snprintf(dq, len, "ptq_qdq/%s/dq", e->name);
+    const char *q_in[] = {e->name, scale, zp}, *dq_in[] = {q, scale, zp};
+    ptq_status st = add_scale_zp(ctx, ed, e, scale, zp);
+    if (st == PTQ_OK)
+        st = ptq_onnx_edit_add_node(ctx, ed, "QuantizeLinear", q, 3, q_in, 1, (const char *const *)&q, 0, 0);
+    if (st == PTQ_OK)
+        st = ptq_onnx_edit_add_node(ctx, ed, "DequantizeLinear", dq, 3, dq_in, 1, (const char *const *)&dq, 0, 0);
+    if (st == PTQ_OK)
+        st = ptq_onnx_edit_rename_input(ctx, ed, e->name, dq, NULL);
+    free(buf);
+    return st;
+}
+
+/* The float initializer w becomes codes -> DQ (per channel) -> w, so its consumers read it unchanged. */
+static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e)
+{
+    int64_t total = 1, inner = 1;
+    for (int d = 0; d < w->ndim; d++) {
+        total *= w->dims[d];
+        if (e->axis >= 0 && d > e->axis)
+            inner *= w->dims[d];
+    }
+    const int64_t n_ch = e->axis >= 0 ? w->dims[e->axis] : 1;
+    size_t len = strlen(e->name) + 32;
+    unsigned char *codes = malloc((size_t)total + 1);
+    char *buf = malloc(3 * len);
+    ptq_status st = PTQ_OK;
+    if (!codes || !buf) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", e->name);
+        goto done;
+    }
+    char *scale = buf, *zp = buf + len, *q = buf + 2 * len;
+    snprintf(scale, len, "ptq_qdq/%s/scale", e->name);
+    snprintf(zp, len, "ptq_qdq/%s/zero_point", e->name);
+    snprintf(q, len, "ptq_qdq/%s/q", e->name);
+    const float *x = w->data;
+    for (int64_t r = 0; r < total / inner; r++) { /* runs of `inner` elements share a channel */
+        const float s = e->scales[r % n_ch];
+        if (e->prec == PTQ_PREC_INT8)
+            ptq_k_quantize_int8_ref(x + r * inner, inner, s, (int8_t *)codes + r * inner);
+        else
+            ptq_k_quantize_fp8_ref(e->prec == PTQ_PREC_FP8_E4M3 ? PTQ_FP8_E4M3 : PTQ_FP8_E5M2, x + r * inner, inner, s,
+                                   codes + r * inner);
+    }
+    const char *dq_in[] = {q, scale, zp}, *dq_out[] = {e->name};
+    PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, e->name), done);
+    PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, q, onnx_type_of(e->prec), w->ndim, w->dims, codes,
+                                              (size_t)total), done);
+    PTQ_TRY(st, add_scale_zp(ctx, ed, e, scale, zp), done);
+    PTQ_TRY(st, ptq_onnx_edit_add_node(ctx, ed, "DequantizeLinear", e->name, 3, dq_in, 1, dq_out, e->axis >= 0,
+                                       e->axis), done);
+done:
+    free(codes);
+    free(buf);
+    return st;
+}
+
+ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph *g, const ptq_plan *p,
+                          const char *out_path)
+{
+    ptq_status st = PTQ_OK;
+    ptq_onnx_edit *ed = NULL;
+    int fp8 = 0;
+    PTQ_TRY_RET(ptq_onnx_edit_open(ctx, model_path, &ed));
+    for (int64_t i = 0; i < p->n; i++) {
+        const ptq_plan_entry *e = &p->e[i];
+        if (!is_quantized(e->prec))
+            continue;
+        const int v = find_value(g, e->name);
+        if (v < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which %s does not have", e->name, model_path);
+            goto done;
+        }
+        fp8 |= e->prec != PTQ_PREC_INT8;
+        if (e->is_weight)
+            PTQ_TRY(st, add_weight(ctx, ed, &g->values[v], e), done);
+        else if (has_consumer(g, v)) /* a tensor nothing reads (a graph output) keeps its value */
+            PTQ_TRY(st, add_activation(ctx, ed, e), done);
+    }
+    PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, fp8 ? 19 : 13, fp8 ? 9 : 7), done);
+    PTQ_TRY(st, ptq_onnx_edit_write(ctx, ed, out_path), done);
+done:
+    ptq_onnx_edit_free(ed);
+    return st;
+}
