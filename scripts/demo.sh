@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The main job on the bundled default: sets up and builds (scripts/setup.sh),
-# converts Fashion-MNIST to HDF5 sets, runs `ptq eval` of the demo model on
-# the 10,000 test images, calibrates it on 1,000 training images and exports
-# the entropy ranges for TensorRT, ONNX Runtime and as JSON. Results land in
-# out/. Extra arguments go to `ptq eval`.
+# converts Fashion-MNIST to HDF5 sets, then for the demo model: FP32 eval on
+# the 10,000 test images, calibration on 512 training images, the default
+# INT8 plan, validation of the plan against FP32 on the test images, and the
+# exports (TensorRT cache, ONNX Runtime tables, JSON ranges, Q/DQ ONNX).
+# Everything lands in out/demo/. Extra arguments go to `ptq eval`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-mkdir -p out
+mkdir -p out/demo
 FM=/usr/share/datasets/fashion-mnist
 MODEL=models/fmnist_resnet.onnx
+D=out/demo
 for split in test train; do
     idx=$split; [ $split = test ] && idx=t10k
     if [ ! -f out/fmnist-$split.h5 ]; then
@@ -19,13 +21,23 @@ for split in test train; do
 done
 DEVICE=cpu
 if build/ptq version | grep -q "gpu present"; then DEVICE=cuda; fi
-build/ptq eval --model $MODEL --data out/fmnist-test.h5 --device "$DEVICE" --report out/eval.json "$@"
-echo "report written to out/eval.json"
+echo "== FP32 accuracy"
+build/ptq eval --model $MODEL --data out/fmnist-test.h5 --device "$DEVICE" --report $D/eval.json "$@"
 echo
-build/ptq calibrate --model $MODEL --data out/fmnist-train.h5 --samples 1000 --seed 0 --device "$DEVICE" \
-    --out out/calib.h5
+echo "== calibration (512 training images)"
+build/ptq calibrate --model $MODEL --data out/fmnist-train.h5 --samples 512 --seed 0 --device "$DEVICE" \
+    --out $D/calib.h5
 echo
-build/ptq export out/calib.h5 --model $MODEL --method entropy --format trt --out out/calib.cache --quiet
-build/ptq export out/calib.h5 --model $MODEL --method entropy --format ort --out out/ort --quiet
-build/ptq export out/calib.h5 --model $MODEL --method entropy --format json --out out/ranges.json
-echo "calibration archive out/calib.h5; TensorRT cache out/calib.cache; ONNX Runtime tables out/ort/"
+echo "== plan"
+build/ptq plan $D/calib.h5 --model $MODEL --out $D/plan.json
+echo
+echo "== validation of the plan against FP32 (10,000 test images)"
+build/ptq validate --model $MODEL --plan $D/plan.json --data out/fmnist-test.h5 --device "$DEVICE" --report $D/report
+echo
+echo "== exports"
+build/ptq export $D/calib.h5 --model $MODEL --method percentile --format trt --out $D/calib.cache --quiet
+build/ptq export $D/calib.h5 --model $MODEL --method percentile --format ort --out $D/ort --quiet
+build/ptq export $D/calib.h5 --model $MODEL --method percentile --format json --out $D/ranges.json --quiet
+build/ptq export --format qdq --plan $D/plan.json --model $MODEL --out $D/fmnist_resnet_qdq.onnx
+echo "out/demo: calib.h5 (archive), plan.json, report/validate.{json,md}, calib.cache (TensorRT),"
+echo "          ort/ (ONNX Runtime tables), ranges.json, fmnist_resnet_qdq.onnx (Q/DQ), eval.json"
