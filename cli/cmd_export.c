@@ -37,6 +37,8 @@ static const char export_help[] =
     "                            (activations per tensor, weights per output channel, FP16\n"
     "                            tensors left float; opset 13, or 19 for FP8)\n"
     "  --plan FILE          qdq: the precision plan (from `ptq plan`)\n"
+    "  --opset N            qdq: the opset to write (default: the lowest that fits, 13, or 19\n"
+    "                       for FP8); one that cannot express the plan exits 5\n"
     "  --out PATH           file (trt, json) or folder (ort); written whole or not at all\n"
     "  --target T           int8 (default), fp8-e4m3 or fp8-e5m2: the grid entropy and mse\n"
     "                       search over and the scale's divisor (127, 448, 57344); TensorRT\n"
@@ -140,7 +142,7 @@ static void print_ranges(const ptq_tensor_range *r, int64_t n, const char *metho
 }
 
 /* --format qdq: the plan read and checked against the model, then the Q/DQ model written. */
-static int export_qdq(const char *plan_path, const char *model, const char *out, int quiet)
+static int export_qdq(const char *plan_path, const char *model, int64_t opset, const char *out, int quiet)
 {
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
@@ -154,7 +156,13 @@ static int export_qdq(const char *plan_path, const char *model, const char *out,
         ptq_fail(&ctx, st, "%s; nothing written", why);
         goto done;
     }
-    PTQ_TRY(st, ptq_export_qdq(&ctx, model, g, plan, out), done);
+    st = ptq_export_qdq(&ctx, model, g, plan, opset, out);
+    if (st != PTQ_OK) {
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx.msg);
+        ptq_fail(&ctx, st, "%s; nothing written", why);
+        goto done;
+    }
     if (!quiet)
         printf("wrote %s (%lld planned tensors, core %s)\n", out, (long long)plan->n, ptq_prec_name(plan->core));
 done:
@@ -165,7 +173,7 @@ done:
 
 int cmd_export(int argc, char **argv)
 {
-    cli_opt opts[] = {{"method", 1, NULL}, {"format", 1, NULL},      {"out", 1, NULL}, {"plan", 1, NULL},
+    cli_opt opts[] = {{"method", 1, NULL}, {"format", 1, NULL},      {"out", 1, NULL}, {"plan", 1, NULL}, {"opset", 1, NULL},
                       {"target", 1, NULL}, {"model", 1, NULL},       {"trt-version", 1, NULL},
                       {"trt-algorithm", 1, NULL}, {"json", 0, NULL}, {"quiet", 0, NULL},
                       {"help", 0, NULL}};
@@ -183,7 +191,10 @@ int cmd_export(int argc, char **argv)
     if (format && strcmp(format, "qdq") == 0) {
         if (n_pos != 0 || !out || !cli_get(opts, n_opts, "plan") || !cli_get(opts, n_opts, "model"))
             return cli_usage_error("export", "--format qdq takes --plan, --model and --out (no archive)");
-        return export_qdq(cli_get(opts, n_opts, "plan"), cli_get(opts, n_opts, "model"), out,
+        int64_t opset;
+        if ((rc = cli_get_int("export", opts, n_opts, "opset", 0, 1, &opset)))
+            return rc;
+        return export_qdq(cli_get(opts, n_opts, "plan"), cli_get(opts, n_opts, "model"), opset, out,
                           cli_get(opts, n_opts, "quiet") != NULL);
     }
     if (n_pos != 1 || !format || !out || !method_arg)

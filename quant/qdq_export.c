@@ -127,12 +127,43 @@ done:
     return st;
 }
 
+/* The opset to write: at least what the model has, what per-axis
+ * DequantizeLinear needs (13) and, with FP8, what its types need (19). */
+static ptq_status pick_opset(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int64_t asked, int64_t *out)
+{
+    int64_t model = 0;
+    for (int i = 0; i < g->n_opsets; i++)
+        if (!g->opsets[i].domain[0] || strcmp(g->opsets[i].domain, "ai.onnx") == 0)
+            model = g->opsets[i].version;
+    const ptq_plan_entry *fp8 = NULL;
+    for (int64_t i = 0; i < p->n && !fp8; i++)
+        if (p->e[i].prec == PTQ_PREC_FP8_E4M3 || p->e[i].prec == PTQ_PREC_FP8_E5M2)
+            fp8 = &p->e[i];
+    int64_t need = fp8 ? 19 : 13;
+    if (model > need)
+        need = model;
+    if (asked && fp8 && asked < 19)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                        "opset %lld cannot express %s ('%s' in the plan): FP8 QuantizeLinear/DequantizeLinear need opset 19",
+                        (long long)asked, ptq_prec_name(fp8->prec), fp8->name);
+    if (asked && asked < 13)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                        "opset %lld cannot express per-channel weights: DequantizeLinear takes an axis from opset 13",
+                        (long long)asked);
+    if (asked && asked < model)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "opset %lld is below the model's own opset %lld", (long long)asked,
+                        (long long)model);
+    *out = asked ? asked : need;
+    return PTQ_OK;
+}
+
 ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph *g, const ptq_plan *p,
-                          const char *out_path)
+                          int64_t opset, const char *out_path)
 {
     ptq_status st = PTQ_OK;
     ptq_onnx_edit *ed = NULL;
-    int fp8 = 0;
+    int64_t write_opset = 0;
+    PTQ_TRY_RET(pick_opset(ctx, g, p, opset, &write_opset));
     PTQ_TRY_RET(ptq_onnx_edit_open(ctx, model_path, &ed));
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
@@ -143,13 +174,12 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which %s does not have", e->name, model_path);
             goto done;
         }
-        fp8 |= e->prec != PTQ_PREC_INT8;
         if (e->is_weight)
             PTQ_TRY(st, add_weight(ctx, ed, &g->values[v], e), done);
         else if (has_consumer(g, v)) /* a tensor nothing reads (a graph output) keeps its value */
             PTQ_TRY(st, add_activation(ctx, ed, e), done);
     }
-    PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, fp8 ? 19 : 13, fp8 ? 9 : 7), done);
+    PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, write_opset, write_opset >= 19 ? 9 : 7), done);
     PTQ_TRY(st, ptq_onnx_edit_write(ctx, ed, out_path), done);
 done:
     ptq_onnx_edit_free(ed);

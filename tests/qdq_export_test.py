@@ -99,6 +99,17 @@ def main():
     rc, _, err = ptq("export", "--format", "qdq", "--plan", J("other.json"), "--model", MODEL, "--out", J("o.onnx"))
     check("export qdq refuses a plan for another model", rc == 2 and "another model" in err and
           not os.path.exists(J("o.onnx")), err.strip())
+    for opset, plan_file, needle in ((13, "fp8.json", "opset 19"), (11, "int8.json", "opset 13"),
+                                     (12, "int8.json", "opset 13")):
+        out = J(f"opset{opset}-{plan_file}.onnx")
+        rc, _, err = ptq("export", "--format", "qdq", "--plan", J(plan_file), "--model", MODEL, "--opset",
+                         str(opset), "--out", out)
+        check(f"export qdq --opset {opset} refuses a plan it cannot express ({plan_file})",
+              rc == 5 and needle in err and not os.path.exists(out), err.strip())
+    rc, _, err = ptq("export", "--format", "qdq", "--plan", J("int8.json"), "--model", MODEL, "--opset", "17",
+                     "--out", J("o17.onnx"))
+    check("export qdq --opset 17 writes opset 17", rc == 0 and any(
+        o.domain in ("", "ai.onnx") and o.version == 17 for o in onnx.load(J("o17.onnx")).opset_import), err.strip())
     left = [f for f in os.listdir(tmp) if ".tmp" in f]
     check("no temporary files left", not left, str(left))
     return finish("qdq_export_test")

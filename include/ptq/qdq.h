@@ -17,9 +17,12 @@ extern "C" {
 #endif
 
 /* g: model_path loaded with shapes inferred; p: checked against it. The
- * model is written to out_path through a temporary file and a rename. */
+ * model is written to out_path through a temporary file and a rename.
+ * opset: the default-domain opset to write, or 0 for the lowest that fits
+ * (13, or 19 for FP8); one below the model's own, or below 13, or below 19
+ * with FP8 in the plan, is PTQ_ERR_UNSUPPORTED naming what needs more. */
 ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph *g, const ptq_plan *p,
-                          const char *out_path);
+                          int64_t opset, const char *out_path);
 
 #ifdef __cplusplus
 }
