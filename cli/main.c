@@ -24,7 +24,7 @@ static const char main_help[] =
     "commands:\n"
     "  calibrate     observe every quantizable tensor over a data set -> calibration archive (HDF5)\n"
     "  export        ranges from an archive (minmax, entropy, percentile, mse) -> TensorRT cache,\n"
-    "                ONNX Runtime tables or JSON\n"
+    "                ONNX Runtime tables or JSON; or a plan -> Q/DQ ONNX model (--format qdq)\n"
     "  merge         add archives of disjoint shards exactly\n"
     "  plan          the default precision plan (FP16 edges, INT8/FP8 core) from an archive\n"
     "  validate      FP32 against a plan's simulated quantization: accuracy, per-class deltas, confusion\n"
