@@ -54,6 +54,8 @@ ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);
 
 ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f);
 ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path);
+/* text and a final newline to path, whole or not at all (through cli_tmp_open/commit). */
+ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text);
 
 /* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
 typedef struct cli_opt {

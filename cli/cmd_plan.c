@@ -74,8 +74,7 @@ int cmd_plan(int argc, char **argv)
     ptq_graph *g = NULL;
     ptq_calib_set *set = NULL;
     ptq_plan *plan = NULL;
-    char sha[65], *text = NULL, tmp[4096] = "";
-    FILE *f = NULL;
+    char sha[65], *text = NULL;
     if (check) {
         PTQ_TRY(st, cli_load_plan(&ctx, check, model, &g, &plan), done);
         if (!quiet)
@@ -110,22 +109,12 @@ int cmd_plan(int argc, char **argv)
     PTQ_TRY(st, ptq_plan_default(&ctx, g, sha, base ? base + 1 : model, set, pos[0], &cp, core, &plan), done);
     PTQ_TRY(st, ptq_plan_check(&ctx, plan, g, sha), done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
-    PTQ_TRY(st, cli_tmp_open(&ctx, out, tmp, sizeof tmp, &f), done);
-    if (fputs(text, f) < 0 || fputc('\n', f) < 0) {
-        st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-        goto done;
-    }
-    PTQ_TRY(st, cli_tmp_commit(&ctx, &f, tmp, out), done);
-    tmp[0] = '\0';
+    PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
     if (!quiet) {
         print_counts(plan, out);
         printf("wrote %s\n", out);
     }
 done:
-    if (f)
-        fclose(f);
-    if (tmp[0])
-        remove(tmp);
     free(text);
     ptq_plan_free(plan);
     ptq_calib_set_free(set);

@@ -56,25 +56,6 @@ static ptq_status quantized_exec(ptq_ctx *ctx, const char *model, const char *pl
     return ptq_fq_bind(ctx, *fq, *e);
 }
 
-/* Writes text to dir/name through a temporary file. */
-static ptq_status write_report(ptq_ctx *ctx, const char *dir, const char *name, const char *text, char *path,
-                               size_t n_path)
-{
-    char tmp[4200];
-    FILE *f = NULL;
-    snprintf(path, n_path, "%s/%s", dir, name);
-    PTQ_TRY_RET(cli_tmp_open(ctx, path, tmp, sizeof tmp, &f));
-    if (fputs(text, f) < 0 || fputc('\n', f) < 0) {
-        fclose(f);
-        remove(tmp);
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    }
-    ptq_status st = cli_tmp_commit(ctx, &f, tmp, path);
-    if (st != PTQ_OK)
-        remove(tmp);
-    return st;
-}
-
 int cmd_validate(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"plan", 1, NULL},       {"data", 1, NULL},     {"report", 1, NULL},
@@ -223,8 +204,10 @@ int cmd_validate(int argc, char **argv)
         goto done;
     }
     char json_path[4096], md_path[4096];
-    PTQ_TRY(st, write_report(&ctx, report, "validate.json", json, json_path, sizeof json_path), done);
-    st = write_report(&ctx, report, "validate.md", md, md_path, sizeof md_path);
+    snprintf(json_path, sizeof json_path, "%s/validate.json", report);
+    snprintf(md_path, sizeof md_path, "%s/validate.md", report);
+    PTQ_TRY(st, cli_write_text(&ctx, json_path, json), done);
+    st = cli_write_text(&ctx, md_path, md);
     if (st == PTQ_OK && lfile) {
         st = cli_tmp_commit(&ctx, &lfile, logits_tmp, logits_path);
         logits_tmp[0] = st == PTQ_OK ? '\0' : logits_tmp[0];

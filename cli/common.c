@@ -72,6 +72,22 @@ ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *p
     return PTQ_OK;
 }
 
+ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text)
+{
+    char tmp[4200];
+    FILE *f = NULL;
+    PTQ_TRY_RET(cli_tmp_open(ctx, path, tmp, sizeof tmp, &f));
+    if (fputs(text, f) < 0 || fputc('\n', f) < 0) {
+        fclose(f);
+        remove(tmp);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    ptq_status st = cli_tmp_commit(ctx, &f, tmp, path);
+    if (st != PTQ_OK)
+        remove(tmp);
+    return st;
+}
+
 int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
               int max_pos)
 {

@@ -9,6 +9,7 @@
 
 #include "kernels/numfmt.h"
 #include "ptq/fake_quant.h"
+#include "quant/quant_internal.h"
 #include "runtime/backend.h"
 
 typedef struct fq_act {
@@ -41,14 +42,6 @@ void ptq_fq_free(ptq_fq *fq)
     free(fq);
 }
 
-static int find_value(const ptq_graph *g, const char *name)
-{
-    for (int v = 0; v < g->n_values; v++)
-        if (strcmp(g->values[v].name, name) == 0)
-            return v;
-    return -1;
-}
-
 /* y[n] = x rounded as prec with scale (host, reference kernels); x == y allowed. */
 static void round_host(ptq_prec prec, float scale, const float *x, int64_t n, float *y)
 {
@@ -70,22 +63,17 @@ static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_pla
     *out = NULL;
     if (v->dtype != PTQ_DT_FLOAT || !v->data || v->ndim < 0)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "weight '%s' is not a float32 constant with data", v->name);
-    int64_t total = 1, inner = 1;
-    for (int d = 0; d < v->ndim; d++) {
-        total *= v->dims[d];
-        if (e->axis >= 0 && d > e->axis)
-            inner *= v->dims[d];
-    }
+    const weight_runs wr = weight_runs_of(v, e->axis);
+    const int64_t total = wr.n_runs * wr.inner;
     float *y = malloc(((size_t)total + 1) * sizeof *y);
     if (!y)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for weight '%s'", v->name);
     const float *x = v->data;
-    const int64_t n_ch = e->axis >= 0 ? v->dims[e->axis] : 1;
-    if (e->prec == PTQ_PREC_FP16 || e->prec == PTQ_PREC_FP32 || n_ch == 1) {
+    if (e->prec == PTQ_PREC_FP16 || e->prec == PTQ_PREC_FP32 || wr.n_ch == 1) {
         round_host(e->prec, e->n_scales ? e->scales[0] : 1.0f, x, total, y);
-    } else { /* channel c: runs of `inner` elements, every n_ch-th run */
-        for (int64_t r = 0; r < total / inner; r++)
-            round_host(e->prec, e->scales[r % n_ch], x + r * inner, inner, y + r * inner);
+    } else {
+        for (int64_t r = 0; r < wr.n_runs; r++)
+            round_host(e->prec, e->scales[r % wr.n_ch], x + r * wr.inner, wr.inner, y + r * wr.inner);
     }
     *out = y;
     return PTQ_OK;
@@ -109,7 +97,7 @@ ptq_status ptq_fq_create(ptq_ctx *ctx, ptq_graph *g, const ptq_plan *p, ptq_fq *
     }
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
-        const int v = find_value(g, e->name);
+        const int v = ptq_graph_find_value(g, e->name);
         if (v < 0) {
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which the model does not have", e->name);
             goto done;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ptq/plan.h"
+#include "quant/quant_internal.h"
 
 static const char *const prec_names[] = {"fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2"};
 
@@ -48,7 +49,7 @@ void ptq_plan_free(ptq_plan *p)
     free(p);
 }
 
-static int is_quantized(ptq_prec p)
+int ptq_prec_is_quantized(ptq_prec p)
 {
     return p == PTQ_PREC_INT8 || p == PTQ_PREC_FP8_E4M3 || p == PTQ_PREC_FP8_E5M2;
 }
@@ -100,13 +101,8 @@ static ptq_status weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, doub
     *out = NULL;
     if (v->dtype != PTQ_DT_FLOAT || !v->data || v->ndim < 0)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "weight '%s' is not a float32 constant with data", v->name);
-    const int64_t n_ch = channels_along(v, axis);
-    int64_t inner = 1, total = 1;
-    for (int d = 0; d < v->ndim; d++) {
-        total *= v->dims[d];
-        if (d > axis && axis >= 0)
-            inner *= v->dims[d];
-    }
+    const weight_runs wr = weight_runs_of(v, axis);
+    const int64_t n_ch = wr.n_ch;
     double *amax = calloc((size_t)n_ch + 1, sizeof *amax);
     float *scales = malloc(((size_t)n_ch + 1) * sizeof *scales);
     if (!amax || !scales) {
@@ -115,12 +111,12 @@ static ptq_status weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, doub
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the scales of '%s'", v->name);
     }
     const float *w = v->data;
-    for (int64_t i = 0; i < total; i++) {
-        const int64_t c = axis < 0 ? 0 : i / inner % n_ch;
-        const double a = fabs((double)w[i]);
-        if (a > amax[c])
-            amax[c] = a;
-    }
+    for (int64_t r = 0; r < wr.n_runs; r++)
+        for (int64_t k = 0; k < wr.inner; k++) {
+            const double a = fabs((double)w[r * wr.inner + k]);
+            if (a > amax[r % n_ch])
+                amax[r % n_ch] = a;
+        }
     for (int64_t c = 0; c < n_ch; c++) {
         if (!isfinite(amax[c])) {
             free(amax);
@@ -182,7 +178,7 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
     unsigned char *edge = NULL, *wt = NULL;
     ptq_calib_range *ranges = NULL;
     *out = NULL;
-    if (!is_quantized(core))
+    if (!ptq_prec_is_quantized(core))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the core precision must be int8, fp8-e4m3 or fp8-e5m2, not %s",
                         ptq_prec_name(core));
     ptq_calib_provenance pv;
@@ -224,10 +220,7 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
     snprintf(source, sizeof source, "archive %s", ptq_calib_method_name(method->method));
     for (int64_t i = 0; i < n_act; i++) {
         const char *name = ptq_calib_set_name(s, i);
-        int v = -1;
-        for (int j = 0; j < g->n_values && v < 0; j++)
-            if (strcmp(g->values[j].name, name) == 0)
-                v = j;
+        const int v = ptq_graph_find_value(g, name);
         if (v < 0) {
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor '%s' of %s is not in the model", name, archive_path);
             goto done;
@@ -287,10 +280,7 @@ ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, c
     ptq_graph_quantizable(g, act, wt);
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
-        int v = -1;
-        for (int j = 0; j < g->n_values && v < 0; j++)
-            if (strcmp(g->values[j].name, e->name) == 0)
-                v = j;
+        const int v = ptq_graph_find_value(g, e->name);
         if (v < 0 || !(e->is_weight ? wt[v] : act[v])) {
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names the %s '%s', which the model does not have (%s)",
                           e->is_weight ? "weight" : "activation", e->name,
@@ -302,7 +292,7 @@ ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, c
             goto done;
         }
         const ptq_value *val = &g->values[v];
-        if (!is_quantized(e->prec)) {
+        if (!ptq_prec_is_quantized(e->prec)) {
             if (e->n_scales) {
                 st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s' runs in %s, which takes no scale", e->name,
                               ptq_prec_name(e->prec));

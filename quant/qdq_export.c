@@ -11,25 +11,13 @@
 #include "kernels/numfmt.h"
 #include "ptq/onnx_edit.h"
 #include "ptq/qdq.h"
+#include "quant/quant_internal.h"
 
 enum { ONNX_FLOAT = 1, ONNX_INT8 = 3, ONNX_FLOAT8E4M3FN = 17, ONNX_FLOAT8E5M2 = 19 };
-
-static int is_quantized(ptq_prec p)
-{
-    return p == PTQ_PREC_INT8 || p == PTQ_PREC_FP8_E4M3 || p == PTQ_PREC_FP8_E5M2;
-}
 
 static int onnx_type_of(ptq_prec p)
 {
     return p == PTQ_PREC_FP8_E4M3 ? ONNX_FLOAT8E4M3FN : p == PTQ_PREC_FP8_E5M2 ? ONNX_FLOAT8E5M2 : ONNX_INT8;
-}
-
-static int find_value(const ptq_graph *g, const char *name)
-{
-    for (int v = 0; v < g->n_values; v++)
-        if (strcmp(g->values[v].name, name) == 0)
-            return v;
-    return -1;
 }
 
 static int has_consumer(const ptq_graph *g, int v)
@@ -86,13 +74,8 @@ static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan
 /* The float initializer w becomes codes -> DQ (per channel) -> w, so its consumers read it unchanged. */
 static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e)
 {
-    int64_t total = 1, inner = 1;
-    for (int d = 0; d < w->ndim; d++) {
-        total *= w->dims[d];
-        if (e->axis >= 0 && d > e->axis)
-            inner *= w->dims[d];
-    }
-    const int64_t n_ch = e->axis >= 0 ? w->dims[e->axis] : 1;
+    const weight_runs wr = weight_runs_of(w, e->axis);
+    const int64_t total = wr.n_runs * wr.inner, inner = wr.inner;
     size_t len = strlen(e->name) + 32;
     unsigned char *codes = malloc((size_t)total + 1);
     char *buf = malloc(3 * len);
@@ -106,8 +89,8 @@ static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w
     snprintf(zp, len, "ptq_qdq/%s/zero_point", e->name);
     snprintf(q, len, "ptq_qdq/%s/q", e->name);
     const float *x = w->data;
-    for (int64_t r = 0; r < total / inner; r++) { /* runs of `inner` elements share a channel */
-        const float s = e->scales[r % n_ch];
+    for (int64_t r = 0; r < wr.n_runs; r++) {
+        const float s = e->scales[r % wr.n_ch];
         if (e->prec == PTQ_PREC_INT8)
             ptq_k_quantize_int8_ref(x + r * inner, inner, s, (int8_t *)codes + r * inner);
         else
@@ -167,9 +150,9 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
     PTQ_TRY_RET(ptq_onnx_edit_open(ctx, model_path, &ed));
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
-        if (!is_quantized(e->prec))
+        if (!ptq_prec_is_quantized(e->prec))
             continue;
-        const int v = find_value(g, e->name);
+        const int v = ptq_graph_find_value(g, e->name);
         if (v < 0) {
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which %s does not have", e->name, model_path);
             goto done;

@@ -3,7 +3,6 @@
 against onnxruntime (PyPI) on the same images: predictions agree on at
 least 99.9% of images, logits match within 1e-4 relative (per image,
 ||ptq - ort|| / ||ort||), and top-1 is at least 92%. Label oracle."""
-import gzip
 import json
 import os
 import subprocess
@@ -13,22 +12,10 @@ import tempfile
 try:
     import numpy as np
     import onnxruntime as ort
+    from ptqtest import FM, MODEL, PTQ, fmnist_test
 except ImportError as e:
     print(f"skipped: {e}")
     sys.exit(77)
-
-PTQ = os.environ.get("PTQ_BIN", "build/ptq")
-SRC = os.environ.get("PTQ_SOURCE_DIR", ".")
-MODEL = os.path.join(SRC, "models", "fmnist_resnet.onnx")
-FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
-
-
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def main():
@@ -48,8 +35,7 @@ def main():
     rep = json.loads(p.stdout)
     ours = np.load(logits_path)
 
-    images = idx(f"{FM}/t10k-images-idx3-ubyte.gz")
-    labels = idx(f"{FM}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
+    images, labels = fmnist_test(10000)
     x = ((images.astype(np.float32) / np.float32(255.0) - np.float32(0.286)) / np.float32(0.353))[:, None]
     sess = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"])
     theirs = np.concatenate([sess.run(None, {"input": x[i:i + 1000]})[0] for i in range(0, len(x), 1000)])

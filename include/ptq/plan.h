@@ -29,6 +29,8 @@ typedef enum ptq_prec {
 /* "fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2". */
 const char *ptq_prec_name(ptq_prec p);
 ptq_status ptq_prec_parse(ptq_ctx *ctx, const char *s, ptq_prec *out);
+/* 1 for int8, fp8-e4m3 and fp8-e5m2: the precisions that take scales. */
+int ptq_prec_is_quantized(ptq_prec p);
 
 typedef struct ptq_plan_entry {
     char *name;     /* the ONNX tensor (activation) or initializer (weight) name */
