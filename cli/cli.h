@@ -10,6 +10,7 @@
 #include "ptq/dataset.h"
 #include "ptq/graph.h"
 #include "ptq/plan.h"
+#include "ptq/runner.h"
 #include "ptq/runtime.h"
 #include "ptq/status.h"
 
@@ -45,6 +46,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * names plan_path. The caller frees both, set or not. */
 ptq_status cli_load_plan(ptq_ctx *ctx, const char *plan_path, const char *model_path, ptq_graph **g,
                          ptq_plan **plan);
+/* The same for a model already loaded into g (shapes inferred). */
+ptq_status cli_plan_for(ptq_ctx *ctx, const char *plan_path, const char *model_path, const ptq_graph *g,
+                        ptq_plan **plan);
 
 /* Writes the .npy header of a float32 C-order [rows, cols] array; 0 or -1. */
 int cli_npy_header(FILE *f, int64_t rows, int64_t cols);
@@ -56,6 +60,25 @@ ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp,
 ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path);
 /* text and a final newline to path, whole or not at all (through cli_tmp_open/commit). */
 ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text);
+
+/* JSON objects for --json lines and report headers, through cJSON (every
+ * string escaped). cli_json_header starts {"command", "ptq_version",
+ * "device" (when not NULL)}; cli_json_done prints it compact and frees it
+ * (NULL when out of memory). */
+typedef struct cJSON cli_json;
+cli_json *cli_json_header(const char *command, const char *device);
+void cli_json_str(cli_json *o, const char *key, const char *value);
+void cli_json_num(cli_json *o, const char *key, double value);
+char *cli_json_done(cli_json *o);
+
+/* Writes each batch's logits (what the consumers before it left) as rows of
+ * a float32 .npy [rows, classes]: a runner consumer. */
+typedef struct cli_npy_writer {
+    FILE *f;
+    const char *path; /* for messages */
+    int64_t rows;     /* samples the run covers */
+} cli_npy_writer;
+ptq_consumer cli_npy_consumer(cli_npy_writer *w);
 
 /* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
 typedef struct cli_opt {
@@ -85,12 +108,15 @@ typedef struct cli_progress {
 void cli_progress_start(cli_progress *p, const char *stage, const char *unit, int64_t total, int force);
 void cli_progress_update(cli_progress *p, int64_t done);
 void cli_progress_end(cli_progress *p, int64_t done);
+/* A runner progress callback; user is a cli_progress. */
+void cli_progress_cb(void *user, int64_t done, int64_t total);
 double cli_now_s(void);
 
 /* A model ready to run on a data set: the graph, the executor on the
  * requested device (CPU with a notice when no GPU), the preprocessing and
  * the input geometry, checked against the data. */
 typedef struct cli_session {
+    ptq_session *ps;  /* owns what follows */
     ptq_graph *graph;
     ptq_exec *exec;
     ptq_dataset *data;
@@ -102,7 +128,7 @@ typedef struct cli_session {
 typedef struct cli_session_opts {
     const char *model;
     const char *data;
-    const char *device;      /* "cpu", "cuda", "ref" or NULL (cpu) */
+    const char *device;      /* "cpu", "cuda", "cuda:N", "ref" or NULL (cpu) */
     const char *preprocess;  /* overrides on top of the model's ptq.preprocess metadata */
     const char *images_key, *labels_key, *layout;
     int profile;             /* time each node exactly (synchronises the GPU after each) */

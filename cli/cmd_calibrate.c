@@ -44,71 +44,6 @@ static const char calibrate_help[] =
     "  --progress           force the progress line (default: only on a terminal)\n";
 
 enum { CALIB_MAX_BATCH = 1 << 16 };
-#define CALIB_MAX_SHARDS ((int64_t)1 << 31)
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* floor(n * i / n_shards) for 0 <= i <= n_shards <= CALIB_MAX_SHARDS, without
- * overflow: n = q * n_shards + r, and r * i < 2^62. */
-static int64_t share_start(int64_t n, int64_t i, int64_t n_shards)
-{
-    return n / n_shards * i + n % n_shards * i / n_shards;
-}
-
-/* The ids to observe, ascending: all of [0, total), or n_pick of them drawn
- * by a seeded partial Fisher-Yates shuffle; then shard i of n_shards. */
-static ptq_status pick_samples(ptq_ctx *ctx, int64_t total, int64_t n_pick, uint64_t seed, int64_t shard,
-                               int64_t n_shards, int64_t **ids, int64_t *n_ids)
-{
-    int64_t *all = malloc(((size_t)total + 1) * sizeof *all);
-    if (!all)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)total);
-    for (int64_t i = 0; i < total; i++)
-        all[i] = i;
-    if (n_pick < total) {
-        uint64_t state = seed;
-        for (int64_t i = 0; i < n_pick; i++) {
-            int64_t j = i + (int64_t)(splitmix64(&state) % (uint64_t)(total - i));
-            int64_t t = all[i];
-            all[i] = all[j];
-            all[j] = t;
-        }
-        qsort(all, (size_t)n_pick, sizeof *all, cmp_i64);
-    }
-    int64_t lo = share_start(n_pick, shard, n_shards), hi = share_start(n_pick, shard + 1, n_shards);
-    memmove(all, all + lo, (size_t)(hi - lo) * sizeof *all);
-    *ids = all;
-    *n_ids = hi - lo;
-    return PTQ_OK;
-}
-
-/* Reads samples ids[n] (ascending) into x, one contiguous run at a time. */
-static ptq_status read_ids(ptq_ctx *ctx, cli_session *s, const int64_t *ids, int64_t n, float *x)
-{
-    const int64_t sample = s->channels * s->height * s->width;
-    for (int64_t i = 0; i < n;) {
-        int64_t j = i + 1;
-        while (j < n && ids[j] == ids[j - 1] + 1)
-            j++;
-        ptq_status st = ptq_dataset_read(ctx, s->data, ids[i], j - i, &s->pre, x + i * sample, NULL);
-        if (st != PTQ_OK)
-            return st;
-        i = j;
-    }
-    return PTQ_OK;
-}
 
 static void print_summary(const ptq_calib_set *set, const cli_session *s, const char *out, const char *data,
                           int64_t n_ids, double secs, int as_json)
@@ -117,11 +52,19 @@ static void print_summary(const ptq_calib_set *set, const cli_session *s, const 
     ptq_calib_set_provenance(set, &pv);
     const int64_t n = ptq_calib_set_n_tensors(set);
     if (as_json) {
-        printf("{\"command\":\"calibrate\",\"ptq_version\":\"%s\",\"archive\":\"%s\",\"device\":\"%s\","
-               "\"samples\":%lld,\"tensors\":%lld,\"seconds\":%.6f,\"images_per_s\":%.3f,"
-               "\"model_sha256\":\"%s\",\"sample_ids_sha256\":\"%s\"}\n",
-               PTQ_VERSION, out, ptq_exec_device_name(s->exec), (long long)n_ids, (long long)n, secs,
-               secs > 0 ? (double)n_ids / secs : 0.0, pv.model_sha256, pv.sample_ids_sha256);
+        cli_json *o = cli_json_header("calibrate", NULL);
+        cli_json_str(o, "archive", out);
+        cli_json_str(o, "device", ptq_exec_device_name(s->exec));
+        cli_json_num(o, "samples", (double)n_ids);
+        cli_json_num(o, "tensors", (double)n);
+        cli_json_num(o, "seconds", secs);
+        cli_json_num(o, "images_per_s", secs > 0 ? (double)n_ids / secs : 0.0);
+        cli_json_str(o, "model_sha256", pv.model_sha256);
+        cli_json_str(o, "sample_ids_sha256", pv.sample_ids_sha256);
+        char *text = cli_json_done(o);
+        if (text)
+            printf("%s\n", text);
+        free(text);
         return;
     }
     printf("archive  %s\ndata     %s (%lld samples, ids sha256 %.16s...)\ndevice   %s  (%.0f img/s)\n"
@@ -136,43 +79,6 @@ static void print_summary(const ptq_calib_set *set, const cli_session *s, const 
                (double)st.min, (double)st.max, st.count ? 100.0 * (double)st.n_zero / (double)st.count : 0.0,
                (long long)(st.n_nan + st.n_inf));
     }
-}
-
-/* Observes every batch of ids through s's executor into set. */
-static ptq_status observe_all(ptq_ctx *ctx, cli_session *s, ptq_calib_set *set, const int64_t *ids, int64_t n_ids,
-                              int64_t batch, int force_progress)
-{
-    ptq_status st = PTQ_OK;
-    const int64_t sample = s->channels * s->height * s->width;
-    float *x = malloc((size_t)(n_ids < batch ? n_ids : batch) * (size_t)sample * sizeof *x);
-    if (!x)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
-    PTQ_TRY(st, ptq_calib_set_bind(ctx, set, s->exec), done);
-    cli_progress prog;
-    cli_progress_start(&prog, "calibrate", "img", n_ids, force_progress);
-    for (int64_t start = 0; start < n_ids; start += batch) {
-        int64_t n = n_ids - start < batch ? n_ids - start : batch;
-        PTQ_TRY(st, read_ids(ctx, s, ids + start, n, x), done);
-        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, s->channels, s->height, s->width}, x, PTQ_MEM_HOST, 0};
-        if (s->pre.nhwc) {
-            in.dims[1] = s->height;
-            in.dims[2] = s->width;
-            in.dims[3] = s->channels;
-        }
-        ptq_tensor out[8];
-        if (s->graph->n_outputs > 8) {
-            st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "models with more than 8 outputs are not supported");
-            goto done;
-        }
-        PTQ_TRY(st, ptq_calib_set_observe_inputs(ctx, set, &in), done);
-        PTQ_TRY(st, ptq_exec_run(ctx, s->exec, &in, out), done);
-        cli_progress_update(&prog, start + n);
-    }
-    PTQ_TRY(st, ptq_calib_set_sync(ctx, set), done);
-    cli_progress_end(&prog, n_ids);
-done:
-    free(x);
-    return st;
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -207,9 +113,9 @@ int cmd_calibrate(int argc, char **argv)
     if (shard_arg) {
         long long a, b;
         char tail;
-        if (sscanf(shard_arg, "%lld/%lld%c", &a, &b, &tail) != 2 || b < 1 || b > CALIB_MAX_SHARDS || a < 0 || a >= b)
+        if (sscanf(shard_arg, "%lld/%lld%c", &a, &b, &tail) != 2 || b < 1 || b > PTQ_MAX_SHARDS || a < 0 || a >= b)
             return cli_usage_error("calibrate", "--shard wants I/N with 0 <= I < N <= %lld, got '%s'",
-                                   (long long)CALIB_MAX_SHARDS, shard_arg);
+                                   (long long)PTQ_MAX_SHARDS, shard_arg);
         shard = a;
         n_shards = b;
     }
@@ -232,14 +138,14 @@ int cmd_calibrate(int argc, char **argv)
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
     PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
     PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), done);
-    ptq_exec_set_tap(s.exec, ptq_calib_set_tap, set);
     PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
     const char *base = strrchr(model, '/');
     PTQ_TRY(st, ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model,
                                        ptq_preprocess_format(&s.pre, pre, sizeof pre)), done);
     if (n_samples == 0 || n_samples > s.n_samples)
         n_samples = s.n_samples;
-    PTQ_TRY(st, pick_samples(&ctx, s.n_samples, n_samples, (uint64_t)seed, shard, n_shards, &ids, &n_ids), done);
+    ptq_pick pick = {0, n_samples, (uint64_t)seed, shard, n_shards};
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
     if (n_ids == 0) {
         st = ptq_fail(&ctx, PTQ_ERR_DATA, "shard %lld/%lld of %lld samples is empty", (long long)shard,
                       (long long)n_shards, (long long)n_samples);
@@ -247,8 +153,14 @@ int cmd_calibrate(int argc, char **argv)
     }
     PTQ_TRY(st, ptq_calib_set_add_samples(&ctx, set, so.data, ids, n_ids), done);
 
+    cli_progress prog;
+    cli_progress_start(&prog, "calibrate", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
+    ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .prefetch = 1,
+                            .progress = cli_progress_cb, .progress_user = &prog};
+    rp.consumers[rp.n_consumers++] = ptq_calib_set_consumer(set);
     double t0 = cli_now_s();
-    PTQ_TRY(st, observe_all(&ctx, &s, set, ids, n_ids, batch, cli_get(opts, n_opts, "progress") != NULL), done);
+    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
+    cli_progress_end(&prog, n_ids);
     double secs = cli_now_s() - t0;
     int64_t bad = ptq_calib_set_first_nonfinite(set);
     if (bad >= 0) {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ptq/report.h"
+#include "ptq/consumers.h"
 
 static const char eval_help[] =
     "usage: ptq eval --model M.onnx --data D [options]\n"
@@ -72,8 +72,7 @@ int cmd_eval(int argc, char **argv)
     ptq_status st = PTQ_OK;
     cli_session s;
     ptq_eval_stats stats = {0};
-    float *x = NULL;
-    int32_t *labels = NULL;
+    int64_t *ids = NULL, n_total = 0;
     FILE *lf = NULL, *rf = NULL;
     char logits_tmp[4096] = "", report_tmp[4096] = "";
     char *text = NULL, *json = NULL;
@@ -81,68 +80,23 @@ int cmd_eval(int argc, char **argv)
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     so.profile = cli_get(opts, n_opts, "profile") != NULL;
     PTQ_TRY(st, cli_session_open(&ctx, "eval", &so, &s), done_early);
-    int64_t n_total = limit && limit < s.n_samples ? limit : s.n_samples;
-    int64_t sample = s.channels * s.height * s.width; /* bounded by the data set's checks */
-    x = malloc((size_t)batch * (size_t)sample * sizeof *x);
-    labels = malloc((size_t)batch * sizeof *labels);
-    if (!x || !labels) {
-        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
-        goto done;
-    }
-    if (logits_path)
+    ptq_pick pick = {limit, 0, 0, 0, 0};
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), done);
+    cli_npy_writer npy = {NULL, NULL, 0};
+    if (logits_path) {
         PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lf), done);
+        npy = (cli_npy_writer){lf, logits_tmp, n_total};
+    }
     cli_progress prog;
     cli_progress_start(&prog, "eval", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
+    ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_total, .batch = batch, .need_labels = 1,
+                            .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
+    rp.consumers[rp.n_consumers++] = ptq_eval_consumer(&stats);
+    if (lf)
+        rp.consumers[rp.n_consumers++] = cli_npy_consumer(&npy);
     double t0 = cli_now_s();
-    int64_t k = 0;
-    for (int64_t start = 0; start < n_total; start += batch) {
-        int64_t n = n_total - start < batch ? n_total - start : batch;
-        PTQ_TRY(st, ptq_dataset_read(&ctx, s.data, start, n, &s.pre, x, labels), done);
-        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, s.channels, s.height, s.width}, x, PTQ_MEM_HOST, 0};
-        if (s.pre.nhwc) {
-            in.dims[1] = s.height;
-            in.dims[2] = s.width;
-            in.dims[3] = s.channels;
-        }
-        ptq_tensor out[8];
-        if (s.graph->n_outputs > 8) {
-            st = ptq_fail(&ctx, PTQ_ERR_UNSUPPORTED, "the model has %d outputs; at most 8", s.graph->n_outputs);
-            goto done;
-        }
-        PTQ_TRY(st, ptq_exec_run(&ctx, s.exec, &in, out), done);
-        const ptq_tensor *lg = &out[0];
-        if (lg->dtype != PTQ_DT_FLOAT || lg->ndim < 1 || lg->dims[0] != n) {
-            st = ptq_fail(&ctx, PTQ_ERR_SHAPE, "output '%s' is not a float32 [batch, classes] logits tensor",
-                          s.graph->values[s.graph->outputs[0]].name);
-            goto done;
-        }
-        int64_t k_now = ptq_tensor_numel(lg) / n;
-        if (k && k_now != k) {
-            st = ptq_fail(&ctx, PTQ_ERR_SHAPE, "output '%s' gives %lld scores per image from image %lld on, %lld before",
-                          s.graph->values[s.graph->outputs[0]].name, (long long)k_now, (long long)start, (long long)k);
-            goto done;
-        }
-        if (!k) {
-            k = k_now;
-            int dk = ptq_dataset_n_classes(s.data);
-            if (dk > k) {
-                st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has %d classes but the model outputs %lld scores", so.data, dk,
-                              (long long)k);
-                goto done;
-            }
-            PTQ_TRY(st, ptq_eval_stats_init(&ctx, (int)k, &stats), done);
-            if (lf && cli_npy_header(lf, n_total, k)) {
-                st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
-                goto done;
-            }
-        }
-        PTQ_TRY(st, ptq_eval_stats_update(&ctx, &stats, lg->data, labels, n, start, NULL), done);
-        if (lf && fwrite(lg->data, sizeof(float), (size_t)(n * k), lf) != (size_t)(n * k)) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
-            goto done;
-        }
-        cli_progress_update(&prog, start + n);
-    }
+    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
+    const int64_t k = stats.n_classes;
     double secs = cli_now_s() - t0;
     cli_progress_end(&prog, n_total);
     if (so.profile) {
@@ -155,11 +109,18 @@ int cmd_eval(int argc, char **argv)
     names = calloc((size_t)k, sizeof *names);
     for (int c = 0; names && c < k; c++)
         names[c] = ptq_dataset_class_name(s.data, c);
-    char header[1024];
-    snprintf(header, sizeof header,
-             "{\"command\":\"eval\",\"ptq_version\":\"%s\",\"device\":\"%s\",\"seconds\":%.6f,\"images_per_s\":%.3f}",
-             PTQ_VERSION, ptq_exec_device_name(s.exec), secs, secs > 0 ? (double)n_total / secs : 0.0);
-    PTQ_TRY(st, ptq_eval_format_json(&ctx, &stats, names, header, &json), done);
+    cli_json *hdr = cli_json_header("eval", ptq_exec_device_name(s.exec));
+    cli_json_num(hdr, "seconds", secs);
+    cli_json_num(hdr, "images_per_s", secs > 0 ? (double)n_total / secs : 0.0);
+    char *header = cli_json_done(hdr);
+    if (!header) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    st = ptq_eval_format_json(&ctx, &stats, names, header, &json);
+    free(header);
+    if (st != PTQ_OK)
+        goto done;
     if (report_path) {
         PTQ_TRY(st, cli_tmp_open(&ctx, report_path, report_tmp, sizeof report_tmp, &rf), done);
         if (fputs(json, rf) < 0 || fputc('\n', rf) < 0) {
@@ -204,8 +165,7 @@ done_early:
     free(text);
     free(json);
     free(names);
-    free(x);
-    free(labels);
+    free(ids);
     ptq_eval_stats_free(&stats);
     return cli_report("eval", &ctx, st);
 }

@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "ptq/fake_quant.h"
 #include "ptq/plan.h"
-#include "ptq/validate_report.h"
+#include "ptq/consumers.h"
 
 static const char validate_help[] =
     "usage: ptq validate --model M.onnx --plan plan.json --data D --report DIR [options]\n"
@@ -37,24 +37,6 @@ static const char validate_help[] =
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n";
 
 enum { VALIDATE_MAX_BATCH = 1 << 16 };
-
-static ptq_device device_of(const ptq_exec *e)
-{
-    const char *name = ptq_exec_device_name(e);
-    return strncmp(name, "cuda", 4) == 0 ? PTQ_DEVICE_CUDA : strcmp(name, "ref") == 0 ? PTQ_DEVICE_REF : PTQ_DEVICE_CPU;
-}
-
-/* The plan read and checked against model (loaded into *g), the quantizer
- * patched into *g, and an executor of *g on device with its tap. */
-static ptq_status quantized_exec(ptq_ctx *ctx, const char *model, const char *plan_path, ptq_device device,
-                                 ptq_graph **g, ptq_plan **plan, ptq_fq **fq, ptq_exec **e)
-{
-    PTQ_TRY_RET(cli_load_plan(ctx, plan_path, model, g, plan));
-    PTQ_TRY_RET(ptq_fq_create(ctx, *g, *plan, fq));
-    ptq_exec_params ep = {device, 0, ptq_fq_tap, *fq, 0};
-    PTQ_TRY_RET(ptq_exec_create(ctx, *g, &ep, e));
-    return ptq_fq_bind(ctx, *fq, *e);
-}
 
 int cmd_validate(int argc, char **argv)
 {
@@ -99,15 +81,13 @@ int cmd_validate(int argc, char **argv)
     ptq_status st = PTQ_OK;
     cli_session s;
     memset(&s, 0, sizeof s);
-    ptq_graph *gq = NULL;
     ptq_plan *plan = NULL;
     ptq_fq *fq = NULL;
-    ptq_exec *eq = NULL;
-    ptq_validate_stats *vs = NULL;
-    float *x = NULL, *xq = NULL, *lf = NULL;
-    int32_t *labels = NULL;
+    ptq_validate_run vr;
+    memset(&vr, 0, sizeof vr);
+    int64_t *ids = NULL, n_total = 0;
     const char **names = NULL;
-    char *json = NULL, *md = NULL, *summary = NULL, logits_tmp[4096] = "";
+    char *json = NULL, *md = NULL, *summary = NULL, *header = NULL, logits_tmp[4096] = "";
     const char *logits_path = cli_get(opts, n_opts, "logits");
     FILE *lfile = NULL;
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
@@ -116,85 +96,43 @@ int cmd_validate(int argc, char **argv)
         st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has no labels; validation compares predictions with them", so.data);
         goto done;
     }
-    PTQ_TRY(st, quantized_exec(&ctx, model, plan_path, device_of(s.exec), &gq, &plan, &fq, &eq), done);
-    const int64_t n_total = limit && limit < s.n_samples ? limit : s.n_samples;
-    const int64_t sample = s.channels * s.height * s.width;
-    x = malloc((size_t)batch * (size_t)sample * sizeof *x);
-    xq = malloc((size_t)batch * (size_t)sample * sizeof *xq);
-    labels = malloc((size_t)batch * sizeof *labels);
-    if (!x || !xq || !labels) {
-        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
-        goto done;
+    /* one model: the plan is checked against the session's graph and runs as an overlay on its executor */
+    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
+    PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), done);
+    PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), done);
+    ptq_pick pick = {limit, 0, 0, 0, 0};
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), done);
+    cli_npy_writer npy = {NULL, NULL, n_total};
+    if (logits_path) {
+        PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), done);
+        npy.f = lfile;
+        npy.path = logits_tmp;
     }
+    vr.overlay = ptq_fq_overlay(fq);
     cli_progress prog;
     cli_progress_start(&prog, "validate", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
-    int64_t k = 0;
-    for (int64_t start = 0; start < n_total; start += batch) {
-        const int64_t n = n_total - start < batch ? n_total - start : batch;
-        PTQ_TRY(st, ptq_dataset_read(&ctx, s.data, start, n, &s.pre, x, labels), done);
-        memcpy(xq, x, (size_t)(n * sample) * sizeof *x);
-        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, s.channels, s.height, s.width}, x, PTQ_MEM_HOST, 0};
-        if (s.pre.nhwc) {
-            in.dims[1] = s.height;
-            in.dims[2] = s.width;
-            in.dims[3] = s.channels;
-        }
-        ptq_tensor inq = in, out[8], outq[8];
-        inq.data = xq;
-        if (s.graph->n_outputs > 8) {
-            st = ptq_fail(&ctx, PTQ_ERR_UNSUPPORTED, "the model has %d outputs; at most 8", s.graph->n_outputs);
-            goto done;
-        }
-        PTQ_TRY(st, ptq_exec_run(&ctx, s.exec, &in, out), done);
-        const ptq_tensor *lg = &out[0];
-        if (lg->dtype != PTQ_DT_FLOAT || lg->ndim < 1 || lg->dims[0] != n ||
-            (k && ptq_tensor_numel(lg) / n != k)) {
-            st = ptq_fail(&ctx, PTQ_ERR_SHAPE, "output '%s' is not a float32 [batch, classes] logits tensor of one width",
-                          s.graph->values[s.graph->outputs[0]].name);
-            goto done;
-        }
-        if (!k) {
-            k = ptq_tensor_numel(lg) / n;
-            const int dk = ptq_dataset_n_classes(s.data);
-            if (dk > k || k < 2 || k > (1 << 20)) {
-                st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has %d classes but the model outputs %lld scores", so.data, dk,
-                              (long long)k);
-                goto done;
-            }
-            PTQ_TRY(st, ptq_validate_stats_init(&ctx, (int)k, &vs), done);
-            if (!(lf = malloc((size_t)(batch * k) * sizeof *lf))) {
-                st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
-                goto done;
-            }
-            if (logits_path) {
-                PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), done);
-                if (cli_npy_header(lfile, n_total, k)) {
-                    st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
-                    goto done;
-                }
-            }
-        }
-        memcpy(lf, lg->data, (size_t)(n * k) * sizeof *lf);
-        PTQ_TRY(st, ptq_fq_apply_inputs(&ctx, fq, &inq), done);
-        PTQ_TRY(st, ptq_exec_run(&ctx, eq, &inq, outq), done);
-        PTQ_TRY(st, ptq_validate_stats_add(&ctx, vs, n, labels, lf, outq[0].data), done);
-        if (lfile && fwrite(outq[0].data, sizeof(float), (size_t)(n * k), lfile) != (size_t)(n * k)) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", logits_tmp, strerror(errno));
-            goto done;
-        }
-        cli_progress_update(&prog, start + n);
-    }
+    ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_total, .batch = batch, .need_labels = 1,
+                            .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
+    rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
+    if (lfile) /* after the comparison: the quantized logits */
+        rp.consumers[rp.n_consumers++] = cli_npy_consumer(&npy);
+    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
+    const int64_t k = vr.n_classes;
+    ptq_validate_stats *vs = vr.stats;
+    const ptq_exec *eq = s.exec;
     cli_progress_end(&prog, n_total);
     names = calloc((size_t)k + 1, sizeof *names);
     for (int c = 0; names && c < k; c++)
         names[c] = ptq_dataset_class_name(s.data, c);
     vo.class_names = names;
-    char header[2048];
-    snprintf(header, sizeof header,
-             "{\"command\":\"validate\",\"ptq_version\":\"%s\",\"device\":\"%s\",\"plan_core\":\"%s\","
-             "\"plan_method\":\"%s\",\"plan_tensors\":%lld}",
-             PTQ_VERSION, ptq_exec_device_name(eq), ptq_prec_name(plan->core), plan->method ? plan->method : "",
-             (long long)plan->n);
+    cli_json *hdr = cli_json_header("validate", ptq_exec_device_name(eq));
+    cli_json_str(hdr, "plan_core", ptq_prec_name(plan->core));
+    cli_json_str(hdr, "plan_method", plan->method ? plan->method : "");
+    cli_json_num(hdr, "plan_tensors", (double)plan->n);
+    if (!(header = cli_json_done(hdr))) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     vo.header_json = header;
     PTQ_TRY(st, ptq_validate_format_json(&ctx, vs, &vo, &json), done);
     PTQ_TRY(st, ptq_validate_format_markdown(&ctx, vs, &vo, &md), done);
@@ -231,16 +169,12 @@ done:
     free(json);
     free(md);
     free(summary);
+    free(header);
     free(names);
-    free(x);
-    free(xq);
-    free(lf);
-    free(labels);
-    ptq_validate_stats_free(vs);
-    ptq_exec_free(eq);
+    free(ids);
+    ptq_validate_run_free(&vr);
     ptq_fq_free(fq);
     ptq_plan_free(plan);
-    ptq_graph_free(gq);
     cli_session_close(&s);
     return cli_report("validate", &ctx, st);
 }

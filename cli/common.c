@@ -248,28 +248,31 @@ int cli_npy_header(FILE *f, int64_t rows, int64_t cols)
     return ferror(f) ? -1 : 0;
 }
 
-ptq_status cli_load_plan(ptq_ctx *ctx, const char *plan_path, const char *model_path, ptq_graph **g,
-                         ptq_plan **plan)
+ptq_status cli_plan_for(ptq_ctx *ctx, const char *plan_path, const char *model_path, const ptq_graph *g,
+                        ptq_plan **plan)
 {
     char sha[65], *text = NULL;
-    *g = NULL;
     *plan = NULL;
-    ptq_status st = ptq_sha256_file(ctx, model_path, sha);
-    if (st == PTQ_OK)
-        st = ptq_graph_load_onnx(ctx, model_path, g);
-    if (st == PTQ_OK)
-        st = ptq_graph_infer_shapes(ctx, *g, 1);
-    if (st != PTQ_OK)
-        return st;
+    PTQ_TRY_RET(ptq_sha256_file(ctx, model_path, sha));
     PTQ_TRY_RET(cli_read_text(ctx, plan_path, &text));
-    st = ptq_plan_from_json(ctx, text, plan);
+    ptq_status st = ptq_plan_from_json(ctx, text, plan);
     free(text);
     if (st == PTQ_OK)
-        st = ptq_plan_check(ctx, *plan, *g, sha);
+        st = ptq_plan_check(ctx, *plan, g, sha);
     if (st != PTQ_OK) {
         char why[PTQ_MSG_BYTES];
         snprintf(why, sizeof why, "%s", ctx->msg);
         ptq_fail(ctx, st, "%s: %s", plan_path, why);
     }
     return st;
+}
+
+ptq_status cli_load_plan(ptq_ctx *ctx, const char *plan_path, const char *model_path, ptq_graph **g,
+                         ptq_plan **plan)
+{
+    *g = NULL;
+    *plan = NULL;
+    PTQ_TRY_RET(ptq_graph_load_onnx(ctx, model_path, g));
+    PTQ_TRY_RET(ptq_graph_infer_shapes(ctx, *g, 1));
+    return cli_plan_for(ctx, plan_path, model_path, *g, plan);
 }

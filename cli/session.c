@@ -1,109 +1,50 @@
-/* Opens a model and a data set for the commands that run one over the
- * other (eval now; calibrate and validate later): picks the device,
- * derives the preprocessing, and checks the data fits the model input. */
+/* The commands' view of a library session (include/ptq/runner.h): the
+ * device flag parsed, the session's notes printed, and --profile's table. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-static ptq_status pick_device(ptq_ctx *ctx, const char *cmd, const char *name, ptq_device *out)
-{
-    if (!name || strcmp(name, "cpu") == 0) {
-        *out = PTQ_DEVICE_CPU;
-    } else if (strcmp(name, "ref") == 0) {
-        *out = PTQ_DEVICE_REF;
-    } else if (strcmp(name, "cuda") == 0 || strcmp(name, "gpu") == 0) {
-        char why[256];
-        *out = PTQ_DEVICE_CUDA;
-        if (!ptq_cuda_available(why, sizeof why)) {
-            fprintf(stderr, "ptq %s: no usable GPU (%s); running on the CPU\n", cmd, why);
-            *out = PTQ_DEVICE_CPU;
-        }
-    } else {
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--device must be cpu, cuda or ref, got '%s'", name);
-    }
-    return PTQ_OK;
-}
-
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s)
 {
-    ptq_status st = PTQ_OK;
     memset(s, 0, sizeof *s);
-    ptq_device device = PTQ_DEVICE_CPU;
-    PTQ_TRY(st, pick_device(ctx, cmd, o->device, &device), fail);
-    PTQ_TRY(st, ptq_graph_load_onnx(ctx, o->model, &s->graph), fail);
-    const ptq_graph *g = s->graph;
-    if (g->n_inputs != 1 || g->n_outputs < 1) {
-        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: the model has %d inputs and %d outputs; ptq %s needs one image input",
-                      o->model, g->n_inputs, g->n_outputs, cmd);
-        goto fail;
+    ptq_session_opts po;
+    memset(&po, 0, sizeof po);
+    PTQ_TRY_RET(ptq_device_parse(ctx, o->device, &po.device, &po.cuda_device));
+    po.model = o->model;
+    po.data = o->data;
+    po.cpu_fallback = 1;
+    po.preprocess = o->preprocess;
+    po.dataset.images_key = o->images_key;
+    po.dataset.labels_key = o->labels_key;
+    po.dataset.layout = o->layout;
+    po.profile = o->profile;
+    PTQ_TRY_RET(ptq_session_open(ctx, &po, &s->ps));
+    for (const char *line = ptq_session_notes(s->ps); *line;) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        fprintf(stderr, "ptq %s: note: %.*s\n", cmd, len, line);
+        line += len + (end != NULL);
     }
-    const ptq_value *in = &g->values[g->inputs[0]];
-    if (in->dtype != PTQ_DT_FLOAT || in->ndim != 4) {
-        char dims[96];
-        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' is %s [%s]; ptq %s needs a float32 image batch of rank 4",
-                      o->model, in->name, ptq_dtype_name(in->dtype), ptq_dims_str(in->dims, in->ndim, dims, sizeof dims),
-                      cmd);
-        goto fail;
-    }
-    ptq_preprocess_default(&s->pre);
-    const char *meta = ptq_graph_meta(g, "ptq.preprocess");
-    if (meta)
-        PTQ_TRY(st, ptq_preprocess_parse(ctx, meta, &s->pre), fail);
-    if (o->preprocess)
-        PTQ_TRY(st, ptq_preprocess_parse(ctx, o->preprocess, &s->pre), fail);
-    int c_axis = s->pre.nhwc ? 3 : 1, h_axis = s->pre.nhwc ? 1 : 2, w_axis = s->pre.nhwc ? 2 : 3;
-    s->channels = in->dims[c_axis];
-    s->height = in->dims[h_axis];
-    s->width = in->dims[w_axis];
-
-    ptq_dataset_opts dopts = {o->images_key, o->labels_key, o->layout};
-    PTQ_TRY(st, ptq_dataset_open(ctx, o->data, &dopts, &s->data), fail);
-    s->n_samples = ptq_dataset_count(s->data);
-    if (s->n_samples <= 0) {
-        st = ptq_fail(ctx, PTQ_ERR_DATA, "%s: the data set holds no samples", o->data);
-        goto fail;
-    }
-    int64_t dh, dw, dc;
-    ptq_dataset_geometry(s->data, &dh, &dw, &dc);
-    if (s->channels < 0)
-        s->channels = dc;
-    if (s->height < 0)
-        s->height = dh;
-    if (s->width < 0)
-        s->width = dw;
-    if (s->channels != 1 && s->channels != 3) {
-        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' has %lld channels; images give 1 or 3", o->model,
-                      in->name, (long long)s->channels);
-        goto fail;
-    }
-    if ((dh != s->height || dw != s->width) && s->pre.resize == 0) {
-        st = ptq_fail(ctx, PTQ_ERR_SHAPE,
-                      "%s: images are %lldx%lld but the model input '%s' takes %lldx%lld; pass --preprocess "
-                      "resize=<shorter side> to resize and center-crop",
-                      o->data, (long long)dh, (long long)dw, in->name, (long long)s->height, (long long)s->width);
-        goto fail;
-    }
-    if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
-        fprintf(stderr, "ptq %s: note: converting %lld-channel images to the model's %lld channels\n", cmd,
-                (long long)dc, (long long)s->channels);
-    s->pre.n_channels = (int)s->channels;
-    s->pre.height = s->height;
-    s->pre.width = s->width;
-    ptq_exec_params ep = {device, 0, NULL, NULL, o->profile};
-    PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
+    s->graph = ptq_session_graph(s->ps);
+    s->exec = ptq_session_exec(s->ps);
+    s->data = ptq_session_dataset(s->ps);
+    s->pre = *ptq_session_preprocess(s->ps);
+    ptq_session_input_shape(s->ps, &s->channels, &s->height, &s->width);
+    s->n_samples = ptq_session_n_samples(s->ps);
     return PTQ_OK;
-fail:
-    cli_session_close(s);
-    return st;
 }
 
 void cli_session_close(cli_session *s)
 {
-    ptq_exec_free(s->exec);
-    ptq_dataset_close(s->data);
-    ptq_graph_free(s->graph);
+    ptq_session_close(s->ps);
     memset(s, 0, sizeof *s);
+}
+
+void cli_progress_cb(void *user, int64_t done, int64_t total)
+{
+    (void)total;
+    cli_progress_update(user, done);
 }
 
 char *cli_profile_table(const cli_session *s)

@@ -1,6 +1,7 @@
-/* Simulated quantization under a plan (include/ptq/fake_quant.h): weights
- * quantized-dequantized per channel into owned buffers patched into the
- * graph, activations rounded in place as the executor produces them (host:
+/* Simulated quantization under a plan (include/ptq/fake_quant.h) as an
+ * executor overlay: weights quantized-dequantized per channel into owned
+ * buffers the executor reads instead of the graph's, activations rounded in
+ * place as the executor produces them (host:
  * kernels/ref/numfmt.c; device: kernels/cuda/numfmt.cu, bit-exact with it).
  * Covered by tests/test_fake_quant.c and tests/cuda_fake_quant.c. */
 #define _POSIX_C_SOURCE 200809L
@@ -18,27 +19,23 @@ typedef struct fq_act {
 } fq_act;
 
 struct ptq_fq {
-    ptq_graph *g;
+    const ptq_graph *g;
     fq_act *act;              /* [g->n_values]: the plan's rounding of each activation (fp32: none) */
-    int n_patched;
-    int *patched;             /* [n_patched] value indices whose data fq replaced */
-    const void **original;    /* [n_patched] their data before */
-    float **owned;            /* [n_patched] the replacement buffers */
-    struct ptq_cuda_dev *cuda; /* the bound executor's GPU, or NULL */
+    unsigned char *rounds;    /* [g->n_values]: 1 where act is not fp32 */
+    float **weight;           /* [g->n_values]: quantized-dequantized weights, NULL where the graph's stand */
+    ptq_overlay ov;
 };
 
 void ptq_fq_free(ptq_fq *fq)
 {
     if (!fq)
         return;
-    for (int i = 0; i < fq->n_patched; i++) {
-        fq->g->values[fq->patched[i]].data = fq->original[i];
-        free(fq->owned[i]);
-    }
+    if (fq->weight)
+        for (int v = 0; v < fq->g->n_values; v++)
+            free(fq->weight[v]);
+    free(fq->weight);
     free(fq->act);
-    free(fq->patched);
-    free(fq->original);
-    free(fq->owned);
+    free(fq->rounds);
     free(fq);
 }
 
@@ -79,61 +76,16 @@ static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_pla
     return PTQ_OK;
 }
 
-ptq_status ptq_fq_create(ptq_ctx *ctx, ptq_graph *g, const ptq_plan *p, ptq_fq **out)
+static const float *fq_weight(void *user, int value_index)
 {
-    ptq_status st = PTQ_OK;
-    *out = NULL;
-    ptq_fq *fq = calloc(1, sizeof *fq);
-    if (!fq)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for simulated quantization");
-    fq->g = g;
-    fq->act = calloc((size_t)g->n_values + 1, sizeof *fq->act);
-    fq->patched = calloc((size_t)p->n + 1, sizeof *fq->patched);
-    fq->original = calloc((size_t)p->n + 1, sizeof *fq->original);
-    fq->owned = calloc((size_t)p->n + 1, sizeof *fq->owned);
-    if (!fq->act || !fq->patched || !fq->original || !fq->owned) {
-        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for simulated quantization");
-        goto done;
-    }
-    for (int64_t i = 0; i < p->n; i++) {
-        const ptq_plan_entry *e = &p->e[i];
-        const int v = ptq_graph_find_value(g, e->name);
-        if (v < 0) {
-            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which the model does not have", e->name);
-            goto done;
-        }
-        if (!e->is_weight) {
-            fq->act[v].prec = e->prec;
-            fq->act[v].scale = e->n_scales ? e->scales[0] : 1.0f;
-            continue;
-        }
-        if (e->prec == PTQ_PREC_FP32)
-            continue;
-        float *y = NULL;
-        PTQ_TRY(st, weight_rounded(ctx, &g->values[v], e, &y), done);
-        fq->patched[fq->n_patched] = v;
-        fq->original[fq->n_patched] = g->values[v].data;
-        fq->owned[fq->n_patched] = y;
-        fq->n_patched++;
-        g->values[v].data = y;
-    }
-    *out = fq;
-    fq = NULL;
-done:
-    ptq_fq_free(fq);
-    return st;
+    const ptq_fq *fq = user;
+    return fq->weight[value_index];
 }
 
-ptq_status ptq_fq_bind(ptq_ctx *ctx, ptq_fq *fq, ptq_exec *e)
+/* Rounds tensor t (value v) in place, on the host or e's device. */
+static ptq_status fq_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, ptq_tensor *t)
 {
-    (void)ctx;
-    fq->cuda = ptq_exec_cuda_dev(e);
-    return PTQ_OK;
-}
-
-/* Rounds tensor t (value v) in place, on the host or its device. */
-static ptq_status round_tensor(ptq_ctx *ctx, const ptq_fq *fq, int v, const ptq_tensor *t)
-{
+    const ptq_fq *fq = user;
     const fq_act a = fq->act[v];
     if (a.prec == PTQ_PREC_FP32)
         return PTQ_OK;
@@ -147,35 +99,68 @@ static ptq_status round_tensor(ptq_ctx *ctx, const ptq_fq *fq, int v, const ptq_
         return PTQ_OK;
     }
 #ifdef PTQ_CUDA
-    if (!fq->cuda)
-        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "'%s' is on the GPU but the quantizer is not bound to an executor",
-                        fq->g->values[v].name);
+    struct ptq_cuda_dev *cuda = ptq_exec_cuda_dev(e);
+    if (!cuda)
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "'%s' is on a GPU the executor does not run on", fq->g->values[v].name);
     switch (a.prec) {
-    case PTQ_PREC_FP16: return ptq_k_round_fp16_cuda(ctx, fq->cuda, x, n, x);
-    case PTQ_PREC_INT8: return ptq_k_fake_quant_int8_cuda(ctx, fq->cuda, x, n, a.scale, x);
-    case PTQ_PREC_FP8_E4M3: return ptq_k_fake_quant_fp8_cuda(ctx, fq->cuda, PTQ_FP8_E4M3, x, n, a.scale, x);
-    case PTQ_PREC_FP8_E5M2: return ptq_k_fake_quant_fp8_cuda(ctx, fq->cuda, PTQ_FP8_E5M2, x, n, a.scale, x);
+    case PTQ_PREC_FP16: return ptq_k_round_fp16_cuda(ctx, cuda, x, n, x);
+    case PTQ_PREC_INT8: return ptq_k_fake_quant_int8_cuda(ctx, cuda, x, n, a.scale, x);
+    case PTQ_PREC_FP8_E4M3: return ptq_k_fake_quant_fp8_cuda(ctx, cuda, PTQ_FP8_E4M3, x, n, a.scale, x);
+    case PTQ_PREC_FP8_E5M2: return ptq_k_fake_quant_fp8_cuda(ctx, cuda, PTQ_FP8_E5M2, x, n, a.scale, x);
     case PTQ_PREC_FP32: break;
     }
     return PTQ_OK;
 #else
+    (void)e;
     return ptq_fail(ctx, PTQ_ERR_INTERNAL, "'%s' is on a device in a build without CUDA", fq->g->values[v].name);
 #endif
 }
 
-ptq_status ptq_fq_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
-                      const ptq_tensor *t)
+ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, ptq_fq **out)
 {
-    const ptq_fq *fq = user;
-    (void)node_index;
-    if (g != fq->g)
-        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "quantizer tapped on a graph it was not made for");
-    return round_tensor(ctx, fq, value_index, t);
+    ptq_status st = PTQ_OK;
+    *out = NULL;
+    ptq_fq *fq = calloc(1, sizeof *fq);
+    if (!fq)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for simulated quantization");
+    fq->g = g;
+    fq->act = calloc((size_t)g->n_values + 1, sizeof *fq->act);
+    fq->rounds = calloc((size_t)g->n_values + 1, sizeof *fq->rounds);
+    fq->weight = calloc((size_t)g->n_values + 1, sizeof *fq->weight);
+    if (!fq->act || !fq->rounds || !fq->weight) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for simulated quantization");
+        goto done;
+    }
+    for (int64_t i = 0; i < p->n; i++) {
+        const ptq_plan_entry *e = &p->e[i];
+        const int v = ptq_graph_find_value(g, e->name);
+        if (v < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which the model does not have", e->name);
+            goto done;
+        }
+        if (!e->is_weight) {
+            fq->act[v].prec = e->prec;
+            fq->act[v].scale = e->n_scales ? e->scales[0] : 1.0f;
+            fq->rounds[v] = e->prec != PTQ_PREC_FP32;
+            continue;
+        }
+        if (e->prec == PTQ_PREC_FP32 || fq->weight[v])
+            continue;
+        PTQ_TRY(st, weight_rounded(ctx, &g->values[v], e, &fq->weight[v]), done);
+    }
+    fq->ov.id = ptq_overlay_new_id();
+    fq->ov.user = fq;
+    fq->ov.weight = fq_weight;
+    fq->ov.round = fq_round;
+    fq->ov.rounds = fq->rounds;
+    *out = fq;
+    fq = NULL;
+done:
+    ptq_fq_free(fq);
+    return st;
 }
 
-ptq_status ptq_fq_apply_inputs(ptq_ctx *ctx, ptq_fq *fq, ptq_tensor *inputs)
+const ptq_overlay *ptq_fq_overlay(const ptq_fq *fq)
 {
-    for (int k = 0; k < fq->g->n_inputs; k++)
-        PTQ_TRY_RET(round_tensor(ctx, fq, fq->g->inputs[k], &inputs[k]));
-    return PTQ_OK;
+    return &fq->ov;
 }

@@ -25,6 +25,11 @@ int ptq_cuda_available(char *why, size_t n_why)
     return 0;
 }
 
+int ptq_cuda_n_devices(char *why, size_t n_why)
+{
+    return ptq_cuda_available(why, n_why);
+}
+
 #else
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -44,6 +49,11 @@ static cuda_backend *impl_of(ptq_backend *b)
 int ptq_cuda_available(char *why, size_t n_why)
 {
     return ptq_cuda_device_count(why, n_why) > 0;
+}
+
+int ptq_cuda_n_devices(char *why, size_t n_why)
+{
+    return ptq_cuda_device_count(why, n_why);
 }
 
 static ptq_status cuda_alloc(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out)
@@ -382,8 +392,12 @@ ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend *
 {
     char why[256];
     *out = NULL;
-    if (ptq_cuda_device_count(why, sizeof why) == 0)
+    const int n_devices = ptq_cuda_device_count(why, sizeof why);
+    if (n_devices == 0)
         return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "%s", why);
+    if (device_index < 0 || device_index >= n_devices)
+        return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "GPU %d asked for, but %d %s visible", device_index, n_devices,
+                        n_devices == 1 ? "is" : "are");
     cuda_backend *cb = calloc(1, sizeof *cb);
     if (!cb)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the cuda backend");

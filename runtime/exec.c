@@ -1,10 +1,16 @@
 /* The executor: runs a graph's nodes in topological order through a
  * backend, falling back to the host for nodes the device declines, moving
  * tensors between host and device only when a consumer needs them there,
- * recycling buffers once their last consumer ran, and calling the tap on
- * every produced tensor. Covered by tests/test_exec.c,
+ * applying a quantization overlay (weights substituted, tensors rounded as
+ * produced) and calling every tap on every produced tensor. Memory follows
+ * tensor liveness: the first run of a batch size records when each buffer
+ * lives, then one arena per memory space holds them all at offsets planned
+ * so that no two buffers alive at once overlap, and later runs allocate
+ * nothing. Kept values (copies a run leaves behind) let a later run start
+ * at any node. Covered by tests/test_exec.c, tests/test_exec_overlay.c,
  * tests/onnx_conformance.c and tests/cuda_exec.c. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +19,11 @@
 #include "ptq/runtime.h"
 #include "runtime/backend.h"
 
-/* Freed buffers of one backend, reused best-fit by the next allocation. */
+enum { MEM_HOST = 0, MEM_DEV = 1, N_MEM = 2 };
+#define ARENA_ALIGN ((size_t)256)
+
+/* Freed buffers of one backend, reused best-fit by the next allocation
+ * that the memory plan does not cover (first runs, omitted outputs). */
 typedef struct buf_pool {
     ptq_backend *b;
     int n, cap;
@@ -21,26 +31,71 @@ typedef struct buf_pool {
     size_t *bytes;
 } buf_pool;
 
+/* When one value's buffer in one memory space lives (steps: 0 binds the
+ * inputs, k + 1 runs node k, n_nodes + 1 ends the run), over every run so
+ * far, and where the plan puts it. A buffer lives from its first use to its
+ * value's last consumer, which does not depend on where a run starts. */
+typedef struct live {
+    size_t bytes;        /* largest size seen (0: never allocated) */
+    int first;           /* earliest step it was allocated at */
+    size_t offset;       /* in the arena, when planned */
+    size_t planned;      /* bytes the plan reserved (0: not planned) */
+    int planned_first;   /* the first step the plan assumed */
+} live;
+
 /* One graph value during a run: its shape and where copies of it live. */
 typedef struct slot {
     ptq_tensor meta;    /* dtype and shape; data unused */
-    void *host;         /* host copy or NULL */
-    void *dev;          /* device copy or NULL */
-    size_t host_cap, dev_cap;
-    int host_borrowed;  /* host points at caller or graph data: never released */
-    int refs_total;     /* consumers per run (node inputs, +1 for a graph output) */
+    void *ptr[N_MEM];   /* host / device copy or NULL */
+    size_t cap[N_MEM];
+    int from_pool[N_MEM]; /* 1: the copy came from the pool and goes back there */
+    int borrowed[N_MEM];  /* points at caller, graph, overlay or kept data: never released */
+    int refs_total;     /* consumers per full run (node inputs, +1 for a graph output) */
     int refs;           /* consumers left in this run */
     int is_const;       /* initializer or constant: host copy borrowed, device copy kept across runs */
-    int is_output;
+    int producer;       /* node index, -1 for graph inputs and constants */
+    int death;          /* the step after which no node reads it */
+    int keep;           /* keep a copy after each full run */
+    live lv[N_MEM];
+    /* the kept copy: in the memory the value was produced in */
+    void *kept;
+    size_t kept_cap;
+    int kept_mem;       /* MEM_HOST or MEM_DEV; valid when kept_valid */
+    int kept_valid;
+    ptq_tensor kept_meta;
 } slot;
+
+/* A device copy of an overlay's replacement weight. */
+typedef struct wcopy {
+    uint64_t overlay_id;
+    int value;
+    void *dev;
+} wcopy;
 
 struct ptq_exec {
     const ptq_graph *g;
     ptq_exec_params p;
     ptq_backend *host;  /* "cpu" or "ref" */
     ptq_backend *dev;   /* "cuda" or NULL */
-    buf_pool host_pool, dev_pool;
+    ptq_backend *by_mem[N_MEM];
+    buf_pool pool[N_MEM];
     slot *slots;        /* [g->n_values] */
+    struct {
+        ptq_tap_fn fn;
+        void *user;
+    } taps[PTQ_EXEC_MAX_TAPS];
+    int n_taps;
+    ptq_overlay ov;     /* active when has_ov */
+    int has_ov;
+    uint64_t prev_ov_id;
+    wcopy *wcopies;
+    int n_wcopies, cap_wcopies;
+    void *arena[N_MEM];
+    size_t arena_bytes[N_MEM];
+    int planned;        /* the arenas hold a plan */
+    int replan;         /* this run needed something the plan did not cover */
+    int step;
+    int64_t n_allocs;
     int n_fallback;
     double *node_s;     /* [g->n_nodes] seconds spent in each node's kernels, summed over runs */
     char device_name[160];
@@ -53,8 +108,26 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static ptq_status pool_get(ptq_ctx *ctx, buf_pool *pl, size_t n_bytes, void **out, size_t *cap)
+uint64_t ptq_overlay_new_id(void)
 {
+    static atomic_uint_fast64_t next = 1;
+    return (uint64_t)atomic_fetch_add(&next, 1);
+}
+
+static int mem_index(ptq_mem m)
+{
+    return m == PTQ_MEM_HOST ? MEM_HOST : MEM_DEV;
+}
+
+static ptq_status backend_alloc(ptq_ctx *ctx, ptq_exec *e, int m, size_t n_bytes, void **out)
+{
+    e->n_allocs++;
+    return e->by_mem[m]->alloc(e->by_mem[m], ctx, n_bytes, out);
+}
+
+static ptq_status pool_get(ptq_ctx *ctx, ptq_exec *e, int m, size_t n_bytes, void **out, size_t *cap)
+{
+    buf_pool *pl = &e->pool[m];
     int best = -1;
     for (int i = 0; i < pl->n; i++)
         if (pl->bytes[i] >= n_bytes && (best < 0 || pl->bytes[i] < pl->bytes[best]))
@@ -68,7 +141,7 @@ static ptq_status pool_get(ptq_ctx *ctx, buf_pool *pl, size_t n_bytes, void **ou
         return PTQ_OK;
     }
     *cap = n_bytes;
-    return pl->b->alloc(pl->b, ctx, n_bytes, out);
+    return backend_alloc(ctx, e, m, n_bytes, out);
 }
 
 static void pool_put(buf_pool *pl, void *p, size_t cap)
@@ -99,58 +172,140 @@ static void pool_clear(buf_pool *pl)
         pl->b->release(pl->b, pl->ptr[i]);
     free(pl->ptr);
     free(pl->bytes);
-    memset(pl, 0, sizeof *pl);
+    pl->ptr = NULL;
+    pl->bytes = NULL;
+    pl->n = pl->cap = 0;
 }
 
-static ptq_tensor slot_view(const slot *s, ptq_mem mem)
+static ptq_tensor slot_view(const slot *s, int m)
 {
     ptq_tensor t = s->meta;
-    t.mem = mem;
-    t.data = mem == PTQ_MEM_HOST ? s->host : s->dev;
-    t.cap_bytes = mem == PTQ_MEM_HOST ? s->host_cap : s->dev_cap;
+    t.mem = m == MEM_HOST ? PTQ_MEM_HOST : PTQ_MEM_CUDA;
+    t.data = s->ptr[m];
+    t.cap_bytes = s->cap[m];
     return t;
+}
+
+/* Drops s's copy in memory m: back to the pool, or nothing for arena,
+ * borrowed and constant data. */
+static void slot_drop(ptq_exec *e, slot *s, int m)
+{
+    if (!s->ptr[m])
+        return;
+    if (s->from_pool[m])
+        pool_put(&e->pool[m], s->ptr[m], s->cap[m]);
+    s->ptr[m] = NULL;
+    s->cap[m] = 0;
+    s->from_pool[m] = s->borrowed[m] = 0;
 }
 
 static void slot_release(ptq_exec *e, slot *s)
 {
     if (s->is_const)
         return;
-    if (s->host && !s->host_borrowed)
-        pool_put(&e->host_pool, s->host, s->host_cap);
-    if (s->dev)
-        pool_put(&e->dev_pool, s->dev, s->dev_cap);
-    s->host = s->dev = NULL;
-    s->host_cap = s->dev_cap = 0;
-    s->host_borrowed = 0;
+    for (int m = 0; m < N_MEM; m++)
+        slot_drop(e, s, m);
 }
 
-static ptq_status slot_alloc(ptq_ctx *ctx, ptq_exec *e, slot *s, ptq_mem mem)
+/* Room for s in memory m: its planned place in the arena when the plan
+ * covers it, else a pooled buffer (and a new plan after this run). */
+static ptq_status slot_alloc(ptq_ctx *ctx, ptq_exec *e, slot *s, int m)
 {
     size_t n_bytes = ptq_tensor_bytes(&s->meta);
-    if (mem == PTQ_MEM_HOST)
-        return pool_get(ctx, &e->host_pool, n_bytes, &s->host, &s->host_cap);
-    return pool_get(ctx, &e->dev_pool, n_bytes, &s->dev, &s->dev_cap);
-}
-
-/* Makes sure a copy of s exists in mem, copying from the other side. */
-static ptq_status slot_ensure(ptq_ctx *ctx, ptq_exec *e, slot *s, ptq_mem mem)
-{
-    ptq_status st = PTQ_OK;
-    size_t n_bytes = ptq_tensor_bytes(&s->meta);
-    if (mem == PTQ_MEM_HOST && !s->host) {
-        PTQ_TRY(st, slot_alloc(ctx, e, s, PTQ_MEM_HOST), done);
-        PTQ_TRY(st, e->dev->download(e->dev, ctx, s->host, s->dev, n_bytes), done);
-    } else if (mem == PTQ_MEM_CUDA && !s->dev) {
-        if (s->is_const) { /* kept across runs: allocated outside the recycling pool */
-            s->dev_cap = n_bytes;
-            PTQ_TRY(st, e->dev->alloc(e->dev, ctx, n_bytes, &s->dev), done);
-        } else {
-            PTQ_TRY(st, slot_alloc(ctx, e, s, PTQ_MEM_CUDA), done);
-        }
-        PTQ_TRY(st, e->dev->upload(e->dev, ctx, s->dev, s->host, n_bytes), done);
+    live *lv = &s->lv[m];
+    if (lv->bytes == 0 || e->step < lv->first)
+        lv->first = e->step;
+    if (n_bytes > lv->bytes)
+        lv->bytes = n_bytes;
+    if (e->planned && lv->planned >= n_bytes && lv->planned > 0 && e->step >= lv->planned_first) {
+        s->ptr[m] = (char *)e->arena[m] + lv->offset;
+        s->cap[m] = lv->planned;
+        s->from_pool[m] = 0;
+        return PTQ_OK;
     }
-done:
-    return st;
+    e->replan = 1;
+    s->from_pool[m] = 1;
+    /* recorded as a pooled buffer, its lifetime still counts for the plan */
+    return pool_get(ctx, e, m, n_bytes, &s->ptr[m], &s->cap[m]);
+}
+
+/* The device copy of overlay weight v (host data w), uploaded on first use. */
+static ptq_status overlay_weight_dev(ptq_ctx *ctx, ptq_exec *e, int v, const float *w, size_t n_bytes, void **out)
+{
+    for (int i = 0; i < e->n_wcopies; i++)
+        if (e->wcopies[i].overlay_id == e->ov.id && e->wcopies[i].value == v) {
+            *out = e->wcopies[i].dev;
+            return PTQ_OK;
+        }
+    if (e->n_wcopies == e->cap_wcopies) {
+        int cap_new = e->cap_wcopies ? 2 * e->cap_wcopies : 32;
+        wcopy *wc = realloc(e->wcopies, (size_t)cap_new * sizeof *wc);
+        if (!wc)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for overlay weight copies");
+        e->wcopies = wc;
+        e->cap_wcopies = cap_new;
+    }
+    void *d = NULL;
+    PTQ_TRY_RET(backend_alloc(ctx, e, MEM_DEV, n_bytes, &d));
+    ptq_status st = e->dev->upload(e->dev, ctx, d, w, n_bytes);
+    if (st != PTQ_OK) {
+        e->dev->release(e->dev, d);
+        return st;
+    }
+    e->wcopies[e->n_wcopies++] = (wcopy){e->ov.id, v, d};
+    *out = d;
+    return PTQ_OK;
+}
+
+/* A constant's view in memory m: the overlay's replacement when it has one. */
+static ptq_status const_view(ptq_ctx *ctx, ptq_exec *e, int v, int m, ptq_tensor *t)
+{
+    slot *s = &e->slots[v];
+    const float *w = e->has_ov && e->ov.weight ? e->ov.weight(e->ov.user, v) : NULL;
+    size_t n_bytes = ptq_tensor_bytes(&s->meta);
+    if (w) {
+        if (s->meta.dtype != PTQ_DT_FLOAT)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the overlay replaces '%s', which is %s, not float32",
+                            e->g->values[v].name, ptq_dtype_name(s->meta.dtype));
+        *t = slot_view(s, m);
+        t->cap_bytes = n_bytes;
+        if (m == MEM_HOST)
+            t->data = (void *)w;
+        else
+            PTQ_TRY_RET(overlay_weight_dev(ctx, e, v, w, n_bytes, &t->data));
+        return PTQ_OK;
+    }
+    if (!s->ptr[m]) { /* device copy, kept across runs outside the plan */
+        s->cap[m] = n_bytes;
+        PTQ_TRY_RET(backend_alloc(ctx, e, m, n_bytes, &s->ptr[m]));
+        PTQ_TRY_RET(e->dev->upload(e->dev, ctx, s->ptr[m], s->ptr[MEM_HOST], n_bytes));
+    }
+    *t = slot_view(s, m);
+    return PTQ_OK;
+}
+
+/* Makes sure a copy of s exists in memory m, copying from the other side. */
+static ptq_status slot_ensure(ptq_ctx *ctx, ptq_exec *e, slot *s, int m)
+{
+    if (s->ptr[m])
+        return PTQ_OK;
+    size_t n_bytes = ptq_tensor_bytes(&s->meta);
+    PTQ_TRY_RET(slot_alloc(ctx, e, s, m));
+    if (m == MEM_HOST)
+        return e->dev->download(e->dev, ctx, s->ptr[MEM_HOST], s->ptr[MEM_DEV], n_bytes);
+    return e->dev->upload(e->dev, ctx, s->ptr[MEM_DEV], s->ptr[MEM_HOST], n_bytes);
+}
+
+/* Input i of a node as a view in memory m (constants through the overlay). */
+static ptq_status input_view(ptq_ctx *ctx, ptq_exec *e, int v, int m, ptq_tensor *t)
+{
+    slot *s = &e->slots[v];
+    if (s->is_const)
+        return const_view(ctx, e, v, m, t);
+    if (e->dev)
+        PTQ_TRY_RET(slot_ensure(ctx, e, s, m));
+    *t = slot_view(s, m);
+    return PTQ_OK;
 }
 
 static ptq_status check_node(ptq_ctx *ctx, const ptq_graph *g, const ptq_node *n)
@@ -187,6 +342,7 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
     e->g = g;
     e->p = *p;
+    e->p.tap = NULL;
     e->slots = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *e->slots);
     e->node_s = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *e->node_s);
     if (!e->slots || !e->node_s) {
@@ -194,10 +350,10 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
         goto fail;
     }
     PTQ_TRY(st, ptq_backend_cpu_create(ctx, p->device == PTQ_DEVICE_REF, &e->host), fail);
-    e->host_pool.b = e->host;
+    e->pool[MEM_HOST].b = e->by_mem[MEM_HOST] = e->host;
     if (p->device == PTQ_DEVICE_CUDA) {
         PTQ_TRY(st, ptq_backend_cuda_create(ctx, p->cuda_device, &e->dev), fail);
-        e->dev_pool.b = e->dev;
+        e->pool[MEM_DEV].b = e->by_mem[MEM_DEV] = e->dev;
         snprintf(e->device_name, sizeof e->device_name, "%s", e->dev->name);
     } else {
         snprintf(e->device_name, sizeof e->device_name, "%s", e->host->name);
@@ -208,21 +364,34 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
         s->meta.dtype = val->dtype;
         s->meta.ndim = val->ndim < 0 ? 0 : val->ndim;
         memcpy(s->meta.dims, val->dims, sizeof s->meta.dims);
+        s->producer = -1;
         if (val->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)) {
             s->is_const = 1;
-            s->host = (void *)val->data; /* read-only: ops never write their inputs */
-            s->host_cap = val->n_bytes;
-            s->host_borrowed = 1;
+            s->ptr[MEM_HOST] = (void *)val->data; /* read-only: ops never write their inputs */
+            s->cap[MEM_HOST] = val->n_bytes;
+            s->borrowed[MEM_HOST] = 1;
         }
     }
-    for (int k = 0; k < g->n_nodes; k++)
+    for (int k = 0; k < g->n_nodes; k++) {
         for (int i = 0; i < g->nodes[k].n_inputs; i++)
             if (g->nodes[k].inputs[i] >= 0)
                 e->slots[g->nodes[k].inputs[i]].refs_total++;
-    for (int i = 0; i < g->n_outputs; i++) {
-        e->slots[g->outputs[i]].refs_total++;
-        e->slots[g->outputs[i]].is_output = 1;
+        for (int i = 0; i < g->nodes[k].n_outputs; i++)
+            if (g->nodes[k].outputs[i] >= 0)
+                e->slots[g->nodes[k].outputs[i]].producer = k;
     }
+    for (int i = 0; i < g->n_outputs; i++)
+        e->slots[g->outputs[i]].refs_total++;
+    for (int v = 0; v < g->n_values; v++)
+        e->slots[v].death = e->slots[v].producer + 1;
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_inputs; i++)
+            if (g->nodes[k].inputs[i] >= 0 && e->slots[g->nodes[k].inputs[i]].death < k + 1)
+                e->slots[g->nodes[k].inputs[i]].death = k + 1;
+    for (int i = 0; i < g->n_outputs; i++)
+        e->slots[g->outputs[i]].death = g->n_nodes + 1;
+    if (p->tap)
+        PTQ_TRY(st, ptq_exec_add_tap(ctx, e, p->tap, p->tap_user), fail);
     *out = e;
     return PTQ_OK;
 fail:
@@ -231,10 +400,28 @@ fail_early:
     return st;
 }
 
+static ptq_status apply_round(ptq_ctx *ctx, ptq_exec *e, int v, ptq_tensor *t)
+{
+    if (!e->has_ov || !e->ov.round || !e->ov.rounds || !e->ov.rounds[v])
+        return PTQ_OK;
+    return e->ov.round(e->ov.user, ctx, e, v, t);
+}
+
+/* Graph input idx from t (caller's data, or NULL: the kept copy). An input
+ * the overlay rounds is copied first, so the source is never written. */
 static ptq_status bind_input(ptq_ctx *ctx, ptq_exec *e, int idx, const ptq_tensor *t)
 {
-    const ptq_value *v = &e->g->values[e->g->inputs[idx]];
-    slot *s = &e->slots[e->g->inputs[idx]];
+    const int vi = e->g->inputs[idx];
+    const ptq_value *v = &e->g->values[vi];
+    slot *s = &e->slots[vi];
+    ptq_tensor kept;
+    if (!t) {
+        if (!s->kept_valid || s->kept_mem != MEM_HOST)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "graph input '%s' was not kept by the last run", v->name);
+        kept = s->kept_meta;
+        kept.data = s->kept;
+        t = &kept;
+    }
     int ok = t->mem == PTQ_MEM_HOST && (v->dtype == PTQ_DT_UNDEFINED || v->dtype == t->dtype);
     if (v->ndim >= 0 && v->ndim != t->ndim)
         ok = 0;
@@ -249,9 +436,49 @@ static ptq_status bind_input(ptq_ctx *ctx, ptq_exec *e, int idx, const ptq_tenso
     }
     s->meta = *t;
     s->meta.data = NULL;
-    s->host = t->data;
-    s->host_cap = ptq_tensor_bytes(t);
-    s->host_borrowed = 1;
+    if (e->has_ov && e->ov.rounds && e->ov.rounds[vi]) {
+        PTQ_TRY_RET(slot_alloc(ctx, e, s, MEM_HOST));
+        memcpy(s->ptr[MEM_HOST], t->data, ptq_tensor_bytes(t));
+        ptq_tensor view = slot_view(s, MEM_HOST);
+        return apply_round(ctx, e, vi, &view);
+    }
+    s->ptr[MEM_HOST] = t->data;
+    s->cap[MEM_HOST] = ptq_tensor_bytes(t);
+    s->borrowed[MEM_HOST] = 1;
+    return PTQ_OK;
+}
+
+/* A copy of value v as it is now, in the memory it lives in, for run_from. */
+static ptq_status keep_copy(ptq_ctx *ctx, ptq_exec *e, slot *s)
+{
+    int m = s->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST;
+    size_t n_bytes = ptq_tensor_bytes(&s->meta);
+    if (s->kept && (s->kept_mem != m || s->kept_cap < n_bytes)) {
+        e->by_mem[s->kept_mem]->release(e->by_mem[s->kept_mem], s->kept);
+        s->kept = NULL;
+    }
+    if (!s->kept) {
+        PTQ_TRY_RET(backend_alloc(ctx, e, m, n_bytes ? n_bytes : 1, &s->kept));
+        s->kept_cap = n_bytes;
+        s->kept_mem = m;
+    }
+    PTQ_TRY_RET(e->by_mem[m]->copy(e->by_mem[m], ctx, s->kept, s->ptr[m], n_bytes));
+    s->kept_meta = s->meta;
+    s->kept_valid = 1;
+    return PTQ_OK;
+}
+
+/* Points value v (produced before the run's first node) at its kept copy. */
+static ptq_status bind_kept(ptq_ctx *ctx, ptq_exec *e, int v)
+{
+    slot *s = &e->slots[v];
+    if (!s->kept_valid)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "value '%s' is needed but the last full run did not keep it",
+                        e->g->values[v].name);
+    s->meta = s->kept_meta;
+    s->ptr[s->kept_mem] = s->kept;
+    s->cap[s->kept_mem] = s->kept_cap;
+    s->borrowed[s->kept_mem] = 1;
     return PTQ_OK;
 }
 
@@ -263,60 +490,56 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     const ptq_op_def *op = ptq_op_find(n->domain, n->op_type);
     ptq_tensor in[PTQ_OP_MAX_IO], outs[PTQ_OP_MAX_IO];
     ptq_backend *b = e->host;
+    int m = MEM_HOST;
     ptq_op_io io;
     memset(&io, 0, sizeof io);
     memset(outs, 0, sizeof outs);
     if (n->n_inputs > PTQ_OP_MAX_IO || n->n_outputs > PTQ_OP_MAX_IO)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s' (%s): more than %d inputs or outputs", n->name,
                         n->op_type, PTQ_OP_MAX_IO);
+    e->step = k + 1;
     io.graph = g;
     io.node = n;
     io.n_in = n->n_inputs;
     io.n_out = n->n_outputs;
     /* inputs as they are now; shape-carrying ones on the host for infer */
     for (int i = 0; i < n->n_inputs; i++) {
-        if (n->inputs[i] < 0)
+        const int v = n->inputs[i];
+        if (v < 0)
             continue;
-        slot *s = &e->slots[n->inputs[i]];
-        if ((op->host_inputs >> i) & 1u) {
-            if (e->dev)
-                PTQ_TRY(st, slot_ensure(ctx, e, s, PTQ_MEM_HOST), done);
-            in[i] = slot_view(s, PTQ_MEM_HOST);
-        } else {
-            in[i] = slot_view(s, s->host ? PTQ_MEM_HOST : PTQ_MEM_CUDA);
-        }
+        slot *s = &e->slots[v];
+        if ((op->host_inputs >> i) & 1u)
+            PTQ_TRY(st, input_view(ctx, e, v, MEM_HOST, &in[i]), done);
+        else
+            in[i] = slot_view(s, s->ptr[MEM_HOST] ? MEM_HOST : MEM_DEV);
         io.in[i] = &in[i];
     }
+    /* infer writes into outs even for omitted outputs */
     for (int i = 0; i < n->n_outputs; i++)
-        io.out[i] = n->outputs[i] >= 0 ? &outs[i] : NULL;
-    /* infer writes into outs even for omitted outputs; give it scratch */
-    for (int i = 0; i < n->n_outputs; i++)
-        if (!io.out[i])
-            io.out[i] = &outs[i];
+        io.out[i] = &outs[i];
     PTQ_TRY(st, op->infer(ctx, &io), done);
 
     if (e->dev && e->dev->supports(e->dev, &io))
         b = e->dev;
     if (e->dev && b == e->host)
         e->n_fallback++;
-    for (int i = 0; i < n->n_inputs; i++) {
-        if (n->inputs[i] < 0 || ((op->host_inputs >> i) & 1u))
-            continue;
-        slot *s = &e->slots[n->inputs[i]];
-        PTQ_TRY(st, slot_ensure(ctx, e, s, b->mem), done);
-        in[i] = slot_view(s, b->mem);
-    }
+    m = mem_index(b->mem);
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] >= 0 && !((op->host_inputs >> i) & 1u))
+            PTQ_TRY(st, input_view(ctx, e, n->inputs[i], m, &in[i]), done);
     for (int i = 0; i < n->n_outputs; i++) {
-        int v = n->outputs[i];
-        slot s_tmp;
-        slot *s = v >= 0 ? &e->slots[v] : &s_tmp;
-        if (v < 0)
-            memset(&s_tmp, 0, sizeof s_tmp);
+        const int v = n->outputs[i];
+        if (v < 0) { /* an omitted output still gets room to be written */
+            PTQ_TRY(st, pool_get(ctx, e, m, ptq_tensor_bytes(&outs[i]), &outs[i].data, &outs[i].cap_bytes), done);
+            outs[i].mem = b->mem;
+            continue;
+        }
+        slot *s = &e->slots[v];
         slot_release(e, s);
         s->meta = outs[i];
         s->meta.data = NULL;
-        PTQ_TRY(st, slot_alloc(ctx, e, s, b->mem), done);
-        outs[i] = slot_view(s, b->mem); /* an omitted output still gets room to be written */
+        PTQ_TRY(st, slot_alloc(ctx, e, s, m), done);
+        outs[i] = slot_view(s, m);
     }
     double t0 = now_s();
     st = b->run(b, ctx, &io);
@@ -325,10 +548,13 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     e->node_s[k] += now_s() - t0;
     if (st != PTQ_OK)
         goto done;
-    if (e->p.tap)
-        for (int i = 0; i < n->n_outputs; i++)
-            if (n->outputs[i] >= 0)
-                PTQ_TRY(st, e->p.tap(e->p.tap_user, ctx, g, k, n->outputs[i], &outs[i]), done);
+    for (int i = 0; i < n->n_outputs; i++) {
+        if (n->outputs[i] < 0)
+            continue;
+        PTQ_TRY(st, apply_round(ctx, e, n->outputs[i], &outs[i]), done);
+        for (int t = 0; t < e->n_taps; t++)
+            PTQ_TRY(st, e->taps[t].fn(e->taps[t].user, ctx, g, k, n->outputs[i], &outs[i]), done);
+    }
     for (int i = 0; i < n->n_inputs; i++) {
         if (n->inputs[i] < 0)
             continue;
@@ -337,42 +563,303 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
             slot_release(e, s);
     }
     for (int i = 0; i < n->n_outputs; i++)
-        if (n->outputs[i] >= 0 && e->slots[n->outputs[i]].refs_total == 0)
+        if (n->outputs[i] >= 0 && e->slots[n->outputs[i]].refs == 0)
             slot_release(e, &e->slots[n->outputs[i]]);
 done:
     /* scratch buffers of omitted outputs, on every path */
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i] < 0 && outs[i].data)
-            pool_put(b == e->dev ? &e->dev_pool : &e->host_pool, outs[i].data, outs[i].cap_bytes);
+            pool_put(&e->pool[m], outs[i].data, outs[i].cap_bytes);
     return st;
 }
 
-ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs)
+/* Sizes of the arena of memory m from the recorded lifetimes: each buffer,
+ * largest first, goes to the lowest offset where it overlaps no buffer
+ * placed before it whose lifetime meets its own. */
+static ptq_status plan_memory(ptq_ctx *ctx, ptq_exec *e, int m)
+{
+    const ptq_graph *g = e->g;
+    int *order = malloc(((size_t)g->n_values + 1) * sizeof *order);
+    int *placed = malloc(((size_t)g->n_values + 1) * sizeof *placed);
+    if (!order || !placed) {
+        free(order);
+        free(placed);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory planning tensor memory");
+    }
+    int n = 0, n_placed = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        live *lv = &e->slots[v].lv[m];
+        lv->planned = 0;
+        if (lv->bytes > 0 && !e->slots[v].is_const)
+            order[n++] = v;
+    }
+    for (int i = 1; i < n; i++) { /* insertion sort by size, largest first; ties by value index */
+        int v = order[i], j = i;
+        while (j > 0 && e->slots[order[j - 1]].lv[m].bytes < e->slots[v].lv[m].bytes)
+            order[j] = order[j - 1], j--;
+        order[j] = v;
+    }
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        live *lv = &e->slots[order[i]].lv[m];
+        const int death = e->slots[order[i]].death;
+        size_t need = (lv->bytes + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1), offset = 0;
+        for (int moved = 1; moved;) { /* first fit among the placed buffers alive at the same time */
+            moved = 0;
+            for (int j = 0; j < n_placed; j++) {
+                const live *o = &e->slots[placed[j]].lv[m];
+                if (o->first > death || lv->first > e->slots[placed[j]].death)
+                    continue;
+                if (offset < o->offset + o->planned && o->offset < offset + need) {
+                    offset = o->offset + o->planned;
+                    moved = 1;
+                }
+            }
+        }
+        lv->offset = offset;
+        lv->planned = need;
+        lv->planned_first = lv->first;
+        placed[n_placed++] = order[i];
+        if (offset + need > total)
+            total = offset + need;
+    }
+    free(order);
+    free(placed);
+    if (e->arena[m]) {
+        e->by_mem[m]->release(e->by_mem[m], e->arena[m]);
+        e->arena[m] = NULL;
+    }
+    e->arena_bytes[m] = total;
+    if (total)
+        PTQ_TRY_RET(backend_alloc(ctx, e, m, total, &e->arena[m]));
+    return PTQ_OK;
+}
+
+/* Before the run after one that allocated outside the plan (the outputs it
+ * returned live until then): a new plan covering what it needed; the pooled
+ * buffers go back to the system. */
+static ptq_status replan(ptq_ctx *ctx, ptq_exec *e)
+{
+    if (!e->replan)
+        return PTQ_OK;
+    for (int m = 0; m < N_MEM; m++) {
+        if (!e->by_mem[m])
+            continue;
+        pool_clear(&e->pool[m]);
+        PTQ_TRY_RET(plan_memory(ctx, e, m));
+    }
+    e->planned = 1;
+    e->replan = 0;
+    return PTQ_OK;
+}
+
+/* Runs nodes node_begin.. with the values before it bound; fills outputs. */
+static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full, ptq_tensor *outputs)
 {
     ptq_status st = PTQ_OK;
+    const ptq_graph *g = e->g;
+    for (int k = node_begin; k < g->n_nodes; k++) {
+        PTQ_TRY(st, run_node(ctx, e, k), done);
+        if (!full)
+            continue;
+        for (int i = 0; i < g->nodes[k].n_outputs; i++) {
+            const int v = g->nodes[k].outputs[i];
+            if (v >= 0 && e->slots[v].keep && (e->slots[v].ptr[MEM_HOST] || e->slots[v].ptr[MEM_DEV]))
+                PTQ_TRY(st, keep_copy(ctx, e, &e->slots[v]), done);
+        }
+    }
+    e->step = g->n_nodes + 1;
+    for (int i = 0; i < g->n_outputs; i++) {
+        slot *s = &e->slots[g->outputs[i]];
+        if (!s->ptr[MEM_HOST] && !s->ptr[MEM_DEV]) {
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "graph output '%s' was not produced", g->values[g->outputs[i]].name);
+            goto done;
+        }
+        if (e->dev)
+            PTQ_TRY(st, slot_ensure(ctx, e, s, MEM_HOST), done);
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        outputs[i] = slot_view(&e->slots[g->outputs[i]], MEM_HOST);
+    if (e->dev)
+        PTQ_TRY(st, e->dev->sync(e->dev, ctx), done);
+done:
+    return st;
+}
+
+/* Resets every non-constant slot before a run, and plans memory anew when
+ * the last run needed it; values produced from node_begin on start with
+ * their consumers from there. */
+static ptq_status reset_slots(ptq_ctx *ctx, ptq_exec *e, int node_begin)
+{
     const ptq_graph *g = e->g;
     for (int v = 0; v < g->n_values; v++) {
         slot *s = &e->slots[v];
         slot_release(e, s);
         s->refs = s->refs_total;
     }
+    PTQ_TRY_RET(replan(ctx, e));
+    if (node_begin == 0)
+        return PTQ_OK;
+    /* consumers before node_begin do not run */
+    for (int k = 0; k < node_begin; k++)
+        for (int i = 0; i < g->nodes[k].n_inputs; i++)
+            if (g->nodes[k].inputs[i] >= 0)
+                e->slots[g->nodes[k].inputs[i]].refs--;
+    return PTQ_OK;
+}
+
+ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_graph *g = e->g;
+    PTQ_TRY(st, reset_slots(ctx, e, 0), done);
     e->n_fallback = 0;
-    for (int i = 0; i < g->n_inputs; i++)
+    e->step = 0;
+    for (int v = 0; v < g->n_values; v++)
+        e->slots[v].kept_valid = 0;
+    for (int i = 0; i < g->n_inputs; i++) {
+        slot *s = &e->slots[g->inputs[i]];
         PTQ_TRY(st, bind_input(ctx, e, i, &inputs[i]), done);
-    for (int k = 0; k < g->n_nodes; k++)
-        PTQ_TRY(st, run_node(ctx, e, k), done);
-    for (int i = 0; i < g->n_outputs; i++) {
-        slot *s = &e->slots[g->outputs[i]];
-        if (!s->host && !s->dev)
-            return ptq_fail(ctx, PTQ_ERR_FORMAT, "graph output '%s' was not produced", g->values[g->outputs[i]].name);
-        if (e->dev)
-            PTQ_TRY(st, slot_ensure(ctx, e, s, PTQ_MEM_HOST), done);
-        outputs[i] = slot_view(s, PTQ_MEM_HOST);
+        if (s->keep) { /* the input as given, before any rounding */
+            ptq_tensor src = inputs[i];
+            size_t n_bytes = ptq_tensor_bytes(&src);
+            if (s->kept && (s->kept_mem != MEM_HOST || s->kept_cap < n_bytes)) {
+                e->by_mem[s->kept_mem]->release(e->by_mem[s->kept_mem], s->kept);
+                s->kept = NULL;
+            }
+            if (!s->kept) {
+                PTQ_TRY(st, backend_alloc(ctx, e, MEM_HOST, n_bytes ? n_bytes : 1, &s->kept), done);
+                s->kept_cap = n_bytes;
+                s->kept_mem = MEM_HOST;
+            }
+            memcpy(s->kept, src.data, n_bytes);
+            s->kept_meta = src;
+            s->kept_meta.data = NULL;
+            s->kept_valid = 1;
+        }
     }
-    if (e->dev)
-        PTQ_TRY(st, e->dev->sync(e->dev, ctx), done);
+    st = run_nodes(ctx, e, 0, 1, outputs);
 done:
     return st;
+}
+
+ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, ptq_tensor *outputs)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_graph *g = e->g;
+    if (node_begin < 0 || node_begin > g->n_nodes)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "node %d is not in the graph's %d nodes", node_begin, g->n_nodes);
+    PTQ_TRY(st, reset_slots(ctx, e, node_begin), done);
+    e->n_fallback = 0;
+    e->step = 0;
+    /* graph inputs the run reads, rounded again by the current overlay */
+    for (int i = 0; i < g->n_inputs; i++)
+        if (node_begin == 0 || e->slots[g->inputs[i]].refs > 0)
+            PTQ_TRY(st, bind_input(ctx, e, i, NULL), done);
+    /* values from before node_begin that the rest reads */
+    for (int v = 0; v < g->n_values; v++) {
+        slot *s = &e->slots[v];
+        if (s->is_const || s->producer < 0 || s->producer >= node_begin || s->refs <= 0)
+            continue;
+        PTQ_TRY(st, bind_kept(ctx, e, v), done);
+    }
+    st = run_nodes(ctx, e, node_begin, 0, outputs);
+done:
+    return st;
+}
+
+ptq_status ptq_exec_keep(ptq_ctx *ctx, ptq_exec *e, int value_index, int keep)
+{
+    if (value_index < 0 || value_index >= e->g->n_values)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "value %d is not in the graph", value_index);
+    slot *s = &e->slots[value_index];
+    if (s->is_const)
+        return PTQ_OK; /* constants are always there */
+    s->keep = keep != 0;
+    if (!keep && s->kept) {
+        e->by_mem[s->kept_mem]->release(e->by_mem[s->kept_mem], s->kept);
+        s->kept = NULL;
+        s->kept_valid = 0;
+    }
+    return PTQ_OK;
+}
+
+ptq_status ptq_exec_keep_for(ptq_ctx *ctx, ptq_exec *e, int node_begin)
+{
+    const ptq_graph *g = e->g;
+    if (node_begin < 0 || node_begin > g->n_nodes)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "node %d is not in the graph's %d nodes", node_begin, g->n_nodes);
+    for (int i = 0; i < g->n_inputs; i++)
+        e->slots[g->inputs[i]].keep = 1;
+    for (int k = node_begin; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_inputs; i++) {
+            const int v = g->nodes[k].inputs[i];
+            if (v >= 0 && e->slots[v].producer >= 0 && e->slots[v].producer < node_begin)
+                e->slots[v].keep = 1;
+        }
+    for (int i = 0; i < g->n_outputs; i++) {
+        slot *s = &e->slots[g->outputs[i]];
+        if (s->producer >= 0 && s->producer < node_begin)
+            s->keep = 1;
+    }
+    return PTQ_OK;
+}
+
+void ptq_exec_set_overlay(ptq_exec *e, const ptq_overlay *ov)
+{
+    uint64_t cur = e->has_ov ? e->ov.id : 0, next = ov ? ov->id : 0;
+    if (next != cur) {
+        /* device weights of the overlay before the current one are dropped */
+        int w = 0;
+        for (int i = 0; i < e->n_wcopies; i++) {
+            if (e->wcopies[i].overlay_id == cur || e->wcopies[i].overlay_id == next)
+                e->wcopies[w++] = e->wcopies[i];
+            else
+                e->dev->release(e->dev, e->wcopies[i].dev);
+        }
+        e->n_wcopies = w;
+        e->prev_ov_id = cur;
+    }
+    e->has_ov = ov != NULL;
+    if (ov)
+        e->ov = *ov;
+}
+
+ptq_status ptq_exec_add_tap(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap_user)
+{
+    if (!tap)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "a tap needs a function");
+    if (e->n_taps == PTQ_EXEC_MAX_TAPS)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "at most %d taps", PTQ_EXEC_MAX_TAPS);
+    e->taps[e->n_taps].fn = tap;
+    e->taps[e->n_taps].user = tap_user;
+    e->n_taps++;
+    return PTQ_OK;
+}
+
+void ptq_exec_remove_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
+{
+    for (int t = 0; t < e->n_taps; t++)
+        if (e->taps[t].fn == tap && e->taps[t].user == tap_user) {
+            memmove(&e->taps[t], &e->taps[t + 1], (size_t)(e->n_taps - t - 1) * sizeof e->taps[0]);
+            e->n_taps--;
+            return;
+        }
+}
+
+void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
+{
+    e->n_taps = 0;
+    if (tap) {
+        e->taps[0].fn = tap;
+        e->taps[0].user = tap_user;
+        e->n_taps = 1;
+    }
+}
+
+const ptq_graph *ptq_exec_graph(const ptq_exec *e)
+{
+    return e->g;
 }
 
 const char *ptq_exec_device_name(const ptq_exec *e)
@@ -380,10 +867,9 @@ const char *ptq_exec_device_name(const ptq_exec *e)
     return e->device_name;
 }
 
-void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
+ptq_device ptq_exec_device(const ptq_exec *e)
 {
-    e->p.tap = tap;
-    e->p.tap_user = tap_user;
+    return e->p.device;
 }
 
 struct ptq_cuda_dev *ptq_exec_cuda_dev(const ptq_exec *e)
@@ -401,6 +887,11 @@ double ptq_exec_node_seconds(const ptq_exec *e, int node_index)
     return node_index >= 0 && node_index < e->g->n_nodes ? e->node_s[node_index] : 0.0;
 }
 
+int64_t ptq_exec_n_allocs(const ptq_exec *e)
+{
+    return e->n_allocs;
+}
+
 void ptq_exec_free(ptq_exec *e)
 {
     if (!e)
@@ -408,17 +899,24 @@ void ptq_exec_free(ptq_exec *e)
     if (e->slots) {
         for (int v = 0; v < e->g->n_values; v++) {
             slot *s = &e->slots[v];
-            if (s->is_const && s->dev) { /* kept outside the pools */
-                e->dev->release(e->dev, s->dev);
-                s->dev = NULL;
+            if (s->is_const && s->ptr[MEM_DEV]) { /* kept outside the plan */
+                e->dev->release(e->dev, s->ptr[MEM_DEV]);
+                s->ptr[MEM_DEV] = NULL;
             }
+            if (s->kept)
+                e->by_mem[s->kept_mem]->release(e->by_mem[s->kept_mem], s->kept);
             slot_release(e, s);
         }
     }
-    if (e->host_pool.b)
-        pool_clear(&e->host_pool);
-    if (e->dev_pool.b)
-        pool_clear(&e->dev_pool);
+    for (int i = 0; i < e->n_wcopies; i++)
+        e->dev->release(e->dev, e->wcopies[i].dev);
+    free(e->wcopies);
+    for (int m = 0; m < N_MEM; m++) {
+        if (e->pool[m].b)
+            pool_clear(&e->pool[m]);
+        if (e->arena[m])
+            e->by_mem[m]->release(e->by_mem[m], e->arena[m]);
+    }
     ptq_backend_free(e->dev);
     ptq_backend_free(e->host);
     free(e->slots);

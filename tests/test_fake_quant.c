@@ -2,7 +2,8 @@
  * the demo model: an all-FP32 plan changes no logit bit; under the default
  * INT8 plan every planned activation comes out as k * scale with |k| <= 127
  * (FP16 ones exactly representable in half), every INT8 weight as multiples
- * of its channel's scale, and freeing the quantizer restores the weights. */
+ * of its channel's scale, the caller's input and the graph are never
+ * written, and one executor switches between FP32 and the plan. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,6 @@
 static const char SHA[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
 typedef struct watch {
-    ptq_fq *fq;
     const ptq_plan *plan;
     int n_checked, n_bad;
 } watch;
@@ -36,11 +36,10 @@ static int on_grid(const ptq_plan_entry *e, float x, float scale)
     return fabsf(k) <= 127.001f && fabsf(k - rintf(k)) <= 1e-3f; /* k * scale / scale: float rounding */
 }
 
-/* The quantizer's tap, then a look at what it left. */
+/* A look at what the overlay left (taps run after its rounding). */
 static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, int value, const ptq_tensor *t)
 {
     watch *w = user;
-    PTQ_TRY_RET(ptq_fq_tap(w->fq, ctx, g, node, value, t));
     const ptq_plan_entry *e = entry_of(w->plan, g->values[value].name);
     if (!e || e->prec == PTQ_PREC_FP32)
         return PTQ_OK;
@@ -97,13 +96,10 @@ int main(void)
         plan->e[i].n_scales = 0;
     }
     ptq_fq *fq = NULL;
-    ptq_exec_params pq = {PTQ_DEVICE_CPU, 0, ptq_fq_tap, NULL, 0};
     CHECK(ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
-    pq.tap_user = fq;
-    CHECK(ptq_exec_create(&ctx, g, &pq, &e) == PTQ_OK && ptq_fq_bind(&ctx, fq, e) == PTQ_OK);
-    memcpy(xq, x, (size_t)n * 784 * sizeof *x);
-    in.data = xq;
-    CHECK(ptq_fq_apply_inputs(&ctx, fq, &in) == PTQ_OK && ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
+    CHECK(ptq_exec_create(&ctx, g, &p0, &e) == PTQ_OK);
+    ptq_exec_set_overlay(e, ptq_fq_overlay(fq));
+    CHECK(ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
     CHECK_MSG(memcmp(out.data, ref, (size_t)n * 10 * sizeof *ref) == 0, "an all-FP32 plan changed the logits");
     ptq_exec_free(e);
     ptq_fq_free(fq);
@@ -119,15 +115,28 @@ int main(void)
         if (entry_of(plan, g->values[v].name) && entry_of(plan, g->values[v].name)->is_weight)
             orig[n_w++] = g->values[v].data;
     CHECK(ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
-    watch w = {fq, plan, 0, 0};
+    watch w = {plan, 0, 0};
     ptq_exec_params pw = {PTQ_DEVICE_CPU, 0, tap, &w, 0};
-    CHECK(ptq_exec_create(&ctx, g, &pw, &e) == PTQ_OK && ptq_fq_bind(&ctx, fq, e) == PTQ_OK);
+    CHECK(ptq_exec_create(&ctx, g, &pw, &e) == PTQ_OK);
+    const ptq_overlay *ov = ptq_fq_overlay(fq);
+    ptq_exec_set_overlay(e, ov);
     memcpy(xq, x, (size_t)n * 784 * sizeof *x);
-    CHECK(ptq_fq_apply_inputs(&ctx, fq, &in) == PTQ_OK && ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
+    CHECK(ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
+    CHECK_MSG(memcmp(xq, x, (size_t)n * 784 * sizeof *x) == 0, "the overlay rounded the caller's input");
     CHECK_MSG(w.n_checked == 22 && w.n_bad == 0, "%d planned activations seen, %d values off their grid", w.n_checked,
               w.n_bad);
     int n_logits_differ = memcmp(out.data, ref, (size_t)n * 10 * sizeof *ref) != 0;
     CHECK_MSG(n_logits_differ, "an INT8 plan left every logit as it was");
+    float *quant = malloc((size_t)n * 10 * sizeof *quant);
+    memcpy(quant, out.data, (size_t)n * 10 * sizeof *quant);
+    /* the same executor back to FP32 and to the plan again: bit for bit */
+    ptq_exec_set_overlay(e, NULL);
+    CHECK(ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
+    CHECK_MSG(memcmp(out.data, ref, (size_t)n * 10 * sizeof *ref) == 0, "FP32 after the overlay differs");
+    ptq_exec_set_overlay(e, ov);
+    CHECK(ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
+    CHECK_MSG(memcmp(out.data, quant, (size_t)n * 10 * sizeof *ref) == 0, "the plan run twice differs");
+    free(quant);
     /* weights: multiples of each channel's scale */
     int bad_w = 0, n_int8_w = 0;
     for (int64_t i = 0; i < plan->n; i++) {
@@ -138,10 +147,12 @@ int main(void)
             if (strcmp(g->values[v].name, pe->name) != 0)
                 continue;
             const ptq_value *wv = &g->values[v];
+            const float *wq = ov->weight(ov->user, v);
             const int64_t per = wv->dims[1] * wv->dims[2] * wv->dims[3];
-            for (int64_t c = 0; c < wv->dims[0]; c++)
+            CHECK_MSG(wq && wq != wv->data, "weight '%s' has no quantized copy", wv->name);
+            for (int64_t c = 0; wq && c < wv->dims[0]; c++)
                 for (int64_t k = 0; k < per; k++) {
-                    const float wx = ((const float *)wv->data)[c * per + k];
+                    const float wx = wq[c * per + k];
                     if (!on_grid(pe, wx, pe->scales[c]) && bad_w++ < 3)
                         fprintf(stderr, "%s[%lld]: %.9g = %.9g x scale %.9g\n", pe->name, (long long)(c * per + k),
                                 (double)wx, (double)(wx / pe->scales[c]), (double)pe->scales[c]);
@@ -156,7 +167,7 @@ int main(void)
     for (int v = 0; v < g->n_values && k < n_w; v++)
         if (entry_of(plan, g->values[v].name) && entry_of(plan, g->values[v].name)->is_weight)
             restored &= g->values[v].data == orig[k++];
-    CHECK_MSG(restored, "ptq_fq_free did not restore the weights");
+    CHECK_MSG(restored, "the overlay changed the graph's weights");
     printf("test_fake_quant: %d planned activations and %d INT8 weights on their grids\n", w.n_checked, n_int8_w);
 
     free(saved);

@@ -12,6 +12,7 @@
 #include "ptq/calibrator.h"
 #include "ptq/graph.h"
 #include "ptq/observer.h"
+#include "ptq/runner.h"
 #include "ptq/runtime.h"
 #include "ptq/status.h"
 
@@ -78,6 +79,9 @@ ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int n
 ptq_status ptq_calib_set_bind(ptq_ctx *ctx, ptq_calib_set *s, ptq_exec *e);
 ptq_status ptq_calib_set_observe_inputs(ptq_ctx *ctx, ptq_calib_set *s, const ptq_tensor *inputs);
 ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s);
+/* The same as a runner consumer (include/ptq/runner.h): the tap is on the
+ * session's executor from the first batch to the end of the run. */
+ptq_consumer ptq_calib_set_consumer(ptq_calib_set *s);
 
 int64_t ptq_calib_set_n_tensors(const ptq_calib_set *s);
 const char *ptq_calib_set_name(const ptq_calib_set *s, int64_t i);

@@ -1,7 +1,7 @@
 /* Simulated quantization of a graph under a precision plan: weights are
  * quantized and dequantized once (per output channel), activations in place
- * as each is produced (through the executor's tap), graph inputs before a
- * run; the CPU uses kernels/ref/numfmt.c, the GPU the CUDA versions that
+ * as each is produced, graph inputs on a copy, all as an overlay the
+ * executor consults; the CPU uses kernels/ref/numfmt.c, the GPU the CUDA versions that
  * tests/cuda_parity_numfmt.c holds bit-exact to them. quant/fake_quant.c;
  * covered by tests/test_fake_quant.c and tests/cuda_fake_quant.c. */
 #ifndef PTQ_FAKE_QUANT_H
@@ -16,20 +16,14 @@ extern "C" {
 
 typedef struct ptq_fq ptq_fq;
 
-/* Prepares g (shapes inferred) for plan p (checked with ptq_plan_check
- * first): the quantized-dequantized weights go into buffers the fq owns and
- * g's weight values point at them until ptq_fq_free restores them. Create
- * the executor from g afterwards; g serves one fq at a time. */
-ptq_status ptq_fq_create(ptq_ctx *ctx, ptq_graph *g, const ptq_plan *p, ptq_fq **out);
+/* The plan p (checked with ptq_plan_check first) as an overlay on g
+ * (shapes inferred; never edited): the quantized-dequantized weights in
+ * buffers the fq owns, the rounding of every planned activation and graph
+ * input. Set it on any executor of g with ptq_exec_set_overlay; g and the
+ * fq must outlive that use. */
+ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, ptq_fq **out);
+const ptq_overlay *ptq_fq_overlay(const ptq_fq *fq);
 void ptq_fq_free(ptq_fq *fq);
-
-/* Pass ptq_fq_tap and the fq as the executor's tap; bind once the executor
- * exists (device tensors are rounded on its GPU); before each run, round the
- * graph inputs the plan names (host tensors, in place). */
-ptq_status ptq_fq_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
-                      const ptq_tensor *t);
-ptq_status ptq_fq_bind(ptq_ctx *ctx, ptq_fq *fq, ptq_exec *e);
-ptq_status ptq_fq_apply_inputs(ptq_ctx *ctx, ptq_fq *fq, ptq_tensor *inputs);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,8 @@
 #ifndef PTQ_RUNTIME_H
 #define PTQ_RUNTIME_H
 
+#include <stdint.h>
+
 #include "ptq/graph.h"
 #include "ptq/status.h"
 #include "ptq/tensor.h"
@@ -26,31 +28,81 @@ typedef ptq_status (*ptq_tap_fn)(void *user, ptq_ctx *ctx, const ptq_graph *g, i
 
 typedef struct ptq_exec_params {
     ptq_device device;
-    int cuda_device; /* GPU ordinal */
-    ptq_tap_fn tap;  /* may be NULL */
+    int cuda_device; /* GPU ordinal (--device cuda:N) */
+    ptq_tap_fn tap;  /* a first tap, or NULL; more with ptq_exec_add_tap */
     void *tap_user;
     int profile;     /* 1: wait for each node's device work so ptq_exec_node_seconds is exact */
 } ptq_exec_params;
 
 typedef struct ptq_exec ptq_exec;
 
+/* A quantization overlay: what the executor substitutes and rounds while the
+ * graph itself stays untouched, so one executor (weights uploaded once) runs
+ * FP32 and any number of overlays in turn. quant/fake_quant.c makes one
+ * from a precision plan. Everything it points at must stay valid and
+ * unchanged while it is set on an executor. */
+typedef struct ptq_overlay {
+    uint64_t id;   /* unique per overlay content (ptq_overlay_new_id): device copies of its weights are cached by it */
+    void *user;
+    /* Replacement data for constant value v (float32, the value's shape,
+     * host memory), or NULL to use the graph's. */
+    const float *(*weight)(void *user, int value_index);
+    /* Rounds t (value v, float32, on the host or on e's device) in place. */
+    ptq_status (*round)(void *user, ptq_ctx *ctx, const ptq_exec *e, int value_index, ptq_tensor *t);
+    const unsigned char *rounds; /* [g->n_values]: 1 where round applies (produced tensors and graph inputs) */
+} ptq_overlay;
+
+/* A process-unique overlay id (thread-safe). */
+uint64_t ptq_overlay_new_id(void);
+
 /* Checks that every node is supported (PTQ_ERR_UNSUPPORTED names the node,
  * op type, domain and opset otherwise) and prepares the device; weights
  * are uploaded once. */
 ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_params *p, ptq_exec **out);
 /* Runs one batch. inputs: [g->n_inputs] host tensors matching the graph
- * inputs in order. outputs: [g->n_outputs], filled with host tensors owned
- * by the executor, valid until the next run or ptq_exec_free. */
+ * inputs in order (never written: an input the overlay rounds is copied
+ * first). outputs: [g->n_outputs], filled with host tensors owned by the
+ * executor, valid until the next run or ptq_exec_free. */
 ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs);
-/* Replaces the tap the executor was created with (tap may be NULL). */
+/* Runs nodes node_begin.. only, reading every value produced before
+ * node_begin (and the graph inputs) from the copies the last ptq_exec_run
+ * kept (ptq_exec_keep); with node_begin 0 the kept inputs are rounded again
+ * by the overlay. Kept copies are never changed by it, so a shared prefix
+ * is computed once and each suffix run from it in turn. A value needed but
+ * not kept fails with PTQ_ERR_INVALID_ARG naming it. */
+ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, ptq_tensor *outputs);
+/* From the next ptq_exec_run on, keep (1) or stop keeping (0) a copy of
+ * value v as that run produced it (after the overlay's rounding). */
+ptq_status ptq_exec_keep(ptq_ctx *ctx, ptq_exec *e, int value_index, int keep);
+/* Keeps every value ptq_exec_run_from(node_begin) reads: graph inputs and
+ * values produced before node_begin that a node from node_begin on (or a
+ * graph output) consumes. */
+ptq_status ptq_exec_keep_for(ptq_ctx *ctx, ptq_exec *e, int node_begin);
+/* Sets the overlay later runs apply (NULL: plain FP32). ov is copied; what
+ * it points at is not. Device copies of the weights of the current and the
+ * previous overlay are kept, so alternating two costs one upload each. */
+void ptq_exec_set_overlay(ptq_exec *e, const ptq_overlay *ov);
+/* Adds a tap, called after the overlay's rounding, in the order added, on
+ * every produced tensor. At most PTQ_EXEC_MAX_TAPS. */
+#define PTQ_EXEC_MAX_TAPS 8
+ptq_status ptq_exec_add_tap(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+/* Removes the tap added with this function and user (if any). */
+void ptq_exec_remove_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+/* Replaces every tap with this one (tap may be NULL: none). */
 void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+const ptq_graph *ptq_exec_graph(const ptq_exec *e);
 /* "cpu", "ref" or "cuda (NVIDIA H200)". */
 const char *ptq_exec_device_name(const ptq_exec *e);
+/* PTQ_DEVICE_REF, _CPU or _CUDA: where the executor runs. */
+ptq_device ptq_exec_device(const ptq_exec *e);
 /* Number of nodes the GPU declined and the CPU ran (0 on CPU backends). */
 int ptq_exec_n_fallback_nodes(const ptq_exec *e);
 /* Seconds spent in node node_index's kernels over all runs so far (the
  * backend's run call; on a GPU only with params.profile, else launch time). */
 double ptq_exec_node_seconds(const ptq_exec *e, int node_index);
+/* Allocations the executor made (host and device, buffers and copies) since
+ * it was created: steady runs of one batch size add none. */
+int64_t ptq_exec_n_allocs(const ptq_exec *e);
 void ptq_exec_free(ptq_exec *e);
 
 /* Checks one node of g (op known, opset, attributes as far as can be seen
@@ -77,6 +129,8 @@ const char *ptq_cpu_blas_core_suggested(void);
 
 /* 1 when a CUDA build sees a usable GPU; else 0 with why filled in (why may be NULL). */
 int ptq_cuda_available(char *why, size_t n_why);
+/* Number of usable GPUs (0 with why filled in when none). */
+int ptq_cuda_n_devices(char *why, size_t n_why);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,31 @@
+/* Calibration as a runner consumer (include/ptq/calib.h): the set's tap on
+ * the session's executor for the run, the graph inputs observed before each
+ * batch runs, device observers folded in at the end. Covered by
+ * tests/cli_calib_test.py and tests/cuda_calib.c. */
+#include "ptq/calib.h"
+#include "ptq/runner.h"
+
+static ptq_status calib_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
+{
+    ptq_calib_set *set = user;
+    ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
+    if (b->index == 0) {
+        PTQ_TRY_RET(ptq_calib_set_bind(ctx, set, e));
+        ptq_exec_remove_tap(e, ptq_calib_set_tap, set);
+        PTQ_TRY_RET(ptq_exec_add_tap(ctx, e, ptq_calib_set_tap, set));
+    }
+    return ptq_calib_set_observe_inputs(ctx, set, b->inputs);
+}
+
+static ptq_status calib_end(void *user, ptq_ctx *ctx, ptq_runner *r)
+{
+    ptq_calib_set *set = user;
+    ptq_exec_remove_tap(ptq_session_exec(ptq_runner_session(r)), ptq_calib_set_tap, set);
+    return ptq_calib_set_sync(ctx, set);
+}
+
+ptq_consumer ptq_calib_set_consumer(ptq_calib_set *set)
+{
+    ptq_consumer c = {set, calib_before, NULL, calib_end};
+    return c;
+}

@@ -1,0 +1,42 @@
+/* Runner consumers (include/ptq/runner.h) for the reports: accuracy and
+ * confusion counts of the FP32 run (ptq eval), and the comparison of FP32
+ * with a quantization overlay on the same executor (ptq validate).
+ * reports/consumers.c; covered by tests/test_runner.c,
+ * tests/cli_test.py and tests/cli_validate_test.py. */
+#ifndef PTQ_CONSUMERS_H
+#define PTQ_CONSUMERS_H
+
+#include "ptq/report.h"
+#include "ptq/runner.h"
+#include "ptq/validate_report.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Counts each batch's logits against its labels into *stats, which must
+ * be zeroed; it is initialised at the first batch with the logits' width
+ * (ptq_eval_stats_free it afterwards). */
+ptq_consumer ptq_eval_consumer(ptq_eval_stats *stats);
+
+/* FP32 against an overlay: each batch's FP32 logits are kept, the batch is
+ * run again under `overlay` on the same executor (the overlay is unset
+ * again afterwards) and both go into `stats` (made at the first batch).
+ * Consumers after this one see the quantized outputs and logits. */
+typedef struct ptq_validate_run {
+    const ptq_overlay *overlay;
+    ptq_validate_stats *stats;  /* set at the first batch */
+    int64_t n_classes;          /* the logits' width, set at the first batch */
+    float *fp32;                /* scratch: one batch of FP32 logits */
+    int64_t fp32_cap;           /* floats at fp32 */
+    ptq_tensor *outputs;        /* scratch: the quantized run's outputs */
+} ptq_validate_run;
+
+ptq_consumer ptq_validate_consumer(ptq_validate_run *run);
+/* Frees the stats and scratch; the struct can be zeroed and reused. */
+void ptq_validate_run_free(ptq_validate_run *run);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,134 @@
+/* The pipeline every command shares, in the library: a session (a model,
+ * its executor on a device, a data source and the preprocessing that fits
+ * one to the other), a pick of the source's samples (the first N, or N at
+ * random by a seed, then shard I of N), and the runner, which reads and
+ * preprocesses batches on a worker thread while the executor computes and
+ * hands each batch to consumers: observers (calibration), accuracy and
+ * confusion counts, the FP32-against-quantized comparison, logits writers.
+ * runtime/session.c, runtime/runner.c; covered by tests/test_runner.c and
+ * every cli_*_test.py. */
+#ifndef PTQ_RUNNER_H
+#define PTQ_RUNNER_H
+
+#include <stdint.h>
+
+#include "ptq/dataset.h"
+#include "ptq/graph.h"
+#include "ptq/runtime.h"
+#include "ptq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "cpu", "ref", "cuda" (GPU 0), "cuda:N" or "gpu" into a device and GPU
+ * ordinal; NULL means cpu. PTQ_ERR_INVALID_ARG names anything else. */
+ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, int *cuda_device);
+
+typedef struct ptq_session_opts {
+    const char *model;        /* ONNX file */
+    const char *data;         /* HDF5 file or PNG folder; NULL: no data (the session only runs the model) */
+    ptq_device device;
+    int cuda_device;          /* GPU ordinal for PTQ_DEVICE_CUDA */
+    int cpu_fallback;         /* 1: no usable GPU runs on the CPU (ptq_session_notice says so); 0: PTQ_ERR_NO_DEVICE */
+    const char *preprocess;   /* overrides on top of the model's ptq.preprocess metadata, or NULL */
+    ptq_dataset_opts dataset; /* HDF5 keys and layout */
+    int profile;              /* time each node exactly (synchronises the GPU after each) */
+} ptq_session_opts;
+
+typedef struct ptq_session ptq_session;
+
+/* Loads the model (one float32 image input of rank 4, logits as output 0),
+ * opens the data, derives the preprocessing (the model's metadata, then
+ * opts->preprocess; channels, height and width from the model's input,
+ * else from the data) and checks the data fits the input, then creates the
+ * executor. Errors name the model or data path. */
+ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *opts, ptq_session **out);
+void ptq_session_close(ptq_session *s);
+
+ptq_graph *ptq_session_graph(const ptq_session *s);
+ptq_exec *ptq_session_exec(const ptq_session *s);
+ptq_dataset *ptq_session_dataset(const ptq_session *s); /* NULL without data */
+const ptq_preprocess *ptq_session_preprocess(const ptq_session *s);
+/* Samples in the data set (0 without data). */
+int64_t ptq_session_n_samples(const ptq_session *s);
+/* The model input's per-sample shape: channels, height, width. */
+void ptq_session_input_shape(const ptq_session *s, int64_t *channels, int64_t *height, int64_t *width);
+/* Notes the caller may show, one per line ("no usable GPU (...); running
+ * on the CPU", "converting 4-channel images to the model's 3"), or "". */
+const char *ptq_session_notes(const ptq_session *s);
+
+/* Which samples a run reads: all of them, the first `limit`, or `samples`
+ * picked at random by `seed` (a seeded partial Fisher-Yates shuffle,
+ * splitmix64), in ascending order; then shard `shard` of `n_shards` equal
+ * contiguous shares (floor(n * i / n_shards) boundaries). */
+typedef struct ptq_pick {
+    int64_t limit;     /* 0: no limit */
+    int64_t samples;   /* 0: no random pick */
+    uint64_t seed;
+    int64_t shard, n_shards; /* n_shards 0 or 1: the whole pick */
+} ptq_pick;
+
+#define PTQ_MAX_SHARDS ((int64_t)1 << 31)
+
+/* The picked ids of a set of `total` samples, ascending: *ids (malloc'd,
+ * the caller frees) and *n_ids. PTQ_ERR_INVALID_ARG on a bad shard. */
+ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int64_t **ids, int64_t *n_ids);
+
+typedef struct ptq_runner ptq_runner;
+
+/* One batch as the consumers see it. */
+typedef struct ptq_batch {
+    int64_t index;            /* batch number */
+    int64_t start;            /* position of its first sample in the pick */
+    int64_t n;                /* samples */
+    const int64_t *ids;       /* [n] sample ids in the data set */
+    ptq_tensor *inputs;       /* [g->n_inputs] host tensors: input 0 the preprocessed images [n, C, H, W] (or NHWC) */
+    const int32_t *labels;    /* [n], or NULL for unlabelled data */
+    ptq_tensor *outputs;      /* [g->n_outputs] the executor's outputs (after), valid during the call */
+    const float *logits;      /* [n, n_classes]: output 0 (after) */
+    int64_t n_classes;        /* its width, the same for every batch */
+} ptq_batch;
+
+/* A consumer: any callback may be NULL. before runs ahead of the
+ * executor (the inputs are ready), after once it ran (outputs and logits
+ * set); a consumer may run the executor again (another overlay) but must
+ * copy what it needs of the outputs first. end runs once after the last
+ * batch. A non-OK return stops the run with that status. */
+typedef struct ptq_consumer {
+    void *user;
+    ptq_status (*before)(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b);
+    ptq_status (*after)(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b);
+    ptq_status (*end)(void *user, ptq_ctx *ctx, ptq_runner *r);
+} ptq_consumer;
+
+#define PTQ_RUNNER_MAX_CONSUMERS 8
+
+typedef struct ptq_runner_params {
+    ptq_session *session;
+    const int64_t *ids;       /* [n_ids] samples to run, ascending (ptq_pick_samples) */
+    int64_t n_ids;
+    int64_t batch;            /* samples per batch (>= 1) */
+    int need_labels;          /* 1: labels are read (unlabelled data fails with PTQ_ERR_DATA); 0: not read */
+    int need_logits;          /* 1: output 0 must be float32 [batch, classes] with classes >= the data's
+                                 (batch.logits is set only then) */
+    int prefetch;             /* 1: read and preprocess the next batch on a worker thread while this one runs */
+    ptq_consumer consumers[PTQ_RUNNER_MAX_CONSUMERS];
+    int n_consumers;
+    /* called after each batch with the samples done so far; may be NULL */
+    void (*progress)(void *user, int64_t done, int64_t total);
+    void *progress_user;
+} ptq_runner_params;
+
+/* Runs every batch through the session's executor and its consumers. */
+ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p);
+
+/* Inside a callback: the session, and seconds spent so far reading and
+ * preprocessing (waiting for it, with prefetch) and running the executor. */
+ptq_session *ptq_runner_session(const ptq_runner *r);
+void ptq_runner_seconds(const ptq_runner *r, double *read_s, double *exec_s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,284 @@
+/* The runner (include/ptq/runner.h): picks samples, reads and preprocesses
+ * them batch by batch (the next batch on a worker thread while the executor
+ * computes this one), runs the session's executor and hands each batch to
+ * the consumers in order. Covered by tests/test_runner.c and the cli tests. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ptq/runner.h"
+
+struct ptq_runner {
+    const ptq_runner_params *p;
+    ptq_session *s;
+    double read_s, exec_s;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* floor(n * i / n_shards) for 0 <= i <= n_shards <= PTQ_MAX_SHARDS, without
+ * overflow: n = q * n_shards + r, and r * i < 2^62. */
+static int64_t share_start(int64_t n, int64_t i, int64_t n_shards)
+{
+    return n / n_shards * i + n % n_shards * i / n_shards;
+}
+
+ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int64_t **ids, int64_t *n_ids)
+{
+    *ids = NULL;
+    *n_ids = 0;
+    const int64_t n_shards = p->n_shards > 1 ? p->n_shards : 1, shard = p->n_shards > 1 ? p->shard : 0;
+    if (total < 0 || p->limit < 0 || p->samples < 0 || n_shards > PTQ_MAX_SHARDS || shard < 0 || shard >= n_shards)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad sample pick: shard %lld of %lld over %lld samples",
+                        (long long)shard, (long long)n_shards, (long long)total);
+    int64_t n_pick = total;
+    if (p->limit && p->limit < n_pick)
+        n_pick = p->limit;
+    const int random = p->samples && p->samples < n_pick;
+    int64_t *all = malloc(((size_t)(random ? n_pick : n_pick) + 1) * sizeof *all);
+    if (!all)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n_pick);
+    for (int64_t i = 0; i < n_pick; i++)
+        all[i] = i;
+    if (random) {
+        uint64_t state = p->seed;
+        for (int64_t i = 0; i < p->samples; i++) {
+            int64_t j = i + (int64_t)(splitmix64(&state) % (uint64_t)(n_pick - i));
+            int64_t t = all[i];
+            all[i] = all[j];
+            all[j] = t;
+        }
+        n_pick = p->samples;
+        qsort(all, (size_t)n_pick, sizeof *all, cmp_i64);
+    }
+    int64_t lo = share_start(n_pick, shard, n_shards), hi = share_start(n_pick, shard + 1, n_shards);
+    memmove(all, all + lo, (size_t)(hi - lo) * sizeof *all);
+    *ids = all;
+    *n_ids = hi - lo;
+    return PTQ_OK;
+}
+
+/* One batch's host buffers and the read that fills them. */
+typedef struct slot_buf {
+    float *x;           /* [batch, sample] */
+    int32_t *labels;    /* [batch] or NULL */
+    const int64_t *ids;
+    int64_t n;
+    ptq_dataset *ds;
+    const ptq_preprocess *pre;
+    int64_t sample;     /* floats per sample */
+    ptq_ctx ctx;
+    ptq_status st;
+    double secs;
+    pthread_t thread;
+    int running;
+} slot_buf;
+
+/* Reads samples ids[n] (ascending) into x and labels, one contiguous run at a time. */
+static void *read_batch(void *arg)
+{
+    slot_buf *b = arg;
+    double t0 = now_s();
+    b->st = PTQ_OK;
+    for (int64_t i = 0; i < b->n && b->st == PTQ_OK;) {
+        int64_t j = i + 1;
+        while (j < b->n && b->ids[j] == b->ids[j - 1] + 1)
+            j++;
+        b->st = ptq_dataset_read(&b->ctx, b->ds, b->ids[i], j - i, b->pre, b->x + i * b->sample,
+                                 b->labels ? b->labels + i : NULL);
+        i = j;
+    }
+    b->secs = now_s() - t0;
+    return NULL;
+}
+
+static ptq_status start_read(ptq_ctx *ctx, slot_buf *b, const int64_t *ids, int64_t n, int async)
+{
+    b->ids = ids;
+    b->n = n;
+    ptq_ctx_init(&b->ctx);
+    if (async && pthread_create(&b->thread, NULL, read_batch, b) == 0) {
+        b->running = 1;
+        return PTQ_OK;
+    }
+    read_batch(b);
+    if (b->st != PTQ_OK)
+        *ctx = b->ctx;
+    return b->st;
+}
+
+static ptq_status finish_read(ptq_ctx *ctx, slot_buf *b)
+{
+    if (b->running) {
+        pthread_join(b->thread, NULL);
+        b->running = 0;
+    }
+    if (b->st != PTQ_OK)
+        *ctx = b->ctx;
+    return b->st;
+}
+
+/* Checks output 0 holds float32 [n, k] logits of the same width as before. */
+static ptq_status check_logits(ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
+{
+    const ptq_graph *g = ptq_session_graph(r->s);
+    const ptq_tensor *lg = &b->outputs[0];
+    const char *name = g->values[g->outputs[0]].name;
+    if (lg->dtype != PTQ_DT_FLOAT || lg->ndim < 1 || lg->dims[0] != b->n)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "output '%s' is not a float32 [batch, classes] logits tensor", name);
+    const int64_t k = ptq_tensor_numel(lg) / b->n;
+    if (b->n_classes && k != b->n_classes)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "output '%s' gives %lld scores per image from image %lld on, %lld before",
+                        name, (long long)k, (long long)b->start, (long long)b->n_classes);
+    if (!b->n_classes && r->p->need_logits) {
+        const ptq_dataset *ds = ptq_session_dataset(r->s);
+        const int dk = ds ? ptq_dataset_n_classes(ds) : -1;
+        if (dk > k || k > (1 << 20))
+            return ptq_fail(ctx, PTQ_ERR_DATA, "the data has %d classes but the model outputs %lld scores", dk,
+                            (long long)k);
+    }
+    b->n_classes = k;
+    b->logits = lg->data;
+    return PTQ_OK;
+}
+
+ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
+{
+    ptq_status st = PTQ_OK;
+    ptq_runner r = {p, p->session, 0, 0};
+    ptq_session *s = p->session;
+    const ptq_graph *g = ptq_session_graph(s);
+    ptq_dataset *ds = ptq_session_dataset(s);
+    ptq_exec *e = ptq_session_exec(s);
+    const ptq_preprocess *pre = ptq_session_preprocess(s);
+    ptq_tensor *outs = NULL;
+    slot_buf buf[2];
+    memset(buf, 0, sizeof buf);
+    if (!ds)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the session has no data to run");
+    if (p->batch < 1 || p->n_ids < 0 || p->n_consumers < 0 || p->n_consumers > PTQ_RUNNER_MAX_CONSUMERS)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad runner parameters: batch %lld, %lld samples, %d consumers",
+                        (long long)p->batch, (long long)p->n_ids, p->n_consumers);
+    const int labelled = p->need_labels; /* labels are read only when needed */
+    if (p->need_labels && !ptq_dataset_has_labels(ds))
+        return ptq_fail(ctx, PTQ_ERR_DATA, "the data set has no labels, which this run compares predictions with");
+    int64_t c, h, w;
+    ptq_session_input_shape(s, &c, &h, &w);
+    const int64_t sample = c * h * w, batch = p->n_ids < p->batch ? (p->n_ids ? p->n_ids : 1) : p->batch;
+    const int n_bufs = p->prefetch ? 2 : 1;
+    outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
+    if (!outs)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n_bufs; i++) {
+        buf[i].x = malloc((size_t)batch * (size_t)sample * sizeof *buf[i].x);
+        buf[i].labels = labelled ? malloc((size_t)batch * sizeof *buf[i].labels) : NULL;
+        buf[i].ds = ds;
+        buf[i].pre = pre;
+        buf[i].sample = sample;
+        if (!buf[i].x || (labelled && !buf[i].labels)) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
+            goto done;
+        }
+    }
+    ptq_batch b;
+    memset(&b, 0, sizeof b);
+    int64_t n_batches = (p->n_ids + batch - 1) / batch;
+    if (n_batches > 0)
+        PTQ_TRY(st, start_read(ctx, &buf[0], p->ids, p->n_ids < batch ? p->n_ids : batch, 0), done);
+    for (int64_t i = 0; i < n_batches; i++) {
+        slot_buf *cur = &buf[i % n_bufs];
+        const int64_t start = i * batch, n = p->n_ids - start < batch ? p->n_ids - start : batch;
+        double t0 = now_s();
+        PTQ_TRY(st, finish_read(ctx, cur), done);
+        r.read_s += now_s() - t0;
+        if (i + 1 < n_batches) {
+            const int64_t next = start + batch, n_next = p->n_ids - next < batch ? p->n_ids - next : batch;
+            slot_buf *nb = &buf[(i + 1) % n_bufs];
+            if (p->prefetch) {
+                PTQ_TRY(st, start_read(ctx, nb, p->ids + next, n_next, 1), done);
+            }
+        }
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, c, h, w}, cur->x, PTQ_MEM_HOST, 0};
+        if (pre->nhwc) {
+            in.dims[1] = h;
+            in.dims[2] = w;
+            in.dims[3] = c;
+        }
+        b.index = i;
+        b.start = start;
+        b.n = n;
+        b.ids = p->ids + start;
+        b.inputs = &in;
+        b.labels = cur->labels;
+        b.outputs = NULL;
+        b.logits = NULL;
+        for (int k = 0; k < p->n_consumers; k++)
+            if (p->consumers[k].before)
+                PTQ_TRY(st, p->consumers[k].before(p->consumers[k].user, ctx, &r, &b), done);
+        t0 = now_s();
+        PTQ_TRY(st, ptq_exec_run(ctx, e, &in, outs), done);
+        r.exec_s += now_s() - t0;
+        b.outputs = outs;
+        if (p->need_logits)
+            PTQ_TRY(st, check_logits(ctx, &r, &b), done);
+        for (int k = 0; k < p->n_consumers; k++)
+            if (p->consumers[k].after)
+                PTQ_TRY(st, p->consumers[k].after(p->consumers[k].user, ctx, &r, &b), done);
+        if (p->progress)
+            p->progress(p->progress_user, start + n, p->n_ids);
+        if (!p->prefetch && i + 1 < n_batches) {
+            const int64_t next = start + batch, n_next = p->n_ids - next < batch ? p->n_ids - next : batch;
+            t0 = now_s();
+            PTQ_TRY(st, start_read(ctx, &buf[0], p->ids + next, n_next, 0), done);
+            r.read_s += now_s() - t0;
+        }
+    }
+    for (int k = 0; k < p->n_consumers; k++)
+        if (p->consumers[k].end)
+            PTQ_TRY(st, p->consumers[k].end(p->consumers[k].user, ctx, &r), done);
+done:
+    for (int i = 0; i < 2; i++) {
+        if (buf[i].running) {
+            pthread_join(buf[i].thread, NULL);
+            buf[i].running = 0;
+        }
+        free(buf[i].x);
+        free(buf[i].labels);
+    }
+    free(outs);
+    return st;
+}
+
+ptq_session *ptq_runner_session(const ptq_runner *r)
+{
+    return r->s;
+}
+
+void ptq_runner_seconds(const ptq_runner *r, double *read_s, double *exec_s)
+{
+    if (read_s)
+        *read_s = r->read_s;
+    if (exec_s)
+        *exec_s = r->exec_s;
+}

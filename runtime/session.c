@@ -1,0 +1,200 @@
+/* A model ready to run on a data set (include/ptq/runner.h): the graph,
+ * its executor on the requested device (the CPU, with a note, when no GPU
+ * is usable and that is allowed), the preprocessing from the model's
+ * metadata and the caller's overrides, and the input geometry checked
+ * against the data. Covered by tests/test_runner.c and tests/cli_test.py. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptq/runner.h"
+
+struct ptq_session {
+    ptq_graph *graph;
+    ptq_exec *exec;
+    ptq_dataset *data;
+    ptq_preprocess pre;
+    int64_t channels, height, width; /* the model input's sample shape */
+    int64_t n_samples;
+    char notes[1024];
+};
+
+ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, int *cuda_device)
+{
+    *cuda_device = 0;
+    if (!name || strcmp(name, "cpu") == 0) {
+        *device = PTQ_DEVICE_CPU;
+    } else if (strcmp(name, "ref") == 0) {
+        *device = PTQ_DEVICE_REF;
+    } else if (strcmp(name, "cuda") == 0 || strcmp(name, "gpu") == 0) {
+        *device = PTQ_DEVICE_CUDA;
+    } else if (strncmp(name, "cuda:", 5) == 0) {
+        char *end = NULL;
+        long n = strtol(name + 5, &end, 10);
+        if (!end || *end || end == name + 5 || n < 0 || n > 1023)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--device cuda:N wants a GPU number N in [0, 1023], got '%s'",
+                            name);
+        *device = PTQ_DEVICE_CUDA;
+        *cuda_device = (int)n;
+    } else {
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--device must be cpu, cuda, cuda:N or ref, got '%s'", name);
+    }
+    return PTQ_OK;
+}
+
+static void note(ptq_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note(ptq_session *s, const char *fmt, ...)
+{
+    size_t used = strlen(s->notes);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->notes + used, sizeof s->notes - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The device to run on: a GPU the opts ask for and the machine has, else
+ * the CPU when falling back is allowed. */
+static ptq_status pick_device(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session *s, ptq_device *device)
+{
+    *device = o->device;
+    if (o->device != PTQ_DEVICE_CUDA)
+        return PTQ_OK;
+    char why[256] = "";
+    int n = ptq_cuda_n_devices(why, sizeof why);
+    if (n > o->cuda_device)
+        return PTQ_OK;
+    if (n > 0)
+        snprintf(why, sizeof why, "cuda:%d asked for, but only %d GPU%s visible", o->cuda_device, n, n == 1 ? " is" : "s are");
+    if (!o->cpu_fallback || n > 0)
+        return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "%s", why);
+    note(s, "no usable GPU (%s); running on the CPU\n", why);
+    *device = PTQ_DEVICE_CPU;
+    return PTQ_OK;
+}
+
+ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session **out)
+{
+    ptq_status st = PTQ_OK;
+    *out = NULL;
+    ptq_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory opening a session");
+    ptq_device device = PTQ_DEVICE_CPU;
+    PTQ_TRY(st, pick_device(ctx, o, s, &device), fail);
+    PTQ_TRY(st, ptq_graph_load_onnx(ctx, o->model, &s->graph), fail);
+    const ptq_graph *g = s->graph;
+    if (g->n_inputs != 1 || g->n_outputs < 1) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: the model has %d inputs and %d outputs; ptq needs one image input",
+                      o->model, g->n_inputs, g->n_outputs);
+        goto fail;
+    }
+    const ptq_value *in = &g->values[g->inputs[0]];
+    if (in->dtype != PTQ_DT_FLOAT || in->ndim != 4) {
+        char dims[96];
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' is %s [%s]; ptq needs a float32 image batch of rank 4",
+                      o->model, in->name, ptq_dtype_name(in->dtype),
+                      ptq_dims_str(in->dims, in->ndim, dims, sizeof dims));
+        goto fail;
+    }
+    ptq_preprocess_default(&s->pre);
+    const char *meta = ptq_graph_meta(g, "ptq.preprocess");
+    if (meta)
+        PTQ_TRY(st, ptq_preprocess_parse(ctx, meta, &s->pre), fail);
+    if (o->preprocess)
+        PTQ_TRY(st, ptq_preprocess_parse(ctx, o->preprocess, &s->pre), fail);
+    int c_axis = s->pre.nhwc ? 3 : 1, h_axis = s->pre.nhwc ? 1 : 2, w_axis = s->pre.nhwc ? 2 : 3;
+    s->channels = in->dims[c_axis];
+    s->height = in->dims[h_axis];
+    s->width = in->dims[w_axis];
+
+    if (o->data) {
+        PTQ_TRY(st, ptq_dataset_open(ctx, o->data, &o->dataset, &s->data), fail);
+        s->n_samples = ptq_dataset_count(s->data);
+        if (s->n_samples <= 0) {
+            st = ptq_fail(ctx, PTQ_ERR_DATA, "%s: the data set holds no samples", o->data);
+            goto fail;
+        }
+        int64_t dh, dw, dc;
+        ptq_dataset_geometry(s->data, &dh, &dw, &dc);
+        if (s->channels < 0)
+            s->channels = dc;
+        if (s->height < 0)
+            s->height = dh;
+        if (s->width < 0)
+            s->width = dw;
+        if ((dh != s->height || dw != s->width) && s->pre.resize == 0) {
+            st = ptq_fail(ctx, PTQ_ERR_SHAPE,
+                          "%s: images are %lldx%lld but the model input '%s' takes %lldx%lld; pass --preprocess "
+                          "resize=<shorter side> to resize and center-crop",
+                          o->data, (long long)dh, (long long)dw, in->name, (long long)s->height, (long long)s->width);
+            goto fail;
+        }
+        if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
+            note(s, "converting %lld-channel images to the model's %lld channels\n", (long long)dc,
+                 (long long)s->channels);
+    }
+    if (s->channels != 1 && s->channels != 3) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' has %lld channels; images give 1 or 3", o->model,
+                      in->name, (long long)s->channels);
+        goto fail;
+    }
+    s->pre.n_channels = (int)s->channels;
+    s->pre.height = s->height;
+    s->pre.width = s->width;
+    ptq_exec_params ep = {device, o->cuda_device, NULL, NULL, o->profile};
+    PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
+    *out = s;
+    return PTQ_OK;
+fail:
+    ptq_session_close(s);
+    return st;
+}
+
+void ptq_session_close(ptq_session *s)
+{
+    if (!s)
+        return;
+    ptq_exec_free(s->exec);
+    ptq_dataset_close(s->data);
+    ptq_graph_free(s->graph);
+    free(s);
+}
+
+ptq_graph *ptq_session_graph(const ptq_session *s)
+{
+    return s->graph;
+}
+
+ptq_exec *ptq_session_exec(const ptq_session *s)
+{
+    return s->exec;
+}
+
+ptq_dataset *ptq_session_dataset(const ptq_session *s)
+{
+    return s->data;
+}
+
+const ptq_preprocess *ptq_session_preprocess(const ptq_session *s)
+{
+    return &s->pre;
+}
+
+int64_t ptq_session_n_samples(const ptq_session *s)
+{
+    return s->n_samples;
+}
+
+void ptq_session_input_shape(const ptq_session *s, int64_t *channels, int64_t *height, int64_t *width)
+{
+    *channels = s->channels;
+    *height = s->height;
+    *width = s->width;
+}
+
+const char *ptq_session_notes(const ptq_session *s)
+{
+    return s->notes;
+}
