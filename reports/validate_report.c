@@ -1,9 +1,10 @@
 /* FP32 vs quantized comparison for `ptq validate`: two ptq_eval_stats fed
  * the same labels, a changed-prediction count and exact SQNR/KL sums (each
  * image's terms in double from its own logits, summed in core/xsum so any
- * split into merged shards gives the same report), rendered as JSON (cJSON, reusing ptq_eval_format_json per side), Markdown
- * and a terminal summary. Definitions in include/ptq/validate_report.h;
- * covered by tests/test_validate_report.c. */
+ * split into merged shards gives the same report), rendered as JSON (cJSON,
+ * reusing ptq_eval_format_json per side), Markdown and a terminal summary.
+ * Definitions in include/ptq/validate_report.h; covered by
+ * tests/test_validate_report.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +28,8 @@
 struct ptq_validate_stats {
     ptq_eval_stats fp32, q;
     int64_t changed;
-    int64_t n_measured;         /* images in the SQNR/KL sums */
-    int64_t nan_fp32, nan_q;    /* NaN logits */
+    int64_t n_measured;           /* images in the SQNR/KL sums */
+    int64_t nan_fp32, nan_q;      /* NaN logits */
     ptq_xsum signal_sq, noise_sq; /* sum fp32^2, sum (q - fp32)^2 over measured images */
     ptq_xsum kl_nats_sum;         /* sum over measured images of KL(softmax(fp32) || softmax(q)) */
     int32_t pred_fp32[CHUNK_ROWS], pred_q[CHUNK_ROWS];

@@ -387,8 +387,9 @@ static void check_same(ptq_ctx *ctx, const ptq_validate_stats *s, const renderin
     rendering got = {{NULL}};
     render(ctx, s, &got);
     for (int i = 0; i < 3; i++)
-        CHECK_MSG(got.text[i] && want->text[i] && strcmp(got.text[i], want->text[i]) == 0, "%s: %s differs:\n%s\nvs\n%s",
-                  what, kinds[i], got.text[i] ? got.text[i] : "(null)", want->text[i] ? want->text[i] : "(null)");
+        CHECK_MSG(got.text[i] && want->text[i] && strcmp(got.text[i], want->text[i]) == 0,
+                  "%s: %s differs:\n%s\nvs\n%s", what, kinds[i], got.text[i] ? got.text[i] : "(null)",
+                  want->text[i] ? want->text[i] : "(null)");
     rendering_free(&got);
 }
 

@@ -106,21 +106,12 @@ static int ref_rounds_to(const ref *s, double r)
 
 /* ---- helpers ---- */
 
-static uint64_t rng_state = 88172645463325252u;
-
-static uint64_t rand64(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717u;
-}
-
 /* Random sign and significand, biased exponent in [0, max_biased] (0: subnormal). */
 static double wild(int max_biased)
 {
-    uint64_t bits = (rand64() & ((UINT64_C(1) << 52) - 1)) | (rand64() % (uint64_t)(max_biased + 1)) << 52 |
-                    (rand64() & 1) << 63;
+    uint64_t mant = test_rand_u64() & ((UINT64_C(1) << 52) - 1);
+    uint64_t biased = test_rand_u64() % (uint64_t)(max_biased + 1);
+    uint64_t bits = mant | biased << 52 | (test_rand_u64() & 1) << 63;
     double v;
     memcpy(&v, &bits, sizeof v);
     return v;
@@ -129,7 +120,7 @@ static double wild(int max_biased)
 static void shuffle(int *idx, int n)
 {
     for (int i = n - 1; i > 0; i--) {
-        int j = (int)(rand64() % (uint64_t)(i + 1)), t = idx[i];
+        int j = (int)(test_rand_u64() % (uint64_t)(i + 1)), t = idx[i];
         idx[i] = idx[j];
         idx[j] = t;
     }
@@ -230,7 +221,7 @@ static void check_set(const char *name, const double *v, int n)
         cut[0] = 0;
         cut[n_shards] = n;
         for (int k = 1; k < n_shards; k++)
-            cut[k] = trial == 5 ? 1 : (int)(rand64() % (uint64_t)(n + 1));
+            cut[k] = trial == 5 ? 1 : (int)(test_rand_u64() % (uint64_t)(n + 1));
         for (int k = 1; k < n_shards; k++) /* sort the cut points */
             for (int j = k; j > 1 && cut[j - 1] > cut[j]; j--) {
                 int t = cut[j];
