@@ -62,6 +62,20 @@ ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *l
     return PTQ_OK;
 }
 
+ptq_status ptq_eval_stats_merge(ptq_ctx *ctx, ptq_eval_stats *dst, const ptq_eval_stats *src)
+{
+    if (dst->n_classes != src->n_classes)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge evaluation statistics of %d and %d classes",
+                        dst->n_classes, src->n_classes);
+    const int64_t cells = (int64_t)dst->n_classes * dst->n_classes;
+    dst->n += src->n;
+    dst->top1 += src->top1;
+    dst->top5 += src->top5;
+    for (int64_t i = 0; i < cells; i++)
+        dst->confusion[i] += src->confusion[i];
+    return PTQ_OK;
+}
+
 void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *m)
 {
     const int k = s->n_classes;

@@ -1,8 +1,10 @@
 /* FP32 vs quantized comparison for `ptq validate`: two ptq_eval_stats fed
- * the same labels, a changed-prediction count and SQNR/KL sums in double,
- * rendered as JSON (cJSON, reusing ptq_eval_format_json per side), Markdown
- * and a terminal summary. Definitions in include/ptq/validate_report.h;
- * covered by tests/test_validate_report.c. */
+ * the same labels, a changed-prediction count and exact SQNR/KL sums (each
+ * image's terms in double from its own logits, summed in core/xsum so any
+ * split into merged shards gives the same report), rendered as JSON (cJSON,
+ * reusing ptq_eval_format_json per side), Markdown and a terminal summary.
+ * Definitions in include/ptq/validate_report.h; covered by
+ * tests/test_validate_report.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/xsum.h"
 #include "ptq/export.h" /* ptq_buf */
 #include "ptq/report.h"
 #include "ptq/validate_report.h"
@@ -25,10 +28,10 @@
 struct ptq_validate_stats {
     ptq_eval_stats fp32, q;
     int64_t changed;
-    int64_t n_measured;         /* images in the SQNR/KL sums */
-    int64_t nan_fp32, nan_q;    /* NaN logits */
-    double signal_sq, noise_sq; /* sum fp32^2, sum (q - fp32)^2 over measured images */
-    double kl_nats_sum;         /* sum over measured images of KL(softmax(fp32) || softmax(q)) */
+    int64_t n_measured;           /* images in the SQNR/KL sums */
+    int64_t nan_fp32, nan_q;      /* NaN logits */
+    ptq_xsum signal_sq, noise_sq; /* sum fp32^2, sum (q - fp32)^2 over measured images */
+    ptq_xsum kl_nats_sum;         /* sum over measured images of KL(softmax(fp32) || softmax(q)) */
     int32_t pred_fp32[CHUNK_ROWS], pred_q[CHUNK_ROWS];
 };
 
@@ -43,6 +46,9 @@ ptq_status ptq_validate_stats_init(ptq_ctx *ctx, int n_classes, ptq_validate_sta
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for validation statistics");
     PTQ_TRY(st, ptq_eval_stats_init(ctx, n_classes, &s->fp32), done);
     PTQ_TRY(st, ptq_eval_stats_init(ctx, n_classes, &s->q), done);
+    ptq_xsum_init(&s->signal_sq);
+    ptq_xsum_init(&s->noise_sq);
+    ptq_xsum_init(&s->kl_nats_sum);
     *out = s;
     s = NULL;
 done:
@@ -71,7 +77,8 @@ static double log_sum_exp(const float *x, int k)
     return mx + log(sum);
 }
 
-/* Adds one image's rows (f, q: [k]) to the SQNR/KL sums when both are finite. */
+/* Adds one image's rows (f, q: [k]) to the SQNR/KL sums when both are
+ * finite: its terms come from its rows alone, the sums are exact. */
 static void compare_row(ptq_validate_stats *s, const float *f, const float *q, int k)
 {
     int finite = 1;
@@ -91,9 +98,9 @@ static void compare_row(ptq_validate_stats *s, const float *f, const float *q, i
         noise += d * d;
         kl += exp(logp) * (logp - logq);
     }
-    s->signal_sq += sig;
-    s->noise_sq += noise;
-    s->kl_nats_sum += kl > 0 ? kl : 0;
+    ptq_xsum_add(&s->signal_sq, sig);
+    ptq_xsum_add(&s->noise_sq, noise);
+    ptq_xsum_add(&s->kl_nats_sum, kl > 0 ? kl : 0);
     s->n_measured++;
 }
 
@@ -124,30 +131,20 @@ ptq_status ptq_validate_stats_add(ptq_ctx *ctx, ptq_validate_stats *s, int64_t n
     return PTQ_OK;
 }
 
-static void eval_stats_add(ptq_eval_stats *dst, const ptq_eval_stats *src)
-{
-    const int64_t cells = (int64_t)dst->n_classes * dst->n_classes;
-    dst->n += src->n;
-    dst->top1 += src->top1;
-    dst->top5 += src->top5;
-    for (int64_t i = 0; i < cells; i++)
-        dst->confusion[i] += src->confusion[i];
-}
-
 ptq_status ptq_validate_stats_merge(ptq_ctx *ctx, ptq_validate_stats *dst, const ptq_validate_stats *src)
 {
     if (dst->fp32.n_classes != src->fp32.n_classes)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge validation statistics of %d and %d classes",
                         dst->fp32.n_classes, src->fp32.n_classes);
-    eval_stats_add(&dst->fp32, &src->fp32);
-    eval_stats_add(&dst->q, &src->q);
+    PTQ_TRY_RET(ptq_eval_stats_merge(ctx, &dst->fp32, &src->fp32));
+    PTQ_TRY_RET(ptq_eval_stats_merge(ctx, &dst->q, &src->q));
     dst->changed += src->changed;
     dst->n_measured += src->n_measured;
     dst->nan_fp32 += src->nan_fp32;
     dst->nan_q += src->nan_q;
-    dst->signal_sq += src->signal_sq;
-    dst->noise_sq += src->noise_sq;
-    dst->kl_nats_sum += src->kl_nats_sum;
+    ptq_xsum_merge(&dst->signal_sq, &src->signal_sq);
+    ptq_xsum_merge(&dst->noise_sq, &src->noise_sq);
+    ptq_xsum_merge(&dst->kl_nats_sum, &src->kl_nats_sum);
     return PTQ_OK;
 }
 
@@ -167,8 +164,9 @@ void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals 
         t->sqnr_db = NAN;
         t->kl_nats = NAN;
     } else {
-        t->sqnr_db = s->noise_sq == 0 ? INFINITY : 10.0 * log10(s->signal_sq / s->noise_sq);
-        t->kl_nats = s->kl_nats_sum / (double)s->n_measured;
+        double signal = ptq_xsum_value(&s->signal_sq), noise = ptq_xsum_value(&s->noise_sq);
+        t->sqnr_db = noise == 0 ? INFINITY : 10.0 * log10(signal / noise);
+        t->kl_nats = ptq_xsum_value(&s->kl_nats_sum) / (double)s->n_measured;
     }
 }
 

@@ -1,6 +1,7 @@
 /* Metrics from logits: top-1/top-5 with ties, confusion counts, per-class
  * precision/recall/F1 against hand-computed values, labels out of range,
- * and the JSON rendering parsed back. */
+ * and the JSON rendering parsed back; random logits (ties, NaN) split into
+ * shards fed in other orders and merged: byte-identical JSON and text. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,94 @@
 
 #include "ptq/report.h"
 #include "testlib.h"
+
+enum { SN = 1001, SK = 9 };
+
+/* Renders s as JSON and text, and checks both against want[2] byte for byte
+ * (or fills want when it is empty). */
+static void check_render(ptq_ctx *ctx, const ptq_eval_stats *s, char **want, const char *what)
+{
+    char *got[2] = {NULL, NULL};
+    CHECK(ptq_eval_format_json(ctx, s, NULL, "{\"command\":\"eval\"}", &got[0]) == PTQ_OK);
+    CHECK(ptq_eval_format_text(ctx, s, NULL, &got[1]) == PTQ_OK);
+    for (int i = 0; i < 2; i++) {
+        if (!want[i]) {
+            want[i] = got[i];
+            continue;
+        }
+        CHECK_MSG(got[i] && strcmp(got[i], want[i]) == 0, "%s: %s differs", what, i ? "text" : "JSON");
+        free(got[i]);
+    }
+}
+
+static void test_shards(ptq_ctx *ctx)
+{
+    static float logits[SN * SK];
+    static int32_t labels[SN];
+    static int order[SN];
+    test_rand_seed(5);
+    test_fill_uniform(logits, SN * SK, -3, 3);
+    for (int i = 0; i < SN; i++) {
+        labels[i] = (int32_t)test_rand_uniform(0, SK - 0.5f);
+        order[i] = i;
+        if (i % 10 == 1) /* ties with the label's logit */
+            for (int c = 0; c < SK; c += 2)
+                logits[i * SK + c] = 1.0f;
+        if (i % 10 == 2)
+            logits[i * SK + i % SK] = NAN;
+    }
+    for (int i = SN - 1; i > 0; i--) {
+        int j = (int)test_rand_uniform(0, (float)i + 0.5f), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    char *want[2] = {NULL, NULL};
+    ptq_eval_stats whole, merged, shard[3];
+    CHECK(ptq_eval_stats_init(ctx, SK, &whole) == PTQ_OK);
+    CHECK(ptq_eval_stats_update(ctx, &whole, logits, labels, SN, 0, NULL) == PTQ_OK);
+    check_render(ctx, &whole, want, "whole");
+
+    /* three uneven shards of the shuffled images, one image per update, merged in reverse */
+    const int bounds[4] = {0, 1, 640, SN};
+    CHECK(ptq_eval_stats_init(ctx, SK, &merged) == PTQ_OK);
+    for (int k = 0; k < 3; k++) {
+        CHECK(ptq_eval_stats_init(ctx, SK, &shard[k]) == PTQ_OK);
+        for (int i = bounds[k]; i < bounds[k + 1]; i++)
+            CHECK(ptq_eval_stats_update(ctx, &shard[k], logits + order[i] * SK, labels + order[i], 1, order[i],
+                                        NULL) == PTQ_OK);
+    }
+    for (int k = 2; k >= 0; k--)
+        CHECK(ptq_eval_stats_merge(ctx, &merged, &shard[k]) == PTQ_OK);
+    CHECK(merged.n == SN && merged.top1 == whole.top1 && merged.top5 == whole.top5);
+    check_render(ctx, &merged, want, "3 shards merged");
+
+    /* two contiguous shards, merged in order */
+    ptq_eval_stats_free(&merged);
+    CHECK(ptq_eval_stats_init(ctx, SK, &merged) == PTQ_OK);
+    for (int k = 0; k < 2; k++) {
+        ptq_eval_stats_free(&shard[k]);
+        CHECK(ptq_eval_stats_init(ctx, SK, &shard[k]) == PTQ_OK);
+    }
+    CHECK(ptq_eval_stats_update(ctx, &shard[0], logits, labels, 500, 0, NULL) == PTQ_OK);
+    CHECK(ptq_eval_stats_update(ctx, &shard[1], logits + 500 * SK, labels + 500, SN - 500, 500, NULL) == PTQ_OK);
+    CHECK(ptq_eval_stats_merge(ctx, &merged, &shard[0]) == PTQ_OK);
+    CHECK(ptq_eval_stats_merge(ctx, &merged, &shard[1]) == PTQ_OK);
+    check_render(ctx, &merged, want, "2 shards merged");
+
+    /* another class count is refused and changes nothing */
+    ptq_eval_stats_free(&shard[2]);
+    CHECK(ptq_eval_stats_init(ctx, SK - 1, &shard[2]) == PTQ_OK);
+    CHECK(ptq_eval_stats_merge(ctx, &merged, &shard[2]) == PTQ_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(ctx->msg, "9 and 8 classes"), "message: %s", ctx->msg);
+    check_render(ctx, &merged, want, "after a refused merge");
+
+    for (int k = 0; k < 3; k++)
+        ptq_eval_stats_free(&shard[k]);
+    ptq_eval_stats_free(&merged);
+    ptq_eval_stats_free(&whole);
+    free(want[0]);
+    free(want[1]);
+}
 
 int main(void)
 {
@@ -64,5 +153,6 @@ int main(void)
     free(text);
     ptq_eval_stats_free(&s);
     ptq_eval_stats_free(&s); /* freeing twice is harmless */
+    test_shards(&ctx);
     return test_done("test_report");
 }

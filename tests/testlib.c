@@ -18,13 +18,17 @@ void test_rand_seed(uint64_t seed)
     rng_state = seed ? seed : 0x9E3779B97F4A7C15ull;
 }
 
-float test_rand_uniform(float lo, float hi)
+uint64_t test_rand_u64(void)
 {
     rng_state ^= rng_state >> 12;
     rng_state ^= rng_state << 25;
     rng_state ^= rng_state >> 27;
-    uint64_t r = rng_state * 0x2545F4914F6CDD1Dull;
-    return lo + (hi - lo) * (float)((r >> 40) * (1.0 / 16777216.0));
+    return rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+float test_rand_uniform(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((test_rand_u64() >> 40) * (1.0 / 16777216.0));
 }
 
 void test_fill_uniform(float *x, int64_t n, float lo, float hi)

@@ -33,8 +33,9 @@ extern int ptq_test_checks;
         }                                                                           \
     } while (0)
 
-/* Deterministic uniform floats in [lo, hi) (xorshift64*). */
+/* Deterministic uniform floats in [lo, hi) (xorshift64*), and the raw 64-bit draws behind them. */
 void test_rand_seed(uint64_t seed);
+uint64_t test_rand_u64(void);
 float test_rand_uniform(float lo, float hi);
 void test_fill_uniform(float *x, int64_t n, float lo, float hi);
 

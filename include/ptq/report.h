@@ -35,6 +35,12 @@ void ptq_eval_stats_free(ptq_eval_stats *s);
 ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *logits, const int32_t *labels,
                                  int64_t n, int64_t first_index, int32_t *pred);
 
+/* dst += src, shards of one run: every field is an integer count and no
+ * result depends on sample order (first_index only names samples in
+ * errors), so shards merged in any order give exactly the single run's
+ * stats. Class counts must match (else PTQ_ERR_INVALID_ARG). */
+ptq_status ptq_eval_stats_merge(ptq_ctx *ctx, ptq_eval_stats *dst, const ptq_eval_stats *src);
+
 /* metrics: [s->n_classes]. */
 void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *metrics);
 

@@ -11,6 +11,9 @@
  *                the measured images; +inf when the logits are equal.
  *   KL (nats)    mean over measured images of KL(softmax(fp32) || softmax(q)),
  *                log-sum-exp in double; a row's rounding below 0 counts as 0.
+ *   sums         each image's terms in double from its own logits, summed
+ *                exactly over images and rounded once: independent of batch
+ *                size, order and sharding.
  *   measured     images whose FP32 and quantized rows are all finite; the
  *                others still count for accuracy (NaN never wins an argmax
  *                unless it sits at index 0) and are reported, with the NaN
@@ -44,8 +47,10 @@ void ptq_validate_stats_free(ptq_validate_stats *s); /* NULL is a no-op */
 ptq_status ptq_validate_stats_add(ptq_ctx *ctx, ptq_validate_stats *s, int64_t n, const int32_t *labels,
                                   const float *logits_fp32, const float *logits_q);
 
-/* dst += src (shards of one run): integer counts exactly, SQNR/KL sums in
- * double. Class counts must match (else PTQ_ERR_INVALID_ARG). */
+/* dst += src (shards of one run): counts, confusion matrices and the exact
+ * SQNR/KL sums, so shards merged in any order and split give a report
+ * byte-identical to the single run's. Class counts must match (else
+ * PTQ_ERR_INVALID_ARG, dst unchanged). */
 ptq_status ptq_validate_stats_merge(ptq_ctx *ctx, ptq_validate_stats *dst, const ptq_validate_stats *src);
 
 /* Totals for callers (the CLI's exit code, tests). */
