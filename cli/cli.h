@@ -12,6 +12,7 @@
 #include "ptq/plan.h"
 #include "ptq/runtime.h"
 #include "ptq/status.h"
+#include "ptq/version.h"
 
 /* Exit codes (documented in README.md). */
 enum {

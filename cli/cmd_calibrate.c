@@ -120,7 +120,7 @@ static void print_summary(const ptq_calib_set *set, const cli_session *s, const 
         printf("{\"command\":\"calibrate\",\"ptq_version\":\"%s\",\"archive\":\"%s\",\"device\":\"%s\","
                "\"samples\":%lld,\"tensors\":%lld,\"seconds\":%.6f,\"images_per_s\":%.3f,"
                "\"model_sha256\":\"%s\",\"sample_ids_sha256\":\"%s\"}\n",
-               PTQ_VERSION, out, ptq_exec_device_name(s->exec), (long long)n_ids, (long long)n, secs,
+               ptq_version(), out, ptq_exec_device_name(s->exec), (long long)n_ids, (long long)n, secs,
                secs > 0 ? (double)n_ids / secs : 0.0, pv.model_sha256, pv.sample_ids_sha256);
         return;
     }

@@ -158,7 +158,7 @@ int cmd_eval(int argc, char **argv)
     char header[1024];
     snprintf(header, sizeof header,
              "{\"command\":\"eval\",\"ptq_version\":\"%s\",\"device\":\"%s\",\"seconds\":%.6f,\"images_per_s\":%.3f}",
-             PTQ_VERSION, ptq_exec_device_name(s.exec), secs, secs > 0 ? (double)n_total / secs : 0.0);
+             ptq_version(), ptq_exec_device_name(s.exec), secs, secs > 0 ? (double)n_total / secs : 0.0);
     PTQ_TRY(st, ptq_eval_format_json(&ctx, &stats, names, header, &json), done);
     if (report_path) {
         PTQ_TRY(st, cli_tmp_open(&ctx, report_path, report_tmp, sizeof report_tmp, &rf), done);

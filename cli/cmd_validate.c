@@ -193,7 +193,7 @@ int cmd_validate(int argc, char **argv)
     snprintf(header, sizeof header,
              "{\"command\":\"validate\",\"ptq_version\":\"%s\",\"device\":\"%s\",\"plan_core\":\"%s\","
              "\"plan_method\":\"%s\",\"plan_tensors\":%lld}",
-             PTQ_VERSION, ptq_exec_device_name(eq), ptq_prec_name(plan->core), plan->method ? plan->method : "",
+             ptq_version(), ptq_exec_device_name(eq), ptq_prec_name(plan->core), plan->method ? plan->method : "",
              (long long)plan->n);
     vo.header_json = header;
     PTQ_TRY(st, ptq_validate_format_json(&ctx, vs, &vo, &json), done);

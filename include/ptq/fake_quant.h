@@ -7,6 +7,7 @@
 #ifndef PTQ_FAKE_QUANT_H
 #define PTQ_FAKE_QUANT_H
 
+#include "ptq/export_api.h"
 #include "ptq/plan.h"
 #include "ptq/runtime.h"
 
@@ -20,16 +21,16 @@ typedef struct ptq_fq ptq_fq;
  * first): the quantized-dequantized weights go into buffers the fq owns and
  * g's weight values point at them until ptq_fq_free restores them. Create
  * the executor from g afterwards; g serves one fq at a time. */
-ptq_status ptq_fq_create(ptq_ctx *ctx, ptq_graph *g, const ptq_plan *p, ptq_fq **out);
-void ptq_fq_free(ptq_fq *fq);
+PTQ_API ptq_status ptq_fq_create(ptq_ctx *ctx, ptq_graph *g, const ptq_plan *p, ptq_fq **out);
+PTQ_API void ptq_fq_free(ptq_fq *fq);
 
 /* Pass ptq_fq_tap and the fq as the executor's tap; bind once the executor
  * exists (device tensors are rounded on its GPU); before each run, round the
  * graph inputs the plan names (host tensors, in place). */
-ptq_status ptq_fq_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
-                      const ptq_tensor *t);
-ptq_status ptq_fq_bind(ptq_ctx *ctx, ptq_fq *fq, ptq_exec *e);
-ptq_status ptq_fq_apply_inputs(ptq_ctx *ctx, ptq_fq *fq, ptq_tensor *inputs);
+PTQ_API ptq_status ptq_fq_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
+                              const ptq_tensor *t);
+PTQ_API ptq_status ptq_fq_bind(ptq_ctx *ctx, ptq_fq *fq, ptq_exec *e);
+PTQ_API ptq_status ptq_fq_apply_inputs(ptq_ctx *ctx, ptq_fq *fq, ptq_tensor *inputs);
 
 #ifdef __cplusplus
 }
