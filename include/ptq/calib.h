@@ -62,12 +62,13 @@ PTQ_API void ptq_calib_set_free(ptq_calib_set *s);
 
 /* Records the model (its SHA-256 and name), ptq's version and the
  * preprocessing spec (copied). */
-PTQ_API ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *model_sha256, const char *model_name,
-                                          const char *preprocess);
+PTQ_API ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *model_sha256,
+                                          const char *model_name, const char *preprocess);
 /* Records that samples ids[n] of data set source were observed (before or
  * after observing them). The same sample of one source twice is
  * PTQ_ERR_DATA: it would be counted twice. */
-PTQ_API ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids, int64_t n);
+PTQ_API ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids,
+                                             int64_t n);
 
 /* Observing: pass ptq_calib_set_tap and the set as the executor's tap and
  * tap_user, bind the executor once created (device observers live on its
@@ -97,8 +98,8 @@ PTQ_API int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s);
  * parallel on the CPU pool. On failure *bad is the lowest failing tensor's
  * index and ctx holds its message; PTQ_ERR_DATA for a tensor without a
  * finite value. out: [ptq_calib_set_n_tensors(s)]. */
-PTQ_API ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p, ptq_calib_range *out,
-                                        int64_t *bad);
+PTQ_API ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p,
+                                        ptq_calib_range *out, int64_t *bad);
 
 /* The archive: HDF5 at path (the caller picks a temporary name and renames;
  * a failed write removes what it created). Layout in calib/archive.c. */

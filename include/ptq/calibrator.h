@@ -99,7 +99,8 @@ PTQ_API double ptq_qformat_max(ptq_qformat f);
  * is exactly the histogram a 4096-bin observer of the same data would hold,
  * so their O(len^2) search stays under a second whatever --bins was.
  */
-PTQ_API ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_observer *obs, ptq_calib_range *out);
+PTQ_API ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_observer *obs,
+                                     ptq_calib_range *out);
 
 #ifdef __cplusplus
 }

@@ -63,8 +63,8 @@ PTQ_API char *ptq_preprocess_format(const ptq_preprocess *p, char *buf, size_t n
  *      1 gray, 2 gray+alpha, 3 RGB or 4 RGBA.
  * out: [n_channels, height, width] floats, or [height, width, n_channels] when p->nhwc.
  * Both dataset readers go through this function. */
-PTQ_API ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const void *img, ptq_dtype dtype, int64_t h,
-                                        int64_t w, int64_t c, int planar, float *out);
+PTQ_API ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const void *img, ptq_dtype dtype,
+                                        int64_t h, int64_t w, int64_t c, int planar, float *out);
 
 typedef struct ptq_dataset_opts {
     const char *images_key; /* HDF5 dataset with the images; NULL: "images", then "x", "data", "X" */
@@ -124,9 +124,9 @@ typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } pt
  * existing out_path; writes "<out>.tmp-<pid>" and renames, so a failure
  * leaves nothing behind. Bad IDX magic, dims or an images/labels count
  * mismatch fail with PTQ_ERR_FORMAT naming the file(s). */
-PTQ_API ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const char *labels_path, const char *out_path,
-                                        ptq_convert_format fmt, const char *const *class_names, int n_class_names,
-                                        int zstd_level);
+PTQ_API ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const char *labels_path,
+                                        const char *out_path, ptq_convert_format fmt, const char *const *class_names,
+                                        int n_class_names, int zstd_level);
 
 typedef enum ptq_h5_compress { PTQ_H5_NONE = 0, PTQ_H5_ZSTD = 1, PTQ_H5_GZIP = 2 } ptq_h5_compress;
 
@@ -145,8 +145,8 @@ typedef struct ptq_h5_write_opts {
  * integer tensor [M] or NULL. Stored as given, chunked by sample and
  * compressed per opts (NULL: zstd level 3); counts and dtypes are checked
  * when the file is opened, so tests can build bad sets too. Not atomic. */
-PTQ_API ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tensor *images, const ptq_tensor *labels,
-                                          const ptq_h5_write_opts *opts);
+PTQ_API ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tensor *images,
+                                          const ptq_tensor *labels, const ptq_h5_write_opts *opts);
 
 /* Registers the zstd HDF5 filter (id 32015) with the HDF5 library; idempotent. */
 PTQ_API ptq_status ptq_h5_register_zstd(ptq_ctx *ctx);

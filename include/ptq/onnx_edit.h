@@ -33,8 +33,8 @@ PTQ_API void ptq_onnx_edit_free(ptq_onnx_edit *e);
  * n_bytes little-endian row-major elements, exactly numel * element size.
  * A name some initializer, node output or graph input already has is
  * PTQ_ERR_INVALID_ARG. */
-PTQ_API ptq_status ptq_onnx_edit_add_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const char *name, int data_type, int ndim,
-                                                 const int64_t *dims, const void *raw, size_t n_bytes);
+PTQ_API ptq_status ptq_onnx_edit_add_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const char *name, int data_type,
+                                                 int ndim, const int64_t *dims, const void *raw, size_t n_bytes);
 /* Drops an existing initializer (and a graph input of the same name, as
  * IR < 4 models declare them); an unknown name is PTQ_ERR_INVALID_ARG. */
 PTQ_API ptq_status ptq_onnx_edit_remove_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const char *name);
@@ -43,9 +43,9 @@ PTQ_API ptq_status ptq_onnx_edit_remove_initializer(ptq_ctx *ctx, ptq_onnx_edit 
  * name that already exists is PTQ_ERR_INVALID_ARG. The writer places it
  * right before the first existing node that reads one of its outputs (after
  * renames), or after the last node, so the file stays topologically sorted. */
-PTQ_API ptq_status ptq_onnx_edit_add_node(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op_type, const char *name, int n_in,
-                                          const char *const *inputs, int n_out, const char *const *outputs, int has_axis,
-                                          int64_t axis);
+PTQ_API ptq_status ptq_onnx_edit_add_node(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op_type, const char *name,
+                                          int n_in, const char *const *inputs, int n_out, const char *const *outputs,
+                                          int has_axis, int64_t axis);
 /* In the existing nodes (never the added ones) whose NodeProto.name is
  * node_name, or in all of them when node_name is NULL, inputs equal to from
  * read to instead. Graph outputs and producers keep their names. from must

@@ -41,7 +41,8 @@ PTQ_API void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *
 
 /* Text report for a terminal: accuracy, per-class table, confusion matrix.
  * class_names may be NULL (indices are used). Returns a malloc'd string. */
-PTQ_API ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names, char **out);
+PTQ_API ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
+                                        char **out);
 
 /* JSON object {"samples", "top1", "top5", "classes": [...], "confusion": [[...]]}
  * merged into the caller's header fields (a JSON object text, may be NULL).

@@ -89,8 +89,8 @@ PTQ_API ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_sta
  * (flagged first), the FP32, quantized and difference confusion matrices;
  * above 100 classes the 20 largest difference cells instead (the JSON keeps
  * the full matrices). */
-PTQ_API ptq_status ptq_validate_format_markdown(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
-                                                char **out);
+PTQ_API ptq_status ptq_validate_format_markdown(ptq_ctx *ctx, const ptq_validate_stats *s,
+                                                const ptq_validate_opts *opts, char **out);
 
 /* A few lines for the terminal: top-1 fp32 -> quant (delta), changed
  * predictions, SQNR and KL, NaN counts when any, the worst flagged classes. */
