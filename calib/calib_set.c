@@ -13,6 +13,7 @@
 #include "core/parallel.h"
 #include "observers/observer_cuda.h"
 #include "ptq/hash.h"
+#include "ptq/version.h"
 #include "runtime/backend.h"
 
 static char *dup_str(const char *s)
@@ -60,7 +61,7 @@ ptq_status calib_set_alloc(ptq_ctx *ctx, int64_t n, int64_t n_bins, ptq_calib_se
     s->obs = calloc((size_t)n + 1, sizeof *s->obs);
     s->dev_obs = calloc((size_t)n + 1, sizeof *s->dev_obs);
     s->value_index = calloc((size_t)n + 1, sizeof *s->value_index);
-    s->ptq_version = dup_str(PTQ_VERSION);
+    s->ptq_version = dup_str(PTQ_VERSION_STRING);
     s->model_name = dup_str("");
     s->preprocess = dup_str("");
     s->selection = dup_str("");

@@ -13,6 +13,7 @@
 #include "ptq/runner.h"
 #include "ptq/runtime.h"
 #include "ptq/status.h"
+#include "ptq/version.h"
 
 /* Exit codes (documented in README.md). */
 enum {

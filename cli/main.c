@@ -77,7 +77,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "merge") == 0)
         return cmd_merge(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("ptq %s%s\nopenblas kernels: %s\n", PTQ_VERSION, ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "",
+        printf("ptq %s%s\nopenblas kernels: %s\n", ptq_version(), ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "",
                ptq_cpu_blas_core());
         return 0;
     }

@@ -15,7 +15,7 @@ cli_json *cli_json_header(const char *command, const char *device)
     if (!o)
         return NULL;
     cJSON_AddStringToObject(o, "command", command);
-    cJSON_AddStringToObject(o, "ptq_version", PTQ_VERSION);
+    cJSON_AddStringToObject(o, "ptq_version", ptq_version());
     if (device)
         cJSON_AddStringToObject(o, "device", device);
     return o;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "model/pb.h"
+#include "ptq/graph.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ptq reads little-endian tensor data in place: big-endian hosts are not supported"

@@ -8,10 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "ptq/export.h"
-
-#ifndef PTQ_VERSION
-#define PTQ_VERSION "unknown"
-#endif
+#include "ptq/version.h"
 
 /* Adds a number (raw text) or a string/null; a failed allocation leaves
  * the object short, which ptq_export_json detects by counting. */
@@ -66,7 +63,7 @@ ptq_status ptq_export_json(ptq_ctx *ctx, const ptq_export_json_meta *meta, const
     ok = (root = cJSON_CreateObject()) != NULL;
     ok = ok && cJSON_AddStringToObject(root, "format", "ptq-ranges");
     ok = ok && cJSON_AddRawToObject(root, "format_version", "1");
-    ok = ok && cJSON_AddStringToObject(root, "ptq_version", PTQ_VERSION);
+    ok = ok && cJSON_AddStringToObject(root, "ptq_version", PTQ_VERSION_STRING);
     ok = ok && (model = cJSON_AddObjectToObject(root, "model")) != NULL;
     ok = ok && add_string_or_null(model, "path", meta->model_path);
     ok = ok && add_string_or_null(model, "sha256", meta->model_sha256);

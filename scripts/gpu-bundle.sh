@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds ptq (Release, CUDA on) into build-gpu/ and packs bundle/ for a GPU machine
-# with CUDA 13 and glibc >= 2.36: bin/ptq, the C tests, their non-system libraries,
+# with CUDA 13 and glibc >= 2.36: bin/ptq, the C tests, their non-system libraries
+# (libptq.so.0 among them: bin/ptq links it, the tests link libptq statically),
 # models/ and data/. Usage: scripts/gpu-bundle.sh [--no-build]; there:
 # bundle/run-tests.sh cuda|unit|parity|all, or eval "$(bundle/setup.sh)"; bundle/bin/ptq ...
 set -euo pipefail

@@ -10,6 +10,7 @@
 
 #include "ptq/calib.h"
 #include "ptq/runtime.h"
+#include "ptq/version.h"
 #include "testlib.h"
 
 static int same_observer(const ptq_observer *a, const ptq_observer *b)
@@ -138,7 +139,7 @@ int main(void)
         CHECK(strcmp(pa.sample_ids_sha256, pb.sample_ids_sha256) == 0 && pb.n_samples == 40);
         CHECK(pb.n_sources == 2 && strcmp(pb.sources[0], "a.h5") == 0 && strcmp(pb.sources[1], "b.h5") == 0);
         CHECK(strcmp(pb.preprocess, "scale=1") == 0 && strcmp(pb.selection, pa.selection) == 0 &&
-              strcmp(pb.ptq_version, PTQ_VERSION) == 0 && pb.n_bins == 4096);
+              strcmp(pb.ptq_version, PTQ_VERSION_STRING) == 0 && pb.n_bins == 4096);
         CHECK(ptq_calib_set_find(back, "logits") == 22 && ptq_calib_set_find(back, "nope") == -1);
     }
 

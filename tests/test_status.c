@@ -1,9 +1,11 @@
 /* ptq_fail records the code, the formatted message and a short source
- * location; status names are distinct. */
+ * location; status names are distinct; ptq_version matches the header. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ptq/status.h"
 #include "ptq/tensor.h"
+#include "ptq/version.h"
 #include "testlib.h"
 
 int main(void)
@@ -29,5 +31,9 @@ int main(void)
     int64_t dims[] = {-1, 3, 224, 224};
     CHECK(strcmp(ptq_dims_str(dims, 4, buf, sizeof buf), "?x3x224x224") == 0);
     CHECK(strcmp(ptq_dims_str(dims, 0, buf, sizeof buf), "scalar") == 0);
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", PTQ_VERSION_MAJOR, PTQ_VERSION_MINOR, PTQ_VERSION_PATCH);
+    CHECK_MSG(strcmp(ptq_version(), PTQ_VERSION_STRING) == 0 && strcmp(want, PTQ_VERSION_STRING) == 0,
+              "ptq_version %s, header %s", ptq_version(), PTQ_VERSION_STRING);
     return test_done("test_status");
 }

@@ -7,6 +7,8 @@
 #ifndef PTQ_CALIB_H
 #define PTQ_CALIB_H
 
+#include "ptq/export_api.h"
+
 #include <stdint.h>
 
 #include "ptq/calibrator.h"
@@ -35,7 +37,7 @@ typedef struct ptq_calib_select {
 
 /* Marks in keep[g->n_values] the tensors sel picks. PTQ_ERR_INVALID_ARG
  * when they are none, naming the ops and patterns; *n_kept gets the count. */
-ptq_status ptq_calib_select_tensors(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel,
+PTQ_API ptq_status ptq_calib_select_tensors(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel,
                                     unsigned char *keep, int64_t *n_kept);
 
 /* Where the observed data came from; strings owned by the set. */
@@ -56,64 +58,64 @@ typedef struct ptq_calib_set ptq_calib_set;
 
 /* An empty set over the tensors sel picks in g (which must outlive the set
  * while it observes). n_bins: 0 for the default. */
-ptq_status ptq_calib_set_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel, int64_t n_bins,
+PTQ_API ptq_status ptq_calib_set_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel, int64_t n_bins,
                                 ptq_calib_set **out);
-void ptq_calib_set_free(ptq_calib_set *s);
+PTQ_API void ptq_calib_set_free(ptq_calib_set *s);
 
 /* Records the model (its SHA-256 and name), ptq's version and the
  * preprocessing spec (copied). */
-ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *model_sha256, const char *model_name,
+PTQ_API ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *model_sha256, const char *model_name,
                                   const char *preprocess);
 /* Records that samples ids[n] of data set source were observed (before or
  * after observing them). The same sample of one source twice is
  * PTQ_ERR_DATA: it would be counted twice. */
-ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids, int64_t n);
+PTQ_API ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids, int64_t n);
 
 /* Observing: pass ptq_calib_set_tap and the set as the executor's tap and
  * tap_user, bind the executor once created (device observers live on its
  * GPU), and per batch call observe_inputs with the batch's graph inputs
  * before ptq_exec_run. sync waits for device observers and folds them into
  * the host state; call it before reading, writing or merging the set. */
-ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
+PTQ_API ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
                              const ptq_tensor *t);
-ptq_status ptq_calib_set_bind(ptq_ctx *ctx, ptq_calib_set *s, ptq_exec *e);
-ptq_status ptq_calib_set_observe_inputs(ptq_ctx *ctx, ptq_calib_set *s, const ptq_tensor *inputs);
-ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s);
+PTQ_API ptq_status ptq_calib_set_bind(ptq_ctx *ctx, ptq_calib_set *s, ptq_exec *e);
+PTQ_API ptq_status ptq_calib_set_observe_inputs(ptq_ctx *ctx, ptq_calib_set *s, const ptq_tensor *inputs);
+PTQ_API ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s);
 /* The same as a runner consumer (include/ptq/runner.h): the tap is on the
  * session's executor from the first batch to the end of the run. */
-ptq_consumer ptq_calib_set_consumer(ptq_calib_set *s);
+PTQ_API ptq_consumer ptq_calib_set_consumer(ptq_calib_set *s);
 
-int64_t ptq_calib_set_n_tensors(const ptq_calib_set *s);
-const char *ptq_calib_set_name(const ptq_calib_set *s, int64_t i);
-const ptq_observer *ptq_calib_set_observer(const ptq_calib_set *s, int64_t i);
+PTQ_API int64_t ptq_calib_set_n_tensors(const ptq_calib_set *s);
+PTQ_API const char *ptq_calib_set_name(const ptq_calib_set *s, int64_t i);
+PTQ_API const ptq_observer *ptq_calib_set_observer(const ptq_calib_set *s, int64_t i);
 /* The provenance, valid until the set changes or is freed. */
-void ptq_calib_set_provenance(const ptq_calib_set *s, ptq_calib_provenance *out);
+PTQ_API void ptq_calib_set_provenance(const ptq_calib_set *s, ptq_calib_provenance *out);
 
 /* Index of the tensor called name, or -1. */
-int64_t ptq_calib_set_find(const ptq_calib_set *s, const char *name);
+PTQ_API int64_t ptq_calib_set_find(const ptq_calib_set *s, const char *name);
 
 /* The first tensor (in set order) that saw values but no finite one (all
  * NaN/Inf), or -1. */
-int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s);
+PTQ_API int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s);
 
 /* out[i] = the range of tensor i by p (ptq_calib_compute), the tensors in
  * parallel on the CPU pool. On failure *bad is the lowest failing tensor's
  * index and ctx holds its message; PTQ_ERR_DATA for a tensor without a
  * finite value. out: [ptq_calib_set_n_tensors(s)]. */
-ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p, ptq_calib_range *out,
+PTQ_API ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p, ptq_calib_range *out,
                                 int64_t *bad);
 
 /* The archive: HDF5 at path (the caller picks a temporary name and renames;
  * a failed write removes what it created). Layout in calib/archive.c. */
-ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char *path);
+PTQ_API ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char *path);
 /* PTQ_ERR_IO, or PTQ_ERR_FORMAT naming the path and what is off. */
-ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **out);
+PTQ_API ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **out);
 
 /* dst += src exactly. Both must come from the same model (SHA-256), the same
  * observer settings (bins, selection, preprocessing) and the same tensors,
  * and share no sample; otherwise PTQ_ERR_INVALID_ARG saying which differs,
  * and dst is unchanged. */
-ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib_set *src);
+PTQ_API ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib_set *src);
 
 #ifdef __cplusplus
 }

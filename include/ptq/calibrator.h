@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/observer.h"
 #include "ptq/status.h"
 
@@ -44,13 +45,13 @@ typedef struct ptq_calib_range {
 } ptq_calib_range;
 
 /* "minmax", "entropy", "percentile", "mse"; "int8", "fp8-e4m3", "fp8-e5m2". */
-const char *ptq_calib_method_name(ptq_calib_method m);
-const char *ptq_qformat_name(ptq_qformat f);
+PTQ_API const char *ptq_calib_method_name(ptq_calib_method m);
+PTQ_API const char *ptq_qformat_name(ptq_qformat f);
 /* Parses the names above (and "fp8" for fp8-e4m3); PTQ_ERR_INVALID_ARG listing the choices otherwise. */
-ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *out);
-ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out);
+PTQ_API ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *out);
+PTQ_API ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out);
 /* 127, 448 or 57344. */
-double ptq_qformat_max(ptq_qformat f);
+PTQ_API double ptq_qformat_max(ptq_qformat f);
 
 /* Computes the range of what obs saw. PTQ_ERR_DATA when obs saw no finite
  * value at all (empty, or only NaN/Inf); PTQ_ERR_INVALID_ARG for a bad
@@ -98,7 +99,8 @@ double ptq_qformat_max(ptq_qformat f);
  * is exactly the histogram a 4096-bin observer of the same data would hold,
  * so their O(len^2) search stays under a second whatever --bins was.
  */
-ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_observer *obs, ptq_calib_range *out);
+PTQ_API ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_observer *obs,
+                                     ptq_calib_range *out);
 
 #ifdef __cplusplus
 }

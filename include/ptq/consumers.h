@@ -6,6 +6,8 @@
 #ifndef PTQ_CONSUMERS_H
 #define PTQ_CONSUMERS_H
 
+#include "ptq/export_api.h"
+
 #include "ptq/report.h"
 #include "ptq/runner.h"
 #include "ptq/validate_report.h"
@@ -17,7 +19,7 @@ extern "C" {
 /* Counts each batch's logits against its labels into *stats, which must
  * be zeroed; it is initialised at the first batch with the logits' width
  * (ptq_eval_stats_free it afterwards). */
-ptq_consumer ptq_eval_consumer(ptq_eval_stats *stats);
+PTQ_API ptq_consumer ptq_eval_consumer(ptq_eval_stats *stats);
 
 /* FP32 against an overlay: each batch's FP32 logits are kept, the batch is
  * run again under `overlay` on the same executor (the overlay is unset
@@ -32,9 +34,9 @@ typedef struct ptq_validate_run {
     ptq_tensor *outputs;        /* scratch: the quantized run's outputs */
 } ptq_validate_run;
 
-ptq_consumer ptq_validate_consumer(ptq_validate_run *run);
+PTQ_API ptq_consumer ptq_validate_consumer(ptq_validate_run *run);
 /* Frees the stats and scratch; the struct can be zeroed and reused. */
-void ptq_validate_run_free(ptq_validate_run *run);
+PTQ_API void ptq_validate_run_free(ptq_validate_run *run);
 
 #ifdef __cplusplus
 }

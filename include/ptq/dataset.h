@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/status.h"
 #include "ptq/tensor.h"
 
@@ -43,7 +44,7 @@ typedef struct ptq_preprocess {
 
 /* Defaults: scale 1/255, 1 channel, mean 0, std 1, RGB, NCHW, resize 0;
  * height and width 0 (must be set before reading). */
-void ptq_preprocess_default(ptq_preprocess *p);
+PTQ_API void ptq_preprocess_default(ptq_preprocess *p);
 /* Parses space-separated key=value items onto p (keys not named keep their
  * value; p is untouched on failure), e.g. the demo model's `ptq.preprocess`
  * metadata "scale=0.0039 mean=0.286 std=0.353 layout=NCHW channels=1":
@@ -51,19 +52,19 @@ void ptq_preprocess_default(ptq_preprocess *p);
  *   channels=1|3       layout=NCHW|NHWC           order=RGB|BGR
  *   size=HxW or S      height=H   width=W         resize=S (0: no resizing)
  * An unknown key or a bad value fails with PTQ_ERR_INVALID_ARG naming it. */
-ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p);
+PTQ_API ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p);
 /* The spec of p in that syntax, every key given, floats round-trip exact
  * ("scale=0.0039215689 mean=0.286 std=0.353 channels=1 layout=NCHW order=RGB
  * size=28x28 resize=0"): what calibration archives record. Returns buf. */
-char *ptq_preprocess_format(const ptq_preprocess *p, char *buf, size_t n_buf);
+PTQ_API char *ptq_preprocess_format(const ptq_preprocess *p, char *buf, size_t n_buf);
 /* Applies p (steps 1-5 above) to one decoded image.
  * img: h x w x c samples of dtype PTQ_DT_UINT8, PTQ_DT_UINT16 or PTQ_DT_FLOAT,
  *      interleaved [H,W,C] (planar 0) or planar [C,H,W] (planar 1); c is
  *      1 gray, 2 gray+alpha, 3 RGB or 4 RGBA.
  * out: [n_channels, height, width] floats, or [height, width, n_channels] when p->nhwc.
  * Both dataset readers go through this function. */
-ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const void *img, ptq_dtype dtype, int64_t h,
-                                int64_t w, int64_t c, int planar, float *out);
+PTQ_API ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const void *img, ptq_dtype dtype,
+                                        int64_t h, int64_t w, int64_t c, int planar, float *out);
 
 typedef struct ptq_dataset_opts {
     const char *images_key; /* HDF5 dataset with the images; NULL: "images", then "x", "data", "X" */
@@ -84,22 +85,22 @@ typedef struct ptq_dataset ptq_dataset;
  * PNG folders: sample order is class by class (folder names sorted by
  * strcmp), files (*.png, any case) sorted by strcmp within a class; hidden
  * entries are skipped. opts may be NULL. One reader at a time per dataset. */
-ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out);
-void ptq_dataset_close(ptq_dataset *ds);
+PTQ_API ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out);
+PTQ_API void ptq_dataset_close(ptq_dataset *ds);
 
-int64_t ptq_dataset_count(const ptq_dataset *ds);
+PTQ_API int64_t ptq_dataset_count(const ptq_dataset *ds);
 /* Stored image geometry: height, width, channels (PNG folders: of the first
  * image after palette expansion; 2 and 4 mean gray+alpha and RGBA). */
-void ptq_dataset_geometry(const ptq_dataset *ds, int64_t *height, int64_t *width, int64_t *channels);
+PTQ_API void ptq_dataset_geometry(const ptq_dataset *ds, int64_t *height, int64_t *width, int64_t *channels);
 /* 1 when samples carry labels (always for PNG folders). */
-int ptq_dataset_has_labels(const ptq_dataset *ds);
+PTQ_API int ptq_dataset_has_labels(const ptq_dataset *ds);
 /* Number of classes: PNG folders, their count; HDF5, the length of a
  * `class_names` attribute (on the root or the images dataset) or root
  * dataset when the file has one, else -1. */
-int ptq_dataset_n_classes(const ptq_dataset *ds);
+PTQ_API int ptq_dataset_n_classes(const ptq_dataset *ds);
 /* Class name of index i (folder name, or the HDF5 class_names entry); NULL if unknown. */
-const char *ptq_dataset_class_name(const ptq_dataset *ds, int i);
-const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "png-folder" */
+PTQ_API const char *ptq_dataset_class_name(const ptq_dataset *ds, int i);
+PTQ_API const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "png-folder" */
 
 /* Reads samples [start, start+n) preprocessed into x: [n, C, H, W] floats
  * (or [n, H, W, C] when p->nhwc) and their labels into labels: [n] (may be
@@ -107,8 +108,8 @@ const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "png-folder" *
  * from disk (HDF5: hyperslabs of at most 16 MiB at a time). A PNG that
  * fails to decode gives PTQ_ERR_DATA naming the file; a negative label
  * (or one past class_names) PTQ_ERR_DATA naming the sample. */
-ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
-                            float *x, int32_t *labels);
+PTQ_API ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
+                                    float *x, int32_t *labels);
 
 typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } ptq_convert_format;
 
@@ -123,9 +124,9 @@ typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } pt
  * existing out_path; writes "<out>.tmp-<pid>" and renames, so a failure
  * leaves nothing behind. Bad IDX magic, dims or an images/labels count
  * mismatch fail with PTQ_ERR_FORMAT naming the file(s). */
-ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const char *labels_path, const char *out_path,
-                                ptq_convert_format fmt, const char *const *class_names, int n_class_names,
-                                int zstd_level);
+PTQ_API ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const char *labels_path,
+                                        const char *out_path, ptq_convert_format fmt, const char *const *class_names,
+                                        int n_class_names, int zstd_level);
 
 typedef enum ptq_h5_compress { PTQ_H5_NONE = 0, PTQ_H5_ZSTD = 1, PTQ_H5_GZIP = 2 } ptq_h5_compress;
 
@@ -144,11 +145,11 @@ typedef struct ptq_h5_write_opts {
  * integer tensor [M] or NULL. Stored as given, chunked by sample and
  * compressed per opts (NULL: zstd level 3); counts and dtypes are checked
  * when the file is opened, so tests can build bad sets too. Not atomic. */
-ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tensor *images, const ptq_tensor *labels,
-                                  const ptq_h5_write_opts *opts);
+PTQ_API ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tensor *images,
+                                          const ptq_tensor *labels, const ptq_h5_write_opts *opts);
 
 /* Registers the zstd HDF5 filter (id 32015) with the HDF5 library; idempotent. */
-ptq_status ptq_h5_register_zstd(ptq_ctx *ctx);
+PTQ_API ptq_status ptq_h5_register_zstd(ptq_ctx *ctx);
 
 #ifdef __cplusplus
 }

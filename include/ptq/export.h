@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/calibrator.h"
 #include "ptq/status.h"
 
@@ -35,9 +36,9 @@ typedef struct ptq_buf {
     size_t cap_bytes;
 } ptq_buf;
 
-void ptq_buf_free(ptq_buf *b); /* NULL and an empty buf are no-ops; leaves b zeroed */
-ptq_status ptq_buf_append(ptq_ctx *ctx, ptq_buf *b, const void *data, size_t n_bytes);
-ptq_status ptq_buf_appendf(ptq_ctx *ctx, ptq_buf *b, const char *fmt, ...)
+PTQ_API void ptq_buf_free(ptq_buf *b); /* NULL and an empty buf are no-ops; leaves b zeroed */
+PTQ_API ptq_status ptq_buf_append(ptq_ctx *ctx, ptq_buf *b, const void *data, size_t n_bytes);
+PTQ_API ptq_status ptq_buf_appendf(ptq_ctx *ctx, ptq_buf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -53,22 +54,22 @@ typedef struct ptq_export_stats {
 
 /* 1 when a name in a TensorRT cache would not read back whole: it contains
  * ':' and ORT's TensorRT-EP parser splits each line at the first ':'. */
-int ptq_export_name_warns(const char *name);
+PTQ_API int ptq_export_name_warns(const char *name);
 
 /* 1 when s is a name (or path) the exporters accept: non-empty, valid
  * UTF-8 (no overlong forms or surrogates), no '\n' or '\r'. */
-int ptq_export_name_valid(const char *s);
+PTQ_API int ptq_export_name_valid(const char *s);
 
 /* The checks every exporter runs first: each range as documented on
  * ptq_tensor_range, and no name twice. PTQ_ERR_INVALID_ARG naming the
  * tensor (its index and name) otherwise. stats may be NULL; n_written is 0. */
-ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_export_stats *stats);
+PTQ_API ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_export_stats *stats);
 
 /* x (finite) as Python's repr(float) writes it: the shortest decimal that
  * reads back to the same double ("0.1", "1e-05", "100.0", "1.5e+16",
  * "-0.0"). ORT writes its table values with str(float). Returns the length,
  * or 0 when x is not finite or out_bytes is under 32. */
-size_t ptq_export_format_double(double x, char *out, size_t out_bytes);
+PTQ_API size_t ptq_export_format_double(double x, char *out, size_t out_bytes);
 
 /* ---- TensorRT INT8 calibration cache (TensorRT <= 10.x) ----
  * "TRT-<version>-<algorithm>\n" then "name: %08x\n" per tensor in the given
@@ -82,7 +83,7 @@ size_t ptq_export_format_double(double x, char *out, size_t out_bytes);
 /* TensorRT's version number as caches spell it: major*1000+minor*100+patch
  * up to TensorRT 9 (8.6.1 -> 8601), major*10000+minor*100+patch from 10
  * (10.3.0 -> 100300). */
-int ptq_trt_cache_version(int major, int minor, int patch);
+PTQ_API int ptq_trt_cache_version(int major, int minor, int patch);
 
 /* 10.3.0: the TensorRT of JetPack 6.x, the usual home of implicit-INT8
  * engines. TensorRT ignores a cache whose header does not match its own
@@ -101,8 +102,8 @@ typedef struct ptq_trt_cache_params {
 } ptq_trt_cache_params;
 
 /* p may be NULL (defaults); stats may be NULL. */
-ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params *p, const ptq_tensor_range *ranges,
-                                int64_t n, ptq_buf *out, ptq_export_stats *stats);
+PTQ_API ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params *p, const ptq_tensor_range *ranges,
+                                        int64_t n, ptq_buf *out, ptq_export_stats *stats);
 
 /* ---- ONNX Runtime TensorRT EP tables (write_calibration_table) ----
  * Each function writes the bytes ORT 1.32's write_calibration_table writes
@@ -118,12 +119,12 @@ ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params *p, con
  * lays it out. Like ORT's file, the dict is in descending byte order of the
  * keys (ORT prepends its sorted list), so readers iterate it (as the EP
  * does) rather than binary-search it. */
-ptq_status ptq_export_ort_flatbuffers(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
-                                      ptq_export_stats *stats);
+PTQ_API ptq_status ptq_export_ort_flatbuffers(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
+                                              ptq_export_stats *stats);
 
 /* calibration.cache: "name amax\n" per tensor, names in ascending byte order. */
-ptq_status ptq_export_ort_cache(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
-                                ptq_export_stats *stats);
+PTQ_API ptq_status ptq_export_ort_cache(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
+                                        ptq_export_stats *stats);
 
 /* calibration.json: json.dumps of ORT's TensorsData, as ORT writes it and
  * as onnxruntime.quantization's load_tensors_data (quantize_static's
@@ -135,8 +136,8 @@ ptq_status ptq_export_ort_cache(ptq_ctx *ctx, const ptq_tensor_range *ranges, in
  * Percentile when every range has that method, MinMax otherwise (mse or
  * mixed: the file then just carries given ranges). Any format; degenerate
  * ranges are kept with lowest -0.0 and highest 0.0. */
-ptq_status ptq_export_ort_json(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
-                               ptq_export_stats *stats);
+PTQ_API ptq_status ptq_export_ort_json(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
+                                       ptq_export_stats *stats);
 
 /* ---- ptq's own JSON of ranges ----
  * {"format": "ptq-ranges", "format_version": 1, "ptq_version", "model":
@@ -154,8 +155,8 @@ typedef struct ptq_export_json_meta {
 } ptq_export_json_meta;
 
 /* meta may be NULL (every field null); stats may be NULL. */
-ptq_status ptq_export_json(ptq_ctx *ctx, const ptq_export_json_meta *meta, const ptq_tensor_range *ranges,
-                           int64_t n, ptq_buf *out, ptq_export_stats *stats);
+PTQ_API ptq_status ptq_export_json(ptq_ctx *ctx, const ptq_export_json_meta *meta, const ptq_tensor_range *ranges,
+                                   int64_t n, ptq_buf *out, ptq_export_stats *stats);
 
 #ifdef __cplusplus
 }

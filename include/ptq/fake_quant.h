@@ -7,6 +7,8 @@
 #ifndef PTQ_FAKE_QUANT_H
 #define PTQ_FAKE_QUANT_H
 
+#include "ptq/export_api.h"
+
 #include "ptq/plan.h"
 #include "ptq/runtime.h"
 
@@ -21,9 +23,9 @@ typedef struct ptq_fq ptq_fq;
  * buffers the fq owns, the rounding of every planned activation and graph
  * input. Set it on any executor of g with ptq_exec_set_overlay; g and the
  * fq must outlive that use. */
-ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, ptq_fq **out);
-const ptq_overlay *ptq_fq_overlay(const ptq_fq *fq);
-void ptq_fq_free(ptq_fq *fq);
+PTQ_API ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, ptq_fq **out);
+PTQ_API const ptq_overlay *ptq_fq_overlay(const ptq_fq *fq);
+PTQ_API void ptq_fq_free(ptq_fq *fq);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/status.h"
 #include "ptq/tensor.h"
 
@@ -108,32 +109,32 @@ typedef struct ptq_graph {
 
 /* Loads an ONNX model. External data files are resolved next to path.
  * Malformed input gives PTQ_ERR_FORMAT with the byte offset at fault. */
-ptq_status ptq_graph_load_onnx(ptq_ctx *ctx, const char *path, ptq_graph **out);
+PTQ_API ptq_status ptq_graph_load_onnx(ptq_ctx *ctx, const char *path, ptq_graph **out);
 /* The same from bytes in memory; they must outlive the graph (weights are borrowed).
  * base_dir resolves external data (may be NULL: external data then fails). */
-ptq_status ptq_graph_load_onnx_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *base_dir,
-                                     ptq_graph **out);
-void ptq_graph_free(ptq_graph *g);
+PTQ_API ptq_status ptq_graph_load_onnx_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *base_dir,
+                                             ptq_graph **out);
+PTQ_API void ptq_graph_free(ptq_graph *g);
 
 /* The tensors a plan may quantize (model/quantizable.c): act[v] = 1 for the
  * float non-constant inputs of Conv/Gemm/MatMul and every float node output
  * (Constant nodes' excepted); wt[v] = 1 for their float constant inputs 0
  * and 1 (the weights). act and wt: [g->n_values], overwritten; either may be NULL. */
-void ptq_graph_quantizable(const ptq_graph *g, unsigned char *act, unsigned char *wt);
+PTQ_API void ptq_graph_quantizable(const ptq_graph *g, unsigned char *act, unsigned char *wt);
 /* 1 for the op types whose inputs are quantized with their weights: Conv, Gemm, MatMul. */
-int ptq_op_is_weighted(const char *op_type);
+PTQ_API int ptq_op_is_weighted(const char *op_type);
 
 /* Lookups: NULL / -1 when absent. */
-const ptq_attr *ptq_node_attr(const ptq_node *n, const char *name);
-int64_t ptq_node_attr_int(const ptq_node *n, const char *name, int64_t dflt);
-float ptq_node_attr_float(const ptq_node *n, const char *name, float dflt);
-int ptq_graph_find_value(const ptq_graph *g, const char *name);
-const char *ptq_graph_meta(const ptq_graph *g, const char *key);
+PTQ_API const ptq_attr *ptq_node_attr(const ptq_node *n, const char *name);
+PTQ_API int64_t ptq_node_attr_int(const ptq_node *n, const char *name, int64_t dflt);
+PTQ_API float ptq_node_attr_float(const ptq_node *n, const char *name, float dflt);
+PTQ_API int ptq_graph_find_value(const ptq_graph *g, const char *name);
+PTQ_API const char *ptq_graph_meta(const ptq_graph *g, const char *key);
 
 /* Reads a serialized onnx TensorProto (the .pb files of ONNX's test data)
  * into a host tensor the caller frees with ptq_tensor_free_host. name_out
  * (optional) receives a malloc'd copy of the tensor's name. */
-ptq_status ptq_tensor_load_pb(ptq_ctx *ctx, const char *path, ptq_tensor *out, char **name_out);
+PTQ_API ptq_status ptq_tensor_load_pb(ptq_ctx *ctx, const char *path, ptq_tensor *out, char **name_out);
 
 #ifdef __cplusplus
 }

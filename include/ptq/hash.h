@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/status.h"
 
 #ifdef __cplusplus
@@ -19,12 +20,12 @@ typedef struct ptq_sha256 {
     unsigned char block[64];
 } ptq_sha256;
 
-void ptq_sha256_init(ptq_sha256 *s);
-void ptq_sha256_update(ptq_sha256 *s, const void *data, size_t n_bytes);
+PTQ_API void ptq_sha256_init(ptq_sha256 *s);
+PTQ_API void ptq_sha256_update(ptq_sha256 *s, const void *data, size_t n_bytes);
 /* Writes the digest as 64 lowercase hex digits and a NUL into hex[65]. */
-void ptq_sha256_final_hex(ptq_sha256 *s, char hex[65]);
+PTQ_API void ptq_sha256_final_hex(ptq_sha256 *s, char hex[65]);
 /* The digest of a whole file, read in blocks; PTQ_ERR_IO naming path. */
-ptq_status ptq_sha256_file(ptq_ctx *ctx, const char *path, char hex[65]);
+PTQ_API ptq_status ptq_sha256_file(ptq_ctx *ctx, const char *path, char hex[65]);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/status.h"
 
 #ifdef __cplusplus
@@ -37,30 +38,30 @@ typedef struct ptq_observer_stats {
 
 /* n_bins: a power of two in [PTQ_OBSERVER_MIN_BINS, PTQ_OBSERVER_MAX_BINS],
  * or 0 for PTQ_OBSERVER_DEFAULT_BINS; anything else is PTQ_ERR_INVALID_ARG. */
-ptq_status ptq_observer_init(ptq_ctx *ctx, int64_t n_bins, ptq_observer **out);
-void ptq_observer_free(ptq_observer *obs);
+PTQ_API ptq_status ptq_observer_init(ptq_ctx *ctx, int64_t n_bins, ptq_observer **out);
+PTQ_API void ptq_observer_free(ptq_observer *obs);
 
 /* Observes a batch. x: [n] float32 in host memory (may be NULL when n is 0).
  * On the CPU pool (kernels/cpu/observe.c), one read of x once a range is
  * held; the first batch with values takes two (its range comes from its max),
  * and a batch reaching past the range a second read for the values beyond. */
-ptq_status ptq_observer_update(ptq_ctx *ctx, ptq_observer *obs, const float *x, int64_t n);
+PTQ_API ptq_status ptq_observer_update(ptq_ctx *ctx, ptq_observer *obs, const float *x, int64_t n);
 
 /* dst += src, exactly: the histogram with the smaller range is regrown to
  * the larger one, counts add, min/max combine. Different bin counts give
  * PTQ_ERR_INVALID_ARG naming both, and dst is left as it was. */
-ptq_status ptq_observer_merge(ptq_ctx *ctx, ptq_observer *dst, const ptq_observer *src);
+PTQ_API ptq_status ptq_observer_merge(ptq_ctx *ctx, ptq_observer *dst, const ptq_observer *src);
 
-int64_t ptq_observer_n_bins(const ptq_observer *obs);
+PTQ_API int64_t ptq_observer_n_bins(const ptq_observer *obs);
 /* e of the range [0, 2^e): in [-148, 128] once a finite nonzero value was
  * seen (stats n_binned > 0); 0 before. */
-int ptq_observer_exponent(const ptq_observer *obs);
+PTQ_API int ptq_observer_exponent(const ptq_observer *obs);
 /* 2^e (a double: 2^128 is beyond float); 0 while nothing is binned. */
-double ptq_observer_range_max(const ptq_observer *obs);
+PTQ_API double ptq_observer_range_max(const ptq_observer *obs);
 /* [n_bins] counts; bin i covers [i, i+1) * 2^e / n_bins. Owned by obs (valid until ptq_observer_free);
  * updates and merges into obs change the counts in place. */
-const int64_t *ptq_observer_hist(const ptq_observer *obs);
-void ptq_observer_get_stats(const ptq_observer *obs, ptq_observer_stats *out);
+PTQ_API const int64_t *ptq_observer_hist(const ptq_observer *obs);
+PTQ_API void ptq_observer_get_stats(const ptq_observer *obs, ptq_observer_stats *out);
 
 /* Replaces obs's whole state with one saved by get_stats, exponent and hist
  * (an archive read back, or a device observer's download). hist: [n_bins]
@@ -69,8 +70,8 @@ void ptq_observer_get_stats(const ptq_observer *obs, ptq_observer_stats *out);
  * largest |min|/|max| inside [2^(e-1), 2^e) and its bin the last non-empty
  * one when anything is binned, and an all-zero histogram otherwise;
  * PTQ_ERR_FORMAT saying which part is off, and obs is left as it was. */
-ptq_status ptq_observer_set_state(ptq_ctx *ctx, ptq_observer *obs, const ptq_observer_stats *st, int e,
-                                  const int64_t *hist);
+PTQ_API ptq_status ptq_observer_set_state(ptq_ctx *ctx, ptq_observer *obs, const ptq_observer_stats *st, int e,
+                                          const int64_t *hist);
 
 #ifdef __cplusplus
 }

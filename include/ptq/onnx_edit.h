@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/status.h"
 
 #ifdef __cplusplus
@@ -20,11 +21,11 @@ typedef struct ptq_onnx_edit ptq_onnx_edit;
  * tensor with data_location EXTERNAL or external_data entries, in the graph,
  * its subgraphs or functions) are refused with PTQ_ERR_UNSUPPORTED for now:
  * the written copy would point at files relative to another folder. */
-ptq_status ptq_onnx_edit_open(ptq_ctx *ctx, const char *path, ptq_onnx_edit **out);
+PTQ_API ptq_status ptq_onnx_edit_open(ptq_ctx *ctx, const char *path, ptq_onnx_edit **out);
 /* The same from bytes in memory (copied); path names them in messages. */
-ptq_status ptq_onnx_edit_open_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *path,
-                                    ptq_onnx_edit **out);
-void ptq_onnx_edit_free(ptq_onnx_edit *e);
+PTQ_API ptq_status ptq_onnx_edit_open_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *path,
+                                            ptq_onnx_edit **out);
+PTQ_API void ptq_onnx_edit_free(ptq_onnx_edit *e);
 
 /* Adds a graph initializer. data_type is onnx's TensorProto.DataType
  * (1 FLOAT, 3 INT8, 10 FLOAT16, 17 FLOAT8E4M3FN, 19 FLOAT8E5M2, ...; not
@@ -32,36 +33,36 @@ void ptq_onnx_edit_free(ptq_onnx_edit *e);
  * n_bytes little-endian row-major elements, exactly numel * element size.
  * A name some initializer, node output or graph input already has is
  * PTQ_ERR_INVALID_ARG. */
-ptq_status ptq_onnx_edit_add_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const char *name, int data_type, int ndim,
-                                         const int64_t *dims, const void *raw, size_t n_bytes);
+PTQ_API ptq_status ptq_onnx_edit_add_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const char *name, int data_type,
+                                                 int ndim, const int64_t *dims, const void *raw, size_t n_bytes);
 /* Drops an existing initializer (and a graph input of the same name, as
  * IR < 4 models declare them); an unknown name is PTQ_ERR_INVALID_ARG. */
-ptq_status ptq_onnx_edit_remove_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const char *name);
+PTQ_API ptq_status ptq_onnx_edit_remove_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const char *name);
 /* Adds a default-domain node; inputs [n_in] ("" for an omitted optional one),
  * outputs [n_out] by name; an int attribute "axis" when has_axis. An output
  * name that already exists is PTQ_ERR_INVALID_ARG. The writer places it
  * right before the first existing node that reads one of its outputs (after
  * renames), or after the last node, so the file stays topologically sorted. */
-ptq_status ptq_onnx_edit_add_node(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op_type, const char *name, int n_in,
-                                  const char *const *inputs, int n_out, const char *const *outputs, int has_axis,
-                                  int64_t axis);
+PTQ_API ptq_status ptq_onnx_edit_add_node(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op_type, const char *name,
+                                          int n_in, const char *const *inputs, int n_out, const char *const *outputs,
+                                          int has_axis, int64_t axis);
 /* In the existing nodes (never the added ones) whose NodeProto.name is
  * node_name, or in all of them when node_name is NULL, inputs equal to from
  * read to instead. Graph outputs and producers keep their names. from must
  * be an input of such a node; to may be defined later (an added node or
  * initializer) but must exist when the model is written. Renames apply in
  * call order, and only to top-level nodes, not to subgraphs. */
-ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
-                                      const char *node_name);
+PTQ_API ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
+                                              const char *node_name);
 /* Raises the default-domain opset import to at least opset (adding the
  * import when there is none) and ir_version to at least ir_version. */
-ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, int64_t opset, int64_t ir_version);
+PTQ_API ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, int64_t opset, int64_t ir_version);
 
 /* The edited model: malloc'd bytes the caller frees / written to path
  * through a temporary file in the same folder and a rename. Checks that
  * every renamed-to name and added node input exists (PTQ_ERR_INVALID_ARG). */
-ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **bytes, size_t *n_bytes);
-ptq_status ptq_onnx_edit_write(ptq_ctx *ctx, const ptq_onnx_edit *e, const char *path);
+PTQ_API ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **bytes, size_t *n_bytes);
+PTQ_API ptq_status ptq_onnx_edit_write(ptq_ctx *ctx, const ptq_onnx_edit *e, const char *path);
 
 #ifdef __cplusplus
 }

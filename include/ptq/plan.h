@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/calib.h"
 #include "ptq/calibrator.h"
 #include "ptq/graph.h"
@@ -27,10 +28,10 @@ typedef enum ptq_prec {
 } ptq_prec;
 
 /* "fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2". */
-const char *ptq_prec_name(ptq_prec p);
-ptq_status ptq_prec_parse(ptq_ctx *ctx, const char *s, ptq_prec *out);
+PTQ_API const char *ptq_prec_name(ptq_prec p);
+PTQ_API ptq_status ptq_prec_parse(ptq_ctx *ctx, const char *s, ptq_prec *out);
 /* 1 for int8, fp8-e4m3 and fp8-e5m2: the precisions that take scales. */
-int ptq_prec_is_quantized(ptq_prec p);
+PTQ_API int ptq_prec_is_quantized(ptq_prec p);
 
 typedef struct ptq_plan_entry {
     char *name;     /* the ONNX tensor (activation) or initializer (weight) name */
@@ -53,7 +54,7 @@ typedef struct ptq_plan {
     ptq_plan_entry *e; /* [n] */
 } ptq_plan;
 
-void ptq_plan_free(ptq_plan *p);
+PTQ_API void ptq_plan_free(ptq_plan *p);
 
 /* The default plan for graph g (shapes inferred) from calibration set s
  * (an archive read back): the first and last compute layers (Conv, Gemm,
@@ -64,23 +65,23 @@ void ptq_plan_free(ptq_plan *p);
  * FP16); weight scales are per output channel, max|w| / the format's
  * largest level (a channel of zeros gets scale 1). model_sha256: the model
  * file's, which must be the archive's (PTQ_ERR_INVALID_ARG otherwise). */
-ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
-                            const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
-                            ptq_prec core, ptq_plan **out);
+PTQ_API ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
+                                    const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
+                                    ptq_prec core, ptq_plan **out);
 
 /* Checks p against the model: its SHA-256, every name a float activation or
  * a Conv/Gemm/MatMul weight of g (unknown names listed), no name twice, the
  * scales finite and > 0, one per channel along a valid axis for weights and
  * one for activations, none for fp16/fp32. PTQ_ERR_INVALID_ARG naming the
  * first fault. */
-ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, const char *model_sha256);
+PTQ_API ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, const char *model_sha256);
 
 /* The plan as JSON ("ptq-plan", version 1; README.md documents it), the
  * same plan giving the same bytes; and back. Reading checks the format and
  * every field's type and value (PTQ_ERR_FORMAT naming the entry), not the
  * model: that is ptq_plan_check's job. */
-ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out);
-ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out);
+PTQ_API ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out);
+PTQ_API ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #ifndef PTQ_QDQ_H
 #define PTQ_QDQ_H
 
+#include "ptq/export_api.h"
 #include "ptq/plan.h"
 
 #ifdef __cplusplus
@@ -21,8 +22,8 @@ extern "C" {
  * opset: the default-domain opset to write, or 0 for the lowest that fits
  * (13, or 19 for FP8); one below the model's own, or below 13, or below 19
  * with FP8 in the plan, is PTQ_ERR_UNSUPPORTED naming what needs more. */
-ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph *g, const ptq_plan *p,
-                          int64_t opset, const char *out_path);
+PTQ_API ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph *g, const ptq_plan *p,
+                                  int64_t opset, const char *out_path);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/status.h"
 
 #ifdef __cplusplus
@@ -26,33 +27,34 @@ typedef struct ptq_class_metrics {
     int64_t predicted;            /* samples predicted as this class */
 } ptq_class_metrics;
 
-ptq_status ptq_eval_stats_init(ptq_ctx *ctx, int n_classes, ptq_eval_stats *s);
-void ptq_eval_stats_free(ptq_eval_stats *s);
+PTQ_API ptq_status ptq_eval_stats_init(ptq_ctx *ctx, int n_classes, ptq_eval_stats *s);
+PTQ_API void ptq_eval_stats_free(ptq_eval_stats *s);
 
 /* Counts a batch. logits: [n, n_classes]; labels: [n], each in
  * [0, n_classes) (else PTQ_ERR_DATA naming sample first_index + i);
  * pred: [n] argmax per sample (first index on ties), may be NULL. */
-ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *logits, const int32_t *labels,
-                                 int64_t n, int64_t first_index, int32_t *pred);
+PTQ_API ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *logits, const int32_t *labels,
+                                         int64_t n, int64_t first_index, int32_t *pred);
 
 /* dst += src, shards of one run: every field is an integer count and no
  * result depends on sample order (first_index only names samples in
  * errors), so shards merged in any order give exactly the single run's
  * stats. Class counts must match (else PTQ_ERR_INVALID_ARG). */
-ptq_status ptq_eval_stats_merge(ptq_ctx *ctx, ptq_eval_stats *dst, const ptq_eval_stats *src);
+PTQ_API ptq_status ptq_eval_stats_merge(ptq_ctx *ctx, ptq_eval_stats *dst, const ptq_eval_stats *src);
 
 /* metrics: [s->n_classes]. */
-void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *metrics);
+PTQ_API void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *metrics);
 
 /* Text report for a terminal: accuracy, per-class table, confusion matrix.
  * class_names may be NULL (indices are used). Returns a malloc'd string. */
-ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names, char **out);
+PTQ_API ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
+                                        char **out);
 
 /* JSON object {"samples", "top1", "top5", "classes": [...], "confusion": [[...]]}
  * merged into the caller's header fields (a JSON object text, may be NULL).
  * Returns a malloc'd string. */
-ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
-                                const char *header_json, char **out);
+PTQ_API ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
+                                        const char *header_json, char **out);
 
 #ifdef __cplusplus
 }

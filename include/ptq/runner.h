@@ -10,6 +10,8 @@
 #ifndef PTQ_RUNNER_H
 #define PTQ_RUNNER_H
 
+#include "ptq/export_api.h"
+
 #include <stdint.h>
 
 #include "ptq/dataset.h"
@@ -23,7 +25,7 @@ extern "C" {
 
 /* "cpu", "ref", "cuda" (GPU 0), "cuda:N" or "gpu" into a device and GPU
  * ordinal; NULL means cpu. PTQ_ERR_INVALID_ARG names anything else. */
-ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, int *cuda_device);
+PTQ_API ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, int *cuda_device);
 
 typedef struct ptq_session_opts {
     const char *model;        /* ONNX file */
@@ -43,20 +45,20 @@ typedef struct ptq_session ptq_session;
  * opts->preprocess; channels, height and width from the model's input,
  * else from the data) and checks the data fits the input, then creates the
  * executor. Errors name the model or data path. */
-ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *opts, ptq_session **out);
-void ptq_session_close(ptq_session *s);
+PTQ_API ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *opts, ptq_session **out);
+PTQ_API void ptq_session_close(ptq_session *s);
 
-ptq_graph *ptq_session_graph(const ptq_session *s);
-ptq_exec *ptq_session_exec(const ptq_session *s);
-ptq_dataset *ptq_session_dataset(const ptq_session *s); /* NULL without data */
-const ptq_preprocess *ptq_session_preprocess(const ptq_session *s);
+PTQ_API ptq_graph *ptq_session_graph(const ptq_session *s);
+PTQ_API ptq_exec *ptq_session_exec(const ptq_session *s);
+PTQ_API ptq_dataset *ptq_session_dataset(const ptq_session *s); /* NULL without data */
+PTQ_API const ptq_preprocess *ptq_session_preprocess(const ptq_session *s);
 /* Samples in the data set (0 without data). */
-int64_t ptq_session_n_samples(const ptq_session *s);
+PTQ_API int64_t ptq_session_n_samples(const ptq_session *s);
 /* The model input's per-sample shape: channels, height, width. */
-void ptq_session_input_shape(const ptq_session *s, int64_t *channels, int64_t *height, int64_t *width);
+PTQ_API void ptq_session_input_shape(const ptq_session *s, int64_t *channels, int64_t *height, int64_t *width);
 /* Notes the caller may show, one per line ("no usable GPU (...); running
  * on the CPU", "converting 4-channel images to the model's 3"), or "". */
-const char *ptq_session_notes(const ptq_session *s);
+PTQ_API const char *ptq_session_notes(const ptq_session *s);
 
 /* Which samples a run reads: all of them, the first `limit`, or `samples`
  * picked at random by `seed` (a seeded partial Fisher-Yates shuffle,
@@ -73,7 +75,7 @@ typedef struct ptq_pick {
 
 /* The picked ids of a set of `total` samples, ascending: *ids (malloc'd,
  * the caller frees) and *n_ids. PTQ_ERR_INVALID_ARG on a bad shard. */
-ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int64_t **ids, int64_t *n_ids);
+PTQ_API ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int64_t **ids, int64_t *n_ids);
 
 typedef struct ptq_runner ptq_runner;
 
@@ -121,12 +123,12 @@ typedef struct ptq_runner_params {
 } ptq_runner_params;
 
 /* Runs every batch through the session's executor and its consumers. */
-ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p);
+PTQ_API ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p);
 
 /* Inside a callback: the session, and seconds spent so far reading and
  * preprocessing (waiting for it, with prefetch) and running the executor. */
-ptq_session *ptq_runner_session(const ptq_runner *r);
-void ptq_runner_seconds(const ptq_runner *r, double *read_s, double *exec_s);
+PTQ_API ptq_session *ptq_runner_session(const ptq_runner *r);
+PTQ_API void ptq_runner_seconds(const ptq_runner *r, double *read_s, double *exec_s);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,8 @@
 #ifndef PTQ_RUNTIME_H
 #define PTQ_RUNTIME_H
 
+#include "ptq/export_api.h"
+
 #include <stdint.h>
 
 #include "ptq/graph.h"
@@ -53,84 +55,84 @@ typedef struct ptq_overlay {
 } ptq_overlay;
 
 /* A process-unique overlay id (thread-safe). */
-uint64_t ptq_overlay_new_id(void);
+PTQ_API uint64_t ptq_overlay_new_id(void);
 
 /* Checks that every node is supported (PTQ_ERR_UNSUPPORTED names the node,
  * op type, domain and opset otherwise) and prepares the device; weights
  * are uploaded once. */
-ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_params *p, ptq_exec **out);
+PTQ_API ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_params *p, ptq_exec **out);
 /* Runs one batch. inputs: [g->n_inputs] host tensors matching the graph
  * inputs in order (never written: an input the overlay rounds is copied
  * first). outputs: [g->n_outputs], filled with host tensors owned by the
  * executor, valid until the next run or ptq_exec_free. */
-ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs);
+PTQ_API ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs);
 /* Runs nodes node_begin.. only, reading every value produced before
  * node_begin (and the graph inputs) from the copies the last ptq_exec_run
  * kept (ptq_exec_keep); with node_begin 0 the kept inputs are rounded again
  * by the overlay. Kept copies are never changed by it, so a shared prefix
  * is computed once and each suffix run from it in turn. A value needed but
  * not kept fails with PTQ_ERR_INVALID_ARG naming it. */
-ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, ptq_tensor *outputs);
+PTQ_API ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, ptq_tensor *outputs);
 /* From the next ptq_exec_run on, keep (1) or stop keeping (0) a copy of
  * value v as that run produced it (after the overlay's rounding). */
-ptq_status ptq_exec_keep(ptq_ctx *ctx, ptq_exec *e, int value_index, int keep);
+PTQ_API ptq_status ptq_exec_keep(ptq_ctx *ctx, ptq_exec *e, int value_index, int keep);
 /* Keeps every value ptq_exec_run_from(node_begin) reads: graph inputs and
  * values produced before node_begin that a node from node_begin on (or a
  * graph output) consumes. */
-ptq_status ptq_exec_keep_for(ptq_ctx *ctx, ptq_exec *e, int node_begin);
+PTQ_API ptq_status ptq_exec_keep_for(ptq_ctx *ctx, ptq_exec *e, int node_begin);
 /* Sets the overlay later runs apply (NULL: plain FP32). ov is copied; what
  * it points at is not. Device copies of the weights of the current and the
  * previous overlay are kept, so alternating two costs one upload each. */
-void ptq_exec_set_overlay(ptq_exec *e, const ptq_overlay *ov);
+PTQ_API void ptq_exec_set_overlay(ptq_exec *e, const ptq_overlay *ov);
 /* Adds a tap, called after the overlay's rounding, in the order added, on
  * every produced tensor. At most PTQ_EXEC_MAX_TAPS. */
 #define PTQ_EXEC_MAX_TAPS 8
-ptq_status ptq_exec_add_tap(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+PTQ_API ptq_status ptq_exec_add_tap(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap_user);
 /* Removes the tap added with this function and user (if any). */
-void ptq_exec_remove_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+PTQ_API void ptq_exec_remove_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
 /* Replaces every tap with this one (tap may be NULL: none). */
-void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
-const ptq_graph *ptq_exec_graph(const ptq_exec *e);
+PTQ_API void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+PTQ_API const ptq_graph *ptq_exec_graph(const ptq_exec *e);
 /* "cpu", "ref" or "cuda (NVIDIA H200)". */
-const char *ptq_exec_device_name(const ptq_exec *e);
+PTQ_API const char *ptq_exec_device_name(const ptq_exec *e);
 /* PTQ_DEVICE_REF, _CPU or _CUDA: where the executor runs. */
-ptq_device ptq_exec_device(const ptq_exec *e);
+PTQ_API ptq_device ptq_exec_device(const ptq_exec *e);
 /* Number of nodes the GPU declined and the CPU ran (0 on CPU backends). */
-int ptq_exec_n_fallback_nodes(const ptq_exec *e);
+PTQ_API int ptq_exec_n_fallback_nodes(const ptq_exec *e);
 /* Seconds spent in node node_index's kernels over all runs so far (the
  * backend's run call; on a GPU only with params.profile, else launch time). */
-double ptq_exec_node_seconds(const ptq_exec *e, int node_index);
+PTQ_API double ptq_exec_node_seconds(const ptq_exec *e, int node_index);
 /* Allocations the executor made (host and device, buffers and copies) since
  * it was created: steady runs of one batch size add none. */
-int64_t ptq_exec_n_allocs(const ptq_exec *e);
-void ptq_exec_free(ptq_exec *e);
+PTQ_API int64_t ptq_exec_n_allocs(const ptq_exec *e);
+PTQ_API void ptq_exec_free(ptq_exec *e);
 
 /* Checks one node of g (op known, opset, attributes as far as can be seen
  * without shapes); used by ptq_exec_create and `ptq info`. */
-ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
+PTQ_API ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
 
 /* Static shape and dtype inference: sets dtype, ndim and dims of every
  * node output in g->values, with the graph inputs' unknown (symbolic) dims
  * set to batch. Results computed from constants alone are folded so that
  * shape inputs (Reshape's shape) are known; a shape that depends on run-time
  * data gives PTQ_ERR_UNSUPPORTED. */
-ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch);
+PTQ_API ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch);
 
 /* Threads the CPU path uses (ptq's pool; OpenBLAS runs single-threaded on
  * each); the default is every online core. */
-void ptq_cpu_set_threads(int n_threads);
+PTQ_API void ptq_cpu_set_threads(int n_threads);
 /* The OpenBLAS kernel set in use ("SkylakeX", "Haswell", "Prescott", ...). */
-const char *ptq_cpu_blas_core(void);
+PTQ_API const char *ptq_cpu_blas_core(void);
 /* A faster kernel set this CPU supports when OpenBLAS fell back to a generic
  * one (it does not know every new processor), else NULL. OpenBLAS reads its
  * choice from the OPENBLAS_CORETYPE environment variable when it loads, so a
  * program acts on this before it starts (cli/main.c re-executes itself). */
-const char *ptq_cpu_blas_core_suggested(void);
+PTQ_API const char *ptq_cpu_blas_core_suggested(void);
 
 /* 1 when a CUDA build sees a usable GPU; else 0 with why filled in (why may be NULL). */
-int ptq_cuda_available(char *why, size_t n_why);
+PTQ_API int ptq_cuda_available(char *why, size_t n_why);
 /* Number of usable GPUs (0 with why filled in when none). */
-int ptq_cuda_n_devices(char *why, size_t n_why);
+PTQ_API int ptq_cuda_n_devices(char *why, size_t n_why);
 
 #ifdef __cplusplus
 }

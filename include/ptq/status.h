@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "ptq/export_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,11 +37,11 @@ typedef struct ptq_ctx {
     char where[128]; /* "model/onnx_load.c:123" */
 } ptq_ctx;
 
-void ptq_ctx_init(ptq_ctx *ctx);
-const char *ptq_status_name(ptq_status st);
+PTQ_API void ptq_ctx_init(ptq_ctx *ctx);
+PTQ_API const char *ptq_status_name(ptq_status st);
 
 /* Records a failure and returns its code; use through ptq_fail(). */
-ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code, const char *fmt, ...)
+PTQ_API ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
 #endif

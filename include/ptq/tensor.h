@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptq/export_api.h"
 #include "ptq/status.h"
 
 #ifdef __cplusplus
@@ -42,8 +43,8 @@ typedef enum ptq_dtype {
 } ptq_dtype;
 
 /* Bytes per element; 0 for types without a fixed size (string, 4-bit). */
-size_t ptq_dtype_size(ptq_dtype dt);
-const char *ptq_dtype_name(ptq_dtype dt);
+PTQ_API size_t ptq_dtype_size(ptq_dtype dt);
+PTQ_API const char *ptq_dtype_name(ptq_dtype dt);
 
 typedef enum ptq_mem { PTQ_MEM_HOST = 0, PTQ_MEM_CUDA = 1 } ptq_mem;
 
@@ -58,14 +59,14 @@ typedef struct ptq_tensor {
     size_t cap_bytes; /* bytes allocated at data (>= ptq_tensor_bytes) */
 } ptq_tensor;
 
-int64_t ptq_tensor_numel(const ptq_tensor *t);
-size_t ptq_tensor_bytes(const ptq_tensor *t);
+PTQ_API int64_t ptq_tensor_numel(const ptq_tensor *t);
+PTQ_API size_t ptq_tensor_bytes(const ptq_tensor *t);
 /* Product of dims[lo..hi); 1 when lo >= hi. */
-int64_t ptq_dims_prod(const int64_t *dims, int lo, int hi);
+PTQ_API int64_t ptq_dims_prod(const int64_t *dims, int lo, int hi);
 /* Frees a host tensor's data (malloc'd); NULL-safe. */
-void ptq_tensor_free_host(ptq_tensor *t);
+PTQ_API void ptq_tensor_free_host(ptq_tensor *t);
 /* "1x3x224x224" into buf; returns buf. */
-char *ptq_dims_str(const int64_t *dims, int ndim, char *buf, size_t n_buf);
+PTQ_API char *ptq_dims_str(const int64_t *dims, int ndim, char *buf, size_t n_buf);
 
 #ifdef __cplusplus
 }

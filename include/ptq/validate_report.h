@@ -26,6 +26,8 @@
 #ifndef PTQ_VALIDATE_REPORT_H
 #define PTQ_VALIDATE_REPORT_H
 
+#include "ptq/export_api.h"
+
 #include <stdint.h>
 
 #include "ptq/status.h"
@@ -37,21 +39,21 @@ extern "C" {
 typedef struct ptq_validate_stats ptq_validate_stats;
 
 /* n_classes in [2, 100000]. */
-ptq_status ptq_validate_stats_init(ptq_ctx *ctx, int n_classes, ptq_validate_stats **out);
-void ptq_validate_stats_free(ptq_validate_stats *s); /* NULL is a no-op */
+PTQ_API ptq_status ptq_validate_stats_init(ptq_ctx *ctx, int n_classes, ptq_validate_stats **out);
+PTQ_API void ptq_validate_stats_free(ptq_validate_stats *s); /* NULL is a no-op */
 
 /* Counts one batch. labels: [n], each in [0, n_classes) (else PTQ_ERR_DATA
  * naming the sample's index counted from the first image this stats saw);
  * logits_fp32, logits_q: [n, n_classes] row-major float32. A rejected batch
  * counts nothing. */
-ptq_status ptq_validate_stats_add(ptq_ctx *ctx, ptq_validate_stats *s, int64_t n, const int32_t *labels,
+PTQ_API ptq_status ptq_validate_stats_add(ptq_ctx *ctx, ptq_validate_stats *s, int64_t n, const int32_t *labels,
                                   const float *logits_fp32, const float *logits_q);
 
 /* dst += src (shards of one run): counts, confusion matrices and the exact
  * SQNR/KL sums, so shards merged in any order and split give a report
  * byte-identical to the single run's. Class counts must match (else
  * PTQ_ERR_INVALID_ARG, dst unchanged). */
-ptq_status ptq_validate_stats_merge(ptq_ctx *ctx, ptq_validate_stats *dst, const ptq_validate_stats *src);
+PTQ_API ptq_status ptq_validate_stats_merge(ptq_ctx *ctx, ptq_validate_stats *dst, const ptq_validate_stats *src);
 
 /* Totals for callers (the CLI's exit code, tests). */
 typedef struct ptq_validate_totals {
@@ -65,7 +67,7 @@ typedef struct ptq_validate_totals {
     double kl_nats;                  /* NaN when nothing was measured */
 } ptq_validate_totals;
 
-void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals *t);
+PTQ_API void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals *t);
 
 typedef struct ptq_validate_opts {
     double recall_drop_flag;          /* points, >= 0; PTQ_VALIDATE_OPTS_INIT sets 1.0 */
@@ -86,19 +88,19 @@ typedef struct ptq_validate_opts {
  * index, name, flagged, support, {precision,recall,f1}_{fp32,quant,delta_pts}),
  * "fp32" and "quant" (each ptq_eval_format_json's object, with its
  * "confusion"), and "confusion_delta" (quant - fp32). */
-ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+PTQ_API ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
                                     char **out);
 
 /* Markdown: header fields, summary table, flagged classes, per-class table
  * (flagged first), the FP32, quantized and difference confusion matrices;
  * above 100 classes the 20 largest difference cells instead (the JSON keeps
  * the full matrices). */
-ptq_status ptq_validate_format_markdown(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+PTQ_API ptq_status ptq_validate_format_markdown(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
                                         char **out);
 
 /* A few lines for the terminal: top-1 fp32 -> quant (delta), changed
  * predictions, SQNR and KL, NaN counts when any, the worst flagged classes. */
-ptq_status ptq_validate_format_summary(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+PTQ_API ptq_status ptq_validate_format_summary(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
                                        char **out);
 
 #ifdef __cplusplus
