@@ -529,10 +529,7 @@ ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **ou
     ds_h5_quiet q;
     *out = NULL;
     PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
-    FILE *probe = fopen(path, "rb");
-    if (!probe)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s", path);
-    fclose(probe);
+    PTQ_TRY_RET(ptq_file_check_regular(ctx, path));
     ds_h5_quiet_begin(&q);
     h5f r = {ctx, H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path};
     if (r.file < 0) {

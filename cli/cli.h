@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "ptq/dataset.h"
+#include "ptq/fileio.h"
 #include "ptq/graph.h"
 #include "ptq/plan.h"
 #include "ptq/runtime.h"
@@ -37,9 +38,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* Output files appear whole or not at all: cli_tmp_open opens "<path>.tmp-<pid>"
- * (its name into tmp); cli_tmp_commit closes it (*f = NULL) and renames it to
- * path. Both fail with PTQ_ERR_IO and the reason. */
 /* The model at model_path loaded (shapes inferred at batch 1) into *g and
  * the plan at plan_path read into *plan and checked against it; a failure
  * names plan_path. The caller frees both, set or not. */
@@ -52,6 +50,10 @@ int cli_npy_header(FILE *f, int64_t rows, int64_t cols);
 /* The whole of a text file (at most 1 GiB) as a malloc'd NUL-terminated string. */
 ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);
 
+/* Output files appear whole or not at all: cli_tmp_open opens a temporary
+ * next to path (ptq_atomic_fopen; its name into tmp, PTQ_TMP_NAME_BYTES);
+ * cli_tmp_commit closes it (*f = NULL) and renames it to path, removing it
+ * on failure. Both fail with PTQ_ERR_IO and the reason. */
 ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f);
 ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path);
 /* text and a final newline to path, whole or not at all (through cli_tmp_open/commit). */

@@ -221,13 +221,15 @@ int cmd_calibrate(int argc, char **argv)
     ptq_status st = PTQ_OK;
     ptq_calib_set *set = NULL;
     int64_t *ids = NULL, n_ids = 0;
-    char sha[65], tmp[4096] = "", pre[512];
+    char sha[65], tmp[PTQ_TMP_NAME_BYTES] = "", pre[512];
     cli_session s;
     memset(&s, 0, sizeof s);
     const char *model = cli_get(opts, n_opts, "model");
     ptq_calib_select sel = {cli_get(opts, n_opts, "ops"), cli_get(opts, n_opts, "tensors")};
 
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
+    /* the archive's temporary exists (and the folder is known writable) before the long part */
+    PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), done);
     PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), done);
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
     PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
@@ -260,17 +262,11 @@ int cmd_calibrate(int argc, char **argv)
                       ptq_calib_set_name(set, bad), (long long)os.n_nan, (long long)os.n_inf, (long long)os.count);
         goto done;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
     PTQ_TRY(st, ptq_calib_set_write(&ctx, set, tmp), done);
-    if (rename(tmp, out) != 0) {
-        st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", out, strerror(errno));
-        goto done;
-    }
-    tmp[0] = '\0';
+    PTQ_TRY(st, ptq_atomic_commit(&ctx, tmp, out), done);
     print_summary(set, &s, out, so.data, n_ids, secs, cli_get(opts, n_opts, "json") != NULL);
 done:
-    if (tmp[0])
-        remove(tmp);
+    ptq_atomic_discard(tmp);
     cli_session_close(&s);
     ptq_calib_set_free(set);
     free(ids);

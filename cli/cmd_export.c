@@ -93,7 +93,7 @@ static ptq_status parse_method(ptq_ctx *ctx, const char *s, ptq_calib_params *p)
     return PTQ_OK;
 }
 
-/* Writes buf to dir/name through a temporary file; the temporary's name into tmp. */
+/* Writes buf to a temporary file next to path; the temporary's name into tmp. */
 static ptq_status write_tmp(ptq_ctx *ctx, const char *path, const ptq_buf *b, char *tmp, size_t n_tmp)
 {
     FILE *f = NULL;
@@ -108,7 +108,7 @@ static ptq_status write_tmp(ptq_ctx *ctx, const char *path, const ptq_buf *b, ch
 enum { MAX_OUT_FILES = 3 };
 
 typedef struct out_file {
-    char path[4096], tmp[4200];
+    char path[4096], tmp[PTQ_TMP_NAME_BYTES];
     ptq_buf buf;
 } out_file;
 
@@ -118,17 +118,13 @@ static ptq_status commit_all(ptq_ctx *ctx, out_file *f, int n)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < n && st == PTQ_OK; i++)
         st = write_tmp(ctx, f[i].path, &f[i].buf, f[i].tmp, sizeof f[i].tmp);
-    for (int i = 0; i < n && st == PTQ_OK; i++)
-        if (rename(f[i].tmp, f[i].path) != 0) {
-            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", f[i].path, strerror(errno));
-            for (int j = 0; j < i; j++)
-                remove(f[j].path);
-        } else {
-            f[i].tmp[0] = '\0';
-        }
+    for (int i = 0; i < n && st == PTQ_OK; i++) {
+        st = ptq_atomic_commit(ctx, f[i].tmp, f[i].path);
+        for (int j = 0; st != PTQ_OK && j < i; j++)
+            remove(f[j].path);
+    }
     for (int i = 0; i < n; i++)
-        if (f[i].tmp[0])
-            remove(f[i].tmp);
+        ptq_atomic_discard(f[i].tmp);
     return st;
 }
 
@@ -274,10 +270,12 @@ int cmd_export(int argc, char **argv)
         PTQ_TRY(st, ptq_export_ort_cache(&ctx, ranges, n, &files[2].buf, NULL), done);
         n_files = 3;
         /* the folder only once the tables are made, and gone again if they cannot be written */
+        struct stat sb;
         if (mkdir(out, 0777) == 0) {
             made_dir = 1;
-        } else if (errno != EEXIST) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", out, strerror(errno));
+        } else if (errno != EEXIST || stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", out,
+                          errno == EEXIST ? "it exists and is not a folder" : strerror(errno));
             goto done;
         }
     } else {

@@ -44,7 +44,7 @@ int cmd_merge(int argc, char **argv)
     ptq_ctx_init(&ctx);
     ptq_status st = PTQ_OK;
     ptq_calib_set *acc = NULL, *next = NULL;
-    char tmp[4096] = "";
+    char tmp[PTQ_TMP_NAME_BYTES] = "";
     PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[0], &acc), done);
     for (int i = 1; i < n_pos; i++) {
         PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[i], &next), done);
@@ -58,13 +58,9 @@ int cmd_merge(int argc, char **argv)
         ptq_calib_set_free(next);
         next = NULL;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
+    PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), done);
     PTQ_TRY(st, ptq_calib_set_write(&ctx, acc, tmp), done);
-    if (rename(tmp, out) != 0) {
-        st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", out, strerror(errno));
-        goto done;
-    }
-    tmp[0] = '\0';
+    PTQ_TRY(st, ptq_atomic_commit(&ctx, tmp, out), done);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(acc, &pv);
     if (cli_get(opts, n_opts, "json"))
@@ -75,8 +71,7 @@ int cmd_merge(int argc, char **argv)
         printf("merged %d archives into %s: %lld samples, %lld tensors\n", n_pos, out, (long long)pv.n_samples,
                (long long)ptq_calib_set_n_tensors(acc));
 done:
-    if (tmp[0])
-        remove(tmp);
+    ptq_atomic_discard(tmp);
     ptq_calib_set_free(acc);
     ptq_calib_set_free(next);
     return cli_report("merge", &ctx, st);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "datasets/datasets_internal.h"
 
@@ -32,10 +33,9 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
     if (stat(path, &sb) != 0)
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot open data set %s: %s", path, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) {
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot open data set %s: %s", path, strerror(errno));
-        fclose(f);
+        int fd;
+        PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
+        close(fd);
     }
     ptq_dataset *ds = calloc(1, sizeof *ds);
     if (!ds || !(ds->path = strdup(path))) {

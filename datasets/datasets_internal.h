@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "ptq/dataset.h"
+#include "ptq/fileio.h"
 
 #define DS_ZSTD_FILTER_ID 32015 /* registered HDF5 filter id of zstd */
 

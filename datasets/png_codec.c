@@ -90,9 +90,8 @@ static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, 
 ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only)
 {
     png_err err = {""};
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f));
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     ptq_status st = PTQ_OK;
