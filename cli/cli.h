@@ -59,6 +59,12 @@ ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *p
 /* text and a final newline to path, whole or not at all (through cli_tmp_open/commit). */
 ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text);
 
+/* Refuses (prints, returns EXIT_USAGE) an output that is the same file as an
+ * input or as another output (ptq_file_same), before any work; 0 when none
+ * is. NULL entries are skipped. */
+int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
+                      int n_outputs);
+
 /* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
 typedef struct cli_opt {
     const char *name;  /* without the dashes */
@@ -108,6 +114,7 @@ typedef struct cli_session_opts {
     const char *preprocess;  /* overrides on top of the model's ptq.preprocess metadata */
     const char *images_key, *labels_key, *layout;
     int profile;             /* time each node exactly (synchronises the GPU after each) */
+    int allow_external_data; /* read HDF5 sets that refer to other files */
 } cli_session_opts;
 
 /* "op type  nodes  ms  share" lines for the time the executor spent per op
@@ -116,7 +123,7 @@ char *cli_profile_table(const cli_session *s);
 
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
 /* The session options from a command's --model, --data, --device, --preprocess,
- * --images-key, --labels-key and --layout (any may be absent). */
+ * --images-key, --labels-key, --layout and --allow-external-data (any may be absent). */
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts);
 void cli_session_close(cli_session *s);
 

@@ -40,6 +40,8 @@ static const char calibrate_help[] =
     "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"
     "  --labels-key KEY     HDF5 dataset holding labels (unused, but checked when present)\n"
     "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
+    "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
+
     "  --json               print the summary as JSON on stdout\n"
     "  --progress           force the progress line (default: only on a terminal)\n";
 
@@ -181,7 +183,8 @@ int cmd_calibrate(int argc, char **argv)
                       {"seed", 1, NULL},   {"shard", 1, NULL},      {"ops", 1, NULL},        {"tensors", 1, NULL},
                       {"bins", 1, NULL},   {"device", 1, NULL},     {"batch", 1, NULL},      {"threads", 1, NULL},
                       {"preprocess", 1, NULL}, {"images-key", 1, NULL}, {"labels-key", 1, NULL}, {"layout", 1, NULL},
-                      {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL}};
+                      {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL},
+                      {"allow-external-data", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("calibrate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -194,6 +197,9 @@ int cmd_calibrate(int argc, char **argv)
     const char *out = cli_get(opts, n_opts, "out");
     if (!cli_get(opts, n_opts, "model") || !cli_get(opts, n_opts, "data") || !out)
         return cli_usage_error("calibrate", "--model, --data and --out are required");
+    const char *calib_inputs[] = {cli_get(opts, n_opts, "model"), cli_get(opts, n_opts, "data")};
+    if ((rc = cli_check_outputs("calibrate", calib_inputs, 2, &out, 1)))
+        return rc;
     int64_t batch, n_samples, seed, threads, bins, shard = 0, n_shards = 1;
     if ((rc = cli_get_int("calibrate", opts, n_opts, "batch", 256, 1, &batch)) ||
         (rc = cli_get_int("calibrate", opts, n_opts, "samples", 0, 1, &n_samples)) ||
@@ -247,7 +253,9 @@ int cmd_calibrate(int argc, char **argv)
                       (long long)n_shards, (long long)n_samples);
         goto done;
     }
-    PTQ_TRY(st, ptq_calib_set_add_samples(&ctx, set, so.data, ids, n_ids), done);
+    char data_sha[65]; /* the source by content, so merge knows it under any path */
+    PTQ_TRY(st, ptq_dataset_content_sha256(&ctx, s.data, data_sha), done);
+    PTQ_TRY(st, ptq_calib_set_add_source(&ctx, set, so.data, data_sha, ids, n_ids), done);
 
     double t0 = cli_now_s();
     PTQ_TRY(st, observe_all(&ctx, &s, set, ids, n_ids, batch, cli_get(opts, n_opts, "progress") != NULL), done);

@@ -25,6 +25,20 @@ static const char merge_help[] =
 
 enum { MERGE_MAX_INPUTS = 1024 };
 
+/* Archives of ptq before content hashes name their sources by path only:
+ * they are matched by name then, and the user is told. */
+static void warn_unhashed(const ptq_calib_set *set, const char *path)
+{
+    ptq_calib_provenance pv;
+    ptq_calib_set_provenance(set, &pv);
+    for (int i = 0; i < pv.n_sources; i++)
+        if (!pv.sources_sha256[i][0]) {
+            fprintf(stderr, "ptq merge: warning: %s records no content hash for source %s; it is matched by name, "
+                            "so the same data under another path is not recognised\n", path, pv.sources[i]);
+            return;
+        }
+}
+
 int cmd_merge(int argc, char **argv)
 {
     cli_opt opts[] = {{"out", 1, NULL}, {"json", 0, NULL}, {"help", 0, NULL}};
@@ -40,14 +54,18 @@ int cmd_merge(int argc, char **argv)
     const char *out = cli_get(opts, n_opts, "out");
     if (n_pos < 2 || !out)
         return cli_usage_error("merge", "two or more archives and --out are required");
+    if ((rc = cli_check_outputs("merge", pos, n_pos, &out, 1)))
+        return rc;
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_status st = PTQ_OK;
     ptq_calib_set *acc = NULL, *next = NULL;
     char tmp[PTQ_TMP_NAME_BYTES] = "";
     PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[0], &acc), done);
+    warn_unhashed(acc, pos[0]);
     for (int i = 1; i < n_pos; i++) {
         PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[i], &next), done);
+        warn_unhashed(next, pos[i]);
         st = ptq_calib_set_merge(&ctx, acc, next);
         if (st != PTQ_OK) {
             char why[PTQ_MSG_BYTES];

@@ -84,6 +84,27 @@ ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text)
     return st;
 }
 
+int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
+                      int n_outputs)
+{
+    for (int j = 0; j < n_outputs; j++) {
+        if (!outputs[j])
+            continue;
+        for (int i = 0; i < n_inputs; i++)
+            if (inputs[i] && ptq_file_same(inputs[i], outputs[j])) {
+                fprintf(stderr, "ptq %s: error: output %s is the input %s; refusing to overwrite it\n", cmd,
+                        outputs[j], inputs[i]);
+                return EXIT_USAGE;
+            }
+        for (int k = 0; k < j; k++)
+            if (outputs[k] && ptq_file_same(outputs[k], outputs[j])) {
+                fprintf(stderr, "ptq %s: error: outputs %s and %s are the same file\n", cmd, outputs[k], outputs[j]);
+                return EXIT_USAGE;
+            }
+    }
+    return 0;
+}
+
 int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
               int max_pos)
 {

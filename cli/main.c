@@ -55,6 +55,7 @@ static void pick_blas_kernels(char **argv)
 int main(int argc, char **argv)
 {
     pick_blas_kernels(argv);
+    ptq_atomic_cleanup_on_signals(); /* no temporary file outlives Ctrl-C or a kill */
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         fputs(main_help, argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : 0;

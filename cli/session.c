@@ -57,7 +57,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     s->height = in->dims[h_axis];
     s->width = in->dims[w_axis];
 
-    ptq_dataset_opts dopts = {o->images_key, o->labels_key, o->layout};
+    ptq_dataset_opts dopts = {o->images_key, o->labels_key, o->layout, o->allow_external_data};
     PTQ_TRY(st, ptq_dataset_open(ctx, o->data, &dopts, &s->data), fail);
     s->n_samples = ptq_dataset_count(s->data);
     if (s->n_samples <= 0) {
@@ -157,6 +157,7 @@ cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)
     cli_session_opts o = {cli_get(opts, n_opts, "model"),      cli_get(opts, n_opts, "data"),
                           cli_get(opts, n_opts, "device"),     cli_get(opts, n_opts, "preprocess"),
                           cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
-                          cli_get(opts, n_opts, "layout"),     0};
+                          cli_get(opts, n_opts, "layout"),     0,
+                          cli_get(opts, n_opts, "allow-external-data") != NULL};
     return o;
 }

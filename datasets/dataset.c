@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "datasets/datasets_internal.h"
+#include "ptq/hash.h"
 
 void ptq_dataset_close(ptq_dataset *ds)
 {
@@ -24,7 +25,7 @@ void ptq_dataset_close(ptq_dataset *ds)
 
 ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out)
 {
-    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL};
+    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0};
     ptq_status st = PTQ_OK;
     struct stat sb;
     *out = NULL;
@@ -56,6 +57,11 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
     }
     *out = ds;
     return PTQ_OK;
+}
+
+ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
+{
+    return ds->h5 ? ptq_sha256_file(ctx, ds->path, hex) : ds_png_content_sha256(ctx, ds, hex);
 }
 
 int64_t ptq_dataset_count(const ptq_dataset *ds)
