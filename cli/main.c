@@ -33,8 +33,9 @@ static const char main_help[] =
     "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder\n"
     "  version       print the version\n"
     "\n"
-    "exit codes: 0 ok, 1 internal error, 2 usage, 3 file missing/unreadable/unwritable,\n"
-    "  4 malformed file, 5 unsupported op/type/attribute, 6 data does not fit the model,\n"
+    "exit codes: 0 ok, 1 internal error, 2 usage (or an output that is an input),\n"
+    "  3 file missing/unreadable/unwritable or not a regular file, 4 malformed file (or one\n"
+    "  referring to data outside itself), 5 unsupported op/type/attribute, 6 data does not fit the model,\n"
     "  7 bad data (empty set, label out of range, undecodable image), 8 no GPU,\n"
     "  9 CUDA error, 10 out of memory\n";
 

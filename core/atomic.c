@@ -147,28 +147,39 @@ static ptq_status tmp_name(ptq_ctx *ctx, const char *path, char *tmp, size_t n_t
     return PTQ_OK;
 }
 
-ptq_status ptq_atomic_create(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int *fd)
+/* Makes the temporary next to path: a file (an O_WRONLY descriptor into *fd)
+ * or a folder (*fd = 0); a name already taken, by chance or planted, is never
+ * used, and another is drawn. */
+static ptq_status make_tmp(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int is_dir, int *fd)
 {
-    if (fd)
-        *fd = -1;
     for (int attempt = 0;; attempt++) {
         PTQ_TRY_RET(tmp_name(ctx, path, tmp, n_tmp));
-        /* mode 0666: the umask applies, as with fopen */
-        int f = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
-        if (f < 0) {
-            int e = errno;
-            tmp[0] = '\0';
-            if (e == EEXIST && attempt < 3)
-                continue;
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
-        }
-        register_tmp(tmp, 0);
-        if (fd)
+        /* modes 0666 and 0777: the umask applies, as with fopen; neither call follows a symlink at the name */
+        int f = is_dir ? mkdir(tmp, 0777)
+                       : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+        if (f >= 0) {
+            register_tmp(tmp, is_dir);
             *fd = f;
-        else
-            close(f);
-        return PTQ_OK;
+            return PTQ_OK;
+        }
+        int e = errno;
+        tmp[0] = '\0';
+        if (e != EEXIST || attempt >= 3)
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
     }
+}
+
+ptq_status ptq_atomic_create(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int *fd)
+{
+    int f;
+    if (fd)
+        *fd = -1;
+    PTQ_TRY_RET(make_tmp(ctx, path, tmp, n_tmp, 0, &f));
+    if (fd)
+        *fd = f;
+    else
+        close(f);
+    return PTQ_OK;
 }
 
 ptq_status ptq_atomic_fopen(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f)
@@ -187,18 +198,8 @@ ptq_status ptq_atomic_fopen(ptq_ctx *ctx, const char *path, char *tmp, size_t n_
 
 ptq_status ptq_atomic_mkdir(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp)
 {
-    for (int attempt = 0;; attempt++) {
-        PTQ_TRY_RET(tmp_name(ctx, path, tmp, n_tmp));
-        if (mkdir(tmp, 0777) != 0) { /* mkdir never follows a symlink at its name */
-            int e = errno;
-            tmp[0] = '\0';
-            if (e == EEXIST && attempt < 3)
-                continue;
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot create folder %s: %s", path, strerror(e));
-        }
-        register_tmp(tmp, 1);
-        return PTQ_OK;
-    }
+    int unused;
+    return make_tmp(ctx, path, tmp, n_tmp, 1, &unused);
 }
 
 ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)

@@ -150,7 +150,8 @@ typedef struct ptq_h5_write_opts {
  * [N,H,W,C] or [N,C,H,W] of any fixed-size numeric dtype; labels: host
  * integer tensor [M] or NULL. Stored as given, chunked by sample and
  * compressed per opts (NULL: zstd level 3); counts and dtypes are checked
- * when the file is opened, so tests can build bad sets too. Not atomic. */
+ * when the file is opened, so tests can build bad sets too. A new file is
+ * written whole or not at all (ptq_atomic_create); append edits in place. */
 ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tensor *images, const ptq_tensor *labels,
                                   const ptq_h5_write_opts *opts);
 
