@@ -41,7 +41,6 @@ static const char calibrate_help[] =
     "  --labels-key KEY     HDF5 dataset holding labels (unused, but checked when present)\n"
     "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
     "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
-
     "  --json               print the summary as JSON on stdout\n"
     "  --progress           force the progress line (default: only on a terminal)\n";
 

@@ -29,7 +29,6 @@ static const char eval_help[] =
     "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"
     "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
     "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
-
     "  --json               print the report as JSON on stdout\n"
     "  --report FILE        also write the JSON report to FILE\n"
     "  --logits FILE        write the logits as a float32 .npy array [N, classes]\n"
