@@ -205,8 +205,13 @@ ptq_status ptq_atomic_mkdir(ptq_ctx *ctx, const char *path, char *tmp, size_t n_
 ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)
 {
     struct stat sb;
+    /* writers that reopen by name (HDF5) could be handed something else put in its place: only ours is renamed */
+    if (lstat(tmp, &sb) != 0 || !(S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))) {
+        ptq_atomic_discard(tmp);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: its temporary file was replaced or removed", path);
+    }
     /* on disk before it takes the name, so a crash leaves the old file or the new one */
-    if (lstat(tmp, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    if (S_ISREG(sb.st_mode)) {
         int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
             fsync(fd);
