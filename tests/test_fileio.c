@@ -58,6 +58,14 @@ int main(void)
     ptq_atomic_discard(tmp2);
     CHECK(tmp2[0] == '\0' && count_tmp(dir) == 0);
 
+    /* a temporary swapped for a symlink (between a writer's reopen by name and the commit) is not renamed */
+    char swapped[300];
+    snprintf(swapped, sizeof swapped, "%s/swapped.txt", dir);
+    CHECK(ptq_atomic_create(&ctx, swapped, tmp, sizeof tmp, NULL) == PTQ_OK);
+    CHECK(unlink(tmp) == 0 && symlink(path, tmp) == 0);
+    CHECK(ptq_atomic_commit(&ctx, tmp, swapped) == PTQ_ERR_IO && strstr(ctx.msg, "replaced"));
+    CHECK(lstat(swapped, &sb) != 0 && stat(path, &sb) == 0 && sb.st_size == 6 && count_tmp(dir) == 0);
+
     /* a temporary folder tree is discarded whole */
     CHECK(ptq_atomic_mkdir(&ctx, path, tmp, sizeof tmp) == PTQ_OK);
     char sub[PTQ_TMP_NAME_BYTES + 32];
