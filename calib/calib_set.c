@@ -523,7 +523,7 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
                                 (long long)n_common, b->name)
                      : ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
                                 "cannot merge archives that both observed %lld samples of the same data (%s and %s "
-                                "hold the same bytes, SHA-256 %.16s...): they would count twice",
+                                "have the same content, SHA-256 %.16s...): they would count twice",
                                 (long long)n_common, a->name, b->name, b->sha256);
             goto done;
         }

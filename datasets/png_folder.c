@@ -313,18 +313,16 @@ ptq_status ds_png_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[6
         snprintf(path, f->path_cap, "%s/%s", ds->path, rel);
         PTQ_TRY(st, ptq_file_fopen_read(ctx, path, &in), done);
         ptq_sha256_update(&h, rel, strlen(rel) + 1);
-        uint64_t n = 0;
+        struct stat sb;
+        uint64_t n = fstat(fileno(in), &sb) == 0 ? (uint64_t)sb.st_size : 0, got_total = 0;
         unsigned char le[8];
-        for (size_t got; (got = fread(buf, 1, sizeof buf, in)) > 0;)
-            n += got;
         for (int b = 0; b < 8; b++)
             le[b] = (unsigned char)(n >> (8 * b));
         ptq_sha256_update(&h, le, 8); /* the length first: names and bytes cannot run into each other */
-        rewind(in);
-        for (size_t got; (got = fread(buf, 1, sizeof buf, in)) > 0;)
+        for (size_t got; (got = fread(buf, 1, sizeof buf, in)) > 0; got_total += got)
             ptq_sha256_update(&h, buf, got);
-        if (ferror(in))
-            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s", path);
+        if (ferror(in) || got_total != n)
+            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s (or it changed while read)", path);
         fclose(in);
     }
     if (st == PTQ_OK)

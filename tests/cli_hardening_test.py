@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_test import png_bytes  # noqa: E402
 from ptqtest import MODEL, PTQ, SRC, check, finish, fmnist_test, have_demo  # noqa: E402
 
 PTQ_ABS = os.path.abspath(PTQ)
@@ -281,6 +282,32 @@ def merge_by_content(tmp, images):
             n, srcs = int(f.attrs["n_samples"]), len(f.attrs["sources"])
     check("merge: two different files both named data.h5 are two sources (80 samples)",
           rc == 0 and n == 80 and srcs == 2, f"exit {rc}, {n} samples, {srcs} sources: {last_line(err)}")
+    # a PNG folder: its content hash is over its samples' names and bytes, whatever path names it
+    png = J("png")
+    rels = []
+    for c, cls in enumerate(("a", "b")):
+        os.makedirs(os.path.join(png, cls))
+        for i in range(10):
+            rel = f"{cls}/{i:02d}.png"
+            with open(os.path.join(png, rel), "wb") as f:
+                f.write(png_bytes(images[100 + 10 * c + i]))
+            rels.append(rel)
+    h = hashlib.sha256()
+    for rel in rels:
+        b = open(os.path.join(png, rel), "rb").read()
+        h.update(rel.encode() + b"\0" + len(b).to_bytes(8, "little") + b)
+    res = [cal("png_rel.h5", "png", d, "--shard", "0/2"), cal("png_abs.h5", png, d)]
+    got = ""
+    if res[0][0] == 0:
+        with h5py.File(J("png_rel.h5"), "r") as f:
+            got = f.attrs["sources_sha256"][0]
+            got = got.decode() if isinstance(got, bytes) else got
+    check("png folder: the content SHA-256 over relative names and bytes is recorded",
+          all(r[0] == 0 for r in res) and got == h.hexdigest(), f"{got[:16]} vs {h.hexdigest()[:16]}")
+    rc, _, err = run("merge", J("png_rel.h5"), J("png_abs.h5"), "--out", J("bad3.h5"))
+    check("merge: a PNG folder by a relative and an absolute path is refused as sharing samples (exit 2)",
+          rc == 2 and "same data" in err, f"exit {rc}: {last_line(err)}")
+
     # an archive from before content hashes: sources matched by name, with a warning
     old = [J("old0.h5"), J("old1.h5")]
     for src, dst in zip((J("rel.h5"), J("abs_half1.h5")), old):
