@@ -2,10 +2,8 @@
  * and histograms sum, min/max combine), refusing archives of another model,
  * other observer settings or shared samples. Covered by tests/cli_calib_test.py. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "ptq/calib.h"
