@@ -1,7 +1,9 @@
 /* The calibration archive (calib.h5), readable with h5py + hdf5plugin:
  *   /                 attrs format ("ptq calibration archive"), format_version,
  *                     ptq_version, model_sha256, model_name, preprocess,
- *                     selection, n_bins, sample_ids_sha256, n_samples, sources
+ *                     selection, n_bins, sample_ids_sha256, n_samples, sources,
+ *                     sources_sha256 (each source's content SHA-256; absent in
+ *                     archives written before it existed, whose sources are keyed by name)
  *   /samples/source   [n_samples] int32, index into the sources attribute
  *   /samples/id       [n_samples] int64, sample index within its source
  *   /tensors/name     [n_tensors] UTF-8 strings
@@ -205,6 +207,8 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     PTQ_TRY(st, attr_str(&w, "sample_ids_sha256", pv.sample_ids_sha256), done);
     PTQ_TRY(st, attr_i64(&w, "n_samples", pv.n_samples), done);
     PTQ_TRY(st, ds_h5_write_strings_attr(ctx, w.file, "sources", pv.sources, pv.n_sources, 0, path), done);
+    PTQ_TRY(st, ds_h5_write_strings_attr(ctx, w.file, "sources_sha256", pv.sources_sha256, pv.n_sources, 0, path),
+            done);
     PTQ_TRY(st, write_groups(&w), done);
     PTQ_TRY(st, write_samples(&w, s, pv.n_samples), done);
     PTQ_TRY(st, write_names(&w, s), done);
@@ -401,18 +405,50 @@ static ptq_status read_names(h5f *r, ptq_calib_set *s)
     return names_distinct(r, s);
 }
 
+/* The content hashes of the sources, when the archive records them ([n] "" or 64 hex digits). */
+static ptq_status read_source_hashes(h5f *r, int n, char ***out)
+{
+    char **shas = NULL;
+    int n_shas = 0;
+    *out = NULL;
+    if (H5Aexists(r->file, "sources_sha256") <= 0)
+        return PTQ_OK;
+    hid_t a = H5Aopen(r->file, "sources_sha256", H5P_DEFAULT);
+    if (a < 0)
+        return bad(r, "cannot open attribute 'sources_sha256'");
+    ptq_status st = ds_h5_read_strings(r->ctx, a, 1, "attribute 'sources_sha256'", &shas, &n_shas);
+    H5Aclose(a);
+    if (st != PTQ_OK)
+        return st;
+    for (int i = 0; i < n_shas && st == PTQ_OK; i++)
+        if (shas[i][0] && (strlen(shas[i]) != 64 || strspn(shas[i], "0123456789abcdef") != 64))
+            st = off(r, "a 'sources_sha256' entry is not 64 lowercase hex digits");
+    if (st == PTQ_OK && n_shas != n)
+        st = off(r, "'sources_sha256' and 'sources' differ in length");
+    if (st != PTQ_OK) {
+        ds_strings_free(shas, n_shas);
+        return st;
+    }
+    *out = shas;
+    return PTQ_OK;
+}
+
 static ptq_status read_samples(h5f *r, ptq_calib_set *s, int64_t n_samples)
 {
     ptq_status st = PTQ_OK;
-    char **names = NULL;
+    char **names = NULL, **shas = NULL;
     int n_names = 0;
     hid_t a = H5Aopen(r->file, "sources", H5P_DEFAULT);
     if (a < 0)
         return bad(r, "no 'sources' attribute");
     st = ds_h5_read_strings(r->ctx, a, 1, "attribute 'sources'", &names, &n_names);
     H5Aclose(a);
-    if (st != PTQ_OK)
+    if (st == PTQ_OK)
+        st = read_source_hashes(r, n_names, &shas);
+    if (st != PTQ_OK) {
+        ds_strings_free(names, n_names);
         return st;
+    }
     int32_t *src = malloc(((size_t)n_samples + 1) * sizeof *src);
     int64_t *ids = malloc(((size_t)n_samples + 1) * sizeof *ids);
     const int64_t dims[1] = {n_samples};
@@ -427,7 +463,7 @@ static ptq_status read_samples(h5f *r, ptq_calib_set *s, int64_t n_samples)
             lo++;
         for (hi = lo; hi < n_samples && src[hi] == i;)
             hi++;
-        st = ptq_calib_set_add_samples(r->ctx, s, names[i], ids + lo, hi - lo);
+        st = calib_set_add_source(r->ctx, s, names[i], shas ? shas[i] : NULL, ids + lo, hi - lo);
         if (st == PTQ_ERR_DATA) {
             char why[PTQ_MSG_BYTES];
             snprintf(why, sizeof why, "%s", r->ctx->msg);
@@ -444,6 +480,7 @@ static ptq_status read_samples(h5f *r, ptq_calib_set *s, int64_t n_samples)
         }
 done:
     ds_strings_free(names, n_names);
+    ds_strings_free(shas, shas ? n_names : 0);
     free(src);
     free(ids);
     return st;
@@ -529,16 +566,14 @@ ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **ou
     ds_h5_quiet q;
     *out = NULL;
     PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
-    FILE *probe = fopen(path, "rb");
-    if (!probe)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s", path);
-    fclose(probe);
+    PTQ_TRY_RET(ptq_file_check_regular(ctx, path));
     ds_h5_quiet_begin(&q);
     h5f r = {ctx, H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path};
     if (r.file < 0) {
         st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is not an HDF5 file", path);
         goto done;
     }
+    PTQ_TRY(st, ds_h5_check_self_contained(ctx, r.file, path, "a ptq calibration archive never does"), done);
     PTQ_TRY(st, read_attr_str(&r, "format", &format), done);
     if (strcmp(format, ARCHIVE_FORMAT) != 0) {
         st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is an HDF5 file but not a ptq calibration archive (format '%s')", path,

@@ -10,6 +10,7 @@ struct ptq_observer_dev;
 /* One data set's observed samples. */
 typedef struct calib_source {
     char *name;
+    char sha256[65];  /* content SHA-256 (ptq_dataset_content_sha256); "" when unknown (older archives) */
     int64_t *ids; /* [n_ids], ascending, distinct */
     int64_t n_ids;
 } calib_source;
@@ -27,13 +28,19 @@ struct ptq_calib_set {
     char model_sha256[65];
     char *model_name, *ptq_version, *preprocess, *selection;
     int n_sources;
-    calib_source *sources;     /* [n_sources] sorted by name */
+    calib_source *sources;     /* [n_sources] sorted by calib_source_key */
     const char **source_names; /* [n_sources], the names above in the same order */
+    const char **source_sha256s; /* [n_sources], their content hashes in the same order */
 };
 
 /* An empty set of n tensors (names unset) with observers of n_bins. */
 ptq_status calib_set_alloc(ptq_ctx *ctx, int64_t n, int64_t n_bins, ptq_calib_set **out);
-/* SHA-256 over each source (sorted by name): its name, a NUL, its id count
+/* What identifies a source: its content SHA-256, or its name when that is unknown. */
+const char *calib_source_key(const calib_source *src);
+/* Records samples ids[n] of a source (content SHA-256 sha256, NULL or "" when unknown). */
+ptq_status calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, const char *name, const char *sha256,
+                                const int64_t *ids, int64_t n);
+/* SHA-256 over each source (sorted by key): its key, a NUL, its id count
  * and ids (ascending) as 64-bit little-endian integers; and the total count. */
 void calib_sample_hash(const ptq_calib_set *s, char hex[65], int64_t *n_samples);
 

@@ -41,6 +41,7 @@ void ptq_calib_set_free(ptq_calib_set *s)
     }
     free(s->sources);
     free(s->source_names);
+    free(s->source_sha256s);
     free(s->model_name);
     free(s->ptq_version);
     free(s->preprocess);
@@ -157,29 +158,46 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int cmp_source(const void *a, const void *b)
+const char *calib_source_key(const calib_source *src)
 {
-    return strcmp(((const calib_source *)a)->name, ((const calib_source *)b)->name);
+    return src->sha256[0] ? src->sha256 : src->name;
 }
 
-/* Keeps sources sorted by name and source_names in step. */
+static int cmp_source(const void *a, const void *b)
+{
+    return strcmp(calib_source_key(a), calib_source_key(b));
+}
+
+/* The same samples: equal content hashes, or equal names when either hash is unknown. */
+static int same_source(const calib_source *a, const char *name, const char *sha256)
+{
+    return a->sha256[0] && sha256[0] ? strcmp(a->sha256, sha256) == 0 : strcmp(a->name, name) == 0;
+}
+
+/* Keeps sources sorted by key and source_names, source_sha256s in step. */
 static ptq_status sources_sorted(ptq_ctx *ctx, ptq_calib_set *s)
 {
     qsort(s->sources, (size_t)s->n_sources, sizeof *s->sources, cmp_source);
     const char **names = realloc(s->source_names, ((size_t)s->n_sources + 1) * sizeof *names);
-    if (!names)
+    if (names)
+        s->source_names = names;
+    const char **shas = realloc(s->source_sha256s, ((size_t)s->n_sources + 1) * sizeof *shas);
+    if (shas)
+        s->source_sha256s = shas;
+    if (!names || !shas)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
-    s->source_names = names;
-    for (int i = 0; i < s->n_sources; i++)
+    for (int i = 0; i < s->n_sources; i++) {
         names[i] = s->sources[i].name;
+        shas[i] = s->sources[i].sha256;
+    }
     return PTQ_OK;
 }
 
-/* Index of source name in s, adding an empty one when missing. */
-static ptq_status source_slot(ptq_ctx *ctx, ptq_calib_set *s, const char *name, int *out)
+/* Index of the source (name, content hash) in s, adding an empty one when missing. */
+static ptq_status source_slot(ptq_ctx *ctx, ptq_calib_set *s, const char *name, const char *sha256, int *out)
 {
     for (int i = 0; i < s->n_sources; i++)
-        if (strcmp(s->sources[i].name, name) == 0) {
+        if (same_source(&s->sources[i], name, sha256)) {
             *out = i;
             return PTQ_OK;
         }
@@ -191,10 +209,11 @@ static ptq_status source_slot(ptq_ctx *ctx, ptq_calib_set *s, const char *name, 
     memset(src, 0, sizeof *src);
     if (!(src->name = dup_str(name)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    snprintf(src->sha256, sizeof src->sha256, "%s", sha256);
     s->n_sources++;
     PTQ_TRY_RET(sources_sorted(ctx, s));
     for (int i = 0; i < s->n_sources; i++)
-        if (strcmp(s->sources[i].name, name) == 0)
+        if (same_source(&s->sources[i], name, sha256))
             *out = i;
     return PTQ_OK;
 }
@@ -231,7 +250,23 @@ static ptq_status union_ids(ptq_ctx *ctx, const int64_t *a, int64_t na, const in
 
 ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids, int64_t n)
 {
+    return calib_set_add_source(ctx, s, source, NULL, ids, n);
+}
+
+ptq_status ptq_calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const char *content_sha256,
+                                    const int64_t *ids, int64_t n)
+{
+    if (!content_sha256 || strlen(content_sha256) != 64 || strspn(content_sha256, "0123456789abcdef") != 64)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the content SHA-256 of %s must be 64 lowercase hex digits", source);
+    return calib_set_add_source(ctx, s, source, content_sha256, ids, n);
+}
+
+ptq_status calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const char *sha256,
+                                const int64_t *ids, int64_t n)
+{
     ptq_status st = PTQ_OK;
+    if (!sha256)
+        sha256 = "";
     int64_t *sorted = malloc(((size_t)n + 1) * sizeof *sorted), *u = NULL, n_common = 0;
     if (!sorted)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n);
@@ -243,7 +278,7 @@ ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char 
             goto done;
         }
     int k;
-    PTQ_TRY(st, source_slot(ctx, s, source, &k), done);
+    PTQ_TRY(st, source_slot(ctx, s, source, sha256, &k), done);
     calib_source *src = &s->sources[k];
     PTQ_TRY(st, union_ids(ctx, src->ids, src->n_ids, sorted, n, &u, &n_common), done);
     if (n_common) {
@@ -266,7 +301,8 @@ void calib_sample_hash(const ptq_calib_set *s, char hex[65], int64_t *n_samples)
     for (int i = 0; i < s->n_sources; i++) {
         const calib_source *src = &s->sources[i];
         unsigned char le[8];
-        ptq_sha256_update(&h, src->name, strlen(src->name) + 1);
+        const char *key = calib_source_key(src);
+        ptq_sha256_update(&h, key, strlen(key) + 1);
         for (int64_t j = -1; j < src->n_ids; j++) {
             uint64_t v = j < 0 ? (uint64_t)src->n_ids : (uint64_t)src->ids[j];
             for (int b = 0; b < 8; b++)
@@ -290,6 +326,7 @@ void ptq_calib_set_provenance(const ptq_calib_set *s, ptq_calib_provenance *out)
     calib_sample_hash(s, out->sample_ids_sha256, &out->n_samples);
     out->n_sources = s->n_sources;
     out->sources = s->source_names;
+    out->sources_sha256 = s->source_sha256s;
 }
 
 int64_t ptq_calib_set_n_tensors(const ptq_calib_set *s)
@@ -474,23 +511,28 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
         const calib_source *b = &src->sources[j];
         const calib_source *a = NULL;
         for (int i = 0; i < dst->n_sources; i++)
-            if (strcmp(dst->sources[i].name, b->name) == 0)
+            if (same_source(&dst->sources[i], b->name, b->sha256))
                 a = &dst->sources[i];
         int64_t n_common = 0;
         if (!a)
             continue;
         PTQ_TRY(st, union_ids(ctx, a->ids, a->n_ids, b->ids, b->n_ids, &merged[j], &n_common), done);
         if (n_common) {
-            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
-                          "cannot merge archives that both observed %lld samples of %s: they would count twice",
-                          (long long)n_common, b->name);
+            st = strcmp(a->name, b->name) == 0
+                     ? ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                                "cannot merge archives that both observed %lld samples of %s: they would count twice",
+                                (long long)n_common, b->name)
+                     : ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                                "cannot merge archives that both observed %lld samples of the same data (%s and %s "
+                                "have the same content, SHA-256 %.16s...): they would count twice",
+                                (long long)n_common, a->name, b->name, b->sha256);
             goto done;
         }
     }
     for (int j = 0; j < src->n_sources; j++) {
         const calib_source *b = &src->sources[j];
         int k;
-        PTQ_TRY(st, source_slot(ctx, dst, b->name, &k), done);
+        PTQ_TRY(st, source_slot(ctx, dst, b->name, b->sha256, &k), done);
         calib_source *a = &dst->sources[k];
         if (!merged[j]) {
             merged[j] = malloc(((size_t)b->n_ids + 1) * sizeof *merged[j]);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "ptq/dataset.h"
+#include "ptq/fileio.h"
 #include "ptq/graph.h"
 #include "ptq/plan.h"
 #include "ptq/runner.h"
@@ -39,9 +40,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* Output files appear whole or not at all: cli_tmp_open opens "<path>.tmp-<pid>"
- * (its name into tmp); cli_tmp_commit closes it (*f = NULL) and renames it to
- * path. Both fail with PTQ_ERR_IO and the reason. */
 /* The model at model_path loaded (shapes inferred at batch 1) into *g and
  * the plan at plan_path read into *plan and checked against it; a failure
  * names plan_path. The caller frees both, set or not. */
@@ -57,6 +55,10 @@ int cli_npy_header(FILE *f, int64_t rows, int64_t cols);
 /* The whole of a text file (at most 1 GiB) as a malloc'd NUL-terminated string. */
 ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);
 
+/* Output files appear whole or not at all: cli_tmp_open opens a temporary
+ * next to path (ptq_atomic_fopen; its name into tmp, PTQ_TMP_NAME_BYTES);
+ * cli_tmp_commit closes it (*f = NULL) and renames it to path, removing it
+ * on failure. Both fail with PTQ_ERR_IO and the reason. */
 ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f);
 ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path);
 /* text and a final newline to path, whole or not at all (through cli_tmp_open/commit). */
@@ -80,6 +82,11 @@ typedef struct cli_npy_writer {
     int64_t rows;     /* samples the run covers */
 } cli_npy_writer;
 ptq_consumer cli_npy_consumer(cli_npy_writer *w);
+/* Refuses (prints, returns EXIT_USAGE) an output that is the same file as an
+ * input or as another output (ptq_file_same), before any work; 0 when none
+ * is. NULL entries are skipped. */
+int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
+                      int n_outputs);
 
 /* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
 typedef struct cli_opt {
@@ -133,6 +140,7 @@ typedef struct cli_session_opts {
     const char *preprocess;  /* overrides on top of the model's ptq.preprocess metadata */
     const char *images_key, *labels_key, *layout;
     int profile;             /* time each node exactly (synchronises the GPU after each) */
+    int allow_external_data; /* read HDF5 sets that refer to other files */
 } cli_session_opts;
 
 /* "op type  nodes  ms  share" lines for the time the executor spent per op
@@ -141,7 +149,7 @@ char *cli_profile_table(const cli_session *s);
 
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
 /* The session options from a command's --model, --data, --device, --preprocess,
- * --images-key, --labels-key and --layout (any may be absent). */
+ * --images-key, --labels-key, --layout and --allow-external-data (any may be absent). */
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts);
 void cli_session_close(cli_session *s);
 

@@ -40,6 +40,7 @@ static const char calibrate_help[] =
     "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"
     "  --labels-key KEY     HDF5 dataset holding labels (unused, but checked when present)\n"
     "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
+    "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
     "  --json               print the summary as JSON on stdout\n"
     "  --progress           force the progress line (default: only on a terminal)\n";
 
@@ -87,7 +88,8 @@ int cmd_calibrate(int argc, char **argv)
                       {"seed", 1, NULL},   {"shard", 1, NULL},      {"ops", 1, NULL},        {"tensors", 1, NULL},
                       {"bins", 1, NULL},   {"device", 1, NULL},     {"batch", 1, NULL},      {"threads", 1, NULL},
                       {"preprocess", 1, NULL}, {"images-key", 1, NULL}, {"labels-key", 1, NULL}, {"layout", 1, NULL},
-                      {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL}};
+                      {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL},
+                      {"allow-external-data", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("calibrate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -100,6 +102,9 @@ int cmd_calibrate(int argc, char **argv)
     const char *out = cli_get(opts, n_opts, "out");
     if (!cli_get(opts, n_opts, "model") || !cli_get(opts, n_opts, "data") || !out)
         return cli_usage_error("calibrate", "--model, --data and --out are required");
+    const char *calib_inputs[] = {cli_get(opts, n_opts, "model"), cli_get(opts, n_opts, "data")};
+    if ((rc = cli_check_outputs("calibrate", calib_inputs, 2, &out, 1)))
+        return rc;
     int64_t batch, n_samples, seed, threads, bins, shard = 0, n_shards = 1;
     if ((rc = cli_get_int("calibrate", opts, n_opts, "batch", 256, 1, &batch)) ||
         (rc = cli_get_int("calibrate", opts, n_opts, "samples", 0, 1, &n_samples)) ||
@@ -127,13 +132,15 @@ int cmd_calibrate(int argc, char **argv)
     ptq_status st = PTQ_OK;
     ptq_calib_set *set = NULL;
     int64_t *ids = NULL, n_ids = 0;
-    char sha[65], tmp[4096] = "", pre[512];
+    char sha[65], tmp[PTQ_TMP_NAME_BYTES] = "", pre[512];
     cli_session s;
     memset(&s, 0, sizeof s);
     const char *model = cli_get(opts, n_opts, "model");
     ptq_calib_select sel = {cli_get(opts, n_opts, "ops"), cli_get(opts, n_opts, "tensors")};
 
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
+    /* the archive's temporary exists (and the folder is known writable) before the long part */
+    PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), done);
     PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), done);
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
     PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
@@ -151,7 +158,9 @@ int cmd_calibrate(int argc, char **argv)
                       (long long)n_shards, (long long)n_samples);
         goto done;
     }
-    PTQ_TRY(st, ptq_calib_set_add_samples(&ctx, set, so.data, ids, n_ids), done);
+    char data_sha[65]; /* the source by content, so merge knows it under any path */
+    PTQ_TRY(st, ptq_dataset_content_sha256(&ctx, s.data, data_sha), done);
+    PTQ_TRY(st, ptq_calib_set_add_source(&ctx, set, so.data, data_sha, ids, n_ids), done);
 
     cli_progress prog;
     cli_progress_start(&prog, "calibrate", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
@@ -172,17 +181,11 @@ int cmd_calibrate(int argc, char **argv)
                       ptq_calib_set_name(set, bad), (long long)os.n_nan, (long long)os.n_inf, (long long)os.count);
         goto done;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
     PTQ_TRY(st, ptq_calib_set_write(&ctx, set, tmp), done);
-    if (rename(tmp, out) != 0) {
-        st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", out, strerror(errno));
-        goto done;
-    }
-    tmp[0] = '\0';
+    PTQ_TRY(st, ptq_atomic_commit(&ctx, tmp, out), done);
     print_summary(set, &s, out, so.data, n_ids, secs, cli_get(opts, n_opts, "json") != NULL);
 done:
-    if (tmp[0])
-        remove(tmp);
+    ptq_atomic_discard(tmp);
     cli_session_close(&s);
     ptq_calib_set_free(set);
     free(ids);

@@ -28,6 +28,7 @@ static const char eval_help[] =
     "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"
     "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"
     "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
+    "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
     "  --json               print the report as JSON on stdout\n"
     "  --report FILE        also write the JSON report to FILE\n"
     "  --logits FILE        write the logits as a float32 .npy array [N, classes]\n"
@@ -42,7 +43,8 @@ int cmd_eval(int argc, char **argv)
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"json", 0, NULL},    {"report", 1, NULL},
                       {"logits", 1, NULL},     {"progress", 0, NULL},   {"profile", 0, NULL},
-                      {"threads", 1, NULL},    {"help", 0, NULL}};
+                      {"threads", 1, NULL},    {"help", 0, NULL},
+                      {"allow-external-data", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("eval", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -66,6 +68,10 @@ int cmd_eval(int argc, char **argv)
     const char *logits_path = cli_get(opts, n_opts, "logits");
     const char *report_path = cli_get(opts, n_opts, "report");
     int as_json = cli_get(opts, n_opts, "json") != NULL;
+    const char *eval_inputs[] = {cli_get(opts, n_opts, "model"), cli_get(opts, n_opts, "data")};
+    const char *eval_outputs[] = {report_path, logits_path};
+    if ((rc = cli_check_outputs("eval", eval_inputs, 2, eval_outputs, 2)))
+        return rc;
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);

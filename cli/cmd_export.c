@@ -93,7 +93,7 @@ static ptq_status parse_method(ptq_ctx *ctx, const char *s, ptq_calib_params *p)
     return PTQ_OK;
 }
 
-/* Writes buf to dir/name through a temporary file; the temporary's name into tmp. */
+/* Writes buf to a temporary file next to path; the temporary's name into tmp. */
 static ptq_status write_tmp(ptq_ctx *ctx, const char *path, const ptq_buf *b, char *tmp, size_t n_tmp)
 {
     FILE *f = NULL;
@@ -107,8 +107,12 @@ static ptq_status write_tmp(ptq_ctx *ctx, const char *path, const ptq_buf *b, ch
 
 enum { MAX_OUT_FILES = 3 };
 
+/* What --format ort writes into its folder. */
+static const char *const ort_names[MAX_OUT_FILES] = {"calibration.flatbuffers", "calibration.json",
+                                                     "calibration.cache"};
+
 typedef struct out_file {
-    char path[4096], tmp[4200];
+    char path[4096], tmp[PTQ_TMP_NAME_BYTES];
     ptq_buf buf;
 } out_file;
 
@@ -118,17 +122,13 @@ static ptq_status commit_all(ptq_ctx *ctx, out_file *f, int n)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < n && st == PTQ_OK; i++)
         st = write_tmp(ctx, f[i].path, &f[i].buf, f[i].tmp, sizeof f[i].tmp);
-    for (int i = 0; i < n && st == PTQ_OK; i++)
-        if (rename(f[i].tmp, f[i].path) != 0) {
-            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", f[i].path, strerror(errno));
-            for (int j = 0; j < i; j++)
-                remove(f[j].path);
-        } else {
-            f[i].tmp[0] = '\0';
-        }
+    for (int i = 0; i < n && st == PTQ_OK; i++) {
+        st = ptq_atomic_commit(ctx, f[i].tmp, f[i].path);
+        for (int j = 0; st != PTQ_OK && j < i; j++)
+            remove(f[j].path);
+    }
     for (int i = 0; i < n; i++)
-        if (f[i].tmp[0])
-            remove(f[i].tmp);
+        ptq_atomic_discard(f[i].tmp);
     return st;
 }
 
@@ -192,7 +192,9 @@ int cmd_export(int argc, char **argv)
         if (n_pos != 0 || !out || !cli_get(opts, n_opts, "plan") || !cli_get(opts, n_opts, "model"))
             return cli_usage_error("export", "--format qdq takes --plan, --model and --out (no archive)");
         int64_t opset;
-        if ((rc = cli_get_int("export", opts, n_opts, "opset", 0, 1, &opset)))
+        const char *qdq_inputs[] = {cli_get(opts, n_opts, "plan"), cli_get(opts, n_opts, "model")};
+        if ((rc = cli_get_int("export", opts, n_opts, "opset", 0, 1, &opset)) ||
+            (rc = cli_check_outputs("export", qdq_inputs, 2, &out, 1)))
             return rc;
         return export_qdq(cli_get(opts, n_opts, "plan"), cli_get(opts, n_opts, "model"), opset, out,
                           cli_get(opts, n_opts, "quiet") != NULL);
@@ -203,6 +205,14 @@ int cmd_export(int argc, char **argv)
               fmt_json = strcmp(format, "json") == 0;
     if (!fmt_trt && !fmt_ort && !fmt_json)
         return cli_usage_error("export", "--format must be trt, ort, json or qdq, got '%s'", format);
+    char ort_paths[3][4096];
+    const char *outputs[3] = {out, NULL, NULL}, *inputs[] = {pos[0], cli_get(opts, n_opts, "model")};
+    for (int k = 0; fmt_ort && k < 3; k++) {
+        snprintf(ort_paths[k], sizeof ort_paths[k], "%s/%s", out, ort_names[k]);
+        outputs[k] = ort_paths[k];
+    }
+    if ((rc = cli_check_outputs("export", inputs, 2, outputs, 3)))
+        return rc;
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
@@ -266,18 +276,19 @@ int cmd_export(int argc, char **argv)
         goto done;
     ptq_export_stats es = {0};
     if (fmt_ort) {
-        static const char *const names[] = {"calibration.flatbuffers", "calibration.json", "calibration.cache"};
         for (int k = 0; k < 3; k++)
-            snprintf(files[k].path, sizeof files[k].path, "%s/%s", out, names[k]);
+            memcpy(files[k].path, ort_paths[k], sizeof files[k].path);
         PTQ_TRY(st, ptq_export_ort_flatbuffers(&ctx, ranges, n, &files[0].buf, &es), done);
         PTQ_TRY(st, ptq_export_ort_json(&ctx, ranges, n, &files[1].buf, NULL), done);
         PTQ_TRY(st, ptq_export_ort_cache(&ctx, ranges, n, &files[2].buf, NULL), done);
         n_files = 3;
         /* the folder only once the tables are made, and gone again if they cannot be written */
+        struct stat sb;
         if (mkdir(out, 0777) == 0) {
             made_dir = 1;
-        } else if (errno != EEXIST) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", out, strerror(errno));
+        } else if (errno != EEXIST || stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", out,
+                          errno == EEXIST ? "it exists and is not a folder" : strerror(errno));
             goto done;
         }
     } else {

@@ -2,10 +2,8 @@
  * and histograms sum, min/max combine), refusing archives of another model,
  * other observer settings or shared samples. Covered by tests/cli_calib_test.py. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "ptq/calib.h"
@@ -25,6 +23,20 @@ static const char merge_help[] =
 
 enum { MERGE_MAX_INPUTS = 1024 };
 
+/* Archives of ptq before content hashes name their sources by path only:
+ * they are matched by name then, and the user is told. */
+static void warn_unhashed(const ptq_calib_set *set, const char *path)
+{
+    ptq_calib_provenance pv;
+    ptq_calib_set_provenance(set, &pv);
+    for (int i = 0; i < pv.n_sources; i++)
+        if (!pv.sources_sha256[i][0]) {
+            fprintf(stderr, "ptq merge: warning: %s records no content hash for source %s; it is matched by name, "
+                            "so the same data under another path is not recognised\n", path, pv.sources[i]);
+            return;
+        }
+}
+
 int cmd_merge(int argc, char **argv)
 {
     cli_opt opts[] = {{"out", 1, NULL}, {"json", 0, NULL}, {"help", 0, NULL}};
@@ -40,14 +52,18 @@ int cmd_merge(int argc, char **argv)
     const char *out = cli_get(opts, n_opts, "out");
     if (n_pos < 2 || !out)
         return cli_usage_error("merge", "two or more archives and --out are required");
+    if ((rc = cli_check_outputs("merge", pos, n_pos, &out, 1)))
+        return rc;
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_status st = PTQ_OK;
     ptq_calib_set *acc = NULL, *next = NULL;
-    char tmp[4096] = "";
+    char tmp[PTQ_TMP_NAME_BYTES] = "";
     PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[0], &acc), done);
+    warn_unhashed(acc, pos[0]);
     for (int i = 1; i < n_pos; i++) {
         PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[i], &next), done);
+        warn_unhashed(next, pos[i]);
         st = ptq_calib_set_merge(&ctx, acc, next);
         if (st != PTQ_OK) {
             char why[PTQ_MSG_BYTES];
@@ -58,13 +74,9 @@ int cmd_merge(int argc, char **argv)
         ptq_calib_set_free(next);
         next = NULL;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
+    PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), done);
     PTQ_TRY(st, ptq_calib_set_write(&ctx, acc, tmp), done);
-    if (rename(tmp, out) != 0) {
-        st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", out, strerror(errno));
-        goto done;
-    }
-    tmp[0] = '\0';
+    PTQ_TRY(st, ptq_atomic_commit(&ctx, tmp, out), done);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(acc, &pv);
     if (cli_get(opts, n_opts, "json"))
@@ -75,8 +87,7 @@ int cmd_merge(int argc, char **argv)
         printf("merged %d archives into %s: %lld samples, %lld tensors\n", n_pos, out, (long long)pv.n_samples,
                (long long)ptq_calib_set_n_tensors(acc));
 done:
-    if (tmp[0])
-        remove(tmp);
+    ptq_atomic_discard(tmp);
     ptq_calib_set_free(acc);
     ptq_calib_set_free(next);
     return cli_report("merge", &ctx, st);

@@ -67,6 +67,9 @@ int cmd_plan(int argc, char **argv)
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
     if (!model || (check ? n_pos != 0 || out : n_pos != 1 || !out))
         return cli_usage_error("plan", "give an archive, --model and --out, or --check PLAN and --model");
+    const char *plan_inputs[] = {model, check ? check : pos[0]};
+    if ((rc = cli_check_outputs("plan", plan_inputs, 2, &out, 1)))
+        return rc;
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);

@@ -33,7 +33,7 @@ static const char validate_help[] =
     "  --report DIR         folder for validate.json and validate.md (made if missing)\n"
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
     "  --device, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
-    "  --layout, --progress as for `ptq eval`; --json prints the JSON report on stdout\n"
+    "  --layout, --progress, --allow-external-data as for `ptq eval`; --json prints the JSON report on stdout\n"
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n";
 
 enum { VALIDATE_MAX_BATCH = 1 << 16 };
@@ -44,7 +44,8 @@ int cmd_validate(int argc, char **argv)
                       {"recall-drop", 1, NULL}, {"device", 1, NULL},    {"batch", 1, NULL},    {"threads", 1, NULL},
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"progress", 0, NULL}, {"json", 0, NULL},
-                      {"logits", 1, NULL},     {"help", 0, NULL}};
+                      {"logits", 1, NULL},     {"help", 0, NULL},
+                      {"allow-external-data", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("validate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -58,6 +59,13 @@ int cmd_validate(int argc, char **argv)
     const char *report = cli_get(opts, n_opts, "report");
     if (!model || !plan_path || !cli_get(opts, n_opts, "data") || !report)
         return cli_usage_error("validate", "--model, --plan, --data and --report are required");
+    char report_json[4096], report_md[4096];
+    snprintf(report_json, sizeof report_json, "%s/validate.json", report);
+    snprintf(report_md, sizeof report_md, "%s/validate.md", report);
+    const char *val_inputs[] = {model, plan_path, cli_get(opts, n_opts, "data")};
+    const char *val_outputs[] = {cli_get(opts, n_opts, "logits"), report_json, report_md};
+    if ((rc = cli_check_outputs("validate", val_inputs, 3, val_outputs, 3)))
+        return rc;
     int64_t batch, limit, threads;
     if ((rc = cli_get_int("validate", opts, n_opts, "batch", 256, 1, &batch)) ||
         (rc = cli_get_int("validate", opts, n_opts, "limit", 0, 1, &limit)) ||

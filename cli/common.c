@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ptq/fileio.h"
 #include "ptq/hash.h"
 
 int cli_exit_code(ptq_status st)
@@ -53,39 +54,55 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f)
 {
-    snprintf(tmp, n_tmp, "%s.tmp-%ld", path, (long)getpid());
-    *f = fopen(tmp, "wb");
-    if (!*f) {
-        ptq_status st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-        tmp[0] = '\0';
-        return st;
-    }
-    return PTQ_OK;
+    return ptq_atomic_fopen(ctx, path, tmp, n_tmp, f);
 }
 
 ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path)
 {
+    char name[PTQ_TMP_NAME_BYTES];
     int bad = fclose(*f) != 0;
+    int e = errno;
     *f = NULL;
-    if (bad || rename(tmp, path) != 0)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    return PTQ_OK;
+    snprintf(name, sizeof name, "%s", tmp);
+    if (bad) {
+        ptq_atomic_discard(name);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    return ptq_atomic_commit(ctx, name, path);
 }
 
 ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text)
 {
-    char tmp[4200];
-    FILE *f = NULL;
-    PTQ_TRY_RET(cli_tmp_open(ctx, path, tmp, sizeof tmp, &f));
-    if (fputs(text, f) < 0 || fputc('\n', f) < 0) {
-        fclose(f);
-        remove(tmp);
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    }
-    ptq_status st = cli_tmp_commit(ctx, &f, tmp, path);
-    if (st != PTQ_OK)
-        remove(tmp);
+    size_t n = strlen(text);
+    char *buf = malloc(n + 2);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing %s", path);
+    memcpy(buf, text, n);
+    buf[n] = '\n';
+    ptq_status st = ptq_atomic_write(ctx, path, buf, n + 1);
+    free(buf);
     return st;
+}
+
+int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
+                      int n_outputs)
+{
+    for (int j = 0; j < n_outputs; j++) {
+        if (!outputs[j])
+            continue;
+        for (int i = 0; i < n_inputs; i++)
+            if (inputs[i] && ptq_file_same(inputs[i], outputs[j])) {
+                fprintf(stderr, "ptq %s: error: output %s is the input %s; refusing to overwrite it\n", cmd,
+                        outputs[j], inputs[i]);
+                return EXIT_USAGE;
+            }
+        for (int k = 0; k < j; k++)
+            if (outputs[k] && ptq_file_same(outputs[k], outputs[j])) {
+                fprintf(stderr, "ptq %s: error: outputs %s and %s are the same file\n", cmd, outputs[k], outputs[j]);
+                return EXIT_USAGE;
+            }
+    }
+    return 0;
 }
 
 int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
@@ -198,9 +215,8 @@ void cli_progress_end(cli_progress *p, int64_t done)
 ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f));
     char *buf = NULL;
     size_t n = 0, cap = 0, got = 0;
     do {

@@ -33,8 +33,9 @@ static const char main_help[] =
     "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder\n"
     "  version       print the version\n"
     "\n"
-    "exit codes: 0 ok, 1 internal error, 2 usage, 3 file missing/unreadable/unwritable,\n"
-    "  4 malformed file, 5 unsupported op/type/attribute, 6 data does not fit the model,\n"
+    "exit codes: 0 ok, 1 internal error, 2 usage (or an output that is an input),\n"
+    "  3 file missing/unreadable/unwritable or not a regular file, 4 malformed file (or one\n"
+    "  referring to data outside itself), 5 unsupported op/type/attribute, 6 data does not fit the model,\n"
     "  7 bad data (empty set, label out of range, undecodable image), 8 no GPU,\n"
     "  9 CUDA error, 10 out of memory\n";
 
@@ -55,6 +56,7 @@ static void pick_blas_kernels(char **argv)
 int main(int argc, char **argv)
 {
     pick_blas_kernels(argv);
+    ptq_atomic_cleanup_on_signals(); /* no temporary file outlives Ctrl-C or a kill */
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         fputs(main_help, argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : 0;

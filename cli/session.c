@@ -18,6 +18,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     po.dataset.images_key = o->images_key;
     po.dataset.labels_key = o->labels_key;
     po.dataset.layout = o->layout;
+    po.dataset.allow_external_data = o->allow_external_data;
     po.profile = o->profile;
     PTQ_TRY_RET(ptq_session_open(ctx, &po, &s->ps));
     for (const char *line = ptq_session_notes(s->ps); *line;) {
@@ -98,6 +99,7 @@ cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)
     cli_session_opts o = {cli_get(opts, n_opts, "model"),      cli_get(opts, n_opts, "data"),
                           cli_get(opts, n_opts, "device"),     cli_get(opts, n_opts, "preprocess"),
                           cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
-                          cli_get(opts, n_opts, "layout"),     0};
+                          cli_get(opts, n_opts, "layout"),     0,
+                          cli_get(opts, n_opts, "allow-external-data") != NULL};
     return o;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ptq/fileio.h"
 #include "ptq/hash.h"
 
 static const uint32_t K[64] = {
@@ -96,9 +97,8 @@ void ptq_sha256_final_hex(ptq_sha256 *s, char hex[65])
 
 ptq_status ptq_sha256_file(ptq_ctx *ctx, const char *path, char hex[65])
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f));
     ptq_sha256 s;
     ptq_sha256_init(&s);
     unsigned char buf[1 << 16];

@@ -1,19 +1,19 @@
 /* `ptq data convert`: IDX images + labels -> an HDF5 set (zstd, chunked) or
- * a PNG folder, streamed one chunk of images at a time, written under
- * "<out>.tmp-<pid>" and renamed into place only when complete.
+ * a PNG folder, streamed one chunk of images at a time, written under a
+ * temporary name (ptq_atomic_create / ptq_atomic_mkdir) and renamed into
+ * place only when complete.
  * Covered by tests/test_datasets.c and tests/datasets_test.py. */
 #define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <zstd.h>
 
 #include "datasets/datasets_internal.h"
+#include "ptq/fileio.h"
 
 /* What one conversion reads and writes. */
 typedef struct conv_job {
@@ -24,37 +24,8 @@ typedef struct conv_job {
     int64_t block_n;
     const char *const *class_names;
     int n_classes;
-    const char *tmp;
-    int tmp_made;                /* 1 once tmp exists on disk */
+    const char *tmp;             /* the temporary file or folder, already made */
 } conv_job;
-
-/* Removes path: a file, or a folder of folders of files (what the PNG writer makes). */
-static void remove_tree(const char *path)
-{
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return;
-    if (!S_ISDIR(sb.st_mode)) {
-        unlink(path);
-        return;
-    }
-    DIR *d = opendir(path);
-    if (d) {
-        size_t base = strlen(path);
-        for (struct dirent *e; (e = readdir(d));) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char *child = malloc(base + strlen(e->d_name) + 2);
-            if (!child)
-                break;
-            sprintf(child, "%s/%s", path, e->d_name);
-            remove_tree(child);
-            free(child);
-        }
-        closedir(d);
-    }
-    rmdir(path);
-}
 
 /* A PNG folder's class index is its folder's rank by name, so folder names
  * must sort in label order for the labels to survive the round trip. */
@@ -115,7 +86,6 @@ static ptq_status write_hdf5(ptq_ctx *ctx, conv_job *job, int zstd_level, const 
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot create %s: %s", job->tmp, ds_h5_error(why, sizeof why));
         goto done;
     }
-    job->tmp_made = 1;
     const int64_t dims[3] = {job->n, job->h, job->w};
     PTQ_TRY(st, ds_h5_create_dataset(ctx, file, "images", H5T_STD_U8LE, 3, dims, job->block_n, PTQ_H5_ZSTD,
                                      zstd_level, job->tmp, &images), done);
@@ -177,11 +147,6 @@ static ptq_status write_png(ptq_ctx *ctx, conv_job *job)
     char *path = malloc(cap), num[24];
     if (!path)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "converting to %s: out of memory", job->tmp);
-    if (mkdir(job->tmp, 0777) != 0) {
-        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot create folder %s: %s", job->tmp, strerror(errno));
-        goto done;
-    }
-    job->tmp_made = 1;
     for (int k = 0; k < job->n_classes; k++) {
         snprintf(path, cap, "%s/%s", job->tmp, class_folder(job, k, num, sizeof num));
         if (mkdir(path, 0777) != 0) {
@@ -247,7 +212,7 @@ ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const cha
     ptq_status st = PTQ_OK;
     conv_job job;
     memset(&job, 0, sizeof job);
-    char *tmp = NULL;
+    char tmp[PTQ_TMP_NAME_BYTES] = "";
     struct stat sb;
     if (!images_path || !labels_path || !out_path || !*out_path)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "convert needs images, labels and an output path");
@@ -263,26 +228,20 @@ ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const cha
     job.class_names = n_class_names > 0 ? class_names : NULL;
     job.n_classes = n_class_names;
     PTQ_TRY(st, read_inputs(ctx, &job, images_path, labels_path), done);
-    size_t tmp_cap = strlen(out_path) + 32;
-    if (!(tmp = malloc(tmp_cap))) {
-        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "converting to %s: out of memory", out_path);
-        goto done;
-    }
-    snprintf(tmp, tmp_cap, "%s.tmp-%ld", out_path, (long)getpid());
     job.tmp = tmp;
-    if (fmt == PTQ_CONVERT_HDF5)
+    if (fmt == PTQ_CONVERT_HDF5) {
+        PTQ_TRY(st, ptq_atomic_create(ctx, out_path, tmp, sizeof tmp, NULL), done);
         PTQ_TRY(st, write_hdf5(ctx, &job, zstd_level, images_path, labels_path), done);
-    else
+    } else {
+        PTQ_TRY(st, ptq_atomic_mkdir(ctx, out_path, tmp, sizeof tmp), done);
         PTQ_TRY(st, write_png(ctx, &job), done);
-    if (rename(tmp, out_path) != 0)
-        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
+    }
+    st = ptq_atomic_commit(ctx, tmp, out_path);
 done:
-    if (st != PTQ_OK && job.tmp_made)
-        remove_tree(tmp);
+    ptq_atomic_discard(tmp);
     ds_idx_close(&job.images);
     ds_idx_close(&job.labels);
     free(job.label);
     free(job.block);
-    free(tmp);
     return st;
 }

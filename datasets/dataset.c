@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "datasets/datasets_internal.h"
+#include "ptq/hash.h"
 
 void ptq_dataset_close(ptq_dataset *ds)
 {
@@ -23,7 +25,7 @@ void ptq_dataset_close(ptq_dataset *ds)
 
 ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out)
 {
-    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL};
+    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0};
     ptq_status st = PTQ_OK;
     struct stat sb;
     *out = NULL;
@@ -32,10 +34,9 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
     if (stat(path, &sb) != 0)
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot open data set %s: %s", path, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) {
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot open data set %s: %s", path, strerror(errno));
-        fclose(f);
+        int fd;
+        PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
+        close(fd);
     }
     ptq_dataset *ds = calloc(1, sizeof *ds);
     if (!ds || !(ds->path = strdup(path))) {
@@ -56,6 +57,11 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
     }
     *out = ds;
     return PTQ_OK;
+}
+
+ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
+{
+    return ds->h5 ? ptq_sha256_file(ctx, ds->path, hex) : ds_png_content_sha256(ctx, ds, hex);
 }
 
 int64_t ptq_dataset_count(const ptq_dataset *ds)

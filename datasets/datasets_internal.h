@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "ptq/dataset.h"
+#include "ptq/fileio.h"
 
 #define DS_ZSTD_FILTER_ID 32015 /* registered HDF5 filter id of zstd */
 
@@ -38,6 +39,8 @@ ptq_status ds_png_open(ptq_ctx *ctx, ptq_dataset *ds);
 ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
                        int32_t *labels);
 void ds_png_free(ds_png *f);
+/* ptq_dataset_content_sha256 of a PNG folder. */
+ptq_status ds_png_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
 
 /* Checks a preprocess description once per batch; names the bad field. */
 ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p);
@@ -113,6 +116,10 @@ void ds_strings_free(char **strs, int n);
 ptq_status ds_h5_create_dataset(ptq_ctx *ctx, hid_t file, const char *key, hid_t ftype, int rank,
                                 const int64_t *dims, int64_t chunk_n, ptq_h5_compress compress, int level,
                                 const char *path, hid_t *out);
+/* PTQ_OK when file refers to no other file: no external link anywhere in
+ * it, no dataset with external storage or a virtual dataset mapping another
+ * file. Else PTQ_ERR_FORMAT naming path, the object and its target, then hint. */
+ptq_status ds_h5_check_self_contained(ptq_ctx *ctx, hid_t file, const char *path, const char *hint);
 /* Samples per chunk: about 4 MiB of sample_bytes-sized samples, 1..1024, at most n. */
 int64_t ds_h5_chunk_samples(int64_t n, size_t sample_bytes);
 

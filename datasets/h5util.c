@@ -222,3 +222,78 @@ ptq_status ds_h5_create_dataset(ptq_ctx *ctx, hid_t file, const char *key, hid_t
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot create dataset '%s' in %s: %s", key, path, why);
     return PTQ_OK;
 }
+
+/* What the link walk found first: the object and what it points to. */
+typedef struct ext_found {
+    char obj[512], target[1024];
+    const char *kind; /* NULL: nothing found */
+} ext_found;
+
+/* A dataset whose raw data lives in other files: external storage, or a
+ * virtual dataset mapping another file. */
+static void dataset_outside(hid_t d, const char *name, ext_found *f)
+{
+    hid_t dcpl = H5Dget_create_plist(d);
+    if (dcpl < 0)
+        return;
+    if (H5Pget_external_count(dcpl) > 0) {
+        off_t offset;
+        hsize_t size;
+        f->target[0] = '\0';
+        H5Pget_external(dcpl, 0, sizeof f->target, f->target, &offset, &size);
+        f->target[sizeof f->target - 1] = '\0';
+        f->kind = "a dataset with external storage in";
+    } else if (H5Pget_layout(dcpl) == H5D_VIRTUAL) {
+        size_t n = 0;
+        H5Pget_virtual_count(dcpl, &n);
+        for (size_t i = 0; i < n && !f->kind; i++) {
+            f->target[0] = '\0';
+            H5Pget_virtual_filename(dcpl, i, f->target, sizeof f->target);
+            f->target[sizeof f->target - 1] = '\0';
+            if (strcmp(f->target, ".") != 0)
+                f->kind = "a virtual dataset mapping";
+        }
+    }
+    if (f->kind)
+        snprintf(f->obj, sizeof f->obj, "%s", name);
+    H5Pclose(dcpl);
+}
+
+static herr_t visit_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    ext_found *f = data;
+    if (info->type == H5L_TYPE_EXTERNAL) {
+        char val[1024];
+        const char *file = "?", *obj = "?";
+        unsigned flags;
+        if (info->u.val_size <= sizeof val && H5Lget_val(group, name, val, sizeof val, H5P_DEFAULT) >= 0)
+            H5Lunpack_elink_val(val, info->u.val_size, &flags, &file, &obj);
+        snprintf(f->obj, sizeof f->obj, "%s", name);
+        snprintf(f->target, sizeof f->target, "%s:%s", file, obj);
+        f->kind = "an external link to";
+        return 1;
+    }
+    if (info->type != H5L_TYPE_HARD)
+        return 0; /* a soft link names a path in this file, whose links are walked too */
+    hid_t o = H5Oopen(group, name, H5P_DEFAULT);
+    if (o < 0)
+        return 0;
+    if (H5Iget_type(o) == H5I_DATASET)
+        dataset_outside(o, name, f);
+    H5Oclose(o);
+    return f->kind ? 1 : 0;
+}
+
+ptq_status ds_h5_check_self_contained(ptq_ctx *ctx, hid_t file, const char *path, const char *hint)
+{
+    ext_found f;
+    memset(&f, 0, sizeof f);
+    if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, visit_link, &f) < 0 && !f.kind) {
+        char why[256];
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot list the objects of %s: %s", path, ds_h5_error(why, sizeof why));
+    }
+    if (!f.kind)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s refers to data outside itself: '%s' is %s '%s'; %s", path, f.obj, f.kind,
+                    f.target, hint);
+}

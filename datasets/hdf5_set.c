@@ -348,6 +348,9 @@ ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *o
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot open HDF5 file %s: %s", ds->path, ds_h5_error(why, sizeof why));
         goto done;
     }
+    if (!opts->allow_external_data)
+        PTQ_TRY(st, ds_h5_check_self_contained(ctx, h->file, ds->path,
+                                               "refusing to read it (allow it with --allow-external-data)"), done);
     PTQ_TRY(st, open_images(ctx, ds, h, opts), done);
     PTQ_TRY(st, open_labels(ctx, ds, h, opts), done);
     PTQ_TRY(st, open_class_names(ctx, ds, h), done);

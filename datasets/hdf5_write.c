@@ -80,8 +80,11 @@ ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tens
     ds_h5_quiet q;
     ds_h5_quiet_begin(&q);
     hid_t file = -1;
+    char tmp[PTQ_TMP_NAME_BYTES] = ""; /* a new file is written whole or not at all */
     PTQ_TRY(st, ptq_h5_register_zstd(ctx), done);
-    file = o->append ? H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT) : H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (!o->append)
+        PTQ_TRY(st, ptq_atomic_create(ctx, path, tmp, sizeof tmp, NULL), done);
+    file = o->append ? H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT) : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (file < 0) {
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot %s HDF5 file %s: %s", o->append ? "open" : "create", path,
                       ds_h5_error(why, sizeof why));
@@ -96,6 +99,9 @@ ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tens
 done:
     if (file >= 0 && H5Fclose(file) < 0 && st == PTQ_OK)
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot finish HDF5 file %s: %s", path, ds_h5_error(why, sizeof why));
+    if (st == PTQ_OK && tmp[0])
+        st = ptq_atomic_commit(ctx, tmp, path);
+    ptq_atomic_discard(tmp);
     ds_h5_quiet_end(&q);
     return st;
 }

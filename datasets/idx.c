@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datasets/datasets_internal.h"
 
@@ -41,10 +42,13 @@ ptq_status ds_idx_open(ptq_ctx *ctx, const char *path, int ndim, ds_idx *idx)
     ptq_status st;
     memset(idx, 0, sizeof *idx);
     idx->path = path;
-    errno = 0;
-    idx->gz = gzopen(path, "rb");
-    if (!idx->gz)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "out of memory");
+    int fd;
+    PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
+    idx->gz = gzdopen(fd, "rb");
+    if (!idx->gz) {
+        close(fd);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "cannot open %s: out of memory", path);
+    }
     gzbuffer(idx->gz, 1 << 17);
     if ((st = ds_idx_read(ctx, idx, hdr, 4)) != PTQ_OK)
         return st;

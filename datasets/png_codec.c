@@ -4,11 +4,13 @@
  * is printed. Covered by tests/test_datasets.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datasets/datasets_internal.h"
 
@@ -90,9 +92,8 @@ static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, 
 ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only)
 {
     png_err err = {""};
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f));
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     ptq_status st = PTQ_OK;
@@ -125,9 +126,15 @@ ptq_status ds_png_write_gray8(ptq_ctx *ctx, const char *path, const uint8_t *pix
     if (h < 1 || w < 1 || h > 0x7fffffff || w > 0x7fffffff)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot write a %lldx%lld PNG %s", (long long)h, (long long)w,
                         path);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    /* inside a temporary folder of ours: a new file, never a symlink planted there */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        ptq_status st = ptq_fail(ctx, PTQ_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return st;
+    }
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     ptq_status st = PTQ_OK;

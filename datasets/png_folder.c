@@ -13,6 +13,7 @@
 
 #include "core/parallel.h"
 #include "datasets/datasets_internal.h"
+#include "ptq/hash.h"
 
 /* One decoding thread's buffers, kept from read to read. */
 typedef struct png_worker {
@@ -294,4 +295,39 @@ ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, 
     if (ctx)
         *ctx = job.bad.err;
     return job.bad.err.code;
+}
+
+ptq_status ds_png_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
+{
+    const ds_png *f = ds->png;
+    ptq_sha256 h;
+    unsigned char buf[1 << 16];
+    ptq_status st = PTQ_OK;
+    char *path = malloc(f->path_cap);
+    if (!path)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "hashing %s: out of memory", ds->path);
+    ptq_sha256_init(&h);
+    for (int64_t i = 0; i < ds->count && st == PTQ_OK; i++) {
+        const char *rel = f->names + f->name_at[i];
+        FILE *in = NULL;
+        snprintf(path, f->path_cap, "%s/%s", ds->path, rel);
+        PTQ_TRY(st, ptq_file_fopen_read(ctx, path, &in), done);
+        ptq_sha256_update(&h, rel, strlen(rel) + 1);
+        struct stat sb;
+        uint64_t n = fstat(fileno(in), &sb) == 0 ? (uint64_t)sb.st_size : 0, got_total = 0;
+        unsigned char le[8];
+        for (int b = 0; b < 8; b++)
+            le[b] = (unsigned char)(n >> (8 * b));
+        ptq_sha256_update(&h, le, 8); /* the length first: names and bytes cannot run into each other */
+        for (size_t got; (got = fread(buf, 1, sizeof buf, in)) > 0; got_total += got)
+            ptq_sha256_update(&h, buf, got);
+        if (ferror(in) || got_total != n)
+            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s (or it changed while read)", path);
+        fclose(in);
+    }
+    if (st == PTQ_OK)
+        ptq_sha256_final_hex(&h, hex);
+done:
+    free(path);
+    return st;
 }

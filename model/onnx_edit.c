@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "model/pb.h"
+#include "ptq/fileio.h"
 #include "ptq/onnx_edit.h"
 
 static const char *const model_fields[] = {NULL, "ir_version", NULL, NULL, NULL, NULL, NULL, "graph", "opset_import"};
@@ -565,9 +566,8 @@ ptq_status ptq_onnx_edit_open(ptq_ctx *ctx, const char *path, ptq_onnx_edit **ou
     uint8_t *buf = NULL;
     size_t n = 0, cap = 0;
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = NULL;
+    PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &fp));
     for (;;) {
         if (n == cap) {
             size_t grown_cap = cap ? 2 * cap : (size_t)1 << 20;
@@ -1115,52 +1115,11 @@ done:
 
 ptq_status ptq_onnx_edit_write(ptq_ctx *ctx, const ptq_onnx_edit *e, const char *path)
 {
-    ptq_status st = PTQ_OK;
     void *bytes = NULL;
     size_t n_bytes = 0;
-    char *tmp = NULL;
-    int fd = -1, created = 0;
-    PTQ_TRY(st, ptq_onnx_edit_encode(ctx, e, &bytes, &n_bytes), done);
-    size_t n_path = strlen(path);
-    if (!(tmp = malloc(n_path + 16))) {
-        st = oom(ctx, e);
-        goto done;
-    }
-    memcpy(tmp, path, n_path);
-    memcpy(tmp + n_path, ".tmp.XXXXXX", 12);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        st = ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
-        goto done;
-    }
-    created = 1;
-    for (size_t done_bytes = 0; done_bytes < n_bytes;) {
-        ssize_t w = write(fd, (const uint8_t *)bytes + done_bytes, n_bytes - done_bytes);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            st = ptq_fail(ctx, PTQ_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-            goto done;
-        }
-        done_bytes += (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        fd = -1;
-        st = ptq_fail(ctx, PTQ_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-        goto done;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0) {
-        st = ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
-        goto done;
-    }
-    created = 0;
-done:
-    if (fd >= 0)
-        close(fd);
-    if (created)
-        unlink(tmp);
-    free(tmp);
+    ptq_status st = ptq_onnx_edit_encode(ctx, e, &bytes, &n_bytes);
+    if (st == PTQ_OK)
+        st = ptq_atomic_write(ctx, path, bytes, n_bytes);
     free(bytes);
     return st;
 }

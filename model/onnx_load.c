@@ -16,6 +16,7 @@
 
 #include "model/graph_store.h"
 #include "model/pb.h"
+#include "ptq/fileio.h"
 
 #define WEIGHT_ALIGN 64
 
@@ -1082,12 +1083,11 @@ ptq_status ptq_graph_load_onnx(ptq_ctx *ctx, const char *path, ptq_graph **out)
 {
     struct stat sb;
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    int fd;
+    PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
+    if (fstat(fd, &sb) != 0) {
         close(fd);
-        return ptq_fail(ctx, PTQ_ERR_IO, "%s: not a regular file", path);
+        return ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     }
     if (sb.st_size == 0) {
         close(fd);

@@ -1,7 +1,7 @@
 /* onnx TensorProto decoding (onnx/onnx.proto: raw_data, the typed *_data
  * fields, external data) and ptq_tensor_load_pb for the .pb files of ONNX's
  * backend test data. Covered by tests/test_onnx_load.c and tests/test_onnx_malformed.c. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 
 #include "model/pb.h"
 #include "ptq/graph.h"
+#include "ptq/fileio.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ptq reads little-endian tensor data in place: big-endian hosts are not supported"
@@ -348,6 +349,32 @@ static int has_dotdot(const uint8_t *s, size_t n)
 
 /* Checks the location, opens the file and checks that offset + n_bytes fit;
  * on success *fd is open and *full is the malloc'd path. */
+/* *path (malloc'd, replaced by its realpath) must resolve inside base_dir:
+ * a symlink in the model's folder may not lead elsewhere. */
+static ptq_status resolve_inside(const ptq_pb_tensor *t, const char *role, const char *base_dir, char **path)
+{
+    const ptq_pb *r = &t->msg;
+    char *real = realpath(*path, NULL), *dir = realpath(base_dir, NULL);
+    ptq_status st = PTQ_OK;
+    size_t n_dir = dir ? strlen(dir) : 0;
+    if (!dir)
+        st = tensor_fail(r, role, t, PTQ_ERR_IO, "cannot resolve the model's folder '%s': %s", base_dir,
+                         strerror(errno));
+    else if (!real)
+        st = tensor_fail(r, role, t, PTQ_ERR_IO, "cannot open external data file '%s': %s", *path, strerror(errno));
+    else if (strncmp(real, dir, n_dir) != 0 || (real[n_dir] != '/' && !(n_dir == 1 && dir[0] == '/')))
+        st = tensor_fail(r, role, t, PTQ_ERR_FORMAT, "external data '%s' resolves to '%s', outside the model's "
+                                                     "folder '%s'; refusing to read it", *path, real, dir);
+    if (st == PTQ_OK) {
+        free(*path);
+        *path = real;
+        real = NULL;
+    }
+    free(real);
+    free(dir);
+    return st;
+}
+
 static ptq_status open_external(const ptq_pb_tensor *t, const char *role, const char *base_dir, int *fd, char **full)
 {
     const ptq_pb *r = &t->msg;
@@ -377,13 +404,16 @@ static ptq_status open_external(const ptq_pb_tensor *t, const char *role, const 
     snprintf(path, n_path, "%s/%.*s", base_dir, (int)n, (const char *)loc);
     ptq_status st = PTQ_OK;
     struct stat sb;
-    int f = open(path, O_RDONLY);
-    if (f < 0) {
-        st = tensor_fail(r, role, t, PTQ_ERR_IO, "cannot open external data file '%s': %s", path, strerror(errno));
+    int f = -1;
+    PTQ_TRY(st, resolve_inside(t, role, base_dir, &path), done);
+    ptq_ctx why;
+    ptq_ctx_init(&why);
+    if (ptq_file_open_read(&why, path, &f) != PTQ_OK) {
+        st = tensor_fail(r, role, t, PTQ_ERR_IO, "external data: %s", why.msg);
         goto done;
     }
-    if (fstat(f, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = tensor_fail(r, role, t, PTQ_ERR_IO, "external data '%s' is not a regular file", path);
+    if (fstat(f, &sb) != 0) {
+        st = tensor_fail(r, role, t, PTQ_ERR_IO, "cannot stat external data file '%s': %s", path, strerror(errno));
         goto done;
     }
     uint64_t size = (uint64_t)sb.st_size, off = (uint64_t)t->ext_offset;
@@ -454,11 +484,10 @@ static ptq_status read_file(ptq_ctx *ctx, const char *path, uint8_t **out, size_
     ptq_status st = PTQ_OK;
     uint8_t *buf = NULL;
     struct stat sb;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = ptq_fail(ctx, PTQ_ERR_IO, "%s: not a regular file", path);
+    int fd;
+    PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
+    if (fstat(fd, &sb) != 0) {
+        st = ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
         goto done;
     }
     size_t n = (size_t)sb.st_size;

@@ -74,7 +74,7 @@ def same_contents(a, b, keys_prefix=("tensors/", "samples/")):
 
 
 def sample_hash(sources, ids_by_source):
-    """The archive's documented sample-id hash (calib/calib_internal.h)."""
+    """The archive's documented sample-id hash (calib/calib_internal.h); sources by key (content SHA-256)."""
     h = hashlib.sha256()
     for name in sorted(sources):
         ids = np.sort(np.asarray(ids_by_source[name], dtype="<i8"))
@@ -182,8 +182,11 @@ def main():
           names[0] == "input" and "logits" in names, str(len(names)))
     check("archive: model SHA-256", whole["@model_sha256"] == model_sha)
     srcs = [s.decode() if isinstance(s, bytes) else s for s in whole["@sources"]]
-    check("archive: sample ids and their SHA-256", srcs == [data] and np.array_equal(whole["samples/id"],
-          np.arange(N_IMAGES)) and whole["@sample_ids_sha256"] == sample_hash(srcs, {data: range(N_IMAGES)}),
+    data_key = hashlib.sha256(open(data, "rb").read()).hexdigest()
+    keys = [s.decode() if isinstance(s, bytes) else s for s in whole["@sources_sha256"]]
+    check("archive: sample ids and their SHA-256 (sources keyed by content)", srcs == [data] and keys == [data_key]
+          and np.array_equal(whole["samples/id"], np.arange(N_IMAGES)) and
+          whole["@sample_ids_sha256"] == sample_hash(keys, {data_key: range(N_IMAGES)}),
           str(whole["@sample_ids_sha256"])[:16])
     check("archive: ptq version, bins, selection, preprocessing", whole["@ptq_version"] and whole["@n_bins"] == 4096
           and whole["@selection"] == "ops=;tensors=" and "mean=0.286" in whole["@preprocess"])
@@ -223,7 +226,7 @@ def main():
     p7 = read_archive(J("p7.h5"))
     ids = p7["samples/id"]
     check("--samples 100: 100 distinct ids, hash recorded", len(set(ids.tolist())) == 100 and
-          p7["@sample_ids_sha256"] == sample_hash([data], {data: ids}) and p7["tensors/count"][0] == 100 * 784)
+          p7["@sample_ids_sha256"] == sample_hash([data_key], {data_key: ids}) and p7["tensors/count"][0] == 100 * 784)
 
     # export: the TensorRT cache read back gives the JSON's amax
     run_ok("export json", "export", J("whole.h5"), "--method", "entropy", "--format", "json", "--out", J("r.json"),

@@ -51,7 +51,9 @@ typedef struct ptq_calib_provenance {
     char sample_ids_sha256[65]; /* over the sources (sorted) and their sorted sample ids, see calib/calib_set.c */
     int64_t n_samples;
     int n_sources;
-    const char *const *sources; /* [n_sources] data sets, as given on the command line, sorted */
+    const char *const *sources; /* [n_sources] data sets, as given on the command line, sorted by key */
+    const char *const *sources_sha256; /* [n_sources] their content SHA-256 (ptq_dataset_content_sha256);
+                                          "" for a source of an archive that predates them */
 } ptq_calib_provenance;
 
 typedef struct ptq_calib_set ptq_calib_set;
@@ -70,6 +72,14 @@ PTQ_API ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const 
  * after observing them). The same sample of one source twice is
  * PTQ_ERR_DATA: it would be counted twice. */
 PTQ_API ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids, int64_t n);
+/* The same with the content SHA-256 of the source (64 lowercase hex digits,
+ * ptq_dataset_content_sha256): sources are then told apart by content, not
+ * by name, so the same data under two paths is one source and two files of
+ * one name are two. A source is keyed by its hash, or by its name when it
+ * has none (archives from before hashes); the keys order the sources and go
+ * into sample_ids_sha256. */
+PTQ_API ptq_status ptq_calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const char *content_sha256,
+                                    const int64_t *ids, int64_t n);
 
 /* Observing: pass ptq_calib_set_tap and the set as the executor's tap and
  * tap_user, bind the executor once created (device observers live on its
@@ -105,15 +115,18 @@ PTQ_API int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s);
 PTQ_API ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p, ptq_calib_range *out,
                                 int64_t *bad);
 
-/* The archive: HDF5 at path (the caller picks a temporary name and renames;
- * a failed write removes what it created). Layout in calib/archive.c. */
+/* The archive: HDF5 at path, created or truncated (the caller picks a
+ * temporary name, ptq_atomic_create, and renames; a failed write removes
+ * path). Layout in calib/archive.c. Reading refuses (PTQ_ERR_FORMAT) an
+ * archive with external links or external storage. */
 PTQ_API ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char *path);
 /* PTQ_ERR_IO, or PTQ_ERR_FORMAT naming the path and what is off. */
 PTQ_API ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **out);
 
 /* dst += src exactly. Both must come from the same model (SHA-256), the same
  * observer settings (bins, selection, preprocessing) and the same tensors,
- * and share no sample; otherwise PTQ_ERR_INVALID_ARG saying which differs,
+ * and share no sample (sources matched by content hash, or by name when
+ * either lacks one); otherwise PTQ_ERR_INVALID_ARG saying which differs,
  * and dst is unchanged. */
 PTQ_API ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib_set *src);
 

@@ -72,6 +72,8 @@ typedef struct ptq_dataset_opts {
                                and none found means an unlabelled set */
     const char *layout;     /* "NHW", "NHWC" or "NCHW"; NULL: guessed (rank 3 -> NHW; a last dim of
                                1/3/4 -> NHWC; else a dim 1 of 1/3/4 -> NCHW) */
+    int allow_external_data; /* 0: an HDF5 file that refers to other files (external links, external
+                                storage, virtual datasets) is refused with PTQ_ERR_FORMAT; 1: read */
 } ptq_dataset_opts;
 
 typedef struct ptq_dataset ptq_dataset;
@@ -101,6 +103,11 @@ PTQ_API int ptq_dataset_n_classes(const ptq_dataset *ds);
 /* Class name of index i (folder name, or the HDF5 class_names entry); NULL if unknown. */
 PTQ_API const char *ptq_dataset_class_name(const ptq_dataset *ds, int i);
 PTQ_API const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "png-folder" */
+/* What the samples are, whatever path names them: the SHA-256 of an HDF5
+ * file's bytes; for a PNG folder, over its samples in order, each one's
+ * relative name "<class>/<file>", a NUL, its byte count (64-bit little-
+ * endian) and its bytes. Reads every byte once; 64 hex digits into hex. */
+PTQ_API ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
 
 /* Reads samples [start, start+n) preprocessed into x: [n, C, H, W] floats
  * (or [n, H, W, C] when p->nhwc) and their labels into labels: [n] (may be
@@ -121,8 +128,8 @@ typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } pt
  * named by class_names, which must then sort (strcmp) in label order since
  * a PNG folder numbers its classes by sorted name (NULL: "0".."K-1" zero-
  * padded to one width, K = max label + 1). Refuses an
- * existing out_path; writes "<out>.tmp-<pid>" and renames, so a failure
- * leaves nothing behind. Bad IDX magic, dims or an images/labels count
+ * existing out_path; writes a temporary beside it (ptq_atomic_create /
+ * ptq_atomic_mkdir) and renames, so a failure leaves nothing behind. Bad IDX magic, dims or an images/labels count
  * mismatch fail with PTQ_ERR_FORMAT naming the file(s). */
 PTQ_API ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const char *labels_path,
                                         const char *out_path, ptq_convert_format fmt, const char *const *class_names,
@@ -144,9 +151,10 @@ typedef struct ptq_h5_write_opts {
  * [N,H,W,C] or [N,C,H,W] of any fixed-size numeric dtype; labels: host
  * integer tensor [M] or NULL. Stored as given, chunked by sample and
  * compressed per opts (NULL: zstd level 3); counts and dtypes are checked
- * when the file is opened, so tests can build bad sets too. Not atomic. */
-PTQ_API ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tensor *images,
-                                          const ptq_tensor *labels, const ptq_h5_write_opts *opts);
+ * when the file is opened, so tests can build bad sets too. A new file is
+ * written whole or not at all (ptq_atomic_create); append edits in place. */
+PTQ_API ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tensor *images, const ptq_tensor *labels,
+                                  const ptq_h5_write_opts *opts);
 
 /* Registers the zstd HDF5 filter (id 32015) with the HDF5 library; idempotent. */
 PTQ_API ptq_status ptq_h5_register_zstd(ptq_ctx *ctx);

@@ -1,0 +1,297 @@
+/* Whole-or-nothing outputs (include/ptq/fileio.h): every writer of ptq goes
+ * through here. A temporary "<dest>.tmp-<128 random bits in hex>" is made
+ * next to the destination with O_CREAT|O_EXCL|O_NOFOLLOW (so neither a
+ * planted symlink nor another process's file is ever followed or
+ * clobbered, and names are unique across hosts sharing a filesystem),
+ * renamed onto it when complete and removed on failure. Pending names sit
+ * in a fixed registry that the SIGINT/SIGTERM handler walks with
+ * async-signal-safe calls only. Covered by tests/test_fileio.c and
+ * tests/cli_hardening_test.py. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ptq/fileio.h"
+
+enum { N_SLOTS = 32, RANDOM_BYTES = 16, DENTS_BYTES = 4096 };
+
+/* A pending temporary. used is set last and cleared first, so the handler
+ * only ever reads a complete name. */
+typedef struct tmp_slot {
+    volatile sig_atomic_t used;
+    int is_dir;
+    char name[PTQ_TMP_NAME_BYTES];
+} tmp_slot;
+
+static tmp_slot g_slots[N_SLOTS];
+static pthread_mutex_t g_slots_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The kernel's getdents64 record (glibc wraps it only from 2.30). */
+typedef struct dent64 {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+} dent64;
+
+/* Removes name under dirfd: a file, or a folder with at most depth levels
+ * below it. Async-signal-safe (openat, getdents64, unlinkat, close). */
+static void remove_at(int dirfd, const char *name, int depth)
+{
+    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+        return;
+    int fd = depth > 0 ? openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        char buf[DENTS_BYTES] __attribute__((aligned(8)));
+        for (int removed = 1; removed;) { /* entries removed while listing may hide others: list again */
+            removed = 0;
+            lseek(fd, 0, SEEK_SET);
+            for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+                for (long off = 0; off < n;) {
+                    const dent64 *d = (const dent64 *)(buf + off);
+                    off += d->reclen;
+                    if (strcmp(d->name, ".") != 0 && strcmp(d->name, "..") != 0) {
+                        remove_at(fd, d->name, depth - 1);
+                        removed = 1;
+                    }
+                }
+        }
+        close(fd);
+    }
+    unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+static void slot_remove(const tmp_slot *s)
+{
+    if (s->is_dir)
+        remove_at(AT_FDCWD, s->name, 2);
+    else
+        unlink(s->name);
+}
+
+/* Registers name; 0, or -1 when every slot holds a temporary that still exists. */
+static int register_tmp(const char *name, int is_dir)
+{
+    int got = -1;
+    pthread_mutex_lock(&g_slots_mu);
+    for (int pass = 0; pass < 2 && got < 0; pass++)
+        for (int i = 0; i < N_SLOTS && got < 0; i++) {
+            struct stat sb;
+            /* second pass: a slot whose file is gone (removed by a caller without discard) is free again */
+            if (!g_slots[i].used || (pass == 1 && lstat(g_slots[i].name, &sb) != 0)) {
+                g_slots[i].used = 0;
+                g_slots[i].is_dir = is_dir;
+                snprintf(g_slots[i].name, sizeof g_slots[i].name, "%s", name);
+                __atomic_store_n(&g_slots[i].used, 1, __ATOMIC_SEQ_CST);
+                got = i;
+            }
+        }
+    pthread_mutex_unlock(&g_slots_mu);
+    return got < 0 ? -1 : 0;
+}
+
+static void forget_tmp(const char *name)
+{
+    pthread_mutex_lock(&g_slots_mu);
+    for (int i = 0; i < N_SLOTS; i++)
+        if (g_slots[i].used && strcmp(g_slots[i].name, name) == 0)
+            __atomic_store_n(&g_slots[i].used, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&g_slots_mu);
+}
+
+static int random_bytes(unsigned char *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = getrandom(buf + got, n - got, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    if (got == n)
+        return 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t k = read(fd, buf, n);
+    close(fd);
+    return k == (ssize_t)n ? 0 : -1;
+}
+
+/* "<path>.tmp-<32 hex>" into tmp[n_tmp]. */
+static ptq_status tmp_name(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp)
+{
+    unsigned char r[RANDOM_BYTES];
+    tmp[0] = '\0';
+    if (!path || !*path)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no output path given");
+    if (strlen(path) + 6 + 2 * RANDOM_BYTES >= n_tmp)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "output path %.200s... is too long", path);
+    if (random_bytes(r, sizeof r) != 0)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: no random bytes for a temporary name", path);
+    size_t k = (size_t)snprintf(tmp, n_tmp, "%s.tmp-", path);
+    for (int i = 0; i < RANDOM_BYTES; i++, k += 2)
+        snprintf(tmp + k, n_tmp - k, "%02x", r[i]);
+    return PTQ_OK;
+}
+
+/* Makes the temporary next to path: a file (an O_WRONLY descriptor into *fd)
+ * or a folder (*fd = 0); a name already taken, by chance or planted, is never
+ * used, and another is drawn. */
+static ptq_status make_tmp(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int is_dir, int *fd)
+{
+    for (int attempt = 0;; attempt++) {
+        PTQ_TRY_RET(tmp_name(ctx, path, tmp, n_tmp));
+        /* modes 0666 and 0777: the umask applies, as with fopen; neither call follows a symlink at the name */
+        int f = is_dir ? mkdir(tmp, 0777)
+                       : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+        if (f >= 0) {
+            register_tmp(tmp, is_dir);
+            *fd = f;
+            return PTQ_OK;
+        }
+        int e = errno;
+        tmp[0] = '\0';
+        if (e != EEXIST || attempt >= 3)
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+}
+
+ptq_status ptq_atomic_create(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int *fd)
+{
+    int f;
+    if (fd)
+        *fd = -1;
+    PTQ_TRY_RET(make_tmp(ctx, path, tmp, n_tmp, 0, &f));
+    if (fd)
+        *fd = f;
+    else
+        close(f);
+    return PTQ_OK;
+}
+
+ptq_status ptq_atomic_fopen(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f)
+{
+    int fd;
+    *f = NULL;
+    PTQ_TRY_RET(ptq_atomic_create(ctx, path, tmp, n_tmp, &fd));
+    if (!(*f = fdopen(fd, "wb"))) {
+        int e = errno;
+        close(fd);
+        ptq_atomic_discard(tmp);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    return PTQ_OK;
+}
+
+ptq_status ptq_atomic_mkdir(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp)
+{
+    int unused;
+    return make_tmp(ctx, path, tmp, n_tmp, 1, &unused);
+}
+
+ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)
+{
+    struct stat sb;
+    /* writers that reopen by name (HDF5) could be handed something else put in its place: only ours is renamed */
+    if (lstat(tmp, &sb) != 0 || !(S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))) {
+        ptq_atomic_discard(tmp);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: its temporary file was replaced or removed", path);
+    }
+    /* on disk before it takes the name, so a crash leaves the old file or the new one */
+    if (S_ISREG(sb.st_mode)) {
+        int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            fsync(fd);
+            close(fd);
+        }
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        ptq_atomic_discard(tmp);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    forget_tmp(tmp);
+    tmp[0] = '\0';
+    return PTQ_OK;
+}
+
+void ptq_atomic_discard(char *tmp)
+{
+    if (!tmp || !tmp[0])
+        return;
+    tmp_slot s = {0, 0, ""};
+    snprintf(s.name, sizeof s.name, "%s", tmp);
+    s.is_dir = 1; /* removes a file as well */
+    forget_tmp(tmp);
+    slot_remove(&s);
+    tmp[0] = '\0';
+}
+
+ptq_status ptq_atomic_write(ptq_ctx *ctx, const char *path, const void *data, size_t n_bytes)
+{
+    char tmp[PTQ_TMP_NAME_BYTES];
+    int fd;
+    PTQ_TRY_RET(ptq_atomic_create(ctx, path, tmp, sizeof tmp, &fd));
+    for (size_t done = 0; done < n_bytes;) {
+        ssize_t w = write(fd, (const char *)data + done, n_bytes - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            close(fd);
+            ptq_atomic_discard(tmp);
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
+        }
+        done += (size_t)w;
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        ptq_atomic_discard(tmp);
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    return ptq_atomic_commit(ctx, tmp, path);
+}
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    for (int i = 0; i < N_SLOTS; i++)
+        if (g_slots[i].used)
+            slot_remove(&g_slots[i]);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    errno = saved;
+    raise(sig); /* pending until the handler returns, then the default action ends the process */
+}
+
+void ptq_atomic_cleanup_on_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old, sa;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+            continue; /* started with the signal ignored (nohup, background): keep it so */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGINT);
+        sigaddset(&sa.sa_mask, SIGTERM);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}

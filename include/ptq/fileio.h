@@ -1,0 +1,62 @@
+/* Files in and out. Inputs must be regular files: a FIFO, device or socket
+ * is refused before it is opened, so nothing blocks or has side effects.
+ * Outputs appear whole or not at all: written under an unpredictable
+ * temporary name next to the destination (O_CREAT|O_EXCL|O_NOFOLLOW, mode
+ * 0666 & ~umask), renamed onto it when complete, removed on failure and, once
+ * the command installed the handler, on SIGINT/SIGTERM. core/fileio.c,
+ * core/atomic.c; covered by tests/test_fileio.c and tests/cli_hardening_test.py. */
+#ifndef PTQ_FILEIO_H
+#define PTQ_FILEIO_H
+
+#include "ptq/export_api.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "ptq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PTQ_OK when path (symlinks followed) is a regular file; PTQ_ERR_IO naming
+ * path and what it is (missing, a folder, a FIFO, a device, a socket). */
+PTQ_API ptq_status ptq_file_check_regular(ptq_ctx *ctx, const char *path);
+/* Opens a regular file for reading (refused as above, checked again on the
+ * open descriptor); *fd is -1 on failure. */
+PTQ_API ptq_status ptq_file_open_read(ptq_ctx *ctx, const char *path, int *fd);
+PTQ_API ptq_status ptq_file_fopen_read(ptq_ctx *ctx, const char *path, FILE **f);
+/* 1 when a and b name the same file: both exist with the same st_dev and
+ * st_ino, or their folders resolve (realpath) to the same one and the last
+ * components are equal (so an output not yet written is recognised too). */
+PTQ_API int ptq_file_same(const char *a, const char *b);
+
+/* Temporary names hold at most this many bytes, NUL included. */
+#define PTQ_TMP_NAME_BYTES 4200
+
+/* Creates an empty temporary file next to path, "<path>.tmp-<32 random hex
+ * digits>", registered for removal on SIGINT/SIGTERM; its name into
+ * tmp[n_tmp]. fd: an O_WRONLY descriptor on it, or NULL to close it (for
+ * writers that reopen by name, such as HDF5 with H5F_ACC_TRUNC). */
+PTQ_API ptq_status ptq_atomic_create(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int *fd);
+/* The same, a FILE * opened "wb" on it. */
+PTQ_API ptq_status ptq_atomic_fopen(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f);
+/* A temporary folder next to path (mode 0777 & ~umask), registered likewise. */
+PTQ_API ptq_status ptq_atomic_mkdir(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp);
+/* Renames tmp onto path and forgets it; on failure removes tmp. tmp[0] is
+ * set to '\0' either way. */
+PTQ_API ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path);
+/* Removes tmp (a file, or a folder two levels deep) and forgets it; a no-op
+ * for "". tmp[0] is set to '\0'. */
+PTQ_API void ptq_atomic_discard(char *tmp);
+/* Writes n_bytes of data to path whole or not at all. */
+PTQ_API ptq_status ptq_atomic_write(ptq_ctx *ctx, const char *path, const void *data, size_t n_bytes);
+/* Installs SIGINT and SIGTERM handlers that remove every pending temporary
+ * (async-signal-safe calls only), then re-raise the signal with its default
+ * action. For programs (the ptq command), not libraries. */
+PTQ_API void ptq_atomic_cleanup_on_signals(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

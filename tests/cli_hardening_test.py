@@ -1,0 +1,362 @@
+"""ptq reads only what the user named and writes only where it should
+(README "Files ptq reads and writes"): ONNX external data that leaves the
+model's folder through a symlink, HDF5 external storage and external links
+(unless --allow-external-data), FIFOs given as inputs (refused at once), the
+temporary-file scheme (unpredictable names, a planted symlink at the old
+"<out>.tmp-<pid>" name not followed, the umask respected, nothing left after
+SIGINT/SIGTERM), an output that is an input (exit 2, input untouched), and
+merge telling sources apart by content rather than by path."""
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_test import png_bytes  # noqa: E402
+from ptqtest import MODEL, PTQ, SRC, check, finish, fmnist_test, have_demo  # noqa: E402
+
+PTQ_ABS = os.path.abspath(PTQ)
+
+
+def run(*args, cwd=None, umask=None, timeout=120):
+    """Runs ptq; (exit code, stdout, stderr); exit code None when it ran past timeout (it is killed)."""
+    pre = (lambda: os.umask(umask)) if umask is not None else None
+    try:
+        p = subprocess.run([PTQ_ABS, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                           preexec_fn=pre)
+    except subprocess.TimeoutExpired:
+        return None, "", "timed out"
+    return p.returncode, p.stdout, p.stderr
+
+
+def last_line(err):
+    return err.strip().splitlines()[-1] if err.strip() else ""
+
+
+def digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def leftovers(folder):
+    return [f for f in os.listdir(folder) if ".tmp-" in f]
+
+
+def expect(name, res, code, needle=""):
+    rc, _, err = res
+    check(name, rc == code and needle in err, f"exit {rc} (want {code}): {last_line(err)}")
+
+
+def external_data(tmp):
+    """ONNX external data reached through a symlink must stay in the model's folder."""
+    src = os.path.join(SRC, "tests", "data", "onnx", "external")
+    m = os.path.join(tmp, "onnx")
+    os.makedirs(m)
+    shutil.copy(os.path.join(src, "model.onnx"), m)
+    outside = os.path.join(tmp, "outside.bin")
+    shutil.copy(os.path.join(src, "weights.bin"), outside)
+    shutil.copy(os.path.join(src, "weights.bin"), os.path.join(m, "real.bin"))
+    link = os.path.join(m, "weights.bin")
+    model = os.path.join(m, "model.onnx")
+    os.symlink("real.bin", link)
+    expect("onnx: external data through a symlink inside the model's folder is read", run("info", model), 0)
+    os.remove(link)
+    os.symlink(outside, link)
+    rc, _, err = run("info", model)
+    check("onnx: external data symlinked outside the model's folder is refused (exit 4), naming the "
+          "initializer and the path", rc == 4 and "outside the model's folder" in err and outside in err and
+          "initializer" in err, f"exit {rc}: {last_line(err)}")
+    os.remove(link)
+    os.symlink("/etc/passwd", link)
+    rc, _, err = run("info", model)
+    check("onnx: external data symlinked to /etc/passwd is refused", rc == 4 and "/etc/passwd" in err,
+          f"exit {rc}: {last_line(err)}")
+
+
+def hdf5_external(tmp, images, labels):
+    """External storage and external links are refused unless --allow-external-data."""
+    import h5py
+    raw = os.path.join(tmp, "raw.bin")
+    images.tofile(raw)
+    ext = os.path.join(tmp, "ext_storage.h5")
+    with h5py.File(ext, "w") as f:
+        f.create_dataset("images", shape=images.shape, dtype=np.uint8, external=[(raw, 0, images.nbytes)])
+        f["labels"] = labels
+    other = os.path.join(tmp, "other.h5")
+    with h5py.File(other, "w") as f:
+        f["images"] = images
+    lnk = os.path.join(tmp, "ext_link.h5")
+    with h5py.File(lnk, "w") as f:
+        f["images"] = h5py.ExternalLink(other, "/images")
+        f["labels"] = labels
+    for name, path, what in (("external storage", ext, "external storage"), ("an external link", lnk, "external link")):
+        rc, _, err = run("eval", "--model", MODEL, "--data", path)
+        check(f"hdf5: {name} refused by eval (exit 4) naming it and the flag", rc == 4 and what in err and
+              "--allow-external-data" in err, f"exit {rc}: {last_line(err)}")
+        rc, out, err = run("eval", "--model", MODEL, "--data", path, "--allow-external-data", "--json")
+        check(f"hdf5: {name} read with --allow-external-data", rc == 0 and '"top1"' in out,
+              f"exit {rc}: {last_line(err)}")
+        out_h5 = os.path.join(tmp, "ext_calib.h5")
+        expect(f"hdf5: {name} refused by calibrate", run("calibrate", "--model", MODEL, "--data", path, "--out",
+                                                         out_h5), 4, what)
+        check(f"hdf5: calibrate refusing {name} leaves nothing", not os.path.exists(out_h5) and not leftovers(tmp),
+              str(leftovers(tmp)))
+    return ext
+
+
+def fifos(tmp, archive):
+    """A FIFO given as any input is refused at once (exit 3), not waited on."""
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    cases = (("eval --data", ["eval", "--model", MODEL, "--data", fifo]),
+             ("eval --model", ["eval", "--model", fifo, "--data", archive]),
+             ("calibrate --model", ["calibrate", "--model", fifo, "--data", archive, "--out", os.path.join(tmp, "f.h5")]),
+             ("plan archive", ["plan", fifo, "--model", MODEL, "--out", os.path.join(tmp, "f.json")]),
+             ("plan --check", ["plan", "--check", fifo, "--model", MODEL]),
+             ("export archive", ["export", fifo, "--method", "minmax", "--format", "json", "--out",
+                                 os.path.join(tmp, "f.json")]),
+             ("merge", ["merge", fifo, archive, "--out", os.path.join(tmp, "f.h5")]),
+             ("info", ["info", fifo]),
+             ("data convert --images", ["data", "convert", "--images", fifo, "--labels", fifo, "--out",
+                                        os.path.join(tmp, "f2.h5")]))
+    for name, args in cases:
+        t0 = time.time()
+        rc, _, err = run(*args, timeout=20)
+        check(f"fifo: {name} refused at once (exit 3)", rc == 3 and "FIFO" in err,
+              f"exit {rc} after {time.time() - t0:.1f} s: {last_line(err)}")
+
+
+def last_pid():
+    try:
+        return int(open("/proc/sys/kernel/ns_last_pid").read())
+    except OSError:
+        return os.getpid()
+
+
+def planted_symlinks(tmp, archive):
+    """Symlinks planted at every "<out>.tmp-<pid>" ptq could get are not followed."""
+    victim = os.path.join(tmp, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    out = os.path.join(tmp, "planted.json")
+    first = last_pid() + 1
+    planted = [f"{out}.tmp-{pid}" for pid in range(first, first + 400)]
+    for p in planted:
+        os.symlink(victim, p)
+    rc, _, err = run("plan", archive, "--model", MODEL, "--out", out, "--quiet")
+    check("tmp: a symlink planted at <out>.tmp-<pid> is not followed (victim intact, output a regular file)",
+          rc == 0 and open(victim).read() == "precious\n" and os.path.isfile(out) and not os.path.islink(out),
+          f"exit {rc}: {last_line(err)}")
+    for p in planted:
+        os.remove(p)
+
+
+def umasks(tmp, data, archive, plan):
+    for mask, want in ((0o022, 0o644), (0o027, 0o640), (0o077, 0o600)):
+        d = os.path.join(tmp, f"umask{mask:03o}")
+        os.makedirs(d)
+        outs = {"calibrate": os.path.join(d, "c.h5"), "plan": os.path.join(d, "p.json"),
+                "export qdq": os.path.join(d, "q.onnx"), "export trt": os.path.join(d, "t.cache"),
+                "merge": os.path.join(d, "m.h5")}
+        res = [run("calibrate", "--model", MODEL, "--data", data, "--out", outs["calibrate"], "--shard", "0/2",
+                   umask=mask),
+               run("plan", archive, "--model", MODEL, "--out", outs["plan"], "--quiet", umask=mask),
+               run("export", "--format", "qdq", "--plan", plan, "--model", MODEL, "--out", outs["export qdq"],
+                   "--quiet", umask=mask),
+               run("export", archive, "--method", "minmax", "--format", "trt", "--out", outs["export trt"],
+                   "--quiet", umask=mask)]
+        res.append(run("merge", outs["calibrate"], os.path.join(tmp, "half1.h5"), "--out", outs["merge"],
+                       umask=mask))
+        modes = {k: (os.stat(v).st_mode & 0o777) if os.path.exists(v) else None for k, v in outs.items()}
+        check(f"umask {mask:03o}: every output is {want:03o}", all(r[0] == 0 for r in res) and
+              all(m == want for m in modes.values()),
+              f"exits {[r[0] for r in res]}, modes { {k: oct(m) if m else m for k, m in modes.items()} }")
+
+
+def outputs_that_are_inputs(tmp, data, archive, plan):
+    model = os.path.join(tmp, "model_copy.onnx")
+    shutil.copy(MODEL, model)
+    keep = {p: digest(p) for p in (data, archive, plan, model)}
+    rel_archive = os.path.relpath(archive, tmp)
+    cases = (("calibrate --out = --data", ["calibrate", "--model", model, "--data", data, "--out", data]),
+             ("calibrate --out = --model", ["calibrate", "--model", model, "--data", data, "--out", model]),
+             ("plan --out = --model", ["plan", archive, "--model", model, "--out", model]),
+             ("plan --out = the archive (another spelling)", ["plan", "./" + rel_archive, "--model", model, "--out",
+                                                               archive]),
+             ("export --out = the archive", ["export", archive, "--method", "minmax", "--format", "json", "--out",
+                                             archive]),
+             ("export --out = --model", ["export", archive, "--method", "minmax", "--format", "trt", "--model", model,
+                                         "--out", model]),
+             ("export qdq --out = --model", ["export", "--format", "qdq", "--plan", plan, "--model", model, "--out",
+                                             model]),
+             ("export qdq --out = --plan", ["export", "--format", "qdq", "--plan", plan, "--model", model, "--out",
+                                            plan]),
+             ("merge --out = an input", ["merge", archive, os.path.join(tmp, "half1.h5"), "--out", archive]),
+             ("validate --logits = --model", ["validate", "--model", model, "--plan", plan, "--data", data,
+                                              "--report", os.path.join(tmp, "rep"), "--logits", model]),
+             ("eval --report = --data", ["eval", "--model", model, "--data", data, "--report", data]))
+    for name, args in cases:
+        rc, _, err = run(*args, cwd=tmp)
+        check(f"output = input refused (exit 2): {name}", rc == 2 and "refusing to overwrite" in err,
+              f"exit {rc}: {last_line(err)}")
+    # through a symlink to the input
+    link = os.path.join(tmp, "link.h5")
+    os.symlink(archive, link)
+    rc, _, err = run("merge", archive, os.path.join(tmp, "half1.h5"), "--out", link)
+    check("output = input refused (exit 2): merge --out a symlink to an input", rc == 2, f"exit {rc}")
+    os.remove(link)
+    changed = [p for p, h in keep.items() if digest(p) != h]
+    check("output = input: every input left byte-identical, no temporary left", not changed and not leftovers(tmp),
+          f"changed {changed}, left {leftovers(tmp)}")
+
+
+def interrupted(tmp, big):
+    """SIGINT/SIGTERM during a long calibrate leave no temporary file; temporary names are not the pid."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        d = os.path.join(tmp, f"sig{int(sig)}")
+        os.makedirs(d)
+        out = os.path.join(d, "calib.h5")
+        p = subprocess.Popen([PTQ_ABS, "calibrate", "--model", MODEL, "--data", big, "--out", out, "--device", "ref",
+                              "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        seen, t0 = [], time.time()
+        while time.time() - t0 < 10 and not seen and p.poll() is None:
+            seen = leftovers(d)
+            time.sleep(0.02)
+        time.sleep(0.3)
+        still_running = p.poll() is None
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        name = seen[0] if seen else ""
+        check(f"{signal.Signals(sig).name}: the temporary existed while calibrating, under an unpredictable name",
+              still_running and re.fullmatch(r"calib\.h5\.tmp-[0-9a-f]{32}", name) is not None and
+              str(p.pid) not in name, f"seen {seen}, pid {p.pid}, running {still_running}")
+        check(f"{signal.Signals(sig).name} during calibrate: ended by the signal, nothing left in the folder",
+              p.returncode == -sig and os.listdir(d) == [], f"exit {p.returncode}, left {os.listdir(d)}")
+
+
+def merge_by_content(tmp, images):
+    """The same samples under two paths, or in a copy, are one source; two files of one name are two."""
+    import h5py
+    import hdf5plugin  # noqa: F401  (registers the zstd filter 32015 with h5py)
+    d = os.path.join(tmp, "merge")
+    os.makedirs(os.path.join(d, "one"))
+    os.makedirs(os.path.join(d, "two"))
+    data = os.path.join(d, "data.h5")
+    with h5py.File(data, "w") as f:
+        f["images"] = images[:40]
+    shutil.copy(data, os.path.join(d, "copy.h5"))
+    for sub, lo in (("one", 0), ("two", 40)):
+        with h5py.File(os.path.join(d, sub, "data.h5"), "w") as f:
+            f["images"] = images[lo:lo + 40]
+
+    def cal(out, data_arg, cwd, *extra):
+        return run("calibrate", "--model", MODEL, "--data", data_arg, "--out", out, *extra, cwd=cwd)
+
+    res = [cal("rel.h5", "data.h5", d, "--shard", "0/2"), cal("abs.h5", data, d),
+           cal("copy_half.h5", "copy.h5", d, "--shard", "0/2"), cal("abs_half1.h5", data, d, "--shard", "1/2"),
+           cal("../one.h5", "data.h5", os.path.join(d, "one")), cal("../two.h5", "data.h5", os.path.join(d, "two"))]
+    check("merge setup: six calibrations", all(r[0] == 0 for r in res), str([last_line(r[2]) for r in res]))
+    J = lambda p: os.path.join(d, p)  # noqa: E731
+    rc, _, err = run("merge", J("rel.h5"), J("abs.h5"), "--out", J("bad1.h5"))
+    check("merge: the same data by a relative and an absolute path is refused as sharing samples (exit 2)",
+          rc == 2 and "same data" in err and not os.path.exists(J("bad1.h5")), f"exit {rc}: {last_line(err)}")
+    rc, _, err = run("merge", J("copy_half.h5"), J("rel.h5"), "--out", J("bad2.h5"))
+    check("merge: the same samples from a copied file are refused (exit 2)", rc == 2 and "same data" in err,
+          f"exit {rc}: {last_line(err)}")
+    rc, _, err = run("merge", J("rel.h5"), J("abs_half1.h5"), "--out", J("whole.h5"))
+    check("merge: disjoint halves of one data set by two paths merge", rc == 0, f"exit {rc}: {last_line(err)}")
+    rc, _, err = run("merge", J("one.h5"), J("two.h5"), "--out", J("both.h5"))
+    n = srcs = -1
+    if rc == 0:
+        with h5py.File(J("both.h5"), "r") as f:
+            n, srcs = int(f.attrs["n_samples"]), len(f.attrs["sources"])
+    check("merge: two different files both named data.h5 are two sources (80 samples)",
+          rc == 0 and n == 80 and srcs == 2, f"exit {rc}, {n} samples, {srcs} sources: {last_line(err)}")
+    # a PNG folder: its content hash is over its samples' names and bytes, whatever path names it
+    png = J("png")
+    rels = []
+    for c, cls in enumerate(("a", "b")):
+        os.makedirs(os.path.join(png, cls))
+        for i in range(10):
+            rel = f"{cls}/{i:02d}.png"
+            with open(os.path.join(png, rel), "wb") as f:
+                f.write(png_bytes(images[100 + 10 * c + i]))
+            rels.append(rel)
+    h = hashlib.sha256()
+    for rel in rels:
+        b = open(os.path.join(png, rel), "rb").read()
+        h.update(rel.encode() + b"\0" + len(b).to_bytes(8, "little") + b)
+    res = [cal("png_rel.h5", "png", d, "--shard", "0/2"), cal("png_abs.h5", png, d)]
+    got = ""
+    if res[0][0] == 0:
+        with h5py.File(J("png_rel.h5"), "r") as f:
+            got = f.attrs["sources_sha256"][0]
+            got = got.decode() if isinstance(got, bytes) else got
+    check("png folder: the content SHA-256 over relative names and bytes is recorded",
+          all(r[0] == 0 for r in res) and got == h.hexdigest(), f"{got[:16]} vs {h.hexdigest()[:16]}")
+    rc, _, err = run("merge", J("png_rel.h5"), J("png_abs.h5"), "--out", J("bad3.h5"))
+    check("merge: a PNG folder by a relative and an absolute path is refused as sharing samples (exit 2)",
+          rc == 2 and "same data" in err, f"exit {rc}: {last_line(err)}")
+
+    # an archive from before content hashes: sources matched by name, with a warning
+    old = [J("old0.h5"), J("old1.h5")]
+    for src, dst in zip((J("rel.h5"), J("abs_half1.h5")), old):
+        shutil.copy(src, dst)
+        with h5py.File(dst, "r+") as f:
+            del f.attrs["sources_sha256"]
+            names = [s.decode() if isinstance(s, bytes) else s for s in f.attrs["sources"]]
+            ids = np.asarray(f["samples/id"], dtype="<i8")
+            h = hashlib.sha256(names[0].encode() + b"\0" + len(ids).to_bytes(8, "little") + ids.tobytes())
+            f.attrs["sample_ids_sha256"] = h.hexdigest()
+    rc, _, err = run("merge", old[0], old[1], "--out", J("old.h5"))
+    check("merge: archives without content hashes still read and merge, sources by name, with a warning",
+          rc == 0 and "by name" in err, f"exit {rc}: {last_line(err)}")
+
+
+def main():
+    if not have_demo():
+        print("skipped: demo model or Fashion-MNIST missing")
+        return 77
+    import h5py
+    tmp = tempfile.mkdtemp(prefix="ptq-harden-")
+    images, labels = fmnist_test(2000)
+    data = os.path.join(tmp, "d.h5")
+    with h5py.File(data, "w") as f:
+        f["images"] = images[:64]
+        f["labels"] = labels[:64]
+    big = os.path.join(tmp, "big.h5")
+    with h5py.File(big, "w") as f:
+        f["images"] = images
+    archive = os.path.join(tmp, "a.h5")
+    plan = os.path.join(tmp, "plan.json")
+    res = [run("calibrate", "--model", MODEL, "--data", data, "--out", archive, "--shard", "0/2"),
+           run("calibrate", "--model", MODEL, "--data", data, "--out", os.path.join(tmp, "half1.h5"), "--shard", "1/2")]
+    res.append(run("plan", archive, "--model", MODEL, "--out", plan, "--quiet"))
+    check("setup: calibrate two halves, plan", all(r[0] == 0 for r in res), str([last_line(r[2]) for r in res]))
+
+    external_data(tmp)
+    hdf5_external(tmp, images[:64], labels[:64])
+    fifos(tmp, archive)
+    planted_symlinks(tmp, archive)
+    umasks(tmp, data, archive, plan)
+    outputs_that_are_inputs(tmp, data, archive, plan)
+    interrupted(tmp, big)
+    merge_by_content(tmp, images)
+    rc = finish("cli_hardening_test")
+    if rc == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
