@@ -1,0 +1,318 @@
+/* The pipeline in the library (include/ptq/runner.h, runtime/exec.c) on the
+ * demo model, CPU: memory planned by liveness (steady runs allocate
+ * nothing, results unchanged across batch sizes), several taps, kept
+ * values and ptq_exec_run_from (a suffix run equals the full run, with and
+ * without an overlay, and leaves the kept prefix untouched), sample picks
+ * and shards, the runner's consumers (batch size and prefetch change
+ * nothing), and a validation run in shards merged into the single run's
+ * report, byte for byte. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptq/consumers.h"
+#include "ptq/runner.h"
+#include "testlib.h"
+
+enum { N_REF = 16, N_CLASSES = 10, SAMPLE = 784 };
+
+typedef struct counter {
+    int n_calls;
+    int64_t n_values;
+} counter;
+
+static ptq_status count_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, int value, const ptq_tensor *t)
+{
+    counter *c = user;
+    (void)ctx, (void)g, (void)node, (void)value;
+    c->n_calls++;
+    c->n_values += ptq_tensor_numel(t);
+    return PTQ_OK;
+}
+
+/* A test overlay: halves the tensors marked in rounds (host only). */
+static ptq_status halve(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, ptq_tensor *t)
+{
+    (void)user, (void)ctx, (void)e, (void)v;
+    float *x = t->data;
+    for (int64_t i = 0; i < ptq_tensor_numel(t); i++)
+        x[i] *= 0.5f;
+    return PTQ_OK;
+}
+
+static int run(ptq_exec *e, float *x, int64_t n, float *logits)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x, PTQ_MEM_HOST, 0}, out[4];
+    ptq_status st = ptq_exec_run(&ctx, e, &in, out);
+    if (st != PTQ_OK) {
+        fprintf(stderr, "run: %s\n", ctx.msg);
+        return 0;
+    }
+    memcpy(logits, out[0].data, (size_t)(n * N_CLASSES) * sizeof *logits);
+    return 1;
+}
+
+static int run_from(ptq_exec *e, int k, int64_t n, float *logits)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_tensor out[4];
+    if (ptq_exec_run_from(&ctx, e, k, out) != PTQ_OK) {
+        fprintf(stderr, "run_from(%d): %s\n", k, ctx.msg);
+        return 0;
+    }
+    memcpy(logits, out[0].data, (size_t)(n * N_CLASSES) * sizeof *logits);
+    return 1;
+}
+
+static void test_exec(ptq_graph *g, float *x)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    float ref[N_REF * N_CLASSES], got[N_REF * N_CLASSES], q_full[N_REF * N_CLASSES];
+    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0};
+    ptq_exec *a = NULL, *e = NULL;
+    CHECK(ptq_exec_create(&ctx, g, &p, &a) == PTQ_OK && run(a, x, N_REF, ref));
+    ptq_exec_free(a);
+
+    /* memory: the second run plans it, later runs of that size allocate nothing */
+    CHECK(ptq_exec_create(&ctx, g, &p, &e) == PTQ_OK);
+    CHECK(run(e, x, N_REF, got) && run(e, x, N_REF, got));
+    const int64_t allocs = ptq_exec_n_allocs(e);
+    for (int i = 0; i < 3; i++)
+        CHECK(run(e, x, N_REF, got));
+    CHECK_MSG(ptq_exec_n_allocs(e) == allocs, "steady runs allocated %lld times",
+              (long long)(ptq_exec_n_allocs(e) - allocs));
+    CHECK_MSG(memcmp(got, ref, sizeof ref) == 0, "planned memory changed the logits");
+    /* a smaller batch fits the plan; a larger one gets a new plan */
+    CHECK(run(e, x, 5, got) && memcmp(got, ref, 5 * N_CLASSES * sizeof *ref) == 0);
+    CHECK_MSG(ptq_exec_n_allocs(e) == allocs, "a smaller batch allocated");
+    float big_x[2 * N_REF * SAMPLE], big[2 * N_REF * N_CLASSES];
+    memcpy(big_x, x, N_REF * SAMPLE * sizeof *x);
+    memcpy(big_x + N_REF * SAMPLE, x, N_REF * SAMPLE * sizeof *x);
+    CHECK(run(e, big_x, 2 * N_REF, big) && run(e, big_x, 2 * N_REF, big));
+    CHECK(memcmp(big, ref, sizeof ref) == 0 && memcmp(big + N_REF * N_CLASSES, ref, sizeof ref) == 0);
+
+    /* taps: several at once, in order, removable */
+    counter c1 = {0, 0}, c2 = {0, 0};
+    CHECK(ptq_exec_add_tap(&ctx, e, count_tap, &c1) == PTQ_OK && ptq_exec_add_tap(&ctx, e, count_tap, &c2) == PTQ_OK);
+    CHECK(run(e, x, N_REF, got));
+    CHECK_MSG(c1.n_calls > 0 && c1.n_calls == c2.n_calls && c1.n_values == c2.n_values, "taps saw %d and %d tensors",
+              c1.n_calls, c2.n_calls);
+    ptq_exec_remove_tap(e, count_tap, &c1);
+    const int seen = c1.n_calls;
+    CHECK(run(e, x, N_REF, got));
+    CHECK_MSG(c1.n_calls == seen && c2.n_calls == 2 * seen, "a removed tap was still called");
+    ptq_exec_set_tap(e, NULL, NULL);
+
+    /* kept values: every suffix run from the kept prefix equals the full run */
+    const int n_nodes = g->n_nodes;
+    CHECK(ptq_exec_run_from(&ctx, e, n_nodes / 2, (ptq_tensor[4]){{0}}) == PTQ_ERR_INVALID_ARG);
+    for (int k = 0; k <= n_nodes; k++)
+        CHECK(ptq_exec_keep_for(&ctx, e, k) == PTQ_OK);
+    CHECK(run(e, x, N_REF, got) && memcmp(got, ref, sizeof ref) == 0);
+    for (int k = n_nodes - 1; k >= 0; k -= 3) {
+        CHECK(run_from(e, k, N_REF, got));
+        CHECK_MSG(memcmp(got, ref, sizeof ref) == 0, "run_from(%d) differs from the full run", k);
+    }
+    /* an overlay on one node's output: run from that node equals the full run under it */
+    unsigned char *rounds = calloc((size_t)g->n_values, 1);
+    const int k_mid = n_nodes / 2, v_mid = g->nodes[k_mid].outputs[0];
+    rounds[v_mid] = 1;
+    ptq_overlay ov = {ptq_overlay_new_id(), NULL, NULL, halve, rounds};
+    ptq_exec *f = NULL;
+    CHECK(ptq_exec_create(&ctx, g, &p, &f) == PTQ_OK);
+    ptq_exec_set_overlay(f, &ov);
+    CHECK(run(f, x, N_REF, q_full));
+    ptq_exec_free(f);
+    CHECK_MSG(memcmp(q_full, ref, sizeof ref) != 0, "halving '%s' changed nothing", g->values[v_mid].name);
+    ptq_exec_set_overlay(e, &ov);
+    CHECK(run_from(e, k_mid, N_REF, got));
+    CHECK_MSG(memcmp(got, q_full, sizeof got) == 0, "run_from under the overlay differs from the full run under it");
+    ptq_exec_set_overlay(e, NULL);
+    CHECK(run_from(e, k_mid + 1, N_REF, got)); /* the kept prefix was not touched by the overlay run */
+    CHECK_MSG(memcmp(got, ref, sizeof ref) == 0, "an overlay run changed the kept values");
+    CHECK(run_from(e, 0, N_REF, got) && memcmp(got, ref, sizeof ref) == 0);
+    /* a graph input rounded by the overlay: run_from(0) rounds the kept input again, the caller's stays */
+    rounds[v_mid] = 0;
+    rounds[g->inputs[0]] = 1;
+    ov.id = ptq_overlay_new_id();
+    float *x_copy = malloc(N_REF * SAMPLE * sizeof *x_copy);
+    memcpy(x_copy, x, N_REF * SAMPLE * sizeof *x);
+    for (int64_t i = 0; i < N_REF * SAMPLE; i++)
+        x_copy[i] *= 0.5f;
+    ptq_exec_set_overlay(e, NULL);
+    CHECK(run(e, x_copy, N_REF, q_full));
+    CHECK(run(e, x, N_REF, got));
+    ptq_exec_set_overlay(e, &ov);
+    CHECK(run_from(e, 0, N_REF, got));
+    CHECK_MSG(memcmp(got, q_full, sizeof got) == 0, "run_from(0) did not round the kept input");
+    CHECK(run(e, x, N_REF, got) && memcmp(got, q_full, sizeof got) == 0);
+    CHECK_MSG(memcmp(x_copy, x, sizeof *x) != 0 && x[0] == 2 * x_copy[0], "the overlay wrote the caller's input");
+    free(x_copy);
+    free(rounds);
+    ptq_exec_free(e);
+}
+
+static void test_pick(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    int64_t *ids = NULL, n = 0;
+    ptq_pick all = {0, 0, 0, 0, 0}, lim = {7, 0, 0, 0, 0}, rnd = {0, 50, 3, 0, 0};
+    CHECK(ptq_pick_samples(&ctx, 100, &all, &ids, &n) == PTQ_OK && n == 100 && ids[99] == 99);
+    free(ids);
+    CHECK(ptq_pick_samples(&ctx, 100, &lim, &ids, &n) == PTQ_OK && n == 7 && ids[6] == 6);
+    free(ids);
+    CHECK(ptq_pick_samples(&ctx, 100, &rnd, &ids, &n) == PTQ_OK && n == 50);
+    int sorted = 1;
+    for (int64_t i = 1; i < n; i++)
+        sorted &= ids[i] > ids[i - 1] && ids[i] < 100;
+    CHECK_MSG(sorted, "a random pick is not ascending and distinct");
+    int64_t whole[50];
+    memcpy(whole, ids, sizeof whole);
+    free(ids);
+    /* shards of the pick cover it exactly, in order */
+    int64_t at = 0;
+    for (int64_t s = 0; s < 3; s++) {
+        ptq_pick sh = {0, 50, 3, s, 3};
+        CHECK(ptq_pick_samples(&ctx, 100, &sh, &ids, &n) == PTQ_OK);
+        for (int64_t i = 0; i < n && at < 50; i++)
+            CHECK(ids[i] == whole[at++]);
+        free(ids);
+    }
+    CHECK_MSG(at == 50, "three shards covered %lld of 50 samples", (long long)at);
+    ptq_pick bad = {0, 0, 0, 3, 3};
+    CHECK(ptq_pick_samples(&ctx, 100, &bad, &ids, &n) == PTQ_ERR_INVALID_ARG);
+    ptq_device d;
+    int ord;
+    CHECK(ptq_device_parse(&ctx, "cuda:3", &d, &ord) == PTQ_OK && d == PTQ_DEVICE_CUDA && ord == 3);
+    CHECK(ptq_device_parse(&ctx, "cpu", &d, &ord) == PTQ_OK && d == PTQ_DEVICE_CPU);
+    CHECK(ptq_device_parse(&ctx, "cuda:x", &d, &ord) == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_device_parse(&ctx, "tpu", &d, &ord) == PTQ_ERR_INVALID_ARG);
+}
+
+/* The demo model over a data set: eval stats with the given batch and prefetch. */
+static char *eval_json(ptq_session *s, const int64_t *ids, int64_t n_ids, int64_t batch, int prefetch)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_eval_stats stats = {0};
+    char *json = NULL;
+    ptq_runner_params rp = {.session = s, .ids = ids, .n_ids = n_ids, .batch = batch, .need_labels = 1,
+                            .need_logits = 1, .prefetch = prefetch};
+    rp.consumers[rp.n_consumers++] = ptq_eval_consumer(&stats);
+    if (ptq_runner_run(&ctx, &rp) != PTQ_OK || ptq_eval_format_json(&ctx, &stats, NULL, NULL, &json) != PTQ_OK)
+        fprintf(stderr, "eval run: %s\n", ctx.msg);
+    ptq_eval_stats_free(&stats);
+    return json;
+}
+
+static void test_runner(const char *data_path, const unsigned char *rounds)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_session_opts so;
+    memset(&so, 0, sizeof so);
+    char model[4096];
+    snprintf(model, sizeof model, "%s/models/fmnist_resnet.onnx", getenv("PTQ_SOURCE_DIR") ? getenv("PTQ_SOURCE_DIR") : ".");
+    so.model = model;
+    so.data = data_path;
+    so.device = PTQ_DEVICE_CPU;
+    ptq_session *s = NULL;
+    CHECK_MSG(ptq_session_open(&ctx, &so, &s) == PTQ_OK, "%s", ctx.msg);
+    if (!s)
+        return;
+    int64_t *ids = NULL, n_ids = 0;
+    ptq_pick all = {0, 0, 0, 0, 0};
+    CHECK(ptq_pick_samples(&ctx, ptq_session_n_samples(s), &all, &ids, &n_ids) == PTQ_OK && n_ids == 300);
+    char *a = eval_json(s, ids, n_ids, 64, 1), *b = eval_json(s, ids, n_ids, 7, 0), *c = eval_json(s, ids, n_ids, 300, 1);
+    CHECK_MSG(a && b && c && strcmp(a, b) == 0 && strcmp(a, c) == 0, "eval stats depend on batch or prefetch");
+    free(a), free(b), free(c);
+
+    /* validation: the single run against three shards merged */
+    ptq_overlay ov = {ptq_overlay_new_id(), NULL, NULL, halve, rounds};
+    ptq_validate_run whole;
+    memset(&whole, 0, sizeof whole);
+    whole.overlay = &ov;
+    ptq_runner_params rp = {.session = s, .ids = ids, .n_ids = n_ids, .batch = 64, .need_labels = 1, .need_logits = 1,
+                            .prefetch = 1};
+    rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&whole);
+    CHECK_MSG(ptq_runner_run(&ctx, &rp) == PTQ_OK, "%s", ctx.msg);
+    ptq_validate_stats *merged = NULL;
+    for (int64_t sh = 2; sh >= 0; sh--) { /* merged in reverse order */
+        ptq_pick pick = {0, 0, 0, sh, 3};
+        int64_t *sids = NULL, n_s = 0;
+        CHECK(ptq_pick_samples(&ctx, ptq_session_n_samples(s), &pick, &sids, &n_s) == PTQ_OK);
+        ptq_validate_run part;
+        memset(&part, 0, sizeof part);
+        part.overlay = &ov;
+        ptq_runner_params pp = {.session = s, .ids = sids, .n_ids = n_s, .batch = 17 + sh, .need_labels = 1,
+                                .need_logits = 1, .prefetch = sh != 1};
+        pp.consumers[pp.n_consumers++] = ptq_validate_consumer(&part);
+        CHECK_MSG(ptq_runner_run(&ctx, &pp) == PTQ_OK, "%s", ctx.msg);
+        if (!merged) {
+            merged = part.stats;
+            part.stats = NULL;
+        } else {
+            CHECK(ptq_validate_stats_merge(&ctx, merged, part.stats) == PTQ_OK);
+        }
+        ptq_validate_run_free(&part);
+        free(sids);
+    }
+    char *j1 = NULL, *j2 = NULL, *m1 = NULL, *m2 = NULL;
+    CHECK(whole.stats && merged);
+    if (whole.stats && merged) {
+        CHECK(ptq_validate_format_json(&ctx, whole.stats, NULL, &j1) == PTQ_OK);
+        CHECK(ptq_validate_format_json(&ctx, merged, NULL, &j2) == PTQ_OK);
+        CHECK(ptq_validate_format_markdown(&ctx, whole.stats, NULL, &m1) == PTQ_OK);
+        CHECK(ptq_validate_format_markdown(&ctx, merged, NULL, &m2) == PTQ_OK);
+        CHECK_MSG(j1 && j2 && strcmp(j1, j2) == 0, "three validation shards merged differ from the single run (JSON)");
+        CHECK_MSG(m1 && m2 && strcmp(m1, m2) == 0, "three validation shards merged differ from the single run (Markdown)");
+        CHECK_MSG(j1 && strstr(j1, "\"changed_predictions\":\t0") == NULL, "the overlay changed no prediction");
+    }
+    free(j1), free(j2), free(m1), free(m2);
+    ptq_validate_stats_free(merged);
+    ptq_validate_run_free(&whole);
+    free(ids);
+    ptq_session_close(s);
+}
+
+int main(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = test_load_demo_model("test_runner");
+    if (!g)
+        return 1;
+    float *x = malloc((size_t)N_REF * SAMPLE * sizeof *x);
+    test_rand_seed(11);
+    test_fill_uniform(x, N_REF * SAMPLE, -0.81f, 2.03f);
+    test_exec(g, x);
+    test_pick();
+
+    /* a labelled set of 300 random images */
+    enum { N_IMG = 300 };
+    uint8_t *img = malloc((size_t)N_IMG * SAMPLE);
+    int64_t labels[N_IMG];
+    for (int64_t i = 0; i < N_IMG * SAMPLE; i++)
+        img[i] = (uint8_t)(test_rand_u64() % 256);
+    for (int i = 0; i < N_IMG; i++)
+        labels[i] = (int64_t)(test_rand_u64() % N_CLASSES);
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/ptq-test-runner-%u.h5", (unsigned)test_rand_u64());
+    ptq_tensor ti = {PTQ_DT_UINT8, 3, {N_IMG, 28, 28}, img, PTQ_MEM_HOST, 0};
+    ptq_tensor tl = {PTQ_DT_INT64, 1, {N_IMG}, labels, PTQ_MEM_HOST, 0};
+    CHECK_MSG(ptq_dataset_write_hdf5(&ctx, path, &ti, &tl, NULL) == PTQ_OK, "%s", ctx.msg);
+    unsigned char *rounds = calloc((size_t)g->n_values, 1);
+    for (int k = 0; k < g->n_nodes; k += 4) /* halve a few activations */
+        rounds[g->nodes[k].outputs[0]] = 1;
+    test_runner(path, rounds);
+    remove(path);
+    free(rounds);
+    free(img);
+    free(x);
+    ptq_graph_free(g);
+    return test_done("test_runner");
+}
