@@ -16,11 +16,11 @@
 
 #define PTQ_OP_MAX_IO 16
 
+typedef struct ptq_op_def ptq_op_def;
+
 /* What one node invocation sees. in[i] is NULL where an optional input is
  * omitted; inputs live where the backend runs (host for ref/cpu), except the
  * ones named in the op's host_inputs mask, which are always on the host. */
-typedef struct ptq_op_def ptq_op_def;
-
 typedef struct ptq_op_io {
     const ptq_graph *graph;
     const ptq_node *node;
