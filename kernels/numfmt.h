@@ -1,7 +1,7 @@
 /* Number formats of quantization (the table: include/ptq/numfmt.h): INT8
  * symmetric, FP8 (E4M3FN, E5M2), FP16 and BF16, as plain-C references
  * (kernels/ref/numfmt.c, on top of kernels/ref/fp8.c's scalar codes) and
- * CUDA versions (kernels/cuda/numfmt.cu; none yet for BF16) built on
+ * CUDA versions (kernels/cuda/numfmt.cu) built on
  * NVIDIA's own conversions, bit for bit equal. Covered by
  * tests/test_numfmt.c and tests/cuda_parity_numfmt.c (all 2^32 floats). */
 #ifndef PTQ_KERNELS_NUMFMT_H
@@ -69,7 +69,7 @@ void ptq_k_round_bf16_ref(const float *x, int64_t n, float *y);
 #ifdef PTQ_CUDA
 /* The same on the GPU, queued on d's stream; pointers are device memory.
  * FP8 encodes with __nv_cvt_float_to_fp8(.., __NV_SATFINITE, ..), FP16
- * with __float2half_rn, divisions with __fdiv_rn, INT8 rounding with
+ * with __float2half_rn, BF16 with __float2bfloat16_rn, divisions with __fdiv_rn, INT8 rounding with
  * __float2int_rn then a clamp. */
 typedef struct ptq_cuda_dev ptq_cuda_dev;
 
@@ -82,11 +82,13 @@ ptq_status ptq_k_quantize_fp8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind k
 ptq_status ptq_k_fake_quant_fp8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,
                                      float scale, float *y);
 ptq_status ptq_k_round_fp16_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float *y);
+ptq_status ptq_k_round_bf16_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float *y);
 /* Unscaled conversions of x's exact bit patterns (no division, which would
  * canonicalise NaN payloads): what the exhaustive parity test drives. */
 ptq_status ptq_k_fp8_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,
                                      uint8_t *q);
 ptq_status ptq_k_fp16_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, uint16_t *h);
+ptq_status ptq_k_bf16_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, uint16_t *b);
 #endif
 
 #ifdef __cplusplus

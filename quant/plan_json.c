@@ -98,6 +98,18 @@ static ptq_status bad(ptq_ctx *ctx, const char *what, int64_t entry)
     return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor %lld: %s", (long long)entry, what);
 }
 
+/* The n numbers of JSON array arr into out[n]; what names one ("scale") for errors on tensor name. */
+static ptq_status read_numbers(ptq_ctx *ctx, const cJSON *arr, int n, const char *name, const char *what, float *out)
+{
+    for (int c = 0; c < n; c++) {
+        const cJSON *x = cJSON_GetArrayItem(arr, c);
+        if (!cJSON_IsNumber(x))
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': %s %d is not a number", name, what, c);
+        out[c] = (float)x->valuedouble;
+    }
+    return PTQ_OK;
+}
+
 /* The optional "block_size" (an integer >= 1) and "block_scales" of entry t. */
 static ptq_status read_blocks(ptq_ctx *ctx, const cJSON *t, const char *name, ptq_plan_entry *e)
 {
@@ -114,14 +126,8 @@ static ptq_status read_blocks(ptq_ctx *ctx, const cJSON *t, const char *name, pt
     e->block_size = (int64_t)size->valuedouble;
     if (!(e->block_scales = malloc(((size_t)n + 1) * sizeof *e->block_scales)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
-    for (int c = 0; c < n; c++) {
-        const cJSON *x = cJSON_GetArrayItem(blocks, c);
-        if (!cJSON_IsNumber(x))
-            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': block scale %d is not a number", name, c);
-        e->block_scales[c] = (float)x->valuedouble;
-    }
     e->n_block_scales = n;
-    return PTQ_OK;
+    return read_numbers(ctx, blocks, n, name, "block scale", e->block_scales);
 }
 
 static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_entry *e)
@@ -149,14 +155,9 @@ static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_e
     e->scales = malloc(((size_t)n + 1) * sizeof *e->scales);
     if (!e->name || !e->source || !e->scales)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
-    for (int c = 0; c < n; c++) {
-        const cJSON *x = cJSON_GetArrayItem(scales, c);
-        if (!cJSON_IsNumber(x))
-            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': scale %d is not a number", name, c);
-        e->scales[c] = (float)x->valuedouble;
-    }
     e->n_scales = n;
-    return read_blocks(ctx, t, name, e);
+    ptq_status st = read_numbers(ctx, scales, n, name, "scale", e->scales);
+    return st == PTQ_OK ? read_blocks(ctx, t, name, e) : st;
 }
 
 ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
