@@ -21,14 +21,17 @@ const char *ptq_calib_method_name(ptq_calib_method m)
     return "unknown";
 }
 
+/* The table's entry of f when f takes scales, else NULL. */
+static const ptq_numfmt *scaled_format(ptq_qformat f)
+{
+    const ptq_numfmt *nf = ptq_numfmt_get(f);
+    return nf && nf->scaled ? nf : NULL;
+}
+
 const char *ptq_qformat_name(ptq_qformat f)
 {
-    switch (f) {
-    case PTQ_QFORMAT_INT8: return "int8";
-    case PTQ_QFORMAT_FP8_E4M3: return "fp8-e4m3";
-    case PTQ_QFORMAT_FP8_E5M2: return "fp8-e5m2";
-    }
-    return "unknown";
+    const ptq_numfmt *nf = scaled_format(f);
+    return nf ? nf->name : "unknown";
 }
 
 ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *out)
@@ -46,12 +49,10 @@ ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method 
 
 ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out)
 {
-    static const ptq_qformat all[] = {PTQ_QFORMAT_INT8, PTQ_QFORMAT_FP8_E4M3, PTQ_QFORMAT_FP8_E5M2};
-    for (size_t k = 0; s && k < sizeof all / sizeof all[0]; k++) {
-        if (strcmp(s, ptq_qformat_name(all[k])) == 0) {
-            *out = all[k];
-            return PTQ_OK;
-        }
+    const ptq_numfmt *nf = ptq_numfmt_find(s);
+    if (nf && nf->scaled) {
+        *out = nf->id;
+        return PTQ_OK;
     }
     if (s && strcmp(s, "fp8") == 0) {
         *out = PTQ_QFORMAT_FP8_E4M3;
@@ -63,12 +64,8 @@ ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out)
 
 double ptq_qformat_max(ptq_qformat f)
 {
-    switch (f) {
-    case PTQ_QFORMAT_FP8_E4M3: return 448.0;
-    case PTQ_QFORMAT_FP8_E5M2: return 57344.0;
-    case PTQ_QFORMAT_INT8: break;
-    }
-    return 127.0;
+    const ptq_numfmt *nf = scaled_format(f);
+    return nf ? nf->max_finite : ptq_numfmt_get(PTQ_FMT_INT8)->max_finite;
 }
 
 /* The histogram as the calibrators see it, in units of the bin width w.
@@ -130,7 +127,7 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     memset(out, 0, sizeof *out);
     if ((unsigned)p->method > PTQ_CALIB_MSE)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown method %d", (int)p->method);
-    if ((unsigned)p->format > PTQ_QFORMAT_FP8_E5M2)
+    if (!scaled_format(p->format))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown format %d", (int)p->format);
     double pct = p->percentile == 0.0 ? DEFAULT_PERCENTILE : p->percentile;
     if (p->method == PTQ_CALIB_PERCENTILE && !(pct > 0.0 && pct <= 100.0))

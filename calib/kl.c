@@ -68,9 +68,9 @@ static int level_of(ptq_qformat f, int64_t j, int64_t i)
 {
     switch (f) {
     case PTQ_QFORMAT_FP8_E4M3:
-        return ptq_k_fp8_e4m3_from_double_ref(((double)j + 0.5) * 448.0 / (double)i);
+        return ptq_k_fp8_e4m3_from_double_ref(((double)j + 0.5) * ptq_qformat_max(f) / (double)i);
     case PTQ_QFORMAT_FP8_E5M2:
-        return ptq_k_fp8_e5m2_from_double_ref(((double)j + 0.5) * 57344.0 / (double)i);
+        return ptq_k_fp8_e5m2_from_double_ref(((double)j + 0.5) * ptq_qformat_max(f) / (double)i);
     case PTQ_QFORMAT_INT8:
     default:
         return (int)(j * PTQ_CALIB_KL_START / i);

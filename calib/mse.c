@@ -12,15 +12,16 @@
 /* Error of candidate i with INT8: scale i/127, round half to even, clamp to 127. */
 static double int8_error(const int64_t *bins, int64_t n, int64_t i)
 {
-    const double scale = (double)i / 127.0;
+    const double qmax = ptq_qformat_max(PTQ_QFORMAT_INT8);
+    const double scale = (double)i / qmax;
     double err = 0.0;
     for (int64_t j = 0; j < n; j++) {
         if (!bins[j])
             continue;
         const double c = (double)j + 0.5;
         double q = nearbyint(c / scale);
-        if (q > 127.0)
-            q = 127.0;
+        if (q > qmax)
+            q = qmax;
         const double d = q * scale - c;
         err += (double)bins[j] * d * d;
     }

@@ -1,23 +1,27 @@
-/* Number formats of quantization: INT8 symmetric, FP8 (E4M3FN, E5M2) and
- * FP16, as plain-C references (kernels/ref/numfmt.c, on top of
- * kernels/ref/fp8.c's scalar codes) and CUDA versions (kernels/cuda/numfmt.cu)
- * built on NVIDIA's own conversions, bit for bit equal. Covered by
+/* Number formats of quantization (the table: include/ptq/numfmt.h): INT8
+ * symmetric, FP8 (E4M3FN, E5M2), FP16 and BF16, as plain-C references
+ * (kernels/ref/numfmt.c, on top of kernels/ref/fp8.c's scalar codes) and
+ * CUDA versions (kernels/cuda/numfmt.cu) built on
+ * NVIDIA's own conversions, bit for bit equal. Covered by
  * tests/test_numfmt.c and tests/cuda_parity_numfmt.c (all 2^32 floats). */
-#ifndef PTQ_NUMFMT_H
-#define PTQ_NUMFMT_H
+#ifndef PTQ_KERNELS_NUMFMT_H
+#define PTQ_KERNELS_NUMFMT_H
 
 #include <stdint.h>
 
+#include "ptq/numfmt.h"
 #include "ptq/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum ptq_fp8_kind {
-    PTQ_FP8_E4M3 = 0, /* E4M3FN: max 448, no Inf, NaN 0x7F/0xFF */
-    PTQ_FP8_E5M2 = 1  /* max 57344, Inf 0x7C/0xFC, NaN 0x7D-0x7F/0xFD-0xFF */
-} ptq_fp8_kind;
+/* Which FP8 format (include/ptq/numfmt.h): PTQ_FMT_FP8_E4M3 (E4M3FN: max
+ * 448, no Inf, NaN 0x7F/0xFF) or PTQ_FMT_FP8_E5M2 (max 57344, Inf 0x7C/0xFC,
+ * NaN 0x7D-0x7F/0xFD-0xFF). */
+typedef ptq_fmt ptq_fp8_kind;
+#define PTQ_FP8_E4M3 PTQ_FMT_FP8_E4M3
+#define PTQ_FP8_E5M2 PTQ_FMT_FP8_E5M2
 
 /* The scaled quantizers compute v = x / scale as one IEEE float division
  * rounded to nearest even (ONNX QuantizeLinear's x / y_scale; never x *
@@ -53,10 +57,19 @@ uint16_t ptq_k_fp16_from_float_ref(float x);
 float ptq_k_fp16_to_float_ref(uint16_t h);
 void ptq_k_round_fp16_ref(const float *x, int64_t n, float *y);
 
+/* BF16 (bfloat16, float32's top 16 bits): round to nearest even on the 16
+ * dropped bits, subnormals kept, overflow past the largest finite
+ * (0x7F7F) to +-Inf as IEEE rounding does; every NaN stays a NaN as the
+ * canonical 0x7FFF (what __float2bfloat16_rn gives). to_float is exact (the
+ * code shifted up 16 bits). round: y = to_float(from_float(x)); x == y allowed. */
+uint16_t ptq_k_bf16_from_float_ref(float x);
+float ptq_k_bf16_to_float_ref(uint16_t b);
+void ptq_k_round_bf16_ref(const float *x, int64_t n, float *y);
+
 #ifdef PTQ_CUDA
 /* The same on the GPU, queued on d's stream; pointers are device memory.
  * FP8 encodes with __nv_cvt_float_to_fp8(.., __NV_SATFINITE, ..), FP16
- * with __float2half_rn, divisions with __fdiv_rn, INT8 rounding with
+ * with __float2half_rn, BF16 with __float2bfloat16_rn, divisions with __fdiv_rn, INT8 rounding with
  * __float2int_rn then a clamp. */
 typedef struct ptq_cuda_dev ptq_cuda_dev;
 
@@ -69,11 +82,13 @@ ptq_status ptq_k_quantize_fp8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind k
 ptq_status ptq_k_fake_quant_fp8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,
                                      float scale, float *y);
 ptq_status ptq_k_round_fp16_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float *y);
+ptq_status ptq_k_round_bf16_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float *y);
 /* Unscaled conversions of x's exact bit patterns (no division, which would
  * canonicalise NaN payloads): what the exhaustive parity test drives. */
 ptq_status ptq_k_fp8_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,
                                      uint8_t *q);
 ptq_status ptq_k_fp16_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, uint16_t *h);
+ptq_status ptq_k_bf16_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, uint16_t *b);
 #endif
 
 #ifdef __cplusplus

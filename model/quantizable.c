@@ -1,13 +1,16 @@
 /* Which tensors of a graph a plan may quantize (include/ptq/graph.h): the
  * activations and weights `ptq info` lists and `ptq calibrate` observes by
- * default. Covered by tests/test_calib_set.c and tests/cli_test.py. */
+ * default, as the op traits table (model/op_traits.c) says. Covered by
+ * tests/test_calib_set.c, tests/test_op_table.c and tests/cli_test.py. */
 #include <string.h>
 
+#include "model/op_traits.h"
 #include "ptq/graph.h"
 
 int ptq_op_is_weighted(const char *op_type)
 {
-    return strcmp(op_type, "Conv") == 0 || strcmp(op_type, "Gemm") == 0 || strcmp(op_type, "MatMul") == 0;
+    const ptq_op_traits *t = ptq_op_traits_find(NULL, op_type);
+    return t && (t->flags & PTQ_OPF_WEIGHTED);
 }
 
 static int is_const(const ptq_value *v)
@@ -23,15 +26,16 @@ void ptq_graph_quantizable(const ptq_graph *g, unsigned char *act, unsigned char
         memset(wt, 0, (size_t)g->n_values);
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
-        if (act && strcmp(n->op_type, "Constant") != 0)
+        const ptq_op_traits *t = ptq_op_traits_find(n->domain, n->op_type);
+        /* an op ptq does not know: its float outputs are activations still */
+        const unsigned q_out = t ? t->quant_outputs : PTQ_OP_ALL_IO, q_in = t ? t->quant_inputs : 0;
+        if (act)
             for (int i = 0; i < n->n_outputs; i++)
-                if (n->outputs[i] >= 0 && g->values[n->outputs[i]].dtype == PTQ_DT_FLOAT)
+                if (ptq_op_mask_has(q_out, i) && n->outputs[i] >= 0 && g->values[n->outputs[i]].dtype == PTQ_DT_FLOAT)
                     act[n->outputs[i]] = 1;
-        if (!ptq_op_is_weighted(n->op_type))
-            continue;
-        for (int i = 0; i < n->n_inputs && i < 2; i++) {
+        for (int i = 0; i < n->n_inputs; i++) {
             int v = n->inputs[i];
-            if (v < 0 || g->values[v].dtype != PTQ_DT_FLOAT)
+            if (!ptq_op_mask_has(q_in, i) || v < 0 || g->values[v].dtype != PTQ_DT_FLOAT)
                 continue;
             if (is_const(&g->values[v])) {
                 if (wt)

@@ -145,7 +145,8 @@ ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_
         if ((unsigned)t->method > PTQ_CALIB_MSE)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor \"%s\": unknown calibration method %d", name,
                             (int)t->method);
-        if ((unsigned)t->format > PTQ_QFORMAT_FP8_E5M2)
+        const ptq_numfmt *nf = ptq_numfmt_get(t->format);
+        if (!nf || !nf->scaled)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor \"%s\": unknown format %d", name, (int)t->format);
         if (t->method == PTQ_CALIB_PERCENTILE && !(t->percentile > 0 && t->percentile <= 100))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor \"%s\": percentile %g is not in (0, 100]", name,

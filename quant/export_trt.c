@@ -59,7 +59,7 @@ ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params *p, con
         const ptq_tensor_range *t = &ranges[i];
         if (t->r.degenerate || t->r.amax == 0)
             continue;
-        float scale = (float)(t->r.amax / 127.0);
+        float scale = (float)(t->r.amax / ptq_qformat_max(PTQ_QFORMAT_INT8));
         if (!(scale >= FLT_MIN) || isinf(scale)) {
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
                           "tensor \"%s\": amax %.9g gives the scale %.9g, not a normal float32 as TensorRT needs",

@@ -48,6 +48,7 @@ static void round_host(ptq_prec prec, float scale, const float *x, int64_t n, fl
     case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, x, n, scale, y); break;
     case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, x, n, scale, y); break;
     case PTQ_PREC_FP32:
+    case PTQ_FMT_BF16: /* not a plan precision (ptq_plan_check) */
         if (x != y)
             memcpy(y, x, (size_t)n * sizeof *y);
         break;
@@ -107,7 +108,8 @@ static ptq_status fq_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, p
     case PTQ_PREC_INT8: return ptq_k_fake_quant_int8_cuda(ctx, cuda, x, n, a.scale, x);
     case PTQ_PREC_FP8_E4M3: return ptq_k_fake_quant_fp8_cuda(ctx, cuda, PTQ_FP8_E4M3, x, n, a.scale, x);
     case PTQ_PREC_FP8_E5M2: return ptq_k_fake_quant_fp8_cuda(ctx, cuda, PTQ_FP8_E5M2, x, n, a.scale, x);
-    case PTQ_PREC_FP32: break;
+    case PTQ_PREC_FP32:
+    case PTQ_FMT_BF16: break; /* not a plan precision (ptq_plan_check) */
     }
     return PTQ_OK;
 #else

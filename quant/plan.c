@@ -9,28 +9,39 @@
 #include <string.h>
 
 #include "ptq/plan.h"
+#include "model/op_traits.h"
 #include "quant/quant_internal.h"
 
-static const char *const prec_names[] = {"fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2"};
+/* The table's entry of p when plans may use it, else NULL. */
+static const ptq_numfmt *plan_format(ptq_prec p)
+{
+    const ptq_numfmt *nf = ptq_numfmt_get(p);
+    return nf && nf->in_plans ? nf : NULL;
+}
 
 const char *ptq_prec_name(ptq_prec p)
 {
-    return (unsigned)p <= PTQ_PREC_FP8_E5M2 ? prec_names[p] : "?";
+    const ptq_numfmt *nf = plan_format(p);
+    return nf ? nf->name : "?";
 }
 
 ptq_status ptq_prec_parse(ptq_ctx *ctx, const char *s, ptq_prec *out)
 {
-    for (int i = 0; i <= PTQ_PREC_FP8_E5M2; i++)
-        if (strcmp(s, prec_names[i]) == 0) {
-            *out = (ptq_prec)i;
-            return PTQ_OK;
-        }
+    const ptq_numfmt *nf = ptq_numfmt_find(s);
+    if (nf && nf->in_plans) {
+        *out = nf->id;
+        return PTQ_OK;
+    }
     if (strcmp(s, "fp8") == 0) {
         *out = PTQ_PREC_FP8_E4M3;
         return PTQ_OK;
     }
-    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown precision '%s' (choices: fp32, fp16, int8, fp8-e4m3, fp8-e5m2)",
-                    s);
+    char choices[128] = "";
+    for (int i = 0; i < PTQ_FMT_COUNT; i++)
+        if ((nf = plan_format((ptq_prec)i)) != NULL)
+            snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s", choices[0] ? ", " : "",
+                     nf->name);
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown precision '%s' (choices: %s)", s, choices);
 }
 
 void ptq_plan_free(ptq_plan *p)
@@ -41,6 +52,7 @@ void ptq_plan_free(ptq_plan *p)
         free(p->e[i].name);
         free(p->e[i].scales);
         free(p->e[i].source);
+        free(p->e[i].block_scales);
     }
     free(p->e);
     free(p->model_name);
@@ -51,40 +63,24 @@ void ptq_plan_free(ptq_plan *p)
 
 int ptq_prec_is_quantized(ptq_prec p)
 {
-    return p == PTQ_PREC_INT8 || p == PTQ_PREC_FP8_E4M3 || p == PTQ_PREC_FP8_E5M2;
+    const ptq_numfmt *nf = plan_format(p);
+    return nf && nf->scaled;
 }
 
-static ptq_qformat qformat_of(ptq_prec p)
-{
-    return p == PTQ_PREC_FP8_E4M3 ? PTQ_QFORMAT_FP8_E4M3 : p == PTQ_PREC_FP8_E5M2 ? PTQ_QFORMAT_FP8_E5M2
-                                                                                  : PTQ_QFORMAT_INT8;
-}
-
-/* The channel axis of weight value v as input `input` of node n: Conv's
- * output channels (0), Gemm's output axis (0 with transB, else 1), MatMul's
- * last axis; -1 (one scale) for a constant first input. */
-static int weight_axis(const ptq_node *n, const ptq_value *v, int input)
-{
-    if (input != 1 || v->ndim < 1)
-        return -1;
-    if (strcmp(n->op_type, "Conv") == 0)
-        return 0;
-    if (strcmp(n->op_type, "Gemm") == 0)
-        return ptq_node_attr_int(n, "transB", 0) ? 0 : (v->ndim >= 2 ? 1 : 0);
-    return v->ndim - 1;
-}
-
-/* The node and input slot that make value v a weight, or NULL. */
-static const ptq_node *weight_user(const ptq_graph *g, int v, int *input)
+/* The op (traits table) that makes value v a weight, with the node and
+ * input slot, or NULL: the first node taking v as an input it quantizes. */
+static const ptq_op_traits *weight_user(const ptq_graph *g, int v, const ptq_node **node, int *input)
 {
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
-        if (!ptq_op_is_weighted(n->op_type))
+        const ptq_op_traits *t = ptq_op_traits_find(n->domain, n->op_type);
+        if (!t)
             continue;
-        for (int i = 0; i < n->n_inputs && i < 2; i++)
-            if (n->inputs[i] == v) {
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] == v && ptq_op_mask_has(t->quant_inputs, i)) {
+                *node = n;
                 *input = i;
-                return n;
+                return t;
             }
     }
     return NULL;
@@ -136,12 +132,14 @@ static ptq_status weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, doub
 static void mark_edges(const ptq_graph *g, unsigned char *edge)
 {
     int first = -1, last = -1;
-    for (int k = 0; k < g->n_nodes; k++)
-        if (ptq_op_is_weighted(g->nodes[k].op_type)) {
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_op_traits *t = ptq_op_traits_find(g->nodes[k].domain, g->nodes[k].op_type);
+        if (t && (t->flags & PTQ_OPF_WEIGHTED)) {
             if (first < 0)
                 first = k;
             last = k;
         }
+    }
     for (int j = 0; j < 2 && first >= 0; j++) {
         const ptq_node *n = &g->nodes[j == 0 ? first : last];
         for (int i = 0; i < n->n_inputs; i++)
@@ -212,7 +210,7 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
     memcpy(p->model_sha256, model_sha256, 65);
     p->core = core;
     ptq_calib_params cp = *method;
-    cp.format = qformat_of(core);
+    cp.format = core;
     int64_t bad = -1;
     PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &cp, ranges, &bad), done);
 
@@ -244,14 +242,15 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
         if (!wt[v])
             continue;
         int input = 0;
-        const ptq_node *n = weight_user(g, v, &input);
-        const int axis = weight_axis(n, &g->values[v], input);
+        const ptq_node *n = NULL;
+        const ptq_op_traits *t = weight_user(g, v, &n, &input);
+        const int axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
         ptq_plan_entry *e = &p->e[p->n++];
         PTQ_TRY(st, entry_set(ctx, e, g->values[v].name, 1, edge[v] ? PTQ_PREC_FP16 : core, edge[v] ? -1 : axis,
                               edge[v] ? "edge: first or last compute layer" : "weights max|w| per channel"),
                 done);
         if (!edge[v])
-            PTQ_TRY(st, weight_scales(ctx, &g->values[v], axis, ptq_qformat_max(qformat_of(core)), &e->scales,
+            PTQ_TRY(st, weight_scales(ctx, &g->values[v], axis, ptq_qformat_max(core), &e->scales,
                                       &e->n_scales),
                     done);
     }
@@ -263,6 +262,42 @@ done:
     free(ranges);
     ptq_plan_free(p);
     return st;
+}
+
+/* e's block scales against its tensor val: none without a block size; else
+ * a static shape the block size divides, one finite scale > 0 per block, and
+ * a format that takes block scales. */
+static ptq_status check_blocks(ptq_ctx *ctx, const ptq_plan_entry *e, const ptq_value *val)
+{
+    if (e->block_size == 0) {
+        if (e->n_block_scales)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': %lld block scales but no block size", e->name,
+                            (long long)e->n_block_scales);
+        return PTQ_OK;
+    }
+    if (e->block_size < 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': block size %lld is not > 0", e->name,
+                        (long long)e->block_size);
+    int64_t numel = val->ndim >= 0 ? 1 : -1;
+    for (int d = 0; d < val->ndim && numel > 0; d++)
+        numel = val->dims[d] > 0 ? numel * val->dims[d] : -1;
+    if (numel < 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': block scales need a static shape", e->name);
+    if (numel % e->block_size != 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': block size %lld does not divide its %lld elements", e->name,
+                        (long long)e->block_size, (long long)numel);
+    if (e->n_block_scales != numel / e->block_size)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': %lld block scales, but %lld blocks of %lld", e->name,
+                        (long long)e->n_block_scales, (long long)(numel / e->block_size), (long long)e->block_size);
+    for (int64_t b = 0; b < e->n_block_scales; b++)
+        if (!(isfinite(e->block_scales[b]) && e->block_scales[b] > 0))
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                            "'%s': block scale %lld is %g; block scales must be finite and > 0", e->name, (long long)b,
+                            (double)e->block_scales[b]);
+    if (!ptq_numfmt_get(e->prec)->block_scaled)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s' runs in %s, which takes no block scales", e->name,
+                        ptq_prec_name(e->prec));
+    return PTQ_OK;
 }
 
 ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, const char *model_sha256)
@@ -292,6 +327,12 @@ ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, c
             goto done;
         }
         const ptq_value *val = &g->values[v];
+        if (!plan_format(e->prec)) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': precision %d is not one a plan may use", e->name,
+                          (int)e->prec);
+            goto done;
+        }
+        PTQ_TRY(st, check_blocks(ctx, e, val), done);
         if (!ptq_prec_is_quantized(e->prec)) {
             if (e->n_scales) {
                 st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s' runs in %s, which takes no scale", e->name,

@@ -3,6 +3,8 @@
  *    "model": {"name": ..., "sha256": ...}, "archive": ..., "method": ..., "core": "int8",
  *    "tensors": [{"name": ..., "kind": "activation" | "weight", "precision": "int8" | "fp8-e4m3" |
  *                 "fp8-e5m2" | "fp16" | "fp32", "axis": -1 | k, "scales": [...], "source": ...}, ...]}
+ * An entry with blocks (block_size > 0) also has "block_size": n and
+ * "block_scales": [...] after "scales"; entries without have neither.
  * Numbers are the shortest decimals that read back to the same value.
  * Covered by tests/test_plan.c and tests/cli_plan_test.py. */
 #define _POSIX_C_SOURCE 200809L
@@ -23,6 +25,19 @@ static cJSON *number(double x)
     char text[40];
     ptq_export_format_double(x, text, sizeof text);
     return cJSON_CreateRaw(text);
+}
+
+/* Appends x[n] to the array arr as shortest decimals; 0 when out of memory. */
+static int add_numbers(cJSON *arr, const float *x, int64_t n)
+{
+    for (int64_t c = 0; c < n; c++) {
+        cJSON *v = number((double)x[c]);
+        if (!v || !cJSON_AddItemToArray(arr, v)) {
+            cJSON_Delete(v);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
@@ -53,11 +68,12 @@ ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
              cJSON_AddStringToObject(t, "kind", e->is_weight ? "weight" : "activation") &&
              cJSON_AddStringToObject(t, "precision", ptq_prec_name(e->prec)) &&
              cJSON_AddNumberToObject(t, "axis", e->axis) && (scales = cJSON_AddArrayToObject(t, "scales")) != NULL;
-        for (int64_t c = 0; ok && c < e->n_scales; c++) {
-            cJSON *x = number((double)e->scales[c]);
-            ok = x && cJSON_AddItemToArray(scales, x);
-            if (!ok)
-                cJSON_Delete(x);
+        ok = ok && add_numbers(scales, e->scales, e->n_scales);
+        if (ok && e->block_size > 0) {
+            cJSON *blocks = NULL;
+            ok = cJSON_AddNumberToObject(t, "block_size", (double)e->block_size) &&
+                 (blocks = cJSON_AddArrayToObject(t, "block_scales")) != NULL &&
+                 add_numbers(blocks, e->block_scales, e->n_block_scales);
         }
         ok = ok && cJSON_AddStringToObject(t, "source", e->source ? e->source : "");
     }
@@ -80,6 +96,38 @@ static ptq_status bad(ptq_ctx *ctx, const char *what, int64_t entry)
     if (entry < 0)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "not a ptq plan: %s", what);
     return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor %lld: %s", (long long)entry, what);
+}
+
+/* The n numbers of JSON array arr into out[n]; what names one ("scale") for errors on tensor name. */
+static ptq_status read_numbers(ptq_ctx *ctx, const cJSON *arr, int n, const char *name, const char *what, float *out)
+{
+    for (int c = 0; c < n; c++) {
+        const cJSON *x = cJSON_GetArrayItem(arr, c);
+        if (!cJSON_IsNumber(x))
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': %s %d is not a number", name, what, c);
+        out[c] = (float)x->valuedouble;
+    }
+    return PTQ_OK;
+}
+
+/* The optional "block_size" (an integer >= 1) and "block_scales" of entry t. */
+static ptq_status read_blocks(ptq_ctx *ctx, const cJSON *t, const char *name, ptq_plan_entry *e)
+{
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(t, "block_size");
+    const cJSON *blocks = cJSON_GetObjectItemCaseSensitive(t, "block_scales");
+    if (!size && !blocks)
+        return PTQ_OK;
+    if (!size || !(cJSON_IsNumber(size) && size->valuedouble == floor(size->valuedouble) && size->valuedouble >= 1 &&
+                   size->valuedouble < 9007199254740992.0))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"block_size\" is not an integer >= 1", name);
+    if (!cJSON_IsArray(blocks))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"block_scales\" is not an array", name);
+    const int n = cJSON_GetArraySize(blocks);
+    e->block_size = (int64_t)size->valuedouble;
+    if (!(e->block_scales = malloc(((size_t)n + 1) * sizeof *e->block_scales)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
+    e->n_block_scales = n;
+    return read_numbers(ctx, blocks, n, name, "block scale", e->block_scales);
 }
 
 static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_entry *e)
@@ -107,14 +155,9 @@ static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_e
     e->scales = malloc(((size_t)n + 1) * sizeof *e->scales);
     if (!e->name || !e->source || !e->scales)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
-    for (int c = 0; c < n; c++) {
-        const cJSON *x = cJSON_GetArrayItem(scales, c);
-        if (!cJSON_IsNumber(x))
-            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': scale %d is not a number", name, c);
-        e->scales[c] = (float)x->valuedouble;
-    }
     e->n_scales = n;
-    return PTQ_OK;
+    ptq_status st = read_numbers(ctx, scales, n, name, "scale", e->scales);
+    return st == PTQ_OK ? read_blocks(ctx, t, name, e) : st;
 }
 
 ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)

@@ -13,11 +13,12 @@
 #include "ptq/qdq.h"
 #include "quant/quant_internal.h"
 
-enum { ONNX_FLOAT = 1, ONNX_INT8 = 3, ONNX_FLOAT8E4M3FN = 17, ONNX_FLOAT8E5M2 = 19 };
+enum { ONNX_FLOAT = 1 };
 
+/* The ONNX element type of p's codes (the format table's). */
 static int onnx_type_of(ptq_prec p)
 {
-    return p == PTQ_PREC_FP8_E4M3 ? ONNX_FLOAT8E4M3FN : p == PTQ_PREC_FP8_E5M2 ? ONNX_FLOAT8E5M2 : ONNX_INT8;
+    return ptq_numfmt_get(p)->onnx_dtype;
 }
 
 static int has_consumer(const ptq_graph *g, int v)
@@ -94,8 +95,7 @@ static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w
         if (e->prec == PTQ_PREC_INT8)
             ptq_k_quantize_int8_ref(x + r * inner, inner, s, (int8_t *)codes + r * inner);
         else
-            ptq_k_quantize_fp8_ref(e->prec == PTQ_PREC_FP8_E4M3 ? PTQ_FP8_E4M3 : PTQ_FP8_E5M2, x + r * inner, inner, s,
-                                   codes + r * inner);
+            ptq_k_quantize_fp8_ref(e->prec, x + r * inner, inner, s, codes + r * inner);
     }
     const char *dq_in[] = {q, scale, zp}, *dq_out[] = {e->name};
     PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, e->name), done);
@@ -118,17 +118,23 @@ static ptq_status pick_opset(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p
     for (int i = 0; i < g->n_opsets; i++)
         if (!g->opsets[i].domain[0] || strcmp(g->opsets[i].domain, "ai.onnx") == 0)
             model = g->opsets[i].version;
+    /* the first entry whose format needs the newest Q/DQ (FP8: 19) */
     const ptq_plan_entry *fp8 = NULL;
-    for (int64_t i = 0; i < p->n && !fp8; i++)
-        if (p->e[i].prec == PTQ_PREC_FP8_E4M3 || p->e[i].prec == PTQ_PREC_FP8_E5M2)
+    int64_t fp8_opset = 13;
+    for (int64_t i = 0; i < p->n; i++) {
+        const ptq_numfmt *nf = ptq_numfmt_get(p->e[i].prec);
+        if (nf && nf->qdq_opset > fp8_opset) {
             fp8 = &p->e[i];
-    int64_t need = fp8 ? 19 : 13;
+            fp8_opset = nf->qdq_opset;
+        }
+    }
+    int64_t need = fp8_opset;
     if (model > need)
         need = model;
-    if (asked && fp8 && asked < 19)
+    if (asked && fp8 && asked < fp8_opset)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
-                        "opset %lld cannot express %s ('%s' in the plan): FP8 QuantizeLinear/DequantizeLinear need opset 19",
-                        (long long)asked, ptq_prec_name(fp8->prec), fp8->name);
+                        "opset %lld cannot express %s ('%s' in the plan): FP8 QuantizeLinear/DequantizeLinear need opset %lld",
+                        (long long)asked, ptq_prec_name(fp8->prec), fp8->name, (long long)fp8_opset);
     if (asked && asked < 13)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
                         "opset %lld cannot express per-channel weights: DequantizeLinear takes an axis from opset 13",

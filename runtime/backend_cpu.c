@@ -40,7 +40,7 @@ static int host_supports(ptq_backend *b, const ptq_op_io *io)
 
 static ptq_status host_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
 {
-    const ptq_op_def *op = ptq_op_find(io->node->domain, io->node->op_type);
+    const ptq_op_def *op = ptq_op_of(io);
     if (!op)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s': op %s is not supported", io->node->name,
                         io->node->op_type);

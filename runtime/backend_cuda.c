@@ -180,12 +180,16 @@ static ptq_status run_unary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, 
 
 static ptq_status run_binary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
-    static const struct {
-        const char *op_type;
-        ptq_binop op;
-    } ops[] = {{"Add", PTQ_BIN_ADD}, {"Sub", PTQ_BIN_SUB}, {"Mul", PTQ_BIN_MUL}, {"Div", PTQ_BIN_DIV}};
     ptq_bcast bc;
+    ptq_binop op;
     ptq_status st;
+    switch (ptq_op_of(io)->traits->id) {
+    case PTQ_OP_ADD: op = PTQ_BIN_ADD; break;
+    case PTQ_OP_SUB: op = PTQ_BIN_SUB; break;
+    case PTQ_OP_MUL: op = PTQ_BIN_MUL; break;
+    case PTQ_OP_DIV: op = PTQ_BIN_DIV; break;
+    default: return ptq_op_unsupported(ctx, io, "not an elementwise op the GPU runs");
+    }
     if ((st = ptq_op_need_float(ctx, io, 0)) != PTQ_OK || (st = ptq_op_need_float(ctx, io, 1)) != PTQ_OK)
         return st;
     const ptq_tensor *a = io->in[0], *b = io->in[1];
@@ -194,14 +198,9 @@ static ptq_status run_binary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io,
         return ptq_op_unsupported(ctx, io, "opset < 7 broadcast/axis attributes");
     if ((st = ptq_op_bcast(ctx, a, b, &bc)) != PTQ_OK)
         return st;
-    size_t at = 0;
-    while (at < sizeof ops / sizeof ops[0] && strcmp(ops[at].op_type, io->node->op_type) != 0)
-        at++;
-    if (at == sizeof ops / sizeof ops[0])
-        return ptq_op_unsupported(ctx, io, "not an elementwise op the GPU runs");
     if (dry)
         return PTQ_OK;
-    return ptq_k_binary_cuda(ctx, d, ops[at].op, &bc, fdata(a), fdata(b), fout(io, 0));
+    return ptq_k_binary_cuda(ctx, d, op, &bc, fdata(a), fdata(b), fout(io, 0));
 }
 
 /* x: [N, C, spatial...] -> y: [N, C, 1...], each (n, c) row averaged */
@@ -225,7 +224,7 @@ static ptq_status run_pool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
     ptq_status st = ptq_op_pool_params(ctx, io, &p);
     if (st != PTQ_OK || dry)
         return st;
-    if (strcmp(io->node->op_type, "MaxPool") == 0)
+    if (ptq_op_of(io)->traits->id == PTQ_OP_MAXPOOL)
         return ptq_k_maxpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
     return ptq_k_avgpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
 }
@@ -320,52 +319,47 @@ static ptq_status run_concat(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io,
     return st;
 }
 
-static const struct {
-    const char *op_type;
-    node_fn fn;
-} node_fns[] = {
-    {"Conv", run_conv},
-    {"Gemm", run_gemm},
-    {"MatMul", run_matmul},
-    {"Relu", run_unary},
-    {"LeakyRelu", run_unary},
-    {"Clip", run_unary},
-    {"Sigmoid", run_unary},
-    {"HardSigmoid", run_unary},
-    {"HardSwish", run_unary},
-    {"Tanh", run_unary},
-    {"Add", run_binary},
-    {"Sub", run_binary},
-    {"Mul", run_binary},
-    {"Div", run_binary},
-    {"GlobalAveragePool", run_global_avgpool},
-    {"MaxPool", run_pool},
-    {"AveragePool", run_pool},
-    {"BatchNormalization", run_batchnorm},
-    {"Softmax", run_softmax},
-    {"Flatten", run_copy},
-    {"Reshape", run_copy},
-    {"Squeeze", run_copy},
-    {"Unsqueeze", run_copy},
-    {"Identity", run_copy},
-    {"Dropout", run_dropout},
-    {"Transpose", run_transpose},
-    {"Concat", run_concat},
+/* The CUDA kernel of each op, by op id; NULL: the op always runs on the CPU. */
+static const node_fn node_fns[PTQ_OP_COUNT] = {
+    [PTQ_OP_CONV] = run_conv,
+    [PTQ_OP_GEMM] = run_gemm,
+    [PTQ_OP_MATMUL] = run_matmul,
+    [PTQ_OP_RELU] = run_unary,
+    [PTQ_OP_LEAKYRELU] = run_unary,
+    [PTQ_OP_CLIP] = run_unary,
+    [PTQ_OP_SIGMOID] = run_unary,
+    [PTQ_OP_HARDSIGMOID] = run_unary,
+    [PTQ_OP_HARDSWISH] = run_unary,
+    [PTQ_OP_TANH] = run_unary,
+    [PTQ_OP_ADD] = run_binary,
+    [PTQ_OP_SUB] = run_binary,
+    [PTQ_OP_MUL] = run_binary,
+    [PTQ_OP_DIV] = run_binary,
+    [PTQ_OP_GLOBALAVERAGEPOOL] = run_global_avgpool,
+    [PTQ_OP_MAXPOOL] = run_pool,
+    [PTQ_OP_AVERAGEPOOL] = run_pool,
+    [PTQ_OP_BATCHNORMALIZATION] = run_batchnorm,
+    [PTQ_OP_SOFTMAX] = run_softmax,
+    [PTQ_OP_FLATTEN] = run_copy,
+    [PTQ_OP_RESHAPE] = run_copy,
+    [PTQ_OP_SQUEEZE] = run_copy,
+    [PTQ_OP_UNSQUEEZE] = run_copy,
+    [PTQ_OP_IDENTITY] = run_copy,
+    [PTQ_OP_DROPOUT] = run_dropout,
+    [PTQ_OP_TRANSPOSE] = run_transpose,
+    [PTQ_OP_CONCAT] = run_concat,
 };
 
-static node_fn find_fn(const ptq_node *n)
+/* The node's resolved op (io->op, filled by the executor) picks the kernel. */
+static node_fn find_fn(const ptq_op_io *io)
 {
-    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
-        return NULL;
-    for (size_t i = 0; i < sizeof node_fns / sizeof node_fns[0]; i++)
-        if (strcmp(node_fns[i].op_type, n->op_type) == 0)
-            return node_fns[i].fn;
-    return NULL;
+    const ptq_op_def *op = ptq_op_of(io);
+    return op ? node_fns[op->traits->id] : NULL;
 }
 
 static int cuda_supports(ptq_backend *b, const ptq_op_io *io)
 {
-    node_fn fn = find_fn(io->node);
+    node_fn fn = find_fn(io);
     ptq_ctx scratch; /* a declined node is not an error: the CPU takes it */
     ptq_ctx_init(&scratch);
     return fn && fn(&scratch, impl_of(b)->dev, io, 1) == PTQ_OK;
@@ -373,7 +367,7 @@ static int cuda_supports(ptq_backend *b, const ptq_op_io *io)
 
 static ptq_status cuda_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
 {
-    node_fn fn = find_fn(io->node);
+    node_fn fn = find_fn(io);
     if (!fn)
         return ptq_op_unsupported(ctx, io, "the CUDA backend does not run this op");
     return fn(ctx, impl_of(b)->dev, io, 0);

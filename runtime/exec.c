@@ -79,6 +79,7 @@ struct ptq_exec {
     ptq_backend *dev;   /* "cuda" or NULL */
     ptq_backend *by_mem[N_MEM];
     buf_pool pool[N_MEM];
+    const ptq_op_def **ops; /* [g->n_nodes] resolved once */
     slot *slots;        /* [g->n_values] */
     struct {
         ptq_tap_fn fn;
@@ -308,38 +309,26 @@ static ptq_status input_view(ptq_ctx *ctx, ptq_exec *e, int v, int m, ptq_tensor
     return PTQ_OK;
 }
 
-static ptq_status check_node(ptq_ctx *ctx, const ptq_graph *g, const ptq_node *n)
-{
-    const char *domain = n->domain && n->domain[0] ? n->domain : "ai.onnx";
-    const ptq_op_def *op = ptq_op_find(n->domain, n->op_type);
-    if (!op)
-        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s': op %s (domain %s, opset %lld) is not supported by ptq",
-                        n->name, n->op_type, domain, (long long)g->opset);
-    if (g->opset > 0 && g->opset < op->since_opset)
-        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
-                        "node '%s': op %s (domain %s) at opset %lld is older than ptq implements (opset %d+)",
-                        n->name, n->op_type, domain, (long long)g->opset, op->since_opset);
-    return PTQ_OK;
-}
-
 ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g)
 {
-    for (int i = 0; i < g->n_nodes; i++) {
-        ptq_status st = check_node(ctx, g, &g->nodes[i]);
-        if (st != PTQ_OK)
-            return st;
-    }
-    return PTQ_OK;
+    const ptq_op_def **ops = NULL;
+    ptq_status st = ptq_op_resolve(ctx, g, &ops);
+    free(ops);
+    return st;
 }
 
 ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_params *p, ptq_exec **out)
 {
     ptq_status st = PTQ_OK;
     *out = NULL;
-    PTQ_TRY(st, ptq_graph_check_supported(ctx, g), fail_early);
+    const ptq_op_def **ops = NULL;
+    PTQ_TRY(st, ptq_op_resolve(ctx, g, &ops), fail_early);
     ptq_exec *e = calloc(1, sizeof *e);
-    if (!e)
+    if (!e) {
+        free(ops);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
+    }
+    e->ops = ops;
     e->g = g;
     e->p = *p;
     e->p.tap = NULL;
@@ -487,7 +476,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     ptq_status st = PTQ_OK;
     const ptq_graph *g = e->g;
     const ptq_node *n = &g->nodes[k];
-    const ptq_op_def *op = ptq_op_find(n->domain, n->op_type);
+    const ptq_op_def *op = e->ops[k];
     ptq_tensor in[PTQ_OP_MAX_IO], outs[PTQ_OP_MAX_IO];
     ptq_backend *b = e->host;
     int m = MEM_HOST;
@@ -500,6 +489,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     e->step = k + 1;
     io.graph = g;
     io.node = n;
+    io.op = op;
     io.n_in = n->n_inputs;
     io.n_out = n->n_outputs;
     /* inputs as they are now; shape-carrying ones on the host for infer */
@@ -921,5 +911,6 @@ void ptq_exec_free(ptq_exec *e)
     ptq_backend_free(e->host);
     free(e->slots);
     free(e->node_s);
+    free(e->ops);
     free(e);
 }

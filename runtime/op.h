@@ -1,15 +1,22 @@
-/* The op table: one entry per supported ONNX op, giving shape/dtype
- * inference and the reference and fast CPU implementations. Backends other
- * than the CPU (runtime/backend_cuda.c) reuse infer and the parameter
- * parsers below. Covered by tests/test_ops_dense.c, tests/test_ops_shape.c and the ONNX conformance run. */
+/* The op table: one entry per supported ONNX op, giving its traits (name,
+ * domain, weights, quantizable tensors, fusions: model/op_traits.h), shape/
+ * dtype inference and the reference and fast CPU implementations; other
+ * backends index their own kernels by the op's id (runtime/backend_cuda.c)
+ * and reuse infer and the parameter parsers below. A graph's nodes are
+ * resolved to entries once, at load (ptq_op_resolve). Covered by
+ * tests/test_op_table.c, tests/test_ops_dense.c, tests/test_ops_shape.c and
+ * the ONNX conformance run. */
 #ifndef PTQ_RUNTIME_OP_H
 #define PTQ_RUNTIME_OP_H
 
 #include "kernels/kernels.h"
+#include "model/op_traits.h"
 #include "ptq/graph.h"
 #include "ptq/tensor.h"
 
 #define PTQ_OP_MAX_IO 16
+
+typedef struct ptq_op_def ptq_op_def;
 
 /* What one node invocation sees. in[i] is NULL where an optional input is
  * omitted; inputs live where the backend runs (host for ref/cpu), except the
@@ -20,10 +27,14 @@ typedef struct ptq_op_io {
     int n_in, n_out;
     const ptq_tensor *in[PTQ_OP_MAX_IO];
     ptq_tensor *out[PTQ_OP_MAX_IO]; /* infer sets dtype/ndim/dims; the executor then allocates data */
+    const ptq_op_def *op; /* node's entry from ptq_op_resolve; NULL: found by its domain and op_type */
 } ptq_op_io;
 
-typedef struct ptq_op_def {
-    const char *op_type;
+/* The traits of op ID (the part after PTQ_OP_), for the entries' initializers. */
+#define PTQ_OP_TRAITS(ID) (&ptq_op_traits_table[PTQ_OP_##ID])
+
+struct ptq_op_def {
+    const ptq_op_traits *traits; /* &ptq_op_traits_table[id]: id, op_type, domain, weights, fusions */
     int since_opset;      /* oldest default-domain opset this implementation follows */
     unsigned host_inputs; /* bit i: input i is read by infer (shape-like data) and must be on the host */
     /* Validates attributes and dtypes (PTQ_ERR_UNSUPPORTED naming node, op and
@@ -33,10 +44,21 @@ typedef struct ptq_op_def {
     ptq_status (*run_ref)(ptq_ctx *ctx, const ptq_op_io *io);
     /* Same with kernels/cpu; NULL when the reference is the CPU path. */
     ptq_status (*run_cpu)(ptq_ctx *ctx, const ptq_op_io *io);
-} ptq_op_def;
+};
 
 /* NULL when ptq has no implementation of (domain, op_type). */
 const ptq_op_def *ptq_op_find(const char *domain, const char *op_type);
+/* The entry of op id (0 <= id < PTQ_OP_COUNT). */
+const ptq_op_def *ptq_op_get(ptq_op_id id);
+/* io->op, or the entry found by io->node's domain and op_type when the
+ * caller left io->op NULL; NULL when ptq has none. */
+const ptq_op_def *ptq_op_of(const ptq_op_io *io);
+
+/* Resolves every node of g to its entry, once, before anything runs:
+ * (*out)[k] is node k's (free() the array). PTQ_ERR_UNSUPPORTED naming the
+ * first node ptq cannot run, with its op, domain and the model's opset: an
+ * unknown op, or an opset older than the entry's since_opset. */
+ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***out);
 
 /* Parameter parsers shared by every backend; each assumes infer succeeded
  * and reads data only of host_inputs, so a device backend may call it too. */

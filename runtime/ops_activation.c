@@ -8,17 +8,17 @@
 
 #include "runtime/op_util.h"
 
-static ptq_unop unop_of(const ptq_node *n)
+static ptq_unop unop_of(const ptq_op_io *io)
 {
-    static const struct {
-        const char *op_type;
-        ptq_unop op;
-    } ops[] = {{"LeakyRelu", PTQ_UN_LEAKY_RELU}, {"Clip", PTQ_UN_CLIP},   {"Sigmoid", PTQ_UN_SIGMOID},
-               {"HardSigmoid", PTQ_UN_HARD_SIGMOID}, {"HardSwish", PTQ_UN_HARD_SWISH}, {"Tanh", PTQ_UN_TANH}};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (strcmp(n->op_type, ops[i].op_type) == 0)
-            return ops[i].op;
-    return PTQ_UN_RELU;
+    switch (ptq_op_of(io)->traits->id) {
+    case PTQ_OP_LEAKYRELU: return PTQ_UN_LEAKY_RELU;
+    case PTQ_OP_CLIP: return PTQ_UN_CLIP;
+    case PTQ_OP_SIGMOID: return PTQ_UN_SIGMOID;
+    case PTQ_OP_HARDSIGMOID: return PTQ_UN_HARD_SIGMOID;
+    case PTQ_OP_HARDSWISH: return PTQ_UN_HARD_SWISH;
+    case PTQ_OP_TANH: return PTQ_UN_TANH;
+    default: return PTQ_UN_RELU;
+    }
 }
 
 static int clip_int_dtype(ptq_dtype dt)
@@ -60,7 +60,7 @@ ptq_status ptq_op_unary_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_unop *op, 
 {
     ptq_status st = PTQ_OK;
     const ptq_tensor *lo = NULL, *hi = NULL;
-    *op = unop_of(io->node);
+    *op = unop_of(io);
     *alpha = 0.0f;
     *beta = 0.0f;
     switch (*op) {
@@ -93,7 +93,7 @@ static ptq_status unary_infer(ptq_ctx *ctx, ptq_op_io *io)
     float alpha, beta;
     if (st != PTQ_OK)
         return st;
-    if (unop_of(io->node) == PTQ_UN_CLIP && clip_int_dtype(io->in[0]->dtype)) {
+    if (unop_of(io) == PTQ_UN_CLIP && clip_int_dtype(io->in[0]->dtype)) {
         if (io->graph->opset < 11)
             return ptq_op_unsupported(ctx, io, "input 0 is %s; Clip before opset 11 takes float32 only",
                                       ptq_dtype_name(io->in[0]->dtype));
@@ -139,7 +139,7 @@ static ptq_status unary_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
 {
     ptq_unop op;
     float alpha, beta;
-    if (unop_of(io->node) == PTQ_UN_CLIP && clip_int_dtype(io->in[0]->dtype))
+    if (unop_of(io) == PTQ_UN_CLIP && clip_int_dtype(io->in[0]->dtype))
         return clip_int_run(ctx, io);
     ptq_status st = ptq_op_unary_params(ctx, io, &op, &alpha, &beta);
     if (st != PTQ_OK)
@@ -162,10 +162,10 @@ static ptq_status unary_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return unary_run(ctx, io, 1);
 }
 
-const ptq_op_def ptq_op_Relu = {"Relu", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_LeakyRelu = {"LeakyRelu", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_Clip = {"Clip", 1, 1u << 1 | 1u << 2, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_Sigmoid = {"Sigmoid", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_HardSigmoid = {"HardSigmoid", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_HardSwish = {"HardSwish", 14, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_Tanh = {"Tanh", 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_Relu = {PTQ_OP_TRAITS(RELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_LeakyRelu = {PTQ_OP_TRAITS(LEAKYRELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_Clip = {PTQ_OP_TRAITS(CLIP), 1, 1u << 1 | 1u << 2, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_Sigmoid = {PTQ_OP_TRAITS(SIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_HardSigmoid = {PTQ_OP_TRAITS(HARDSIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_HardSwish = {PTQ_OP_TRAITS(HARDSWISH), 14, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_Tanh = {PTQ_OP_TRAITS(TANH), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};

@@ -72,15 +72,14 @@ static ptq_status binary_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc
     return PTQ_OK;
 }
 
-static ptq_binop binop_of(const ptq_node *n)
+static ptq_binop binop_of(const ptq_op_io *io)
 {
-    if (strcmp(n->op_type, "Sub") == 0)
-        return PTQ_BIN_SUB;
-    if (strcmp(n->op_type, "Mul") == 0)
-        return PTQ_BIN_MUL;
-    if (strcmp(n->op_type, "Div") == 0)
-        return PTQ_BIN_DIV;
-    return PTQ_BIN_ADD;
+    switch (ptq_op_of(io)->traits->id) {
+    case PTQ_OP_SUB: return PTQ_BIN_SUB;
+    case PTQ_OP_MUL: return PTQ_BIN_MUL;
+    case PTQ_OP_DIV: return PTQ_BIN_DIV;
+    default: return PTQ_BIN_ADD;
+    }
 }
 
 static ptq_status binary_infer(ptq_ctx *ctx, ptq_op_io *io)
@@ -190,7 +189,7 @@ static ptq_status binary_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
     ptq_status st = binary_layout(ctx, io, &bc);
     if (st != PTQ_OK)
         return st;
-    ptq_binop op = binop_of(io->node);
+    ptq_binop op = binop_of(io);
     if (io->in[0]->dtype != PTQ_DT_FLOAT)
         return binary_run_host(ctx, io, op, &bc);
     if (fast)
@@ -210,7 +209,7 @@ static ptq_status binary_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return binary_run(ctx, io, 1);
 }
 
-const ptq_op_def ptq_op_Add = {"Add", 1, 0, binary_infer, binary_run_ref, binary_run_cpu};
-const ptq_op_def ptq_op_Sub = {"Sub", 1, 0, binary_infer, binary_run_ref, binary_run_cpu};
-const ptq_op_def ptq_op_Mul = {"Mul", 1, 0, binary_infer, binary_run_ref, binary_run_cpu};
-const ptq_op_def ptq_op_Div = {"Div", 1, 0, binary_infer, binary_run_ref, binary_run_cpu};
+const ptq_op_def ptq_op_Add = {PTQ_OP_TRAITS(ADD), 1, 0, binary_infer, binary_run_ref, binary_run_cpu};
+const ptq_op_def ptq_op_Sub = {PTQ_OP_TRAITS(SUB), 1, 0, binary_infer, binary_run_ref, binary_run_cpu};
+const ptq_op_def ptq_op_Mul = {PTQ_OP_TRAITS(MUL), 1, 0, binary_infer, binary_run_ref, binary_run_cpu};
+const ptq_op_def ptq_op_Div = {PTQ_OP_TRAITS(DIV), 1, 0, binary_infer, binary_run_ref, binary_run_cpu};

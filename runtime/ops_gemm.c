@@ -88,7 +88,7 @@ ptq_status ptq_op_gemm_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_gemm_params
     mm_shape s;
     int n_batch_dims;
     int64_t batch_dims[PTQ_MAX_DIMS];
-    const int is_gemm = strcmp(io->node->op_type, "Gemm") == 0;
+    const int is_gemm = ptq_op_of(io)->traits->id == PTQ_OP_GEMM;
     PTQ_TRY(st, ptq_op_need_float(ctx, io, 0), done);
     PTQ_TRY(st, ptq_op_need_float(ctx, io, 1), done);
     if (is_gemm)
@@ -266,5 +266,5 @@ static ptq_status matmul_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return matmul_run(ctx, io, ptq_k_gemm_cpu, ptq_k_gemm_batched_cpu);
 }
 
-const ptq_op_def ptq_op_Gemm = {"Gemm", 1, 0, gemm_infer, gemm_run_ref, gemm_run_cpu};
-const ptq_op_def ptq_op_MatMul = {"MatMul", 1, 0, matmul_infer, matmul_run_ref, matmul_run_cpu};
+const ptq_op_def ptq_op_Gemm = {PTQ_OP_TRAITS(GEMM), 1, 0, gemm_infer, gemm_run_ref, gemm_run_cpu};
+const ptq_op_def ptq_op_MatMul = {PTQ_OP_TRAITS(MATMUL), 1, 0, matmul_infer, matmul_run_ref, matmul_run_cpu};

@@ -98,7 +98,7 @@ static void run_case(node_case *c)
     one_node_init(&o, c);
     const ptq_op_def *op = ptq_op_find("", c->op_type);
     ptq_tensor h_out[4], d_in[6], d_out[4];
-    ptq_op_io hio = {&o.g, &o.n, c->n_in, c->n_out, {0}, {0}}, dio = hio;
+    ptq_op_io hio = {&o.g, &o.n, c->n_in, c->n_out, {0}, {0}, op}, dio = hio;
     memset(h_out, 0, sizeof h_out);
     if (!op) {
         CHECK_MSG(0, "%s: op %s not in the op table", c->label, c->op_type);
@@ -188,7 +188,7 @@ static void expect_declined(node_case *c)
     one_node_init(&o, c);
     const ptq_op_def *op = ptq_op_find("", c->op_type);
     ptq_tensor h_out[4];
-    ptq_op_io io = {&o.g, &o.n, c->n_in, c->n_out, {0}, {0}};
+    ptq_op_io io = {&o.g, &o.n, c->n_in, c->n_out, {0}, {0}, op};
     memset(h_out, 0, sizeof h_out);
     for (int i = 0; i < c->n_in; i++)
         io.in[i] = c->in[i].data ? &c->in[i] : NULL;

@@ -64,7 +64,8 @@ static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, in
         case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(before, n, scale, before); break;
         case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, before, n, scale, before); break;
         case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, before, n, scale, before); break;
-        case PTQ_PREC_FP32: break;
+        case PTQ_PREC_FP32:
+        case PTQ_FMT_BF16: break; /* not a plan precision */
         }
         for (int64_t i = 0; i < n; i++)
             w->n_differ += memcmp(&before[i], &after[i], sizeof(float)) != 0;

@@ -1,7 +1,7 @@
 /* kernels/ref/numfmt.c against NVIDIA's conversions (kernels/cuda/numfmt.cu):
- * FP8 E4M3, E5M2 and FP16 codes of all 2^32 float bit patterns, mismatches
+ * FP8 E4M3, E5M2, FP16 and BF16 codes of all 2^32 float bit patterns, mismatches
  * counted per input class (must all be 0), the CPU side on the core/parallel.h
- * pool; then INT8/FP8 quantize and fake-quant and the FP16 round trip on
+ * pool; then INT8/FP8 quantize and fake-quant and the FP16/BF16 round trips on
  * seeded arrays with specials and exact .5 ties, several scales, bit for bit
  * (NaN outputs compared as NaN). Exit 77 without a GPU. */
 #include <float.h>
@@ -31,8 +31,8 @@ int main(void)
 #define CHUNK ((int64_t)1 << LOG2_CHUNK)
 #define N_EXAMPLES 4
 
-enum { FMT_E4M3, FMT_E5M2, FMT_FP16, N_FMT };
-static const char *const fmt_names[N_FMT] = {"e4m3", "e5m2", "fp16"};
+enum { FMT_E4M3, FMT_E5M2, FMT_FP16, FMT_BF16, N_FMT };
+static const char *const fmt_names[N_FMT] = {"e4m3", "e5m2", "fp16", "bf16"};
 
 /* Input classes relative to the target format. tie: in range and exactly
  * halfway between two codes (taken out of subnormal/normal/underflow). */
@@ -48,7 +48,8 @@ typedef struct fmt_layout {
 static const fmt_layout layouts[N_FMT] = {
     {3, -6, 0x43E00000u},  /* 448 */
     {2, -14, 0x47600000u}, /* 57344 */
-    {10, -14, 0x477FE000u} /* 65504 */
+    {10, -14, 0x477FE000u}, /* 65504 */
+    {7, -126, 0x7F7F0000u}  /* 3.3895e38 */
 };
 
 static int classify(const fmt_layout *f, uint32_t u)
@@ -88,7 +89,7 @@ typedef struct chunk_job {
     uint32_t base;
     uint32_t *x;
     const uint8_t *dev_e4m3, *dev_e5m2;
-    const uint16_t *dev_fp16;
+    const uint16_t *dev_fp16, *dev_bf16;
     worker_tally *tally; /* [ptq_par_workers()] */
 } chunk_job;
 
@@ -126,6 +127,7 @@ static void compare_body(void *arg, int64_t begin, int64_t end, int worker)
         note(t, FMT_E4M3, u, j->dev_e4m3[i], ptq_k_fp8_from_float_ref(PTQ_FP8_E4M3, x));
         note(t, FMT_E5M2, u, j->dev_e5m2[i], ptq_k_fp8_from_float_ref(PTQ_FP8_E5M2, x));
         note(t, FMT_FP16, u, j->dev_fp16[i], ptq_k_fp16_from_float_ref(x));
+        note(t, FMT_BF16, u, j->dev_bf16[i], ptq_k_bf16_from_float_ref(x));
     }
 }
 
@@ -168,8 +170,9 @@ static void report_exhaustive(const worker_tally *tally, int n_workers)
                 const uint32_t u = tally[w].example_x[f][e];
                 float x;
                 memcpy(&x, &u, sizeof x);
-                const uint32_t ref = f == FMT_FP16 ? ptq_k_fp16_from_float_ref(x)
-                                                   : ptq_k_fp8_from_float_ref(f ? PTQ_FP8_E5M2 : PTQ_FP8_E4M3, x);
+                const uint32_t ref = f == FMT_FP16   ? ptq_k_fp16_from_float_ref(x)
+                                     : f == FMT_BF16 ? ptq_k_bf16_from_float_ref(x)
+                                                     : ptq_k_fp8_from_float_ref(f ? PTQ_FP8_E5M2 : PTQ_FP8_E4M3, x);
                 printf("    %s: x 0x%08x (%a, %s): GPU 0x%x, ref 0x%x\n", fmt_names[f], u, (double)x,
                        class_names[classify(&layouts[f], u)], tally[w].example_dev[f][e], ref);
             }
@@ -199,14 +202,14 @@ static int exhaustive(ptq_ctx *ctx, ptq_cuda_dev *dev)
     worker_tally *tally = alloc_or_die(sizeof *tally * (size_t)n_workers);
     uint32_t *x = alloc_or_die(sizeof *x * (size_t)CHUNK);
     uint8_t *e4m3 = alloc_or_die((size_t)CHUNK), *e5m2 = alloc_or_die((size_t)CHUNK);
-    uint16_t *fp16 = alloc_or_die(sizeof *fp16 * (size_t)CHUNK);
+    uint16_t *fp16 = alloc_or_die(sizeof *fp16 * (size_t)CHUNK), *bf16 = alloc_or_die(sizeof *bf16 * (size_t)CHUNK);
     void *x_dev = NULL, *q_dev = NULL;
     int ok = ptq_cuda_alloc(ctx, dev, sizeof *x * (size_t)CHUNK, &x_dev) == PTQ_OK &&
              ptq_cuda_alloc(ctx, dev, sizeof *fp16 * (size_t)CHUNK, &q_dev) == PTQ_OK;
     double gpu_s = 0.0, cpu_s = 0.0;
     const double t0 = now_s();
     for (int64_t c = 0; ok && c < ((int64_t)1 << (32 - LOG2_CHUNK)); c++) {
-        chunk_job j = {(uint32_t)(c << LOG2_CHUNK), x, e4m3, e5m2, fp16, tally};
+        chunk_job j = {(uint32_t)(c << LOG2_CHUNK), x, e4m3, e5m2, fp16, bf16, tally};
         double t = now_s();
         ptq_parallel_for(CHUNK, ptq_par_grain(CHUNK, 4, 1 << 16), fill_body, &j);
         ok = ptq_cuda_upload(ctx, dev, x_dev, x, sizeof *x * (size_t)CHUNK) == PTQ_OK &&
@@ -215,7 +218,9 @@ static int exhaustive(ptq_ctx *ctx, ptq_cuda_dev *dev)
              ptq_k_fp8_from_float_cuda(ctx, dev, PTQ_FP8_E5M2, x_dev, CHUNK, q_dev) == PTQ_OK &&
              ptq_cuda_download(ctx, dev, e5m2, q_dev, (size_t)CHUNK) == PTQ_OK &&
              ptq_k_fp16_from_float_cuda(ctx, dev, x_dev, CHUNK, q_dev) == PTQ_OK &&
-             ptq_cuda_download(ctx, dev, fp16, q_dev, sizeof *fp16 * (size_t)CHUNK) == PTQ_OK;
+             ptq_cuda_download(ctx, dev, fp16, q_dev, sizeof *fp16 * (size_t)CHUNK) == PTQ_OK &&
+             ptq_k_bf16_from_float_cuda(ctx, dev, x_dev, CHUNK, q_dev) == PTQ_OK &&
+             ptq_cuda_download(ctx, dev, bf16, q_dev, sizeof *bf16 * (size_t)CHUNK) == PTQ_OK;
         gpu_s += now_s() - t;
         t = now_s();
         if (ok)
@@ -236,6 +241,7 @@ static int exhaustive(ptq_ctx *ctx, ptq_cuda_dev *dev)
     free(e4m3);
     free(e5m2);
     free(fp16);
+    free(bf16);
     return ok;
 }
 
@@ -265,7 +271,7 @@ static void arrays(ptq_ctx *ctx, ptq_cuda_dev *dev)
     float *y_dev = alloc_or_die(sizeof *x * (size_t)n);
     uint8_t *q_ref = alloc_or_die((size_t)n), *q_dev = alloc_or_die((size_t)n);
     void *x_d = NULL, *y_d = NULL, *q_d = NULL;
-    int64_t n_cases = 0, n_ties = 0, n_values = 0, bad[7] = {0}, nan_bits = 0;
+    int64_t n_cases = 0, n_ties = 0, n_values = 0, bad[8] = {0}, nan_bits = 0;
     if (ptq_cuda_alloc(ctx, dev, sizeof *x * (size_t)n, &x_d) != PTQ_OK ||
         ptq_cuda_alloc(ctx, dev, sizeof *x * (size_t)n, &y_d) != PTQ_OK ||
         ptq_cuda_alloc(ctx, dev, (size_t)n, &q_d) != PTQ_OK) {
@@ -314,7 +320,12 @@ static void arrays(ptq_ctx *ctx, ptq_cuda_dev *dev)
                 if (ok)
                     bad[3 + 2 * k] += count_diff_floats(y_ref, y_dev, n, &nan_bits);
             }
-            /* FP16 round trip, in place on the device */
+            /* BF16 round trip (out of place), then FP16 in place on the device */
+            ptq_k_round_bf16_ref(x, n, y_ref);
+            ok = ok && ptq_k_round_bf16_cuda(ctx, dev, x_d, n, y_d) == PTQ_OK &&
+                 ptq_cuda_download(ctx, dev, y_dev, y_d, sizeof *x * (size_t)n) == PTQ_OK;
+            if (ok)
+                bad[7] += count_diff_floats(y_ref, y_dev, n, &nan_bits);
             ptq_k_round_fp16_ref(x, n, y_ref);
             ok = ok && ptq_k_round_fp16_cuda(ctx, dev, x_d, n, x_d) == PTQ_OK &&
                  ptq_cuda_download(ctx, dev, y_dev, x_d, sizeof *x * (size_t)n) == PTQ_OK;
@@ -326,13 +337,13 @@ static void arrays(ptq_ctx *ctx, ptq_cuda_dev *dev)
         }
     printf("cuda_parity_numfmt: %lld arrays (%d scales), %lld values, %lld exact .5 ties after the division; "
            "differing: int8 quantize %lld, int8 fake-quant %lld, e4m3 quantize %lld, e4m3 fake-quant %lld, "
-           "e5m2 quantize %lld, e5m2 fake-quant %lld, fp16 round %lld (all must be 0); "
+           "e5m2 quantize %lld, e5m2 fake-quant %lld, fp16 round %lld, bf16 round %lld (all must be 0); "
            "NaN outputs with other NaN bits %lld (not compared)\n",
            (long long)n_cases, n_scales, (long long)n_values, (long long)n_ties, (long long)bad[0], (long long)bad[1],
            (long long)bad[2], (long long)bad[3], (long long)bad[4], (long long)bad[5], (long long)bad[6],
-           (long long)nan_bits);
+           (long long)bad[7], (long long)nan_bits);
     CHECK(n_ties > 0);
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < 8; k++)
         CHECK_MSG(bad[k] == 0, "array check %d: %lld values differ", k, (long long)bad[k]);
 done:
     ptq_cuda_release(dev, x_d);

@@ -92,7 +92,7 @@ static void check_names(void)
     CHECK(ptq_qformat_parse(&ctx, "int4", &f) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "fp8-e4m3"));
     for (int k = 0; k <= PTQ_CALIB_MSE; k++)
         CHECK(ptq_calib_method_parse(&ctx, ptq_calib_method_name((ptq_calib_method)k), &m) == PTQ_OK && (int)m == k);
-    for (int k = 0; k <= PTQ_QFORMAT_FP8_E5M2; k++)
+    for (int k = PTQ_QFORMAT_INT8; k <= PTQ_QFORMAT_FP8_E5M2; k++)
         CHECK(ptq_qformat_parse(&ctx, ptq_qformat_name((ptq_qformat)k), &f) == PTQ_OK && (int)f == k);
     CHECK(ptq_qformat_max(PTQ_QFORMAT_INT8) == 127.0 && ptq_qformat_max(PTQ_QFORMAT_FP8_E4M3) == 448.0 &&
           ptq_qformat_max(PTQ_QFORMAT_FP8_E5M2) == 57344.0);
@@ -105,7 +105,7 @@ static void check_minmax(void)
     ptq_ctx_init(&ctx);
     const float x[] = {-3.5f, 2.0f, 0.0f, NAN, 0.125f, INFINITY};
     CHECK(ptq_observer_update(&ctx, o, x, 6) == PTQ_OK);
-    for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+    for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
         ptq_calib_range r = calib(o, PTQ_CALIB_MINMAX, (ptq_qformat)f, 0);
         CHECK(r.amax == 3.5 && r.scale == 3.5 / ptq_qformat_max((ptq_qformat)f) && !r.degenerate);
         CHECK_MSG(r.clipped_fraction == 1.0 / 5.0, "clipped %g: only the Inf of 5 non-NaN", r.clipped_fraction);
@@ -133,7 +133,7 @@ static void check_degenerate(void)
     const float zeros[] = {0.0f, -0.0f, 0.0f};
     CHECK(ptq_observer_update(&ctx, o, zeros, 3) == PTQ_OK);
     for (int m = 0; m <= PTQ_CALIB_MSE; m++)
-        for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+        for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
             r = calib(o, (ptq_calib_method)m, (ptq_qformat)f, 0);
             CHECK(r.degenerate == 1 && r.amax == 0.0 && r.scale == 0.0);
             CHECK_MSG(r.clipped_fraction == 2.0 / 5.0, "clipped %g: the 2 Inf of 3 zeros + 2 Inf", r.clipped_fraction);
@@ -158,7 +158,7 @@ static void check_entropy_uniform(void)
         for (int64_t k = 0; k < lengths[t]; k++)
             h[k] = 1000;
         ptq_observer *o = make_state(h, 0, 0, 0, (float)lengths[t] - 0.5f);
-        for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+        for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
             ptq_calib_range r = calib(o, PTQ_CALIB_ENTROPY, (ptq_qformat)f, 0);
             CHECK_MSG(r.amax == (double)lengths[t], "%s uniform %lld: amax %g", ptq_qformat_name((ptq_qformat)f),
                       (long long)lengths[t], r.amax);
@@ -178,7 +178,7 @@ static void check_entropy_tail(void)
     for (int64_t k = 0; k < 2000; k++)
         total += h[k] = k < 300 ? 100000 - 300 * k : (k % 7 == 0 || k == 1999);
     ptq_observer *o = make_state(h, 5000, 3, 0, 1999.75f);
-    for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+    for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
         ptq_calib_range r = calib(o, PTQ_CALIB_ENTROPY, (ptq_qformat)f, 0);
         CHECK_MSG(r.amax >= 128 && r.amax < 1000 && r.amax == floor(r.amax), "%s tail: amax %g",
                   ptq_qformat_name((ptq_qformat)f), r.amax);
@@ -201,7 +201,7 @@ static void check_entropy_empty_start(void)
     for (int64_t k = 1200; k < 1300; k++)
         h[k] = 50;
     ptq_observer *o = make_state(h, 0, 0, 0, 1299.5f);
-    for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+    for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
         ptq_calib_range r = calib(o, PTQ_CALIB_ENTROPY, (ptq_qformat)f, 0);
         /* candidates with nothing below them lose (P > 0 where Q = 0): amax stays inside the band */
         CHECK_MSG(r.amax > 1200.0 && r.amax <= 1300.0 && r.clipped_fraction < 0.5, "%s: amax %g clipped %g",
@@ -252,7 +252,7 @@ static void check_percentile(void)
     ptq_ctx_init(&ctx);
     static const double bad[] = {-1.0, 100.5, NAN, INFINITY};
     for (int k = 0; k < 4; k++) {
-        ptq_calib_params p = {.method = PTQ_CALIB_PERCENTILE, .percentile = bad[k]};
+        ptq_calib_params p = {.method = PTQ_CALIB_PERCENTILE, .format = PTQ_QFORMAT_INT8, .percentile = bad[k]};
         CHECK(ptq_calib_compute(&ctx, &p, o, &r) == PTQ_ERR_INVALID_ARG);
         CHECK_MSG(strstr(ctx.msg, "percentile") != NULL, "message: %s", ctx.msg);
     }
@@ -298,7 +298,7 @@ static void check_mse(void)
     CHECK(ptq_observer_update(&ctx, heavy, x, N) == PTQ_OK);
     const ptq_calib_range mu = calib(uni, PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0);
     const ptq_calib_range mh = calib(heavy, PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0);
-    for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+    for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
         ptq_calib_range r = calib(uni, PTQ_CALIB_MSE, (ptq_qformat)f, 0);
         CHECK_MSG(r.amax > 0.9 * mu.amax && r.amax <= mu.amax * 1.01, "%s uniform: mse %g, max %g",
                   ptq_qformat_name((ptq_qformat)f), r.amax, mu.amax);
@@ -361,7 +361,7 @@ static void check_fine_bins(void)
     CHECK(ptq_observer_update(&ctx, coarse, x, N) == PTQ_OK && ptq_observer_update(&ctx, fine, x, N) == PTQ_OK);
     static const ptq_calib_method methods[] = {PTQ_CALIB_ENTROPY, PTQ_CALIB_MSE};
     for (int m = 0; m < 2; m++)
-        for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+        for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
             const ptq_calib_range a = calib(coarse, methods[m], (ptq_qformat)f, 0);
             const ptq_calib_range b = calib(fine, methods[m], (ptq_qformat)f, 0);
             CHECK_MSG(a.amax == b.amax && a.amax > 0, "%s/%s: 4096 bins %.17g, 65536 bins %.17g",
@@ -397,7 +397,7 @@ static void check_invariance(void)
     CHECK(ptq_observer_update(&ctx, shard_b, x, N / 3) == PTQ_OK);
     CHECK(ptq_observer_merge(&ctx, shard_a, shard_b) == PTQ_OK);
     for (int m = 0; m <= PTQ_CALIB_MSE; m++)
-        for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+        for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
             const ptq_calib_range a = calib(whole, (ptq_calib_method)m, (ptq_qformat)f, 99.9);
             const ptq_calib_range b = calib(batched, (ptq_calib_method)m, (ptq_qformat)f, 99.9);
             const ptq_calib_range c = calib(shard_a, (ptq_calib_method)m, (ptq_qformat)f, 99.9);
@@ -511,7 +511,7 @@ static int run_driver(const char *path)
             }
             bins[k] = c;
         }
-        for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+        for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
             ptq_ctx ctx;
             ptq_ctx_init(&ctx);
             int64_t i = -1;
@@ -522,7 +522,7 @@ static int run_driver(const char *path)
             }
             printf("%lld ", (long long)i);
         }
-        for (int f = 0; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+        for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
             int64_t i = -1;
             ptq_calib_mse_choose(bins, n, (ptq_qformat)f, &i);
             printf(f == PTQ_QFORMAT_FP8_E5M2 ? "%lld\n" : "%lld ", (long long)i);

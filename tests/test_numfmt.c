@@ -1,7 +1,8 @@
 /* Reference number formats (kernels/ref/numfmt.c, kernels/ref/fp8.c) on
  * hand-picked cases of every class: zeros, subnormals, the tie between every
  * pair of neighbouring codes, largest finite, overflow, Inf, NaN; INT8 ties,
- * saturation and scales; all 65536 FP16 and all 256 FP8 codes round trip.
+ * saturation and scales; all 65536 FP16 and BF16 and all 256 FP8 codes
+ * round trip; and the format table (core/numfmt.c) against the codecs.
  * tests/cuda_parity_numfmt.c holds the same code against NVIDIA's conversions. */
 #include <float.h>
 #include <math.h>
@@ -9,6 +10,8 @@
 
 #include "kernels/kernels.h"
 #include "kernels/numfmt.h"
+#include "ptq/calibrator.h"
+#include "ptq/plan.h"
 #include "testlib.h"
 
 static float from_bits(uint32_t u)
@@ -104,6 +107,8 @@ static float fp16_dec(uint32_t c) { return ptq_k_fp16_to_float_ref((uint16_t)c);
 static uint32_t e4m3_enc(float x) { return ptq_k_fp8_from_float_ref(PTQ_FP8_E4M3, x); }
 static uint32_t e5m2_enc(float x) { return ptq_k_fp8_from_float_ref(PTQ_FP8_E5M2, x); }
 static uint32_t fp16_enc(float x) { return ptq_k_fp16_from_float_ref(x); }
+static float bf16_dec(uint32_t c) { return ptq_k_bf16_to_float_ref((uint16_t)c); }
+static uint32_t bf16_enc(float x) { return ptq_k_bf16_from_float_ref(x); }
 
 static void check_ties(const char *name, decode_fn dec, encode_fn enc, uint32_t n_finite, uint32_t sign_bit)
 {
@@ -302,6 +307,102 @@ static void check_round_fp16(void)
     CHECK(memcmp(x, y, sizeof y) == 0);
 }
 
+/* BF16 bit patterns: float32's top half, rounded to nearest even. */
+static void check_bf16(void)
+{
+    static const struct {
+        uint32_t x;
+        uint16_t b;
+    } cases[] = {
+        {0x00000000u, 0x0000}, {0x80000000u, 0x8000}, /* signed zeros */
+        {0x3F800000u, 0x3F80}, {0xC0000000u, 0xC000}, /* 1, -2 */
+        {0x3F808000u, 0x3F80}, /* 1 + 2^-8: a tie, to the even 0x3F80 */
+        {0x3F818000u, 0x3F82}, /* a tie from an odd code: up */
+        {0x3F808001u, 0x3F81}, {0x3F807FFFu, 0x3F80}, /* just above / below the tie */
+        {0xBF808001u, 0xBF81}, /* the same negative */
+        {0x7F7F7FFFu, 0x7F7F}, /* just below the tie past the largest finite */
+        {0x7F7F8000u, 0x7F80}, /* that tie: 0x7F7F is odd, so up to Inf */
+        {0x7F7FFFFFu, 0x7F80}, {0xFF7FFFFFu, 0xFF80}, /* FLT_MAX overflows to Inf */
+        {0x7F800000u, 0x7F80}, {0xFF800000u, 0xFF80}, /* Inf */
+        {0x7FC00000u, 0x7FFF}, {0xFFC00001u, 0x7FFF}, /* NaN: the canonical NaN */
+        {0x7F800001u, 0x7FFF}, /* a signalling NaN whose kept bits alone would read as Inf */
+        {0x00000001u, 0x0000}, {0x00008000u, 0x0000}, /* below / at half the smallest subnormal */
+        {0x00008001u, 0x0001}, {0x00018000u, 0x0002}, {0x00010000u, 0x0001}, /* subnormals kept */
+        {0x007FFFFFu, 0x0080}, /* the largest subnormal rounds up into the smallest normal */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const uint16_t got = ptq_k_bf16_from_float_ref(from_bits(cases[i].x));
+        CHECK_MSG(got == cases[i].b, "bf16(0x%08x) = 0x%04x, want 0x%04x", cases[i].x, got, cases[i].b);
+    }
+    int64_t bad = 0;
+    for (uint32_t c = 0; c < 65536; c++) {
+        const float v = ptq_k_bf16_to_float_ref((uint16_t)c);
+        const int nan_code = (c & 0x7F80u) == 0x7F80u && (c & 0x7Fu);
+        if (to_bits(v) != c << 16 || (nan_code ? !isnan(v) || bf16_enc(v) != 0x7FFF : bf16_enc(v) != c))
+            bad++;
+    }
+    CHECK_MSG(bad == 0, "%lld bf16 codes do not round trip", (long long)bad);
+    float x[4] = {1.00390625f, -3.0e38f, NAN, 1e-40f}, y[4];
+    ptq_k_round_bf16_ref(x, 4, y);
+    CHECK(to_bits(y[0]) == 0x3F800000u && to_bits(y[1]) == 0xFF620000u && to_bits(y[2]) == 0x7FFF0000u &&
+          to_bits(y[3]) == 0x00010000u);
+    ptq_k_round_bf16_ref(x, 4, x); /* in place */
+    CHECK(memcmp(x, y, sizeof x) == 0);
+}
+
+/* The format table: every entry under its id and name, limits equal to what
+ * the codecs decode, and the plan/calibrator names going through it. */
+static void check_table(void)
+{
+    static const char *const names[PTQ_FMT_COUNT] = {"fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2", "bf16"};
+    for (int i = 0; i < PTQ_FMT_COUNT; i++) {
+        const ptq_numfmt *f = ptq_numfmt_get((ptq_fmt)i);
+        CHECK_MSG(f && f->id == (ptq_fmt)i && strcmp(f->name, names[i]) == 0, "format %d", i);
+        if (!f)
+            continue;
+        CHECK(ptq_numfmt_find(names[i]) == f);
+        CHECK_MSG(!f->is_float || f->bits == 1 + f->exp_bits + f->man_bits, "%s bits", f->name);
+        CHECK_MSG(f->scaled == (i == PTQ_FMT_INT8 || i == PTQ_FMT_FP8_E4M3 || i == PTQ_FMT_FP8_E5M2), "%s", f->name);
+        CHECK_MSG(f->in_plans == (i != PTQ_FMT_BF16), "%s in_plans", f->name);
+        CHECK_MSG(!f->block_scaled, "%s: no format takes block scales yet", f->name);
+        CHECK_MSG(ptq_prec_name((ptq_prec)i) == (f->in_plans ? f->name : ptq_prec_name((ptq_prec)-1)), "%s", f->name);
+        CHECK_MSG(strcmp(ptq_qformat_name((ptq_qformat)i), f->scaled ? f->name : "unknown") == 0, "%s", f->name);
+        CHECK_MSG(ptq_prec_is_quantized((ptq_prec)i) == f->scaled, "%s", f->name);
+    }
+    CHECK(ptq_numfmt_get(PTQ_FMT_COUNT) == NULL && ptq_numfmt_get((ptq_fmt)-1) == NULL);
+    CHECK(ptq_numfmt_find("fp8") == NULL && ptq_numfmt_find(NULL) == NULL && ptq_numfmt_find("INT8") == NULL);
+    CHECK(ptq_numfmt_get(PTQ_FMT_FP32)->max_finite == FLT_MAX);
+    CHECK(ptq_numfmt_get(PTQ_FMT_FP16)->max_finite == ptq_k_fp16_to_float_ref(0x7BFF));
+    CHECK(ptq_numfmt_get(PTQ_FMT_BF16)->max_finite == ptq_k_bf16_to_float_ref(0x7F7F));
+    CHECK(ptq_numfmt_get(PTQ_FMT_BF16)->max_finite == 3.3895313892515355e38);
+    CHECK(ptq_numfmt_get(PTQ_FMT_FP8_E4M3)->max_finite == ptq_k_fp8_to_float_ref(PTQ_FP8_E4M3, 0x7E));
+    CHECK(ptq_numfmt_get(PTQ_FMT_FP8_E5M2)->max_finite == ptq_k_fp8_to_float_ref(PTQ_FP8_E5M2, 0x7B));
+    CHECK(ptq_numfmt_get(PTQ_FMT_INT8)->max_finite == 127.0);
+    CHECK(ptq_qformat_max(PTQ_QFORMAT_INT8) == 127.0 && ptq_qformat_max(PTQ_QFORMAT_FP8_E4M3) == 448.0 &&
+          ptq_qformat_max(PTQ_QFORMAT_FP8_E5M2) == 57344.0);
+    /* ONNX element types of the Q/DQ codes */
+    CHECK(ptq_numfmt_get(PTQ_FMT_INT8)->onnx_dtype == PTQ_DT_INT8 &&
+          ptq_numfmt_get(PTQ_FMT_FP8_E4M3)->onnx_dtype == PTQ_DT_FLOAT8E4M3FN &&
+          ptq_numfmt_get(PTQ_FMT_FP8_E5M2)->onnx_dtype == PTQ_DT_FLOAT8E5M2 &&
+          ptq_numfmt_get(PTQ_FMT_FP16)->onnx_dtype == PTQ_DT_FLOAT16 &&
+          ptq_numfmt_get(PTQ_FMT_BF16)->onnx_dtype == PTQ_DT_BFLOAT16 &&
+          ptq_numfmt_get(PTQ_FMT_FP32)->onnx_dtype == PTQ_DT_FLOAT);
+    /* the one enum under its older names */
+    CHECK(PTQ_PREC_INT8 == PTQ_FMT_INT8 && PTQ_QFORMAT_INT8 == PTQ_FMT_INT8 && PTQ_FP8_E4M3 == PTQ_FMT_FP8_E4M3 &&
+          PTQ_QFORMAT_FP8_E5M2 == PTQ_PREC_FP8_E5M2 && PTQ_FP8_E5M2 == PTQ_FMT_FP8_E5M2);
+    ptq_ctx ctx;
+    ptq_prec p = PTQ_PREC_FP32;
+    ptq_qformat q = PTQ_QFORMAT_INT8;
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_prec_parse(&ctx, "fp8", &p) == PTQ_OK && p == PTQ_PREC_FP8_E4M3);
+    CHECK(ptq_prec_parse(&ctx, "bf16", &p) == PTQ_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(ctx.msg, "unknown precision 'bf16' (choices: fp32, fp16, int8, fp8-e4m3, fp8-e5m2)"), "%s",
+              ctx.msg);
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_qformat_parse(&ctx, "fp8-e5m2", &q) == PTQ_OK && q == PTQ_QFORMAT_FP8_E5M2);
+    CHECK(ptq_qformat_parse(&ctx, "fp16", &q) == PTQ_ERR_INVALID_ARG);
+}
+
 int main(void)
 {
     check_cases();
@@ -314,5 +415,8 @@ int main(void)
     check_int8();
     check_fp8_scaled();
     check_round_fp16();
+    check_ties("bf16", bf16_dec, bf16_enc, 0x7F80, 0x8000);
+    check_bf16();
+    check_table();
     return test_done("test_numfmt");
 }

@@ -2,7 +2,8 @@
  * default plan's edges and core, weight scales against max|w| / 127 per
  * output channel computed here, JSON written -> read -> written to the same
  * bytes, and the checks a hand-edited plan must pass (unknown or repeated
- * names, bad scales, wrong scale counts, another model). */
+ * names, bad scales, wrong scale counts, inconsistent block scales, another
+ * model). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,60 @@ static void expect_check(ptq_plan *p, const ptq_graph *g, ptq_status code, const
     ptq_status st = ptq_plan_check(&ctx, p, g, SHA);
     CHECK_MSG(st == code && strstr(ctx.msg, needle), "want %d with '%s', got %d: %s", (int)code, needle, (int)st,
               ctx.msg);
+}
+
+/* Block scales on weight w of plan p: every inconsistency refused by name,
+ * consistent ones refused for a format without block scales, and the JSON
+ * fields written and read back only when there are blocks. */
+static void check_blocks(ptq_plan *p, const ptq_graph *g, ptq_plan_entry *w)
+{
+    ptq_ctx ctx;
+    const ptq_value *v = &g->values[ptq_graph_find_value(g, w->name)];
+    int64_t numel = 1;
+    for (int d = 0; d < v->ndim; d++)
+        numel *= v->dims[d];
+    const int64_t bs = v->dims[v->ndim - 1], n = numel / bs;
+    float *blocks = malloc((size_t)n * sizeof *blocks);
+    for (int64_t b = 0; b < n; b++)
+        blocks[b] = 0.25f + (float)b;
+    w->n_block_scales = 2;
+    expect_check(p, g, PTQ_ERR_INVALID_ARG, "2 block scales but no block size");
+    w->block_size = -1;
+    expect_check(p, g, PTQ_ERR_INVALID_ARG, "block size -1 is not > 0");
+    w->block_size = numel + 1;
+    expect_check(p, g, PTQ_ERR_INVALID_ARG, "does not divide");
+    w->block_size = bs;
+    w->block_scales = blocks;
+    w->n_block_scales = n - 1;
+    expect_check(p, g, PTQ_ERR_INVALID_ARG, "block scales, but");
+    w->n_block_scales = n;
+    blocks[n / 2] = NAN;
+    expect_check(p, g, PTQ_ERR_INVALID_ARG, "block scales must be finite and > 0");
+    blocks[n / 2] = 0.5f;
+    expect_check(p, g, PTQ_ERR_INVALID_ARG, "int8, which takes no block scales");
+
+    char *j1 = NULL, *j2 = NULL;
+    ptq_plan *back = NULL;
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_plan_to_json(&ctx, p, &j1) == PTQ_OK && j1 && strstr(j1, "\"block_scales\"") &&
+          strstr(j1, "\"block_size\""));
+    CHECK(j1 && ptq_plan_from_json(&ctx, j1, &back) == PTQ_OK && back);
+    CHECK(back && ptq_plan_to_json(&ctx, back, &j2) == PTQ_OK && j2 && strcmp(j1, j2) == 0);
+    const ptq_plan_entry *wb = NULL;
+    for (int64_t i = 0; back && i < back->n; i++)
+        if (strcmp(back->e[i].name, w->name) == 0)
+            wb = &back->e[i];
+    CHECK(wb && wb->block_size == bs && wb->n_block_scales == n &&
+          memcmp(wb->block_scales, blocks, (size_t)n * sizeof *blocks) == 0);
+    for (int64_t i = 0; back && i < back->n; i++)
+        CHECK(&back->e[i] == wb || (back->e[i].block_size == 0 && !back->e[i].block_scales));
+    free(j1);
+    free(j2);
+    ptq_plan_free(back);
+    w->block_size = 0;
+    w->n_block_scales = 0;
+    w->block_scales = NULL;
+    free(blocks);
 }
 
 int main(void)
@@ -104,6 +159,7 @@ int main(void)
     CHECK(j1 && ptq_plan_from_json(&ctx, j1, &back) == PTQ_OK);
     CHECK(back && ptq_plan_to_json(&ctx, back, &j2) == PTQ_OK);
     CHECK(j1 && j2 && strcmp(j1, j2) == 0);
+    CHECK(j1 && !strstr(j1, "block")); /* no block fields without blocks: plans as before */
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */
@@ -132,6 +188,7 @@ int main(void)
         w->axis = 2; /* [K, C, 3, 3]: 3 channels along axis 2, not K */
         expect_check(back, g, PTQ_ERR_INVALID_ARG, "along axis 2");
         w->axis = 0;
+        check_blocks(back, g, w);
         ptq_plan_entry *f16 = find(back, "input");
         f16->n_scales = 1;
         expect_check(back, g, PTQ_ERR_INVALID_ARG, "takes no scale");
@@ -157,6 +214,14 @@ int main(void)
          "\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}, \"tensors\": [{\"name\": \"x\", "
          "\"kind\": \"activation\", \"precision\": \"int8\", \"scales\": [\"a\"]}]}",
          "not a number"},
+        {"{\"format\": \"ptq-plan\", \"format_version\": 1, \"model\": {\"sha256\": "
+         "\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}, \"tensors\": [{\"name\": \"x\", "
+         "\"kind\": \"weight\", \"precision\": \"int8\", \"block_size\": 0.5, \"block_scales\": []}]}",
+         "\"block_size\" is not an integer >= 1"},
+        {"{\"format\": \"ptq-plan\", \"format_version\": 1, \"model\": {\"sha256\": "
+         "\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}, \"tensors\": [{\"name\": \"x\", "
+         "\"kind\": \"weight\", \"precision\": \"int8\", \"block_size\": 4}]}",
+         "\"block_scales\" is not an array"},
     };
     for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
         ptq_plan *q = NULL;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ptq/export_api.h"
+#include "ptq/numfmt.h"
 #include "ptq/observer.h"
 #include "ptq/status.h"
 
@@ -25,11 +26,12 @@ typedef enum ptq_calib_method {
     PTQ_CALIB_MSE = 3
 } ptq_calib_method;
 
-typedef enum ptq_qformat {
-    PTQ_QFORMAT_INT8 = 0,     /* symmetric, scale = amax / 127 */
-    PTQ_QFORMAT_FP8_E4M3 = 1, /* scale = amax / 448 */
-    PTQ_QFORMAT_FP8_E5M2 = 2  /* scale = amax / 57344 */
-} ptq_qformat;
+/* The format a range is computed for (include/ptq/numfmt.h): a scaled one,
+ * int8 (scale = amax / 127), fp8-e4m3 (amax / 448) or fp8-e5m2 (amax / 57344). */
+typedef ptq_fmt ptq_qformat;
+#define PTQ_QFORMAT_INT8 PTQ_FMT_INT8
+#define PTQ_QFORMAT_FP8_E4M3 PTQ_FMT_FP8_E4M3
+#define PTQ_QFORMAT_FP8_E5M2 PTQ_FMT_FP8_E5M2
 
 typedef struct ptq_calib_params {
     ptq_calib_method method;
@@ -50,7 +52,7 @@ PTQ_API const char *ptq_qformat_name(ptq_qformat f);
 /* Parses the names above (and "fp8" for fp8-e4m3); PTQ_ERR_INVALID_ARG listing the choices otherwise. */
 PTQ_API ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *out);
 PTQ_API ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out);
-/* 127, 448 or 57344. */
+/* The format's largest finite value from the table: 127, 448 or 57344 (127 for a format that takes no scale). */
 PTQ_API double ptq_qformat_max(ptq_qformat f);
 
 /* Computes the range of what obs saw. PTQ_ERR_DATA when obs saw no finite

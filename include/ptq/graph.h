@@ -116,7 +116,8 @@ PTQ_API ptq_status ptq_graph_load_onnx_bytes(ptq_ctx *ctx, const void *bytes, si
                                              ptq_graph **out);
 PTQ_API void ptq_graph_free(ptq_graph *g);
 
-/* The tensors a plan may quantize (model/quantizable.c): act[v] = 1 for the
+/* The tensors a plan may quantize (model/quantizable.c, from the op table
+ * model/op_traits.c: each op's quantized inputs and outputs): act[v] = 1 for the
  * float non-constant inputs of Conv/Gemm/MatMul and every float node output
  * (Constant nodes' excepted); wt[v] = 1 for their float constant inputs 0
  * and 1 (the weights). act and wt: [g->n_values], overwritten; either may be NULL. */

@@ -13,24 +13,27 @@
 #include "ptq/calib.h"
 #include "ptq/calibrator.h"
 #include "ptq/graph.h"
+#include "ptq/numfmt.h"
 #include "ptq/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum ptq_prec {
-    PTQ_PREC_FP32 = 0,     /* left as it is */
-    PTQ_PREC_FP16 = 1,     /* rounded to IEEE binary16 (no scale) */
-    PTQ_PREC_INT8 = 2,     /* symmetric, zero point 0: q = saturate(rne(x / scale)) in [-127, 127] */
-    PTQ_PREC_FP8_E4M3 = 3, /* x / scale to E4M3FN, saturating (max 448) */
-    PTQ_PREC_FP8_E5M2 = 4  /* x / scale to E5M2, saturating (max 57344) */
-} ptq_prec;
+/* A plan entry's number format (include/ptq/numfmt.h): one whose table
+ * entry has in_plans (fp32, fp16, int8, fp8-e4m3, fp8-e5m2). */
+typedef ptq_fmt ptq_prec;
+#define PTQ_PREC_FP32 PTQ_FMT_FP32
+#define PTQ_PREC_FP16 PTQ_FMT_FP16
+#define PTQ_PREC_INT8 PTQ_FMT_INT8
+#define PTQ_PREC_FP8_E4M3 PTQ_FMT_FP8_E4M3
+#define PTQ_PREC_FP8_E5M2 PTQ_FMT_FP8_E5M2
 
-/* "fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2". */
+/* The format's name from the table: "fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2"; "?" for none. */
 PTQ_API const char *ptq_prec_name(ptq_prec p);
+/* A plan precision by name (and "fp8" for fp8-e4m3); PTQ_ERR_INVALID_ARG listing the choices otherwise. */
 PTQ_API ptq_status ptq_prec_parse(ptq_ctx *ctx, const char *s, ptq_prec *out);
-/* 1 for int8, fp8-e4m3 and fp8-e5m2: the precisions that take scales. */
+/* 1 for int8, fp8-e4m3 and fp8-e5m2: the plan precisions that take scales. */
 PTQ_API int ptq_prec_is_quantized(ptq_prec p);
 
 typedef struct ptq_plan_entry {
@@ -42,6 +45,10 @@ typedef struct ptq_plan_entry {
     int64_t n_scales;
     float *scales;  /* [n_scales], each finite and > 0; none (n_scales 0) for fp32/fp16 */
     char *source;   /* where the scales came from: "archive entropy", "weights max|w|", "edited", ... */
+    int64_t block_size;     /* 0: no blocks; else each run of block_size elements (row-major) has its own
+                               scale, multiplying scales[channel] (formats whose table entry has block_scaled) */
+    int64_t n_block_scales;
+    float *block_scales;    /* [n_block_scales] = [numel / block_size], each finite and > 0; NULL without blocks */
 } ptq_plan_entry;
 
 typedef struct ptq_plan {
@@ -72,8 +79,10 @@ PTQ_API ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char
 /* Checks p against the model: its SHA-256, every name a float activation or
  * a Conv/Gemm/MatMul weight of g (unknown names listed), no name twice, the
  * scales finite and > 0, one per channel along a valid axis for weights and
- * one for activations, none for fp16/fp32. PTQ_ERR_INVALID_ARG naming the
- * first fault. */
+ * one for activations, none for fp16/fp32, a precision plans may use; a
+ * block size > 0 dividing the tensor with one finite scale > 0 per block,
+ * on a format that takes block scales, none otherwise. PTQ_ERR_INVALID_ARG
+ * naming the first fault. */
 PTQ_API ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, const char *model_sha256);
 
 /* The plan as JSON ("ptq-plan", version 1; README.md documents it), the

@@ -1,8 +1,10 @@
 /* Number formats on the GPU (kernels/numfmt.h) through NVIDIA's own
  * conversions: __nv_cvt_float_to_fp8(.., __NV_SATFINITE, ..) (the
- * cvt.rn.satfinite instruction on sm_89+), __float2half_rn, __fdiv_rn and
- * __float2int_rn; bit for bit kernels/ref/numfmt.c. Covered by
- * tests/cuda_parity_numfmt.c (all 2^32 floats for FP8 and FP16). */
+ * cvt.rn.satfinite instruction on sm_89+), __float2half_rn,
+ * __float2bfloat16_rn, __fdiv_rn and __float2int_rn; bit for bit
+ * kernels/ref/numfmt.c. Covered by tests/cuda_parity_numfmt.c (all 2^32
+ * floats for FP8, FP16 and BF16). */
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
@@ -72,6 +74,16 @@ static __global__ void round_fp16_kernel(int64_t n, const float *x, float *y)
     GRID_STRIDE(i, n) y[i] = __half2float(__float2half_rn(x[i]));
 }
 
+static __global__ void bf16_from_float_kernel(int64_t n, const float *x, uint16_t *b)
+{
+    GRID_STRIDE(i, n) b[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
+}
+
+static __global__ void round_bf16_kernel(int64_t n, const float *x, float *y)
+{
+    GRID_STRIDE(i, n) y[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+}
+
 #define LAUNCH(ctx, d, n, kernel, ...)                                                             \
     do {                                                                                           \
         if ((n) > 0) {                                                                             \
@@ -138,5 +150,18 @@ extern "C" ptq_status ptq_k_fp16_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, 
                                                  uint16_t *h)
 {
     LAUNCH(ctx, d, n, fp16_from_float_kernel, n, x, h);
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_k_round_bf16_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float *y)
+{
+    LAUNCH(ctx, d, n, round_bf16_kernel, n, x, y);
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_k_bf16_from_float_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n,
+                                                 uint16_t *b)
+{
+    LAUNCH(ctx, d, n, bf16_from_float_kernel, n, x, b);
     return PTQ_OK;
 }

@@ -1,5 +1,5 @@
 /* Reference number formats (kernels/numfmt.h): INT8 symmetric, FP8 arrays on
- * kernels/ref/fp8.c's scalar codes, FP16 by integer bit manipulation. The
+ * kernels/ref/fp8.c's scalar codes, FP16 and BF16 by integer bit manipulation. The
  * executable spec of kernels/cuda/numfmt.cu; covered by tests/test_numfmt.c
  * and, over all 2^32 floats against NVIDIA's conversions, tests/cuda_parity_numfmt.c. */
 #include <math.h>
@@ -144,4 +144,26 @@ void ptq_k_round_fp16_ref(const float *x, int64_t n, float *y)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = ptq_k_fp16_to_float_ref(ptq_k_fp16_from_float_ref(x[i]));
+}
+
+/* BF16 is float32's top half: add just under half of the dropped 16 bits,
+ * plus the kept lowest bit (ties to even), and truncate; a carry moves into
+ * the exponent and past the largest finite into Inf, as IEEE rounding does. */
+uint16_t ptq_k_bf16_from_float_ref(float x)
+{
+    const uint32_t u = float_bits(x);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+        return 0x7FFF;
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+float ptq_k_bf16_to_float_ref(uint16_t b)
+{
+    return bits_float((uint32_t)b << 16);
+}
+
+void ptq_k_round_bf16_ref(const float *x, int64_t n, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = ptq_k_bf16_to_float_ref(ptq_k_bf16_from_float_ref(x[i]));
 }

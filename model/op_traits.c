@@ -1,0 +1,70 @@
+/* The op traits table (model/op_traits.h): weights, quantizable tensors,
+ * channel axes and fusion traits of every op ptq knows, one row each.
+ * Covered by tests/test_op_table.c. */
+#include <string.h>
+
+#include "model/op_traits.h"
+
+#define W01 (1u << 0 | 1u << 1) /* data and weight inputs of a weighted op */
+#define ACT PTQ_OPF_FUSIBLE_ACTIVATION
+#define COMMUTES PTQ_OPF_QDQ_COMMUTES
+#define WEIGHTED (PTQ_OPF_WEIGHTED | PTQ_OPF_FUSES_ACTIVATION_AFTER)
+
+/* A row without weights: float outputs quantizable, nothing else. */
+#define PLAIN(ID, NAME, FLAGS) [ID] = {ID, NAME, "ai.onnx", 0, 0, PTQ_OP_ALL_IO, -1, PTQ_AXIS_NONE, FLAGS}
+
+const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
+    /* W [C_out, ...] and B [C_out] are weights; X and W are quantized, the bias is not */
+    [PTQ_OP_CONV] = {PTQ_OP_CONV, "Conv", "ai.onnx", 1u << 1 | 1u << 2, W01, PTQ_OP_ALL_IO, 1, PTQ_AXIS_FIRST, WEIGHTED},
+    [PTQ_OP_GEMM] = {PTQ_OP_GEMM, "Gemm", "ai.onnx", 1u << 1 | 1u << 2, W01, PTQ_OP_ALL_IO, 1, PTQ_AXIS_GEMM_B, WEIGHTED},
+    [PTQ_OP_MATMUL] = {PTQ_OP_MATMUL, "MatMul", "ai.onnx", 1u << 1, W01, PTQ_OP_ALL_IO, 1, PTQ_AXIS_LAST, WEIGHTED},
+    PLAIN(PTQ_OP_MAXPOOL, "MaxPool", COMMUTES),
+    PLAIN(PTQ_OP_AVERAGEPOOL, "AveragePool", 0),
+    PLAIN(PTQ_OP_GLOBALAVERAGEPOOL, "GlobalAveragePool", 0),
+    PLAIN(PTQ_OP_BATCHNORMALIZATION, "BatchNormalization", PTQ_OPF_FOLDS_INTO_WEIGHTED),
+    PLAIN(PTQ_OP_ADD, "Add", PTQ_OPF_RESIDUAL_ADD),
+    PLAIN(PTQ_OP_SUB, "Sub", 0),
+    PLAIN(PTQ_OP_MUL, "Mul", 0),
+    PLAIN(PTQ_OP_DIV, "Div", 0),
+    PLAIN(PTQ_OP_RELU, "Relu", ACT),
+    PLAIN(PTQ_OP_LEAKYRELU, "LeakyRelu", ACT),
+    PLAIN(PTQ_OP_CLIP, "Clip", ACT),
+    PLAIN(PTQ_OP_SIGMOID, "Sigmoid", ACT),
+    PLAIN(PTQ_OP_HARDSIGMOID, "HardSigmoid", ACT),
+    PLAIN(PTQ_OP_HARDSWISH, "HardSwish", ACT),
+    PLAIN(PTQ_OP_TANH, "Tanh", ACT),
+    PLAIN(PTQ_OP_SOFTMAX, "Softmax", 0),
+    PLAIN(PTQ_OP_FLATTEN, "Flatten", COMMUTES),
+    PLAIN(PTQ_OP_RESHAPE, "Reshape", COMMUTES),
+    PLAIN(PTQ_OP_SQUEEZE, "Squeeze", COMMUTES),
+    PLAIN(PTQ_OP_UNSQUEEZE, "Unsqueeze", COMMUTES),
+    PLAIN(PTQ_OP_TRANSPOSE, "Transpose", COMMUTES),
+    PLAIN(PTQ_OP_CONCAT, "Concat", COMMUTES),
+    PLAIN(PTQ_OP_IDENTITY, "Identity", COMMUTES),
+    PLAIN(PTQ_OP_DROPOUT, "Dropout", COMMUTES),
+    /* its output is a constant, not an activation */
+    [PTQ_OP_CONSTANT] = {PTQ_OP_CONSTANT, "Constant", "ai.onnx", 0, 0, 0, -1, PTQ_AXIS_NONE, 0},
+};
+
+const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)
+{
+    if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0)
+        return NULL;
+    for (int i = 0; i < PTQ_OP_COUNT; i++)
+        if (strcmp(ptq_op_traits_table[i].op_type, op_type) == 0)
+            return &ptq_op_traits_table[i];
+    return NULL;
+}
+
+int ptq_op_weight_axis(const ptq_op_traits *t, const ptq_node *n, int input, int ndim)
+{
+    if (!t || input != t->axis_input || ndim < 1)
+        return -1;
+    switch (t->axis_rule) {
+    case PTQ_AXIS_FIRST: return 0;
+    case PTQ_AXIS_GEMM_B: return ptq_node_attr_int(n, "transB", 0) ? 0 : (ndim >= 2 ? 1 : 0);
+    case PTQ_AXIS_LAST: return ndim - 1;
+    case PTQ_AXIS_NONE: break;
+    }
+    return -1;
+}

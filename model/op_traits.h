@@ -1,0 +1,94 @@
+/* What ptq knows about each ONNX op apart from its kernels: its id, name and
+ * domain, which inputs are weights, which tensors a plan may quantize, the
+ * weight's channel axis and how the op fuses (data for Q/DQ placement).
+ * model/op_traits.c holds the one table; runtime/ops.c pairs each entry
+ * with its kernels by id. Covered by tests/test_op_table.c. */
+#ifndef PTQ_MODEL_OP_TRAITS_H
+#define PTQ_MODEL_OP_TRAITS_H
+
+#include "ptq/graph.h"
+
+/* Index into the traits table and every backend's per-op arrays. */
+typedef enum ptq_op_id {
+    PTQ_OP_CONV,
+    PTQ_OP_GEMM,
+    PTQ_OP_MATMUL,
+    PTQ_OP_MAXPOOL,
+    PTQ_OP_AVERAGEPOOL,
+    PTQ_OP_GLOBALAVERAGEPOOL,
+    PTQ_OP_BATCHNORMALIZATION,
+    PTQ_OP_ADD,
+    PTQ_OP_SUB,
+    PTQ_OP_MUL,
+    PTQ_OP_DIV,
+    PTQ_OP_RELU,
+    PTQ_OP_LEAKYRELU,
+    PTQ_OP_CLIP,
+    PTQ_OP_SIGMOID,
+    PTQ_OP_HARDSIGMOID,
+    PTQ_OP_HARDSWISH,
+    PTQ_OP_TANH,
+    PTQ_OP_SOFTMAX,
+    PTQ_OP_FLATTEN,
+    PTQ_OP_RESHAPE,
+    PTQ_OP_SQUEEZE,
+    PTQ_OP_UNSQUEEZE,
+    PTQ_OP_TRANSPOSE,
+    PTQ_OP_CONCAT,
+    PTQ_OP_IDENTITY,
+    PTQ_OP_DROPOUT,
+    PTQ_OP_CONSTANT,
+    PTQ_OP_COUNT
+} ptq_op_id;
+
+/* Fusion traits, as TensorRT applies them (DESIGN.md "Where quantization
+ * happens"); read by Q/DQ placement, not by execution. */
+enum {
+    PTQ_OPF_WEIGHTED = 1u << 0,                /* a compute layer with weights (Conv, Gemm, MatMul) */
+    PTQ_OPF_FUSES_ACTIVATION_AFTER = 1u << 1,  /* absorbs a following FUSIBLE_ACTIVATION (no rounding between) */
+    PTQ_OPF_FUSIBLE_ACTIVATION = 1u << 2,      /* pointwise activation a weighted op absorbs */
+    PTQ_OPF_RESIDUAL_ADD = 1u << 3,            /* Add fusible into a preceding Conv; its other input is quantized */
+    PTQ_OPF_FOLDS_INTO_WEIGHTED = 1u << 4,     /* folded into the preceding weighted op's weights (BatchNorm) */
+    PTQ_OPF_QDQ_COMMUTES = 1u << 5             /* Q/DQ moves through it unchanged (pooling by max, data movement) */
+};
+
+/* How a weight's output-channel axis follows from the node. */
+typedef enum ptq_op_axis_rule {
+    PTQ_AXIS_NONE = 0, /* no per-channel weight */
+    PTQ_AXIS_FIRST,    /* axis 0 (Conv W [C_out, C_in/group, k...]) */
+    PTQ_AXIS_GEMM_B,   /* Gemm B: 0 with transB, else 1 (0 for a 1-D B) */
+    PTQ_AXIS_LAST      /* MatMul B [..., K, N]: the last axis */
+} ptq_op_axis_rule;
+
+#define PTQ_OP_ALL_IO (~0u) /* every input/output slot, however many */
+
+typedef struct ptq_op_traits {
+    ptq_op_id id;
+    const char *op_type;       /* ONNX op name, e.g. "Conv" */
+    const char *domain;        /* "ai.onnx" (also matched by "") */
+    unsigned weight_inputs;    /* bit i: input i is a weight when it is a constant (Conv W, B; Gemm B, C; MatMul B) */
+    unsigned quant_inputs;     /* bit i: float input i is quantized: a weight when constant, an activation otherwise */
+    unsigned quant_outputs;    /* bit i: float output i is a quantizable activation */
+    int axis_input;            /* the input whose per-channel axis axis_rule gives, or -1 */
+    ptq_op_axis_rule axis_rule;
+    unsigned flags;            /* PTQ_OPF_* */
+} ptq_op_traits;
+
+/* [PTQ_OP_COUNT], entry i has id i. */
+extern const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT];
+
+/* The entry of (domain, op_type), "" or NULL domain meaning ai.onnx; NULL
+ * when ptq does not know the op. */
+const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type);
+
+/* The per-channel axis of a weight of rank ndim fed to node n (of op t) as
+ * input `input`; -1 (one scale for the tensor) when t gives none there. */
+int ptq_op_weight_axis(const ptq_op_traits *t, const ptq_node *n, int input, int ndim);
+
+/* 1 if slot i is in mask m (an input or output mask above). */
+static inline int ptq_op_mask_has(unsigned m, int i)
+{
+    return m == PTQ_OP_ALL_IO || (i >= 0 && i < 32 && ((m >> i) & 1u));
+}
+
+#endif
