@@ -3,6 +3,7 @@
  * other observer settings or shared samples. Covered by tests/cli_calib_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -79,11 +80,18 @@ int cmd_merge(int argc, char **argv)
     PTQ_TRY(st, ptq_atomic_commit(&ctx, tmp, out), done);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(acc, &pv);
-    if (cli_get(opts, n_opts, "json"))
-        printf("{\"command\":\"merge\",\"archive\":\"%s\",\"inputs\":%d,\"samples\":%lld,\"tensors\":%lld,"
-               "\"sample_ids_sha256\":\"%s\"}\n",
-               out, n_pos, (long long)pv.n_samples, (long long)ptq_calib_set_n_tensors(acc), pv.sample_ids_sha256);
-    else
+    if (cli_get(opts, n_opts, "json")) {
+        cli_json *o = cli_json_header("merge", NULL);
+        cli_json_str(o, "archive", out);
+        cli_json_num(o, "inputs", n_pos);
+        cli_json_num(o, "samples", (double)pv.n_samples);
+        cli_json_num(o, "tensors", (double)ptq_calib_set_n_tensors(acc));
+        cli_json_str(o, "sample_ids_sha256", pv.sample_ids_sha256);
+        char *text = cli_json_done(o);
+        if (text)
+            printf("%s\n", text);
+        free(text);
+    } else
         printf("merged %d archives into %s: %lld samples, %lld tensors\n", n_pos, out, (long long)pv.n_samples,
                (long long)ptq_calib_set_n_tensors(acc));
 done:

@@ -13,6 +13,7 @@
 
 #include "model/pb.h"
 #include "ptq/fileio.h"
+#include "ptq/buf.h"
 #include "ptq/onnx_edit.h"
 
 static const char *const model_fields[] = {NULL, "ir_version", NULL, NULL, NULL, NULL, NULL, "graph", "opset_import"};
@@ -112,30 +113,13 @@ static void smap_free(smap *m)
 
 /* ---- output buffer ---- */
 
-typedef struct obuf {
-    uint8_t *p;
-    size_t n, cap;
-    int oom;
-} obuf;
+/* protobuf bytes go into the shared buffer (include/ptq/buf.h); a failed
+ * put sticks, so a whole message is checked once */
+typedef ptq_buf obuf;
 
 static void ob_bytes(obuf *b, const void *src, size_t n)
 {
-    if (b->oom || !n)
-        return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
+    ptq_buf_put(b, src, n);
 }
 
 static void ob_varint(obuf *b, uint64_t v)
@@ -661,12 +645,12 @@ ptq_status ptq_onnx_edit_add_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const c
     ob_len(&b, 9, raw, n_bytes);
     ainit *t = &e->new_inits[e->n_new_inits];
     memset(t, 0, sizeof *t);
-    if (b.oom || !(t->name = strdup(name))) {
-        free(b.p);
+    if (b.failed || !(t->name = strdup(name))) {
+        free(b.data);
         return oom(ctx, e);
     }
-    t->enc = b.p;
-    t->enc_bytes = b.n;
+    t->enc = (uint8_t *)b.data;
+    t->enc_bytes = b.n_bytes;
     e->n_new_inits++;
     PTQ_TRY(st, define(ctx, e, t->name), done);
 done:
@@ -742,16 +726,16 @@ ptq_status ptq_onnx_edit_add_node(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op
         ob_str(&at, 1, "axis");
         ob_int(&at, 3, axis);
         ob_int(&at, 20, 2);
-        ob_len(&b, 5, at.p, at.n);
-        b.oom |= at.oom;
-        free(at.p);
+        ob_len(&b, 5, at.data, at.n_bytes);
+        b.failed |= at.failed;
+        free(at.data);
     }
-    if (b.oom) {
-        free(b.p);
+    if (b.failed) {
+        free(b.data);
         return oom(ctx, e);
     }
-    a->enc = b.p;
-    a->enc_bytes = b.n;
+    a->enc = (uint8_t *)b.data;
+    a->enc_bytes = b.n_bytes;
     for (int i = 0; i < n_out; i++)
         PTQ_TRY(st, define(ctx, e, a->out[i]), done);
 done:
@@ -943,9 +927,9 @@ static ptq_status encode_node(const ptq_onnx_edit *e, int k, ptq_pb *nr, obuf *b
         else
             ob_bytes(&nb, start, (size_t)(nr->p - start));
     }
-    ob_len(b, 1, nb.p, nb.n);
-    b->oom |= nb.oom;
-    free(nb.p);
+    ob_len(b, 1, nb.data, nb.n_bytes);
+    b->failed |= nb.failed;
+    free(nb.data);
     return PTQ_OK;
 }
 
@@ -1056,7 +1040,7 @@ ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **byt
         } else if (f.num == 7) {
             ptq_pb_sub(&mr, &f, &graph_desc, &sub);
             PTQ_TRY(st, encode_graph(ctx, e, &sub, &gb), done);
-            ob_len(&b, 7, gb.p, gb.n);
+            ob_len(&b, 7, gb.data, gb.n_bytes);
         } else if (f.num == 8) {
             int is_default;
             int64_t v;
@@ -1074,9 +1058,9 @@ ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **byt
                         ob_bytes(&ob, s0, (size_t)(sub.p - s0));
                 }
                 ob_int(&ob, 2, e->opset);
-                ob_len(&b, 8, ob.p, ob.n);
-                b.oom |= ob.oom;
-                free(ob.p);
+                ob_len(&b, 8, ob.data, ob.n_bytes);
+                b.failed |= ob.failed;
+                free(ob.data);
             } else {
                 ob_bytes(&b, start, n_field);
             }
@@ -1084,9 +1068,9 @@ ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **byt
                 obuf ob = {0};
                 ob_str(&ob, 1, "");
                 ob_int(&ob, 2, e->opset);
-                ob_len(&b, 8, ob.p, ob.n);
-                b.oom |= ob.oom;
-                free(ob.p);
+                ob_len(&b, 8, ob.data, ob.n_bytes);
+                b.failed |= ob.failed;
+                free(ob.data);
             }
         } else {
             ob_bytes(&b, start, n_field);
@@ -1096,20 +1080,20 @@ ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **byt
         obuf ob = {0};
         ob_str(&ob, 1, "");
         ob_int(&ob, 2, e->opset);
-        ob_len(&b, 8, ob.p, ob.n);
-        b.oom |= ob.oom;
-        free(ob.p);
+        ob_len(&b, 8, ob.data, ob.n_bytes);
+        b.failed |= ob.failed;
+        free(ob.data);
     }
-    if (b.oom || gb.oom) {
+    if (b.failed || gb.failed) {
         st = oom(ctx, e);
         goto done;
     }
-    *bytes = b.p;
-    *n_bytes = b.n;
-    b.p = NULL;
+    *bytes = (uint8_t *)b.data;
+    *n_bytes = b.n_bytes;
+    b.data = NULL;
 done:
-    free(b.p);
-    free(gb.p);
+    free(b.data);
+    free(gb.data);
     return st;
 }
 

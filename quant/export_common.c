@@ -11,62 +11,6 @@
 
 #include "ptq/export.h"
 
-void ptq_buf_free(ptq_buf *b)
-{
-    if (!b)
-        return;
-    free(b->data);
-    memset(b, 0, sizeof *b);
-}
-
-static ptq_status buf_reserve(ptq_ctx *ctx, ptq_buf *b, size_t more_bytes)
-{
-    if (more_bytes > SIZE_MAX / 2 - b->n_bytes - 1)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "export buffer would exceed the address space");
-    size_t need = b->n_bytes + more_bytes + 1; /* + NUL */
-    if (need <= b->cap_bytes)
-        return PTQ_OK;
-    size_t cap = b->cap_bytes ? b->cap_bytes : 256;
-    while (cap < need)
-        cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %zu-byte export buffer", cap);
-    b->data = p;
-    b->cap_bytes = cap;
-    return PTQ_OK;
-}
-
-ptq_status ptq_buf_append(ptq_ctx *ctx, ptq_buf *b, const void *data, size_t n_bytes)
-{
-    ptq_status st = buf_reserve(ctx, b, n_bytes);
-    if (st != PTQ_OK)
-        return st;
-    if (n_bytes)
-        memcpy(b->data + b->n_bytes, data, n_bytes);
-    b->n_bytes += n_bytes;
-    b->data[b->n_bytes] = '\0';
-    return PTQ_OK;
-}
-
-ptq_status ptq_buf_appendf(ptq_ctx *ctx, ptq_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (len < 0)
-        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "bad format string \"%s\"", fmt);
-    ptq_status st = buf_reserve(ctx, b, (size_t)len);
-    if (st != PTQ_OK)
-        return st;
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->n_bytes, (size_t)len + 1, fmt, ap);
-    va_end(ap);
-    b->n_bytes += (size_t)len;
-    return PTQ_OK;
-}
-
 int ptq_export_name_warns(const char *name)
 {
     return name && strchr(name, ':') != NULL;

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "ptq/buf.h"
 #include "ptq/report.h"
 
 ptq_status ptq_eval_stats_init(ptq_ctx *ctx, int n_classes, ptq_eval_stats *s)
@@ -94,47 +95,6 @@ void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *m)
     }
 }
 
-/* A growing string; on allocation failure it keeps failed set and stops. */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->p && b->len + (size_t)w < b->cap) {
-            b->len += (size_t)w;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->failed = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-}
-
 static const char *class_label(const char *const *names, int c, char *buf, size_t n)
 {
     if (names && names[c])
@@ -151,9 +111,9 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     if (!m)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the report");
     ptq_eval_class_metrics(s, m);
-    sbuf b = {0};
+    ptq_buf b = {0};
     double n = s->n ? (double)s->n : 1.0;
-    sb_printf(&b, "samples  %lld\ntop-1    %.2f%%  (%lld correct)\ntop-5    %.2f%%\n\n", (long long)s->n,
+    ptq_buf_putf(&b, "samples  %lld\ntop-1    %.2f%%  (%lld correct)\ntop-5    %.2f%%\n\n", (long long)s->n,
               100.0 * (double)s->top1 / n, (long long)s->top1, 100.0 * (double)s->top5 / n);
     int w = 5;
     char tmp[32];
@@ -164,11 +124,11 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     }
     if (w > 24)
         w = 24;
-    sb_printf(&b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
+    ptq_buf_putf(&b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
     for (int c = 0; c < k; c++)
-        sb_printf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label(names, c, tmp, sizeof tmp),
+        ptq_buf_putf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label(names, c, tmp, sizeof tmp),
                   m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
-    sb_printf(&b, "\nconfusion matrix (rows: true class, columns: predicted)\n%*s", w, "");
+    ptq_buf_putf(&b, "\nconfusion matrix (rows: true class, columns: predicted)\n%*s", w, "");
     int cw = 6;
     for (int c = 0; c < k; c++) {
         int64_t v = s->confusion[(int64_t)c * k + c];
@@ -182,20 +142,17 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         }
     }
     for (int c = 0; c < k; c++)
-        sb_printf(&b, " %*d", cw - 1, c);
-    sb_printf(&b, "\n");
+        ptq_buf_putf(&b, " %*d", cw - 1, c);
+    ptq_buf_putf(&b, "\n");
     for (int c = 0; c < k; c++) {
-        sb_printf(&b, "%-*.*s", w, w, class_label(names, c, tmp, sizeof tmp));
+        ptq_buf_putf(&b, "%-*.*s", w, w, class_label(names, c, tmp, sizeof tmp));
         for (int j = 0; j < k; j++)
-            sb_printf(&b, " %*lld", cw - 1, (long long)s->confusion[(int64_t)c * k + j]);
-        sb_printf(&b, "\n");
+            ptq_buf_putf(&b, " %*lld", cw - 1, (long long)s->confusion[(int64_t)c * k + j]);
+        ptq_buf_putf(&b, "\n");
     }
     free(m);
-    if (b.failed) {
-        free(b.p);
+    if (!(*out = ptq_buf_take(&b)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the report");
-    }
-    *out = b.p;
     return PTQ_OK;
 }
 

@@ -6,13 +6,15 @@
 # benchmark), calib (ptq calibrate on the GPU: archives byte-identical across
 # batch sizes and shards, against the CPU's, and the side-by-side benchmark
 # against onnxruntime's calibrators). Logs go to $OUT (the device tool's
-# folder) or out/gpu. Usage: scripts/gpu-check.sh [tests] [eval] [calib]
+# folder) or out/gpu; pipeline (calibrate -> plan -> validate on the GPU and
+# the CPU, validate's logits across batch sizes, --device cuda:N).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
 b=$PWD/bundle
 [ -x "$b/bin/ptq" ] || { echo "gpu-check: no bundle/ (run scripts/gpu-bundle.sh here, carry bundle)"; exit 2; }
-stages=${*:-tests eval calib}
+stages=${*:-tests eval calib pipeline}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 eval "$("$b/setup.sh")"
 # libcublas is dlopen'ed (kernels/cuda/device.cu), so ldd does not list it: look for it too
@@ -96,6 +98,35 @@ PY
     else
         echo "onnxruntime.quantization does not import here: $(python3 -c 'import onnxruntime.quantization' 2>&1 | tail -n 1)"
     fi
+}
+
+# The library pipeline on the GPU: calibrate -> plan -> validate (one model,
+# one executor, FP32 and the plan as an overlay), against the same on the
+# CPU; validate's logits bit-identical across batch sizes; --device cuda:N.
+stage_pipeline() {
+    local t=/tmp/ptq-pipe
+    rm -rf "$t"; mkdir -p "$t"
+    echo "== pipeline on the GPU and on the CPU"
+    for dev in cuda cpu; do
+        "$ptq" calibrate --model "$model" --data "$h5" --samples 512 --device $dev --out "$t/$dev.h5" >/dev/null &&
+            "$ptq" plan "$t/$dev.h5" --model "$model" --out "$t/$dev-plan.json" --quiet &&
+            "$ptq" validate --model "$model" --plan "$t/$dev-plan.json" --data "$h5" --device $dev \
+                --report "$t/$dev-report" --logits "$t/$dev-q.npy" | sed -n '4,9p'
+    done 2>&1 | tee "$out/pipeline.txt"
+    "$ptq" validate --model "$model" --plan "$t/cuda-plan.json" --data "$h5" --device cuda --batch 1000 \
+        --report "$t/cuda-report-b1000" --logits "$t/cuda-q-b1000.npy" >/dev/null
+    if cmp -s "$t/cuda-q.npy" "$t/cuda-q-b1000.npy"; then echo "validate --device cuda: quantized logits identical at batch 256 and 1000"
+    else echo "validate --device cuda: quantized logits DIFFER between batch 256 and 1000"; fi | tee -a "$out/pipeline.txt"
+    python3 - "$t" <<'PY' | tee -a "$out/pipeline.txt"
+import json, sys
+t = sys.argv[1]
+g, c = (json.load(open(f"{t}/{d}-report/validate.json")) for d in ("cuda", "cpu"))
+print("top-1 fp32 / quant: cuda %.4f / %.4f, cpu %.4f / %.4f" % (g["top1_fp32"], g["top1_quant"], c["top1_fp32"], c["top1_quant"]))
+PY
+    for d in cuda:0 cuda:7; do
+        "$ptq" eval --model "$model" --data "$h5" --device $d --limit 256 >/dev/null 2>"$t/err.txt"
+        echo "eval --device $d: exit $? $(head -c 200 "$t/err.txt")"
+    done | tee -a "$out/pipeline.txt"
 }
 
 for s in $stages; do "stage_$s"; done

@@ -88,6 +88,29 @@ int main(void)
                    same ? "bit-identical to" : "DIFFER from");
         }
     }
+    /* the device memory plan: steady runs allocate nothing; kept values on the
+     * device and ptq_exec_run_from give the full run's logits bit for bit */
+    if (gpu) {
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {128, 1, 28, 28}, x, PTQ_MEM_HOST, 0}, out;
+        ptq_exec_set_tap(gpu, NULL, NULL);
+        CHECK(ptq_exec_run(&ctx, gpu, &in, &out) == PTQ_OK && ptq_exec_run(&ctx, gpu, &in, &out) == PTQ_OK);
+        const int64_t allocs = ptq_exec_n_allocs(gpu);
+        CHECK(ptq_exec_run(&ctx, gpu, &in, &out) == PTQ_OK);
+        memcpy(ref, out.data, 128 * 10 * sizeof(float));
+        CHECK_MSG(ptq_exec_n_allocs(gpu) == allocs, "steady GPU runs allocated %lld times",
+                  (long long)(ptq_exec_n_allocs(gpu) - allocs));
+        for (int k = 0; k <= g->n_nodes; k++)
+            CHECK(ptq_exec_keep_for(&ctx, gpu, k) == PTQ_OK);
+        CHECK(ptq_exec_run(&ctx, gpu, &in, &out) == PTQ_OK);
+        int n_same = 0, n_runs = 0;
+        for (int k = g->n_nodes - 1; k >= 0; k -= 2, n_runs++) {
+            CHECK_MSG(ptq_exec_run_from(&ctx, gpu, k, &out) == PTQ_OK, "%s", ctx.msg);
+            n_same += memcmp(out.data, ref, 128 * 10 * sizeof(float)) == 0;
+        }
+        printf("cuda_exec: %lld device allocations in all; steady runs add none; %d of %d runs from kept values "
+               "bit-identical to the full run\n", (long long)ptq_exec_n_allocs(gpu), n_same, n_runs);
+        CHECK(n_same == n_runs);
+    }
     free(x);
     free(ref);
     free(got);

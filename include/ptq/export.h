@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ptq/export_api.h"
+#include "ptq/buf.h"
 #include "ptq/calibrator.h"
 #include "ptq/status.h"
 
@@ -26,23 +27,8 @@ typedef struct ptq_tensor_range {
     double percentile;       /* PTQ_CALIB_PERCENTILE only: the p used, in (0, 100] */
 } ptq_tensor_range;
 
-/* Bytes an exporter produced; data is malloc'd and NUL-terminated (the NUL
- * is not counted in n_bytes). Zero-initialise; ptq_buf_free releases. An
- * exporter overwrites its out buf (it does not free what was there) and
- * leaves it zeroed on failure. */
-typedef struct ptq_buf {
-    char *data;
-    size_t n_bytes;
-    size_t cap_bytes;
-} ptq_buf;
-
-PTQ_API void ptq_buf_free(ptq_buf *b); /* NULL and an empty buf are no-ops; leaves b zeroed */
-PTQ_API ptq_status ptq_buf_append(ptq_ctx *ctx, ptq_buf *b, const void *data, size_t n_bytes);
-PTQ_API ptq_status ptq_buf_appendf(ptq_ctx *ctx, ptq_buf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+/* Exporters write into a ptq_buf (include/ptq/buf.h): each overwrites its
+ * out buf (it does not free what was there) and leaves it zeroed on failure. */
 
 /* What an export did, for the caller's warnings. */
 typedef struct ptq_export_stats {
