@@ -23,6 +23,7 @@ struct ptq_fq {
     fq_act *act;              /* [g->n_values]: the plan's rounding of each activation (fp32: none) */
     unsigned char *rounds;    /* [g->n_values]: 1 where act is not fp32 */
     float **weight;           /* [g->n_values]: quantized-dequantized weights, NULL where the graph's stand */
+    uint64_t source;          /* the weights' id for the executors' device copies */
     ptq_overlay ov;
 };
 
@@ -77,9 +78,10 @@ static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_pla
     return PTQ_OK;
 }
 
-static const float *fq_weight(void *user, int value_index)
+static const float *fq_weight(void *user, int value_index, uint64_t *source)
 {
     const ptq_fq *fq = user;
+    *source = fq->source;
     return fq->weight[value_index];
 }
 
@@ -150,7 +152,7 @@ ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, pt
             continue;
         PTQ_TRY(st, weight_rounded(ctx, &g->values[v], e, &fq->weight[v]), done);
     }
-    fq->ov.id = ptq_overlay_new_id();
+    fq->source = ptq_overlay_new_id();
     fq->ov.user = fq;
     fq->ov.weight = fq_weight;
     fq->ov.round = fq_round;

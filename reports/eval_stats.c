@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/logits.h"
 #include "ptq/buf.h"
 #include "ptq/report.h"
 
@@ -45,10 +46,7 @@ ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *l
     for (int64_t i = 0; i < n; i++) {
         const float *row = logits + i * k;
         int32_t y = labels[i];
-        int best = 0;
-        for (int c = 1; c < k; c++)
-            if (row[c] > row[best])
-                best = c;
+        const int best = ptq_logits_argmax(row, k);
         int64_t above = 0; /* classes ranked strictly above the label */
         for (int c = 0; c < k; c++)
             if (row[c] > row[y] || (row[c] == row[y] && c < y))

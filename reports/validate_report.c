@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/logits.h"
 #include "core/xsum.h"
 #include "ptq/export.h" /* ptq_buf */
 #include "ptq/report.h"
@@ -65,42 +66,20 @@ void ptq_validate_stats_free(ptq_validate_stats *s)
     free(s);
 }
 
-static double log_sum_exp(const float *x, int k)
-{
-    double mx = x[0];
-    for (int c = 1; c < k; c++)
-        if (x[c] > mx)
-            mx = x[c];
-    double sum = 0;
-    for (int c = 0; c < k; c++)
-        sum += exp((double)x[c] - mx);
-    return mx + log(sum);
-}
-
 /* Adds one image's rows (f, q: [k]) to the SQNR/KL sums when both are
  * finite: its terms come from its rows alone, the sums are exact. */
 static void compare_row(ptq_validate_stats *s, const float *f, const float *q, int k)
 {
-    int finite = 1;
     for (int c = 0; c < k; c++) {
         s->nan_fp32 += isnan(f[c]) != 0;
         s->nan_q += isnan(q[c]) != 0;
-        finite &= isfinite(f[c]) && isfinite(q[c]);
     }
-    if (!finite)
+    double sig, noise, kl;
+    if (!ptq_logits_terms(f, q, k, &sig, &noise, &kl))
         return;
-    double lse_f = log_sum_exp(f, k), lse_q = log_sum_exp(q, k);
-    double sig = 0, noise = 0, kl = 0;
-    for (int c = 0; c < k; c++) {
-        double fc = f[c], d = (double)q[c] - fc;
-        double logp = fc - lse_f, logq = (double)q[c] - lse_q;
-        sig += fc * fc;
-        noise += d * d;
-        kl += exp(logp) * (logp - logq);
-    }
     ptq_xsum_add(&s->signal_sq, sig);
     ptq_xsum_add(&s->noise_sq, noise);
-    ptq_xsum_add(&s->kl_nats_sum, kl > 0 ? kl : 0);
+    ptq_xsum_add(&s->kl_nats_sum, kl);
     s->n_measured++;
 }
 

@@ -67,7 +67,7 @@ typedef struct slot {
 
 /* A device copy of an overlay's replacement weight. */
 typedef struct wcopy {
-    uint64_t overlay_id;
+    uint64_t source;
     int value;
     void *dev;
 } wcopy;
@@ -88,7 +88,7 @@ struct ptq_exec {
     int n_taps;
     ptq_overlay ov;     /* active when has_ov */
     int has_ov;
-    uint64_t prev_ov_id;
+    uint64_t sources[PTQ_EXEC_WEIGHT_SOURCES]; /* weight sources with device copies, most recent first */
     wcopy *wcopies;
     int n_wcopies, cap_wcopies;
     void *arena[N_MEM];
@@ -230,11 +230,36 @@ static ptq_status slot_alloc(ptq_ctx *ctx, ptq_exec *e, slot *s, int m)
     return pool_get(ctx, e, m, n_bytes, &s->ptr[m], &s->cap[m]);
 }
 
-/* The device copy of overlay weight v (host data w), uploaded on first use. */
-static ptq_status overlay_weight_dev(ptq_ctx *ctx, ptq_exec *e, int v, const float *w, size_t n_bytes, void **out)
+/* Marks source as used now; the copies of a source pushed out of the
+ * recent list are released. */
+static void touch_source(ptq_exec *e, uint64_t source)
 {
+    int at = 0;
+    while (at < PTQ_EXEC_WEIGHT_SOURCES - 1 && e->sources[at] != source)
+        at++;
+    const uint64_t dropped = e->sources[at] == source ? 0 : e->sources[at];
+    memmove(&e->sources[1], &e->sources[0], (size_t)at * sizeof e->sources[0]);
+    e->sources[0] = source;
+    if (!dropped)
+        return;
+    int w = 0;
+    for (int i = 0; i < e->n_wcopies; i++) {
+        if (e->wcopies[i].source == dropped)
+            e->dev->release(e->dev, e->wcopies[i].dev);
+        else
+            e->wcopies[w++] = e->wcopies[i];
+    }
+    e->n_wcopies = w;
+}
+
+/* The device copy of overlay weight v (host data w from source), uploaded on first use. */
+static ptq_status overlay_weight_dev(ptq_ctx *ctx, ptq_exec *e, int v, const float *w, uint64_t source,
+                                     size_t n_bytes, void **out)
+{
+    if (e->sources[0] != source)
+        touch_source(e, source);
     for (int i = 0; i < e->n_wcopies; i++)
-        if (e->wcopies[i].overlay_id == e->ov.id && e->wcopies[i].value == v) {
+        if (e->wcopies[i].source == source && e->wcopies[i].value == v) {
             *out = e->wcopies[i].dev;
             return PTQ_OK;
         }
@@ -253,7 +278,7 @@ static ptq_status overlay_weight_dev(ptq_ctx *ctx, ptq_exec *e, int v, const flo
         e->dev->release(e->dev, d);
         return st;
     }
-    e->wcopies[e->n_wcopies++] = (wcopy){e->ov.id, v, d};
+    e->wcopies[e->n_wcopies++] = (wcopy){source, v, d};
     *out = d;
     return PTQ_OK;
 }
@@ -262,7 +287,8 @@ static ptq_status overlay_weight_dev(ptq_ctx *ctx, ptq_exec *e, int v, const flo
 static ptq_status const_view(ptq_ctx *ctx, ptq_exec *e, int v, int m, ptq_tensor *t)
 {
     slot *s = &e->slots[v];
-    const float *w = e->has_ov && e->ov.weight ? e->ov.weight(e->ov.user, v) : NULL;
+    uint64_t source = 0;
+    const float *w = e->has_ov && e->ov.weight ? e->ov.weight(e->ov.user, v, &source) : NULL;
     size_t n_bytes = ptq_tensor_bytes(&s->meta);
     if (w) {
         if (s->meta.dtype != PTQ_DT_FLOAT)
@@ -273,7 +299,7 @@ static ptq_status const_view(ptq_ctx *ctx, ptq_exec *e, int v, int m, ptq_tensor
         if (m == MEM_HOST)
             t->data = (void *)w;
         else
-            PTQ_TRY_RET(overlay_weight_dev(ctx, e, v, w, n_bytes, &t->data));
+            PTQ_TRY_RET(overlay_weight_dev(ctx, e, v, w, source, n_bytes, &t->data));
         return PTQ_OK;
     }
     if (!s->ptr[m]) { /* device copy, kept across runs outside the plan */
@@ -797,19 +823,6 @@ ptq_status ptq_exec_keep_for(ptq_ctx *ctx, ptq_exec *e, int node_begin)
 
 void ptq_exec_set_overlay(ptq_exec *e, const ptq_overlay *ov)
 {
-    uint64_t cur = e->has_ov ? e->ov.id : 0, next = ov ? ov->id : 0;
-    if (next != cur) {
-        /* device weights of the overlay before the current one are dropped */
-        int w = 0;
-        for (int i = 0; i < e->n_wcopies; i++) {
-            if (e->wcopies[i].overlay_id == cur || e->wcopies[i].overlay_id == next)
-                e->wcopies[w++] = e->wcopies[i];
-            else
-                e->dev->release(e->dev, e->wcopies[i].dev);
-        }
-        e->n_wcopies = w;
-        e->prev_ov_id = cur;
-    }
     e->has_ov = ov != NULL;
     if (ov)
         e->ov = *ov;

@@ -147,7 +147,8 @@ int main(void)
             if (strcmp(g->values[v].name, pe->name) != 0)
                 continue;
             const ptq_value *wv = &g->values[v];
-            const float *wq = ov->weight(ov->user, v);
+            uint64_t src = 0;
+            const float *wq = ov->weight(ov->user, v, &src);
             const int64_t per = wv->dims[1] * wv->dims[2] * wv->dims[3];
             CHECK_MSG(wq && wq != wv->data, "weight '%s' has no quantized copy", wv->name);
             for (int64_t c = 0; wq && c < wv->dims[0]; c++)

@@ -120,7 +120,7 @@ static void test_exec(ptq_graph *g, float *x)
     unsigned char *rounds = calloc((size_t)g->n_values, 1);
     const int k_mid = n_nodes / 2, v_mid = g->nodes[k_mid].outputs[0];
     rounds[v_mid] = 1;
-    ptq_overlay ov = {ptq_overlay_new_id(), NULL, NULL, halve, rounds};
+    ptq_overlay ov = {NULL, NULL, halve, rounds};
     ptq_exec *f = NULL;
     CHECK(ptq_exec_create(&ctx, g, &p, &f) == PTQ_OK);
     ptq_exec_set_overlay(f, &ov);
@@ -137,7 +137,6 @@ static void test_exec(ptq_graph *g, float *x)
     /* a graph input rounded by the overlay: run_from(0) rounds the kept input again, the caller's stays */
     rounds[v_mid] = 0;
     rounds[g->inputs[0]] = 1;
-    ov.id = ptq_overlay_new_id();
     float *x_copy = malloc(N_REF * SAMPLE * sizeof *x_copy);
     memcpy(x_copy, x, N_REF * SAMPLE * sizeof *x);
     for (int64_t i = 0; i < N_REF * SAMPLE; i++)
@@ -232,7 +231,7 @@ static void test_runner(const char *data_path, const unsigned char *rounds)
     free(a), free(b), free(c);
 
     /* validation: the single run against three shards merged */
-    ptq_overlay ov = {ptq_overlay_new_id(), NULL, NULL, halve, rounds};
+    ptq_overlay ov = {NULL, NULL, halve, rounds};
     ptq_validate_run whole;
     memset(&whole, 0, sizeof whole);
     whole.overlay = &ov;

@@ -44,17 +44,18 @@ typedef struct ptq_exec ptq_exec;
  * from a precision plan. Everything it points at must stay valid and
  * unchanged while it is set on an executor. */
 typedef struct ptq_overlay {
-    uint64_t id;   /* unique per overlay content (ptq_overlay_new_id): device copies of its weights are cached by it */
     void *user;
     /* Replacement data for constant value v (float32, the value's shape,
-     * host memory), or NULL to use the graph's. */
-    const float *(*weight)(void *user, int value_index);
+     * host memory), or NULL to use the graph's; *source names its owner
+     * (ptq_overlay_new_id): device copies are cached by (source, v), so one
+     * source must always give the same data for a value. */
+    const float *(*weight)(void *user, int value_index, uint64_t *source);
     /* Rounds t (value v, float32, on the host or on e's device) in place. */
     ptq_status (*round)(void *user, ptq_ctx *ctx, const ptq_exec *e, int value_index, ptq_tensor *t);
     const unsigned char *rounds; /* [g->n_values]: 1 where round applies (produced tensors and graph inputs) */
 } ptq_overlay;
 
-/* A process-unique overlay id (thread-safe). */
+/* A process-unique id for an overlay's weight source (thread-safe). */
 PTQ_API uint64_t ptq_overlay_new_id(void);
 
 /* Checks that every node is supported (PTQ_ERR_UNSUPPORTED names the node,
@@ -81,8 +82,10 @@ PTQ_API ptq_status ptq_exec_keep(ptq_ctx *ctx, ptq_exec *e, int value_index, int
  * graph output) consumes. */
 PTQ_API ptq_status ptq_exec_keep_for(ptq_ctx *ctx, ptq_exec *e, int node_begin);
 /* Sets the overlay later runs apply (NULL: plain FP32). ov is copied; what
- * it points at is not. Device copies of the weights of the current and the
- * previous overlay are kept, so alternating two costs one upload each. */
+ * it points at is not. Device copies of replacement weights are kept for
+ * the PTQ_EXEC_WEIGHT_SOURCES sources used last, so overlays that draw on
+ * a few sources upload each weight once. */
+#define PTQ_EXEC_WEIGHT_SOURCES 4
 PTQ_API void ptq_exec_set_overlay(ptq_exec *e, const ptq_overlay *ov);
 /* Adds a tap, called after the overlay's rounding, in the order added, on
  * every produced tensor. At most PTQ_EXEC_MAX_TAPS. */
