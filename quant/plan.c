@@ -67,9 +67,7 @@ int ptq_prec_is_quantized(ptq_prec p)
     return nf && nf->scaled;
 }
 
-/* The op (traits table) that makes value v a weight, with the node and
- * input slot, or NULL: the first node taking v as an input it quantizes. */
-static const ptq_op_traits *weight_user(const ptq_graph *g, int v, const ptq_node **node, int *input)
+const ptq_op_traits *quant_weight_user(const ptq_graph *g, int v, const ptq_node **node, int *input)
 {
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
@@ -91,8 +89,7 @@ static int64_t channels_along(const ptq_value *v, int axis)
     return axis < 0 ? 1 : v->dims[axis];
 }
 
-/* scales[c] = max|w| over channel c along axis / qmax (1 for a channel of zeros). */
-static ptq_status weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, double qmax, float **out, int64_t *n_out)
+ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, double qmax, float **out, int64_t *n_out)
 {
     *out = NULL;
     if (v->dtype != PTQ_DT_FLOAT || !v->data || v->ndim < 0)
@@ -243,14 +240,14 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
             continue;
         int input = 0;
         const ptq_node *n = NULL;
-        const ptq_op_traits *t = weight_user(g, v, &n, &input);
+        const ptq_op_traits *t = quant_weight_user(g, v, &n, &input);
         const int axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
         ptq_plan_entry *e = &p->e[p->n++];
         PTQ_TRY(st, entry_set(ctx, e, g->values[v].name, 1, edge[v] ? PTQ_PREC_FP16 : core, edge[v] ? -1 : axis,
                               edge[v] ? "edge: first or last compute layer" : "weights max|w| per channel"),
                 done);
         if (!edge[v])
-            PTQ_TRY(st, weight_scales(ctx, &g->values[v], axis, ptq_qformat_max(core), &e->scales,
+            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], axis, ptq_qformat_max(core), &e->scales,
                                       &e->n_scales),
                     done);
     }

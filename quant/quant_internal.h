@@ -1,8 +1,18 @@
-/* What the quant/ sources share: how a weight's elements fall into channels. */
+/* What the quant/ sources share: which op makes a value a weight, its
+ * per-channel scales, and how a weight's elements fall into channels. */
 #ifndef PTQ_QUANT_INTERNAL_H
 #define PTQ_QUANT_INTERNAL_H
 
+#include "model/op_traits.h"
 #include "ptq/graph.h"
+#include "ptq/status.h"
+
+/* The op (traits table) that makes value v a weight, with the node and
+ * input slot, or NULL: the first node taking v as an input it quantizes. */
+const ptq_op_traits *quant_weight_user(const ptq_graph *g, int v, const ptq_node **node, int *input);
+/* scales[c] = max|w| over channel c along axis / qmax (1 for a channel of
+ * zeros): *out malloc'd [*n_out]. quant/plan.c. */
+ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, double qmax, float **out, int64_t *n_out);
 
 /* Weight v along channel axis (-1: the whole tensor one channel): n_runs runs
  * of `inner` contiguous elements (row-major), run r in channel r % n_ch. */
