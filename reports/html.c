@@ -290,17 +290,21 @@ void html_svg_log_hist(html_out *o, const int64_t *bars, int64_t n, double bar_w
     html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">|x|</text>\n", (HIST_X0 + HIST_X1) / 2, HIST_H - 4);
     html_put(o, "<text x=\"12\" y=\"%d\" transform=\"rotate(-90 12 %d)\" text-anchor=\"middle\">count (log)</text>\n",
              (HIST_Y0 + HIST_Y1) / 2, (HIST_Y0 + HIST_Y1) / 2);
-    for (int i = 0; i < n_markers && o->st == PTQ_OK; i++) {
-        if (!isfinite(m[i].x))
-            continue;
-        double x = HIST_X0 + m[i].x * px;
-        html_put(o,
-                 "<line class=\"thr\" data-method=\"%s\" data-amax=\"%.9g\" x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" "
-                 "y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s%s%s><title>",
-                 m[i].key, m[i].x, x, HIST_Y0, x, HIST_Y1, m[i].color, *m[i].dash ? " stroke-dasharray=\"" : "",
-                 m[i].dash, *m[i].dash ? "\"" : "");
-        html_text(o, m[i].label, 0);
-        html_put(o, ": amax %.6g, %.4f%% clipped</title></line>\n", m[i].x, 100 * m[i].clipped);
-    }
+    for (int pass = 1; pass >= 0; pass--)
+        for (int i = 0; i < n_markers && o->st == PTQ_OK; i++) {
+            if (!isfinite(m[i].x) || (m[i].wide != 0) != pass)
+                continue;
+            double x = HIST_X0 + m[i].x * px;
+            html_put(o,
+                     "<line class=\"thr\" data-method=\"%s\" data-amax=\"%.9g\" x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" "
+                     "y2=\"%d\" stroke=\"%s\" stroke-width=\"%s\"%s%s%s><title>",
+                     m[i].key, m[i].x, x, HIST_Y0, x, HIST_Y1, m[i].color, pass ? "7\" stroke-opacity=\"0.45" : "2",
+                     *m[i].dash ? " stroke-dasharray=\"" : "", m[i].dash, *m[i].dash ? "\"" : "");
+            html_text(o, m[i].label, 0);
+            html_put(o, ": amax %.6g", m[i].x);
+            if (!isnan(m[i].clipped))
+                html_put(o, ", %.4f%% clipped", 100 * m[i].clipped);
+            html_put(o, "</title></line>\n");
+        }
     html_put(o, "</svg>\n");
 }

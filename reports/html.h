@@ -58,11 +58,13 @@ typedef struct html_marker {
     double clipped;    /* share clipped at x, for the <title> */
     const char *color; /* CSS colour */
     const char *dash;  /* stroke-dasharray, "" for solid */
+    int wide;          /* a wide translucent band (drawn first: lines on the same x stay visible) */
 } html_marker;
 
 /* bars [n] of width bar_width, counts on a log10(1 + count) axis, the x
  * axis from 0 to past the last bar or marker; markers as vertical lines
- * <line class="thr" data-method=key data-amax=x>. */
+ * <line class="thr" data-method=key data-amax=x>, the wide ones first;
+ * clipped NaN leaves the share out of the title. */
 void html_svg_log_hist(html_out *o, const int64_t *bars, int64_t n, double bar_width, const html_marker *m,
                        int n_markers);
 

@@ -54,7 +54,7 @@ static ptq_status hist_fill(ptq_ctx *ctx, const ptq_observer *obs, const ptq_pla
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the histogram of %s", e->name);
     memcpy(h->name, e->name, n_name);
     h->prec = e->prec;
-    const ptq_qformat f = qformat_of(e->prec);
+    const ptq_qformat f = h->format = qformat_of(e->prec);
     h->plan_amax = e->n_scales > 0 ? (double)e->scales[0] * ptq_qformat_max(f) : NAN;
     h->percentile = HIST_PERCENTILE;
     ptq_observer_get_stats(obs, &h->stats);

@@ -225,16 +225,22 @@ static void put_hist(page *p, const ptq_html_hist *h)
 {
     static const char *const colors[] = {"#222", "#d62728", "#2ca02c", "#9467bd"};
     static const char *const dashes[] = {"", "6 3", "2 2", "8 2 2 2"};
+    static const char *const border_styles[] = {"solid", "dashed", "dotted", "dashed"}; /* the dashes in CSS */
     char pct_label[64];
     snprintf(pct_label, sizeof pct_label, "percentile %g", h->percentile);
     const char *labels[] = {"minmax", "entropy", pct_label, "mse"};
     html_marker m[5];
+    const char *swatch[5];
     int n_m = 0;
-    for (int i = 0; i < 4; i++)
-        if (!h->range[i].degenerate)
-            m[n_m++] = (html_marker){ptq_calib_method_name((ptq_calib_method)i), labels[i], h->range[i].amax,
-                                     h->range[i].clipped_fraction, colors[i], dashes[i]};
-    m[n_m++] = (html_marker){"plan", "plan", h->plan_amax, NAN, "#ff7f0e", "1 3"};
+    for (int i = 0; i < 4; i++) {
+        if (h->range[i].degenerate)
+            continue;
+        swatch[n_m] = border_styles[i];
+        m[n_m++] = (html_marker){ptq_calib_method_name((ptq_calib_method)i), labels[i], h->range[i].amax,
+                                 h->range[i].clipped_fraction, colors[i], dashes[i], 0};
+    }
+    swatch[n_m] = "solid;border-top-width:7px;opacity:.45";
+    m[n_m++] = (html_marker){"plan", "plan", h->plan_amax, NAN, "#ff7f0e", "", 1};
     html_put(&p->o, "<div class=\"tensor\">\n<h3>");
     html_text(&p->o, h->name, 0);
     html_put(&p->o, " <span class=\"note\">(%s in the plan)</span></h3>\n", ptq_prec_name(h->prec));
@@ -246,11 +252,11 @@ static void put_hist(page *p, const ptq_html_hist *h)
              "<th>scale</th><th>clipped</th></tr>\n",
              (long long)s->count, (long long)s->n_zero, 100 * frac(s->n_zero, s->count), (long long)s->n_nan,
              (long long)s->n_inf, (double)s->min, (double)s->max, h->bar_width);
-    const double qmax = h->prec == PTQ_PREC_FP8_E4M3 ? 448.0 : h->prec == PTQ_PREC_FP8_E5M2 ? 57344.0 : 127.0;
     for (int i = 0; i < n_m && p->o.st == PTQ_OK; i++) {
-        html_put(&p->o, "<tr><td class=\"l\"><span class=\"swatch\" style=\"border-color:%s\"></span>", m[i].color);
+        html_put(&p->o, "<tr><td class=\"l\"><span class=\"swatch\" style=\"border-color:%s;border-top-style:%s\">"
+                 "</span>", m[i].color, swatch[i]);
         html_text(&p->o, m[i].label, 0);
-        html_put(&p->o, "</td><td>%.6g</td><td>%.6g</td>", m[i].x, m[i].x / qmax);
+        html_put(&p->o, "</td><td>%.6g</td><td>%.6g</td>", m[i].x, m[i].x / ptq_qformat_max(h->format));
         if (isnan(m[i].clipped))
             html_put(&p->o, "<td></td></tr>\n");
         else

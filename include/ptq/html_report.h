@@ -33,6 +33,7 @@ extern "C" {
 typedef struct ptq_html_hist {
     char *name;                 /* the tensor */
     ptq_prec prec;              /* its precision in the plan (int8, fp8-e4m3, fp8-e5m2) */
+    ptq_qformat format;         /* the grid of prec the ranges are for */
     double plan_amax;           /* the plan's scale x the format's largest level */
     double percentile;          /* the percentile range's p (99.99) */
     ptq_calib_range range[4];   /* indexed by ptq_calib_method, each on prec's grid */
