@@ -182,6 +182,9 @@ static void heatmap_legend(html_out *o, int y, int64_t x_max, int diverging)
 void html_svg_heatmap(html_out *o, int k, const char *const *labels, const int64_t *cells, int diverging)
 {
     const int c = map_cell_px(k), show_counts = c >= 28;
+    char label_style[48] = ""; /* small cells: labels no taller than a row (style beats the page's CSS) */
+    if (c < 14)
+        snprintf(label_style, sizeof label_style, " style=\"font-size:%dpx\"", c);
     const int w = MAP_LABEL_W + k * c + MAP_RIGHT, h = MAP_TOP + k * c + MAP_LEGEND_H;
     int64_t x_max = 0;
     for (int64_t i = 0; i < (int64_t)k * k; i++)
@@ -191,13 +194,15 @@ void html_svg_heatmap(html_out *o, int k, const char *const *labels, const int64
              h);
     for (int j = 0; j < k && o->st == PTQ_OK; j++) {
         const int x = MAP_LABEL_W + j * c + c / 2;
-        html_put(o, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-50 %d %d)\">", x, MAP_TOP - 6, x, MAP_TOP - 6);
+        html_put(o, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-50 %d %d)\"%s>", x, MAP_TOP - 6, x, MAP_TOP - 6,
+                 label_style);
         html_text(o, labels[j], 18);
         html_put(o, "</text>\n");
     }
     for (int r = 0; r < k && o->st == PTQ_OK; r++) {
         const int y = MAP_TOP + r * c;
-        html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", MAP_LABEL_W - 6, y + c / 2 + 4);
+        html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\"%s>", MAP_LABEL_W - 6, y + c / 2 + (c < 14 ? c / 3 : 4),
+                 label_style);
         html_text(o, labels[r], 22);
         html_put(o, "</text>\n");
         for (int j = 0; j < k && o->st == PTQ_OK; j++) {

@@ -28,6 +28,7 @@ static const char page_css[] =
     "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ddd;padding:.2em .6em;"
     "text-align:right;vertical-align:top}th{background:#f3f3f3}.l{text-align:left}\n"
     "table.kv td{text-align:left;word-break:break-all}table.kv th{text-align:left;white-space:nowrap}\n"
+    "table.classes,table.thresholds{font-size:.9em}\n"
     ".bad{color:#b2182b;font-weight:bold}.note{color:#555;font-size:.9em}\n"
     "svg{display:block;max-width:100%;height:auto;margin:.4em 0}svg text{font-size:11px;fill:#222}\n"
     "svg text.bad{fill:#b2182b}svg text.on-dark{fill:#fff}\n"
@@ -239,8 +240,10 @@ static void put_hist(page *p, const ptq_html_hist *h)
         m[n_m++] = (html_marker){ptq_calib_method_name((ptq_calib_method)i), labels[i], h->range[i].amax,
                                  h->range[i].clipped_fraction, colors[i], dashes[i], 0};
     }
-    swatch[n_m] = "solid;border-top-width:7px;opacity:.45";
-    m[n_m++] = (html_marker){"plan", "plan", h->plan_amax, NAN, "#ff7f0e", "", 1};
+    if (isfinite(h->plan_amax)) {
+        swatch[n_m] = "solid;border-top-width:7px;opacity:.45";
+        m[n_m++] = (html_marker){"plan", "plan", h->plan_amax, NAN, "#ff7f0e", "", 1};
+    }
     html_put(&p->o, "<div class=\"tensor\">\n<h3>");
     html_text(&p->o, h->name, 0);
     html_put(&p->o, " <span class=\"note\">(%s in the plan)</span></h3>\n", ptq_prec_name(h->prec));
