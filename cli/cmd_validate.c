@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "ptq/fake_quant.h"
+#include "ptq/html_report.h"
 #include "ptq/plan.h"
 #include "ptq/consumers.h"
 
@@ -24,13 +25,16 @@ static const char validate_help[] =
     "the share of images whose prediction changed, per-class precision/recall/F1\n"
     "with deltas, the FP32, quantized and difference confusion matrices, classes\n"
     "whose recall fell by more than --recall-drop points (listed first), and the\n"
-    "logits' SQNR and KL against FP32. Writes DIR/validate.json and\n"
-    "DIR/validate.md and prints a summary.\n"
+    "logits' SQNR and KL against FP32. Writes DIR/validate.json,\n"
+    "DIR/validate.md and DIR/report.html (one self-contained page with charts)\n"
+    "and prints a summary.\n"
     "\n"
     "  --model FILE         the model the plan was made for (SHA-256 checked)\n"
     "  --plan FILE          a plan from `ptq plan` (or edited by hand)\n"
     "  --data PATH          labelled HDF5 file or PNG folder\n"
-    "  --report DIR         folder for validate.json and validate.md (made if missing)\n"
+    "  --report DIR         folder for validate.json, validate.md and report.html (made if missing)\n"
+    "  --calib FILE         the calibration archive: report.html shows the |x| histograms of the first 8\n"
+    "                       quantized activations with each calibrator's threshold\n"
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
     "  --device, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
     "  --layout, --progress, --allow-external-data as for `ptq eval`; --json prints the JSON report on stdout\n"
@@ -45,7 +49,7 @@ int cmd_validate(int argc, char **argv)
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"progress", 0, NULL}, {"json", 0, NULL},
                       {"logits", 1, NULL},     {"help", 0, NULL},
-                      {"allow-external-data", 0, NULL}};
+                      {"allow-external-data", 0, NULL}, {"calib", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("validate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -59,12 +63,14 @@ int cmd_validate(int argc, char **argv)
     const char *report = cli_get(opts, n_opts, "report");
     if (!model || !plan_path || !cli_get(opts, n_opts, "data") || !report)
         return cli_usage_error("validate", "--model, --plan, --data and --report are required");
-    char report_json[4096], report_md[4096];
+    char report_json[4096], report_md[4096], report_html[4096];
     snprintf(report_json, sizeof report_json, "%s/validate.json", report);
     snprintf(report_md, sizeof report_md, "%s/validate.md", report);
-    const char *val_inputs[] = {model, plan_path, cli_get(opts, n_opts, "data")};
-    const char *val_outputs[] = {cli_get(opts, n_opts, "logits"), report_json, report_md};
-    if ((rc = cli_check_outputs("validate", val_inputs, 3, val_outputs, 3)))
+    snprintf(report_html, sizeof report_html, "%s/report.html", report);
+    const char *calib_path = cli_get(opts, n_opts, "calib");
+    const char *val_inputs[] = {model, plan_path, cli_get(opts, n_opts, "data"), calib_path};
+    const char *val_outputs[] = {cli_get(opts, n_opts, "logits"), report_json, report_md, report_html};
+    if ((rc = cli_check_outputs("validate", val_inputs, 4, val_outputs, 4)))
         return rc;
     int64_t batch, limit, threads;
     if ((rc = cli_get_int("validate", opts, n_opts, "batch", 256, 1, &batch)) ||
@@ -95,7 +101,10 @@ int cmd_validate(int argc, char **argv)
     memset(&vr, 0, sizeof vr);
     int64_t *ids = NULL, n_total = 0;
     const char **names = NULL;
-    char *json = NULL, *md = NULL, *summary = NULL, *header = NULL, logits_tmp[4096] = "";
+    char *json = NULL, *md = NULL, *html = NULL, *summary = NULL, *header = NULL, logits_tmp[4096] = "";
+    ptq_calib_set *archive = NULL;
+    ptq_html_hist *hists = NULL;
+    int64_t n_hists = 0;
     const char *logits_path = cli_get(opts, n_opts, "logits");
     FILE *lfile = NULL;
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
@@ -108,6 +117,10 @@ int cmd_validate(int argc, char **argv)
     PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
     PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), done);
     PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), done);
+    if (calib_path) { /* before any image: a bad archive fails at once */
+        PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), done);
+        PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), done);
+    }
     ptq_pick pick = {limit, 0, 0, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), done);
     cli_npy_writer npy = {NULL, NULL, n_total};
@@ -145,6 +158,8 @@ int cmd_validate(int argc, char **argv)
     PTQ_TRY(st, ptq_validate_format_json(&ctx, vs, &vo, &json), done);
     PTQ_TRY(st, ptq_validate_format_markdown(&ctx, vs, &vo, &md), done);
     PTQ_TRY(st, ptq_validate_format_summary(&ctx, vs, &vo, &summary), done);
+    ptq_html_extra hx = {model, plan_path, so.data, calib_path, hists, n_hists};
+    PTQ_TRY(st, ptq_validate_format_html(&ctx, vs, &vo, &hx, &html), done);
     if (mkdir(report, 0777) != 0 && errno != EEXIST) {
         st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", report, strerror(errno));
         goto done;
@@ -154,6 +169,8 @@ int cmd_validate(int argc, char **argv)
     snprintf(md_path, sizeof md_path, "%s/validate.md", report);
     PTQ_TRY(st, cli_write_text(&ctx, json_path, json), done);
     st = cli_write_text(&ctx, md_path, md);
+    if (st == PTQ_OK)
+        st = cli_write_text(&ctx, report_html, html);
     if (st == PTQ_OK && lfile) {
         st = cli_tmp_commit(&ctx, &lfile, logits_tmp, logits_path);
         logits_tmp[0] = st == PTQ_OK ? '\0' : logits_tmp[0];
@@ -161,14 +178,16 @@ int cmd_validate(int argc, char **argv)
     if (st != PTQ_OK) {
         remove(json_path);
         remove(md_path);
+        remove(report_html);
         goto done;
     }
     if (cli_get(opts, n_opts, "json"))
         printf("%s\n", json);
     else
-        printf("model    %s\nplan     %s (core %s)\ndata     %s (%lld images)\ndevice   %s\n\n%s\nreport   %s, %s\n",
+        printf("model    %s\nplan     %s (core %s)\ndata     %s (%lld images)\ndevice   %s\n\n%s\n"
+               "report   %s, %s, %s\n",
                model, plan_path, ptq_prec_name(plan->core), so.data, (long long)n_total, ptq_exec_device_name(eq),
-               summary, json_path, md_path);
+               summary, json_path, md_path, report_html);
 done:
     if (lfile)
         fclose(lfile);
@@ -176,6 +195,9 @@ done:
         remove(logits_tmp);
     free(json);
     free(md);
+    free(html);
+    ptq_html_hists_free(hists, n_hists);
+    ptq_calib_set_free(archive);
     free(summary);
     free(header);
     free(names);

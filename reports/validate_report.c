@@ -17,6 +17,7 @@
 #include "ptq/export.h" /* ptq_buf */
 #include "ptq/report.h"
 #include "ptq/validate_report.h"
+#include "reports/validate_view.h"
 
 /* Rows per call into ptq_eval_stats_update: bounds the prediction scratch. */
 #define CHUNK_ROWS 256
@@ -149,22 +150,7 @@ void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals 
     }
 }
 
-/* What every rendering needs: per-class metrics of both sides and the class
- * order (flagged classes by drop, then the rest by index). */
-typedef struct view {
-    int k;
-    double flag_pts;
-    const char *const *names;
-    const char *header_json;
-    ptq_validate_totals t;
-    ptq_class_metrics *mf, *mq; /* [k] */
-    double *drop_pts;           /* [k]: recall fp32 - quant, points */
-    int *order;                 /* [k] */
-    int n_flagged;
-    const ptq_validate_stats *s;
-} view;
-
-static void view_free(view *v)
+void validate_view_free(validate_view *v)
 {
     free(v->mf);
     free(v->mq);
@@ -185,7 +171,8 @@ static int by_drop(const void *a, const void *b)
     return (x->c > y->c) - (x->c < y->c);
 }
 
-static ptq_status view_make(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts, view *v)
+ptq_status validate_view_make(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+                              validate_view *v)
 {
     const ptq_validate_opts defaults = PTQ_VALIDATE_OPTS_INIT;
     if (!opts)
@@ -206,7 +193,7 @@ static ptq_status view_make(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq
     v->drop_pts = calloc((size_t)k, sizeof *v->drop_pts);
     v->order = calloc((size_t)k, sizeof *v->order);
     if (!v->mf || !v->mq || !v->drop_pts || !v->order) {
-        view_free(v);
+        validate_view_free(v);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %d-class validation report", k);
     }
     ptq_eval_class_metrics(&s->fp32, v->mf);
@@ -219,7 +206,7 @@ static ptq_status view_make(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq
     }
     class_drop *flagged = calloc((size_t)k, sizeof *flagged);
     if (!flagged) {
-        view_free(v);
+        validate_view_free(v);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %d-class validation report", k);
     }
     int n = 0;
@@ -237,7 +224,7 @@ static ptq_status view_make(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq
     return PTQ_OK;
 }
 
-static const char *class_name(const view *v, int c, char *buf, size_t n_bytes)
+const char *validate_view_class_name(const validate_view *v, int c, char *buf, size_t n_bytes)
 {
     if (v->names && v->names[c])
         return v->names[c];
@@ -288,9 +275,9 @@ ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, c
                                     char **out)
 {
     ptq_status st = PTQ_OK;
-    view v;
+    validate_view v;
     *out = NULL;
-    PTQ_TRY_RET(view_make(ctx, s, opts, &v));
+    PTQ_TRY_RET(validate_view_make(ctx, s, opts, &v));
     const int k = v.k;
     const ptq_validate_totals *t = &v.t;
     cJSON *root = v.header_json ? cJSON_Parse(v.header_json) : cJSON_CreateObject();
@@ -324,7 +311,7 @@ ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, c
         int c = v.order[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "index", c);
-        cJSON_AddStringToObject(o, "name", class_name(&v, c, tmp, sizeof tmp));
+        cJSON_AddStringToObject(o, "name", validate_view_class_name(&v, c, tmp, sizeof tmp));
         cJSON_AddBoolToObject(o, "flagged", i < v.n_flagged);
         cJSON_AddNumberToObject(o, "support", (double)v.mf[c].support);
         add_metric_triplet(o, "precision", v.mf[c].precision, v.mq[c].precision);
@@ -354,7 +341,7 @@ ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, c
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the validation JSON");
 done:
     cJSON_Delete(root);
-    view_free(&v);
+    validate_view_free(&v);
     return st;
 }
 
@@ -368,11 +355,11 @@ done:
     } while (0)
 
 /* A class name as a table cell: '|' escaped, line breaks as spaces. */
-static ptq_status md_name(ptq_ctx *ctx, ptq_buf *b, const view *v, int c)
+static ptq_status md_name(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, int c)
 {
     char tmp[32];
     ptq_status st = PTQ_OK;
-    for (const char *p = class_name(v, c, tmp, sizeof tmp); *p && st == PTQ_OK; p++) {
+    for (const char *p = validate_view_class_name(v, c, tmp, sizeof tmp); *p && st == PTQ_OK; p++) {
         if (*p == '|')
             PUT("\\|");
         else
@@ -405,7 +392,7 @@ static ptq_status md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json)
     return st;
 }
 
-static ptq_status md_class_row(ptq_ctx *ctx, ptq_buf *b, const view *v, int c, int flagged)
+static ptq_status md_class_row(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, int c, int flagged)
 {
     ptq_status st = PTQ_OK;
     const ptq_class_metrics *f = &v->mf[c], *q = &v->mq[c];
@@ -418,8 +405,7 @@ static ptq_status md_class_row(ptq_ctx *ctx, ptq_buf *b, const view *v, int c, i
     return st;
 }
 
-/* which: 0 fp32, 1 quantized, 2 quantized - fp32. */
-static int64_t matrix_cell(const view *v, int which, int64_t cell)
+int64_t validate_view_cell(const validate_view *v, int which, int64_t cell)
 {
     if (which == 0)
         return v->s->fp32.confusion[cell];
@@ -428,7 +414,7 @@ static int64_t matrix_cell(const view *v, int which, int64_t cell)
     return v->s->q.confusion[cell] - v->s->fp32.confusion[cell];
 }
 
-static ptq_status md_matrix(ptq_ctx *ctx, ptq_buf *b, const view *v, int which)
+static ptq_status md_matrix(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, int which)
 {
     static const char *const titles[] = {"FP32", "quantized", "difference (quantized - FP32)"};
     ptq_status st = PTQ_OK;
@@ -446,7 +432,7 @@ static ptq_status md_matrix(ptq_ctx *ctx, ptq_buf *b, const view *v, int which)
             st = md_name(ctx, b, v, r);
         PUT(" |");
         for (int c = 0; c < k; c++) {
-            int64_t x = matrix_cell(v, which, (int64_t)r * k + c);
+            int64_t x = validate_view_cell(v, which, (int64_t)r * k + c);
             if (which == 2 && x != 0)
                 PUT(" %+lld |", (long long)x);
             else
@@ -459,18 +445,18 @@ static ptq_status md_matrix(ptq_ctx *ctx, ptq_buf *b, const view *v, int which)
 }
 
 /* For many classes: the difference cells of largest magnitude, row-major on ties. */
-static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const view *v)
+static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
 {
     ptq_status st = PTQ_OK;
     const int64_t cells = (int64_t)v->k * v->k;
     int64_t top[MD_TOP_CELLS];
     int n_top = 0;
     for (int64_t cell = 0; cell < cells; cell++) {
-        int64_t x = llabs((long long)matrix_cell(v, 2, cell));
-        if (x == 0 || (n_top == MD_TOP_CELLS && x <= llabs((long long)matrix_cell(v, 2, top[n_top - 1]))))
+        int64_t x = llabs((long long)validate_view_cell(v, 2, cell));
+        if (x == 0 || (n_top == MD_TOP_CELLS && x <= llabs((long long)validate_view_cell(v, 2, top[n_top - 1]))))
             continue;
         int i = n_top < MD_TOP_CELLS ? n_top++ : MD_TOP_CELLS - 1;
-        for (; i > 0 && llabs((long long)matrix_cell(v, 2, top[i - 1])) < x; i--)
+        for (; i > 0 && llabs((long long)validate_view_cell(v, 2, top[i - 1])) < x; i--)
             top[i] = top[i - 1];
         top[i] = cell;
     }
@@ -486,8 +472,9 @@ static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const view *v)
         PUT(" | ");
         if (st == PTQ_OK)
             st = md_name(ctx, b, v, c);
-        PUT(" | %lld | %lld | %+lld |\n", (long long)matrix_cell(v, 0, top[i]), (long long)matrix_cell(v, 1, top[i]),
-            (long long)matrix_cell(v, 2, top[i]));
+        PUT(" | %lld | %lld | %+lld |\n", (long long)validate_view_cell(v, 0, top[i]),
+            (long long)validate_view_cell(v, 1, top[i]),
+            (long long)validate_view_cell(v, 2, top[i]));
     }
     if (n_top == 0)
         PUT("No cell changed.\n");
@@ -505,7 +492,7 @@ static void fmt_sqnr(char *buf, size_t n_bytes, double db)
         snprintf(buf, n_bytes, "%.2f dB", db);
 }
 
-static ptq_status put_accuracy_lines(ptq_ctx *ctx, ptq_buf *b, const view *v, const char *fmt)
+static ptq_status put_accuracy_lines(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, const char *fmt)
 {
     ptq_status st = PTQ_OK;
     const ptq_validate_totals *t = &v->t;
@@ -516,7 +503,7 @@ static ptq_status put_accuracy_lines(ptq_ctx *ctx, ptq_buf *b, const view *v, co
     return st;
 }
 
-static ptq_status markdown_body(ptq_ctx *ctx, ptq_buf *b, const view *v)
+static ptq_status markdown_body(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
 {
     ptq_status st = PTQ_OK;
     const ptq_validate_totals *t = &v->t;
@@ -568,7 +555,7 @@ static ptq_status markdown_body(ptq_ctx *ctx, ptq_buf *b, const view *v)
     return st;
 }
 
-static ptq_status summary_body(ptq_ctx *ctx, ptq_buf *b, const view *v)
+static ptq_status summary_body(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
 {
     ptq_status st = PTQ_OK;
     const ptq_validate_totals *t = &v->t;
@@ -593,7 +580,8 @@ static ptq_status summary_body(ptq_ctx *ctx, ptq_buf *b, const view *v)
             v->flag_pts);
     for (int i = 0; i < v->n_flagged && i < SUMMARY_FLAGGED_MAX; i++) {
         int c = v->order[i];
-        PUT("    %-20s recall %6.2f%% -> %6.2f%%  (%+.2f pts, %lld images)\n", class_name(v, c, tmp, sizeof tmp),
+        PUT("    %-20s recall %6.2f%% -> %6.2f%%  (%+.2f pts, %lld images)\n",
+            validate_view_class_name(v, c, tmp, sizeof tmp),
             100 * v->mf[c].recall, 100 * v->mq[c].recall, -v->drop_pts[c], (long long)v->mf[c].support);
     }
     if (v->n_flagged > SUMMARY_FLAGGED_MAX)
@@ -603,14 +591,14 @@ static ptq_status summary_body(ptq_ctx *ctx, ptq_buf *b, const view *v)
 
 /* Builds the view, runs body into a buffer and hands the text over. */
 static ptq_status format_text(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts, char **out,
-                              ptq_status (*body)(ptq_ctx *, ptq_buf *, const view *))
+                              ptq_status (*body)(ptq_ctx *, ptq_buf *, const validate_view *))
 {
     ptq_buf b = {0};
-    view v;
+    validate_view v;
     *out = NULL;
-    PTQ_TRY_RET(view_make(ctx, s, opts, &v));
+    PTQ_TRY_RET(validate_view_make(ctx, s, opts, &v));
     ptq_status st = body(ctx, &b, &v);
-    view_free(&v);
+    validate_view_free(&v);
     if (st != PTQ_OK) {
         ptq_buf_free(&b);
         return st;

@@ -32,12 +32,13 @@ echo "== plan"
 build/ptq plan $D/calib.h5 --model $MODEL --out $D/plan.json
 echo
 echo "== validation of the plan against FP32 (10,000 test images)"
-build/ptq validate --model $MODEL --plan $D/plan.json --data out/fmnist-test.h5 --device "$DEVICE" --report $D/report
+build/ptq validate --model $MODEL --plan $D/plan.json --data out/fmnist-test.h5 --device "$DEVICE" --report $D/report \
+    --calib $D/calib.h5
 echo
 echo "== exports"
 build/ptq export $D/calib.h5 --model $MODEL --method percentile --format trt --out $D/calib.cache --quiet
 build/ptq export $D/calib.h5 --model $MODEL --method percentile --format ort --out $D/ort --quiet
 build/ptq export $D/calib.h5 --model $MODEL --method percentile --format json --out $D/ranges.json --quiet
 build/ptq export --format qdq --plan $D/plan.json --model $MODEL --out $D/fmnist_resnet_qdq.onnx
-echo "out/demo: calib.h5 (archive), plan.json, report/validate.{json,md}, calib.cache (TensorRT),"
+echo "out/demo: calib.h5 (archive), plan.json, report/validate.{json,md} and report.html, calib.cache (TensorRT),"
 echo "          ort/ (ONNX Runtime tables), ranges.json, fmnist_resnet_qdq.onnx (Q/DQ), eval.json"

@@ -1,0 +1,315 @@
+/* HTML and inline SVG writing for the self-contained reports: a sticky-status
+ * text buffer, escaping, paired bars, heatmaps and log-count histograms. The
+ * SVG carries no xmlns (the HTML parser places it) and no URL of any kind, so
+ * a page never reaches outside itself. Declared in reports/html.h; covered by
+ * tests/test_html_report.c. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/html.h"
+
+void html_put(html_out *o, const char *fmt, ...)
+{
+    if (o->st != PTQ_OK)
+        return;
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        o->st = ptq_fail(o->ctx, PTQ_ERR_INTERNAL, "html: bad format '%s'", fmt);
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        o->st = ptq_buf_append(o->ctx, &o->b, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        o->st = ptq_fail(o->ctx, PTQ_ERR_NOMEM, "out of memory writing HTML");
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    o->st = ptq_buf_append(o->ctx, &o->b, big, (size_t)n);
+    free(big);
+}
+
+void html_text(html_out *o, const char *s, size_t max_chars)
+{
+    size_t n_chars = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && o->st == PTQ_OK; p++) {
+        if ((*p & 0xC0) != 0x80 && max_chars > 0 && n_chars++ == max_chars) {
+            html_put(o, "\xE2\x80\xA6"); /* U+2026 */
+            return;
+        }
+        switch (*p) {
+        case '&': html_put(o, "&amp;"); break;
+        case '<': html_put(o, "&lt;"); break;
+        case '>': html_put(o, "&gt;"); break;
+        case '"': html_put(o, "&quot;"); break;
+        case '\'': html_put(o, "&#39;"); break;
+        default:
+            if (*p < 0x20 || *p == 0x7F)
+                html_put(o, " ");
+            else
+                o->st = ptq_buf_append(o->ctx, &o->b, p, 1);
+        }
+    }
+}
+
+/* ---- paired bars ---- */
+
+#define BAR_LABEL_W 170 /* px: class names, right-aligned */
+#define BAR_PLOT_W 420
+#define BAR_NOTE_W 190  /* values and delta */
+#define BAR_H 9
+#define BAR_ROW_H 24
+#define BAR_TOP 34      /* legend */
+#define BAR_BOTTOM 26   /* axis labels */
+#define LABEL_CHARS 24
+
+static const char *const COLOR_A = "#4e79a7", *const COLOR_B = "#f28e2b";
+
+void html_svg_paired_bars(html_out *o, const char *what, const char *a_name, const char *b_name,
+                          const html_bar_row *rows, int n)
+{
+    const int w = BAR_LABEL_W + BAR_PLOT_W + BAR_NOTE_W, h = BAR_TOP + n * BAR_ROW_H + BAR_BOTTOM;
+    const int x0 = BAR_LABEL_W;
+    html_put(o, "<svg class=\"bars\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n", w, h, w, h);
+    html_put(o, "<title>%s, %s against %s</title>\n", what, a_name, b_name);
+    html_put(o,
+             "<rect x=\"%d\" y=\"8\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"17\">%s</text>\n"
+             "<rect x=\"%d\" y=\"8\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"17\">%s</text>\n",
+             x0, COLOR_A, x0 + 16, a_name, x0 + 110, COLOR_B, x0 + 126, b_name);
+    for (int t = 0; t <= 4; t++) {
+        int x = x0 + t * BAR_PLOT_W / 4;
+        html_put(o,
+                 "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
+                 "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%d%%</text>\n",
+                 x, BAR_TOP - 4, x, BAR_TOP + n * BAR_ROW_H, x, h - 10, 25 * t);
+    }
+    for (int i = 0; i < n && o->st == PTQ_OK; i++) {
+        const html_bar_row *r = &rows[i];
+        const int y = BAR_TOP + i * BAR_ROW_H + (BAR_ROW_H - 2 * BAR_H) / 2;
+        html_put(o, "<g class=\"row\"><text x=\"%d\" y=\"%d\" text-anchor=\"end\"%s>", x0 - 6, y + BAR_H + 3,
+                 r->flagged ? " font-weight=\"bold\" class=\"bad\"" : "");
+        html_text(o, r->label, LABEL_CHARS);
+        html_put(o, "</text>\n");
+        const double v[2] = {r->a, r->b};
+        const char *names[2] = {a_name, b_name}, *colors[2] = {COLOR_A, COLOR_B};
+        for (int side = 0; side < 2; side++) {
+            double share = v[side] < 0 ? 0 : v[side] > 1 ? 1 : v[side];
+            html_put(o, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>", x0,
+                     y + side * BAR_H, share * BAR_PLOT_W, BAR_H - 1, colors[side]);
+            html_text(o, r->label, 0);
+            html_put(o, ": %s %s %.2f%%</title></rect>\n", what, names[side], 100 * v[side]);
+        }
+        const double delta = 100 * (r->b - r->a);
+        html_put(o, "<text x=\"%d\" y=\"%d\"%s>%.1f%% / %.1f%% (%+.2f)</text></g>\n", x0 + BAR_PLOT_W + 8,
+                 y + BAR_H + 3, delta < 0 && r->flagged ? " class=\"bad\"" : "", 100 * r->a, 100 * r->b, delta);
+    }
+    html_put(o, "</svg>\n");
+}
+
+/* ---- heatmap ---- */
+
+#define MAP_LABEL_W 150 /* row labels */
+#define MAP_TOP 120     /* rotated column labels */
+#define MAP_RIGHT 110   /* room for the last rotated label */
+#define MAP_LEGEND_H 40
+#define MAP_LEGEND_STEPS 9
+
+static int map_cell_px(int k)
+{
+    return k <= 10 ? 40 : k <= 20 ? 28 : k <= 50 ? 14 : 8;
+}
+
+/* t in [0, 1] from white to the colour (r, g, b); writes "rgb(...)". */
+static void mix(char *buf, size_t n_bytes, double t, int r, int g, int b)
+{
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    snprintf(buf, n_bytes, "rgb(%d,%d,%d)", (int)lround(255 + t * (r - 255)), (int)lround(255 + t * (g - 255)),
+             (int)lround(255 + t * (b - 255)));
+}
+
+/* Colour of x on a scale whose extreme is x_max (> 0): square root of
+ * |x| / x_max, so that small off-diagonal counts still show; returns that
+ * intensity. */
+static double cell_color(char *buf, size_t n_bytes, double x, double x_max, int diverging)
+{
+    const double t = x_max > 0 ? sqrt(fabs(x) / x_max) : 0;
+    if (diverging && x > 0)
+        mix(buf, n_bytes, t, 178, 24, 43);
+    else if (diverging)
+        mix(buf, n_bytes, t, 33, 102, 172);
+    else
+        mix(buf, n_bytes, t, 8, 69, 148);
+    return t;
+}
+
+static void heatmap_legend(html_out *o, int y, int64_t x_max, int diverging)
+{
+    const int step_px = 22;
+    for (int i = 0; i < MAP_LEGEND_STEPS; i++) {
+        const double f = (double)i / (MAP_LEGEND_STEPS - 1); /* 0 .. 1 along the bar */
+        char fill[32];
+        cell_color(fill, sizeof fill, (double)x_max * (diverging ? 2 * f - 1 : f), (double)x_max, diverging);
+        html_put(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"12\" fill=\"%s\"/>\n", MAP_LABEL_W + step_px * i,
+                 y, step_px, fill);
+    }
+    const int x1 = MAP_LABEL_W + step_px * MAP_LEGEND_STEPS;
+    html_put(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"12\" fill=\"none\" stroke=\"#aaa\"/>\n", MAP_LABEL_W, y,
+             x1 - MAP_LABEL_W);
+    if (diverging)
+        html_put(o,
+                 "<text x=\"%d\" y=\"%d\" text-anchor=\"start\">-%lld</text>"
+                 "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">0</text>"
+                 "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">+%lld</text>\n",
+                 MAP_LABEL_W, y + 25, (long long)x_max, (MAP_LABEL_W + x1) / 2, y + 25, x1, y + 25, (long long)x_max);
+    else
+        html_put(o,
+                 "<text x=\"%d\" y=\"%d\" text-anchor=\"start\">0</text>"
+                 "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%lld</text>\n",
+                 MAP_LABEL_W, y + 25, x1, y + 25, (long long)x_max);
+}
+
+void html_svg_heatmap(html_out *o, int k, const char *const *labels, const int64_t *cells, int diverging)
+{
+    const int c = map_cell_px(k), show_counts = c >= 28;
+    char label_style[48] = ""; /* small cells: labels no taller than a row (style beats the page's CSS) */
+    if (c < 14)
+        snprintf(label_style, sizeof label_style, " style=\"font-size:%dpx\"", c);
+    const int w = MAP_LABEL_W + k * c + MAP_RIGHT, h = MAP_TOP + k * c + MAP_LEGEND_H;
+    int64_t x_max = 0;
+    for (int64_t i = 0; i < (int64_t)k * k; i++)
+        if (llabs((long long)cells[i]) > x_max)
+            x_max = llabs((long long)cells[i]);
+    html_put(o, "<svg class=\"heatmap\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n", w, h, w,
+             h);
+    for (int j = 0; j < k && o->st == PTQ_OK; j++) {
+        const int x = MAP_LABEL_W + j * c + c / 2;
+        html_put(o, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-50 %d %d)\"%s>", x, MAP_TOP - 6, x, MAP_TOP - 6,
+                 label_style);
+        html_text(o, labels[j], 18);
+        html_put(o, "</text>\n");
+    }
+    for (int r = 0; r < k && o->st == PTQ_OK; r++) {
+        const int y = MAP_TOP + r * c;
+        html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\"%s>", MAP_LABEL_W - 6, y + c / 2 + (c < 14 ? c / 3 : 4),
+                 label_style);
+        html_text(o, labels[r], 22);
+        html_put(o, "</text>\n");
+        for (int j = 0; j < k && o->st == PTQ_OK; j++) {
+            const int64_t x = cells[(int64_t)r * k + j];
+            char fill[32];
+            const double t = cell_color(fill, sizeof fill, (double)x, (double)x_max, diverging);
+            html_put(o, "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>true ",
+                     MAP_LABEL_W + j * c, y, c, c, fill);
+            html_text(o, labels[r], 0);
+            html_put(o, ", predicted ");
+            html_text(o, labels[j], 0);
+            html_put(o, diverging && x > 0 ? ": +%lld</title></rect>\n" : ": %lld</title></rect>\n", (long long)x);
+            if (show_counts && x != 0)
+                html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\"%s pointer-events=\"none\">%s%lld</text>\n",
+                         MAP_LABEL_W + j * c + c / 2, y + c / 2 + 4, t > 0.6 ? " class=\"on-dark\"" : "",
+                         diverging && x > 0 ? "+" : "", (long long)x);
+        }
+    }
+    /* the diagonal outlined over the cells, and the grid's border */
+    for (int r = 0; r < k; r++)
+        html_put(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\" "
+                    "pointer-events=\"none\"/>\n",
+                 MAP_LABEL_W + r * c, MAP_TOP + r * c, c, c);
+    html_put(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#ccc\"/>\n", MAP_LABEL_W,
+             MAP_TOP, k * c, k * c);
+    heatmap_legend(o, MAP_TOP + k * c + 10, x_max, diverging);
+    html_put(o, "</svg>\n");
+}
+
+/* ---- log-count histogram ---- */
+
+#define HIST_W 760
+#define HIST_H 250
+#define HIST_X0 56
+#define HIST_X1 (HIST_W - 16)
+#define HIST_Y0 12
+#define HIST_Y1 (HIST_H - 34)
+
+void html_svg_log_hist(html_out *o, const int64_t *bars, int64_t n, double bar_width, const html_marker *m,
+                       int n_markers)
+{
+    double x_max = (double)n * bar_width;
+    int64_t c_max = 0;
+    for (int i = 0; i < n_markers; i++)
+        if (isfinite(m[i].x) && m[i].x > x_max)
+            x_max = m[i].x;
+    for (int64_t j = 0; j < n; j++)
+        if (bars[j] > c_max)
+            c_max = bars[j];
+    x_max *= 1.02;
+    if (!(x_max > 0))
+        x_max = 1;
+    const double y_top = log10(1.0 + (double)(c_max > 0 ? c_max : 1));
+    const double px = (HIST_X1 - HIST_X0) / x_max, py = (HIST_Y1 - HIST_Y0) / y_top;
+    html_put(o, "<svg class=\"hist\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n", HIST_W, HIST_H,
+             HIST_W, HIST_H);
+    /* count axis: powers of ten */
+    for (int e = 0; e <= (int)floor(log10((double)(c_max > 0 ? c_max : 1))); e++) {
+        double y = HIST_Y1 - log10(1.0 + pow(10, e)) * py;
+        char label[16];
+        snprintf(label, sizeof label, e < 3 ? "%.0f" : "1e%.0f", e < 3 ? pow(10, e) : (double)e);
+        html_put(o,
+                 "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
+                 "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                 HIST_X0, y, HIST_X1, y, HIST_X0 - 4, y + 4, label);
+    }
+    for (int64_t j = 0; j < n && o->st == PTQ_OK; j++) {
+        if (!bars[j])
+            continue;
+        double hgt = log10(1.0 + (double)bars[j]) * py;
+        html_put(o,
+                 "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#8da0cb\">"
+                 "<title>|x| in [%.4g, %.4g): %lld</title></rect>\n",
+                 HIST_X0 + (double)j * bar_width * px, HIST_Y1 - hgt, fmax(bar_width * px - 0.3, 0.5), hgt,
+                 (double)j * bar_width, (double)(j + 1) * bar_width, (long long)bars[j]);
+    }
+    html_put(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", HIST_X0, HIST_Y1, HIST_X1,
+             HIST_Y1);
+    /* |x| ticks at 1, 2 or 5 times a power of ten */
+    const double raw_step = x_max / 5, mag = pow(10, floor(log10(raw_step)));
+    const double step = raw_step <= mag ? mag : raw_step <= 2 * mag ? 2 * mag
+                                              : raw_step <= 5 * mag ? 5 * mag : 10 * mag;
+    for (int t = 0; t * step <= x_max; t++) {
+        double x = t * step;
+        html_put(o,
+                 "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>"
+                 "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.3g</text>\n",
+                 HIST_X0 + x * px, HIST_Y1, HIST_X0 + x * px, HIST_Y1 + 4, HIST_X0 + x * px, HIST_Y1 + 16, x);
+    }
+    html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">|x|</text>\n", (HIST_X0 + HIST_X1) / 2, HIST_H - 4);
+    html_put(o, "<text x=\"12\" y=\"%d\" transform=\"rotate(-90 12 %d)\" text-anchor=\"middle\">count (log)</text>\n",
+             (HIST_Y0 + HIST_Y1) / 2, (HIST_Y0 + HIST_Y1) / 2);
+    for (int pass = 1; pass >= 0; pass--)
+        for (int i = 0; i < n_markers && o->st == PTQ_OK; i++) {
+            if (!isfinite(m[i].x) || (m[i].wide != 0) != pass)
+                continue;
+            double x = HIST_X0 + m[i].x * px;
+            html_put(o,
+                     "<line class=\"thr\" data-method=\"%s\" data-amax=\"%.9g\" x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" "
+                     "y2=\"%d\" stroke=\"%s\" stroke-width=\"%s\"%s%s%s><title>",
+                     m[i].key, m[i].x, x, HIST_Y0, x, HIST_Y1, m[i].color, pass ? "7\" stroke-opacity=\"0.45" : "2",
+                     *m[i].dash ? " stroke-dasharray=\"" : "", m[i].dash, *m[i].dash ? "\"" : "");
+            html_text(o, m[i].label, 0);
+            html_put(o, ": amax %.6g", m[i].x);
+            if (!isnan(m[i].clipped))
+                html_put(o, ", %.4f%% clipped", 100 * m[i].clipped);
+            html_put(o, "</title></line>\n");
+        }
+    html_put(o, "</svg>\n");
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""report.html of `ptq validate` end to end on the demo model: Fashion-MNIST
+converted by `ptq data convert` (class names), calibrate -> plan -> validate
+on 300 images with and without --calib. Parsed with html.parser: every
+element closed, nothing fetched (no script, link, URL), two bar charts and
+three 10x10 heatmaps whose cells' titles equal validate.json's confusion
+matrices, the summary's numbers equal validate.json's; with --calib the
+histograms of 8 int8 activations whose threshold lines equal `ptq export
+--format json --method M` and whose bars add up to the archive's n_binned;
+the same page twice byte for byte; hostile class names escaped (the parser
+reads them back as text); a missing, malformed or another model's archive
+refused before anything is written. Run by ctest (label oracle) with PTQ_BIN and
+PTQ_SOURCE_DIR set."""
+import html.parser
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+try:
+    import h5py
+    import hdf5plugin  # noqa: F401  (registers the zstd filter 32015 with h5py)
+    from ptqtest import FM, MODEL, check, finish, fmnist_test, have_demo, ptq
+except ImportError as e:  # the venv from scripts/setup.sh has them
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "wbr", "source"}
+LIMIT = 300
+HOSTILE = ["<script>alert(1)</script>", "a&b", "\"q\" 'x'", "ok"] + [f"c{i}" for i in range(4, 10)]
+
+
+class Page(html.parser.HTMLParser):
+    """The elements of a page: a stack check of nesting, the svg charts,
+    heatmap cells with their titles, data-key values, threshold lines, the
+    text of every element and each tensor's histogram bars."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.errors, self.tags = [], [], {}
+        self.svgs, self.cells, self.keys, self.thr, self.texts = [], [], {}, [], []
+        self.tensors = []  # [name, [thresholds], bar count sum]
+        self.title_of, self.text_of, self.key_of, self.in_h3 = None, None, None, False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        if tag == "svg":
+            self.svgs.append(a.get("class"))
+        if tag == "rect" and a.get("class") == "cell":
+            self.cells.append(None)
+        if tag == "line" and a.get("class") == "thr":
+            self.tensors[-1][1].append((a["data-method"], float(a["data-amax"])))
+        if tag == "div" and a.get("class") == "tensor":
+            self.tensors.append(["", [], 0])
+        if tag == "h3" and self.tensors and not self.tensors[-1][0]:
+            self.in_h3 = True
+        elif self.in_h3:  # the name ends where the note on its precision starts
+            self.in_h3 = False
+        if "data-key" in a:
+            self.key_of = a["data-key"]
+        if tag == "title":
+            self.title_of = ""
+        if tag in ("text", "td"):
+            self.text_of = ""
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self.stack.pop()
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1] if self.stack else 'nothing'}")
+            return
+        self.stack.pop()
+        if tag == "title" and self.title_of is not None:
+            t = self.title_of
+            if self.cells and self.cells[-1] is None and t.startswith("true "):
+                self.cells[-1] = t
+            m = re.match(r"\|x\| in \[.*\): (\d+)$", t)
+            if m and self.tensors:
+                self.tensors[-1][2] += int(m.group(1))
+            self.title_of = None
+        if tag in ("text", "td") and self.text_of is not None:
+            self.texts.append(self.text_of)
+            self.text_of = None
+        if tag == "h3":
+            self.in_h3 = False
+
+    def handle_data(self, data):
+        if self.title_of is not None:
+            self.title_of += data
+        if self.text_of is not None:
+            self.text_of += data
+        if self.key_of is not None:
+            self.keys[self.key_of] = data
+            self.key_of = None
+        if self.in_h3:
+            self.tensors[-1][0] += data.strip()
+
+
+def parse(path):
+    text = open(path, encoding="utf-8").read()
+    p = Page()
+    p.feed(text)
+    p.close()
+    return text, p
+
+
+def check_page(name, text, p, rep):
+    check(f"{name}: parses, every element closed in order", not p.errors and not p.stack,
+          "; ".join(p.errors[:5]) + f" open at end: {p.stack[:5]}")
+    lowered = text.lower()
+    check(f"{name}: self-contained (no script, link, import, url, http)",
+          p.tags.get("script", 0) == 0 and p.tags.get("link", 0) == 0 and "http" not in lowered and
+          "url(" not in lowered and "@import" not in lowered and p.tags.get("img", 0) == 0)
+    check(f"{name}: two bar charts and three heatmaps",
+          p.svgs.count("bars") == 2 and p.svgs.count("heatmap") == 3, str(p.svgs))
+    names = [c["name"] for c in sorted(rep["classes"], key=lambda c: c["index"])]
+    want = []
+    for m in (rep["fp32"]["confusion"], rep["quant"]["confusion"], rep["confusion_delta"]):
+        for r in range(10):
+            for c in range(10):
+                x = m[r][c]
+                sign = "+" if m is rep["confusion_delta"] and x > 0 else ""
+                want.append(f"true {names[r]}, predicted {names[c]}: {sign}{x}")
+    check(f"{name}: 300 heatmap cells whose titles equal validate.json's matrices", p.cells == want,
+          f"{len(p.cells)} cells; first differing: " +
+          str(next(((a, b) for a, b in zip(p.cells, want) if a != b), None)))
+    k = p.keys
+    pct = lambda key: float(k.get(key, "nan").rstrip("%"))  # noqa: E731
+    ok = (int(k.get("samples", -1)) == rep["samples"] == LIMIT and
+          int(k.get("changed_predictions", -1)) == rep["changed_predictions"] and
+          abs(float(k.get("sqnr_db", "nan")) - rep["logits"]["sqnr_db"]) <= 0.005 + 1e-9 and
+          abs(float(k.get("kl_nats", "nan")) - rep["logits"]["kl_nats"]) <= 1e-5 * rep["logits"]["kl_nats"])
+    for key in ("top1", "top5"):
+        ok = ok and abs(pct(key + "_fp32") - 100 * rep[key + "_fp32"]) <= 0.005 + 1e-9
+        ok = ok and abs(pct(key + "_quant") - 100 * rep[key + "_quant"]) <= 0.005 + 1e-9
+        ok = ok and abs(float(k.get(key + "_delta_pts", "nan")) - rep[key + "_delta_pts"]) <= 0.005 + 1e-9
+    check(f"{name}: the summary's numbers equal validate.json's", ok, str(k))
+
+
+def main():
+    if not have_demo():
+        print("skipped: demo model or Fashion-MNIST missing")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="ptq-html-")
+    J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
+    steps = [("data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
+              f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", J("t.h5"), "--class-names", "fashion-mnist"),
+             ("calibrate", "--model", MODEL, "--data", J("t.h5"), "--samples", "256", "--out", J("c.h5")),
+             ("plan", J("c.h5"), "--model", MODEL, "--out", J("plan.json"))]
+    for args in steps:
+        rc, _, err = ptq(*args)
+        check(" ".join(args[:2]), rc == 0, err.strip()[-300:])
+    base = ("validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("t.h5"), "--limit", str(LIMIT))
+
+    # without --calib: the page, no histograms
+    rc, so, err = ptq(*base, "--report", J("plain"))
+    check("validate without --calib", rc == 0 and "report.html" in so, err.strip()[-300:])
+    if rc == 0:
+        text, p = parse(J("plain", "report.html"))
+        check_page("plain", text, p, json.load(open(J("plain", "validate.json"))))
+        check("plain: no histogram section", not p.tensors and "id=\"tensors\"" not in text)
+
+    # with --calib: histograms with the calibrators' thresholds
+    rc, so, err = ptq(*base, "--report", J("rep"), "--calib", J("c.h5"))
+    check("validate --calib", rc == 0, err.strip()[-300:])
+    rc2, _, err2 = ptq(*base, "--report", J("rep2"), "--calib", J("c.h5"))
+    if rc == 0 and rc2 == 0:
+        text, p = parse(J("rep", "report.html"))
+        check("the same run twice: byte-identical pages",
+              text == open(J("rep2", "report.html"), encoding="utf-8").read())
+        check_page("calib", text, p, json.load(open(J("rep", "validate.json"))))
+        plan = json.load(open(J("plan.json")))
+        first8 = [e["name"] for e in plan["tensors"] if e["kind"] == "activation" and e["precision"] == "int8"][:8]
+        check("calib: the first 8 int8 activations of the plan, in plan order",
+              [t[0] for t in p.tensors] == first8, f"{[t[0] for t in p.tensors]} vs {first8}")
+        ranges = {}
+        for method in ("minmax", "entropy", "percentile", "mse"):
+            rc, _, err = ptq("export", J("c.h5"), "--method", method, "--format", "json", "--out",
+                             J(f"{method}.json"), "--quiet")
+            check(f"export {method}", rc == 0, err.strip()[-300:])
+            if rc == 0:
+                ranges[method] = {t["name"]: t["amax"] for t in json.load(open(J(f"{method}.json")))["tensors"]}
+        scales = {e["name"]: e["scales"] for e in plan["tensors"]}
+        with h5py.File(J("c.h5"), "r") as f:
+            arch = dict(zip([n.decode() if isinstance(n, bytes) else n for n in f["tensors/name"][()]],
+                            f["tensors/n_binned"][()].tolist()))
+        bad = []
+        for name, thr, bar_sum in p.tensors:
+            got = dict(thr)
+            for method, table in ranges.items():
+                if abs(got.get(method, -1) - table[name]) > 1e-8 * table[name]:
+                    bad.append(f"{name} {method}: {got.get(method)} vs {table[name]}")
+            if abs(got.get("plan", -1) - scales[name][0] * 127) > 1e-6 * scales[name][0] * 127:
+                bad.append(f"{name} plan: {got.get('plan')} vs {scales[name][0] * 127}")
+            if bar_sum != arch[name]:
+                bad.append(f"{name}: bars add up to {bar_sum}, the archive binned {arch[name]}")
+        check("calib: thresholds equal `ptq export` ranges and the plan's, bars add up to n_binned",
+              len(p.tensors) == 8 and not bad, "; ".join(bad[:4]))
+
+    # hostile class names: escaped in the file, read back as the same text
+    images, labels = fmnist_test(100)
+    with h5py.File(J("hostile.h5"), "w") as f:
+        f.create_dataset("images", data=images)
+        f.create_dataset("labels", data=labels)
+        f.attrs["class_names"] = HOSTILE
+    rc, _, err = ptq("validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("hostile.h5"),
+                     "--report", J("hostile"))
+    check("validate on hostile class names", rc == 0, err.strip()[-300:])
+    if rc == 0:
+        text, p = parse(J("hostile", "report.html"))
+        check("hostile: escaped in the file, no script element, the names read back as text",
+              "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text and
+              p.tags.get("script", 0) == 0 and not p.errors and HOSTILE[0] in p.texts and "a&b" in p.texts and
+              HOSTILE[2] in p.texts, str(p.errors[:3]))
+
+    # refusals: nothing written
+    shutil.copy(J("c.h5"), J("other.h5"))
+    with h5py.File(J("other.h5"), "r+") as f:
+        f.attrs["model_sha256"] = "e" * 64
+    for name, calib, code in (("a missing archive", J("nope.h5"), 3),
+                              ("a file that is not an archive", J("plan.json"), 4),
+                              ("another model's archive", J("other.h5"), 2)):
+        out = J("rep-" + name.replace(" ", "_"))
+        rc, _, err = ptq(*base, "--report", out, "--calib", calib)
+        check(f"refuses {name}", rc == code and not os.path.exists(out), f"exit {rc} (want {code}): {err.strip()}")
+    return finish("cli_html_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
