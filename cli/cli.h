@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ptq/calib.h"
 #include "ptq/dataset.h"
 #include "ptq/fileio.h"
 #include "ptq/graph.h"
@@ -28,7 +29,8 @@ enum {
     EXIT_DATA = 7,
     EXIT_NO_DEVICE = 8,
     EXIT_CUDA = 9,
-    EXIT_NOMEM = 10
+    EXIT_NOMEM = 10,
+    EXIT_BUDGET = 11  /* no plan met the accuracy budget (the best one found is written) */
 };
 
 int cli_exit_code(ptq_status st);
@@ -48,6 +50,14 @@ ptq_status cli_load_plan(ptq_ctx *ctx, const char *plan_path, const char *model_
 /* The same for a model already loaded into g (shapes inferred). */
 ptq_status cli_plan_for(ptq_ctx *ctx, const char *plan_path, const char *model_path, const ptq_graph *g,
                         ptq_plan **plan);
+
+/* --method M[=P] (NULL: percentile at its default) into cp's method and percentile. */
+ptq_status cli_method_parse(ptq_ctx *ctx, const char *method, ptq_calib_params *cp);
+/* The default plan for model (loaded into g, shapes inferred) from the
+ * archive at archive_path (read into *archive), by method and core (NULL:
+ * the defaults), checked against the model. The caller frees both. */
+ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
+                            const char *method, const char *core_name, ptq_calib_set **archive, ptq_plan **plan);
 
 /* Writes the .npy header of a float32 C-order [rows, cols] array; 0 or -1. */
 int cli_npy_header(FILE *f, int64_t rows, int64_t cols);
@@ -102,6 +112,10 @@ const char *cli_get(const cli_opt *opts, int n_opts, const char *name);
 /* Parses a non-negative integer option; returns 0 or prints and returns EXIT_USAGE. */
 int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
                 int64_t *out);
+
+/* `ptq plan ... --sensitivity S --budget PTS`: the budgeted planner over
+ * --data (cli/plan_budget.c); opts are plan's. Returns the exit code. */
+int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path);
 
 /* Progress on stderr when it is a terminal (or forced), at most 5 lines a second. */
 typedef struct cli_progress {

@@ -31,7 +31,23 @@ static const char plan_help[] =
     "                       mse, minmax, entropy (on the demo model entropy clips a ReLU hard and\n"
     "                       loses 7 points of top-1; percentile and mse lose under 0.1)\n"
     "  --check FILE         check a plan instead of writing one\n"
-    "  --quiet              print nothing but errors\n";
+    "  --quiet              print nothing but errors\n"
+    "\n"
+    "A plan within an accuracy budget (from a `ptq sensitivity` report of the same\n"
+    "model, archive, --core and --method): starting from the default plan, tensors\n"
+    "move to FP16 one at a time in order of top-1 bought per byte kept in FP16 (an\n"
+    "activation's elements per sample, a weight's elements), each plan validated\n"
+    "against FP32 on --data, until the top-1 drop is within --budget and no class\n"
+    "loses more than --class-budget points of recall. Writes the plan and\n"
+    "PLAN.trace.json (top-1 and worst class after each move); exit 11 when no plan\n"
+    "met the budget (the best one found is written).\n"
+    "  --sensitivity FILE   the report of `ptq sensitivity`\n"
+    "  --budget PTS         top-1 points the plan may lose against FP32 (e.g. 0.3)\n"
+    "  --class-budget PTS   recall points any one class may lose (default: no limit)\n"
+    "  --max-moves N        move at most N tensors to FP16 (default: as many as it takes)\n"
+    "  --data PATH          labelled data to validate on; --samples N (default 1000, 0: all), --seed S,\n"
+    "                       --batch, --device, --threads, --preprocess, --images-key, --labels-key,\n"
+    "                       --layout, --allow-external-data as for `ptq eval`\n";
 
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)
@@ -52,7 +68,13 @@ static void print_counts(const ptq_plan *p, const char *what)
 int cmd_plan(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},  {"out", 1, NULL},   {"core", 1, NULL}, {"method", 1, NULL},
-                      {"check", 1, NULL},  {"quiet", 0, NULL}, {"help", 0, NULL}};
+                      {"check", 1, NULL},  {"quiet", 0, NULL}, {"help", 0, NULL},
+                      /* the budgeted plan (cli/plan_budget.c) */
+                      {"sensitivity", 1, NULL}, {"budget", 1, NULL}, {"class-budget", 1, NULL}, {"data", 1, NULL},
+                      {"samples", 1, NULL}, {"seed", 1, NULL}, {"batch", 1, NULL}, {"device", 1, NULL},
+                      {"threads", 1, NULL}, {"preprocess", 1, NULL}, {"images-key", 1, NULL},
+                      {"labels-key", 1, NULL}, {"layout", 1, NULL}, {"allow-external-data", 0, NULL},
+                      {"max-moves", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("plan", argc, argv, opts, n_opts, pos, &n_pos, 1);
@@ -67,6 +89,14 @@ int cmd_plan(int argc, char **argv)
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
     if (!model || (check ? n_pos != 0 || out : n_pos != 1 || !out))
         return cli_usage_error("plan", "give an archive, --model and --out, or --check PLAN and --model");
+    if (!check && (cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget"))) {
+        int64_t threads;
+        if ((rc = cli_get_int("plan", opts, n_opts, "threads", 0, 1, &threads)))
+            return rc;
+        if (threads > 0)
+            ptq_cpu_set_threads((int)threads);
+        return cli_plan_budgeted(opts, n_opts, pos[0]);
+    }
     const char *plan_inputs[] = {model, check ? check : pos[0]};
     if ((rc = cli_check_outputs("plan", plan_inputs, 2, &out, 1)))
         return rc;

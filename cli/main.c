@@ -15,6 +15,7 @@ int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_sensitivity(int argc, char **argv);
 
 static const char main_help[] =
     "usage: ptq <command> [options]    (ptq <command> --help for its options)\n"
@@ -28,6 +29,7 @@ static const char main_help[] =
     "  merge         add archives of disjoint shards exactly\n"
     "  plan          the default precision plan (FP16 edges, INT8/FP8 core) from an archive\n"
     "  validate      FP32 against a plan's simulated quantization: accuracy, per-class deltas, confusion\n"
+    "  sensitivity   per tensor: what quantizing only it costs, what keeping only it in FP16 recovers\n"
     "  eval          FP32 accuracy, per-class metrics and confusion matrix of a model on a data set\n"
     "  info          a model's inputs, outputs, ops, parameters and quantizable tensors\n"
     "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder\n"
@@ -74,6 +76,8 @@ int main(int argc, char **argv)
         return cmd_export(argc - 2, argv + 2);
     if (strcmp(cmd, "validate") == 0)
         return cmd_validate(argc - 2, argv + 2);
+    if (strcmp(cmd, "sensitivity") == 0)
+        return cmd_sensitivity(argc - 2, argv + 2);
     if (strcmp(cmd, "plan") == 0)
         return cmd_plan(argc - 2, argv + 2);
     if (strcmp(cmd, "merge") == 0)

@@ -3,7 +3,9 @@
 #ifndef PTQ_QUANT_INTERNAL_H
 #define PTQ_QUANT_INTERNAL_H
 
+#include "core/xsum.h"
 #include "model/op_traits.h"
+#include "ptq/sensitivity.h"
 #include "ptq/graph.h"
 #include "ptq/status.h"
 
@@ -13,6 +15,24 @@ const ptq_op_traits *quant_weight_user(const ptq_graph *g, int v, const ptq_node
 /* scales[c] = max|w| over channel c along axis / qmax (1 for a channel of
  * zeros): *out malloc'd [*n_out]. quant/plan.c. */
 ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, double qmax, float **out, int64_t *n_out);
+
+/* A deep copy of plan p (entries, names, scales; block scales dropped):
+ * *out is set even on failure, for the caller to free. quant/sensitivity.c. */
+ptq_status quant_plan_copy(ptq_ctx *ctx, const ptq_plan *p, ptq_plan **out);
+
+/* One quantized configuration's counts against FP32 (quant/figures.c). */
+typedef struct qfig {
+    int64_t n, top1, agree, n_measured;
+    ptq_xsum signal_sq, noise_sq, kl;
+    int64_t *tp; /* [k] correct predictions per true class */
+} qfig;
+
+ptq_status qfig_init(ptq_ctx *ctx, qfig *a, int k);
+void qfig_free(qfig *a);
+/* Adds n images: q logits [n, k] against the FP32 ones (and their argmax pred_fp32) and the labels. */
+void qfig_add(qfig *a, int k, int64_t n, const int32_t *labels, const float *fp32, const int32_t *pred_fp32,
+              const float *q);
+void qfig_figures(const qfig *a, ptq_sens_figures *f);
 
 /* Weight v along channel axis (-1: the whole tensor one channel): n_runs runs
  * of `inner` contiguous elements (row-major), run r in channel r % n_ch. */

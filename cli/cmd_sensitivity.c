@@ -1,0 +1,180 @@
+/* `ptq sensitivity`: per tensor, what quantizing only it costs against FP32
+ * and what keeping only it in FP16 recovers from the default plan, class by
+ * class (quant/sensitivity.c over the library runner). Writes the JSON and
+ * a Markdown table sorted by harm. Covered by tests/cli_sensitivity_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ptq/hash.h"
+#include "ptq/sensitivity.h"
+
+static const char sensitivity_help[] =
+    "usage: ptq sensitivity --model M.onnx --calib calib.h5 --data V --out sens.json [options]\n"
+    "\n"
+    "For every activation and weight the default plan covers: (a) only it quantized\n"
+    "in the core format, the rest FP32 — the logits' SQNR and KL against FP32,\n"
+    "top-1 agreement with FP32, the top-1 delta and each class's recall delta; (b)\n"
+    "the default plan with only it in FP16 — the top-1 it recovers. Each batch runs\n"
+    "FP32 once and every (a) run starts from the kept FP32 values at the node that\n"
+    "makes the tensor. Writes sens.json and, next to it, sens.md (sorted by harm).\n"
+    "\n"
+    "  --model FILE         the model the archive was made from\n"
+    "  --calib FILE         its calibration archive (scales come from it)\n"
+    "  --data PATH          labelled HDF5 file or PNG folder\n"
+    "  --out FILE           the JSON report (FILE with .md for the Markdown table)\n"
+    "  --samples N          measure on N samples picked at random by --seed (default 1000; 0: all)\n"
+    "  --seed S             that pick's seed (default 0)\n"
+    "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
+    "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
+    "  --device, --batch, --threads, --preprocess, --images-key, --labels-key, --layout,\n"
+    "  --allow-external-data, --progress as for `ptq eval`; --json prints the JSON on stdout\n";
+
+enum { SENS_MAX_BATCH = 1 << 16 };
+
+/* out with its .json suffix replaced by .md (or .md appended). */
+static void md_path_of(const char *out, char *md, size_t n_md)
+{
+    size_t len = strlen(out);
+    if (len > 5 && strcmp(out + len - 5, ".json") == 0)
+        len -= 5;
+    snprintf(md, n_md, "%.*s.md", (int)len, out);
+}
+
+int cmd_sensitivity(int argc, char **argv)
+{
+    cli_opt opts[] = {{"model", 1, NULL},      {"calib", 1, NULL},       {"data", 1, NULL},    {"out", 1, NULL},
+                      {"samples", 1, NULL},    {"seed", 1, NULL},        {"core", 1, NULL},    {"method", 1, NULL},
+                      {"device", 1, NULL},     {"batch", 1, NULL},       {"threads", 1, NULL}, {"preprocess", 1, NULL},
+                      {"images-key", 1, NULL}, {"labels-key", 1, NULL},  {"layout", 1, NULL},  {"progress", 0, NULL},
+                      {"json", 0, NULL},       {"allow-external-data", 0, NULL},               {"help", 0, NULL}};
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    const char *pos[1];
+    int n_pos = 0, rc = cli_parse("sensitivity", argc, argv, opts, n_opts, pos, &n_pos, 0);
+    if (rc)
+        return rc;
+    if (cli_get(opts, n_opts, "help")) {
+        fputs(sensitivity_help, stdout);
+        return 0;
+    }
+    const char *model = cli_get(opts, n_opts, "model"), *calib = cli_get(opts, n_opts, "calib");
+    const char *out = cli_get(opts, n_opts, "out"), *data = cli_get(opts, n_opts, "data");
+    if (!model || !calib || !data || !out)
+        return cli_usage_error("sensitivity", "--model, --calib, --data and --out are required");
+    char md_path[4200];
+    md_path_of(out, md_path, sizeof md_path);
+    const char *inputs[] = {model, calib, data}, *outputs[] = {out, md_path};
+    if ((rc = cli_check_outputs("sensitivity", inputs, 3, outputs, 2)))
+        return rc;
+    int64_t batch, n_samples, seed, threads;
+    if ((rc = cli_get_int("sensitivity", opts, n_opts, "batch", 256, 1, &batch)) ||
+        (rc = cli_get_int("sensitivity", opts, n_opts, "samples", 1000, 0, &n_samples)) ||
+        (rc = cli_get_int("sensitivity", opts, n_opts, "seed", 0, 0, &seed)) ||
+        (rc = cli_get_int("sensitivity", opts, n_opts, "threads", 0, 1, &threads)))
+        return rc;
+    if (batch > SENS_MAX_BATCH)
+        return cli_usage_error("sensitivity", "--batch must be at most %d, got %lld", SENS_MAX_BATCH,
+                               (long long)batch);
+    if (threads > 0)
+        ptq_cpu_set_threads((int)threads);
+
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = PTQ_OK;
+    cli_session s;
+    memset(&s, 0, sizeof s);
+    ptq_calib_set *archive = NULL;
+    ptq_plan *def = NULL, *core = NULL;
+    ptq_sensitivity *sens = NULL;
+    int64_t *ids = NULL, n_ids = 0;
+    const char **names = NULL;
+    char *json = NULL, *md = NULL, *header = NULL, sha[65];
+    cli_session_opts so = cli_session_opts_from(opts, n_opts);
+    PTQ_TRY(st, cli_session_open(&ctx, "sensitivity", &so, &s), done);
+    if (!ptq_dataset_has_labels(s.data)) {
+        st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has no labels; sensitivity compares predictions with them", data);
+        goto done;
+    }
+    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
+    PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, calib, cli_get(opts, n_opts, "method"),
+                                 cli_get(opts, n_opts, "core"), &archive, &def),
+            done);
+    PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), done);
+    PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, &sens), done);
+    ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
+
+    cli_progress prog;
+    cli_progress_start(&prog, "sensitivity", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
+    ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .need_labels = 1,
+                            .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
+    rp.consumers[rp.n_consumers++] = ptq_sens_consumer(sens);
+    const double t0 = cli_now_s();
+    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
+    const double secs = cli_now_s() - t0;
+    cli_progress_end(&prog, n_ids);
+
+    const int k = ptq_sens_n_classes(sens);
+    names = calloc((size_t)k + 1, sizeof *names);
+    for (int c = 0; names && c < k; c++)
+        names[c] = ptq_dataset_class_name(s.data, c);
+    int64_t n_runs, nodes_run, nodes_full;
+    ptq_sens_work(sens, &n_runs, &nodes_run, &nodes_full);
+    ptq_calib_provenance pv;
+    ptq_calib_set_provenance(archive, &pv);
+    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+    cli_json *hdr = cli_json_header("sensitivity", ptq_exec_device_name(s.exec));
+    cli_json_str(hdr, "model", model);
+    cli_json_str(hdr, "model_sha256", sha);
+    cli_json_str(hdr, "archive", calib);
+    cli_json_str(hdr, "archive_sample_ids_sha256", pv.sample_ids_sha256);
+    cli_json_str(hdr, "data", data);
+    cli_json_str(hdr, "core", ptq_prec_name(def->core));
+    cli_json_str(hdr, "method", def->method);
+    cli_json_num(hdr, "seed", (double)seed);
+    cli_json_num(hdr, "seconds", secs);
+    cli_json_num(hdr, "runs", (double)n_runs);
+    cli_json_num(hdr, "nodes_run", (double)nodes_run);
+    cli_json_num(hdr, "nodes_if_every_run_were_whole", (double)nodes_full);
+    if (!(header = cli_json_done(hdr))) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    PTQ_TRY(st, ptq_sens_format_json(&ctx, sens, header, names, &json), done);
+    PTQ_TRY(st, ptq_sens_format_markdown(&ctx, sens, names, &md), done);
+    PTQ_TRY(st, cli_write_text(&ctx, out, json), done);
+    st = cli_write_text(&ctx, md_path, md);
+    if (st != PTQ_OK) {
+        remove(out);
+        goto done;
+    }
+    if (cli_get(opts, n_opts, "json")) {
+        printf("%s\n", json);
+    } else {
+        ptq_sens_figures f32, dp;
+        const int64_t *support;
+        ptq_sens_baselines(sens, &f32, &dp, &support);
+        printf("model    %s\narchive  %s (core %s, %s)\ndata     %s (%lld samples)\ndevice   %s  (%.1f s)\n\n"
+               "top-1    FP32 %.2f%%, default plan %.2f%%\ntensors  %lld measured in %lld runs; nodes run %lld of "
+               "%lld (%.0f%%) thanks to the kept FP32 prefix\nreport   %s, %s\n",
+               model, calib, ptq_prec_name(def->core), def->method, data, (long long)n_ids,
+               ptq_exec_device_name(s.exec), secs, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
+               dp.n ? 100.0 * (double)dp.top1 / (double)dp.n : 0.0, (long long)ptq_sens_n_tensors(sens),
+               (long long)n_runs, (long long)nodes_run, (long long)nodes_full,
+               nodes_full ? 100.0 * (double)nodes_run / (double)nodes_full : 0.0, out, md_path);
+    }
+done:
+    free(json);
+    free(md);
+    free(header);
+    free(names);
+    free(ids);
+    ptq_sens_free(sens);
+    ptq_plan_free(core);
+    ptq_plan_free(def);
+    ptq_calib_set_free(archive);
+    cli_session_close(&s);
+    return cli_report("sensitivity", &ctx, st);
+}

@@ -1,0 +1,210 @@
+/* `ptq plan calib.h5 --model M --sensitivity sens.json --budget PTS --data V`:
+ * the accuracy-budgeted plan (quant/planner.c), its trace on the terminal and
+ * next to the plan (PLAN.trace.json), and exit 11 when no plan met the
+ * budget (the best one found is written). Covered by
+ * tests/cli_sensitivity_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "ptq/hash.h"
+#include "ptq/sensitivity.h"
+
+typedef struct step_printer {
+    const ptq_dataset *ds;
+    int quiet;
+} step_printer;
+
+static void print_step(void *user, int step, const char *moved, double drop, int worst, double worst_drop,
+                       int64_t n_fp16, int64_t n_tensors)
+{
+    const step_printer *sp = user;
+    if (sp->quiet)
+        return;
+    const char *cname = worst >= 0 ? ptq_dataset_class_name(sp->ds, worst) : NULL;
+    char wname[64];
+    snprintf(wname, sizeof wname, "%s", cname ? cname : "");
+    if (!cname)
+        snprintf(wname, sizeof wname, "%d", worst);
+    fprintf(stderr, "plan: step %3d  %-44.44s top-1 drop %6.2f pts  worst class %s %+.2f pts  fp16 %lld/%lld\n", step,
+            moved ? moved : "(the default plan)", drop, wname, -worst_drop, (long long)n_fp16, (long long)n_tensors);
+}
+
+/* A finite points value >= 0 from flag name, or NAN with a message printed. */
+static double points_flag(const cli_opt *opts, int n_opts, const char *name, double dflt)
+{
+    const char *v = cli_get(opts, n_opts, name);
+    if (!v)
+        return dflt;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (!end || end == v || (*end && strcmp(end, "%") != 0) || !isfinite(x) || x < 0) {
+        cli_usage_error("plan", "--%s wants points of top-1 >= 0 (e.g. 0.3), got '%s'", name, v);
+        return NAN;
+    }
+    return x;
+}
+
+static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, double budget, double class_budget)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "ptq-plan-trace");
+    cJSON_AddNumberToObject(root, "budget_pts", budget);
+    if (class_budget >= 0)
+        cJSON_AddNumberToObject(root, "class_budget_pts", class_budget);
+    cJSON_AddBoolToObject(root, "met", r->met);
+    cJSON_AddNumberToObject(root, "top1_fp32", r->top1_fp32);
+    cJSON *arr = cJSON_AddArrayToObject(root, "steps");
+    for (int64_t i = 0; arr && i < r->n_steps; i++) {
+        const ptq_budget_step *s = &r->steps[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        if (s->moved)
+            cJSON_AddStringToObject(o, "moved_to_fp16", s->moved);
+        else
+            cJSON_AddNullToObject(o, "moved_to_fp16");
+        cJSON_AddNumberToObject(o, "top1", s->top1);
+        cJSON_AddNumberToObject(o, "top1_drop_pts", s->top1_drop_pts);
+        const char *cname = s->worst_class >= 0 ? ptq_dataset_class_name(ds, s->worst_class) : NULL;
+        cJSON *w = cJSON_AddObjectToObject(o, "worst_class");
+        cJSON_AddNumberToObject(w, "index", s->worst_class);
+        if (cname)
+            cJSON_AddStringToObject(w, "name", cname);
+        cJSON_AddNumberToObject(w, "recall_drop_pts", s->worst_class_drop_pts);
+        cJSON_AddNumberToObject(o, "fp16_tensors", (double)s->n_fp16);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
+{
+    const char *model = cli_get(opts, n_opts, "model"), *out = cli_get(opts, n_opts, "out");
+    const char *sens_path = cli_get(opts, n_opts, "sensitivity"), *data = cli_get(opts, n_opts, "data");
+    if (!sens_path || !cli_get(opts, n_opts, "budget") || !data)
+        return cli_usage_error("plan", "a budgeted plan needs --sensitivity, --budget and --data (labelled)");
+    const double budget = points_flag(opts, n_opts, "budget", 0), class_budget = points_flag(opts, n_opts, "class-budget", -1);
+    if (isnan(budget) || isnan(class_budget))
+        return EXIT_USAGE;
+    int64_t batch, n_samples, seed, max_moves;
+    int rc;
+    if ((rc = cli_get_int("plan", opts, n_opts, "max-moves", -1, 0, &max_moves)) ||
+        (rc = cli_get_int("plan", opts, n_opts, "batch", 256, 1, &batch)) ||
+        (rc = cli_get_int("plan", opts, n_opts, "samples", 1000, 0, &n_samples)) ||
+        (rc = cli_get_int("plan", opts, n_opts, "seed", 0, 0, &seed)))
+        return rc;
+    char trace_path[4200];
+    size_t len = strlen(out);
+    if (len > 5 && strcmp(out + len - 5, ".json") == 0)
+        len -= 5;
+    snprintf(trace_path, sizeof trace_path, "%.*s.trace.json", (int)len, out);
+    const char *inputs[] = {model, archive_path, sens_path, data}, *outputs[] = {out, trace_path};
+    if ((rc = cli_check_outputs("plan", inputs, 4, outputs, 2)))
+        return rc;
+
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = PTQ_OK;
+    cli_session s;
+    memset(&s, 0, sizeof s);
+    ptq_calib_set *archive = NULL;
+    ptq_plan *def = NULL, *plan = NULL;
+    ptq_sens_summary sens;
+    memset(&sens, 0, sizeof sens);
+    ptq_budget_result res;
+    memset(&res, 0, sizeof res);
+    int64_t *ids = NULL, n_ids = 0;
+    char *text = NULL, *sens_text = NULL, *trace = NULL, sha[65];
+    const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
+    /* everything checked before any image is read */
+    PTQ_TRY(st, cli_read_text(&ctx, sens_path, &sens_text), done);
+    st = ptq_sens_read(&ctx, sens_text, &sens);
+    if (st != PTQ_OK) {
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx.msg);
+        ptq_fail(&ctx, st, "%s: %s", sens_path, why);
+        goto done;
+    }
+    cli_session_opts so = cli_session_opts_from(opts, n_opts);
+    PTQ_TRY(st, cli_session_open(&ctx, "plan", &so, &s), done);
+    if (!ptq_dataset_has_labels(s.data)) {
+        st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has no labels; a budget compares predictions with them%s", data,
+                      class_budget >= 0 ? " (and --class-budget needs per-class labels)" : "");
+        goto done;
+    }
+    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
+    PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, archive_path, cli_get(opts, n_opts, "method"),
+                                 cli_get(opts, n_opts, "core"), &archive, &def),
+            done);
+    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+    ptq_calib_provenance pv;
+    ptq_calib_set_provenance(archive, &pv);
+    if (strcmp(sens.model_sha256, sha) != 0) {
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured on another model (SHA-256 %.16s..., the model's %.16s...)",
+                      sens_path, sens.model_sha256[0] ? sens.model_sha256 : "none", sha);
+        goto done;
+    }
+    if (strcmp(sens.archive_sample_ids_sha256, pv.sample_ids_sha256) != 0) {
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured with another calibration archive than %s", sens_path,
+                      archive_path);
+        goto done;
+    }
+    if (strcmp(sens.core, ptq_prec_name(def->core)) != 0) {
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured for core %s, the plan's is %s", sens_path, sens.core,
+                      ptq_prec_name(def->core));
+        goto done;
+    }
+    ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
+    step_printer sp = {s.data, quiet};
+    ptq_budget b = {budget, class_budget, max_moves, batch, print_step, &sp};
+    PTQ_TRY(st, ptq_plan_budgeted(&ctx, s.ps, ids, n_ids, def, &sens, &b, &plan, &res), done);
+    PTQ_TRY(st, ptq_plan_check(&ctx, plan, s.graph, sha), done);
+    PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
+    if (!(trace = trace_json(&res, s.data, budget, class_budget))) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
+    st = cli_write_text(&ctx, trace_path, trace);
+    if (st != PTQ_OK) {
+        remove(out);
+        goto done;
+    }
+    if (!quiet) {
+        const ptq_budget_step *best = &res.steps[0];
+        for (int64_t i = 1; i < res.n_steps; i++)
+            if (res.met ? i == res.n_steps - 1 : res.steps[i].top1_drop_pts < best->top1_drop_pts)
+                best = &res.steps[i];
+        printf("%s: top-1 %.2f%% against FP32 %.2f%% (%.2f pts lost, budget %.2f), %lld of %lld tensors in FP16\n"
+               "wrote %s and %s\n",
+               res.met ? "budget met" : "NO PLAN MET THE BUDGET; the best one found", 100 * best->top1,
+               100 * res.top1_fp32, best->top1_drop_pts, budget, (long long)best->n_fp16, (long long)plan->n, out,
+               trace_path);
+    }
+done:;
+    const int met = res.met;
+    free(text);
+    free(sens_text);
+    free(trace);
+    free(ids);
+    ptq_budget_result_free(&res);
+    ptq_sens_summary_free(&sens);
+    ptq_plan_free(plan);
+    ptq_plan_free(def);
+    ptq_calib_set_free(archive);
+    cli_session_close(&s);
+    rc = cli_report("plan", &ctx, st);
+    if (rc == 0 && !met) {
+        fprintf(stderr, "ptq plan: no plan met the budget of %.2f points; the best one found was written (exit %d)\n",
+                budget, EXIT_BUDGET);
+        return EXIT_BUDGET;
+    }
+    return rc;
+}

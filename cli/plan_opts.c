@@ -1,0 +1,48 @@
+/* What the commands that build a default plan share: --method M[=P] and
+ * --core parsed, and the plan made from an archive for a loaded model.
+ * Covered by tests/cli_plan_test.py and tests/cli_sensitivity_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ptq/hash.h"
+
+ptq_status cli_method_parse(ptq_ctx *ctx, const char *method, ptq_calib_params *cp)
+{
+    cp->method = PTQ_CALIB_PERCENTILE;
+    cp->percentile = 0.0;
+    if (!method)
+        return PTQ_OK;
+    char name[32];
+    const char *eq = strchr(method, '=');
+    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - method) : (int)strlen(method), method);
+    PTQ_TRY_RET(ptq_calib_method_parse(ctx, name, &cp->method));
+    if (eq) {
+        char *end = NULL;
+        cp->percentile = strtod(eq + 1, &end);
+        if (cp->method != PTQ_CALIB_PERCENTILE || !end || *end || !(cp->percentile > 0 && cp->percentile <= 100))
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--method %s: only percentile takes a value, in (0, 100]",
+                            method);
+    }
+    return PTQ_OK;
+}
+
+ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
+                            const char *method, const char *core_name, ptq_calib_set **archive, ptq_plan **plan)
+{
+    char sha[65];
+    ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 0.0};
+    ptq_prec core = PTQ_PREC_INT8;
+    *archive = NULL;
+    *plan = NULL;
+    PTQ_TRY_RET(cli_method_parse(ctx, method, &cp));
+    if (core_name)
+        PTQ_TRY_RET(ptq_prec_parse(ctx, core_name, &core));
+    PTQ_TRY_RET(ptq_sha256_file(ctx, model, sha));
+    PTQ_TRY_RET(ptq_calib_set_read(ctx, archive_path, archive));
+    const char *base = strrchr(model, '/');
+    PTQ_TRY_RET(ptq_plan_default(ctx, g, sha, base ? base + 1 : model, *archive, archive_path, &cp, core, plan));
+    return ptq_plan_check(ctx, *plan, g, sha);
+}

@@ -1,0 +1,352 @@
+/* The accuracy-budgeted planner (include/ptq/sensitivity.h): tensors of the
+ * default plan move to FP16 one at a time, in order of the top-1 a
+ * sensitivity report says each buys per byte kept in FP16, and every plan
+ * on the way is validated on labelled data against FP32 (one executor, the
+ * plan as an overlay) until the top-1 drop and, optionally, every class's
+ * recall drop are within budget. Also reads sensitivity reports back.
+ * Covered by tests/test_sensitivity.c and tests/cli_sensitivity_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/logits.h"
+#include "ptq/fake_quant.h"
+#include "ptq/sensitivity.h"
+#include "quant/quant_internal.h"
+
+void ptq_sens_summary_free(ptq_sens_summary *s)
+{
+    if (!s)
+        return;
+    for (int64_t i = 0; i < s->n; i++)
+        free(s->e[i].name);
+    free(s->e);
+    memset(s, 0, sizeof *s);
+}
+
+static double number_or_nan(const cJSON *o, const char *key)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}
+
+static void copy_hex(char dst[65], const cJSON *o, const char *key)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    dst[0] = '\0';
+    if (cJSON_IsString(x) && strlen(x->valuestring) == 64)
+        memcpy(dst, x->valuestring, 65);
+}
+
+ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out)
+{
+    ptq_status st = PTQ_OK;
+    memset(out, 0, sizeof *out);
+    cJSON *root = cJSON_Parse(json);
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "tensors");
+    const cJSON *core = cJSON_GetObjectItemCaseSensitive(root, "core");
+    if (!root || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "ptq-sensitivity") != 0 || !cJSON_IsArray(arr)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "not a ptq sensitivity report (format \"ptq-sensitivity\" with tensors)");
+        goto done;
+    }
+    copy_hex(out->model_sha256, root, "model_sha256");
+    const double n_samples = number_or_nan(root, "samples");
+    out->n_samples = n_samples >= 0 && n_samples < 9e18 ? (int64_t)n_samples : 0;
+    copy_hex(out->archive_sample_ids_sha256, root, "archive_sample_ids_sha256");
+    if (cJSON_IsString(core))
+        snprintf(out->core, sizeof out->core, "%s", core->valuestring);
+    const int n = cJSON_GetArraySize(arr);
+    if (!(out->e = calloc((size_t)n + 1, sizeof *out->e))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a sensitivity report");
+        goto done;
+    }
+    const cJSON *t;
+    cJSON_ArrayForEach(t, arr)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(t, "kind");
+        const cJSON *only = cJSON_GetObjectItemCaseSensitive(t, "only");
+        const cJSON *all_but = cJSON_GetObjectItemCaseSensitive(t, "all_but");
+        if (!cJSON_IsString(name) || !cJSON_IsString(kind) || !cJSON_IsObject(all_but)) {
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity tensor %lld has no name, kind or all_but", (long long)out->n);
+            goto done;
+        }
+        ptq_sens_entry *e = &out->e[out->n++];
+        if (!(e->name = strdup(name->valuestring))) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a sensitivity report");
+            goto done;
+        }
+        e->is_weight = strcmp(kind->valuestring, "weight") == 0;
+        e->recovered_pts = number_or_nan(all_but, "recovered_pts");
+        e->only_delta_pts = cJSON_IsObject(only) ? number_or_nan(only, "top1_delta_pts") : NAN;
+        const cJSON *inf = cJSON_IsObject(only) ? cJSON_GetObjectItemCaseSensitive(only, "sqnr_infinite") : NULL;
+        e->only_sqnr_db = cJSON_IsTrue(inf) ? INFINITY : cJSON_IsObject(only) ? number_or_nan(only, "sqnr_db") : NAN;
+        if (isnan(e->recovered_pts))
+            e->recovered_pts = 0;
+    }
+done:
+    cJSON_Delete(root);
+    if (st != PTQ_OK)
+        ptq_sens_summary_free(out);
+    return st;
+}
+
+void ptq_budget_result_free(ptq_budget_result *r)
+{
+    if (!r)
+        return;
+    for (int64_t i = 0; i < r->n_steps; i++)
+        free(r->steps[i].moved);
+    free(r->steps);
+    memset(r, 0, sizeof *r);
+}
+
+/* One candidate move: plan entry, what it buys and what it costs. */
+typedef struct move {
+    int64_t entry;
+    double gain, cost, sqnr;
+} move;
+
+/* Elements per sample of an activation (its inferred dims after the
+ * batch), or of a weight. */
+static double cost_of(const ptq_graph *g, const ptq_plan_entry *e)
+{
+    const int v = ptq_graph_find_value(g, e->name);
+    if (v < 0 || g->values[v].ndim < 0)
+        return 1;
+    const ptq_value *val = &g->values[v];
+    double n = 1;
+    for (int d = e->is_weight ? 0 : 1; d < val->ndim; d++)
+        n *= val->dims[d] > 0 ? (double)val->dims[d] : 1;
+    return n > 0 ? n : 1;
+}
+
+/* 1 when a moves before b: more gain per cost; without gain, lower SQNR. */
+static int moves_first(const move *a, const move *b)
+{
+    const int ga = a->gain > 0, gb = b->gain > 0;
+    if (ga != gb)
+        return ga;
+    if (ga && a->gain / a->cost != b->gain / b->cost)
+        return a->gain / a->cost > b->gain / b->cost;
+    return a->sqnr < b->sqnr;
+}
+
+/* The order in which start's quantized tensors move to FP16. */
+static ptq_status move_order(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *start, const ptq_sens_summary *sens,
+                             move **out, int64_t *n_out)
+{
+    move *m = calloc((size_t)start->n + 1, sizeof *m);
+    int64_t n = 0;
+    const double noise_pts = sens->n_samples > 0 ? 300.0 / (double)sens->n_samples : 0;
+    if (!m)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory ordering moves");
+    for (int64_t i = 0; i < start->n; i++) {
+        const ptq_plan_entry *e = &start->e[i];
+        if (!ptq_prec_is_quantized(e->prec))
+            continue;
+        const ptq_sens_entry *se = NULL;
+        for (int64_t j = 0; j < sens->n && !se; j++)
+            if (strcmp(sens->e[j].name, e->name) == 0)
+                se = &sens->e[j];
+        move mv = {i, 0, cost_of(g, e), INFINITY};
+        if (se) {
+            const double lost_alone = isnan(se->only_delta_pts) ? 0 : -se->only_delta_pts;
+            mv.gain = se->recovered_pts > lost_alone ? se->recovered_pts : lost_alone;
+            if (mv.gain <= noise_pts) /* within a few images of nothing: no evidence */
+                mv.gain = 0;
+            mv.sqnr = isnan(se->only_sqnr_db) ? INFINITY : se->only_sqnr_db;
+        }
+        int64_t at = n++;
+        while (at > 0 && moves_first(&mv, &m[at - 1])) {
+            m[at] = m[at - 1];
+            at--;
+        }
+        m[at] = mv;
+    }
+    *out = m;
+    *n_out = n;
+    return PTQ_OK;
+}
+
+/* FP32 against one overlay over the run: a runner consumer. */
+typedef struct eval_run {
+    const ptq_overlay *ov;
+    int k;
+    qfig f, q;
+    int64_t *support;
+    float *fp32;
+    int32_t *pred;
+    int64_t cap;
+    ptq_tensor *outs;
+} eval_run;
+
+static void eval_run_free(eval_run *r)
+{
+    qfig_free(&r->f);
+    qfig_free(&r->q);
+    free(r->support);
+    free(r->fp32);
+    free(r->pred);
+    free(r->outs);
+    memset(r, 0, sizeof *r);
+}
+
+static ptq_status eval_after(void *user, ptq_ctx *ctx, ptq_runner *rn, ptq_batch *b)
+{
+    eval_run *r = user;
+    ptq_exec *e = ptq_session_exec(ptq_runner_session(rn));
+    const ptq_graph *g = ptq_exec_graph(e);
+    if (!r->k) {
+        r->k = (int)b->n_classes;
+        PTQ_TRY_RET(qfig_init(ctx, &r->f, r->k));
+        PTQ_TRY_RET(qfig_init(ctx, &r->q, r->k));
+        r->support = calloc((size_t)r->k, sizeof *r->support);
+        r->outs = calloc((size_t)g->n_outputs + 1, sizeof *r->outs);
+        if (!r->support || !r->outs)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    }
+    if (b->n > r->cap) {
+        float *f = realloc(r->fp32, (size_t)(b->n * r->k) * sizeof *f);
+        if (f)
+            r->fp32 = f;
+        int32_t *p = realloc(r->pred, (size_t)b->n * sizeof *p);
+        if (p)
+            r->pred = p;
+        if (!f || !p)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of logits");
+        r->cap = b->n;
+    }
+    memcpy(r->fp32, b->logits, (size_t)(b->n * r->k) * sizeof *r->fp32);
+    for (int64_t i = 0; i < b->n; i++) {
+        if (b->labels[i] < 0 || b->labels[i] >= r->k)
+            return ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld: label %d is out of range [0, %d)", (long long)b->ids[i],
+                            b->labels[i], r->k);
+        r->pred[i] = ptq_logits_argmax(r->fp32 + i * r->k, r->k);
+        r->support[b->labels[i]]++;
+    }
+    qfig_add(&r->f, r->k, b->n, b->labels, r->fp32, r->pred, r->fp32);
+    ptq_exec_set_overlay(e, r->ov);
+    ptq_status st = ptq_exec_run(ctx, e, b->inputs, r->outs);
+    ptq_exec_set_overlay(e, NULL);
+    if (st != PTQ_OK)
+        return st;
+    if (ptq_tensor_numel(&r->outs[0]) != b->n * r->k)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "output 0 changed shape under quantization");
+    qfig_add(&r->q, r->k, b->n, b->labels, r->fp32, r->pred, r->outs[0].data);
+    return PTQ_OK;
+}
+
+/* Validates plan p: its top-1 drop and worst class against FP32. */
+static ptq_status validate_plan(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, int64_t n_ids, int64_t batch,
+                                const ptq_plan *p, ptq_budget_step *step, double *top1_fp32)
+{
+    ptq_fq *fq = NULL;
+    eval_run r;
+    memset(&r, 0, sizeof r);
+    ptq_status st = ptq_fq_create(ctx, ptq_session_graph(s), p, &fq);
+    if (st != PTQ_OK)
+        return st;
+    r.ov = ptq_fq_overlay(fq);
+    ptq_runner_params rp = {.session = s, .ids = ids, .n_ids = n_ids, .batch = batch, .need_labels = 1,
+                            .need_logits = 1, .prefetch = 1};
+    rp.consumers[rp.n_consumers++] = (ptq_consumer){&r, NULL, eval_after, NULL};
+    st = ptq_runner_run(ctx, &rp);
+    if (st == PTQ_OK) {
+        const double n = r.f.n ? (double)r.f.n : 1;
+        *top1_fp32 = (double)r.f.top1 / n;
+        step->top1 = (double)r.q.top1 / n;
+        step->top1_drop_pts = 100.0 * (double)(r.f.top1 - r.q.top1) / n;
+        step->worst_class = -1;
+        step->worst_class_drop_pts = 0;
+        for (int c = 0; c < r.k; c++) {
+            const double d = r.support[c] ? 100.0 * (double)(r.f.tp[c] - r.q.tp[c]) / (double)r.support[c] : 0;
+            if (step->worst_class < 0 || d > step->worst_class_drop_pts) {
+                step->worst_class = c;
+                step->worst_class_drop_pts = d;
+            }
+        }
+    }
+    eval_run_free(&r);
+    ptq_fq_free(fq);
+    return st;
+}
+
+static int64_t count_fp16(const ptq_plan *p)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        n += !ptq_prec_is_quantized(p->e[i].prec);
+    return n;
+}
+
+ptq_status ptq_plan_budgeted(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, int64_t n_ids, const ptq_plan *start,
+                             const ptq_sens_summary *sens, const ptq_budget *b, ptq_plan **out,
+                             ptq_budget_result *result)
+{
+    ptq_status st = PTQ_OK;
+    ptq_plan *cur = NULL, *best = NULL;
+    move *order = NULL;
+    int64_t n_moves = 0;
+    double best_drop = INFINITY;
+    *out = NULL;
+    memset(result, 0, sizeof *result);
+    if (!(b->budget_pts >= 0) || !isfinite(b->budget_pts) || isnan(b->class_budget_pts) || b->batch < 1)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the budget must be a finite number of points >= 0");
+    PTQ_TRY(st, move_order(ctx, ptq_session_graph(s), start, sens, &order, &n_moves), done);
+    if (b->max_moves >= 0 && n_moves > b->max_moves)
+        n_moves = b->max_moves;
+    if (!(result->steps = calloc((size_t)n_moves + 1, sizeof *result->steps))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the planner's trace");
+        goto done;
+    }
+    PTQ_TRY(st, quant_plan_copy(ctx, start, &cur), done);
+    for (int64_t step = 0; step <= n_moves; step++) {
+        ptq_budget_step *bs = &result->steps[result->n_steps];
+        if (step > 0) {
+            ptq_plan_entry *e = &cur->e[order[step - 1].entry];
+            e->prec = PTQ_PREC_FP16;
+            e->axis = -1;
+            e->n_scales = 0;
+            free(e->scales);
+            e->scales = NULL;
+            free(e->source);
+            if (!(e->source = strdup("budget: moved to FP16")) || !(bs->moved = strdup(e->name))) {
+                st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+        }
+        PTQ_TRY(st, validate_plan(ctx, s, ids, n_ids, b->batch, cur, bs, &result->top1_fp32), done);
+        bs->n_fp16 = count_fp16(cur);
+        result->n_steps++;
+        if (b->on_step)
+            b->on_step(b->on_step_user, (int)step, bs->moved, bs->top1_drop_pts, bs->worst_class,
+                       bs->worst_class_drop_pts, bs->n_fp16, cur->n);
+        const int met = bs->top1_drop_pts <= b->budget_pts &&
+                        (b->class_budget_pts < 0 || bs->worst_class_drop_pts <= b->class_budget_pts);
+        if (met || bs->top1_drop_pts < best_drop) {
+            best_drop = bs->top1_drop_pts;
+            ptq_plan_free(best);
+            best = NULL;
+            PTQ_TRY(st, quant_plan_copy(ctx, cur, &best), done);
+        }
+        if (met) {
+            result->met = 1;
+            break;
+        }
+    }
+    *out = best;
+    best = NULL;
+done:
+    free(order);
+    ptq_plan_free(cur);
+    ptq_plan_free(best);
+    if (st != PTQ_OK)
+        ptq_budget_result_free(result);
+    return st;
+}

@@ -1,0 +1,612 @@
+/* Per-tensor sensitivity (include/ptq/sensitivity.h). Three simulated
+ * quantizations are built once: the default plan, every tensor in the core
+ * format, every tensor in FP16. One overlay mixes them per configuration:
+ * (a) tensor t from the core one and nothing else, (b) the default plan
+ * with t from the FP16 one. Each batch runs FP32 once (keeping what later
+ * runs read), the default plan once, then for each tensor its (a) run from
+ * the node that makes it and its (b) run. Figures are integer counts and
+ * exact sums (core/xsum.h), so they do not depend on batch size or order.
+ * Covered by tests/test_sensitivity.c and tests/cli_sensitivity_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/logits.h"
+#include "ptq/buf.h"
+#include "ptq/fake_quant.h"
+#include "ptq/sensitivity.h"
+#include "quant/quant_internal.h"
+
+enum { MODE_FP32, MODE_DEFAULT, MODE_ONLY, MODE_ALL_BUT };
+
+struct ptq_sensitivity {
+    const ptq_graph *g;
+    ptq_fq *fq_def, *fq_core, *fq_fp16;
+    const ptq_overlay *ov_def, *ov_core, *ov_fp16;
+    int64_t n_t;
+    ptq_sens_tensor *t;     /* [n_t] */
+    qfig *acc_a, *acc_b;    /* [n_t] */
+    qfig acc_fp32, acc_def;
+    int64_t *support;       /* [k] */
+    int k;
+    /* the mixed overlay */
+    int mode, t_value;
+    unsigned char *rounds;  /* [g->n_values] what the current configuration rounds */
+    ptq_overlay ov;
+    /* one batch's scratch */
+    float *fp32;            /* [batch, k] */
+    int32_t *pred_fp32;     /* [batch] */
+    int64_t cap_rows;
+    ptq_tensor *outputs;    /* [g->n_outputs] */
+    int64_t n_runs, nodes_run, nodes_full;
+};
+
+static const float *mixed_weight(void *user, int v, uint64_t *source)
+{
+    const ptq_sensitivity *s = user;
+    const ptq_overlay *src = NULL;
+    if (s->mode == MODE_DEFAULT)
+        src = s->ov_def;
+    else if (s->mode == MODE_ONLY)
+        src = v == s->t_value ? s->ov_core : NULL;
+    else if (s->mode == MODE_ALL_BUT)
+        src = v == s->t_value ? s->ov_fp16 : s->ov_def;
+    return src ? src->weight(src->user, v, source) : NULL;
+}
+
+static ptq_status mixed_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, ptq_tensor *t)
+{
+    const ptq_sensitivity *s = user;
+    const ptq_overlay *src = s->ov_def;
+    if (s->mode == MODE_ONLY)
+        src = s->ov_core;
+    else if (s->mode == MODE_ALL_BUT && v == s->t_value)
+        src = s->ov_fp16;
+    return src->round(src->user, ctx, e, v, t);
+}
+
+/* Points the mixed overlay at configuration (mode, tensor i). */
+static void configure(ptq_sensitivity *s, int mode, int64_t i)
+{
+    const int nv = s->g->n_values;
+    s->mode = mode;
+    s->t_value = i >= 0 ? s->t[i].value : -1;
+    if (mode == MODE_ONLY)
+        memset(s->rounds, 0, (size_t)nv);
+    else
+        memcpy(s->rounds, s->ov_def->rounds, (size_t)nv);
+    if (i >= 0 && !s->t[i].is_weight)
+        s->rounds[s->t_value] = mode == MODE_ONLY ? s->ov_core->rounds[s->t_value] : s->ov_fp16->rounds[s->t_value];
+}
+
+void ptq_sens_free(ptq_sensitivity *s)
+{
+    if (!s)
+        return;
+    for (int64_t i = 0; s->acc_a && i < s->n_t; i++) {
+        qfig_free(&s->acc_a[i]);
+        qfig_free(&s->acc_b[i]);
+    }
+    free(s->acc_a);
+    free(s->acc_b);
+    qfig_free(&s->acc_fp32);
+    qfig_free(&s->acc_def);
+    free(s->support);
+    free(s->t);
+    free(s->rounds);
+    free(s->fp32);
+    free(s->pred_fp32);
+    free(s->outputs);
+    ptq_fq_free(s->fq_def);
+    ptq_fq_free(s->fq_core);
+    ptq_fq_free(s->fq_fp16);
+    free(s);
+}
+
+/* The node an (a) run of value v starts at: its producer, or for a weight
+ * (and a graph input) the first node that reads it. */
+static int start_node_of(const ptq_graph *g, int v)
+{
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        for (int i = 0; i < n->n_outputs; i++)
+            if (n->outputs[i] == v)
+                return k;
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] == v)
+                return k;
+    }
+    return 0;
+}
+
+ptq_status quant_plan_copy(ptq_ctx *ctx, const ptq_plan *p, ptq_plan **out)
+{
+    ptq_plan *q = calloc(1, sizeof *q);
+    if (!q || !(q->e = calloc((size_t)p->n + 1, sizeof *q->e))) {
+        free(q);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory copying a plan");
+    }
+    *out = q;
+    memcpy(q->model_sha256, p->model_sha256, sizeof q->model_sha256);
+    q->core = p->core;
+    q->model_name = strdup(p->model_name ? p->model_name : "");
+    q->archive = strdup(p->archive ? p->archive : "");
+    q->method = strdup(p->method ? p->method : "");
+    if (!q->model_name || !q->archive || !q->method)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory copying a plan");
+    for (int64_t i = 0; i < p->n; i++, q->n++) {
+        const ptq_plan_entry *a = &p->e[i];
+        ptq_plan_entry *b = &q->e[i];
+        *b = *a;
+        b->name = strdup(a->name);
+        b->source = strdup(a->source ? a->source : "");
+        b->scales = a->n_scales ? malloc((size_t)a->n_scales * sizeof *b->scales) : NULL;
+        b->block_scales = NULL;
+        b->n_block_scales = 0;
+        b->block_size = 0;
+        if (!b->name || !b->source || (a->n_scales && !b->scales)) {
+            q->n++;
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory copying a plan");
+        }
+        if (a->n_scales)
+            memcpy(b->scales, a->scales, (size_t)a->n_scales * sizeof *b->scales);
+    }
+    return PTQ_OK;
+}
+
+static ptq_status set_source(ptq_ctx *ctx, ptq_plan_entry *e, const char *source)
+{
+    free(e->source);
+    if (!(e->source = strdup(source)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+    return PTQ_OK;
+}
+
+ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_set *s, const ptq_plan *default_plan,
+                              ptq_plan **out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_plan *p = NULL;
+    ptq_calib_range *ranges = NULL;
+    *out = NULL;
+    PTQ_TRY(st, quant_plan_copy(ctx, default_plan, &p), done);
+    const int64_t n_act = ptq_calib_set_n_tensors(s);
+    ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, default_plan->core, 0};
+    PTQ_TRY(st, ptq_calib_method_parse(ctx, default_plan->method, &cp.method), done);
+    if (!(ranges = calloc((size_t)n_act + 1, sizeof *ranges))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for ranges");
+        goto done;
+    }
+    int64_t bad = -1;
+    PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &cp, ranges, &bad), done);
+    for (int64_t i = 0; i < p->n; i++) {
+        ptq_plan_entry *e = &p->e[i];
+        if (ptq_prec_is_quantized(e->prec))
+            continue;
+        const int v = ptq_graph_find_value(g, e->name);
+        if (v < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which the model does not have", e->name);
+            goto done;
+        }
+        if (!e->is_weight) {
+            const int64_t j = ptq_calib_set_find(s, e->name);
+            if (j < 0 || ranges[j].degenerate)
+                continue; /* no range: stays FP16 */
+            if (!(e->scales = malloc(sizeof *e->scales))) {
+                st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+                goto done;
+            }
+            e->scales[0] = (float)ranges[j].scale;
+            e->n_scales = 1;
+            e->axis = -1;
+        } else {
+            int input = 0;
+            const ptq_node *n = NULL;
+            const ptq_op_traits *t = quant_weight_user(g, v, &n, &input);
+            if (!t)
+                continue;
+            e->axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
+            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], e->axis, ptq_qformat_max(p->core), &e->scales,
+                                            &e->n_scales),
+                    done);
+        }
+        e->prec = p->core;
+        PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for an FP16 tensor"), done);
+    }
+    *out = p;
+    p = NULL;
+done:
+    free(ranges);
+    ptq_plan_free(p);
+    return st;
+}
+
+/* The default plan's tensors all in FP16. */
+static ptq_status fp16_plan(ptq_ctx *ctx, const ptq_plan *default_plan, ptq_plan **out)
+{
+    ptq_plan *p = NULL;
+    ptq_status st = quant_plan_copy(ctx, default_plan, &p);
+    for (int64_t i = 0; st == PTQ_OK && i < p->n; i++) {
+        ptq_plan_entry *e = &p->e[i];
+        e->prec = PTQ_PREC_FP16;
+        e->axis = -1;
+        e->n_scales = 0;
+        free(e->scales);
+        e->scales = NULL;
+    }
+    if (st != PTQ_OK) {
+        ptq_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return PTQ_OK;
+}
+
+ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *default_plan, const ptq_plan *core_plan,
+                           ptq_sensitivity **out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_plan *p16 = NULL;
+    *out = NULL;
+    if (core_plan->n != default_plan->n)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the core plan has %lld tensors, the default plan %lld",
+                        (long long)core_plan->n, (long long)default_plan->n);
+    ptq_sensitivity *s = calloc(1, sizeof *s);
+    if (!s)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sensitivity analysis");
+    s->g = g;
+    PTQ_TRY(st, fp16_plan(ctx, default_plan, &p16), fail);
+    PTQ_TRY(st, ptq_fq_create(ctx, g, default_plan, &s->fq_def), fail);
+    PTQ_TRY(st, ptq_fq_create(ctx, g, core_plan, &s->fq_core), fail);
+    PTQ_TRY(st, ptq_fq_create(ctx, g, p16, &s->fq_fp16), fail);
+    s->ov_def = ptq_fq_overlay(s->fq_def);
+    s->ov_core = ptq_fq_overlay(s->fq_core);
+    s->ov_fp16 = ptq_fq_overlay(s->fq_fp16);
+    s->n_t = core_plan->n;
+    s->t = calloc((size_t)s->n_t + 1, sizeof *s->t);
+    s->acc_a = calloc((size_t)s->n_t + 1, sizeof *s->acc_a);
+    s->acc_b = calloc((size_t)s->n_t + 1, sizeof *s->acc_b);
+    s->rounds = calloc((size_t)g->n_values + 1, 1);
+    s->outputs = calloc((size_t)g->n_outputs + 1, sizeof *s->outputs);
+    if (!s->t || !s->acc_a || !s->acc_b || !s->rounds || !s->outputs) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sensitivity analysis");
+        goto fail;
+    }
+    for (int64_t i = 0; i < s->n_t; i++) {
+        const ptq_plan_entry *c = &core_plan->e[i], *d = &default_plan->e[i];
+        ptq_sens_tensor *t = &s->t[i];
+        if (strcmp(c->name, d->name) != 0) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the core plan's tensor %lld is '%s', the default plan's '%s'",
+                          (long long)i, c->name, d->name);
+            goto fail;
+        }
+        t->name = c->name;
+        t->is_weight = c->is_weight;
+        t->value = ptq_graph_find_value(g, c->name);
+        if (t->value < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which the model does not have", c->name);
+            goto fail;
+        }
+        t->start_node = start_node_of(g, t->value);
+        t->prec_default = d->prec;
+        t->measured_a = ptq_prec_is_quantized(c->prec);
+        t->measured_b = ptq_prec_is_quantized(d->prec);
+    }
+    s->ov.user = s;
+    s->ov.weight = mixed_weight;
+    s->ov.round = mixed_round;
+    s->ov.rounds = s->rounds;
+    *out = s;
+    ptq_plan_free(p16);
+    return PTQ_OK;
+fail:
+    ptq_plan_free(p16);
+    ptq_sens_free(s);
+    return st;
+}
+
+/* First batch: the class count, counters, and what the FP32 runs keep. */
+static ptq_status sens_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
+{
+    ptq_sensitivity *s = user;
+    if (b->index != 0)
+        return PTQ_OK;
+    ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
+    PTQ_TRY_RET(ptq_exec_keep_for(ctx, e, 0));
+    for (int64_t i = 0; i < s->n_t; i++)
+        if (s->t[i].measured_a)
+            PTQ_TRY_RET(ptq_exec_keep_for(ctx, e, s->t[i].start_node));
+    return PTQ_OK;
+}
+
+/* Runs the current configuration from node k and counts it into a. */
+static ptq_status run_config(ptq_ctx *ctx, ptq_sensitivity *s, ptq_exec *e, int k, ptq_batch *b, qfig *a)
+{
+    ptq_exec_set_overlay(e, &s->ov);
+    ptq_status st = ptq_exec_run_from(ctx, e, k, s->outputs);
+    ptq_exec_set_overlay(e, NULL);
+    if (st != PTQ_OK)
+        return st;
+    if (ptq_tensor_numel(&s->outputs[0]) != b->n * s->k)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "output 0 changed shape under quantization");
+    s->n_runs++;
+    s->nodes_run += s->g->n_nodes - k;
+    s->nodes_full += s->g->n_nodes;
+    qfig_add(a, s->k, b->n, b->labels, s->fp32, s->pred_fp32, s->outputs[0].data);
+    return PTQ_OK;
+}
+
+static ptq_status sens_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
+{
+    ptq_sensitivity *s = user;
+    ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
+    if (!s->k) {
+        if (b->n_classes > (1 << 20))
+            return ptq_fail(ctx, PTQ_ERR_DATA, "%lld classes are too many", (long long)b->n_classes);
+        s->k = (int)b->n_classes;
+        PTQ_TRY_RET(qfig_init(ctx, &s->acc_fp32, s->k));
+        PTQ_TRY_RET(qfig_init(ctx, &s->acc_def, s->k));
+        for (int64_t i = 0; i < s->n_t; i++) {
+            PTQ_TRY_RET(qfig_init(ctx, &s->acc_a[i], s->k));
+            PTQ_TRY_RET(qfig_init(ctx, &s->acc_b[i], s->k));
+        }
+        if (!(s->support = calloc((size_t)s->k, sizeof *s->support)))
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    }
+    if (b->n > s->cap_rows) {
+        float *f = realloc(s->fp32, (size_t)(b->n * s->k) * sizeof *f);
+        if (f)
+            s->fp32 = f;
+        int32_t *p = realloc(s->pred_fp32, (size_t)b->n * sizeof *p);
+        if (p)
+            s->pred_fp32 = p;
+        if (!f || !p)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of logits");
+        s->cap_rows = b->n;
+    }
+    memcpy(s->fp32, b->logits, (size_t)(b->n * s->k) * sizeof *s->fp32);
+    for (int64_t i = 0; i < b->n; i++) {
+        if (b->labels[i] < 0 || b->labels[i] >= s->k)
+            return ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld: label %d is out of range [0, %d)",
+                            (long long)b->ids[i], b->labels[i], s->k);
+        s->pred_fp32[i] = ptq_logits_argmax(s->fp32 + i * s->k, s->k);
+        s->support[b->labels[i]]++;
+    }
+    qfig_add(&s->acc_fp32, s->k, b->n, b->labels, s->fp32, s->pred_fp32, s->fp32);
+    s->n_runs++;
+    s->nodes_run += s->g->n_nodes;
+    s->nodes_full += s->g->n_nodes;
+    configure(s, MODE_DEFAULT, -1);
+    PTQ_TRY_RET(run_config(ctx, s, e, 0, b, &s->acc_def));
+    for (int64_t i = 0; i < s->n_t; i++) {
+        const ptq_sens_tensor *t = &s->t[i];
+        if (t->measured_a) {
+            configure(s, MODE_ONLY, i);
+            PTQ_TRY_RET(run_config(ctx, s, e, t->start_node, b, &s->acc_a[i]));
+        }
+        if (t->measured_b) {
+            configure(s, MODE_ALL_BUT, i);
+            PTQ_TRY_RET(run_config(ctx, s, e, 0, b, &s->acc_b[i]));
+        }
+    }
+    return PTQ_OK;
+}
+
+ptq_consumer ptq_sens_consumer(ptq_sensitivity *s)
+{
+    ptq_consumer c = {s, sens_before, sens_after, NULL};
+    return c;
+}
+
+int64_t ptq_sens_n_tensors(const ptq_sensitivity *s)
+{
+    return s->n_t;
+}
+
+const ptq_sens_tensor *ptq_sens_tensor_at(const ptq_sensitivity *s, int64_t i)
+{
+    ptq_sens_tensor *t = &s->t[i];
+    if (s->k) {
+        qfig_figures(&s->acc_a[i], &t->a);
+        qfig_figures(t->measured_b ? &s->acc_b[i] : &s->acc_def, &t->b);
+    }
+    return t;
+}
+
+int ptq_sens_n_classes(const ptq_sensitivity *s)
+{
+    return s->k;
+}
+
+void ptq_sens_baselines(const ptq_sensitivity *s, ptq_sens_figures *fp32, ptq_sens_figures *default_plan,
+                        const int64_t **support)
+{
+    qfig_figures(&s->acc_fp32, fp32);
+    qfig_figures(&s->acc_def, default_plan);
+    *support = s->support;
+}
+
+void ptq_sens_work(const ptq_sensitivity *s, int64_t *n_runs, int64_t *nodes_run, int64_t *nodes_full)
+{
+    *n_runs = s->n_runs;
+    *nodes_run = s->nodes_run;
+    *nodes_full = s->nodes_full;
+}
+
+/* ---- reports ---- */
+
+static double pts(int64_t num, int64_t den)
+{
+    return den ? 100.0 * (double)num / (double)den : 0.0;
+}
+
+static void add_finite(cJSON *o, const char *key, double x)
+{
+    if (isfinite(x))
+        cJSON_AddNumberToObject(o, key, x);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+/* The worst class of f against FP32: the largest recall drop (points). */
+static int worst_class(const ptq_sensitivity *s, const ptq_sens_figures *f, double *drop)
+{
+    int worst = -1;
+    *drop = 0;
+    for (int c = 0; c < s->k; c++) {
+        const double d = pts(s->acc_fp32.tp[c] - f->tp[c], s->support[c]);
+        if (worst < 0 || d > *drop) {
+            worst = c;
+            *drop = d;
+        }
+    }
+    return worst;
+}
+
+static cJSON *figures_json(const ptq_sensitivity *s, const ptq_sens_figures *f, const char *const *names)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "top1", f->n ? (double)f->top1 / (double)f->n : 0.0);
+    cJSON_AddNumberToObject(o, "top1_delta_pts", pts(f->top1 - s->acc_fp32.top1, f->n));
+    cJSON_AddNumberToObject(o, "agreement", f->n ? (double)f->agree / (double)f->n : 0.0);
+    add_finite(o, "sqnr_db", f->sqnr_db);
+    cJSON_AddBoolToObject(o, "sqnr_infinite", isinf(f->sqnr_db) && f->sqnr_db > 0);
+    add_finite(o, "kl_nats", f->kl_nats);
+    cJSON *rec = cJSON_AddArrayToObject(o, "recall_delta_pts");
+    for (int c = 0; rec && c < s->k; c++)
+        cJSON_AddItemToArray(rec, cJSON_CreateNumber(pts(f->tp[c] - s->acc_fp32.tp[c], s->support[c])));
+    double drop;
+    const int w = worst_class(s, f, &drop);
+    if (w >= 0) {
+        cJSON *wc = cJSON_AddObjectToObject(o, "worst_class");
+        cJSON_AddNumberToObject(wc, "index", w);
+        if (names && names[w])
+            cJSON_AddStringToObject(wc, "name", names[w]);
+        cJSON_AddNumberToObject(wc, "recall_drop_pts", drop);
+    }
+    return o;
+}
+
+ptq_status ptq_sens_format_json(ptq_ctx *ctx, const ptq_sensitivity *s, const char *header_json,
+                                const char *const *class_names, char **out)
+{
+    *out = NULL;
+    cJSON *root = header_json ? cJSON_Parse(header_json) : cJSON_CreateObject();
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the report header is not a JSON object");
+    }
+    ptq_sens_figures f32, def;
+    const int64_t *support;
+    ptq_sens_baselines(s, &f32, &def, &support);
+    cJSON_AddStringToObject(root, "format", "ptq-sensitivity");
+    cJSON_AddNumberToObject(root, "format_version", 1);
+    cJSON_AddNumberToObject(root, "samples", (double)f32.n);
+    cJSON_AddNumberToObject(root, "classes", s->k);
+    cJSON *names = cJSON_AddArrayToObject(root, "class_names");
+    for (int c = 0; names && c < s->k; c++)
+        cJSON_AddItemToArray(names, class_names && class_names[c] ? cJSON_CreateString(class_names[c])
+                                                                   : cJSON_CreateNull());
+    cJSON *sup = cJSON_AddArrayToObject(root, "support");
+    for (int c = 0; sup && c < s->k; c++)
+        cJSON_AddItemToArray(sup, cJSON_CreateNumber((double)support[c]));
+    cJSON_AddNumberToObject(root, "top1_fp32", f32.n ? (double)f32.top1 / (double)f32.n : 0.0);
+    cJSON_AddItemToObject(root, "default_plan", figures_json(s, &def, class_names));
+    cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
+    for (int64_t i = 0; arr && i < s->n_t; i++) {
+        const ptq_sens_tensor *t = ptq_sens_tensor_at(s, i);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON_AddStringToObject(o, "kind", t->is_weight ? "weight" : "activation");
+        cJSON_AddNumberToObject(o, "start_node", t->start_node);
+        cJSON_AddStringToObject(o, "precision_default", ptq_prec_name(t->prec_default));
+        if (t->measured_a)
+            cJSON_AddItemToObject(o, "only", figures_json(s, &t->a, class_names));
+        else
+            cJSON_AddNullToObject(o, "only");
+        cJSON *b = figures_json(s, &t->b, class_names);
+        cJSON_AddItemToObject(o, "all_but", b);
+        cJSON_AddNumberToObject(b, "recovered_pts", pts(t->b.top1 - def.top1, t->b.n));
+        cJSON_AddBoolToObject(b, "measured", t->measured_b);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the sensitivity report");
+    *out = text;
+    return PTQ_OK;
+}
+
+/* 1 when tensor a comes before b in harm order: top-1 lost alone (most
+ * first), then SQNR (lowest first), then plan order. */
+static int more_harmful(const ptq_sens_tensor *a, const ptq_sens_tensor *b)
+{
+    if (a->measured_a != b->measured_a)
+        return a->measured_a;
+    if (a->a.top1 != b->a.top1)
+        return a->a.top1 < b->a.top1;
+    const double x = isnan(a->a.sqnr_db) ? INFINITY : a->a.sqnr_db, y = isnan(b->a.sqnr_db) ? INFINITY : b->a.sqnr_db;
+    return x < y;
+}
+
+ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, const char *const *class_names,
+                                    char **out)
+{
+    *out = NULL;
+    int64_t *order = malloc(((size_t)s->n_t + 1) * sizeof *order);
+    if (!order)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the sensitivity report");
+    for (int64_t i = 0; i < s->n_t; i++) { /* insertion sort: stable, plan order among equals */
+        ptq_sens_tensor_at(s, i);
+        int64_t j = i;
+        while (j > 0 && more_harmful(&s->t[i], &s->t[order[j - 1]])) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    ptq_sens_figures f32, def;
+    const int64_t *support;
+    ptq_sens_baselines(s, &f32, &def, &support);
+    ptq_buf b = {0};
+    ptq_buf_putf(&b, "# Sensitivity\n\n%lld samples, %d classes. FP32 top-1 %.2f%%; the default plan %.2f%% (%+.2f pts).\n\n",
+                 (long long)f32.n, s->k, pts(f32.top1, f32.n), pts(def.top1, def.n), pts(def.top1 - f32.top1, f32.n));
+    ptq_buf_putf(&b, "Sorted by the top-1 lost when only the tensor is quantized (then its logits' SQNR). "
+                     "\"All but\" is the default plan with the tensor in FP16: the points it recovers.\n\n");
+    ptq_buf_putf(&b, "| tensor | kind | only: top-1 Δ pts | only: SQNR dB | only: agreement | only: worst class (recall Δ) "
+                     "| all but: recovered pts |\n|---|---|---|---|---|---|---|\n");
+    for (int64_t j = 0; j < s->n_t; j++) {
+        const ptq_sens_tensor *t = &s->t[order[j]];
+        ptq_buf_putf(&b, "| `%s` | %s | ", t->name, t->is_weight ? "weight" : "activation");
+        if (t->measured_a) {
+            double drop;
+            const int w = worst_class(s, &t->a, &drop);
+            char name[64];
+            if (drop <= 0)
+                snprintf(name, sizeof name, "—");
+            else if (class_names && class_names[w])
+                snprintf(name, sizeof name, "%s (%+.2f)", class_names[w], -drop);
+            else
+                snprintf(name, sizeof name, "%d (%+.2f)", w, -drop);
+            ptq_buf_putf(&b, "%+.2f | %.2f | %.2f%% | %s | ", pts(t->a.top1 - f32.top1, t->a.n), t->a.sqnr_db,
+                         pts(t->a.agree, t->a.n), name);
+        } else {
+            ptq_buf_putf(&b, "— | — | — | — (only zeros seen) | ");
+        }
+        if (t->measured_b)
+            ptq_buf_putf(&b, "%+.2f |\n", pts(t->b.top1 - def.top1, t->b.n));
+        else
+            ptq_buf_putf(&b, "— (FP16 in the default plan) |\n");
+    }
+    free(order);
+    if (!(*out = ptq_buf_take(&b)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the sensitivity report");
+    return PTQ_OK;
+}

@@ -1,0 +1,149 @@
+"""ptq sensitivity and the budgeted plan on the hard case: the demo model
+with three channels of one residual block's first convolution scaled by 100
+(and the next convolution's inputs by 1/100, so FP32 is unchanged; built by
+scripts/make_hard_case.py). Per-tensor INT8 must then lose several points,
+sensitivity must rank the two damaged activations first, and
+`ptq plan --budget 0.3` must come back within 0.3 points of FP32 with at most
+10% of the plan's tensors moved to FP16. Also: the report's figures do not
+depend on the batch size, and bad inputs (a report for another model or
+archive, a bad budget, unlabelled data) fail with nothing written."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+from ptqtest import FM, MODEL, SRC, check, finish, fmnist_test, have_demo, ptq
+
+
+def fmnist_train(n):
+    import gzip
+    with gzip.open(f"{FM}/train-images-idx3-ubyte.gz", "rb") as f:
+        return np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)[:n]
+
+
+def main():
+    if not have_demo() or not os.path.exists(f"{FM}/train-images-idx3-ubyte.gz"):
+        print("cli_sensitivity_test: skipped: no demo model or Fashion-MNIST")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="ptq-sens-")
+    J = lambda *p: os.path.join(tmp, *p)
+    try:
+        hard = J("hard.onnx")
+        subprocess.run([sys.executable, os.path.join(SRC, "scripts", "make_hard_case.py"), "--model", MODEL,
+                        "--out", hard, "--blocks", "layers.1", "--alpha", "100"], check=True, capture_output=True)
+        images, labels = fmnist_test(2000)
+        with h5py.File(J("val.h5"), "w") as f:
+            f["images"] = images
+            f["labels"] = labels
+        with h5py.File(J("cal.h5"), "w") as f:
+            f["images"] = fmnist_train(512)
+        with h5py.File(J("unlabelled.h5"), "w") as f:
+            f["images"] = images[:100]
+        rc, _, err = ptq("calibrate", "--model", hard, "--data", J("cal.h5"), "--out", J("calib.h5"))
+        check("calibrate the hard case", rc == 0, err)
+
+        # the default plan loses several points
+        rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--out", J("default.json"), "--quiet")
+        rc2, _, err2 = ptq("validate", "--model", hard, "--plan", J("default.json"), "--data", J("val.h5"),
+                           "--report", J("rep-default"))
+        drop = 0.0
+        if rc == 0 and rc2 == 0:
+            v = json.load(open(J("rep-default", "validate.json")))
+            drop = -v["top1_delta_pts"]
+        check("the hard case: the default INT8 plan loses several points", drop >= 3.0, f"{drop:.2f} points")
+
+        # sensitivity ranks the damaged activations first
+        rc, out, err = ptq("sensitivity", "--model", hard, "--calib", J("calib.h5"), "--data", J("val.h5"),
+                           "--samples", "1000", "--out", J("sens.json"))
+        check("sensitivity runs", rc == 0 and os.path.exists(J("sens.md")), err)
+        damaged = {"/layers/layers.1/c1/Conv_output_0", "/layers/layers.1/Relu_output_0"}
+        if rc == 0:
+            s = json.load(open(J("sens.json")))
+            measured = [t for t in s["tensors"] if t["only"]]
+            ranked = sorted(measured, key=lambda t: (t["only"]["top1_delta_pts"], t["only"]["sqnr_db"]))
+            top2 = {t["name"] for t in ranked[:2]}
+            check("sensitivity ranks the two damaged activations first", top2 == damaged,
+                  ", ".join(f'{t["name"]} {t["only"]["top1_delta_pts"]:+.1f}' for t in ranked[:4]))
+            md_rows = [l for l in open(J("sens.md")) if l.startswith("| `")]
+            check("sens.md lists them first too", {r.split("`")[1] for r in md_rows[:2]} == damaged)
+            every = {t["name"] for t in s["tensors"]}
+            plan = json.load(open(J("default.json")))
+            check("every tensor of the plan is measured (activations and weights)",
+                  every == {e["name"] for e in plan["tensors"]}
+                  and any(t["kind"] == "weight" for t in s["tensors"]), f"{len(every)} tensors")
+            t0 = s["tensors"][0]
+            check("per-class recall deltas for each tensor", len(t0["all_but"]["recall_delta_pts"]) == 10)
+            check("the FP32 prefix is reused (fewer nodes run than whole runs)",
+                  s["nodes_run"] < s["nodes_if_every_run_were_whole"], f'{s["nodes_run"]} of {s["nodes_if_every_run_were_whole"]}')
+            # the same figures at another batch size
+            runs = []
+            for batch in ("256", "77"):
+                rc, _, err = ptq("sensitivity", "--model", hard, "--calib", J("calib.h5"), "--data", J("val.h5"),
+                                 "--samples", "200", "--batch", batch, "--out", J(f"sens{batch}.json"))
+                runs.append(json.load(open(J(f"sens{batch}.json")))["tensors"] if rc == 0 else batch)
+            check("the report does not depend on the batch size", runs[0] == runs[1], err)
+
+        # the budgeted plan
+        rc, out, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
+                           "--data", J("val.h5"), "--samples", "0", "--out", J("budget.json"))
+        check("plan --budget 0.3: exit 0 and a trace", rc == 0 and os.path.exists(J("budget.trace.json")), err[-300:])
+        if rc == 0:
+            rc2, _, err2 = ptq("validate", "--model", hard, "--plan", J("budget.json"), "--data", J("val.h5"),
+                               "--report", J("rep-budget"))
+            v = json.load(open(J("rep-budget", "validate.json"))) if rc2 == 0 else {"top1_delta_pts": -99}
+            p = json.load(open(J("budget.json")))
+            d = json.load(open(J("default.json")))
+            moved = sum(1 for a, b in zip(d["tensors"], p["tensors"]) if a["precision"] != b["precision"])
+            check("the budgeted plan is within 0.3 points of FP32", v["top1_delta_pts"] >= -0.3,
+                  f'{v["top1_delta_pts"]:+.2f} points')
+            check("with at most 10% of the tensors moved to FP16", moved <= 0.1 * len(p["tensors"]),
+                  f"{moved} of {len(p['tensors'])}")
+            tr = json.load(open(J("budget.trace.json")))
+            check("the trace: top-1 and the worst class after each move", tr["met"] and len(tr["steps"]) == moved + 1
+                  and all("worst_class" in st for st in tr["steps"]))
+        # a budget that cannot be met (no move allowed): exit 11, the best plan written
+        rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
+                         "--max-moves", "1", "--data", J("val.h5"), "--samples", "300", "--out", J("never.json"))
+        check("an unreachable budget: exit 11 and the best plan written", rc == 11 and os.path.exists(J("never.json")),
+              f"exit {rc}: {err.strip()[-200:]}")
+
+        # bad input: nothing written
+        def refused(name, args, want, fragment, out_file):
+            rc, _, err = ptq(*args)
+            check(name, rc == want and fragment in err and not os.path.exists(out_file), f"exit {rc}: {err.strip()}")
+
+        rc, _, _ = ptq("calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("calib-demo.h5"))
+        refused("a sensitivity report for another model", ["plan", J("calib-demo.h5"), "--model", MODEL,
+                "--sensitivity", J("sens.json"), "--budget", "0.3", "--data", J("val.h5"), "--out", J("x1.json")],
+                2, "another model", J("x1.json"))
+        rc, _, _ = ptq("calibrate", "--model", hard, "--data", J("cal.h5"), "--samples", "300", "--out", J("calib2.h5"))
+        refused("a sensitivity report for another archive", ["plan", J("calib2.h5"), "--model", hard,
+                "--sensitivity", J("sens.json"), "--budget", "0.3", "--data", J("val.h5"), "--out", J("x2.json")],
+                2, "another calibration archive", J("x2.json"))
+        for bad in ("-1", "nan", "abc", "inf"):
+            refused(f"--budget {bad}", ["plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"),
+                    "--budget", bad, "--data", J("val.h5"), "--out", J("x3.json")], 2, "--budget", J("x3.json"))
+        refused("--class-budget on unlabelled data", ["plan", J("calib.h5"), "--model", hard, "--sensitivity",
+                J("sens.json"), "--budget", "0.3", "--class-budget", "1", "--data", J("unlabelled.h5"),
+                "--out", J("x4.json")], 7, "no labels", J("x4.json"))
+        refused("sensitivity on unlabelled data", ["sensitivity", "--model", hard, "--calib", J("calib.h5"), "--data",
+                J("unlabelled.h5"), "--out", J("x5.json")], 7, "no labels", J("x5.json"))
+        refused("sensitivity with another model's archive", ["sensitivity", "--model", MODEL, "--calib", J("calib.h5"),
+                "--data", J("val.h5"), "--out", J("x6.json")], 2, "another model", J("x6.json"))
+        with open(J("notsens.json"), "w") as f:
+            f.write('{"format": "ptq-plan"}')
+        refused("a file that is not a sensitivity report", ["plan", J("calib.h5"), "--model", hard, "--sensitivity",
+                J("notsens.json"), "--budget", "0.3", "--data", J("val.h5"), "--out", J("x7.json")], 4,
+                "not a ptq sensitivity report", J("x7.json"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return finish("cli_sensitivity_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
