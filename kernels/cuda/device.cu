@@ -1,6 +1,7 @@
 /* The CUDA device object: GPU discovery, its stream and cuBLAS handle
  * (cuBLAS opened with dlopen here, see cuda_common.cuh; FP32 math: TF32
- * stays off so results match kernels/ref), device memory
+ * stays off so results match kernels/ref), cuDNN when it can be loaded
+ * (kernels/cuda/cudnn.cu), device memory
  * and host<->device copies on that stream, and the scratch buffer the conv
  * kernels carve im2col columns from. Covered by tests/cuda_backend_exec.c. */
 #include <dlfcn.h>
@@ -84,6 +85,7 @@ static ptq_status dev_init(ptq_ctx *ctx, ptq_cuda_dev *d, int device_index)
     PTQ_CUBLAS(ctx, d, create, &d->cublas);
     PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
     PTQ_CUBLAS(ctx, d, set_math_mode, d->cublas, CUBLAS_DEFAULT_MATH);
+    ptq_cudnn_open(d);
     return PTQ_OK;
 }
 
@@ -111,6 +113,7 @@ extern "C" void ptq_cuda_dev_free(ptq_cuda_dev *d)
         (void)cudaStreamSynchronize(d->stream);
     if (d->scratch)
         (void)cudaFree(d->scratch);
+    ptq_cudnn_close(d);
     if (d->cublas)
         (void)d->blas.destroy(d->cublas);
     if (d->stream)
@@ -123,6 +126,26 @@ extern "C" void ptq_cuda_dev_free(ptq_cuda_dev *d)
 extern "C" const char *ptq_cuda_dev_name(const ptq_cuda_dev *d)
 {
     return d->name;
+}
+
+extern "C" const char *ptq_cuda_dev_note(const ptq_cuda_dev *d)
+{
+    return d->dnn.note;
+}
+
+extern "C" int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on)
+{
+#ifdef PTQ_CUDNN
+    d->dnn.enabled = on && d->dnn.handle != NULL;
+#else
+    (void)on;
+#endif
+    return d->dnn.enabled;
+}
+
+extern "C" int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d)
+{
+    return d->dnn.n_runs;
 }
 
 extern "C" ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out)
