@@ -273,16 +273,37 @@ static void packed(int nd, int64_t n, int64_t c, const int64_t *sp, int *dims, i
         strides[i] = strides[i + 1] * dims[i + 1];
 }
 
-/* Fills pl for p; pl->usable stays 0 when cuDNN does not take the shape
- * (a status from a descriptor or the heuristic is a decline, not an error). */
-static void plan_make(ptq_cudnn *f, const ptq_conv_params *p, ptq_cudnn_plan *pl)
+/* A status from planning: shapes cuDNN does not take (bad or unsupported
+ * parameters) are a decline, PTQ_OK with the plan unusable; a broken
+ * install or a failure is an error. */
+static ptq_status plan_status(ptq_ctx *ctx, const ptq_cudnn *f, cudnnStatus_t s, const char *call)
+{
+    const int category = (int)s / 1000 * 1000;
+    const int environment = s == CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER ||
+                            s == CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART ||
+                            s == CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING ||
+                            s == CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE;
+    if ((category == CUDNN_STATUS_BAD_PARAM || category == CUDNN_STATUS_NOT_SUPPORTED) && !environment)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed: %s (status %d)", call, f->error_string(s), (int)s);
+}
+
+#define PLAN_CALL(call)                                        \
+    do {                                                       \
+        cudnnStatus_t s_ = (call);                             \
+        if (s_ != CUDNN_STATUS_SUCCESS)                        \
+            return plan_status(ctx, f, s_, #call);             \
+    } while (0)
+
+/* Fills pl for p; pl->usable stays 0 when cuDNN does not take the shape. */
+static ptq_status plan_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, ptq_cudnn_plan *pl)
 {
     for (int s = 0; s < PTQ_SPATIAL; s++)
         if (p->pad_lo[s] != p->pad_hi[s] || p->k[s] > INT_MAX || p->stride[s] > INT_MAX || p->dil[s] > INT_MAX ||
             p->pad_lo[s] > INT_MAX)
-            return; /* cuDNN pads symmetrically */
+            return PTQ_OK; /* cuDNN pads symmetrically */
     if (p->c_out > INT_MAX || p->c_in > INT_MAX || p->group > INT_MAX)
-        return;
+        return PTQ_OK;
     /* 2 spatial dims when the first is trivial (1-D convs become [1, L]), else 3 */
     const int nd = p->in[0] == 1 && p->k[0] == 1 && p->out[0] == 1 && p->pad_lo[0] == 0 ? 4 : 5;
     const int n_sp = nd - 2;
@@ -303,63 +324,75 @@ static void plan_make(ptq_cudnn *f, const ptq_conv_params *p, ptq_cudnn_plan *pl
         strides[i] = (int)p->stride[s];
         dils[i] = (int)p->dil[s];
     }
-    if (f->create_tensor(&pl->x_desc) || f->create_tensor(&pl->y_desc) || f->create_tensor(&pl->b_desc) ||
-        f->create_filter(&pl->w_desc) || f->create_conv(&pl->conv))
-        return;
-    if (f->set_tensor(pl->x_desc, CUDNN_DATA_FLOAT, nd, xd, xs) ||
-        f->set_tensor(pl->y_desc, CUDNN_DATA_FLOAT, nd, yd, ys) ||
-        f->set_tensor(pl->b_desc, CUDNN_DATA_FLOAT, nd, bd, bs) ||
-        f->set_filter(pl->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nd, wd) ||
-        f->set_conv(pl->conv, n_sp, pads, strides, dils, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) ||
-        f->set_group_count(pl->conv, (int)p->group) || f->set_math_type(pl->conv, CUDNN_FMA_MATH) ||
-        f->output_dim(pl->conv, pl->x_desc, pl->w_desc, nd, got))
-        return;
+    PLAN_CALL(f->create_tensor(&pl->x_desc));
+    PLAN_CALL(f->create_tensor(&pl->y_desc));
+    PLAN_CALL(f->create_tensor(&pl->b_desc));
+    PLAN_CALL(f->create_filter(&pl->w_desc));
+    PLAN_CALL(f->create_conv(&pl->conv));
+    PLAN_CALL(f->set_tensor(pl->x_desc, CUDNN_DATA_FLOAT, nd, xd, xs));
+    PLAN_CALL(f->set_tensor(pl->y_desc, CUDNN_DATA_FLOAT, nd, yd, ys));
+    PLAN_CALL(f->set_tensor(pl->b_desc, CUDNN_DATA_FLOAT, nd, bd, bs));
+    PLAN_CALL(f->set_filter(pl->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nd, wd));
+    PLAN_CALL(f->set_conv(pl->conv, n_sp, pads, strides, dils, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    PLAN_CALL(f->set_group_count(pl->conv, (int)p->group));
+    PLAN_CALL(f->set_math_type(pl->conv, CUDNN_FMA_MATH)); /* FP32 FMA: no TF32 */
+    PLAN_CALL(f->output_dim(pl->conv, pl->x_desc, pl->w_desc, nd, got));
     if (memcmp(got, yd, (size_t)nd * sizeof got[0]) != 0)
-        return;
+        return PTQ_OK;
+    cudnnConvolutionFwdAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int max_algos = 0, n_algos = 0;
-    if (f->algo_max_count(f->handle, &max_algos) || max_algos <= 0)
-        return;
-    cudnnConvolutionFwdAlgoPerf_t *perf =
-        (cudnnConvolutionFwdAlgoPerf_t *)calloc((size_t)max_algos, sizeof *perf);
-    if (!perf)
-        return;
-    if (f->get_algos(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, max_algos, &n_algos, perf) == 0)
-        for (int i = 0; i < n_algos && !pl->usable; i++) {
-            const cudnnConvolutionFwdAlgoPerf_t *a = &perf[i];
-            size_t ws = 0;
-            if (a->status != CUDNN_STATUS_SUCCESS || a->determinism != CUDNN_DETERMINISTIC ||
-                a->mathType != CUDNN_FMA_MATH || is_fft(a->algo) ||
-                f->workspace_size(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, a->algo, &ws) ||
-                ws > CUDNN_WORKSPACE_MAX)
-                continue;
-            pl->algo = a->algo;
-            pl->workspace_bytes = ws;
-            pl->usable = 1;
-        }
-    free(perf);
+    PLAN_CALL(f->algo_max_count(f->handle, &max_algos));
+    if (max_algos > (int)(sizeof perf / sizeof perf[0]))
+        max_algos = (int)(sizeof perf / sizeof perf[0]);
+    /* the heuristic's list, best first: a function of the shape, no timing */
+    PLAN_CALL(f->get_algos(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, max_algos, &n_algos, perf));
+    for (int i = 0; i < n_algos; i++) {
+        const cudnnConvolutionFwdAlgoPerf_t *a = &perf[i];
+        size_t ws = 0;
+        if (a->status != CUDNN_STATUS_SUCCESS || a->determinism != CUDNN_DETERMINISTIC ||
+            a->mathType != CUDNN_FMA_MATH || is_fft(a->algo))
+            continue;
+        PLAN_CALL(f->workspace_size(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, a->algo, &ws));
+        if (ws > CUDNN_WORKSPACE_MAX)
+            continue;
+        pl->algo = a->algo;
+        pl->workspace_bytes = ws;
+        pl->usable = 1;
+        break;
+    }
+    return PTQ_OK;
 }
 
-/* The plan of p's layer, made on first sight; NULL when out of memory. */
-static ptq_cudnn_plan *plan_for(ptq_cudnn *f, const ptq_conv_params *p)
+/* The plan of p's layer, made on first sight. */
+static ptq_status plan_for(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, ptq_cudnn_plan **out)
 {
     ptq_conv_params key = *p;
     key.n = 0;
+    *out = NULL;
     for (int i = 0; i < f->n_plans; i++)
-        if (memcmp(&f->plans[i].key, &key, sizeof key) == 0)
-            return &f->plans[i];
+        if (memcmp(&f->plans[i].key, &key, sizeof key) == 0) {
+            *out = &f->plans[i];
+            return PTQ_OK;
+        }
     if (f->n_plans == f->cap_plans) {
         int cap = f->cap_plans ? 2 * f->cap_plans : 64;
         ptq_cudnn_plan *grown = (ptq_cudnn_plan *)realloc(f->plans, (size_t)cap * sizeof *grown);
         if (!grown)
-            return NULL;
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory planning a cuDNN convolution");
         f->plans = grown;
         f->cap_plans = cap;
     }
-    ptq_cudnn_plan *pl = &f->plans[f->n_plans++];
+    ptq_cudnn_plan *pl = &f->plans[f->n_plans];
     memset(pl, 0, sizeof *pl);
     pl->key = key;
-    plan_make(f, p, pl);
-    return pl;
+    ptq_status st = plan_make(ctx, f, p, pl);
+    if (st != PTQ_OK) {
+        plan_free(f, pl);
+        return st;
+    }
+    f->n_plans++;
+    *out = pl;
+    return PTQ_OK;
 }
 
 /* The device's workspace, grown (never shrunk) to n_bytes. */
@@ -400,9 +433,8 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
     *done = 0;
     if (!f->enabled)
         return PTQ_OK;
-    ptq_cudnn_plan *pl = plan_for(f, p);
-    if (!pl)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory planning a cuDNN convolution");
+    ptq_cudnn_plan *pl = NULL;
+    PTQ_TRY_RET(plan_for(ctx, f, p, &pl));
     if (!pl->usable)
         return PTQ_OK;
     const int64_t chunk = pl->chunk;
