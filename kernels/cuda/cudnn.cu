@@ -5,8 +5,9 @@
  * the chunk of images, the algorithm): the chunk is a fixed number of
  * images per layer (the last one zero-padded in scratch), and the algorithm
  * is the first of cudnnGetConvolutionForwardAlgorithm_v7's heuristic list
- * (no timing) that is deterministic, uses FMA math (no TF32) and is not an
- * FFT, so an image's output is the same bits whatever batch it came in.
+ * (no timing) that is deterministic, uses FMA math (no TF32) and is
+ * GEMM-like (no FFT), so an image's output is the same bits whatever batch
+ * it came in, and in every run.
  * Shapes cuDNN declines go to conv.cu's im2col + cuBLAS path, as does
  * everything when cuDNN is missing (d->dnn.note says why). Covered by
  * tests/cuda_cudnn_conv.c and tests/cuda_parity_kernels.c. */
@@ -256,9 +257,14 @@ static int64_t chunk_of(const ptq_conv_params *p)
     return chunk;
 }
 
-static int is_fft(cudnnConvolutionFwdAlgo_t a)
+/* GEMM-like algorithms only: each output a plain FP32 sum over its taps.
+ * FFT and WINOGRAD_NONFUSED transform the data and round differently
+ * (errors beyond kernels/ref's parity tolerance for wide layers). */
+static int allowed(cudnnConvolutionFwdAlgo_t a)
 {
-    return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD;
 }
 
 /* Packed NC(spatial) dims and strides of [n, c, sp[first..2]]. */
@@ -350,7 +356,7 @@ static ptq_status plan_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p
         const cudnnConvolutionFwdAlgoPerf_t *a = &perf[i];
         size_t ws = 0;
         if (a->status != CUDNN_STATUS_SUCCESS || a->determinism != CUDNN_DETERMINISTIC ||
-            a->mathType != CUDNN_FMA_MATH || is_fft(a->algo))
+            a->mathType != CUDNN_FMA_MATH || !allowed(a->algo))
             continue;
         PLAN_CALL(f->workspace_size(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, a->algo, &ws));
         if (ws > CUDNN_WORKSPACE_MAX)
