@@ -88,6 +88,17 @@ static float *dev_floats(const float *host, int64_t n)
     return p;
 }
 
+/* A case's device buffers, then its host ones (up to a NULL; b may be NULL before it). */
+static void release_case(float *dx, float *dw, float *db, float *dy, float **host)
+{
+    ptq_cuda_release(dev, dx);
+    ptq_cuda_release(dev, dw);
+    ptq_cuda_release(dev, db);
+    ptq_cuda_release(dev, dy);
+    for (int i = 0; i < 3 || host[i]; i++) /* x, w, b (maybe NULL), then the outputs */
+        free(host[i]);
+}
+
 static void params_of(const conv_case *cc, int64_t n, ptq_conv_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -154,15 +165,7 @@ static int test_parity(void)
         CHECK_MSG(cc->expect == 2 || took == cc->expect, "%s: cuDNN %s the shape, expected %s", cc->what,
                   took ? "took" : "declined", cc->expect ? "to take it" : "a decline");
         printf("  %-26s n %-3lld %-9s %s\n", cc->what, (long long)p.n, took ? "cuDNN" : "fallback", ok ? "ok" : "FAIL");
-        ptq_cuda_release(dev, dx);
-        ptq_cuda_release(dev, dw);
-        ptq_cuda_release(dev, db);
-        ptq_cuda_release(dev, dy);
-        free(x);
-        free(w);
-        free(b);
-        free(want);
-        free(got);
+        release_case(dx, dw, db, dy, (float *[]){x, w, b, want, got, NULL});
     }
     return taken;
 }
@@ -220,16 +223,7 @@ static void test_invariance(const char *path)
         }
         printf("  %-26s %-9s batches 1, 7, 299, 300 (twice): %s\n", cc->what, path,
                bad ? "DIFFER" : "identical bits");
-        ptq_cuda_release(dev, dx);
-        ptq_cuda_release(dev, dw);
-        ptq_cuda_release(dev, db);
-        ptq_cuda_release(dev, dy);
-        free(x);
-        free(w);
-        free(b);
-        free(whole);
-        free(again);
-        free(part);
+        release_case(dx, dw, db, dy, (float *[]){x, w, b, whole, again, part, NULL});
     }
 }
 

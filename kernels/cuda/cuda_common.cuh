@@ -140,6 +140,10 @@ static inline unsigned ptq_cuda_blocks(int64_t n)
     return (unsigned)blocks;
 }
 
+/* Grows the device buffer *buf (*buf_bytes long) to at least n_bytes,
+ * waiting for queued work that may still use it; never shrinks it. */
+ptq_status ptq_cuda_grow(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **buf, size_t *buf_bytes);
+
 /* Scratch of at least n_bytes owned by d, valid until the next call that
  * asks for more; growing it waits for queued work that may still read it. */
 ptq_status ptq_cuda_scratch(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out);

@@ -401,24 +401,6 @@ static ptq_status plan_for(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p,
     return PTQ_OK;
 }
 
-/* The device's workspace, grown (never shrunk) to n_bytes. */
-static ptq_status workspace(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out)
-{
-    ptq_cudnn *f = &d->dnn;
-    if (n_bytes > f->workspace_bytes) {
-        if (f->workspace) {
-            PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
-            PTQ_CUDA_CHECK(ctx, cudaFree(f->workspace));
-            f->workspace = NULL;
-            f->workspace_bytes = 0;
-        }
-        PTQ_TRY_RET(ptq_cuda_alloc(ctx, d, n_bytes, &f->workspace));
-        f->workspace_bytes = n_bytes;
-    }
-    *out = f->workspace;
-    return PTQ_OK;
-}
-
 #define PTQ_CUDNN_CALL(ctx, d, fn, ...)                                                                      \
     do {                                                                                                     \
         cudnnStatus_t s_ = (d)->dnn.fn(__VA_ARGS__);                                                         \
@@ -445,8 +427,8 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
         return PTQ_OK;
     const int64_t chunk = pl->chunk;
     const int64_t x_img = img_numel(p->c_in, p->in), y_img = img_numel(p->c_out, p->out);
-    void *ws = NULL;
-    PTQ_TRY_RET(workspace(ctx, d, pl->workspace_bytes, &ws));
+    PTQ_TRY_RET(ptq_cuda_grow(ctx, d, pl->workspace_bytes, &f->workspace, &f->workspace_bytes));
+    void *ws = f->workspace;
     float *x_pad = NULL, *y_pad = NULL; /* [chunk, c_in, in...], [chunk, c_out, out...] */
     const float one = 1.0f, zero = 0.0f;
     for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {

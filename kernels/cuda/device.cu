@@ -237,23 +237,25 @@ extern "C" ptq_status ptq_cuda_sync(ptq_ctx *ctx, ptq_cuda_dev *d)
     return PTQ_OK;
 }
 
+ptq_status ptq_cuda_grow(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **buf, size_t *buf_bytes)
+{
+    if (n_bytes <= *buf_bytes)
+        return PTQ_OK;
+    if (*buf) {
+        PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
+        PTQ_CUDA_CHECK(ctx, cudaFree(*buf));
+        *buf = NULL;
+        *buf_bytes = 0;
+    }
+    PTQ_TRY_RET(ptq_cuda_alloc(ctx, d, n_bytes, buf));
+    *buf_bytes = n_bytes;
+    return PTQ_OK;
+}
+
 ptq_status ptq_cuda_scratch(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out)
 {
     *out = NULL;
-    if (n_bytes > d->scratch_bytes) {
-        if (d->scratch) {
-            PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
-            PTQ_CUDA_CHECK(ctx, cudaFree(d->scratch));
-            d->scratch = NULL;
-            d->scratch_bytes = 0;
-        }
-        void *p = NULL;
-        ptq_status st = ptq_cuda_alloc(ctx, d, n_bytes, &p);
-        if (st != PTQ_OK)
-            return st;
-        d->scratch = p;
-        d->scratch_bytes = n_bytes;
-    }
+    PTQ_TRY_RET(ptq_cuda_grow(ctx, d, n_bytes, &d->scratch, &d->scratch_bytes));
     *out = d->scratch;
     return PTQ_OK;
 }
