@@ -63,6 +63,7 @@ typedef struct ptq_cudnn {
     ptq_cudnn_plan *plans;  /* [n_plans]: every conv shape seen, with its algorithm */
     int n_plans, cap_plans;
     int64_t n_runs;         /* convolutions cuDNN ran (the tests check it took their shapes) */
+    char last[128];         /* the last one's algorithm, chunk and workspace, for the tests */
     char note[512];         /* why cuDNN is not used, or "" */
 } ptq_cudnn;
 

@@ -32,8 +32,10 @@ const char *ptq_cuda_dev_note(const ptq_cuda_dev *d);
 /* Turns cuDNN convolutions on (when loaded) or off (im2col + cuBLAS);
  * returns 1 when they are now on. */
 int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on);
-/* Convolutions run through cuDNN so far (shapes it declined not counted). */
-int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d);
+/* Convolutions run through cuDNN so far (shapes it declined not counted);
+ * *last (when last is not NULL): the last one's cudnnConvolutionFwdAlgo_t,
+ * images per call and workspace bytes, in words. */
+int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last);
 
 ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out);
 /* Waits for queued work first, so no kernel still uses p; NULL-safe. */

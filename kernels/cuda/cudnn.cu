@@ -460,6 +460,8 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
             PTQ_TRY_RET(ptq_cuda_copy(ctx, d, y + img0 * y_img, y_pad, (size_t)(n_valid * y_img) * sizeof(float)));
     }
     f->n_runs++;
+    snprintf(f->last, sizeof f->last, "algo %d, %lld images a call, %zu bytes of workspace", (int)pl->algo,
+             (long long)chunk, pl->workspace_bytes);
     *done = 1;
     return PTQ_OK;
 }

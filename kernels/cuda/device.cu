@@ -143,8 +143,10 @@ extern "C" int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on)
     return d->dnn.enabled;
 }
 
-extern "C" int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d)
+extern "C" int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last)
 {
+    if (last)
+        *last = d->dnn.last;
     return d->dnn.n_runs;
 }
 
