@@ -75,6 +75,8 @@ static const char *const wheel_globs[] = {
     "/usr/lib/python3/dist-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
     "/usr/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
     "/opt/conda/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
+    "/opt/*/.venv/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME, /* e.g. /opt/torch/.venv */
+    "/opt/*/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
 };
 
 static void *try_open(const char *path, char *first_err, size_t n_err)
