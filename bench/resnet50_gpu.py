@@ -62,13 +62,18 @@ def folded_resnet50():
 
 
 def export(net, path):
+    """The TorchScript exporter (it writes Flatten and plain Gemm); torch's
+    newer dynamo exporter where that one is gone. Returns which one ran."""
     x = torch.randn(2, 3, 224, 224)
-    kw = dict(opset_version=17, input_names=["input"], output_names=["logits"], do_constant_folding=True,
+    kw = dict(input_names=["input"], output_names=["logits"], do_constant_folding=True,
               dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
     try:
-        torch.onnx.export(net, x, path, dynamo=False, **kw)
-    except TypeError:  # a torch without the dynamo switch
-        torch.onnx.export(net, x, path, **kw)
+        torch.onnx.export(net, x, path, opset_version=17, dynamo=False, **kw)
+        return "torch.onnx.export(dynamo=False), opset 17"
+    except Exception as e:  # noqa: BLE001 - any failure of the old exporter: try the new one
+        print(f"resnet50_gpu: the TorchScript exporter failed ({e}); trying dynamo=True", file=sys.stderr)
+    torch.onnx.export(net, x, path, opset_version=18, dynamo=True, **kw)
+    return "torch.onnx.export(dynamo=True), opset 18"
 
 
 def conv_flops(net):
@@ -110,7 +115,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ptq-resnet50-")
     onnx_path, h5_path = os.path.join(tmp, "resnet50.onnx"), os.path.join(tmp, "images.h5")
     net = folded_resnet50()
-    export(net, onnx_path)
+    exporter = export(net, onnx_path)
     flops = conv_flops(net)
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, size=(a.images, 224, 224, 3), dtype=np.uint8)
@@ -170,7 +175,7 @@ def main():
 - date: {now:%Y-%m-%d %H:%M} UTC
 - machine: {gpu}, {cpu_model()} ({os.cpu_count()} cores), {platform.system()} {platform.release()}
 - command: `python3 bench/resnet50_gpu.py --ptq {a.ptq} --out {a.out}`
-- model: torchvision resnet50, random weights, BatchNorm folded, ONNX opset 17, {flops / 1e9:.2f} GFLOP per image
+- model: torchvision resnet50, random weights, BatchNorm folded, {exporter}, dynamic batch, {flops / 1e9:.2f} GFLOP per image
 - images: {a.images} random uint8 224x224x3 (HDF5, NHWC), batch {a.batch}; best of {a.repeat} runs each
 - ptq: `{' '.join(cmd)}` (whole eval loop: HDF5 read, preprocessing, inference, metrics)
 - PyTorch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}): FP32, cudnn.benchmark on, TF32 off; inference alone on preprocessed tensors on the GPU
