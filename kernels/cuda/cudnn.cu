@@ -62,6 +62,7 @@ struct ptq_cudnn_plan {
     cudnnConvolutionDescriptor_t conv;
     cudnnConvolutionFwdAlgo_t algo;
     size_t workspace_bytes;
+    int64_t runs; /* calls that ran: after the first, a failure is an error, never a fallback */
 };
 
 #define PTQ_STR_(x) #x
@@ -310,8 +311,9 @@ static ptq_status plan_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p
         if (p->pad_lo[s] != p->pad_hi[s] || p->k[s] > INT_MAX || p->stride[s] > INT_MAX || p->dil[s] > INT_MAX ||
             p->pad_lo[s] > INT_MAX)
             return PTQ_OK; /* cuDNN pads symmetrically */
-    if (p->c_out > INT_MAX || p->c_in > INT_MAX || p->group > INT_MAX)
-        return PTQ_OK;
+    if (p->c_out > INT_MAX || p->c_in > INT_MAX || p->group > INT_MAX || img_numel(p->c_in, p->in) > INT_MAX ||
+        img_numel(p->c_out, p->out) > INT_MAX)
+        return PTQ_OK; /* cuDNN's dims and strides are ints */
     /* 2 spatial dims when the first is trivial (1-D convs become [1, L]), else 3 */
     const int nd = p->in[0] == 1 && p->k[0] == 1 && p->out[0] == 1 && p->pad_lo[0] == 0 ? 4 : 5;
     const int n_sp = nd - 2;
@@ -403,14 +405,6 @@ static ptq_status plan_for(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p,
     return PTQ_OK;
 }
 
-#define PTQ_CUDNN_CALL(ctx, d, fn, ...)                                                                      \
-    do {                                                                                                     \
-        cudnnStatus_t s_ = (d)->dnn.fn(__VA_ARGS__);                                                         \
-        if (s_ != CUDNN_STATUS_SUCCESS)                                                                      \
-            return ptq_fail_at((ctx), __FILE__, __LINE__, PTQ_ERR_CUDA, "cuDNN " #fn " failed: %s (status %d)", \
-                               (d)->dnn.error_string(s_), (int)s_);                                          \
-    } while (0)
-
 static int aligned16(const void *ptr)
 {
     return ((uintptr_t)ptr & 15) == 0;
@@ -454,13 +448,27 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
             xc = x_pad;
             yc = y_pad;
         }
-        PTQ_CUDNN_CALL(ctx, d, conv_forward, f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
-                       pl->workspace_bytes, &zero, pl->y_desc, yc);
-        if (b)
-            PTQ_CUDNN_CALL(ctx, d, add_tensor, f->handle, &one, pl->b_desc, b, &one, pl->y_desc, yc);
+        const char *call = "cudnnConvolutionForward";
+        cudnnStatus_t s = f->conv_forward(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
+                                          pl->workspace_bytes, &zero, pl->y_desc, yc);
+        if (s == CUDNN_STATUS_SUCCESS && b) {
+            call = "cudnnAddTensor";
+            s = f->add_tensor(f->handle, &one, pl->b_desc, b, &one, pl->y_desc, yc);
+        }
+        if (s != CUDNN_STATUS_SUCCESS) {
+            if (pl->runs > 0)
+                return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed: %s (status %d)", call, f->error_string(s),
+                                (int)s);
+            /* a shape the heuristic offered but its first run declines: im2col + cuBLAS from now on,
+             * this call included (it rewrites all of y) */
+            PTQ_TRY_RET(plan_status(ctx, f, s, call));
+            pl->usable = 0;
+            return PTQ_OK;
+        }
         if (padded)
             PTQ_TRY_RET(ptq_cuda_copy(ctx, d, y + img0 * y_img, y_pad, (size_t)(n_valid * y_img) * sizeof(float)));
     }
+    pl->runs++;
     f->n_runs++;
     snprintf(f->last, sizeof f->last, "algo %d, %lld images a call, %zu bytes of workspace", (int)pl->algo,
              (long long)chunk, pl->workspace_bytes);
