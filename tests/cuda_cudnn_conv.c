@@ -3,8 +3,9 @@
  * 7x7, 1-D/2-D/3-D; a k = 4608 case that TF32 math would fail), which
  * shapes cuDNN took or declined (declined ones run through im2col +
  * cuBLAS), and batch invariance: an image's output identical bit for bit in
- * batches of 1, 7 and 300, run twice, with cuDNN and without. Exit 77
- * without a GPU or without cuDNN. Run: build/tests/cuda_cudnn_conv */
+ * batches of 1, 7, 299 and 300 (sub-batches starting at any image, aligned
+ * or not), run twice, with cuDNN and without. Exit 77 without a GPU or
+ * without cuDNN (PTQ_CUDNN_DIR names its folder). Run: build/tests/cuda_cudnn_conv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
