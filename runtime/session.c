@@ -1,9 +1,8 @@
 /* A model ready to run on a data set (include/ptq/runner.h): the graph,
  * its executor on the requested device (the CPU, with a note, when no GPU
  * is usable and that is allowed; a note when the GPU runs without cuDNN),
- * the preprocessing from the model's
- * metadata and the caller's overrides, and the input geometry checked
- * against the data. Covered by tests/test_runner.c and tests/cli_test.py. */
+ * the preprocessing from the model's metadata and the caller's overrides,
+ * and the input geometry checked against the data. Covered by tests/test_runner.c and tests/cli_test.py. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
