@@ -1,14 +1,18 @@
 /* A model ready to run on a data set (include/ptq/runner.h): the graph,
  * its executor on the requested device (the CPU, with a note, when no GPU
- * is usable and that is allowed), the preprocessing from the model's
- * metadata and the caller's overrides, and the input geometry checked
- * against the data. Covered by tests/test_runner.c and tests/cli_test.py. */
+ * is usable and that is allowed; a note when the GPU runs without cuDNN),
+ * the preprocessing from the model's metadata and the caller's overrides,
+ * and the input geometry checked against the data. Covered by tests/test_runner.c and tests/cli_test.py. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ptq/runner.h"
+#include "runtime/backend.h"
+#ifdef PTQ_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 struct ptq_session {
     ptq_graph *graph;
@@ -145,6 +149,11 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     s->pre.width = s->width;
     ptq_exec_params ep = {device, o->cuda_device, NULL, NULL, o->profile};
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
+#ifdef PTQ_CUDA
+    struct ptq_cuda_dev *gpu = ptq_exec_cuda_dev(s->exec);
+    if (gpu && ptq_cuda_dev_note(gpu)[0]) /* cuDNN missing: the GPU runs, convolutions slower */
+        note(s, "%s\n", ptq_cuda_dev_note(gpu));
+#endif
     *out = s;
     return PTQ_OK;
 fail:

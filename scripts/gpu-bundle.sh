@@ -159,6 +159,17 @@ if [ -n "$probe" ]; then
             echo "run-tests: $lib not found on this machine (CUDA 13 runtime and cuBLAS are needed)"
         fi
     done
+    # cuDNN is optional and dlopen'ed too (kernels/cuda/cudnn.cu); not bundled:
+    # the machine's, e.g. pip's nvidia-cudnn-cu13 wheel that PyTorch uses
+    if [ -z "${PTQ_CUDNN_DIR:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9 '; then
+        found=$(find /usr/local /opt /usr/lib -name libcudnn.so.9 -print -quit 2>/dev/null || true)
+        if [ -n "$found" ]; then
+            echo "run-tests: libcudnn.so.9 from $(dirname "$found")"
+            export PTQ_CUDNN_DIR=$(dirname "$found")
+        else
+            echo "run-tests: libcudnn.so.9 not found: convolutions use im2col + cuBLAS, cuda_cudnn_conv skips"
+        fi
+    fi
 fi
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader |
     sed 's/^/run-tests: GPU: /'

@@ -7,14 +7,15 @@
 # batch sizes and shards, against the CPU's, and the side-by-side benchmark
 # against onnxruntime's calibrators). Logs go to $OUT (the device tool's
 # folder) or out/gpu; pipeline (calibrate -> plan -> validate on the GPU and
-# the CPU, validate's logits across batch sizes, --device cuda:N).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline]
+# the CPU, validate's logits across batch sizes, --device cuda:N); resnet50
+# (bench/resnet50_gpu.py: ptq eval on ResNet-50 against PyTorch FP32).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
 b=$PWD/bundle
 [ -x "$b/bin/ptq" ] || { echo "gpu-check: no bundle/ (run scripts/gpu-bundle.sh here, carry bundle)"; exit 2; }
-stages=${*:-tests eval calib pipeline}
+stages=${*:-tests eval calib pipeline resnet50}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 eval "$("$b/setup.sh")"
 # libcublas is dlopen'ed (kernels/cuda/device.cu), so ldd does not list it: look for it too
@@ -22,6 +23,15 @@ for lib in $(ldd "$b/bin/ptq" | awk '/not found/ {print $1}') libcublas.so.13; d
     found=$(find /usr/local /opt /usr/lib -name "$lib" -print -quit 2>/dev/null || true)
     [ -n "$found" ] && export LD_LIBRARY_PATH=$(dirname "$found"):$LD_LIBRARY_PATH
 done
+# cuDNN (dlopen'ed, kernels/cuda/cudnn.cu) from the wheel PyTorch uses, else anywhere usual
+if [ -z "${PTQ_CUDNN_DIR:-}" ]; then
+    d=$(python3 -c "import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], 'lib'))" 2>/dev/null || true)
+    [ -n "$d" ] && [ -e "$d/libcudnn.so.9" ] || d=$(dirname "$(find /usr/local /opt /usr/lib -name libcudnn.so.9 -print -quit 2>/dev/null)")
+    if [ -e "$d/libcudnn.so.9" ]; then
+        export PTQ_CUDNN_DIR=$d LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
+    fi
+fi
+echo "cuDNN: ${PTQ_CUDNN_DIR:-not found (convolutions use im2col + cuBLAS)}" | tee -a "$out/gpu.txt"
 ptq=$b/bin/ptq
 export PTQ_COMMIT=$(cat "$b/COMMIT" 2>/dev/null || echo unknown)
 model=$b/models/fmnist_resnet.onnx
@@ -127,6 +137,13 @@ PY
         "$ptq" eval --model "$model" --data "$h5" --device $d --limit 256 >/dev/null 2>"$t/err.txt"
         echo "eval --device $d: exit $? $(head -c 200 "$t/err.txt")"
     done | tee -a "$out/pipeline.txt"
+}
+
+# ResNet-50 on the GPU: ptq eval (cuDNN, and PTQ_CUDNN=0) against PyTorch FP32
+stage_resnet50() {
+    echo "== ResNet-50: ptq eval --device cuda against PyTorch"
+    python3 bench/resnet50_gpu.py --ptq "$ptq" --out "$out/resnet50.md" 2>&1 | tee "$out/resnet50.log" |
+        grep -E "^\| |ratio|logits|notes"
 }
 
 for s in $stages; do "stage_$s"; done

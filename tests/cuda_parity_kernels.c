@@ -166,9 +166,10 @@ static const conv_case conv_cases[] = {
     {3, 64, 4, 1, {1, 256, 256}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},   /* im2col in chunks */
 };
 
-static void test_conv(void)
+/* name: "conv" through cuDNN when the device loaded it, "conv im2col" with it off */
+static void test_conv(const char *name)
 {
-    kstat k = {"conv", 1e-4f, 1e-5f, 0, 0, 0, 0};
+    kstat k = {name, 1e-4f, 1e-5f, 0, 0, 0, 0};
     for (size_t c = 0; c < sizeof conv_cases / sizeof conv_cases[0]; c++) {
         const conv_case *cc = &conv_cases[c];
         ptq_conv_params p;
@@ -630,7 +631,15 @@ int main(void)
     }
     printf("cuda_parity_kernels: GPU 0 (%s) against kernels/ref; err/tol <= 1 passes\n", ptq_cuda_dev_name(dev));
     test_rand_seed(20240611);
-    test_conv();
+    const int cudnn = ptq_cuda_dev_set_cudnn(dev, 1);
+    test_conv(cudnn ? "conv cuDNN" : "conv");
+    if (cudnn) {
+        ptq_cuda_dev_set_cudnn(dev, 0);
+        test_conv("conv im2col");
+        ptq_cuda_dev_set_cudnn(dev, 1);
+    } else {
+        printf("conv: %s\n", ptq_cuda_dev_note(dev));
+    }
     test_gemm();
     test_gemm_batched();
     test_binary();

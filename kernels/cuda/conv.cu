@@ -1,4 +1,5 @@
-/* Convolution on the GPU, mirroring ptq_k_conv_ref. group 1: im2col of a
+/* Convolution on the GPU, mirroring ptq_k_conv_ref: through cuDNN when it
+ * takes the shape (kernels/cuda/cudnn.cu), else here. group 1: im2col of a
  * chunk of images side by side into the device scratch, one cuBLAS SGEMM for
  * the whole chunk (a few tiny GEMMs per image run far below the card's rate),
  * then a scatter back to NCHW that adds the bias. The chunk is a fixed number
@@ -214,6 +215,10 @@ extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_c
         return ptq_fail(ctx, PTQ_ERR_SHAPE, "conv: channels %lld -> %lld do not split into %lld groups",
                         (long long)p->c_in, (long long)p->c_out, (long long)p->group);
     if (total == 0)
+        return PTQ_OK;
+    int done = 0;
+    PTQ_TRY_RET(ptq_conv_cudnn(ctx, d, p, x, w, b, y, &done));
+    if (done)
         return PTQ_OK;
     const int64_t cg = p->c_in / p->group;
     if (cg == 1) {

@@ -7,6 +7,9 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#ifdef PTQ_CUDNN
+#include <cudnn.h>
+#endif
 
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -24,11 +27,61 @@ typedef struct ptq_cublas_fns {
     decltype(&cublasGetStatusString) status_string;
 } ptq_cublas_fns;
 
+/* cuDNN, opened with dlopen like cuBLAS but optional: without it
+ * convolutions run through im2col + cuBLAS (kernels/cuda/cudnn.cu). */
+typedef struct ptq_cudnn_plan ptq_cudnn_plan; /* one conv shape's descriptors and algorithm */
+typedef struct ptq_cudnn {
+#ifdef PTQ_CUDNN
+    void *lib; /* the dlopen handle */
+    decltype(&cudnnGetVersion) get_version;
+    decltype(&cudnnGetErrorString) error_string;
+    decltype(&cudnnCreate) create;
+    decltype(&cudnnDestroy) destroy;
+    decltype(&cudnnSetStream) set_stream;
+    decltype(&cudnnCreateTensorDescriptor) create_tensor;
+    decltype(&cudnnDestroyTensorDescriptor) destroy_tensor;
+    decltype(&cudnnSetTensorNdDescriptor) set_tensor;
+    decltype(&cudnnCreateFilterDescriptor) create_filter;
+    decltype(&cudnnDestroyFilterDescriptor) destroy_filter;
+    decltype(&cudnnSetFilterNdDescriptor) set_filter;
+    decltype(&cudnnCreateConvolutionDescriptor) create_conv;
+    decltype(&cudnnDestroyConvolutionDescriptor) destroy_conv;
+    decltype(&cudnnSetConvolutionNdDescriptor) set_conv;
+    decltype(&cudnnSetConvolutionGroupCount) set_group_count;
+    decltype(&cudnnSetConvolutionMathType) set_math_type;
+    decltype(&cudnnGetConvolutionNdForwardOutputDim) output_dim;
+    decltype(&cudnnGetConvolutionForwardAlgorithmMaxCount) algo_max_count;
+    decltype(&cudnnGetConvolutionForwardAlgorithm_v7) get_algos;
+    decltype(&cudnnGetConvolutionForwardWorkspaceSize) workspace_size;
+    decltype(&cudnnConvolutionForward) conv_forward;
+    decltype(&cudnnAddTensor) add_tensor;
+    cudnnHandle_t handle;
+#endif
+    int enabled;            /* 1 when loaded and not switched off (ptq_cuda_dev_set_cudnn) */
+    void *workspace;        /* one per device, grown when a plan needs more */
+    size_t workspace_bytes;
+    ptq_cudnn_plan *plans;  /* [n_plans]: every conv shape seen, with its algorithm */
+    int n_plans, cap_plans;
+    int64_t n_runs;         /* convolutions cuDNN ran (the tests check it took their shapes) */
+    char last[128];         /* the last one's algorithm, chunk and workspace, for the tests */
+    char note[512];         /* why cuDNN is not used, or "" */
+} ptq_cudnn;
+
+/* Loads cuDNN into d->dnn and creates its handle on d's stream; when it is
+ * missing or fails, d->dnn.note says why and convolutions use cuBLAS. */
+void ptq_cudnn_open(ptq_cuda_dev *d);
+void ptq_cudnn_close(ptq_cuda_dev *d);
+/* y = conv(x) + b through cuDNN when it takes this shape: *done = 1; else
+ * *done = 0 and nothing was queued. */
+ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
+                          const float *b, float *y, int *done);
+
 struct ptq_cuda_dev {
     int index;
     cudaStream_t stream;
     ptq_cublas_fns blas;
     cublasHandle_t cublas;
+    ptq_cudnn dnn;
     void *scratch; /* grown on demand by ptq_cuda_scratch */
     size_t scratch_bytes;
     char name[256];
@@ -87,6 +140,10 @@ static inline unsigned ptq_cuda_blocks(int64_t n)
         blocks = 65536;
     return (unsigned)blocks;
 }
+
+/* Grows the device buffer *buf (*buf_bytes long) to at least n_bytes,
+ * waiting for queued work that may still use it; never shrinks it. */
+ptq_status ptq_cuda_grow(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **buf, size_t *buf_bytes);
 
 /* Scratch of at least n_bytes owned by d, valid until the next call that
  * asks for more; growing it waits for queued work that may still read it. */

@@ -15,7 +15,8 @@
 extern "C" {
 #endif
 
-/* Owns a stream, a cuBLAS handle and scratch memory on one GPU. Work is
+/* Owns a stream, a cuBLAS handle, cuDNN's handle, workspace and conv plans
+ * (when cuDNN loads) and scratch memory on one GPU. Work is
  * queued on its stream in call order; only download and sync wait. */
 typedef struct ptq_cuda_dev ptq_cuda_dev;
 
@@ -26,6 +27,15 @@ ptq_status ptq_cuda_dev_create(ptq_ctx *ctx, int device_index, ptq_cuda_dev **ou
 void ptq_cuda_dev_free(ptq_cuda_dev *d);
 /* "NVIDIA H200" */
 const char *ptq_cuda_dev_name(const ptq_cuda_dev *d);
+/* Why convolutions do not run through cuDNN (not found, PTQ_CUDNN=0, ...), or "". */
+const char *ptq_cuda_dev_note(const ptq_cuda_dev *d);
+/* Turns cuDNN convolutions on (when loaded) or off (im2col + cuBLAS);
+ * returns 1 when they are now on. */
+int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on);
+/* Convolutions run through cuDNN so far (shapes it declined not counted);
+ * *last (when last is not NULL): the last one's cudnnConvolutionFwdAlgo_t,
+ * images per call and workspace bytes, in words. */
+int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last);
 
 ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out);
 /* Waits for queued work first, so no kernel still uses p; NULL-safe. */
@@ -46,8 +56,9 @@ ptq_status ptq_cuda_sync(ptq_ctx *ctx, ptq_cuda_dev *d);
 /* Same contracts as the ptq_k_*_ref functions in kernels/kernels.h. */
 
 /* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
- * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. im2col + cuBLAS
- * SGEMM through the device's scratch, or a direct kernel for depthwise. */
+ * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. cuDNN in fixed
+ * chunks of images when it is loaded and takes the shape, else im2col +
+ * cuBLAS SGEMM through the device's scratch, or a direct kernel for depthwise. */
 ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
                            const float *b, float *y);
 

@@ -1,6 +1,7 @@
 /* The CUDA device object: GPU discovery, its stream and cuBLAS handle
  * (cuBLAS opened with dlopen here, see cuda_common.cuh; FP32 math: TF32
- * stays off so results match kernels/ref), device memory
+ * stays off so results match kernels/ref), cuDNN when it can be loaded
+ * (kernels/cuda/cudnn.cu), device memory
  * and host<->device copies on that stream, and the scratch buffer the conv
  * kernels carve im2col columns from. Covered by tests/cuda_backend_exec.c. */
 #include <dlfcn.h>
@@ -84,6 +85,7 @@ static ptq_status dev_init(ptq_ctx *ctx, ptq_cuda_dev *d, int device_index)
     PTQ_CUBLAS(ctx, d, create, &d->cublas);
     PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
     PTQ_CUBLAS(ctx, d, set_math_mode, d->cublas, CUBLAS_DEFAULT_MATH);
+    ptq_cudnn_open(d);
     return PTQ_OK;
 }
 
@@ -111,6 +113,7 @@ extern "C" void ptq_cuda_dev_free(ptq_cuda_dev *d)
         (void)cudaStreamSynchronize(d->stream);
     if (d->scratch)
         (void)cudaFree(d->scratch);
+    ptq_cudnn_close(d);
     if (d->cublas)
         (void)d->blas.destroy(d->cublas);
     if (d->stream)
@@ -123,6 +126,28 @@ extern "C" void ptq_cuda_dev_free(ptq_cuda_dev *d)
 extern "C" const char *ptq_cuda_dev_name(const ptq_cuda_dev *d)
 {
     return d->name;
+}
+
+extern "C" const char *ptq_cuda_dev_note(const ptq_cuda_dev *d)
+{
+    return d->dnn.note;
+}
+
+extern "C" int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on)
+{
+#ifdef PTQ_CUDNN
+    d->dnn.enabled = on && d->dnn.handle != NULL;
+#else
+    (void)on;
+#endif
+    return d->dnn.enabled;
+}
+
+extern "C" int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last)
+{
+    if (last)
+        *last = d->dnn.last;
+    return d->dnn.n_runs;
 }
 
 extern "C" ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out)
@@ -214,23 +239,25 @@ extern "C" ptq_status ptq_cuda_sync(ptq_ctx *ctx, ptq_cuda_dev *d)
     return PTQ_OK;
 }
 
+ptq_status ptq_cuda_grow(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **buf, size_t *buf_bytes)
+{
+    if (n_bytes <= *buf_bytes)
+        return PTQ_OK;
+    if (*buf) {
+        PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
+        PTQ_CUDA_CHECK(ctx, cudaFree(*buf));
+        *buf = NULL;
+        *buf_bytes = 0;
+    }
+    PTQ_TRY_RET(ptq_cuda_alloc(ctx, d, n_bytes, buf));
+    *buf_bytes = n_bytes;
+    return PTQ_OK;
+}
+
 ptq_status ptq_cuda_scratch(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out)
 {
     *out = NULL;
-    if (n_bytes > d->scratch_bytes) {
-        if (d->scratch) {
-            PTQ_CUDA_CHECK(ctx, cudaStreamSynchronize(d->stream));
-            PTQ_CUDA_CHECK(ctx, cudaFree(d->scratch));
-            d->scratch = NULL;
-            d->scratch_bytes = 0;
-        }
-        void *p = NULL;
-        ptq_status st = ptq_cuda_alloc(ctx, d, n_bytes, &p);
-        if (st != PTQ_OK)
-            return st;
-        d->scratch = p;
-        d->scratch_bytes = n_bytes;
-    }
+    PTQ_TRY_RET(ptq_cuda_grow(ctx, d, n_bytes, &d->scratch, &d->scratch_bytes));
     *out = d->scratch;
     return PTQ_OK;
 }

@@ -1,0 +1,479 @@
+/* Convolution through cuDNN 9's legacy API, opened with dlopen when a GPU
+ * device is created (CPU runs never load it): PTQ_CUDNN_DIR, the loader's
+ * path, the folder the build found it in, then the usual CUDA homes and
+ * pip's nvidia-cudnn wheel. Each conv shape gets a plan once (descriptors,
+ * the chunk of images, the algorithm): the chunk is a fixed number of
+ * images per layer (the last one zero-padded in scratch), and the algorithm
+ * is the first of cudnnGetConvolutionForwardAlgorithm_v7's heuristic list
+ * (no timing) that is deterministic, uses FMA math (no TF32) and is
+ * GEMM-like (no FFT), so an image's output is the same bits whatever batch
+ * it came in, and in every run.
+ * Shapes cuDNN declines go to conv.cu's im2col + cuBLAS path, as does
+ * everything when cuDNN is missing (d->dnn.note says why). Covered by
+ * tests/cuda_cudnn_conv.c and tests/cuda_parity_kernels.c. */
+#include <dlfcn.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_common.cuh"
+
+#ifndef PTQ_CUDNN
+
+void ptq_cudnn_open(ptq_cuda_dev *d)
+{
+    d->dnn.enabled = 0;
+    snprintf(d->dnn.note, sizeof d->dnn.note,
+             "ptq was built without cuDNN's headers; convolutions run through im2col + cuBLAS");
+}
+
+void ptq_cudnn_close(ptq_cuda_dev *d)
+{
+    (void)d;
+}
+
+ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
+                          const float *b, float *y, int *done)
+{
+    *done = 0;
+    return PTQ_OK;
+}
+
+#else
+
+/* a chunk aims at this many output positions (images x out0*out1*out2),
+ * rounded down to a power of two of images so common batches split evenly */
+#define CUDNN_CHUNK_POSITIONS ((int64_t)1 << 18)
+#define CUDNN_CHUNK_MAX 128
+/* bound on the padded last chunk's input + output copies */
+#define CUDNN_PAD_BYTES ((size_t)256 << 20)
+/* an algorithm needing more workspace than this is passed over: a fixed
+ * bound (not the free memory), so the choice is the same in every run */
+#define CUDNN_WORKSPACE_MAX ((size_t)512 << 20)
+
+struct ptq_cudnn_plan {
+    ptq_conv_params key; /* the layer's params with n = 0 */
+    int usable;          /* 0: cuDNN declined the shape; conv.cu runs it */
+    int64_t chunk;       /* images per cudnnConvolutionForward */
+    cudnnTensorDescriptor_t x_desc, y_desc, b_desc;
+    cudnnFilterDescriptor_t w_desc;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionFwdAlgo_t algo;
+    size_t workspace_bytes;
+    int64_t runs; /* calls that ran: after the first, a failure is an error, never a fallback */
+};
+
+#define PTQ_STR_(x) #x
+#define PTQ_STR(x) PTQ_STR_(x)
+#define CUDNN_SONAME "libcudnn.so." PTQ_STR(CUDNN_MAJOR)
+
+/* where pip puts nvidia-cudnn-cu*'s library (glob patterns) */
+static const char *const wheel_globs[] = {
+    "/usr/local/lib/python3*/dist-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
+    "/usr/local/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
+    "/usr/lib/python3/dist-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
+    "/usr/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
+    "/opt/conda/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
+    "/opt/*/.venv/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME, /* e.g. /opt/torch/.venv */
+    "/opt/*/lib/python3*/site-packages/nvidia/cudnn/lib/" CUDNN_SONAME,
+};
+
+static void *try_open(const char *path, char *first_err, size_t n_err)
+{
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib && !first_err[0])
+        snprintf(first_err, n_err, "%s", dlerror());
+    return lib;
+}
+
+static void *try_dir(const char *dir, char *first_err, size_t n_err)
+{
+    char path[PATH_MAX];
+    if (!dir || !dir[0] || snprintf(path, sizeof path, "%s/%s", dir, CUDNN_SONAME) >= (int)sizeof path)
+        return NULL;
+    return try_open(path, first_err, n_err);
+}
+
+static void *try_glob(const char *pattern, const char *prefix, char *first_err, size_t n_err)
+{
+    char full[PATH_MAX];
+    if (snprintf(full, sizeof full, "%s%s", prefix, pattern) >= (int)sizeof full)
+        return NULL;
+    glob_t g;
+    void *lib = NULL;
+    if (glob(full, 0, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc && !lib; i++)
+            lib = try_open(g.gl_pathv[i], first_err, n_err);
+    globfree(&g);
+    return lib;
+}
+
+/* The dlopen handle of libcudnn.so.9, or NULL with the first loader error in why. */
+static void *open_cudnn(char *why, size_t n_why)
+{
+    void *lib = try_dir(getenv("PTQ_CUDNN_DIR"), why, n_why);
+    if (!lib)
+        lib = try_open(CUDNN_SONAME, why, n_why);
+#ifdef PTQ_CUDNN_LIB_DIR
+    if (!lib)
+        lib = try_dir(PTQ_CUDNN_LIB_DIR, why, n_why);
+#endif
+    if (!lib)
+        lib = try_dir("/usr/local/cuda/lib64", why, n_why);
+    if (!lib)
+        lib = try_dir("/usr/lib/x86_64-linux-gnu", why, n_why);
+    const char *venv = getenv("VIRTUAL_ENV");
+    if (!lib && venv) {
+        char pattern[PATH_MAX];
+        snprintf(pattern, sizeof pattern, "/lib/python3*/site-packages/nvidia/cudnn/lib/%s", CUDNN_SONAME);
+        lib = try_glob(pattern, venv, why, n_why);
+    }
+    for (size_t i = 0; !lib && i < sizeof wheel_globs / sizeof wheel_globs[0]; i++)
+        lib = try_glob(wheel_globs[i], "", why, n_why);
+    return lib;
+}
+
+/* Resolves the entry points; 0 with the missing name in why. */
+static int load_fns(ptq_cudnn *f, char *why, size_t n_why)
+{
+#define PTQ_LOAD(field, fn)                                                             \
+    do {                                                                               \
+        *(void **)&f->field = dlsym(f->lib, #fn);                                      \
+        if (!f->field) {                                                               \
+            snprintf(why, n_why, "cuDNN has no %s", #fn);                              \
+            return 0;                                                                  \
+        }                                                                              \
+    } while (0)
+    PTQ_LOAD(get_version, cudnnGetVersion);
+    PTQ_LOAD(error_string, cudnnGetErrorString);
+    PTQ_LOAD(create, cudnnCreate);
+    PTQ_LOAD(destroy, cudnnDestroy);
+    PTQ_LOAD(set_stream, cudnnSetStream);
+    PTQ_LOAD(create_tensor, cudnnCreateTensorDescriptor);
+    PTQ_LOAD(destroy_tensor, cudnnDestroyTensorDescriptor);
+    PTQ_LOAD(set_tensor, cudnnSetTensorNdDescriptor);
+    PTQ_LOAD(create_filter, cudnnCreateFilterDescriptor);
+    PTQ_LOAD(destroy_filter, cudnnDestroyFilterDescriptor);
+    PTQ_LOAD(set_filter, cudnnSetFilterNdDescriptor);
+    PTQ_LOAD(create_conv, cudnnCreateConvolutionDescriptor);
+    PTQ_LOAD(destroy_conv, cudnnDestroyConvolutionDescriptor);
+    PTQ_LOAD(set_conv, cudnnSetConvolutionNdDescriptor);
+    PTQ_LOAD(set_group_count, cudnnSetConvolutionGroupCount);
+    PTQ_LOAD(set_math_type, cudnnSetConvolutionMathType);
+    PTQ_LOAD(output_dim, cudnnGetConvolutionNdForwardOutputDim);
+    PTQ_LOAD(algo_max_count, cudnnGetConvolutionForwardAlgorithmMaxCount);
+    PTQ_LOAD(get_algos, cudnnGetConvolutionForwardAlgorithm_v7);
+    PTQ_LOAD(workspace_size, cudnnGetConvolutionForwardWorkspaceSize);
+    PTQ_LOAD(conv_forward, cudnnConvolutionForward);
+    PTQ_LOAD(add_tensor, cudnnAddTensor);
+#undef PTQ_LOAD
+    return 1;
+}
+
+#define FALLBACK_NOTE "convolutions run through im2col + cuBLAS, several times slower"
+
+void ptq_cudnn_open(ptq_cuda_dev *d)
+{
+    ptq_cudnn *f = &d->dnn;
+    char why[400] = "";
+    const char *off = getenv("PTQ_CUDNN");
+    if (off && strcmp(off, "0") == 0) {
+        snprintf(f->note, sizeof f->note, "PTQ_CUDNN=0: " FALLBACK_NOTE);
+        return;
+    }
+    f->lib = open_cudnn(why, sizeof why);
+    if (!f->lib) {
+        snprintf(f->note, sizeof f->note,
+                 "cuDNN 9 not found (%s); " FALLBACK_NOTE
+                 " (set PTQ_CUDNN_DIR to the folder of " CUDNN_SONAME ", e.g. site-packages/nvidia/cudnn/lib)",
+                 why);
+        return;
+    }
+    if (!load_fns(f, why, sizeof why)) {
+        snprintf(f->note, sizeof f->note, "%s; " FALLBACK_NOTE, why);
+    } else if (f->get_version() / 10000 != CUDNN_MAJOR) {
+        snprintf(f->note, sizeof f->note, "cuDNN %zu found, ptq needs %d.x; " FALLBACK_NOTE, f->get_version(),
+                 CUDNN_MAJOR);
+    } else {
+        cudnnStatus_t s = f->create(&f->handle);
+        if (s == CUDNN_STATUS_SUCCESS && (s = f->set_stream(f->handle, d->stream)) == CUDNN_STATUS_SUCCESS) {
+            f->enabled = 1;
+            return;
+        }
+        snprintf(f->note, sizeof f->note, "cuDNN %zu could not start: %s; " FALLBACK_NOTE, f->get_version(),
+                 f->error_string(s));
+        if (f->handle)
+            (void)f->destroy(f->handle);
+        f->handle = NULL;
+    }
+    (void)dlclose(f->lib);
+    f->lib = NULL;
+}
+
+static void plan_free(ptq_cudnn *f, ptq_cudnn_plan *pl)
+{
+    if (pl->x_desc)
+        (void)f->destroy_tensor(pl->x_desc);
+    if (pl->y_desc)
+        (void)f->destroy_tensor(pl->y_desc);
+    if (pl->b_desc)
+        (void)f->destroy_tensor(pl->b_desc);
+    if (pl->w_desc)
+        (void)f->destroy_filter(pl->w_desc);
+    if (pl->conv)
+        (void)f->destroy_conv(pl->conv);
+}
+
+void ptq_cudnn_close(ptq_cuda_dev *d)
+{
+    ptq_cudnn *f = &d->dnn;
+    for (int i = 0; i < f->n_plans; i++)
+        plan_free(f, &f->plans[i]);
+    free(f->plans);
+    if (f->workspace)
+        (void)cudaFree(f->workspace);
+    if (f->handle)
+        (void)f->destroy(f->handle);
+    if (f->lib)
+        (void)dlclose(f->lib);
+    memset(f, 0, sizeof *f);
+}
+
+static int64_t img_numel(int64_t c, const int64_t *sp)
+{
+    return c * sp[0] * sp[1] * sp[2];
+}
+
+/* Images per cuDNN call for this layer: a function of the layer alone. */
+static int64_t chunk_of(const ptq_conv_params *p)
+{
+    const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
+    const int64_t per_img = img_numel(p->c_in, p->in) > img_numel(p->c_out, p->out) ? img_numel(p->c_in, p->in)
+                                                                                    : img_numel(p->c_out, p->out);
+    const size_t pad_per_img = (size_t)(img_numel(p->c_in, p->in) + img_numel(p->c_out, p->out)) * sizeof(float);
+    int64_t chunk = 1;
+    while (chunk * 2 <= CUDNN_CHUNK_MAX && chunk * 2 * out_sz <= CUDNN_CHUNK_POSITIONS &&
+           (size_t)(chunk * 2) * pad_per_img <= CUDNN_PAD_BYTES && chunk * 2 * per_img <= INT_MAX)
+        chunk *= 2;
+    return chunk;
+}
+
+/* GEMM-like algorithms only: each output a plain FP32 sum over its taps.
+ * FFT and WINOGRAD_NONFUSED transform the data and round differently
+ * (errors beyond kernels/ref's parity tolerance for wide layers). */
+static int allowed(cudnnConvolutionFwdAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD;
+}
+
+/* Packed NC(spatial) dims and strides of [n, c, sp[first..2]]. */
+static void packed(int nd, int64_t n, int64_t c, const int64_t *sp, int *dims, int *strides)
+{
+    dims[0] = (int)n;
+    dims[1] = (int)c;
+    for (int i = 2; i < nd; i++)
+        dims[i] = (int)sp[3 - (nd - i)];
+    strides[nd - 1] = 1;
+    for (int i = nd - 2; i >= 0; i--)
+        strides[i] = strides[i + 1] * dims[i + 1];
+}
+
+/* A status from planning: shapes cuDNN does not take (bad or unsupported
+ * parameters) are a decline, PTQ_OK with the plan unusable; a broken
+ * install or a failure is an error. */
+static ptq_status plan_status(ptq_ctx *ctx, const ptq_cudnn *f, cudnnStatus_t s, const char *call)
+{
+    const int category = (int)s / 1000 * 1000;
+    const int environment = s == CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER ||
+                            s == CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART ||
+                            s == CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING ||
+                            s == CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE;
+    if ((category == CUDNN_STATUS_BAD_PARAM || category == CUDNN_STATUS_NOT_SUPPORTED) && !environment)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed: %s (status %d)", call, f->error_string(s), (int)s);
+}
+
+#define PLAN_CALL(call)                                        \
+    do {                                                       \
+        cudnnStatus_t s_ = (call);                             \
+        if (s_ != CUDNN_STATUS_SUCCESS)                        \
+            return plan_status(ctx, f, s_, #call);             \
+    } while (0)
+
+/* Fills pl for p; pl->usable stays 0 when cuDNN does not take the shape. */
+static ptq_status plan_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, ptq_cudnn_plan *pl)
+{
+    for (int s = 0; s < PTQ_SPATIAL; s++)
+        if (p->pad_lo[s] != p->pad_hi[s] || p->k[s] > INT_MAX || p->stride[s] > INT_MAX || p->dil[s] > INT_MAX ||
+            p->pad_lo[s] > INT_MAX)
+            return PTQ_OK; /* cuDNN pads symmetrically */
+    if (p->c_out > INT_MAX || p->c_in > INT_MAX || p->group > INT_MAX || img_numel(p->c_in, p->in) > INT_MAX ||
+        img_numel(p->c_out, p->out) > INT_MAX)
+        return PTQ_OK; /* cuDNN's dims and strides are ints */
+    /* 2 spatial dims when the first is trivial (1-D convs become [1, L]), else 3 */
+    const int nd = p->in[0] == 1 && p->k[0] == 1 && p->out[0] == 1 && p->pad_lo[0] == 0 ? 4 : 5;
+    const int n_sp = nd - 2;
+    pl->chunk = chunk_of(p);
+    int xd[5], xs[5], yd[5], ys[5], wd[5], bd[5], bs[5], pads[3], strides[3], dils[3], got[5];
+    packed(nd, pl->chunk, p->c_in, p->in, xd, xs);
+    packed(nd, pl->chunk, p->c_out, p->out, yd, ys);
+    wd[0] = (int)p->c_out;
+    wd[1] = (int)(p->c_in / p->group);
+    for (int i = 0; i < nd; i++) {
+        bd[i] = i == 1 ? (int)p->c_out : 1;
+        bs[i] = i == 0 ? (int)p->c_out : 1;
+    }
+    for (int i = 0; i < n_sp; i++) {
+        int s = 3 - n_sp + i;
+        wd[2 + i] = (int)p->k[s];
+        pads[i] = (int)p->pad_lo[s];
+        strides[i] = (int)p->stride[s];
+        dils[i] = (int)p->dil[s];
+    }
+    PLAN_CALL(f->create_tensor(&pl->x_desc));
+    PLAN_CALL(f->create_tensor(&pl->y_desc));
+    PLAN_CALL(f->create_tensor(&pl->b_desc));
+    PLAN_CALL(f->create_filter(&pl->w_desc));
+    PLAN_CALL(f->create_conv(&pl->conv));
+    PLAN_CALL(f->set_tensor(pl->x_desc, CUDNN_DATA_FLOAT, nd, xd, xs));
+    PLAN_CALL(f->set_tensor(pl->y_desc, CUDNN_DATA_FLOAT, nd, yd, ys));
+    PLAN_CALL(f->set_tensor(pl->b_desc, CUDNN_DATA_FLOAT, nd, bd, bs));
+    PLAN_CALL(f->set_filter(pl->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nd, wd));
+    PLAN_CALL(f->set_conv(pl->conv, n_sp, pads, strides, dils, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    PLAN_CALL(f->set_group_count(pl->conv, (int)p->group));
+    PLAN_CALL(f->set_math_type(pl->conv, CUDNN_FMA_MATH)); /* FP32 FMA: no TF32 */
+    PLAN_CALL(f->output_dim(pl->conv, pl->x_desc, pl->w_desc, nd, got));
+    if (memcmp(got, yd, (size_t)nd * sizeof got[0]) != 0)
+        return PTQ_OK;
+    cudnnConvolutionFwdAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int max_algos = 0, n_algos = 0;
+    PLAN_CALL(f->algo_max_count(f->handle, &max_algos));
+    if (max_algos > (int)(sizeof perf / sizeof perf[0]))
+        max_algos = (int)(sizeof perf / sizeof perf[0]);
+    /* the heuristic's list, best first: a function of the shape, no timing */
+    PLAN_CALL(f->get_algos(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, max_algos, &n_algos, perf));
+    for (int i = 0; i < n_algos; i++) {
+        const cudnnConvolutionFwdAlgoPerf_t *a = &perf[i];
+        size_t ws = 0;
+        if (a->status != CUDNN_STATUS_SUCCESS || a->determinism != CUDNN_DETERMINISTIC ||
+            a->mathType != CUDNN_FMA_MATH || !allowed(a->algo))
+            continue;
+        PLAN_CALL(f->workspace_size(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, a->algo, &ws));
+        if (ws > CUDNN_WORKSPACE_MAX)
+            continue;
+        pl->algo = a->algo;
+        pl->workspace_bytes = ws;
+        pl->usable = 1;
+        break;
+    }
+    return PTQ_OK;
+}
+
+/* The plan of p's layer, made on first sight. */
+static ptq_status plan_for(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, ptq_cudnn_plan **out)
+{
+    ptq_conv_params key = *p;
+    key.n = 0;
+    *out = NULL;
+    for (int i = 0; i < f->n_plans; i++)
+        if (memcmp(&f->plans[i].key, &key, sizeof key) == 0) {
+            *out = &f->plans[i];
+            return PTQ_OK;
+        }
+    if (f->n_plans == f->cap_plans) {
+        int cap = f->cap_plans ? 2 * f->cap_plans : 64;
+        ptq_cudnn_plan *grown = (ptq_cudnn_plan *)realloc(f->plans, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory planning a cuDNN convolution");
+        f->plans = grown;
+        f->cap_plans = cap;
+    }
+    ptq_cudnn_plan *pl = &f->plans[f->n_plans];
+    memset(pl, 0, sizeof *pl);
+    pl->key = key;
+    ptq_status st = plan_make(ctx, f, p, pl);
+    if (st != PTQ_OK) {
+        plan_free(f, pl);
+        return st;
+    }
+    f->n_plans++;
+    *out = pl;
+    return PTQ_OK;
+}
+
+static int aligned16(const void *ptr)
+{
+    return ((uintptr_t)ptr & 15) == 0;
+}
+
+ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
+                          const float *b, float *y, int *done)
+{
+    ptq_cudnn *f = &d->dnn;
+    *done = 0;
+    if (!f->enabled)
+        return PTQ_OK;
+    ptq_cudnn_plan *pl = NULL;
+    PTQ_TRY_RET(plan_for(ctx, f, p, &pl));
+    if (!pl->usable)
+        return PTQ_OK;
+    const int64_t chunk = pl->chunk;
+    const int64_t x_img = img_numel(p->c_in, p->in), y_img = img_numel(p->c_out, p->out);
+    PTQ_TRY_RET(ptq_cuda_grow(ctx, d, pl->workspace_bytes, &f->workspace, &f->workspace_bytes));
+    void *ws = f->workspace;
+    float *x_pad = NULL, *y_pad = NULL; /* [chunk, c_in, in...], [chunk, c_out, out...] */
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
+        const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;
+        const float *xc = x + img0 * x_img;
+        float *yc = y + img0 * y_img;
+        /* a short or misaligned chunk goes through the padded copies: same shape, same algorithm */
+        const int padded = n_valid < chunk || !aligned16(xc) || !aligned16(yc);
+        if (padded) {
+            if (!x_pad) {
+                const int64_t x_room = (chunk * x_img + 3) / 4 * 4; /* y_pad starts 16-byte aligned */
+                void *scratch = NULL;
+                PTQ_TRY_RET(ptq_cuda_scratch(ctx, d, (size_t)(x_room + chunk * y_img) * sizeof(float), &scratch));
+                x_pad = (float *)scratch;
+                y_pad = x_pad + x_room;
+            }
+            PTQ_TRY_RET(ptq_cuda_copy(ctx, d, x_pad, xc, (size_t)(n_valid * x_img) * sizeof(float)));
+            if (n_valid < chunk)
+                PTQ_TRY_RET(ptq_cuda_fill_bytes(ctx, d, x_pad + n_valid * x_img, 0,
+                                                (size_t)((chunk - n_valid) * x_img) * sizeof(float)));
+            xc = x_pad;
+            yc = y_pad;
+        }
+        const char *call = "cudnnConvolutionForward";
+        cudnnStatus_t s = f->conv_forward(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
+                                          pl->workspace_bytes, &zero, pl->y_desc, yc);
+        if (s == CUDNN_STATUS_SUCCESS && b) {
+            call = "cudnnAddTensor";
+            s = f->add_tensor(f->handle, &one, pl->b_desc, b, &one, pl->y_desc, yc);
+        }
+        if (s != CUDNN_STATUS_SUCCESS) {
+            if (pl->runs > 0)
+                return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed: %s (status %d)", call, f->error_string(s),
+                                (int)s);
+            /* a shape the heuristic offered but its first run declines: im2col + cuBLAS from now on,
+             * this call included (it rewrites all of y) */
+            PTQ_TRY_RET(plan_status(ctx, f, s, call));
+            pl->usable = 0;
+            return PTQ_OK;
+        }
+        if (padded)
+            PTQ_TRY_RET(ptq_cuda_copy(ctx, d, y + img0 * y_img, y_pad, (size_t)(n_valid * y_img) * sizeof(float)));
+    }
+    pl->runs++;
+    f->n_runs++;
+    snprintf(f->last, sizeof f->last, "algo %d, %lld images a call, %zu bytes of workspace", (int)pl->algo,
+             (long long)chunk, pl->workspace_bytes);
+    *done = 1;
+    return PTQ_OK;
+}
+
+#endif

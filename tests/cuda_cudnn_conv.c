@@ -1,0 +1,263 @@
+/* Convolution through cuDNN (kernels/cuda/cudnn.cu) against kernels/ref
+ * over many shapes (groups, depthwise, strides, pads, dilations, 1x1 to
+ * 7x7, 1-D/2-D/3-D; a k = 4608 case that TF32 math would fail), which
+ * shapes cuDNN took or declined (declined ones run through im2col +
+ * cuBLAS), and batch invariance: an image's output identical bit for bit in
+ * batches of 1, 7, 299 and 300 (sub-batches starting at any image, aligned
+ * or not), run twice, with cuDNN and without. Exit 77 without a GPU or
+ * without cuDNN (PTQ_CUDNN_DIR names its folder). Run: build/tests/cuda_cudnn_conv */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "testlib.h"
+
+#ifndef PTQ_CUDA
+
+int main(void)
+{
+    printf("cuda_cudnn_conv: skipped: ptq was built without CUDA\n");
+    return PTQ_TEST_SKIP;
+}
+
+#else
+
+#include "kernels/cuda/cuda_kernels.h"
+
+static ptq_ctx ctx;
+static ptq_cuda_dev *dev;
+
+/* expect: 1 cuDNN must take the shape, 0 it must decline it, 2 either */
+typedef struct conv_case {
+    const char *what;
+    int64_t n, c_in, c_out, group;
+    int64_t in[3], k[3], stride[3], dil[3], pad_lo[3], pad_hi[3];
+    int bias, expect;
+} conv_case;
+
+static const conv_case cases[] = {
+    {"3x3 same", 2, 3, 8, 1, {1, 16, 16}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"3x3 stride 2, odd", 2, 8, 16, 1, {1, 15, 17}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0, 1},
+    {"pointwise", 3, 16, 32, 1, {1, 8, 8}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"1x1 stride 2", 2, 8, 8, 1, {1, 9, 9}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"depthwise 3x3", 2, 16, 16, 16, {1, 12, 12}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"depthwise x2 5x5 s2", 2, 8, 16, 8, {1, 11, 13}, {1, 5, 5}, {1, 2, 2}, {1, 1, 1}, {0, 2, 2}, {0, 2, 2}, 0, 1},
+    {"grouped dilated", 2, 16, 8, 4, {1, 10, 10}, {1, 3, 3}, {1, 1, 1}, {1, 2, 2}, {0, 2, 2}, {0, 2, 2}, 1, 1},
+    {"grouped pointwise", 1, 12, 6, 3, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"asymmetric pads", 2, 4, 6, 1, {1, 9, 8}, {1, 2, 3}, {1, 1, 2}, {1, 1, 1}, {0, 0, 1}, {0, 1, 0}, 1, 0},
+    {"1-D", 2, 3, 5, 1, {1, 1, 50}, {1, 1, 5}, {1, 1, 3}, {1, 1, 2}, {0, 0, 2}, {0, 0, 2}, 1, 2},
+    {"1-D grouped dilated", 2, 6, 6, 3, {1, 1, 40}, {1, 1, 3}, {1, 1, 1}, {1, 1, 4}, {0, 0, 4}, {0, 0, 4}, 1, 2},
+    {"3-D", 2, 3, 4, 1, {6, 7, 8}, {3, 2, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, 2},
+    {"3-D grouped dilated", 2, 4, 8, 2, {5, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 2, 1}, {1, 2, 1}, {1, 2, 1}, 0, 2},
+    {"stem c_in 1", 4, 1, 24, 1, {1, 28, 28}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0, 1},
+    {"resnet stem 7x7 s2", 2, 3, 64, 1, {1, 32, 32}, {1, 7, 7}, {1, 2, 2}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}, 1, 1},
+    {"3x3 k 576", 8, 64, 64, 1, {1, 14, 14}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"3x3 k 4608 (TF32 fails)", 2, 512, 32, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"bottleneck 1x1 256->64", 5, 256, 64, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"kernel > input", 1, 5, 7, 1, {1, 4, 4}, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {0, 2, 2}, {0, 2, 2}, 1, 1},
+    {"odd batch, 3 chunks", 150, 4, 4, 1, {1, 64, 64}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+};
+
+static void fail_ctx(const char *what)
+{
+    fprintf(stderr, "cuda_cudnn_conv: %s: %s (%s)\n", what, ctx.msg, ctx.where);
+    exit(1);
+}
+
+static float *host_floats(int64_t n)
+{
+    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
+    if (!p) {
+        fprintf(stderr, "cuda_cudnn_conv: out of host memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* device copy of host[n], or n NaN floats when host is NULL */
+static float *dev_floats(const float *host, int64_t n)
+{
+    void *p = NULL;
+    size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
+    if (ptq_cuda_alloc(&ctx, dev, bytes, &p) != PTQ_OK)
+        fail_ctx("alloc");
+    if ((host ? ptq_cuda_upload(&ctx, dev, p, host, bytes) : ptq_cuda_fill_bytes(&ctx, dev, p, 0xFF, bytes)) !=
+        PTQ_OK)
+        fail_ctx("upload");
+    return p;
+}
+
+/* A case's device buffers, then its host ones (up to a NULL; b may be NULL before it). */
+static void release_case(float *dx, float *dw, float *db, float *dy, float **host)
+{
+    ptq_cuda_release(dev, dx);
+    ptq_cuda_release(dev, dw);
+    ptq_cuda_release(dev, db);
+    ptq_cuda_release(dev, dy);
+    for (int i = 0; i < 3 || host[i]; i++) /* x, w, b (maybe NULL), then the outputs */
+        free(host[i]);
+}
+
+static void params_of(const conv_case *cc, int64_t n, ptq_conv_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->n = n;
+    p->c_in = cc->c_in;
+    p->c_out = cc->c_out;
+    p->group = cc->group;
+    for (int s = 0; s < PTQ_SPATIAL; s++) {
+        p->in[s] = cc->in[s];
+        p->k[s] = cc->k[s];
+        p->stride[s] = cc->stride[s];
+        p->dil[s] = cc->dil[s];
+        p->pad_lo[s] = cc->pad_lo[s];
+        p->pad_hi[s] = cc->pad_hi[s];
+        p->out[s] = (p->in[s] + p->pad_lo[s] + p->pad_hi[s] - p->dil[s] * (p->k[s] - 1) - 1) / p->stride[s] + 1;
+    }
+}
+
+static int64_t x_numel(const ptq_conv_params *p)
+{
+    return p->c_in * p->in[0] * p->in[1] * p->in[2];
+}
+
+static int64_t y_numel(const ptq_conv_params *p)
+{
+    return p->c_out * p->out[0] * p->out[1] * p->out[2];
+}
+
+static int64_t w_numel(const ptq_conv_params *p)
+{
+    return p->c_out * (p->c_in / p->group) * p->k[0] * p->k[1] * p->k[2];
+}
+
+/* Every case against the reference; returns how many cuDNN took. */
+static int test_parity(void)
+{
+    int taken = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const conv_case *cc = &cases[c];
+        ptq_conv_params p;
+        params_of(cc, cc->n, &p);
+        const int64_t n_x = p.n * x_numel(&p), n_y = p.n * y_numel(&p), n_w = w_numel(&p);
+        const float scale = 1.0f / sqrtf((float)(n_w / p.c_out)); /* trained-like weights: outputs O(1) */
+        float *x = host_floats(n_x), *w = host_floats(n_w), *b = cc->bias ? host_floats(p.c_out) : NULL;
+        float *want = host_floats(n_y), *got = host_floats(n_y);
+        test_fill_uniform(x, n_x, -1.0f, 1.0f);
+        test_fill_uniform(w, n_w, -scale, scale);
+        if (b)
+            test_fill_uniform(b, p.c_out, -0.5f, 0.5f);
+        ptq_k_conv_ref(&p, x, w, b, want);
+        float *dx = dev_floats(x, n_x), *dw = dev_floats(w, n_w), *db = b ? dev_floats(b, p.c_out) : NULL;
+        float *dy = dev_floats(NULL, n_y);
+        const char *last = "";
+        const int64_t runs = ptq_cuda_dev_cudnn_runs(dev, NULL);
+        ptq_status st = ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, db, dy);
+        if (st == PTQ_OK)
+            st = ptq_cuda_download(&ctx, dev, got, dy, (size_t)n_y * sizeof(float));
+        const int took = ptq_cuda_dev_cudnn_runs(dev, &last) > runs;
+        taken += took;
+        CHECK_MSG(st == PTQ_OK, "%s: %s (%s)", cc->what, ctx.msg, ctx.where);
+        char label[160];
+        snprintf(label, sizeof label, "cuda_cudnn_conv %s", cc->what);
+        int ok = st == PTQ_OK && test_close(label, got, want, n_y, 1e-4f, 1e-5f);
+        CHECK_MSG(ok, "%s: outputs differ from kernels/ref", cc->what);
+        CHECK_MSG(cc->expect == 2 || took == cc->expect, "%s: cuDNN %s the shape, expected %s", cc->what,
+                  took ? "took" : "declined", cc->expect ? "to take it" : "a decline");
+        printf("  %-26s n %-3lld %-4s %s%s\n", cc->what, (long long)p.n, ok ? "ok" : "FAIL",
+               took ? "cuDNN " : "im2col + cuBLAS", took ? last : "");
+        release_case(dx, dw, db, dy, (float *[]){x, w, b, want, got, NULL});
+    }
+    return taken;
+}
+
+/* The batch-invariance shapes: each image's bits must not depend on the
+ * batch (1, 7 or 300 images, sub-batches starting at any image) nor on the run. */
+static const conv_case inv_cases[] = {
+    {"3x3 64->64 14x14", 0, 64, 64, 1, {1, 14, 14}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"1x1 s2 32->64", 0, 32, 64, 1, {1, 15, 15}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"7x7 s2 stem", 0, 3, 16, 1, {1, 30, 30}, {1, 7, 7}, {1, 2, 2}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}, 1, 1},
+    {"depthwise 3x3", 0, 24, 24, 24, {1, 9, 9}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0, 1},
+    {"grouped", 0, 16, 32, 4, {1, 10, 10}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"1-D", 0, 3, 5, 1, {1, 1, 33}, {1, 1, 5}, {1, 1, 1}, {1, 1, 1}, {0, 0, 2}, {0, 0, 2}, 1, 2},
+};
+
+#define INV_BATCH 300
+
+static void test_invariance(const char *path)
+{
+    /* sub-batches [start, start + n): images at the start, the end, and
+     * ones that are not 16-byte aligned in x */
+    static const int64_t subs[][2] = {{0, 1}, {5, 1}, {299, 1}, {0, 7}, {3, 7}, {293, 7}, {128, 7}, {1, 299}};
+    for (size_t c = 0; c < sizeof inv_cases / sizeof inv_cases[0]; c++) {
+        const conv_case *cc = &inv_cases[c];
+        ptq_conv_params p;
+        params_of(cc, INV_BATCH, &p);
+        const int64_t xi = x_numel(&p), yi = y_numel(&p), n_w = w_numel(&p);
+        float *x = host_floats(INV_BATCH * xi), *w = host_floats(n_w), *b = host_floats(p.c_out);
+        float *whole = host_floats(INV_BATCH * yi), *again = host_floats(INV_BATCH * yi);
+        float *part = host_floats(INV_BATCH * yi);
+        test_fill_uniform(x, INV_BATCH * xi, -1.0f, 1.0f);
+        test_fill_uniform(w, n_w, -0.2f, 0.2f);
+        test_fill_uniform(b, p.c_out, -0.5f, 0.5f);
+        float *dx = dev_floats(x, INV_BATCH * xi), *dw = dev_floats(w, n_w), *db = dev_floats(b, p.c_out);
+        float *dy = dev_floats(NULL, INV_BATCH * yi);
+        if (ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, cc->bias ? db : NULL, dy) != PTQ_OK ||
+            ptq_cuda_download(&ctx, dev, whole, dy, (size_t)(INV_BATCH * yi) * sizeof(float)) != PTQ_OK ||
+            ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, cc->bias ? db : NULL, dy) != PTQ_OK ||
+            ptq_cuda_download(&ctx, dev, again, dy, (size_t)(INV_BATCH * yi) * sizeof(float)) != PTQ_OK)
+            fail_ctx(cc->what);
+        int bad = memcmp(whole, again, (size_t)(INV_BATCH * yi) * sizeof(float)) != 0;
+        CHECK_MSG(!bad, "%s (%s): two runs of batch %d differ", cc->what, path, INV_BATCH);
+        for (size_t s = 0; s < sizeof subs / sizeof subs[0]; s++) {
+            ptq_conv_params ps = p;
+            ps.n = subs[s][1];
+            if (ptq_cuda_fill_bytes(&ctx, dev, dy, 0xFF, (size_t)(INV_BATCH * yi) * sizeof(float)) != PTQ_OK ||
+                ptq_k_conv_cuda(&ctx, dev, &ps, dx + subs[s][0] * xi, dw, cc->bias ? db : NULL, dy) != PTQ_OK ||
+                ptq_cuda_download(&ctx, dev, part, dy, (size_t)(ps.n * yi) * sizeof(float)) != PTQ_OK)
+                fail_ctx(cc->what);
+            int differs = memcmp(part, whole + subs[s][0] * yi, (size_t)(ps.n * yi) * sizeof(float)) != 0;
+            CHECK_MSG(!differs, "%s (%s): images %lld..%lld in a batch of %lld differ from the batch of %d",
+                      cc->what, path, (long long)subs[s][0], (long long)(subs[s][0] + ps.n - 1), (long long)ps.n,
+                      INV_BATCH);
+            bad |= differs;
+        }
+        printf("  %-26s %-9s batches 1, 7, 299, 300 (twice): %s\n", cc->what, path,
+               bad ? "DIFFER" : "identical bits");
+        release_case(dx, dw, db, dy, (float *[]){x, w, b, whole, again, part, NULL});
+    }
+}
+
+int main(void)
+{
+    char why[256];
+    if (ptq_cuda_device_count(why, sizeof why) == 0) {
+        printf("cuda_cudnn_conv: skipped: no GPU: %s\n", why);
+        return PTQ_TEST_SKIP;
+    }
+    ptq_ctx_init(&ctx);
+    if (ptq_cuda_dev_create(&ctx, 0, &dev) != PTQ_OK)
+        fail_ctx("ptq_cuda_dev_create");
+    if (!ptq_cuda_dev_set_cudnn(dev, 1)) {
+        printf("cuda_cudnn_conv: skipped: %s\n", ptq_cuda_dev_note(dev));
+        ptq_cuda_dev_free(dev);
+        return PTQ_TEST_SKIP;
+    }
+    printf("cuda_cudnn_conv: GPU 0 (%s), cuDNN against kernels/ref (rtol 1e-4, atol 1e-5)\n",
+           ptq_cuda_dev_name(dev));
+    test_rand_seed(20261201);
+    int taken = test_parity();
+    printf("cuDNN took %d of %zu shapes; the rest ran through im2col + cuBLAS\n", taken,
+           sizeof cases / sizeof cases[0]);
+    printf("batch invariance:\n");
+    test_invariance("cuDNN");
+    ptq_cuda_dev_set_cudnn(dev, 0);
+    test_invariance("im2col");
+    CHECK_MSG(ptq_cuda_sync(&ctx, dev) == PTQ_OK, "%s", ctx.msg);
+    ptq_cuda_dev_free(dev);
+    return test_done("cuda_cudnn_conv");
+}
+
+#endif
