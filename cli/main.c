@@ -16,6 +16,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_sensitivity(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 static const char main_help[] =
     "usage: ptq <command> [options]    (ptq <command> --help for its options)\n"
@@ -23,6 +24,8 @@ static const char main_help[] =
     "ptq: post-training quantization and calibration for ONNX models.\n"
     "\n"
     "commands:\n"
+    "  run           every stage into one folder, resuming what is done: calibrate, sensitivity, plan,\n"
+    "                validate, exports\n"
     "  calibrate     observe every quantizable tensor over a data set -> calibration archive (HDF5)\n"
     "  export        ranges from an archive (minmax, entropy, percentile, mse) -> TensorRT cache,\n"
     "                ONNX Runtime tables or JSON; or a plan -> Q/DQ ONNX model (--format qdq)\n"
@@ -76,6 +79,8 @@ int main(int argc, char **argv)
         return cmd_export(argc - 2, argv + 2);
     if (strcmp(cmd, "validate") == 0)
         return cmd_validate(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "sensitivity") == 0)
         return cmd_sensitivity(argc - 2, argv + 2);
     if (strcmp(cmd, "plan") == 0)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job on the bundled default: sets up and builds (scripts/setup.sh),
 # converts Fashion-MNIST to HDF5 sets, then for the demo model: FP32 eval on
-# the 10,000 test images, calibration on 512 training images, the default
-# INT8 plan, validation of the plan against FP32 on the test images, and the
-# exports (TensorRT cache, ONNX Runtime tables, JSON ranges, Q/DQ ONNX).
+# the 10,000 test images, then `ptq run`: calibration on 512 training images,
+# per-tensor sensitivity, the default INT8 plan, validation of the plan
+# against FP32 on the test images, and the exports (TensorRT cache, ONNX
+# Runtime tables, JSON ranges, Q/DQ ONNX).
 # Everything lands in out/demo/. Extra arguments go to `ptq eval`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,21 +25,10 @@ if build/ptq version | grep -q "gpu present"; then DEVICE=cuda; fi
 echo "== FP32 accuracy"
 build/ptq eval --model $MODEL --data out/fmnist-test.h5 --device "$DEVICE" --report $D/eval.json "$@"
 echo
-echo "== calibration (512 training images)"
-build/ptq calibrate --model $MODEL --data out/fmnist-train.h5 --samples 512 --seed 0 --device "$DEVICE" \
-    --out $D/calib.h5
-echo
-echo "== plan"
-build/ptq plan $D/calib.h5 --model $MODEL --out $D/plan.json
-echo
-echo "== validation of the plan against FP32 (10,000 test images)"
-build/ptq validate --model $MODEL --plan $D/plan.json --data out/fmnist-test.h5 --device "$DEVICE" --report $D/report \
-    --calib $D/calib.h5
-echo
-echo "== exports"
-build/ptq export $D/calib.h5 --model $MODEL --method percentile --format trt --out $D/calib.cache --quiet
-build/ptq export $D/calib.h5 --model $MODEL --method percentile --format ort --out $D/ort --quiet
-build/ptq export $D/calib.h5 --model $MODEL --method percentile --format json --out $D/ranges.json --quiet
-build/ptq export --format qdq --plan $D/plan.json --model $MODEL --out $D/fmnist_resnet_qdq.onnx
-echo "out/demo: calib.h5 (archive), plan.json, report/validate.{json,md} and report.html, calib.cache (TensorRT),"
-echo "          ort/ (ONNX Runtime tables), ranges.json, fmnist_resnet_qdq.onnx (Q/DQ), eval.json"
+echo "== ptq run: calibrate (512 training images) -> sensitivity (1,000 test images) -> plan -> validate"
+echo "   (10,000 test images) -> exports; a second run skips what is done (out/demo/run.json)"
+build/ptq run --model $MODEL --calib-data out/fmnist-train.h5 --data out/fmnist-test.h5 --device "$DEVICE" \
+    --calib-samples 512 --samples 1000 --out $D
+echo "out/demo: eval.json, calib.h5 (archive), sens.json and sens.md (sensitivity), plan.json,"
+echo "          report/validate.{json,md} and report.html, calib.cache (TensorRT), ort/ (ONNX Runtime tables),"
+echo "          ranges.json, model_qdq.onnx (Q/DQ)"

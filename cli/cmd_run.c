@@ -1,0 +1,288 @@
+/* `ptq run`: the main job in one command, into one folder: calibrate ->
+ * sensitivity -> plan (budgeted with --budget, else the default) ->
+ * validate -> exports (TensorRT cache, ONNX Runtime tables, JSON ranges,
+ * Q/DQ ONNX). It resumes: each stage's key is the SHA-256 of its settings
+ * and of its inputs' contents (outputs of earlier stages included), kept in
+ * DIR/run.json; a stage whose key and outputs are there is skipped, so a
+ * changed input reruns exactly what depends on it. Each stage is the
+ * command of its name. Covered by tests/cli_run_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "ptq/hash.h"
+
+int cmd_calibrate(int argc, char **argv);
+int cmd_sensitivity(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+
+static const char run_help[] =
+    "usage: ptq run --model M.onnx --calib-data C --data V --out DIR [options]\n"
+    "\n"
+    "Every stage into DIR: calibrate on C (calib.h5), sensitivity on V (sens.json,\n"
+    "sens.md), the plan (plan.json: within --budget when given, else the default),\n"
+    "its validation against FP32 on V (report/), and the exports: calib.cache\n"
+    "(TensorRT), ort/ (ONNX Runtime tables), ranges.json, model_qdq.onnx. A second\n"
+    "run with the same inputs skips the stages that are done (DIR/run.json holds\n"
+    "each stage's key: its settings and the SHA-256 of its inputs); a changed\n"
+    "input reruns what depends on it. Exit codes are the failing stage's; 11 when\n"
+    "no plan met --budget (the best one is validated and exported all the same).\n"
+    "\n"
+    "  --model FILE         ONNX model\n"
+    "  --calib-data PATH    calibration images (HDF5 or PNG folder; labels not needed)\n"
+    "  --data PATH          labelled validation images\n"
+    "  --out DIR            the folder for everything (made if missing)\n"
+    "  --budget PTS         top-1 points the plan may lose against FP32 (default: the default plan)\n"
+    "  --class-budget PTS   recall points any one class may lose (with --budget)\n"
+    "  --calib-samples N    calibration images picked at random (default 512; 0: all)\n"
+    "  --samples N          validation images sensitivity and the budget use (default 1000; 0: all)\n"
+    "  --core P             int8 (default), fp8 or fp8-e5m2\n"
+    "  --method M           calibrator for the plan, as for `ptq plan` (default percentile)\n"
+    "  --device, --batch, --threads, --preprocess as for `ptq eval`\n"
+    "  --force              run every stage again\n";
+
+enum { MAX_ARGS = 48 };
+
+/* One stage: the command and its arguments, the files it reads (hashed
+ * into its key) and writes (all must exist for it to count as done). */
+typedef struct stage {
+    const char *name;
+    int (*cmd)(int argc, char **argv);
+    const char *argv[MAX_ARGS];
+    int argc;
+    const char *inputs[6];
+    int n_inputs;
+    const char *outputs[6];
+    int n_outputs;
+} stage;
+
+static void arg(stage *s, const char *a)
+{
+    if (a && s->argc < MAX_ARGS - 1)
+        s->argv[s->argc++] = a;
+}
+
+static void opt(stage *s, const char *name, const char *value)
+{
+    if (value) {
+        arg(s, name);
+        arg(s, value);
+    }
+}
+
+/* The content SHA-256 of a file, or of a data set folder (ptq_dataset_content_sha256). */
+static ptq_status content_sha(ptq_ctx *ctx, const char *path, char hex[65])
+{
+    struct stat stt;
+    if (stat(path, &stt) == 0 && S_ISDIR(stt.st_mode)) {
+        ptq_dataset *ds = NULL;
+        PTQ_TRY_RET(ptq_dataset_open(ctx, path, NULL, &ds));
+        ptq_status st = ptq_dataset_content_sha256(ctx, ds, hex);
+        ptq_dataset_close(ds);
+        return st;
+    }
+    return ptq_sha256_file(ctx, path, hex);
+}
+
+/* The stage's key: its name, arguments and its inputs' contents. */
+static ptq_status stage_key(ptq_ctx *ctx, const stage *s, char key[65])
+{
+    ptq_sha256 h;
+    ptq_sha256_init(&h);
+    for (int i = 0; i < s->argc; i++)
+        ptq_sha256_update(&h, s->argv[i], strlen(s->argv[i]) + 1);
+    for (int i = 0; i < s->n_inputs; i++) {
+        char hex[65];
+        PTQ_TRY_RET(content_sha(ctx, s->inputs[i], hex));
+        ptq_sha256_update(&h, hex, 64);
+    }
+    ptq_sha256_final_hex(&h, key);
+    return PTQ_OK;
+}
+
+static int outputs_exist(const stage *s)
+{
+    struct stat stt;
+    for (int i = 0; i < s->n_outputs; i++)
+        if (stat(s->outputs[i], &stt) != 0)
+            return 0;
+    return 1;
+}
+
+static ptq_status write_manifest(ptq_ctx *ctx, const char *path, cJSON *manifest)
+{
+    char *text = cJSON_Print(manifest);
+    if (!text)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ptq_status st = cli_write_text(ctx, path, text);
+    free(text);
+    return st;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    cli_opt opts[] = {{"model", 1, NULL},   {"calib-data", 1, NULL},    {"data", 1, NULL},      {"out", 1, NULL},
+                      {"budget", 1, NULL},  {"class-budget", 1, NULL},  {"calib-samples", 1, NULL},
+                      {"samples", 1, NULL}, {"core", 1, NULL},          {"method", 1, NULL},    {"device", 1, NULL},
+                      {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
+                      {"help", 0, NULL}};
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    const char *pos[1];
+    int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
+    if (rc)
+        return rc;
+    if (cli_get(opts, n_opts, "help")) {
+        fputs(run_help, stdout);
+        return 0;
+    }
+    const char *model = cli_get(opts, n_opts, "model"), *cdata = cli_get(opts, n_opts, "calib-data");
+    const char *data = cli_get(opts, n_opts, "data"), *dir = cli_get(opts, n_opts, "out");
+    if (!model || !cdata || !data || !dir)
+        return cli_usage_error("run", "--model, --calib-data, --data and --out are required");
+    const char *budget = cli_get(opts, n_opts, "budget"), *class_budget = cli_get(opts, n_opts, "class-budget");
+    if (class_budget && !budget)
+        return cli_usage_error("run", "--class-budget needs --budget");
+    const char *csamples = cli_get(opts, n_opts, "calib-samples") ? cli_get(opts, n_opts, "calib-samples") : "512";
+    const char *vsamples = cli_get(opts, n_opts, "samples") ? cli_get(opts, n_opts, "samples") : "1000";
+    const char *device = cli_get(opts, n_opts, "device"), *batch = cli_get(opts, n_opts, "batch");
+    const char *threads = cli_get(opts, n_opts, "threads"), *pre = cli_get(opts, n_opts, "preprocess");
+    const char *core = cli_get(opts, n_opts, "core"), *method = cli_get(opts, n_opts, "method");
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
+        return EXIT_IO;
+    }
+    char p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200], p_ranges[4200],
+        p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_vjson[4200];
+    snprintf(p_calib, sizeof p_calib, "%s/calib.h5", dir);
+    snprintf(p_sens, sizeof p_sens, "%s/sens.json", dir);
+    snprintf(p_sens_md, sizeof p_sens_md, "%s/sens.md", dir);
+    snprintf(p_plan, sizeof p_plan, "%s/plan.json", dir);
+    snprintf(p_trace, sizeof p_trace, "%s/plan.trace.json", dir);
+    snprintf(p_report, sizeof p_report, "%s/report", dir);
+    snprintf(p_vjson, sizeof p_vjson, "%s/report/validate.json", dir);
+    snprintf(p_cache, sizeof p_cache, "%s/calib.cache", dir);
+    snprintf(p_ort, sizeof p_ort, "%s/ort", dir);
+    snprintf(p_ranges, sizeof p_ranges, "%s/ranges.json", dir);
+    snprintf(p_qdq, sizeof p_qdq, "%s/model_qdq.onnx", dir);
+    snprintf(p_manifest, sizeof p_manifest, "%s/run.json", dir);
+
+    stage st[8];
+    memset(st, 0, sizeof st);
+    int n_st = 0;
+    stage *s = &st[n_st++];
+    *s = (stage){.name = "calibrate", .cmd = cmd_calibrate, .inputs = {model, cdata}, .n_inputs = 2,
+                 .outputs = {p_calib}, .n_outputs = 1};
+    arg(s, "calibrate");
+    opt(s, "--model", model), opt(s, "--data", cdata), opt(s, "--out", p_calib);
+    if (strcmp(csamples, "0") != 0) /* calibrate reads every image without --samples */
+        opt(s, "--samples", csamples);
+    opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+    s = &st[n_st++];
+    *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data}, .n_inputs = 3,
+                 .outputs = {p_sens, p_sens_md}, .n_outputs = 2};
+    arg(s, "sensitivity");
+    opt(s, "--model", model), opt(s, "--calib", p_calib), opt(s, "--data", data), opt(s, "--out", p_sens);
+    opt(s, "--samples", vsamples), opt(s, "--core", core), opt(s, "--method", method);
+    opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+    s = &st[n_st++];
+    *s = (stage){.name = "plan", .cmd = cmd_plan, .inputs = {model, p_calib, p_sens, data}, .n_inputs = budget ? 4 : 2,
+                 .outputs = {p_plan, p_trace}, .n_outputs = budget ? 2 : 1};
+    arg(s, "plan");
+    arg(s, p_calib);
+    opt(s, "--model", model), opt(s, "--out", p_plan), opt(s, "--core", core), opt(s, "--method", method);
+    if (budget) {
+        opt(s, "--sensitivity", p_sens), opt(s, "--budget", budget), opt(s, "--class-budget", class_budget);
+        opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device), opt(s, "--batch", batch);
+        opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+    }
+    s = &st[n_st++];
+    *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib}, .n_inputs = 4,
+                 .outputs = {p_vjson}, .n_outputs = 1};
+    arg(s, "validate");
+    opt(s, "--model", model), opt(s, "--plan", p_plan), opt(s, "--data", data), opt(s, "--report", p_report);
+    opt(s, "--calib", p_calib), opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads);
+    opt(s, "--preprocess", pre);
+    const char *export_method = method ? method : "percentile";
+    struct {
+        const char *fmt, *path;
+    } ex[] = {{"trt", p_cache}, {"ort", p_ort}, {"json", p_ranges}};
+    for (int i = 0; i < 3; i++) {
+        s = &st[n_st++];
+        *s = (stage){.name = ex[i].fmt, .cmd = cmd_export, .inputs = {model, p_calib}, .n_inputs = 2,
+                     .outputs = {ex[i].path}, .n_outputs = 1};
+        arg(s, "export");
+        arg(s, p_calib);
+        opt(s, "--model", model), opt(s, "--method", export_method), opt(s, "--format", ex[i].fmt);
+        opt(s, "--out", ex[i].path), arg(s, "--quiet");
+    }
+    s = &st[n_st++];
+    *s = (stage){.name = "qdq", .cmd = cmd_export, .inputs = {model, p_plan}, .n_inputs = 2, .outputs = {p_qdq},
+                 .n_outputs = 1};
+    arg(s, "export");
+    opt(s, "--format", "qdq"), opt(s, "--plan", p_plan), opt(s, "--model", model), opt(s, "--out", p_qdq);
+
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    cJSON *manifest = NULL;
+    char *old_text = NULL;
+    if (!cli_get(opts, n_opts, "force") && cli_read_text(&ctx, p_manifest, &old_text) == PTQ_OK)
+        manifest = cJSON_Parse(old_text);
+    free(old_text);
+    if (!manifest || !cJSON_IsObject(manifest)) {
+        cJSON_Delete(manifest);
+        manifest = cJSON_CreateObject();
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(manifest, "format");
+    cJSON_AddStringToObject(manifest, "format", "ptq-run");
+    int budget_missed = 0;
+    rc = 0;
+    for (int i = 0; i < n_st && rc == 0; i++) {
+        s = &st[i];
+        char key[65];
+        ptq_status kst = stage_key(&ctx, s, key);
+        if (kst != PTQ_OK) {
+            rc = cli_report("run", &ctx, kst);
+            break;
+        }
+        const cJSON *done_key = cJSON_GetObjectItemCaseSensitive(manifest, s->name);
+        if (cJSON_IsString(done_key) && strcmp(done_key->valuestring, key) == 0 && outputs_exist(s)) {
+            printf("== %s: up to date, skipped\n", s->name);
+            if (strcmp(s->name, "plan") == 0)
+                budget_missed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(manifest, "plan_budget_missed"));
+            continue;
+        }
+        printf("== %s\n", s->name);
+        fflush(stdout);
+        cJSON_DeleteItemFromObjectCaseSensitive(manifest, s->name);
+        s->argv[s->argc] = NULL;
+        rc = s->cmd(s->argc - 1, (char **)s->argv + 1);
+        fflush(stdout);
+        if (rc == EXIT_BUDGET && strcmp(s->name, "plan") == 0) { /* the best plan was written: go on */
+            budget_missed = 1;
+            rc = 0;
+        }
+        if (rc == 0)
+            cJSON_AddStringToObject(manifest, s->name, key);
+        if (rc == 0 && strcmp(s->name, "plan") == 0) {
+            cJSON_DeleteItemFromObjectCaseSensitive(manifest, "plan_budget_missed");
+            cJSON_AddBoolToObject(manifest, "plan_budget_missed", budget_missed);
+        }
+        ptq_status mst = write_manifest(&ctx, p_manifest, manifest);
+        if (mst != PTQ_OK && rc == 0)
+            rc = cli_report("run", &ctx, mst);
+    }
+    cJSON_Delete(manifest);
+    if (rc == 0)
+        printf("== done: %s (run.json, calib.h5, sens.json, sens.md, plan.json, report/, calib.cache, ort/, "
+               "ranges.json, model_qdq.onnx)\n",
+               dir);
+    return rc == 0 && budget_missed ? EXIT_BUDGET : rc;
+}

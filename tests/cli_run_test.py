@@ -1,0 +1,78 @@
+"""ptq run: every stage into one folder, and resuming: a second run with the
+same inputs skips every stage, a changed validation set reruns what reads it
+(sensitivity, validate) and nothing else, --force reruns everything, and a
+budget no plan meets exits 11 with the best plan validated and exported."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import h5py
+
+from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
+
+OUTPUTS = ["run.json", "calib.h5", "sens.json", "sens.md", "plan.json", "report/validate.json", "report/report.html",
+           "calib.cache", "ort/calibration.json", "ranges.json", "model_qdq.onnx"]
+
+
+def stages(out):
+    return {l[3:].split(":")[0].strip(): "skipped" not in l for l in out.splitlines() if l.startswith("== ") and "done" not in l}
+
+
+def main():
+    if not have_demo():
+        print("cli_run_test: skipped: no demo model or Fashion-MNIST")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="ptq-run-")
+    J = lambda *p: os.path.join(tmp, *p)
+    try:
+        images, labels = fmnist_test(700)
+        with h5py.File(J("cal.h5"), "w") as f:
+            f["images"] = images[:200]
+        with h5py.File(J("val.h5"), "w") as f:
+            f["images"] = images[200:500]
+            f["labels"] = labels[200:500]
+        base = ["run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out", J("out"),
+                "--calib-samples", "0", "--samples", "0"]
+        rc, out, err = ptq(*base)
+        ran = stages(out)
+        check("ptq run: exit 0, every stage ran", rc == 0 and all(ran.values()) and len(ran) == 8, err[-300:])
+        missing = [o for o in OUTPUTS if not os.path.exists(J("out", o))]
+        check("every output is in the folder", not missing, ", ".join(missing))
+        rc, out, err = ptq(*base)
+        check("a second run skips every stage", rc == 0 and not any(stages(out).values()), out)
+        # another validation set: sensitivity and validate rerun, calibration and exports do not
+        with h5py.File(J("val.h5"), "w") as f:
+            f["images"] = images[400:700]
+            f["labels"] = labels[400:700]
+        rc, out, err = ptq(*base)
+        ran = stages(out)
+        rerun = {k for k, v in ran.items() if v}
+        check("a changed validation set reruns sensitivity and validate only", rc == 0 and rerun == {"sensitivity", "validate"},
+              ", ".join(sorted(rerun)))
+        rc, out, err = ptq(*base, "--force")
+        check("--force reruns every stage", rc == 0 and all(stages(out).values()))
+        v = json.load(open(J("out", "report", "validate.json")))
+        check("the report covers the validation set", v["samples"] == 300)
+        # a budget no plan meets (a plan may move one tensor at most... none here: the budget is impossible)
+        rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
+                           J("out2"), "--calib-samples", "0", "--samples", "0", "--budget", "0", "--class-budget", "0",
+                           "--core", "fp8-e5m2")
+        ok_files = all(os.path.exists(J("out2", o)) for o in ("plan.json", "plan.trace.json", "model_qdq.onnx"))
+        if rc == 0:  # FP16 everywhere may meet a zero budget on 300 images: then the budget was met, also fine
+            tr = json.load(open(J("out2", "plan.trace.json")))
+            check("--budget 0: met (exit 0) with the trace", tr["met"] and ok_files)
+        else:
+            check("--budget 0 not met: exit 11, the best plan validated and exported", rc == 11 and ok_files,
+                  f"exit {rc}: {err.strip()[-300:]}")
+        rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
+                           J("out3"), "--class-budget", "1")
+        check("--class-budget without --budget: exit 2", rc == 2, err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return finish("cli_run_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
