@@ -16,11 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "calib/calib_internal.h"
+#include "ptq/memory.h"
 #include "datasets/datasets_internal.h"
 
 #define ARCHIVE_FORMAT "ptq calibration archive"
+#define ARCHIVE_MAX_COMPRESSION 65536.0 /* declared bytes per file byte, at most */
 
 /* The archive being written or read, for messages. */
 typedef struct h5f {
@@ -557,6 +560,24 @@ done:
     return st;
 }
 
+/* A few KiB of HDF5 can declare millions of tensors or samples (chunks never
+ * written read as zeros): what the archive declares must fit what its file
+ * could hold, and what reading it allocates must fit the memory limit. */
+static ptq_status declared_fits(h5f *r, int64_t n_tensors, int64_t n_bins, int64_t n_samples)
+{
+    struct stat sb;
+    const double hist_bytes = (double)n_tensors * (double)n_bins * 8, ids_bytes = (double)n_samples * 12;
+    if (stat(r->path, &sb) == 0 && hist_bytes + ids_bytes > (double)sb.st_size * ARCHIVE_MAX_COMPRESSION) {
+        char what[200];
+        snprintf(what, sizeof what, "it declares %lld tensors of %lld bins and %lld samples in %lld bytes",
+                 (long long)n_tensors, (long long)n_bins, (long long)n_samples, (long long)sb.st_size);
+        return off(r, what);
+    }
+    /* observers (histogram + names), sample ids and the reading's scratch copy */
+    const double need = (double)n_tensors * ((double)n_bins * 8 * 2 + 512) + (double)n_samples * 32;
+    return ptq_memory_check(r->ctx, need >= 1.8e19 ? UINT64_MAX : (uint64_t)need, "reading the calibration archive");
+}
+
 ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **out)
 {
     ptq_status st = PTQ_OK;
@@ -602,6 +623,7 @@ ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **ou
         goto done;
     }
     PTQ_TRY(st, hist_shape_ok(&r, n_tensors, n_bins), done);
+    PTQ_TRY(st, declared_fits(&r, n_tensors, n_bins, n_samples), done);
     PTQ_TRY(st, calib_set_alloc(ctx, n_tensors, n_bins, &s), done);
     free(s->ptq_version);
     s->ptq_version = NULL;

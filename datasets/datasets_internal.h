@@ -71,7 +71,10 @@ void ds_first_error_init(ds_first_error *e, int64_t n);
 void ds_first_error_note(ds_first_error *e, int64_t i, const ptq_ctx *err);
 void ds_first_error_free(ds_first_error *e);
 
-ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only);
+/* max_pixels: 0, or a PNG whose header declares more pixels is refused
+ * (PTQ_ERR_SHAPE) before any is decoded: a few KiB can inflate to GiBs. */
+#define DS_PNG_MAX_UPSCALE 64 /* pixels an image may have per pixel of the model's input */
+ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels);
 void ds_image_free(ds_image *img);
 /* Writes pixels: [h, w] 8-bit gray as a PNG at path. */
 ptq_status ds_png_write_gray8(ptq_ctx *ctx, const char *path, const uint8_t *pixels, int64_t h, int64_t w);
