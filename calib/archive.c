@@ -192,7 +192,7 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
     ptq_calib_set_provenance(s, &pv);
     ds_h5_quiet_begin(&q);
-    h5f w = {ctx, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path};
+    h5f w = {ctx, ds_h5_mem_create(path), path};
     const int created = w.file >= 0; /* a file that could not be created is not ours to remove */
     if (w.file < 0) {
         char why[256];
@@ -240,9 +240,8 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     PTQ_TRY(st, write_1d(&w, "tensors/max", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, s->n, c.max), done);
     PTQ_TRY(st, write_1d(&w, "tensors/exponent", H5T_STD_I32LE, H5T_NATIVE_INT32, s->n, c.exponent), done);
     PTQ_TRY(st, write_hist(&w, s), done);
-    if (H5Fclose(w.file) < 0)
-        st = io_fail(&w, "the file's last blocks");
-    w.file = -1;
+    /* written by ptq, not HDF5: made by ptq_atomic_create, which the caller removes on failure */
+    st = ds_h5_mem_save(ctx, &w.file, path);
 done:
     if (w.file >= 0)
         H5Fclose(w.file);

@@ -114,6 +114,14 @@ ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *
 ptq_status ds_h5_write_strings_attr(ptq_ctx *ctx, hid_t loc, const char *name, const char *const *strs, int n,
                                     int scalar, const char *path);
 void ds_strings_free(char **strs, int n);
+/* HDF5 files that ptq writes are built in memory (the core driver, no
+ * backing store) and written out by ptq itself: a full disk is then an
+ * ordinary write error, never an HDF5 close that fails and leaves HDF5's
+ * exit handler to crash on it. ds_h5_mem_create: the file id (path only
+ * names it), or -1. ds_h5_mem_save: writes its image over path (an
+ * existing temporary, not followed if a symlink) and closes *file (-1). */
+hid_t ds_h5_mem_create(const char *path);
+ptq_status ds_h5_mem_save(ptq_ctx *ctx, hid_t *file, const char *path);
 /* Creates a dataset of file type ftype and shape dims[rank], chunked by
  * chunk_n samples along dim 0 and compressed per compress/level. */
 ptq_status ds_h5_create_dataset(ptq_ctx *ctx, hid_t file, const char *key, hid_t ftype, int rank,
