@@ -66,7 +66,7 @@ ptq_status ds_h5_mem_save(ptq_ctx *ctx, hid_t *file, const char *path)
     char why[256];
     ptq_status st = PTQ_OK;
     void *image = NULL;
-    ssize_t n = H5Fget_file_image(*file, NULL, 0);
+    ssize_t n = H5Fflush(*file, H5F_SCOPE_GLOBAL) >= 0 ? H5Fget_file_image(*file, NULL, 0) : -1;
     if (n > 0 && (image = malloc((size_t)n)) != NULL && H5Fget_file_image(*file, image, (size_t)n) == n) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0)
