@@ -193,7 +193,6 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     ptq_calib_set_provenance(s, &pv);
     ds_h5_quiet_begin(&q);
     h5f w = {ctx, ds_h5_mem_create(path), path};
-    const int created = w.file >= 0; /* a file that could not be created is not ours to remove */
     if (w.file < 0) {
         char why[256];
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot create %s: %s", path, ds_h5_error(why, sizeof why));
@@ -240,15 +239,13 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     PTQ_TRY(st, write_1d(&w, "tensors/max", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, s->n, c.max), done);
     PTQ_TRY(st, write_1d(&w, "tensors/exponent", H5T_STD_I32LE, H5T_NATIVE_INT32, s->n, c.exponent), done);
     PTQ_TRY(st, write_hist(&w, s), done);
-    /* written by ptq, not HDF5: made by ptq_atomic_create, which the caller removes on failure */
+    /* written out by ptq, not HDF5: a file it had to make is removed again on failure */
     st = ds_h5_mem_save(ctx, &w.file, path);
 done:
     if (w.file >= 0)
         H5Fclose(w.file);
     ds_h5_quiet_end(&q);
     stat_cols_free(&c);
-    if (st != PTQ_OK && created)
-        remove(path);
     return st;
 }
 

@@ -35,7 +35,8 @@ int cli_report(const char *cmd, const ptq_ctx *ctx, ptq_status st)
 {
     if (st == PTQ_OK)
         return 0;
-    const char *msg = ctx->msg[0] ? ctx->msg : ptq_status_name(st);
+    char msg[4 * PTQ_MSG_BYTES]; /* names from files are printed escaped */
+    ptq_escape(ctx->msg[0] ? ctx->msg : ptq_status_name(st), msg, sizeof msg);
     fprintf(stderr, "ptq %s: error: %s\n", cmd, msg);
     if (getenv("PTQ_DEBUG") && ctx->where[0])
         fprintf(stderr, "ptq %s: (raised at %s, status %s)\n", cmd, ctx->where, ptq_status_name(st));

@@ -68,13 +68,20 @@ ptq_status ds_h5_mem_save(ptq_ctx *ctx, hid_t *file, const char *path)
     void *image = NULL;
     ssize_t n = H5Fflush(*file, H5F_SCOPE_GLOBAL) >= 0 ? H5Fget_file_image(*file, NULL, 0) : -1;
     if (n > 0 && (image = malloc((size_t)n)) != NULL && H5Fget_file_image(*file, image, (size_t)n) == n) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+        /* the temporary the caller made, or a new file; only a file made here is removed on failure */
+        int created = 0, fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) {
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+            created = fd >= 0;
+        }
         if (fd < 0)
             st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
         else {
             st = ptq_file_write_all(ctx, fd, image, (size_t)n, path);
             if (close(fd) != 0 && st == PTQ_OK)
                 st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+            if (st != PTQ_OK && created)
+                unlink(path);
         }
     } else {
         st = ptq_fail(ctx, n > 0 && !image ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "cannot finish HDF5 file %s: %s",

@@ -149,6 +149,13 @@ static const char *class_label(const char *const *names, int c, char *buf, size_
     return buf;
 }
 
+/* For the terminal: a class name from the data with control characters escaped. */
+static const char *class_label_text(const char *const *names, int c, char *buf, size_t n)
+{
+    char tmp[32];
+    return ptq_escape(class_label(names, c, tmp, sizeof tmp), buf, n);
+}
+
 ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names, char **out)
 {
     *out = NULL;
@@ -162,9 +169,9 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     sb_printf(&b, "samples  %lld\ntop-1    %.2f%%  (%lld correct)\ntop-5    %.2f%%\n\n", (long long)s->n,
               100.0 * (double)s->top1 / n, (long long)s->top1, 100.0 * (double)s->top5 / n);
     int w = 5;
-    char tmp[32];
+    char tmp[32], esc[256];
     for (int c = 0; c < k; c++) {
-        int len = (int)strlen(class_label(names, c, tmp, sizeof tmp));
+        int len = (int)strlen(class_label_text(names, c, esc, sizeof esc));
         if (len > w)
             w = len;
     }
@@ -172,7 +179,7 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         w = 24;
     sb_printf(&b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
     for (int c = 0; c < k; c++)
-        sb_printf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label(names, c, tmp, sizeof tmp),
+        sb_printf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc),
                   m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
     if (k > PTQ_EVAL_TEXT_MAX_CLASSES) { /* k x k cells are no terminal reading */
         sb_printf(&b, "\nconfusion matrix: %d x %d, not printed (over %d classes; it is in the JSON report)\n", k, k,
@@ -196,7 +203,7 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         sb_printf(&b, " %*d", cw - 1, c);
     sb_printf(&b, "\n");
     for (int c = 0; c < k; c++) {
-        sb_printf(&b, "%-*.*s", w, w, class_label(names, c, tmp, sizeof tmp));
+        sb_printf(&b, "%-*.*s", w, w, class_label_text(names, c, esc, sizeof esc));
         for (int j = 0; j < k; j++)
             sb_printf(&b, " %*lld", cw - 1, (long long)s->confusion[(int64_t)c * k + j]);
         sb_printf(&b, "\n");
