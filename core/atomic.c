@@ -185,12 +185,29 @@ ptq_status ptq_atomic_create(ptq_ctx *ctx, const char *path, char *tmp, size_t n
     return PTQ_OK;
 }
 
+static ssize_t cookie_write(void *cookie, const char *buf, size_t n)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    if (ptq_file_write_all(&ctx, (int)(intptr_t)cookie, buf, n, "") == PTQ_OK)
+        return (ssize_t)n;
+    errno = strstr(ctx.msg, strerror(ENOSPC)) ? ENOSPC : EIO; /* the reason, for the caller's message */
+    return -1;
+}
+
+static int cookie_close(void *cookie)
+{
+    return close((int)(intptr_t)cookie);
+}
+
 ptq_status ptq_atomic_fopen(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f)
 {
     int fd;
     *f = NULL;
     PTQ_TRY_RET(ptq_atomic_create(ctx, path, tmp, n_tmp, &fd));
-    if (!(*f = fdopen(fd, "wb"))) {
+    /* writes go through ptq_file_write_all, as every other output's */
+    cookie_io_functions_t io = {NULL, cookie_write, NULL, cookie_close};
+    if (!(*f = fopencookie((void *)(intptr_t)fd, "wb", io))) {
         int e = errno;
         close(fd);
         ptq_atomic_discard(tmp);
