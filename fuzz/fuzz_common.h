@@ -40,4 +40,13 @@ static void fuzz_limit_memory(void)
     ptq_memory_set_budget((uint64_t)512 << 20);
 }
 
+/* What every harness does first: the memory limit, a fresh ctx and, when
+ * suffix is not NULL, the input in a temporary file (path[n_path]); 0 on success. */
+static int fuzz_begin(const uint8_t *data, size_t size, const char *suffix, char *path, size_t n_path, ptq_ctx *ctx)
+{
+    fuzz_limit_memory();
+    ptq_ctx_init(ctx);
+    return suffix ? fuzz_write_tmp(data, size, suffix, path, n_path) : 0;
+}
+
 #endif

@@ -8,9 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[512];
     ptq_ctx ctx;
     ptq_dataset *ds = NULL;
-    fuzz_limit_memory();
-    ptq_ctx_init(&ctx);
-    if (fuzz_write_tmp(data, size, ".h5", path, sizeof path) != 0)
+    if (fuzz_begin(data, size, ".h5", path, sizeof path, &ctx) != 0)
         return 0;
     if (ptq_dataset_open(&ctx, path, NULL, &ds) == PTQ_OK) {
         int64_t h, w, c;

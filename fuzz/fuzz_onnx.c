@@ -8,8 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ptq_ctx ctx;
     ptq_graph *g = NULL;
-    fuzz_limit_memory();
-    ptq_ctx_init(&ctx);
+    fuzz_begin(data, size, NULL, NULL, 0, &ctx);
     if (ptq_graph_load_onnx_bytes(&ctx, data, size, NULL, &g) == PTQ_OK)
         ptq_graph_infer_shapes(&ctx, g, 1);
     ptq_graph_free(g);

@@ -12,8 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(text, data, size);
     text[size] = '\0';
-    fuzz_limit_memory();
-    ptq_ctx_init(&ctx);
+    fuzz_begin(data, size, NULL, NULL, 0, &ctx);
     ptq_plan_from_json(&ctx, text, &p);
     ptq_plan_free(p);
     free(text);

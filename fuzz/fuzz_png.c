@@ -10,9 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ptq_ctx ctx;
     ds_image img;
     memset(&img, 0, sizeof img);
-    fuzz_limit_memory();
-    ptq_ctx_init(&ctx);
-    if (fuzz_write_tmp(data, size, ".png", path, sizeof path) != 0)
+    if (fuzz_begin(data, size, ".png", path, sizeof path, &ctx) != 0)
         return 0;
     ds_png_decode(&ctx, path, &img, 0, (uint64_t)224 * 224 * DS_PNG_MAX_UPSCALE);
     ds_image_free(&img);
