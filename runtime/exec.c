@@ -319,6 +319,8 @@ static ptq_status check_node(ptq_ctx *ctx, const ptq_graph *g, const ptq_node *n
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
                         "node '%s': op %s (domain %s) at opset %lld is older than ptq implements (opset %d+)",
                         n->name, n->op_type, domain, (long long)g->opset, op->since_opset);
+    if (n->n_outputs < 1 || n->outputs[0] < 0) /* every op ptq runs produces output 0 */
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%s' (%s) has no output", n->name, n->op_type);
     return PTQ_OK;
 }
 
