@@ -23,7 +23,6 @@
 #include "datasets/datasets_internal.h"
 
 #define ARCHIVE_FORMAT "ptq calibration archive"
-#define ARCHIVE_MAX_COMPRESSION 65536.0 /* declared bytes per file byte, at most */
 
 /* The archive being written or read, for messages. */
 typedef struct h5f {
@@ -563,7 +562,7 @@ static ptq_status declared_fits(h5f *r, int64_t n_tensors, int64_t n_bins, int64
 {
     struct stat sb;
     const double hist_bytes = (double)n_tensors * (double)n_bins * 8, ids_bytes = (double)n_samples * 12;
-    if (stat(r->path, &sb) == 0 && hist_bytes + ids_bytes > (double)sb.st_size * ARCHIVE_MAX_COMPRESSION) {
+    if (stat(r->path, &sb) == 0 && hist_bytes + ids_bytes > (double)sb.st_size * DS_H5_MAX_COMPRESSION) {
         char what[200];
         snprintf(what, sizeof what, "it declares %lld tensors of %lld bins and %lld samples in %lld bytes",
                  (long long)n_tensors, (long long)n_bins, (long long)n_samples, (long long)sb.st_size);

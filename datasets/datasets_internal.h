@@ -13,6 +13,10 @@
 #include "ptq/fileio.h"
 
 #define DS_ZSTD_FILTER_ID 32015 /* registered HDF5 filter id of zstd */
+/* Declared bytes per byte of an HDF5 file, at most: no compression reaches
+ * it (zstd of zeros ~30000:1), yet chunks never written read as fill values,
+ * so a few KiB can declare terabytes. */
+#define DS_H5_MAX_COMPRESSION 65536.0
 
 typedef struct ds_hdf5 ds_hdf5;
 typedef struct ds_png ds_png;

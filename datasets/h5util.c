@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "datasets/datasets_internal.h"
+#include "ptq/memory.h"
 
 void ds_h5_quiet_begin(ds_h5_quiet *q)
 {
@@ -150,13 +151,29 @@ ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *
         goto done;
     }
     n = (int)n_points;
+    /* what the dataspace declares must fit the file (a vlen string takes a
+     * 16-byte heap reference; attributes are never compressed) and memory */
+    const int vlen = H5Tis_variable_str(type) > 0;
+    const double per_string = vlen ? 16.0 : (double)H5Tget_size(type);
+    hsize_t file_bytes = 0;
+    hid_t fid = H5Iget_file_id(obj);
+    if (fid >= 0) {
+        H5Fget_filesize(fid, &file_bytes);
+        H5Fclose(fid);
+    }
+    if (file_bytes > 0 && (double)n * per_string > (double)file_bytes * (is_attr ? 1.0 : DS_H5_MAX_COMPRESSION)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s declares %d strings of %.0f bytes in a file of %llu bytes", what, n,
+                      per_string, (unsigned long long)file_bytes);
+        goto done;
+    }
+    PTQ_TRY(st, ptq_memory_check(ctx, (uint64_t)((double)n * (per_string + 64)), what), done);
     strs = calloc((size_t)n + 1, sizeof *strs);
     mem = H5Tcopy(type);
     if (!strs || mem < 0) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", what);
         goto done;
     }
-    if (H5Tis_variable_str(type) > 0) {
+    if (vlen) {
         raw = calloc((size_t)n + 1, sizeof *raw);
         if (!raw || read_obj(obj, is_attr, mem, raw) < 0) {
             st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read the strings of %s", what);

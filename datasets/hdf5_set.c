@@ -14,7 +14,6 @@
 #define READ_PIECE_BYTES ((size_t)16 << 20) /* scratch bound per hyperslab read */
 #define CHUNK_CACHE_MAX_BYTES ((size_t)32 << 20) /* chunk cache: two chunks, at most this */
 #define SAMPLE_MAX_BYTES ((uint64_t)1 << 31) /* largest image of one sample ptq reads */
-#define MAX_COMPRESSION 65536.0 /* declared image bytes per file byte, at most (zstd of zeros reaches ~30000) */
 
 /* Bytes of two chunks of dataset key (at most CHUNK_CACHE_MAX_BYTES; HDF5's
  * default 1 MiB when it is not chunked or cannot be asked). */
@@ -255,7 +254,7 @@ static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
      * fill values): what is declared must fit what the file could hold */
     struct stat sb;
     double declared = (double)ds->count * (double)h->sample_bytes;
-    if (stat(ds->path, &sb) == 0 && declared > (double)sb.st_size * MAX_COMPRESSION)
+    if (stat(ds->path, &sb) == 0 && declared > (double)sb.st_size * DS_H5_MAX_COMPRESSION)
         return ptq_fail(ctx, PTQ_ERR_FORMAT,
                         "images '%s' in %s declare %lld images (%.3g bytes) in a file of %lld bytes: more than "
                         "any compression could hold; a truncated or forged file",

@@ -20,7 +20,7 @@ import zlib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ptqtest import MODEL, PTQ, check, finish, fmnist_test, have_demo  # noqa: E402
+from ptqtest import MODEL, PTQ, SRC, check, finish, fmnist_test, have_demo  # noqa: E402
 
 PTQ_ABS = os.path.abspath(PTQ)
 ONLY = os.environ.get("PTQ_BADINPUT_ONLY", "")
@@ -327,6 +327,9 @@ def archives():
     def str_attr(f):
         f.attrs["n_bins"] = "4096"
     case("archive: n_bins a string", E + [spoiled("a8.h5", str_attr)], 4)
+    # found by scripts/fuzz.sh archive: a vlen string whose heap entry is corrupt
+    bad_heap = os.path.join(SRC, "tests", "data", "badinput", "archive_bad_vlen_heap.h5")
+    case("archive: a corrupt string heap (fuzz)", E + [bad_heap], 4, secs=60)
     case("merge: one archive", ["merge", J("arc.h5"), "--out", J("m.h5")], 2)
     case("merge: an archive with itself", ["merge", J("arc.h5"), J("arc.h5"), "--out", J("m.h5")], 2)
     case("export: --method bogus", ["export", J("arc.h5"), "--method", "bogus", "--format", "json",
