@@ -114,11 +114,13 @@ ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int6
         n_pick = p->limit;
     const int random = p->samples && p->samples < n_pick;
     const int64_t n_kept = random ? p->samples : n_pick; /* ids held: the pick, not the whole set */
-    if ((uint64_t)n_kept > ptq_memory_budget() / 8 / 4) /* the ids take a quarter at most */
+    /* 8 bytes an id, and a random pick's swap map up to 64 more; a quarter of the limit at most */
+    const uint64_t id_bytes = random ? 72 : 8;
+    if ((uint64_t)n_kept > ptq_memory_budget() / id_bytes / 4)
         return ptq_fail(ctx, PTQ_ERR_NOMEM,
                         "%lld sample ids would take %.1f GiB, more than a quarter of the memory limit (%.1f GiB; "
                         "see --max-memory); pick fewer with --samples or --limit",
-                        (long long)n_kept, (double)n_kept * 8 / 1073741824.0,
+                        (long long)n_kept, (double)n_kept * (double)id_bytes / 1073741824.0,
                         (double)ptq_memory_budget() / 1073741824.0);
     int64_t *all = malloc(((size_t)n_kept + 1) * sizeof *all);
     if (!all)
