@@ -16,8 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "calib/calib_internal.h"
+#include "ptq/memory.h"
 #include "datasets/datasets_internal.h"
 
 #define ARCHIVE_FORMAT "ptq calibration archive"
@@ -189,8 +191,7 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
     ptq_calib_set_provenance(s, &pv);
     ds_h5_quiet_begin(&q);
-    h5f w = {ctx, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path};
-    const int created = w.file >= 0; /* a file that could not be created is not ours to remove */
+    h5f w = {ctx, ds_h5_mem_create(path), path};
     if (w.file < 0) {
         char why[256];
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot create %s: %s", path, ds_h5_error(why, sizeof why));
@@ -237,16 +238,13 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     PTQ_TRY(st, write_1d(&w, "tensors/max", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, s->n, c.max), done);
     PTQ_TRY(st, write_1d(&w, "tensors/exponent", H5T_STD_I32LE, H5T_NATIVE_INT32, s->n, c.exponent), done);
     PTQ_TRY(st, write_hist(&w, s), done);
-    if (H5Fclose(w.file) < 0)
-        st = io_fail(&w, "the file's last blocks");
-    w.file = -1;
+    /* written out by ptq, not HDF5: a file it had to make is removed again on failure */
+    st = ds_h5_mem_save(ctx, &w.file, path);
 done:
     if (w.file >= 0)
         H5Fclose(w.file);
     ds_h5_quiet_end(&q);
     stat_cols_free(&c);
-    if (st != PTQ_OK && created)
-        remove(path);
     return st;
 }
 
@@ -557,6 +555,24 @@ done:
     return st;
 }
 
+/* A few KiB of HDF5 can declare millions of tensors or samples (chunks never
+ * written read as zeros): what the archive declares must fit what its file
+ * could hold, and what reading it allocates must fit the memory limit. */
+static ptq_status declared_fits(h5f *r, int64_t n_tensors, int64_t n_bins, int64_t n_samples)
+{
+    struct stat sb;
+    const double hist_bytes = (double)n_tensors * (double)n_bins * 8, ids_bytes = (double)n_samples * 12;
+    if (stat(r->path, &sb) == 0 && hist_bytes + ids_bytes > (double)sb.st_size * DS_H5_MAX_COMPRESSION) {
+        char what[200];
+        snprintf(what, sizeof what, "it declares %lld tensors of %lld bins and %lld samples in %lld bytes",
+                 (long long)n_tensors, (long long)n_bins, (long long)n_samples, (long long)sb.st_size);
+        return off(r, what);
+    }
+    /* observers (histogram + names), sample ids and the reading's scratch copy */
+    const double need = (double)n_tensors * ((double)n_bins * 8 * 2 + 512) + (double)n_samples * 32;
+    return ptq_memory_check(r->ctx, need >= 1.8e19 ? UINT64_MAX : (uint64_t)need, "reading the calibration archive");
+}
+
 ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **out)
 {
     ptq_status st = PTQ_OK;
@@ -602,6 +618,7 @@ ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **ou
         goto done;
     }
     PTQ_TRY(st, hist_shape_ok(&r, n_tensors, n_bins), done);
+    PTQ_TRY(st, declared_fits(&r, n_tensors, n_bins, n_samples), done);
     PTQ_TRY(st, calib_set_alloc(ctx, n_tensors, n_bins, &s), done);
     free(s->ptq_version);
     s->ptq_version = NULL;

@@ -81,7 +81,7 @@ int cmd_eval(int argc, char **argv)
     int64_t *ids = NULL, n_total = 0;
     FILE *lf = NULL, *rf = NULL;
     char logits_tmp[4096] = "", report_tmp[4096] = "";
-    char *text = NULL, *json = NULL;
+    char *text = NULL, *header = NULL;
     const char **names = NULL;
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     so.profile = cli_get(opts, n_opts, "profile") != NULL;
@@ -118,18 +118,15 @@ int cmd_eval(int argc, char **argv)
     cli_json *hdr = cli_json_header("eval", ptq_exec_device_name(s.exec));
     cli_json_num(hdr, "seconds", secs);
     cli_json_num(hdr, "images_per_s", secs > 0 ? (double)n_total / secs : 0.0);
-    char *header = cli_json_done(hdr);
+    header = cli_json_done(hdr);
     if (!header) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
-    st = ptq_eval_format_json(&ctx, &stats, names, header, &json);
-    free(header);
-    if (st != PTQ_OK)
-        goto done;
-    if (report_path) {
+    if (report_path) { /* JSON only when asked for, streamed: k x k can be large */
         PTQ_TRY(st, cli_tmp_open(&ctx, report_path, report_tmp, sizeof report_tmp, &rf), done);
-        if (fputs(json, rf) < 0 || fputc('\n', rf) < 0) {
+        PTQ_TRY(st, ptq_eval_write_json(&ctx, &stats, names, header, rf, report_path), done);
+        if (fputc('\n', rf) == EOF) {
             st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", report_tmp, strerror(errno));
             goto done;
         }
@@ -149,7 +146,8 @@ int cmd_eval(int argc, char **argv)
         logits_tmp[0] = '\0';
     }
     if (as_json) {
-        printf("%s\n", json);
+        PTQ_TRY(st, ptq_eval_write_json(&ctx, &stats, names, header, stdout, "standard output"), done);
+        putchar('\n');
     } else {
         PTQ_TRY(st, ptq_eval_format_text(&ctx, &stats, names, &text), done);
         printf("model    %s\ndata     %s (%s, %lld images)\ndevice   %s  (%.0f img/s)\n", so.model, so.data,
@@ -169,7 +167,7 @@ done:
     cli_session_close(&s);
 done_early:
     free(text);
-    free(json);
+    free(header);
     free(names);
     free(ids);
     ptq_eval_stats_free(&stats);

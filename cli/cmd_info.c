@@ -123,33 +123,35 @@ int cmd_info(int argc, char **argv)
         free(txt);
         cJSON_Delete(root);
     } else {
-        char dims[128];
-        printf("model      %s\nproducer   %s\nir_version %lld, opset %lld\n", pos[0], g->producer ? g->producer : "",
+        char dims[128], esc[4 * PTQ_MSG_BYTES], esc2[1024]; /* names from the file, printed escaped */
+        printf("model      %s\nproducer   %s\nir_version %lld, opset %lld\n", pos[0],
+               ptq_escape(g->producer ? g->producer : "", esc, sizeof esc),
                (long long)g->ir_version, (long long)g->opset);
         for (int i = 0; i < g->n_inputs; i++) {
             const ptq_value *v = &g->values[g->inputs[i]];
-            printf("input      %s  %s [%s]\n", v->name, ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, dims, sizeof dims));
+            printf("input      %s  %s [%s]\n", ptq_escape(v->name, esc, sizeof esc), ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, dims, sizeof dims));
         }
         for (int i = 0; i < g->n_outputs; i++) {
             const ptq_value *v = &g->values[g->outputs[i]];
-            printf("output     %s  %s [%s]\n", v->name, ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, dims, sizeof dims));
+            printf("output     %s  %s [%s]\n", ptq_escape(v->name, esc, sizeof esc), ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, dims, sizeof dims));
         }
         printf("nodes      %d\nparameters %lld\nops       ", g->n_nodes, (long long)n_params);
         for (int j = 0; j < n_ops; j++)
-            printf(" %s x%d", ops[j], counts[j]);
-        printf("\nsupported  %s\n", supported == PTQ_OK ? "yes, every node" : support_ctx.msg);
+            printf(" %s x%d", ptq_escape(ops[j], esc, sizeof esc), counts[j]);
+        printf("\nsupported  %s\n", supported == PTQ_OK ? "yes, every node" : ptq_escape(support_ctx.msg, esc, sizeof esc));
         if (shapes != PTQ_OK && supported == PTQ_OK)
-            printf("shapes     not inferred: %s\n", shape_ctx.msg);
+            printf("shapes     not inferred: %s\n", ptq_escape(shape_ctx.msg, esc, sizeof esc));
         printf("\nquantizable activations (%d)%s:\n", n_act, shapes == PTQ_OK ? ", shapes at batch 1" : "");
         for (int v = 0; v < g->n_values; v++)
             if (act[v])
-                printf("  %-40s %-18s [%s]\n", g->values[v].name,
-                       g->values[v].producer >= 0 ? g->nodes[g->values[v].producer].op_type : "(graph input)",
+                printf("  %-40s %-18s [%s]\n", ptq_escape(g->values[v].name, esc, sizeof esc),
+                       ptq_escape(g->values[v].producer >= 0 ? g->nodes[g->values[v].producer].op_type : "(graph input)",
+                                  esc2, sizeof esc2),
                        ptq_dims_str(g->values[v].dims, g->values[v].ndim, dims, sizeof dims));
         printf("quantizable weights (%d):\n", n_wt);
         for (int v = 0; v < g->n_values; v++)
             if (wt[v])
-                printf("  %-40s [%s]\n", g->values[v].name,
+                printf("  %-40s [%s]\n", ptq_escape(g->values[v].name, esc, sizeof esc),
                        ptq_dims_str(g->values[v].dims, g->values[v].ndim, dims, sizeof dims));
     }
 done:

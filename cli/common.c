@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "ptq/fileio.h"
 #include "ptq/hash.h"
+#include "ptq/memory.h"
 
 int cli_exit_code(ptq_status st)
 {
@@ -34,7 +35,8 @@ int cli_report(const char *cmd, const ptq_ctx *ctx, ptq_status st)
 {
     if (st == PTQ_OK)
         return 0;
-    const char *msg = ctx->msg[0] ? ctx->msg : ptq_status_name(st);
+    char msg[4 * PTQ_MSG_BYTES]; /* names from files are printed escaped */
+    ptq_escape(ctx->msg[0] ? ctx->msg : ptq_status_name(st), msg, sizeof msg);
     fprintf(stderr, "ptq %s: error: %s\n", cmd, msg);
     if (getenv("PTQ_DEBUG") && ctx->where[0])
         fprintf(stderr, "ptq %s: (raised at %s, status %s)\n", cmd, ctx->where, ptq_status_name(st));
@@ -120,6 +122,14 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
         const char *name = a + 2;
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        if (len == 10 && strncmp(name, "max-memory", 10) == 0) { /* every command's */
+            const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            uint64_t bytes;
+            if (!v || ptq_memory_parse(v, &bytes) != 0)
+                return cli_usage_error(cmd, "--max-memory wants a size such as 512M or 4G, got '%s'", v ? v : "");
+            ptq_memory_set_budget(bytes);
+            continue;
+        }
         cli_opt *o = NULL;
         for (int k = 0; k < n_opts; k++)
             if (strlen(opts[k].name) == len && strncmp(opts[k].name, name, len) == 0)
@@ -149,6 +159,13 @@ const char *cli_get(const cli_opt *opts, int n_opts, const char *name)
     return NULL;
 }
 
+/* Upper bounds of integer options, so a value past them is refused rather
+ * than wrapped (--threads 4294967297 is not 1 thread). */
+static const struct {
+    const char *name;
+    int64_t max;
+} int_max[] = {{"threads", 4096}, {"batch", (int64_t)1 << 24}, {"zstd-level", 22}};
+
 int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
                 int64_t *out)
 {
@@ -159,8 +176,13 @@ int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *na
     char *end = NULL;
     errno = 0;
     long long x = strtoll(v, &end, 10);
-    if (errno || !end || *end || end == v || x < lo)
-        return cli_usage_error(cmd, "--%s wants an integer >= %lld, got '%s'", name, (long long)lo, v);
+    int64_t hi = INT64_MAX;
+    for (size_t k = 0; k < sizeof int_max / sizeof int_max[0]; k++)
+        if (strcmp(int_max[k].name, name) == 0)
+            hi = int_max[k].max;
+    if (errno || !end || *end || end == v || x < lo || x > hi)
+        return cli_usage_error(cmd, "--%s wants an integer in [%lld, %lld], got '%s'", name, (long long)lo,
+                               (long long)hi, v);
     *out = x;
     return 0;
 }

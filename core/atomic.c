@@ -12,7 +12,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -182,12 +185,29 @@ ptq_status ptq_atomic_create(ptq_ctx *ctx, const char *path, char *tmp, size_t n
     return PTQ_OK;
 }
 
+static ssize_t cookie_write(void *cookie, const char *buf, size_t n)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    if (ptq_file_write_all(&ctx, (int)(intptr_t)cookie, buf, n, "") == PTQ_OK)
+        return (ssize_t)n;
+    errno = strstr(ctx.msg, strerror(ENOSPC)) ? ENOSPC : EIO; /* the reason, for the caller's message */
+    return -1;
+}
+
+static int cookie_close(void *cookie)
+{
+    return close((int)(intptr_t)cookie);
+}
+
 ptq_status ptq_atomic_fopen(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f)
 {
     int fd;
     *f = NULL;
     PTQ_TRY_RET(ptq_atomic_create(ctx, path, tmp, n_tmp, &fd));
-    if (!(*f = fdopen(fd, "wb"))) {
+    /* writes go through ptq_file_write_all, as every other output's */
+    cookie_io_functions_t io = {NULL, cookie_write, NULL, cookie_close};
+    if (!(*f = fopencookie((void *)(intptr_t)fd, "wb", io))) {
         int e = errno;
         close(fd);
         ptq_atomic_discard(tmp);
@@ -240,22 +260,41 @@ void ptq_atomic_discard(char *tmp)
     tmp[0] = '\0';
 }
 
+/* Bytes written through ptq_file_write_all, for PTQ_TEST_FAIL_WRITE_AFTER. */
+static _Atomic unsigned long long written_bytes;
+
+ptq_status ptq_file_write_all(ptq_ctx *ctx, int fd, const void *data, size_t n_bytes, const char *path)
+{
+    const char *fail_after = getenv("PTQ_TEST_FAIL_WRITE_AFTER");
+    unsigned long long limit = fail_after && *fail_after ? strtoull(fail_after, NULL, 10) : ULLONG_MAX;
+    for (size_t done = 0; done < n_bytes;) {
+        size_t n = n_bytes - done;
+        unsigned long long before = atomic_load(&written_bytes);
+        if (before >= limit)
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(ENOSPC));
+        if (n > limit - before)
+            n = (size_t)(limit - before);
+        ssize_t w = write(fd, (const char *)data + done, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(w < 0 ? errno : EIO));
+        atomic_fetch_add(&written_bytes, (unsigned long long)w);
+        done += (size_t)w;
+    }
+    return PTQ_OK;
+}
+
 ptq_status ptq_atomic_write(ptq_ctx *ctx, const char *path, const void *data, size_t n_bytes)
 {
     char tmp[PTQ_TMP_NAME_BYTES];
     int fd;
     PTQ_TRY_RET(ptq_atomic_create(ctx, path, tmp, sizeof tmp, &fd));
-    for (size_t done = 0; done < n_bytes;) {
-        ssize_t w = write(fd, (const char *)data + done, n_bytes - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : EIO;
-            close(fd);
-            ptq_atomic_discard(tmp);
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
-        }
-        done += (size_t)w;
+    ptq_status st = ptq_file_write_all(ctx, fd, data, n_bytes, path);
+    if (st != PTQ_OK) {
+        close(fd);
+        ptq_atomic_discard(tmp);
+        return st;
     }
     if (close(fd) != 0) {
         int e = errno;

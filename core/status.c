@@ -52,3 +52,27 @@ ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code
     va_end(ap);
     return code;
 }
+
+const char *ptq_escape(const char *s, char *buf, size_t n_buf)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t used = 0;
+    if (n_buf == 0)
+        return buf;
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        int ctrl = c < 0x20 || c == 0x7f;
+        if (used + (ctrl ? 4 : 1) >= n_buf)
+            break;
+        if (ctrl) {
+            buf[used++] = '\\';
+            buf[used++] = 'x';
+            buf[used++] = hex[c >> 4];
+            buf[used++] = hex[c & 15];
+        } else {
+            buf[used++] = (char)c;
+        }
+    }
+    buf[used] = '\0';
+    return buf;
+}

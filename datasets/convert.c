@@ -81,7 +81,7 @@ static ptq_status write_hdf5(ptq_ctx *ctx, conv_job *job, int zstd_level, const 
     ds_h5_quiet q;
     ds_h5_quiet_begin(&q);
     PTQ_TRY(st, ptq_h5_register_zstd(ctx), done);
-    file = H5Fcreate(job->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    file = ds_h5_mem_create(job->tmp);
     if (file < 0) {
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot create %s: %s", job->tmp, ds_h5_error(why, sizeof why));
         goto done;
@@ -131,8 +131,10 @@ done:
         H5Dclose(labels);
     if (images >= 0)
         H5Dclose(images);
-    if (file >= 0 && H5Fclose(file) < 0 && st == PTQ_OK)
-        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot finish %s: %s", job->tmp, ds_h5_error(why, sizeof why));
+    if (file >= 0 && st == PTQ_OK)
+        st = ds_h5_mem_save(ctx, &file, job->tmp);
+    if (file >= 0)
+        H5Fclose(file);
     ds_h5_quiet_end(&q);
     return st;
 }

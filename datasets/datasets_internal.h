@@ -13,6 +13,10 @@
 #include "ptq/fileio.h"
 
 #define DS_ZSTD_FILTER_ID 32015 /* registered HDF5 filter id of zstd */
+/* Declared bytes per byte of an HDF5 file, at most: no compression reaches
+ * it (zstd of zeros ~30000:1), yet chunks never written read as fill values,
+ * so a few KiB can declare terabytes. */
+#define DS_H5_MAX_COMPRESSION 65536.0
 
 typedef struct ds_hdf5 ds_hdf5;
 typedef struct ds_png ds_png;
@@ -71,7 +75,10 @@ void ds_first_error_init(ds_first_error *e, int64_t n);
 void ds_first_error_note(ds_first_error *e, int64_t i, const ptq_ctx *err);
 void ds_first_error_free(ds_first_error *e);
 
-ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only);
+/* max_pixels: 0, or a PNG whose header declares more pixels is refused
+ * (PTQ_ERR_SHAPE) before any is decoded: a few KiB can inflate to GiBs. */
+#define DS_PNG_MAX_UPSCALE 64 /* pixels an image may have per pixel of the model's input */
+ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels);
 void ds_image_free(ds_image *img);
 /* Writes pixels: [h, w] 8-bit gray as a PNG at path. */
 ptq_status ds_png_write_gray8(ptq_ctx *ctx, const char *path, const uint8_t *pixels, int64_t h, int64_t w);
@@ -111,6 +118,14 @@ ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *
 ptq_status ds_h5_write_strings_attr(ptq_ctx *ctx, hid_t loc, const char *name, const char *const *strs, int n,
                                     int scalar, const char *path);
 void ds_strings_free(char **strs, int n);
+/* HDF5 files that ptq writes are built in memory (the core driver, no
+ * backing store) and written out by ptq itself: a full disk is then an
+ * ordinary write error, never an HDF5 close that fails and leaves HDF5's
+ * exit handler to crash on it. ds_h5_mem_create: the file id (path only
+ * names it), or -1. ds_h5_mem_save: writes its image over path (an
+ * existing temporary, not followed if a symlink) and closes *file (-1). */
+hid_t ds_h5_mem_create(const char *path);
+ptq_status ds_h5_mem_save(ptq_ctx *ctx, hid_t *file, const char *path);
 /* Creates a dataset of file type ftype and shape dims[rank], chunked by
  * chunk_n samples along dim 0 and compressed per compress/level. */
 ptq_status ds_h5_create_dataset(ptq_ctx *ctx, hid_t file, const char *key, hid_t ftype, int rank,

@@ -3,11 +3,15 @@
  * fixed-length) and chunked, compressed dataset creation.
  * Covered by tests/test_datasets.c and tests/datasets_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datasets/datasets_internal.h"
+#include "ptq/memory.h"
 
 void ds_h5_quiet_begin(ds_h5_quiet *q)
 {
@@ -40,7 +44,54 @@ const char *ds_h5_error(char *buf, size_t n_buf)
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_error, &b);
     if (!buf[0])
         snprintf(buf, n_buf, "HDF5 call failed");
+    for (char *c = buf; *c; c++) /* HDF5's write errors span lines: ptq's errors are one */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = ' ';
     return buf;
+}
+
+hid_t ds_h5_mem_create(const char *path)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t file = -1;
+    /* 1 MiB growth steps; backing_store 0: the file is never written by HDF5 */
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, (size_t)1 << 20, 0) >= 0)
+        file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    return file;
+}
+
+ptq_status ds_h5_mem_save(ptq_ctx *ctx, hid_t *file, const char *path)
+{
+    char why[256];
+    ptq_status st = PTQ_OK;
+    void *image = NULL;
+    ssize_t n = H5Fflush(*file, H5F_SCOPE_GLOBAL) >= 0 ? H5Fget_file_image(*file, NULL, 0) : -1;
+    if (n > 0 && (image = malloc((size_t)n)) != NULL && H5Fget_file_image(*file, image, (size_t)n) == n) {
+        /* the temporary the caller made, or a new file; only a file made here is removed on failure */
+        int created = 0, fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) {
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+            created = fd >= 0;
+        }
+        if (fd < 0)
+            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        else {
+            st = ptq_file_write_all(ctx, fd, image, (size_t)n, path);
+            if (close(fd) != 0 && st == PTQ_OK)
+                st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+            if (st != PTQ_OK && created)
+                unlink(path);
+        }
+    } else {
+        st = ptq_fail(ctx, n > 0 && !image ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "cannot finish HDF5 file %s: %s",
+                      path, n > 0 && !image ? "out of memory" : ds_h5_error(why, sizeof why));
+    }
+    free(image);
+    H5Fclose(*file); /* in memory: nothing left to fail */
+    *file = -1;
+    return st;
 }
 
 void ds_strings_free(char **strs, int n)
@@ -100,13 +151,29 @@ ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *
         goto done;
     }
     n = (int)n_points;
+    /* what the dataspace declares must fit the file (a vlen string takes a
+     * 16-byte heap reference; attributes are never compressed) and memory */
+    const int vlen = H5Tis_variable_str(type) > 0;
+    const double per_string = vlen ? 16.0 : (double)H5Tget_size(type);
+    hsize_t file_bytes = 0;
+    hid_t fid = H5Iget_file_id(obj);
+    if (fid >= 0) {
+        H5Fget_filesize(fid, &file_bytes);
+        H5Fclose(fid);
+    }
+    if (file_bytes > 0 && (double)n * per_string > (double)file_bytes * (is_attr ? 1.0 : DS_H5_MAX_COMPRESSION)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s declares %d strings of %.0f bytes in a file of %llu bytes", what, n,
+                      per_string, (unsigned long long)file_bytes);
+        goto done;
+    }
+    PTQ_TRY(st, ptq_memory_check(ctx, (uint64_t)((double)n * (per_string + 64)), what), done);
     strs = calloc((size_t)n + 1, sizeof *strs);
     mem = H5Tcopy(type);
     if (!strs || mem < 0) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", what);
         goto done;
     }
-    if (H5Tis_variable_str(type) > 0) {
+    if (vlen) {
         raw = calloc((size_t)n + 1, sizeof *raw);
         if (!raw || read_obj(obj, is_attr, mem, raw) < 0) {
             st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read the strings of %s", what);

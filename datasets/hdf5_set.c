@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/parallel.h"
 #include "datasets/datasets_internal.h"
@@ -249,6 +250,15 @@ static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     ds->count = (int64_t)h->dims[0];
     if (ds->count == 0)
         return ptq_fail(ctx, PTQ_ERR_DATA, "no images in %s ('%s' is empty)", ds->path, key);
+    /* a few KiB can declare billions of images (chunks never written read as
+     * fill values): what is declared must fit what the file could hold */
+    struct stat sb;
+    double declared = (double)ds->count * (double)h->sample_bytes;
+    if (stat(ds->path, &sb) == 0 && declared > (double)sb.st_size * DS_H5_MAX_COMPRESSION)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                        "images '%s' in %s declare %lld images (%.3g bytes) in a file of %lld bytes: more than "
+                        "any compression could hold; a truncated or forged file",
+                        key, ds->path, (long long)ds->count, declared, (long long)sb.st_size);
     return PTQ_OK;
 }
 
@@ -345,7 +355,8 @@ ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *o
     ds->h5 = h;
     h->file = H5Fopen(ds->path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (h->file < 0) {
-        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot open HDF5 file %s: %s", ds->path, ds_h5_error(why, sizeof why));
+        /* it was readable and has HDF5's signature: what fails is its content (truncated, corrupt) */
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open HDF5 file %s: %s", ds->path, ds_h5_error(why, sizeof why));
         goto done;
     }
     if (!opts->allow_external_data)
@@ -394,7 +405,7 @@ static ptq_status read_labels(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int6
         ds_h5_error(why, sizeof why);
     close_spaces(fspace, mspace);
     if (!ok)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot read labels %lld..%lld of '%s' in %s: %s", (long long)start,
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read labels %lld..%lld of '%s' in %s: %s", (long long)start,
                         (long long)(start + n - 1), h->labels_key, ds->path, why);
     for (int64_t i = 0; i < n; i++) {
         if (labels[i] < 0)
@@ -481,7 +492,7 @@ ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n,
             ds_h5_error(why, sizeof why);
         close_spaces(fspace, mspace);
         if (!ok) {
-            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read images %lld..%lld of '%s' in %s: %s",
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read images %lld..%lld of '%s' in %s: %s",
                           (long long)(start + done_n), (long long)(start + done_n + m - 1), h->images_key, ds->path,
                           why);
             goto done;

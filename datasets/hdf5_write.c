@@ -84,7 +84,7 @@ ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tens
     PTQ_TRY(st, ptq_h5_register_zstd(ctx), done);
     if (!o->append)
         PTQ_TRY(st, ptq_atomic_create(ctx, path, tmp, sizeof tmp, NULL), done);
-    file = o->append ? H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT) : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    file = o->append ? H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT) : ds_h5_mem_create(tmp);
     if (file < 0) {
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot %s HDF5 file %s: %s", o->append ? "open" : "create", path,
                       ds_h5_error(why, sizeof why));
@@ -97,6 +97,8 @@ ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tens
         PTQ_TRY(st, ds_h5_write_strings_attr(ctx, file, "class_names", o->class_names, o->n_class_names, 0, path),
                 done);
 done:
+    if (file >= 0 && !o->append && st == PTQ_OK)
+        st = ds_h5_mem_save(ctx, &file, tmp);
     if (file >= 0 && H5Fclose(file) < 0 && st == PTQ_OK)
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot finish HDF5 file %s: %s", path, ds_h5_error(why, sizeof why));
     if (st == PTQ_OK && tmp[0])

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "datasets/datasets_internal.h"
@@ -69,5 +70,15 @@ ptq_status ds_idx_open(ptq_ctx *ctx, const char *path, int ndim, ds_idx *idx)
         if (i > 0 && idx->dims[i] == 0)
             return ptq_fail(ctx, PTQ_ERR_FORMAT, "IDX file %s has an empty dimension %d", path, i);
     }
+    /* the declared bytes must fit the file (gzip's deflate inflates at most
+     * 1032:1) before anything of their size is allocated */
+    double declared = 1;
+    for (int i = 0; i < ndim; i++)
+        declared *= (double)idx->dims[i];
+    struct stat sb;
+    double room = fstat(fd, &sb) == 0 ? (double)sb.st_size * (gzdirect(idx->gz) ? 1.0 : 1032.0) : 0;
+    if (room > 0 && declared > room)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "IDX file %s declares %.0f bytes of data in a file of %lld bytes", path,
+                        declared, (long long)sb.st_size);
     return PTQ_OK;
 }

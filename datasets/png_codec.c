@@ -17,6 +17,7 @@
 #define MAX_IMAGE_BYTES ((size_t)1 << 30)
 
 typedef struct png_err {
+    int too_big; /* the header declares more pixels than max_pixels */
     char msg[256];
 } png_err;
 
@@ -42,7 +43,8 @@ void ds_image_free(ds_image *img)
 }
 
 /* Returns 1 on success, 0 after a libpng error (message in the error ptr). */
-static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, int header_only)
+static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, int header_only,
+                       uint64_t max_pixels)
 {
     if (setjmp(png_jmpbuf(png)))
         return 0;
@@ -51,6 +53,11 @@ static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, 
     png_uint_32 w, h;
     int depth, color, interlace;
     png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
+    if (max_pixels && (uint64_t)w * h > max_pixels) { /* before a byte of pixels is inflated */
+        png_err *e = png_get_error_ptr(png);
+        e->too_big = 1;
+        png_error(png, "too large");
+    }
     if (color == PNG_COLOR_TYPE_PALETTE)
         png_set_palette_to_rgb(png);
     if (color == PNG_COLOR_TYPE_GRAY && depth < 8)
@@ -89,9 +96,9 @@ static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, 
     return 1;
 }
 
-ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only)
+ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels)
 {
-    png_err err = {""};
+    png_err err = {0, ""};
     FILE *f = NULL;
     PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f));
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
@@ -99,7 +106,14 @@ ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int head
     ptq_status st = PTQ_OK;
     if (!info)
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "decoding %s: out of memory", path);
-    else if (!decode_core(png, info, f, img, header_only))
+    else if (!decode_core(png, info, f, img, header_only, max_pixels) && err.too_big)
+        /* the pixel count is named, not decoded */
+        st = ptq_fail(ctx, PTQ_ERR_SHAPE,
+                      "PNG %s declares %llu x %llu pixels, more than %llu (%d times the model's input); refusing to "
+                      "decode it", path, (unsigned long long)png_get_image_height(png, info),
+                      (unsigned long long)png_get_image_width(png, info), (unsigned long long)max_pixels,
+                      DS_PNG_MAX_UPSCALE);
+    else if (err.msg[0])
         st = ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode PNG %s: %s", path, err.msg);
     png_destroy_read_struct(png ? &png : NULL, info ? &info : NULL, NULL);
     fclose(f);
@@ -122,7 +136,7 @@ static int write_core(png_structp png, png_infop info, FILE *f, const uint8_t *p
 
 ptq_status ds_png_write_gray8(ptq_ctx *ctx, const char *path, const uint8_t *pixels, int64_t h, int64_t w)
 {
-    png_err err = {""};
+    png_err err = {0, ""};
     if (h < 1 || w < 1 || h > 0x7fffffff || w > 0x7fffffff)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot write a %lldx%lld PNG %s", (long long)h, (long long)w,
                         path);

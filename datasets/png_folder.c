@@ -217,7 +217,7 @@ ptq_status ds_png_open(ptq_ctx *ctx, ptq_dataset *ds)
     ds->has_labels = 1;
     png_worker *w0 = &f->workers[0];
     snprintf(w0->path, f->path_cap, "%s/%s", ds->path, f->names);
-    PTQ_TRY(st, ds_png_decode(ctx, w0->path, &w0->img, 1), done);
+    PTQ_TRY(st, ds_png_decode(ctx, w0->path, &w0->img, 1, 0), done);
     ds->height = w0->img.height;
     ds->width = w0->img.width;
     ds->channels = w0->img.channels;
@@ -251,7 +251,8 @@ static void png_samples(void *arg, int64_t begin, int64_t end, int worker)
         ptq_ctx_init(&local);
         int64_t s = j->start + i;
         snprintf(w->path, f->path_cap, "%s/%s", j->ds->path, f->names + f->name_at[s]);
-        ptq_status st = ds_png_decode(&local, w->path, &w->img, 0);
+        ptq_status st = ds_png_decode(&local, w->path, &w->img, 0,
+                                      (uint64_t)j->p->height * (uint64_t)j->p->width * DS_PNG_MAX_UPSCALE);
         if (st == PTQ_OK) {
             st = ptq_preprocess_image(&local, j->p, w->img.data, w->img.dtype, w->img.height, w->img.width,
                                       w->img.channels, 0, j->x + i * j->per_sample);

@@ -532,8 +532,11 @@ ptq_status ptq_tensor_load_pb(ptq_ctx *ctx, const char *path, ptq_tensor *out, c
     ptq_pb_init(&r, ctx, path, bytes, n_bytes, &ptq_pb_tensor_desc);
     PTQ_TRY(st, ptq_pb_tensor_parse(&r, "tensor", &t), done);
     data = malloc(t.n_bytes ? t.n_bytes : 1);
-    if (name_out)
-        name = strndup(t.name ? (const char *)t.name : "", t.name_len);
+    if (name_out && (name = malloc(t.name_len + 1)) != NULL) { /* the name may end the buffer: no str* reads */
+        if (t.name_len)
+            memcpy(name, t.name, t.name_len);
+        name[t.name_len] = '\0';
+    }
     if (!data || (name_out && !name)) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "%s: out of memory for %zu bytes", path, t.n_bytes);
         goto done;

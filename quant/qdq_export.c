@@ -110,6 +110,8 @@ done:
     return st;
 }
 
+#define QDQ_NEWEST_OPSET 24 /* ONNX 1.19's default domain */
+
 /* The opset to write: at least what the model has, what per-axis
  * DequantizeLinear needs (13) and, with FP8, what its types need (19). */
 static ptq_status pick_opset(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int64_t asked, int64_t *out)
@@ -139,6 +141,9 @@ static ptq_status pick_opset(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
                         "opset %lld cannot express per-channel weights: DequantizeLinear takes an axis from opset 13",
                         (long long)asked);
+    if (asked > QDQ_NEWEST_OPSET && asked > model)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "opset %lld does not exist yet: the newest ONNX opset ptq knows is %d",
+                        (long long)asked, QDQ_NEWEST_OPSET);
     if (asked && asked < model)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "opset %lld is below the model's own opset %lld", (long long)asked,
                         (long long)model);

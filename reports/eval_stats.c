@@ -1,6 +1,8 @@
 /* Accuracy, confusion and per-class metrics from logits, with text and
- * JSON renderings (cJSON). Mirrors sklearn's precision/recall/F1 with
+ * JSON renderings (cJSON, the k x k confusion streamed row by row). Mirrors sklearn's precision/recall/F1 with
  * zero_division=0. Covered by tests/test_report.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "core/logits.h"
 #include "ptq/buf.h"
+#include "ptq/memory.h"
 #include "ptq/report.h"
 
 ptq_status ptq_eval_stats_init(ptq_ctx *ctx, int n_classes, ptq_eval_stats *s)
@@ -18,6 +21,9 @@ ptq_status ptq_eval_stats_init(ptq_ctx *ctx, int n_classes, ptq_eval_stats *s)
     memset(s, 0, sizeof *s);
     if (n_classes < 1 || n_classes > 100000)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "class count must be in [1, 100000], got %d", n_classes);
+    char what[80];
+    snprintf(what, sizeof what, "a %dx%d confusion matrix", n_classes, n_classes);
+    PTQ_TRY_RET(ptq_memory_check(ctx, (uint64_t)n_classes * (uint64_t)n_classes * sizeof *s->confusion, what));
     s->confusion = calloc((size_t)n_classes * (size_t)n_classes, sizeof *s->confusion);
     if (!s->confusion)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %dx%d confusion matrix", n_classes, n_classes);
@@ -101,6 +107,13 @@ static const char *class_label(const char *const *names, int c, char *buf, size_
     return buf;
 }
 
+/* For the terminal: a class name from the data with control characters escaped. */
+static const char *class_label_text(const char *const *names, int c, char *buf, size_t n)
+{
+    char tmp[32];
+    return ptq_escape(class_label(names, c, tmp, sizeof tmp), buf, n);
+}
+
 ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names, char **out)
 {
     *out = NULL;
@@ -114,9 +127,9 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     ptq_buf_putf(&b, "samples  %lld\ntop-1    %.2f%%  (%lld correct)\ntop-5    %.2f%%\n\n", (long long)s->n,
               100.0 * (double)s->top1 / n, (long long)s->top1, 100.0 * (double)s->top5 / n);
     int w = 5;
-    char tmp[32];
+    char tmp[32], esc[256];
     for (int c = 0; c < k; c++) {
-        int len = (int)strlen(class_label(names, c, tmp, sizeof tmp));
+        int len = (int)strlen(class_label_text(names, c, esc, sizeof esc));
         if (len > w)
             w = len;
     }
@@ -124,8 +137,13 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         w = 24;
     ptq_buf_putf(&b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
     for (int c = 0; c < k; c++)
-        ptq_buf_putf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label(names, c, tmp, sizeof tmp),
+        ptq_buf_putf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc),
                   m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
+    if (k > PTQ_EVAL_TEXT_MAX_CLASSES) { /* k x k cells are no terminal reading */
+        ptq_buf_putf(&b, "\nconfusion matrix: %d x %d, not printed (over %d classes; it is in the JSON report)\n", k, k,
+                  PTQ_EVAL_TEXT_MAX_CLASSES);
+        goto finish;
+    }
     ptq_buf_putf(&b, "\nconfusion matrix (rows: true class, columns: predicted)\n%*s", w, "");
     int cw = 6;
     for (int c = 0; c < k; c++) {
@@ -143,28 +161,29 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         ptq_buf_putf(&b, " %*d", cw - 1, c);
     ptq_buf_putf(&b, "\n");
     for (int c = 0; c < k; c++) {
-        ptq_buf_putf(&b, "%-*.*s", w, w, class_label(names, c, tmp, sizeof tmp));
+        ptq_buf_putf(&b, "%-*.*s", w, w, class_label_text(names, c, esc, sizeof esc));
         for (int j = 0; j < k; j++)
             ptq_buf_putf(&b, " %*lld", cw - 1, (long long)s->confusion[(int64_t)c * k + j]);
         ptq_buf_putf(&b, "\n");
     }
+finish:
     free(m);
     if (!(*out = ptq_buf_take(&b)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the report");
     return PTQ_OK;
 }
 
-ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names,
-                                const char *header_json, char **out)
+ptq_status ptq_eval_write_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names,
+                               const char *header_json, FILE *f, const char *path)
 {
     ptq_status st = PTQ_OK;
-    *out = NULL;
     const int k = s->n_classes;
+    char *text = NULL;
     ptq_class_metrics *m = calloc((size_t)k, sizeof *m);
     cJSON *root = header_json ? cJSON_Parse(header_json) : cJSON_CreateObject();
-    if (!m || !root) {
-        st = ptq_fail(ctx, header_json && !root ? PTQ_ERR_INVALID_ARG : PTQ_ERR_NOMEM,
-                      "cannot build the JSON report%s", header_json && !root ? ": bad header JSON" : "");
+    if (!m || !cJSON_IsObject(root)) {
+        st = ptq_fail(ctx, header_json && !cJSON_IsObject(root) ? PTQ_ERR_INVALID_ARG : PTQ_ERR_NOMEM,
+                      "cannot build the JSON report%s", header_json && !cJSON_IsObject(root) ? ": bad header JSON" : "");
         goto done;
     }
     ptq_eval_class_metrics(s, m);
@@ -173,9 +192,8 @@ ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     cJSON_AddNumberToObject(root, "top1", (double)s->top1 / n);
     cJSON_AddNumberToObject(root, "top5", (double)s->top5 / n);
     cJSON *classes = cJSON_AddArrayToObject(root, "classes");
-    cJSON *conf = cJSON_AddArrayToObject(root, "confusion");
     char tmp[32];
-    for (int c = 0; c < k && classes && conf; c++) {
+    for (int c = 0; c < k && classes; c++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "index", c);
         cJSON_AddStringToObject(o, "name", class_label(names, c, tmp, sizeof tmp));
@@ -184,16 +202,49 @@ ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         cJSON_AddNumberToObject(o, "f1", m[c].f1);
         cJSON_AddNumberToObject(o, "support", (double)m[c].support);
         cJSON_AddItemToArray(classes, o);
-        cJSON *row = cJSON_CreateArray();
-        for (int j = 0; j < k; j++)
-            cJSON_AddItemToArray(row, cJSON_CreateNumber((double)s->confusion[(int64_t)c * k + j]));
-        cJSON_AddItemToArray(conf, row);
     }
-    *out = cJSON_Print(root);
-    if (!*out)
+    text = classes ? cJSON_Print(root) : NULL;
+    if (!text) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the JSON report");
+        goto done;
+    }
+    /* the object less its closing brace, then the confusion rows one by one */
+    size_t len = strlen(text);
+    while (len > 0 && text[len - 1] != '}')
+        len--;
+    int ok = len > 0 && fwrite(text, 1, len - 1, f) == len - 1 && fputs(",\n\t\"confusion\":\t[", f) >= 0;
+    for (int c = 0; ok && c < k; c++) {
+        ok = fputs(c ? ",\n\t\t[" : "[", f) >= 0;
+        for (int j = 0; ok && j < k; j++)
+            ok = fprintf(f, j ? ", %lld" : "%lld", (long long)s->confusion[(int64_t)c * k + j]) > 0;
+        ok = ok && fputc(']', f) != EOF;
+    }
+    ok = ok && fputs("]\n}", f) >= 0;
+    if (!ok)
+        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
 done:
+    free(text);
     cJSON_Delete(root);
     free(m);
     return st;
+}
+
+ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names,
+                                const char *header_json, char **out)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    *out = NULL;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the JSON report");
+    ptq_status st = ptq_eval_write_json(ctx, s, names, header_json, f, "the JSON report");
+    if (fclose(f) != 0 && st == PTQ_OK)
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the JSON report");
+    if (st != PTQ_OK) {
+        free(buf);
+        return st == PTQ_ERR_IO ? ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the JSON report") : st;
+    }
+    *out = buf;
+    return PTQ_OK;
 }

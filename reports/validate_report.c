@@ -5,6 +5,8 @@
  * reusing ptq_eval_format_json per side), Markdown and a terminal summary.
  * Definitions in include/ptq/validate_report.h; covered by
  * tests/test_validate_report.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "core/logits.h"
 #include "core/xsum.h"
 #include "ptq/export.h" /* ptq_buf */
+#include "ptq/memory.h"
 #include "ptq/report.h"
 #include "ptq/validate_report.h"
 #include "reports/validate_view.h"
@@ -239,19 +242,6 @@ static double frac(int64_t num, int64_t den)
 
 /* ---- JSON ---- */
 
-static cJSON *eval_side_json(ptq_ctx *ctx, const ptq_eval_stats *e, const char *const *names, ptq_status *st)
-{
-    char *text = NULL;
-    *st = ptq_eval_format_json(ctx, e, names, NULL, &text);
-    if (*st != PTQ_OK)
-        return NULL;
-    cJSON *o = cJSON_Parse(text);
-    free(text);
-    if (!o)
-        *st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building the validation JSON");
-    return o;
-}
-
 static void add_metric_triplet(cJSON *o, const char *name, double f, double q)
 {
     char key[32];
@@ -271,12 +261,12 @@ static void add_number_or_null(cJSON *o, const char *key, double x)
         cJSON_AddNullToObject(o, key);
 }
 
-ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
-                                    char **out)
+ptq_status ptq_validate_write_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+                                   FILE *f, const char *path)
 {
     ptq_status st = PTQ_OK;
     validate_view v;
-    *out = NULL;
+    char *text = NULL;
     PTQ_TRY_RET(validate_view_make(ctx, s, opts, &v));
     const int k = v.k;
     const ptq_validate_totals *t = &v.t;
@@ -319,30 +309,63 @@ ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, c
         add_metric_triplet(o, "f1", v.mf[c].f1, v.mq[c].f1);
         cJSON_AddItemToArray(classes, o);
     }
-    cJSON *side = eval_side_json(ctx, &s->fp32, v.names, &st);
-    if (!side)
-        goto done;
-    cJSON_AddItemToObject(root, "fp32", side);
-    side = eval_side_json(ctx, &s->q, v.names, &st);
-    if (!side)
-        goto done;
-    cJSON_AddItemToObject(root, "quant", side);
-    cJSON *diff = cJSON_AddArrayToObject(root, "confusion_delta");
-    for (int r = 0; r < k && diff; r++) {
-        cJSON *row = cJSON_CreateArray();
-        for (int c = 0; c < k; c++) {
-            int64_t cell = (int64_t)r * k + c;
-            cJSON_AddItemToArray(row, cJSON_CreateNumber((double)(s->q.confusion[cell] - s->fp32.confusion[cell])));
-        }
-        cJSON_AddItemToArray(diff, row);
-    }
-    *out = cJSON_Print(root);
-    if (!*out)
+    text = classes ? cJSON_Print(root) : NULL;
+    if (!text) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the validation JSON");
+        goto done;
+    }
+    /* the object less its closing brace, then the k x k matrices streamed */
+    size_t len = strlen(text);
+    while (len > 0 && text[len - 1] != '}')
+        len--;
+    int ok = len > 0 && fwrite(text, 1, len - 1, f) == len - 1 && fputs(",\n\t\"fp32\":\t", f) >= 0;
+    if (!ok)
+        goto write_failed;
+    PTQ_TRY(st, ptq_eval_write_json(ctx, &s->fp32, v.names, NULL, f, path), done);
+    if (fputs(",\n\t\"quant\":\t", f) < 0)
+        goto write_failed;
+    PTQ_TRY(st, ptq_eval_write_json(ctx, &s->q, v.names, NULL, f, path), done);
+    ok = fputs(",\n\t\"confusion_delta\":\t[", f) >= 0;
+    for (int r = 0; ok && r < k; r++) {
+        ok = fputs(r ? ",\n\t\t[" : "[", f) >= 0;
+        for (int c = 0; ok && c < k; c++) {
+            int64_t cell = (int64_t)r * k + c;
+            ok = fprintf(f, c ? ", %lld" : "%lld", (long long)(s->q.confusion[cell] - s->fp32.confusion[cell])) > 0;
+        }
+        ok = ok && fputc(']', f) != EOF;
+    }
+    if (ok && fputs("]\n}", f) >= 0)
+        goto done;
+write_failed:
+    st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
 done:
+    free(text);
     cJSON_Delete(root);
     validate_view_free(&v);
     return st;
+}
+
+ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+                                    char **out)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    *out = NULL;
+    /* three k x k matrices of a few bytes per cell, held as text */
+    const uint64_t k = (uint64_t)s->fp32.n_classes;
+    PTQ_TRY_RET(ptq_memory_check(ctx, 3 * k * k * 8 + k * 1024, "the validation JSON's confusion matrices"));
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the validation JSON");
+    ptq_status st = ptq_validate_write_json(ctx, s, opts, f, "the validation JSON");
+    if (fclose(f) != 0 && st == PTQ_OK)
+        st = PTQ_ERR_IO;
+    if (st != PTQ_OK) {
+        free(buf);
+        return st == PTQ_ERR_IO ? ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the validation JSON") : st;
+    }
+    *out = buf;
+    return PTQ_OK;
 }
 
 /* ---- Markdown and summary ---- */

@@ -335,12 +335,23 @@ static ptq_status input_view(ptq_ctx *ctx, ptq_exec *e, int v, int m, ptq_tensor
     return PTQ_OK;
 }
 
+/* Every op ptq runs produces output 0. */
+static ptq_status check_outputs(ptq_ctx *ctx, const ptq_graph *g)
+{
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        if (n->n_outputs < 1 || n->outputs[0] < 0)
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%s' (%s) has no output", n->name, n->op_type);
+    }
+    return PTQ_OK;
+}
+
 ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g)
 {
     const ptq_op_def **ops = NULL;
     ptq_status st = ptq_op_resolve(ctx, g, &ops);
     free(ops);
-    return st;
+    return st == PTQ_OK ? check_outputs(ctx, g) : st;
 }
 
 ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_params *p, ptq_exec **out)
@@ -349,6 +360,10 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     *out = NULL;
     const ptq_op_def **ops = NULL;
     PTQ_TRY(st, ptq_op_resolve(ctx, g, &ops), fail_early);
+    if ((st = check_outputs(ctx, g)) != PTQ_OK) {
+        free(ops);
+        return st;
+    }
     ptq_exec *e = calloc(1, sizeof *e);
     if (!e) {
         free(ops);

@@ -14,6 +14,14 @@ ptq_status ptq_op_conv_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_conv_params
     const ptq_tensor *w = io->in[1]; /* [M, C/group, k...] */
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL; /* [M] */
     char xs[96], ws[96];
+    static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
+    for (int a = 0; a < io->node->n_attrs; a++) { /* an attribute ptq would ignore changes the result */
+        size_t k = 0;
+        while (k < sizeof known / sizeof known[0] && strcmp(known[k], io->node->attrs[a].name) != 0)
+            k++;
+        if (k == sizeof known / sizeof known[0])
+            return ptq_op_fail(ctx, io, PTQ_ERR_UNSUPPORTED, "unknown Conv attribute '%s'", io->node->attrs[a].name);
+    }
     PTQ_TRY(st, ptq_op_need_float(ctx, io, 0), done);
     PTQ_TRY(st, ptq_op_need_float(ctx, io, 1), done);
     if (b)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ptq/memory.h"
 #include "ptq/runner.h"
 
 struct ptq_runner {
@@ -44,6 +45,62 @@ static int64_t share_start(int64_t n, int64_t i, int64_t n_shards)
     return n / n_shards * i + n % n_shards * i / n_shards;
 }
 
+/* Positions of a partial Fisher-Yates over [0, n) that hold something other
+ * than their own index: open addressing on keys, O(samples) memory whatever n. */
+typedef struct swap_map {
+    int64_t *key, *val; /* [cap]; key -1: empty */
+    size_t cap;         /* a power of two, at least twice the entries */
+} swap_map;
+
+static int64_t *swap_slot(swap_map *m, int64_t k)
+{
+    size_t i = (size_t)(((uint64_t)k * 0x9e3779b97f4a7c15ull) >> 17) & (m->cap - 1);
+    while (m->key[i] != -1 && m->key[i] != k)
+        i = (i + 1) & (m->cap - 1);
+    return &m->key[i];
+}
+
+static int64_t swap_get(swap_map *m, int64_t k)
+{
+    int64_t *slot = swap_slot(m, k);
+    return *slot == k ? m->val[slot - m->key] : k;
+}
+
+static void swap_set(swap_map *m, int64_t k, int64_t v)
+{
+    int64_t *slot = swap_slot(m, k);
+    *slot = k;
+    m->val[slot - m->key] = v;
+}
+
+/* The first n_out values of the seeded Fisher-Yates shuffle of [0, n), the
+ * same as swapping in an array of n ids, in memory O(n_out). */
+static int sparse_shuffle(uint64_t seed, int64_t n, int64_t n_out, int64_t *out)
+{
+    swap_map m;
+    m.cap = 16;
+    while (m.cap < 2 * (size_t)n_out + 2) /* each step adds at most one key (j; i is never read again) */
+        m.cap *= 2;
+    m.key = malloc(m.cap * sizeof *m.key);
+    m.val = malloc(m.cap * sizeof *m.val);
+    if (!m.key || !m.val) {
+        free(m.key);
+        free(m.val);
+        return 0;
+    }
+    memset(m.key, 0xff, m.cap * sizeof *m.key);
+    uint64_t state = seed;
+    for (int64_t i = 0; i < n_out; i++) {
+        int64_t j = i + (int64_t)(splitmix64(&state) % (uint64_t)(n - i));
+        int64_t at_j = swap_get(&m, j);
+        swap_set(&m, j, swap_get(&m, i));
+        out[i] = at_j;
+    }
+    free(m.key);
+    free(m.val);
+    return 1;
+}
+
 ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int64_t **ids, int64_t *n_ids)
 {
     *ids = NULL;
@@ -56,23 +113,29 @@ ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int6
     if (p->limit && p->limit < n_pick)
         n_pick = p->limit;
     const int random = p->samples && p->samples < n_pick;
-    int64_t *all = malloc(((size_t)(random ? n_pick : n_pick) + 1) * sizeof *all);
+    const int64_t n_kept = random ? p->samples : n_pick; /* ids held: the pick, not the whole set */
+    /* 8 bytes an id, and a random pick's swap map up to 64 more; a quarter of the limit at most */
+    const uint64_t id_bytes = random ? 72 : 8;
+    if ((uint64_t)n_kept > ptq_memory_budget() / id_bytes / 4)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM,
+                        "%lld sample ids would take %.1f GiB, more than a quarter of the memory limit (%.1f GiB; "
+                        "see --max-memory); pick fewer with --samples or --limit",
+                        (long long)n_kept, (double)n_kept * (double)id_bytes / 1073741824.0,
+                        (double)ptq_memory_budget() / 1073741824.0);
+    int64_t *all = malloc(((size_t)n_kept + 1) * sizeof *all);
     if (!all)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n_pick);
-    for (int64_t i = 0; i < n_pick; i++)
-        all[i] = i;
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n_kept);
     if (random) {
-        uint64_t state = p->seed;
-        for (int64_t i = 0; i < p->samples; i++) {
-            int64_t j = i + (int64_t)(splitmix64(&state) % (uint64_t)(n_pick - i));
-            int64_t t = all[i];
-            all[i] = all[j];
-            all[j] = t;
+        if (!sparse_shuffle(p->seed, n_pick, n_kept, all)) {
+            free(all);
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n_kept);
         }
-        n_pick = p->samples;
-        qsort(all, (size_t)n_pick, sizeof *all, cmp_i64);
+        qsort(all, (size_t)n_kept, sizeof *all, cmp_i64);
+    } else {
+        for (int64_t i = 0; i < n_kept; i++)
+            all[i] = i;
     }
-    int64_t lo = share_start(n_pick, shard, n_shards), hi = share_start(n_pick, shard + 1, n_shards);
+    int64_t lo = share_start(n_kept, shard, n_shards), hi = share_start(n_kept, shard + 1, n_shards);
     memmove(all, all + lo, (size_t)(hi - lo) * sizeof *all);
     *ids = all;
     *n_ids = hi - lo;
@@ -163,6 +226,38 @@ static ptq_status check_logits(ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
     return PTQ_OK;
 }
 
+/* A rough bound on what a batch takes, checked before anything is
+ * allocated so a --batch too large for the machine ends with a message,
+ * not the OOM killer: the input buffers, and the executor's activations
+ * taken as the three largest float tensors of one sample (an op's inputs
+ * and output live at once) times the batch. */
+static ptq_status batch_fits(ptq_ctx *ctx, const ptq_graph *g, int64_t batch, int64_t sample, int n_bufs)
+{
+    double top[3] = {0, 0, 0};
+    for (int v = 0; v < g->n_values; v++) {
+        const ptq_value *val = &g->values[v];
+        if (val->data || val->ndim < 1)
+            continue;
+        double elems = 1;
+        for (int d = 1; d < val->ndim; d++) /* dim 0 is the batch */
+            elems *= val->dims[d] > 0 ? (double)val->dims[d] : 1;
+        for (int k = 0; k < 3; k++)
+            if (elems > top[k]) {
+                for (int m = 2; m > k; m--)
+                    top[m] = top[m - 1];
+                top[k] = elems;
+                break;
+            }
+    }
+    double need = (double)batch * ((double)n_bufs * (double)sample + top[0] + top[1] + top[2]) * sizeof(float);
+    if (need <= (double)ptq_memory_budget())
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_NOMEM,
+                    "a batch of %lld samples needs about %.0f MiB (input buffers and activations), more than the "
+                    "memory limit of %.0f MiB (--max-memory); use a smaller --batch",
+                    (long long)batch, need / 1048576.0, (double)ptq_memory_budget() / 1048576.0);
+}
+
 ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
 {
     ptq_status st = PTQ_OK;
@@ -187,6 +282,7 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     ptq_session_input_shape(s, &c, &h, &w);
     const int64_t sample = c * h * w, batch = p->n_ids < p->batch ? (p->n_ids ? p->n_ids : 1) : p->batch;
     const int n_bufs = p->prefetch ? 2 : 1;
+    PTQ_TRY_RET(batch_fits(ctx, g, batch, sample, n_bufs));
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!outs)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");

@@ -147,6 +147,11 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     s->pre.n_channels = (int)s->channels;
     s->pre.height = s->height;
     s->pre.width = s->width;
+    /* shapes at batch 1 for the runner's memory estimate; a graph whose
+     * shapes depend on its data keeps them unknown (the executor infers its own) */
+    ptq_ctx shape_ctx;
+    ptq_ctx_init(&shape_ctx);
+    ptq_graph_infer_shapes(&shape_ctx, s->graph, 1);
     ptq_exec_params ep = {device, o->cuda_device, NULL, NULL, o->profile};
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
 #ifdef PTQ_CUDA

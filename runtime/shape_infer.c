@@ -57,6 +57,10 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
             st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s': op %s is not supported by ptq", n->name, n->op_type);
             goto done;
         }
+        if (n->n_outputs < 1 || n->outputs[0] < 0) { /* every op ptq runs produces output 0 */
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%s' (%s) has no output", n->name, n->op_type);
+            goto done;
+        }
         io.graph = g;
         io.node = n;
         io.n_in = n->n_inputs;

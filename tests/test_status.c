@@ -35,5 +35,11 @@ int main(void)
     snprintf(want, sizeof want, "%d.%d.%d", PTQ_VERSION_MAJOR, PTQ_VERSION_MINOR, PTQ_VERSION_PATCH);
     CHECK_MSG(strcmp(ptq_version(), PTQ_VERSION_STRING) == 0 && strcmp(want, PTQ_VERSION_STRING) == 0,
               "ptq_version %s, header %s", ptq_version(), PTQ_VERSION_STRING);
+    /* names from files are printed with control characters escaped */
+    char esc[16];
+    CHECK(strcmp(ptq_escape("a\x1b[31mb", esc, sizeof esc), "a\\x1b[31mb") == 0);
+    CHECK(strcmp(ptq_escape("tab\there\x7fXY", esc, sizeof esc), "tab\\x09here\\x7f") == 0); /* cut to fit */
+    CHECK(strcmp(ptq_escape("caf\xc3\xa9", esc, sizeof esc), "caf\xc3\xa9") == 0);  /* UTF-8 kept */
+    CHECK(strcmp(ptq_escape(NULL, esc, sizeof esc), "") == 0);
     return test_done("test_status");
 }

@@ -49,6 +49,11 @@ PTQ_API ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path);
 /* Removes tmp (a file, or a folder two levels deep) and forgets it; a no-op
  * for "". tmp[0] is set to '\0'. */
 PTQ_API void ptq_atomic_discard(char *tmp);
+/* Writes n_bytes of data to fd (an output named path, for messages), all of
+ * it or PTQ_ERR_IO with the reason. For tests, PTQ_TEST_FAIL_WRITE_AFTER=N
+ * in the environment makes every write past the process's first N bytes
+ * through here fail with ENOSPC, as a full disk would. */
+PTQ_API ptq_status ptq_file_write_all(ptq_ctx *ctx, int fd, const void *data, size_t n_bytes, const char *path);
 /* Writes n_bytes of data to path whole or not at all. */
 PTQ_API ptq_status ptq_atomic_write(ptq_ctx *ctx, const char *path, const void *data, size_t n_bytes);
 /* Installs SIGINT and SIGTERM handlers that remove every pending temporary

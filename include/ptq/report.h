@@ -6,6 +6,7 @@
 #define PTQ_REPORT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ptq/export_api.h"
 #include "ptq/status.h"
@@ -49,6 +50,14 @@ PTQ_API void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *
  * class_names may be NULL (indices are used). Returns a malloc'd string. */
 PTQ_API ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
                                         char **out);
+
+/* The text report prints the confusion matrix up to this many classes. */
+#define PTQ_EVAL_TEXT_MAX_CLASSES 64
+
+/* The JSON report written to f (named path in messages) as it is made: the
+ * k x k confusion matrix goes out row by row, never held as JSON. */
+PTQ_API ptq_status ptq_eval_write_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
+                                       const char *header_json, FILE *f, const char *path);
 
 /* JSON object {"samples", "top1", "top5", "classes": [...], "confusion": [[...]]}
  * merged into the caller's header fields (a JSON object text, may be NULL).

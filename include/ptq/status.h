@@ -40,6 +40,11 @@ typedef struct ptq_ctx {
 PTQ_API void ptq_ctx_init(ptq_ctx *ctx);
 PTQ_API const char *ptq_status_name(ptq_status st);
 
+/* s with control characters (bytes below 0x20, and 0x7f) written as \xNN,
+ * so a name from a file cannot drive a terminal; cut to fit buf[n_buf].
+ * Returns buf. */
+PTQ_API const char *ptq_escape(const char *s, char *buf, size_t n_buf);
+
 /* Records a failure and returns its code; use through ptq_fail(). */
 PTQ_API ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -29,6 +29,7 @@
 #include "ptq/export_api.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ptq/status.h"
 
@@ -88,6 +89,10 @@ typedef struct ptq_validate_opts {
  * index, name, flagged, support, {precision,recall,f1}_{fp32,quant,delta_pts}),
  * "fp32" and "quant" (each ptq_eval_format_json's object, with its
  * "confusion"), and "confusion_delta" (quant - fp32). */
+/* The same object written to f (named path in messages) as it is made, the
+ * confusion matrices row by row (ptq_validate_format_json holds it as text). */
+PTQ_API ptq_status ptq_validate_write_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+                                           FILE *f, const char *path);
 PTQ_API ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
                                     char **out);
 

@@ -154,6 +154,12 @@ extern "C" ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_byt
 {
     *out = NULL;
     void *p = NULL;
+    size_t free_bytes = 0, total_bytes = 0;
+    /* a request past what the device has free is named before it is made (exit 10, not a CUDA error) */
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess && n_bytes > free_bytes)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "%zu MiB wanted on GPU %d (%s), which has %zu MiB free of %zu",
+                        n_bytes >> 20, d->index, d->name, free_bytes >> 20, total_bytes >> 20);
+    (void)cudaGetLastError();
     /* never a zero-byte request: an empty tensor still gets a distinct pointer */
     cudaError_t err = cudaMalloc(&p, n_bytes ? n_bytes : 256);
     if (err == cudaErrorMemoryAllocation) {

@@ -1,0 +1,77 @@
+/* The memory limit (include/ptq/memory.h): set by --max-memory, else the
+ * available memory the kernel reports. Covered by tests/test_memory.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptq/memory.h"
+
+static _Atomic uint64_t budget_bytes; /* 0: the system's available memory */
+
+static uint64_t available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    int found = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+            found = 1;
+            break;
+        }
+    if (f)
+        fclose(f);
+    if (found && kib > 0)
+        return (uint64_t)kib * 1024;
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0)
+        return (uint64_t)pages * (uint64_t)page;
+    return (uint64_t)1 << 32; /* nothing to ask: 4 GiB */
+}
+
+uint64_t ptq_memory_budget(void)
+{
+    uint64_t b = atomic_load(&budget_bytes);
+    return b ? b : available_bytes();
+}
+
+void ptq_memory_set_budget(uint64_t bytes)
+{
+    atomic_store(&budget_bytes, bytes);
+}
+
+ptq_status ptq_memory_check(ptq_ctx *ctx, uint64_t bytes, const char *what)
+{
+    uint64_t limit = ptq_memory_budget();
+    if (bytes <= limit)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_NOMEM, "%s needs %.0f MiB, more than the memory limit of %.0f MiB (--max-memory)",
+                    what, (double)bytes / 1048576.0, (double)limit / 1048576.0);
+}
+
+int ptq_memory_parse(const char *text, uint64_t *bytes)
+{
+    char *end = NULL;
+    if (!text || !isdigit((unsigned char)text[0]))
+        return -1;
+    double v = strtod(text, &end);
+    double unit = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': unit = 1024.0; end++; break;
+    case 'M': unit = 1048576.0; end++; break;
+    case 'G': unit = 1073741824.0; end++; break;
+    case 'T': unit = 1099511627776.0; end++; break;
+    default: break;
+    }
+    if (unit > 1 && (!strcmp(end, "iB") || !strcmp(end, "B")))
+        end += strlen(end);
+    if (*end || !isfinite(v) || v * unit < 1 || v * unit >= 18446744073709551615.0)
+        return -1;
+    *bytes = (uint64_t)(v * unit);
+    return 0;
+}
