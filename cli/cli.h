@@ -92,6 +92,10 @@ typedef struct cli_npy_writer {
     int64_t rows;     /* samples the run covers */
 } cli_npy_writer;
 ptq_consumer cli_npy_consumer(cli_npy_writer *w);
+
+/* A file beside a JSON output: path without its ".json", then suffix
+ * ("sens.json" + ".md" -> "sens.md"). */
+void cli_sibling_path(const char *path, const char *suffix, char *out, size_t n_out);
 /* Refuses (prints, returns EXIT_USAGE) an output that is the same file as an
  * input or as another output (ptq_file_same), before any work; 0 when none
  * is. NULL entries are skipped. */
@@ -116,6 +120,9 @@ int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *na
 /* `ptq plan ... --sensitivity S --budget PTS`: the budgeted planner over
  * --data (cli/plan_budget.c); opts are plan's. Returns the exit code. */
 int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path);
+/* `ptq plan ... --method auto --data V`: the calibrator chosen per
+ * activation by measurement (cli/plan_auto.c). Returns the exit code. */
+int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path);
 
 /* Progress on stderr when it is a terminal (or forced), at most 5 lines a second. */
 typedef struct cli_progress {

@@ -34,15 +34,6 @@ static const char sensitivity_help[] =
 
 enum { SENS_MAX_BATCH = 1 << 16 };
 
-/* out with its .json suffix replaced by .md (or .md appended). */
-static void md_path_of(const char *out, char *md, size_t n_md)
-{
-    size_t len = strlen(out);
-    if (len > 5 && strcmp(out + len - 5, ".json") == 0)
-        len -= 5;
-    snprintf(md, n_md, "%.*s.md", (int)len, out);
-}
-
 int cmd_sensitivity(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"calib", 1, NULL},       {"data", 1, NULL},    {"out", 1, NULL},
@@ -64,7 +55,7 @@ int cmd_sensitivity(int argc, char **argv)
     if (!model || !calib || !data || !out)
         return cli_usage_error("sensitivity", "--model, --calib, --data and --out are required");
     char md_path[4200];
-    md_path_of(out, md_path, sizeof md_path);
+    cli_sibling_path(out, ".md", md_path, sizeof md_path);
     const char *inputs[] = {model, calib, data}, *outputs[] = {out, md_path};
     if ((rc = cli_check_outputs("sensitivity", inputs, 3, outputs, 2)))
         return rc;
@@ -102,7 +93,7 @@ int cmd_sensitivity(int argc, char **argv)
                                  cli_get(opts, n_opts, "core"), &archive, &def),
             done);
     PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), done);
-    PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, &sens), done);
+    PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, 0, &sens), done);
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
 

@@ -57,3 +57,11 @@ ptq_consumer cli_npy_consumer(cli_npy_writer *w)
     ptq_consumer c = {w, NULL, npy_after, NULL};
     return c;
 }
+
+void cli_sibling_path(const char *path, const char *suffix, char *out, size_t n_out)
+{
+    size_t len = strlen(path);
+    if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+        len -= 5;
+    snprintf(out, n_out, "%.*s%s", (int)len, path, suffix);
+}

@@ -100,10 +100,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         (rc = cli_get_int("plan", opts, n_opts, "seed", 0, 0, &seed)))
         return rc;
     char trace_path[4200];
-    size_t len = strlen(out);
-    if (len > 5 && strcmp(out + len - 5, ".json") == 0)
-        len -= 5;
-    snprintf(trace_path, sizeof trace_path, "%.*s.trace.json", (int)len, out);
+    cli_sibling_path(out, ".trace.json", trace_path, sizeof trace_path);
     const char *inputs[] = {model, archive_path, sens_path, data}, *outputs[] = {out, trace_path};
     if ((rc = cli_check_outputs("plan", inputs, 4, outputs, 2)))
         return rc;

@@ -43,6 +43,7 @@ struct ptq_sensitivity {
     int64_t cap_rows;
     ptq_tensor *outputs;    /* [g->n_outputs] */
     int64_t n_runs, nodes_run, nodes_full;
+    int only;               /* PTQ_SENS_ONLY: no default-plan and (b) runs */
 };
 
 static const float *mixed_weight(void *user, int v, uint64_t *source)
@@ -247,7 +248,7 @@ static ptq_status fp16_plan(ptq_ctx *ctx, const ptq_plan *default_plan, ptq_plan
 }
 
 ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *default_plan, const ptq_plan *core_plan,
-                           ptq_sensitivity **out)
+                           unsigned flags, ptq_sensitivity **out)
 {
     ptq_status st = PTQ_OK;
     ptq_plan *p16 = NULL;
@@ -259,6 +260,7 @@ ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *def
     if (!s)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sensitivity analysis");
     s->g = g;
+    s->only = (flags & PTQ_SENS_ONLY) != 0;
     PTQ_TRY(st, fp16_plan(ctx, default_plan, &p16), fail);
     PTQ_TRY(st, ptq_fq_create(ctx, g, default_plan, &s->fq_def), fail);
     PTQ_TRY(st, ptq_fq_create(ctx, g, core_plan, &s->fq_core), fail);
@@ -293,8 +295,8 @@ ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *def
         }
         t->start_node = start_node_of(g, t->value);
         t->prec_default = d->prec;
-        t->measured_a = ptq_prec_is_quantized(c->prec);
-        t->measured_b = ptq_prec_is_quantized(d->prec);
+        t->measured_a = ptq_prec_is_quantized(c->prec) && !((flags & PTQ_SENS_ONLY) && c->is_weight);
+        t->measured_b = ptq_prec_is_quantized(d->prec) && !(flags & PTQ_SENS_ONLY);
     }
     s->ov.user = s;
     s->ov.weight = mixed_weight;
@@ -380,8 +382,10 @@ static ptq_status sens_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch 
     s->n_runs++;
     s->nodes_run += s->g->n_nodes;
     s->nodes_full += s->g->n_nodes;
-    configure(s, MODE_DEFAULT, -1);
-    PTQ_TRY_RET(run_config(ctx, s, e, 0, b, &s->acc_def));
+    if (!s->only) {
+        configure(s, MODE_DEFAULT, -1);
+        PTQ_TRY_RET(run_config(ctx, s, e, 0, b, &s->acc_def));
+    }
     for (int64_t i = 0; i < s->n_t; i++) {
         const ptq_sens_tensor *t = &s->t[i];
         if (t->measured_a) {

@@ -50,9 +50,12 @@ typedef struct ptq_sens_tensor {
 /* The analysis of graph g (shapes inferred) against the default plan
  * (ptq_plan_default of the same archive: its scales and its FP16 edges),
  * quantizing each tensor in `core` with the scales of `core_plan`, a plan
- * with every tensor in the core format (ptq_sens_core_plan). */
+ * with every tensor in the core format (ptq_sens_core_plan). flags:
+ * PTQ_SENS_ONLY measures only (a), for activations only (what
+ * `ptq plan --method auto` compares calibrators by). */
+#define PTQ_SENS_ONLY 1u
 PTQ_API ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *default_plan,
-                                   const ptq_plan *core_plan, ptq_sensitivity **out);
+                                   const ptq_plan *core_plan, unsigned flags, ptq_sensitivity **out);
 PTQ_API void ptq_sens_free(ptq_sensitivity *s);
 
 /* The default plan's tensors all in its core format: the FP16 edges get
