@@ -18,9 +18,10 @@ static const char plan_help[] =
     "\n"
     "Writes the default precision plan: the first and last compute layers (Conv,\n"
     "Gemm, MatMul), the activations feeding them and their outputs in FP16;\n"
-    "every other activation the archive observed, and every other weight, in\n"
-    "the core precision. Activation scales come from the calibrator; weight\n"
-    "scales are per output channel, max|w| over the format's largest level.\n"
+    "every other weight, and the activations the placement quantizes, in the\n"
+    "core precision (the other activations stay float, as the deployment runtime\n"
+    "keeps them). Activation scales come from the calibrator; weight scales are\n"
+    "per output channel, max|w| over the format's largest level.\n"
     "The plan is JSON (see README.md) and may be edited by hand; --check reads\n"
     "one back and checks it against the model, naming any tensor it does not know.\n"
     "\n"
@@ -30,29 +31,57 @@ static const char plan_help[] =
     "  --method M           calibrator for activation ranges: percentile[=P] (default, P 99.99),\n"
     "                       mse, minmax, entropy (on the demo model entropy clips a ReLU hard and\n"
     "                       loses 7 points of top-1; percentile and mse lose under 0.1)\n"
+    "  --placement P        where activations are quantized: trt (default: the inputs of\n"
+    "                       Conv/Gemm/MatMul and the residual input of an Add fused into a Conv,\n"
+    "                       nothing inside Conv+BatchNorm+activation), ort (as onnxruntime's\n"
+    "                       quantize_static), all (every activation the archive observed)\n"
+    "  --explain            print every entry: tensor, precision, the rule that placed it, why\n"
     "  --check FILE         check a plan instead of writing one\n"
     "  --quiet              print nothing but errors\n";
 
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)
 {
-    printf("%s: %lld tensors, core %s, activation ranges by %s\n", what, (long long)p->n, ptq_prec_name(p->core),
-           p->method && p->method[0] ? p->method : "-");
-    for (int k = PTQ_PREC_FP32; k <= PTQ_PREC_FP8_E5M2; k++) {
+    printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s\n", what, (long long)p->n,
+           ptq_prec_name(p->core), p->method && p->method[0] ? p->method : "-",
+           p->placement && p->placement[0] ? p->placement : "-");
+    for (int k = 0; k < PTQ_FMT_COUNT; k++) {
         int64_t act = 0, wt = 0;
         for (int64_t i = 0; i < p->n; i++)
-            if ((int)p->e[i].prec == k)
-                *(p->e[i].is_weight ? &wt : &act) += 1;
+            if ((int)p->e[i].prec == k) {
+                if (p->e[i].is_weight)
+                    wt++;
+                else
+                    act++;
+            }
         if (act + wt)
             printf("  %-9s %4lld activations  %4lld weights\n", ptq_prec_name((ptq_prec)k), (long long)act,
                    (long long)wt);
     }
 }
 
+/* The table of --explain: each entry's tensor, precision, rule and the rule's reason. */
+static void print_explain(const ptq_plan *p)
+{
+    int w = 6;
+    for (int64_t i = 0; i < p->n; i++)
+        if ((int)strlen(p->e[i].name) > w)
+            w = (int)strlen(p->e[i].name);
+    printf("%-*s  %-9s %-6s  %-18s  %s\n", w, "tensor", "precision", "kind", "rule", "why");
+    for (int64_t i = 0; i < p->n; i++) {
+        const ptq_plan_entry *e = &p->e[i];
+        const char *rule = e->rule && e->rule[0] ? e->rule : "-";
+        const char *why = ptq_placement_rule_why(rule);
+        printf("%-*s  %-9s %-6s  %-18s  %s\n", w, e->name, ptq_prec_name(e->prec), e->is_weight ? "weight" : "act",
+               rule, why ? why : e->source ? e->source : "");
+    }
+}
+
 int cmd_plan(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},  {"out", 1, NULL},   {"core", 1, NULL}, {"method", 1, NULL},
-                      {"check", 1, NULL},  {"quiet", 0, NULL}, {"help", 0, NULL}};
+                      {"check", 1, NULL},  {"quiet", 0, NULL}, {"help", 0, NULL},
+                      {"placement", 1, NULL}, {"explain", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("plan", argc, argv, opts, n_opts, pos, &n_pos, 1);
@@ -64,7 +93,7 @@ int cmd_plan(int argc, char **argv)
     }
     const char *model = cli_get(opts, n_opts, "model"), *out = cli_get(opts, n_opts, "out");
     const char *check = cli_get(opts, n_opts, "check");
-    const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
+    const int quiet = cli_get(opts, n_opts, "quiet") != NULL, explain = cli_get(opts, n_opts, "explain") != NULL;
     if (!model || (check ? n_pos != 0 || out : n_pos != 1 || !out))
         return cli_usage_error("plan", "give an archive, --model and --out, or --check PLAN and --model");
     const char *plan_inputs[] = {model, check ? check : pos[0]};
@@ -82,6 +111,8 @@ int cmd_plan(int argc, char **argv)
         PTQ_TRY(st, cli_load_plan(&ctx, check, model, &g, &plan), done);
         if (!quiet)
             print_counts(plan, check);
+        if (explain)
+            print_explain(plan);
         goto done;
     }
     PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
@@ -107,9 +138,13 @@ int cmd_plan(int argc, char **argv)
     }
     if (cli_get(opts, n_opts, "core"))
         PTQ_TRY(st, ptq_prec_parse(&ctx, cli_get(opts, n_opts, "core"), &core), done);
+    ptq_placement placement = PTQ_PLACEMENT_TRT;
+    if (cli_get(opts, n_opts, "placement"))
+        PTQ_TRY(st, ptq_placement_parse(&ctx, cli_get(opts, n_opts, "placement"), &placement), done);
     PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[0], &set), done);
     const char *base = strrchr(model, '/');
-    PTQ_TRY(st, ptq_plan_default(&ctx, g, sha, base ? base + 1 : model, set, pos[0], &cp, core, &plan), done);
+    PTQ_TRY(st, ptq_plan_make(&ctx, g, sha, base ? base + 1 : model, set, pos[0], &cp, core, placement, &plan),
+            done);
     PTQ_TRY(st, ptq_plan_check(&ctx, plan, g, sha), done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
@@ -117,6 +152,8 @@ int cmd_plan(int argc, char **argv)
         print_counts(plan, out);
         printf("wrote %s\n", out);
     }
+    if (explain)
+        print_explain(plan);
 done:
     free(text);
     ptq_plan_free(plan);
