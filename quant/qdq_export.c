@@ -1,7 +1,9 @@
 /* Q/DQ ONNX export of a precision plan (include/ptq/qdq.h), written with
  * the protobuf-level editor (model/onnx_edit.c) so everything the plan does
- * not touch stays byte for byte as it was. Weight codes come from the same
- * C references the simulated quantization uses (kernels/ref/numfmt.c).
+ * not touch stays byte for byte as it was. Weight codes and FP16 bits come
+ * from the same C references the simulated quantization uses
+ * (kernels/ref/numfmt.c); FP16 activations are a Cast pair, so onnxruntime
+ * rounds where the simulation does.
  * Covered by tests/qdq_export_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -13,7 +15,7 @@
 #include "ptq/qdq.h"
 #include "quant/quant_internal.h"
 
-enum { ONNX_FLOAT = 1 };
+enum { ONNX_FLOAT = 1, ONNX_FLOAT16 = 10 };
 
 /* The ONNX element type of p's codes (the format table's). */
 static int onnx_type_of(ptq_prec p)
@@ -68,6 +70,62 @@ static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan
         st = ptq_onnx_edit_add_node(ctx, ed, "DequantizeLinear", dq, 3, dq_in, 1, (const char *const *)&dq, 0, 0);
     if (st == PTQ_OK)
         st = ptq_onnx_edit_rename_input(ctx, ed, e->name, dq, NULL);
+    free(buf);
+    return st;
+}
+
+/* x -> Cast(float16) -> Cast(float) -> every consumer of x: the half-precision
+ * rounding the simulation applies (ptq_k_round_fp16_ref), done by the runtime. */
+static ptq_status add_fp16_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
+{
+    size_t len = strlen(e->name) + 32;
+    char *buf = malloc(4 * len);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
+    char *half = buf, *back = buf + len, *to_half = buf + 2 * len, *to_float = buf + 3 * len;
+    snprintf(half, len, "ptq_qdq/%s/half", e->name);
+    snprintf(back, len, "ptq_qdq/%s/fp16", e->name);
+    snprintf(to_half, len, "ptq_qdq/%s/cast_half", e->name);
+    snprintf(to_float, len, "ptq_qdq/%s/cast_float", e->name);
+    const char *in0[] = {e->name}, *in1[] = {half};
+    ptq_status st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_half, 1, in0, 1, (const char *const *)&half, "to",
+                                                ONNX_FLOAT16);
+    if (st == PTQ_OK)
+        st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_float, 1, in1, 1, (const char *const *)&back, "to",
+                                         ONNX_FLOAT);
+    if (st == PTQ_OK)
+        st = ptq_onnx_edit_rename_input(ctx, ed, e->name, back, NULL);
+    free(buf);
+    return st;
+}
+
+/* The float initializer w becomes a float16 initializer -> Cast(float) -> w. */
+static ptq_status add_fp16_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e)
+{
+    int64_t total = 1;
+    for (int d = 0; d < w->ndim; d++)
+        total *= w->dims[d];
+    size_t len = strlen(e->name) + 32;
+    uint16_t *bits = malloc(((size_t)total + 1) * sizeof *bits);
+    char *buf = malloc(2 * len);
+    ptq_status st = PTQ_OK;
+    if (!bits || !buf) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", e->name);
+        goto done;
+    }
+    char *half = buf, *cast = buf + len;
+    snprintf(half, len, "ptq_qdq/%s/half", e->name);
+    snprintf(cast, len, "ptq_qdq/%s/cast_float", e->name);
+    const float *x = w->data;
+    for (int64_t i = 0; i < total; i++)
+        bits[i] = ptq_k_fp16_from_float_ref(x[i]);
+    const char *in[] = {half}, *out[] = {e->name};
+    PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, e->name), done);
+    PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, half, ONNX_FLOAT16, w->ndim, w->dims, bits,
+                                              (size_t)total * sizeof *bits), done);
+    PTQ_TRY(st, ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", cast, 1, in, 1, out, "to", ONNX_FLOAT), done);
+done:
+    free(bits);
     free(buf);
     return st;
 }
@@ -156,7 +214,8 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
     PTQ_TRY_RET(ptq_onnx_edit_open(ctx, model_path, &ed));
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
-        if (!ptq_prec_is_quantized(e->prec))
+        const int fp16 = e->prec == PTQ_PREC_FP16;
+        if (!ptq_prec_is_quantized(e->prec) && !fp16)
             continue;
         const int v = ptq_graph_find_value(g, e->name);
         if (v < 0) {
@@ -164,9 +223,10 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
             goto done;
         }
         if (e->is_weight)
-            PTQ_TRY(st, add_weight(ctx, ed, &g->values[v], e), done);
+            PTQ_TRY(st, fp16 ? add_fp16_weight(ctx, ed, &g->values[v], e) : add_weight(ctx, ed, &g->values[v], e),
+                    done);
         else if (has_consumer(g, v)) /* a tensor nothing reads (a graph output) keeps its value */
-            PTQ_TRY(st, add_activation(ctx, ed, e), done);
+            PTQ_TRY(st, fp16 ? add_fp16_activation(ctx, ed, e) : add_activation(ctx, ed, e), done);
     }
     PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, write_opset, write_opset >= 19 ? 9 : 7), done);
     PTQ_TRY(st, ptq_onnx_edit_write(ctx, ed, out_path), done);
