@@ -113,6 +113,12 @@ static int m_always(const place_graph *pg, int v)
     return 1;
 }
 
+/* A graph output no node reads: what the model returns. */
+static int m_output(const place_graph *pg, int v)
+{
+    return (pg->g->values[v].flags & PTQ_VALUE_OUTPUT) && pg->n_readers[v] == 0;
+}
+
 static int m_edge(const place_graph *pg, int v)
 {
     return pg->edge && pg->edge[v];
@@ -177,6 +183,10 @@ static int m_ort_same_as_input(const place_graph *pg, int v)
 
 /* The rules, tried in order for each activation; the first that matches decides. */
 static const place_rule rules[] = {
+    {"trt.output", PTQ_PLACEMENT_TRT, PLACE_FP32, m_output,
+     "what the model returns, read by no node: TensorRT hands it back in float, the Q/DQ export leaves it as is"},
+    {"ort.output", PTQ_PLACEMENT_ORT, PLACE_FP32, m_output,
+     "what the model returns, read by no node: left unrounded (quantize_static would round it; ptq's export cannot)"},
     {PTQ_RULE_EDGE, -1, PLACE_FP16, m_edge,
      "the first and last compute layers (their inputs and outputs) run in FP16"},
     {"all.observed", PTQ_PLACEMENT_ALL, PLACE_CORE, m_always,

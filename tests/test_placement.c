@@ -3,7 +3,8 @@
  * its other input quantized; two Conv inputs), MaxPool between Convs,
  * Concat of two branches, a Gemm head; each with the set of tensors the trt
  * placement quantizes written out, the ort placement's for some, the rule
- * that decided, FP16 edges, and --placement all quantizing everything. */
+ * that decided, FP16 edges, graph outputs left as computed, and
+ * --placement all quantizing everything. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,14 +118,15 @@ int main(void)
     node(&b, "Conv", "r1,w2,w2b", "y2");
     const ptq_graph *g = finish(&b, "x", "y2");
     expect("conv-relu", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,r1",
-           "x=trt.weighted-input,y1=trt.fused,r1=trt.weighted-input,y2=trt.unquantized");
-    expect("conv-relu", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,y2",
-           "x=ort.op-io,y1=ort.op-io,r1=ort.activation,y2=ort.op-io");
+           "x=trt.weighted-input,y1=trt.fused,r1=trt.weighted-input,y2=trt.output");
+    expect("conv-relu", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1",
+           "x=ort.op-io,y1=ort.op-io,r1=ort.activation,y2=ort.output");
     expect("conv-relu", g, PTQ_PLACEMENT_ALL, I8, NULL, "x,y1,r1,y2", "y1=all.observed");
     /* the FP16 edges: both Convs are the first and last compute layers */
     unsigned char edge[MAX_V];
     ptq_placement_edges(g, edge);
-    expect("conv-relu edges", g, PTQ_PLACEMENT_TRT, I8, edge, "", "x=edge,y1=edge,r1=edge,y2=edge");
+    expect("conv-relu edges", g, PTQ_PLACEMENT_TRT, I8, edge, "", "x=edge,y1=edge,r1=edge,y2=trt.output");
+    expect("conv-relu edges", g, PTQ_PLACEMENT_ALL, I8, edge, "", "x=edge,y2=edge");
     CHECK(edge[ptq_graph_find_value(g, "w1")] && edge[ptq_graph_find_value(g, "w2b")]);
 
     /* Conv -> Clip (ReLU6) -> Conv: the Clip fuses as the Relu does */
@@ -157,7 +159,7 @@ int main(void)
     g = finish(&b, "x", "y3");
     expect("residual", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,s,r1,r2",
            "s=trt.residual-input,y2=trt.fused,a=trt.fused,r2=trt.weighted-input,x=trt.weighted-input");
-    expect("residual", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,s,y1,r1,y2,a,r2,y3", "s=ort.op-io,a=ort.op-io");
+    expect("residual", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,s,y1,r1,y2,a,r2", "s=ort.op-io,a=ort.op-io");
 
     /* residual of two Convs (a downsampling skip): the Add fuses into the later one, the
      * earlier one's output is quantized */
@@ -178,9 +180,9 @@ int main(void)
     node(&b, "Conv", "p,w2", "y2");
     g = finish(&b, "x", "y2");
     expect("maxpool", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,p", "r1=trt.unquantized,p=trt.commutes");
-    expect("maxpool", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,p,y2", "p=ort.same-as-input");
+    expect("maxpool", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,p", "p=ort.same-as-input,y2=ort.output");
     /* quantize_static leaves an FP8 MaxPool alone; the Conv then quantizes its input itself */
-    expect("maxpool fp8", g, PTQ_PLACEMENT_ORT, PTQ_PREC_FP8_E4M3, NULL, "x,y1,r1,p,y2", "p=ort.op-io");
+    expect("maxpool fp8", g, PTQ_PLACEMENT_ORT, PTQ_PREC_FP8_E4M3, NULL, "x,y1,r1,p", "p=ort.op-io");
     {
         ptq_ctx ctx;
         ptq_ctx_init(&ctx);
@@ -201,7 +203,7 @@ int main(void)
     g = finish(&b, "x", "y3");
     expect("concat", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,c",
            "r1=trt.unquantized,r2=trt.unquantized,c=trt.commutes");
-    expect("concat", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,y2,r2,c,y3", "c=ort.op-io");
+    expect("concat", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,y2,r2,c", "c=ort.op-io");
 
     /* Gemm head: Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm */
     memset(&b, 0, sizeof b);
@@ -212,16 +214,16 @@ int main(void)
     node(&b, "Gemm", "f,wfc,wfb", "logits");
     g = finish(&b, "x", "logits");
     expect("gemm-head", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,f",
-           "r1=trt.unquantized,gp=trt.unquantized,f=trt.commutes,logits=trt.unquantized");
-    expect("gemm-head", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,gp,f,logits",
-           "gp=ort.op-io,f=ort.same-as-input,logits=ort.op-io");
+           "r1=trt.unquantized,gp=trt.unquantized,f=trt.commutes,logits=trt.output");
+    expect("gemm-head", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,gp,f",
+           "gp=ort.op-io,f=ort.same-as-input,logits=ort.output");
 
     /* an op outside quantize_static's registry (Sub) quantizes nothing: its output is left */
     memset(&b, 0, sizeof b);
     node(&b, "Sub", "x,wc", "d");
     node(&b, "Conv", "d,w1", "y1");
     g = finish(&b, "x", "y1");
-    expect("sub", g, PTQ_PLACEMENT_ORT, I8, NULL, "d,y1", "x=ort.unquantized,d=ort.op-io");
+    expect("sub", g, PTQ_PLACEMENT_ORT, I8, NULL, "d", "x=ort.unquantized,d=ort.op-io,y1=ort.output");
     expect("sub", g, PTQ_PLACEMENT_TRT, I8, NULL, "d", "x=trt.unquantized,d=trt.weighted-input");
     return test_done("test_placement");
 }

@@ -103,7 +103,7 @@ static void check_blocks(ptq_plan *p, const ptq_graph *g, ptq_plan_entry *w)
 
 /* The default (trt) plan of the demo model: the same entries, 8 INT8
  * activations (the Conv inputs and the residual inputs), the tensors inside
- * fused Conv+ReLU(+Add) layers and after the last Conv left FP32, each
+ * fused Conv+ReLU(+Add) layers, after the last Conv and the logits left FP32, each
  * entry naming its rule; JSON with "placement" and "rule", read back to the
  * same bytes. */
 static void check_trt(const ptq_graph *g, const ptq_calib_set *s)
@@ -130,7 +130,8 @@ static void check_trt(const ptq_graph *g, const ptq_calib_set *s)
         n_fp32 += e->prec == PTQ_PREC_FP32;
         CHECK_MSG(e->prec != PTQ_PREC_FP32 || e->n_scales == 0, "%s: fp32 with scales", e->name);
     }
-    CHECK_MSG(n_int8 == 8 && n_fp32 == 11, "%lld int8, %lld fp32 activations", (long long)n_int8, (long long)n_fp32);
+    CHECK_MSG(n_int8 == 8 && n_fp32 == 12, "%lld int8, %lld fp32 activations", (long long)n_int8, (long long)n_fp32);
+    CHECK(find(p, "logits") && find(p, "logits")->prec == PTQ_PREC_FP32 && strcmp(find(p, "logits")->rule, "trt.output") == 0);
     for (int i = 0; i < 8; i++)
         CHECK_MSG(find(p, int8[i]) && find(p, int8[i])->prec == PTQ_PREC_INT8, "%s should be int8", int8[i]);
     CHECK(find(p, "/layers/layers.1/c2/Conv_output_0") &&
