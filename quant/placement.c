@@ -23,7 +23,8 @@ typedef struct place_graph {
     int *ort_share;             /* [n_values]: for ort.same-as-input, the input whose scale it shares */
 } place_graph;
 
-typedef int (*place_match)(const place_graph *pg, int v);
+/* rule: the name of the rule asking (the ort rules read what the node walk marked by name) */
+typedef int (*place_match)(const place_graph *pg, int v, const char *rule);
 
 /* One rule: the placement it belongs to (-1: all of them), what it does, when, and why. */
 typedef struct place_rule {
@@ -106,36 +107,42 @@ static int residual_fused_slot(const place_graph *pg, int k)
     return best;
 }
 
-static int m_always(const place_graph *pg, int v)
+static int m_always(const place_graph *pg, int v, const char *rule)
 {
+    (void)rule;
     (void)pg;
     (void)v;
     return 1;
 }
 
 /* A graph output no node reads: what the model returns. */
-static int m_output(const place_graph *pg, int v)
+static int m_output(const place_graph *pg, int v, const char *rule)
 {
+    (void)rule;
     return (pg->g->values[v].flags & PTQ_VALUE_OUTPUT) && pg->n_readers[v] == 0;
 }
 
-static int m_edge(const place_graph *pg, int v)
+static int m_edge(const place_graph *pg, int v, const char *rule)
 {
+    (void)rule;
     return pg->edge && pg->edge[v];
 }
 
-static int m_trt_commutes(const place_graph *pg, int v)
+static int m_trt_commutes(const place_graph *pg, int v, const char *rule)
 {
+    (void)rule;
     return read_by_weighted(pg, v) && has_flag(pg, pg->g->values[v].producer, PTQ_OPF_QDQ_COMMUTES);
 }
 
-static int m_trt_weighted_input(const place_graph *pg, int v)
+static int m_trt_weighted_input(const place_graph *pg, int v, const char *rule)
 {
+    (void)rule;
     return read_by_weighted(pg, v);
 }
 
-static int m_trt_residual_input(const place_graph *pg, int v)
+static int m_trt_residual_input(const place_graph *pg, int v, const char *rule)
 {
+    (void)rule;
     const ptq_graph *g = pg->g;
     for (int k = 0; k < g->n_nodes; k++)
         if (pg->fused_slot[k] >= 0 && g->nodes[k].inputs[1 - pg->fused_slot[k]] == v)
@@ -144,8 +151,9 @@ static int m_trt_residual_input(const place_graph *pg, int v)
 }
 
 /* Made inside a fused layer and read only by what fuses after it. */
-static int m_trt_fused(const place_graph *pg, int v)
+static int m_trt_fused(const place_graph *pg, int v, const char *rule)
 {
+    (void)rule;
     const ptq_graph *g = pg->g;
     if (!fused_layer_output(pg, v) || pg->n_readers[v] == 0)
         return 0;
@@ -161,24 +169,10 @@ static int m_trt_fused(const place_graph *pg, int v)
     return 1;
 }
 
+/* quantize_static's walk marked v with this very rule. */
 static int m_ort(const place_graph *pg, int v, const char *rule)
 {
     return pg->ort_rule[v] && strcmp(pg->ort_rule[v], rule) == 0;
-}
-
-static int m_ort_op_io(const place_graph *pg, int v)
-{
-    return m_ort(pg, v, "ort.op-io");
-}
-
-static int m_ort_activation(const place_graph *pg, int v)
-{
-    return m_ort(pg, v, "ort.activation");
-}
-
-static int m_ort_same_as_input(const place_graph *pg, int v)
-{
-    return m_ort(pg, v, "ort.same-as-input");
 }
 
 /* The rules, tried in order for each activation; the first that matches decides. */
@@ -202,11 +196,11 @@ static const place_rule rules[] = {
      "inside a fused Conv/Gemm+BatchNorm+activation(+Add) layer: TensorRT rounds nothing there"},
     {"trt.unquantized", PTQ_PLACEMENT_TRT, PLACE_FP32, m_always,
      "no weighted op or fused Add reads it: TensorRT keeps it in the layer's float precision"},
-    {"ort.op-io", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort_op_io,
+    {"ort.op-io", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort,
      "an input or output of an op quantize_static quantizes (Conv, Gemm, MatMul, Add, Mul, pools, ...)"},
-    {"ort.activation", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort_activation,
+    {"ort.activation", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort,
      "a Relu/Clip output whose input is quantized (kept, not removed, with symmetric activations)"},
-    {"ort.same-as-input", PTQ_PLACEMENT_ORT, PLACE_SHARE, m_ort_same_as_input,
+    {"ort.same-as-input", PTQ_PLACEMENT_ORT, PLACE_SHARE, m_ort,
      "a MaxPool/AveragePool/reshape output whose input is quantized: quantize_static gives it the input's scale"},
     {"ort.unquantized", PTQ_PLACEMENT_ORT, PLACE_FP32, m_always,
      "no op quantize_static quantizes reads or writes it"},
@@ -339,7 +333,7 @@ ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement 
             continue;
         for (int r = 0; r < N_RULES; r++) {
             if (!rules[r].match || (rules[r].placement >= 0 && rules[r].placement != (int)pl) ||
-                !rules[r].match(&pg, v))
+                !rules[r].match(&pg, v, rules[r].name))
                 continue;
             out[v] = (place_decision){rules[r].name, rules[r].action,
                                       rules[r].action == PLACE_SHARE ? pg.ort_share[v] : -1};

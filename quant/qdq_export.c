@@ -32,6 +32,19 @@ static int has_consumer(const ptq_graph *g, int v)
     return 0;
 }
 
+/* names[i] = "ptq_qdq/<tensor>/<suffix[i]>" for i < n, carved from one
+ * allocation the caller frees (returned; NULL when out of memory). */
+static char *qdq_names(const char *tensor, int n, const char *const *suffix, char **names)
+{
+    const size_t len = strlen(tensor) + 32;
+    char *buf = malloc((size_t)n * len);
+    for (int i = 0; buf && i < n; i++) {
+        names[i] = buf + (size_t)i * len;
+        snprintf(names[i], len, "ptq_qdq/%s/%s", tensor, suffix[i]);
+    }
+    return buf;
+}
+
 /* The scales [n] (float32) and zero points [n] (0 of the format) of entry e as initializers. */
 static ptq_status add_scale_zp(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e, const char *scale_name,
                                const char *zp_name)
@@ -53,15 +66,11 @@ static ptq_status add_scale_zp(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_e
 /* x -> Q -> DQ -> every consumer of x. */
 static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
 {
-    size_t len = strlen(e->name) + 32;
-    char *buf = malloc(4 * len);
+    static const char *const suffix[] = {"scale", "zero_point", "q", "dq"};
+    char *n[4], *buf = qdq_names(e->name, 4, suffix, n);
     if (!buf)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
-    char *scale = buf, *zp = buf + len, *q = buf + 2 * len, *dq = buf + 3 * len;
-    snprintf(scale, len, "ptq_qdq/%s/scale", e->name);
-    snprintf(zp, len, "ptq_qdq/%s/zero_point", e->name);
-    snprintf(q, len, "ptq_qdq/%s/q", e->name);
-    snprintf(dq, len, "ptq_qdq/%s/dq", e->name);
+    char *scale = n[0], *zp = n[1], *q = n[2], *dq = n[3];
     const char *q_in[] = {e->name, scale, zp}, *dq_in[] = {q, scale, zp};
     ptq_status st = add_scale_zp(ctx, ed, e, scale, zp);
     if (st == PTQ_OK)
@@ -78,15 +87,11 @@ static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan
  * rounding the simulation applies (ptq_k_round_fp16_ref), done by the runtime. */
 static ptq_status add_fp16_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
 {
-    size_t len = strlen(e->name) + 32;
-    char *buf = malloc(4 * len);
+    static const char *const suffix[] = {"half", "fp16", "cast_half", "cast_float"};
+    char *n[4], *buf = qdq_names(e->name, 4, suffix, n);
     if (!buf)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
-    char *half = buf, *back = buf + len, *to_half = buf + 2 * len, *to_float = buf + 3 * len;
-    snprintf(half, len, "ptq_qdq/%s/half", e->name);
-    snprintf(back, len, "ptq_qdq/%s/fp16", e->name);
-    snprintf(to_half, len, "ptq_qdq/%s/cast_half", e->name);
-    snprintf(to_float, len, "ptq_qdq/%s/cast_float", e->name);
+    char *half = n[0], *back = n[1], *to_half = n[2], *to_float = n[3];
     const char *in0[] = {e->name}, *in1[] = {half};
     ptq_status st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_half, 1, in0, 1, (const char *const *)&half, "to",
                                                 ONNX_FLOAT16);
@@ -105,17 +110,15 @@ static ptq_status add_fp16_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_val
     int64_t total = 1;
     for (int d = 0; d < w->ndim; d++)
         total *= w->dims[d];
-    size_t len = strlen(e->name) + 32;
+    static const char *const suffix[] = {"half", "cast_float"};
+    char *n[2], *buf = qdq_names(e->name, 2, suffix, n);
     uint16_t *bits = malloc(((size_t)total + 1) * sizeof *bits);
-    char *buf = malloc(2 * len);
     ptq_status st = PTQ_OK;
     if (!bits || !buf) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", e->name);
         goto done;
     }
-    char *half = buf, *cast = buf + len;
-    snprintf(half, len, "ptq_qdq/%s/half", e->name);
-    snprintf(cast, len, "ptq_qdq/%s/cast_float", e->name);
+    char *half = n[0], *cast = n[1];
     const float *x = w->data;
     for (int64_t i = 0; i < total; i++)
         bits[i] = ptq_k_fp16_from_float_ref(x[i]);
@@ -135,18 +138,15 @@ static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w
 {
     const weight_runs wr = weight_runs_of(w, e->axis);
     const int64_t total = wr.n_runs * wr.inner, inner = wr.inner;
-    size_t len = strlen(e->name) + 32;
+    static const char *const suffix[] = {"scale", "zero_point", "q"};
+    char *n[3], *buf = qdq_names(e->name, 3, suffix, n);
     unsigned char *codes = malloc((size_t)total + 1);
-    char *buf = malloc(3 * len);
     ptq_status st = PTQ_OK;
     if (!codes || !buf) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", e->name);
         goto done;
     }
-    char *scale = buf, *zp = buf + len, *q = buf + 2 * len;
-    snprintf(scale, len, "ptq_qdq/%s/scale", e->name);
-    snprintf(zp, len, "ptq_qdq/%s/zero_point", e->name);
-    snprintf(q, len, "ptq_qdq/%s/q", e->name);
+    char *scale = n[0], *zp = n[1], *q = n[2];
     const float *x = w->data;
     for (int64_t r = 0; r < wr.n_runs; r++) {
         const float s = e->scales[r % wr.n_ch];

@@ -14,7 +14,6 @@ placement rules, and, where scripts/bench-setup.sh made .venv-bench (its
 onnxruntime.quantization needs ml_dtypes), the ort plan's against the
 tensors onnxruntime's quantize_static (QDQ, symmetric) quantizes.
 Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
-import gzip
 import json
 import os
 import subprocess
@@ -80,7 +79,7 @@ class Builder:
         """Fits the head to the training images by least squares, then writes the model."""
         m = self.proto(x, logits, [self.features])
         sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-        images, labels = fmnist_train(N_FIT)
+        images, labels = fmnist_test(N_FIT, "train")
         f = sess.run([self.features], {x: normalized(images)})[0].astype(np.float64)
         # ridge regression on standardized features: no near-collinear feature gets a huge weight
         # that would turn rounding noise into prediction flips
@@ -113,15 +112,6 @@ def normalized(images):
     """uint8 [N, 28, 28] as the models' float input, the preprocessing ptq applies."""
     x = (images.astype(np.float32) * np.float32(1 / 255) - np.float32(0.286)) / np.float32(0.353)
     return x.reshape(-1, 1, 28, 28).astype(np.float32)
-
-
-def fmnist_train(n):
-    """The first n training images [n, 28, 28] uint8 and labels [n]."""
-    with gzip.open(f"{FM}/train-images-idx3-ubyte.gz", "rb") as f:
-        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)[:n]
-    with gzip.open(f"{FM}/train-labels-idx1-ubyte.gz", "rb") as f:
-        labels = np.frombuffer(f.read(), np.uint8, offset=8)[:n].astype(np.int64)
-    return images, labels
 
 
 def clip_maxpool_gemm(path):
