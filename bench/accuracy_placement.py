@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Benchmark: ptq's INT8 plans under each Q/DQ placement (trt, the default;
+ort; all) against onnxruntime's quantize_static (QDQ, per-channel,
+symmetric INT8) with MinMax, Entropy and Percentile, in one run on the same
+machine: the first 512 Fashion-MNIST training images calibrate both, top-1
+on the 10,000 test images. For each ptq plan: `ptq validate`'s top-1, the
+top-1 of its Q/DQ export run by onnxruntime and how often the two predict
+alike (simulation against deployment). Writes
+bench/results/<date>-accuracy-placement-<host>.md.
+    .venv-bench/bin/python3 bench/accuracy_placement.py [--ptq build/ptq] [--model M]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+from accuracy_vs_ort import Reader, preprocess, run, write_idx_gz
+from benchlib import FM, commit, cpu_model, idx
+
+
+def predict(model_path, x):
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    return np.concatenate([sess.run(None, {name: x[i:i + 1000]})[0].argmax(1) for i in range(0, len(x), 1000)])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ptq", default="build/ptq")
+    ap.add_argument("--model", default="models/fmnist_resnet.onnx")
+    ap.add_argument("--calib", type=int, default=512)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ptq-bench-place-")
+    J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
+    train = idx(f"{FM}/train-images-idx3-ubyte.gz")[:a.calib]
+    labels = idx(f"{FM}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
+    x_test = preprocess(idx(f"{FM}/t10k-images-idx3-ubyte.gz"))
+    write_idx_gz(J("ci.gz"), train)
+    write_idx_gz(J("cl.gz"), np.zeros(len(train), np.uint8))
+    run([a.ptq, "data", "convert", "--images", J("ci.gz"), "--labels", J("cl.gz"), "--out", J("calib.h5")])
+    run([a.ptq, "data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
+         f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", J("test.h5")])
+    fp32 = float((predict(a.model, x_test) == labels).mean())
+    run([a.ptq, "calibrate", "--model", a.model, "--data", J("calib.h5"), "--out", J("c.h5")])
+    rows = []  # (label, ptq validate top-1 or None, onnxruntime top-1, agreement or None, quantized activations)
+    for placement in ("trt", "ort", "all"):
+        plan, logits, qdq = J(f"{placement}.json"), J(f"{placement}.npy"), J(f"{placement}.onnx")
+        run([a.ptq, "plan", J("c.h5"), "--model", a.model, "--placement", placement, "--out", plan, "--quiet"])
+        run([a.ptq, "validate", "--model", a.model, "--plan", plan, "--data", J("test.h5"), "--report",
+             J(f"rep-{placement}"), "--logits", logits])
+        run([a.ptq, "export", "--format", "qdq", "--plan", plan, "--model", a.model, "--out", qdq, "--quiet"])
+        rep = json.load(open(J(f"rep-{placement}", "validate.json")))
+        p_ort = predict(qdq, x_test)
+        n_q = sum(e["kind"] == "activation" and e["precision"] == "int8" for e in json.load(open(plan))["tensors"])
+        rows.append((f"ptq --placement {placement}" + (" (default)" if placement == "trt" else ""),
+                     rep["top1_quant"], float((p_ort == labels).mean()),
+                     float((p_ort == np.load(logits).argmax(1)).mean()), n_q))
+        print(rows[-1], flush=True)
+    name = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
+    x_cal = preprocess(train)
+    for method in ("MinMax", "Entropy", "Percentile"):
+        out = J(f"ort-{method}.onnx")
+        quantize_static(a.model, out, Reader(x_cal, name), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=getattr(CalibrationMethod, method),
+                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+        n_q = sum(n.op_type == "QuantizeLinear" for n in onnx.load(out).graph.node)
+        rows.append((f"onnxruntime quantize_static {method}", None, float((predict(out, x_test) == labels).mean()),
+                     None, n_q))
+        print(rows[-1], flush=True)
+    host = platform.node().split(".")[0] or "host"
+    date = datetime.date.today().isoformat()
+    path = a.out or f"bench/results/{date}-accuracy-placement-{host}.md"
+    pct = lambda v: "-" if v is None else f"{100 * v:.2f}%"  # noqa: E731
+    lines = [f"# INT8 accuracy by Q/DQ placement: ptq against onnxruntime's quantize_static ({date})", "",
+             f"- machine: {host}, {cpu_model()}; ptq commit {commit()}; onnxruntime {ort.__version__}",
+             f"- command: `{' '.join(sys.argv)}`",
+             f"- model {a.model}; calibration: the first {a.calib} Fashion-MNIST training images for both; "
+             "accuracy: top-1 on the 10,000 test images, same preprocessing; onnxruntime with its default "
+             "(all) graph optimizations",
+             "- onnxruntime: quantize_static, QuantFormat.QDQ, per_channel=True, QInt8 activations and weights, "
+             "ActivationSymmetric and WeightSymmetric; ptq: percentile 99.99 (its default), FP16 first and last "
+             "layers", "",
+             f"FP32 top-1 (onnxruntime): {100 * fp32:.2f}%", "",
+             "| quantization | quantized activations | ptq validate top-1 | onnxruntime top-1 | "
+             "same prediction as ptq validate |", "|---|---|---|---|---|"]
+    for label, sim, dep, agree, n_q in rows:
+        lines.append(f"| {label} | {n_q} | {pct(sim)} | {pct(dep)} | {pct(agree)} |")
+    lines.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
