@@ -9,21 +9,18 @@ alike (simulation against deployment). Writes
 bench/results/<date>-accuracy-placement-<host>.md.
     .venv-bench/bin/python3 bench/accuracy_placement.py [--ptq build/ptq] [--model M]
 """
-import argparse
 import datetime
 import json
-import os
 import platform
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
-from accuracy_vs_ort import Reader, preprocess, run, write_idx_gz
-from benchlib import FM, commit, cpu_model, idx
+from accuracy_vs_ort import Reader, preprocess, run, setup
+from benchlib import commit, cpu_model
 
 
 def predict(model_path, x):
@@ -33,22 +30,7 @@ def predict(model_path, x):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ptq", default="build/ptq")
-    ap.add_argument("--model", default="models/fmnist_resnet.onnx")
-    ap.add_argument("--calib", type=int, default=512)
-    ap.add_argument("--out", default=None)
-    a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ptq-bench-place-")
-    J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
-    train = idx(f"{FM}/train-images-idx3-ubyte.gz")[:a.calib]
-    labels = idx(f"{FM}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
-    x_test = preprocess(idx(f"{FM}/t10k-images-idx3-ubyte.gz"))
-    write_idx_gz(J("ci.gz"), train)
-    write_idx_gz(J("cl.gz"), np.zeros(len(train), np.uint8))
-    run([a.ptq, "data", "convert", "--images", J("ci.gz"), "--labels", J("cl.gz"), "--out", J("calib.h5")])
-    run([a.ptq, "data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
-         f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", J("test.h5")])
+    a, J, train, x_test, labels = setup("ptq-bench-place-")
     fp32 = float((predict(a.model, x_test) == labels).mean())
     run([a.ptq, "calibrate", "--model", a.model, "--data", J("calib.h5"), "--out", J("c.h5")])
     rows = []  # (label, ptq validate top-1 or None, onnxruntime top-1, agreement or None, quantized activations)

@@ -65,24 +65,30 @@ def run(cmd):
     return p.stdout
 
 
-def main():
+def setup(prefix):
+    """The command line (--ptq, --model, --calib, --out), a scratch folder's path maker J, and the data:
+    J("calib.h5") (the first --calib training images) and J("test.h5") converted by ptq; returns
+    (args, J, training images [calib, 28, 28], test images preprocessed [10000, 1, 28, 28], test labels)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--ptq", default="build/ptq")
     ap.add_argument("--model", default="models/fmnist_resnet.onnx")
     ap.add_argument("--calib", type=int, default=512)
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ptq-bench-acc-")
+    tmp = tempfile.mkdtemp(prefix=prefix)
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
     train = idx(f"{FM}/train-images-idx3-ubyte.gz")[:a.calib]
-    test = idx(f"{FM}/t10k-images-idx3-ubyte.gz")
     labels = idx(f"{FM}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
     write_idx_gz(J("ci.gz"), train)
     write_idx_gz(J("cl.gz"), np.zeros(len(train), np.uint8))
     run([a.ptq, "data", "convert", "--images", J("ci.gz"), "--labels", J("cl.gz"), "--out", J("calib.h5")])
     run([a.ptq, "data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
          f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", J("test.h5")])
-    x_test = preprocess(test)
+    return a, J, train, preprocess(idx(f"{FM}/t10k-images-idx3-ubyte.gz")), labels
+
+
+def main():
+    a, J, train, x_test, labels = setup("ptq-bench-acc-")
     fp32 = top1(a.model, x_test, labels)
 
     # ptq: calibrate -> default plan -> validate, and its Q/DQ export run by onnxruntime
