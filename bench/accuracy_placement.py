@@ -17,9 +17,8 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
-from accuracy_vs_ort import Reader, preprocess, run, setup
+from accuracy_vs_ort import ort_quantized, run, setup
 from benchlib import commit, cpu_model
 
 
@@ -47,14 +46,7 @@ def main():
                      rep["top1_quant"], float((p_ort == labels).mean()),
                      float((p_ort == np.load(logits).argmax(1)).mean()), n_q))
         print(rows[-1], flush=True)
-    name = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
-    x_cal = preprocess(train)
-    for method in ("MinMax", "Entropy", "Percentile"):
-        out = J(f"ort-{method}.onnx")
-        quantize_static(a.model, out, Reader(x_cal, name), quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        calibrate_method=getattr(CalibrationMethod, method),
-                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+    for method, out in ort_quantized(a.model, J, train):
         n_q = sum(n.op_type == "QuantizeLinear" for n in onnx.load(out).graph.node)
         rows.append((f"onnxruntime quantize_static {method}", None, float((predict(out, x_test) == labels).mean()),
                      None, n_q))

@@ -87,6 +87,20 @@ def setup(prefix):
     return a, J, train, preprocess(idx(f"{FM}/t10k-images-idx3-ubyte.gz")), labels
 
 
+def ort_quantized(model, J, train):
+    """onnxruntime quantize_static (QDQ, per-channel, symmetric INT8) of model, calibrated on the
+    training images, with each calibrator in turn: yields (method, J("ort-<method>.onnx"))."""
+    name = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
+    x_cal = preprocess(train)
+    for method in ("MinMax", "Entropy", "Percentile"):
+        out = J(f"ort-{method}.onnx")
+        quantize_static(model, out, Reader(x_cal, name), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=getattr(CalibrationMethod, method),
+                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+        yield method, out
+
+
 def main():
     a, J, train, x_test, labels = setup("ptq-bench-acc-")
     fp32 = top1(a.model, x_test, labels)
@@ -101,15 +115,7 @@ def main():
          "--quiet"])
     rows = [("ptq default INT8 plan (ptq validate)", rep["top1_quant"]),
             ("ptq's Q/DQ export, run by onnxruntime", top1(J("ptq.onnx"), x_test, labels))]
-    # onnxruntime quantize_static, QDQ, per-channel, symmetric INT8
-    name = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
-    x_cal = preprocess(train)
-    for method in ("MinMax", "Entropy", "Percentile"):
-        out = J(f"ort-{method}.onnx")
-        quantize_static(a.model, out, Reader(x_cal, name), quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        calibrate_method=getattr(CalibrationMethod, method),
-                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+    for method, out in ort_quantized(a.model, J, train):
         rows.append((f"onnxruntime quantize_static {method}", top1(out, x_test, labels)))
         print(rows[-1], flush=True)
     best_ort = max(r[1] for r in rows[2:])
