@@ -65,24 +65,44 @@ def run(cmd):
     return p.stdout
 
 
-def main():
+def setup(prefix):
+    """The command line (--ptq, --model, --calib, --out), a scratch folder's path maker J, and the data:
+    J("calib.h5") (the first --calib training images) and J("test.h5") converted by ptq; returns
+    (args, J, training images [calib, 28, 28], test images preprocessed [10000, 1, 28, 28], test labels)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--ptq", default="build/ptq")
     ap.add_argument("--model", default="models/fmnist_resnet.onnx")
     ap.add_argument("--calib", type=int, default=512)
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ptq-bench-acc-")
+    tmp = tempfile.mkdtemp(prefix=prefix)
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
     train = idx(f"{FM}/train-images-idx3-ubyte.gz")[:a.calib]
-    test = idx(f"{FM}/t10k-images-idx3-ubyte.gz")
     labels = idx(f"{FM}/t10k-labels-idx1-ubyte.gz").astype(np.int64)
     write_idx_gz(J("ci.gz"), train)
     write_idx_gz(J("cl.gz"), np.zeros(len(train), np.uint8))
     run([a.ptq, "data", "convert", "--images", J("ci.gz"), "--labels", J("cl.gz"), "--out", J("calib.h5")])
     run([a.ptq, "data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
          f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", J("test.h5")])
-    x_test = preprocess(test)
+    return a, J, train, preprocess(idx(f"{FM}/t10k-images-idx3-ubyte.gz")), labels
+
+
+def ort_quantized(model, J, train):
+    """onnxruntime quantize_static (QDQ, per-channel, symmetric INT8) of model, calibrated on the
+    training images, with each calibrator in turn: yields (method, J("ort-<method>.onnx"))."""
+    name = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
+    x_cal = preprocess(train)
+    for method in ("MinMax", "Entropy", "Percentile"):
+        out = J(f"ort-{method}.onnx")
+        quantize_static(model, out, Reader(x_cal, name), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=getattr(CalibrationMethod, method),
+                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+        yield method, out
+
+
+def main():
+    a, J, train, x_test, labels = setup("ptq-bench-acc-")
     fp32 = top1(a.model, x_test, labels)
 
     # ptq: calibrate -> default plan -> validate, and its Q/DQ export run by onnxruntime
@@ -95,15 +115,7 @@ def main():
          "--quiet"])
     rows = [("ptq default INT8 plan (ptq validate)", rep["top1_quant"]),
             ("ptq's Q/DQ export, run by onnxruntime", top1(J("ptq.onnx"), x_test, labels))]
-    # onnxruntime quantize_static, QDQ, per-channel, symmetric INT8
-    name = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
-    x_cal = preprocess(train)
-    for method in ("MinMax", "Entropy", "Percentile"):
-        out = J(f"ort-{method}.onnx")
-        quantize_static(a.model, out, Reader(x_cal, name), quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        calibrate_method=getattr(CalibrationMethod, method),
-                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+    for method, out in ort_quantized(a.model, J, train):
         rows.append((f"onnxruntime quantize_static {method}", top1(out, x_test, labels)))
         print(rows[-1], flush=True)
     best_ort = max(r[1] for r in rows[2:])

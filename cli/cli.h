@@ -54,10 +54,12 @@ ptq_status cli_plan_for(ptq_ctx *ctx, const char *plan_path, const char *model_p
 /* --method M[=P] (NULL: percentile at its default) into cp's method and percentile. */
 ptq_status cli_method_parse(ptq_ctx *ctx, const char *method, ptq_calib_params *cp);
 /* The default plan for model (loaded into g, shapes inferred) from the
- * archive at archive_path (read into *archive), by method and core (NULL:
- * the defaults), checked against the model. The caller frees both. */
+ * archive at archive_path (read into *archive), by method, core and
+ * placement (NULL: the defaults), checked against the model. The caller
+ * frees both. */
 ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
-                            const char *method, const char *core_name, ptq_calib_set **archive, ptq_plan **plan);
+                            const char *method, const char *core_name, const char *placement_name,
+                            ptq_calib_set **archive, ptq_plan **plan);
 
 /* Writes the .npy header of a float32 C-order [rows, cols] array; 0 or -1. */
 int cli_npy_header(FILE *f, int64_t rows, int64_t cols);

@@ -35,7 +35,7 @@ static const char export_help[] =
     "                       json: ptq's ranges: amax, scale, method, target, clipped fraction\n"
     "                       qdq: the model with the plan as QuantizeLinear/DequantizeLinear\n"
     "                            (activations per tensor, weights per output channel, FP16\n"
-    "                            tensors left float; opset 13, or 19 for FP8)\n"
+    "                            tensors as Casts to float16 and back; opset 13, or 19 for FP8)\n"
     "  --plan FILE          qdq: the precision plan (from `ptq plan`)\n"
     "  --opset N            qdq: the opset to write (default: the lowest that fits, 13, or 19\n"
     "                       for FP8); one that cannot express the plan exits 5\n"

@@ -18,9 +18,10 @@ static const char plan_help[] =
     "\n"
     "Writes the default precision plan: the first and last compute layers (Conv,\n"
     "Gemm, MatMul), the activations feeding them and their outputs in FP16;\n"
-    "every other activation the archive observed, and every other weight, in\n"
-    "the core precision. Activation scales come from the calibrator; weight\n"
-    "scales are per output channel, max|w| over the format's largest level.\n"
+    "every other weight, and the activations the placement quantizes, in the\n"
+    "core precision (the other activations stay float, as the deployment runtime\n"
+    "keeps them). Activation scales come from the calibrator; weight scales are\n"
+    "per output channel, max|w| over the format's largest level.\n"
     "The plan is JSON (see README.md) and may be edited by hand; --check reads\n"
     "one back and checks it against the model, naming any tensor it does not know.\n"
     "\n"
@@ -33,6 +34,11 @@ static const char plan_help[] =
     "                       for each activation the one that, quantizing only it, kept clearly\n"
     "                       more top-1 (over 3 images; else 1 dB more SQNR) on --data\n"
     "                       (--samples N, default 1000), percentile otherwise\n"
+    "  --placement P        where activations are quantized: trt (default: the inputs of\n"
+    "                       Conv/Gemm/MatMul and the residual input of an Add fused into a Conv,\n"
+    "                       nothing inside Conv+BatchNorm+activation), ort (as onnxruntime's\n"
+    "                       quantize_static), all (every activation the archive observed)\n"
+    "  --explain            print every entry: tensor, precision, the rule that placed it, why\n"
     "  --check FILE         check a plan instead of writing one\n"
     "  --quiet              print nothing but errors\n"
     "\n"
@@ -55,16 +61,38 @@ static const char plan_help[] =
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)
 {
-    printf("%s: %lld tensors, core %s, activation ranges by %s\n", what, (long long)p->n, ptq_prec_name(p->core),
-           p->method && p->method[0] ? p->method : "-");
-    for (int k = PTQ_PREC_FP32; k <= PTQ_PREC_FP8_E5M2; k++) {
+    printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s\n", what, (long long)p->n,
+           ptq_prec_name(p->core), p->method && p->method[0] ? p->method : "-",
+           p->placement && p->placement[0] ? p->placement : "-");
+    for (int k = 0; k < PTQ_FMT_COUNT; k++) {
         int64_t act = 0, wt = 0;
         for (int64_t i = 0; i < p->n; i++)
-            if ((int)p->e[i].prec == k)
-                *(p->e[i].is_weight ? &wt : &act) += 1;
+            if ((int)p->e[i].prec == k) {
+                if (p->e[i].is_weight)
+                    wt++;
+                else
+                    act++;
+            }
         if (act + wt)
             printf("  %-9s %4lld activations  %4lld weights\n", ptq_prec_name((ptq_prec)k), (long long)act,
                    (long long)wt);
+    }
+}
+
+/* The table of --explain: each entry's tensor, precision, rule and the rule's reason. */
+static void print_explain(const ptq_plan *p)
+{
+    int w = 6;
+    for (int64_t i = 0; i < p->n; i++)
+        if ((int)strlen(p->e[i].name) > w)
+            w = (int)strlen(p->e[i].name);
+    printf("%-*s  %-9s %-6s  %-18s  %s\n", w, "tensor", "precision", "kind", "rule", "why");
+    for (int64_t i = 0; i < p->n; i++) {
+        const ptq_plan_entry *e = &p->e[i];
+        const char *rule = e->rule && e->rule[0] ? e->rule : "-";
+        const char *why = ptq_placement_rule_why(rule);
+        printf("%-*s  %-9s %-6s  %-18s  %s\n", w, e->name, ptq_prec_name(e->prec), e->is_weight ? "weight" : "act",
+               rule, why ? why : e->source ? e->source : "");
     }
 }
 
@@ -77,7 +105,7 @@ int cmd_plan(int argc, char **argv)
                       {"samples", 1, NULL}, {"seed", 1, NULL}, {"batch", 1, NULL}, {"device", 1, NULL},
                       {"threads", 1, NULL}, {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL}, {"allow-external-data", 0, NULL},
-                      {"max-moves", 1, NULL}};
+                      {"max-moves", 1, NULL}, {"placement", 1, NULL}, {"explain", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("plan", argc, argv, opts, n_opts, pos, &n_pos, 1);
@@ -89,7 +117,7 @@ int cmd_plan(int argc, char **argv)
     }
     const char *model = cli_get(opts, n_opts, "model"), *out = cli_get(opts, n_opts, "out");
     const char *check = cli_get(opts, n_opts, "check");
-    const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
+    const int quiet = cli_get(opts, n_opts, "quiet") != NULL, explain = cli_get(opts, n_opts, "explain") != NULL;
     if (!model || (check ? n_pos != 0 || out : n_pos != 1 || !out))
         return cli_usage_error("plan", "give an archive, --model and --out, or --check PLAN and --model");
     const char *method_arg = cli_get(opts, n_opts, "method");
@@ -121,46 +149,28 @@ int cmd_plan(int argc, char **argv)
     ptq_graph *g = NULL;
     ptq_calib_set *set = NULL;
     ptq_plan *plan = NULL;
-    char sha[65], *text = NULL;
+    char *text = NULL;
     if (check) {
         PTQ_TRY(st, cli_load_plan(&ctx, check, model, &g, &plan), done);
         if (!quiet)
             print_counts(plan, check);
+        if (explain)
+            print_explain(plan);
         goto done;
     }
-    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
     PTQ_TRY(st, ptq_graph_load_onnx(&ctx, model, &g), done);
     PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, g, 1), done);
-    ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 0.0};
-    ptq_prec core = PTQ_PREC_INT8;
-    const char *method = cli_get(opts, n_opts, "method");
-    if (method) {
-        char name[32];
-        const char *eq = strchr(method, '=');
-        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - method) : (int)strlen(method), method);
-        PTQ_TRY(st, ptq_calib_method_parse(&ctx, name, &cp.method), done);
-        if (eq) {
-            char *end = NULL;
-            cp.percentile = strtod(eq + 1, &end);
-            if (cp.method != PTQ_CALIB_PERCENTILE || !end || *end || !(cp.percentile > 0 && cp.percentile <= 100)) {
-                st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "--method %s: only percentile takes a value, in (0, 100]",
-                              method);
-                goto done;
-            }
-        }
-    }
-    if (cli_get(opts, n_opts, "core"))
-        PTQ_TRY(st, ptq_prec_parse(&ctx, cli_get(opts, n_opts, "core"), &core), done);
-    PTQ_TRY(st, ptq_calib_set_read(&ctx, pos[0], &set), done);
-    const char *base = strrchr(model, '/');
-    PTQ_TRY(st, ptq_plan_default(&ctx, g, sha, base ? base + 1 : model, set, pos[0], &cp, core, &plan), done);
-    PTQ_TRY(st, ptq_plan_check(&ctx, plan, g, sha), done);
+    PTQ_TRY(st, cli_default_plan(&ctx, model, g, pos[0], cli_get(opts, n_opts, "method"), cli_get(opts, n_opts, "core"),
+                                 cli_get(opts, n_opts, "placement"), &set, &plan),
+            done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
     if (!quiet) {
         print_counts(plan, out);
         printf("wrote %s\n", out);
     }
+    if (explain)
+        print_explain(plan);
 done:
     free(text);
     ptq_plan_free(plan);

@@ -29,6 +29,7 @@ static const char sensitivity_help[] =
     "  --seed S             that pick's seed (default 0)\n"
     "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
+    "  --placement P        the default plan's placement, as for `ptq plan` (default trt)\n"
     "  --device, --batch, --threads, --preprocess, --images-key, --labels-key, --layout,\n"
     "  --allow-external-data, --progress as for `ptq eval`; --json prints the JSON on stdout\n";
 
@@ -40,7 +41,8 @@ int cmd_sensitivity(int argc, char **argv)
                       {"samples", 1, NULL},    {"seed", 1, NULL},        {"core", 1, NULL},    {"method", 1, NULL},
                       {"device", 1, NULL},     {"batch", 1, NULL},       {"threads", 1, NULL}, {"preprocess", 1, NULL},
                       {"images-key", 1, NULL}, {"labels-key", 1, NULL},  {"layout", 1, NULL},  {"progress", 0, NULL},
-                      {"json", 0, NULL},       {"allow-external-data", 0, NULL},               {"help", 0, NULL}};
+                      {"json", 0, NULL},       {"allow-external-data", 0, NULL},               {"help", 0, NULL},
+                      {"placement", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("sensitivity", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -90,7 +92,7 @@ int cmd_sensitivity(int argc, char **argv)
     }
     PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
     PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, calib, cli_get(opts, n_opts, "method"),
-                                 cli_get(opts, n_opts, "core"), &archive, &def),
+                                 cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), &archive, &def),
             done);
     PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), done);
     PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, 0, &sens), done);

@@ -23,12 +23,12 @@ enum { N_METHODS = 4 };
 
 /* Measures every activation of the plan of `method` alone over ids. */
 static ptq_status measure(ptq_ctx *ctx, cli_session *s, const char *model, const char *archive_path,
-                          const char *method, const char *core, const int64_t *ids, int64_t n_ids, int64_t batch,
-                          ptq_plan **plan, ptq_sensitivity **sens)
+                          const char *method, const char *core, const char *placement, const int64_t *ids,
+                          int64_t n_ids, int64_t batch, ptq_plan **plan, ptq_sensitivity **sens)
 {
     ptq_calib_set *archive = NULL;
     ptq_plan *core_plan = NULL;
-    ptq_status st = cli_default_plan(ctx, model, s->graph, archive_path, method, core, &archive, plan);
+    ptq_status st = cli_default_plan(ctx, model, s->graph, archive_path, method, core, placement, &archive, plan);
     if (st == PTQ_OK)
         st = ptq_sens_core_plan(ctx, s->graph, archive, *plan, &core_plan);
     if (st == PTQ_OK)
@@ -95,7 +95,8 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
     for (int m = 0; m < N_METHODS; m++) {
         if (!quiet)
             fprintf(stderr, "plan: measuring %s on %lld images\n", METHODS[m], (long long)n_ids);
-        PTQ_TRY(st, measure(&ctx, &s, model, archive_path, METHODS[m], core, ids, n_ids, batch, &plans[m], &sens[m]),
+        PTQ_TRY(st, measure(&ctx, &s, model, archive_path, METHODS[m], core, cli_get(opts, n_opts, "placement"), ids,
+                            n_ids, batch, &plans[m], &sens[m]),
                 done);
     }
     ptq_plan *p = plans[0];

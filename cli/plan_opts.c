@@ -30,19 +30,23 @@ ptq_status cli_method_parse(ptq_ctx *ctx, const char *method, ptq_calib_params *
 }
 
 ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
-                            const char *method, const char *core_name, ptq_calib_set **archive, ptq_plan **plan)
+                            const char *method, const char *core_name, const char *placement_name,
+                            ptq_calib_set **archive, ptq_plan **plan)
 {
     char sha[65];
     ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 0.0};
     ptq_prec core = PTQ_PREC_INT8;
+    ptq_placement placement = PTQ_PLACEMENT_TRT;
     *archive = NULL;
     *plan = NULL;
     PTQ_TRY_RET(cli_method_parse(ctx, method, &cp));
     if (core_name)
         PTQ_TRY_RET(ptq_prec_parse(ctx, core_name, &core));
+    if (placement_name)
+        PTQ_TRY_RET(ptq_placement_parse(ctx, placement_name, &placement));
     PTQ_TRY_RET(ptq_sha256_file(ctx, model, sha));
     PTQ_TRY_RET(ptq_calib_set_read(ctx, archive_path, archive));
     const char *base = strrchr(model, '/');
-    PTQ_TRY_RET(ptq_plan_default(ctx, g, sha, base ? base + 1 : model, *archive, archive_path, &cp, core, plan));
+    PTQ_TRY_RET(ptq_plan_make(ctx, g, sha, base ? base + 1 : model, *archive, archive_path, &cp, core, placement, plan));
     return ptq_plan_check(ctx, *plan, g, sha);
 }

@@ -678,6 +678,14 @@ ptq_status ptq_onnx_edit_add_node(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op
                                   const char *const *inputs, int n_out, const char *const *outputs, int has_axis,
                                   int64_t axis)
 {
+    return ptq_onnx_edit_add_node_attr(ctx, e, op_type, name, n_in, inputs, n_out, outputs, has_axis ? "axis" : NULL,
+                                       axis);
+}
+
+ptq_status ptq_onnx_edit_add_node_attr(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op_type, const char *name,
+                                       int n_in, const char *const *inputs, int n_out, const char *const *outputs,
+                                       const char *attr_name, int64_t attr_value)
+{
     ptq_status st = PTQ_OK;
     obuf b = {0};
     if (!op_type || !op_type[0] || n_in < 0 || n_out < 1 || (n_in && !inputs) || !outputs)
@@ -721,10 +729,10 @@ ptq_status ptq_onnx_edit_add_node(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op
     if (a->name[0])
         ob_str(&b, 3, a->name);
     ob_str(&b, 4, op_type);
-    if (has_axis) {
+    if (attr_name) {
         obuf at = {0};
-        ob_str(&at, 1, "axis");
-        ob_int(&at, 3, axis);
+        ob_str(&at, 1, attr_name);
+        ob_int(&at, 3, attr_value);
         ob_int(&at, 20, 2);
         ob_len(&b, 5, at.data, at.n_bytes);
         b.failed |= at.failed;

@@ -10,6 +10,7 @@
 
 #include "ptq/plan.h"
 #include "model/op_traits.h"
+#include "quant/placement.h"
 #include "quant/quant_internal.h"
 
 /* The table's entry of p when plans may use it, else NULL. */
@@ -53,11 +54,13 @@ void ptq_plan_free(ptq_plan *p)
         free(p->e[i].scales);
         free(p->e[i].source);
         free(p->e[i].block_scales);
+        free(p->e[i].rule);
     }
     free(p->e);
     free(p->model_name);
     free(p->archive);
     free(p->method);
+    free(p->placement);
     free(p);
 }
 
@@ -125,57 +128,56 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, doubl
     return PTQ_OK;
 }
 
-/* Marks the activations and weights of the first and last compute layers, and their outputs. */
-static void mark_edges(const ptq_graph *g, unsigned char *edge)
-{
-    int first = -1, last = -1;
-    for (int k = 0; k < g->n_nodes; k++) {
-        const ptq_op_traits *t = ptq_op_traits_find(g->nodes[k].domain, g->nodes[k].op_type);
-        if (t && (t->flags & PTQ_OPF_WEIGHTED)) {
-            if (first < 0)
-                first = k;
-            last = k;
-        }
-    }
-    for (int j = 0; j < 2 && first >= 0; j++) {
-        const ptq_node *n = &g->nodes[j == 0 ? first : last];
-        for (int i = 0; i < n->n_inputs; i++)
-            if (n->inputs[i] >= 0)
-                edge[n->inputs[i]] = 1;
-        for (int i = 0; i < n->n_outputs; i++)
-            if (n->outputs[i] >= 0)
-                edge[n->outputs[i]] = 1;
-    }
-}
-
 static char *dup_str(const char *s)
 {
     return strdup(s ? s : "");
 }
 
 static ptq_status entry_set(ptq_ctx *ctx, ptq_plan_entry *e, const char *name, int is_weight, ptq_prec prec, int axis,
-                            const char *source)
+                            const char *source, const char *rule)
 {
     e->name = dup_str(name);
     e->source = dup_str(source);
+    e->rule = dup_str(rule);
     e->is_weight = is_weight;
     e->prec = prec;
     e->axis = axis;
-    return e->name && e->source ? PTQ_OK : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+    return e->name && e->source && e->rule ? PTQ_OK : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+}
+
+/* One scale for activation entry e. */
+static ptq_status entry_scale(ptq_ctx *ctx, ptq_plan_entry *e, double scale)
+{
+    if (!(e->scales = malloc(sizeof *e->scales)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+    e->scales[0] = (float)scale;
+    e->n_scales = 1;
+    return PTQ_OK;
 }
 
 ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                             const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                             ptq_prec core, ptq_plan **out)
 {
+    return ptq_plan_make(ctx, g, model_sha256, model_name, s, archive_path, method, core, PTQ_PLACEMENT_TRT, out);
+}
+
+ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
+                         const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
+                         ptq_prec core, ptq_placement placement, ptq_plan **out)
+{
     ptq_status st = PTQ_OK;
     ptq_plan *p = NULL;
     unsigned char *edge = NULL, *wt = NULL;
     ptq_calib_range *ranges = NULL;
+    place_decision *place = NULL;
+    int64_t *entry_of = NULL;
     *out = NULL;
     if (!ptq_prec_is_quantized(core))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the core precision must be int8, fp8-e4m3 or fp8-e5m2, not %s",
                         ptq_prec_name(core));
+    if (strcmp(ptq_placement_name(placement), "?") == 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown placement %d", (int)placement);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(s, &pv);
     if (strcmp(pv.model_sha256, model_sha256) != 0)
@@ -186,21 +188,27 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
     edge = calloc((size_t)g->n_values + 1, 1);
     wt = calloc((size_t)g->n_values + 1, 1);
     ranges = calloc((size_t)n_act + 1, sizeof *ranges);
+    place = calloc((size_t)g->n_values + 1, sizeof *place);
+    entry_of = malloc(((size_t)g->n_values + 1) * sizeof *entry_of);
     p = calloc(1, sizeof *p);
-    if (!edge || !wt || !ranges || !p) {
+    if (!edge || !wt || !ranges || !place || !entry_of || !p) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
         goto done;
     }
-    mark_edges(g, edge);
+    ptq_placement_edges(g, edge);
+    PTQ_TRY(st, ptq_placement_decide(ctx, g, placement, core, edge, place), done);
     ptq_graph_quantizable(g, NULL, wt);
     int64_t n_wt = 0;
-    for (int v = 0; v < g->n_values; v++)
+    for (int v = 0; v < g->n_values; v++) {
         n_wt += wt[v];
+        entry_of[v] = -1;
+    }
     p->e = calloc((size_t)(n_act + n_wt) + 1, sizeof *p->e);
     p->model_name = dup_str(model_name);
     p->archive = dup_str(archive_path);
     p->method = dup_str(ptq_calib_method_name(method->method));
-    if (!p->e || !p->model_name || !p->archive || !p->method) {
+    p->placement = dup_str(ptq_placement_name(placement));
+    if (!p->e || !p->model_name || !p->archive || !p->method || !p->placement) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
         goto done;
     }
@@ -211,8 +219,9 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
     int64_t bad = -1;
     PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &cp, ranges, &bad), done);
 
-    char source[128];
+    char source[128], not_placed[64];
     snprintf(source, sizeof source, "archive %s", ptq_calib_method_name(method->method));
+    snprintf(not_placed, sizeof not_placed, "placement %s: not quantized", ptq_placement_name(placement));
     for (int64_t i = 0; i < n_act; i++) {
         const char *name = ptq_calib_set_name(s, i);
         const int v = ptq_graph_find_value(g, name);
@@ -220,19 +229,48 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor '%s' of %s is not in the model", name, archive_path);
             goto done;
         }
-        ptq_plan_entry *e = &p->e[p->n++];
-        const int fp16 = edge[v] || ranges[i].degenerate;
+        const place_decision d = place[v];
+        ptq_plan_entry *e = &p->e[p->n];
+        entry_of[v] = p->n++;
+        if (d.action == PLACE_FP32) {
+            PTQ_TRY(st, entry_set(ctx, e, name, 0, PTQ_PREC_FP32, -1, not_placed, d.rule), done);
+            continue;
+        }
+        /* an observed tensor no rule covers (not a float activation) is rounded as --placement all does */
+        const int fp16 = d.action == PLACE_FP16 || ranges[i].degenerate;
         PTQ_TRY(st, entry_set(ctx, e, name, 0, fp16 ? PTQ_PREC_FP16 : core, -1,
-                              edge[v] ? "edge: first or last compute layer"
-                                      : ranges[i].degenerate ? "archive: only zeros seen" : source),
+                              d.action == PLACE_FP16 ? "edge: first or last compute layer"
+                              : ranges[i].degenerate ? "archive: only zeros seen" : source,
+                              d.rule ? d.rule : "all.observed"),
                 done);
-        if (!fp16) {
-            if (!(e->scales = malloc(sizeof *e->scales))) {
+        if (!fp16)
+            PTQ_TRY(st, entry_scale(ctx, e, ranges[i].scale), done);
+    }
+    /* quantize_static's shared parameters: the output takes its input's scale, or stays float */
+    for (int64_t i = 0; i < p->n; i++) {
+        ptq_plan_entry *e = &p->e[i];
+        const int v = ptq_graph_find_value(g, e->name);
+        if (place[v].action != PLACE_SHARE || e->prec == PTQ_PREC_FP16)
+            continue;
+        const int64_t from = place[v].share >= 0 ? entry_of[place[v].share] : -1;
+        free(e->scales);
+        e->scales = NULL;
+        e->n_scales = 0;
+        if (from >= 0 && p->e[from].prec == core) {
+            PTQ_TRY(st, entry_scale(ctx, e, p->e[from].scales[0]), done);
+            free(e->source);
+            if (!(e->source = malloc(strlen(p->e[from].name) + 32))) {
                 st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
                 goto done;
             }
-            e->scales[0] = (float)ranges[i].scale;
-            e->n_scales = 1;
+            sprintf(e->source, "the scale of '%s'", p->e[from].name);
+        } else {
+            e->prec = PTQ_PREC_FP32;
+            free(e->source);
+            if (!(e->source = dup_str(not_placed))) {
+                st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+                goto done;
+            }
         }
     }
     for (int v = 0; v < g->n_values; v++) {
@@ -244,7 +282,8 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
         const int axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
         ptq_plan_entry *e = &p->e[p->n++];
         PTQ_TRY(st, entry_set(ctx, e, g->values[v].name, 1, edge[v] ? PTQ_PREC_FP16 : core, edge[v] ? -1 : axis,
-                              edge[v] ? "edge: first or last compute layer" : "weights max|w| per channel"),
+                              edge[v] ? "edge: first or last compute layer" : "weights max|w| per channel",
+                              edge[v] ? PTQ_RULE_EDGE : PTQ_RULE_WEIGHT),
                 done);
         if (!edge[v])
             PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], axis, ptq_qformat_max(core), &e->scales,
@@ -257,6 +296,8 @@ done:
     free(edge);
     free(wt);
     free(ranges);
+    free(place);
+    free(entry_of);
     ptq_plan_free(p);
     return st;
 }

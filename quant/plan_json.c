@@ -2,7 +2,11 @@
  *   {"format": "ptq-plan", "format_version": 1,
  *    "model": {"name": ..., "sha256": ...}, "archive": ..., "method": ..., "core": "int8",
  *    "tensors": [{"name": ..., "kind": "activation" | "weight", "precision": "int8" | "fp8-e4m3" |
- *                 "fp8-e5m2" | "fp16" | "fp32", "axis": -1 | k, "scales": [...], "source": ...}, ...]}
+ *                 "fp8-e5m2" | "fp16" | "fp32", "axis": -1 | k, "scales": [...], "source": ...,
+ *                 "rule": ...}, ...]}
+ * "placement" (after "core") and each entry's "rule" are written for plans
+ * placed by trt or ort, not for --placement all (whose plans are as before);
+ * both are optional when read.
  * An entry with blocks (block_size > 0) also has "block_size": n and
  * "block_scales": [...] after "scales"; entries without have neither.
  * Numbers are the shortest decimals that read back to the same value.
@@ -55,6 +59,9 @@ ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
              cJSON_AddStringToObject(root, "archive", p->archive ? p->archive : "") &&
              cJSON_AddStringToObject(root, "method", p->method ? p->method : "") &&
              cJSON_AddStringToObject(root, "core", ptq_prec_name(p->core));
+    /* plans of --placement all stay byte for byte as ptq wrote them before placement existed */
+    const int placed = p->placement && p->placement[0] && strcmp(p->placement, "all") != 0;
+    ok = ok && (!placed || cJSON_AddStringToObject(root, "placement", p->placement));
     cJSON *tensors = ok ? cJSON_AddArrayToObject(root, "tensors") : NULL;
     ok = ok && tensors;
     for (int64_t i = 0; ok && i < p->n; i++) {
@@ -78,6 +85,8 @@ ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
                  add_numbers(blocks, e->block_scales, e->n_block_scales);
         }
         ok = ok && cJSON_AddStringToObject(t, "source", e->source ? e->source : "");
+        if (ok && placed && e->rule && e->rule[0])
+            ok = cJSON_AddStringToObject(t, "rule", e->rule) != NULL;
     }
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
@@ -186,6 +195,9 @@ static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_e
     e->axis = axis ? (int)axis->valuedouble : -1;
     e->name = strdup(name);
     e->source = strdup(source ? source : "edited");
+    const char *rule = get_string(t, "rule");
+    if (rule && !(e->rule = strdup(rule)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
     const int n = scales ? cJSON_GetArraySize(scales) : 0;
     e->scales = malloc(((size_t)n + 1) * sizeof *e->scales);
     if (!e->name || !e->source || !e->scales)
@@ -239,6 +251,11 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
     p->model_name = strdup(get_string(model, "name") ? get_string(model, "name") : "");
     p->archive = strdup(get_string(root, "archive") ? get_string(root, "archive") : "");
     p->method = strdup(get_string(root, "method") ? get_string(root, "method") : "");
+    const char *placement = get_string(root, "placement");
+    if (placement && !(p->placement = strdup(placement))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
+        goto done;
+    }
     if (!p->model_name || !p->archive || !p->method) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
         goto done;

@@ -1,7 +1,9 @@
 /* Q/DQ ONNX export of a precision plan (include/ptq/qdq.h), written with
  * the protobuf-level editor (model/onnx_edit.c) so everything the plan does
- * not touch stays byte for byte as it was. Weight codes come from the same
- * C references the simulated quantization uses (kernels/ref/numfmt.c).
+ * not touch stays byte for byte as it was. Weight codes and FP16 bits come
+ * from the same C references the simulated quantization uses
+ * (kernels/ref/numfmt.c); FP16 activations are a Cast pair, so onnxruntime
+ * rounds where the simulation does.
  * Covered by tests/qdq_export_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -13,7 +15,7 @@
 #include "ptq/qdq.h"
 #include "quant/quant_internal.h"
 
-enum { ONNX_FLOAT = 1 };
+enum { ONNX_FLOAT = 1, ONNX_FLOAT16 = 10 };
 
 /* The ONNX element type of p's codes (the format table's). */
 static int onnx_type_of(ptq_prec p)
@@ -28,6 +30,19 @@ static int has_consumer(const ptq_graph *g, int v)
             if (g->nodes[k].inputs[i] == v)
                 return 1;
     return 0;
+}
+
+/* names[i] = "ptq_qdq/<tensor>/<suffix[i]>" for i < n, carved from one
+ * allocation the caller frees (returned; NULL when out of memory). */
+static char *qdq_names(const char *tensor, int n, const char *const *suffix, char **names)
+{
+    const size_t len = strlen(tensor) + 32;
+    char *buf = malloc((size_t)n * len);
+    for (int i = 0; buf && i < n; i++) {
+        names[i] = buf + (size_t)i * len;
+        snprintf(names[i], len, "ptq_qdq/%s/%s", tensor, suffix[i]);
+    }
+    return buf;
 }
 
 /* The scales [n] (float32) and zero points [n] (0 of the format) of entry e as initializers. */
@@ -51,15 +66,11 @@ static ptq_status add_scale_zp(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_e
 /* x -> Q -> DQ -> every consumer of x. */
 static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
 {
-    size_t len = strlen(e->name) + 32;
-    char *buf = malloc(4 * len);
+    static const char *const suffix[] = {"scale", "zero_point", "q", "dq"};
+    char *n[4], *buf = qdq_names(e->name, 4, suffix, n);
     if (!buf)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
-    char *scale = buf, *zp = buf + len, *q = buf + 2 * len, *dq = buf + 3 * len;
-    snprintf(scale, len, "ptq_qdq/%s/scale", e->name);
-    snprintf(zp, len, "ptq_qdq/%s/zero_point", e->name);
-    snprintf(q, len, "ptq_qdq/%s/q", e->name);
-    snprintf(dq, len, "ptq_qdq/%s/dq", e->name);
+    char *scale = n[0], *zp = n[1], *q = n[2], *dq = n[3];
     const char *q_in[] = {e->name, scale, zp}, *dq_in[] = {q, scale, zp};
     ptq_status st = add_scale_zp(ctx, ed, e, scale, zp);
     if (st == PTQ_OK)
@@ -72,23 +83,70 @@ static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan
     return st;
 }
 
+/* x -> Cast(float16) -> Cast(float) -> every consumer of x: the half-precision
+ * rounding the simulation applies (ptq_k_round_fp16_ref), done by the runtime. */
+static ptq_status add_fp16_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
+{
+    static const char *const suffix[] = {"half", "fp16", "cast_half", "cast_float"};
+    char *n[4], *buf = qdq_names(e->name, 4, suffix, n);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
+    char *half = n[0], *back = n[1], *to_half = n[2], *to_float = n[3];
+    const char *in0[] = {e->name}, *in1[] = {half};
+    ptq_status st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_half, 1, in0, 1, (const char *const *)&half, "to",
+                                                ONNX_FLOAT16);
+    if (st == PTQ_OK)
+        st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_float, 1, in1, 1, (const char *const *)&back, "to",
+                                         ONNX_FLOAT);
+    if (st == PTQ_OK)
+        st = ptq_onnx_edit_rename_input(ctx, ed, e->name, back, NULL);
+    free(buf);
+    return st;
+}
+
+/* The float initializer w becomes a float16 initializer -> Cast(float) -> w. */
+static ptq_status add_fp16_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e)
+{
+    int64_t total = 1;
+    for (int d = 0; d < w->ndim; d++)
+        total *= w->dims[d];
+    static const char *const suffix[] = {"half", "cast_float"};
+    char *n[2], *buf = qdq_names(e->name, 2, suffix, n);
+    uint16_t *bits = malloc(((size_t)total + 1) * sizeof *bits);
+    ptq_status st = PTQ_OK;
+    if (!bits || !buf) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", e->name);
+        goto done;
+    }
+    char *half = n[0], *cast = n[1];
+    const float *x = w->data;
+    for (int64_t i = 0; i < total; i++)
+        bits[i] = ptq_k_fp16_from_float_ref(x[i]);
+    const char *in[] = {half}, *out[] = {e->name};
+    PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, e->name), done);
+    PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, half, ONNX_FLOAT16, w->ndim, w->dims, bits,
+                                              (size_t)total * sizeof *bits), done);
+    PTQ_TRY(st, ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", cast, 1, in, 1, out, "to", ONNX_FLOAT), done);
+done:
+    free(bits);
+    free(buf);
+    return st;
+}
+
 /* The float initializer w becomes codes -> DQ (per channel) -> w, so its consumers read it unchanged. */
 static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e)
 {
     const weight_runs wr = weight_runs_of(w, e->axis);
     const int64_t total = wr.n_runs * wr.inner, inner = wr.inner;
-    size_t len = strlen(e->name) + 32;
+    static const char *const suffix[] = {"scale", "zero_point", "q"};
+    char *n[3], *buf = qdq_names(e->name, 3, suffix, n);
     unsigned char *codes = malloc((size_t)total + 1);
-    char *buf = malloc(3 * len);
     ptq_status st = PTQ_OK;
     if (!codes || !buf) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", e->name);
         goto done;
     }
-    char *scale = buf, *zp = buf + len, *q = buf + 2 * len;
-    snprintf(scale, len, "ptq_qdq/%s/scale", e->name);
-    snprintf(zp, len, "ptq_qdq/%s/zero_point", e->name);
-    snprintf(q, len, "ptq_qdq/%s/q", e->name);
+    char *scale = n[0], *zp = n[1], *q = n[2];
     const float *x = w->data;
     for (int64_t r = 0; r < wr.n_runs; r++) {
         const float s = e->scales[r % wr.n_ch];
@@ -161,7 +219,8 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
     PTQ_TRY_RET(ptq_onnx_edit_open(ctx, model_path, &ed));
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
-        if (!ptq_prec_is_quantized(e->prec))
+        const int fp16 = e->prec == PTQ_PREC_FP16;
+        if (!ptq_prec_is_quantized(e->prec) && !fp16)
             continue;
         const int v = ptq_graph_find_value(g, e->name);
         if (v < 0) {
@@ -169,9 +228,10 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
             goto done;
         }
         if (e->is_weight)
-            PTQ_TRY(st, add_weight(ctx, ed, &g->values[v], e), done);
+            PTQ_TRY(st, fp16 ? add_fp16_weight(ctx, ed, &g->values[v], e) : add_weight(ctx, ed, &g->values[v], e),
+                    done);
         else if (has_consumer(g, v)) /* a tensor nothing reads (a graph output) keeps its value */
-            PTQ_TRY(st, add_activation(ctx, ed, e), done);
+            PTQ_TRY(st, fp16 ? add_fp16_activation(ctx, ed, e) : add_activation(ctx, ed, e), done);
     }
     PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, write_opset, write_opset >= 19 ? 9 : 7), done);
     PTQ_TRY(st, ptq_onnx_edit_write(ctx, ed, out_path), done);

@@ -51,8 +51,18 @@ def main():
         edges = [n for n, e in t.items() if e["precision"] == "fp16"]
         core_name = "int8" if core == "int8" else "fp8-e4m3"
         check(f"{core}: FP16 at the edges, the core elsewhere", sorted(edges) == sorted(
-            ["input", "/stem/stem.0/Conv_output_0", "/Flatten_output_0", "logits"] + edge_weights)
-            and all(e["precision"] == core_name for n, e in t.items() if n not in edges), str(sorted(edges)))
+            ["input", "/stem/stem.0/Conv_output_0", "/Flatten_output_0"] + edge_weights)
+            and all(e["precision"] == core_name for n, e in t.items() if n not in edges and e["kind"] == "weight"),
+            str(sorted(edges)))
+        # the default placement (trt): the Conv inputs and the residual inputs in the core, the
+        # rest float, every entry naming its rule
+        core_acts = sorted(n for n, e in t.items() if e["kind"] == "activation" and e["precision"] == core_name)
+        check(f"{core}: placement trt quantizes the 8 Conv and residual inputs", p.get("placement") == "trt" and
+              len(core_acts) == 8 and all(t[n]["rule"] in ("trt.weighted-input", "trt.residual-input")
+                                          for n in core_acts), str(core_acts))
+        check(f"{core}: every other activation fp32 by a trt rule", all(
+            e["precision"] == "fp32" and e["rule"] in ("trt.fused", "trt.unquantized", "trt.output") and not e["scales"]
+            for n, e in t.items() if n not in edges and n not in core_acts and e["kind"] == "activation"))
         bad = 0
         n_w = 0
         for name, e in t.items():
@@ -66,9 +76,29 @@ def main():
               f"{n_w} weights, {bad} differ")
         check(f"{core}: activation scales positive", all(
             len(e["scales"]) == 1 and e["scales"][0] > 0 for e in t.values()
-            if e["kind"] == "activation" and e["precision"] != "fp16"))
+            if e["kind"] == "activation" and e["precision"] == core_name))
         rc, so, err = ptq("plan", "--check", out, "--model", MODEL)
         check(f"{core}: plan --check accepts it", rc == 0 and "33 tensors" in so, so.strip()[:80])
+
+    # --placement all: every observed activation in the core, no rules written (plans as before)
+    rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--placement", "all", "--out", J("all.json"))
+    pa = json.load(open(J("all.json"))) if rc == 0 else {"tensors": []}
+    check("plan --placement all: 19 int8 activations, no placement or rule fields", rc == 0 and
+          "placement" not in pa and not any("rule" in e for e in pa["tensors"]) and
+          sum(e["kind"] == "activation" and e["precision"] == "int8" for e in pa["tensors"]) == 19, err.strip())
+    rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--placement", "ort", "--explain", "--out", J("ort.json"))
+    po = json.load(open(J("ort.json"))) if rc == 0 else {"tensors": []}
+    rules = {e["name"]: e["rule"] for e in po["tensors"]}
+    check("plan --placement ort --explain: quantize_static's points, one table row per entry", rc == 0 and
+          po.get("placement") == "ort" and rules.get("/layers/layers.0/c1/Conv_output_0") == "ort.op-io" and
+          rules.get("/layers/layers.0/Relu_output_0") == "ort.activation" and
+          all(n in so for n in rules) and "ort.op-io" in so and "why" in so, so[-400:] + err.strip())
+    rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--placement", "tensorrt", "--out", J("x.json"))
+    check("plan --placement tensorrt is refused (exit 2), naming the choices", rc == 2 and "trt, ort, all" in err and
+          not os.path.exists(J("x.json")), err.strip())
+    rc, so, err = ptq("plan", "--check", J("plan-int8.json"), "--model", MODEL, "--explain")
+    check("plan --check --explain prints each tensor's rule and why", rc == 0 and "trt.residual-input" in so and
+          "inside a fused" in so, so[-300:])
 
     # hand edits the check refuses, nothing written
     base = json.load(open(J("plan-int8.json")))

@@ -106,7 +106,8 @@ int main(void)
         ptq_plan *plan = NULL;
         ptq_fq *fq = NULL;
         ptq_exec *e = NULL;
-        CHECK(ptq_plan_default(&ctx, g, SHA, "m", s, "a.h5", &cp, cores[c], &plan) == PTQ_OK);
+        /* --placement all: every observed activation rounded, the most the overlay does */
+        CHECK(ptq_plan_make(&ctx, g, SHA, "m", s, "a.h5", &cp, cores[c], PTQ_PLACEMENT_ALL, &plan) == PTQ_OK);
         CHECK(plan && ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
         watch w = {fq, plan, NULL, 0, 0, 0};
         ptq_exec_params p = {PTQ_DEVICE_CUDA, 0, tap, &w, 0};

@@ -31,11 +31,11 @@ def have_demo():
     return os.path.exists(MODEL) and os.path.exists(f"{FM}/t10k-images-idx3-ubyte.gz")
 
 
-def fmnist_test(n):
-    """The first n test images [n, 28, 28] uint8 and labels [n] int64."""
-    with gzip.open(f"{FM}/t10k-images-idx3-ubyte.gz", "rb") as f:
+def fmnist_test(n, split="t10k"):
+    """The first n test (or, split "train", training) images [n, 28, 28] uint8 and labels [n] int64."""
+    with gzip.open(f"{FM}/{split}-images-idx3-ubyte.gz", "rb") as f:
         images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)[:n]
-    with gzip.open(f"{FM}/t10k-labels-idx1-ubyte.gz", "rb") as f:
+    with gzip.open(f"{FM}/{split}-labels-idx1-ubyte.gz", "rb") as f:
         labels = np.frombuffer(f.read(), np.uint8, offset=8)[:n].astype(np.int64)
     return images, labels
 

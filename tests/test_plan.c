@@ -1,9 +1,9 @@
 /* Precision plans (quant/plan.c, quant/plan_json.c) on the demo model: the
- * default plan's edges and core, weight scales against max|w| / 127 per
+ * --placement all plan's edges and core, weight scales against max|w| / 127 per
  * output channel computed here, JSON written -> read -> written to the same
  * bytes, and the checks a hand-edited plan must pass (unknown or repeated
  * names, bad scales, wrong scale counts, inconsistent block scales, another
- * model). */
+ * model); the default (trt) placement's entries and rules. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +101,62 @@ static void check_blocks(ptq_plan *p, const ptq_graph *g, ptq_plan_entry *w)
     free(blocks);
 }
 
+/* The default (trt) plan of the demo model: the same entries, 8 INT8
+ * activations (the Conv inputs and the residual inputs), the tensors inside
+ * fused Conv+ReLU(+Add) layers, after the last Conv and the logits left FP32, each
+ * entry naming its rule; JSON with "placement" and "rule", read back to the
+ * same bytes. */
+static void check_trt(const ptq_graph *g, const ptq_calib_set *s)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+    ptq_plan *p = NULL, *back = NULL;
+    CHECK_MSG(ptq_plan_default(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8, &p) == PTQ_OK, "%s", ctx.msg);
+    if (!p)
+        return;
+    CHECK(p->n == 33 && ptq_plan_check(&ctx, p, g, SHA) == PTQ_OK);
+    static const char *const int8[] = {
+        "/stem/stem.2/Relu_output_0",      "/layers/layers.0/Relu_output_0",   "/layers/layers.0/Relu_1_output_0",
+        "/layers/layers.1/Relu_output_0",  "/layers/layers.1/c2/Conv_output_0", "/layers/layers.1/Relu_1_output_0",
+        "/layers/layers.2/Relu_output_0",  "/layers/layers.2/c2/Conv_output_0"};
+    int64_t n_int8 = 0, n_fp32 = 0;
+    for (int64_t i = 0; i < p->n; i++) {
+        const ptq_plan_entry *e = &p->e[i];
+        CHECK_MSG(e->rule && ptq_placement_rule_why(e->rule), "%s has no known rule", e->name);
+        if (e->is_weight)
+            continue;
+        n_int8 += e->prec == PTQ_PREC_INT8;
+        n_fp32 += e->prec == PTQ_PREC_FP32;
+        CHECK_MSG(e->prec != PTQ_PREC_FP32 || e->n_scales == 0, "%s: fp32 with scales", e->name);
+    }
+    CHECK_MSG(n_int8 == 8 && n_fp32 == 12, "%lld int8, %lld fp32 activations", (long long)n_int8, (long long)n_fp32);
+    CHECK(find(p, "logits") && find(p, "logits")->prec == PTQ_PREC_FP32 && strcmp(find(p, "logits")->rule, "trt.output") == 0);
+    for (int i = 0; i < 8; i++)
+        CHECK_MSG(find(p, int8[i]) && find(p, int8[i])->prec == PTQ_PREC_INT8, "%s should be int8", int8[i]);
+    CHECK(find(p, "/layers/layers.1/c2/Conv_output_0") &&
+          strcmp(find(p, "/layers/layers.1/c2/Conv_output_0")->rule, "trt.residual-input") == 0);
+    CHECK(find(p, "/layers/layers.0/c1/Conv_output_0") &&
+          strcmp(find(p, "/layers/layers.0/c1/Conv_output_0")->rule, "trt.fused") == 0);
+    CHECK(find(p, "/GlobalAveragePool_output_0") &&
+          strcmp(find(p, "/GlobalAveragePool_output_0")->rule, "trt.unquantized") == 0);
+    CHECK(find(p, "input") && strcmp(find(p, "input")->rule, "edge") == 0);
+    char *j1 = NULL, *j2 = NULL;
+    CHECK(ptq_plan_to_json(&ctx, p, &j1) == PTQ_OK && j1 && strstr(j1, "\"placement\":\t\"trt\"") &&
+          strstr(j1, "\"rule\":\t\"trt.weighted-input\""));
+    CHECK(j1 && ptq_plan_from_json(&ctx, j1, &back) == PTQ_OK && back && back->placement &&
+          strcmp(back->placement, "trt") == 0);
+    CHECK(back && ptq_plan_to_json(&ctx, back, &j2) == PTQ_OK && j1 && j2 && strcmp(j1, j2) == 0);
+    CHECK(ptq_placement_rule_why("no.such.rule") == NULL);
+    ptq_placement pl = PTQ_PLACEMENT_ALL;
+    CHECK(ptq_placement_parse(&ctx, "ort", &pl) == PTQ_OK && pl == PTQ_PLACEMENT_ORT);
+    CHECK(ptq_placement_parse(&ctx, "tensorrt", &pl) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "trt, ort, all"));
+    free(j1);
+    free(j2);
+    ptq_plan_free(back);
+    ptq_plan_free(p);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -113,7 +169,8 @@ int main(void)
     CHECK(s != NULL);
     ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
     ptq_plan *p = NULL;
-    CHECK_MSG(ptq_plan_default(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8, &p) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_plan_make(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_ALL, &p) == PTQ_OK,
+              "%s", ctx.msg);
     if (!p)
         return test_done("test_plan");
     CHECK(p->n == 33); /* 23 activations + 10 weights */
@@ -160,6 +217,8 @@ int main(void)
     CHECK(back && ptq_plan_to_json(&ctx, back, &j2) == PTQ_OK);
     CHECK(j1 && j2 && strcmp(j1, j2) == 0);
     CHECK(j1 && !strstr(j1, "block")); /* no block fields without blocks: plans as before */
+    CHECK(j1 && !strstr(j1, "\"rule\"") && !strstr(j1, "\"placement\"")); /* --placement all: plans as before */
+    check_trt(g, s);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */

@@ -46,6 +46,11 @@ PTQ_API ptq_status ptq_onnx_edit_remove_initializer(ptq_ctx *ctx, ptq_onnx_edit 
 PTQ_API ptq_status ptq_onnx_edit_add_node(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op_type, const char *name,
                                           int n_in, const char *const *inputs, int n_out, const char *const *outputs,
                                           int has_axis, int64_t axis);
+/* The same with one int attribute attr_name = attr_value (none when
+ * attr_name is NULL), e.g. Cast's "to". */
+PTQ_API ptq_status ptq_onnx_edit_add_node_attr(ptq_ctx *ctx, ptq_onnx_edit *e, const char *op_type, const char *name,
+                                               int n_in, const char *const *inputs, int n_out,
+                                               const char *const *outputs, const char *attr_name, int64_t attr_value);
 /* In the existing nodes (never the added ones) whose NodeProto.name is
  * node_name, or in all of them when node_name is NULL, inputs equal to from
  * read to instead. Graph outputs and producers keep their names. from must

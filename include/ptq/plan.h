@@ -49,6 +49,8 @@ typedef struct ptq_plan_entry {
                                scale, multiplying scales[channel] (formats whose table entry has block_scaled) */
     int64_t n_block_scales;
     float *block_scales;    /* [n_block_scales] = [numel / block_size], each finite and > 0; NULL without blocks */
+    char *rule;     /* the placement rule that chose the precision ("trt.weighted-input", "edge", ...; see
+                       ptq_placement_rule_why); NULL when the plan does not say (hand-written or older plans) */
 } ptq_plan_entry;
 
 typedef struct ptq_plan {
@@ -59,19 +61,44 @@ typedef struct ptq_plan {
     ptq_prec core;     /* the precision of the core (int8 or an fp8) */
     int64_t n;
     ptq_plan_entry *e; /* [n] */
+    char *placement;   /* the placement that made it ("trt", "ort", "all"); NULL when unknown. JSON carries it and
+                          the entries' rules except for "all", whose plans stay as ptq wrote them before */
 } ptq_plan;
 
 PTQ_API void ptq_plan_free(ptq_plan *p);
 
-/* The default plan for graph g (shapes inferred) from calibration set s
- * (an archive read back): the first and last compute layers (Conv, Gemm,
- * MatMul in graph order), the activations feeding them and their outputs
- * run in FP16; every other activation of s and every other weight runs in
- * core (int8, fp8-e4m3 or fp8-e5m2). Activation scales come from calibrator
+/* Where a plan quantizes activations (README "Where quantization happens";
+ * the rules are the table in quant/placement.c): TRT (the default) where
+ * TensorRT does, at the inputs of Conv/Gemm/MatMul and the residual input of
+ * an Add it fuses into a Conv, never inside a fused Conv+BatchNorm+activation;
+ * ORT as onnxruntime's quantize_static (QDQ, symmetric activations) does, at
+ * the inputs and outputs of the ops of its registry; ALL every activation the
+ * archive observed (ptq before placement existed). */
+typedef enum ptq_placement { PTQ_PLACEMENT_TRT = 0, PTQ_PLACEMENT_ORT, PTQ_PLACEMENT_ALL } ptq_placement;
+
+/* "trt", "ort", "all"; "?" for none. */
+PTQ_API const char *ptq_placement_name(ptq_placement p);
+/* A placement by name; PTQ_ERR_INVALID_ARG listing the choices otherwise. */
+PTQ_API ptq_status ptq_placement_parse(ptq_ctx *ctx, const char *s, ptq_placement *out);
+/* The one-line reason of the placement rule named rule (a plan entry's
+ * `rule`); NULL for a name the table does not have. */
+PTQ_API const char *ptq_placement_rule_why(const char *rule);
+
+/* The plan for graph g (shapes inferred) from calibration set s (an
+ * archive read back), its activations placed by `placement`: the first and
+ * last compute layers (Conv, Gemm, MatMul in graph order), the activations
+ * feeding them and their outputs run in FP16; every other activation of s
+ * the placement quantizes and every other weight runs in core (int8,
+ * fp8-e4m3 or fp8-e5m2); the activations of s it does not quantize are
+ * entries in fp32, each entry naming its rule. Activation scales come from calibrator
  * `method` run for the core's grid (a tensor that saw only zeros stays
  * FP16); weight scales are per output channel, max|w| / the format's
  * largest level (a channel of zeros gets scale 1). model_sha256: the model
  * file's, which must be the archive's (PTQ_ERR_INVALID_ARG otherwise). */
+PTQ_API ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
+                                 const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
+                                 ptq_prec core, ptq_placement placement, ptq_plan **out);
+/* ptq_plan_make with the default placement, PTQ_PLACEMENT_TRT. */
 PTQ_API ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                                     const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                                     ptq_prec core, ptq_plan **out);

@@ -3,7 +3,11 @@
  * DequantizeLinear -> its consumers (per tensor, zero point 0); every
  * INT8/FP8 weight becomes an int8 (or FLOAT8E4M3FN / FLOAT8E5M2) initializer
  * feeding a per-channel DequantizeLinear that takes the weight's name, so
- * its consumers are unchanged; FP16 and FP32 tensors stay float. The opset
+ * its consumers are unchanged; every FP16 activation becomes x -> Cast(float16)
+ * -> Cast(float) -> its consumers and every FP16 weight a float16 initializer
+ * -> Cast(float), so a runtime rounds as the simulation does; FP32 tensors
+ * stay as they are. A tensor nothing reads (a graph output) keeps its value:
+ * the simulation's rounding of it is not exported. The opset
  * is raised to 13 (per-axis DequantizeLinear), or 19 with IR 9 when the plan
  * has FP8. quant/qdq_export.c on model/onnx_edit.c; covered by
  * tests/qdq_export_test.py (onnx.checker, onnxruntime against ptq validate). */

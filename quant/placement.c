@@ -1,0 +1,376 @@
+/* Q/DQ placement as a rule table (quant/placement.h): for every activation,
+ * the first rule of its placement that matches says whether it is
+ * quantized, kept in FP16 or left alone, and why. "trt" follows TensorRT's
+ * explicit-quantization fusions (REFERENCE.md "Peers in practice"), "ort"
+ * onnxruntime quantize_static's QDQ registry (onnxruntime/quantization/
+ * registry.py, operators/; symmetric activations), "all" every tensor.
+ * Covered by tests/test_placement.c and tests/qdq_export_test.py. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/op_traits.h"
+#include "quant/placement.h"
+
+/* What every matcher sees: the graph, its op table rows and derived facts. */
+typedef struct place_graph {
+    const ptq_graph *g;
+    ptq_prec core;
+    const unsigned char *edge;  /* [n_values] or NULL */
+    const ptq_op_traits **op;   /* [n_nodes]: the traits row of each node, NULL for an op ptq does not know */
+    int *n_readers;             /* [n_values]: how many node inputs read the value */
+    int *fused_slot;            /* [n_nodes]: a residual Add's input slot fused into the op producing it, else -1 */
+    const char **ort_rule;      /* [n_values]: the ort rule quantize_static's node walk gives, or NULL */
+    int *ort_share;             /* [n_values]: for ort.same-as-input, the input whose scale it shares */
+} place_graph;
+
+/* rule: the name of the rule asking (the ort rules read what the node walk marked by name) */
+typedef int (*place_match)(const place_graph *pg, int v, const char *rule);
+
+/* One rule: the placement it belongs to (-1: all of them), what it does, when, and why. */
+typedef struct place_rule {
+    const char *name;
+    int placement;
+    place_action action;
+    place_match match;
+    const char *why;
+} place_rule;
+
+static int has_flag(const place_graph *pg, int node, unsigned flag)
+{
+    return node >= 0 && pg->op[node] && (pg->op[node]->flags & flag);
+}
+
+static int is_const(const ptq_value *v)
+{
+    return (v->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)) != 0;
+}
+
+/* 1 if v is read as a quantized non-weight input of a weighted op. */
+static int read_by_weighted(const place_graph *pg, int v)
+{
+    const ptq_graph *g = pg->g;
+    for (int k = 0; k < g->n_nodes; k++) {
+        if (!has_flag(pg, k, PTQ_OPF_WEIGHTED))
+            continue;
+        for (int i = 0; i < g->nodes[k].n_inputs; i++)
+            if (g->nodes[k].inputs[i] == v && ptq_op_mask_has(pg->op[k]->quant_inputs, i))
+                return 1;
+    }
+    return 0;
+}
+
+/* 1 if v comes out of a layer TensorRT fuses: a weighted op, then BatchNorm
+ * folded into it or a residual Add fused into it (through v's fused input). */
+static int fused_layer_output(const place_graph *pg, int v)
+{
+    const ptq_graph *g = pg->g;
+    for (int depth = 0; depth < g->n_nodes && v >= 0; depth++) {
+        const int p = g->values[v].producer;
+        if (p < 0)
+            return 0;
+        if (has_flag(pg, p, PTQ_OPF_WEIGHTED))
+            return 1;
+        if (has_flag(pg, p, PTQ_OPF_FOLDS_INTO_WEIGHTED) || has_flag(pg, p, PTQ_OPF_FUSIBLE_ACTIVATION))
+            v = g->nodes[p].n_inputs > 0 ? g->nodes[p].inputs[0] : -1;
+        else if (pg->fused_slot[p] >= 0)
+            v = g->nodes[p].inputs[pg->fused_slot[p]];
+        else
+            return 0;
+    }
+    return 0;
+}
+
+/* The input slot of residual Add node k that TensorRT fuses into the op
+ * producing it: a two-input Add whose input is the sole-reader output of a
+ * weighted op (through BatchNorm); of two such, the later producer (the
+ * other one is computed by then). -1 when the Add does not fuse. */
+static int residual_fused_slot(const place_graph *pg, int k)
+{
+    const ptq_graph *g = pg->g;
+    const ptq_node *n = &g->nodes[k];
+    if (!has_flag(pg, k, PTQ_OPF_RESIDUAL_ADD) || n->n_inputs != 2)
+        return -1;
+    int best = -1, best_producer = -1;
+    for (int i = 0; i < 2; i++) {
+        const int v = n->inputs[i], other = n->inputs[1 - i];
+        if (v < 0 || other < 0 || is_const(&g->values[other]) || pg->n_readers[v] != 1)
+            continue;
+        int p = g->values[v].producer;
+        while (p >= 0 && has_flag(pg, p, PTQ_OPF_FOLDS_INTO_WEIGHTED) && g->nodes[p].n_inputs > 0 &&
+               g->nodes[p].inputs[0] >= 0 && pg->n_readers[g->nodes[p].inputs[0]] == 1)
+            p = g->values[g->nodes[p].inputs[0]].producer;
+        if (has_flag(pg, p, PTQ_OPF_WEIGHTED) && g->values[v].producer > best_producer) {
+            best = i;
+            best_producer = g->values[v].producer;
+        }
+    }
+    return best;
+}
+
+static int m_always(const place_graph *pg, int v, const char *rule)
+{
+    (void)rule;
+    (void)pg;
+    (void)v;
+    return 1;
+}
+
+/* A graph output no node reads: what the model returns. */
+static int m_output(const place_graph *pg, int v, const char *rule)
+{
+    (void)rule;
+    return (pg->g->values[v].flags & PTQ_VALUE_OUTPUT) && pg->n_readers[v] == 0;
+}
+
+static int m_edge(const place_graph *pg, int v, const char *rule)
+{
+    (void)rule;
+    return pg->edge && pg->edge[v];
+}
+
+static int m_trt_commutes(const place_graph *pg, int v, const char *rule)
+{
+    (void)rule;
+    return read_by_weighted(pg, v) && has_flag(pg, pg->g->values[v].producer, PTQ_OPF_QDQ_COMMUTES);
+}
+
+static int m_trt_weighted_input(const place_graph *pg, int v, const char *rule)
+{
+    (void)rule;
+    return read_by_weighted(pg, v);
+}
+
+static int m_trt_residual_input(const place_graph *pg, int v, const char *rule)
+{
+    (void)rule;
+    const ptq_graph *g = pg->g;
+    for (int k = 0; k < g->n_nodes; k++)
+        if (pg->fused_slot[k] >= 0 && g->nodes[k].inputs[1 - pg->fused_slot[k]] == v)
+            return 1;
+    return 0;
+}
+
+/* Made inside a fused layer and read only by what fuses after it. */
+static int m_trt_fused(const place_graph *pg, int v, const char *rule)
+{
+    (void)rule;
+    const ptq_graph *g = pg->g;
+    if (!fused_layer_output(pg, v) || pg->n_readers[v] == 0)
+        return 0;
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_inputs; i++) {
+            if (g->nodes[k].inputs[i] != v)
+                continue;
+            const int fuses = has_flag(pg, k, PTQ_OPF_FUSIBLE_ACTIVATION) ||
+                              has_flag(pg, k, PTQ_OPF_FOLDS_INTO_WEIGHTED) || pg->fused_slot[k] == i;
+            if (!fuses)
+                return 0;
+        }
+    return 1;
+}
+
+/* quantize_static's walk marked v with this very rule. */
+static int m_ort(const place_graph *pg, int v, const char *rule)
+{
+    return pg->ort_rule[v] && strcmp(pg->ort_rule[v], rule) == 0;
+}
+
+/* The rules, tried in order for each activation; the first that matches decides. */
+static const place_rule rules[] = {
+    {"trt.output", PTQ_PLACEMENT_TRT, PLACE_FP32, m_output,
+     "what the model returns, read by no node: TensorRT hands it back in float, the Q/DQ export leaves it as is"},
+    {"ort.output", PTQ_PLACEMENT_ORT, PLACE_FP32, m_output,
+     "what the model returns, read by no node: left unrounded (quantize_static would round it; ptq's export cannot)"},
+    {PTQ_RULE_EDGE, -1, PLACE_FP16, m_edge,
+     "the first and last compute layers (their inputs and outputs) run in FP16"},
+    {"all.observed", PTQ_PLACEMENT_ALL, PLACE_CORE, m_always,
+     "--placement all: every activation is rounded where it is produced"},
+    {"trt.commutes", PTQ_PLACEMENT_TRT, PLACE_CORE, m_trt_commutes,
+     "a weighted op reads it from MaxPool/Reshape/Flatten/Transpose/Concat, which Q/DQ commutes through: "
+     "rounding it equals TensorRT rounding that op's inputs with this scale"},
+    {"trt.weighted-input", PTQ_PLACEMENT_TRT, PLACE_CORE, m_trt_weighted_input,
+     "TensorRT runs Conv/Gemm/MatMul on quantized inputs"},
+    {"trt.residual-input", PTQ_PLACEMENT_TRT, PLACE_CORE, m_trt_residual_input,
+     "the other input of an Add TensorRT fuses into the Conv making its first input"},
+    {"trt.fused", PTQ_PLACEMENT_TRT, PLACE_FP32, m_trt_fused,
+     "inside a fused Conv/Gemm+BatchNorm+activation(+Add) layer: TensorRT rounds nothing there"},
+    {"trt.unquantized", PTQ_PLACEMENT_TRT, PLACE_FP32, m_always,
+     "no weighted op or fused Add reads it: TensorRT keeps it in the layer's float precision"},
+    {"ort.op-io", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort,
+     "an input or output of an op quantize_static quantizes (Conv, Gemm, MatMul, Add, Mul, pools, ...)"},
+    {"ort.activation", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort,
+     "a Relu/Clip output whose input is quantized (kept, not removed, with symmetric activations)"},
+    {"ort.same-as-input", PTQ_PLACEMENT_ORT, PLACE_SHARE, m_ort,
+     "a MaxPool/AveragePool/reshape output whose input is quantized: quantize_static gives it the input's scale"},
+    {"ort.unquantized", PTQ_PLACEMENT_ORT, PLACE_FP32, m_always,
+     "no op quantize_static quantizes reads or writes it"},
+    {PTQ_RULE_WEIGHT, -1, PLACE_NONE, NULL,
+     "Conv/Gemm/MatMul weights: the core precision, one scale per output channel"},
+};
+enum { N_RULES = (int)(sizeof rules / sizeof rules[0]) };
+
+/* onnxruntime quantize_static's op classes (QDQ format, default op types). */
+typedef enum ort_class { ORT_NONE, ORT_IO, ORT_REMOVABLE, ORT_DIRECT } ort_class;
+
+static const struct {
+    const char *op_type;
+    ort_class cls;
+} ort_ops[] = {
+    /* QDQConv, QDQGemm, QDQMatMul, QDQNormalization, and QDQOperatorBase for the QLinear ops */
+    {"Conv", ORT_IO}, {"Gemm", ORT_IO}, {"MatMul", ORT_IO}, {"BatchNormalization", ORT_IO},
+    {"Add", ORT_IO}, {"Mul", ORT_IO}, {"LeakyRelu", ORT_IO}, {"Sigmoid", ORT_IO},
+    {"GlobalAveragePool", ORT_IO}, {"Concat", ORT_IO}, {"Softmax", ORT_IO},
+    /* QDQRemovableActivation */
+    {"Relu", ORT_REMOVABLE}, {"Clip", ORT_REMOVABLE},
+    /* QDQDirect8BitOp and QDQMaxPool: the output takes the input's parameters */
+    {"Reshape", ORT_DIRECT}, {"Transpose", ORT_DIRECT}, {"Squeeze", ORT_DIRECT}, {"Unsqueeze", ORT_DIRECT},
+    {"Flatten", ORT_DIRECT}, {"AveragePool", ORT_DIRECT}, {"MaxPool", ORT_DIRECT},
+};
+
+static ort_class ort_class_of(const ptq_node *n)
+{
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+        return ORT_NONE;
+    for (size_t i = 0; i < sizeof ort_ops / sizeof ort_ops[0]; i++)
+        if (strcmp(ort_ops[i].op_type, n->op_type) == 0)
+            return ort_ops[i].cls;
+    return ORT_NONE;
+}
+
+static int is_activation(const ptq_graph *g, int v)
+{
+    return v >= 0 && g->values[v].dtype == PTQ_DT_FLOAT && !is_const(&g->values[v]);
+}
+
+static void ort_mark(place_graph *pg, int v, const char *rule, int share)
+{
+    if (is_activation(pg->g, v) && !pg->ort_rule[v]) {
+        pg->ort_rule[v] = rule;
+        pg->ort_share[v] = share;
+    }
+}
+
+/* quantize_static's walk over the nodes in graph order: what each op's
+ * quantizer marks, a tensor keeping its first mark. */
+static void ort_walk(place_graph *pg)
+{
+    const ptq_graph *g = pg->g;
+    const int fp8 = pg->core == PTQ_PREC_FP8_E4M3 || pg->core == PTQ_PREC_FP8_E5M2;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        const int in0 = n->n_inputs > 0 ? n->inputs[0] : -1, out0 = n->n_outputs > 0 ? n->outputs[0] : -1;
+        switch (ort_class_of(n)) {
+        case ORT_IO:
+            for (int i = 0; i < n->n_inputs; i++)
+                ort_mark(pg, n->inputs[i], "ort.op-io", -1);
+            for (int i = 0; i < n->n_outputs; i++)
+                ort_mark(pg, n->outputs[i], "ort.op-io", -1);
+            break;
+        case ORT_REMOVABLE:
+            if (in0 >= 0 && pg->ort_rule[in0])
+                ort_mark(pg, out0, "ort.activation", -1);
+            break;
+        case ORT_DIRECT:
+            /* QDQMaxPool leaves FP8 MaxPool alone */
+            if (in0 >= 0 && pg->ort_rule[in0] && !(fp8 && strcmp(n->op_type, "MaxPool") == 0))
+                ort_mark(pg, out0, "ort.same-as-input", in0);
+            break;
+        case ORT_NONE: break;
+        }
+    }
+}
+
+void ptq_placement_edges(const ptq_graph *g, unsigned char *edge)
+{
+    memset(edge, 0, (size_t)g->n_values);
+    int first = -1, last = -1;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_op_traits *t = ptq_op_traits_find(g->nodes[k].domain, g->nodes[k].op_type);
+        if (t && (t->flags & PTQ_OPF_WEIGHTED)) {
+            if (first < 0)
+                first = k;
+            last = k;
+        }
+    }
+    for (int j = 0; j < 2 && first >= 0; j++) {
+        const ptq_node *n = &g->nodes[j == 0 ? first : last];
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0)
+                edge[n->inputs[i]] = 1;
+        for (int i = 0; i < n->n_outputs; i++)
+            if (n->outputs[i] >= 0)
+                edge[n->outputs[i]] = 1;
+    }
+}
+
+ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement pl, ptq_prec core,
+                                const unsigned char *edge, place_decision *out)
+{
+    ptq_status st = PTQ_OK;
+    place_graph pg = {g, core, edge, NULL, NULL, NULL, NULL, NULL};
+    pg.op = calloc((size_t)g->n_nodes + 1, sizeof *pg.op);
+    pg.fused_slot = calloc((size_t)g->n_nodes + 1, sizeof *pg.fused_slot);
+    pg.n_readers = calloc((size_t)g->n_values + 1, sizeof *pg.n_readers);
+    pg.ort_rule = calloc((size_t)g->n_values + 1, sizeof *pg.ort_rule);
+    pg.ort_share = calloc((size_t)g->n_values + 1, sizeof *pg.ort_share);
+    if (!pg.op || !pg.fused_slot || !pg.n_readers || !pg.ort_rule || !pg.ort_share) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory placing quantization");
+        goto done;
+    }
+    for (int k = 0; k < g->n_nodes; k++) {
+        pg.op[k] = ptq_op_traits_find(g->nodes[k].domain, g->nodes[k].op_type);
+        for (int i = 0; i < g->nodes[k].n_inputs; i++)
+            if (g->nodes[k].inputs[i] >= 0)
+                pg.n_readers[g->nodes[k].inputs[i]]++;
+    }
+    for (int k = 0; k < g->n_nodes; k++)
+        pg.fused_slot[k] = residual_fused_slot(&pg, k);
+    if (pl == PTQ_PLACEMENT_ORT)
+        ort_walk(&pg);
+    for (int v = 0; v < g->n_values; v++) {
+        out[v] = (place_decision){NULL, PLACE_NONE, -1};
+        if (!is_activation(g, v))
+            continue;
+        for (int r = 0; r < N_RULES; r++) {
+            if (!rules[r].match || (rules[r].placement >= 0 && rules[r].placement != (int)pl) ||
+                !rules[r].match(&pg, v, rules[r].name))
+                continue;
+            out[v] = (place_decision){rules[r].name, rules[r].action,
+                                      rules[r].action == PLACE_SHARE ? pg.ort_share[v] : -1};
+            break;
+        }
+    }
+done:
+    free(pg.op);
+    free(pg.fused_slot);
+    free(pg.n_readers);
+    free(pg.ort_rule);
+    free(pg.ort_share);
+    return st;
+}
+
+const char *ptq_placement_rule_why(const char *rule)
+{
+    for (int r = 0; rule && r < N_RULES; r++)
+        if (strcmp(rules[r].name, rule) == 0)
+            return rules[r].why;
+    return NULL;
+}
+
+static const char *const placement_names[] = {[PTQ_PLACEMENT_TRT] = "trt", [PTQ_PLACEMENT_ORT] = "ort",
+                                              [PTQ_PLACEMENT_ALL] = "all"};
+
+const char *ptq_placement_name(ptq_placement p)
+{
+    return (int)p >= 0 && (int)p < 3 ? placement_names[p] : "?";
+}
+
+ptq_status ptq_placement_parse(ptq_ctx *ctx, const char *s, ptq_placement *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, placement_names[i]) == 0) {
+            *out = (ptq_placement)i;
+            return PTQ_OK;
+        }
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown placement '%s' (choices: trt, ort, all)", s);
+}

@@ -1,0 +1,39 @@
+/* Q/DQ placement (include/ptq/plan.h ptq_placement): which activations a
+ * plan quantizes, by the rule table of quant/placement.c; every decision
+ * names its rule. Used by quant/plan.c; covered by tests/test_placement.c. */
+#ifndef PTQ_QUANT_PLACEMENT_H
+#define PTQ_QUANT_PLACEMENT_H
+
+#include "ptq/plan.h"
+
+/* What a rule does with the tensors it matches. */
+typedef enum place_action {
+    PLACE_NONE = 0, /* not an activation: no rule applies */
+    PLACE_CORE,     /* the core precision, with the tensor's own calibrated scale */
+    PLACE_SHARE,    /* the core precision with the scale of another tensor (place.share) */
+    PLACE_FP16,     /* half precision */
+    PLACE_FP32      /* left as it is */
+} place_action;
+
+typedef struct place_decision {
+    const char *rule;    /* the rule's name (static), NULL with PLACE_NONE */
+    place_action action;
+    int share;           /* PLACE_SHARE: the value whose scale it takes; else -1 */
+} place_decision;
+
+/* edge[g->n_values] = 1 for the inputs and outputs of the first and last
+ * compute layers (PTQ_OPF_WEIGHTED nodes in graph order), 0 elsewhere. */
+void ptq_placement_edges(const ptq_graph *g, unsigned char *edge);
+
+/* out[g->n_values]: the decision for every float activation of g (a
+ * non-constant value a node produces or the graph is fed) under placement
+ * pl for core precision core; edge (may be NULL: none) from
+ * ptq_placement_edges. */
+ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement pl, ptq_prec core,
+                                const unsigned char *edge, place_decision *out);
+
+/* The names of the rules for weights: on a first or last compute layer, elsewhere. */
+#define PTQ_RULE_EDGE "edge"
+#define PTQ_RULE_WEIGHT "weight"
+
+#endif

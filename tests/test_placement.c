@@ -1,0 +1,229 @@
+/* Q/DQ placement rules (quant/placement.c) one by one on small graphs built
+ * in memory: Conv->Relu, Conv->Clip, a residual Add (fused into the Conv,
+ * its other input quantized; two Conv inputs), MaxPool between Convs,
+ * Concat of two branches, a Gemm head; each with the set of tensors the trt
+ * placement quantizes written out, the ort placement's for some, the rule
+ * that decided, FP16 edges, graph outputs left as computed, and
+ * --placement all quantizing everything. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/placement.h"
+#include "testlib.h"
+
+enum { MAX_V = 32, MAX_N = 16, MAX_IO = 4 };
+
+/* A graph under construction: values by name, nodes in topological order. */
+typedef struct gb {
+    ptq_value values[MAX_V];
+    ptq_node nodes[MAX_N];
+    int io[MAX_N][2][MAX_IO];
+    int inputs[1], outputs[1];
+    int n_values, n_nodes;
+    ptq_graph g;
+} gb;
+
+static int value(gb *b, const char *name)
+{
+    for (int v = 0; v < b->n_values; v++)
+        if (strcmp(b->values[v].name, name) == 0)
+            return v;
+    ptq_value *v = &b->values[b->n_values];
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->dtype = PTQ_DT_FLOAT;
+    v->ndim = -1;
+    v->producer = -1;
+    /* names starting with w (weights, biases, Clip bounds) are initializers */
+    v->flags = name[0] == 'w' ? PTQ_VALUE_INITIALIZER : 0;
+    return b->n_values++;
+}
+
+/* Adds op_type reading the comma-separated ins and writing out. */
+static void node(gb *b, const char *op_type, const char *ins, const char *out)
+{
+    static char names[MAX_N][128]; /* the input names of node k, split in place */
+    const int k = b->n_nodes++;
+    snprintf(names[k], sizeof names[k], "%s", ins);
+    int n_in = 0;
+    for (char *save = NULL, *t = strtok_r(names[k], ",", &save); t && n_in < MAX_IO; t = strtok_r(NULL, ",", &save))
+        b->io[k][0][n_in++] = value(b, t);
+    const int o = value(b, out);
+    b->values[o].producer = k;
+    b->io[k][1][0] = o;
+    b->nodes[k] = (ptq_node){op_type, op_type, "", n_in, 1, b->io[k][0], b->io[k][1], 0, NULL};
+}
+
+static const ptq_graph *finish(gb *b, const char *in, const char *out)
+{
+    b->inputs[0] = value(b, in);
+    b->outputs[0] = value(b, out);
+    b->values[b->inputs[0]].flags |= PTQ_VALUE_INPUT;
+    b->values[b->outputs[0]].flags |= PTQ_VALUE_OUTPUT;
+    memset(&b->g, 0, sizeof b->g);
+    b->g.name = "placement";
+    b->g.opset = 13;
+    b->g.n_values = b->n_values;
+    b->g.values = b->values;
+    b->g.n_nodes = b->n_nodes;
+    b->g.nodes = b->nodes;
+    b->g.n_inputs = 1;
+    b->g.inputs = b->inputs;
+    b->g.n_outputs = 1;
+    b->g.outputs = b->outputs;
+    return &b->g;
+}
+
+/* The decisions for g under pl: the quantized tensors (core or shared
+ * scale), comma-separated in value order, must be `want`; each tensor named
+ * in rules ("name=rule,...") must have that rule. */
+static void expect(const char *label, const ptq_graph *g, ptq_placement pl, ptq_prec core, const unsigned char *edge,
+                   const char *want, const char *rules)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    place_decision d[MAX_V];
+    CHECK_MSG(ptq_placement_decide(&ctx, g, pl, core, edge, d) == PTQ_OK, "%s: %s", label, ctx.msg);
+    char got[256] = "";
+    for (int v = 0; v < g->n_values; v++)
+        if (d[v].action == PLACE_CORE || d[v].action == PLACE_SHARE)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", got[0] ? "," : "", g->values[v].name);
+    CHECK_MSG(strcmp(got, want) == 0, "%s (%s): quantized {%s}, want {%s}", label, ptq_placement_name(pl), got, want);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", rules);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        *eq = 0;
+        const int v = ptq_graph_find_value(g, t);
+        CHECK_MSG(v >= 0 && d[v].rule && strcmp(d[v].rule, eq + 1) == 0, "%s (%s): %s has rule %s, want %s", label,
+                  ptq_placement_name(pl), t, v >= 0 && d[v].rule ? d[v].rule : "(none)", eq + 1);
+        CHECK_MSG(v >= 0 && d[v].rule && ptq_placement_rule_why(d[v].rule), "%s: rule %s has no reason", label, eq + 1);
+    }
+    for (int v = 0; v < g->n_values; v++)
+        CHECK_MSG((d[v].action == PLACE_NONE) == ((g->values[v].flags & PTQ_VALUE_INITIALIZER) != 0),
+                  "%s: %s decided %d", label, g->values[v].name, (int)d[v].action);
+}
+
+int main(void)
+{
+    gb b;
+    const ptq_prec I8 = PTQ_PREC_INT8;
+
+    /* Conv -> Relu -> Conv: quantized at the Conv inputs, never between Conv and Relu */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Conv", "r1,w2,w2b", "y2");
+    const ptq_graph *g = finish(&b, "x", "y2");
+    expect("conv-relu", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,r1",
+           "x=trt.weighted-input,y1=trt.fused,r1=trt.weighted-input,y2=trt.output");
+    expect("conv-relu", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1",
+           "x=ort.op-io,y1=ort.op-io,r1=ort.activation,y2=ort.output");
+    expect("conv-relu", g, PTQ_PLACEMENT_ALL, I8, NULL, "x,y1,r1,y2", "y1=all.observed");
+    /* the FP16 edges: both Convs are the first and last compute layers */
+    unsigned char edge[MAX_V];
+    ptq_placement_edges(g, edge);
+    expect("conv-relu edges", g, PTQ_PLACEMENT_TRT, I8, edge, "", "x=edge,y1=edge,r1=edge,y2=trt.output");
+    expect("conv-relu edges", g, PTQ_PLACEMENT_ALL, I8, edge, "", "x=edge,y2=edge");
+    CHECK(edge[ptq_graph_find_value(g, "w1")] && edge[ptq_graph_find_value(g, "w2b")]);
+
+    /* Conv -> Clip (ReLU6) -> Conv: the Clip fuses as the Relu does */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Clip", "y1,wmin,wmax", "c1");
+    node(&b, "Conv", "c1,w2", "y2");
+    g = finish(&b, "x", "y2");
+    expect("conv-clip", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,c1", "y1=trt.fused,c1=trt.weighted-input");
+
+    /* Conv -> BatchNorm -> Relu: nothing rounded inside the fused layer */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "BatchNormalization", "y1,ws,wb,wm,wv", "bn");
+    node(&b, "Relu", "bn", "r1");
+    node(&b, "Conv", "r1,w2", "y2");
+    g = finish(&b, "x", "y2");
+    expect("conv-bn-relu", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,r1", "y1=trt.fused,bn=trt.fused");
+
+    /* residual: Add(Conv, skip) fuses into the Conv; the skip (made by a Sigmoid no Conv
+     * reads) is quantized by the residual rule, the Conv and Add outputs are not */
+    memset(&b, 0, sizeof b);
+    node(&b, "Sigmoid", "x", "s");
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Conv", "r1,w2", "y2");
+    node(&b, "Add", "y2,s", "a");
+    node(&b, "Relu", "a", "r2");
+    node(&b, "Conv", "r2,w3", "y3");
+    g = finish(&b, "x", "y3");
+    expect("residual", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,s,r1,r2",
+           "s=trt.residual-input,y2=trt.fused,a=trt.fused,r2=trt.weighted-input,x=trt.weighted-input");
+    expect("residual", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,s,y1,r1,y2,a,r2", "s=ort.op-io,a=ort.op-io");
+
+    /* residual of two Convs (a downsampling skip): the Add fuses into the later one, the
+     * earlier one's output is quantized */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Conv", "x,w2", "k");
+    node(&b, "Add", "y1,k", "a");
+    node(&b, "Relu", "a", "r");
+    node(&b, "Conv", "r,w3", "y3");
+    g = finish(&b, "x", "y3");
+    expect("residual-2conv", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,y1,r", "y1=trt.residual-input,k=trt.fused");
+
+    /* MaxPool between Convs: the point is the MaxPool output (it commutes), not its input */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "MaxPool", "r1", "p");
+    node(&b, "Conv", "p,w2", "y2");
+    g = finish(&b, "x", "y2");
+    expect("maxpool", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,p", "r1=trt.unquantized,p=trt.commutes");
+    expect("maxpool", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,p", "p=ort.same-as-input,y2=ort.output");
+    /* quantize_static leaves an FP8 MaxPool alone; the Conv then quantizes its input itself */
+    expect("maxpool fp8", g, PTQ_PLACEMENT_ORT, PTQ_PREC_FP8_E4M3, NULL, "x,y1,r1,p", "p=ort.op-io");
+    {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        place_decision d[MAX_V];
+        CHECK(ptq_placement_decide(&ctx, g, PTQ_PLACEMENT_ORT, I8, NULL, d) == PTQ_OK);
+        CHECK_MSG(d[ptq_graph_find_value(g, "p")].share == ptq_graph_find_value(g, "r1"),
+                  "the MaxPool output shares its input's scale");
+    }
+
+    /* Concat of two Conv+Relu branches feeding a Conv: quantized once, after the Concat */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Conv", "x,w2", "y2");
+    node(&b, "Relu", "y2", "r2");
+    node(&b, "Concat", "r1,r2", "c");
+    node(&b, "Conv", "c,w3", "y3");
+    g = finish(&b, "x", "y3");
+    expect("concat", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,c",
+           "r1=trt.unquantized,r2=trt.unquantized,c=trt.commutes");
+    expect("concat", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,y2,r2,c", "c=ort.op-io");
+
+    /* Gemm head: Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "GlobalAveragePool", "r1", "gp");
+    node(&b, "Flatten", "gp", "f");
+    node(&b, "Gemm", "f,wfc,wfb", "logits");
+    g = finish(&b, "x", "logits");
+    expect("gemm-head", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,f",
+           "r1=trt.unquantized,gp=trt.unquantized,f=trt.commutes,logits=trt.output");
+    expect("gemm-head", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,gp,f",
+           "gp=ort.op-io,f=ort.same-as-input,logits=ort.output");
+
+    /* an op outside quantize_static's registry (Sub) quantizes nothing: its output is left */
+    memset(&b, 0, sizeof b);
+    node(&b, "Sub", "x,wc", "d");
+    node(&b, "Conv", "d,w1", "y1");
+    g = finish(&b, "x", "y1");
+    expect("sub", g, PTQ_PLACEMENT_ORT, I8, NULL, "d", "x=ort.unquantized,d=ort.op-io,y1=ort.output");
+    expect("sub", g, PTQ_PLACEMENT_TRT, I8, NULL, "d", "x=trt.unquantized,d=trt.weighted-input");
+    return test_done("test_placement");
+}
