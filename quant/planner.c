@@ -281,7 +281,7 @@ static int64_t count_fp16(const ptq_plan *p)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < p->n; i++)
-        n += !ptq_prec_is_quantized(p->e[i].prec);
+        n += p->e[i].prec == PTQ_PREC_FP16;
     return n;
 }
 

@@ -137,7 +137,8 @@ ptq_status quant_plan_copy(ptq_ctx *ctx, const ptq_plan *p, ptq_plan **out)
     q->model_name = strdup(p->model_name ? p->model_name : "");
     q->archive = strdup(p->archive ? p->archive : "");
     q->method = strdup(p->method ? p->method : "");
-    if (!q->model_name || !q->archive || !q->method)
+    q->placement = p->placement ? strdup(p->placement) : NULL;
+    if (!q->model_name || !q->archive || !q->method || (p->placement && !q->placement))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory copying a plan");
     for (int64_t i = 0; i < p->n; i++, q->n++) {
         const ptq_plan_entry *a = &p->e[i];
@@ -145,11 +146,12 @@ ptq_status quant_plan_copy(ptq_ctx *ctx, const ptq_plan *p, ptq_plan **out)
         *b = *a;
         b->name = strdup(a->name);
         b->source = strdup(a->source ? a->source : "");
+        b->rule = a->rule ? strdup(a->rule) : NULL;
         b->scales = a->n_scales ? malloc((size_t)a->n_scales * sizeof *b->scales) : NULL;
         b->block_scales = NULL;
         b->n_block_scales = 0;
         b->block_size = 0;
-        if (!b->name || !b->source || (a->n_scales && !b->scales)) {
+        if (!b->name || !b->source || (a->rule && !b->rule) || (a->n_scales && !b->scales)) {
             q->n++;
             return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory copying a plan");
         }

@@ -108,7 +108,7 @@ def main():
                   and all("worst_class" in st for st in tr["steps"]))
         # a budget that cannot be met (no move allowed): exit 11, the best plan written
         rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
-                         "--max-moves", "1", "--data", J("val.h5"), "--samples", "300", "--out", J("never.json"))
+                         "--max-moves", "0", "--data", J("val.h5"), "--samples", "300", "--out", J("never.json"))
         check("an unreachable budget: exit 11 and the best plan written", rc == 11 and os.path.exists(J("never.json")),
               f"exit {rc}: {err.strip()[-200:]}")
 
