@@ -585,7 +585,8 @@ ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, cons
     ptq_buf_putf(&b, "# Sensitivity\n\n%lld samples, %d classes. FP32 top-1 %.2f%%; the default plan %.2f%% (%+.2f pts).\n\n",
                  (long long)f32.n, s->k, pts(f32.top1, f32.n), pts(def.top1, def.n), pts(def.top1 - f32.top1, f32.n));
     ptq_buf_putf(&b, "Sorted by the top-1 lost when only the tensor is quantized (then its logits' SQNR). "
-                     "\"All but\" is the default plan with the tensor in FP16: the points it recovers.\n\n");
+                     "\"All but\" is the default plan with the tensor in FP16: the points it recovers "
+                     "(only for tensors the default plan quantizes).\n\n");
     ptq_buf_putf(&b, "| tensor | kind | only: top-1 Δ pts | only: SQNR dB | only: agreement | only: worst class (recall Δ) "
                      "| all but: recovered pts |\n|---|---|---|---|---|---|---|\n");
     for (int64_t j = 0; j < s->n_t; j++) {
@@ -609,7 +610,7 @@ ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, cons
         if (t->measured_b)
             ptq_buf_putf(&b, "%+.2f |\n", pts(t->b.top1 - def.top1, t->b.n));
         else
-            ptq_buf_putf(&b, "— (FP16 in the default plan) |\n");
+            ptq_buf_putf(&b, "— (%s in the default plan) |\n", ptq_prec_name(t->prec_default));
     }
     free(order);
     if (!(*out = ptq_buf_take(&b)))

@@ -112,12 +112,31 @@ def main():
         check("an unreachable budget: exit 11 and the best plan written", rc == 11 and os.path.exists(J("never.json")),
               f"exit {rc}: {err.strip()[-200:]}")
 
+        # --method auto on the demo model: a calibrator per activation, recorded, and no worse than entropy alone
+        rc, _, err = ptq("calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("calib-demo.h5"))
+        rc, out, err = ptq("plan", J("calib-demo.h5"), "--model", MODEL, "--method", "auto", "--data", J("val.h5"),
+                           "--samples", "400", "--out", J("auto.json"))
+        ok = rc == 0
+        if ok:
+            p = json.load(open(J("auto.json")))
+            acts = [e for e in p["tensors"] if e["kind"] == "activation" and e["precision"] == "int8"]
+            ok = p["method"] == "auto" and acts and all(e["source"].startswith("auto: archive ") for e in acts)
+        check("--method auto records a measured calibrator per quantized activation", ok, err[-300:])
+        scores = {}
+        for m in ("auto", "entropy"):
+            plan = J("auto.json")
+            if m != "auto":
+                plan = J(f"{m}.json")
+                ptq("plan", J("calib-demo.h5"), "--model", MODEL, "--method", m, "--out", plan, "--quiet")
+            rc, _, err = ptq("validate", "--model", MODEL, "--plan", plan, "--data", J("val.h5"), "--report", J(f"rep-{m}"))
+            scores[m] = json.load(open(J(f"rep-{m}", "validate.json")))["top1_quant"] if rc == 0 else -1
+        check("--method auto scores at least as well as entropy alone", scores["auto"] >= scores["entropy"], str(scores))
+
         # bad input: nothing written
         def refused(name, args, want, fragment, out_file):
             rc, _, err = ptq(*args)
             check(name, rc == want and fragment in err and not os.path.exists(out_file), f"exit {rc}: {err.strip()}")
 
-        rc, _, _ = ptq("calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("calib-demo.h5"))
         refused("a sensitivity report for another model", ["plan", J("calib-demo.h5"), "--model", MODEL,
                 "--sensitivity", J("sens.json"), "--budget", "0.3", "--data", J("val.h5"), "--out", J("x1.json")],
                 2, "another model", J("x1.json"))
