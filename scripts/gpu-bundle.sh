@@ -87,6 +87,13 @@ for lib in "$out"/lib/*; do
         xz -9 -T "$jobs" "$lib"
     fi
 done
+# the test executables too (each links libptq statically: ~2 MiB -> 0.35 MiB);
+# setup.sh unpacks them beside the libraries
+for t in "$out"/tests/*; do
+    if [ -f "$t" ] && [ -x "$t" ]; then
+        xz -9 -T "$jobs" "$t"
+    fi
+done
 
 # fixtures the tests read through PTQ_SOURCE_DIR (the bundle root) and PTQ_FMNIST_DIR
 [ -d "$root/models" ] && cp -r "$root/models/." "$out/models/"
@@ -100,16 +107,18 @@ fi
 head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$out/lib/.stamp"
 cat >"$out/setup.sh" <<'EOF'
 #!/usr/bin/env bash
-# Unpacks lib/*.xz once into a folder under /tmp (the bundle stays as it came)
-# and prints the export that lets the loader find them; before calling
+# Unpacks lib/*.xz and tests/*.xz once into a folder under /tmp (the bundle
+# stays as it came) and prints the export that lets the loader find them (and
+# run-tests.sh the tests); before calling
 # bin/ptq directly: eval "$(bundle/setup.sh)". run-tests.sh does this itself.
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=${TMPDIR:-/tmp}/ptq-bundle-libs-$(cat "$here/lib/.stamp")
 mkdir -p "$dir"
-for z in "$here"/lib/*.xz; do
+mkdir -p "$dir/tests"
+for z in "$here"/lib/*.xz "$here"/tests/*.xz; do
     [ -e "$z" ] || continue
-    so=$dir/$(basename "${z%.xz}")
+    case $z in */tests/*) so=$dir/tests/$(basename "${z%.xz}") ;; *) so=$dir/$(basename "${z%.xz}") ;; esac
     [ -e "$so" ] && continue
     if command -v xz >/dev/null; then
         xz -dc "$z" >"$so.tmp"
@@ -117,9 +126,10 @@ for z in "$here"/lib/*.xz; do
         python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
             "$z" "$so.tmp"
     fi
+    case $z in */tests/*) chmod +x "$so.tmp" ;; esac
     mv "$so.tmp" "$so"
 done
-echo "export LD_LIBRARY_PATH=$dir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+echo "export LD_LIBRARY_PATH=$dir:$here/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH} PTQ_BUNDLE_TESTS=$dir/tests"
 EOF
 chmod +x "$out/setup.sh"
 
@@ -146,7 +156,7 @@ eval "$setup"
 
 # CUDA 13 runtime and cuBLAS come from the machine; look in the usual places
 # when the loader does not find them, and say where they were taken from.
-probe=$(ls "$here"/tests/cuda_* 2>/dev/null | head -n 1)
+probe=$(ls "$PTQ_BUNDLE_TESTS"/cuda_* 2>/dev/null | head -n 1)
 if [ -n "$probe" ]; then
     # libcublas is dlopen'ed (kernels/cuda/device.cu): ldd does not list it
     for lib in $(ldd "$probe" | awk '/not found/ {print $1}') \
@@ -175,7 +185,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
     sed 's/^/run-tests: GPU: /'
 
 pass=0 fail=0 skip=0 failed=""
-for t in "$here"/tests/$pattern; do
+for t in "$PTQ_BUNDLE_TESTS"/$pattern; do
     [ -f "$t" ] && [ -x "$t" ] || continue
     name=$(basename "$t")
     [ -z "$part" ] || [[ $name == *"$part"* ]] || continue
