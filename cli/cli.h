@@ -174,6 +174,11 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
 /* The session options from a command's --model, --data, --device, --preprocess,
  * --images-key, --labels-key, --layout and --allow-external-data (any may be absent). */
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts);
+/* cli_session_open for a run that compares predictions with labels:
+ * unlabelled data fails (PTQ_ERR_DATA, "<data> has no labels; <why>") and
+ * the graph's shapes must be known (ptq_session_shapes). */
+ptq_status cli_session_open_labelled(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, const char *why,
+                                     cli_session *s);
 void cli_session_close(cli_session *s);
 
 #endif

@@ -143,7 +143,7 @@ int cmd_calibrate(int argc, char **argv)
     PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), done);
     PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), done);
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
-    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
+    PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), done);
     PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), done);
     PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
     const char *base = strrchr(model, '/');

@@ -85,12 +85,8 @@ int cmd_sensitivity(int argc, char **argv)
     const char **names = NULL;
     char *json = NULL, *md = NULL, *header = NULL, sha[65];
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
-    PTQ_TRY(st, cli_session_open(&ctx, "sensitivity", &so, &s), done);
-    if (!ptq_dataset_has_labels(s.data)) {
-        st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has no labels; sensitivity compares predictions with them", data);
-        goto done;
-    }
-    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
+    PTQ_TRY(st, cli_session_open_labelled(&ctx, "sensitivity", &so, "sensitivity compares predictions with them", &s),
+            done);
     PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, calib, cli_get(opts, n_opts, "method"),
                                  cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), &archive, &def),
             done);

@@ -108,13 +108,9 @@ int cmd_validate(int argc, char **argv)
     const char *logits_path = cli_get(opts, n_opts, "logits");
     FILE *lfile = NULL;
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
-    PTQ_TRY(st, cli_session_open(&ctx, "validate", &so, &s), done);
-    if (!ptq_dataset_has_labels(s.data)) {
-        st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has no labels; validation compares predictions with them", so.data);
-        goto done;
-    }
+    PTQ_TRY(st, cli_session_open_labelled(&ctx, "validate", &so, "validation compares predictions with them", &s),
+            done);
     /* one model: the plan is checked against the session's graph and runs as an overlay on its executor */
-    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
     PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), done);
     PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), done);
     if (calib_path) { /* before any image: a bad archive fails at once */

@@ -84,12 +84,7 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
     int64_t *ids = NULL, n_ids = 0;
     char *text = NULL, sha[65];
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
-    PTQ_TRY(st, cli_session_open(&ctx, "plan", &so, &s), done);
-    if (!ptq_dataset_has_labels(s.data)) {
-        st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has no labels; --method auto compares predictions with them", data);
-        goto done;
-    }
-    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
+    PTQ_TRY(st, cli_session_open_labelled(&ctx, "plan", &so, "--method auto compares predictions with them", &s), done);
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
     for (int m = 0; m < N_METHODS; m++) {

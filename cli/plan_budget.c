@@ -129,13 +129,12 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         goto done;
     }
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
-    PTQ_TRY(st, cli_session_open(&ctx, "plan", &so, &s), done);
-    if (!ptq_dataset_has_labels(s.data)) {
-        st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has no labels; a budget compares predictions with them%s", data,
-                      class_budget >= 0 ? " (and --class-budget needs per-class labels)" : "");
-        goto done;
-    }
-    PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, s.graph, 1), done);
+    PTQ_TRY(st, cli_session_open_labelled(&ctx, "plan", &so,
+                                          class_budget >= 0 ? "a budget compares predictions with them (and "
+                                                              "--class-budget needs per-class labels)"
+                                                            : "a budget compares predictions with them",
+                                          &s),
+            done);
     PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, archive_path, cli_get(opts, n_opts, "method"),
                                  cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), &archive, &def),
             done);

@@ -36,6 +36,15 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     return PTQ_OK;
 }
 
+ptq_status cli_session_open_labelled(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, const char *why,
+                                     cli_session *s)
+{
+    PTQ_TRY_RET(cli_session_open(ctx, cmd, o, s));
+    if (!ptq_dataset_has_labels(s->data))
+        return ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels; %s", o->data, why);
+    return ptq_session_shapes(ctx, s->ps);
+}
+
 void cli_session_close(cli_session *s)
 {
     ptq_session_close(s->ps);

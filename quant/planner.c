@@ -179,10 +179,7 @@ typedef struct eval_run {
     const ptq_overlay *ov;
     int k;
     qfig f, q;
-    int64_t *support;
-    float *fp32;
-    int32_t *pred;
-    int64_t cap;
+    qfig_fp32 f32;
     ptq_tensor *outs;
 } eval_run;
 
@@ -190,9 +187,7 @@ static void eval_run_free(eval_run *r)
 {
     qfig_free(&r->f);
     qfig_free(&r->q);
-    free(r->support);
-    free(r->fp32);
-    free(r->pred);
+    qfig_fp32_free(&r->f32);
     free(r->outs);
     memset(r, 0, sizeof *r);
 }
@@ -202,35 +197,15 @@ static ptq_status eval_after(void *user, ptq_ctx *ctx, ptq_runner *rn, ptq_batch
     eval_run *r = user;
     ptq_exec *e = ptq_session_exec(ptq_runner_session(rn));
     const ptq_graph *g = ptq_exec_graph(e);
+    PTQ_TRY_RET(qfig_fp32_take(ctx, &r->f32, b));
     if (!r->k) {
-        r->k = (int)b->n_classes;
+        r->k = r->f32.k;
         PTQ_TRY_RET(qfig_init(ctx, &r->f, r->k));
         PTQ_TRY_RET(qfig_init(ctx, &r->q, r->k));
-        r->support = calloc((size_t)r->k, sizeof *r->support);
-        r->outs = calloc((size_t)g->n_outputs + 1, sizeof *r->outs);
-        if (!r->support || !r->outs)
+        if (!(r->outs = calloc((size_t)g->n_outputs + 1, sizeof *r->outs)))
             return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
     }
-    if (b->n > r->cap) {
-        float *f = realloc(r->fp32, (size_t)(b->n * r->k) * sizeof *f);
-        if (f)
-            r->fp32 = f;
-        int32_t *p = realloc(r->pred, (size_t)b->n * sizeof *p);
-        if (p)
-            r->pred = p;
-        if (!f || !p)
-            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of logits");
-        r->cap = b->n;
-    }
-    memcpy(r->fp32, b->logits, (size_t)(b->n * r->k) * sizeof *r->fp32);
-    for (int64_t i = 0; i < b->n; i++) {
-        if (b->labels[i] < 0 || b->labels[i] >= r->k)
-            return ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld: label %d is out of range [0, %d)", (long long)b->ids[i],
-                            b->labels[i], r->k);
-        r->pred[i] = ptq_logits_argmax(r->fp32 + i * r->k, r->k);
-        r->support[b->labels[i]]++;
-    }
-    qfig_add(&r->f, r->k, b->n, b->labels, r->fp32, r->pred, r->fp32);
+    qfig_add(&r->f, r->k, b->n, b->labels, r->f32.logits, r->f32.pred, r->f32.logits);
     ptq_exec_set_overlay(e, r->ov);
     ptq_status st = ptq_exec_run(ctx, e, b->inputs, r->outs);
     ptq_exec_set_overlay(e, NULL);
@@ -238,7 +213,7 @@ static ptq_status eval_after(void *user, ptq_ctx *ctx, ptq_runner *rn, ptq_batch
         return st;
     if (ptq_tensor_numel(&r->outs[0]) != b->n * r->k)
         return ptq_fail(ctx, PTQ_ERR_SHAPE, "output 0 changed shape under quantization");
-    qfig_add(&r->q, r->k, b->n, b->labels, r->fp32, r->pred, r->outs[0].data);
+    qfig_add(&r->q, r->k, b->n, b->labels, r->f32.logits, r->f32.pred, r->outs[0].data);
     return PTQ_OK;
 }
 
@@ -265,7 +240,7 @@ static ptq_status validate_plan(ptq_ctx *ctx, ptq_session *s, const int64_t *ids
         step->worst_class = -1;
         step->worst_class_drop_pts = 0;
         for (int c = 0; c < r.k; c++) {
-            const double d = r.support[c] ? 100.0 * (double)(r.f.tp[c] - r.q.tp[c]) / (double)r.support[c] : 0;
+            const double d = r.f32.support[c] ? 100.0 * (double)(r.f.tp[c] - r.q.tp[c]) / (double)r.f32.support[c] : 0;
             if (step->worst_class < 0 || d > step->worst_class_drop_pts) {
                 step->worst_class = c;
                 step->worst_class_drop_pts = d;

@@ -5,6 +5,7 @@
 
 #include "core/xsum.h"
 #include "model/op_traits.h"
+#include "ptq/runner.h"
 #include "ptq/sensitivity.h"
 #include "ptq/graph.h"
 #include "ptq/status.h"
@@ -33,6 +34,20 @@ void qfig_free(qfig *a);
 void qfig_add(qfig *a, int k, int64_t n, const int32_t *labels, const float *fp32, const int32_t *pred_fp32,
               const float *q);
 void qfig_figures(const qfig *a, ptq_sens_figures *f);
+
+/* A batch's FP32 side, kept for the runs that compare with it: the logits
+ * copied (the next run overwrites the executor's), each image's FP32
+ * prediction, the labels checked and counted per class over the run. */
+typedef struct qfig_fp32 {
+    int k;             /* classes, from the first batch */
+    float *logits;     /* [cap, k] this batch's */
+    int32_t *pred;     /* [cap] */
+    int64_t *support;  /* [k] images per true class so far */
+    int64_t cap;
+} qfig_fp32;
+
+ptq_status qfig_fp32_take(ptq_ctx *ctx, qfig_fp32 *f, const ptq_batch *b);
+void qfig_fp32_free(qfig_fp32 *f);
 
 /* Weight v along channel axis (-1: the whole tensor one channel): n_runs runs
  * of `inner` contiguous elements (row-major), run r in channel r % n_ch. */

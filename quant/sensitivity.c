@@ -31,17 +31,13 @@ struct ptq_sensitivity {
     ptq_sens_tensor *t;     /* [n_t] */
     qfig *acc_a, *acc_b;    /* [n_t] */
     qfig acc_fp32, acc_def;
-    int64_t *support;       /* [k] */
+    qfig_fp32 f32;          /* the batch's FP32 side; f32.support over the run */
     int k;
     /* the mixed overlay */
     int mode, t_value;
     unsigned char *rounds;  /* [g->n_values] what the current configuration rounds */
     ptq_overlay ov;
-    /* one batch's scratch */
-    float *fp32;            /* [batch, k] */
-    int32_t *pred_fp32;     /* [batch] */
-    int64_t cap_rows;
-    ptq_tensor *outputs;    /* [g->n_outputs] */
+    ptq_tensor *outputs;    /* [g->n_outputs] one run's */
     int64_t n_runs, nodes_run, nodes_full;
     int only;               /* PTQ_SENS_ONLY: no default-plan and (b) runs */
 };
@@ -96,11 +92,9 @@ void ptq_sens_free(ptq_sensitivity *s)
     free(s->acc_b);
     qfig_free(&s->acc_fp32);
     qfig_free(&s->acc_def);
-    free(s->support);
+    qfig_fp32_free(&s->f32);
     free(s->t);
     free(s->rounds);
-    free(s->fp32);
-    free(s->pred_fp32);
     free(s->outputs);
     ptq_fq_free(s->fq_def);
     ptq_fq_free(s->fq_core);
@@ -340,7 +334,7 @@ static ptq_status run_config(ptq_ctx *ctx, ptq_sensitivity *s, ptq_exec *e, int 
     s->n_runs++;
     s->nodes_run += s->g->n_nodes - k;
     s->nodes_full += s->g->n_nodes;
-    qfig_add(a, s->k, b->n, b->labels, s->fp32, s->pred_fp32, s->outputs[0].data);
+    qfig_add(a, s->k, b->n, b->labels, s->f32.logits, s->f32.pred, s->outputs[0].data);
     return PTQ_OK;
 }
 
@@ -348,39 +342,17 @@ static ptq_status sens_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch 
 {
     ptq_sensitivity *s = user;
     ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
+    PTQ_TRY_RET(qfig_fp32_take(ctx, &s->f32, b));
     if (!s->k) {
-        if (b->n_classes > (1 << 20))
-            return ptq_fail(ctx, PTQ_ERR_DATA, "%lld classes are too many", (long long)b->n_classes);
-        s->k = (int)b->n_classes;
+        s->k = s->f32.k;
         PTQ_TRY_RET(qfig_init(ctx, &s->acc_fp32, s->k));
         PTQ_TRY_RET(qfig_init(ctx, &s->acc_def, s->k));
         for (int64_t i = 0; i < s->n_t; i++) {
             PTQ_TRY_RET(qfig_init(ctx, &s->acc_a[i], s->k));
             PTQ_TRY_RET(qfig_init(ctx, &s->acc_b[i], s->k));
         }
-        if (!(s->support = calloc((size_t)s->k, sizeof *s->support)))
-            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
     }
-    if (b->n > s->cap_rows) {
-        float *f = realloc(s->fp32, (size_t)(b->n * s->k) * sizeof *f);
-        if (f)
-            s->fp32 = f;
-        int32_t *p = realloc(s->pred_fp32, (size_t)b->n * sizeof *p);
-        if (p)
-            s->pred_fp32 = p;
-        if (!f || !p)
-            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of logits");
-        s->cap_rows = b->n;
-    }
-    memcpy(s->fp32, b->logits, (size_t)(b->n * s->k) * sizeof *s->fp32);
-    for (int64_t i = 0; i < b->n; i++) {
-        if (b->labels[i] < 0 || b->labels[i] >= s->k)
-            return ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld: label %d is out of range [0, %d)",
-                            (long long)b->ids[i], b->labels[i], s->k);
-        s->pred_fp32[i] = ptq_logits_argmax(s->fp32 + i * s->k, s->k);
-        s->support[b->labels[i]]++;
-    }
-    qfig_add(&s->acc_fp32, s->k, b->n, b->labels, s->fp32, s->pred_fp32, s->fp32);
+    qfig_add(&s->acc_fp32, s->k, b->n, b->labels, s->f32.logits, s->f32.pred, s->f32.logits);
     s->n_runs++;
     s->nodes_run += s->g->n_nodes;
     s->nodes_full += s->g->n_nodes;
@@ -433,7 +405,7 @@ void ptq_sens_baselines(const ptq_sensitivity *s, ptq_sens_figures *fp32, ptq_se
 {
     qfig_figures(&s->acc_fp32, fp32);
     qfig_figures(&s->acc_def, default_plan);
-    *support = s->support;
+    *support = s->f32.support;
 }
 
 void ptq_sens_work(const ptq_sensitivity *s, int64_t *n_runs, int64_t *nodes_run, int64_t *nodes_full)
@@ -464,7 +436,7 @@ static int worst_class(const ptq_sensitivity *s, const ptq_sens_figures *f, doub
     int worst = -1;
     *drop = 0;
     for (int c = 0; c < s->k; c++) {
-        const double d = pts(s->acc_fp32.tp[c] - f->tp[c], s->support[c]);
+        const double d = pts(s->acc_fp32.tp[c] - f->tp[c], s->f32.support[c]);
         if (worst < 0 || d > *drop) {
             worst = c;
             *drop = d;
@@ -486,7 +458,7 @@ static cJSON *figures_json(const ptq_sensitivity *s, const ptq_sens_figures *f, 
     add_finite(o, "kl_nats", f->kl_nats);
     cJSON *rec = cJSON_AddArrayToObject(o, "recall_delta_pts");
     for (int c = 0; rec && c < s->k; c++)
-        cJSON_AddItemToArray(rec, cJSON_CreateNumber(pts(f->tp[c] - s->acc_fp32.tp[c], s->support[c])));
+        cJSON_AddItemToArray(rec, cJSON_CreateNumber(pts(f->tp[c] - s->acc_fp32.tp[c], s->f32.support[c])));
     double drop;
     const int w = worst_class(s, f, &drop);
     if (w >= 0) {

@@ -478,11 +478,10 @@ static ptq_status bind_input(ptq_ctx *ctx, ptq_exec *e, int idx, const ptq_tenso
     return PTQ_OK;
 }
 
-/* A copy of value v as it is now, in the memory it lives in, for run_from. */
-static ptq_status keep_copy(ptq_ctx *ctx, ptq_exec *e, slot *s)
+/* A copy of tensor t (value s, in memory m) for run_from. */
+static ptq_status keep_copy(ptq_ctx *ctx, ptq_exec *e, slot *s, const ptq_tensor *t, int m)
 {
-    int m = s->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST;
-    size_t n_bytes = ptq_tensor_bytes(&s->meta);
+    size_t n_bytes = ptq_tensor_bytes(t);
     if (s->kept && (s->kept_mem != m || s->kept_cap < n_bytes)) {
         e->by_mem[s->kept_mem]->release(e->by_mem[s->kept_mem], s->kept);
         s->kept = NULL;
@@ -492,8 +491,9 @@ static ptq_status keep_copy(ptq_ctx *ctx, ptq_exec *e, slot *s)
         s->kept_cap = n_bytes;
         s->kept_mem = m;
     }
-    PTQ_TRY_RET(e->by_mem[m]->copy(e->by_mem[m], ctx, s->kept, s->ptr[m], n_bytes));
-    s->kept_meta = s->meta;
+    PTQ_TRY_RET(e->by_mem[m]->copy(e->by_mem[m], ctx, s->kept, t->data, n_bytes));
+    s->kept_meta = *t;
+    s->kept_meta.data = NULL;
     s->kept_valid = 1;
     return PTQ_OK;
 }
@@ -695,8 +695,12 @@ static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full,
             continue;
         for (int i = 0; i < g->nodes[k].n_outputs; i++) {
             const int v = g->nodes[k].outputs[i];
-            if (v >= 0 && e->slots[v].keep && (e->slots[v].ptr[MEM_HOST] || e->slots[v].ptr[MEM_DEV]))
-                PTQ_TRY(st, keep_copy(ctx, e, &e->slots[v]), done);
+            slot *sv = v >= 0 ? &e->slots[v] : NULL;
+            if (sv && sv->keep && (sv->ptr[MEM_HOST] || sv->ptr[MEM_DEV])) {
+                const int m = sv->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST;
+                const ptq_tensor t = slot_view(sv, m);
+                PTQ_TRY(st, keep_copy(ctx, e, sv, &t, m), done);
+            }
         }
     }
     e->step = g->n_nodes + 1;
@@ -751,23 +755,8 @@ ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq
     for (int i = 0; i < g->n_inputs; i++) {
         slot *s = &e->slots[g->inputs[i]];
         PTQ_TRY(st, bind_input(ctx, e, i, &inputs[i]), done);
-        if (s->keep) { /* the input as given, before any rounding */
-            ptq_tensor src = inputs[i];
-            size_t n_bytes = ptq_tensor_bytes(&src);
-            if (s->kept && (s->kept_mem != MEM_HOST || s->kept_cap < n_bytes)) {
-                e->by_mem[s->kept_mem]->release(e->by_mem[s->kept_mem], s->kept);
-                s->kept = NULL;
-            }
-            if (!s->kept) {
-                PTQ_TRY(st, backend_alloc(ctx, e, MEM_HOST, n_bytes ? n_bytes : 1, &s->kept), done);
-                s->kept_cap = n_bytes;
-                s->kept_mem = MEM_HOST;
-            }
-            memcpy(s->kept, src.data, n_bytes);
-            s->kept_meta = src;
-            s->kept_meta.data = NULL;
-            s->kept_valid = 1;
-        }
+        if (s->keep) /* the input as given, before any rounding */
+            PTQ_TRY(st, keep_copy(ctx, e, s, &inputs[i], MEM_HOST), done);
     }
     st = run_nodes(ctx, e, 0, 1, outputs);
 done:

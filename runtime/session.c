@@ -21,6 +21,7 @@ struct ptq_session {
     ptq_preprocess pre;
     int64_t channels, height, width; /* the model input's sample shape */
     int64_t n_samples;
+    ptq_ctx shapes;  /* how inferring the shapes at batch 1 went (code PTQ_OK, or the failure) */
     char notes[1024];
 };
 
@@ -147,11 +148,12 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     s->pre.n_channels = (int)s->channels;
     s->pre.height = s->height;
     s->pre.width = s->width;
-    /* shapes at batch 1 for the runner's memory estimate; a graph whose
-     * shapes depend on its data keeps them unknown (the executor infers its own) */
-    ptq_ctx shape_ctx;
-    ptq_ctx_init(&shape_ctx);
-    ptq_graph_infer_shapes(&shape_ctx, s->graph, 1);
+    /* shapes at batch 1, once: for the runner's memory estimate and the
+     * commands that need every tensor's dtype (ptq_session_shapes); a graph
+     * whose shapes depend on its data keeps them unknown (the executor
+     * infers its own) */
+    ptq_ctx_init(&s->shapes);
+    s->shapes.code = ptq_graph_infer_shapes(&s->shapes, s->graph, 1);
     ptq_exec_params ep = {device, o->cuda_device, NULL, NULL, o->profile};
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
 #ifdef PTQ_CUDA
@@ -206,6 +208,13 @@ void ptq_session_input_shape(const ptq_session *s, int64_t *channels, int64_t *h
     *channels = s->channels;
     *height = s->height;
     *width = s->width;
+}
+
+ptq_status ptq_session_shapes(ptq_ctx *ctx, const ptq_session *s)
+{
+    if (s->shapes.code != PTQ_OK)
+        *ctx = s->shapes;
+    return s->shapes.code;
 }
 
 const char *ptq_session_notes(const ptq_session *s)

@@ -56,6 +56,10 @@ PTQ_API const ptq_preprocess *ptq_session_preprocess(const ptq_session *s);
 PTQ_API int64_t ptq_session_n_samples(const ptq_session *s);
 /* The model input's per-sample shape: channels, height, width. */
 PTQ_API void ptq_session_input_shape(const ptq_session *s, int64_t *channels, int64_t *height, int64_t *width);
+/* How inferring the graph's shapes at batch 1 went when the session
+ * opened: PTQ_OK, or that failure again in ctx. For callers that need every
+ * tensor's dtype and shape (tensor selection, plans). */
+PTQ_API ptq_status ptq_session_shapes(ptq_ctx *ctx, const ptq_session *s);
 /* Notes the caller may show, one per line ("no usable GPU (...); running
  * on the CPU", "converting 4-channel images to the model's 3"), or "". */
 PTQ_API const char *ptq_session_notes(const ptq_session *s);
