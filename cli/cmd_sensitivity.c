@@ -19,7 +19,9 @@ static const char sensitivity_help[] =
     "top-1 agreement with FP32, the top-1 delta and each class's recall delta; (b)\n"
     "the default plan with only it in FP16 — the top-1 it recovers. Each batch runs\n"
     "FP32 once and every (a) run starts from the kept FP32 values at the node that\n"
-    "makes the tensor. Writes sens.json and, next to it, sens.md (sorted by harm).\n"
+    "makes the tensor; the default plan runs once and every (b) run starts from its\n"
+    "kept values the same way. Writes sens.json and, next to it, sens.md (sorted\n"
+    "by harm).\n"
     "\n"
     "  --model FILE         the model the archive was made from\n"
     "  --calib FILE         its calibration archive (scales come from it)\n"
@@ -147,7 +149,7 @@ int cmd_sensitivity(int argc, char **argv)
         ptq_sens_baselines(sens, &f32, &dp, &support);
         printf("model    %s\narchive  %s (core %s, %s)\ndata     %s (%lld samples)\ndevice   %s  (%.1f s)\n\n"
                "top-1    FP32 %.2f%%, default plan %.2f%%\ntensors  %lld measured in %lld runs; nodes run %lld of "
-               "%lld (%.0f%%) thanks to the kept FP32 prefix\nreport   %s, %s\n",
+               "%lld (%.0f%%) thanks to the kept prefixes\nreport   %s, %s\n",
                model, calib, ptq_prec_name(def->core), def->method, data, (long long)n_ids,
                ptq_exec_device_name(s.exec), secs, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
                dp.n ? 100.0 * (double)dp.top1 / (double)dp.n : 0.0, (long long)ptq_sens_n_tensors(sens),

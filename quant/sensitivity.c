@@ -3,8 +3,9 @@
  * format, every tensor in FP16. One overlay mixes them per configuration:
  * (a) tensor t from the core one and nothing else, (b) the default plan
  * with t from the FP16 one. Each batch runs FP32 once (keeping what later
- * runs read), the default plan once, then for each tensor its (a) run from
- * the node that makes it and its (b) run. Figures are integer counts and
+ * runs read) and each tensor's (a) run from the node that makes it, then
+ * the default plan once (keeping its own values) and each (b) run from that
+ * node too. Figures are integer counts and
  * exact sums (core/xsum.h), so they do not depend on batch size or order.
  * Covered by tests/test_sensitivity.c and tests/cli_sensitivity_test.py. */
 #define _POSIX_C_SOURCE 200809L
@@ -316,16 +317,18 @@ static ptq_status sens_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch
     ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
     PTQ_TRY_RET(ptq_exec_keep_for(ctx, e, 0));
     for (int64_t i = 0; i < s->n_t; i++)
-        if (s->t[i].measured_a)
+        if (s->t[i].measured_a || s->t[i].measured_b)
             PTQ_TRY_RET(ptq_exec_keep_for(ctx, e, s->t[i].start_node));
     return PTQ_OK;
 }
 
-/* Runs the current configuration from node k and counts it into a. */
+/* Runs the current configuration from node k (k < 0: the whole graph,
+ * keeping its values for the runs after it) and counts it into a. */
 static ptq_status run_config(ptq_ctx *ctx, ptq_sensitivity *s, ptq_exec *e, int k, ptq_batch *b, qfig *a)
 {
     ptq_exec_set_overlay(e, &s->ov);
-    ptq_status st = ptq_exec_run_from(ctx, e, k, s->outputs);
+    ptq_status st = k < 0 ? ptq_exec_rerun(ctx, e, s->outputs) : ptq_exec_run_from(ctx, e, k, s->outputs);
+    k = k < 0 ? 0 : k;
     ptq_exec_set_overlay(e, NULL);
     if (st != PTQ_OK)
         return st;
@@ -356,21 +359,23 @@ static ptq_status sens_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch 
     s->n_runs++;
     s->nodes_run += s->g->n_nodes;
     s->nodes_full += s->g->n_nodes;
-    if (!s->only) {
-        configure(s, MODE_DEFAULT, -1);
-        PTQ_TRY_RET(run_config(ctx, s, e, 0, b, &s->acc_def));
-    }
-    for (int64_t i = 0; i < s->n_t; i++) {
-        const ptq_sens_tensor *t = &s->t[i];
-        if (t->measured_a) {
+    /* (a) runs start from the FP32 run's kept values; then the default
+     * plan runs whole and keeps its own, and each (b) run starts from them
+     * at the node that makes its tensor, as nothing before it differs */
+    for (int64_t i = 0; i < s->n_t; i++)
+        if (s->t[i].measured_a) {
             configure(s, MODE_ONLY, i);
-            PTQ_TRY_RET(run_config(ctx, s, e, t->start_node, b, &s->acc_a[i]));
+            PTQ_TRY_RET(run_config(ctx, s, e, s->t[i].start_node, b, &s->acc_a[i]));
         }
-        if (t->measured_b) {
+    if (s->only)
+        return PTQ_OK;
+    configure(s, MODE_DEFAULT, -1);
+    PTQ_TRY_RET(run_config(ctx, s, e, -1, b, &s->acc_def));
+    for (int64_t i = 0; i < s->n_t; i++)
+        if (s->t[i].measured_b) {
             configure(s, MODE_ALL_BUT, i);
-            PTQ_TRY_RET(run_config(ctx, s, e, 0, b, &s->acc_b[i]));
+            PTQ_TRY_RET(run_config(ctx, s, e, s->t[i].start_node, b, &s->acc_b[i]));
         }
-    }
     return PTQ_OK;
 }
 

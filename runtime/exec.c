@@ -763,7 +763,7 @@ done:
     return st;
 }
 
-ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, ptq_tensor *outputs)
+static ptq_status run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, int keep, ptq_tensor *outputs)
 {
     ptq_status st = PTQ_OK;
     const ptq_graph *g = e->g;
@@ -783,9 +783,19 @@ ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, ptq_tens
             continue;
         PTQ_TRY(st, bind_kept(ctx, e, v), done);
     }
-    st = run_nodes(ctx, e, node_begin, 0, outputs);
+    st = run_nodes(ctx, e, node_begin, keep, outputs);
 done:
     return st;
+}
+
+ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, ptq_tensor *outputs)
+{
+    return run_from(ctx, e, node_begin, 0, outputs);
+}
+
+ptq_status ptq_exec_rerun(ptq_ctx *ctx, ptq_exec *e, ptq_tensor *outputs)
+{
+    return run_from(ctx, e, 0, 1, outputs);
 }
 
 ptq_status ptq_exec_keep(ptq_ctx *ctx, ptq_exec *e, int value_index, int keep)

@@ -87,6 +87,34 @@ def main():
                                  "--samples", "200", "--batch", batch, "--out", J(f"sens{batch}.json"))
                 runs.append(json.load(open(J(f"sens{batch}.json")))["tensors"] if rc == 0 else batch)
             check("the report does not depend on the batch size", runs[0] == runs[1], err)
+            # each (b) run, and an (a) run, equal validate with that one plan edit, sample for sample
+            with h5py.File(J("val200.h5"), "w") as f:
+                f["images"] = images[:200]
+                f["labels"] = labels[:200]
+            rc, _, err = ptq("sensitivity", "--model", hard, "--calib", J("calib.h5"), "--data", J("val200.h5"),
+                             "--samples", "0", "--batch", "64", "--out", J("sens-all.json"))
+            check("sensitivity on 200 images", rc == 0, err)
+            if rc == 0:
+                s2 = {t["name"]: t for t in json.load(open(J("sens-all.json")))["tensors"]}
+                base = json.load(open(J("default.json")))
+                weight = next(e["name"] for e in base["tensors"] if e["kind"] == "weight" and e["precision"] == "int8")
+                late = [e["name"] for e in base["tensors"] if e["kind"] == "activation" and e["precision"] == "int8"][-1]
+                for name in sorted(damaged) + [weight, late]:
+                    # (a) quantizes a tensor the default plan leaves FP32 with the core plan's scales: not editable here
+                    for mode in ("all_but", "only") if s2[name]["precision_default"] == "int8" else ("all_but",):
+                        plan = json.loads(json.dumps(base))
+                        for e in plan["tensors"]:
+                            if mode == "all_but" and e["name"] == name:
+                                e.update(precision="fp16", scales=[], axis=-1)
+                            if mode == "only" and e["name"] != name:
+                                e.update(precision="fp32", scales=[], axis=-1)
+                        json.dump(plan, open(J("edit.json"), "w"))
+                        rc, _, err = ptq("validate", "--model", hard, "--plan", J("edit.json"), "--data",
+                                         J("val200.h5"), "--report", J("rep-edit"))
+                        got = json.load(open(J("rep-edit", "validate.json")))["top1_quant"] if rc == 0 else -1
+                        want = s2[name][mode]["top1"]
+                        check(f"sensitivity's {mode} run of {name} equals validate with that plan",
+                              round(got * 200) == round(want * 200), f"validate {got} sensitivity {want}: {err[-200:]}")
 
         # the budgeted plan
         rc, out, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",

@@ -74,6 +74,12 @@ PTQ_API ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inp
  * is computed once and each suffix run from it in turn. A value needed but
  * not kept fails with PTQ_ERR_INVALID_ARG naming it. */
 PTQ_API ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, ptq_tensor *outputs);
+/* Runs the whole graph again on the kept inputs under the current overlay
+ * and, unlike ptq_exec_run_from, replaces the kept copies of produced
+ * values with this run's (the kept inputs stay as given): later
+ * ptq_exec_run_from calls then share this run's prefix, e.g. a quantized
+ * plan's, instead of the FP32 one. */
+PTQ_API ptq_status ptq_exec_rerun(ptq_ctx *ctx, ptq_exec *e, ptq_tensor *outputs);
 /* From the next ptq_exec_run on, keep (1) or stop keeping (0) a copy of
  * value v as that run produced it (after the overlay's rounding). */
 PTQ_API ptq_status ptq_exec_keep(ptq_ctx *ctx, ptq_exec *e, int value_index, int keep);
