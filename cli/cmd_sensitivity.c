@@ -129,6 +129,12 @@ int cmd_sensitivity(int argc, char **argv)
     cli_json_num(hdr, "runs", (double)n_runs);
     cli_json_num(hdr, "nodes_run", (double)nodes_run);
     cli_json_num(hdr, "nodes_if_every_run_were_whole", (double)nodes_full);
+    const ptq_sens_seconds ph = ptq_sens_time(sens);
+    cli_json_num(hdr, "seconds_read", ph.read);
+    cli_json_num(hdr, "seconds_fp32_runs", ph.fp32);
+    cli_json_num(hdr, "seconds_only_runs", ph.only);
+    cli_json_num(hdr, "seconds_default_plan_runs", ph.default_plan);
+    cli_json_num(hdr, "seconds_all_but_runs", ph.all_but);
     if (!(header = cli_json_done(hdr))) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
@@ -147,11 +153,12 @@ int cmd_sensitivity(int argc, char **argv)
         ptq_sens_figures f32, dp;
         const int64_t *support;
         ptq_sens_baselines(sens, &f32, &dp, &support);
-        printf("model    %s\narchive  %s (core %s, %s)\ndata     %s (%lld samples)\ndevice   %s  (%.1f s)\n\n"
+        printf("model    %s\narchive  %s (core %s, %s)\ndata     %s (%lld samples)\ndevice   %s  (%.1f s: read %.1f, "
+               "FP32 %.1f, only %.1f, default plan %.1f, all but %.1f)\n\n"
                "top-1    FP32 %.2f%%, default plan %.2f%%\ntensors  %lld measured in %lld runs; nodes run %lld of "
                "%lld (%.0f%%) thanks to the kept prefixes\nreport   %s, %s\n",
                model, calib, ptq_prec_name(def->core), def->method, data, (long long)n_ids,
-               ptq_exec_device_name(s.exec), secs, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
+               ptq_exec_device_name(s.exec), secs, ph.read, ph.fp32, ph.only, ph.default_plan, ph.all_but, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
                dp.n ? 100.0 * (double)dp.top1 / (double)dp.n : 0.0, (long long)ptq_sens_n_tensors(sens),
                (long long)n_runs, (long long)nodes_run, (long long)nodes_full,
                nodes_full ? 100.0 * (double)nodes_run / (double)nodes_full : 0.0, out, md_path);

@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/clock.h"
 #include "core/logits.h"
 #include "ptq/buf.h"
 #include "ptq/fake_quant.h"
@@ -41,6 +42,7 @@ struct ptq_sensitivity {
     ptq_tensor *outputs;    /* [g->n_outputs] one run's */
     int64_t n_runs, nodes_run, nodes_full;
     int only;               /* PTQ_SENS_ONLY: no default-plan and (b) runs */
+    ptq_sens_seconds secs;
 };
 
 static const float *mixed_weight(void *user, int v, uint64_t *source)
@@ -345,6 +347,8 @@ static ptq_status sens_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch 
 {
     ptq_sensitivity *s = user;
     ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
+    ptq_runner_seconds(r, &s->secs.read, &s->secs.fp32);
+    double t0 = ptq_clock_s(), t1;
     PTQ_TRY_RET(qfig_fp32_take(ctx, &s->f32, b));
     if (!s->k) {
         s->k = s->f32.k;
@@ -367,15 +371,18 @@ static ptq_status sens_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch 
             configure(s, MODE_ONLY, i);
             PTQ_TRY_RET(run_config(ctx, s, e, s->t[i].start_node, b, &s->acc_a[i]));
         }
+    s->secs.only += (t1 = ptq_clock_s()) - t0;
     if (s->only)
         return PTQ_OK;
     configure(s, MODE_DEFAULT, -1);
     PTQ_TRY_RET(run_config(ctx, s, e, -1, b, &s->acc_def));
+    s->secs.default_plan += (t0 = ptq_clock_s()) - t1;
     for (int64_t i = 0; i < s->n_t; i++)
         if (s->t[i].measured_b) {
             configure(s, MODE_ALL_BUT, i);
             PTQ_TRY_RET(run_config(ctx, s, e, s->t[i].start_node, b, &s->acc_b[i]));
         }
+    s->secs.all_but += ptq_clock_s() - t0;
     return PTQ_OK;
 }
 
@@ -418,6 +425,11 @@ void ptq_sens_work(const ptq_sensitivity *s, int64_t *n_runs, int64_t *nodes_run
     *n_runs = s->n_runs;
     *nodes_run = s->nodes_run;
     *nodes_full = s->nodes_full;
+}
+
+ptq_sens_seconds ptq_sens_time(const ptq_sensitivity *s)
+{
+    return s->secs;
 }
 
 /* ---- reports ---- */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "ptq/runtime.h"
 #include "runtime/backend.h"
 
@@ -102,12 +103,6 @@ struct ptq_exec {
     char device_name[160];
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 uint64_t ptq_overlay_new_id(void)
 {
@@ -572,11 +567,11 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
         PTQ_TRY(st, slot_alloc(ctx, e, s, m), done);
         outs[i] = slot_view(s, m);
     }
-    double t0 = now_s();
+    double t0 = ptq_clock_s();
     st = b->run(b, ctx, &io);
     if (st == PTQ_OK && e->p.profile) /* device work is asynchronous: wait for it to time it */
         st = b->sync(b, ctx);
-    e->node_s[k] += now_s() - t0;
+    e->node_s[k] += ptq_clock_s() - t0;
     if (st != PTQ_OK)
         goto done;
     for (int i = 0; i < n->n_outputs; i++) {

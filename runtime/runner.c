@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "ptq/memory.h"
 #include "ptq/runner.h"
 
@@ -17,12 +18,6 @@ struct ptq_runner {
     double read_s, exec_s;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -162,7 +157,7 @@ typedef struct slot_buf {
 static void *read_batch(void *arg)
 {
     slot_buf *b = arg;
-    double t0 = now_s();
+    double t0 = ptq_clock_s();
     b->st = PTQ_OK;
     for (int64_t i = 0; i < b->n && b->st == PTQ_OK;) {
         int64_t j = i + 1;
@@ -172,7 +167,7 @@ static void *read_batch(void *arg)
                                  b->labels ? b->labels + i : NULL);
         i = j;
     }
-    b->secs = now_s() - t0;
+    b->secs = ptq_clock_s() - t0;
     return NULL;
 }
 
@@ -305,9 +300,9 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     for (int64_t i = 0; i < n_batches; i++) {
         slot_buf *cur = &buf[i % n_bufs];
         const int64_t start = i * batch, n = p->n_ids - start < batch ? p->n_ids - start : batch;
-        double t0 = now_s();
+        double t0 = ptq_clock_s();
         PTQ_TRY(st, finish_read(ctx, cur), done);
-        r.read_s += now_s() - t0;
+        r.read_s += ptq_clock_s() - t0;
         if (i + 1 < n_batches) {
             const int64_t next = start + batch, n_next = p->n_ids - next < batch ? p->n_ids - next : batch;
             slot_buf *nb = &buf[(i + 1) % n_bufs];
@@ -332,9 +327,9 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
         for (int k = 0; k < p->n_consumers; k++)
             if (p->consumers[k].before)
                 PTQ_TRY(st, p->consumers[k].before(p->consumers[k].user, ctx, &r, &b), done);
-        t0 = now_s();
+        t0 = ptq_clock_s();
         PTQ_TRY(st, ptq_exec_run(ctx, e, &in, outs), done);
-        r.exec_s += now_s() - t0;
+        r.exec_s += ptq_clock_s() - t0;
         b.outputs = outs;
         if (p->need_logits)
             PTQ_TRY(st, check_logits(ctx, &r, &b), done);
@@ -345,9 +340,9 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
             p->progress(p->progress_user, start + n, p->n_ids);
         if (!p->prefetch && i + 1 < n_batches) {
             const int64_t next = start + batch, n_next = p->n_ids - next < batch ? p->n_ids - next : batch;
-            t0 = now_s();
+            t0 = ptq_clock_s();
             PTQ_TRY(st, start_read(ctx, &buf[0], p->ids + next, n_next, 0), done);
-            r.read_s += now_s() - t0;
+            r.read_s += ptq_clock_s() - t0;
         }
     }
     for (int k = 0; k < p->n_consumers; k++)

@@ -8,8 +8,9 @@
 # against onnxruntime's calibrators). Logs go to $OUT (the device tool's
 # folder) or out/gpu; pipeline (calibrate -> plan -> validate on the GPU and
 # the CPU, validate's logits across batch sizes, --device cuda:N); resnet50
-# (bench/resnet50_gpu.py: ptq eval on ResNet-50 against PyTorch FP32).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50]
+# (bench/resnet50_gpu.py: ptq eval on ResNet-50 against PyTorch FP32); sens50
+# (bench/resnet50_sensitivity.py: ptq sensitivity on ResNet-50, 1,000 images).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -144,6 +145,13 @@ stage_resnet50() {
     echo "== ResNet-50: ptq eval --device cuda against PyTorch"
     python3 bench/resnet50_gpu.py --ptq "$ptq" --out "$out/resnet50.md" 2>&1 | tee "$out/resnet50.log" |
         grep -E "^\| |ratio|logits|notes"
+}
+
+# ResNet-50 sensitivity on the GPU: both modes, every tensor, 1,000 images (target 120 s)
+stage_sens50() {
+    echo "== ResNet-50: ptq sensitivity --device cuda"
+    python3 bench/resnet50_sensitivity.py --ptq "$ptq" --out "$out/sens50.md" 2>&1 | tee "$out/sens50.log" |
+        grep -E "^\| |wall|Error|error"
 }
 
 for s in $stages; do "stage_$s"; done

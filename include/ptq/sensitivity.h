@@ -77,6 +77,13 @@ PTQ_API void ptq_sens_baselines(const ptq_sensitivity *s, ptq_sens_figures *fp32
 /* Runs done per batch so far (FP32, the default plan, (a) and (b) runs) and
  * the nodes they executed, against what full runs would have executed. */
 PTQ_API void ptq_sens_work(const ptq_sensitivity *s, int64_t *n_runs, int64_t *nodes_run, int64_t *nodes_full);
+/* Wall seconds so far by phase: reading and preprocessing (waited for),
+ * the FP32 runs, the (a) runs (with their figures), the default-plan runs,
+ * the (b) runs. */
+typedef struct {
+    double read, fp32, only, default_plan, all_but;
+} ptq_sens_seconds;
+PTQ_API ptq_sens_seconds ptq_sens_time(const ptq_sensitivity *s);
 
 /* The report as JSON (format "ptq-sensitivity", described in README.md) and
  * as Markdown sorted by harm (top-1 lost when only the tensor is
