@@ -108,6 +108,8 @@ def main():
     ap.add_argument("--images", type=int, default=2048)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--math", default="fp32", choices=("fp32", "tf32"),
+                    help="ptq --math; PyTorch runs TF32 channels-last under tf32")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("resnet50_gpu: PyTorch sees no GPU")
@@ -124,7 +126,7 @@ def main():
         f["labels"] = rng.integers(0, 1000, size=a.images).astype(np.int64)
 
     base = [a.ptq, "eval", "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
-            "--device", "cuda", "--batch", str(a.batch)]
+            "--device", "cuda", "--batch", str(a.batch), "--math", a.math]
     logits_path = os.path.join(tmp, "ptq-logits.npy")
     cmd = base + ["--json"]
     rates, notes = [], ""
@@ -141,15 +143,19 @@ def main():
     profile = "\n".join(l for l in profile.splitlines() if not l.startswith("ptq eval: note"))
 
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
+    tf32 = a.math == "tf32"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
     dev = torch.device("cuda")
     gnet = net.to(dev)
     mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
     x_all = ((torch.from_numpy(images).to(dev).permute(0, 3, 1, 2).float() / 255.0) - mean) / std
-    batches = [x_all[i:i + a.batch].contiguous() for i in range(0, a.images, a.batch)]
+    fmt = torch.channels_last if tf32 else torch.contiguous_format
+    if tf32:
+        gnet = gnet.to(memory_format=torch.channels_last)
+    batches = [x_all[i:i + a.batch].contiguous(memory_format=fmt) for i in range(0, a.images, a.batch)]
     with torch.no_grad():
         for _ in range(3):  # warm-up: cudnn.benchmark's search, allocator
             gnet(batches[0])
@@ -169,22 +175,22 @@ def main():
     best, best_torch = max(rates), max(torch_rates)
     now = datetime.datetime.now(datetime.timezone.utc)
     gpu = torch.cuda.get_device_name(0)
-    text = f"""# ptq eval on the GPU vs PyTorch, ResNet-50
+    text = f"""# ptq eval on the GPU vs PyTorch, ResNet-50, {a.math}
 
 - ptq commit: {commit()}
 - date: {now:%Y-%m-%d %H:%M} UTC
 - machine: {gpu}, {cpu_model()} ({os.cpu_count()} cores), {platform.system()} {platform.release()}
-- command: `python3 bench/resnet50_gpu.py --ptq {a.ptq} --out {a.out}`
+- command: `python3 bench/resnet50_gpu.py --ptq {a.ptq} --out {a.out} --math {a.math}`
 - model: torchvision resnet50, random weights, BatchNorm folded, {exporter}, dynamic batch, {flops / 1e9:.2f} GFLOP per image
 - images: {a.images} random uint8 224x224x3 (HDF5, NHWC), batch {a.batch}; best of {a.repeat} runs each
 - ptq: `{' '.join(cmd)}` (whole eval loop: HDF5 read, preprocessing, inference, metrics)
-- PyTorch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}): FP32, cudnn.benchmark on, TF32 off; inference alone on preprocessed tensors on the GPU
+- PyTorch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}): {'TF32 on, channels-last' if tf32 else 'FP32, TF32 off'}, cudnn.benchmark on; inference alone on preprocessed tensors on the GPU
 
 | | img/s (best) | TFLOP/s | all runs |
 |---|---|---|---|
 | ptq eval --device cuda | {best:.0f} | {best * flops / 1e12:.1f} | {', '.join(f'{r:.0f}' for r in rates)} |
 | ptq eval --device cuda, PTQ_CUDNN=0 (im2col + cuBLAS) | {rate_im2col:.0f} | {rate_im2col * flops / 1e12:.1f} | |
-| PyTorch FP32 | {best_torch:.0f} | {best_torch * flops / 1e12:.1f} | {', '.join(f'{r:.0f}' for r in torch_rates)} |
+| PyTorch {a.math.upper()} | {best_torch:.0f} | {best_torch * flops / 1e12:.1f} | {', '.join(f'{r:.0f}' for r in torch_rates)} |
 
 **ratio ptq / PyTorch: {best / best_torch:.2f}x** (cuDNN against im2col: {best / rate_im2col:.2f}x)
 

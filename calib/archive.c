@@ -2,6 +2,7 @@
  *   /                 attrs format ("ptq calibration archive"), format_version,
  *                     ptq_version, model_sha256, model_name, preprocess,
  *                     selection, n_bins, sample_ids_sha256, n_samples, sources,
+ *                     math ("tf32" when --math tf32; absent: fp32),
  *                     sources_sha256 (each source's content SHA-256; absent in
  *                     archives written before it existed, whose sources are keyed by name)
  *   /samples/source   [n_samples] int32, index into the sources attribute
@@ -203,6 +204,8 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     PTQ_TRY(st, attr_str(&w, "model_sha256", pv.model_sha256), done);
     PTQ_TRY(st, attr_str(&w, "model_name", pv.model_name), done);
     PTQ_TRY(st, attr_str(&w, "preprocess", pv.preprocess), done);
+    if (strcmp(pv.math, "fp32") != 0) /* fp32 archives stay as they were */
+        PTQ_TRY(st, attr_str(&w, "math", pv.math), done);
     PTQ_TRY(st, attr_str(&w, "selection", pv.selection), done);
     PTQ_TRY(st, attr_i64(&w, "n_bins", pv.n_bins), done);
     PTQ_TRY(st, attr_str(&w, "sample_ids_sha256", pv.sample_ids_sha256), done);
@@ -636,6 +639,18 @@ ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **ou
     PTQ_TRY(st, read_attr_str(&r, "model_name", &s->model_name), done);
     PTQ_TRY(st, read_attr_str(&r, "preprocess", &s->preprocess), done);
     PTQ_TRY(st, read_attr_str(&r, "selection", &s->selection), done);
+    if (H5Aexists(r.file, "math") > 0) {
+        char *math = NULL;
+        PTQ_TRY(st, read_attr_str(&r, "math", &math), done);
+        const int known = strcmp(math, "tf32") == 0;
+        if (known)
+            snprintf(s->math, sizeof s->math, "%s", math);
+        free(math);
+        if (!known) {
+            st = off(&r, "its 'math' attribute is not tf32 (fp32 archives have none)");
+            goto done;
+        }
+    }
     PTQ_TRY(st, read_attr_i64(&r, "n_samples", &n_samples_attr), done);
     PTQ_TRY(st, read_attr_str(&r, "sample_ids_sha256", &hash_stored), done);
     PTQ_TRY(st, read_samples(&r, s, n_samples), done);

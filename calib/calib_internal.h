@@ -27,6 +27,7 @@ struct ptq_calib_set {
     struct ptq_cuda_dev *cuda; /* the bound executor's GPU, or NULL */
     char model_sha256[65];
     char *model_name, *ptq_version, *preprocess, *selection;
+    char math[8]; /* "fp32" or "tf32": the GPU math of the observed runs */
     int n_sources;
     calib_source *sources;     /* [n_sources] sorted by calib_source_key */
     const char **source_names; /* [n_sources], the names above in the same order */

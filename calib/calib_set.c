@@ -66,6 +66,7 @@ ptq_status calib_set_alloc(ptq_ctx *ctx, int64_t n, int64_t n_bins, ptq_calib_se
     s->model_name = dup_str("");
     s->preprocess = dup_str("");
     s->selection = dup_str("");
+    snprintf(s->math, sizeof s->math, "fp32");
     if (!s->names || !s->obs || !s->dev_obs || !s->value_index || !s->ptq_version || !s->model_name ||
         !s->preprocess || !s->selection) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a calibration set of %lld tensors", (long long)n);
@@ -149,6 +150,14 @@ ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *mo
     free(s->preprocess);
     s->model_name = name;
     s->preprocess = pre;
+    return PTQ_OK;
+}
+
+ptq_status ptq_calib_set_math(ptq_ctx *ctx, ptq_calib_set *s, const char *math)
+{
+    if (!math || (strcmp(math, "fp32") != 0 && strcmp(math, "tf32") != 0))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "math must be fp32 or tf32, got '%s'", math ? math : "(null)");
+    snprintf(s->math, sizeof s->math, "%s", math);
     return PTQ_OK;
 }
 
@@ -321,6 +330,7 @@ void ptq_calib_set_provenance(const ptq_calib_set *s, ptq_calib_provenance *out)
     out->model_name = s->model_name;
     out->ptq_version = s->ptq_version;
     out->preprocess = s->preprocess;
+    out->math = s->math;
     out->selection = s->selection;
     out->n_bins = s->n_bins;
     calib_sample_hash(s, out->sample_ids_sha256, &out->n_samples);
@@ -486,6 +496,7 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
                         (long long)dst->n_bins, (long long)src->n_bins);
     PTQ_TRY_RET(same(ctx, "tensor selections", dst->selection, src->selection));
     PTQ_TRY_RET(same(ctx, "preprocessing", dst->preprocess, src->preprocess));
+    PTQ_TRY_RET(same(ctx, "math (--math)", dst->math, src->math));
     if (dst->n != src->n)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge archives of %lld and %lld tensors", (long long)dst->n,
                         (long long)src->n);

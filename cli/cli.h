@@ -164,6 +164,7 @@ typedef struct cli_session_opts {
     const char *images_key, *labels_key, *layout;
     int profile;             /* time each node exactly (synchronises the GPU after each) */
     int allow_external_data; /* read HDF5 sets that refer to other files */
+    const char *math;        /* "fp32" (NULL), "tf32" */
 } cli_session_opts;
 
 /* "op type  nodes  ms  share" lines for the time the executor spent per op

@@ -34,6 +34,8 @@ static const char calibrate_help[] =
     "                       (default: float inputs of Conv/Gemm/MatMul and every activation)\n"
     "  --bins N             histogram bins, a power of two in [2048, 16777216] (default 4096)\n"
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
+    "  --math M             GPU convolutions and matrix products in fp32 (default, exact) or tf32\n"
+    "                       (tensor cores); recorded in the output. The CPU computes fp32\n"
     "  --batch N            images per batch (default 256); results do not depend on it\n"
     "  --threads N          CPU threads (default: every CPU the process may run on)\n"
     "  --preprocess SPEC    override the model's ptq.preprocess metadata (see `ptq eval --help`)\n"
@@ -56,6 +58,7 @@ static void print_summary(const ptq_calib_set *set, const cli_session *s, const 
         cli_json *o = cli_json_header("calibrate", NULL);
         cli_json_str(o, "archive", out);
         cli_json_str(o, "device", ptq_exec_device_name(s->exec));
+        cli_json_str(o, "math", pv.math);
         cli_json_num(o, "samples", (double)n_ids);
         cli_json_num(o, "tensors", (double)n);
         cli_json_num(o, "seconds", secs);
@@ -86,7 +89,7 @@ int cmd_calibrate(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},  {"data", 1, NULL},       {"out", 1, NULL},        {"samples", 1, NULL},
                       {"seed", 1, NULL},   {"shard", 1, NULL},      {"ops", 1, NULL},        {"tensors", 1, NULL},
-                      {"bins", 1, NULL},   {"device", 1, NULL},     {"batch", 1, NULL},      {"threads", 1, NULL},
+                      {"bins", 1, NULL},   {"device", 1, NULL}, {"math", 1, NULL},     {"batch", 1, NULL},      {"threads", 1, NULL},
                       {"preprocess", 1, NULL}, {"images-key", 1, NULL}, {"labels-key", 1, NULL}, {"layout", 1, NULL},
                       {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL},
                       {"allow-external-data", 0, NULL}};
@@ -149,6 +152,7 @@ int cmd_calibrate(int argc, char **argv)
     const char *base = strrchr(model, '/');
     PTQ_TRY(st, ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model,
                                        ptq_preprocess_format(&s.pre, pre, sizeof pre)), done);
+    PTQ_TRY(st, ptq_calib_set_math(&ctx, set, ptq_math_name(ptq_exec_math(s.exec))), done);
     if (n_samples == 0 || n_samples > s.n_samples)
         n_samples = s.n_samples;
     ptq_pick pick = {0, n_samples, (uint64_t)seed, shard, n_shards};

@@ -20,6 +20,8 @@ static const char eval_help[] =
     "  --model FILE         ONNX model (one float32 image input, logits output)\n"
     "  --data PATH          HDF5 file or PNG folder root/<class>/*.png\n"
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
+    "  --math M             GPU convolutions and matrix products in fp32 (default, exact) or tf32\n"
+    "                       (tensor cores); recorded in the output. The CPU computes fp32\n"
     "  --batch N            images per batch (default 256)\n"
     "  --threads N          CPU threads (default: every CPU the process may run on)\n"
     "  --limit N            evaluate only the first N images\n"
@@ -39,7 +41,7 @@ enum { EVAL_MAX_BATCH = 1 << 16 };
 
 int cmd_eval(int argc, char **argv)
 {
-    cli_opt opts[] = {{"model", 1, NULL},      {"data", 1, NULL},       {"device", 1, NULL},  {"batch", 1, NULL},
+    cli_opt opts[] = {{"model", 1, NULL},      {"data", 1, NULL},       {"device", 1, NULL}, {"math", 1, NULL},  {"batch", 1, NULL},
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"json", 0, NULL},    {"report", 1, NULL},
                       {"logits", 1, NULL},     {"progress", 0, NULL},   {"profile", 0, NULL},
@@ -116,6 +118,7 @@ int cmd_eval(int argc, char **argv)
     for (int c = 0; names && c < k; c++)
         names[c] = ptq_dataset_class_name(s.data, c);
     cli_json *hdr = cli_json_header("eval", ptq_exec_device_name(s.exec));
+    cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
     cli_json_num(hdr, "seconds", secs);
     cli_json_num(hdr, "images_per_s", secs > 0 ? (double)n_total / secs : 0.0);
     header = cli_json_done(hdr);

@@ -32,7 +32,7 @@ static const char sensitivity_help[] =
     "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
     "  --placement P        the default plan's placement, as for `ptq plan` (default trt)\n"
-    "  --device, --batch, --threads, --preprocess, --images-key, --labels-key, --layout,\n"
+    "  --device, --math, --batch, --threads, --preprocess, --images-key, --labels-key, --layout,\n"
     "  --allow-external-data, --progress as for `ptq eval`; --json prints the JSON on stdout\n";
 
 enum { SENS_MAX_BATCH = 1 << 16 };
@@ -41,7 +41,7 @@ int cmd_sensitivity(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"calib", 1, NULL},       {"data", 1, NULL},    {"out", 1, NULL},
                       {"samples", 1, NULL},    {"seed", 1, NULL},        {"core", 1, NULL},    {"method", 1, NULL},
-                      {"device", 1, NULL},     {"batch", 1, NULL},       {"threads", 1, NULL}, {"preprocess", 1, NULL},
+                      {"device", 1, NULL}, {"math", 1, NULL},     {"batch", 1, NULL},       {"threads", 1, NULL}, {"preprocess", 1, NULL},
                       {"images-key", 1, NULL}, {"labels-key", 1, NULL},  {"layout", 1, NULL},  {"progress", 0, NULL},
                       {"json", 0, NULL},       {"allow-external-data", 0, NULL},               {"help", 0, NULL},
                       {"placement", 1, NULL}};
@@ -117,6 +117,7 @@ int cmd_sensitivity(int argc, char **argv)
     ptq_calib_set_provenance(archive, &pv);
     PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
     cli_json *hdr = cli_json_header("sensitivity", ptq_exec_device_name(s.exec));
+    cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
     cli_json_str(hdr, "model", model);
     cli_json_str(hdr, "model_sha256", sha);
     cli_json_str(hdr, "archive", calib);

@@ -36,7 +36,7 @@ static const char validate_help[] =
     "  --calib FILE         the calibration archive: report.html shows the |x| histograms of the first 8\n"
     "                       quantized activations with each calibrator's threshold\n"
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
-    "  --device, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
+    "  --device, --math, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
     "  --layout, --progress, --allow-external-data as for `ptq eval`; --json prints the JSON report on stdout\n"
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n";
 
@@ -45,7 +45,7 @@ enum { VALIDATE_MAX_BATCH = 1 << 16 };
 int cmd_validate(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"plan", 1, NULL},       {"data", 1, NULL},     {"report", 1, NULL},
-                      {"recall-drop", 1, NULL}, {"device", 1, NULL},    {"batch", 1, NULL},    {"threads", 1, NULL},
+                      {"recall-drop", 1, NULL}, {"device", 1, NULL}, {"math", 1, NULL},    {"batch", 1, NULL},    {"threads", 1, NULL},
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"progress", 0, NULL}, {"json", 0, NULL},
                       {"logits", 1, NULL},     {"help", 0, NULL},
@@ -143,6 +143,7 @@ int cmd_validate(int argc, char **argv)
         names[c] = ptq_dataset_class_name(s.data, c);
     vo.class_names = names;
     cli_json *hdr = cli_json_header("validate", ptq_exec_device_name(eq));
+    cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(eq)));
     cli_json_str(hdr, "plan_core", ptq_prec_name(plan->core));
     cli_json_str(hdr, "plan_method", plan->method ? plan->method : "");
     cli_json_num(hdr, "plan_tensors", (double)plan->n);

@@ -11,6 +11,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     ptq_session_opts po;
     memset(&po, 0, sizeof po);
     PTQ_TRY_RET(ptq_device_parse(ctx, o->device, &po.device, &po.cuda_device));
+    PTQ_TRY_RET(ptq_math_parse(ctx, o->math, &po.math));
     po.model = o->model;
     po.data = o->data;
     po.cpu_fallback = 1;
@@ -109,6 +110,6 @@ cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)
                           cli_get(opts, n_opts, "device"),     cli_get(opts, n_opts, "preprocess"),
                           cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
                           cli_get(opts, n_opts, "layout"),     0,
-                          cli_get(opts, n_opts, "allow-external-data") != NULL};
+                          cli_get(opts, n_opts, "allow-external-data") != NULL, cli_get(opts, n_opts, "math")};
     return o;
 }

@@ -42,7 +42,7 @@ static ptq_status calibrate(ptq_ctx *ctx, const char *model, const char *data, c
 
     /* observers on every tensor a plan may quantize, fed by the executor's tap */
     PTQ_TRY(st, ptq_calib_set_create(ctx, g, &(ptq_calib_select){NULL, NULL}, 0, &set), done);
-    ptq_exec_params ep = {PTQ_DEVICE_CPU, 0, ptq_calib_set_tap, set, 0};
+    ptq_exec_params ep = {PTQ_DEVICE_CPU, 0, ptq_calib_set_tap, set, 0, PTQ_MATH_FP32};
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &e), done);
     PTQ_TRY(st, ptq_calib_set_bind(ctx, set, e), done);
     const int64_t n_images = ptq_dataset_count(ds), sample = pre.n_channels * pre.height * pre.width;

@@ -32,6 +32,8 @@ struct ptq_backend {
 ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend **out);
 /* PTQ_ERR_NO_DEVICE with the reason when there is no usable GPU or no CUDA build. */
 ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out);
+/* The math a cuda backend's convolutions and matrix products run in (ptq_math). */
+void ptq_backend_cuda_set_math(ptq_backend *b, int math);
 void ptq_backend_free(ptq_backend *b);
 
 /* The GPU context e's device tensors live on (for observers that run their

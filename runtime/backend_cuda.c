@@ -30,6 +30,12 @@ int ptq_cuda_n_devices(char *why, size_t n_why)
     return ptq_cuda_available(why, n_why);
 }
 
+void ptq_backend_cuda_set_math(ptq_backend *b, int math)
+{
+    (void)b;
+    (void)math;
+}
+
 #else
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -380,6 +386,11 @@ static void cuda_destroy(ptq_backend *b)
     cuda_backend *cb = impl_of(b);
     ptq_cuda_dev_free(cb->dev);
     free(cb);
+}
+
+void ptq_backend_cuda_set_math(ptq_backend *b, int math)
+{
+    ptq_cuda_dev_set_math(impl_of(b)->dev, math == PTQ_MATH_TF32 ? PTQ_CUDA_MATH_TF32 : PTQ_CUDA_MATH_FP32);
 }
 
 ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out)

@@ -378,6 +378,7 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     e->pool[MEM_HOST].b = e->by_mem[MEM_HOST] = e->host;
     if (p->device == PTQ_DEVICE_CUDA) {
         PTQ_TRY(st, ptq_backend_cuda_create(ctx, p->cuda_device, &e->dev), fail);
+        ptq_backend_cuda_set_math(e->dev, p->math);
         e->pool[MEM_DEV].b = e->by_mem[MEM_DEV] = e->dev;
         snprintf(e->device_name, sizeof e->device_name, "%s", e->dev->name);
     } else {
@@ -877,6 +878,28 @@ const ptq_graph *ptq_exec_graph(const ptq_exec *e)
 const char *ptq_exec_device_name(const ptq_exec *e)
 {
     return e->device_name;
+}
+
+ptq_math ptq_exec_math(const ptq_exec *e)
+{
+    return e->dev ? e->p.math : PTQ_MATH_FP32;
+}
+
+ptq_status ptq_math_parse(ptq_ctx *ctx, const char *name, ptq_math *out)
+{
+    *out = PTQ_MATH_FP32;
+    if (!name || strcmp(name, "fp32") == 0)
+        return PTQ_OK;
+    if (strcmp(name, "tf32") == 0) {
+        *out = PTQ_MATH_TF32;
+        return PTQ_OK;
+    }
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown math '%s' (fp32 or tf32)", name);
+}
+
+const char *ptq_math_name(ptq_math m)
+{
+    return m == PTQ_MATH_TF32 ? "tf32" : "fp32";
 }
 
 ptq_device ptq_exec_device(const ptq_exec *e)

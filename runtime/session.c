@@ -154,7 +154,9 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
      * infers its own) */
     ptq_ctx_init(&s->shapes);
     s->shapes.code = ptq_graph_infer_shapes(&s->shapes, s->graph, 1);
-    ptq_exec_params ep = {device, o->cuda_device, NULL, NULL, o->profile};
+    ptq_exec_params ep = {device, o->cuda_device, NULL, NULL, o->profile, o->math};
+    if (o->math != PTQ_MATH_FP32 && device != PTQ_DEVICE_CUDA)
+        note(s, "--math %s applies to the GPU; the CPU computes in FP32\n", ptq_math_name(o->math));
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
 #ifdef PTQ_CUDA
     struct ptq_cuda_dev *gpu = ptq_exec_cuda_dev(s->exec);

@@ -49,6 +49,10 @@ if [ -x "$build/ptq" ]; then
 else
     echo "gpu-bundle: note: $build/ptq was not built; bundle has no bin/ptq"
 fi
+if [ -x "$build/bench/cudnn_survey" ]; then # a GPU diagnostic (bench/cudnn_survey.c)
+    cp "$build/bench/cudnn_survey" "$out/bin/"
+    bins+=("$out/bin/cudnn_survey")
+fi
 for t in "$build"/tests/test_* "$build"/tests/parity_* "$build"/tests/cuda_*; do
     [ -f "$t" ] && [ -x "$t" ] || continue
     cp "$t" "$out/tests/"

@@ -154,4 +154,23 @@ stage_sens50() {
         grep -E "^\| |wall|Error|error"
 }
 
+# cuDNN's algorithms on ResNet-50's convolutions (bin/cudnn_survey), and the
+# kernel-by-kernel comparison with PyTorch under Nsight Compute, fp32 and tf32
+stage_kernels() {
+    echo "== cuDNN algorithm survey"
+    "$b/bin/cudnn_survey" >"$out/cudnn-survey.md" 2>&1; grep -E "^## |all 53" "$out/cudnn-survey.md"
+    for m in fp32 tf32; do
+        echo "== kernels ($m)"
+        python3 bench/resnet50_kernels.py --ptq "$ptq" --math $m --ptq-args "--math $m" --out "$out/kernels-$m.md" 2>&1 |
+            tee "$out/kernels-$m.log" | grep -E "^\*\*|^### |error|Error"
+    done
+}
+
+# ResNet-50 eval against PyTorch in TF32 (channels-last)
+stage_resnet50tf32() {
+    echo "== ResNet-50 tf32: ptq eval --math tf32 against PyTorch TF32 channels-last"
+    python3 bench/resnet50_gpu.py --ptq "$ptq" --math tf32 --out "$out/resnet50-tf32.md" 2>&1 | tee "$out/resnet50-tf32.log" |
+        grep -E "^\| |ratio|logits"
+}
+
 for s in $stages; do "stage_$s"; done

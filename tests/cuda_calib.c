@@ -64,7 +64,7 @@ int main(void)
     if (!g)
         return 1;
     both b = {0};
-    ptq_exec_params pg = {PTQ_DEVICE_CUDA, 0, tap, &b, 0};
+    ptq_exec_params pg = {PTQ_DEVICE_CUDA, 0, tap, &b, 0, PTQ_MATH_FP32};
     CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.dev_set) == PTQ_OK);
     CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.host_set) == PTQ_OK);
     CHECK_MSG(ptq_exec_create(&ctx, g, &pg, &b.e) == PTQ_OK, "%s", ctx.msg);

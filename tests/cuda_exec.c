@@ -35,7 +35,7 @@ int main(void)
         return 1;
     ptq_exec *cpu = NULL, *gpu = NULL;
     tap_count taps = {0};
-    ptq_exec_params pc = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0}, pg = {PTQ_DEVICE_CUDA, 0, tap, &taps, 0};
+    ptq_exec_params pc = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0, PTQ_MATH_FP32}, pg = {PTQ_DEVICE_CUDA, 0, tap, &taps, 0, PTQ_MATH_FP32};
     CHECK(ptq_exec_create(&ctx, g, &pc, &cpu) == PTQ_OK);
     CHECK_MSG(ptq_exec_create(&ctx, g, &pg, &gpu) == PTQ_OK, "%s", ctx.msg);
     printf("cuda_exec: device %s\n", gpu ? ptq_exec_device_name(gpu) : "?");

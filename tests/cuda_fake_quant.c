@@ -110,7 +110,7 @@ int main(void)
         CHECK(ptq_plan_make(&ctx, g, SHA, "m", s, "a.h5", &cp, cores[c], PTQ_PLACEMENT_ALL, &plan) == PTQ_OK);
         CHECK(plan && ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
         watch w = {fq, plan, NULL, 0, 0, 0};
-        ptq_exec_params p = {PTQ_DEVICE_CUDA, 0, tap, &w, 0};
+        ptq_exec_params p = {PTQ_DEVICE_CUDA, 0, tap, &w, 0, PTQ_MATH_FP32};
         CHECK_MSG(fq && ptq_exec_create(&ctx, g, &p, &e) == PTQ_OK, "%s", ctx.msg);
         w.e = e;
         if (e) { /* the tap rounds through the overlay's own entry point, before and after on the GPU */

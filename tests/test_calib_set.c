@@ -50,7 +50,7 @@ static ptq_calib_set *observe(ptq_ctx *ctx, const ptq_graph *g, ptq_device dev, 
 {
     ptq_calib_set *s = NULL;
     ptq_exec *e = NULL;
-    ptq_exec_params p = {dev, 0, NULL, NULL, 0};
+    ptq_exec_params p = {dev, 0, NULL, NULL, 0, PTQ_MATH_FP32};
     if (ptq_calib_set_create(ctx, g, sel, 0, &s) != PTQ_OK || ptq_exec_create(ctx, g, &p, &e) != PTQ_OK)
         goto fail;
     ptq_exec_set_tap(e, ptq_calib_set_tap, s);

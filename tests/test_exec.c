@@ -100,7 +100,7 @@ static ptq_status run_once(ptq_ctx *ctx, const ptq_graph *g, ptq_device device, 
                            tap_log *log)
 {
     ptq_exec *e = NULL;
-    ptq_exec_params p = {device, 0, log ? tap : NULL, log, 0};
+    ptq_exec_params p = {device, 0, log ? tap : NULL, log, 0, PTQ_MATH_FP32};
     ptq_status st = ptq_exec_create(ctx, g, &p, &e);
     if (st != PTQ_OK)
         return st;
@@ -152,7 +152,7 @@ int main(void)
 
     /* the same executor reused with different batch sizes */
     ptq_exec *e = NULL;
-    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 1};
+    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 1, PTQ_MATH_FP32};
     CHECK(ptq_exec_create(&ctx, &g, &p, &e) == PTQ_OK);
     for (int64_t start = 0; e && start < N;) {
         int64_t n = start == 0 ? 4 : N - start;

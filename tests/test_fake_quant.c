@@ -66,7 +66,7 @@ int main(void)
 
     /* FP32 reference logits */
     ptq_exec *e = NULL;
-    ptq_exec_params p0 = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0};
+    ptq_exec_params p0 = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0, PTQ_MATH_FP32};
     CHECK(ptq_exec_create(&ctx, g, &p0, &e) == PTQ_OK && ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK);
     memcpy(ref, out.data, (size_t)n * 10 * sizeof *ref);
     ptq_exec_free(e);
@@ -117,7 +117,7 @@ int main(void)
             orig[n_w++] = g->values[v].data;
     CHECK(ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
     watch w = {plan, 0, 0};
-    ptq_exec_params pw = {PTQ_DEVICE_CPU, 0, tap, &w, 0};
+    ptq_exec_params pw = {PTQ_DEVICE_CPU, 0, tap, &w, 0, PTQ_MATH_FP32};
     CHECK(ptq_exec_create(&ctx, g, &pw, &e) == PTQ_OK);
     const ptq_overlay *ov = ptq_fq_overlay(fq);
     ptq_exec_set_overlay(e, ov);

@@ -71,7 +71,7 @@ static void test_exec(ptq_graph *g, float *x)
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     float ref[N_REF * N_CLASSES], got[N_REF * N_CLASSES], q_full[N_REF * N_CLASSES];
-    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0};
+    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0, PTQ_MATH_FP32};
     ptq_exec *a = NULL, *e = NULL;
     CHECK(ptq_exec_create(&ctx, g, &p, &a) == PTQ_OK && run(a, x, N_REF, ref));
     ptq_exec_free(a);

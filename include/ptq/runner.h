@@ -36,6 +36,7 @@ typedef struct ptq_session_opts {
     const char *preprocess;   /* overrides on top of the model's ptq.preprocess metadata, or NULL */
     ptq_dataset_opts dataset; /* HDF5 keys and layout */
     int profile;              /* time each node exactly (synchronises the GPU after each) */
+    ptq_math math;            /* GPU math (the CPU computes FP32; ptq_session_notes says so) */
 } ptq_session_opts;
 
 typedef struct ptq_session ptq_session;

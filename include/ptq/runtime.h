@@ -28,12 +28,21 @@ typedef enum ptq_device {
 typedef ptq_status (*ptq_tap_fn)(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
                                  const ptq_tensor *t);
 
+/* The math GPU convolutions and matrix products run in. FP32 (the default)
+ * is exact FP32 FMA; TF32 uses the tensor cores' 10-bit-mantissa products
+ * (FP32 sums). The CPU computes FP32 whatever is asked. */
+typedef enum ptq_math { PTQ_MATH_FP32 = 0, PTQ_MATH_TF32 = 1 } ptq_math;
+/* "fp32" | "tf32" into a ptq_math; PTQ_ERR_INVALID_ARG names anything else. */
+PTQ_API ptq_status ptq_math_parse(ptq_ctx *ctx, const char *name, ptq_math *out);
+PTQ_API const char *ptq_math_name(ptq_math m);
+
 typedef struct ptq_exec_params {
     ptq_device device;
     int cuda_device; /* GPU ordinal (--device cuda:N) */
     ptq_tap_fn tap;  /* a first tap, or NULL; more with ptq_exec_add_tap */
     void *tap_user;
     int profile;     /* 1: wait for each node's device work so ptq_exec_node_seconds is exact */
+    ptq_math math;   /* on the GPU; the CPU computes FP32 */
 } ptq_exec_params;
 
 typedef struct ptq_exec ptq_exec;
@@ -104,6 +113,8 @@ PTQ_API void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
 PTQ_API const ptq_graph *ptq_exec_graph(const ptq_exec *e);
 /* "cpu", "ref" or "cuda (NVIDIA H200)". */
 PTQ_API const char *ptq_exec_device_name(const ptq_exec *e);
+/* The math the executor's device runs in (FP32 on the CPU whatever was asked). */
+PTQ_API ptq_math ptq_exec_math(const ptq_exec *e);
 /* PTQ_DEVICE_REF, _CPU or _CUDA: where the executor runs. */
 PTQ_API ptq_device ptq_exec_device(const ptq_exec *e);
 /* Number of nodes the GPU declined and the CPU ran (0 on CPU backends). */

@@ -71,6 +71,8 @@ typedef struct ptq_cudnn {
  * missing or fails, d->dnn.note says why and convolutions use cuBLAS. */
 void ptq_cudnn_open(ptq_cuda_dev *d);
 void ptq_cudnn_close(ptq_cuda_dev *d);
+/* Drops every conv plan (after a change of math). */
+void ptq_cudnn_drop_plans(ptq_cuda_dev *d);
 /* y = conv(x) + b through cuDNN when it takes this shape: *done = 1; else
  * *done = 0 and nothing was queued. */
 ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
@@ -82,6 +84,7 @@ struct ptq_cuda_dev {
     ptq_cublas_fns blas;
     cublasHandle_t cublas;
     ptq_cudnn dnn;
+    int math; /* PTQ_CUDA_MATH_* */
     void *scratch; /* grown on demand by ptq_cuda_scratch */
     size_t scratch_bytes;
     char name[256];

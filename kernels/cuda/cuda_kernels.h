@@ -36,6 +36,27 @@ int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on);
  * *last (when last is not NULL): the last one's cudnnConvolutionFwdAlgo_t,
  * images per call and workspace bytes, in words. */
 int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last);
+/* The math convolutions and matrix products run in: FP32 FMA (exact, the
+ * default) or TF32 tensor cores (cuDNN's tensor-op math, cuBLAS's TF32
+ * mode). Plans made under the other math are dropped. */
+enum { PTQ_CUDA_MATH_FP32 = 0, PTQ_CUDA_MATH_TF32 = 1 };
+void ptq_cuda_dev_set_math(ptq_cuda_dev *d, int math);
+
+/* One cuDNN forward algorithm on one convolution (bench/cudnn_survey.c). */
+typedef struct ptq_cudnn_algo_time {
+    int algo;           /* cudnnConvolutionFwdAlgo_t */
+    int heuristic_rank; /* place in cudnnGetConvolutionForwardAlgorithm_v7's list, -1 when absent */
+    int deterministic, status, allowed; /* allowed: ptq's runs may pick it (GEMM-like, no FFT) */
+    int ran;
+    size_t workspace;
+    float ms;           /* one call, the mean of 4 after a warm-up */
+} ptq_cudnn_algo_time;
+/* Images per cuDNN call ptq's runs use for p's layer. */
+int64_t ptq_cudnn_chunk(const ptq_conv_params *p);
+/* Times every algorithm cuDNN runs for p at p->n images a call under d's
+ * math; out[cap] gets those that ran. A diagnostic: runs never call it. */
+ptq_status ptq_cudnn_survey(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, ptq_cudnn_algo_time *out,
+                            int cap, int *n_out);
 
 ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out);
 /* Waits for queued work first, so no kernel still uses p; NULL-safe. */

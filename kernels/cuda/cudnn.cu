@@ -34,11 +34,29 @@ void ptq_cudnn_close(ptq_cuda_dev *d)
     (void)d;
 }
 
+void ptq_cudnn_drop_plans(ptq_cuda_dev *d)
+{
+    (void)d;
+}
+
 ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
                           const float *b, float *y, int *done)
 {
     *done = 0;
     return PTQ_OK;
+}
+
+ptq_status ptq_cudnn_survey(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, ptq_cudnn_algo_time *out,
+                            int cap, int *n_out)
+{
+    *n_out = 0;
+    return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "%s", d->dnn.note);
+}
+
+int64_t ptq_cudnn_chunk(const ptq_conv_params *p)
+{
+    (void)p;
+    return 0;
 }
 
 #else
@@ -226,11 +244,18 @@ static void plan_free(ptq_cudnn *f, ptq_cudnn_plan *pl)
         (void)f->destroy_conv(pl->conv);
 }
 
-void ptq_cudnn_close(ptq_cuda_dev *d)
+void ptq_cudnn_drop_plans(ptq_cuda_dev *d)
 {
     ptq_cudnn *f = &d->dnn;
     for (int i = 0; i < f->n_plans; i++)
         plan_free(f, &f->plans[i]);
+    f->n_plans = 0;
+}
+
+void ptq_cudnn_close(ptq_cuda_dev *d)
+{
+    ptq_cudnn *f = &d->dnn;
+    ptq_cudnn_drop_plans(d);
     free(f->plans);
     if (f->workspace)
         (void)cudaFree(f->workspace);
@@ -258,6 +283,11 @@ static int64_t chunk_of(const ptq_conv_params *p)
            (size_t)(chunk * 2) * pad_per_img <= CUDNN_PAD_BYTES && chunk * 2 * per_img <= INT_MAX)
         chunk *= 2;
     return chunk;
+}
+
+int64_t ptq_cudnn_chunk(const ptq_conv_params *p)
+{
+    return chunk_of(p);
 }
 
 /* GEMM-like algorithms only: each output a plain FP32 sum over its taps.
@@ -304,9 +334,18 @@ static ptq_status plan_status(ptq_ctx *ctx, const ptq_cudnn *f, cudnnStatus_t s,
             return plan_status(ctx, f, s_, #call);             \
     } while (0)
 
-/* Fills pl for p; pl->usable stays 0 when cuDNN does not take the shape. */
-static ptq_status plan_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, ptq_cudnn_plan *pl)
+/* cuDNN's math type for d's --math: FP32 FMA (exact), or tensor cores (TF32). */
+static cudnnMathType_t math_type(const ptq_cuda_dev *d)
 {
+    return d->math == PTQ_CUDA_MATH_TF32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
+/* Descriptors of p's layer at n images a call into pl; *taken stays 0 when
+ * cuDNN does not take the shape. */
+static ptq_status descs_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, int64_t n, cudnnMathType_t math,
+                             ptq_cudnn_plan *pl, int *taken)
+{
+    *taken = 0;
     for (int s = 0; s < PTQ_SPATIAL; s++)
         if (p->pad_lo[s] != p->pad_hi[s] || p->k[s] > INT_MAX || p->stride[s] > INT_MAX || p->dil[s] > INT_MAX ||
             p->pad_lo[s] > INT_MAX)
@@ -317,10 +356,9 @@ static ptq_status plan_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p
     /* 2 spatial dims when the first is trivial (1-D convs become [1, L]), else 3 */
     const int nd = p->in[0] == 1 && p->k[0] == 1 && p->out[0] == 1 && p->pad_lo[0] == 0 ? 4 : 5;
     const int n_sp = nd - 2;
-    pl->chunk = chunk_of(p);
     int xd[5], xs[5], yd[5], ys[5], wd[5], bd[5], bs[5], pads[3], strides[3], dils[3], got[5];
-    packed(nd, pl->chunk, p->c_in, p->in, xd, xs);
-    packed(nd, pl->chunk, p->c_out, p->out, yd, ys);
+    packed(nd, n, p->c_in, p->in, xd, xs);
+    packed(nd, n, p->c_out, p->out, yd, ys);
     wd[0] = (int)p->c_out;
     wd[1] = (int)(p->c_in / p->group);
     for (int i = 0; i < nd; i++) {
@@ -345,22 +383,43 @@ static ptq_status plan_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p
     PLAN_CALL(f->set_filter(pl->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nd, wd));
     PLAN_CALL(f->set_conv(pl->conv, n_sp, pads, strides, dils, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     PLAN_CALL(f->set_group_count(pl->conv, (int)p->group));
-    PLAN_CALL(f->set_math_type(pl->conv, CUDNN_FMA_MATH)); /* FP32 FMA: no TF32 */
+    PLAN_CALL(f->set_math_type(pl->conv, math));
     PLAN_CALL(f->output_dim(pl->conv, pl->x_desc, pl->w_desc, nd, got));
-    if (memcmp(got, yd, (size_t)nd * sizeof got[0]) != 0)
+    *taken = memcmp(got, yd, (size_t)nd * sizeof got[0]) == 0;
+    return PTQ_OK;
+}
+
+/* The heuristic's list for pl's descriptors, best first: a function of the shape, no timing. */
+static ptq_status heuristic_list(ptq_ctx *ctx, ptq_cudnn *f, ptq_cudnn_plan *pl, cudnnConvolutionFwdAlgoPerf_t *perf,
+                                 int cap, int *n_algos)
+{
+    int max_algos = 0;
+    *n_algos = 0;
+    PLAN_CALL(f->algo_max_count(f->handle, &max_algos));
+    if (max_algos > cap)
+        max_algos = cap;
+    PLAN_CALL(f->get_algos(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, max_algos, n_algos, perf));
+    return PTQ_OK;
+}
+
+/* Fills pl for p; pl->usable stays 0 when cuDNN does not take the shape. */
+static ptq_status plan_make(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, ptq_cudnn_plan *pl)
+{
+    ptq_cudnn *f = &d->dnn;
+    const cudnnMathType_t math = math_type(d);
+    int taken = 0;
+    pl->chunk = chunk_of(p);
+    PTQ_TRY_RET(descs_make(ctx, f, p, pl->chunk, math, pl, &taken));
+    if (!taken)
         return PTQ_OK;
     cudnnConvolutionFwdAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int max_algos = 0, n_algos = 0;
-    PLAN_CALL(f->algo_max_count(f->handle, &max_algos));
-    if (max_algos > (int)(sizeof perf / sizeof perf[0]))
-        max_algos = (int)(sizeof perf / sizeof perf[0]);
-    /* the heuristic's list, best first: a function of the shape, no timing */
-    PLAN_CALL(f->get_algos(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, max_algos, &n_algos, perf));
+    int n_algos = 0;
+    PTQ_TRY_RET(heuristic_list(ctx, f, pl, perf, (int)(sizeof perf / sizeof perf[0]), &n_algos));
     for (int i = 0; i < n_algos; i++) {
         const cudnnConvolutionFwdAlgoPerf_t *a = &perf[i];
         size_t ws = 0;
-        if (a->status != CUDNN_STATUS_SUCCESS || a->determinism != CUDNN_DETERMINISTIC ||
-            a->mathType != CUDNN_FMA_MATH || !allowed(a->algo))
+        if (a->status != CUDNN_STATUS_SUCCESS || a->determinism != CUDNN_DETERMINISTIC || a->mathType != math ||
+            !allowed(a->algo))
             continue;
         PLAN_CALL(f->workspace_size(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, a->algo, &ws));
         if (ws > CUDNN_WORKSPACE_MAX)
@@ -374,11 +433,12 @@ static ptq_status plan_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p
 }
 
 /* The plan of p's layer, made on first sight. */
-static ptq_status plan_for(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, ptq_cudnn_plan **out)
+static ptq_status plan_for(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, ptq_cudnn_plan **out)
 {
     ptq_conv_params key = *p;
     key.n = 0;
     *out = NULL;
+    ptq_cudnn *f = &d->dnn;
     for (int i = 0; i < f->n_plans; i++)
         if (memcmp(&f->plans[i].key, &key, sizeof key) == 0) {
             *out = &f->plans[i];
@@ -395,7 +455,7 @@ static ptq_status plan_for(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p,
     ptq_cudnn_plan *pl = &f->plans[f->n_plans];
     memset(pl, 0, sizeof *pl);
     pl->key = key;
-    ptq_status st = plan_make(ctx, f, p, pl);
+    ptq_status st = plan_make(ctx, d, p, pl);
     if (st != PTQ_OK) {
         plan_free(f, pl);
         return st;
@@ -418,7 +478,7 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
     if (!f->enabled)
         return PTQ_OK;
     ptq_cudnn_plan *pl = NULL;
-    PTQ_TRY_RET(plan_for(ctx, f, p, &pl));
+    PTQ_TRY_RET(plan_for(ctx, d, p, &pl));
     if (!pl->usable)
         return PTQ_OK;
     const int64_t chunk = pl->chunk;
@@ -474,6 +534,101 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
              (long long)chunk, pl->workspace_bytes);
     *done = 1;
     return PTQ_OK;
+}
+
+/* Every forward algorithm cuDNN runs for p (p->n images a call) under d's
+ * math, timed: a diagnostic for bench/cudnn_survey.c, not used by runs. */
+ptq_status ptq_cudnn_survey(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, ptq_cudnn_algo_time *out,
+                            int cap, int *n_out)
+{
+    ptq_cudnn *f = &d->dnn;
+    ptq_status st = PTQ_OK;
+    *n_out = 0;
+    if (!f->enabled)
+        return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "%s", f->note);
+    ptq_cudnn_plan pl;
+    memset(&pl, 0, sizeof pl);
+    void *x = NULL, *w = NULL, *y = NULL, *ws = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    int taken = 0, n_heur = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    const cudnnMathType_t math = math_type(d);
+    PTQ_TRY(st, descs_make(ctx, f, p, p->n, math, &pl, &taken), done);
+    if (!taken) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "cuDNN does not take this convolution");
+        goto done;
+    }
+    PTQ_TRY(st, heuristic_list(ctx, f, &pl, perf, (int)(sizeof perf / sizeof perf[0]), &n_heur), done);
+    {
+        const size_t xb = (size_t)(p->n * img_numel(p->c_in, p->in)) * sizeof(float);
+        const size_t yb = (size_t)(p->n * img_numel(p->c_out, p->out)) * sizeof(float);
+        const size_t wb = (size_t)(p->c_out * (p->c_in / p->group) * p->k[0] * p->k[1] * p->k[2]) * sizeof(float);
+        if (cudaMalloc(&x, xb) != cudaSuccess || cudaMalloc(&y, yb) != cudaSuccess || cudaMalloc(&w, wb) != cudaSuccess ||
+            cudaMemset(x, 0, xb) != cudaSuccess || cudaMemset(w, 0, wb) != cudaSuccess ||
+            cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of device memory surveying a convolution");
+            goto done;
+        }
+    }
+    for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT && *n_out < cap; a++) {
+        ptq_cudnn_algo_time *r = &out[*n_out];
+        memset(r, 0, sizeof *r);
+        r->algo = a;
+        r->heuristic_rank = -1;
+        for (int i = 0; i < n_heur; i++)
+            if ((int)perf[i].algo == a && perf[i].mathType == math) {
+                r->heuristic_rank = i;
+                r->deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
+                r->status = (int)perf[i].status;
+                break;
+            }
+        r->allowed = allowed((cudnnConvolutionFwdAlgo_t)a);
+        size_t wsb = 0;
+        if (f->workspace_size(f->handle, pl.x_desc, pl.w_desc, pl.conv, pl.y_desc, (cudnnConvolutionFwdAlgo_t)a, &wsb) !=
+            CUDNN_STATUS_SUCCESS)
+            continue;
+        r->workspace = wsb;
+        if (ws)
+            (void)cudaFree(ws);
+        ws = NULL;
+        if (wsb && cudaMalloc(&ws, wsb) != cudaSuccess)
+            continue;
+        const float one = 1.0f, zero = 0.0f;
+        cudnnStatus_t cs = CUDNN_STATUS_SUCCESS;
+        for (int rep = 0; rep < 5 && cs == CUDNN_STATUS_SUCCESS; rep++) {
+            if (rep == 1)
+                (void)cudaEventRecord(e0, d->stream);
+            cs = f->conv_forward(f->handle, &one, pl.x_desc, x, pl.w_desc, w, pl.conv, (cudnnConvolutionFwdAlgo_t)a, ws,
+                                 wsb, &zero, pl.y_desc, y);
+        }
+        if (cs != CUDNN_STATUS_SUCCESS)
+            continue;
+        (void)cudaEventRecord(e1, d->stream);
+        if (cudaEventSynchronize(e1) != cudaSuccess) {
+            st = ptq_fail(ctx, PTQ_ERR_CUDA, "a convolution failed while surveying algorithm %d", a);
+            goto done;
+        }
+        float ms = 0;
+        (void)cudaEventElapsedTime(&ms, e0, e1);
+        r->ms = ms / 4;
+        r->ran = 1;
+        (*n_out)++;
+    }
+done:
+    if (ws)
+        (void)cudaFree(ws);
+    if (x)
+        (void)cudaFree(x);
+    if (w)
+        (void)cudaFree(w);
+    if (y)
+        (void)cudaFree(y);
+    if (e0)
+        (void)cudaEventDestroy(e0);
+    if (e1)
+        (void)cudaEventDestroy(e1);
+    plan_free(f, &pl);
+    return st;
 }
 
 #endif

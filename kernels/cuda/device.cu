@@ -143,6 +143,16 @@ extern "C" int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on)
     return d->dnn.enabled;
 }
 
+extern "C" void ptq_cuda_dev_set_math(ptq_cuda_dev *d, int math)
+{
+    if (d->math == math)
+        return;
+    d->math = math;
+    ptq_cudnn_drop_plans(d);
+    /* a failure here leaves cuBLAS in its last mode; the next gemm's checks report a broken handle */
+    (void)d->blas.set_math_mode(d->cublas, math == PTQ_CUDA_MATH_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+}
+
 extern "C" int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last)
 {
     if (last)
