@@ -55,6 +55,11 @@ typedef struct ptq_cudnn {
     decltype(&cudnnGetConvolutionForwardWorkspaceSize) workspace_size;
     decltype(&cudnnConvolutionForward) conv_forward;
     decltype(&cudnnAddTensor) add_tensor;
+    decltype(&cudnnConvolutionBiasActivationForward) conv_bias_act;
+    decltype(&cudnnCreateActivationDescriptor) create_act;
+    decltype(&cudnnDestroyActivationDescriptor) destroy_act;
+    decltype(&cudnnSetActivationDescriptor) set_act;
+    cudnnActivationDescriptor_t identity; /* the fused bias's activation */
     cudnnHandle_t handle;
 #endif
     int enabled;            /* 1 when loaded and not switched off (ptq_cuda_dev_set_cudnn) */

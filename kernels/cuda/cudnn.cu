@@ -5,9 +5,12 @@
  * the chunk of images, the algorithm): the chunk is a fixed number of
  * images per layer (the last one zero-padded in scratch), and the algorithm
  * is the first of cudnnGetConvolutionForwardAlgorithm_v7's heuristic list
- * (no timing) that is deterministic, uses FMA math (no TF32) and is
- * GEMM-like (no FFT), so an image's output is the same bits whatever batch
- * it came in, and in every run.
+ * (no timing) that is deterministic, uses the math --math asks for (FP32
+ * FMA by default, TF32 tensor cores) and is GEMM-like (no FFT), so an
+ * image's output is the same bits whatever batch it came in, and in every
+ * run. A bias is added in the convolution's epilogue when the algorithm is
+ * IMPLICIT_PRECOMP_GEMM (cudnnConvolutionBiasActivationForward), else by
+ * cudnnAddTensor after it.
  * Shapes cuDNN declines go to conv.cu's im2col + cuBLAS path, as does
  * everything when cuDNN is missing (d->dnn.note says why). Covered by
  * tests/cuda_cudnn_conv.c and tests/cuda_parity_kernels.c. */
@@ -63,8 +66,8 @@ int64_t ptq_cudnn_chunk(const ptq_conv_params *p)
 
 /* a chunk aims at this many output positions (images x out0*out1*out2),
  * rounded down to a power of two of images so common batches split evenly */
-#define CUDNN_CHUNK_POSITIONS ((int64_t)1 << 18)
-#define CUDNN_CHUNK_MAX 128
+#define CUDNN_CHUNK_POSITIONS ((int64_t)1 << 20)
+#define CUDNN_CHUNK_MAX 256
 /* bound on the padded last chunk's input + output copies */
 #define CUDNN_PAD_BYTES ((size_t)256 << 20)
 /* an algorithm needing more workspace than this is passed over: a fixed
@@ -81,6 +84,7 @@ struct ptq_cudnn_plan {
     cudnnConvolutionFwdAlgo_t algo;
     size_t workspace_bytes;
     int64_t runs; /* calls that ran: after the first, a failure is an error, never a fallback */
+    int no_fuse;  /* cuDNN declined the bias in the epilogue: cudnnAddTensor after the convolution */
 };
 
 #define PTQ_STR_(x) #x
@@ -186,6 +190,10 @@ static int load_fns(ptq_cudnn *f, char *why, size_t n_why)
     PTQ_LOAD(workspace_size, cudnnGetConvolutionForwardWorkspaceSize);
     PTQ_LOAD(conv_forward, cudnnConvolutionForward);
     PTQ_LOAD(add_tensor, cudnnAddTensor);
+    PTQ_LOAD(conv_bias_act, cudnnConvolutionBiasActivationForward);
+    PTQ_LOAD(create_act, cudnnCreateActivationDescriptor);
+    PTQ_LOAD(destroy_act, cudnnDestroyActivationDescriptor);
+    PTQ_LOAD(set_act, cudnnSetActivationDescriptor);
 #undef PTQ_LOAD
     return 1;
 }
@@ -216,10 +224,16 @@ void ptq_cudnn_open(ptq_cuda_dev *d)
                  CUDNN_MAJOR);
     } else {
         cudnnStatus_t s = f->create(&f->handle);
-        if (s == CUDNN_STATUS_SUCCESS && (s = f->set_stream(f->handle, d->stream)) == CUDNN_STATUS_SUCCESS) {
+        if (s == CUDNN_STATUS_SUCCESS && (s = f->set_stream(f->handle, d->stream)) == CUDNN_STATUS_SUCCESS &&
+            (s = f->create_act(&f->identity)) == CUDNN_STATUS_SUCCESS &&
+            (s = f->set_act(f->identity, CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN, 0.0)) ==
+                CUDNN_STATUS_SUCCESS) {
             f->enabled = 1;
             return;
         }
+        if (f->identity)
+            (void)f->destroy_act(f->identity);
+        f->identity = NULL;
         snprintf(f->note, sizeof f->note, "cuDNN %zu could not start: %s; " FALLBACK_NOTE, f->get_version(),
                  f->error_string(s));
         if (f->handle)
@@ -259,6 +273,8 @@ void ptq_cudnn_close(ptq_cuda_dev *d)
     free(f->plans);
     if (f->workspace)
         (void)cudaFree(f->workspace);
+    if (f->identity)
+        (void)f->destroy_act(f->identity);
     if (f->handle)
         (void)f->destroy(f->handle);
     if (f->lib)
@@ -509,9 +525,24 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
             yc = y_pad;
         }
         const char *call = "cudnnConvolutionForward";
-        cudnnStatus_t s = f->conv_forward(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
-                                          pl->workspace_bytes, &zero, pl->y_desc, yc);
-        if (s == CUDNN_STATUS_SUCCESS && b) {
+        cudnnStatus_t s;
+        int fused = b && pl->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && !pl->no_fuse;
+        if (fused) {
+            /* the bias in the convolution's epilogue (cuDNN's identity activation takes only this algorithm) */
+            call = "cudnnConvolutionBiasActivationForward";
+            s = f->conv_bias_act(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
+                                 pl->workspace_bytes, &zero, pl->y_desc, yc, pl->b_desc, b, f->identity, pl->y_desc, yc);
+            if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0 && img0 == 0) { /* declined: bias added apart from now on */
+                pl->no_fuse = 1;
+                fused = 0;
+            }
+        }
+        if (!fused) {
+            call = "cudnnConvolutionForward";
+            s = f->conv_forward(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
+                                pl->workspace_bytes, &zero, pl->y_desc, yc);
+        }
+        if (s == CUDNN_STATUS_SUCCESS && b && !fused) {
             call = "cudnnAddTensor";
             s = f->add_tensor(f->handle, &one, pl->b_desc, b, &one, pl->y_desc, yc);
         }
