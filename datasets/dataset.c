@@ -112,6 +112,26 @@ ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_
     return ds->h5 ? ds_hdf5_read(ctx, ds, start, n, p, x, labels) : ds_png_read(ctx, ds, start, n, p, x, labels);
 }
 
+int ptq_dataset_u8(const ptq_dataset *ds, int *planar)
+{
+    *planar = 0;
+    return ds->h5 ? ds_hdf5_u8(ds->h5, planar) : 0;
+}
+
+ptq_status ptq_dataset_read_u8(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, uint8_t *out,
+                               int32_t *labels)
+{
+    int planar;
+    if (!ptq_dataset_u8(ds, &planar))
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s does not store 8-bit images ptq can read as they are", ds->path);
+    if (start < 0 || n < 0 || start > ds->count || n > ds->count - start)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "samples [%lld, %lld) out of range: %s has %lld", (long long)start,
+                        (long long)start + (long long)n, ds->path, (long long)ds->count);
+    if (labels && !ds->has_labels)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels", ds->path);
+    return n == 0 ? PTQ_OK : ds_hdf5_read_u8(ctx, ds, start, n, out, labels);
+}
+
 void ds_first_error_init(ds_first_error *e, int64_t n)
 {
     pthread_mutex_init(&e->mu, NULL);

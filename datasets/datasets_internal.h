@@ -39,6 +39,8 @@ ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *o
 ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
                         int32_t *labels);
 void ds_hdf5_free(ds_hdf5 *h);
+int ds_hdf5_u8(const ds_hdf5 *h, int *planar);
+ptq_status ds_hdf5_read_u8(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, uint8_t *out, int32_t *labels);
 ptq_status ds_png_open(ptq_ctx *ctx, ptq_dataset *ds);
 ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
                        int32_t *labels);

@@ -460,6 +460,34 @@ static ptq_status preprocess_piece(ptq_ctx *ctx, ptq_dataset *ds, int64_t m, con
     return ptq_fail(ctx, job.bad.err.code, "%s: %s", ds->path, job.bad.err.msg);
 }
 
+int ds_hdf5_u8(const ds_hdf5 *h, int *planar)
+{
+    *planar = h->planar;
+    return h->dtype == PTQ_DT_UINT8;
+}
+
+ptq_status ds_hdf5_read_u8(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, uint8_t *out, int32_t *labels)
+{
+    ds_hdf5 *h = ds->h5;
+    ptq_status st = PTQ_OK;
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    hid_t fspace, mspace;
+    char why[256];
+    int ok = select_samples(h->images, h->rank, h->dims, start, n, &fspace, &mspace) &&
+             H5Dread(h->images, H5T_NATIVE_UINT8, mspace, fspace, H5P_DEFAULT, out) >= 0;
+    if (!ok)
+        ds_h5_error(why, sizeof why);
+    close_spaces(fspace, mspace);
+    if (!ok)
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read images %lld..%lld of '%s' in %s: %s", (long long)start,
+                      (long long)(start + n - 1), h->images_key, ds->path, why);
+    else if (labels)
+        st = read_labels(ctx, ds, start, n, labels);
+    ds_h5_quiet_end(&q);
+    return st;
+}
+
 ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
                         int32_t *labels)
 {

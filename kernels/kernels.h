@@ -33,6 +33,19 @@ typedef struct ptq_conv_params {
 void ptq_k_conv_ref(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
 
+/* 8-bit images of the model's size into the model's input, as
+ * ptq_preprocess_image (datasets/preprocess.c, the reference) computes it
+ * without resizing: v = pixel (gray from channel 0 when c <= 2, channel mc
+ * for 3-channel models, 0.299 R + 0.587 G + 0.114 B for gray models of
+ * colour images), then (v * scale - mean[oc]) / std[oc], oc = 2 - mc when
+ * bgr. src: [n, h, w, c] (planar: [n, c, h, w]); dst: [n, n_out, h, w]
+ * (nhwc: [n, h, w, n_out]). */
+typedef struct ptq_norm_params {
+    int64_t n, h, w, c;
+    int planar, n_out, bgr, nhwc;
+    float scale, mean[4], std[4];
+} ptq_norm_params;
+
 typedef struct ptq_pool_params {
     int64_t n, c;
     int64_t in[PTQ_SPATIAL], out[PTQ_SPATIAL], k[PTQ_SPATIAL], stride[PTQ_SPATIAL], dil[PTQ_SPATIAL];

@@ -34,6 +34,10 @@ ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend 
 ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out);
 /* The math a cuda backend's convolutions and matrix products run in (ptq_math). */
 void ptq_backend_cuda_set_math(ptq_backend *b, int math);
+/* 8-bit images (device memory) into the float input (device memory): kernels/cuda/normalize.cu. */
+struct ptq_norm_params;
+ptq_status ptq_backend_cuda_normalize_u8(ptq_backend *b, ptq_ctx *ctx, const struct ptq_norm_params *p,
+                                         const void *src, void *dst);
 void ptq_backend_free(ptq_backend *b);
 
 /* The GPU context e's device tensors live on (for observers that run their

@@ -36,6 +36,16 @@ void ptq_backend_cuda_set_math(ptq_backend *b, int math)
     (void)math;
 }
 
+ptq_status ptq_backend_cuda_normalize_u8(ptq_backend *b, ptq_ctx *ctx, const struct ptq_norm_params *p,
+                                         const void *src, void *dst)
+{
+    (void)b;
+    (void)p;
+    (void)src;
+    (void)dst;
+    return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "ptq was built without CUDA");
+}
+
 #else
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -391,6 +401,12 @@ static void cuda_destroy(ptq_backend *b)
 void ptq_backend_cuda_set_math(ptq_backend *b, int math)
 {
     ptq_cuda_dev_set_math(impl_of(b)->dev, math == PTQ_MATH_TF32 ? PTQ_CUDA_MATH_TF32 : PTQ_CUDA_MATH_FP32);
+}
+
+ptq_status ptq_backend_cuda_normalize_u8(ptq_backend *b, ptq_ctx *ctx, const struct ptq_norm_params *p,
+                                         const void *src, void *dst)
+{
+    return ptq_k_normalize_u8_cuda(ctx, impl_of(b)->dev, p, (const uint8_t *)src, (float *)dst);
 }
 
 ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out)

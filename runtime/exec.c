@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "kernels/kernels.h"
+#include "ptq/dataset.h"
 #include "ptq/runtime.h"
 #include "runtime/backend.h"
 
@@ -94,6 +96,8 @@ struct ptq_exec {
     int n_wcopies, cap_wcopies;
     void *arena[N_MEM];
     size_t arena_bytes[N_MEM];
+    void *u8_dev;       /* device staging for ptq_exec_run_u8's bytes */
+    size_t u8_cap;
     int planned;        /* the arenas hold a plan */
     int replan;         /* this run needed something the plan did not cover */
     int step;
@@ -433,6 +437,23 @@ static ptq_status apply_round(ptq_ctx *ctx, ptq_exec *e, int v, ptq_tensor *t)
     return e->ov.round(e->ov.user, ctx, e, v, t);
 }
 
+/* t (host memory) fits graph input v's declared dtype and dims. */
+static ptq_status check_input(ptq_ctx *ctx, const ptq_value *v, const ptq_tensor *t)
+{
+    int ok = t->mem == PTQ_MEM_HOST && (v->dtype == PTQ_DT_UNDEFINED || v->dtype == t->dtype);
+    if (v->ndim >= 0 && v->ndim != t->ndim)
+        ok = 0;
+    for (int d = 0; ok && v->ndim >= 0 && d < v->ndim; d++)
+        if (v->dims[d] >= 0 && v->dims[d] != t->dims[d])
+            ok = 0;
+    if (ok)
+        return PTQ_OK;
+    char want[96], got[96];
+    return ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s': the model expects %s [%s], got %s [%s]", v->name,
+                    ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, want, sizeof want),
+                    ptq_dtype_name(t->dtype), ptq_dims_str(t->dims, t->ndim, got, sizeof got));
+}
+
 /* Graph input idx from t (caller's data, or NULL: the kept copy). An input
  * the overlay rounds is copied first, so the source is never written. */
 static ptq_status bind_input(ptq_ctx *ctx, ptq_exec *e, int idx, const ptq_tensor *t)
@@ -442,24 +463,26 @@ static ptq_status bind_input(ptq_ctx *ctx, ptq_exec *e, int idx, const ptq_tenso
     slot *s = &e->slots[vi];
     ptq_tensor kept;
     if (!t) {
-        if (!s->kept_valid || s->kept_mem != MEM_HOST)
+        if (!s->kept_valid)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "graph input '%s' was not kept by the last run", v->name);
+        if (s->kept_mem == MEM_DEV) { /* normalized on the device by ptq_exec_run_u8 */
+            s->meta = s->kept_meta;
+            if (!(e->has_ov && e->ov.rounds && e->ov.rounds[vi])) {
+                s->ptr[MEM_DEV] = s->kept;
+                s->cap[MEM_DEV] = s->kept_cap;
+                s->borrowed[MEM_DEV] = 1;
+                return PTQ_OK;
+            }
+            PTQ_TRY_RET(slot_alloc(ctx, e, s, MEM_DEV));
+            PTQ_TRY_RET(e->dev->copy(e->dev, ctx, s->ptr[MEM_DEV], s->kept, ptq_tensor_bytes(&s->meta)));
+            ptq_tensor view = slot_view(s, MEM_DEV);
+            return apply_round(ctx, e, vi, &view);
+        }
         kept = s->kept_meta;
         kept.data = s->kept;
         t = &kept;
     }
-    int ok = t->mem == PTQ_MEM_HOST && (v->dtype == PTQ_DT_UNDEFINED || v->dtype == t->dtype);
-    if (v->ndim >= 0 && v->ndim != t->ndim)
-        ok = 0;
-    for (int d = 0; ok && v->ndim >= 0 && d < v->ndim; d++)
-        if (v->dims[d] >= 0 && v->dims[d] != t->dims[d])
-            ok = 0;
-    if (!ok) {
-        char want[96], got[96];
-        return ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s': the model expects %s [%s], got %s [%s]", v->name,
-                        ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, want, sizeof want),
-                        ptq_dtype_name(t->dtype), ptq_dims_str(t->dims, t->ndim, got, sizeof got));
-    }
+    PTQ_TRY_RET(check_input(ctx, v, t));
     s->meta = *t;
     s->meta.data = NULL;
     if (e->has_ov && e->ov.rounds && e->ov.rounds[vi]) {
@@ -759,6 +782,79 @@ done:
     return st;
 }
 
+static ptq_status keep_copy(ptq_ctx *ctx, ptq_exec *e, slot *s, const ptq_tensor *t, int m);
+
+/* Graph input 0 from 8-bit images: on a GPU uploaded as bytes and
+ * normalized there, on the host by ptq_preprocess_image; kept (before any
+ * rounding) where it was made. */
+static ptq_status bind_input_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *im, const ptq_preprocess *p)
+{
+    const int vi = e->g->inputs[0];
+    slot *s = &e->slots[vi];
+    if (im->h != p->height || im->w != p->width || im->c < 1 || im->c > 4 || im->n < 0 ||
+        (p->n_channels != 1 && p->n_channels != 3))
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "%lld images of %lldx%lldx%lld for a model input of %lldx%lld, %d channels",
+                        (long long)im->n, (long long)im->h, (long long)im->w, (long long)im->c, (long long)p->height,
+                        (long long)p->width, p->n_channels);
+    ptq_tensor t = {PTQ_DT_FLOAT, 4, {im->n, p->n_channels, im->h, im->w}, NULL, PTQ_MEM_HOST, 0};
+    if (p->nhwc) {
+        t.dims[1] = im->h;
+        t.dims[2] = im->w;
+        t.dims[3] = p->n_channels;
+    }
+    PTQ_TRY_RET(check_input(ctx, &e->g->values[vi], &t));
+    s->meta = t;
+    const size_t img_bytes = (size_t)(im->h * im->w * im->c), per = (size_t)(p->n_channels * im->h * im->w);
+    int m = MEM_HOST;
+    if (e->dev) {
+        m = MEM_DEV;
+        const size_t n_bytes = img_bytes * (size_t)im->n;
+        if (e->u8_cap < n_bytes) {
+            if (e->u8_dev)
+                e->dev->release(e->dev, e->u8_dev);
+            e->u8_dev = NULL;
+            e->u8_cap = 0;
+            PTQ_TRY_RET(backend_alloc(ctx, e, MEM_DEV, n_bytes, &e->u8_dev));
+            e->u8_cap = n_bytes;
+        }
+        PTQ_TRY_RET(e->dev->upload(e->dev, ctx, e->u8_dev, im->data, n_bytes));
+        PTQ_TRY_RET(slot_alloc(ctx, e, s, MEM_DEV));
+        ptq_norm_params np = {im->n, im->h, im->w, im->c, im->planar, p->n_channels, p->bgr, p->nhwc, p->scale,
+                              {0}, {0}};
+        memcpy(np.mean, p->mean, sizeof np.mean);
+        memcpy(np.std, p->std, sizeof np.std);
+        PTQ_TRY_RET(ptq_backend_cuda_normalize_u8(e->dev, ctx, &np, e->u8_dev, s->ptr[MEM_DEV]));
+    } else {
+        PTQ_TRY_RET(slot_alloc(ctx, e, s, MEM_HOST));
+        for (int64_t i = 0; i < im->n; i++)
+            PTQ_TRY_RET(ptq_preprocess_image(ctx, p, im->data + (size_t)i * img_bytes, PTQ_DT_UINT8, im->h, im->w,
+                                             im->c, im->planar, (float *)s->ptr[MEM_HOST] + (size_t)i * per));
+    }
+    ptq_tensor view = slot_view(s, m);
+    if (s->keep)
+        PTQ_TRY_RET(keep_copy(ctx, e, s, &view, m));
+    return apply_round(ctx, e, vi, &view);
+}
+
+ptq_status ptq_exec_run_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *images, const ptq_preprocess *p,
+                           ptq_tensor *outputs)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_graph *g = e->g;
+    if (g->n_inputs != 1)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "8-bit images feed a model of one input; this one has %d",
+                        g->n_inputs);
+    PTQ_TRY(st, reset_slots(ctx, e, 0), done);
+    e->n_fallback = 0;
+    e->step = 0;
+    for (int v = 0; v < g->n_values; v++)
+        e->slots[v].kept_valid = 0;
+    PTQ_TRY(st, bind_input_u8(ctx, e, images, p), done);
+    st = run_nodes(ctx, e, 0, 1, outputs);
+done:
+    return st;
+}
+
 static ptq_status run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, int keep, ptq_tensor *outputs)
 {
     ptq_status st = PTQ_OK;
@@ -946,6 +1042,8 @@ void ptq_exec_free(ptq_exec *e)
     for (int i = 0; i < e->n_wcopies; i++)
         e->dev->release(e->dev, e->wcopies[i].dev);
     free(e->wcopies);
+    if (e->u8_dev)
+        e->dev->release(e->dev, e->u8_dev);
     for (int m = 0; m < N_MEM; m++) {
         if (e->pool[m].b)
             pool_clear(&e->pool[m]);

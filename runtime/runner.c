@@ -140,6 +140,8 @@ ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int6
 /* One batch's host buffers and the read that fills them. */
 typedef struct slot_buf {
     float *x;           /* [batch, sample] */
+    uint8_t *u8;        /* or the images as stored, [batch, img_bytes] (normalized on the GPU) */
+    int64_t img_bytes;
     int32_t *labels;    /* [batch] or NULL */
     const int64_t *ids;
     int64_t n;
@@ -163,8 +165,9 @@ static void *read_batch(void *arg)
         int64_t j = i + 1;
         while (j < b->n && b->ids[j] == b->ids[j - 1] + 1)
             j++;
-        b->st = ptq_dataset_read(&b->ctx, b->ds, b->ids[i], j - i, b->pre, b->x + i * b->sample,
-                                 b->labels ? b->labels + i : NULL);
+        int32_t *labels = b->labels ? b->labels + i : NULL;
+        b->st = b->u8 ? ptq_dataset_read_u8(&b->ctx, b->ds, b->ids[i], j - i, b->u8 + i * b->img_bytes, labels)
+                      : ptq_dataset_read(&b->ctx, b->ds, b->ids[i], j - i, b->pre, b->x + i * b->sample, labels);
         i = j;
     }
     b->secs = ptq_clock_s() - t0;
@@ -278,16 +281,27 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     const int64_t sample = c * h * w, batch = p->n_ids < p->batch ? (p->n_ids ? p->n_ids : 1) : p->batch;
     const int n_bufs = p->prefetch ? 2 : 1;
     PTQ_TRY_RET(batch_fits(ctx, g, batch, sample, n_bufs));
+    /* 8-bit images of the model's size go to the GPU as bytes and are normalized there */
+    int planar = 0;
+    int64_t dh, dw, dc;
+    ptq_dataset_geometry(ds, &dh, &dw, &dc);
+    const char *dev_pre = getenv("PTQ_DEVICE_PREPROCESS");
+    const int u8 = ptq_exec_device(e) == PTQ_DEVICE_CUDA && ptq_dataset_u8(ds, &planar) && dh == h && dw == w &&
+                   dc >= 1 && dc <= 4 && (c == 1 || c == 3) && !(dev_pre && strcmp(dev_pre, "0") == 0);
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!outs)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n_bufs; i++) {
-        buf[i].x = malloc((size_t)batch * (size_t)sample * sizeof *buf[i].x);
+        buf[i].img_bytes = dh * dw * dc;
+        if (u8)
+            buf[i].u8 = malloc((size_t)batch * (size_t)buf[i].img_bytes);
+        else
+            buf[i].x = malloc((size_t)batch * (size_t)sample * sizeof *buf[i].x);
         buf[i].labels = labelled ? malloc((size_t)batch * sizeof *buf[i].labels) : NULL;
         buf[i].ds = ds;
         buf[i].pre = pre;
         buf[i].sample = sample;
-        if (!buf[i].x || (labelled && !buf[i].labels)) {
+        if ((!buf[i].x && !buf[i].u8) || (labelled && !buf[i].labels)) {
             st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
             goto done;
         }
@@ -320,7 +334,7 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
         b.start = start;
         b.n = n;
         b.ids = p->ids + start;
-        b.inputs = &in;
+        b.inputs = u8 ? NULL : &in;
         b.labels = cur->labels;
         b.outputs = NULL;
         b.logits = NULL;
@@ -328,7 +342,12 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
             if (p->consumers[k].before)
                 PTQ_TRY(st, p->consumers[k].before(p->consumers[k].user, ctx, &r, &b), done);
         t0 = ptq_clock_s();
-        PTQ_TRY(st, ptq_exec_run(ctx, e, &in, outs), done);
+        if (u8) {
+            const ptq_u8_batch im = {cur->u8, n, h, w, dc, planar};
+            PTQ_TRY(st, ptq_exec_run_u8(ctx, e, &im, pre, outs), done);
+        } else {
+            PTQ_TRY(st, ptq_exec_run(ctx, e, &in, outs), done);
+        }
         r.exec_s += ptq_clock_s() - t0;
         b.outputs = outs;
         if (p->need_logits)
@@ -355,6 +374,7 @@ done:
             buf[i].running = 0;
         }
         free(buf[i].x);
+        free(buf[i].u8);
         free(buf[i].labels);
     }
     free(outs);

@@ -82,7 +82,9 @@ stage_calib() {
     "$ptq" calibrate --model "$model" --data "$h5" --device cuda --out "$t/s0.h5" --shard 0/2 --batch 77 >/dev/null
     "$ptq" calibrate --model "$model" --data "$h5" --device cuda --out "$t/s1.h5" --shard 1/2 --batch 500 >/dev/null
     "$ptq" merge "$t/s1.h5" "$t/s0.h5" --out "$t/gm.h5"
-    for f in g1000 g7 gm; do
+    # the images normalized on the CPU (floats uploaded) instead of on the GPU (bytes uploaded)
+    PTQ_DEVICE_PREPROCESS=0 "$ptq" calibrate --model "$model" --data "$h5" --device cuda --out "$t/ghost.h5" >/dev/null
+    for f in g1000 g7 gm ghost; do
         if cmp -s "$t/g256.h5" "$t/$f.h5"; then echo "cuda archive $f.h5: identical to batch 256"
         else echo "cuda archive $f.h5: DIFFERS from batch 256"; fi
     done | tee "$out/calib-cuda-identical.txt"

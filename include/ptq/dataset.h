@@ -118,6 +118,16 @@ PTQ_API ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *d
 PTQ_API ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
                                     float *x, int32_t *labels);
 
+/* 1 when the set stores 8-bit images that ptq_dataset_read_u8 can hand
+ * over as they are (an HDF5 set of uint8), with *planar 1 for [N,C,H,W]
+ * storage and 0 for [N,H,W,C] (or [N,H,W]); 0 otherwise. */
+PTQ_API int ptq_dataset_u8(const ptq_dataset *ds, int *planar);
+/* Samples [start, start+n) as stored, into out: [n, height, width,
+ * channels] bytes (planar: [n, channels, height, width]), and their labels
+ * as ptq_dataset_read does. PTQ_ERR_UNSUPPORTED when ptq_dataset_u8 is 0. */
+PTQ_API ptq_status ptq_dataset_read_u8(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, uint8_t *out,
+                                       int32_t *labels);
+
 typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } ptq_convert_format;
 
 /* IDX (optionally .gz) images (ubyte, [N,H,W]) + labels (ubyte, [N]) -> an

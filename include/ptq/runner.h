@@ -90,7 +90,8 @@ typedef struct ptq_batch {
     int64_t start;            /* position of its first sample in the pick */
     int64_t n;                /* samples */
     const int64_t *ids;       /* [n] sample ids in the data set */
-    ptq_tensor *inputs;       /* [g->n_inputs] host tensors: input 0 the preprocessed images [n, C, H, W] (or NHWC) */
+    ptq_tensor *inputs;       /* [g->n_inputs] host tensors: input 0 the preprocessed images [n, C, H, W] (or NHWC);
+                               * NULL when 8-bit images were normalized on the GPU (ptq_exec_run_u8) */
     const int32_t *labels;    /* [n], or NULL for unlabelled data */
     ptq_tensor *outputs;      /* [g->n_outputs] the executor's outputs (after), valid during the call */
     const float *logits;      /* [n, n_classes]: output 0 (after) */

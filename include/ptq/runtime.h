@@ -89,6 +89,20 @@ PTQ_API ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, 
  * ptq_exec_run_from calls then share this run's prefix, e.g. a quantized
  * plan's, instead of the FP32 one. */
 PTQ_API ptq_status ptq_exec_rerun(ptq_ctx *ctx, ptq_exec *e, ptq_tensor *outputs);
+/* 8-bit images of the model's input size, as a graph input. */
+typedef struct ptq_u8_batch {
+    const uint8_t *data; /* host memory: [n, h, w, c] interleaved, or [n, c, h, w] when planar */
+    int64_t n, h, w, c;  /* c: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA */
+    int planar;
+} ptq_u8_batch;
+typedef struct ptq_preprocess ptq_preprocess; /* include/ptq/dataset.h */
+/* ptq_exec_run for a model of one input made from 8-bit images by p
+ * (without resizing: p->height x p->width images): on a GPU the bytes are
+ * uploaded (4x less than floats) and normalized there, elsewhere by
+ * ptq_preprocess_image; the input is the same floats either way. Kept
+ * and rounded like any input; ptq_exec_run_from reuses it. */
+PTQ_API ptq_status ptq_exec_run_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *images, const ptq_preprocess *p,
+                                   ptq_tensor *outputs);
 /* From the next ptq_exec_run on, keep (1) or stop keeping (0) a copy of
  * value v as that run produced it (after the overlay's rounding). */
 PTQ_API ptq_status ptq_exec_keep(ptq_ctx *ctx, ptq_exec *e, int value_index, int keep);

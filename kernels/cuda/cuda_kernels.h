@@ -51,6 +51,11 @@ typedef struct ptq_cudnn_algo_time {
     size_t workspace;
     float ms;           /* one call, the mean of 4 after a warm-up */
 } ptq_cudnn_algo_time;
+/* 8-bit images (device memory) into the model's float input on the GPU,
+ * bit for bit as ptq_preprocess_image. Covered by tests/cuda_normalize.c. */
+ptq_status ptq_k_normalize_u8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_norm_params *p, const uint8_t *src,
+                                   float *dst);
+
 /* Images per cuDNN call ptq's runs use for p's layer. */
 int64_t ptq_cudnn_chunk(const ptq_conv_params *p);
 /* Times every algorithm cuDNN runs for p at p->n images a call under d's
