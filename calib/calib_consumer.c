@@ -14,7 +14,8 @@ static ptq_status calib_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batc
         ptq_exec_remove_tap(e, ptq_calib_set_tap, set);
         PTQ_TRY_RET(ptq_exec_add_tap(ctx, e, ptq_calib_set_tap, set));
     }
-    return ptq_calib_set_observe_inputs(ctx, set, b->inputs);
+    /* 8-bit images normalized on the GPU reach the set through its tap */
+    return b->inputs ? ptq_calib_set_observe_inputs(ctx, set, b->inputs) : PTQ_OK;
 }
 
 static ptq_status calib_end(void *user, ptq_ctx *ctx, ptq_runner *r)

@@ -207,7 +207,7 @@ static ptq_status eval_after(void *user, ptq_ctx *ctx, ptq_runner *rn, ptq_batch
     }
     qfig_add(&r->f, r->k, b->n, b->labels, r->f32.logits, r->f32.pred, r->f32.logits);
     ptq_exec_set_overlay(e, r->ov);
-    ptq_status st = ptq_exec_run(ctx, e, b->inputs, r->outs);
+    ptq_status st = ptq_runner_rerun(ctx, rn, b, r->outs);
     ptq_exec_set_overlay(e, NULL);
     if (st != PTQ_OK)
         return st;

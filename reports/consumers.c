@@ -42,7 +42,7 @@ static ptq_status validate_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_ba
     }
     memcpy(run->fp32, b->logits, (size_t)n_logits * sizeof *run->fp32);
     ptq_exec_set_overlay(e, run->overlay);
-    ptq_status st = ptq_exec_run(ctx, e, b->inputs, run->outputs);
+    ptq_status st = ptq_runner_rerun(ctx, r, b, run->outputs);
     ptq_exec_set_overlay(e, NULL);
     if (st != PTQ_OK)
         return st;

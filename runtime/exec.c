@@ -833,6 +833,8 @@ static ptq_status bind_input_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *i
     ptq_tensor view = slot_view(s, m);
     if (s->keep)
         PTQ_TRY_RET(keep_copy(ctx, e, s, &view, m));
+    for (int k = 0; k < e->n_taps; k++) /* the input as made, before any rounding */
+        PTQ_TRY_RET(e->taps[k].fn(e->taps[k].user, ctx, e->g, -1, vi, &view));
     return apply_round(ctx, e, vi, &view);
 }
 

@@ -334,7 +334,9 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
         b.start = start;
         b.n = n;
         b.ids = p->ids + start;
+        const ptq_u8_batch im = {cur->u8, n, h, w, dc, planar};
         b.inputs = u8 ? NULL : &in;
+        b.images = u8 ? &im : NULL;
         b.labels = cur->labels;
         b.outputs = NULL;
         b.logits = NULL;
@@ -343,7 +345,6 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
                 PTQ_TRY(st, p->consumers[k].before(p->consumers[k].user, ctx, &r, &b), done);
         t0 = ptq_clock_s();
         if (u8) {
-            const ptq_u8_batch im = {cur->u8, n, h, w, dc, planar};
             PTQ_TRY(st, ptq_exec_run_u8(ctx, e, &im, pre, outs), done);
         } else {
             PTQ_TRY(st, ptq_exec_run(ctx, e, &in, outs), done);
@@ -384,6 +385,14 @@ done:
 ptq_session *ptq_runner_session(const ptq_runner *r)
 {
     return r->s;
+}
+
+ptq_status ptq_runner_rerun(ptq_ctx *ctx, ptq_runner *r, const ptq_batch *b, ptq_tensor *outputs)
+{
+    ptq_exec *e = ptq_session_exec(r->s);
+    if (b->images)
+        return ptq_exec_run_u8(ctx, e, b->images, ptq_session_preprocess(r->s), outputs);
+    return ptq_exec_run(ctx, e, b->inputs, outputs);
 }
 
 void ptq_runner_seconds(const ptq_runner *r, double *read_s, double *exec_s)

@@ -11,6 +11,18 @@
 #include "ptq/runtime.h"
 #include "testlib.h"
 
+static int input_taps;
+
+static ptq_status count_input_taps(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
+                                   const ptq_tensor *t)
+{
+    (void)user;
+    (void)ctx;
+    (void)t;
+    input_taps += node_index == -1 && value_index == g->inputs[0];
+    return PTQ_OK;
+}
+
 static void fill_bytes(uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -49,7 +61,11 @@ static void exec_case(const ptq_graph *g, ptq_device dev)
     memcpy(ref, out[0].data, bytes);
     CHECK(ptq_exec_keep_for(&ctx, e, 0) == PTQ_OK);
     const ptq_u8_batch im = {img, N, 28, 28, 1, 0};
+    input_taps = 0;
+    CHECK(ptq_exec_add_tap(&ctx, e, count_input_taps, NULL) == PTQ_OK);
     CHECK(ptq_exec_run_u8(&ctx, e, &im, &p, out) == PTQ_OK);
+    ptq_exec_remove_tap(e, count_input_taps, NULL);
+    CHECK_MSG(input_taps == 1, "the input made from 8-bit images was tapped %d times", input_taps);
     CHECK_MSG(ptq_tensor_bytes(&out[0]) == bytes && memcmp(out[0].data, ref, bytes) == 0,
               "%s: logits from 8-bit images differ from those of the host's floats", ptq_exec_device_name(e));
     CHECK(ptq_exec_run_from(&ctx, e, 0, out) == PTQ_OK);

@@ -91,7 +91,9 @@ typedef struct ptq_batch {
     int64_t n;                /* samples */
     const int64_t *ids;       /* [n] sample ids in the data set */
     ptq_tensor *inputs;       /* [g->n_inputs] host tensors: input 0 the preprocessed images [n, C, H, W] (or NHWC);
-                               * NULL when 8-bit images were normalized on the GPU (ptq_exec_run_u8) */
+                               * NULL when images holds the batch instead */
+    const ptq_u8_batch *images; /* the 8-bit images when the executor normalizes them on the GPU
+                                 * (ptq_exec_run_u8, which taps the input with node_index -1), else NULL */
     const int32_t *labels;    /* [n], or NULL for unlabelled data */
     ptq_tensor *outputs;      /* [g->n_outputs] the executor's outputs (after), valid during the call */
     const float *logits;      /* [n, n_classes]: output 0 (after) */
@@ -135,6 +137,9 @@ PTQ_API ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p);
  * preprocessing (waiting for it, with prefetch) and running the executor. */
 PTQ_API ptq_session *ptq_runner_session(const ptq_runner *r);
 PTQ_API void ptq_runner_seconds(const ptq_runner *r, double *read_s, double *exec_s);
+/* Inside a callback: runs batch b again under the executor's current
+ * overlay (from b->inputs or b->images, whichever it has). */
+PTQ_API ptq_status ptq_runner_rerun(ptq_ctx *ctx, ptq_runner *r, const ptq_batch *b, ptq_tensor *outputs);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,8 @@ typedef enum ptq_device {
 } ptq_device;
 
 /* Called once per produced tensor, after the node ran; t may be on the
- * device (t->mem). A non-OK return stops the run with that status. */
+ * device (t->mem). A non-OK return stops the run with that status. A graph
+ * input made by ptq_exec_run_u8 is tapped too, with node_index -1. */
 typedef ptq_status (*ptq_tap_fn)(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
                                  const ptq_tensor *t);
 
