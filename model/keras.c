@@ -390,7 +390,7 @@ static ptq_status read_weight(kimp *K, const klayer *L, const char *role, const 
                               const int64_t *dims, int any_shape, float **out)
 {
     ptq_status st = PTQ_OK;
-    char **names = NULL, esc[160], have[256] = "", r[128];
+    char **names = NULL, esc[160], esc2[160], have[256] = "", r[128];
     int n_names = -1;
     hid_t grp = -1, d = -1, type = -1, space = -1;
     float *data = NULL;
@@ -421,7 +421,7 @@ static ptq_status read_weight(kimp *K, const klayer *L, const char *role, const 
     }
     if (H5Lexists(grp, names[found], H5P_DEFAULT) <= 0 || (d = H5Dopen2(grp, names[found], H5P_DEFAULT)) < 0) {
         st = ptq_fail(K->ctx, PTQ_ERR_FORMAT, "%s: layer '%s' (%s): weight_names lists '%s' but there is no such dataset",
-                      K->path, lname, L->cls, ptq_escape(names[found], esc, sizeof esc));
+                      K->path, lname, L->cls, ptq_escape(names[found], esc2, sizeof esc2));
         goto done;
     }
     type = H5Dget_type(d);
