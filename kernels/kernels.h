@@ -128,6 +128,16 @@ void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x
 void ptq_k_transpose_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *perm, const void *x,
                          void *y);
 
+/* Pad modes, as ONNX Pad's mode attribute. */
+typedef enum ptq_pad_mode { PTQ_PAD_CONSTANT, PTQ_PAD_EDGE, PTQ_PAD_REFLECT } ptq_pad_mode;
+/* y = x padded by pads [2 * ndim] (all the begins, then all the ends, each
+ * >= 0) with elements of elem_bytes bytes; value: one element, the constant. */
+void ptq_k_pad_ref(ptq_pad_mode mode, size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *pads,
+                   const void *value, const void *x, void *y);
+
+/* y = erf(x) elementwise; x, y: [n], x == y allowed. */
+void ptq_k_erf_ref(int64_t n, const float *x, float *y);
+
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max
  * order -0 below +0, so they are associative and commutative bit for bit. */

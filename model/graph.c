@@ -29,6 +29,7 @@ void ptq_store_free(ptq_graph_store *s)
     if (s->map)
         munmap(s->map, s->map_bytes);
     free(s->weights);
+    free(s->owned);
     free(s->name_slots);
     for (ptq_store_chunk *c = s->chunks, *next; c; c = next) {
         next = c->next;

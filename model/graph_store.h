@@ -14,6 +14,7 @@ typedef struct ptq_store_chunk ptq_store_chunk;
 typedef struct ptq_graph_store {
     void *map; /* the mmapped model file; NULL when loaded from caller bytes */
     size_t map_bytes;
+    void *owned; /* malloc'd model bytes the graph borrows from (a Keras model's ONNX form), or NULL */
     void *weights; /* copied or decoded constants, 64-byte aligned slots */
     size_t weight_bytes;
     ptq_store_chunk *chunks; /* the arena */

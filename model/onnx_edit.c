@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/keras.h"
 #include "model/pb.h"
 #include "ptq/fileio.h"
 #include "ptq/buf.h"
@@ -111,53 +112,9 @@ static void smap_free(smap *m)
     memset(m, 0, sizeof *m);
 }
 
-/* ---- output buffer ---- */
-
-/* protobuf bytes go into the shared buffer (include/ptq/buf.h); a failed
- * put sticks, so a whole message is checked once */
+/* protobuf bytes go into the shared buffer (include/ptq/buf.h) through
+ * model/pb.h's writers; a failed put sticks, so a whole message is checked once */
 typedef ptq_buf obuf;
-
-static void ob_bytes(obuf *b, const void *src, size_t n)
-{
-    ptq_buf_put(b, src, n);
-}
-
-static void ob_varint(obuf *b, uint64_t v)
-{
-    uint8_t tmp[10];
-    int n = 0;
-    do {
-        tmp[n] = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v)
-            tmp[n] |= 0x80;
-        n++;
-    } while (v);
-    ob_bytes(b, tmp, (size_t)n);
-}
-
-static void ob_key(obuf *b, uint32_t num, int wire)
-{
-    ob_varint(b, ((uint64_t)num << 3) | (uint64_t)wire);
-}
-
-static void ob_len(obuf *b, uint32_t num, const void *data, size_t n)
-{
-    ob_key(b, num, PTQ_PB_LEN);
-    ob_varint(b, n);
-    ob_bytes(b, data, n);
-}
-
-static void ob_str(obuf *b, uint32_t num, const char *s)
-{
-    ob_len(b, num, s, strlen(s));
-}
-
-static void ob_int(obuf *b, uint32_t num, int64_t v)
-{
-    ob_key(b, num, PTQ_PB_VARINT);
-    ob_varint(b, (uint64_t)v);
-}
 
 /* ---- the editor ---- */
 
@@ -572,6 +529,11 @@ ptq_status ptq_onnx_edit_open(ptq_ctx *ctx, const char *path, ptq_onnx_edit **ou
         st = ptq_fail(ctx, PTQ_ERR_IO, "%s: read failed", path);
         goto done;
     }
+    if (ptq_keras_is_hdf5(buf, n)) { /* a Keras model is edited in its ONNX form */
+        free(buf);
+        buf = NULL;
+        PTQ_TRY(st, ptq_keras_to_onnx(ctx, path, (void **)&buf, &n), done);
+    }
     st = ptq_onnx_edit_open_bytes(ctx, buf, n, path, out);
 done:
     fclose(fp);
@@ -639,10 +601,10 @@ ptq_status ptq_onnx_edit_add_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const c
     }
     /* TensorProto: dims=1 (unpacked, as proto2 writes them), data_type=2, name=8, raw_data=9 */
     for (int i = 0; i < ndim; i++)
-        ob_int(&b, 1, dims[i]);
-    ob_int(&b, 2, data_type);
-    ob_str(&b, 8, name);
-    ob_len(&b, 9, raw, n_bytes);
+        ptq_pb_put_int(&b, 1, dims[i]);
+    ptq_pb_put_int(&b, 2, data_type);
+    ptq_pb_put_str(&b, 8, name);
+    ptq_pb_put_len(&b, 9, raw, n_bytes);
     ainit *t = &e->new_inits[e->n_new_inits];
     memset(t, 0, sizeof *t);
     if (b.failed || !(t->name = strdup(name))) {
@@ -723,18 +685,18 @@ ptq_status ptq_onnx_edit_add_node_attr(ptq_ctx *ctx, ptq_onnx_edit *e, const cha
         return oom(ctx, e);
     /* NodeProto: input=1 output=2 name=3 op_type=4 attribute=5 {name=1 i=3 type=20 (INT=2)} */
     for (int i = 0; i < n_in; i++)
-        ob_str(&b, 1, inputs[i]);
+        ptq_pb_put_str(&b, 1, inputs[i]);
     for (int i = 0; i < n_out; i++)
-        ob_str(&b, 2, outputs[i]);
+        ptq_pb_put_str(&b, 2, outputs[i]);
     if (a->name[0])
-        ob_str(&b, 3, a->name);
-    ob_str(&b, 4, op_type);
+        ptq_pb_put_str(&b, 3, a->name);
+    ptq_pb_put_str(&b, 4, op_type);
     if (attr_name) {
         obuf at = {0};
-        ob_str(&at, 1, attr_name);
-        ob_int(&at, 3, attr_value);
-        ob_int(&at, 20, 2);
-        ob_len(&b, 5, at.data, at.n_bytes);
+        ptq_pb_put_str(&at, 1, attr_name);
+        ptq_pb_put_int(&at, 3, attr_value);
+        ptq_pb_put_int(&at, 20, 2);
+        ptq_pb_put_len(&b, 5, at.data, at.n_bytes);
         b.failed |= at.failed;
         free(at.data);
     }
@@ -910,7 +872,7 @@ static void emit_added(const ptq_onnx_edit *e, const int *pos, const int *order,
 {
     for (int i = 0; i < e->n_added; i++)
         if (pos[order[i]] == at)
-            ob_len(b, 1, e->added[order[i]].enc, e->added[order[i]].enc_bytes);
+            ptq_pb_put_len(b, 1, e->added[order[i]].enc, e->added[order[i]].enc_bytes);
 }
 
 static int node_renamed(const ptq_onnx_edit *e, int k)
@@ -931,11 +893,11 @@ static ptq_status encode_node(const ptq_onnx_edit *e, int k, ptq_pb *nr, obuf *b
         const uint8_t *start = nr->p;
         PTQ_TRY_RET(ptq_pb_next(nr, &f));
         if (f.num == 1)
-            ob_str(&nb, 1, renamed_input(e, k, j++));
+            ptq_pb_put_str(&nb, 1, renamed_input(e, k, j++));
         else
-            ob_bytes(&nb, start, (size_t)(nr->p - start));
+            ptq_buf_put(&nb, start, (size_t)(nr->p - start));
     }
-    ob_len(b, 1, nb.data, nb.n_bytes);
+    ptq_pb_put_len(b, 1, nb.data, nb.n_bytes);
     b->failed |= nb.failed;
     free(nb.data);
     return PTQ_OK;
@@ -964,32 +926,32 @@ static ptq_status encode_graph(ptq_ctx *ctx, const ptq_onnx_edit *e, ptq_pb *gr,
                 ptq_pb_sub(gr, &f, &node_desc, &nr);
                 PTQ_TRY(st, encode_node(e, k_node, &nr, b), done);
             } else {
-                ob_bytes(b, start, n_field);
+                ptq_buf_put(b, start, n_field);
             }
             if (++k_node == e->n_nodes)
                 emit_added(e, pos, order, e->n_nodes, b);
         } else if (f.num == 5) {
             if (!e->inits[k_init].removed)
-                ob_bytes(b, start, n_field);
+                ptq_buf_put(b, start, n_field);
             if (++k_init == e->n_inits)
                 for (int i = 0; i < e->n_new_inits; i++)
-                    ob_len(b, 5, e->new_inits[i].enc, e->new_inits[i].enc_bytes);
+                    ptq_pb_put_len(b, 5, e->new_inits[i].enc, e->new_inits[i].enc_bytes);
         } else if (f.num == 11) {
             int removed = 0;
             for (int i = 0; i < e->n_inits && !removed; i++)
                 removed = e->inits[i].removed && strcmp(e->inits[i].name, e->inputs[k_input]) == 0;
             if (!removed)
-                ob_bytes(b, start, n_field);
+                ptq_buf_put(b, start, n_field);
             k_input++;
         } else {
-            ob_bytes(b, start, n_field);
+            ptq_buf_put(b, start, n_field);
         }
     }
     if (!e->n_nodes)
         emit_added(e, pos, order, 0, b);
     if (!e->n_inits)
         for (int i = 0; i < e->n_new_inits; i++)
-            ob_len(b, 5, e->new_inits[i].enc, e->new_inits[i].enc_bytes);
+            ptq_pb_put_len(b, 5, e->new_inits[i].enc, e->new_inits[i].enc_bytes);
 done:
     free(pos);
     free(order);
@@ -1037,18 +999,18 @@ ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **byt
         }
     }
     if (!has_ir && e->ir_version > 0)
-        ob_int(&b, 1, e->ir_version);
+        ptq_pb_put_int(&b, 1, e->ir_version);
     ptq_pb_init(&mr, ctx, e->path, e->bytes, e->n_bytes, &model_desc);
     while (ptq_pb_more(&mr)) {
         const uint8_t *start = mr.p;
         PTQ_TRY(st, ptq_pb_next(&mr, &f), done);
         size_t n_field = (size_t)(mr.p - start);
         if (f.num == 1 && (int64_t)f.u < e->ir_version) {
-            ob_int(&b, 1, e->ir_version);
+            ptq_pb_put_int(&b, 1, e->ir_version);
         } else if (f.num == 7) {
             ptq_pb_sub(&mr, &f, &graph_desc, &sub);
             PTQ_TRY(st, encode_graph(ctx, e, &sub, &gb), done);
-            ob_len(&b, 7, gb.data, gb.n_bytes);
+            ptq_pb_put_len(&b, 7, gb.data, gb.n_bytes);
         } else if (f.num == 8) {
             int is_default;
             int64_t v;
@@ -1063,32 +1025,32 @@ ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **byt
                     const uint8_t *s0 = sub.p;
                     PTQ_TRY(st, ptq_pb_next(&sub, &sf), done);
                     if (sf.num != 2)
-                        ob_bytes(&ob, s0, (size_t)(sub.p - s0));
+                        ptq_buf_put(&ob, s0, (size_t)(sub.p - s0));
                 }
-                ob_int(&ob, 2, e->opset);
-                ob_len(&b, 8, ob.data, ob.n_bytes);
+                ptq_pb_put_int(&ob, 2, e->opset);
+                ptq_pb_put_len(&b, 8, ob.data, ob.n_bytes);
                 b.failed |= ob.failed;
                 free(ob.data);
             } else {
-                ob_bytes(&b, start, n_field);
+                ptq_buf_put(&b, start, n_field);
             }
             if (++k_opset == n_opsets && !has_default && e->opset > 0) {
                 obuf ob = {0};
-                ob_str(&ob, 1, "");
-                ob_int(&ob, 2, e->opset);
-                ob_len(&b, 8, ob.data, ob.n_bytes);
+                ptq_pb_put_str(&ob, 1, "");
+                ptq_pb_put_int(&ob, 2, e->opset);
+                ptq_pb_put_len(&b, 8, ob.data, ob.n_bytes);
                 b.failed |= ob.failed;
                 free(ob.data);
             }
         } else {
-            ob_bytes(&b, start, n_field);
+            ptq_buf_put(&b, start, n_field);
         }
     }
     if (!n_opsets && e->opset > 0) {
         obuf ob = {0};
-        ob_str(&ob, 1, "");
-        ob_int(&ob, 2, e->opset);
-        ob_len(&b, 8, ob.data, ob.n_bytes);
+        ptq_pb_put_str(&ob, 1, "");
+        ptq_pb_put_int(&ob, 2, e->opset);
+        ptq_pb_put_len(&b, 8, ob.data, ob.n_bytes);
         b.failed |= ob.failed;
         free(ob.data);
     }

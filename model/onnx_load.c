@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "model/graph_store.h"
+#include "model/keras.h"
 #include "model/pb.h"
 #include "ptq/fileio.h"
 
@@ -1079,6 +1080,16 @@ ptq_status ptq_graph_load_onnx_bytes(ptq_ctx *ctx, const void *bytes, size_t n_b
     return load(ctx, "<memory>", bytes ? bytes : (const void *)"", n_bytes, base_dir, NULL, out);
 }
 
+ptq_status ptq_graph_load_onnx_owned(ptq_ctx *ctx, const char *path, void *bytes, size_t n_bytes, ptq_graph **out)
+{
+    ptq_status st = load(ctx, path, bytes, n_bytes, NULL, NULL, out);
+    if (st == PTQ_OK)
+        (*out)->store->owned = bytes;
+    else
+        free(bytes);
+    return st;
+}
+
 ptq_status ptq_graph_load_onnx(ptq_ctx *ctx, const char *path, ptq_graph **out)
 {
     struct stat sb;
@@ -1099,6 +1110,10 @@ ptq_status ptq_graph_load_onnx(ptq_ctx *ctx, const char *path, ptq_graph **out)
     close(fd);
     if (map == MAP_FAILED)
         return ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot map %zu bytes: %s", path, n, strerror(map_errno));
+    if (ptq_keras_is_hdf5(map, n)) { /* a Keras model: its ONNX form is built and loaded instead */
+        munmap(map, n);
+        return ptq_graph_load_keras(ctx, path, out);
+    }
     char *dir = ptq_pb_dirname(path);
     if (!dir) {
         munmap(map, n);

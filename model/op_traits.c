@@ -42,6 +42,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_CONCAT, "Concat", COMMUTES),
     PLAIN(PTQ_OP_IDENTITY, "Identity", COMMUTES),
     PLAIN(PTQ_OP_DROPOUT, "Dropout", COMMUTES),
+    /* zero padding commutes with a symmetric rounding (0 stays 0) */
+    PLAIN(PTQ_OP_PAD, "Pad", COMMUTES),
+    PLAIN(PTQ_OP_ERF, "Erf", 0),
     /* its output is a constant, not an activation */
     [PTQ_OP_CONSTANT] = {PTQ_OP_CONSTANT, "Constant", "ai.onnx", 0, 0, 0, -1, PTQ_AXIS_NONE, 0},
 };

@@ -37,6 +37,8 @@ typedef enum ptq_op_id {
     PTQ_OP_CONCAT,
     PTQ_OP_IDENTITY,
     PTQ_OP_DROPOUT,
+    PTQ_OP_PAD,
+    PTQ_OP_ERF,
     PTQ_OP_CONSTANT,
     PTQ_OP_COUNT
 } ptq_op_id;

@@ -1,4 +1,4 @@
-/* Protobuf wire-format reader (developers.google.com/protocol-buffers/docs/encoding):
+/* Protobuf wire-format reader and writer (developers.google.com/protocol-buffers/docs/encoding):
  * every read is checked against the end of its message, so malformed input
  * gives PTQ_ERR_FORMAT with the byte offset, never a read out of bounds.
  * Covered by tests/test_onnx_malformed.c and tests/test_onnx_load.c. */
@@ -252,4 +252,41 @@ int ptq_pb_scalars_next(ptq_pb_scalars *it, uint64_t *v)
     *v = load_le(it->p, width);
     it->p += width;
     return 1;
+}
+
+void ptq_pb_put_varint(ptq_buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    int n = 0;
+    do {
+        tmp[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            tmp[n] |= 0x80;
+        n++;
+    } while (v);
+    ptq_buf_put(b, tmp, (size_t)n);
+}
+
+void ptq_pb_put_key(ptq_buf *b, uint32_t num, int wire)
+{
+    ptq_pb_put_varint(b, ((uint64_t)num << 3) | (uint64_t)wire);
+}
+
+void ptq_pb_put_len(ptq_buf *b, uint32_t num, const void *data, size_t n)
+{
+    ptq_pb_put_key(b, num, PTQ_PB_LEN);
+    ptq_pb_put_varint(b, n);
+    ptq_buf_put(b, data, n);
+}
+
+void ptq_pb_put_str(ptq_buf *b, uint32_t num, const char *s)
+{
+    ptq_pb_put_len(b, num, s, strlen(s));
+}
+
+void ptq_pb_put_int(ptq_buf *b, uint32_t num, int64_t v)
+{
+    ptq_pb_put_key(b, num, PTQ_PB_VARINT);
+    ptq_pb_put_varint(b, (uint64_t)v);
 }

@@ -1,13 +1,15 @@
 /* Internal to model/: a bounds-checked protobuf wire-format reader (varint,
  * fixed32/64, length-delimited, packed or unpacked repeated scalars) and the
  * onnx TensorProto decoder built on it, shared by the ONNX loader and
- * ptq_tensor_load_pb. Covered by tests/test_onnx_load.c, tests/test_onnx_malformed.c. */
+ * ptq_tensor_load_pb; and the field writers the ONNX editor and the Keras
+ * importer encode with. Covered by tests/test_onnx_load.c, tests/test_onnx_malformed.c. */
 #ifndef PTQ_MODEL_PB_H
 #define PTQ_MODEL_PB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptq/buf.h"
 #include "ptq/status.h"
 #include "ptq/tensor.h"
 
@@ -79,6 +81,14 @@ typedef struct ptq_pb_scalars {
 ptq_status ptq_pb_scalars_begin(const ptq_pb *r, const ptq_pb_field *f, ptq_pb_kind kind, ptq_pb_scalars *it,
                                 int64_t *n_values);
 int ptq_pb_scalars_next(ptq_pb_scalars *it, uint64_t *v);
+
+/* ---- writing (the ONNX editor, the Keras importer's ModelProto) ----
+ * Each appends one field to b; a failed put sticks in b->failed. */
+void ptq_pb_put_varint(ptq_buf *b, uint64_t v);
+void ptq_pb_put_key(ptq_buf *b, uint32_t num, int wire);
+void ptq_pb_put_len(ptq_buf *b, uint32_t num, const void *data, size_t n); /* a LEN field */
+void ptq_pb_put_str(ptq_buf *b, uint32_t num, const char *s);
+void ptq_pb_put_int(ptq_buf *b, uint32_t num, int64_t v); /* a VARINT field */
 
 /* ---- onnx TensorProto ---- */
 

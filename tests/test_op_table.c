@@ -52,6 +52,8 @@ static const struct {
     {"Concat", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"Identity", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"Dropout", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Pad", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 11, 0},
+    {"Erf", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"Constant", 0, 0, 0, 0, -1, PTQ_AXIS_NONE, 1, 0},
 };
 

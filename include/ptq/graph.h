@@ -108,13 +108,30 @@ typedef struct ptq_graph {
 } ptq_graph;
 
 /* Loads an ONNX model. External data files are resolved next to path.
- * Malformed input gives PTQ_ERR_FORMAT with the byte offset at fault. */
+ * Malformed input gives PTQ_ERR_FORMAT with the byte offset at fault. A
+ * file that starts with the HDF5 signature is loaded as a Keras model
+ * instead (ptq_graph_load_keras), so every caller takes both. */
 PTQ_API ptq_status ptq_graph_load_onnx(ptq_ctx *ctx, const char *path, ptq_graph **out);
 /* The same from bytes in memory; they must outlive the graph (weights are borrowed).
  * base_dir resolves external data (may be NULL: external data then fails). */
 PTQ_API ptq_status ptq_graph_load_onnx_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *base_dir,
                                              ptq_graph **out);
 PTQ_API void ptq_graph_free(ptq_graph *g);
+
+/* Loads a Keras model saved as HDF5 (model.save("x.h5"), Keras 3 or tf.keras
+ * 2.x): the root model_config JSON (Sequential or functional) and the
+ * weights under /model_weights, translated to ONNX ops (model/keras.c; the
+ * layers it knows are listed in README.md). The graph keeps Keras's NHWC
+ * input and output layout and runs NCHW inside (Transpose at the edges, before
+ * Flatten and Reshape); value names come from layer names ("conv1", weights
+ * "conv1/kernel", a layer's inner steps "conv1/Conv"). An HDF5 file that is
+ * not a Keras model, a weights-only file, a missing weight or one whose shape
+ * the config contradicts: PTQ_ERR_FORMAT naming it; a layer (or layer
+ * option) ptq does not implement: PTQ_ERR_UNSUPPORTED naming the layer. */
+PTQ_API ptq_status ptq_graph_load_keras(ptq_ctx *ctx, const char *path, ptq_graph **out);
+/* The ONNX ModelProto (opset 13) ptq_graph_load_keras builds from path,
+ * malloc'd into *bytes (the caller frees); ptq_onnx_edit_open uses it. */
+PTQ_API ptq_status ptq_keras_to_onnx(ptq_ctx *ctx, const char *path, void **bytes, size_t *n_bytes);
 
 /* The tensors a plan may quantize (model/quantizable.c, from the op table
  * model/op_traits.c: each op's quantized inputs and outputs): act[v] = 1 for the

@@ -1,5 +1,5 @@
 /* Reference unary activations (Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid,
- * HardSwish, Tanh) as ONNX defines them, NaN passed through as numpy does.
+ * HardSwish, Tanh) and Erf as ONNX defines them, NaN passed through as numpy does.
  * The spec kernels/cpu/unary.c is checked against in tests/parity_elementwise.c. */
 #include <math.h>
 
@@ -33,4 +33,10 @@ void ptq_k_unary_ref(ptq_unop op, float alpha, float beta, int64_t n, const floa
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = unop(op, alpha, beta, x[i]);
+}
+
+void ptq_k_erf_ref(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = erff(x[i]);
 }

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Bad Keras HDF5 input (model/keras.c), made with h5py from the real
+tests/data/keras/func_k3.h5: an HDF5 file that is not a Keras model (an
+image set, a calibration archive), weights-only files (legacy and Keras 3),
+a model_config naming a missing weight, a kernel whose shape contradicts its
+config, malformed JSON and config values, an external link: each a clear
+message naming what is wrong and exit 4; a layer ptq does not know, or a
+layer option it does not implement, is named with exit 5. Every command
+takes the same loader, so eval, calibrate and export are checked on one case
+each. Run by ctest (label badinput, also under the sanitizers)."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+try:
+    import h5py
+    import numpy as np
+    from ptqtest import SRC, check, finish, ptq
+except ImportError as e:
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+FUNC = os.path.join(SRC, "tests", "data", "keras", "func_k3.h5")
+
+
+def variant(tmp, name, edit):
+    """A copy of func_k3.h5 edited by edit(h5py.File)."""
+    path = os.path.join(tmp, name + ".h5")
+    shutil.copy(FUNC, path)
+    with h5py.File(path, "r+") as f:
+        edit(f)
+    return path
+
+
+def edit_config(fn):
+    def edit(f):
+        cfg = json.loads(f.attrs["model_config"])
+        fn(cfg)
+        f.attrs["model_config"] = json.dumps(cfg)
+    return edit
+
+
+def layer(cfg, name):
+    return next(x for x in cfg["config"]["layers"] if x["config"]["name"] == name)
+
+
+def drop_weight(f):
+    g = f["model_weights/stem_conv"]
+    del g["stem_conv/kernel"]
+    g.attrs["weight_names"] = np.array([], dtype=np.float64)
+
+
+def drop_dataset(f):
+    del f["model_weights/logits/logits/bias"]
+
+
+def main():
+    if not os.path.exists(FUNC):
+        print("skipped: tests/data/keras/func_k3.h5 missing")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="ptq-kbad-")
+    J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
+
+    images = J("images.h5")
+    with h5py.File(images, "w") as f:
+        f["images"] = np.zeros((4, 28, 28), np.uint8)
+        f["labels"] = np.zeros(4, np.int64)
+    archive = J("calib.h5")
+    with h5py.File(archive, "w") as f:
+        f.attrs["format"] = "ptq calibration archive"
+        f["tensors/name"] = np.array([b"x"])
+    legacy_weights = J("legacy.weights.h5")
+    with h5py.File(legacy_weights, "w") as f:
+        f.attrs["layer_names"] = np.array([b"dense"])
+        f.create_group("dense").attrs["weight_names"] = np.array([b"dense/kernel:0"])
+        f["dense/dense/kernel:0"] = np.zeros((4, 2), np.float32)
+    k3_weights = J("k3.weights.h5")
+    with h5py.File(k3_weights, "w") as f:
+        f.create_group("layers/dense/vars")["0"] = np.zeros((4, 2), np.float32)
+    ext = variant(tmp, "ext", lambda f: f.__setitem__("model_weights/elsewhere", h5py.ExternalLink("x.h5", "/y")))
+    cases = [  # (what, file, exit code, words the message must hold)
+        ("an image set", images, 4, ["not a Keras model", "model_config"]),
+        ("a calibration archive", archive, 4, ["calibration archive"]),
+        ("a legacy weights-only file", legacy_weights, 4, ["weights-only", "model.save"]),
+        ("a Keras 3 weights-only file", k3_weights, 4, ["weights-only"]),
+        ("a weight the config needs is missing", variant(tmp, "noweight", drop_weight), 4,
+         ["stem_conv", "'kernel' is missing"]),
+        ("weight_names lists a dataset that is not there", variant(tmp, "nodata", drop_dataset), 4,
+         ["logits", "no such dataset"]),
+        ("a kernel whose shape contradicts filters", variant(
+            tmp, "filters", edit_config(lambda c: layer(c, "stem_conv")["config"].update(filters=17))), 4,
+         ["stem_conv", "kernel", "3x3x1x16", "3x3x1x17"]),
+        ("a Dense kernel whose shape contradicts units", variant(
+            tmp, "units", edit_config(lambda c: layer(c, "logits")["config"].update(units=12))), 4,
+         ["logits", "96x10", "96x12"]),
+        ("model_config that is not JSON", variant(
+            tmp, "json", lambda f: f.attrs.__setitem__("model_config", "{\"class_name\": ")), 4, ["not valid JSON"]),
+        ("a negative kernel size", variant(
+            tmp, "ksize", edit_config(lambda c: layer(c, "stem_conv")["config"].update(kernel_size=[-3, 3]))), 4,
+         ["stem_conv", "kernel_size"]),
+        ("an inbound node naming a layer that does not exist", variant(
+            tmp, "dangling", edit_config(lambda c: layer(c, "probs")["inbound_nodes"][0]["args"][0]["config"]
+                                         .update(keras_history=["ghost", 0, 0]))), 4, ["probs", "not computed"]),
+        ("an external link", ext, 4, ["outside itself", "elsewhere"]),
+        ("an unknown layer", variant(
+            tmp, "unknown", edit_config(lambda c: layer(c, "stem_relu").update(class_name="Snake"))), 5,
+         ["stem_relu", "Snake", "does not know"]),
+        ("an unknown activation", variant(
+            tmp, "act", edit_config(lambda c: layer(c, "stem_relu")["config"].update(activation="mish"))), 5,
+         ["stem_relu", "mish"]),
+        ("channels_first", variant(
+            tmp, "cf", edit_config(lambda c: layer(c, "stem_conv")["config"].update(data_format="channels_first"))),
+         5, ["stem_conv", "channels_first"]),
+    ]
+    for what, path, code, words in cases:
+        rc, _, err = ptq("info", path)
+        check(f"info: {what}: exit {code}, message names it", rc == code and all(w in err for w in words),
+              f"exit {rc}: {err.strip()[-300:]}")
+    # the other commands load through the same code
+    rc, _, err = ptq("eval", "--model", J("unknown.h5"), "--data", images)
+    check("eval: an unknown layer, exit 5", rc == 5 and "Snake" in err, f"exit {rc}: {err.strip()[-200:]}")
+    rc, _, err = ptq("calibrate", "--model", legacy_weights, "--data", images, "--out", J("c.h5"))
+    check("calibrate: a weights-only file, exit 4, nothing written", rc == 4 and not os.path.exists(J("c.h5")),
+          f"exit {rc}: {err.strip()[-200:]}")
+    plan = J("plan.json")
+    with open(plan, "w") as f:
+        json.dump({"format": "ptq-plan", "format_version": 1, "tensors": []}, f)
+    rc, _, err = ptq("export", "--format", "qdq", "--plan", plan, "--model", J("filters.h5"), "--out", J("q.onnx"))
+    check("export qdq: a mismatched kernel, refused, nothing written", rc in (2, 4) and
+          not os.path.exists(J("q.onnx")), f"exit {rc}: {err.strip()[-200:]}")
+    return finish("keras_badinput_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
