@@ -1,8 +1,10 @@
-/* The activation histograms of the HTML report: from a calibration archive,
- * the first planned int8/fp8 activations' |x| histograms regrouped into at
- * most PTQ_HTML_HIST_MAX_BARS bars, with each calibrator's range on the
- * plan's grid (ptq_calib_compute, the ranges `ptq export` writes). Declared
- * in include/ptq/html_report.h; covered by tests/test_html_report.c and
+/* The activation histograms of the HTML reports: from a calibration
+ * archive, the |x| histograms of the first planned int8/fp8 activations, or
+ * of the activations a sensitivity report ranks most harmful, regrouped into
+ * at most PTQ_HTML_HIST_MAX_BARS bars, with each calibrator's range on the
+ * plan's grid (ptq_calib_compute, the ranges `ptq export` writes); and their
+ * section of the page. Declared in include/ptq/html_report.h and
+ * reports/html.h; covered by tests/test_html_report.c and
  * tests/cli_html_test.py. */
 #include <math.h>
 #include <stdio.h>
