@@ -76,6 +76,21 @@ ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *p
 /* text and a final newline to path, whole or not at all (through cli_tmp_open/commit). */
 ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text);
 
+/* A report's files (cli/report_files.c). cli_report_dir makes the folder
+ * dir when missing (*made 1) and checks that it is a writable folder, before
+ * any work; cli_output_dir_check checks that the folder of the output path
+ * exists and is writable. cli_write_files writes all n files to temporaries
+ * and renames them only when every one is complete: on failure none changed. */
+typedef struct cli_out_file {
+    const char *path;
+    const void *data;
+    size_t n_bytes;
+    int newline; /* a final '\n' after data (text from the formatters) */
+} cli_out_file;
+ptq_status cli_report_dir(ptq_ctx *ctx, const char *dir, int *made);
+ptq_status cli_output_dir_check(ptq_ctx *ctx, const char *path);
+ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n);
+
 /* JSON objects for --json lines and report headers, through cJSON (every
  * string escaped). cli_json_header starts {"command", "ptq_version",
  * "device" (when not NULL)}; cli_json_done prints it compact and frees it

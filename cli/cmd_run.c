@@ -28,8 +28,9 @@ static const char run_help[] =
     "usage: ptq run --model M.onnx --calib-data C --data V --out DIR [options]\n"
     "\n"
     "Every stage into DIR: calibrate on C (calib.h5), sensitivity on V (sens.json,\n"
-    "sens.md), the plan (plan.json: within --budget when given, else the default),\n"
-    "its validation against FP32 on V (report/), and the exports: calib.cache\n"
+    "sens.md, sens.html), the plan (plan.json: within --budget when given, else the\n"
+    "default), its validation against FP32 on V (report/, whose report.html also\n"
+    "shows the sensitivity and the planner's moves), and the exports: calib.cache\n"
     "(TensorRT), ort/ (ONNX Runtime tables), ranges.json, model_qdq.onnx. A second\n"
     "run with the same inputs skips the stages that are done (DIR/run.json holds\n"
     "each stage's key: its settings and the SHA-256 of its inputs); a changed\n"
@@ -160,10 +161,13 @@ int cmd_run(int argc, char **argv)
         return EXIT_IO;
     }
     char p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200], p_ranges[4200],
-        p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_vjson[4200];
+        p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_vjson[4200], p_sens_html[4200],
+        p_page[4200];
     snprintf(p_calib, sizeof p_calib, "%s/calib.h5", dir);
     snprintf(p_sens, sizeof p_sens, "%s/sens.json", dir);
     snprintf(p_sens_md, sizeof p_sens_md, "%s/sens.md", dir);
+    snprintf(p_sens_html, sizeof p_sens_html, "%s/sens.html", dir);
+    snprintf(p_page, sizeof p_page, "%s/report/report.html", dir);
     snprintf(p_plan, sizeof p_plan, "%s/plan.json", dir);
     snprintf(p_trace, sizeof p_trace, "%s/plan.trace.json", dir);
     snprintf(p_report, sizeof p_report, "%s/report", dir);
@@ -187,7 +191,7 @@ int cmd_run(int argc, char **argv)
     opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
     s = &st[n_st++];
     *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data}, .n_inputs = 3,
-                 .outputs = {p_sens, p_sens_md}, .n_outputs = 2};
+                 .outputs = {p_sens, p_sens_md, p_sens_html}, .n_outputs = 3};
     arg(s, "sensitivity");
     opt(s, "--model", model), opt(s, "--calib", p_calib), opt(s, "--data", data), opt(s, "--out", p_sens);
     opt(s, "--samples", vsamples), opt(s, "--core", core), opt(s, "--method", method);
@@ -204,12 +208,12 @@ int cmd_run(int argc, char **argv)
         opt(s, "--threads", threads), opt(s, "--preprocess", pre);
     }
     s = &st[n_st++];
-    *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib}, .n_inputs = 4,
-                 .outputs = {p_vjson}, .n_outputs = 1};
+    *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
+                 .n_inputs = budget ? 6 : 5, .outputs = {p_vjson, p_page}, .n_outputs = 2};
     arg(s, "validate");
     opt(s, "--model", model), opt(s, "--plan", p_plan), opt(s, "--data", data), opt(s, "--report", p_report);
     opt(s, "--calib", p_calib), opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads);
-    opt(s, "--preprocess", pre);
+    opt(s, "--preprocess", pre), opt(s, "--sensitivity", p_sens), opt(s, "--trace", budget ? p_trace : NULL);
     const char *export_method = method ? method : "percentile";
     struct {
         const char *fmt, *path;
@@ -281,8 +285,8 @@ int cmd_run(int argc, char **argv)
     }
     cJSON_Delete(manifest);
     if (rc == 0)
-        printf("== done: %s (run.json, calib.h5, sens.json, sens.md, plan.json, report/, calib.cache, ort/, "
-               "ranges.json, model_qdq.onnx)\n",
-               dir);
+        printf("== done: %s (run.json, calib.h5, sens.json, sens.md, sens.html, plan.json, report/, calib.cache, ort/, "
+               "ranges.json, model_qdq.onnx); open %s\n",
+               dir, p_page);
     return rc == 0 && budget_missed ? EXIT_BUDGET : rc;
 }

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "ptq/hash.h"
+#include "ptq/html_report.h"
 #include "ptq/sensitivity.h"
 
 static const char sensitivity_help[] =
@@ -21,12 +22,13 @@ static const char sensitivity_help[] =
     "FP32 once and every (a) run starts from the kept FP32 values at the node that\n"
     "makes the tensor; the default plan runs once and every (b) run starts from its\n"
     "kept values the same way. Writes sens.json and, next to it, sens.md (sorted\n"
-    "by harm).\n"
+    "by harm) and sens.html (a self-contained page: both modes as bars, the table,\n"
+    "the |x| histograms of the 8 most harmful activations), all three or none.\n"
     "\n"
     "  --model FILE         the model the archive was made from\n"
     "  --calib FILE         its calibration archive (scales come from it)\n"
     "  --data PATH          labelled HDF5 file or PNG folder\n"
-    "  --out FILE           the JSON report (FILE with .md for the Markdown table)\n"
+    "  --out FILE           the JSON report (FILE with .md for the Markdown table, .html for the page)\n"
     "  --samples N          measure on N samples picked at random by --seed (default 1000; 0: all)\n"
     "  --seed S             that pick's seed (default 0)\n"
     "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
@@ -58,10 +60,11 @@ int cmd_sensitivity(int argc, char **argv)
     const char *out = cli_get(opts, n_opts, "out"), *data = cli_get(opts, n_opts, "data");
     if (!model || !calib || !data || !out)
         return cli_usage_error("sensitivity", "--model, --calib, --data and --out are required");
-    char md_path[4200];
+    char md_path[4200], html_path[4200];
     cli_sibling_path(out, ".md", md_path, sizeof md_path);
-    const char *inputs[] = {model, calib, data}, *outputs[] = {out, md_path};
-    if ((rc = cli_check_outputs("sensitivity", inputs, 3, outputs, 2)))
+    cli_sibling_path(out, ".html", html_path, sizeof html_path);
+    const char *inputs[] = {model, calib, data}, *outputs[] = {out, md_path, html_path};
+    if ((rc = cli_check_outputs("sensitivity", inputs, 3, outputs, 3)))
         return rc;
     int64_t batch, n_samples, seed, threads;
     if ((rc = cli_get_int("sensitivity", opts, n_opts, "batch", 256, 1, &batch)) ||
@@ -85,7 +88,10 @@ int cmd_sensitivity(int argc, char **argv)
     ptq_sensitivity *sens = NULL;
     int64_t *ids = NULL, n_ids = 0;
     const char **names = NULL;
-    char *json = NULL, *md = NULL, *header = NULL, sha[65];
+    char *json = NULL, *md = NULL, *html = NULL, *header = NULL, sha[65];
+    ptq_html_hist *hists = NULL;
+    int64_t n_hists = 0;
+    PTQ_TRY(st, cli_output_dir_check(&ctx, out), done); /* before any image */
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "sensitivity", &so, "sensitivity compares predictions with them", &s),
             done);
@@ -142,12 +148,12 @@ int cmd_sensitivity(int argc, char **argv)
     }
     PTQ_TRY(st, ptq_sens_format_json(&ctx, sens, header, names, &json), done);
     PTQ_TRY(st, ptq_sens_format_markdown(&ctx, sens, names, &md), done);
-    PTQ_TRY(st, cli_write_text(&ctx, out, json), done);
-    st = cli_write_text(&ctx, md_path, md);
-    if (st != PTQ_OK) {
-        remove(out);
-        goto done;
-    }
+    PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, def, json, 0, &hists, &n_hists), done);
+    ptq_html_extra hx = {.calib = calib, .hists = hists, .n_hists = n_hists, .hists_ranked = 1};
+    PTQ_TRY(st, ptq_sens_format_html(&ctx, json, &hx, &html), done);
+    const cli_out_file files[] = {{out, json, strlen(json), 1}, {md_path, md, strlen(md), 1},
+                                  {html_path, html, strlen(html), 0}};
+    PTQ_TRY(st, cli_write_files(&ctx, files, 3), done);
     if (cli_get(opts, n_opts, "json")) {
         printf("%s\n", json);
     } else {
@@ -157,16 +163,18 @@ int cmd_sensitivity(int argc, char **argv)
         printf("model    %s\narchive  %s (core %s, %s)\ndata     %s (%lld samples)\ndevice   %s  (%.1f s: read %.1f, "
                "FP32 %.1f, only %.1f, default plan %.1f, all but %.1f)\n\n"
                "top-1    FP32 %.2f%%, default plan %.2f%%\ntensors  %lld measured in %lld runs; nodes run %lld of "
-               "%lld (%.0f%%) thanks to the kept prefixes\nreport   %s, %s\n",
+               "%lld (%.0f%%) thanks to the kept prefixes\nreport   %s, %s, %s\n",
                model, calib, ptq_prec_name(def->core), def->method, data, (long long)n_ids,
                ptq_exec_device_name(s.exec), secs, ph.read, ph.fp32, ph.only, ph.default_plan, ph.all_but, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
                dp.n ? 100.0 * (double)dp.top1 / (double)dp.n : 0.0, (long long)ptq_sens_n_tensors(sens),
                (long long)n_runs, (long long)nodes_run, (long long)nodes_full,
-               nodes_full ? 100.0 * (double)nodes_run / (double)nodes_full : 0.0, out, md_path);
+               nodes_full ? 100.0 * (double)nodes_run / (double)nodes_full : 0.0, out, md_path, html_path);
     }
 done:
     free(json);
     free(md);
+    free(html);
+    ptq_html_hists_free(hists, n_hists);
     free(header);
     free(names);
     free(ids);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ptq/fake_quant.h"
@@ -26,21 +27,37 @@ static const char validate_help[] =
     "with deltas, the FP32, quantized and difference confusion matrices, classes\n"
     "whose recall fell by more than --recall-drop points (listed first), and the\n"
     "logits' SQNR and KL against FP32. Writes DIR/validate.json,\n"
-    "DIR/validate.md and DIR/report.html (one self-contained page with charts)\n"
-    "and prints a summary.\n"
+    "DIR/validate.md, DIR/report.html (one self-contained page with charts) and\n"
+    "the three confusion heatmaps as DIR/confusion-{fp32,quant,delta}.png (up to\n"
+    "100 classes), all or none of them, and prints a summary and what it wrote.\n"
     "\n"
     "  --model FILE         the model the plan was made for (SHA-256 checked)\n"
     "  --plan FILE          a plan from `ptq plan` (or edited by hand)\n"
     "  --data PATH          labelled HDF5 file or PNG folder\n"
-    "  --report DIR         folder for validate.json, validate.md and report.html (made if missing)\n"
+    "  --report DIR         folder for validate.json, validate.md, report.html and the PNG heatmaps (made\n"
+    "                       if missing, before any image is read)\n"
     "  --calib FILE         the calibration archive: report.html shows the |x| histograms of the first 8\n"
     "                       quantized activations with each calibrator's threshold\n"
+    "  --sensitivity FILE   a report of `ptq sensitivity` on the same model: report.html adds its per-tensor\n"
+    "                       bars and table, and the histograms (with --calib) are of its 8 most harmful\n"
+    "                       activations\n"
+    "  --trace FILE         PLAN.trace.json of `ptq plan --budget`: report.html adds the planner's moves\n"
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
     "  --device, --math, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
     "  --layout, --progress, --allow-external-data as for `ptq eval`; --json prints the JSON report on stdout\n"
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n";
 
 enum { VALIDATE_MAX_BATCH = 1 << 16 };
+
+/* st with path put before its message. */
+static ptq_status named(ptq_ctx *ctx, ptq_status st, const char *path)
+{
+    if (st == PTQ_OK)
+        return st;
+    char why[PTQ_MSG_BYTES];
+    snprintf(why, sizeof why, "%s", ctx->msg);
+    return ptq_fail(ctx, st, "%s: %s", path, why);
+}
 
 int cmd_validate(int argc, char **argv)
 {
@@ -49,7 +66,8 @@ int cmd_validate(int argc, char **argv)
                       {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"progress", 0, NULL}, {"json", 0, NULL},
                       {"logits", 1, NULL},     {"help", 0, NULL},
-                      {"allow-external-data", 0, NULL}, {"calib", 1, NULL}};
+                      {"allow-external-data", 0, NULL}, {"calib", 1, NULL}, {"sensitivity", 1, NULL},
+                      {"trace", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("validate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -63,14 +81,19 @@ int cmd_validate(int argc, char **argv)
     const char *report = cli_get(opts, n_opts, "report");
     if (!model || !plan_path || !cli_get(opts, n_opts, "data") || !report)
         return cli_usage_error("validate", "--model, --plan, --data and --report are required");
-    char report_json[4096], report_md[4096], report_html[4096];
-    snprintf(report_json, sizeof report_json, "%s/validate.json", report);
-    snprintf(report_md, sizeof report_md, "%s/validate.md", report);
-    snprintf(report_html, sizeof report_html, "%s/report.html", report);
-    const char *calib_path = cli_get(opts, n_opts, "calib");
-    const char *val_inputs[] = {model, plan_path, cli_get(opts, n_opts, "data"), calib_path};
-    const char *val_outputs[] = {cli_get(opts, n_opts, "logits"), report_json, report_md, report_html};
-    if ((rc = cli_check_outputs("validate", val_inputs, 4, val_outputs, 4)))
+    static const char *const report_names[] = {"validate.json", "validate.md", "report.html", "confusion-fp32.png",
+                                               "confusion-quant.png", "confusion-delta.png"};
+    enum { N_REPORT = 6 };
+    char report_paths[N_REPORT][4200];
+    for (int i = 0; i < N_REPORT; i++)
+        snprintf(report_paths[i], sizeof report_paths[i], "%s/%s", report, report_names[i]);
+    const char *calib_path = cli_get(opts, n_opts, "calib"), *sens_path = cli_get(opts, n_opts, "sensitivity");
+    const char *trace_path = cli_get(opts, n_opts, "trace");
+    const char *val_inputs[] = {model, plan_path, cli_get(opts, n_opts, "data"), calib_path, sens_path, trace_path};
+    const char *val_outputs[N_REPORT + 1] = {cli_get(opts, n_opts, "logits")};
+    for (int i = 0; i < N_REPORT; i++)
+        val_outputs[i + 1] = report_paths[i];
+    if ((rc = cli_check_outputs("validate", val_inputs, 6, val_outputs, N_REPORT + 1)))
         return rc;
     int64_t batch, limit, threads;
     if ((rc = cli_get_int("validate", opts, n_opts, "batch", 256, 1, &batch)) ||
@@ -102,6 +125,10 @@ int cmd_validate(int argc, char **argv)
     int64_t *ids = NULL, n_total = 0;
     const char **names = NULL;
     char *json = NULL, *md = NULL, *html = NULL, *summary = NULL, *header = NULL, logits_tmp[4096] = "";
+    char *sens_text = NULL, *trace_text = NULL;
+    void *png[3] = {NULL, NULL, NULL};
+    size_t png_bytes[3] = {0, 0, 0};
+    int made_dir = 0;
     ptq_calib_set *archive = NULL;
     ptq_html_hist *hists = NULL;
     int64_t n_hists = 0;
@@ -113,10 +140,21 @@ int cmd_validate(int argc, char **argv)
     /* one model: the plan is checked against the session's graph and runs as an overlay on its executor */
     PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), done);
     PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), done);
-    if (calib_path) { /* before any image: a bad archive fails at once */
+    /* before any image: a bad archive, report or trace fails at once */
+    if (sens_path)
+        PTQ_TRY(st, cli_read_text(&ctx, sens_path, &sens_text), done);
+    if (trace_path)
+        PTQ_TRY(st, cli_read_text(&ctx, trace_path, &trace_text), done);
+    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, sens_text, NULL), sens_path), done);
+    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, NULL, NULL, trace_text), trace_path), done);
+    if (calib_path) {
         PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), done);
-        PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), done);
+        if (sens_text)
+            PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, plan, sens_text, 0, &hists, &n_hists), done);
+        else
+            PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), done);
     }
+    PTQ_TRY(st, cli_report_dir(&ctx, report, &made_dir), done);
     ptq_pick pick = {limit, 0, 0, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), done);
     cli_npy_writer npy = {NULL, NULL, n_total};
@@ -155,37 +193,39 @@ int cmd_validate(int argc, char **argv)
     PTQ_TRY(st, ptq_validate_format_json(&ctx, vs, &vo, &json), done);
     PTQ_TRY(st, ptq_validate_format_markdown(&ctx, vs, &vo, &md), done);
     PTQ_TRY(st, ptq_validate_format_summary(&ctx, vs, &vo, &summary), done);
-    ptq_html_extra hx = {model, plan_path, so.data, calib_path, hists, n_hists};
+    ptq_html_extra hx = {model,     plan_path, so.data,   calib_path,       hists,
+                         n_hists,   sens_text, trace_text, sens_text != NULL};
     PTQ_TRY(st, ptq_validate_format_html(&ctx, vs, &vo, &hx, &html), done);
-    if (mkdir(report, 0777) != 0 && errno != EEXIST) {
-        st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", report, strerror(errno));
-        goto done;
-    }
-    char json_path[4096], md_path[4096];
-    snprintf(json_path, sizeof json_path, "%s/validate.json", report);
-    snprintf(md_path, sizeof md_path, "%s/validate.md", report);
-    PTQ_TRY(st, cli_write_text(&ctx, json_path, json), done);
-    st = cli_write_text(&ctx, md_path, md);
-    if (st == PTQ_OK)
-        st = cli_write_text(&ctx, report_html, html);
-    if (st == PTQ_OK && lfile) {
+    const int n_png = k <= PTQ_HTML_MAX_CLASSES ? 3 : 0;
+    for (int i = 0; i < n_png; i++)
+        PTQ_TRY(st, ptq_validate_format_png(&ctx, vs, &vo, i, &png[i], &png_bytes[i]), done);
+    cli_out_file files[N_REPORT] = {{report_paths[0], json, strlen(json), 1},
+                                    {report_paths[1], md, strlen(md), 1},
+                                    {report_paths[2], html, strlen(html), 0}};
+    for (int i = 0; i < n_png; i++)
+        files[3 + i] = (cli_out_file){report_paths[3 + i], png[i], png_bytes[i], 0};
+    PTQ_TRY(st, cli_write_files(&ctx, files, 3 + n_png), done);
+    made_dir = 0; /* it holds the report now */
+    if (lfile) {
         st = cli_tmp_commit(&ctx, &lfile, logits_tmp, logits_path);
         logits_tmp[0] = st == PTQ_OK ? '\0' : logits_tmp[0];
+        if (st != PTQ_OK)
+            goto done;
     }
-    if (st != PTQ_OK) {
-        remove(json_path);
-        remove(md_path);
-        remove(report_html);
-        goto done;
-    }
-    if (cli_get(opts, n_opts, "json"))
+    if (cli_get(opts, n_opts, "json")) {
         printf("%s\n", json);
-    else
+    } else {
         printf("model    %s\nplan     %s (core %s)\ndata     %s (%lld images)\ndevice   %s\n\n%s\n"
-               "report   %s, %s, %s\n",
+               "report   %s:",
                model, plan_path, ptq_prec_name(plan->core), so.data, (long long)n_total, ptq_exec_device_name(eq),
-               summary, json_path, md_path, report_html);
+               summary, report);
+        for (int i = 0; i < 3 + n_png; i++)
+            printf(" %s%s", report_names[i], i + 1 < 3 + n_png ? "," : "\n");
+        printf("open     %s\n", report_paths[2]);
+    }
 done:
+    if (made_dir && st != PTQ_OK)
+        rmdir(report); /* made for this run, still empty */
     if (lfile)
         fclose(lfile);
     if (logits_tmp[0])
@@ -193,6 +233,10 @@ done:
     free(json);
     free(md);
     free(html);
+    free(sens_text);
+    free(trace_text);
+    for (int i = 0; i < 3; i++)
+        free(png[i]);
     ptq_html_hists_free(hists, n_hists);
     ptq_calib_set_free(archive);
     free(summary);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "reports/html.h"
 
 void html_put(html_out *o, const char *fmt, ...)
@@ -61,6 +63,70 @@ void html_text(html_out *o, const char *s, size_t max_chars)
                 o->st = ptq_buf_append(o->ctx, &o->b, p, 1);
         }
     }
+}
+
+static const char page_css[] =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;color:#222;"
+    "background:#fff;max-width:1000px;margin:1.5em auto;padding:0 1em;line-height:1.4}\n"
+    "h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;"
+    "margin-top:1.6em}h3{font-size:1em;margin:1.2em 0 .3em;word-break:break-all}\n"
+    "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ddd;padding:.2em .6em;"
+    "text-align:right;vertical-align:top}th{background:#f3f3f3}.l{text-align:left}\n"
+    "table.kv td{text-align:left;word-break:break-all}table.kv th{text-align:left;white-space:nowrap}\n"
+    "table.classes,table.thresholds{font-size:.9em}table.sens,table.trace{font-size:.8em}\n"
+    "table.sens td.l:first-child,table.trace td.l{word-break:break-all;min-width:12em}\n"
+    "figure.wide{overflow-x:auto}figure.wide svg{max-width:none}nav{margin-bottom:1em}\n"
+    ".bad{color:#b2182b;font-weight:bold}.note{color:#555;font-size:.9em}\n"
+    "svg{display:block;max-width:100%;height:auto;margin:.4em 0}svg text{font-size:11px;fill:#222}\n"
+    "svg text.bad{fill:#b2182b}svg text.on-dark{fill:#fff}svg text.note{fill:#777}\n"
+    "figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.2em}\n"
+    ".swatch{display:inline-block;width:1.6em;height:0;border-top:3px solid;vertical-align:middle;margin-right:.3em}\n"
+    "@media print{body{max-width:none;margin:0}section{break-before:page;page-break-before:always}"
+    "section:first-of-type{break-before:auto;page-break-before:auto}figure,.tensor{break-inside:avoid;"
+    "page-break-inside:avoid}figure.wide svg{max-width:100%}nav{display:none}"
+    "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}\n";
+
+void html_page_begin(html_out *o, const char *title, const char *subject)
+{
+    html_put(o, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
+    html_text(o, title, 0);
+    if (subject) {
+        html_put(o, ": ");
+        html_text(o, subject, 0);
+    }
+    html_put(o, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", page_css);
+}
+
+void html_kv_row(html_out *o, const char *key, const char *value)
+{
+    if (!value)
+        return;
+    html_put(o, "<tr><th>");
+    html_text(o, key, 0);
+    html_put(o, "</th><td>");
+    html_text(o, value, 0);
+    html_put(o, "</td></tr>\n");
+}
+
+void html_kv_json(html_out *o, const char *json)
+{
+    if (!json)
+        return;
+    cJSON *h = cJSON_Parse(json);
+    if (!cJSON_IsObject(h) && o->st == PTQ_OK)
+        o->st = ptq_fail(o->ctx, PTQ_ERR_INVALID_ARG, "cannot build the HTML report: header is not a JSON object");
+    for (cJSON *it = h ? h->child : NULL; it && o->st == PTQ_OK; it = it->next) {
+        char num[32], *val = NULL;
+        if (cJSON_IsNumber(it)) /* whole numbers as they are, others to 4 digits */
+            snprintf(num, sizeof num, it->valuedouble == floor(it->valuedouble) && fabs(it->valuedouble) < 1e15
+                                          ? "%.0f" : "%.4g", it->valuedouble);
+        else if (!cJSON_IsString(it))
+            val = cJSON_PrintUnformatted(it);
+        html_kv_row(o, it->string, cJSON_IsString(it) ? it->valuestring : cJSON_IsNumber(it) ? num : val ? val : "?");
+        free(val);
+    }
+    cJSON_Delete(h);
 }
 
 /* ---- paired bars ---- */
@@ -117,6 +183,179 @@ void html_svg_paired_bars(html_out *o, const char *what, const char *a_name, con
     html_put(o, "</svg>\n");
 }
 
+/* ---- signed bars ---- */
+
+#define SB_LABEL_W 300
+#define SB_PLOT_W 360
+#define SB_NOTE_W 110
+#define SB_ROW_H 18
+#define SB_BAR_H 11
+#define SB_TOP 10
+#define SB_BOTTOM 26
+#define SB_LABEL_CHARS 46
+
+/* A step of 1, 2 or 5 times a power of ten near span / n_ticks. */
+static double nice_step(double span, int n_ticks)
+{
+    const double raw = span / n_ticks, mag = pow(10, floor(log10(raw)));
+    return raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
+}
+
+void html_svg_signed_bars(html_out *o, const char *what, const html_sbar_row *rows, int n)
+{
+    double lo = 0, hi = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(rows[i].v)) {
+            lo = fmin(lo, rows[i].v);
+            hi = fmax(hi, rows[i].v);
+        }
+    if (hi - lo < 1e-9)
+        hi = lo + 1;
+    const double step = nice_step(hi - lo, 4);
+    lo = floor(lo / step - 1e-9) * step;
+    hi = ceil(hi / step + 1e-9) * step;
+    const int w = SB_LABEL_W + SB_PLOT_W + SB_NOTE_W, h = SB_TOP + n * SB_ROW_H + SB_BOTTOM;
+    const double px = SB_PLOT_W / (hi - lo);
+    const double x_zero = SB_LABEL_W + (0 - lo) * px;
+    html_put(o, "<svg class=\"sbars\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n<title>", w, h, w,
+             h);
+    html_text(o, what, 0);
+    html_put(o, "</title>\n");
+    for (int t = 0; lo + t * step <= hi + 1e-9 * step; t++) {
+        const double v = lo + t * step, x = SB_LABEL_W + (v - lo) * px;
+        html_put(o,
+                 "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>"
+                 "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%+.3g</text>\n",
+                 x, SB_TOP, x, SB_TOP + n * SB_ROW_H, x, h - 10, fabs(v) < 1e-12 ? 0.0 : v);
+    }
+    for (int i = 0; i < n && o->st == PTQ_OK; i++) {
+        const html_sbar_row *r = &rows[i];
+        const int y = SB_TOP + i * SB_ROW_H + (SB_ROW_H - SB_BAR_H) / 2;
+        html_put(o, "<g class=\"row\"><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", SB_LABEL_W - 6, y + SB_BAR_H - 2);
+        html_text(o, r->label, SB_LABEL_CHARS);
+        html_put(o, "</text>\n");
+        if (!isfinite(r->v)) {
+            html_put(o, "<text x=\"%.1f\" y=\"%d\" class=\"note\">not measured</text></g>\n", x_zero + 4,
+                     y + SB_BAR_H - 2);
+            continue;
+        }
+        const double x = r->v < 0 ? x_zero + r->v * px : x_zero, bw = fabs(r->v) * px;
+        html_put(o, "<rect class=\"sbar\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>", x, y,
+                 bw > 0.5 ? bw : 0.5, SB_BAR_H, r->v < 0 ? "#e15759" : "#59a14f");
+        html_text(o, r->label, 0);
+        html_put(o, ": %s %+.2f points", what, r->v);
+        if (r->note) {
+            html_put(o, ", ");
+            html_text(o, r->note, 0);
+        }
+        html_put(o, "</title></rect>\n<text x=\"%d\" y=\"%d\">%+.2f</text></g>\n", SB_LABEL_W + SB_PLOT_W + 8,
+                 y + SB_BAR_H - 2, r->v);
+    }
+    html_put(o, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>\n</svg>\n", x_zero, SB_TOP - 4,
+             x_zero, SB_TOP + n * SB_ROW_H);
+}
+
+/* ---- the planner's trace ---- */
+
+#define TR_W 760
+#define TR_H 280
+#define TR_X0 56
+#define TR_X1 (TR_W - 20)
+#define TR_Y0 34
+#define TR_Y1 (TR_H - 40)
+
+static void trace_line(html_out *o, const html_trace_point *p, int n, int worst, double lo, double hi)
+{
+    static const char *const colors[2] = {"#4e79a7", "#f28e2b"};
+    const double px = n > 1 ? (double)(TR_X1 - TR_X0) / (n - 1) : 0, py = (TR_Y1 - TR_Y0) / (hi - lo);
+    html_put(o, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colors[worst]);
+    for (int i = 0; i < n; i++) {
+        const double v = worst ? p[i].worst_drop_pts : p[i].top1_drop_pts;
+        if (isfinite(v))
+            html_put(o, "%s%.1f,%.1f", i ? " " : "", TR_X0 + i * px, TR_Y1 - (v - lo) * py);
+    }
+    html_put(o, "\"/>\n");
+    for (int i = 0; i < n && o->st == PTQ_OK; i++) {
+        const double v = worst ? p[i].worst_drop_pts : p[i].top1_drop_pts;
+        if (!isfinite(v))
+            continue;
+        html_put(o, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>step %d", TR_X0 + i * px,
+                 TR_Y1 - (v - lo) * py, colors[worst], i);
+        if (p[i].moved) {
+            html_put(o, " (");
+            html_text(o, p[i].moved, 0);
+            html_put(o, " to FP16)");
+        } else {
+            html_put(o, " (the starting plan)");
+        }
+        if (worst) {
+            html_put(o, ": worst class ");
+            html_text(o, p[i].worst ? p[i].worst : "?", 0);
+            html_put(o, " lost %.2f recall points</title></circle>\n", v);
+        } else {
+            html_put(o, ": top-1 %.2f points below FP32</title></circle>\n", v);
+        }
+    }
+}
+
+void html_svg_trace(html_out *o, const html_trace_point *p, int n, double budget_pts, double class_budget_pts)
+{
+    double lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
+        const double v[2] = {p[i].top1_drop_pts, p[i].worst_drop_pts};
+        for (int j = 0; j < 2; j++)
+            if (isfinite(v[j])) {
+                lo = fmin(lo, v[j]);
+                hi = fmax(hi, v[j]);
+            }
+    }
+    if (isfinite(budget_pts))
+        hi = fmax(hi, budget_pts);
+    if (isfinite(class_budget_pts))
+        hi = fmax(hi, class_budget_pts);
+    if (hi - lo < 1e-9)
+        hi = lo + 1;
+    const double step = nice_step(hi - lo, 5);
+    lo = floor(lo / step - 1e-9) * step;
+    hi = ceil(hi / step + 1e-9) * step;
+    const double py = (TR_Y1 - TR_Y0) / (hi - lo), px = n > 1 ? (double)(TR_X1 - TR_X0) / (n - 1) : 0;
+    html_put(o, "<svg class=\"trace\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n"
+                "<title>points lost against FP32 after each move to FP16</title>\n",
+             TR_W, TR_H, TR_W, TR_H);
+    html_put(o, "<line x1=\"%d\" y1=\"14\" x2=\"%d\" y2=\"14\" stroke=\"#4e79a7\" stroke-width=\"2\"/>"
+                "<text x=\"%d\" y=\"18\">top-1</text>"
+                "<line x1=\"%d\" y1=\"14\" x2=\"%d\" y2=\"14\" stroke=\"#f28e2b\" stroke-width=\"2\"/>"
+                "<text x=\"%d\" y=\"18\">worst class recall</text>"
+                "<line x1=\"%d\" y1=\"14\" x2=\"%d\" y2=\"14\" stroke=\"#444\" stroke-dasharray=\"5 3\"/>"
+                "<text x=\"%d\" y=\"18\">budgets</text>\n",
+             TR_X0, TR_X0 + 20, TR_X0 + 24, TR_X0 + 80, TR_X0 + 100, TR_X0 + 104, TR_X0 + 240, TR_X0 + 260,
+             TR_X0 + 264);
+    for (int t = 0; lo + t * step <= hi + 1e-9 * step; t++) {
+        const double v = lo + t * step, y = TR_Y1 - (v - lo) * py;
+        html_put(o,
+                 "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\"/>"
+                 "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n",
+                 TR_X0, y, TR_X1, y, fabs(v) < 1e-12 ? "#999" : "#eee", TR_X0 - 4, y + 4, fabs(v) < 1e-12 ? 0.0 : v);
+    }
+    const int every = n > 15 ? (n + 14) / 15 : 1;
+    for (int i = 0; i < n; i += every)
+        html_put(o, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", TR_X0 + i * px, TR_Y1 + 16, i);
+    html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">moves to FP16</text>\n"
+                "<text x=\"12\" y=\"%d\" transform=\"rotate(-90 12 %d)\" text-anchor=\"middle\">points lost</text>\n",
+             (TR_X0 + TR_X1) / 2, TR_H - 6, (TR_Y0 + TR_Y1) / 2, (TR_Y0 + TR_Y1) / 2);
+    const double budgets[2] = {budget_pts, class_budget_pts};
+    static const char *const budget_colors[2] = {"#4e79a7", "#f28e2b"};
+    for (int j = 0; j < 2; j++)
+        if (isfinite(budgets[j]))
+            html_put(o, "<line class=\"budget\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+                        "stroke-dasharray=\"5 3\"><title>%s budget: %.2f points</title></line>\n",
+                     TR_X0, TR_Y1 - (budgets[j] - lo) * py, TR_X1, TR_Y1 - (budgets[j] - lo) * py, budget_colors[j],
+                     j ? "class" : "top-1", budgets[j]);
+    trace_line(o, p, n, 1, lo, hi);
+    trace_line(o, p, n, 0, lo, hi);
+    html_put(o, "</svg>\n");
+}
+
 /* ---- heatmap ---- */
 
 #define MAP_LABEL_W 150 /* row labels */
@@ -127,30 +366,27 @@ void html_svg_paired_bars(html_out *o, const char *what, const char *a_name, con
 
 static int map_cell_px(int k)
 {
-    return k <= 10 ? 40 : k <= 20 ? 28 : k <= 50 ? 14 : 8;
+    return k <= 10 ? 40 : k <= 20 ? 28 : k <= 50 ? 16 : k <= 100 ? 12 : 8;
 }
 
-/* t in [0, 1] from white to the colour (r, g, b); writes "rgb(...)". */
-static void mix(char *buf, size_t n_bytes, double t, int r, int g, int b)
+void html_heat_rgb(double x, double x_max, int diverging, uint8_t rgb[3])
 {
+    static const int ends[3][3] = {{8, 69, 148}, {178, 24, 43}, {33, 102, 172}}; /* blue; red, blue (diverging) */
+    const int *e = ends[diverging ? (x > 0 ? 1 : 2) : 0];
+    double t = x_max > 0 ? sqrt(fabs(x) / x_max) : 0;
     t = t < 0 ? 0 : t > 1 ? 1 : t;
-    snprintf(buf, n_bytes, "rgb(%d,%d,%d)", (int)lround(255 + t * (r - 255)), (int)lround(255 + t * (g - 255)),
-             (int)lround(255 + t * (b - 255)));
+    for (int i = 0; i < 3; i++)
+        rgb[i] = (uint8_t)lround(255 + t * (e[i] - 255));
 }
 
-/* Colour of x on a scale whose extreme is x_max (> 0): square root of
- * |x| / x_max, so that small off-diagonal counts still show; returns that
- * intensity. */
+/* Writes the fill of x as "rgb(...)" and returns its intensity in [0, 1]. */
 static double cell_color(char *buf, size_t n_bytes, double x, double x_max, int diverging)
 {
+    uint8_t rgb[3];
+    html_heat_rgb(x, x_max, diverging, rgb);
+    snprintf(buf, n_bytes, "rgb(%d,%d,%d)", rgb[0], rgb[1], rgb[2]);
     const double t = x_max > 0 ? sqrt(fabs(x) / x_max) : 0;
-    if (diverging && x > 0)
-        mix(buf, n_bytes, t, 178, 24, 43);
-    else if (diverging)
-        mix(buf, n_bytes, t, 33, 102, 172);
-    else
-        mix(buf, n_bytes, t, 8, 69, 148);
-    return t;
+    return t > 1 ? 1 : t;
 }
 
 static void heatmap_legend(html_out *o, int y, int64_t x_max, int diverging)
@@ -181,10 +417,12 @@ static void heatmap_legend(html_out *o, int y, int64_t x_max, int diverging)
 
 void html_svg_heatmap(html_out *o, int k, const char *const *labels, const int64_t *cells, int diverging)
 {
-    const int c = map_cell_px(k), show_counts = c >= 28;
-    char label_style[48] = ""; /* small cells: labels no taller than a row (style beats the page's CSS) */
+    /* small cells: labels 3 px shorter than a row (style beats the page's CSS), and the column labels
+     * upright so that neighbours never overlap */
+    const int c = map_cell_px(k), show_counts = c >= 28, upright = c < 28, font_px = c < 14 ? c - 3 : 11;
+    char label_style[48] = "";
     if (c < 14)
-        snprintf(label_style, sizeof label_style, " style=\"font-size:%dpx\"", c);
+        snprintf(label_style, sizeof label_style, " style=\"font-size:%dpx\"", font_px);
     const int w = MAP_LABEL_W + k * c + MAP_RIGHT, h = MAP_TOP + k * c + MAP_LEGEND_H;
     int64_t x_max = 0;
     for (int64_t i = 0; i < (int64_t)k * k; i++)
@@ -193,16 +431,16 @@ void html_svg_heatmap(html_out *o, int k, const char *const *labels, const int64
     html_put(o, "<svg class=\"heatmap\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n", w, h, w,
              h);
     for (int j = 0; j < k && o->st == PTQ_OK; j++) {
-        const int x = MAP_LABEL_W + j * c + c / 2;
-        html_put(o, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-50 %d %d)\"%s>", x, MAP_TOP - 6, x, MAP_TOP - 6,
-                 label_style);
+        const int x = MAP_LABEL_W + j * c + c / 2 + (upright ? font_px * 7 / 20 : 0); /* centre the glyphs */
+        html_put(o, "<text class=\"cl\" x=\"%d\" y=\"%d\" transform=\"rotate(%d %d %d)\"%s>", x, MAP_TOP - 6,
+                 upright ? -90 : -50, x, MAP_TOP - 6, label_style);
         html_text(o, labels[j], 18);
         html_put(o, "</text>\n");
     }
     for (int r = 0; r < k && o->st == PTQ_OK; r++) {
         const int y = MAP_TOP + r * c;
-        html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\"%s>", MAP_LABEL_W - 6, y + c / 2 + (c < 14 ? c / 3 : 4),
-                 label_style);
+        html_put(o, "<text class=\"rl\" x=\"%d\" y=\"%d\" text-anchor=\"end\"%s>", MAP_LABEL_W - 6,
+                 y + c / 2 + font_px * 7 / 20, label_style);
         html_text(o, labels[r], 22);
         html_put(o, "</text>\n");
         for (int j = 0; j < k && o->st == PTQ_OK; j++) {
@@ -282,9 +520,7 @@ void html_svg_log_hist(html_out *o, const int64_t *bars, int64_t n, double bar_w
     html_put(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", HIST_X0, HIST_Y1, HIST_X1,
              HIST_Y1);
     /* |x| ticks at 1, 2 or 5 times a power of ten */
-    const double raw_step = x_max / 5, mag = pow(10, floor(log10(raw_step)));
-    const double step = raw_step <= mag ? mag : raw_step <= 2 * mag ? 2 * mag
-                                              : raw_step <= 5 * mag ? 5 * mag : 10 * mag;
+    const double step = nice_step(x_max, 5);
     for (int t = 0; t * step <= x_max; t++) {
         double x = t * step;
         html_put(o,

@@ -10,33 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "ptq/html_report.h"
 #include "reports/html.h"
+#include "reports/sens_view.h"
 #include "reports/validate_view.h"
-
-/* Above this many classes: no heatmaps, and the bar charts and class table
- * stop after this many rows (flagged classes first). */
-#define HTML_MAX_CLASSES 100
-
-static const char page_css[] =
-    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;color:#222;"
-    "background:#fff;max-width:1000px;margin:1.5em auto;padding:0 1em;line-height:1.4}\n"
-    "h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;"
-    "margin-top:1.6em}h3{font-size:1em;margin:1.2em 0 .3em;word-break:break-all}\n"
-    "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ddd;padding:.2em .6em;"
-    "text-align:right;vertical-align:top}th{background:#f3f3f3}.l{text-align:left}\n"
-    "table.kv td{text-align:left;word-break:break-all}table.kv th{text-align:left;white-space:nowrap}\n"
-    "table.classes,table.thresholds{font-size:.9em}\n"
-    ".bad{color:#b2182b;font-weight:bold}.note{color:#555;font-size:.9em}\n"
-    "svg{display:block;max-width:100%;height:auto;margin:.4em 0}svg text{font-size:11px;fill:#222}\n"
-    "svg text.bad{fill:#b2182b}svg text.on-dark{fill:#fff}\n"
-    "figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.2em}\n"
-    ".swatch{display:inline-block;width:1.6em;height:0;border-top:3px solid;vertical-align:middle;margin-right:.3em}\n"
-    "@media print{body{max-width:none;margin:0}section{break-before:page;page-break-before:always}"
-    "section:first-of-type{break-before:auto;page-break-before:auto}figure,.tensor{break-inside:avoid;"
-    "page-break-inside:avoid}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}\n";
 
 typedef struct page {
     html_out o;
@@ -46,36 +23,17 @@ typedef struct page {
     char *index_names;   /* storage for the index labels */
 } page;
 
-static void kv_row(page *p, const char *key, const char *value)
-{
-    if (!value)
-        return;
-    html_put(&p->o, "<tr><th>");
-    html_text(&p->o, key, 0);
-    html_put(&p->o, "</th><td>");
-    html_text(&p->o, value, 0);
-    html_put(&p->o, "</td></tr>\n");
-}
-
 /* The run's description: the extra's paths, then the header's fields. */
 static void put_description(page *p)
 {
     html_put(&p->o, "<table class=\"kv\">\n");
     if (p->x) {
-        kv_row(p, "model", p->x->model);
-        kv_row(p, "plan", p->x->plan);
-        kv_row(p, "data", p->x->data);
-        kv_row(p, "calibration archive", p->x->calib);
+        html_kv_row(&p->o, "model", p->x->model);
+        html_kv_row(&p->o, "plan", p->x->plan);
+        html_kv_row(&p->o, "data", p->x->data);
+        html_kv_row(&p->o, "calibration archive", p->x->calib);
     }
-    cJSON *h = p->v.header_json ? cJSON_Parse(p->v.header_json) : NULL;
-    if (p->v.header_json && !cJSON_IsObject(h) && p->o.st == PTQ_OK)
-        p->o.st = ptq_fail(p->o.ctx, PTQ_ERR_INVALID_ARG, "cannot build the HTML report: header is not a JSON object");
-    for (cJSON *it = h ? h->child : NULL; it && p->o.st == PTQ_OK; it = it->next) {
-        char *val = cJSON_IsString(it) ? NULL : cJSON_PrintUnformatted(it);
-        kv_row(p, it->string, cJSON_IsString(it) ? it->valuestring : val ? val : "?");
-        free(val);
-    }
-    cJSON_Delete(h);
+    html_kv_json(&p->o, p->v.header_json);
     html_put(&p->o, "</table>\n");
 }
 
@@ -148,7 +106,7 @@ static void put_summary(page *p)
 static void put_classes(page *p)
 {
     const validate_view *v = &p->v;
-    const int n = v->k < HTML_MAX_CLASSES ? v->k : HTML_MAX_CLASSES;
+    const int n = v->k < PTQ_HTML_MAX_CLASSES ? v->k : PTQ_HTML_MAX_CLASSES;
     html_bar_row *rows = calloc((size_t)n, sizeof *rows);
     if (!rows) {
         if (p->o.st == PTQ_OK)
@@ -196,7 +154,7 @@ static void put_confusion(page *p)
     const validate_view *v = &p->v;
     const int k = v->k;
     html_put(&p->o, "<section id=\"confusion\">\n<h2>Confusion matrices</h2>\n");
-    if (k > HTML_MAX_CLASSES) {
+    if (k > PTQ_HTML_MAX_CLASSES) {
         html_put(&p->o, "<p>%d classes: the FP32, quantized and difference matrices are in validate.json "
                         "(<code>fp32.confusion</code>, <code>quant.confusion</code>, <code>confusion_delta</code>)."
                         "</p>\n</section>\n",
@@ -214,7 +172,8 @@ static void put_confusion(page *p)
     for (int which = 0; which < 3 && p->o.st == PTQ_OK; which++) {
         for (int64_t i = 0; i < (int64_t)k * k; i++)
             cells[i] = validate_view_cell(v, which, i);
-        html_put(&p->o, "<figure id=\"%s\">\n<figcaption>%s</figcaption>\n", ids[which], titles[which]);
+        html_put(&p->o, "<figure id=\"%s\"%s>\n<figcaption>%s</figcaption>\n", ids[which],
+                 k > 50 ? " class=\"wide\"" : "", titles[which]);
         html_svg_heatmap(&p->o, k, p->labels, cells, which == 2);
         html_put(&p->o, "</figure>\n");
     }
@@ -222,66 +181,18 @@ static void put_confusion(page *p)
     html_put(&p->o, "</section>\n");
 }
 
-static void put_hist(page *p, const ptq_html_hist *h)
-{
-    static const char *const colors[] = {"#222", "#d62728", "#2ca02c", "#9467bd"};
-    static const char *const dashes[] = {"", "6 3", "2 2", "8 2 2 2"};
-    static const char *const border_styles[] = {"solid", "dashed", "dotted", "dashed"}; /* the dashes in CSS */
-    char pct_label[64];
-    snprintf(pct_label, sizeof pct_label, "percentile %g", h->percentile);
-    const char *labels[] = {"minmax", "entropy", pct_label, "mse"};
-    html_marker m[5];
-    const char *swatch[5];
-    int n_m = 0;
-    for (int i = 0; i < 4; i++) {
-        if (h->range[i].degenerate)
-            continue;
-        swatch[n_m] = border_styles[i];
-        m[n_m++] = (html_marker){ptq_calib_method_name((ptq_calib_method)i), labels[i], h->range[i].amax,
-                                 h->range[i].clipped_fraction, colors[i], dashes[i], 0};
-    }
-    if (isfinite(h->plan_amax)) {
-        swatch[n_m] = "solid;border-top-width:7px;opacity:.45";
-        m[n_m++] = (html_marker){"plan", "plan", h->plan_amax, NAN, "#ff7f0e", "", 1};
-    }
-    html_put(&p->o, "<div class=\"tensor\">\n<h3>");
-    html_text(&p->o, h->name, 0);
-    html_put(&p->o, " <span class=\"note\">(%s in the plan)</span></h3>\n", ptq_prec_name(h->prec));
-    html_svg_log_hist(&p->o, h->bars, h->n_bars, h->bar_width, m, n_m);
-    const ptq_observer_stats *s = &h->stats;
-    html_put(&p->o,
-             "<p class=\"note\">%lld values: %lld exact zeros (%.2f%%, not drawn), %lld NaN, %lld Inf; min %.6g, max "
-             "%.6g; bars %.4g wide.</p>\n<table class=\"thresholds\">\n<tr><th class=\"l\">range</th><th>amax</th>"
-             "<th>scale</th><th>clipped</th></tr>\n",
-             (long long)s->count, (long long)s->n_zero, 100 * frac(s->n_zero, s->count), (long long)s->n_nan,
-             (long long)s->n_inf, (double)s->min, (double)s->max, h->bar_width);
-    for (int i = 0; i < n_m && p->o.st == PTQ_OK; i++) {
-        html_put(&p->o, "<tr><td class=\"l\"><span class=\"swatch\" style=\"border-color:%s;border-top-style:%s\">"
-                 "</span>", m[i].color, swatch[i]);
-        html_text(&p->o, m[i].label, 0);
-        html_put(&p->o, "</td><td>%.6g</td><td>%.6g</td>", m[i].x, m[i].x / ptq_qformat_max(h->format));
-        if (isnan(m[i].clipped))
-            html_put(&p->o, "<td></td></tr>\n");
-        else
-            html_put(&p->o, "<td>%.4f%%</td></tr>\n", 100 * m[i].clipped);
-    }
-    html_put(&p->o, "</table>\n</div>\n");
-}
-
 static void put_tensors(page *p)
 {
     const ptq_html_extra *x = p->x;
     if (!x || (!x->calib && x->n_hists == 0))
         return;
-    html_put(&p->o, "<section id=\"tensors\">\n<h2>Activation histograms</h2>\n<p class=\"note\">The first %lld "
-                    "activations the plan quantizes, in plan order: |x| from the calibration archive on a log count "
-                    "axis, with each calibrator's amax (on the plan's grid) and the plan's own marked.</p>\n",
+    char intro[256];
+    snprintf(intro, sizeof intro,
+             x->hists_ranked ? "The %lld activations whose quantization alone cost the most top-1 (the sensitivity "
+                               "order above)"
+                             : "The first %lld activations the plan quantizes, in plan order",
              (long long)x->n_hists);
-    if (x->n_hists == 0)
-        html_put(&p->o, "<p>The plan quantizes no activation the archive observed with a nonzero value.</p>\n");
-    for (int64_t i = 0; i < x->n_hists && p->o.st == PTQ_OK; i++)
-        put_hist(p, &x->hists[i]);
-    html_put(&p->o, "</section>\n");
+    html_put_hists(&p->o, intro, x->hists, x->n_hists);
 }
 
 static ptq_status labels_make(ptq_ctx *ctx, page *p)
@@ -307,18 +218,35 @@ ptq_status ptq_validate_format_html(ptq_ctx *ctx, const ptq_validate_stats *s, c
     p.o.ctx = ctx;
     p.x = extra;
     p.o.st = labels_make(ctx, &p);
-    html_put(&p.o, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>ptq validate");
-    if (extra && extra->model) {
-        html_put(&p.o, ": ");
-        html_text(&p.o, extra->model, 0);
-    }
-    html_put(&p.o, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>ptq validate: FP32 against quantized</h1>\n",
-             page_css);
+    sens_view sv;
+    trace_view tv;
+    memset(&sv, 0, sizeof sv);
+    memset(&tv, 0, sizeof tv);
+    const int with_sens = extra && extra->sens_json, with_trace = extra && extra->trace_json;
+    if (with_sens && p.o.st == PTQ_OK)
+        p.o.st = sens_view_read(ctx, extra->sens_json, &sv);
+    if (with_trace && p.o.st == PTQ_OK)
+        p.o.st = trace_view_read(ctx, extra->trace_json, &tv);
+    html_page_begin(&p.o, "ptq validate", extra ? extra->model : NULL);
+    html_put(&p.o, "<h1>ptq validate: FP32 against quantized</h1>\n<nav class=\"note\"><a href=\"#summary\">summary"
+                   "</a> &#183; <a href=\"#classes\">classes</a> &#183; <a href=\"#confusion\">confusion</a>");
+    if (with_sens)
+        html_put(&p.o, " &#183; <a href=\"#sensitivity\">sensitivity</a>");
+    if (with_trace)
+        html_put(&p.o, " &#183; <a href=\"#trace\">planner</a>");
+    if (extra && (extra->calib || extra->n_hists))
+        html_put(&p.o, " &#183; <a href=\"#tensors\">histograms</a>");
+    html_put(&p.o, "</nav>\n");
     put_summary(&p);
     put_classes(&p);
     put_confusion(&p);
+    if (with_sens && p.o.st == PTQ_OK)
+        html_put_sensitivity(&p.o, &sv);
+    if (with_trace && p.o.st == PTQ_OK)
+        html_put_trace(&p.o, &tv);
     put_tensors(&p);
+    sens_view_free(&sv);
+    trace_view_free(&tv);
     html_put(&p.o, "</body>\n</html>\n");
     validate_view_free(&p.v);
     free(p.labels);
@@ -329,4 +257,38 @@ ptq_status ptq_validate_format_html(ptq_ctx *ctx, const ptq_validate_stats *s, c
     }
     *out = p.o.b.data;
     return PTQ_OK;
+}
+
+ptq_status ptq_validate_format_png(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
+                                   int which, void **png, size_t *n_bytes)
+{
+    static const char *const titles[] = {"Confusion, FP32", "Confusion, quantized",
+                                         "Confusion, quantized - FP32 (red: gained, blue: lost)"};
+    *png = NULL;
+    *n_bytes = 0;
+    if (which < 0 || which > 2)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "confusion matrix %d: want 0 (FP32), 1 (quantized) or 2 (difference)",
+                        which);
+    page p;
+    memset(&p, 0, sizeof p);
+    PTQ_TRY_RET(validate_view_make(ctx, s, opts, &p.v));
+    const int k = p.v.k;
+    int64_t *cells = NULL;
+    ptq_status st = PTQ_OK;
+    if (k > PTQ_HTML_MAX_CLASSES)
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%d classes: PNG heatmaps stop at %d (the JSON has the matrices)", k,
+                      PTQ_HTML_MAX_CLASSES);
+    if (st == PTQ_OK)
+        st = labels_make(ctx, &p);
+    if (st == PTQ_OK && !(cells = calloc((size_t)k * (size_t)k, sizeof *cells)))
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %d-class heatmap", k);
+    for (int64_t i = 0; st == PTQ_OK && i < (int64_t)k * k; i++)
+        cells[i] = validate_view_cell(&p.v, which, i);
+    if (st == PTQ_OK)
+        st = ptq_heatmap_png(ctx, k, p.labels, cells, which == 2, titles[which], png, n_bytes);
+    free(cells);
+    validate_view_free(&p.v);
+    free(p.labels);
+    free(p.index_names);
+    return st;
 }

@@ -9,20 +9,31 @@ histograms of 8 int8 activations whose threshold lines equal `ptq export
 --format json --method M` and whose bars add up to the archive's n_binned;
 the same page twice byte for byte; hostile class names escaped (the parser
 reads them back as text); a missing, malformed or another model's archive
-refused before anything is written. Run by ctest (label oracle) with PTQ_BIN and
-PTQ_SOURCE_DIR set."""
+refused before anything is written. The three confusion heatmaps as PNG
+files (listed on stdout, RGB, the size of a 10-class map). The sensitivity
+page (sens.html): both modes' bars, the table, the histograms of the 8 most
+harmful activations in sens.json's harm order; the validation page with
+--sensitivity and --trace: its sections, two trace marks per planner step;
+another model's sensitivity report (exit 2) and a malformed trace (exit 4)
+refused before anything is written. Report folders: an unwritable one is a
+clear error (exit 3) before any image is read, and a write that fails
+halfway (PTQ_TEST_FAIL_WRITE_AFTER) leaves the folder as it was: no file of
+a new report, the files of an old one unchanged; likewise for sensitivity
+and run. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import html.parser
 import json
 import os
 import re
 import shutil
+import struct
+import subprocess
 import sys
 import tempfile
 
 try:
     import h5py
     import hdf5plugin  # noqa: F401  (registers the zstd filter 32015 with h5py)
-    from ptqtest import FM, MODEL, check, finish, fmnist_test, have_demo, ptq
+    from ptqtest import FM, MODEL, PTQ, check, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
@@ -49,6 +60,8 @@ class Page(html.parser.HTMLParser):
         self.tags[tag] = self.tags.get(tag, 0) + 1
         if tag == "svg":
             self.svgs.append(a.get("class"))
+        if tag in ("rect", "circle") and a.get("class") in ("sbar", "pt"):
+            self.tags[a["class"]] = self.tags.get(a["class"], 0) + 1
         if tag == "rect" and a.get("class") == "cell":
             self.cells.append(None)
         if tag == "line" and a.get("class") == "thr":
@@ -231,7 +244,118 @@ def main():
         out = J("rep-" + name.replace(" ", "_"))
         rc, _, err = ptq(*base, "--report", out, "--calib", calib)
         check(f"refuses {name}", rc == code and not os.path.exists(out), f"exit {rc} (want {code}): {err.strip()}")
+    png_and_sensitivity(J, base)
+    report_folders(J, base)
     return finish("cli_html_test")
+
+
+def png_size(path):
+    """(width, height, colour type) from a PNG's header; None if it is not a PNG."""
+    head = open(path, "rb").read(33)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    w, h, _, ctype = struct.unpack(">IIBB", head[16:26])
+    return w, h, ctype
+
+
+def harm_order(sens):
+    """sens.json's measured activations, most harmful first (as sens.md): top-1 lost alone, then SQNR."""
+    acts = [t for t in sens["tensors"] if t["kind"] == "activation" and t["only"]]
+    sqnr = lambda t: float("inf") if t["only"].get("sqnr_infinite") else t["only"].get("sqnr_db", float("inf"))  # noqa: E731
+    return [t["name"] for t in sorted(acts, key=lambda t: (t["only"]["top1_delta_pts"], sqnr(t)))]
+
+
+def png_and_sensitivity(J, base):
+    rc, so, err = ptq(*base, "--report", J("png"))
+    check("validate: PNG heatmaps", rc == 0, err.strip()[-300:])
+    if rc == 0:
+        names = ["validate.json", "validate.md", "report.html", "confusion-fp32.png", "confusion-quant.png",
+                 "confusion-delta.png"]
+        check("validate says what it wrote into the folder", f"report   {J('png')}: " + ", ".join(names) in so,
+              so[-400:])
+        sizes = [png_size(J("png", n)) for n in names[3:]]
+        check("three RGB PNG heatmaps of one size, large enough for 10 labelled classes",
+              all(x and x == sizes[0] and x[2] == 2 and x[0] >= 500 and x[1] >= 500 for x in sizes), str(sizes))
+
+    # sens.html next to sens.json
+    rc, so, err = ptq("sensitivity", "--model", MODEL, "--calib", J("c.h5"), "--data", J("t.h5"), "--samples", "200",
+                      "--out", J("sens.json"))
+    check("sensitivity writes sens.json, sens.md and sens.html", rc == 0 and J("sens.html") in so and
+          all(os.path.exists(J(n)) for n in ("sens.json", "sens.md", "sens.html")), err.strip()[-300:])
+    if rc != 0:
+        return
+    sens = json.load(open(J("sens.json")))
+    text, p = parse(J("sens.html"))
+    n_a = sum(1 for t in sens["tensors"] if t["only"])
+    n_b = sum(1 for t in sens["tensors"] if t["all_but"]["measured"])
+    check("sens.html: parses, self-contained, two signed bar charts with a bar per measured tensor and mode",
+          not p.errors and not p.stack and p.tags.get("script", 0) == 0 and "http" not in text.lower() and
+          p.svgs.count("sbars") == 2 and p.tags.get("sbar", 0) == min(n_a, 40) + min(n_b, 40),
+          f"{p.svgs}, {p.tags.get('sbar')} bars for {n_a} + {n_b}")
+    check("sens.html: the histograms of the 8 most harmful activations, in harm order",
+          [t[0] for t in p.tensors] == harm_order(sens)[:8] and p.svgs.count("hist") == 8,
+          f"{[t[0] for t in p.tensors]} vs {harm_order(sens)[:8]}")
+
+    # validate with --sensitivity and --trace: the run page's sections
+    rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--sensitivity", J("sens.json"), "--budget", "0", "--data",
+                     J("t.h5"), "--samples", "200", "--max-moves", "2", "--out", J("pb.json"), "--quiet")
+    check("a budgeted plan with a trace", rc in (0, 11) and os.path.exists(J("pb.trace.json")), err.strip()[-300:])
+    trace = json.load(open(J("pb.trace.json")))
+    full = base + ("--calib", J("c.h5"), "--sensitivity", J("sens.json"), "--trace", J("pb.trace.json"))
+    rc, _, err = ptq(*full, "--report", J("full"))
+    check("validate --sensitivity --trace", rc == 0, err.strip()[-300:])
+    if rc == 0:
+        text, p = parse(J("full", "report.html"))
+        check("full page: sensitivity and trace sections, two trace marks per step, histograms in harm order",
+              not p.errors and 'id="sensitivity"' in text and 'id="trace"' in text and
+              p.svgs.count("sbars") == 2 and p.svgs.count("trace") == 1 and
+              p.tags.get("pt", 0) == 2 * len(trace["steps"]) and
+              [t[0] for t in p.tensors] == [n for n in harm_order(sens) if n in [t[0] for t in p.tensors]][:8] and
+              len(p.tensors) == 8, f"{p.svgs} {p.tags.get('pt')} marks for {len(trace['steps'])} steps")
+    other = dict(sens, model_sha256="e" * 64)
+    json.dump(other, open(J("sens-other.json"), "w"))
+    open(J("bad.trace.json"), "w").write('{"format": "ptq-plan-trace", "steps": "no"}')
+    for name, extra, code in (("another model's sensitivity report", ("--sensitivity", J("sens-other.json")), 2),
+                              ("a malformed trace", ("--trace", J("bad.trace.json")), 4)):
+        out = J("rep-" + name.replace(" ", "_").replace("'", ""))
+        rc, _, err = ptq(*base, *extra, "--report", out)
+        check(f"refuses {name} before any work", rc == code and not os.path.exists(out),
+              f"exit {rc} (want {code}): {err.strip()}")
+
+
+def ptq_env(env, *args):
+    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=900, env=dict(os.environ, **env))
+    return p.returncode, p.stdout, p.stderr
+
+
+def report_folders(J, base):
+    # unwritable: a folder inside a file; no image is read (fast), nothing made
+    open(J("a-file"), "w").write("x")
+    rc, _, err = ptq(*base, "--report", J("a-file", "rep"))
+    check("validate: an unwritable report folder is a clear error (exit 3)",
+          rc == 3 and "report folder" in err and J("a-file", "rep") in err, f"exit {rc}: {err.strip()}")
+    # a write that fails halfway: a new folder is left empty (removed), an old report unchanged
+    rc, _, err = ptq_env({"PTQ_TEST_FAIL_WRITE_AFTER": "3000"}, *base, "--report", J("half"))
+    check("validate: a failed write leaves no report (exit 3, no folder)",
+          rc == 3 and not os.path.exists(J("half")), f"exit {rc}: {err.strip()}")
+    old = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png"))}
+    rc, _, err = ptq_env({"PTQ_TEST_FAIL_WRITE_AFTER": "3000"}, *base, "--recall-drop", "0", "--report", J("png"))
+    now = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png"))}
+    check("validate: a failed write over an old report leaves it as it was", rc == 3 and now == old,
+          f"exit {rc}: {sorted(now)} vs {sorted(old)}")
+    # sensitivity: a missing folder refused before any image; a failed write leaves none of the three files
+    sens = ("sensitivity", "--model", MODEL, "--calib", J("c.h5"), "--data", J("t.h5"), "--samples", "50")
+    rc, _, err = ptq(*sens, "--out", J("no-such-folder", "sens.json"))
+    check("sensitivity: a missing output folder is a clear error (exit 3)",
+          rc == 3 and "does not exist" in err, f"exit {rc}: {err.strip()}")
+    rc, _, err = ptq_env({"PTQ_TEST_FAIL_WRITE_AFTER": "3000"}, *sens, "--out", J("s2.json"))
+    check("sensitivity: a failed write leaves none of sens.json, sens.md, sens.html", rc == 3 and
+          not any(os.path.exists(J(n)) for n in ("s2.json", "s2.md", "s2.html")), f"exit {rc}: {err.strip()}")
+    # run: an output folder that cannot be made
+    rc, _, err = ptq("run", "--model", MODEL, "--calib-data", J("t.h5"), "--data", J("t.h5"), "--out",
+                     J("a-file", "run"))
+    check("run: an unwritable output folder is a clear error (exit 3)", rc == 3 and J("a-file", "run") in err,
+          f"exit {rc}: {err.strip()}")
 
 
 if __name__ == "__main__":

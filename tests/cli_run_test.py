@@ -12,7 +12,8 @@ import h5py
 
 from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
 
-OUTPUTS = ["run.json", "calib.h5", "sens.json", "sens.md", "plan.json", "report/validate.json", "report/report.html",
+OUTPUTS = ["run.json", "calib.h5", "sens.json", "sens.md", "sens.html", "plan.json", "report/validate.json",
+           "report/report.html", "report/confusion-delta.png",
            "calib.cache", "ort/calibration.json", "ranges.json", "model_qdq.onnx"]
 
 

@@ -42,23 +42,6 @@ static void crafted(int32_t *labels, float *f, float *q)
     }
 }
 
-static int64_t count(const char *hay, const char *needle)
-{
-    int64_t n = 0;
-    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
-}
-
-static int contains_ci(const char *hay, const char *needle)
-{
-    const size_t n = strlen(needle);
-    for (const char *p = hay; *p; p++)
-        if (strncasecmp(p, needle, n) == 0)
-            return 1;
-    return 0;
-}
-
 static int valid_utf8(const unsigned char *s)
 {
     while (*s) {
@@ -97,8 +80,9 @@ static int64_t cells_with_counts(const char *html)
 
 static void check_balanced(const char *html, const char *open, const char *close)
 {
-    CHECK_MSG(count(html, open) == count(html, close) && count(html, open) > 0, "%s %lld vs %s %lld", open,
-              (long long)count(html, open), close, (long long)count(html, close));
+    const int64_t n_open = test_count_str(html, open), n_close = test_count_str(html, close);
+    CHECK_MSG(n_open == n_close && n_open > 0, "%s %lld vs %s %lld", open, (long long)n_open, close,
+              (long long)n_close);
 }
 
 static ptq_html_hist hostile_hist(int64_t *bars)
@@ -134,7 +118,7 @@ static void test_page(ptq_ctx *ctx)
     CHECK(ptq_validate_stats_add(ctx, s, N, labels, f, q) == PTQ_OK);
     int64_t bars[100];
     ptq_html_hist h = hostile_hist(bars);
-    ptq_html_extra x = {"models/<evil>&model.onnx", "plan 'x'.json", "data\".h5", "calib.h5", &h, 1};
+    ptq_html_extra x = {"models/<evil>&model.onnx", "plan 'x'.json", "data\".h5", "calib.h5", &h, 1, NULL, NULL, 0};
     ptq_validate_opts vo = PTQ_VALIDATE_OPTS_INIT;
     vo.class_names = names;
     vo.header_json = "{\"command\":\"validate\",\"device\":\"cpu <fast>\",\"plan_tensors\":3}";
@@ -148,17 +132,17 @@ static void test_page(ptq_ctx *ctx)
     CHECK(strlen(a) > 7 && strcmp(a + strlen(a) - 8, "</html>\n") == 0);
     CHECK(valid_utf8((const unsigned char *)a));
     /* self-contained */
-    CHECK(!contains_ci(a, "http"));
-    CHECK(!contains_ci(a, "<script"));
-    CHECK(!contains_ci(a, "<link"));
-    CHECK(!contains_ci(a, "url("));
-    CHECK(!contains_ci(a, "@import"));
-    CHECK(!contains_ci(a, "<img"));
+    CHECK(!test_contains_ci(a, "http"));
+    CHECK(!test_contains_ci(a, "<script"));
+    CHECK(!test_contains_ci(a, "<link"));
+    CHECK(!test_contains_ci(a, "url("));
+    CHECK(!test_contains_ci(a, "@import"));
+    CHECK(!test_contains_ci(a, "<img"));
     /* structure: two bar charts, three heatmaps, one histogram */
     check_balanced(a, "<svg", "</svg>");
-    CHECK_MSG(count(a, "<svg") == 6, "%lld svg", (long long)count(a, "<svg"));
+    CHECK_MSG(test_count_str(a, "<svg") == 6, "%lld svg", (long long)test_count_str(a, "<svg"));
     check_balanced(a, "<section", "</section>");
-    CHECK(count(a, "<section") == 4);
+    CHECK(test_count_str(a, "<section") == 4);
     check_balanced(a, "<figure", "</figure>");
     check_balanced(a, "<table", "</table>");
     check_balanced(a, "<title>", "</title>");
@@ -168,14 +152,14 @@ static void test_page(ptq_ctx *ctx)
     /* known counts: FP32 diagonal 100 each; quantized 80 on class 2; the difference +20 / -20 */
     const char *moved_title =
         "<title>true &quot;quoted&quot; &#39;single&#39;, predicted &lt;script&gt;alert(1)&lt;/script&gt;";
-    CHECK(count(a, "<title>true a&amp;b, predicted a&amp;b: 100</title>") == 2);
+    CHECK(test_count_str(a, "<title>true a&amp;b, predicted a&amp;b: 100</title>") == 2);
     CHECK(strstr(a, "<title>true &quot;quoted&quot; &#39;single&#39;, predicted &quot;quoted&quot; &#39;single&#39;: "
                     "80</title>") != NULL);
     char want[512];
     snprintf(want, sizeof want, "%s: 20</title>", moved_title);
-    CHECK(count(a, want) == 1);
+    CHECK(test_count_str(a, want) == 1);
     snprintf(want, sizeof want, "%s: +20</title>", moved_title);
-    CHECK(count(a, want) == 1);
+    CHECK(test_count_str(a, want) == 1);
     CHECK(strstr(a, ": -20</title>") != NULL);
     /* escaping */
     CHECK(strstr(a, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
@@ -198,11 +182,11 @@ static void test_page(ptq_ctx *ctx)
     CHECK(strstr(a, "<td data-key=\"top1_quant\">95.00%</td>") != NULL);
     CHECK(strstr(a, "<span data-key=\"changed_predictions\">20</span>") != NULL);
     /* the histogram: one line per calibrator and the plan, at the given amax */
-    CHECK(count(a, "<line class=\"thr\"") == 5);
+    CHECK(test_count_str(a, "<line class=\"thr\"") == 5);
     CHECK(strstr(a, "data-method=\"entropy\" data-amax=\"1.25\"") != NULL);
     CHECK(strstr(a, "data-method=\"mse\" data-amax=\"1.375\"") != NULL);
     CHECK(strstr(a, "data-method=\"plan\" data-amax=\"1.5\"") != NULL);
-    CHECK(count(a, "<title>|x| in [") == 100 - 15); /* the empty bars are not drawn */
+    CHECK(test_count_str(a, "<title>|x| in [") == 100 - 15); /* the empty bars are not drawn */
 
     /* no extras, no options: indices for names, no histogram section */
     free(b);
@@ -240,7 +224,7 @@ static void test_many_classes(ptq_ctx *ctx)
     char *a = NULL;
     CHECK(ptq_validate_format_html(ctx, s, NULL, NULL, &a) == PTQ_OK);
     CHECK(a && cells_with_counts(a) == 0 && strstr(a, "150 classes: the FP32") != NULL);
-    CHECK(a && count(a, "<svg") == 2 && count(a, "<g class=\"row\">") == 200);
+    CHECK(a && test_count_str(a, "<svg") == 2 && test_count_str(a, "<g class=\"row\">") == 200);
     free(a);
     ptq_validate_stats_free(s);
     free(f);

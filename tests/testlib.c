@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int ptq_test_failures;
 int ptq_test_checks;
@@ -116,4 +117,21 @@ ptq_graph *test_load_demo_model(const char *test)
         return NULL;
     }
     return g;
+}
+
+int64_t test_count_str(const char *hay, const char *needle)
+{
+    int64_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+int test_contains_ci(const char *hay, const char *needle)
+{
+    const size_t n = strlen(needle);
+    for (const char *p = hay; *p; p++)
+        if (strncasecmp(p, needle, n) == 0)
+            return 1;
+    return 0;
 }

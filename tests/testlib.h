@@ -53,6 +53,9 @@ int test_done(const char *name);
 /* models/fmnist_resnet.onnx under $PTQ_SOURCE_DIR (or .), loaded with its
  * shapes inferred at batch 1; NULL after printing why, prefixed by test. */
 ptq_graph *test_load_demo_model(const char *test);
+/* Occurrences of needle in hay (overlapping ones too); whether hay holds needle in any case. */
+int64_t test_count_str(const char *hay, const char *needle);
+int test_contains_ci(const char *hay, const char *needle);
 /* The node of g called name (its index into *index when index is not NULL), or NULL. */
 const ptq_node *test_node_named(const ptq_graph *g, const char *name, int *index);
 
