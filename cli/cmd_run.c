@@ -155,7 +155,7 @@ int cmd_run(int argc, char **argv)
     const char *device = cli_get(opts, n_opts, "device"), *batch = cli_get(opts, n_opts, "batch");
     const char *threads = cli_get(opts, n_opts, "threads"), *pre = cli_get(opts, n_opts, "preprocess");
     const char *core = cli_get(opts, n_opts, "core"), *method = cli_get(opts, n_opts, "method");
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    if (cli_is_writer() && mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
         return EXIT_IO;
     }
@@ -233,7 +233,7 @@ int cmd_run(int argc, char **argv)
     ptq_ctx_init(&ctx);
     cJSON *manifest = NULL;
     char *old_text = NULL;
-    if (!cli_get(opts, n_opts, "force") && cli_read_text(&ctx, p_manifest, &old_text) == PTQ_OK)
+    if (cli_is_writer() && !cli_get(opts, n_opts, "force") && cli_read_text(&ctx, p_manifest, &old_text) == PTQ_OK)
         manifest = cJSON_Parse(old_text);
     free(old_text);
     if (!manifest || !cJSON_IsObject(manifest)) {
@@ -246,14 +246,18 @@ int cmd_run(int argc, char **argv)
     rc = 0;
     for (int i = 0; i < n_st && rc == 0; i++) {
         s = &st[i];
-        char key[65];
-        ptq_status kst = stage_key(&ctx, s, key);
-        if (kst != PTQ_OK) {
-            rc = cli_report("run", &ctx, kst);
-            break;
+        char key[65] = "";
+        int up_to_date = 0; /* rank 0 decides, for every rank */
+        if (cli_is_writer()) {
+            ptq_status kst = stage_key(&ctx, s, key);
+            const cJSON *done_key = cJSON_GetObjectItemCaseSensitive(manifest, s->name);
+            rc = kst != PTQ_OK ? cli_report("run", &ctx, kst) : 0;
+            up_to_date = kst == PTQ_OK && cJSON_IsString(done_key) && strcmp(done_key->valuestring, key) == 0 &&
+                         outputs_exist(s);
         }
-        const cJSON *done_key = cJSON_GetObjectItemCaseSensitive(manifest, s->name);
-        if (cJSON_IsString(done_key) && strcmp(done_key->valuestring, key) == 0 && outputs_exist(s)) {
+        if ((rc = cli_rank0_rc(rc)) != 0)
+            break;
+        if (cli_rank0_rc(up_to_date)) {
             printf("== %s: up to date, skipped\n", s->name);
             if (strcmp(s->name, "plan") == 0)
                 budget_missed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(manifest, "plan_budget_missed"));
@@ -263,7 +267,8 @@ int cmd_run(int argc, char **argv)
         fflush(stdout);
         cJSON_DeleteItemFromObjectCaseSensitive(manifest, s->name);
         s->argv[s->argc] = NULL;
-        rc = s->cmd(s->argc - 1, (char **)s->argv + 1);
+        const int spread = s->cmd == cmd_calibrate || s->cmd == cmd_sensitivity || s->cmd == cmd_validate;
+        rc = spread ? s->cmd(s->argc - 1, (char **)s->argv + 1) : cli_on_rank0(s->cmd, s->argc - 1, (char **)s->argv + 1);
         fflush(stdout);
         if (rc == EXIT_BUDGET && strcmp(s->name, "plan") == 0) { /* the best plan was written: go on */
             budget_missed = 1;
@@ -275,14 +280,15 @@ int cmd_run(int argc, char **argv)
             cJSON_DeleteItemFromObjectCaseSensitive(manifest, "plan_budget_missed");
             cJSON_AddBoolToObject(manifest, "plan_budget_missed", budget_missed);
         }
-        ptq_status mst = write_manifest(&ctx, p_manifest, manifest);
+        ptq_status mst = cli_is_writer() ? write_manifest(&ctx, p_manifest, manifest) : PTQ_OK;
         if (mst != PTQ_OK && rc == 0)
             rc = cli_report("run", &ctx, mst);
+        rc = cli_rank0_rc(rc);
     }
     cJSON_Delete(manifest);
     if (rc == 0)
         printf("== done: %s (run.json, calib.h5, sens.json, sens.md, plan.json, report/, calib.cache, ort/, "
                "ranges.json, model_qdq.onnx)\n",
                dir);
-    return rc == 0 && budget_missed ? EXIT_BUDGET : rc;
+    return cli_rank0_rc(rc == 0 && budget_missed ? EXIT_BUDGET : rc);
 }

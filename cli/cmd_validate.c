@@ -89,6 +89,8 @@ int cmd_validate(int argc, char **argv)
     }
     if (threads > 0)
         ptq_cpu_set_threads((int)threads);
+    if (cli_get(opts, n_opts, "logits") && ptq_dist_size() > 1)
+        return cli_usage_error("validate", "--logits is written by one process only: run it without mpirun");
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
@@ -99,7 +101,7 @@ int cmd_validate(int argc, char **argv)
     ptq_fq *fq = NULL;
     ptq_validate_run vr;
     memset(&vr, 0, sizeof vr);
-    int64_t *ids = NULL, n_total = 0;
+    int64_t *ids = NULL, n_total = 0, n_picked = 0;
     const char **names = NULL;
     char *json = NULL, *md = NULL, *html = NULL, *summary = NULL, *header = NULL, logits_tmp[4096] = "";
     ptq_calib_set *archive = NULL;
@@ -109,19 +111,21 @@ int cmd_validate(int argc, char **argv)
     FILE *lfile = NULL;
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "validate", &so, "validation compares predictions with them", &s),
-            done);
+            run_done);
     /* one model: the plan is checked against the session's graph and runs as an overlay on its executor */
-    PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), done);
-    PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), done);
+    PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), run_done);
+    PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), run_done);
     if (calib_path) { /* before any image: a bad archive fails at once */
-        PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), done);
-        PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), done);
+        PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), run_done);
+        PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), run_done);
     }
     ptq_pick pick = {limit, 0, 0, 0, 0};
-    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), done);
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), run_done);
+    n_picked = n_total;
+    PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_total), run_done);
     cli_npy_writer npy = {NULL, NULL, n_total};
     if (logits_path) {
-        PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), done);
+        PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), run_done);
         npy.f = lfile;
         npy.path = logits_tmp;
     }
@@ -133,11 +137,18 @@ int cmd_validate(int argc, char **argv)
     rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
     if (lfile) /* after the comparison: the quantized logits */
         rp.consumers[rp.n_consumers++] = cli_npy_consumer(&npy);
-    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
+    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), run_done);
+    cli_progress_end(&prog, n_total);
+run_done: /* every rank passes here once, and learns whether any failed */
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    PTQ_TRY(st, ptq_validate_stats_allreduce(&ctx, vr.stats), done);
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    if (!cli_is_writer()) /* rank 0 writes the report */
+        goto written;
+    n_total = n_picked;
     const int64_t k = vr.n_classes;
     ptq_validate_stats *vs = vr.stats;
     const ptq_exec *eq = s.exec;
-    cli_progress_end(&prog, n_total);
     names = calloc((size_t)k + 1, sizeof *names);
     for (int c = 0; names && c < k; c++)
         names[c] = ptq_dataset_class_name(s.data, c);
@@ -148,22 +159,22 @@ int cmd_validate(int argc, char **argv)
     cli_json_num(hdr, "plan_tensors", (double)plan->n);
     if (!(header = cli_json_done(hdr))) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
-        goto done;
+        goto written;
     }
     vo.header_json = header;
-    PTQ_TRY(st, ptq_validate_format_json(&ctx, vs, &vo, &json), done);
-    PTQ_TRY(st, ptq_validate_format_markdown(&ctx, vs, &vo, &md), done);
-    PTQ_TRY(st, ptq_validate_format_summary(&ctx, vs, &vo, &summary), done);
+    PTQ_TRY(st, ptq_validate_format_json(&ctx, vs, &vo, &json), written);
+    PTQ_TRY(st, ptq_validate_format_markdown(&ctx, vs, &vo, &md), written);
+    PTQ_TRY(st, ptq_validate_format_summary(&ctx, vs, &vo, &summary), written);
     ptq_html_extra hx = {model, plan_path, so.data, calib_path, hists, n_hists};
-    PTQ_TRY(st, ptq_validate_format_html(&ctx, vs, &vo, &hx, &html), done);
+    PTQ_TRY(st, ptq_validate_format_html(&ctx, vs, &vo, &hx, &html), written);
     if (mkdir(report, 0777) != 0 && errno != EEXIST) {
         st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", report, strerror(errno));
-        goto done;
+        goto written;
     }
     char json_path[4096], md_path[4096];
     snprintf(json_path, sizeof json_path, "%s/validate.json", report);
     snprintf(md_path, sizeof md_path, "%s/validate.md", report);
-    PTQ_TRY(st, cli_write_text(&ctx, json_path, json), done);
+    PTQ_TRY(st, cli_write_text(&ctx, json_path, json), written);
     st = cli_write_text(&ctx, md_path, md);
     if (st == PTQ_OK)
         st = cli_write_text(&ctx, report_html, html);
@@ -175,7 +186,7 @@ int cmd_validate(int argc, char **argv)
         remove(json_path);
         remove(md_path);
         remove(report_html);
-        goto done;
+        goto written;
     }
     if (cli_get(opts, n_opts, "json"))
         printf("%s\n", json);
@@ -184,6 +195,8 @@ int cmd_validate(int argc, char **argv)
                "report   %s, %s, %s\n",
                model, plan_path, ptq_prec_name(plan->core), so.data, (long long)n_total, ptq_exec_device_name(eq),
                summary, json_path, md_path, report_html);
+written: /* and every rank learns whether that went well */
+    st = ptq_dist_agree(&ctx, st);
 done:
     if (lfile)
         fclose(lfile);
