@@ -42,7 +42,11 @@ static const char calibrate_help[] =
     "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
     "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
     "  --json               print the summary as JSON on stdout\n"
-    "  --progress           force the progress line (default: only on a terminal)\n";
+    "  --progress           force the progress line (default: only on a terminal)\n"
+    "\n"
+    "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
+    "outputs one process would (README \"Running across GPUs\").\n";
+
 
 enum { CALIB_MAX_BATCH = 1 << 16 };
 

@@ -47,7 +47,11 @@ static const char run_help[] =
     "  --core P             int8 (default), fp8 or fp8-e5m2\n"
     "  --method M           calibrator for the plan, as for `ptq plan` (default percentile)\n"
     "  --device, --batch, --threads, --preprocess as for `ptq eval`\n"
-    "  --force              run every stage again\n";
+    "  --force              run every stage again\n"
+    "\n"
+    "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
+    "outputs one process would (README \"Running across GPUs\").\n";
+
 
 enum { MAX_ARGS = 48 };
 

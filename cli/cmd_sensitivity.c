@@ -31,7 +31,11 @@ static const char sensitivity_help[] =
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
     "  --placement P        the default plan's placement, as for `ptq plan` (default trt)\n"
     "  --device, --batch, --threads, --preprocess, --images-key, --labels-key, --layout,\n"
-    "  --allow-external-data, --progress as for `ptq eval`; --json prints the JSON on stdout\n";
+    "  --allow-external-data, --progress as for `ptq eval`; --json prints the JSON on stdout\n"
+    "\n"
+    "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
+    "outputs one process would (README \"Running across GPUs\").\n";
+
 
 enum { SENS_MAX_BATCH = 1 << 16 };
 

@@ -38,7 +38,11 @@ static const char validate_help[] =
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
     "  --device, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
     "  --layout, --progress, --allow-external-data as for `ptq eval`; --json prints the JSON report on stdout\n"
-    "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n";
+    "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n"
+    "\n"
+    "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
+    "outputs one process would (README \"Running across GPUs\").\n";
+
 
 enum { VALIDATE_MAX_BATCH = 1 << 16 };
 

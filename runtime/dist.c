@@ -41,7 +41,7 @@ void ptq_dist_share(int64_t n, int64_t part, int64_t n_parts, int64_t *lo, int64
 {
     if (n_parts < 1)
         n_parts = 1;
-    /* floor(n * i / n_parts) without overflow: n = q * n_parts + r */
+    /* floor(n * i / n_parts) without overflow for n_parts <= 2^31: n = q * n_parts + r, r * i < 2^62 */
     *lo = n / n_parts * part + n % n_parts * part / n_parts;
     *hi = n / n_parts * (part + 1) + n % n_parts * (part + 1) / n_parts;
 }

@@ -10,7 +10,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 PKGS="build-essential cmake pkg-config libhdf5-dev libpng-dev zlib1g-dev libzstd-dev libcjson-dev
       libopenblas-dev libopenblas-openmp-dev dataset-fashion-mnist libonnx-testdata python3 python3-venv python3-numpy python3-onnx
-      python3-h5py python3-flatbuffers"
+      python3-h5py python3-flatbuffers libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
