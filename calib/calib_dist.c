@@ -44,17 +44,19 @@ static void regrow(const int64_t *hist, int64_t n_bins, int e, int e_to, int64_t
         out[k >= log2_bins ? 0 : i >> k] += hist[i];
 }
 
+/* The SUM buffer holds the rows of this many words at most (64 MiB), or one row. */
+#define SUM_WORDS_MAX ((int64_t)1 << 23)
+
 ptq_status ptq_calib_set_allreduce(ptq_ctx *ctx, ptq_calib_set *s)
 {
     if (ptq_dist_size() == 1)
         return PTQ_OK;
     ptq_status st = PTQ_OK;
     const int64_t n = s->n, nb = s->n_bins, row = N_COUNTS + nb;
-    /* [n] exponents (MAX), [2n] min keys then negated max keys (MIN), [n, row] counts and bins (SUM) */
+    const int64_t rows_max = row >= SUM_WORDS_MAX ? 1 : SUM_WORDS_MAX / row;
+    /* [n] exponents (MAX), [2n] min keys then negated max keys (MIN), [rows_max, row] counts and bins (SUM) */
     int64_t *e = malloc(((size_t)n + 1) * sizeof *e), *mm = malloc(((size_t)(2 * n) + 1) * sizeof *mm);
-    int64_t *sum = NULL;
-    if (e && mm && (uint64_t)n * (uint64_t)row < ((uint64_t)1 << 60) / sizeof *sum)
-        sum = malloc(((size_t)(n * row) + 1) * sizeof *sum);
+    int64_t *sum = malloc((size_t)((n < rows_max ? n : rows_max) * row + 1) * sizeof *sum);
     st = ptq_dist_agree(ctx, e && mm && sum ? PTQ_OK
                                              : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reducing %lld histograms",
                                                         (long long)n));
@@ -69,25 +71,28 @@ ptq_status ptq_calib_set_allreduce(ptq_ctx *ctx, ptq_calib_set *s)
     }
     PTQ_TRY(st, ptq_dist_allreduce_i64(ctx, e, n, PTQ_DIST_MAX), done);
     PTQ_TRY(st, ptq_dist_allreduce_i64(ctx, mm, 2 * n, PTQ_DIST_MIN), done);
-    for (int64_t i = 0; i < n; i++) {
-        ptq_observer_stats os;
-        ptq_observer_get_stats(s->obs[i], &os);
-        int64_t *r = sum + i * row;
-        r[0] = os.count;
-        r[1] = os.n_zero;
-        r[2] = os.n_nan;
-        r[3] = os.n_inf;
-        if (os.n_binned > 0)
-            regrow(ptq_observer_hist(s->obs[i]), nb, ptq_observer_exponent(s->obs[i]), (int)e[i], r + N_COUNTS);
-        else
-            memset(r + N_COUNTS, 0, (size_t)nb * sizeof *r);
-    }
-    PTQ_TRY(st, ptq_dist_allreduce_i64(ctx, sum, n * row, PTQ_DIST_SUM), done);
-    for (int64_t i = 0; i < n && st == PTQ_OK; i++) {
-        const int64_t *r = sum + i * row;
-        ptq_observer_stats os = {r[0], r[1], r[2], r[3], r[0] - r[1] - r[2] - r[3], key_float(mm[i]),
-                                 key_float(-mm[n + i])};
-        st = ptq_observer_set_state(ctx, s->obs[i], &os, e[i] == INT64_MIN ? 0 : (int)e[i], r + N_COUNTS);
+    for (int64_t i0 = 0; i0 < n && st == PTQ_OK; i0 += rows_max) { /* the same blocks, the same outcome on every rank */
+        const int64_t i1 = n - i0 < rows_max ? n : i0 + rows_max;
+        for (int64_t i = i0; i < i1; i++) {
+            ptq_observer_stats os;
+            ptq_observer_get_stats(s->obs[i], &os);
+            int64_t *r = sum + (i - i0) * row;
+            r[0] = os.count;
+            r[1] = os.n_zero;
+            r[2] = os.n_nan;
+            r[3] = os.n_inf;
+            if (os.n_binned > 0)
+                regrow(ptq_observer_hist(s->obs[i]), nb, ptq_observer_exponent(s->obs[i]), (int)e[i], r + N_COUNTS);
+            else
+                memset(r + N_COUNTS, 0, (size_t)nb * sizeof *r);
+        }
+        PTQ_TRY(st, ptq_dist_allreduce_i64(ctx, sum, (i1 - i0) * row, PTQ_DIST_SUM), done);
+        for (int64_t i = i0; i < i1 && st == PTQ_OK; i++) {
+            const int64_t *r = sum + (i - i0) * row;
+            ptq_observer_stats os = {r[0], r[1], r[2], r[3], r[0] - r[1] - r[2] - r[3], key_float(mm[i]),
+                                     key_float(-mm[n + i])};
+            st = ptq_observer_set_state(ctx, s->obs[i], &os, e[i] == INT64_MIN ? 0 : (int)e[i], r + N_COUNTS);
+        }
     }
 done:
     free(e);

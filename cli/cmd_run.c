@@ -159,10 +159,11 @@ int cmd_run(int argc, char **argv)
     const char *device = cli_get(opts, n_opts, "device"), *batch = cli_get(opts, n_opts, "batch");
     const char *threads = cli_get(opts, n_opts, "threads"), *pre = cli_get(opts, n_opts, "preprocess");
     const char *core = cli_get(opts, n_opts, "core"), *method = cli_get(opts, n_opts, "method");
-    if (cli_is_writer() && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    const int made = !cli_is_writer() || mkdir(dir, 0777) == 0 || errno == EEXIST; /* rank 0 writes */
+    if (!made)
         fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
+    if (cli_rank0_rc(made ? 0 : EXIT_IO))
         return EXIT_IO;
-    }
     char p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200], p_ranges[4200],
         p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_vjson[4200];
     snprintf(p_calib, sizeof p_calib, "%s/calib.h5", dir);

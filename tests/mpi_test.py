@@ -80,6 +80,13 @@ def test_same_results(tmp, J):
         rc, out, err = mpi(n, "calibrate", "--model", MODEL, "--data", cal, "--out", J(f"c{n}.h5"), "--batch", "32")
         check(f"calibrate -np {n}: exit 0, rank 0 alone prints", rc == 0 and out.count("archive ") == 1, err[-400:])
         check(f"calibrate -np {n}: the archive is byte-identical", same_bytes(J("c1.h5"), J(f"c{n}.h5")))
+    # 2^23 bins: each tensor's histogram is reduced on its own (the reduction's blocks hold 2^23 words)
+    wide = ["calibrate", "--model", MODEL, "--data", cal, "--bins", "8388608", "--tensors", "input,logits,/stem*"]
+    rc, _, err = ptq(*wide, "--out", J("w1.h5"))
+    check("calibrate --bins 8388608, one process", rc == 0, err)
+    rc, _, err = mpi(2, *wide, "--out", J("w2.h5"))
+    check("calibrate --bins 8388608 -np 2: byte-identical, tensor by tensor", rc == 0 and same_bytes(J("w1.h5"), J("w2.h5")),
+          err[-300:])
     ptq("calibrate", "--model", MODEL, "--data", cal, "--out", J("half1.h5"), "--shard", "1/2", "--samples", "150")
     rc, _, err = mpi(3, "calibrate", "--model", MODEL, "--data", cal, "--out", J("half3.h5"), "--shard", "1/2",
                      "--samples", "150")
