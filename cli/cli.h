@@ -9,6 +9,7 @@
 
 #include "ptq/calib.h"
 #include "ptq/dataset.h"
+#include "ptq/dist.h"
 #include "ptq/fileio.h"
 #include "ptq/graph.h"
 #include "ptq/plan.h"
@@ -118,6 +119,21 @@ void cli_sibling_path(const char *path, const char *suffix, char *out, size_t n_
  * is. NULL entries are skipped. */
 int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
                       int n_outputs);
+
+/* Under an MPI launcher (cli/ranks.c): cli_dist_start joins the job (and
+ * sends other ranks' stdout to /dev/null); returns 0 or an exit code.
+ * cli_is_writer: 1 on rank 0 (and in a plain run), the only rank that
+ * writes files and prints. cli_on_rank0 runs a command on rank 0 alone and
+ * returns its exit code on every rank. cli_rank_ids keeps this rank's
+ * share of the picked ids[*n_ids] (PTQ_ERR_INVALID_ARG when there are
+ * fewer ids than ranks). Every rank passes each stage's status through
+ * ptq_dist_agree before the next collective. */
+int cli_dist_start(int *argc, char ***argv);
+int cli_is_writer(void);
+int cli_on_rank0(int (*fn)(int argc, char **argv), int argc, char **argv);
+/* rank 0's rc (an exit code or a flag) on every rank: a collective */
+int cli_rank0_rc(int rc);
+ptq_status cli_rank_ids(ptq_ctx *ctx, int64_t **ids, int64_t *n_ids);
 
 /* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
 typedef struct cli_opt {

@@ -44,7 +44,11 @@ static const char calibrate_help[] =
     "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
     "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
     "  --json               print the summary as JSON on stdout\n"
-    "  --progress           force the progress line (default: only on a terminal)\n";
+    "  --progress           force the progress line (default: only on a terminal)\n"
+    "\n"
+    "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
+    "outputs one process would (README \"Running across GPUs\").\n";
+
 
 enum { CALIB_MAX_BATCH = 1 << 16 };
 
@@ -134,7 +138,9 @@ int cmd_calibrate(int argc, char **argv)
     ptq_ctx_init(&ctx);
     ptq_status st = PTQ_OK;
     ptq_calib_set *set = NULL;
-    int64_t *ids = NULL, n_ids = 0;
+    int64_t *ids = NULL, n_ids = 0, n_picked = 0;
+    cli_progress prog;
+    double t0 = 0;
     char sha[65], tmp[PTQ_TMP_NAME_BYTES] = "", pre[512];
     cli_session s;
     memset(&s, 0, sizeof s);
@@ -143,40 +149,48 @@ int cmd_calibrate(int argc, char **argv)
 
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     /* the archive's temporary exists (and the folder is known writable) before the long part */
-    PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), done);
-    PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), done);
+    if (cli_is_writer())
+        PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), run_done);
+    PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), run_done);
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
-    PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), done);
-    PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), done);
-    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+    PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), run_done);
+    PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), run_done);
+    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), run_done);
     const char *base = strrchr(model, '/');
     PTQ_TRY(st, ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model,
-                                       ptq_preprocess_format(&s.pre, pre, sizeof pre)), done);
-    PTQ_TRY(st, ptq_calib_set_math(&ctx, set, ptq_math_name(ptq_exec_math(s.exec))), done);
+                                       ptq_preprocess_format(&s.pre, pre, sizeof pre)), run_done);
+    PTQ_TRY(st, ptq_calib_set_math(&ctx, set, ptq_math_name(ptq_exec_math(s.exec))), run_done);
     if (n_samples == 0 || n_samples > s.n_samples)
         n_samples = s.n_samples;
     ptq_pick pick = {0, n_samples, (uint64_t)seed, shard, n_shards};
-    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), run_done);
     if (n_ids == 0) {
         st = ptq_fail(&ctx, PTQ_ERR_DATA, "shard %lld/%lld of %lld samples is empty", (long long)shard,
                       (long long)n_shards, (long long)n_samples);
-        goto done;
+        goto run_done;
     }
-    char data_sha[65]; /* the source by content, so merge knows it under any path */
-    PTQ_TRY(st, ptq_dataset_content_sha256(&ctx, s.data, data_sha), done);
-    PTQ_TRY(st, ptq_calib_set_add_source(&ctx, set, so.data, data_sha, ids, n_ids), done);
+    if (cli_is_writer()) { /* the archive records the whole pick; each rank observes its share */
+        char data_sha[65]; /* the source by content, so merge knows it under any path */
+        PTQ_TRY(st, ptq_dataset_content_sha256(&ctx, s.data, data_sha), run_done);
+        PTQ_TRY(st, ptq_calib_set_add_source(&ctx, set, so.data, data_sha, ids, n_ids), run_done);
+    }
+    n_picked = n_ids;
+    PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_ids), run_done);
 
-    cli_progress prog;
     cli_progress_start(&prog, "calibrate", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .prefetch = 1,
                             .progress = cli_progress_cb, .progress_user = &prog};
     rp.consumers[rp.n_consumers++] = ptq_calib_set_consumer(set);
-    double t0 = cli_now_s();
-    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
+    t0 = cli_now_s();
+    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), run_done);
     cli_progress_end(&prog, n_ids);
+run_done: /* every rank passes here once, and learns whether any failed */
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    PTQ_TRY(st, ptq_calib_set_allreduce(&ctx, set), done);
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
     double secs = cli_now_s() - t0;
     int64_t bad = ptq_calib_set_first_nonfinite(set);
-    if (bad >= 0) {
+    if (bad >= 0) { /* the same on every rank, the set being the whole one */
         ptq_observer_stats os;
         ptq_observer_get_stats(ptq_calib_set_observer(set, bad), &os);
         st = ptq_fail(&ctx, PTQ_ERR_DATA,
@@ -185,9 +199,13 @@ int cmd_calibrate(int argc, char **argv)
                       ptq_calib_set_name(set, bad), (long long)os.n_nan, (long long)os.n_inf, (long long)os.count);
         goto done;
     }
-    PTQ_TRY(st, ptq_calib_set_write(&ctx, set, tmp), done);
-    PTQ_TRY(st, ptq_atomic_commit(&ctx, tmp, out), done);
-    print_summary(set, &s, out, so.data, n_ids, secs, cli_get(opts, n_opts, "json") != NULL);
+    if (cli_is_writer()) {
+        st = ptq_calib_set_write(&ctx, set, tmp);
+        if (st == PTQ_OK)
+            st = ptq_atomic_commit(&ctx, tmp, out);
+    }
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    print_summary(set, &s, out, so.data, n_picked, secs, cli_get(opts, n_opts, "json") != NULL);
 done:
     ptq_atomic_discard(tmp);
     cli_session_close(&s);

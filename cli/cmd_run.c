@@ -48,7 +48,11 @@ static const char run_help[] =
     "  --core P             int8 (default), fp8 or fp8-e5m2\n"
     "  --method M           calibrator for the plan, as for `ptq plan` (default percentile)\n"
     "  --device, --batch, --threads, --preprocess as for `ptq eval`\n"
-    "  --force              run every stage again\n";
+    "  --force              run every stage again\n"
+    "\n"
+    "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
+    "outputs one process would (README \"Running across GPUs\").\n";
+
 
 enum { MAX_ARGS = 48 };
 
@@ -156,10 +160,11 @@ int cmd_run(int argc, char **argv)
     const char *device = cli_get(opts, n_opts, "device"), *batch = cli_get(opts, n_opts, "batch");
     const char *threads = cli_get(opts, n_opts, "threads"), *pre = cli_get(opts, n_opts, "preprocess");
     const char *core = cli_get(opts, n_opts, "core"), *method = cli_get(opts, n_opts, "method");
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    const int made = !cli_is_writer() || mkdir(dir, 0777) == 0 || errno == EEXIST; /* rank 0 writes */
+    if (!made)
         fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
+    if (cli_rank0_rc(made ? 0 : EXIT_IO))
         return EXIT_IO;
-    }
     char p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200], p_ranges[4200],
         p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_vjson[4200], p_sens_html[4200],
         p_page[4200];
@@ -237,7 +242,7 @@ int cmd_run(int argc, char **argv)
     ptq_ctx_init(&ctx);
     cJSON *manifest = NULL;
     char *old_text = NULL;
-    if (!cli_get(opts, n_opts, "force") && cli_read_text(&ctx, p_manifest, &old_text) == PTQ_OK)
+    if (cli_is_writer() && !cli_get(opts, n_opts, "force") && cli_read_text(&ctx, p_manifest, &old_text) == PTQ_OK)
         manifest = cJSON_Parse(old_text);
     free(old_text);
     if (!manifest || !cJSON_IsObject(manifest)) {
@@ -250,14 +255,18 @@ int cmd_run(int argc, char **argv)
     rc = 0;
     for (int i = 0; i < n_st && rc == 0; i++) {
         s = &st[i];
-        char key[65];
-        ptq_status kst = stage_key(&ctx, s, key);
-        if (kst != PTQ_OK) {
-            rc = cli_report("run", &ctx, kst);
-            break;
+        char key[65] = "";
+        int up_to_date = 0; /* rank 0 decides, for every rank */
+        if (cli_is_writer()) {
+            ptq_status kst = stage_key(&ctx, s, key);
+            const cJSON *done_key = cJSON_GetObjectItemCaseSensitive(manifest, s->name);
+            rc = kst != PTQ_OK ? cli_report("run", &ctx, kst) : 0;
+            up_to_date = kst == PTQ_OK && cJSON_IsString(done_key) && strcmp(done_key->valuestring, key) == 0 &&
+                         outputs_exist(s);
         }
-        const cJSON *done_key = cJSON_GetObjectItemCaseSensitive(manifest, s->name);
-        if (cJSON_IsString(done_key) && strcmp(done_key->valuestring, key) == 0 && outputs_exist(s)) {
+        if ((rc = cli_rank0_rc(rc)) != 0)
+            break;
+        if (cli_rank0_rc(up_to_date)) {
             printf("== %s: up to date, skipped\n", s->name);
             if (strcmp(s->name, "plan") == 0)
                 budget_missed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(manifest, "plan_budget_missed"));
@@ -267,7 +276,8 @@ int cmd_run(int argc, char **argv)
         fflush(stdout);
         cJSON_DeleteItemFromObjectCaseSensitive(manifest, s->name);
         s->argv[s->argc] = NULL;
-        rc = s->cmd(s->argc - 1, (char **)s->argv + 1);
+        const int spread = s->cmd == cmd_calibrate || s->cmd == cmd_sensitivity || s->cmd == cmd_validate;
+        rc = spread ? s->cmd(s->argc - 1, (char **)s->argv + 1) : cli_on_rank0(s->cmd, s->argc - 1, (char **)s->argv + 1);
         fflush(stdout);
         if (rc == EXIT_BUDGET && strcmp(s->name, "plan") == 0) { /* the best plan was written: go on */
             budget_missed = 1;
@@ -279,14 +289,15 @@ int cmd_run(int argc, char **argv)
             cJSON_DeleteItemFromObjectCaseSensitive(manifest, "plan_budget_missed");
             cJSON_AddBoolToObject(manifest, "plan_budget_missed", budget_missed);
         }
-        ptq_status mst = write_manifest(&ctx, p_manifest, manifest);
+        ptq_status mst = cli_is_writer() ? write_manifest(&ctx, p_manifest, manifest) : PTQ_OK;
         if (mst != PTQ_OK && rc == 0)
             rc = cli_report("run", &ctx, mst);
+        rc = cli_rank0_rc(rc);
     }
     cJSON_Delete(manifest);
     if (rc == 0)
         printf("== done: %s (run.json, calib.h5, sens.json, sens.md, sens.html, plan.json, report/, calib.cache, ort/, "
                "ranges.json, model_qdq.onnx); open %s\n",
                dir, p_page);
-    return rc == 0 && budget_missed ? EXIT_BUDGET : rc;
+    return cli_rank0_rc(rc == 0 && budget_missed ? EXIT_BUDGET : rc);
 }

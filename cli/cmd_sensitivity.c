@@ -35,9 +35,33 @@ static const char sensitivity_help[] =
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
     "  --placement P        the default plan's placement, as for `ptq plan` (default trt)\n"
     "  --device, --math, --batch, --threads, --preprocess, --images-key, --labels-key, --layout,\n"
-    "  --allow-external-data, --progress as for `ptq eval`; --json prints the JSON on stdout\n";
+    "  --allow-external-data, --progress as for `ptq eval`; --json prints the JSON on stdout\n"
+    "\n"
+    "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
+    "outputs one process would (README \"Running across GPUs\").\n";
+
 
 enum { SENS_MAX_BATCH = 1 << 16 };
+
+/* This rank's part of an MPI job's work: the samples are split while each
+ * share keeps at least one full batch, the tensors over the ranks that share
+ * the same samples. ids[*n_ids] becomes this rank's samples. */
+static ptq_status share_work(ptq_ctx *ctx, ptq_sensitivity *sens, int64_t batch, int64_t **ids, int64_t *n_ids)
+{
+    const int size = ptq_dist_size();
+    int n_shards = 1;
+    for (int d = size; d > 1 && n_shards == 1; d--)
+        if (size % d == 0 && *n_ids / d >= batch)
+            n_shards = d;
+    const int n_groups = size / n_shards, shard = ptq_dist_rank() / n_groups;
+    int64_t lo, hi;
+    ptq_dist_share(*n_ids, shard, n_shards, &lo, &hi);
+    if (hi == lo)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no samples to measure on");
+    memmove(*ids, *ids + lo, (size_t)(hi - lo) * sizeof **ids);
+    *n_ids = hi - lo;
+    return ptq_sens_share(ctx, sens, ptq_dist_rank() % n_groups, n_groups);
+}
 
 int cmd_sensitivity(int argc, char **argv)
 {
@@ -86,7 +110,8 @@ int cmd_sensitivity(int argc, char **argv)
     ptq_calib_set *archive = NULL;
     ptq_plan *def = NULL, *core = NULL;
     ptq_sensitivity *sens = NULL;
-    int64_t *ids = NULL, n_ids = 0;
+    int64_t *ids = NULL, n_ids = 0, n_picked = 0;
+    double t0 = 0;
     const char **names = NULL;
     char *json = NULL, *md = NULL, *html = NULL, *header = NULL, sha[65];
     ptq_html_hist *hists = NULL;
@@ -94,25 +119,33 @@ int cmd_sensitivity(int argc, char **argv)
     PTQ_TRY(st, cli_output_dir_check(&ctx, out), done); /* before any image */
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "sensitivity", &so, "sensitivity compares predictions with them", &s),
-            done);
+            run_done);
     PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, calib, cli_get(opts, n_opts, "method"),
                                  cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), &archive, &def),
-            done);
-    PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), done);
-    PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, 0, &sens), done);
+            run_done);
+    PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), run_done);
+    PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, 0, &sens), run_done);
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
-    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), run_done);
+    n_picked = n_ids;
+    PTQ_TRY(st, share_work(&ctx, sens, batch, &ids, &n_ids), run_done);
 
     cli_progress prog;
     cli_progress_start(&prog, "sensitivity", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .need_labels = 1,
                             .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
     rp.consumers[rp.n_consumers++] = ptq_sens_consumer(sens);
-    const double t0 = cli_now_s();
-    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
-    const double secs = cli_now_s() - t0;
+    t0 = cli_now_s();
+    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), run_done);
     cli_progress_end(&prog, n_ids);
-
+run_done: /* every rank passes here once, and learns whether any failed */
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    PTQ_TRY(st, ptq_sens_allreduce(&ctx, sens), done);
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    const double secs = cli_now_s() - t0;
+    n_ids = n_picked;
+    if (!cli_is_writer()) /* rank 0 writes the report */
+        goto written;
     const int k = ptq_sens_n_classes(sens);
     names = calloc((size_t)k + 1, sizeof *names);
     for (int c = 0; names && c < k; c++)
@@ -121,7 +154,7 @@ int cmd_sensitivity(int argc, char **argv)
     ptq_sens_work(sens, &n_runs, &nodes_run, &nodes_full);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(archive, &pv);
-    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), written);
     cli_json *hdr = cli_json_header("sensitivity", ptq_exec_device_name(s.exec));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
     cli_json_str(hdr, "model", model);
@@ -144,16 +177,16 @@ int cmd_sensitivity(int argc, char **argv)
     cli_json_num(hdr, "seconds_all_but_runs", ph.all_but);
     if (!(header = cli_json_done(hdr))) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
-        goto done;
+        goto written;
     }
-    PTQ_TRY(st, ptq_sens_format_json(&ctx, sens, header, names, &json), done);
-    PTQ_TRY(st, ptq_sens_format_markdown(&ctx, sens, names, &md), done);
-    PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, def, json, 0, &hists, &n_hists), done);
+    PTQ_TRY(st, ptq_sens_format_json(&ctx, sens, header, names, &json), written);
+    PTQ_TRY(st, ptq_sens_format_markdown(&ctx, sens, names, &md), written);
+    PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, def, json, 0, &hists, &n_hists), written);
     ptq_html_extra hx = {.calib = calib, .hists = hists, .n_hists = n_hists, .hists_ranked = 1};
-    PTQ_TRY(st, ptq_sens_format_html(&ctx, json, &hx, &html), done);
+    PTQ_TRY(st, ptq_sens_format_html(&ctx, json, &hx, &html), written);
     const cli_out_file files[] = {{out, json, strlen(json), 1}, {md_path, md, strlen(md), 1},
                                   {html_path, html, strlen(html), 0}};
-    PTQ_TRY(st, cli_write_files(&ctx, files, 3), done);
+    PTQ_TRY(st, cli_write_files(&ctx, files, 3), written);
     if (cli_get(opts, n_opts, "json")) {
         printf("%s\n", json);
     } else {
@@ -170,6 +203,8 @@ int cmd_sensitivity(int argc, char **argv)
                (long long)n_runs, (long long)nodes_run, (long long)nodes_full,
                nodes_full ? 100.0 * (double)nodes_run / (double)nodes_full : 0.0, out, md_path, html_path);
     }
+written: /* and every rank learns whether that went well */
+    st = ptq_dist_agree(&ctx, st);
 done:
     free(json);
     free(md);

@@ -45,7 +45,11 @@ static const char validate_help[] =
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
     "  --device, --math, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
     "  --layout, --progress, --allow-external-data as for `ptq eval`; --json prints the JSON report on stdout\n"
-    "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n";
+    "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n"
+    "\n"
+    "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
+    "outputs one process would (README \"Running across GPUs\").\n";
+
 
 enum { VALIDATE_MAX_BATCH = 1 << 16 };
 
@@ -112,6 +116,8 @@ int cmd_validate(int argc, char **argv)
     }
     if (threads > 0)
         ptq_cpu_set_threads((int)threads);
+    if (cli_get(opts, n_opts, "logits") && ptq_dist_size() > 1)
+        return cli_usage_error("validate", "--logits is written by one process only: run it without mpirun");
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
@@ -122,7 +128,7 @@ int cmd_validate(int argc, char **argv)
     ptq_fq *fq = NULL;
     ptq_validate_run vr;
     memset(&vr, 0, sizeof vr);
-    int64_t *ids = NULL, n_total = 0;
+    int64_t *ids = NULL, n_total = 0, n_picked = 0;
     const char **names = NULL;
     char *json = NULL, *md = NULL, *html = NULL, *summary = NULL, *header = NULL, logits_tmp[4096] = "";
     char *sens_text = NULL, *trace_text = NULL;
@@ -136,30 +142,33 @@ int cmd_validate(int argc, char **argv)
     FILE *lfile = NULL;
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "validate", &so, "validation compares predictions with them", &s),
-            done);
+            run_done);
     /* one model: the plan is checked against the session's graph and runs as an overlay on its executor */
-    PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), done);
-    PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), done);
+    PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), run_done);
+    PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), run_done);
     /* before any image: a bad archive, report or trace fails at once */
     if (sens_path)
-        PTQ_TRY(st, cli_read_text(&ctx, sens_path, &sens_text), done);
+        PTQ_TRY(st, cli_read_text(&ctx, sens_path, &sens_text), run_done);
     if (trace_path)
-        PTQ_TRY(st, cli_read_text(&ctx, trace_path, &trace_text), done);
-    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, sens_text, NULL), sens_path), done);
-    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, NULL, NULL, trace_text), trace_path), done);
+        PTQ_TRY(st, cli_read_text(&ctx, trace_path, &trace_text), run_done);
+    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, sens_text, NULL), sens_path), run_done);
+    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, NULL, NULL, trace_text), trace_path), run_done);
     if (calib_path) {
-        PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), done);
+        PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), run_done);
         if (sens_text)
-            PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, plan, sens_text, 0, &hists, &n_hists), done);
+            PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, plan, sens_text, 0, &hists, &n_hists), run_done);
         else
-            PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), done);
+            PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), run_done);
     }
-    PTQ_TRY(st, cli_report_dir(&ctx, report, &made_dir), done);
+    if (cli_is_writer()) /* rank 0 writes the report */
+        PTQ_TRY(st, cli_report_dir(&ctx, report, &made_dir), run_done);
     ptq_pick pick = {limit, 0, 0, 0, 0};
-    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), done);
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), run_done);
+    n_picked = n_total;
+    PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_total), run_done);
     cli_npy_writer npy = {NULL, NULL, n_total};
     if (logits_path) {
-        PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), done);
+        PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), run_done);
         npy.f = lfile;
         npy.path = logits_tmp;
     }
@@ -171,11 +180,18 @@ int cmd_validate(int argc, char **argv)
     rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
     if (lfile) /* after the comparison: the quantized logits */
         rp.consumers[rp.n_consumers++] = cli_npy_consumer(&npy);
-    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
+    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), run_done);
+    cli_progress_end(&prog, n_total);
+run_done: /* every rank passes here once, and learns whether any failed */
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    PTQ_TRY(st, ptq_validate_stats_allreduce(&ctx, vr.stats), done);
+    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    if (!cli_is_writer()) /* rank 0 writes the report */
+        goto written;
+    n_total = n_picked;
     const int64_t k = vr.n_classes;
     ptq_validate_stats *vs = vr.stats;
     const ptq_exec *eq = s.exec;
-    cli_progress_end(&prog, n_total);
     names = calloc((size_t)k + 1, sizeof *names);
     for (int c = 0; names && c < k; c++)
         names[c] = ptq_dataset_class_name(s.data, c);
@@ -187,30 +203,30 @@ int cmd_validate(int argc, char **argv)
     cli_json_num(hdr, "plan_tensors", (double)plan->n);
     if (!(header = cli_json_done(hdr))) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
-        goto done;
+        goto written;
     }
     vo.header_json = header;
-    PTQ_TRY(st, ptq_validate_format_json(&ctx, vs, &vo, &json), done);
-    PTQ_TRY(st, ptq_validate_format_markdown(&ctx, vs, &vo, &md), done);
-    PTQ_TRY(st, ptq_validate_format_summary(&ctx, vs, &vo, &summary), done);
+    PTQ_TRY(st, ptq_validate_format_json(&ctx, vs, &vo, &json), written);
+    PTQ_TRY(st, ptq_validate_format_markdown(&ctx, vs, &vo, &md), written);
+    PTQ_TRY(st, ptq_validate_format_summary(&ctx, vs, &vo, &summary), written);
     ptq_html_extra hx = {model,     plan_path, so.data,   calib_path,       hists,
                          n_hists,   sens_text, trace_text, sens_text != NULL};
-    PTQ_TRY(st, ptq_validate_format_html(&ctx, vs, &vo, &hx, &html), done);
+    PTQ_TRY(st, ptq_validate_format_html(&ctx, vs, &vo, &hx, &html), written);
     const int n_png = k <= PTQ_HTML_MAX_CLASSES ? 3 : 0;
     for (int i = 0; i < n_png; i++)
-        PTQ_TRY(st, ptq_validate_format_png(&ctx, vs, &vo, i, &png[i], &png_bytes[i]), done);
+        PTQ_TRY(st, ptq_validate_format_png(&ctx, vs, &vo, i, &png[i], &png_bytes[i]), written);
     cli_out_file files[N_REPORT] = {{report_paths[0], json, strlen(json), 1},
                                     {report_paths[1], md, strlen(md), 1},
                                     {report_paths[2], html, strlen(html), 0}};
     for (int i = 0; i < n_png; i++)
         files[3 + i] = (cli_out_file){report_paths[3 + i], png[i], png_bytes[i], 0};
-    PTQ_TRY(st, cli_write_files(&ctx, files, 3 + n_png), done);
+    PTQ_TRY(st, cli_write_files(&ctx, files, 3 + n_png), written);
     made_dir = 0; /* it holds the report now */
     if (lfile) {
         st = cli_tmp_commit(&ctx, &lfile, logits_tmp, logits_path);
         logits_tmp[0] = st == PTQ_OK ? '\0' : logits_tmp[0];
         if (st != PTQ_OK)
-            goto done;
+            goto written;
     }
     if (cli_get(opts, n_opts, "json")) {
         printf("%s\n", json);
@@ -223,6 +239,8 @@ int cmd_validate(int argc, char **argv)
             printf(" %s%s", report_names[i], i + 1 < 3 + n_png ? "," : "\n");
         printf("open     %s\n", report_paths[2]);
     }
+written: /* and every rank learns whether that went well */
+    st = ptq_dist_agree(&ctx, st);
 done:
     if (made_dir && st != PTQ_OK)
         rmdir(report); /* made for this run, still empty */

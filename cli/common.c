@@ -35,6 +35,8 @@ int cli_report(const char *cmd, const ptq_ctx *ctx, ptq_status st)
 {
     if (st == PTQ_OK)
         return 0;
+    if (!cli_is_writer()) /* the job's one message comes from rank 0 */
+        return cli_exit_code(st);
     char msg[4 * PTQ_MSG_BYTES]; /* names from files are printed escaped */
     ptq_escape(ctx->msg[0] ? ctx->msg : ptq_status_name(st), msg, sizeof msg);
     fprintf(stderr, "ptq %s: error: %s\n", cmd, msg);
@@ -46,6 +48,8 @@ int cli_report(const char *cmd, const ptq_ctx *ctx, ptq_status st)
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
+    if (!cli_is_writer())
+        return EXIT_USAGE;
     fprintf(stderr, "ptq %s: error: ", cmd);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -94,13 +98,15 @@ int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, 
             continue;
         for (int i = 0; i < n_inputs; i++)
             if (inputs[i] && ptq_file_same(inputs[i], outputs[j])) {
-                fprintf(stderr, "ptq %s: error: output %s is the input %s; refusing to overwrite it\n", cmd,
+                if (cli_is_writer())
+                    fprintf(stderr, "ptq %s: error: output %s is the input %s; refusing to overwrite it\n", cmd,
                         outputs[j], inputs[i]);
                 return EXIT_USAGE;
             }
         for (int k = 0; k < j; k++)
             if (outputs[k] && ptq_file_same(outputs[k], outputs[j])) {
-                fprintf(stderr, "ptq %s: error: outputs %s and %s are the same file\n", cmd, outputs[k], outputs[j]);
+                if (cli_is_writer())
+                    fprintf(stderr, "ptq %s: error: outputs %s and %s are the same file\n", cmd, outputs[k], outputs[j]);
                 return EXIT_USAGE;
             }
     }
@@ -201,7 +207,7 @@ void cli_progress_start(cli_progress *p, const char *stage, const char *unit, in
     p->unit = unit;
     p->total = total;
     p->t_start = p->t_last = cli_now_s();
-    p->enabled = force || isatty(STDERR_FILENO);
+    p->enabled = cli_is_writer() && (force || isatty(STDERR_FILENO));
 }
 
 static void progress_draw(cli_progress *p, int64_t done, double now)

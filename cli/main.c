@@ -61,40 +61,57 @@ static void pick_blas_kernels(char **argv)
     /* exec failed: carry on with the generic kernels */
 }
 
+/* The commands; distributed ones split their work over the ranks of an MPI
+ * job, the others run on rank 0 while the rest wait for its exit code. */
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    int distributed;
+} commands[] = {{"eval", cmd_eval, 0},          {"info", cmd_info, 0},
+                {"data", cmd_data, 0},          {"calibrate", cmd_calibrate, 1},
+                {"export", cmd_export, 0},      {"validate", cmd_validate, 1},
+                {"run", cmd_run, 1},            {"sensitivity", cmd_sensitivity, 1},
+                {"plan", cmd_plan, 0},          {"merge", cmd_merge, 0}};
+
+static int version(void)
+{
+    char mpi[300];
+    if (!ptq_dist_built())
+        snprintf(mpi, sizeof mpi, "not built in (one process; see README \"Running across GPUs\")");
+    else
+        snprintf(mpi, sizeof mpi, "%s (%d rank%s)", ptq_dist_library(), ptq_dist_size(),
+                 ptq_dist_size() > 1 ? "s" : "; not started by mpirun or srun");
+    printf("ptq %s%s\nopenblas kernels: %s\nmpi: %s\n", ptq_version(),
+           ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "", ptq_cpu_blas_core(), mpi);
+    return 0;
+}
+
+static int dispatch(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        if (cli_is_writer())
+            fputs(main_help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    const char *cmd = argv[1];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].distributed ? commands[i].fn(argc - 2, argv + 2)
+                                           : cli_on_rank0(commands[i].fn, argc - 2, argv + 2);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
+        return version();
+    if (cli_is_writer())
+        fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cmd, main_help);
+    return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     pick_blas_kernels(argv);
     ptq_atomic_cleanup_on_signals(); /* no temporary file outlives Ctrl-C or a kill */
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-        fputs(main_help, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : 0;
-    }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "eval") == 0)
-        return cmd_eval(argc - 2, argv + 2);
-    if (strcmp(cmd, "info") == 0)
-        return cmd_info(argc - 2, argv + 2);
-    if (strcmp(cmd, "data") == 0)
-        return cmd_data(argc - 2, argv + 2);
-    if (strcmp(cmd, "calibrate") == 0)
-        return cmd_calibrate(argc - 2, argv + 2);
-    if (strcmp(cmd, "export") == 0)
-        return cmd_export(argc - 2, argv + 2);
-    if (strcmp(cmd, "validate") == 0)
-        return cmd_validate(argc - 2, argv + 2);
-    if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 2, argv + 2);
-    if (strcmp(cmd, "sensitivity") == 0)
-        return cmd_sensitivity(argc - 2, argv + 2);
-    if (strcmp(cmd, "plan") == 0)
-        return cmd_plan(argc - 2, argv + 2);
-    if (strcmp(cmd, "merge") == 0)
-        return cmd_merge(argc - 2, argv + 2);
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("ptq %s%s\nopenblas kernels: %s\n", ptq_version(), ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "",
-               ptq_cpu_blas_core());
-        return 0;
-    }
-    fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cmd, main_help);
-    return EXIT_USAGE;
+    int rc = cli_dist_start(&argc, &argv);
+    if (rc == 0)
+        rc = dispatch(argc, argv);
+    ptq_dist_finalize();
+    return rc;
 }

@@ -25,7 +25,10 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     for (const char *line = ptq_session_notes(s->ps); *line;) {
         const char *end = strchr(line, '\n');
         int len = end ? (int)(end - line) : (int)strlen(line);
-        fprintf(stderr, "ptq %s: note: %.*s\n", cmd, len, line);
+        if (ptq_dist_size() > 1)
+            fprintf(stderr, "ptq %s: note: rank %d of %d: %.*s\n", cmd, ptq_dist_rank(), ptq_dist_size(), len, line);
+        else
+            fprintf(stderr, "ptq %s: note: %.*s\n", cmd, len, line);
         line += len + (end != NULL);
     }
     s->graph = ptq_session_graph(s->ps);

@@ -78,6 +78,21 @@ void ptq_xsum_merge(ptq_xsum *into, const ptq_xsum *from)
     carry(into);
 }
 
+void ptq_xsum_pack(const ptq_xsum *x, int64_t *out)
+{
+    ptq_xsum m = *x;
+    carry(&m);
+    memcpy(out, m.limb, sizeof m.limb);
+    out[PTQ_XSUM_LIMBS] = m.n_nonfinite;
+}
+
+void ptq_xsum_unpack(ptq_xsum *x, const int64_t *in)
+{
+    memcpy(x->limb, in, sizeof x->limb);
+    x->n_nonfinite = in[PTQ_XSUM_LIMBS];
+    carry(x);
+}
+
 static int bit_at(const ptq_xsum *x, int b)
 {
     return (int)((x->limb[b / DIGIT_BITS] >> (b % DIGIT_BITS)) & 1);

@@ -26,6 +26,15 @@ void ptq_xsum_add(ptq_xsum *x, double v);
 /* into += from exactly (the sums and the non-finite counts). */
 void ptq_xsum_merge(ptq_xsum *into, const ptq_xsum *from);
 
+/* An accumulator as PTQ_XSUM_WORDS integers whose element-wise sum over
+ * several accumulators is the packing of their merge (the limbs carried, so
+ * each is below 2^32 and a sum of up to 2^30 packings cannot overflow; then
+ * the non-finite count): how ranks add their sums exactly with an integer
+ * reduction (ptq_dist_allreduce_i64). unpack reads such a sum back. */
+#define PTQ_XSUM_WORDS (PTQ_XSUM_LIMBS + 1)
+void ptq_xsum_pack(const ptq_xsum *x, int64_t *out);
+void ptq_xsum_unpack(ptq_xsum *x, const int64_t *in);
+
 /* The exact sum of the finite terms rounded to nearest, ties to even
  * (+-inf beyond the double range); an exact zero reads +0. */
 double ptq_xsum_value(const ptq_xsum *x);

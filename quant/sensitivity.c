@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/logits.h"
 #include "ptq/buf.h"
+#include "ptq/dist.h"
 #include "ptq/fake_quant.h"
 #include "ptq/sensitivity.h"
 #include "quant/quant_internal.h"
@@ -43,6 +44,8 @@ struct ptq_sensitivity {
     int64_t n_runs, nodes_run, nodes_full;
     int only;               /* PTQ_SENS_ONLY: no default-plan and (b) runs */
     ptq_sens_seconds secs;
+    unsigned char *mine;    /* [n_t] the tensors this process measures (ptq_sens_share) */
+    int baseline;           /* 1: this process counts FP32 and the default plan */
 };
 
 static const float *mixed_weight(void *user, int v, uint64_t *source)
@@ -97,6 +100,7 @@ void ptq_sens_free(ptq_sensitivity *s)
     qfig_free(&s->acc_def);
     qfig_fp32_free(&s->f32);
     free(s->t);
+    free(s->mine);
     free(s->rounds);
     free(s->outputs);
     ptq_fq_free(s->fq_def);
@@ -273,7 +277,11 @@ ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *def
     s->acc_b = calloc((size_t)s->n_t + 1, sizeof *s->acc_b);
     s->rounds = calloc((size_t)g->n_values + 1, 1);
     s->outputs = calloc((size_t)g->n_outputs + 1, sizeof *s->outputs);
-    if (!s->t || !s->acc_a || !s->acc_b || !s->rounds || !s->outputs) {
+    s->mine = malloc((size_t)s->n_t + 1);
+    s->baseline = 1;
+    if (s->mine)
+        memset(s->mine, 1, (size_t)s->n_t + 1);
+    if (!s->t || !s->acc_a || !s->acc_b || !s->rounds || !s->outputs || !s->mine) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sensitivity analysis");
         goto fail;
     }
@@ -319,13 +327,14 @@ static ptq_status sens_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch
     ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
     PTQ_TRY_RET(ptq_exec_keep_for(ctx, e, 0));
     for (int64_t i = 0; i < s->n_t; i++)
-        if (s->t[i].measured_a || s->t[i].measured_b)
+        if ((s->t[i].measured_a || s->t[i].measured_b) && s->mine[i])
             PTQ_TRY_RET(ptq_exec_keep_for(ctx, e, s->t[i].start_node));
     return PTQ_OK;
 }
 
 /* Runs the current configuration from node k (k < 0: the whole graph,
- * keeping its values for the runs after it) and counts it into a. */
+ * keeping its values for the runs after it) and counts it into a (NULL:
+ * not counted). */
 static ptq_status run_config(ptq_ctx *ctx, ptq_sensitivity *s, ptq_exec *e, int k, ptq_batch *b, qfig *a)
 {
     ptq_exec_set_overlay(e, &s->ov);
@@ -336,6 +345,8 @@ static ptq_status run_config(ptq_ctx *ctx, ptq_sensitivity *s, ptq_exec *e, int 
         return st;
     if (ptq_tensor_numel(&s->outputs[0]) != b->n * s->k)
         return ptq_fail(ctx, PTQ_ERR_SHAPE, "output 0 changed shape under quantization");
+    if (!a) /* a prefix for later runs, counted by another process */
+        return PTQ_OK;
     s->n_runs++;
     s->nodes_run += s->g->n_nodes - k;
     s->nodes_full += s->g->n_nodes;
@@ -359,26 +370,34 @@ static ptq_status sens_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch 
             PTQ_TRY_RET(qfig_init(ctx, &s->acc_b[i], s->k));
         }
     }
-    qfig_add(&s->acc_fp32, s->k, b->n, b->labels, s->f32.logits, s->f32.pred, s->f32.logits);
-    s->n_runs++;
-    s->nodes_run += s->g->n_nodes;
-    s->nodes_full += s->g->n_nodes;
+    if (s->baseline) { /* the FP32 run every process makes counts once */
+        qfig_add(&s->acc_fp32, s->k, b->n, b->labels, s->f32.logits, s->f32.pred, s->f32.logits);
+        s->n_runs++;
+        s->nodes_run += s->g->n_nodes;
+        s->nodes_full += s->g->n_nodes;
+    }
     /* (a) runs start from the FP32 run's kept values; then the default
      * plan runs whole and keeps its own, and each (b) run starts from them
      * at the node that makes its tensor, as nothing before it differs */
-    for (int64_t i = 0; i < s->n_t; i++)
+    int any_b = 0;
+    for (int64_t i = 0; i < s->n_t; i++) {
+        if (!s->mine[i])
+            continue;
+        any_b |= s->t[i].measured_b;
         if (s->t[i].measured_a) {
             configure(s, MODE_ONLY, i);
             PTQ_TRY_RET(run_config(ctx, s, e, s->t[i].start_node, b, &s->acc_a[i]));
         }
+    }
     s->secs.only += (t1 = ptq_clock_s()) - t0;
-    if (s->only)
+    if (s->only || (!s->baseline && !any_b))
         return PTQ_OK;
     configure(s, MODE_DEFAULT, -1);
-    PTQ_TRY_RET(run_config(ctx, s, e, -1, b, &s->acc_def));
+    /* a process that measures (b) runs but not the baseline runs it uncounted */
+    PTQ_TRY_RET(run_config(ctx, s, e, -1, b, s->baseline ? &s->acc_def : NULL));
     s->secs.default_plan += (t0 = ptq_clock_s()) - t1;
     for (int64_t i = 0; i < s->n_t; i++)
-        if (s->t[i].measured_b) {
+        if (s->t[i].measured_b && s->mine[i]) {
             configure(s, MODE_ALL_BUT, i);
             PTQ_TRY_RET(run_config(ctx, s, e, s->t[i].start_node, b, &s->acc_b[i]));
         }
@@ -390,6 +409,115 @@ ptq_consumer ptq_sens_consumer(ptq_sensitivity *s)
 {
     ptq_consumer c = {s, sens_before, sens_after, NULL};
     return c;
+}
+
+/* Nodes the runs of tensor i execute per batch. */
+static int64_t tensor_cost(const ptq_sensitivity *s, int64_t i)
+{
+    const ptq_sens_tensor *t = &s->t[i];
+    return (t->measured_a ? s->g->n_nodes - t->start_node : 0) + (t->measured_b ? s->g->n_nodes : 0);
+}
+
+ptq_status ptq_sens_share(ptq_ctx *ctx, ptq_sensitivity *s, int group, int n_groups)
+{
+    if (n_groups < 1 || group < 0 || group >= n_groups)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad tensor group %d of %d", group, n_groups);
+    int64_t *order = malloc(((size_t)s->n_t + 1) * sizeof *order), *load = calloc((size_t)n_groups, sizeof *load);
+    if (!order || !load) {
+        free(order);
+        free(load);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory sharing %lld tensors", (long long)s->n_t);
+    }
+    for (int64_t i = 0; i < s->n_t; i++) { /* the costliest first, plan order among equals (insertion sort) */
+        int64_t j = i;
+        while (j > 0 && tensor_cost(s, order[j - 1]) < tensor_cost(s, i)) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    for (int64_t j = 0; j < s->n_t; j++) { /* each to the least loaded group, the lowest among equals */
+        int best = 0;
+        for (int q = 1; q < n_groups; q++)
+            if (load[q] < load[best])
+                best = q;
+        load[best] += tensor_cost(s, order[j]);
+        s->mine[order[j]] = best == group;
+    }
+    s->baseline = group == 0;
+    free(order);
+    free(load);
+    return PTQ_OK;
+}
+
+/* One count to or from a reduction buffer. */
+static void word(int64_t *field, int64_t *slot, int to_buf)
+{
+    if (to_buf)
+        *slot = *field;
+    else
+        *field = *slot;
+}
+
+/* One configuration's counts to or from buf; returns the words used. */
+static int64_t qfig_words(qfig *a, int k, int64_t *buf, int to_buf)
+{
+    word(&a->n, &buf[0], to_buf);
+    word(&a->top1, &buf[1], to_buf);
+    word(&a->agree, &buf[2], to_buf);
+    word(&a->n_measured, &buf[3], to_buf);
+    for (int c = 0; c < k; c++)
+        word(&a->tp[c], &buf[4 + c], to_buf);
+    int64_t at = 4 + k;
+    ptq_xsum *sums[] = {&a->signal_sq, &a->noise_sq, &a->kl};
+    for (int i = 0; i < 3; i++, at += PTQ_XSUM_WORDS) {
+        if (to_buf)
+            ptq_xsum_pack(sums[i], buf + at);
+        else
+            ptq_xsum_unpack(sums[i], buf + at);
+    }
+    return at;
+}
+
+/* Every count of s to or from buf (the support only from the baseline process); returns the words used. */
+static int64_t sens_words(ptq_sensitivity *s, int64_t *buf, int to_buf)
+{
+    int64_t at = qfig_words(&s->acc_fp32, s->k, buf, to_buf);
+    at += qfig_words(&s->acc_def, s->k, buf + at, to_buf);
+    for (int64_t i = 0; i < s->n_t; i++) {
+        at += qfig_words(&s->acc_a[i], s->k, buf + at, to_buf);
+        at += qfig_words(&s->acc_b[i], s->k, buf + at, to_buf);
+    }
+    word(&s->n_runs, &buf[at++], to_buf);
+    word(&s->nodes_run, &buf[at++], to_buf);
+    word(&s->nodes_full, &buf[at++], to_buf);
+    if (to_buf && !s->baseline) /* every process counted the support: one counts */
+        memset(s->f32.support, 0, (size_t)s->k * sizeof *s->f32.support);
+    for (int c = 0; c < s->k; c++)
+        word(&s->f32.support[c], &buf[at++], to_buf);
+    return at;
+}
+
+ptq_status ptq_sens_allreduce(ptq_ctx *ctx, ptq_sensitivity *s)
+{
+    if (ptq_dist_size() == 1)
+        return PTQ_OK;
+    const int64_t per_fig = 4 + s->k + 3 * PTQ_XSUM_WORDS, n = (2 + 2 * s->n_t) * per_fig + 3 + s->k;
+    int64_t *buf = s->k > 0 ? malloc((size_t)n * sizeof *buf) : NULL;
+    ptq_status st = ptq_dist_agree(ctx, buf ? PTQ_OK
+                                            : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reducing the figures of "
+                                                       "%lld tensors", (long long)s->n_t));
+    if (st == PTQ_OK) {
+        sens_words(s, buf, 1);
+        st = ptq_dist_allreduce_i64(ctx, buf, n, PTQ_DIST_SUM);
+        if (st == PTQ_OK) {
+            sens_words(s, buf, 0);
+            memset(s->mine, 1, (size_t)s->n_t);
+            s->baseline = 1;
+        }
+    }
+    free(buf);
+    return st;
 }
 
 int64_t ptq_sens_n_tensors(const ptq_sensitivity *s)

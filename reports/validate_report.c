@@ -16,6 +16,7 @@
 
 #include "core/logits.h"
 #include "core/xsum.h"
+#include "ptq/dist.h"
 #include "ptq/export.h" /* ptq_buf */
 #include "ptq/memory.h"
 #include "ptq/report.h"
@@ -129,6 +130,65 @@ ptq_status ptq_validate_stats_merge(ptq_ctx *ctx, ptq_validate_stats *dst, const
     ptq_xsum_merge(&dst->noise_sq, &src->noise_sq);
     ptq_xsum_merge(&dst->kl_nats_sum, &src->kl_nats_sum);
     return PTQ_OK;
+}
+
+/* One count to or from a reduction buffer. */
+static void word(int64_t *field, int64_t *slot, int to_buf)
+{
+    if (to_buf)
+        *slot = *field;
+    else
+        *field = *slot;
+}
+
+/* The counts of an eval stats to or from buf: n, top1, top5, then the k x k confusion; returns the words used. */
+static int64_t eval_words(ptq_eval_stats *e, int64_t *buf, int to_buf)
+{
+    const int64_t cells = (int64_t)e->n_classes * e->n_classes;
+    word(&e->n, &buf[0], to_buf);
+    word(&e->top1, &buf[1], to_buf);
+    word(&e->top5, &buf[2], to_buf);
+    for (int64_t i = 0; i < cells; i++)
+        word(&e->confusion[i], &buf[3 + i], to_buf);
+    return 3 + cells;
+}
+
+/* Every field of s to or from buf; returns the words used. */
+static int64_t validate_words(ptq_validate_stats *s, int64_t *buf, int to_buf)
+{
+    int64_t at = eval_words(&s->fp32, buf, to_buf);
+    at += eval_words(&s->q, buf + at, to_buf);
+    word(&s->changed, &buf[at++], to_buf);
+    word(&s->n_measured, &buf[at++], to_buf);
+    word(&s->nan_fp32, &buf[at++], to_buf);
+    word(&s->nan_q, &buf[at++], to_buf);
+    ptq_xsum *sums[] = {&s->signal_sq, &s->noise_sq, &s->kl_nats_sum};
+    for (int i = 0; i < 3; i++, at += PTQ_XSUM_WORDS) {
+        if (to_buf)
+            ptq_xsum_pack(sums[i], buf + at);
+        else
+            ptq_xsum_unpack(sums[i], buf + at);
+    }
+    return at;
+}
+
+ptq_status ptq_validate_stats_allreduce(ptq_ctx *ctx, ptq_validate_stats *s)
+{
+    if (ptq_dist_size() == 1)
+        return PTQ_OK;
+    const int64_t k = s->fp32.n_classes, n = 2 * (3 + k * k) + 4 + 3 * PTQ_XSUM_WORDS;
+    int64_t *buf = malloc((size_t)n * sizeof *buf);
+    ptq_status st = ptq_dist_agree(ctx, buf ? PTQ_OK
+                                            : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reducing a %lld-class "
+                                                       "validation", (long long)k));
+    if (st == PTQ_OK) {
+        validate_words(s, buf, 1);
+        st = ptq_dist_allreduce_i64(ctx, buf, n, PTQ_DIST_SUM);
+        if (st == PTQ_OK)
+            validate_words(s, buf, 0);
+    }
+    free(buf);
+    return st;
 }
 
 void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals *t)

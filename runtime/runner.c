@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "ptq/dist.h"
 #include "ptq/memory.h"
 #include "ptq/runner.h"
 
@@ -31,13 +32,6 @@ static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
-}
-
-/* floor(n * i / n_shards) for 0 <= i <= n_shards <= PTQ_MAX_SHARDS, without
- * overflow: n = q * n_shards + r, and r * i < 2^62. */
-static int64_t share_start(int64_t n, int64_t i, int64_t n_shards)
-{
-    return n / n_shards * i + n % n_shards * i / n_shards;
 }
 
 /* Positions of a partial Fisher-Yates over [0, n) that hold something other
@@ -130,7 +124,8 @@ ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int6
         for (int64_t i = 0; i < n_kept; i++)
             all[i] = i;
     }
-    int64_t lo = share_start(n_kept, shard, n_shards), hi = share_start(n_kept, shard + 1, n_shards);
+    int64_t lo, hi; /* floor(n * i / n_shards) boundaries, as the ranks of a job share a list */
+    ptq_dist_share(n_kept, shard, n_shards, &lo, &hi);
     memmove(all, all + lo, (size_t)(hi - lo) * sizeof *all);
     *ids = all;
     *n_ids = hi - lo;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptq/dist.h"
 #include "ptq/runner.h"
 #include "runtime/backend.h"
 #ifdef PTQ_CUDA
@@ -34,6 +35,7 @@ ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, 
         *device = PTQ_DEVICE_REF;
     } else if (strcmp(name, "cuda") == 0 || strcmp(name, "gpu") == 0) {
         *device = PTQ_DEVICE_CUDA;
+        *cuda_device = PTQ_CUDA_DEVICE_LOCAL;
     } else if (strncmp(name, "cuda:", 5) == 0) {
         char *end = NULL;
         long n = strtol(name + 5, &end, 10);
@@ -61,17 +63,21 @@ static void note(ptq_session *s, const char *fmt, ...)
 
 /* The device to run on: a GPU the opts ask for and the machine has, else
  * the CPU when falling back is allowed. */
-static ptq_status pick_device(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session *s, ptq_device *device)
+static ptq_status pick_device(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session *s, ptq_device *device,
+                              int *ordinal)
 {
     *device = o->device;
+    *ordinal = o->cuda_device;
     if (o->device != PTQ_DEVICE_CUDA)
         return PTQ_OK;
     char why[256] = "";
     int n = ptq_cuda_n_devices(why, sizeof why);
-    if (n > o->cuda_device)
+    if (o->cuda_device == PTQ_CUDA_DEVICE_LOCAL) /* one GPU per rank of the node, in turn */
+        *ordinal = n > 0 ? ptq_dist_local_rank() % n : 0;
+    if (n > *ordinal)
         return PTQ_OK;
     if (n > 0)
-        snprintf(why, sizeof why, "cuda:%d asked for, but only %d GPU%s visible", o->cuda_device, n, n == 1 ? " is" : "s are");
+        snprintf(why, sizeof why, "cuda:%d asked for, but only %d GPU%s visible", *ordinal, n, n == 1 ? " is" : "s are");
     if (!o->cpu_fallback || n > 0)
         return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "%s", why);
     note(s, "no usable GPU (%s); running on the CPU\n", why);
@@ -87,7 +93,8 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     if (!s)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory opening a session");
     ptq_device device = PTQ_DEVICE_CPU;
-    PTQ_TRY(st, pick_device(ctx, o, s, &device), fail);
+    int ordinal = 0;
+    PTQ_TRY(st, pick_device(ctx, o, s, &device, &ordinal), fail);
     PTQ_TRY(st, ptq_graph_load_onnx(ctx, o->model, &s->graph), fail);
     const ptq_graph *g = s->graph;
     if (g->n_inputs != 1 || g->n_outputs < 1) {
@@ -154,7 +161,7 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
      * infers its own) */
     ptq_ctx_init(&s->shapes);
     s->shapes.code = ptq_graph_infer_shapes(&s->shapes, s->graph, 1);
-    ptq_exec_params ep = {device, o->cuda_device, NULL, NULL, o->profile, o->math};
+    ptq_exec_params ep = {device, ordinal, NULL, NULL, o->profile, o->math};
     if (o->math != PTQ_MATH_FP32 && device != PTQ_DEVICE_CUDA)
         note(s, "--math %s applies to the GPU; the CPU computes in FP32\n", ptq_math_name(o->math));
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);

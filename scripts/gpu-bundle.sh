@@ -36,7 +36,7 @@ fi
 command -v xz >/dev/null || die "xz is missing (apt-get install xz-utils)"
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/tests" "$out/lib" "$out/models" "$out/data"
+mkdir -p "$out/bin" "$out/tests" "$out/lib/mpi" "$out/models" "$out/data" "$out/bench"
 # what the benchmarks record as the code they ran (the device copy has no git history)
 (cd "$root" && echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bundle' || echo -dirty)") \
     >"$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
@@ -66,16 +66,23 @@ done
 # libgomp, OpenBLAS, HDF5 and friends are copied: a bare machine lacks them.
 keep_out='^(linux-vdso|ld-linux[^/]*|libc|libm|libdl|libpthread|librt|libresolv|libutil|libanl|libnsl|libmvec'
 keep_out+='|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libnvidia-[a-z-]+)\.so'
+# Open MPI 4.1 (libmpi.so.40, the soname Ubuntu 24.04's 4.1.6 has too) and what
+# it links go to lib/mpi: the machine's own are used when it has them (its
+# mpirun, its plugins), these only where it has none (one process then).
+mpi_libs='^(libmpi|libopen-rte|libopen-pal|libhwloc|libevent_core-[0-9.]+|libevent_pthreads-[0-9.]+|libudev)\.so'
 missing=$(for b in "${bins[@]}"; do ldd "$b"; done | awk '/not found/ {print $1}' | sort -u |
           grep -Ev "$keep_out" || true)
 [ -z "$missing" ] || die "libraries not found here: $missing"
 for b in "${bins[@]}"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
     while read -r name path; do
-        if ! [[ $name =~ $keep_out ]]; then
+        if [[ $name =~ $mpi_libs ]]; then
+            cp -L "$path" "$out/lib/mpi/$name"
+        elif ! [[ $name =~ $keep_out ]]; then
             cp -L "$path" "$out/lib/$name"
         fi
     done
-for lib in "$out"/lib/*; do
+for lib in "$out"/lib/* "$out"/lib/mpi/*; do
+    [ -f "$lib" ] || continue
     chmod u+w "$lib"
     patchelf --force-rpath --set-rpath '$ORIGIN' "$lib"
 done
@@ -86,8 +93,8 @@ for b in "${bins[@]}"; do
     patchelf --force-rpath --set-rpath "\$ORIGIN/../lib:$cuda_dirs" "$b"
 done
 # packed: OpenBLAS (every-CPU build) 35 MiB -> 4 MiB, the rest of the big ones halve
-for lib in "$out"/lib/*; do
-    if [ "$(stat -c %s "$lib")" -gt $((1 << 20)) ]; then
+for lib in "$out"/lib/* "$out"/lib/mpi/*; do
+    if [ -f "$lib" ] && [ "$(stat -c %s "$lib")" -gt $((1 << 20)) ]; then
         xz -9 -T "$jobs" "$lib"
     fi
 done
@@ -98,6 +105,9 @@ for t in "$out"/tests/*; do
         xz -9 -T "$jobs" "$t"
     fi
 done
+
+# the MPI scaling benchmark (bench/mpi_scaling.sh: -np 1 against -np 2 on one GPU)
+cp "$root/bench/mpi_scaling.sh" "$out/bench/"
 
 # fixtures the tests read through PTQ_SOURCE_DIR (the bundle root) and PTQ_FMNIST_DIR
 [ -d "$root/models" ] && cp -r "$root/models/." "$out/models/"
@@ -119,10 +129,14 @@ set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=${TMPDIR:-/tmp}/ptq-bundle-libs-$(cat "$here/lib/.stamp")
 mkdir -p "$dir"
-mkdir -p "$dir/tests"
-for z in "$here"/lib/*.xz "$here"/tests/*.xz; do
+mkdir -p "$dir/tests" "$dir/mpi"
+for z in "$here"/lib/*.xz "$here"/lib/mpi/*.xz "$here"/tests/*.xz; do
     [ -e "$z" ] || continue
-    case $z in */tests/*) so=$dir/tests/$(basename "${z%.xz}") ;; *) so=$dir/$(basename "${z%.xz}") ;; esac
+    case $z in
+        */tests/*) so=$dir/tests/$(basename "${z%.xz}") ;;
+        */lib/mpi/*) so=$dir/mpi/$(basename "${z%.xz}") ;;
+        *) so=$dir/$(basename "${z%.xz}") ;;
+    esac
     [ -e "$so" ] && continue
     if command -v xz >/dev/null; then
         xz -dc "$z" >"$so.tmp"
@@ -133,7 +147,10 @@ for z in "$here"/lib/*.xz "$here"/tests/*.xz; do
     case $z in */tests/*) chmod +x "$so.tmp" ;; esac
     mv "$so.tmp" "$so"
 done
-echo "export LD_LIBRARY_PATH=$dir:$here/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH} PTQ_BUNDLE_TESTS=$dir/tests"
+# Open MPI: the machine's libmpi.so.40 (with its mpirun and plugins) when it has one, else the bundled copy
+mpi=""
+ldconfig -p 2>/dev/null | grep -q 'libmpi\.so\.40 ' || mpi=":$dir/mpi:$here/lib/mpi"
+echo "export LD_LIBRARY_PATH=$dir:$here/lib$mpi\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH} PTQ_BUNDLE_TESTS=$dir/tests"
 EOF
 chmod +x "$out/setup.sh"
 

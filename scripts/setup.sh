@@ -10,7 +10,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 PKGS="build-essential cmake pkg-config libhdf5-dev libpng-dev zlib1g-dev libzstd-dev libcjson-dev
       libopenblas-dev libopenblas-openmp-dev dataset-fashion-mnist libonnx-testdata python3 python3-venv python3-numpy python3-onnx
-      python3-h5py python3-flatbuffers chromium"
+      python3-h5py python3-flatbuffers chromium libopenmpi-dev openmpi-bin"
 # chromium: headless, for tests/browser_report_test.py (81 MB download, 23 packages, 23 s to install on a
 # Debian 12 VM that had the rest); the test skips without it.
 missing=""

@@ -243,6 +243,19 @@ static void check_set(const char *name, const double *v, int n)
         double f = ptq_xsum_value(&fwd), b = ptq_xsum_value(&bwd);
         CHECK_MSG(same_bits(f, want) && same_bits(b, want), "%s: trial %d (%d shards): %.17g, %.17g vs %.17g", name,
                   trial, n_shards, f, b, want);
+        /* as ranks reduce them: the shards' packings added word by word, then read back */
+        int64_t words[PTQ_XSUM_WORDS] = {0}, one[PTQ_XSUM_WORDS];
+        for (int k = 0; k < n_shards; k++) {
+            ptq_xsum_pack(&shard[k], one);
+            for (int w = 0; w < PTQ_XSUM_WORDS; w++)
+                words[w] += one[w];
+        }
+        ptq_xsum packed;
+        ptq_xsum_unpack(&packed, words);
+        ptq_xsum_add(&packed, 0.0); /* still an accumulator that takes terms */
+        double p = ptq_xsum_value(&packed);
+        CHECK_MSG(same_bits(p, want) && packed.n_nonfinite == fwd.n_nonfinite,
+                  "%s: trial %d (%d shards) packed: %.17g vs %.17g", name, trial, n_shards, p, want);
     }
 }
 

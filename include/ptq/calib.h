@@ -134,6 +134,13 @@ PTQ_API ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_
  * and dst is unchanged. */
 PTQ_API ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib_set *src);
 
+/* Every rank's set becomes the sum of all ranks' observers, exactly what
+ * merging them would give (calib/calib_dist.c); tensors and bins must be
+ * the same on every rank, provenance is left as it is. A collective
+ * (include/ptq/dist.h): every rank calls it, after agreeing on the run;
+ * a no-op in one process. */
+PTQ_API ptq_status ptq_calib_set_allreduce(ptq_ctx *ctx, ptq_calib_set *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,15 +23,18 @@
 extern "C" {
 #endif
 
-/* "cpu", "ref", "cuda" (GPU 0), "cuda:N" or "gpu" into a device and GPU
- * ordinal; NULL means cpu. PTQ_ERR_INVALID_ARG names anything else. */
+/* "cpu", "ref", "cuda" or "gpu" (this process's GPU:
+ * PTQ_CUDA_DEVICE_LOCAL), "cuda:N" into a device and GPU ordinal; NULL
+ * means cpu. PTQ_ERR_INVALID_ARG names anything else. */
+#define PTQ_CUDA_DEVICE_LOCAL (-1)
 PTQ_API ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, int *cuda_device);
 
 typedef struct ptq_session_opts {
     const char *model;        /* ONNX file */
     const char *data;         /* HDF5 file or PNG folder; NULL: no data (the session only runs the model) */
     ptq_device device;
-    int cuda_device;          /* GPU ordinal for PTQ_DEVICE_CUDA */
+    int cuda_device;          /* GPU ordinal for PTQ_DEVICE_CUDA; PTQ_CUDA_DEVICE_LOCAL: the node-local MPI rank
+                                 modulo the GPUs visible (GPU 0 outside an MPI job, include/ptq/dist.h) */
     int cpu_fallback;         /* 1: no usable GPU runs on the CPU (ptq_session_notice says so); 0: PTQ_ERR_NO_DEVICE */
     const char *preprocess;   /* overrides on top of the model's ptq.preprocess metadata, or NULL */
     ptq_dataset_opts dataset; /* HDF5 keys and layout */

@@ -56,6 +56,13 @@ PTQ_API ptq_status ptq_validate_stats_add(ptq_ctx *ctx, ptq_validate_stats *s, i
  * PTQ_ERR_INVALID_ARG, dst unchanged). */
 PTQ_API ptq_status ptq_validate_stats_merge(ptq_ctx *ctx, ptq_validate_stats *dst, const ptq_validate_stats *src);
 
+/* Every rank's stats become the sum over the ranks of a job
+ * (include/ptq/dist.h), exactly as merging them: counts and confusion
+ * matrices by integer SUM, the SQNR/KL sums as exact accumulators added
+ * as integers. A collective; the class count must be the same on every
+ * rank. A no-op in one process. */
+PTQ_API ptq_status ptq_validate_stats_allreduce(ptq_ctx *ctx, ptq_validate_stats *s);
+
 /* Totals for callers (the CLI's exit code, tests). */
 typedef struct ptq_validate_totals {
     int64_t n;                       /* images counted */
