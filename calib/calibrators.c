@@ -21,11 +21,11 @@ const char *ptq_calib_method_name(ptq_calib_method m)
     return "unknown";
 }
 
-/* The table's entry of f when f takes scales, else NULL. */
+/* The table's entry of f when f takes scales and no zero point, else NULL. */
 static const ptq_numfmt *scaled_format(ptq_qformat f)
 {
     const ptq_numfmt *nf = ptq_numfmt_get(f);
-    return nf && nf->scaled ? nf : NULL;
+    return nf && nf->scaled && !nf->zero_point ? nf : NULL;
 }
 
 const char *ptq_qformat_name(ptq_qformat f)
@@ -49,8 +49,8 @@ ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method 
 
 ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out)
 {
-    const ptq_numfmt *nf = ptq_numfmt_find(s);
-    if (nf && nf->scaled) {
+    const ptq_numfmt *nf = scaled_format(ptq_numfmt_find(s) ? ptq_numfmt_find(s)->id : PTQ_FMT_FP32);
+    if (nf) {
         *out = nf->id;
         return PTQ_OK;
     }
