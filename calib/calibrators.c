@@ -201,3 +201,11 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     out->clipped_fraction = ((double)st.n_inf + count_above(&h, a)) / n_values;
     return PTQ_OK;
 }
+
+void ptq_calib_clip_range(const ptq_observer *obs, double amax, float *lo, float *hi)
+{
+    ptq_observer_stats os;
+    ptq_observer_get_stats(obs, &os);
+    *lo = (float)((double)os.min > -amax ? (double)os.min : -amax);
+    *hi = (float)((double)os.max < amax ? (double)os.max : amax);
+}

@@ -178,11 +178,8 @@ ptq_status ptq_target_parse(ptq_ctx *ctx, const char *s, ptq_target *out)
  * range [min, max] clipped to the calibrator's [-amax, amax]. */
 static ptq_status entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax)
 {
-    ptq_observer_stats os;
-    ptq_observer_get_stats(obs, &os);
-    const float lo = (float)((double)os.min > -amax ? (double)os.min : -amax);
-    const float hi = (float)((double)os.max < amax ? (double)os.max : amax);
-    float scale = 1.0f;
+    float lo, hi, scale = 1.0f;
+    ptq_calib_clip_range(obs, amax, &lo, &hi);
     ptq_k_uint8_params_ref(lo, hi, &scale, &e->zero_point);
     return entry_scale(ctx, e, scale);
 }
