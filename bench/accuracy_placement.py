@@ -19,7 +19,7 @@ FP8 models are evaluated with onnxruntime's basic graph optimizations
 (REFERENCE.md: the extended ones mis-rewrite FP8 Q/DQ around Conv). Writes
 bench/results/<date>-accuracy-placement-<host>.md.
     .venv-bench/bin/python3 bench/accuracy_placement.py [--ptq build/ptq] [--model M] [--mobilenet M2]
-        [--modelopt-python /work/venv-modelopt/bin/python]
+        [--modelopt-python /work/venv-modelopt/bin/python] [--only demo|mobilenet]
 """
 import datetime
 import json
@@ -127,9 +127,10 @@ def main():
     def extra(ap):
         ap.add_argument("--mobilenet", default="models/fmnist_mobilenet.onnx")
         ap.add_argument("--modelopt-python", default="/work/venv-modelopt/bin/python")
+        ap.add_argument("--only", choices=("demo", "mobilenet"), help="one of the two models")
     a, J, train, x_test, labels = setup("ptq-bench-place-", extra)
     results = [(m, *compare(a, J, tag, m, train, x_test, labels))
-               for tag, m in (("demo", a.model), ("mobilenet", a.mobilenet))]
+               for tag, m in (("demo", a.model), ("mobilenet", a.mobilenet)) if a.only in (None, tag)]
     host = platform.node().split(".")[0] or "host"
     date = datetime.date.today().isoformat()
     path = a.out or f"bench/results/{date}-accuracy-placement-{host}.md"

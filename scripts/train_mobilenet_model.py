@@ -9,8 +9,8 @@ with the demo model's recipe and preprocessing (scripts/train_demo_model.py),
 and exports models/fmnist_mobilenet.onnx (opset 13, dynamic batch, BatchNorm
 folded; ReLU6 as Clip(0, 6)). Uses a GPU when PyTorch sees one; models/ holds the
 one trained with the defaults on the shared 2-core CPU VM (a small budget:
-about 190 steps of 128 images; a longer run scores higher). Run:
-    python3 scripts/train_mobilenet_model.py [--epochs 3] [--train-images 8000] [--data DIR]
+64 steps of 128 images; a longer run scores higher). Run:
+    python3 scripts/train_mobilenet_model.py [--epochs 2] [--train-images 4000] [--data DIR]
         [--out models/fmnist_mobilenet.onnx]
 """
 import argparse
@@ -64,11 +64,11 @@ class Net(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--out", default="models/fmnist_mobilenet.onnx")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--train-images", type=int, default=8000, help="the first N training images")
+    ap.add_argument("--train-images", type=int, default=4000, help="the first N training images")
     ap.add_argument("--data", default=DATA, help="folder of the Fashion-MNIST IDX files")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
