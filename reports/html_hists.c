@@ -55,7 +55,11 @@ static ptq_status hist_fill(ptq_ctx *ctx, const ptq_observer *obs, const ptq_pla
     memcpy(h->name, e->name, n_name);
     h->prec = e->prec;
     const ptq_qformat f = h->format = qformat_of(e->prec);
-    h->plan_amax = e->n_scales > 0 ? (double)e->scales[0] * ptq_qformat_max(f) : NAN;
+    /* uint8: the larger side of [(0 - zp) * scale, (255 - zp) * scale], the |x| it reaches */
+    const double top = e->prec == PTQ_PREC_UINT8 ? (double)(e->zero_point > 255 - e->zero_point ? e->zero_point
+                                                                                              : 255 - e->zero_point)
+                                                 : ptq_qformat_max(f);
+    h->plan_amax = e->n_scales > 0 ? (double)e->scales[0] * top : NAN;
     h->percentile = HIST_PERCENTILE;
     ptq_observer_get_stats(obs, &h->stats);
     for (int m = PTQ_CALIB_MINMAX; m <= PTQ_CALIB_MSE; m++) {
