@@ -26,6 +26,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 
@@ -111,9 +112,11 @@ def compare(a, J, tag, model, train, x_test, labels):
         rows.append(("NVIDIA ModelOpt", "-", None, None, None, None, f"not run: no {a.modelopt_python}"))
         return fp32, rows
     np.save(J(f"{tag}-cal.npy"), x_cal)
+    src = J(f"{tag}-modelopt-src.onnx")  # ModelOpt rewrites the model file it is given: a copy
     for mode, method, level in (("int8", "max", None), ("int8", "entropy", None), ("fp8", "max", BASIC)):
         out = J(f"{tag}-modelopt-{mode}-{method}.onnx")
-        p = subprocess.run([a.modelopt_python, "-c", MODELOPT, model, out, mode, method, J(f"{tag}-cal.npy")],
+        shutil.copyfile(model, src)
+        p = subprocess.run([a.modelopt_python, "-c", MODELOPT, src, out, mode, method, J(f"{tag}-cal.npy")],
                            capture_output=True, text=True)
         label = f"NVIDIA ModelOpt {mode.upper()} calibration_method={method}"
         if p.returncode or not os.path.exists(out):
