@@ -65,8 +65,9 @@ def run(cmd):
     return p.stdout
 
 
-def setup(prefix):
-    """The command line (--ptq, --model, --calib, --out), a scratch folder's path maker J, and the data:
+def setup(prefix, extra=None):
+    """The command line (--ptq, --model, --calib, --out, and what extra(parser) adds), a scratch folder's path
+    maker J, and the data:
     J("calib.h5") (the first --calib training images) and J("test.h5") converted by ptq; returns
     (args, J, training images [calib, 28, 28], test images preprocessed [10000, 1, 28, 28], test labels)."""
     ap = argparse.ArgumentParser()
@@ -74,6 +75,8 @@ def setup(prefix):
     ap.add_argument("--model", default="models/fmnist_resnet.onnx")
     ap.add_argument("--calib", type=int, default=512)
     ap.add_argument("--out", default=None)
+    if extra:
+        extra(ap)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix=prefix)
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731

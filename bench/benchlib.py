@@ -38,3 +38,11 @@ def commit():
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], capture_output=True).returncode != 0
     return (head or "unknown") + ("-dirty" if dirty else "")
+
+
+def write_result(path, lines):
+    """A bench/results record: the lines joined, written to path and printed."""
+    text = "\n".join(lines)
+    with open(path, "w") as f:
+        f.write(text)
+    print(text)

@@ -21,11 +21,11 @@ const char *ptq_calib_method_name(ptq_calib_method m)
     return "unknown";
 }
 
-/* The table's entry of f when f takes scales, else NULL. */
+/* The table's entry of f when f takes scales and no zero point, else NULL. */
 static const ptq_numfmt *scaled_format(ptq_qformat f)
 {
     const ptq_numfmt *nf = ptq_numfmt_get(f);
-    return nf && nf->scaled ? nf : NULL;
+    return nf && nf->scaled && !nf->zero_point ? nf : NULL;
 }
 
 const char *ptq_qformat_name(ptq_qformat f)
@@ -49,8 +49,8 @@ ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method 
 
 ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out)
 {
-    const ptq_numfmt *nf = ptq_numfmt_find(s);
-    if (nf && nf->scaled) {
+    const ptq_numfmt *nf = scaled_format(ptq_numfmt_find(s) ? ptq_numfmt_find(s)->id : PTQ_FMT_FP32);
+    if (nf) {
         *out = nf->id;
         return PTQ_OK;
     }
@@ -200,4 +200,12 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     out->scale = out->amax / ptq_qformat_max(p->format);
     out->clipped_fraction = ((double)st.n_inf + count_above(&h, a)) / n_values;
     return PTQ_OK;
+}
+
+void ptq_calib_clip_range(const ptq_observer *obs, double amax, float *lo, float *hi)
+{
+    ptq_observer_stats os;
+    ptq_observer_get_stats(obs, &os);
+    *lo = (float)((double)os.min > -amax ? (double)os.min : -amax);
+    *hi = (float)((double)os.max < amax ? (double)os.max : amax);
 }

@@ -42,7 +42,11 @@ static const char export_help[] =
     "  --out PATH           file (trt, json) or folder (ort); written whole or not at all\n"
     "  --target T           int8 (default), fp8-e4m3 or fp8-e5m2: the grid entropy and mse\n"
     "                       search over and the scale's divisor (127, 448, 57344); TensorRT\n"
-    "                       caches and ORT's flatbuffers/cache tables are INT8 only\n"
+    "                       caches and ORT's flatbuffers/cache tables are INT8 only; ort-cpu:\n"
+    "                       the int8 search, then the observed [min, max] clipped to [-amax, amax]\n"
+    "                       (what `ptq plan --target ort-cpu` uses) as calibration.json's and the\n"
+    "                       json's lowest/highest, from which quantize_static derives the same uint8\n"
+    "                       scale and zero point (not with --format trt)\n"
     "  --model FILE         check that the archive was made from this model (SHA-256)\n"
     "  --trt-version V      TensorRT version in the cache header: 10.3.0 (default, written\n"
     "                       100300), 8.6.1 (8601), or the number itself\n"
@@ -225,8 +229,14 @@ int cmd_export(int argc, char **argv)
     ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0.0};
     ptq_trt_cache_params tp = {0, cli_get(opts, n_opts, "trt-algorithm")};
     PTQ_TRY(st, parse_method(&ctx, method_arg, &cp), done);
-    if (cli_get(opts, n_opts, "target"))
-        PTQ_TRY(st, ptq_qformat_parse(&ctx, cli_get(opts, n_opts, "target"), &cp.format), done);
+    const char *target = cli_get(opts, n_opts, "target");
+    const int asymmetric = target && strcmp(target, "ort-cpu") == 0;
+    if (asymmetric && fmt_trt) {
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "--target ort-cpu: a TensorRT cache holds symmetric ranges only");
+        goto done;
+    }
+    if (target && !asymmetric)
+        PTQ_TRY(st, ptq_qformat_parse(&ctx, target, &cp.format), done);
     if (cli_get(opts, n_opts, "trt-version"))
         PTQ_TRY(st, parse_trt_version(&ctx, cli_get(opts, n_opts, "trt-version"), &tp.version), done);
 
@@ -265,6 +275,9 @@ int cmd_export(int argc, char **argv)
         r->method = cp.method;
         r->format = cp.format;
         r->percentile = cp.percentile > 0 ? cp.percentile : 99.99;
+        r->asymmetric = asymmetric;
+        if (asymmetric)
+            ptq_calib_clip_range(ptq_calib_set_observer(set, i), computed[i].amax, &r->lowest, &r->highest);
     }
     free(computed);
     if (st != PTQ_OK && bad >= 0) {

@@ -38,6 +38,11 @@ static const char plan_help[] =
     "                       Conv/Gemm/MatMul and the residual input of an Add fused into a Conv,\n"
     "                       nothing inside Conv+BatchNorm+activation), ort (as onnxruntime's\n"
     "                       quantize_static), all (every activation the archive observed)\n"
+    "  --target T           what runs the exported model: trt (default: symmetric int8/fp8\n"
+    "                       activations, zero point 0, FP16 edges) or ort-cpu (onnxruntime on\n"
+    "                       the CPU: asymmetric uint8 activations with a zero point from the\n"
+    "                       calibrated range clipped to the observed [min, max], int8 per-channel\n"
+    "                       weights, int32 biases, FP32 edges; --core int8, placement ort by default)\n"
     "  --explain            print every entry: tensor, precision, the rule that placed it, why\n"
     "  --check FILE         check a plan instead of writing one\n"
     "  --quiet              print nothing but errors\n"
@@ -61,9 +66,9 @@ static const char plan_help[] =
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)
 {
-    printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s\n", what, (long long)p->n,
+    printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s, target %s\n", what, (long long)p->n,
            ptq_prec_name(p->core), p->method && p->method[0] ? p->method : "-",
-           p->placement && p->placement[0] ? p->placement : "-");
+           p->placement && p->placement[0] ? p->placement : "-", ptq_target_name(p->target));
     for (int k = 0; k < PTQ_FMT_COUNT; k++) {
         int64_t act = 0, wt = 0;
         for (int64_t i = 0; i < p->n; i++)
@@ -105,7 +110,7 @@ int cmd_plan(int argc, char **argv)
                       {"samples", 1, NULL}, {"seed", 1, NULL}, {"batch", 1, NULL}, {"device", 1, NULL},
                       {"threads", 1, NULL}, {"preprocess", 1, NULL}, {"images-key", 1, NULL},
                       {"labels-key", 1, NULL}, {"layout", 1, NULL}, {"allow-external-data", 0, NULL},
-                      {"max-moves", 1, NULL}, {"placement", 1, NULL}, {"explain", 0, NULL}};
+                      {"max-moves", 1, NULL}, {"placement", 1, NULL}, {"explain", 0, NULL}, {"target", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("plan", argc, argv, opts, n_opts, pos, &n_pos, 1);
@@ -120,7 +125,12 @@ int cmd_plan(int argc, char **argv)
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL, explain = cli_get(opts, n_opts, "explain") != NULL;
     if (!model || (check ? n_pos != 0 || out : n_pos != 1 || !out))
         return cli_usage_error("plan", "give an archive, --model and --out, or --check PLAN and --model");
-    const char *method_arg = cli_get(opts, n_opts, "method");
+    const char *method_arg = cli_get(opts, n_opts, "method"), *target = cli_get(opts, n_opts, "target");
+    if (!check && target && strcmp(target, "trt") != 0 &&
+        ((method_arg && strcmp(method_arg, "auto") == 0) || cli_get(opts, n_opts, "sensitivity") ||
+         cli_get(opts, n_opts, "budget")))
+        return cli_usage_error("plan", "--target %s makes the default plan only (--budget and --method auto move "
+                                       "tensors to FP16 and measure symmetric plans)", target);
     if (!check && method_arg && strcmp(method_arg, "auto") == 0) {
         if (cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget"))
             return cli_usage_error("plan", "--method auto and --budget are separate runs: choose the methods first");
@@ -160,8 +170,8 @@ int cmd_plan(int argc, char **argv)
     }
     PTQ_TRY(st, ptq_graph_load_onnx(&ctx, model, &g), done);
     PTQ_TRY(st, ptq_graph_infer_shapes(&ctx, g, 1), done);
-    PTQ_TRY(st, cli_default_plan(&ctx, model, g, pos[0], cli_get(opts, n_opts, "method"), cli_get(opts, n_opts, "core"),
-                                 cli_get(opts, n_opts, "placement"), &set, &plan),
+    PTQ_TRY(st, cli_default_plan_target(&ctx, model, g, pos[0], method_arg, cli_get(opts, n_opts, "core"),
+                                        cli_get(opts, n_opts, "placement"), target, &set, &plan),
             done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);

@@ -47,6 +47,8 @@ static const char run_help[] =
     "  --samples N          validation images sensitivity and the budget use (default 1000; 0: all)\n"
     "  --core P             int8 (default), fp8 or fp8-e5m2\n"
     "  --method M           calibrator for the plan, as for `ptq plan` (default percentile)\n"
+    "  --target T           trt (default) or ort-cpu: the plan's number formats, as for `ptq plan`\n"
+    "                       (ort-cpu: uint8 activations, not with --budget)\n"
     "  --device, --batch, --threads, --preprocess as for `ptq eval`\n"
     "  --force              run every stage again\n"
     "\n"
@@ -138,7 +140,7 @@ int cmd_run(int argc, char **argv)
                       {"budget", 1, NULL},  {"class-budget", 1, NULL},  {"calib-samples", 1, NULL},
                       {"samples", 1, NULL}, {"core", 1, NULL},          {"method", 1, NULL},    {"device", 1, NULL},
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
-                      {"help", 0, NULL}};
+                      {"help", 0, NULL},    {"target", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -155,6 +157,9 @@ int cmd_run(int argc, char **argv)
     const char *budget = cli_get(opts, n_opts, "budget"), *class_budget = cli_get(opts, n_opts, "class-budget");
     if (class_budget && !budget)
         return cli_usage_error("run", "--class-budget needs --budget");
+    const char *target = cli_get(opts, n_opts, "target");
+    if (target && budget && strcmp(target, "trt") != 0)
+        return cli_usage_error("run", "--target %s makes the default plan only, not one within --budget", target);
     const char *csamples = cli_get(opts, n_opts, "calib-samples") ? cli_get(opts, n_opts, "calib-samples") : "512";
     const char *vsamples = cli_get(opts, n_opts, "samples") ? cli_get(opts, n_opts, "samples") : "1000";
     const char *device = cli_get(opts, n_opts, "device"), *batch = cli_get(opts, n_opts, "batch");
@@ -207,6 +212,7 @@ int cmd_run(int argc, char **argv)
     arg(s, "plan");
     arg(s, p_calib);
     opt(s, "--model", model), opt(s, "--out", p_plan), opt(s, "--core", core), opt(s, "--method", method);
+    opt(s, "--target", target);
     if (budget) {
         opt(s, "--sensitivity", p_sens), opt(s, "--budget", budget), opt(s, "--class-budget", class_budget);
         opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device), opt(s, "--batch", batch);

@@ -33,20 +33,34 @@ ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g,
                             const char *method, const char *core_name, const char *placement_name,
                             ptq_calib_set **archive, ptq_plan **plan)
 {
+    return cli_default_plan_target(ctx, model, g, archive_path, method, core_name, placement_name, NULL, archive,
+                                   plan);
+}
+
+ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
+                                   const char *method, const char *core_name, const char *placement_name,
+                                   const char *target_name, ptq_calib_set **archive, ptq_plan **plan)
+{
     char sha[65];
     ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 0.0};
     ptq_prec core = PTQ_PREC_INT8;
     ptq_placement placement = PTQ_PLACEMENT_TRT;
+    ptq_target target = PTQ_TARGET_TRT;
     *archive = NULL;
     *plan = NULL;
     PTQ_TRY_RET(cli_method_parse(ctx, method, &cp));
     if (core_name)
         PTQ_TRY_RET(ptq_prec_parse(ctx, core_name, &core));
+    if (target_name)
+        PTQ_TRY_RET(ptq_target_parse(ctx, target_name, &target));
+    if (target == PTQ_TARGET_ORT_CPU) /* onnxruntime fuses Q/DQ into its integer kernels where quantize_static puts them */
+        placement = PTQ_PLACEMENT_ORT;
     if (placement_name)
         PTQ_TRY_RET(ptq_placement_parse(ctx, placement_name, &placement));
     PTQ_TRY_RET(ptq_sha256_file(ctx, model, sha));
     PTQ_TRY_RET(ptq_calib_set_read(ctx, archive_path, archive));
     const char *base = strrchr(model, '/');
-    PTQ_TRY_RET(ptq_plan_make(ctx, g, sha, base ? base + 1 : model, *archive, archive_path, &cp, core, placement, plan));
+    PTQ_TRY_RET(ptq_plan_make_target(ctx, g, sha, base ? base + 1 : model, *archive, archive_path, &cp, core, placement,
+                                     target, plan));
     return ptq_plan_check(ctx, *plan, g, sha);
 }

@@ -73,7 +73,8 @@ static ptq_status calibrate(ptq_ctx *ctx, const char *model, const char *data, c
     int64_t bad = -1;
     PTQ_TRY(st, ptq_calib_set_ranges(ctx, set, &cp, r, &bad), done);
     for (int64_t i = 0; i < n; i++)
-        tr[i] = (ptq_tensor_range){ptq_calib_set_name(set, i), r[i], cp.method, cp.format, 99.99};
+        tr[i] = (ptq_tensor_range){.name = ptq_calib_set_name(set, i), .r = r[i], .method = cp.method,
+                                   .format = cp.format, .percentile = 99.99};
     PTQ_TRY(st, ptq_export_trt_cache(ctx, NULL, tr, n, cache, NULL), done);
     printf("%lld images, %lld tensors, %s ranges\n", (long long)n_images, (long long)n, method);
 done:

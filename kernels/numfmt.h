@@ -1,5 +1,5 @@
 /* Number formats of quantization (the table: include/ptq/numfmt.h): INT8
- * symmetric, FP8 (E4M3FN, E5M2), FP16 and BF16, as plain-C references
+ * symmetric, UINT8 asymmetric (kernels/cuda/numfmt_uint8.cu on the GPU), FP8 (E4M3FN, E5M2), FP16 and BF16, as plain-C references
  * (kernels/ref/numfmt.c, on top of kernels/ref/fp8.c's scalar codes) and
  * CUDA versions (kernels/cuda/numfmt.cu) built on
  * NVIDIA's own conversions, bit for bit equal. Covered by
@@ -36,6 +36,22 @@ typedef ptq_fmt ptq_fp8_kind;
 void ptq_k_quantize_int8_ref(const float *x, int64_t n, float scale, int8_t *q);
 void ptq_k_dequantize_int8_ref(const int8_t *q, int64_t n, float scale, float *y);
 void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, float *y);
+
+/* UINT8 asymmetric, ONNX QuantizeLinear/DequantizeLinear with a uint8 zero
+ * point zp in [0, 255] (onnxruntime's CPU activations): q = clamp(
+ * round_half_even(x / scale) + zp, 0, 255), the clamp done on the rounded
+ * float (no out-of-range float -> int); NaN -> zp (the code of 0); +Inf ->
+ * 255, -Inf -> 0. Dequantize: y = (float)(q - zp) * scale. x, y: [n]; q: [n]. */
+void ptq_k_quantize_uint8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
+void ptq_k_dequantize_uint8_ref(const uint8_t *q, int64_t n, float scale, int32_t zp, float *y);
+void ptq_k_fake_quant_uint8_ref(const float *x, int64_t n, float scale, int32_t zp, float *y);
+/* The scale and zero point of the float range [lo, hi] for UINT8, as
+ * onnxruntime's compute_scale_zp(lo, hi, 0, 255) (quant_utils.py, asymmetric)
+ * computes them: the range widened to hold 0 (lo = min(lo, 0), hi = max(hi,
+ * 0)); s = (hi - lo) / 255 in double; zp = round_half_even(-lo / s) in
+ * double; scale = (float)s; a range whose s is under FLT_MIN (all zeros)
+ * gives scale 1, zp 0. lo, hi finite. */
+void ptq_k_uint8_params_ref(float lo, float hi, float *scale, int32_t *zp);
 
 /* FP8: q = the saturating round-to-nearest-even code of x / scale
  * (ptq_k_fp8_*_from_float_ref: +-Inf and beyond max -> +-max, NaN -> 0x7F).
@@ -77,6 +93,11 @@ ptq_status ptq_k_quantize_int8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *
                                     int8_t *q);
 ptq_status ptq_k_fake_quant_int8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float scale,
                                       float *y);
+/* UINT8 (kernels/cuda/numfmt_uint8.cu): __fdiv_rn, __float2int_rn, the clamp after adding zp. */
+ptq_status ptq_k_quantize_uint8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float scale,
+                                     int32_t zp, uint8_t *q);
+ptq_status ptq_k_fake_quant_uint8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const float *x, int64_t n, float scale,
+                                       int32_t zp, float *y);
 ptq_status ptq_k_quantize_fp8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,
                                    float scale, uint8_t *q);
 ptq_status ptq_k_fake_quant_fp8_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_fp8_kind kind, const float *x, int64_t n,

@@ -95,6 +95,9 @@ ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_
         if (t->method == PTQ_CALIB_PERCENTILE && !(t->percentile > 0 && t->percentile <= 100))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor \"%s\": percentile %g is not in (0, 100]", name,
                             t->percentile);
+        if (t->asymmetric && !(isfinite(t->lowest) && isfinite(t->highest) && t->lowest <= t->highest))
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor \"%s\": range [%g, %g] is not finite and ordered", name,
+                            (double)t->lowest, (double)t->highest);
         s.n_degenerate += t->r.degenerate || t->r.amax == 0;
         s.n_colon_names += ptq_export_name_warns(name);
     }

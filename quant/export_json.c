@@ -81,6 +81,10 @@ ptq_status ptq_export_json(ptq_ctx *ctx, const ptq_export_json_meta *meta, const
         }
         ok = ok && cJSON_AddStringToObject(e, "name", t->name);
         ok = ok && add_number(e, "amax", degenerate ? 0.0 : t->r.amax);
+        if (t->asymmetric) {
+            ok = ok && add_number(e, "lowest", (double)t->lowest);
+            ok = ok && add_number(e, "highest", (double)t->highest);
+        }
         ok = ok && add_number(e, "scale", degenerate ? 0.0 : t->r.scale);
         ok = ok && cJSON_AddStringToObject(e, "method", ptq_calib_method_name(t->method));
         if (t->method == PTQ_CALIB_PERCENTILE)

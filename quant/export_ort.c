@@ -384,8 +384,8 @@ ptq_status ptq_export_ort_json(ptq_ctx *ctx, const ptq_tensor_range *ranges, int
             goto done;
         }
         char lowest[40], highest[40];
-        ptq_export_format_double(-(double)amax, lowest, sizeof lowest);
-        ptq_export_format_double((double)amax, highest, sizeof highest);
+        ptq_export_format_double(t->asymmetric ? (double)t->lowest : -(double)amax, lowest, sizeof lowest);
+        ptq_export_format_double(t->asymmetric ? (double)t->highest : (double)amax, highest, sizeof highest);
         if (i > 0)
             PTQ_TRY(st, ptq_buf_append(ctx, out, ", ", 2), done);
         PTQ_TRY(st, json_ascii_string(ctx, out, t->name), done);

@@ -1,5 +1,6 @@
 /* Simulated quantization under a plan (include/ptq/fake_quant.h) as an
- * executor overlay: weights quantized-dequantized per channel into owned
+ * executor overlay: weights quantized-dequantized per channel (and an
+ * ort-cpu plan's biases rounded to int32, quant/bias.c) into owned
  * buffers the executor reads instead of the graph's, activations rounded in
  * place as the executor produces them (host:
  * kernels/ref/numfmt.c; device: kernels/cuda/numfmt.cu, bit-exact with it).
@@ -16,6 +17,7 @@
 typedef struct fq_act {
     ptq_prec prec;
     float scale;
+    int32_t zero_point; /* uint8 only */
 } fq_act;
 
 struct ptq_fq {
@@ -40,12 +42,13 @@ void ptq_fq_free(ptq_fq *fq)
     free(fq);
 }
 
-/* y[n] = x rounded as prec with scale (host, reference kernels); x == y allowed. */
-static void round_host(ptq_prec prec, float scale, const float *x, int64_t n, float *y)
+/* y[n] = x rounded as prec with scale and zero point zp (host, reference kernels); x == y allowed. */
+static void round_host(ptq_prec prec, float scale, int32_t zp, const float *x, int64_t n, float *y)
 {
     switch (prec) {
     case PTQ_PREC_FP16: ptq_k_round_fp16_ref(x, n, y); break;
     case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(x, n, scale, y); break;
+    case PTQ_PREC_UINT8: ptq_k_fake_quant_uint8_ref(x, n, scale, zp, y); break;
     case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, x, n, scale, y); break;
     case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, x, n, scale, y); break;
     case PTQ_PREC_FP32:
@@ -69,12 +72,41 @@ static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_pla
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for weight '%s'", v->name);
     const float *x = v->data;
     if (e->prec == PTQ_PREC_FP16 || e->prec == PTQ_PREC_FP32 || wr.n_ch == 1) {
-        round_host(e->prec, e->n_scales ? e->scales[0] : 1.0f, x, total, y);
+        round_host(e->prec, e->n_scales ? e->scales[0] : 1.0f, e->zero_point, x, total, y);
     } else {
         for (int64_t r = 0; r < wr.n_runs; r++)
-            round_host(e->prec, e->scales[r % wr.n_ch], x + r * wr.inner, wr.inner, y + r * wr.inner);
+            round_host(e->prec, e->scales[r % wr.n_ch], 0, x + r * wr.inner, wr.inner, y + r * wr.inner);
     }
     *out = y;
+    return PTQ_OK;
+}
+
+/* Node k's bias as the int32 codes an ort-cpu export holds, dequantized,
+ * into weight[bias] (quant/bias.c says which biases). */
+static ptq_status bias_rounded(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int k, float **weight)
+{
+    int b = -1;
+    float *scales = NULL;
+    PTQ_TRY_RET(quant_int32_bias(ctx, g, p, k, &b, &scales));
+    if (b < 0 || weight[b]) {
+        free(scales);
+        return PTQ_OK;
+    }
+    const int64_t n = g->values[b].dims[0];
+    int32_t *q = malloc(((size_t)n + 1) * sizeof *q);
+    float *y = malloc(((size_t)n + 1) * sizeof *y);
+    if (!q || !y) {
+        free(scales);
+        free(q);
+        free(y);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for bias '%s'", g->values[b].name);
+    }
+    quant_int32_bias_codes(g->values[b].data, n, scales, q);
+    for (int64_t c = 0; c < n; c++)
+        y[c] = (float)q[c] * scales[c]; /* DequantizeLinear: (float)(q - 0) * scale */
+    weight[b] = y;
+    free(scales);
+    free(q);
     return PTQ_OK;
 }
 
@@ -98,7 +130,7 @@ static ptq_status fq_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, p
     const int64_t n = ptq_tensor_numel(t);
     float *x = t->data;
     if (t->mem == PTQ_MEM_HOST) {
-        round_host(a.prec, a.scale, x, n, x);
+        round_host(a.prec, a.scale, a.zero_point, x, n, x);
         return PTQ_OK;
     }
 #ifdef PTQ_CUDA
@@ -108,6 +140,7 @@ static ptq_status fq_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, p
     switch (a.prec) {
     case PTQ_PREC_FP16: return ptq_k_round_fp16_cuda(ctx, cuda, x, n, x);
     case PTQ_PREC_INT8: return ptq_k_fake_quant_int8_cuda(ctx, cuda, x, n, a.scale, x);
+    case PTQ_PREC_UINT8: return ptq_k_fake_quant_uint8_cuda(ctx, cuda, x, n, a.scale, a.zero_point, x);
     case PTQ_PREC_FP8_E4M3: return ptq_k_fake_quant_fp8_cuda(ctx, cuda, PTQ_FP8_E4M3, x, n, a.scale, x);
     case PTQ_PREC_FP8_E5M2: return ptq_k_fake_quant_fp8_cuda(ctx, cuda, PTQ_FP8_E5M2, x, n, a.scale, x);
     case PTQ_PREC_FP32:
@@ -145,6 +178,7 @@ ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, pt
         if (!e->is_weight) {
             fq->act[v].prec = e->prec;
             fq->act[v].scale = e->n_scales ? e->scales[0] : 1.0f;
+            fq->act[v].zero_point = e->zero_point;
             fq->rounds[v] = e->prec != PTQ_PREC_FP32;
             continue;
         }
@@ -152,6 +186,8 @@ ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, pt
             continue;
         PTQ_TRY(st, weight_rounded(ctx, &g->values[v], e, &fq->weight[v]), done);
     }
+    for (int k = 0; k < g->n_nodes; k++)
+        PTQ_TRY(st, bias_rounded(ctx, g, p, k, fq->weight), done);
     fq->source = ptq_overlay_new_id();
     fq->ov.user = fq;
     fq->ov.weight = fq_weight;

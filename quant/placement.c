@@ -3,7 +3,8 @@
  * quantized, kept in FP16 or left alone, and why. "trt" follows TensorRT's
  * explicit-quantization fusions (REFERENCE.md "Peers in practice"), "ort"
  * onnxruntime quantize_static's QDQ registry (onnxruntime/quantization/
- * registry.py, operators/; symmetric activations), "all" every tensor.
+ * registry.py, operators/; symmetric activations, or asymmetric uint8 ones
+ * when the core asked for is uint8), "all" every tensor.
  * Covered by tests/test_placement.c and tests/qdq_export_test.py. */
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +183,8 @@ static const place_rule rules[] = {
     {"ort.output", PTQ_PLACEMENT_ORT, PLACE_FP32, m_output,
      "what the model returns, read by no node: left unrounded (quantize_static would round it; ptq's export cannot)"},
     {PTQ_RULE_EDGE, -1, PLACE_FP16, m_edge,
-     "the first and last compute layers (their inputs and outputs) run in FP16"},
+     "the first and last compute layers (their inputs and outputs) stay in high precision: FP16, FP32 for "
+     "target ort-cpu"},
     {"all.observed", PTQ_PLACEMENT_ALL, PLACE_CORE, m_always,
      "--placement all: every activation is rounded where it is produced"},
     {"trt.commutes", PTQ_PLACEMENT_TRT, PLACE_CORE, m_trt_commutes,
@@ -199,7 +201,12 @@ static const place_rule rules[] = {
     {"ort.op-io", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort,
      "an input or output of an op quantize_static quantizes (Conv, Gemm, MatMul, Add, Mul, pools, ...)"},
     {"ort.activation", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort,
-     "a Relu/Clip output whose input is quantized (kept, not removed, with symmetric activations)"},
+     "a Relu/Clip output whose input is quantized (with symmetric activations the Relu/Clip stays and its input "
+     "is quantized too; with uint8 ones see ort.removed-activation)"},
+    {"ort.removed-activation", PTQ_PLACEMENT_ORT, PLACE_FP32, m_ort,
+     "read only by a Relu/Clip that quantize_static removes with uint8 activations: the QuantizeLinear after "
+     "it (zero point at the bottom of the range) clamps as the activation did, and onnxruntime fuses the "
+     "producer with it"},
     {"ort.same-as-input", PTQ_PLACEMENT_ORT, PLACE_SHARE, m_ort,
      "a MaxPool/AveragePool/reshape output whose input is quantized: quantize_static gives it the input's scale"},
     {"ort.unquantized", PTQ_PLACEMENT_ORT, PLACE_FP32, m_always,
@@ -256,6 +263,7 @@ static void ort_walk(place_graph *pg)
 {
     const ptq_graph *g = pg->g;
     const int fp8 = pg->core == PTQ_PREC_FP8_E4M3 || pg->core == PTQ_PREC_FP8_E5M2;
+    const int asymmetric = pg->core == PTQ_PREC_UINT8;
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
         const int in0 = n->n_inputs > 0 ? n->inputs[0] : -1, out0 = n->n_outputs > 0 ? n->outputs[0] : -1;
@@ -267,8 +275,16 @@ static void ort_walk(place_graph *pg)
                 ort_mark(pg, n->outputs[i], "ort.op-io", -1);
             break;
         case ORT_REMOVABLE:
-            if (in0 >= 0 && pg->ort_rule[in0])
-                ort_mark(pg, out0, "ort.activation", -1);
+            if (in0 < 0 || !pg->ort_rule[in0])
+                break;
+            /* try_replacing_upstream_output: the activation goes when its input has no other reader and is
+               neither a graph input nor output; its output keeps its own parameters */
+            if (asymmetric && pg->n_readers[in0] == 1 &&
+                !(g->values[in0].flags & (PTQ_VALUE_INPUT | PTQ_VALUE_OUTPUT)) && is_activation(g, out0)) {
+                pg->ort_rule[in0] = "ort.removed-activation";
+                pg->ort_share[in0] = -1;
+            }
+            ort_mark(pg, out0, "ort.activation", -1);
             break;
         case ORT_DIRECT:
             /* QDQMaxPool leaves FP8 MaxPool alone */

@@ -27,7 +27,8 @@ void ptq_placement_edges(const ptq_graph *g, unsigned char *edge);
 
 /* out[g->n_values]: the decision for every float activation of g (a
  * non-constant value a node produces or the graph is fed) under placement
- * pl for core precision core; edge (may be NULL: none) from
+ * pl for the activations' core precision core (uint8: asymmetric, which
+ * changes the ort placement); edge (may be NULL: none) from
  * ptq_placement_edges. */
 ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement pl, ptq_prec core,
                                 const unsigned char *edge, place_decision *out);

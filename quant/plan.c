@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ptq/plan.h"
+#include "kernels/numfmt.h"
 #include "model/op_traits.h"
 #include "quant/placement.h"
 #include "quant/quant_internal.h"
@@ -155,6 +156,34 @@ static ptq_status entry_scale(ptq_ctx *ctx, ptq_plan_entry *e, double scale)
     return PTQ_OK;
 }
 
+static const char *const target_names[] = {[PTQ_TARGET_TRT] = "trt", [PTQ_TARGET_ORT_CPU] = "ort-cpu"};
+enum { N_TARGETS = (int)(sizeof target_names / sizeof target_names[0]) };
+
+const char *ptq_target_name(ptq_target t)
+{
+    return (int)t >= 0 && (int)t < N_TARGETS ? target_names[t] : "?";
+}
+
+ptq_status ptq_target_parse(ptq_ctx *ctx, const char *s, ptq_target *out)
+{
+    for (int i = 0; s && i < N_TARGETS; i++)
+        if (strcmp(s, target_names[i]) == 0) {
+            *out = (ptq_target)i;
+            return PTQ_OK;
+        }
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown target '%s' (choices: trt, ort-cpu)", s ? s : "(null)");
+}
+
+/* Activation entry e (uint8) gets the scale and zero point of the observed
+ * range [min, max] clipped to the calibrator's [-amax, amax]. */
+static ptq_status entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax)
+{
+    float lo, hi, scale = 1.0f;
+    ptq_calib_clip_range(obs, amax, &lo, &hi);
+    ptq_k_uint8_params_ref(lo, hi, &scale, &e->zero_point);
+    return entry_scale(ctx, e, scale);
+}
+
 ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                             const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                             ptq_prec core, ptq_plan **out)
@@ -165,6 +194,14 @@ ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_
 ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                          const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                          ptq_prec core, ptq_placement placement, ptq_plan **out)
+{
+    return ptq_plan_make_target(ctx, g, model_sha256, model_name, s, archive_path, method, core, placement,
+                                PTQ_TARGET_TRT, out);
+}
+
+ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
+                                const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
+                                ptq_prec core, ptq_placement placement, ptq_target target, ptq_plan **out)
 {
     ptq_status st = PTQ_OK;
     ptq_plan *p = NULL;
@@ -178,6 +215,18 @@ ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha
                         ptq_prec_name(core));
     if (strcmp(ptq_placement_name(placement), "?") == 0)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown placement %d", (int)placement);
+    if (strcmp(ptq_target_name(target), "?") == 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown target %d", (int)target);
+    if (core == PTQ_PREC_UINT8)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "uint8 is not a core precision: it is the activations' format of target ort-cpu");
+    const int ort_cpu = target == PTQ_TARGET_ORT_CPU;
+    if (ort_cpu && core != PTQ_PREC_INT8)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "target ort-cpu quantizes weights to int8 and activations to uint8; core %s is not for it",
+                        ptq_prec_name(core));
+    /* the activations' format, and what stays in high precision (the CPU computes FP16 in FP32 anyway) */
+    const ptq_prec act_core = ort_cpu ? PTQ_PREC_UINT8 : core, high = ort_cpu ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(s, &pv);
     if (strcmp(pv.model_sha256, model_sha256) != 0)
@@ -196,7 +245,7 @@ ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha
         goto done;
     }
     ptq_placement_edges(g, edge);
-    PTQ_TRY(st, ptq_placement_decide(ctx, g, placement, core, edge, place), done);
+    PTQ_TRY(st, ptq_placement_decide(ctx, g, placement, act_core, edge, place), done);
     ptq_graph_quantizable(g, NULL, wt);
     int64_t n_wt = 0;
     for (int v = 0; v < g->n_values; v++) {
@@ -214,6 +263,7 @@ ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha
     }
     memcpy(p->model_sha256, model_sha256, 65);
     p->core = core;
+    p->target = target;
     ptq_calib_params cp = *method;
     cp.format = core;
     int64_t bad = -1;
@@ -238,26 +288,30 @@ ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha
         }
         /* an observed tensor no rule covers (not a float activation) is rounded as --placement all does */
         const int fp16 = d.action == PLACE_FP16 || ranges[i].degenerate;
-        PTQ_TRY(st, entry_set(ctx, e, name, 0, fp16 ? PTQ_PREC_FP16 : core, -1,
+        PTQ_TRY(st, entry_set(ctx, e, name, 0, fp16 ? high : act_core, -1,
                               d.action == PLACE_FP16 ? "edge: first or last compute layer"
                               : ranges[i].degenerate ? "archive: only zeros seen" : source,
                               d.rule ? d.rule : "all.observed"),
                 done);
-        if (!fp16)
+        if (!fp16 && act_core == PTQ_PREC_UINT8)
+            PTQ_TRY(st, entry_uint8(ctx, e, ptq_calib_set_observer(s, i), ranges[i].amax), done);
+        else if (!fp16)
             PTQ_TRY(st, entry_scale(ctx, e, ranges[i].scale), done);
     }
     /* quantize_static's shared parameters: the output takes its input's scale, or stays float */
     for (int64_t i = 0; i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];
         const int v = ptq_graph_find_value(g, e->name);
-        if (place[v].action != PLACE_SHARE || e->prec == PTQ_PREC_FP16)
+        if (place[v].action != PLACE_SHARE || e->prec == high)
             continue;
         const int64_t from = place[v].share >= 0 ? entry_of[place[v].share] : -1;
         free(e->scales);
         e->scales = NULL;
         e->n_scales = 0;
-        if (from >= 0 && p->e[from].prec == core) {
+        e->zero_point = 0;
+        if (from >= 0 && p->e[from].prec == act_core) {
             PTQ_TRY(st, entry_scale(ctx, e, p->e[from].scales[0]), done);
+            e->zero_point = p->e[from].zero_point;
             free(e->source);
             if (!(e->source = malloc(strlen(p->e[from].name) + 32))) {
                 st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
@@ -281,7 +335,7 @@ ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha
         const ptq_op_traits *t = quant_weight_user(g, v, &n, &input);
         const int axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
         ptq_plan_entry *e = &p->e[p->n++];
-        PTQ_TRY(st, entry_set(ctx, e, g->values[v].name, 1, edge[v] ? PTQ_PREC_FP16 : core, edge[v] ? -1 : axis,
+        PTQ_TRY(st, entry_set(ctx, e, g->values[v].name, 1, edge[v] ? high : core, edge[v] ? -1 : axis,
                               edge[v] ? "edge: first or last compute layer" : "weights max|w| per channel",
                               edge[v] ? PTQ_RULE_EDGE : PTQ_RULE_WEIGHT),
                 done);
@@ -338,12 +392,44 @@ static ptq_status check_blocks(ptq_ctx *ctx, const ptq_plan_entry *e, const ptq_
     return PTQ_OK;
 }
 
+/* e's format against the plan's target: uint8 for activations of an
+ * ort-cpu plan only, with a zero point in [0, 255] (every other format 0);
+ * no FP8 for ort-cpu. */
+static ptq_status check_format(ptq_ctx *ctx, const ptq_plan *p, const ptq_plan_entry *e)
+{
+    const ptq_numfmt *nf = ptq_numfmt_get(e->prec);
+    if (nf->zero_point) {
+        if (e->is_weight)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "weight '%s' runs in %s, which is for activations (weights "
+                                                      "take int8, symmetric per channel)", e->name, nf->name);
+        if (p->target != PTQ_TARGET_ORT_CPU)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s' runs in %s, which only target ort-cpu takes (the plan's "
+                                                      "target is %s: symmetric, zero point 0)",
+                            e->name, nf->name, ptq_target_name(p->target));
+        if (e->zero_point < 0 || e->zero_point > 255)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': zero point %d is not in [0, 255]", e->name,
+                            (int)e->zero_point);
+    } else if (e->zero_point != 0) {
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s' runs in %s, which takes no zero point (it has %d)", e->name,
+                        nf->name, (int)e->zero_point);
+    }
+    if (p->target == PTQ_TARGET_ORT_CPU && (e->prec == PTQ_PREC_FP8_E4M3 || e->prec == PTQ_PREC_FP8_E5M2))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s' runs in %s, which onnxruntime's CPU kernels do not take "
+                                                  "(target ort-cpu)", e->name, nf->name);
+    return PTQ_OK;
+}
+
 ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, const char *model_sha256)
 {
     ptq_status st = PTQ_OK;
     if (strcmp(p->model_sha256, model_sha256) != 0)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan is for another model: its SHA-256 is %.16s..., the model's is %.16s...",
                         p->model_sha256, model_sha256);
+    if (strcmp(ptq_target_name(p->target), "?") == 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan's target %d is not one ptq knows", (int)p->target);
+    if (p->target == PTQ_TARGET_ORT_CPU && p->core != PTQ_PREC_INT8)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "an ort-cpu plan's core is int8 (its weights'), not %s",
+                        ptq_prec_name(p->core));
     unsigned char *act = calloc((size_t)g->n_values + 1, 1), *wt = calloc((size_t)g->n_values + 1, 1);
     unsigned char *seen = calloc((size_t)g->n_values + 1, 1);
     if (!act || !wt || !seen) {
@@ -371,6 +457,7 @@ ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, c
             goto done;
         }
         PTQ_TRY(st, check_blocks(ctx, e, val), done);
+        PTQ_TRY(st, check_format(ctx, p, e), done);
         if (!ptq_prec_is_quantized(e->prec)) {
             if (e->n_scales) {
                 st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s' runs in %s, which takes no scale", e->name,

@@ -6,7 +6,8 @@
  *                 "rule": ...}, ...]}
  * "placement" (after "core") and each entry's "rule" are written for plans
  * placed by trt or ort, not for --placement all (whose plans are as before);
- * both are optional when read.
+ * both are optional when read. "target": "ort-cpu" follows (absent: trt),
+ * and a uint8 entry has "zero_point": n after "scales" (absent: 0).
  * An entry with blocks (block_size > 0) also has "block_size": n and
  * "block_scales": [...] after "scales"; entries without have neither.
  * Numbers are the shortest decimals that read back to the same value.
@@ -62,6 +63,7 @@ ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
     /* plans of --placement all stay byte for byte as ptq wrote them before placement existed */
     const int placed = p->placement && p->placement[0] && strcmp(p->placement, "all") != 0;
     ok = ok && (!placed || cJSON_AddStringToObject(root, "placement", p->placement));
+    ok = ok && (p->target == PTQ_TARGET_TRT || cJSON_AddStringToObject(root, "target", ptq_target_name(p->target)));
     cJSON *tensors = ok ? cJSON_AddArrayToObject(root, "tensors") : NULL;
     ok = ok && tensors;
     for (int64_t i = 0; ok && i < p->n; i++) {
@@ -78,6 +80,8 @@ ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
              cJSON_AddStringToObject(t, "precision", ptq_prec_name(e->prec)) &&
              cJSON_AddNumberToObject(t, "axis", e->axis) && (scales = cJSON_AddArrayToObject(t, "scales")) != NULL;
         ok = ok && add_numbers(scales, e->scales, e->n_scales);
+        if (ok && (e->prec == PTQ_PREC_UINT8 || e->zero_point != 0))
+            ok = cJSON_AddNumberToObject(t, "zero_point", e->zero_point) != NULL;
         if (ok && e->block_size > 0) {
             cJSON *blocks = NULL;
             ok = cJSON_AddNumberToObject(t, "block_size", (double)e->block_size) &&
@@ -195,6 +199,10 @@ static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_e
     e->axis = axis ? (int)axis->valuedouble : -1;
     e->name = strdup(name);
     e->source = strdup(source ? source : "edited");
+    const cJSON *zp = cJSON_GetObjectItemCaseSensitive(t, "zero_point");
+    if (zp && !(cJSON_IsNumber(zp) && zp->valuedouble == floor(zp->valuedouble) && fabs(zp->valuedouble) < 65536))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"zero_point\" is not an integer", name);
+    e->zero_point = zp ? (int32_t)zp->valuedouble : 0;
     const char *rule = get_string(t, "rule");
     if (rule && !(e->rule = strdup(rule)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
@@ -258,6 +266,11 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
     }
     if (!p->model_name || !p->archive || !p->method) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
+        goto done;
+    }
+    const char *target = get_string(root, "target");
+    if (cJSON_GetObjectItemCaseSensitive(root, "target") && (!target || ptq_target_parse(ctx, target, &p->target) != PTQ_OK)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: \"target\" is not one of trt, ort-cpu");
         goto done;
     }
     if (core && ptq_prec_parse(ctx, core, &p->core) != PTQ_OK) {

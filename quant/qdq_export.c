@@ -3,7 +3,8 @@
  * not touch stays byte for byte as it was. Weight codes and FP16 bits come
  * from the same C references the simulated quantization uses
  * (kernels/ref/numfmt.c); FP16 activations are a Cast pair, so onnxruntime
- * rounds where the simulation does.
+ * rounds where the simulation does; uint8 activations carry their zero
+ * point, and an ort-cpu plan's biases become int32 (quant/bias.c).
  * Covered by tests/qdq_export_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include "ptq/qdq.h"
 #include "quant/quant_internal.h"
 
-enum { ONNX_FLOAT = 1, ONNX_FLOAT16 = 10 };
+enum { ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_FLOAT16 = 10 };
 
 /* The ONNX element type of p's codes (the format table's). */
 static int onnx_type_of(ptq_prec p)
@@ -45,7 +46,8 @@ static char *qdq_names(const char *tensor, int n, const char *const *suffix, cha
     return buf;
 }
 
-/* The scales [n] (float32) and zero points [n] (0 of the format) of entry e as initializers. */
+/* The scales [n] (float32) and zero points [n] (the entry's: 0, or a uint8
+ * activation's own) of entry e as initializers. */
 static ptq_status add_scale_zp(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e, const char *scale_name,
                                const char *zp_name)
 {
@@ -53,6 +55,8 @@ static ptq_status add_scale_zp(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_e
     unsigned char *zeros = calloc((size_t)n + 1, 1);
     if (!zeros)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
+    if (e->prec == PTQ_PREC_UINT8)
+        memset(zeros, e->zero_point, (size_t)n);
     /* per tensor: scalars; per channel: [n] */
     const int ndim = e->axis >= 0 ? 1 : 0;
     ptq_status st = ptq_onnx_edit_add_initializer(ctx, ed, scale_name, ONNX_FLOAT, ndim, &n, e->scales,
@@ -168,6 +172,49 @@ done:
     return st;
 }
 
+/* Node k's bias, when an ort-cpu plan rounds it (quant/bias.c), becomes
+ * int32 codes -> DequantizeLinear (scale [C], zero point int32 0, axis 0) ->
+ * the bias's name: what quantize_static writes and onnxruntime's fusions
+ * into QLinearConv/QGemm need. done[g->n_values] marks biases written. */
+static ptq_status add_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, const ptq_plan *p, int k,
+                           unsigned char *done_bias)
+{
+    int b = -1;
+    float *scales = NULL;
+    PTQ_TRY_RET(quant_int32_bias(ctx, g, p, k, &b, &scales));
+    if (b < 0 || done_bias[b]) {
+        free(scales);
+        return PTQ_OK;
+    }
+    done_bias[b] = 1;
+    const ptq_value *v = &g->values[b];
+    const int64_t n = v->dims[0];
+    static const char *const suffix[] = {"scale", "zero_point", "q"};
+    char *nm[3], *buf = qdq_names(v->name, 3, suffix, nm);
+    int32_t *codes = calloc((size_t)n + 1, sizeof *codes), *zeros = calloc((size_t)n + 1, sizeof *zeros);
+    ptq_status st = PTQ_OK;
+    if (!buf || !codes || !zeros) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting bias '%s'", v->name);
+        goto done;
+    }
+    quant_int32_bias_codes(v->data, n, scales, codes);
+    const char *dq_in[] = {nm[2], nm[0], nm[1]}, *dq_out[] = {v->name};
+    PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, v->name), done);
+    PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[2], ONNX_INT32, 1, &n, codes, (size_t)n * sizeof *codes),
+            done);
+    PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[0], ONNX_FLOAT, 1, &n, scales, (size_t)n * sizeof *scales),
+            done);
+    PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[1], ONNX_INT32, 1, &n, zeros, (size_t)n * sizeof *zeros),
+            done);
+    PTQ_TRY(st, ptq_onnx_edit_add_node(ctx, ed, "DequantizeLinear", v->name, 3, dq_in, 1, dq_out, 1, 0), done);
+done:
+    free(scales);
+    free(codes);
+    free(zeros);
+    free(buf);
+    return st;
+}
+
 #define QDQ_NEWEST_OPSET 24 /* ONNX 1.19's default domain */
 
 /* The opset to write: at least what the model has, what per-axis
@@ -214,6 +261,7 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
 {
     ptq_status st = PTQ_OK;
     ptq_onnx_edit *ed = NULL;
+    unsigned char *done_bias = NULL;
     int64_t write_opset = 0;
     PTQ_TRY_RET(pick_opset(ctx, g, p, opset, &write_opset));
     PTQ_TRY_RET(ptq_onnx_edit_open(ctx, model_path, &ed));
@@ -233,9 +281,18 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
         else if (has_consumer(g, v)) /* a tensor nothing reads (a graph output) keeps its value */
             PTQ_TRY(st, fp16 ? add_fp16_activation(ctx, ed, e) : add_activation(ctx, ed, e), done);
     }
+    if (p->target == PTQ_TARGET_ORT_CPU) {
+        if (!(done_bias = calloc((size_t)g->n_values + 1, 1))) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting biases");
+            goto done;
+        }
+        for (int k = 0; k < g->n_nodes; k++)
+            PTQ_TRY(st, add_bias(ctx, ed, g, p, k, done_bias), done);
+    }
     PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, write_opset, write_opset >= 19 ? 9 : 7), done);
     PTQ_TRY(st, ptq_onnx_edit_write(ctx, ed, out_path), done);
 done:
+    free(done_bias);
     ptq_onnx_edit_free(ed);
     return st;
 }

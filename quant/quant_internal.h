@@ -8,6 +8,7 @@
 #include "ptq/runner.h"
 #include "ptq/sensitivity.h"
 #include "ptq/graph.h"
+#include "ptq/plan.h"
 #include "ptq/status.h"
 
 /* The op (traits table) that makes value v a weight, with the node and
@@ -16,6 +17,15 @@ const ptq_op_traits *quant_weight_user(const ptq_graph *g, int v, const ptq_node
 /* scales[c] = max|w| over channel c along axis / qmax (1 for a channel of
  * zeros): *out malloc'd [*n_out]. quant/plan.c. */
 ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, double qmax, float **out, int64_t *n_out);
+
+/* Node k's bias when plan p (target ort-cpu) rounds it to int32: a Conv,
+ * or a Gemm with beta 1, whose input runs in uint8, weight in int8 and
+ * whose bias is a float initializer [channels]: *bias its value index and
+ * *scales malloc'd [channels] = input scale x weight scale[c] (float); else
+ * *bias = -1, *scales NULL. quant/bias.c. */
+ptq_status quant_int32_bias(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int k, int *bias, float **scales);
+/* q[c] = round_half_even(b[c] / scales[c]) in double, saturated to int32; b, scales, q: [n]. */
+void quant_int32_bias_codes(const float *b, int64_t n, const float *scales, int32_t *q);
 
 /* A deep copy of plan p (entries, names, scales; block scales dropped):
  * *out is set even on failure, for the caller to free. quant/sensitivity.c. */

@@ -135,6 +135,7 @@ ptq_status quant_plan_copy(ptq_ctx *ctx, const ptq_plan *p, ptq_plan **out)
     *out = q;
     memcpy(q->model_sha256, p->model_sha256, sizeof q->model_sha256);
     q->core = p->core;
+    q->target = p->target;
     q->model_name = strdup(p->model_name ? p->model_name : "");
     q->archive = strdup(p->archive ? p->archive : "");
     q->method = strdup(p->method ? p->method : "");

@@ -63,7 +63,11 @@ static ptq_status hist_fill(ptq_ctx *ctx, const ptq_observer *obs, const ptq_pla
     h->prec = e->prec;
     const int quantized = ptq_prec_is_quantized(e->prec);
     const ptq_qformat f = h->format = qformat_of(quantized ? e->prec : core);
-    h->plan_amax = quantized && e->n_scales > 0 ? (double)e->scales[0] * ptq_qformat_max(f) : NAN;
+    /* uint8: the larger side of [(0 - zp) * scale, (255 - zp) * scale], the |x| it reaches */
+    const double top = e->prec == PTQ_PREC_UINT8 ? (double)(e->zero_point > 255 - e->zero_point ? e->zero_point
+                                                                                              : 255 - e->zero_point)
+                                                 : ptq_qformat_max(f);
+    h->plan_amax = quantized && e->n_scales > 0 ? (double)e->scales[0] * top : NAN;
     h->percentile = HIST_PERCENTILE;
     ptq_observer_get_stats(obs, &h->stats);
     for (int m = PTQ_CALIB_MINMAX; m <= PTQ_CALIB_MSE; m++) {

@@ -111,20 +111,26 @@ def main():
             sched.step()
         print(f"epoch {ep + 1}/{a.epochs} loss {loss.item():.3f} test {evaluate(net, xte, yte) * 100:.2f}% "
               f"({time.time() - t0:.0f} s)", flush=True)
+    export_onnx(net, xte[:1], a.out, "ptq/scripts/train_demo_model.py")
+    print(f"wrote {a.out} ({os.path.getsize(a.out)} bytes), FP32 test accuracy {evaluate(net, xte, yte) * 100:.2f}%")
+
+
+def export_onnx(net, x1, out, producer):
+    """net (eval mode) as ONNX opset 13 with a dynamic batch and the preprocessing ptq applies in metadata."""
     net.eval()
-    tmp = a.out + ".tmp"
-    torch.onnx.export(net, xte[:1], tmp, opset_version=13, input_names=["input"], output_names=["logits"],
-                      dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, do_constant_folding=True)
+    tmp = out + ".tmp"
+    kw = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
+    torch.onnx.export(net, x1, tmp, opset_version=13, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, do_constant_folding=True, **kw)
     import onnx
     m = onnx.load(tmp)
     e = m.metadata_props.add()
     e.key = "ptq.preprocess"
     e.value = f"scale=0.00392156862745098 mean={MEAN} std={STD} layout=NCHW channels=1"
-    m.producer_name = "ptq/scripts/train_demo_model.py"
+    m.producer_name = producer
     onnx.checker.check_model(m)
-    onnx.save(m, a.out)
+    onnx.save(m, out)
     os.remove(tmp)
-    print(f"wrote {a.out} ({os.path.getsize(a.out)} bytes), FP32 test accuracy {evaluate(net, xte, yte) * 100:.2f}%")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ archive of the demo model (FP16 edges, per-channel weight scales checked
 against numpy's max|w| / 127), `ptq plan --check` of the plan and of hand
 edits it must refuse (unknown tensor, scales zero / negative / infinite, a
 plan for another model, not a plan), each with its exit code and nothing
-written. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+written; the --target ort-cpu plan (uint8 activations with zero points, zero
+point 0 after a ReLU) and what it refuses. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import json
 import os
 import sys
@@ -99,6 +100,35 @@ def main():
     rc, so, err = ptq("plan", "--check", J("plan-int8.json"), "--model", MODEL, "--explain")
     check("plan --check --explain prints each tensor's rule and why", rc == 0 and "trt.residual-input" in so and
           "inside a fused" in so, so[-300:])
+
+    # --target ort-cpu: uint8 activations with zero points, FP32 edges, placement ort by default
+    rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--target", "ort-cpu", "--method", "minmax",
+                      "--out", J("cpu.json"))
+    pc = json.load(open(J("cpu.json"))) if rc == 0 else {"tensors": []}
+    u8 = [e for e in pc["tensors"] if e["precision"] == "uint8"]
+    check("plan --target ort-cpu: target, placement ort, 13 uint8 activations, FP32 edges, no fp16",
+          rc == 0 and pc.get("target") == "ort-cpu" and pc.get("placement") == "ort" and len(u8) == 13 and
+          not any(e["precision"] == "fp16" for e in pc["tensors"]) and "target ort-cpu" in so and
+          all(0 <= e["zero_point"] <= 255 and len(e["scales"]) == 1 for e in u8), so + err.strip())
+    relu_outs = [e for e in u8 if e["rule"] == "ort.activation"]
+    check("ort-cpu: a ReLU output's range starts at 0: zero point 0", relu_outs and
+          all(e["zero_point"] == 0 for e in relu_outs), str([(e["name"], e["zero_point"]) for e in relu_outs]))
+    rc, so, err = ptq("plan", "--check", J("cpu.json"), "--model", MODEL)
+    check("ort-cpu: plan --check accepts it", rc == 0, err.strip())
+    for args, needle in ((["--target", "cpu"], "trt, ort-cpu"), (["--target", "ort-cpu", "--core", "fp8"], "ort-cpu"),
+                         (["--core", "uint8"], "not a core precision")):
+        rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, *args, "--out", J("x.json"))
+        check(f"plan {' '.join(args)} is refused (exit 2)", rc == 2 and needle in err and
+              not os.path.exists(J("x.json")), err.strip())
+    rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--target", "ort-cpu", "--budget", "0.5", "--sensitivity",
+                     J("s.json"), "--data", J("d.h5"), "--out", J("x.json"))
+    check("plan --target ort-cpu --budget is a usage error", rc != 0 and "default plan only" in err, err.strip())
+    pz = json.loads(json.dumps(pc))
+    next(e for e in pz["tensors"] if e["precision"] == "uint8")["zero_point"] = 300
+    with open(J("cpu-bad.json"), "w") as f:
+        json.dump(pz, f)
+    rc, _, err = ptq("plan", "--check", J("cpu-bad.json"), "--model", MODEL)
+    check("ort-cpu: a zero point of 300 is refused (exit 2)", rc == 2 and "zero point 300" in err, err.strip())
 
     # hand edits the check refuses, nothing written
     base = json.load(open(J("plan-int8.json")))

@@ -62,6 +62,7 @@ static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, in
         switch (pe->prec) {
         case PTQ_PREC_FP16: ptq_k_round_fp16_ref(before, n, before); break;
         case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(before, n, scale, before); break;
+        case PTQ_PREC_UINT8: ptq_k_fake_quant_uint8_ref(before, n, scale, pe->zero_point, before); break;
         case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, before, n, scale, before); break;
         case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, before, n, scale, before); break;
         case PTQ_PREC_FP32:
@@ -100,14 +101,20 @@ int main(void)
     }
     const int64_t n = 100;
     float *x = malloc((size_t)n * 784 * sizeof *x);
-    static const ptq_prec cores[] = {PTQ_PREC_INT8, PTQ_PREC_FP8_E4M3, PTQ_PREC_FP8_E5M2};
-    for (int c = 0; c < 3; c++) {
+    /* the last: target ort-cpu, every activation but the FP32 edges in asymmetric uint8 */
+    static const ptq_prec cores[] = {PTQ_PREC_INT8, PTQ_PREC_FP8_E4M3, PTQ_PREC_FP8_E5M2, PTQ_PREC_INT8};
+    for (int c = 0; c < 4; c++) {
+        const ptq_target target = c == 3 ? PTQ_TARGET_ORT_CPU : PTQ_TARGET_TRT;
         ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
         ptq_plan *plan = NULL;
         ptq_fq *fq = NULL;
         ptq_exec *e = NULL;
         /* --placement all: every observed activation rounded, the most the overlay does */
-        CHECK(ptq_plan_make(&ctx, g, SHA, "m", s, "a.h5", &cp, cores[c], PTQ_PLACEMENT_ALL, &plan) == PTQ_OK);
+        CHECK(ptq_plan_make_target(&ctx, g, SHA, "m", s, "a.h5", &cp, cores[c], PTQ_PLACEMENT_ALL, target, &plan) ==
+              PTQ_OK);
+        int n_uint8 = 0; /* produced activations in uint8 (the graph input is an edge) */
+        for (int64_t i = 0; plan && i < plan->n; i++)
+            n_uint8 += !plan->e[i].is_weight && plan->e[i].prec == PTQ_PREC_UINT8;
         CHECK(plan && ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
         watch w = {fq, plan, NULL, 0, 0, 0};
         ptq_exec_params p = {PTQ_DEVICE_CUDA, 0, tap, &w, 0, PTQ_MATH_FP32};
@@ -118,10 +125,11 @@ int main(void)
             ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x, PTQ_MEM_HOST, 0}, out;
             CHECK_MSG(ptq_exec_run(&ctx, e, &in, &out) == PTQ_OK, "%s", ctx.msg);
         }
-        printf("cuda_fake_quant: core %s: %d planned activations rounded on the GPU, %lld values, %lld differ from "
+        printf("cuda_fake_quant: core %s, target %s: %d planned activations rounded on the GPU, %lld values, %lld differ from "
                "the C reference (must be 0)\n",
-               ptq_prec_name(cores[c]), w.n_tensors, (long long)w.n_values, (long long)w.n_differ);
-        CHECK(w.n_tensors == 22 && w.n_differ == 0);
+               ptq_prec_name(cores[c]), ptq_target_name(target), w.n_tensors, (long long)w.n_values, (long long)w.n_differ);
+        CHECK(w.n_tensors == (target == PTQ_TARGET_ORT_CPU ? n_uint8 : 22) && w.n_differ == 0);
+        CHECK(target == PTQ_TARGET_TRT || n_uint8 > 10);
         ptq_exec_free(e);
         ptq_fq_free(fq);
         ptq_plan_free(plan);

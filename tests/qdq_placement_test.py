@@ -4,12 +4,14 @@
 ridge regression on 4,000 training images), one per placement pattern: Conv->Clip and
 Conv->BatchNorm->Relu with MaxPool between Convs and a Gemm head; two
 Conv+activation branches joined by Concat with a MatMul head; a residual
-Add of two Convs. For each, INT8 and FP8 default (trt) plans and the INT8
-ort plan are calibrated on 512 training images, validated by ptq on the
+Add of two Convs. For each, INT8 and FP8 default (trt) plans, the INT8
+ort plan and the --target ort-cpu plan (uint8 activations with zero points,
+int32 biases) are calibrated on 512 training images, validated by ptq on the
 10,000 test images and exported as Q/DQ: onnxruntime's predictions on the export
 agree with ptq's on >= 99.9% and top-1 within 0.05 point (FP8 and the ort
 plan with basic graph optimizations; onnxruntime's int32 bias rounding
-off, see run_ort's caller). The plans' quantized tensors are checked against the
+off, see run_ort's caller; the ort-cpu plan with all optimizations, and
+onnxruntime must then run it on its integer kernels, QLinearConv). The plans' quantized tensors are checked against the
 placement rules, and, where scripts/bench-setup.sh made .venv-bench (its
 onnxruntime.quantization needs ml_dtypes), the ort plan's against the
 tensors onnxruntime's quantize_static (QDQ, symmetric) quantizes.
@@ -117,13 +119,15 @@ def normalized(images):
 def clip_maxpool_gemm(path):
     """Conv->Clip, Conv->BN->Relu, MaxPool, Conv->Relu, GAP, Flatten, Gemm."""
     b = Builder(1)
-    y = b.op("Clip", [b.conv("input", 1, 8), b.init(np.array(0.0)), b.init(np.array(6.0))])
-    y = b.op("Relu", [b.bn(b.conv(y, 8, 16), 16)])
-    p = b.op("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])
+    c = b.op("Clip", [b.conv("input", 1, 8), b.init(np.array(0.0)), b.init(np.array(6.0))])
+    bn = b.bn(b.conv(c, 8, 16), 16)
+    r = b.op("Relu", [bn])
+    p = b.op("MaxPool", [r], kernel_shape=[2, 2], strides=[2, 2])
     y = b.op("Relu", [b.conv(p, 16, 16)])
     f = b.op("Flatten", [b.op("GlobalAveragePool", [y])])
     b.model("input", b.head(f, "Gemm"), path)
-    return {"trt": {p: "trt.commutes", y: "trt.unquantized"}}
+    return {"trt": {p: "trt.commutes", y: "trt.unquantized"},
+            "ort-cpu": {bn: "ort.removed-activation", r: "ort.activation", c: "ort.activation"}}
 
 
 def concat_matmul(path):
@@ -143,16 +147,17 @@ def residual(path):
     """Conv->Relu, then Relu(Add(Conv(Conv->Relu), Conv skip)) twice, GAP, Flatten, Gemm."""
     b = Builder(3)
     x = b.op("Relu", [b.conv("input", 1, 8)])
-    marks = {}
+    marks, cpu_marks = {}, {}
     for c_in, c_out in ((8, 16), (16, 16)):
         main = b.conv(b.op("Relu", [b.conv(x, c_in, c_out)]), c_out, c_out)
         skip = b.conv(x, c_in, c_out)
         a = b.op("Add", [main, skip])
         marks.update({main: "trt.residual-input", skip: "trt.fused", a: "trt.fused"})
+        cpu_marks.update({a: "ort.removed-activation", main: "ort.op-io", skip: "ort.op-io"})
         x = b.op("Relu", [a])
     f = b.op("Flatten", [b.op("GlobalAveragePool", [x])])
     b.model("input", b.head(f, "Gemm"), path)
-    return {"trt": marks}
+    return {"trt": marks, "ort-cpu": cpu_marks}
 
 
 # run with .venv-bench's python: the tensors quantize_static (QDQ, symmetric INT8) quantizes
@@ -183,6 +188,18 @@ def run_ort(path, images, level=None, disabled=()):
     return np.concatenate([sess.run(None, {"input": x[i:i + 500]})[0] for i in range(0, len(x), 500)])
 
 
+def optimized_ops(path):
+    """The op counts of the model onnxruntime (all optimizations, CPU) actually runs."""
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = path + ".opt.onnx"
+    so.log_severity_level = 3
+    ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    ops = {}
+    for n in onnx.load(so.optimized_model_filepath).graph.node:
+        ops[n.op_type] = ops.get(n.op_type, 0) + 1
+    return ops
+
+
 def main():
     if not have_demo():
         print("skipped: Fashion-MNIST missing")
@@ -203,7 +220,8 @@ def main():
         check(f"{make.__name__}: calibrate", rc == 0, err.strip()[-300:])
         basic = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         for case, flags, level in (("int8", [], None), ("fp8", ["--core", "fp8"], basic),
-                                   ("int8-ort", ["--placement", "ort"], basic)):
+                                   ("int8-ort", ["--placement", "ort"], basic),
+                                   ("uint8-ort-cpu", ["--target", "ort-cpu"], None)):
             tag = f"{make.__name__} {case}"
             plan, logits, qdq = J(f"{case}.json"), J(f"{case}.npy"), J(f"{case}.onnx")
             ok = True
@@ -218,7 +236,7 @@ def main():
                 continue
             p = json.load(open(plan))
             rules = {e["name"]: e.get("rule") for e in p["tensors"] if e["kind"] == "activation"}
-            want = marks.get(p["placement"], {})
+            want = marks.get(p.get("target", p["placement"]), {})
             check(f"{tag}: placement rules", all(rules.get(n) == r for n, r in want.items()),
                   str({n: (rules.get(n), r) for n, r in want.items() if rules.get(n) != r}))
             if case == "int8-ort" and os.path.exists(bench_py):
@@ -241,6 +259,12 @@ def main():
             # swap its Q/DQ pairs for onnxruntime's integer kernels (QLinearAdd, ...), other numerics.
             q_ort = run_ort(qdq, images, level, ["WeightBiasQuantization"]).argmax(axis=1)
             q_full = run_ort(qdq, images, level).argmax(axis=1)
+            if case == "uint8-ort-cpu":
+                zps = {e["zero_point"] for e in p["tensors"] if e["precision"] == "uint8"}
+                check(f"{tag}: uint8 activations with zero points", p.get("target") == "ort-cpu" and
+                      len(zps) > 1 and all(0 <= z <= 255 for z in zps), str(zps))
+                ops = optimized_ops(qdq)
+                check(f"{tag}: onnxruntime runs its integer kernels", ops.get("QLinearConv", 0) >= 2, str(ops))
             acc_ort = float((q_ort == labels).mean())
             agree = float((q_ort == q_ptq).mean())
             print(f"     {tag}: FP32 {100 * rep['top1_fp32']:.2f}%, ptq {100 * rep['top1_quant']:.2f}%, "

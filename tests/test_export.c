@@ -325,6 +325,32 @@ static void test_ort_text(void)
     CHECK(ptq_export_ort_json(&ctx, &over, 1, &b, NULL) == PTQ_ERR_INVALID_ARG && b.data == NULL);
 }
 
+/* Asymmetric ranges (--target ort-cpu): calibration.json and ptq's JSON
+ * carry the range itself; a range that is not finite and ordered is refused. */
+static void test_asymmetric(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_buf b = {0};
+    ptq_tensor_range r[] = {rng("relu", 6.0), rng("conv", 3.0)};
+    r[0].asymmetric = r[1].asymmetric = 1;
+    r[0].lowest = 0.0f;
+    r[0].highest = 5.75f;
+    r[1].lowest = -1.5f;
+    r[1].highest = 3.0f;
+    CHECK(ptq_export_ort_json(&ctx, r, 2, &b, NULL) == PTQ_OK);
+    CHECK(b.data && strstr(b.data, "\"relu\": {\"lowest\": 0.0, \"highest\": 5.75,") &&
+          strstr(b.data, "\"conv\": {\"lowest\": -1.5, \"highest\": 3.0,"));
+    ptq_buf_free(&b);
+    CHECK(ptq_export_json(&ctx, NULL, r, 2, &b, NULL) == PTQ_OK);
+    CHECK(b.data && strstr(b.data, "\"lowest\":\t-1.5") && strstr(b.data, "\"highest\":\t5.75"));
+    ptq_buf_free(&b);
+    r[1].lowest = 4.0f; /* above highest */
+    CHECK(ptq_export_ort_json(&ctx, r, 2, &b, NULL) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "conv") && !b.data);
+    r[1].lowest = NAN;
+    CHECK(ptq_export_json(&ctx, NULL, r, 2, &b, NULL) == PTQ_ERR_INVALID_ARG && !b.data);
+}
+
 static void test_ptq_json(void)
 {
     ptq_ctx ctx;
@@ -517,5 +543,6 @@ int main(int argc, char **argv)
     test_ort_flatbuffers();
     test_ort_text();
     test_ptq_json();
+    test_asymmetric();
     return test_done("test_export");
 }

@@ -3,7 +3,10 @@
  * INT8 plan every planned activation comes out as k * scale with |k| <= 127
  * (FP16 ones exactly representable in half), every INT8 weight as multiples
  * of its channel's scale, the caller's input and the graph are never
- * written, and one executor switches between FP32 and the plan. */
+ * written, and one executor switches between FP32 and the plan; under an
+ * ort-cpu plan every uint8 activation is (k - zp) * scale with k in [0, 255]
+ * and every Conv bias behind a uint8 input round(b / (sx * sw[c])) * sx *
+ * sw[c], computed here. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +30,16 @@ static const ptq_plan_entry *entry_of(const ptq_plan *p, const char *name)
     return NULL;
 }
 
-/* x on the grid of entry e: k * scale with |k| <= 127 (int8), or a half (fp16). */
+/* x on the grid of entry e: k * scale with |k| <= 127 (int8), (k - zp) * scale with k in [0, 255] (uint8), or a
+ * half (fp16). */
 static int on_grid(const ptq_plan_entry *e, float x, float scale)
 {
     if (e->prec == PTQ_PREC_FP16)
         return ptq_k_fp16_to_float_ref(ptq_k_fp16_from_float_ref(x)) == x;
+    if (e->prec == PTQ_PREC_UINT8) {
+        const float k = x / scale + (float)e->zero_point;
+        return k >= -0.001f && k <= 255.001f && fabsf(k - rintf(k)) <= 1e-3f;
+    }
     const float k = x / scale;
     return fabsf(k) <= 127.001f && fabsf(k - rintf(k)) <= 1e-3f; /* k * scale / scale: float rounding */
 }
@@ -48,6 +56,60 @@ static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, in
         w->n_bad += !on_grid(e, x[i], e->n_scales ? e->scales[0] : 1.0f);
     w->n_checked++;
     return PTQ_OK;
+}
+
+/* The ort-cpu plan (placement ort) of set s on g, run on input in: uint8
+ * activations on their grids, and the biases of the Convs reading them
+ * rounded to int32 at input scale x weight scale. */
+static void check_ort_cpu(const ptq_graph *g, const ptq_calib_set *s, const ptq_tensor *in)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+    ptq_plan *plan = NULL;
+    ptq_fq *fq = NULL;
+    ptq_exec *e = NULL;
+    CHECK_MSG(ptq_plan_make_target(&ctx, g, SHA, "m", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_ORT,
+                                   PTQ_TARGET_ORT_CPU, &plan) == PTQ_OK, "%s", ctx.msg);
+    if (!plan)
+        return;
+    watch w = {plan, 0, 0};
+    ptq_exec_params pw = {PTQ_DEVICE_CPU, 0, tap, &w, 0, PTQ_MATH_FP32};
+    ptq_tensor out;
+    CHECK(ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK && ptq_exec_create(&ctx, g, &pw, &e) == PTQ_OK);
+    ptq_exec_set_overlay(e, ptq_fq_overlay(fq));
+    CHECK_MSG(ptq_exec_run(&ctx, e, in, &out) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(w.n_checked == 13 && w.n_bad == 0, "ort-cpu: %d uint8 activations seen, %d values off their grid",
+              w.n_checked, w.n_bad);
+    const ptq_overlay *ov = ptq_fq_overlay(fq);
+    int n_bias = 0, bad = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *nd = &g->nodes[k];
+        if (strcmp(nd->op_type, "Conv") != 0 || nd->n_inputs < 3)
+            continue;
+        const ptq_plan_entry *xe = entry_of(plan, g->values[nd->inputs[0]].name);
+        const ptq_plan_entry *we = entry_of(plan, g->values[nd->inputs[1]].name);
+        const ptq_value *bv = &g->values[nd->inputs[2]];
+        uint64_t src = 0;
+        const float *bq = ov->weight(ov->user, nd->inputs[2], &src);
+        if (!(xe && xe->prec == PTQ_PREC_UINT8)) { /* the first Conv reads the FP32 input: its bias stays */
+            CHECK_MSG(!bq, "bias '%s' of a float Conv was rounded", bv->name);
+            continue;
+        }
+        CHECK_MSG(bq && we && we->prec == PTQ_PREC_INT8, "bias '%s' not rounded", bv->name);
+        for (int64_t c = 0; bq && we && c < bv->dims[0]; c++) {
+            const float bs = xe->scales[0] * we->scales[c];
+            const float want = (float)rint((double)((const float *)bv->data)[c] / (double)bs) * bs;
+            bad += bq[c] != want;
+        }
+        n_bias++;
+    }
+    CHECK_MSG(n_bias == 8 && bad == 0, "ort-cpu: %d int32 biases, %d values off", n_bias, bad);
+    printf("test_fake_quant: ort-cpu: %d uint8 activations on their grids, %d Conv biases on the int32 grid\n",
+           w.n_checked, n_bias);
+    ptq_exec_free(e);
+    ptq_fq_free(fq);
+    ptq_plan_free(plan);
 }
 
 int main(void)
@@ -171,6 +233,7 @@ int main(void)
             restored &= g->values[v].data == orig[k++];
     CHECK_MSG(restored, "the overlay changed the graph's weights");
     printf("test_fake_quant: %d planned activations and %d INT8 weights on their grids\n", w.n_checked, n_int8_w);
+    check_ort_cpu(g, s, &in);
 
     free(saved);
     free(saved_n);

@@ -272,6 +272,93 @@ static void check_int8(void)
     CHECK(prev == 127);
 }
 
+typedef struct uint8_case {
+    float x, scale;
+    int32_t zp;
+    uint8_t q;
+} uint8_case;
+
+/* UINT8 asymmetric: rounding half to even before the zero point is added,
+ * saturation at both ends, NaN to the zero point; and the parameters of a
+ * range as onnxruntime's compute_scale_zp derives them. */
+static void check_uint8(void)
+{
+    const uint8_case cases[] = {
+        {0.0f, 1.0f, 128, 128},  {-0.0f, 1.0f, 0, 0},     {0.5f, 1.0f, 10, 10},    {1.5f, 1.0f, 10, 12},
+        {2.5f, 1.0f, 10, 12},    {-0.5f, 1.0f, 10, 10},   {-1.5f, 1.0f, 10, 8},    {-2.5f, 1.0f, 10, 8},
+        {127.5f, 1.0f, 128, 255}, {126.5f, 1.0f, 128, 254}, {-128.0f, 1.0f, 128, 0}, {-129.0f, 1.0f, 128, 0},
+        {-0.6f, 1.0f, 0, 0},     {254.5f, 1.0f, 0, 254},  {255.5f, 1.0f, 0, 255},  {-255.0f, 1.0f, 255, 0},
+        {-255.5f, 1.0f, 255, 0}, {1.0f, 1.0f, 255, 255},  {1e30f, 1.0f, 0, 255},   {-1e30f, 1.0f, 255, 0},
+        {INFINITY, 1.0f, 7, 255}, {-INFINITY, 1.0f, 7, 0}, {NAN, 1.0f, 7, 7},      {FLT_TRUE_MIN, 1.0f, 3, 3},
+        /* a true float division: -12.15f / 0.1f is -121.49999 (x * (1 / 0.1f) gives -121.5 -> -122) */
+        {-12.15f, 0.1f, 200, 79},
+        {1.0f, 0.0f, 0, 255},    {-1.0f, 0.0f, 200, 0},   {0.0f, 0.0f, 42, 42},    /* scale 0: +-Inf, NaN */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const uint8_case *c = &cases[k];
+        uint8_t q = 99;
+        float y = -99.0f, yd = -98.0f;
+        ptq_k_quantize_uint8_ref(&c->x, 1, c->scale, c->zp, &q);
+        ptq_k_fake_quant_uint8_ref(&c->x, 1, c->scale, c->zp, &y);
+        ptq_k_dequantize_uint8_ref(&q, 1, c->scale, c->zp, &yd);
+        CHECK_MSG(q == c->q, "uint8: x %a scale %a zp %d -> %d, want %d", (double)c->x, (double)c->scale, (int)c->zp,
+                  q, c->q);
+        const float want_y = (float)((int32_t)c->q - c->zp) * c->scale;
+        CHECK_MSG((to_bits(y) == to_bits(want_y) && to_bits(yd) == to_bits(want_y)) ||
+                      (isnan(y) && isnan(want_y) && isnan(yd)),
+                  "uint8 fake-quant: x %a scale %a zp %d -> %a / %a", (double)c->x, (double)c->scale, (int)c->zp,
+                  (double)y, (double)yd);
+    }
+    /* a sweep: monotonic, every code reached, fake-quant = dequantize(quantize), 0 exact */
+    int64_t bad = 0;
+    int prev = 0, seen_255 = 0;
+    for (int i = -40000; i <= 40000; i++) {
+        const float x = (float)i * 0.01f, scale = 0.5f;
+        uint8_t q;
+        float y, yd;
+        ptq_k_quantize_uint8_ref(&x, 1, scale, 77, &q);
+        ptq_k_dequantize_uint8_ref(&q, 1, scale, 77, &yd);
+        ptq_k_fake_quant_uint8_ref(&x, 1, scale, 77, &y);
+        bad += q < prev || y != yd || (i == 0 && (q != 77 || y != 0.0f)) || (i == -40000 && q != 0);
+        seen_255 |= q == 255;
+        prev = q;
+    }
+    CHECK_MSG(bad == 0 && seen_255, "uint8 sweep: %lld bad", (long long)bad);
+    /* parameters: [lo, hi] widened to hold 0, s = (hi - lo) / 255, zp = round(-lo / s) half to even */
+    const struct {
+        float lo, hi, scale;
+        int32_t zp;
+    } params[] = {
+        {-1.0f, 3.0f, (float)(4.0 / 255.0), 64},          /* 255 / 4 = 63.75 */
+        {0.0f, 6.0f, (float)(6.0 / 255.0), 0},            /* after a ReLU: the whole grid above 0 */
+        {1.0f, 6.0f, (float)(6.0 / 255.0), 0},            /* widened down to 0 */
+        {-6.0f, -1.0f, (float)(6.0 / 255.0), 255},        /* widened up to 0 */
+        {-2.0f, 2.0f, (float)(4.0 / 255.0), 128},         /* 127.5: the tie goes to the even 128 */
+        {-3.0f, 1.0f, (float)(4.0 / 255.0), 191},         /* 191.25 */
+        {-0.5f, 1.5f, (float)(2.0 / 255.0), 64},          /* 63.75 */
+        {0.0f, 0.0f, 1.0f, 0},                            /* all zeros: scale 1 */
+        {-1e-45f, 0.0f, 1.0f, 0},                         /* a range under FLT_MIN * 255: scale 1 */
+        {-FLT_MAX, FLT_MAX, (float)(2.0 * FLT_MAX / 255.0), 128}, /* the span overflows float, not double */
+    };
+    for (size_t k = 0; k < sizeof params / sizeof params[0]; k++) {
+        float scale = -1.0f;
+        int32_t zp = -1;
+        ptq_k_uint8_params_ref(params[k].lo, params[k].hi, &scale, &zp);
+        CHECK_MSG(to_bits(scale) == to_bits(params[k].scale) && zp == params[k].zp,
+                  "uint8 params [%a, %a] -> scale %a zp %d, want %a %d", (double)params[k].lo, (double)params[k].hi,
+                  (double)scale, (int)zp, (double)params[k].scale, (int)params[k].zp);
+        /* both ends of the range come back within half a step, and 0 exactly */
+        const float ends[3] = {params[k].lo < 0 ? params[k].lo : 0.0f, params[k].hi > 0 ? params[k].hi : 0.0f, 0.0f};
+        float back[3];
+        ptq_k_fake_quant_uint8_ref(ends, 3, scale, zp, back);
+        for (int j = 0; j < 3; j++)
+            CHECK_MSG(fabs((double)back[j] - (double)ends[j]) <= 0.5 * (double)scale * (1 + 1e-6) || !isfinite(back[j]),
+                      "uint8 params [%a, %a]: %a -> %a", (double)params[k].lo, (double)params[k].hi, (double)ends[j],
+                      (double)back[j]);
+        CHECK(back[2] == 0.0f);
+    }
+}
+
 static void check_fp8_scaled(void)
 {
     const float x[] = {3.3f, -3.3f, 448.0f * 0.5f, 1e9f, -INFINITY, NAN, 0.0f, -0.0f, 0x1p-10f};
@@ -354,7 +441,7 @@ static void check_bf16(void)
  * the codecs decode, and the plan/calibrator names going through it. */
 static void check_table(void)
 {
-    static const char *const names[PTQ_FMT_COUNT] = {"fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2", "bf16"};
+    static const char *const names[PTQ_FMT_COUNT] = {"fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2", "bf16", "uint8"};
     for (int i = 0; i < PTQ_FMT_COUNT; i++) {
         const ptq_numfmt *f = ptq_numfmt_get((ptq_fmt)i);
         CHECK_MSG(f && f->id == (ptq_fmt)i && strcmp(f->name, names[i]) == 0, "format %d", i);
@@ -362,11 +449,15 @@ static void check_table(void)
             continue;
         CHECK(ptq_numfmt_find(names[i]) == f);
         CHECK_MSG(!f->is_float || f->bits == 1 + f->exp_bits + f->man_bits, "%s bits", f->name);
-        CHECK_MSG(f->scaled == (i == PTQ_FMT_INT8 || i == PTQ_FMT_FP8_E4M3 || i == PTQ_FMT_FP8_E5M2), "%s", f->name);
+        CHECK_MSG(f->scaled == (i == PTQ_FMT_INT8 || i == PTQ_FMT_FP8_E4M3 || i == PTQ_FMT_FP8_E5M2 || i == PTQ_FMT_UINT8),
+                  "%s", f->name);
+        CHECK_MSG(f->zero_point == (i == PTQ_FMT_UINT8), "%s zero point", f->name);
         CHECK_MSG(f->in_plans == (i != PTQ_FMT_BF16), "%s in_plans", f->name);
         CHECK_MSG(!f->block_scaled, "%s: no format takes block scales yet", f->name);
         CHECK_MSG(ptq_prec_name((ptq_prec)i) == (f->in_plans ? f->name : ptq_prec_name((ptq_prec)-1)), "%s", f->name);
-        CHECK_MSG(strcmp(ptq_qformat_name((ptq_qformat)i), f->scaled ? f->name : "unknown") == 0, "%s", f->name);
+        /* calibrators target the symmetric scaled formats only */
+        CHECK_MSG(strcmp(ptq_qformat_name((ptq_qformat)i), f->scaled && !f->zero_point ? f->name : "unknown") == 0, "%s",
+                  f->name);
         CHECK_MSG(ptq_prec_is_quantized((ptq_prec)i) == f->scaled, "%s", f->name);
     }
     CHECK(ptq_numfmt_get(PTQ_FMT_COUNT) == NULL && ptq_numfmt_get((ptq_fmt)-1) == NULL);
@@ -381,6 +472,7 @@ static void check_table(void)
     CHECK(ptq_qformat_max(PTQ_QFORMAT_INT8) == 127.0 && ptq_qformat_max(PTQ_QFORMAT_FP8_E4M3) == 448.0 &&
           ptq_qformat_max(PTQ_QFORMAT_FP8_E5M2) == 57344.0);
     /* ONNX element types of the Q/DQ codes */
+    CHECK(ptq_numfmt_get(PTQ_FMT_UINT8)->onnx_dtype == PTQ_DT_UINT8 && ptq_numfmt_get(PTQ_FMT_UINT8)->max_finite == 255.0);
     CHECK(ptq_numfmt_get(PTQ_FMT_INT8)->onnx_dtype == PTQ_DT_INT8 &&
           ptq_numfmt_get(PTQ_FMT_FP8_E4M3)->onnx_dtype == PTQ_DT_FLOAT8E4M3FN &&
           ptq_numfmt_get(PTQ_FMT_FP8_E5M2)->onnx_dtype == PTQ_DT_FLOAT8E5M2 &&
@@ -396,7 +488,7 @@ static void check_table(void)
     ptq_ctx_init(&ctx);
     CHECK(ptq_prec_parse(&ctx, "fp8", &p) == PTQ_OK && p == PTQ_PREC_FP8_E4M3);
     CHECK(ptq_prec_parse(&ctx, "bf16", &p) == PTQ_ERR_INVALID_ARG);
-    CHECK_MSG(strstr(ctx.msg, "unknown precision 'bf16' (choices: fp32, fp16, int8, fp8-e4m3, fp8-e5m2)"), "%s",
+    CHECK_MSG(strstr(ctx.msg, "unknown precision 'bf16' (choices: fp32, fp16, int8, fp8-e4m3, fp8-e5m2, uint8)"), "%s",
               ctx.msg);
     ptq_ctx_init(&ctx);
     CHECK(ptq_qformat_parse(&ctx, "fp8-e5m2", &q) == PTQ_OK && q == PTQ_QFORMAT_FP8_E5M2);
@@ -413,6 +505,7 @@ int main(void)
     check_fp16_codes();
     check_nearest();
     check_int8();
+    check_uint8();
     check_fp8_scaled();
     check_round_fp16();
     check_ties("bf16", bf16_dec, bf16_enc, 0x7F80, 0x8000);

@@ -122,6 +122,8 @@ int main(void)
     expect("conv-relu", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1",
            "x=ort.op-io,y1=ort.op-io,r1=ort.activation,y2=ort.output");
     expect("conv-relu", g, PTQ_PLACEMENT_ALL, I8, NULL, "x,y1,r1,y2", "y1=all.observed");
+    expect("conv-relu uint8", g, PTQ_PLACEMENT_ORT, PTQ_PREC_UINT8, NULL, "x,r1",
+           "x=ort.op-io,y1=ort.removed-activation,r1=ort.activation,y2=ort.output");
     /* the FP16 edges: both Convs are the first and last compute layers */
     unsigned char edge[MAX_V];
     ptq_placement_edges(g, edge);
@@ -160,6 +162,10 @@ int main(void)
     expect("residual", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,s,r1,r2",
            "s=trt.residual-input,y2=trt.fused,a=trt.fused,r2=trt.weighted-input,x=trt.weighted-input");
     expect("residual", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,s,y1,r1,y2,a,r2", "s=ort.op-io,a=ort.op-io");
+    /* uint8 activations (target ort-cpu): quantize_static removes each Relu whose input only it reads,
+       the Conv and Add outputs before them stay float; the Relu outputs keep their own parameters */
+    expect("residual uint8", g, PTQ_PLACEMENT_ORT, PTQ_PREC_UINT8, NULL, "x,s,r1,y2,r2",
+           "y1=ort.removed-activation,a=ort.removed-activation,r1=ort.activation,r2=ort.activation,y2=ort.op-io");
 
     /* residual of two Convs (a downsampling skip): the Add fuses into the later one, the
      * earlier one's output is quantized */
@@ -217,6 +223,16 @@ int main(void)
            "r1=trt.unquantized,gp=trt.unquantized,f=trt.commutes,logits=trt.output");
     expect("gemm-head", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,gp,f",
            "gp=ort.op-io,f=ort.same-as-input,logits=ort.output");
+
+    /* uint8: a Relu whose input has another reader stays, and so does its input's quantization */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Add", "y1,r1", "a");
+    node(&b, "Conv", "a,w2", "y2");
+    g = finish(&b, "x", "y2");
+    expect("relu two readers uint8", g, PTQ_PLACEMENT_ORT, PTQ_PREC_UINT8, NULL, "x,y1,r1,a",
+           "y1=ort.op-io,r1=ort.activation");
 
     /* an op outside quantize_static's registry (Sub) quantizes nothing: its output is left */
     memset(&b, 0, sizeof b);

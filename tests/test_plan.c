@@ -157,6 +157,104 @@ static void check_trt(const ptq_graph *g, const ptq_calib_set *s)
     ptq_plan_free(p);
 }
 
+/* Target ort-cpu: uint8 activations whose scale and zero point come from
+ * the observed [min, max] clipped to the calibrator's amax (recomputed here
+ * from the observers), the Relu inputs quantize_static removes left FP32,
+ * FP32 edges, int8 weights; the JSON fields; the checks of its rules. */
+static void check_ort_cpu(const ptq_graph *g, const ptq_calib_set *s)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    static const ptq_calib_method methods[] = {PTQ_CALIB_MINMAX, PTQ_CALIB_PERCENTILE};
+    for (int m = 0; m < 2; m++) {
+        ptq_calib_params cp = {methods[m], PTQ_QFORMAT_INT8, 99.0};
+        ptq_plan *p = NULL, *back = NULL;
+        CHECK_MSG(ptq_plan_make_target(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_ORT,
+                                       PTQ_TARGET_ORT_CPU, &p) == PTQ_OK,
+                  "%s", ctx.msg);
+        if (!p)
+            return;
+        CHECK_MSG(ptq_plan_check(&ctx, p, g, SHA) == PTQ_OK, "%s", ctx.msg);
+        CHECK(p->target == PTQ_TARGET_ORT_CPU && p->core == PTQ_PREC_INT8);
+        int64_t n_uint8 = 0, n_removed = 0, n_int8_wt = 0;
+        ptq_calib_range r;
+        for (int64_t i = 0; i < p->n; i++) {
+            const ptq_plan_entry *e = &p->e[i];
+            CHECK_MSG(e->prec != PTQ_PREC_FP16, "%s: FP16 in an ort-cpu plan", e->name);
+            n_int8_wt += e->is_weight && e->prec == PTQ_PREC_INT8;
+            if (e->rule && strcmp(e->rule, "ort.removed-activation") == 0) {
+                n_removed++;
+                CHECK_MSG(e->prec == PTQ_PREC_FP32, "%s", e->name);
+            }
+            if (e->prec != PTQ_PREC_UINT8)
+                continue;
+            n_uint8++;
+            const ptq_observer *obs = ptq_calib_set_observer(s, ptq_calib_set_find(s, e->name));
+            ptq_observer_stats os;
+            ptq_observer_get_stats(obs, &os);
+            CHECK(ptq_calib_compute(&ctx, &cp, obs, &r) == PTQ_OK);
+            const double lo = fmin(fmax((double)os.min, -r.amax), 0), hi = fmax(fmin((double)os.max, r.amax), 0);
+            const double step = ((double)(float)hi - (double)(float)lo) / 255.0;
+            const int zp = (int)rint(-(double)(float)lo / step);
+            CHECK_MSG(e->n_scales == 1 && e->scales[0] == (float)step && e->zero_point == zp,
+                      "%s (%s): scale %g zp %d, want %g %d", e->name, ptq_calib_method_name(methods[m]),
+                      (double)e->scales[0], (int)e->zero_point, step, zp);
+            /* [-2, 3]: the zero point near 2/5 of the way up the codes */
+            CHECK_MSG(zp > 90 && zp < 115, "%s: zero point %d", e->name, zp);
+        }
+        /* 13 quantized activations; the Relus after c1 and after the Add of the three blocks removed; 8 int8 weights */
+        CHECK_MSG(n_uint8 == 13 && n_removed == 6 && n_int8_wt == 8, "%lld uint8, %lld removed, %lld int8 weights",
+                  (long long)n_uint8, (long long)n_removed, (long long)n_int8_wt);
+        CHECK(find(p, "input") && find(p, "input")->prec == PTQ_PREC_FP32 && strcmp(find(p, "input")->rule, "edge") == 0);
+        CHECK(find(p, "/layers/layers.0/c1/Conv_output_0") &&
+              strcmp(find(p, "/layers/layers.0/c1/Conv_output_0")->rule, "ort.removed-activation") == 0);
+        char *j1 = NULL, *j2 = NULL;
+        CHECK(ptq_plan_to_json(&ctx, p, &j1) == PTQ_OK && j1 && strstr(j1, "\"target\":\t\"ort-cpu\"") &&
+              strstr(j1, "\"zero_point\":"));
+        CHECK(j1 && ptq_plan_from_json(&ctx, j1, &back) == PTQ_OK && back && back->target == PTQ_TARGET_ORT_CPU);
+        CHECK(back && ptq_plan_to_json(&ctx, back, &j2) == PTQ_OK && j1 && j2 && strcmp(j1, j2) == 0);
+        if (m == 0 && back) { /* hand edits the check refuses */
+            ptq_plan_entry *a = find(back, "/stem/stem.2/Relu_output_0"), *w = find(back, "onnx::Conv_92");
+            CHECK(a && a->prec == PTQ_PREC_UINT8 && w && w->prec == PTQ_PREC_INT8);
+            const int32_t zp = a->zero_point;
+            a->zero_point = 256;
+            expect_check(back, g, PTQ_ERR_INVALID_ARG, "zero point 256 is not in [0, 255]");
+            a->zero_point = zp;
+            w->zero_point = 3;
+            expect_check(back, g, PTQ_ERR_INVALID_ARG, "takes no zero point");
+            w->zero_point = 0;
+            w->prec = PTQ_PREC_UINT8;
+            expect_check(back, g, PTQ_ERR_INVALID_ARG, "which is for activations");
+            w->prec = PTQ_PREC_FP8_E4M3;
+            expect_check(back, g, PTQ_ERR_INVALID_ARG, "onnxruntime's CPU kernels do not take");
+            w->prec = PTQ_PREC_INT8;
+            back->target = PTQ_TARGET_TRT;
+            expect_check(back, g, PTQ_ERR_INVALID_ARG, "only target ort-cpu takes");
+            back->target = PTQ_TARGET_ORT_CPU;
+            back->core = PTQ_PREC_FP8_E4M3;
+            expect_check(back, g, PTQ_ERR_INVALID_ARG, "core is int8");
+            back->core = PTQ_PREC_INT8;
+            CHECK_MSG(ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK, "%s", ctx.msg);
+        }
+        free(j1);
+        free(j2);
+        ptq_plan_free(back);
+        ptq_plan_free(p);
+    }
+    ptq_plan *p = NULL;
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+    CHECK(ptq_plan_make_target(&ctx, g, SHA, "m", s, "a.h5", &cp, PTQ_PREC_FP8_E4M3, PTQ_PLACEMENT_ORT,
+                               PTQ_TARGET_ORT_CPU, &p) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "ort-cpu") && !p);
+    CHECK(ptq_plan_make(&ctx, g, SHA, "m", s, "a.h5", &cp, PTQ_PREC_UINT8, PTQ_PLACEMENT_TRT, &p) ==
+              PTQ_ERR_INVALID_ARG && !p);
+    ptq_target t = PTQ_TARGET_TRT;
+    CHECK(ptq_target_parse(&ctx, "ort-cpu", &t) == PTQ_OK && t == PTQ_TARGET_ORT_CPU);
+    CHECK(ptq_target_parse(&ctx, "cpu", &t) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "trt, ort-cpu"));
+    CHECK(ptq_plan_from_json(&ctx, "{\"format\": \"ptq-plan\", \"format_version\": 1, \"target\": \"gpu\", "
+                                   "\"model\": {\"sha256\": \"" "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+                                   "\"}, \"tensors\": []}", &p) == PTQ_ERR_FORMAT && strstr(ctx.msg, "target"));
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -219,6 +317,7 @@ int main(void)
     CHECK(j1 && !strstr(j1, "block")); /* no block fields without blocks: plans as before */
     CHECK(j1 && !strstr(j1, "\"rule\"") && !strstr(j1, "\"placement\"")); /* --placement all: plans as before */
     check_trt(g, s);
+    check_ort_cpu(g, s);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */

@@ -104,6 +104,12 @@ PTQ_API double ptq_qformat_max(ptq_qformat f);
 PTQ_API ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_observer *obs,
                                      ptq_calib_range *out);
 
+/* The asymmetric range of what obs saw for a calibrated amax (target
+ * ort-cpu, include/ptq/plan.h): [max(min, -amax), min(max, amax)] as
+ * float32, the observed range clipped to the calibrator's (minmax: exactly
+ * [min, max]). */
+PTQ_API void ptq_calib_clip_range(const ptq_observer *obs, double amax, float *lo, float *hi);
+
 #ifdef __cplusplus
 }
 #endif

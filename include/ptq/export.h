@@ -25,6 +25,9 @@ typedef struct ptq_tensor_range {
     ptq_calib_method method;
     ptq_qformat format;
     double percentile;       /* PTQ_CALIB_PERCENTILE only: the p used, in (0, 100] */
+    int asymmetric;          /* 1: the range is [lowest, highest] (target ort-cpu: ptq_calib_clip_range),
+                                which calibration.json and ptq's JSON write; 0: [-amax, amax] */
+    float lowest, highest;   /* asymmetric only: finite, lowest <= highest */
 } ptq_tensor_range;
 
 /* Exporters write into a ptq_buf (include/ptq/buf.h): each overwrites its
@@ -121,7 +124,9 @@ PTQ_API ptq_status ptq_export_ort_cache(ptq_ctx *ctx, const ptq_tensor_range *ra
  * (\uXXXX escapes), no trailing newline. <M> is MinMax, Entropy or
  * Percentile when every range has that method, MinMax otherwise (mse or
  * mixed: the file then just carries given ranges). Any format; degenerate
- * ranges are kept with lowest -0.0 and highest 0.0. */
+ * ranges are kept with lowest -0.0 and highest 0.0. An asymmetric range
+ * writes its own lowest and highest (quantize_static then derives the
+ * uint8 scale and zero point ptq's ort-cpu plans use). */
 PTQ_API ptq_status ptq_export_ort_json(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
                                        ptq_export_stats *stats);
 
@@ -132,7 +137,8 @@ PTQ_API ptq_status ptq_export_ort_json(ptq_ctx *ctx, const ptq_tensor_range *ran
  * "degenerate"}, ...]}: tensors in the given order, every number the
  * shortest decimal that reads back to the same double, ends with '\n'.
  * scale is r.scale as the calibrator gave it; "percentile" only for the
- * percentile method. Any format; degenerate ranges are written (amax and
+ * percentile method; "lowest" and "highest" (after "amax") only for an
+ * asymmetric range. Any format; degenerate ranges are written (amax and
  * scale 0, "degenerate": true). */
 typedef struct ptq_export_json_meta {
     const char *model_path;   /* NULL -> null */

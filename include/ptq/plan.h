@@ -21,19 +21,21 @@ extern "C" {
 #endif
 
 /* A plan entry's number format (include/ptq/numfmt.h): one whose table
- * entry has in_plans (fp32, fp16, int8, fp8-e4m3, fp8-e5m2). */
+ * entry has in_plans (fp32, fp16, int8, fp8-e4m3, fp8-e5m2, and uint8 for
+ * activations). */
 typedef ptq_fmt ptq_prec;
 #define PTQ_PREC_FP32 PTQ_FMT_FP32
 #define PTQ_PREC_FP16 PTQ_FMT_FP16
 #define PTQ_PREC_INT8 PTQ_FMT_INT8
 #define PTQ_PREC_FP8_E4M3 PTQ_FMT_FP8_E4M3
 #define PTQ_PREC_FP8_E5M2 PTQ_FMT_FP8_E5M2
+#define PTQ_PREC_UINT8 PTQ_FMT_UINT8
 
-/* The format's name from the table: "fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2"; "?" for none. */
+/* The format's name from the table: "fp32", "fp16", "int8", "fp8-e4m3", "fp8-e5m2", "uint8"; "?" for none. */
 PTQ_API const char *ptq_prec_name(ptq_prec p);
 /* A plan precision by name (and "fp8" for fp8-e4m3); PTQ_ERR_INVALID_ARG listing the choices otherwise. */
 PTQ_API ptq_status ptq_prec_parse(ptq_ctx *ctx, const char *s, ptq_prec *out);
-/* 1 for int8, fp8-e4m3 and fp8-e5m2: the plan precisions that take scales. */
+/* 1 for int8, uint8, fp8-e4m3 and fp8-e5m2: the plan precisions that take scales. */
 PTQ_API int ptq_prec_is_quantized(ptq_prec p);
 
 typedef struct ptq_plan_entry {
@@ -51,7 +53,24 @@ typedef struct ptq_plan_entry {
     float *block_scales;    /* [n_block_scales] = [numel / block_size], each finite and > 0; NULL without blocks */
     char *rule;     /* the placement rule that chose the precision ("trt.weighted-input", "edge", ...; see
                        ptq_placement_rule_why); NULL when the plan does not say (hand-written or older plans) */
+    int32_t zero_point; /* uint8 (activations only): the code of 0.0, in [0, 255]; 0 for every other format */
 } ptq_plan_entry;
+
+/* What runs the exported model, which decides the number formats: TRT (the
+ * default) symmetric INT8/FP8 activations with zero point 0, as TensorRT
+ * (and onnxruntime's symmetric Q/DQ) take them; ORT_CPU asymmetric UINT8
+ * activations with a zero point and INT8 per-channel weights, what
+ * onnxruntime's fast CPU kernels (QLinearConv, QLinearMatMul, ...) take, the
+ * high-precision edges left FP32 (the CPU has no FP16 arithmetic) and the
+ * biases of quantized Conv/Gemm exported as int32 with scale input scale x
+ * weight scale, as quantize_static writes them (which its Q/DQ fusions need),
+ * and simulated so. */
+typedef enum ptq_target { PTQ_TARGET_TRT = 0, PTQ_TARGET_ORT_CPU } ptq_target;
+
+/* "trt", "ort-cpu"; "?" for none. */
+PTQ_API const char *ptq_target_name(ptq_target t);
+/* A target by name; PTQ_ERR_INVALID_ARG listing the choices otherwise. */
+PTQ_API ptq_status ptq_target_parse(ptq_ctx *ctx, const char *s, ptq_target *out);
 
 typedef struct ptq_plan {
     char model_sha256[65];
@@ -63,6 +82,7 @@ typedef struct ptq_plan {
     ptq_plan_entry *e; /* [n] */
     char *placement;   /* the placement that made it ("trt", "ort", "all"); NULL when unknown. JSON carries it and
                           the entries' rules except for "all", whose plans stay as ptq wrote them before */
+    ptq_target target; /* JSON "target", written for ort-cpu only (absent: trt) */
 } ptq_plan;
 
 PTQ_API void ptq_plan_free(ptq_plan *p);
@@ -98,6 +118,19 @@ PTQ_API const char *ptq_placement_rule_why(const char *rule);
 PTQ_API ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                                  const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                                  ptq_prec core, ptq_placement placement, ptq_plan **out);
+/* ptq_plan_make for a target. PTQ_TARGET_ORT_CPU takes core int8 (the
+ * weights'); its activations run in uint8 with the scale and zero point of
+ * ptq_k_uint8_params_ref over [max(min, -amax), min(max, amax)]: the
+ * calibrator's amax clipped to the observed range (minmax: exactly
+ * quantize_static's MinMax U8 parameters); edges and all-zero tensors stay
+ * FP32. With PTQ_PLACEMENT_ORT the placement is quantize_static's with
+ * asymmetric activations: the Relu/Clip it removes (the one reader of a
+ * quantized tensor) leave their input unquantized, the QuantizeLinear after
+ * them clamping as they did. */
+PTQ_API ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256,
+                                        const char *model_name, const ptq_calib_set *s, const char *archive_path,
+                                        const ptq_calib_params *method, ptq_prec core, ptq_placement placement,
+                                        ptq_target target, ptq_plan **out);
 /* ptq_plan_make with the default placement, PTQ_PLACEMENT_TRT. */
 PTQ_API ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                                     const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
@@ -106,7 +139,9 @@ PTQ_API ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char
 /* Checks p against the model: its SHA-256, every name a float activation or
  * a Conv/Gemm/MatMul weight of g (unknown names listed), no name twice, the
  * scales finite and > 0, one per channel along a valid axis for weights and
- * one for activations, none for fp16/fp32, a precision plans may use; a
+ * one for activations, none for fp16/fp32, a precision plans may use (uint8
+ * for activations only, with a zero point in [0, 255]; other formats zero
+ * point 0); an ort-cpu plan's core int8 and none in FP8; a
  * block size > 0 dividing the tensor with one finite scale > 0 per block,
  * on a format that takes block scales, none otherwise. PTQ_ERR_INVALID_ARG
  * naming the first fault. */

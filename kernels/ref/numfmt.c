@@ -1,7 +1,9 @@
-/* Reference number formats (kernels/numfmt.h): INT8 symmetric, FP8 arrays on
+/* Reference number formats (kernels/numfmt.h): INT8 symmetric, UINT8
+ * asymmetric (onnxruntime's compute_scale_zp for its parameters), FP8 arrays on
  * kernels/ref/fp8.c's scalar codes, FP16 and BF16 by integer bit manipulation. The
  * executable spec of kernels/cuda/numfmt.cu; covered by tests/test_numfmt.c
  * and, over all 2^32 floats against NVIDIA's conversions, tests/cuda_parity_numfmt.c. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -58,6 +60,53 @@ void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, float *y)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = (float)int8_from_scaled(x[i] / scale) * scale;
+}
+
+#define UINT8_QMAX 255
+
+/* round_half_even(v) + zp clamped to [0, 255] in float, exact for these integers. */
+static uint8_t uint8_from_scaled(float v, int32_t zp)
+{
+    if (isnan(v))
+        return (uint8_t)zp;
+    const float r = rintf(v);
+    if (r >= (float)(UINT8_QMAX - zp))
+        return UINT8_QMAX;
+    if (r <= (float)-zp)
+        return 0;
+    return (uint8_t)((int)r + zp);
+}
+
+void ptq_k_quantize_uint8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q)
+{
+    for (int64_t i = 0; i < n; i++)
+        q[i] = uint8_from_scaled(x[i] / scale, zp);
+}
+
+void ptq_k_dequantize_uint8_ref(const uint8_t *q, int64_t n, float scale, int32_t zp, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (float)((int32_t)q[i] - zp) * scale;
+}
+
+void ptq_k_fake_quant_uint8_ref(const float *x, int64_t n, float scale, int32_t zp, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (float)((int32_t)uint8_from_scaled(x[i] / scale, zp) - zp) * scale;
+}
+
+void ptq_k_uint8_params_ref(float lo, float hi, float *scale, int32_t *zp)
+{
+    const double rmin = lo < 0.0f ? (double)lo : 0.0, rmax = hi > 0.0f ? (double)hi : 0.0;
+    const double s = (rmax - rmin) / (double)UINT8_QMAX;
+    if (s < (double)FLT_MIN) {
+        *scale = 1.0f;
+        *zp = 0;
+        return;
+    }
+    /* 0 <= -rmin / s <= 255 since -rmin <= rmax - rmin; rint: numpy.round's half to even */
+    *zp = (int32_t)rint(-rmin / s);
+    *scale = (float)s;
 }
 
 uint8_t ptq_k_fp8_from_float_ref(ptq_fp8_kind kind, float x)
