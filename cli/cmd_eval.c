@@ -25,8 +25,10 @@ static const char eval_help[] =
     "  --batch N            images per batch (default 256)\n"
     "  --threads N          CPU threads (default: every CPU the process may run on)\n"
     "  --limit N            evaluate only the first N images\n"
-    "  --preprocess SPEC    override the model's ptq.preprocess metadata, e.g.\n"
-    "                       \"scale=0.00392 mean=0.485,0.456,0.406 std=0.229,0.224,0.225 resize=256\"\n"
+    "  --preprocess SPEC    override the keys it names of the model's ptq.preprocess metadata (layout,\n"
+    "                       channels and size come from the model's input), e.g.\n"
+    "                       \"mean=0.485,0.456,0.406 std=0.229,0.224,0.225 resize=256\", or a preset:\n"
+    "                       imagenet, imagenet-bgr-caffe (refined by further items: \"imagenet resize=232\")\n"
     "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"
     "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"
     "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
@@ -158,6 +160,14 @@ int cmd_eval(int argc, char **argv)
                secs > 0 ? (double)n_total / secs : 0.0);
         fputs(text, stdout);
     }
+    /* below chance by more than 3 standard deviations of a chance-level
+     * count: labels that do not match the outputs, not noise */
+    const double chance = k >= 2 ? 1.0 / (double)k : 0.0, short_of = (double)stats.n * chance - (double)stats.top1;
+    if (k >= 2 && short_of > 0 && short_of * short_of > 9.0 * (double)stats.n * chance * (1.0 - chance))
+        fprintf(stderr,
+                "ptq eval: hint: FP32 top-1 %.2f%% is below chance (%.2f%% for %lld classes): the labels or the "
+                "class map (class folder order, class_names) probably do not match the model's outputs\n",
+                100.0 * (double)stats.top1 / (double)stats.n, 100.0 / (double)k, (long long)k);
 done:
     if (lf)
         fclose(lf);

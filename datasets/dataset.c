@@ -91,6 +91,13 @@ const char *ptq_dataset_class_name(const ptq_dataset *ds, int i)
     return ds->class_names && i >= 0 && i < ds->n_classes ? ds->class_names[i] : NULL;
 }
 
+int64_t ptq_dataset_value_range(const ptq_dataset *ds, float *lo, float *hi)
+{
+    *lo = ds->range_lo;
+    *hi = ds->range_hi;
+    return ds->range_samples;
+}
+
 const char *ptq_dataset_kind(const ptq_dataset *ds)
 {
     return ds->kind;

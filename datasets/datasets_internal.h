@@ -29,6 +29,8 @@ struct ptq_dataset {
     int has_labels;
     int n_classes;                 /* -1: unknown */
     char **class_names;            /* [n_classes] or NULL */
+    int64_t range_samples;         /* float images: samples range_lo/hi were taken over; 0 otherwise */
+    float range_lo, range_hi;
     ds_hdf5 *h5;                   /* exactly one of h5 and png is set */
     ds_png *png;
 };

@@ -3,6 +3,7 @@
  * the requested samples come off disk. Covered by tests/test_datasets.c
  * and tests/datasets_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,8 +308,102 @@ static ptq_status open_labels(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     return PTQ_OK;
 }
 
-/* class_names: root attribute, images attribute or root dataset. */
+static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h);
+static int select_samples(hid_t dset, int rank, const hsize_t *dims, int64_t start, int64_t n, hid_t *fspace,
+                          hid_t *mspace);
+static void close_spaces(hid_t fspace, hid_t mspace);
+
+/* One class_names string "cat, dog,bird" (as some writers store a list)
+ * becomes the list {"cat", "dog", "bird"}, each name trimmed; an empty
+ * name fails, naming what. */
+static ptq_status split_joined_names(ptq_ctx *ctx, ptq_dataset *ds, const char *what)
+{
+    const char *joined = ds->class_names[0];
+    int n = 1;
+    for (const char *c = joined; *c; c++)
+        n += *c == ',';
+    char **names = calloc((size_t)n + 1, sizeof *names);
+    if (!names)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", what);
+    const char *tok = joined;
+    for (int i = 0; i < n; i++) {
+        const char *end = strchr(tok, ',');
+        if (!end)
+            end = tok + strlen(tok);
+        const char *a = tok, *b = end;
+        while (a < b && isspace((unsigned char)*a))
+            a++;
+        while (b > a && isspace((unsigned char)b[-1]))
+            b--;
+        if (a == b || !(names[i] = strndup(a, (size_t)(b - a)))) {
+            ds_strings_free(names, n);
+            return a == b ? ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is one comma-joined string with an empty name %d", what, i)
+                          : ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", what);
+        }
+        tok = *end ? end + 1 : end;
+    }
+    ds_strings_free(ds->class_names, ds->n_classes);
+    ds->class_names = names;
+    ds->n_classes = n;
+    return PTQ_OK;
+}
+
+/* class_names: root attribute, images attribute or root dataset; one
+ * comma-joined string is read as the list it joins. */
 static ptq_status open_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
+{
+    ptq_status st = read_class_names(ctx, ds, h);
+    if (st == PTQ_OK && ds->n_classes == 1 && ds->class_names && strchr(ds->class_names[0], ','))
+        st = split_joined_names(ctx, ds, ds->path);
+    return st;
+}
+
+/* Samples checked for the stored value range of float images: enough to
+ * tell 0..1 from 0..255 data, cheap to read at open. */
+#define RANGE_PROBE_SAMPLES 256
+
+/* Float images: the min and max of the first samples (at most
+ * RANGE_PROBE_SAMPLES and 16 MiB), for ptq_dataset_value_range. */
+static ptq_status probe_float_range(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
+{
+    if (h->dtype != PTQ_DT_FLOAT || h->sample_bytes > READ_PIECE_BYTES) /* huge samples: range left unknown */
+        return PTQ_OK;
+    int64_t m = (int64_t)(READ_PIECE_BYTES / h->sample_bytes);
+    if (m < 1)
+        m = 1;
+    if (m > RANGE_PROBE_SAMPLES)
+        m = RANGE_PROBE_SAMPLES;
+    if (m > ds->count)
+        m = ds->count;
+    size_t n_floats = (size_t)m * h->sample_bytes / sizeof(float);
+    float *buf = malloc((size_t)m * h->sample_bytes);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", ds->path);
+    hid_t fspace, mspace;
+    char why[256];
+    int ok = select_samples(h->images, h->rank, h->dims, 0, m, &fspace, &mspace) &&
+             H5Dread(h->images, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, buf) >= 0;
+    if (!ok)
+        ds_h5_error(why, sizeof why);
+    close_spaces(fspace, mspace);
+    if (!ok) {
+        free(buf);
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read images 0..%lld of '%s' in %s: %s", (long long)(m - 1),
+                        h->images_key, ds->path, why);
+    }
+    float lo = buf[0], hi = buf[0];
+    for (size_t i = 1; i < n_floats; i++) { /* NaN compares false: left to the model */
+        lo = buf[i] < lo ? buf[i] : lo;
+        hi = buf[i] > hi ? buf[i] : hi;
+    }
+    free(buf);
+    ds->range_lo = lo;
+    ds->range_hi = hi;
+    ds->range_samples = m;
+    return PTQ_OK;
+}
+
+static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
 {
     char what[600];
     ptq_status st = PTQ_OK;
@@ -365,6 +460,7 @@ ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *o
     PTQ_TRY(st, open_images(ctx, ds, h, opts), done);
     PTQ_TRY(st, open_labels(ctx, ds, h, opts), done);
     PTQ_TRY(st, open_class_names(ctx, ds, h), done);
+    PTQ_TRY(st, probe_float_range(ctx, ds, h), done);
 done:
     ds_h5_quiet_end(&q);
     return st;

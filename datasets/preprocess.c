@@ -174,6 +174,36 @@ bad:
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad value '%s' for preprocess key '%s'", val, key);
 }
 
+/* The named presets (include/ptq/dataset.h): 1 when name is one. The crop
+ * keeps a size already set (the model's), else 224. */
+static int apply_preset(const char *name, ptq_preprocess *q, int *n_mean, int *n_std)
+{
+    static const float im_mean[3] = {0.485f, 0.456f, 0.406f}, im_std[3] = {0.229f, 0.224f, 0.225f};
+    static const float caffe_mean[3] = {103.939f, 116.779f, 123.68f}; /* B, G, R */
+    int caffe;
+    if (equal_nocase(name, "imagenet"))
+        caffe = 0;
+    else if (equal_nocase(name, "imagenet-bgr-caffe"))
+        caffe = 1;
+    else
+        return 0;
+    q->scale = caffe ? 1.0f : 1.0f / 255.0f;
+    q->bgr = caffe;
+    q->n_channels = 3;
+    q->resize = 256;
+    if (q->height <= 0)
+        q->height = 224;
+    if (q->width <= 0)
+        q->width = 224;
+    for (int c = 0; c < 4; c++) {
+        q->mean[c] = caffe ? caffe_mean[c < 3 ? c : 2] : im_mean[c < 3 ? c : 2];
+        q->std[c] = caffe ? 1.0f : im_std[c < 3 ? c : 2];
+    }
+    *n_mean = 3;
+    *n_std = caffe ? 1 : 3;
+    return 1;
+}
+
 ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p)
 {
     ptq_status st = PTQ_OK;
@@ -194,8 +224,11 @@ ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *
         if (*s)
             *s++ = '\0';
         char *eq = strchr(item, '=');
+        if (!eq && apply_preset(item, &q, &n_mean, &n_std))
+            continue;
         if (!eq || eq == item) {
-            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess item '%s' is not key=value", item);
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                          "preprocess item '%s' is not key=value nor a preset (imagenet, imagenet-bgr-caffe)", item);
             goto done;
         }
         *eq = '\0';

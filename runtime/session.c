@@ -3,6 +3,7 @@
  * is usable and that is allowed; a note when the GPU runs without cuDNN),
  * the preprocessing from the model's metadata and the caller's overrides,
  * and the input geometry checked against the data. Covered by tests/test_runner.c and tests/cli_test.py. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,32 @@ static ptq_status pick_device(ptq_ctx *ctx, const ptq_session_opts *o, ptq_sessi
     return PTQ_OK;
 }
 
+/* Layout, channels and size from the input's shape: dims[1] of 1 or 3 is
+ * NCHW, else dims[3] of 1 or 3 is NHWC, else NCHW; unknown dims (< 1)
+ * leave the defaults. */
+static void input_geometry(const ptq_value *in, ptq_preprocess *p)
+{
+    const int64_t *d = in->dims;
+    p->nhwc = !(d[1] == 1 || d[1] == 3) && (d[3] == 1 || d[3] == 3);
+    int64_t c = p->nhwc ? d[3] : d[1], h = p->nhwc ? d[1] : d[2], w = p->nhwc ? d[2] : d[3];
+    if (c == 1 || c == 3)
+        p->n_channels = (int)c;
+    if (h > 0 && w > 0) {
+        p->height = h;
+        p->width = w;
+    }
+}
+
+/* 1 when the preprocess spec names key (as "key=..."). */
+static int spec_names(const char *spec, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = spec; p && (p = strstr(p, key)); p += n)
+        if ((p == spec || isspace((unsigned char)p[-1])) && p[n] == '=')
+            return 1;
+    return 0;
+}
+
 ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session **out)
 {
     ptq_status st = PTQ_OK;
@@ -110,12 +137,21 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
                       ptq_dims_str(in->dims, in->ndim, dims, sizeof dims));
         goto fail;
     }
+    /* the model's input gives layout, channels and size; its metadata and
+     * then --preprocess override only the keys they name */
     ptq_preprocess_default(&s->pre);
+    input_geometry(in, &s->pre);
     const char *meta = ptq_graph_meta(g, "ptq.preprocess");
     if (meta)
         PTQ_TRY(st, ptq_preprocess_parse(ctx, meta, &s->pre), fail);
     if (o->preprocess)
         PTQ_TRY(st, ptq_preprocess_parse(ctx, o->preprocess, &s->pre), fail);
+    if (!meta && !o->preprocess)
+        note(s,
+             "warning: the model has no ptq.preprocess metadata and no --preprocess was given; assuming pixels "
+             "scaled to [0, 1] (scale=1/255 mean=0 std=1 order=RGB layout=%s); pass --preprocess (e.g. "
+             "imagenet) if the model was trained otherwise\n",
+             s->pre.nhwc ? "NHWC" : "NCHW");
     int c_axis = s->pre.nhwc ? 3 : 1, h_axis = s->pre.nhwc ? 1 : 2, w_axis = s->pre.nhwc ? 2 : 3;
     s->channels = in->dims[c_axis];
     s->height = in->dims[h_axis];
@@ -132,10 +168,10 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         ptq_dataset_geometry(s->data, &dh, &dw, &dc);
         if (s->channels < 0)
             s->channels = dc;
-        if (s->height < 0)
-            s->height = dh;
+        if (s->height < 0) /* a dynamic input: the crop a spec or preset set, else the images' size */
+            s->height = s->pre.height > 0 ? s->pre.height : dh;
         if (s->width < 0)
-            s->width = dw;
+            s->width = s->pre.width > 0 ? s->pre.width : dw;
         if ((dh != s->height || dw != s->width) && s->pre.resize == 0) {
             st = ptq_fail(ctx, PTQ_ERR_SHAPE,
                           "%s: images are %lldx%lld but the model input '%s' takes %lldx%lld; pass --preprocess "
@@ -143,9 +179,20 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
                           o->data, (long long)dh, (long long)dw, in->name, (long long)s->height, (long long)s->width);
             goto fail;
         }
-        if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
+        if ((dc == 1 || dc == 2) && s->channels == 3)
+            note(s, "grayscale images into the model's 3 channels: the gray value is replicated to R, G and B\n");
+        else if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
             note(s, "converting %lld-channel images to the model's %lld channels\n", (long long)dc,
                  (long long)s->channels);
+        float lo, hi;
+        int64_t probed = ptq_dataset_value_range(s->data, &lo, &hi);
+        if (probed > 0 && hi <= 1.0f && s->pre.scale != 1.0f && !spec_names(o->preprocess, "scale")) {
+            note(s,
+                 "float images already in [%g, %g] (first %lld samples): not scaled again (scale=1 instead of "
+                 "%g; name scale= in --preprocess to override)\n",
+                 (double)lo, (double)hi, (long long)probed, (double)s->pre.scale);
+            s->pre.scale = 1.0f;
+        }
     }
     if (s->channels != 1 && s->channels != 3) {
         st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' has %lld channels; images give 1 or 3", o->model,

@@ -99,6 +99,37 @@ static void test_parse(void)
           !p.bgr);
     CHECK(ptq_preprocess_parse(&ctx, "", &p) == PTQ_OK && p.height == 7);
 
+    /* presets: the documented values; a size already set (the model's) is
+     * kept, else 224; later items refine them */
+    ptq_preprocess q;
+    ptq_preprocess_default(&q);
+    CHECK(ptq_preprocess_parse(&ctx, "imagenet", &q) == PTQ_OK);
+    CHECK(q.scale == 1.0f / 255.0f && q.n_channels == 3 && !q.bgr && !q.nhwc && q.resize == 256 &&
+          q.height == 224 && q.width == 224);
+    CHECK(q.mean[0] == 0.485f && q.mean[1] == 0.456f && q.mean[2] == 0.406f && q.std[0] == 0.229f &&
+          q.std[1] == 0.224f && q.std[2] == 0.225f);
+    ptq_preprocess_default(&q);
+    q.height = q.width = 299;
+    q.nhwc = 1;
+    CHECK(ptq_preprocess_parse(&ctx, "ImageNet resize=342", &q) == PTQ_OK && q.height == 299 && q.width == 299 &&
+          q.resize == 342 && q.nhwc && q.mean[2] == 0.406f);
+    ptq_preprocess_default(&q);
+    CHECK(ptq_preprocess_parse(&ctx, "imagenet-bgr-caffe", &q) == PTQ_OK);
+    CHECK(q.scale == 1.0f && q.n_channels == 3 && q.bgr && q.resize == 256 && q.height == 224 &&
+          q.mean[0] == 103.939f && q.mean[1] == 116.779f && q.mean[2] == 123.68f && q.std[0] == 1.0f &&
+          q.std[2] == 1.0f);
+    char fmt[512];
+    CHECK(has(ptq_preprocess_format(&q, fmt, sizeof fmt),
+              "scale=1 mean=103.939003,116.778999,123.68 std=1,1,1 channels=3 layout=NCHW order=BGR size=224x224 "
+              "resize=256"));
+    /* a 3-channel start takes three means without channels=3 */
+    ptq_preprocess_default(&q);
+    q.n_channels = 3;
+    CHECK(ptq_preprocess_parse(&ctx, "mean=0.485,0.456,0.406 std=0.229,0.224,0.225", &q) == PTQ_OK &&
+          q.n_channels == 3 && q.mean[1] == 0.456f);
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_preprocess_parse(&ctx, "imagenet-rgb", &q) == PTQ_ERR_INVALID_ARG && has(ctx.msg, "'imagenet-rgb'"));
+
     const ptq_preprocess before = p;
     static const struct {
         const char *spec, *needle;

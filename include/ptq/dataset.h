@@ -51,6 +51,14 @@ PTQ_API void ptq_preprocess_default(ptq_preprocess *p);
  *   scale=F or A/B     mean=F[,F,F]   std=F[,F,F] (one value, or one per channel)
  *   channels=1|3       layout=NCHW|NHWC           order=RGB|BGR
  *   size=HxW or S      height=H   width=W         resize=S (0: no resizing)
+ * and two presets, items without '=' that later items refine:
+ *   imagenet            resize=256, crop to the size set (224x224 when none),
+ *                       channels=3 order=RGB scale=1/255
+ *                       mean=0.485,0.456,0.406 std=0.229,0.224,0.225
+ *   imagenet-bgr-caffe  the same geometry, order=BGR scale=1
+ *                       mean=103.939,116.779,123.68 (B,G,R) std=1
+ * mean/std must give one value or one per channel of p->n_channels as it
+ * stands after the items (callers start from the model's channels).
  * An unknown key or a bad value fails with PTQ_ERR_INVALID_ARG naming it. */
 PTQ_API ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p);
 /* The spec of p in that syntax, every key given, floats round-trip exact
@@ -102,6 +110,11 @@ PTQ_API int ptq_dataset_has_labels(const ptq_dataset *ds);
 PTQ_API int ptq_dataset_n_classes(const ptq_dataset *ds);
 /* Class name of index i (folder name, or the HDF5 class_names entry); NULL if unknown. */
 PTQ_API const char *ptq_dataset_class_name(const ptq_dataset *ds, int i);
+/* Sets stored as float (HDF5 float32): the smallest and largest value of
+ * the first samples (at most 256), read at open; returns how many samples
+ * that was. 0 for integer images (their range is their type's). The
+ * session uses it so float data already in [0, 1] is not scaled again. */
+PTQ_API int64_t ptq_dataset_value_range(const ptq_dataset *ds, float *lo, float *hi);
 PTQ_API const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "png-folder" */
 /* What the samples are, whatever path names them: the SHA-256 of an HDF5
  * file's bytes; for a PNG folder, over its samples in order, each one's

@@ -1,0 +1,185 @@
+"""Preprocessing follows the model (issue 18): layout, channels and size from
+the model's input, --preprocess overriding only the keys it names, the
+imagenet presets, grayscale replicated with a notice, the warning when a
+model has no preprocessing at all, float HDF5 images already in [0, 1] not
+scaled again, the below-chance hint of `ptq eval`, and HDF5 class_names
+stored as one comma-joined string.
+
+The models are tiny: GlobalAveragePool + Flatten of a [N,3,4,4] (or, through
+a Transpose, [N,4,4,3]) input, so the logits are the per-channel means of
+the preprocessed image and numpy recomputes them from the stored pixels."""
+import json
+import os
+import sys
+import tempfile
+
+from ptqtest import check, finish, ptq
+
+try:
+    import h5py
+    import numpy as np
+    from onnx import TensorProto, helper
+except ImportError as e:  # pragma: no cover
+    print(f"preprocess_test: skipped ({e})")
+    sys.exit(77)
+
+IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
+H = W = 4
+
+
+def pool_model(path, nhwc, meta=None):
+    """logits[n, c] = mean over H, W of input channel c; input [N,3,4,4] or [N,4,4,3]."""
+    shape = ["N", H, W, 3] if nhwc else ["N", 3, H, W]
+    nodes = []
+    src = "x"
+    if nhwc:
+        nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]))
+        src = "t"
+    nodes += [helper.make_node("GlobalAveragePool", [src], ["p"]), helper.make_node("Flatten", ["p"], ["y"])]
+    g = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    if meta:
+        helper.set_model_props(m, {"ptq.preprocess": meta})
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def h5_set(path, images, labels, class_names=None):
+    with h5py.File(path, "w") as f:
+        f.create_dataset("images", data=images)
+        f.create_dataset("labels", data=labels)
+        if class_names is not None:
+            f.attrs["class_names"] = class_names
+
+
+def expected(images_u8_rgb, scale, mean, std, bgr=False):
+    """Per-channel mean of (x * scale - mean) / std in the model's channel order; images [N,H,W,3]."""
+    x = images_u8_rgb.astype(np.float32)
+    if bgr:
+        x = x[..., ::-1]
+    return ((x * scale - mean) / std).mean(axis=(1, 2))
+
+
+def eval_logits(tmp, model, data, *extra):
+    out = os.path.join(tmp, "logits.npy")
+    if os.path.exists(out):
+        os.remove(out)
+    rc, so, se = ptq("eval", "--model", model, "--data", data, "--logits", out, *extra)
+    return rc, (np.load(out) if rc == 0 and os.path.exists(out) else None), so, se
+
+
+def close(a, b, tol=1e-4):
+    return a is not None and a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol)
+
+
+def main():
+    rng = np.random.default_rng(18)
+    n = 48  # enough that 0% top-1 is significantly below chance (1/3)
+    rgb = rng.integers(0, 256, size=(n, H, W, 3), dtype=np.uint8)
+    labels = rng.integers(0, 3, size=n).astype(np.int64)
+    with tempfile.TemporaryDirectory() as tmp:
+        nchw, nhwc = os.path.join(tmp, "nchw.onnx"), os.path.join(tmp, "nhwc.onnx")
+        pool_model(nchw, nhwc=False)
+        pool_model(nhwc, nhwc=True)
+        data = os.path.join(tmp, "rgb.h5")
+        h5_set(data, rgb, labels)
+        meanstd = "mean=0.485,0.456,0.406 std=0.229,0.224,0.225"
+        want = expected(rgb, 1 / 255, IMAGENET_MEAN, IMAGENET_STD)
+
+        # 1. channels and layout from the model's input: only mean/std given
+        for name, model in (("NCHW", nchw), ("NHWC", nhwc)):
+            rc, got, _, se = eval_logits(tmp, model, data, "--preprocess", meanstd)
+            check(f"3-channel {name} model with only mean/std", rc == 0 and close(got, want), f"rc {rc}: {se[-300:]}")
+
+        # 2. presets, and items after them
+        rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", "imagenet")
+        check("--preprocess imagenet", rc == 0 and close(got, want), f"rc {rc}: {se[-300:]}")
+        caffe_mean = np.array([103.939, 116.779, 123.68], np.float32)
+        rc, got, _, se = eval_logits(tmp, nhwc, data, "--preprocess", "imagenet-bgr-caffe")
+        check("--preprocess imagenet-bgr-caffe (BGR, scale 1, caffe means)",
+              rc == 0 and close(got, expected(rgb, 1.0, caffe_mean, 1.0, bgr=True), 1e-3), f"rc {rc}: {se[-300:]}")
+        rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", "imagenet std=0.5")
+        check("a preset refined by a later item",
+              rc == 0 and close(got, expected(rgb, 1 / 255, IMAGENET_MEAN, 0.5)), f"rc {rc}: {se[-300:]}")
+        # --preprocess overrides only what it names: the metadata's std stays
+        meta_model = os.path.join(tmp, "meta.onnx")
+        pool_model(meta_model, nhwc=False, meta="scale=1/255 mean=0.5 std=0.25")
+        rc, got, _, se = eval_logits(tmp, meta_model, data, "--preprocess", "mean=0.1,0.2,0.3")
+        check("--preprocess keeps the metadata's other keys",
+              rc == 0 and close(got, expected(rgb, 1 / 255, np.array([0.1, 0.2, 0.3], np.float32), 0.25)),
+              f"rc {rc}: {se[-300:]}")
+        check("no warning when the model has ptq.preprocess", "warning" not in se, se[-300:])
+
+        # 3. no metadata and no flag: a warning naming what was assumed
+        rc, got, _, se = eval_logits(tmp, nchw, data)
+        check("missing preprocessing warns and names the assumption",
+              rc == 0 and "warning: the model has no ptq.preprocess metadata and no --preprocess" in se
+              and "scale=1/255 mean=0 std=1" in se and close(got, expected(rgb, 1 / 255, 0.0, 1.0)), se[-400:])
+
+        # 4. grayscale into a 3-channel model: replicated, with a notice
+        gray = rng.integers(0, 256, size=(n, H, W), dtype=np.uint8)
+        gdata = os.path.join(tmp, "gray.h5")
+        h5_set(gdata, gray, labels)
+        rc, got, _, se = eval_logits(tmp, nchw, gdata, "--preprocess", meanstd)
+        g3 = np.repeat(gray[..., None], 3, axis=3)
+        check("grayscale replicated into 3 channels, with a notice",
+              rc == 0 and "replicated" in se and close(got, expected(g3, 1 / 255, IMAGENET_MEAN, IMAGENET_STD)),
+              f"rc {rc}: {se[-300:]}")
+
+        # 5. float images: already in [0, 1] not scaled again; 0..255 floats scaled as documented
+        fdata = os.path.join(tmp, "float01.h5")
+        h5_set(fdata, rgb.astype(np.float32) / 255.0, labels)
+        rc, got, _, se = eval_logits(tmp, nchw, fdata, "--preprocess", meanstd)
+        check("float images in [0, 1] are not divided by 255 again",
+              rc == 0 and "not scaled again" in se and close(got, want), f"rc {rc}: {se[-300:]}")
+        rc, got, _, se = eval_logits(tmp, nchw, fdata, "--preprocess", meanstd + " scale=1/255")
+        check("an explicit scale= on float [0, 1] images is honoured",
+              rc == 0 and "not scaled again" not in se
+              and close(got, expected(rgb.astype(np.float32) / 255.0, 1 / 255, IMAGENET_MEAN, IMAGENET_STD)),
+              f"rc {rc}: {se[-300:]}")
+        f255 = os.path.join(tmp, "float255.h5")
+        h5_set(f255, rgb.astype(np.float32), labels)
+        rc, got, _, se = eval_logits(tmp, nchw, f255, "--preprocess", meanstd)
+        check("float images in 0..255 get scale 1/255", rc == 0 and "not scaled again" not in se and close(got, want),
+              f"rc {rc}: {se[-300:]}")
+
+        # 6. below-chance FP32 accuracy: a hint about the labels / class map
+        pred = want.argmax(axis=1)
+        wrong = os.path.join(tmp, "wrong.h5")
+        h5_set(wrong, rgb, (pred + 1) % 3)
+        rc, _, so, se = eval_logits(tmp, nchw, wrong, "--preprocess", meanstd)
+        check("below-chance accuracy prints the labels/class-map hint",
+              rc == 0 and "below chance" in se and "class map" in se and "labels" in se, se[-400:])
+        right = os.path.join(tmp, "right.h5")
+        h5_set(right, rgb, pred)
+        rc, _, so, se = eval_logits(tmp, nchw, right, "--preprocess", meanstd)
+        check("no hint when the labels match", rc == 0 and "below chance" not in se, se[-300:])
+
+        # 7. class_names as one comma-joined string reads as a list
+        joined = os.path.join(tmp, "joined.h5")
+        h5_set(joined, rgb, labels, class_names="cat, dog,bird")
+        rc, so, se = ptq("eval", "--model", nchw, "--data", joined, "--preprocess", meanstd, "--json")
+        names = []
+        if rc == 0:
+            names = [c.get("name") for c in json.loads(so).get("classes", [])]
+        check("comma-joined class_names read as a list", names == ["cat", "dog", "bird"], f"rc {rc}: {names} {se[-300:]}")
+
+        # 8. the applied spec, model geometry and preset together, is what the calibration archive records
+        archive = os.path.join(tmp, "calib.h5")
+        rc, _, se = ptq("calibrate", "--model", nhwc, "--data", data, "--out", archive, "--preprocess", "imagenet")
+        spec = ""
+        if rc == 0:
+            with h5py.File(archive, "r") as f:
+                spec = f.attrs["preprocess"]
+                spec = spec.decode() if isinstance(spec, bytes) else str(spec)
+        check("the archive records the applied spec",
+              "mean=0.485" in spec and "channels=3 layout=NHWC order=RGB" in spec
+              and "size=4x4 resize=256" in spec and "std=0.229" in spec, f"rc {rc}: '{spec}' {se[-300:]}")
+    return finish("preprocess_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
