@@ -24,7 +24,7 @@ struct ptq_session {
     int64_t channels, height, width; /* the model input's sample shape */
     int64_t n_samples;
     ptq_ctx shapes;  /* how inferring the shapes at batch 1 went (code PTQ_OK, or the failure) */
-    char notes[1024];
+    char notes[2048]; /* several notes can apply at once (device, preprocessing, data) */
 };
 
 ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, int *cuda_device)
