@@ -41,8 +41,9 @@ def commit():
 
 
 def write_result(path, lines):
-    """A bench/results record: the lines joined, written to path and printed."""
+    """A bench/results record: the lines joined, written to path (its folder made) and printed."""
     text = "\n".join(lines)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
     print(text)

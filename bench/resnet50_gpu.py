@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torchvision
 
-from benchlib import commit, cpu_model
+from benchlib import commit, cpu_model, write_result
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -204,10 +204,7 @@ ptq's notes: {notes or 'none'}
 {profile.strip()}
 ```
 """
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write(text)
-    print(text)
+    write_result(a.out, [text])
     print("wrote", a.out)
 
 

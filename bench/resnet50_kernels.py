@@ -25,7 +25,7 @@ import tempfile
 import h5py
 import numpy as np
 
-from benchlib import commit
+from benchlib import commit, write_result
 from resnet50_gpu import PREPROCESS, export, folded_resnet50
 
 NCU = os.environ.get("NCU", "ncu")
@@ -135,10 +135,7 @@ def main():
 
 {t_ptq}
 {t_torch}"""
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write(text)
-    print(text)
+    write_result(a.out, [text])
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 import torch
 
-from benchlib import commit, cpu_model
+from benchlib import commit, cpu_model, write_result
 from resnet50_gpu import MEAN, PREPROCESS, STD, export, folded_resnet50
 
 
@@ -139,10 +139,7 @@ ptq sensitivity's summary:
 {p.stdout.strip()}
 ```
 """
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write(text)
-    print(text)
+    write_result(a.out, [text])
     print("wrote", a.out)
 
 

@@ -437,6 +437,8 @@ static ptq_status apply_round(ptq_ctx *ctx, ptq_exec *e, int v, ptq_tensor *t)
     return e->ov.round(e->ov.user, ctx, e, v, t);
 }
 
+static ptq_status bind_kept(ptq_ctx *ctx, ptq_exec *e, int v);
+
 /* t (host memory) fits graph input v's declared dtype and dims. */
 static ptq_status check_input(ptq_ctx *ctx, const ptq_value *v, const ptq_tensor *t)
 {
@@ -466,13 +468,9 @@ static ptq_status bind_input(ptq_ctx *ctx, ptq_exec *e, int idx, const ptq_tenso
         if (!s->kept_valid)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "graph input '%s' was not kept by the last run", v->name);
         if (s->kept_mem == MEM_DEV) { /* normalized on the device by ptq_exec_run_u8 */
+            if (!(e->has_ov && e->ov.rounds && e->ov.rounds[vi]))
+                return bind_kept(ctx, e, vi);
             s->meta = s->kept_meta;
-            if (!(e->has_ov && e->ov.rounds && e->ov.rounds[vi])) {
-                s->ptr[MEM_DEV] = s->kept;
-                s->cap[MEM_DEV] = s->kept_cap;
-                s->borrowed[MEM_DEV] = 1;
-                return PTQ_OK;
-            }
             PTQ_TRY_RET(slot_alloc(ctx, e, s, MEM_DEV));
             PTQ_TRY_RET(e->dev->copy(e->dev, ctx, s->ptr[MEM_DEV], s->kept, ptq_tensor_bytes(&s->meta)));
             ptq_tensor view = slot_view(s, MEM_DEV);

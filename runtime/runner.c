@@ -19,7 +19,6 @@ struct ptq_runner {
     double read_s, exec_s;
 };
 
-
 static uint64_t splitmix64(uint64_t *x)
 {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
