@@ -53,7 +53,7 @@ static const char calibrate_help[] =
 enum { CALIB_MAX_BATCH = 1 << 16 };
 
 static void print_summary(const ptq_calib_set *set, const cli_session *s, const char *out, const char *data,
-                          int64_t n_ids, double secs, int as_json)
+                          int64_t n_ids, double secs, double steady_rate, int as_json)
 {
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(set, &pv);
@@ -67,6 +67,8 @@ static void print_summary(const ptq_calib_set *set, const cli_session *s, const 
         cli_json_num(o, "tensors", (double)n);
         cli_json_num(o, "seconds", secs);
         cli_json_num(o, "images_per_s", secs > 0 ? (double)n_ids / secs : 0.0);
+        if (steady_rate > 0) /* after the first batch */
+            cli_json_num(o, "images_per_s_steady", steady_rate);
         cli_json_str(o, "model_sha256", pv.model_sha256);
         cli_json_str(o, "sample_ids_sha256", pv.sample_ids_sha256);
         char *text = cli_json_done(o);
@@ -141,6 +143,7 @@ int cmd_calibrate(int argc, char **argv)
     int64_t *ids = NULL, n_ids = 0, n_picked = 0;
     cli_progress prog;
     double t0 = 0;
+    struct ptq_runner_steady steady = {0, 0.0}; /* after the first batch */
     char sha[65], tmp[PTQ_TMP_NAME_BYTES] = "", pre[512];
     cli_session s;
     memset(&s, 0, sizeof s);
@@ -179,7 +182,7 @@ int cmd_calibrate(int argc, char **argv)
 
     cli_progress_start(&prog, "calibrate", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .prefetch = 1,
-                            .progress = cli_progress_cb, .progress_user = &prog};
+                            .progress = cli_progress_cb, .progress_user = &prog, .steady = &steady};
     rp.consumers[rp.n_consumers++] = ptq_calib_set_consumer(set);
     t0 = cli_now_s();
     PTQ_TRY(st, ptq_runner_run(&ctx, &rp), run_done);
@@ -205,7 +208,8 @@ run_done: /* every rank passes here once, and learns whether any failed */
             st = ptq_atomic_commit(&ctx, tmp, out);
     }
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
-    print_summary(set, &s, out, so.data, n_picked, secs, cli_get(opts, n_opts, "json") != NULL);
+    const double steady_rate = steady.seconds > 0 ? (double)steady.samples / steady.seconds : 0.0;
+    print_summary(set, &s, out, so.data, n_picked, secs, steady_rate, cli_get(opts, n_opts, "json") != NULL);
 done:
     ptq_atomic_discard(tmp);
     cli_session_close(&s);

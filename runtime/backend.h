@@ -18,6 +18,11 @@ struct ptq_backend {
     ptq_status (*alloc)(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out);
     void (*release)(ptq_backend *b, void *p);
     ptq_status (*upload)(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *host_src, size_t n_bytes);
+    /* Queued only: host_src stays unchanged until the next sync. NULL on the host. */
+    ptq_status (*upload_async)(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *host_src, size_t n_bytes);
+    /* Host memory the device copies from fastest (page-locked); NULL on the host. */
+    ptq_status (*host_alloc)(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out);
+    void (*host_free)(ptq_backend *b, void *p);
     ptq_status (*download)(ptq_backend *b, ptq_ctx *ctx, void *host_dst, const void *src, size_t n_bytes);
     ptq_status (*copy)(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *src, size_t n_bytes); /* same memory */
     /* Waits for queued work (no-op on the host). */
@@ -26,6 +31,11 @@ struct ptq_backend {
     int (*supports)(ptq_backend *b, const ptq_op_io *io);
     /* Computes io's outputs (already allocated in this backend's memory). */
     ptq_status (*run)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io);
+    /* Conv node io with a following Add of residual z (its output's shape, or
+     * NULL) and Relu (relu) in one kernel, into io's output 0: *done = 1; or
+     * *done = 0 and nothing run. NULL where the backend has no such path. */
+    ptq_status (*conv_epilogue)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, int relu,
+                                int *done);
     void (*destroy)(ptq_backend *b);
 };
 

@@ -97,6 +97,23 @@ static ptq_status cuda_copy(ptq_backend *b, ptq_ctx *ctx, void *dst, const void 
     return ptq_cuda_copy(ctx, impl_of(b)->dev, dst, src, n_bytes);
 }
 
+static ptq_status cuda_upload_async(ptq_backend *b, ptq_ctx *ctx, void *dst, const void *host_src, size_t n_bytes)
+{
+    return ptq_cuda_upload_async(ctx, impl_of(b)->dev, dst, host_src, n_bytes);
+}
+
+static ptq_status cuda_host_alloc(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out)
+{
+    (void)b;
+    return ptq_cuda_host_alloc(ctx, n_bytes, out);
+}
+
+static void cuda_host_free(ptq_backend *b, void *p)
+{
+    (void)b;
+    ptq_cuda_host_free(p);
+}
+
 static ptq_status cuda_sync(ptq_backend *b, ptq_ctx *ctx)
 {
     return ptq_cuda_sync(ctx, impl_of(b)->dev);
@@ -124,6 +141,18 @@ static ptq_status run_conv(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
         return st;
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL; /* [c_out] */
     return ptq_k_conv_cuda(ctx, d, &p, fdata(io->in[0]), fdata(io->in[1]), b ? fdata(b) : NULL, fout(io, 0));
+}
+
+static ptq_status cuda_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, int relu,
+                                    int *done)
+{
+    ptq_conv_params p;
+    *done = 0;
+    const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
+    if (!b || ptq_op_conv_params(ctx, io, &p) != PTQ_OK)
+        return PTQ_OK; /* the executor runs the node apart, which reports any error */
+    return ptq_k_conv_epilogue_cuda(ctx, impl_of(bk)->dev, &p, fdata(io->in[0]), fdata(io->in[1]), fdata(b),
+                                    z ? fdata(z) : NULL, relu, fout(io, 0), done);
 }
 
 /* Y [M, N] = alpha op(A) op(B) + beta C, C broadcast into Y first as the ref does. */
@@ -436,11 +465,15 @@ ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend *
     b->alloc = cuda_alloc;
     b->release = cuda_release;
     b->upload = cuda_upload;
+    b->upload_async = cuda_upload_async;
+    b->host_alloc = cuda_host_alloc;
+    b->host_free = cuda_host_free;
     b->download = cuda_download;
     b->copy = cuda_copy;
     b->sync = cuda_sync;
     b->supports = cuda_supports;
     b->run = cuda_run;
+    b->conv_epilogue = cuda_conv_epilogue;
     b->destroy = cuda_destroy;
     *out = b;
     return PTQ_OK;

@@ -104,6 +104,11 @@ struct ptq_exec {
     int64_t n_allocs;
     int n_fallback;
     double *node_s;     /* [g->n_nodes] seconds spent in each node's kernels, summed over runs */
+    /* Conv -> Add -> Relu chains a device runs as one kernel (run_epilogue), per Conv node k:
+     * epi_add[k] / epi_relu[k] the Add and Relu nodes (-1: none), epi_z[k] the Add's other input */
+    int *epi_add, *epi_relu, *epi_z;
+    unsigned char *ran_early; /* [g->n_nodes] 1: already run in an earlier node's epilogue this run */
+    int64_t n_epilogue;       /* chains run so */
     char device_name[160];
 };
 
@@ -353,6 +358,8 @@ ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g)
     return st == PTQ_OK ? check_outputs(ctx, g) : st;
 }
 
+static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e);
+
 ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_params *p, ptq_exec **out)
 {
     ptq_status st = PTQ_OK;
@@ -420,6 +427,7 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
                 e->slots[g->nodes[k].inputs[i]].death = k + 1;
     for (int i = 0; i < g->n_outputs; i++)
         e->slots[g->outputs[i]].death = g->n_nodes + 1;
+    PTQ_TRY(st, find_epilogues(ctx, e), fail);
     if (p->tap)
         PTQ_TRY(st, ptq_exec_add_tap(ctx, e, p->tap, p->tap_user), fail);
     *out = e;
@@ -428,6 +436,66 @@ fail:
     ptq_exec_free(e);
 fail_early:
     return st;
+}
+
+/* The only node reading value v (from the graph's own consumers), or -1
+ * when another node or the graph's outputs read it too. */
+static int sole_consumer(const ptq_exec *e, const int *consumer, int v)
+{
+    return v >= 0 && e->slots[v].refs_total == 1 && !e->slots[v].is_const ? consumer[v] : -1;
+}
+
+static int node_is(const ptq_exec *e, int k, ptq_op_id id)
+{
+    return k >= 0 && e->ops[k]->traits->id == id;
+}
+
+/* The Conv -> [Add] -> [Relu] chains of e's graph that a device may run in
+ * one kernel: the Conv has a bias and one output read only by the Add (whose
+ * other input comes from before the Conv, so it exists when the Conv runs)
+ * or the Relu; the Add's output is read only by the Relu. PTQ_EPILOGUE=0
+ * finds none. */
+static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
+{
+    const ptq_graph *g = e->g;
+    const size_t nn = (size_t)g->n_nodes + 1;
+    e->epi_add = malloc(nn * sizeof *e->epi_add);
+    e->epi_relu = malloc(nn * sizeof *e->epi_relu);
+    e->epi_z = malloc(nn * sizeof *e->epi_z);
+    e->ran_early = calloc(nn, 1);
+    int *consumer = malloc(((size_t)g->n_values + 1) * sizeof *consumer);
+    if (!e->epi_add || !e->epi_relu || !e->epi_z || !e->ran_early || !consumer) {
+        free(consumer);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
+    }
+    for (int v = 0; v < g->n_values; v++)
+        consumer[v] = -1;
+    for (int k = 0; k < g->n_nodes; k++) {
+        e->epi_add[k] = e->epi_relu[k] = e->epi_z[k] = -1;
+        for (int i = 0; i < g->nodes[k].n_inputs; i++)
+            if (g->nodes[k].inputs[i] >= 0)
+                consumer[g->nodes[k].inputs[i]] = k;
+    }
+    const char *off = getenv("PTQ_EPILOGUE");
+    for (int k = 0; k < g->n_nodes && !(off && strcmp(off, "0") == 0); k++) {
+        const ptq_node *n = &g->nodes[k];
+        if (!node_is(e, k, PTQ_OP_CONV) || n->n_inputs < 3 || n->inputs[2] < 0 || n->n_outputs != 1)
+            continue;
+        int next = sole_consumer(e, consumer, n->outputs[0]);
+        if (node_is(e, next, PTQ_OP_ADD) && g->nodes[next].n_inputs == 2 && g->nodes[next].n_outputs == 1) {
+            const ptq_node *add = &g->nodes[next];
+            const int z = add->inputs[0] == n->outputs[0] ? add->inputs[1] : add->inputs[0];
+            if (z < 0 || z == n->outputs[0] || e->slots[z].is_const || e->slots[z].producer >= k)
+                continue;
+            e->epi_add[k] = next;
+            e->epi_z[k] = z;
+            next = sole_consumer(e, consumer, add->outputs[0]);
+        }
+        if (node_is(e, next, PTQ_OP_RELU) && g->nodes[next].n_outputs == 1)
+            e->epi_relu[k] = next;
+    }
+    free(consumer);
+    return PTQ_OK;
 }
 
 static ptq_status apply_round(ptq_ctx *ctx, ptq_exec *e, int v, ptq_tensor *t)
@@ -701,12 +769,98 @@ static ptq_status replan(ptq_ctx *ctx, ptq_exec *e)
     return PTQ_OK;
 }
 
+/* Conv node k with its chain's Add and Relu (find_epilogues) as one device
+ * kernel, when nothing needs the values between them this run (no taps, no
+ * rounding, no kept copies) and the residual is on the device: *done = 1
+ * and the Add and Relu are marked run. Else *done = 0 and nothing changed
+ * but the device copies of the Conv's inputs. */
+static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
+{
+    const ptq_graph *g = e->g;
+    const ptq_node *n = &g->nodes[k];
+    const int j = e->epi_add[k], r = e->epi_relu[k], z = e->epi_z[k];
+    *done = 0;
+    if ((j < 0 && r < 0) || !e->dev || !e->dev->conv_epilogue || e->n_taps > 0)
+        return PTQ_OK;
+    const int c = n->outputs[0], a = j >= 0 ? g->nodes[j].outputs[0] : -1;
+    const int y = g->nodes[r >= 0 ? r : j].outputs[0];
+    const int between[2] = {c, r >= 0 ? a : -1};
+    for (int i = 0; i < 2; i++)
+        if (between[i] >= 0 && (e->slots[between[i]].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[between[i]])))
+            return PTQ_OK;
+    if (e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[MEM_DEV]))
+        return PTQ_OK;
+    ptq_tensor in[3], out, zv;
+    memset(&out, 0, sizeof out);
+    ptq_op_io io;
+    memset(&io, 0, sizeof io);
+    io.graph = g;
+    io.node = n;
+    io.op = e->ops[k];
+    io.n_in = n->n_inputs < 3 ? n->n_inputs : 3;
+    io.n_out = 1;
+    io.out[0] = &out;
+    e->step = k + 1;
+    for (int i = 0; i < io.n_in; i++) {
+        if (n->inputs[i] < 0)
+            return PTQ_OK;
+        PTQ_TRY_RET(input_view(ctx, e, n->inputs[i], MEM_DEV, &in[i]));
+        io.in[i] = &in[i];
+    }
+    PTQ_TRY_RET(io.op->infer(ctx, &io));
+    if (!e->dev->supports(e->dev, &io) || out.dtype != PTQ_DT_FLOAT)
+        return PTQ_OK;
+    if (z >= 0) {
+        zv = slot_view(&e->slots[z], MEM_DEV);
+        if (zv.dtype != PTQ_DT_FLOAT || zv.ndim != out.ndim ||
+            memcmp(zv.dims, out.dims, (size_t)out.ndim * sizeof out.dims[0]))
+            return PTQ_OK; /* a broadcasting Add runs apart */
+    }
+    slot *ys = &e->slots[y];
+    slot_release(e, ys);
+    ys->meta = out;
+    ys->meta.data = NULL;
+    PTQ_TRY_RET(slot_alloc(ctx, e, ys, MEM_DEV));
+    out = slot_view(ys, MEM_DEV);
+    double t0 = ptq_clock_s();
+    ptq_status st = e->dev->conv_epilogue(e->dev, ctx, &io, z >= 0 ? &zv : NULL, r >= 0, done);
+    if (st == PTQ_OK && *done && e->p.profile)
+        st = e->dev->sync(e->dev, ctx);
+    e->node_s[k] += ptq_clock_s() - t0;
+    if (st != PTQ_OK || !*done) {
+        slot_release(e, ys);
+        return st;
+    }
+    PTQ_TRY_RET(apply_round(ctx, e, y, &out));
+    for (int i = 0; i < n->n_inputs; i++) {
+        slot *s = n->inputs[i] >= 0 ? &e->slots[n->inputs[i]] : NULL;
+        if (s && --s->refs == 0)
+            slot_release(e, s);
+    }
+    if (z >= 0 && --e->slots[z].refs == 0)
+        slot_release(e, &e->slots[z]);
+    if (j >= 0)
+        e->ran_early[j] = 1;
+    if (r >= 0)
+        e->ran_early[r] = 1;
+    e->n_epilogue++;
+    return PTQ_OK;
+}
+
 /* Runs nodes node_begin.. with the values before it bound; fills outputs. */
 static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full, ptq_tensor *outputs)
 {
     ptq_status st = PTQ_OK;
     const ptq_graph *g = e->g;
     for (int k = node_begin; k < g->n_nodes; k++) {
+        if (e->ran_early[k]) {
+            e->ran_early[k] = 0;
+            continue;
+        }
+        int fused = 0;
+        PTQ_TRY(st, run_epilogue(ctx, e, k, &fused), done);
+        if (fused)
+            continue;
         PTQ_TRY(st, run_node(ctx, e, k), done);
         if (!full)
             continue;
@@ -749,6 +903,7 @@ static ptq_status reset_slots(ptq_ctx *ctx, ptq_exec *e, int node_begin)
         slot_release(e, s);
         s->refs = s->refs_total;
     }
+    memset(e->ran_early, 0, (size_t)g->n_nodes);
     PTQ_TRY_RET(replan(ctx, e));
     if (node_begin == 0)
         return PTQ_OK;
@@ -815,7 +970,8 @@ static ptq_status bind_input_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *i
             PTQ_TRY_RET(backend_alloc(ctx, e, MEM_DEV, n_bytes, &e->u8_dev));
             e->u8_cap = n_bytes;
         }
-        PTQ_TRY_RET(e->dev->upload(e->dev, ctx, e->u8_dev, im->data, n_bytes));
+        /* queued: ptq_exec_run_u8 waits for the device before it returns, on every path */
+        PTQ_TRY_RET(e->dev->upload_async(e->dev, ctx, e->u8_dev, im->data, n_bytes));
         PTQ_TRY_RET(slot_alloc(ctx, e, s, MEM_DEV));
         ptq_norm_params np = {im->n, im->h, im->w, im->c, im->planar, p->n_channels, p->bgr, p->nhwc, p->scale,
                               {0}, {0}};
@@ -852,6 +1008,11 @@ ptq_status ptq_exec_run_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *images
     PTQ_TRY(st, bind_input_u8(ctx, e, images, p), done);
     st = run_nodes(ctx, e, 0, 1, outputs);
 done:
+    if (st != PTQ_OK && e->dev) { /* the upload may still read the caller's images */
+        ptq_ctx ignored;
+        ptq_ctx_init(&ignored);
+        (void)e->dev->sync(e->dev, &ignored);
+    }
     return st;
 }
 
@@ -1018,6 +1179,27 @@ double ptq_exec_node_seconds(const ptq_exec *e, int node_index)
     return node_index >= 0 && node_index < e->g->n_nodes ? e->node_s[node_index] : 0.0;
 }
 
+ptq_status ptq_exec_host_alloc(ptq_ctx *ctx, ptq_exec *e, size_t n_bytes, void **out)
+{
+    if (e->dev && e->dev->host_alloc)
+        return e->dev->host_alloc(e->dev, ctx, n_bytes, out);
+    *out = malloc(n_bytes ? n_bytes : 1);
+    return *out ? PTQ_OK : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %zu bytes", n_bytes);
+}
+
+void ptq_exec_host_free(ptq_exec *e, void *p)
+{
+    if (e->dev && e->dev->host_free)
+        e->dev->host_free(e->dev, p);
+    else
+        free(p);
+}
+
+int64_t ptq_exec_n_epilogues(const ptq_exec *e)
+{
+    return e->n_epilogue;
+}
+
 int64_t ptq_exec_n_allocs(const ptq_exec *e)
 {
     return e->n_allocs;
@@ -1054,6 +1236,10 @@ void ptq_exec_free(ptq_exec *e)
     ptq_backend_free(e->host);
     free(e->slots);
     free(e->node_s);
+    free(e->epi_add);
+    free(e->epi_relu);
+    free(e->epi_z);
+    free(e->ran_early);
     free(e->ops);
     free(e);
 }

@@ -287,8 +287,8 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n_bufs; i++) {
         buf[i].img_bytes = dh * dw * dc;
-        if (u8)
-            buf[i].u8 = malloc((size_t)batch * (size_t)buf[i].img_bytes);
+        if (u8) /* page-locked: the upload overlaps the host */
+            (void)ptq_exec_host_alloc(ctx, e, (size_t)batch * (size_t)buf[i].img_bytes, (void **)&buf[i].u8);
         else
             buf[i].x = malloc((size_t)batch * (size_t)sample * sizeof *buf[i].x);
         buf[i].labels = labelled ? malloc((size_t)batch * sizeof *buf[i].labels) : NULL;
@@ -303,6 +303,7 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     ptq_batch b;
     memset(&b, 0, sizeof b);
     int64_t n_batches = (p->n_ids + batch - 1) / batch;
+    double t_first = 0.0; /* when the first batch was done */
     if (n_batches > 0)
         PTQ_TRY(st, start_read(ctx, &buf[0], p->ids, p->n_ids < batch ? p->n_ids : batch, 0), done);
     for (int64_t i = 0; i < n_batches; i++) {
@@ -352,6 +353,8 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
                 PTQ_TRY(st, p->consumers[k].after(p->consumers[k].user, ctx, &r, &b), done);
         if (p->progress)
             p->progress(p->progress_user, start + n, p->n_ids);
+        if (i == 0)
+            t_first = ptq_clock_s();
         if (!p->prefetch && i + 1 < n_batches) {
             const int64_t next = start + batch, n_next = p->n_ids - next < batch ? p->n_ids - next : batch;
             t0 = ptq_clock_s();
@@ -362,6 +365,10 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     for (int k = 0; k < p->n_consumers; k++)
         if (p->consumers[k].end)
             PTQ_TRY(st, p->consumers[k].end(p->consumers[k].user, ctx, &r), done);
+    if (p->steady) {
+        p->steady->samples = n_batches > 1 ? p->n_ids - batch : 0;
+        p->steady->seconds = n_batches > 1 ? ptq_clock_s() - t_first : 0.0;
+    }
 done:
     for (int i = 0; i < 2; i++) {
         if (buf[i].running) {
@@ -369,7 +376,8 @@ done:
             buf[i].running = 0;
         }
         free(buf[i].x);
-        free(buf[i].u8);
+        if (buf[i].u8)
+            ptq_exec_host_free(e, buf[i].u8);
         free(buf[i].labels);
     }
     free(outs);

@@ -2,7 +2,11 @@
  * atol 1e-5) on a batch of 64 random images and a batch of 1, every node on
  * the GPU (no fallback), taps see device tensors; and the GPU's logits of 300
  * images bit-identical whether they run as one batch or as batches of 1,
- * 7, 128 and 164 (the same GEMM shapes whatever the batch). Exit 77 without a GPU. */
+ * 7, 128 and 164 (the same GEMM shapes whatever the batch). Without taps the
+ * Conv -> Add -> Relu chains run in cuDNN's epilogue: logits against the CPU
+ * and against PTQ_EPILOGUE=0 (same tolerance), again bit-identical across
+ * batch splits. Exit 77 without a GPU. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +92,46 @@ int main(void)
                    same ? "bit-identical to" : "DIFFER from");
         }
     }
+    /* no taps: the chains run fused, within tolerance of the CPU and the unfused GPU, batch-invariant */
+    if (gpu && cpu) {
+        ptq_exec *plain = NULL;
+        ptq_exec_params pp = {PTQ_DEVICE_CUDA, 0, NULL, NULL, 0, PTQ_MATH_FP32};
+        setenv("PTQ_EPILOGUE", "0", 1);
+        CHECK_MSG(ptq_exec_create(&ctx, g, &pp, &plain) == PTQ_OK, "%s", ctx.msg);
+        unsetenv("PTQ_EPILOGUE");
+        ptq_exec_set_tap(gpu, NULL, NULL);
+        float *y_cpu = malloc((size_t)(n_all * 10) * sizeof *y_cpu);
+        float *y_plain = malloc((size_t)(n_all * 10) * sizeof *y_plain);
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {n_all, 1, 28, 28}, x, PTQ_MEM_HOST, 0}, out;
+        CHECK(ptq_exec_run(&ctx, cpu, &in, &out) == PTQ_OK);
+        memcpy(y_cpu, out.data, (size_t)(n_all * 10) * sizeof(float));
+        CHECK_MSG(plain && ptq_exec_run(&ctx, plain, &in, &out) == PTQ_OK, "%s", ctx.msg);
+        memcpy(y_plain, out.data, (size_t)(n_all * 10) * sizeof(float));
+        const int64_t before = ptq_exec_n_epilogues(gpu);
+        CHECK_MSG(ptq_exec_run(&ctx, gpu, &in, &out) == PTQ_OK, "%s", ctx.msg);
+        memcpy(ref, out.data, (size_t)(n_all * 10) * sizeof(float));
+        const int64_t chains = ptq_exec_n_epilogues(gpu) - before;
+        CHECK_MSG(chains == 7, "%lld chains ran in the epilogue, the demo model has 7", (long long)chains);
+        CHECK(plain && ptq_exec_n_epilogues(plain) == 0);
+        int ok_cpu = test_close("fused gpu vs cpu", ref, y_cpu, n_all * 10, 1e-4f, 1e-5f);
+        int ok_plain = test_close("fused vs unfused gpu", ref, y_plain, n_all * 10, 1e-4f, 1e-5f);
+        int64_t done = 0;
+        for (int j = 0; j < 4; j++) {
+            const int64_t n = splits[1][j];
+            ptq_tensor part = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x + done * 784, PTQ_MEM_HOST, 0};
+            CHECK_MSG(ptq_exec_run(&ctx, gpu, &part, &out) == PTQ_OK, "%s", ctx.msg);
+            memcpy(got + done * 10, out.data, (size_t)(n * 10) * sizeof(float));
+            done += n;
+        }
+        int same = memcmp(ref, got, (size_t)(n_all * 10) * sizeof(float)) == 0;
+        CHECK_MSG(same, "fused: batches 1,7,128,164 differ from one batch of 300");
+        printf("cuda_exec: %lld Conv->Add->Relu chains in cuDNN's epilogue per run; logits %s the CPU, %s the unfused "
+               "GPU; batches 1,7,128,164 %s one batch of 300\n", (long long)chains, ok_cpu ? "match" : "DIFFER from",
+               ok_plain ? "match" : "DIFFER from", same ? "bit-identical to" : "DIFFER from");
+        free(y_cpu);
+        free(y_plain);
+        ptq_exec_free(plain);
+    }
     /* the device memory plan: steady runs allocate nothing; kept values on the
      * device and ptq_exec_run_from give the full run's logits bit for bit */
     if (gpu) {
@@ -102,6 +146,7 @@ int main(void)
         for (int k = 0; k <= g->n_nodes; k++)
             CHECK(ptq_exec_keep_for(&ctx, gpu, k) == PTQ_OK);
         CHECK(ptq_exec_run(&ctx, gpu, &in, &out) == PTQ_OK);
+        memcpy(ref, out.data, 128 * 10 * sizeof(float)); /* kept values leave no chain to fuse */
         int n_same = 0, n_runs = 0;
         for (int k = g->n_nodes - 1; k >= 0; k -= 2, n_runs++) {
             CHECK_MSG(ptq_exec_run_from(&ctx, gpu, k, &out) == PTQ_OK, "%s", ctx.msg);

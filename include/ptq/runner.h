@@ -131,6 +131,12 @@ typedef struct ptq_runner_params {
     /* called after each batch with the samples done so far; may be NULL */
     void (*progress)(void *user, int64_t done, int64_t total);
     void *progress_user;
+    /* when not NULL, filled at the end: samples and seconds after the first
+     * batch (warm plans, memory and caches: the steady rate) */
+    struct ptq_runner_steady {
+        int64_t samples;
+        double seconds;
+    } *steady;
 } ptq_runner_params;
 
 /* Runs every batch through the session's executor and its consumers. */

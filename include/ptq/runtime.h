@@ -140,6 +140,16 @@ PTQ_API double ptq_exec_node_seconds(const ptq_exec *e, int node_index);
 /* Allocations the executor made (host and device, buffers and copies) since
  * it was created: steady runs of one batch size add none. */
 PTQ_API int64_t ptq_exec_n_allocs(const ptq_exec *e);
+/* Conv -> Add -> Relu chains run so far as one device kernel (cuDNN's
+ * epilogue: the Conv's bias, a residual Add and a Relu), where no tap,
+ * rounding or kept copy needs the values between them; PTQ_EPILOGUE=0 in
+ * the environment turns this off. 0 on the host. */
+PTQ_API int64_t ptq_exec_n_epilogues(const ptq_exec *e);
+/* Host memory for e's inputs: page-locked on a GPU, so uploads from it run
+ * at full speed beside the host; plain malloc elsewhere. Free it with
+ * ptq_exec_host_free on the same executor. */
+PTQ_API ptq_status ptq_exec_host_alloc(ptq_ctx *ctx, ptq_exec *e, size_t n_bytes, void **out);
+PTQ_API void ptq_exec_host_free(ptq_exec *e, void *p);
 PTQ_API void ptq_exec_free(ptq_exec *e);
 
 /* Checks one node of g (op known, opset, attributes as far as can be seen

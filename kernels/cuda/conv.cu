@@ -204,6 +204,16 @@ static ptq_status conv_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     return PTQ_OK;
 }
 
+extern "C" ptq_status ptq_k_conv_epilogue_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p,
+                                               const float *x, const float *w, const float *b, const float *z,
+                                               int relu, float *y, int *done)
+{
+    *done = 0;
+    if (p->group < 1 || p->c_in % p->group || p->c_out % p->group || p->n * p->c_out == 0)
+        return PTQ_OK;
+    return ptq_conv_cudnn(ctx, d, p, x, w, b, z, relu, y, done);
+}
+
 extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x,
                                       const float *w, const float *b, float *y)
 {
@@ -217,7 +227,7 @@ extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_c
     if (total == 0)
         return PTQ_OK;
     int done = 0;
-    PTQ_TRY_RET(ptq_conv_cudnn(ctx, d, p, x, w, b, y, &done));
+    PTQ_TRY_RET(ptq_conv_cudnn(ctx, d, p, x, w, b, NULL, 0, y, &done));
     if (done)
         return PTQ_OK;
     const int64_t cg = p->c_in / p->group;

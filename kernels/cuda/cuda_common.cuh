@@ -60,6 +60,7 @@ typedef struct ptq_cudnn {
     decltype(&cudnnDestroyActivationDescriptor) destroy_act;
     decltype(&cudnnSetActivationDescriptor) set_act;
     cudnnActivationDescriptor_t identity; /* the fused bias's activation */
+    cudnnActivationDescriptor_t relu;     /* a fused Relu's (ptq_conv_cudnn's relu) */
     cudnnHandle_t handle;
 #endif
     int enabled;            /* 1 when loaded and not switched off (ptq_cuda_dev_set_cudnn) */
@@ -68,6 +69,7 @@ typedef struct ptq_cudnn {
     ptq_cudnn_plan *plans;  /* [n_plans]: every conv shape seen, with its algorithm */
     int n_plans, cap_plans;
     int64_t n_runs;         /* convolutions cuDNN ran (the tests check it took their shapes) */
+    int64_t n_epilogue;     /* of them, with a residual or Relu in the epilogue */
     char last[128];         /* the last one's algorithm, chunk and workspace, for the tests */
     char note[512];         /* why cuDNN is not used, or "" */
 } ptq_cudnn;
@@ -79,9 +81,11 @@ void ptq_cudnn_close(ptq_cuda_dev *d);
 /* Drops every conv plan (after a change of math). */
 void ptq_cudnn_drop_plans(ptq_cuda_dev *d);
 /* y = conv(x) + b through cuDNN when it takes this shape: *done = 1; else
- * *done = 0 and nothing was queued. */
+ * *done = 0 and nothing was queued. With a residual z (y's shape, or NULL)
+ * or relu, y = relu?(conv(x) + z + b) in the convolution's epilogue, which
+ * needs a bias b; *done = 0 when cuDNN cannot (the caller runs the ops apart). */
 ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
-                          const float *b, float *y, int *done);
+                          const float *b, const float *z, int relu, float *y, int *done);
 
 struct ptq_cuda_dev {
     int index;

@@ -68,6 +68,12 @@ ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **
 void ptq_cuda_release(ptq_cuda_dev *d, void *p);
 /* The host source may be reused when upload returns. */
 ptq_status ptq_cuda_upload(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *host_src, size_t n_bytes);
+/* Queued only: host_src must stay unchanged until the next sync (from
+ * page-locked memory, ptq_cuda_host_alloc's, the copy overlaps the host). */
+ptq_status ptq_cuda_upload_async(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *host_src, size_t n_bytes);
+/* Page-locked host memory (cudaHostAlloc), freed by ptq_cuda_host_free. */
+ptq_status ptq_cuda_host_alloc(ptq_ctx *ctx, size_t n_bytes, void **out);
+void ptq_cuda_host_free(void *p);
 /* Complete when it returns. */
 ptq_status ptq_cuda_download(ptq_ctx *ctx, ptq_cuda_dev *d, void *host_dst, const void *src, size_t n_bytes);
 ptq_status ptq_cuda_copy(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *src, size_t n_bytes);
@@ -87,6 +93,13 @@ ptq_status ptq_cuda_sync(ptq_ctx *ctx, ptq_cuda_dev *d);
  * cuBLAS SGEMM through the device's scratch, or a direct kernel for depthwise. */
 ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
                            const float *b, float *y);
+/* y = relu?(conv(x) + z + b) in one cuDNN call (z: y's shape, or NULL;
+ * b required): *done = 1; *done = 0 and nothing computed when cuDNN does not
+ * take it, and the caller runs the convolution, Add and Relu apart. */
+ptq_status ptq_k_conv_epilogue_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x,
+                                    const float *w, const float *b, const float *z, int relu, float *y, int *done);
+/* Convolutions that ran with a residual or Relu in cuDNN's epilogue. */
+int64_t ptq_cuda_dev_epilogue_runs(const ptq_cuda_dev *d);
 
 /* a: [m, k] ([k, m] when trans_a); b: [k, n] ([n, k] when trans_b);
  * y: [m, n] = alpha * op(a) @ op(b) + beta * y (y not read when beta == 0). */

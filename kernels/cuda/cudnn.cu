@@ -43,7 +43,7 @@ void ptq_cudnn_drop_plans(ptq_cuda_dev *d)
 }
 
 ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
-                          const float *b, float *y, int *done)
+                          const float *b, const float *z, int relu, float *y, int *done)
 {
     *done = 0;
     return PTQ_OK;
@@ -85,6 +85,7 @@ struct ptq_cudnn_plan {
     size_t workspace_bytes;
     int64_t runs; /* calls that ran: after the first, a failure is an error, never a fallback */
     int no_fuse;  /* cuDNN declined the bias in the epilogue: cudnnAddTensor after the convolution */
+    int no_fuse_epilogue; /* cuDNN declined a residual or Relu in the epilogue: the executor runs them apart */
 };
 
 #define PTQ_STR_(x) #x
@@ -227,13 +228,17 @@ void ptq_cudnn_open(ptq_cuda_dev *d)
         if (s == CUDNN_STATUS_SUCCESS && (s = f->set_stream(f->handle, d->stream)) == CUDNN_STATUS_SUCCESS &&
             (s = f->create_act(&f->identity)) == CUDNN_STATUS_SUCCESS &&
             (s = f->set_act(f->identity, CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN, 0.0)) ==
-                CUDNN_STATUS_SUCCESS) {
+                CUDNN_STATUS_SUCCESS &&
+            (s = f->create_act(&f->relu)) == CUDNN_STATUS_SUCCESS &&
+            (s = f->set_act(f->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0)) == CUDNN_STATUS_SUCCESS) {
             f->enabled = 1;
             return;
         }
         if (f->identity)
             (void)f->destroy_act(f->identity);
-        f->identity = NULL;
+        if (f->relu)
+            (void)f->destroy_act(f->relu);
+        f->identity = f->relu = NULL;
         snprintf(f->note, sizeof f->note, "cuDNN %zu could not start: %s; " FALLBACK_NOTE, f->get_version(),
                  f->error_string(s));
         if (f->handle)
@@ -275,6 +280,8 @@ void ptq_cudnn_close(ptq_cuda_dev *d)
         (void)cudaFree(f->workspace);
     if (f->identity)
         (void)f->destroy_act(f->identity);
+    if (f->relu)
+        (void)f->destroy_act(f->relu);
     if (f->handle)
         (void)f->destroy(f->handle);
     if (f->lib)
@@ -487,7 +494,7 @@ static int aligned16(const void *ptr)
 }
 
 ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
-                          const float *b, float *y, int *done)
+                          const float *b, const float *z, int relu, float *y, int *done)
 {
     ptq_cudnn *f = &d->dnn;
     *done = 0;
@@ -497,38 +504,62 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
     PTQ_TRY_RET(plan_for(ctx, d, p, &pl));
     if (!pl->usable)
         return PTQ_OK;
+    /* a residual or Relu goes into the epilogue with the bias; cuDNN's identity activation takes only this algorithm */
+    const int epilogue = z || relu;
+    const int precomp = pl->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    if (epilogue && (!b || pl->no_fuse || pl->no_fuse_epilogue || (!relu && !precomp)))
+        return PTQ_OK;
     const int64_t chunk = pl->chunk;
     const int64_t x_img = img_numel(p->c_in, p->in), y_img = img_numel(p->c_out, p->out);
     PTQ_TRY_RET(ptq_cuda_grow(ctx, d, pl->workspace_bytes, &f->workspace, &f->workspace_bytes));
     void *ws = f->workspace;
-    float *x_pad = NULL, *y_pad = NULL; /* [chunk, c_in, in...], [chunk, c_out, out...] */
+    float *x_pad = NULL, *y_pad = NULL, *z_pad = NULL; /* [chunk, c_in, in...], [chunk, c_out, out...] x2 */
     const float one = 1.0f, zero = 0.0f;
     for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
         const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;
-        const float *xc = x + img0 * x_img;
+        const float *xc = x + img0 * x_img, *zc = z ? z + img0 * y_img : NULL;
         float *yc = y + img0 * y_img;
         /* a short or misaligned chunk goes through the padded copies: same shape, same algorithm */
-        const int padded = n_valid < chunk || !aligned16(xc) || !aligned16(yc);
+        const int padded = n_valid < chunk || !aligned16(xc) || !aligned16(yc) || (zc && !aligned16(zc));
         if (padded) {
             if (!x_pad) {
-                const int64_t x_room = (chunk * x_img + 3) / 4 * 4; /* y_pad starts 16-byte aligned */
-                void *scratch = NULL;
-                PTQ_TRY_RET(ptq_cuda_scratch(ctx, d, (size_t)(x_room + chunk * y_img) * sizeof(float), &scratch));
+                const int64_t x_room = (chunk * x_img + 3) / 4 * 4, y_room = (chunk * y_img + 3) / 4 * 4;
+                void *scratch = NULL; /* y_pad and z_pad start 16-byte aligned */
+                PTQ_TRY_RET(ptq_cuda_scratch(ctx, d, (size_t)(x_room + (z ? 2 : 1) * y_room) * sizeof(float),
+                                             &scratch));
                 x_pad = (float *)scratch;
                 y_pad = x_pad + x_room;
+                z_pad = z ? y_pad + y_room : NULL;
             }
             PTQ_TRY_RET(ptq_cuda_copy(ctx, d, x_pad, xc, (size_t)(n_valid * x_img) * sizeof(float)));
             if (n_valid < chunk)
                 PTQ_TRY_RET(ptq_cuda_fill_bytes(ctx, d, x_pad + n_valid * x_img, 0,
                                                 (size_t)((chunk - n_valid) * x_img) * sizeof(float)));
+            if (zc) {
+                PTQ_TRY_RET(ptq_cuda_copy(ctx, d, z_pad, zc, (size_t)(n_valid * y_img) * sizeof(float)));
+                if (n_valid < chunk)
+                    PTQ_TRY_RET(ptq_cuda_fill_bytes(ctx, d, z_pad + n_valid * y_img, 0,
+                                                    (size_t)((chunk - n_valid) * y_img) * sizeof(float)));
+                zc = z_pad;
+            }
             xc = x_pad;
             yc = y_pad;
         }
         const char *call = "cudnnConvolutionForward";
         cudnnStatus_t s;
-        int fused = b && pl->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && !pl->no_fuse;
-        if (fused) {
-            /* the bias in the convolution's epilogue (cuDNN's identity activation takes only this algorithm) */
+        int fused = b && precomp && !pl->no_fuse;
+        if (epilogue) {
+            /* y = act(conv(x) + z + b) in one pass; without z, alpha2 = 0 and y stands in as z */
+            call = "cudnnConvolutionBiasActivationForward";
+            const float alpha2 = zc ? 1.0f : 0.0f;
+            s = f->conv_bias_act(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
+                                 pl->workspace_bytes, &alpha2, pl->y_desc, zc ? zc : yc, pl->b_desc, b,
+                                 relu ? f->relu : f->identity, pl->y_desc, yc);
+            if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0 && img0 == 0) { /* declined: the executor runs them apart */
+                pl->no_fuse_epilogue = 1;
+                return PTQ_OK;
+            }
+        } else if (fused) {
             call = "cudnnConvolutionBiasActivationForward";
             s = f->conv_bias_act(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
                                  pl->workspace_bytes, &zero, pl->y_desc, yc, pl->b_desc, b, f->identity, pl->y_desc, yc);
@@ -537,17 +568,17 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
                 fused = 0;
             }
         }
-        if (!fused) {
+        if (!epilogue && !fused) {
             call = "cudnnConvolutionForward";
             s = f->conv_forward(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
                                 pl->workspace_bytes, &zero, pl->y_desc, yc);
-        }
-        if (s == CUDNN_STATUS_SUCCESS && b && !fused) {
-            call = "cudnnAddTensor";
-            s = f->add_tensor(f->handle, &one, pl->b_desc, b, &one, pl->y_desc, yc);
+            if (s == CUDNN_STATUS_SUCCESS && b) {
+                call = "cudnnAddTensor";
+                s = f->add_tensor(f->handle, &one, pl->b_desc, b, &one, pl->y_desc, yc);
+            }
         }
         if (s != CUDNN_STATUS_SUCCESS) {
-            if (pl->runs > 0)
+            if (pl->runs > 0 || epilogue)
                 return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed: %s (status %d)", call, f->error_string(s),
                                 (int)s);
             /* a shape the heuristic offered but its first run declines: im2col + cuBLAS from now on,
@@ -561,8 +592,11 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
     }
     pl->runs++;
     f->n_runs++;
-    snprintf(f->last, sizeof f->last, "algo %d, %lld images a call, %zu bytes of workspace", (int)pl->algo,
-             (long long)chunk, pl->workspace_bytes);
+    if (epilogue)
+        f->n_epilogue++;
+    snprintf(f->last, sizeof f->last, "algo %d, %lld images a call, %zu bytes of workspace%s%s", (int)pl->algo,
+             (long long)chunk, pl->workspace_bytes, z ? ", residual in the epilogue" : "",
+             relu ? ", relu in the epilogue" : "");
     *done = 1;
     return PTQ_OK;
 }

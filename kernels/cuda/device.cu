@@ -153,6 +153,11 @@ extern "C" void ptq_cuda_dev_set_math(ptq_cuda_dev *d, int math)
     (void)d->blas.set_math_mode(d->cublas, math == PTQ_CUDA_MATH_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
 }
 
+extern "C" int64_t ptq_cuda_dev_epilogue_runs(const ptq_cuda_dev *d)
+{
+    return d->dnn.n_epilogue;
+}
+
 extern "C" int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last)
 {
     if (last)
@@ -196,6 +201,32 @@ extern "C" void ptq_cuda_release(ptq_cuda_dev *d, void *p)
         return;
     note_late(d, cudaStreamSynchronize(d->stream), "cudaStreamSynchronize before cudaFree");
     note_late(d, cudaFree(p), "cudaFree");
+}
+
+extern "C" ptq_status ptq_cuda_upload_async(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *host_src,
+                                            size_t n_bytes)
+{
+    if (n_bytes)
+        PTQ_CUDA_CHECK(ctx, cudaMemcpyAsync(dst, host_src, n_bytes, cudaMemcpyHostToDevice, d->stream));
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_cuda_host_alloc(ptq_ctx *ctx, size_t n_bytes, void **out)
+{
+    *out = NULL;
+    cudaError_t err = cudaHostAlloc(out, n_bytes ? n_bytes : 1, cudaHostAllocDefault);
+    if (err != cudaSuccess) {
+        *out = NULL;
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "cannot page-lock %zu bytes of host memory: %s", n_bytes,
+                        cudaGetErrorString(err));
+    }
+    return PTQ_OK;
+}
+
+extern "C" void ptq_cuda_host_free(void *p)
+{
+    if (p)
+        (void)cudaFreeHost(p);
 }
 
 extern "C" ptq_status ptq_cuda_upload(ptq_ctx *ctx, ptq_cuda_dev *d, void *dst, const void *host_src, size_t n_bytes)
