@@ -70,6 +70,9 @@ def export(net, path):
     try:
         torch.onnx.export(net, x, path, opset_version=17, dynamo=False, **kw)
         return "torch.onnx.export(dynamo=False), opset 17"
+    except TypeError:  # a torch older than the dynamo exporter (Debian's 1.13): its only exporter
+        torch.onnx.export(net, x, path, opset_version=17, **kw)
+        return "torch.onnx.export, opset 17"
     except Exception as e:  # noqa: BLE001 - any failure of the old exporter: try the new one
         print(f"resnet50_gpu: the TorchScript exporter failed ({e}); trying dynamo=True", file=sys.stderr)
     torch.onnx.export(net, x, path, opset_version=18, dynamo=True, **kw)

@@ -178,6 +178,10 @@ void cli_progress_end(cli_progress *p, int64_t done);
 /* A runner progress callback; user is a cli_progress. */
 void cli_progress_cb(void *user, int64_t done, int64_t total);
 double cli_now_s(void);
+/* This process's peak resident memory in MiB (VmHWM of /proc/self/status:
+ * the current image only, unlike getrusage, which keeps the peak of the
+ * process that exec'd ptq); 0 where it cannot be read. */
+double cli_peak_rss_mib(void);
 
 /* A model ready to run on a data set: the graph, the executor on the
  * requested device (CPU with a notice when no GPU), the preprocessing and

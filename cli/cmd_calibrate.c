@@ -69,6 +69,8 @@ static void print_summary(const ptq_calib_set *set, const cli_session *s, const 
         cli_json_num(o, "images_per_s", secs > 0 ? (double)n_ids / secs : 0.0);
         if (steady_rate > 0) /* after the first batch */
             cli_json_num(o, "images_per_s_steady", steady_rate);
+        if (cli_peak_rss_mib() > 0)
+            cli_json_num(o, "peak_rss_mib", cli_peak_rss_mib());
         cli_json_str(o, "model_sha256", pv.model_sha256);
         cli_json_str(o, "sample_ids_sha256", pv.sample_ids_sha256);
         char *text = cli_json_done(o);

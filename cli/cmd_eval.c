@@ -127,6 +127,8 @@ int cmd_eval(int argc, char **argv)
     cli_json_num(hdr, "images_per_s", secs > 0 ? (double)n_total / secs : 0.0);
     if (steady.seconds > 0) /* after the first batch: warm plans and memory, as peers time themselves */
         cli_json_num(hdr, "images_per_s_steady", (double)steady.samples / steady.seconds);
+    if (cli_peak_rss_mib() > 0)
+        cli_json_num(hdr, "peak_rss_mib", cli_peak_rss_mib());
     header = cli_json_done(hdr);
     if (!header) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");

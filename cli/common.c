@@ -193,6 +193,21 @@ int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *na
     return 0;
 }
 
+double cli_peak_rss_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            kib = strtod(line + 6, NULL);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return kib / 1024.0;
+}
+
 double cli_now_s(void)
 {
     struct timespec ts;

@@ -9,8 +9,10 @@
 # folder) or out/gpu; pipeline (calibrate -> plan -> validate on the GPU and
 # the CPU, validate's logits across batch sizes, --device cuda:N); resnet50
 # (bench/resnet50_gpu.py: ptq eval on ResNet-50 against PyTorch FP32); sens50
-# (bench/resnet50_sensitivity.py: ptq sensitivity on ResNet-50, 1,000 images).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50]
+# (bench/resnet50_sensitivity.py: ptq sensitivity on ResNet-50, 1,000 images);
+# targets (bench/resnet50_targets.py: the GPU-speed targets against PyTorch);
+# kernels, resnet50tf32 (Nsight Compute tables; eval in TF32).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -147,6 +149,13 @@ stage_resnet50() {
     echo "== ResNet-50: ptq eval --device cuda against PyTorch"
     python3 bench/resnet50_gpu.py --ptq "$ptq" --out "$out/resnet50.md" 2>&1 | tee "$out/resnet50.log" |
         grep -E "^\| |ratio|logits|notes"
+}
+
+# The GPU-speed targets (a)-(e) and the CPU path against onnxruntime, one run (bench/resnet50_targets.py)
+stage_targets() {
+    echo "== ResNet-50 targets: ptq against PyTorch (and onnxruntime's calibrators on the CPU)"
+    python3 bench/resnet50_targets.py --ptq "$ptq" --out "$out/targets.md" 2>&1 | tee "$out/targets.log" |
+        grep -E "^\| |met\.|ratio|Error|error"
 }
 
 # ResNet-50 sensitivity on the GPU: both modes, every tensor, 1,000 images (target 120 s)
