@@ -120,7 +120,7 @@ def torch_rates(net, batches, repeat, hooks=None):
             for xb in batches:
                 net(xb)
             if hooks:
-                hooks.finish()
+                hooks.finish(len(batches))
             sync()
             rates.append(sum(len(b) for b in batches) / (time.perf_counter() - t0))
     return max(rates), rates
@@ -161,8 +161,8 @@ class HistcHooks:
     def hook(self, mod, inp, out):
         self.observe(out)
 
-    def finish(self):
-        self.n_tensors = self.at
+    def finish(self, n_batches=1):
+        self.n_tensors = self.at // max(n_batches, 1)
         self.at = 0
 
     def remove(self):

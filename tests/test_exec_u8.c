@@ -66,6 +66,8 @@ static void exec_case(const ptq_graph *g, ptq_device dev)
     CHECK(ptq_exec_run_u8(&ctx, e, &im, &p, out) == PTQ_OK);
     ptq_exec_remove_tap(e, count_input_taps, NULL);
     CHECK_MSG(input_taps == 1, "the input made from 8-bit images was tapped %d times", input_taps);
+    /* without the tap, as the reference ran: on a GPU a tap keeps Conv -> Add -> Relu chains apart */
+    CHECK(ptq_exec_run_u8(&ctx, e, &im, &p, out) == PTQ_OK);
     CHECK_MSG(ptq_tensor_bytes(&out[0]) == bytes && memcmp(out[0].data, ref, bytes) == 0,
               "%s: logits from 8-bit images differ from those of the host's floats", ptq_exec_device_name(e));
     CHECK(ptq_exec_run_from(&ctx, e, 0, out) == PTQ_OK);
