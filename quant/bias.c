@@ -12,7 +12,7 @@
 
 #include "quant/quant_internal.h"
 
-static const ptq_plan_entry *entry_named(const ptq_plan *p, const char *name, int is_weight)
+const ptq_plan_entry *quant_plan_entry(const ptq_plan *p, const char *name, int is_weight)
 {
     for (int64_t i = 0; i < p->n; i++)
         if (p->e[i].is_weight == is_weight && strcmp(p->e[i].name, name) == 0)
@@ -32,8 +32,8 @@ ptq_status quant_int32_bias(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p,
     if (gemm && ptq_node_attr_float(n, "beta", 1.0f) != 1.0f)
         return PTQ_OK;
     const ptq_value *b = &g->values[n->inputs[2]];
-    const ptq_plan_entry *x = entry_named(p, g->values[n->inputs[0]].name, 0);
-    const ptq_plan_entry *w = entry_named(p, g->values[n->inputs[1]].name, 1);
+    const ptq_plan_entry *x = quant_plan_entry(p, g->values[n->inputs[0]].name, 0);
+    const ptq_plan_entry *w = quant_plan_entry(p, g->values[n->inputs[1]].name, 1);
     if (!x || x->prec != PTQ_PREC_UINT8 || !w || w->prec != PTQ_PREC_INT8 || !(b->flags & PTQ_VALUE_INITIALIZER) ||
         b->dtype != PTQ_DT_FLOAT || !b->data || b->ndim != 1 || b->dims[0] != w->n_scales)
         return PTQ_OK;

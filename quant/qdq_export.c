@@ -172,6 +172,84 @@ done:
     return st;
 }
 
+/* Entry e's Q/DQ on "ptq_qdq/<e's tensor>/biased", the Add split_float_bias
+ * put after its producer. */
+static ptq_status add_biased_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
+{
+    const char *suffix[1] = {"biased"};
+    char *nm[1] = {NULL};
+    char *names = qdq_names(e->name, 1, suffix, nm);
+    if (!names)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
+    ptq_plan_entry biased = *e;
+    biased.name = nm[0];
+    ptq_status st = add_activation(ctx, ed, &biased);
+    free(names);
+    return st;
+}
+
+/* For a TensorRT target (which adds a quantized Conv's bias in float): node
+ * k, a Conv or Gemm (beta 1) reading a quantized activation with quantized
+ * weights, gets a zero bias and an Add of its float bias after it, which its
+ * consumers read. onnxruntime would otherwise round the bias to int32 at
+ * input scale x weight scale (its WeightBiasQuantization), which neither
+ * TensorRT nor ptq's simulation does; TensorRT fuses the Add back into the
+ * convolution. A quantized output is then quantized after the Add
+ * (*split = 1: the caller quantizes "ptq_qdq/<output>/biased"). Nodes
+ * without a name, or whose output is a graph output or kept in FP16, keep
+ * their bias. */
+static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, const ptq_plan *p, int k,
+                                   int *split)
+{
+    *split = 0;
+    const ptq_node *n = &g->nodes[k];
+    const int conv = strcmp(n->op_type, "Conv") == 0, gemm = strcmp(n->op_type, "Gemm") == 0;
+    if (p->target == PTQ_TARGET_ORT_CPU || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) ||
+        !(conv || gemm) || !n->name || !n->name[0] || n->n_inputs < 3 || n->n_outputs != 1 || n->inputs[0] < 0 ||
+        n->inputs[1] < 0 || n->inputs[2] < 0 || n->outputs[0] < 0 || !has_consumer(g, n->outputs[0]))
+        return PTQ_OK;
+    if (gemm && (ptq_node_attr_float(n, "beta", 1.0f) != 1.0f || ptq_node_attr_int(n, "transA", 0)))
+        return PTQ_OK;
+    const ptq_value *b = &g->values[n->inputs[2]], *y = &g->values[n->outputs[0]];
+    const ptq_plan_entry *x = quant_plan_entry(p, g->values[n->inputs[0]].name, 0);
+    const ptq_plan_entry *w = quant_plan_entry(p, g->values[n->inputs[1]].name, 1);
+    const ptq_plan_entry *out = quant_plan_entry(p, y->name, 0);
+    if (!x || !ptq_prec_is_quantized(x->prec) || !w || !ptq_prec_is_quantized(w->prec) ||
+        (out && out->prec == PTQ_PREC_FP16) || !(b->flags & PTQ_VALUE_INITIALIZER) || b->dtype != PTQ_DT_FLOAT ||
+        !b->data || b->ndim != 1 || (conv && (y->ndim < 2 || y->ndim > PTQ_MAX_DIMS)))
+        return PTQ_OK;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == n->outputs[0])
+            return PTQ_OK;
+    ptq_status st = PTQ_OK;
+    const int64_t c = b->dims[0];
+    const char *suffix[3] = {"bias_zero", "bias", "biased"};
+    char *nm[3] = {NULL, NULL, NULL};
+    float *zeros = calloc((size_t)c + 1, sizeof *zeros);
+    char *names = qdq_names(y->name, 3, suffix, nm);
+    if (!zeros || !names) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting the bias of '%s'", n->name);
+        goto done;
+    }
+    int64_t dims[PTQ_MAX_DIMS];
+    const int ndim = conv ? y->ndim : 1; /* [1, c, 1, ...] against the Conv's output, [c] against Gemm's */
+    for (int d = 0; d < ndim; d++)
+        dims[d] = conv ? (d == 1 ? c : 1) : c;
+    PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[0], ONNX_FLOAT, 1, &c, zeros, (size_t)c * sizeof *zeros),
+            done);
+    PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[1], ONNX_FLOAT, ndim, dims, b->data,
+                                              (size_t)c * sizeof(float)), done);
+    PTQ_TRY(st, ptq_onnx_edit_rename_input(ctx, ed, b->name, nm[0], n->name), done);
+    PTQ_TRY(st, ptq_onnx_edit_rename_input(ctx, ed, y->name, nm[2], NULL), done);
+    const char *add_in[2] = {y->name, nm[1]};
+    PTQ_TRY(st, ptq_onnx_edit_add_node(ctx, ed, "Add", nm[1], 2, add_in, 1, (const char *const *)&nm[2], 0, 0), done);
+    *split = 1;
+done:
+    free(zeros);
+    free(names);
+    return st;
+}
+
 /* Node k's bias, when an ort-cpu plan rounds it (quant/bias.c), becomes
  * int32 codes -> DequantizeLinear (scale [C], zero point int32 0, axis 0) ->
  * the bias's name: what quantize_static writes and onnxruntime's fusions
@@ -265,6 +343,16 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
     int64_t write_opset = 0;
     PTQ_TRY_RET(pick_opset(ctx, g, p, opset, &write_opset));
     PTQ_TRY_RET(ptq_onnx_edit_open(ctx, model_path, &ed));
+    if (!(done_bias = calloc((size_t)g->n_values + 1, 1))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting biases");
+        goto done;
+    }
+    for (int k = 0; k < g->n_nodes; k++) { /* done_bias[v]: v's producer has its bias split off */
+        int split = 0;
+        PTQ_TRY(st, split_float_bias(ctx, ed, g, p, k, &split), done);
+        if (split)
+            done_bias[g->nodes[k].outputs[0]] = 1;
+    }
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
         const int fp16 = e->prec == PTQ_PREC_FP16;
@@ -278,14 +366,13 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
         if (e->is_weight)
             PTQ_TRY(st, fp16 ? add_fp16_weight(ctx, ed, &g->values[v], e) : add_weight(ctx, ed, &g->values[v], e),
                     done);
+        else if (done_bias[v]) /* quantized after the Add of its bias */
+            PTQ_TRY(st, add_biased_activation(ctx, ed, e), done);
         else if (has_consumer(g, v)) /* a tensor nothing reads (a graph output) keeps its value */
             PTQ_TRY(st, fp16 ? add_fp16_activation(ctx, ed, e) : add_activation(ctx, ed, e), done);
     }
     if (p->target == PTQ_TARGET_ORT_CPU) {
-        if (!(done_bias = calloc((size_t)g->n_values + 1, 1))) {
-            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting biases");
-            goto done;
-        }
+        memset(done_bias, 0, (size_t)g->n_values + 1);
         for (int k = 0; k < g->n_nodes; k++)
             PTQ_TRY(st, add_bias(ctx, ed, g, p, k, done_bias), done);
     }

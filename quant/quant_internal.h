@@ -23,6 +23,8 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, doubl
  * whose bias is a float initializer [channels]: *bias its value index and
  * *scales malloc'd [channels] = input scale x weight scale[c] (float); else
  * *bias = -1, *scales NULL. quant/bias.c. */
+/* The plan's entry for the activation (is_weight 0) or weight named name, or NULL. */
+const ptq_plan_entry *quant_plan_entry(const ptq_plan *p, const char *name, int is_weight);
 ptq_status quant_int32_bias(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int k, int *bias, float **scales);
 /* q[c] = round_half_even(b[c] / scales[c]) in double, saturated to int32; b, scales, q: [n]. */
 void quant_int32_bias_codes(const float *b, int64_t n, const float *scales, int32_t *q);
