@@ -10,9 +10,11 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 PKGS="build-essential cmake pkg-config libhdf5-dev libpng-dev zlib1g-dev libzstd-dev libcjson-dev
       libopenblas-dev libopenblas-openmp-dev dataset-fashion-mnist libonnx-testdata python3 python3-venv python3-numpy python3-onnx
-      python3-h5py python3-flatbuffers chromium libopenmpi-dev openmpi-bin"
+      python3-h5py python3-flatbuffers chromium libopenmpi-dev openmpi-bin
+      python3-torch python3-torchvision python3-pil libturbojpeg0-dev"
 # chromium: headless, for tests/browser_report_test.py (81 MB download, 23 packages, 23 s to install on a
-# Debian 12 VM that had the rest); the test skips without it.
+# Debian 12 VM that had the rest); the test skips without it. python3-torch/-torchvision: the torchvision
+# zoo exports (tests/zoo_test.py); python3-pil + libturbojpeg0-dev: JPEG folders.
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
