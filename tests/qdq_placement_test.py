@@ -251,14 +251,23 @@ def main():
                       f"only ptq: {sorted(ours - theirs) if theirs else ''}")
             rep = json.load(open(J("rep", "validate.json")))
             q_ptq = np.load(logits).argmax(axis=1)
-            # onnxruntime's WeightBiasQuantization rounds each float bias to int32 at input scale x
-            # weight scale, a rounding ptq does not simulate (TensorRT adds the float bias); these
-            # random-feature models have so many near-ties that it flips ~1% of their predictions
-            # (on the trained demo model, tests/qdq_export_test.py, it flips none): run the graph
-            # as exported. The ort plan's model runs with basic optimizations: the extended ones
-            # swap its Q/DQ pairs for onnxruntime's integer kernels (QLinearAdd, ...), other numerics.
-            q_ort = run_ort(qdq, images, level, ["WeightBiasQuantization"]).argmax(axis=1)
-            q_full = run_ort(qdq, images, level).argmax(axis=1)
+            # onnxruntime's WeightBiasQuantization rounds each float bias of a quantized Conv/Gemm to
+            # int32 at input scale x weight scale, which TensorRT does not (it adds the float bias) and
+            # ptq's symmetric targets do not simulate; on these random-feature models, with many
+            # near-ties, that flipped ~1% of predictions. The export therefore moves such a bias into
+            # an Add after the Conv (ort-cpu simulates the int32 bias and keeps it): the model runs
+            # with every optimization and gives what it gives with that rewrite off. The ort plan's
+            # model runs with basic optimizations: the extended ones swap its Q/DQ pairs for
+            # onnxruntime's integer kernels (QLinearAdd, ...), other numerics.
+            q_ort = run_ort(qdq, images, level).argmax(axis=1)
+            q_nobias = run_ort(qdq, images, level, ["WeightBiasQuantization"]).argmax(axis=1)
+            check(f"{tag}: onnxruntime's bias rounding changes no prediction", case == "uint8-ort-cpu" or
+                  bool((q_ort == q_nobias).all()), f"{int((q_ort != q_nobias).sum())} of {N_TEST} differ")
+            if case != "uint8-ort-cpu":
+                m = onnx.load(qdq)
+                split = [n for n in m.graph.node if n.op_type == "Add" and n.output[0].endswith("/biased")]
+                check(f"{tag}: float biases split into Adds after the convolutions", len(split) >= 1,
+                      str(sorted(n.op_type for n in m.graph.node)))
             if case == "uint8-ort-cpu":
                 zps = {e["zero_point"] for e in p["tensors"] if e["precision"] == "uint8"}
                 check(f"{tag}: uint8 activations with zero points", p.get("target") == "ort-cpu" and
@@ -268,8 +277,7 @@ def main():
             acc_ort = float((q_ort == labels).mean())
             agree = float((q_ort == q_ptq).mean())
             print(f"     {tag}: FP32 {100 * rep['top1_fp32']:.2f}%, ptq {100 * rep['top1_quant']:.2f}%, "
-                  f"onnxruntime {100 * acc_ort:.2f}%, agreement {100 * agree:.2f}% "
-                  f"({100 * float((q_full == q_ptq).mean()):.2f}% with onnxruntime's bias quantization)")
+                  f"onnxruntime {100 * acc_ort:.2f}%, agreement {100 * agree:.2f}%")
             check(f"{tag}: top-1 within 0.05 point", abs(acc_ort - rep["top1_quant"]) <= 0.0005 + 1e-12,
                   f"onnxruntime {100 * acc_ort:.2f}%, ptq {100 * rep['top1_quant']:.2f}%")
             check(f"{tag}: predictions agree on >= 99.9%", agree >= 0.999, f"{100 * agree:.2f}% of {N_TEST}")
