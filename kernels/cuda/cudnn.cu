@@ -294,16 +294,27 @@ static int64_t img_numel(int64_t c, const int64_t *sp)
     return c * sp[0] * sp[1] * sp[2];
 }
 
+/* PTQ_CUDNN_CHUNK_SHIFT=k (0..4) scales the chunk's position and padding
+ * bounds by 2^k, for bench/resnet50_targets.py's sweep. A chunk
+ * stays a function of the layer (and this setting), never of the batch. */
+static int chunk_shift(void)
+{
+    const char *v = getenv("PTQ_CUDNN_CHUNK_SHIFT");
+    return v && v[0] >= '0' && v[0] <= '4' && !v[1] ? v[0] - '0' : 0;
+}
+
 /* Images per cuDNN call for this layer: a function of the layer alone. */
 static int64_t chunk_of(const ptq_conv_params *p)
 {
+    const int64_t positions = CUDNN_CHUNK_POSITIONS << chunk_shift();
+    const size_t pad_bytes = CUDNN_PAD_BYTES << chunk_shift();
     const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
     const int64_t per_img = img_numel(p->c_in, p->in) > img_numel(p->c_out, p->out) ? img_numel(p->c_in, p->in)
                                                                                     : img_numel(p->c_out, p->out);
     const size_t pad_per_img = (size_t)(img_numel(p->c_in, p->in) + img_numel(p->c_out, p->out)) * sizeof(float);
     int64_t chunk = 1;
-    while (chunk * 2 <= CUDNN_CHUNK_MAX && chunk * 2 * out_sz <= CUDNN_CHUNK_POSITIONS &&
-           (size_t)(chunk * 2) * pad_per_img <= CUDNN_PAD_BYTES && chunk * 2 * per_img <= INT_MAX)
+    while (chunk * 2 <= CUDNN_CHUNK_MAX && chunk * 2 * out_sz <= positions &&
+           (size_t)(chunk * 2) * pad_per_img <= pad_bytes && chunk * 2 * per_img <= INT_MAX)
         chunk *= 2;
     return chunk;
 }
