@@ -150,7 +150,9 @@ def main():
         n_met += ok
         text.append(f"| {cmd} | {before} | {mine:.0f} | {peer:.0f} | {mine / peer:.2f}x | <= {a.target}x | "
                     f"{'met' if ok else 'MISSED'} |")
-    text += ["", f"{n_met} of 2 met.", "", "| run | wall s |", "|---|---|"]
+    text += ["", f"{n_met} of 2 met. Against onnxruntime running the FP32 model alone "
+             f"({got[('ort', 'eval')][2]:.0f} MiB), ptq validate is "
+             f"{got[('after', 'validate')][2] / got[('ort', 'eval')][2]:.2f}x.", "", "| run | wall s |", "|---|---|"]
     for (name, cmd), (secs, _, _) in got.items():
         who = "onnxruntime" if name == "ort" else f"ptq {name}"
         text.append(f"| {who} {cmd} | {secs:.1f} |")

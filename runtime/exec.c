@@ -4,10 +4,12 @@
  * applying a quantization overlay (weights substituted, tensors rounded as
  * produced) and calling every tap on every produced tensor. Memory follows
  * tensor liveness: the first run of a batch size records when each buffer
- * lives, then one arena per memory space holds them all at offsets planned
- * so that no two buffers alive at once overlap, and later runs allocate
- * nothing. Kept values (copies a run leaves behind) let a later run start
- * at any node. Covered by tests/test_exec.c, tests/test_exec_overlay.c,
+ * lives (on the host it gives each back once its value's last consumer has
+ * run, so that run too holds only what is alive), then one arena per memory
+ * space holds them all at offsets planned so that no two buffers alive at
+ * once overlap, and later runs allocate nothing. Kept values (copies a run
+ * leaves behind) let a later run start at any node. Covered by
+ * tests/test_exec.c, tests/test_exec_liveness.c, tests/test_runner.c,
  * tests/onnx_conformance.c and tests/cuda_exec.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
