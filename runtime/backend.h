@@ -54,4 +54,11 @@ void ptq_backend_free(ptq_backend *b);
  * own kernels on the same stream), or NULL when e runs on the host. */
 struct ptq_cuda_dev *ptq_exec_cuda_dev(const ptq_exec *e);
 
+/* Bytes of the values alive at once at the worst step of a run of e's
+ * graph at this batch, by tensor liveness as the memory plan places them,
+ * each value's size from the shapes in the graph (dim 0 taken as the batch,
+ * unknown dims as 1; scalars and shapes not known left out): what the
+ * runner checks --max-memory against before a batch is allocated. */
+double ptq_exec_live_estimate(const ptq_exec *e, int64_t batch);
+
 #endif

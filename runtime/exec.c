@@ -4,10 +4,12 @@
  * applying a quantization overlay (weights substituted, tensors rounded as
  * produced) and calling every tap on every produced tensor. Memory follows
  * tensor liveness: the first run of a batch size records when each buffer
- * lives, then one arena per memory space holds them all at offsets planned
- * so that no two buffers alive at once overlap, and later runs allocate
- * nothing. Kept values (copies a run leaves behind) let a later run start
- * at any node. Covered by tests/test_exec.c, tests/test_exec_overlay.c,
+ * lives (on the host it gives each back once its value's last consumer has
+ * run, so that run too holds only what is alive), then one arena per memory
+ * space holds them all at offsets planned so that no two buffers alive at
+ * once overlap, and later runs allocate nothing. Kept values (copies a run
+ * leaves behind) let a later run start at any node. Covered by
+ * tests/test_exec.c, tests/test_exec_liveness.c, tests/test_runner.c,
  * tests/onnx_conformance.c and tests/cuda_exec.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
@@ -26,7 +28,11 @@ enum { MEM_HOST = 0, MEM_DEV = 1, N_MEM = 2 };
 #define ARENA_ALIGN ((size_t)256)
 
 /* Freed buffers of one backend, reused best-fit by the next allocation
- * that the memory plan does not cover (first runs, omitted outputs). */
+ * that the memory plan does not cover: on a device, every such buffer (its
+ * allocations are slow and synchronous); on the host, only omitted
+ * outputs' scratch, since a value's buffer goes back to the system when its
+ * last consumer has run, so a first run holds what liveness needs and no
+ * more. */
 typedef struct buf_pool {
     ptq_backend *b;
     int n, cap;
@@ -51,7 +57,7 @@ typedef struct slot {
     ptq_tensor meta;    /* dtype and shape; data unused */
     void *ptr[N_MEM];   /* host / device copy or NULL */
     size_t cap[N_MEM];
-    int from_pool[N_MEM]; /* 1: the copy came from the pool and goes back there */
+    int from_pool[N_MEM]; /* 1: the copy is outside the plan (slot_drop gives it back) */
     int borrowed[N_MEM];  /* points at caller, graph, overlay or kept data: never released */
     int refs_total;     /* consumers per full run (node inputs, +1 for a graph output) */
     int refs;           /* consumers left in this run */
@@ -96,6 +102,8 @@ struct ptq_exec {
     int n_wcopies, cap_wcopies;
     void *arena[N_MEM];
     size_t arena_bytes[N_MEM];
+    size_t held_bytes[N_MEM]; /* run buffers held now: the arena, unplanned buffers, the pool */
+    size_t peak_bytes[N_MEM]; /* the most held_bytes ever */
     void *u8_dev;       /* device staging for ptq_exec_run_u8's bytes */
     size_t u8_cap;
     int planned;        /* the arenas hold a plan */
@@ -130,6 +138,21 @@ static ptq_status backend_alloc(ptq_ctx *ctx, ptq_exec *e, int m, size_t n_bytes
     return e->by_mem[m]->alloc(e->by_mem[m], ctx, n_bytes, out);
 }
 
+/* A run buffer of n_bytes in memory m, for ptq_exec_peak_bytes. */
+static void held_add(ptq_exec *e, int m, size_t n_bytes)
+{
+    e->held_bytes[m] += n_bytes;
+    if (e->held_bytes[m] > e->peak_bytes[m])
+        e->peak_bytes[m] = e->held_bytes[m];
+}
+
+/* Gives run buffer p (cap bytes, memory m) back to the system. */
+static void held_release(ptq_exec *e, int m, void *p, size_t cap)
+{
+    e->by_mem[m]->release(e->by_mem[m], p);
+    e->held_bytes[m] -= cap;
+}
+
 static ptq_status pool_get(ptq_ctx *ctx, ptq_exec *e, int m, size_t n_bytes, void **out, size_t *cap)
 {
     buf_pool *pl = &e->pool[m];
@@ -146,11 +169,14 @@ static ptq_status pool_get(ptq_ctx *ctx, ptq_exec *e, int m, size_t n_bytes, voi
         return PTQ_OK;
     }
     *cap = n_bytes;
-    return backend_alloc(ctx, e, m, n_bytes, out);
+    PTQ_TRY_RET(backend_alloc(ctx, e, m, n_bytes, out));
+    held_add(e, m, n_bytes);
+    return PTQ_OK;
 }
 
-static void pool_put(buf_pool *pl, void *p, size_t cap)
+static void pool_put(ptq_exec *e, int m, void *p, size_t cap)
 {
+    buf_pool *pl = &e->pool[m];
     if (!p)
         return;
     if (pl->n == pl->cap) {
@@ -160,7 +186,7 @@ static void pool_put(buf_pool *pl, void *p, size_t cap)
         if (ptr)
             pl->ptr = ptr;
         if (!bytes) {
-            pl->b->release(pl->b, p); /* cannot keep it: give it back */
+            held_release(e, m, p, cap); /* cannot keep it: give it back */
             return;
         }
         pl->bytes = bytes;
@@ -171,10 +197,11 @@ static void pool_put(buf_pool *pl, void *p, size_t cap)
     pl->n++;
 }
 
-static void pool_clear(buf_pool *pl)
+static void pool_clear(ptq_exec *e, int m)
 {
+    buf_pool *pl = &e->pool[m];
     for (int i = 0; i < pl->n; i++)
-        pl->b->release(pl->b, pl->ptr[i]);
+        held_release(e, m, pl->ptr[i], pl->bytes[i]);
     free(pl->ptr);
     free(pl->bytes);
     pl->ptr = NULL;
@@ -191,14 +218,16 @@ static ptq_tensor slot_view(const slot *s, int m)
     return t;
 }
 
-/* Drops s's copy in memory m: back to the pool, or nothing for arena,
- * borrowed and constant data. */
+/* Drops s's copy in memory m: an unplanned one back to the system (host)
+ * or the pool (device), nothing for arena, borrowed and constant data. */
 static void slot_drop(ptq_exec *e, slot *s, int m)
 {
     if (!s->ptr[m])
         return;
-    if (s->from_pool[m])
-        pool_put(&e->pool[m], s->ptr[m], s->cap[m]);
+    if (s->from_pool[m] && m == MEM_HOST)
+        held_release(e, m, s->ptr[m], s->cap[m]);
+    else if (s->from_pool[m])
+        pool_put(e, m, s->ptr[m], s->cap[m]);
     s->ptr[m] = NULL;
     s->cap[m] = 0;
     s->from_pool[m] = s->borrowed[m] = 0;
@@ -685,7 +714,7 @@ done:
     /* scratch buffers of omitted outputs, on every path */
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i] < 0 && outs[i].data)
-            pool_put(&e->pool[m], outs[i].data, outs[i].cap_bytes);
+            pool_put(e, m, outs[i].data, outs[i].cap_bytes);
     return st;
 }
 
@@ -742,12 +771,15 @@ static ptq_status plan_memory(ptq_ctx *ctx, ptq_exec *e, int m)
     free(order);
     free(placed);
     if (e->arena[m]) {
-        e->by_mem[m]->release(e->by_mem[m], e->arena[m]);
+        held_release(e, m, e->arena[m], e->arena_bytes[m]);
         e->arena[m] = NULL;
     }
-    e->arena_bytes[m] = total;
-    if (total)
+    e->arena_bytes[m] = 0;
+    if (total) {
         PTQ_TRY_RET(backend_alloc(ctx, e, m, total, &e->arena[m]));
+        e->arena_bytes[m] = total;
+        held_add(e, m, total);
+    }
     return PTQ_OK;
 }
 
@@ -761,7 +793,7 @@ static ptq_status replan(ptq_ctx *ctx, ptq_exec *e)
     for (int m = 0; m < N_MEM; m++) {
         if (!e->by_mem[m])
             continue;
-        pool_clear(&e->pool[m]);
+        pool_clear(e, m);
         PTQ_TRY_RET(plan_memory(ctx, e, m));
     }
     e->planned = 1;
@@ -1205,6 +1237,39 @@ int64_t ptq_exec_n_allocs(const ptq_exec *e)
     return e->n_allocs;
 }
 
+size_t ptq_exec_peak_bytes(const ptq_exec *e, ptq_mem mem)
+{
+    return e->peak_bytes[mem_index(mem)];
+}
+
+double ptq_exec_live_estimate(const ptq_exec *e, int64_t batch)
+{
+    const ptq_graph *g = e->g;
+    /* bytes born (+) and dead (-) at each step: 0 binds the inputs, k + 1 runs node k */
+    double *delta = calloc((size_t)g->n_nodes + 3, sizeof *delta);
+    if (!delta)
+        return 0.0;
+    for (int v = 0; v < g->n_values; v++) {
+        const ptq_value *val = &g->values[v];
+        const slot *s = &e->slots[v];
+        if (s->is_const || val->ndim < 1 || (s->producer < 0 && !(val->flags & PTQ_VALUE_INPUT)))
+            continue;
+        double n_bytes = (double)batch * (double)(ptq_dtype_size(val->dtype) ? ptq_dtype_size(val->dtype) : 4);
+        for (int d = 1; d < val->ndim; d++) /* dim 0 is the batch */
+            n_bytes *= val->dims[d] > 0 ? (double)val->dims[d] : 1.0;
+        delta[s->producer + 1] += n_bytes;
+        delta[s->death + 1] -= n_bytes;
+    }
+    double alive = 0.0, peak = 0.0;
+    for (int k = 0; k <= g->n_nodes + 1; k++) {
+        alive += delta[k];
+        if (alive > peak)
+            peak = alive;
+    }
+    free(delta);
+    return peak;
+}
+
 void ptq_exec_free(ptq_exec *e)
 {
     if (!e)
@@ -1228,7 +1293,7 @@ void ptq_exec_free(ptq_exec *e)
         e->dev->release(e->dev, e->u8_dev);
     for (int m = 0; m < N_MEM; m++) {
         if (e->pool[m].b)
-            pool_clear(&e->pool[m]);
+            pool_clear(e, m);
         if (e->arena[m])
             e->by_mem[m]->release(e->by_mem[m], e->arena[m]);
     }

@@ -12,6 +12,7 @@
 #include "ptq/dist.h"
 #include "ptq/memory.h"
 #include "ptq/runner.h"
+#include "runtime/backend.h"
 
 struct ptq_runner {
     const ptq_runner_params *p;
@@ -218,30 +219,14 @@ static ptq_status check_logits(ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
     return PTQ_OK;
 }
 
-/* A rough bound on what a batch takes, checked before anything is
- * allocated so a --batch too large for the machine ends with a message,
- * not the OOM killer: the input buffers, and the executor's activations
- * taken as the three largest float tensors of one sample (an op's inputs
- * and output live at once) times the batch. */
-static ptq_status batch_fits(ptq_ctx *ctx, const ptq_graph *g, int64_t batch, int64_t sample, int n_bufs)
+/* A bound on what a batch takes, checked before anything is allocated so
+ * a --batch too large for the machine ends with a message, not the OOM
+ * killer: the input buffers, and the executor's activations alive at once
+ * at the worst step of a run (by tensor liveness, as its memory plan holds
+ * them). */
+static ptq_status batch_fits(ptq_ctx *ctx, const ptq_exec *e, int64_t batch, int64_t sample, int n_bufs)
 {
-    double top[3] = {0, 0, 0};
-    for (int v = 0; v < g->n_values; v++) {
-        const ptq_value *val = &g->values[v];
-        if (val->data || val->ndim < 1)
-            continue;
-        double elems = 1;
-        for (int d = 1; d < val->ndim; d++) /* dim 0 is the batch */
-            elems *= val->dims[d] > 0 ? (double)val->dims[d] : 1;
-        for (int k = 0; k < 3; k++)
-            if (elems > top[k]) {
-                for (int m = 2; m > k; m--)
-                    top[m] = top[m - 1];
-                top[k] = elems;
-                break;
-            }
-    }
-    double need = (double)batch * ((double)n_bufs * (double)sample + top[0] + top[1] + top[2]) * sizeof(float);
+    double need = (double)batch * (double)n_bufs * (double)sample * sizeof(float) + ptq_exec_live_estimate(e, batch);
     if (need <= (double)ptq_memory_budget())
         return PTQ_OK;
     return ptq_fail(ctx, PTQ_ERR_NOMEM,
@@ -274,7 +259,7 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     ptq_session_input_shape(s, &c, &h, &w);
     const int64_t sample = c * h * w, batch = p->n_ids < p->batch ? (p->n_ids ? p->n_ids : 1) : p->batch;
     const int n_bufs = p->prefetch ? 2 : 1;
-    PTQ_TRY_RET(batch_fits(ctx, g, batch, sample, n_bufs));
+    PTQ_TRY_RET(batch_fits(ctx, e, batch, sample, n_bufs));
     /* 8-bit images of the model's size go to the GPU as bytes and are normalized there */
     int planar = 0;
     int64_t dh, dw, dc;

@@ -140,6 +140,13 @@ PTQ_API double ptq_exec_node_seconds(const ptq_exec *e, int node_index);
 /* Allocations the executor made (host and device, buffers and copies) since
  * it was created: steady runs of one batch size add none. */
 PTQ_API int64_t ptq_exec_n_allocs(const ptq_exec *e);
+/* The most bytes of run buffers (the values passed between nodes and the
+ * scratch of omitted outputs, the planned arena included; kept copies,
+ * weights and kernels' own scratch not) e has held at once in memory mem
+ * since it was created. Bounded by tensor liveness: a buffer is released
+ * or reused once its value's last consumer has run, on the host from the
+ * first run on, on a device from the first planned run on. */
+PTQ_API size_t ptq_exec_peak_bytes(const ptq_exec *e, ptq_mem mem);
 /* Conv -> Add -> Relu chains run so far as one device kernel (cuDNN's
  * epilogue: the Conv's bias, a residual Add and a Relu), where no tap,
  * rounding or kept copy needs the values between them; PTQ_EPILOGUE=0 in
