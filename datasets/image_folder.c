@@ -1,7 +1,9 @@
-/* PNG folders root/<class>/<file>.png: class index = folder names sorted by
- * strcmp, files sorted within a class, samples class by class. Only the
- * file names are kept in memory; each read decodes just its samples.
- * Covered by tests/test_datasets.c. */
+/* Image folders root/<class>/<file>.{png,jpg,jpeg}: class index = folder
+ * names sorted by strcmp (or a classes file's map), files sorted within a
+ * class, samples class by class; or, with a labels file, the files it lists
+ * in its order with its labels. Only the file names are kept in memory; each
+ * read decodes just its samples, spread over the CPU pool. Covered by
+ * tests/test_datasets.c and tests/jpeg_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <dirent.h>
@@ -16,29 +18,32 @@
 #include "ptq/hash.h"
 
 /* One decoding thread's buffers, kept from read to read. */
-typedef struct png_worker {
+typedef struct folder_worker {
     char *path;         /* path_cap bytes */
     ds_image img;
-} png_worker;
+    ds_jpeg jpeg;
+} folder_worker;
 
-struct ds_png {
+struct ds_folder {
     char *names;        /* "<class>/<file>\0" one after another */
     size_t names_bytes, names_cap;
     int64_t *name_at;   /* [count] offsets into names */
     int32_t *label;     /* [count] class index */
     int64_t cap;
     size_t path_cap;    /* root + '/' + the longest relative name + NUL */
-    png_worker *workers;
+    folder_worker *workers;
     int n_workers;
+    int hash_labels;    /* labels or classes came from a file: the content hash covers them */
 };
 
-void ds_png_free(ds_png *f)
+void ds_folder_free(ds_folder *f)
 {
     if (!f)
         return;
     for (int t = 0; t < f->n_workers; t++) {
         free(f->workers[t].path);
         ds_image_free(&f->workers[t].img);
+        ds_jpeg_free(&f->workers[t].jpeg);
     }
     free(f->workers);
     free(f->names);
@@ -48,11 +53,11 @@ void ds_png_free(ds_png *f)
 }
 
 /* Grows the pool towards n workers; returns how many exist (0 only when none could be made). */
-static int grow_workers(ds_png *f, int n)
+static int grow_workers(ds_folder *f, int n)
 {
     if (n <= f->n_workers)
         return f->n_workers;
-    png_worker *w = realloc(f->workers, (size_t)n * sizeof *w);
+    folder_worker *w = realloc(f->workers, (size_t)n * sizeof *w);
     if (!w)
         return f->n_workers;
     f->workers = w;
@@ -83,18 +88,8 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int has_png_suffix(const char *name)
-{
-    size_t n = strlen(name);
-    if (n < 5)
-        return 0;
-    const char *s = name + n - 4;
-    return s[0] == '.' && tolower((unsigned char)s[1]) == 'p' && tolower((unsigned char)s[2]) == 'n' &&
-           tolower((unsigned char)s[3]) == 'g';
-}
-
 /* Lists the non-hidden entries of dir that are folders (want_dirs) or
- * regular *.png files, sorted. */
+ * regular image files (ds_image_kind), sorted; symlinks are followed. */
 static ptq_status list_dir(ptq_ctx *ctx, const char *dir, int want_dirs, name_list *out)
 {
     ptq_status st = PTQ_OK;
@@ -104,7 +99,7 @@ static ptq_status list_dir(ptq_ctx *ctx, const char *dir, int want_dirs, name_li
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot read folder %s: %s", dir, strerror(errno));
     size_t dir_len = strlen(dir);
     for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.' || (!want_dirs && !has_png_suffix(e->d_name)))
+        if (e->d_name[0] == '.' || (!want_dirs && ds_image_kind(e->d_name) == DS_IMG_NONE))
             continue;
         size_t need = dir_len + strlen(e->d_name) + 2;
         char *grown = realloc(full, need);
@@ -138,8 +133,8 @@ done:
     return st;
 }
 
-/* Appends "<cls>/<file>" with label k to the sample list. */
-static int add_sample(ds_png *f, int64_t count, const char *cls, const char *file, int32_t k)
+/* Appends "<cls>/<file>" (just file when cls is "") with label k to the sample list. */
+static int add_sample(ds_folder *f, int64_t count, const char *cls, const char *file, int32_t k)
 {
     size_t len = strlen(cls) + strlen(file) + 2;
     if (f->names_bytes + len > f->names_cap) {
@@ -164,95 +159,167 @@ static int add_sample(ds_png *f, int64_t count, const char *cls, const char *fil
             return 0;
         f->cap = cap;
     }
-    snprintf(f->names + f->names_bytes, len, "%s/%s", cls, file);
+    snprintf(f->names + f->names_bytes, len, "%s%s%s", cls, *cls ? "/" : "", file);
     f->name_at[count] = (int64_t)f->names_bytes;
     f->label[count] = k;
     f->names_bytes += len;
     return 1;
 }
 
-ptq_status ds_png_open(ptq_ctx *ctx, ptq_dataset *ds)
+/* The samples of a labels file, in its order; classes (may be NULL) must give each label. */
+static ptq_status open_listed(ptq_ctx *ctx, ptq_dataset *ds, const char *labels_path, const ds_classes *classes)
+{
+    ds_labels list;
+    PTQ_TRY_RET(ds_labels_read(ctx, labels_path, &list));
+    ptq_status st = PTQ_OK;
+    ds_folder *f = ds->folder;
+    for (int64_t i = 0; i < list.n; i++) {
+        const ds_labels_line *l = &list.items[i];
+        if (classes && (l->label >= classes->n_classes || !ds->class_names[l->label])) {
+            st = ptq_fail(ctx, PTQ_ERR_DATA, "labels file %s line %lld: label %d is no index of classes file %s",
+                          labels_path, (long long)l->line, l->label, classes->path);
+            goto done;
+        }
+        if (!add_sample(f, ds->count, "", l->path, l->label)) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+            goto done;
+        }
+        ds->count++;
+    }
+done:
+    ds_labels_free(&list);
+    return st;
+}
+
+/* The samples of root/<class>/<image>: class index = rank of the folder
+ * name, or classes' index for it (a folder it does not name is refused). */
+static ptq_status open_scanned(ptq_ctx *ctx, ptq_dataset *ds, const ds_classes *classes)
 {
     ptq_status st = PTQ_OK;
-    name_list classes = {0}, files = {0};
+    name_list dirs = {0}, files = {0};
     char *dir = NULL;
-    size_t longest = 0;
-    ds_png *f = calloc(1, sizeof *f);
-    if (!f)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
-    ds->png = f;
-    PTQ_TRY(st, list_dir(ctx, ds->path, 1, &classes), done);
-    if (classes.n > 0x7fffffff) {
-        st = ptq_fail(ctx, PTQ_ERR_DATA, "too many class folders in %s", ds->path);
+    ds_folder *f = ds->folder;
+    PTQ_TRY(st, list_dir(ctx, ds->path, 1, &dirs), done);
+    if (dirs.n > DS_MAX_CLASS_INDEX + 1) {
+        st = ptq_fail(ctx, PTQ_ERR_DATA, "too many class folders in %s (more than %d)", ds->path,
+                      DS_MAX_CLASS_INDEX + 1);
         goto done;
     }
-    for (int64_t k = 0; k < classes.n; k++) {
-        size_t need = strlen(ds->path) + strlen(classes.items[k]) + 2;
+    for (int64_t k = 0; k < dirs.n; k++) {
+        int32_t label = (int32_t)k;
+        if (classes && (label = ds_classes_find(classes, dirs.items[k])) < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_DATA, "class folder %s/%s is not in classes file %s", ds->path,
+                          dirs.items[k], classes->path);
+            goto done;
+        }
+        size_t need = strlen(ds->path) + strlen(dirs.items[k]) + 2;
         char *grown = realloc(dir, need);
         if (!grown)
             goto nomem;
         dir = grown;
-        snprintf(dir, need, "%s/%s", ds->path, classes.items[k]);
+        snprintf(dir, need, "%s/%s", ds->path, dirs.items[k]);
         name_list_free(&files);
         PTQ_TRY(st, list_dir(ctx, dir, 0, &files), done);
         for (int64_t i = 0; i < files.n; i++) {
-            if (!add_sample(f, ds->count, classes.items[k], files.items[i], (int32_t)k))
+            if (!add_sample(f, ds->count, dirs.items[k], files.items[i], label))
                 goto nomem;
-            size_t len = strlen(f->names + f->name_at[ds->count]);
-            longest = len > longest ? len : longest;
             ds->count++;
         }
     }
     if (ds->count == 0) {
-        st = ptq_fail(ctx, PTQ_ERR_DATA, "no images in %s (expected %s/<class>/*.png)", ds->path, ds->path);
+        st = ptq_fail(ctx, PTQ_ERR_DATA, "no images in %s (expected %s/<class>/*.png, *.jpg or *.jpeg)", ds->path,
+                      ds->path);
         goto done;
     }
-    f->path_cap = strlen(ds->path) + longest + 2;
-    if (grow_workers(f, 1) < 1)
-        goto nomem;
-    ds->n_classes = (int)classes.n;
-    ds->class_names = classes.items;
-    classes.items = NULL;
-    classes.n = 0;
-    ds->has_labels = 1;
-    png_worker *w0 = &f->workers[0];
-    snprintf(w0->path, f->path_cap, "%s/%s", ds->path, f->names);
-    PTQ_TRY(st, ds_png_decode(ctx, w0->path, &w0->img, 1, 0), done);
-    ds->height = w0->img.height;
-    ds->width = w0->img.width;
-    ds->channels = w0->img.channels;
+    if (!classes) {
+        ds->n_classes = (int)dirs.n;
+        ds->class_names = dirs.items;
+        dirs.items = NULL;
+        dirs.n = 0;
+    }
     goto done;
 nomem:
     st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
 done:
     free(dir);
     name_list_free(&files);
-    name_list_free(&classes);
+    name_list_free(&dirs);
+    return st;
+}
+
+/* Decodes sample s with worker w's buffers into w->img (header only: its geometry). */
+static ptq_status decode_sample(ptq_ctx *ctx, const ptq_dataset *ds, folder_worker *w, int64_t s, int header_only,
+                                const ptq_preprocess *p)
+{
+    const ds_folder *f = ds->folder;
+    const char *rel = f->names + f->name_at[s];
+    snprintf(w->path, f->path_cap, "%s/%s", ds->path, rel);
+    const uint64_t max_pixels = p ? (uint64_t)p->height * (uint64_t)p->width * DS_PNG_MAX_UPSCALE : 0;
+    if (ds_image_kind(rel) == DS_IMG_JPEG)
+        return ds_jpeg_decode(ctx, w->path, &w->jpeg, &w->img, header_only, p, max_pixels);
+    return ds_png_decode(ctx, w->path, &w->img, header_only, max_pixels);
+}
+
+ptq_status ds_folder_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts)
+{
+    ptq_status st = PTQ_OK;
+    ds_classes classes;
+    memset(&classes, 0, sizeof classes);
+    ds_folder *f = calloc(1, sizeof *f);
+    if (!f)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+    ds->folder = f;
+    if (opts->classes_file) {
+        PTQ_TRY(st, ds_classes_read(ctx, opts->classes_file, &classes), done);
+        PTQ_TRY(st, ds_classes_by_index(ctx, &classes, &ds->class_names), done);
+        ds->n_classes = classes.n_classes;
+    }
+    if (opts->labels_file)
+        PTQ_TRY(st, open_listed(ctx, ds, opts->labels_file, opts->classes_file ? &classes : NULL), done);
+    else
+        PTQ_TRY(st, open_scanned(ctx, ds, opts->classes_file ? &classes : NULL), done);
+    f->hash_labels = opts->labels_file || opts->classes_file;
+    size_t longest = 0;
+    for (int64_t i = 0; i < ds->count; i++) {
+        size_t len = strlen(f->names + f->name_at[i]);
+        longest = len > longest ? len : longest;
+    }
+    f->path_cap = strlen(ds->path) + longest + 2;
+    if (grow_workers(f, 1) < 1) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+        goto done;
+    }
+    ds->has_labels = 1;
+    folder_worker *w0 = &f->workers[0];
+    PTQ_TRY(st, decode_sample(ctx, ds, w0, 0, 1, NULL), done);
+    ds->height = w0->img.height;
+    ds->width = w0->img.width;
+    ds->channels = w0->img.channels;
+done:
+    ds_classes_free(&classes);
     return st;
 }
 
 /* One read spread over the CPU pool; the lowest failing sample wins. */
-typedef struct png_job {
+typedef struct folder_job {
     ptq_dataset *ds;
     int64_t start, per_sample;
     const ptq_preprocess *p;
     float *x;
     int32_t *labels;
     ds_first_error bad;
-} png_job;
+} folder_job;
 
-static void png_samples(void *arg, int64_t begin, int64_t end, int worker)
+static void folder_samples(void *arg, int64_t begin, int64_t end, int worker)
 {
-    png_job *j = arg;
-    ds_png *f = j->ds->png;
-    png_worker *w = &f->workers[worker];
+    folder_job *j = arg;
+    ds_folder *f = j->ds->folder;
+    folder_worker *w = &f->workers[worker];
     for (int64_t i = begin; i < end; i++) {
         ptq_ctx local;
         ptq_ctx_init(&local);
         int64_t s = j->start + i;
-        snprintf(w->path, f->path_cap, "%s/%s", j->ds->path, f->names + f->name_at[s]);
-        ptq_status st = ds_png_decode(&local, w->path, &w->img, 0,
-                                      (uint64_t)j->p->height * (uint64_t)j->p->width * DS_PNG_MAX_UPSCALE);
+        ptq_status st = decode_sample(&local, j->ds, w, s, 0, j->p);
         if (st == PTQ_OK) {
             st = ptq_preprocess_image(&local, j->p, w->img.data, w->img.dtype, w->img.height, w->img.width,
                                       w->img.channels, 0, j->x + i * j->per_sample);
@@ -273,14 +340,14 @@ static void png_samples(void *arg, int64_t begin, int64_t end, int worker)
 /* Decodes and preprocesses samples on the CPU pool (one decoder state per
  * pool thread); the failure of the lowest sample index is the one
  * reported, so errors do not depend on the thread count. */
-ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
-                       int32_t *labels)
+ptq_status ds_folder_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
+                          float *x, int32_t *labels)
 {
-    ds_png *f = ds->png;
+    ds_folder *f = ds->folder;
     const int n_workers = ptq_par_workers();
     if (grow_workers(f, n_workers) < n_workers)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "reading %s: out of memory", ds->path);
-    png_job job;
+    folder_job job;
     memset(&job, 0, sizeof job);
     job.ds = ds;
     job.start = start;
@@ -289,7 +356,7 @@ ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, 
     job.x = x;
     job.labels = labels;
     ds_first_error_init(&job.bad, n);
-    ptq_parallel_for(n, 4, png_samples, &job);
+    ptq_parallel_for(n, 4, folder_samples, &job);
     ds_first_error_free(&job.bad);
     if (job.bad.index == n)
         return PTQ_OK;
@@ -298,9 +365,9 @@ ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, 
     return job.bad.err.code;
 }
 
-ptq_status ds_png_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
+ptq_status ds_folder_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
 {
-    const ds_png *f = ds->png;
+    const ds_folder *f = ds->folder;
     ptq_sha256 h;
     unsigned char buf[1 << 16];
     ptq_status st = PTQ_OK;
@@ -325,6 +392,13 @@ ptq_status ds_png_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[6
         if (ferror(in) || got_total != n)
             st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s (or it changed while read)", path);
         fclose(in);
+        if (f->hash_labels) { /* labels from a file: a changed label is a changed set */
+            const char *name = ptq_dataset_class_name(ds, f->label[i]);
+            for (int b = 0; b < 4; b++)
+                le[b] = (unsigned char)((uint32_t)f->label[i] >> (8 * b));
+            ptq_sha256_update(&h, le, 4);
+            ptq_sha256_update(&h, name ? name : "", strlen(name ? name : "") + 1);
+        }
     }
     if (st == PTQ_OK)
         ptq_sha256_final_hex(&h, hex);
