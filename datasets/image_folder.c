@@ -173,11 +173,27 @@ static ptq_status open_listed(ptq_ctx *ctx, ptq_dataset *ds, const char *labels_
     PTQ_TRY_RET(ds_labels_read(ctx, labels_path, &list));
     ptq_status st = PTQ_OK;
     ds_folder *f = ds->folder;
+    char *full = NULL;
     for (int64_t i = 0; i < list.n; i++) {
         const ds_labels_line *l = &list.items[i];
         if (classes && (l->label >= classes->n_classes || !ds->class_names[l->label])) {
             st = ptq_fail(ctx, PTQ_ERR_DATA, "labels file %s line %lld: label %d is no index of classes file %s",
                           labels_path, (long long)l->line, l->label, classes->path);
+            goto done;
+        }
+        size_t need = strlen(ds->path) + strlen(l->path) + 2;
+        char *grown = realloc(full, need);
+        if (!grown) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+            goto done;
+        }
+        full = grown;
+        snprintf(full, need, "%s/%s", ds->path, l->path);
+        struct stat sb;
+        const int missing = stat(full, &sb) != 0; /* named now, not half-way through a run */
+        if (missing || !S_ISREG(sb.st_mode)) {
+            st = ptq_fail(ctx, PTQ_ERR_IO, "labels file %s line %lld: %s: %s", labels_path, (long long)l->line, full,
+                          missing ? strerror(errno) : "not a regular file");
             goto done;
         }
         if (!add_sample(f, ds->count, "", l->path, l->label)) {
@@ -187,6 +203,7 @@ static ptq_status open_listed(ptq_ctx *ctx, ptq_dataset *ds, const char *labels_
         ds->count++;
     }
 done:
+    free(full);
     ds_labels_free(&list);
     return st;
 }
