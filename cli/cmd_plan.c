@@ -60,8 +60,9 @@ static const char plan_help[] =
     "  --class-budget PTS   recall points any one class may lose (default: no limit)\n"
     "  --max-moves N        move at most N tensors to FP16 (default: as many as it takes)\n"
     "  --data PATH          labelled data to validate on; --samples N (default 1000, 0: all), --seed S,\n"
-    "                       --batch, --device, --threads, --preprocess,\n"
-    "                       " CLI_DATA_NAMES " as for `ptq eval`\n";
+    "                       --batch, --device, --threads, --preprocess and\n"
+    "                       " CLI_DATA_NAMES "\n"
+    "                       as for `ptq eval`\n";
 
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)

@@ -117,11 +117,14 @@ ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image
         img->width = w;
         return PTQ_OK;
     }
-    if (max_pixels && (uint64_t)sw * (uint64_t)sh > max_pixels) /* before a byte of pixels is decoded */
+    if (max_pixels && (uint64_t)sw * (uint64_t)sh > max_pixels) { /* before a byte of pixels is decoded */
+        char scaled[64] = "";
+        if (sf.num != sf.denom)
+            snprintf(scaled, sizeof scaled, " (%d x %d at DCT scale %d/%d)", sh, sw, sf.num, sf.denom);
         return ptq_fail(ctx, PTQ_ERR_SHAPE,
-                        "JPEG %s declares %d x %d pixels (%d x %d at its smallest DCT scale for this input), more "
-                        "than %llu (%d times the model's input); refusing to decode it",
-                        path, h, w, sh, sw, (unsigned long long)max_pixels, DS_PNG_MAX_UPSCALE);
+                        "JPEG %s declares %d x %d pixels%s, more than %llu (%d times the model's input); refusing to "
+                        "decode it", path, h, w, scaled, (unsigned long long)max_pixels, DS_PNG_MAX_UPSCALE);
+    }
     size_t bytes = (size_t)sw * (size_t)sh * (size_t)img->channels;
     if (bytes > MAX_IMAGE_BYTES)
         return ptq_fail(ctx, PTQ_ERR_SHAPE, "JPEG %s declares %d x %d pixels, too large to decode", path, h, w);

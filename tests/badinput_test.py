@@ -431,6 +431,9 @@ def jpeg_folders():
     ok = jpeg_bytes(np.full((28, 28), 128, np.uint8))
     root = png_folder("jtrunc", {"a/0.jpg": ok, "b/0.jpg": ok[:len(ok) // 2]})
     case("jpeg: truncated file", M + [root], 7, "cannot decode JPEG " + os.path.join(root, "b/0.jpg"))
+    noisy = jpeg_bytes(np.random.default_rng(3).integers(0, 255, (28, 28), np.uint8))
+    root = png_folder("jtrunc2", {"a/0.jpg": ok, "b/0.jpg": noisy[:len(noisy) - 64]})
+    case("jpeg: truncated inside the scan data", M + [root], 7, "Premature end of JPEG file")
     root = png_folder("jnot", {"a/0.jpg": ok, "b/0.JPEG": b"GIF89a not a jpeg at all"})
     case("jpeg: not a JPEG", M + [root], 7, "b/0.JPEG")
     bad = bytearray(ok)
@@ -469,6 +472,17 @@ def jpeg_folders():
     case("classes: a folder it does not name", M + [root, "--classes", classes], 7, "class folder " + root + "/b")
     classes = write("classes_far.txt", "a 0\nb 999\n", "w")
     case("classes: an index past the model's outputs", M + [root, "--classes", classes], 7, "classes but the model outputs 10")
+    D = ["data", "convert", "--images", root, "--out"]
+    case("data convert: --resize 0x5", D + [J("c0.h5"), "--resize", "0x5"], 2, "--resize wants WxH")
+    case("data convert: --resize 5x", D + [J("c0.h5"), "--resize", "5x"], 2, "--resize wants WxH")
+    case("data convert: a folder to png", D + [J("c0"), "--format", "png"], 2, "hdf5 only")
+    case("data convert: --channels 2", D + [J("c0.h5"), "--channels", "2"], 2, "--channels must be 1 or 3")
+    case("data convert: a corrupt JPEG, nothing written", ["data", "convert", "--images", J("jcorrupt"), "--out",
+                                                          J("c1.h5")], 7, "cannot decode JPEG",
+         out_check=lambda o, e: not os.path.exists(J("c1.h5")))
+    case("data convert: --resize with IDX input", ["data", "convert", "--images", J("good.h5"), "--labels",
+                                                   J("good.h5"), "--out", J("c2.h5"), "--resize", "8"], 2,
+         "are for an image folder")
     fifo = J("labels.fifo")
     os.mkfifo(fifo)
     case("labels: a FIFO", M + [root, "--labels", fifo], 3, "", secs=20)
