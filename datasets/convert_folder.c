@@ -53,7 +53,7 @@ static ptq_status write_set(ptq_ctx *ctx, ptq_dataset *ds, const ptq_preprocess 
     char **names = NULL, why[256];
     ds_h5_quiet q;
     ds_h5_quiet_begin(&q);
-    PTQ_TRY(st, ptq_memory_check(ctx, (uint64_t)block_n * (uint64_t)per * 5 + (uint64_t)n * 12, "converting"), done);
+    PTQ_TRY(st, ptq_memory_check(ctx, (uint64_t)block_n * (uint64_t)per * 5 + (uint64_t)n * 12, ds->path), done);
     x = malloc((size_t)(block_n * per) * sizeof *x);
     u8 = malloc((size_t)(block_n * per));
     lab = malloc((size_t)n * sizeof *lab);

@@ -244,8 +244,9 @@ static ptq_status open_scanned(ptq_ctx *ctx, ptq_dataset *ds, const ds_classes *
         }
     }
     if (ds->count == 0) {
-        st = ptq_fail(ctx, PTQ_ERR_DATA, "no images in %s (expected %s/<class>/*.png, *.jpg or *.jpeg)", ds->path,
-                      ds->path);
+        st = ptq_fail(ctx, PTQ_ERR_DATA,
+                      "no images in %s (expected %s/<class>/*.png, *.jpg or *.jpeg, or a labels file listing them)",
+                      ds->path, ds->path);
         goto done;
     }
     if (!classes) {

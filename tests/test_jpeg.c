@@ -61,11 +61,12 @@ static uint8_t *pattern(int h, int w, int c, int seed)
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
             for (int k = 0; k < c; k++)
-                px[((size_t)y * w + x) * c + k] = (uint8_t)((x * 7 + y * 3 + k * 50 + seed * 31 + ((x / 4 + y / 4) % 2) * 40) & 0xff);
+                px[((size_t)y * w + x) * c + k] =
+                    (uint8_t)((x * 7 + y * 3 + k * 50 + seed * 31 + ((x / 4 + y / 4) % 2) * 40) & 0xff);
     return px;
 }
 
-/* Encodes px [h, w, c] (c 1 or 3) as a JPEG; malloc'd bytes (tjFree'd by the caller through free_jpeg). */
+/* Encodes px [h, w, c] (c 1 or 3) as a JPEG; TurboJPEG-allocated bytes the caller tjFree's. */
 static unsigned char *encode(const uint8_t *px, int h, int w, int c, int quality, int subsamp, unsigned long *n)
 {
     tjhandle tj = tjInitCompress();
@@ -105,7 +106,8 @@ static uint8_t *ref_decode(const char *path, int w, int h, int c)
     fclose(f);
     uint8_t *px = malloc((size_t)w * h * c);
     tjhandle tj = tjInitDecompress();
-    int ok = got == (size_t)n && tjDecompress2(tj, buf, (unsigned long)n, px, w, 0, h, c == 1 ? TJPF_GRAY : TJPF_RGB, 0) == 0;
+    int ok = got == (size_t)n &&
+             tjDecompress2(tj, buf, (unsigned long)n, px, w, 0, h, c == 1 ? TJPF_GRAY : TJPF_RGB, 0) == 0;
     tjDestroy(tj);
     free(buf);
     if (!ok) {
@@ -199,7 +201,8 @@ static void test_mixed_folder(void)
     ptq_dataset_close(ds);
 }
 
-/* The DCT scale: the smallest M/8 whose shorter side still covers the resize; none when the image is the model's size. */
+/* The DCT scale: the smallest M/8 whose shorter side still covers the resize; none when the image is the
+ * model's size. */
 static void test_dct_scale(void)
 {
     char p[512];
