@@ -310,6 +310,18 @@ static void test_bad_jpegs(void)
     pp.resize = 64;
     CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 64 * 64 * DS_PNG_MAX_UPSCALE) == PTQ_ERR_SHAPE &&
           strstr(ctx.msg, "7500 x 6250 at DCT scale 1/8"));
+    /* CMYK: refused as unsupported, not misread */
+    uint8_t cmyk[8 * 8 * 4];
+    memset(cmyk, 90, sizeof cmyk);
+    tjhandle tj = tjInitCompress();
+    unsigned char *cj = NULL;
+    unsigned long cn = 0;
+    CHECK(tj && tjCompress2(tj, cmyk, 8, 0, 8, TJPF_CMYK, &cj, &cn, TJSAMP_444, 90, 0) == 0);
+    snprintf(p, sizeof p, "%s/cmyk.jpg", g_tmp);
+    write_bytes(p, cj, cn);
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_UNSUPPORTED && strstr(ctx.msg, "CMYK"));
+    tjFree(cj);
+    tjDestroy(tj);
     /* through the folder reader: the first bad sample in index order is the one reported (here a/empty.jpg) */
     ptq_dataset *ds = NULL;
     snprintf(p, sizeof p, "%s/a/0.jpg", root);
