@@ -147,6 +147,27 @@ typedef struct cli_opt {
     const char *value; /* set by cli_parse; "1" for a flag seen */
 } cli_opt;
 
+/* The options that say how --data is read, in the option table of every
+ * command that takes --data (cli_session_opts_from reads them), and their
+ * help lines. */
+#define CLI_DATA_OPTS                                                                                         \
+    {"images-key", 1, NULL}, {"labels-key", 1, NULL}, {"layout", 1, NULL}, {"allow-external-data", 0, NULL}, \
+        {"labels", 1, NULL}, {"classes", 1, NULL}
+#define CLI_DATA_HELP                                                                                          \
+    "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"                   \
+    "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"                \
+    "  --layout L           stored HDF5 image layout NHW, NHWC or NCHW (default: guessed)\n"                   \
+    "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"       \
+    "  --labels FILE        image folders: the samples and labels are FILE's \"PATH LABEL\" lines (PATH\n"     \
+    "                       relative to --data, LABEL an integer), as ImageNet validation lists come\n"       \
+    "                       (e.g. ILSVRC2012_val_00000001.JPEG 65); class folders are not scanned\n"            \
+    "  --classes FILE       image folders: the model output index of each class folder name, one\n"         \
+    "                       \"NAME\" per line in index order or \"NAME INDEX\" lines (e.g. n01440764 0);\n"    \
+    "                       a folder it does not name is refused\n"
+/* The names of CLI_DATA_OPTS, for "as for `ptq eval`" help lines. */
+#define CLI_DATA_NAMES "--images-key, --labels-key, --layout, --allow-external-data, --labels, --classes"
+
+
 /* Returns 0, or an exit code after printing the problem. */
 int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
               int max_pos);
@@ -205,6 +226,7 @@ typedef struct cli_session_opts {
     int profile;             /* time each node exactly (synchronises the GPU after each) */
     int allow_external_data; /* read HDF5 sets that refer to other files */
     const char *math;        /* "fp32" (NULL), "tf32" */
+    const char *labels_file, *classes_file; /* image folders: --labels, --classes */
 } cli_session_opts;
 
 /* "op type  nodes  ms  share" lines for the time the executor spent per op
@@ -212,8 +234,8 @@ typedef struct cli_session_opts {
 char *cli_profile_table(const cli_session *s);
 
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
-/* The session options from a command's --model, --data, --device, --preprocess,
- * --images-key, --labels-key, --layout and --allow-external-data (any may be absent). */
+/* The session options from a command's --model, --data, --device, --preprocess
+ * and CLI_DATA_OPTS (any may be absent). */
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts);
 /* cli_session_open for a run that compares predictions with labels:
  * unlabelled data fails (PTQ_ERR_DATA, "<data> has no labels; <why>") and

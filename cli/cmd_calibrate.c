@@ -39,10 +39,8 @@ static const char calibrate_help[] =
     "  --batch N            images per batch (default 256); results do not depend on it\n"
     "  --threads N          CPU threads (default: every CPU the process may run on)\n"
     "  --preprocess SPEC    override the model's ptq.preprocess metadata (see `ptq eval --help`)\n"
-    "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"
-    "  --labels-key KEY     HDF5 dataset holding labels (unused, but checked when present)\n"
-    "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
-    "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
+    CLI_DATA_HELP
+    "                       (labels are not needed, but --labels and --labels-key are checked when given)\n"
     "  --json               print the summary as JSON on stdout\n"
     "  --progress           force the progress line (default: only on a terminal)\n"
     "\n"
@@ -98,9 +96,8 @@ int cmd_calibrate(int argc, char **argv)
     cli_opt opts[] = {{"model", 1, NULL},  {"data", 1, NULL},       {"out", 1, NULL},        {"samples", 1, NULL},
                       {"seed", 1, NULL},   {"shard", 1, NULL},      {"ops", 1, NULL},        {"tensors", 1, NULL},
                       {"bins", 1, NULL},   {"device", 1, NULL}, {"math", 1, NULL},     {"batch", 1, NULL},      {"threads", 1, NULL},
-                      {"preprocess", 1, NULL}, {"images-key", 1, NULL}, {"labels-key", 1, NULL}, {"layout", 1, NULL},
-                      {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL},
-                      {"allow-external-data", 0, NULL}};
+                      {"preprocess", 1, NULL}, {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL},
+                      CLI_DATA_OPTS};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("calibrate", argc, argv, opts, n_opts, pos, &n_pos, 0);

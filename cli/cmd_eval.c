@@ -13,12 +13,12 @@
 static const char eval_help[] =
     "usage: ptq eval --model M.onnx --data D [options]\n"
     "\n"
-    "Runs the model over a labelled image set (HDF5 file or PNG folder) and\n"
+    "Runs the model over a labelled image set (HDF5 file or PNG/JPEG folder) and\n"
     "prints top-1/top-5 accuracy, per-class precision/recall/F1 and the\n"
     "confusion matrix.\n"
     "\n"
     "  --model FILE         ONNX model (one float32 image input, logits output)\n"
-    "  --data PATH          HDF5 file or PNG folder root/<class>/*.png\n"
+    "  --data PATH          HDF5 file or image folder root/<class>/*.{png,jpg,jpeg}\n"
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
     "  --math M             GPU convolutions and matrix products in fp32 (default, exact) or tf32\n"
     "                       (tensor cores); recorded in the output. The CPU computes fp32\n"
@@ -29,10 +29,7 @@ static const char eval_help[] =
     "                       channels and size come from the model's input), e.g.\n"
     "                       \"mean=0.485,0.456,0.406 std=0.229,0.224,0.225 resize=256\", or a preset:\n"
     "                       imagenet, imagenet-bgr-caffe (refined by further items: \"imagenet resize=232\")\n"
-    "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"
-    "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"
-    "  --layout L           stored image layout NHW, NHWC or NCHW (default: guessed)\n"
-    "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"
+    CLI_DATA_HELP
     "  --json               print the report as JSON on stdout\n"
     "  --report FILE        also write the JSON report to FILE\n"
     "  --logits FILE        write the logits as a float32 .npy array [N, classes]\n"
@@ -44,11 +41,9 @@ enum { EVAL_MAX_BATCH = 1 << 16 };
 int cmd_eval(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"data", 1, NULL},       {"device", 1, NULL}, {"math", 1, NULL},  {"batch", 1, NULL},
-                      {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
-                      {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"json", 0, NULL},    {"report", 1, NULL},
+                      {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"json", 0, NULL},    {"report", 1, NULL},
                       {"logits", 1, NULL},     {"progress", 0, NULL},   {"profile", 0, NULL},
-                      {"threads", 1, NULL},    {"help", 0, NULL},
-                      {"allow-external-data", 0, NULL}};
+                      {"threads", 1, NULL},    {"help", 0, NULL},       CLI_DATA_OPTS};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("eval", argc, argv, opts, n_opts, pos, &n_pos, 0);

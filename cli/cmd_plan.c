@@ -60,8 +60,9 @@ static const char plan_help[] =
     "  --class-budget PTS   recall points any one class may lose (default: no limit)\n"
     "  --max-moves N        move at most N tensors to FP16 (default: as many as it takes)\n"
     "  --data PATH          labelled data to validate on; --samples N (default 1000, 0: all), --seed S,\n"
-    "                       --batch, --device, --threads, --preprocess, --images-key, --labels-key,\n"
-    "                       --layout, --allow-external-data as for `ptq eval`\n";
+    "                       --batch, --device, --threads, --preprocess and\n"
+    "                       " CLI_DATA_NAMES "\n"
+    "                       as for `ptq eval`\n";
 
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)
@@ -108,8 +109,7 @@ int cmd_plan(int argc, char **argv)
                       /* the budgeted plan (cli/plan_budget.c) */
                       {"sensitivity", 1, NULL}, {"budget", 1, NULL}, {"class-budget", 1, NULL}, {"data", 1, NULL},
                       {"samples", 1, NULL}, {"seed", 1, NULL}, {"batch", 1, NULL}, {"device", 1, NULL},
-                      {"threads", 1, NULL}, {"preprocess", 1, NULL}, {"images-key", 1, NULL},
-                      {"labels-key", 1, NULL}, {"layout", 1, NULL}, {"allow-external-data", 0, NULL},
+                      {"threads", 1, NULL}, {"preprocess", 1, NULL}, CLI_DATA_OPTS,
                       {"max-moves", 1, NULL}, {"placement", 1, NULL}, {"explain", 0, NULL}, {"target", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];

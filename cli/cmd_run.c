@@ -38,8 +38,11 @@ static const char run_help[] =
     "no plan met --budget (the best one is validated and exported all the same).\n"
     "\n"
     "  --model FILE         ONNX model\n"
-    "  --calib-data PATH    calibration images (HDF5 or PNG folder; labels not needed)\n"
+    "  --calib-data PATH    calibration images (HDF5 or PNG/JPEG folder; labels not needed)\n"
     "  --data PATH          labelled validation images\n"
+    "  --labels FILE, --classes FILE  how --data's image folder is labelled, as for `ptq eval`\n"
+    "  --calib-labels FILE, --calib-classes FILE  the same for --calib-data (e.g. a flat folder\n"
+    "                       listed by a labels file)\n"
     "  --out DIR            the folder for everything (made if missing)\n"
     "  --budget PTS         top-1 points the plan may lose against FP32 (default: the default plan)\n"
     "  --class-budget PTS   recall points any one class may lose (with --budget)\n"
@@ -66,6 +69,7 @@ typedef struct stage {
     const char *argv[MAX_ARGS];
     int argc;
     const char *inputs[6];
+    const ptq_dataset_opts *input_opts[6]; /* how a data set input is read (NULL: the defaults) */
     int n_inputs;
     const char *outputs[6];
     int n_outputs;
@@ -85,13 +89,14 @@ static void opt(stage *s, const char *name, const char *value)
     }
 }
 
-/* The content SHA-256 of a file, or of a data set folder (ptq_dataset_content_sha256). */
-static ptq_status content_sha(ptq_ctx *ctx, const char *path, char hex[65])
+/* The content SHA-256 of a file, or of a data set folder (ptq_dataset_content_sha256, which covers the
+ * labels and classes files of dopts). */
+static ptq_status content_sha(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *dopts, char hex[65])
 {
     struct stat stt;
     if (stat(path, &stt) == 0 && S_ISDIR(stt.st_mode)) {
         ptq_dataset *ds = NULL;
-        PTQ_TRY_RET(ptq_dataset_open(ctx, path, NULL, &ds));
+        PTQ_TRY_RET(ptq_dataset_open(ctx, path, dopts, &ds));
         ptq_status st = ptq_dataset_content_sha256(ctx, ds, hex);
         ptq_dataset_close(ds);
         return st;
@@ -108,7 +113,7 @@ static ptq_status stage_key(ptq_ctx *ctx, const stage *s, char key[65])
         ptq_sha256_update(&h, s->argv[i], strlen(s->argv[i]) + 1);
     for (int i = 0; i < s->n_inputs; i++) {
         char hex[65];
-        PTQ_TRY_RET(content_sha(ctx, s->inputs[i], hex));
+        PTQ_TRY_RET(content_sha(ctx, s->inputs[i], s->input_opts[i], hex));
         ptq_sha256_update(&h, hex, 64);
     }
     ptq_sha256_final_hex(&h, key);
@@ -140,7 +145,8 @@ int cmd_run(int argc, char **argv)
                       {"budget", 1, NULL},  {"class-budget", 1, NULL},  {"calib-samples", 1, NULL},
                       {"samples", 1, NULL}, {"core", 1, NULL},          {"method", 1, NULL},    {"device", 1, NULL},
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
-                      {"help", 0, NULL},    {"target", 1, NULL}};
+                      {"help", 0, NULL},    {"target", 1, NULL},        {"labels", 1, NULL},    {"classes", 1, NULL},
+                      {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -165,6 +171,10 @@ int cmd_run(int argc, char **argv)
     const char *device = cli_get(opts, n_opts, "device"), *batch = cli_get(opts, n_opts, "batch");
     const char *threads = cli_get(opts, n_opts, "threads"), *pre = cli_get(opts, n_opts, "preprocess");
     const char *core = cli_get(opts, n_opts, "core"), *method = cli_get(opts, n_opts, "method");
+    const char *labels = cli_get(opts, n_opts, "labels"), *classes = cli_get(opts, n_opts, "classes");
+    const char *clabels = cli_get(opts, n_opts, "calib-labels"), *cclasses = cli_get(opts, n_opts, "calib-classes");
+    const ptq_dataset_opts data_opts = {.labels_file = labels, .classes_file = classes};
+    const ptq_dataset_opts cdata_opts = {.labels_file = clabels, .classes_file = cclasses};
     const int made = !cli_is_writer() || mkdir(dir, 0777) == 0 || errno == EEXIST; /* rank 0 writes */
     if (!made)
         fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
@@ -192,23 +202,27 @@ int cmd_run(int argc, char **argv)
     memset(st, 0, sizeof st);
     int n_st = 0;
     stage *s = &st[n_st++];
-    *s = (stage){.name = "calibrate", .cmd = cmd_calibrate, .inputs = {model, cdata}, .n_inputs = 2,
-                 .outputs = {p_calib}, .n_outputs = 1};
+    *s = (stage){.name = "calibrate", .cmd = cmd_calibrate, .inputs = {model, cdata}, .input_opts = {NULL, &cdata_opts},
+                 .n_inputs = 2, .outputs = {p_calib}, .n_outputs = 1};
     arg(s, "calibrate");
     opt(s, "--model", model), opt(s, "--data", cdata), opt(s, "--out", p_calib);
+    opt(s, "--labels", clabels), opt(s, "--classes", cclasses);
     if (strcmp(csamples, "0") != 0) /* calibrate reads every image without --samples */
         opt(s, "--samples", csamples);
     opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
     s = &st[n_st++];
-    *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data}, .n_inputs = 3,
-                 .outputs = {p_sens, p_sens_md, p_sens_html}, .n_outputs = 3};
+    *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data},
+                 .input_opts = {NULL, NULL, &data_opts}, .n_inputs = 3, .outputs = {p_sens, p_sens_md, p_sens_html},
+                 .n_outputs = 3};
     arg(s, "sensitivity");
     opt(s, "--model", model), opt(s, "--calib", p_calib), opt(s, "--data", data), opt(s, "--out", p_sens);
+    opt(s, "--labels", labels), opt(s, "--classes", classes);
     opt(s, "--samples", vsamples), opt(s, "--core", core), opt(s, "--method", method);
     opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
     s = &st[n_st++];
-    *s = (stage){.name = "plan", .cmd = cmd_plan, .inputs = {model, p_calib, p_sens, data}, .n_inputs = budget ? 4 : 2,
-                 .outputs = {p_plan, p_trace}, .n_outputs = budget ? 2 : 1};
+    *s = (stage){.name = "plan", .cmd = cmd_plan, .inputs = {model, p_calib, p_sens, data},
+                 .input_opts = {NULL, NULL, NULL, &data_opts}, .n_inputs = budget ? 4 : 2, .outputs = {p_plan, p_trace},
+                 .n_outputs = budget ? 2 : 1};
     arg(s, "plan");
     arg(s, p_calib);
     opt(s, "--model", model), opt(s, "--out", p_plan), opt(s, "--core", core), opt(s, "--method", method);
@@ -217,12 +231,15 @@ int cmd_run(int argc, char **argv)
         opt(s, "--sensitivity", p_sens), opt(s, "--budget", budget), opt(s, "--class-budget", class_budget);
         opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device), opt(s, "--batch", batch);
         opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+        opt(s, "--labels", labels), opt(s, "--classes", classes);
     }
     s = &st[n_st++];
     *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
-                 .n_inputs = budget ? 6 : 5, .outputs = {p_vjson, p_page}, .n_outputs = 2};
+                 .input_opts = {NULL, NULL, &data_opts}, .n_inputs = budget ? 6 : 5, .outputs = {p_vjson, p_page},
+                 .n_outputs = 2};
     arg(s, "validate");
     opt(s, "--model", model), opt(s, "--plan", p_plan), opt(s, "--data", data), opt(s, "--report", p_report);
+    opt(s, "--labels", labels), opt(s, "--classes", classes);
     opt(s, "--calib", p_calib), opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads);
     opt(s, "--preprocess", pre), opt(s, "--sensitivity", p_sens), opt(s, "--trace", budget ? p_trace : NULL);
     const char *export_method = method ? method : "percentile";

@@ -34,8 +34,9 @@ static const char sensitivity_help[] =
     "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
     "  --placement P        the default plan's placement, as for `ptq plan` (default trt)\n"
-    "  --device, --math, --batch, --threads, --preprocess, --images-key, --labels-key, --layout,\n"
-    "  --allow-external-data, --progress as for `ptq eval`; --json prints the JSON on stdout\n"
+    "  --device, --math, --batch, --threads, --preprocess, --progress,\n"
+    "  " CLI_DATA_NAMES " as for `ptq eval`;\n"
+    "  --json prints the JSON on stdout\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";
@@ -68,8 +69,8 @@ int cmd_sensitivity(int argc, char **argv)
     cli_opt opts[] = {{"model", 1, NULL},      {"calib", 1, NULL},       {"data", 1, NULL},    {"out", 1, NULL},
                       {"samples", 1, NULL},    {"seed", 1, NULL},        {"core", 1, NULL},    {"method", 1, NULL},
                       {"device", 1, NULL}, {"math", 1, NULL},     {"batch", 1, NULL},       {"threads", 1, NULL}, {"preprocess", 1, NULL},
-                      {"images-key", 1, NULL}, {"labels-key", 1, NULL},  {"layout", 1, NULL},  {"progress", 0, NULL},
-                      {"json", 0, NULL},       {"allow-external-data", 0, NULL},               {"help", 0, NULL},
+                      {"progress", 0, NULL},
+                      {"json", 0, NULL},       CLI_DATA_OPTS,               {"help", 0, NULL},
                       {"placement", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];

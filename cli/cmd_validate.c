@@ -43,8 +43,9 @@ static const char validate_help[] =
     "                       activations\n"
     "  --trace FILE         PLAN.trace.json of `ptq plan --budget`: report.html adds the planner's moves\n"
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
-    "  --device, --math, --batch, --threads, --limit, --preprocess, --images-key, --labels-key,\n"
-    "  --layout, --progress, --allow-external-data as for `ptq eval`; --json prints the JSON report on stdout\n"
+    "  --device, --math, --batch, --threads, --limit, --preprocess, --progress,\n"
+    "  " CLI_DATA_NAMES " as for `ptq eval`;\n"
+    "  --json prints the JSON report on stdout\n"
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
@@ -67,10 +68,10 @@ int cmd_validate(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"plan", 1, NULL},       {"data", 1, NULL},     {"report", 1, NULL},
                       {"recall-drop", 1, NULL}, {"device", 1, NULL}, {"math", 1, NULL},    {"batch", 1, NULL},    {"threads", 1, NULL},
-                      {"limit", 1, NULL},      {"preprocess", 1, NULL}, {"images-key", 1, NULL},
-                      {"labels-key", 1, NULL}, {"layout", 1, NULL},     {"progress", 0, NULL}, {"json", 0, NULL},
+                      {"limit", 1, NULL},      {"preprocess", 1, NULL}, CLI_DATA_OPTS,
+                      {"progress", 0, NULL}, {"json", 0, NULL},
                       {"logits", 1, NULL},     {"help", 0, NULL},
-                      {"allow-external-data", 0, NULL}, {"calib", 1, NULL}, {"sensitivity", 1, NULL},
+                      {"calib", 1, NULL}, {"sensitivity", 1, NULL},
                       {"trace", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];

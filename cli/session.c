@@ -20,6 +20,8 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     po.dataset.labels_key = o->labels_key;
     po.dataset.layout = o->layout;
     po.dataset.allow_external_data = o->allow_external_data;
+    po.dataset.labels_file = o->labels_file;
+    po.dataset.classes_file = o->classes_file;
     po.profile = o->profile;
     PTQ_TRY_RET(ptq_session_open(ctx, &po, &s->ps));
     for (const char *line = ptq_session_notes(s->ps); *line;) {
@@ -113,6 +115,7 @@ cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)
                           cli_get(opts, n_opts, "device"),     cli_get(opts, n_opts, "preprocess"),
                           cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
                           cli_get(opts, n_opts, "layout"),     0,
-                          cli_get(opts, n_opts, "allow-external-data") != NULL, cli_get(opts, n_opts, "math")};
+                          cli_get(opts, n_opts, "allow-external-data") != NULL, cli_get(opts, n_opts, "math"),
+                          cli_get(opts, n_opts, "labels"),     cli_get(opts, n_opts, "classes")};
     return o;
 }

@@ -1,4 +1,4 @@
-/* ptq_dataset: open (a folder is a PNG folder, a file HDF5), close, the
+/* ptq_dataset: open (a folder is an image folder, a file HDF5), close, the
  * accessors, and ptq_dataset_read's argument checks before it dispatches
  * to the format's reader. Covered by tests/test_datasets.c. */
 #define _POSIX_C_SOURCE 200809L
@@ -17,7 +17,7 @@ void ptq_dataset_close(ptq_dataset *ds)
     if (!ds)
         return;
     ds_hdf5_free(ds->h5);
-    ds_png_free(ds->png);
+    ds_folder_free(ds->folder);
     ds_strings_free(ds->class_names, ds->n_classes);
     free(ds->path);
     free(ds);
@@ -25,7 +25,7 @@ void ptq_dataset_close(ptq_dataset *ds)
 
 ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out)
 {
-    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0};
+    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0, NULL, NULL};
     ptq_status st = PTQ_OK;
     struct stat sb;
     *out = NULL;
@@ -33,6 +33,12 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no data set path given");
     if (stat(path, &sb) != 0)
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot open data set %s: %s", path, strerror(errno));
+    if (!opts)
+        opts = &no_opts;
+    if (!S_ISDIR(sb.st_mode) && (opts->labels_file || opts->classes_file))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "a %s file (%s) applies to image folders; %s is a file",
+                        opts->labels_file ? "labels" : "classes",
+                        opts->labels_file ? opts->labels_file : opts->classes_file, path);
     if (!S_ISDIR(sb.st_mode)) {
         int fd;
         PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
@@ -45,11 +51,11 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
     }
     ds->n_classes = -1;
     if (S_ISDIR(sb.st_mode)) {
-        ds->kind = "png-folder";
-        st = ds_png_open(ctx, ds);
+        ds->kind = "image-folder";
+        st = ds_folder_open(ctx, ds, opts);
     } else {
         ds->kind = "hdf5";
-        st = ds_hdf5_open(ctx, ds, opts ? opts : &no_opts);
+        st = ds_hdf5_open(ctx, ds, opts);
     }
     if (st != PTQ_OK) {
         ptq_dataset_close(ds);
@@ -61,7 +67,7 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
 
 ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
 {
-    return ds->h5 ? ptq_sha256_file(ctx, ds->path, hex) : ds_png_content_sha256(ctx, ds, hex);
+    return ds->h5 ? ptq_sha256_file(ctx, ds->path, hex) : ds_folder_content_sha256(ctx, ds, hex);
 }
 
 int64_t ptq_dataset_count(const ptq_dataset *ds)
@@ -116,7 +122,7 @@ ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_
         return st;
     if (!x)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no output buffer for %lld samples of %s", (long long)n, ds->path);
-    return ds->h5 ? ds_hdf5_read(ctx, ds, start, n, p, x, labels) : ds_png_read(ctx, ds, start, n, p, x, labels);
+    return ds->h5 ? ds_hdf5_read(ctx, ds, start, n, p, x, labels) : ds_folder_read(ctx, ds, start, n, p, x, labels);
 }
 
 int ptq_dataset_u8(const ptq_dataset *ds, int *planar)

@@ -1,5 +1,6 @@
 /* Internals shared inside datasets/: the ptq_dataset object, the per-format
- * readers it dispatches to, PNG decode/encode, IDX reading and HDF5 helpers.
+ * readers it dispatches to, PNG decode/encode, JPEG decode, the labels and
+ * classes lists of image folders, IDX reading and HDF5 helpers.
  * Not installed. Covered through the public API by tests/test_datasets.c. */
 #ifndef PTQ_DATASETS_INTERNAL_H
 #define PTQ_DATASETS_INTERNAL_H
@@ -19,10 +20,10 @@
 #define DS_H5_MAX_COMPRESSION 65536.0
 
 typedef struct ds_hdf5 ds_hdf5;
-typedef struct ds_png ds_png;
+typedef struct ds_folder ds_folder;
 
 struct ptq_dataset {
-    const char *kind;              /* "hdf5" or "png-folder" */
+    const char *kind;              /* "hdf5" or "image-folder" */
     char *path;
     int64_t count;
     int64_t height, width, channels;
@@ -31,8 +32,8 @@ struct ptq_dataset {
     char **class_names;            /* [n_classes] or NULL */
     int64_t range_samples;         /* float images: samples range_lo/hi were taken over; 0 otherwise */
     float range_lo, range_hi;
-    ds_hdf5 *h5;                   /* exactly one of h5 and png is set */
-    ds_png *png;
+    ds_hdf5 *h5;                   /* exactly one of h5 and folder is set */
+    ds_folder *folder;
 };
 
 /* Per-format open (fills every field of ds but path/kind), read (x and
@@ -43,18 +44,57 @@ ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n,
 void ds_hdf5_free(ds_hdf5 *h);
 int ds_hdf5_u8(const ds_hdf5 *h, int *planar);
 ptq_status ds_hdf5_read_u8(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, uint8_t *out, int32_t *labels);
-ptq_status ds_png_open(ptq_ctx *ctx, ptq_dataset *ds);
-ptq_status ds_png_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
-                       int32_t *labels);
-void ds_png_free(ds_png *f);
-/* ptq_dataset_content_sha256 of a PNG folder. */
-ptq_status ds_png_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
+/* Image folders (PNG and JPEG files): opts' labels_file and classes_file are read here. */
+ptq_status ds_folder_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts);
+ptq_status ds_folder_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
+                          float *x, int32_t *labels);
+void ds_folder_free(ds_folder *f);
+/* ptq_dataset_content_sha256 of an image folder. */
+ptq_status ds_folder_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
+
+/* An image folder's file kinds, by suffix (any case). */
+enum { DS_IMG_NONE = 0, DS_IMG_PNG = 1, DS_IMG_JPEG = 2 };
+int ds_image_kind(const char *name); /* DS_IMG_PNG for *.png, DS_IMG_JPEG for *.jpg / *.jpeg, else NONE */
+
+/* A class map (--classes): class folder names and the model output index
+ * each stands for. Lines "NAME" (index = the line's rank among class lines)
+ * or "NAME INDEX", one form throughout; '#' lines and blank lines skipped. */
+#define DS_MAX_CLASS_INDEX ((1 << 20) - 1) /* largest class index a classes or labels file may give */
+typedef struct ds_classes {
+    char **names;   /* [n] sorted by strcmp */
+    int32_t *index; /* [n] the index of names[i] */
+    int n;
+    int n_classes;  /* largest index + 1 */
+    char *path;     /* the file, for messages */
+} ds_classes;
+ptq_status ds_classes_read(ptq_ctx *ctx, const char *path, ds_classes *out);
+/* The index of name, or -1. */
+int32_t ds_classes_find(const ds_classes *c, const char *name);
+/* The names by index: [c->n_classes] strdup'd strings (NULL where no line gives the index). */
+ptq_status ds_classes_by_index(ptq_ctx *ctx, const ds_classes *c, char ***out);
+void ds_classes_free(ds_classes *c);
+
+/* A labels list (--labels): "PATH LABEL" lines, PATH relative to the data
+ * root (may hold spaces; LABEL is the last field), no absolute path, no
+ * empty, '.'-led or '..' component, an image suffix; each path once. */
+typedef struct ds_labels_line {
+    int64_t line; /* 1-based, for messages */
+    int32_t label;
+    char *path;   /* points into the list's text */
+} ds_labels_line;
+typedef struct ds_labels {
+    ds_labels_line *items;
+    int64_t n;
+    char *text;   /* the file's bytes, NUL-split */
+} ds_labels;
+ptq_status ds_labels_read(ptq_ctx *ctx, const char *path, ds_labels *out);
+void ds_labels_free(ds_labels *l);
 
 /* Checks a preprocess description once per batch; names the bad field. */
 ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p);
 
-/* A decoded PNG, reused from image to image: data holds height x width x
- * channels samples, interleaved [H,W,C], uint8 or host-order uint16. */
+/* A decoded PNG or JPEG, reused from image to image: data holds height x
+ * width x channels samples, interleaved [H,W,C], uint8 or host-order uint16. */
 typedef struct ds_image {
     void *data;
     size_t cap_bytes;
@@ -83,6 +123,25 @@ void ds_first_error_free(ds_first_error *e);
  * (PTQ_ERR_SHAPE) before any is decoded: a few KiB can inflate to GiBs. */
 #define DS_PNG_MAX_UPSCALE 64 /* pixels an image may have per pixel of the model's input */
 ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels);
+
+/* One JPEG decoder (a TurboJPEG handle and the file's bytes), reused from
+ * image to image on one thread. */
+typedef struct ds_jpeg {
+    void *tj;            /* tjhandle, made on first use */
+    unsigned char *file; /* file_cap bytes */
+    size_t file_cap;
+} ds_jpeg;
+#define DS_JPEG_MAX_FILE_BYTES ((uint64_t)256 << 20) /* a larger JPEG is refused unread (PTQ_ERR_DATA) */
+/* Decodes a gray (1 channel) or color (RGB, 3 channels; CMYK is
+ * PTQ_ERR_UNSUPPORTED) JPEG into img, uint8. With p (may be NULL) asking
+ * for a resize and the image not already p's height x width, decodes at the
+ * smallest DCT scale M/8 whose shorter side is still >= p->resize.
+ * header_only: the stored geometry, nothing decoded. max_pixels: 0, or
+ * more decoded pixels than that is PTQ_ERR_SHAPE before any is decoded.
+ * Undecodable, truncated or corrupt data is PTQ_ERR_DATA naming path. */
+ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image *img, int header_only,
+                          const ptq_preprocess *p, uint64_t max_pixels);
+void ds_jpeg_free(ds_jpeg *dec);
 void ds_image_free(ds_image *img);
 /* Writes pixels: [h, w] 8-bit gray as a PNG at path. */
 ptq_status ds_png_write_gray8(ptq_ctx *ctx, const char *path, const uint8_t *pixels, int64_t h, int64_t w);

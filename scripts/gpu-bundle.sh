@@ -81,6 +81,12 @@ for b in "${bins[@]}"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print 
             cp -L "$path" "$out/lib/$name"
         fi
     done
+# libraries the GPU machine (Ubuntu 24.04: libpng, zstd, OpenBLAS, Open MPI, but
+# no HDF5, cJSON or libturbojpeg) may lack must be in the bundle; ldd above
+# carries them, this says so loudly should a link change drop one
+for need in libhdf5_serial.so libcjson.so libturbojpeg.so.0; do
+    ls "$out"/lib/"$need"* >/dev/null 2>&1 || die "the bundle lacks $need (ldd of the executables did not list it)"
+done
 for lib in "$out"/lib/* "$out"/lib/mpi/*; do
     [ -f "$lib" ] || continue
     chmod u+w "$lib"

@@ -1,5 +1,6 @@
 """The bad-input catalogue: every kind of input ptq reads (ONNX models, HDF5
-image sets, calibration archives, plan JSON, PNG folders, IDX files, flags)
+image sets, calibration archives, plan JSON, PNG and JPEG folders with their
+labels and classes files, IDX files, flags)
 made wrong in the ways users and attackers make them, each with the exit
 code and message fragment ptq must answer with (README "Exit codes"): no
 crash, no hang, no allocation the file does not justify, no temporary left
@@ -407,6 +408,86 @@ def png_folders():
     case("png: header declaring 900M pixels", M + [root], 6, "refusing to decode")
 
 
+def jpeg_bytes(img, quality=95):
+    import io
+    from PIL import Image
+    b = io.BytesIO()
+    Image.fromarray(img).save(b, format="JPEG", quality=quality)
+    return b.getvalue()
+
+
+def jpeg_sof_patched(data, h, w):
+    """data with its SOF0/SOF2 marker declaring h x w."""
+    b = bytearray(data)
+    for i in range(2, len(b) - 8):
+        if b[i] == 0xFF and b[i + 1] in (0xC0, 0xC2):
+            b[i + 5:i + 9] = struct.pack(">HH", h, w)
+            return bytes(b)
+    raise ValueError("no SOF marker")
+
+
+def jpeg_folders():
+    M = ["eval", "--model", MODEL, "--data"]
+    ok = jpeg_bytes(np.full((28, 28), 128, np.uint8))
+    root = png_folder("jtrunc", {"a/0.jpg": ok, "b/0.jpg": ok[:len(ok) // 2]})
+    case("jpeg: truncated file", M + [root], 7, "cannot decode JPEG " + os.path.join(root, "b/0.jpg"))
+    noisy = jpeg_bytes(np.random.default_rng(3).integers(0, 255, (28, 28), np.uint8))
+    root = png_folder("jtrunc2", {"a/0.jpg": ok, "b/0.jpg": noisy[:len(noisy) - 64]})
+    case("jpeg: truncated inside the scan data", M + [root], 7, "Premature end of JPEG file")
+    root = png_folder("jnot", {"a/0.jpg": ok, "b/0.JPEG": b"GIF89a not a jpeg at all"})
+    case("jpeg: not a JPEG", M + [root], 7, "b/0.JPEG")
+    bad = bytearray(ok)
+    for i in range(len(bad) // 2, len(bad) - 2):
+        bad[i] = 0xFF if i % 3 == 0 else (i * 37) & 0xFF
+    root = png_folder("jcorrupt", {"a/0.jpg": ok, "b/0.jpg": bytes(bad)})
+    case("jpeg: corrupt scan data", M + [root], 7, "cannot decode JPEG")
+    root = png_folder("jhuge", {"a/0.jpg": ok, "b/0.jpg": jpeg_sof_patched(ok, 65000, 65000)})
+    case("jpeg: header declaring 65000x65000", M + [root], 6, "refusing to decode", secs=30)
+    case("jpeg: 65000x65000 with a resize (1/8 scale still too big)", M + [root, "--preprocess", "resize=28"], 6,
+         "refusing to decode", secs=30)
+    root = png_folder("jmixed", {"a/0.jpg": ok, "b/0.png": ok})
+    case("jpeg: a JPEG named .png", M + [root], 7, "cannot decode PNG")
+    root = png_folder("jgood", {"a/0.jpg": ok, "a/1.jpg": ok, "b/0.jpg": ok})
+    labels = write("labels.txt", "a/0.jpg 0\n../jgood/b/0.jpg 1\n", "w")
+    case("labels: a path leaving the root", M + [root, "--labels", labels], 7, "line 2")
+    labels = write("labels_abs.txt", f"{root}/a/0.jpg 0\n", "w")
+    case("labels: an absolute path", M + [root, "--labels", labels], 7, "is absolute")
+    labels = write("labels_dup.txt", "a/0.jpg 0\nb/0.jpg 1\na/0.jpg 2\n", "w")
+    case("labels: a path listed twice", M + [root, "--labels", labels], 7, "already listed on line 1")
+    labels = write("labels_word.txt", "a/0.jpg dog\n", "w")
+    case("labels: a label that is no integer", M + [root, "--labels", labels], 7, "'dog'")
+    labels = write("labels_miss.txt", "a/0.jpg 0\na/9.jpg 1\n", "w")
+    case("labels: a file that is not there", M + [root, "--labels", labels], 3, "a/9.jpg")
+    labels = write("labels_big.txt", "a/0.jpg 10\n", "w")
+    case("labels: a label past the model's classes", M + [root, "--labels", labels], 7, "label")
+    case("labels: the labels file missing", M + [root, "--labels", J("nope.txt")], 3, "nope.txt")
+    case("labels: with an HDF5 set", M + [J("good.h5"), "--labels", J("labels.txt")], 2, "applies to image folders")
+    classes = write("classes_dup.txt", "a 0\nb 1\na 2\n", "w")
+    case("classes: a name given twice", M + [root, "--classes", classes], 7, "line 3")
+    classes = write("classes_idx.txt", "a 0\nb 0\n", "w")
+    case("classes: an index given twice", M + [root, "--classes", classes], 7, "already given to 'a'")
+    classes = write("classes_neg.txt", "a 0\nb -3\n", "w")
+    case("classes: a negative index", M + [root, "--classes", classes], 7, "not an integer")
+    classes = write("classes_unk.txt", "a\n", "w")
+    case("classes: a folder it does not name", M + [root, "--classes", classes], 7, "class folder " + root + "/b")
+    classes = write("classes_far.txt", "a 0\nb 999\n", "w")
+    case("classes: an index past the model's outputs", M + [root, "--classes", classes], 7, "classes but the model outputs 10")
+    D = ["data", "convert", "--images", root, "--out"]
+    case("data convert: --resize 0x5", D + [J("c0.h5"), "--resize", "0x5"], 2, "--resize wants WxH")
+    case("data convert: --resize 5x", D + [J("c0.h5"), "--resize", "5x"], 2, "--resize wants WxH")
+    case("data convert: a folder to png", D + [J("c0"), "--format", "png"], 2, "hdf5 only")
+    case("data convert: --channels 2", D + [J("c0.h5"), "--channels", "2"], 2, "--channels must be 1 or 3")
+    case("data convert: a corrupt JPEG, nothing written", ["data", "convert", "--images", J("jcorrupt"), "--out",
+                                                          J("c1.h5")], 7, "cannot decode JPEG",
+         out_check=lambda o, e: not os.path.exists(J("c1.h5")))
+    case("data convert: --resize with IDX input", ["data", "convert", "--images", J("good.h5"), "--labels",
+                                                   J("good.h5"), "--out", J("c2.h5"), "--resize", "8"], 2,
+         "are for an image folder")
+    fifo = J("labels.fifo")
+    os.mkfifo(fifo)
+    case("labels: a FIFO", M + [root, "--labels", fifo], 3, "", secs=20)
+
+
 def idx_files():
     C = ["data", "convert", "--out", J("conv.h5"), "--images"]
     lab = write("lab.idx", idx_bytes(0x00000801, [4], bytes([0, 1, 2, 3])))
@@ -509,6 +590,7 @@ def main():
         archives()
         plans()
         png_folders()
+        jpeg_folders()
         idx_files()
         flags()
         write_failures()

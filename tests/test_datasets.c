@@ -429,7 +429,7 @@ static void test_png_types(void)
     ptq_dataset_geometry(ds, &h, &w, &c);
     CHECK(ptq_dataset_count(ds) == n_specs + 1 && h == IMG_H && w == IMG_W && c == 1);
     CHECK(ptq_dataset_n_classes(ds) == 2 && !strcmp(ptq_dataset_class_name(ds, 1), "c1"));
-    CHECK(ptq_dataset_class_name(ds, 2) == NULL && !strcmp(ptq_dataset_kind(ds), "png-folder"));
+    CHECK(ptq_dataset_class_name(ds, 2) == NULL && !strcmp(ptq_dataset_kind(ds), "image-folder"));
     CHECK(ptq_dataset_has_labels(ds));
 
     ptq_preprocess p = raw_pp(3, IMG_H, IMG_W);
@@ -682,13 +682,13 @@ static void test_hdf5(void)
         ptq_dataset_close(ds);
     }
     /* an explicit layout that does not fit, an unknown one */
-    ptq_dataset_opts bad_layout = {NULL, NULL, "NHW", 0};
+    ptq_dataset_opts bad_layout = {NULL, NULL, "NHW", 0, NULL, NULL};
     CHECK(open_err(p2, &bad_layout, &ctx) == PTQ_ERR_FORMAT && has(ctx.msg, "layout NHW"));
     bad_layout.layout = "CHWN";
     CHECK(open_err(p2, &bad_layout, &ctx) == PTQ_ERR_INVALID_ARG);
 
     /* wrong keys: images, labels */
-    ptq_dataset_opts keys = {"imgs", NULL, NULL, 0};
+    ptq_dataset_opts keys = {"imgs", NULL, NULL, 0, NULL, NULL};
     CHECK(open_err(p2, &keys, &ctx) == PTQ_ERR_DATA && has(ctx.msg, "'imgs'") && has(ctx.msg, "it has: x, y"));
     keys.images_key = NULL;
     keys.labels_key = "lbl";
@@ -752,7 +752,7 @@ static void test_hdf5(void)
     /* append a second set to the same file and pick it by key */
     o = (ptq_h5_write_opts){"more/images", "more/labels", PTQ_H5_ZSTD, 9, NULL, 0, 1};
     CHECK_MSG(ptq_dataset_write_hdf5(&ctx, p3, &t_u8, &t_lab, &o) == PTQ_OK, "%s", ctx.msg);
-    keys = (ptq_dataset_opts){"more/images", "more/labels", "NHW", 0};
+    keys = (ptq_dataset_opts){"more/images", "more/labels", "NHW", 0, NULL, NULL};
     CHECK_MSG(ptq_dataset_open(&ctx, p3, &keys, &ds) == PTQ_OK, "%s", ctx.msg);
     if (ds) {
         CHECK(ptq_dataset_read(&ctx, ds, 0, N, &p, got1, l1) == PTQ_OK && l1[0] == 2 && l1[2] == 1);

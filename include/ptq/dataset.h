@@ -1,5 +1,6 @@
-/* Labelled image sets, streamed in batches: HDF5 files and PNG folders
- * (root/<class>/<file>.png, class index = sorted folder names), one
+/* Labelled image sets, streamed in batches: HDF5 files and image folders
+ * (root/<class>/<file>.png|.jpg|.jpeg, class index = sorted folder names, a
+ * classes file's map, or a labels file's labels), one
  * preprocessing description applied the same way to every source, and the
  * IDX (.gz) converter behind `ptq data convert`. Covered by
  * tests/test_datasets.c and tests/datasets_test.py. */
@@ -82,52 +83,75 @@ typedef struct ptq_dataset_opts {
                                1/3/4 -> NHWC; else a dim 1 of 1/3/4 -> NCHW) */
     int allow_external_data; /* 0: an HDF5 file that refers to other files (external links, external
                                 storage, virtual datasets) is refused with PTQ_ERR_FORMAT; 1: read */
+    /* Image folders only (an HDF5 file with either is PTQ_ERR_INVALID_ARG); NULL: none.
+     * labels_file: "PATH LABEL" lines ('#' lines and blank lines skipped), PATH relative to the
+     *   folder (spaces allowed; no absolute path, no '..' or '.'-led component; a .png, .jpg or
+     *   .jpeg file), LABEL an integer 0..1048575, each PATH once. The samples are the listed
+     *   files in the file's order, with those labels; class folders are then not scanned.
+     * classes_file: the model output index of each class folder name: lines "NAME" (the
+     *   index is the line's rank among class lines, e.g. a synset list in index order) or
+     *   "NAME INDEX", one form throughout; names and indices unique, indices 0..1048575. A
+     *   class folder it does not name is refused; with labels_file, every label must be one of
+     *   its indices. The set's class count is the largest index + 1, class names by index.
+     * Any refusal is PTQ_ERR_DATA naming the file and line. */
+    const char *labels_file;
+    const char *classes_file;
 } ptq_dataset_opts;
 
 typedef struct ptq_dataset ptq_dataset;
 
-/* A folder is read as a PNG folder; a file as HDF5 (images uint8 or
+/* A folder is read as an image folder; a file as HDF5 (images uint8 or
  * float32; labels any integer type, read as int32, one per image; the zstd
  * filter 32015 is registered on open, gzip and uncompressed work as they
  * are). Fails with PTQ_ERR_IO (missing/unreadable), PTQ_ERR_FORMAT (not
  * HDF5, unsupported dtype/rank/layout) or PTQ_ERR_DATA (no images, a
  * missing images/labels dataset, labels count mismatch), naming the path.
- * PNG folders: sample order is class by class (folder names sorted by
- * strcmp), files (*.png, any case) sorted by strcmp within a class; hidden
- * entries are skipped. opts may be NULL. One reader at a time per dataset. */
+ * Image folders: sample order is class by class (folder names sorted by
+ * strcmp), files (*.png, *.jpg, *.jpeg, any case; a folder may mix them)
+ * sorted by strcmp within a class; hidden entries and anything but folders
+ * and regular files (symlinks followed) are skipped; with a labels file, its
+ * order. opts may be NULL. One reader at a time per dataset. */
 PTQ_API ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out);
 PTQ_API void ptq_dataset_close(ptq_dataset *ds);
 
 PTQ_API int64_t ptq_dataset_count(const ptq_dataset *ds);
-/* Stored image geometry: height, width, channels (PNG folders: of the first
- * image after palette expansion; 2 and 4 mean gray+alpha and RGBA). */
+/* Stored image geometry: height, width, channels (image folders: of the
+ * first image, after palette expansion; 2 and 4 mean gray+alpha and RGBA;
+ * JPEGs are 1 (gray) or 3). */
 PTQ_API void ptq_dataset_geometry(const ptq_dataset *ds, int64_t *height, int64_t *width, int64_t *channels);
-/* 1 when samples carry labels (always for PNG folders). */
+/* 1 when samples carry labels (always for image folders). */
 PTQ_API int ptq_dataset_has_labels(const ptq_dataset *ds);
-/* Number of classes: PNG folders, their count; HDF5, the length of a
+/* Number of classes: image folders, their count (with a classes file, its
+ * largest index + 1; with a labels file alone, -1); HDF5, the length of a
  * `class_names` attribute (on the root or the images dataset) or root
  * dataset when the file has one, else -1. */
 PTQ_API int ptq_dataset_n_classes(const ptq_dataset *ds);
-/* Class name of index i (folder name, or the HDF5 class_names entry); NULL if unknown. */
+/* Class name of index i (folder name, classes file name, or the HDF5 class_names entry); NULL if unknown. */
 PTQ_API const char *ptq_dataset_class_name(const ptq_dataset *ds, int i);
 /* Sets stored as float (HDF5 float32): the smallest and largest value of
  * the first samples (at most 256), read at open; returns how many samples
  * that was. 0 for integer images (their range is their type's). The
  * session uses it so float data already in [0, 1] is not scaled again. */
 PTQ_API int64_t ptq_dataset_value_range(const ptq_dataset *ds, float *lo, float *hi);
-PTQ_API const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "png-folder" */
+PTQ_API const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "image-folder" */
 /* What the samples are, whatever path names them: the SHA-256 of an HDF5
- * file's bytes; for a PNG folder, over its samples in order, each one's
+ * file's bytes; for an image folder, over its samples in order, each one's
  * relative name "<class>/<file>", a NUL, its byte count (64-bit little-
- * endian) and its bytes. Reads every byte once; 64 hex digits into hex. */
+ * endian) and its bytes, and, when a labels or classes file was given, its
+ * label (32-bit little-endian) and class name and a NUL. Reads every byte
+ * once; 64 hex digits into hex. */
 PTQ_API ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
 
 /* Reads samples [start, start+n) preprocessed into x: [n, C, H, W] floats
  * (or [n, H, W, C] when p->nhwc) and their labels into labels: [n] (may be
  * NULL; must be NULL for an unlabelled set). Only those samples are read
- * from disk (HDF5: hyperslabs of at most 16 MiB at a time). A PNG that
- * fails to decode gives PTQ_ERR_DATA naming the file; a negative label
- * (or one past class_names) PTQ_ERR_DATA naming the sample. */
+ * from disk (HDF5: hyperslabs of at most 16 MiB at a time; image folders:
+ * decoded on the CPU pool, JPEGs at the smallest DCT scale M/8 whose shorter
+ * side still covers p->resize when the image needs resizing). A PNG or JPEG
+ * that fails to decode (corrupt, truncated) gives PTQ_ERR_DATA naming the
+ * file, one whose header declares more than 64 times p's height x width
+ * pixels (JPEG: at that DCT scale) PTQ_ERR_SHAPE before it is decoded; a
+ * negative label (or one past class_names) PTQ_ERR_DATA naming the sample. */
 PTQ_API ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
                                     float *x, int32_t *labels);
 
@@ -157,6 +181,27 @@ typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } pt
 PTQ_API ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const char *labels_path,
                                         const char *out_path, ptq_convert_format fmt, const char *const *class_names,
                                         int n_class_names, int zstd_level);
+
+typedef struct ptq_convert_folder_params {
+    int64_t height, width; /* 0, 0: every image keeps the first image's size (another size fails with
+                              PTQ_ERR_SHAPE naming the file); else each is resized, shorter side to
+                              max(height, width), and center-cropped to height x width (bilinear, as in
+                              ptq_preprocess step 3) */
+    int channels;          /* 1 or 3; 0: the first image's (gray or gray+alpha 1, else 3) */
+    int zstd_level;        /* 1..22 */
+} ptq_convert_folder_params;
+
+/* An image folder (PNG and JPEG, read as ptq_dataset_open reads it with
+ * opts, which may be NULL) -> an HDF5 set: "images" uint8 [N,H,W] (1
+ * channel) or [N,H,W,3], "labels" int64 [N], chunked and zstd-compressed as
+ * ptq_data_convert_idx's; root attributes class_names (the folder names, or
+ * the classes file's by index, a gap named by its index; none with a labels
+ * file alone), source_images (folder) and source_labels (the labels file,
+ * when given). Pixels go through ptq_preprocess_image at scale 1 with no
+ * normalisation, rounded to the nearest integer. Refuses an existing
+ * out_path; written whole or not at all. */
+PTQ_API ptq_status ptq_data_convert_folder(ptq_ctx *ctx, const char *folder, const ptq_dataset_opts *opts,
+                                           const char *out_path, const ptq_convert_folder_params *cp);
 
 typedef enum ptq_h5_compress { PTQ_H5_NONE = 0, PTQ_H5_ZSTD = 1, PTQ_H5_GZIP = 2 } ptq_h5_compress;
 
