@@ -40,38 +40,6 @@ static const char *tpath(char *buf, size_t n, const char *rel)
     return buf;
 }
 
-static void remove_tree(const char *path)
-{
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        for (struct dirent *e; d && (e = readdir(d));) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char child[1024];
-            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-            remove_tree(child);
-        }
-        if (d)
-            closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (f) {
-        CHECK(fwrite(data, 1, n, f) == n);
-        fclose(f);
-    }
-}
-
 static int has(const char *haystack, const char *needle)
 {
     return strstr(haystack, needle) != NULL;
@@ -415,7 +383,7 @@ static void test_png_types(void)
     snprintf(path, sizeof path, "%s/c1/only.PNG", root);
     CHECK(write_test_png(path, &specs[0]));
     snprintf(path, sizeof path, "%s/c1/notes.txt", root);
-    write_bytes(path, "x", 1);
+    test_write_bytes(path, "x", 1);
     snprintf(path, sizeof path, "%s/.hidden", root);
     mkdir(path, 0777);
 
@@ -551,14 +519,14 @@ static void test_png_errors(void)
     for (int i = 0; i < 100; i++)
         junk[i] = (uint8_t)(i * 37 + 11);
     snprintf(path, sizeof path, "%s/cls/b.png", root);
-    write_bytes(path, junk, sizeof junk);
+    test_write_bytes(path, junk, sizeof junk);
     FILE *f = fopen(good, "rb");
     uint8_t whole[4096];
     size_t n = f ? fread(whole, 1, sizeof whole, f) : 0;
     if (f)
         fclose(f);
     snprintf(path, sizeof path, "%s/cls/c.png", root);
-    write_bytes(path, whole, n / 2);
+    test_write_bytes(path, whole, n / 2);
 
     CHECK_MSG(ptq_dataset_open(&ctx, root, NULL, &ds) == PTQ_OK, "%s", ctx.msg);
     if (ds) {
@@ -598,7 +566,7 @@ static void test_png_errors(void)
     tpath(path, sizeof path, "missing.h5");
     CHECK(ptq_dataset_open(&ctx, path, NULL, &ds) == PTQ_ERR_IO && has(ctx.msg, "missing.h5"));
     tpath(path, sizeof path, "text.h5");
-    write_bytes(path, "not hdf5 at all\n", 16);
+    test_write_bytes(path, "not hdf5 at all\n", 16);
     CHECK(ptq_dataset_open(&ctx, path, NULL, &ds) == PTQ_ERR_FORMAT && has(ctx.msg, "text.h5") &&
           has(ctx.msg, "not an HDF5 file"));
     CHECK(!ds);
@@ -809,9 +777,9 @@ static void test_convert_small(void)
     tpath(pi, sizeof pi, "small-images-idx3-ubyte");
     tpath(pl, sizeof pl, "small-labels-idx1-ubyte");
     tpath(ps, sizeof ps, "short-labels-idx1-ubyte");
-    write_bytes(pi, img, sizeof img);
-    write_bytes(pl, lab, sizeof lab);
-    write_bytes(ps, lab_short, sizeof lab_short);
+    test_write_bytes(pi, img, sizeof img);
+    test_write_bytes(pl, lab, sizeof lab);
+    test_write_bytes(ps, lab_short, sizeof lab_short);
 
     tpath(out, sizeof out, "small_png");
     CHECK_MSG(ptq_data_convert_idx(&ctx, pi, pl, out, PTQ_CONVERT_PNG, NULL, 0, 3) == PTQ_OK, "%s", ctx.msg);
@@ -841,11 +809,11 @@ static void test_convert_small(void)
           has(ctx.msg, "dimensions"));
     /* bad magic; truncated images (fails mid-write, after the temporary exists) */
     tpath(bad, sizeof bad, "bad-magic");
-    write_bytes(bad, "\x01\x02\x08\x03xxxxxxxxxxxx", 16);
+    test_write_bytes(bad, "\x01\x02\x08\x03xxxxxxxxxxxx", 16);
     CHECK(ptq_data_convert_idx(&ctx, bad, pl, out, PTQ_CONVERT_HDF5, NULL, 0, 3) == PTQ_ERR_FORMAT &&
           has(ctx.msg, "not an IDX file"));
     tpath(bad, sizeof bad, "truncated-images");
-    write_bytes(bad, img, sizeof img - 10);
+    test_write_bytes(bad, img, sizeof img - 10);
     CHECK(ptq_data_convert_idx(&ctx, bad, pl, out, PTQ_CONVERT_HDF5, NULL, 0, 3) == PTQ_ERR_FORMAT &&
           has(ctx.msg, "truncated"));
     tpath(out, sizeof out, "truncated_png");
@@ -1069,7 +1037,7 @@ int main(int argc, char **argv)
         printf("test_datasets: %s missing, Fashion-MNIST round trips skipped\n", FM_DIR);
     free(img);
     free(lab);
-    remove_tree(g_tmp);
+    test_remove_tree(g_tmp);
     int rc = test_done("test_datasets");
     return rc == 0 && skipped ? PTQ_TEST_SKIP : rc;
 }

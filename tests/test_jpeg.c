@@ -17,41 +17,9 @@
 
 static char g_tmp[64];
 
-static void remove_tree(const char *path)
-{
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        for (struct dirent *e; d && (e = readdir(d));) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char child[1024];
-            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-            remove_tree(child);
-        }
-        if (d)
-            closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (f) {
-        CHECK(fwrite(data, 1, n, f) == n);
-        fclose(f);
-    }
-}
-
 static void write_text(const char *path, const char *text)
 {
-    write_bytes(path, text, strlen(text));
+    test_write_bytes(path, text, strlen(text));
 }
 
 /* A smooth test pattern [h, w, c] with some detail, so DCT scaling changes it. */
@@ -86,7 +54,7 @@ static unsigned long write_jpeg(const char *path, int h, int w, int c, int seed)
     unsigned long n = 0;
     unsigned char *jpg = encode(px, h, w, c, 90, TJSAMP_420, &n);
     if (jpg)
-        write_bytes(path, jpg, n);
+        test_write_bytes(path, jpg, n);
     tjFree(jpg);
     free(px);
     return n;
@@ -271,14 +239,14 @@ static void test_bad_jpegs(void)
     memset(&dec, 0, sizeof dec);
     memset(&img, 0, sizeof img);
     snprintf(p, sizeof p, "%s/a/trunc.jpg", root);
-    write_bytes(p, jpg, n / 2);
+    test_write_bytes(p, jpg, n / 2);
     CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_DATA && strstr(ctx.msg, "cannot decode JPEG") &&
           strstr(ctx.msg, "trunc.jpg"));
     snprintf(p, sizeof p, "%s/a/notjpeg.jpg", root);
     write_text(p, "GIF89a not a jpeg");
     CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 1, NULL, 0) == PTQ_ERR_DATA && strstr(ctx.msg, "notjpeg.jpg"));
     snprintf(p, sizeof p, "%s/a/empty.jpg", root);
-    write_bytes(p, "", 0);
+    test_write_bytes(p, "", 0);
     CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_DATA);
     /* scan data garbled (entropy-coded bytes past the headers set to 0xff 0x00 ... ): a decode error or warning */
     unsigned char *garbled = malloc(n);
@@ -286,7 +254,7 @@ static void test_bad_jpegs(void)
     for (unsigned long i = n / 2; i < n - 2; i++)
         garbled[i] = (unsigned char)(i % 3 == 0 ? 0xff : i * 37);
     snprintf(p, sizeof p, "%s/a/garbled.jpg", root);
-    write_bytes(p, garbled, n);
+    test_write_bytes(p, garbled, n);
     CHECK_MSG(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_DATA && strstr(ctx.msg, "garbled.jpg"),
               "%s", ctx.msg);
     /* SOF patched to declare 60000 x 50000: refused before any pixel buffer */
@@ -301,7 +269,7 @@ static void test_bad_jpegs(void)
         }
     CHECK(patched);
     snprintf(p, sizeof p, "%s/a/huge.jpg", root);
-    write_bytes(p, garbled, n);
+    test_write_bytes(p, garbled, n);
     ptq_preprocess pp = raw_pp(3, 64, 64);
     CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 64 * 64 * DS_PNG_MAX_UPSCALE) == PTQ_ERR_SHAPE &&
           strstr(ctx.msg, "60000 x 50000") && strstr(ctx.msg, "refusing to decode"));
@@ -318,14 +286,14 @@ static void test_bad_jpegs(void)
     unsigned long cn = 0;
     CHECK(tj && tjCompress2(tj, cmyk, 8, 0, 8, TJPF_CMYK, &cj, &cn, TJSAMP_444, 90, 0) == 0);
     snprintf(p, sizeof p, "%s/cmyk.jpg", g_tmp);
-    write_bytes(p, cj, cn);
+    test_write_bytes(p, cj, cn);
     CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_UNSUPPORTED && strstr(ctx.msg, "CMYK"));
     tjFree(cj);
     tjDestroy(tj);
     /* through the folder reader: the first bad sample in index order is the one reported (here a/empty.jpg) */
     ptq_dataset *ds = NULL;
     snprintf(p, sizeof p, "%s/a/0.jpg", root);
-    write_bytes(p, jpg, n);
+    test_write_bytes(p, jpg, n);
     CHECK_MSG(ptq_dataset_open(&ctx, root, NULL, &ds) == PTQ_OK, "%s", ctx.msg);
     if (ds) {
         float *x = malloc(sizeof(float) * 6 * 64 * 64 * 3);
@@ -587,6 +555,6 @@ int main(void)
     test_classes_file();
     test_labels_file();
     test_convert_folder();
-    remove_tree(g_tmp);
+    test_remove_tree(g_tmp);
     return test_done("test_jpeg");
 }

@@ -1,13 +1,17 @@
 /* Shared helpers for the C tests: checks, seeded random data, tolerance compare. */
+#define _POSIX_C_SOURCE 200809L
 #include "testlib.h"
 
 #include "ptq/runtime.h"
 
+#include <dirent.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int ptq_test_failures;
 int ptq_test_checks;
@@ -134,4 +138,36 @@ int test_contains_ci(const char *hay, const char *needle)
         if (strncasecmp(p, needle, n) == 0)
             return 1;
     return 0;
+}
+
+void test_remove_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char child[1024];
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            test_remove_tree(child);
+        }
+        if (d)
+            closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+void test_write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fwrite(data, 1, n, f) == n);
+        fclose(f);
+    }
 }

@@ -3,6 +3,7 @@
 #ifndef PTQ_TESTLIB_H
 #define PTQ_TESTLIB_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -56,6 +57,10 @@ ptq_graph *test_load_demo_model(const char *test);
 /* Occurrences of needle in hay (overlapping ones too); whether hay holds needle in any case. */
 int64_t test_count_str(const char *hay, const char *needle);
 int test_contains_ci(const char *hay, const char *needle);
+/* Removes path and, for a folder, everything below it (symlinks not followed). */
+void test_remove_tree(const char *path);
+/* Writes n bytes of data to path (a failed CHECK when it cannot). */
+void test_write_bytes(const char *path, const void *data, size_t n);
 /* The node of g called name (its index into *index when index is not NULL), or NULL. */
 const ptq_node *test_node_named(const ptq_graph *g, const char *name, int *index);
 
