@@ -2,7 +2,14 @@
 """Exports torchvision classification models with random weights (fixed
 seed, eval mode so BatchNorm uses its running statistics) to ONNX with a
 dynamic batch dim, one file per model and opset: OUT/<model>-op<opset>.onnx
-with input "input" [N, 3, S, S] and output "logits" [N, 1000]. Used by
+with input "input" [N, 3, S, S] and output "logits" [N, 1000]. Random
+weights alone make activations vanish or blow up (MobileNetV3's logits are
+around 1e-10) and predict one class for nearly every image, so before the
+export, on 32 random images of scripts/zoo_pipeline.py (another seed than
+the test images): every BatchNorm takes its running statistics from one
+training-mode pass, then the last layer is recentred per class and scaled
+so that the logits have mean 0 and standard deviation 1 over the images.
+Used by
 tests/zoo_test.py and bench/zoo_run.py; needs torch and torchvision
 (Debian's python3-torch, python3-torchvision).
 
@@ -48,10 +55,41 @@ def build(name, seed):
     return model.eval()
 
 
+def balance(model, size, seed):
+    """BatchNorm statistics and the last layer with 1000 outputs (see above)."""
+    import torch
+    from zoo_pipeline import make_images, model_input
+    x = torch.from_numpy(model_input(make_images(32, size, seed=1000 + seed)))
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if bns:
+        for m in bns:
+            m.reset_running_stats()
+            m.momentum = None  # a cumulative average: after one pass, that batch's statistics
+        model.train()
+        with torch.no_grad():
+            model(x)
+        model.eval()
+    last = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == 1000 or
+            isinstance(m, torch.nn.Conv2d) and m.out_channels == 1000][-1]
+    seen = []
+    hook = last.register_forward_hook(lambda m, i, o: seen.append(o))
+    with torch.no_grad():
+        model(x)
+    hook.remove()
+    o = seen[0]  # [N, 1000] or [N, 1000, H, W]
+    dims = [0] + list(range(2, o.dim()))
+    mean = o.mean(dims)
+    std = float((o - mean.reshape((1, -1) + (1,) * (o.dim() - 2))).std().clamp_min(1e-30))
+    with torch.no_grad():
+        last.weight /= std
+        last.bias.copy_((last.bias - mean) / std)
+
+
 def export(name, out_dir, opsets, size, seed=0):
     """Writes OUT/<name>-op<opset>.onnx for each opset; returns the paths."""
     import torch
     model = build(name, seed)
+    balance(model, size, seed)
     x = torch.zeros(1, 3, size, size)
     paths = []
     for opset in opsets:
