@@ -634,7 +634,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
         e->n_fallback++;
     m = mem_index(b->mem);
     for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i] >= 0 && !ptq_op_host_input(op, i))
+        if (n->inputs[i] >= 0 && !ptq_op_host_input(op, i) && !ptq_op_meta_input(op, i))
             PTQ_TRY(st, input_view(ctx, e, n->inputs[i], m, &in[i]), done);
     for (int i = 0; i < n->n_outputs; i++) {
         const int v = n->outputs[i];

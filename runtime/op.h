@@ -59,12 +59,22 @@ struct ptq_op_def {
     ptq_status (*run_ref)(ptq_ctx *ctx, const ptq_op_io *io);
     /* Same with kernels/cpu; NULL when the reference is the CPU path. */
     ptq_status (*run_cpu)(ptq_ctx *ctx, const ptq_op_io *io);
+    /* bit i: only input i's dtype and shape are read, never its data (Shape):
+     * a value computed from it alone is known before the run (shape
+     * inference folds it) and the input is not moved between memories */
+    unsigned meta_inputs;
 };
 
 /* 1 if op reads input i on the host (host_inputs; inputs past bit 31 never). */
 static inline int ptq_op_host_input(const ptq_op_def *op, int i)
 {
     return i >= 0 && i < 32 && ((op->host_inputs >> i) & 1u);
+}
+
+/* 1 if op reads only the dtype and shape of input i (meta_inputs). */
+static inline int ptq_op_meta_input(const ptq_op_def *op, int i)
+{
+    return i >= 0 && i < 32 && ((op->meta_inputs >> i) & 1u);
 }
 
 /* NULL when ptq has no implementation of (domain, op_type). */

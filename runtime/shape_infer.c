@@ -1,8 +1,9 @@
 /* Static shape and dtype inference over a whole graph: each node's infer
  * from runtime/op.h on tensors that carry shapes but no data, except
- * constants and small results computed from constants only (Constant nodes,
- * shape arithmetic), which are folded on the host so that shape-carrying
- * inputs such as Reshape's shape are known. Covered by tests/test_shape_infer.c. */
+ * constants and small results computed from constants and from shapes only
+ * (Constant nodes, Shape and the arithmetic after it), which are folded on
+ * the host so that shape-carrying inputs such as Reshape's shape are known
+ * (for the batch given; the executor recomputes them each run). Covered by tests/test_shape_infer.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,7 +70,7 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
             if (n->inputs[i] < 0)
                 continue;
             io.in[i] = &t[n->inputs[i]];
-            if (!t[n->inputs[i]].data) {
+            if (!t[n->inputs[i]].data && !ptq_op_meta_input(op, i)) {
                 all_data = 0;
                 if (ptq_op_host_input(op, i)) {
                     st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
