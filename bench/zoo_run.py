@@ -8,8 +8,9 @@ so a run cut short still says what it measured and what it did not reach.
 
     bench/zoo_run.py --ptq build/ptq --out bench/results/2026-12-01-zoo-vm.md [--work DIR] [--only m1,m2]
 
-Images per model follow its cost on a 2-core machine (IMAGES below); the
-cheapest member of each family runs first, then the rest by cost."""
+Images and input size per model follow its cost on a 2-core machine
+(plan_for below); the cheapest member of each family runs first, then the
+rest by cost."""
 import argparse
 import datetime
 import json
@@ -51,8 +52,15 @@ GFLOPS = {
 SKIP = {"regnet_y_128gf": "644 M parameters: the ONNX file (2.6 GB) needs external data, past protobuf's 2 GB"}
 
 
-def images_for(gflops):
-    return 200 if gflops <= 2 else 64 if gflops <= 8 else 16
+def plan_for(name, size):
+    """(images, input size) for a model: the 2 shared cores of the recording
+    machine cannot give every model 224x224 and a few hundred images."""
+    g = GFLOPS[name]
+    if g <= 2:
+        return 64, size
+    # VGG's AdaptiveAvgPool2d(7) exports only when 7 divides its input (224 gives 7x7)
+    small = size if name.startswith("vgg") else (size * 5 // 7 if g <= 8 else size // 2)
+    return (32 if g <= 8 else 8), small
 
 
 def order():
@@ -79,24 +87,26 @@ def write(path, meta, rows, pending):
              f"- machine: {meta['machine']}", f"- ptq: {meta['ptq']}", f"- command: `{meta['command']}`",
              f"- started {meta['started']}, last update {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC",
              "- models: torchvision 0.14.1 builders, random weights (seed 0), BatchNorm statistics and the "
-             "last layer set on 32 other random images (scripts/export_zoo.py), exported by torch 1.13 at "
-             f"{meta['size']}x{meta['size']} with a dynamic batch",
+             "last layer set on 32 other random images (scripts/export_zoo.py), exported by torch 1.13 with a "
+             "dynamic batch",
              "- images: random RGB images (scripts/zoo_pipeline.py make_images), labels = onnxruntime's FP32 "
-             "predictions; 200 images for models up to 2 GFLOPs, 64 up to 8, 16 above (CPU time); calibration "
-             "on the first 32",
+             f"predictions; for CPU time on 2 shared cores: models up to 2 GFLOPs (at 224x224) get 64 images of "
+             f"{meta['size']}x{meta['size']}, up to 8 GFLOPs 32 images of {meta['size'] * 5 // 7}x"
+             f"{meta['size'] * 5 // 7}, above 8 images of {meta['size'] // 2}x{meta['size'] // 2} (VGG always at "
+             f"{meta['size']}: its adaptive pooling exports only at 224); calibration on the first 32 (or all)",
              "- pass: ptq eval's logits within 1e-4 relative of onnxruntime 1.32's (per image, ||ptq - ort|| / "
              "||ort||), FP32 predictions agreeing on >= 99.9%, and every step (calibrate, plan, validate, export "
              "--format qdq) succeeding with a Q/DQ model onnxruntime runs to finite logits of the right shape",
              "- qdq agree: onnxruntime's argmax on the Q/DQ model against ptq validate's quantized argmax "
              "(random networks have small logit margins; not a pass criterion); qdq rel: the median relative "
              "difference of those logits", "",
-             "| model | opset | images | result | rel max | FP32 agree | qdq agree | qdq rel | ptq eval s | note |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | opset | size | images | result | rel max | FP32 agree | qdq agree | qdq rel | ptq eval s | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         note = r.get("error") or ""
         if r.get("failed_step"):
             note = f"failed at {r['failed_step']}: {note}"
-        lines.append(f"| {r['name']} | {r['opset']} | {r['images']} | {'pass' if r['ok'] else 'FAIL'} | "
+        lines.append(f"| {r['name']} | {r['opset']} | {r['size']} | {r['images']} | {'pass' if r['ok'] else 'FAIL'} | "
                      f"{fmt(r.get('rel_max'), '.2e')} | {fmt(r.get('agree'), '.4f')} | "
                      f"{fmt(r.get('qdq_agree'), '.4f')} | {fmt(r.get('qdq_rel_median'), '.2e')} | "
                      f"{fmt(r.get('seconds', {}).get('eval'), '.1f')} | {note.replace('|', '/')} |")
@@ -130,16 +140,16 @@ def main():
     for m in names:
         if m in SKIP:
             continue
-        n = images_for(GFLOPS[m])
-        images = zoo_pipeline.make_images(n, a.size, seed=7)
+        n, size = plan_for(m, a.size)
+        images = zoo_pipeline.make_images(n, size, seed=7)
         d = os.path.join(a.work, m)
         os.makedirs(d, exist_ok=True)
         t0 = time.time()
         try:
-            paths = export_zoo.export(m, d, [13, 17], a.size)
+            paths = export_zoo.export(m, d, [13, 17], size)
         except Exception as e:  # noqa: BLE001 - torch's export error, recorded
             for o in (13, 17):
-                rows.append({"name": m, "opset": o, "images": n, "ok": False, "failed_step": "torch export",
+                rows.append({"name": m, "opset": o, "images": n, "size": size, "ok": False, "failed_step": "torch export",
                              "error": str(e).splitlines()[0][:300]})
             pending = [p for p in pending if p[0] != m]
             write(a.out, meta, rows, pending)
@@ -147,7 +157,7 @@ def main():
         export_s = time.time() - t0
         for o, p in zip((13, 17), paths):
             r = zoo_pipeline.run_model(a.ptq, p, images, os.path.join(d, f"op{o}"), calib_samples=32)
-            r.update(name=m, opset=o, export_s=export_s)
+            r.update(name=m, opset=o, export_s=export_s, size=size)
             rows.append(r)
             print(json.dumps(r), flush=True)
             write(a.out, meta, rows, [q for q in pending if q[0] != m])
