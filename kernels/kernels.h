@@ -138,6 +138,41 @@ void ptq_k_pad_ref(ptq_pad_mode mode, size_t elem_bytes, int ndim, const int64_t
 /* y = erf(x) elementwise; x, y: [n], x == y allowed. */
 void ptq_k_erf_ref(int64_t n, const float *x, float *y);
 
+/* y = sqrt(x) elementwise (NaN below 0); x, y: [n], x == y allowed. */
+void ptq_k_sqrt_ref(int64_t n, const float *x, float *y);
+/* y = pow(a, b) with numpy broadcasting (bc as for ptq_k_binary_ref). */
+void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y);
+
+/* Mean over the axes with reduced[d] != 0 of x [dims[0..ndim-1]] (summed in
+ * double); y holds the kept axes in order ([prod of kept dims]). */
+void ptq_k_reduce_mean_ref(int ndim, const int64_t *dims, const unsigned char *reduced, const float *x, float *y);
+/* LayerNormalization of x viewed as [n_rows, n_cols] over each row (mean and
+ * variance in double): y = (x - mean) / sqrt(var + eps) * scale + bias;
+ * scale, bias: [n_cols] (bias NULL: 0); mean, inv_std: [n_rows] or NULL. */
+void ptq_k_layernorm_ref(int64_t n_rows, int64_t n_cols, const float *x, const float *scale, const float *bias,
+                         float eps, float *y, float *mean, float *inv_std);
+
+/* Gather along the middle dim of x viewed as [outer, len, inner] elements of
+ * elem_bytes: y [outer, n_idx, inner], y[o, j, :] = x[o, idx[j], :]; every
+ * idx in 0..len-1 (the caller resolves negative ones). */
+void ptq_k_gather_ref(size_t elem_bytes, int64_t outer, int64_t len, int64_t inner, int64_t n_idx,
+                      const int64_t *idx, const void *x, void *y);
+/* y[i0..] = x[start[d] + i_d * step[d]] for elements of elem_bytes; x has
+ * in_dims, y out_dims (both [ndim]); steps may be negative. */
+void ptq_k_slice_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *out_dims,
+                     const int64_t *start, const int64_t *step, const void *x, void *y);
+
+/* Element kinds ptq_k_cast_ref converts between (ONNX Cast). */
+typedef enum ptq_cast_kind {
+    PTQ_CAST_F32, PTQ_CAST_F64, PTQ_CAST_I8, PTQ_CAST_U8, PTQ_CAST_I16, PTQ_CAST_U16, PTQ_CAST_I32, PTQ_CAST_U32,
+    PTQ_CAST_I64, PTQ_CAST_U64, PTQ_CAST_BOOL
+} ptq_cast_kind;
+/* y[i] = x[i] converted, for i < n: float to integer truncates toward zero
+ * and saturates at the type's limits (NaN gives 0), integers wrap as C's
+ * unsigned conversion does (two's complement), anything nonzero is true,
+ * float64 to float32 rounds to nearest even. */
+void ptq_k_cast_ref(ptq_cast_kind from, ptq_cast_kind to, int64_t n, const void *x, void *y);
+
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max
  * order -0 below +0, so they are associative and commutative bit for bit. */

@@ -47,6 +47,16 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_ERF, "Erf", 0),
     /* its output is a constant, not an activation */
     [PTQ_OP_CONSTANT] = {PTQ_OP_CONSTANT, "Constant", "ai.onnx", 0, 0, 0, -1, PTQ_AXIS_NONE, 0},
+    PLAIN(PTQ_OP_REDUCEMEAN, "ReduceMean", 0),
+    /* scale and bias are not quantized (as BatchNormalization's) */
+    PLAIN(PTQ_OP_LAYERNORMALIZATION, "LayerNormalization", 0),
+    PLAIN(PTQ_OP_POW, "Pow", 0),
+    PLAIN(PTQ_OP_SQRT, "Sqrt", 0),
+    /* shape arithmetic: integer outputs, which no plan quantizes */
+    PLAIN(PTQ_OP_SHAPE, "Shape", 0),
+    PLAIN(PTQ_OP_GATHER, "Gather", 0),
+    PLAIN(PTQ_OP_SLICE, "Slice", COMMUTES),
+    PLAIN(PTQ_OP_CAST, "Cast", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

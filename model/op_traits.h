@@ -40,6 +40,14 @@ typedef enum ptq_op_id {
     PTQ_OP_PAD,
     PTQ_OP_ERF,
     PTQ_OP_CONSTANT,
+    PTQ_OP_REDUCEMEAN,
+    PTQ_OP_LAYERNORMALIZATION,
+    PTQ_OP_POW,
+    PTQ_OP_SQRT,
+    PTQ_OP_SHAPE,
+    PTQ_OP_GATHER,
+    PTQ_OP_SLICE,
+    PTQ_OP_CAST,
     PTQ_OP_COUNT
 } ptq_op_id;
 

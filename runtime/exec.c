@@ -117,6 +117,7 @@ struct ptq_exec {
     int *epi_add, *epi_relu, *epi_z;
     unsigned char *ran_early; /* [g->n_nodes] 1: already run in an earlier node's epilogue this run */
     int64_t n_epilogue;       /* chains run so */
+    ptq_op_frame frame;       /* run_node's views, grown to the largest node */
     char device_name[160];
 };
 
@@ -632,36 +633,28 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     const ptq_graph *g = e->g;
     const ptq_node *n = &g->nodes[k];
     const ptq_op_def *op = e->ops[k];
-    ptq_tensor in[PTQ_OP_MAX_IO], outs[PTQ_OP_MAX_IO];
     ptq_backend *b = e->host;
     int m = MEM_HOST;
-    ptq_op_io io;
-    memset(&io, 0, sizeof io);
-    memset(outs, 0, sizeof outs);
-    if (n->n_inputs > PTQ_OP_MAX_IO || n->n_outputs > PTQ_OP_MAX_IO)
-        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s' (%s): more than %d inputs or outputs", n->name,
-                        n->op_type, PTQ_OP_MAX_IO);
+    PTQ_TRY_RET(ptq_op_frame_reserve(ctx, &e->frame, n->n_inputs, n->n_outputs));
+    ptq_tensor *in = e->frame.in_views, *outs = e->frame.out_views;
+    ptq_op_io io = e->frame.io;
     e->step = k + 1;
     io.graph = g;
     io.node = n;
     io.op = op;
-    io.n_in = n->n_inputs;
-    io.n_out = n->n_outputs;
     /* inputs as they are now; shape-carrying ones on the host for infer */
     for (int i = 0; i < n->n_inputs; i++) {
         const int v = n->inputs[i];
         if (v < 0)
             continue;
         slot *s = &e->slots[v];
-        if ((op->host_inputs >> i) & 1u)
+        if (ptq_op_host_input(op, i))
             PTQ_TRY(st, input_view(ctx, e, v, MEM_HOST, &in[i]), done);
         else
             in[i] = slot_view(s, s->ptr[MEM_HOST] ? MEM_HOST : MEM_DEV);
         io.in[i] = &in[i];
     }
     /* infer writes into outs even for omitted outputs */
-    for (int i = 0; i < n->n_outputs; i++)
-        io.out[i] = &outs[i];
     PTQ_TRY(st, op->infer(ctx, &io), done);
 
     if (e->dev && e->dev->supports(e->dev, &io))
@@ -670,7 +663,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
         e->n_fallback++;
     m = mem_index(b->mem);
     for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i] >= 0 && !((op->host_inputs >> i) & 1u))
+        if (n->inputs[i] >= 0 && !ptq_op_host_input(op, i) && !ptq_op_meta_input(op, i))
             PTQ_TRY(st, input_view(ctx, e, n->inputs[i], m, &in[i]), done);
     for (int i = 0; i < n->n_outputs; i++) {
         const int v = n->outputs[i];
@@ -823,15 +816,18 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     if (e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[MEM_DEV]))
         return PTQ_OK;
     ptq_tensor in[3], out, zv;
+    const ptq_tensor *in_ptr[3] = {NULL, NULL, NULL};
+    ptq_tensor *out_ptr[1] = {&out};
     memset(&out, 0, sizeof out);
     ptq_op_io io;
     memset(&io, 0, sizeof io);
+    io.in = in_ptr;
+    io.out = out_ptr;
     io.graph = g;
     io.node = n;
     io.op = e->ops[k];
     io.n_in = n->n_inputs < 3 ? n->n_inputs : 3;
     io.n_out = 1;
-    io.out[0] = &out;
     e->step = k + 1;
     for (int i = 0; i < io.n_in; i++) {
         if (n->inputs[i] < 0)
@@ -1305,6 +1301,7 @@ void ptq_exec_free(ptq_exec *e)
     free(e->epi_relu);
     free(e->epi_z);
     free(e->ran_early);
+    ptq_op_frame_free(&e->frame);
     free(e->ops);
     free(e);
 }

@@ -14,21 +14,36 @@
 #include "ptq/graph.h"
 #include "ptq/tensor.h"
 
-#define PTQ_OP_MAX_IO 16
-
 typedef struct ptq_op_def ptq_op_def;
 
-/* What one node invocation sees. in[i] is NULL where an optional input is
- * omitted; inputs live where the backend runs (host for ref/cpu), except the
- * ones named in the op's host_inputs mask, which are always on the host. */
+/* What one node invocation sees, however many inputs and outputs the node
+ * has. in[i] is NULL where an optional input is omitted; inputs live where
+ * the backend runs (host for ref/cpu), except the ones named in the op's
+ * host_inputs mask, which are always on the host. */
 typedef struct ptq_op_io {
     const ptq_graph *graph;
     const ptq_node *node;
     int n_in, n_out;
-    const ptq_tensor *in[PTQ_OP_MAX_IO];
-    ptq_tensor *out[PTQ_OP_MAX_IO]; /* infer sets dtype/ndim/dims; the executor then allocates data */
-    const ptq_op_def *op; /* node's entry from ptq_op_resolve; NULL: found by its domain and op_type */
+    const ptq_tensor **in; /* [n_in] */
+    ptq_tensor **out;      /* [n_out]; infer sets dtype/ndim/dims; the executor then allocates data */
+    const ptq_op_def *op;  /* node's entry from ptq_op_resolve; NULL: found by its domain and op_type */
 } ptq_op_io;
+
+/* Room for one invocation's views, grown to the largest node seen and
+ * reused: in_views [n_in] for the caller to fill, out_views [n_out] zeroed,
+ * and io.in / io.out pointing at them (io.in[i] NULL until set). */
+typedef struct ptq_op_frame {
+    ptq_op_io io;
+    ptq_tensor *in_views;  /* [n_in] */
+    ptq_tensor *out_views; /* [n_out] */
+    void *block;           /* one allocation holding all four arrays */
+    size_t block_bytes;
+} ptq_op_frame;
+
+/* Sets f up for a node of n_in inputs and n_out outputs (graph, node and op
+ * left to the caller); PTQ_ERR_NOMEM when it cannot grow. */
+ptq_status ptq_op_frame_reserve(ptq_ctx *ctx, ptq_op_frame *f, int n_in, int n_out);
+void ptq_op_frame_free(ptq_op_frame *f);
 
 /* The traits of op ID (the part after PTQ_OP_), for the entries' initializers. */
 #define PTQ_OP_TRAITS(ID) (&ptq_op_traits_table[PTQ_OP_##ID])
@@ -44,7 +59,23 @@ struct ptq_op_def {
     ptq_status (*run_ref)(ptq_ctx *ctx, const ptq_op_io *io);
     /* Same with kernels/cpu; NULL when the reference is the CPU path. */
     ptq_status (*run_cpu)(ptq_ctx *ctx, const ptq_op_io *io);
+    /* bit i: only input i's dtype and shape are read, never its data (Shape):
+     * a value computed from it alone is known before the run (shape
+     * inference folds it) and the input is not moved between memories */
+    unsigned meta_inputs;
 };
+
+/* 1 if op reads input i on the host (host_inputs; inputs past bit 31 never). */
+static inline int ptq_op_host_input(const ptq_op_def *op, int i)
+{
+    return i >= 0 && i < 32 && ((op->host_inputs >> i) & 1u);
+}
+
+/* 1 if op reads only the dtype and shape of input i (meta_inputs). */
+static inline int ptq_op_meta_input(const ptq_op_def *op, int i)
+{
+    return i >= 0 && i < 32 && ((op->meta_inputs >> i) & 1u);
+}
 
 /* NULL when ptq has no implementation of (domain, op_type). */
 const ptq_op_def *ptq_op_find(const char *domain, const char *op_type);

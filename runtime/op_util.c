@@ -1,6 +1,8 @@
 /* Node-naming failures and small checks shared by runtime/ops_*.c. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "runtime/op_util.h"
 
@@ -59,4 +61,36 @@ void ptq_op_same_shape(ptq_tensor *dst, const ptq_tensor *src)
     dst->ndim = src->ndim;
     for (int d = 0; d < src->ndim; d++)
         dst->dims[d] = src->dims[d];
+}
+
+ptq_status ptq_op_frame_reserve(ptq_ctx *ctx, ptq_op_frame *f, int n_in, int n_out)
+{
+    const size_t n_i = n_in > 0 ? (size_t)n_in : 0, n_o = n_out > 0 ? (size_t)n_out : 0;
+    const size_t views = (n_i + n_o) * sizeof(ptq_tensor), ptrs = (n_i + n_o) * sizeof(void *);
+    if (!f->block || views + ptrs > f->block_bytes) {
+        size_t want = (views + ptrs) * 2 + sizeof(ptq_tensor);
+        void *p = realloc(f->block, want);
+        if (!p)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a node of %d inputs and %d outputs", n_in, n_out);
+        f->block = p;
+        f->block_bytes = want;
+    }
+    memset(f->block, 0, views + ptrs);
+    f->in_views = f->block;
+    f->out_views = f->in_views + n_i;
+    f->io.in = (const ptq_tensor **)(void *)(f->out_views + n_o);
+    f->io.out = (ptq_tensor **)(void *)(f->io.in + n_i);
+    f->io.n_in = n_in;
+    f->io.n_out = n_out;
+    for (size_t i = 0; i < n_o; i++)
+        f->io.out[i] = &f->out_views[i];
+    return PTQ_OK;
+}
+
+void ptq_op_frame_free(ptq_op_frame *f)
+{
+    if (!f)
+        return;
+    free(f->block);
+    memset(f, 0, sizeof *f);
 }

@@ -12,7 +12,8 @@ extern const ptq_op_def ptq_op_Conv, ptq_op_Gemm, ptq_op_MatMul, ptq_op_MaxPool,
 extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_Relu, ptq_op_LeakyRelu, ptq_op_Clip,
     ptq_op_Sigmoid, ptq_op_HardSigmoid, ptq_op_HardSwish, ptq_op_Tanh, ptq_op_Softmax, ptq_op_Flatten,
     ptq_op_Reshape, ptq_op_Squeeze, ptq_op_Unsqueeze, ptq_op_Transpose, ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Pad, ptq_op_Erf,
-    ptq_op_Constant;
+    ptq_op_Constant, ptq_op_ReduceMean, ptq_op_LayerNormalization, ptq_op_Pow, ptq_op_Sqrt, ptq_op_Shape,
+    ptq_op_Gather, ptq_op_Slice, ptq_op_Cast;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -45,6 +46,14 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_PAD] = &ptq_op_Pad,
     [PTQ_OP_ERF] = &ptq_op_Erf,
     [PTQ_OP_CONSTANT] = &ptq_op_Constant,
+    [PTQ_OP_REDUCEMEAN] = &ptq_op_ReduceMean,
+    [PTQ_OP_LAYERNORMALIZATION] = &ptq_op_LayerNormalization,
+    [PTQ_OP_POW] = &ptq_op_Pow,
+    [PTQ_OP_SQRT] = &ptq_op_Sqrt,
+    [PTQ_OP_SHAPE] = &ptq_op_Shape,
+    [PTQ_OP_GATHER] = &ptq_op_Gather,
+    [PTQ_OP_SLICE] = &ptq_op_Slice,
+    [PTQ_OP_CAST] = &ptq_op_Cast,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

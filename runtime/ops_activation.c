@@ -162,10 +162,10 @@ static ptq_status unary_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return unary_run(ctx, io, 1);
 }
 
-const ptq_op_def ptq_op_Relu = {PTQ_OP_TRAITS(RELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_LeakyRelu = {PTQ_OP_TRAITS(LEAKYRELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_Clip = {PTQ_OP_TRAITS(CLIP), 1, 1u << 1 | 1u << 2, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_Sigmoid = {PTQ_OP_TRAITS(SIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_HardSigmoid = {PTQ_OP_TRAITS(HARDSIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_HardSwish = {PTQ_OP_TRAITS(HARDSWISH), 14, 0, unary_infer, unary_run_ref, unary_run_cpu};
-const ptq_op_def ptq_op_Tanh = {PTQ_OP_TRAITS(TANH), 1, 0, unary_infer, unary_run_ref, unary_run_cpu};
+const ptq_op_def ptq_op_Relu = {PTQ_OP_TRAITS(RELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_LeakyRelu = {PTQ_OP_TRAITS(LEAKYRELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_Clip = {PTQ_OP_TRAITS(CLIP), 1, 1u << 1 | 1u << 2, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_Sigmoid = {PTQ_OP_TRAITS(SIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_HardSigmoid = {PTQ_OP_TRAITS(HARDSIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_HardSwish = {PTQ_OP_TRAITS(HARDSWISH), 14, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_Tanh = {PTQ_OP_TRAITS(TANH), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};

@@ -63,4 +63,4 @@ static ptq_status bn_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return bn_run(io, ptq_k_batchnorm_cpu);
 }
 
-const ptq_op_def ptq_op_BatchNormalization = {PTQ_OP_TRAITS(BATCHNORMALIZATION), 6, 0, bn_infer, bn_run_ref, bn_run_cpu};
+const ptq_op_def ptq_op_BatchNormalization = {PTQ_OP_TRAITS(BATCHNORMALIZATION), 6, 0, bn_infer, bn_run_ref, bn_run_cpu, 0};

@@ -100,5 +100,5 @@ static ptq_status erf_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 /* the constant of input 2 is read on the host like the pads */
-const ptq_op_def ptq_op_Pad = {PTQ_OP_TRAITS(PAD), 11, 1u << 1 | 1u << 2 | 1u << 3, pad_infer, pad_run, NULL};
-const ptq_op_def ptq_op_Erf = {PTQ_OP_TRAITS(ERF), 9, 0, erf_infer, erf_run, NULL};
+const ptq_op_def ptq_op_Pad = {PTQ_OP_TRAITS(PAD), 11, 1u << 1 | 1u << 2 | 1u << 3, pad_infer, pad_run, NULL, 0};
+const ptq_op_def ptq_op_Erf = {PTQ_OP_TRAITS(ERF), 9, 0, erf_infer, erf_run, NULL, 0};

@@ -48,4 +48,4 @@ static ptq_status softmax_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
-const ptq_op_def ptq_op_Softmax = {PTQ_OP_TRAITS(SOFTMAX), 1, 0, softmax_infer, softmax_run_ref, softmax_run_cpu};
+const ptq_op_def ptq_op_Softmax = {PTQ_OP_TRAITS(SOFTMAX), 1, 0, softmax_infer, softmax_run_ref, softmax_run_cpu, 0};

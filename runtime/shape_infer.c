@@ -1,8 +1,9 @@
 /* Static shape and dtype inference over a whole graph: each node's infer
  * from runtime/op.h on tensors that carry shapes but no data, except
- * constants and small results computed from constants only (Constant nodes,
- * shape arithmetic), which are folded on the host so that shape-carrying
- * inputs such as Reshape's shape are known. Covered by tests/test_shape_infer.c. */
+ * constants and small results computed from constants and from shapes only
+ * (Constant nodes, Shape and the arithmetic after it), which are folded on
+ * the host so that shape-carrying inputs such as Reshape's shape are known
+ * (for the batch given; the executor recomputes them each run). Covered by tests/test_shape_infer.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,8 @@
 ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
 {
     ptq_status st = PTQ_OK;
+    ptq_op_frame frame;
+    memset(&frame, 0, sizeof frame);
     ptq_tensor *t = calloc((size_t)g->n_values + 1, sizeof *t);
     unsigned char *owned = calloc((size_t)g->n_values + 1, 1);
     if (!t || !owned) {
@@ -49,11 +52,7 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
         const ptq_op_def *op = ptq_op_find(n->domain, n->op_type);
-        ptq_tensor outs[PTQ_OP_MAX_IO];
-        ptq_op_io io;
-        memset(&io, 0, sizeof io);
-        memset(outs, 0, sizeof outs);
-        if (!op || n->n_inputs > PTQ_OP_MAX_IO || n->n_outputs > PTQ_OP_MAX_IO) {
+        if (!op) {
             st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s': op %s is not supported by ptq", n->name, n->op_type);
             goto done;
         }
@@ -61,18 +60,19 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
             st = ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%s' (%s) has no output", n->name, n->op_type);
             goto done;
         }
+        PTQ_TRY(st, ptq_op_frame_reserve(ctx, &frame, n->n_inputs, n->n_outputs), done);
+        ptq_op_io io = frame.io;
+        ptq_tensor *outs = frame.out_views;
         io.graph = g;
         io.node = n;
-        io.n_in = n->n_inputs;
-        io.n_out = n->n_outputs;
         int all_data = 1;
         for (int i = 0; i < n->n_inputs; i++) {
             if (n->inputs[i] < 0)
                 continue;
             io.in[i] = &t[n->inputs[i]];
-            if (!t[n->inputs[i]].data) {
+            if (!t[n->inputs[i]].data && !ptq_op_meta_input(op, i)) {
                 all_data = 0;
-                if ((op->host_inputs >> i) & 1u) {
+                if (ptq_op_host_input(op, i)) {
                     st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
                                   "node '%s' (%s): input '%s' sets an output shape but is computed at run time",
                                   n->name, n->op_type, g->values[n->inputs[i]].name);
@@ -80,8 +80,6 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
                 }
             }
         }
-        for (int i = 0; i < n->n_outputs; i++)
-            io.out[i] = &outs[i];
         PTQ_TRY(st, op->infer(ctx, &io), done);
         size_t out_bytes = 0;
         for (int i = 0; i < n->n_outputs; i++)
@@ -111,6 +109,7 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
         }
     }
 done:
+    ptq_op_frame_free(&frame);
     for (int v = 0; t && owned && v < g->n_values; v++)
         if (owned[v])
             free(t[v].data);

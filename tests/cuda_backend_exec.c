@@ -98,7 +98,10 @@ static void run_case(node_case *c)
     one_node_init(&o, c);
     const ptq_op_def *op = ptq_op_find("", c->op_type);
     ptq_tensor h_out[4], d_in[6], d_out[4];
-    ptq_op_io hio = {&o.g, &o.n, c->n_in, c->n_out, {0}, {0}, op}, dio = hio;
+    const ptq_tensor *h_in_ptr[6] = {0}, *d_in_ptr[6] = {0};
+    ptq_tensor *h_out_ptr[4] = {0}, *d_out_ptr[4] = {0};
+    ptq_op_io hio = {&o.g, &o.n, c->n_in, c->n_out, h_in_ptr, h_out_ptr, op};
+    ptq_op_io dio = {&o.g, &o.n, c->n_in, c->n_out, d_in_ptr, d_out_ptr, op};
     memset(h_out, 0, sizeof h_out);
     if (!op) {
         CHECK_MSG(0, "%s: op %s not in the op table", c->label, c->op_type);
@@ -125,7 +128,7 @@ static void run_case(node_case *c)
         if (!c->in[i].data)
             continue;
         d_in[i] = c->in[i];
-        if (!((op->host_inputs >> i) & 1u)) {
+        if (!ptq_op_host_input(op, i)) {
             size_t n_bytes = ptq_tensor_bytes(&c->in[i]);
             CHECK(be->alloc(be, &ctx, n_bytes, &d_in[i].data) == PTQ_OK);
             CHECK(be->upload(be, &ctx, d_in[i].data, c->in[i].data, n_bytes) == PTQ_OK);
@@ -188,7 +191,9 @@ static void expect_declined(node_case *c)
     one_node_init(&o, c);
     const ptq_op_def *op = ptq_op_find("", c->op_type);
     ptq_tensor h_out[4];
-    ptq_op_io io = {&o.g, &o.n, c->n_in, c->n_out, {0}, {0}, op};
+    const ptq_tensor *in_ptr[6] = {0};
+    ptq_tensor *out_ptr[4] = {0};
+    ptq_op_io io = {&o.g, &o.n, c->n_in, c->n_out, in_ptr, out_ptr, op};
     memset(h_out, 0, sizeof h_out);
     for (int i = 0; i < c->n_in; i++)
         io.in[i] = c->in[i].data ? &c->in[i] : NULL;

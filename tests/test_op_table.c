@@ -55,6 +55,14 @@ static const struct {
     {"Pad", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 11, 0},
     {"Erf", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"Constant", 0, 0, 0, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ReduceMean", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 1},
+    {"LayerNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 17, 0},
+    {"Pow", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Sqrt", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Shape", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Gather", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Slice", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Cast", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
 };
 
 static void test_every_op(void)

@@ -19,6 +19,8 @@ typedef struct fixture {
     int64_t ints[8][8];
     int in_idx[MAX_IO], out_idx[MAX_IO];
     ptq_tensor in[MAX_IO], out[MAX_IO];
+    const ptq_tensor *in_ptr[MAX_IO];
+    ptq_tensor *out_ptr[MAX_IO];
     ptq_op_io io;
     ptq_ctx ctx;
 } fixture;
@@ -35,6 +37,8 @@ static void fx_init(fixture *f, const char *op_type, const char *name, int64_t o
     f->node.outputs = f->out_idx;
     f->io.graph = &f->graph;
     f->io.node = &f->node;
+    f->io.in = f->in_ptr;
+    f->io.out = f->out_ptr;
     f->node.n_outputs = f->io.n_out = 1;
     f->io.out[0] = &f->out[0];
     ptq_ctx_init(&f->ctx);

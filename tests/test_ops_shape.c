@@ -13,15 +13,18 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_HardSigmoid, ptq_op_HardSwish, ptq_op_Softmax, ptq_op_Flatten, ptq_op_Reshape, ptq_op_Transpose,
     ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Constant;
 
-static const int io_index[PTQ_OP_MAX_IO] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+#define CASE_MAX_IO 72 /* past the 16 of an old fixed limit: Concat of 64+ inputs (DenseNet has 25 to 49) */
+static int io_index[CASE_MAX_IO];
 
 /* One node invocation: graph at an opset, node with attrs, up to 4 inputs and 2 outputs. */
 typedef struct op_case {
     ptq_graph graph;
     ptq_node node;
     ptq_op_io io;
-    ptq_tensor in[PTQ_OP_MAX_IO];
+    ptq_tensor in[CASE_MAX_IO];
     ptq_tensor out[2];
+    const ptq_tensor *in_ptr[CASE_MAX_IO];
+    ptq_tensor *out_ptr[2];
     ptq_ctx ctx;
 } op_case;
 
@@ -43,6 +46,10 @@ static void case_init(op_case *c, const char *op_type, int64_t opset, const ptq_
     c->io.node = &c->node;
     c->io.n_in = n_in;
     c->io.n_out = n_out;
+    c->io.in = c->in_ptr;
+    c->io.out = c->out_ptr;
+    for (int i = 0; i < CASE_MAX_IO; i++)
+        io_index[i] = i;
     for (int i = 0; i < n_in; i++)
         c->io.in[i] = &c->in[i];
     for (int i = 0; i < n_out; i++)
@@ -301,6 +308,19 @@ static void check_concat(void)
     CHECK_MSG(case_run(&c, &ptq_op_Concat, 0) == PTQ_OK, "%s", c.ctx.msg);
     const int64_t want_i[] = {1, 2, 3, 4, 5};
     CHECK(c.out[0].ndim == 1 && c.out[0].dims[0] == 5 && memcmp(c.out[0].data, want_i, sizeof want_i) == 0);
+    case_free(&c);
+
+    /* 70 inputs (no fixed limit on a node's inputs): input i is [1, 2] of {i, -i} -> [1, 140] */
+    static float many[70][2];
+    const int64_t d12[] = {1, 2};
+    case_init(&c, "Concat", 13, &axis_m1, 1, 70, 1);
+    for (int i = 0; i < 70; i++) {
+        many[i][0] = (float)i;
+        many[i][1] = (float)-i;
+        case_input(&c, i, PTQ_DT_FLOAT, many[i], 2, d12);
+    }
+    CHECK_MSG(case_run(&c, &ptq_op_Concat, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(c.out[0].ndim == 2 && c.out[0].dims[1] == 140 && memcmp(c.out[0].data, many, sizeof many) == 0);
     case_free(&c);
 
     /* a dim other than axis differs: SHAPE naming the node and the input */

@@ -28,20 +28,19 @@ static void check_case(const char *dir)
         ptq_graph_free(g);
         return;
     }
-    int ok = 1;
-    for (int i = 0; ok && i < g->n_inputs; i++) {
+    ptq_status st = PTQ_OK;
+    for (int i = 0; st == PTQ_OK && i < g->n_inputs; i++) {
         ptq_tensor t;
         snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, i);
-        if (ptq_tensor_load_pb(&ctx, path, &t, NULL) != PTQ_OK) {
-            ok = 0;
-            break;
-        }
+        if ((st = ptq_tensor_load_pb(&ctx, path, &t, NULL)) != PTQ_OK)
+            break; /* string tensors: unsupported */
         ptq_value *v = &g->values[g->inputs[i]];
         v->ndim = t.ndim;
         memcpy(v->dims, t.dims, sizeof v->dims);
         ptq_tensor_free_host(&t);
     }
-    ptq_status st = ok ? ptq_graph_infer_shapes(&ctx, g, 1) : PTQ_ERR_IO;
+    if (st == PTQ_OK)
+        st = ptq_graph_infer_shapes(&ctx, g, 1);
     if (st == PTQ_ERR_UNSUPPORTED) {
         n_unsupported++;
     } else if (st != PTQ_OK) {

@@ -1,0 +1,139 @@
+/* Reference Gather, Slice (byte copies on any fixed-size dtype) and Cast
+ * between the numeric dtypes, as ONNX defines them; their CPU path too (the
+ * shape arithmetic of exported models runs them on small int64 tensors).
+ * Covered by tests/test_ops_zoo.c and the ONNX conformance run. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+void ptq_k_gather_ref(size_t elem_bytes, int64_t outer, int64_t len, int64_t inner, int64_t n_idx,
+                      const int64_t *idx, const void *x, void *y)
+{
+    const size_t row = (size_t)inner * elem_bytes;
+    const unsigned char *src = x;
+    unsigned char *dst = y;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < n_idx; j++, dst += row)
+            if (row)
+                memcpy(dst, src + ((size_t)o * (size_t)len + (size_t)idx[j]) * row, row);
+}
+
+void ptq_k_slice_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *out_dims,
+                     const int64_t *start, const int64_t *step, const void *x, void *y)
+{
+    int64_t in_stride[8], n = 1;
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        in_stride[d] = s;
+        s *= in_dims[d];
+        n *= out_dims[d];
+    }
+    const unsigned char *src = x;
+    unsigned char *dst = y;
+    for (int64_t i = 0; i < n; i++, dst += elem_bytes) {
+        int64_t off = 0, r = i;
+        for (int d = ndim - 1; d >= 0; d--) {
+            off += (start[d] + (r % out_dims[d]) * step[d]) * in_stride[d];
+            r /= out_dims[d];
+        }
+        memcpy(dst, src + (size_t)off * elem_bytes, elem_bytes);
+    }
+}
+
+static int is_float(ptq_cast_kind k)
+{
+    return k == PTQ_CAST_F32 || k == PTQ_CAST_F64;
+}
+
+static double load_f(ptq_cast_kind k, const void *p, int64_t i)
+{
+    return k == PTQ_CAST_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+/* The integer (or bool) at p[i] as the 64-bit pattern of its value. */
+static uint64_t load_i(ptq_cast_kind k, const void *p, int64_t i)
+{
+    switch (k) {
+    case PTQ_CAST_I8: return (uint64_t)(int64_t)((const int8_t *)p)[i];
+    case PTQ_CAST_U8: return ((const uint8_t *)p)[i];
+    case PTQ_CAST_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case PTQ_CAST_I16: return (uint64_t)(int64_t)((const int16_t *)p)[i];
+    case PTQ_CAST_U16: return ((const uint16_t *)p)[i];
+    case PTQ_CAST_I32: return (uint64_t)(int64_t)((const int32_t *)p)[i];
+    case PTQ_CAST_U32: return ((const uint32_t *)p)[i];
+    case PTQ_CAST_I64: return (uint64_t)((const int64_t *)p)[i];
+    default: return ((const uint64_t *)p)[i];
+    }
+}
+
+static int is_signed(ptq_cast_kind k)
+{
+    return k == PTQ_CAST_I8 || k == PTQ_CAST_I16 || k == PTQ_CAST_I32 || k == PTQ_CAST_I64;
+}
+
+/* v truncated toward zero and saturated into [lo, hi] (NaN: 0). */
+static double sat(double v, double lo, double hi)
+{
+    if (isnan(v))
+        return 0.0;
+    v = trunc(v);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void store_f(ptq_cast_kind k, void *p, int64_t i, double v)
+{
+    switch (k) {
+    case PTQ_CAST_F32: /* past float's range: FLT_MAX up to the midpoint to 2^128, then Inf (round to nearest even) */
+        if (isfinite(v) && fabs(v) > FLT_MAX)
+            ((float *)p)[i] = copysignf(fabs(v) < 0x1.ffffffp127 ? FLT_MAX : INFINITY, (float)(v < 0 ? -1 : 1));
+        else
+            ((float *)p)[i] = (float)v;
+        break;
+    case PTQ_CAST_F64: ((double *)p)[i] = v; break;
+    case PTQ_CAST_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case PTQ_CAST_I8: ((int8_t *)p)[i] = (int8_t)sat(v, INT8_MIN, INT8_MAX); break;
+    case PTQ_CAST_U8: ((uint8_t *)p)[i] = (uint8_t)sat(v, 0, UINT8_MAX); break;
+    case PTQ_CAST_I16: ((int16_t *)p)[i] = (int16_t)sat(v, INT16_MIN, INT16_MAX); break;
+    case PTQ_CAST_U16: ((uint16_t *)p)[i] = (uint16_t)sat(v, 0, UINT16_MAX); break;
+    case PTQ_CAST_I32: ((int32_t *)p)[i] = (int32_t)sat(v, INT32_MIN, INT32_MAX); break;
+    case PTQ_CAST_U32: ((uint32_t *)p)[i] = (uint32_t)sat(v, 0, UINT32_MAX); break;
+    /* 2^63 and 2^64 are exact doubles; the largest doubles below them fit */
+    case PTQ_CAST_I64: {
+        double t = sat(v, -9223372036854775808.0, 9223372036854775808.0);
+        ((int64_t *)p)[i] = t >= 9223372036854775808.0 ? INT64_MAX : (int64_t)t;
+        break;
+    }
+    case PTQ_CAST_U64: {
+        double t = sat(v, 0.0, 18446744073709551616.0);
+        ((uint64_t *)p)[i] = t >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)t;
+        break;
+    }
+    }
+}
+
+/* u: the source integer's value as a 64-bit pattern (sign-extended when signed). */
+static void store_i(ptq_cast_kind k, void *p, int64_t i, uint64_t u, int from_signed)
+{
+    switch (k) {
+    case PTQ_CAST_F32: ((float *)p)[i] = from_signed ? (float)(int64_t)u : (float)u; break;
+    case PTQ_CAST_F64: ((double *)p)[i] = from_signed ? (double)(int64_t)u : (double)u; break;
+    case PTQ_CAST_BOOL: ((uint8_t *)p)[i] = u != 0; break;
+    case PTQ_CAST_I8: case PTQ_CAST_U8: ((uint8_t *)p)[i] = (uint8_t)u; break;
+    case PTQ_CAST_I16: case PTQ_CAST_U16: ((uint16_t *)p)[i] = (uint16_t)u; break;
+    case PTQ_CAST_I32: case PTQ_CAST_U32: ((uint32_t *)p)[i] = (uint32_t)u; break;
+    case PTQ_CAST_I64: case PTQ_CAST_U64: ((uint64_t *)p)[i] = u; break;
+    }
+}
+
+void ptq_k_cast_ref(ptq_cast_kind from, ptq_cast_kind to, int64_t n, const void *x, void *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (is_float(from))
+            store_f(to, y, i, load_f(from, x, i));
+        else
+            store_i(to, y, i, load_i(from, x, i), is_signed(from));
+    }
+}

@@ -1,0 +1,29 @@
+/* Reference Sqrt and Pow (numpy broadcasting) on float32, as ONNX defines
+ * them; their CPU path too. Covered by tests/test_ops_zoo.c and the ONNX
+ * conformance run. */
+#include <math.h>
+
+#include "kernels/kernels.h"
+
+void ptq_k_sqrt_ref(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = sqrtf(x[i]);
+}
+
+void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y)
+{
+    int64_t n = 1;
+    for (int d = 0; d < bc->ndim; d++)
+        n *= bc->out_dims[d];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ia = 0, ib = 0, r = i;
+        for (int d = bc->ndim - 1; d >= 0; d--) {
+            int64_t idx = r % bc->out_dims[d];
+            r /= bc->out_dims[d];
+            ia += idx * bc->a_stride[d];
+            ib += idx * bc->b_stride[d];
+        }
+        y[i] = powf(a[ia], b[ib]);
+    }
+}

@@ -1,0 +1,293 @@
+/* The ops of exported models' shape arithmetic: Shape (start/end from
+ * opset 15; reads only its input's shape, so what follows from it is known
+ * before a run), Gather (any fixed-size dtype, int32/int64 indices, negative
+ * ones from the end), Slice (attributes before opset 10, host inputs from
+ * 10; negative steps; ONNX's clamping) and Cast between the numeric dtypes,
+ * through kernels/ref/index.c, which is their CPU path too. The batch stays
+ * dynamic: these run on the host each run, on tensors of a few int64s.
+ * Covered by tests/test_ops_zoo.c and the ONNX conformance run. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/op_util.h"
+
+static ptq_status shape_range(ptq_ctx *ctx, const ptq_op_io *io, int64_t *start, int64_t *end)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const int64_t r = io->in[0]->ndim;
+    int64_t s = ptq_node_attr_int(io->node, "start", 0), e = ptq_node_attr_int(io->node, "end", r);
+    if (io->graph->opset < 15)
+        s = 0, e = r;
+    s = s < 0 ? s + r : s;
+    e = e < 0 ? e + r : e;
+    *start = s < 0 ? 0 : s > r ? r : s;
+    *end = e < *start ? *start : e > r ? r : e;
+    return PTQ_OK;
+}
+
+static ptq_status shape_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int64_t s, e;
+    ptq_status st = shape_range(ctx, io, &s, &e);
+    if (st != PTQ_OK)
+        return st;
+    io->out[0]->dtype = PTQ_DT_INT64;
+    io->out[0]->ndim = 1;
+    io->out[0]->dims[0] = e - s;
+    return PTQ_OK;
+}
+
+static ptq_status shape_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int64_t s, e;
+    ptq_status st = shape_range(ctx, io, &s, &e);
+    if (st == PTQ_OK && e > s)
+        memcpy(io->out[0]->data, io->in[0]->dims + s, (size_t)(e - s) * sizeof(int64_t));
+    return st;
+}
+
+/* Gather's axis and indices (as int64, in range) into idx [n]. */
+static ptq_status gather_axis(ptq_ctx *ctx, const ptq_op_io *io, int *axis)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK || (st = ptq_op_need_input(ctx, io, 1)) != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0], *idx = io->in[1];
+    if (ptq_dtype_size(x->dtype) == 0)
+        return ptq_op_unsupported(ctx, io, "data is %s; only fixed-size dtypes are supported",
+                                  ptq_dtype_name(x->dtype));
+    if (idx->dtype != PTQ_DT_INT64 && idx->dtype != PTQ_DT_INT32)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "indices are %s; they must be int32 or int64",
+                           ptq_dtype_name(idx->dtype));
+    int64_t ax = ptq_node_attr_int(io->node, "axis", 0);
+    if (ax < -x->ndim || ax >= x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)ax, x->ndim);
+    *axis = (int)(ax < 0 ? ax + x->ndim : ax);
+    if (x->ndim - 1 + idx->ndim > PTQ_MAX_DIMS)
+        return ptq_op_unsupported(ctx, io, "output rank %d exceeds %d", x->ndim - 1 + idx->ndim, PTQ_MAX_DIMS);
+    return PTQ_OK;
+}
+
+static ptq_status gather_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int axis;
+    ptq_status st = gather_axis(ctx, io, &axis);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0], *idx = io->in[1];
+    ptq_tensor *y = io->out[0];
+    y->dtype = x->dtype;
+    y->ndim = 0;
+    for (int d = 0; d < axis; d++)
+        y->dims[y->ndim++] = x->dims[d];
+    for (int d = 0; d < idx->ndim; d++)
+        y->dims[y->ndim++] = idx->dims[d];
+    for (int d = axis + 1; d < x->ndim; d++)
+        y->dims[y->ndim++] = x->dims[d];
+    return PTQ_OK;
+}
+
+static ptq_status gather_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int axis;
+    ptq_status st = gather_axis(ctx, io, &axis);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0], *idx = io->in[1];
+    const int64_t n = ptq_tensor_numel(idx), len = x->dims[axis];
+    int64_t one, *at = n <= 1 ? &one : malloc((size_t)n * sizeof *at);
+    if (!at)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "node '%s': out of memory for %lld indices", io->node->name,
+                        (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = idx->dtype == PTQ_DT_INT64 ? ((const int64_t *)idx->data)[i] : ((const int32_t *)idx->data)[i];
+        if (k < -len || k >= len) {
+            if (at != &one)
+                free(at);
+            return ptq_op_fail(ctx, io, PTQ_ERR_DATA, "index %lld is out of range for axis %d of size %lld",
+                               (long long)k, axis, (long long)len);
+        }
+        at[i] = k < 0 ? k + len : k;
+    }
+    ptq_k_gather_ref(ptq_dtype_size(x->dtype), ptq_dims_prod(x->dims, 0, axis), len,
+                     ptq_dims_prod(x->dims, axis + 1, x->ndim), n, at, x->data, io->out[0]->data);
+    if (at != &one)
+        free(at);
+    return PTQ_OK;
+}
+
+/* The int64 (or int32) values of a 1-D input i into v; *n = -1 when omitted. */
+static ptq_status int_list(ptq_ctx *ctx, const ptq_op_io *io, int i, int64_t *v, int64_t *n)
+{
+    *n = -1;
+    if (i >= io->n_in || !io->in[i])
+        return PTQ_OK;
+    const ptq_tensor *t = io->in[i];
+    if ((t->dtype != PTQ_DT_INT64 && t->dtype != PTQ_DT_INT32) || t->ndim != 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "input %d must be 1-D int32 or int64, got %s of rank %d", i,
+                           ptq_dtype_name(t->dtype), t->ndim);
+    if (t->dims[0] > PTQ_MAX_DIMS)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %d has %lld entries, more than a rank-%d tensor's axes", i,
+                           (long long)t->dims[0], PTQ_MAX_DIMS);
+    *n = t->dims[0];
+    for (int64_t k = 0; k < *n; k++)
+        v[k] = t->dtype == PTQ_DT_INT64 ? ((const int64_t *)t->data)[k] : ((const int32_t *)t->data)[k];
+    return PTQ_OK;
+}
+
+static ptq_status attr_list(ptq_ctx *ctx, const ptq_op_io *io, const char *name, int64_t *v, int64_t *n)
+{
+    const ptq_attr *a = ptq_node_attr(io->node, name);
+    *n = -1;
+    if (!a)
+        return PTQ_OK;
+    if (a->type != PTQ_ATTR_INTS || a->n > PTQ_MAX_DIMS)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the %s attribute is not a list of at most %d ints", name,
+                           PTQ_MAX_DIMS);
+    *n = a->n;
+    memcpy(v, a->ints, (size_t)a->n * sizeof *v);
+    return PTQ_OK;
+}
+
+/* Slice's per-axis start, step and output dims (axes not named: whole). */
+static ptq_status slice_plan(ptq_ctx *ctx, const ptq_op_io *io, int64_t *start, int64_t *step, int64_t *out_dims)
+{
+    int64_t starts[PTQ_MAX_DIMS], ends[PTQ_MAX_DIMS], axes[PTQ_MAX_DIMS], steps[PTQ_MAX_DIMS];
+    int64_t n_s, n_e, n_a, n_st = -1;
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    if (ptq_dtype_size(x->dtype) == 0)
+        return ptq_op_unsupported(ctx, io, "data is %s; only fixed-size dtypes are supported",
+                                  ptq_dtype_name(x->dtype));
+    if (io->graph->opset < 10) {
+        if ((st = attr_list(ctx, io, "starts", starts, &n_s)) != PTQ_OK ||
+            (st = attr_list(ctx, io, "ends", ends, &n_e)) != PTQ_OK ||
+            (st = attr_list(ctx, io, "axes", axes, &n_a)) != PTQ_OK)
+            return st;
+    } else if ((st = int_list(ctx, io, 1, starts, &n_s)) != PTQ_OK || (st = int_list(ctx, io, 2, ends, &n_e)) != PTQ_OK ||
+               (st = int_list(ctx, io, 3, axes, &n_a)) != PTQ_OK || (st = int_list(ctx, io, 4, steps, &n_st)) != PTQ_OK) {
+        return st;
+    }
+    if (n_s < 0 || n_e != n_s || (n_a >= 0 && n_a != n_s) || (n_st >= 0 && n_st != n_s))
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "starts, ends, axes and steps must have one length");
+    int seen[PTQ_MAX_DIMS] = {0};
+    for (int d = 0; d < x->ndim; d++) {
+        start[d] = 0;
+        step[d] = 1;
+        out_dims[d] = x->dims[d];
+    }
+    for (int64_t i = 0; i < n_s; i++) {
+        int64_t a = n_a >= 0 ? axes[i] : i, dim, s = starts[i], e = ends[i], k = n_st >= 0 ? steps[i] : 1;
+        if (a < 0)
+            a += x->ndim;
+        if (a < 0 || a >= x->ndim || seen[a]++)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range or repeated for rank %d",
+                               (long long)(n_a >= 0 ? axes[i] : i), x->ndim);
+        if (k == 0)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "step 0 on axis %lld", (long long)a);
+        dim = x->dims[a];
+        s = s < 0 ? (s < -dim ? -1 : s + dim) : s; /* -1: before the first, clamped below */
+        e = e < 0 ? (e < -dim ? -1 : e + dim) : e;
+        if (k > 0) {
+            s = s < 0 ? 0 : s > dim ? dim : s;
+            e = e < 0 ? 0 : e > dim ? dim : e;
+            out_dims[a] = e > s ? (e - s + k - 1) / k : 0;
+        } else {
+            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+            out_dims[a] = s > e ? (s - e + (-k) - 1) / (-k) : 0;
+        }
+        start[a] = s;
+        step[a] = k;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status slice_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int64_t start[PTQ_MAX_DIMS], step[PTQ_MAX_DIMS], dims[PTQ_MAX_DIMS];
+    ptq_status st = slice_plan(ctx, io, start, step, dims);
+    if (st != PTQ_OK)
+        return st;
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    memcpy(io->out[0]->dims, dims, (size_t)io->in[0]->ndim * sizeof dims[0]);
+    return PTQ_OK;
+}
+
+static ptq_status slice_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int64_t start[PTQ_MAX_DIMS], step[PTQ_MAX_DIMS], dims[PTQ_MAX_DIMS];
+    ptq_status st = slice_plan(ctx, io, start, step, dims);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    ptq_k_slice_ref(ptq_dtype_size(x->dtype), x->ndim, x->dims, dims, start, step, x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+/* ONNX dtype -> the kernel's kind; 0 when Cast does not support it. */
+static int cast_kind(ptq_dtype dt, ptq_cast_kind *k)
+{
+    switch (dt) {
+    case PTQ_DT_FLOAT: *k = PTQ_CAST_F32; return 1;
+    case PTQ_DT_DOUBLE: *k = PTQ_CAST_F64; return 1;
+    case PTQ_DT_INT8: *k = PTQ_CAST_I8; return 1;
+    case PTQ_DT_UINT8: *k = PTQ_CAST_U8; return 1;
+    case PTQ_DT_INT16: *k = PTQ_CAST_I16; return 1;
+    case PTQ_DT_UINT16: *k = PTQ_CAST_U16; return 1;
+    case PTQ_DT_INT32: *k = PTQ_CAST_I32; return 1;
+    case PTQ_DT_UINT32: *k = PTQ_CAST_U32; return 1;
+    case PTQ_DT_INT64: *k = PTQ_CAST_I64; return 1;
+    case PTQ_DT_UINT64: *k = PTQ_CAST_U64; return 1;
+    case PTQ_DT_BOOL: *k = PTQ_CAST_BOOL; return 1;
+    default: return 0;
+    }
+}
+
+static ptq_status cast_kinds(ptq_ctx *ctx, const ptq_op_io *io, ptq_dtype *to, ptq_cast_kind *k_from,
+                             ptq_cast_kind *k_to)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_attr *a = ptq_node_attr(io->node, "to");
+    if (!a || a->type != PTQ_ATTR_INT)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the to attribute is missing");
+    *to = (ptq_dtype)a->i;
+    if (!cast_kind(io->in[0]->dtype, k_from) || !cast_kind(*to, k_to))
+        return ptq_op_unsupported(ctx, io, "a cast from %s to %s; supported: float32, float64, bool and the integers",
+                                  ptq_dtype_name(io->in[0]->dtype), ptq_dtype_name(*to));
+    return PTQ_OK;
+}
+
+static ptq_status cast_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_dtype to = PTQ_DT_UNDEFINED;
+    ptq_cast_kind kf = PTQ_CAST_F32, kt = PTQ_CAST_F32;
+    ptq_status st = cast_kinds(ctx, io, &to, &kf, &kt);
+    if (st != PTQ_OK)
+        return st;
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    io->out[0]->dtype = to;
+    return PTQ_OK;
+}
+
+static ptq_status cast_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_dtype to = PTQ_DT_UNDEFINED;
+    ptq_cast_kind kf = PTQ_CAST_F32, kt = PTQ_CAST_F32;
+    ptq_status st = cast_kinds(ctx, io, &to, &kf, &kt);
+    if (st == PTQ_OK)
+        ptq_k_cast_ref(kf, kt, ptq_tensor_numel(io->in[0]), io->in[0]->data, io->out[0]->data);
+    return st;
+}
+
+const ptq_op_def ptq_op_Shape = {PTQ_OP_TRAITS(SHAPE), 1, 0, shape_infer, shape_run, NULL, 1u << 0};
+const ptq_op_def ptq_op_Gather = {PTQ_OP_TRAITS(GATHER), 1, 0, gather_infer, gather_run, NULL, 0};
+const ptq_op_def ptq_op_Slice = {PTQ_OP_TRAITS(SLICE), 1, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4, slice_infer,
+                                 slice_run, NULL, 0};
+const ptq_op_def ptq_op_Cast = {PTQ_OP_TRAITS(CAST), 6, 0, cast_infer, cast_run, NULL, 0};

@@ -1,0 +1,186 @@
+/* ReduceMean (axes as an attribute before opset 18, as input 1 from 18;
+ * keepdims, noop_with_empty_axes) and LayerNormalization (opset 17: axis,
+ * epsilon, the optional Mean and InvStdDev outputs) on float32 through
+ * kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
+ * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
+ * Covered by tests/test_ops_zoo.c and the ONNX conformance run. */
+#include <string.h>
+
+#include "runtime/op_util.h"
+
+/* reduced[d] for input 0's axes; *noop when the node passes the input through. */
+static ptq_status reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *reduced, int *noop)
+{
+    const ptq_tensor *x = io->in[0];
+    const int64_t *axes = NULL;
+    int64_t n = 0;
+    *noop = 0;
+    memset(reduced, 0, PTQ_MAX_DIMS);
+    if (io->graph->opset < 18) {
+        const ptq_attr *a = ptq_node_attr(io->node, "axes");
+        if (a && a->type != PTQ_ATTR_INTS)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the axes attribute is not a list of ints");
+        if (a) {
+            axes = a->ints;
+            n = a->n;
+        }
+    } else if (io->n_in > 1 && io->in[1]) {
+        const ptq_tensor *t = io->in[1];
+        if (t->dtype != PTQ_DT_INT64 || t->ndim != 1)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "axes must be 1-D int64, got %s of rank %d",
+                               ptq_dtype_name(t->dtype), t->ndim);
+        axes = t->data;
+        n = t->dims[0];
+    }
+    if (n == 0) {
+        if (io->graph->opset >= 18 && ptq_node_attr_int(io->node, "noop_with_empty_axes", 0)) {
+            *noop = 1;
+            return PTQ_OK;
+        }
+        memset(reduced, 1, (size_t)x->ndim);
+        return PTQ_OK;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ax = axes[i] < 0 ? axes[i] + x->ndim : axes[i];
+        if (ax < 0 || ax >= x->ndim || reduced[ax])
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range or repeated for rank %d",
+                               (long long)axes[i], x->ndim);
+        reduced[ax] = 1;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status reduce_mean_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    unsigned char reduced[PTQ_MAX_DIMS];
+    int noop = 0;
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK || (st = reduce_axes(ctx, io, reduced, &noop)) != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    ptq_tensor *y = io->out[0];
+    const int keep = ptq_node_attr_int(io->node, "keepdims", 1) != 0;
+    y->dtype = x->dtype;
+    y->ndim = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (noop || !reduced[d])
+            y->dims[y->ndim++] = x->dims[d];
+        else if (keep)
+            y->dims[y->ndim++] = 1;
+    }
+    return PTQ_OK;
+}
+
+/* 1 when the reduced axes are the last ones (a non-empty trailing block). */
+static int trailing(const unsigned char *reduced, int ndim)
+{
+    int d = ndim;
+    while (d > 0 && reduced[d - 1])
+        d--;
+    for (int i = 0; i < d; i++)
+        if (reduced[i])
+            return 0;
+    return d < ndim;
+}
+
+static ptq_status reduce_mean_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
+{
+    unsigned char reduced[PTQ_MAX_DIMS];
+    int noop = 0;
+    ptq_status st = reduce_axes(ctx, io, reduced, &noop);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    if (noop) {
+        if (ptq_tensor_bytes(x))
+            memcpy(io->out[0]->data, x->data, ptq_tensor_bytes(x));
+        return PTQ_OK;
+    }
+    if (fast && trailing(reduced, x->ndim)) {
+        int lead = 0;
+        while (!reduced[lead])
+            lead++;
+        int64_t n_cols = ptq_dims_prod(x->dims, lead, x->ndim);
+        if (n_cols > 0) {
+            ptq_k_global_avgpool_cpu(ptq_dims_prod(x->dims, 0, lead), n_cols, x->data, io->out[0]->data);
+            return PTQ_OK;
+        }
+    }
+    ptq_k_reduce_mean_ref(x->ndim, x->dims, reduced, x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+static ptq_status reduce_mean_ref(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return reduce_mean_run(ctx, io, 0);
+}
+
+static ptq_status reduce_mean_cpu(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return reduce_mean_run(ctx, io, 1);
+}
+
+/* X viewed as [rows, cols] split at the (non-negative) axis; scale and the
+ * optional bias must hold cols values. */
+static ptq_status layernorm_view(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *rows, int64_t *cols)
+{
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK || (st = ptq_op_need_float(ctx, io, 1)) != PTQ_OK)
+        return st;
+    if (io->n_in > 2 && io->in[2] && (st = ptq_op_need_float(ctx, io, 2)) != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    int64_t ax = ptq_node_attr_int(io->node, "axis", -1);
+    if (ax < -x->ndim || ax >= x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)ax, x->ndim);
+    *axis = (int)(ax < 0 ? ax + x->ndim : ax);
+    *rows = ptq_dims_prod(x->dims, 0, *axis);
+    *cols = ptq_dims_prod(x->dims, *axis, x->ndim);
+    for (int i = 1; i < 3 && i < io->n_in; i++)
+        if (io->in[i] && ptq_tensor_numel(io->in[i]) != *cols)
+            return ptq_op_unsupported(ctx, io, "input %d has %lld values for %lld normalized ones (broadcasting)", i,
+                                      (long long)ptq_tensor_numel(io->in[i]), (long long)*cols);
+    if (ptq_node_attr_int(io->node, "stash_type", 1) != 1)
+        return ptq_op_unsupported(ctx, io, "stash_type %lld (only 1, float32)",
+                                  (long long)ptq_node_attr_int(io->node, "stash_type", 1));
+    return PTQ_OK;
+}
+
+static ptq_status layernorm_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int axis = 0;
+    int64_t rows = 0, cols = 0;
+    ptq_status st = layernorm_view(ctx, io, &axis, &rows, &cols);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    ptq_op_same_shape(io->out[0], x);
+    for (int i = 1; i < io->n_out && i < 3; i++) {
+        ptq_op_same_shape(io->out[i], x);
+        for (int d = axis; d < x->ndim; d++)
+            io->out[i]->dims[d] = 1;
+    }
+    if (io->n_out > 3)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "%d outputs; LayerNormalization has at most 3", io->n_out);
+    return PTQ_OK;
+}
+
+static ptq_status layernorm_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int axis = 0;
+    int64_t rows = 0, cols = 0;
+    ptq_status st = layernorm_view(ctx, io, &axis, &rows, &cols);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_attr *eps = ptq_node_attr(io->node, "epsilon");
+    const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
+    ptq_k_layernorm_ref(rows, cols, io->in[0]->data, io->in[1]->data, b ? b->data : NULL,
+                        eps && eps->type == PTQ_ATTR_FLOAT ? eps->f : 1e-5f, io->out[0]->data,
+                        io->n_out > 1 ? io->out[1]->data : NULL, io->n_out > 2 ? io->out[2]->data : NULL);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_ReduceMean = {PTQ_OP_TRAITS(REDUCEMEAN), 1, 1u << 1, reduce_mean_infer, reduce_mean_ref,
+                                      reduce_mean_cpu, 0};
+const ptq_op_def ptq_op_LayerNormalization = {PTQ_OP_TRAITS(LAYERNORMALIZATION), 17, 0, layernorm_infer,
+                                              layernorm_run, NULL, 0};

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Exports torchvision classification models with random weights (fixed
+seed, eval mode so BatchNorm uses its running statistics) to ONNX with a
+dynamic batch dim, one file per model and opset: OUT/<model>-op<opset>.onnx
+with input "input" [N, 3, S, S] and output "logits" [N, 1000]. Random
+weights alone make activations vanish or blow up (MobileNetV3's logits are
+around 1e-10) and predict one class for nearly every image, so before the
+export, on 32 random images of scripts/zoo_pipeline.py (another seed than
+the test images): every BatchNorm takes its running statistics from one
+training-mode pass, then the last layer is recentred per class and scaled
+so that the logits have mean 0 and standard deviation 1 over the images.
+Used by
+tests/zoo_test.py and bench/zoo_run.py; needs torch and torchvision
+(Debian's python3-torch, python3-torchvision).
+
+    scripts/export_zoo.py --out DIR [--opsets 13,17] [--size 224] MODEL ...
+    scripts/export_zoo.py --list        # the models it knows
+"""
+import argparse
+import os
+import sys
+
+# every classification builder of torchvision 0.14 in the families of issue 18
+FAMILIES = {
+    "resnet": ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"],
+    "resnext": ["resnext50_32x4d", "resnext101_32x8d", "resnext101_64x4d"],
+    "wide_resnet": ["wide_resnet50_2", "wide_resnet101_2"],
+    "mobilenet": ["mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large"],
+    "efficientnet": [f"efficientnet_b{i}" for i in range(8)] + ["efficientnet_v2_s", "efficientnet_v2_m",
+                                                                 "efficientnet_v2_l"],
+    "regnet": [f"regnet_{k}_{s}" for k, sizes in (
+        ("y", ["400mf", "800mf", "1_6gf", "3_2gf", "8gf", "16gf", "32gf", "128gf"]),
+        ("x", ["400mf", "800mf", "1_6gf", "3_2gf", "8gf", "16gf", "32gf"])) for s in sizes],
+    "squeezenet": ["squeezenet1_0", "squeezenet1_1"],
+    "shufflenet": ["shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0"],
+    "densenet": ["densenet121", "densenet161", "densenet169", "densenet201"],
+    "mnasnet": ["mnasnet0_5", "mnasnet0_75", "mnasnet1_0", "mnasnet1_3"],
+    "googlenet": ["googlenet"],
+    "inception": ["inception_v3"],
+    "alexnet": ["alexnet"],
+    "vgg": [f"vgg{d}{bn}" for d in (11, 13, 16, 19) for bn in ("", "_bn")],
+    "convnext": ["convnext_tiny", "convnext_small", "convnext_base", "convnext_large"],
+}
+ALL = [m for ms in FAMILIES.values() for m in ms]
+
+
+def build(name, seed):
+    import torch
+    import torchvision
+    torch.manual_seed(seed)
+    kwargs = {"weights": None}
+    if name in ("googlenet", "inception_v3"):
+        kwargs.update(aux_logits=False, init_weights=True)  # eval mode drops the aux heads anyway
+    model = getattr(torchvision.models, name)(**kwargs)
+    return model.eval()
+
+
+def balance(model, size, seed):
+    """BatchNorm statistics and the last layer with 1000 outputs (see above)."""
+    import torch
+    from zoo_pipeline import make_images, model_input
+    x = torch.from_numpy(model_input(make_images(32, size, seed=1000 + seed)))
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if bns:
+        for m in bns:
+            m.reset_running_stats()
+            m.momentum = None  # a cumulative average: after one pass, that batch's statistics
+        model.train()
+        with torch.no_grad():
+            model(x)
+        model.eval()
+    last = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == 1000 or
+            isinstance(m, torch.nn.Conv2d) and m.out_channels == 1000][-1]
+    seen = []
+    hook = last.register_forward_hook(lambda m, i, o: seen.append(o))
+    with torch.no_grad():
+        model(x)
+    hook.remove()
+    o = seen[0]  # [N, 1000] or [N, 1000, H, W]
+    dims = [0] + list(range(2, o.dim()))
+    mean = o.mean(dims)
+    std = float((o - mean.reshape((1, -1) + (1,) * (o.dim() - 2))).std().clamp_min(1e-30))
+    with torch.no_grad():
+        last.weight /= std
+        last.bias.copy_((last.bias - mean) / std)
+
+
+def export(name, out_dir, opsets, size, seed=0):
+    """Writes OUT/<name>-op<opset>.onnx for each opset; returns the paths."""
+    import torch
+    model = build(name, seed)
+    balance(model, size, seed)
+    x = torch.zeros(1, 3, size, size)
+    paths = []
+    for opset in opsets:
+        path = os.path.join(out_dir, f"{name}-op{opset}.onnx")
+        with torch.no_grad():
+            torch.onnx.export(model, x, path, opset_version=opset, input_names=["input"],
+                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}},
+                              do_constant_folding=True)
+        paths.append(path)
+    return paths
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", help="model names, family names, or 'all'")
+    ap.add_argument("--out", help="output folder")
+    ap.add_argument("--opsets", default="13,17")
+    ap.add_argument("--size", type=int, default=224, help="input height and width")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    if a.list:
+        for fam, ms in FAMILIES.items():
+            print(f"{fam}: {' '.join(ms)}")
+        return 0
+    if not a.out or not a.models:
+        ap.error("give --out and at least one model")
+    names = []
+    for m in a.models:
+        names += ALL if m == "all" else FAMILIES.get(m, [m])
+    unknown = [m for m in names if m not in ALL]
+    if unknown:
+        ap.error(f"unknown models: {' '.join(unknown)}")
+    os.makedirs(a.out, exist_ok=True)
+    opsets = [int(o) for o in a.opsets.split(",")]
+    for m in names:
+        for p in export(m, a.out, opsets, a.size, a.seed):
+            print(p, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The torchvision zoo pipeline shared by tests/zoo_test.py and
+bench/zoo_run.py: a random-image HDF5 set, then for one ONNX model `ptq
+eval` against onnxruntime's FP32 logits, `ptq calibrate`, `ptq plan`, `ptq
+validate`, `ptq export --format qdq` and the Q/DQ model in onnxruntime.
+Needs numpy, h5py, onnxruntime (the venv of scripts/setup.sh)."""
+import json
+import os
+import subprocess
+import time
+
+import numpy as np
+
+MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+STD = np.array([0.229, 0.224, 0.225], np.float32)
+PREPROCESS = "mean=0.485,0.456,0.406 std=0.229,0.224,0.225"
+
+
+def make_images(n, size, seed=0):
+    """n random RGB images [n, size, size, 3] uint8: smooth colour blobs and
+    noise at varied brightness and contrast, so a random network's
+    predictions differ from image to image."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    out = np.empty((n, size, size, 3), np.uint8)
+    for i in range(n):
+        img = np.zeros((size, size, 3), np.float32)
+        for _ in range(rng.integers(1, 6)):
+            cx, cy, r = rng.random(), rng.random(), 0.05 + 0.4 * rng.random()
+            blob = np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * r * r))
+            img += blob[..., None] * rng.uniform(-1, 1, 3)
+        img += rng.normal(0, rng.uniform(0.02, 0.3), img.shape)
+        img = 0.5 + rng.uniform(0.2, 1.0) * img + rng.uniform(-0.3, 0.3)
+        out[i] = np.clip(img * 255 + 0.5, 0, 255).astype(np.uint8)
+    return out
+
+
+def write_h5(path, images, labels):
+    import h5py
+    with h5py.File(path, "w") as f:
+        f.create_dataset("images", data=images)
+        f.create_dataset("labels", data=labels.astype(np.int64))
+
+
+def model_input(images):
+    """What ptq feeds the model for --preprocess PREPROCESS: NCHW float32."""
+    x = (images.astype(np.float32) * np.float32(1 / 255) - MEAN) / STD
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)).astype(np.float32)
+
+
+def ort_run(path, x, batch=32, level=None):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(os.environ.get("PTQ_ZOO_ORT_THREADS", "2"))
+    if level is not None:
+        so.graph_optimization_level = level
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    return np.concatenate([sess.run(None, {name: x[i:i + batch]})[0] for i in range(0, len(x), batch)])
+
+
+def run_ptq(ptq_bin, *args, timeout=3600):
+    t0 = time.time()
+    p = subprocess.run([ptq_bin, *args], capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr, time.time() - t0
+
+
+def run_model(ptq_bin, model, images, work, calib_samples=64, batch=16, threads=None):
+    """The whole pipeline on one model; returns a dict of what was measured:
+    ok (every step ran and FP32 met the bounds), failed_step, error, rel_max
+    (per image ||ptq - ort|| / ||ort||), agree (ptq's FP32 argmax against
+    onnxruntime's), qdq_agree (onnxruntime on the Q/DQ model against ptq
+    validate's quantized argmax) and qdq_rel_median (the median of the same
+    relative error between those two), seconds per step."""
+    os.makedirs(work, exist_ok=True)
+    J = lambda *p: os.path.join(work, *p)  # noqa: E731
+    res = {"model": os.path.basename(model), "images": len(images), "ok": False, "failed_step": None,
+           "error": "", "seconds": {}}
+    x = model_input(images)
+    t0 = time.time()
+    ref = ort_run(model, x)
+    res["seconds"]["ort"] = time.time() - t0
+    write_h5(J("data.h5"), images, ref.argmax(1))  # labels: onnxruntime's FP32 predictions
+    common = ["--preprocess", PREPROCESS, "--batch", str(batch)] + (["--threads", str(threads)] if threads else [])
+    steps = [
+        ("eval", ["eval", "--model", model, "--data", J("data.h5"), "--logits", J("fp32.npy"), "--json", *common]),
+        ("calibrate", ["calibrate", "--model", model, "--data", J("data.h5"), "--samples", str(calib_samples),
+                       "--out", J("calib.h5"), *common]),
+        ("plan", ["plan", J("calib.h5"), "--model", model, "--out", J("plan.json")]),
+        ("validate", ["validate", "--model", model, "--plan", J("plan.json"), "--data", J("data.h5"), "--report",
+                      J("report"), "--logits", J("quant.npy"), *common]),
+        ("export", ["export", "--format", "qdq", "--plan", J("plan.json"), "--model", model, "--out",
+                    J("qdq.onnx")]),
+    ]
+    for name, args in steps:
+        rc, out, err, secs = run_ptq(ptq_bin, *args)
+        res["seconds"][name] = secs
+        if rc != 0:
+            res["failed_step"], res["error"] = name, (err.strip().splitlines() or [f"exit {rc}"])[-1][:400]
+            return res
+        if name == "eval":
+            ours = np.load(J("fp32.npy"))
+            rel = np.linalg.norm(ours - ref, axis=1) / np.maximum(np.linalg.norm(ref, axis=1), 1e-30)
+            res["rel_max"] = float(rel.max())
+            res["agree"] = float(np.mean(ours.argmax(1) == ref.argmax(1)))
+            res["top1_json"] = json.loads(out)["top1"]
+    quant = np.load(J("quant.npy"))
+    rep = json.load(open(J("report", "validate.json")))
+    res["top1_quant"] = rep.get("top1_quant")
+    try:
+        t0 = time.time()
+        q = ort_run(J("qdq.onnx"), x)
+        res["seconds"]["ort_qdq"] = time.time() - t0
+    except Exception as e:  # noqa: BLE001 - onnxruntime's own error, recorded
+        res["failed_step"], res["error"] = "ort_qdq", str(e).splitlines()[0][:400]
+        return res
+    res["qdq_agree"] = float(np.mean(q.argmax(1) == quant.argmax(1)))
+    rel_q = np.linalg.norm(q - quant, axis=1) / np.maximum(np.linalg.norm(quant, axis=1), 1e-30)
+    res["qdq_rel_median"] = float(np.median(rel_q))
+    res["qdq_finite"] = bool(np.isfinite(q).all() and q.shape == ref.shape)
+    res["ok"] = res["rel_max"] <= 1e-4 and res["agree"] >= 0.999 and res["qdq_finite"]
+    if not res["ok"]:
+        res["failed_step"] = "bounds"
+    return res
