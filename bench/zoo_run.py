@@ -128,6 +128,7 @@ def main():
     ap.add_argument("--work", default="/tmp/ptq-zoo-run")
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
     ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--device", default=None, help="ptq's --device for eval, calibrate and validate (default: ptq's)")
     a = ap.parse_args()
     names = [m for m in order() if not a.only or m in a.only.split(",")]
     version = subprocess.run([a.ptq, "version"], capture_output=True, text=True).stdout.strip().splitlines()[0]
@@ -156,7 +157,7 @@ def main():
             continue
         export_s = time.time() - t0
         for o, p in zip((13, 17), paths):
-            r = zoo_pipeline.run_model(a.ptq, p, images, os.path.join(d, f"op{o}"), calib_samples=32)
+            r = zoo_pipeline.run_model(a.ptq, p, images, os.path.join(d, f"op{o}"), calib_samples=32, device=a.device)
             r.update(name=m, opset=o, export_s=export_s, size=size)
             rows.append(r)
             print(json.dumps(r), flush=True)

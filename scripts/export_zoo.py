@@ -94,10 +94,13 @@ def export(name, out_dir, opsets, size, seed=0):
     paths = []
     for opset in opsets:
         path = os.path.join(out_dir, f"{name}-op{opset}.onnx")
+        kw = dict(opset_version=opset, input_names=["input"], output_names=["logits"],
+                  dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, do_constant_folding=True)
         with torch.no_grad():
-            torch.onnx.export(model, x, path, opset_version=opset, input_names=["input"],
-                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}},
-                              do_constant_folding=True)
+            try:  # the TorchScript exporter, as Debian's torch 1.13 has it (newer torch defaults to dynamo)
+                torch.onnx.export(model, x, path, dynamo=False, **kw)
+            except TypeError:  # a torch older than the dynamo exporter: its only exporter
+                torch.onnx.export(model, x, path, **kw)
         paths.append(path)
     return paths
 

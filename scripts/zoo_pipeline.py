@@ -64,7 +64,7 @@ def run_ptq(ptq_bin, *args, timeout=3600):
     return p.returncode, p.stdout, p.stderr, time.time() - t0
 
 
-def run_model(ptq_bin, model, images, work, calib_samples=64, batch=16, threads=None):
+def run_model(ptq_bin, model, images, work, calib_samples=64, batch=16, threads=None, device=None):
     """The whole pipeline on one model; returns a dict of what was measured:
     ok (every step ran and FP32 met the bounds), failed_step, error, rel_max
     (per image ||ptq - ort|| / ||ort||), agree (ptq's FP32 argmax against
@@ -81,6 +81,7 @@ def run_model(ptq_bin, model, images, work, calib_samples=64, batch=16, threads=
     res["seconds"]["ort"] = time.time() - t0
     write_h5(J("data.h5"), images, ref.argmax(1))  # labels: onnxruntime's FP32 predictions
     common = ["--preprocess", PREPROCESS, "--batch", str(batch)] + (["--threads", str(threads)] if threads else [])
+    common += ["--device", device] if device else []
     steps = [
         ("eval", ["eval", "--model", model, "--data", J("data.h5"), "--logits", J("fp32.npy"), "--json", *common]),
         ("calibrate", ["calibrate", "--model", model, "--data", J("data.h5"), "--samples", str(calib_samples),
