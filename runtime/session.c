@@ -97,7 +97,7 @@ static void input_geometry(const ptq_value *in, ptq_preprocess *p)
     const int64_t *d = in->dims;
     p->nhwc = !(d[1] == 1 || d[1] == 3) && (d[3] == 1 || d[3] == 3 || d[3] == 4);
     int64_t c = p->nhwc ? d[3] : d[1], h = p->nhwc ? d[1] : d[2], w = p->nhwc ? d[2] : d[3];
-    if (c == 1 || c == 3)
+    if (c == 1 || c == 3 || c == 4)
         p->n_channels = (int)c;
     if (h > 0 && w > 0) {
         p->height = h;
@@ -239,6 +239,11 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         }
         if ((dc == 1 || dc == 2) && s->channels == 3)
             note(s, "grayscale images into the model's 3 channels: the gray value is replicated to R, G and B\n");
+        else if (dc != s->channels && s->channels == 4)
+            note(s, "%lld-channel images into the model's 4 channels (RGBA): %s\n", (long long)dc,
+                 dc == 1   ? "the gray value replicated to R, G and B, alpha opaque"
+                 : dc == 2 ? "the gray value replicated to R, G and B, alpha kept"
+                           : "alpha opaque");
         else if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
             note(s, "converting %lld-channel images to the model's %lld channels\n", (long long)dc,
                  (long long)s->channels);
@@ -252,8 +257,8 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
             s->pre.scale = 1.0f;
         }
     }
-    if (s->channels != 1 && s->channels != 3) {
-        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' [%s] has %lld channels; images give 1 or 3", o->model,
+    if (s->channels != 1 && s->channels != 3 && s->channels != 4) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' [%s] has %lld channels; images give 1, 3 or 4", o->model,
                       in->name, s->pre.nhwc ? "N,H,W,C" : "N,C,H,W", (long long)s->channels);
         goto fail;
     }

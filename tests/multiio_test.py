@@ -1,10 +1,10 @@
 """Models with more than one output, a fixed batch, or an NHWC input (issue
 18 item 6), against onnxruntime: --output picks the logits output (eval,
-calibrate -> plan -> validate), a model with several outputs takes the only
+sensitivity, calibrate -> plan -> validate), a model with several outputs takes the only
 [N, classes] one or is refused with the outputs listed; a fixed batch of 1
 runs one sample at a time with a notice, a fixed batch of 4 in batches of 4
-(a pick that is no multiple of 4 is refused); [N, H, W, C] inputs with C 1
-or 3 need no flag (C 4 is refused by name).
+(a pick that is no multiple of 4 is refused); [N, H, W, C] inputs with C 1,
+3 or 4 need no flag (4: RGBA, the images' alpha or an opaque one).
 
 The models are tiny (GlobalAveragePool, Flatten, Gemm, Transpose), so
 onnxruntime gives the logits of the preprocessed images (scale 1/255)."""
@@ -184,9 +184,22 @@ def main():
               f"rc {rc}: {se[-300:]}")
         m4 = os.path.join(tmp, "nhwc4.onnx")
         pool_model(m4, ["N", H, W, 4], nhwc=True)
-        rc, _, _, se = eval_logits(tmp, m4, data)
-        check("[N,4,4,4] input: exit 5, read as NHWC with 4 channels", rc == 5 and "[N,H,W,C] has 4 channels" in se,
+        rc, got, _, se = eval_logits(tmp, m4, data)
+        x4 = np.concatenate([x_nhwc, np.ones((n, H, W, 1), np.float32)], axis=3)
+        check("[N,4,4,4] input from RGB images without flags: alpha opaque (1 after scale), with a note",
+              rc == 0 and close(got, ort_run(m4, x4)) and "alpha opaque" in se, f"rc {rc}: {se[-300:]}")
+        rgba = rng.integers(0, 256, size=(n, H, W, 4), dtype=np.uint8)
+        adata = os.path.join(tmp, "rgba.h5")
+        with h5py.File(adata, "w") as f:
+            f.create_dataset("images", data=rgba)
+            f.create_dataset("labels", data=labels)
+        rc, got, _, se = eval_logits(tmp, m4, adata, "--preprocess", "mean=0.1,0.2,0.3,0.4 std=0.5")
+        want = ort_run(m4, (rgba.astype(np.float32) / 255.0 - np.array([0.1, 0.2, 0.3, 0.4], np.float32)) / 0.5)
+        check("[N,4,4,4] input from RGBA images: alpha kept, four means", rc == 0 and close(got, want),
               f"rc {rc}: {se[-300:]}")
+        rc, got, _, se = eval_logits(tmp, m4, adata, "--preprocess", "order=BGR")
+        want = ort_run(m4, rgba[..., [2, 1, 0, 3]].astype(np.float32) / 255.0)
+        check("[N,4,4,4] input with order=BGR: BGRA", rc == 0 and close(got, want), f"rc {rc}: {se[-300:]}")
     return finish("multiio_test")
 
 

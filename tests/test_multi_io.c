@@ -2,9 +2,10 @@
  * runtime/runner.c): the logits output by name, by shape (the only
  * [N, classes] one) or refused with the outputs named; a fixed batch of 4
  * runs in fours whatever the runner's batch, with a note, and a pick that is
- * no multiple of 4 is refused. Models from scripts/make_test_models.py
+ * no multiple of 4 is refused; 4-channel (RGBA) preprocessing. Models from scripts/make_test_models.py
  * (tests/data/onnx); the oracle side is tests/multiio_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,45 @@ static void test_fixed_batch(void)
     ptq_session_close(s);
 }
 
+static int near(float a, float b)
+{
+    return fabsf(a - b) <= 1e-6f;
+}
+
+/* Into 4 channels (RGBA, NHWC and NCHW, BGRA): the image's alpha, else opaque. */
+static void test_rgba(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_preprocess p;
+    ptq_preprocess_default(&p);
+    p.n_channels = 4;
+    p.height = 1;
+    p.width = 2;
+    p.nhwc = 1;
+    const uint8_t rgb[6] = {10, 20, 30, 40, 50, 60}, rgba[8] = {10, 20, 30, 7, 40, 50, 60, 9}, ga[4] = {5, 6, 7, 8};
+    float out[8];
+    CHECK_MSG(ptq_preprocess_image(&ctx, &p, rgb, PTQ_DT_UINT8, 1, 2, 3, 0, out) == PTQ_OK, "%s", ctx.msg);
+    CHECK(near(out[0], 10.0f / 255.0f) && near(out[2], 30.0f / 255.0f) && near(out[3], 1.0f) && near(out[7], 1.0f));
+    CHECK_MSG(ptq_preprocess_image(&ctx, &p, rgba, PTQ_DT_UINT8, 1, 2, 4, 0, out) == PTQ_OK, "%s", ctx.msg);
+    CHECK(near(out[3], 7.0f / 255.0f) && near(out[7], 9.0f / 255.0f) && near(out[4], 40.0f / 255.0f));
+    CHECK_MSG(ptq_preprocess_image(&ctx, &p, ga, PTQ_DT_UINT8, 1, 2, 2, 0, out) == PTQ_OK, "%s", ctx.msg);
+    CHECK(near(out[0], 5.0f / 255.0f) && near(out[1], 5.0f / 255.0f) && near(out[2], 5.0f / 255.0f) &&
+          near(out[3], 6.0f / 255.0f));
+    p.nhwc = 0;
+    p.bgr = 1;
+    p.scale = 1.0f;
+    CHECK_MSG(ptq_preprocess_image(&ctx, &p, rgba, PTQ_DT_UINT8, 1, 2, 4, 0, out) == PTQ_OK, "%s", ctx.msg);
+    /* planes B, G, R, A of the two pixels */
+    CHECK(out[0] == 30 && out[1] == 60 && out[2] == 20 && out[4] == 10 && out[5] == 40 && out[6] == 7 && out[7] == 9);
+    const float frgb[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+    CHECK_MSG(ptq_preprocess_image(&ctx, &p, frgb, PTQ_DT_FLOAT, 1, 2, 3, 0, out) == PTQ_OK, "%s", ctx.msg);
+    CHECK(out[6] == 1.0f && out[7] == 1.0f); /* float images: opaque is what scale (1) takes to 1 */
+    CHECK(ptq_preprocess_parse(&ctx, "channels=4 mean=1,2,3,4", &p) == PTQ_OK && p.n_channels == 4 && p.mean[3] == 4);
+    char spec[256];
+    CHECK_MSG(strstr(ptq_preprocess_format(&p, spec, sizeof spec), "mean=1,2,3,4 ") != NULL, "%s", spec);
+}
+
 int main(void)
 {
     const char *src = getenv("PTQ_SOURCE_DIR");
@@ -163,6 +203,7 @@ int main(void)
     CHECK_MSG(ptq_dataset_write_hdf5(&ctx, data_path, &images, &labels, NULL) == PTQ_OK, "%s", ctx.msg);
     test_outputs();
     test_fixed_batch();
+    test_rgba();
     unlink(data_path);
     rmdir(dir);
     return test_done("test_multi_io");
