@@ -1,6 +1,6 @@
 """Models with more than one output, a fixed batch, or an NHWC input (issue
 18 item 6), against onnxruntime: --output picks the logits output (eval,
-sensitivity, calibrate -> plan -> validate), a model with several outputs takes the only
+sensitivity, calibrate -> plan -> validate, run --budget), a model with several outputs takes the only
 [N, classes] one or is refused with the outputs listed; a fixed batch of 1
 runs one sample at a time with a notice, a fixed batch of 4 in batches of 4
 (a pick that is no multiple of 4 is refused); [N, H, W, C] inputs with C 1,
@@ -151,6 +151,17 @@ def main():
         check("validate --output pooled: FP32 top-1 equals onnxruntime's on that output",
               rc == 0 and abs(vrep["fp32"]["top1"] - top1(want, labels)) < 1e-9,
               f"rc {rc}: {vrep.get('fp32', {}).get('top1')} vs {top1(want, labels)} {se[-300:]}")
+
+        # ptq run hands --output to the stages that read logits (the budgeted plan included)
+        rc, _, se = ptq("run", "--model", amb, "--calib-data", data, "--data", data, "--out", os.path.join(tmp, "r1"))
+        check("run without --output on an ambiguous model: exit 5", rc == 5 and "--output" in se, f"rc {rc}: {se[-300:]}")
+        rc, _, se = ptq("run", "--model", amb, "--calib-data", data, "--data", data, "--out", os.path.join(tmp, "r2"),
+                        "--budget", "50", "--output", "pooled")
+        vpath = os.path.join(tmp, "r2", "report", "validate.json")
+        vrep = json.load(open(vpath)) if rc == 0 and os.path.exists(vpath) else {}
+        check("run --budget 50 --output pooled: validated on that output",
+              rc == 0 and abs(vrep["fp32"]["top1"] - top1(ort_run(amb, x_nchw, "pooled"), labels)) < 1e-9,
+              f"rc {rc}: {se[-300:]}")
 
         # 2. fixed batch: 1 runs one at a time with a notice; 4 in fours; a pick of 10 refused
         for b in (1, 4):
