@@ -152,7 +152,7 @@ typedef struct cli_opt {
  * help lines. */
 #define CLI_DATA_OPTS                                                                                         \
     {"images-key", 1, NULL}, {"labels-key", 1, NULL}, {"layout", 1, NULL}, {"allow-external-data", 0, NULL}, \
-        {"labels", 1, NULL}, {"classes", 1, NULL}
+        {"labels", 1, NULL}, {"classes", 1, NULL}, {"output", 1, NULL}
 #define CLI_DATA_HELP                                                                                          \
     "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"                   \
     "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"                \
@@ -163,9 +163,11 @@ typedef struct cli_opt {
     "                       (e.g. ILSVRC2012_val_00000001.JPEG 65); class folders are not scanned\n"            \
     "  --classes FILE       image folders: the model output index of each class folder name, one\n"         \
     "                       \"NAME\" per line in index order or \"NAME INDEX\" lines (e.g. n01440764 0);\n"    \
-    "                       a folder it does not name is refused\n"
+    "                       a folder it does not name is refused\n"                                            \
+    "  --output NAME        the model output holding the logits (default: the only output, else the\n"      \
+    "                       only float32 [N, classes] one)\n"
 /* The names of CLI_DATA_OPTS, for "as for `ptq eval`" help lines. */
-#define CLI_DATA_NAMES "--images-key, --labels-key, --layout, --allow-external-data, --labels, --classes"
+#define CLI_DATA_NAMES "--images-key, --labels-key, --layout, --allow-external-data, --labels, --classes, --output"
 
 
 /* Returns 0, or an exit code after printing the problem. */
@@ -227,6 +229,7 @@ typedef struct cli_session_opts {
     int allow_external_data; /* read HDF5 sets that refer to other files */
     const char *math;        /* "fp32" (NULL), "tf32" */
     const char *labels_file, *classes_file; /* image folders: --labels, --classes */
+    const char *output;      /* --output: the logits output's name, or NULL */
 } cli_session_opts;
 
 /* "op type  nodes  ms  share" lines for the time the executor spent per op

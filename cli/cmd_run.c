@@ -52,7 +52,7 @@ static const char run_help[] =
     "  --method M           calibrator for the plan, as for `ptq plan` (default percentile)\n"
     "  --target T           trt (default) or ort-cpu: the plan's number formats, as for `ptq plan`\n"
     "                       (ort-cpu: uint8 activations, not with --budget)\n"
-    "  --device, --batch, --threads, --preprocess as for `ptq eval`\n"
+    "  --device, --batch, --threads, --preprocess, --output as for `ptq eval`\n"
     "  --force              run every stage again\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
@@ -146,7 +146,7 @@ int cmd_run(int argc, char **argv)
                       {"samples", 1, NULL}, {"core", 1, NULL},          {"method", 1, NULL},    {"device", 1, NULL},
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
                       {"help", 0, NULL},    {"target", 1, NULL},        {"labels", 1, NULL},    {"classes", 1, NULL},
-                      {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}};
+                      {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}, {"output", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -173,6 +173,7 @@ int cmd_run(int argc, char **argv)
     const char *core = cli_get(opts, n_opts, "core"), *method = cli_get(opts, n_opts, "method");
     const char *labels = cli_get(opts, n_opts, "labels"), *classes = cli_get(opts, n_opts, "classes");
     const char *clabels = cli_get(opts, n_opts, "calib-labels"), *cclasses = cli_get(opts, n_opts, "calib-classes");
+    const char *output = cli_get(opts, n_opts, "output");
     const ptq_dataset_opts data_opts = {.labels_file = labels, .classes_file = classes};
     const ptq_dataset_opts cdata_opts = {.labels_file = clabels, .classes_file = cclasses};
     const int made = !cli_is_writer() || mkdir(dir, 0777) == 0 || errno == EEXIST; /* rank 0 writes */
@@ -217,7 +218,7 @@ int cmd_run(int argc, char **argv)
     arg(s, "sensitivity");
     opt(s, "--model", model), opt(s, "--calib", p_calib), opt(s, "--data", data), opt(s, "--out", p_sens);
     opt(s, "--labels", labels), opt(s, "--classes", classes);
-    opt(s, "--samples", vsamples), opt(s, "--core", core), opt(s, "--method", method);
+    opt(s, "--samples", vsamples), opt(s, "--core", core), opt(s, "--method", method), opt(s, "--output", output);
     opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
     s = &st[n_st++];
     *s = (stage){.name = "plan", .cmd = cmd_plan, .inputs = {model, p_calib, p_sens, data},
@@ -231,7 +232,7 @@ int cmd_run(int argc, char **argv)
         opt(s, "--sensitivity", p_sens), opt(s, "--budget", budget), opt(s, "--class-budget", class_budget);
         opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device), opt(s, "--batch", batch);
         opt(s, "--threads", threads), opt(s, "--preprocess", pre);
-        opt(s, "--labels", labels), opt(s, "--classes", classes);
+        opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
     }
     s = &st[n_st++];
     *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
@@ -239,7 +240,7 @@ int cmd_run(int argc, char **argv)
                  .n_outputs = 2};
     arg(s, "validate");
     opt(s, "--model", model), opt(s, "--plan", p_plan), opt(s, "--data", data), opt(s, "--report", p_report);
-    opt(s, "--labels", labels), opt(s, "--classes", classes);
+    opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
     opt(s, "--calib", p_calib), opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads);
     opt(s, "--preprocess", pre), opt(s, "--sensitivity", p_sens), opt(s, "--trace", budget ? p_trace : NULL);
     const char *export_method = method ? method : "percentile";

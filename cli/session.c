@@ -23,6 +23,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     po.dataset.labels_file = o->labels_file;
     po.dataset.classes_file = o->classes_file;
     po.profile = o->profile;
+    po.output = o->output;
     PTQ_TRY_RET(ptq_session_open(ctx, &po, &s->ps));
     for (const char *line = ptq_session_notes(s->ps); *line;) {
         const char *end = strchr(line, '\n');
@@ -116,6 +117,7 @@ cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)
                           cli_get(opts, n_opts, "images-key"), cli_get(opts, n_opts, "labels-key"),
                           cli_get(opts, n_opts, "layout"),     0,
                           cli_get(opts, n_opts, "allow-external-data") != NULL, cli_get(opts, n_opts, "math"),
-                          cli_get(opts, n_opts, "labels"),     cli_get(opts, n_opts, "classes")};
+                          cli_get(opts, n_opts, "labels"),     cli_get(opts, n_opts, "classes"),
+                          cli_get(opts, n_opts, "output")};
     return o;
 }

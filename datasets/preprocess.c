@@ -23,8 +23,8 @@ void ptq_preprocess_default(ptq_preprocess *p)
 
 ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p)
 {
-    if (p->n_channels != 1 && p->n_channels != 3)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess channels must be 1 or 3, got %d", p->n_channels);
+    if (p->n_channels != 1 && p->n_channels != 3 && p->n_channels != 4)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess channels must be 1, 3 or 4, got %d", p->n_channels);
     if (p->height <= 0 || p->width <= 0)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess size must be set, got %lldx%lld",
                         (long long)p->height, (long long)p->width);
@@ -120,7 +120,7 @@ static ptq_status parse_item(ptq_ctx *ctx, const char *key, const char *val, ptq
             dst[c] = v[c < last ? c : last];
         *(key[0] == 'm' ? n_mean : n_std) = n;
     } else if (!strcmp(key, "channels")) {
-        if (!parse_int(val, &iv) || (iv != 1 && iv != 3))
+        if (!parse_int(val, &iv) || (iv != 1 && iv != 3 && iv != 4))
             goto bad;
         q->n_channels = (int)iv;
     } else if (!strcmp(key, "layout")) {
@@ -269,12 +269,15 @@ static inline float sample_at(const src_image *s, int64_t y, int64_t x, int64_t 
     }
 }
 
-/* Value of model channel mc (RGB order) at (y, x) after channel conversion. */
-static inline float pixel_at(const src_image *s, int n_out, int mc, int64_t y, int64_t x)
+/* Value of model channel mc (RGB or RGBA order) at (y, x) after channel
+ * conversion; opaque is the alpha an image without one gets. */
+static inline float pixel_at(const src_image *s, int n_out, int mc, int64_t y, int64_t x, float opaque)
 {
+    if (n_out == 4 && mc == 3)
+        return s->c == 4 ? sample_at(s, y, x, 3) : s->c == 2 ? sample_at(s, y, x, 1) : opaque;
     if (s->c <= 2)
         return sample_at(s, y, x, 0);
-    if (n_out == 3)
+    if (n_out >= 3)
         return sample_at(s, y, x, mc);
     return 0.299f * sample_at(s, y, x, 0) + 0.587f * sample_at(s, y, x, 1) + 0.114f * sample_at(s, y, x, 2);
 }
@@ -308,6 +311,9 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
     const src_image s = {img, dtype, h, w, c, planar};
     const int64_t H = p->height, W = p->width;
     const int n_out = p->n_channels;
+    /* alpha for a 4-channel model from an image without one: 255 in the 8-bit range, float images the value
+     * that scale takes to 1 */
+    const float opaque = dtype == PTQ_DT_FLOAT && p->scale != 0.0f ? 1.0f / p->scale : 255.0f;
     int64_t rh = H, rw = W, top = 0, left = 0;
     const int same_size = h == H && w == W;
     /* Stretching would silently distort the aspect ratio of one odd image
@@ -343,13 +349,15 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
             for (int mc = 0; mc < n_out; mc++) {
                 float v;
                 if (same_size) {
-                    v = pixel_at(&s, n_out, mc, y0, x0);
+                    v = pixel_at(&s, n_out, mc, y0, x0, opaque);
                 } else {
-                    float top_row = (1.0f - ax) * pixel_at(&s, n_out, mc, y0, x0) + ax * pixel_at(&s, n_out, mc, y0, x1);
-                    float bot_row = (1.0f - ax) * pixel_at(&s, n_out, mc, y1, x0) + ax * pixel_at(&s, n_out, mc, y1, x1);
+                    float top_row = (1.0f - ax) * pixel_at(&s, n_out, mc, y0, x0, opaque) +
+                                    ax * pixel_at(&s, n_out, mc, y0, x1, opaque);
+                    float bot_row = (1.0f - ax) * pixel_at(&s, n_out, mc, y1, x0, opaque) +
+                                    ax * pixel_at(&s, n_out, mc, y1, x1, opaque);
                     v = (1.0f - ay) * top_row + ay * bot_row;
                 }
-                int oc = p->bgr && n_out == 3 ? 2 - mc : mc;
+                int oc = p->bgr && n_out >= 3 && mc < 3 ? 2 - mc : mc; /* BGR, BGRA */
                 v = (v * p->scale - p->mean[oc]) / p->std[oc];
                 out[p->nhwc ? (oy * W + ox) * n_out + oc : ((int64_t)oc * H + oy) * W + ox] = v;
             }
@@ -372,7 +380,7 @@ static void format_floats(const float *v, int n, char *buf, size_t n_buf)
 char *ptq_preprocess_format(const ptq_preprocess *p, char *buf, size_t n_buf)
 {
     char mean[128], std[128];
-    const int n_ch = p->n_channels == 3 ? 3 : 1;
+    const int n_ch = p->n_channels == 3 || p->n_channels == 4 ? p->n_channels : 1;
     format_floats(p->mean, n_ch, mean, sizeof mean);
     format_floats(p->std, n_ch, std, sizeof std);
     snprintf(buf, n_buf, "scale=%.9g mean=%s std=%s channels=%d layout=%s order=%s size=%lldx%lld resize=%lld",

@@ -211,9 +211,10 @@ static ptq_status eval_after(void *user, ptq_ctx *ctx, ptq_runner *rn, ptq_batch
     ptq_exec_set_overlay(e, NULL);
     if (st != PTQ_OK)
         return st;
-    if (ptq_tensor_numel(&r->outs[0]) != b->n * r->k)
-        return ptq_fail(ctx, PTQ_ERR_SHAPE, "output 0 changed shape under quantization");
-    qfig_add(&r->q, r->k, b->n, b->labels, r->f32.logits, r->f32.pred, r->outs[0].data);
+    const ptq_tensor *q = &r->outs[b->logits_output];
+    if (ptq_tensor_numel(q) != b->n * r->k)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "the logits output changed shape under quantization");
+    qfig_add(&r->q, r->k, b->n, b->labels, r->f32.logits, r->f32.pred, q->data);
     return PTQ_OK;
 }
 

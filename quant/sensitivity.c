@@ -344,14 +344,15 @@ static ptq_status run_config(ptq_ctx *ctx, ptq_sensitivity *s, ptq_exec *e, int 
     ptq_exec_set_overlay(e, NULL);
     if (st != PTQ_OK)
         return st;
-    if (ptq_tensor_numel(&s->outputs[0]) != b->n * s->k)
-        return ptq_fail(ctx, PTQ_ERR_SHAPE, "output 0 changed shape under quantization");
+    const ptq_tensor *q = &s->outputs[b->logits_output];
+    if (ptq_tensor_numel(q) != b->n * s->k)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "the logits output changed shape under quantization");
     if (!a) /* a prefix for later runs, counted by another process */
         return PTQ_OK;
     s->n_runs++;
     s->nodes_run += s->g->n_nodes - k;
     s->nodes_full += s->g->n_nodes;
-    qfig_add(a, s->k, b->n, b->labels, s->f32.logits, s->f32.pred, s->outputs[0].data);
+    qfig_add(a, s->k, b->n, b->labels, s->f32.logits, s->f32.pred, q->data);
     return PTQ_OK;
 }
 

@@ -46,10 +46,10 @@ static ptq_status validate_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_ba
     ptq_exec_set_overlay(e, NULL);
     if (st != PTQ_OK)
         return st;
-    const ptq_tensor *q = &run->outputs[0];
+    const ptq_tensor *q = &run->outputs[b->logits_output];
     if (q->dtype != PTQ_DT_FLOAT || ptq_tensor_numel(q) != n_logits)
         return ptq_fail(ctx, PTQ_ERR_SHAPE, "output '%s' has another shape under the plan than in FP32",
-                        g->values[g->outputs[0]].name);
+                        g->values[g->outputs[b->logits_output]].name);
     PTQ_TRY_RET(ptq_validate_stats_add(ctx, run->stats, b->n, b->labels, run->fp32, q->data));
     b->outputs = run->outputs;
     b->logits = q->data;

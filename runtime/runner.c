@@ -195,12 +195,12 @@ static ptq_status finish_read(ptq_ctx *ctx, slot_buf *b)
     return b->st;
 }
 
-/* Checks output 0 holds float32 [n, k] logits of the same width as before. */
+/* Checks the logits output holds float32 [n, k] logits of the same width as before. */
 static ptq_status check_logits(ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
 {
     const ptq_graph *g = ptq_session_graph(r->s);
-    const ptq_tensor *lg = &b->outputs[0];
-    const char *name = g->values[g->outputs[0]].name;
+    const ptq_tensor *lg = &b->outputs[b->logits_output];
+    const char *name = g->values[g->outputs[b->logits_output]].name;
     if (lg->dtype != PTQ_DT_FLOAT || lg->ndim < 1 || lg->dims[0] != b->n)
         return ptq_fail(ctx, PTQ_ERR_SHAPE, "output '%s' is not a float32 [batch, classes] logits tensor", name);
     const int64_t k = ptq_tensor_numel(lg) / b->n;
@@ -255,9 +255,22 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     const int labelled = p->need_labels; /* labels are read only when needed */
     if (p->need_labels && !ptq_dataset_has_labels(ds))
         return ptq_fail(ctx, PTQ_ERR_DATA, "the data set has no labels, which this run compares predictions with");
+    int logits_output = 0;
+    if (p->need_logits)
+        PTQ_TRY_RET(ptq_session_logits_output(ctx, s, &logits_output));
     int64_t c, h, w;
     ptq_session_input_shape(s, &c, &h, &w);
-    const int64_t sample = c * h * w, batch = p->n_ids < p->batch ? (p->n_ids ? p->n_ids : 1) : p->batch;
+    /* a model that fixes its batch runs exactly that many at a time, and
+     * a pick that does not split into such batches is refused rather than
+     * padded (padding would reach the observers) */
+    const int64_t fixed = ptq_session_fixed_batch(s);
+    if (fixed > 0 && p->n_ids % fixed != 0)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE,
+                        "the model input '%s' has a fixed batch of %lld but %lld samples were picked; pick a multiple "
+                        "of %lld (--limit or --samples)",
+                        g->values[g->inputs[0]].name, (long long)fixed, (long long)p->n_ids, (long long)fixed);
+    const int64_t sample = c * h * w,
+                  batch = fixed > 0 ? fixed : p->n_ids < p->batch ? (p->n_ids ? p->n_ids : 1) : p->batch;
     const int n_bufs = p->prefetch ? 2 : 1;
     PTQ_TRY_RET(batch_fits(ctx, e, batch, sample, n_bufs));
     /* 8-bit images of the model's size go to the GPU as bytes and are normalized there */
@@ -287,6 +300,7 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     }
     ptq_batch b;
     memset(&b, 0, sizeof b);
+    b.logits_output = logits_output;
     int64_t n_batches = (p->n_ids + batch - 1) / batch;
     double t_first = 0.0; /* when the first batch was done */
     if (n_batches > 0)

@@ -24,6 +24,9 @@ struct ptq_session {
     int64_t channels, height, width; /* the model input's sample shape */
     int64_t n_samples;
     ptq_ctx shapes;  /* how inferring the shapes at batch 1 went (code PTQ_OK, or the failure) */
+    int logits;      /* index into graph->outputs of the logits, when logits_st.code is PTQ_OK */
+    ptq_ctx logits_st; /* how picking the logits output went */
+    int64_t fixed_batch; /* the input's dim 0 when the model fixes it, else 0 */
     char notes[2048]; /* several notes can apply at once (device, preprocessing, data) */
 };
 
@@ -87,19 +90,74 @@ static ptq_status pick_device(ptq_ctx *ctx, const ptq_session_opts *o, ptq_sessi
 }
 
 /* Layout, channels and size from the input's shape: dims[1] of 1 or 3 is
- * NCHW, else dims[3] of 1 or 3 is NHWC, else NCHW; unknown dims (< 1)
+ * NCHW, else dims[3] of 1, 3 or 4 is NHWC, else NCHW; unknown dims (< 1)
  * leave the defaults. */
 static void input_geometry(const ptq_value *in, ptq_preprocess *p)
 {
     const int64_t *d = in->dims;
-    p->nhwc = !(d[1] == 1 || d[1] == 3) && (d[3] == 1 || d[3] == 3);
+    p->nhwc = !(d[1] == 1 || d[1] == 3) && (d[3] == 1 || d[3] == 3 || d[3] == 4);
     int64_t c = p->nhwc ? d[3] : d[1], h = p->nhwc ? d[1] : d[2], w = p->nhwc ? d[2] : d[3];
-    if (c == 1 || c == 3)
+    if (c == 1 || c == 3 || c == 4)
         p->n_channels = (int)c;
     if (h > 0 && w > 0) {
         p->height = h;
         p->width = w;
     }
+}
+
+/* "'a' float32 [1,10], 'b' float32 [1,5]": the graph's outputs for a message. */
+static void list_outputs(const ptq_graph *g, char *buf, size_t n_buf)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < g->n_outputs && used + 1 < n_buf; i++) {
+        const ptq_value *v = &g->values[g->outputs[i]];
+        char dims[96];
+        int k = snprintf(buf + used, n_buf - used, "%s'%s' %s [%s]", i ? ", " : "", v->name,
+                         ptq_dtype_name(v->dtype), v->ndim >= 0 ? ptq_dims_str(v->dims, v->ndim, dims, sizeof dims) : "?");
+        if (k < 0)
+            break;
+        used += (size_t)k < n_buf - used ? (size_t)k : n_buf - used - 1;
+    }
+}
+
+/* Which output holds the logits (ptq_session_logits_output): the one named,
+ * the only one, or the only float32 output of rank 2 (shapes at batch 1). */
+static ptq_status pick_logits(ptq_ctx *ctx, ptq_session *s, const char *model, const char *name)
+{
+    const ptq_graph *g = s->graph;
+    char outs[1024];
+    list_outputs(g, outs, sizeof outs);
+    if (name) {
+        for (int i = 0; i < g->n_outputs; i++)
+            if (strcmp(g->values[g->outputs[i]].name, name) == 0) {
+                s->logits = i;
+                return PTQ_OK;
+            }
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: the model has no output '%s' (--output); its outputs: %s", model,
+                        name, outs);
+    }
+    if (g->n_outputs == 1) {
+        s->logits = 0;
+        return PTQ_OK;
+    }
+    int found = -1, n_found = 0;
+    for (int i = 0; i < g->n_outputs; i++) {
+        const ptq_value *v = &g->values[g->outputs[i]];
+        if (v->dtype == PTQ_DT_FLOAT && v->ndim == 2) {
+            found = i;
+            n_found++;
+        }
+    }
+    if (n_found != 1)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                        "%s: the model has %d outputs and %s of them is float32 [N, classes]: %s; pass --output NAME "
+                        "to say which holds the logits",
+                        model, g->n_outputs, n_found ? "more than one" : "none", outs);
+    s->logits = found;
+    note(s, "the model has %d outputs; reading logits from '%s' (the only [N, classes] one; --output picks another)\n",
+         g->n_outputs, g->values[g->outputs[found]].name);
+    return PTQ_OK;
 }
 
 /* 1 when the preprocess spec names key (as "key=..."). */
@@ -181,6 +239,11 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         }
         if ((dc == 1 || dc == 2) && s->channels == 3)
             note(s, "grayscale images into the model's 3 channels: the gray value is replicated to R, G and B\n");
+        else if (dc != s->channels && s->channels == 4)
+            note(s, "%lld-channel images into the model's 4 channels (RGBA): %s\n", (long long)dc,
+                 dc == 1   ? "the gray value replicated to R, G and B, alpha opaque"
+                 : dc == 2 ? "the gray value replicated to R, G and B, alpha kept"
+                           : "alpha opaque");
         else if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
             note(s, "converting %lld-channel images to the model's %lld channels\n", (long long)dc,
                  (long long)s->channels);
@@ -194,9 +257,9 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
             s->pre.scale = 1.0f;
         }
     }
-    if (s->channels != 1 && s->channels != 3) {
-        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' has %lld channels; images give 1 or 3", o->model,
-                      in->name, (long long)s->channels);
+    if (s->channels != 1 && s->channels != 3 && s->channels != 4) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' [%s] has %lld channels; images give 1, 3 or 4", o->model,
+                      in->name, s->pre.nhwc ? "N,H,W,C" : "N,C,H,W", (long long)s->channels);
         goto fail;
     }
     s->pre.n_channels = (int)s->channels;
@@ -208,6 +271,18 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
      * infers its own) */
     ptq_ctx_init(&s->shapes);
     s->shapes.code = ptq_graph_infer_shapes(&s->shapes, s->graph, 1);
+    ptq_ctx_init(&s->logits_st);
+    s->logits_st.code = pick_logits(&s->logits_st, s, o->model, o->output);
+    if (s->logits_st.code == PTQ_ERR_INVALID_ARG) { /* a name that is not there is a mistake whatever runs */
+        *ctx = s->logits_st;
+        st = s->logits_st.code;
+        goto fail;
+    }
+    if (in->dims[0] > 0) {
+        s->fixed_batch = in->dims[0];
+        note(s, "the model input '%s' has a fixed batch of %lld: running %lld sample%s at a time\n", in->name,
+             (long long)s->fixed_batch, (long long)s->fixed_batch, s->fixed_batch == 1 ? "" : "s");
+    }
     ptq_exec_params ep = {device, ordinal, NULL, NULL, o->profile, o->math};
     if (o->math != PTQ_MATH_FP32 && device != PTQ_DEVICE_CUDA)
         note(s, "--math %s applies to the GPU; the CPU computes in FP32\n", ptq_math_name(o->math));
@@ -276,4 +351,17 @@ ptq_status ptq_session_shapes(ptq_ctx *ctx, const ptq_session *s)
 const char *ptq_session_notes(const ptq_session *s)
 {
     return s->notes;
+}
+
+ptq_status ptq_session_logits_output(ptq_ctx *ctx, const ptq_session *s, int *index)
+{
+    *index = s->logits;
+    if (s->logits_st.code != PTQ_OK)
+        *ctx = s->logits_st;
+    return s->logits_st.code;
+}
+
+int64_t ptq_session_fixed_batch(const ptq_session *s)
+{
+    return s->fixed_batch;
 }

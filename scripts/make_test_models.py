@@ -201,6 +201,30 @@ def tensor_pb(out):
         f.write(t.SerializeToString())
 
 
+def multi_io(out):
+    """For tests/test_multi_io.c: two_outputs.onnx, x [N,1,2,2] -> pooled = Flatten(GlobalAveragePool(x))
+    [N,1] and logits = Concat(pooled, 2*pooled) [N,2], both [N, classes]; gap_and_logits.onnx, the same
+    with GlobalAveragePool's [N,1,1,1] as the other output; fixed_batch4.onnx, two_outputs' logits alone
+    with the input fixed at [4,1,2,2]."""
+    two = helper.make_tensor("two", TensorProto.FLOAT, [1], [2.0])
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["gap"]), helper.make_node("Flatten", ["gap"], ["pooled"]),
+             helper.make_node("Mul", ["pooled", "two"], ["twice"]),
+             helper.make_node("Concat", ["pooled", "twice"], ["logits"], axis=1)]
+
+    def save(name, batch, outputs):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 1, 2, 2])
+        outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, [batch] + d) for o, d in outputs]
+        g = helper.make_graph(nodes, name, [x], outs, initializer=[two])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        onnx.checker.check_model(m)
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+
+    save("two_outputs", "N", [("pooled", [1]), ("logits", [2])])
+    save("gap_and_logits", "N", [("gap", [1, 1, 1]), ("logits", [2])])
+    save("fixed_batch4", 4, [("logits", [2])])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join("tests", "data", "onnx"))
@@ -210,6 +234,7 @@ def main():
     typed_fields(args.out)
     external(args.out)
     tensor_pb(args.out)
+    multi_io(args.out)
     for root, _, files in sorted(os.walk(args.out)):
         for name in sorted(files):
             path = os.path.join(root, name)

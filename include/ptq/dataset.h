@@ -23,7 +23,8 @@ extern "C" {
  *    (1/255) serves 8- and 16-bit images alike; float samples as is.
  * 2. channels: gray -> RGB replicates, RGB -> gray by ITU-R 601 luma
  *    (0.299 R + 0.587 G + 0.114 B), alpha dropped (not blended), palette
- *    expanded (by the PNG decoder).
+ *    expanded (by the PNG decoder); into 4 channels (RGBA) the image's
+ *    alpha is kept, and an image without one is opaque (see n_channels).
  * 3. size, only when the image is not already height x width: bilinear
  *    resize (half-pixel centres, edges clamped, no antialiasing: OpenCV
  *    INTER_LINEAR, torch interpolate(align_corners=False)) of the shorter
@@ -35,7 +36,8 @@ extern "C" {
  * 5. channel order (bgr) and layout (nhwc). */
 typedef struct ptq_preprocess {
     float scale;           /* 1/255 for 8- and 16-bit images (see 1.); 1 for float data already in range */
-    int n_channels;        /* channels the model takes: 1 or 3 */
+    int n_channels;        /* channels the model takes: 1, 3 or 4 (RGBA: alpha from the image's, else opaque:
+                              255 for 8- and 16-bit images, 1/scale for float ones) */
     float mean[4], std[4]; /* per output channel (in the model's order, BGR when bgr), after scale */
     int64_t height, width; /* the model's input size */
     int64_t resize;        /* shorter side before the center crop; 0 = images must be height x width */
@@ -50,7 +52,7 @@ PTQ_API void ptq_preprocess_default(ptq_preprocess *p);
  * value; p is untouched on failure), e.g. the demo model's `ptq.preprocess`
  * metadata "scale=0.0039 mean=0.286 std=0.353 layout=NCHW channels=1":
  *   scale=F or A/B     mean=F[,F,F]   std=F[,F,F] (one value, or one per channel)
- *   channels=1|3       layout=NCHW|NHWC           order=RGB|BGR
+ *   channels=1|3|4     layout=NCHW|NHWC           order=RGB|BGR (BGRA with 4)
  *   size=HxW or S      height=H   width=W         resize=S (0: no resizing)
  * and two presets, items without '=' that later items refine:
  *   imagenet            resize=256, crop to the size set (224x224 when none),

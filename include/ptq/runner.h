@@ -40,11 +40,14 @@ typedef struct ptq_session_opts {
     ptq_dataset_opts dataset; /* HDF5 keys and layout */
     int profile;              /* time each node exactly (synchronises the GPU after each) */
     ptq_math math;            /* GPU math (the CPU computes FP32; ptq_session_notes says so) */
+    const char *output;       /* the graph output holding the logits, by name; NULL: the only output, else the
+                                 only float32 output of rank 2 ([N, classes]) */
 } ptq_session_opts;
 
 typedef struct ptq_session ptq_session;
 
-/* Loads the model (one float32 image input of rank 4, logits as output 0),
+/* Loads the model (one float32 image input of rank 4; the logits output
+ * picked by opts->output or by its shape, see ptq_session_logits_output),
  * opens the data, derives the preprocessing (the model's metadata, then
  * opts->preprocess; channels, height and width from the model's input,
  * else from the data) and checks the data fits the input, then creates the
@@ -67,6 +70,21 @@ PTQ_API ptq_status ptq_session_shapes(ptq_ctx *ctx, const ptq_session *s);
 /* Notes the caller may show, one per line ("no usable GPU (...); running
  * on the CPU", "converting 4-channel images to the model's 3"), or "". */
 PTQ_API const char *ptq_session_notes(const ptq_session *s);
+/* Which graph output holds the logits: *index into g->outputs. The one
+ * opts->output names; without a name the only output, else the only
+ * float32 output of rank 2 ([N, classes]) when exactly one is. A name the
+ * graph lacks (PTQ_ERR_INVALID_ARG) or several candidates or none
+ * (PTQ_ERR_UNSUPPORTED) fail with a message listing the outputs and their
+ * shapes. Runs that read logits fail so; the others (calibration) observe
+ * every tensor whichever it is. */
+PTQ_API ptq_status ptq_session_logits_output(ptq_ctx *ctx, const ptq_session *s, int *index);
+/* The model input's batch dimension when the model fixes it (dim 0 a
+ * number, not a symbol), else 0. The runner then runs batches of exactly
+ * that many samples whatever ptq_runner_params.batch asks (a note in
+ * ptq_session_notes says so), and refuses a pick that is not a multiple of
+ * it (PTQ_ERR_SHAPE): the last batch is never padded, since padding would
+ * reach the observers' histograms. */
+PTQ_API int64_t ptq_session_fixed_batch(const ptq_session *s);
 
 /* Which samples a run reads: all of them, the first `limit`, or `samples`
  * picked at random by `seed` (a seeded partial Fisher-Yates shuffle,
@@ -99,8 +117,10 @@ typedef struct ptq_batch {
                                  * (ptq_exec_run_u8, which taps the input with node_index -1), else NULL */
     const int32_t *labels;    /* [n], or NULL for unlabelled data */
     ptq_tensor *outputs;      /* [g->n_outputs] the executor's outputs (after), valid during the call */
-    const float *logits;      /* [n, n_classes]: output 0 (after) */
+    const float *logits;      /* [n, n_classes]: the logits output (after) */
     int64_t n_classes;        /* its width, the same for every batch */
+    int logits_output;        /* which of outputs holds the logits (ptq_session_logits_output); 0 when
+                                 the run reads no logits */
 } ptq_batch;
 
 /* A consumer: any callback may be NULL. before runs ahead of the
@@ -121,9 +141,11 @@ typedef struct ptq_runner_params {
     ptq_session *session;
     const int64_t *ids;       /* [n_ids] samples to run, ascending (ptq_pick_samples) */
     int64_t n_ids;
-    int64_t batch;            /* samples per batch (>= 1) */
+    int64_t batch;            /* samples per batch (>= 1); a model with a fixed batch runs its own
+                                 (ptq_session_fixed_batch) */
     int need_labels;          /* 1: labels are read (unlabelled data fails with PTQ_ERR_DATA); 0: not read */
-    int need_logits;          /* 1: output 0 must be float32 [batch, classes] with classes >= the data's
+    int need_logits;          /* 1: the logits output (ptq_session_logits_output) must be float32
+                                 [batch, classes] with classes >= the data's
                                  (batch.logits is set only then) */
     int prefetch;             /* 1: read and preprocess the next batch on a worker thread while this one runs */
     ptq_consumer consumers[PTQ_RUNNER_MAX_CONSUMERS];
