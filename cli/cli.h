@@ -31,7 +31,8 @@ enum {
     EXIT_NO_DEVICE = 8,
     EXIT_CUDA = 9,
     EXIT_NOMEM = 10,
-    EXIT_BUDGET = 11  /* no plan met the accuracy budget (the best one found is written) */
+    EXIT_BUDGET = 11, /* no plan met the accuracy budget (the best one found is written) */
+    EXIT_COLLAPSED = 12 /* validate: the quantized outputs collapsed (the report is written) */
 };
 
 int cli_exit_code(ptq_status st);

@@ -64,7 +64,15 @@ static void put_summary(page *p)
              (long long)t->n, v->k);
     pct_row(p, "top-1", "top1", t->top1_fp32, t->top1_q, t->n);
     pct_row(p, "top-5", "top5", t->top5_fp32, t->top5_q, t->n);
-    html_put(&p->o, "</table>\n<table class=\"kv\">\n<tr><th>changed predictions</th><td>"
+    html_put(&p->o, "</table>\n");
+    if (t->collapsed) {
+        char why[160];
+        html_put(&p->o, "<p class=\"bad\" data-key=\"collapsed\"><strong>Collapsed</strong>: the quantized outputs "
+                        "carry no information (");
+        html_text(&p->o, ptq_validate_collapse_text(t->collapsed, why, sizeof why), 0);
+        html_put(&p->o, "); the accuracy deltas mean nothing.</p>\n");
+    }
+    html_put(&p->o, "<table class=\"kv\">\n<tr><th>changed predictions</th><td>"
                     "<span data-key=\"changed_predictions\">%lld</span> (%.2f%%)</td></tr>\n",
              (long long)t->changed, 100 * frac(t->changed, t->n));
     if (isnan(t->sqnr_db))
