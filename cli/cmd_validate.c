@@ -180,6 +180,7 @@ int cmd_validate(int argc, char **argv)
     vr.overlay = ptq_fq_overlay(fq);
     cli_progress prog;
     cli_progress_start(&prog, "validate", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
+    batch = cli_default_batch("validate", s.ps, batch, n_total, cli_get(opts, n_opts, "batch") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_total, .batch = batch, .need_labels = 1,
                             .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
     rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
@@ -203,6 +204,11 @@ run_done: /* every rank passes here once, and learns whether any failed */
     vo.class_names = names;
     cli_json *hdr = cli_json_header("validate", ptq_exec_device_name(eq));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(eq)));
+    if ((st = cli_json_provenance(&ctx, hdr, model, so.data, s.data, &s.pre)) != PTQ_OK) {
+        free(cli_json_done(hdr));
+        goto written;
+    }
+    cli_json_str(hdr, "plan", plan_path);
     cli_json_str(hdr, "plan_core", ptq_prec_name(plan->core));
     cli_json_str(hdr, "plan_method", plan->method ? plan->method : "");
     cli_json_num(hdr, "plan_tensors", (double)plan->n);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "ptq/html_report.h"
 #include "reports/html.h"
 #include "reports/sens_view.h"
@@ -27,12 +29,18 @@ typedef struct page {
 static void put_description(page *p)
 {
     html_put(&p->o, "<table class=\"kv\">\n");
+    /* a header that names the model, plan or data (with their hashes) shows them itself */
+    cJSON *h = p->v.header_json ? cJSON_Parse(p->v.header_json) : NULL;
     if (p->x) {
-        html_kv_row(&p->o, "model", p->x->model);
-        html_kv_row(&p->o, "plan", p->x->plan);
-        html_kv_row(&p->o, "data", p->x->data);
+        if (!cJSON_GetObjectItemCaseSensitive(h, "model"))
+            html_kv_row(&p->o, "model", p->x->model);
+        if (!cJSON_GetObjectItemCaseSensitive(h, "plan"))
+            html_kv_row(&p->o, "plan", p->x->plan);
+        if (!cJSON_GetObjectItemCaseSensitive(h, "data"))
+            html_kv_row(&p->o, "data", p->x->data);
         html_kv_row(&p->o, "calibration archive", p->x->calib);
     }
+    cJSON_Delete(h);
     html_kv_json(&p->o, p->v.header_json);
     html_put(&p->o, "</table>\n");
 }

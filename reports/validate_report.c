@@ -444,16 +444,9 @@ ptq_status ptq_validate_write_json(ptq_ctx *ctx, const ptq_validate_stats *s, co
     if (fputs(",\n\t\"quant\":\t", f) < 0)
         goto write_failed;
     PTQ_TRY(st, ptq_eval_write_json(ctx, &s->q, v.names, NULL, f, path), done);
-    ok = fputs(",\n\t\"confusion_delta\":\t[", f) >= 0;
-    for (int r = 0; ok && r < k; r++) {
-        ok = fputs(r ? ",\n\t\t[" : "[", f) >= 0;
-        for (int c = 0; ok && c < k; c++) {
-            int64_t cell = (int64_t)r * k + c;
-            ok = fprintf(f, c ? ", %lld" : "%lld", (long long)(s->q.confusion[cell] - s->fp32.confusion[cell])) > 0;
-        }
-        ok = ok && fputc(']', f) != EOF;
-    }
-    if (ok && fputs("]\n}", f) >= 0)
+    ok = ptq_json_write_confusion(f, "confusion_delta", "confusion_delta_sparse", k, s->q.confusion,
+                                  s->fp32.confusion);
+    if (ok && fputs("\n}", f) >= 0)
         goto done;
 write_failed:
     st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
@@ -470,9 +463,11 @@ ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, c
     char *buf = NULL;
     size_t n = 0;
     *out = NULL;
-    /* three k x k matrices of a few bytes per cell, held as text */
-    const uint64_t k = (uint64_t)s->fp32.n_classes;
-    PTQ_TRY_RET(ptq_memory_check(ctx, 3 * k * k * 8 + k * 1024, "the validation JSON's confusion matrices"));
+    /* three k x k matrices of a few bytes per cell, held as text; above
+     * PTQ_JSON_DENSE_MAX_CLASSES only their nonzero cells: at most 4 per image */
+    const uint64_t k = (uint64_t)s->fp32.n_classes, n_img = (uint64_t)s->fp32.n;
+    const uint64_t cells = k > PTQ_JSON_DENSE_MAX_CLASSES ? 4 * n_img * 40 : 3 * k * k * 8;
+    PTQ_TRY_RET(ptq_memory_check(ctx, cells + k * 1024, "the validation JSON's confusion matrices"));
     FILE *f = open_memstream(&buf, &n);
     if (!f)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the validation JSON");
@@ -603,7 +598,7 @@ static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
         top[i] = cell;
     }
     PUT("### Confusion matrices\n\n%d classes: the full FP32, quantized and difference matrices are in the JSON "
-        "report (`fp32.confusion`, `quant.confusion`, `confusion_delta`). The %d largest changes:\n\n"
+        "report (`fp32.confusion_sparse`, `quant.confusion_sparse`, `confusion_delta_sparse`). The %d largest changes:\n\n"
         "| true | predicted | FP32 | quantized | difference |\n|---|---|---:|---:|---:|\n",
         v->k, MD_TOP_CELLS);
     for (int i = 0; i < n_top && st == PTQ_OK; i++) {

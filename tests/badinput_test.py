@@ -563,7 +563,16 @@ def flags():
     case("flags: unknown option", M + ["--frobnicate"], 2, "frobnicate")
     case("flags: --device bogus", M + ["--device", "tpu"], 2)
     case("flags: --max-memory bogus", M + ["--max-memory", "lots"], 2, "--max-memory")
-    case("flags: --max-memory 1M refuses the batch", M + ["--max-memory", "1M"], 10, "--max-memory")
+    case("flags: --max-memory 1M refuses --batch 256", M + ["--max-memory", "1M", "--batch", "256"], 10,
+         "--max-memory")
+    # without --batch the default shrinks to the largest power of two that fits (32 images: about 7 MiB)
+    case("flags: --max-memory 3M without --batch: batch 8, with a note", M + ["--max-memory", "3M", "--json"], 0,
+         "note: batch 8 (the largest power of two that fits): a batch of 32 would need",
+         out_check=lambda out, err: json.loads(out)["batch"] == 8)
+    case("flags: --max-memory 3M with --batch 32 is refused", M + ["--max-memory", "3M", "--batch", "32"], 10,
+         "a batch of 32 samples needs")
+    case("flags: no note when the default batch fits", M + ["--json"], 0,
+         out_check=lambda out, err: json.loads(out)["batch"] == 256 and "note: batch" not in err)
     case("flags: --preprocess garbage", M + ["--preprocess", "scale=banana"], 2)
     C = ["calibrate", "--model", MODEL, "--data", J("good.h5"), "--out", J("x.h5")]
     case("flags: --shard 5/2", C + ["--shard", "5/2"], 2, "shard")

@@ -115,7 +115,9 @@ typedef struct ptq_validate_opts {
  * "collapsed" (bool) and "collapse" (reasons: "constant_logits",
  * "sqnr_at_most_0_db", "single_class"; empty when not collapsed),
  * "fp32" and "quant" (each ptq_eval_format_json's object, with its
- * "confusion"), and "confusion_delta" (quant - fp32). */
+ * "confusion"), and "confusion_delta" (quant - fp32); above
+ * PTQ_JSON_DENSE_MAX_CLASSES classes "confusion_sparse" and
+ * "confusion_delta_sparse", their nonzero cells (include/ptq/report.h). */
 /* The same object written to f (named path in messages) as it is made, the
  * confusion matrices row by row (ptq_validate_format_json holds it as text). */
 PTQ_API ptq_status ptq_validate_write_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
