@@ -4,7 +4,7 @@ input scaled by 1e-9 (logits around 1e-8), so the plan's FP16 edge flushes
 that input to zero and every quantized logit row is zero. The report flags
 it (JSON "collapsed"/"collapse", Markdown, HTML, terminal) and validate exits
 12; the same model with the scale after the Gemm keeps its logits and exits
-0 unflagged. Run by ctest (label oracle) with PTQ_BIN set."""
+0 unflagged; `ptq run` goes on to its exports and exits 12 too. Run by ctest (label oracle) with PTQ_BIN set."""
 import json
 import os
 import sys
@@ -78,6 +78,16 @@ def main():
         else:
             check(f"{name}: not flagged", v["collapsed"] is False and v["collapse"] == [] and
                   "COLLAPSED" not in md + out and "Collapsed" not in html and v["top1_quant"] > 0.9)
+    # ptq run: validate's exit 12 does not stop the exports; a second run, up to date, still exits 12
+    for attempt in ("first", "up to date"):
+        rc, out, err = ptq("run", "--model", J("tiny_input.onnx"), "--calib-data", J("d.h5"), "--data", J("d.h5"),
+                           "--out", J("run"))
+        v = json.load(open(J("run", "report", "validate.json"))) if os.path.exists(J("run", "report",
+                                                                                      "validate.json")) else {}
+        check(f"run ({attempt}): exits 12, report flagged, exports written",
+              rc == 12 and v.get("collapsed") is True and "== done" in out and
+              os.path.exists(J("run", "model_qdq.onnx")) and (attempt == "first" or "up to date" in out),
+              f"exit {rc}: {err.strip()[-300:]}")
     return finish("cli_collapse_test")
 
 
