@@ -31,7 +31,8 @@ enum {
     EXIT_NO_DEVICE = 8,
     EXIT_CUDA = 9,
     EXIT_NOMEM = 10,
-    EXIT_BUDGET = 11  /* no plan met the accuracy budget (the best one found is written) */
+    EXIT_BUDGET = 11, /* no plan met the accuracy budget (the best one found is written) */
+    EXIT_COLLAPSED = 12 /* validate: the quantized outputs collapsed (the report is written) */
 };
 
 int cli_exit_code(ptq_status st);
@@ -106,6 +107,17 @@ cli_json *cli_json_header(const char *command, const char *device);
 void cli_json_str(cli_json *o, const char *key, const char *value);
 void cli_json_num(cli_json *o, const char *key, double value);
 char *cli_json_done(cli_json *o);
+/* The batch to run over n_ids samples: `batch` when --batch was given
+ * (given != 0) or when the batch the runner makes (at most n_ids) fits the
+ * memory limit, else the largest power of two below it that fits
+ * (ptq_batch_default), with a note on stderr. */
+int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch, int64_t n_ids, int given);
+/* What a report was made from: "model" (path as given), "model_sha256",
+ * "data" (path as given), "data_kind", "data_sha256"
+ * (ptq_dataset_content_sha256: reads the set once more) and "preprocess"
+ * (ptq_preprocess_format, every key). */
+ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, const char *data,
+                               const ptq_dataset *ds, const ptq_preprocess *pre);
 
 /* Writes each batch's logits (what the consumers before it left) as rows of
  * a float32 .npy [rows, classes]: a runner consumer. */

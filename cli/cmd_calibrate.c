@@ -36,7 +36,8 @@ static const char calibrate_help[] =
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
     "  --math M             GPU convolutions and matrix products in fp32 (default, exact) or tf32\n"
     "                       (tensor cores); recorded in the output. The CPU computes fp32\n"
-    "  --batch N            images per batch (default 256); results do not depend on it\n"
+    "  --batch N            images per batch (default 256, or the largest power of two below it that\n"
+    "                       fits the memory limit); results do not depend on it\n"
     "  --threads N          CPU threads (default: every CPU the process may run on)\n"
     "  --preprocess SPEC    override the model's ptq.preprocess metadata (see `ptq eval --help`)\n"
     CLI_DATA_HELP
@@ -180,6 +181,7 @@ int cmd_calibrate(int argc, char **argv)
     PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_ids), run_done);
 
     cli_progress_start(&prog, "calibrate", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
+    batch = cli_default_batch("calibrate", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .prefetch = 1,
                             .progress = cli_progress_cb, .progress_user = &prog, .steady = &steady};
     rp.consumers[rp.n_consumers++] = ptq_calib_set_consumer(set);

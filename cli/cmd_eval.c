@@ -22,7 +22,8 @@ static const char eval_help[] =
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
     "  --math M             GPU convolutions and matrix products in fp32 (default, exact) or tf32\n"
     "                       (tensor cores); recorded in the output. The CPU computes fp32\n"
-    "  --batch N            images per batch (default 256)\n"
+    "  --batch N            images per batch (default 256, or the largest power of two below it that\n"
+    "                       fits the memory limit, with a note)\n"
     "  --threads N          CPU threads (default: every CPU the process may run on)\n"
     "  --limit N            evaluate only the first N images\n"
     "  --preprocess SPEC    override the keys it names of the model's ptq.preprocess metadata (layout,\n"
@@ -95,6 +96,7 @@ int cmd_eval(int argc, char **argv)
     cli_progress prog;
     cli_progress_start(&prog, "eval", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
     struct ptq_runner_steady steady = {0, 0.0};
+    batch = cli_default_batch("eval", s.ps, batch, n_total, cli_get(opts, n_opts, "batch") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_total, .batch = batch, .need_labels = 1,
                             .steady = &steady,
                             .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
@@ -118,6 +120,11 @@ int cmd_eval(int argc, char **argv)
         names[c] = ptq_dataset_class_name(s.data, c);
     cli_json *hdr = cli_json_header("eval", ptq_exec_device_name(s.exec));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
+    if ((st = cli_json_provenance(&ctx, hdr, so.model, so.data, s.data, &s.pre)) != PTQ_OK) {
+        free(cli_json_done(hdr));
+        goto done;
+    }
+    cli_json_num(hdr, "batch", (double)batch);
     cli_json_num(hdr, "seconds", secs);
     cli_json_num(hdr, "images_per_s", secs > 0 ? (double)n_total / secs : 0.0);
     if (steady.seconds > 0) /* after the first batch: warm plans and memory, as peers time themselves */

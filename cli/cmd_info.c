@@ -1,6 +1,8 @@
 /* `ptq info`: a model's inputs/outputs, op counts, parameter count, and
  * the tensors a calibration would observe (float inputs of Conv, Gemm and
- * MatMul plus every activation output). Covered by tests/cli_test.py. */
+ * MatMul plus every activation output). A model ptq cannot run (an
+ * unsupported node, shapes that do not infer) exits with eval's code after
+ * the summary. Covered by tests/cli_test.py and tests/badinput_test.py. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,9 @@ static const char info_help[] =
     "\n"
     "Prints the model's inputs and outputs with shapes, op counts, parameter\n"
     "count, whether ptq supports every node, and the tensors a later stage\n"
-    "would quantize (activations and weights).\n";
+    "would quantize (activations and weights). Exits non-zero, with the code\n"
+    "`ptq eval` would give, when ptq cannot run the model (every unsupported\n"
+    "node is named).\n";
 
 static cJSON *value_json(const ptq_value *v)
 {
@@ -160,5 +164,10 @@ done:
     free(act);
     free(wt);
     ptq_graph_free(g);
+    /* a model eval could not run exits as eval would, after its summary */
+    if (st == PTQ_OK && supported != PTQ_OK)
+        return cli_report("info", &support_ctx, supported);
+    if (st == PTQ_OK && shapes != PTQ_OK)
+        return cli_report("info", &shape_ctx, shapes);
     return cli_report("info", &ctx, st);
 }

@@ -275,7 +275,7 @@ int cmd_run(int argc, char **argv)
     }
     cJSON_DeleteItemFromObjectCaseSensitive(manifest, "format");
     cJSON_AddStringToObject(manifest, "format", "ptq-run");
-    int budget_missed = 0;
+    int budget_missed = 0, collapsed = 0;
     rc = 0;
     for (int i = 0; i < n_st && rc == 0; i++) {
         s = &st[i];
@@ -294,6 +294,8 @@ int cmd_run(int argc, char **argv)
             printf("== %s: up to date, skipped\n", s->name);
             if (strcmp(s->name, "plan") == 0)
                 budget_missed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(manifest, "plan_budget_missed"));
+            if (strcmp(s->name, "validate") == 0)
+                collapsed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(manifest, "validate_collapsed"));
             continue;
         }
         printf("== %s\n", s->name);
@@ -307,11 +309,19 @@ int cmd_run(int argc, char **argv)
             budget_missed = 1;
             rc = 0;
         }
+        if (rc == EXIT_COLLAPSED && strcmp(s->name, "validate") == 0) { /* the report was written: go on */
+            collapsed = 1;
+            rc = 0;
+        }
         if (rc == 0)
             cJSON_AddStringToObject(manifest, s->name, key);
         if (rc == 0 && strcmp(s->name, "plan") == 0) {
             cJSON_DeleteItemFromObjectCaseSensitive(manifest, "plan_budget_missed");
             cJSON_AddBoolToObject(manifest, "plan_budget_missed", budget_missed);
+        }
+        if (rc == 0 && strcmp(s->name, "validate") == 0) {
+            cJSON_DeleteItemFromObjectCaseSensitive(manifest, "validate_collapsed");
+            cJSON_AddBoolToObject(manifest, "validate_collapsed", collapsed);
         }
         ptq_status mst = cli_is_writer() ? write_manifest(&ctx, p_manifest, manifest) : PTQ_OK;
         if (mst != PTQ_OK && rc == 0)
@@ -323,5 +333,9 @@ int cmd_run(int argc, char **argv)
         printf("== done: %s (run.json, calib.h5, sens.json, sens.md, sens.html, plan.json, report/, calib.cache, ort/, "
                "ranges.json, model_qdq.onnx); open %s\n",
                dir, p_page);
-    return cli_rank0_rc(rc == 0 && budget_missed ? EXIT_BUDGET : rc);
+    if (rc == 0 && collapsed)
+        rc = EXIT_COLLAPSED; /* before a missed budget: no accuracy figure of this run means anything */
+    else if (rc == 0 && budget_missed)
+        rc = EXIT_BUDGET;
+    return cli_rank0_rc(rc);
 }

@@ -48,6 +48,9 @@ static const char validate_help[] =
     "  --json prints the JSON report on stdout\n"
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n"
     "\n"
+    "Exits 12 after writing the report when the quantized outputs collapse (constant\n"
+    "logits, SQNR <= 0 dB, or every image predicted as one class while FP32 is not).\n"
+    "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";
 
@@ -136,6 +139,7 @@ int cmd_validate(int argc, char **argv)
     void *png[3] = {NULL, NULL, NULL};
     size_t png_bytes[3] = {0, 0, 0};
     int made_dir = 0;
+    unsigned collapsed = 0;
     ptq_calib_set *archive = NULL;
     ptq_html_hist *hists = NULL;
     int64_t n_hists = 0;
@@ -176,6 +180,7 @@ int cmd_validate(int argc, char **argv)
     vr.overlay = ptq_fq_overlay(fq);
     cli_progress prog;
     cli_progress_start(&prog, "validate", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
+    batch = cli_default_batch("validate", s.ps, batch, n_total, cli_get(opts, n_opts, "batch") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_total, .batch = batch, .need_labels = 1,
                             .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
     rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
@@ -199,6 +204,11 @@ run_done: /* every rank passes here once, and learns whether any failed */
     vo.class_names = names;
     cli_json *hdr = cli_json_header("validate", ptq_exec_device_name(eq));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(eq)));
+    if ((st = cli_json_provenance(&ctx, hdr, model, so.data, s.data, &s.pre)) != PTQ_OK) {
+        free(cli_json_done(hdr));
+        goto written;
+    }
+    cli_json_str(hdr, "plan", plan_path);
     cli_json_str(hdr, "plan_core", ptq_prec_name(plan->core));
     cli_json_str(hdr, "plan_method", plan->method ? plan->method : "");
     cli_json_num(hdr, "plan_tensors", (double)plan->n);
@@ -223,6 +233,9 @@ run_done: /* every rank passes here once, and learns whether any failed */
         files[3 + i] = (cli_out_file){report_paths[3 + i], png[i], png_bytes[i], 0};
     PTQ_TRY(st, cli_write_files(&ctx, files, 3 + n_png), written);
     made_dir = 0; /* it holds the report now */
+    ptq_validate_totals vt;
+    ptq_validate_stats_totals(vs, &vt);
+    collapsed = vt.collapsed;
     if (lfile) {
         st = cli_tmp_commit(&ctx, &lfile, logits_tmp, logits_path);
         logits_tmp[0] = st == PTQ_OK ? '\0' : logits_tmp[0];
@@ -266,5 +279,12 @@ done:
     ptq_fq_free(fq);
     ptq_plan_free(plan);
     cli_session_close(&s);
+    if (st == PTQ_OK && collapsed) { /* the report says so too; a pipeline gates on the code */
+        char why[160];
+        fprintf(stderr, "ptq validate: error: the quantized outputs collapsed (%s): the accuracy deltas mean "
+                        "nothing; keep more tensors in FP16 or FP32 (look at the logits' range: FP16 flushes "
+                        "values below 6e-8 to zero)\n", ptq_validate_collapse_text(collapsed, why, sizeof why));
+        return EXIT_COLLAPSED;
+    }
     return cli_report("validate", &ctx, st);
 }

@@ -1,5 +1,5 @@
 /* What the commands write besides their reports: JSON built with cJSON
- * (every string escaped), and the logits .npy writer as a runner consumer.
+ * (every string escaped) with the reports' provenance header, and the logits .npy writer as a runner consumer.
  * Covered by tests/cli_test.py and tests/cli_calib_test.py. */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,6 +8,9 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "ptq/batch.h"
+#include "ptq/hash.h"
+#include "ptq/memory.h"
 
 cli_json *cli_json_header(const char *command, const char *device)
 {
@@ -38,6 +41,36 @@ char *cli_json_done(cli_json *o)
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return text;
+}
+
+int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch, int64_t n_ids, int given)
+{
+    const int64_t runs = n_ids > 0 && n_ids < batch ? n_ids : batch; /* what the runner allocates */
+    if (given || ptq_batch_bytes(ps, runs, 2) <= (double)ptq_memory_budget())
+        return batch;
+    const int64_t fit = ptq_batch_default(ps, runs, 2);
+    if (fit < batch && cli_is_writer())
+        fprintf(stderr,
+                "ptq %s: note: batch %lld (the largest power of two that fits): a batch of %lld would need about %.0f "
+                "MiB (input buffers and activations), more than the memory limit of %.0f MiB (--max-memory)\n",
+                cmd, (long long)fit, (long long)runs, ptq_batch_bytes(ps, runs, 2) / 1048576.0,
+                (double)ptq_memory_budget() / 1048576.0);
+    return fit;
+}
+
+ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, const char *data,
+                               const ptq_dataset *ds, const ptq_preprocess *pre)
+{
+    char model_sha[65], data_sha[65], spec[512];
+    PTQ_TRY_RET(ptq_sha256_file(ctx, model, model_sha));
+    PTQ_TRY_RET(ptq_dataset_content_sha256(ctx, ds, data_sha));
+    cli_json_str(o, "model", model);
+    cli_json_str(o, "model_sha256", model_sha);
+    cli_json_str(o, "data", data);
+    cli_json_str(o, "data_kind", ptq_dataset_kind(ds));
+    cli_json_str(o, "data_sha256", data_sha);
+    cli_json_str(o, "preprocess", ptq_preprocess_format(pre, spec, sizeof spec));
+    return PTQ_OK;
 }
 
 static ptq_status npy_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)

@@ -1,5 +1,7 @@
 /* Accuracy, confusion and per-class metrics from logits, with text and
- * JSON renderings (cJSON, the k x k confusion streamed row by row). Mirrors sklearn's precision/recall/F1 with
+ * JSON renderings (cJSON, the k x k confusion streamed row by row, or as
+ * its nonzero cells above PTQ_JSON_DENSE_MAX_CLASSES; the terminal shows
+ * top confusions above PTQ_EVAL_TEXT_MAX_CLASSES). Mirrors sklearn's precision/recall/F1 with
  * zero_division=0. Covered by tests/test_report.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -114,6 +116,63 @@ static const char *class_label_text(const char *const *names, int c, char *buf, 
     return ptq_escape(class_label(names, c, tmp, sizeof tmp), buf, n);
 }
 
+/* Inserts x into the n-long list top[] of the largest keys (ties: lower
+ * index first), at most cap long. key(i) must not change meanwhile. */
+static void top_insert(int64_t *top, double *keys, int *n, int cap, int64_t x, double key)
+{
+    if (*n == cap && key <= keys[*n - 1])
+        return;
+    int i = *n < cap ? (*n)++ : cap - 1;
+    for (; i > 0 && keys[i - 1] < key; i--) {
+        top[i] = top[i - 1];
+        keys[i] = keys[i - 1];
+    }
+    top[i] = x;
+    keys[i] = key;
+}
+
+/* Above PTQ_EVAL_TEXT_MAX_CLASSES: the classes of lowest recall and the
+ * largest off-diagonal cells, with class names. */
+static ptq_status text_top(ptq_buf *b, const ptq_eval_stats *s, const char *const *names,
+                           const ptq_class_metrics *m, int w)
+{
+    const int k = s->n_classes;
+    int64_t top[PTQ_EVAL_TEXT_TOP];
+    double keys[PTQ_EVAL_TEXT_TOP];
+    char esc[256], esc2[256];
+    int n_top = 0;
+    for (int c = 0; c < k; c++) /* lowest recall first: the key is -recall */
+        if (m[c].support > 0)
+            top_insert(top, keys, &n_top, PTQ_EVAL_TEXT_TOP, c, -m[c].recall);
+    ptq_buf_putf(b, "%d classes: the %d of lowest recall (every class is in the JSON report, --report or --json)\n",
+                 k, n_top);
+    ptq_buf_putf(b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
+    for (int i = 0; i < n_top; i++) {
+        const int c = (int)top[i];
+        ptq_buf_putf(b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc),
+                     m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
+    }
+    n_top = 0;
+    for (int r = 0; r < k; r++)
+        for (int c = 0; c < k; c++) {
+            const int64_t x = s->confusion[(int64_t)r * k + c];
+            if (r != c && x > 0)
+                top_insert(top, keys, &n_top, PTQ_EVAL_TEXT_TOP, (int64_t)r * k + c, (double)x);
+        }
+    ptq_buf_putf(b, "\ntop confusions (the %d largest off-diagonal counts of the %d x %d matrix; it is in the JSON "
+                    "report)\n", n_top, k, k);
+    if (n_top == 0)
+        ptq_buf_putf(b, "  none: every image was predicted as its class\n");
+    else
+        ptq_buf_putf(b, "  %8s  %-*s  %s\n", "images", w, "true class", "predicted as");
+    for (int i = 0; i < n_top; i++) {
+        const int r = (int)(top[i] / k), c = (int)(top[i] % k);
+        ptq_buf_putf(b, "  %8lld  %-*.*s  %s\n", (long long)s->confusion[top[i]], w, w,
+                     class_label_text(names, r, esc, sizeof esc), class_label_text(names, c, esc2, sizeof esc2));
+    }
+    return b->failed ? PTQ_ERR_NOMEM : PTQ_OK;
+}
+
 ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names, char **out)
 {
     *out = NULL;
@@ -123,6 +182,7 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the report");
     ptq_eval_class_metrics(s, m);
     ptq_buf b = {0};
+    ptq_status st = PTQ_OK;
     double n = s->n ? (double)s->n : 1.0;
     ptq_buf_putf(&b, "samples  %lld\ntop-1    %.2f%%  (%lld correct)\ntop-5    %.2f%%\n\n", (long long)s->n,
               100.0 * (double)s->top1 / n, (long long)s->top1, 100.0 * (double)s->top5 / n);
@@ -135,15 +195,14 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     }
     if (w > 24)
         w = 24;
+    if (k > PTQ_EVAL_TEXT_MAX_CLASSES) { /* k rows and k x k cells are no terminal reading */
+        st = text_top(&b, s, names, m, w);
+        goto finish;
+    }
     ptq_buf_putf(&b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
     for (int c = 0; c < k; c++)
         ptq_buf_putf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc),
                   m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
-    if (k > PTQ_EVAL_TEXT_MAX_CLASSES) { /* k x k cells are no terminal reading */
-        ptq_buf_putf(&b, "\nconfusion matrix: %d x %d, not printed (over %d classes; it is in the JSON report)\n", k, k,
-                  PTQ_EVAL_TEXT_MAX_CLASSES);
-        goto finish;
-    }
     ptq_buf_putf(&b, "\nconfusion matrix (rows: true class, columns: predicted)\n%*s", w, "");
     int cw = 6;
     for (int c = 0; c < k; c++) {
@@ -168,8 +227,10 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     }
 finish:
     free(m);
-    if (!(*out = ptq_buf_take(&b)))
+    if (st != PTQ_OK || !(*out = ptq_buf_take(&b))) {
+        ptq_buf_free(&b);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory formatting the report");
+    }
     return PTQ_OK;
 }
 
@@ -212,14 +273,9 @@ ptq_status ptq_eval_write_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char
     size_t len = strlen(text);
     while (len > 0 && text[len - 1] != '}')
         len--;
-    int ok = len > 0 && fwrite(text, 1, len - 1, f) == len - 1 && fputs(",\n\t\"confusion\":\t[", f) >= 0;
-    for (int c = 0; ok && c < k; c++) {
-        ok = fputs(c ? ",\n\t\t[" : "[", f) >= 0;
-        for (int j = 0; ok && j < k; j++)
-            ok = fprintf(f, j ? ", %lld" : "%lld", (long long)s->confusion[(int64_t)c * k + j]) > 0;
-        ok = ok && fputc(']', f) != EOF;
-    }
-    ok = ok && fputs("]\n}", f) >= 0;
+    int ok = len > 0 && fwrite(text, 1, len - 1, f) == len - 1 &&
+             ptq_json_write_confusion(f, "confusion", "confusion_sparse", k, s->confusion, NULL);
+    ok = ok && fputs("\n}", f) >= 0;
     if (!ok)
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
 done:
@@ -227,6 +283,30 @@ done:
     cJSON_Delete(root);
     free(m);
     return st;
+}
+
+int ptq_json_write_confusion(FILE *f, const char *key, const char *key_sparse, int k, const int64_t *m,
+                             const int64_t *sub)
+{
+    const int sparse = k > PTQ_JSON_DENSE_MAX_CLASSES;
+    int ok = fprintf(f, sparse ? ",\n\t\"%s\":\t{\"rows\": %d, \"cols\": %d, \"cells\": [" : ",\n\t\"%s\":\t[",
+                     sparse ? key_sparse : key, k, k) > 0;
+    int64_t written = 0;
+    for (int r = 0; ok && r < k; r++) {
+        if (!sparse)
+            ok = fputs(r ? ",\n\t\t[" : "[", f) >= 0;
+        for (int c = 0; ok && c < k; c++) {
+            const int64_t cell = (int64_t)r * k + c, x = m[cell] - (sub ? sub[cell] : 0);
+            if (!sparse)
+                ok = fprintf(f, c ? ", %lld" : "%lld", (long long)x) > 0;
+            else if (x != 0) /* a few cells per line */
+                ok = fprintf(f, "%s[%d, %d, %lld]", written == 0 ? "" : written % 8 ? ", " : ",\n\t\t", r, c,
+                             (long long)x) > 0 && ++written;
+        }
+        if (!sparse)
+            ok = ok && fputc(']', f) != EOF;
+    }
+    return ok && fputs(sparse ? "]}" : "]", f) >= 0;
 }
 
 ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *names,

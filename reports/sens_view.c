@@ -170,8 +170,8 @@ ptq_status sens_view_read(ptq_ctx *ctx, const char *json, sens_view *v)
     }
     /* the header: the report's own string and number fields, for the summary */
     cJSON *hdr = cJSON_CreateObject();
-    static const char *const keys[] = {"model", "model_sha256", "archive", "data", "core", "method", "device",
-                                       "seed", "math", "ptq_version"}; /* not seconds or runs: the page is the
+    static const char *const keys[] = {"model", "model_sha256", "archive", "data", "data_sha256", "preprocess",
+                                       "core", "method", "device", "seed", "math", "ptq_version"}; /* not seconds or runs: the page is the
                                                                          * same whatever the machine or process count */
     for (size_t q = 0; hdr && q < sizeof keys / sizeof keys[0]; q++) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, keys[q]);

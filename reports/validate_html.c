@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "ptq/html_report.h"
 #include "reports/html.h"
 #include "reports/sens_view.h"
@@ -27,12 +29,18 @@ typedef struct page {
 static void put_description(page *p)
 {
     html_put(&p->o, "<table class=\"kv\">\n");
+    /* a header that names the model, plan or data (with their hashes) shows them itself */
+    cJSON *h = p->v.header_json ? cJSON_Parse(p->v.header_json) : NULL;
     if (p->x) {
-        html_kv_row(&p->o, "model", p->x->model);
-        html_kv_row(&p->o, "plan", p->x->plan);
-        html_kv_row(&p->o, "data", p->x->data);
+        if (!cJSON_GetObjectItemCaseSensitive(h, "model"))
+            html_kv_row(&p->o, "model", p->x->model);
+        if (!cJSON_GetObjectItemCaseSensitive(h, "plan"))
+            html_kv_row(&p->o, "plan", p->x->plan);
+        if (!cJSON_GetObjectItemCaseSensitive(h, "data"))
+            html_kv_row(&p->o, "data", p->x->data);
         html_kv_row(&p->o, "calibration archive", p->x->calib);
     }
+    cJSON_Delete(h);
     html_kv_json(&p->o, p->v.header_json);
     html_put(&p->o, "</table>\n");
 }
@@ -64,7 +72,15 @@ static void put_summary(page *p)
              (long long)t->n, v->k);
     pct_row(p, "top-1", "top1", t->top1_fp32, t->top1_q, t->n);
     pct_row(p, "top-5", "top5", t->top5_fp32, t->top5_q, t->n);
-    html_put(&p->o, "</table>\n<table class=\"kv\">\n<tr><th>changed predictions</th><td>"
+    html_put(&p->o, "</table>\n");
+    if (t->collapsed) {
+        char why[160];
+        html_put(&p->o, "<p class=\"bad\" data-key=\"collapsed\"><strong>Collapsed</strong>: the quantized outputs "
+                        "carry no information (");
+        html_text(&p->o, ptq_validate_collapse_text(t->collapsed, why, sizeof why), 0);
+        html_put(&p->o, "); the accuracy deltas mean nothing.</p>\n");
+    }
+    html_put(&p->o, "<table class=\"kv\">\n<tr><th>changed predictions</th><td>"
                     "<span data-key=\"changed_predictions\">%lld</span> (%.2f%%)</td></tr>\n",
              (long long)t->changed, 100 * frac(t->changed, t->n));
     if (isnan(t->sqnr_db))

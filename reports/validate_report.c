@@ -36,6 +36,7 @@ struct ptq_validate_stats {
     int64_t changed;
     int64_t n_measured;           /* images in the SQNR/KL sums */
     int64_t nan_fp32, nan_q;      /* NaN logits */
+    int64_t const_fp32, const_q;  /* images whose logit row is constant */
     ptq_xsum signal_sq, noise_sq; /* sum fp32^2, sum (q - fp32)^2 over measured images */
     ptq_xsum kl_nats_sum;         /* sum over measured images of KL(softmax(fp32) || softmax(q)) */
     int32_t pred_fp32[CHUNK_ROWS], pred_q[CHUNK_ROWS];
@@ -75,10 +76,15 @@ void ptq_validate_stats_free(ptq_validate_stats *s)
  * finite: its terms come from its rows alone, the sums are exact. */
 static void compare_row(ptq_validate_stats *s, const float *f, const float *q, int k)
 {
+    int const_f = 1, const_q = 1;
     for (int c = 0; c < k; c++) {
         s->nan_fp32 += isnan(f[c]) != 0;
         s->nan_q += isnan(q[c]) != 0;
+        const_f &= f[c] == f[0];
+        const_q &= q[c] == q[0];
     }
+    s->const_fp32 += const_f;
+    s->const_q += const_q;
     double sig, noise, kl;
     if (!ptq_logits_terms(f, q, k, &sig, &noise, &kl))
         return;
@@ -126,6 +132,8 @@ ptq_status ptq_validate_stats_merge(ptq_ctx *ctx, ptq_validate_stats *dst, const
     dst->n_measured += src->n_measured;
     dst->nan_fp32 += src->nan_fp32;
     dst->nan_q += src->nan_q;
+    dst->const_fp32 += src->const_fp32;
+    dst->const_q += src->const_q;
     ptq_xsum_merge(&dst->signal_sq, &src->signal_sq);
     ptq_xsum_merge(&dst->noise_sq, &src->noise_sq);
     ptq_xsum_merge(&dst->kl_nats_sum, &src->kl_nats_sum);
@@ -162,6 +170,8 @@ static int64_t validate_words(ptq_validate_stats *s, int64_t *buf, int to_buf)
     word(&s->n_measured, &buf[at++], to_buf);
     word(&s->nan_fp32, &buf[at++], to_buf);
     word(&s->nan_q, &buf[at++], to_buf);
+    word(&s->const_fp32, &buf[at++], to_buf);
+    word(&s->const_q, &buf[at++], to_buf);
     ptq_xsum *sums[] = {&s->signal_sq, &s->noise_sq, &s->kl_nats_sum};
     for (int i = 0; i < 3; i++, at += PTQ_XSUM_WORDS) {
         if (to_buf)
@@ -176,7 +186,7 @@ ptq_status ptq_validate_stats_allreduce(ptq_ctx *ctx, ptq_validate_stats *s)
 {
     if (ptq_dist_size() == 1)
         return PTQ_OK;
-    const int64_t k = s->fp32.n_classes, n = 2 * (3 + k * k) + 4 + 3 * PTQ_XSUM_WORDS;
+    const int64_t k = s->fp32.n_classes, n = 2 * (3 + k * k) + 6 + 3 * PTQ_XSUM_WORDS;
     int64_t *buf = malloc((size_t)n * sizeof *buf);
     ptq_status st = ptq_dist_agree(ctx, buf ? PTQ_OK
                                             : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reducing a %lld-class "
@@ -189,6 +199,20 @@ ptq_status ptq_validate_stats_allreduce(ptq_ctx *ctx, ptq_validate_stats *s)
     }
     free(buf);
     return st;
+}
+
+/* The most images predicted as one class: the largest column sum. */
+static int64_t top_class(const ptq_eval_stats *e)
+{
+    const int k = e->n_classes;
+    int64_t best = 0;
+    for (int c = 0; c < k; c++) {
+        int64_t col = 0;
+        for (int r = 0; r < k; r++)
+            col += e->confusion[(int64_t)r * k + c];
+        best = col > best ? col : best;
+    }
+    return best;
 }
 
 void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals *t)
@@ -211,6 +235,34 @@ void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals 
         t->sqnr_db = noise == 0 ? INFINITY : 10.0 * log10(signal / noise);
         t->kl_nats = ptq_xsum_value(&s->kl_nats_sum) / (double)s->n_measured;
     }
+    t->const_rows_fp32 = s->const_fp32;
+    t->const_rows_q = s->const_q;
+    t->top_class_fp32 = top_class(&s->fp32);
+    t->top_class_q = top_class(&s->q);
+    if (t->n > 0 && t->const_rows_q == t->n && t->const_rows_fp32 < t->n)
+        t->collapsed |= PTQ_COLLAPSE_CONSTANT;
+    if (t->n_measured > 0 && t->sqnr_db <= 0)
+        t->collapsed |= PTQ_COLLAPSE_SQNR;
+    if (t->n >= 2 && t->top_class_q == t->n && t->top_class_fp32 < t->n)
+        t->collapsed |= PTQ_COLLAPSE_ONE_CLASS;
+}
+
+static const char *const collapse_keys[] = {"constant_logits", "sqnr_at_most_0_db", "single_class"};
+
+const char *ptq_validate_collapse_text(unsigned collapsed, char *buf, size_t n)
+{
+    static const char *const words[] = {"every quantized logit row is constant", "logits SQNR <= 0 dB",
+                                        "every image is predicted as one class"};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 3 && n > 0; i++)
+        if (collapsed & (1u << i)) {
+            int w = snprintf(buf + used, n - used, "%s%s", used ? ", " : "", words[i]);
+            if (w < 0 || (size_t)w >= n - used)
+                break;
+            used += (size_t)w;
+        }
+    return buf;
 }
 
 void validate_view_free(validate_view *v)
@@ -351,7 +403,14 @@ ptq_status ptq_validate_write_json(ptq_ctx *ctx, const ptq_validate_stats *s, co
         cJSON_AddNumberToObject(lg, "nonfinite_images", (double)(t->n - t->n_measured));
         cJSON_AddNumberToObject(lg, "nan_logits_fp32", (double)t->nan_fp32);
         cJSON_AddNumberToObject(lg, "nan_logits_quant", (double)t->nan_q);
+        cJSON_AddNumberToObject(lg, "constant_rows_fp32", (double)t->const_rows_fp32);
+        cJSON_AddNumberToObject(lg, "constant_rows_quant", (double)t->const_rows_q);
     }
+    cJSON_AddBoolToObject(root, "collapsed", t->collapsed != 0);
+    cJSON *why = cJSON_AddArrayToObject(root, "collapse");
+    for (int i = 0; i < 3 && why; i++)
+        if (t->collapsed & (1u << i))
+            cJSON_AddItemToArray(why, cJSON_CreateString(collapse_keys[i]));
     cJSON *flagged = cJSON_AddArrayToObject(root, "flagged");
     for (int i = 0; i < v.n_flagged && flagged; i++)
         cJSON_AddItemToArray(flagged, cJSON_CreateNumber(v.order[i]));
@@ -385,16 +444,9 @@ ptq_status ptq_validate_write_json(ptq_ctx *ctx, const ptq_validate_stats *s, co
     if (fputs(",\n\t\"quant\":\t", f) < 0)
         goto write_failed;
     PTQ_TRY(st, ptq_eval_write_json(ctx, &s->q, v.names, NULL, f, path), done);
-    ok = fputs(",\n\t\"confusion_delta\":\t[", f) >= 0;
-    for (int r = 0; ok && r < k; r++) {
-        ok = fputs(r ? ",\n\t\t[" : "[", f) >= 0;
-        for (int c = 0; ok && c < k; c++) {
-            int64_t cell = (int64_t)r * k + c;
-            ok = fprintf(f, c ? ", %lld" : "%lld", (long long)(s->q.confusion[cell] - s->fp32.confusion[cell])) > 0;
-        }
-        ok = ok && fputc(']', f) != EOF;
-    }
-    if (ok && fputs("]\n}", f) >= 0)
+    ok = ptq_json_write_confusion(f, "confusion_delta", "confusion_delta_sparse", k, s->q.confusion,
+                                  s->fp32.confusion);
+    if (ok && fputs("\n}", f) >= 0)
         goto done;
 write_failed:
     st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
@@ -411,9 +463,11 @@ ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, c
     char *buf = NULL;
     size_t n = 0;
     *out = NULL;
-    /* three k x k matrices of a few bytes per cell, held as text */
-    const uint64_t k = (uint64_t)s->fp32.n_classes;
-    PTQ_TRY_RET(ptq_memory_check(ctx, 3 * k * k * 8 + k * 1024, "the validation JSON's confusion matrices"));
+    /* three k x k matrices of a few bytes per cell, held as text; above
+     * PTQ_JSON_DENSE_MAX_CLASSES only their nonzero cells: at most 4 per image */
+    const uint64_t k = (uint64_t)s->fp32.n_classes, n_img = (uint64_t)s->fp32.n;
+    const uint64_t cells = k > PTQ_JSON_DENSE_MAX_CLASSES ? 4 * n_img * 40 : 3 * k * k * 8;
+    PTQ_TRY_RET(ptq_memory_check(ctx, cells + k * 1024, "the validation JSON's confusion matrices"));
     FILE *f = open_memstream(&buf, &n);
     if (!f)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory printing the validation JSON");
@@ -544,7 +598,7 @@ static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
         top[i] = cell;
     }
     PUT("### Confusion matrices\n\n%d classes: the full FP32, quantized and difference matrices are in the JSON "
-        "report (`fp32.confusion`, `quant.confusion`, `confusion_delta`). The %d largest changes:\n\n"
+        "report (`fp32.confusion_sparse`, `quant.confusion_sparse`, `confusion_delta_sparse`). The %d largest changes:\n\n"
         "| true | predicted | FP32 | quantized | difference |\n|---|---|---:|---:|---:|\n",
         v->k, MD_TOP_CELLS);
     for (int i = 0; i < n_top && st == PTQ_OK; i++) {
@@ -600,6 +654,11 @@ static ptq_status markdown_body(ptq_ctx *ctx, ptq_buf *b, const validate_view *v
         (long long)t->n, v->k);
     if (st == PTQ_OK)
         st = put_accuracy_lines(ctx, b, v, "| %s | %.2f%% | %.2f%% | %+.2f |\n");
+    if (t->collapsed) {
+        char why[160];
+        PUT("\n**COLLAPSED**: the quantized outputs carry no information (%s); the accuracy deltas above mean "
+            "nothing.\n", ptq_validate_collapse_text(t->collapsed, why, sizeof why));
+    }
     PUT("\n- changed predictions: %lld (%.2f%%)\n- logits SQNR: %s\n", (long long)t->changed,
         100 * frac(t->changed, t->n), sqnr);
     if (isnan(t->kl_nats))
@@ -647,6 +706,11 @@ static ptq_status summary_body(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
     PUT("validate: %lld images, %d classes (FP32 -> quantized)\n", (long long)t->n, v->k);
     if (st == PTQ_OK)
         st = put_accuracy_lines(ctx, b, v, "  %s  %6.2f%% -> %6.2f%%  (%+.2f pts)\n");
+    if (t->collapsed) {
+        char why[160];
+        PUT("  COLLAPSED: the quantized outputs carry no information (%s); the deltas mean nothing\n",
+            ptq_validate_collapse_text(t->collapsed, why, sizeof why));
+    }
     PUT("  changed predictions  %.2f%% (%lld)\n  logits  SQNR %s", 100 * frac(t->changed, t->n),
         (long long)t->changed, sqnr);
     if (isnan(t->kl_nats))

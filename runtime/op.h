@@ -86,9 +86,10 @@ const ptq_op_def *ptq_op_get(ptq_op_id id);
 const ptq_op_def *ptq_op_of(const ptq_op_io *io);
 
 /* Resolves every node of g to its entry, once, before anything runs:
- * (*out)[k] is node k's (free() the array). PTQ_ERR_UNSUPPORTED naming the
- * first node ptq cannot run, with its op, domain and the model's opset: an
- * unknown op, or an opset older than the entry's since_opset. */
+ * (*out)[k] is node k's (free() the array). PTQ_ERR_UNSUPPORTED naming
+ * every node ptq cannot run (as many as a message holds), each with its op,
+ * domain and the model's opset: an unknown op, or an opset older than the
+ * entry's since_opset; then a torch.onnx.export hint when one applies. */
 ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***out);
 
 /* Parameter parsers shared by every backend; each assumes infer succeeded

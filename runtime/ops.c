@@ -3,7 +3,9 @@
  * runtime/ops_*.c; and the resolution of a graph's nodes to entries.
  * Covered by tests/test_op_table.c, tests/test_ops_dense.c,
  * tests/test_ops_shape.c and the ONNX conformance run. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/op.h"
 
@@ -72,30 +74,107 @@ const ptq_op_def *ptq_op_of(const ptq_op_io *io)
     return io->op ? io->op : ptq_op_find(io->node->domain, io->node->op_type);
 }
 
+/* The version model g imports for a non-default domain, or -1. */
+static int64_t domain_version(const ptq_graph *g, const char *domain)
+{
+    for (int i = 0; i < g->n_opsets; i++)
+        if (g->opsets[i].domain && strcmp(g->opsets[i].domain, domain) == 0)
+            return g->opsets[i].version;
+    return -1;
+}
+
+/* What a node ptq cannot run says about how the model was exported, as
+ * advice for torch.onnx.export; "" when nothing is recognised. */
+static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char *domain, int unknown)
+{
+    static const char *const shape_ops[] = {"Shape", "Size", "ConstantOfShape", "Range", "Expand", "NonZero",
+                                            "Cast", "Equal", "Where", "Gather", "Slice", NULL};
+    if (strcmp(n->op_type, "ATen") == 0 || strncmp(n->op_type, "aten::", 6) == 0 || strstr(domain, "aten"))
+        return "ATen fallback ops: export with torch.onnx.export's default operator_export_type and "
+               "do_constant_folding=True";
+    if (strcmp(domain, "com.microsoft") == 0)
+        return "com.microsoft ops come from onnxruntime's contrib exporters or optimizer: export with "
+               "torch.onnx.export's default operator_export_type and do_constant_folding=True, without "
+               "onnxruntime's fusions";
+    if (!unknown || strcmp(domain, "ai.onnx") != 0)
+        return "";
+    for (int i = 0; shape_ops[i]; i++)
+        if (strcmp(n->op_type, shape_ops[i]) == 0)
+            return "a shape computation is left in the graph: export with do_constant_folding=True and static "
+                   "input shapes (no dynamic_axes)";
+    if (g->opset > 17)
+        return "the model is at an opset past 17: re-export with torch.onnx.export(..., opset_version=17)";
+    return "";
+}
+
+/* One failure naming every node ptq cannot run (bad[k] != 0: 1 unknown op,
+ * 2 opset older than ptq's entry), as many as fit in a message, then the
+ * first export hint that applies. */
+static ptq_status fail_unsupported(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def *const *ops,
+                                   const unsigned char *bad, int n_bad)
+{
+    char msg[PTQ_MSG_BYTES], item[PTQ_MSG_BYTES];
+    const char *hint = "";
+    size_t used = 0;
+    int listed = 0;
+    msg[0] = '\0';
+    if (n_bad > 1)
+        used = (size_t)snprintf(msg, sizeof msg, "%d nodes ptq cannot run: ", n_bad);
+    for (int k = 0; k < g->n_nodes; k++) {
+        if (!bad[k])
+            continue;
+        const ptq_node *n = &g->nodes[k];
+        const char *domain = n->domain && n->domain[0] ? n->domain : "ai.onnx";
+        const int64_t dv = strcmp(domain, "ai.onnx") != 0 ? domain_version(g, domain) : -1;
+        char dver[32] = "";
+        if (dv >= 0)
+            snprintf(dver, sizeof dver, " version %lld", (long long)dv);
+        if (bad[k] == 1)
+            snprintf(item, sizeof item, "node '%s': op %s (domain %s%s, opset %lld) is not supported by ptq",
+                     n->name, n->op_type, domain, dver, (long long)g->opset);
+        else
+            snprintf(item, sizeof item, "node '%s': op %s (domain %s) at opset %lld is older than ptq implements "
+                     "(opset %d+)", n->name, n->op_type, domain, (long long)g->opset, ops[k]->since_opset);
+        if (!hint[0])
+            hint = export_hint(g, n, domain, bad[k] == 1);
+        /* room for "; " and the tail: "; and N more" plus the hint */
+        if (used + strlen(item) + 2 + 24 + 8 + strlen(hint) < sizeof msg) {
+            used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s", listed ? "; " : "", item);
+            listed++;
+        }
+    }
+    if (listed < n_bad)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "; and %d more", n_bad - listed);
+    return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s%s%s", msg, hint[0] ? "; hint: " : "", hint);
+}
+
 ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***out)
 {
     *out = NULL;
     const ptq_op_def **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
-    if (!ops)
+    unsigned char *bad = calloc((size_t)g->n_nodes + 1, 1);
+    if (!ops || !bad) {
+        free(ops);
+        free(bad);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory resolving the ops of %d nodes", g->n_nodes);
+    }
+    int n_bad = 0;
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
-        const char *domain = n->domain && n->domain[0] ? n->domain : "ai.onnx";
-        const ptq_op_def *op = ptq_op_find(n->domain, n->op_type);
-        ptq_status st = PTQ_OK;
-        if (!op)
-            st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s': op %s (domain %s, opset %lld) is not supported by ptq",
-                          n->name, n->op_type, domain, (long long)g->opset);
-        else if (g->opset > 0 && g->opset < op->since_opset)
-            st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
-                          "node '%s': op %s (domain %s) at opset %lld is older than ptq implements (opset %d+)",
-                          n->name, n->op_type, domain, (long long)g->opset, op->since_opset);
-        if (st != PTQ_OK) {
-            free(ops);
-            return st;
-        }
-        ops[k] = op;
+        ops[k] = ptq_op_find(n->domain, n->op_type);
+        if (!ops[k])
+            bad[k] = 1;
+        else if (g->opset > 0 && g->opset < ops[k]->since_opset)
+            bad[k] = 2;
+        n_bad += bad[k] != 0;
     }
+    if (n_bad) {
+        ptq_status st = fail_unsupported(ctx, g, ops, bad, n_bad);
+        free(ops);
+        free(bad);
+        return st;
+    }
+    free(bad);
     *out = ops;
     return PTQ_OK;
 }

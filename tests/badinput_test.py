@@ -10,6 +10,7 @@ Set PTQ_BADINPUT_ONLY=substring to run some cases."""
 import gzip
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -178,12 +179,52 @@ def models():
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
     case("onnx: unsupported op", ["eval", "--model", J("lstm.onnx"), "--data", J("good.h5")], 5, "Hardmax")
+    # every unsupported node named at once, in eval and in info (exit 5 both)
+    x28 = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])]
+    y28 = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])]
+    three = [helper.make_node("Hardmax", ["x"], ["h"], name="hard_a"), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Hardmax", ["r"], ["h2"], name="hard_b"),
+             helper.make_node("Frobnicate", ["h2"], ["y"], name="frob_c", domain="com.acme")]
+    onnx_model(J("three_unsup.onnx"), three, x28, y28)
+    import onnx
+    m = onnx.load(J("three_unsup.onnx"))
+    m.opset_import.append(helper.make_opsetid("com.acme", 3))
+    onnx.save(m, J("three_unsup.onnx"))
+    all_three = lambda out, err: all(f in err for f in ("3 nodes ptq cannot run", "node 'hard_a': op Hardmax "
+                                                        "(domain ai.onnx, opset 13)", "node 'hard_b': op Hardmax",
+                                                        "node 'frob_c': op Frobnicate (domain com.acme version 3, "
+                                                        "opset 13)"))
+    case("onnx: three unsupported nodes, eval names each", ["eval", "--model", J("three_unsup.onnx"),
+                                                             "--data", J("good.h5")], 5, out_check=all_three)
+    case("onnx: three unsupported nodes, info names each and exits 5", ["info", J("three_unsup.onnx")], 5,
+         out_check=lambda out, err: all_three(out, err) and "hard_b" in out)
+    case("onnx: three unsupported nodes, info --json exits 5", ["info", J("three_unsup.onnx"), "--json"], 5,
+         out_check=lambda out, err: json.loads(out)["supported"] is False and "frob_c" in json.loads(out)["unsupported"])
+    case("onnx: a supported model, info exits 0", ["info", J("conv_ok.onnx")], 0,
+         out_check=lambda out, err: "yes, every node" in out)
+    chain = [helper.make_node("Hardmax", ["x" if i == 0 else f"h{i - 1}"], ["y" if i == 59 else f"h{i}"],
+                              name=f"hardmax_node_with_a_long_name_{i:02d}") for i in range(60)]
+    onnx_model(J("sixty_unsup.onnx"), chain, x28, y28)
+    case("onnx: sixty unsupported nodes, as many named as fit and the rest counted", ["info", J("sixty_unsup.onnx")],
+         5, "60 nodes ptq cannot run: node 'hardmax_node_with_a_long_name_00'",
+         out_check=lambda out, err: re.search(r"; and \d+ more", err) is not None)
+    onnx_model(J("aten.onnx"), [helper.make_node("ATen", ["x"], ["y"], name="aten_gelu", domain="org.pytorch.aten",
+                                                 operator="gelu")], x28, y28)
+    case("onnx: ATen fallback op, hint", ["info", J("aten.onnx")], 5, "operator_export_type")
+    onnx_model(J("msft.onnx"), [helper.make_node("FusedGemm", ["x"], ["y"], name="fused", domain="com.microsoft")],
+               x28, y28)
+    case("onnx: com.microsoft op, hint", ["eval", "--model", J("msft.onnx"), "--data", J("good.h5")], 5,
+         "do_constant_folding=True")
+    onnx_model(J("nonzero.onnx"), [helper.make_node("NonZero", ["x"], ["y"], name="nz")], x28, y28)
+    case("onnx: shape computation left in, hint", ["info", J("nonzero.onnx")], 5, "static input shapes")
+    onnx_model(J("opset18.onnx"), [helper.make_node("Hardmax", ["x"], ["y"], name="hm18")], x28, y28, opset=18)
+    case("onnx: an op at opset 18, hint", ["info", J("opset18.onnx")], 5, "opset_version=17")
     # found by scripts/fuzz.sh onnx: a node with no output crashed shape inference
     onnx_model(J("no_output.onnx"), [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Clip", ["x"], [])],
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
-    case("onnx: a node with no output (fuzz), info", ["info", J("no_output.onnx")], 0,
-         out_check=lambda out, err: "has no output" in out)
+    case("onnx: a node with no output (fuzz), info exits as eval", ["info", J("no_output.onnx")], 4,
+         "has no output", out_check=lambda out, err: "has no output" in out)
     case("onnx: a node with no output (fuzz), eval", ["eval", "--model", J("no_output.onnx"), "--data", J("good.h5")],
          4, "has no output")
     esc = "evil\x1b[31mred"
@@ -522,7 +563,16 @@ def flags():
     case("flags: unknown option", M + ["--frobnicate"], 2, "frobnicate")
     case("flags: --device bogus", M + ["--device", "tpu"], 2)
     case("flags: --max-memory bogus", M + ["--max-memory", "lots"], 2, "--max-memory")
-    case("flags: --max-memory 1M refuses the batch", M + ["--max-memory", "1M"], 10, "--max-memory")
+    case("flags: --max-memory 1M refuses --batch 256", M + ["--max-memory", "1M", "--batch", "256"], 10,
+         "--max-memory")
+    # without --batch the default shrinks to the largest power of two that fits (32 images: about 7 MiB)
+    case("flags: --max-memory 3M without --batch: batch 8, with a note", M + ["--max-memory", "3M", "--json"], 0,
+         "note: batch 8 (the largest power of two that fits): a batch of 32 would need",
+         out_check=lambda out, err: json.loads(out)["batch"] == 8)
+    case("flags: --max-memory 3M with --batch 32 is refused", M + ["--max-memory", "3M", "--batch", "32"], 10,
+         "a batch of 32 samples needs")
+    case("flags: no note when the default batch fits", M + ["--json"], 0,
+         out_check=lambda out, err: json.loads(out)["batch"] == 256 and "note: batch" not in err)
     case("flags: --preprocess garbage", M + ["--preprocess", "scale=banana"], 2)
     C = ["calibrate", "--model", MODEL, "--data", J("good.h5"), "--out", J("x.h5")]
     case("flags: --shard 5/2", C + ["--shard", "5/2"], 2, "shard")

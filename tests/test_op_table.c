@@ -182,6 +182,18 @@ static void test_resolve(void)
     CHECK_MSG(strstr(ctx.msg, "node 'add0': op Foo (domain ai.onnx, opset 13) is not supported by ptq"), "%s",
               ctx.msg);
 
+    /* every node ptq cannot run is named at once, with an export hint */
+    n[1].op_type = "Hardmax";
+    g.opset = 18;
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_UNSUPPORTED && !ops);
+    CHECK_MSG(strstr(ctx.msg, "2 nodes ptq cannot run: node 'relu0': op Hardmax (domain ai.onnx, opset 18)") &&
+                  strstr(ctx.msg, "; node 'add0': op Foo (domain ai.onnx, opset 18)") &&
+                  strstr(ctx.msg, "hint: the model is at an opset past 17") && strstr(ctx.msg, "opset_version=17"),
+              "%s", ctx.msg);
+    n[1].op_type = "Relu";
+    g.opset = 13;
+
     n[3].op_type = "Add";
     n[1].domain = "com.example";
     ptq_ctx_init(&ctx);

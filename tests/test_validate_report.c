@@ -4,7 +4,8 @@
  * and summary), a merge of two shards against the whole, NaN logits, many
  * classes, and bad input; then random logits of mixed scales (ties, NaN/Inf
  * and perfect images) in other batch sizes, orders and 2-4 merged shards:
- * byte-identical JSON, Markdown and summary. */
+ * byte-identical JSON, Markdown and summary; collapsed quantized outputs
+ * (constant rows, SQNR <= 0 dB, one class for every image) flagged. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,72 @@ static void test_sqnr_kl(ptq_ctx *ctx)
     CHECK_MSG(fabs(t.kl_nats - tanh(0.5) / 2) < 1e-12, "kl %.17g", t.kl_nats);
     CHECK(t.changed == 1 && t.top1_fp32 == 2 && t.top1_q == 1);
     ptq_validate_stats_free(s);
+}
+
+/* Collapsed quantized outputs: all-zero rows (constant, SQNR 0 dB, one
+ * class), rows still informative in SQNR but all predicting class 0, and a
+ * healthy half-scale copy; the flag survives a merge of shards. */
+static void test_collapse(ptq_ctx *ctx)
+{
+    enum { n = 40 };
+    static float f[n * K], zero[n * K], one_class[n * K], half[n * K];
+    int32_t labels[n];
+    for (int i = 0; i < n; i++) {
+        labels[i] = i % K;
+        for (int c = 0; c < K; c++) {
+            float x = c == labels[i] ? 100.0f : 50.0f;
+            f[i * K + c] = x;
+            zero[i * K + c] = 0.0f;
+            one_class[i * K + c] = x + (c == 0 ? 60.0f : 0.0f);
+            half[i * K + c] = 0.5f * x;
+        }
+    }
+    const float *qs[] = {zero, one_class, half};
+    const unsigned want[] = {PTQ_COLLAPSE_CONSTANT | PTQ_COLLAPSE_SQNR | PTQ_COLLAPSE_ONE_CLASS,
+                             PTQ_COLLAPSE_ONE_CLASS, 0};
+    for (int w = 0; w < 3; w++) {
+        ptq_validate_stats *s = NULL, *a = NULL, *b = NULL;
+        CHECK(ptq_validate_stats_init(ctx, K, &s) == PTQ_OK && ptq_validate_stats_init(ctx, K, &a) == PTQ_OK &&
+              ptq_validate_stats_init(ctx, K, &b) == PTQ_OK);
+        if (!s || !a || !b)
+            return;
+        CHECK(ptq_validate_stats_add(ctx, s, n, labels, f, qs[w]) == PTQ_OK);
+        CHECK(ptq_validate_stats_add(ctx, a, 7, labels, f, qs[w]) == PTQ_OK);
+        CHECK(ptq_validate_stats_add(ctx, b, n - 7, labels + 7, f + 7 * K, qs[w] + 7 * K) == PTQ_OK);
+        CHECK(ptq_validate_stats_merge(ctx, a, b) == PTQ_OK);
+        ptq_validate_totals t, tm;
+        ptq_validate_stats_totals(s, &t);
+        ptq_validate_stats_totals(a, &tm);
+        CHECK_MSG(t.collapsed == want[w] && tm.collapsed == want[w], "case %d: collapsed %u (merged %u), want %u",
+                  w, t.collapsed, tm.collapsed, want[w]);
+        CHECK(t.const_rows_fp32 == 0 && t.const_rows_q == (w == 0 ? n : 0));
+        CHECK(t.top_class_q == (w == 2 ? n / K : n) && t.top_class_fp32 == n / K);
+        char *json = NULL, *json_m = NULL, *md = NULL, *sum = NULL;
+        CHECK(ptq_validate_format_json(ctx, s, NULL, &json) == PTQ_OK);
+        CHECK(ptq_validate_format_json(ctx, a, NULL, &json_m) == PTQ_OK);
+        CHECK(json && json_m && strcmp(json, json_m) == 0);
+        CHECK(ptq_validate_format_markdown(ctx, s, NULL, &md) == PTQ_OK);
+        CHECK(ptq_validate_format_summary(ctx, s, NULL, &sum) == PTQ_OK);
+        cJSON *root = json ? cJSON_Parse(json) : NULL;
+        CHECK(root && cJSON_IsBool(get(root, "collapsed")) &&
+              cJSON_IsTrue(get(root, "collapsed")) == (want[w] != 0) &&
+              cJSON_GetArraySize(get(root, "collapse")) == (w == 0 ? 3 : w == 1 ? 1 : 0));
+        if (w == 1)
+            CHECK(root && strcmp(cJSON_GetArrayItem(get(root, "collapse"), 0)->valuestring, "single_class") == 0);
+        CHECK(md && (strstr(md, "**COLLAPSED**") != NULL) == (want[w] != 0));
+        CHECK_MSG(sum && (strstr(sum, "COLLAPSED") != NULL) == (want[w] != 0), "%s", sum ? sum : "");
+        cJSON_Delete(root);
+        free(json);
+        free(json_m);
+        free(md);
+        free(sum);
+        ptq_validate_stats_free(s);
+        ptq_validate_stats_free(a);
+        ptq_validate_stats_free(b);
+    }
+    char buf[200];
+    CHECK(strcmp(ptq_validate_collapse_text(PTQ_COLLAPSE_CONSTANT | PTQ_COLLAPSE_ONE_CLASS, buf, sizeof buf),
+                 "every quantized logit row is constant, every image is predicted as one class") == 0);
 }
 
 static void test_crafted(ptq_ctx *ctx)
@@ -488,6 +555,7 @@ int main(void)
     test_identical(&ctx);
     test_sqnr_kl(&ctx);
     test_crafted(&ctx);
+    test_collapse(&ctx);
     test_nan(&ctx);
     test_many_classes(&ctx);
     test_shards(&ctx);

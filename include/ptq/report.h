@@ -51,15 +51,31 @@ PTQ_API void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *
 PTQ_API ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
                                         char **out);
 
-/* The text report prints the confusion matrix up to this many classes. */
-#define PTQ_EVAL_TEXT_MAX_CLASSES 64
+/* The text report prints the per-class table and the confusion matrix up to
+ * this many classes; above, the PTQ_EVAL_TEXT_TOP classes of lowest recall
+ * and the PTQ_EVAL_TEXT_TOP largest off-diagonal cells (top confusions). */
+#define PTQ_EVAL_TEXT_MAX_CLASSES 20
+#define PTQ_EVAL_TEXT_TOP 10
+
+/* JSON reports hold "confusion" as k rows of k counts up to this many
+ * classes; above, "confusion_sparse": {"rows": k, "cols": k, "cells":
+ * [[true, predicted, count], ...]}, the nonzero cells in row-major order. */
+#define PTQ_JSON_DENSE_MAX_CLASSES 100
+
+/* Streams matrix m [k, k] minus sub [k, k] (sub may be NULL) to f as the
+ * value of key `key` (dense rows) or key_sparse (above
+ * PTQ_JSON_DENSE_MAX_CLASSES), preceded by ",\n\t"; 0 on a write error. */
+PTQ_API int ptq_json_write_confusion(FILE *f, const char *key, const char *key_sparse, int k, const int64_t *m,
+                                     const int64_t *sub);
 
 /* The JSON report written to f (named path in messages) as it is made: the
- * k x k confusion matrix goes out row by row, never held as JSON. */
+ * k x k confusion matrix goes out row by row (or as nonzero cells), never
+ * held as JSON. */
 PTQ_API ptq_status ptq_eval_write_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
                                        const char *header_json, FILE *f, const char *path);
 
 /* JSON object {"samples", "top1", "top5", "classes": [...], "confusion": [[...]]}
+ * ("confusion_sparse" above PTQ_JSON_DENSE_MAX_CLASSES classes)
  * merged into the caller's header fields (a JSON object text, may be NULL).
  * Returns a malloc'd string. */
 PTQ_API ptq_status ptq_eval_format_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,

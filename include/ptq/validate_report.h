@@ -22,7 +22,12 @@
  *   flagged      classes whose recall fell by more than recall_drop_flag
  *                points, largest drop first (then by index); every output
  *                lists them first.
- *   difference   confusion matrix quantized - fp32 counts (signed). */
+ *   difference   confusion matrix quantized - fp32 counts (signed).
+ *   collapsed    the quantized outputs carry no information, so accuracy
+ *                deltas mean nothing: every quantized row constant (all
+ *                zero, say) while some FP32 row is not; SQNR <= 0 dB; or
+ *                every image (2 or more) predicted as one class while FP32
+ *                spreads them. */
 #ifndef PTQ_VALIDATE_REPORT_H
 #define PTQ_VALIDATE_REPORT_H
 
@@ -73,7 +78,20 @@ typedef struct ptq_validate_totals {
     int64_t nan_fp32, nan_q;         /* NaN logits seen on each side */
     double sqnr_db;                  /* +inf when equal; NaN when nothing was measured */
     double kl_nats;                  /* NaN when nothing was measured */
+    int64_t const_rows_fp32, const_rows_q; /* images whose logits are all equal */
+    int64_t top_class_fp32, top_class_q;   /* the most images predicted as one class */
+    unsigned collapsed;                    /* PTQ_COLLAPSE_* bits; 0: not collapsed */
 } ptq_validate_totals;
+
+/* Why the quantized outputs count as collapsed (ptq_validate_totals.collapsed). */
+enum {
+    PTQ_COLLAPSE_CONSTANT = 1u << 0,  /* every quantized logit row is constant */
+    PTQ_COLLAPSE_SQNR = 1u << 1,      /* logits SQNR <= 0 dB */
+    PTQ_COLLAPSE_ONE_CLASS = 1u << 2  /* every image predicted as the same class */
+};
+
+/* "constant logits, SQNR <= 0 dB, ..." for the bits of `collapsed` into buf[n]; returns buf. */
+PTQ_API const char *ptq_validate_collapse_text(unsigned collapsed, char *buf, size_t n);
 
 PTQ_API void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals *t);
 
@@ -94,8 +112,12 @@ typedef struct ptq_validate_opts {
  * "nonfinite_images", "nan_logits_fp32", "nan_logits_quant"}, "flagged"
  * (class indices, worst first), "classes" (flagged first, then by index:
  * index, name, flagged, support, {precision,recall,f1}_{fp32,quant,delta_pts}),
+ * "collapsed" (bool) and "collapse" (reasons: "constant_logits",
+ * "sqnr_at_most_0_db", "single_class"; empty when not collapsed),
  * "fp32" and "quant" (each ptq_eval_format_json's object, with its
- * "confusion"), and "confusion_delta" (quant - fp32). */
+ * "confusion"), and "confusion_delta" (quant - fp32); above
+ * PTQ_JSON_DENSE_MAX_CLASSES classes "confusion_sparse" and
+ * "confusion_delta_sparse", their nonzero cells (include/ptq/report.h). */
 /* The same object written to f (named path in messages) as it is made, the
  * confusion matrices row by row (ptq_validate_format_json holds it as text). */
 PTQ_API ptq_status ptq_validate_write_json(ptq_ctx *ctx, const ptq_validate_stats *s, const ptq_validate_opts *opts,
