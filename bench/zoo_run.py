@@ -96,18 +96,24 @@ def write(path, meta, rows, pending):
              f"{meta['size']}: its adaptive pooling exports only at 224); calibration on the first 32 (or all)",
              "- pass: ptq eval's logits within 1e-4 relative of onnxruntime 1.32's (per image, ||ptq - ort|| / "
              "||ort||), FP32 predictions agreeing on >= 99.9%, and every step (calibrate, plan, validate, export "
-             "--format qdq) succeeding with a Q/DQ model onnxruntime runs to finite logits of the right shape",
+             "--format qdq) succeeding with a Q/DQ model onnxruntime runs to finite logits of the right shape; "
+             "where an image misses the 1e-4 bound and onnxruntime itself is more than 1e-4 from the float64 "
+             "result (torch, same weights: the image's logits cancel), ptq must be no further from float64 "
+             "than 1.5x onnxruntime's error (ill: how many images were judged so; ratio: the worst "
+             "||ptq - f64|| / ||ort - f64||)",
              "- qdq agree: onnxruntime's argmax on the Q/DQ model against ptq validate's quantized argmax "
              "(random networks have small logit margins; not a pass criterion); qdq rel: the median relative "
              "difference of those logits", "",
-             "| model | opset | size | images | result | rel max | FP32 agree | qdq agree | qdq rel | ptq eval s | note |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | opset | size | images | result | rel max | ill | ratio | FP32 agree | qdq agree | qdq rel | "
+             "ptq eval s | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         note = r.get("error") or ""
         if r.get("failed_step"):
             note = f"failed at {r['failed_step']}: {note}"
         lines.append(f"| {r['name']} | {r['opset']} | {r['size']} | {r['images']} | {'pass' if r['ok'] else 'FAIL'} | "
-                     f"{fmt(r.get('rel_max'), '.2e')} | {fmt(r.get('agree'), '.4f')} | "
+                     f"{fmt(r.get('rel_max'), '.2e')} | {r.get('n_ill', '-')} | {fmt(r.get('ill_ratio'), '.2f')} | "
+                     f"{fmt(r.get('agree'), '.4f')} | "
                      f"{fmt(r.get('qdq_agree'), '.4f')} | {fmt(r.get('qdq_rel_median'), '.2e')} | "
                      f"{fmt(r.get('seconds', {}).get('eval'), '.1f')} | {note.replace('|', '/')} |")
     n_pass = {o: sum(1 for r in rows if r["ok"] and r["opset"] == o) for o in (13, 17)}
@@ -157,7 +163,9 @@ def main():
             continue
         export_s = time.time() - t0
         for o, p in zip((13, 17), paths):
-            r = zoo_pipeline.run_model(a.ptq, p, images, os.path.join(d, f"op{o}"), calib_samples=32, device=a.device)
+            exact = lambda: export_zoo.float64_logits(m, size, zoo_pipeline.model_input(images))  # noqa: E731
+            r = zoo_pipeline.run_model(a.ptq, p, images, os.path.join(d, f"op{o}"), calib_samples=32, device=a.device,
+                                       exact=exact)
             r.update(name=m, opset=o, export_s=export_s, size=size)
             rows.append(r)
             print(json.dumps(r), flush=True)

@@ -110,8 +110,12 @@ char *cli_json_done(cli_json *o);
 /* The batch to run over n_ids samples: `batch` when --batch was given
  * (given != 0) or when the batch the runner makes (at most n_ids) fits the
  * memory limit, else the largest power of two below it that fits
- * (ptq_batch_default), with a note on stderr. */
-int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch, int64_t n_ids, int given);
+ * (ptq_batch_default), with a note on stderr. n_kept: copies of a whole
+ * run's activations the command keeps besides (ptq_batch_bytes_keeping):
+ * 0 for eval, calibrate and validate, 2 for sensitivity and the planners
+ * that measure. */
+int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch, int64_t n_ids, int given,
+                          int n_kept);
 /* What a report was made from: "model" (path as given), "model_sha256",
  * "data" (path as given), "data_kind", "data_sha256"
  * (ptq_dataset_content_sha256: reads the set once more) and "preprocess"

@@ -181,7 +181,7 @@ int cmd_calibrate(int argc, char **argv)
     PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_ids), run_done);
 
     cli_progress_start(&prog, "calibrate", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
-    batch = cli_default_batch("calibrate", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL);
+    batch = cli_default_batch("calibrate", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 0);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .prefetch = 1,
                             .progress = cli_progress_cb, .progress_user = &prog, .steady = &steady};
     rp.consumers[rp.n_consumers++] = ptq_calib_set_consumer(set);

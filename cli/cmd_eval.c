@@ -96,7 +96,7 @@ int cmd_eval(int argc, char **argv)
     cli_progress prog;
     cli_progress_start(&prog, "eval", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
     struct ptq_runner_steady steady = {0, 0.0};
-    batch = cli_default_batch("eval", s.ps, batch, n_total, cli_get(opts, n_opts, "batch") != NULL);
+    batch = cli_default_batch("eval", s.ps, batch, n_total, cli_get(opts, n_opts, "batch") != NULL, 0);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_total, .batch = batch, .need_labels = 1,
                             .steady = &steady,
                             .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};

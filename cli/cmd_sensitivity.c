@@ -114,7 +114,7 @@ int cmd_sensitivity(int argc, char **argv)
     int64_t *ids = NULL, n_ids = 0, n_picked = 0;
     double t0 = 0;
     const char **names = NULL;
-    char *json = NULL, *md = NULL, *html = NULL, *header = NULL, sha[65];
+    char *json = NULL, *md = NULL, *html = NULL, *header = NULL;
     ptq_html_hist *hists = NULL;
     int64_t n_hists = 0;
     PTQ_TRY(st, cli_output_dir_check(&ctx, out), done); /* before any image */
@@ -129,6 +129,7 @@ int cmd_sensitivity(int argc, char **argv)
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), run_done);
     n_picked = n_ids;
+    batch = cli_default_batch("sensitivity", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 2);
     PTQ_TRY(st, share_work(&ctx, sens, batch, &ids, &n_ids), run_done);
 
     cli_progress prog;
@@ -155,19 +156,15 @@ run_done: /* every rank passes here once, and learns whether any failed */
     ptq_sens_work(sens, &n_runs, &nodes_run, &nodes_full);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(archive, &pv);
-    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), written);
-    char data_sha[65], spec[512];
-    PTQ_TRY(st, ptq_dataset_content_sha256(&ctx, s.data, data_sha), written);
     cli_json *hdr = cli_json_header("sensitivity", ptq_exec_device_name(s.exec));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
-    cli_json_str(hdr, "model", model);
-    cli_json_str(hdr, "model_sha256", sha);
+    st = cli_json_provenance(&ctx, hdr, model, data, s.data, &s.pre);
+    if (st != PTQ_OK) {
+        free(cli_json_done(hdr));
+        goto written;
+    }
     cli_json_str(hdr, "archive", calib);
     cli_json_str(hdr, "archive_sample_ids_sha256", pv.sample_ids_sha256);
-    cli_json_str(hdr, "data", data);
-    cli_json_str(hdr, "data_kind", ptq_dataset_kind(s.data));
-    cli_json_str(hdr, "data_sha256", data_sha);
-    cli_json_str(hdr, "preprocess", ptq_preprocess_format(&s.pre, spec, sizeof spec));
     cli_json_str(hdr, "core", ptq_prec_name(def->core));
     cli_json_str(hdr, "method", def->method);
     cli_json_num(hdr, "seed", (double)seed);
@@ -186,7 +183,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
         goto written;
     }
     PTQ_TRY(st, ptq_sens_format_json(&ctx, sens, header, names, &json), written);
-    PTQ_TRY(st, ptq_sens_format_markdown(&ctx, sens, names, &md), written);
+    PTQ_TRY(st, ptq_sens_format_markdown(&ctx, sens, header, names, &md), written);
     PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, def, json, 0, &hists, &n_hists), written);
     ptq_html_extra hx = {.calib = calib, .hists = hists, .n_hists = n_hists, .hists_ranked = 1};
     PTQ_TRY(st, ptq_sens_format_html(&ctx, json, &hx, &html), written);

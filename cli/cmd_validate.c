@@ -180,7 +180,7 @@ int cmd_validate(int argc, char **argv)
     vr.overlay = ptq_fq_overlay(fq);
     cli_progress prog;
     cli_progress_start(&prog, "validate", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
-    batch = cli_default_batch("validate", s.ps, batch, n_total, cli_get(opts, n_opts, "batch") != NULL);
+    batch = cli_default_batch("validate", s.ps, batch, n_total, cli_get(opts, n_opts, "batch") != NULL, 0);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_total, .batch = batch, .need_labels = 1,
                             .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
     rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);

@@ -43,17 +43,20 @@ char *cli_json_done(cli_json *o)
     return text;
 }
 
-int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch, int64_t n_ids, int given)
+int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch, int64_t n_ids, int given,
+                          int n_kept)
 {
     const int64_t runs = n_ids > 0 && n_ids < batch ? n_ids : batch; /* what the runner allocates */
-    if (given || ptq_batch_bytes(ps, runs, 2) <= (double)ptq_memory_budget())
+    const double need = ptq_batch_bytes_keeping(ps, runs, 2, n_kept);
+    if (given || need <= (double)ptq_memory_budget())
         return batch;
-    const int64_t fit = ptq_batch_default(ps, runs, 2);
+    const int64_t fit = ptq_batch_default_keeping(ps, runs, 2, n_kept);
     if (fit < batch && cli_is_writer())
         fprintf(stderr,
                 "ptq %s: note: batch %lld (the largest power of two that fits): a batch of %lld would need about %.0f "
-                "MiB (input buffers and activations), more than the memory limit of %.0f MiB (--max-memory)\n",
-                cmd, (long long)fit, (long long)runs, ptq_batch_bytes(ps, runs, 2) / 1048576.0,
+                "MiB (input buffers and activations%s), more than the memory limit of %.0f MiB (--max-memory)\n",
+                cmd, (long long)fit, (long long)runs, need / 1048576.0,
+                n_kept ? ", and the FP32 and default-plan values kept between runs" : "",
                 (double)ptq_memory_budget() / 1048576.0);
     return fit;
 }

@@ -87,6 +87,7 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "plan", &so, "--method auto compares predictions with them", &s), done);
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
+    batch = cli_default_batch("plan", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 2);
     for (int m = 0; m < N_METHODS; m++) {
         if (!quiet)
             fprintf(stderr, "plan: measuring %s on %lld images\n", METHODS[m], (long long)n_ids);

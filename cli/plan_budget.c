@@ -158,6 +158,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     }
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
+    batch = cli_default_batch("plan", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 2);
     step_printer sp = {s.data, quiet};
     ptq_budget b = {budget, class_budget, max_moves, batch, print_step, &sp};
     PTQ_TRY(st, ptq_plan_budgeted(&ctx, s.ps, ids, n_ids, def, &sens, &b, &plan, &res), done);

@@ -20,6 +20,7 @@
 #include "core/logits.h"
 #include "ptq/buf.h"
 #include "ptq/dist.h"
+#include "reports/md_header.h"
 #include "ptq/fake_quant.h"
 #include "ptq/sensitivity.h"
 #include "quant/quant_internal.h"
@@ -681,8 +682,8 @@ static int more_harmful(const ptq_sens_tensor *a, const ptq_sens_tensor *b)
     return x < y;
 }
 
-ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, const char *const *class_names,
-                                    char **out)
+ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, const char *header_json,
+                                    const char *const *class_names, char **out)
 {
     *out = NULL;
     int64_t *order = malloc(((size_t)s->n_t + 1) * sizeof *order);
@@ -701,7 +702,14 @@ ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, cons
     const int64_t *support;
     ptq_sens_baselines(s, &f32, &def, &support);
     ptq_buf b = {0};
-    ptq_buf_putf(&b, "# Sensitivity\n\n%lld samples, %d classes. FP32 top-1 %.2f%%; the default plan %.2f%% (%+.2f pts).\n\n",
+    ptq_buf_putf(&b, "# Sensitivity\n\n");
+    ptq_status st = ptq_md_header(ctx, &b, header_json, "sensitivity report");
+    if (st != PTQ_OK) {
+        ptq_buf_free(&b);
+        free(order);
+        return st;
+    }
+    ptq_buf_putf(&b, "%lld samples, %d classes. FP32 top-1 %.2f%%; the default plan %.2f%% (%+.2f pts).\n\n",
                  (long long)f32.n, s->k, pts(f32.top1, f32.n), pts(def.top1, def.n), pts(def.top1 - f32.top1, f32.n));
     ptq_buf_putf(&b, "Sorted by the top-1 lost when only the tensor is quantized (then its logits' SQNR). "
                      "\"All but\" is the default plan with the tensor in FP16: the points it recovers "

@@ -21,6 +21,7 @@
 #include "ptq/memory.h"
 #include "ptq/report.h"
 #include "ptq/validate_report.h"
+#include "reports/md_header.h"
 #include "reports/validate_view.h"
 
 /* Rows per call into ptq_eval_stats_update: bounds the prediction scratch. */
@@ -505,30 +506,6 @@ static ptq_status md_name(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, int 
     return st;
 }
 
-static ptq_status md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json)
-{
-    ptq_status st = PTQ_OK;
-    if (!header_json)
-        return st;
-    cJSON *h = cJSON_Parse(header_json);
-    if (!h || !cJSON_IsObject(h)) {
-        cJSON_Delete(h);
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot build the validation report: header is not a JSON object");
-    }
-    for (cJSON *it = h->child; it; it = it->next) {
-        if (cJSON_IsString(it)) {
-            PUT("- **%s**: %s\n", it->string, it->valuestring);
-        } else {
-            char *val = cJSON_PrintUnformatted(it);
-            PUT("- **%s**: %s\n", it->string, val ? val : "?");
-            free(val);
-        }
-    }
-    PUT("\n");
-    cJSON_Delete(h);
-    return st;
-}
-
 static ptq_status md_class_row(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, int c, int flagged)
 {
     ptq_status st = PTQ_OK;
@@ -648,7 +625,7 @@ static ptq_status markdown_body(ptq_ctx *ctx, ptq_buf *b, const validate_view *v
     fmt_sqnr(sqnr, sizeof sqnr, t->sqnr_db);
     PUT("# ptq validate: FP32 vs quantized\n\n");
     if (st == PTQ_OK)
-        st = md_header(ctx, b, v->header_json);
+        st = ptq_md_header(ctx, b, v->header_json, "validation report");
     PUT("## Summary\n\n%lld images, %d classes.\n\n"
         "| metric | FP32 | quantized | delta (points) |\n|---|---:|---:|---:|\n",
         (long long)t->n, v->k);

@@ -60,5 +60,9 @@ struct ptq_cuda_dev *ptq_exec_cuda_dev(const ptq_exec *e);
  * unknown dims as 1; scalars and shapes not known left out): what the
  * runner checks --max-memory against before a batch is allocated. */
 double ptq_exec_live_estimate(const ptq_exec *e, int64_t batch);
+/* Bytes of every activation of one run at this batch, alive or not, sized
+ * as above: what one kept copy of a whole run costs at most (sensitivity
+ * keeps the FP32 and the default plan's values between its runs). */
+double ptq_exec_total_estimate(const ptq_exec *e, int64_t batch);
 
 #endif

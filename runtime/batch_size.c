@@ -7,19 +7,30 @@
 
 double ptq_batch_bytes(const ptq_session *s, int64_t batch, int n_bufs)
 {
+    return ptq_batch_bytes_keeping(s, batch, n_bufs, 0);
+}
+
+double ptq_batch_bytes_keeping(const ptq_session *s, int64_t batch, int n_bufs, int n_kept)
+{
     int64_t c, h, w;
     ptq_session_input_shape(s, &c, &h, &w);
-    return (double)batch * (double)n_bufs * (double)(c * h * w) * sizeof(float) +
-           ptq_exec_live_estimate(ptq_session_exec(s), batch);
+    const ptq_exec *e = ptq_session_exec(s);
+    return (double)batch * (double)n_bufs * (double)(c * h * w) * sizeof(float) + ptq_exec_live_estimate(e, batch) +
+           (n_kept > 0 ? n_kept * ptq_exec_total_estimate(e, batch) : 0.0);
 }
 
 int64_t ptq_batch_default(const ptq_session *s, int64_t max_batch, int n_bufs)
+{
+    return ptq_batch_default_keeping(s, max_batch, n_bufs, 0);
+}
+
+int64_t ptq_batch_default_keeping(const ptq_session *s, int64_t max_batch, int n_bufs, int n_kept)
 {
     int64_t b = 1;
     while (b * 2 <= max_batch)
         b *= 2;
     const double budget = (double)ptq_memory_budget();
-    while (b > 1 && ptq_batch_bytes(s, b, n_bufs) > budget)
+    while (b > 1 && ptq_batch_bytes_keeping(s, b, n_bufs, n_kept) > budget)
         b /= 2;
     return b;
 }

@@ -1238,6 +1238,20 @@ size_t ptq_exec_peak_bytes(const ptq_exec *e, ptq_mem mem)
     return e->peak_bytes[mem_index(mem)];
 }
 
+/* Bytes of value v at this batch (dim 0 the batch, unknown dims 1); 0 for
+ * constants, scalars and values no node makes that are not graph inputs. */
+static double value_bytes(const ptq_exec *e, int v, int64_t batch)
+{
+    const ptq_value *val = &e->g->values[v];
+    const slot *s = &e->slots[v];
+    if (s->is_const || val->ndim < 1 || (s->producer < 0 && !(val->flags & PTQ_VALUE_INPUT)))
+        return 0.0;
+    double n_bytes = (double)batch * (double)(ptq_dtype_size(val->dtype) ? ptq_dtype_size(val->dtype) : 4);
+    for (int d = 1; d < val->ndim; d++) /* dim 0 is the batch */
+        n_bytes *= val->dims[d] > 0 ? (double)val->dims[d] : 1.0;
+    return n_bytes;
+}
+
 double ptq_exec_live_estimate(const ptq_exec *e, int64_t batch)
 {
     const ptq_graph *g = e->g;
@@ -1246,15 +1260,11 @@ double ptq_exec_live_estimate(const ptq_exec *e, int64_t batch)
     if (!delta)
         return 0.0;
     for (int v = 0; v < g->n_values; v++) {
-        const ptq_value *val = &g->values[v];
-        const slot *s = &e->slots[v];
-        if (s->is_const || val->ndim < 1 || (s->producer < 0 && !(val->flags & PTQ_VALUE_INPUT)))
+        const double n_bytes = value_bytes(e, v, batch);
+        if (n_bytes == 0.0)
             continue;
-        double n_bytes = (double)batch * (double)(ptq_dtype_size(val->dtype) ? ptq_dtype_size(val->dtype) : 4);
-        for (int d = 1; d < val->ndim; d++) /* dim 0 is the batch */
-            n_bytes *= val->dims[d] > 0 ? (double)val->dims[d] : 1.0;
-        delta[s->producer + 1] += n_bytes;
-        delta[s->death + 1] -= n_bytes;
+        delta[e->slots[v].producer + 1] += n_bytes;
+        delta[e->slots[v].death + 1] -= n_bytes;
     }
     double alive = 0.0, peak = 0.0;
     for (int k = 0; k <= g->n_nodes + 1; k++) {
@@ -1264,6 +1274,14 @@ double ptq_exec_live_estimate(const ptq_exec *e, int64_t batch)
     }
     free(delta);
     return peak;
+}
+
+double ptq_exec_total_estimate(const ptq_exec *e, int64_t batch)
+{
+    double total = 0.0;
+    for (int v = 0; v < e->g->n_values; v++)
+        total += value_bytes(e, v, batch);
+    return total;
 }
 
 void ptq_exec_free(ptq_exec *e)

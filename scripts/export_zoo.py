@@ -85,6 +85,20 @@ def balance(model, size, seed):
         last.bias.copy_((last.bias - mean) / std)
 
 
+def float64_logits(name, size, x, seed=0, batch=8):
+    """The logits of the network export() writes, computed in float64 by
+    torch on x [N, 3, size, size] (zoo_pipeline.model_input): the exact
+    result FP32 engines are judged against where they disagree."""
+    import numpy as np
+    import torch
+    model = build(name, seed)
+    balance(model, size, seed)
+    model = model.double()
+    with torch.no_grad():
+        return np.concatenate([model(torch.from_numpy(x[i:i + batch]).double()).numpy()
+                               for i in range(0, len(x), batch)])
+
+
 def export(name, out_dir, opsets, size, seed=0):
     """Writes OUT/<name>-op<opset>.onnx for each opset; returns the paths."""
     import torch

@@ -87,6 +87,18 @@ def main():
                                  "--samples", "200", "--batch", batch, "--out", J(f"sens{batch}.json"))
                 runs.append(json.load(open(J(f"sens{batch}.json")))["tensors"] if rc == 0 else batch)
             check("the report does not depend on the batch size", runs[0] == runs[1], err)
+            # without --batch the default is sized to the memory limit, counting the values kept between runs
+            rc, _, err = ptq("sensitivity", "--model", hard, "--calib", J("calib.h5"), "--data", J("val.h5"),
+                             "--samples", "200", "--max-memory", "20M", "--out", J("sens-mem.json"))
+            check("--max-memory 20M without --batch: a smaller batch with a note, the same report",
+                  rc == 0 and "note: batch 8 " in err and "kept between runs" in err
+                  and json.load(open(J("sens-mem.json")))["tensors"] == runs[0], err.strip()[-300:])
+            # sens.md says what it was measured on, as sens.json does
+            head = open(J("sens.md")).read().split("| tensor |")[0]
+            want = [f"- **{k}**: {s[k]}" for k in ("model", "model_sha256", "data", "data_sha256", "preprocess",
+                                                   "archive", "core", "method")]
+            check("sens.md records the model, its SHA-256, the data, the preprocessing and the archive",
+                  all(w in head for w in want), head[:600])
             # each (b) run, and an (a) run, equal validate with that one plan edit, sample for sample
             with h5py.File(J("val200.h5"), "w") as f:
                 f["images"] = images[:200]

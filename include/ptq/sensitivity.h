@@ -98,12 +98,13 @@ PTQ_API ptq_sens_seconds ptq_sens_time(const ptq_sensitivity *s);
 
 /* The report as JSON (format "ptq-sensitivity", described in README.md) and
  * as Markdown sorted by harm (top-1 lost when only the tensor is
- * quantized, then SQNR). header_json: an object merged at the top (model,
- * archive, data...), may be NULL; class_names [n_classes] may be NULL. */
+ * quantized, then SQNR). header_json: an object merged at the top of the
+ * JSON and listed at the top of the Markdown (model, archive, data...), may
+ * be NULL; class_names [n_classes] may be NULL. */
 PTQ_API ptq_status ptq_sens_format_json(ptq_ctx *ctx, const ptq_sensitivity *s, const char *header_json,
                                         const char *const *class_names, char **out);
-PTQ_API ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, const char *const *class_names,
-                                            char **out);
+PTQ_API ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, const char *header_json,
+                                            const char *const *class_names, char **out);
 
 /* What the budgeted planner reads back from a sensitivity report. */
 typedef struct ptq_sens_entry {
