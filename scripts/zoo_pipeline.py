@@ -64,13 +64,14 @@ def run_ptq(ptq_bin, *args, timeout=3600):
     return p.returncode, p.stdout, p.stderr, time.time() - t0
 
 
-def logits_bound(ours, ort, exact=None, rel=1e-4, ratio=1.5):
+def logits_bound(ours, ort, exact=None, rel=1e-4, ratio=2.0):
     """Per image: ptq's logits within rel of onnxruntime's (||ptq - ort|| /
-    ||ort||), or, where a float64 run of the same network (exact: a callable
-    returning its logits) shows onnxruntime itself further than rel from
-    the exact result, ptq no further from it than ratio x onnxruntime's own
-    error: an image whose FP32 logits cancel (a random network's last layer
-    can sum +-100 to 0.3) separates any two FP32 engines by more than rel.
+    ||ort||); or, for an image that misses it where a float64 run of the
+    same network (exact: a callable returning its logits) shows
+    onnxruntime's own FP32 rounding at least rel/4 of the result, ptq no
+    further from the exact logits than ratio x onnxruntime is. On such an
+    image (a random network's last layer summing +-100 to 0.3) two FP32
+    engines' roundings, each within the bound, add up past it.
     Returns (ok, rel_max, n_ill: images judged against float64, worst:
     the largest ||ptq - exact|| / ||ort - exact|| among them, or None)."""
     d = np.linalg.norm(ours - ort, axis=1) / np.maximum(np.linalg.norm(ort, axis=1), 1e-30)
@@ -80,7 +81,7 @@ def logits_bound(ours, ort, exact=None, rel=1e-4, ratio=1.5):
     t = np.asarray(exact(), np.float64)
     e_ort = np.linalg.norm(ort - t, axis=1)
     e_ours = np.linalg.norm(ours - t, axis=1)
-    ill = over & (e_ort > rel * np.linalg.norm(t, axis=1))
+    ill = over & (e_ort >= rel / 4 * np.linalg.norm(t, axis=1))
     worst = float((e_ours[ill] / e_ort[ill]).max()) if ill.any() else None
     ok = not (over & ~ill).any() and (worst is None or worst <= ratio)
     return bool(ok), float(d.max()), int(ill.sum()), worst
