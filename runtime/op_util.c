@@ -55,6 +55,15 @@ ptq_status ptq_op_need_float(ptq_ctx *ctx, const ptq_op_io *io, int i)
     return PTQ_OK;
 }
 
+ptq_status ptq_op_need_sized(ptq_ctx *ctx, const ptq_op_io *io, int i)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, i);
+    if (st == PTQ_OK && ptq_dtype_size(io->in[i]->dtype) == 0)
+        return ptq_op_unsupported(ctx, io, "input %d is %s; only fixed-size dtypes are supported", i,
+                                  ptq_dtype_name(io->in[i]->dtype));
+    return st;
+}
+
 void ptq_op_same_shape(ptq_tensor *dst, const ptq_tensor *src)
 {
     dst->dtype = src->dtype;

@@ -25,6 +25,8 @@ ptq_status ptq_op_fail_at(ptq_ctx *ctx, const char *file, int line, const ptq_op
 ptq_status ptq_op_need_float(ptq_ctx *ctx, const ptq_op_io *io, int i);
 /* Input i is present (else SHAPE: "input i missing"). */
 ptq_status ptq_op_need_input(ptq_ctx *ctx, const ptq_op_io *io, int i);
+/* Input i is present and of a fixed-size dtype (else UNSUPPORTED naming it). */
+ptq_status ptq_op_need_sized(ptq_ctx *ctx, const ptq_op_io *io, int i);
 /* Copies dtype and shape of src into dst. */
 void ptq_op_same_shape(ptq_tensor *dst, const ptq_tensor *src);
 /* ONNX dtype -> the kernels' element kind (kernels/ref/index.c); 0 when

@@ -96,8 +96,7 @@ static int64_t domain_version(const ptq_graph *g, const char *domain)
  * advice for torch.onnx.export; "" when nothing is recognised. */
 static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char *domain, int unknown)
 {
-    static const char *const shape_ops[] = {"Shape", "Size", "ConstantOfShape", "Range", "Expand", "NonZero",
-                                            "Cast", "Equal", "Where", "Gather", "Slice", NULL};
+    static const char *const shape_ops[] = {"Size", "ConstantOfShape", "NonZero", NULL}; /* the unsupported ones */
     if (strcmp(n->op_type, "ATen") == 0 || strncmp(n->op_type, "aten::", 6) == 0 || strstr(domain, "aten"))
         return "ATen fallback ops: export with torch.onnx.export's default operator_export_type and "
                "do_constant_folding=True";

@@ -16,16 +16,6 @@
 #define SPLIT_MAX_OUTPUTS 1024
 #define RANGE_MAX_ELEMS ((int64_t)1 << 40) /* a longer Range is a hostile input */
 
-/* Input i is present and has a fixed element size. */
-static ptq_status need_sized(ptq_ctx *ctx, const ptq_op_io *io, int i)
-{
-    ptq_status st = ptq_op_need_input(ctx, io, i);
-    if (st == PTQ_OK && ptq_dtype_size(io->in[i]->dtype) == 0)
-        return ptq_op_unsupported(ctx, io, "input %d is %s; only fixed-size dtypes are supported", i,
-                                  ptq_dtype_name(io->in[i]->dtype));
-    return st;
-}
-
 /* Inputs 0 and 1 are present, of one dtype with a kernel kind (*kind). */
 static ptq_status need_same_kind(ptq_ctx *ctx, const ptq_op_io *io, ptq_cast_kind *kind)
 {
@@ -62,7 +52,7 @@ static ptq_status pair_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
 /* The axis and the size of each output along it: sizes [io->n_out]. */
 static ptq_status split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *sizes)
 {
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -163,7 +153,7 @@ static ptq_status where_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *sh
     ptq_status st = PTQ_OK;
     ptq_bcast bc;
     for (int i = 0; i < 3; i++)
-        if ((st = need_sized(ctx, io, i)) != PTQ_OK)
+        if ((st = ptq_op_need_sized(ctx, io, i)) != PTQ_OK)
             return st;
     if (io->in[0]->dtype != PTQ_DT_BOOL)
         return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "condition is %s; it must be bool",
@@ -210,7 +200,7 @@ static ptq_status expand_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc
 {
     ptq_tensor shape;
     int64_t n = -1;
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK || (st = ptq_op_need_input(ctx, io, 1)) != PTQ_OK)
         return st;
     memset(&shape, 0, sizeof shape);

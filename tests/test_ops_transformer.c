@@ -165,18 +165,14 @@ static void check_where_expand(void)
     test_case_free(&c);
     /* a float condition, and shapes that do not broadcast, are named */
     const float fcond[] = {1, 0, 1};
-    test_case_init(&c, "Where", 16, NULL, 0, 3, 1);
-    test_case_input(&c, 0, PTQ_DT_FLOAT, fcond, 1, DIMS(3));
-    test_case_input(&c, 1, PTQ_DT_INT64, x, 1, DIMS(2));
-    test_case_input(&c, 2, PTQ_DT_INT64, &y, 0, NULL);
-    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Where, 0), PTQ_ERR_FORMAT));
-    test_case_free(&c);
-    test_case_init(&c, "Where", 16, NULL, 0, 3, 1);
-    test_case_input(&c, 0, PTQ_DT_BOOL, cond, 1, DIMS(3));
-    test_case_input(&c, 1, PTQ_DT_INT64, x, 1, DIMS(2));
-    test_case_input(&c, 2, PTQ_DT_INT64, &y, 0, NULL);
-    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Where, 0), PTQ_ERR_SHAPE));
-    test_case_free(&c);
+    for (int k = 0; k < 2; k++) {
+        test_case_init(&c, "Where", 16, NULL, 0, 3, 1);
+        test_case_input(&c, 0, k ? PTQ_DT_BOOL : PTQ_DT_FLOAT, k ? (const void *)cond : fcond, 1, DIMS(3));
+        test_case_input(&c, 1, PTQ_DT_INT64, x, 1, DIMS(2));
+        test_case_input(&c, 2, PTQ_DT_INT64, &y, 0, NULL);
+        CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Where, 0), k ? PTQ_ERR_SHAPE : PTQ_ERR_FORMAT));
+        test_case_free(&c);
+    }
 
     /* Expand [3, 1] to shape [2, 1, 4] -> [2, 3, 4]; a 1 in the shape keeps the input's dim */
     const float e[] = {1, 2, 3};
