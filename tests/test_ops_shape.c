@@ -64,7 +64,8 @@ static void check_reshape(void)
         test_case_init(&c, "Reshape", 14, NULL, 0, 2, 1);
         test_case_input(&c, 0, PTQ_DT_FLOAT, seq, 3, x_dims);
         test_case_input(&c, 1, PTQ_DT_INT64, bad[k], 1, &three);
-        CHECK_MSG(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Reshape, 0), PTQ_ERR_SHAPE), "bad %zu: %s", k, c.ctx.msg);
+        CHECK_MSG(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Reshape, 0), PTQ_ERR_SHAPE), "bad %zu: %s", k,
+                  c.ctx.msg);
         test_case_free(&c);
     }
     const int64_t zero_and_infer[] = {0, -1, 4};
@@ -238,7 +239,8 @@ static void check_concat(void)
     test_case_init(&c, "Concat", 13, &axis_m1, 1, 2, 1);
     test_case_input(&c, 0, PTQ_DT_FLOAT, a, 2, d0);
     test_case_input(&c, 1, PTQ_DT_FLOAT, a, 2, d_bad);
-    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Concat, 0), PTQ_ERR_SHAPE) && strstr(c.ctx.msg, "input 1"));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Concat, 0), PTQ_ERR_SHAPE) &&
+          strstr(c.ctx.msg, "input 1"));
     test_case_free(&c);
     /* axis is required from opset 4; before, it defaults to 1 */
     test_case_init(&c, "Concat", 13, NULL, 0, 2, 1);

@@ -118,8 +118,8 @@ static void check_pow_sqrt(void)
     test_case_input(&c, 1, PTQ_DT_FLOAT, e, 1, DIMS(2));
     CHECK_MSG(test_case_run(&c, &ptq_op_Pow, 0) == PTQ_OK, "%s", c.ctx.msg);
     const float *y = c.out[0].data;
-    CHECK(test_dims_are(&c.out[0], 2, DIMS(3, 2)) && y[0] == 2 && y[1] == 64 && isnan(y[2]) && y[3] == -8 && y[4] == 3 &&
-          y[5] == 729);
+    CHECK(test_dims_are(&c.out[0], 2, DIMS(3, 2)) && y[0] == 2 && y[1] == 64 && isnan(y[2]) && y[3] == -8 &&
+          y[4] == 3 && y[5] == 729);
     test_case_free(&c);
     test_case_init(&c, "Sqrt", 13, NULL, 0, 1, 1);
     test_case_input(&c, 0, PTQ_DT_FLOAT, a + 3, 1, DIMS(3));
@@ -169,7 +169,8 @@ static void check_shape_gather(void)
     test_case_init(&c, "Gather", 13, ax1, 1, 2, 1);
     test_case_input(&c, 0, PTQ_DT_FLOAT, d, 2, DIMS(2, 3));
     test_case_input(&c, 1, PTQ_DT_INT32, bad, 1, DIMS(1));
-    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Gather, 0), PTQ_ERR_DATA) && strstr(c.ctx.msg, "index 3"));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Gather, 0), PTQ_ERR_DATA) &&
+          strstr(c.ctx.msg, "index 3"));
     test_case_free(&c);
 }
 
