@@ -112,8 +112,8 @@ static ptq_status unary_infer(ptq_ctx *ctx, ptq_op_io *io)
     do {                                                                              \
         const T *x = io->in[0]->data;                                                 \
         T *y = io->out[0]->data;                                                      \
-        const T lo_t = lo ? (T)ptq_op_int_scalar(lo) : (LOWEST);                             \
-        const T hi_t = hi ? (T)ptq_op_int_scalar(hi) : (HIGHEST);                            \
+        const T lo_t = lo ? (T)ptq_op_int_scalar(lo) : (LOWEST);                      \
+        const T hi_t = hi ? (T)ptq_op_int_scalar(hi) : (HIGHEST);                     \
         for (int64_t i = 0; i < n; i++) {                                             \
             T t = x[i] < lo_t ? lo_t : x[i];                                          \
             y[i] = t > hi_t ? hi_t : t;                                               \

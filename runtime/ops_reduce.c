@@ -3,6 +3,7 @@
  * epsilon, the optional Mean and InvStdDev outputs) on float32 through
  * kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
  * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
+ * ptq_op_layernorm_view serves the CUDA backend too (kernels/cuda/layernorm.cu).
  * Covered by tests/test_ops_zoo.c and the ONNX conformance run. */
 #include <string.h>
 
