@@ -422,6 +422,9 @@ static void check_graph(void)
     CHECK(r >= 0 && g->values[r].ndim == 1 && g->values[r].dims[0] == SEQ && g->values[r].dtype == PTQ_DT_INT64);
     CHECK(e >= 0 && g->values[e].dtype == PTQ_DT_BOOL);
     CHECK(y >= 0 && g->values[y].ndim == 3 && g->values[y].dims[0] == 2 && g->values[y].dims[2] == HID);
+    const int v_ex = ptq_graph_find_value(g, "ex"), p1 = ptq_graph_find_value(g, "p1");
+    CHECK(v_ex >= 0 && g->values[v_ex].ndim == 3 && g->values[v_ex].dims[0] == 2 && g->values[v_ex].dims[1] == SEQ);
+    CHECK(p1 >= 0 && g->values[p1].ndim == 3 && g->values[p1].dims[2] == HID - SPLIT0);
 
     char why[256];
     const int n_dev = ptq_cuda_available(why, sizeof why) ? 3 : 2;
