@@ -383,7 +383,7 @@ static void test_unary(void)
         ptq_unop op;
         const char *name;
         float alpha, beta;
-        int exact; /* 1: comparisons and single roundings only, identical bits; 2: through erfcf */
+        int tol; /* 0: transcendental; 1: comparisons and single roundings only, identical bits; 2: through erfcf */
     } ops[] = {
         {PTQ_UN_RELU, "relu", 0, 0, 1},
         {PTQ_UN_LEAKY_RELU, "leaky_relu 0.1", 0.1f, 0, 1},
@@ -417,7 +417,7 @@ static void test_unary(void)
             float *dy = dev_floats(NULL, n);
             char what[120];
             snprintf(what, sizeof what, "%s n %lld", ops[o].name, (long long)n);
-            check_case(ops[o].exact == 1 ? &exact : ops[o].exact == 2 ? &erfc : &transc,
+            check_case(ops[o].tol == 1 ? &exact : ops[o].tol == 2 ? &erfc : &transc,
                        ptq_k_unary_cuda(&ctx, dev, ops[o].op, ops[o].alpha, ops[o].beta, n, dx, dy), dy, y, n, what);
             ptq_cuda_release(dev, dy);
         }
