@@ -203,11 +203,11 @@ void ptq_k_where_ref(size_t elem_bytes, int ndim, const int64_t *out_dims, const
 /* y[i] = a == b (Equal) as bool bytes, a and b of one numeric kind, laid out
  * as bc says; floats compare as numbers (-0 == 0, NaN unequal). */
 void ptq_k_equal_ref(ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b, uint8_t *y);
-/* y = a mod b (Mod) of one numeric kind, laid out as bc says: fmod 0 takes
- * the divisor's sign (integers only), fmod 1 the dividend's (C's % and
+/* y = a mod b (Mod) of one numeric kind, laid out as bc says: fmod_sign 0
+ * takes the divisor's sign (integers only), 1 the dividend's (C's % and
  * fmod). Returns -1, or the first output element whose integer divisor is 0
  * (left 0). */
-int64_t ptq_k_mod_ref(ptq_cast_kind kind, int fmod, const ptq_bcast *bc, const void *a, const void *b, void *y);
+int64_t ptq_k_mod_ref(ptq_cast_kind kind, int fmod_sign, const ptq_bcast *bc, const void *a, const void *b, void *y);
 /* y [n] = start + i * delta (Range) for one scalar kind (float32, float64 or
  * an integer); start and delta point at one element each. */
 void ptq_k_range_ref(ptq_cast_kind kind, int64_t n, const void *start, const void *delta, void *y);
