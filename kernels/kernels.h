@@ -97,6 +97,19 @@ typedef struct ptq_bcast {
 
 typedef enum ptq_binop { PTQ_BIN_ADD, PTQ_BIN_SUB, PTQ_BIN_MUL, PTQ_BIN_DIV } ptq_binop;
 
+/* The offsets into a and b of output element i of bc's layout. */
+static inline void ptq_bcast_offsets(const ptq_bcast *bc, int64_t i, int64_t *ia, int64_t *ib)
+{
+    *ia = 0;
+    *ib = 0;
+    for (int d = bc->ndim - 1; d >= 0; d--) {
+        int64_t idx = i % bc->out_dims[d];
+        i /= bc->out_dims[d];
+        *ia += idx * bc->a_stride[d];
+        *ib += idx * bc->b_stride[d];
+    }
+}
+
 void ptq_k_binary_ref(ptq_binop op, const ptq_bcast *bc, const float *a, const float *b, float *y);
 void ptq_k_binary_cpu(ptq_binop op, const ptq_bcast *bc, const float *a, const float *b, float *y);
 
@@ -107,8 +120,16 @@ typedef enum ptq_unop {
     PTQ_UN_SIGMOID,
     PTQ_UN_HARD_SIGMOID, /* alpha, beta */
     PTQ_UN_HARD_SWISH,
-    PTQ_UN_TANH
+    PTQ_UN_TANH,
+    PTQ_UN_ERF,
+    PTQ_UN_GELU,        /* x/2 (1 + erf(x/sqrt 2)), computed as x/2 erfc(-x/sqrt 2) */
+    PTQ_UN_GELU_TANH    /* x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as x / (1 + exp(-2u)) */
 } ptq_unop;
+
+/* Gelu's constants: 1/sqrt(2); sqrt(2/pi) and the cubic's coefficient of the tanh form. */
+#define PTQ_GELU_SQRT1_2 0.70710678118654752f
+#define PTQ_GELU_TANH_K 0.79788456080286536f
+#define PTQ_GELU_TANH_C 0.044715f
 
 /* y[i] = f(x[i]) for i < n; x == y allowed. */
 void ptq_k_unary_ref(ptq_unop op, float alpha, float beta, int64_t n, const float *x, float *y);
@@ -134,9 +155,6 @@ typedef enum ptq_pad_mode { PTQ_PAD_CONSTANT, PTQ_PAD_EDGE, PTQ_PAD_REFLECT } pt
  * >= 0) with elements of elem_bytes bytes; value: one element, the constant. */
 void ptq_k_pad_ref(ptq_pad_mode mode, size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *pads,
                    const void *value, const void *x, void *y);
-
-/* y = erf(x) elementwise; x, y: [n], x == y allowed. */
-void ptq_k_erf_ref(int64_t n, const float *x, float *y);
 
 /* y = sqrt(x) elementwise (NaN below 0); x, y: [n], x == y allowed. */
 void ptq_k_sqrt_ref(int64_t n, const float *x, float *y);
@@ -172,6 +190,27 @@ typedef enum ptq_cast_kind {
  * unsigned conversion does (two's complement), anything nonzero is true,
  * float64 to float32 rounds to nearest even. */
 void ptq_k_cast_ref(ptq_cast_kind from, ptq_cast_kind to, int64_t n, const void *x, void *y);
+
+/* y [bc->out_dims] = a broadcast (Expand), elements of elem_bytes; a laid
+ * out as bc->a_stride says (b_stride unused). */
+void ptq_k_expand_ref(size_t elem_bytes, const ptq_bcast *bc, const void *a, void *y);
+/* out[i] = cond[i] ? x[i] : y[i] (Where) over out_dims [ndim], elements of
+ * elem_bytes; cond (bool bytes), x and y read at their strides [ndim] (0 on
+ * broadcast dims). */
+void ptq_k_where_ref(size_t elem_bytes, int ndim, const int64_t *out_dims, const int64_t *c_stride,
+                     const int64_t *x_stride, const int64_t *y_stride, const uint8_t *cond, const void *x,
+                     const void *y, void *out);
+/* y[i] = a == b (Equal) as bool bytes, a and b of one numeric kind, laid out
+ * as bc says; floats compare as numbers (-0 == 0, NaN unequal). */
+void ptq_k_equal_ref(ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b, uint8_t *y);
+/* y = a mod b (Mod) of one numeric kind, laid out as bc says: fmod_sign 0
+ * takes the divisor's sign (integers only), 1 the dividend's (C's % and
+ * fmod). Returns -1, or the first output element whose integer divisor is 0
+ * (left 0). */
+int64_t ptq_k_mod_ref(ptq_cast_kind kind, int fmod_sign, const ptq_bcast *bc, const void *a, const void *b, void *y);
+/* y [n] = start + i * delta (Range) for one scalar kind (float32, float64 or
+ * an integer); start and delta point at one element each. */
+void ptq_k_range_ref(ptq_cast_kind kind, int64_t n, const void *start, const void *delta, void *y);
 
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max

@@ -57,6 +57,15 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_GATHER, "Gather", 0),
     PLAIN(PTQ_OP_SLICE, "Slice", COMMUTES),
     PLAIN(PTQ_OP_CAST, "Cast", 0),
+    PLAIN(PTQ_OP_GELU, "Gelu", 0),
+    /* data movement, like Slice and Concat */
+    PLAIN(PTQ_OP_SPLIT, "Split", COMMUTES),
+    PLAIN(PTQ_OP_WHERE, "Where", 0),
+    PLAIN(PTQ_OP_EXPAND, "Expand", COMMUTES),
+    /* index arithmetic and masks: integer or bool outputs mostly */
+    PLAIN(PTQ_OP_RANGE, "Range", 0),
+    PLAIN(PTQ_OP_EQUAL, "Equal", 0),
+    PLAIN(PTQ_OP_MOD, "Mod", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -48,6 +48,13 @@ typedef enum ptq_op_id {
     PTQ_OP_GATHER,
     PTQ_OP_SLICE,
     PTQ_OP_CAST,
+    PTQ_OP_GELU,
+    PTQ_OP_SPLIT,
+    PTQ_OP_WHERE,
+    PTQ_OP_EXPAND,
+    PTQ_OP_RANGE,
+    PTQ_OP_EQUAL,
+    PTQ_OP_MOD,
     PTQ_OP_COUNT
 } ptq_op_id;
 

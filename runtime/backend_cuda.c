@@ -1,6 +1,8 @@
 /* The "cuda" backend: device memory, copies and node execution on one GPU
  * through kernels/cuda, with parameters from the CPU ops' shared parsers; a
- * node run() would reject is declined by supports() and runs on the CPU.
+ * node run() would reject is declined by supports() and runs on the CPU, as
+ * every op without a kernel here does (the shape and index ops: Shape,
+ * Gather, Slice, Cast, Split, Where, Expand, Range, Equal, Mod, ...).
  * Without PTQ_CUDA it only says why. Covered by tests/cuda_backend_exec.c. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,6 +297,20 @@ static ptq_status run_softmax(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io
     return ptq_k_softmax_cuda(ctx, d, outer, len, inner, fdata(io->in[0]), fout(io, 0));
 }
 
+/* X viewed as [rows, cols]; the optional Mean and InvStdDev outputs [rows]. */
+static ptq_status run_layernorm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    int axis = 0;
+    int64_t rows = 0, cols = 0;
+    float eps = 1e-5f;
+    ptq_status st = ptq_op_layernorm_view(ctx, io, &axis, &rows, &cols, &eps);
+    if (st != PTQ_OK || dry)
+        return st;
+    const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
+    return ptq_k_layernorm_cuda(ctx, d, rows, cols, fdata(io->in[0]), fdata(io->in[1]), b ? fdata(b) : NULL, eps,
+                                fout(io, 0), io->n_out > 1 ? fout(io, 1) : NULL, io->n_out > 2 ? fout(io, 2) : NULL);
+}
+
 /* Flatten, Reshape, Identity: output 0 is input 0's bytes under new dims. */
 static ptq_status run_copy(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
@@ -376,6 +392,8 @@ static const node_fn node_fns[PTQ_OP_COUNT] = {
     [PTQ_OP_HARDSIGMOID] = run_unary,
     [PTQ_OP_HARDSWISH] = run_unary,
     [PTQ_OP_TANH] = run_unary,
+    [PTQ_OP_ERF] = run_unary,
+    [PTQ_OP_GELU] = run_unary,
     [PTQ_OP_ADD] = run_binary,
     [PTQ_OP_SUB] = run_binary,
     [PTQ_OP_MUL] = run_binary,
@@ -385,6 +403,7 @@ static const node_fn node_fns[PTQ_OP_COUNT] = {
     [PTQ_OP_AVERAGEPOOL] = run_pool,
     [PTQ_OP_BATCHNORMALIZATION] = run_batchnorm,
     [PTQ_OP_SOFTMAX] = run_softmax,
+    [PTQ_OP_LAYERNORMALIZATION] = run_layernorm,
     [PTQ_OP_FLATTEN] = run_copy,
     [PTQ_OP_RESHAPE] = run_copy,
     [PTQ_OP_SQUEEZE] = run_copy,

@@ -101,10 +101,16 @@ ptq_status ptq_op_pool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params
 /* Broadcast layout of two inputs to out's shape (numpy rules). */
 ptq_status ptq_op_bcast(ptq_ctx *ctx, const ptq_tensor *a, const ptq_tensor *b, ptq_bcast *bc);
 /* Float activations (input 0 float32): the ptq_unop and its alpha/beta, Clip's
- * min/max from attributes before opset 11, from scalar inputs 1, 2 after. */
+ * min/max from attributes before opset 11, from scalar inputs 1, 2 after;
+ * Gelu's approximate attribute picks PTQ_UN_GELU or PTQ_UN_GELU_TANH. */
 ptq_status ptq_op_unary_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_unop *op, float *alpha, float *beta);
 /* Softmax: input 0 viewed as [outer, len, inner], normalised over len. */
 ptq_status ptq_op_softmax_view(ptq_ctx *ctx, const ptq_op_io *io, int64_t *outer, int64_t *len, int64_t *inner);
+/* LayerNormalization (float32 X, scale, optional bias over the normalized
+ * axes, at most 3 outputs): X viewed as [rows, cols] split at *axis (made
+ * non-negative), and the epsilon attribute. */
+ptq_status ptq_op_layernorm_view(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *rows, int64_t *cols,
+                                 float *eps);
 /* Transpose: perm [input 0's rank], the attribute or the reversed dims. */
 ptq_status ptq_op_transpose_perm(ptq_ctx *ctx, const ptq_op_io *io, int64_t *perm);
 /* Concat: the axis in 0..rank-1. */

@@ -55,6 +55,15 @@ ptq_status ptq_op_need_float(ptq_ctx *ctx, const ptq_op_io *io, int i)
     return PTQ_OK;
 }
 
+ptq_status ptq_op_need_sized(ptq_ctx *ctx, const ptq_op_io *io, int i)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, i);
+    if (st == PTQ_OK && ptq_dtype_size(io->in[i]->dtype) == 0)
+        return ptq_op_unsupported(ctx, io, "input %d is %s; only fixed-size dtypes are supported", i,
+                                  ptq_dtype_name(io->in[i]->dtype));
+    return st;
+}
+
 void ptq_op_same_shape(ptq_tensor *dst, const ptq_tensor *src)
 {
     dst->dtype = src->dtype;
@@ -93,4 +102,51 @@ void ptq_op_frame_free(ptq_op_frame *f)
         return;
     free(f->block);
     memset(f, 0, sizeof *f);
+}
+
+int ptq_op_cast_kind(ptq_dtype dt, ptq_cast_kind *k)
+{
+    switch (dt) {
+    case PTQ_DT_FLOAT: *k = PTQ_CAST_F32; return 1;
+    case PTQ_DT_DOUBLE: *k = PTQ_CAST_F64; return 1;
+    case PTQ_DT_INT8: *k = PTQ_CAST_I8; return 1;
+    case PTQ_DT_UINT8: *k = PTQ_CAST_U8; return 1;
+    case PTQ_DT_INT16: *k = PTQ_CAST_I16; return 1;
+    case PTQ_DT_UINT16: *k = PTQ_CAST_U16; return 1;
+    case PTQ_DT_INT32: *k = PTQ_CAST_I32; return 1;
+    case PTQ_DT_UINT32: *k = PTQ_CAST_U32; return 1;
+    case PTQ_DT_INT64: *k = PTQ_CAST_I64; return 1;
+    case PTQ_DT_UINT64: *k = PTQ_CAST_U64; return 1;
+    case PTQ_DT_BOOL: *k = PTQ_CAST_BOOL; return 1;
+    default: return 0;
+    }
+}
+
+ptq_status ptq_op_int_list(ptq_ctx *ctx, const ptq_op_io *io, int i, int64_t *v, int64_t *n)
+{
+    *n = -1;
+    if (i >= io->n_in || !io->in[i])
+        return PTQ_OK;
+    const ptq_tensor *t = io->in[i];
+    if ((t->dtype != PTQ_DT_INT64 && t->dtype != PTQ_DT_INT32) || t->ndim != 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "input %d must be 1-D int32 or int64, got %s of rank %d", i,
+                           ptq_dtype_name(t->dtype), t->ndim);
+    if (t->dims[0] > PTQ_MAX_DIMS)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %d has %lld entries, more than a rank-%d tensor's axes", i,
+                           (long long)t->dims[0], PTQ_MAX_DIMS);
+    *n = t->dims[0];
+    for (int64_t k = 0; k < *n; k++)
+        v[k] = t->dtype == PTQ_DT_INT64 ? ((const int64_t *)t->data)[k] : ((const int32_t *)t->data)[k];
+    return PTQ_OK;
+}
+
+int64_t ptq_op_int_scalar(const ptq_tensor *t)
+{
+    switch (t->dtype) {
+    case PTQ_DT_INT8: return *(const int8_t *)t->data;
+    case PTQ_DT_UINT8: return *(const uint8_t *)t->data;
+    case PTQ_DT_INT16: return *(const int16_t *)t->data;
+    case PTQ_DT_INT32: return *(const int32_t *)t->data;
+    default: return *(const int64_t *)t->data;
+    }
 }

@@ -25,7 +25,17 @@ ptq_status ptq_op_fail_at(ptq_ctx *ctx, const char *file, int line, const ptq_op
 ptq_status ptq_op_need_float(ptq_ctx *ctx, const ptq_op_io *io, int i);
 /* Input i is present (else SHAPE: "input i missing"). */
 ptq_status ptq_op_need_input(ptq_ctx *ctx, const ptq_op_io *io, int i);
+/* Input i is present and of a fixed-size dtype (else UNSUPPORTED naming it). */
+ptq_status ptq_op_need_sized(ptq_ctx *ctx, const ptq_op_io *io, int i);
 /* Copies dtype and shape of src into dst. */
 void ptq_op_same_shape(ptq_tensor *dst, const ptq_tensor *src);
+/* ONNX dtype -> the kernels' element kind (kernels/ref/index.c); 0 when
+ * none (float16, bfloat16, FP8, strings, 4-bit). */
+int ptq_op_cast_kind(ptq_dtype dt, ptq_cast_kind *k);
+/* The values of input i, 1-D int32 or int64 of at most PTQ_MAX_DIMS
+ * entries, as int64 into v [PTQ_MAX_DIMS]; *n = -1 when it is omitted. */
+ptq_status ptq_op_int_list(ptq_ctx *ctx, const ptq_op_io *io, int i, int64_t *v, int64_t *n);
+/* The first element of host tensor t, of int8, uint8, int16, int32 or (any other dtype read as) int64. */
+int64_t ptq_op_int_scalar(const ptq_tensor *t);
 
 #endif

@@ -2,7 +2,8 @@
  * (model/op_traits.h), each defined beside its inference and kernels in
  * runtime/ops_*.c; and the resolution of a graph's nodes to entries.
  * Covered by tests/test_op_table.c, tests/test_ops_dense.c,
- * tests/test_ops_shape.c and the ONNX conformance run. */
+ * tests/test_ops_shape.c, tests/test_ops_zoo.c, tests/test_ops_transformer.c
+ * and the ONNX conformance run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,8 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Sigmoid, ptq_op_HardSigmoid, ptq_op_HardSwish, ptq_op_Tanh, ptq_op_Softmax, ptq_op_Flatten,
     ptq_op_Reshape, ptq_op_Squeeze, ptq_op_Unsqueeze, ptq_op_Transpose, ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Pad, ptq_op_Erf,
     ptq_op_Constant, ptq_op_ReduceMean, ptq_op_LayerNormalization, ptq_op_Pow, ptq_op_Sqrt, ptq_op_Shape,
-    ptq_op_Gather, ptq_op_Slice, ptq_op_Cast;
+    ptq_op_Gather, ptq_op_Slice, ptq_op_Cast, ptq_op_Gelu, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
+    ptq_op_Equal, ptq_op_Mod;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -56,6 +58,13 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_GATHER] = &ptq_op_Gather,
     [PTQ_OP_SLICE] = &ptq_op_Slice,
     [PTQ_OP_CAST] = &ptq_op_Cast,
+    [PTQ_OP_GELU] = &ptq_op_Gelu,
+    [PTQ_OP_SPLIT] = &ptq_op_Split,
+    [PTQ_OP_WHERE] = &ptq_op_Where,
+    [PTQ_OP_EXPAND] = &ptq_op_Expand,
+    [PTQ_OP_RANGE] = &ptq_op_Range,
+    [PTQ_OP_EQUAL] = &ptq_op_Equal,
+    [PTQ_OP_MOD] = &ptq_op_Mod,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)
@@ -87,8 +96,7 @@ static int64_t domain_version(const ptq_graph *g, const char *domain)
  * advice for torch.onnx.export; "" when nothing is recognised. */
 static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char *domain, int unknown)
 {
-    static const char *const shape_ops[] = {"Shape", "Size", "ConstantOfShape", "Range", "Expand", "NonZero",
-                                            "Cast", "Equal", "Where", "Gather", "Slice", NULL};
+    static const char *const shape_ops[] = {"Size", "ConstantOfShape", "NonZero", NULL}; /* the unsupported ones */
     if (strcmp(n->op_type, "ATen") == 0 || strncmp(n->op_type, "aten::", 6) == 0 || strstr(domain, "aten"))
         return "ATen fallback ops: export with torch.onnx.export's default operator_export_type and "
                "do_constant_folding=True";

@@ -1,8 +1,10 @@
-/* Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh on float32
- * through kernels/{ref,cpu}/unary.c (Clip also on int8/uint8/int32/int64 here);
+/* Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Erf and Gelu
+ * (opset 20; approximate "none" or "tanh") on float32 through
+ * kernels/{ref,cpu}/unary.c (Clip also on int8/uint8/int32/int64 here);
  * Clip bounds: attributes before opset 11, scalar host inputs 1, 2 after.
  * ptq_op_unary_params gives every backend the float parameters.
- * Covered by tests/test_ops_shape.c and the ONNX conformance run. */
+ * Covered by tests/test_ops_shape.c, tests/test_ops_transformer.c and the
+ * ONNX conformance run. */
 #include <float.h>
 #include <string.h>
 
@@ -17,6 +19,8 @@ static ptq_unop unop_of(const ptq_op_io *io)
     case PTQ_OP_HARDSIGMOID: return PTQ_UN_HARD_SIGMOID;
     case PTQ_OP_HARDSWISH: return PTQ_UN_HARD_SWISH;
     case PTQ_OP_TANH: return PTQ_UN_TANH;
+    case PTQ_OP_ERF: return PTQ_UN_ERF;
+    case PTQ_OP_GELU: return PTQ_UN_GELU;
     default: return PTQ_UN_RELU;
     }
 }
@@ -44,17 +48,6 @@ static ptq_status clip_bounds(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tenso
     return PTQ_OK;
 }
 
-/* t: a one-element integer tensor on the host. */
-static int64_t int_scalar(const ptq_tensor *t)
-{
-    switch (t->dtype) {
-    case PTQ_DT_INT8: return *(const int8_t *)t->data;
-    case PTQ_DT_UINT8: return *(const uint8_t *)t->data;
-    case PTQ_DT_INT32: return *(const int32_t *)t->data;
-    default: return *(const int64_t *)t->data;
-    }
-}
-
 /* alpha/beta of LeakyRelu and HardSigmoid, min/max of Clip (ptq_unop's convention). */
 ptq_status ptq_op_unary_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_unop *op, float *alpha, float *beta)
 {
@@ -80,6 +73,15 @@ ptq_status ptq_op_unary_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_unop *op, 
         *alpha = lo ? *(const float *)lo->data : -FLT_MAX;
         *beta = hi ? *(const float *)hi->data : FLT_MAX;
         break;
+    case PTQ_UN_GELU: {
+        const ptq_attr *a = ptq_node_attr(io->node, "approximate");
+        if (a && (a->type != PTQ_ATTR_STRING || (strcmp(a->s, "none") != 0 && strcmp(a->s, "tanh") != 0)))
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "approximate must be \"none\" or \"tanh\", got '%s'",
+                               a->type == PTQ_ATTR_STRING ? a->s : "(not a string)");
+        if (a && strcmp(a->s, "tanh") == 0)
+            *op = PTQ_UN_GELU_TANH;
+        break;
+    }
     default: break;
     }
     return PTQ_OK;
@@ -110,8 +112,8 @@ static ptq_status unary_infer(ptq_ctx *ctx, ptq_op_io *io)
     do {                                                                              \
         const T *x = io->in[0]->data;                                                 \
         T *y = io->out[0]->data;                                                      \
-        const T lo_t = lo ? (T)int_scalar(lo) : (LOWEST);                             \
-        const T hi_t = hi ? (T)int_scalar(hi) : (HIGHEST);                            \
+        const T lo_t = lo ? (T)ptq_op_int_scalar(lo) : (LOWEST);                      \
+        const T hi_t = hi ? (T)ptq_op_int_scalar(hi) : (HIGHEST);                     \
         for (int64_t i = 0; i < n; i++) {                                             \
             T t = x[i] < lo_t ? lo_t : x[i];                                          \
             y[i] = t > hi_t ? hi_t : t;                                               \
@@ -169,3 +171,5 @@ const ptq_op_def ptq_op_Sigmoid = {PTQ_OP_TRAITS(SIGMOID), 1, 0, unary_infer, un
 const ptq_op_def ptq_op_HardSigmoid = {PTQ_OP_TRAITS(HARDSIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
 const ptq_op_def ptq_op_HardSwish = {PTQ_OP_TRAITS(HARDSWISH), 14, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
 const ptq_op_def ptq_op_Tanh = {PTQ_OP_TRAITS(TANH), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_Erf = {PTQ_OP_TRAITS(ERF), 9, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_Gelu = {PTQ_OP_TRAITS(GELU), 20, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};

@@ -103,19 +103,6 @@ static ptq_status binary_infer(ptq_ctx *ctx, ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* Input offsets of output element i. */
-static void bcast_offsets(const ptq_bcast *bc, int64_t i, int64_t *ia, int64_t *ib)
-{
-    *ia = 0;
-    *ib = 0;
-    for (int d = bc->ndim - 1; d >= 0; d--) {
-        int64_t idx = i % bc->out_dims[d];
-        i /= bc->out_dims[d];
-        *ia += idx * bc->a_stride[d];
-        *ib += idx * bc->b_stride[d];
-    }
-}
-
 /* Integer ops wrap as two's complement (computed in the unsigned type U);
  * Div truncates toward zero and reports division by zero with 0. */
 #define DEFINE_INT_BINOP(NAME, T, U, IS_SIGNED)                       \
@@ -154,7 +141,7 @@ static double binop_f64(ptq_binop op, double a, double b)
         T *y = io->out[0]->data;                                                                   \
         for (int64_t i = 0; i < n; i++) {                                                          \
             int64_t ia, ib;                                                                        \
-            bcast_offsets(bc, i, &ia, &ib);                                                       \
+            ptq_bcast_offsets(bc, i, &ia, &ib);                                                   \
             if (!FN(op, a[ia], b[ib], &y[i]))                                                      \
                 return ptq_op_fail(ctx, io, PTQ_ERR_DATA, "integer division by zero at output element %lld", \
                                    (long long)i);                                                  \
@@ -174,7 +161,7 @@ static ptq_status binary_run_host(ptq_ctx *ctx, const ptq_op_io *io, ptq_binop o
         double *y = io->out[0]->data;
         for (int64_t i = 0; i < n; i++) {
             int64_t ia, ib;
-            bcast_offsets(bc, i, &ia, &ib);
+            ptq_bcast_offsets(bc, i, &ia, &ib);
             y[i] = binop_f64(op, a[ia], b[ib]);
         }
         break;

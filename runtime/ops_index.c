@@ -118,25 +118,6 @@ static ptq_status gather_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* The int64 (or int32) values of a 1-D input i into v; *n = -1 when omitted. */
-static ptq_status int_list(ptq_ctx *ctx, const ptq_op_io *io, int i, int64_t *v, int64_t *n)
-{
-    *n = -1;
-    if (i >= io->n_in || !io->in[i])
-        return PTQ_OK;
-    const ptq_tensor *t = io->in[i];
-    if ((t->dtype != PTQ_DT_INT64 && t->dtype != PTQ_DT_INT32) || t->ndim != 1)
-        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "input %d must be 1-D int32 or int64, got %s of rank %d", i,
-                           ptq_dtype_name(t->dtype), t->ndim);
-    if (t->dims[0] > PTQ_MAX_DIMS)
-        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %d has %lld entries, more than a rank-%d tensor's axes", i,
-                           (long long)t->dims[0], PTQ_MAX_DIMS);
-    *n = t->dims[0];
-    for (int64_t k = 0; k < *n; k++)
-        v[k] = t->dtype == PTQ_DT_INT64 ? ((const int64_t *)t->data)[k] : ((const int32_t *)t->data)[k];
-    return PTQ_OK;
-}
-
 static ptq_status attr_list(ptq_ctx *ctx, const ptq_op_io *io, const char *name, int64_t *v, int64_t *n)
 {
     const ptq_attr *a = ptq_node_attr(io->node, name);
@@ -168,8 +149,10 @@ static ptq_status slice_plan(ptq_ctx *ctx, const ptq_op_io *io, int64_t *start, 
             (st = attr_list(ctx, io, "ends", ends, &n_e)) != PTQ_OK ||
             (st = attr_list(ctx, io, "axes", axes, &n_a)) != PTQ_OK)
             return st;
-    } else if ((st = int_list(ctx, io, 1, starts, &n_s)) != PTQ_OK || (st = int_list(ctx, io, 2, ends, &n_e)) != PTQ_OK ||
-               (st = int_list(ctx, io, 3, axes, &n_a)) != PTQ_OK || (st = int_list(ctx, io, 4, steps, &n_st)) != PTQ_OK) {
+    } else if ((st = ptq_op_int_list(ctx, io, 1, starts, &n_s)) != PTQ_OK ||
+               (st = ptq_op_int_list(ctx, io, 2, ends, &n_e)) != PTQ_OK ||
+               (st = ptq_op_int_list(ctx, io, 3, axes, &n_a)) != PTQ_OK ||
+               (st = ptq_op_int_list(ctx, io, 4, steps, &n_st)) != PTQ_OK) {
         return st;
     }
     if (n_s < 0 || n_e != n_s || (n_a >= 0 && n_a != n_s) || (n_st >= 0 && n_st != n_s))
@@ -229,25 +212,6 @@ static ptq_status slice_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* ONNX dtype -> the kernel's kind; 0 when Cast does not support it. */
-static int cast_kind(ptq_dtype dt, ptq_cast_kind *k)
-{
-    switch (dt) {
-    case PTQ_DT_FLOAT: *k = PTQ_CAST_F32; return 1;
-    case PTQ_DT_DOUBLE: *k = PTQ_CAST_F64; return 1;
-    case PTQ_DT_INT8: *k = PTQ_CAST_I8; return 1;
-    case PTQ_DT_UINT8: *k = PTQ_CAST_U8; return 1;
-    case PTQ_DT_INT16: *k = PTQ_CAST_I16; return 1;
-    case PTQ_DT_UINT16: *k = PTQ_CAST_U16; return 1;
-    case PTQ_DT_INT32: *k = PTQ_CAST_I32; return 1;
-    case PTQ_DT_UINT32: *k = PTQ_CAST_U32; return 1;
-    case PTQ_DT_INT64: *k = PTQ_CAST_I64; return 1;
-    case PTQ_DT_UINT64: *k = PTQ_CAST_U64; return 1;
-    case PTQ_DT_BOOL: *k = PTQ_CAST_BOOL; return 1;
-    default: return 0;
-    }
-}
-
 static ptq_status cast_kinds(ptq_ctx *ctx, const ptq_op_io *io, ptq_dtype *to, ptq_cast_kind *k_from,
                              ptq_cast_kind *k_to)
 {
@@ -258,7 +222,7 @@ static ptq_status cast_kinds(ptq_ctx *ctx, const ptq_op_io *io, ptq_dtype *to, p
     if (!a || a->type != PTQ_ATTR_INT)
         return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the to attribute is missing");
     *to = (ptq_dtype)a->i;
-    if (!cast_kind(io->in[0]->dtype, k_from) || !cast_kind(*to, k_to))
+    if (!ptq_op_cast_kind(io->in[0]->dtype, k_from) || !ptq_op_cast_kind(*to, k_to))
         return ptq_op_unsupported(ctx, io, "a cast from %s to %s; supported: float32, float64, bool and the integers",
                                   ptq_dtype_name(io->in[0]->dtype), ptq_dtype_name(*to));
     return PTQ_OK;

@@ -1,7 +1,6 @@
 /* Pad (opset 11+: pads and the constant as host inputs 1 and 2; modes
  * constant, edge, reflect; no axes input; pads >= 0) on any fixed-size
- * dtype through kernels/ref/pad.c, and Erf on float32 through
- * kernels/ref/unary.c. The Keras importer's ZeroPadding2D and gelu use them.
+ * dtype through kernels/ref/pad.c. The Keras importer's ZeroPadding2D uses it.
  * Covered by tests/test_ops_shape.c and the ONNX conformance run. */
 #include <string.h>
 
@@ -84,21 +83,5 @@ static ptq_status pad_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-static ptq_status erf_infer(ptq_ctx *ctx, ptq_op_io *io)
-{
-    ptq_status st = ptq_op_need_float(ctx, io, 0);
-    if (st == PTQ_OK)
-        ptq_op_same_shape(io->out[0], io->in[0]);
-    return st;
-}
-
-static ptq_status erf_run(ptq_ctx *ctx, const ptq_op_io *io)
-{
-    (void)ctx;
-    ptq_k_erf_ref(ptq_tensor_numel(io->in[0]), io->in[0]->data, io->out[0]->data);
-    return PTQ_OK;
-}
-
 /* the constant of input 2 is read on the host like the pads */
 const ptq_op_def ptq_op_Pad = {PTQ_OP_TRAITS(PAD), 11, 1u << 1 | 1u << 2 | 1u << 3, pad_infer, pad_run, NULL, 0};
-const ptq_op_def ptq_op_Erf = {PTQ_OP_TRAITS(ERF), 9, 0, erf_infer, erf_run, NULL, 0};

@@ -3,6 +3,7 @@
  * epsilon, the optional Mean and InvStdDev outputs) on float32 through
  * kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
  * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
+ * ptq_op_layernorm_view serves the CUDA backend too (kernels/cuda/layernorm.cu).
  * Covered by tests/test_ops_zoo.c and the ONNX conformance run. */
 #include <string.h>
 
@@ -122,7 +123,8 @@ static ptq_status reduce_mean_cpu(ptq_ctx *ctx, const ptq_op_io *io)
 
 /* X viewed as [rows, cols] split at the (non-negative) axis; scale and the
  * optional bias must hold cols values. */
-static ptq_status layernorm_view(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *rows, int64_t *cols)
+ptq_status ptq_op_layernorm_view(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *rows, int64_t *cols,
+                                 float *eps)
 {
     ptq_status st = ptq_op_need_float(ctx, io, 0);
     if (st != PTQ_OK || (st = ptq_op_need_float(ctx, io, 1)) != PTQ_OK)
@@ -143,6 +145,9 @@ static ptq_status layernorm_view(ptq_ctx *ctx, const ptq_op_io *io, int *axis, i
     if (ptq_node_attr_int(io->node, "stash_type", 1) != 1)
         return ptq_op_unsupported(ctx, io, "stash_type %lld (only 1, float32)",
                                   (long long)ptq_node_attr_int(io->node, "stash_type", 1));
+    if (io->n_out > 3)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "%d outputs; LayerNormalization has at most 3", io->n_out);
+    *eps = ptq_node_attr_float(io->node, "epsilon", 1e-5f);
     return PTQ_OK;
 }
 
@@ -150,18 +155,17 @@ static ptq_status layernorm_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int axis = 0;
     int64_t rows = 0, cols = 0;
-    ptq_status st = layernorm_view(ctx, io, &axis, &rows, &cols);
+    float eps = 1e-5f;
+    ptq_status st = ptq_op_layernorm_view(ctx, io, &axis, &rows, &cols, &eps);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
     ptq_op_same_shape(io->out[0], x);
-    for (int i = 1; i < io->n_out && i < 3; i++) {
+    for (int i = 1; i < io->n_out; i++) {
         ptq_op_same_shape(io->out[i], x);
         for (int d = axis; d < x->ndim; d++)
             io->out[i]->dims[d] = 1;
     }
-    if (io->n_out > 3)
-        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "%d outputs; LayerNormalization has at most 3", io->n_out);
     return PTQ_OK;
 }
 
@@ -169,13 +173,12 @@ static ptq_status layernorm_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
     int axis = 0;
     int64_t rows = 0, cols = 0;
-    ptq_status st = layernorm_view(ctx, io, &axis, &rows, &cols);
+    float eps = 1e-5f;
+    ptq_status st = ptq_op_layernorm_view(ctx, io, &axis, &rows, &cols, &eps);
     if (st != PTQ_OK)
         return st;
-    const ptq_attr *eps = ptq_node_attr(io->node, "epsilon");
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
-    ptq_k_layernorm_ref(rows, cols, io->in[0]->data, io->in[1]->data, b ? b->data : NULL,
-                        eps && eps->type == PTQ_ATTR_FLOAT ? eps->f : 1e-5f, io->out[0]->data,
+    ptq_k_layernorm_ref(rows, cols, io->in[0]->data, io->in[1]->data, b ? b->data : NULL, eps, io->out[0]->data,
                         io->n_out > 1 ? io->out[1]->data : NULL, io->n_out > 2 ? io->out[2]->data : NULL);
     return PTQ_OK;
 }

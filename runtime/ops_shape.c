@@ -7,16 +7,6 @@
 
 #include "runtime/op_util.h"
 
-/* Input i is present and has a fixed element size. */
-static ptq_status need_sized(ptq_ctx *ctx, const ptq_op_io *io, int i)
-{
-    ptq_status st = ptq_op_need_input(ctx, io, i);
-    if (st == PTQ_OK && ptq_dtype_size(io->in[i]->dtype) == 0)
-        return ptq_op_unsupported(ctx, io, "input %d is %s; only fixed-size dtypes are supported", i,
-                                  ptq_dtype_name(io->in[i]->dtype));
-    return st;
-}
-
 /* Output 0 = input 0's bytes (the shape ops that only relabel dims). */
 static ptq_status copy_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
@@ -29,7 +19,7 @@ static ptq_status copy_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 static ptq_status flatten_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -50,7 +40,7 @@ static ptq_status flatten_infer(ptq_ctx *ctx, ptq_op_io *io)
  * one -1 is inferred. */
 static ptq_status reshape_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -143,7 +133,7 @@ ptq_status ptq_op_transpose_perm(ptq_ctx *ctx, const ptq_op_io *io, int64_t *per
 static ptq_status transpose_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int64_t perm[PTQ_MAX_DIMS];
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK || (st = ptq_op_transpose_perm(ctx, io, perm)) != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -187,7 +177,7 @@ static ptq_status concat_infer(ptq_ctx *ctx, ptq_op_io *io)
     if (io->n_in < 1)
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "no inputs");
     for (int i = 0; i < io->n_in; i++)
-        if ((st = need_sized(ctx, io, i)) != PTQ_OK)
+        if ((st = ptq_op_need_sized(ctx, io, i)) != PTQ_OK)
             return st;
     if ((st = ptq_op_concat_axis(ctx, io, &axis)) != PTQ_OK)
         return st;
@@ -234,7 +224,7 @@ static ptq_status concat_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 static ptq_status identity_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st == PTQ_OK)
         ptq_op_same_shape(io->out[0], io->in[0]);
     return st;
@@ -271,7 +261,7 @@ ptq_status ptq_op_dropout_check(ptq_ctx *ctx, const ptq_op_io *io, int *has_mask
 static ptq_status dropout_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int has_mask;
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK || (st = ptq_op_dropout_check(ctx, io, &has_mask)) != PTQ_OK)
         return st;
     ptq_op_same_shape(io->out[0], io->in[0]);
@@ -404,7 +394,7 @@ static ptq_status squeeze_axes(ptq_ctx *ctx, const ptq_op_io *io, int64_t *axes,
 static ptq_status squeeze_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int64_t axes[PTQ_MAX_DIMS], n_axes;
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK || (st = squeeze_axes(ctx, io, axes, &n_axes)) != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -429,7 +419,7 @@ static ptq_status squeeze_infer(ptq_ctx *ctx, ptq_op_io *io)
 static ptq_status unsqueeze_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int64_t axes[PTQ_MAX_DIMS], n_axes;
-    ptq_status st = need_sized(ctx, io, 0);
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK || (st = squeeze_axes(ctx, io, axes, &n_axes)) != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];

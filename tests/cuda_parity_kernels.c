@@ -383,7 +383,7 @@ static void test_unary(void)
         ptq_unop op;
         const char *name;
         float alpha, beta;
-        int exact; /* comparisons and single roundings only: identical bits */
+        int tol; /* 0: transcendental; 1: comparisons and single roundings only, identical bits; 2: through erfcf */
     } ops[] = {
         {PTQ_UN_RELU, "relu", 0, 0, 1},
         {PTQ_UN_LEAKY_RELU, "leaky_relu 0.1", 0.1f, 0, 1},
@@ -395,9 +395,15 @@ static void test_unary(void)
         {PTQ_UN_HARD_SIGMOID, "hard_sigmoid 0.3 0.4", 0.3f, 0.4f, 1},
         {PTQ_UN_HARD_SWISH, "hard_swish", 0, 0, 1},
         {PTQ_UN_TANH, "tanh", 0, 0, 0},
+        {PTQ_UN_ERF, "erf", 0, 0, 0},
+        {PTQ_UN_GELU, "gelu", 0, 0, 2},
+        {PTQ_UN_GELU_TANH, "gelu tanh", 0, 0, 0},
     };
     kstat exact = {"unary (exact)", 0.0f, 0.0f, 0, 0, 0, 0};
-    kstat transc = {"unary (exp/tanh)", 1e-6f, 1e-7f, 0, 0, 0, 0}; /* CUDA's expf/tanhf: <= 2 ulp */
+    /* CUDA's expf/tanhf/erff: <= 2 ulp; 1e-6 is about 8 ulp */
+    kstat transc = {"unary (exp/tanh/erf)", 1e-6f, 1e-7f, 0, 0, 0, 0};
+    /* CUDA's erfcf is within 4 ulp, the host's within 3: together they may pass 1e-6; softmax's tolerance */
+    kstat erfc = {"unary (erfc)", 1e-5f, 1e-7f, 0, 0, 0, 0};
     const int64_t sizes[] = {1, 777, (1 << 20) + 3};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int64_t n = sizes[s];
@@ -411,7 +417,7 @@ static void test_unary(void)
             float *dy = dev_floats(NULL, n);
             char what[120];
             snprintf(what, sizeof what, "%s n %lld", ops[o].name, (long long)n);
-            check_case(ops[o].exact ? &exact : &transc,
+            check_case(ops[o].tol == 1 ? &exact : ops[o].tol == 2 ? &erfc : &transc,
                        ptq_k_unary_cuda(&ctx, dev, ops[o].op, ops[o].alpha, ops[o].beta, n, dx, dy), dy, y, n, what);
             ptq_cuda_release(dev, dy);
         }
@@ -426,6 +432,7 @@ static void test_unary(void)
     }
     report(&exact);
     report(&transc);
+    report(&erfc);
 }
 
 /* ---- pools ---- */
@@ -569,6 +576,50 @@ static void test_softmax(void)
     report(&k);
 }
 
+/* Rows of every length class: one element, under a warp, under a block, many blocks' worth of columns. */
+static void test_layernorm(void)
+{
+    kstat k = {"layernorm", 1e-6f, 1e-6f, 0, 0, 0, 0}; /* double sums in another order: float rounding only */
+    const int64_t cases[][2] = {{1, 1}, {7, 5}, {64, 768}, {3, 1000}, {2, 257}, {70000, 8}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t rows = cases[c][0], cols = cases[c][1], total = rows * cols;
+        float *x = host_uniform(total, -4.0f, 6.0f), *scale = host_uniform(cols, -2.0f, 2.0f);
+        float *bias = host_uniform(cols, -1.0f, 1.0f), *y = host_alloc(total), *mean = host_alloc(rows);
+        float *inv = host_alloc(rows);
+        float *dx = dev_floats(x, total), *ds = dev_floats(scale, cols), *db = dev_floats(bias, cols);
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            ptq_k_layernorm_ref(rows, cols, x, scale, with_bias ? bias : NULL, 1e-5f, y, mean, inv);
+            float *dy = dev_floats(NULL, total), *dm = dev_floats(NULL, rows), *di = dev_floats(NULL, rows);
+            ptq_status st = ptq_k_layernorm_cuda(&ctx, dev, rows, cols, dx, ds, with_bias ? db : NULL, 1e-5f, dy, dm,
+                                                 di);
+            char what[96];
+            snprintf(what, sizeof what, "rows %lld cols %lld%s", (long long)rows, (long long)cols,
+                     with_bias ? " bias" : "");
+            check_case(&k, st, dy, y, total, what);
+            check_case(&k, st, dm, mean, rows, what);
+            check_case(&k, st, di, inv, rows, what);
+            ptq_cuda_release(dev, dy);
+            ptq_cuda_release(dev, dm);
+            ptq_cuda_release(dev, di);
+        }
+        /* without the optional outputs */
+        float *dy = dev_floats(NULL, total);
+        check_case(&k, ptq_k_layernorm_cuda(&ctx, dev, rows, cols, dx, ds, db, 1e-5f, dy, NULL, NULL), dy, y, total,
+                   "no mean/inv_std");
+        ptq_cuda_release(dev, dy);
+        ptq_cuda_release(dev, dx);
+        ptq_cuda_release(dev, ds);
+        ptq_cuda_release(dev, db);
+        free(x);
+        free(scale);
+        free(bias);
+        free(y);
+        free(mean);
+        free(inv);
+    }
+    report(&k);
+}
+
 /* Byte-exact for every element size: random bytes in, compared as bytes
  * (reinterpreted as floats only to reuse the tally, NaN bit patterns included). */
 static void test_transpose(void)
@@ -649,6 +700,7 @@ int main(void)
     test_pools();
     test_batchnorm();
     test_softmax();
+    test_layernorm();
     test_transpose();
     CHECK_MSG(ptq_cuda_sync(&ctx, dev) == PTQ_OK, "%s", ctx.msg);
     ptq_cuda_dev_free(dev);

@@ -130,6 +130,9 @@ static void check_unary(void)
         {PTQ_UN_HARD_SIGMOID, 0.5f, 0.6f, "hard_sigmoid 0.5 0.6"},
         {PTQ_UN_HARD_SWISH, 0, 0, "hard_swish"},
         {PTQ_UN_TANH, 0, 0, "tanh"},
+        {PTQ_UN_ERF, 0, 0, "erf"},
+        {PTQ_UN_GELU, 0, 0, "gelu"},
+        {PTQ_UN_GELU_TANH, 0, 0, "gelu tanh"},
     };
     static const int64_t sizes[] = {0, 1, 7, 1000, 4097, 40000, 1 << 20};
     const int64_t n_max = 1 << 20;

@@ -53,7 +53,7 @@ static const struct {
     {"Identity", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"Dropout", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"Pad", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 11, 0},
-    {"Erf", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"Erf", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 1},
     {"Constant", 0, 0, 0, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"ReduceMean", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 1},
     {"LayerNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 17, 0},
@@ -63,6 +63,13 @@ static const struct {
     {"Gather", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"Slice", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"Cast", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Gelu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 20, 1},
+    {"Split", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 2, 0},
+    {"Where", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"Expand", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 8, 0},
+    {"Range", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
+    {"Equal", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Mod", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
 };
 
 static void test_every_op(void)

@@ -44,7 +44,6 @@ static void fx_init(fixture *f, const char *op_type, const char *name, int64_t o
     ptq_ctx_init(&f->ctx);
 }
 
-#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
 /* Appends a float32 input with dims [ndim] (ndim 0: a scalar). */
 static void fx_input(fixture *f, int ndim, const int64_t *dims)

@@ -171,3 +171,77 @@ void test_write_bytes(const char *path, const void *data, size_t n)
         fclose(f);
     }
 }
+
+static int case_io_index[TEST_CASE_MAX_IN > TEST_CASE_MAX_OUT ? TEST_CASE_MAX_IN : TEST_CASE_MAX_OUT];
+
+void test_case_init(test_op_case *c, const char *op_type, int64_t opset, const ptq_attr *attrs, int n_attrs,
+                    int n_in, int n_out)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < sizeof case_io_index / sizeof case_io_index[0]; i++)
+        case_io_index[i] = (int)i;
+    c->graph.opset = opset;
+    c->node.name = "node_under_test";
+    c->node.op_type = op_type;
+    c->node.domain = "";
+    c->node.n_inputs = n_in;
+    c->node.n_outputs = n_out;
+    c->node.inputs = case_io_index;
+    c->node.outputs = case_io_index;
+    c->node.attrs = attrs;
+    c->node.n_attrs = n_attrs;
+    c->io.graph = &c->graph;
+    c->io.node = &c->node;
+    c->io.n_in = n_in;
+    c->io.n_out = n_out;
+    c->io.in = c->in_ptr;
+    c->io.out = c->out_ptr;
+    for (int i = 0; i < n_in; i++)
+        c->io.in[i] = &c->in[i];
+    for (int i = 0; i < n_out; i++)
+        c->io.out[i] = &c->out[i];
+    ptq_ctx_init(&c->ctx);
+}
+
+void test_case_input(test_op_case *c, int i, ptq_dtype dt, const void *data, int ndim, const int64_t *dims)
+{
+    c->in[i].dtype = dt;
+    c->in[i].ndim = ndim;
+    for (int d = 0; d < ndim; d++)
+        c->in[i].dims[d] = dims[d];
+    c->in[i].data = (void *)data;
+}
+
+ptq_status test_case_run(test_op_case *c, const ptq_op_def *op, int fast)
+{
+    ptq_status st = op->infer(&c->ctx, &c->io);
+    if (st != PTQ_OK)
+        return st;
+    for (int i = 0; i < c->io.n_out; i++) {
+        size_t n_bytes = ptq_tensor_bytes(&c->out[i]);
+        c->out[i].data = calloc(n_bytes ? n_bytes : 1, 1);
+        c->out[i].cap_bytes = n_bytes;
+    }
+    return fast && op->run_cpu ? op->run_cpu(&c->ctx, &c->io) : op->run_ref(&c->ctx, &c->io);
+}
+
+void test_case_free(test_op_case *c)
+{
+    for (int i = 0; i < TEST_CASE_MAX_OUT; i++)
+        ptq_tensor_free_host(&c->out[i]);
+}
+
+int test_dims_are(const ptq_tensor *t, int ndim, const int64_t *dims)
+{
+    if (t->ndim != ndim)
+        return 0;
+    for (int d = 0; d < ndim; d++)
+        if (t->dims[d] != dims[d])
+            return 0;
+    return 1;
+}
+
+int test_fails_naming_node(const test_op_case *c, ptq_status st, ptq_status want)
+{
+    return st == want && strstr(c->ctx.msg, "'node_under_test'") != NULL;
+}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "ptq/graph.h"
+#include "runtime/op.h"
 
 #define PTQ_TEST_SKIP 77
 
@@ -63,5 +64,36 @@ void test_remove_tree(const char *path);
 void test_write_bytes(const char *path, const void *data, size_t n);
 /* The node of g called name (its index into *index when index is not NULL), or NULL. */
 const ptq_node *test_node_named(const ptq_graph *g, const char *name, int *index);
+
+/* One op invocation built by hand (tests/test_ops_*.c): a graph at an
+ * opset, the node "node_under_test" with attrs, its inputs borrowed host
+ * tensors, its outputs allocated by test_case_run. */
+#define TEST_CASE_MAX_IN 72 /* Concat of 64+ inputs (DenseNet has 25 to 49) */
+#define TEST_CASE_MAX_OUT 8
+typedef struct test_op_case {
+    ptq_graph graph;
+    ptq_node node;
+    ptq_op_io io;
+    ptq_tensor in[TEST_CASE_MAX_IN];
+    ptq_tensor out[TEST_CASE_MAX_OUT];
+    const ptq_tensor *in_ptr[TEST_CASE_MAX_IN];
+    ptq_tensor *out_ptr[TEST_CASE_MAX_OUT];
+    ptq_ctx ctx;
+} test_op_case;
+
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+
+void test_case_init(test_op_case *c, const char *op_type, int64_t opset, const ptq_attr *attrs, int n_attrs,
+                    int n_in, int n_out);
+/* in[i] as a host tensor of dtype over data (borrowed); dims [ndim]. */
+void test_case_input(test_op_case *c, int i, ptq_dtype dt, const void *data, int ndim, const int64_t *dims);
+/* infer, allocate the outputs, run (fast: run_cpu when there is one). */
+ptq_status test_case_run(test_op_case *c, const ptq_op_def *op, int fast);
+/* Frees the outputs test_case_run allocated. */
+void test_case_free(test_op_case *c);
+/* t has rank ndim and dims [ndim]. */
+int test_dims_are(const ptq_tensor *t, int ndim, const int64_t *dims);
+/* st is want and the message names the node. */
+int test_fails_naming_node(const test_op_case *c, ptq_status st, ptq_status want);
 
 #endif

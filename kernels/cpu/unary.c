@@ -8,7 +8,7 @@
 
 enum {
     UN_PARALLEL_MIN = 1 << 15,     /* cheap ops: below this many elements stay on one thread */
-    UN_PARALLEL_MIN_EXP = 1 << 12  /* ops calling expf/tanhf */
+    UN_PARALLEL_MIN_EXP = 1 << 12  /* ops calling expf, tanhf, erff, erfcf */
 };
 
 #define UN_LOOP(EXPR)                  \
@@ -43,6 +43,10 @@ static void unary_serial(ptq_unop op, float alpha, float beta, int64_t n, const 
     case PTQ_UN_HARD_SIGMOID: UN_LOOP(clamp01(alpha * v + beta)); break;
     case PTQ_UN_HARD_SWISH: UN_LOOP(v * clamp01(v * (1.0f / 6.0f) + 0.5f)); break;
     case PTQ_UN_TANH: UN_LOOP(tanhf(v)); break;
+    case PTQ_UN_ERF: UN_LOOP(erff(v)); break;
+    case PTQ_UN_GELU: UN_LOOP(0.5f * v * erfcf(v * -PTQ_GELU_SQRT1_2)); break;
+    case PTQ_UN_GELU_TANH:
+        UN_LOOP(v / (1.0f + expf(-2.0f * (PTQ_GELU_TANH_K * (v + PTQ_GELU_TANH_C * (v * v * v)))))); break;
     }
 }
 
@@ -62,7 +66,10 @@ static void unary_piece(void *arg, int64_t begin, int64_t end, int worker)
 /* x, y: [n]; x == y allowed. */
 void ptq_k_unary_cpu(ptq_unop op, float alpha, float beta, int64_t n, const float *x, float *y)
 {
-    const int64_t min_n = op == PTQ_UN_SIGMOID || op == PTQ_UN_TANH ? UN_PARALLEL_MIN_EXP : UN_PARALLEL_MIN;
+    const int64_t min_n = op == PTQ_UN_RELU || op == PTQ_UN_LEAKY_RELU || op == PTQ_UN_CLIP ||
+                                  op == PTQ_UN_HARD_SIGMOID || op == PTQ_UN_HARD_SWISH
+                              ? UN_PARALLEL_MIN
+                              : UN_PARALLEL_MIN_EXP;
     unary_job job = {op, alpha, beta, x, y};
     ptq_parallel_for(n, ptq_par_grain(n, 4, min_n), unary_piece, &job);
 }

@@ -139,6 +139,12 @@ ptq_status ptq_k_batchnorm_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, int64_
 ptq_status ptq_k_softmax_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t outer, int64_t len, int64_t inner,
                               const float *x, float *y);
 
+/* LayerNormalization of x, y viewed as [n_rows, n_cols] over each row;
+ * scale, bias: [n_cols] (bias NULL: 0); mean, inv_std: [n_rows] or NULL. */
+ptq_status ptq_k_layernorm_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n_rows, int64_t n_cols, const float *x,
+                                const float *scale, const float *bias, float eps, float *y, float *mean,
+                                float *inv_std);
+
 /* x: [in_dims] row-major, elem_bytes (1, 2, 4 or 8) each; perm: [ndim];
  * y: [in_dims[perm[0]], ..., in_dims[perm[ndim-1]]]. */
 ptq_status ptq_k_transpose_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t elem_bytes, int ndim, const int64_t *in_dims,

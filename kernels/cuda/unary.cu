@@ -1,6 +1,7 @@
-/* Elementwise activations on the GPU (every ptq_unop), mirroring
- * ptq_k_unary_ref formula for formula; expf/tanhf are CUDA's accurate
- * versions (no fast-math), within 2 ulp of the host's. Covered by
+/* Elementwise activations on the GPU (every ptq_unop: Erf and Gelu too),
+ * mirroring ptq_k_unary_ref formula for formula; expf/tanhf/erff/erfcf are
+ * CUDA's accurate versions (no fast-math), within 2 ulp of the host's (erfcf
+ * 4). Covered by
  * tests/cuda_parity_kernels.c. */
 #include "kernels/cuda/cuda_common.cuh"
 
@@ -26,6 +27,11 @@ static __device__ float apply(float v, float alpha, float beta)
         t = t > 1.0f ? 1.0f : t;
         return v * (t < 0.0f ? 0.0f : t);
     case PTQ_UN_TANH: return tanhf(v);
+    case PTQ_UN_ERF: return erff(v);
+    case PTQ_UN_GELU: return __fmul_rn(__fmul_rn(0.5f, v), erfcf(__fmul_rn(v, -PTQ_GELU_SQRT1_2)));
+    case PTQ_UN_GELU_TANH:
+        t = __fmul_rn(PTQ_GELU_TANH_K, __fadd_rn(v, __fmul_rn(PTQ_GELU_TANH_C, __fmul_rn(__fmul_rn(v, v), v))));
+        return v / __fadd_rn(1.0f, expf(__fmul_rn(-2.0f, t)));
     }
     return v;
 }
@@ -59,6 +65,9 @@ extern "C" ptq_status ptq_k_unary_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_unop o
     case PTQ_UN_HARD_SIGMOID: return launch<PTQ_UN_HARD_SIGMOID>(ctx, d, alpha, beta, n, x, y);
     case PTQ_UN_HARD_SWISH: return launch<PTQ_UN_HARD_SWISH>(ctx, d, alpha, beta, n, x, y);
     case PTQ_UN_TANH: return launch<PTQ_UN_TANH>(ctx, d, alpha, beta, n, x, y);
+    case PTQ_UN_ERF: return launch<PTQ_UN_ERF>(ctx, d, alpha, beta, n, x, y);
+    case PTQ_UN_GELU: return launch<PTQ_UN_GELU>(ctx, d, alpha, beta, n, x, y);
+    case PTQ_UN_GELU_TANH: return launch<PTQ_UN_GELU_TANH>(ctx, d, alpha, beta, n, x, y);
     }
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unary: unknown op %d", (int)op);
 }

@@ -1,13 +1,15 @@
-/* Reference Gather, Slice (byte copies on any fixed-size dtype) and Cast
- * between the numeric dtypes, as ONNX defines them; their CPU path too (the
- * shape arithmetic of exported models runs them on small int64 tensors).
- * Covered by tests/test_ops_zoo.c and the ONNX conformance run. */
+/* Reference Gather, Slice, Expand, Where (byte copies on any fixed-size
+ * dtype), Cast between the numeric dtypes, and Equal, Mod, Range on them, as
+ * ONNX defines them; their CPU path too (the shape arithmetic of exported
+ * models runs them on small int64 tensors). Covered by tests/test_ops_zoo.c,
+ * tests/test_ops_transformer.c and the ONNX conformance run. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "ptq/tensor.h"
 
 void ptq_k_gather_ref(size_t elem_bytes, int64_t outer, int64_t len, int64_t inner, int64_t n_idx,
                       const int64_t *idx, const void *x, void *y)
@@ -135,5 +137,96 @@ void ptq_k_cast_ref(ptq_cast_kind from, ptq_cast_kind to, int64_t n, const void 
             store_f(to, y, i, load_f(from, x, i));
         else
             store_i(to, y, i, load_i(from, x, i), is_signed(from));
+    }
+}
+
+void ptq_k_expand_ref(size_t elem_bytes, const ptq_bcast *bc, const void *a, void *y)
+{
+    const int64_t n = ptq_dims_prod(bc->out_dims, 0, bc->ndim);
+    const unsigned char *src = a;
+    unsigned char *dst = y;
+    for (int64_t i = 0; i < n; i++, dst += elem_bytes) {
+        int64_t ia, ib;
+        ptq_bcast_offsets(bc, i, &ia, &ib);
+        memcpy(dst, src + (size_t)ia * elem_bytes, elem_bytes);
+    }
+}
+
+void ptq_k_where_ref(size_t elem_bytes, int ndim, const int64_t *out_dims, const int64_t *c_stride,
+                     const int64_t *x_stride, const int64_t *y_stride, const uint8_t *cond, const void *x,
+                     const void *y, void *out)
+{
+    const int64_t n = ptq_dims_prod(out_dims, 0, ndim);
+    const unsigned char *xs = x, *ys = y;
+    unsigned char *dst = out;
+    for (int64_t i = 0; i < n; i++, dst += elem_bytes) {
+        int64_t ic = 0, ix = 0, iy = 0, r = i;
+        for (int d = ndim - 1; d >= 0; d--) {
+            const int64_t idx = r % out_dims[d];
+            r /= out_dims[d];
+            ic += idx * c_stride[d];
+            ix += idx * x_stride[d];
+            iy += idx * y_stride[d];
+        }
+        memcpy(dst, cond[ic] ? xs + (size_t)ix * elem_bytes : ys + (size_t)iy * elem_bytes, elem_bytes);
+    }
+}
+
+void ptq_k_equal_ref(ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b, uint8_t *y)
+{
+    const int64_t n = ptq_dims_prod(bc->out_dims, 0, bc->ndim);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ia, ib;
+        ptq_bcast_offsets(bc, i, &ia, &ib);
+        y[i] = is_float(kind) ? load_f(kind, a, ia) == load_f(kind, b, ib) : load_i(kind, a, ia) == load_i(kind, b, ib);
+    }
+}
+
+/* a mod b of integers held as 64-bit patterns (sign-extended when signed); b != 0. */
+static uint64_t int_mod(uint64_t a, uint64_t b, int is_signed_kind, int fmod_sign)
+{
+    if (!is_signed_kind)
+        return a % b;
+    const int64_t sa = (int64_t)a, sb = (int64_t)b;
+    if (sb == -1)
+        return 0; /* INT64_MIN % -1 overflows in C */
+    int64_t r = sa % sb;
+    if (!fmod_sign && r != 0 && (r < 0) != (sb < 0))
+        r += sb;
+    return (uint64_t)r;
+}
+
+int64_t ptq_k_mod_ref(ptq_cast_kind kind, int fmod_sign, const ptq_bcast *bc, const void *a, const void *b, void *y)
+{
+    const int64_t n = ptq_dims_prod(bc->out_dims, 0, bc->ndim);
+    int64_t zero_at = -1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ia, ib;
+        ptq_bcast_offsets(bc, i, &ia, &ib);
+        if (is_float(kind)) {
+            store_f(kind, y, i, fmod(load_f(kind, a, ia), load_f(kind, b, ib)));
+            continue;
+        }
+        const uint64_t ub = load_i(kind, b, ib);
+        if (ub == 0 && zero_at < 0)
+            zero_at = i;
+        store_i(kind, y, i, ub == 0 ? 0 : int_mod(load_i(kind, a, ia), ub, is_signed(kind), fmod_sign), 1);
+    }
+    return zero_at;
+}
+
+void ptq_k_range_ref(ptq_cast_kind kind, int64_t n, const void *start, const void *delta, void *y)
+{
+    if (kind == PTQ_CAST_F32) { /* in float, as numpy's arange of float32 scalars */
+        const float s = *(const float *)start, d = *(const float *)delta;
+        for (int64_t i = 0; i < n; i++)
+            ((float *)y)[i] = s + (float)i * d;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (is_float(kind))
+            store_f(kind, y, i, load_f(kind, start, 0) + (double)i * load_f(kind, delta, 0));
+        else /* wraps like the type's own arithmetic */
+            store_i(kind, y, i, load_i(kind, start, 0) + (uint64_t)i * load_i(kind, delta, 0), 1);
     }
 }

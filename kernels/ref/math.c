@@ -17,13 +17,8 @@ void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y
     for (int d = 0; d < bc->ndim; d++)
         n *= bc->out_dims[d];
     for (int64_t i = 0; i < n; i++) {
-        int64_t ia = 0, ib = 0, r = i;
-        for (int d = bc->ndim - 1; d >= 0; d--) {
-            int64_t idx = r % bc->out_dims[d];
-            r /= bc->out_dims[d];
-            ia += idx * bc->a_stride[d];
-            ib += idx * bc->b_stride[d];
-        }
+        int64_t ia, ib;
+        ptq_bcast_offsets(bc, i, &ia, &ib);
         y[i] = powf(a[ia], b[ib]);
     }
 }

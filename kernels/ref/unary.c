@@ -1,5 +1,6 @@
 /* Reference unary activations (Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid,
- * HardSwish, Tanh) and Erf as ONNX defines them, NaN passed through as numpy does.
+ * HardSwish, Tanh, Gelu exact and tanh) and Erf as ONNX defines them, NaN
+ * passed through as numpy does; Gelu in forms that do not cancel for x < 0.
  * The spec kernels/cpu/unary.c is checked against in tests/parity_elementwise.c. */
 #include <math.h>
 
@@ -24,6 +25,11 @@ static float unop(ptq_unop op, float alpha, float beta, float x)
         t = t > 1.0f ? 1.0f : t;
         return x * (t < 0.0f ? 0.0f : t);
     case PTQ_UN_TANH: return tanhf(x);
+    case PTQ_UN_ERF: return erff(x);
+    case PTQ_UN_GELU: return 0.5f * x * erfcf(x * -PTQ_GELU_SQRT1_2);
+    case PTQ_UN_GELU_TANH:
+        t = PTQ_GELU_TANH_K * (x + PTQ_GELU_TANH_C * (x * x * x));
+        return x / (1.0f + expf(-2.0f * t));
     }
     return x;
 }
@@ -33,10 +39,4 @@ void ptq_k_unary_ref(ptq_unop op, float alpha, float beta, int64_t n, const floa
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = unop(op, alpha, beta, x[i]);
-}
-
-void ptq_k_erf_ref(int64_t n, const float *x, float *y)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] = erff(x[i]);
 }

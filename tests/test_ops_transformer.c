@@ -1,0 +1,480 @@
+/* The ops transformer exports need (runtime/ops_transformer.c, Gelu and Erf
+ * in runtime/ops_activation.c): Gelu (exact and tanh against double, no
+ * cancellation for x < 0, opset 20 only), Split (input, attribute and
+ * num_outputs forms), Where and Expand (broadcasting), Range (float, int,
+ * the int64 extremes), Equal (NaN, -0), Mod (fmod 0 and 1, INT64_MIN % -1,
+ * zero divisors), errors naming the node; then one small graph of them all
+ * whose Range length comes from Shape: known at shape inference, run with two
+ * batch sizes on ref and cpu (and cuda when there is a GPU: the shape ops
+ * fall back to the CPU there) against a hand computation. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/onnx_build.h"
+#include "ptq/runtime.h"
+#include "testlib.h"
+
+extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
+    ptq_op_Equal, ptq_op_Mod;
+
+static double gelu_exact(double x)
+{
+    return 0.5 * x * erfc(-x / sqrt(2.0));
+}
+
+/* x/2 (1 + tanh(u)) = x / (1 + exp(-2u)), the form that does not cancel for x < 0 */
+static double gelu_tanh(double x)
+{
+    return x / (1.0 + exp(-2.0 * sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+}
+
+static void check_gelu_erf(void)
+{
+    test_op_case c;
+    enum { N = 4099 };
+    static float x[N], ref[N];
+    test_rand_seed(7);
+    test_fill_uniform(x, N, -12.0f, 12.0f);
+    const float specials[] = {0.0f, -0.0f, -10.0f, -5.0f, 3.0f, NAN, INFINITY};
+    memcpy(x, specials, sizeof specials);
+    const ptq_attr tanh_attr[] = {{.name = "approximate", .type = PTQ_ATTR_STRING, .s = "tanh"}};
+    const ptq_attr none_attr[] = {{.name = "approximate", .type = PTQ_ATTR_STRING, .s = "none"}};
+    for (int form = 0; form < 3; form++) { /* default, "none", "tanh" */
+        for (int fast = 0; fast < 2; fast++) {
+            test_case_init(&c, "Gelu", 20, form == 2 ? tanh_attr : none_attr, form ? 1 : 0, 1, 1);
+            test_case_input(&c, 0, PTQ_DT_FLOAT, x, 1, DIMS(N));
+            CHECK_MSG(test_case_run(&c, &ptq_op_Gelu, fast) == PTQ_OK, "%s", c.ctx.msg);
+            const float *y = c.out[0].data;
+            int n_bad = 0;
+            for (int i = 0; i < N; i++) {
+                if (isnan(x[i]) || isinf(x[i]))
+                    continue;
+                const double want = form == 2 ? gelu_tanh(x[i]) : gelu_exact(x[i]);
+                /* relative even where 1 + erf cancels; below -5 erfc magnifies the rounding of x/sqrt(2) */
+                n_bad += !(fabs(y[i] - want) <= 1e-37 + (x[i] < -5.0f ? 1e-4 : 4e-6) * fabs(want));
+            }
+            CHECK_MSG(n_bad == 0, "gelu form %d fast %d: %d values off", form, fast, n_bad);
+            CHECK(isnan(y[5]) && y[6] == INFINITY && y[2] < 0.0f && y[2] > -1e-20f);
+            if (!fast)
+                memcpy(ref, y, sizeof ref);
+            else
+                CHECK_MSG(memcmp(ref, y, sizeof ref) == 0, "gelu form %d: cpu differs from ref", form);
+            test_case_free(&c);
+        }
+    }
+    const ptq_attr bad[] = {{.name = "approximate", .type = PTQ_ATTR_STRING, .s = "fast"}};
+    test_case_init(&c, "Gelu", 20, bad, 1, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, x, 1, DIMS(N));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Gelu, 0), PTQ_ERR_FORMAT) &&
+          strstr(c.ctx.msg, "fast"));
+    test_case_free(&c);
+    /* Gelu is an opset-20 op: a graph at 17 is refused naming the node */
+    const ptq_op_def **ops = NULL;
+    test_case_init(&c, "Gelu", 17, NULL, 0, 1, 1);
+    c.graph.nodes = &c.node;
+    c.graph.n_nodes = 1;
+    CHECK(ptq_op_resolve(&c.ctx, &c.graph, &ops) == PTQ_ERR_UNSUPPORTED && strstr(c.ctx.msg, "node_under_test") &&
+          strstr(c.ctx.msg, "opset 20"));
+    free(ops);
+    c.graph.opset = 20;
+    CHECK(ptq_op_resolve(&c.ctx, &c.graph, &ops) == PTQ_OK && ops && ops[0] == &ptq_op_Gelu);
+    free(ops);
+
+    /* Erf runs the unary kernels: ref and cpu agree bit for bit, erf itself to float precision */
+    for (int fast = 0; fast < 2; fast++) {
+        test_case_init(&c, "Erf", 13, NULL, 0, 1, 1);
+        test_case_input(&c, 0, PTQ_DT_FLOAT, x, 1, DIMS(N));
+        CHECK_MSG(test_case_run(&c, &ptq_op_Erf, fast) == PTQ_OK, "%s", c.ctx.msg);
+        const float *y = c.out[0].data;
+        int n_bad = 0;
+        for (int i = 7; i < N; i++)
+            n_bad += !(fabs(y[i] - erf(x[i])) <= 2e-7 * fabs(erf(x[i])) + 1e-37);
+        CHECK_MSG(n_bad == 0, "erf fast %d: %d values off", fast, n_bad);
+        if (!fast)
+            memcpy(ref, y, sizeof ref);
+        else
+            CHECK(memcmp(ref, y, sizeof ref) == 0);
+        test_case_free(&c);
+    }
+}
+
+static void check_split(void)
+{
+    test_op_case c;
+    /* [2, 3] split [2, 1] along axis 1 (opset 13, the sizes an input) */
+    const float x[] = {0, 1, 2, 10, 11, 12};
+    const int64_t sizes[] = {2, 1};
+    const ptq_attr ax1[] = {{.name = "axis", .type = PTQ_ATTR_INT, .i = -1}};
+    test_case_init(&c, "Split", 13, ax1, 1, 2, 2);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, x, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, sizes, 1, DIMS(2));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Split, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float want0[] = {0, 1, 10, 11}, want1[] = {2, 12};
+    CHECK(test_dims_are(&c.out[0], 2, DIMS(2, 2)) && memcmp(c.out[0].data, want0, sizeof want0) == 0);
+    CHECK(test_dims_are(&c.out[1], 2, DIMS(2, 1)) && memcmp(c.out[1].data, want1, sizeof want1) == 0);
+    CHECK(ptq_op_host_input(&ptq_op_Split, 1) && !ptq_op_host_input(&ptq_op_Split, 0));
+    test_case_free(&c);
+    /* opset 18: num_outputs 3 of 7 int64 values -> 3, 3, 1 */
+    const int64_t v[] = {1, 2, 3, 4, 5, 6, 7};
+    const ptq_attr num3[] = {{.name = "num_outputs", .type = PTQ_ATTR_INT, .i = 3}};
+    test_case_init(&c, "Split", 18, num3, 1, 1, 3);
+    test_case_input(&c, 0, PTQ_DT_INT64, v, 1, DIMS(7));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Split, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(test_dims_are(&c.out[0], 1, DIMS(3)) && test_dims_are(&c.out[1], 1, DIMS(3)) &&
+          test_dims_are(&c.out[2], 1, DIMS(1)));
+    CHECK(((int64_t *)c.out[1].data)[0] == 4 && ((int64_t *)c.out[2].data)[0] == 7);
+    test_case_free(&c);
+    /* before 18 equal parts must divide the axis; opset 11 takes the sizes as an attribute, including 0 */
+    test_case_init(&c, "Split", 13, NULL, 0, 1, 3);
+    test_case_input(&c, 0, PTQ_DT_INT64, v, 1, DIMS(7));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Split, 0), PTQ_ERR_SHAPE));
+    test_case_free(&c);
+    const int64_t s043[] = {0, 4, 3};
+    const ptq_attr split_attr[] = {{.name = "split", .type = PTQ_ATTR_INTS, .n = 3, .ints = s043}};
+    test_case_init(&c, "Split", 11, split_attr, 1, 1, 3);
+    test_case_input(&c, 0, PTQ_DT_INT64, v, 1, DIMS(7));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Split, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(test_dims_are(&c.out[0], 1, DIMS(0)) && ((int64_t *)c.out[2].data)[0] == 5);
+    test_case_free(&c);
+    /* sizes that do not add up are named */
+    const int64_t short_sizes[] = {2, 2};
+    test_case_init(&c, "Split", 13, ax1, 1, 2, 2);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, x, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, short_sizes, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Split, 0), PTQ_ERR_SHAPE) &&
+          strstr(c.ctx.msg, "add up to 4"));
+    test_case_free(&c);
+}
+
+static void check_where_expand(void)
+{
+    test_op_case c;
+    /* cond [3, 1] with x [1, 2] (int64) and y a scalar -> [3, 2] */
+    const unsigned char cond[] = {1, 0, 1};
+    const int64_t x[] = {7, 8}, y = -1;
+    test_case_init(&c, "Where", 16, NULL, 0, 3, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, cond, 2, DIMS(3, 1));
+    test_case_input(&c, 1, PTQ_DT_INT64, x, 2, DIMS(1, 2));
+    test_case_input(&c, 2, PTQ_DT_INT64, &y, 0, NULL);
+    CHECK_MSG(test_case_run(&c, &ptq_op_Where, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const int64_t want[] = {7, 8, -1, -1, 7, 8};
+    CHECK(c.out[0].dtype == PTQ_DT_INT64 && test_dims_are(&c.out[0], 2, DIMS(3, 2)) &&
+          memcmp(c.out[0].data, want, sizeof want) == 0);
+    test_case_free(&c);
+    /* a float condition, and shapes that do not broadcast, are named */
+    const float fcond[] = {1, 0, 1};
+    for (int k = 0; k < 2; k++) {
+        test_case_init(&c, "Where", 16, NULL, 0, 3, 1);
+        test_case_input(&c, 0, k ? PTQ_DT_BOOL : PTQ_DT_FLOAT, k ? (const void *)cond : fcond, 1, DIMS(3));
+        test_case_input(&c, 1, PTQ_DT_INT64, x, 1, DIMS(2));
+        test_case_input(&c, 2, PTQ_DT_INT64, &y, 0, NULL);
+        CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Where, 0), k ? PTQ_ERR_SHAPE : PTQ_ERR_FORMAT));
+        test_case_free(&c);
+    }
+
+    /* Expand [3, 1] to shape [2, 1, 4] -> [2, 3, 4]; a 1 in the shape keeps the input's dim */
+    const float e[] = {1, 2, 3};
+    const int64_t shape[] = {2, 1, 4}, ones[] = {1, 1}, neg[] = {-2};
+    test_case_init(&c, "Expand", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, e, 2, DIMS(3, 1));
+    test_case_input(&c, 1, PTQ_DT_INT64, shape, 1, DIMS(3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Expand, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float *ye = c.out[0].data;
+    CHECK(test_dims_are(&c.out[0], 3, DIMS(2, 3, 4)) && ye[0] == 1 && ye[3] == 1 && ye[4] == 2 && ye[11] == 3 &&
+          ye[12] == 1 && ye[23] == 3);
+    test_case_free(&c);
+    test_case_init(&c, "Expand", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, e, 2, DIMS(1, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, ones, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_Expand, 0) == PTQ_OK && test_dims_are(&c.out[0], 2, DIMS(1, 3)) &&
+          memcmp(c.out[0].data, e, sizeof e) == 0);
+    test_case_free(&c);
+    test_case_init(&c, "Expand", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, e, 2, DIMS(1, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, neg, 1, DIMS(1));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Expand, 0), PTQ_ERR_SHAPE));
+    test_case_free(&c);
+}
+
+/* Range of three scalars of dtype dt into c->out[0]. */
+static ptq_status run_range(test_op_case *c, ptq_dtype dt, const void *start, const void *limit, const void *delta)
+{
+    test_case_init(c, "Range", 11, NULL, 0, 3, 1);
+    test_case_input(c, 0, dt, start, 0, NULL);
+    test_case_input(c, 1, dt, limit, 0, NULL);
+    test_case_input(c, 2, dt, delta, 0, NULL);
+    return test_case_run(c, &ptq_op_Range, 0);
+}
+
+static void check_range(void)
+{
+    test_op_case c;
+    const int64_t s = 0, l = 10, d = 3;
+    CHECK(run_range(&c, PTQ_DT_INT64, &s, &l, &d) == PTQ_OK);
+    const int64_t *y = c.out[0].data;
+    CHECK(test_dims_are(&c.out[0], 1, DIMS(4)) && y[0] == 0 && y[3] == 9);
+    test_case_free(&c);
+    const int32_t s32 = 10, l32 = 4, d32 = -3;
+    CHECK(run_range(&c, PTQ_DT_INT32, &s32, &l32, &d32) == PTQ_OK);
+    const int32_t *y32 = c.out[0].data;
+    CHECK(c.out[0].dtype == PTQ_DT_INT32 && test_dims_are(&c.out[0], 1, DIMS(2)) && y32[0] == 10 &&
+          y32[1] == 7);
+    test_case_free(&c);
+    const float sf = 1.0f, lf = 5.0f, df = 1.5f;
+    CHECK(run_range(&c, PTQ_DT_FLOAT, &sf, &lf, &df) == PTQ_OK);
+    const float *yf = c.out[0].data;
+    CHECK(test_dims_are(&c.out[0], 1, DIMS(3)) && yf[0] == 1.0f && yf[1] == 2.5f && yf[2] == 4.0f);
+    test_case_free(&c);
+    /* empty, and from INT64_MIN to INT64_MAX without overflow */
+    const int64_t l_low = -5, mn = INT64_MIN, mx = INT64_MAX;
+    CHECK(run_range(&c, PTQ_DT_INT64, &s, &l_low, &d) == PTQ_OK && test_dims_are(&c.out[0], 1, DIMS(0)));
+    test_case_free(&c);
+    CHECK(run_range(&c, PTQ_DT_INT64, &mn, &mx, &mx) == PTQ_OK);
+    y = c.out[0].data;
+    CHECK(test_dims_are(&c.out[0], 1, DIMS(3)) && y[0] == INT64_MIN && y[1] == -1 && y[2] == INT64_MAX - 1);
+    test_case_free(&c);
+    /* delta 0, and a range too long to hold, are named */
+    const int64_t zero = 0;
+    CHECK(test_fails_naming_node(&c, run_range(&c, PTQ_DT_INT64, &s, &l, &zero), PTQ_ERR_DATA));
+    test_case_free(&c);
+    const float tiny = 1e-30f;
+    CHECK(test_fails_naming_node(&c, run_range(&c, PTQ_DT_FLOAT, &sf, &lf, &tiny), PTQ_ERR_DATA));
+    test_case_free(&c);
+    CHECK(ptq_op_Range.host_inputs == 7u);
+}
+
+static void check_equal_mod(void)
+{
+    test_op_case c;
+    /* float Equal: -0 == 0, NaN never; broadcast [2, 1] with [3] */
+    const float a[] = {0.0f, NAN}, b[] = {-0.0f, NAN, 1.0f};
+    test_case_init(&c, "Equal", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, a, 2, DIMS(2, 1));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, b, 1, DIMS(3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Equal, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want_eq[] = {1, 0, 0, 0, 0, 0};
+    CHECK(c.out[0].dtype == PTQ_DT_BOOL && test_dims_are(&c.out[0], 2, DIMS(2, 3)) &&
+          memcmp(c.out[0].data, want_eq, sizeof want_eq) == 0);
+    test_case_free(&c);
+    const int64_t ia[] = {3, -1, 3}, ib = 3;
+    test_case_init(&c, "Equal", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, ia, 1, DIMS(3));
+    test_case_input(&c, 1, PTQ_DT_INT64, &ib, 0, NULL);
+    CHECK(test_case_run(&c, &ptq_op_Equal, 0) == PTQ_OK);
+    const unsigned char *eq = c.out[0].data;
+    CHECK(eq[0] == 1 && eq[1] == 0 && eq[2] == 1);
+    test_case_free(&c);
+    test_case_init(&c, "Equal", 13, NULL, 0, 2, 1); /* mixed dtypes are named */
+    test_case_input(&c, 0, PTQ_DT_INT64, ia, 1, DIMS(3));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, b, 1, DIMS(3));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Equal, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
+
+    /* Mod on int32: fmod 0 takes the divisor's sign (Python's %), fmod 1 the dividend's (C's %) */
+    const int32_t ma[] = {-4, 4, -4, 4, 7}, mb[] = {3, -3, -3, 3, 7};
+    const int32_t want_py[] = {2, -2, -1, 1, 0}, want_c[] = {-1, 1, -1, 1, 0};
+    const ptq_attr fmod1[] = {{.name = "fmod", .type = PTQ_ATTR_INT, .i = 1}};
+    for (int f = 0; f < 2; f++) {
+        test_case_init(&c, "Mod", 13, fmod1, f, 2, 1);
+        test_case_input(&c, 0, PTQ_DT_INT32, ma, 1, DIMS(5));
+        test_case_input(&c, 1, PTQ_DT_INT32, mb, 1, DIMS(5));
+        CHECK_MSG(test_case_run(&c, &ptq_op_Mod, 0) == PTQ_OK, "%s", c.ctx.msg);
+        CHECK_MSG(memcmp(c.out[0].data, f ? want_c : want_py, sizeof want_py) == 0, "fmod %d", f);
+        test_case_free(&c);
+    }
+    /* INT64_MIN % -1 is 0, not a trap; uint8 stays unsigned */
+    const int64_t big[] = {INT64_MIN, -7}, m1[] = {-1, 2};
+    test_case_init(&c, "Mod", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, big, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_INT64, m1, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_Mod, 0) == PTQ_OK && ((int64_t *)c.out[0].data)[0] == 0 &&
+          ((int64_t *)c.out[0].data)[1] == 1);
+    test_case_free(&c);
+    const uint8_t ua[] = {250, 7}, ub = 8;
+    test_case_init(&c, "Mod", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_UINT8, ua, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_UINT8, &ub, 0, NULL);
+    CHECK(test_case_run(&c, &ptq_op_Mod, 0) == PTQ_OK && ((uint8_t *)c.out[0].data)[0] == 2 &&
+          ((uint8_t *)c.out[0].data)[1] == 7);
+    test_case_free(&c);
+    /* floats: fmod 1 is C's fmod; fmod 0 is refused as ONNX says */
+    const float fa[] = {5.5f, -5.5f}, fb[] = {-2.0f, 2.0f};
+    test_case_init(&c, "Mod", 13, fmod1, 1, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, fa, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, fb, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_Mod, 0) == PTQ_OK && ((float *)c.out[0].data)[0] == 1.5f &&
+          ((float *)c.out[0].data)[1] == -1.5f);
+    test_case_free(&c);
+    test_case_init(&c, "Mod", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, fa, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, fb, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Mod, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
+    /* an integer zero divisor is named with the element */
+    const int32_t zb[] = {3, 0, 3, 3, 3};
+    test_case_init(&c, "Mod", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, ma, 1, DIMS(5));
+    test_case_input(&c, 1, PTQ_DT_INT32, zb, 1, DIMS(5));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Mod, 0), PTQ_ERR_DATA) &&
+          strstr(c.ctx.msg, "element 1"));
+    test_case_free(&c);
+}
+
+/* ---- the graph ---- */
+
+enum { SEQ = 4, HID = 6, SPLIT0 = 2 };
+static const float bias6[HID] = {0.5f, -1, 0.25f, 2, -0.5f, 1}, ln_scale[HID] = {1, 2, 0.5f, 1, 1, -1},
+                   ln_bias[HID] = {0, 0.1f, 0, -0.2f, 0, 0.3f};
+
+/* x [N, 4, 6] -> y: rows i with Range(0, dim 1)[i] % 2 == 0 keep x, the others 0 (Where), plus a bias
+ * Expanded to Shape(x), Split [2, 4] on the last axis, Gelu (tanh) on the second part, Concat,
+ * LayerNormalization. opset: 20, or 17 to see Gelu refused. */
+static ptq_graph *build_graph(ptq_ctx *ctx, int64_t opset)
+{
+    ptq_onnx_builder b;
+    memset(&b, 0, sizeof b);
+    const int64_t zero = 0, one = 1, two = 2, ax1[] = {1}, split[] = {SPLIT0, HID - SPLIT0};
+    const float zf = 0.0f;
+    ptq_ob_value(&b, 0, "x", 3, DIMS(-1, SEQ, HID));
+    ptq_ob_initializer(&b, "zero", 7, 0, NULL, &zero, sizeof zero);
+    ptq_ob_initializer(&b, "one", 7, 0, NULL, &one, sizeof one);
+    ptq_ob_initializer(&b, "two", 7, 0, NULL, &two, sizeof two);
+    ptq_ob_initializer(&b, "ax1", 7, 1, DIMS(1), ax1, sizeof ax1);
+    ptq_ob_initializer(&b, "split", 7, 1, DIMS(2), split, sizeof split);
+    ptq_ob_initializer(&b, "zf", 1, 0, NULL, &zf, sizeof zf);
+    ptq_ob_initializer(&b, "bias", 1, 3, DIMS(1, 1, HID), bias6, sizeof bias6);
+    ptq_ob_initializer(&b, "ln_scale", 1, 1, DIMS(HID), ln_scale, sizeof ln_scale);
+    ptq_ob_initializer(&b, "ln_bias", 1, 1, DIMS(HID), ln_bias, sizeof ln_bias);
+    const ptq_ob_attr axis_last = {.name = "axis", .type = PTQ_ATTR_INT, .i = -1};
+    const ptq_ob_attr tanh_form = {.name = "approximate", .type = PTQ_ATTR_STRING, .s = "tanh"};
+#define NODE(OP, INS, OUTS, N_ATTRS, ATTRS)                                                                      \
+    ptq_ob_node(&b, OP, OP "_0", (int)(sizeof INS / sizeof INS[0]), INS, (int)(sizeof OUTS / sizeof OUTS[0]), \
+                OUTS, N_ATTRS, ATTRS)
+    const char *in_shape[] = {"x"}, *out_shape[] = {"s"};
+    const char *in_gather[] = {"s", "one"}, *out_gather[] = {"seq"};
+    const char *in_range[] = {"zero", "seq", "one"}, *out_range[] = {"r"};
+    const char *in_mod[] = {"r", "two"}, *out_mod[] = {"m"};
+    const char *in_eq[] = {"m", "zero"}, *out_eq[] = {"e"};
+    const char *in_unsq[] = {"e", "ax1"}, *out_unsq[] = {"e2"};
+    const char *in_where[] = {"e2", "x", "zf"}, *out_where[] = {"w"};
+    const char *in_expand[] = {"bias", "s"}, *out_expand[] = {"ex"};
+    const char *in_add[] = {"w", "ex"}, *out_add[] = {"a"};
+    const char *in_split[] = {"a", "split"}, *out_split[] = {"p0", "p1"};
+    const char *in_gelu[] = {"p1"}, *out_gelu[] = {"g"};
+    const char *in_cat[] = {"p0", "g"}, *out_cat[] = {"c"};
+    const char *in_ln[] = {"c", "ln_scale", "ln_bias"}, *out_ln[] = {"y"};
+    NODE("Shape", in_shape, out_shape, 0, NULL);
+    NODE("Gather", in_gather, out_gather, 0, NULL);
+    NODE("Range", in_range, out_range, 0, NULL);
+    NODE("Mod", in_mod, out_mod, 0, NULL);
+    NODE("Equal", in_eq, out_eq, 0, NULL);
+    NODE("Unsqueeze", in_unsq, out_unsq, 0, NULL);
+    NODE("Where", in_where, out_where, 0, NULL);
+    NODE("Expand", in_expand, out_expand, 0, NULL);
+    NODE("Add", in_add, out_add, 0, NULL);
+    NODE("Split", in_split, out_split, 1, &axis_last);
+    NODE("Gelu", in_gelu, out_gelu, 1, &tanh_form);
+    NODE("Concat", in_cat, out_cat, 1, &axis_last);
+    NODE("LayerNormalization", in_ln, out_ln, 1, &axis_last);
+#undef NODE
+    ptq_ob_value(&b, 1, "y", 3, DIMS(-1, SEQ, HID));
+    void *bytes = NULL;
+    size_t n_bytes = 0;
+    ptq_graph *g = NULL;
+    if (ptq_ob_finish(ctx, &b, "transformer_ops", "test_ops_transformer", opset, &bytes, &n_bytes) != PTQ_OK ||
+        ptq_graph_load_onnx_bytes(ctx, bytes, n_bytes, NULL, &g) != PTQ_OK)
+        g = NULL;
+    free(bytes);
+    return g;
+}
+
+/* y [n, SEQ, HID] for x as build_graph's graph computes it, in double. */
+static void graph_expected(int64_t n, const float *x, double *y)
+{
+    for (int64_t r = 0; r < n * SEQ; r++) {
+        double row[HID], mu = 0, var = 0;
+        for (int j = 0; j < HID; j++) {
+            row[j] = ((r % SEQ) % 2 == 0 ? x[r * HID + j] : 0.0) + bias6[j];
+            if (j >= SPLIT0)
+                row[j] = gelu_tanh(row[j]);
+            mu += row[j] / HID;
+        }
+        for (int j = 0; j < HID; j++)
+            var += (row[j] - mu) * (row[j] - mu) / HID;
+        for (int j = 0; j < HID; j++)
+            y[r * HID + j] = (row[j] - mu) / sqrt(var + 1e-5) * ln_scale[j] + ln_bias[j];
+    }
+}
+
+static void check_graph(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = build_graph(&ctx, 20);
+    CHECK_MSG(g != NULL, "%s", ctx.msg);
+    if (!g)
+        return;
+    /* shape inference folds Shape -> Gather -> Range -> Mod -> Equal: Range's length is known at load */
+    CHECK_MSG(ptq_graph_infer_shapes(&ctx, g, 2) == PTQ_OK, "%s", ctx.msg);
+    const int r = ptq_graph_find_value(g, "r"), y = ptq_graph_find_value(g, "y"), e = ptq_graph_find_value(g, "e");
+    CHECK(r >= 0 && g->values[r].ndim == 1 && g->values[r].dims[0] == SEQ && g->values[r].dtype == PTQ_DT_INT64);
+    CHECK(e >= 0 && g->values[e].dtype == PTQ_DT_BOOL);
+    CHECK(y >= 0 && g->values[y].ndim == 3 && g->values[y].dims[0] == 2 && g->values[y].dims[2] == HID);
+    const int v_ex = ptq_graph_find_value(g, "ex"), p1 = ptq_graph_find_value(g, "p1");
+    CHECK(v_ex >= 0 && g->values[v_ex].ndim == 3 && g->values[v_ex].dims[0] == 2 && g->values[v_ex].dims[1] == SEQ);
+    CHECK(p1 >= 0 && g->values[p1].ndim == 3 && g->values[p1].dims[2] == HID - SPLIT0);
+
+    char why[256];
+    const int n_dev = ptq_cuda_available(why, sizeof why) ? 3 : 2;
+    static const ptq_device devices[] = {PTQ_DEVICE_REF, PTQ_DEVICE_CPU, PTQ_DEVICE_CUDA};
+    for (int d = 0; d < n_dev; d++) {
+        ptq_exec_params p;
+        ptq_exec *ex = NULL;
+        memset(&p, 0, sizeof p);
+        p.device = devices[d];
+        CHECK_MSG(ptq_exec_create(&ctx, g, &p, &ex) == PTQ_OK, "device %d: %s", d, ctx.msg);
+        for (int64_t n = 2; ex && n <= 3; n++) { /* the batch stays dynamic */
+            float x[3 * SEQ * HID];
+            double want[3 * SEQ * HID];
+            test_fill_uniform(x, n * SEQ * HID, -3.0f, 3.0f);
+            graph_expected(n, x, want);
+            ptq_tensor in = {.dtype = PTQ_DT_FLOAT, .ndim = 3, .dims = {n, SEQ, HID}, .data = x, .mem = PTQ_MEM_HOST};
+            ptq_tensor out;
+            memset(&out, 0, sizeof out);
+            ptq_status st = ptq_exec_run(&ctx, ex, &in, &out);
+            CHECK_MSG(st == PTQ_OK, "device %d batch %lld: %s", d, (long long)n, ctx.msg);
+            if (st != PTQ_OK)
+                continue;
+            CHECK(test_dims_are(&out, 3, DIMS(n, SEQ, HID)));
+            int n_bad = 0;
+            for (int64_t i = 0; i < n * SEQ * HID; i++)
+                n_bad += !(fabs(((const float *)out.data)[i] - want[i]) <= 1e-5 + 1e-5 * fabs(want[i]));
+            CHECK_MSG(n_bad == 0, "device %d batch %lld: %d values off", d, (long long)n, n_bad);
+        }
+        ptq_exec_free(ex);
+    }
+    ptq_graph_free(g);
+
+    /* the same graph at opset 17: Gelu is not an op there */
+    g = build_graph(&ctx, 17);
+    CHECK_MSG(g != NULL, "%s", ctx.msg);
+    ptq_exec_params p;
+    ptq_exec *ex = NULL;
+    memset(&p, 0, sizeof p);
+    CHECK(g && ptq_exec_create(&ctx, g, &p, &ex) == PTQ_ERR_UNSUPPORTED && strstr(ctx.msg, "Gelu"));
+    ptq_exec_free(ex);
+    ptq_graph_free(g);
+}
+
+int main(void)
+{
+    check_gelu_erf();
+    check_split();
+    check_where_expand();
+    check_range();
+    check_equal_mod();
+    check_graph();
+    return test_done("test_ops_transformer");
+}
