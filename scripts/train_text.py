@@ -19,7 +19,8 @@ length) and models/text_encoder.vocab.json (tokenizer, vocabulary, classes),
 writes the test and calibration (training) splits as HDF5 for ptq
 (--out-data: test.h5 and calib.h5 with input_ids, attention_mask, labels and
 a root attribute class_names) and checks that onnxruntime, when importable,
-gives the torch model's test accuracy and predictions.
+gives the torch model's test accuracy and predictions. models/ holds the
+one the defaults make (58.49% FP32 test top-1, majority class 24.4%; about 5 CPU minutes).
 Interpreter: Debian's /usr/bin/python3 (python3-torch 1.13, python3-onnx,
 python3-h5py) trains and exports; run it from a venv made with
 --system-site-packages that adds onnxruntime (scripts/setup.sh makes .venv

@@ -10,12 +10,13 @@ dataset-fashion-mnist with the demo model's preprocessing
 (scripts/train_demo_model.py) and exports models/fmnist_vit.onnx (opset 17:
 LayerNormalization, GELU as Erf; dynamic batch; `ptq.preprocess` metadata),
 then checks that onnxruntime, when importable, gives the torch model's test
-accuracy and predictions.
+accuracy and predictions. models/ holds the one the defaults make (7 epochs of
+all 60,000 images: 86.29% FP32 test top-1; about 10 CPU minutes on one thread).
 Interpreter: Debian's /usr/bin/python3 (python3-torch 1.13, python3-onnx)
 trains and exports; run it from a venv made with --system-site-packages that
 adds onnxruntime (scripts/setup.sh makes .venv so) to get the ORT check too.
 Run:
-    .venv/bin/python3 scripts/train_vit.py [--epochs 4] [--train-images 60000]
+    .venv/bin/python3 scripts/train_vit.py [--epochs 7] [--train-images 60000]
         [--threads 1] [--out models/fmnist_vit.onnx]
 """
 import argparse
@@ -97,7 +98,7 @@ def ort_check(path, net, xte, yte):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--epochs", type=int, default=7)
     ap.add_argument("--out", default="models/fmnist_vit.onnx")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
