@@ -115,12 +115,12 @@ def main():
     print(f"wrote {a.out} ({os.path.getsize(a.out)} bytes), FP32 test accuracy {evaluate(net, xte, yte) * 100:.2f}%")
 
 
-def export_onnx(net, x1, out, producer):
-    """net (eval mode) as ONNX opset 13 with a dynamic batch and the preprocessing ptq applies in metadata."""
+def export_onnx(net, x1, out, producer, opset=13):
+    """net (eval mode) as ONNX (opset 13 unless told) with a dynamic batch and the preprocessing ptq applies in metadata."""
     net.eval()
     tmp = out + ".tmp"
     kw = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
-    torch.onnx.export(net, x1, tmp, opset_version=13, input_names=["input"], output_names=["logits"],
+    torch.onnx.export(net, x1, tmp, opset_version=opset, input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, do_constant_folding=True, **kw)
     import onnx
     m = onnx.load(tmp)
