@@ -326,12 +326,15 @@ int64_t ptq_cudnn_chunk(const ptq_conv_params *p)
 
 /* GEMM-like algorithms only: each output a plain FP32 sum over its taps.
  * FFT and WINOGRAD_NONFUSED transform the data and round differently
- * (errors beyond kernels/ref's parity tolerance for wide layers). */
+ * (errors beyond kernels/ref's parity tolerance for wide layers).
+ * PTQ_CUDNN_WINOGRAD=0 passes over the fused WINOGRAD too, for
+ * bench/cudnn_winograd.sh's comparison of its rounding and speed. */
 static int allowed(cudnnConvolutionFwdAlgo_t a)
 {
+    const char *w = getenv("PTQ_CUDNN_WINOGRAD");
     return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
            a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT ||
-           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD;
+           (a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD && !(w && strcmp(w, "0") == 0));
 }
 
 /* Packed NC(spatial) dims and strides of [n, c, sp[first..2]]. */
