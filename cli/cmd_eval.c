@@ -120,7 +120,7 @@ int cmd_eval(int argc, char **argv)
         names[c] = ptq_dataset_class_name(s.data, c);
     cli_json *hdr = cli_json_header("eval", ptq_exec_device_name(s.exec));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
-    if ((st = cli_json_provenance(&ctx, hdr, so.model, so.data, s.data, &s.pre)) != PTQ_OK) {
+    if ((st = cli_json_provenance(&ctx, hdr, so.model, so.data, s.data, s.data_spec)) != PTQ_OK) {
         free(cli_json_done(hdr));
         goto done;
     }

@@ -156,7 +156,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(archive, &pv);
     PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), written);
-    char data_sha[65], spec[512];
+    char data_sha[65];
     PTQ_TRY(st, ptq_dataset_content_sha256(&ctx, s.data, data_sha), written);
     cli_json *hdr = cli_json_header("sensitivity", ptq_exec_device_name(s.exec));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
@@ -167,7 +167,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
     cli_json_str(hdr, "data", data);
     cli_json_str(hdr, "data_kind", ptq_dataset_kind(s.data));
     cli_json_str(hdr, "data_sha256", data_sha);
-    cli_json_str(hdr, "preprocess", ptq_preprocess_format(&s.pre, spec, sizeof spec));
+    cli_json_str(hdr, "preprocess", s.data_spec);
     cli_json_str(hdr, "core", ptq_prec_name(def->core));
     cli_json_str(hdr, "method", def->method);
     cli_json_num(hdr, "seed", (double)seed);

@@ -204,7 +204,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
     vo.class_names = names;
     cli_json *hdr = cli_json_header("validate", ptq_exec_device_name(eq));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(eq)));
-    if ((st = cli_json_provenance(&ctx, hdr, model, so.data, s.data, &s.pre)) != PTQ_OK) {
+    if ((st = cli_json_provenance(&ctx, hdr, model, so.data, s.data, s.data_spec)) != PTQ_OK) {
         free(cli_json_done(hdr));
         goto written;
     }
