@@ -189,9 +189,9 @@ int cli_get_all(const char *name, const char **values);
     "  --input NAME=DATASET  (repeatable) feed model input NAME from HDF5 dataset DATASET; by default an\n"  \
     "                       input reads the dataset of its own name (e.g. input_ids, attention_mask),\n"     \
     "                       as stored, no preprocessing; an image model's input names its images\n"
-/* The names of CLI_DATA_OPTS, for "as for `ptq eval`" help lines. */
-#define CLI_DATA_NAMES \
-    "--images-key, --labels-key, --layout, --allow-external-data, --labels, --classes, --output, --input"
+/* The names of CLI_DATA_OPTS but --input (which help lines add on their next line), for "as for `ptq
+ * eval`" help lines. */
+#define CLI_DATA_NAMES "--images-key, --labels-key, --layout, --allow-external-data, --labels, --classes, --output"
 
 
 /* Returns 0, or an exit code after printing the problem. */

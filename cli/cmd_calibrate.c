@@ -22,7 +22,7 @@ static const char calibrate_help[] =
     "method; `ptq merge` adds archives of disjoint shards exactly. The archive\n"
     "is the same whatever the batch size, device, order or sharding.\n"
     "\n"
-    "  --model FILE         ONNX model (one float32 image input)\n"
+    "  --model FILE         ONNX model (one float32 image input, or inputs fed by --input)\n"
     "  --data PATH          HDF5 file or PNG folder root/<class>/*.png (labels not needed)\n"
     "  --out FILE           the archive to write (written whole or not at all)\n"
     "  --samples N          observe N samples picked at random (by --seed) from D (default: all)\n"

@@ -17,7 +17,7 @@ static const char eval_help[] =
     "prints top-1/top-5 accuracy, per-class precision/recall/F1 and the\n"
     "confusion matrix.\n"
     "\n"
-    "  --model FILE         ONNX model (one float32 image input, logits output)\n"
+    "  --model FILE         ONNX model (one float32 image input, or inputs fed by --input; logits output)\n"
     "  --data PATH          HDF5 file or image folder root/<class>/*.{png,jpg,jpeg}\n"
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
     "  --math M             GPU convolutions and matrix products in fp32 (default, exact) or tf32\n"

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "ptq/batch.h"
 #include "ptq/dist.h"
 #include "ptq/memory.h"
 #include "ptq/runner.h"
@@ -235,9 +236,9 @@ static ptq_status check_logits(ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
  * killer: the input buffers, and the executor's activations alive at once
  * at the worst step of a run (by tensor liveness, as its memory plan holds
  * them). */
-static ptq_status batch_fits(ptq_ctx *ctx, const ptq_exec *e, int64_t batch, double sample_bytes, int n_bufs)
+static ptq_status batch_fits(ptq_ctx *ctx, const ptq_session *s, int64_t batch, int n_bufs)
 {
-    double need = (double)batch * (double)n_bufs * sample_bytes + ptq_exec_live_estimate(e, batch);
+    double need = ptq_batch_bytes(s, batch, n_bufs);
     if (need <= (double)ptq_memory_budget())
         return PTQ_OK;
     return ptq_fail(ctx, PTQ_ERR_NOMEM,
@@ -285,18 +286,14 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     const int n_bufs = p->prefetch ? 2 : 1;
     const int n_named = ptq_session_named_inputs(s) ? g->n_inputs : 0;
     ptq_tensor named[PTQ_DATASET_MAX_ARRAYS]; /* the named inputs' dtype and sample shape, then each batch's */
-    double sample_bytes = (double)sample * sizeof(float);
     if (n_named > PTQ_DATASET_MAX_ARRAYS)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "the model has %d inputs; ptq feeds at most %d", n_named,
                         PTQ_DATASET_MAX_ARRAYS);
-    if (n_named)
-        sample_bytes = 0;
     for (int k = 0; k < n_named; k++) {
         PTQ_TRY_RET(ptq_session_input_meta(ctx, s, k, &named[k], NULL));
         named[k].dims[0] = 1;
-        sample_bytes += (double)ptq_tensor_bytes(&named[k]);
     }
-    PTQ_TRY_RET(batch_fits(ctx, e, batch, sample_bytes, n_bufs));
+    PTQ_TRY_RET(batch_fits(ctx, s, batch, n_bufs));
     /* 8-bit images of the model's size go to the GPU as bytes and are normalized there */
     int planar = 0;
     int64_t dh, dw, dc;

@@ -161,8 +161,16 @@ def main():
         out = os.path.join(tmp, "run")
         rc, _, se = ptq("run", "--model", model, "--calib-data", renamed, "--data", renamed, "--out", out,
                         "--input", "input_ids=tokens", "--input", "attention_mask=mask", "--samples", "0")
-        check("run end to end with --input", rc == 0 and os.path.exists(os.path.join(out, "model_qdq.onnx")),
-              f"rc {rc}: {se[-400:]}")
+        qdq = os.path.join(out, "model_qdq.onnx")
+        check("run end to end with --input", rc == 0 and os.path.exists(qdq), f"rc {rc}: {se[-400:]}")
+        if os.path.exists(qdq):
+            q = ort_logits(qdq, ids, mask)
+            check("onnxruntime runs the Q/DQ export on the int64 inputs, near FP32",
+                  q.shape == want.shape and np.allclose(q, want, atol=0.05 * np.abs(want).max()),
+                  f"max diff {np.abs(q - want).max()} of {np.abs(want).max()}")
+        for cmd in ("eval", "calibrate", "validate", "sensitivity", "plan", "run"):
+            rc, so, _ = ptq(cmd, "--help")
+            check(f"{cmd} --help names --input", rc == 0 and "--input NAME=DATASET" in so)
 
         # 6. refusals
         bad = os.path.join(tmp, "float_ids.h5")
