@@ -27,6 +27,28 @@ void ptq_dataset_close(ptq_dataset *ds)
     free(ds);
 }
 
+/* A dataset for path (kind and format fields to fill; classes unknown). */
+static ptq_status ds_new(ptq_ctx *ctx, const char *path, ptq_dataset **out)
+{
+    ptq_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds || !(ds->path = strdup(path))) {
+        free(ds);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", path);
+    }
+    ds->n_classes = -1;
+    *out = ds;
+    return PTQ_OK;
+}
+
+/* Fails unless path opens for reading as a regular file. */
+static ptq_status check_readable(ptq_ctx *ctx, const char *path)
+{
+    int fd;
+    PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
+    close(fd);
+    return PTQ_OK;
+}
+
 ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out)
 {
     static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0, NULL, NULL};
@@ -43,17 +65,10 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "a %s file (%s) applies to image folders; %s is a file",
                         opts->labels_file ? "labels" : "classes",
                         opts->labels_file ? opts->labels_file : opts->classes_file, path);
-    if (!S_ISDIR(sb.st_mode)) {
-        int fd;
-        PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
-        close(fd);
-    }
-    ptq_dataset *ds = calloc(1, sizeof *ds);
-    if (!ds || !(ds->path = strdup(path))) {
-        free(ds);
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", path);
-    }
-    ds->n_classes = -1;
+    if (!S_ISDIR(sb.st_mode))
+        PTQ_TRY_RET(check_readable(ctx, path));
+    ptq_dataset *ds = NULL;
+    PTQ_TRY_RET(ds_new(ctx, path, &ds));
     if (S_ISDIR(sb.st_mode)) {
         ds->kind = "image-folder";
         st = ds_folder_open(ctx, ds, opts);
@@ -94,15 +109,9 @@ ptq_status ptq_dataset_open_arrays(ptq_ctx *ctx, const char *path, const ptq_dat
     if (S_ISDIR(sb.st_mode))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s is a folder; named model inputs are read from an HDF5 file",
                         path);
-    int fd;
-    PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
-    close(fd);
-    ptq_dataset *ds = calloc(1, sizeof *ds);
-    if (!ds || !(ds->path = strdup(path))) {
-        free(ds);
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", path);
-    }
-    ds->n_classes = -1;
+    PTQ_TRY_RET(check_readable(ctx, path));
+    ptq_dataset *ds = NULL;
+    PTQ_TRY_RET(ds_new(ctx, path, &ds));
     ds->kind = "hdf5";
     ptq_status st = ds_hdf5_open_arrays(ctx, ds, opts, keys, n_keys);
     if (st != PTQ_OK) {

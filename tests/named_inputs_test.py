@@ -21,6 +21,7 @@ try:
     import numpy as np
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
+    from multiio_test import close, eval_logits, top1
 except ImportError as e:  # pragma: no cover
     print(f"named_inputs_test: skipped ({e})")
     sys.exit(77)
@@ -63,24 +64,6 @@ def write_set(path, **arrays):
 def ort_logits(model, ids, mask):
     sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     return sess.run(["logits"], {"input_ids": ids.astype(np.int64), "attention_mask": mask.astype(np.int64)})[0]
-
-
-def eval_logits(tmp, model, data, *extra):
-    out = os.path.join(tmp, "logits.npy")
-    if os.path.exists(out):
-        os.remove(out)
-    rc, so, se = ptq("eval", "--model", model, "--data", data, "--logits", out, "--json", *extra)
-    got = np.load(out) if rc == 0 and os.path.exists(out) else None
-    rep = json.loads(so) if rc == 0 else {}
-    return rc, got, rep, se
-
-
-def close(a, b, tol=1e-5):
-    return a is not None and a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol)
-
-
-def top1(logits, labels):
-    return float(np.mean(np.argmax(logits, axis=1) == labels))
 
 
 def main():
