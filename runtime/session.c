@@ -304,8 +304,16 @@ static ptq_status open_named(ptq_ctx *ctx, ptq_session *s, const ptq_session_opt
     }
     if (!o->data)
         return PTQ_OK;
-    PTQ_TRY_RET(ptq_dataset_open_arrays(ctx, o->data, &o->dataset, (const char *const *)s->in_keys, g->n_inputs,
-                                        &s->data));
+    ptq_status st = ptq_dataset_open_arrays(ctx, o->data, &o->dataset, (const char *const *)s->in_keys,
+                                            g->n_inputs, &s->data);
+    if (st == PTQ_ERR_DATA && strncmp(ctx->msg, "no dataset ", 11) == 0) { /* say where the name came from */
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx->msg);
+        return ptq_fail(ctx, st, "%s; each model input reads the dataset of its name unless --input NAME=DATASET "
+                        "names another", why);
+    }
+    if (st != PTQ_OK)
+        return st;
     for (int i = 0; i < g->n_inputs; i++)
         PTQ_TRY_RET(fit_named_input(ctx, s, o->data, i, ptq_dataset_array_info(s->data, i)));
     s->n_samples = ptq_dataset_count(s->data);

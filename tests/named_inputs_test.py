@@ -5,10 +5,13 @@ fed from an HDF5 set of input_ids, attention_mask and labels. Checks `ptq
 eval` logits and top-1 equal onnxruntime's, that int32 and bool data are
 converted for int64 inputs, that --input maps renamed datasets (and that a
 dynamic L takes the data's), that `ptq calibrate` observes float tensors
-only and records the input mapping, that `ptq validate` runs on its default
-plan and `ptq run` end to end, and the refusals: a missing dataset, a float
+only and records the input mapping, that `ptq plan` quantizes no integer
+tensor, `ptq validate` runs the plan, `ptq run` goes end to end and
+onnxruntime runs its Q/DQ export, that every data command's help names
+--input, and the refusals: a missing dataset, a float
 dataset for an int64 input, a wrong sample shape, datasets of different
-sample counts, a malformed --input and --preprocess on a text model."""
+sample counts, a malformed --input and --preprocess on a text model; and that
+an image model's --input names its images dataset, as --images-key does."""
 import json
 import os
 import sys
@@ -155,7 +158,29 @@ def main():
             rc, so, _ = ptq(cmd, "--help")
             check(f"{cmd} --help names --input", rc == 0 and "--input NAME=DATASET" in so)
 
-        # 6. refusals
+        # 6. an image model: --input names its images dataset, preprocessed as with --images-key
+        img_model = os.path.join(tmp, "image.onnx")
+        g = helper.make_graph([helper.make_node("GlobalAveragePool", ["x"], ["gap"]),
+                               helper.make_node("Flatten", ["gap"], ["logits"])], "img",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4, 4])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 3])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(img_model, "wb") as f:
+            f.write(m.SerializeToString())
+        pixels = rng.integers(0, 256, size=(n, 4, 4, 3), dtype=np.uint8)
+        img_data = os.path.join(tmp, "pixels.h5")
+        with h5py.File(img_data, "w") as f:
+            f.create_dataset("pixels", data=pixels)
+            f.create_dataset("labels", data=labels % 3)
+        rc, by_key, rep_key, se = eval_logits(tmp, img_model, img_data, "--images-key", "pixels")
+        rc2, by_map, rep_map, se2 = eval_logits(tmp, img_model, img_data, "--input", "x=pixels")
+        img_want = pixels.astype(np.float32).mean(axis=(1, 2)) / 255.0
+        check("an image model's --input names its images", rc == 0 and rc2 == 0 and close(by_map, img_want) and
+              close(by_key, by_map, 0) and rep_map.get("preprocess") == rep_key.get("preprocess") and
+              rep_map.get("preprocess", "").startswith("scale="), f"rc {rc}/{rc2}: {se[-200:]} {se2[-200:]}")
+
+        # 7. refusals
         bad = os.path.join(tmp, "float_ids.h5")
         write_set(bad, input_ids=ids.astype(np.float32), attention_mask=mask, labels=labels)
         rc, _, _, se = eval_logits(tmp, model, bad)
