@@ -119,9 +119,10 @@ int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch,
 /* What a report was made from: "model" (path as given), "model_sha256",
  * "data" (path as given), "data_kind", "data_sha256"
  * (ptq_dataset_content_sha256: reads the set once more) and "preprocess"
- * (ptq_preprocess_format, every key). */
+ * (spec: ptq_session_data_spec, the images' preprocessing with every key,
+ * or the named inputs' datasets). */
 ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, const char *data,
-                               const ptq_dataset *ds, const ptq_preprocess *pre);
+                               const ptq_dataset *ds, const char *spec);
 
 /* Writes each batch's logits (what the consumers before it left) as rows of
  * a float32 .npy [rows, classes]: a runner consumer. */
@@ -159,16 +160,23 @@ ptq_status cli_rank_ids(ptq_ctx *ctx, int64_t **ids, int64_t *n_ids);
 /* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
 typedef struct cli_opt {
     const char *name;  /* without the dashes */
-    int takes_value;
-    const char *value; /* set by cli_parse; "1" for a flag seen */
+    int takes_value;   /* 0: a flag; 1: a value; CLI_REPEAT: a value, any number of times */
+    const char *value; /* set by cli_parse; "1" for a flag seen; the last of a repeated option */
 } cli_opt;
+/* A repeatable option (--input A=x --input B=y): cli_get_all gives every
+ * value in order, until the next cli_parse; at most CLI_MAX_REPEAT. */
+#define CLI_REPEAT 2
+#define CLI_MAX_REPEAT 16
+/* The values of repeatable option name from the last cli_parse into
+ * values[CLI_MAX_REPEAT]; returns how many. */
+int cli_get_all(const char *name, const char **values);
 
 /* The options that say how --data is read, in the option table of every
  * command that takes --data (cli_session_opts_from reads them), and their
  * help lines. */
 #define CLI_DATA_OPTS                                                                                         \
     {"images-key", 1, NULL}, {"labels-key", 1, NULL}, {"layout", 1, NULL}, {"allow-external-data", 0, NULL}, \
-        {"labels", 1, NULL}, {"classes", 1, NULL}, {"output", 1, NULL}
+        {"labels", 1, NULL}, {"classes", 1, NULL}, {"output", 1, NULL}, {"input", CLI_REPEAT, NULL}
 #define CLI_DATA_HELP                                                                                          \
     "  --images-key KEY     HDF5 dataset holding the images (default: images, x, data, X)\n"                   \
     "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"                \
@@ -181,8 +189,12 @@ typedef struct cli_opt {
     "                       \"NAME\" per line in index order or \"NAME INDEX\" lines (e.g. n01440764 0);\n"    \
     "                       a folder it does not name is refused\n"                                            \
     "  --output NAME        the model output holding the logits (default: the only output, else the\n"      \
-    "                       only float32 [N, classes] one)\n"
-/* The names of CLI_DATA_OPTS, for "as for `ptq eval`" help lines. */
+    "                       only float32 [N, classes] one)\n"                                                 \
+    "  --input NAME=DATASET  (repeatable) feed model input NAME from HDF5 dataset DATASET; by default an\n"  \
+    "                       input reads the dataset of its own name (e.g. input_ids, attention_mask),\n"     \
+    "                       as stored, no preprocessing; an image model's input names its images\n"
+/* The names of CLI_DATA_OPTS but --input (which help lines add on their next line), for "as for `ptq
+ * eval`" help lines. */
 #define CLI_DATA_NAMES "--images-key, --labels-key, --layout, --allow-external-data, --labels, --classes, --output"
 
 
@@ -227,6 +239,7 @@ double cli_peak_rss_mib(void);
  * the input geometry, checked against the data. */
 typedef struct cli_session {
     ptq_session *ps;  /* owns what follows */
+    char data_spec[1024]; /* ptq_session_data_spec: what reports and archives record as the preprocessing */
     ptq_graph *graph;
     ptq_exec *exec;
     ptq_dataset *data;
@@ -246,6 +259,8 @@ typedef struct cli_session_opts {
     const char *math;        /* "fp32" (NULL), "tf32" */
     const char *labels_file, *classes_file; /* image folders: --labels, --classes */
     const char *output;      /* --output: the logits output's name, or NULL */
+    const char *inputs[CLI_MAX_REPEAT]; /* --input NAME=DATASET, each as given */
+    int n_inputs;
 } cli_session_opts;
 
 /* "op type  nodes  ms  share" lines for the time the executor spent per op

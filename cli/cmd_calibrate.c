@@ -22,7 +22,7 @@ static const char calibrate_help[] =
     "method; `ptq merge` adds archives of disjoint shards exactly. The archive\n"
     "is the same whatever the batch size, device, order or sharding.\n"
     "\n"
-    "  --model FILE         ONNX model (one float32 image input)\n"
+    "  --model FILE         ONNX model (one float32 image input, or inputs fed by --input)\n"
     "  --data PATH          HDF5 file or PNG folder root/<class>/*.png (labels not needed)\n"
     "  --out FILE           the archive to write (written whole or not at all)\n"
     "  --samples N          observe N samples picked at random (by --seed) from D (default: all)\n"
@@ -144,7 +144,7 @@ int cmd_calibrate(int argc, char **argv)
     cli_progress prog;
     double t0 = 0;
     struct ptq_runner_steady steady = {0, 0.0}; /* after the first batch */
-    char sha[65], tmp[PTQ_TMP_NAME_BYTES] = "", pre[512];
+    char sha[65], tmp[PTQ_TMP_NAME_BYTES] = "";
     cli_session s;
     memset(&s, 0, sizeof s);
     const char *model = cli_get(opts, n_opts, "model");
@@ -161,7 +161,7 @@ int cmd_calibrate(int argc, char **argv)
     PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), run_done);
     const char *base = strrchr(model, '/');
     PTQ_TRY(st, ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model,
-                                       ptq_preprocess_format(&s.pre, pre, sizeof pre)), run_done);
+                                       s.data_spec), run_done);
     PTQ_TRY(st, ptq_calib_set_math(&ctx, set, ptq_math_name(ptq_exec_math(s.exec))), run_done);
     if (n_samples == 0 || n_samples > s.n_samples)
         n_samples = s.n_samples;

@@ -17,7 +17,7 @@ static const char eval_help[] =
     "prints top-1/top-5 accuracy, per-class precision/recall/F1 and the\n"
     "confusion matrix.\n"
     "\n"
-    "  --model FILE         ONNX model (one float32 image input, logits output)\n"
+    "  --model FILE         ONNX model (one float32 image input, or inputs fed by --input; logits output)\n"
     "  --data PATH          HDF5 file or image folder root/<class>/*.{png,jpg,jpeg}\n"
     "  --device DEV         cpu (default), cuda, or ref (plain reference kernels)\n"
     "  --math M             GPU convolutions and matrix products in fp32 (default, exact) or tf32\n"
@@ -120,7 +120,7 @@ int cmd_eval(int argc, char **argv)
         names[c] = ptq_dataset_class_name(s.data, c);
     cli_json *hdr = cli_json_header("eval", ptq_exec_device_name(s.exec));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
-    if ((st = cli_json_provenance(&ctx, hdr, so.model, so.data, s.data, &s.pre)) != PTQ_OK) {
+    if ((st = cli_json_provenance(&ctx, hdr, so.model, so.data, s.data, s.data_spec)) != PTQ_OK) {
         free(cli_json_done(hdr));
         goto done;
     }

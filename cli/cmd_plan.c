@@ -61,8 +61,8 @@ static const char plan_help[] =
     "  --max-moves N        move at most N tensors to FP16 (default: as many as it takes)\n"
     "  --data PATH          labelled data to validate on; --samples N (default 1000, 0: all), --seed S,\n"
     "                       --batch, --device, --threads, --preprocess and\n"
-    "                       " CLI_DATA_NAMES "\n"
-    "                       as for `ptq eval`\n";
+    "                       " CLI_DATA_NAMES ",\n"
+    "                       --input NAME=DATASET (repeatable) as for `ptq eval`\n";
 
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)

@@ -53,13 +53,15 @@ static const char run_help[] =
     "  --target T           trt (default) or ort-cpu: the plan's number formats, as for `ptq plan`\n"
     "                       (ort-cpu: uint8 activations, not with --budget)\n"
     "  --device, --batch, --threads, --preprocess, --output as for `ptq eval`\n"
+    "  --input NAME=DATASET  (repeatable) the HDF5 dataset feeding a model input, in both data sets,\n"
+    "                       as for `ptq eval` (default: the dataset of the input's name)\n"
     "  --force              run every stage again\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";
 
 
-enum { MAX_ARGS = 48 };
+enum { MAX_ARGS = 48 + 2 * CLI_MAX_REPEAT };
 
 /* One stage: the command and its arguments, the files it reads (hashed
  * into its key) and writes (all must exist for it to count as done). */
@@ -87,6 +89,13 @@ static void opt(stage *s, const char *name, const char *value)
         arg(s, name);
         arg(s, value);
     }
+}
+
+/* Every value of a repeatable option. */
+static void opts_all(stage *s, const char *name, const char *const *values, int n)
+{
+    for (int i = 0; i < n; i++)
+        opt(s, name, values[i]);
 }
 
 /* The content SHA-256 of a file, or of a data set folder (ptq_dataset_content_sha256, which covers the
@@ -146,12 +155,15 @@ int cmd_run(int argc, char **argv)
                       {"samples", 1, NULL}, {"core", 1, NULL},          {"method", 1, NULL},    {"device", 1, NULL},
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
                       {"help", 0, NULL},    {"target", 1, NULL},        {"labels", 1, NULL},    {"classes", 1, NULL},
-                      {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}, {"output", 1, NULL}};
+                      {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}, {"output", 1, NULL},
+                      {"input", CLI_REPEAT, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
     if (rc)
         return rc;
+    const char *inputs[CLI_MAX_REPEAT]; /* read before the stages parse theirs */
+    const int n_inputs = cli_get_all("input", inputs);
     if (cli_get(opts, n_opts, "help")) {
         fputs(run_help, stdout);
         return 0;
@@ -211,6 +223,7 @@ int cmd_run(int argc, char **argv)
     if (strcmp(csamples, "0") != 0) /* calibrate reads every image without --samples */
         opt(s, "--samples", csamples);
     opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+    opts_all(s, "--input", inputs, n_inputs);
     s = &st[n_st++];
     *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data},
                  .input_opts = {NULL, NULL, &data_opts}, .n_inputs = 3, .outputs = {p_sens, p_sens_md, p_sens_html},
@@ -220,6 +233,7 @@ int cmd_run(int argc, char **argv)
     opt(s, "--labels", labels), opt(s, "--classes", classes);
     opt(s, "--samples", vsamples), opt(s, "--core", core), opt(s, "--method", method), opt(s, "--output", output);
     opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+    opts_all(s, "--input", inputs, n_inputs);
     s = &st[n_st++];
     *s = (stage){.name = "plan", .cmd = cmd_plan, .inputs = {model, p_calib, p_sens, data},
                  .input_opts = {NULL, NULL, NULL, &data_opts}, .n_inputs = budget ? 4 : 2, .outputs = {p_plan, p_trace},
@@ -233,6 +247,7 @@ int cmd_run(int argc, char **argv)
         opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device), opt(s, "--batch", batch);
         opt(s, "--threads", threads), opt(s, "--preprocess", pre);
         opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
+        opts_all(s, "--input", inputs, n_inputs);
     }
     s = &st[n_st++];
     *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
@@ -243,6 +258,7 @@ int cmd_run(int argc, char **argv)
     opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
     opt(s, "--calib", p_calib), opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads);
     opt(s, "--preprocess", pre), opt(s, "--sensitivity", p_sens), opt(s, "--trace", budget ? p_trace : NULL);
+    opts_all(s, "--input", inputs, n_inputs);
     const char *export_method = method ? method : "percentile";
     struct {
         const char *fmt, *path;

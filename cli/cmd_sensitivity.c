@@ -35,7 +35,8 @@ static const char sensitivity_help[] =
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
     "  --placement P        the default plan's placement, as for `ptq plan` (default trt)\n"
     "  --device, --math, --batch, --threads, --preprocess, --progress,\n"
-    "  " CLI_DATA_NAMES " as for `ptq eval`;\n"
+    "  " CLI_DATA_NAMES ",\n"
+    "  --input NAME=DATASET (repeatable) as for `ptq eval`;\n"
     "  --json prints the JSON on stdout\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
@@ -158,7 +159,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
     ptq_calib_set_provenance(archive, &pv);
     cli_json *hdr = cli_json_header("sensitivity", ptq_exec_device_name(s.exec));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
-    st = cli_json_provenance(&ctx, hdr, model, data, s.data, &s.pre);
+    st = cli_json_provenance(&ctx, hdr, model, data, s.data, s.data_spec);
     if (st != PTQ_OK) {
         free(cli_json_done(hdr));
         goto written;

@@ -44,7 +44,8 @@ static const char validate_help[] =
     "  --trace FILE         PLAN.trace.json of `ptq plan --budget`: report.html adds the planner's moves\n"
     "  --recall-drop PTS    flag classes whose recall fell by more than this (default 1.0)\n"
     "  --device, --math, --batch, --threads, --limit, --preprocess, --progress,\n"
-    "  " CLI_DATA_NAMES " as for `ptq eval`;\n"
+    "  " CLI_DATA_NAMES ",\n"
+    "  --input NAME=DATASET (repeatable) as for `ptq eval`;\n"
     "  --json prints the JSON report on stdout\n"
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n"
     "\n"
@@ -204,7 +205,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
     vo.class_names = names;
     cli_json *hdr = cli_json_header("validate", ptq_exec_device_name(eq));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(eq)));
-    if ((st = cli_json_provenance(&ctx, hdr, model, so.data, s.data, &s.pre)) != PTQ_OK) {
+    if ((st = cli_json_provenance(&ctx, hdr, model, so.data, s.data, s.data_spec)) != PTQ_OK) {
         free(cli_json_done(hdr));
         goto written;
     }

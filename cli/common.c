@@ -113,10 +113,44 @@ int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, 
     return 0;
 }
 
+/* The values of the repeatable options the last cli_parse saw (one command
+ * parses at a time; `ptq run` reads its own before its stages parse). */
+static struct {
+    const char *name;
+    const char *values[CLI_MAX_REPEAT];
+    int n;
+} repeats[4];
+
+int cli_get_all(const char *name, const char **values)
+{
+    for (size_t k = 0; k < sizeof repeats / sizeof repeats[0]; k++)
+        if (repeats[k].name && strcmp(repeats[k].name, name) == 0) {
+            memcpy(values, repeats[k].values, (size_t)repeats[k].n * sizeof *values);
+            return repeats[k].n;
+        }
+    return 0;
+}
+
+/* Adds value to repeatable option o's list; 0, or an exit code. */
+static int add_repeat(const char *cmd, const cli_opt *o, const char *value)
+{
+    for (size_t k = 0; k < sizeof repeats / sizeof repeats[0]; k++) {
+        if (repeats[k].name && strcmp(repeats[k].name, o->name) != 0)
+            continue;
+        if (repeats[k].n == CLI_MAX_REPEAT)
+            return cli_usage_error(cmd, "--%s is given more than %d times", o->name, CLI_MAX_REPEAT);
+        repeats[k].name = o->name;
+        repeats[k].values[repeats[k].n++] = value;
+        return 0;
+    }
+    return cli_usage_error(cmd, "too many repeatable options");
+}
+
 int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
               int max_pos)
 {
     *n_pos = 0;
+    memset(repeats, 0, sizeof repeats);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
@@ -153,6 +187,8 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
                 return cli_usage_error(cmd, "option '--%s' needs a value", o->name);
             o->value = argv[++i];
         }
+        if (o->takes_value == CLI_REPEAT && add_repeat(cmd, o, o->value) != 0)
+            return EXIT_USAGE;
     }
     return 0;
 }

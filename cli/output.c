@@ -62,9 +62,9 @@ int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch,
 }
 
 ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, const char *data,
-                               const ptq_dataset *ds, const ptq_preprocess *pre)
+                               const ptq_dataset *ds, const char *spec)
 {
-    char model_sha[65], data_sha[65], spec[512];
+    char model_sha[65], data_sha[65];
     PTQ_TRY_RET(ptq_sha256_file(ctx, model, model_sha));
     PTQ_TRY_RET(ptq_dataset_content_sha256(ctx, ds, data_sha));
     cli_json_str(o, "model", model);
@@ -72,7 +72,7 @@ ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, con
     cli_json_str(o, "data", data);
     cli_json_str(o, "data_kind", ptq_dataset_kind(ds));
     cli_json_str(o, "data_sha256", data_sha);
-    cli_json_str(o, "preprocess", ptq_preprocess_format(pre, spec, sizeof spec));
+    cli_json_str(o, "preprocess", spec);
     return PTQ_OK;
 }
 

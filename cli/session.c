@@ -5,11 +5,31 @@
 
 #include "cli.h"
 
+/* "NAME=DATASET" (--input) into m, split at the first '='; names[] holds NAME. */
+static ptq_status parse_input_map(ptq_ctx *ctx, const char *arg, ptq_input_map *m, char *name, size_t n_name)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1] || (size_t)(eq - arg) >= n_name)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--input wants NAME=DATASET (a model input and an HDF5 dataset), got '%s'",
+                        arg);
+    memcpy(name, arg, (size_t)(eq - arg));
+    name[eq - arg] = '\0';
+    m->input = name;
+    m->dataset = eq + 1;
+    return PTQ_OK;
+}
+
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s)
 {
     memset(s, 0, sizeof *s);
     ptq_session_opts po;
     memset(&po, 0, sizeof po);
+    ptq_input_map map[CLI_MAX_REPEAT];
+    char names[CLI_MAX_REPEAT][256];
+    for (int i = 0; i < o->n_inputs && i < CLI_MAX_REPEAT; i++)
+        PTQ_TRY_RET(parse_input_map(ctx, o->inputs[i], &map[i], names[i], sizeof names[i]));
+    po.inputs = map;
+    po.n_inputs = o->n_inputs < CLI_MAX_REPEAT ? o->n_inputs : CLI_MAX_REPEAT;
     PTQ_TRY_RET(ptq_device_parse(ctx, o->device, &po.device, &po.cuda_device));
     PTQ_TRY_RET(ptq_math_parse(ctx, o->math, &po.math));
     po.model = o->model;
@@ -38,6 +58,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     s->exec = ptq_session_exec(s->ps);
     s->data = ptq_session_dataset(s->ps);
     s->pre = *ptq_session_preprocess(s->ps);
+    ptq_session_data_spec(s->ps, s->data_spec, sizeof s->data_spec);
     ptq_session_input_shape(s->ps, &s->channels, &s->height, &s->width);
     s->n_samples = ptq_session_n_samples(s->ps);
     return PTQ_OK;
@@ -118,6 +139,8 @@ cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)
                           cli_get(opts, n_opts, "layout"),     0,
                           cli_get(opts, n_opts, "allow-external-data") != NULL, cli_get(opts, n_opts, "math"),
                           cli_get(opts, n_opts, "labels"),     cli_get(opts, n_opts, "classes"),
-                          cli_get(opts, n_opts, "output")};
+                          cli_get(opts, n_opts, "output"),     {NULL},
+                          0};
+    o.n_inputs = cli_get(opts, n_opts, "input") ? cli_get_all("input", o.inputs) : 0;
     return o;
 }

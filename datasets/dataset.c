@@ -1,6 +1,7 @@
-/* ptq_dataset: open (a folder is an image folder, a file HDF5), close, the
- * accessors, and ptq_dataset_read's argument checks before it dispatches
- * to the format's reader. Covered by tests/test_datasets.c. */
+/* ptq_dataset: open (a folder is an image folder, a file HDF5; a set of
+ * named arrays), close, the accessors, and the reads' argument checks
+ * before they dispatch to the format's reader. Covered by
+ * tests/test_datasets.c and tests/test_named_inputs.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -19,8 +20,33 @@ void ptq_dataset_close(ptq_dataset *ds)
     ds_hdf5_free(ds->h5);
     ds_folder_free(ds->folder);
     ds_strings_free(ds->class_names, ds->n_classes);
+    for (int i = 0; i < ds->n_arrays; i++)
+        free((char *)ds->arrays[i].key);
+    free(ds->arrays);
     free(ds->path);
     free(ds);
+}
+
+/* A dataset for path (kind and format fields to fill; classes unknown). */
+static ptq_status ds_new(ptq_ctx *ctx, const char *path, ptq_dataset **out)
+{
+    ptq_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds || !(ds->path = strdup(path))) {
+        free(ds);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", path);
+    }
+    ds->n_classes = -1;
+    *out = ds;
+    return PTQ_OK;
+}
+
+/* Fails unless path opens for reading as a regular file. */
+static ptq_status check_readable(ptq_ctx *ctx, const char *path)
+{
+    int fd;
+    PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
+    close(fd);
+    return PTQ_OK;
 }
 
 ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out)
@@ -39,17 +65,10 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "a %s file (%s) applies to image folders; %s is a file",
                         opts->labels_file ? "labels" : "classes",
                         opts->labels_file ? opts->labels_file : opts->classes_file, path);
-    if (!S_ISDIR(sb.st_mode)) {
-        int fd;
-        PTQ_TRY_RET(ptq_file_open_read(ctx, path, &fd));
-        close(fd);
-    }
-    ptq_dataset *ds = calloc(1, sizeof *ds);
-    if (!ds || !(ds->path = strdup(path))) {
-        free(ds);
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", path);
-    }
-    ds->n_classes = -1;
+    if (!S_ISDIR(sb.st_mode))
+        PTQ_TRY_RET(check_readable(ctx, path));
+    ptq_dataset *ds = NULL;
+    PTQ_TRY_RET(ds_new(ctx, path, &ds));
     if (S_ISDIR(sb.st_mode)) {
         ds->kind = "image-folder";
         st = ds_folder_open(ctx, ds, opts);
@@ -63,6 +82,80 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
     }
     *out = ds;
     return PTQ_OK;
+}
+
+ptq_status ptq_dataset_open_arrays(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts,
+                                   const char *const *keys, int n_keys, ptq_dataset **out)
+{
+    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0, NULL, NULL};
+    struct stat sb;
+    *out = NULL;
+    if (!opts)
+        opts = &no_opts;
+    if (!path || !*path)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no data set path given");
+    if (n_keys < 1 || n_keys > PTQ_DATASET_MAX_ARRAYS || !keys)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: %d datasets asked for; 1 to %d can be read", path, n_keys,
+                        PTQ_DATASET_MAX_ARRAYS);
+    for (int i = 0; i < n_keys; i++)
+        if (!keys[i] || !keys[i][0])
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: dataset %d has no name", path, i);
+    if (opts->images_key || opts->layout || opts->labels_file || opts->classes_file)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "%s: a set of named arrays has no images, so no images key, layout, labels or classes file",
+                        path);
+    if (stat(path, &sb) != 0)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open data set %s: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s is a folder; named model inputs are read from an HDF5 file",
+                        path);
+    PTQ_TRY_RET(check_readable(ctx, path));
+    ptq_dataset *ds = NULL;
+    PTQ_TRY_RET(ds_new(ctx, path, &ds));
+    ds->kind = "hdf5";
+    ptq_status st = ds_hdf5_open_arrays(ctx, ds, opts, keys, n_keys);
+    if (st != PTQ_OK) {
+        ptq_dataset_close(ds);
+        return st;
+    }
+    *out = ds;
+    return PTQ_OK;
+}
+
+int ptq_dataset_n_arrays(const ptq_dataset *ds)
+{
+    return ds->n_arrays;
+}
+
+const ptq_dataset_array *ptq_dataset_array_info(const ptq_dataset *ds, int i)
+{
+    return i >= 0 && i < ds->n_arrays ? &ds->arrays[i] : NULL;
+}
+
+/* [start, start+n) within ds, and labels only from a labelled set. */
+static ptq_status check_range(ptq_ctx *ctx, const ptq_dataset *ds, int64_t start, int64_t n, const int32_t *labels)
+{
+    if (start < 0 || n < 0 || start > ds->count || n > ds->count - start)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "samples [%lld, %lld) out of range: %s has %lld", (long long)start,
+                        (long long)start + (long long)n, ds->path, (long long)ds->count);
+    if (labels && !ds->has_labels)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels", ds->path);
+    return PTQ_OK;
+}
+
+ptq_status ptq_dataset_read_arrays(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_dtype *as,
+                                   void *const *out, int32_t *labels)
+{
+    if (!ds->n_arrays)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was opened as an image set, not as named arrays", ds->path);
+    PTQ_TRY_RET(check_range(ctx, ds, start, n, labels));
+    if (n == 0)
+        return PTQ_OK;
+    for (int i = 0; i < ds->n_arrays; i++)
+        if (!out || !out[i] || !as)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no output buffer for dataset '%s' of %s", ds->arrays[i].key,
+                            ds->path);
+    return ds_hdf5_read_arrays(ctx, ds, start, n, as, out, labels);
 }
 
 ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
@@ -112,11 +205,9 @@ const char *ptq_dataset_kind(const ptq_dataset *ds)
 ptq_status ptq_dataset_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
                             float *x, int32_t *labels)
 {
-    if (start < 0 || n < 0 || start > ds->count || n > ds->count - start)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "samples [%lld, %lld) out of range: %s has %lld", (long long)start,
-                        (long long)start + (long long)n, ds->path, (long long)ds->count);
-    if (labels && !ds->has_labels)
-        return ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels", ds->path);
+    if (ds->n_arrays)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was opened as named arrays; it holds no images", ds->path);
+    PTQ_TRY_RET(check_range(ctx, ds, start, n, labels));
     ptq_status st = ds_preprocess_check(ctx, p);
     if (st != PTQ_OK || n == 0)
         return st;
@@ -137,11 +228,7 @@ ptq_status ptq_dataset_read_u8(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int
     int planar;
     if (!ptq_dataset_u8(ds, &planar))
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s does not store 8-bit images ptq can read as they are", ds->path);
-    if (start < 0 || n < 0 || start > ds->count || n > ds->count - start)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "samples [%lld, %lld) out of range: %s has %lld", (long long)start,
-                        (long long)start + (long long)n, ds->path, (long long)ds->count);
-    if (labels && !ds->has_labels)
-        return ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels", ds->path);
+    PTQ_TRY_RET(check_range(ctx, ds, start, n, labels));
     return n == 0 ? PTQ_OK : ds_hdf5_read_u8(ctx, ds, start, n, out, labels);
 }
 

@@ -32,6 +32,8 @@ struct ptq_dataset {
     char **class_names;            /* [n_classes] or NULL */
     int64_t range_samples;         /* float images: samples range_lo/hi were taken over; 0 otherwise */
     float range_lo, range_hi;
+    ptq_dataset_array *arrays;     /* [n_arrays] (ptq_dataset_open_arrays), keys owned; else NULL, 0 */
+    int n_arrays;
     ds_hdf5 *h5;                   /* exactly one of h5 and folder is set */
     ds_folder *folder;
 };
@@ -39,6 +41,11 @@ struct ptq_dataset {
 /* Per-format open (fills every field of ds but path/kind), read (x and
  * labels laid out as in ptq_dataset_read) and free. */
 ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts);
+/* An HDF5 set of arrays[n_keys] instead of images (ptq_dataset_open_arrays). */
+ptq_status ds_hdf5_open_arrays(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts, const char *const *keys,
+                               int n_keys);
+ptq_status ds_hdf5_read_arrays(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_dtype *as,
+                               void *const *out, int32_t *labels);
 ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p, float *x,
                         int32_t *labels);
 void ds_hdf5_free(ds_hdf5 *h);

@@ -1,7 +1,9 @@
 /* HDF5 image sets: images uint8/float32 as [N,H,W], [N,H,W,C] or [N,C,H,W]
  * and integer labels [N], read a hyperslab of a few MiB at a time so only
- * the requested samples come off disk. Covered by tests/test_datasets.c
- * and tests/datasets_test.py. */
+ * the requested samples come off disk; and sets of named arrays (token ids,
+ * masks) read as stored. Covered by tests/test_datasets.c,
+ * tests/datasets_test.py, tests/test_named_inputs.c and
+ * tests/named_inputs_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <stdio.h>
@@ -44,7 +46,9 @@ static size_t images_chunk_cache_bytes(hid_t file, const char *key)
 }
 
 struct ds_hdf5 {
-    hid_t file, images, labels; /* labels < 0: unlabelled */
+    hid_t file, images, labels; /* labels < 0: unlabelled; images < 0 in a set of arrays */
+    hid_t *arrays;              /* [n_arrays] (ptq_dataset_open_arrays) */
+    int n_arrays;
     char *images_key, *labels_key;
     ptq_dtype dtype;            /* PTQ_DT_UINT8 or PTQ_DT_FLOAT */
     int rank;
@@ -64,6 +68,10 @@ void ds_hdf5_free(ds_hdf5 *h)
     ds_h5_quiet_begin(&q);
     if (h->labels >= 0)
         H5Dclose(h->labels);
+    for (int i = 0; i < h->n_arrays; i++)
+        if (h->arrays[i] >= 0)
+            H5Dclose(h->arrays[i]);
+    free(h->arrays);
     if (h->images >= 0)
         H5Dclose(h->images);
     if (h->file >= 0)
@@ -301,9 +309,12 @@ static ptq_status open_labels(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "labels '%s' in %s have shape [%s]; expected [N] or [N,1]", key,
                         ds->path, shape);
     h->labels_rank = rank;
-    if ((int64_t)dims[0] != ds->count)
+    if ((int64_t)dims[0] != ds->count && h->images_key)
         return ptq_fail(ctx, PTQ_ERR_DATA, "labels '%s' in %s has %lld entries for %lld images in '%s'", key,
                         ds->path, (long long)dims[0], (long long)ds->count, h->images_key);
+    if ((int64_t)dims[0] != ds->count)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "labels '%s' in %s has %lld entries for %lld samples in '%s'", key,
+                        ds->path, (long long)dims[0], (long long)ds->count, ds->arrays[0].key);
     ds->has_labels = 1;
     return PTQ_OK;
 }
@@ -409,7 +420,7 @@ static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
     ptq_status st = PTQ_OK;
     hid_t holders[2] = {h->file, h->images};
     for (int i = 0; i < 2; i++)
-        if (H5Aexists(holders[i], "class_names") > 0) {
+        if (holders[i] >= 0 && H5Aexists(holders[i], "class_names") > 0) {
             hid_t a = H5Aopen(holders[i], "class_names", H5P_DEFAULT);
             snprintf(what, sizeof what, "attribute class_names of %s in %s", i ? h->images_key : "/", ds->path);
             st = a < 0 ? ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open %s", what)
@@ -429,38 +440,148 @@ static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
     return st;
 }
 
-ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts)
+/* Opens ds->path into ds->h5 (errors quiet already), refusing a file that
+ * refers to other files unless opts allows it. */
+static ptq_status open_file(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts)
 {
-    ptq_status st = PTQ_OK;
-    ds_hdf5 *h = NULL;
     char why[256];
-    ds_h5_quiet q;
-    ds_h5_quiet_begin(&q);
-    PTQ_TRY(st, ptq_h5_register_zstd(ctx), done);
-    if (H5Fis_hdf5(ds->path) <= 0) {
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is not an HDF5 file", ds->path);
-        goto done;
-    }
-    h = calloc(1, sizeof *h);
-    if (!h) {
-        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
-        goto done;
-    }
+    PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
+    if (H5Fis_hdf5(ds->path) <= 0)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is not an HDF5 file", ds->path);
+    ds_hdf5 *h = calloc(1, sizeof *h);
+    if (!h)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
     h->file = h->images = h->labels = -1;
     ds->h5 = h;
     h->file = H5Fopen(ds->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (h->file < 0) {
-        /* it was readable and has HDF5's signature: what fails is its content (truncated, corrupt) */
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open HDF5 file %s: %s", ds->path, ds_h5_error(why, sizeof why));
+    if (h->file < 0) /* it was readable and has HDF5's signature: what fails is its content (truncated, corrupt) */
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open HDF5 file %s: %s", ds->path, ds_h5_error(why, sizeof why));
+    if (!opts->allow_external_data)
+        return ds_h5_check_self_contained(ctx, h->file, ds->path,
+                                          "refusing to read it (allow it with --allow-external-data)");
+    return PTQ_OK;
+}
+
+ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts)
+{
+    ptq_status st = PTQ_OK;
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    PTQ_TRY(st, open_file(ctx, ds, opts), done);
+    PTQ_TRY(st, open_images(ctx, ds, ds->h5, opts), done);
+    PTQ_TRY(st, open_labels(ctx, ds, ds->h5, opts), done);
+    PTQ_TRY(st, open_class_names(ctx, ds, ds->h5), done);
+    PTQ_TRY(st, probe_float_range(ctx, ds, ds->h5), done);
+done:
+    ds_h5_quiet_end(&q);
+    return st;
+}
+
+/* The ptq dtype of an array's stored type; PTQ_DT_UNDEFINED when ptq does
+ * not read it (uint64, which int64 cannot hold, compounds, strings, other
+ * enums than h5py's 1-byte bool). */
+static ptq_dtype array_dtype(hid_t type)
+{
+    const H5T_class_t cls = H5Tget_class(type);
+    const size_t size = H5Tget_size(type);
+    if (cls == H5T_ENUM)
+        return size == 1 ? PTQ_DT_BOOL : PTQ_DT_UNDEFINED;
+    if (cls == H5T_FLOAT)
+        return size == 2 ? PTQ_DT_FLOAT16 : size == 4 ? PTQ_DT_FLOAT : size == 8 ? PTQ_DT_DOUBLE : PTQ_DT_UNDEFINED;
+    if (cls != H5T_INTEGER)
+        return PTQ_DT_UNDEFINED;
+    if (H5Tget_sign(type) == H5T_SGN_NONE)
+        return size == 1 ? PTQ_DT_UINT8 : size == 2 ? PTQ_DT_UINT16 : size == 4 ? PTQ_DT_UINT32 : PTQ_DT_UNDEFINED;
+    return size == 1 ? PTQ_DT_INT8 : size == 2 ? PTQ_DT_INT16 : size == 4 ? PTQ_DT_INT32 : size == 8 ? PTQ_DT_INT64
+                                                                                               : PTQ_DT_UNDEFINED;
+}
+
+/* Array i of ds from dataset key: its dtype and shape checked against what
+ * one sample may take and what the file could hold. */
+static ptq_status open_array(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, int i, const char *key)
+{
+    ptq_dataset_array *a = &ds->arrays[i];
+    char names[512], why[256], tname[64], shape[96];
+    if (!h5_exists(h->file, key)) {
+        list_root(h->file, names, sizeof names);
+        return ptq_fail(ctx, PTQ_ERR_DATA, "no dataset '%s' in %s (it has: %s)", key, ds->path, names);
+    }
+    if (!(a->key = strdup(key)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+    h->arrays[i] = H5Dopen2(h->file, key, H5P_DEFAULT);
+    if (h->arrays[i] < 0)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "'%s' in %s is not a readable dataset: %s", key, ds->path,
+                        ds_h5_error(why, sizeof why));
+    hid_t type = H5Dget_type(h->arrays[i]), space = H5Dget_space(h->arrays[i]);
+    hsize_t dims[PTQ_MAX_DIMS];
+    const int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (rank >= 1 && rank <= PTQ_MAX_DIMS)
+        H5Sget_simple_extent_dims(space, dims, NULL);
+    a->dtype = type >= 0 ? array_dtype(type) : PTQ_DT_UNDEFINED;
+    if (type >= 0)
+        type_name(type, tname, sizeof tname);
+    else
+        snprintf(tname, sizeof tname, "an unreadable type");
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    if (a->dtype == PTQ_DT_UNDEFINED)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                        "dataset '%s' in %s is %s; ptq reads int8-64, uint8-32, bool and float16-64 arrays", key,
+                        ds->path, tname);
+    if (rank < 1 || rank > PTQ_MAX_DIMS)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "dataset '%s' in %s has rank %d; ptq reads [N, ...] of rank 1 to %d", key,
+                        ds->path, rank, PTQ_MAX_DIMS);
+    shape_str(dims, rank, shape, sizeof shape);
+    /* a sample bounded before any size arithmetic, as 8-byte elements (the widest a model takes) */
+    uint64_t per = 8;
+    for (int d = 1; d < rank; d++)
+        if (dims[d] == 0 || __builtin_mul_overflow(per, (uint64_t)dims[d], &per) || per > SAMPLE_MAX_BYTES)
+            return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                            "dataset '%s' [%s] in %s: %s; ptq reads samples of 1 to %llu bytes", key, shape, ds->path,
+                            dims[d] == 0 ? "its samples are empty" : "one sample is too large",
+                            (unsigned long long)SAMPLE_MAX_BYTES);
+    if (dims[0] == 0 || dims[0] > (hsize_t)INT64_MAX)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "dataset '%s' [%s] in %s holds no samples", key, shape, ds->path);
+    struct stat sb;
+    const double declared = (double)dims[0] * (double)(per / 8) * (double)ptq_dtype_size(a->dtype);
+    if (stat(ds->path, &sb) == 0 && declared > (double)sb.st_size * DS_H5_MAX_COMPRESSION)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                        "dataset '%s' [%s] in %s declares %.3g bytes in a file of %lld bytes: more than any "
+                        "compression could hold; a truncated or forged file",
+                        key, shape, ds->path, declared, (long long)sb.st_size);
+    a->ndim = rank;
+    for (int d = 0; d < rank; d++)
+        a->dims[d] = (int64_t)dims[d];
+    if (i > 0 && a->dims[0] != ds->count)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "dataset '%s' in %s has %lld samples but '%s' has %lld", key, ds->path,
+                        (long long)a->dims[0], ds->arrays[0].key, (long long)ds->count);
+    ds->count = a->dims[0];
+    return PTQ_OK;
+}
+
+ptq_status ds_hdf5_open_arrays(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts, const char *const *keys,
+                               int n_keys)
+{
+    ptq_status st = PTQ_OK;
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    PTQ_TRY(st, open_file(ctx, ds, opts), done);
+    ds_hdf5 *h = ds->h5;
+    ds->arrays = calloc((size_t)n_keys, sizeof *ds->arrays);
+    h->arrays = malloc((size_t)n_keys * sizeof *h->arrays);
+    if (!ds->arrays || !h->arrays) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
         goto done;
     }
-    if (!opts->allow_external_data)
-        PTQ_TRY(st, ds_h5_check_self_contained(ctx, h->file, ds->path,
-                                               "refusing to read it (allow it with --allow-external-data)"), done);
-    PTQ_TRY(st, open_images(ctx, ds, h, opts), done);
+    for (int i = 0; i < n_keys; i++)
+        h->arrays[i] = -1;
+    ds->n_arrays = h->n_arrays = n_keys;
+    for (int i = 0; i < n_keys; i++)
+        PTQ_TRY(st, open_array(ctx, ds, h, i, keys[i]), done);
     PTQ_TRY(st, open_labels(ctx, ds, h, opts), done);
     PTQ_TRY(st, open_class_names(ctx, ds, h), done);
-    PTQ_TRY(st, probe_float_range(ctx, ds, h), done);
 done:
     ds_h5_quiet_end(&q);
     return st;
@@ -471,7 +592,7 @@ done:
 static int select_samples(hid_t dset, int rank, const hsize_t *dims, int64_t start, int64_t n, hid_t *fspace,
                           hid_t *mspace)
 {
-    hsize_t off[4] = {0, 0, 0, 0}, count[4];
+    hsize_t off[PTQ_MAX_DIMS] = {0}, count[PTQ_MAX_DIMS];
     for (int i = 0; i < rank; i++)
         count[i] = dims[i];
     off[0] = (hsize_t)start;
@@ -627,6 +748,54 @@ ptq_status ds_hdf5_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n,
     if (labels)
         st = read_labels(ctx, ds, start, n, labels);
 done:
+    ds_h5_quiet_end(&q);
+    return st;
+}
+
+/* The HDF5 memory type of a dtype ptq_dataset_read_arrays converts to. */
+static hid_t array_mem_type(ptq_dtype as)
+{
+    switch (as) {
+    case PTQ_DT_INT64: return H5T_NATIVE_INT64;
+    case PTQ_DT_INT32: return H5T_NATIVE_INT32;
+    case PTQ_DT_UINT8:
+    case PTQ_DT_BOOL: return H5T_NATIVE_UINT8;
+    case PTQ_DT_FLOAT: return H5T_NATIVE_FLOAT;
+    default: return -1;
+    }
+}
+
+ptq_status ds_hdf5_read_arrays(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_dtype *as,
+                               void *const *out, int32_t *labels)
+{
+    ds_hdf5 *h = ds->h5;
+    ptq_status st = PTQ_OK;
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    for (int i = 0; i < h->n_arrays && st == PTQ_OK; i++) {
+        const ptq_dataset_array *a = &ds->arrays[i];
+        const hid_t mem = array_mem_type(as[i]);
+        if (mem < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot read dataset '%s' of %s as %s", a->key, ds->path,
+                          ptq_dtype_name(as[i]));
+            break;
+        }
+        hsize_t dims[PTQ_MAX_DIMS];
+        for (int d = 0; d < a->ndim; d++)
+            dims[d] = (hsize_t)a->dims[d];
+        hid_t fspace, mspace;
+        char why[256];
+        int ok = select_samples(h->arrays[i], a->ndim, dims, start, n, &fspace, &mspace) &&
+                 H5Dread(h->arrays[i], mem, mspace, fspace, H5P_DEFAULT, out[i]) >= 0;
+        if (!ok)
+            ds_h5_error(why, sizeof why);
+        close_spaces(fspace, mspace);
+        if (!ok)
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read samples %lld..%lld of '%s' in %s as %s: %s",
+                          (long long)start, (long long)(start + n - 1), a->key, ds->path, ptq_dtype_name(as[i]), why);
+    }
+    if (st == PTQ_OK && labels)
+        st = read_labels(ctx, ds, start, n, labels);
     ds_h5_quiet_end(&q);
     return st;
 }

@@ -1,5 +1,5 @@
 /* The runner (include/ptq/runner.h): picks samples, reads and preprocesses
- * them batch by batch (the next batch on a worker thread while the executor
+ * them (images; named inputs as stored) batch by batch (the next batch on a worker thread while the executor
  * computes this one), runs the session's executor and hands each batch to
  * the consumers in order. Covered by tests/test_runner.c and the cli tests. */
 #define _POSIX_C_SOURCE 200809L
@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "ptq/batch.h"
 #include "ptq/dist.h"
 #include "ptq/memory.h"
 #include "ptq/runner.h"
@@ -137,6 +138,10 @@ typedef struct slot_buf {
     float *x;           /* [batch, sample] */
     uint8_t *u8;        /* or the images as stored, [batch, img_bytes] (normalized on the GPU) */
     int64_t img_bytes;
+    int n_named;        /* or the named inputs (ptq_session_named_inputs): */
+    void *named[PTQ_DATASET_MAX_ARRAYS]; /* [batch, named_bytes[k]] each */
+    size_t named_bytes[PTQ_DATASET_MAX_ARRAYS]; /* bytes of one sample */
+    ptq_dtype as[PTQ_DATASET_MAX_ARRAYS];       /* the model input's dtype */
     int32_t *labels;    /* [batch] or NULL */
     const int64_t *ids;
     int64_t n;
@@ -161,8 +166,15 @@ static void *read_batch(void *arg)
         while (j < b->n && b->ids[j] == b->ids[j - 1] + 1)
             j++;
         int32_t *labels = b->labels ? b->labels + i : NULL;
-        b->st = b->u8 ? ptq_dataset_read_u8(&b->ctx, b->ds, b->ids[i], j - i, b->u8 + i * b->img_bytes, labels)
-                      : ptq_dataset_read(&b->ctx, b->ds, b->ids[i], j - i, b->pre, b->x + i * b->sample, labels);
+        void *named[PTQ_DATASET_MAX_ARRAYS];
+        for (int k = 0; k < b->n_named; k++)
+            named[k] = (char *)b->named[k] + (size_t)i * b->named_bytes[k];
+        if (b->n_named)
+            b->st = ptq_dataset_read_arrays(&b->ctx, b->ds, b->ids[i], j - i, b->as, named, labels);
+        else if (b->u8)
+            b->st = ptq_dataset_read_u8(&b->ctx, b->ds, b->ids[i], j - i, b->u8 + i * b->img_bytes, labels);
+        else
+            b->st = ptq_dataset_read(&b->ctx, b->ds, b->ids[i], j - i, b->pre, b->x + i * b->sample, labels);
         i = j;
     }
     b->secs = ptq_clock_s() - t0;
@@ -224,9 +236,9 @@ static ptq_status check_logits(ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
  * killer: the input buffers, and the executor's activations alive at once
  * at the worst step of a run (by tensor liveness, as its memory plan holds
  * them). */
-static ptq_status batch_fits(ptq_ctx *ctx, const ptq_exec *e, int64_t batch, int64_t sample, int n_bufs)
+static ptq_status batch_fits(ptq_ctx *ctx, const ptq_session *s, int64_t batch, int n_bufs)
 {
-    double need = (double)batch * (double)n_bufs * (double)sample * sizeof(float) + ptq_exec_live_estimate(e, batch);
+    double need = ptq_batch_bytes(s, batch, n_bufs);
     if (need <= (double)ptq_memory_budget())
         return PTQ_OK;
     return ptq_fail(ctx, PTQ_ERR_NOMEM,
@@ -272,28 +284,44 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     const int64_t sample = c * h * w,
                   batch = fixed > 0 ? fixed : p->n_ids < p->batch ? (p->n_ids ? p->n_ids : 1) : p->batch;
     const int n_bufs = p->prefetch ? 2 : 1;
-    PTQ_TRY_RET(batch_fits(ctx, e, batch, sample, n_bufs));
+    const int n_named = ptq_session_named_inputs(s) ? g->n_inputs : 0;
+    ptq_tensor named[PTQ_DATASET_MAX_ARRAYS]; /* the named inputs' dtype and sample shape, then each batch's */
+    if (n_named > PTQ_DATASET_MAX_ARRAYS)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "the model has %d inputs; ptq feeds at most %d", n_named,
+                        PTQ_DATASET_MAX_ARRAYS);
+    for (int k = 0; k < n_named; k++) {
+        PTQ_TRY_RET(ptq_session_input_meta(ctx, s, k, &named[k], NULL));
+        named[k].dims[0] = 1;
+    }
+    PTQ_TRY_RET(batch_fits(ctx, s, batch, n_bufs));
     /* 8-bit images of the model's size go to the GPU as bytes and are normalized there */
     int planar = 0;
     int64_t dh, dw, dc;
     ptq_dataset_geometry(ds, &dh, &dw, &dc);
     const char *dev_pre = getenv("PTQ_DEVICE_PREPROCESS");
-    const int u8 = ptq_exec_device(e) == PTQ_DEVICE_CUDA && ptq_dataset_u8(ds, &planar) && dh == h && dw == w &&
+    const int u8 = !n_named && ptq_exec_device(e) == PTQ_DEVICE_CUDA && ptq_dataset_u8(ds, &planar) && dh == h && dw == w &&
                    dc >= 1 && dc <= 4 && (c == 1 || c == 3) && !(dev_pre && strcmp(dev_pre, "0") == 0);
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!outs)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n_bufs; i++) {
         buf[i].img_bytes = dh * dw * dc;
+        int named_ok = 1;
+        buf[i].n_named = n_named;
+        for (int k = 0; k < n_named; k++) {
+            buf[i].named_bytes[k] = ptq_tensor_bytes(&named[k]);
+            buf[i].as[k] = named[k].dtype;
+            named_ok &= (buf[i].named[k] = malloc((size_t)batch * buf[i].named_bytes[k])) != NULL;
+        }
         if (u8) /* page-locked: the upload overlaps the host */
             (void)ptq_exec_host_alloc(ctx, e, (size_t)batch * (size_t)buf[i].img_bytes, (void **)&buf[i].u8);
-        else
+        else if (!n_named) /* named inputs need no image buffer */
             buf[i].x = malloc((size_t)batch * (size_t)sample * sizeof *buf[i].x);
         buf[i].labels = labelled ? malloc((size_t)batch * sizeof *buf[i].labels) : NULL;
         buf[i].ds = ds;
         buf[i].pre = pre;
         buf[i].sample = sample;
-        if ((!buf[i].x && !buf[i].u8) || (labelled && !buf[i].labels)) {
+        if ((!n_named && !buf[i].x && !buf[i].u8) || !named_ok || (labelled && !buf[i].labels)) {
             st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a batch of %lld images", (long long)batch);
             goto done;
         }
@@ -329,7 +357,11 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
         b.n = n;
         b.ids = p->ids + start;
         const ptq_u8_batch im = {cur->u8, n, h, w, dc, planar};
-        b.inputs = u8 ? NULL : &in;
+        for (int k = 0; k < n_named; k++) {
+            named[k].dims[0] = n;
+            named[k].data = cur->named[k];
+        }
+        b.inputs = n_named ? named : u8 ? NULL : &in;
         b.images = u8 ? &im : NULL;
         b.labels = cur->labels;
         b.outputs = NULL;
@@ -341,7 +373,7 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
         if (u8) {
             PTQ_TRY(st, ptq_exec_run_u8(ctx, e, &im, pre, outs), done);
         } else {
-            PTQ_TRY(st, ptq_exec_run(ctx, e, &in, outs), done);
+            PTQ_TRY(st, ptq_exec_run(ctx, e, b.inputs, outs), done);
         }
         r.exec_s += ptq_clock_s() - t0;
         b.outputs = outs;
@@ -375,6 +407,8 @@ done:
             buf[i].running = 0;
         }
         free(buf[i].x);
+        for (int k = 0; k < buf[i].n_named; k++)
+            free(buf[i].named[k]);
         if (buf[i].u8)
             ptq_exec_host_free(e, buf[i].u8);
         free(buf[i].labels);

@@ -2,7 +2,11 @@
  * its executor on the requested device (the CPU, with a note, when no GPU
  * is usable and that is allowed; a note when the GPU runs without cuDNN),
  * the preprocessing from the model's metadata and the caller's overrides,
- * and the input geometry checked against the data. Covered by tests/test_runner.c and tests/cli_test.py. */
+ * and the input geometry checked against the data; or, for a model that is
+ * not one image input, each input fed from a named HDF5 dataset, its dtype
+ * and shape checked. Covered by tests/test_runner.c, tests/cli_test.py,
+ * tests/test_named_inputs.c and tests/named_inputs_test.py. */
+#define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +31,9 @@ struct ptq_session {
     int logits;      /* index into graph->outputs of the logits, when logits_st.code is PTQ_OK */
     ptq_ctx logits_st; /* how picking the logits output went */
     int64_t fixed_batch; /* the input's dim 0 when the model fixes it, else 0 */
+    int named;           /* 1: the inputs are fed from named datasets (in_meta, in_keys) */
+    ptq_tensor *in_meta; /* [g->n_inputs] named inputs: dtype and shape, dims[0] 0 */
+    char **in_keys;      /* [g->n_inputs] the dataset feeding each */
     char notes[2048]; /* several notes can apply at once (device, preprocessing, data) */
 };
 
@@ -105,13 +112,13 @@ static void input_geometry(const ptq_value *in, ptq_preprocess *p)
     }
 }
 
-/* "'a' float32 [1,10], 'b' float32 [1,5]": the graph's outputs for a message. */
-static void list_outputs(const ptq_graph *g, char *buf, size_t n_buf)
+/* "'a' float32 [1,10], 'b' float32 [1,5]": values ids[n] of g (its outputs, its inputs) for a message. */
+static void list_values(const ptq_graph *g, const int *ids, int n, char *buf, size_t n_buf)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int i = 0; i < g->n_outputs && used + 1 < n_buf; i++) {
-        const ptq_value *v = &g->values[g->outputs[i]];
+    for (int i = 0; i < n && used + 1 < n_buf; i++) {
+        const ptq_value *v = &g->values[ids[i]];
         char dims[96];
         int k = snprintf(buf + used, n_buf - used, "%s'%s' %s [%s]", i ? ", " : "", v->name,
                          ptq_dtype_name(v->dtype), v->ndim >= 0 ? ptq_dims_str(v->dims, v->ndim, dims, sizeof dims) : "?");
@@ -127,7 +134,7 @@ static ptq_status pick_logits(ptq_ctx *ctx, ptq_session *s, const char *model, c
 {
     const ptq_graph *g = s->graph;
     char outs[1024];
-    list_outputs(g, outs, sizeof outs);
+    list_values(g, g->outputs, g->n_outputs, outs, sizeof outs);
     if (name) {
         for (int i = 0; i < g->n_outputs; i++)
             if (strcmp(g->values[g->outputs[i]].name, name) == 0) {
@@ -170,6 +177,149 @@ static int spec_names(const char *spec, const char *key)
     return 0;
 }
 
+/* 1 for the model ptq reads images into: one float32 input of rank 4. */
+static int image_model(const ptq_graph *g)
+{
+    return g->n_inputs == 1 && g->values[g->inputs[0]].dtype == PTQ_DT_FLOAT && g->values[g->inputs[0]].ndim == 4;
+}
+
+/* Each --input entry names a model input, once, and a dataset. */
+static ptq_status check_input_map(ptq_ctx *ctx, const ptq_session_opts *o, const ptq_graph *g)
+{
+    char ins[1024];
+    if (o->n_inputs < 0 || (o->n_inputs > 0 && !o->inputs))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad input map: %d entries", o->n_inputs);
+    for (int k = 0; k < o->n_inputs; k++) {
+        const ptq_input_map *m = &o->inputs[k];
+        int found = 0;
+        for (int i = 0; m->input && i < g->n_inputs; i++)
+            found |= strcmp(g->values[g->inputs[i]].name, m->input) == 0;
+        if (!found) {
+            list_values(g, g->inputs, g->n_inputs, ins, sizeof ins);
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: the model has no input '%s' (--input); its inputs: %s",
+                            o->model, m->input ? m->input : "", ins);
+        }
+        if (!m->dataset || !m->dataset[0])
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--input %s= names no dataset", m->input);
+        for (int j = 0; j < k; j++)
+            if (strcmp(o->inputs[j].input, m->input) == 0)
+                return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--input names the model input '%s' twice", m->input);
+    }
+    return PTQ_OK;
+}
+
+/* The dataset feeding model input name: its --input entry, else its own name. */
+static const char *input_key(const ptq_session_opts *o, const char *name)
+{
+    for (int k = 0; k < o->n_inputs; k++)
+        if (strcmp(o->inputs[k].input, name) == 0)
+            return o->inputs[k].dataset;
+    return name;
+}
+
+/* The dtype data stored as `stored` is read as for a model input of dtype
+ * `model`: the input's own, when every stored value fits it (int64 takes
+ * any integer ptq reads, int32 those up to 32 bits but uint32); else
+ * PTQ_DT_UNDEFINED. */
+static ptq_dtype read_as(ptq_dtype model, ptq_dtype stored)
+{
+    const int small_int = stored == PTQ_DT_INT8 || stored == PTQ_DT_INT16 || stored == PTQ_DT_INT32 ||
+                          stored == PTQ_DT_UINT8 || stored == PTQ_DT_UINT16 || stored == PTQ_DT_BOOL;
+    switch (model) {
+    case PTQ_DT_INT64: return small_int || stored == PTQ_DT_INT64 || stored == PTQ_DT_UINT32 ? model : PTQ_DT_UNDEFINED;
+    case PTQ_DT_INT32: return small_int ? model : PTQ_DT_UNDEFINED;
+    case PTQ_DT_UINT8: return stored == PTQ_DT_UINT8 || stored == PTQ_DT_BOOL ? model : PTQ_DT_UNDEFINED;
+    case PTQ_DT_BOOL: return stored == PTQ_DT_BOOL ? model : PTQ_DT_UNDEFINED;
+    case PTQ_DT_FLOAT:
+        return stored == PTQ_DT_FLOAT || stored == PTQ_DT_FLOAT16 || stored == PTQ_DT_DOUBLE ? model : PTQ_DT_UNDEFINED;
+    default: return PTQ_DT_UNDEFINED;
+    }
+}
+
+/* Named input i against array a of the data: dtype (read_as) and the
+ * sample shape; the input's dynamic dims past the batch take the data's,
+ * in the graph too, so shapes inferred later are the run's. */
+static ptq_status fit_named_input(ptq_ctx *ctx, ptq_session *s, const char *data, int i, const ptq_dataset_array *a)
+{
+    ptq_value *v = &s->graph->values[s->graph->inputs[i]];
+    ptq_tensor *m = &s->in_meta[i];
+    char want[96], got[96];
+    const ptq_dtype as = read_as(v->dtype, a->dtype);
+    if (as == PTQ_DT_UNDEFINED)
+        return ptq_fail(ctx, PTQ_ERR_DATA,
+                        "model input '%s' is %s but dataset '%s' in %s is %s; ptq feeds integer inputs from integer "
+                        "or bool data that fits and float inputs from float data",
+                        v->name, ptq_dtype_name(v->dtype), a->key, data, ptq_dtype_name(a->dtype));
+    int ok = v->ndim < 0 || v->ndim == a->ndim;
+    for (int d = 1; ok && v->ndim >= 0 && d < v->ndim; d++)
+        ok = v->dims[d] < 0 || v->dims[d] == a->dims[d];
+    if (!ok)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "model input '%s' takes [%s] but dataset '%s' in %s is [%s]", v->name,
+                        v->ndim >= 0 ? ptq_dims_str(v->dims, v->ndim, want, sizeof want) : "?", a->key, data,
+                        ptq_dims_str(a->dims, a->ndim, got, sizeof got));
+    if (v->ndim < 0) {
+        v->ndim = a->ndim;
+        v->dims[0] = -1;
+    }
+    for (int d = 1; d < v->ndim; d++)
+        v->dims[d] = a->dims[d];
+    m->dtype = as;
+    m->ndim = v->ndim;
+    memcpy(m->dims, v->dims, sizeof m->dims);
+    m->dims[0] = 0;
+    if (as != a->dtype)
+        note(s, "dataset '%s' (%s) is fed to the model input '%s' as %s\n", a->key, ptq_dtype_name(a->dtype), v->name,
+             ptq_dtype_name(as));
+    return PTQ_OK;
+}
+
+/* A model that is not one image input: every input from its dataset. */
+static ptq_status open_named(ptq_ctx *ctx, ptq_session *s, const ptq_session_opts *o)
+{
+    ptq_graph *g = s->graph;
+    s->named = 1;
+    if (o->preprocess)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "%s: --preprocess applies to image inputs; the model's %d input%s are fed as stored", o->model,
+                        g->n_inputs, g->n_inputs == 1 ? "" : "s");
+    if (g->n_inputs < 1 || g->n_inputs > PTQ_DATASET_MAX_ARRAYS)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: the model has %d inputs; ptq feeds 1 to %d", o->model,
+                        g->n_inputs, PTQ_DATASET_MAX_ARRAYS);
+    s->in_meta = calloc((size_t)g->n_inputs, sizeof *s->in_meta);
+    s->in_keys = calloc((size_t)g->n_inputs, sizeof *s->in_keys);
+    if (!s->in_meta || !s->in_keys)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory opening a session");
+    for (int i = 0; i < g->n_inputs; i++) {
+        const ptq_value *v = &g->values[g->inputs[i]];
+        if (read_as(v->dtype, v->dtype) == PTQ_DT_UNDEFINED)
+            return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                            "%s: input '%s' is %s; ptq feeds int64, int32, uint8, bool and float32 inputs", o->model,
+                            v->name, ptq_dtype_name(v->dtype));
+        if (!(s->in_keys[i] = strdup(input_key(o, v->name))))
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory opening a session");
+        s->in_meta[i].dtype = v->dtype;
+        s->in_meta[i].ndim = v->ndim;
+        memcpy(s->in_meta[i].dims, v->dims, sizeof v->dims);
+        s->in_meta[i].dims[0] = 0;
+    }
+    if (!o->data)
+        return PTQ_OK;
+    ptq_status st = ptq_dataset_open_arrays(ctx, o->data, &o->dataset, (const char *const *)s->in_keys,
+                                            g->n_inputs, &s->data);
+    if (st == PTQ_ERR_DATA && strncmp(ctx->msg, "no dataset ", 11) == 0) { /* say where the name came from */
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx->msg);
+        return ptq_fail(ctx, st, "%s; each model input reads the dataset of its name unless --input NAME=DATASET "
+                        "names another", why);
+    }
+    if (st != PTQ_OK)
+        return st;
+    for (int i = 0; i < g->n_inputs; i++)
+        PTQ_TRY_RET(fit_named_input(ctx, s, o->data, i, ptq_dataset_array_info(s->data, i)));
+    s->n_samples = ptq_dataset_count(s->data);
+    return PTQ_OK;
+}
+
 ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session **out)
 {
     ptq_status st = PTQ_OK;
@@ -182,18 +332,24 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     PTQ_TRY(st, pick_device(ctx, o, s, &device, &ordinal), fail);
     PTQ_TRY(st, ptq_graph_load_onnx(ctx, o->model, &s->graph), fail);
     const ptq_graph *g = s->graph;
-    if (g->n_inputs != 1 || g->n_outputs < 1) {
-        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: the model has %d inputs and %d outputs; ptq needs one image input",
-                      o->model, g->n_inputs, g->n_outputs);
+    if (g->n_outputs < 1) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: the model has no outputs", o->model);
         goto fail;
     }
-    const ptq_value *in = &g->values[g->inputs[0]];
-    if (in->dtype != PTQ_DT_FLOAT || in->ndim != 4) {
-        char dims[96];
-        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' is %s [%s]; ptq needs a float32 image batch of rank 4",
-                      o->model, in->name, ptq_dtype_name(in->dtype),
-                      ptq_dims_str(in->dims, in->ndim, dims, sizeof dims));
-        goto fail;
+    PTQ_TRY(st, check_input_map(ctx, o, g), fail);
+    const ptq_value *in = g->n_inputs > 0 ? &g->values[g->inputs[0]] : NULL;
+    if (!image_model(g)) {
+        PTQ_TRY(st, open_named(ctx, s, o), fail);
+        goto shapes;
+    }
+    ptq_dataset_opts dopts = o->dataset;
+    if (o->n_inputs == 1) { /* --input IMAGE=KEY names the images dataset */
+        if (dopts.images_key && strcmp(dopts.images_key, o->inputs[0].dataset) != 0) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--input %s=%s and --images-key %s name different datasets",
+                          o->inputs[0].input, o->inputs[0].dataset, dopts.images_key);
+            goto fail;
+        }
+        dopts.images_key = o->inputs[0].dataset;
     }
     /* the model's input gives layout, channels and size; its metadata and
      * then --preprocess override only the keys they name */
@@ -216,7 +372,7 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     s->width = in->dims[w_axis];
 
     if (o->data) {
-        PTQ_TRY(st, ptq_dataset_open(ctx, o->data, &o->dataset, &s->data), fail);
+        PTQ_TRY(st, ptq_dataset_open(ctx, o->data, &dopts, &s->data), fail);
         s->n_samples = ptq_dataset_count(s->data);
         if (s->n_samples <= 0) {
             st = ptq_fail(ctx, PTQ_ERR_DATA, "%s: the data set holds no samples", o->data);
@@ -265,6 +421,7 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     s->pre.n_channels = (int)s->channels;
     s->pre.height = s->height;
     s->pre.width = s->width;
+shapes:
     /* shapes at batch 1, once: for the runner's memory estimate and the
      * commands that need every tensor's dtype (ptq_session_shapes); a graph
      * whose shapes depend on its data keeps them unknown (the executor
@@ -305,6 +462,10 @@ void ptq_session_close(ptq_session *s)
         return;
     ptq_exec_free(s->exec);
     ptq_dataset_close(s->data);
+    for (int i = 0; s->in_keys && i < s->graph->n_inputs; i++)
+        free(s->in_keys[i]);
+    free(s->in_keys);
+    free(s->in_meta);
     ptq_graph_free(s->graph);
     free(s);
 }
@@ -364,4 +525,48 @@ ptq_status ptq_session_logits_output(ptq_ctx *ctx, const ptq_session *s, int *in
 int64_t ptq_session_fixed_batch(const ptq_session *s)
 {
     return s->fixed_batch;
+}
+
+int ptq_session_named_inputs(const ptq_session *s)
+{
+    return s->named;
+}
+
+ptq_status ptq_session_input_meta(ptq_ctx *ctx, const ptq_session *s, int i, ptq_tensor *meta, const char **dataset)
+{
+    if (dataset)
+        *dataset = NULL;
+    if (i < 0 || i >= s->graph->n_inputs)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the model has no input %d (it has %d)", i, s->graph->n_inputs);
+    if (s->named) {
+        *meta = s->in_meta[i];
+        if (dataset)
+            *dataset = s->in_keys[i];
+        return PTQ_OK;
+    }
+    const int64_t c = s->channels, h = s->height, w = s->width;
+    ptq_tensor t = {PTQ_DT_FLOAT, 4, {0, c, h, w}, NULL, PTQ_MEM_HOST, 0};
+    if (s->pre.nhwc) {
+        t.dims[1] = h;
+        t.dims[2] = w;
+        t.dims[3] = c;
+    }
+    *meta = t;
+    return PTQ_OK;
+}
+
+char *ptq_session_data_spec(const ptq_session *s, char *buf, size_t n_buf)
+{
+    if (!s->named)
+        return ptq_preprocess_format(&s->pre, buf, n_buf);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->graph->n_inputs && used + 1 < n_buf; i++) {
+        int k = snprintf(buf + used, n_buf - used, "%s%s:%s", i ? "," : "inputs=",
+                         s->graph->values[s->graph->inputs[i]].name, s->in_keys[i]);
+        if (k < 0)
+            break;
+        used += (size_t)k < n_buf - used ? (size_t)k : n_buf - used - 1;
+    }
+    return buf;
 }

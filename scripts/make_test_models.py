@@ -225,6 +225,30 @@ def multi_io(out):
     save("fixed_batch4", 4, [("logits", [2])])
 
 
+def named_inputs(out):
+    """For tests/test_named_inputs.c: text_ids.onnx, input_ids and attention_mask int64 [N,4] ->
+    e = Gather(emb, input_ids) with emb[v,d] = v + 0.1*d ([10,3]), pooled = ReduceMean over the 4
+    positions of e * Cast(attention_mask) ([N,3]), logits = Gemm(pooled, w) [N,2] with
+    w = [[1,0],[0,1],[0.5,0.5]]."""
+    emb = np.array([[v + 0.1 * d for d in range(3)] for v in range(10)], np.float32)
+    w = np.array([[1, 0], [0, 1], [0.5, 0.5]], np.float32)
+    nodes = [helper.make_node("Gather", ["emb", "input_ids"], ["e"], axis=0),
+             helper.make_node("Cast", ["attention_mask"], ["m"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["m", "axis2"], ["m3"]),
+             helper.make_node("Mul", ["e", "m3"], ["em"]),
+             helper.make_node("ReduceMean", ["em"], ["pooled"], axes=[1], keepdims=0),
+             helper.make_node("Gemm", ["pooled", "w"], ["logits"])]
+    inits = [numpy_helper.from_array(emb, "emb"), numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(np.array([2], np.int64), "axis2")]
+    ins = [helper.make_tensor_value_info(n, TensorProto.INT64, ["N", 4]) for n in ("input_ids", "attention_mask")]
+    outs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 2])]
+    m = helper.make_model(helper.make_graph(nodes, "text_ids", ins, outs, initializer=inits),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, "text_ids.onnx"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join("tests", "data", "onnx"))
@@ -235,6 +259,7 @@ def main():
     external(args.out)
     tensor_pb(args.out)
     multi_io(args.out)
+    named_inputs(args.out)
     for root, _, files in sorted(os.walk(args.out)):
         for name in sorted(files):
             path = os.path.join(root, name)

@@ -237,7 +237,8 @@ def models():
                [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 1, 28, 28]),
                 helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
-    case("onnx: two inputs", ["eval", "--model", J("two_in.onnx"), "--data", J("good.h5")], 5, "one image input")
+    case("onnx: two inputs, no datasets of their names", ["eval", "--model", J("two_in.onnx"), "--data", J("good.h5")],
+         7, "--input NAME=DATASET")
 
 
 def hdf5_sets():

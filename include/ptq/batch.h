@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /* Bytes a batch of `batch` samples of session s takes: n_bufs input buffers
- * of float32 samples and the executor's activations alive at once at the
+ * (of float32 images, or of every named input in its dtype) and the executor's activations alive at once at the
  * worst step (by tensor liveness), the figure the runner checks against
  * the memory limit before it allocates anything. */
 PTQ_API double ptq_batch_bytes(const ptq_session *s, int64_t batch, int n_bufs);

@@ -167,6 +167,42 @@ PTQ_API int ptq_dataset_u8(const ptq_dataset *ds, int *planar);
 PTQ_API ptq_status ptq_dataset_read_u8(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, uint8_t *out,
                                        int32_t *labels);
 
+/* Sets of model inputs that are not images (token ids, attention masks):
+ * an HDF5 file of several datasets, each [N, ...] with one sample per row,
+ * read as stored (no preprocessing) beside the labels ([N], found as
+ * ptq_dataset_open finds them) and the root's class_names. */
+typedef struct ptq_dataset_array {
+    const char *key;            /* its HDF5 name */
+    ptq_dtype dtype;            /* as stored: PTQ_DT_INT8/16/32/64, PTQ_DT_UINT8/16/32, PTQ_DT_BOOL (h5py's
+                                   bool enum), PTQ_DT_FLOAT16, PTQ_DT_FLOAT or PTQ_DT_DOUBLE */
+    int ndim;                   /* >= 1 */
+    int64_t dims[PTQ_MAX_DIMS]; /* dims[0]: the samples, the same for every array */
+} ptq_dataset_array;
+
+/* Opens the HDF5 file path for ptq_dataset_read_arrays over the datasets
+ * keys[n_keys] (1..PTQ_DATASET_MAX_ARRAYS, in that order); the file needs
+ * no images. opts as for ptq_dataset_open (images_key, layout, labels_file
+ * and classes_file must be NULL: PTQ_ERR_INVALID_ARG); external links and
+ * storage are refused likewise. A missing dataset or unreadable labels
+ * are PTQ_ERR_DATA, a dtype or shape ptq cannot read PTQ_ERR_FORMAT, sample
+ * counts that differ between the arrays or the labels PTQ_ERR_DATA, and a
+ * declared size the file could not hold PTQ_ERR_FORMAT; every message
+ * names the dataset and path. */
+#define PTQ_DATASET_MAX_ARRAYS 16
+PTQ_API ptq_status ptq_dataset_open_arrays(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts,
+                                           const char *const *keys, int n_keys, ptq_dataset **out);
+/* Arrays of a set opened by ptq_dataset_open_arrays (0 for an image set),
+ * and array i's key, stored dtype and shape (NULL when i is out of range). */
+PTQ_API int ptq_dataset_n_arrays(const ptq_dataset *ds);
+PTQ_API const ptq_dataset_array *ptq_dataset_array_info(const ptq_dataset *ds, int i);
+/* Samples [start, start+n) of every array: out[i] gets [n, dims[1..]] of
+ * array i converted by HDF5 to as[i] (PTQ_DT_INT64, PTQ_DT_INT32,
+ * PTQ_DT_UINT8, PTQ_DT_BOOL or PTQ_DT_FLOAT; the caller picks a type that
+ * holds the stored one), and the labels as ptq_dataset_read reads them
+ * (labels may be NULL). Only those samples are read from disk. */
+PTQ_API ptq_status ptq_dataset_read_arrays(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n,
+                                           const ptq_dtype *as, void *const *out, int32_t *labels);
+
 typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } ptq_convert_format;
 
 /* IDX (optionally .gz) images (ubyte, [N,H,W]) + labels (ubyte, [N]) -> an

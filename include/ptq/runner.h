@@ -29,6 +29,12 @@ extern "C" {
 #define PTQ_CUDA_DEVICE_LOCAL (-1)
 PTQ_API ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, int *cuda_device);
 
+/* Which HDF5 dataset feeds which model input (--input NAME=DATASET). */
+typedef struct ptq_input_map {
+    const char *input;   /* a model input's name */
+    const char *dataset; /* the HDF5 dataset that feeds it */
+} ptq_input_map;
+
 typedef struct ptq_session_opts {
     const char *model;        /* ONNX file */
     const char *data;         /* HDF5 file or PNG folder; NULL: no data (the session only runs the model) */
@@ -42,16 +48,33 @@ typedef struct ptq_session_opts {
     ptq_math math;            /* GPU math (the CPU computes FP32; ptq_session_notes says so) */
     const char *output;       /* the graph output holding the logits, by name; NULL: the only output, else the
                                  only float32 output of rank 2 ([N, classes]) */
+    const ptq_input_map *inputs; /* [n_inputs] (may be NULL): the dataset of each model input named; an input
+                                    not named reads the dataset of its own name. An image model (one float32
+                                    input of rank 4) reads images as before: an entry for its input names the
+                                    images dataset (as dataset.images_key) */
+    int n_inputs;
 } ptq_session_opts;
 
 typedef struct ptq_session ptq_session;
 
-/* Loads the model (one float32 image input of rank 4; the logits output
- * picked by opts->output or by its shape, see ptq_session_logits_output),
- * opens the data, derives the preprocessing (the model's metadata, then
+/* Loads the model (the logits output picked by opts->output or by its
+ * shape, see ptq_session_logits_output), opens the data and checks it fits
+ * the model's inputs, then creates the executor. Errors name the model or
+ * data path.
+ * A model of one float32 image input of rank 4 reads images (HDF5 or a
+ * folder): the preprocessing comes from the model's metadata, then
  * opts->preprocess; channels, height and width from the model's input,
- * else from the data) and checks the data fits the input, then creates the
- * executor. Errors name the model or data path. */
+ * else from the data.
+ * Any other model has named inputs, each fed as stored from an HDF5
+ * dataset ([N, ...], ptq_dataset_open_arrays; opts->inputs says which, by
+ * default the one of the input's name), without preprocessing
+ * (opts->preprocess is refused): int64 inputs take any integer or bool
+ * data that fits (int32 converted), int32 inputs integers up to 32 bits,
+ * bool inputs bool, uint8 inputs uint8 or bool, float32 inputs float16-64;
+ * a float dataset for an integer input or the reverse is PTQ_ERR_DATA. The
+ * samples' shape must match the input's dims past the batch (a dynamic dim
+ * takes the data's, and the graph's input records it), else PTQ_ERR_SHAPE.
+ * These errors name the input, the dataset and the file. */
 PTQ_API ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *opts, ptq_session **out);
 PTQ_API void ptq_session_close(ptq_session *s);
 
@@ -61,8 +84,21 @@ PTQ_API ptq_dataset *ptq_session_dataset(const ptq_session *s); /* NULL without 
 PTQ_API const ptq_preprocess *ptq_session_preprocess(const ptq_session *s);
 /* Samples in the data set (0 without data). */
 PTQ_API int64_t ptq_session_n_samples(const ptq_session *s);
-/* The model input's per-sample shape: channels, height, width. */
+/* The model input's per-sample shape: channels, height, width (0, 0, 0 with named inputs). */
 PTQ_API void ptq_session_input_shape(const ptq_session *s, int64_t *channels, int64_t *height, int64_t *width);
+/* 1 when the model's inputs are fed from named datasets, 0 for images. */
+PTQ_API int ptq_session_named_inputs(const ptq_session *s);
+/* Model input i as the runner feeds it: dtype, rank and dims with dims[0]
+ * (the batch) 0 and data NULL; the image input's [0, C, H, W] (or NHWC).
+ * With named inputs, *dataset (may be NULL) gets the HDF5 dataset feeding
+ * it, else NULL. PTQ_ERR_INVALID_ARG when i is not an input. */
+PTQ_API ptq_status ptq_session_input_meta(ptq_ctx *ctx, const ptq_session *s, int i, ptq_tensor *meta,
+                                          const char **dataset);
+/* What the data goes through on its way into the model, as reports and
+ * calibration archives record it: the images' preprocessing
+ * (ptq_preprocess_format), or with named inputs "inputs=NAME:DATASET,..."
+ * for every model input in order. Into buf[n_buf]; returns buf. */
+PTQ_API char *ptq_session_data_spec(const ptq_session *s, char *buf, size_t n_buf);
 /* How inferring the graph's shapes at batch 1 went when the session
  * opened: PTQ_OK, or that failure again in ctx. For callers that need every
  * tensor's dtype and shape (tensor selection, plans). */
@@ -111,7 +147,8 @@ typedef struct ptq_batch {
     int64_t start;            /* position of its first sample in the pick */
     int64_t n;                /* samples */
     const int64_t *ids;       /* [n] sample ids in the data set */
-    ptq_tensor *inputs;       /* [g->n_inputs] host tensors: input 0 the preprocessed images [n, C, H, W] (or NHWC);
+    ptq_tensor *inputs;       /* [g->n_inputs] host tensors: input 0 the preprocessed images [n, C, H, W] (or NHWC),
+                               * or each named input as read ([n, ...], ptq_session_input_meta);
                                * NULL when images holds the batch instead */
     const ptq_u8_batch *images; /* the 8-bit images when the executor normalizes them on the GPU
                                  * (ptq_exec_run_u8, which taps the input with node_index -1), else NULL */
