@@ -1,8 +1,9 @@
 /* `ptq info`: a model's inputs/outputs, op counts, parameter count, and
  * the tensors a calibration would observe (float inputs of Conv, Gemm and
- * MatMul plus every activation output). A model ptq cannot run (an
- * unsupported node, shapes that do not infer) exits with eval's code after
- * the summary. Covered by tests/cli_test.py and tests/badinput_test.py. */
+ * MatMul plus every activation output), and the output eval reads logits
+ * from. A model ptq cannot run (an unsupported node, shapes that do not
+ * infer, inputs a session refuses) exits with eval's code after the
+ * summary. Covered by tests/cli_test.py and tests/badinput_test.py. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,26 @@ int cmd_info(int argc, char **argv)
     ptq_ctx shape_ctx;
     ptq_ctx_init(&shape_ctx);
     ptq_status shapes = supported == PTQ_OK ? ptq_graph_infer_shapes(&shape_ctx, g, 1) : supported;
+    /* the checks eval makes of a model before it reads data: its inputs, and which output holds the logits */
+    ptq_ctx run_ctx;
+    ptq_ctx_init(&run_ctx);
+    ptq_status runnable = shapes;
+    int logits = -1;
+    char logits_note[PTQ_MSG_BYTES] = "";
+    if (shapes == PTQ_OK) {
+        ptq_session_opts so = {.model = pos[0], .device = PTQ_DEVICE_CPU};
+        ptq_session *ps = NULL;
+        runnable = ptq_session_open(&run_ctx, &so, &ps);
+        if (runnable == PTQ_OK) {
+            ptq_ctx out_ctx;
+            ptq_ctx_init(&out_ctx);
+            if (ptq_session_logits_output(&out_ctx, ps, &logits) != PTQ_OK) {
+                logits = -1;
+                snprintf(logits_note, sizeof logits_note, "%s", out_ctx.msg);
+            }
+        }
+        ptq_session_close(ps);
+    }
     int64_t n_params = 0;
     for (int v = 0; v < g->n_values; v++)
         if (g->values[v].flags & PTQ_VALUE_INITIALIZER)
@@ -113,6 +134,13 @@ int cmd_info(int argc, char **argv)
             cJSON_AddNumberToObject(root, "shapes_at_batch", 1);
         else
             cJSON_AddStringToObject(root, "shape_inference", shape_ctx.msg);
+        cJSON_AddBoolToObject(root, "runnable", runnable == PTQ_OK);
+        if (shapes == PTQ_OK && runnable != PTQ_OK)
+            cJSON_AddStringToObject(root, "not_runnable", run_ctx.msg);
+        if (logits >= 0)
+            cJSON_AddStringToObject(root, "logits_output", g->values[g->outputs[logits]].name);
+        else if (logits_note[0])
+            cJSON_AddStringToObject(root, "logits_output_note", logits_note);
         cJSON *qa = cJSON_AddArrayToObject(root, "quantizable_activations");
         cJSON *qw = cJSON_AddArrayToObject(root, "quantizable_weights");
         for (int v = 0; v < g->n_values; v++) {
@@ -145,6 +173,13 @@ int cmd_info(int argc, char **argv)
         printf("\nsupported  %s\n", supported == PTQ_OK ? "yes, every node" : ptq_escape(support_ctx.msg, esc, sizeof esc));
         if (shapes != PTQ_OK && supported == PTQ_OK)
             printf("shapes     not inferred: %s\n", ptq_escape(shape_ctx.msg, esc, sizeof esc));
+        if (shapes == PTQ_OK && runnable != PTQ_OK)
+            printf("runnable   no: %s\n", ptq_escape(run_ctx.msg, esc, sizeof esc));
+        if (logits >= 0)
+            printf("logits     %s\n", ptq_escape(g->values[g->outputs[logits]].name, esc, sizeof esc));
+        else if (logits_note[0])
+            printf("logits     %s\n",
+                   ptq_escape(logits_note, esc, sizeof esc));
         printf("\nquantizable activations (%d)%s:\n", n_act, shapes == PTQ_OK ? ", shapes at batch 1" : "");
         for (int v = 0; v < g->n_values; v++)
             if (act[v])
@@ -169,5 +204,7 @@ done:
         return cli_report("info", &support_ctx, supported);
     if (st == PTQ_OK && shapes != PTQ_OK)
         return cli_report("info", &shape_ctx, shapes);
+    if (st == PTQ_OK && runnable != PTQ_OK)
+        return cli_report("info", &run_ctx, runnable);
     return cli_report("info", &ctx, st);
 }

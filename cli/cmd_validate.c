@@ -246,9 +246,10 @@ run_done: /* every rank passes here once, and learns whether any failed */
     if (cli_get(opts, n_opts, "json")) {
         printf("%s\n", json);
     } else {
-        printf("model    %s\nplan     %s (core %s)\ndata     %s (%lld images)\ndevice   %s\n\n%s\n"
+        printf("model    %s\nplan     %s (core %s)\ndata     %s (%lld %s)\ndevice   %s\n\n%s\n"
                "report   %s:",
-               model, plan_path, ptq_prec_name(plan->core), so.data, (long long)n_total, ptq_exec_device_name(eq),
+               model, plan_path, ptq_prec_name(plan->core), so.data, (long long)n_total,
+               ptq_session_named_inputs(s.ps) ? "samples" : "images", ptq_exec_device_name(eq),
                summary, report);
         for (int i = 0; i < 3 + n_png; i++)
             printf(" %s%s", report_names[i], i + 1 < 3 + n_png ? "," : "\n");

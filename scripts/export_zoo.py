@@ -85,18 +85,23 @@ def balance(model, size, seed):
         last.bias.copy_((last.bias - mean) / std)
 
 
-def float64_logits(name, size, x, seed=0, batch=8):
-    """The logits of the network export() writes, computed in float64 by
-    torch on x [N, 3, size, size] (zoo_pipeline.model_input): the exact
-    result FP32 engines are judged against where they disagree."""
+def reference_logits(name, size, x, seed=0, batch=8):
+    """The logits of the network export() writes, computed by torch on the
+    CPU on x [N, 3, size, size] (zoo_pipeline.model_input): (float64, the
+    exact result FP32 engines are judged against where they disagree;
+    float32, a second FP32 engine's rounding beside onnxruntime's)."""
     import numpy as np
     import torch
     model = build(name, seed)
     balance(model, size, seed)
-    model = model.double()
-    with torch.no_grad():
-        return np.concatenate([model(torch.from_numpy(x[i:i + batch]).double()).numpy()
-                               for i in range(0, len(x), batch)])
+
+    def run(dtype):
+        m = model.to(dtype)
+        with torch.no_grad():
+            return np.concatenate([m(torch.from_numpy(x[i:i + batch]).to(dtype)).double().numpy()
+                                   for i in range(0, len(x), batch)])
+    f32 = run(torch.float32)
+    return run(torch.float64), f32
 
 
 def export(name, out_dir, opsets, size, seed=0):

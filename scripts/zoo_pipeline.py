@@ -66,23 +66,25 @@ def run_ptq(ptq_bin, *args, timeout=3600):
 
 def logits_bound(ours, ort, exact=None, rel=1e-4, ratio=2.0):
     """Per image: ptq's logits within rel of onnxruntime's (||ptq - ort|| /
-    ||ort||); or, for an image that misses it where a float64 run of the
-    same network (exact: a callable returning its logits) shows
-    onnxruntime's own FP32 rounding at least rel/4 of the result, ptq no
-    further from the exact logits than ratio x onnxruntime is. On such an
+    ||ort||); or, for an image that misses it where the reference run
+    (exact: a callable returning torch's (float64, float32) logits of the
+    same network, export_zoo.reference_logits) shows an FP32 engine's own
+    rounding at least rel/4 of the result, ptq no further from the float64
+    logits than ratio x the worse of onnxruntime and torch FP32. On such an
     image (a random network's last layer summing +-100 to 0.3) two FP32
     engines' roundings, each within the bound, add up past it.
     Returns (ok, rel_max, n_ill: images judged against float64, worst:
-    the largest ||ptq - exact|| / ||ort - exact|| among them, or None)."""
+    the largest ||ptq - f64|| / max(||ort - f64||, ||torch32 - f64||) among
+    them, or None)."""
     d = np.linalg.norm(ours - ort, axis=1) / np.maximum(np.linalg.norm(ort, axis=1), 1e-30)
     over = d > rel
     if not over.any() or exact is None:
         return bool(not over.any()), float(d.max()), 0, None
-    t = np.asarray(exact(), np.float64)
-    e_ort = np.linalg.norm(ort - t, axis=1)
+    t, t32 = (np.asarray(a, np.float64) for a in exact())
+    e_fp32 = np.maximum(np.linalg.norm(ort - t, axis=1), np.linalg.norm(t32 - t, axis=1))
     e_ours = np.linalg.norm(ours - t, axis=1)
-    ill = over & (e_ort >= rel / 4 * np.linalg.norm(t, axis=1))
-    worst = float((e_ours[ill] / e_ort[ill]).max()) if ill.any() else None
+    ill = over & (e_fp32 >= rel / 4 * np.linalg.norm(t, axis=1))
+    worst = float((e_ours[ill] / e_fp32[ill]).max()) if ill.any() else None
     ok = not (over & ~ill).any() and (worst is None or worst <= ratio)
     return bool(ok), float(d.max()), int(ill.sum()), worst
 

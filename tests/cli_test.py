@@ -55,7 +55,8 @@ def main():
     rc, out, err = ptq("info", MODEL, "--json")
     info = json.loads(out) if rc == 0 else {}
     ok = rc == 0 and info.get("supported") and info["inputs"][0]["name"] == "input" and info["parameters"] > 10000 \
-        and info["ops"].get("Conv", 0) >= 5 and len(info["quantizable_weights"]) == info["ops"]["Conv"] + info["ops"].get("Gemm", 0)
+        and info["ops"].get("Conv", 0) >= 5 and len(info["quantizable_weights"]) == info["ops"]["Conv"] + info["ops"].get("Gemm", 0) \
+        and info.get("runnable") is True and info.get("logits_output") == "logits"
     print(f"{'ok  ' if ok else 'FAIL'} info --json: {info.get('ops')} params {info.get('parameters')}")
     if not ok:
         failures.append("info")

@@ -114,6 +114,15 @@ def main():
         check("two [N, classes] outputs without --output: exit 5 listing the outputs",
               rc == 5 and "'pooled' float32 [1x3]" in se and "'logits' float32 [1x5]" in se and "--output" in se,
               f"rc {rc}: {se[-300:]}")
+        rc, out, se = ptq("info", amb)
+        check("info on it: exit 0, the logits line says which outputs compete and to pass --output",
+              rc == 0 and "logits     " in out and "'pooled' float32 [1x3]" in out and "--output NAME" in out,
+              f"rc {rc}: {out[-400:]}")
+        rc, out, se = ptq("info", amb, "--json")
+        info = json.loads(out) if rc == 0 else {}
+        check("info --json: runnable, no logits_output, a logits_output_note naming --output",
+              info.get("runnable") is True and "logits_output" not in info and "--output" in info.get("logits_output_note", ""),
+              f"rc {rc}: {out[-400:]}")
         for name in ("logits", "pooled"):
             rc, got, rep, se = eval_logits(tmp, amb, data, "--output", name)
             want = ort_run(amb, x_nchw, name)
