@@ -65,6 +65,17 @@ def to_tensor(imgs):
     return (torch.from_numpy(imgs.astype(np.float32) / 255.0).unsqueeze(1) - MEAN) / STD
 
 
+def load_fmnist(data, n_train):
+    """(train images, train labels, test images, test labels) from the IDX
+    files in folder data: the first n_train training images (None: all); images as
+    to_tensor's normalised [N, 1, 28, 28], labels int64."""
+    def labels(name):
+        return torch.from_numpy(read_idx(os.path.join(data, name)).astype(np.int64))
+    xtr = to_tensor(read_idx(os.path.join(data, "train-images-idx3-ubyte.gz"))[:n_train])
+    ytr = labels("train-labels-idx1-ubyte.gz")[:n_train]
+    return xtr, ytr, to_tensor(read_idx(os.path.join(data, "t10k-images-idx3-ubyte.gz"))), labels("t10k-labels-idx1-ubyte.gz")
+
+
 def evaluate(net, x, y):
     net.eval()
     correct = 0
@@ -82,10 +93,7 @@ def main():
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)
-    xtr = to_tensor(read_idx(os.path.join(DATA, "train-images-idx3-ubyte.gz")))
-    ytr = torch.from_numpy(read_idx(os.path.join(DATA, "train-labels-idx1-ubyte.gz")).astype(np.int64))
-    xte = to_tensor(read_idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz")))
-    yte = torch.from_numpy(read_idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
+    xtr, ytr, xte, yte = load_fmnist(DATA, None)
     net = Net()
     bs = 128
     steps = a.epochs * ((len(xtr) + bs - 1) // bs)

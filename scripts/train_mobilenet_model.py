@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from train_demo_model import DATA, MEAN, STD, evaluate, export_onnx, read_idx, to_tensor
+from train_demo_model import DATA, MEAN, STD, evaluate, export_onnx, load_fmnist
 
 
 def conv_bn(c_in, c_out, k, stride=1, groups=1, act=True):
@@ -75,10 +75,7 @@ def main():
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
     rng = np.random.default_rng(a.seed)
-    xtr = to_tensor(read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))[:a.train_images])
-    ytr = torch.from_numpy(read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz"))[:a.train_images].astype(np.int64))
-    xte = to_tensor(read_idx(os.path.join(a.data, "t10k-images-idx3-ubyte.gz")))
-    yte = torch.from_numpy(read_idx(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
+    xtr, ytr, xte, yte = load_fmnist(a.data, a.train_images)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     xtr, ytr = xtr.to(dev), ytr.to(dev)
     net = Net().to(dev)

@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from train_demo_model import DATA, MEAN, STD, evaluate, export_onnx, read_idx, to_tensor
+from train_demo_model import DATA, MEAN, STD, evaluate, export_onnx, load_fmnist
 
 PATCH = 7
 TOKENS = (28 // PATCH) ** 2
@@ -108,10 +108,7 @@ def main():
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
     rng = np.random.default_rng(a.seed)
-    xtr = to_tensor(read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))[:a.train_images])
-    ytr = torch.from_numpy(read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz"))[:a.train_images].astype(np.int64))
-    xte = to_tensor(read_idx(os.path.join(a.data, "t10k-images-idx3-ubyte.gz")))
-    yte = torch.from_numpy(read_idx(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
+    xtr, ytr, xte, yte = load_fmnist(a.data, a.train_images)
     net = ViT()
     bs = 128
     steps = a.epochs * ((len(xtr) + bs - 1) // bs)
