@@ -17,6 +17,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_sensitivity(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_smooth(int argc, char **argv);
 
 static const char main_help[] =
     "usage: ptq <command> [options]    (ptq <command> --help for its options)\n"
@@ -30,6 +31,7 @@ static const char main_help[] =
     "  export        ranges from an archive (minmax, entropy, percentile, mse) -> TensorRT cache,\n"
     "                ONNX Runtime tables or JSON; or a plan -> Q/DQ ONNX model (--format qdq)\n"
     "  merge         add archives of disjoint shards exactly\n"
+    "  smooth        move activation outliers into the weights (SmoothQuant) before calibration\n"
     "  plan          the default precision plan (FP16 edges, INT8/FP8 core) from an archive\n"
     "  validate      FP32 against a plan's simulated quantization: accuracy, per-class deltas, confusion\n"
     "  sensitivity   per tensor: what quantizing only it costs, what keeping only it in FP16 recovers\n"
@@ -71,7 +73,8 @@ static const struct {
                 {"data", cmd_data, 0},          {"calibrate", cmd_calibrate, 1},
                 {"export", cmd_export, 0},      {"validate", cmd_validate, 1},
                 {"run", cmd_run, 1},            {"sensitivity", cmd_sensitivity, 1},
-                {"plan", cmd_plan, 0},          {"merge", cmd_merge, 0}};
+                {"plan", cmd_plan, 0},          {"merge", cmd_merge, 0},
+                {"smooth", cmd_smooth, 0}};
 
 static int version(void)
 {
