@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "ptq/hash.h"
 #include "ptq/html_report.h"
@@ -115,7 +117,7 @@ int cmd_sensitivity(int argc, char **argv)
     int64_t *ids = NULL, n_ids = 0, n_picked = 0;
     double t0 = 0;
     const char **names = NULL;
-    char *json = NULL, *md = NULL, *html = NULL, *header = NULL;
+    char *json = NULL, *md = NULL, *html = NULL, *header = NULL, *md_header = NULL;
     ptq_html_hist *hists = NULL;
     int64_t n_hists = 0;
     PTQ_TRY(st, cli_output_dir_check(&ctx, out), done); /* before any image */
@@ -169,6 +171,12 @@ run_done: /* every rank passes here once, and learns whether any failed */
     cli_json_str(hdr, "core", ptq_prec_name(def->core));
     cli_json_str(hdr, "method", def->method);
     cli_json_num(hdr, "seed", (double)seed);
+    /* sens.md lists what it was measured on, not how long it took (the same bytes on any number of ranks) */
+    if (!(md_header = hdr ? cJSON_PrintUnformatted(hdr) : NULL)) {
+        free(cli_json_done(hdr));
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto written;
+    }
     cli_json_num(hdr, "seconds", secs);
     cli_json_num(hdr, "runs", (double)n_runs);
     cli_json_num(hdr, "nodes_run", (double)nodes_run);
@@ -184,7 +192,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
         goto written;
     }
     PTQ_TRY(st, ptq_sens_format_json(&ctx, sens, header, names, &json), written);
-    PTQ_TRY(st, ptq_sens_format_markdown(&ctx, sens, header, names, &md), written);
+    PTQ_TRY(st, ptq_sens_format_markdown(&ctx, sens, md_header, names, &md), written);
     PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, def, json, 0, &hists, &n_hists), written);
     ptq_html_extra hx = {.calib = calib, .hists = hists, .n_hists = n_hists, .hists_ranked = 1};
     PTQ_TRY(st, ptq_sens_format_html(&ctx, json, &hx, &html), written);
@@ -215,6 +223,7 @@ done:
     free(html);
     ptq_html_hists_free(hists, n_hists);
     free(header);
+    free(md_header);
     free(names);
     free(ids);
     ptq_sens_free(sens);

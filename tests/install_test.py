@@ -71,6 +71,13 @@ def main():
         ptq = os.path.join(prefix, "bin", "ptq")
         # the installed command finds the installed library through its RPATH, with no help
         env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+        # the CLI restarts itself with OPENBLAS_CORETYPE named when OpenBLAS took the CPU for a generic one
+        # (cli/main.c); a program linking libptq gets OpenBLAS's own pick, so the example runs with the
+        # kernels the CLI reports, for the same bits
+        ver = subprocess.run([ptq, "version"], capture_output=True, text=True, env=env).stdout
+        m = re.search(r"openblas kernels: (\S+)", ver)
+        if m and "OPENBLAS_CORETYPE" not in env:
+            env["OPENBLAS_CORETYPE"] = m.group(1)
         out = run("installed ptq version", [ptq, "version"], env=env)
         check("installed ptq reports 0.1.0", out.startswith("ptq 0.1.0\n"), out.splitlines()[0] if out else "")
         if shutil.which("ldd"):
