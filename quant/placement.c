@@ -1,11 +1,13 @@
 /* Q/DQ placement as a rule table (quant/placement.h): for every activation,
  * the first rule of its placement that matches says whether it is
  * quantized, kept in FP16 or left alone, and why. "trt" follows TensorRT's
- * explicit-quantization fusions (REFERENCE.md "Peers in practice"), "ort"
+ * explicit-quantization fusions (REFERENCE.md "Peers in practice") and,
+ * in a transformer, its FP16 LayerNorm/Softmax/residual Add layers, "ort"
  * onnxruntime quantize_static's QDQ registry (onnxruntime/quantization/
  * registry.py, operators/; symmetric activations, or asymmetric uint8 ones
  * when the core asked for is uint8), "all" every tensor.
- * Covered by tests/test_placement.c and tests/qdq_export_test.py. */
+ * Covered by tests/test_placement.c, tests/qdq_export_test.py and
+ * tests/transformer_plan_test.py. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,7 +196,8 @@ static int decomposed_ln_output(const place_graph *pg, int v)
 {
     const ptq_graph *g = pg->g;
     int p = producer_of(pg, v);
-    for (int step = 0; step < 2 && (op_is(pg, p, "Mul") || op_is(pg, p, "Add")) && g->nodes[p].n_inputs == 2; step++) {
+    for (int step = 0; step < 2 && (op_is(pg, p, "Mul") || op_is(pg, p, "Add")) && g->nodes[p].n_inputs == 2;
+         step++) {
         const int a = g->nodes[p].inputs[0], b = g->nodes[p].inputs[1];
         if (a < 0 || b < 0 || is_const_input(pg, a) == is_const_input(pg, b))
             return 0;
@@ -203,7 +206,8 @@ static int decomposed_ln_output(const place_graph *pg, int v)
     if (!op_is(pg, p, "Div") || g->nodes[p].n_inputs != 2)
         return 0;
     const int sub = producer_of(pg, g->nodes[p].inputs[0]);
-    if (!op_is(pg, sub, "Sub") || g->nodes[sub].n_inputs != 2 || !op_is(pg, producer_of(pg, g->nodes[p].inputs[1]), "Sqrt"))
+    if (!op_is(pg, sub, "Sub") || g->nodes[sub].n_inputs != 2 ||
+        !op_is(pg, producer_of(pg, g->nodes[p].inputs[1]), "Sqrt"))
         return 0;
     const int mean = producer_of(pg, g->nodes[sub].inputs[1]);
     return op_is(pg, mean, "ReduceMean") && g->nodes[mean].n_inputs >= 1 &&

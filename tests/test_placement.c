@@ -246,10 +246,11 @@ int main(void)
     expect("sub", g, PTQ_PLACEMENT_ORT, I8, NULL, "d", "x=ort.unquantized,d=ort.op-io,y1=ort.output");
     expect("sub", g, PTQ_PLACEMENT_TRT, I8, NULL, "d", "x=trt.unquantized,d=trt.weighted-input");
 
-    /* a pre-LayerNorm attention block (bias Add after the projection, as exporters write it): both operands of Q.K^T and softmax.V (MatMuls of two
-     * activations) are quantized (K^T through its Transpose); the LayerNorm and Softmax outputs
-     * feeding MatMuls are their quantized inputs; the residual Add stays in FP16; the score Mul
-     * (no such op in the rule) is left in FP32 */
+    /* a pre-LayerNorm attention block (a bias Add after the projection, as exporters write it):
+     * both operands of Q.K^T and softmax.V (MatMuls of two activations) are quantized (K^T
+     * through its Transpose); the LayerNorm and Softmax outputs feeding MatMuls are their
+     * quantized inputs; the residual Add and the LayerNorm no MatMul reads stay in FP16; the
+     * score Mul (no such op in the rule) is left in FP32 */
     memset(&b, 0, sizeof b);
     node(&b, "LayerNormalization", "x,wg,wb", "ln");
     node(&b, "MatMul", "ln,wq", "q");
