@@ -122,6 +122,7 @@ typedef struct enode { /* a NodeProto of the file */
     char *name;
     int n_in, n_out;
     char **in, **out;
+    char *drop_attr, *add_input; /* ptq_onnx_edit_attr_to_input: the attribute dropped, the input appended */
 } enode;
 
 typedef struct einit { /* a graph initializer of the file */
@@ -195,6 +196,8 @@ void ptq_onnx_edit_free(ptq_onnx_edit *e)
         return;
     for (int i = 0; i < e->n_nodes; i++) {
         free(e->nodes[i].name);
+        free(e->nodes[i].drop_attr);
+        free(e->nodes[i].add_input);
         free_names(e->nodes[i].in, e->nodes[i].n_in);
         free_names(e->nodes[i].out, e->nodes[i].n_out);
     }
@@ -747,6 +750,31 @@ ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char
     return PTQ_OK;
 }
 
+ptq_status ptq_onnx_edit_attr_to_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_name, const char *attr,
+                                       const char *input)
+{
+    if (!node_name || !node_name[0] || !attr || !input || !input[0])
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input needs a node name, an attribute and an input",
+                        e->path);
+    enode *n = NULL;
+    for (int i = 0; i < e->n_nodes; i++)
+        if (strcmp(e->nodes[i].name, node_name) == 0) {
+            if (n)
+                return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input: two nodes are named '%s'", e->path,
+                                node_name);
+            n = &e->nodes[i];
+        }
+    if (!n)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input: no existing node is named '%s'", e->path,
+                        node_name);
+    if (n->drop_attr)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input: node '%s' already moves '%s'", e->path,
+                        node_name, n->drop_attr);
+    if (!(n->drop_attr = strdup(attr)) || !(n->add_input = strdup(input)))
+        return oom(ctx, e);
+    return PTQ_OK;
+}
+
 ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, int64_t opset, int64_t ir_version)
 {
     if (opset < 0 || ir_version < 0)
@@ -852,6 +880,10 @@ static ptq_status check_names(ptq_ctx *ctx, const ptq_onnx_edit *e)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
                             "%s: input '%s' renamed to '%s', but no initializer, node or graph input defines it",
                             e->path, e->renames[r].from, e->renames[r].to);
+    for (int k = 0; k < e->n_nodes; k++)
+        if (e->nodes[k].add_input && smap_get(&e->defined, e->nodes[k].add_input, 0) <= 0)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: node '%s' gets input '%s', which nothing defines", e->path,
+                            e->nodes[k].name, e->nodes[k].add_input);
     for (int a = 0; a < e->n_added; a++)
         for (int j = 0; j < e->added[a].n_in; j++)
             if (e->added[a].in[j][0] && smap_get(&e->defined, e->added[a].in[j], 0) <= 0)
@@ -877,13 +909,32 @@ static void emit_added(const ptq_onnx_edit *e, const int *pos, const int *order,
 
 static int node_renamed(const ptq_onnx_edit *e, int k)
 {
+    if (e->nodes[k].drop_attr)
+        return 1;
     for (int j = 0; j < e->nodes[k].n_in; j++)
         if (renamed_input(e, k, j) != e->nodes[k].in[j])
             return 1;
     return 0;
 }
 
-/* Node k again, its input fields renamed, every other field copied. */
+/* 1 if attribute field f (an AttributeProto) is named name. */
+static ptq_status attr_named(const ptq_pb *nr, const ptq_pb_field *f, const char *name, int *is)
+{
+    ptq_pb ar;
+    ptq_pb_field af;
+    *is = 0;
+    PTQ_TRY_RET(ptq_pb_expect(nr, f, PTQ_PB_LEN));
+    ptq_pb_sub(nr, f, &attr_desc, &ar);
+    while (ptq_pb_more(&ar)) {
+        PTQ_TRY_RET(ptq_pb_next(&ar, &af));
+        if (af.num == 1 && af.wire == PTQ_PB_LEN)
+            *is = af.len == strlen(name) && memcmp(af.data, name, af.len) == 0;
+    }
+    return PTQ_OK;
+}
+
+/* Node k again, its input fields renamed (and an attribute moved to a last
+ * input), every other field copied. */
 static ptq_status encode_node(const ptq_onnx_edit *e, int k, ptq_pb *nr, obuf *b)
 {
     obuf nb = {0};
@@ -891,12 +942,17 @@ static ptq_status encode_node(const ptq_onnx_edit *e, int k, ptq_pb *nr, obuf *b
     int j = 0;
     while (ptq_pb_more(nr)) {
         const uint8_t *start = nr->p;
+        int drop = 0;
         PTQ_TRY_RET(ptq_pb_next(nr, &f));
+        if (f.num == 5 && e->nodes[k].drop_attr)
+            PTQ_TRY_RET(attr_named(nr, &f, e->nodes[k].drop_attr, &drop));
         if (f.num == 1)
             ptq_pb_put_str(&nb, 1, renamed_input(e, k, j++));
-        else
+        else if (!drop)
             ptq_buf_put(&nb, start, (size_t)(nr->p - start));
     }
+    if (e->nodes[k].add_input)
+        ptq_pb_put_str(&nb, 1, e->nodes[k].add_input);
     ptq_pb_put_len(b, 1, nb.data, nb.n_bytes);
     b->failed |= nb.failed;
     free(nb.data);

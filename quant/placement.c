@@ -1,11 +1,13 @@
 /* Q/DQ placement as a rule table (quant/placement.h): for every activation,
  * the first rule of its placement that matches says whether it is
  * quantized, kept in FP16 or left alone, and why. "trt" follows TensorRT's
- * explicit-quantization fusions (REFERENCE.md "Peers in practice"), "ort"
+ * explicit-quantization fusions (REFERENCE.md "Peers in practice") and,
+ * in a transformer, its FP16 LayerNorm/Softmax/residual Add layers, "ort"
  * onnxruntime quantize_static's QDQ registry (onnxruntime/quantization/
  * registry.py, operators/; symmetric activations, or asymmetric uint8 ones
  * when the core asked for is uint8), "all" every tensor.
- * Covered by tests/test_placement.c and tests/qdq_export_test.py. */
+ * Covered by tests/test_placement.c, tests/qdq_export_test.py and
+ * tests/transformer_plan_test.py. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,7 @@ typedef struct place_graph {
     int *n_readers;             /* [n_values]: how many node inputs read the value */
     int *fused_slot;            /* [n_nodes]: a residual Add's input slot fused into the op producing it, else -1 */
     const char **ort_rule;      /* [n_values]: the ort rule quantize_static's node walk gives, or NULL */
+    int transformer;            /* the graph has a LayerNorm (either form) or a Softmax some node reads */
     int *ort_share;             /* [n_values]: for ort.same-as-input, the input whose scale it shares */
 } place_graph;
 
@@ -170,6 +173,84 @@ static int m_trt_fused(const place_graph *pg, int v, const char *rule)
     return 1;
 }
 
+static int op_is(const place_graph *pg, int node, const char *op_type)
+{
+    return node >= 0 && strcmp(pg->g->nodes[node].op_type, op_type) == 0 && pg->op[node];
+}
+
+static int producer_of(const place_graph *pg, int v)
+{
+    return v >= 0 ? pg->g->values[v].producer : -1;
+}
+
+/* A constant: an initializer, a constant attribute or a Constant node's output. */
+static int is_const_input(const place_graph *pg, int v)
+{
+    return v < 0 || is_const(&pg->g->values[v]) || op_is(pg, producer_of(pg, v), "Constant");
+}
+
+/* 1 if v is LayerNorm written out, Div(Sub(x, ReduceMean(x)), Sqrt(..)),
+ * or that times and then plus constants (the affine part), as exporters
+ * before opset 17 write it and TensorRT fuses back into one layer. */
+static int decomposed_ln_output(const place_graph *pg, int v)
+{
+    const ptq_graph *g = pg->g;
+    int p = producer_of(pg, v);
+    for (int step = 0; step < 2 && (op_is(pg, p, "Mul") || op_is(pg, p, "Add")) && g->nodes[p].n_inputs == 2;
+         step++) {
+        const int a = g->nodes[p].inputs[0], b = g->nodes[p].inputs[1];
+        if (a < 0 || b < 0 || is_const_input(pg, a) == is_const_input(pg, b))
+            return 0;
+        p = producer_of(pg, is_const_input(pg, a) ? b : a);
+    }
+    if (!op_is(pg, p, "Div") || g->nodes[p].n_inputs != 2)
+        return 0;
+    const int sub = producer_of(pg, g->nodes[p].inputs[0]);
+    if (!op_is(pg, sub, "Sub") || g->nodes[sub].n_inputs != 2 ||
+        !op_is(pg, producer_of(pg, g->nodes[p].inputs[1]), "Sqrt"))
+        return 0;
+    const int mean = producer_of(pg, g->nodes[sub].inputs[1]);
+    return op_is(pg, mean, "ReduceMean") && g->nodes[mean].n_inputs >= 1 &&
+           g->nodes[mean].inputs[0] == g->nodes[sub].inputs[0];
+}
+
+/* An Add of two activations: the skip connection of a transformer block (a
+ * bias Add has a constant input). */
+static int residual_add_output(const place_graph *pg, int v)
+{
+    const ptq_graph *g = pg->g;
+    const int p = producer_of(pg, v);
+    if (!op_is(pg, p, "Add") || g->nodes[p].n_inputs != 2)
+        return 0;
+    return !is_const_input(pg, g->nodes[p].inputs[0]) && !is_const_input(pg, g->nodes[p].inputs[1]);
+}
+
+/* 1 if g is a transformer: it has LayerNormalization, LayerNorm written
+ * out, or a Softmax that some node reads (attention; a classifier's final
+ * Softmax is a graph output). */
+static int has_transformer_ops(const place_graph *pg)
+{
+    const ptq_graph *g = pg->g;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const int out = g->nodes[k].n_outputs > 0 ? g->nodes[k].outputs[0] : -1;
+        if (op_is(pg, k, "LayerNormalization") || (op_is(pg, k, "Softmax") && out >= 0 && pg->n_readers[out] > 0) ||
+            (out >= 0 && decomposed_ln_output(pg, out)))
+            return 1;
+    }
+    return 0;
+}
+
+/* In a transformer: the output of LayerNorm, Softmax or a residual Add. */
+static int m_trt_fp16_transformer(const place_graph *pg, int v, const char *rule)
+{
+    (void)rule;
+    if (!pg->transformer)
+        return 0;
+    const int p = producer_of(pg, v);
+    return op_is(pg, p, "LayerNormalization") || op_is(pg, p, "Softmax") || residual_add_output(pg, v) ||
+           decomposed_ln_output(pg, v);
+}
+
 /* quantize_static's walk marked v with this very rule. */
 static int m_ort(const place_graph *pg, int v, const char *rule)
 {
@@ -196,6 +277,11 @@ static const place_rule rules[] = {
      "the other input of an Add TensorRT fuses into the Conv making its first input"},
     {"trt.fused", PTQ_PLACEMENT_TRT, PLACE_FP32, m_trt_fused,
      "inside a fused Conv/Gemm+BatchNorm+activation(+Add) layer: TensorRT rounds nothing there"},
+    {PTQ_RULE_FP16_TRANSFORMER, PTQ_PLACEMENT_TRT, PLACE_FP16, m_trt_fp16_transformer,
+     "a LayerNormalization (or LayerNorm written out), Softmax or residual Add (two activation inputs) output in "
+     "a transformer: TensorRT, FP16 enabled, computes these layers in FP16 and hands their outputs on in FP16. "
+     "Where one feeds a MatMul/Gemm it is that op's quantized input instead (trt.weighted-input: the layer "
+     "computes in FP16, then the Q/DQ rounds its output to the core)"},
     {"trt.unquantized", PTQ_PLACEMENT_TRT, PLACE_FP32, m_always,
      "no weighted op or fused Add reads it: TensorRT keeps it in the layer's float precision"},
     {"ort.op-io", PTQ_PLACEMENT_ORT, PLACE_CORE, m_ort,
@@ -323,7 +409,7 @@ ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement 
                                 const unsigned char *edge, place_decision *out)
 {
     ptq_status st = PTQ_OK;
-    place_graph pg = {g, core, edge, NULL, NULL, NULL, NULL, NULL};
+    place_graph pg = {g, core, edge, NULL, NULL, NULL, NULL, 0, NULL};
     pg.op = calloc((size_t)g->n_nodes + 1, sizeof *pg.op);
     pg.fused_slot = calloc((size_t)g->n_nodes + 1, sizeof *pg.fused_slot);
     pg.n_readers = calloc((size_t)g->n_values + 1, sizeof *pg.n_readers);
@@ -341,6 +427,7 @@ ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement 
     }
     for (int k = 0; k < g->n_nodes; k++)
         pg.fused_slot[k] = residual_fused_slot(&pg, k);
+    pg.transformer = has_transformer_ops(&pg);
     if (pl == PTQ_PLACEMENT_ORT)
         ort_walk(&pg);
     for (int v = 0; v < g->n_values; v++) {

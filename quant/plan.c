@@ -156,6 +156,13 @@ static ptq_status entry_scale(ptq_ctx *ctx, ptq_plan_entry *e, double scale)
     return PTQ_OK;
 }
 
+/* The source of an activation a placement rule keeps in FP16. */
+static const char *fp16_source(const char *rule)
+{
+    return rule && strcmp(rule, PTQ_RULE_FP16_TRANSFORMER) == 0 ? "fp16: transformer LayerNorm/Softmax/residual Add"
+                                                                : "edge: first or last compute layer";
+}
+
 static const char *const target_names[] = {[PTQ_TARGET_TRT] = "trt", [PTQ_TARGET_ORT_CPU] = "ort-cpu"};
 enum { N_TARGETS = (int)(sizeof target_names / sizeof target_names[0]) };
 
@@ -289,7 +296,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         /* an observed tensor no rule covers (not a float activation) is rounded as --placement all does */
         const int fp16 = d.action == PLACE_FP16 || ranges[i].degenerate;
         PTQ_TRY(st, entry_set(ctx, e, name, 0, fp16 ? high : act_core, -1,
-                              d.action == PLACE_FP16 ? "edge: first or last compute layer"
+                              d.action == PLACE_FP16 ? fp16_source(d.rule)
                               : ranges[i].degenerate ? "archive: only zeros seen" : source,
                               d.rule ? d.rule : "all.observed"),
                 done);

@@ -4,7 +4,8 @@
  * from the same C references the simulated quantization uses
  * (kernels/ref/numfmt.c); FP16 activations are a Cast pair, so onnxruntime
  * rounds where the simulation does; uint8 activations carry their zero
- * point, and an ort-cpu plan's biases become int32 (quant/bias.c).
+ * point, and an ort-cpu plan's biases become int32 (quant/bias.c); a
+ * reduction's axes attribute becomes an input where the opset written asks.
  * Covered by tests/qdq_export_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -16,7 +17,7 @@
 #include "ptq/qdq.h"
 #include "quant/quant_internal.h"
 
-enum { ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_FLOAT16 = 10 };
+enum { ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_INT64 = 7, ONNX_FLOAT16 = 10 };
 
 /* The ONNX element type of p's codes (the format table's). */
 static int onnx_type_of(ptq_prec p)
@@ -295,14 +296,62 @@ done:
 
 #define QDQ_NEWEST_OPSET 24 /* ONNX 1.19's default domain */
 
-/* The opset to write: at least what the model has, what per-axis
- * DequantizeLinear needs (13) and, with FP8, what its types need (19). */
-static ptq_status pick_opset(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int64_t asked, int64_t *out)
+/* Ops whose "axes" attribute became an input at an opset (ReduceSum at 13,
+ * the other reductions at 18): a model written below it and exported at or
+ * above it (FP8 needs 19) has the attribute moved to an int64 initializer,
+ * as onnx's version converter does. */
+static const struct {
+    const char *op_type;
+    int64_t axes_input_since;
+} axes_ops[] = {
+    {"ReduceSum", 13}, {"ReduceMean", 18}, {"ReduceMax", 18}, {"ReduceMin", 18}, {"ReduceProd", 18},
+    {"ReduceL1", 18}, {"ReduceL2", 18}, {"ReduceLogSum", 18}, {"ReduceLogSumExp", 18}, {"ReduceSumSquare", 18},
+};
+
+static int64_t model_opset(const ptq_graph *g)
 {
     int64_t model = 0;
     for (int i = 0; i < g->n_opsets; i++)
         if (!g->opsets[i].domain[0] || strcmp(g->opsets[i].domain, "ai.onnx") == 0)
             model = g->opsets[i].version;
+    return model;
+}
+
+/* Every reduction of g whose axes attribute opset write_opset takes as an input instead. */
+static ptq_status upgrade_axes(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, int64_t write_opset)
+{
+    const int64_t model = model_opset(g);
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+            continue;
+        for (size_t r = 0; r < sizeof axes_ops / sizeof axes_ops[0]; r++) {
+            const ptq_attr *a = ptq_node_attr(n, "axes");
+            if (strcmp(n->op_type, axes_ops[r].op_type) != 0 || model >= axes_ops[r].axes_input_since ||
+                write_opset < axes_ops[r].axes_input_since || !a)
+                continue;
+            static const char *const suffix[] = {"axes"};
+            char *name, *buf = qdq_names(n->name, 1, suffix, &name);
+            if (!buf)
+                return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", n->name);
+            const int64_t n_axes = a->n;
+            ptq_status st = ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_INT64, 1, &n_axes, a->ints,
+                                                          (size_t)n_axes * sizeof(int64_t));
+            if (st == PTQ_OK)
+                st = ptq_onnx_edit_attr_to_input(ctx, ed, n->name, "axes", name);
+            free(buf);
+            if (st != PTQ_OK)
+                return st;
+        }
+    }
+    return PTQ_OK;
+}
+
+/* The opset to write: at least what the model has, what per-axis
+ * DequantizeLinear needs (13) and, with FP8, what its types need (19). */
+static ptq_status pick_opset(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int64_t asked, int64_t *out)
+{
+    const int64_t model = model_opset(g);
     /* the first entry whose format needs the newest Q/DQ (FP8: 19) */
     const ptq_plan_entry *fp8 = NULL;
     int64_t fp8_opset = 13;
@@ -376,6 +425,7 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
         for (int k = 0; k < g->n_nodes; k++)
             PTQ_TRY(st, add_bias(ctx, ed, g, p, k, done_bias), done);
     }
+    PTQ_TRY(st, upgrade_axes(ctx, ed, g, write_opset), done);
     PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, write_opset, write_opset >= 19 ? 9 : 7), done);
     PTQ_TRY(st, ptq_onnx_edit_write(ctx, ed, out_path), done);
 done:

@@ -1,6 +1,7 @@
 /* The protobuf-level ONNX editor: a no-edit round trip is byte-identical,
  * edits load back through ptq_graph_load_onnx with the expected graph, added
- * nodes land before their consumers, refusals. Driver modes for
+ * nodes land before their consumers, an attribute moved to an input,
+ * refusals. Driver modes for
  * tests/onnx_edit_test.py: `--copy IN OUT` (no edits) and `--qdq IN OUT`
  * (Q/DQ on every Conv/Gemm activation input, int8 per-channel weights). */
 #define _POSIX_C_SOURCE 200809L
@@ -310,6 +311,29 @@ static void test_refusals(void)
     CHECK(strstr(ctx.msg, "'b'") != NULL);
     CHECK(ptq_onnx_edit_add_node(&ctx, e, "Neg", "n1", 1, in1, 1, out_b, 0, 0) == PTQ_OK);
     CHECK_MSG(ptq_onnx_edit_encode(&ctx, e, &bytes, &n_bytes) == PTQ_OK, "%s", ctx.msg);
+    free(bytes);
+    bytes = NULL;
+    /* an attribute moved to an input nothing defines yet; a node that is not there; two moves on one node */
+    const int64_t one_axis = 1;
+    CHECK(ptq_onnx_edit_attr_to_input(&ctx, e, "no_such_node", "axes", "ax") == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_onnx_edit_attr_to_input(&ctx, e, "/stem/stem.0/Conv", "group", "ax") == PTQ_OK);
+    CHECK(ptq_onnx_edit_attr_to_input(&ctx, e, "/stem/stem.0/Conv", "pads", "ax") == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_onnx_edit_encode(&ctx, e, &bytes, &n_bytes) == PTQ_ERR_INVALID_ARG && !bytes);
+    CHECK(strstr(ctx.msg, "'ax'") != NULL);
+    CHECK(ptq_onnx_edit_add_initializer(&ctx, e, "ax", 7, 1, &one_axis, &one_axis, 8) == PTQ_OK);
+    CHECK_MSG(ptq_onnx_edit_encode(&ctx, e, &bytes, &n_bytes) == PTQ_OK, "%s", ctx.msg);
+    {
+        ptq_graph *g = NULL;
+        CHECK_MSG(ptq_graph_load_onnx_bytes(&ctx, bytes, n_bytes, NULL, &g) == PTQ_OK, "%s", ctx.msg);
+        const ptq_node *conv = NULL;
+        for (int k = 0; g && k < g->n_nodes; k++)
+            if (strcmp(g->nodes[k].name, "/stem/stem.0/Conv") == 0)
+                conv = &g->nodes[k];
+        CHECK_MSG(conv && !ptq_node_attr(conv, "group") && ptq_node_attr(conv, "pads") &&
+                      strcmp(g->values[conv->inputs[conv->n_inputs - 1]].name, "ax") == 0,
+                  "attr_to_input: the attribute dropped, the input appended last");
+        ptq_graph_free(g);
+    }
     free(bytes);
     bytes = NULL;
     /* an initializer removed while a node still reads it */

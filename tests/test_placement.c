@@ -4,7 +4,10 @@
  * Concat of two branches, a Gemm head; each with the set of tensors the trt
  * placement quantizes written out, the ort placement's for some, the rule
  * that decided, FP16 edges, graph outputs left as computed, and
- * --placement all quantizing everything. */
+ * --placement all quantizing everything; a pre-LayerNorm attention block
+ * (both attention MatMul operands quantized, LayerNorm/residual Add in FP16
+ * by trt.fp16-transformer), LayerNorm written out, and a CNN that is no
+ * transformer. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +94,8 @@ static void expect(const char *label, const ptq_graph *g, ptq_placement pl, ptq_
         if (d[v].action == PLACE_CORE || d[v].action == PLACE_SHARE)
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", got[0] ? "," : "", g->values[v].name);
     CHECK_MSG(strcmp(got, want) == 0, "%s (%s): quantized {%s}, want {%s}", label, ptq_placement_name(pl), got, want);
-    char buf[256];
+    char buf[1024];
+    CHECK_MSG(strlen(rules) < sizeof buf, "%s: rules too long for the test", label);
     snprintf(buf, sizeof buf, "%s", rules);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(t, '=');
@@ -241,5 +245,90 @@ int main(void)
     g = finish(&b, "x", "y1");
     expect("sub", g, PTQ_PLACEMENT_ORT, I8, NULL, "d", "x=ort.unquantized,d=ort.op-io,y1=ort.output");
     expect("sub", g, PTQ_PLACEMENT_TRT, I8, NULL, "d", "x=trt.unquantized,d=trt.weighted-input");
+
+    /* a pre-LayerNorm attention block (a bias Add after the projection, as exporters write it):
+     * both operands of Q.K^T and softmax.V (MatMuls of two activations) are quantized (K^T
+     * through its Transpose); the LayerNorm and Softmax outputs feeding MatMuls are their
+     * quantized inputs; the residual Add and the LayerNorm no MatMul reads stay in FP16; the
+     * score Mul (no such op in the rule) is left in FP32 */
+    memset(&b, 0, sizeof b);
+    node(&b, "LayerNormalization", "x,wg,wb", "ln");
+    node(&b, "MatMul", "ln,wq", "q");
+    node(&b, "MatMul", "ln,wk", "k");
+    node(&b, "MatMul", "ln,wv", "v");
+    node(&b, "Transpose", "k", "kt");
+    node(&b, "MatMul", "q,kt", "s");
+    node(&b, "Mul", "s,wscale", "ss");
+    node(&b, "Softmax", "ss", "p");
+    node(&b, "MatMul", "p,v", "o");
+    node(&b, "MatMul", "o,wo", "proj");
+    node(&b, "Add", "wpb,proj", "pb");
+    node(&b, "Add", "x,pb", "res");
+    node(&b, "LayerNormalization", "res,wg2,wb2", "ln2");
+    node(&b, "Relu", "ln2", "r");
+    node(&b, "MatMul", "r,wf", "y");
+    g = finish(&b, "x", "y");
+    expect("attention", g, PTQ_PLACEMENT_TRT, I8, NULL, "ln,q,v,kt,p,o,r",
+           "ln=trt.weighted-input,q=trt.weighted-input,kt=trt.commutes,v=trt.weighted-input,p=trt.weighted-input,"
+           "o=trt.weighted-input,k=trt.unquantized,ss=trt.unquantized,proj=trt.unquantized,pb=trt.unquantized,"
+           "res=trt.fp16-transformer,ln2=trt.fp16-transformer,x=trt.unquantized,y=trt.output");
+    expect("attention fp8", g, PTQ_PLACEMENT_TRT, PTQ_PREC_FP8_E4M3, NULL, "ln,q,v,kt,p,o,r",
+           "res=trt.fp16-transformer,ln2=trt.fp16-transformer");
+    {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        place_decision d[MAX_V];
+        CHECK(ptq_placement_decide(&ctx, g, PTQ_PLACEMENT_TRT, I8, NULL, d) == PTQ_OK);
+        CHECK_MSG(d[ptq_graph_find_value(g, "res")].action == PLACE_FP16 &&
+                  d[ptq_graph_find_value(g, "ln2")].action == PLACE_FP16, "residual Add and LayerNorm in FP16");
+        const int s_mm = ptq_graph_find_value(g, "s"), o_mm = ptq_graph_find_value(g, "o");
+        const ptq_node *qk = &g->nodes[g->values[s_mm].producer], *pv = &g->nodes[g->values[o_mm].producer];
+        for (int i = 0; i < 2; i++)
+            CHECK_MSG(d[qk->inputs[i]].action == PLACE_CORE && d[pv->inputs[i]].action == PLACE_CORE,
+                      "attention MatMul input %d quantized", i);
+    }
+    /* with the edges, the first and last MatMuls' tensors are FP16 by the edge rule first */
+    ptq_placement_edges(g, edge);
+    expect("attention edges", g, PTQ_PLACEMENT_TRT, I8, edge, "v,kt,p,o",
+           "ln=edge,q=edge,r=edge,y=trt.output,res=trt.fp16-transformer,ln2=trt.fp16-transformer");
+    /* the ort placement is quantize_static's: no FP16 rule */
+    expect("attention ort", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,ln,q,k,v,kt,s,ss,p,o,proj,pb,res,r",
+           "res=ort.op-io,ln2=ort.unquantized");
+
+    /* LayerNorm written out (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, then the affine Mul and
+     * Add) makes a transformer too: its normalized and affine outputs are FP16, the rest FP32 */
+    memset(&b, 0, sizeof b);
+    node(&b, "ReduceMean", "x", "m");
+    node(&b, "Sub", "x,m", "d");
+    node(&b, "Pow", "d,wtwo", "d2");
+    node(&b, "ReduceMean", "d2", "var");
+    node(&b, "Add", "var,weps", "ve");
+    node(&b, "Sqrt", "ve", "sd");
+    node(&b, "Div", "d,sd", "n");
+    node(&b, "Mul", "n,wg", "ng");
+    node(&b, "Add", "ng,wb", "ln");
+    node(&b, "Add", "ln,x", "res");
+    node(&b, "Constant", "", "c");
+    node(&b, "Add", "res,c", "rc");
+    node(&b, "Relu", "rc", "r");
+    node(&b, "MatMul", "r,wf", "y");
+    g = finish(&b, "x", "y");
+    /* an Add of a Constant node's output (GELU's + 1) is no residual Add */
+    expect("decomposed layernorm", g, PTQ_PLACEMENT_TRT, I8, NULL, "r",
+           "n=trt.fp16-transformer,ng=trt.fp16-transformer,ln=trt.fp16-transformer,res=trt.fp16-transformer,"
+           "m=trt.unquantized,d=trt.unquantized,ve=trt.unquantized,sd=trt.unquantized,rc=trt.unquantized");
+
+    /* no LayerNorm and a Softmax only at the output: not a transformer, an Add of two activations stays
+     * FP32 as in a CNN */
+    memset(&b, 0, sizeof b);
+    node(&b, "Sigmoid", "x", "s1");
+    node(&b, "Tanh", "x", "t1");
+    node(&b, "Add", "s1,t1", "a");
+    node(&b, "Relu", "a", "r");
+    node(&b, "Conv", "r,w1", "y1");
+    node(&b, "Softmax", "y1", "prob");
+    g = finish(&b, "x", "prob");
+    expect("cnn add", g, PTQ_PLACEMENT_TRT, I8, NULL, "r",
+           "a=trt.unquantized,y1=trt.unquantized,prob=trt.output");
     return test_done("test_placement");
 }

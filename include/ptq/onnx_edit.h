@@ -59,6 +59,12 @@ PTQ_API ptq_status ptq_onnx_edit_add_node_attr(ptq_ctx *ctx, ptq_onnx_edit *e, c
  * call order, and only to top-level nodes, not to subgraphs. */
 PTQ_API ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
                                               const char *node_name);
+/* The existing node named node_name loses its attribute attr and reads
+ * input (an initializer the caller adds) as one more, last input: an
+ * attribute that a newer opset takes as an input (ReduceMean's axes from
+ * opset 18). */
+PTQ_API ptq_status ptq_onnx_edit_attr_to_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_name,
+                                               const char *attr, const char *input);
 /* Raises the default-domain opset import to at least opset (adding the
  * import when there is none) and ir_version to at least ir_version. */
 PTQ_API ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, int64_t opset, int64_t ir_version);
