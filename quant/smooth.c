@@ -208,16 +208,17 @@ static ptq_status smooth_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int n
     if (t->mem != PTQ_MEM_HOST || t->dtype != PTQ_DT_FLOAT || t->ndim < 1 || t->dims[t->ndim - 1] != gr->c)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "smoothing observes '%s' as float32 [..., %lld] on the host",
                         name, (long long)gr->c);
-    const float *x = t->data;
-    const int64_t n = ptq_tensor_numel(t);
-    for (int64_t j = 0; j < n; j++) {
-        if (!isfinite(x[j]))
-            return ptq_fail(ctx, PTQ_ERR_DATA, "'%s' holds %s: nothing to smooth it by", name,
-                            isnan(x[j]) ? "NaN" : "Inf");
-        const double a = fabs((double)x[j]);
-        double *m = &gr->xmax[j % gr->c];
-        if (a > *m)
-            *m = a;
+    const int64_t n_rows = ptq_tensor_numel(t) / gr->c;
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *x = (const float *)t->data + r * gr->c;
+        for (int64_t c = 0; c < gr->c; c++) {
+            if (!isfinite(x[c]))
+                return ptq_fail(ctx, PTQ_ERR_DATA, "'%s' holds %s: nothing to smooth it by", name,
+                                isnan(x[c]) ? "NaN" : "Inf");
+            const double a = fabs((double)x[c]);
+            if (a > gr->xmax[c])
+                gr->xmax[c] = a;
+        }
     }
     return PTQ_OK;
 }

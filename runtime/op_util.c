@@ -122,6 +122,27 @@ int ptq_op_cast_kind(ptq_dtype dt, ptq_cast_kind *k)
     }
 }
 
+ptq_status ptq_op_axes(ptq_ctx *ctx, const ptq_op_io *io, int64_t input_opset, const int64_t **axes, int64_t *n)
+{
+    *axes = NULL;
+    *n = -1;
+    if (io->graph->opset < input_opset) {
+        const ptq_attr *a = ptq_node_attr(io->node, "axes");
+        if (a && a->type == PTQ_ATTR_INTS) {
+            *axes = a->ints;
+            *n = a->n;
+        }
+    } else if (io->n_in > 1 && io->in[1]) {
+        const ptq_tensor *t = io->in[1];
+        if (t->dtype != PTQ_DT_INT64 || t->ndim != 1)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "axes must be 1-D int64, got %s of rank %d",
+                               ptq_dtype_name(t->dtype), t->ndim);
+        *axes = t->data;
+        *n = t->dims[0];
+    }
+    return PTQ_OK;
+}
+
 ptq_status ptq_op_int_list(ptq_ctx *ctx, const ptq_op_io *io, int i, int64_t *v, int64_t *n)
 {
     *n = -1;

@@ -35,6 +35,11 @@ int ptq_op_cast_kind(ptq_dtype dt, ptq_cast_kind *k);
 /* The values of input i, 1-D int32 or int64 of at most PTQ_MAX_DIMS
  * entries, as int64 into v [PTQ_MAX_DIMS]; *n = -1 when it is omitted. */
 ptq_status ptq_op_int_list(ptq_ctx *ctx, const ptq_op_io *io, int i, int64_t *v, int64_t *n);
+/* An op's axes: its `axes` attribute (a list of ints; any other type is
+ * taken as absent) before opset input_opset, else its optional input 1,
+ * 1-D int64 on the host (PTQ_ERR_FORMAT otherwise). *axes points at them;
+ * *n = -1 when none are given. */
+ptq_status ptq_op_axes(ptq_ctx *ctx, const ptq_op_io *io, int64_t input_opset, const int64_t **axes, int64_t *n);
 /* The first element of host tensor t, of int8, uint8, int16, int32 or (any other dtype read as) int64. */
 int64_t ptq_op_int_scalar(const ptq_tensor *t);
 

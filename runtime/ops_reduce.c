@@ -17,22 +17,12 @@ static ptq_status reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *
     int64_t n = 0;
     *noop = 0;
     memset(reduced, 0, PTQ_MAX_DIMS);
-    if (io->graph->opset < 18) {
-        const ptq_attr *a = ptq_node_attr(io->node, "axes");
-        if (a && a->type != PTQ_ATTR_INTS)
-            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the axes attribute is not a list of ints");
-        if (a) {
-            axes = a->ints;
-            n = a->n;
-        }
-    } else if (io->n_in > 1 && io->in[1]) {
-        const ptq_tensor *t = io->in[1];
-        if (t->dtype != PTQ_DT_INT64 || t->ndim != 1)
-            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "axes must be 1-D int64, got %s of rank %d",
-                               ptq_dtype_name(t->dtype), t->ndim);
-        axes = t->data;
-        n = t->dims[0];
-    }
+    const ptq_attr *a = io->graph->opset < 18 ? ptq_node_attr(io->node, "axes") : NULL;
+    if (a && a->type != PTQ_ATTR_INTS)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the axes attribute is not a list of ints");
+    PTQ_TRY_RET(ptq_op_axes(ctx, io, 18, &axes, &n));
+    if (n < 0)
+        n = 0;
     if (n == 0) {
         if (io->graph->opset >= 18 && ptq_node_attr_int(io->node, "noop_with_empty_axes", 0)) {
             *noop = 1;

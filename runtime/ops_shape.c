@@ -366,22 +366,10 @@ static ptq_status constant_run(ptq_ctx *ctx, const ptq_op_io *io)
  * optional int64 input 1 (on the host). n_axes = -1 when none are given. */
 static ptq_status squeeze_axes(ptq_ctx *ctx, const ptq_op_io *io, int64_t *axes, int64_t *n_axes)
 {
-    const int64_t *src = NULL;
-    int64_t n = -1;
-    if (io->graph->opset < 13) {
-        const ptq_attr *a = ptq_node_attr(io->node, "axes");
-        if (a && a->type == PTQ_ATTR_INTS) {
-            src = a->ints;
-            n = a->n;
-        }
-    } else if (io->n_in > 1 && io->in[1]) {
-        const ptq_tensor *t = io->in[1];
-        if (t->dtype != PTQ_DT_INT64 || t->ndim != 1)
-            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "axes must be 1-D int64, got %s of rank %d",
-                               ptq_dtype_name(t->dtype), t->ndim);
-        src = t->data;
-        n = t->dims[0];
-    }
+    const int64_t *src;
+    int64_t n;
+    *n_axes = -1;
+    PTQ_TRY_RET(ptq_op_axes(ctx, io, 13, &src, &n));
     if (n > PTQ_MAX_DIMS)
         return ptq_op_unsupported(ctx, io, "%lld axes exceed %d", (long long)n, PTQ_MAX_DIMS);
     for (int64_t i = 0; i < n; i++)
