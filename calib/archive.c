@@ -586,6 +586,7 @@ ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **ou
     *out = NULL;
     PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
     PTQ_TRY_RET(ptq_file_check_regular(ctx, path));
+    PTQ_TRY_RET(ds_h5_vet(ctx, path, 1));
     ds_h5_quiet_begin(&q);
     h5f r = {ctx, H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path};
     if (r.file < 0) {

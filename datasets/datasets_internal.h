@@ -205,6 +205,18 @@ ptq_status ds_h5_create_dataset(ptq_ctx *ctx, hid_t file, const char *key, hid_t
  * it, no dataset with external storage or a virtual dataset mapping another
  * file. Else PTQ_ERR_FORMAT naming path, the object and its target, then hint. */
 ptq_status ds_h5_check_self_contained(ptq_ctx *ctx, hid_t file, const char *path, const char *hint);
+/* PTQ_OK when a forked child could open path with libhdf5 and read every
+ * attribute, string and compact dataset in it (every dataset when
+ * all_datasets) within its memory and time limits (or could not open it:
+ * the caller's open says why); PTQ_ERR_FORMAT naming path when the child
+ * crashed, ran out of either, or tripped a sanitizer. Called before every
+ * HDF5 file ptq reads is opened (datasets/h5vet.c). */
+ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets);
+/* A chunked dataset d's chunk, which libhdf5 allocates whole on every read
+ * that touches it: PTQ_ERR_FORMAT when larger than the file could hold
+ * compressed, PTQ_ERR_NOMEM past the memory limit; PTQ_OK otherwise and for
+ * unchunked datasets. what names d in the message. */
+ptq_status ds_h5_check_chunk(ptq_ctx *ctx, hid_t d, const char *what, const char *path);
 /* Samples per chunk: about 4 MiB of sample_bytes-sized samples, 1..1024, at most n. */
 int64_t ds_h5_chunk_samples(int64_t n, size_t sample_bytes);
 

@@ -364,3 +364,32 @@ ptq_status ds_h5_check_self_contained(ptq_ctx *ctx, hid_t file, const char *path
     return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s refers to data outside itself: '%s' is %s '%s'; %s", path, f.obj, f.kind,
                     f.target, hint);
 }
+
+ptq_status ds_h5_check_chunk(ptq_ctx *ctx, hid_t d, const char *what, const char *path)
+{
+    hsize_t dims[H5S_MAX_RANK];
+    hid_t dcpl = H5Dget_create_plist(d), type = H5Dget_type(d);
+    const int rank = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_chunk(dcpl, H5S_MAX_RANK, dims) : 0;
+    double bytes = type >= 0 ? (double)H5Tget_size(type) : 0.0;
+    for (int i = 0; i < rank; i++)
+        bytes *= (double)dims[i];
+    if (type >= 0)
+        H5Tclose(type);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (rank <= 0)
+        return PTQ_OK;
+    hsize_t file_bytes = 0;
+    hid_t fid = H5Iget_file_id(d);
+    if (fid >= 0) {
+        H5Fget_filesize(fid, &file_bytes);
+        H5Fclose(fid);
+    }
+    if (file_bytes > 0 && bytes > (double)file_bytes * DS_H5_MAX_COMPRESSION)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                        "%s in %s is stored in chunks of %.3g bytes in a file of %llu bytes: more than any "
+                        "compression could hold; a truncated or forged file",
+                        what, path, bytes, (unsigned long long)file_bytes);
+    /* libhdf5 allocates a whole chunk on every read that touches it */
+    return ptq_memory_check(ctx, bytes >= 1.8e19 ? UINT64_MAX : (uint64_t)bytes, what);
+}

@@ -226,6 +226,7 @@ static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
         H5Pclose(dapl);
     if (h->images < 0)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' in %s is not a readable dataset: %s", key, ds->path, why);
+    PTQ_TRY_RET(ds_h5_check_chunk(ctx, h->images, "a chunk of the images", ds->path));
 
     hid_t type = H5Dget_type(h->images);
     hid_t space = H5Dget_space(h->images);
@@ -290,19 +291,21 @@ static ptq_status open_labels(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     if (h->labels < 0)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "labels '%s' in %s is not a readable dataset: %s", key, ds->path,
                         ds_h5_error(why, sizeof why));
+    PTQ_TRY_RET(ds_h5_check_chunk(ctx, h->labels, "a chunk of the labels", ds->path));
     hid_t type = H5Dget_type(h->labels);
     hid_t space = H5Dget_space(h->labels);
     int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
     if (rank >= 1 && rank <= 2)
         H5Sget_simple_extent_dims(space, dims, NULL);
-    int is_int = H5Tget_class(type) == H5T_INTEGER;
+    /* an integer type may declare any width; libhdf5 then sizes its buffers by it */
+    int is_int = H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) <= 8;
     type_name(type, tname, sizeof tname);
     if (space >= 0)
         H5Sclose(space);
     if (type >= 0)
         H5Tclose(type);
     if (!is_int)
-        return ptq_fail(ctx, PTQ_ERR_FORMAT, "labels '%s' in %s are %s; ptq reads integer labels", key, ds->path,
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "labels '%s' in %s are %s; ptq reads integer labels of 8 to 64 bits", key, ds->path,
                         tname);
     shape_str(dims, rank, shape, sizeof shape);
     if (rank < 1 || rank > 2 || (rank == 2 && dims[1] != 1))
@@ -448,6 +451,7 @@ static ptq_status open_file(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opt
     PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
     if (H5Fis_hdf5(ds->path) <= 0)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is not an HDF5 file", ds->path);
+    PTQ_TRY_RET(ds_h5_vet(ctx, ds->path, 0));
     ds_hdf5 *h = calloc(1, sizeof *h);
     if (!h)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
@@ -512,6 +516,7 @@ static ptq_status open_array(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, int i, c
     if (h->arrays[i] < 0)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "'%s' in %s is not a readable dataset: %s", key, ds->path,
                         ds_h5_error(why, sizeof why));
+    PTQ_TRY_RET(ds_h5_check_chunk(ctx, h->arrays[i], key, ds->path));
     hid_t type = H5Dget_type(h->arrays[i]), space = H5Dget_space(h->arrays[i]);
     hsize_t dims[PTQ_MAX_DIMS];
     const int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;

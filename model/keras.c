@@ -1761,6 +1761,7 @@ ptq_status ptq_keras_to_onnx(ptq_ctx *ctx, const char *path, void **bytes, size_
     if (stat(path, &sb) != 0)
         return ptq_fail(ctx, PTQ_ERR_IO, "%s: cannot read the file", path);
     K.file_bytes = (double)sb.st_size;
+    PTQ_TRY_RET(ds_h5_vet(ctx, path, 1));
     ds_h5_quiet_begin(&quiet);
     K.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (K.file < 0) {

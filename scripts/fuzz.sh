@@ -20,5 +20,6 @@ cp -n fuzz/corpus/"$name"/* "$work"/ 2>/dev/null || true
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
 export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp" # leaks inside libhdf5 (see the file)
 export UBSAN_OPTIONS="print_stacktrace=1"
-exec build-fuzz/fuzz/"fuzz_$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
+# -timeout 20: an HDF5 input may keep ptq's checking child (datasets/h5vet.c) for its 5 s of processor time
+exec build-fuzz/fuzz/"fuzz_$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=20 -max_len=65536 \
     -artifact_prefix="$findings/" "$work"

@@ -1,0 +1,270 @@
+/* Reading a hostile HDF5 file in a child process first. libhdf5 1.10.8
+ * (Debian 12) trusts what a forged file says where ptq cannot check it
+ * through the library's API: the global heap behind variable-length
+ * strings (a negative memcpy, gigabytes allocated and zeroed, wild reads
+ * under H5Aread/H5Dread). Before ptq opens an HDF5 file it was given, a
+ * forked child opens it, walks every object and reads every attribute,
+ * every string and every compact dataset (or every dataset, for files ptq
+ * reads whole), under a memory and time limit; a child that dies,
+ * runs out of its memory or time makes the file refused (PTQ_ERR_FORMAT),
+ * and only then does the process itself read the file. Covered by
+ * tests/badinput_test.py (forged archives and image sets) and the
+ * fuzz_hdf5_set / fuzz_archive harnesses. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "datasets/datasets_internal.h"
+#include "ptq/memory.h"
+
+#define VET_CPU_SECONDS 5   /* the child's processor time: a metadata walk takes milliseconds */
+#define VET_WALL_SECONDS 120 /* and its time waiting for a slow file system, at most */
+#define VET_MAX_STRINGS (1 << 24) /* ds_h5_read_strings's bound: larger string datasets are never read */
+
+/* the child's exit codes */
+enum { VET_READ = 0, VET_NO_OPEN = 1, VET_MEMORY = 2, VET_UNREADABLE = 3, VET_SANITIZER = 4, VET_SHORT = 5 };
+
+/* sanitizer builds (tests, fuzzing): a memory-safety report in the child
+ * ends it with VET_SANITIZER instead of the fuzzer's crash handling */
+void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
+static void child_death(void)
+{
+    _exit(VET_SANITIZER);
+}
+
+typedef struct vet {
+    uint64_t allowance; /* bytes the child may allocate */
+    int all;            /* read every dataset, not only strings and compact ones */
+    int memory; /* an allocation failed: the file asks for more than the child's allowance */
+    int short_; /* a compact dataset stores fewer bytes than it declares (libhdf5 1.10.8 reads past them) */
+    int failed; /* a read failed otherwise */
+} vet;
+
+static herr_t note_resource(unsigned n, const H5E_error2_t *e, void *data)
+{
+    (void)n;
+    if (e->maj_num == H5E_RESOURCE)
+        ((vet *)data)->memory = 1;
+    return 0;
+}
+
+/* A failed HDF5 call: out of memory, or unreadable. */
+static void vet_failed(vet *v)
+{
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, note_resource, v);
+    H5Eclear2(H5E_DEFAULT);
+    v->failed = 1;
+}
+
+/* Reads every element of obj (an attribute, or a dataset) as type. */
+static void read_all(vet *v, hid_t obj, int is_attr, hid_t type, hid_t space)
+{
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    const size_t size = H5Tget_size(type);
+    if (n < 0 || size == 0) {
+        vet_failed(v);
+        return;
+    }
+    if (n == 0)
+        return;
+    if ((double)n * (double)size > (double)v->allowance / 2)
+        return; /* more than the file could hold: ptq's own checks refuse it before reading it */
+    void *buf = calloc((size_t)n, size);
+    if (!buf) {
+        v->memory = v->failed = 1;
+        return;
+    }
+    herr_t r = is_attr ? H5Aread(obj, type, buf) : H5Dread(obj, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    if (r < 0)
+        vet_failed(v);
+    else if (H5Tdetect_class(type, H5T_VLEN) > 0 || (H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) > 0))
+        H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
+    free(buf);
+}
+
+static herr_t vet_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+    vet *v = data;
+    (void)info;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    hid_t type = a >= 0 ? H5Aget_type(a) : -1, space = a >= 0 ? H5Aget_space(a) : -1;
+    if (a < 0 || type < 0 || space < 0)
+        vet_failed(v);
+    else
+        read_all(v, a, 1, type, space);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    if (a >= 0)
+        H5Aclose(a);
+    return v->memory ? 1 : 0;
+}
+
+/* Whether the child reads dataset d's elements: strings and variable-length
+ * values (libhdf5's heap), compact datasets (their data in the object
+ * header, at most 64 KiB), or all when v says so; not a string dataset
+ * larger than ptq would ever read. */
+static int reads_dataset(const vet *v, hid_t d, hid_t type, hid_t space)
+{
+    if (H5Tget_class(type) == H5T_STRING || H5Tdetect_class(type, H5T_VLEN) > 0)
+        return H5Sget_simple_extent_npoints(space) <= VET_MAX_STRINGS;
+    if (v->all)
+        return 1;
+    hid_t dcpl = H5Dget_create_plist(d);
+    const int compact = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_COMPACT;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    return compact;
+}
+
+/* A compact dataset's stored bytes against what its shape and type need. */
+static int compact_short(hid_t d, hid_t type, hid_t space)
+{
+    hid_t dcpl = H5Dget_create_plist(d);
+    const int compact = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_COMPACT;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    return compact && n >= 0 && (double)H5Dget_storage_size(d) < (double)n * (double)H5Tget_size(type);
+}
+
+/* Every object: its attributes; a dataset's elements as reads_dataset says. */
+static herr_t vet_object(hid_t obj, const char *name, const H5O_info_t *info, void *data)
+{
+    vet *v = data;
+    hsize_t idx = 0;
+    hid_t o = H5Oopen(obj, name, H5P_DEFAULT);
+    if (o < 0) {
+        vet_failed(v);
+        return 0;
+    }
+    if (H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, vet_attr, v) < 0)
+        vet_failed(v);
+    if (!v->memory && info->type == H5O_TYPE_DATASET) {
+        hid_t type = H5Dget_type(o), space = H5Dget_space(o);
+        if (type < 0 || space < 0)
+            vet_failed(v);
+        else if (compact_short(o, type, space))
+            v->short_ = 1;
+        else if (reads_dataset(v, o, type, space))
+            read_all(v, o, 0, type, space);
+        if (space >= 0)
+            H5Sclose(space);
+        if (type >= 0)
+            H5Tclose(type);
+    }
+    H5Oclose(o);
+    return v->memory || v->short_ ? 1 : 0;
+}
+
+/* The address space the child may add to what it inherited. */
+static void limit_child_memory(uint64_t allowance)
+{
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return;
+    const int ok = fscanf(f, "%lu", &pages) == 1;
+    fclose(f);
+    if (!ok)
+        return;
+    const uint64_t have = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+    struct rlimit rl = {(rlim_t)(have + allowance), (rlim_t)(have + allowance)};
+    setrlimit(RLIMIT_AS, &rl);
+}
+
+static int vet_child(const char *path, int all, uint64_t allowance)
+{
+    /* quiet, and ended by the kernel, not by the parent's handlers, on a fault or the alarm */
+    const int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0)
+        dup2(fd, STDERR_FILENO);
+    static const int defaults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM, SIGXCPU, SIGTRAP, SIGINT, SIGTERM};
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        signal(defaults[i], SIG_DFL);
+    if (__sanitizer_set_death_callback)
+        __sanitizer_set_death_callback(child_death);
+    limit_child_memory(allowance);
+    struct rlimit cpu = {VET_CPU_SECONDS, VET_CPU_SECONDS + 1};
+    setrlimit(RLIMIT_CPU, &cpu);
+    alarm(VET_WALL_SECONDS);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0)
+        return VET_NO_OPEN;
+    vet v = {allowance, all, 0, 0, 0};
+    hsize_t idx = 0;
+    if (H5Aiterate2(file, H5_INDEX_NAME, H5_ITER_INC, &idx, vet_attr, &v) < 0)
+        vet_failed(&v);
+    if (!v.memory && H5Ovisit(file, H5_INDEX_NAME, H5_ITER_INC, vet_object, &v) < 0 && !v.short_)
+        vet_failed(&v);
+    return v.short_ ? VET_SHORT : v.memory ? VET_MEMORY : v.failed ? VET_UNREADABLE : VET_READ;
+}
+
+ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    /* one dataset at a time; its elements take at most the file's bytes unless compressed (then as many
+       as the compressed data may grow to), twice that and 512 MiB for libhdf5's own, within --max-memory */
+    uint64_t allowance = ((uint64_t)512 << 20) + 2 * (uint64_t)sb.st_size;
+    if (allowance > ptq_memory_budget())
+        allowance = ptq_memory_budget();
+    const pid_t pid = fork();
+    if (pid < 0)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path, strerror(errno));
+    if (pid == 0)
+        _exit(vet_child(path, all_datasets, allowance));
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: waitpid: %s", path, strerror(errno));
+    if (WIFEXITED(status)) {
+        switch (WEXITSTATUS(status)) {
+        case VET_READ:
+        case VET_NO_OPEN:    /* the open that follows says why */
+        case VET_UNREADABLE: /* an unreadable part ptq may not need: its own reads say so if it does */
+            return PTQ_OK;
+        case VET_MEMORY:
+            return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                            "%s: reading its attributes and data asks libhdf5 for more than %llu MiB, in a "
+                            "file of %lld bytes: a malformed HDF5 file, refused",
+                            path, (unsigned long long)(allowance >> 20), (long long)sb.st_size);
+        case VET_SHORT:
+            return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                            "%s: a compact dataset in it holds fewer bytes than its shape and type declare: a "
+                            "malformed HDF5 file, refused",
+                            path);
+        case VET_SANITIZER:
+            return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                            "%s: libhdf5 made an invalid memory access reading its attributes and data: a "
+                            "malformed HDF5 file, refused",
+                            path);
+        default:
+            break;
+        }
+    }
+    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGALRM))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                        "%s: libhdf5 took more than %d s%s to read its attributes and data: a malformed HDF5 "
+                        "file, refused",
+                        path, WTERMSIG(status) == SIGXCPU ? VET_CPU_SECONDS : VET_WALL_SECONDS,
+                        WTERMSIG(status) == SIGXCPU ? " of processor time" : "");
+    if (WIFSIGNALED(status))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+                        "%s: libhdf5 crashed (%s) reading its attributes and data: a malformed HDF5 file, refused",
+                        path, strsignal(WTERMSIG(status)));
+    return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: checking it ended with status %d: a malformed HDF5 file, refused", path,
+                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
