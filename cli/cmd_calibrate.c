@@ -44,6 +44,8 @@ static const char calibrate_help[] =
     "                       (labels are not needed, but --labels and --labels-key are checked when given)\n"
     "  --json               print the summary as JSON on stdout\n"
     "  --progress           force the progress line (default: only on a terminal)\n"
+    "  --profile            print the time per op type and in the observers on stderr (waits for the GPU\n"
+    "                       after each node and each tensor's observer, which slows the run)\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";
@@ -98,7 +100,7 @@ int cmd_calibrate(int argc, char **argv)
                       {"seed", 1, NULL},   {"shard", 1, NULL},      {"ops", 1, NULL},        {"tensors", 1, NULL},
                       {"bins", 1, NULL},   {"device", 1, NULL}, {"math", 1, NULL},     {"batch", 1, NULL},      {"threads", 1, NULL},
                       {"preprocess", 1, NULL}, {"json", 0, NULL},   {"progress", 0, NULL},   {"help", 0, NULL},
-                      CLI_DATA_OPTS};
+                      {"profile", 0, NULL},    CLI_DATA_OPTS};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("calibrate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -151,6 +153,7 @@ int cmd_calibrate(int argc, char **argv)
     ptq_calib_select sel = {cli_get(opts, n_opts, "ops"), cli_get(opts, n_opts, "tensors")};
 
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
+    so.profile = cli_get(opts, n_opts, "profile") != NULL;
     /* the archive's temporary exists (and the folder is known writable) before the long part */
     if (cli_is_writer())
         PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), run_done);
@@ -211,6 +214,13 @@ run_done: /* every rank passes here once, and learns whether any failed */
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
     const double steady_rate = steady.seconds > 0 ? (double)steady.samples / steady.seconds : 0.0;
     print_summary(set, &s, out, so.data, n_picked, secs, steady_rate, cli_get(opts, n_opts, "json") != NULL);
+    if (so.profile && cli_is_writer()) {
+        char *table = cli_profile_table(&s);
+        if (table)
+            fprintf(stderr, "time per op type, %lld images on %s (loop total %.1f ms):\n%s", (long long)n_ids,
+                    ptq_exec_device_name(s.exec), 1e3 * secs, table);
+        free(table);
+    }
 done:
     ptq_atomic_discard(tmp);
     cli_session_close(&s);

@@ -48,6 +48,8 @@ static const char validate_help[] =
     "  --input NAME=DATASET (repeatable) as for `ptq eval`;\n"
     "  --json prints the JSON report on stdout\n"
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n"
+    "  --profile            print the time per op type and in the plan's rounding on stderr (waits for the\n"
+    "                       GPU after each node, which slows the run)\n"
     "\n"
     "Exits 12 after writing the report when the quantized outputs collapse (constant\n"
     "logits, SQNR <= 0 dB, or every image predicted as one class while FP32 is not).\n"
@@ -76,7 +78,7 @@ int cmd_validate(int argc, char **argv)
                       {"progress", 0, NULL}, {"json", 0, NULL},
                       {"logits", 1, NULL},     {"help", 0, NULL},
                       {"calib", 1, NULL}, {"sensitivity", 1, NULL},
-                      {"trace", 1, NULL}};
+                      {"trace", 1, NULL},      {"profile", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("validate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -147,6 +149,7 @@ int cmd_validate(int argc, char **argv)
     const char *logits_path = cli_get(opts, n_opts, "logits");
     FILE *lfile = NULL;
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
+    so.profile = cli_get(opts, n_opts, "profile") != NULL;
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "validate", &so, "validation compares predictions with them", &s),
             run_done);
     /* one model: the plan is checked against the session's graph and runs as an overlay on its executor */
@@ -254,6 +257,13 @@ run_done: /* every rank passes here once, and learns whether any failed */
         for (int i = 0; i < 3 + n_png; i++)
             printf(" %s%s", report_names[i], i + 1 < 3 + n_png ? "," : "\n");
         printf("open     %s\n", report_paths[2]);
+    }
+    if (so.profile) { /* the FP32 and the quantized run of every batch, together */
+        char *table = cli_profile_table(&s);
+        if (table)
+            fprintf(stderr, "time per op type, %lld images twice (FP32, plan) on %s:\n%s", (long long)n_total,
+                    ptq_exec_device_name(eq), table);
+        free(table);
     }
 written: /* and every rank learns whether that went well */
     st = ptq_dist_agree(&ctx, st);

@@ -112,6 +112,7 @@ struct ptq_exec {
     int64_t n_allocs;
     int n_fallback;
     double *node_s;     /* [g->n_nodes] seconds spent in each node's kernels, summed over runs */
+    double round_s, tap_s; /* with params.profile: seconds in the plan's rounding and in the taps, summed */
     /* Conv -> Add -> Relu chains a device runs as one kernel (run_epilogue), per Conv node k:
      * epi_add[k] / epi_relu[k] the Add and Relu nodes (-1: none), epi_z[k] the Add's other input */
     int *epi_add, *epi_relu, *epi_z;
@@ -627,6 +628,20 @@ static ptq_status bind_kept(ptq_ctx *ctx, ptq_exec *e, int v)
     return PTQ_OK;
 }
 
+/* With params.profile: adds the seconds since *t0 to *sum once the device
+ * has done what was queued, and restarts *t0. */
+static ptq_status profile_split(ptq_ctx *ctx, ptq_exec *e, double *t0, double *sum)
+{
+    if (!e->p.profile)
+        return PTQ_OK;
+    if (e->dev)
+        PTQ_TRY_RET(e->dev->sync(e->dev, ctx));
+    const double now = ptq_clock_s();
+    *sum += now - *t0;
+    *t0 = now;
+    return PTQ_OK;
+}
+
 static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
 {
     ptq_status st = PTQ_OK;
@@ -684,14 +699,17 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     if (st == PTQ_OK && e->p.profile) /* device work is asynchronous: wait for it to time it */
         st = b->sync(b, ctx);
     e->node_s[k] += ptq_clock_s() - t0;
+    t0 = ptq_clock_s();
     if (st != PTQ_OK)
         goto done;
     for (int i = 0; i < n->n_outputs; i++) {
         if (n->outputs[i] < 0)
             continue;
         PTQ_TRY(st, apply_round(ctx, e, n->outputs[i], &outs[i]), done);
+        PTQ_TRY(st, profile_split(ctx, e, &t0, &e->round_s), done);
         for (int t = 0; t < e->n_taps; t++)
             PTQ_TRY(st, e->taps[t].fn(e->taps[t].user, ctx, g, k, n->outputs[i], &outs[i]), done);
+        PTQ_TRY(st, profile_split(ctx, e, &t0, &e->tap_s), done);
     }
     for (int i = 0; i < n->n_inputs; i++) {
         if (n->inputs[i] < 0)
@@ -1205,6 +1223,16 @@ int ptq_exec_n_fallback_nodes(const ptq_exec *e)
 double ptq_exec_node_seconds(const ptq_exec *e, int node_index)
 {
     return node_index >= 0 && node_index < e->g->n_nodes ? e->node_s[node_index] : 0.0;
+}
+
+double ptq_exec_round_seconds(const ptq_exec *e)
+{
+    return e->round_s;
+}
+
+double ptq_exec_tap_seconds(const ptq_exec *e)
+{
+    return e->tap_s;
 }
 
 ptq_status ptq_exec_host_alloc(ptq_ctx *ctx, ptq_exec *e, size_t n_bytes, void **out)

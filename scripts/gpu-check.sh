@@ -11,8 +11,9 @@
 # (bench/resnet50_gpu.py: ptq eval on ResNet-50 against PyTorch FP32); sens50
 # (bench/resnet50_sensitivity.py: ptq sensitivity on ResNet-50, 1,000 images);
 # targets (bench/resnet50_targets.py: the GPU-speed targets against PyTorch);
-# kernels, resnet50tf32 (Nsight Compute tables; eval in TF32).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32]
+# kernels, resnet50tf32 (Nsight Compute tables; eval in TF32); profile50
+# (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32] [profile50]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -175,6 +176,13 @@ stage_kernels() {
         python3 bench/resnet50_kernels.py --ptq "$ptq" --math $m --ptq-args "--math $m" --out "$out/kernels-$m.md" 2>&1 |
             tee "$out/kernels-$m.log" | grep -E "^\*\*|^### |error|Error"
     done
+}
+
+# ResNet-50: --profile tables of eval (fused and not), calibrate and validate (bench/resnet50_profile.py)
+stage_profile50() {
+    echo "== ResNet-50: where the time goes (--profile)"
+    python3 bench/resnet50_profile.py --ptq "$ptq" --out "$out/profile50.md" 2>&1 | tee "$out/profile50.log" |
+        grep -E "^\| |^[a-zA-Z(].* [0-9.]+%$|^total|Error|error|exited"
 }
 
 # ResNet-50 eval against PyTorch in TF32 (channels-last)

@@ -137,6 +137,11 @@ PTQ_API int ptq_exec_n_fallback_nodes(const ptq_exec *e);
 /* Seconds spent in node node_index's kernels over all runs so far (the
  * backend's run call; on a GPU only with params.profile, else launch time). */
 PTQ_API double ptq_exec_node_seconds(const ptq_exec *e, int node_index);
+/* With params.profile: seconds spent after the nodes' kernels in the plan's
+ * rounding (fake quantization) and in the taps (calibration's observers),
+ * summed over all runs so far; 0 without it. */
+PTQ_API double ptq_exec_round_seconds(const ptq_exec *e);
+PTQ_API double ptq_exec_tap_seconds(const ptq_exec *e);
 /* Allocations the executor made (host and device, buffers and copies) since
  * it was created: steady runs of one batch size add none. */
 PTQ_API int64_t ptq_exec_n_allocs(const ptq_exec *e);
