@@ -47,15 +47,18 @@ def top1(model_path, x, labels):
 
 
 class Reader(CalibrationDataReader):
-    def __init__(self, x, name, batch=64):
-        self.x, self.name, self.batch, self.i = x, name, batch, 0
+    """Calibration batches for quantize_static: feeds {input name: array [N, ...]}, every input sliced alike."""
+
+    def __init__(self, feeds, batch=64):
+        self.feeds, self.batch, self.i = feeds, batch, 0
+        self.n = len(next(iter(feeds.values())))
 
     def get_next(self):
-        if self.i >= len(self.x):
+        if self.i >= self.n:
             return None
-        b = self.x[self.i:self.i + self.batch]
+        b = {k: v[self.i:self.i + self.batch] for k, v in self.feeds.items()}
         self.i += self.batch
-        return {self.name: b}
+        return b
 
 
 def run(cmd):
@@ -90,18 +93,21 @@ def setup(prefix, extra=None):
     return a, J, train, preprocess(idx(f"{FM}/t10k-images-idx3-ubyte.gz")), labels
 
 
-def ort_quantized(model, J, train):
-    """onnxruntime quantize_static (QDQ, per-channel, symmetric INT8) of model, calibrated on the
-    training images, with each calibrator in turn: yields (method, J("ort-<method>.onnx"))."""
-    name = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
-    x_cal = preprocess(train)
-    for method in ("MinMax", "Entropy", "Percentile"):
-        out = J(f"ort-{method}.onnx")
-        quantize_static(model, out, Reader(x_cal, name), quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        calibrate_method=getattr(CalibrationMethod, method),
-                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
-        yield method, out
+def input_name(model):
+    return ort.InferenceSession(model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
+
+
+ORT_METHODS = ("MinMax", "Entropy", "Percentile")
+
+
+def ort_quantized(model, out, feeds, method):
+    """onnxruntime quantize_static (QDQ, per-channel, symmetric INT8) of model into out, calibrated with method
+    (one of ORT_METHODS) on feeds ({input name: array}, e.g. the preprocessed training images); returns out."""
+    quantize_static(model, out, Reader(feeds), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                    calibrate_method=getattr(CalibrationMethod, method),
+                    extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+    return out
 
 
 def main():
@@ -118,7 +124,8 @@ def main():
          "--quiet"])
     rows = [("ptq default INT8 plan (ptq validate)", rep["top1_quant"]),
             ("ptq's Q/DQ export, run by onnxruntime", top1(J("ptq.onnx"), x_test, labels))]
-    for method, out in ort_quantized(a.model, J, train):
+    for method in ORT_METHODS:
+        out = ort_quantized(a.model, J(f"ort-{method}.onnx"), {input_name(a.model): preprocess(train)}, method)
         rows.append((f"onnxruntime quantize_static {method}", top1(out, x_test, labels)))
         print(rows[-1], flush=True)
     best_ort = max(r[1] for r in rows[2:])
