@@ -138,19 +138,23 @@ static int compact_short(hid_t d, hid_t type, hid_t space)
     return compact && n >= 0 && (double)H5Dget_storage_size(d) < (double)n * (double)H5Tget_size(type);
 }
 
-/* Every object: its attributes; a dataset's elements as reads_dataset says. */
-static herr_t vet_object(hid_t obj, const char *name, const H5O_info_t *info, void *data)
+/* Every object a hard link leads to, by the links as ds_h5_check_self_contained
+ * walks them (and opens them: the parent does the same next): its
+ * attributes; a dataset's elements as reads_dataset says. */
+static herr_t vet_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
     vet *v = data;
+    if (info->type != H5L_TYPE_HARD)
+        return 0;
     hsize_t idx = 0;
-    hid_t o = H5Oopen(obj, name, H5P_DEFAULT);
+    hid_t o = H5Oopen(group, name, H5P_DEFAULT);
     if (o < 0) {
         vet_failed(v);
         return 0;
     }
     if (H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, vet_attr, v) < 0)
         vet_failed(v);
-    if (!v->memory && info->type == H5O_TYPE_DATASET) {
+    if (!v->memory && H5Iget_type(o) == H5I_DATASET) {
         hid_t type = H5Dget_type(o), space = H5Dget_space(o);
         if (type < 0 || space < 0)
             vet_failed(v);
@@ -206,7 +210,7 @@ static int vet_child(const char *path, int all, uint64_t allowance)
     hsize_t idx = 0;
     if (H5Aiterate2(file, H5_INDEX_NAME, H5_ITER_INC, &idx, vet_attr, &v) < 0)
         vet_failed(&v);
-    if (!v.memory && H5Ovisit(file, H5_INDEX_NAME, H5_ITER_INC, vet_object, &v) < 0 && !v.short_)
+    if (!v.memory && H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, vet_link, &v) < 0 && !v.short_)
         vet_failed(&v);
     return v.short_ ? VET_SHORT : v.memory ? VET_MEMORY : v.failed ? VET_UNREADABLE : VET_READ;
 }
