@@ -159,7 +159,8 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_OVERFLOW_CAP 65536
 #define OBS_HEADER_BYTES 256
 #define OBS_SETTLE_THREADS 1024
-#define OBS_UNROLL 4            /* elements a thread loads per step of the fused pass */
+#define OBS_UNROLL 4            /* elements a thread loads per step of the fused pass (x not 16-byte aligned) */
+#define OBS_VEC 2               /* float4s a thread loads per step of the fused pass (x 16-byte aligned) */
 #define OBS_ONCE_MAX_BLOCKS 512 /* fewer blocks than the two-pass kernels: fewer histogram flushes */
 
 typedef struct obs_dev_state {
@@ -245,32 +246,65 @@ static __device__ void count_bin(unsigned *local, unsigned long long *hist, int 
         atomicAdd(&hist[bin], 1ull);
 }
 
+/* How observe_once_kernel bins |v|: the ref's exact double product
+ * |v| * 2^k (k = log2_bins - e), or, when 2^k is a normal float, the float
+ * product |v| * 2^k, which is the same number wherever it can matter: a
+ * product by a power of two is exact unless it leaves the normal range,
+ * and then it is below 2^-126 (bin 0, inside the range, as the exact one)
+ * or overflows to +Inf (at or past the range, as the exact one, the
+ * range's top 2^log2_bins being far below 2^128). */
+struct bin_f32 {
+    float scale, limit;
+    __device__ bool in_range(float a, int64_t *bin) const
+    {
+        const float p = a * scale;
+        *bin = (int64_t)(int)p; /* p < limit <= 2^24 when used */
+        return p < limit;
+    }
+};
+
+struct bin_f64 {
+    double scale, limit;
+    __device__ bool in_range(float a, int64_t *bin) const
+    {
+        const double p = (double)a * scale;
+        *bin = (int64_t)p;
+        return p < limit;
+    }
+};
+
+/* Per-thread counts of observe_once_kernel. */
+struct obs_counts {
+    unsigned long long z, nn, ni;
+    unsigned kmin, kmax;
+};
+
 /* One element of observe_once_kernel; every lane of the warp calls it
  * (valid says whether this lane holds an element), for the ballot that
  * appends the warp's overflowing values with one atomic. */
-static __device__ void observe_one(float v, bool valid, int has_range, double scale, double limit, int use_shared,
-                                   unsigned *local, unsigned long long *hist, obs_dev_state *s, float *over,
-                                   unsigned long long *z, unsigned long long *nn, unsigned long long *ni,
-                                   unsigned *kmin, unsigned *kmax)
+template <typename Bin>
+static __device__ __forceinline__ void observe_one(float v, bool valid, int has_range, const Bin &bins,
+                                                   int use_shared, unsigned *local, unsigned long long *hist,
+                                                   obs_dev_state *s, float *over, obs_counts *c)
 {
     bool spill = false;
     float a = 0.0f;
     if (valid) {
         if (isnan(v)) {
-            ++*nn;
+            c->nn++;
         } else if (isinf(v)) {
-            ++*ni;
+            c->ni++;
         } else {
             const unsigned k = order_key(v);
-            *kmin = min(*kmin, k);
-            *kmax = max(*kmax, k);
+            c->kmin = min(c->kmin, k);
+            c->kmax = max(c->kmax, k);
             if (v == 0.0f) {
-                ++*z;
+                c->z++;
             } else {
                 a = fabsf(v);
-                const double p = (double)a * scale;
-                if (has_range && p < limit)
-                    count_bin(local, hist, use_shared, (int64_t)p);
+                int64_t bin;
+                if (has_range && bins.in_range(a, &bin))
+                    count_bin(local, hist, use_shared, bin);
                 else
                     spill = true;
             }
@@ -292,11 +326,61 @@ static __device__ void observe_one(float v, bool valid, int has_range, double sc
     }
 }
 
+/* The elements of x: [n] a block reads: with x 16-byte aligned, OBS_VEC
+ * float4s a thread per step (its loads all in flight before the first is
+ * binned), the last n % 4 by the first block; else OBS_UNROLL floats. The
+ * step is the same for the whole block, so every lane takes part in the
+ * ballots. */
+template <typename Bin>
+static __device__ void observe_span(const float *x, int64_t n, int has_range, const Bin &bins, int use_shared,
+                                    unsigned *local, unsigned long long *hist, obs_dev_state *s, float *over,
+                                    obs_counts *c)
+{
+    const int64_t span = blockDim.x;
+    if (((uintptr_t)x & 15) == 0) {
+        const float4 *x4 = (const float4 *)x;
+        const int64_t n4 = n / 4;
+        for (int64_t base = (int64_t)blockIdx.x * span * OBS_VEC; base < n4;
+             base += (int64_t)gridDim.x * span * OBS_VEC) {
+            float4 v[OBS_VEC];
+#pragma unroll
+            for (int u = 0; u < OBS_VEC; u++) {
+                const int64_t i = base + u * span + threadIdx.x;
+                v[u] = i < n4 ? __ldg(&x4[i]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+#pragma unroll
+            for (int u = 0; u < OBS_VEC; u++) {
+                const bool ok = base + u * span + threadIdx.x < n4;
+                observe_one(v[u].x, ok, has_range, bins, use_shared, local, hist, s, over, c);
+                observe_one(v[u].y, ok, has_range, bins, use_shared, local, hist, s, over, c);
+                observe_one(v[u].z, ok, has_range, bins, use_shared, local, hist, s, over, c);
+                observe_one(v[u].w, ok, has_range, bins, use_shared, local, hist, s, over, c);
+            }
+        }
+        if (blockIdx.x == 0 && threadIdx.x < 32) { /* the tail: one warp, every lane in the ballot */
+            const int64_t i = n4 * 4 + threadIdx.x;
+            observe_one(i < n ? x[i] : 0.0f, i < n, has_range, bins, use_shared, local, hist, s, over, c);
+        }
+        return;
+    }
+    for (int64_t base = (int64_t)blockIdx.x * span * OBS_UNROLL; base < n;
+         base += (int64_t)gridDim.x * span * OBS_UNROLL) {
+        float v[OBS_UNROLL];
+#pragma unroll
+        for (int u = 0; u < OBS_UNROLL; u++) {
+            const int64_t i = base + u * span + threadIdx.x;
+            v[u] = i < n ? x[i] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < OBS_UNROLL; u++)
+            observe_one(v[u], base + u * span + threadIdx.x < n, has_range, bins, use_shared, local, hist, s, over,
+                        c);
+    }
+}
+
 /* The one read of a batch x: [n]: counts, min/max keys, bins of |v| < 2^e
  * at the range on the device, and |v| >= 2^e (all finite nonzero values
- * before there is a range) appended to over. A block takes OBS_UNROLL
- * block-wide spans per step (loads in flight); the step is the same for
- * the whole block, so every warp lane takes part in the ballots. */
+ * before there is a range) appended to over. */
 static __global__ void observe_once_kernel(const float *x, int64_t n, int log2_bins, int use_shared,
                                            obs_dev_state *s, unsigned long long *hist, float *over)
 {
@@ -315,30 +399,17 @@ static __global__ void observe_once_kernel(const float *x, int64_t n, int log2_b
         local_clear(local, n_bins);
     __syncthreads();
     const int has_range = s->has_range;
-    const double scale = has_range ? bin_scale(log2_bins, s->e) : 0.0;
-    const double limit = (double)n_bins;
+    const int k = has_range ? log2_bins - s->e : 0;
     const int lane = threadIdx.x & 31;
-    unsigned long long z = 0, nn = 0, ni = 0;
-    unsigned kmin = 0xFFFFFFFFu, kmax = 0;
-    const int64_t span = blockDim.x;
-    for (int64_t base = (int64_t)blockIdx.x * span * OBS_UNROLL; base < n;
-         base += (int64_t)gridDim.x * span * OBS_UNROLL) {
-        float v[OBS_UNROLL];
-#pragma unroll
-        for (int u = 0; u < OBS_UNROLL; u++) {
-            const int64_t i = base + u * span + threadIdx.x;
-            v[u] = i < n ? x[i] : 0.0f;
-        }
-#pragma unroll
-        for (int u = 0; u < OBS_UNROLL; u++)
-            observe_one(v[u], base + u * span + threadIdx.x < n, has_range, scale, limit, use_shared, local, hist, s,
-                        over, &z, &nn, &ni, &kmin, &kmax);
-    }
-    z = warp_sum(z);
-    nn = warp_sum(nn);
-    ni = warp_sum(ni);
-    kmin = __reduce_min_sync(0xffffffffu, kmin);
-    kmax = __reduce_max_sync(0xffffffffu, kmax);
+    obs_counts c = {0, 0, 0, 0xFFFFFFFFu, 0};
+    if (k >= -126 && k <= 127) /* 2^k a normal float (always, but for ranges below 2^-103) */
+        observe_span(x, n, has_range, bin_f32{__int_as_float((127 + k) << 23), (float)n_bins}, use_shared, local,
+                     hist, s, over, &c);
+    else
+        observe_span(x, n, has_range, bin_f64{bin_scale(log2_bins, s->e), (double)n_bins}, use_shared, local, hist,
+                     s, over, &c);
+    unsigned long long z = warp_sum(c.z), nn = warp_sum(c.nn), ni = warp_sum(c.ni);
+    const unsigned kmin = __reduce_min_sync(0xffffffffu, c.kmin), kmax = __reduce_max_sync(0xffffffffu, c.kmax);
     if (lane == 0) {
         if (z)
             atomicAdd(&blk_zero, z);
@@ -526,7 +597,7 @@ extern "C" ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *
     const int use_shared = n_bins <= OBS_SHARED_BINS;
     const size_t shared = use_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
     const unsigned blocks = shared_count_blocks(n, obs_blocks(n), use_shared);
-    unsigned once_blocks = ptq_cuda_blocks((n + OBS_UNROLL - 1) / OBS_UNROLL);
+    unsigned once_blocks = ptq_cuda_blocks((n + 4 * OBS_VEC - 1) / (4 * OBS_VEC));
     if (once_blocks > OBS_ONCE_MAX_BLOCKS)
         once_blocks = OBS_ONCE_MAX_BLOCKS;
     once_blocks = shared_count_blocks(n, once_blocks, use_shared);
