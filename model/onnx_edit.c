@@ -1,8 +1,11 @@
 /* ONNX editing at the wire level: the file is kept as bytes; the writer
  * re-encodes only the GraphProto (added/dropped initializers and nodes, renamed
  * node inputs) and the ModelProto's ir_version/opset_import fields, and copies
- * every other field's bytes in order. Covered by tests/test_onnx_edit.c and
- * tests/onnx_edit_test.py (onnx.checker + onnxruntime on a Q/DQ'd model). */
+ * every other field's bytes in order. Tensors in external data are read
+ * through model/tensor_pb.c's checks (inside the model's folder) and written
+ * inline, or, past INLINE_MAX_BYTES, to "<output>.data" beside the output.
+ * Covered by tests/test_onnx_edit.c, tests/onnx_edit_test.py (onnx.checker +
+ * onnxruntime on a Q/DQ'd model) and tests/qdq_external_data_test.py. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -36,9 +39,31 @@ static const char *const opset_fields[] = {NULL, "domain", "version"};
 static const ptq_pb_desc opset_desc = {"OperatorSetIdProto", 3, opset_fields};
 static const char *const func_fields[] = {NULL, "name", NULL, NULL, NULL, NULL, NULL, "node"};
 static const ptq_pb_desc func_desc = {"FunctionProto", 8, func_fields};
+static const char *const sparse_fields[] = {NULL, "values", "indices"};
+static const ptq_pb_desc sparse_desc = {"SparseTensorProto", 3, sparse_fields};
 
 /* Subgraphs nested deeper than this are refused rather than recursed into. */
 #define MAX_DEPTH 64
+
+/* The output rule (ptq_onnx_edit_write, README "ptq export"): the written
+ * model holds every tensor inline when it stays at most INLINE_MAX_BYTES
+ * (protobuf refuses messages of 2 GiB or more; the margin leaves room for
+ * tools that load and save it again). Past that, every graph initializer
+ * that was in external data or has EXTERNAL_MIN_BYTES or more goes to one
+ * file "<output>.data" beside the output, at offsets aligned to
+ * DATA_ALIGN_BYTES (PAGE_ALIGN_BYTES from PAGE_ALIGN_MIN_BYTES up, so
+ * readers can map them); other tensors, such as Constant values, are
+ * written inline (onnxruntime cannot infer shapes from external ones).
+ * PTQ_TEST_ONNX_INLINE_MAX=N in the environment lowers INLINE_MAX_BYTES to
+ * N bytes (tests reach the external branch without writing 2 GB); it
+ * cannot raise it. */
+#define INLINE_MAX_BYTES ((uint64_t)2000000000)
+#define PROTOBUF_MAX_BYTES ((uint64_t)INT32_MAX)
+#define EXTERNAL_MIN_BYTES 1024 /* onnx's size_threshold default */
+#define DATA_ALIGN_BYTES 16
+#define PAGE_ALIGN_BYTES 4096
+#define PAGE_ALIGN_MIN_BYTES ((size_t)1 << 20)
+#define COPY_CHUNK_BYTES ((size_t)4 << 20) /* external data is copied in pieces this big */
 
 /* ---- string -> int map (open addressing; keys borrowed) ---- */
 
@@ -128,6 +153,7 @@ typedef struct enode { /* a NodeProto of the file */
 typedef struct einit { /* a graph initializer of the file */
     char *name;
     int removed;
+    uint64_t ext_bytes; /* its bytes in external data; 0 when inline */
 } einit;
 
 typedef struct anode { /* an added node, encoded */
@@ -149,7 +175,12 @@ typedef struct erename {
 } erename;
 
 struct ptq_onnx_edit {
-    char *path; /* for messages */
+    char *path;     /* for messages */
+    char *base_dir; /* the model's folder, where external data is; NULL when opened from memory */
+    char **src_files; /* the files holding its external data, resolved (realpath) */
+    int n_src_files;
+    int64_t n_external; /* tensors in external data, anywhere in the model */
+    uint64_t ext_bytes; /* their bytes */
     uint8_t *bytes;
     size_t n_bytes;
     enode *nodes;
@@ -219,6 +250,7 @@ void ptq_onnx_edit_free(ptq_onnx_edit *e)
         free(e->renames[i].node);
     }
     free_names(e->inputs, e->n_inputs);
+    free_names(e->src_files, e->n_src_files);
     smap_free(&e->defined);
     free(e->nodes);
     free(e->inits);
@@ -226,106 +258,150 @@ void ptq_onnx_edit_free(ptq_onnx_edit *e)
     free(e->new_inits);
     free(e->renames);
     free(e->bytes);
+    free(e->base_dir);
     free(e->path);
     free(e);
 }
 
-/* ---- reading: external data checks ---- */
+/* ---- reading: where tensors sit, and the external data checks ---- */
 
-static ptq_status scan_graph(ptq_pb *gr, int depth);
+/* The messages that can hold a TensorProto, down to it. */
+typedef enum mkind { MK_NONE, MK_GRAPH, MK_NODE, MK_ATTR, MK_SPARSE, MK_FUNCTION, MK_TENSOR } mkind;
 
-static ptq_status scan_tensor(ptq_pb *tr)
+static const ptq_pb_desc *kind_desc(mkind k)
 {
-    ptq_status st = PTQ_OK;
-    ptq_pb_field f;
-    while (ptq_pb_more(tr)) {
-        PTQ_TRY_RET(ptq_pb_next(tr, &f));
-        if (f.num == 13 || (f.num == 14 && f.wire == PTQ_PB_VARINT && f.u == 1))
-            return ptq_pb_fail(tr, f.at, PTQ_ERR_UNSUPPORTED,
-                               "tensor with external data: editing such models is not supported yet");
+    switch (k) {
+    case MK_GRAPH: return &graph_desc;
+    case MK_NODE: return &node_desc;
+    case MK_ATTR: return &attr_desc;
+    case MK_SPARSE: return &sparse_desc;
+    case MK_FUNCTION: return &func_desc;
+    default: return &tensor_desc;
     }
-    return st;
 }
 
-/* Tensors of a SparseTensorProto: values=1, indices=2. */
-static ptq_status scan_sparse(ptq_pb *sr)
+/* The kind of message field f of a kind-k message holds (MK_NONE: none that
+ * can hold a tensor). GraphProto's node/initializer/sparse_initializer,
+ * NodeProto's attribute and FunctionProto's node must be length-delimited;
+ * an AttributeProto's or SparseTensorProto's field that is not is skipped. */
+static ptq_status child_of(const ptq_pb *r, mkind k, const ptq_pb_field *f, mkind *child)
 {
-    ptq_pb_field f;
-    ptq_pb tr;
-    while (ptq_pb_more(sr)) {
-        PTQ_TRY_RET(ptq_pb_next(sr, &f));
-        if ((f.num == 1 || f.num == 2) && f.wire == PTQ_PB_LEN) {
-            ptq_pb_sub(sr, &f, &tensor_desc, &tr);
-            PTQ_TRY_RET(scan_tensor(&tr));
-        }
+    uint32_t n = f->num;
+    int strict = k == MK_GRAPH || k == MK_NODE || k == MK_FUNCTION;
+    switch (k) {
+    case MK_GRAPH: *child = n == 1 ? MK_NODE : n == 5 ? MK_TENSOR : n == 15 ? MK_SPARSE : MK_NONE; break;
+    case MK_NODE: *child = n == 5 ? MK_ATTR : MK_NONE; break;
+    case MK_ATTR:
+        *child = n == 5 || n == 10   ? MK_TENSOR
+                 : n == 6 || n == 11 ? MK_GRAPH
+                 : n == 22 || n == 23 ? MK_SPARSE
+                                      : MK_NONE;
+        break;
+    case MK_SPARSE: *child = n == 1 || n == 2 ? MK_TENSOR : MK_NONE; break;
+    case MK_FUNCTION: *child = n == 7 ? MK_NODE : MK_NONE; break;
+    default: *child = MK_NONE; break;
+    }
+    if (*child != MK_NONE && f->wire != PTQ_PB_LEN) {
+        if (strict)
+            return ptq_pb_expect(r, f, PTQ_PB_LEN);
+        *child = MK_NONE;
     }
     return PTQ_OK;
 }
 
-static ptq_status scan_node(ptq_pb *nr, int depth)
+/* 1 when tensor tr has external_data entries or data_location EXTERNAL. */
+static ptq_status has_external_fields(const ptq_pb *tr, int *has)
 {
-    ptq_pb_field f, af;
-    ptq_pb ar, sub;
-    while (ptq_pb_more(nr)) {
-        PTQ_TRY_RET(ptq_pb_next(nr, &f));
-        if (f.num != 5)
+    ptq_pb r = *tr;
+    ptq_pb_field f;
+    *has = 0;
+    while (ptq_pb_more(&r)) {
+        PTQ_TRY_RET(ptq_pb_next(&r, &f));
+        *has |= f.num == 13 || (f.num == 14 && f.wire == PTQ_PB_VARINT && f.u == 1);
+    }
+    return PTQ_OK;
+}
+
+/* Parses tensor tr when it has external data fields; *is_external: its data
+ * is in external data (data_location EXTERNAL; external_data entries without
+ * it are ignored, as ptq's reader and onnxruntime do). */
+static ptq_status parse_if_external(const ptq_pb *tr, ptq_pb_tensor *t, int *is_external)
+{
+    ptq_pb r = *tr;
+    int has;
+    *is_external = 0;
+    PTQ_TRY_RET(has_external_fields(tr, &has));
+    if (!has)
+        return PTQ_OK;
+    r.desc = &ptq_pb_tensor_desc;
+    PTQ_TRY_RET(ptq_pb_tensor_parse(&r, "tensor", t));
+    *is_external = t->kind == PTQ_PB_DATA_EXTERNAL;
+    return PTQ_OK;
+}
+
+/* Remembers the resolved path of a file holding external data (once). */
+static ptq_status note_src_file(ptq_ctx *ctx, ptq_onnx_edit *e, char *full)
+{
+    for (int i = 0; i < e->n_src_files; i++)
+        if (strcmp(e->src_files[i], full) == 0) {
+            free(full);
+            return PTQ_OK;
+        }
+    char **grown = realloc(e->src_files, ((size_t)e->n_src_files + 1) * sizeof *grown);
+    if (!grown) {
+        free(full);
+        return oom(ctx, e);
+    }
+    e->src_files = grown;
+    e->src_files[e->n_src_files++] = full;
+    return PTQ_OK;
+}
+
+/* A tensor with external data must be readable as ptq's reader reads it
+ * (model/tensor_pb.c: inside the model's folder, symlinks followed, no '..'
+ * or absolute location, offset + length inside the file); *n_ext: its bytes
+ * there (0 when inline). */
+static ptq_status scan_tensor(ptq_onnx_edit *e, ptq_pb *tr, uint64_t *n_ext)
+{
+    ptq_pb_tensor t;
+    int has, is_external, fd;
+    char *full;
+    *n_ext = 0;
+    PTQ_TRY_RET(has_external_fields(tr, &has));
+    if (has && !e->base_dir)
+        return ptq_pb_fail(tr, (size_t)(tr->p - tr->base), PTQ_ERR_UNSUPPORTED,
+                           "tensor with external data: only a model opened from its file (whose folder holds "
+                           "the data) can be edited with it");
+    PTQ_TRY_RET(parse_if_external(tr, &t, &is_external));
+    if (!is_external)
+        return PTQ_OK;
+    PTQ_TRY_RET(ptq_pb_tensor_open_external(&t, "tensor", e->base_dir, &fd, &full));
+    close(fd);
+    PTQ_TRY_RET(note_src_file(tr->ctx, e, full));
+    e->n_external++;
+    e->ext_bytes += t.n_bytes;
+    *n_ext = t.n_bytes;
+    return PTQ_OK;
+}
+
+/* Checks every tensor inside message r of kind k (subgraphs to MAX_DEPTH). */
+static ptq_status scan(ptq_onnx_edit *e, mkind k, ptq_pb *r, int depth)
+{
+    ptq_pb_field f;
+    ptq_pb sub;
+    mkind child;
+    uint64_t n_ext;
+    if (k == MK_TENSOR)
+        return scan_tensor(e, r, &n_ext);
+    while (ptq_pb_more(r)) {
+        PTQ_TRY_RET(ptq_pb_next(r, &f));
+        PTQ_TRY_RET(child_of(r, k, &f, &child));
+        if (child == MK_NONE)
             continue;
-        PTQ_TRY_RET(ptq_pb_expect(nr, &f, PTQ_PB_LEN));
-        ptq_pb_sub(nr, &f, &attr_desc, &ar);
-        while (ptq_pb_more(&ar)) {
-            PTQ_TRY_RET(ptq_pb_next(&ar, &af));
-            if (af.wire != PTQ_PB_LEN)
-                continue;
-            if (af.num == 5 || af.num == 10) {
-                ptq_pb_sub(&ar, &af, &tensor_desc, &sub);
-                PTQ_TRY_RET(scan_tensor(&sub));
-            } else if (af.num == 22 || af.num == 23) {
-                ptq_pb_sub(&ar, &af, NULL, &sub);
-                PTQ_TRY_RET(scan_sparse(&sub));
-            } else if (af.num == 6 || af.num == 11) {
-                if (depth >= MAX_DEPTH)
-                    return ptq_pb_fail(&ar, af.at, PTQ_ERR_UNSUPPORTED, "subgraphs nested over %d deep", MAX_DEPTH);
-                ptq_pb_sub(&ar, &af, &graph_desc, &sub);
-                PTQ_TRY_RET(scan_graph(&sub, depth + 1));
-            }
-        }
-    }
-    return PTQ_OK;
-}
-
-static ptq_status scan_graph(ptq_pb *gr, int depth)
-{
-    ptq_pb_field f;
-    ptq_pb sub;
-    while (ptq_pb_more(gr)) {
-        PTQ_TRY_RET(ptq_pb_next(gr, &f));
-        if (f.num == 1 || f.num == 5 || f.num == 15)
-            PTQ_TRY_RET(ptq_pb_expect(gr, &f, PTQ_PB_LEN));
-        if (f.num == 1) {
-            ptq_pb_sub(gr, &f, &node_desc, &sub);
-            PTQ_TRY_RET(scan_node(&sub, depth));
-        } else if (f.num == 5) {
-            ptq_pb_sub(gr, &f, &tensor_desc, &sub);
-            PTQ_TRY_RET(scan_tensor(&sub));
-        } else if (f.num == 15) {
-            ptq_pb_sub(gr, &f, NULL, &sub);
-            PTQ_TRY_RET(scan_sparse(&sub));
-        }
-    }
-    return PTQ_OK;
-}
-
-static ptq_status scan_function(ptq_pb *fr)
-{
-    ptq_pb_field f;
-    ptq_pb sub;
-    while (ptq_pb_more(fr)) {
-        PTQ_TRY_RET(ptq_pb_next(fr, &f));
-        if (f.num == 7) {
-            PTQ_TRY_RET(ptq_pb_expect(fr, &f, PTQ_PB_LEN));
-            ptq_pb_sub(fr, &f, &node_desc, &sub);
-            PTQ_TRY_RET(scan_node(&sub, 0));
-        }
+        if (child == MK_GRAPH && depth >= MAX_DEPTH)
+            return ptq_pb_fail(r, f.at, PTQ_ERR_UNSUPPORTED, "subgraphs nested over %d deep", MAX_DEPTH);
+        ptq_pb_sub(r, &f, kind_desc(child), &sub);
+        PTQ_TRY_RET(scan(e, child, &sub, depth + (child == MK_GRAPH)));
     }
     return PTQ_OK;
 }
@@ -401,8 +477,6 @@ static ptq_status read_graph(ptq_ctx *ctx, ptq_onnx_edit *e, ptq_pb *gr_in)
     ptq_pb gr = *gr_in, sub;
     ptq_pb_field f;
     int n_nodes = 0, n_inits = 0, n_inputs = 0;
-    PTQ_TRY_RET(scan_graph(&gr, 0));
-    gr = *gr_in;
     while (ptq_pb_more(&gr)) {
         PTQ_TRY_RET(ptq_pb_next(&gr, &f));
         n_nodes += f.num == 1;
@@ -416,16 +490,22 @@ static ptq_status read_graph(ptq_ctx *ctx, ptq_onnx_edit *e, ptq_pb *gr_in)
         return oom(ctx, e);
     gr = *gr_in;
     while (ptq_pb_more(&gr)) {
+        mkind child;
         PTQ_TRY_RET(ptq_pb_next(&gr, &f));
+        PTQ_TRY_RET(child_of(&gr, MK_GRAPH, &f, &child));
+        if (child != MK_NONE)
+            ptq_pb_sub(&gr, &f, kind_desc(child), &sub);
         if (f.num == 1) {
             enode *n = &e->nodes[e->n_nodes++];
-            ptq_pb_sub(&gr, &f, &node_desc, &sub);
+            ptq_pb scanned = sub;
+            PTQ_TRY_RET(scan(e, MK_NODE, &scanned, 0));
             PTQ_TRY_RET(read_node(ctx, e, &sub, n));
             for (int j = 0; j < n->n_out; j++)
                 PTQ_TRY_RET(define(ctx, e, n->out[j]));
         } else if (f.num == 5) {
             einit *t = &e->inits[e->n_inits++];
-            ptq_pb_sub(&gr, &f, &tensor_desc, &sub);
+            ptq_pb scanned = sub;
+            PTQ_TRY_RET(scan_tensor(e, &scanned, &t->ext_bytes));
             PTQ_TRY_RET(read_name(ctx, e, &sub, 8, &t->name));
             PTQ_TRY_RET(define(ctx, e, t->name));
         } else if (f.num == 11) {
@@ -433,12 +513,14 @@ static ptq_status read_graph(ptq_ctx *ctx, ptq_onnx_edit *e, ptq_pb *gr_in)
             ptq_pb_sub(&gr, &f, &vi_desc, &sub);
             PTQ_TRY_RET(read_name(ctx, e, &sub, 1, &e->inputs[e->n_inputs]));
             PTQ_TRY_RET(define(ctx, e, e->inputs[e->n_inputs++]));
+        } else if (f.num == 15) {
+            PTQ_TRY_RET(scan(e, MK_SPARSE, &sub, 0));
         }
     }
     return PTQ_OK;
 }
 
-/* Checks the ModelProto (and the external data refusal) and reads its graph. */
+/* Checks the ModelProto (and every tensor's external data) and reads its graph. */
 static ptq_status read_model(ptq_ctx *ctx, ptq_onnx_edit *e)
 {
     ptq_pb mr, sub;
@@ -466,7 +548,7 @@ static ptq_status read_model(ptq_ctx *ctx, ptq_onnx_edit *e)
                 }
             } else {
                 ptq_pb_sub(&mr, &f, &func_desc, &sub);
-                PTQ_TRY_RET(scan_function(&sub));
+                PTQ_TRY_RET(scan(e, MK_FUNCTION, &sub, 0));
             }
         }
     }
@@ -477,8 +559,9 @@ static ptq_status read_model(ptq_ctx *ctx, ptq_onnx_edit *e)
     return read_graph(ctx, e, &sub);
 }
 
-ptq_status ptq_onnx_edit_open_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *path,
-                                    ptq_onnx_edit **out)
+/* base_dir: the folder external data is relative to; NULL refuses external data. */
+static ptq_status open_model(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *path, const char *base_dir,
+                             ptq_onnx_edit **out)
 {
     ptq_status st = PTQ_OK;
     ptq_onnx_edit *e = NULL;
@@ -490,7 +573,8 @@ ptq_status ptq_onnx_edit_open_bytes(ptq_ctx *ctx, const void *bytes, size_t n_by
     if (!n_bytes)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: empty file, not an ONNX model", path);
     e = calloc(1, sizeof *e);
-    if (!e || !(e->path = strdup(path)) || !(e->bytes = malloc(n_bytes))) {
+    if (!e || !(e->path = strdup(path)) || (base_dir && !(e->base_dir = strdup(base_dir))) ||
+        !(e->bytes = malloc(n_bytes))) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
@@ -504,10 +588,17 @@ done:
     return st;
 }
 
+ptq_status ptq_onnx_edit_open_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *path,
+                                    ptq_onnx_edit **out)
+{
+    return open_model(ctx, bytes, n_bytes, path, NULL, out);
+}
+
 ptq_status ptq_onnx_edit_open(ptq_ctx *ctx, const char *path, ptq_onnx_edit **out)
 {
     ptq_status st = PTQ_OK;
     uint8_t *buf = NULL;
+    char *dir = NULL;
     size_t n = 0, cap = 0;
     *out = NULL;
     FILE *fp = NULL;
@@ -532,15 +623,19 @@ ptq_status ptq_onnx_edit_open(ptq_ctx *ctx, const char *path, ptq_onnx_edit **ou
         st = ptq_fail(ctx, PTQ_ERR_IO, "%s: read failed", path);
         goto done;
     }
-    if (ptq_keras_is_hdf5(buf, n)) { /* a Keras model is edited in its ONNX form */
+    if (ptq_keras_is_hdf5(buf, n)) { /* a Keras model is edited in its ONNX form, which has no external data */
         free(buf);
         buf = NULL;
         PTQ_TRY(st, ptq_keras_to_onnx(ctx, path, (void **)&buf, &n), done);
+    } else if (!(dir = ptq_pb_dirname(path))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
     }
-    st = ptq_onnx_edit_open_bytes(ctx, buf, n, path, out);
+    st = open_model(ctx, buf, n, path, dir, out);
 done:
     fclose(fp);
     free(buf);
+    free(dir);
     return st;
 }
 
@@ -933,36 +1028,264 @@ static ptq_status attr_named(const ptq_pb *nr, const ptq_pb_field *f, const char
     return PTQ_OK;
 }
 
-/* Node k again, its input fields renamed (and an attribute moved to a last
- * input), every other field copied. */
-static ptq_status encode_node(const ptq_onnx_edit *e, int k, ptq_pb *nr, obuf *b)
+/* ---- writing: where tensor data goes ---- */
+
+/* How one encoding places tensor data. */
+typedef struct wctx {
+    ptq_ctx *ctx;
+    const ptq_onnx_edit *e;
+    int relocate;          /* the model has external data: every message that can hold a tensor is walked */
+    int fd;                /* -1: every tensor inline; else the data file's temporary, written up to offset */
+    const char *data_path; /* the data file, for messages */
+    const char *location;  /* its name as the model refers to it (it sits beside the model) */
+    uint64_t offset;
+    uint8_t *chunk; /* COPY_CHUNK_BYTES for copying external data; malloc'd on first use */
+} wctx;
+
+static size_t varint_bytes(uint64_t v)
 {
+    size_t n = 1;
+    for (; v >= 0x80; v >>= 7)
+        n++;
+    return n;
+}
+
+static ptq_status data_put(wctx *w, const void *data, size_t n_bytes)
+{
+    PTQ_TRY_RET(ptq_file_write_all(w->ctx, w->fd, data, n_bytes, w->data_path));
+    w->offset += n_bytes;
+    return PTQ_OK;
+}
+
+/* Zeros up to where a tensor of n_bytes starts. */
+static ptq_status data_align(wctx *w, size_t n_bytes)
+{
+    static const uint8_t zeros[PAGE_ALIGN_BYTES];
+    uint64_t align = n_bytes >= PAGE_ALIGN_MIN_BYTES ? PAGE_ALIGN_BYTES : DATA_ALIGN_BYTES;
+    uint64_t pad = (align - w->offset % align) % align;
+    return pad ? data_put(w, zeros, (size_t)pad) : PTQ_OK;
+}
+
+/* Copies external tensor t's bytes, opened through the reader's checks
+ * again (the file may have changed since the model was opened): appended
+ * to out, or to the data file when out is NULL. */
+static ptq_status copy_external(wctx *w, const ptq_pb_tensor *t, obuf *out)
+{
+    ptq_status st = PTQ_OK;
+    int fd;
+    char *full;
+    if (!w->chunk && !(w->chunk = malloc(COPY_CHUNK_BYTES)))
+        return oom(w->ctx, w->e);
+    PTQ_TRY_RET(ptq_pb_tensor_open_external(t, "tensor", w->e->base_dir, &fd, &full));
+    for (size_t got = 0; got < t->n_bytes;) {
+        size_t n = t->n_bytes - got < COPY_CHUNK_BYTES ? t->n_bytes - got : COPY_CHUNK_BYTES;
+        ssize_t k = pread(fd, w->chunk, n, (off_t)((uint64_t)t->ext_offset + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            st = ptq_fail(w->ctx, PTQ_ERR_IO, "%s: reading external data '%s': %s", w->e->path, full,
+                          k < 0 ? strerror(errno) : "unexpected end of file");
+            break;
+        }
+        if (out)
+            ptq_buf_put(out, w->chunk, (size_t)k);
+        else if ((st = data_put(w, w->chunk, (size_t)k)) != PTQ_OK)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    free(full);
+    return st;
+}
+
+/* TensorProto fields that hold or locate the data: the typed fields, raw_data, external_data, data_location. */
+static int is_data_field(uint32_t num)
+{
+    return num == 4 || num == 5 || num == 7 || num == 9 || num == 10 || num == 11 || num == 13 || num == 14;
+}
+
+/* A StringStringEntryProto {key, value} as TensorProto.external_data. */
+static void put_entry(obuf *b, const char *key, const char *value)
+{
+    obuf eb = {0};
+    ptq_pb_put_str(&eb, 1, key);
+    ptq_pb_put_str(&eb, 2, value);
+    ptq_pb_put_len(b, 13, eb.data, eb.n_bytes);
+    b->failed |= eb.failed;
+    free(eb.data);
+}
+
+/* Tensor tr again as field num of out. With the data file, a movable one
+ * (a graph initializer) goes there when it was in external data or has
+ * EXTERNAL_MIN_BYTES or more inline. Any other tensor in external data gets
+ * its data inline (onnxruntime cannot infer shapes from a Constant whose
+ * value is external). Every other tensor, and one ptq cannot decode (a
+ * string tensor), is copied as it is. */
+static ptq_status emit_tensor(wctx *w, const ptq_pb *tr, uint32_t num, int movable, obuf *out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_pb_tensor t;
+    ptq_pb r;
+    ptq_pb_field f;
+    obuf head = {0}, tail = {0};
+    uint8_t *decoded = NULL;
+    size_t n_msg = (size_t)(tr->end - tr->p);
+    uint64_t offset;
+    char num_str[24];
+    int move, to_file = movable && w->fd >= 0;
+    PTQ_TRY_RET(parse_if_external(tr, &t, &move));
+    if (!move && to_file && n_msg >= EXTERNAL_MIN_BYTES) {
+        ptq_ctx quiet;
+        ptq_ctx_init(&quiet);
+        r = *tr;
+        r.ctx = &quiet;
+        r.desc = &ptq_pb_tensor_desc;
+        move = ptq_pb_tensor_parse(&r, "tensor", &t) == PTQ_OK && t.kind != PTQ_PB_DATA_NONE &&
+               t.n_bytes >= EXTERNAL_MIN_BYTES;
+        t.msg.ctx = w->ctx;
+    }
+    if (!move) {
+        ptq_pb_put_len(out, num, tr->p, n_msg);
+        return PTQ_OK;
+    }
+    r = *tr; /* the fields but the data's, as they were */
+    while (ptq_pb_more(&r)) {
+        const uint8_t *start = r.p;
+        PTQ_TRY(st, ptq_pb_next(&r, &f), done);
+        if (!is_data_field(f.num))
+            ptq_buf_put(&head, start, (size_t)(r.p - start));
+    }
+    if (!to_file) { /* then raw_data=9, streamed from the external file */
+        ptq_pb_put_key(out, num, PTQ_PB_LEN);
+        ptq_pb_put_varint(out, head.n_bytes + varint_bytes(9 << 3 | PTQ_PB_LEN) + varint_bytes(t.n_bytes) + t.n_bytes);
+        ptq_buf_put(out, head.data, head.n_bytes);
+        ptq_pb_put_key(out, 9, PTQ_PB_LEN);
+        ptq_pb_put_varint(out, t.n_bytes);
+        PTQ_TRY(st, copy_external(w, &t, out), done);
+        goto done;
+    }
+    PTQ_TRY(st, data_align(w, t.n_bytes), done);
+    offset = w->offset;
+    if (t.kind == PTQ_PB_DATA_EXTERNAL) {
+        PTQ_TRY(st, copy_external(w, &t, NULL), done);
+    } else if (t.kind == PTQ_PB_DATA_RAW) {
+        PTQ_TRY(st, data_put(w, t.raw, t.n_bytes), done);
+    } else {
+        if (!(decoded = malloc(t.n_bytes))) {
+            st = oom(w->ctx, w->e);
+            goto done;
+        }
+        ptq_pb_tensor_decode(&t, decoded);
+        PTQ_TRY(st, data_put(w, decoded, t.n_bytes), done);
+    }
+    put_entry(&tail, "location", w->location);
+    snprintf(num_str, sizeof num_str, "%llu", (unsigned long long)offset);
+    put_entry(&tail, "offset", num_str);
+    snprintf(num_str, sizeof num_str, "%zu", t.n_bytes);
+    put_entry(&tail, "length", num_str);
+    ptq_pb_put_int(&tail, 14, 1); /* data_location EXTERNAL */
+    ptq_pb_put_key(out, num, PTQ_PB_LEN);
+    ptq_pb_put_varint(out, head.n_bytes + tail.n_bytes);
+    ptq_buf_put(out, head.data, head.n_bytes);
+    ptq_buf_put(out, tail.data, tail.n_bytes);
+done:
+    if (st == PTQ_OK && (head.failed || tail.failed))
+        st = oom(w->ctx, w->e);
+    free(head.data);
+    free(tail.data);
+    free(decoded);
+    return st;
+}
+
+/* Message r of kind k again as field num of out, the tensors inside it
+ * through emit_tensor (not movable) and every other field copied. */
+static ptq_status copy_walk(wctx *w, mkind k, ptq_pb *r, uint32_t num, obuf *out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_pb_field f;
+    ptq_pb sub;
+    mkind child;
+    obuf mb = {0};
+    if (k == MK_TENSOR)
+        return emit_tensor(w, r, num, 0, out);
+    while (ptq_pb_more(r)) {
+        const uint8_t *start = r->p;
+        PTQ_TRY(st, ptq_pb_next(r, &f), done);
+        PTQ_TRY(st, child_of(r, k, &f, &child), done);
+        if (child == MK_NONE) {
+            ptq_buf_put(&mb, start, (size_t)(r->p - start));
+            continue;
+        }
+        ptq_pb_sub(r, &f, kind_desc(child), &sub);
+        PTQ_TRY(st, copy_walk(w, child, &sub, f.num, &mb), done);
+    }
+    ptq_pb_put_len(out, num, mb.data, mb.n_bytes);
+    out->failed |= mb.failed;
+done:
+    free(mb.data);
+    return st;
+}
+
+/* ---- writing: the model ---- */
+
+/* Node k again, its input fields renamed (and an attribute moved to a last
+ * input), every other field copied (attributes through copy_walk when the
+ * model has external data). */
+static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_onnx_edit *e = w->e;
     obuf nb = {0};
     ptq_pb_field f;
     int j = 0;
     while (ptq_pb_more(nr)) {
         const uint8_t *start = nr->p;
         int drop = 0;
-        PTQ_TRY_RET(ptq_pb_next(nr, &f));
+        PTQ_TRY(st, ptq_pb_next(nr, &f), done);
         if (f.num == 5 && e->nodes[k].drop_attr)
-            PTQ_TRY_RET(attr_named(nr, &f, e->nodes[k].drop_attr, &drop));
-        if (f.num == 1)
+            PTQ_TRY(st, attr_named(nr, &f, e->nodes[k].drop_attr, &drop), done);
+        if (f.num == 1) {
             ptq_pb_put_str(&nb, 1, renamed_input(e, k, j++));
-        else if (!drop)
+        } else if (f.num == 5 && w->relocate && !drop) {
+            ptq_pb ar;
+            ptq_pb_sub(nr, &f, &attr_desc, &ar);
+            PTQ_TRY(st, copy_walk(w, MK_ATTR, &ar, 5, &nb), done);
+        } else if (!drop) {
             ptq_buf_put(&nb, start, (size_t)(nr->p - start));
+        }
     }
     if (e->nodes[k].add_input)
         ptq_pb_put_str(&nb, 1, e->nodes[k].add_input);
     ptq_pb_put_len(b, 1, nb.data, nb.n_bytes);
     b->failed |= nb.failed;
+done:
     free(nb.data);
+    return st;
+}
+
+/* The added initializers, after the file's. */
+static ptq_status emit_new_inits(wctx *w, obuf *b)
+{
+    const ptq_onnx_edit *e = w->e;
+    for (int i = 0; i < e->n_new_inits; i++) {
+        ptq_pb r;
+        if (w->fd < 0) {
+            ptq_pb_put_len(b, 5, e->new_inits[i].enc, e->new_inits[i].enc_bytes);
+            continue;
+        }
+        ptq_pb_init(&r, w->ctx, e->path, e->new_inits[i].enc, e->new_inits[i].enc_bytes, &ptq_pb_tensor_desc);
+        PTQ_TRY_RET(emit_tensor(w, &r, 5, 1, b));
+    }
     return PTQ_OK;
 }
 
-static ptq_status encode_graph(ptq_ctx *ctx, const ptq_onnx_edit *e, ptq_pb *gr, obuf *b)
+static ptq_status encode_graph(wctx *w, ptq_pb *gr, obuf *b)
 {
     ptq_status st = PTQ_OK;
+    const ptq_onnx_edit *e = w->e;
+    ptq_ctx *ctx = w->ctx;
     ptq_pb_field f;
+    ptq_pb sub;
     int k_node = 0, k_init = 0, k_input = 0;
     int *pos = calloc((size_t)e->n_added + 1, sizeof *pos);
     int *order = calloc((size_t)e->n_added + 1, sizeof *order);
@@ -977,21 +1300,26 @@ static ptq_status encode_graph(ptq_ctx *ctx, const ptq_onnx_edit *e, ptq_pb *gr,
         size_t n_field = (size_t)(gr->p - start);
         if (f.num == 1) {
             emit_added(e, pos, order, k_node, b);
-            if (node_renamed(e, k_node)) {
-                ptq_pb nr;
-                ptq_pb_sub(gr, &f, &node_desc, &nr);
-                PTQ_TRY(st, encode_node(e, k_node, &nr, b), done);
-            } else {
+            ptq_pb_sub(gr, &f, &node_desc, &sub);
+            if (node_renamed(e, k_node))
+                PTQ_TRY(st, encode_node(w, k_node, &sub, b), done);
+            else if (w->relocate)
+                PTQ_TRY(st, copy_walk(w, MK_NODE, &sub, 1, b), done);
+            else
                 ptq_buf_put(b, start, n_field);
-            }
             if (++k_node == e->n_nodes)
                 emit_added(e, pos, order, e->n_nodes, b);
         } else if (f.num == 5) {
-            if (!e->inits[k_init].removed)
-                ptq_buf_put(b, start, n_field);
+            if (!e->inits[k_init].removed) {
+                if (w->relocate || w->fd >= 0) {
+                    ptq_pb_sub(gr, &f, &tensor_desc, &sub);
+                    PTQ_TRY(st, emit_tensor(w, &sub, 5, 1, b), done);
+                } else {
+                    ptq_buf_put(b, start, n_field);
+                }
+            }
             if (++k_init == e->n_inits)
-                for (int i = 0; i < e->n_new_inits; i++)
-                    ptq_pb_put_len(b, 5, e->new_inits[i].enc, e->new_inits[i].enc_bytes);
+                PTQ_TRY(st, emit_new_inits(w, b), done);
         } else if (f.num == 11) {
             int removed = 0;
             for (int i = 0; i < e->n_inits && !removed; i++)
@@ -999,6 +1327,9 @@ static ptq_status encode_graph(ptq_ctx *ctx, const ptq_onnx_edit *e, ptq_pb *gr,
             if (!removed)
                 ptq_buf_put(b, start, n_field);
             k_input++;
+        } else if (f.num == 15 && w->relocate) {
+            ptq_pb_sub(gr, &f, &sparse_desc, &sub);
+            PTQ_TRY(st, copy_walk(w, MK_SPARSE, &sub, 15, b), done);
         } else {
             ptq_buf_put(b, start, n_field);
         }
@@ -1006,8 +1337,7 @@ static ptq_status encode_graph(ptq_ctx *ctx, const ptq_onnx_edit *e, ptq_pb *gr,
     if (!e->n_nodes)
         emit_added(e, pos, order, 0, b);
     if (!e->n_inits)
-        for (int i = 0; i < e->n_new_inits; i++)
-            ptq_pb_put_len(b, 5, e->new_inits[i].enc, e->new_inits[i].enc_bytes);
+        PTQ_TRY(st, emit_new_inits(w, b), done);
 done:
     free(pos);
     free(order);
@@ -1030,9 +1360,12 @@ static ptq_status opset_is_default(ptq_pb *sr, int *is_default, int64_t *version
     return PTQ_OK;
 }
 
-ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **bytes, size_t *n_bytes)
+/* The edited model's bytes, its tensor data placed as w says. */
+static ptq_status encode_model(wctx *w, void **bytes, size_t *n_bytes)
 {
     ptq_status st = PTQ_OK;
+    ptq_ctx *ctx = w->ctx;
+    const ptq_onnx_edit *e = w->e;
     obuf b = {0}, gb = {0};
     ptq_pb mr, sub;
     ptq_pb_field f;
@@ -1065,7 +1398,7 @@ ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **byt
             ptq_pb_put_int(&b, 1, e->ir_version);
         } else if (f.num == 7) {
             ptq_pb_sub(&mr, &f, &graph_desc, &sub);
-            PTQ_TRY(st, encode_graph(ctx, e, &sub, &gb), done);
+            PTQ_TRY(st, encode_graph(w, &sub, &gb), done);
             ptq_pb_put_len(&b, 7, gb.data, gb.n_bytes);
         } else if (f.num == 8) {
             int is_default;
@@ -1098,6 +1431,9 @@ ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **byt
                 b.failed |= ob.failed;
                 free(ob.data);
             }
+        } else if (f.num == 25 && w->relocate) {
+            ptq_pb_sub(&mr, &f, &func_desc, &sub);
+            PTQ_TRY(st, copy_walk(w, MK_FUNCTION, &sub, 25, &b), done);
         } else {
             ptq_buf_put(&b, start, n_field);
         }
@@ -1123,13 +1459,143 @@ done:
     return st;
 }
 
-ptq_status ptq_onnx_edit_write(ptq_ctx *ctx, const ptq_onnx_edit *e, const char *path)
+
+ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **bytes, size_t *n_bytes)
 {
+    wctx w = {ctx, e, e->n_external > 0, -1, NULL, NULL, 0, NULL};
+    ptq_status st = encode_model(&w, bytes, n_bytes);
+    free(w.chunk);
+    if (st == PTQ_OK && *n_bytes > PROTOBUF_MAX_BYTES) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: the edited model is %zu bytes, past protobuf's 2 GB; "
+                                                "ptq_onnx_edit_write puts its tensors in external data instead",
+                      e->path, *n_bytes);
+        free(*bytes);
+        *bytes = NULL;
+        *n_bytes = 0;
+    }
+    return st;
+}
+
+/* INLINE_MAX_BYTES, or less under PTQ_TEST_ONNX_INLINE_MAX (see there). */
+static uint64_t inline_max_bytes(void)
+{
+    const char *s = getenv("PTQ_TEST_ONNX_INLINE_MAX");
+    char *end;
+    if (s && *s >= '0' && *s <= '9') {
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (!*end && !errno && v < INLINE_MAX_BYTES)
+            return (uint64_t)v;
+    }
+    return INLINE_MAX_BYTES;
+}
+
+/* About how big the model is with every tensor inline, from above (the
+ * source, its external data less the removed initializers', what was added),
+ * so that a model far past the limit is not first built in memory; the
+ * encoded size is what decides. */
+static uint64_t inline_estimate(const ptq_onnx_edit *e)
+{
+    uint64_t n = e->n_bytes + e->ext_bytes + 64 * (uint64_t)e->n_external;
+    for (int i = 0; i < e->n_inits; i++)
+        if (e->inits[i].removed)
+            n -= e->inits[i].ext_bytes;
+    for (int i = 0; i < e->n_new_inits; i++)
+        n += e->new_inits[i].enc_bytes + 16;
+    for (int i = 0; i < e->n_added; i++)
+        n += e->added[i].enc_bytes + 16;
+    return n;
+}
+
+/* The model to path and its big tensors to "<path>.data" beside it: both
+ * written under temporary names, the data file renamed first, and the data
+ * file removed again should the model's rename fail, so a failure leaves
+ * neither. */
+static ptq_status write_external(ptq_ctx *ctx, const ptq_onnx_edit *e, const char *path)
+{
+    ptq_status st = PTQ_OK;
+    char tmp_data[PTQ_TMP_NAME_BYTES] = "", tmp_model[PTQ_TMP_NAME_BYTES] = "";
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    size_t n_data_path = strlen(path) + sizeof ".data";
+    char *data_path = malloc(n_data_path);
     void *bytes = NULL;
     size_t n_bytes = 0;
-    ptq_status st = ptq_onnx_edit_encode(ctx, e, &bytes, &n_bytes);
-    if (st == PTQ_OK)
-        st = ptq_atomic_write(ctx, path, bytes, n_bytes);
+    int model_fd = -1;
+    wctx w = {ctx, e, e->n_external > 0, -1, NULL, NULL, 0, NULL};
+    if (!data_path)
+        return oom(ctx, e);
+    if (!*name) {
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: the output '%s' names a folder, not a file", e->path, path);
+        goto done;
+    }
+    snprintf(data_path, n_data_path, "%s.data", path);
+    for (int i = 0; i < e->n_src_files; i++)
+        if (ptq_file_same(e->src_files[i], data_path)) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: the output's data file %s would replace '%s', which holds "
+                                                    "the external data being read; choose another output name",
+                          e->path, data_path, e->src_files[i]);
+            goto done;
+        }
+    w.data_path = data_path;
+    w.location = data_path + (name - path);
+    PTQ_TRY(st, ptq_atomic_create(ctx, data_path, tmp_data, sizeof tmp_data, &w.fd), done);
+    PTQ_TRY(st, encode_model(&w, &bytes, &n_bytes), done);
+    if (n_bytes > PROTOBUF_MAX_BYTES) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: even with its initializers in external data the edited model "
+                                                "is %zu bytes, past protobuf's 2 GB", e->path, n_bytes);
+        goto done;
+    }
+    int rc = close(w.fd);
+    w.fd = -1;
+    if (rc != 0) {
+        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", data_path, strerror(errno));
+        goto done;
+    }
+    PTQ_TRY(st, ptq_atomic_create(ctx, path, tmp_model, sizeof tmp_model, &model_fd), done);
+    PTQ_TRY(st, ptq_file_write_all(ctx, model_fd, bytes, n_bytes, path), done);
+    rc = close(model_fd);
+    model_fd = -1;
+    if (rc != 0) {
+        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        goto done;
+    }
+    PTQ_TRY(st, ptq_atomic_commit(ctx, tmp_data, data_path), done);
+    if ((st = ptq_atomic_commit(ctx, tmp_model, path)) != PTQ_OK)
+        unlink(data_path);
+done:
+    if (w.fd >= 0)
+        close(w.fd);
+    if (model_fd >= 0)
+        close(model_fd);
+    ptq_atomic_discard(tmp_data);
+    ptq_atomic_discard(tmp_model);
+    free(w.chunk);
     free(bytes);
+    free(data_path);
     return st;
+}
+
+ptq_status ptq_onnx_edit_write(ptq_ctx *ctx, const ptq_onnx_edit *e, const char *path)
+{
+    if (!path || !*path)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: no output path given", e->path);
+    for (int i = 0; i < e->n_src_files; i++)
+        if (ptq_file_same(e->src_files[i], path))
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: the output %s would replace '%s', which holds the "
+                                                      "external data being read", e->path, path, e->src_files[i]);
+    uint64_t limit = inline_max_bytes();
+    if (inline_estimate(e) <= limit) {
+        void *bytes = NULL;
+        size_t n_bytes = 0;
+        wctx w = {ctx, e, e->n_external > 0, -1, NULL, NULL, 0, NULL};
+        ptq_status st = encode_model(&w, &bytes, &n_bytes);
+        free(w.chunk);
+        if (st == PTQ_OK && n_bytes <= limit)
+            st = ptq_atomic_write(ctx, path, bytes, n_bytes);
+        free(bytes);
+        if (st != PTQ_OK || n_bytes <= limit)
+            return st;
+    }
+    return write_external(ctx, e, path);
 }

@@ -133,6 +133,13 @@ ptq_status ptq_pb_tensor_read_external(const ptq_pb_tensor *t, const char *role,
 /* The same checks without reading: run before allocating n_bytes, so a
  * model cannot claim more external bytes than its files hold. */
 ptq_status ptq_pb_tensor_check_external(const ptq_pb_tensor *t, const char *role, const char *base_dir);
+/* What read_external and check_external run first: checks the location,
+ * resolves it (symlinks followed) inside base_dir, opens the file and checks
+ * that ext_offset + n_bytes fit in it; on success *fd is open for reading and
+ * *full is its resolved path (malloc'd), both the caller's (the ONNX editor
+ * copies external data through it in pieces). */
+ptq_status ptq_pb_tensor_open_external(const ptq_pb_tensor *t, const char *role, const char *base_dir, int *fd,
+                                       char **full);
 /* Alignment the dtype's elements need to be read in place. */
 size_t ptq_pb_dtype_align(ptq_dtype dt);
 /* The folder of a file path ("." when it has none), malloc'd; NULL when out of memory. */

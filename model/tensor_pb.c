@@ -347,21 +347,22 @@ static int has_dotdot(const uint8_t *s, size_t n)
     return 0;
 }
 
-/* Checks the location, opens the file and checks that offset + n_bytes fit;
- * on success *fd is open and *full is the malloc'd path. */
 /* *path (malloc'd, replaced by its realpath) must resolve inside base_dir:
  * a symlink in the model's folder may not lead elsewhere. */
 static ptq_status resolve_inside(const ptq_pb_tensor *t, const char *role, const char *base_dir, char **path)
 {
     const ptq_pb *r = &t->msg;
-    char *real = realpath(*path, NULL), *dir = realpath(base_dir, NULL);
+    char *real = realpath(*path, NULL);
+    int real_errno = errno;
+    char *dir = realpath(base_dir, NULL);
     ptq_status st = PTQ_OK;
     size_t n_dir = dir ? strlen(dir) : 0;
     if (!dir)
         st = tensor_fail(r, role, t, PTQ_ERR_IO, "cannot resolve the model's folder '%s': %s", base_dir,
                          strerror(errno));
     else if (!real)
-        st = tensor_fail(r, role, t, PTQ_ERR_IO, "cannot open external data file '%s': %s", *path, strerror(errno));
+        st = tensor_fail(r, role, t, PTQ_ERR_IO, "cannot open external data file '%s': %s", *path,
+                         strerror(real_errno));
     else if (strncmp(real, dir, n_dir) != 0 || (real[n_dir] != '/' && !(n_dir == 1 && dir[0] == '/')))
         st = tensor_fail(r, role, t, PTQ_ERR_FORMAT, "external data '%s' resolves to '%s', outside the model's "
                                                      "folder '%s'; refusing to read it", *path, real, dir);
@@ -375,7 +376,8 @@ static ptq_status resolve_inside(const ptq_pb_tensor *t, const char *role, const
     return st;
 }
 
-static ptq_status open_external(const ptq_pb_tensor *t, const char *role, const char *base_dir, int *fd, char **full)
+ptq_status ptq_pb_tensor_open_external(const ptq_pb_tensor *t, const char *role, const char *base_dir, int *fd,
+                                       char **full)
 {
     const ptq_pb *r = &t->msg;
     const uint8_t *loc = t->ext_location;
@@ -437,7 +439,7 @@ ptq_status ptq_pb_tensor_check_external(const ptq_pb_tensor *t, const char *role
 {
     int fd;
     char *full;
-    ptq_status st = open_external(t, role, base_dir, &fd, &full);
+    ptq_status st = ptq_pb_tensor_open_external(t, role, base_dir, &fd, &full);
     if (st == PTQ_OK) {
         close(fd);
         free(full);
@@ -449,7 +451,7 @@ ptq_status ptq_pb_tensor_read_external(const ptq_pb_tensor *t, const char *role,
 {
     int fd;
     char *full;
-    ptq_status st = open_external(t, role, base_dir, &fd, &full);
+    ptq_status st = ptq_pb_tensor_open_external(t, role, base_dir, &fd, &full);
     if (st != PTQ_OK)
         return st;
     for (size_t got = 0; got < t->n_bytes;) {

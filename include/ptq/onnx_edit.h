@@ -17,12 +17,16 @@ extern "C" {
 
 typedef struct ptq_onnx_edit ptq_onnx_edit;
 
-/* Reads and checks the model at path. Models with external data (any
- * tensor with data_location EXTERNAL or external_data entries, in the graph,
- * its subgraphs or functions) are refused with PTQ_ERR_UNSUPPORTED for now:
- * the written copy would point at files relative to another folder. */
+/* Reads and checks the model at path. Tensors in external data (in the
+ * graph, its subgraphs or functions) are checked as ptq's ONNX reader checks
+ * them: the location relative, without '..', resolving (symlinks followed)
+ * inside the model's folder, offset and length inside the file
+ * (PTQ_ERR_FORMAT or PTQ_ERR_IO otherwise); their bytes are read when the
+ * model is written. */
 PTQ_API ptq_status ptq_onnx_edit_open(ptq_ctx *ctx, const char *path, ptq_onnx_edit **out);
-/* The same from bytes in memory (copied); path names them in messages. */
+/* The same from bytes in memory (copied); path names them in messages.
+ * Without a folder, a model with external data is refused
+ * (PTQ_ERR_UNSUPPORTED). */
 PTQ_API ptq_status ptq_onnx_edit_open_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *path,
                                             ptq_onnx_edit **out);
 PTQ_API void ptq_onnx_edit_free(ptq_onnx_edit *e);
@@ -71,7 +75,14 @@ PTQ_API ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, i
 
 /* The edited model: malloc'd bytes the caller frees / written to path
  * through a temporary file in the same folder and a rename. Checks that
- * every renamed-to name and added node input exists (PTQ_ERR_INVALID_ARG). */
+ * every renamed-to name and added node input exists (PTQ_ERR_INVALID_ARG).
+ * encode puts every tensor inline (PTQ_ERR_UNSUPPORTED past protobuf's
+ * 2 GB). write does too while the model stays under 2,000,000,000 bytes;
+ * past that, the graph initializers of 1 KiB or more and those that were in
+ * external data go to "<path>.data" beside it (location "<name>.data"),
+ * both files written whole or neither. An output, or its data file, that
+ * would replace a file the model's external data is read from is
+ * PTQ_ERR_INVALID_ARG. */
 PTQ_API ptq_status ptq_onnx_edit_encode(ptq_ctx *ctx, const ptq_onnx_edit *e, void **bytes, size_t *n_bytes);
 PTQ_API ptq_status ptq_onnx_edit_write(ptq_ctx *ctx, const ptq_onnx_edit *e, const char *path);
 
