@@ -2,17 +2,20 @@
  * plus ptq_op_bcast, the layout every backend uses. float32 runs
  * kernels/{ref,cpu}/binary.c; float64, int32, int64, uint8 a host loop here.
  * Covered by tests/test_ops_shape.c and the ONNX conformance run. */
+#include <stdint.h>
 #include <string.h>
 
 #include "runtime/op_util.h"
 
-/* numpy broadcasting of a [a_dims] with b [b_dims], right-aligned; 0 if they do not fit. */
+/* numpy broadcasting of a [a_dims] with b [b_dims], right-aligned; 0 if
+ * they do not fit, -1 if an input's or the output's element count passes
+ * int64 (dims come from files). */
 static int bcast_layout(int a_ndim, const int64_t *a_dims, int b_ndim, const int64_t *b_dims, ptq_bcast *bc)
 {
     int nd = a_ndim > b_ndim ? a_ndim : b_ndim;
     if (nd > PTQ_MAX_DIMS)
         return 0;
-    int64_t sa = 1, sb = 1;
+    int64_t sa = 1, sb = 1, so = 1;
     for (int d = nd - 1; d >= 0; d--) {
         int64_t da = d - (nd - a_ndim) >= 0 ? a_dims[d - (nd - a_ndim)] : 1;
         int64_t db = d - (nd - b_ndim) >= 0 ? b_dims[d - (nd - b_ndim)] : 1;
@@ -21,8 +24,12 @@ static int bcast_layout(int a_ndim, const int64_t *a_dims, int b_ndim, const int
         bc->out_dims[d] = da == 1 ? db : da;
         bc->a_stride[d] = da == 1 ? 0 : sa;
         bc->b_stride[d] = db == 1 ? 0 : sb;
+        const int64_t dout = bc->out_dims[d];
+        if ((da > 0 && sa > INT64_MAX / da) || (db > 0 && sb > INT64_MAX / db) || (dout > 0 && so > INT64_MAX / dout))
+            return -1;
         sa *= da;
         sb *= db;
+        so *= dout;
     }
     bc->ndim = nd;
     return 1;
@@ -30,11 +37,13 @@ static int bcast_layout(int a_ndim, const int64_t *a_dims, int b_ndim, const int
 
 ptq_status ptq_op_bcast(ptq_ctx *ctx, const ptq_tensor *a, const ptq_tensor *b, ptq_bcast *bc)
 {
-    if (bcast_layout(a->ndim, a->dims, b->ndim, b->dims, bc))
+    const int fit = bcast_layout(a->ndim, a->dims, b->ndim, b->dims, bc);
+    if (fit > 0)
         return PTQ_OK;
     char sa[96], sb[96];
-    return ptq_fail(ctx, PTQ_ERR_SHAPE, "cannot broadcast %s with %s", ptq_dims_str(a->dims, a->ndim, sa, sizeof sa),
-                    ptq_dims_str(b->dims, b->ndim, sb, sizeof sb));
+    return ptq_fail(ctx, PTQ_ERR_SHAPE, fit < 0 ? "shapes %s and %s hold more than 2^63 elements"
+                                                : "cannot broadcast %s with %s",
+                    ptq_dims_str(a->dims, a->ndim, sa, sizeof sa), ptq_dims_str(b->dims, b->ndim, sb, sizeof sb));
 }
 
 /* The node's layout. Opset < 7 broadcasts B only with broadcast=1, its dims
@@ -65,7 +74,7 @@ static ptq_status binary_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc
             b_ndim = (int)(a->ndim - ax);
         }
     }
-    if (!bcast_layout(a->ndim, a->dims, b_ndim, b_dims, bc))
+    if (bcast_layout(a->ndim, a->dims, b_ndim, b_dims, bc) <= 0)
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "cannot broadcast input 0 (%s) with input 1 (%s)",
                            ptq_dims_str(a->dims, a->ndim, sa, sizeof sa),
                            ptq_dims_str(b->dims, b->ndim, sb, sizeof sb));
