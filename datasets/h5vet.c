@@ -1,15 +1,17 @@
 /* Reading a hostile HDF5 file in a child process first. libhdf5 1.10.8
  * (Debian 12) trusts what a forged file says where ptq cannot check it
  * through the library's API: the global heap behind variable-length
- * strings (a negative memcpy, gigabytes allocated and zeroed, wild reads
- * under H5Aread/H5Dread). Before ptq opens an HDF5 file it was given, a
- * forked child opens it, walks every object and reads every attribute,
- * every string and every compact dataset (or every dataset, for files ptq
- * reads whole), under a memory and time limit; a child that dies,
- * runs out of its memory or time makes the file refused (PTQ_ERR_FORMAT),
- * and only then does the process itself read the file. Covered by
- * tests/badinput_test.py (forged archives and image sets) and the
- * fuzz_hdf5_set / fuzz_archive harnesses. */
+ * strings (a negative memcpy, gigabytes allocated and zeroed, minutes of
+ * spinning), chunks that decompress short, a chunk dimension of 0. Before
+ * ptq opens an HDF5 file it was given, a forked child opens it, walks its
+ * links as ds_h5_check_self_contained does and reads every attribute,
+ * every string and compact dataset (every dataset, for files ptq reads
+ * whole) under a memory, processor-time and wall-time limit. A child that
+ * crashes, trips a sanitizer, runs out of either, or finds a compact
+ * dataset shorter than it declares makes the file refused
+ * (PTQ_ERR_FORMAT); only then does the process itself read the file.
+ * Covered by tests/badinput_test.py (forged archives and image sets) and
+ * the fuzz_hdf5_set / fuzz_archive harnesses. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -44,9 +46,9 @@ static void child_death(void)
 typedef struct vet {
     uint64_t allowance; /* bytes the child may allocate */
     int all;            /* read every dataset, not only strings and compact ones */
-    int memory; /* an allocation failed: the file asks for more than the child's allowance */
-    int short_; /* a compact dataset stores fewer bytes than it declares (libhdf5 1.10.8 reads past them) */
-    int failed; /* a read failed otherwise */
+    int memory;         /* an allocation failed: the file asks for more than the allowance */
+    int short_;         /* a compact dataset stores fewer bytes than it declares (libhdf5 reads past them) */
+    int failed;         /* a read failed otherwise */
 } vet;
 
 static herr_t note_resource(unsigned n, const H5E_error2_t *e, void *data)
