@@ -1,4 +1,5 @@
 /* dtype sizes and names, tensor element counts. Covered by tests/test_status.c. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -44,7 +45,11 @@ int64_t ptq_tensor_numel(const ptq_tensor *t)
 
 size_t ptq_tensor_bytes(const ptq_tensor *t)
 {
-    return (size_t)ptq_tensor_numel(t) * ptq_dtype_size(t->dtype);
+    const int64_t n = ptq_tensor_numel(t);
+    const size_t elem = ptq_dtype_size(t->dtype);
+    if (n < 0 || (elem > 0 && (uint64_t)n > SIZE_MAX / elem))
+        return SIZE_MAX; /* dims from a file: saturated, never wrapped to a small size */
+    return (size_t)n * elem;
 }
 
 char *ptq_dims_str(const int64_t *dims, int ndim, char *buf, size_t n_buf)

@@ -4,6 +4,7 @@
  * (Constant nodes, Shape and the arithmetic after it), which are folded on
  * the host so that shape-carrying inputs such as Reshape's shape are known
  * (for the batch given; the executor recomputes them each run). Covered by tests/test_shape_infer.c. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,8 +83,10 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
         }
         PTQ_TRY(st, op->infer(ctx, &io), done);
         size_t out_bytes = 0;
-        for (int i = 0; i < n->n_outputs; i++)
-            out_bytes += ptq_tensor_bytes(&outs[i]);
+        for (int i = 0; i < n->n_outputs; i++) { /* saturating: sizes from a file */
+            const size_t b = ptq_tensor_bytes(&outs[i]);
+            out_bytes = b > SIZE_MAX - out_bytes ? SIZE_MAX : out_bytes + b;
+        }
         int fold = all_data && out_bytes <= FOLD_MAX_BYTES;
         for (int i = 0; fold && i < n->n_outputs; i++) {
             outs[i].data = malloc(ptq_tensor_bytes(&outs[i]) + 1);

@@ -150,6 +150,11 @@ def models():
     # found by scripts/fuzz.sh onnx: an Expand shape whose element count passes int64 (signed overflow before)
     expand = os.path.join(SRC, "tests", "data", "badinput", "onnx_expand_overflow.onnx")
     case("onnx: Expand to more than 2^63 elements (fuzz)", ["info", expand], 6, "more than 2^63 elements")
+    # found by scripts/fuzz.sh onnx: 6.9e18 int64 elements, whose byte size wrapped to 24 and made shape folding
+    # write past its buffer; the size now saturates, nothing is folded, info shows the shape
+    wrap = os.path.join(SRC, "tests", "data", "badinput", "onnx_expand_bytes_overflow.onnx")
+    case("onnx: Expand whose byte size passes 2^64 (fuzz)", ["info", wrap], 0,
+         out_check=lambda out, err: "int64 [1x6917529027641081859]" in out)
     case("onnx: truncated to 10 bytes", ["info", write("ten.onnx", demo[:10])], 4)
     flipped = bytearray(demo)
     flipped[1] ^= 0xFF  # the first field's length varint

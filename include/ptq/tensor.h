@@ -60,6 +60,7 @@ typedef struct ptq_tensor {
 } ptq_tensor;
 
 PTQ_API int64_t ptq_tensor_numel(const ptq_tensor *t);
+/* numel times the element size; SIZE_MAX when that does not fit a size_t. */
 PTQ_API size_t ptq_tensor_bytes(const ptq_tensor *t);
 /* Product of dims[lo..hi); 1 when lo >= hi. */
 PTQ_API int64_t ptq_dims_prod(const int64_t *dims, int lo, int hi);
