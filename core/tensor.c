@@ -34,7 +34,14 @@ int64_t ptq_dims_prod(const int64_t *dims, int lo, int hi)
 {
     int64_t p = 1;
     for (int i = lo; i < hi; i++)
-        p *= dims[i];
+        if (dims[i] == 0)
+            return 0;
+    for (int i = lo; i < hi; i++) {
+        int64_t q;
+        if (__builtin_mul_overflow(p, dims[i], &q)) /* dims from a file: saturated, keeping the sign */
+            return (p < 0) != (dims[i] < 0) ? INT64_MIN : INT64_MAX;
+        p = q;
+    }
     return p;
 }
 

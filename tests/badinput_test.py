@@ -155,6 +155,10 @@ def models():
     wrap = os.path.join(SRC, "tests", "data", "badinput", "onnx_expand_bytes_overflow.onnx")
     case("onnx: Expand whose byte size passes 2^64 (fuzz)", ["info", wrap], 0,
          out_check=lambda out, err: "int64 [1x6917529027641081859]" in out)
+    # found by scripts/fuzz.sh onnx: dims 2.8e14 x 9e16 x 0, whose product overflowed before reaching the 0
+    prod = os.path.join(SRC, "tests", "data", "badinput", "onnx_dims_prod_overflow.onnx")
+    case("onnx: a product of dims past int64 with a 0 dim (fuzz)", ["info", prod], 0,
+         out_check=lambda out, err: "[281474976710656x89791617082330112x0]" in out)
     case("onnx: truncated to 10 bytes", ["info", write("ten.onnx", demo[:10])], 4)
     flipped = bytearray(demo)
     flipped[1] ^= 0xFF  # the first field's length varint

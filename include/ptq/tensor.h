@@ -62,7 +62,8 @@ typedef struct ptq_tensor {
 PTQ_API int64_t ptq_tensor_numel(const ptq_tensor *t);
 /* numel times the element size; SIZE_MAX when that does not fit a size_t. */
 PTQ_API size_t ptq_tensor_bytes(const ptq_tensor *t);
-/* Product of dims[lo..hi); 1 when lo >= hi. */
+/* Product of dims[lo..hi); 1 when lo >= hi; 0 when a dim is 0; INT64_MAX (INT64_MIN for a negative
+ * product) when it does not fit int64. */
 PTQ_API int64_t ptq_dims_prod(const int64_t *dims, int lo, int hi);
 /* Frees a host tensor's data (malloc'd); NULL-safe. */
 PTQ_API void ptq_tensor_free_host(ptq_tensor *t);
