@@ -79,6 +79,20 @@ def export(net, path):
     return "torch.onnx.export(dynamo=True), opset 18"
 
 
+def model_and_images(prefix, n_images):
+    """A temporary folder with resnet50.onnx (folded_resnet50, exported) and
+    images.h5 (n_images random uint8 224x224x3 images, NHWC, and random
+    labels, seed 0): (onnx path, h5 path)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    onnx_path, h5_path = os.path.join(tmp, "resnet50.onnx"), os.path.join(tmp, "images.h5")
+    export(folded_resnet50(), onnx_path)
+    rng = np.random.default_rng(0)
+    with h5py.File(h5_path, "w") as f:
+        f["images"] = rng.integers(0, 256, size=(n_images, 224, 224, 3), dtype=np.uint8)
+        f["labels"] = rng.integers(0, 1000, size=n_images).astype(np.int64)
+    return onnx_path, h5_path
+
+
 def conv_flops(net):
     """FLOPs (2 per multiply-add) of one image through the convs and the FC layer."""
     total = [0]

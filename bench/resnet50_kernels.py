@@ -20,13 +20,9 @@ import io
 import os
 import subprocess
 import sys
-import tempfile
-
-import h5py
-import numpy as np
 
 from benchlib import commit, write_result
-from resnet50_gpu import PREPROCESS, export, folded_resnet50
+from resnet50_gpu import PREPROCESS, model_and_images
 
 NCU = os.environ.get("NCU", "ncu")
 
@@ -106,13 +102,8 @@ def main():
     ap.add_argument("--math", default="fp32", choices=("fp32", "tf32"))
     ap.add_argument("--ptq-args", default="", help="extra arguments for ptq eval (e.g. '--math tf32')")
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ptq-kernels-")
-    onnx_path, h5_path = os.path.join(tmp, "resnet50.onnx"), os.path.join(tmp, "images.h5")
-    export(folded_resnet50(), onnx_path)
-    rng = np.random.default_rng(0)
-    with h5py.File(h5_path, "w") as f:
-        f["images"] = rng.integers(0, 256, size=(256, 224, 224, 3), dtype=np.uint8)
-        f["labels"] = rng.integers(0, 1000, size=256).astype(np.int64)
+    onnx_path, h5_path = model_and_images("ptq-kernels-", 256)
+    tmp = os.path.dirname(onnx_path)
     ptq_cmd = [a.ptq, "eval", "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
                "--device", "cuda", "--batch", "256", "--limit", "256"] + a.ptq_args.split()
     ptq_rows = ncu_rows(ptq_cmd)

@@ -18,13 +18,9 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
-
-import h5py
-import numpy as np
 
 from benchlib import commit, write_result
-from resnet50_gpu import PREPROCESS, export, folded_resnet50
+from resnet50_gpu import PREPROCESS, model_and_images
 
 
 def run(cmd, env=None):
@@ -48,13 +44,8 @@ def main():
     ap.add_argument("--images", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=256)
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ptq-r50prof-")
-    onnx_path, h5_path = os.path.join(tmp, "resnet50.onnx"), os.path.join(tmp, "images.h5")
-    export(folded_resnet50(), onnx_path)
-    rng = np.random.default_rng(0)
-    with h5py.File(h5_path, "w") as f:
-        f["images"] = rng.integers(0, 256, size=(a.images, 224, 224, 3), dtype=np.uint8)
-        f["labels"] = rng.integers(0, 1000, size=a.images).astype(np.int64)
+    onnx_path, h5_path = model_and_images("ptq-r50prof-", a.images)
+    tmp = os.path.dirname(onnx_path)
     data = ["--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
             "--device", "cuda", "--batch", str(a.batch)]
     arc, plan = os.path.join(tmp, "calib.h5"), os.path.join(tmp, "plan.json")
