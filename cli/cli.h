@@ -263,9 +263,11 @@ typedef struct cli_session_opts {
     int n_inputs;
 } cli_session_opts;
 
-/* "op type  nodes  ms  share" lines for the time the executor spent per op
- * type, most first; a malloc'd string or NULL. */
-char *cli_profile_table(const cli_session *s);
+/* --profile: prints on stderr the time the executor spent per op type, most
+ * first, with the plan's rounding and the observers, for n_images through
+ * a loop of loop_s seconds; loop_s < 0 for validate, whose table sums each
+ * batch's FP32 and quantized run. */
+void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s);
 
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
 /* The session options from a command's --model, --data, --device, --preprocess

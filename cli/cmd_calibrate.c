@@ -214,13 +214,8 @@ run_done: /* every rank passes here once, and learns whether any failed */
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
     const double steady_rate = steady.seconds > 0 ? (double)steady.samples / steady.seconds : 0.0;
     print_summary(set, &s, out, so.data, n_picked, secs, steady_rate, cli_get(opts, n_opts, "json") != NULL);
-    if (so.profile && cli_is_writer()) {
-        char *table = cli_profile_table(&s);
-        if (table)
-            fprintf(stderr, "time per op type, %lld images on %s (loop total %.1f ms):\n%s", (long long)n_ids,
-                    ptq_exec_device_name(s.exec), 1e3 * secs, table);
-        free(table);
-    }
+    if (so.profile && cli_is_writer())
+        cli_profile_print(&s, n_ids, secs);
 done:
     ptq_atomic_discard(tmp);
     cli_session_close(&s);

@@ -108,13 +108,8 @@ int cmd_eval(int argc, char **argv)
     const int64_t k = stats.n_classes;
     double secs = cli_now_s() - t0;
     cli_progress_end(&prog, n_total);
-    if (so.profile) {
-        char *table = cli_profile_table(&s);
-        if (table)
-            fprintf(stderr, "time per op type, %lld images on %s (loop total %.1f ms):\n%s", (long long)n_total,
-                    ptq_exec_device_name(s.exec), 1e3 * secs, table);
-        free(table);
-    }
+    if (so.profile)
+        cli_profile_print(&s, n_total, secs);
     names = calloc((size_t)k, sizeof *names);
     for (int c = 0; names && c < k; c++)
         names[c] = ptq_dataset_class_name(s.data, c);

@@ -258,13 +258,8 @@ run_done: /* every rank passes here once, and learns whether any failed */
             printf(" %s%s", report_names[i], i + 1 < 3 + n_png ? "," : "\n");
         printf("open     %s\n", report_paths[2]);
     }
-    if (so.profile) { /* the FP32 and the quantized run of every batch, together */
-        char *table = cli_profile_table(&s);
-        if (table)
-            fprintf(stderr, "time per op type, %lld images twice (FP32, plan) on %s:\n%s", (long long)n_total,
-                    ptq_exec_device_name(eq), table);
-        free(table);
-    }
+    if (so.profile) /* the FP32 and the quantized run of every batch, together */
+        cli_profile_print(&s, n_total, -1.0);
 written: /* and every rank learns whether that went well */
     st = ptq_dist_agree(&ctx, st);
 done:

@@ -85,7 +85,7 @@ void cli_progress_cb(void *user, int64_t done, int64_t total)
     cli_progress_update(user, done);
 }
 
-char *cli_profile_table(const cli_session *s)
+static char *profile_table(const cli_session *s)
 {
     const ptq_graph *g = s->graph;
     const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
@@ -137,6 +137,20 @@ done:
     free(secs);
     free(count);
     return out;
+}
+
+void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s)
+{
+    char *table = profile_table(s);
+    if (!table)
+        return;
+    if (loop_s >= 0)
+        fprintf(stderr, "time per op type, %lld images on %s (loop total %.1f ms):\n%s", (long long)n_images,
+                ptq_exec_device_name(s->exec), 1e3 * loop_s, table);
+    else
+        fprintf(stderr, "time per op type, %lld images twice (FP32, plan) on %s:\n%s", (long long)n_images,
+                ptq_exec_device_name(s->exec), table);
+    free(table);
 }
 
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)

@@ -33,16 +33,14 @@ const char *ptq_dtype_name(ptq_dtype dt)
 int64_t ptq_dims_prod(const int64_t *dims, int lo, int hi)
 {
     int64_t p = 1;
-    for (int i = lo; i < hi; i++)
+    int over = 0, neg = 0; /* dims from a file: past int64 saturates, keeping the sign; a later 0 still wins */
+    for (int i = lo; i < hi; i++) {
         if (dims[i] == 0)
             return 0;
-    for (int i = lo; i < hi; i++) {
-        int64_t q;
-        if (__builtin_mul_overflow(p, dims[i], &q)) /* dims from a file: saturated, keeping the sign */
-            return (p < 0) != (dims[i] < 0) ? INT64_MIN : INT64_MAX;
-        p = q;
+        neg ^= dims[i] < 0;
+        over = over || __builtin_mul_overflow(p, dims[i], &p);
     }
-    return p;
+    return over ? (neg ? INT64_MIN : INT64_MAX) : p;
 }
 
 int64_t ptq_tensor_numel(const ptq_tensor *t)

@@ -131,6 +131,18 @@ static herr_t reclaim_vlen(hid_t mem, hid_t space, void *buf)
 #endif
 }
 
+/* The size of the file obj lives in; 0 when libhdf5 cannot say. */
+static hsize_t file_bytes_of(hid_t obj)
+{
+    hsize_t n = 0;
+    hid_t fid = H5Iget_file_id(obj);
+    if (fid >= 0) {
+        H5Fget_filesize(fid, &n);
+        H5Fclose(fid);
+    }
+    return n;
+}
+
 ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *what, char ***out, int *n_out)
 {
     ptq_status st = PTQ_OK;
@@ -155,12 +167,7 @@ ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *
      * 16-byte heap reference; attributes are never compressed) and memory */
     const int vlen = H5Tis_variable_str(type) > 0;
     const double per_string = vlen ? 16.0 : (double)H5Tget_size(type);
-    hsize_t file_bytes = 0;
-    hid_t fid = H5Iget_file_id(obj);
-    if (fid >= 0) {
-        H5Fget_filesize(fid, &file_bytes);
-        H5Fclose(fid);
-    }
+    const hsize_t file_bytes = file_bytes_of(obj);
     if (file_bytes > 0 && (double)n * per_string > (double)file_bytes * (is_attr ? 1.0 : DS_H5_MAX_COMPRESSION)) {
         st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s declares %d strings of %.0f bytes in a file of %llu bytes", what, n,
                       per_string, (unsigned long long)file_bytes);
@@ -379,12 +386,7 @@ ptq_status ds_h5_check_chunk(ptq_ctx *ctx, hid_t d, const char *what, const char
         H5Pclose(dcpl);
     if (rank <= 0)
         return PTQ_OK;
-    hsize_t file_bytes = 0;
-    hid_t fid = H5Iget_file_id(d);
-    if (fid >= 0) {
-        H5Fget_filesize(fid, &file_bytes);
-        H5Fclose(fid);
-    }
+    const hsize_t file_bytes = file_bytes_of(d);
     if (file_bytes > 0 && bytes > (double)file_bytes * DS_H5_MAX_COMPRESSION)
         return ptq_fail(ctx, PTQ_ERR_FORMAT,
                         "%s in %s is stored in chunks of %.3g bytes in a file of %llu bytes: more than any "

@@ -112,37 +112,30 @@ static herr_t vet_attr(hid_t loc, const char *name, const H5A_info_t *info, void
     return v->memory ? 1 : 0;
 }
 
-/* Whether the child reads dataset d's elements: strings and variable-length
- * values (libhdf5's heap), compact datasets (their data in the object
- * header, at most 64 KiB), or all when v says so; not a string dataset
- * larger than ptq would ever read. */
-static int reads_dataset(const vet *v, hid_t d, hid_t type, hid_t space)
-{
-    if (H5Tget_class(type) == H5T_STRING || H5Tdetect_class(type, H5T_VLEN) > 0)
-        return H5Sget_simple_extent_npoints(space) <= VET_MAX_STRINGS;
-    if (v->all)
-        return 1;
-    hid_t dcpl = H5Dget_create_plist(d);
-    const int compact = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_COMPACT;
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    return compact;
-}
-
-/* A compact dataset's stored bytes against what its shape and type need. */
-static int compact_short(hid_t d, hid_t type, hid_t space)
+/* Dataset d: a compact one (its data in the object header, at most 64 KiB)
+ * storing fewer bytes than its shape and type need is short; else the
+ * child reads the elements of strings and variable-length values
+ * (libhdf5's heap; not a string dataset larger than ptq would ever read),
+ * of compact datasets, or of all when v says so. */
+static void vet_dataset(vet *v, hid_t d, hid_t type, hid_t space)
 {
     hid_t dcpl = H5Dget_create_plist(d);
     const int compact = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_COMPACT;
     if (dcpl >= 0)
         H5Pclose(dcpl);
     const hssize_t n = H5Sget_simple_extent_npoints(space);
-    return compact && n >= 0 && (double)H5Dget_storage_size(d) < (double)n * (double)H5Tget_size(type);
+    if (compact && n >= 0 && (double)H5Dget_storage_size(d) < (double)n * (double)H5Tget_size(type)) {
+        v->short_ = 1;
+        return;
+    }
+    const int strings = H5Tget_class(type) == H5T_STRING || H5Tdetect_class(type, H5T_VLEN) > 0;
+    if (strings ? n <= VET_MAX_STRINGS : v->all || compact)
+        read_all(v, d, 0, type, space);
 }
 
 /* Every object a hard link leads to, by the links as ds_h5_check_self_contained
  * walks them (and opens them: the parent does the same next): its
- * attributes; a dataset's elements as reads_dataset says. */
+ * attributes; a dataset as vet_dataset says. */
 static herr_t vet_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
     vet *v = data;
@@ -160,10 +153,8 @@ static herr_t vet_link(hid_t group, const char *name, const H5L_info_t *info, vo
         hid_t type = H5Dget_type(o), space = H5Dget_space(o);
         if (type < 0 || space < 0)
             vet_failed(v);
-        else if (compact_short(o, type, space))
-            v->short_ = 1;
-        else if (reads_dataset(v, o, type, space))
-            read_all(v, o, 0, type, space);
+        else
+            vet_dataset(v, o, type, space);
         if (space >= 0)
             H5Sclose(space);
         if (type >= 0)

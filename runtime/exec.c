@@ -698,8 +698,9 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     st = b->run(b, ctx, &io);
     if (st == PTQ_OK && e->p.profile) /* device work is asynchronous: wait for it to time it */
         st = b->sync(b, ctx);
-    e->node_s[k] += ptq_clock_s() - t0;
-    t0 = ptq_clock_s();
+    const double t1 = ptq_clock_s();
+    e->node_s[k] += t1 - t0;
+    t0 = t1;
     if (st != PTQ_OK)
         goto done;
     for (int i = 0; i < n->n_outputs; i++) {
