@@ -299,6 +299,12 @@ static const place_rule rules[] = {
      "no op quantize_static quantizes reads or writes it"},
     {PTQ_RULE_WEIGHT, -1, PLACE_NONE, NULL,
      "Conv/Gemm/MatMul weights: the core precision, one scale per output channel"},
+    {PTQ_RULE_WEIGHT_FOLLOWS, -1, PLACE_NONE, NULL,
+     "the weight of a Conv/Gemm/MatMul that reads no quantized activation (an input another rule keeps in high "
+     "precision, such as a first layer's input read by a second layer) stays in that precision too: the layer "
+     "runs in float, and an integer weight beside a float input is a weight-only layer that runtimes do not "
+     "compute as the simulation would (onnxruntime turns such a MatMul into MatMulNBits, which rounds its float "
+     "input to int8 per block of 32 at run time)"},
 };
 enum { N_RULES = (int)(sizeof rules / sizeof rules[0]) };
 

@@ -36,6 +36,8 @@ ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement 
 /* The names of the rules for weights: on a first or last compute layer, elsewhere. */
 #define PTQ_RULE_EDGE "edge"
 #define PTQ_RULE_WEIGHT "weight"
+/* The rule keeping a weight in high precision because its op reads no quantized activation. */
+#define PTQ_RULE_WEIGHT_FOLLOWS "weight.follows-input"
 /* The rule keeping a transformer's LayerNorm, Softmax and residual Add outputs in FP16. */
 #define PTQ_RULE_FP16_TRANSFORMER "trt.fp16-transformer"
 

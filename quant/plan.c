@@ -351,6 +351,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
                                       &e->n_scales),
                     done);
     }
+    PTQ_TRY(st, quant_plan_weights_follow(ctx, g, p), done);
     *out = p;
     p = NULL;
 done:
@@ -361,6 +362,50 @@ done:
     free(entry_of);
     ptq_plan_free(p);
     return st;
+}
+
+/* 1 if node n (traits t), which quantizes weight w, reads an activation
+ * plan p quantizes, or reads no activation at all. */
+static int reads_quantized(const ptq_graph *g, const ptq_node *n, const ptq_op_traits *t, int w, const ptq_plan *p)
+{
+    int n_act = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const int a = n->inputs[i];
+        if (a < 0 || a == w || !ptq_op_mask_has(t->quant_inputs, i) ||
+            (g->values[a].flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)))
+            continue;
+        n_act++;
+        const ptq_plan_entry *e = quant_plan_entry(p, g->values[a].name, 0);
+        if (e && ptq_prec_is_quantized(e->prec))
+            return 1;
+    }
+    return n_act == 0;
+}
+
+ptq_status quant_plan_weights_follow(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p)
+{
+    const ptq_prec high = p->target == PTQ_TARGET_ORT_CPU ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
+    for (int64_t i = 0; i < p->n; i++) {
+        ptq_plan_entry *e = &p->e[i];
+        const int v = e->is_weight && ptq_prec_is_quantized(e->prec) ? ptq_graph_find_value(g, e->name) : -1;
+        int input = 0;
+        const ptq_node *n = NULL;
+        const ptq_op_traits *t = v >= 0 ? quant_weight_user(g, v, &n, &input) : NULL;
+        if (!t || reads_quantized(g, n, t, v, p))
+            continue;
+        free(e->scales);
+        free(e->source);
+        free(e->rule);
+        e->scales = NULL;
+        e->n_scales = 0;
+        e->prec = high;
+        e->axis = -1;
+        e->source = dup_str("follows its layer's input: no quantized activation");
+        e->rule = dup_str(PTQ_RULE_WEIGHT_FOLLOWS);
+        if (!e->source || !e->rule)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+    }
+    return PTQ_OK;
 }
 
 /* e's block scales against its tensor val: none without a block size; else

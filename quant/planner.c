@@ -296,6 +296,8 @@ ptq_status ptq_plan_budgeted(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, i
                 st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
                 goto done;
             }
+            /* a layer left reading no quantized activation takes its weight along (quant/placement.c) */
+            PTQ_TRY(st, quant_plan_weights_follow(ctx, ptq_session_graph(s), cur), done);
         }
         PTQ_TRY(st, validate_plan(ctx, s, ids, n_ids, b->batch, cur, bs, &result->top1_fp32), done);
         bs->n_fp16 = count_fp16(cur);

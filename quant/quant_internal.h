@@ -18,13 +18,18 @@ const ptq_op_traits *quant_weight_user(const ptq_graph *g, int v, const ptq_node
  * zeros): *out malloc'd [*n_out]. quant/plan.c. */
 ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, double qmax, float **out, int64_t *n_out);
 
+/* The plan's entry for the activation (is_weight 0) or weight named name, or NULL. */
+const ptq_plan_entry *quant_plan_entry(const ptq_plan *p, const char *name, int is_weight);
+/* Rule PTQ_RULE_WEIGHT_FOLLOWS over plan p of graph g: a quantized weight
+ * whose op reads no quantized activation (every activation input it
+ * quantizes has no entry or one in high precision) joins that precision
+ * (FP16; FP32 for target ort-cpu), its scales dropped. quant/plan.c. */
+ptq_status quant_plan_weights_follow(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p);
 /* Node k's bias when plan p (target ort-cpu) rounds it to int32: a Conv,
  * or a Gemm with beta 1, whose input runs in uint8, weight in int8 and
  * whose bias is a float initializer [channels]: *bias its value index and
  * *scales malloc'd [channels] = input scale x weight scale[c] (float); else
  * *bias = -1, *scales NULL. quant/bias.c. */
-/* The plan's entry for the activation (is_weight 0) or weight named name, or NULL. */
-const ptq_plan_entry *quant_plan_entry(const ptq_plan *p, const char *name, int is_weight);
 ptq_status quant_int32_bias(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int k, int *bias, float **scales);
 /* q[c] = round_half_even(b[c] / scales[c]) in double, saturated to int32; b, scales, q: [n]. */
 void quant_int32_bias_codes(const float *b, int64_t n, const float *scales, int32_t *q);

@@ -12,8 +12,10 @@
 # (bench/resnet50_sensitivity.py: ptq sensitivity on ResNet-50, 1,000 images);
 # targets (bench/resnet50_targets.py: the GPU-speed targets against PyTorch);
 # kernels, resnet50tf32 (Nsight Compute tables; eval in TF32); profile50
-# (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32] [profile50]
+# (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate);
+# zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
+# set; ZOO_DEADLINE/ZOO_HARD as there).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32] [profile50] [zoo]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -190,6 +192,12 @@ stage_resnet50tf32() {
     echo "== ResNet-50 tf32: ptq eval --math tf32 against PyTorch TF32 channels-last"
     python3 bench/resnet50_gpu.py --ptq "$ptq" --math tf32 --out "$out/resnet50-tf32.md" 2>&1 | tee "$out/resnet50-tf32.log" |
         grep -E "^\| |ratio|logits"
+}
+
+# the torchvision zoo (issue 18): OUT/zoo/zoo-gpu.md, resumed from ZOO_PREV (a record brought back into the tree)
+stage_zoo() {
+    echo "== torchvision zoo (bench/zoo_gpu.sh)"
+    bench/zoo_gpu.sh "$ptq" "$out/zoo" ${ZOO_PREV:+"$ZOO_PREV"}
 }
 
 for s in $stages; do "stage_$s"; done

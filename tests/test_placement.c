@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "quant/placement.h"
+#include "quant/quant_internal.h"
 #include "testlib.h"
 
 enum { MAX_V = 32, MAX_N = 16, MAX_IO = 4 };
@@ -108,6 +109,69 @@ static void expect(const char *label, const ptq_graph *g, ptq_placement pl, ptq_
     for (int v = 0; v < g->n_values; v++)
         CHECK_MSG((d[v].action == PLACE_NONE) == ((g->values[v].flags & PTQ_VALUE_INITIALIZER) != 0),
                   "%s: %s decided %d", label, g->values[v].name, (int)d[v].action);
+}
+
+/* Rule weight.follows-input (quant/plan.c) on the attention graph g with
+ * its edges: the key and value projections read the first LayerNorm's
+ * output, which the edge rule keeps FP16 as the query projection's input,
+ * so their weights join it; the output projection reads the quantized
+ * attention output and keeps its INT8 weight; a layer whose input has no
+ * entry (not observed) follows too; under target ort-cpu the precision
+ * joined is FP32. */
+static void check_weights_follow(const ptq_graph *g)
+{
+    static const struct {
+        const char *name;
+        int is_weight;
+        ptq_prec prec;
+    } ents[] = {{"ln", 0, PTQ_PREC_FP16}, {"q", 0, PTQ_PREC_FP16}, {"v", 0, PTQ_PREC_INT8},
+                {"kt", 0, PTQ_PREC_INT8}, {"p", 0, PTQ_PREC_INT8},  {"o", 0, PTQ_PREC_INT8},
+                {"r", 0, PTQ_PREC_FP16},  {"wq", 1, PTQ_PREC_FP16}, {"wk", 1, PTQ_PREC_INT8},
+                {"wv", 1, PTQ_PREC_INT8}, {"wo", 1, PTQ_PREC_INT8}, {"wf", 1, PTQ_PREC_FP16}};
+    enum { N = sizeof ents / sizeof ents[0] };
+    static const char *const followed[] = {"wk", "wv"};
+    for (int target = 0; target < 2; target++) {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        ptq_plan_entry e[N];
+        ptq_plan p = {.n = N, .e = e, .core = PTQ_PREC_INT8, .target = target ? PTQ_TARGET_ORT_CPU : PTQ_TARGET_TRT};
+        for (int i = 0; i < N; i++) {
+            e[i] = (ptq_plan_entry){.name = strdup(ents[i].name), .is_weight = ents[i].is_weight,
+                                    .prec = ents[i].prec, .axis = ents[i].is_weight && ents[i].prec == PTQ_PREC_INT8 ? 1 : -1,
+                                    .source = strdup("test"), .rule = strdup("weight")};
+            if (ptq_prec_is_quantized(e[i].prec)) {
+                e[i].n_scales = 1;
+                e[i].scales = malloc(sizeof *e[i].scales);
+                e[i].scales[0] = 0.5f;
+            }
+        }
+        CHECK_MSG(quant_plan_weights_follow(&ctx, g, &p) == PTQ_OK, "%s", ctx.msg);
+        const ptq_prec high = target ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
+        for (int i = 0; i < N; i++) {
+            int follows = 0;
+            for (int j = 0; j < 2; j++)
+                follows |= strcmp(ents[i].name, followed[j]) == 0;
+            if (follows)
+                CHECK_MSG(e[i].prec == high && e[i].n_scales == 0 && !e[i].scales && e[i].axis == -1 &&
+                              strcmp(e[i].rule, PTQ_RULE_WEIGHT_FOLLOWS) == 0 && ptq_placement_rule_why(e[i].rule),
+                          "%s should follow its FP16 input (target %d): %s, rule %s", ents[i].name, target,
+                          ptq_prec_name(e[i].prec), e[i].rule);
+            else
+                CHECK_MSG(e[i].prec == ents[i].prec && strcmp(e[i].rule, "weight") == 0, "%s should stay %s",
+                          ents[i].name, ptq_prec_name(ents[i].prec));
+        }
+        /* the output projection's input unobserved (no entry): its weight follows as well */
+        free(e[5].name);
+        e[5].name = strdup("o-not-observed");
+        CHECK(quant_plan_weights_follow(&ctx, g, &p) == PTQ_OK && e[10].prec == high &&
+              strcmp(e[10].rule, PTQ_RULE_WEIGHT_FOLLOWS) == 0);
+        for (int i = 0; i < N; i++) {
+            free(e[i].name);
+            free(e[i].source);
+            free(e[i].rule);
+            free(e[i].scales);
+        }
+    }
 }
 
 int main(void)
@@ -291,6 +355,7 @@ int main(void)
     ptq_placement_edges(g, edge);
     expect("attention edges", g, PTQ_PLACEMENT_TRT, I8, edge, "v,kt,p,o",
            "ln=edge,q=edge,r=edge,y=trt.output,res=trt.fp16-transformer,ln2=trt.fp16-transformer");
+    check_weights_follow(g);
     /* the ort placement is quantize_static's: no FP16 rule */
     expect("attention ort", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,ln,q,k,v,kt,s,ss,p,o,proj,pb,res,r",
            "res=ort.op-io,ln2=ort.unquantized");
