@@ -6,6 +6,7 @@ edits it must refuse (unknown tensor, scales zero / negative / infinite, a
 plan for another model, not a plan), each with its exit code and nothing
 written; the --target ort-cpu plan (uint8 activations with zero points, zero
 point 0 after a ReLU) and what it refuses. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+import hashlib
 import json
 import os
 import sys
@@ -36,6 +37,7 @@ def main():
         f.create_dataset("images", data=images)
     rc, _, err = ptq("calibrate", "--model", MODEL, "--data", J("d.h5"), "--out", J("c.h5"))
     check("calibrate", rc == 0, err.strip()[-300:])
+    archive_sha = hashlib.sha256(open(J("c.h5"), "rb").read()).hexdigest() if rc == 0 else None
 
     graph = onnx.load(MODEL).graph
     weights = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
@@ -94,6 +96,10 @@ def main():
           po.get("placement") == "ort" and rules.get("/layers/layers.0/c1/Conv_output_0") == "ort.op-io" and
           rules.get("/layers/layers.0/Relu_output_0") == "ort.activation" and
           all(n in so for n in rules) and "ort.op-io" in so and "why" in so, so[-400:] + err.strip())
+    # placement only chooses which observed tensors the plan quantizes: the archive is read, never changed
+    check("plans of every placement leave the archive's bytes as calibrate wrote them",
+          archive_sha == hashlib.sha256(open(J("c.h5"), "rb").read()).hexdigest() and
+          all(os.path.exists(J(f)) for f in ("plan-int8.json", "all.json", "ort.json")))
     rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--placement", "tensorrt", "--out", J("x.json"))
     check("plan --placement tensorrt is refused (exit 2), naming the choices", rc == 2 and "trt, ort, all" in err and
           not os.path.exists(J("x.json")), err.strip())

@@ -207,6 +207,27 @@ int main(void)
     g = finish(&b, "x", "y2");
     expect("conv-clip", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,c1", "y1=trt.fused,c1=trt.weighted-input");
 
+    /* Conv -> each other activation TensorRT fuses into the Conv -> Conv: as the Relu */
+    static const char *const fused_acts[] = {"LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish"};
+    for (int i = 0; i < 4; i++) {
+        memset(&b, 0, sizeof b);
+        node(&b, "Conv", "x,w1", "y1");
+        node(&b, fused_acts[i], "y1", "a1");
+        node(&b, "Conv", "a1,w2", "y2");
+        g = finish(&b, "x", "y2");
+        expect(fused_acts[i], g, PTQ_PLACEMENT_TRT, I8, NULL, "x,a1", "y1=trt.fused,a1=trt.weighted-input");
+    }
+
+    /* Conv -> Relu -> Reshape -> Gemm: Q/DQ commutes through the Reshape, so its output (what the Gemm
+       reads) is the quantized tensor and the Relu output inside the fused layer is not */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Reshape", "r1,wshape", "f");
+    node(&b, "Gemm", "f,w2,w2b", "y2");
+    g = finish(&b, "x", "y2");
+    expect("reshape", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,f", "y1=trt.fused,f=trt.commutes");
+
     /* Conv -> BatchNorm -> Relu: nothing rounded inside the fused layer */
     memset(&b, 0, sizeof b);
     node(&b, "Conv", "x,w1", "y1");
