@@ -203,11 +203,13 @@ def write(path, calls, rows, pending):
         "finite logits of the right shape (validate's exit 12, the quantized outputs flagged as collapsed, is a "
         "step done: the note says so); "
         "where an image misses the 1e-4 bound and an FP32 engine's own error against the float64 result "
-        f"(torch float64 on {' or '.join(ref_devs)}, torch FP32 on the CPU, the weights of the exported network; "
-        "computed only for the images that miss) is at least 2.5e-5 (the image's logits cancel, so FP32 rounding "
-        "alone is at the bound's scale), ptq must be no further from float64 than 2x the worse of "
+        f"(torch float64 on {' or '.join(ref_devs)}, torch FP32 on the CPU and, where the float64 ran on a GPU, "
+        "torch FP32 there too (cuDNN and cuBLAS, TF32 off: the libraries ptq's GPU path runs on; rows judged "
+        "before 2026-12-02 11:00 UTC had the CPU one only, a yardstick no larger), the weights of the exported "
+        "network; computed only for the images that miss) is at least 2.5e-5 (the image's logits cancel, so FP32 "
+        "rounding alone is at the bound's scale), ptq must be no further from float64 than 2x the worst of "
         "onnxruntime's and torch FP32's errors (ill: how many images were judged so; ratio: the worst "
-        "||ptq - f64|| / max(||ort - f64||, ||torch32 - f64||))",
+        "||ptq - f64|| / max(||ort - f64||, ||torch32 - f64|| of each engine))",
         "- ties: the images set aside from FP32 agree (scripts/zoo_pipeline.py agreement): onnxruntime's top-2 "
         "margin below 1e-4 x ||ort||, the image's own logits bound, with ptq's argmax one of the classes within "
         "that margin of onnxruntime's top (a tie where ptq picks another class counts as a disagreement). "
@@ -264,7 +266,8 @@ def read_state(path):
 
 class Reference:
     """exact() for zoo_pipeline.logits_bound: torch's float64 and float32
-    logits of the exported network for the images asked for, each image
+    logits (export_zoo.reference_logits: float32 of each FP32 engine) of
+    the exported network for the images asked for, each image
     computed once per model (both opsets share it); float64 on device,
     falling back to the CPU where that fails."""
 
@@ -290,7 +293,12 @@ class Reference:
                 torch.cuda.empty_cache()  # the float64 copy, for the ptq processes beside this one
             for k, i in enumerate(new):
                 self.cache[i] = (f64[k], f32[k])
-        return (np.stack([self.cache[int(i)][0] for i in idx]), np.stack([self.cache[int(i)][1] for i in idx]))
+        # float32 [n, engines, classes]: an image computed after a fall back to the CPU has one engine fewer;
+        # repeating its first keeps the worst of its own engines, which is what logits_bound takes
+        f32 = [self.cache[int(i)][1] for i in idx]
+        k = max(len(a) for a in f32)
+        f32 = [np.concatenate([a, np.repeat(a[:1], k - len(a), axis=0)]) for a in f32]
+        return np.stack([self.cache[int(i)][0] for i in idx]), np.stack(f32)
 
 
 def run_one(t):

@@ -118,8 +118,10 @@ def reference_logits(name, size, x, seed=0, batch=8, model=None, device="cpu"):
     object export() was given, or None to prepare it again) on x [N, 3,
     size, size] (zoo_pipeline.model_input): (float64 computed by torch on
     device, the exact result FP32 engines are judged against where they
-    disagree; float32 computed by torch on the CPU, a second FP32 engine's
-    rounding beside onnxruntime's). The model is left float32 on the CPU."""
+    disagree; float32 [N, K, classes], K FP32 engines' roundings beside
+    onnxruntime's: torch on the CPU, and where device is not the CPU torch
+    on device too, cuDNN and cuBLAS with TF32 off, the libraries ptq's GPU
+    path runs on). The model is left float32 on the CPU."""
     import numpy as np
     import torch
     if model is None:
@@ -130,12 +132,17 @@ def reference_logits(name, size, x, seed=0, batch=8, model=None, device="cpu"):
         with torch.no_grad():
             return np.concatenate([m(torch.from_numpy(x[i:i + batch]).to(device=dev, dtype=dtype)).double().cpu()
                                    .numpy() for i in range(0, len(x), batch)])
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     try:
-        f32 = run(torch.float32, "cpu")
+        f32 = [run(torch.float32, "cpu")]
+        if device != "cpu":
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+            f32.append(run(torch.float32, device))
         f64 = run(torch.float64, device)
     finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
         model.to(device="cpu", dtype=torch.float32)  # float32 -> float64 -> float32 is exact
-    return f64, f32
+    return f64, np.stack(f32, axis=1)
 
 
 def _external(folder, model_file):

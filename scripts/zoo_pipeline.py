@@ -70,21 +70,25 @@ def logits_bound(ours, ort, exact=None, rel=1e-4, ratio=2.0):
     ||ort||); or, for an image that misses it where the reference run
     (exact: a callable taking the indices of the images that miss and
     returning torch's (float64, float32) logits of the same network for
-    them, from export_zoo.reference_logits) shows an FP32 engine's own
+    them, from export_zoo.reference_logits; float32 [n, classes] or [n,
+    engines, classes]) shows an FP32 engine's own
     rounding at least rel/4 of the result, ptq no further from the float64
-    logits than ratio x the worse of onnxruntime and torch FP32. On such an
-    image (a random network's last layer summing +-100 to 0.3) two FP32
-    engines' roundings, each within the bound, add up past it. The
-    reference runs only on the images that miss.
+    logits than ratio x the worst of onnxruntime and torch's FP32 engines
+    (on the CPU; on the GPU too, cuDNN with TF32 off, where the reference
+    ran there). On such an image (a random network's last layer summing
+    +-100 to 0.3) two FP32 engines' roundings, each within the bound, add
+    up past it. The reference runs only on the images that miss.
     Returns (ok, rel_max, n_ill: images judged against float64, worst:
-    the largest ||ptq - f64|| / max(||ort - f64||, ||torch32 - f64||) among
-    them, or None)."""
+    the largest ||ptq - f64|| / max(||ort - f64||, ||torch32 - f64|| over
+    the engines) among them, or None)."""
     d = np.linalg.norm(ours - ort, axis=1) / np.maximum(np.linalg.norm(ort, axis=1), 1e-30)
     over = np.flatnonzero(d > rel)
     if not len(over) or exact is None:
         return bool(not len(over)), float(d.max()), 0, None
     t, t32 = (np.asarray(a, np.float64) for a in exact(over))
-    e_fp32 = np.maximum(np.linalg.norm(ort[over] - t, axis=1), np.linalg.norm(t32 - t, axis=1))
+    t32 = t32[:, None, :] if t32.ndim == 2 else t32  # [n, engines, classes]
+    e_fp32 = np.maximum(np.linalg.norm(ort[over] - t, axis=1),
+                        np.linalg.norm(t32 - t[:, None, :], axis=2).max(axis=1))
     e_ours = np.linalg.norm(ours[over] - t, axis=1)
     ill = e_fp32 >= rel / 4 * np.linalg.norm(t, axis=1)
     worst = float((e_ours[ill] / e_fp32[ill]).max()) if ill.any() else None
