@@ -61,6 +61,16 @@ int cmd_info(int argc, char **argv)
     ptq_ctx shape_ctx;
     ptq_ctx_init(&shape_ctx);
     ptq_status shapes = supported == PTQ_OK ? ptq_graph_infer_shapes(&shape_ctx, g, 1) : supported;
+    /* an input dim past the batch left unknown (a sequence length) comes from the data: shapes at 1 for it */
+    int dims_at_1 = 0;
+    if (shapes == PTQ_ERR_SHAPE) {
+        ptq_ctx types_ctx;
+        ptq_ctx_init(&types_ctx);
+        if (ptq_graph_infer_types(&types_ctx, g) == PTQ_OK) {
+            shapes = PTQ_OK;
+            dims_at_1 = 1;
+        }
+    }
     /* the checks eval makes of a model before it reads data: its inputs, and which output holds the logits */
     ptq_ctx run_ctx;
     ptq_ctx_init(&run_ctx);
@@ -132,6 +142,8 @@ int cmd_info(int argc, char **argv)
             cJSON_AddStringToObject(root, "unsupported", support_ctx.msg);
         if (shapes == PTQ_OK)
             cJSON_AddNumberToObject(root, "shapes_at_batch", 1);
+        if (dims_at_1)
+            cJSON_AddNumberToObject(root, "shapes_at_unknown_input_dims", 1);
         else
             cJSON_AddStringToObject(root, "shape_inference", shape_ctx.msg);
         cJSON_AddBoolToObject(root, "runnable", runnable == PTQ_OK);
@@ -173,6 +185,9 @@ int cmd_info(int argc, char **argv)
         printf("\nsupported  %s\n", supported == PTQ_OK ? "yes, every node" : ptq_escape(support_ctx.msg, esc, sizeof esc));
         if (shapes != PTQ_OK && supported == PTQ_OK)
             printf("shapes     not inferred: %s\n", ptq_escape(shape_ctx.msg, esc, sizeof esc));
+        if (dims_at_1)
+            printf("shapes     at batch 1, and 1 for the inputs' other unknown dims (a sequence length: the data "
+                   "gives it)\n");
         if (shapes == PTQ_OK && runnable != PTQ_OK)
             printf("runnable   no: %s\n", ptq_escape(run_ctx.msg, esc, sizeof esc));
         if (logits >= 0)
@@ -180,7 +195,8 @@ int cmd_info(int argc, char **argv)
         else if (logits_note[0])
             printf("logits     %s\n",
                    ptq_escape(logits_note, esc, sizeof esc));
-        printf("\nquantizable activations (%d)%s:\n", n_act, shapes == PTQ_OK ? ", shapes at batch 1" : "");
+        printf("\nquantizable activations (%d)%s:\n", n_act,
+               dims_at_1 ? ", shapes at batch 1 and unknown input dims 1" : shapes == PTQ_OK ? ", shapes at batch 1" : "");
         for (int v = 0; v < g->n_values; v++)
             if (act[v])
                 printf("  %-40s %-18s [%s]\n", ptq_escape(g->values[v].name, esc, sizeof esc),

@@ -14,7 +14,8 @@
 /* Results from constants below this size are folded (kept as data). */
 #define FOLD_MAX_BYTES ((size_t)1 << 20)
 
-ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
+/* any_dim: an unknown input dim past the batch is 1 (ptq_graph_infer_types) rather than an error. */
+static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
 {
     ptq_status st = PTQ_OK;
     ptq_op_frame frame;
@@ -39,11 +40,11 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
         for (int d = 0; d < x->ndim; d++) {
             if (x->dims[d] >= 0)
                 continue;
-            if (d > 0) {
+            if (d > 0 && !any_dim) {
                 st = ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s': dim %d is unknown; only the batch dim may be", val->name, d);
                 goto done;
             }
-            x->dims[d] = batch;
+            x->dims[d] = d > 0 ? 1 : batch;
         }
         if (val->ndim < 0) {
             st = ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s' has no declared rank; shapes cannot be inferred", val->name);
@@ -119,4 +120,14 @@ done:
     free(t);
     free(owned);
     return st;
+}
+
+ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
+{
+    return infer(ctx, g, batch, 0);
+}
+
+ptq_status ptq_graph_infer_types(ptq_ctx *ctx, ptq_graph *g)
+{
+    return infer(ctx, g, 1, 1);
 }

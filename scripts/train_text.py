@@ -14,9 +14,11 @@ Model: token embedding (Gather) + learned position embedding, post-LayerNorm
 encoder layers (explicit attention: MatMul, Softmax, MatMul; the padding
 mask added to the scores as (mask - 1) * 10000; GELU MLP), mean pooling over
 the unmasked tokens (as ReduceMean(h * m) / ReduceMean(m)), a Linear.
-Inputs `input_ids` and `attention_mask`, int64 [N, MAX_LEN]; output `logits`
-[N, classes]. Exports models/text_encoder.onnx (opset 17, dynamic batch, fixed
-length) and models/text_encoder.vocab.json (tokenizer, vocabulary, classes),
+Inputs `input_ids` and `attention_mask`, int64 [N, L] with L at most MAX_LEN
+(the position table's rows; the data is cut or padded to MAX_LEN); output
+`logits` [N, classes]. Exports models/text_encoder.onnx (opset 17, dynamic
+batch and length: the length reaches the reshapes and the position table's
+Slice through Shape/Gather/Concat, as PyTorch exports such models) and models/text_encoder.vocab.json (tokenizer, vocabulary, classes),
 writes the test and calibration (training) splits as HDF5 for ptq
 (--out-data: test.h5 and calib.h5 with input_ids, attention_mask, labels and
 a root attribute class_names) and checks that onnxruntime, when importable,
@@ -55,12 +57,12 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
 
     def split_heads(self, x):  # [N, L, D] -> [N, H, L, d]
-        return x.reshape(-1, MAX_LEN, self.heads, self.head_dim).transpose(1, 2)
+        return x.reshape(-1, x.shape[1], self.heads, self.head_dim).transpose(1, 2)
 
     def forward(self, x, bias):  # x: [N, L, D]; bias: [N, 1, 1, L], 0 or -MASK_NEG
         q, k, v = self.split_heads(self.q(x)), self.split_heads(self.k(x)), self.split_heads(self.v(x))
         att = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * (1.0 / self.head_dim ** 0.5) + bias, dim=-1)
-        y = torch.matmul(att, v).transpose(1, 2).reshape(-1, MAX_LEN, self.heads * self.head_dim)  # [N, L, D]
+        y = torch.matmul(att, v).transpose(1, 2).reshape(-1, x.shape[1], self.heads * self.head_dim)  # [N, L, D]
         return self.proj(y)
 
 
@@ -90,13 +92,14 @@ class TextEncoder(nn.Module):
         self.layers = nn.ModuleList([EncoderLayer(dim, heads, mlp, drop) for _ in range(depth)])
         self.fc = nn.Linear(dim, classes)
 
-    def forward(self, input_ids, attention_mask):  # int64 [N, L] each -> logits [N, classes]
+    def forward(self, input_ids, attention_mask):  # int64 [N, L] each, L <= MAX_LEN -> logits [N, classes]
+        length = input_ids.shape[1]
         m = attention_mask.to(torch.float32)
-        bias = ((m - 1.0) * MASK_NEG).reshape(-1, 1, 1, MAX_LEN)
-        x = self.drop(self.ln(self.tok(input_ids) + self.pos))
+        bias = ((m - 1.0) * MASK_NEG).reshape(-1, 1, 1, length)
+        x = self.drop(self.ln(self.tok(input_ids) + self.pos[:, :length]))
         for layer in self.layers:
             x = layer(x, bias)
-        m = m.reshape(-1, MAX_LEN, 1)
+        m = m.reshape(-1, length, 1)
         pooled = (x * m).mean(1) / m.mean(1).clamp(min=1.0 / MAX_LEN)  # mean over the unmasked tokens
         return self.fc(pooled)
 
@@ -115,7 +118,8 @@ def export(net, out, vocab, n_train, n_test):
     kw = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
     torch.onnx.export(net, x1, tmp, opset_version=17, input_names=["input_ids", "attention_mask"],
                       output_names=["logits"],
-                      dynamic_axes={"input_ids": {0: "N"}, "attention_mask": {0: "N"}, "logits": {0: "N"}},
+                      dynamic_axes={"input_ids": {0: "N", 1: "L"}, "attention_mask": {0: "N", 1: "L"},
+                                    "logits": {0: "N"}},
                       do_constant_folding=True, **kw)
     import onnx
     m = onnx.load(tmp)

@@ -174,6 +174,11 @@ PTQ_API ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
  * shape inputs (Reshape's shape) are known; a shape that depends on run-time
  * data gives PTQ_ERR_UNSUPPORTED. */
 PTQ_API ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch);
+/* Every value's dtype and rank, for what needs no data (plans, exports,
+ * info): ptq_graph_infer_shapes at batch 1 with every other unknown input
+ * dim (a text model's sequence length) taken as 1 too, so the dims it
+ * leaves in g are those of that smallest input, not of the data. */
+PTQ_API ptq_status ptq_graph_infer_types(ptq_ctx *ctx, ptq_graph *g);
 
 /* Threads the CPU path uses (ptq's pool; OpenBLAS runs single-threaded on
  * each); the default is every online core. */
