@@ -2,7 +2,7 @@
  * through kernels/cuda, with parameters from the CPU ops' shared parsers; a
  * node run() would reject is declined by supports() and runs on the CPU, as
  * every op without a kernel here does (the shape and index ops: Shape,
- * Gather, Slice, Cast, Split, Where, Expand, Range, Equal, Mod, ...).
+ * Gather, Slice, Cast, Range, Equal, Mod, ...).
  * Without PTQ_CUDA it only says why. Covered by tests/cuda_backend_exec.c. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,16 +225,28 @@ static ptq_status run_unary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, 
     return ptq_k_unary_cuda(ctx, d, op, alpha, beta, ptq_tensor_numel(io->in[0]), fdata(io->in[0]), fout(io, 0));
 }
 
+/* float32 only, as ptq_k_sqrt_ref. */
+static ptq_status run_sqrt(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK || dry)
+        return st;
+    return ptq_k_sqrt_cuda(ctx, d, ptq_tensor_numel(io->in[0]), fdata(io->in[0]), fout(io, 0));
+}
+
+/* Add, Sub, Mul, Div and Pow on float32 with numpy broadcasting. */
 static ptq_status run_binary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
     ptq_bcast bc;
-    ptq_binop op;
+    ptq_binop op = PTQ_BIN_ADD; /* unused for Pow */
     ptq_status st;
-    switch (ptq_op_of(io)->traits->id) {
+    const ptq_op_id id = ptq_op_of(io)->traits->id;
+    switch (id) {
     case PTQ_OP_ADD: op = PTQ_BIN_ADD; break;
     case PTQ_OP_SUB: op = PTQ_BIN_SUB; break;
     case PTQ_OP_MUL: op = PTQ_BIN_MUL; break;
     case PTQ_OP_DIV: op = PTQ_BIN_DIV; break;
+    case PTQ_OP_POW: break;
     default: return ptq_op_unsupported(ctx, io, "not an elementwise op the GPU runs");
     }
     if ((st = ptq_op_need_float(ctx, io, 0)) != PTQ_OK || (st = ptq_op_need_float(ctx, io, 1)) != PTQ_OK)
@@ -247,7 +259,36 @@ static ptq_status run_binary(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io,
         return st;
     if (dry)
         return PTQ_OK;
+    if (id == PTQ_OP_POW)
+        return ptq_k_pow_cuda(ctx, d, &bc, fdata(a), fdata(b), fout(io, 0));
     return ptq_k_binary_cuda(ctx, d, op, &bc, fdata(a), fdata(b), fout(io, 0));
+}
+
+/* Where: float32 X and Y, a bool condition; out [shape] = cond ? X : Y with
+ * each input read at its broadcast strides. */
+static ptq_status run_where(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_tensor shape;
+    ptq_bcast in_bc[3];
+    ptq_status st = ptq_op_where_layout(ctx, io, &shape, in_bc);
+    if (st != PTQ_OK)
+        return st;
+    if (shape.dtype != PTQ_DT_FLOAT)
+        return ptq_op_unsupported(ctx, io, "dtype %s; the GPU selects float32", ptq_dtype_name(shape.dtype));
+    if (dry)
+        return PTQ_OK;
+    return ptq_k_where_cuda(ctx, d, shape.ndim, shape.dims, in_bc[0].a_stride, in_bc[1].a_stride, in_bc[2].a_stride,
+                            io->in[0]->data, fdata(io->in[1]), fdata(io->in[2]), fout(io, 0));
+}
+
+/* Expand: float32 input 0 broadcast to the host shape input 1. */
+static ptq_status run_expand(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    ptq_bcast bc;
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK || (st = ptq_op_expand_layout(ctx, io, &bc)) != PTQ_OK || dry)
+        return st;
+    return ptq_k_expand_cuda(ctx, d, &bc, fdata(io->in[0]), fout(io, 0));
 }
 
 /* x: [N, C, spatial...] -> y: [N, C, 1...], each (n, c) row averaged */
@@ -274,6 +315,42 @@ static ptq_status run_pool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
     if (ptq_op_of(io)->traits->id == PTQ_OP_MAXPOOL)
         return ptq_k_maxpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
     return ptq_k_avgpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
+}
+
+/* [lo, hi): the block of input 0's axes ReduceMean averages over, size-1
+ * axes set aside (kept or reduced, they move nothing); UNSUPPORTED when a
+ * kept axis lies inside it. Empty (lo == hi) when every reduced axis has size 1. */
+static ptq_status reduced_block(ptq_ctx *ctx, const ptq_op_io *io, const unsigned char *reduced, int *lo, int *hi)
+{
+    const ptq_tensor *x = io->in[0];
+    *lo = *hi = x->ndim;
+    for (int dim = 0; dim < x->ndim; dim++)
+        if (reduced[dim] && x->dims[dim] != 1) {
+            *lo = *lo < dim ? *lo : dim;
+            *hi = dim + 1;
+        }
+    for (int dim = *lo; dim < *hi; dim++)
+        if (!reduced[dim] && x->dims[dim] != 1)
+            return ptq_op_unsupported(ctx, io, "kept axis %d lies between reduced ones", dim);
+    return PTQ_OK;
+}
+
+/* ReduceMean on float32: x viewed as [outer, len, inner] around the reduced
+ * block (reduced_block); y: [outer, inner] whatever keepdims says. */
+static ptq_status run_reduce_mean(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    unsigned char reduced[PTQ_MAX_DIMS];
+    int noop = 0, lo = 0, hi = 0;
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st == PTQ_OK)
+        st = ptq_op_reduce_axes(ctx, io, reduced, &noop);
+    if (st != PTQ_OK || (!noop && (st = reduced_block(ctx, io, reduced, &lo, &hi)) != PTQ_OK) || dry)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    if (noop)
+        return ptq_cuda_copy(ctx, d, io->out[0]->data, x->data, ptq_tensor_bytes(x));
+    return ptq_k_reduce_mean_cuda(ctx, d, ptq_dims_prod(x->dims, 0, lo), ptq_dims_prod(x->dims, lo, hi),
+                                  ptq_dims_prod(x->dims, hi, x->ndim), fdata(x), fout(io, 0));
 }
 
 /* Inference form: X [N, C, ...], scale/B/mean/var [C]; no running-stat outputs. */
@@ -380,6 +457,29 @@ static ptq_status run_concat(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io,
     return st;
 }
 
+/* x: [outer, sum of the outputs' axis dims, inner]: output j takes its
+ * column band of the outer rows, one strided 2-D copy each (Concat's inverse). */
+static ptq_status run_split(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    int axis;
+    int64_t sizes[PTQ_SPLIT_MAX_OUTPUTS];
+    ptq_status st = ptq_op_split_plan(ctx, io, &axis, sizes);
+    if (st != PTQ_OK || dry)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    const int64_t outer = ptq_dims_prod(x->dims, 0, axis);
+    const size_t inner_bytes = (size_t)ptq_dims_prod(x->dims, axis + 1, x->ndim) * ptq_dtype_size(x->dtype);
+    const size_t x_row = (size_t)x->dims[axis] * inner_bytes;
+    size_t at = 0;
+    for (int j = 0; j < io->n_out && st == PTQ_OK; j++) {
+        const size_t y_row = (size_t)sizes[j] * inner_bytes;
+        st = ptq_cuda_copy_2d(ctx, d, io->out[j]->data, y_row, (const unsigned char *)x->data + at, x_row, y_row,
+                              outer);
+        at += y_row;
+    }
+    return st;
+}
+
 /* The CUDA kernel of each op, by op id; NULL: the op always runs on the CPU. */
 static const node_fn node_fns[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = run_conv,
@@ -398,6 +498,12 @@ static const node_fn node_fns[PTQ_OP_COUNT] = {
     [PTQ_OP_SUB] = run_binary,
     [PTQ_OP_MUL] = run_binary,
     [PTQ_OP_DIV] = run_binary,
+    [PTQ_OP_POW] = run_binary,
+    [PTQ_OP_SQRT] = run_sqrt,
+    [PTQ_OP_REDUCEMEAN] = run_reduce_mean,
+    [PTQ_OP_WHERE] = run_where,
+    [PTQ_OP_EXPAND] = run_expand,
+    [PTQ_OP_SPLIT] = run_split,
     [PTQ_OP_GLOBALAVERAGEPOOL] = run_global_avgpool,
     [PTQ_OP_MAXPOOL] = run_pool,
     [PTQ_OP_AVERAGEPOOL] = run_pool,

@@ -118,6 +118,22 @@ ptq_status ptq_op_concat_axis(ptq_ctx *ctx, const ptq_op_io *io, int *axis);
 /* Dropout: fails unless it acts as inference (training_mode false or ratio
  * 0); *has_mask: the optional mask output 1 is named. */
 ptq_status ptq_op_dropout_check(ptq_ctx *ctx, const ptq_op_io *io, int *has_mask);
+/* ReduceMean: reduced [PTQ_MAX_DIMS], reduced[d] = 1 for each of input 0's
+ * axes the node averages over (the axes attribute before opset 18, input 1
+ * from 18, all axes when none are given); *noop = 1 when it passes the
+ * input through (noop_with_empty_axes with no axes). */
+ptq_status ptq_op_reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *reduced, int *noop);
+/* Split: the axis in 0..rank-1 and sizes [io->n_out], each output's length
+ * along it (the split attribute or input, else num_outputs or equal parts). */
+#define PTQ_SPLIT_MAX_OUTPUTS 1024
+ptq_status ptq_op_split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *sizes);
+/* Where: *shape gets the output's dtype and dims (bool condition, X and Y
+ * broadcast together); per_input [3] (or NULL): each input's layout in that
+ * shape, its strides in a_stride. */
+ptq_status ptq_op_where_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *shape, ptq_bcast *per_input);
+/* Expand: input 0 broadcast with the host shape input 1 (both ways, as
+ * numpy's x * ones(shape)); the output's dims and input 0's strides in *bc. */
+ptq_status ptq_op_expand_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc);
 /* BatchNormalization: the inference form, X [N, C, ...] and scale, B, mean,
  * var [C], all float32, without training mode or its outputs. */
 ptq_status ptq_op_batchnorm_check(ptq_ctx *ctx, const ptq_op_io *io);

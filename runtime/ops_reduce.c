@@ -3,14 +3,14 @@
  * epsilon, the optional Mean and InvStdDev outputs) on float32 through
  * kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
  * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
- * ptq_op_layernorm_view serves the CUDA backend too (kernels/cuda/layernorm.cu).
+ * ptq_op_reduce_axes and ptq_op_layernorm_view serve the CUDA backend too
+ * (kernels/cuda/reduce.cu, kernels/cuda/layernorm.cu).
  * Covered by tests/test_ops_zoo.c and the ONNX conformance run. */
 #include <string.h>
 
 #include "runtime/op_util.h"
 
-/* reduced[d] for input 0's axes; *noop when the node passes the input through. */
-static ptq_status reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *reduced, int *noop)
+ptq_status ptq_op_reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *reduced, int *noop)
 {
     const ptq_tensor *x = io->in[0];
     const int64_t *axes = NULL;
@@ -46,7 +46,7 @@ static ptq_status reduce_mean_infer(ptq_ctx *ctx, ptq_op_io *io)
     unsigned char reduced[PTQ_MAX_DIMS];
     int noop = 0;
     ptq_status st = ptq_op_need_float(ctx, io, 0);
-    if (st != PTQ_OK || (st = reduce_axes(ctx, io, reduced, &noop)) != PTQ_OK)
+    if (st != PTQ_OK || (st = ptq_op_reduce_axes(ctx, io, reduced, &noop)) != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
     ptq_tensor *y = io->out[0];
@@ -78,7 +78,7 @@ static ptq_status reduce_mean_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
 {
     unsigned char reduced[PTQ_MAX_DIMS];
     int noop = 0;
-    ptq_status st = reduce_axes(ctx, io, reduced, &noop);
+    ptq_status st = ptq_op_reduce_axes(ctx, io, reduced, &noop);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];

@@ -5,15 +5,15 @@
  * the divisor's sign, integers; fmod 1: the dividend's) on the dtypes ONNX
  * allows, float16 and strings excepted, through kernels/ref/index.c, which
  * is their CPU path too. Like Shape and Gather they are folded to constants
- * at shape inference when their inputs are known; the CUDA backend hands
- * them to the CPU. Covered by tests/test_ops_transformer.c and the ONNX
- * conformance run. */
+ * at shape inference when their inputs are known. The CUDA backend runs
+ * Split, and Where and Expand on float32, through the layouts below
+ * (runtime/backend_cuda.c); the others it hands to the CPU. Covered by
+ * tests/test_ops_transformer.c and the ONNX conformance run. */
 #include <math.h>
 #include <string.h>
 
 #include "runtime/op_util.h"
 
-#define SPLIT_MAX_OUTPUTS 1024
 #define RANGE_MAX_ELEMS ((int64_t)1 << 40) /* a longer Range is a hostile input */
 
 /* Inputs 0 and 1 are present, of one dtype with a kernel kind (*kind). */
@@ -49,16 +49,15 @@ static ptq_status pair_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
 
 /* ---- Split ---- */
 
-/* The axis and the size of each output along it: sizes [io->n_out]. */
-static ptq_status split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *sizes)
+ptq_status ptq_op_split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *sizes)
 {
     ptq_status st = ptq_op_need_sized(ctx, io, 0);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
     const int n_out = io->n_out;
-    if (n_out < 1 || n_out > SPLIT_MAX_OUTPUTS)
-        return ptq_op_unsupported(ctx, io, "%d outputs; ptq splits into 1 to %d", n_out, SPLIT_MAX_OUTPUTS);
+    if (n_out < 1 || n_out > PTQ_SPLIT_MAX_OUTPUTS)
+        return ptq_op_unsupported(ctx, io, "%d outputs; ptq splits into 1 to %d", n_out, PTQ_SPLIT_MAX_OUTPUTS);
     const int64_t ax = ptq_node_attr_int(io->node, "axis", 0);
     if (ax < -x->ndim || ax >= x->ndim)
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)ax, x->ndim);
@@ -111,8 +110,8 @@ static ptq_status split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64
 static ptq_status split_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int axis;
-    int64_t sizes[SPLIT_MAX_OUTPUTS];
-    ptq_status st = split_plan(ctx, io, &axis, sizes);
+    int64_t sizes[PTQ_SPLIT_MAX_OUTPUTS];
+    ptq_status st = ptq_op_split_plan(ctx, io, &axis, sizes);
     if (st != PTQ_OK)
         return st;
     for (int j = 0; j < io->n_out; j++) {
@@ -126,8 +125,8 @@ static ptq_status split_infer(ptq_ctx *ctx, ptq_op_io *io)
 static ptq_status split_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
     int axis;
-    int64_t sizes[SPLIT_MAX_OUTPUTS];
-    ptq_status st = split_plan(ctx, io, &axis, sizes);
+    int64_t sizes[PTQ_SPLIT_MAX_OUTPUTS];
+    ptq_status st = ptq_op_split_plan(ctx, io, &axis, sizes);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -147,8 +146,7 @@ static ptq_status split_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 /* ---- Where ---- */
 
-/* Where's output shape (cond, x and y broadcast together) and each input's strides in it. */
-static ptq_status where_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *shape, ptq_bcast *per_input)
+ptq_status ptq_op_where_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *shape, ptq_bcast *per_input)
 {
     ptq_status st = PTQ_OK;
     ptq_bcast bc;
@@ -176,7 +174,7 @@ static ptq_status where_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *sh
 static ptq_status where_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     ptq_tensor shape;
-    ptq_status st = where_layout(ctx, io, &shape, NULL);
+    ptq_status st = ptq_op_where_layout(ctx, io, &shape, NULL);
     if (st == PTQ_OK)
         ptq_op_same_shape(io->out[0], &shape);
     return st;
@@ -186,7 +184,7 @@ static ptq_status where_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
     ptq_tensor shape;
     ptq_bcast in_bc[3];
-    ptq_status st = where_layout(ctx, io, &shape, in_bc);
+    ptq_status st = ptq_op_where_layout(ctx, io, &shape, in_bc);
     if (st == PTQ_OK)
         ptq_k_where_ref(ptq_dtype_size(shape.dtype), shape.ndim, shape.dims, in_bc[0].a_stride, in_bc[1].a_stride,
                         in_bc[2].a_stride, io->in[0]->data, io->in[1]->data, io->in[2]->data, io->out[0]->data);
@@ -195,8 +193,7 @@ static ptq_status where_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 /* ---- Expand ---- */
 
-/* Expand's layout: input 0 broadcast with the shape input 1 (both ways, as numpy's x * ones(shape)). */
-static ptq_status expand_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
+ptq_status ptq_op_expand_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
 {
     ptq_tensor shape;
     int64_t n = -1;
@@ -218,7 +215,7 @@ static ptq_status expand_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc
 static ptq_status expand_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     ptq_bcast bc;
-    ptq_status st = expand_layout(ctx, io, &bc);
+    ptq_status st = ptq_op_expand_layout(ctx, io, &bc);
     if (st == PTQ_OK)
         set_bcast_out(io->out[0], io->in[0]->dtype, &bc);
     return st;
@@ -227,7 +224,7 @@ static ptq_status expand_infer(ptq_ctx *ctx, ptq_op_io *io)
 static ptq_status expand_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
     ptq_bcast bc;
-    ptq_status st = expand_layout(ctx, io, &bc);
+    ptq_status st = ptq_op_expand_layout(ctx, io, &bc);
     if (st == PTQ_OK)
         ptq_k_expand_ref(ptq_dtype_size(io->in[0]->dtype), &bc, io->in[0]->data, io->out[0]->data);
     return st;

@@ -1,7 +1,8 @@
 /* The cuda backend through ptq_backend: memory round trips, then hand-built
- * single nodes (Conv, Gemm, MatMul, activations, elementwise, pools, BN,
- * Softmax, copies) run by supports()/run() against the op's run_ref on the
- * host, and nodes it must decline. Exit 77 without a GPU. */
+ * single nodes (Conv, Gemm, MatMul, activations, elementwise, Pow, Sqrt,
+ * pools, BN, Softmax, ReduceMean, Where, Expand, Split, copies) run by
+ * supports()/run() against the op's run_ref on the host, and nodes it must
+ * decline. Exit 77 without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,8 +266,13 @@ int main(void)
     const int64_t s1[] = {1}, c31[] = {3, 1, 1}, gap[] = {4, 16, 7, 7}, sm[] = {3, 10}, cc1[] = {2, 3, 4},
                   cc2[] = {2, 5, 4}, shape2[] = {2};
     const int64_t reshape_to[] = {6, -1};
-    const unsigned char no[] = {0};
-    const float lo[] = {-0.25f}, hi[] = {0.5f};
+    const unsigned char no[] = {0}, cond5[] = {1, 0, 1, 1, 0};
+    const float lo[] = {-0.25f}, hi[] = {0.5f}, two[] = {2.0f}, half[] = {0.5f};
+    /* the transformer and opset-13 convnext ops (Pow 5 ulp, ReduceMean summed in double: 1 ulp) */
+    const int64_t pw_a[] = {7, 1, 33}, pw_b[] = {5, 1}, rm4[] = {2, 7, 5, 33}, rm1[] = {2, 7, 1, 5}, c151[] = {1, 5, 1};
+    const int64_t v33[] = {33}, e71[] = {7, 1}, e_to[] = {2, 7, 33}, sp3[] = {3, 7, 33}, sp_sizes[] = {1, 2, 4};
+    const int64_t ax_last[] = {-1}, ax_12[] = {1, 2}, ax_13[] = {1, 3}, ax_1[] = {1}, three[] = {3};
+    const int64_t ax_02[] = {0, 2}, to_25[] = {2, 5};
     node_case cases[] = {
         {"Conv 3x3 pad 1 stride 2 bias", "Conv", 13, 3,
          {attr_ints("kernel_shape", k33, 2), attr_ints("pads", p1111, 4), attr_ints("strides", s22, 2)}, 3,
@@ -326,6 +332,34 @@ int main(void)
          {host_float(4, r4, -1, 1)}, 1, 0, 1e-30f},
         {"Concat axis 1", "Concat", 13, 1, {attr_int("axis", 1)}, 2,
          {host_float(3, cc1, -1, 1), host_float(3, cc2, -1, 1)}, 1, 0, 1e-30f},
+        {"Pow exponent 2 (scalar)", "Pow", 13, 0, {{0}}, 2,
+         {host_float(4, r4, -3, 3), host_typed(PTQ_DT_FLOAT, 0, s1, two)}, 1, 1e-6f, 1e-30f},
+        {"Pow exponent 0.5 [1]", "Pow", 13, 0, {{0}}, 2,
+         {host_float(4, r4, 0, 9), host_typed(PTQ_DT_FLOAT, 1, s1, half)}, 1, 1e-6f, 1e-30f},
+        {"Pow [7,1,33] ^ [5,1]", "Pow", 13, 0, {{0}}, 2, {host_float(3, pw_a, 0.1f, 4), host_float(2, pw_b, -3, 3)},
+         1, 1e-6f, 1e-30f},
+        {"Sqrt", "Sqrt", 13, 0, {{0}}, 1, {host_float(4, r4, 0, 50)}, 1, 0, 1e-30f},
+        {"ReduceMean axes -1 keepdims 1", "ReduceMean", 13, 1, {attr_ints("axes", ax_last, 1)}, 1,
+         {host_float(4, rm4, -2, 3)}, 1, 1e-6f, 1e-7f},
+        {"ReduceMean axes 1,2 keepdims 0", "ReduceMean", 13, 2, {attr_ints("axes", ax_12, 2), attr_int("keepdims", 0)},
+         1, {host_float(4, rm4, -2, 3)}, 1, 1e-6f, 1e-7f},
+        {"ReduceMean axes 1,3 around a size-1 axis", "ReduceMean", 13, 1, {attr_ints("axes", ax_13, 2)}, 1,
+         {host_float(4, rm1, -2, 3)}, 1, 1e-6f, 1e-7f},
+        {"ReduceMean opset 18 axes input 1 keepdims 0", "ReduceMean", 18, 1, {attr_int("keepdims", 0)}, 2,
+         {host_float(4, rm4, -2, 3), host_typed(PTQ_DT_INT64, 1, s1, ax_1)}, 1, 1e-6f, 1e-7f},
+        {"ReduceMean opset 18 no axes: all", "ReduceMean", 18, 0, {{0}}, 1, {host_float(4, rm4, -2, 3)}, 1, 1e-6f,
+         1e-7f},
+        {"ReduceMean noop_with_empty_axes", "ReduceMean", 18, 1, {attr_int("noop_with_empty_axes", 1)}, 1,
+         {host_float(4, r4, -2, 3)}, 1, 0, 1e-30f},
+        {"Where cond [1,5,1] x [7,1,33] y [33]", "Where", 13, 0, {{0}}, 3,
+         {host_typed(PTQ_DT_BOOL, 3, c151, cond5), host_float(3, pw_a, -1, 1), host_float(1, v33, 2, 3)}, 1, 0,
+         1e-30f},
+        {"Expand [7,1] to [2,7,33]", "Expand", 13, 0, {{0}}, 2,
+         {host_float(2, e71, -1, 1), host_typed(PTQ_DT_INT64, 1, three, e_to)}, 1, 0, 1e-30f},
+        {"Split axis 1 sizes 1,2,4", "Split", 13, 1, {attr_int("axis", 1)}, 2,
+         {host_float(3, sp3, -1, 1), host_typed(PTQ_DT_INT64, 1, three, sp_sizes)}, 3, 0, 1e-30f},
+        {"Split opset 18 num_outputs 3 axis -2", "Split", 18, 2, {attr_int("axis", -2), attr_int("num_outputs", 3)},
+         1, {host_float(3, sp3, -1, 1)}, 3, 0, 1e-30f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_case(&cases[i]);
@@ -343,6 +377,14 @@ int main(void)
          {host_float(4, mm_mixa, -1, 1), host_float(4, mm_mixb, -1, 1)}, 1, 0, 0},
         {"Add opset 6 with broadcast attr", "Add", 6, 1, {attr_int("broadcast", 1)}, 2,
          {host_float(4, r4, -1, 1), host_float(1, b5, -1, 1)}, 1, 0, 0},
+        {"ReduceMean axes 0,2: not adjacent", "ReduceMean", 13, 1, {attr_ints("axes", ax_02, 2)}, 1,
+         {host_float(4, r4, -1, 1)}, 1, 0, 0},
+        {"Where on int64", "Where", 13, 0, {{0}}, 3,
+         {host_typed(PTQ_DT_BOOL, 0, s1, cond5), host_typed(PTQ_DT_INT64, 1, shape2, i64_vals),
+          host_typed(PTQ_DT_INT64, 1, s1, i64_vals)},
+         1, 0, 0},
+        {"Expand on int32", "Expand", 13, 0, {{0}}, 2,
+         {host_typed(PTQ_DT_INT32, 1, b5, i32_vals), host_typed(PTQ_DT_INT64, 1, shape2, to_25)}, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof declined / sizeof declined[0]; i++) {
         expect_declined(&declined[i]);

@@ -115,12 +115,29 @@ ptq_status ptq_k_gemm_batched_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm
 ptq_status ptq_k_binary_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_binop op, const ptq_bcast *bc, const float *a,
                              const float *b, float *y);
 
+/* y = powf(a, b) (Pow), laid out as for ptq_k_binary_cuda. */
+ptq_status ptq_k_pow_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_bcast *bc, const float *a, const float *b,
+                          float *y);
+
 /* a: laid out as bc's a_stride describes; y: [bc->out_dims] = a broadcast (b_stride unused). */
 ptq_status ptq_k_expand_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_bcast *bc, const float *a, float *y);
+
+/* out: [out_dims] (ndim of them, at most 8) = cond ? x : y (Where); cond
+ * (bool bytes), x and y read at their strides [ndim], 0 on broadcast dims. */
+ptq_status ptq_k_where_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int ndim, const int64_t *out_dims, const int64_t *c_stride,
+                            const int64_t *x_stride, const int64_t *y_stride, const uint8_t *cond, const float *x,
+                            const float *y, float *out);
 
 /* x, y: [n]; x == y allowed. */
 ptq_status ptq_k_unary_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_unop op, float alpha, float beta, int64_t n,
                             const float *x, float *y);
+/* y = sqrtf(x) (Sqrt); x, y: [n], x == y allowed. */
+ptq_status ptq_k_sqrt_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, const float *x, float *y);
+
+/* x: [outer, len, inner] -> y: [outer, inner], the mean over len summed in
+ * double (ReduceMean over a block of adjacent axes); len 0 gives NaN as the ref. */
+ptq_status ptq_k_reduce_mean_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t outer, int64_t len, int64_t inner,
+                                  const float *x, float *y);
 
 /* x: [n_rows, n_cols] -> y: [n_rows], row means summed in double. */
 ptq_status ptq_k_global_avgpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n_rows, int64_t n_cols, const float *x,

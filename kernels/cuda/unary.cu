@@ -1,13 +1,16 @@
 /* Elementwise activations on the GPU (every ptq_unop: Erf and Gelu too),
- * mirroring ptq_k_unary_ref formula for formula; expf/tanhf/erff/erfcf are
- * CUDA's accurate versions (no fast-math), within 2 ulp of the host's (erfcf
- * 4). Covered by
- * tests/cuda_parity_kernels.c. */
+ * mirroring ptq_k_unary_ref formula for formula, and Sqrt (ptq_k_sqrt_ref);
+ * expf/tanhf/erff/erfcf are CUDA's accurate versions (no fast-math), within
+ * 2 ulp of the host's (erfcf 4); sqrtf is correctly rounded on both. Covered
+ * by tests/cuda_parity_kernels.c and tests/cuda_parity_transformer_ops.c. */
 #include "kernels/cuda/cuda_common.cuh"
+
+/* Sqrt is no ptq_unop (the CPU runs it through ptq_k_sqrt_ref): this file's code for it */
+enum { UN_SQRT = PTQ_UN_GELU_TANH + 1 };
 
 /* Comparisons rather than fminf/fmaxf so NaN passes through as in the ref;
  * __fmul_rn/__fadd_rn keep nvcc from fusing into an FMA the host rounds twice. */
-template <ptq_unop OP>
+template <int OP>
 static __device__ float apply(float v, float alpha, float beta)
 {
     float t;
@@ -32,19 +35,20 @@ static __device__ float apply(float v, float alpha, float beta)
     case PTQ_UN_GELU_TANH:
         t = __fmul_rn(PTQ_GELU_TANH_K, __fadd_rn(v, __fmul_rn(PTQ_GELU_TANH_C, __fmul_rn(__fmul_rn(v, v), v))));
         return v / __fadd_rn(1.0f, expf(__fmul_rn(-2.0f, t)));
+    case UN_SQRT: return sqrtf(v);
     }
     return v;
 }
 
 /* x, y: [n]; x == y allowed (each element is read before it is written) */
-template <ptq_unop OP>
+template <int OP>
 static __global__ void unary_kernel(int64_t n, float alpha, float beta, const float *x, float *y)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = apply<OP>(x[i], alpha, beta);
 }
 
-template <ptq_unop OP>
+template <int OP>
 static ptq_status launch(ptq_ctx *ctx, ptq_cuda_dev *d, float alpha, float beta, int64_t n, const float *x, float *y)
 {
     if (n <= 0)
@@ -70,4 +74,9 @@ extern "C" ptq_status ptq_k_unary_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_unop o
     case PTQ_UN_GELU_TANH: return launch<PTQ_UN_GELU_TANH>(ctx, d, alpha, beta, n, x, y);
     }
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unary: unknown op %d", (int)op);
+}
+
+extern "C" ptq_status ptq_k_sqrt_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, const float *x, float *y)
+{
+    return launch<UN_SQRT>(ctx, d, 0.0f, 0.0f, n, x, y);
 }
