@@ -33,6 +33,15 @@ typedef struct ptq_conv_params {
 void ptq_k_conv_ref(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
 
+/* ONNX ConvTranspose on the same parameter block, in and out its input and
+ * output sizes: input position i through tap t adds to output position
+ * i * stride + t * dil - pad_lo (pad_lo < 0: output positions before the
+ * scatter, zero; pad_hi is not read). x: [n, c_in, in0, in1, in2];
+ * w: [c_in, c_out/group, k0, k1, k2]; b: [c_out] or NULL;
+ * y: [n, c_out, out0, out1, out2]. */
+void ptq_k_conv_transpose_ref(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
+void ptq_k_conv_transpose_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
+
 /* 8-bit images of the model's size into the model's input, as
  * ptq_preprocess_image (datasets/preprocess.c, the reference) computes it
  * without resizing: v = pixel (gray from channel 0 when c <= 2, channel mc

@@ -16,6 +16,9 @@
 const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     /* W [C_out, ...] and B [C_out] are weights; X and W are quantized, the bias is not */
     [PTQ_OP_CONV] = {PTQ_OP_CONV, "Conv", "ai.onnx", 1u << 1 | 1u << 2, W01, PTQ_OP_ALL_IO, 1, PTQ_AXIS_FIRST, WEIGHTED},
+    /* W [C_in, C_out/group, k...] and B [C_out]: as Conv, the output channels on W's axis 1 */
+    [PTQ_OP_CONVTRANSPOSE] = {PTQ_OP_CONVTRANSPOSE, "ConvTranspose", "ai.onnx", 1u << 1 | 1u << 2, W01, PTQ_OP_ALL_IO, 1,
+                              PTQ_AXIS_SECOND_UNGROUPED, WEIGHTED},
     [PTQ_OP_GEMM] = {PTQ_OP_GEMM, "Gemm", "ai.onnx", 1u << 1 | 1u << 2, W01, PTQ_OP_ALL_IO, 1, PTQ_AXIS_GEMM_B, WEIGHTED},
     [PTQ_OP_MATMUL] = {PTQ_OP_MATMUL, "MatMul", "ai.onnx", 1u << 1, W01, PTQ_OP_ALL_IO, 1, PTQ_AXIS_LAST, WEIGHTED},
     PLAIN(PTQ_OP_MAXPOOL, "MaxPool", COMMUTES),
@@ -86,6 +89,7 @@ int ptq_op_weight_axis(const ptq_op_traits *t, const ptq_node *n, int input, int
     case PTQ_AXIS_FIRST: return 0;
     case PTQ_AXIS_GEMM_B: return ptq_node_attr_int(n, "transB", 0) ? 0 : (ndim >= 2 ? 1 : 0);
     case PTQ_AXIS_LAST: return ndim - 1;
+    case PTQ_AXIS_SECOND_UNGROUPED: return ndim >= 2 && ptq_node_attr_int(n, "group", 1) == 1 ? 1 : -1;
     case PTQ_AXIS_NONE: break;
     }
     return -1;

@@ -11,6 +11,7 @@
 /* Index into the traits table and every backend's per-op arrays. */
 typedef enum ptq_op_id {
     PTQ_OP_CONV,
+    PTQ_OP_CONVTRANSPOSE,
     PTQ_OP_GEMM,
     PTQ_OP_MATMUL,
     PTQ_OP_MAXPOOL,
@@ -61,7 +62,7 @@ typedef enum ptq_op_id {
 /* Fusion traits, as TensorRT applies them (DESIGN.md "Where quantization
  * happens"); read by Q/DQ placement, not by execution. */
 enum {
-    PTQ_OPF_WEIGHTED = 1u << 0,                /* a compute layer with weights (Conv, Gemm, MatMul) */
+    PTQ_OPF_WEIGHTED = 1u << 0,                /* a compute layer with weights (Conv, ConvTranspose, Gemm, MatMul) */
     PTQ_OPF_FUSES_ACTIVATION_AFTER = 1u << 1,  /* absorbs a following FUSIBLE_ACTIVATION (no rounding between) */
     PTQ_OPF_FUSIBLE_ACTIVATION = 1u << 2,      /* pointwise activation a weighted op absorbs */
     PTQ_OPF_RESIDUAL_ADD = 1u << 3,            /* Add fusible into a preceding Conv; its other input is quantized */
@@ -74,7 +75,12 @@ typedef enum ptq_op_axis_rule {
     PTQ_AXIS_NONE = 0, /* no per-channel weight */
     PTQ_AXIS_FIRST,    /* axis 0 (Conv W [C_out, C_in/group, k...]) */
     PTQ_AXIS_GEMM_B,   /* Gemm B: 0 with transB, else 1 (0 for a 1-D B) */
-    PTQ_AXIS_LAST      /* MatMul B [..., K, N]: the last axis */
+    PTQ_AXIS_LAST,     /* MatMul B [..., K, N]: the last axis */
+    /* ConvTranspose W [C_in, C_out/group, k...]: axis 1 with group 1; with
+     * groups axis 1 indexes a channel of every group, not an output channel
+     * (runtimes that scale per output channel want C_out scales, which ONNX's
+     * DequantizeLinear cannot give that layout), so one scale for the tensor */
+    PTQ_AXIS_SECOND_UNGROUPED
 } ptq_op_axis_rule;
 
 #define PTQ_OP_ALL_IO (~0u) /* every input/output slot, however many */
@@ -83,7 +89,7 @@ typedef struct ptq_op_traits {
     ptq_op_id id;
     const char *op_type;       /* ONNX op name, e.g. "Conv" */
     const char *domain;        /* "ai.onnx" (also matched by "") */
-    unsigned weight_inputs;    /* bit i: input i is a weight when it is a constant (Conv W, B; Gemm B, C; MatMul B) */
+    unsigned weight_inputs;    /* bit i: input i is a weight if constant (Conv/ConvTranspose W, B; Gemm B, C; MatMul B) */
     unsigned quant_inputs;     /* bit i: float input i is quantized: a weight when constant, an activation otherwise */
     unsigned quant_outputs;    /* bit i: float output i is a quantizable activation */
     int axis_input;            /* the input whose per-channel axis axis_rule gives, or -1 */

@@ -272,7 +272,7 @@ static const place_rule rules[] = {
      "a weighted op reads it from MaxPool/Reshape/Flatten/Transpose/Concat, which Q/DQ commutes through: "
      "rounding it equals TensorRT rounding that op's inputs with this scale"},
     {"trt.weighted-input", PTQ_PLACEMENT_TRT, PLACE_CORE, m_trt_weighted_input,
-     "TensorRT runs Conv/Gemm/MatMul on quantized inputs"},
+     "TensorRT runs Conv/ConvTranspose/Gemm/MatMul on quantized inputs"},
     {"trt.residual-input", PTQ_PLACEMENT_TRT, PLACE_CORE, m_trt_residual_input,
      "the other input of an Add TensorRT fuses into the Conv making its first input"},
     {"trt.fused", PTQ_PLACEMENT_TRT, PLACE_FP32, m_trt_fused,
@@ -298,7 +298,8 @@ static const place_rule rules[] = {
     {"ort.unquantized", PTQ_PLACEMENT_ORT, PLACE_FP32, m_always,
      "no op quantize_static quantizes reads or writes it"},
     {PTQ_RULE_WEIGHT, -1, PLACE_NONE, NULL,
-     "Conv/Gemm/MatMul weights: the core precision, one scale per output channel"},
+     "Conv/ConvTranspose/Gemm/MatMul weights: the core precision, one scale per output channel (a grouped "
+     "ConvTranspose's: one for the tensor)"},
     {PTQ_RULE_WEIGHT_FOLLOWS, -1, PLACE_NONE, NULL,
      "the weight of a Conv/Gemm/MatMul that reads no quantized activation (an input another rule keeps in high "
      "precision, such as a first layer's input read by a second layer) stays in that precision too: the layer "
@@ -315,8 +316,8 @@ static const struct {
     const char *op_type;
     ort_class cls;
 } ort_ops[] = {
-    /* QDQConv, QDQGemm, QDQMatMul, QDQNormalization, and QDQOperatorBase for the QLinear ops */
-    {"Conv", ORT_IO}, {"Gemm", ORT_IO}, {"MatMul", ORT_IO}, {"BatchNormalization", ORT_IO},
+    /* QDQConv (Conv, ConvTranspose), QDQGemm, QDQMatMul, QDQNormalization, and QDQOperatorBase for the QLinear ops */
+    {"Conv", ORT_IO}, {"ConvTranspose", ORT_IO}, {"Gemm", ORT_IO}, {"MatMul", ORT_IO}, {"BatchNormalization", ORT_IO},
     {"Add", ORT_IO}, {"Mul", ORT_IO}, {"LeakyRelu", ORT_IO}, {"Sigmoid", ORT_IO},
     {"GlobalAveragePool", ORT_IO}, {"Concat", ORT_IO}, {"Softmax", ORT_IO},
     /* QDQRemovableActivation */

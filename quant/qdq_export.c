@@ -190,7 +190,7 @@ static ptq_status add_biased_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const p
 }
 
 /* For a TensorRT target (which adds a quantized Conv's bias in float): node
- * k, a Conv or Gemm (beta 1) reading a quantized activation with quantized
+ * k, a Conv, ConvTranspose or Gemm (beta 1) reading a quantized activation with quantized
  * weights, gets a zero bias and an Add of its float bias after it, which its
  * consumers read. onnxruntime would otherwise round the bias to int32 at
  * input scale x weight scale (its WeightBiasQuantization), which neither
@@ -204,7 +204,8 @@ static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_gr
 {
     *split = 0;
     const ptq_node *n = &g->nodes[k];
-    const int conv = strcmp(n->op_type, "Conv") == 0, gemm = strcmp(n->op_type, "Gemm") == 0;
+    const int conv = strcmp(n->op_type, "Conv") == 0 || strcmp(n->op_type, "ConvTranspose") == 0;
+    const int gemm = strcmp(n->op_type, "Gemm") == 0;
     if (p->target == PTQ_TARGET_ORT_CPU || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) ||
         !(conv || gemm) || !n->name || !n->name[0] || n->n_inputs < 3 || n->n_outputs != 1 || n->inputs[0] < 0 ||
         n->inputs[1] < 0 || n->inputs[2] < 0 || n->outputs[0] < 0 || !has_consumer(g, n->outputs[0]))

@@ -25,10 +25,11 @@ const ptq_plan_entry *quant_plan_entry(const ptq_plan *p, const char *name, int 
  * quantizes has no entry or one in high precision) joins that precision
  * (FP16; FP32 for target ort-cpu), its scales dropped. quant/plan.c. */
 ptq_status quant_plan_weights_follow(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p);
-/* Node k's bias when plan p (target ort-cpu) rounds it to int32: a Conv,
- * or a Gemm with beta 1, whose input runs in uint8, weight in int8 and
- * whose bias is a float initializer [channels]: *bias its value index and
- * *scales malloc'd [channels] = input scale x weight scale[c] (float); else
+/* Node k's bias when plan p (target ort-cpu) rounds it to int32: a Conv or
+ * ConvTranspose, or a Gemm with beta 1, whose input runs in uint8, weight
+ * in int8 (a scale per channel, or one) and whose bias is a float
+ * initializer [channels]: *bias its value index and *scales malloc'd
+ * [channels] = input scale x weight scale[c] (or the one; float); else
  * *bias = -1, *scales NULL. quant/bias.c. */
 ptq_status quant_int32_bias(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int k, int *bias, float **scales);
 /* q[c] = round_half_even(b[c] / scales[c]) in double, saturated to int32; b, scales, q: [n]. */

@@ -10,8 +10,8 @@
 
 #include "runtime/op.h"
 
-extern const ptq_op_def ptq_op_Conv, ptq_op_Gemm, ptq_op_MatMul, ptq_op_MaxPool, ptq_op_AveragePool,
-    ptq_op_GlobalAveragePool, ptq_op_BatchNormalization;
+extern const ptq_op_def ptq_op_Conv, ptq_op_ConvTranspose, ptq_op_Gemm, ptq_op_MatMul, ptq_op_MaxPool,
+    ptq_op_AveragePool, ptq_op_GlobalAveragePool, ptq_op_BatchNormalization;
 extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_Relu, ptq_op_LeakyRelu, ptq_op_Clip,
     ptq_op_Sigmoid, ptq_op_HardSigmoid, ptq_op_HardSwish, ptq_op_Tanh, ptq_op_Softmax, ptq_op_Flatten,
     ptq_op_Reshape, ptq_op_Squeeze, ptq_op_Unsqueeze, ptq_op_Transpose, ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Pad, ptq_op_Erf,
@@ -21,6 +21,7 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
+    [PTQ_OP_CONVTRANSPOSE] = &ptq_op_ConvTranspose,
     [PTQ_OP_GEMM] = &ptq_op_Gemm,
     [PTQ_OP_MATMUL] = &ptq_op_MatMul,
     [PTQ_OP_MAXPOOL] = &ptq_op_MaxPool,

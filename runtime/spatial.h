@@ -1,7 +1,8 @@
-/* Window geometry shared by Conv and the pooling ops: kernel_shape, strides,
- * dilations, pads / auto_pad and ceil_mode resolved into output sizes and
- * explicit pads, following ONNX's shape rules (onnx/defs/nn/defs.cc and the
- * reference pool_common). Covered by tests/test_ops_dense.c. */
+/* Window geometry shared by Conv, ConvTranspose and the pooling ops:
+ * kernel_shape, strides, dilations, pads / auto_pad, ceil_mode,
+ * output_padding and output_shape resolved into output sizes and explicit
+ * pads, following ONNX's shape rules (onnx/defs/nn/defs.cc and the
+ * reference pool_common, op_conv_transpose). Covered by tests/test_ops_dense.c. */
 #ifndef PTQ_RUNTIME_SPATIAL_H
 #define PTQ_RUNTIME_SPATIAL_H
 
@@ -31,6 +32,14 @@ enum {
  * must agree. Fails naming the node on bad attributes or an empty output. */
 ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *x, const int64_t *kernel,
                             unsigned flags, ptq_window *w);
+
+/* Conv (transposed 0: W [M, C/group, k...]) and ConvTranspose (1: W [C,
+ * M/group, k...]) over X [N, C, spatial...] with the optional bias B [M]:
+ * no attribute ptq does not know (one it ignored would change the result),
+ * float32 inputs, the window, group and channel counts checked, naming the
+ * node; the kernels' parameter block into p (for ConvTranspose in and out
+ * are its input's and output's sizes, ptq_k_conv_transpose_ref). */
+ptq_status ptq_conv_parse(ptq_ctx *ctx, const ptq_op_io *io, int transposed, ptq_conv_params *p);
 
 /* Sets y to float32 [n, c, out...]: out holds PTQ_SPATIAL right-aligned
  * sizes of which the last n_spatial are used. Fails naming the node when

@@ -1,7 +1,11 @@
 /* Parity of ptq_k_conv_cpu (im2col + sgemm, threaded) with ptq_k_conv_ref on
  * seeded random data: 1-D/2-D/3-D, groups (depthwise, with multiplier),
  * strides, asymmetric pads, dilations, 1x1, odd sizes, multi-tile images, both
- * threading paths. Tolerance: rtol 1e-4, atol 1e-5 (inputs in [-1, 1]). */
+ * threading paths; and of ptq_k_conv_transpose_cpu (sgemm + col2im) with
+ * ptq_k_conv_transpose_ref: the same and output_padding, negative pads (zero
+ * positions output_shape adds), kernels below the stride, several channel
+ * blocks and input tiles per image. Tolerance: rtol 1e-4, atol 1e-5 (inputs
+ * in [-1, 1]); ONNX's known values of both ops exactly. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,45 +65,95 @@ static const conv_case cases[] = {
     {2, 8, 24, 48, 1, {28, 28}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0},
 };
 
-static void run_case(int idx, const conv_case *cc)
+/* ConvTranspose cases: out = stride * (in - 1) + (k - 1) * dil + 1 + extra - pad_lo - pad_hi. */
+typedef struct ct_case {
+    conv_case c;
+    int64_t extra[3]; /* output_padding */
+} ct_case;
+
+static const ct_case ct_cases[] = {
+    /* 2-D basics: no pads, stride 2 upsampling, crops, output_padding */
+    {{2, 1, 1, 2, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0}, {0, 0}},
+    {{2, 2, 3, 4, 1, {5, 6}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, {0, 0}},
+    {{2, 2, 3, 4, 1, {7, 6}, {3, 3}, {3, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, {1, 1}},
+    {{2, 3, 5, 7, 1, {4, 9}, {3, 2}, {2, 3}, {2, 1}, {2, 0}, {0, 3}, 0}, {1, 2}},
+    /* negative pads: zero positions before and after the scatter */
+    {{2, 1, 2, 3, 1, {3, 3}, {3, 3}, {3, 2}, {1, 1}, {-1, 0}, {-2, -1}, 1}, {0, 0}},
+    /* kernel smaller than the stride: gaps between taps */
+    {{2, 2, 3, 2, 1, {4, 5}, {1, 2}, {3, 3}, {1, 1}, {0, 0}, {0, 0}, 1}, {0, 0}},
+    /* groups, depthwise, depthwise with multiplier */
+    {{2, 2, 4, 6, 2, {6, 5}, {3, 2}, {2, 1}, {1, 1}, {1, 0}, {0, 0}, 1}, {1, 0}},
+    {{2, 3, 8, 8, 8, {5, 5}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, {0, 0}},
+    {{2, 2, 4, 8, 4, {6, 6}, {3, 3}, {2, 2}, {2, 2}, {2, 1}, {1, 2}, 0}, {1, 1}},
+    /* 1x1 kernels */
+    {{2, 3, 16, 8, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, {0, 0}},
+    {{2, 3, 16, 8, 2, {7, 7}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0}, {1, 1}},
+    /* 1-D */
+    {{1, 2, 4, 5, 1, {10}, {3}, {1}, {1}, {0}, {0}, 1}, {0}},
+    {{1, 2, 4, 5, 1, {10}, {3}, {2}, {2}, {1}, {2}, 1}, {1}},
+    {{1, 2, 4, 6, 2, {6}, {5}, {3}, {1}, {-2}, {3}, 0}, {2}},
+    /* 3-D */
+    {{3, 1, 1, 2, 1, {3, 4, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 0}, {0, 0, 0}},
+    {{3, 2, 3, 4, 1, {3, 4, 3}, {2, 3, 2}, {2, 1, 2}, {1, 2, 1}, {1, 0, 1}, {0, 1, 1}, 1}, {1, 0, 0}},
+    {{3, 2, 4, 6, 2, {3, 3, 4}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1}, {1, 1, 1}},
+    /* several channel blocks per group (channels x taps > 256 rows), several input tiles per image */
+    {{2, 2, 8, 96, 1, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, {1, 1}},
+    {{2, 1, 16, 8, 1, {160, 170}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 1}, {0, 0}},
+    {{2, 3, 64, 64, 2, {20, 23}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, {0, 0}},
+};
+
+/* cc's parameter block; extra: [n_sp] output_padding of a ConvTranspose
+ * case, NULL for a Conv case (out as each op computes it). */
+static void case_params(const conv_case *cc, const int64_t *extra, ptq_conv_params *p)
 {
-    ptq_conv_params p;
-    memset(&p, 0, sizeof p);
-    p.n = cc->n;
-    p.c_in = cc->c_in;
-    p.c_out = cc->c_out;
-    p.group = cc->group;
-    for (int s = 0; s < PTQ_SPATIAL; s++) {
-        p.in[s] = p.out[s] = p.k[s] = p.stride[s] = p.dil[s] = 1;
-    }
+    memset(p, 0, sizeof *p);
+    p->n = cc->n;
+    p->c_in = cc->c_in;
+    p->c_out = cc->c_out;
+    p->group = cc->group;
+    for (int s = 0; s < PTQ_SPATIAL; s++)
+        p->in[s] = p->out[s] = p->k[s] = p->stride[s] = p->dil[s] = 1;
     for (int i = 0; i < cc->n_sp; i++) {
         const int s = PTQ_SPATIAL - cc->n_sp + i;
-        p.in[s] = cc->in[i];
-        p.k[s] = cc->k[i];
-        p.stride[s] = cc->stride[i];
-        p.dil[s] = cc->dil[i];
-        p.pad_lo[s] = cc->pad_lo[i];
-        p.pad_hi[s] = cc->pad_hi[i];
-        p.out[s] = (cc->in[i] + cc->pad_lo[i] + cc->pad_hi[i] - (cc->k[i] - 1) * cc->dil[i] - 1) / cc->stride[i] + 1;
+        const int64_t span = (cc->k[i] - 1) * cc->dil[i] + 1;
+        p->in[s] = cc->in[i];
+        p->k[s] = cc->k[i];
+        p->stride[s] = cc->stride[i];
+        p->dil[s] = cc->dil[i];
+        p->pad_lo[s] = cc->pad_lo[i];
+        p->pad_hi[s] = cc->pad_hi[i];
+        if (extra)
+            p->out[s] = cc->stride[i] * (cc->in[i] - 1) + span + extra[i] - cc->pad_lo[i] - cc->pad_hi[i];
+        else
+            p->out[s] = (cc->in[i] + cc->pad_lo[i] + cc->pad_hi[i] - span) / cc->stride[i] + 1;
     }
+}
+
+typedef void (*conv_kernel)(const ptq_conv_params *, const float *, const float *, const float *, float *);
+
+/* ref and cpu (Conv, or ConvTranspose with extra) on seeded random data. */
+static void run_case(const char *label, uint64_t seed, const conv_case *cc, const int64_t *extra)
+{
+    ptq_conv_params p;
+    case_params(cc, extra, &p);
+    const conv_kernel ref = extra ? ptq_k_conv_transpose_ref : ptq_k_conv_ref;
+    const conv_kernel cpu = extra ? ptq_k_conv_transpose_cpu : ptq_k_conv_cpu;
     const int64_t n_x = p.n * p.c_in * p.in[0] * p.in[1] * p.in[2];
-    const int64_t n_w = p.c_out * (p.c_in / p.group) * p.k[0] * p.k[1] * p.k[2];
+    const int64_t n_w = p.c_out * (p.c_in / p.group) * p.k[0] * p.k[1] * p.k[2]; /* = c_in * c_out / group * k */
     const int64_t n_y = p.n * p.c_out * p.out[0] * p.out[1] * p.out[2];
     float *x = malloc((size_t)n_x * sizeof *x), *w = malloc((size_t)n_w * sizeof *w);
     float *b = malloc((size_t)p.c_out * sizeof *b);
     float *y_ref = malloc((size_t)n_y * sizeof *y_ref), *y_cpu = malloc((size_t)n_y * sizeof *y_cpu);
     CHECK(x && w && b && y_ref && y_cpu);
     if (x && w && b && y_ref && y_cpu) {
-        test_rand_seed(1000 + (uint64_t)idx);
+        test_rand_seed(seed);
         test_fill_uniform(x, n_x, -1.0f, 1.0f);
         test_fill_uniform(w, n_w, -1.0f, 1.0f);
         test_fill_uniform(b, p.c_out, -1.0f, 1.0f);
         for (int64_t i = 0; i < n_y; i++)
             y_ref[i] = y_cpu[i] = NAN; /* every output must be written */
-        ptq_k_conv_ref(&p, x, w, cc->bias ? b : NULL, y_ref);
-        ptq_k_conv_cpu(&p, x, w, cc->bias ? b : NULL, y_cpu);
-        char label[64];
-        snprintf(label, sizeof label, "conv case %d", idx);
+        ref(&p, x, w, cc->bias ? b : NULL, y_ref);
+        cpu(&p, x, w, cc->bias ? b : NULL, y_cpu);
         int finite = 1;
         for (int64_t i = 0; i < n_y; i++)
             finite &= isfinite(y_ref[i]) != 0;
@@ -115,20 +169,37 @@ static void run_case(int idx, const conv_case *cc)
 
 int main(void)
 {
-    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
-        run_case(i, &cases[i]);
-    /* a known value: 3x3 all-ones kernel over 1..25 with pad 1 (ONNX basic_conv_with_padding) */
+    char label[64];
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        snprintf(label, sizeof label, "conv case %d", i);
+        run_case(label, 1000 + (uint64_t)i, &cases[i], NULL);
+    }
+    for (int i = 0; i < (int)(sizeof ct_cases / sizeof ct_cases[0]); i++) {
+        snprintf(label, sizeof label, "conv_transpose case %d", i);
+        run_case(label, 2000 + (uint64_t)i, &ct_cases[i].c, ct_cases[i].extra);
+    }
+    /* known values: x = 0..24, all-ones weights */
     {
-        ptq_conv_params p = {1, 1, 1, 1, {1, 5, 5}, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
-        float x[25], w[9], y_ref[25], y_cpu[25];
+        float x[25], w[18], y_ref[50], y_cpu[50];
         for (int i = 0; i < 25; i++)
             x[i] = (float)i;
-        for (int i = 0; i < 9; i++)
+        for (int i = 0; i < 18; i++)
             w[i] = 1.0f;
+        /* a 3x3 kernel over [1, 1, 5, 5] with pad 1 (ONNX basic_conv_with_padding) */
+        ptq_conv_params p = {1, 1, 1, 1, {1, 5, 5}, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
         ptq_k_conv_ref(&p, x, w, NULL, y_ref);
         ptq_k_conv_cpu(&p, x, w, NULL, y_cpu);
         CHECK(y_ref[0] == 12.0f && y_ref[12] == 108.0f && y_ref[24] == 84.0f);
         CHECK(y_cpu[0] == 12.0f && y_cpu[12] == 108.0f && y_cpu[24] == 84.0f);
+        /* ONNX's test_convtranspose: x 0..8 as [1, 1, 3, 3] into 2 channels of 3x3 kernels, no pads */
+        static const float want[25] = {0,  1,  3,  3,  2,  3,  8,  15, 12, 7,  9,  21, 36,
+                                       27, 15, 9,  20, 33, 24, 13, 6,  13, 21, 15, 8};
+        ptq_conv_params t = {1, 1, 2, 1, {1, 3, 3}, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}};
+        ptq_k_conv_transpose_ref(&t, x, w, NULL, y_ref);
+        ptq_k_conv_transpose_cpu(&t, x, w, NULL, y_cpu);
+        test_close("test_convtranspose channel 0 (ref)", y_ref, want, 25, 0, 0);
+        test_close("test_convtranspose channel 1 (ref)", y_ref + 25, want, 25, 0, 0);
+        test_close("test_convtranspose (cpu)", y_cpu, y_ref, 50, 0, 0);
     }
     return test_done("parity_conv");
 }

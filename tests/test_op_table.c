@@ -26,6 +26,7 @@ static const struct {
     int on_cpu_fast; /* has a run_cpu */
 } want[] = {
     {"Conv", 0x6, 0x3, ALL, W | FA, 1, PTQ_AXIS_FIRST, 1, 1},
+    {"ConvTranspose", 0x6, 0x3, ALL, W | FA, 1, PTQ_AXIS_SECOND_UNGROUPED, 1, 1},
     {"Gemm", 0x6, 0x3, ALL, W | FA, 1, PTQ_AXIS_GEMM_B, 1, 1},
     {"MatMul", 0x2, 0x3, ALL, W | FA, 1, PTQ_AXIS_LAST, 1, 1},
     {"MaxPool", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 1},
@@ -129,6 +130,20 @@ static void test_weight_axis(void)
     CHECK(ptq_op_weight_axis(mm, &plain, 1, 0) == -1);
     CHECK(ptq_op_weight_axis(relu, &plain, 1, 2) == -1);
     CHECK(ptq_op_weight_axis(NULL, &plain, 1, 2) == -1);
+    /* ConvTranspose W [C_in, C_out/group, k...]: axis 1, one scale with groups (explicit group 1 is no group) */
+    const ptq_op_traits *ct = ptq_op_traits_find("", "ConvTranspose");
+    ptq_attr groups[2] = {{.name = "group", .type = PTQ_ATTR_INT, .i = 2},
+                          {.name = "group", .type = PTQ_ATTR_INT, .i = 1}};
+    const ptq_node grouped = {.name = "n", .op_type = "ConvTranspose", .domain = "", .n_attrs = 1, .attrs = &groups[0]};
+    const ptq_node one = {.name = "n", .op_type = "ConvTranspose", .domain = "", .n_attrs = 1, .attrs = &groups[1]};
+    const struct {
+        const ptq_node *n;
+        int input, ndim, axis;
+    } ct_want[] = {{&plain, 1, 4, 1}, {&plain, 1, 3, 1}, {&one, 1, 4, 1},
+                   {&grouped, 1, 4, -1}, {&plain, 0, 4, -1}, {&plain, 2, 1, -1}};
+    for (size_t i = 0; i < sizeof ct_want / sizeof ct_want[0]; i++)
+        CHECK_MSG(ptq_op_weight_axis(ct, ct_want[i].n, ct_want[i].input, ct_want[i].ndim) == ct_want[i].axis,
+                  "ConvTranspose axis case %zu", i);
 }
 
 /* values: 0 X, 1 W (init), 2 B (init), 3 conv out, 4 relu out, 5 const out, 6 add out, 7 int64 shape (init), 8 reshaped */

@@ -1,7 +1,8 @@
-/* Shape inference and errors of the dense ops (Conv, Gemm, MatMul, MaxPool,
- * AveragePool, GlobalAveragePool, BatchNormalization): auto_pad, ceil_mode,
- * kernel_shape from weights, Gemm C and MatMul broadcasting, messages naming
- * the node; hand-checked values through run_ref and run_cpu. */
+/* Shape inference and errors of the dense ops (Conv, ConvTranspose, Gemm,
+ * MatMul, MaxPool, AveragePool, GlobalAveragePool, BatchNormalization):
+ * auto_pad, ceil_mode, kernel_shape from weights, ConvTranspose's
+ * output_padding and output_shape, Gemm C and MatMul broadcasting, messages
+ * naming the node; hand-checked values through run_ref and run_cpu. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +311,137 @@ static void test_conv(void)
         f.in[0].data = x;
         f.in[1].data = w;
         expect_values(&f, "conv asymmetric pads values", want, 8, 1e-6f);
+    }
+}
+
+/* 1-D ConvTranspose of x = 1, 2, 3, 4 by the first k of w = 1, 10, 100 (at
+ * stride 2 and k 3 the scatter is 1 10 102 20 203 30 304 40 400), auto_pad
+ * and output_shape (0: none) as given, on both kernels: want [n_want]. */
+static void convtranspose_1d_values(const char *what, const char *auto_pad, int64_t output_shape, int64_t k,
+                                    int64_t stride, const float *want, int64_t n_want)
+{
+    fixture f;
+    float x[4] = {1, 2, 3, 4}, w[3] = {1, 10, 100};
+    fx_init(&f, "ConvTranspose", "ct_values", 11);
+    fx_input(&f, 3, DIMS(1, 1, 4));
+    fx_input(&f, 3, DIMS(1, 1, k));
+    fx_ints(&f, "strides", 1, DIMS(stride));
+    if (auto_pad)
+        fx_str(&f, "auto_pad", auto_pad);
+    if (output_shape > 0)
+        fx_ints(&f, "output_shape", 1, DIMS(output_shape));
+    f.in[0].data = x;
+    f.in[1].data = w;
+    expect_values(&f, what, want, n_want, 0);
+}
+
+/* f set up for a ConvTranspose node named name with X [ndim] x and W [ndim] w. */
+static void ct_init(fixture *f, const char *name, int ndim, const int64_t *x, const int64_t *w)
+{
+    fx_init(f, "ConvTranspose", name, 11);
+    fx_input(f, ndim, x);
+    fx_input(f, ndim, w);
+}
+
+static void test_conv_transpose(void)
+{
+    fixture f;
+
+    ct_init(&f, "ct_plain", 4, DIMS(1, 1, 3, 3), DIMS(1, 2, 3, 3));
+    expect_shape(&f, "convtranspose no pads", 4, DIMS(1, 2, 5, 5));
+
+    /* stride 2, pads 1, output_padding 1: 2 * (in - 1) + 3 + 1 - 2 = 2 * in */
+    ct_init(&f, "ct_upsample", 4, DIMS(2, 3, 5, 6), DIMS(3, 4, 3, 3));
+    fx_input(&f, 1, DIMS(4));
+    fx_ints(&f, "strides", 2, DIMS(2, 2));
+    fx_ints(&f, "pads", 4, DIMS(1, 1, 1, 1));
+    fx_ints(&f, "output_padding", 2, DIMS(1, 1));
+    expect_shape(&f, "convtranspose stride 2 upsampling", 4, DIMS(2, 4, 10, 12));
+
+    ct_init(&f, "ct_group", 4, DIMS(1, 4, 3, 3), DIMS(4, 3, 3, 3));
+    fx_int(&f, "group", 2);
+    fx_ints(&f, "dilations", 2, DIMS(2, 1));
+    expect_shape(&f, "convtranspose group 2 dilated", 4, DIMS(1, 6, 7, 5));
+
+    ct_init(&f, "ct_same", 4, DIMS(1, 1, 3, 5), DIMS(1, 2, 3, 3));
+    fx_str(&f, "auto_pad", "SAME_LOWER");
+    fx_ints(&f, "strides", 2, DIMS(2, 3));
+    expect_shape(&f, "convtranspose SAME: in * stride", 4, DIMS(1, 2, 6, 15));
+
+    ct_init(&f, "ct_output_shape", 4, DIMS(1, 1, 3, 3), DIMS(1, 2, 3, 3));
+    fx_ints(&f, "strides", 2, DIMS(3, 2));
+    fx_ints(&f, "output_shape", 2, DIMS(10, 8));
+    expect_shape(&f, "convtranspose output_shape", 4, DIMS(1, 2, 10, 8));
+
+    ct_init(&f, "ct_1d", 3, DIMS(2, 4, 10), DIMS(4, 5, 3));
+    fx_ints(&f, "pads", 2, DIMS(2, 1));
+    expect_shape(&f, "convtranspose 1-D", 3, DIMS(2, 5, 9));
+
+    ct_init(&f, "ct_3d", 5, DIMS(1, 2, 3, 4, 5), DIMS(2, 3, 2, 2, 2));
+    fx_ints(&f, "strides", 3, DIMS(2, 2, 2));
+    expect_shape(&f, "convtranspose 3-D", 5, DIMS(1, 3, 6, 8, 10));
+
+    ct_init(&f, "ct_bad_channels", 4, DIMS(1, 3, 5, 5), DIMS(2, 4, 3, 3));
+    expect_error(&f, "convtranspose channel mismatch", PTQ_ERR_SHAPE, "channel mismatch");
+
+    ct_init(&f, "ct_bad_group", 4, DIMS(1, 3, 5, 5), DIMS(3, 2, 3, 3));
+    fx_int(&f, "group", 2);
+    expect_error(&f, "convtranspose group not dividing C", PTQ_ERR_SHAPE, "group 2");
+
+    ct_init(&f, "ct_bad_bias", 4, DIMS(1, 2, 5, 5), DIMS(2, 3, 3, 3));
+    fx_int(&f, "group", 2);
+    fx_input(&f, 1, DIMS(3));
+    expect_error(&f, "convtranspose bias length (C_out = W[1] * group)", PTQ_ERR_SHAPE, "[6]");
+
+    ct_init(&f, "ct_bad_output_padding", 4, DIMS(1, 1, 5, 5), DIMS(1, 1, 3, 3));
+    fx_ints(&f, "strides", 2, DIMS(2, 2));
+    fx_ints(&f, "output_padding", 2, DIMS(1, 2));
+    expect_error(&f, "convtranspose output_padding >= stride", PTQ_ERR_SHAPE, "output_padding[1]");
+
+    ct_init(&f, "ct_pads_and_shape", 4, DIMS(1, 1, 3, 3), DIMS(1, 1, 3, 3));
+    fx_ints(&f, "pads", 4, DIMS(1, 1, 1, 1));
+    fx_ints(&f, "output_shape", 2, DIMS(5, 5));
+    expect_error(&f, "convtranspose pads beside output_shape", PTQ_ERR_UNSUPPORTED, "output_shape");
+
+    ct_init(&f, "ct_shape_count", 4, DIMS(1, 1, 3, 3), DIMS(1, 1, 3, 3));
+    fx_ints(&f, "output_shape", 4, DIMS(1, 1, 5, 5));
+    expect_error(&f, "convtranspose output_shape with N and C", PTQ_ERR_SHAPE, "output_shape must hold 2 ints");
+
+    ct_init(&f, "ct_cropped_away", 4, DIMS(1, 1, 2, 2), DIMS(1, 1, 2, 2));
+    fx_ints(&f, "pads", 4, DIMS(1, 1, 2, 1));
+    expect_error(&f, "convtranspose pads crop everything", PTQ_ERR_SHAPE, "output size 0");
+
+    ct_init(&f, "ct_unknown_attr", 4, DIMS(1, 1, 3, 3), DIMS(1, 1, 3, 3));
+    fx_int(&f, "ceil_mode", 1);
+    expect_error(&f, "convtranspose unknown attribute", PTQ_ERR_UNSUPPORTED,
+                 "unknown ConvTranspose attribute 'ceil_mode'");
+
+    ct_init(&f, "ct_pads_and_auto", 4, DIMS(1, 1, 3, 3), DIMS(1, 1, 3, 3));
+    fx_str(&f, "auto_pad", "SAME_UPPER");
+    fx_ints(&f, "pads", 4, DIMS(1, 1, 1, 1));
+    expect_error(&f, "convtranspose pads with auto_pad", PTQ_ERR_SHAPE, "auto_pad");
+
+    ct_init(&f, "ct_4d", 6, DIMS(1, 1, 3, 3, 3, 3), DIMS(1, 1, 1, 1, 1, 1));
+    expect_error(&f, "convtranspose 4 spatial dims", PTQ_ERR_UNSUPPORTED, "spatial dims");
+
+    ct_init(&f, "ct_int8", 4, DIMS(1, 1, 3, 3), DIMS(1, 1, 3, 3));
+    f.in[1].dtype = PTQ_DT_INT8;
+    expect_error(&f, "convtranspose int8 weights", PTQ_ERR_UNSUPPORTED, "float32");
+
+    /* where the odd padding goes (as onnxruntime 1.32 and ONNX's reference place it) */
+    {
+        static const float upper[8] = {1, 10, 102, 20, 203, 30, 304, 40};
+        static const float lower[8] = {10, 102, 20, 203, 30, 304, 40, 400};
+        static const float shape7[7] = {10, 102, 20, 203, 30, 304, 40}, shape6[6] = {102, 20, 203, 30, 304, 40};
+        static const float shape10[10] = {1, 10, 102, 20, 203, 30, 304, 40, 400, 0};
+        /* kernel below the stride: SAME adds a zero position at each end (ONNX; onnxruntime keeps 10) */
+        static const float gaps[12] = {0, 1, 0, 0, 2, 0, 0, 3, 0, 0, 4, 0};
+        convtranspose_1d_values("SAME_UPPER: the odd one cropped at the end", "SAME_UPPER", 0, 3, 2, upper, 8);
+        convtranspose_1d_values("SAME_LOWER: the odd one cropped at the start", "SAME_LOWER", 0, 3, 2, lower, 8);
+        convtranspose_1d_values("output_shape 7: one cropped at each end", NULL, 7, 3, 2, shape7, 7);
+        convtranspose_1d_values("output_shape 6: the odd one at the start", NULL, 6, 3, 2, shape6, 6);
+        convtranspose_1d_values("output_shape 10: a zero added at the end", NULL, 10, 3, 2, shape10, 10);
+        convtranspose_1d_values("SAME_UPPER, kernel 1 at stride 3", "SAME_UPPER", 0, 1, 3, gaps, 12);
     }
 }
 
@@ -763,6 +895,7 @@ static void test_batchnorm(void)
 int main(void)
 {
     test_conv();
+    test_conv_transpose();
     test_pool();
     test_window_overflow();
     test_gemm();
