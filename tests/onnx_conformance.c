@@ -33,6 +33,7 @@ typedef struct case_result {
     int outcome;
     char key[96];   /* skips: the op type (or kind of refusal) they are grouped by */
     char msg[1200]; /* why it failed or was skipped */
+    char ops[512];  /* the graph's op types, each once, comma-separated and comma-ended ("Add,Mul,") */
 } case_result;
 
 static int exists(const char *path)
@@ -383,6 +384,13 @@ static void run_case(const char *dir, case_result *r)
                    ctx.msg);
         return;
     }
+    for (int k = 0; k < g->n_nodes; k++) {
+        char item[96];
+        snprintf(item, sizeof item, "%s,", g->nodes[k].op_type);
+        const size_t used = strlen(r->ops);
+        if (!strstr(r->ops, item) && used + strlen(item) < sizeof r->ops)
+            memcpy(r->ops + used, item, strlen(item) + 1);
+    }
     static const ptq_device devices[] = {PTQ_DEVICE_REF, PTQ_DEVICE_CPU};
     for (size_t d = 0; d < sizeof devices / sizeof devices[0] && r->outcome == CASE_PASS; d++)
         run_on_device(dir, g, devices[d], r);
@@ -459,9 +467,20 @@ static int cmp_reason(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: onnx_conformance <suite dir>   (e.g. /usr/include/onnx/backend/test/data/node)\n");
+    if (argc != 2 && !(argc == 4 && strcmp(argv[2], "--require") == 0)) {
+        fprintf(stderr, "usage: onnx_conformance <suite dir> [--require OP,OP,...]   (e.g. "
+                        "/usr/include/onnx/backend/test/data/node)\n"
+                        "  --require: fail unless each op is in at least one passing case\n");
         return 2;
+    }
+    /* the required ops and how many passing cases hold each */
+    char required[1024] = "";
+    int n_req = 0, req_count[64] = {0};
+    const char *req_name[64];
+    if (argc == 4) {
+        snprintf(required, sizeof required, "%s", argv[3]);
+        for (char *save = NULL, *t = strtok_r(required, ",", &save); t && n_req < 64; t = strtok_r(NULL, ",", &save))
+            req_name[n_req++] = t;
     }
     const char *suite_dir = argv[1];
     const char *suite = strrchr(suite_dir, '/') ? strrchr(suite_dir, '/') + 1 : suite_dir;
@@ -488,6 +507,16 @@ int main(int argc, char **argv)
         run_case_isolated(dir, &r);
         if (r.outcome == CASE_PASS) {
             n_pass++;
+            for (int q = 0; q < n_req; q++) {
+                char item[96];
+                snprintf(item, sizeof item, "%s,", req_name[q]);
+                /* a whole name: at the start of the list or after a comma */
+                for (const char *at = strstr(r.ops, item); at; at = strstr(at + 1, item))
+                    if (at == r.ops || at[-1] == ',') {
+                        req_count[q]++;
+                        break;
+                    }
+            }
         } else if (r.outcome == CASE_FAIL) {
             n_fail++;
             printf("FAIL %s: %s\n", dirs[i], r.msg);
@@ -515,7 +544,19 @@ int main(int argc, char **argv)
             rest += reasons[k].count;
         printf("  ... %d more reasons for %d skipped cases\n", n_reasons - MAX_REASONS, rest);
     }
+    int n_missing = 0;
+    if (n_req) {
+        printf("required ops, passing cases that hold each:");
+        for (int q = 0; q < n_req; q++) {
+            printf(" %s %d", req_name[q], req_count[q]);
+            n_missing += req_count[q] == 0;
+        }
+        printf("\n");
+        for (int q = 0; q < n_req; q++)
+            if (req_count[q] == 0)
+                printf("FAIL required op %s: in no passing case\n", req_name[q]);
+    }
     free(reasons);
     free_list(dirs);
-    return n_fail ? 1 : 0;
+    return n_fail || n_missing ? 1 : 0;
 }
