@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "ptq/hash.h"
 
+int cmd_smooth(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_sensitivity(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
@@ -55,6 +56,9 @@ static const char run_help[] =
     "  --device, --batch, --threads, --preprocess, --output as for `ptq eval`\n"
     "  --input NAME=DATASET  (repeatable) the HDF5 dataset feeding a model input, in both data sets,\n"
     "                       as for `ptq eval` (default: the dataset of the input's name)\n"
+    "  --smooth ALPHA       first move activation outliers into the weights (`ptq smooth --alpha\n"
+    "                       ALPHA` on --calib-data's samples) and run every stage on that model,\n"
+    "                       DIR/model_smooth.onnx (FP32 results unchanged to rounding)\n"
     "  --force              run every stage again\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
@@ -156,7 +160,7 @@ int cmd_run(int argc, char **argv)
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
                       {"help", 0, NULL},    {"target", 1, NULL},        {"labels", 1, NULL},    {"classes", 1, NULL},
                       {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}, {"output", 1, NULL},
-                      {"input", CLI_REPEAT, NULL}};
+                      {"input", CLI_REPEAT, NULL}, {"smooth", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -193,9 +197,10 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
     if (cli_rank0_rc(made ? 0 : EXIT_IO))
         return EXIT_IO;
-    char p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200], p_ranges[4200],
+    char p_smooth[4200], p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200], p_ranges[4200],
         p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_vjson[4200], p_sens_html[4200],
         p_page[4200];
+    snprintf(p_smooth, sizeof p_smooth, "%s/model_smooth.onnx", dir);
     snprintf(p_calib, sizeof p_calib, "%s/calib.h5", dir);
     snprintf(p_sens, sizeof p_sens, "%s/sens.json", dir);
     snprintf(p_sens_md, sizeof p_sens_md, "%s/sens.md", dir);
@@ -211,10 +216,23 @@ int cmd_run(int argc, char **argv)
     snprintf(p_qdq, sizeof p_qdq, "%s/model_qdq.onnx", dir);
     snprintf(p_manifest, sizeof p_manifest, "%s/run.json", dir);
 
-    stage st[8];
+    stage st[9];
     memset(st, 0, sizeof st);
     int n_st = 0;
-    stage *s = &st[n_st++];
+    stage *s = NULL;
+    const char *smooth = cli_get(opts, n_opts, "smooth");
+    if (smooth) { /* every later stage runs on the smoothed model */
+        s = &st[n_st++];
+        *s = (stage){.name = "smooth", .cmd = cmd_smooth, .inputs = {model, cdata}, .input_opts = {NULL, &cdata_opts},
+                     .n_inputs = 2, .outputs = {p_smooth}, .n_outputs = 1};
+        arg(s, "smooth");
+        opt(s, "--model", model), opt(s, "--data", cdata), opt(s, "--out", p_smooth), opt(s, "--alpha", smooth);
+        opt(s, "--labels", clabels), opt(s, "--classes", cclasses), opt(s, "--samples", csamples);
+        opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+        opts_all(s, "--input", inputs, n_inputs);
+        model = p_smooth;
+    }
+    s = &st[n_st++];
     *s = (stage){.name = "calibrate", .cmd = cmd_calibrate, .inputs = {model, cdata}, .input_opts = {NULL, &cdata_opts},
                  .n_inputs = 2, .outputs = {p_calib}, .n_outputs = 1};
     arg(s, "calibrate");
@@ -346,9 +364,9 @@ int cmd_run(int argc, char **argv)
     }
     cJSON_Delete(manifest);
     if (rc == 0)
-        printf("== done: %s (run.json, calib.h5, sens.json, sens.md, sens.html, plan.json, report/, calib.cache, ort/, "
+        printf("== done: %s (run.json, %scalib.h5, sens.json, sens.md, sens.html, plan.json, report/, calib.cache, ort/, "
                "ranges.json, model_qdq.onnx); open %s\n",
-               dir, p_page);
+               dir, smooth ? "model_smooth.onnx, " : "", p_page);
     if (rc == 0 && collapsed)
         rc = EXIT_COLLAPSED; /* before a missed budget: no accuracy figure of this run means anything */
     else if (rc == 0 && budget_missed)

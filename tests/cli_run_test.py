@@ -1,7 +1,12 @@
 """ptq run: every stage into one folder, and resuming: a second run with the
 same inputs skips every stage, a changed validation set reruns what reads it
 (sensitivity, validate) and nothing else, --force reruns everything, and a
-budget no plan meets exits 11 with the best plan validated and exported."""
+budget no plan meets exits 11 with the best plan validated and exported;
+--smooth ALPHA on the ViT runs `ptq smooth` first and every stage on its
+model (the archive records that model's SHA-256; a second run skips it, a
+new alpha reruns everything), and on a model without a LayerNorm to smooth
+stops at that stage with its exit 5."""
+import hashlib
 import json
 import os
 import shutil
@@ -10,7 +15,9 @@ import tempfile
 
 import h5py
 
-from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
+from ptqtest import MODEL, SRC, check, finish, fmnist_test, have_demo, ptq
+
+VIT = os.path.join(SRC, "models", "fmnist_vit.onnx")
 
 OUTPUTS = ["run.json", "calib.h5", "sens.json", "sens.md", "sens.html", "plan.json", "report/validate.json",
            "report/report.html", "report/confusion-delta.png",
@@ -70,6 +77,30 @@ def main():
         rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
                            J("out3"), "--class-budget", "1")
         check("--class-budget without --budget: exit 2", rc == 2, err)
+
+        # --smooth: the smoothed model first, every stage on it
+        if os.path.exists(VIT):
+            sm = ["run", "--model", VIT, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out", J("out4"),
+                  "--calib-samples", "64", "--samples", "100"]
+            rc, out, err = ptq(*sm, "--smooth", "0.5")
+            ran = stages(out)
+            check("--smooth 0.5: exit 0, the smooth stage and then the other 8", rc == 0 and list(ran)[0] == "smooth"
+                  and all(ran.values()) and len(ran) == 9 and "8 LayerNorm outputs smoothed" in out, err[-300:])
+            with h5py.File(J("out4", "calib.h5")) as f:
+                recorded = f.attrs.get("model_sha256", b"")
+            recorded = recorded.decode() if isinstance(recorded, bytes) else str(recorded)
+            smoothed = hashlib.sha256(open(J("out4", "model_smooth.onnx"), "rb").read()).hexdigest() \
+                if os.path.exists(J("out4", "model_smooth.onnx")) else None
+            check("the archive was calibrated on DIR/model_smooth.onnx", smoothed is not None and recorded == smoothed,
+                  f"archive {recorded[:16]}, smoothed {str(smoothed)[:16]}")
+            rc, out, _ = ptq(*sm, "--smooth", "0.5")
+            check("--smooth again: every stage skipped", rc == 0 and not any(stages(out).values()), out[-300:])
+            rc, out, _ = ptq(*sm, "--smooth", "0.8")
+            check("--smooth 0.8: every stage runs again", rc == 0 and all(stages(out).values()), out[-300:])
+            rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
+                               J("out5"), "--smooth", "0.5")
+            check("--smooth on a model without a LayerNorm: exit 5 at the smooth stage, naming why",
+                  rc == 5 and "nothing to smooth" in err and not os.path.exists(J("out5", "calib.h5")), err[-300:])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish("cli_run_test")
