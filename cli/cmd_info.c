@@ -142,10 +142,10 @@ int cmd_info(int argc, char **argv)
             cJSON_AddStringToObject(root, "unsupported", support_ctx.msg);
         if (shapes == PTQ_OK)
             cJSON_AddNumberToObject(root, "shapes_at_batch", 1);
-        if (dims_at_1)
-            cJSON_AddNumberToObject(root, "shapes_at_unknown_input_dims", 1);
         else
             cJSON_AddStringToObject(root, "shape_inference", shape_ctx.msg);
+        if (dims_at_1)
+            cJSON_AddNumberToObject(root, "shapes_at_unknown_input_dims", 1);
         cJSON_AddBoolToObject(root, "runnable", runnable == PTQ_OK);
         if (shapes == PTQ_OK && runnable != PTQ_OK)
             cJSON_AddStringToObject(root, "not_runnable", run_ctx.msg);
