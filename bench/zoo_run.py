@@ -230,7 +230,10 @@ def write(path, calls, rows, pending):
         if r.get("failed_step"):
             note = f"failed at {r['failed_step']}: {note}"
         if r.get("collapsed"):
-            note = (note + "; " if note else "") + "validate flagged a collapse (exit 12)"
+            why = ", ".join(r.get("collapse") or [])
+            sq = r.get("sqnr_db")
+            why += (", " if why else "") + f"SQNR {sq:.2f} dB" if isinstance(sq, (int, float)) else ""
+            note = (note + "; " if note else "") + "validate flagged a collapse (exit 12" + (f": {why})" if why else ")")
         if r.get("ref_note"):
             note = (note + "; " if note else "") + r["ref_note"]
         sec = r.get("seconds", {})

@@ -70,6 +70,10 @@ ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_gr
 
 /* Writes the .npy header of a float32 C-order [rows, cols] array; 0 or -1. */
 int cli_npy_header(FILE *f, int64_t rows, int64_t cols);
+/* Reads a float32 C-order .npy [rows, cols] (as cli_npy_header writes, or
+ * numpy's np.save): the shape is checked against the file's size before
+ * anything is allocated. *data is malloc'd. */
+ptq_status cli_npy_read(ptq_ctx *ctx, const char *path, int64_t *rows, int64_t *cols, float **data);
 
 /* The whole of a text file (at most 1 GiB) as a malloc'd NUL-terminated string. */
 ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);

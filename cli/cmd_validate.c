@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "ptq/fake_quant.h"
+#include "ptq/hash.h"
 #include "ptq/html_report.h"
 #include "ptq/plan.h"
 #include "ptq/consumers.h"
@@ -48,6 +49,10 @@ static const char validate_help[] =
     "  --input NAME=DATASET (repeatable) as for `ptq eval`;\n"
     "  --json prints the JSON report on stdout\n"
     "  --logits FILE        also write the quantized logits as a float32 .npy array [N, classes]\n"
+    "  --reference FILE     the FP32 logits of `ptq eval --logits FILE` with the same model, --data, --limit\n"
+    "                       and --preprocess: FP32 runs on the first batch only, where it must match FILE\n"
+    "                       (median relative difference at most 1e-3, else exit 7), and the report compares\n"
+    "                       the plan with FILE's logits; every later batch runs once, under the plan\n"
     "  --profile            print the time per op type and in the plan's rounding on stderr (waits for the\n"
     "                       GPU after each node, which slows the run)\n"
     "\n"
@@ -78,7 +83,7 @@ int cmd_validate(int argc, char **argv)
                       {"progress", 0, NULL}, {"json", 0, NULL},
                       {"logits", 1, NULL},     {"help", 0, NULL},
                       {"calib", 1, NULL}, {"sensitivity", 1, NULL},
-                      {"trace", 1, NULL},      {"profile", 0, NULL}};
+                      {"trace", 1, NULL},      {"profile", 0, NULL}, {"reference", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("validate", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -100,11 +105,13 @@ int cmd_validate(int argc, char **argv)
         snprintf(report_paths[i], sizeof report_paths[i], "%s/%s", report, report_names[i]);
     const char *calib_path = cli_get(opts, n_opts, "calib"), *sens_path = cli_get(opts, n_opts, "sensitivity");
     const char *trace_path = cli_get(opts, n_opts, "trace");
-    const char *val_inputs[] = {model, plan_path, cli_get(opts, n_opts, "data"), calib_path, sens_path, trace_path};
+    const char *ref_path = cli_get(opts, n_opts, "reference");
+    const char *val_inputs[] = {model,     plan_path,  cli_get(opts, n_opts, "data"), calib_path, sens_path,
+                                trace_path, ref_path};
     const char *val_outputs[N_REPORT + 1] = {cli_get(opts, n_opts, "logits")};
     for (int i = 0; i < N_REPORT; i++)
         val_outputs[i + 1] = report_paths[i];
-    if ((rc = cli_check_outputs("validate", val_inputs, 6, val_outputs, N_REPORT + 1)))
+    if ((rc = cli_check_outputs("validate", val_inputs, 7, val_outputs, N_REPORT + 1)))
         return rc;
     int64_t batch, limit, threads;
     if ((rc = cli_get_int("validate", opts, n_opts, "batch", 256, 1, &batch)) ||
@@ -144,6 +151,9 @@ int cmd_validate(int argc, char **argv)
     int made_dir = 0;
     unsigned collapsed = 0;
     ptq_calib_set *archive = NULL;
+    ptq_validate_ref ref = {.name = ref_path};
+    float *ref_logits = NULL;
+    int64_t *ref_ids = NULL, ref_rows = 0;
     ptq_html_hist *hists = NULL;
     int64_t n_hists = 0;
     const char *logits_path = cli_get(opts, n_opts, "logits");
@@ -174,6 +184,24 @@ int cmd_validate(int argc, char **argv)
     ptq_pick pick = {limit, 0, 0, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), run_done);
     n_picked = n_total;
+    if (ref_path) { /* its rows are the whole pick's, in order, whichever rank runs them */
+        PTQ_TRY(st, cli_npy_read(&ctx, ref_path, &ref_rows, &ref.cols, &ref_logits), run_done);
+        if (ref_rows != n_picked) {
+            st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has %lld rows of logits, this run %lld images of %s: give the "
+                          "logits of `ptq eval --logits` with the same --data and --limit", ref_path,
+                          (long long)ref_rows, (long long)n_picked, so.data);
+            goto run_done;
+        }
+        if (!(ref_ids = malloc((size_t)n_picked * sizeof *ref_ids))) {
+            st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+            goto run_done;
+        }
+        memcpy(ref_ids, ids, (size_t)n_picked * sizeof *ref_ids);
+        ref.logits = ref_logits;
+        ref.ids = ref_ids;
+        ref.n = n_picked;
+        vr.ref = &ref;
+    }
     PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_total), run_done);
     cli_npy_writer npy = {NULL, NULL, n_total};
     if (logits_path) {
@@ -190,7 +218,10 @@ int cmd_validate(int argc, char **argv)
     rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
     if (lfile) /* after the comparison: the quantized logits */
         rp.consumers[rp.n_consumers++] = cli_npy_consumer(&npy);
-    PTQ_TRY(st, ptq_runner_run(&ctx, &rp), run_done);
+    st = ptq_runner_run(&ctx, &rp);
+    ptq_exec_set_overlay(s.exec, NULL); /* a failed run with --reference leaves it set */
+    if (st != PTQ_OK)
+        goto run_done;
     cli_progress_end(&prog, n_total);
 run_done: /* every rank passes here once, and learns whether any failed */
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
@@ -216,6 +247,17 @@ run_done: /* every rank passes here once, and learns whether any failed */
     cli_json_str(hdr, "plan_core", ptq_prec_name(plan->core));
     cli_json_str(hdr, "plan_method", plan->method ? plan->method : "");
     cli_json_num(hdr, "plan_tensors", (double)plan->n);
+    if (ref_path) { /* where the FP32 side came from, and how well the first batch matched it */
+        char sha[65];
+        if ((st = ptq_sha256_file(&ctx, ref_path, sha)) != PTQ_OK) {
+            free(cli_json_done(hdr));
+            goto written;
+        }
+        cli_json_str(hdr, "fp32_reference", ref_path);
+        cli_json_str(hdr, "fp32_reference_sha256", sha);
+        cli_json_num(hdr, "fp32_reference_checked_images", (double)(batch < n_total ? batch : n_total));
+        cli_json_num(hdr, "fp32_reference_median_rel_diff", ref.checked_median);
+    }
     if (!(header = cli_json_done(hdr))) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto written;
@@ -282,6 +324,8 @@ done:
     free(header);
     free(names);
     free(ids);
+    free(ref_ids);
+    free(ref_logits);
     ptq_validate_run_free(&vr);
     ptq_fq_free(fq);
     ptq_plan_free(plan);

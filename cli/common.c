@@ -343,6 +343,87 @@ int cli_npy_header(FILE *f, int64_t rows, int64_t cols)
     return ferror(f) ? -1 : 0;
 }
 
+/* What follows key and its colon in the .npy header dict h, or NULL. */
+static const char *npy_after_key(const char *h, const char *key)
+{
+    const char *k = strstr(h, key);
+    if (!k)
+        return NULL;
+    k += strlen(key);
+    while (*k == ' ' || *k == ':')
+        k++;
+    return k;
+}
+
+ptq_status cli_npy_read(ptq_ctx *ctx, const char *path, int64_t *rows, int64_t *cols, float **data)
+{
+    *data = NULL;
+    *rows = *cols = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    ptq_status st = PTQ_OK;
+    char head[4096];
+    unsigned char pre[12];
+    if (fseek(f, 0, SEEK_END) != 0) {
+        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+        goto done;
+    }
+    const long size = ftell(f);
+    rewind(f);
+    if (size < 10 || fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0 || pre[6] < 1 || pre[6] > 3) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s is not a .npy file (no \\x93NUMPY version 1-3 header)", path);
+        goto done;
+    }
+    long hlen = pre[8] | (long)pre[9] << 8, off = 10;
+    if (pre[6] >= 2) { /* a 4-byte length */
+        if (size < 12 || fread(pre + 10, 1, 2, f) != 2) {
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: truncated .npy header", path);
+            goto done;
+        }
+        hlen |= (long)pre[10] << 16 | (long)pre[11] << 24;
+        off = 12;
+    }
+    if (hlen <= 0 || hlen >= (long)sizeof head || off + hlen > size || fread(head, 1, (size_t)hlen, f) != (size_t)hlen) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: a .npy header of %ld bytes in a file of %ld", path, hlen, size);
+        goto done;
+    }
+    head[hlen] = '\0';
+    for (long i = hlen - 1; i >= 0 && (head[i] == ' ' || head[i] == '\n'); i--)
+        head[i] = '\0'; /* the padding, out of messages */
+    const char *d = npy_after_key(head, "'descr'"), *fo = npy_after_key(head, "'fortran_order'");
+    const char *sh = npy_after_key(head, "'shape'");
+    long long r = -1, c = -1;
+    if (!d || strncmp(d, "'<f4'", 5) != 0 || !fo || strncmp(fo, "False", 5) != 0 || !sh ||
+        sscanf(sh, "( %lld , %lld )", &r, &c) != 2 || r < 1 || c < 1) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s holds %s, not a little-endian float32 C-order 2-D array [rows, classes]",
+                      path, head);
+        goto done;
+    }
+    const long long avail = (long long)(size - off - hlen);
+    if (r > avail / 4 || c > avail / 4 / r || r * c * 4 != avail) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: shape (%lld, %lld) does not match its %lld bytes of float32 data",
+                      path, r, c, avail);
+        goto done;
+    }
+    float *v = malloc((size_t)(r * c) * sizeof *v);
+    if (!v) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %s (%lld x %lld floats)", path, r, c);
+        goto done;
+    }
+    if (fread(v, sizeof *v, (size_t)(r * c), f) != (size_t)(r * c)) {
+        free(v);
+        st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s: %s", path, ferror(f) ? strerror(errno) : "truncated");
+        goto done;
+    }
+    *data = v;
+    *rows = r;
+    *cols = c;
+done:
+    fclose(f);
+    return st;
+}
+
 ptq_status cli_plan_for(ptq_ctx *ctx, const char *plan_path, const char *model_path, const ptq_graph *g,
                         ptq_plan **plan)
 {

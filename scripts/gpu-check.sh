@@ -11,6 +11,7 @@
 # (bench/resnet50_gpu.py: ptq eval on ResNet-50 against PyTorch FP32); sens50
 # (bench/resnet50_sensitivity.py: ptq sensitivity on ResNet-50, 1,000 images);
 # targets (bench/resnet50_targets.py: the GPU-speed targets against PyTorch);
+# (TARGETS_ARGS: more arguments, e.g. --skip-cpu);
 # kernels, resnet50tf32 (Nsight Compute tables; eval in TF32); profile50
 # (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate);
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
@@ -135,9 +136,22 @@ stage_pipeline() {
         --report "$t/cuda-report-b1000" --logits "$t/cuda-q-b1000.npy" >/dev/null
     if cmp -s "$t/cuda-q.npy" "$t/cuda-q-b1000.npy"; then echo "validate --device cuda: quantized logits identical at batch 256 and 1000"
     else echo "validate --device cuda: quantized logits DIFFER between batch 256 and 1000"; fi | tee -a "$out/pipeline.txt"
+    # --reference: the FP32 side from eval's logits (the GPU's, and the CPU's: within the 1e-3 check)
+    for dev in cuda cpu; do
+        "$ptq" eval --model "$model" --data "$h5" --device $dev --logits "$t/fp32-$dev.npy" >/dev/null
+        "$ptq" validate --model "$model" --plan "$t/cuda-plan.json" --data "$h5" --device cuda \
+            --reference "$t/fp32-$dev.npy" --report "$t/cuda-report-ref-$dev" --logits "$t/cuda-q-ref-$dev.npy" >/dev/null
+        echo "validate --device cuda --reference (eval --device $dev): exit $?;" \
+            "quantized logits $(cmp -s "$t/cuda-q.npy" "$t/cuda-q-ref-$dev.npy" && echo identical || echo DIFFER)" \
+            "to validate without it"
+    done 2>&1 | tee -a "$out/pipeline.txt"
     python3 - "$t" <<'PY' | tee -a "$out/pipeline.txt"
 import json, sys
 t = sys.argv[1]
+for d in ("cuda", "cpu"):
+    r = json.load(open(f"{t}/cuda-report-ref-{d}/validate.json"))
+    print("validate --reference (eval on %s): first batch median rel diff %.3g, top-1 fp32 / quant %.4f / %.4f"
+          % (d, r["fp32_reference_median_rel_diff"], r["top1_fp32"], r["top1_quant"]))
 g, c = (json.load(open(f"{t}/{d}-report/validate.json")) for d in ("cuda", "cpu"))
 print("top-1 fp32 / quant: cuda %.4f / %.4f, cpu %.4f / %.4f" % (g["top1_fp32"], g["top1_quant"], c["top1_fp32"], c["top1_quant"]))
 PY
@@ -157,7 +171,7 @@ stage_resnet50() {
 # The GPU-speed targets (a)-(e) and the CPU path against onnxruntime, one run (bench/resnet50_targets.py)
 stage_targets() {
     echo "== ResNet-50 targets: ptq against PyTorch (and onnxruntime's calibrators on the CPU)"
-    python3 bench/resnet50_targets.py --ptq "$ptq" --out "$out/targets.md" 2>&1 | tee "$out/targets.log" |
+    python3 bench/resnet50_targets.py --ptq "$ptq" --out "$out/targets.md" ${TARGETS_ARGS:-} 2>&1 | tee "$out/targets.log" |
         grep -E "^\| |met\.|ratio|Error|error"
 }
 

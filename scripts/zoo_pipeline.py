@@ -170,6 +170,9 @@ def run_model(ptq_bin, model, images, work, calib_samples=64, batch=16, threads=
             flagged = os.path.exists(rep) and json.load(open(rep)).get("collapsed") is True
             if flagged and os.path.exists(J("quant.npy")):
                 res["collapsed"], rc = True, 0
+                why = json.load(open(rep))
+                res["collapse"] = why.get("collapse", [])  # which of validate's collapse checks fired
+                res["sqnr_db"] = (why.get("logits") or {}).get("sqnr_db")
         if rc != 0:
             res["failed_step"], res["error"] = name, (err.strip().splitlines() or [f"exit {rc}"])[-1][:400]
             return res

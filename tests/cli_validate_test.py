@@ -2,7 +2,8 @@
 """`ptq validate` end to end on the demo model: calibrate -> plan -> validate
 on 1,000 labelled Fashion-MNIST images; the report folder's JSON and
 Markdown, the FP32 side equal to `ptq eval` on the same images, the
-quantized side close to it, and bad plans (unknown tensor, zero scale,
+quantized side close to it, --reference (eval's logits as the FP32 side:
+the same report; another order, pick, dtype or a broken file refused), and bad plans (unknown tensor, zero scale,
 another model), unlabelled data and a missing plan refused with their exit
 codes and no report written. Run by ctest (label oracle) with PTQ_BIN and
 PTQ_SOURCE_DIR set."""
@@ -13,6 +14,7 @@ import tempfile
 
 try:
     import h5py
+    import numpy as np
     from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
@@ -58,6 +60,40 @@ def main():
           len(rep.get("classes", [])) == 10 and "confusion_delta" in rep and "confusion" in rep.get("fp32", {}) and
           "confusion" in rep.get("quant", {}) and rep.get("logits", {}).get("kl_nats") is not None and
           md.count("|") > 100, str(sorted(rep.keys()))[:200])
+
+    # --reference: the FP32 side from eval's logits, FP32 run on the first batch only
+    rc, _, err = ptq("eval", "--model", MODEL, "--data", J("v.h5"), "--logits", J("fp32.npy"), "--batch", "256")
+    check("eval --logits", rc == 0, err.strip()[-300:])
+    rc, so, err = ptq("validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("v.h5"), "--report",
+                      J("rep-ref"), "--reference", J("fp32.npy"), "--batch", "256")
+    rr = json.load(open(J("rep-ref", "validate.json"))) if rc == 0 else {}
+    same = [k for k in ("top1_fp32", "top1_quant", "changed_predictions", "fp32", "quant", "classes", "logits",
+                        "confusion_delta") if rr.get(k) == rep.get(k)]
+    check("validate --reference: the report equals the one of two runs a batch, the reference recorded",
+          rc == 0 and len(same) == 8 and rr.get("fp32_reference") == J("fp32.npy") and
+          rr.get("fp32_reference_median_rel_diff") == 0 and rr.get("fp32_reference_checked_images") == 256,
+          f"exit {rc}: {err.strip()[-300:]}; equal: {same}; {rr.get('fp32_reference_median_rel_diff')}")
+    fp32 = np.load(J("fp32.npy"))
+    np.save(J("shuffled.npy"), fp32[::-1].copy())
+    np.save(J("f64.npy"), fp32.astype(np.float64))
+    with open(J("junk.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00\xff\x7f{'descr': '<f4'")
+    d = b"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 10), }"
+    d += b" " * ((64 - (10 + len(d) + 1) % 64) % 64) + b"\n"
+    with open(J("huge.npy"), "wb") as f:  # a shape that asks for far more than the file holds
+        f.write(b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d + fp32[:2].tobytes())
+    for name, ref, extra, code, needle in (
+            ("another image order", J("shuffled.npy"), (), 7, "does not hold this model's FP32 logits"),
+            ("another pick (--limit)", J("fp32.npy"), ("--limit", "300"), 7, "has 1000 rows of logits, this run 300"),
+            ("float64 logits", J("f64.npy"), (), 4, "not a little-endian float32"),
+            ("a truncated header", J("junk.npy"), (), 4, "header"),
+            ("a shape past the file's size", J("huge.npy"), (), 4, "does not match"),
+            ("a missing file", J("none.npy"), (), 3, "none.npy")):
+        out = J("rep-ref-" + name.replace(" ", "_"))
+        rc, so, err = ptq("validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("v.h5"), "--report",
+                          out, "--reference", ref, *extra)
+        check(f"validate --reference refuses {name}", rc == code and needle in err and not os.path.exists(out),
+              f"exit {rc} (want {code}): {err.strip()[-300:]}")
 
     plan = json.load(open(J("plan.json")))
 

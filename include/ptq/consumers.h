@@ -24,9 +24,26 @@ PTQ_API ptq_consumer ptq_eval_consumer(ptq_eval_stats *stats);
 /* FP32 against an overlay: each batch's FP32 logits are kept, the batch is
  * run again under `overlay` on the same executor (the overlay is unset
  * again afterwards) and both go into `stats` (made at the first batch).
- * Consumers after this one see the quantized outputs and logits. */
+ * Consumers after this one see the quantized outputs and logits.
+ *
+ * With ref set (the FP32 logits of an earlier run over the same pick, e.g.
+ * `ptq eval --logits`), the FP32 side is ref's rows: the first batch runs
+ * in FP32 as above and must match ref (median over its images of
+ * ||fp32 - ref|| / ||ref|| at most ref_tolerance, else PTQ_ERR_DATA), then
+ * the overlay stays set, so every later batch runs once, quantized (the end
+ * callback unsets it; after a failed run the caller must). */
+typedef struct ptq_validate_ref {
+    const float *logits;   /* [n, cols]: row i is the sample ids[i] */
+    const int64_t *ids;    /* [n] ascending sample ids: the pick the logits were made on */
+    int64_t n, cols;
+    double tolerance;      /* 0: 1e-3 */
+    const char *name;      /* for messages: the file the rows came from */
+    double checked_median; /* out: the first batch's median relative difference */
+} ptq_validate_ref;
+
 typedef struct ptq_validate_run {
     const ptq_overlay *overlay;
+    ptq_validate_ref *ref;      /* optional: FP32 logits to compare with instead of running FP32 */
     ptq_validate_stats *stats;  /* set at the first batch */
     int64_t n_classes;          /* the logits' width, set at the first batch */
     float *fp32;                /* scratch: one batch of FP32 logits */
