@@ -161,7 +161,7 @@ int cmd_calibrate(int argc, char **argv)
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
     PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), run_done);
     PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), run_done);
-    PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), run_done);
+    PTQ_TRY(st, cli_sha256_file(&ctx, model, sha), run_done);
     const char *base = strrchr(model, '/');
     PTQ_TRY(st, ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model,
                                        s.data_spec), run_done);
@@ -177,7 +177,7 @@ int cmd_calibrate(int argc, char **argv)
     }
     if (cli_is_writer()) { /* the archive records the whole pick; each rank observes its share */
         char data_sha[65]; /* the source by content, so merge knows it under any path */
-        PTQ_TRY(st, ptq_dataset_content_sha256(&ctx, s.data, data_sha), run_done);
+        PTQ_TRY(st, cli_dataset_sha256(&ctx, s.data, data_sha), run_done);
         PTQ_TRY(st, ptq_calib_set_add_source(&ctx, set, so.data, data_sha, ids, n_ids), run_done);
     }
     n_picked = n_ids;

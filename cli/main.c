@@ -115,6 +115,7 @@ int main(int argc, char **argv)
     int rc = cli_dist_start(&argc, &argv);
     if (rc == 0)
         rc = dispatch(argc, argv);
+    cli_hash_forget(NULL); /* no hashing thread outlives the command */
     ptq_dist_finalize();
     return rc;
 }

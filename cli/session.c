@@ -61,6 +61,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     ptq_session_data_spec(s->ps, s->data_spec, sizeof s->data_spec);
     ptq_session_input_shape(s->ps, &s->channels, &s->height, &s->width);
     s->n_samples = ptq_session_n_samples(s->ps);
+    cli_hash_ahead(o->model, s->data); /* for the reports, while the command works */
     return PTQ_OK;
 }
 
@@ -75,6 +76,7 @@ ptq_status cli_session_open_labelled(ptq_ctx *ctx, const char *cmd, const cli_se
 
 void cli_session_close(cli_session *s)
 {
+    cli_hash_forget(NULL); /* before the data set goes; a later stage of `ptq run` may rewrite a file */
     ptq_session_close(s->ps);
     memset(s, 0, sizeof *s);
 }
