@@ -73,6 +73,16 @@ uint16_t ptq_k_fp16_from_float_ref(float x);
 float ptq_k_fp16_to_float_ref(uint16_t h);
 void ptq_k_round_fp16_ref(const float *x, int64_t n, float *y);
 
+/* y[n] = x rounded as a plan's precision prec (FP16: round to half; INT8,
+ * UINT8 with zero point zp, FP8: fake-quant with scale; FP32: a copy) by the
+ * reference kernels above, on pieces across the CPU thread pool
+ * (kernels/cpu/numfmt.c): bit for bit the reference. x == y allowed. */
+void ptq_k_round_cpu(ptq_fmt prec, float scale, int32_t zp, const float *x, int64_t n, float *y);
+/* The same, per channel: x, y are n_runs runs of `inner` floats, run r rounded with scales[r % n_ch] and
+ * zero point 0 (a weight's channels, ptq_fq_create), the runs spread across the threads. */
+void ptq_k_round_channels_cpu(ptq_fmt prec, const float *scales, int64_t n_ch, int64_t n_runs, int64_t inner,
+                              const float *x, float *y);
+
 /* BF16 (bfloat16, float32's top 16 bits): round to nearest even on the 16
  * dropped bits, subnormals kept, overflow past the largest finite
  * (0x7F7F) to +-Inf as IEEE rounding does; every NaN stays a NaN as the

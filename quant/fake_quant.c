@@ -42,21 +42,11 @@ void ptq_fq_free(ptq_fq *fq)
     free(fq);
 }
 
-/* y[n] = x rounded as prec with scale and zero point zp (host, reference kernels); x == y allowed. */
+/* y[n] = x rounded as prec with scale and zero point zp on the host (the reference kernels across the
+ * CPU's threads); x == y allowed. */
 static void round_host(ptq_prec prec, float scale, int32_t zp, const float *x, int64_t n, float *y)
 {
-    switch (prec) {
-    case PTQ_PREC_FP16: ptq_k_round_fp16_ref(x, n, y); break;
-    case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(x, n, scale, y); break;
-    case PTQ_PREC_UINT8: ptq_k_fake_quant_uint8_ref(x, n, scale, zp, y); break;
-    case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, x, n, scale, y); break;
-    case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, x, n, scale, y); break;
-    case PTQ_PREC_FP32:
-    case PTQ_FMT_BF16: /* not a plan precision (ptq_plan_check) */
-        if (x != y)
-            memcpy(y, x, (size_t)n * sizeof *y);
-        break;
-    }
+    ptq_k_round_cpu(prec, scale, zp, x, n, y);
 }
 
 /* The weight of entry e (value v) quantized-dequantized channel by channel into a new buffer. */
@@ -74,8 +64,7 @@ static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_pla
     if (e->prec == PTQ_PREC_FP16 || e->prec == PTQ_PREC_FP32 || wr.n_ch == 1) {
         round_host(e->prec, e->n_scales ? e->scales[0] : 1.0f, e->zero_point, x, total, y);
     } else {
-        for (int64_t r = 0; r < wr.n_runs; r++)
-            round_host(e->prec, e->scales[r % wr.n_ch], 0, x + r * wr.inner, wr.inner, y + r * wr.inner);
+        ptq_k_round_channels_cpu(e->prec, e->scales, wr.n_ch, wr.n_runs, wr.inner, x, y);
     }
     *out = y;
     return PTQ_OK;

@@ -1,12 +1,15 @@
 /* Parity of kernels/cpu/{binary,unary,softmax}.c with kernels/ref on seeded
  * data: broadcast layouts (scalars, size-1 dims, large), every unary op and
- * parameter, softmax [outer, len, inner]. Same arithmetic in the same order,
+ * parameter, softmax [outer, len, inner], rounding to every plan precision
+ * (kernels/cpu/numfmt.c, whole arrays and per channel). Same arithmetic in the same order,
  * so bit-exact (NaN included); spot checks pin the ref to ONNX semantics. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/numfmt.h"
+#include "ptq/plan.h"
 #include "runtime/op.h"
 #include "testlib.h"
 
@@ -226,10 +229,68 @@ static void check_softmax(void)
     }
 }
 
+/* kernels/cpu/numfmt.c: every plan precision, whole arrays and per channel, against the reference kernels
+ * run serially; values of every magnitude with NaN, +-Inf and exact .5 ties of the scale. */
+static void check_round(void)
+{
+    const int64_t n = (1 << 20) + 7, n_ch = 37, inner = 3 * 3 * 61;
+    const int64_t n_runs = n / inner;
+    float *x = alloc_floats(n), *got = alloc_floats(n), *want = alloc_floats(n), *scales = alloc_floats(n_ch);
+    uint32_t r = 7;
+    for (int64_t i = 0; i < n; i++) {
+        r = r * 1664525u + 1013904223u;
+        const float mag = ldexpf(1.0f, (int)(r >> 27) - 12); /* 2^-12 .. 2^19 */
+        x[i] = (i % 97 == 0) ? NAN : (i % 89 == 0) ? -INFINITY : (i % 83 == 0) ? 0.5f * 0.01f * (float)(int)(r % 255)
+                                                                               : mag * ((float)(r >> 8) / 16777216.0f - 0.5f);
+    }
+    for (int64_t c = 0; c < n_ch; c++)
+        scales[c] = 0.001f * (float)(c + 1);
+    static const ptq_prec precs[] = {PTQ_PREC_FP16, PTQ_PREC_INT8, PTQ_PREC_UINT8, PTQ_PREC_FP8_E4M3,
+                                     PTQ_PREC_FP8_E5M2, PTQ_PREC_FP32};
+    for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++) {
+        const ptq_prec p = precs[k];
+        char label[96];
+        ptq_k_round_cpu(p, 0.01f, 17, x, n, got);
+        switch (p) {
+        case PTQ_PREC_FP16: ptq_k_round_fp16_ref(x, n, want); break;
+        case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(x, n, 0.01f, want); break;
+        case PTQ_PREC_UINT8: ptq_k_fake_quant_uint8_ref(x, n, 0.01f, 17, want); break;
+        case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, x, n, 0.01f, want); break;
+        case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, x, n, 0.01f, want); break;
+        default: memcpy(want, x, (size_t)n * sizeof *want); break;
+        }
+        snprintf(label, sizeof label, "round_cpu %s", ptq_prec_name(p));
+        same_bits(label, got, want, n);
+        memcpy(got, x, (size_t)n * sizeof *got); /* in place, as the overlay rounds activations */
+        ptq_k_round_cpu(p, 0.01f, 17, got, n, got);
+        snprintf(label, sizeof label, "round_cpu %s in place", ptq_prec_name(p));
+        same_bits(label, got, want, n);
+        if (p == PTQ_PREC_UINT8 || p == PTQ_PREC_FP32 || p == PTQ_PREC_FP16)
+            continue; /* weights: symmetric per-channel formats */
+        ptq_k_round_channels_cpu(p, scales, n_ch, n_runs, inner, x, got);
+        for (int64_t run = 0; run < n_runs; run++) {
+            const float s = scales[run % n_ch];
+            const float *xr = x + run * inner;
+            float *wr = want + run * inner;
+            if (p == PTQ_PREC_INT8)
+                ptq_k_fake_quant_int8_ref(xr, inner, s, wr);
+            else
+                ptq_k_fake_quant_fp8_ref(p == PTQ_PREC_FP8_E4M3 ? PTQ_FP8_E4M3 : PTQ_FP8_E5M2, xr, inner, s, wr);
+        }
+        snprintf(label, sizeof label, "round_channels_cpu %s", ptq_prec_name(p));
+        same_bits(label, got, want, n_runs * inner);
+    }
+    free(x);
+    free(got);
+    free(want);
+    free(scales);
+}
+
 int main(void)
 {
     check_binary();
     check_unary();
     check_softmax();
+    check_round();
     return test_done("parity_elementwise");
 }
