@@ -328,7 +328,7 @@ def main():
             f"- ptq commit: {commit()}",
             f"- date: {now:%Y-%m-%d %H:%M} UTC",
             f"- machine: {gpu_name}, {cpu_model()} ({os.cpu_count()} cores), {platform.system()} {platform.release()}",
-            f"- command: `python3 bench/resnet50_targets.py --ptq {a.ptq} --out {a.out}`",
+            f"- command: `python3 bench/resnet50_targets.py {' '.join(sys.argv[1:])}`",
             f"- model: torchvision resnet50, random weights, BatchNorm folded, {exporter}, dynamic batch, "
             f"{flops / 1e9:.2f} GFLOP per image",
             f"- data: {a.images} random uint8 224x224x3 images (HDF5, NHWC), batch {a.batch}, best of {a.repeat}; "
