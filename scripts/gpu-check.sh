@@ -15,8 +15,8 @@
 # kernels, resnet50tf32 (Nsight Compute tables; eval in TF32); profile50
 # (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate);
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
-# set; ZOO_DEADLINE/ZOO_HARD as there).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32] [profile50] [zoo]
+# set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32] [profile50] [zoo] [zoodiag]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -206,6 +206,12 @@ stage_resnet50tf32() {
     echo "== ResNet-50 tf32: ptq eval --math tf32 against PyTorch TF32 channels-last"
     python3 bench/resnet50_gpu.py --ptq "$ptq" --math tf32 --out "$out/resnet50-tf32.md" 2>&1 | tee "$out/resnet50-tf32.log" |
         grep -E "^\| |ratio|logits"
+}
+
+# one zoo model's FP32 logits under several environments (bench/zoo_diag.py; ZOO_DIAG_ARGS: its arguments)
+stage_zoodiag() {
+    echo "== zoo diagnosis (bench/zoo_diag.py ${ZOO_DIAG_ARGS:-})"
+    python3 bench/zoo_diag.py --ptq "$ptq" ${ZOO_DIAG_ARGS:-} 2>&1 | tee "$out/zoo-diag.log" | grep -v Warning
 }
 
 # the torchvision zoo (issue 18): OUT/zoo/zoo-gpu.md, resumed from ZOO_PREV (a record brought back into the tree)

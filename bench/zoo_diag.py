@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Which part of ptq's path moves a zoo model's FP32 logits: one torchvision
+model, one opset, `ptq eval` under several environments (default; cuDNN off,
+PTQ_CUDNN=0: im2col + cuBLAS; no fused epilogues, PTQ_EPILOGUE=0; ...),
+each judged by bench/zoo_run.py's logits rule against the same onnxruntime
+run and float64 / FP32 torch reference. Prints one line per environment.
+
+    python3 bench/zoo_diag.py --ptq bundle/bin/ptq --model efficientnet_v2_l [--opset 13] [--images 256]
+        [--device cuda] [--env PTQ_CUDNN=0 --env PTQ_EPILOGUE=0 ...]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+import numpy as np  # noqa: E402
+
+import export_zoo  # noqa: E402
+import zoo_pipeline  # noqa: E402
+from zoo_run import Reference  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ptq", default="build/ptq")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--opset", type=int, default=13)
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--images", type=int, default=256)
+    ap.add_argument("--device", default="cuda", help="ptq's --device")
+    ap.add_argument("--torch-device", default="cuda", help="where torch prepares the model and the reference runs")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE: one more run with it set")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="ptq-zoo-diag-")
+    images = zoo_pipeline.make_images(a.images, a.size, seed=7)  # zoo_run's images
+    model = export_zoo.prepare(a.model, a.size, device=a.torch_device)
+    path = export_zoo.export(a.model, work, [a.opset], a.size, model=model)[0]
+    x = zoo_pipeline.model_input(images)
+    ort = zoo_pipeline.ort_run(path, x)
+    zoo_pipeline.write_h5(os.path.join(work, "data.h5"), images, ort.argmax(1))
+    ref = Reference(a.model, a.size, model, x, a.torch_device)
+    for env in [""] + a.env:
+        e = dict(os.environ)
+        if env:
+            k, v = env.split("=", 1)
+            e[k] = v
+        out = os.path.join(work, "fp32.npy")
+        t0 = time.time()
+        p = subprocess.run([a.ptq, "eval", "--model", path, "--data", os.path.join(work, "data.h5"), "--preprocess",
+                            zoo_pipeline.PREPROCESS, "--batch", "16", "--device", a.device, "--logits", out],
+                           env=e, capture_output=True, text=True)
+        secs = time.time() - t0
+        if p.returncode != 0:
+            print(f"{env or 'default'}: ptq eval exit {p.returncode}: {p.stderr.strip()[-300:]}")
+            continue
+        ok, rel_max, n_ill, ratio = zoo_pipeline.logits_bound(np.load(out), ort, ref)
+        print(f"{a.model} opset {a.opset}, {env or 'default'}: {'pass' if ok else 'FAIL'}, rel max {rel_max:.3g}, "
+              f"ill {n_ill}, ratio {ratio if ratio is None else round(ratio, 3)}, eval {secs:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
