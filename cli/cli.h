@@ -128,12 +128,14 @@ int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch,
 ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, const char *data,
                                const ptq_dataset *ds, const char *spec);
 
-/* The model's and the data set's SHA-256 (what reports record), hashed on
- * worker threads from cli_session_open on (cli/hash_ahead.c) and kept until
- * cli_session_close: cli_sha256_file and cli_dataset_sha256 wait for them,
- * or compute them there for anything not started. */
+/* The model's and the data set's SHA-256 (what reports, archives and plans
+ * record), hashed on worker threads from cli_session_open on
+ * (cli/hash_ahead.c) and kept until cli_session_close: cli_model_sha256 and
+ * cli_dataset_sha256 wait for them, or compute them there for anything not
+ * started. A model's is its file's, or for ONNX external data, the file's
+ * and its data files' together (README "model_sha256"). */
 void cli_hash_ahead(const char *model, const ptq_dataset *ds);
-ptq_status cli_sha256_file(ptq_ctx *ctx, const char *path, char hex[65]);
+ptq_status cli_model_sha256(ptq_ctx *ctx, const char *path, char hex[65]);
 ptq_status cli_dataset_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
 /* Waits for and forgets ds's digest (NULL: every one). */
 void cli_hash_forget(const ptq_dataset *ds);

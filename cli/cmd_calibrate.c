@@ -161,7 +161,7 @@ int cmd_calibrate(int argc, char **argv)
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
     PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), run_done);
     PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), run_done);
-    PTQ_TRY(st, cli_sha256_file(&ctx, model, sha), run_done);
+    PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), run_done);
     const char *base = strrchr(model, '/');
     PTQ_TRY(st, ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model,
                                        s.data_spec), run_done);

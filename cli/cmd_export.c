@@ -246,7 +246,7 @@ int cmd_export(int argc, char **argv)
     const char *model = cli_get(opts, n_opts, "model");
     if (model) {
         char sha[65];
-        PTQ_TRY(st, ptq_sha256_file(&ctx, model, sha), done);
+        PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), done);
         if (strcmp(sha, pv.model_sha256) != 0) {
             st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG,
                           "%s was calibrated on another model: its SHA-256 is %.16s..., %s's is %.16s...; nothing "

@@ -126,7 +126,10 @@ static ptq_status stage_key(ptq_ctx *ctx, const stage *s, char key[65])
         ptq_sha256_update(&h, s->argv[i], strlen(s->argv[i]) + 1);
     for (int i = 0; i < s->n_inputs; i++) {
         char hex[65];
-        PTQ_TRY_RET(content_sha(ctx, s->inputs[i], s->input_opts[i], hex));
+        if (i == 0) /* every stage's first input is the model: with its external data, if any */
+            PTQ_TRY_RET(cli_model_sha256(ctx, s->inputs[i], hex));
+        else
+            PTQ_TRY_RET(content_sha(ctx, s->inputs[i], s->input_opts[i], hex));
         ptq_sha256_update(&h, hex, 64);
     }
     ptq_sha256_final_hex(&h, key);

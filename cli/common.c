@@ -429,7 +429,7 @@ ptq_status cli_plan_for(ptq_ctx *ctx, const char *plan_path, const char *model_p
 {
     char sha[65], *text = NULL;
     *plan = NULL;
-    PTQ_TRY_RET(cli_sha256_file(ctx, model_path, sha));
+    PTQ_TRY_RET(cli_model_sha256(ctx, model_path, sha));
     PTQ_TRY_RET(cli_read_text(ctx, plan_path, &text));
     ptq_status st = ptq_plan_from_json(ctx, text, plan);
     free(text);

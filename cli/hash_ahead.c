@@ -1,16 +1,22 @@
-/* The SHA-256s the reports record (model file, data set), computed on a
+/* The SHA-256s the reports record (model, data set), computed on a
  * worker thread from the moment a session opens, while the command reads,
  * runs and writes, and remembered for the process: a digest is asked for
  * when the report is written, and validate asks for the model's twice (the
- * plan check, the provenance). Covered by tests/cli_test.py and
- * tests/cli_validate_test.py (the recorded digests against hashlib's). */
+ * plan check, the provenance). A model with ONNX external data is hashed
+ * with its data files (model_digest). Covered by tests/cli_validate_test.py
+ * (the recorded digests against hashlib's) and tests/qdq_external_data_test.py
+ * (new weights under the same file names are another model). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdio.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "ptq/fileio.h"
 #include "ptq/hash.h"
+#include "ptq/onnx_edit.h"
 
 enum { N_SLOTS = 8 };
 
@@ -26,11 +32,100 @@ typedef struct slot {
 
 static slot slots[N_SLOTS];
 
+/* SHA-256 of the file at path into h (finalized into hex); *maybe_external: the bytes hold "location", the
+ * key every ONNX external-data entry has (without it the file refers to no external data). */
+static ptq_status file_digest(ptq_ctx *ctx, const char *path, char hex[65], int *maybe_external)
+{
+    static const char key[] = "location";
+    enum { KEY = sizeof key - 1, CHUNK = 1 << 16 };
+    FILE *f = NULL;
+    PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f));
+    ptq_sha256 h;
+    ptq_sha256_init(&h);
+    unsigned char *buf = malloc(CHUNK + KEY);
+    if (!buf) {
+        fclose(f);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory hashing %s", path);
+    }
+    size_t got, keep = 0; /* the last KEY - 1 bytes of the previous chunk, before this one's */
+    *maybe_external = 0;
+    while ((got = fread(buf + keep, 1, CHUNK, f)) > 0) {
+        ptq_sha256_update(&h, buf + keep, got);
+        const size_t n = keep + got;
+        if (!*maybe_external && n >= KEY)
+            for (size_t i = 0; i + KEY <= n && !*maybe_external; i++)
+                *maybe_external = buf[i] == 'l' && memcmp(buf + i, key, KEY) == 0;
+        keep = n < KEY - 1 ? n : KEY - 1;
+        memmove(buf, buf + n - keep, keep);
+    }
+    const int failed = ferror(f);
+    fclose(f);
+    free(buf);
+    if (failed)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s", path);
+    ptq_sha256_final_hex(&h, hex);
+    return PTQ_OK;
+}
+
+/* What reports, archives and plans call the model's SHA-256: the file's own, or for an ONNX model with external
+ * data, the SHA-256 of "ptq-model-external-data", a NUL, the file's hex digest, then each external data file in the
+ * order the model first names it as its size (8 bytes, little-endian) and bytes, so that new weights under the
+ * same file names make another model. */
+static ptq_status model_digest(ptq_ctx *ctx, const char *path, char hex[65])
+{
+    int maybe_external = 0;
+    PTQ_TRY_RET(file_digest(ctx, path, hex, &maybe_external));
+    if (!maybe_external)
+        return PTQ_OK;
+    ptq_onnx_edit *e = NULL;
+    PTQ_TRY_RET(ptq_onnx_edit_open(ctx, path, &e)); /* external data it cannot read is an error there too */
+    int n_files;
+    const char *const *files = ptq_onnx_edit_external_files(e, &n_files);
+    ptq_status st = PTQ_OK;
+    if (n_files > 0) {
+        static const char tag[] = "ptq-model-external-data";
+        ptq_sha256 h;
+        ptq_sha256_init(&h);
+        ptq_sha256_update(&h, tag, sizeof tag); /* with its NUL */
+        ptq_sha256_update(&h, hex, 64);
+        unsigned char *buf = malloc(1 << 16);
+        if (!buf)
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory hashing %s", path);
+        for (int i = 0; i < n_files && st == PTQ_OK; i++) {
+            FILE *f = NULL;
+            if ((st = ptq_file_fopen_read(ctx, files[i], &f)) != PTQ_OK)
+                break;
+            uint64_t size = 0;
+            unsigned char le[8];
+            if (fseeko(f, 0, SEEK_END) == 0) {
+                const off_t end = ftello(f);
+                size = end > 0 ? (uint64_t)end : 0;
+            }
+            rewind(f);
+            for (int b = 0; b < 8; b++)
+                le[b] = (unsigned char)(size >> (8 * b));
+            ptq_sha256_update(&h, le, 8);
+            uint64_t total = 0;
+            for (size_t got; (got = fread(buf, 1, 1 << 16, f)) > 0; total += got)
+                ptq_sha256_update(&h, buf, got);
+            if (ferror(f) || total != size)
+                st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s, external data of %s (or it changed while read)",
+                              files[i], path);
+            fclose(f);
+        }
+        free(buf);
+        if (st == PTQ_OK)
+            ptq_sha256_final_hex(&h, hex);
+    }
+    ptq_onnx_edit_free(e);
+    return st;
+}
+
 static void *work(void *arg)
 {
     slot *s = arg;
     ptq_ctx_init(&s->ctx);
-    s->st = s->path ? ptq_sha256_file(&s->ctx, s->path, s->hex) : ptq_dataset_content_sha256(&s->ctx, s->ds, s->hex);
+    s->st = s->path ? model_digest(&s->ctx, s->path, s->hex) : ptq_dataset_content_sha256(&s->ctx, s->ds, s->hex);
     return NULL;
 }
 
@@ -88,10 +183,10 @@ static ptq_status join(ptq_ctx *ctx, slot *s, char hex[65])
     return PTQ_OK;
 }
 
-ptq_status cli_sha256_file(ptq_ctx *ctx, const char *path, char hex[65])
+ptq_status cli_model_sha256(ptq_ctx *ctx, const char *path, char hex[65])
 {
     slot *s = find(path, NULL);
-    return s ? join(ctx, s, hex) : ptq_sha256_file(ctx, path, hex);
+    return s ? join(ctx, s, hex) : model_digest(ctx, path, hex);
 }
 
 ptq_status cli_dataset_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])

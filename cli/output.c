@@ -65,7 +65,7 @@ ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, con
                                const ptq_dataset *ds, const char *spec)
 {
     char model_sha[65], data_sha[65];
-    PTQ_TRY_RET(cli_sha256_file(ctx, model, model_sha));
+    PTQ_TRY_RET(cli_model_sha256(ctx, model, model_sha));
     PTQ_TRY_RET(cli_dataset_sha256(ctx, ds, data_sha));
     cli_json_str(o, "model", model);
     cli_json_str(o, "model_sha256", model_sha);

@@ -126,7 +126,7 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
-    PTQ_TRY(st, cli_sha256_file(&ctx, model, sha), done);
+    PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), done);
     PTQ_TRY(st, ptq_plan_check(&ctx, p, s.graph, sha), done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, p, &text), done);
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);

@@ -138,7 +138,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, archive_path, cli_get(opts, n_opts, "method"),
                                  cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), &archive, &def),
             done);
-    PTQ_TRY(st, cli_sha256_file(&ctx, model, sha), done);
+    PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), done);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(archive, &pv);
     if (strcmp(sens.model_sha256, sha) != 0) {

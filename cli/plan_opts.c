@@ -57,7 +57,7 @@ ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_gr
         placement = PTQ_PLACEMENT_ORT;
     if (placement_name)
         PTQ_TRY_RET(ptq_placement_parse(ctx, placement_name, &placement));
-    PTQ_TRY_RET(ptq_sha256_file(ctx, model, sha));
+    PTQ_TRY_RET(cli_model_sha256(ctx, model, sha));
     PTQ_TRY_RET(ptq_calib_set_read(ctx, archive_path, archive));
     const char *base = strrchr(model, '/');
     PTQ_TRY_RET(ptq_plan_make_target(ctx, g, sha, base ? base + 1 : model, *archive, archive_path, &cp, core, placement,

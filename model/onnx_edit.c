@@ -339,6 +339,12 @@ static ptq_status parse_if_external(const ptq_pb *tr, ptq_pb_tensor *t, int *is_
     return PTQ_OK;
 }
 
+const char *const *ptq_onnx_edit_external_files(const ptq_onnx_edit *e, int *n)
+{
+    *n = e->n_src_files;
+    return (const char *const *)e->src_files;
+}
+
 /* Remembers the resolved path of a file holding external data (once). */
 static ptq_status note_src_file(ptq_ctx *ctx, ptq_onnx_edit *e, char *full)
 {

@@ -11,8 +11,10 @@ export's. `ptq smooth` of the ViT demo with its Constant values external
 too. Refused, nothing written: external data leaving its folder (a symlink,
 '..'), an output or its data file that would replace the data being read.
 A write failing anywhere (PTQ_TEST_FAIL_WRITE_AFTER) leaves neither file,
-and nothing is written outside the output's folder. Run by ctest (label
-oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+and nothing is written outside the output's folder. The model's SHA-256
+covers its data file (README "model_sha256"): a plan or an archive of the
+model is refused for the same .onnx with one bit of its weights changed.
+Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import hashlib
 import json
 import os
@@ -74,12 +76,36 @@ def save_external(source, folder, location, **kw):
     return os.path.join(folder, "model.onnx")
 
 
+def model_sha256(path):
+    """The model's SHA-256 as ptq defines it (README "model_sha256"): the file's, or with external data the
+    SHA-256 of b"ptq-model-external-data\0", the file's hex digest, then each data file in the order the model
+    first names it (nodes' tensors, then initializers) as its size (8 bytes, little-endian) and bytes."""
+    with open(path, "rb") as f:
+        own = hashlib.sha256(f.read()).hexdigest()
+    m = onnx.load(path, load_external_data=False)
+    tensors = [a.t for n in m.graph.node for a in n.attribute if a.HasField("t")] + list(m.graph.initializer)
+    files = []
+    for t in tensors:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            loc = next(e.value for e in t.external_data if e.key == "location")
+            full = os.path.realpath(os.path.join(os.path.dirname(path), loc))
+            if full not in files:
+                files.append(full)
+    if not files:
+        return own
+    h = hashlib.sha256(b"ptq-model-external-data\0" + own.encode())
+    for full in files:
+        with open(full, "rb") as f:
+            data = f.read()
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
 def plan_for(plan, model, out):
     """plan (a JSON file) retargeted at model's SHA-256, for models that differ only in where their data is."""
     with open(plan) as f:
         p = json.load(f)
-    with open(model, "rb") as f:
-        p["model"]["sha256"] = hashlib.sha256(f.read()).hexdigest()
+    p["model"]["sha256"] = model_sha256(model)
     with open(out, "w") as f:
         json.dump(p, f)
     return out
@@ -105,6 +131,24 @@ def pipeline(J, x):
         a, b = json.load(f), json.load(g)
     check("the external-data model's plan is the inline one's (but the model's name and hash)",
           a["tensors"] == b["tensors"] and a["core"] == b["core"])
+    check("the plans' model SHA-256: the file's for the inline model, the file's with its data file's for the "
+          "external-data one", a["model"]["sha256"] == model_sha256(ref) ==
+          hashlib.sha256(open(ref, "rb").read()).hexdigest() and b["model"]["sha256"] == model_sha256(ext) !=
+          hashlib.sha256(open(ext, "rb").read()).hexdigest(), f"{a['model']['sha256']} {b['model']['sha256']}")
+    # new weights under the same file names: another model for the plan, the archive and ptq run
+    shutil.copytree(J("src"), J("src2"))
+    with open(J("src2", "weights.bin"), "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 1]))
+    ext2 = J("src2", "model.onnx")
+    rc, _, err = run("plan", "--check", J("ext.json"), "--model", ext2)
+    check("new external weights, the same .onnx bytes: the plan is refused as another model's (exit 2)",
+          rc == 2 and "another model" in err, f"exit {rc}: {tail(err)}")
+    rc, _, err = run("plan", J("ext.h5"), "--model", ext2, "--out", J("ext2.json"))
+    check("... and the archive (exit 2), no plan written", rc == 2 and "another model" in err and
+          not os.path.exists(J("ext2.json")), f"exit {rc}: {tail(err)}")
     os.makedirs(J("out-ref"))
     rc, _, err = run("export", "--format", "qdq", "--plan", J("ref.json"), "--model", ref, "--out",
                      J("out-ref", "q.onnx"))

@@ -30,6 +30,9 @@ PTQ_API ptq_status ptq_onnx_edit_open(ptq_ctx *ctx, const char *path, ptq_onnx_e
 PTQ_API ptq_status ptq_onnx_edit_open_bytes(ptq_ctx *ctx, const void *bytes, size_t n_bytes, const char *path,
                                             ptq_onnx_edit **out);
 PTQ_API void ptq_onnx_edit_free(ptq_onnx_edit *e);
+/* The files holding the model's external data, resolved (realpath), each
+ * once, in the order the model first refers to them; *n of them (0: none). */
+PTQ_API const char *const *ptq_onnx_edit_external_files(const ptq_onnx_edit *e, int *n);
 
 /* Adds a graph initializer. data_type is onnx's TensorProto.DataType
  * (1 FLOAT, 3 INT8, 10 FLOAT16, 17 FLOAT8E4M3FN, 19 FLOAT8E5M2, ...; not
