@@ -59,6 +59,8 @@ static const char run_help[] =
     "  --smooth ALPHA       first move activation outliers into the weights (`ptq smooth --alpha\n"
     "                       ALPHA` on --calib-data's samples) and run every stage on that model,\n"
     "                       DIR/model_smooth.onnx (FP32 results unchanged to rounding)\n"
+    "  --reference FILE     the FP32 logits of `ptq eval --logits FILE` on --data: validate runs FP32\n"
+    "                       on its first batch only, checked against them (`ptq validate --reference`)\n"
     "  --force              run every stage again\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
@@ -74,8 +76,8 @@ typedef struct stage {
     int (*cmd)(int argc, char **argv);
     const char *argv[MAX_ARGS];
     int argc;
-    const char *inputs[6];
-    const ptq_dataset_opts *input_opts[6]; /* how a data set input is read (NULL: the defaults) */
+    const char *inputs[7];
+    const ptq_dataset_opts *input_opts[7]; /* how a data set input is read (NULL: the defaults) */
     int n_inputs;
     const char *outputs[6];
     int n_outputs;
@@ -163,7 +165,7 @@ int cmd_run(int argc, char **argv)
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
                       {"help", 0, NULL},    {"target", 1, NULL},        {"labels", 1, NULL},    {"classes", 1, NULL},
                       {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}, {"output", 1, NULL},
-                      {"input", CLI_REPEAT, NULL}, {"smooth", 1, NULL}};
+                      {"input", CLI_REPEAT, NULL}, {"smooth", 1, NULL}, {"reference", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -223,7 +225,7 @@ int cmd_run(int argc, char **argv)
     memset(st, 0, sizeof st);
     int n_st = 0;
     stage *s = NULL;
-    const char *smooth = cli_get(opts, n_opts, "smooth");
+    const char *smooth = cli_get(opts, n_opts, "smooth"), *reference = cli_get(opts, n_opts, "reference");
     if (smooth) { /* every later stage runs on the smoothed model */
         s = &st[n_st++];
         *s = (stage){.name = "smooth", .cmd = cmd_smooth, .inputs = {model, cdata}, .input_opts = {NULL, &cdata_opts},
@@ -274,7 +276,10 @@ int cmd_run(int argc, char **argv)
     *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
                  .input_opts = {NULL, NULL, &data_opts}, .n_inputs = budget ? 6 : 5, .outputs = {p_vjson, p_page},
                  .n_outputs = 2};
+    if (reference) /* FP32 from eval's logits: the file is one more input */
+        s->inputs[s->n_inputs++] = reference;
     arg(s, "validate");
+    opt(s, "--reference", reference);
     opt(s, "--model", model), opt(s, "--plan", p_plan), opt(s, "--data", data), opt(s, "--report", p_report);
     opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
     opt(s, "--calib", p_calib), opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads);

@@ -5,7 +5,9 @@
 # per-tensor sensitivity, the default INT8 plan, validation of the plan
 # against FP32 on the test images, and the exports (TensorRT cache, ONNX
 # Runtime tables, JSON ranges, Q/DQ ONNX).
-# Everything lands in out/demo/. Extra arguments go to `ptq eval`.
+# Everything lands in out/demo/. Extra arguments go to `ptq eval`; without
+# them eval also writes its logits (fp32.npy), which `ptq run --reference`
+# uses as validate's FP32 side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -23,12 +25,16 @@ done
 DEVICE=cpu
 if build/ptq version | grep -q "gpu present"; then DEVICE=cuda; fi
 echo "== FP32 accuracy"
-build/ptq eval --model $MODEL --data out/fmnist-test.h5 --device "$DEVICE" --report $D/eval.json "$@"
+# without extra arguments, eval's FP32 logits stand in for validate's FP32 pass (ptq run --reference)
+REF=()
+[ $# -eq 0 ] && REF=(--reference $D/fp32.npy)
+build/ptq eval --model $MODEL --data out/fmnist-test.h5 --device "$DEVICE" --report $D/eval.json \
+    ${REF:+--logits $D/fp32.npy} "$@"
 echo
 echo "== ptq run: calibrate (512 training images) -> sensitivity (1,000 test images) -> plan -> validate"
 echo "   (10,000 test images) -> exports; a second run skips what is done (out/demo/run.json)"
 build/ptq run --model $MODEL --calib-data out/fmnist-train.h5 --data out/fmnist-test.h5 --device "$DEVICE" \
-    --calib-samples 512 --samples 1000 --out $D
-echo "out/demo: eval.json, calib.h5 (archive), sens.json and sens.md (sensitivity), plan.json,"
+    --calib-samples 512 --samples 1000 --out $D "${REF[@]}"
+echo "out/demo: eval.json (and fp32.npy, its logits), calib.h5 (archive), sens.json and sens.md (sensitivity), plan.json,"
 echo "          report/validate.{json,md} and report.html, calib.cache (TensorRT), ort/ (ONNX Runtime tables),"
 echo "          ranges.json, model_qdq.onnx (Q/DQ)"

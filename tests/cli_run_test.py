@@ -63,6 +63,21 @@ def main():
         check("--force reruns every stage", rc == 0 and all(stages(out).values()))
         v = json.load(open(J("out", "report", "validate.json")))
         check("the report covers the validation set", v["samples"] == 300)
+        # --reference: validate takes FP32 from eval's logits; the same report figures
+        rc, _, err = ptq("eval", "--model", MODEL, "--data", J("val.h5"), "--logits", J("fp32.npy"))
+        check("eval --logits", rc == 0, err[-300:])
+        rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
+                           J("out-ref"), "--calib-samples", "0", "--samples", "0", "--reference", J("fp32.npy"))
+        vr = json.load(open(J("out-ref", "report", "validate.json"))) if rc == 0 else {}
+        same = all(vr.get(k) == v.get(k) for k in ("top1_fp32", "top1_quant", "changed_predictions", "quant"))
+        check("--reference: exit 0, validate recorded the file, the same figures as without it",
+              rc == 0 and vr.get("fp32_reference") == J("fp32.npy") and same, err[-300:])
+        rc, _, err = ptq("eval", "--model", MODEL, "--data", J("val.h5"), "--limit", "100", "--logits", J("f100.npy"))
+        rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
+                           J("out-ref"), "--calib-samples", "0", "--samples", "0", "--reference", J("f100.npy"))
+        ran = {k for k, r in stages(out).items() if r}
+        check("--reference of another pick: validate alone reruns and exits 7 naming the file",
+              rc == 7 and "f100.npy" in err and ran <= {"validate"}, f"exit {rc}: {sorted(ran)} {err[-300:]}")
         # a budget no plan meets (a plan may move one tensor at most... none here: the budget is impossible)
         rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
                            J("out2"), "--calib-samples", "0", "--samples", "0", "--budget", "0", "--class-budget", "0",
