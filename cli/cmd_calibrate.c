@@ -142,7 +142,7 @@ int cmd_calibrate(int argc, char **argv)
     ptq_ctx_init(&ctx);
     ptq_status st = PTQ_OK;
     ptq_calib_set *set = NULL;
-    int64_t *ids = NULL, n_ids = 0, n_picked = 0;
+    int64_t *ids = NULL, *all_ids = NULL, n_ids = 0, n_picked = 0;
     cli_progress prog;
     double t0 = 0;
     struct ptq_runner_steady steady = {0, 0.0}; /* after the first batch */
@@ -161,10 +161,6 @@ int cmd_calibrate(int argc, char **argv)
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
     PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), run_done);
     PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), run_done);
-    PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), run_done);
-    const char *base = strrchr(model, '/');
-    PTQ_TRY(st, ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model,
-                                       s.data_spec), run_done);
     PTQ_TRY(st, ptq_calib_set_math(&ctx, set, ptq_math_name(ptq_exec_math(s.exec))), run_done);
     if (n_samples == 0 || n_samples > s.n_samples)
         n_samples = s.n_samples;
@@ -175,10 +171,12 @@ int cmd_calibrate(int argc, char **argv)
                       (long long)n_shards, (long long)n_samples);
         goto run_done;
     }
-    if (cli_is_writer()) { /* the archive records the whole pick; each rank observes its share */
-        char data_sha[65]; /* the source by content, so merge knows it under any path */
-        PTQ_TRY(st, cli_dataset_sha256(&ctx, s.data, data_sha), run_done);
-        PTQ_TRY(st, ptq_calib_set_add_source(&ctx, set, so.data, data_sha, ids, n_ids), run_done);
+    if (cli_is_writer()) { /* the archive records the whole pick (its source after the run); each rank observes its share */
+        if (!(all_ids = malloc((size_t)n_ids * sizeof *all_ids))) {
+            st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n_ids);
+            goto run_done;
+        }
+        memcpy(all_ids, ids, (size_t)n_ids * sizeof *all_ids);
     }
     n_picked = n_ids;
     PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_ids), run_done);
@@ -207,7 +205,18 @@ run_done: /* every rank passes here once, and learns whether any failed */
         goto done;
     }
     if (cli_is_writer()) {
-        st = ptq_calib_set_write(&ctx, set, tmp);
+        /* the model's and the data's SHA-256, hashed on worker threads while the images ran (cli/hash_ahead.c) */
+        const char *base = strrchr(model, '/');
+        char data_sha[65]; /* the source by content, so merge knows it under any path */
+        st = cli_model_sha256(&ctx, model, sha);
+        if (st == PTQ_OK)
+            st = ptq_calib_set_describe(&ctx, set, sha, base ? base + 1 : model, s.data_spec);
+        if (st == PTQ_OK)
+            st = cli_dataset_sha256(&ctx, s.data, data_sha);
+        if (st == PTQ_OK)
+            st = ptq_calib_set_add_source(&ctx, set, so.data, data_sha, all_ids, n_picked);
+        if (st == PTQ_OK)
+            st = ptq_calib_set_write(&ctx, set, tmp);
         if (st == PTQ_OK)
             st = ptq_atomic_commit(&ctx, tmp, out);
     }
@@ -221,5 +230,6 @@ done:
     cli_session_close(&s);
     ptq_calib_set_free(set);
     free(ids);
+    free(all_ids);
     return cli_report("calibrate", &ctx, st);
 }
