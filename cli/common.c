@@ -359,9 +359,8 @@ ptq_status cli_npy_read(ptq_ctx *ctx, const char *path, int64_t *rows, int64_t *
 {
     *data = NULL;
     *rows = *cols = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f)); /* a regular file: no FIFO or device to block on */
     ptq_status st = PTQ_OK;
     char head[4096];
     unsigned char pre[12];

@@ -6,10 +6,10 @@
  * with its data files (model_digest). Covered by tests/cli_validate_test.py
  * (the recorded digests against hashlib's) and tests/qdq_external_data_test.py
  * (new weights under the same file names are another model). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* memmem */
 #include <pthread.h>
 #include <stdio.h>
-#include <sys/types.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,39 +32,31 @@ typedef struct slot {
 
 static slot slots[N_SLOTS];
 
-/* SHA-256 of the file at path into h (finalized into hex); *maybe_external: the bytes hold "location", the
- * key every ONNX external-data entry has (without it the file refers to no external data). */
-static ptq_status file_digest(ptq_ctx *ctx, const char *path, char hex[65], int *maybe_external)
+enum { CHUNK = 1 << 16 };
+
+/* Feeds path's bytes into h (buf: CHUNK + 8 bytes of scratch); *n: how many. With found not NULL, *found is set
+ * when the bytes hold "location", the key every ONNX external-data entry has (without it a model refers to no
+ * external data), across chunk boundaries too. */
+static ptq_status feed(ptq_ctx *ctx, const char *path, ptq_sha256 *h, unsigned char *buf, uint64_t *n, int *found)
 {
     static const char key[] = "location";
-    enum { KEY = sizeof key - 1, CHUNK = 1 << 16 };
+    enum { KEEP = sizeof key - 2 }; /* a chunk's last bytes, kept before the next one's for the search */
     FILE *f = NULL;
     PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f));
-    ptq_sha256 h;
-    ptq_sha256_init(&h);
-    unsigned char *buf = malloc(CHUNK + KEY);
-    if (!buf) {
-        fclose(f);
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory hashing %s", path);
-    }
-    size_t got, keep = 0; /* the last KEY - 1 bytes of the previous chunk, before this one's */
-    *maybe_external = 0;
+    size_t got, keep = 0;
+    *n = 0;
     while ((got = fread(buf + keep, 1, CHUNK, f)) > 0) {
-        ptq_sha256_update(&h, buf + keep, got);
-        const size_t n = keep + got;
-        if (!*maybe_external && n >= KEY)
-            for (size_t i = 0; i + KEY <= n && !*maybe_external; i++)
-                *maybe_external = buf[i] == 'l' && memcmp(buf + i, key, KEY) == 0;
-        keep = n < KEY - 1 ? n : KEY - 1;
-        memmove(buf, buf + n - keep, keep);
+        ptq_sha256_update(h, buf + keep, got);
+        *n += got;
+        const size_t len = keep + got;
+        if (found && !*found)
+            *found = memmem(buf, len, key, sizeof key - 1) != NULL;
+        keep = len < KEEP ? len : KEEP;
+        memmove(buf, buf + len - keep, keep);
     }
     const int failed = ferror(f);
     fclose(f);
-    free(buf);
-    if (failed)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s", path);
-    ptq_sha256_final_hex(&h, hex);
-    return PTQ_OK;
+    return failed ? ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s", path) : PTQ_OK;
 }
 
 /* What reports, archives and plans call the model's SHA-256: the file's own, or for an ONNX model with external
@@ -73,51 +65,40 @@ static ptq_status file_digest(ptq_ctx *ctx, const char *path, char hex[65], int 
  * same file names make another model. */
 static ptq_status model_digest(ptq_ctx *ctx, const char *path, char hex[65])
 {
-    int maybe_external = 0;
-    PTQ_TRY_RET(file_digest(ctx, path, hex, &maybe_external));
-    if (!maybe_external)
-        return PTQ_OK;
+    unsigned char *buf = malloc(CHUNK + 8);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory hashing %s", path);
+    ptq_sha256 h;
+    ptq_sha256_init(&h);
+    uint64_t n;
+    int external = 0, n_files = 0;
     ptq_onnx_edit *e = NULL;
-    PTQ_TRY_RET(ptq_onnx_edit_open(ctx, path, &e)); /* external data it cannot read is an error there too */
-    int n_files;
-    const char *const *files = ptq_onnx_edit_external_files(e, &n_files);
-    ptq_status st = PTQ_OK;
-    if (n_files > 0) {
+    ptq_status st = feed(ctx, path, &h, buf, &n, &external);
+    if (st == PTQ_OK)
+        ptq_sha256_final_hex(&h, hex);
+    if (st == PTQ_OK && external) /* external data it cannot read is an error there too */
+        st = ptq_onnx_edit_open(ctx, path, &e);
+    const char *const *files = e ? ptq_onnx_edit_external_files(e, &n_files) : NULL;
+    if (st == PTQ_OK && n_files > 0) {
         static const char tag[] = "ptq-model-external-data";
-        ptq_sha256 h;
         ptq_sha256_init(&h);
         ptq_sha256_update(&h, tag, sizeof tag); /* with its NUL */
         ptq_sha256_update(&h, hex, 64);
-        unsigned char *buf = malloc(1 << 16);
-        if (!buf)
-            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory hashing %s", path);
         for (int i = 0; i < n_files && st == PTQ_OK; i++) {
-            FILE *f = NULL;
-            if ((st = ptq_file_fopen_read(ctx, files[i], &f)) != PTQ_OK)
-                break;
-            uint64_t size = 0;
+            struct stat sb;
+            const uint64_t size = stat(files[i], &sb) == 0 ? (uint64_t)sb.st_size : 0;
             unsigned char le[8];
-            if (fseeko(f, 0, SEEK_END) == 0) {
-                const off_t end = ftello(f);
-                size = end > 0 ? (uint64_t)end : 0;
-            }
-            rewind(f);
             for (int b = 0; b < 8; b++)
                 le[b] = (unsigned char)(size >> (8 * b));
             ptq_sha256_update(&h, le, 8);
-            uint64_t total = 0;
-            for (size_t got; (got = fread(buf, 1, 1 << 16, f)) > 0; total += got)
-                ptq_sha256_update(&h, buf, got);
-            if (ferror(f) || total != size)
-                st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s, external data of %s (or it changed while read)",
-                              files[i], path);
-            fclose(f);
+            if ((st = feed(ctx, files[i], &h, buf, &n, NULL)) == PTQ_OK && n != size)
+                st = ptq_fail(ctx, PTQ_ERR_IO, "%s, external data of %s, changed while read", files[i], path);
         }
-        free(buf);
         if (st == PTQ_OK)
             ptq_sha256_final_hex(&h, hex);
     }
     ptq_onnx_edit_free(e);
+    free(buf);
     return st;
 }
 

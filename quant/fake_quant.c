@@ -42,13 +42,6 @@ void ptq_fq_free(ptq_fq *fq)
     free(fq);
 }
 
-/* y[n] = x rounded as prec with scale and zero point zp on the host (the reference kernels across the
- * CPU's threads); x == y allowed. */
-static void round_host(ptq_prec prec, float scale, int32_t zp, const float *x, int64_t n, float *y)
-{
-    ptq_k_round_cpu(prec, scale, zp, x, n, y);
-}
-
 /* The weight of entry e (value v) quantized-dequantized channel by channel into a new buffer. */
 static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_plan_entry *e, float **out)
 {
@@ -62,7 +55,7 @@ static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_pla
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for weight '%s'", v->name);
     const float *x = v->data;
     if (e->prec == PTQ_PREC_FP16 || e->prec == PTQ_PREC_FP32 || wr.n_ch == 1) {
-        round_host(e->prec, e->n_scales ? e->scales[0] : 1.0f, e->zero_point, x, total, y);
+        ptq_k_round_cpu(e->prec, e->n_scales ? e->scales[0] : 1.0f, e->zero_point, x, total, y);
     } else {
         ptq_k_round_channels_cpu(e->prec, e->scales, wr.n_ch, wr.n_runs, wr.inner, x, y);
     }
@@ -119,7 +112,7 @@ static ptq_status fq_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, p
     const int64_t n = ptq_tensor_numel(t);
     float *x = t->data;
     if (t->mem == PTQ_MEM_HOST) {
-        round_host(a.prec, a.scale, a.zero_point, x, n, x);
+        ptq_k_round_cpu(a.prec, a.scale, a.zero_point, x, n, x);
         return PTQ_OK;
     }
 #ifdef PTQ_CUDA
