@@ -5,7 +5,11 @@
  * fastest of all, at ptq's chunk and at 256 images a call, in FP32 and in
  * TF32 math. Markdown on stdout. Built with CUDA and cuDNN headers
  * (build/bench/cudnn_survey, bundled as bin/cudnn_survey); run on the GPU
- * machine: bundle/bin/cudnn_survey [--images N] */
+ * machine: bundle/bin/cudnn_survey [--images N]. Last, ptq's own
+ * convolution of each layer with its tuning (kernels/cuda/cudnn.cu's
+ * tune()) against PTQ_CUDNN_TUNE=0: times and bit-for-bit equality. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,7 @@ int main(void)
 
 #else
 
+#include "core/clock.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 typedef struct shape {
@@ -118,6 +123,99 @@ static int survey(ptq_ctx *ctx, ptq_cuda_dev *d, const shape *s, int64_t n, pick
     return 1;
 }
 
+static float *dev_random(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, float scale, uint32_t *state)
+{
+    float *h = malloc((size_t)n * sizeof *h);
+    void *p = NULL;
+    if (!h)
+        return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        *state = *state * 1664525u + 1013904223u;
+        h[i] = scale * ((float)(*state >> 8) / 8388608.0f - 1.0f);
+    }
+    if (ptq_cuda_alloc(ctx, d, (size_t)n * sizeof *h, &p) != PTQ_OK ||
+        ptq_cuda_upload(ctx, d, p, h, (size_t)n * sizeof *h) != PTQ_OK) {
+        ptq_cuda_release(d, p);
+        p = NULL;
+    }
+    free(h);
+    return p;
+}
+
+/* ms per call of ptq's convolution of 256 images (the mean of 4 after one
+ * that plans), its output in host (256 images), and the plan's description */
+static float ptq_conv_ms(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
+                         const float *b, float *y, float *host, char *desc, size_t n_desc)
+{
+    const int64_t n_y = p->n * p->c_out * p->out[0] * p->out[1] * p->out[2];
+    const char *last = "";
+    if (ptq_k_conv_cuda(ctx, d, p, x, w, b, y) != PTQ_OK || ptq_cuda_sync(ctx, d) != PTQ_OK)
+        return -1.0f;
+    (void)ptq_cuda_dev_cudnn_runs(d, &last);
+    snprintf(desc, n_desc, "%s", last);
+    const double t0 = ptq_clock_s();
+    for (int r = 0; r < 4; r++)
+        if (ptq_k_conv_cuda(ctx, d, p, x, w, b, y) != PTQ_OK)
+            return -1.0f;
+    if (ptq_cuda_sync(ctx, d) != PTQ_OK)
+        return -1.0f;
+    const double t1 = ptq_clock_s();
+    if (ptq_cuda_download(ctx, d, host, y, (size_t)n_y * sizeof(float)) != PTQ_OK)
+        return -1.0f;
+    return (float)((t1 - t0) * 1000.0 / 4);
+}
+
+/* ptq's convolutions with tuning (cudnn.cu's tune()) against PTQ_CUDNN_TUNE=0, 256 images a call, FP32 */
+static void tuned_section(ptq_ctx *ctx, ptq_cuda_dev *d)
+{
+    printf("## ptq's plans, tuned against the reference (FP32, 256 images a call, bias added)\n\n"
+           "Times per call of ptq's own convolution (the mean of 4 after the call that plans and tunes). \"same\": "
+           "the 256 images' outputs bit for bit equal with and without tuning (random data).\n\n"
+           "| conv (c_in>c_out k s @in) | count | PTQ_CUDNN_TUNE=0 ms | tuned ms | same | tuned plan |\n"
+           "|---|---|---|---|---|---|\n");
+    double tot[2] = {0, 0};
+    int all_same = 1;
+    uint32_t state = 20261202u;
+    ptq_cuda_dev_set_math(d, PTQ_CUDA_MATH_FP32);
+    for (int i = 0; i < n_shapes; i++) {
+        const shape *s = &shapes[i];
+        ptq_conv_params p = params_of(s, 256);
+        const int64_t n_x = 256 * p.c_in * p.in[1] * p.in[2], n_y = 256 * p.c_out * p.out[1] * p.out[2];
+        const int64_t n_w = p.c_out * p.c_in * p.k[1] * p.k[2];
+        float *x = dev_random(ctx, d, n_x, 1.0f, &state), *w = dev_random(ctx, d, n_w, 0.05f, &state);
+        float *b = dev_random(ctx, d, p.c_out, 0.5f, &state), *y = NULL;
+        float *h_ref = malloc((size_t)n_y * sizeof(float)), *h_tuned = malloc((size_t)n_y * sizeof(float));
+        char desc_ref[256], desc[256];
+        float ms_ref = -1.0f, ms = -1.0f;
+        if (x && w && b && h_ref && h_tuned && ptq_cuda_alloc(ctx, d, (size_t)n_y * sizeof(float), (void **)&y) == PTQ_OK) {
+            setenv("PTQ_CUDNN_TUNE", "0", 1);
+            ptq_cuda_dev_drop_conv_plans(d);
+            ms_ref = ptq_conv_ms(ctx, d, &p, x, w, b, y, h_ref, desc_ref, sizeof desc_ref);
+            unsetenv("PTQ_CUDNN_TUNE");
+            ptq_cuda_dev_drop_conv_plans(d);
+            ms = ptq_conv_ms(ctx, d, &p, x, w, b, y, h_tuned, desc, sizeof desc);
+        }
+        if (ms_ref < 0 || ms < 0) {
+            fprintf(stderr, "cudnn_survey: %s\n", ctx->msg);
+        } else {
+            const int same = memcmp(h_ref, h_tuned, (size_t)n_y * sizeof(float)) == 0;
+            all_same &= same;
+            printf("| %lld>%lld k%lld s%lld @%lld | %d | %.3f | %.3f | %s | %s |\n", (long long)s->c_in,
+                   (long long)s->c_out, (long long)s->k, (long long)s->stride, (long long)s->in, s->count, ms_ref, ms,
+                   same ? "yes" : "NO", desc);
+            tot[0] += s->count * ms_ref;
+            tot[1] += s->count * ms;
+        }
+        ptq_cuda_release(d, x);
+        ptq_cuda_release(d, w);
+        ptq_cuda_release(d, b);
+        ptq_cuda_release(d, y);
+        free(h_ref);
+        free(h_tuned);
+    }
+    printf("| **all 53 convs** | | **%.2f** | **%.2f** | %s | |\n\n", tot[0], tot[1], all_same ? "all" : "NOT ALL");
+}
+
 int main(int argc, char **argv)
 {
     ptq_ctx ctx;
@@ -166,6 +264,7 @@ int main(int argc, char **argv)
         printf("| **all 53 convs** | | | **%.2f** | **%.2f** | **%.2f** | **%.2f** |\n\n", tot[0], tot[1], tot[2],
                tot[3]);
     }
+    tuned_section(&ctx, d);
     ptq_cuda_dev_free(d);
     return 0;
 }

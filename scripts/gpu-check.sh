@@ -13,10 +13,11 @@
 # targets (bench/resnet50_targets.py: the GPU-speed targets against PyTorch);
 # (TARGETS_ARGS: more arguments, e.g. --skip-cpu);
 # kernels, resnet50tf32 (Nsight Compute tables; eval in TF32); profile50
-# (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate);
+# (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate); tune
+# (bench/cudnn_tune_identity.py: cuDNN tuning changes no bit of ResNet-50's archive or logits);
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
 # set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32] [profile50] [zoo] [zoodiag]
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -206,6 +207,13 @@ stage_resnet50tf32() {
     echo "== ResNet-50 tf32: ptq eval --math tf32 against PyTorch TF32 channels-last"
     python3 bench/resnet50_gpu.py --ptq "$ptq" --math tf32 --out "$out/resnet50-tf32.md" 2>&1 | tee "$out/resnet50-tf32.log" |
         grep -E "^\| |ratio|logits"
+}
+
+# cuDNN tuning changes no bit: ResNet-50's archive and logits tuned and not, two batch sizes (bench/cudnn_tune_identity.py)
+stage_tune() {
+    echo "== cuDNN tuning: ResNet-50 archive and logits with and without it"
+    python3 bench/cudnn_tune_identity.py --ptq "$ptq" --out "$out/tune.md" 2>&1 | tee "$out/tune.log" |
+        grep -E "^\| |^- |Error|error|exited"
 }
 
 # one zoo model's FP32 logits under several environments (bench/zoo_diag.py; ZOO_DIAG_ARGS: its arguments)

@@ -4,8 +4,10 @@
  * shapes cuDNN took or declined (declined ones run through im2col +
  * cuBLAS), and batch invariance: an image's output identical bit for bit in
  * batches of 1, 7, 299 and 300 (sub-batches starting at any image, aligned
- * or not), run twice, with cuDNN and without. Exit 77 without a GPU or
+ * or not), run twice, with cuDNN and without, and with cuDNN's tuned plans
+ * (another algorithm, 256 images a call) against PTQ_CUDNN_TUNE=0. Exit 77 without a GPU or
  * without cuDNN (PTQ_CUDNN_DIR names its folder). Run: build/tests/cuda_cudnn_conv */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +184,9 @@ static const conv_case inv_cases[] = {
     {"depthwise 3x3", 0, 24, 24, 24, {1, 9, 9}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0, 1},
     {"grouped", 0, 16, 32, 4, {1, 10, 10}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
     {"1-D", 0, 3, 5, 1, {1, 1, 33}, {1, 1, 5}, {1, 1, 1}, {1, 1, 1}, {0, 0, 2}, {0, 0, 2}, 1, 2},
+    /* chunks below 256 images: the tuning may run 256 a call */
+    {"3x3 16->32 72x72", 0, 16, 32, 1, {1, 72, 72}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"1x1 64->64 96x96", 0, 64, 64, 1, {1, 96, 96}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
 };
 
 #define INV_BATCH 300
@@ -211,6 +216,22 @@ static void test_invariance(const char *path)
             fail_ctx(cc->what);
         int bad = memcmp(whole, again, (size_t)(INV_BATCH * yi) * sizeof(float)) != 0;
         CHECK_MSG(!bad, "%s (%s): two runs of batch %d differ", cc->what, path, INV_BATCH);
+        /* the tuned plan (cudnn.cu's tune()) against the reference configuration alone */
+        const char *last = "";
+        (void)ptq_cuda_dev_cudnn_runs(dev, &last);
+        char plan[256];
+        snprintf(plan, sizeof plan, "%s", last);
+        setenv("PTQ_CUDNN_TUNE", "0", 1);
+        ptq_cuda_dev_drop_conv_plans(dev);
+        if (ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, cc->bias ? db : NULL, dy) != PTQ_OK ||
+            ptq_cuda_download(&ctx, dev, again, dy, (size_t)(INV_BATCH * yi) * sizeof(float)) != PTQ_OK)
+            fail_ctx(cc->what);
+        unsetenv("PTQ_CUDNN_TUNE");
+        ptq_cuda_dev_drop_conv_plans(dev);
+        const int untuned = memcmp(whole, again, (size_t)(INV_BATCH * yi) * sizeof(float)) != 0;
+        CHECK_MSG(!untuned, "%s (%s): batch %d differs with PTQ_CUDNN_TUNE=0 (plan: %s)", cc->what, path, INV_BATCH,
+                  plan);
+        bad |= untuned;
         for (size_t s = 0; s < sizeof subs / sizeof subs[0]; s++) {
             ptq_conv_params ps = p;
             ps.n = subs[s][1];
@@ -224,8 +245,8 @@ static void test_invariance(const char *path)
                       INV_BATCH);
             bad |= differs;
         }
-        printf("  %-26s %-9s batches 1, 7, 299, 300 (twice): %s\n", cc->what, path,
-               bad ? "DIFFER" : "identical bits");
+        printf("  %-26s %-9s batches 1, 7, 299, 300 (twice, and untuned): %s%s\n", cc->what, path,
+               bad ? "DIFFER" : "identical bits", strstr(plan, "; tuned:") ? " (a tuned plan)" : "");
         release_case(dx, dw, db, dy, (float *[]){x, w, b, whole, again, part, NULL});
     }
 }

@@ -36,6 +36,13 @@ int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on);
  * *last (when last is not NULL): the last one's cudnnConvolutionFwdAlgo_t,
  * images per call and workspace bytes, in words. */
 int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last);
+/* Of them, those that ran whole chunks in a tuned configuration (cudnn.cu's
+ * tune(): another algorithm or more images a call, measured to give the
+ * reference configuration's bits). */
+int64_t ptq_cuda_dev_cudnn_tuned_runs(const ptq_cuda_dev *d);
+/* Forgets every cuDNN plan: the next convolution of each shape plans (and
+ * tunes, as PTQ_CUDNN_TUNE then says) again. */
+void ptq_cuda_dev_drop_conv_plans(ptq_cuda_dev *d);
 /* The math convolutions and matrix products run in: FP32 FMA (exact, the
  * default) or TF32 tensor cores (cuDNN's tensor-op math, cuBLAS's TF32
  * mode). Plans made under the other math are dropped. */

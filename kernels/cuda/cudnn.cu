@@ -10,10 +10,16 @@
  * image's output is the same bits whatever batch it came in, and in every
  * run. A bias is added in the convolution's epilogue when the algorithm is
  * IMPLICIT_PRECOMP_GEMM (cudnnConvolutionBiasActivationForward), else by
- * cudnnAddTensor after it.
+ * cudnnAddTensor after it. That is the reference configuration; tune() may
+ * then give the plan a faster one (another algorithm of the list, up to 256
+ * images a call) that it measured, on a random probe, to give the
+ * reference's bits in every form of call it is used for: whole chunks of it
+ * run first, the rest as the reference (PTQ_CUDNN_TUNE=0: the reference alone).
  * Shapes cuDNN declines go to conv.cu's im2col + cuBLAS path, as does
  * everything when cuDNN is missing (d->dnn.note says why). Covered by
- * tests/cuda_cudnn_conv.c and tests/cuda_parity_kernels.c. */
+ * tests/cuda_cudnn_conv.c (tuned against PTQ_CUDNN_TUNE=0 bit for bit) and
+ * tests/cuda_parity_kernels.c; bench/cudnn_tune_identity.py and
+ * bench/cudnn_survey.c show the tuning on ResNet-50. */
 #include <dlfcn.h>
 #include <glob.h>
 #include <limits.h>
@@ -74,6 +80,18 @@ int64_t ptq_cudnn_chunk(const ptq_conv_params *p)
  * bound (not the free memory), so the choice is the same in every run */
 #define CUDNN_WORKSPACE_MAX ((size_t)512 << 20)
 
+/* One way to run a layer: an algorithm at a number of images a call
+ * (descriptors not owned). */
+typedef struct cudnn_cfg {
+    cudnnConvolutionFwdAlgo_t algo;
+    int64_t chunk;
+    cudnnTensorDescriptor_t x_desc, y_desc;
+    size_t workspace_bytes;
+} cudnn_cfg;
+
+/* the forms of a call (FORM_*): what is added in the convolution's epilogue */
+enum { FORM_PLAIN = 1, FORM_BIAS = 2, FORM_RELU = 4, FORM_Z_RELU = 8, FORM_Z = 16 };
+
 struct ptq_cudnn_plan {
     ptq_conv_params key; /* the layer's params with n = 0 */
     int usable;          /* 0: cuDNN declined the shape; conv.cu runs it */
@@ -86,6 +104,14 @@ struct ptq_cudnn_plan {
     int64_t runs; /* calls that ran: after the first, a failure is an error, never a fallback */
     int no_fuse;  /* cuDNN declined the bias in the epilogue: cudnnAddTensor after the convolution */
     int no_fuse_epilogue; /* cuDNN declined a residual or Relu in the epilogue: the executor runs them apart */
+    /* the tuned configuration (tune()): faster, and measured to give the bits of the
+     * one above, for the forms in fast_forms; has_fast 0 when there is none */
+    int has_fast;
+    cudnn_cfg fast;
+    unsigned fast_forms;
+    float ref_ms, fast_ms; /* the probe's time for one call's worth of images (fast.chunk) */
+    int n_cand, n_same;    /* the tuning's candidates besides the reference, and how many gave its bits */
+    cudnnTensorDescriptor_t big_x_desc, big_y_desc; /* owned: x and y at the tuning's biggest chunk */
 };
 
 #define PTQ_STR_(x) #x
@@ -257,6 +283,10 @@ static void plan_free(ptq_cudnn *f, ptq_cudnn_plan *pl)
         (void)f->destroy_tensor(pl->y_desc);
     if (pl->b_desc)
         (void)f->destroy_tensor(pl->b_desc);
+    if (pl->big_x_desc)
+        (void)f->destroy_tensor(pl->big_x_desc);
+    if (pl->big_y_desc)
+        (void)f->destroy_tensor(pl->big_y_desc);
     if (pl->w_desc)
         (void)f->destroy_filter(pl->w_desc);
     if (pl->conv)
@@ -377,6 +407,31 @@ static cudnnMathType_t math_type(const ptq_cuda_dev *d)
     return d->math == PTQ_CUDA_MATH_TF32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
 }
 
+/* cuDNN's dims for p: 2 spatial dims when the first is trivial (1-D convs become [1, L]), else 3 */
+static int n_dims(const ptq_conv_params *p)
+{
+    return p->in[0] == 1 && p->k[0] == 1 && p->out[0] == 1 && p->pad_lo[0] == 0 ? 4 : 5;
+}
+
+/* x and y descriptors of p's layer at n images a call (pl's filter and
+ * convolution made); *taken stays 0 when cuDNN's output shape differs. */
+static ptq_status io_descs(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, int64_t n, const ptq_cudnn_plan *pl,
+                           cudnnTensorDescriptor_t *x_desc, cudnnTensorDescriptor_t *y_desc, int *taken)
+{
+    *taken = 0;
+    const int nd = n_dims(p);
+    int xd[5], xs[5], yd[5], ys[5], got[5];
+    packed(nd, n, p->c_in, p->in, xd, xs);
+    packed(nd, n, p->c_out, p->out, yd, ys);
+    PLAN_CALL(f->create_tensor(x_desc));
+    PLAN_CALL(f->create_tensor(y_desc));
+    PLAN_CALL(f->set_tensor(*x_desc, CUDNN_DATA_FLOAT, nd, xd, xs));
+    PLAN_CALL(f->set_tensor(*y_desc, CUDNN_DATA_FLOAT, nd, yd, ys));
+    PLAN_CALL(f->output_dim(pl->conv, *x_desc, pl->w_desc, nd, got));
+    *taken = memcmp(got, yd, (size_t)nd * sizeof got[0]) == 0;
+    return PTQ_OK;
+}
+
 /* Descriptors of p's layer at n images a call into pl; *taken stays 0 when
  * cuDNN does not take the shape. */
 static ptq_status descs_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p, int64_t n, cudnnMathType_t math,
@@ -390,12 +445,9 @@ static ptq_status descs_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *
     if (p->c_out > INT_MAX || p->c_in > INT_MAX || p->group > INT_MAX || img_numel(p->c_in, p->in) > INT_MAX ||
         img_numel(p->c_out, p->out) > INT_MAX)
         return PTQ_OK; /* cuDNN's dims and strides are ints */
-    /* 2 spatial dims when the first is trivial (1-D convs become [1, L]), else 3 */
-    const int nd = p->in[0] == 1 && p->k[0] == 1 && p->out[0] == 1 && p->pad_lo[0] == 0 ? 4 : 5;
+    const int nd = n_dims(p);
     const int n_sp = nd - 2;
-    int xd[5], xs[5], yd[5], ys[5], wd[5], bd[5], bs[5], pads[3], strides[3], dils[3], got[5];
-    packed(nd, n, p->c_in, p->in, xd, xs);
-    packed(nd, n, p->c_out, p->out, yd, ys);
+    int wd[5], bd[5], bs[5], pads[3], strides[3], dils[3];
     wd[0] = (int)p->c_out;
     wd[1] = (int)(p->c_in / p->group);
     for (int i = 0; i < nd; i++) {
@@ -409,21 +461,15 @@ static ptq_status descs_make(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *
         strides[i] = (int)p->stride[s];
         dils[i] = (int)p->dil[s];
     }
-    PLAN_CALL(f->create_tensor(&pl->x_desc));
-    PLAN_CALL(f->create_tensor(&pl->y_desc));
     PLAN_CALL(f->create_tensor(&pl->b_desc));
     PLAN_CALL(f->create_filter(&pl->w_desc));
     PLAN_CALL(f->create_conv(&pl->conv));
-    PLAN_CALL(f->set_tensor(pl->x_desc, CUDNN_DATA_FLOAT, nd, xd, xs));
-    PLAN_CALL(f->set_tensor(pl->y_desc, CUDNN_DATA_FLOAT, nd, yd, ys));
     PLAN_CALL(f->set_tensor(pl->b_desc, CUDNN_DATA_FLOAT, nd, bd, bs));
     PLAN_CALL(f->set_filter(pl->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nd, wd));
     PLAN_CALL(f->set_conv(pl->conv, n_sp, pads, strides, dils, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     PLAN_CALL(f->set_group_count(pl->conv, (int)p->group));
     PLAN_CALL(f->set_math_type(pl->conv, math));
-    PLAN_CALL(f->output_dim(pl->conv, pl->x_desc, pl->w_desc, nd, got));
-    *taken = memcmp(got, yd, (size_t)nd * sizeof got[0]) == 0;
-    return PTQ_OK;
+    return io_descs(ctx, f, p, n, pl, &pl->x_desc, &pl->y_desc, taken);
 }
 
 /* The heuristic's list for pl's descriptors, best first: a function of the shape, no timing. */
@@ -437,6 +483,300 @@ static ptq_status heuristic_list(ptq_ctx *ctx, ptq_cudnn *f, ptq_cudnn_plan *pl,
         max_algos = cap;
     PLAN_CALL(f->get_algos(f->handle, pl->x_desc, pl->w_desc, pl->conv, pl->y_desc, max_algos, n_algos, perf));
     return PTQ_OK;
+}
+
+/* The reference configuration of pl: the heuristic's algorithm at the layer's chunk. */
+static cudnn_cfg ref_cfg(const ptq_cudnn_plan *pl)
+{
+    cudnn_cfg c = {pl->algo, pl->chunk, pl->x_desc, pl->y_desc, pl->workspace_bytes};
+    return c;
+}
+
+static unsigned form_of(const float *b, const float *z, int relu)
+{
+    if (!b)
+        return FORM_PLAIN;
+    if (z)
+        return relu ? FORM_Z_RELU : FORM_Z;
+    return relu ? FORM_RELU : FORM_BIAS;
+}
+
+/* One call of c on c->chunk images in form (FORM_*): y = conv(x), + b,
+ * or act(conv(x) + z + b) in the epilogue (FORM_Z only through
+ * IMPLICIT_PRECOMP_GEMM, as cuDNN's identity activation wants); the bias
+ * of FORM_BIAS in the epilogue when fuse_bias, else by cudnnAddTensor.
+ * *what names the cuDNN call that answered. */
+static cudnnStatus_t form_call(ptq_cudnn *f, const ptq_cudnn_plan *pl, const cudnn_cfg *c, unsigned form,
+                               int fuse_bias, const float *x, const float *w, const float *b, const float *z, float *y,
+                               void *ws, const char **what)
+{
+    const float one = 1.0f, zero = 0.0f;
+    if (form & (FORM_RELU | FORM_Z_RELU | FORM_Z)) {
+        /* without z, alpha2 = 0 and y stands in as z */
+        const float alpha2 = z ? 1.0f : 0.0f;
+        *what = "cudnnConvolutionBiasActivationForward";
+        return f->conv_bias_act(f->handle, &one, c->x_desc, x, pl->w_desc, w, pl->conv, c->algo, ws,
+                                c->workspace_bytes, &alpha2, c->y_desc, z ? z : y, pl->b_desc, b,
+                                form == FORM_Z ? f->identity : f->relu, c->y_desc, y);
+    }
+    if (form == FORM_BIAS && fuse_bias) {
+        *what = "cudnnConvolutionBiasActivationForward";
+        return f->conv_bias_act(f->handle, &one, c->x_desc, x, pl->w_desc, w, pl->conv, c->algo, ws,
+                                c->workspace_bytes, &zero, c->y_desc, y, pl->b_desc, b, f->identity, c->y_desc, y);
+    }
+    *what = "cudnnConvolutionForward";
+    cudnnStatus_t s = f->conv_forward(f->handle, &one, c->x_desc, x, pl->w_desc, w, pl->conv, c->algo, ws,
+                                      c->workspace_bytes, &zero, c->y_desc, y);
+    if (s == CUDNN_STATUS_SUCCESS && form == FORM_BIAS) {
+        *what = "cudnnAddTensor";
+        s = f->add_tensor(f->handle, &one, pl->b_desc, b, &one, c->y_desc, y);
+    }
+    return s;
+}
+
+static int fuses_bias(const ptq_cudnn_plan *pl, const cudnn_cfg *c)
+{
+    return c->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && !pl->no_fuse;
+}
+
+/* Tuning: a layer whose convolution cuDNN can run faster another way (an
+ * algorithm, more images a call) runs that way only where it gives the
+ * reference configuration's bits. On random data the candidates run the
+ * reference's arithmetic or show it: a different order of the FP32 sums
+ * changes some of the probe's outputs. So the choice, which depends on
+ * timings, never changes a result, and archives stay byte-identical
+ * whatever the batch, the shard or the run. PTQ_CUDNN_TUNE=0 turns it off. */
+#define TUNE_PROBE_BYTES ((size_t)2 << 30) /* bound on the probe's x, z and two y at the biggest chunk */
+#define TUNE_MIN_GAIN 0.97f                /* a candidate replaces the reference at 97% of its time or less */
+
+static __global__ void probe_fill_kernel(float *p, int64_t n, uint32_t seed, float scale)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 0x9E3779B1u ^ (uint32_t)(i >> 32) * 0x85EBCA77u ^ seed;
+        h ^= h >> 16;
+        h *= 0x7FEB352Du;
+        h ^= h >> 15;
+        h *= 0x846CA68Bu;
+        h ^= h >> 16;
+        p[i] = scale * ((float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f); /* [-scale, scale) */
+    }
+}
+
+static __global__ void count_diff_kernel(const uint32_t *a, const uint32_t *b, int64_t n, unsigned long long *out)
+{
+    unsigned long long c = 0;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        c += a[i] != b[i];
+    if (c)
+        atomicAdd(out, c);
+}
+
+/* The biggest chunk tuning tries for p: up to CUDNN_CHUNK_MAX images, a
+ * multiple of chunk, within the probe's bound and cuDNN's int strides. */
+static int64_t big_chunk(const ptq_conv_params *p, int64_t chunk)
+{
+    const int64_t x_img = img_numel(p->c_in, p->in), y_img = img_numel(p->c_out, p->out);
+    int64_t big = CUDNN_CHUNK_MAX;
+    while (big > chunk && ((size_t)big * (size_t)(x_img + 3 * y_img) * sizeof(float) > TUNE_PROBE_BYTES ||
+                           big * x_img > INT_MAX || big * y_img > INT_MAX))
+        big /= 2;
+    return big > chunk ? big : chunk;
+}
+
+typedef struct tune_probe {
+    int64_t n, x_img, y_img; /* n images */
+    float *x, *w, *b, *z, *y_ref, *y;
+    void *ws;
+    unsigned long long *diff;
+    cudaEvent_t e0, e1;
+} tune_probe;
+
+/* c over the probe's n images in form (c->chunk a call) into y. */
+static cudnnStatus_t probe_run(ptq_cudnn *f, const ptq_cudnn_plan *pl, const cudnn_cfg *c, unsigned form,
+                               const tune_probe *t, float *y)
+{
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+    const char *what = NULL;
+    for (int64_t i = 0; i < t->n && s == CUDNN_STATUS_SUCCESS; i += c->chunk)
+        s = form_call(f, pl, c, form, fuses_bias(pl, c), t->x + i * t->x_img, t->w, t->b,
+                      form & (FORM_Z | FORM_Z_RELU) ? t->z + i * t->y_img : NULL, y + i * t->y_img, t->ws, &what);
+    return s;
+}
+
+/* 1 when the probe's y equals ref bit for bit; -1 when the GPU failed. */
+static int probe_same(ptq_cuda_dev *d, const tune_probe *t, const float *ref)
+{
+    const int64_t n = t->n * t->y_img;
+    unsigned long long diff = 1;
+    if (cudaMemsetAsync(t->diff, 0, sizeof *t->diff, d->stream) != cudaSuccess)
+        return -1;
+    count_diff_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>((const uint32_t *)ref,
+                                                                            (const uint32_t *)t->y, n, t->diff);
+    if (cudaMemcpyAsync(&diff, t->diff, sizeof diff, cudaMemcpyDeviceToHost, d->stream) != cudaSuccess ||
+        cudaStreamSynchronize(d->stream) != cudaSuccess)
+        return -1;
+    return diff == 0;
+}
+
+/* Milliseconds c takes for the probe's n images in FORM_BIAS (one run, after the one before), or -1. */
+static float probe_time(ptq_cudnn *f, ptq_cuda_dev *d, const ptq_cudnn_plan *pl, const cudnn_cfg *c,
+                        const tune_probe *t)
+{
+    float ms = -1.0f;
+    if (cudaEventRecord(t->e0, d->stream) != cudaSuccess ||
+        probe_run(f, pl, c, FORM_BIAS, t, t->y) != CUDNN_STATUS_SUCCESS ||
+        cudaEventRecord(t->e1, d->stream) != cudaSuccess ||
+        cudaEventSynchronize(t->e1) != cudaSuccess || cudaEventElapsedTime(&ms, t->e0, t->e1) != cudaSuccess)
+        return -1.0f;
+    return ms;
+}
+
+/* Sets pl's fast configuration when a candidate is measured faster than
+ * the reference with its bits; leaves pl without one otherwise (tuning
+ * off, one candidate, no memory for the probe, a candidate cuDNN refuses).
+ * perf[n_algos]: the heuristic's list plan_make chose from. */
+static ptq_status tune(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, ptq_cudnn_plan *pl,
+                       const cudnnConvolutionFwdAlgoPerf_t *perf, int n_algos)
+{
+    const char *env = getenv("PTQ_CUDNN_TUNE");
+    if (env && strcmp(env, "0") == 0)
+        return PTQ_OK;
+    ptq_cudnn *f = &d->dnn;
+    const cudnnMathType_t math = math_type(d);
+    int64_t big = big_chunk(p, pl->chunk);
+    if (big > pl->chunk) {
+        int taken = 0;
+        PTQ_TRY_RET(io_descs(ctx, f, p, big, pl, &pl->big_x_desc, &pl->big_y_desc, &taken));
+        if (!taken)
+            big = pl->chunk;
+    }
+    cudnn_cfg cand[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + 1];
+    int n_cand = 0;
+    size_t ws_max = pl->workspace_bytes;
+    cand[n_cand++] = ref_cfg(pl);
+    /* every allowed algorithm at the biggest chunk (more images a call are rarely slower) */
+    cudnnTensorDescriptor_t xd = big > pl->chunk ? pl->big_x_desc : pl->x_desc;
+    cudnnTensorDescriptor_t yd = big > pl->chunk ? pl->big_y_desc : pl->y_desc;
+    for (int i = 0; i < n_algos && n_cand < (int)(sizeof cand / sizeof cand[0]); i++) {
+        const cudnnConvolutionFwdAlgoPerf_t *a = &perf[i];
+        size_t ws = 0;
+        if (a->status != CUDNN_STATUS_SUCCESS || a->determinism != CUDNN_DETERMINISTIC || a->mathType != math ||
+            !allowed(a->algo) || (a->algo == pl->algo && big == pl->chunk))
+            continue;
+        if (f->workspace_size(f->handle, xd, pl->w_desc, pl->conv, yd, a->algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            ws > CUDNN_WORKSPACE_MAX)
+            continue;
+        cudnn_cfg c = {a->algo, big, xd, yd, ws};
+        cand[n_cand++] = c;
+        if (ws > ws_max)
+            ws_max = ws;
+    }
+    pl->n_cand = n_cand - 1;
+    if (n_cand == 1)
+        return PTQ_OK;
+    /* the probe: random x, w, b, z of big images; a failed allocation is no tuning */
+    tune_probe t;
+    memset(&t, 0, sizeof t);
+    t.n = big;
+    t.x_img = img_numel(p->c_in, p->in);
+    t.y_img = img_numel(p->c_out, p->out);
+    const int64_t n_w = p->c_out * (p->c_in / p->group) * p->k[0] * p->k[1] * p->k[2];
+    const int64_t n_x = big * t.x_img, n_y = big * t.y_img;
+    const int64_t room[] = {n_x, n_w, p->c_out, n_y, n_y, n_y}; /* x, w, b, z, y_ref, y */
+    size_t bytes = 0, at[6];
+    for (int i = 0; i < 6; i++) {
+        at[i] = bytes;
+        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
+    }
+    const size_t ws_at = bytes;
+    bytes += (ws_max + 255) / 256 * 256;
+    const size_t diff_at = bytes;
+    bytes += 256;
+    char *mem = NULL;
+    if (cudaMalloc((void **)&mem, bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: the runs go on with the reference */
+        return PTQ_OK;
+    }
+    float *bufs[6];
+    for (int i = 0; i < 6; i++)
+        bufs[i] = (float *)(mem + at[i]);
+    t.x = bufs[0], t.w = bufs[1], t.b = bufs[2], t.z = bufs[3], t.y_ref = bufs[4], t.y = bufs[5];
+    t.ws = mem + ws_at;
+    t.diff = (unsigned long long *)(mem + diff_at);
+    ptq_status st = PTQ_OK;
+    int ok = cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess;
+    const float w_scale = 1.0f / sqrtf((float)(n_w / p->c_out > 0 ? n_w / p->c_out : 1));
+    for (int i = 0; ok && i < 4; i++) {
+        probe_fill_kernel<<<ptq_cuda_blocks(room[i]), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+            bufs[i], room[i], 0x51ED270Bu * (uint32_t)(i + 1), i == 1 ? w_scale : 1.0f);
+        ok = cudaGetLastError() == cudaSuccess;
+    }
+    const cudnn_cfg ref = cand[0];
+    /* the reference's bias form; its epilogue declined here is declined for the runs too */
+    if (ok && probe_run(f, pl, &ref, FORM_BIAS, &t, t.y_ref) != CUDNN_STATUS_SUCCESS) {
+        (void)cudaGetLastError();
+        ok = fuses_bias(pl, &ref);
+        if (ok) {
+            pl->no_fuse = 1;
+            ok = probe_run(f, pl, &ref, FORM_BIAS, &t, t.y_ref) == CUDNN_STATUS_SUCCESS;
+        }
+    }
+    float ref_ms = ok ? probe_time(f, d, pl, &ref, &t) : -1.0f;
+    int best = -1;
+    float best_ms = ref_ms * TUNE_MIN_GAIN;
+    for (int i = 1; ok && ref_ms > 0 && i < n_cand; i++) {
+        if (probe_run(f, pl, &cand[i], FORM_BIAS, &t, t.y) != CUDNN_STATUS_SUCCESS) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        const int same = probe_same(d, &t, t.y_ref);
+        if (same < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a convolution: %s",
+                          cudaGetErrorString(cudaGetLastError()));
+            break;
+        }
+        pl->n_same += same;
+        const float ms = same ? probe_time(f, d, pl, &cand[i], &t) : -1.0f;
+        if (ms > 0 && ms < best_ms) {
+            best = i;
+            best_ms = ms;
+        }
+    }
+    if (st == PTQ_OK && best > 0) {
+        /* the forms the winner reproduces; FORM_BIAS was its test */
+        unsigned forms = FORM_BIAS;
+        static const unsigned others[] = {FORM_PLAIN, FORM_RELU, FORM_Z_RELU, FORM_Z};
+        for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
+            const unsigned form = others[k];
+            if (form == FORM_Z && (ref.algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+                                   cand[best].algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM))
+                continue;
+            if (probe_run(f, pl, &ref, form, &t, t.y_ref) != CUDNN_STATUS_SUCCESS ||
+                probe_run(f, pl, &cand[best], form, &t, t.y) != CUDNN_STATUS_SUCCESS) {
+                (void)cudaGetLastError();
+                continue;
+            }
+            const int same = probe_same(d, &t, t.y_ref);
+            if (same < 0) {
+                st = ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a convolution: %s",
+                              cudaGetErrorString(cudaGetLastError()));
+                break;
+            }
+            if (same)
+                forms |= form;
+        }
+        pl->has_fast = st == PTQ_OK;
+        pl->fast = cand[best];
+        pl->fast_forms = forms;
+        pl->ref_ms = ref_ms * (float)cand[best].chunk / (float)big;
+        pl->fast_ms = best_ms * (float)cand[best].chunk / (float)big;
+    }
+    if (t.e0)
+        (void)cudaEventDestroy(t.e0);
+    if (t.e1)
+        (void)cudaEventDestroy(t.e1);
+    (void)cudaFree(mem);
+    return st;
 }
 
 /* Fills pl for p; pl->usable stays 0 when cuDNN does not take the shape. */
@@ -466,6 +806,8 @@ static ptq_status plan_make(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
         pl->usable = 1;
         break;
     }
+    if (pl->usable)
+        PTQ_TRY_RET(tune(ctx, d, p, pl, perf, n_algos));
     return PTQ_OK;
 }
 
@@ -523,13 +865,31 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
     const int precomp = pl->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
     if (epilogue && (!b || pl->no_fuse || pl->no_fuse_epilogue || (!relu && !precomp)))
         return PTQ_OK;
-    const int64_t chunk = pl->chunk;
+    const unsigned form = form_of(b, z, relu);
     const int64_t x_img = img_numel(p->c_in, p->in), y_img = img_numel(p->c_out, p->out);
-    PTQ_TRY_RET(ptq_cuda_grow(ctx, d, pl->workspace_bytes, &f->workspace, &f->workspace_bytes));
+    const size_t ws_bytes =
+        pl->has_fast && pl->fast.workspace_bytes > pl->workspace_bytes ? pl->fast.workspace_bytes : pl->workspace_bytes;
+    PTQ_TRY_RET(ptq_cuda_grow(ctx, d, ws_bytes, &f->workspace, &f->workspace_bytes));
     void *ws = f->workspace;
+    const char *call = "";
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+    int64_t img0 = 0;
+    /* whole chunks of the tuned configuration first, where it gives this form's bits (tune()) */
+    const cudnn_cfg *fast = pl->has_fast && (pl->fast_forms & form) ? &pl->fast : NULL;
+    for (; fast && img0 + fast->chunk <= p->n; img0 += fast->chunk) {
+        const float *xc = x + img0 * x_img, *zc = z ? z + img0 * y_img : NULL;
+        float *yc = y + img0 * y_img;
+        if (!aligned16(xc) || !aligned16(yc) || (zc && !aligned16(zc)))
+            break; /* the rest through the reference's padded copies */
+        s = form_call(f, pl, fast, form, fuses_bias(pl, fast), xc, w, b, zc, yc, ws, &call);
+        if (s != CUDNN_STATUS_SUCCESS)
+            return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed (tuned: algorithm %d, %lld images a call): %s (status %d)",
+                            call, (int)fast->algo, (long long)fast->chunk, f->error_string(s), (int)s);
+    }
+    const int64_t first = img0, chunk = pl->chunk;
+    const cudnn_cfg ref = ref_cfg(pl);
     float *x_pad = NULL, *y_pad = NULL, *z_pad = NULL; /* [chunk, c_in, in...], [chunk, c_out, out...] x2 */
-    const float one = 1.0f, zero = 0.0f;
-    for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
+    for (; img0 < p->n; img0 += chunk) {
         const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;
         const float *xc = x + img0 * x_img, *zc = z ? z + img0 * y_img : NULL;
         float *yc = y + img0 * y_img;
@@ -559,40 +919,20 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
             xc = x_pad;
             yc = y_pad;
         }
-        const char *call = "cudnnConvolutionForward";
-        cudnnStatus_t s;
-        int fused = b && precomp && !pl->no_fuse;
-        if (epilogue) {
-            /* y = act(conv(x) + z + b) in one pass; without z, alpha2 = 0 and y stands in as z */
-            call = "cudnnConvolutionBiasActivationForward";
-            const float alpha2 = zc ? 1.0f : 0.0f;
-            s = f->conv_bias_act(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
-                                 pl->workspace_bytes, &alpha2, pl->y_desc, zc ? zc : yc, pl->b_desc, b,
-                                 relu ? f->relu : f->identity, pl->y_desc, yc);
-            if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0 && img0 == 0) { /* declined: the executor runs them apart */
+        const int fuse = fuses_bias(pl, &ref);
+        s = form_call(f, pl, &ref, form, fuse, xc, w, b, zc, yc, ws, &call);
+        if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0 && img0 == 0) {
+            if (epilogue) { /* declined: the executor runs them apart */
                 pl->no_fuse_epilogue = 1;
                 return PTQ_OK;
             }
-        } else if (fused) {
-            call = "cudnnConvolutionBiasActivationForward";
-            s = f->conv_bias_act(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
-                                 pl->workspace_bytes, &zero, pl->y_desc, yc, pl->b_desc, b, f->identity, pl->y_desc, yc);
-            if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0 && img0 == 0) { /* declined: bias added apart from now on */
+            if (fuse) { /* declined: the bias added apart from now on */
                 pl->no_fuse = 1;
-                fused = 0;
-            }
-        }
-        if (!epilogue && !fused) {
-            call = "cudnnConvolutionForward";
-            s = f->conv_forward(f->handle, &one, pl->x_desc, xc, pl->w_desc, w, pl->conv, pl->algo, ws,
-                                pl->workspace_bytes, &zero, pl->y_desc, yc);
-            if (s == CUDNN_STATUS_SUCCESS && b) {
-                call = "cudnnAddTensor";
-                s = f->add_tensor(f->handle, &one, pl->b_desc, b, &one, pl->y_desc, yc);
+                s = form_call(f, pl, &ref, form, 0, xc, w, b, zc, yc, ws, &call);
             }
         }
         if (s != CUDNN_STATUS_SUCCESS) {
-            if (pl->runs > 0 || epilogue)
+            if (pl->runs > 0 || epilogue || first > 0)
                 return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed: %s (status %d)", call, f->error_string(s),
                                 (int)s);
             /* a shape the heuristic offered but its first run declines: im2col + cuBLAS from now on,
@@ -608,9 +948,17 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
     f->n_runs++;
     if (epilogue)
         f->n_epilogue++;
-    snprintf(f->last, sizeof f->last, "algo %d, %lld images a call, %zu bytes of workspace%s%s", (int)pl->algo,
+    if (first > 0)
+        f->n_tuned_runs++;
+    char tuned[112];
+    if (pl->has_fast)
+        snprintf(tuned, sizeof tuned, "; tuned: algo %d, %lld images a call, %.3f ms against %.3f (%d of %d same)",
+                 (int)pl->fast.algo, (long long)pl->fast.chunk, pl->fast_ms, pl->ref_ms, pl->n_same, pl->n_cand);
+    else
+        snprintf(tuned, sizeof tuned, "; untuned (%d of %d candidates same)", pl->n_same, pl->n_cand);
+    snprintf(f->last, sizeof f->last, "algo %d, %lld images a call, %zu bytes of workspace%s%s%s", (int)pl->algo,
              (long long)chunk, pl->workspace_bytes, z ? ", residual in the epilogue" : "",
-             relu ? ", relu in the epilogue" : "");
+             relu ? ", relu in the epilogue" : "", tuned);
     *done = 1;
     return PTQ_OK;
 }

@@ -143,6 +143,11 @@ extern "C" int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on)
     return d->dnn.enabled;
 }
 
+extern "C" void ptq_cuda_dev_drop_conv_plans(ptq_cuda_dev *d)
+{
+    ptq_cudnn_drop_plans(d);
+}
+
 extern "C" void ptq_cuda_dev_set_math(ptq_cuda_dev *d, int math)
 {
     if (d->math == math)
@@ -163,6 +168,11 @@ extern "C" int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **l
     if (last)
         *last = d->dnn.last;
     return d->dnn.n_runs;
+}
+
+extern "C" int64_t ptq_cuda_dev_cudnn_tuned_runs(const ptq_cuda_dev *d)
+{
+    return d->dnn.n_tuned_runs;
 }
 
 extern "C" ptq_status ptq_cuda_alloc(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out)

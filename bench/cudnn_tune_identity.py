@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""cuDNN tuning (kernels/cuda/cudnn.cu's tune()) changes no bit on ResNet-50:
+the calibration archive and eval's FP32 logits with tuning at batch 256,
+and with PTQ_CUDNN_TUNE=0 at batch 100, compared byte for byte; the steady
+eval rate of each. The model and images are bench/resnet50_gpu.py's.
+Runs on the GPU machine:
+    python3 bench/cudnn_tune_identity.py --ptq bundle/bin/ptq --out $OUT/tune.md [--images 768]
+"""
+import argparse
+import datetime
+import filecmp
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from benchlib import commit, write_result
+from resnet50_gpu import PREPROCESS, model_and_images
+
+
+def run(cmd, tune):
+    env = dict(os.environ)
+    if not tune:
+        env["PTQ_CUDNN_TUNE"] = "0"
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
+    return p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ptq", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--images", type=int, default=768)
+    a = ap.parse_args()
+    onnx_path, h5_path = model_and_images("ptq-tune-", a.images)
+    tmp = os.path.dirname(onnx_path)
+    common = ["--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
+              "--device", "cuda"]
+    rows, same = [], []
+    out = {}
+    for tune, batch in ((True, 256), (False, 100), (True, 100), (False, 256)):
+        tag = f"{'tuned' if tune else 'untuned'}-b{batch}"
+        archive, logits = os.path.join(tmp, f"{tag}.h5"), os.path.join(tmp, f"{tag}.npy")
+        cal = json.loads(run([a.ptq, "calibrate", *common, "--batch", str(batch), "--out", archive, "--json"], tune))
+        ev = json.loads(run([a.ptq, "eval", *common, "--batch", str(batch), "--logits", logits, "--json"], tune))
+        out[tag] = (archive, logits)
+        rows.append(f"| {'on' if tune else 'PTQ_CUDNN_TUNE=0'} | {batch} | {ev['images_per_s_steady']:.0f} | "
+                    f"{cal['images_per_s_steady']:.0f} |")
+    ref_archive, ref_logits = out["untuned-b100"]
+    for tag, (archive, logits) in out.items():
+        if tag == "untuned-b100":
+            continue
+        a_same = filecmp.cmp(archive, ref_archive, shallow=False)
+        l_same = np.load(logits).tobytes() == np.load(ref_logits).tobytes()
+        same.append(f"- {tag}: archive {'identical' if a_same else 'DIFFERS'}, logits "
+                    f"{'identical' if l_same else 'DIFFER'} (against untuned-b100)")
+    lines = [
+        "# cuDNN tuning on ResNet-50: the same bits, and the rates",
+        "",
+        f"- ptq commit: {commit()}",
+        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- command: `python3 bench/cudnn_tune_identity.py --ptq {a.ptq} --out {a.out} --images {a.images}`",
+        f"- model and data: bench/resnet50_gpu.py's (torchvision resnet50, random weights, BatchNorm folded, "
+        f"opset 17; {a.images} random uint8 224x224x3 images)",
+        "",
+        "| tuning | batch | eval img/s (steady) | calibrate img/s (steady) |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+        *same,
+        "",
+    ]
+    write_result(a.out, lines)
+    if any("DIFFER" in s for s in same):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
