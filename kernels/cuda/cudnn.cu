@@ -603,19 +603,24 @@ static cudnnStatus_t probe_run(ptq_cudnn *f, const ptq_cudnn_plan *pl, const cud
     return s;
 }
 
-/* 1 when the probe's y equals ref bit for bit; -1 when the GPU failed. */
-static int probe_same(ptq_cuda_dev *d, const tune_probe *t, const float *ref)
+/* *same = 1 when the probe's y equals y_ref bit for bit. */
+static ptq_status probe_same(ptq_ctx *ctx, ptq_cuda_dev *d, const tune_probe *t, int *same)
 {
     const int64_t n = t->n * t->y_img;
     unsigned long long diff = 1;
-    if (cudaMemsetAsync(t->diff, 0, sizeof *t->diff, d->stream) != cudaSuccess)
-        return -1;
-    count_diff_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>((const uint32_t *)ref,
-                                                                            (const uint32_t *)t->y, n, t->diff);
-    if (cudaMemcpyAsync(&diff, t->diff, sizeof diff, cudaMemcpyDeviceToHost, d->stream) != cudaSuccess ||
-        cudaStreamSynchronize(d->stream) != cudaSuccess)
-        return -1;
-    return diff == 0;
+    *same = 0;
+    cudaError_t e = cudaMemsetAsync(t->diff, 0, sizeof *t->diff, d->stream);
+    if (e == cudaSuccess) {
+        count_diff_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>((const uint32_t *)t->y_ref,
+                                                                                (const uint32_t *)t->y, n, t->diff);
+        e = cudaMemcpyAsync(&diff, t->diff, sizeof diff, cudaMemcpyDeviceToHost, d->stream);
+    }
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(d->stream);
+    if (e != cudaSuccess)
+        return ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a convolution: %s", cudaGetErrorString(e));
+    *same = diff == 0;
+    return PTQ_OK;
 }
 
 /* Milliseconds c takes for the probe's n images in FORM_BIAS (one run, after the one before), or -1. */
@@ -729,12 +734,9 @@ static ptq_status tune(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, 
             (void)cudaGetLastError();
             continue;
         }
-        const int same = probe_same(d, &t, t.y_ref);
-        if (same < 0) {
-            st = ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a convolution: %s",
-                          cudaGetErrorString(cudaGetLastError()));
+        int same = 0;
+        if ((st = probe_same(ctx, d, &t, &same)) != PTQ_OK)
             break;
-        }
         pl->n_same += same;
         const float ms = same ? probe_time(f, d, pl, &cand[i], &t) : -1.0f;
         if (ms > 0 && ms < best_ms) {
@@ -756,12 +758,9 @@ static ptq_status tune(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, 
                 (void)cudaGetLastError();
                 continue;
             }
-            const int same = probe_same(d, &t, t.y_ref);
-            if (same < 0) {
-                st = ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a convolution: %s",
-                              cudaGetErrorString(cudaGetLastError()));
+            int same = 0;
+            if ((st = probe_same(ctx, d, &t, &same)) != PTQ_OK)
                 break;
-            }
             if (same)
                 forms |= form;
         }
