@@ -4,8 +4,9 @@
  * shapes cuDNN took or declined (declined ones run through im2col +
  * cuBLAS), and batch invariance: an image's output identical bit for bit in
  * batches of 1, 7, 299 and 300 (sub-batches starting at any image, aligned
- * or not), run twice, with cuDNN and without, and with cuDNN's tuned plans
- * (another algorithm, 256 images a call) against PTQ_CUDNN_TUNE=0. Exit 77 without a GPU or
+ * or not; every 8th image scaled to 2^-120, so its sums are subnormal),
+ * run twice, with cuDNN and without, and with cuDNN's tuned plans (another
+ * algorithm, 256 images a call) against PTQ_CUDNN_TUNE=0. Exit 77 without a GPU or
  * without cuDNN (PTQ_CUDNN_DIR names its folder). Run: build/tests/cuda_cudnn_conv */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -205,6 +206,9 @@ static void test_invariance(const char *path)
         float *whole = host_floats(INV_BATCH * yi), *again = host_floats(INV_BATCH * yi);
         float *part = host_floats(INV_BATCH * yi);
         test_fill_uniform(x, INV_BATCH * xi, -1.0f, 1.0f);
+        for (int64_t i = 7; i < INV_BATCH; i += 8) /* images whose products and sums are subnormal */
+            for (int64_t j = 0; j < xi; j++)
+                x[i * xi + j] = ldexpf(x[i * xi + j], -120);
         test_fill_uniform(w, n_w, -0.2f, 0.2f);
         test_fill_uniform(b, p.c_out, -0.5f, 0.5f);
         float *dx = dev_floats(x, INV_BATCH * xi), *dw = dev_floats(w, n_w), *db = dev_floats(b, p.c_out);
