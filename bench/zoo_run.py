@@ -402,7 +402,7 @@ def main():
         return 0
     version = subprocess.run([a.ptq, "version"], capture_output=True, text=True).stdout.strip().splitlines()[0]
     version += f" (git {subprocess.run(['git', '-C', HERE, 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip()})"
-    now = lambda: f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M}"  # noqa: E731
+    now = lambda: f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"  # noqa: E731
     call = {"date": f"{datetime.date.today()}", "machine": machine(), "ptq": version, "software": sw,
             "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), "started": now(), "updated": now(),
             "settings": {"images": a.images, "size": a.size, "calib": a.calib, "qdq": a.qdq_images, "jobs": a.jobs,
