@@ -6,7 +6,8 @@
  * batches of 1, 7, 299 and 300 (sub-batches starting at any image, aligned
  * or not; every 8th image scaled to 2^-120, so its sums are subnormal),
  * run twice, with cuDNN and without, and with cuDNN's tuned plans (another
- * algorithm, 256 images a call) against PTQ_CUDNN_TUNE=0. Exit 77 without a GPU or
+ * algorithm, 256 images a call; PTQ_CUDNN_TUNE=always, so they run whenever
+ * a candidate gives the reference's bits) against PTQ_CUDNN_TUNE=0. Exit 77 without a GPU or
  * without cuDNN (PTQ_CUDNN_DIR names its folder). Run: build/tests/cuda_cudnn_conv */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -192,7 +193,14 @@ static const conv_case inv_cases[] = {
 
 #define INV_BATCH 300
 
-static void test_invariance(const char *path)
+/* PTQ_CUDNN_TUNE for the next plans: "always" (any tuned configuration with the reference's bits), "0" (none) */
+static void tune_mode(const char *mode)
+{
+    setenv("PTQ_CUDNN_TUNE", mode, 1);
+    ptq_cuda_dev_drop_conv_plans(dev);
+}
+
+static void test_invariance(const char *path, int cudnn)
 {
     /* sub-batches [start, start + n): images at the start, the end, and
      * ones that are not 16-byte aligned in x */
@@ -220,22 +228,21 @@ static void test_invariance(const char *path)
             fail_ctx(cc->what);
         int bad = memcmp(whole, again, (size_t)(INV_BATCH * yi) * sizeof(float)) != 0;
         CHECK_MSG(!bad, "%s (%s): two runs of batch %d differ", cc->what, path, INV_BATCH);
-        /* the tuned plan (cudnn.cu's tune()) against the reference configuration alone */
-        const char *last = "";
-        (void)ptq_cuda_dev_cudnn_runs(dev, &last);
-        char plan[256];
-        snprintf(plan, sizeof plan, "%s", last);
-        setenv("PTQ_CUDNN_TUNE", "0", 1);
-        ptq_cuda_dev_drop_conv_plans(dev);
-        if (ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, cc->bias ? db : NULL, dy) != PTQ_OK ||
-            ptq_cuda_download(&ctx, dev, again, dy, (size_t)(INV_BATCH * yi) * sizeof(float)) != PTQ_OK)
-            fail_ctx(cc->what);
-        unsetenv("PTQ_CUDNN_TUNE");
-        ptq_cuda_dev_drop_conv_plans(dev);
-        const int untuned = memcmp(whole, again, (size_t)(INV_BATCH * yi) * sizeof(float)) != 0;
-        CHECK_MSG(!untuned, "%s (%s): batch %d differs with PTQ_CUDNN_TUNE=0 (plan: %s)", cc->what, path, INV_BATCH,
-                  plan);
-        bad |= untuned;
+        char plan[256] = "";
+        if (cudnn) { /* the tuned plan (cudnn.cu's tune()) against the reference configuration alone */
+            const char *last = "";
+            (void)ptq_cuda_dev_cudnn_runs(dev, &last);
+            snprintf(plan, sizeof plan, "%s", last);
+            tune_mode("0");
+            if (ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, cc->bias ? db : NULL, dy) != PTQ_OK ||
+                ptq_cuda_download(&ctx, dev, again, dy, (size_t)(INV_BATCH * yi) * sizeof(float)) != PTQ_OK)
+                fail_ctx(cc->what);
+            tune_mode("always");
+            const int untuned = memcmp(whole, again, (size_t)(INV_BATCH * yi) * sizeof(float)) != 0;
+            CHECK_MSG(!untuned, "%s (%s): batch %d differs with PTQ_CUDNN_TUNE=0 (plan: %s)", cc->what, path,
+                      INV_BATCH, plan);
+            bad |= untuned;
+        }
         for (size_t s = 0; s < sizeof subs / sizeof subs[0]; s++) {
             ptq_conv_params ps = p;
             ps.n = subs[s][1];
@@ -249,7 +256,7 @@ static void test_invariance(const char *path)
                       INV_BATCH);
             bad |= differs;
         }
-        printf("  %-26s %-9s batches 1, 7, 299, 300 (twice, and untuned): %s%s\n", cc->what, path,
+        printf("  %-26s %-9s batches 1, 7, 299, 300 (twice%s): %s%s\n", cc->what, path, cudnn ? ", and untuned" : "",
                bad ? "DIFFER" : "identical bits", strstr(plan, "; tuned:") ? " (a tuned plan)" : "");
         release_case(dx, dw, db, dy, (float *[]){x, w, b, whole, again, part, NULL});
     }
@@ -277,9 +284,23 @@ int main(void)
     printf("cuDNN took %d of %zu shapes; the rest ran through im2col + cuBLAS\n", taken,
            sizeof cases / sizeof cases[0]);
     printf("batch invariance:\n");
-    test_invariance("cuDNN");
+    /* tuned plans whenever a candidate gives the reference's bits, faster or not, so the tuned path runs */
+    const char *env = getenv("PTQ_CUDNN_TUNE");
+    char *saved = env ? strdup(env) : NULL;
+    tune_mode("always");
+    const int64_t tuned_before = ptq_cuda_dev_cudnn_tuned_runs(dev);
+    test_invariance("cuDNN", 1);
+    const int64_t tuned = ptq_cuda_dev_cudnn_tuned_runs(dev) - tuned_before;
+    printf("convolutions that ran tuned chunks (PTQ_CUDNN_TUNE=always): %lld\n", (long long)tuned);
+    CHECK_MSG(tuned > 0, "no convolution ran a tuned configuration under PTQ_CUDNN_TUNE=always");
+    if (saved)
+        setenv("PTQ_CUDNN_TUNE", saved, 1);
+    else
+        unsetenv("PTQ_CUDNN_TUNE");
+    free(saved);
+    ptq_cuda_dev_drop_conv_plans(dev);
     ptq_cuda_dev_set_cudnn(dev, 0);
-    test_invariance("im2col");
+    test_invariance("im2col", 0);
     CHECK_MSG(ptq_cuda_sync(&ctx, dev) == PTQ_OK, "%s", ctx.msg);
     ptq_cuda_dev_free(dev);
     return test_done("cuda_cudnn_conv");

@@ -383,14 +383,19 @@ static void packed(int nd, int64_t n, int64_t c, const int64_t *sp, int *dims, i
 /* A status from planning: shapes cuDNN does not take (bad or unsupported
  * parameters) are a decline, PTQ_OK with the plan unusable; a broken
  * install or a failure is an error. */
-static ptq_status plan_status(ptq_ctx *ctx, const ptq_cudnn *f, cudnnStatus_t s, const char *call)
+static int is_decline(cudnnStatus_t s)
 {
     const int category = (int)s / 1000 * 1000;
     const int environment = s == CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER ||
                             s == CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART ||
                             s == CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING ||
                             s == CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE;
-    if ((category == CUDNN_STATUS_BAD_PARAM || category == CUDNN_STATUS_NOT_SUPPORTED) && !environment)
+    return (category == CUDNN_STATUS_BAD_PARAM || category == CUDNN_STATUS_NOT_SUPPORTED) && !environment;
+}
+
+static ptq_status plan_status(ptq_ctx *ctx, const ptq_cudnn *f, cudnnStatus_t s, const char *call)
+{
+    if (is_decline(s))
         return PTQ_OK;
     return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed: %s (status %d)", call, f->error_string(s), (int)s);
 }
@@ -622,8 +627,10 @@ static ptq_status probe_same(ptq_ctx *ctx, ptq_cuda_dev *d, const tune_probe *t,
     if (e == cudaSuccess) {
         count_diff_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>((const uint32_t *)t->y_ref,
                                                                                 (const uint32_t *)t->y, n, t->diff);
-        e = cudaMemcpyAsync(&diff, t->diff, sizeof diff, cudaMemcpyDeviceToHost, d->stream);
+        e = cudaGetLastError();
     }
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(&diff, t->diff, sizeof diff, cudaMemcpyDeviceToHost, d->stream);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(d->stream);
     if (e != cudaSuccess)
@@ -640,8 +647,10 @@ static float probe_time(ptq_cudnn *f, ptq_cuda_dev *d, const ptq_cudnn_plan *pl,
     if (cudaEventRecord(t->e0, d->stream) != cudaSuccess ||
         probe_run(f, pl, c, FORM_BIAS, t, t->y) != CUDNN_STATUS_SUCCESS ||
         cudaEventRecord(t->e1, d->stream) != cudaSuccess ||
-        cudaEventSynchronize(t->e1) != cudaSuccess || cudaEventElapsedTime(&ms, t->e0, t->e1) != cudaSuccess)
+        cudaEventSynchronize(t->e1) != cudaSuccess || cudaEventElapsedTime(&ms, t->e0, t->e1) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: this candidate is passed over */
         return -1.0f;
+    }
     return ms;
 }
 
@@ -655,6 +664,7 @@ static ptq_status tune(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, 
     const char *env = getenv("PTQ_CUDNN_TUNE");
     if (env && strcmp(env, "0") == 0)
         return PTQ_OK;
+    const int always = env && strcmp(env, "always") == 0; /* the tests: any candidate with the bits, however slow */
     ptq_cudnn *f = &d->dnn;
     const cudnnMathType_t math = math_type(d);
     int64_t big = big_chunk(p, pl->chunk);
@@ -719,6 +729,8 @@ static ptq_status tune(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, 
     t.diff = (unsigned long long *)(mem + diff_at);
     ptq_status st = PTQ_OK;
     int ok = cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess;
+    if (!ok)
+        (void)cudaGetLastError();
     const float w_scale = 1.0f / sqrtf((float)(n_w / p->c_out > 0 ? n_w / p->c_out : 1));
     /* x: every 8th image at 2^-120 (its products and sums subnormal), b: every 8th channel 0 */
     const int64_t group_len[4] = {t.x_img, n_w, 1, t.y_img};
@@ -730,17 +742,22 @@ static ptq_status tune(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, 
     }
     const cudnn_cfg ref = cand[0];
     /* the reference's bias form; its epilogue declined here is declined for the runs too */
-    if (ok && probe_run(f, pl, &ref, FORM_BIAS, &t, t.y_ref) != CUDNN_STATUS_SUCCESS) {
+    cudnnStatus_t rs = ok ? probe_run(f, pl, &ref, FORM_BIAS, &t, t.y_ref) : CUDNN_STATUS_SUCCESS;
+    if (ok && rs != CUDNN_STATUS_SUCCESS) {
         (void)cudaGetLastError();
-        ok = fuses_bias(pl, &ref);
-        if (ok) {
+        ok = 0;
+        if (fuses_bias(pl, &ref) && is_decline(rs)) { /* as a first run would: the bias apart from now on */
             pl->no_fuse = 1;
             ok = probe_run(f, pl, &ref, FORM_BIAS, &t, t.y_ref) == CUDNN_STATUS_SUCCESS;
+            if (!ok) {
+                (void)cudaGetLastError();
+                pl->no_fuse = 0;
+            }
         }
     }
     float ref_ms = ok ? probe_time(f, d, pl, &ref, &t) : -1.0f;
     int best = -1;
-    float best_ms = ref_ms * TUNE_MIN_GAIN;
+    float best_ms = always ? INFINITY : ref_ms * TUNE_MIN_GAIN;
     for (int i = 1; ok && ref_ms > 0 && i < n_cand; i++) {
         if (probe_run(f, pl, &cand[i], FORM_BIAS, &t, t.y) != CUDNN_STATUS_SUCCESS) {
             (void)cudaGetLastError();
@@ -893,6 +910,11 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
         if (!aligned16(xc) || !aligned16(yc) || (zc && !aligned16(zc)))
             break; /* the rest through the reference's padded copies */
         s = form_call(f, pl, fast, form, fuses_bias(pl, fast), xc, w, b, zc, yc, ws, &call);
+        if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0) { /* declined at its first run: the reference, from the start */
+            pl->has_fast = 0;
+            img0 = 0;
+            break;
+        }
         if (s != CUDNN_STATUS_SUCCESS)
             return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed (tuned: algorithm %d, %lld images a call): %s (status %d)",
                             call, (int)fast->algo, (long long)fast->chunk, f->error_string(s), (int)s);
@@ -930,15 +952,16 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
             xc = x_pad;
             yc = y_pad;
         }
-        const int fuse = fuses_bias(pl, &ref);
+        const int fuse = form == FORM_BIAS && fuses_bias(pl, &ref);
         s = form_call(f, pl, &ref, form, fuse, xc, w, b, zc, yc, ws, &call);
         if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0 && img0 == 0) {
             if (epilogue) { /* declined: the executor runs them apart */
                 pl->no_fuse_epilogue = 1;
                 return PTQ_OK;
             }
-            if (fuse) { /* declined: the bias added apart from now on */
+            if (fuse) { /* declined: the bias added apart from now on, and no tuned form verified with it fused */
                 pl->no_fuse = 1;
+                pl->has_fast = 0;
                 s = form_call(f, pl, &ref, form, 0, xc, w, b, zc, yc, ws, &call);
             }
         }
