@@ -2,7 +2,11 @@
 """cuDNN tuning (kernels/cuda/cudnn.cu's tune()) changes no bit on ResNet-50:
 the calibration archive and eval's FP32 logits with tuning at batch 256,
 and with PTQ_CUDNN_TUNE=0 at batch 100, compared byte for byte; the steady
-eval rate of each. The model and images are bench/resnet50_gpu.py's.
+eval rate of each. Also calibration with PTQ_EPILOGUE=0, where each Conv,
+Add and Relu runs and is observed apart instead of one pass per chain
+(runtime/exec.c's run_observed_chain): its archive must be the same bytes
+(its eval logits, from Add and Relu outside cuDNN's epilogue, are shown,
+not required). The model and images are bench/resnet50_gpu.py's.
 Runs on the GPU machine:
     python3 bench/cudnn_tune_identity.py --ptq bundle/bin/ptq --out $OUT/tune.md [--images 768]
 """
@@ -20,10 +24,12 @@ from benchlib import commit, write_result
 from resnet50_gpu import PREPROCESS, model_and_images
 
 
-def run(cmd, tune):
+def run(cmd, tune, chains=True):
     env = dict(os.environ)
     if not tune:
         env["PTQ_CUDNN_TUNE"] = "0"
+    if not chains:
+        env["PTQ_EPILOGUE"] = "0"
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
@@ -42,24 +48,28 @@ def main():
               "--device", "cuda"]
     rows, same = [], []
     out = {}
-    for tune, batch in ((True, 256), (False, 100), (True, 100), (False, 256)):
-        tag = f"{'tuned' if tune else 'untuned'}-b{batch}"
+    for tune, batch, chains in ((True, 256, True), (False, 100, True), (True, 100, True), (False, 256, True),
+                                (True, 256, False)):
+        tag = f"{'tuned' if tune else 'untuned'}-b{batch}{'' if chains else '-no-chains'}"
         archive, logits = os.path.join(tmp, f"{tag}.h5"), os.path.join(tmp, f"{tag}.npy")
-        cal = json.loads(run([a.ptq, "calibrate", *common, "--batch", str(batch), "--out", archive, "--json"], tune))
-        ev = json.loads(run([a.ptq, "eval", *common, "--batch", str(batch), "--logits", logits, "--json"], tune))
+        cal = json.loads(run([a.ptq, "calibrate", *common, "--batch", str(batch), "--out", archive, "--json"], tune,
+                             chains))
+        ev = json.loads(run([a.ptq, "eval", *common, "--batch", str(batch), "--logits", logits, "--json"], tune,
+                            chains))
         out[tag] = (archive, logits)
-        rows.append(f"| {'on' if tune else 'PTQ_CUDNN_TUNE=0'} | {batch} | {ev['images_per_s_steady']:.0f} | "
-                    f"{cal['images_per_s_steady']:.0f} |")
+        what = ("on" if tune else "PTQ_CUDNN_TUNE=0") + ("" if chains else ", PTQ_EPILOGUE=0")
+        rows.append(f"| {what} | {batch} | {ev['images_per_s_steady']:.0f} | {cal['images_per_s_steady']:.0f} |")
     ref_archive, ref_logits = out["untuned-b100"]
     for tag, (archive, logits) in out.items():
         if tag == "untuned-b100":
             continue
         a_same = filecmp.cmp(archive, ref_archive, shallow=False)
         l_same = np.load(logits).tobytes() == np.load(ref_logits).tobytes()
-        same.append(f"- {tag}: archive {'identical' if a_same else 'DIFFERS'}, logits "
-                    f"{'identical' if l_same else 'DIFFER'} (against untuned-b100)")
+        l_word = ("identical" if l_same else "DIFFER") if "no-chains" not in tag else \
+            ("identical" if l_same else "differ (not required: Add and Relu outside cuDNN's epilogue)")
+        same.append(f"- {tag}: archive {'identical' if a_same else 'DIFFERS'}, logits {l_word} (against untuned-b100)")
     lines = [
-        "# cuDNN tuning on ResNet-50: the same bits, and the rates",
+        "# cuDNN tuning and chain observation on ResNet-50: the same bits, and the rates",
         "",
         f"- ptq commit: {commit()}",
         f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",

@@ -2,8 +2,10 @@
  * the session's executor for the run, the graph inputs observed before each
  * batch runs, device observers folded in at the end. Covered by
  * tests/cli_calib_test.py and tests/cuda_calib.c. */
+#include "calib/calib_internal.h"
 #include "ptq/calib.h"
 #include "ptq/runner.h"
+#include "runtime/backend.h"
 
 static ptq_status calib_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
 {
@@ -13,6 +15,8 @@ static ptq_status calib_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batc
         PTQ_TRY_RET(ptq_calib_set_bind(ctx, set, e));
         ptq_exec_remove_tap(e, ptq_calib_set_tap, set);
         PTQ_TRY_RET(ptq_exec_add_tap(ctx, e, ptq_calib_set_tap, set));
+        if (ptq_exec_cuda_dev(e)) /* the set's device observers may be fed a Conv chain's values in one pass */
+            PTQ_TRY_RET(ptq_exec_tap_dev_state(ctx, e, ptq_calib_set_tap, set, calib_set_dev_state));
     }
     /* 8-bit images normalized on the GPU reach the set through its tap */
     return b->inputs ? ptq_calib_set_observe_inputs(ctx, set, b->inputs) : PTQ_OK;

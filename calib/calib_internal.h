@@ -38,6 +38,10 @@ struct ptq_calib_set {
 ptq_status calib_set_alloc(ptq_ctx *ctx, int64_t n, int64_t n_bins, ptq_calib_set **out);
 /* What identifies a source: its content SHA-256, or its name when that is unknown. */
 const char *calib_source_key(const calib_source *src);
+/* The set's ptq_tap_dev_state_fn (runtime/backend.h): the device state of
+ * value v's observer, made on the bound GPU if need be; NULL when the set
+ * does not observe v. */
+ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins);
 /* Records samples ids[n] of a source (content SHA-256 sha256, NULL or "" when unknown). */
 ptq_status calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, const char *name, const char *sha256,
                                 const int64_t *ids, int64_t n);

@@ -401,6 +401,24 @@ ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int n
     return i < 0 ? PTQ_OK : observe(ctx, s, i, t);
 }
 
+ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins)
+{
+    ptq_calib_set *s = user;
+    *state = NULL;
+    *n_bins = s->n_bins;
+    const int64_t i = s->index_of_value && v >= 0 && v < s->g->n_values ? s->index_of_value[v] : -1;
+    if (i < 0)
+        return PTQ_OK;
+    if (!s->cuda)
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s': device observer asked for, but the set is not bound to a GPU",
+                        s->names[i]);
+    if (!s->dev_obs[i])
+        PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
+    *state = ptq_observer_dev_state(s->dev_obs[i]);
+    *n_bins = ptq_observer_dev_n_bins(s->dev_obs[i]);
+    return PTQ_OK;
+}
+
 ptq_status ptq_calib_set_bind(ptq_ctx *ctx, ptq_calib_set *s, ptq_exec *e)
 {
     (void)ctx;

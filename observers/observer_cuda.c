@@ -32,6 +32,18 @@ ptq_status ptq_observer_dev_read(ptq_ctx *ctx, ptq_observer_dev *od, ptq_observe
     return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "device observer: ptq was built without CUDA");
 }
 
+void *ptq_observer_dev_state(ptq_observer_dev *od)
+{
+    (void)od;
+    return NULL;
+}
+
+int64_t ptq_observer_dev_n_bins(const ptq_observer_dev *od)
+{
+    (void)od;
+    return 0;
+}
+
 void ptq_observer_dev_free(ptq_observer_dev *od)
 {
     (void)od;
@@ -112,6 +124,16 @@ ptq_status ptq_observer_dev_read(ptq_ctx *ctx, ptq_observer_dev *od, ptq_observe
     }
     free(hist);
     return st;
+}
+
+void *ptq_observer_dev_state(ptq_observer_dev *od)
+{
+    return od->state;
+}
+
+int64_t ptq_observer_dev_n_bins(const ptq_observer_dev *od)
+{
+    return od->n_bins;
 }
 
 void ptq_observer_dev_free(ptq_observer_dev *od)

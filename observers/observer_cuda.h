@@ -29,6 +29,11 @@ ptq_status ptq_observer_dev_update(ptq_ctx *ctx, ptq_observer_dev *od, const flo
  * has od's n_bins, else PTQ_ERR_INVALID_ARG and dst is left as it was). */
 ptq_status ptq_observer_dev_read(ptq_ctx *ctx, ptq_observer_dev *od, ptq_observer *dst);
 
+/* The state kernels/cuda/observe.cu updates (ptq_k_observe_dev_bytes of
+ * the n_bins bins), for passes that feed several observers at once. */
+void *ptq_observer_dev_state(ptq_observer_dev *od);
+int64_t ptq_observer_dev_n_bins(const ptq_observer_dev *od);
+
 /* Waits for queued work first; NULL-safe. */
 void ptq_observer_dev_free(ptq_observer_dev *od);
 

@@ -36,6 +36,11 @@ struct ptq_backend {
      * *done = 0 and nothing run. NULL where the backend has no such path. */
     ptq_status (*conv_epilogue)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, int relu,
                                 int *done);
+    /* A Conv's output c with its chain's Add (z, or NULL) and Relu into y,
+     * feeding device observers of the three values from one read
+     * (ptq_k_observe_chain_cuda). NULL where the backend has no such path. */
+    ptq_status (*observe_chain)(ptq_backend *b, ptq_ctx *ctx, void *const states[3], int64_t n_bins, const float *c,
+                                const float *z, int z_first, int relu, float *y, int64_t n);
     void (*destroy)(ptq_backend *b);
 };
 
@@ -49,6 +54,18 @@ struct ptq_norm_params;
 ptq_status ptq_backend_cuda_normalize_u8(ptq_backend *b, ptq_ctx *ctx, const struct ptq_norm_params *p,
                                          const void *src, void *dst);
 void ptq_backend_free(ptq_backend *b);
+
+/* A tap that observes on the device can say so: fn gives the device state
+ * (kernels/cuda/cuda_kernels.h's layout, *n_bins bins) of the observer the
+ * tap feeds value v from, creating it if need be, or *state = NULL when the
+ * tap does not look at v. The executor may then feed a Conv -> [Add] ->
+ * [Relu] chain's values to those observers in one device pass
+ * (backend.observe_chain) and not call the tap for them: bit-identical to
+ * the tap's own updates. tap/tap_user: a tap already added. */
+typedef ptq_status (*ptq_tap_dev_state_fn)(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins);
+ptq_status ptq_exec_tap_dev_state(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap_user, ptq_tap_dev_state_fn fn);
+/* Chains run so (run_observed_chain), over e's life. */
+int64_t ptq_exec_n_observed_chains(const ptq_exec *e);
 
 /* The GPU context e's device tensors live on (for observers that run their
  * own kernels on the same stream), or NULL when e runs on the host. */

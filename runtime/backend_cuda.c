@@ -157,6 +157,12 @@ static ptq_status cuda_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op
                                     z ? fdata(z) : NULL, relu, fout(io, 0), done);
 }
 
+static ptq_status cuda_observe_chain(ptq_backend *bk, ptq_ctx *ctx, void *const states[3], int64_t n_bins,
+                                     const float *c, const float *z, int z_first, int relu, float *y, int64_t n)
+{
+    return ptq_k_observe_chain_cuda(ctx, impl_of(bk)->dev, states, n_bins, c, z, z_first, relu, y, n);
+}
+
 /* Y [M, N] = alpha op(A) op(B) + beta C, C broadcast into Y first as the ref does. */
 static ptq_status run_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
@@ -599,6 +605,7 @@ ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend *
     b->supports = cuda_supports;
     b->run = cuda_run;
     b->conv_epilogue = cuda_conv_epilogue;
+    b->observe_chain = cuda_observe_chain;
     b->destroy = cuda_destroy;
     *out = b;
     return PTQ_OK;

@@ -93,8 +93,10 @@ struct ptq_exec {
     struct {
         ptq_tap_fn fn;
         void *user;
+        ptq_tap_dev_state_fn dev_state; /* NULL: the tap sees every value through fn */
     } taps[PTQ_EXEC_MAX_TAPS];
     int n_taps;
+    int tap_skip; /* a value whose taps run_node leaves to run_observed_chain, or -1 */
     ptq_overlay ov;     /* active when has_ov */
     int has_ov;
     uint64_t sources[PTQ_EXEC_WEIGHT_SOURCES]; /* weight sources with device copies, most recent first */
@@ -118,6 +120,7 @@ struct ptq_exec {
     int *epi_add, *epi_relu, *epi_z;
     unsigned char *ran_early; /* [g->n_nodes] 1: already run in an earlier node's epilogue this run */
     int64_t n_epilogue;       /* chains run so */
+    int64_t n_observed_chain; /* chains run by run_observed_chain */
     ptq_op_frame frame;       /* run_node's views, grown to the largest node */
     char device_name[160];
 };
@@ -410,6 +413,7 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     e->g = g;
     e->p = *p;
     e->p.tap = NULL;
+    e->tap_skip = -1;
     e->slots = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *e->slots);
     e->node_s = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *e->node_s);
     if (!e->slots || !e->node_s) {
@@ -708,7 +712,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
             continue;
         PTQ_TRY(st, apply_round(ctx, e, n->outputs[i], &outs[i]), done);
         PTQ_TRY(st, profile_split(ctx, e, &t0, &e->round_s), done);
-        for (int t = 0; t < e->n_taps; t++)
+        for (int t = 0; t < e->n_taps && n->outputs[i] != e->tap_skip; t++)
             PTQ_TRY(st, e->taps[t].fn(e->taps[t].user, ctx, g, k, n->outputs[i], &outs[i]), done);
         PTQ_TRY(st, profile_split(ctx, e, &t0, &e->tap_s), done);
     }
@@ -813,6 +817,32 @@ static ptq_status replan(ptq_ctx *ctx, ptq_exec *e)
     return PTQ_OK;
 }
 
+/* The values of chain k kept or rounded between its nodes: the Conv's
+ * output, and the Add's when a Relu follows (the chain's output y may be). */
+static int chain_between_needed(const ptq_exec *e, int k)
+{
+    const ptq_graph *g = e->g;
+    const int j = e->epi_add[k], r = e->epi_relu[k];
+    const int between[2] = {g->nodes[k].outputs[0], j >= 0 && r >= 0 ? g->nodes[j].outputs[0] : -1};
+    for (int i = 0; i < 2; i++)
+        if (between[i] >= 0 && (e->slots[between[i]].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[between[i]])))
+            return 1;
+    return 0;
+}
+
+/* Chain k's Add and Relu have run with its Conv: the residual's read is
+ * counted and the two nodes are marked run. */
+static void chain_ran(ptq_exec *e, int k)
+{
+    const int z = e->epi_z[k];
+    if (z >= 0 && --e->slots[z].refs == 0)
+        slot_release(e, &e->slots[z]);
+    if (e->epi_add[k] >= 0)
+        e->ran_early[e->epi_add[k]] = 1;
+    if (e->epi_relu[k] >= 0)
+        e->ran_early[e->epi_relu[k]] = 1;
+}
+
 /* Conv node k with its chain's Add and Relu (find_epilogues) as one device
  * kernel, when nothing needs the values between them this run (no taps, no
  * rounding, no kept copies) and the residual is on the device: *done = 1
@@ -826,13 +856,8 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     *done = 0;
     if ((j < 0 && r < 0) || !e->dev || !e->dev->conv_epilogue || e->n_taps > 0)
         return PTQ_OK;
-    const int c = n->outputs[0], a = j >= 0 ? g->nodes[j].outputs[0] : -1;
     const int y = g->nodes[r >= 0 ? r : j].outputs[0];
-    const int between[2] = {c, r >= 0 ? a : -1};
-    for (int i = 0; i < 2; i++)
-        if (between[i] >= 0 && (e->slots[between[i]].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[between[i]])))
-            return PTQ_OK;
-    if (e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[MEM_DEV]))
+    if (chain_between_needed(e, k) || e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[MEM_DEV]))
         return PTQ_OK;
     ptq_tensor in[3], out, zv;
     const ptq_tensor *in_ptr[3] = {NULL, NULL, NULL};
@@ -884,13 +909,83 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
         if (s && --s->refs == 0)
             slot_release(e, s);
     }
-    if (z >= 0 && --e->slots[z].refs == 0)
-        slot_release(e, &e->slots[z]);
-    if (j >= 0)
-        e->ran_early[j] = 1;
-    if (r >= 0)
-        e->ran_early[r] = 1;
+    chain_ran(e, k);
     e->n_epilogue++;
+    return PTQ_OK;
+}
+
+/* Calibration's form of run_epilogue: the one tap observes on the device
+ * (ptq_exec_tap_dev_state) and nothing else needs the values between the
+ * nodes of chain k. The Conv runs as its own node into its output c (its
+ * tap call left out), then one device pass makes the Add and Relu into the
+ * chain's output y and feeds the tap's observers of c, the Add's output and
+ * y (backend.observe_chain), the same states the tap would have made. Then
+ * *done = 1 and the Add and Relu are marked run; else *done = 0 with the
+ * Conv not run, or with the Conv run (*conv_ran = 1) and tapped as usual. */
+static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done, int *conv_ran)
+{
+    const ptq_graph *g = e->g;
+    const int j = e->epi_add[k], r = e->epi_relu[k], z = e->epi_z[k];
+    *done = *conv_ran = 0;
+    if ((j < 0 && r < 0) || !e->dev || !e->dev->observe_chain || e->n_taps != 1 || !e->taps[0].dev_state ||
+        chain_between_needed(e, k))
+        return PTQ_OK;
+    const int c = g->nodes[k].outputs[0], a = j >= 0 ? g->nodes[j].outputs[0] : -1;
+    const int y = g->nodes[r >= 0 ? r : j].outputs[0];
+    if (e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[MEM_DEV]))
+        return PTQ_OK;
+    e->tap_skip = c;
+    ptq_status st = run_node(ctx, e, k);
+    e->tap_skip = -1;
+    if (st != PTQ_OK)
+        return st;
+    *conv_ran = 1;
+    slot *cs = &e->slots[c];
+    const ptq_tensor cv = slot_view(cs, cs->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST);
+    ptq_tensor zv;
+    memset(&zv, 0, sizeof zv);
+    int fits = cs->ptr[MEM_DEV] && cv.dtype == PTQ_DT_FLOAT;
+    if (fits && z >= 0) {
+        zv = slot_view(&e->slots[z], MEM_DEV);
+        fits = zv.dtype == PTQ_DT_FLOAT && zv.ndim == cv.ndim &&
+               memcmp(zv.dims, cv.dims, (size_t)cv.ndim * sizeof cv.dims[0]) == 0; /* a broadcasting Add runs apart */
+    }
+    void *states[3] = {NULL, NULL, NULL};
+    int64_t n_bins = 0;
+    const int vals[3] = {c, a, r >= 0 ? y : -1};
+    for (int i = 0; i < 3 && fits; i++) {
+        int64_t nb = 0;
+        if (vals[i] < 0)
+            continue;
+        PTQ_TRY_RET(e->taps[0].dev_state(e->taps[0].user, ctx, vals[i], &states[i], &nb));
+        if (states[i] && n_bins && nb != n_bins)
+            fits = 0;
+        if (states[i])
+            n_bins = nb;
+    }
+    if (!fits) /* the Conv's output as run_node would have tapped it; the Add and Relu run as nodes */
+        return e->taps[0].fn(e->taps[0].user, ctx, g, k, c, &cv);
+    slot *ys = &e->slots[y];
+    slot_release(e, ys);
+    ys->meta = cv;
+    ys->meta.data = NULL;
+    PTQ_TRY_RET(slot_alloc(ctx, e, ys, MEM_DEV));
+    ptq_tensor out = slot_view(ys, MEM_DEV);
+    const ptq_node *add = j >= 0 ? &g->nodes[j] : NULL;
+    double t0 = ptq_clock_s();
+    st = e->dev->observe_chain(e->dev, ctx, states, n_bins, cv.data, z >= 0 ? zv.data : NULL,
+                               add && add->inputs[0] == z, r >= 0, out.data, ptq_tensor_numel(&cv));
+    if (st == PTQ_OK && e->p.profile)
+        st = e->dev->sync(e->dev, ctx);
+    e->tap_s += ptq_clock_s() - t0;
+    if (st != PTQ_OK)
+        return st;
+    PTQ_TRY_RET(apply_round(ctx, e, y, &out));
+    if (--cs->refs == 0)
+        slot_release(e, cs);
+    chain_ran(e, k);
+    e->n_observed_chain++;
+    *done = 1;
     return PTQ_OK;
 }
 
@@ -904,11 +999,15 @@ static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full,
             e->ran_early[k] = 0;
             continue;
         }
-        int fused = 0;
+        int fused = 0, conv_ran = 0;
         PTQ_TRY(st, run_epilogue(ctx, e, k, &fused), done);
         if (fused)
             continue;
-        PTQ_TRY(st, run_node(ctx, e, k), done);
+        PTQ_TRY(st, run_observed_chain(ctx, e, k, &fused, &conv_ran), done);
+        if (fused)
+            continue;
+        if (!conv_ran)
+            PTQ_TRY(st, run_node(ctx, e, k), done);
         if (!full)
             continue;
         for (int i = 0; i < g->nodes[k].n_outputs; i++) {
@@ -1150,8 +1249,19 @@ ptq_status ptq_exec_add_tap(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "at most %d taps", PTQ_EXEC_MAX_TAPS);
     e->taps[e->n_taps].fn = tap;
     e->taps[e->n_taps].user = tap_user;
+    e->taps[e->n_taps].dev_state = NULL;
     e->n_taps++;
     return PTQ_OK;
+}
+
+ptq_status ptq_exec_tap_dev_state(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap_user, ptq_tap_dev_state_fn fn)
+{
+    for (int t = 0; t < e->n_taps; t++)
+        if (e->taps[t].fn == tap && e->taps[t].user == tap_user) {
+            e->taps[t].dev_state = fn;
+            return PTQ_OK;
+        }
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "device observer states offered for a tap the executor does not have");
 }
 
 void ptq_exec_remove_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
@@ -1170,6 +1280,7 @@ void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
     if (tap) {
         e->taps[0].fn = tap;
         e->taps[0].user = tap_user;
+        e->taps[0].dev_state = NULL;
         e->n_taps = 1;
     }
 }
@@ -1255,6 +1366,11 @@ void ptq_exec_host_free(ptq_exec *e, void *p)
 int64_t ptq_exec_n_epilogues(const ptq_exec *e)
 {
     return e->n_epilogue;
+}
+
+int64_t ptq_exec_n_observed_chains(const ptq_exec *e)
+{
+    return e->n_observed_chain;
 }
 
 int64_t ptq_exec_n_allocs(const ptq_exec *e)

@@ -3,7 +3,11 @@
  * observers, tensors never copied for them), while a second set is fed host
  * copies of the very same device tensors; after ptq_calib_set_sync both
  * sets must hold bit-identical observers (stats, range, every bin) over
- * batches of 1, 64, 200 and 333 random images. Exit 77 without a GPU. */
+ * batches of 1, 64, 200 and 333 random images. A third set, on its own
+ * executor as the calibrate command taps it (device observer states
+ * offered, so Conv -> Add -> Relu chains are observed in one pass each),
+ * must hold the same observers, and that executor's logits must equal the
+ * first's bit for bit. Exit 77 without a GPU. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +25,7 @@ int main(void)
 
 #else
 
+#include "calib/calib_internal.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "runtime/backend.h"
 
@@ -64,13 +69,24 @@ int main(void)
     if (!g)
         return 1;
     both b = {0};
+    ptq_calib_set *chain_set = NULL;
+    ptq_exec *ce = NULL;
     ptq_exec_params pg = {PTQ_DEVICE_CUDA, 0, tap, &b, 0, PTQ_MATH_FP32};
+    ptq_exec_params pc = {PTQ_DEVICE_CUDA, 0, NULL, NULL, 0, PTQ_MATH_FP32};
     CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.dev_set) == PTQ_OK);
     CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.host_set) == PTQ_OK);
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &chain_set) == PTQ_OK);
     CHECK_MSG(ptq_exec_create(&ctx, g, &pg, &b.e) == PTQ_OK, "%s", ctx.msg);
-    if (!b.e || !b.dev_set || !b.host_set)
+    CHECK_MSG(ptq_exec_create(&ctx, g, &pc, &ce) == PTQ_OK, "%s", ctx.msg);
+    if (!b.e || !ce || !b.dev_set || !b.host_set || !chain_set)
         return test_done("cuda_calib");
     CHECK(ptq_calib_set_bind(&ctx, b.dev_set, b.e) == PTQ_OK);
+    /* as calib/calib_consumer.c taps the executor of ptq calibrate */
+    CHECK(ptq_calib_set_bind(&ctx, chain_set, ce) == PTQ_OK);
+    CHECK(ptq_exec_add_tap(&ctx, ce, ptq_calib_set_tap, chain_set) == PTQ_OK);
+    CHECK(ptq_exec_tap_dev_state(&ctx, ce, ptq_calib_set_tap, chain_set, calib_set_dev_state) == PTQ_OK);
+    CHECK(ptq_exec_tap_dev_state(&ctx, ce, tap, &b, calib_set_dev_state) == PTQ_ERR_INVALID_ARG);
+    int logits_differ = 0;
     printf("cuda_calib: device %s, %lld tensors observed\n", ptq_exec_device_name(b.e),
            (long long)ptq_calib_set_n_tensors(b.dev_set));
     const int64_t sizes[] = {1, 64, 200, 333};
@@ -81,17 +97,26 @@ int main(void)
         /* a growing range: later batches reach further, so device ranges regrow */
         test_fill_uniform(x, n * 28 * 28, -0.9f * (float)(r + 1), 2.1f * (float)(r + 1));
         ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x, PTQ_MEM_HOST, 0};
-        ptq_tensor out;
+        ptq_tensor out, out_c;
         CHECK(ptq_calib_set_observe_inputs(&ctx, b.dev_set, &in) == PTQ_OK);
         CHECK(ptq_calib_set_observe_inputs(&ctx, b.host_set, &in) == PTQ_OK);
+        CHECK(ptq_calib_set_observe_inputs(&ctx, chain_set, &in) == PTQ_OK);
         CHECK_MSG(ptq_exec_run(&ctx, b.e, &in, &out) == PTQ_OK, "%s", ctx.msg);
+        CHECK_MSG(ptq_exec_run(&ctx, ce, &in, &out_c) == PTQ_OK, "%s", ctx.msg);
+        const int same = ptq_tensor_bytes(&out) == ptq_tensor_bytes(&out_c) &&
+                         memcmp(out.data, out_c.data, ptq_tensor_bytes(&out)) == 0;
+        CHECK_MSG(same, "batch %lld: logits with chains observed in one pass differ", (long long)n);
+        logits_differ += !same;
         free(x);
     }
     CHECK_MSG(ptq_calib_set_sync(&ctx, b.dev_set) == PTQ_OK, "%s", ctx.msg);
     CHECK(ptq_calib_set_sync(&ctx, b.host_set) == PTQ_OK);
-    int differ = 0;
+    CHECK_MSG(ptq_calib_set_sync(&ctx, chain_set) == PTQ_OK, "%s", ctx.msg);
+    int differ = 0, chain_differ = 0;
     for (int64_t i = 0; i < ptq_calib_set_n_tensors(b.dev_set); i++) {
         const ptq_observer *od = ptq_calib_set_observer(b.dev_set, i), *oh = ptq_calib_set_observer(b.host_set, i);
+        const ptq_observer *oc = ptq_calib_set_observer(chain_set, i);
+        ptq_observer_stats sc;
         ptq_observer_stats sd, sh;
         ptq_observer_get_stats(od, &sd);
         ptq_observer_get_stats(oh, &sh);
@@ -100,12 +125,26 @@ int main(void)
                           (size_t)ptq_observer_n_bins(od) * sizeof(int64_t)) == 0;
         CHECK_MSG(same, "tensor %s: device and host observers differ", ptq_calib_set_name(b.dev_set, i));
         differ += !same;
+        ptq_observer_get_stats(oc, &sc);
+        const int same_c = memcmp(&sc, &sh, sizeof sc) == 0 && ptq_observer_exponent(oc) == ptq_observer_exponent(oh) &&
+                           memcmp(ptq_observer_hist(oc), ptq_observer_hist(oh),
+                                  (size_t)ptq_observer_n_bins(oc) * sizeof(int64_t)) == 0;
+        CHECK_MSG(same_c, "tensor %s: observers fed by the chain pass differ from the host's",
+                  ptq_calib_set_name(chain_set, i));
+        chain_differ += !same_c;
         CHECK(sd.count > 0);
     }
     printf("cuda_calib: %d tensor taps on the device (%d host copies for the reference), %lld observers compared, "
            "%d differ (must be 0)\n",
            b.on_device, b.copied, (long long)ptq_calib_set_n_tensors(b.dev_set), differ);
     CHECK(b.on_device > 0);
+    const int64_t chains = ptq_exec_n_observed_chains(ce);
+    printf("cuda_calib: %lld Conv->Add->Relu chains observed in one pass each (4 runs): %d observers differ from the "
+           "host's, %d batches' logits differ (all must be 0)\n",
+           (long long)chains, chain_differ, logits_differ);
+    CHECK(chains > 0 && chains % 4 == 0);
+    ptq_exec_free(ce);
+    ptq_calib_set_free(chain_set);
     ptq_exec_free(b.e);
     ptq_calib_set_free(b.dev_set);
     ptq_calib_set_free(b.host_set);

@@ -3,8 +3,9 @@
  * all-zero first batch; NaN/Inf; subnormals; -0/+0; ranges that grow by
  * small and huge factors through the settle path and, past the 65536-value
  * overflow buffer, the rescue pass) for 2048 to 2^20 bins (shared- and
- * global-memory counts); every state read back bit for bit. Exit 77
- * without a GPU. */
+ * global-memory counts); every state read back bit for bit. The observed
+ * Conv -> Add -> Relu chain pass (ptq_k_observe_chain_cuda) the same way,
+ * its output too. Exit 77 without a GPU. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -254,6 +255,170 @@ done:
     free(x);
 }
 
+/* Both NaN, or the same bits (NaN payloads of a sum differ between GPU and CPU). */
+static int same_float(float a, float b)
+{
+    return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* The observed chain (ptq_k_observe_chain_cuda): y = relu?(c + z) written
+ * and observers of c, c + z and y fed from one read, against CPU observers
+ * fed the values computed here: with and without the Add (either operand
+ * order) and the Relu, with c's observer left out, at 16-byte aligned and
+ * unaligned addresses, odd sizes, first batches past the overflow buffer
+ * (rescue, re-made from c and z), growing ranges (settle) and specials;
+ * y bit for bit. Then one steady chain pass over 2^24 values timed against
+ * three observer updates. */
+static void check_chain(ptq_ctx *ctx, ptq_cuda_dev *dev)
+{
+    static const int64_t bins[] = {2048, 4096, 8192, 16384};
+    static const batch seq[] = {
+        {70001, FILL_SPECIALS, 2.0f, 0.05f},  /* first batch past the buffer: rescue */
+        {4099, FILL_UNIFORM, 3.0f, 0},        /* some reach 2^1: settle */
+        {1, FILL_UNIFORM, 0.5f, 0},
+        {300001, FILL_SPECIALS, 1e4f, 0.02f}, /* far past the range: rescue */
+        {257, FILL_NONFINITE, 0, 0},
+        {100003, FILL_SPECIALS, 6e3f, 0.3f},  /* within the range: one read */
+    };
+    const int64_t n_max = 300001;
+    float *c = malloc(sizeof *c * (size_t)n_max), *z = malloc(sizeof *z * (size_t)n_max);
+    float *a = malloc(sizeof *a * (size_t)n_max), *y = malloc(sizeof *y * (size_t)n_max);
+    float *got = malloc(sizeof *got * (size_t)n_max);
+    void *c_dev = NULL, *z_dev = NULL, *y_dev = NULL;
+    const size_t dev_bytes = sizeof(float) * (size_t)(n_max + 4);
+    if (!c || !z || !a || !y || !got || ptq_cuda_alloc(ctx, dev, dev_bytes, &c_dev) != PTQ_OK ||
+        ptq_cuda_alloc(ctx, dev, dev_bytes, &z_dev) != PTQ_OK || ptq_cuda_alloc(ctx, dev, dev_bytes, &y_dev) != PTQ_OK) {
+        CHECK_MSG(0, "chain setup: %s", ctx->msg);
+        goto done;
+    }
+    int n_cases = 0, y_differ = 0, compared_before = n_compared, differ_before = n_differ;
+    for (size_t bi = 0; bi < sizeof bins / sizeof bins[0]; bi++)
+        for (int mode = 0; mode < 12; mode++) {
+            const int has_z = mode % 3 != 0, z_first = mode % 3 == 2, relu = (mode / 3) % 2, skip_c = mode / 6;
+            const int off = (int)((mode + bi) % 2); /* 0: 16-byte aligned; 1: one float past */
+            const int used[3] = {!skip_c, has_z, relu};
+            ptq_observer *cpu[3] = {NULL, NULL, NULL};
+            ptq_observer_dev *od[3] = {NULL, NULL, NULL};
+            void *states[3] = {NULL, NULL, NULL};
+            for (int i = 0; i < 3; i++)
+                if (used[i]) {
+                    CHECK(ptq_observer_init(ctx, bins[bi], &cpu[i]) == PTQ_OK);
+                    CHECK(ptq_observer_dev_init(ctx, dev, bins[bi], &od[i]) == PTQ_OK);
+                    states[i] = od[i] ? ptq_observer_dev_state(od[i]) : NULL;
+                }
+            test_rand_seed(77 + (unsigned)mode);
+            for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++) {
+                const int64_t n = seq[k].n;
+                fill(c, &seq[k]);
+                fill(z, &seq[k]);
+                for (int64_t i = 0; i < n; i++) {
+                    a[i] = !has_z ? c[i] : z_first ? z[i] + c[i] : c[i] + z[i];
+                    y[i] = relu && a[i] < 0.0f ? 0.0f : a[i];
+                }
+                float *cd = (float *)c_dev + off, *zd = (float *)z_dev + off, *yd = (float *)y_dev + off;
+                CHECK(ptq_cuda_upload(ctx, dev, cd, c, sizeof *c * (size_t)n) == PTQ_OK);
+                CHECK(ptq_cuda_upload(ctx, dev, zd, z, sizeof *z * (size_t)n) == PTQ_OK);
+                CHECK_MSG(ptq_k_observe_chain_cuda(ctx, dev, states, bins[bi], cd, has_z ? zd : NULL, z_first, relu,
+                                                   yd, n) == PTQ_OK,
+                          "chain pass: %s", ctx->msg);
+                CHECK(ptq_cuda_download(ctx, dev, got, yd, sizeof *got * (size_t)n) == PTQ_OK);
+                int64_t bad = -1;
+                for (int64_t i = 0; i < n && bad < 0; i++)
+                    if (!same_float(got[i], y[i]))
+                        bad = i;
+                CHECK_MSG(bad < 0, "chain mode %d, %lld bins, batch %zu: y[%lld] %a, want %a", mode,
+                          (long long)bins[bi], k, (long long)bad, bad < 0 ? 0.0 : got[bad], bad < 0 ? 0.0 : y[bad]);
+                y_differ += bad >= 0;
+                const float *vals[3] = {c, a, y};
+                for (int i = 0; i < 3; i++)
+                    if (cpu[i])
+                        CHECK(ptq_observer_update(ctx, cpu[i], vals[i], n) == PTQ_OK);
+            }
+            static const char *const names[3] = {"c", "c + z", "y"};
+            for (int i = 0; i < 3; i++) {
+                ptq_observer *back = NULL;
+                if (!od[i] || ptq_observer_init(ctx, bins[bi], &back) != PTQ_OK)
+                    continue;
+                CHECK_MSG(ptq_observer_dev_read(ctx, od[i], back) == PTQ_OK, "chain read: %s", ctx->msg);
+                char what[128];
+                snprintf(what, sizeof what, "chain (Add %s, Relu %s, offset %d), %lld bins, observer of %s",
+                         has_z ? (z_first ? "z + c" : "c + z") : "none", relu ? "yes" : "no", off,
+                         (long long)bins[bi], names[i]);
+                compare(what, cpu[i], back);
+                ptq_observer_free(back);
+            }
+            for (int i = 0; i < 3; i++) {
+                ptq_observer_free(cpu[i]);
+                ptq_observer_dev_free(od[i]);
+            }
+            n_cases++;
+        }
+    printf("cuda_observer_dev: chain: %d cases, %d observer states compared, %d differ, %d outputs differ (all must "
+           "be 0)\n",
+           n_cases, n_compared - compared_before, n_differ - differ_before, y_differ);
+done:
+    free(c);
+    free(z);
+    free(a);
+    free(y);
+    free(got);
+    ptq_cuda_release(dev, c_dev);
+    ptq_cuda_release(dev, z_dev);
+    ptq_cuda_release(dev, y_dev);
+}
+
+/* A Conv -> Add -> Relu chain's observers in steady state (ranges set):
+ * one chain pass against three observer updates of the same tensors (the
+ * Add and Relu passes not counted). */
+static void time_chain(ptq_ctx *ctx, ptq_cuda_dev *dev)
+{
+    const int64_t n = 1 << 24;
+    const int reps = 20;
+    float *x = malloc(sizeof *x * (size_t)n);
+    void *c_dev = NULL, *z_dev = NULL, *y_dev = NULL, *states[3] = {NULL, NULL, NULL};
+    ptq_observer_dev *od[3] = {NULL, NULL, NULL};
+    int ok = x && ptq_cuda_alloc(ctx, dev, sizeof *x * (size_t)n, &c_dev) == PTQ_OK &&
+             ptq_cuda_alloc(ctx, dev, sizeof *x * (size_t)n, &z_dev) == PTQ_OK &&
+             ptq_cuda_alloc(ctx, dev, sizeof *x * (size_t)n, &y_dev) == PTQ_OK;
+    for (int i = 0; i < 3 && ok; i++) {
+        ok = ptq_observer_dev_init(ctx, dev, 4096, &od[i]) == PTQ_OK;
+        states[i] = ok ? ptq_observer_dev_state(od[i]) : NULL;
+    }
+    if (!ok) {
+        CHECK_MSG(0, "chain timing setup: %s", ctx->msg);
+        goto done;
+    }
+    test_fill_uniform(x, n, -4.0f, 4.0f);
+    CHECK(ptq_cuda_upload(ctx, dev, c_dev, x, sizeof *x * (size_t)n) == PTQ_OK);
+    test_fill_uniform(x, n, -4.0f, 4.0f);
+    CHECK(ptq_cuda_upload(ctx, dev, z_dev, x, sizeof *x * (size_t)n) == PTQ_OK);
+    CHECK(ptq_k_observe_chain_cuda(ctx, dev, states, 4096, c_dev, z_dev, 0, 1, y_dev, n) == PTQ_OK);
+    CHECK(ptq_cuda_sync(ctx, dev) == PTQ_OK);
+    double t0 = now_s();
+    for (int r = 0; r < reps; r++)
+        CHECK(ptq_k_observe_chain_cuda(ctx, dev, states, 4096, c_dev, z_dev, 0, 1, y_dev, n) == PTQ_OK);
+    CHECK(ptq_cuda_sync(ctx, dev) == PTQ_OK);
+    const double chain_s = (now_s() - t0) / reps;
+    t0 = now_s();
+    for (int r = 0; r < reps; r++) {
+        CHECK(ptq_observer_dev_update(ctx, od[0], c_dev, n) == PTQ_OK);
+        CHECK(ptq_observer_dev_update(ctx, od[1], z_dev, n) == PTQ_OK);
+        CHECK(ptq_observer_dev_update(ctx, od[2], y_dev, n) == PTQ_OK);
+    }
+    CHECK(ptq_cuda_sync(ctx, dev) == PTQ_OK);
+    const double apart_s = (now_s() - t0) / reps;
+    printf("cuda_observer_dev: Conv->Add->Relu chain over 2^24 values, 3 observers: one chain pass %.3f ms (Add and "
+           "Relu included); three observer updates %.3f ms\n",
+           1e3 * chain_s, 1e3 * apart_s);
+done:
+    for (int i = 0; i < 3; i++)
+        ptq_observer_dev_free(od[i]);
+    ptq_cuda_release(dev, c_dev);
+    ptq_cuda_release(dev, z_dev);
+    ptq_cuda_release(dev, y_dev);
+    free(x);
+}
+
 int main(void)
 {
     char why[256];
@@ -346,6 +511,8 @@ int main(void)
         }
     check_steady(&ctx, dev);
     n_cases++;
+    check_chain(&ctx, dev);
+    time_chain(&ctx, dev);
     printf("cuda_observer_dev: GPU %s: %d cases (%d batches), %d states compared, %d differ (must be 0)\n",
            ptq_cuda_dev_name(dev), n_cases, n_batches, n_compared, n_differ);
     ptq_cuda_release(dev, x_dev);

@@ -195,6 +195,15 @@ ptq_status ptq_k_observe_dev_clear_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *sta
  * did (always so for a first batch that large: it has no range yet). */
 ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *state, int64_t n_bins,
                                          const float *x, int64_t n);
+/* The observed chain of a Conv's output c: [n] device floats: y = c + z
+ * (z: [n], or NULL without an Add; z_first: the Add's first operand is z),
+ * then relu(y) when relu, written to y: [n]; the observers states[0] (c),
+ * states[1] (c + z, used with z) and states[2] (y, used with relu) see the
+ * values as ptq_k_observe_dev_update_cuda on each tensor would (NULL: not
+ * observed), from one read of c and z. c and z must stay until the stream
+ * reaches the work (a rescue pass may re-read them). */
+ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[3], int64_t n_bins,
+                                    const float *c, const float *z, int z_first, int relu, float *y, int64_t n);
 /* Waits for queued work and downloads: *s (all fields), *e (0 while nothing
  * is binned) and hist: [n_bins] host counts. */
 ptq_status ptq_k_observe_dev_read_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const void *state, int64_t n_bins,

@@ -162,6 +162,7 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_UNROLL 4            /* elements a thread loads per step of the fused pass (x not 16-byte aligned) */
 #define OBS_VEC 2               /* float4s a thread loads per step of the fused pass (x 16-byte aligned) */
 #define OBS_ONCE_MAX_BLOCKS 512 /* the fused pass's grid when the occupancy query fails */
+#define OBS_CHAIN_SHARED_BYTES (96 * 1024) /* the chain pass's shared histograms at most (3 of 8192 bins) */
 /* the fused pass fills a multiprocessor (2048 threads; 1536 on sm_86/89): registers capped for all of them */
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
 #define OBS_ONCE_BLOCKS_PER_SM 6
@@ -386,6 +387,70 @@ static __device__ void observe_span(const float *x, int64_t n, int has_range, co
     }
 }
 
+/* A block's shared sums of its threads' obs_counts. */
+struct blk_counts {
+    unsigned long long zero, nan, inf;
+    unsigned min, max;
+};
+
+/* Adds every thread's counts c into s: a warp's sums into the block's in
+ * b, then one atomic each. Every thread of the block calls it; b is free
+ * again on return. */
+static __device__ void commit_counts(const obs_counts &c, obs_dev_state *s, blk_counts *b)
+{
+    if (threadIdx.x == 0) {
+        b->zero = b->nan = b->inf = 0;
+        b->min = 0xFFFFFFFFu;
+        b->max = 0;
+    }
+    __syncthreads();
+    unsigned long long z = warp_sum(c.z), nn = warp_sum(c.nn), ni = warp_sum(c.ni);
+    const unsigned kmin = __reduce_min_sync(0xffffffffu, c.kmin), kmax = __reduce_max_sync(0xffffffffu, c.kmax);
+    if ((threadIdx.x & 31) == 0) {
+        if (z)
+            atomicAdd(&b->zero, z);
+        if (nn)
+            atomicAdd(&b->nan, nn);
+        if (ni)
+            atomicAdd(&b->inf, ni);
+        atomicMin(&b->min, kmin);
+        atomicMax(&b->max, kmax);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (b->zero)
+            atomicAdd(&s->n_zero, b->zero);
+        if (b->nan)
+            atomicAdd(&s->n_nan, b->nan);
+        if (b->inf)
+            atomicAdd(&s->n_inf, b->inf);
+        if (b->min != 0xFFFFFFFFu)
+            atomicMin(&s->min_key, b->min);
+        if (b->max != 0)
+            atomicMax(&s->max_key, b->max);
+    }
+    __syncthreads();
+}
+
+/* 2^(log2_bins - e) is a normal float at s's range (always, but for ranges
+ * below 2^-103): bin_f32 bins as the ref does. */
+static __device__ bool f32_bins_exact(const obs_dev_state *s, int log2_bins)
+{
+    const int k = s->has_range ? log2_bins - s->e : 0;
+    return k >= -126 && k <= 127;
+}
+
+static __device__ bin_f32 bins_f32(const obs_dev_state *s, int log2_bins)
+{
+    const int k = s->has_range ? log2_bins - s->e : 0;
+    return bin_f32{__int_as_float((127 + k) << 23), (float)((int64_t)1 << log2_bins)};
+}
+
+static __device__ bin_f64 bins_f64(const obs_dev_state *s, int log2_bins)
+{
+    return bin_f64{bin_scale(log2_bins, s->e), (double)((int64_t)1 << log2_bins)};
+}
+
 /* The one read of a batch x: [n]: counts, min/max keys, bins of |v| < 2^e
  * at the range on the device, and |v| >= 2^e (all finite nonzero values
  * before there is a range) appended to over. */
@@ -394,56 +459,199 @@ static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK, OBS_ONCE_BLOCKS_PER_SM)
                         unsigned long long *hist, float *over)
 {
     extern __shared__ unsigned local[];
-    __shared__ unsigned long long blk_zero, blk_nan, blk_inf;
-    __shared__ unsigned blk_min, blk_max;
+    __shared__ blk_counts blk;
     const int64_t n_bins = (int64_t)1 << log2_bins;
-    if (threadIdx.x == 0) {
-        blk_zero = blk_nan = blk_inf = 0;
-        blk_min = 0xFFFFFFFFu;
-        blk_max = 0;
-        if (blockIdx.x == 0)
-            s->count += (unsigned long long)n; /* the only writer of count */
-    }
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        s->count += (unsigned long long)n; /* the only writer of count */
     if (use_shared)
         local_clear(local, n_bins);
     __syncthreads();
     const int has_range = s->has_range;
-    const int k = has_range ? log2_bins - s->e : 0;
-    const int lane = threadIdx.x & 31;
     obs_counts c = {0, 0, 0, 0xFFFFFFFFu, 0};
-    if (k >= -126 && k <= 127) /* 2^k a normal float (always, but for ranges below 2^-103) */
-        observe_span(x, n, has_range, bin_f32{__int_as_float((127 + k) << 23), (float)n_bins}, use_shared, local,
-                     hist, s, over, &c);
+    if (f32_bins_exact(s, log2_bins))
+        observe_span(x, n, has_range, bins_f32(s, log2_bins), use_shared, local, hist, s, over, &c);
     else
-        observe_span(x, n, has_range, bin_f64{bin_scale(log2_bins, s->e), (double)n_bins}, use_shared, local, hist,
-                     s, over, &c);
-    unsigned long long z = warp_sum(c.z), nn = warp_sum(c.nn), ni = warp_sum(c.ni);
-    const unsigned kmin = __reduce_min_sync(0xffffffffu, c.kmin), kmax = __reduce_max_sync(0xffffffffu, c.kmax);
-    if (lane == 0) {
-        if (z)
-            atomicAdd(&blk_zero, z);
-        if (nn)
-            atomicAdd(&blk_nan, nn);
-        if (ni)
-            atomicAdd(&blk_inf, ni);
-        atomicMin(&blk_min, kmin);
-        atomicMax(&blk_max, kmax);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        if (blk_zero)
-            atomicAdd(&s->n_zero, blk_zero);
-        if (blk_nan)
-            atomicAdd(&s->n_nan, blk_nan);
-        if (blk_inf)
-            atomicAdd(&s->n_inf, blk_inf);
-        if (blk_min != 0xFFFFFFFFu)
-            atomicMin(&s->min_key, blk_min);
-        if (blk_max != 0)
-            atomicMax(&s->max_key, blk_max);
-    }
+        observe_span(x, n, has_range, bins_f64(s, log2_bins), use_shared, local, hist, s, over, &c);
+    commit_counts(c, s, &blk);
     if (use_shared)
         local_flush(local, n_bins, hist);
+}
+
+/* ---- the observed chain: a Conv's output c, its Add with z, its Relu ----
+ * Up to three observers fed from one read of c (and z): c itself, a = c + z
+ * (in the Add's operand order) and the chain's output y = relu(a) (or a,
+ * without a Relu), which is also written. Each observer's update is the one
+ * observe_once_kernel would make on that tensor. */
+
+#define CHAIN_OBS 3
+
+struct chain_args {
+    const float *c, *z; /* z: NULL without an Add */
+    float *y;
+    int z_first, relu;  /* the Add reads z first; a Relu follows */
+    obs_dev_state *s[CHAIN_OBS]; /* c's, a's, y's observer (y's only with relu); NULL: not observed */
+    unsigned long long *hist[CHAIN_OBS];
+    float *over[CHAIN_OBS];
+    int slot[CHAIN_OBS]; /* each observer's shared histogram, in units of n_bins */
+};
+
+/* One observer of the chain, as a block holds it. */
+template <typename Bin>
+struct chain_view {
+    bool on;
+    int has_range;
+    Bin bins;
+    unsigned *local;
+    obs_counts c;
+};
+
+/* The chain's values at one element: a = c + z as the Add, y as the Relu
+ * (unary.cu's v < 0 ? 0 : v). */
+static __device__ __forceinline__ float chain_add(const chain_args &a, float cv, float zv)
+{
+    return !a.z ? cv : a.z_first ? zv + cv : cv + zv;
+}
+
+static __device__ __forceinline__ float chain_out(const chain_args &a, float av)
+{
+    return a.relu && av < 0.0f ? 0.0f : av;
+}
+
+template <typename Bin>
+static __device__ __forceinline__ float chain_one(const chain_args &a, float cv, float zv, bool valid,
+                                                  int use_shared, chain_view<Bin> *o)
+{
+    const float av = chain_add(a, cv, zv), yv = chain_out(a, av);
+    const float vals[CHAIN_OBS] = {cv, av, yv};
+#pragma unroll
+    for (int i = 0; i < CHAIN_OBS; i++)
+        if (o[i].on)
+            observe_one(vals[i], valid, o[i].has_range, o[i].bins, use_shared, o[i].local, a.hist[i], a.s[i],
+                        a.over[i], &o[i].c);
+    return yv;
+}
+
+/* observe_span over the chain: float4 steps when c, z and y are 16-byte
+ * aligned, else OBS_UNROLL floats. */
+template <typename Bin>
+static __device__ void chain_span(const chain_args &a, int64_t n, int use_shared, chain_view<Bin> *o)
+{
+    const int64_t span = blockDim.x;
+    const bool aligned =
+        (((uintptr_t)a.c | (uintptr_t)a.y | (a.z ? (uintptr_t)a.z : (uintptr_t)0)) & 15) == 0;
+    if (aligned) {
+        const float4 *c4 = (const float4 *)a.c, *z4 = (const float4 *)a.z;
+        float4 *y4 = (float4 *)a.y;
+        const int64_t n4 = n / 4;
+        for (int64_t base = (int64_t)blockIdx.x * span * OBS_VEC; base < n4;
+             base += (int64_t)gridDim.x * span * OBS_VEC) {
+            float4 cv[OBS_VEC], zv[OBS_VEC];
+#pragma unroll
+            for (int u = 0; u < OBS_VEC; u++) {
+                const int64_t i = base + u * span + threadIdx.x;
+                const float4 zero4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                cv[u] = i < n4 ? __ldg(&c4[i]) : zero4;
+                zv[u] = i < n4 && z4 ? __ldg(&z4[i]) : zero4;
+            }
+#pragma unroll
+            for (int u = 0; u < OBS_VEC; u++) {
+                const int64_t i = base + u * span + threadIdx.x;
+                const bool ok = i < n4;
+                float4 yv;
+                yv.x = chain_one(a, cv[u].x, zv[u].x, ok, use_shared, o);
+                yv.y = chain_one(a, cv[u].y, zv[u].y, ok, use_shared, o);
+                yv.z = chain_one(a, cv[u].z, zv[u].z, ok, use_shared, o);
+                yv.w = chain_one(a, cv[u].w, zv[u].w, ok, use_shared, o);
+                if (ok)
+                    y4[i] = yv;
+            }
+        }
+        if (blockIdx.x == 0 && threadIdx.x < 32) { /* the tail: one warp, every lane in the ballots */
+            const int64_t i = n4 * 4 + threadIdx.x;
+            const bool ok = i < n;
+            const float yv = chain_one(a, ok ? a.c[i] : 0.0f, ok && a.z ? a.z[i] : 0.0f, ok, use_shared, o);
+            if (ok)
+                a.y[i] = yv;
+        }
+        return;
+    }
+    for (int64_t base = (int64_t)blockIdx.x * span * OBS_UNROLL; base < n;
+         base += (int64_t)gridDim.x * span * OBS_UNROLL) {
+        float cv[OBS_UNROLL], zv[OBS_UNROLL];
+#pragma unroll
+        for (int u = 0; u < OBS_UNROLL; u++) {
+            const int64_t i = base + u * span + threadIdx.x;
+            cv[u] = i < n ? a.c[i] : 0.0f;
+            zv[u] = i < n && a.z ? a.z[i] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < OBS_UNROLL; u++) {
+            const int64_t i = base + u * span + threadIdx.x;
+            const float yv = chain_one(a, cv[u], zv[u], i < n, use_shared, o);
+            if (i < n)
+                a.y[i] = yv;
+        }
+    }
+}
+
+static __device__ void set_bins(bin_f32 *b, const obs_dev_state *s, int log2_bins)
+{
+    *b = bins_f32(s, log2_bins);
+}
+
+static __device__ void set_bins(bin_f64 *b, const obs_dev_state *s, int log2_bins)
+{
+    *b = bins_f64(s, log2_bins);
+}
+
+template <typename Bin>
+static __device__ void chain_body(const chain_args &a, int64_t n, int log2_bins, int use_shared, unsigned *local,
+                                  blk_counts *blk)
+{
+    chain_view<Bin> o[CHAIN_OBS];
+#pragma unroll
+    for (int i = 0; i < CHAIN_OBS; i++) {
+        o[i].on = a.s[i] != NULL;
+        o[i].has_range = o[i].on ? a.s[i]->has_range : 0;
+        o[i].local = local + (int64_t)a.slot[i] * ((int64_t)1 << log2_bins);
+        o[i].c = obs_counts{0, 0, 0, 0xFFFFFFFFu, 0};
+        if (o[i].on)
+            set_bins(&o[i].bins, a.s[i], log2_bins);
+    }
+    chain_span(a, n, use_shared, o);
+#pragma unroll
+    for (int i = 0; i < CHAIN_OBS; i++)
+        if (o[i].on)
+            commit_counts(o[i].c, a.s[i], blk);
+}
+
+static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK) observe_chain_kernel(chain_args a, int64_t n, int log2_bins,
+                                                                              int use_shared)
+{
+    extern __shared__ unsigned local[];
+    __shared__ blk_counts blk;
+    const int64_t n_bins = (int64_t)1 << log2_bins;
+    bool f64 = false;
+    int n_on = 0;
+    for (int i = 0; i < CHAIN_OBS; i++)
+        if (a.s[i]) {
+            if (threadIdx.x == 0 && blockIdx.x == 0)
+                a.s[i]->count += (unsigned long long)n;
+            f64 = f64 || !f32_bins_exact(a.s[i], log2_bins);
+            n_on++;
+        }
+    if (use_shared)
+        local_clear(local, n_on * n_bins);
+    __syncthreads();
+    /* every observer in double when one needs it: bin_f64 is the ref's product itself */
+    if (f64)
+        chain_body<bin_f64>(a, n, log2_bins, use_shared, local, &blk);
+    else
+        chain_body<bin_f32>(a, n, log2_bins, use_shared, local, &blk);
+    if (use_shared)
+        for (int i = 0; i < CHAIN_OBS; i++)
+            if (a.s[i])
+                local_flush(local + (int64_t)a.slot[i] * n_bins, n_bins, a.hist[i]);
 }
 
 /* observer.c's regrow, in place by one block: new bin j sums old bins
@@ -529,8 +737,9 @@ static __global__ void __launch_bounds__(OBS_SETTLE_THREADS)
 
 /* Re-reads x only when the settle asked: bins at the new e exactly the
  * values observe_once_kernel did not (|v| >= 2^old_e, or every finite
- * nonzero value when there was no range). */
-static __global__ void rescue_kernel(const float *x, int64_t n, int log2_bins, int use_shared,
+ * nonzero value when there was no range). x is a.c (stage 0), or the
+ * chain's a (stage 1) or y (stage 2) made again from a.c and a.z. */
+static __global__ void rescue_kernel(chain_args a, int stage, int64_t n, int log2_bins, int use_shared,
                                      const obs_dev_state *s, unsigned long long *hist)
 {
     extern __shared__ unsigned local[];
@@ -546,12 +755,13 @@ static __global__ void rescue_kernel(const float *x, int64_t n, int log2_bins, i
         __syncthreads();
     }
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        const float v = x[i];
+        const float cv = a.c[i], av = stage ? chain_add(a, cv, a.z ? a.z[i] : 0.0f) : cv;
+        const float v = stage == 2 ? chain_out(a, av) : av;
         if (!isfinite(v) || v == 0.0f)
             continue;
-        const double a = fabs((double)v);
-        if (!old_has_range || !(a * old_scale < limit)) /* observe_once_kernel's test, negated */
-            count_bin(local, hist, use_shared, (int64_t)(a * scale));
+        const double m = fabs((double)v);
+        if (!old_has_range || !(m * old_scale < limit)) /* observe_once_kernel's test, negated */
+            count_bin(local, hist, use_shared, (int64_t)(m * scale));
     }
     if (use_shared) {
         __syncthreads();
@@ -582,27 +792,47 @@ static int log2_of(int64_t n_bins)
     return l;
 }
 
-/* Blocks of observe_once_kernel the whole GPU runs at once with shared
- * bytes each: the multiprocessors times the blocks one holds (asked once
- * per shared size; OBS_ONCE_MAX_BLOCKS when the runtime cannot say). */
-static unsigned once_resident_blocks(size_t shared)
+/* Blocks of kernel (observe_once_kernel or observe_chain_kernel) the whole
+ * GPU runs at once with shared bytes each: the multiprocessors times the
+ * blocks one holds (asked once per kernel and shared size;
+ * OBS_ONCE_MAX_BLOCKS when the runtime cannot say). */
+static unsigned resident_blocks(const void *kernel, size_t shared)
 {
-    static size_t cached_shared = (size_t)-1;
-    static unsigned cached = 0;
-    if (shared == cached_shared && cached)
-        return cached;
+    static struct {
+        const void *kernel;
+        size_t shared;
+        unsigned blocks;
+    } cache[8];
+    static int n_cached = 0;
+    for (int i = 0; i < n_cached; i++)
+        if (cache[i].kernel == kernel && cache[i].shared == shared)
+            return cache[i].blocks;
     int dev = 0, n_sm = 0, per_sm = 0;
     unsigned r = OBS_ONCE_MAX_BLOCKS;
     if (cudaGetDevice(&dev) == cudaSuccess &&
         cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, observe_once_kernel, PTQ_CUDA_BLOCK, shared) ==
-            cudaSuccess &&
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, PTQ_CUDA_BLOCK, shared) == cudaSuccess &&
         n_sm > 0 && per_sm > 0)
         r = (unsigned)(n_sm * per_sm);
     cudaGetLastError(); /* a failed query leaves no error for the launch to report */
-    cached_shared = shared;
-    cached = r;
+    const int at = n_cached < 8 ? n_cached++ : 7;
+    cache[at].kernel = kernel;
+    cache[at].shared = shared;
+    cache[at].blocks = r;
     return r;
+}
+
+/* The grid of a fused pass over n values: as many blocks as the GPU holds at
+ * once (latency, not bandwidth, bounded the pass at 512: ncu showed 43%
+ * occupancy, 32% of DRAM bandwidth on ResNet-50's tensors), none idle on
+ * small tensors. */
+static unsigned fused_blocks(const void *kernel, int64_t n, size_t shared, int use_shared)
+{
+    unsigned blocks = ptq_cuda_blocks((n + 4 * OBS_VEC - 1) / (4 * OBS_VEC));
+    const unsigned resident = resident_blocks(kernel, shared);
+    if (blocks > resident)
+        blocks = resident;
+    return shared_count_blocks(n, blocks, use_shared);
 }
 
 extern "C" size_t ptq_k_observe_dev_bytes(int64_t n_bins)
@@ -629,13 +859,7 @@ extern "C" ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *
     const int use_shared = n_bins <= OBS_SHARED_BINS;
     const size_t shared = use_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
     const unsigned blocks = shared_count_blocks(n, obs_blocks(n), use_shared);
-    /* as many blocks as the GPU holds at once (latency, not bandwidth, bounded the pass at 512: ncu showed
-       43% occupancy, 32% of DRAM bandwidth on ResNet-50's tensors), none idle on small tensors */
-    unsigned once_blocks = ptq_cuda_blocks((n + 4 * OBS_VEC - 1) / (4 * OBS_VEC));
-    const unsigned resident = once_resident_blocks(shared);
-    if (once_blocks > resident)
-        once_blocks = resident;
-    once_blocks = shared_count_blocks(n, once_blocks, use_shared);
+    const unsigned once_blocks = fused_blocks((const void *)observe_once_kernel, n, shared, use_shared);
     obs_dev_state *s = state_of(state);
     unsigned long long *hist = hist_of(state);
     observe_once_kernel<<<once_blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(x, n, log2_bins, use_shared, s, hist,
@@ -644,8 +868,61 @@ extern "C" ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *
     settle_kernel<<<1, OBS_SETTLE_THREADS, shared, d->stream>>>(log2_bins, use_shared, s, hist,
                                                                 over_of(state, n_bins));
     PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
-    rescue_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(x, n, log2_bins, use_shared, s, hist);
+    chain_args plain;
+    memset(&plain, 0, sizeof plain);
+    plain.c = x;
+    rescue_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(plain, 0, n, log2_bins, use_shared, s, hist);
     PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
+    return PTQ_OK;
+}
+
+extern "C" ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[3], int64_t n_bins,
+                                               const float *c, const float *z, int z_first, int relu, float *y,
+                                               int64_t n)
+{
+    if (n <= 0)
+        return PTQ_OK;
+    const int log2_bins = log2_of(n_bins);
+    chain_args a;
+    memset(&a, 0, sizeof a);
+    a.c = c;
+    a.z = z;
+    a.y = y;
+    a.z_first = z_first;
+    a.relu = relu;
+    int n_on = 0;
+    for (int i = 0; i < CHAIN_OBS; i++) {
+        const int used = i == 0 || (i == 1 && z) || (i == 2 && relu); /* a is c without an Add, y is a without a Relu */
+        if (!states[i] || !used)
+            continue;
+        a.s[i] = state_of(states[i]);
+        a.hist[i] = hist_of(states[i]);
+        a.over[i] = over_of(states[i], n_bins);
+        a.slot[i] = n_on++;
+    }
+    /* counts in shared memory while all the observers' histograms fit the multiprocessor's share a block may have */
+    const size_t shared_bytes = (size_t)n_on * (size_t)n_bins * sizeof(unsigned);
+    const int use_shared = n_on > 0 && n_bins <= OBS_SHARED_BINS && shared_bytes <= OBS_CHAIN_SHARED_BYTES;
+    const size_t shared = use_shared ? shared_bytes : 0;
+    if (shared > 32 * 1024) /* near or past the 48 KiB (static included) a block gets without asking; per device */
+        PTQ_CUDA_CHECK(ctx, cudaFuncSetAttribute(observe_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 (int)OBS_CHAIN_SHARED_BYTES));
+    const unsigned blocks = fused_blocks((const void *)observe_chain_kernel, n, shared, use_shared);
+    observe_chain_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(a, n, log2_bins, use_shared);
+    PTQ_CUDA_LAUNCHED(ctx, "observe_chain_kernel");
+    const int one_shared = n_bins <= OBS_SHARED_BINS;
+    const size_t one_bytes = one_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
+    const unsigned rescue_blocks = shared_count_blocks(n, obs_blocks(n), one_shared);
+    for (int i = 0; i < CHAIN_OBS; i++) {
+        if (!a.s[i])
+            continue;
+        settle_kernel<<<1, OBS_SETTLE_THREADS, one_bytes, d->stream>>>(log2_bins, one_shared, a.s[i], a.hist[i],
+                                                                       a.over[i]);
+        PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
+        rescue_kernel<<<rescue_blocks, PTQ_CUDA_BLOCK, one_bytes, d->stream>>>(a, i, n, log2_bins, one_shared,
+                                                                               a.s[i], a.hist[i]);
+        PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
+    }
     return PTQ_OK;
 }
 
