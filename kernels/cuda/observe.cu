@@ -163,6 +163,7 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_VEC 2               /* float4s a thread loads per step of the fused pass (x 16-byte aligned) */
 #define OBS_ONCE_MAX_BLOCKS 512 /* the fused pass's grid when the occupancy query fails */
 #define OBS_CHAIN_SHARED_BYTES (96 * 1024) /* the chain pass's shared histograms at most (3 of 8192 bins) */
+#define OBS_CHAIN_BLOCKS_PER_SM 3 /* registers for 3 blocks of the chain pass a multiprocessor (4 spilled) */
 /* the fused pass fills a multiprocessor (2048 threads; 1536 on sm_86/89): registers capped for all of them */
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
 #define OBS_ONCE_BLOCKS_PER_SM 6
@@ -259,16 +260,24 @@ static __device__ void count_bin(unsigned *local, unsigned long long *hist, int 
  * product by a power of two is exact unless it leaves the normal range,
  * and then it is below 2^-126 (bin 0, inside the range, as the exact one)
  * or overflows to +Inf (at or past the range, as the exact one, the
- * range's top 2^log2_bins being far below 2^128). */
-struct bin_f32 {
+ * range's top 2^log2_bins being far below 2^128). Small: at most 2^22
+ * bins, so the bin of p < limit is the low bits of p + 2^23 rounded toward
+ * zero (an add, at full rate), not a conversion. */
+template <bool Small>
+struct bin_f32_t {
     float scale, limit;
     __device__ bool in_range(float a, int64_t *bin) const
     {
         const float p = a * scale;
-        *bin = (int64_t)(int)p; /* p < limit <= 2^24 when used */
+        if (Small) /* p + 2^23 in [2^23, 2^24) where it counts: floor(p) in the low 23 bits */
+            *bin = (int64_t)(__float_as_int(__fadd_rz(p, 8388608.0f)) & 0x7FFFFF);
+        else
+            *bin = (int64_t)(int)p; /* p < limit <= 2^24 when used */
         return p < limit;
     }
 };
+typedef bin_f32_t<true> bin_f32_small;
+typedef bin_f32_t<false> bin_f32;
 
 struct bin_f64 {
     double scale, limit;
@@ -280,112 +289,11 @@ struct bin_f64 {
     }
 };
 
-/* Per-thread counts of observe_once_kernel. */
+/* Per-thread counts of the fused passes. */
 struct obs_counts {
     unsigned long long z, nn, ni;
     unsigned kmin, kmax;
 };
-
-/* One element of observe_once_kernel; every lane of the warp calls it
- * (valid says whether this lane holds an element), for the ballot that
- * appends the warp's overflowing values with one atomic. */
-template <typename Bin>
-static __device__ __forceinline__ void observe_one(float v, bool valid, int has_range, const Bin &bins,
-                                                   int use_shared, unsigned *local, unsigned long long *hist,
-                                                   obs_dev_state *s, float *over, obs_counts *c)
-{
-    bool spill = false, binned = false;
-    float a = 0.0f;
-    int64_t bin = 0;
-    if (valid) {
-        if (isnan(v)) {
-            c->nn++;
-        } else if (isinf(v)) {
-            c->ni++;
-        } else {
-            const unsigned k = order_key(v);
-            c->kmin = min(c->kmin, k);
-            c->kmax = max(c->kmax, k);
-            if (v == 0.0f) {
-                c->z++;
-            } else {
-                a = fabsf(v);
-                if (has_range && bins.in_range(a, &bin))
-                    binned = true;
-                else
-                    spill = true;
-            }
-        }
-    }
-    if (binned)
-        count_bin(local, hist, use_shared, bin);
-    const unsigned spilled = __ballot_sync(0xffffffffu, spill);
-    if (spilled) {
-        const int lane = threadIdx.x & 31;
-        const int leader = __ffs(spilled) - 1;
-        unsigned long long at = 0;
-        if (lane == leader)
-            at = reserve_overflow(s, __popc(spilled));
-        at = __shfl_sync(0xffffffffu, at, leader);
-        if (spill) {
-            at += __popc(spilled & ((1u << lane) - 1u));
-            if (at < OBS_OVERFLOW_CAP)
-                over[at] = a;
-        }
-    }
-}
-
-/* The elements of x: [n] a block reads: with x 16-byte aligned, OBS_VEC
- * float4s a thread per step (its loads all in flight before the first is
- * binned), the last n % 4 by the first block; else OBS_UNROLL floats. The
- * step is the same for the whole block, so every lane takes part in the
- * ballots. */
-template <typename Bin>
-static __device__ void observe_span(const float *x, int64_t n, int has_range, const Bin &bins, int use_shared,
-                                    unsigned *local, unsigned long long *hist, obs_dev_state *s, float *over,
-                                    obs_counts *c)
-{
-    const int64_t span = blockDim.x;
-    if (((uintptr_t)x & 15) == 0) {
-        const float4 *x4 = (const float4 *)x;
-        const int64_t n4 = n / 4;
-        for (int64_t base = (int64_t)blockIdx.x * span * OBS_VEC; base < n4;
-             base += (int64_t)gridDim.x * span * OBS_VEC) {
-            float4 v[OBS_VEC];
-#pragma unroll
-            for (int u = 0; u < OBS_VEC; u++) {
-                const int64_t i = base + u * span + threadIdx.x;
-                v[u] = i < n4 ? __ldg(&x4[i]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            }
-#pragma unroll
-            for (int u = 0; u < OBS_VEC; u++) {
-                const bool ok = base + u * span + threadIdx.x < n4;
-                observe_one(v[u].x, ok, has_range, bins, use_shared, local, hist, s, over, c);
-                observe_one(v[u].y, ok, has_range, bins, use_shared, local, hist, s, over, c);
-                observe_one(v[u].z, ok, has_range, bins, use_shared, local, hist, s, over, c);
-                observe_one(v[u].w, ok, has_range, bins, use_shared, local, hist, s, over, c);
-            }
-        }
-        if (blockIdx.x == 0 && threadIdx.x < 32) { /* the tail: one warp, every lane in the ballot */
-            const int64_t i = n4 * 4 + threadIdx.x;
-            observe_one(i < n ? x[i] : 0.0f, i < n, has_range, bins, use_shared, local, hist, s, over, c);
-        }
-        return;
-    }
-    for (int64_t base = (int64_t)blockIdx.x * span * OBS_UNROLL; base < n;
-         base += (int64_t)gridDim.x * span * OBS_UNROLL) {
-        float v[OBS_UNROLL];
-#pragma unroll
-        for (int u = 0; u < OBS_UNROLL; u++) {
-            const int64_t i = base + u * span + threadIdx.x;
-            v[u] = i < n ? x[i] : 0.0f;
-        }
-#pragma unroll
-        for (int u = 0; u < OBS_UNROLL; u++)
-            observe_one(v[u], base + u * span + threadIdx.x < n, has_range, bins, use_shared, local, hist, s, over,
-                        c);
-    }
-}
 
 /* A block's shared sums of its threads' obs_counts. */
 struct blk_counts {
@@ -440,10 +348,11 @@ static __device__ bool f32_bins_exact(const obs_dev_state *s, int log2_bins)
     return k >= -126 && k <= 127;
 }
 
-static __device__ bin_f32 bins_f32(const obs_dev_state *s, int log2_bins)
+template <bool Small>
+static __device__ bin_f32_t<Small> bins_f32(const obs_dev_state *s, int log2_bins)
 {
     const int k = s->has_range ? log2_bins - s->e : 0;
-    return bin_f32{__int_as_float((127 + k) << 23), (float)((int64_t)1 << log2_bins)};
+    return bin_f32_t<Small>{__int_as_float((127 + k) << 23), (float)((int64_t)1 << log2_bins)};
 }
 
 static __device__ bin_f64 bins_f64(const obs_dev_state *s, int log2_bins)
@@ -451,43 +360,29 @@ static __device__ bin_f64 bins_f64(const obs_dev_state *s, int log2_bins)
     return bin_f64{bin_scale(log2_bins, s->e), (double)((int64_t)1 << log2_bins)};
 }
 
-/* The one read of a batch x: [n]: counts, min/max keys, bins of |v| < 2^e
- * at the range on the device, and |v| >= 2^e (all finite nonzero values
- * before there is a range) appended to over. */
-static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK, OBS_ONCE_BLOCKS_PER_SM)
-    observe_once_kernel(const float *x, int64_t n, int log2_bins, int use_shared, obs_dev_state *s,
-                        unsigned long long *hist, float *over)
+template <bool Small>
+static __device__ void set_bins(bin_f32_t<Small> *b, const obs_dev_state *s, int log2_bins)
 {
-    extern __shared__ unsigned local[];
-    __shared__ blk_counts blk;
-    const int64_t n_bins = (int64_t)1 << log2_bins;
-    if (threadIdx.x == 0 && blockIdx.x == 0)
-        s->count += (unsigned long long)n; /* the only writer of count */
-    if (use_shared)
-        local_clear(local, n_bins);
-    __syncthreads();
-    const int has_range = s->has_range;
-    obs_counts c = {0, 0, 0, 0xFFFFFFFFu, 0};
-    if (f32_bins_exact(s, log2_bins))
-        observe_span(x, n, has_range, bins_f32(s, log2_bins), use_shared, local, hist, s, over, &c);
-    else
-        observe_span(x, n, has_range, bins_f64(s, log2_bins), use_shared, local, hist, s, over, &c);
-    commit_counts(c, s, &blk);
-    if (use_shared)
-        local_flush(local, n_bins, hist);
+    *b = bins_f32<Small>(s, log2_bins);
 }
 
-/* ---- the observed chain: a Conv's output c, its Add with z, its Relu ----
- * Up to three observers fed from one read of c (and z): c itself, a = c + z
- * (in the Add's operand order) and the chain's output y = relu(a) (or a,
- * without a Relu), which is also written. Each observer's update is the one
+static __device__ void set_bins(bin_f64 *b, const obs_dev_state *s, int log2_bins)
+{
+    *b = bins_f64(s, log2_bins);
+}
+
+/* ---- the fused passes: one read of a batch per observer update ----
+ * observe_once_kernel updates one observer from x; observe_chain_kernel
+ * feeds up to three from a Conv's output c: c itself, a = c + z (in the
+ * Add's operand order) and the chain's output y = relu(a) (or a, without a
+ * Relu), which it also writes. Each observer's update is the one
  * observe_once_kernel would make on that tensor. */
 
 #define CHAIN_OBS 3
 
 struct chain_args {
     const float *c, *z; /* z: NULL without an Add */
-    float *y;
+    float *y;           /* NULL: nothing written (observe_once_kernel) */
     int z_first, relu;  /* the Add reads z first; a Relu follows */
     obs_dev_state *s[CHAIN_OBS]; /* c's, a's, y's observer (y's only with relu); NULL: not observed */
     unsigned long long *hist[CHAIN_OBS];
@@ -495,7 +390,7 @@ struct chain_args {
     int slot[CHAIN_OBS]; /* each observer's shared histogram, in units of n_bins */
 };
 
-/* One observer of the chain, as a block holds it. */
+/* One observer of a pass, as a block holds it. */
 template <typename Bin>
 struct chain_view {
     bool on;
@@ -517,126 +412,207 @@ static __device__ __forceinline__ float chain_out(const chain_args &a, float av)
     return a.relu && av < 0.0f ? 0.0f : av;
 }
 
-template <typename Bin>
-static __device__ __forceinline__ float chain_one(const chain_args &a, float cv, float zv, bool valid,
-                                                  int use_shared, chain_view<Bin> *o)
+/* Observer i's value at an element whose c and z are cv, zv. */
+static __device__ __forceinline__ float chain_value(const chain_args &a, int i, float cv, float zv)
 {
-    const float av = chain_add(a, cv, zv), yv = chain_out(a, av);
-    const float vals[CHAIN_OBS] = {cv, av, yv};
-#pragma unroll
-    for (int i = 0; i < CHAIN_OBS; i++)
-        if (o[i].on)
-            observe_one(vals[i], valid, o[i].has_range, o[i].bins, use_shared, o[i].local, a.hist[i], a.s[i],
-                        a.over[i], &o[i].c);
-    return yv;
+    if (i == 0)
+        return cv;
+    const float av = chain_add(a, cv, zv);
+    return i == 1 ? av : chain_out(a, av);
 }
 
-/* observe_span over the chain: float4 steps when c, z and y are 16-byte
- * aligned, else OBS_UNROLL floats. */
+/* Counts and bins v (when valid) for observer o; returns 1 when |v| is
+ * finite, nonzero and at or past the range (or there is no range yet): it
+ * goes to the overflow buffer (append_over), else 0. NaN and Inf fail the
+ * one test a < Inf, so the common path makes one comparison for them.
+ * (Branches measured faster than a branch-free form with predicated
+ * atomics: zeros and Relu's zeros skip the binning.) */
 template <typename Bin>
-static __device__ void chain_span(const chain_args &a, int64_t n, int use_shared, chain_view<Bin> *o)
+static __device__ __forceinline__ unsigned observe_fast(float v, bool valid, chain_view<Bin> &o, int use_shared,
+                                                        unsigned long long *hist)
+{
+    const float a = fabsf(v);
+    if (!valid)
+        return 0;
+    if (!(a < INFINITY)) {
+        if (isnan(v))
+            o.c.nn++;
+        else
+            o.c.ni++;
+        return 0;
+    }
+    const unsigned k = order_key(v);
+    o.c.kmin = min(o.c.kmin, k);
+    o.c.kmax = max(o.c.kmax, k);
+    if (a == 0.0f) {
+        o.c.z++;
+        return 0;
+    }
+    int64_t bin = 0;
+    if (o.has_range && o.bins.in_range(a, &bin)) {
+        count_bin(o.local, hist, use_shared, bin);
+        return 0;
+    }
+    return 1;
+}
+
+/* Appends |v| to observer s's overflow buffer where spill is set: every
+ * lane of the warp calls it, for one ballot and one atomic a warp. */
+static __device__ __forceinline__ void append_over(float v, bool spill, obs_dev_state *s, float *over)
+{
+    const unsigned spilled = __ballot_sync(0xffffffffu, spill);
+    if (!spilled)
+        return;
+    const int lane = threadIdx.x & 31;
+    const int leader = __ffs(spilled) - 1;
+    unsigned long long at = 0;
+    if (lane == leader)
+        at = reserve_overflow(s, __popc(spilled));
+    at = __shfl_sync(0xffffffffu, at, leader);
+    if (spill) {
+        at += __popc(spilled & ((1u << lane) - 1u));
+        if (at < OBS_OVERFLOW_CAP)
+            over[at] = fabsf(v);
+    }
+}
+
+/* One step of a thread: its N values of c (and z) with valid flags; feeds
+ * the observers, makes y where Chain (into yv), and appends what reached a
+ * range in a pass after, only when some lane of the warp has such a value
+ * (past the first batch: rarely). The step is the same for the whole block,
+ * so every lane takes part in the votes. */
+template <typename Bin, bool Chain, int N>
+static __device__ __forceinline__ void observe_step(const chain_args &a, const float *cv, const float *zv,
+                                                    const bool *ok, float *yv, int use_shared, chain_view<Bin> *o)
+{
+    unsigned spill[CHAIN_OBS] = {0, 0, 0};
+#pragma unroll
+    for (int e = 0; e < N; e++) {
+        if (!Chain) {
+            spill[0] |= observe_fast(cv[e], ok[e], o[0], use_shared, a.hist[0]) << e;
+            continue;
+        }
+        const float av = chain_add(a, cv[e], zv[e]), y = chain_out(a, av);
+        if (o[0].on)
+            spill[0] |= observe_fast(cv[e], ok[e], o[0], use_shared, a.hist[0]) << e;
+        if (o[1].on)
+            spill[1] |= observe_fast(av, ok[e], o[1], use_shared, a.hist[1]) << e;
+        if (o[2].on)
+            spill[2] |= observe_fast(y, ok[e], o[2], use_shared, a.hist[2]) << e;
+        yv[e] = y;
+    }
+#pragma unroll
+    for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
+        if (o[i].on && __any_sync(0xffffffffu, spill[i]))
+#pragma unroll
+            for (int e = 0; e < N; e++)
+                append_over(Chain ? chain_value(a, i, cv[e], zv[e]) : cv[e], (spill[i] >> e) & 1, a.s[i],
+                            a.over[i]);
+}
+
+/* The elements of c: [n] (and z, y) a block reads: with all 16-byte
+ * aligned, OBS_VEC float4s a thread per step (its loads all in flight
+ * before the first is binned), the last n % 4 by the first block's first
+ * warp; else OBS_UNROLL floats. */
+template <typename Bin, bool Chain>
+static __device__ void observe_span(const chain_args &a, int64_t n, int use_shared, chain_view<Bin> *o)
 {
     const int64_t span = blockDim.x;
-    const bool aligned =
-        (((uintptr_t)a.c | (uintptr_t)a.y | (a.z ? (uintptr_t)a.z : (uintptr_t)0)) & 15) == 0;
-    if (aligned) {
+    const uintptr_t addr = (uintptr_t)a.c | (Chain ? (uintptr_t)a.y | (uintptr_t)a.z : (uintptr_t)0);
+    const bool has_z = Chain && a.z;
+    if ((addr & 15) == 0) {
         const float4 *c4 = (const float4 *)a.c, *z4 = (const float4 *)a.z;
         float4 *y4 = (float4 *)a.y;
         const int64_t n4 = n / 4;
         for (int64_t base = (int64_t)blockIdx.x * span * OBS_VEC; base < n4;
              base += (int64_t)gridDim.x * span * OBS_VEC) {
-            float4 cv[OBS_VEC], zv[OBS_VEC];
+            float4 cv[OBS_VEC], zv[OBS_VEC], yv[OBS_VEC];
+            bool ok[4 * OBS_VEC];
 #pragma unroll
             for (int u = 0; u < OBS_VEC; u++) {
                 const int64_t i = base + u * span + threadIdx.x;
                 const float4 zero4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                 cv[u] = i < n4 ? __ldg(&c4[i]) : zero4;
-                zv[u] = i < n4 && z4 ? __ldg(&z4[i]) : zero4;
+                zv[u] = i < n4 && has_z ? __ldg(&z4[i]) : zero4;
+                ok[4 * u] = ok[4 * u + 1] = ok[4 * u + 2] = ok[4 * u + 3] = i < n4;
             }
+            observe_step<Bin, Chain, 4 * OBS_VEC>(a, (const float *)cv, (const float *)zv, ok, (float *)yv,
+                                                  use_shared, o);
+            if (Chain)
 #pragma unroll
-            for (int u = 0; u < OBS_VEC; u++) {
-                const int64_t i = base + u * span + threadIdx.x;
-                const bool ok = i < n4;
-                float4 yv;
-                yv.x = chain_one(a, cv[u].x, zv[u].x, ok, use_shared, o);
-                yv.y = chain_one(a, cv[u].y, zv[u].y, ok, use_shared, o);
-                yv.z = chain_one(a, cv[u].z, zv[u].z, ok, use_shared, o);
-                yv.w = chain_one(a, cv[u].w, zv[u].w, ok, use_shared, o);
-                if (ok)
-                    y4[i] = yv;
-            }
+                for (int u = 0; u < OBS_VEC; u++)
+                    if (ok[4 * u])
+                        y4[base + u * span + threadIdx.x] = yv[u];
         }
-        if (blockIdx.x == 0 && threadIdx.x < 32) { /* the tail: one warp, every lane in the ballots */
+        if (blockIdx.x == 0 && threadIdx.x < 32) { /* the tail: one warp, every lane in the votes */
             const int64_t i = n4 * 4 + threadIdx.x;
-            const bool ok = i < n;
-            const float yv = chain_one(a, ok ? a.c[i] : 0.0f, ok && a.z ? a.z[i] : 0.0f, ok, use_shared, o);
-            if (ok)
-                a.y[i] = yv;
+            const bool ok1 = i < n;
+            const float c1 = ok1 ? a.c[i] : 0.0f, z1 = ok1 && has_z ? a.z[i] : 0.0f;
+            float y1 = 0.0f;
+            observe_step<Bin, Chain, 1>(a, &c1, &z1, &ok1, &y1, use_shared, o);
+            if (Chain && ok1)
+                a.y[i] = y1;
         }
         return;
     }
     for (int64_t base = (int64_t)blockIdx.x * span * OBS_UNROLL; base < n;
          base += (int64_t)gridDim.x * span * OBS_UNROLL) {
-        float cv[OBS_UNROLL], zv[OBS_UNROLL];
+        float cv[OBS_UNROLL], zv[OBS_UNROLL], yv[OBS_UNROLL];
+        bool ok[OBS_UNROLL];
 #pragma unroll
         for (int u = 0; u < OBS_UNROLL; u++) {
             const int64_t i = base + u * span + threadIdx.x;
-            cv[u] = i < n ? a.c[i] : 0.0f;
-            zv[u] = i < n && a.z ? a.z[i] : 0.0f;
+            ok[u] = i < n;
+            cv[u] = ok[u] ? a.c[i] : 0.0f;
+            zv[u] = ok[u] && has_z ? a.z[i] : 0.0f;
         }
+        observe_step<Bin, Chain, OBS_UNROLL>(a, cv, zv, ok, yv, use_shared, o);
+        if (Chain)
 #pragma unroll
-        for (int u = 0; u < OBS_UNROLL; u++) {
-            const int64_t i = base + u * span + threadIdx.x;
-            const float yv = chain_one(a, cv[u], zv[u], i < n, use_shared, o);
-            if (i < n)
-                a.y[i] = yv;
-        }
+            for (int u = 0; u < OBS_UNROLL; u++)
+                if (ok[u])
+                    a.y[base + u * span + threadIdx.x] = yv[u];
     }
 }
 
-static __device__ void set_bins(bin_f32 *b, const obs_dev_state *s, int log2_bins)
-{
-    *b = bins_f32(s, log2_bins);
-}
-
-static __device__ void set_bins(bin_f64 *b, const obs_dev_state *s, int log2_bins)
-{
-    *b = bins_f64(s, log2_bins);
-}
-
-template <typename Bin>
-static __device__ void chain_body(const chain_args &a, int64_t n, int log2_bins, int use_shared, unsigned *local,
-                                  blk_counts *blk)
+/* A pass's observers at their ranges, the span, and the counts committed. */
+template <typename Bin, bool Chain>
+static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, int use_shared, unsigned *local,
+                                    blk_counts *blk)
 {
     chain_view<Bin> o[CHAIN_OBS];
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++) {
-        o[i].on = a.s[i] != NULL;
+        o[i].on = a.s[i] != NULL && (Chain || i == 0);
         o[i].has_range = o[i].on ? a.s[i]->has_range : 0;
         o[i].local = local + (int64_t)a.slot[i] * ((int64_t)1 << log2_bins);
         o[i].c = obs_counts{0, 0, 0, 0xFFFFFFFFu, 0};
         if (o[i].on)
             set_bins(&o[i].bins, a.s[i], log2_bins);
     }
-    chain_span(a, n, use_shared, o);
+    observe_span<Bin, Chain>(a, n, use_shared, o);
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++)
         if (o[i].on)
             commit_counts(o[i].c, a.s[i], blk);
 }
 
-static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK) observe_chain_kernel(chain_args a, int64_t n, int log2_bins,
-                                                                              int use_shared)
+/* The fused pass of the observers in a (a.s[0] alone unless Chain): counts,
+ * min/max keys, bins of |v| < 2^e at each observer's range on the device,
+ * and |v| >= 2^e (all finite nonzero values before there is a range)
+ * appended to its overflow buffer; with Chain, y written. */
+template <bool Chain>
+static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bins, int use_shared)
 {
     extern __shared__ unsigned local[];
     __shared__ blk_counts blk;
     const int64_t n_bins = (int64_t)1 << log2_bins;
     bool f64 = false;
     int n_on = 0;
-    for (int i = 0; i < CHAIN_OBS; i++)
+    for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
         if (a.s[i]) {
             if (threadIdx.x == 0 && blockIdx.x == 0)
-                a.s[i]->count += (unsigned long long)n;
+                a.s[i]->count += (unsigned long long)n; /* the only writer of count */
             f64 = f64 || !f32_bins_exact(a.s[i], log2_bins);
             n_on++;
         }
@@ -645,13 +621,28 @@ static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK) observe_chain_kernel(ch
     __syncthreads();
     /* every observer in double when one needs it: bin_f64 is the ref's product itself */
     if (f64)
-        chain_body<bin_f64>(a, n, log2_bins, use_shared, local, &blk);
+        observe_body<bin_f64, Chain>(a, n, log2_bins, use_shared, local, &blk);
+    else if (log2_bins <= 22)
+        observe_body<bin_f32_small, Chain>(a, n, log2_bins, use_shared, local, &blk);
     else
-        chain_body<bin_f32>(a, n, log2_bins, use_shared, local, &blk);
+        observe_body<bin_f32, Chain>(a, n, log2_bins, use_shared, local, &blk);
     if (use_shared)
-        for (int i = 0; i < CHAIN_OBS; i++)
+        for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
             if (a.s[i])
                 local_flush(local + (int64_t)a.slot[i] * n_bins, n_bins, a.hist[i]);
+}
+
+/* The one read of a batch a.c: [n] for the observer a.s[0]. */
+static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK, OBS_ONCE_BLOCKS_PER_SM)
+    observe_once_kernel(chain_args a, int64_t n, int log2_bins, int use_shared)
+{
+    observe_pass<false>(a, n, log2_bins, use_shared);
+}
+
+static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK, OBS_CHAIN_BLOCKS_PER_SM)
+    observe_chain_kernel(chain_args a, int64_t n, int log2_bins, int use_shared)
+{
+    observe_pass<true>(a, n, log2_bins, use_shared);
 }
 
 /* observer.c's regrow, in place by one block: new bin j sums old bins
@@ -862,15 +853,16 @@ extern "C" ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *
     const unsigned once_blocks = fused_blocks((const void *)observe_once_kernel, n, shared, use_shared);
     obs_dev_state *s = state_of(state);
     unsigned long long *hist = hist_of(state);
-    observe_once_kernel<<<once_blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(x, n, log2_bins, use_shared, s, hist,
-                                                                       over_of(state, n_bins));
-    PTQ_CUDA_LAUNCHED(ctx, "observe_once_kernel");
-    settle_kernel<<<1, OBS_SETTLE_THREADS, shared, d->stream>>>(log2_bins, use_shared, s, hist,
-                                                                over_of(state, n_bins));
-    PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
     chain_args plain;
     memset(&plain, 0, sizeof plain);
     plain.c = x;
+    plain.s[0] = s;
+    plain.hist[0] = hist;
+    plain.over[0] = over_of(state, n_bins);
+    observe_once_kernel<<<once_blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(plain, n, log2_bins, use_shared);
+    PTQ_CUDA_LAUNCHED(ctx, "observe_once_kernel");
+    settle_kernel<<<1, OBS_SETTLE_THREADS, shared, d->stream>>>(log2_bins, use_shared, s, hist, plain.over[0]);
+    PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
     rescue_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(plain, 0, n, log2_bins, use_shared, s, hist);
     PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
     return PTQ_OK;
