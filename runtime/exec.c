@@ -919,14 +919,15 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
  * nodes of chain k. The Conv runs as its own node into its output c (its
  * tap call left out), then one device pass makes the Add and Relu into the
  * chain's output y and feeds the tap's observers of c, the Add's output and
- * y (backend.observe_chain), the same states the tap would have made. Then
- * *done = 1 and the Add and Relu are marked run; else *done = 0 with the
- * Conv not run, or with the Conv run (*conv_ran = 1) and tapped as usual. */
-static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done, int *conv_ran)
+ * y (backend.observe_chain), the same states the tap would have made, and
+ * the Add and Relu are marked run. *done = 1 once the Conv has run (when
+ * the chain cannot be fed so, its output tapped as usual and the Add and
+ * Relu left to run as nodes); *done = 0 and nothing run otherwise. */
+static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
 {
     const ptq_graph *g = e->g;
     const int j = e->epi_add[k], r = e->epi_relu[k], z = e->epi_z[k];
-    *done = *conv_ran = 0;
+    *done = 0;
     if ((j < 0 && r < 0) || !e->dev || !e->dev->observe_chain || e->n_taps != 1 || !e->taps[0].dev_state ||
         chain_between_needed(e, k))
         return PTQ_OK;
@@ -939,7 +940,7 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
     e->tap_skip = -1;
     if (st != PTQ_OK)
         return st;
-    *conv_ran = 1;
+    *done = 1;
     slot *cs = &e->slots[c];
     const ptq_tensor cv = slot_view(cs, cs->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST);
     ptq_tensor zv;
@@ -985,7 +986,6 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
         slot_release(e, cs);
     chain_ran(e, k);
     e->n_observed_chain++;
-    *done = 1;
     return PTQ_OK;
 }
 
@@ -999,15 +999,14 @@ static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full,
             e->ran_early[k] = 0;
             continue;
         }
-        int fused = 0, conv_ran = 0;
+        int fused = 0;
         PTQ_TRY(st, run_epilogue(ctx, e, k, &fused), done);
         if (fused)
             continue;
-        PTQ_TRY(st, run_observed_chain(ctx, e, k, &fused, &conv_ran), done);
+        PTQ_TRY(st, run_observed_chain(ctx, e, k, &fused), done); /* no value of its Conv is kept */
         if (fused)
             continue;
-        if (!conv_ran)
-            PTQ_TRY(st, run_node(ctx, e, k), done);
+        PTQ_TRY(st, run_node(ctx, e, k), done);
         if (!full)
             continue;
         for (int i = 0; i < g->nodes[k].n_outputs; i++) {

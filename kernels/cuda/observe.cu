@@ -841,31 +841,50 @@ extern "C" ptq_status ptq_k_observe_dev_clear_cuda(ptq_ctx *ctx, ptq_cuda_dev *d
     return ptq_cuda_upload(ctx, d, state, &h, sizeof h);
 }
 
+/* Observer i of a pass: the device state at state. */
+static void bind_observer(chain_args *a, int i, void *state, int64_t n_bins)
+{
+    a->s[i] = state_of(state);
+    a->hist[i] = hist_of(state);
+    a->over[i] = over_of(state, n_bins);
+}
+
+/* After a fused pass over a's n values: each observer's settle, and its
+ * rescue pass (which reads only when the settle asked). */
+static ptq_status settle_observers(ptq_ctx *ctx, ptq_cuda_dev *d, const chain_args &a, int64_t n, int64_t n_bins)
+{
+    const int log2_bins = log2_of(n_bins);
+    const int use_shared = n_bins <= OBS_SHARED_BINS;
+    const size_t shared = use_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
+    const unsigned blocks = shared_count_blocks(n, obs_blocks(n), use_shared);
+    for (int i = 0; i < CHAIN_OBS; i++) {
+        if (!a.s[i])
+            continue;
+        settle_kernel<<<1, OBS_SETTLE_THREADS, shared, d->stream>>>(log2_bins, use_shared, a.s[i], a.hist[i],
+                                                                    a.over[i]);
+        PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
+        rescue_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(a, i, n, log2_bins, use_shared, a.s[i],
+                                                                     a.hist[i]);
+        PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
+    }
+    return PTQ_OK;
+}
+
 extern "C" ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *state, int64_t n_bins,
                                                     const float *x, int64_t n)
 {
     if (n <= 0)
         return PTQ_OK;
-    const int log2_bins = log2_of(n_bins);
     const int use_shared = n_bins <= OBS_SHARED_BINS;
     const size_t shared = use_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
-    const unsigned blocks = shared_count_blocks(n, obs_blocks(n), use_shared);
-    const unsigned once_blocks = fused_blocks((const void *)observe_once_kernel, n, shared, use_shared);
-    obs_dev_state *s = state_of(state);
-    unsigned long long *hist = hist_of(state);
-    chain_args plain;
-    memset(&plain, 0, sizeof plain);
-    plain.c = x;
-    plain.s[0] = s;
-    plain.hist[0] = hist;
-    plain.over[0] = over_of(state, n_bins);
-    observe_once_kernel<<<once_blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(plain, n, log2_bins, use_shared);
+    const unsigned blocks = fused_blocks((const void *)observe_once_kernel, n, shared, use_shared);
+    chain_args a;
+    memset(&a, 0, sizeof a);
+    a.c = x;
+    bind_observer(&a, 0, state, n_bins);
+    observe_once_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(a, n, log2_of(n_bins), use_shared);
     PTQ_CUDA_LAUNCHED(ctx, "observe_once_kernel");
-    settle_kernel<<<1, OBS_SETTLE_THREADS, shared, d->stream>>>(log2_bins, use_shared, s, hist, plain.over[0]);
-    PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
-    rescue_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(plain, 0, n, log2_bins, use_shared, s, hist);
-    PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
-    return PTQ_OK;
+    return settle_observers(ctx, d, a, n, n_bins);
 }
 
 extern "C" ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[3], int64_t n_bins,
@@ -887,9 +906,7 @@ extern "C" ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, vo
         const int used = i == 0 || (i == 1 && z) || (i == 2 && relu); /* a is c without an Add, y is a without a Relu */
         if (!states[i] || !used)
             continue;
-        a.s[i] = state_of(states[i]);
-        a.hist[i] = hist_of(states[i]);
-        a.over[i] = over_of(states[i], n_bins);
+        bind_observer(&a, i, states[i], n_bins);
         a.slot[i] = n_on++;
     }
     /* counts in shared memory while all the observers' histograms fit the multiprocessor's share a block may have */
@@ -902,20 +919,7 @@ extern "C" ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, vo
     const unsigned blocks = fused_blocks((const void *)observe_chain_kernel, n, shared, use_shared);
     observe_chain_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(a, n, log2_bins, use_shared);
     PTQ_CUDA_LAUNCHED(ctx, "observe_chain_kernel");
-    const int one_shared = n_bins <= OBS_SHARED_BINS;
-    const size_t one_bytes = one_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
-    const unsigned rescue_blocks = shared_count_blocks(n, obs_blocks(n), one_shared);
-    for (int i = 0; i < CHAIN_OBS; i++) {
-        if (!a.s[i])
-            continue;
-        settle_kernel<<<1, OBS_SETTLE_THREADS, one_bytes, d->stream>>>(log2_bins, one_shared, a.s[i], a.hist[i],
-                                                                       a.over[i]);
-        PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
-        rescue_kernel<<<rescue_blocks, PTQ_CUDA_BLOCK, one_bytes, d->stream>>>(a, i, n, log2_bins, one_shared,
-                                                                               a.s[i], a.hist[i]);
-        PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
-    }
-    return PTQ_OK;
+    return settle_observers(ctx, d, a, n, n_bins);
 }
 
 extern "C" ptq_status ptq_k_observe_dev_read_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const void *state, int64_t n_bins,
