@@ -4,7 +4,9 @@ machine (scripts/gpu-check.sh profile50): `--profile` tables of eval (the
 Conv -> Add -> Relu chains fused in cuDNN's epilogue), eval with
 PTQ_EPILOGUE=0 (every op apart, as calibration runs them), calibrate (with
 its observers' share) and validate with the default INT8 plan (the FP32 and
-the quantized run, and the plan's rounding), next to each command's steady
+the quantized run, and the plan's rounding; and with --reference, as target
+(d) times it), each with the command's timeline (session, first batch, the
+rest, reports), next to each command's steady
 rate from its JSON, which runs without --profile's waits. Model and data as
 bench/resnet50_gpu.py (torchvision resnet50, random weights, BatchNorm
 folded, opset 17; random uint8 224x224x3 images in HDF5, batch 256).
@@ -69,6 +71,13 @@ def main():
     rows.append(("validate, default INT8 plan (wall, whole command)", 0.0, a.images / wall))
     prof = run([a.ptq, "validate", *data, "--plan", plan, "--report", os.path.join(tmp, "rep2"), "--profile"])
     tables.append(("validate, default INT8 plan", table(prof.stderr)))
+    # as target (d) runs it: the FP32 side from eval's logits, FP32 on the first batch only
+    ref = os.path.join(tmp, "fp32.npy")
+    run([a.ptq, "eval", *data, "--logits", ref])
+    for r in range(2):  # the second with warm caches, as the targets' best of three
+        prof = run([a.ptq, "validate", *data, "--plan", plan, "--reference", ref,
+                    "--report", os.path.join(tmp, f"rep-ref{r}"), "--profile"])
+    tables.append(("validate --reference (eval's FP32 logits), default INT8 plan", table(prof.stderr)))
 
     lines = [f"# ResNet-50 on the GPU: ptq's time by op type ({datetime.date.today()})", "",
              f"- ptq commit: {commit()}", f"- machine: {platform.node()}",

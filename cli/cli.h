@@ -237,6 +237,7 @@ typedef struct cli_progress {
     double t_start, t_last;
     int enabled;
     int drawn;
+    int64_t first_done; /* the images of the first batch, once it ran */
 } cli_progress;
 
 void cli_progress_start(cli_progress *p, const char *stage, const char *unit, int64_t total, int force);
@@ -245,6 +246,10 @@ void cli_progress_end(cli_progress *p, int64_t done);
 /* A runner progress callback; user is a cli_progress. */
 void cli_progress_cb(void *user, int64_t done, int64_t total);
 double cli_now_s(void);
+/* --profile's timeline: cli_mark notes when a phase of the command ended (what: a
+ * static string); the first mark (main's "start") is the origin. At most 16 marks. */
+void cli_mark(const char *what);
+void cli_marks_print(void); /* on stderr: the time between marks, and since the last */
 /* This process's peak resident memory in MiB (VmHWM of /proc/self/status:
  * the current image only, unlike getrusage, which keeps the peak of the
  * process that exec'd ptq); 0 where it cannot be read. */
@@ -282,7 +287,7 @@ typedef struct cli_session_opts {
 /* --profile: prints on stderr the time the executor spent per op type, most
  * first, with the plan's rounding and the observers, for n_images through
  * a loop of loop_s seconds; loop_s < 0 for validate, whose table sums each
- * batch's FP32 and quantized run. */
+ * batch's FP32 and quantized run. Then the command's timeline (cli_mark). */
 void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s);
 
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);

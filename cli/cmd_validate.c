@@ -164,7 +164,9 @@ int cmd_validate(int argc, char **argv)
             run_done);
     /* one model: the plan is checked against the session's graph and runs as an overlay on its executor */
     PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), run_done);
+    cli_mark("reading the plan");
     PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), run_done);
+    cli_mark("preparing its rounding");
     /* before any image: a bad archive, report or trace fails at once */
     if (sens_path)
         PTQ_TRY(st, cli_read_text(&ctx, sens_path, &sens_text), run_done);
@@ -197,6 +199,7 @@ int cmd_validate(int argc, char **argv)
             goto run_done;
         }
         memcpy(ref_ids, ids, (size_t)n_picked * sizeof *ref_ids);
+        cli_mark("reading the reference");
         ref.logits = ref_logits;
         ref.ids = ref_ids;
         ref.n = n_picked;

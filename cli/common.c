@@ -251,8 +251,36 @@ double cli_now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+enum { MAX_MARKS = 16 };
+static struct {
+    const char *what;
+    double t;
+} marks[MAX_MARKS];
+static int n_marks;
+
+void cli_mark(const char *what)
+{
+    if (n_marks < MAX_MARKS) {
+        marks[n_marks].what = what;
+        marks[n_marks++].t = cli_now_s();
+    }
+}
+
+void cli_marks_print(void)
+{
+    if (n_marks == 0)
+        return;
+    const double now = cli_now_s();
+    fprintf(stderr, "timeline (ms each phase took, from the start):");
+    for (int i = 1; i < n_marks; i++)
+        fprintf(stderr, "%s %s %.0f", i > 1 ? ";" : "", marks[i].what, 1e3 * (marks[i].t - marks[i - 1].t));
+    fprintf(stderr, "; until this line %.0f; total %.0f\n", 1e3 * (now - marks[n_marks - 1].t),
+            1e3 * (now - marks[0].t));
+}
+
 void cli_progress_start(cli_progress *p, const char *stage, const char *unit, int64_t total, int force)
 {
+    cli_mark("until the first image");
     memset(p, 0, sizeof *p);
     p->stage = stage;
     p->unit = unit;
@@ -274,6 +302,10 @@ static void progress_draw(cli_progress *p, int64_t done, double now)
 
 void cli_progress_update(cli_progress *p, int64_t done)
 {
+    if (p->first_done == 0 && done > 0) {
+        p->first_done = done;
+        cli_mark("first batch");
+    }
     if (!p->enabled)
         return;
     double now = cli_now_s();
@@ -285,6 +317,7 @@ void cli_progress_update(cli_progress *p, int64_t done)
 
 void cli_progress_end(cli_progress *p, int64_t done)
 {
+    cli_mark("the other batches");
     if (!p->enabled || !p->drawn)
         return;
     progress_draw(p, done, cli_now_s());

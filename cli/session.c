@@ -44,6 +44,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     po.dataset.classes_file = o->classes_file;
     po.profile = o->profile;
     po.output = o->output;
+    cli_hash_ahead(o->model, NULL); /* for the reports (and a plan's check), while the session opens */
     PTQ_TRY_RET(ptq_session_open(ctx, &po, &s->ps));
     for (const char *line = ptq_session_notes(s->ps); *line;) {
         const char *end = strchr(line, '\n');
@@ -61,7 +62,8 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     ptq_session_data_spec(s->ps, s->data_spec, sizeof s->data_spec);
     ptq_session_input_shape(s->ps, &s->channels, &s->height, &s->width);
     s->n_samples = ptq_session_n_samples(s->ps);
-    cli_hash_ahead(o->model, s->data); /* for the reports, while the command works */
+    cli_hash_ahead(NULL, s->data); /* for the reports, while the command works */
+    cli_mark("opening the model, data and device");
     return PTQ_OK;
 }
 
@@ -153,6 +155,7 @@ void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s)
         fprintf(stderr, "time per op type, %lld images twice (FP32, plan) on %s:\n%s", (long long)n_images,
                 ptq_exec_device_name(s->exec), table);
     free(table);
+    cli_marks_print();
 }
 
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts)

@@ -2,6 +2,7 @@
  * confusion counts, and FP32 against an overlay on one executor. Covered
  * by tests/test_runner.c, tests/cli_test.py and tests/cli_validate_test.py. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,71 @@ static ptq_status ref_check(ptq_ctx *ctx, ptq_validate_ref *ref, const ptq_batch
     return PTQ_OK;
 }
 
+/* One batch's labels and logits, copied, whose figures a worker thread adds
+ * to the stats while the runner goes on with the next batch. */
+struct ptq_validate_job {
+    pthread_t thread;
+    int running;
+    ptq_validate_stats *stats;
+    int64_t n, cap;      /* images in the batch; rows the buffers hold */
+    int32_t *labels;
+    float *fp32, *q;
+    ptq_ctx ctx;         /* the worker's status and message */
+    ptq_status st;
+};
+
+static void *job_run(void *arg)
+{
+    struct ptq_validate_job *j = arg;
+    j->st = ptq_validate_stats_add(&j->ctx, j->stats, j->n, j->labels, j->fp32, j->q);
+    return NULL;
+}
+
+/* Waits for the batch in flight; its error, in ctx. */
+static ptq_status job_join(ptq_ctx *ctx, struct ptq_validate_job *j)
+{
+    if (!j || !j->running)
+        return PTQ_OK;
+    pthread_join(j->thread, NULL);
+    j->running = 0;
+    if (j->st != PTQ_OK)
+        return ptq_fail(ctx, j->st, "%s", j->ctx.msg);
+    return PTQ_OK;
+}
+
+/* The figures of n images: after the batch before is added, on a worker
+ * thread (in the caller's if none starts). */
+static ptq_status stats_add_async(ptq_ctx *ctx, ptq_validate_run *run, int64_t n, int64_t k, const int32_t *labels,
+                                  const float *fp32, const float *q)
+{
+    if (!run->job && !(run->job = calloc(1, sizeof *run->job)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    struct ptq_validate_job *j = run->job;
+    PTQ_TRY_RET(job_join(ctx, j));
+    if (j->cap < n) {
+        int32_t *l = realloc(j->labels, (size_t)n * sizeof *l);
+        j->labels = l ? l : j->labels;
+        float *f = l ? realloc(j->fp32, (size_t)(n * k) * sizeof *f) : NULL;
+        j->fp32 = f ? f : j->fp32;
+        float *g = f ? realloc(j->q, (size_t)(n * k) * sizeof *g) : NULL;
+        j->q = g ? g : j->q;
+        if (!g)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld logits", (long long)(n * k));
+        j->cap = n;
+    }
+    memcpy(j->labels, labels, (size_t)n * sizeof *labels);
+    memcpy(j->fp32, fp32, (size_t)(n * k) * sizeof *fp32);
+    memcpy(j->q, q, (size_t)(n * k) * sizeof *q);
+    j->stats = run->stats;
+    j->n = n;
+    ptq_ctx_init(&j->ctx);
+    if (pthread_create(&j->thread, NULL, job_run, j) == 0) {
+        j->running = 1;
+        return PTQ_OK;
+    }
+    return ptq_validate_stats_add(ctx, run->stats, n, j->labels, j->fp32, j->q);
+}
+
 static ptq_status validate_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
 {
     ptq_validate_run *run = user;
@@ -98,7 +164,7 @@ static ptq_status validate_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_ba
     if (run->ref) {
         PTQ_TRY_RET(ref_rows(ctx, run->ref, b, run->fp32));
         if (b->index > 0) /* the overlay is set since the first batch: b is the quantized run */
-            return ptq_validate_stats_add(ctx, run->stats, b->n, b->labels, run->fp32, b->logits);
+            return stats_add_async(ctx, run, b->n, b->n_classes, b->labels, run->fp32, b->logits);
         PTQ_TRY_RET(ref_check(ctx, run->ref, b, run->fp32));
     } else {
         memcpy(run->fp32, b->logits, (size_t)n_logits * sizeof *run->fp32);
@@ -113,7 +179,7 @@ static ptq_status validate_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_ba
     if (q->dtype != PTQ_DT_FLOAT || ptq_tensor_numel(q) != n_logits)
         return ptq_fail(ctx, PTQ_ERR_SHAPE, "output '%s' has another shape under the plan than in FP32",
                         g->values[g->outputs[b->logits_output]].name);
-    PTQ_TRY_RET(ptq_validate_stats_add(ctx, run->stats, b->n, b->labels, run->fp32, q->data));
+    PTQ_TRY_RET(stats_add_async(ctx, run, b->n, b->n_classes, b->labels, run->fp32, q->data));
     b->outputs = run->outputs;
     b->logits = q->data;
     return PTQ_OK;
@@ -121,15 +187,14 @@ static ptq_status validate_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_ba
 
 static ptq_status validate_end(void *user, ptq_ctx *ctx, ptq_runner *r)
 {
-    (void)user;
-    (void)ctx;
+    ptq_validate_run *run = user;
     ptq_exec_set_overlay(ptq_session_exec(ptq_runner_session(r)), NULL);
-    return PTQ_OK;
+    return job_join(ctx, run->job);
 }
 
 ptq_consumer ptq_validate_consumer(ptq_validate_run *run)
 {
-    ptq_consumer c = {run, NULL, validate_after, run->ref ? validate_end : NULL};
+    ptq_consumer c = {run, NULL, validate_after, validate_end};
     return c;
 }
 
@@ -137,6 +202,16 @@ void ptq_validate_run_free(ptq_validate_run *run)
 {
     if (!run)
         return;
+    if (run->job) {
+        ptq_ctx ignored;
+        ptq_ctx_init(&ignored);
+        (void)job_join(&ignored, run->job);
+        free(run->job->labels);
+        free(run->job->fp32);
+        free(run->job->q);
+        free(run->job);
+        run->job = NULL;
+    }
     ptq_validate_stats_free(run->stats);
     free(run->fp32);
     free(run->outputs);

@@ -13,7 +13,7 @@
 # targets (bench/resnet50_targets.py: the GPU-speed targets against PyTorch);
 # (TARGETS_ARGS: more arguments, e.g. --skip-cpu);
 # kernels, resnet50tf32 (Nsight Compute tables; eval in TF32); profile50
-# (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate); tune
+# (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate; PROFILE50_ARGS); tune
 # (bench/cudnn_tune_identity.py: cuDNN tuning changes no bit of ResNet-50's archive or logits);
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
 # set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS).
@@ -198,7 +198,7 @@ stage_kernels() {
 # ResNet-50: --profile tables of eval (fused and not), calibrate and validate (bench/resnet50_profile.py)
 stage_profile50() {
     echo "== ResNet-50: where the time goes (--profile)"
-    python3 bench/resnet50_profile.py --ptq "$ptq" --out "$out/profile50.md" 2>&1 | tee "$out/profile50.log" |
+    python3 bench/resnet50_profile.py --ptq "$ptq" --out "$out/profile50.md" ${PROFILE50_ARGS:-} 2>&1 | tee "$out/profile50.log" |
         grep -E "^\| |^[a-zA-Z(].* [0-9.]+%$|^total|Error|error|exited"
 }
 

@@ -278,6 +278,44 @@ static void test_runner(const char *data_path, const unsigned char *rounds)
     ptq_session_close(s);
 }
 
+/* A label out of range in the batch at sample `bad` (the validate consumer adds a batch's figures on a worker
+ * thread while the next runs): the run fails naming that sample, in a middle batch and in the last. */
+static void test_validate_bad_label(const char *data_path, const unsigned char *rounds, int64_t bad)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_session_opts so;
+    memset(&so, 0, sizeof so);
+    char model[4096];
+    snprintf(model, sizeof model, "%s/models/fmnist_resnet.onnx", getenv("PTQ_SOURCE_DIR") ? getenv("PTQ_SOURCE_DIR") : ".");
+    so.model = model;
+    so.data = data_path;
+    so.device = PTQ_DEVICE_CPU;
+    ptq_session *s = NULL;
+    CHECK_MSG(ptq_session_open(&ctx, &so, &s) == PTQ_OK, "%s", ctx.msg);
+    if (!s)
+        return;
+    int64_t *ids = NULL, n_ids = 0;
+    ptq_pick all = {0, 0, 0, 0, 0};
+    CHECK(ptq_pick_samples(&ctx, ptq_session_n_samples(s), &all, &ids, &n_ids) == PTQ_OK);
+    ptq_overlay ov = {NULL, NULL, halve, rounds};
+    ptq_validate_run vr;
+    memset(&vr, 0, sizeof vr);
+    vr.overlay = &ov;
+    ptq_runner_params rp = {.session = s, .ids = ids, .n_ids = n_ids, .batch = 64, .need_labels = 1, .need_logits = 1,
+                            .prefetch = 1};
+    rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
+    char want[64];
+    snprintf(want, sizeof want, "sample %lld: label", (long long)bad);
+    const ptq_status st = ptq_runner_run(&ctx, &rp);
+    CHECK_MSG(st == PTQ_ERR_DATA && strstr(ctx.msg, want) && strstr(ctx.msg, "out of range"),
+              "a label out of range at sample %lld: status %d, '%s'", (long long)bad, (int)st, ctx.msg);
+    ptq_exec_set_overlay(ptq_session_exec(s), NULL);
+    ptq_validate_run_free(&vr);
+    free(ids);
+    ptq_session_close(s);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -309,6 +347,14 @@ int main(void)
         rounds[g->nodes[k].outputs[0]] = 1;
     test_runner(path, rounds);
     remove(path);
+    for (int k = 0; k < 2; k++) { /* in the third batch of 64, and in the last */
+        const int64_t bad = k ? N_IMG - 1 : 150, kept = labels[bad];
+        labels[bad] = N_CLASSES + 3;
+        CHECK_MSG(ptq_dataset_write_hdf5(&ctx, path, &ti, &tl, NULL) == PTQ_OK, "%s", ctx.msg);
+        test_validate_bad_label(path, rounds, bad);
+        labels[bad] = kept;
+        remove(path);
+    }
     free(rounds);
     free(img);
     free(x);

@@ -49,10 +49,15 @@ typedef struct ptq_validate_run {
     float *fp32;                /* scratch: one batch of FP32 logits */
     int64_t fp32_cap;           /* floats at fp32 */
     ptq_tensor *outputs;        /* scratch: the quantized run's outputs */
+    struct ptq_validate_job *job; /* a batch's figures, added on a worker thread while the next batch runs */
 } ptq_validate_run;
 
+/* The figures of each batch are added to stats on a worker thread while the
+ * next batch runs (in batch order, so the same sums); the end callback waits
+ * for the last, and a batch's error (a label out of range) fails the batch
+ * after it or the end. */
 PTQ_API ptq_consumer ptq_validate_consumer(ptq_validate_run *run);
-/* Frees the stats and scratch; the struct can be zeroed and reused. */
+/* Waits for the worker, frees the stats and scratch; the struct can be zeroed and reused. */
 PTQ_API void ptq_validate_run_free(ptq_validate_run *run);
 
 #ifdef __cplusplus
