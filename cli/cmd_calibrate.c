@@ -45,7 +45,8 @@ static const char calibrate_help[] =
     "  --json               print the summary as JSON on stdout\n"
     "  --progress           force the progress line (default: only on a terminal)\n"
     "  --profile            print the time per op type and in the observers on stderr (waits for the GPU\n"
-    "                       after each node and each tensor's observer, which slows the run)\n"
+    "                       after each node and each tensor's observer, which slows the run), then the\n"
+    "                       command's timeline\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";

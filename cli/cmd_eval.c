@@ -35,7 +35,8 @@ static const char eval_help[] =
     "  --report FILE        also write the JSON report to FILE\n"
     "  --logits FILE        write the logits as a float32 .npy array [N, classes]\n"
     "  --progress           force the progress line (default: only on a terminal)\n"
-    "  --profile            print the time spent per op type on stderr (waits for the GPU after each node)\n";
+    "  --profile            print the time spent per op type on stderr (waits for the GPU after each node),\n"
+    "                       then the command's timeline (opening, first batch, the rest, reports)\n";
 
 enum { EVAL_MAX_BATCH = 1 << 16 };
 

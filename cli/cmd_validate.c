@@ -54,7 +54,7 @@ static const char validate_help[] =
     "                       (median relative difference at most 1e-3, else exit 7), and the report compares\n"
     "                       the plan with FILE's logits; every later batch runs once, under the plan\n"
     "  --profile            print the time per op type and in the plan's rounding on stderr (waits for the\n"
-    "                       GPU after each node, which slows the run)\n"
+    "                       GPU after each node, which slows the run), then the command's timeline\n"
     "\n"
     "Exits 12 after writing the report when the quantized outputs collapse (constant\n"
     "logits, SQNR <= 0 dB, or every image predicted as one class while FP32 is not).\n"

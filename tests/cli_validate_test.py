@@ -73,6 +73,18 @@ def main():
           rc == 0 and len(same) == 8 and rr.get("fp32_reference") == J("fp32.npy") and
           rr.get("fp32_reference_median_rel_diff") == 0 and rr.get("fp32_reference_checked_images") == 256,
           f"exit {rc}: {err.strip()[-300:]}; equal: {same}; {rr.get('fp32_reference_median_rel_diff')}")
+    # --profile: the op table, then the timeline, whose phases add up to its total
+    rc, so, err = ptq("validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("v.h5"), "--report",
+                      J("rep-prof"), "--reference", J("fp32.npy"), "--batch", "256", "--profile")
+    tl = next((l for l in err.splitlines() if l.startswith("timeline")), "")
+    phases = dict((p.rsplit(" ", 1)[0].strip(), float(p.rsplit(" ", 1)[1])) for p in tl.split(":", 1)[-1].split(";")
+                  if p.strip()) if tl else {}
+    want = ("opening the model, data and device", "reading the plan", "preparing its rounding", "reading the reference",
+            "until the first image", "first batch", "the other batches", "until this line", "total")
+    check("validate --profile: the op table and the command's timeline",
+          rc == 0 and "time per op type" in err and tuple(phases) == want and
+          abs(sum(v for k, v in phases.items() if k != "total") - phases["total"]) <= len(want),
+          f"exit {rc}: {tl or err.strip()[-300:]}")
     fp32 = np.load(J("fp32.npy"))
     np.save(J("shuffled.npy"), fp32[::-1].copy())
     np.save(J("f64.npy"), fp32.astype(np.float64))
