@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/logits.h"
+#include "reports/json_num.h"
 #include "ptq/buf.h"
 #include "ptq/memory.h"
 #include "ptq/report.h"
@@ -86,14 +87,19 @@ ptq_status ptq_eval_stats_merge(ptq_ctx *ctx, ptq_eval_stats *dst, const ptq_eva
 void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *m)
 {
     const int k = s->n_classes;
-    for (int c = 0; c < k; c++) {
-        int64_t tp = s->confusion[(int64_t)c * k + c], support = 0, predicted = 0;
-        for (int j = 0; j < k; j++) {
-            support += s->confusion[(int64_t)c * k + j];
-            predicted += s->confusion[(int64_t)j * k + c];
+    for (int c = 0; c < k; c++)
+        m[c].predicted = 0;
+    for (int r = 0; r < k; r++) { /* row by row: a column sum read down a large matrix misses the cache */
+        const int64_t *row = s->confusion + (int64_t)r * k;
+        int64_t support = 0;
+        for (int c = 0; c < k; c++) {
+            support += row[c];
+            m[c].predicted += row[c];
         }
-        m[c].support = support;
-        m[c].predicted = predicted;
+        m[r].support = support;
+    }
+    for (int c = 0; c < k; c++) {
+        const int64_t tp = s->confusion[(int64_t)c * k + c], support = m[c].support, predicted = m[c].predicted;
         m[c].precision = predicted ? (double)tp / (double)predicted : 0.0;
         m[c].recall = support ? (double)tp / (double)support : 0.0;
         double d = m[c].precision + m[c].recall;
@@ -256,12 +262,12 @@ ptq_status ptq_eval_write_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char
     char tmp[32];
     for (int c = 0; c < k && classes; c++) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "index", c);
+        ptq_json_add_num(o, "index", c);
         cJSON_AddStringToObject(o, "name", class_label(names, c, tmp, sizeof tmp));
-        cJSON_AddNumberToObject(o, "precision", m[c].precision);
-        cJSON_AddNumberToObject(o, "recall", m[c].recall);
-        cJSON_AddNumberToObject(o, "f1", m[c].f1);
-        cJSON_AddNumberToObject(o, "support", (double)m[c].support);
+        ptq_json_add_num(o, "precision", m[c].precision);
+        ptq_json_add_num(o, "recall", m[c].recall);
+        ptq_json_add_num(o, "f1", m[c].f1);
+        ptq_json_add_num(o, "support", (double)m[c].support);
         cJSON_AddItemToArray(classes, o);
     }
     text = classes ? cJSON_Print(root) : NULL;

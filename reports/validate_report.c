@@ -16,6 +16,7 @@
 
 #include "core/logits.h"
 #include "core/xsum.h"
+#include "reports/json_num.h"
 #include "ptq/dist.h"
 #include "ptq/export.h" /* ptq_buf */
 #include "ptq/memory.h"
@@ -205,13 +206,17 @@ ptq_status ptq_validate_stats_allreduce(ptq_ctx *ctx, ptq_validate_stats *s)
 /* The most images predicted as one class: the largest column sum. */
 static int64_t top_class(const ptq_eval_stats *e)
 {
+    enum { BLOCK = 64 }; /* columns summed together, so that the matrix is read row by row, not down its columns */
     const int k = e->n_classes;
     int64_t best = 0;
-    for (int c = 0; c < k; c++) {
-        int64_t col = 0;
+    for (int c0 = 0; c0 < k; c0 += BLOCK) {
+        const int w = k - c0 < BLOCK ? k - c0 : BLOCK;
+        int64_t col[BLOCK] = {0};
         for (int r = 0; r < k; r++)
-            col += e->confusion[(int64_t)r * k + c];
-        best = col > best ? col : best;
+            for (int c = 0; c < w; c++)
+                col[c] += e->confusion[(int64_t)r * k + c0 + c];
+        for (int c = 0; c < w; c++)
+            best = col[c] > best ? col[c] : best;
     }
     return best;
 }
@@ -359,11 +364,11 @@ static void add_metric_triplet(cJSON *o, const char *name, double f, double q)
 {
     char key[32];
     snprintf(key, sizeof key, "%s_fp32", name);
-    cJSON_AddNumberToObject(o, key, f);
+    ptq_json_add_num(o, key, f);
     snprintf(key, sizeof key, "%s_quant", name);
-    cJSON_AddNumberToObject(o, key, q);
+    ptq_json_add_num(o, key, q);
     snprintf(key, sizeof key, "%s_delta_pts", name);
-    cJSON_AddNumberToObject(o, key, 100.0 * (q - f));
+    ptq_json_add_num(o, key, 100.0 * (q - f));
 }
 
 static void add_number_or_null(cJSON *o, const char *key, double x)
@@ -420,10 +425,10 @@ ptq_status ptq_validate_write_json(ptq_ctx *ctx, const ptq_validate_stats *s, co
     for (int i = 0; i < k && classes; i++) {
         int c = v.order[i];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "index", c);
+        ptq_json_add_num(o, "index", c);
         cJSON_AddStringToObject(o, "name", validate_view_class_name(&v, c, tmp, sizeof tmp));
         cJSON_AddBoolToObject(o, "flagged", i < v.n_flagged);
-        cJSON_AddNumberToObject(o, "support", (double)v.mf[c].support);
+        ptq_json_add_num(o, "support", (double)v.mf[c].support);
         add_metric_triplet(o, "precision", v.mf[c].precision, v.mq[c].precision);
         add_metric_triplet(o, "recall", v.mf[c].recall, v.mq[c].recall);
         add_metric_triplet(o, "f1", v.mf[c].f1, v.mq[c].f1);

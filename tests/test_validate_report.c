@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "ptq/validate_report.h"
+#include "reports/json_num.h"
 #include "testlib.h"
 
 #define K 10
@@ -544,6 +545,40 @@ static void test_shards(ptq_ctx *ctx)
     ptq_validate_stats_free(whole);
 }
 
+/* reports/json_num.c against cJSON's own printing of the same numbers: integers, saturated ones, ties of 15 and
+ * 17 digits, subnormals, NaN and the infinities, and random bit patterns. */
+static void test_json_num(void)
+{
+    const double fixed[] = {0.0, -0.0, 1.0, -7.0, 0.1, 1.0 / 3.0, 100.0 * (0.9 - 0.93), 2147483647.0, 2147483648.0,
+                            -2147483648.0, -2147483649.5, 1e300, -1e-300, 4.9e-324, 0.5, 93.06, 1e15 + 0.5,
+                            123456789012345678.0, NAN, INFINITY, -INFINITY};
+    const int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
+    int differ = 0, n = 0;
+    test_rand_seed(5);
+    for (int i = 0; i < n_fixed + 20000; i++, n++) {
+        double x;
+        if (i < n_fixed) {
+            x = fixed[i];
+        } else if (i % 2) { /* any bits */
+            uint64_t u = test_rand_u64();
+            memcpy(&x, &u, sizeof x);
+        } else { /* a report's kind of number: a fraction of counts, in points */
+            x = 100.0 * (double)(test_rand_u64() % 10001) / 10000.0 - (double)(test_rand_u64() % 7);
+        }
+        char mine[26];
+        ptq_json_num_text(x, mine);
+        cJSON *item = cJSON_CreateNumber(x);
+        char *theirs = item ? cJSON_PrintUnformatted(item) : NULL;
+        if (!theirs || strcmp(mine, theirs) != 0) {
+            if (differ++ < 5)
+                fprintf(stderr, "json number %.17g: '%s', cJSON '%s'\n", x, mine, theirs ? theirs : "(none)");
+        }
+        free(theirs);
+        cJSON_Delete(item);
+    }
+    CHECK_MSG(differ == 0, "%d of %d numbers printed otherwise than cJSON prints them", differ, n);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -559,5 +594,6 @@ int main(void)
     test_nan(&ctx);
     test_many_classes(&ctx);
     test_shards(&ctx);
+    test_json_num();
     return test_done("test_validate_report");
 }

@@ -1,0 +1,25 @@
+/* JSON numbers as cJSON prints them, without sscanf (reports/json_num.h). */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "reports/json_num.h"
+
+int ptq_json_num_text(double x, char buf[26])
+{
+    if (isnan(x) || isinf(x))
+        return snprintf(buf, 26, "null");
+    int len = snprintf(buf, 26, "%1.15g", x);
+    const double back = strtod(buf, NULL), top = fabs(back) > fabs(x) ? fabs(back) : fabs(x);
+    if (!(fabs(back - x) <= top * DBL_EPSILON))
+        len = snprintf(buf, 26, "%1.17g", x);
+    return len;
+}
+
+cJSON *ptq_json_add_num(cJSON *o, const char *key, double x)
+{
+    char buf[26];
+    ptq_json_num_text(x, buf);
+    return cJSON_AddRawToObject(o, key, buf);
+}
