@@ -208,7 +208,8 @@ static char *eval_json(ptq_session *s, const int64_t *ids, int64_t n_ids, int64_
     return json;
 }
 
-static void test_runner(const char *data_path, const unsigned char *rounds)
+/* The demo model on data_path on the CPU, and every sample's id; NULL (a failed check) if it does not open. */
+static ptq_session *open_demo(const char *data_path, int64_t **ids, int64_t *n_ids)
 {
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
@@ -221,11 +222,22 @@ static void test_runner(const char *data_path, const unsigned char *rounds)
     so.device = PTQ_DEVICE_CPU;
     ptq_session *s = NULL;
     CHECK_MSG(ptq_session_open(&ctx, &so, &s) == PTQ_OK, "%s", ctx.msg);
+    ptq_pick all = {0, 0, 0, 0, 0};
+    *ids = NULL;
+    *n_ids = 0;
+    CHECK(!s || ptq_pick_samples(&ctx, ptq_session_n_samples(s), &all, ids, n_ids) == PTQ_OK);
+    return s;
+}
+
+static void test_runner(const char *data_path, const unsigned char *rounds)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    int64_t *ids = NULL, n_ids = 0;
+    ptq_session *s = open_demo(data_path, &ids, &n_ids);
     if (!s)
         return;
-    int64_t *ids = NULL, n_ids = 0;
-    ptq_pick all = {0, 0, 0, 0, 0};
-    CHECK(ptq_pick_samples(&ctx, ptq_session_n_samples(s), &all, &ids, &n_ids) == PTQ_OK && n_ids == 300);
+    CHECK(n_ids == 300);
     char *a = eval_json(s, ids, n_ids, 64, 1), *b = eval_json(s, ids, n_ids, 7, 0), *c = eval_json(s, ids, n_ids, 300, 1);
     CHECK_MSG(a && b && c && strcmp(a, b) == 0 && strcmp(a, c) == 0, "eval stats depend on batch or prefetch");
     free(a), free(b), free(c);
@@ -284,20 +296,10 @@ static void test_validate_bad_label(const char *data_path, const unsigned char *
 {
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
-    ptq_session_opts so;
-    memset(&so, 0, sizeof so);
-    char model[4096];
-    snprintf(model, sizeof model, "%s/models/fmnist_resnet.onnx", getenv("PTQ_SOURCE_DIR") ? getenv("PTQ_SOURCE_DIR") : ".");
-    so.model = model;
-    so.data = data_path;
-    so.device = PTQ_DEVICE_CPU;
-    ptq_session *s = NULL;
-    CHECK_MSG(ptq_session_open(&ctx, &so, &s) == PTQ_OK, "%s", ctx.msg);
+    int64_t *ids = NULL, n_ids = 0;
+    ptq_session *s = open_demo(data_path, &ids, &n_ids);
     if (!s)
         return;
-    int64_t *ids = NULL, n_ids = 0;
-    ptq_pick all = {0, 0, 0, 0, 0};
-    CHECK(ptq_pick_samples(&ctx, ptq_session_n_samples(s), &all, &ids, &n_ids) == PTQ_OK);
     ptq_overlay ov = {NULL, NULL, halve, rounds};
     ptq_validate_run vr;
     memset(&vr, 0, sizeof vr);
