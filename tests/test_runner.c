@@ -229,6 +229,18 @@ static ptq_session *open_demo(const char *data_path, int64_t **ids, int64_t *n_i
     return s;
 }
 
+/* The validate consumer over ids in batches of 64 with prefetch, under ov, into vr (zeroed first). */
+static ptq_status validate_all(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, int64_t n_ids, const ptq_overlay *ov,
+                               ptq_validate_run *vr)
+{
+    memset(vr, 0, sizeof *vr);
+    vr->overlay = ov;
+    ptq_runner_params rp = {.session = s, .ids = ids, .n_ids = n_ids, .batch = 64, .need_labels = 1, .need_logits = 1,
+                            .prefetch = 1};
+    rp.consumers[rp.n_consumers++] = ptq_validate_consumer(vr);
+    return ptq_runner_run(ctx, &rp);
+}
+
 static void test_runner(const char *data_path, const unsigned char *rounds)
 {
     ptq_ctx ctx;
@@ -245,12 +257,7 @@ static void test_runner(const char *data_path, const unsigned char *rounds)
     /* validation: the single run against three shards merged */
     ptq_overlay ov = {NULL, NULL, halve, rounds};
     ptq_validate_run whole;
-    memset(&whole, 0, sizeof whole);
-    whole.overlay = &ov;
-    ptq_runner_params rp = {.session = s, .ids = ids, .n_ids = n_ids, .batch = 64, .need_labels = 1, .need_logits = 1,
-                            .prefetch = 1};
-    rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&whole);
-    CHECK_MSG(ptq_runner_run(&ctx, &rp) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(validate_all(&ctx, s, ids, n_ids, &ov, &whole) == PTQ_OK, "%s", ctx.msg);
     ptq_validate_stats *merged = NULL;
     for (int64_t sh = 2; sh >= 0; sh--) { /* merged in reverse order */
         ptq_pick pick = {0, 0, 0, sh, 3};
@@ -302,14 +309,9 @@ static void test_validate_bad_label(const char *data_path, const unsigned char *
         return;
     ptq_overlay ov = {NULL, NULL, halve, rounds};
     ptq_validate_run vr;
-    memset(&vr, 0, sizeof vr);
-    vr.overlay = &ov;
-    ptq_runner_params rp = {.session = s, .ids = ids, .n_ids = n_ids, .batch = 64, .need_labels = 1, .need_logits = 1,
-                            .prefetch = 1};
-    rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
     char want[64];
     snprintf(want, sizeof want, "sample %lld: label", (long long)bad);
-    const ptq_status st = ptq_runner_run(&ctx, &rp);
+    const ptq_status st = validate_all(&ctx, s, ids, n_ids, &ov, &vr);
     CHECK_MSG(st == PTQ_ERR_DATA && strstr(ctx.msg, want) && strstr(ctx.msg, "out of range"),
               "a label out of range at sample %lld: status %d, '%s'", (long long)bad, (int)st, ctx.msg);
     ptq_exec_set_overlay(ptq_session_exec(s), NULL);
