@@ -11,6 +11,7 @@ included). PyTorch: one forward after warm-up, between cudaProfilerStart
 and Stop (`ncu --profile-from-start off`), with the math flags of --math.
 Runs on the GPU machine:
     python3 bench/resnet50_kernels.py --ptq bundle/bin/ptq --out $OUT/kernels.md [--math fp32|tf32]
+        [--command calibrate --no-torch]
 """
 import argparse
 import collections
@@ -66,7 +67,8 @@ def ncu_rows(cmd, env=None):
 
 def family(name):
     n = name.lower()
-    for key, fam in (("fprop", "conv (xmma/cutlass fprop)"), ("convolve", "conv (implicit gemm)"),
+    for key, fam in (("settle", "observer settle"), ("rescue", "observer rescue"), ("observe", "observer pass"),
+                     ("fprop", "conv (xmma/cutlass fprop)"), ("convolve", "conv (implicit gemm)"),
                      ("winograd", "conv (winograd)"), ("fft", "conv (fft)"), ("im2col", "conv (im2col)"),
                      ("gemm", "gemm"), ("conv", "conv (other)"), ("relu", "relu / activation"),
                      ("elementwise", "elementwise"), ("pool", "pool"), ("reduce", "reduce"), ("add", "add / bias")):
@@ -101,12 +103,25 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--math", default="fp32", choices=("fp32", "tf32"))
     ap.add_argument("--ptq-args", default="", help="extra arguments for ptq eval (e.g. '--math tf32')")
+    ap.add_argument("--command", default="eval", choices=("eval", "calibrate"),
+                    help="the ptq command measured (calibrate: every tensor observed, on its one batch)")
+    ap.add_argument("--no-torch", action="store_true", help="ptq's kernels only")
     a = ap.parse_args()
     onnx_path, h5_path = model_and_images("ptq-kernels-", 256)
     tmp = os.path.dirname(onnx_path)
-    ptq_cmd = [a.ptq, "eval", "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
-               "--device", "cuda", "--batch", "256", "--limit", "256"] + a.ptq_args.split()
+    which = ["eval", "--limit", "256"] if a.command == "eval" else \
+        ["calibrate", "--samples", "256", "--out", os.path.join(tmp, "calib.h5")]
+    ptq_cmd = [a.ptq, which[0], "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
+               "--device", "cuda", "--batch", "256", *which[1:]] + a.ptq_args.split()
     ptq_rows = ncu_rows(ptq_cmd)
+    if a.no_torch:
+        t_ptq, s_ptq = table(ptq_rows, f"ptq {a.command}, one batch of 256")
+        write_result(a.out, [f"# ResNet-50 kernel by kernel: ptq {a.command} ({a.math})\n\n- ptq commit: {commit()}\n"
+                             f"- command: `python3 bench/resnet50_kernels.py --ptq {a.ptq} --out {a.out} --math {a.math}"
+                             f" --command {a.command} --no-torch`\n- ncu metric gpu__time_duration.sum (each kernel "
+                             f"serialized; the first batch, so cuDNN's planning and tuning kernels too): "
+                             f"`{' '.join(ptq_cmd)}`\n\n**kernel time for 256 images: ptq {s_ptq:.2f} ms**\n\n{t_ptq}"])
+        return
     child = os.path.join(tmp, "torch_child.py")
     with open(child, "w") as f:
         f.write(TORCH_CHILD)
