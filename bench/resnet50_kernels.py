@@ -106,21 +106,27 @@ def main():
     ap.add_argument("--command", default="eval", choices=("eval", "calibrate"),
                     help="the ptq command measured (calibrate: every tensor observed, on its one batch)")
     ap.add_argument("--no-torch", action="store_true", help="ptq's kernels only")
+    ap.add_argument("--images", type=int, default=256,
+                    help="images ptq runs (batches of 256; a run of 512 less one of 256 is a steady batch)")
+    ap.add_argument("--rows", help="also write ptq's kernels as CSV (name, ms) to this file")
     a = ap.parse_args()
-    onnx_path, h5_path = model_and_images("ptq-kernels-", 256)
+    onnx_path, h5_path = model_and_images("ptq-kernels-", a.images)
     tmp = os.path.dirname(onnx_path)
-    which = ["eval", "--limit", "256"] if a.command == "eval" else \
-        ["calibrate", "--samples", "256", "--out", os.path.join(tmp, "calib.h5")]
+    which = ["eval", "--limit", str(a.images)] if a.command == "eval" else \
+        ["calibrate", "--samples", str(a.images), "--out", os.path.join(tmp, "calib.h5")]
     ptq_cmd = [a.ptq, which[0], "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
                "--device", "cuda", "--batch", "256", *which[1:]] + a.ptq_args.split()
     ptq_rows = ncu_rows(ptq_cmd)
+    if a.rows:
+        with open(a.rows, "w", newline="") as f:
+            csv.writer(f).writerows(ptq_rows)
     if a.no_torch:
-        t_ptq, s_ptq = table(ptq_rows, f"ptq {a.command}, one batch of 256")
+        t_ptq, s_ptq = table(ptq_rows, f"ptq {a.command}, {a.images} images in batches of 256")
         write_result(a.out, [f"# ResNet-50 kernel by kernel: ptq {a.command} ({a.math})\n\n- ptq commit: {commit()}\n"
                              f"- command: `python3 bench/resnet50_kernels.py --ptq {a.ptq} --out {a.out} --math {a.math}"
-                             f" --command {a.command} --no-torch`\n- ncu metric gpu__time_duration.sum (each kernel "
+                             f" --command {a.command} --images {a.images} --no-torch`\n- ncu metric gpu__time_duration.sum (each kernel "
                              f"serialized; the first batch, so cuDNN's planning and tuning kernels too): "
-                             f"`{' '.join(ptq_cmd)}`\n\n**kernel time for 256 images: ptq {s_ptq:.2f} ms**\n\n{t_ptq}"])
+                             f"`{' '.join(ptq_cmd)}`\n\n**kernel time for {a.images} images: ptq {s_ptq:.2f} ms**\n\n{t_ptq}"])
         return
     child = os.path.join(tmp, "torch_child.py")
     with open(child, "w") as f:
