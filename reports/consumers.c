@@ -118,16 +118,16 @@ static ptq_status stats_add_async(ptq_ctx *ctx, ptq_validate_run *run, int64_t n
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
     struct ptq_validate_job *j = run->job;
     PTQ_TRY_RET(job_join(ctx, j));
-    if (j->cap < n) {
-        int32_t *l = realloc(j->labels, (size_t)n * sizeof *l);
-        j->labels = l ? l : j->labels;
-        float *f = l ? realloc(j->fp32, (size_t)(n * k) * sizeof *f) : NULL;
-        j->fp32 = f ? f : j->fp32;
-        float *g = f ? realloc(j->q, (size_t)(n * k) * sizeof *g) : NULL;
-        j->q = g ? g : j->q;
-        if (!g)
+    if (j->cap < n) { /* nothing in them is kept */
+        free(j->labels);
+        free(j->fp32);
+        free(j->q);
+        j->labels = malloc((size_t)n * sizeof *j->labels);
+        j->fp32 = malloc((size_t)(n * k) * sizeof *j->fp32);
+        j->q = malloc((size_t)(n * k) * sizeof *j->q);
+        j->cap = j->labels && j->fp32 && j->q ? n : 0;
+        if (!j->cap)
             return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld logits", (long long)(n * k));
-        j->cap = n;
     }
     memcpy(j->labels, labels, (size_t)n * sizeof *labels);
     memcpy(j->fp32, fp32, (size_t)(n * k) * sizeof *fp32);

@@ -1,6 +1,7 @@
 /* A JSON number as cJSON_Print writes it, made without its sscanf (about a
  * microsecond a number: the per-class tables of a 1000-class report hold
- * some 15,000). Covered by tests/test_validate_report.c (against cJSON's
+ * some 15,000). Not ptq_export_format_double (the shortest text that reads
+ * back): the reports keep the bytes they had. Covered by tests/test_validate_report.c (against cJSON's
  * own printing) and the report tests. */
 #ifndef PTQ_REPORTS_JSON_NUM_H
 #define PTQ_REPORTS_JSON_NUM_H
