@@ -11,7 +11,7 @@ included). PyTorch: one forward after warm-up, between cudaProfilerStart
 and Stop (`ncu --profile-from-start off`), with the math flags of --math.
 Runs on the GPU machine:
     python3 bench/resnet50_kernels.py --ptq bundle/bin/ptq --out $OUT/kernels.md [--math fp32|tf32]
-        [--command calibrate --no-torch]
+        [--command calibrate --no-torch] [--steady]
 """
 import argparse
 import collections
@@ -77,6 +77,25 @@ def family(name):
     return "other"
 
 
+def steady_rows(more, fewer):
+    """The kernels of the longer run less those of the shorter, name by name:
+    (name, ms) rows, one per call left over, each the name's mean time of the
+    difference (names whose calls or time do not grow are dropped)."""
+    def sums(rows):
+        d = collections.defaultdict(lambda: [0, 0.0])
+        for name, ms in rows:
+            d[name][0] += 1
+            d[name][1] += ms
+        return d
+    m, f = sums(more), sums(fewer)
+    out = []
+    for name, (n, ms) in m.items():
+        dn, dms = n - f[name][0], ms - f[name][1]
+        if dn > 0 and dms > 0:
+            out += [(name, dms / dn)] * dn
+    return out
+
+
 def table(rows, title):
     by_name = collections.defaultdict(lambda: [0, 0.0])
     by_fam = collections.defaultdict(lambda: [0, 0.0])
@@ -109,14 +128,37 @@ def main():
     ap.add_argument("--images", type=int, default=256,
                     help="images ptq runs (batches of 256; a run of 512 less one of 256 is a steady batch)")
     ap.add_argument("--rows", help="also write ptq's kernels as CSV (name, ms) to this file")
+    ap.add_argument("--steady", action="store_true",
+                    help="with --no-torch: one steady batch, as the kernels of --images 512 less those of 256 "
+                         "(kernel by kernel name: calls and times subtracted)")
     a = ap.parse_args()
+    if a.steady:
+        a.images = 512
     onnx_path, h5_path = model_and_images("ptq-kernels-", a.images)
     tmp = os.path.dirname(onnx_path)
-    which = ["eval", "--limit", str(a.images)] if a.command == "eval" else \
-        ["calibrate", "--samples", str(a.images), "--out", os.path.join(tmp, "calib.h5")]
-    ptq_cmd = [a.ptq, which[0], "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
-               "--device", "cuda", "--batch", "256", *which[1:]] + a.ptq_args.split()
+
+    def ptq_command(images):
+        which = ["eval", "--limit", str(images)] if a.command == "eval" else \
+            ["calibrate", "--samples", str(images), "--out", os.path.join(tmp, "calib.h5")]
+        return [a.ptq, which[0], "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess",
+                PREPROCESS, "--device", "cuda", "--batch", "256", *which[1:]] + a.ptq_args.split()
+
+    ptq_cmd = ptq_command(a.images)
     ptq_rows = ncu_rows(ptq_cmd)
+    if a.steady:
+        ptq_rows = steady_rows(ptq_rows, ncu_rows(ptq_command(256)))
+        title = f"ptq {a.command}, one steady batch of 256 (512 images less 256)"
+        t_ptq, s_ptq = table(ptq_rows, title)
+        if a.rows:
+            with open(a.rows, "w", newline="") as f:
+                csv.writer(f).writerows(ptq_rows)
+        write_result(a.out, [f"# ResNet-50 kernel by kernel: ptq {a.command}, one steady batch ({a.math})\n\n"
+                             f"- ptq commit: {commit()}\n- command: `python3 bench/resnet50_kernels.py --ptq {a.ptq} "
+                             f"--out {a.out} --math {a.math} --command {a.command} --no-torch --steady`\n"
+                             f"- ncu metric gpu__time_duration.sum (each kernel serialized), kernels of "
+                             f"`{' '.join(ptq_cmd)}` less those of the same with 256 images\n\n"
+                             f"**kernel time of a steady batch of 256: ptq {s_ptq:.2f} ms**\n\n{t_ptq}"])
+        return
     if a.rows:
         with open(a.rows, "w", newline="") as f:
             csv.writer(f).writerows(ptq_rows)

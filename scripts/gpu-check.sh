@@ -12,12 +12,13 @@
 # (bench/resnet50_sensitivity.py: ptq sensitivity on ResNet-50, 1,000 images);
 # targets (bench/resnet50_targets.py: the GPU-speed targets against PyTorch);
 # (TARGETS_ARGS: more arguments, e.g. --skip-cpu);
-# kernels, resnet50tf32 (Nsight Compute tables; eval in TF32); profile50
+# kernels, resnet50tf32 (Nsight Compute tables; eval in TF32); steady (one steady batch's kernels, calibrate
+# and eval); profile50
 # (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate; PROFILE50_ARGS); tune
 # (bench/cudnn_tune_identity.py: cuDNN tuning changes no bit of ResNet-50's archive or logits);
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
 # set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag]
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -192,6 +193,15 @@ stage_kernels() {
         echo "== kernels ($m)"
         python3 bench/resnet50_kernels.py --ptq "$ptq" --math $m --ptq-args "--math $m" --out "$out/kernels-$m.md" 2>&1 |
             tee "$out/kernels-$m.log" | grep -E "^\*\*|^### |error|Error"
+    done
+}
+
+# ResNet-50: one steady batch's kernels (Nsight Compute; 512 images less 256) of calibrate and eval, fp32
+stage_steady() {
+    for c in calibrate eval; do
+        echo "== steady batch kernels ($c)"
+        python3 bench/resnet50_kernels.py --ptq "$ptq" --command $c --no-torch --steady --out "$out/steady-$c.md" \
+            --rows "$out/steady-$c.csv" 2>&1 | tee "$out/steady-$c.log" | grep -E "^\*\*|^\| [a-z(]|error|Error"
     done
 }
 

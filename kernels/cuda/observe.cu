@@ -163,7 +163,7 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_VEC 2               /* float4s a thread loads per step of the fused pass (x 16-byte aligned) */
 #define OBS_ONCE_MAX_BLOCKS 512 /* the fused pass's grid when the occupancy query fails */
 #define OBS_CHAIN_SHARED_BYTES (96 * 1024) /* the chain pass's shared histograms at most (3 of 8192 bins) */
-#define OBS_CHAIN_BLOCKS_PER_SM 3 /* registers for 3 blocks of the chain pass a multiprocessor (4 spilled) */
+#define OBS_CHAIN_BLOCKS_PER_SM 4 /* registers for 4 blocks of the chain pass a multiprocessor (64 each, none spilled) */
 /* the fused pass fills a multiprocessor (2048 threads; 1536 on sm_86/89): registers capped for all of them */
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
 #define OBS_ONCE_BLOCKS_PER_SM 6
@@ -289,10 +289,16 @@ struct bin_f64 {
     }
 };
 
-/* Per-thread counts of the fused passes. */
+/* Per-thread counts of the fused passes: 32 bits, as no thread sees 2^32
+ * values of one pass (a block of PTQ_CUDA_BLOCK threads would need a
+ * tensor past 2^40 floats); min and max of the finite nonzero values as
+ * floats (fminf/fmaxf order them as the ref does: no zero, no NaN among
+ * them), and which zeros were seen (ZERO_NEG: -0, ZERO_POS: +0), so that
+ * the keys of -0 and +0 join them at the commit. */
+enum { ZERO_NEG = 1, ZERO_POS = 2 };
 struct obs_counts {
-    unsigned long long z, nn, ni;
-    unsigned kmin, kmax;
+    unsigned z, nn, ni, zeros;
+    float mn, mx;
 };
 
 /* A block's shared sums of its threads' obs_counts. */
@@ -312,8 +318,17 @@ static __device__ void commit_counts(const obs_counts &c, obs_dev_state *s, blk_
         b->max = 0;
     }
     __syncthreads();
-    unsigned long long z = warp_sum(c.z), nn = warp_sum(c.nn), ni = warp_sum(c.ni);
-    const unsigned kmin = __reduce_min_sync(0xffffffffu, c.kmin), kmax = __reduce_max_sync(0xffffffffu, c.kmax);
+    unsigned long long z = warp_sum(c.z), nn = warp_sum(c.nn), ni = warp_sum(c.ni); /* widened first */
+    unsigned tmin = c.mn < INFINITY ? order_key(c.mn) : 0xFFFFFFFFu, tmax = c.mx > -INFINITY ? order_key(c.mx) : 0;
+    if (c.zeros & ZERO_NEG) {
+        tmin = min(tmin, order_key(-0.0f));
+        tmax = max(tmax, order_key(-0.0f));
+    }
+    if (c.zeros & ZERO_POS) {
+        tmin = min(tmin, order_key(0.0f));
+        tmax = max(tmax, order_key(0.0f));
+    }
+    const unsigned kmin = __reduce_min_sync(0xffffffffu, tmin), kmax = __reduce_max_sync(0xffffffffu, tmax);
     if ((threadIdx.x & 31) == 0) {
         if (z)
             atomicAdd(&b->zero, z);
@@ -396,7 +411,8 @@ struct chain_view {
     bool on;
     int has_range;
     Bin bins;
-    unsigned *local;
+    unsigned base; /* its shared histogram: the dynamic shared array from here (an index, so that each
+                      count is one shared atomic, not a generic address made shared again) */
     obs_counts c;
 };
 
@@ -441,16 +457,20 @@ static __device__ __forceinline__ unsigned observe_fast(float v, bool valid, cha
             o.c.ni++;
         return 0;
     }
-    const unsigned k = order_key(v);
-    o.c.kmin = min(o.c.kmin, k);
-    o.c.kmax = max(o.c.kmax, k);
     if (a == 0.0f) {
         o.c.z++;
+        o.c.zeros |= signbit(v) ? ZERO_NEG : ZERO_POS;
         return 0;
     }
+    o.c.mn = fminf(o.c.mn, v);
+    o.c.mx = fmaxf(o.c.mx, v);
     int64_t bin = 0;
     if (o.has_range && o.bins.in_range(a, &bin)) {
-        count_bin(o.local, hist, use_shared, bin);
+        extern __shared__ unsigned local[];
+        if (use_shared)
+            atomicAdd(&local[o.base + (unsigned)bin], 1u); /* bin < n_bins <= OBS_SHARED_BINS */
+        else
+            atomicAdd(&hist[bin], 1ull);
         return 0;
     }
     return 1;
@@ -510,6 +530,36 @@ static __device__ __forceinline__ void observe_step(const chain_args &a, const f
                             a.over[i]);
 }
 
+/* One step of observe_span's 16-byte path: OBS_VEC float4s of c (and z)
+ * from float4 index base + threadIdx.x, a block apart; y written. Full:
+ * every thread's float4s lie below n4 (no bound tested, every value
+ * valid). */
+template <typename Bin, bool Chain, bool Full>
+static __device__ __forceinline__ void vec_step(const chain_args &a, int64_t base, int64_t n4, bool has_z,
+                                                int use_shared, chain_view<Bin> *o)
+{
+    const int64_t span = blockDim.x;
+    const float4 *c4 = (const float4 *)a.c, *z4 = (const float4 *)a.z;
+    float4 *y4 = (float4 *)a.y;
+    float4 cv[OBS_VEC], zv[OBS_VEC], yv[OBS_VEC];
+    bool ok[4 * OBS_VEC];
+#pragma unroll
+    for (int u = 0; u < OBS_VEC; u++) {
+        const int64_t i = base + u * span + threadIdx.x;
+        const bool in = Full || i < n4;
+        const float4 zero4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        cv[u] = in ? __ldg(&c4[i]) : zero4;
+        zv[u] = in && has_z ? __ldg(&z4[i]) : zero4;
+        ok[4 * u] = ok[4 * u + 1] = ok[4 * u + 2] = ok[4 * u + 3] = in;
+    }
+    observe_step<Bin, Chain, 4 * OBS_VEC>(a, (const float *)cv, (const float *)zv, ok, (float *)yv, use_shared, o);
+    if (Chain)
+#pragma unroll
+        for (int u = 0; u < OBS_VEC; u++)
+            if (ok[4 * u])
+                y4[base + u * span + threadIdx.x] = yv[u];
+}
+
 /* The elements of c: [n] (and z, y) a block reads: with all 16-byte
  * aligned, OBS_VEC float4s a thread per step (its loads all in flight
  * before the first is binned), the last n % 4 by the first block's first
@@ -521,28 +571,14 @@ static __device__ void observe_span(const chain_args &a, int64_t n, int use_shar
     const uintptr_t addr = (uintptr_t)a.c | (Chain ? (uintptr_t)a.y | (uintptr_t)a.z : (uintptr_t)0);
     const bool has_z = Chain && a.z;
     if ((addr & 15) == 0) {
-        const float4 *c4 = (const float4 *)a.c, *z4 = (const float4 *)a.z;
-        float4 *y4 = (float4 *)a.y;
         const int64_t n4 = n / 4;
         for (int64_t base = (int64_t)blockIdx.x * span * OBS_VEC; base < n4;
              base += (int64_t)gridDim.x * span * OBS_VEC) {
-            float4 cv[OBS_VEC], zv[OBS_VEC], yv[OBS_VEC];
-            bool ok[4 * OBS_VEC];
-#pragma unroll
-            for (int u = 0; u < OBS_VEC; u++) {
-                const int64_t i = base + u * span + threadIdx.x;
-                const float4 zero4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                cv[u] = i < n4 ? __ldg(&c4[i]) : zero4;
-                zv[u] = i < n4 && has_z ? __ldg(&z4[i]) : zero4;
-                ok[4 * u] = ok[4 * u + 1] = ok[4 * u + 2] = ok[4 * u + 3] = i < n4;
-            }
-            observe_step<Bin, Chain, 4 * OBS_VEC>(a, (const float *)cv, (const float *)zv, ok, (float *)yv,
-                                                  use_shared, o);
-            if (Chain)
-#pragma unroll
-                for (int u = 0; u < OBS_VEC; u++)
-                    if (ok[4 * u])
-                        y4[base + u * span + threadIdx.x] = yv[u];
+            /* the block's whole step inside c (all steps but the last few): no per-value bounds */
+            if (base + OBS_VEC * span <= n4)
+                vec_step<Bin, Chain, true>(a, base, n4, has_z, use_shared, o);
+            else
+                vec_step<Bin, Chain, false>(a, base, n4, has_z, use_shared, o);
         }
         if (blockIdx.x == 0 && threadIdx.x < 32) { /* the tail: one warp, every lane in the votes */
             const int64_t i = n4 * 4 + threadIdx.x;
@@ -577,16 +613,15 @@ static __device__ void observe_span(const chain_args &a, int64_t n, int use_shar
 
 /* A pass's observers at their ranges, the span, and the counts committed. */
 template <typename Bin, bool Chain>
-static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, int use_shared, unsigned *local,
-                                    blk_counts *blk)
+static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, int use_shared, blk_counts *blk)
 {
     chain_view<Bin> o[CHAIN_OBS];
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++) {
         o[i].on = a.s[i] != NULL && (Chain || i == 0);
         o[i].has_range = o[i].on ? a.s[i]->has_range : 0;
-        o[i].local = local + (int64_t)a.slot[i] * ((int64_t)1 << log2_bins);
-        o[i].c = obs_counts{0, 0, 0, 0xFFFFFFFFu, 0};
+        o[i].base = (unsigned)a.slot[i] << log2_bins; /* slot < CHAIN_OBS, used only with shared counts */
+        o[i].c = obs_counts{0, 0, 0, 0, INFINITY, -INFINITY};
         if (o[i].on)
             set_bins(&o[i].bins, a.s[i], log2_bins);
     }
@@ -621,11 +656,11 @@ static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bin
     __syncthreads();
     /* every observer in double when one needs it: bin_f64 is the ref's product itself */
     if (f64)
-        observe_body<bin_f64, Chain>(a, n, log2_bins, use_shared, local, &blk);
+        observe_body<bin_f64, Chain>(a, n, log2_bins, use_shared, &blk);
     else if (log2_bins <= 22)
-        observe_body<bin_f32_small, Chain>(a, n, log2_bins, use_shared, local, &blk);
+        observe_body<bin_f32_small, Chain>(a, n, log2_bins, use_shared, &blk);
     else
-        observe_body<bin_f32, Chain>(a, n, log2_bins, use_shared, local, &blk);
+        observe_body<bin_f32, Chain>(a, n, log2_bins, use_shared, &blk);
     if (use_shared)
         for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
             if (a.s[i])
@@ -684,13 +719,27 @@ static __device__ void regrow(unsigned long long *hist, int log2_bins, int k)
         hist[i] = 0;
 }
 
-/* One block, after observe_once_kernel: when anything overflowed, grows e
- * to cover the new max|x| (regrowing the histogram), then bins the buffered
- * values at the new e, or asks the rescue pass to when the buffer filled. */
-static __global__ void __launch_bounds__(OBS_SETTLE_THREADS)
-    settle_kernel(int log2_bins, int use_shared, obs_dev_state *s, unsigned long long *hist, const float *over)
+/* Item i of a chain_args array by constant indices: indexing a kernel
+ * parameter by a variable copies the whole parameter to local memory in
+ * every thread. */
+template <typename T>
+static __device__ __forceinline__ T pick(const T (&v)[CHAIN_OBS], unsigned i)
+{
+    return i == 0 ? v[0] : i == 1 ? v[1] : v[2];
+}
+
+/* One block per observer of a pass (block i: a.s[i], none when NULL),
+ * after the pass: when anything overflowed, grows e to cover the new
+ * max|x| (regrowing the histogram), then bins the buffered values at the
+ * new e, or asks the rescue pass to when the buffer filled. */
+static __global__ void __launch_bounds__(OBS_SETTLE_THREADS) settle_kernel(chain_args a, int log2_bins, int use_shared)
 {
     extern __shared__ unsigned local[];
+    obs_dev_state *s = pick(a.s, blockIdx.x);
+    if (!s)
+        return;
+    unsigned long long *hist = pick(a.hist, blockIdx.x);
+    const float *over = pick(a.over, blockIdx.x);
     const int64_t n_bins = (int64_t)1 << log2_bins;
     const unsigned long long n_over = s->n_over;
     if (n_over == 0) {
@@ -729,12 +778,15 @@ static __global__ void __launch_bounds__(OBS_SETTLE_THREADS)
 /* Re-reads x only when the settle asked: bins at the new e exactly the
  * values observe_once_kernel did not (|v| >= 2^old_e, or every finite
  * nonzero value when there was no range). x is a.c (stage 0), or the
- * chain's a (stage 1) or y (stage 2) made again from a.c and a.z. */
-static __global__ void rescue_kernel(chain_args a, int stage, int64_t n, int log2_bins, int use_shared,
-                                     const obs_dev_state *s, unsigned long long *hist)
+ * chain's a (stage 1) or y (stage 2) made again from a.c and a.z; the
+ * stage is blockIdx.y, one row of blocks per observer of the pass. */
+static __global__ void rescue_kernel(chain_args a, int64_t n, int log2_bins, int use_shared)
 {
     extern __shared__ unsigned local[];
-    if (!s->rescue)
+    const int stage = (int)blockIdx.y;
+    const obs_dev_state *s = pick(a.s, (unsigned)stage);
+    unsigned long long *hist = pick(a.hist, (unsigned)stage);
+    if (!s || !s->rescue)
         return;
     const int64_t n_bins = (int64_t)1 << log2_bins;
     const int old_has_range = s->old_has_range;
@@ -849,24 +901,25 @@ static void bind_observer(chain_args *a, int i, void *state, int64_t n_bins)
     a->over[i] = over_of(state, n_bins);
 }
 
-/* After a fused pass over a's n values: each observer's settle, and its
- * rescue pass (which reads only when the settle asked). */
+/* After a fused pass over a's n values: every observer's settle in one
+ * launch, then every rescue pass in one (a rescue reads only when its
+ * settle asked). Two launches a pass, whatever its observers. */
 static ptq_status settle_observers(ptq_ctx *ctx, ptq_cuda_dev *d, const chain_args &a, int64_t n, int64_t n_bins)
 {
     const int log2_bins = log2_of(n_bins);
     const int use_shared = n_bins <= OBS_SHARED_BINS;
     const size_t shared = use_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
     const unsigned blocks = shared_count_blocks(n, obs_blocks(n), use_shared);
-    for (int i = 0; i < CHAIN_OBS; i++) {
-        if (!a.s[i])
-            continue;
-        settle_kernel<<<1, OBS_SETTLE_THREADS, shared, d->stream>>>(log2_bins, use_shared, a.s[i], a.hist[i],
-                                                                    a.over[i]);
-        PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
-        rescue_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(a, i, n, log2_bins, use_shared, a.s[i],
-                                                                     a.hist[i]);
-        PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
-    }
+    unsigned rows = 0; /* observers 0 .. rows-1, the absent ones skipped by their blocks */
+    for (int i = 0; i < CHAIN_OBS; i++)
+        if (a.s[i])
+            rows = (unsigned)i + 1;
+    if (rows == 0)
+        return PTQ_OK;
+    settle_kernel<<<rows, OBS_SETTLE_THREADS, shared, d->stream>>>(a, log2_bins, use_shared);
+    PTQ_CUDA_LAUNCHED(ctx, "settle_kernel");
+    rescue_kernel<<<dim3(blocks, rows), PTQ_CUDA_BLOCK, shared, d->stream>>>(a, n, log2_bins, use_shared);
+    PTQ_CUDA_LAUNCHED(ctx, "rescue_kernel");
     return PTQ_OK;
 }
 
