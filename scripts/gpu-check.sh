@@ -197,8 +197,9 @@ stage_kernels() {
 }
 
 # ResNet-50: one steady batch's kernels (Nsight Compute; 512 images less 256) of calibrate and eval, fp32
+# (STEADY_COMMANDS: which of them)
 stage_steady() {
-    for c in calibrate eval; do
+    for c in ${STEADY_COMMANDS:-calibrate eval}; do
         echo "== steady batch kernels ($c)"
         python3 bench/resnet50_kernels.py --ptq "$ptq" --command $c --no-torch --steady --out "$out/steady-$c.md" \
             --rows "$out/steady-$c.csv" 2>&1 | tee "$out/steady-$c.log" | grep -E "^\*\*|^\| [a-z(]|error|Error"
