@@ -164,8 +164,12 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_ONCE_MAX_BLOCKS 512 /* the fused pass's grid when the occupancy query fails */
 #define OBS_CHAIN_SHARED_BYTES (96 * 1024) /* the chain pass's shared histograms at most (3 of 8192 bins) */
 #define OBS_CHAIN_BLOCKS_PER_SM 4 /* registers for 4 blocks of the chain pass a multiprocessor (64 each, none spilled) */
-/* the fused pass: 6 blocks a multiprocessor, 40 registers (at 8, the 32 registers spilled) */
+/* the fused pass fills a multiprocessor (2048 threads; 1536 on sm_86/89): registers capped for all of them */
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
 #define OBS_ONCE_BLOCKS_PER_SM 6
+#else
+#define OBS_ONCE_BLOCKS_PER_SM 8
+#endif
 
 typedef struct obs_dev_state {
     unsigned long long count, n_zero, n_nan, n_inf;
@@ -359,20 +363,16 @@ static __device__ bool f32_bins_exact(const obs_dev_state *s, int log2_bins)
     return k >= -126 && k <= 127;
 }
 
-/* Without a range yet the scale is +Inf: no finite nonzero value is in
- * range (its product is +Inf), every one goes to the overflow buffer, with
- * no separate test per value. */
 template <bool Small>
 static __device__ bin_f32_t<Small> bins_f32(const obs_dev_state *s, int log2_bins)
 {
     const int k = s->has_range ? log2_bins - s->e : 0;
-    return bin_f32_t<Small>{s->has_range ? __int_as_float((127 + k) << 23) : INFINITY,
-                            (float)((int64_t)1 << log2_bins)};
+    return bin_f32_t<Small>{__int_as_float((127 + k) << 23), (float)((int64_t)1 << log2_bins)};
 }
 
 static __device__ bin_f64 bins_f64(const obs_dev_state *s, int log2_bins)
 {
-    return bin_f64{s->has_range ? bin_scale(log2_bins, s->e) : (double)INFINITY, (double)((int64_t)1 << log2_bins)};
+    return bin_f64{bin_scale(log2_bins, s->e), (double)((int64_t)1 << log2_bins)};
 }
 
 template <bool Small>
@@ -409,7 +409,8 @@ struct chain_args {
 template <typename Bin>
 struct chain_view {
     bool on;
-    Bin bins; /* no value in range while the observer has no range (bins_f32, bins_f64) */
+    int has_range;
+    Bin bins;
     unsigned base; /* its shared histogram: the dynamic shared array from here (an index, so that each
                       count is one shared atomic, not a generic address made shared again) */
     obs_counts c;
@@ -464,7 +465,7 @@ static __device__ __forceinline__ unsigned observe_fast(float v, bool valid, cha
     o.c.mn = fminf(o.c.mn, v);
     o.c.mx = fmaxf(o.c.mx, v);
     int64_t bin = 0;
-    if (o.bins.in_range(a, &bin)) {
+    if (o.has_range && o.bins.in_range(a, &bin)) {
         extern __shared__ unsigned local[];
         if (use_shared)
             atomicAdd(&local[o.base + (unsigned)bin], 1u); /* bin < n_bins <= OBS_SHARED_BINS */
@@ -564,8 +565,7 @@ static __device__ __forceinline__ void vec_step(const chain_args &a, int64_t bas
  * before the first is binned), the last n % 4 by the first block's first
  * warp; else OBS_UNROLL floats. */
 template <typename Bin, bool Chain>
-static __device__ void observe_span(const chain_args &a, int64_t n, int use_shared,
-                                                    chain_view<Bin> *o)
+static __device__ void observe_span(const chain_args &a, int64_t n, int use_shared, chain_view<Bin> *o)
 {
     const int64_t span = blockDim.x;
     const uintptr_t addr = (uintptr_t)a.c | (Chain ? (uintptr_t)a.y | (uintptr_t)a.z : (uintptr_t)0);
@@ -612,14 +612,14 @@ static __device__ void observe_span(const chain_args &a, int64_t n, int use_shar
 }
 
 /* A pass's observers at their ranges, the span, and the counts committed. */
-template <typename Bin, bool Chain, bool Shared>
-static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, blk_counts *blk)
+template <typename Bin, bool Chain>
+static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, int use_shared, blk_counts *blk)
 {
-    const int use_shared = Shared; /* a constant in every test below it */
     chain_view<Bin> o[CHAIN_OBS];
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++) {
         o[i].on = a.s[i] != NULL && (Chain || i == 0);
+        o[i].has_range = o[i].on ? a.s[i]->has_range : 0;
         o[i].base = (unsigned)a.slot[i] << log2_bins; /* slot < CHAIN_OBS, used only with shared counts */
         o[i].c = obs_counts{0, 0, 0, 0, INFINITY, -INFINITY};
         if (o[i].on)
@@ -655,13 +655,12 @@ static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bin
         local_clear(local, n_on * n_bins);
     __syncthreads();
     /* every observer in double when one needs it: bin_f64 is the ref's product itself */
-    if (f64) /* ranges below 2^-100 or so: counted straight into the histogram, whatever use_shared */
-        observe_body<bin_f64, Chain, false>(a, n, log2_bins, &blk);
+    if (f64)
+        observe_body<bin_f64, Chain>(a, n, log2_bins, use_shared, &blk);
     else if (log2_bins <= 22)
-        use_shared ? observe_body<bin_f32_small, Chain, true>(a, n, log2_bins, &blk)
-                   : observe_body<bin_f32_small, Chain, false>(a, n, log2_bins, &blk);
+        observe_body<bin_f32_small, Chain>(a, n, log2_bins, use_shared, &blk);
     else
-        observe_body<bin_f32, Chain, false>(a, n, log2_bins, &blk); /* 2^23 bins and more: never shared */
+        observe_body<bin_f32, Chain>(a, n, log2_bins, use_shared, &blk);
     if (use_shared)
         for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
             if (a.s[i])
