@@ -129,8 +129,8 @@ def main():
                     help="images ptq runs (batches of 256; a run of 512 less one of 256 is a steady batch)")
     ap.add_argument("--rows", help="also write ptq's kernels as CSV (name, ms) to this file")
     ap.add_argument("--steady", action="store_true",
-                    help="with --no-torch: one steady batch, as the kernels of --images 512 less those of 256 "
-                         "(kernel by kernel name: calls and times subtracted)")
+                    help="ptq's kernels only (as --no-torch), of one steady batch: the kernels of --images 512 "
+                         "less those of 256 (kernel by kernel name: calls and times subtracted)")
     a = ap.parse_args()
     if a.steady:
         a.images = 512
@@ -147,28 +147,22 @@ def main():
     ptq_rows = ncu_rows(ptq_cmd)
     if a.steady:
         ptq_rows = steady_rows(ptq_rows, ncu_rows(ptq_command(256)))
-        title = f"ptq {a.command}, one steady batch of 256 (512 images less 256)"
-        t_ptq, s_ptq = table(ptq_rows, title)
-        if a.rows:
-            with open(a.rows, "w", newline="") as f:
-                csv.writer(f).writerows(ptq_rows)
-        write_result(a.out, [f"# ResNet-50 kernel by kernel: ptq {a.command}, one steady batch ({a.math})\n\n"
-                             f"- ptq commit: {commit()}\n- command: `python3 bench/resnet50_kernels.py --ptq {a.ptq} "
-                             f"--out {a.out} --math {a.math} --command {a.command} --no-torch --steady`\n"
-                             f"- ncu metric gpu__time_duration.sum (each kernel serialized), kernels of "
-                             f"`{' '.join(ptq_cmd)}` less those of the same with 256 images\n\n"
-                             f"**kernel time of a steady batch of 256: ptq {s_ptq:.2f} ms**\n\n{t_ptq}"])
-        return
     if a.rows:
         with open(a.rows, "w", newline="") as f:
             csv.writer(f).writerows(ptq_rows)
-    if a.no_torch:
-        t_ptq, s_ptq = table(ptq_rows, f"ptq {a.command}, {a.images} images in batches of 256")
-        write_result(a.out, [f"# ResNet-50 kernel by kernel: ptq {a.command} ({a.math})\n\n- ptq commit: {commit()}\n"
-                             f"- command: `python3 bench/resnet50_kernels.py --ptq {a.ptq} --out {a.out} --math {a.math}"
-                             f" --command {a.command} --images {a.images} --no-torch`\n- ncu metric gpu__time_duration.sum (each kernel "
-                             f"serialized; the first batch, so cuDNN's planning and tuning kernels too): "
-                             f"`{' '.join(ptq_cmd)}`\n\n**kernel time for {a.images} images: ptq {s_ptq:.2f} ms**\n\n{t_ptq}"])
+    if a.no_torch or a.steady:
+        if a.steady:
+            what, flags = "one steady batch of 256 (512 images less 256)", "--no-torch --steady"
+            how = f"kernels of `{' '.join(ptq_cmd)}` less those of the same with 256 images"
+        else:
+            what, flags = f"{a.images} images in batches of 256", f"--images {a.images} --no-torch"
+            how = f"every batch, the first with cuDNN's planning and tuning kernels: `{' '.join(ptq_cmd)}`"
+        t_ptq, s_ptq = table(ptq_rows, f"ptq {a.command}, {what}")
+        write_result(a.out, [f"# ResNet-50 kernel by kernel: ptq {a.command}, {what} ({a.math})\n\n"
+                             f"- ptq commit: {commit()}\n- command: `python3 bench/resnet50_kernels.py --ptq {a.ptq} "
+                             f"--out {a.out} --math {a.math} --command {a.command} {flags}`\n"
+                             f"- ncu metric gpu__time_duration.sum (each kernel serialized), {how}\n\n"
+                             f"**kernel time, {what}: ptq {s_ptq:.2f} ms**\n\n{t_ptq}"])
         return
     child = os.path.join(tmp, "torch_child.py")
     with open(child, "w") as f:
