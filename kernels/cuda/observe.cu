@@ -164,12 +164,8 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_ONCE_MAX_BLOCKS 512 /* the fused pass's grid when the occupancy query fails */
 #define OBS_CHAIN_SHARED_BYTES (96 * 1024) /* the chain pass's shared histograms at most (3 of 8192 bins) */
 #define OBS_CHAIN_BLOCKS_PER_SM 4 /* registers for 4 blocks of the chain pass a multiprocessor (64 each, none spilled) */
-/* the fused pass fills a multiprocessor (2048 threads; 1536 on sm_86/89): registers capped for all of them */
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
-#define OBS_ONCE_BLOCKS_PER_SM 6
-#else
-#define OBS_ONCE_BLOCKS_PER_SM 8
-#endif
+/* the single pass: 5 blocks a multiprocessor (48 registers; at 6 and 8 it spilled) */
+#define OBS_ONCE_BLOCKS_PER_SM 5
 
 typedef struct obs_dev_state {
     unsigned long long count, n_zero, n_nan, n_inf;
@@ -262,18 +258,24 @@ static __device__ void count_bin(unsigned *local, unsigned long long *hist, int 
  * or overflows to +Inf (at or past the range, as the exact one, the
  * range's top 2^log2_bins being far below 2^128). Small: at most 2^22
  * bins, so the bin of p < limit is the low bits of p + 2^23 rounded toward
- * zero (an add, at full rate), not a conversion. */
+ * zero (an add, at full rate), not a conversion. Without a range the scale
+ * is +Inf: no finite nonzero value is in range (NaN and Inf never are). */
 template <bool Small>
 struct bin_f32_t {
     float scale, limit;
-    __device__ bool in_range(float a, int64_t *bin) const
+    __device__ float product(float a) const
     {
-        const float p = a * scale;
-        if (Small) /* p + 2^23 in [2^23, 2^24) where it counts: floor(p) in the low 23 bits */
-            *bin = (int64_t)(__float_as_int(__fadd_rz(p, 8388608.0f)) & 0x7FFFFF);
-        else
-            *bin = (int64_t)(int)p; /* p < limit <= 2^24 when used */
+        return a * scale;
+    }
+    __device__ bool in(float p) const
+    {
         return p < limit;
+    }
+    __device__ unsigned bin(float p) const /* meaningful where in(p) */
+    {
+        if (Small) /* p + 2^23 in [2^23, 2^24) where it counts: floor(p) in the low 23 bits */
+            return (unsigned)__float_as_int(__fadd_rz(p, 8388608.0f)) & 0x7FFFFFu;
+        return (unsigned)(int)p; /* p < limit <= 2^24 when used */
     }
 };
 typedef bin_f32_t<true> bin_f32_small;
@@ -281,24 +283,39 @@ typedef bin_f32_t<false> bin_f32;
 
 struct bin_f64 {
     double scale, limit;
-    __device__ bool in_range(float a, int64_t *bin) const
+    __device__ double product(float a) const
     {
-        const double p = (double)a * scale;
-        *bin = (int64_t)p;
+        return (double)a * scale;
+    }
+    __device__ bool in(double p) const
+    {
         return p < limit;
+    }
+    __device__ unsigned bin(double p) const
+    {
+        return (unsigned)(long long)p; /* p < limit <= 2^24 when used */
     }
 };
 
-/* Per-thread counts of the fused passes: 32 bits, as no thread sees 2^32
- * values of one pass (a block of PTQ_CUDA_BLOCK threads would need a
- * tensor past 2^40 floats); min and max of the finite nonzero values as
- * floats (fminf/fmaxf order them as the ref does: no zero, no NaN among
- * them), and which zeros were seen (ZERO_NEG: -0, ZERO_POS: +0), so that
- * the keys of -0 and +0 join them at the commit. */
+/* Per-thread counts of the fused passes, of the values their common path
+ * takes: min and max of the finite nonzero values in range as floats
+ * (fminf/fmaxf order them as the ref does: no zero, no NaN among them);
+ * for an observer whose zeros are common (ZeroFast: Relu's outputs), the
+ * zeros, 32 bits (no thread sees 2^32 values of one pass: a block of
+ * PTQ_CUDA_BLOCK threads would need a tensor past 2^40 floats), and which
+ * were seen (ZERO_NEG: -0, ZERO_POS: +0), so that the keys of -0 and +0
+ * join min and max at the commit. */
 enum { ZERO_NEG = 1, ZERO_POS = 2 };
 struct obs_counts {
-    unsigned z, nn, ni, zeros;
+    unsigned z, zeros;
     float mn, mx;
+};
+
+/* A block's tallies of one observer's rare values (observe_rare), in shared
+ * memory: zeros (but for ZeroFast observers), NaN, Inf, and which zeros. */
+struct rare_counts {
+    unsigned long long zero, nan, inf;
+    unsigned zeros;
 };
 
 /* A block's shared sums of its threads' obs_counts. */
@@ -307,18 +324,29 @@ struct blk_counts {
     unsigned min, max;
 };
 
-/* Adds every thread's counts c into s: a warp's sums into the block's in
- * b, then one atomic each. Every thread of the block calls it; b is free
- * again on return. */
-static __device__ void commit_counts(const obs_counts &c, obs_dev_state *s, blk_counts *b)
+/* Adds every thread's counts c and the block's rare tallies r into s: a
+ * warp's sums into the block's in b, then one atomic each. Every thread of
+ * the block calls it; b is free again on return. */
+static __device__ void commit_counts(const obs_counts &c, const rare_counts *r, obs_dev_state *s, blk_counts *b)
 {
+    __syncthreads(); /* every rare tally made */
     if (threadIdx.x == 0) {
-        b->zero = b->nan = b->inf = 0;
+        b->zero = r->zero;
+        b->nan = r->nan;
+        b->inf = r->inf;
         b->min = 0xFFFFFFFFu;
         b->max = 0;
+        if (r->zeros & ZERO_NEG) {
+            b->min = min(b->min, order_key(-0.0f));
+            b->max = max(b->max, order_key(-0.0f));
+        }
+        if (r->zeros & ZERO_POS) {
+            b->min = min(b->min, order_key(0.0f));
+            b->max = max(b->max, order_key(0.0f));
+        }
     }
     __syncthreads();
-    unsigned long long z = warp_sum(c.z), nn = warp_sum(c.nn), ni = warp_sum(c.ni); /* widened first */
+    const unsigned long long z = warp_sum(c.z); /* widened first */
     unsigned tmin = c.mn < INFINITY ? order_key(c.mn) : 0xFFFFFFFFu, tmax = c.mx > -INFINITY ? order_key(c.mx) : 0;
     if (c.zeros & ZERO_NEG) {
         tmin = min(tmin, order_key(-0.0f));
@@ -332,10 +360,6 @@ static __device__ void commit_counts(const obs_counts &c, obs_dev_state *s, blk_
     if ((threadIdx.x & 31) == 0) {
         if (z)
             atomicAdd(&b->zero, z);
-        if (nn)
-            atomicAdd(&b->nan, nn);
-        if (ni)
-            atomicAdd(&b->inf, ni);
         atomicMin(&b->min, kmin);
         atomicMax(&b->max, kmax);
     }
@@ -367,12 +391,13 @@ template <bool Small>
 static __device__ bin_f32_t<Small> bins_f32(const obs_dev_state *s, int log2_bins)
 {
     const int k = s->has_range ? log2_bins - s->e : 0;
-    return bin_f32_t<Small>{__int_as_float((127 + k) << 23), (float)((int64_t)1 << log2_bins)};
+    return bin_f32_t<Small>{s->has_range ? __int_as_float((127 + k) << 23) : INFINITY,
+                            (float)((int64_t)1 << log2_bins)};
 }
 
 static __device__ bin_f64 bins_f64(const obs_dev_state *s, int log2_bins)
 {
-    return bin_f64{bin_scale(log2_bins, s->e), (double)((int64_t)1 << log2_bins)};
+    return bin_f64{s->has_range ? bin_scale(log2_bins, s->e) : (double)INFINITY, (double)((int64_t)1 << log2_bins)};
 }
 
 template <bool Small>
@@ -409,8 +434,7 @@ struct chain_args {
 template <typename Bin>
 struct chain_view {
     bool on;
-    int has_range;
-    Bin bins;
+    Bin bins;      /* no value in range while the observer has no range (bins_f32, bins_f64) */
     unsigned base; /* its shared histogram: the dynamic shared array from here (an index, so that each
                       count is one shared atomic, not a generic address made shared again) */
     obs_counts c;
@@ -428,51 +452,55 @@ static __device__ __forceinline__ float chain_out(const chain_args &a, float av)
     return a.relu && av < 0.0f ? 0.0f : av;
 }
 
-/* Observer i's value at an element whose c and z are cv, zv. */
-static __device__ __forceinline__ float chain_value(const chain_args &a, int i, float cv, float zv)
-{
-    if (i == 0)
-        return cv;
-    const float av = chain_add(a, cv, zv);
-    return i == 1 ? av : chain_out(a, av);
-}
-
-/* Counts and bins v (when valid) for observer o; returns 1 when |v| is
- * finite, nonzero and at or past the range (or there is no range yet): it
- * goes to the overflow buffer (append_over), else 0. NaN and Inf fail the
- * one test a < Inf, so the common path makes one comparison for them.
- * (Branches measured faster than a branch-free form with predicated
- * atomics: zeros and Relu's zeros skip the binning.) */
-template <typename Bin>
-static __device__ __forceinline__ unsigned observe_fast(float v, bool valid, chain_view<Bin> &o, int use_shared,
+/* The common path of observer o at v (when valid): bins |v| when it is
+ * finite, nonzero and inside o's range, with min and max, in one test and
+ * no branch; with ZeroFast (Relu's outputs, about half zeros) counts a
+ * zero too. Returns 1 when v still needs observe_rare: NaN, Inf, a value at
+ * or past the range (every finite nonzero one before there is a range) or,
+ * without ZeroFast, a zero. */
+template <typename Bin, bool Shared, bool ZeroFast>
+static __device__ __forceinline__ unsigned observe_fast(float v, bool valid, chain_view<Bin> &o,
                                                         unsigned long long *hist)
 {
-    const float a = fabsf(v);
-    if (!valid)
-        return 0;
-    if (!(a < INFINITY)) {
-        if (isnan(v))
-            o.c.nn++;
-        else
-            o.c.ni++;
-        return 0;
-    }
-    if (a == 0.0f) {
-        o.c.z++;
-        o.c.zeros |= signbit(v) ? ZERO_NEG : ZERO_POS;
-        return 0;
-    }
-    o.c.mn = fminf(o.c.mn, v);
-    o.c.mx = fmaxf(o.c.mx, v);
-    int64_t bin = 0;
-    if (o.has_range && o.bins.in_range(a, &bin)) {
+    const auto p = o.bins.product(fabsf(v));
+    const bool in = valid && o.bins.in(p) && v != 0.0f; /* NaN and Inf are never in: p is NaN or +Inf */
+    const unsigned bin = o.bins.bin(p);
+    if (in) {
         extern __shared__ unsigned local[];
-        if (use_shared)
-            atomicAdd(&local[o.base + (unsigned)bin], 1u); /* bin < n_bins <= OBS_SHARED_BINS */
+        if (Shared)
+            atomicAdd(&local[o.base + bin], 1u); /* bin < n_bins <= OBS_SHARED_BINS */
         else
             atomicAdd(&hist[bin], 1ull);
+    }
+    const float w = in ? v : __int_as_float(0x7FFFFFFF); /* a NaN: fminf and fmaxf pass over it */
+    o.c.mn = fminf(o.c.mn, w);
+    o.c.mx = fmaxf(o.c.mx, w);
+    if (ZeroFast) {
+        const bool zero = valid && v == 0.0f;
+        o.c.z += zero ? 1u : 0u;
+        o.c.zeros |= zero ? 2u >> (__float_as_uint(v) >> 31) : 0u; /* -0: ZERO_NEG, +0: ZERO_POS */
+        return valid && !in && !zero;
+    }
+    return valid && !in;
+}
+
+/* The rest of v's observation where observe_fast returned 1: a zero, NaN or
+ * Inf tallied in the block's r; a finite nonzero value past the range goes
+ * into min and max, and 1 is returned: it goes to the overflow buffer. */
+static __device__ __forceinline__ unsigned observe_rare(float v, obs_counts &c, rare_counts *r)
+{
+    const float a = fabsf(v);
+    if (a == 0.0f) {
+        atomicAdd(&r->zero, 1ull);
+        atomicOr(&r->zeros, signbit(v) ? (unsigned)ZERO_NEG : (unsigned)ZERO_POS);
         return 0;
     }
+    if (!(a < INFINITY)) {
+        atomicAdd(isnan(v) ? &r->nan : &r->inf, 1ull);
+        return 0;
+    }
+    c.mn = fminf(c.mn, v);
+    c.mx = fmaxf(c.mx, v);
     return 1;
 }
 
@@ -496,52 +524,68 @@ static __device__ __forceinline__ void append_over(float v, bool spill, obs_dev_
     }
 }
 
-/* One step of a thread: its N values of c (and z) with valid flags; feeds
- * the observers, makes y where Chain (into yv), and appends what reached a
- * range in a pass after, only when some lane of the warp has such a value
- * (past the first batch: rarely). The step is the same for the whole block,
- * so every lane takes part in the votes. */
-template <typename Bin, bool Chain, int N>
-static __device__ __forceinline__ void observe_step(const chain_args &a, const float *cv, const float *zv,
-                                                    const bool *ok, float *yv, int use_shared, chain_view<Bin> *o)
+/* Observer o (on) at a thread's N values v of one step: the common path for
+ * each, then, only when some lane of the warp has a value it left (past a
+ * tensor's first batch: rarely), the rare path and the overflow appends.
+ * The step is the same for the whole block, so every lane takes part in
+ * the votes. */
+template <typename Bin, bool Shared, bool ZeroFast, int N>
+static __device__ __forceinline__ void observe_values(const float *v, const bool *ok, chain_view<Bin> &o,
+                                                      unsigned long long *hist, obs_dev_state *s, float *over,
+                                                      rare_counts *r)
 {
-    unsigned spill[CHAIN_OBS] = {0, 0, 0};
+    unsigned rare = 0;
 #pragma unroll
-    for (int e = 0; e < N; e++) {
-        if (!Chain) {
-            spill[0] |= observe_fast(cv[e], ok[e], o[0], use_shared, a.hist[0]) << e;
-            continue;
-        }
-        const float av = chain_add(a, cv[e], zv[e]), y = chain_out(a, av);
-        if (o[0].on)
-            spill[0] |= observe_fast(cv[e], ok[e], o[0], use_shared, a.hist[0]) << e;
+    for (int e = 0; e < N; e++)
+        rare |= observe_fast<Bin, Shared, ZeroFast>(v[e], ok[e], o, hist) << e;
+    if (!__any_sync(0xffffffffu, rare))
+        return;
+    unsigned spill = 0;
+#pragma unroll
+    for (int e = 0; e < N; e++)
+        if ((rare >> e) & 1u)
+            spill |= observe_rare(v[e], o.c, r) << e;
+#pragma unroll
+    for (int e = 0; e < N; e++)
+        append_over(v[e], (spill >> e) & 1u, s, over);
+}
+
+/* One step of a thread: its N values of c (and z) with valid flags; feeds
+ * the observers: c's, then a's (made in zv), then y's (made in zv, which
+ * holds y on return where Chain). A single pass's tensor and Relu's output
+ * count their zeros in the common path. */
+template <typename Bin, bool Shared, bool Chain, int N>
+static __device__ __forceinline__ void observe_step(const chain_args &a, const float *cv, float *zv, const bool *ok,
+                                                    chain_view<Bin> *o, rare_counts *rare)
+{
+    if (o[0].on)
+        observe_values<Bin, Shared, !Chain, N>(cv, ok, o[0], a.hist[0], a.s[0], a.over[0], &rare[0]);
+    if (Chain) {
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            zv[e] = chain_add(a, cv[e], zv[e]);
         if (o[1].on)
-            spill[1] |= observe_fast(av, ok[e], o[1], use_shared, a.hist[1]) << e;
+            observe_values<Bin, Shared, false, N>(zv, ok, o[1], a.hist[1], a.s[1], a.over[1], &rare[1]);
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            zv[e] = chain_out(a, zv[e]);
         if (o[2].on)
-            spill[2] |= observe_fast(y, ok[e], o[2], use_shared, a.hist[2]) << e;
-        yv[e] = y;
+            observe_values<Bin, Shared, true, N>(zv, ok, o[2], a.hist[2], a.s[2], a.over[2], &rare[2]);
     }
-#pragma unroll
-    for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
-        if (o[i].on && __any_sync(0xffffffffu, spill[i]))
-#pragma unroll
-            for (int e = 0; e < N; e++)
-                append_over(Chain ? chain_value(a, i, cv[e], zv[e]) : cv[e], (spill[i] >> e) & 1, a.s[i],
-                            a.over[i]);
 }
 
 /* One step of observe_span's 16-byte path: OBS_VEC float4s of c (and z)
  * from float4 index base + threadIdx.x, a block apart; y written. Full:
  * every thread's float4s lie below n4 (no bound tested, every value
  * valid). */
-template <typename Bin, bool Chain, bool Full>
+template <typename Bin, bool Shared, bool Chain, bool Full>
 static __device__ __forceinline__ void vec_step(const chain_args &a, int64_t base, int64_t n4, bool has_z,
-                                                int use_shared, chain_view<Bin> *o)
+                                                chain_view<Bin> *o, rare_counts *rare)
 {
     const int64_t span = blockDim.x;
     const float4 *c4 = (const float4 *)a.c, *z4 = (const float4 *)a.z;
     float4 *y4 = (float4 *)a.y;
-    float4 cv[OBS_VEC], zv[OBS_VEC], yv[OBS_VEC];
+    float4 cv[OBS_VEC], zv[OBS_VEC];
     bool ok[4 * OBS_VEC];
 #pragma unroll
     for (int u = 0; u < OBS_VEC; u++) {
@@ -552,20 +596,20 @@ static __device__ __forceinline__ void vec_step(const chain_args &a, int64_t bas
         zv[u] = in && has_z ? __ldg(&z4[i]) : zero4;
         ok[4 * u] = ok[4 * u + 1] = ok[4 * u + 2] = ok[4 * u + 3] = in;
     }
-    observe_step<Bin, Chain, 4 * OBS_VEC>(a, (const float *)cv, (const float *)zv, ok, (float *)yv, use_shared, o);
+    observe_step<Bin, Shared, Chain, 4 * OBS_VEC>(a, (const float *)cv, (float *)zv, ok, o, rare);
     if (Chain)
 #pragma unroll
         for (int u = 0; u < OBS_VEC; u++)
             if (ok[4 * u])
-                y4[base + u * span + threadIdx.x] = yv[u];
+                y4[base + u * span + threadIdx.x] = zv[u];
 }
 
 /* The elements of c: [n] (and z, y) a block reads: with all 16-byte
  * aligned, OBS_VEC float4s a thread per step (its loads all in flight
  * before the first is binned), the last n % 4 by the first block's first
  * warp; else OBS_UNROLL floats. */
-template <typename Bin, bool Chain>
-static __device__ void observe_span(const chain_args &a, int64_t n, int use_shared, chain_view<Bin> *o)
+template <typename Bin, bool Shared, bool Chain>
+static __device__ void observe_span(const chain_args &a, int64_t n, chain_view<Bin> *o, rare_counts *rare)
 {
     const int64_t span = blockDim.x;
     const uintptr_t addr = (uintptr_t)a.c | (Chain ? (uintptr_t)a.y | (uintptr_t)a.z : (uintptr_t)0);
@@ -576,24 +620,24 @@ static __device__ void observe_span(const chain_args &a, int64_t n, int use_shar
              base += (int64_t)gridDim.x * span * OBS_VEC) {
             /* the block's whole step inside c (all steps but the last few): no per-value bounds */
             if (base + OBS_VEC * span <= n4)
-                vec_step<Bin, Chain, true>(a, base, n4, has_z, use_shared, o);
+                vec_step<Bin, Shared, Chain, true>(a, base, n4, has_z, o, rare);
             else
-                vec_step<Bin, Chain, false>(a, base, n4, has_z, use_shared, o);
+                vec_step<Bin, Shared, Chain, false>(a, base, n4, has_z, o, rare);
         }
         if (blockIdx.x == 0 && threadIdx.x < 32) { /* the tail: one warp, every lane in the votes */
             const int64_t i = n4 * 4 + threadIdx.x;
             const bool ok1 = i < n;
-            const float c1 = ok1 ? a.c[i] : 0.0f, z1 = ok1 && has_z ? a.z[i] : 0.0f;
-            float y1 = 0.0f;
-            observe_step<Bin, Chain, 1>(a, &c1, &z1, &ok1, &y1, use_shared, o);
+            const float c1 = ok1 ? a.c[i] : 0.0f;
+            float z1 = ok1 && has_z ? a.z[i] : 0.0f;
+            observe_step<Bin, Shared, Chain, 1>(a, &c1, &z1, &ok1, o, rare);
             if (Chain && ok1)
-                a.y[i] = y1;
+                a.y[i] = z1;
         }
         return;
     }
     for (int64_t base = (int64_t)blockIdx.x * span * OBS_UNROLL; base < n;
          base += (int64_t)gridDim.x * span * OBS_UNROLL) {
-        float cv[OBS_UNROLL], zv[OBS_UNROLL], yv[OBS_UNROLL];
+        float cv[OBS_UNROLL], zv[OBS_UNROLL];
         bool ok[OBS_UNROLL];
 #pragma unroll
         for (int u = 0; u < OBS_UNROLL; u++) {
@@ -602,45 +646,49 @@ static __device__ void observe_span(const chain_args &a, int64_t n, int use_shar
             cv[u] = ok[u] ? a.c[i] : 0.0f;
             zv[u] = ok[u] && has_z ? a.z[i] : 0.0f;
         }
-        observe_step<Bin, Chain, OBS_UNROLL>(a, cv, zv, ok, yv, use_shared, o);
+        observe_step<Bin, Shared, Chain, OBS_UNROLL>(a, cv, zv, ok, o, rare);
         if (Chain)
 #pragma unroll
             for (int u = 0; u < OBS_UNROLL; u++)
                 if (ok[u])
-                    a.y[base + u * span + threadIdx.x] = yv[u];
+                    a.y[base + u * span + threadIdx.x] = zv[u];
     }
 }
 
 /* A pass's observers at their ranges, the span, and the counts committed. */
-template <typename Bin, bool Chain>
-static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, int use_shared, blk_counts *blk)
+template <typename Bin, bool Shared, bool Chain>
+static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, rare_counts *rare,
+                                    blk_counts *blk)
 {
     chain_view<Bin> o[CHAIN_OBS];
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++) {
         o[i].on = a.s[i] != NULL && (Chain || i == 0);
-        o[i].has_range = o[i].on ? a.s[i]->has_range : 0;
         o[i].base = (unsigned)a.slot[i] << log2_bins; /* slot < CHAIN_OBS, used only with shared counts */
-        o[i].c = obs_counts{0, 0, 0, 0, INFINITY, -INFINITY};
+        o[i].c = obs_counts{0, 0, INFINITY, -INFINITY};
         if (o[i].on)
             set_bins(&o[i].bins, a.s[i], log2_bins);
     }
-    observe_span<Bin, Chain>(a, n, use_shared, o);
+    observe_span<Bin, Shared, Chain>(a, n, o, rare);
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++)
         if (o[i].on)
-            commit_counts(o[i].c, a.s[i], blk);
+            commit_counts(o[i].c, &rare[i], a.s[i], blk);
 }
 
 /* The fused pass of the observers in a (a.s[0] alone unless Chain): counts,
  * min/max keys, bins of |v| < 2^e at each observer's range on the device,
  * and |v| >= 2^e (all finite nonzero values before there is a range)
- * appended to its overflow buffer; with Chain, y written. */
+ * appended to its overflow buffer; with Chain, y written. Counts go to
+ * shared memory first where use_shared and the bins are f32 (with at most
+ * OBS_SHARED_BINS bins they are the small kind); f64 bins (ranges below
+ * 2^-100 or so) count straight into the histograms. */
 template <bool Chain>
 static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bins, int use_shared)
 {
     extern __shared__ unsigned local[];
     __shared__ blk_counts blk;
+    __shared__ rare_counts rare[CHAIN_OBS];
     const int64_t n_bins = (int64_t)1 << log2_bins;
     bool f64 = false;
     int n_on = 0;
@@ -651,16 +699,20 @@ static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bin
             f64 = f64 || !f32_bins_exact(a.s[i], log2_bins);
             n_on++;
         }
+    if (threadIdx.x < CHAIN_OBS)
+        rare[threadIdx.x] = rare_counts{0, 0, 0, 0};
     if (use_shared)
         local_clear(local, n_on * n_bins);
     __syncthreads();
     /* every observer in double when one needs it: bin_f64 is the ref's product itself */
     if (f64)
-        observe_body<bin_f64, Chain>(a, n, log2_bins, use_shared, &blk);
+        observe_body<bin_f64, false, Chain>(a, n, log2_bins, rare, &blk);
+    else if (use_shared) /* n_bins <= OBS_SHARED_BINS: small bins */
+        observe_body<bin_f32_small, true, Chain>(a, n, log2_bins, rare, &blk);
     else if (log2_bins <= 22)
-        observe_body<bin_f32_small, Chain>(a, n, log2_bins, use_shared, &blk);
+        observe_body<bin_f32_small, false, Chain>(a, n, log2_bins, rare, &blk);
     else
-        observe_body<bin_f32, Chain>(a, n, log2_bins, use_shared, &blk);
+        observe_body<bin_f32, false, Chain>(a, n, log2_bins, rare, &blk);
     if (use_shared)
         for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
             if (a.s[i])

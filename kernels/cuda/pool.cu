@@ -1,6 +1,8 @@
 /* Pooling on the GPU, mirroring kernels/ref: GlobalAveragePool (one warp per
  * row, summed in double like the ref), MaxPool and AveragePool (one thread
- * per output element walking its window). Covered by tests/cuda_parity_kernels.c. */
+ * per output element walking its window; 2-D windows with 32-bit indices).
+ * Covered by tests/cuda_parity_kernels.c. */
+#include <limits.h>
 #include <math.h>
 
 #include "kernels/cuda/cuda_common.cuh"
@@ -92,12 +94,86 @@ static __global__ void pool_kernel(ptq_pool_params p, const float *x, float *y)
     }
 }
 
+/* pool_kernel for 2-D windows (in[0] = out[0] = k[0] = 1, no pad on dim 0)
+ * of sizes small enough for 32-bit indices (plane2d_fits): the same taps in
+ * the same order, with one 32-bit division an output instead of int64
+ * ones. Block row y: planes (n*c) y, y + gridDim.y, ... */
+template <bool MAX>
+static __global__ void pool2d_kernel(ptq_pool_params p, int64_t planes, const float *x, float *y)
+{
+    const int ih = (int)p.in[1], iw = (int)p.in[2], oh = (int)p.out[1], ow = (int)p.out[2];
+    const int kh = (int)p.k[1], kw = (int)p.k[2], sh = (int)p.stride[1], sw = (int)p.stride[2];
+    const int dh = (int)p.dil[1], dw = (int)p.dil[2], plh = (int)p.pad_lo[1], plw = (int)p.pad_lo[2];
+    const int phh = (int)p.pad_hi[1], phw = (int)p.pad_hi[2];
+    const int out_sz = oh * ow;
+    for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+        const float *xs = x + plane * ((int64_t)ih * iw);
+        float *ys = y + plane * out_sz;
+        for (int o = (int)(blockIdx.x * blockDim.x + threadIdx.x); o < out_sz; o += (int)(gridDim.x * blockDim.x)) {
+            const int o1 = o / ow, o2 = o - o1 * ow;
+            const int s1 = o1 * sh - plh, s2 = o2 * sw - plw;
+            float best = -INFINITY;
+            double sum = 0.0;
+            int n_in = 0, n_padded = 0;
+            for (int q1 = 0; q1 < kh; q1++) {
+                const int i1 = s1 + q1 * dh;
+                if (i1 < -plh || i1 >= ih + phh)
+                    continue;
+                for (int q2 = 0; q2 < kw; q2++) {
+                    const int i2 = s2 + q2 * dw;
+                    if (i2 < -plw || i2 >= iw + phw)
+                        continue;
+                    n_padded++;
+                    if (i1 < 0 || i1 >= ih || i2 < 0 || i2 >= iw)
+                        continue;
+                    const float v = xs[i1 * iw + i2];
+                    n_in++;
+                    if (MAX) {
+                        if (v > best || isnan(v))
+                            best = v;
+                    } else {
+                        sum += (double)v;
+                    }
+                }
+            }
+            if (MAX) {
+                ys[o] = best;
+            } else {
+                const int divisor = p.count_include_pad ? n_padded : n_in;
+                ys[o] = divisor ? (float)(sum / (double)divisor) : 0.0f;
+            }
+        }
+    }
+}
+
+/* p is a 2-D pool whose every index and partial sum pool2d_kernel makes
+ * fits an int (each size at most 2^14, the planes' elements below 2^31). */
+static int plane2d_fits(const ptq_pool_params *p)
+{
+    const int64_t lim = (int64_t)1 << 14;
+    if (p->in[0] != 1 || p->out[0] != 1 || p->k[0] != 1 || p->pad_lo[0] != 0)
+        return 0;
+    for (int s = 1; s < 3; s++)
+        if (p->in[s] > lim || p->out[s] > lim || p->k[s] > lim || p->stride[s] > lim || p->dil[s] > lim ||
+            p->pad_lo[s] > lim || p->pad_hi[s] > lim)
+            return 0;
+    return p->in[1] * p->in[2] < INT_MAX && p->out[1] * p->out[2] < INT_MAX;
+}
+
 template <bool MAX>
 static ptq_status launch(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_pool_params *p, const float *x, float *y)
 {
     int64_t total = p->n * p->c * p->out[0] * p->out[1] * p->out[2];
     if (total <= 0)
         return PTQ_OK;
+    if (plane2d_fits(p)) {
+        const int64_t planes = p->n * p->c, out_sz = p->out[1] * p->out[2];
+        const unsigned bx = ptq_cuda_blocks(out_sz);
+        const unsigned by = planes < 65535 ? (unsigned)planes : 65535u;
+        pool2d_kernel<MAX><<<dim3(bx, by), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, planes, x, y);
+        PTQ_CUDA_LAUNCHED(ctx, MAX ? "pool2d_kernel<max>" : "pool2d_kernel<avg>");
+        return PTQ_OK;
+    }
     pool_kernel<MAX><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, y);
     PTQ_CUDA_LAUNCHED(ctx, MAX ? "pool_kernel<max>" : "pool_kernel<avg>");
     return PTQ_OK;
