@@ -472,6 +472,8 @@ static const pool_case pool_cases[] = {
     {3, 2, {1, 1, 31}, {1, 1, 4}, {1, 1, 3}, {1, 1, 1}, {0, 0, 1}, {0, 0, 2}, 0},   /* 1-D */
     {1, 2, {5, 6, 7}, {2, 3, 2}, {2, 1, 2}, {1, 1, 1}, {1, 1, 0}, {0, 1, 1}, 0},    /* 3-D */
     {4, 48, {1, 14, 14}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0}, /* stride 1 same */
+    {2, 3, {1, 11, 12}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},  /* 3x3 s2 p1 ceil */
+    {1, 65600, {1, 3, 3}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0}, /* planes past a grid's rows */
 };
 
 static void test_pools(void)
@@ -498,8 +500,10 @@ static void test_pools(void)
                 p.out[s]--;
         }
         int64_t n_x = p.n * p.c * p.in[0] * p.in[1] * p.in[2], n_y = p.n * p.c * p.out[0] * p.out[1] * p.out[2];
-        float *x = host_uniform(n_x, -3.0f, 2.0f), *y = host_alloc(n_y);
-        float *dx = dev_floats(x, n_x);
+        float *x = host_uniform(n_x, -3.0f, 2.0f), *y = host_alloc(n_y), *xm = host_alloc(n_x);
+        for (int64_t i = 0; i < n_x; i++) /* MaxPool's input: NaN, -Inf and both zeros among the values */
+            xm[i] = i % 29 == 3 ? NAN : i % 31 == 5 ? -INFINITY : i % 23 == 7 ? -0.0f : i % 19 == 2 ? 0.0f : x[i];
+        float *dx = dev_floats(x, n_x), *dxm = dev_floats(xm, n_x);
         char what[240];
         for (int variant = 0; variant < 3; variant++) {
             float *dy = dev_floats(NULL, n_y);
@@ -509,8 +513,8 @@ static void test_pools(void)
                      (long long)p.n, (long long)p.c, pc->ceil_mode ? " ceil" : "",
                      variant == 2 ? " count_include_pad" : "");
             if (variant == 0) {
-                ptq_k_maxpool_ref(&p, x, y);
-                check_case(&km, ptq_k_maxpool_cuda(&ctx, dev, &p, dx, dy), dy, y, n_y, what);
+                ptq_k_maxpool_ref(&p, xm, y);
+                check_case(&km, ptq_k_maxpool_cuda(&ctx, dev, &p, dxm, dy), dy, y, n_y, what);
             } else {
                 ptq_k_avgpool_ref(&p, x, y);
                 check_case(&ka, ptq_k_avgpool_cuda(&ctx, dev, &p, dx, dy), dy, y, n_y, what);
@@ -518,7 +522,9 @@ static void test_pools(void)
             ptq_cuda_release(dev, dy);
         }
         ptq_cuda_release(dev, dx);
+        ptq_cuda_release(dev, dxm);
         free(x);
+        free(xm);
         free(y);
     }
     report(&km);

@@ -160,12 +160,24 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_HEADER_BYTES 256
 #define OBS_SETTLE_THREADS 1024
 #define OBS_UNROLL 4            /* elements a thread loads per step of the fused pass (x not 16-byte aligned) */
-#define OBS_VEC 2               /* float4s a thread loads per step of the fused pass (x 16-byte aligned) */
+#ifndef OBS_VEC
+#define OBS_VEC 1 /* float4s of each input a thread loads per step of the fused pass (x 16-byte aligned) */
+#endif
+#ifndef OBS_PREFETCH
+#define OBS_PREFETCH 1 /* a block's full steps load the next step's float4s before binning this one's */
+#endif
 #define OBS_ONCE_MAX_BLOCKS 512 /* the fused pass's grid when the occupancy query fails */
 #define OBS_CHAIN_SHARED_BYTES (96 * 1024) /* the chain pass's shared histograms at most (3 of 8192 bins) */
+#ifndef OBS_CHAIN_THREADS
+#define OBS_CHAIN_THREADS PTQ_CUDA_BLOCK /* a block of the chain pass */
+#endif
+#ifndef OBS_CHAIN_BLOCKS_PER_SM
 #define OBS_CHAIN_BLOCKS_PER_SM 4 /* registers for 4 blocks of the chain pass a multiprocessor (64 each, none spilled) */
-/* the single pass: 5 blocks a multiprocessor (48 registers; at 6 and 8 it spilled) */
-#define OBS_ONCE_BLOCKS_PER_SM 5
+#endif
+/* the single pass: 6 blocks a multiprocessor (40 registers; at 8, its 32 registers spilled) */
+#ifndef OBS_ONCE_BLOCKS_PER_SM
+#define OBS_ONCE_BLOCKS_PER_SM 6
+#endif
 
 typedef struct obs_dev_state {
     unsigned long long count, n_zero, n_nan, n_inf;
@@ -574,23 +586,48 @@ static __device__ __forceinline__ void observe_step(const chain_args &a, const f
     }
 }
 
-/* One step of observe_span's 16-byte path: OBS_VEC float4s of c (and z)
- * from float4 index base + threadIdx.x, a block apart; y written. Full:
- * every thread's float4s lie below n4 (no bound tested, every value
- * valid). */
-template <typename Bin, bool Shared, bool Chain, bool Full>
-static __device__ __forceinline__ void vec_step(const chain_args &a, int64_t base, int64_t n4, bool has_z,
-                                                chain_view<Bin> *o, rare_counts *rare)
+/* observe_span's 16-byte path: OBS_VEC float4s of c (and z) a thread, from
+ * float4 index base + threadIdx.x, a block apart; a whole step's, so no
+ * bound is tested. */
+static __device__ __forceinline__ void vec_load(const chain_args &a, int64_t base, bool has_z, float4 *cv, float4 *zv)
 {
-    const int64_t span = blockDim.x;
     const float4 *c4 = (const float4 *)a.c, *z4 = (const float4 *)a.z;
-    float4 *y4 = (float4 *)a.y;
+#pragma unroll
+    for (int u = 0; u < OBS_VEC; u++) {
+        const int64_t i = base + u * (int64_t)blockDim.x + threadIdx.x;
+        cv[u] = __ldg(&c4[i]);
+        zv[u] = has_z ? __ldg(&z4[i]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+}
+
+/* A whole step's float4s, loaded: the observers fed, y written. */
+template <typename Bin, bool Shared, bool Chain>
+static __device__ __forceinline__ void vec_observe(const chain_args &a, int64_t base, const float4 *cv, float4 *zv,
+                                                   chain_view<Bin> *o, rare_counts *rare)
+{
+    bool ok[4 * OBS_VEC];
+#pragma unroll
+    for (int e = 0; e < 4 * OBS_VEC; e++)
+        ok[e] = true;
+    observe_step<Bin, Shared, Chain, 4 * OBS_VEC>(a, (const float *)cv, (float *)zv, ok, o, rare);
+    if (Chain)
+#pragma unroll
+        for (int u = 0; u < OBS_VEC; u++)
+            ((float4 *)a.y)[base + u * (int64_t)blockDim.x + threadIdx.x] = zv[u];
+}
+
+/* The step at base that n4 cuts: bounds on every float4. */
+template <typename Bin, bool Shared, bool Chain>
+static __device__ void vec_step_cut(const chain_args &a, int64_t base, int64_t n4, bool has_z, chain_view<Bin> *o,
+                                    rare_counts *rare)
+{
+    const float4 *c4 = (const float4 *)a.c, *z4 = (const float4 *)a.z;
     float4 cv[OBS_VEC], zv[OBS_VEC];
     bool ok[4 * OBS_VEC];
 #pragma unroll
     for (int u = 0; u < OBS_VEC; u++) {
-        const int64_t i = base + u * span + threadIdx.x;
-        const bool in = Full || i < n4;
+        const int64_t i = base + u * (int64_t)blockDim.x + threadIdx.x;
+        const bool in = i < n4;
         const float4 zero4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         cv[u] = in ? __ldg(&c4[i]) : zero4;
         zv[u] = in && has_z ? __ldg(&z4[i]) : zero4;
@@ -601,13 +638,13 @@ static __device__ __forceinline__ void vec_step(const chain_args &a, int64_t bas
 #pragma unroll
         for (int u = 0; u < OBS_VEC; u++)
             if (ok[4 * u])
-                y4[base + u * span + threadIdx.x] = zv[u];
+                ((float4 *)a.y)[base + u * (int64_t)blockDim.x + threadIdx.x] = zv[u];
 }
 
 /* The elements of c: [n] (and z, y) a block reads: with all 16-byte
- * aligned, OBS_VEC float4s a thread per step (its loads all in flight
- * before the first is binned), the last n % 4 by the first block's first
- * warp; else OBS_UNROLL floats. */
+ * aligned, OBS_VEC float4s a thread per step, the next whole step's loads
+ * in flight while this one is binned (OBS_PREFETCH), the last n % 4 by the
+ * first block's first warp; else OBS_UNROLL floats. */
 template <typename Bin, bool Shared, bool Chain>
 static __device__ void observe_span(const chain_args &a, int64_t n, chain_view<Bin> *o, rare_counts *rare)
 {
@@ -615,14 +652,33 @@ static __device__ void observe_span(const chain_args &a, int64_t n, chain_view<B
     const uintptr_t addr = (uintptr_t)a.c | (Chain ? (uintptr_t)a.y | (uintptr_t)a.z : (uintptr_t)0);
     const bool has_z = Chain && a.z;
     if ((addr & 15) == 0) {
-        const int64_t n4 = n / 4;
-        for (int64_t base = (int64_t)blockIdx.x * span * OBS_VEC; base < n4;
-             base += (int64_t)gridDim.x * span * OBS_VEC) {
-            /* the block's whole step inside c (all steps but the last few): no per-value bounds */
-            if (base + OBS_VEC * span <= n4)
-                vec_step<Bin, Shared, Chain, true>(a, base, n4, has_z, o, rare);
-            else
-                vec_step<Bin, Shared, Chain, false>(a, base, n4, has_z, o, rare);
+        const int64_t n4 = n / 4, step = OBS_VEC * span, stride = (int64_t)gridDim.x * step;
+        int64_t base = (int64_t)blockIdx.x * step;
+        float4 cv[OBS_VEC], zv[OBS_VEC];
+        bool whole = base + step <= n4; /* every step but a block's last few is whole: no per-value bounds */
+        if (OBS_PREFETCH && whole)
+            vec_load(a, base, has_z, cv, zv);
+        for (; base < n4; base += stride) {
+            if (!whole) { /* the block's last step */
+                vec_step_cut<Bin, Shared, Chain>(a, base, n4, has_z, o, rare);
+                break;
+            }
+            const bool next_whole = base + stride + step <= n4;
+            if (OBS_PREFETCH) {
+                float4 cn[OBS_VEC], zn[OBS_VEC];
+                if (next_whole)
+                    vec_load(a, base + stride, has_z, cn, zn);
+                vec_observe<Bin, Shared, Chain>(a, base, cv, zv, o, rare);
+#pragma unroll
+                for (int u = 0; u < OBS_VEC; u++) {
+                    cv[u] = cn[u];
+                    zv[u] = zn[u];
+                }
+            } else {
+                vec_load(a, base, has_z, cv, zv);
+                vec_observe<Bin, Shared, Chain>(a, base, cv, zv, o, rare);
+            }
+            whole = next_whole;
         }
         if (blockIdx.x == 0 && threadIdx.x < 32) { /* the tail: one warp, every lane in the votes */
             const int64_t i = n4 * 4 + threadIdx.x;
@@ -726,7 +782,7 @@ static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK, OBS_ONCE_BLOCKS_PER_SM)
     observe_pass<false>(a, n, log2_bins, use_shared);
 }
 
-static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK, OBS_CHAIN_BLOCKS_PER_SM)
+static __global__ void __launch_bounds__(OBS_CHAIN_THREADS, OBS_CHAIN_BLOCKS_PER_SM)
     observe_chain_kernel(chain_args a, int64_t n, int log2_bins, int use_shared)
 {
     observe_pass<true>(a, n, log2_bins, use_shared);
@@ -888,10 +944,10 @@ static int log2_of(int64_t n_bins)
 }
 
 /* Blocks of kernel (observe_once_kernel or observe_chain_kernel) the whole
- * GPU runs at once with shared bytes each: the multiprocessors times the
- * blocks one holds (asked once per kernel and shared size;
+ * GPU runs at once with threads and shared bytes each: the multiprocessors
+ * times the blocks one holds (asked once per kernel and shared size;
  * OBS_ONCE_MAX_BLOCKS when the runtime cannot say). */
-static unsigned resident_blocks(const void *kernel, size_t shared)
+static unsigned resident_blocks(const void *kernel, int threads, size_t shared)
 {
     static struct {
         const void *kernel;
@@ -906,7 +962,7 @@ static unsigned resident_blocks(const void *kernel, size_t shared)
     unsigned r = OBS_ONCE_MAX_BLOCKS;
     if (cudaGetDevice(&dev) == cudaSuccess &&
         cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, PTQ_CUDA_BLOCK, shared) == cudaSuccess &&
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared) == cudaSuccess &&
         n_sm > 0 && per_sm > 0)
         r = (unsigned)(n_sm * per_sm);
     cudaGetLastError(); /* a failed query leaves no error for the launch to report */
@@ -921,10 +977,12 @@ static unsigned resident_blocks(const void *kernel, size_t shared)
  * once (latency, not bandwidth, bounded the pass at 512: ncu showed 43%
  * occupancy, 32% of DRAM bandwidth on ResNet-50's tensors), none idle on
  * small tensors. */
-static unsigned fused_blocks(const void *kernel, int64_t n, size_t shared, int use_shared)
+static unsigned fused_blocks(const void *kernel, int threads, int64_t n, size_t shared, int use_shared)
 {
-    unsigned blocks = ptq_cuda_blocks((n + 4 * OBS_VEC - 1) / (4 * OBS_VEC));
-    const unsigned resident = resident_blocks(kernel, shared);
+    const int64_t per_block = (int64_t)threads * 4 * OBS_VEC; /* a block's values a step */
+    const int64_t want = (n + per_block - 1) / per_block;
+    unsigned blocks = want < 1 ? 1u : want > 65536 ? 65536u : (unsigned)want;
+    const unsigned resident = resident_blocks(kernel, threads, shared);
     if (blocks > resident)
         blocks = resident;
     return shared_count_blocks(n, blocks, use_shared);
@@ -982,7 +1040,7 @@ extern "C" ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *
         return PTQ_OK;
     const int use_shared = n_bins <= OBS_SHARED_BINS;
     const size_t shared = use_shared ? (size_t)n_bins * sizeof(unsigned) : 0;
-    const unsigned blocks = fused_blocks((const void *)observe_once_kernel, n, shared, use_shared);
+    const unsigned blocks = fused_blocks((const void *)observe_once_kernel, PTQ_CUDA_BLOCK, n, shared, use_shared);
     chain_args a;
     memset(&a, 0, sizeof a);
     a.c = x;
@@ -1021,8 +1079,8 @@ extern "C" ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, vo
     if (shared > 32 * 1024) /* near or past the 48 KiB (static included) a block gets without asking; per device */
         PTQ_CUDA_CHECK(ctx, cudaFuncSetAttribute(observe_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  (int)OBS_CHAIN_SHARED_BYTES));
-    const unsigned blocks = fused_blocks((const void *)observe_chain_kernel, n, shared, use_shared);
-    observe_chain_kernel<<<blocks, PTQ_CUDA_BLOCK, shared, d->stream>>>(a, n, log2_bins, use_shared);
+    const unsigned blocks = fused_blocks((const void *)observe_chain_kernel, OBS_CHAIN_THREADS, n, shared, use_shared);
+    observe_chain_kernel<<<blocks, OBS_CHAIN_THREADS, shared, d->stream>>>(a, n, log2_bins, use_shared);
     PTQ_CUDA_LAUNCHED(ctx, "observe_chain_kernel");
     return settle_observers(ctx, d, a, n, n_bins);
 }

@@ -1,6 +1,7 @@
 /* Pooling on the GPU, mirroring kernels/ref: GlobalAveragePool (one warp per
  * row, summed in double like the ref), MaxPool and AveragePool (one thread
- * per output element walking its window; 2-D windows with 32-bit indices).
+ * per output element walking its window; 2-D windows with 32-bit indices,
+ * 3x3 MaxPool with its taps unrolled).
  * Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
 #include <math.h>
@@ -146,6 +147,42 @@ static __global__ void pool2d_kernel(ptq_pool_params p, int64_t planes, const fl
     }
 }
 
+/* pool2d_kernel's MaxPool for 3x3 windows: the nine taps loaded at once
+ * (-Inf for one outside the input, which no comparison below takes), then
+ * taken in pool_kernel's order. */
+static __global__ void maxpool3x3_kernel(ptq_pool_params p, int64_t planes, const float *x, float *y)
+{
+    const int ih = (int)p.in[1], iw = (int)p.in[2], oh = (int)p.out[1], ow = (int)p.out[2];
+    const int sh = (int)p.stride[1], sw = (int)p.stride[2], dh = (int)p.dil[1], dw = (int)p.dil[2];
+    const int plh = (int)p.pad_lo[1], plw = (int)p.pad_lo[2];
+    const int out_sz = oh * ow;
+    for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+        const float *xs = x + plane * ((int64_t)ih * iw);
+        float *ys = y + plane * out_sz;
+        for (int o = (int)(blockIdx.x * blockDim.x + threadIdx.x); o < out_sz; o += (int)(gridDim.x * blockDim.x)) {
+            const int o1 = o / ow, o2 = o - o1 * ow;
+            const int s1 = o1 * sh - plh, s2 = o2 * sw - plw;
+            float v[9];
+#pragma unroll
+            for (int q1 = 0; q1 < 3; q1++) {
+                const int i1 = s1 + q1 * dh;
+                const bool row = i1 >= 0 && i1 < ih;
+#pragma unroll
+                for (int q2 = 0; q2 < 3; q2++) {
+                    const int i2 = s2 + q2 * dw;
+                    v[3 * q1 + q2] = row && i2 >= 0 && i2 < iw ? __ldg(&xs[i1 * iw + i2]) : -INFINITY;
+                }
+            }
+            float best = -INFINITY;
+#pragma unroll
+            for (int t = 0; t < 9; t++)
+                if (v[t] > best || isnan(v[t]))
+                    best = v[t];
+            ys[o] = best;
+        }
+    }
+}
+
 /* p is a 2-D pool whose every index and partial sum pool2d_kernel makes
  * fits an int (each size at most 2^14, the planes' elements below 2^31). */
 static int plane2d_fits(const ptq_pool_params *p)
@@ -170,6 +207,11 @@ static ptq_status launch(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_pool_params *p
         const int64_t planes = p->n * p->c, out_sz = p->out[1] * p->out[2];
         const unsigned bx = ptq_cuda_blocks(out_sz);
         const unsigned by = planes < 65535 ? (unsigned)planes : 65535u;
+        if (MAX && p->k[1] == 3 && p->k[2] == 3) {
+            maxpool3x3_kernel<<<dim3(bx, by), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, planes, x, y);
+            PTQ_CUDA_LAUNCHED(ctx, "maxpool3x3_kernel");
+            return PTQ_OK;
+        }
         pool2d_kernel<MAX><<<dim3(bx, by), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, planes, x, y);
         PTQ_CUDA_LAUNCHED(ctx, MAX ? "pool2d_kernel<max>" : "pool2d_kernel<avg>");
         return PTQ_OK;
