@@ -161,7 +161,7 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_SETTLE_THREADS 1024
 #define OBS_UNROLL 4            /* elements a thread loads per step of the fused pass (x not 16-byte aligned) */
 #ifndef OBS_VEC
-#define OBS_VEC 1 /* float4s of each input a thread loads per step of the fused pass (x 16-byte aligned) */
+#define OBS_VEC 2 /* float4s of each input a thread loads per step of the fused pass (x 16-byte aligned) */
 #endif
 #ifndef OBS_PREFETCH
 #define OBS_PREFETCH 1 /* a block's full steps load the next step's float4s before binning this one's */
@@ -314,14 +314,13 @@ struct bin_f64 {
 /* Per-thread counts of the fused passes, of the values their common path
  * takes: min and max of the finite nonzero values in range as floats
  * (fminf/fmaxf order them as the ref does: no zero, no NaN among them);
- * for an observer whose zeros are common (ZeroFast: Relu's outputs), the
- * zeros, 32 bits (no thread sees 2^32 values of one pass: a block of
- * PTQ_CUDA_BLOCK threads would need a tensor past 2^40 floats), and which
- * were seen (ZERO_NEG: -0, ZERO_POS: +0), so that the keys of -0 and +0
- * join min and max at the commit. */
+ * for an observer whose zeros are common (ZeroFast: Relu's outputs), its
+ * +0s, 32 bits (no thread sees 2^32 values of one pass: a block of
+ * PTQ_CUDA_BLOCK threads would need a tensor past 2^40 floats); their key
+ * joins min and max at the commit. (-0 is rare: Relu makes +0.) */
 enum { ZERO_NEG = 1, ZERO_POS = 2 };
 struct obs_counts {
-    unsigned z, zeros;
+    unsigned z;
     float mn, mx;
 };
 
@@ -362,11 +361,7 @@ static __device__ void commit_counts(const obs_counts &c, const rare_counts *r, 
     __syncthreads();
     const unsigned long long z = warp_sum(c.z); /* widened first */
     unsigned tmin = c.mn < INFINITY ? order_key(c.mn) : 0xFFFFFFFFu, tmax = c.mx > -INFINITY ? order_key(c.mx) : 0;
-    if (c.zeros & ZERO_NEG) {
-        tmin = min(tmin, order_key(-0.0f));
-        tmax = max(tmax, order_key(-0.0f));
-    }
-    if (c.zeros & ZERO_POS) {
+    if (c.z) { /* the common path's zeros are +0 */
         tmin = min(tmin, order_key(0.0f));
         tmax = max(tmax, order_key(0.0f));
     }
@@ -449,8 +444,7 @@ template <typename Bin>
 struct chain_view {
     bool on;
     Bin bins;      /* no value in range while the observer has no range (bins_f32, bins_f64) */
-    unsigned base; /* its shared histogram: the dynamic shared array from here (an index, so that each
-                      count is one shared atomic, not a generic address made shared again) */
+    unsigned base; /* its shared histogram: the shared-window address of its bin 0 (with shared counts) */
     obs_counts c;
 };
 
@@ -466,33 +460,47 @@ static __device__ __forceinline__ float chain_out(const chain_args &a, float av)
     return a.relu && av < 0.0f ? 0.0f : av;
 }
 
+/* Whether observer o's common path takes v: |v| finite, nonzero and in
+ * o's range (NaN and Inf never are: p is NaN or +Inf), or, with ZeroFast,
+ * v is +0. */
+template <typename Bin, bool ZeroFast>
+static __device__ __forceinline__ bool fast_takes(float v, const chain_view<Bin> &o)
+{
+    return (o.bins.in(o.bins.product(fabsf(v))) && v != 0.0f) || (ZeroFast && __float_as_uint(v) == 0u);
+}
+
+/* Adds 1 to the shared count at window address addr where p, without a
+ * branch (a predicated reduction). */
+static __device__ __forceinline__ void count_shared_if(unsigned addr, bool p)
+{
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %1, 0;\n\t@q red.shared.add.u32 [%0], %2;\n\t}" ::"r"(addr),
+                 "r"((unsigned)p), "r"(1u)
+                 : "memory");
+}
+
 /* The common path of observer o at v (when valid): bins |v| when it is
  * finite, nonzero and inside o's range, with min and max, in one test and
- * no branch; with ZeroFast (Relu's outputs, about half zeros) counts a
- * zero too. Returns 1 when v still needs observe_rare: NaN, Inf, a value at
- * or past the range (every finite nonzero one before there is a range) or,
- * without ZeroFast, a zero. */
+ * no branch; with ZeroFast (Relu's outputs, about half zeros) counts a +0
+ * too. Returns 1 when v still needs observe_rare: NaN, Inf, a value at or
+ * past the range (every finite nonzero one before there is a range), -0
+ * or, without ZeroFast, +0 (fast_takes is the same test). */
 template <typename Bin, bool Shared, bool ZeroFast>
-static __device__ __forceinline__ unsigned observe_fast(float v, bool valid, chain_view<Bin> &o,
-                                                        unsigned long long *hist)
+static __device__ __forceinline__ bool observe_fast(float v, bool valid, chain_view<Bin> &o,
+                                                    unsigned long long *hist)
 {
     const auto p = o.bins.product(fabsf(v));
-    const bool in = valid && o.bins.in(p) && v != 0.0f; /* NaN and Inf are never in: p is NaN or +Inf */
+    const bool in = valid && o.bins.in(p) && v != 0.0f;
     const unsigned bin = o.bins.bin(p);
-    if (in) {
-        extern __shared__ unsigned local[];
-        if (Shared)
-            atomicAdd(&local[o.base + bin], 1u); /* bin < n_bins <= OBS_SHARED_BINS */
-        else
-            atomicAdd(&hist[bin], 1ull);
-    }
+    if (Shared)
+        count_shared_if(o.base + 4u * bin, in); /* bin < n_bins <= OBS_SHARED_BINS where in (no access elsewhere) */
+    else if (in)
+        atomicAdd(&hist[bin], 1ull);
     const float w = in ? v : __int_as_float(0x7FFFFFFF); /* a NaN: fminf and fmaxf pass over it */
     o.c.mn = fminf(o.c.mn, w);
     o.c.mx = fmaxf(o.c.mx, w);
     if (ZeroFast) {
-        const bool zero = valid && v == 0.0f;
+        const bool zero = valid && __float_as_uint(v) == 0u;
         o.c.z += zero ? 1u : 0u;
-        o.c.zeros |= zero ? 2u >> (__float_as_uint(v) >> 31) : 0u; /* -0: ZERO_NEG, +0: ZERO_POS */
         return valid && !in && !zero;
     }
     return valid && !in;
@@ -548,16 +556,16 @@ static __device__ __forceinline__ void observe_values(const float *v, const bool
                                                       unsigned long long *hist, obs_dev_state *s, float *over,
                                                       rare_counts *r)
 {
-    unsigned rare = 0;
+    bool rare = false;
 #pragma unroll
     for (int e = 0; e < N; e++)
-        rare |= observe_fast<Bin, Shared, ZeroFast>(v[e], ok[e], o, hist) << e;
+        rare |= observe_fast<Bin, Shared, ZeroFast>(v[e], ok[e], o, hist);
     if (!__any_sync(0xffffffffu, rare))
         return;
     unsigned spill = 0;
 #pragma unroll
     for (int e = 0; e < N; e++)
-        if ((rare >> e) & 1u)
+        if (ok[e] && !fast_takes<Bin, ZeroFast>(v[e], o))
             spill |= observe_rare(v[e], o.c, r) << e;
 #pragma unroll
     for (int e = 0; e < N; e++)
@@ -718,12 +726,14 @@ template <typename Bin, bool Shared, bool Chain>
 static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, rare_counts *rare,
                                     blk_counts *blk)
 {
+    extern __shared__ unsigned local[];
+    const unsigned local_at = (unsigned)__cvta_generic_to_shared(local);
     chain_view<Bin> o[CHAIN_OBS];
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++) {
         o[i].on = a.s[i] != NULL && (Chain || i == 0);
-        o[i].base = (unsigned)a.slot[i] << log2_bins; /* slot < CHAIN_OBS, used only with shared counts */
-        o[i].c = obs_counts{0, 0, INFINITY, -INFINITY};
+        o[i].base = local_at + 4u * ((unsigned)a.slot[i] << log2_bins); /* slot < CHAIN_OBS; shared counts only */
+        o[i].c = obs_counts{0, INFINITY, -INFINITY};
         if (o[i].on)
             set_bins(&o[i].bins, a.s[i], log2_bins);
     }
