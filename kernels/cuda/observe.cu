@@ -5,9 +5,11 @@
  * per-block shared-memory counts. Binning is the ref's exact double
  * product. Covered by tests/cuda_parity_observe.c.
  * Below them, the device observer of observers/observer_cuda.c: a fused
- * pass that reads a batch once against the range held on the device, a
- * one-block settle that grows the range, and a rescue pass for when the
- * overflow buffer filled (tests/cuda_observer_dev.c). */
+ * pass that reads a batch once against the range held on the device (the
+ * common value binned without a branch, zeros, NaN, Inf and values past
+ * the range on a rare path), a one-block settle that grows the range, and
+ * a rescue pass for when the overflow buffer filled
+ * (tests/cuda_observer_dev.c). */
 #include <math.h>
 #include <string.h>
 
@@ -160,6 +162,8 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_HEADER_BYTES 256
 #define OBS_SETTLE_THREADS 1024
 #define OBS_UNROLL 4            /* elements a thread loads per step of the fused pass (x not 16-byte aligned) */
+/* The fused passes' shape: each macro below may be given at compile time (-D) to build and time a variant
+ * (bench/results/2026-12-03-resnet50-observers-2-h200.md); the defaults are what measured fastest there. */
 #ifndef OBS_VEC
 #define OBS_VEC 2 /* float4s of each input a thread loads per step of the fused pass (x 16-byte aligned) */
 #endif
@@ -169,7 +173,7 @@ extern "C" ptq_status ptq_k_observe_hist_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
 #define OBS_ONCE_MAX_BLOCKS 512 /* the fused pass's grid when the occupancy query fails */
 #define OBS_CHAIN_SHARED_BYTES (96 * 1024) /* the chain pass's shared histograms at most (3 of 8192 bins) */
 /* the chain pass: one block of 1024 threads a multiprocessor (64 registers each, none spilled), so a quarter
- * of the blocks of 256 threads flush their shared counts into the histograms (1-2% faster on ResNet-50) */
+ * as many blocks as with 256 threads flush their shared counts into the histograms (1-3% faster on ResNet-50) */
 #ifndef OBS_CHAIN_THREADS
 #define OBS_CHAIN_THREADS 1024
 #endif
