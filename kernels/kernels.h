@@ -26,7 +26,12 @@ typedef struct ptq_conv_params {
     int64_t dil[PTQ_SPATIAL];
     int64_t pad_lo[PTQ_SPATIAL];
     int64_t pad_hi[PTQ_SPATIAL];
+    /* the GPU's cuDNN path only (0 everywhere else): PTQ_NHWC_X / PTQ_NHWC_Y
+     * when x / y (and a residual z) are stored channels last, [n, in..., c_in]
+     * and [n, out..., c_out], the dims above unchanged */
+    int64_t nhwc;
 } ptq_conv_params;
+enum { PTQ_NHWC_X = 1, PTQ_NHWC_Y = 2 };
 
 /* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
  * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. */

@@ -49,6 +49,8 @@ ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend 
 ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend **out);
 /* The math a cuda backend's convolutions and matrix products run in (ptq_math). */
 void ptq_backend_cuda_set_math(ptq_backend *b, int math);
+/* 1 when b's convolutions run through cuDNN (loaded and on). */
+int ptq_backend_cuda_has_cudnn(ptq_backend *b);
 /* 8-bit images (device memory) into the float input (device memory): kernels/cuda/normalize.cu. */
 struct ptq_norm_params;
 ptq_status ptq_backend_cuda_normalize_u8(ptq_backend *b, ptq_ctx *ctx, const struct ptq_norm_params *p,
@@ -64,6 +66,8 @@ void ptq_backend_free(ptq_backend *b);
  * the tap's own updates. tap/tap_user: a tap already added. */
 typedef ptq_status (*ptq_tap_dev_state_fn)(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins);
 ptq_status ptq_exec_tap_dev_state(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap_user, ptq_tap_dev_state_fn fn);
+/* Values e keeps channels last on its GPU (runtime/layout.h), 0 on the host. */
+int64_t ptq_exec_n_channels_last(const ptq_exec *e);
 /* Chains run so (run_observed_chain), over e's life. */
 int64_t ptq_exec_n_observed_chains(const ptq_exec *e);
 

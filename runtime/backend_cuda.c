@@ -38,6 +38,12 @@ void ptq_backend_cuda_set_math(ptq_backend *b, int math)
     (void)math;
 }
 
+int ptq_backend_cuda_has_cudnn(ptq_backend *b)
+{
+    (void)b;
+    return 0;
+}
+
 ptq_status ptq_backend_cuda_normalize_u8(ptq_backend *b, ptq_ctx *ctx, const struct ptq_norm_params *p,
                                          const void *src, void *dst)
 {
@@ -135,12 +141,19 @@ static float *fout(const ptq_op_io *io, int i)
     return (float *)io->out[i]->data;
 }
 
+/* The layouts of a Conv's x and y (its residual's is y's) for cuDNN. */
+static int64_t conv_layout(const ptq_op_io *io)
+{
+    return ((io->nhwc_in & 1u) ? PTQ_NHWC_X : 0) | ((io->nhwc_out & 1u) ? PTQ_NHWC_Y : 0);
+}
+
 static ptq_status run_conv(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
     ptq_conv_params p;
     ptq_status st = ptq_op_conv_params(ctx, io, &p);
     if (st != PTQ_OK || dry)
         return st;
+    p.nhwc = conv_layout(io);
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL; /* [c_out] */
     return ptq_k_conv_cuda(ctx, d, &p, fdata(io->in[0]), fdata(io->in[1]), b ? fdata(b) : NULL, fout(io, 0));
 }
@@ -153,6 +166,7 @@ static ptq_status cuda_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
     if (!b || ptq_op_conv_params(ctx, io, &p) != PTQ_OK)
         return PTQ_OK; /* the executor runs the node apart, which reports any error */
+    p.nhwc = conv_layout(io);
     return ptq_k_conv_epilogue_cuda(ctx, impl_of(bk)->dev, &p, fdata(io->in[0]), fdata(io->in[1]), fdata(b),
                                     z ? fdata(z) : NULL, relu, fout(io, 0), done);
 }
@@ -308,6 +322,9 @@ static ptq_status run_global_avgpool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input rank %d; [N, C, ...] expected", x->ndim);
     if (dry)
         return PTQ_OK;
+    if (io->nhwc_in & 1u) /* y [N, C, 1, 1] is the same in either layout */
+        return ptq_k_global_avgpool_nhwc_cuda(ctx, d, x->dims[0], ptq_dims_prod(x->dims, 2, x->ndim), x->dims[1],
+                                              fdata(x), fout(io, 0));
     return ptq_k_global_avgpool_cuda(ctx, d, x->dims[0] * x->dims[1], ptq_dims_prod(x->dims, 2, x->ndim), fdata(x),
                                      fout(io, 0));
 }
@@ -316,8 +333,16 @@ static ptq_status run_pool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
 {
     ptq_pool_params p;
     ptq_status st = ptq_op_pool_params(ctx, io, &p);
-    if (st != PTQ_OK || dry)
+    if (st != PTQ_OK)
         return st;
+    const int nhwc = (io->nhwc_in & 1u) != 0;
+    if (nhwc != ((io->nhwc_out & 1u) != 0) || (nhwc && io->in[0]->ndim != 4))
+        return ptq_op_unsupported(ctx, io, "channels-last pooling takes and gives 2-D [N, H, W, C] tensors");
+    if (dry)
+        return PTQ_OK;
+    if (nhwc)
+        return ptq_k_pool_nhwc_cuda(ctx, d, ptq_op_of(io)->traits->id == PTQ_OP_MAXPOOL, &p, fdata(io->in[0]),
+                                    fout(io, 0));
     if (ptq_op_of(io)->traits->id == PTQ_OP_MAXPOOL)
         return ptq_k_maxpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
     return ptq_k_avgpool_cuda(ctx, d, &p, fdata(io->in[0]), fout(io, 0));
@@ -533,9 +558,38 @@ static node_fn find_fn(const ptq_op_io *io)
     return op ? node_fns[op->traits->id] : NULL;
 }
 
+/* Channels-last tensors go only to the ops that take them (runtime/layout.c's
+ * list): a same-shape Add or an elementwise activation reads and writes
+ * them as it would [N, C, H, W] ones. */
+static int takes_layout(const ptq_op_io *io)
+{
+    if (!io->nhwc_in && !io->nhwc_out)
+        return 1;
+    const ptq_op_def *op = ptq_op_of(io);
+    switch (op ? op->traits->id : PTQ_OP_COUNT) {
+    case PTQ_OP_CONV:
+    case PTQ_OP_MAXPOOL:
+    case PTQ_OP_AVERAGEPOOL:
+    case PTQ_OP_GLOBALAVERAGEPOOL: return 1;
+    case PTQ_OP_RELU:
+    case PTQ_OP_CLIP:
+    case PTQ_OP_LEAKYRELU:
+    case PTQ_OP_SIGMOID:
+    case PTQ_OP_HARDSIGMOID:
+    case PTQ_OP_HARDSWISH:
+    case PTQ_OP_TANH: return io->nhwc_in == 1u && io->nhwc_out == 1u;
+    case PTQ_OP_ADD:
+        return io->nhwc_in == 3u && io->nhwc_out == 1u && io->in[0]->ndim == io->in[1]->ndim &&
+               memcmp(io->in[0]->dims, io->in[1]->dims, (size_t)io->in[0]->ndim * sizeof io->in[0]->dims[0]) == 0;
+    default: return 0;
+    }
+}
+
 static int cuda_supports(ptq_backend *b, const ptq_op_io *io)
 {
     node_fn fn = find_fn(io);
+    if (!takes_layout(io))
+        return 0;
     ptq_ctx scratch; /* a declined node is not an error: the CPU takes it */
     ptq_ctx_init(&scratch);
     return fn && fn(&scratch, impl_of(b)->dev, io, 1) == PTQ_OK;
@@ -546,6 +600,8 @@ static ptq_status cuda_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
     node_fn fn = find_fn(io);
     if (!fn)
         return ptq_op_unsupported(ctx, io, "the CUDA backend does not run this op");
+    if (!takes_layout(io))
+        return ptq_op_unsupported(ctx, io, "this op does not take channels-last tensors");
     return fn(ctx, impl_of(b)->dev, io, 0);
 }
 
@@ -556,6 +612,11 @@ static void cuda_destroy(ptq_backend *b)
     cuda_backend *cb = impl_of(b);
     ptq_cuda_dev_free(cb->dev);
     free(cb);
+}
+
+int ptq_backend_cuda_has_cudnn(ptq_backend *b)
+{
+    return ptq_cuda_dev_note(impl_of(b)->dev)[0] == 0;
 }
 
 void ptq_backend_cuda_set_math(ptq_backend *b, int math)

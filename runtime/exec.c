@@ -23,6 +23,7 @@
 #include "ptq/dataset.h"
 #include "ptq/runtime.h"
 #include "runtime/backend.h"
+#include "runtime/layout.h"
 
 enum { MEM_HOST = 0, MEM_DEV = 1, N_MEM = 2 };
 #define ARENA_ALIGN ((size_t)256)
@@ -122,6 +123,8 @@ struct ptq_exec {
     int64_t n_epilogue;       /* chains run so */
     int64_t n_observed_chain; /* chains run by run_observed_chain */
     ptq_op_frame frame;       /* run_node's views, grown to the largest node */
+    unsigned char *nhwc;      /* [g->n_values] 1: stored channels last on the device (plan_layout) */
+    int64_t n_nhwc;
     char device_name[160];
 };
 
@@ -354,6 +357,9 @@ static ptq_status slot_ensure(ptq_ctx *ctx, ptq_exec *e, slot *s, int m)
 {
     if (s->ptr[m])
         return PTQ_OK;
+    if (m == MEM_HOST && e->nhwc && e->nhwc[s - e->slots]) /* plan_layout keeps these off the host */
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "'%s' is stored channels last on the GPU and cannot be read on the host; "
+                        "PTQ_NHWC=0 keeps every tensor [N, C, H, W]", e->g->values[s - e->slots].name);
     size_t n_bytes = ptq_tensor_bytes(&s->meta);
     PTQ_TRY_RET(slot_alloc(ctx, e, s, m));
     if (m == MEM_HOST)
@@ -393,6 +399,7 @@ ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g)
 }
 
 static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e);
+static ptq_status plan_layout(ptq_ctx *ctx, ptq_exec *e);
 
 ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_params *p, ptq_exec **out)
 {
@@ -463,6 +470,7 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     for (int i = 0; i < g->n_outputs; i++)
         e->slots[g->outputs[i]].death = g->n_nodes + 1;
     PTQ_TRY(st, find_epilogues(ctx, e), fail);
+    PTQ_TRY(st, plan_layout(ctx, e), fail);
     if (p->tap)
         PTQ_TRY(st, ptq_exec_add_tap(ctx, e, p->tap, p->tap_user), fail);
     *out = e;
@@ -531,6 +539,36 @@ static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
     }
     free(consumer);
     return PTQ_OK;
+}
+
+/* Which activations run channels last (runtime/layout.h): on a GPU whose
+ * convolutions run through cuDNN in TF32, where its tensor-core kernels
+ * take that layout (PTQ_NHWC=0: none; PTQ_NHWC=1: in FP32 too). */
+static ptq_status plan_layout(ptq_ctx *ctx, ptq_exec *e)
+{
+    const char *env = getenv("PTQ_NHWC");
+    const int asked = env && strcmp(env, "1") == 0, off = env && strcmp(env, "0") == 0;
+    if (!e->dev || off || !(asked || e->p.math == PTQ_MATH_TF32) || !ptq_backend_cuda_has_cudnn(e->dev))
+        return PTQ_OK;
+    e->nhwc = calloc((size_t)e->g->n_values + 1, 1);
+    if (!e->nhwc)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
+    e->n_nhwc = ptq_layout_nhwc(e->g, e->ops, e->nhwc);
+    return PTQ_OK;
+}
+
+/* io's channels-last masks from the layout plan. */
+static void set_layouts(const ptq_exec *e, ptq_op_io *io)
+{
+    io->nhwc_in = io->nhwc_out = 0;
+    if (!e->nhwc)
+        return;
+    for (int i = 0; i < io->n_in && i < 32; i++)
+        if (io->node->inputs[i] >= 0 && e->nhwc[io->node->inputs[i]])
+            io->nhwc_in |= 1u << i;
+    for (int i = 0; i < io->n_out && i < 32; i++)
+        if (io->node->outputs[i] >= 0 && e->nhwc[io->node->outputs[i]])
+            io->nhwc_out |= 1u << i;
 }
 
 static ptq_status apply_round(ptq_ctx *ctx, ptq_exec *e, int v, ptq_tensor *t)
@@ -675,9 +713,15 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     }
     /* infer writes into outs even for omitted outputs */
     PTQ_TRY(st, op->infer(ctx, &io), done);
+    set_layouts(e, &io);
 
     if (e->dev && e->dev->supports(e->dev, &io))
         b = e->dev;
+    if (b == e->host && (io.nhwc_in || io.nhwc_out)) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s' (%s) reads or writes a channels-last tensor but the GPU "
+                      "declined it; PTQ_NHWC=0 keeps every tensor [N, C, H, W]", n->name, n->op_type);
+        goto done;
+    }
     if (e->dev && b == e->host)
         e->n_fallback++;
     m = mem_index(b->mem);
@@ -880,6 +924,7 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
         io.in[i] = &in[i];
     }
     PTQ_TRY_RET(io.op->infer(ctx, &io));
+    set_layouts(e, &io);
     if (!e->dev->supports(e->dev, &io) || out.dtype != PTQ_DT_FLOAT)
         return PTQ_OK;
     if (z >= 0) {
@@ -1367,6 +1412,11 @@ int64_t ptq_exec_n_epilogues(const ptq_exec *e)
     return e->n_epilogue;
 }
 
+int64_t ptq_exec_n_channels_last(const ptq_exec *e)
+{
+    return e->n_nhwc;
+}
+
 int64_t ptq_exec_n_observed_chains(const ptq_exec *e)
 {
     return e->n_observed_chain;
@@ -1463,6 +1513,7 @@ void ptq_exec_free(ptq_exec *e)
     free(e->epi_relu);
     free(e->epi_z);
     free(e->ran_early);
+    free(e->nhwc);
     ptq_op_frame_free(&e->frame);
     free(e->ops);
     free(e);

@@ -27,6 +27,10 @@ typedef struct ptq_op_io {
     const ptq_tensor **in; /* [n_in] */
     ptq_tensor **out;      /* [n_out]; infer sets dtype/ndim/dims; the executor then allocates data */
     const ptq_op_def *op;  /* node's entry from ptq_op_resolve; NULL: found by its domain and op_type */
+    /* bit i: input / output i is stored channels last ([N, H, W, C] in
+     * memory, its dims still [N, C, H, W]): only on a device, only where
+     * the executor's layout plan put it (runtime/layout.c) */
+    unsigned nhwc_in, nhwc_out;
 } ptq_op_io;
 
 /* Room for one invocation's views, grown to the largest node seen and

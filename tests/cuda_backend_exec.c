@@ -101,8 +101,8 @@ static void run_case(node_case *c)
     ptq_tensor h_out[4], d_in[6], d_out[4];
     const ptq_tensor *h_in_ptr[6] = {0}, *d_in_ptr[6] = {0};
     ptq_tensor *h_out_ptr[4] = {0}, *d_out_ptr[4] = {0};
-    ptq_op_io hio = {&o.g, &o.n, c->n_in, c->n_out, h_in_ptr, h_out_ptr, op};
-    ptq_op_io dio = {&o.g, &o.n, c->n_in, c->n_out, d_in_ptr, d_out_ptr, op};
+    ptq_op_io hio = {&o.g, &o.n, c->n_in, c->n_out, h_in_ptr, h_out_ptr, op, 0, 0};
+    ptq_op_io dio = {&o.g, &o.n, c->n_in, c->n_out, d_in_ptr, d_out_ptr, op, 0, 0};
     memset(h_out, 0, sizeof h_out);
     if (!op) {
         CHECK_MSG(0, "%s: op %s not in the op table", c->label, c->op_type);
@@ -194,7 +194,7 @@ static void expect_declined(node_case *c)
     ptq_tensor h_out[4];
     const ptq_tensor *in_ptr[6] = {0};
     ptq_tensor *out_ptr[4] = {0};
-    ptq_op_io io = {&o.g, &o.n, c->n_in, c->n_out, in_ptr, out_ptr, op};
+    ptq_op_io io = {&o.g, &o.n, c->n_in, c->n_out, in_ptr, out_ptr, op, 0, 0};
     memset(h_out, 0, sizeof h_out);
     for (int i = 0; i < c->n_in; i++)
         io.in[i] = c->in[i].data ? &c->in[i] : NULL;

@@ -457,6 +457,43 @@ static void test_global_avgpool(void)
     report(&k);
 }
 
+/* [n, c, hw] -> [n, hw, c] */
+static void to_nhwc(const float *x, int64_t n, int64_t c, int64_t hw, float *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t s = 0; s < hw; s++)
+                out[(i * hw + s) * c + ch] = x[(i * c + ch) * hw + s];
+}
+
+/* The channels-last global average pool gives the [N, C, H, W] kernel's bits. */
+static void test_global_avgpool_nhwc(void)
+{
+    kstat k = {"global_avgpool nhwc (bits of nchw)", 0.0f, 0.0f, 0, 0, 0, 0};
+    const int64_t cases[][3] = {{1, 1, 1}, {2, 49, 3}, {4, 49, 2048}, {1, 100003, 3}, {3, 33, 1000}, {128, 1, 7}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t n = cases[c][0], hw = cases[c][1], ch = cases[c][2];
+        float *x = host_uniform(n * ch * hw, -2.0f, 3.0f), *xt = host_alloc(n * ch * hw), *want = host_alloc(n * ch);
+        to_nhwc(x, n, ch, hw, xt);
+        float *dx = dev_floats(x, n * ch * hw), *dxt = dev_floats(xt, n * ch * hw), *dy = dev_floats(NULL, n * ch);
+        char what[96];
+        snprintf(what, sizeof what, "n %lld hw %lld c %lld", (long long)n, (long long)hw, (long long)ch);
+        ptq_status st = ptq_k_global_avgpool_cuda(&ctx, dev, n * ch, hw, dx, dy);
+        if (st == PTQ_OK)
+            st = ptq_cuda_download(&ctx, dev, want, dy, (size_t)(n * ch) * sizeof(float));
+        if (st == PTQ_OK)
+            st = ptq_k_global_avgpool_nhwc_cuda(&ctx, dev, n, hw, ch, dxt, dy);
+        check_case(&k, st, dy, want, n * ch, what);
+        ptq_cuda_release(dev, dx);
+        ptq_cuda_release(dev, dxt);
+        ptq_cuda_release(dev, dy);
+        free(x);
+        free(xt);
+        free(want);
+    }
+    report(&k);
+}
+
 typedef struct pool_case {
     int64_t n, c;
     int64_t in[3], k[3], stride[3], dil[3], pad_lo[3], pad_hi[3];
@@ -480,6 +517,7 @@ static void test_pools(void)
 {
     kstat km = {"maxpool", 0.0f, 0.0f, 0, 0, 0, 0};         /* a max is one of the inputs: exact */
     kstat ka = {"avgpool", 1e-6f, 1e-7f, 0, 0, 0, 0};       /* sums in double */
+    kstat kn = {"max/avgpool nhwc (bits of nchw)", 0.0f, 0.0f, 0, 0, 0, 0};
     for (size_t c = 0; c < sizeof pool_cases / sizeof pool_cases[0]; c++) {
         const pool_case *pc = &pool_cases[c];
         ptq_pool_params p;
@@ -519,6 +557,22 @@ static void test_pools(void)
                 ptq_k_avgpool_ref(&p, x, y);
                 check_case(&ka, ptq_k_avgpool_cuda(&ctx, dev, &p, dx, dy), dy, y, n_y, what);
             }
+            if (p.in[0] == 1 && p.k[0] == 1 && p.pad_lo[0] == 0 && p.pad_hi[0] == 0 && p.n * p.c <= 4096) {
+                /* channels last: the bits of the [N, C, H, W] kernel, transposed */
+                const int64_t hw_in = p.in[1] * p.in[2], hw_out = p.out[1] * p.out[2];
+                float *got = host_alloc(n_y), *want = host_alloc(n_y), *xt = host_alloc(n_x);
+                ptq_status st = ptq_cuda_download(&ctx, dev, got, dy, (size_t)n_y * sizeof(float));
+                to_nhwc(got, p.n, p.c, hw_out, want);
+                to_nhwc(variant == 0 ? xm : x, p.n, p.c, hw_in, xt);
+                float *dxt = dev_floats(xt, n_x);
+                if (st == PTQ_OK)
+                    st = ptq_k_pool_nhwc_cuda(&ctx, dev, variant == 0, &p, dxt, dy);
+                check_case(&kn, st, dy, want, n_y, what);
+                ptq_cuda_release(dev, dxt);
+                free(got);
+                free(want);
+                free(xt);
+            }
             ptq_cuda_release(dev, dy);
         }
         ptq_cuda_release(dev, dx);
@@ -527,6 +581,7 @@ static void test_pools(void)
         free(xm);
         free(y);
     }
+    report(&kn);
     report(&km);
     report(&ka);
 }
@@ -703,6 +758,7 @@ int main(void)
     test_expand();
     test_unary();
     test_global_avgpool();
+    test_global_avgpool_nhwc();
     test_pools();
     test_batchnorm();
     test_softmax();

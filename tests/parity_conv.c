@@ -186,7 +186,7 @@ int main(void)
         for (int i = 0; i < 18; i++)
             w[i] = 1.0f;
         /* a 3x3 kernel over [1, 1, 5, 5] with pad 1 (ONNX basic_conv_with_padding) */
-        ptq_conv_params p = {1, 1, 1, 1, {1, 5, 5}, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
+        ptq_conv_params p = {1, 1, 1, 1, {1, 5, 5}, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0};
         ptq_k_conv_ref(&p, x, w, NULL, y_ref);
         ptq_k_conv_cpu(&p, x, w, NULL, y_cpu);
         CHECK(y_ref[0] == 12.0f && y_ref[12] == 108.0f && y_ref[24] == 84.0f);
@@ -194,7 +194,7 @@ int main(void)
         /* ONNX's test_convtranspose: x 0..8 as [1, 1, 3, 3] into 2 channels of 3x3 kernels, no pads */
         static const float want[25] = {0,  1,  3,  3,  2,  3,  8,  15, 12, 7,  9,  21, 36,
                                        27, 15, 9,  20, 33, 24, 13, 6,  13, 21, 15, 8};
-        ptq_conv_params t = {1, 1, 2, 1, {1, 3, 3}, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}};
+        ptq_conv_params t = {1, 1, 2, 1, {1, 3, 3}, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 0};
         ptq_k_conv_transpose_ref(&t, x, w, NULL, y_ref);
         ptq_k_conv_transpose_cpu(&t, x, w, NULL, y_cpu);
         test_close("test_convtranspose channel 0 (ref)", y_ref, want, 25, 0, 0);

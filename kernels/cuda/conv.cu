@@ -230,6 +230,12 @@ extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_c
     PTQ_TRY_RET(ptq_conv_cudnn(ctx, d, p, x, w, b, NULL, 0, y, &done));
     if (done)
         return PTQ_OK;
+    if (p->nhwc) /* the paths below read and write [n, c, spatial...] */
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                        "conv %lld -> %lld channels: cuDNN did not take it with channels-last tensors (%s); "
+                        "PTQ_NHWC=0 keeps every tensor [N, C, H, W]",
+                        (long long)p->c_in, (long long)p->c_out,
+                        ptq_cuda_dev_note(d)[0] ? ptq_cuda_dev_note(d) : "declined");
     const int64_t cg = p->c_in / p->group;
     if (cg == 1) {
         conv_direct_kernel<<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, w, b, y);

@@ -153,6 +153,13 @@ ptq_status ptq_k_global_avgpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n_ro
 /* x: [n, c, in0, in1, in2]; y: [n, c, out0, out1, out2]. */
 ptq_status ptq_k_maxpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_pool_params *p, const float *x, float *y);
 ptq_status ptq_k_avgpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_pool_params *p, const float *x, float *y);
+/* Channels-last forms (the executor's NHWC tensors under TF32): x [n, hw, c]
+ * -> y [n, c]; and a 2-D MaxPool (max) or AveragePool, x [n, in1, in2, c] ->
+ * y [n, out1, out2, c]. Each output has the bits of its NCHW form above. */
+ptq_status ptq_k_global_avgpool_nhwc_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, int64_t hw, int64_t c,
+                                          const float *x, float *y);
+ptq_status ptq_k_pool_nhwc_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int max, const ptq_pool_params *p, const float *x,
+                                float *y);
 
 /* x, y: [n, c, spatial]; scale, bias, mean, var: [c]. */
 ptq_status ptq_k_batchnorm_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, int64_t c, int64_t spatial, const float *x,

@@ -368,13 +368,22 @@ static int allowed(cudnnConvolutionFwdAlgo_t a)
            (a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD && !(w && strcmp(w, "0") == 0));
 }
 
-/* Packed NC(spatial) dims and strides of [n, c, sp[first..2]]. */
-static void packed(int nd, int64_t n, int64_t c, const int64_t *sp, int *dims, int *strides)
+/* Packed dims and strides of [n, c, sp[first..2]]: NC(spatial) order in
+ * memory, or channels last (N(spatial)C) when nhwc. */
+static void packed(int nd, int64_t n, int64_t c, const int64_t *sp, int nhwc, int *dims, int *strides)
 {
     dims[0] = (int)n;
     dims[1] = (int)c;
     for (int i = 2; i < nd; i++)
         dims[i] = (int)sp[3 - (nd - i)];
+    if (nhwc) {
+        strides[1] = 1;
+        strides[nd - 1] = dims[1];
+        for (int i = nd - 2; i >= 2; i--)
+            strides[i] = strides[i + 1] * dims[i + 1];
+        strides[0] = strides[2] * dims[2];
+        return;
+    }
     strides[nd - 1] = 1;
     for (int i = nd - 2; i >= 0; i--)
         strides[i] = strides[i + 1] * dims[i + 1];
@@ -427,8 +436,8 @@ static ptq_status io_descs(ptq_ctx *ctx, ptq_cudnn *f, const ptq_conv_params *p,
     *taken = 0;
     const int nd = n_dims(p);
     int xd[5], xs[5], yd[5], ys[5], got[5];
-    packed(nd, n, p->c_in, p->in, xd, xs);
-    packed(nd, n, p->c_out, p->out, yd, ys);
+    packed(nd, n, p->c_in, p->in, (p->nhwc & PTQ_NHWC_X) != 0, xd, xs);
+    packed(nd, n, p->c_out, p->out, (p->nhwc & PTQ_NHWC_Y) != 0, yd, ys);
     PLAN_CALL(f->create_tensor(x_desc));
     PLAN_CALL(f->create_tensor(y_desc));
     PLAN_CALL(f->set_tensor(*x_desc, CUDNN_DATA_FLOAT, nd, xd, xs));

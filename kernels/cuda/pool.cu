@@ -1,7 +1,9 @@
 /* Pooling on the GPU, mirroring kernels/ref: GlobalAveragePool (one warp per
  * row, summed in double like the ref), MaxPool and AveragePool (one thread
  * per output element walking its window; 2-D windows with 32-bit indices,
- * 3x3 MaxPool with its taps unrolled).
+ * 3x3 MaxPool with its taps unrolled); channels-last forms of the global
+ * and 2-D pools for the executor's [N, H, W, C] tensors, each output with
+ * the bits of its [N, C, H, W] form.
  * Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
 #include <math.h>
@@ -38,6 +40,44 @@ extern "C" ptq_status ptq_k_global_avgpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, i
         blocks = 65536;
     global_avgpool_kernel<<<(unsigned)blocks, GAP_WARPS * 32, 0, d->stream>>>(n_rows, n_cols, x, y);
     PTQ_CUDA_LAUNCHED(ctx, "global_avgpool_kernel");
+    return PTQ_OK;
+}
+
+/* global_avgpool_kernel on channels-last x [n, hw, c] -> y [n, c]: block
+ * (c0 / 32, image) has thread (j, t) sum channel c0 + j over positions t,
+ * t + 32, ... in double, then folds the 32 partial sums in the order of
+ * global_avgpool_kernel's shuffles, so each mean has its bits. */
+static __global__ void global_avgpool_nhwc_kernel(int64_t hw, int64_t c, const float *x, float *y)
+{
+    __shared__ double part[32][33];
+    const int j = threadIdx.x, t = threadIdx.y;
+    const int64_t ch = (int64_t)blockIdx.x * 32 + j, img = blockIdx.y;
+    double sum = 0.0;
+    if (ch < c)
+        for (int64_t s = t; s < hw; s += 32)
+            sum += (double)x[(img * hw + s) * c + ch];
+    part[t][j] = sum;
+    __syncthreads();
+    for (int offset = 16; offset > 0; offset /= 2) {
+        if (t < offset)
+            part[t][j] += part[t + offset][j];
+        __syncthreads();
+    }
+    if (t == 0 && ch < c)
+        y[img * c + ch] = hw ? (float)(part[0][j] / (double)hw) : 0.0f;
+}
+
+extern "C" ptq_status ptq_k_global_avgpool_nhwc_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, int64_t hw, int64_t c,
+                                                     const float *x, float *y)
+{
+    if (n <= 0 || c <= 0)
+        return PTQ_OK;
+    if (n > 65535 || (c + 31) / 32 > INT_MAX)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "global average pool: %lld images a launch, at most 65535",
+                        (long long)n);
+    global_avgpool_nhwc_kernel<<<dim3((unsigned)((c + 31) / 32), (unsigned)n), dim3(32, 32), 0, d->stream>>>(hw, c, x,
+                                                                                                           y);
+    PTQ_CUDA_LAUNCHED(ctx, "global_avgpool_nhwc_kernel");
     return PTQ_OK;
 }
 
@@ -231,4 +271,67 @@ extern "C" ptq_status ptq_k_avgpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const pt
                                          float *y)
 {
     return launch<false>(ctx, d, p, x, y);
+}
+
+/* pool2d_kernel on channels-last x [n, in1, in2, c] -> y [n, out1, out2, c]
+ * (threads along c): the same taps in the same order, so each output has
+ * pool2d_kernel's bits. */
+template <bool MAX>
+static __global__ void pool2d_nhwc_kernel(ptq_pool_params p, const float *x, float *y)
+{
+    const int64_t c = p.c, ih = p.in[1], iw = p.in[2], oh = p.out[1], ow = p.out[2];
+    const int64_t total = p.n * oh * ow * c;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = i % c, pos = i / c;
+        const int64_t o2 = pos % ow, o1 = (pos / ow) % oh, img = pos / (ow * oh);
+        const int64_t s1 = o1 * p.stride[1] - p.pad_lo[1], s2 = o2 * p.stride[2] - p.pad_lo[2];
+        const float *xs = x + img * ih * iw * c + ch;
+        float best = -INFINITY;
+        double sum = 0.0;
+        int64_t n_in = 0, n_padded = 0;
+        for (int64_t q1 = 0; q1 < p.k[1]; q1++) {
+            const int64_t i1 = s1 + q1 * p.dil[1];
+            if (i1 < -p.pad_lo[1] || i1 >= ih + p.pad_hi[1])
+                continue;
+            for (int64_t q2 = 0; q2 < p.k[2]; q2++) {
+                const int64_t i2 = s2 + q2 * p.dil[2];
+                if (i2 < -p.pad_lo[2] || i2 >= iw + p.pad_hi[2])
+                    continue;
+                n_padded++;
+                if (i1 < 0 || i1 >= ih || i2 < 0 || i2 >= iw)
+                    continue;
+                const float v = xs[(i1 * iw + i2) * c];
+                n_in++;
+                if (MAX) {
+                    if (v > best || isnan(v))
+                        best = v;
+                } else {
+                    sum += (double)v;
+                }
+            }
+        }
+        if (MAX) {
+            y[i] = best;
+        } else {
+            const int64_t divisor = p.count_include_pad ? n_padded : n_in;
+            y[i] = divisor ? (float)(sum / (double)divisor) : 0.0f;
+        }
+    }
+}
+
+extern "C" ptq_status ptq_k_pool_nhwc_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int max, const ptq_pool_params *p,
+                                           const float *x, float *y)
+{
+    if (p->in[0] != 1 || p->out[0] != 1 || p->k[0] != 1 || p->pad_lo[0] != 0 || p->pad_hi[0] != 0)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "channels-last pooling takes 2-D windows only");
+    const int64_t total = p->n * p->c * p->out[1] * p->out[2];
+    if (total <= 0)
+        return PTQ_OK;
+    if (max)
+        pool2d_nhwc_kernel<true><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, y);
+    else
+        pool2d_nhwc_kernel<false><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, y);
+    PTQ_CUDA_LAUNCHED(ctx, max ? "pool2d_nhwc_kernel<max>" : "pool2d_nhwc_kernel<avg>");
+    return PTQ_OK;
 }
