@@ -6,9 +6,10 @@ eval rate of each. Also calibration with PTQ_EPILOGUE=0, where each Conv,
 Add and Relu runs and is observed apart instead of one pass per chain
 (runtime/exec.c's run_observed_chain): its archive must be the same bytes
 (its eval logits, from Add and Relu outside cuDNN's epilogue, are shown,
-not required). The model and images are bench/resnet50_gpu.py's.
+not required). The model and images are bench/resnet50_gpu.py's. --math
+tf32 does all of it under TF32 (where the activations run channels last).
 Runs on the GPU machine:
-    python3 bench/cudnn_tune_identity.py --ptq bundle/bin/ptq --out $OUT/tune.md [--images 768]
+    python3 bench/cudnn_tune_identity.py --ptq bundle/bin/ptq --out $OUT/tune.md [--images 768] [--math tf32]
 """
 import argparse
 import datetime
@@ -41,11 +42,12 @@ def main():
     ap.add_argument("--ptq", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--images", type=int, default=768)
+    ap.add_argument("--math", default="fp32", choices=("fp32", "tf32"))
     a = ap.parse_args()
     onnx_path, h5_path = model_and_images("ptq-tune-", a.images)
     tmp = os.path.dirname(onnx_path)
     common = ["--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
-              "--device", "cuda"]
+              "--device", "cuda", "--math", a.math]
     rows, same = [], []
     out = {}
     for tune, batch, chains in ((True, 256, True), (False, 100, True), (True, 100, True), (False, 256, True),
@@ -69,11 +71,11 @@ def main():
             ("identical" if l_same else "differ (not required: Add and Relu outside cuDNN's epilogue)")
         same.append(f"- {tag}: archive {'identical' if a_same else 'DIFFERS'}, logits {l_word} (against untuned-b100)")
     lines = [
-        "# cuDNN tuning and chain observation on ResNet-50: the same bits, and the rates",
+        f"# cuDNN tuning and chain observation on ResNet-50 ({a.math}): the same bits, and the rates",
         "",
         f"- ptq commit: {commit()}",
         f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- command: `python3 bench/cudnn_tune_identity.py --ptq {a.ptq} --out {a.out} --images {a.images}`",
+        f"- command: `python3 bench/cudnn_tune_identity.py --ptq {a.ptq} --out {a.out} --images {a.images} --math {a.math}`",
         f"- model and data: bench/resnet50_gpu.py's (torchvision resnet50, random weights, BatchNorm folded, "
         f"opset 17; {a.images} random uint8 224x224x3 images)",
         "",

@@ -225,6 +225,8 @@ stage_tune() {
     echo "== cuDNN tuning: ResNet-50 archive and logits with and without it"
     python3 bench/cudnn_tune_identity.py --ptq "$ptq" --out "$out/tune.md" 2>&1 | tee "$out/tune.log" |
         grep -E "^\| |^- |Error|error|exited"
+    python3 bench/cudnn_tune_identity.py --ptq "$ptq" --out "$out/tune-tf32.md" --math tf32 2>&1 |
+        tee "$out/tune-tf32.log" | grep -E "^\| |^- |Error|error|exited"
 }
 
 # one zoo model's FP32 logits under several environments (bench/zoo_diag.py; ZOO_DIAG_ARGS: its arguments)
