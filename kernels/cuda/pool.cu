@@ -320,6 +320,62 @@ static __global__ void pool2d_nhwc_kernel(ptq_pool_params p, const float *x, flo
     }
 }
 
+/* pool2d_nhwc_kernel for 4 channels a thread (c a multiple of 4, 16-byte
+ * aligned tensors) with 32-bit indices (every element index below 2^31):
+ * each channel's taps in the same order, so the same bits. */
+template <bool MAX>
+static __global__ void pool2d_nhwc4_kernel(ptq_pool_params p, const float4 *x, float4 *y)
+{
+    const int c4 = (int)(p.c / 4), ih = (int)p.in[1], iw = (int)p.in[2], oh = (int)p.out[1], ow = (int)p.out[2];
+    const int kh = (int)p.k[1], kw = (int)p.k[2], sh = (int)p.stride[1], sw = (int)p.stride[2];
+    const int dh = (int)p.dil[1], dw = (int)p.dil[2], plh = (int)p.pad_lo[1], plw = (int)p.pad_lo[2];
+    const int phh = (int)p.pad_hi[1], phw = (int)p.pad_hi[2];
+    const int total = (int)p.n * oh * ow * c4;
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < total; i += (int)(gridDim.x * blockDim.x)) {
+        const int ch = i % c4, pos = i / c4;
+        const int o2 = pos % ow, o1 = (pos / ow) % oh, img = pos / (ow * oh);
+        const int s1 = o1 * sh - plh, s2 = o2 * sw - plw;
+        const float4 *xs = x + img * ih * iw * c4 + ch;
+        float4 best = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+        double sum[4] = {0.0, 0.0, 0.0, 0.0};
+        int n_in = 0, n_padded = 0;
+        for (int q1 = 0; q1 < kh; q1++) {
+            const int i1 = s1 + q1 * dh;
+            if (i1 < -plh || i1 >= ih + phh)
+                continue;
+            for (int q2 = 0; q2 < kw; q2++) {
+                const int i2 = s2 + q2 * dw;
+                if (i2 < -plw || i2 >= iw + phw)
+                    continue;
+                n_padded++;
+                if (i1 < 0 || i1 >= ih || i2 < 0 || i2 >= iw)
+                    continue;
+                const float4 v = __ldg(&xs[(i1 * iw + i2) * c4]);
+                n_in++;
+                if (MAX) {
+                    best.x = v.x > best.x || isnan(v.x) ? v.x : best.x;
+                    best.y = v.y > best.y || isnan(v.y) ? v.y : best.y;
+                    best.z = v.z > best.z || isnan(v.z) ? v.z : best.z;
+                    best.w = v.w > best.w || isnan(v.w) ? v.w : best.w;
+                } else {
+                    sum[0] += (double)v.x;
+                    sum[1] += (double)v.y;
+                    sum[2] += (double)v.z;
+                    sum[3] += (double)v.w;
+                }
+            }
+        }
+        if (MAX) {
+            y[i] = best;
+        } else {
+            const int divisor = p.count_include_pad ? n_padded : n_in;
+            y[i] = divisor ? make_float4((float)(sum[0] / (double)divisor), (float)(sum[1] / (double)divisor),
+                                         (float)(sum[2] / (double)divisor), (float)(sum[3] / (double)divisor))
+                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
+}
+
 extern "C" ptq_status ptq_k_pool_nhwc_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int max, const ptq_pool_params *p,
                                            const float *x, float *y)
 {
@@ -328,6 +384,22 @@ extern "C" ptq_status ptq_k_pool_nhwc_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int ma
     const int64_t total = p->n * p->c * p->out[1] * p->out[2];
     if (total <= 0)
         return PTQ_OK;
+    const int64_t n_x = p->n * p->c * p->in[1] * p->in[2];
+    int vec4 = p->c % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0 && n_x < INT_MAX &&
+               total < INT_MAX / 2;
+    for (int s = 1; s < 3; s++) /* every window index and product an int */
+        vec4 = vec4 && p->k[s] < (1 << 14) && p->stride[s] < (1 << 14) && p->dil[s] < (1 << 14) &&
+               p->pad_lo[s] < (1 << 14) && p->pad_hi[s] < (1 << 14) && p->in[s] < (1 << 14) && p->out[s] < (1 << 14);
+    if (vec4) {
+        if (max)
+            pool2d_nhwc4_kernel<true><<<ptq_cuda_blocks(total / 4), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+                *p, (const float4 *)x, (float4 *)y);
+        else
+            pool2d_nhwc4_kernel<false><<<ptq_cuda_blocks(total / 4), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+                *p, (const float4 *)x, (float4 *)y);
+        PTQ_CUDA_LAUNCHED(ctx, max ? "pool2d_nhwc4_kernel<max>" : "pool2d_nhwc4_kernel<avg>");
+        return PTQ_OK;
+    }
     if (max)
         pool2d_nhwc_kernel<true><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, y);
     else
