@@ -135,54 +135,89 @@ static __global__ void pool_kernel(ptq_pool_params p, const float *x, float *y)
     }
 }
 
-/* pool_kernel for 2-D windows (in[0] = out[0] = k[0] = 1, no pad on dim 0)
- * of sizes small enough for 32-bit indices (plane2d_fits): the same taps in
- * the same order, with one 32-bit division an output instead of int64
- * ones. Block row y: planes (n*c) y, y + gridDim.y, ... */
-template <bool MAX>
-static __global__ void pool2d_kernel(ptq_pool_params p, int64_t planes, const float *x, float *y)
+/* A 2-D window (in[0] = out[0] = k[0] = 1, no pad on dim 0) in ints:
+ * plane2d_fits (and ptq_k_pool_nhwc_cuda's size check) said every index
+ * and product fits. */
+struct win2d {
+    int ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, plh, plw, phh, phw, count_include_pad;
+};
+
+static win2d win2d_of(const ptq_pool_params *p)
 {
-    const int ih = (int)p.in[1], iw = (int)p.in[2], oh = (int)p.out[1], ow = (int)p.out[2];
-    const int kh = (int)p.k[1], kw = (int)p.k[2], sh = (int)p.stride[1], sw = (int)p.stride[2];
-    const int dh = (int)p.dil[1], dw = (int)p.dil[2], plh = (int)p.pad_lo[1], plw = (int)p.pad_lo[2];
-    const int phh = (int)p.pad_hi[1], phw = (int)p.pad_hi[2];
-    const int out_sz = oh * ow;
+    win2d w = {(int)p->in[1],     (int)p->in[2],     (int)p->out[1],    (int)p->out[2],    (int)p->k[1],
+               (int)p->k[2],      (int)p->stride[1], (int)p->stride[2], (int)p->dil[1],    (int)p->dil[2],
+               (int)p->pad_lo[1], (int)p->pad_lo[2], (int)p->pad_hi[1], (int)p->pad_hi[2], p->count_include_pad};
+    return w;
+}
+
+/* A MaxPool or AveragePool accumulator over 1 (float) or 4 (float4) channels. */
+static __device__ void acc_init(float *best, double *sum, int lanes)
+{
+    for (int l = 0; l < lanes; l++) {
+        best[l] = -INFINITY;
+        sum[l] = 0.0;
+    }
+}
+
+template <bool MAX>
+static __device__ void acc_take(float *best, double *sum, const float *v, int lanes)
+{
+    for (int l = 0; l < lanes; l++) {
+        if (MAX) {
+            if (v[l] > best[l] || isnan(v[l]))
+                best[l] = v[l];
+        } else {
+            sum[l] += (double)v[l];
+        }
+    }
+}
+
+/* Output (o1, o2) of window w over 1 or 4 channels into out: the taps in
+ * pool_kernel's order, each read by load(i1 * iw + i2, values). */
+template <bool MAX, int LANES, typename Load>
+static __device__ void pool2d_taps(const win2d &w, int o1, int o2, Load load, float *out)
+{
+    const int s1 = o1 * w.sh - w.plh, s2 = o2 * w.sw - w.plw;
+    float best[LANES], v[LANES];
+    double sum[LANES];
+    acc_init(best, sum, LANES);
+    int n_in = 0, n_padded = 0;
+    for (int q1 = 0; q1 < w.kh; q1++) {
+        const int i1 = s1 + q1 * w.dh;
+        if (i1 < -w.plh || i1 >= w.ih + w.phh)
+            continue;
+        for (int q2 = 0; q2 < w.kw; q2++) {
+            const int i2 = s2 + q2 * w.dw;
+            if (i2 < -w.plw || i2 >= w.iw + w.phw)
+                continue;
+            n_padded++;
+            if (i1 < 0 || i1 >= w.ih || i2 < 0 || i2 >= w.iw)
+                continue;
+            load(i1 * w.iw + i2, v);
+            n_in++;
+            acc_take<MAX>(best, sum, v, LANES);
+        }
+    }
+    /* count_include_pad counts taps on the padding, not those past it (ceil_mode) */
+    const int divisor = w.count_include_pad ? n_padded : n_in;
+    for (int l = 0; l < LANES; l++)
+        out[l] = MAX ? best[l] : divisor ? (float)(sum[l] / (double)divisor) : 0.0f;
+}
+
+/* pool_kernel for 2-D windows of sizes small enough for 32-bit indices
+ * (plane2d_fits): the same taps in the same order, with one 32-bit
+ * division an output instead of int64 ones. Block row y: planes (n*c) y,
+ * y + gridDim.y, ... */
+template <bool MAX>
+static __global__ void pool2d_kernel(win2d w, int64_t planes, const float *x, float *y)
+{
+    const int out_sz = w.oh * w.ow;
     for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
-        const float *xs = x + plane * ((int64_t)ih * iw);
+        const float *xs = x + plane * ((int64_t)w.ih * w.iw);
         float *ys = y + plane * out_sz;
         for (int o = (int)(blockIdx.x * blockDim.x + threadIdx.x); o < out_sz; o += (int)(gridDim.x * blockDim.x)) {
-            const int o1 = o / ow, o2 = o - o1 * ow;
-            const int s1 = o1 * sh - plh, s2 = o2 * sw - plw;
-            float best = -INFINITY;
-            double sum = 0.0;
-            int n_in = 0, n_padded = 0;
-            for (int q1 = 0; q1 < kh; q1++) {
-                const int i1 = s1 + q1 * dh;
-                if (i1 < -plh || i1 >= ih + phh)
-                    continue;
-                for (int q2 = 0; q2 < kw; q2++) {
-                    const int i2 = s2 + q2 * dw;
-                    if (i2 < -plw || i2 >= iw + phw)
-                        continue;
-                    n_padded++;
-                    if (i1 < 0 || i1 >= ih || i2 < 0 || i2 >= iw)
-                        continue;
-                    const float v = xs[i1 * iw + i2];
-                    n_in++;
-                    if (MAX) {
-                        if (v > best || isnan(v))
-                            best = v;
-                    } else {
-                        sum += (double)v;
-                    }
-                }
-            }
-            if (MAX) {
-                ys[o] = best;
-            } else {
-                const int divisor = p.count_include_pad ? n_padded : n_in;
-                ys[o] = divisor ? (float)(sum / (double)divisor) : 0.0f;
-            }
+            const int o1 = o / w.ow;
+            pool2d_taps<MAX, 1>(w, o1, o - o1 * w.ow, [&](int at, float *v) { v[0] = xs[at]; }, &ys[o]);
         }
     }
 }
@@ -252,7 +287,7 @@ static ptq_status launch(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_pool_params *p
             PTQ_CUDA_LAUNCHED(ctx, "maxpool3x3_kernel");
             return PTQ_OK;
         }
-        pool2d_kernel<MAX><<<dim3(bx, by), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, planes, x, y);
+        pool2d_kernel<MAX><<<dim3(bx, by), PTQ_CUDA_BLOCK, 0, d->stream>>>(win2d_of(p), planes, x, y);
         PTQ_CUDA_LAUNCHED(ctx, MAX ? "pool2d_kernel<max>" : "pool2d_kernel<avg>");
         return PTQ_OK;
     }
@@ -273,137 +308,56 @@ extern "C" ptq_status ptq_k_avgpool_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const pt
     return launch<false>(ctx, d, p, x, y);
 }
 
-/* pool2d_kernel on channels-last x [n, in1, in2, c] -> y [n, out1, out2, c]
- * (threads along c): the same taps in the same order, so each output has
- * pool2d_kernel's bits. */
-template <bool MAX>
-static __global__ void pool2d_nhwc_kernel(ptq_pool_params p, const float *x, float *y)
+/* pool2d_kernel on channels-last x [n, in1, in2, c] -> y [n, out1, out2, c],
+ * LANES (1 or 4, c a multiple of it) channels a thread along c: each
+ * channel's taps in the same order, so each output has pool2d_kernel's bits. */
+template <bool MAX, int LANES>
+static __global__ void pool2d_nhwc_kernel(win2d w, int n, int c, const float *x, float *y)
 {
-    const int64_t c = p.c, ih = p.in[1], iw = p.in[2], oh = p.out[1], ow = p.out[2];
-    const int64_t total = p.n * oh * ow * c;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t ch = i % c, pos = i / c;
-        const int64_t o2 = pos % ow, o1 = (pos / ow) % oh, img = pos / (ow * oh);
-        const int64_t s1 = o1 * p.stride[1] - p.pad_lo[1], s2 = o2 * p.stride[2] - p.pad_lo[2];
-        const float *xs = x + img * ih * iw * c + ch;
-        float best = -INFINITY;
-        double sum = 0.0;
-        int64_t n_in = 0, n_padded = 0;
-        for (int64_t q1 = 0; q1 < p.k[1]; q1++) {
-            const int64_t i1 = s1 + q1 * p.dil[1];
-            if (i1 < -p.pad_lo[1] || i1 >= ih + p.pad_hi[1])
-                continue;
-            for (int64_t q2 = 0; q2 < p.k[2]; q2++) {
-                const int64_t i2 = s2 + q2 * p.dil[2];
-                if (i2 < -p.pad_lo[2] || i2 >= iw + p.pad_hi[2])
-                    continue;
-                n_padded++;
-                if (i1 < 0 || i1 >= ih || i2 < 0 || i2 >= iw)
-                    continue;
-                const float v = xs[(i1 * iw + i2) * c];
-                n_in++;
-                if (MAX) {
-                    if (v > best || isnan(v))
-                        best = v;
-                } else {
-                    sum += (double)v;
-                }
-            }
-        }
-        if (MAX) {
-            y[i] = best;
-        } else {
-            const int64_t divisor = p.count_include_pad ? n_padded : n_in;
-            y[i] = divisor ? (float)(sum / (double)divisor) : 0.0f;
-        }
+    const int cl = c / LANES, total = n * w.oh * w.ow * cl;
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < total; i += (int)(gridDim.x * blockDim.x)) {
+        const int ch = i % cl, pos = i / cl;
+        const int o2 = pos % w.ow, o1 = (pos / w.ow) % w.oh, img = pos / (w.ow * w.oh);
+        const float *xs = x + ((int64_t)img * w.ih * w.iw * c + (int64_t)ch * LANES);
+        float out[LANES];
+        if (LANES == 4)
+            pool2d_taps<MAX, LANES>(w, o1, o2, [&](int at, float *v) {
+                const float4 q = __ldg((const float4 *)(xs + (int64_t)at * c));
+                v[0] = q.x;
+                v[1] = q.y;
+                v[2] = q.z;
+                v[3] = q.w;
+            }, out);
+        else
+            pool2d_taps<MAX, LANES>(w, o1, o2, [&](int at, float *v) { v[0] = __ldg(xs + (int64_t)at * c); }, out);
+        for (int l = 0; l < LANES; l++)
+            y[(int64_t)i * LANES + l] = out[l];
     }
 }
 
-/* pool2d_nhwc_kernel for 4 channels a thread (c a multiple of 4, 16-byte
- * aligned tensors) with 32-bit indices (every element index below 2^31):
- * each channel's taps in the same order, so the same bits. */
-template <bool MAX>
-static __global__ void pool2d_nhwc4_kernel(ptq_pool_params p, const float4 *x, float4 *y)
+template <bool MAX, int LANES>
+static ptq_status launch_nhwc(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_pool_params *p, const float *x, float *y)
 {
-    const int c4 = (int)(p.c / 4), ih = (int)p.in[1], iw = (int)p.in[2], oh = (int)p.out[1], ow = (int)p.out[2];
-    const int kh = (int)p.k[1], kw = (int)p.k[2], sh = (int)p.stride[1], sw = (int)p.stride[2];
-    const int dh = (int)p.dil[1], dw = (int)p.dil[2], plh = (int)p.pad_lo[1], plw = (int)p.pad_lo[2];
-    const int phh = (int)p.pad_hi[1], phw = (int)p.pad_hi[2];
-    const int total = (int)p.n * oh * ow * c4;
-    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < total; i += (int)(gridDim.x * blockDim.x)) {
-        const int ch = i % c4, pos = i / c4;
-        const int o2 = pos % ow, o1 = (pos / ow) % oh, img = pos / (ow * oh);
-        const int s1 = o1 * sh - plh, s2 = o2 * sw - plw;
-        const float4 *xs = x + img * ih * iw * c4 + ch;
-        float4 best = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
-        double sum[4] = {0.0, 0.0, 0.0, 0.0};
-        int n_in = 0, n_padded = 0;
-        for (int q1 = 0; q1 < kh; q1++) {
-            const int i1 = s1 + q1 * dh;
-            if (i1 < -plh || i1 >= ih + phh)
-                continue;
-            for (int q2 = 0; q2 < kw; q2++) {
-                const int i2 = s2 + q2 * dw;
-                if (i2 < -plw || i2 >= iw + phw)
-                    continue;
-                n_padded++;
-                if (i1 < 0 || i1 >= ih || i2 < 0 || i2 >= iw)
-                    continue;
-                const float4 v = __ldg(&xs[(i1 * iw + i2) * c4]);
-                n_in++;
-                if (MAX) {
-                    best.x = v.x > best.x || isnan(v.x) ? v.x : best.x;
-                    best.y = v.y > best.y || isnan(v.y) ? v.y : best.y;
-                    best.z = v.z > best.z || isnan(v.z) ? v.z : best.z;
-                    best.w = v.w > best.w || isnan(v.w) ? v.w : best.w;
-                } else {
-                    sum[0] += (double)v.x;
-                    sum[1] += (double)v.y;
-                    sum[2] += (double)v.z;
-                    sum[3] += (double)v.w;
-                }
-            }
-        }
-        if (MAX) {
-            y[i] = best;
-        } else {
-            const int divisor = p.count_include_pad ? n_padded : n_in;
-            y[i] = divisor ? make_float4((float)(sum[0] / (double)divisor), (float)(sum[1] / (double)divisor),
-                                         (float)(sum[2] / (double)divisor), (float)(sum[3] / (double)divisor))
-                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
-    }
+    const int64_t threads = p->n * p->c * p->out[1] * p->out[2] / LANES;
+    pool2d_nhwc_kernel<MAX, LANES><<<ptq_cuda_blocks(threads), PTQ_CUDA_BLOCK, 0, d->stream>>>(win2d_of(p), (int)p->n,
+                                                                                                  (int)p->c, x, y);
+    PTQ_CUDA_LAUNCHED(ctx, "pool2d_nhwc_kernel");
+    return PTQ_OK;
 }
 
 extern "C" ptq_status ptq_k_pool_nhwc_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int max, const ptq_pool_params *p,
                                            const float *x, float *y)
 {
-    if (p->in[0] != 1 || p->out[0] != 1 || p->k[0] != 1 || p->pad_lo[0] != 0 || p->pad_hi[0] != 0)
-        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "channels-last pooling takes 2-D windows only");
     const int64_t total = p->n * p->c * p->out[1] * p->out[2];
     if (total <= 0)
         return PTQ_OK;
-    const int64_t n_x = p->n * p->c * p->in[1] * p->in[2];
-    int vec4 = p->c % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0 && n_x < INT_MAX &&
-               total < INT_MAX / 2;
-    for (int s = 1; s < 3; s++) /* every window index and product an int */
-        vec4 = vec4 && p->k[s] < (1 << 14) && p->stride[s] < (1 << 14) && p->dil[s] < (1 << 14) &&
-               p->pad_lo[s] < (1 << 14) && p->pad_hi[s] < (1 << 14) && p->in[s] < (1 << 14) && p->out[s] < (1 << 14);
-    if (vec4) {
-        if (max)
-            pool2d_nhwc4_kernel<true><<<ptq_cuda_blocks(total / 4), PTQ_CUDA_BLOCK, 0, d->stream>>>(
-                *p, (const float4 *)x, (float4 *)y);
-        else
-            pool2d_nhwc4_kernel<false><<<ptq_cuda_blocks(total / 4), PTQ_CUDA_BLOCK, 0, d->stream>>>(
-                *p, (const float4 *)x, (float4 *)y);
-        PTQ_CUDA_LAUNCHED(ctx, max ? "pool2d_nhwc4_kernel<max>" : "pool2d_nhwc4_kernel<avg>");
-        return PTQ_OK;
-    }
+    if (!plane2d_fits(p) || p->pad_hi[0] != 0 || p->n * p->c * p->in[1] * p->in[2] >= INT_MAX / 2 ||
+        total >= INT_MAX / 2)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                        "channels-last pooling takes 2-D windows of tensors under 2^30 elements; PTQ_NHWC=0 keeps "
+                        "every tensor [N, C, H, W]");
+    const int vec4 = p->c % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)y & 15) == 0;
     if (max)
-        pool2d_nhwc_kernel<true><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, y);
-    else
-        pool2d_nhwc_kernel<false><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, y);
-    PTQ_CUDA_LAUNCHED(ctx, max ? "pool2d_nhwc_kernel<max>" : "pool2d_nhwc_kernel<avg>");
-    return PTQ_OK;
+        return vec4 ? launch_nhwc<true, 4>(ctx, d, p, x, y) : launch_nhwc<true, 1>(ctx, d, p, x, y);
+    return vec4 ? launch_nhwc<false, 4>(ctx, d, p, x, y) : launch_nhwc<false, 1>(ctx, d, p, x, y);
 }
