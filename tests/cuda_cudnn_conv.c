@@ -7,7 +7,9 @@
  * or not; every 8th image scaled to 2^-120, so its sums are subnormal),
  * run twice, with cuDNN and without, and with cuDNN's tuned plans (another
  * algorithm, 256 images a call; PTQ_CUDNN_TUNE=always, so they run whenever
- * a candidate gives the reference's bits) against PTQ_CUDNN_TUNE=0. Exit 77 without a GPU or
+ * a candidate gives the reference's bits) against PTQ_CUDNN_TUNE=0; under TF32,
+ * ResNet-50's layers at 256 images a call give each image the same bits in a
+ * batch of 512 and in batches of 100, in both layouts. Exit 77 without a GPU or
  * without cuDNN (PTQ_CUDNN_DIR names its folder). Run: build/tests/cuda_cudnn_conv */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -262,6 +264,82 @@ static void test_invariance(const char *path, int cudnn)
     }
 }
 
+/* ResNet-50's layers at 256 images a call under TF32: each image's bits the
+ * same in one batch of 512 and in batches of 100 (cudnn.cu's
+ * position_guard leaves the positions that would differ empty), in both
+ * layouts; the same with PTQ_CUDNN_GUARD=0 is shown, not required. */
+static const conv_case tf32_cases[] = {
+    {"1x1 512->2048 7x7", 0, 512, 2048, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"3x3 512->512 7x7", 0, 512, 512, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"1x1 2048->512 7x7", 0, 2048, 512, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"1x1 1024->256 14x14", 0, 1024, 256, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"3x3 256->256 14x14", 0, 256, 256, 1, {1, 14, 14}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    {"1x1 256->1024 14x14", 0, 256, 1024, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"1x1 128->512 28x28", 0, 128, 512, 1, {1, 28, 28}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+};
+
+#define TF32_BATCH 512
+
+/* 1 when every image of the batch of TF32_BATCH in dy_whole (host) comes out the same in batches of 100. */
+static int tf32_split_same(const ptq_conv_params *p, const float *dx, const float *dw, const float *db, float *dy,
+                           const float *whole, float *part)
+{
+    const int64_t xi = x_numel(p), yi = y_numel(p);
+    for (int64_t at = 0; at < TF32_BATCH; at += 100) {
+        ptq_conv_params ps = *p;
+        ps.n = TF32_BATCH - at < 100 ? TF32_BATCH - at : 100;
+        if (ptq_k_conv_cuda(&ctx, dev, &ps, dx + at * xi, dw, db, dy + at * yi) != PTQ_OK)
+            fail_ctx("tf32 split");
+    }
+    if (ptq_cuda_download(&ctx, dev, part, dy, (size_t)(TF32_BATCH * yi) * sizeof(float)) != PTQ_OK)
+        fail_ctx("tf32 download");
+    return memcmp(part, whole, (size_t)(TF32_BATCH * yi) * sizeof(float)) == 0;
+}
+
+static void test_tf32_positions(void)
+{
+    ptq_cuda_dev_set_math(dev, PTQ_CUDA_MATH_TF32);
+    for (size_t c = 0; c < sizeof tf32_cases / sizeof tf32_cases[0]; c++)
+        for (int nhwc = 0; nhwc < 2; nhwc++) {
+            const conv_case *cc = &tf32_cases[c];
+            ptq_conv_params p;
+            params_of(cc, TF32_BATCH, &p);
+            p.nhwc = nhwc ? PTQ_NHWC_X | PTQ_NHWC_Y : 0;
+            const int64_t xi = x_numel(&p), yi = y_numel(&p), n_w = w_numel(&p);
+            float *x = host_floats(TF32_BATCH * xi), *w = host_floats(n_w), *b = host_floats(p.c_out);
+            float *whole = host_floats(TF32_BATCH * yi), *part = host_floats(TF32_BATCH * yi);
+            test_fill_uniform(x, TF32_BATCH * xi, -1.0f, 1.0f);
+            test_fill_uniform(w, n_w, -0.05f, 0.05f);
+            test_fill_uniform(b, p.c_out, -0.5f, 0.5f);
+            float *dx = dev_floats(x, TF32_BATCH * xi), *dw = dev_floats(w, n_w), *db = dev_floats(b, p.c_out);
+            float *dy = dev_floats(NULL, TF32_BATCH * yi);
+            int same[2] = {0, 0};
+            int64_t guards = 0, positional = 0;
+            for (int off = 0; off < 2; off++) { /* 0: PTQ_CUDNN_GUARD=0, 1: the default */
+                if (off == 0)
+                    setenv("PTQ_CUDNN_GUARD", "0", 1);
+                else
+                    unsetenv("PTQ_CUDNN_GUARD");
+                ptq_cuda_dev_drop_conv_plans(dev);
+                if (ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, db, dy) != PTQ_OK ||
+                    ptq_cuda_download(&ctx, dev, whole, dy, (size_t)(TF32_BATCH * yi) * sizeof(float)) != PTQ_OK)
+                    fail_ctx(cc->what);
+                same[off] = tf32_split_same(&p, dx, dw, db, dy, whole, part);
+                if (off == 1)
+                    guards = ptq_cuda_dev_cudnn_guards(dev, &positional);
+            }
+            CHECK_MSG(same[1], "%s %s (tf32): batches of 100 differ from one of %d", cc->what, nhwc ? "NHWC" : "NCHW",
+                      TF32_BATCH);
+            printf("  %-22s %s tf32: batches of 100 %s one of %d (%lld plan guarded, %lld positions differed in its "
+                   "probe; with PTQ_CUDNN_GUARD=0: %s)\n",
+                   cc->what, nhwc ? "NHWC" : "NCHW", same[1] ? "bit-identical to" : "DIFFER from", TF32_BATCH,
+                   (long long)guards, (long long)positional, same[0] ? "identical" : "differ");
+            release_case(dx, dw, db, dy, (float *[]){x, w, b, whole, part, NULL});
+        }
+    ptq_cuda_dev_set_math(dev, PTQ_CUDA_MATH_FP32);
+    ptq_cuda_dev_drop_conv_plans(dev);
+}
+
 int main(void)
 {
     char why[256];
@@ -299,6 +377,8 @@ int main(void)
         unsetenv("PTQ_CUDNN_TUNE");
     free(saved);
     ptq_cuda_dev_drop_conv_plans(dev);
+    printf("TF32 positions:\n");
+    test_tf32_positions();
     ptq_cuda_dev_set_cudnn(dev, 0);
     test_invariance("im2col", 0);
     CHECK_MSG(ptq_cuda_sync(&ctx, dev) == PTQ_OK, "%s", ctx.msg);

@@ -71,7 +71,7 @@ typedef struct ptq_cudnn {
     int64_t n_runs;         /* convolutions cuDNN ran (the tests check it took their shapes) */
     int64_t n_epilogue;     /* of them, with a residual or Relu in the epilogue */
     int64_t n_tuned_runs;   /* of them, with chunks in a tuned configuration (cudnn.cu's tune()) */
-    char last[224];         /* the last one's algorithm, chunk and workspace, for the tests */
+    char last[320];         /* the last one's algorithm, chunk and workspace, for the tests */
     char note[512];         /* why cuDNN is not used, or "" */
 } ptq_cudnn;
 

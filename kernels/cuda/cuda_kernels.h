@@ -40,6 +40,10 @@ int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last);
  * tune(): another algorithm or more images a call, measured to give the
  * reference configuration's bits). */
 int64_t ptq_cuda_dev_cudnn_tuned_runs(const ptq_cuda_dev *d);
+/* cuDNN plans that leave their calls' last positions empty (cudnn.cu's
+ * position_guard, under TF32), and in *positional the positions all plans'
+ * probes saw give an image other bits. */
+int64_t ptq_cuda_dev_cudnn_guards(const ptq_cuda_dev *d, int64_t *positional);
 /* Forgets every cuDNN plan: the next convolution of each shape plans (and
  * tunes, as PTQ_CUDNN_TUNE then says) again. */
 void ptq_cuda_dev_drop_conv_plans(ptq_cuda_dev *d);

@@ -69,6 +69,13 @@ int64_t ptq_cudnn_chunk(const ptq_conv_params *p)
     return 0;
 }
 
+int64_t ptq_cuda_dev_cudnn_guards(const ptq_cuda_dev *d, int64_t *positional)
+{
+    (void)d;
+    *positional = 0;
+    return 0;
+}
+
 #else
 
 /* a chunk aims at this many output positions (images x out0*out1*out2),
@@ -113,6 +120,10 @@ struct ptq_cudnn_plan {
     float ref_ms, fast_ms; /* the probe's time for one call's worth of images (fast.chunk) */
     int n_cand, n_same;    /* the tuning's candidates besides the reference, and how many gave its bits */
     cudnnTensorDescriptor_t big_x_desc, big_y_desc; /* owned: x and y at the tuning's biggest chunk */
+    /* position_guard(): the last guard positions of each call left empty (chunk - guard images a
+     * call, through the padded copies), where the reference gives an image there other bits */
+    int64_t guard;
+    int64_t positional; /* positions position_guard saw differ (0: none, or not measured) */
 };
 
 #define PTQ_STR_(x) #x
@@ -353,6 +364,17 @@ static int64_t chunk_of(const ptq_conv_params *p)
 int64_t ptq_cudnn_chunk(const ptq_conv_params *p)
 {
     return chunk_of(p);
+}
+
+int64_t ptq_cuda_dev_cudnn_guards(const ptq_cuda_dev *d, int64_t *positional)
+{
+    int64_t n = 0;
+    *positional = 0;
+    for (int i = 0; i < d->dnn.n_plans; i++) {
+        n += d->dnn.plans[i].guard > 0;
+        *positional += d->dnn.plans[i].positional;
+    }
+    return n;
 }
 
 /* GEMM-like algorithms only: each output a plain FP32 sum over its taps.
@@ -816,6 +838,166 @@ static ptq_status tune(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, 
     return st;
 }
 
+/* Under TF32 some of cuDNN's kernels give the last images of a call other
+ * bits than the same image elsewhere in the call (on the H200, ResNet-50's
+ * layers at 256 images a call: the last two), so an image's outputs would
+ * depend on the batch it came in. position_guard measures it on a random
+ * probe of one call: the reference configuration (in the forms bias, bias
+ * + Relu, bias + residual + Relu) on m images, and on the same images
+ * rotated, image by image. When every differing position lies in the
+ * call's last g (g at most half of it), and a second probe with images in
+ * the first chunk - g positions only, rotated by one, gives every image its
+ * bits, the runs leave those positions empty (pl->guard = g). Otherwise
+ * pl->guard stays 0; pl->positional keeps how many positions differed.
+ * PTQ_CUDNN_GUARD=0 turns it off. */
+static __global__ void image_diff_kernel(const uint32_t *a, const uint32_t *b, int64_t y_img, int64_t m, int64_t shift,
+                                         unsigned *flag)
+{
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < m * y_img; e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t j = e / y_img, k = e % y_img, pos_b = ((j - shift) % m + m) % m;
+        if (a[e] != b[pos_b * y_img + k])
+            flag[j] = 1u;
+    }
+}
+
+typedef struct guard_probe {
+    int64_t chunk, x_img, y_img;
+    float *x, *z, *xb, *zb, *ya, *yb, *w, *b;
+    void *ws;
+    unsigned *flag; /* [chunk] */
+} guard_probe;
+
+/* Copies images [0, m) of src into dst rotated by shift (dst image q = src
+ * image (q + shift) % m) and zeroes dst's images [m, chunk). */
+static cudaError_t rotate_images(const guard_probe *g, cudaStream_t st, const float *src, float *dst, int64_t img,
+                                 int64_t m, int64_t shift)
+{
+    const size_t b = (size_t)img * sizeof(float);
+    cudaError_t e = cudaMemcpyAsync(dst, src + shift * img, (size_t)(m - shift) * b, cudaMemcpyDeviceToDevice, st);
+    if (e == cudaSuccess && shift > 0)
+        e = cudaMemcpyAsync(dst + (m - shift) * img, src, (size_t)shift * b, cudaMemcpyDeviceToDevice, st);
+    if (e == cudaSuccess && m < g->chunk)
+        e = cudaMemsetAsync(dst + m * img, 0, (size_t)(g->chunk - m) * b, st);
+    return e;
+}
+
+/* flag[j] = 1 for each image j < m whose outputs differ between the images
+ * in place and rotated by shift, in form; *failed when cuDNN or CUDA did. */
+static void probe_positions(ptq_cudnn *f, ptq_cuda_dev *d, const ptq_cudnn_plan *pl, const guard_probe *g,
+                            unsigned form, int64_t m, int64_t shift, unsigned *host_flag, int *failed)
+{
+    const cudnn_cfg ref = ref_cfg(pl);
+    const char *what = NULL;
+    const int z = (form & FORM_Z_RELU) != 0;
+    cudaStream_t st = d->stream;
+    cudaError_t e = rotate_images(g, st, g->x, g->xb, g->x_img, m, 0);
+    if (e == cudaSuccess && z)
+        e = rotate_images(g, st, g->z, g->zb, g->y_img, m, 0);
+    int ok = e == cudaSuccess &&
+             form_call(f, pl, &ref, form, fuses_bias(pl, &ref), g->xb, g->w, g->b, z ? g->zb : NULL, g->ya, g->ws,
+                       &what) == CUDNN_STATUS_SUCCESS;
+    if (ok)
+        ok = rotate_images(g, st, g->x, g->xb, g->x_img, m, shift) == cudaSuccess &&
+             (!z || rotate_images(g, st, g->z, g->zb, g->y_img, m, shift) == cudaSuccess);
+    ok = ok && form_call(f, pl, &ref, form, fuses_bias(pl, &ref), g->xb, g->w, g->b, z ? g->zb : NULL, g->yb, g->ws,
+                         &what) == CUDNN_STATUS_SUCCESS;
+    ok = ok && cudaMemsetAsync(g->flag, 0, (size_t)m * sizeof *g->flag, st) == cudaSuccess;
+    if (ok) {
+        image_diff_kernel<<<ptq_cuda_blocks(m * g->y_img), PTQ_CUDA_BLOCK, 0, st>>>(
+            (const uint32_t *)g->ya, (const uint32_t *)g->yb, g->y_img, m, shift, g->flag);
+        ok = cudaGetLastError() == cudaSuccess &&
+             cudaMemcpyAsync(host_flag, g->flag, (size_t)m * sizeof *g->flag, cudaMemcpyDeviceToHost, st) ==
+                 cudaSuccess &&
+             cudaStreamSynchronize(st) == cudaSuccess;
+    }
+    if (!ok) {
+        (void)cudaGetLastError();
+        *failed = 1;
+    }
+}
+
+static ptq_status position_guard(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, ptq_cudnn_plan *pl)
+{
+    const char *env = getenv("PTQ_CUDNN_GUARD");
+    const int64_t chunk = pl->chunk;
+    if ((env && strcmp(env, "0") == 0) || chunk < 4 || pl->no_fuse_epilogue)
+        return PTQ_OK;
+    ptq_cudnn *f = &d->dnn;
+    guard_probe g;
+    memset(&g, 0, sizeof g);
+    g.chunk = chunk;
+    g.x_img = img_numel(p->c_in, p->in);
+    g.y_img = img_numel(p->c_out, p->out);
+    const int64_t n_w = p->c_out * (p->c_in / p->group) * p->k[0] * p->k[1] * p->k[2];
+    const int64_t n_x = chunk * g.x_img, n_y = chunk * g.y_img;
+    const int64_t room[] = {n_x, n_y, n_x, n_y, n_y, n_y, n_w, p->c_out, chunk}; /* x z xb zb ya yb w b flag */
+    size_t bytes = 0, at[9];
+    for (int i = 0; i < 9; i++) {
+        at[i] = bytes;
+        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
+    }
+    const size_t ws_at = bytes;
+    bytes += (pl->workspace_bytes + 255) / 256 * 256;
+    if (bytes > TUNE_PROBE_BYTES)
+        return PTQ_OK;
+    char *mem = NULL;
+    unsigned *flag = (unsigned *)malloc((size_t)chunk * sizeof *flag);
+    if (!flag || cudaMalloc((void **)&mem, bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: no probe, no guard */
+        free(flag);
+        return PTQ_OK;
+    }
+    float *bufs[8];
+    for (int i = 0; i < 8; i++)
+        bufs[i] = (float *)(mem + at[i]);
+    g.x = bufs[0], g.z = bufs[1], g.xb = bufs[2], g.zb = bufs[3], g.ya = bufs[4], g.yb = bufs[5];
+    g.w = bufs[6], g.b = bufs[7];
+    g.flag = (unsigned *)(mem + at[8]);
+    g.ws = mem + ws_at;
+    int failed = 0;
+    const float w_scale = 1.0f / sqrtf((float)(n_w / p->c_out > 0 ? n_w / p->c_out : 1));
+    const int fill[] = {0, 1, 6, 7};
+    for (int i = 0; i < 4; i++) {
+        const int k = fill[i];
+        probe_fill_kernel<<<ptq_cuda_blocks(room[k]), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+            bufs[k], room[k], 0x2545F491u * (uint32_t)(i + 1), k == 6 ? w_scale : 1.0f, room[k], 1.0f);
+        failed |= cudaGetLastError() != cudaSuccess;
+    }
+    /* a form cuDNN declines here is declined in the runs too (the executor runs the ops apart): passed over */
+    static const unsigned forms[] = {FORM_BIAS, FORM_RELU, FORM_Z_RELU};
+    int tried[3] = {0, 0, 0};
+    int64_t lowest = chunk, n_diff = 0; /* the lowest position a differing image held */
+    for (size_t k = 0; k < 3 && !failed; k++) {
+        int declined = 0;
+        probe_positions(f, d, pl, &g, forms[k], chunk, chunk / 2, flag, &declined);
+        tried[k] = !declined;
+        for (int64_t j = 0; j < chunk && tried[k]; j++)
+            if (flag[j]) {
+                const int64_t pa = j, pb = ((j - chunk / 2) % chunk + chunk) % chunk;
+                const int64_t hi = pa > pb ? pa : pb;
+                lowest = hi < lowest ? hi : lowest;
+                n_diff++;
+            }
+    }
+    const int64_t guard = chunk - lowest;
+    pl->positional = n_diff;
+    int holds = !failed && n_diff > 0 && guard <= chunk / 2;
+    for (size_t k = 0; k < 3 && holds; k++) { /* the first chunk - guard positions give every image its bits */
+        if (!tried[k])
+            continue;
+        probe_positions(f, d, pl, &g, forms[k], chunk - guard, 1, flag, &failed);
+        for (int64_t j = 0; j < chunk - guard && holds; j++)
+            holds = !failed && !flag[j];
+    }
+    if (holds)
+        pl->guard = guard;
+    (void)cudaFree(mem);
+    free(flag);
+    if (cudaGetLastError() != cudaSuccess)
+        return ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while probing a convolution's positions");
+    return PTQ_OK;
+}
+
 /* Fills pl for p; pl->usable stays 0 when cuDNN does not take the shape. */
 static ptq_status plan_make(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, ptq_cudnn_plan *pl)
 {
@@ -845,6 +1027,8 @@ static ptq_status plan_make(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     }
     if (pl->usable)
         PTQ_TRY_RET(tune(ctx, d, p, pl, perf, n_algos));
+    if (pl->usable && d->math == PTQ_CUDA_MATH_TF32)
+        PTQ_TRY_RET(position_guard(ctx, d, p, pl));
     return PTQ_OK;
 }
 
@@ -912,7 +1096,7 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
     cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
     int64_t img0 = 0;
     /* whole chunks of the tuned configuration first, where it gives this form's bits (tune()) */
-    const cudnn_cfg *fast = pl->has_fast && (pl->fast_forms & form) ? &pl->fast : NULL;
+    const cudnn_cfg *fast = pl->has_fast && !pl->guard && (pl->fast_forms & form) ? &pl->fast : NULL;
     for (; fast && img0 + fast->chunk <= p->n; img0 += fast->chunk) {
         const float *xc = x + img0 * x_img, *zc = z ? z + img0 * y_img : NULL;
         float *yc = y + img0 * y_img;
@@ -928,11 +1112,11 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
             return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN %s failed (tuned: algorithm %d, %lld images a call): %s (status %d)",
                             call, (int)fast->algo, (long long)fast->chunk, f->error_string(s), (int)s);
     }
-    const int64_t first = img0, chunk = pl->chunk;
+    const int64_t first = img0, chunk = pl->chunk, step = chunk - pl->guard;
     const cudnn_cfg ref = ref_cfg(pl);
     float *x_pad = NULL, *y_pad = NULL, *z_pad = NULL; /* [chunk, c_in, in...], [chunk, c_out, out...] x2 */
-    for (; img0 < p->n; img0 += chunk) {
-        const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;
+    for (; img0 < p->n; img0 += step) {
+        const int64_t n_valid = p->n - img0 < step ? p->n - img0 : step;
         const float *xc = x + img0 * x_img, *zc = z ? z + img0 * y_img : NULL;
         float *yc = y + img0 * y_img;
         /* a short or misaligned chunk goes through the padded copies: same shape, same algorithm */
@@ -999,8 +1183,11 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
                  (int)pl->fast.algo, (long long)pl->fast.chunk, pl->fast_ms, pl->ref_ms, pl->n_same, pl->n_cand);
     else
         snprintf(tuned, sizeof tuned, "; untuned (%d of %d candidates same)", pl->n_same, pl->n_cand);
-    snprintf(f->last, sizeof f->last, "algo %d, %lld images a call, %zu bytes of workspace%s%s%s", (int)pl->algo,
-             (long long)chunk, pl->workspace_bytes, z ? ", residual in the epilogue" : "",
+    char guarded[64] = "";
+    if (pl->guard)
+        snprintf(guarded, sizeof guarded, ", the last %lld left empty", (long long)pl->guard);
+    snprintf(f->last, sizeof f->last, "algo %d, %lld images a call%s, %zu bytes of workspace%s%s%s", (int)pl->algo,
+             (long long)chunk, guarded, pl->workspace_bytes, z ? ", residual in the epilogue" : "",
              relu ? ", relu in the epilogue" : "", tuned);
     *done = 1;
     return PTQ_OK;
