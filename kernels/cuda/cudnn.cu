@@ -15,6 +15,9 @@
  * images a call) that it measured, on a random probe, to give the
  * reference's bits in every form of call it is used for: whole chunks of it
  * run first, the rest as the reference (PTQ_CUDNN_TUNE=0: the reference alone).
+ * Under TF32, position_guard() then leaves empty the last positions of each
+ * call where the reference gives an image other bits than elsewhere in the
+ * call, so an image's bits never depend on where its batch put it.
  * Shapes cuDNN declines go to conv.cu's im2col + cuBLAS path, as does
  * everything when cuDNN is missing (d->dnn.note says why). Covered by
  * tests/cuda_cudnn_conv.c (tuned against PTQ_CUDNN_TUNE=0 bit for bit) and
