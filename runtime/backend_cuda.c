@@ -57,6 +57,7 @@ ptq_status ptq_backend_cuda_normalize_u8(ptq_backend *b, ptq_ctx *ctx, const str
 #else
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "runtime/layout.h"
 #include "runtime/op_util.h"
 
 typedef struct cuda_backend {
@@ -335,9 +336,9 @@ static ptq_status run_pool(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
     ptq_status st = ptq_op_pool_params(ctx, io, &p);
     if (st != PTQ_OK)
         return st;
-    const int nhwc = (io->nhwc_in & 1u) != 0;
-    if (nhwc != ((io->nhwc_out & 1u) != 0) || (nhwc && io->in[0]->ndim != 4))
-        return ptq_op_unsupported(ctx, io, "channels-last pooling takes and gives 2-D [N, H, W, C] tensors");
+    const int nhwc = (io->nhwc_in & 1u) != 0; /* and the output's (takes_layout) */
+    if (nhwc && io->in[0]->ndim != 4)
+        return ptq_op_unsupported(ctx, io, "channels-last pooling takes 2-D [N, H, W, C] tensors");
     if (dry)
         return PTQ_OK;
     if (nhwc)
@@ -558,27 +559,19 @@ static node_fn find_fn(const ptq_op_io *io)
     return op ? node_fns[op->traits->id] : NULL;
 }
 
-/* Channels-last tensors go only to the ops that take them (runtime/layout.c's
- * list): a same-shape Add or an elementwise activation reads and writes
- * them as it would [N, C, H, W] ones. */
+/* Channels-last tensors go only to the ops that take them
+ * (ptq_layout_takes): a same-shape Add or an elementwise activation reads
+ * and writes them as it would [N, C, H, W] ones. */
 static int takes_layout(const ptq_op_io *io)
 {
     if (!io->nhwc_in && !io->nhwc_out)
         return 1;
     const ptq_op_def *op = ptq_op_of(io);
-    switch (op ? op->traits->id : PTQ_OP_COUNT) {
-    case PTQ_OP_CONV:
-    case PTQ_OP_MAXPOOL:
-    case PTQ_OP_AVERAGEPOOL:
-    case PTQ_OP_GLOBALAVERAGEPOOL: return 1;
-    case PTQ_OP_RELU:
-    case PTQ_OP_CLIP:
-    case PTQ_OP_LEAKYRELU:
-    case PTQ_OP_SIGMOID:
-    case PTQ_OP_HARDSIGMOID:
-    case PTQ_OP_HARDSWISH:
-    case PTQ_OP_TANH: return io->nhwc_in == 1u && io->nhwc_out == 1u;
-    case PTQ_OP_ADD:
+    switch (op ? ptq_layout_takes(op->traits->id) : PTQ_LAYOUT_NONE) {
+    case PTQ_LAYOUT_READS: return 1;
+    case PTQ_LAYOUT_TIED:
+        if (op->traits->id != PTQ_OP_ADD)
+            return io->nhwc_in == 1u && io->nhwc_out == 1u;
         return io->nhwc_in == 3u && io->nhwc_out == 1u && io->in[0]->ndim == io->in[1]->ndim &&
                memcmp(io->in[0]->dims, io->in[1]->dims, (size_t)io->in[0]->ndim * sizeof io->in[0]->dims[0]) == 0;
     default: return 0;

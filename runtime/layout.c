@@ -29,15 +29,11 @@ static int same_dims(const ptq_graph *g, int a, int b)
     return a >= 0 && b >= 0 && memcmp(g->values[a].dims + 1, g->values[b].dims + 1, 3 * sizeof g->values[a].dims[0]) == 0;
 }
 
-/* Ops whose every data input and output share one layout (an elementwise
- * activation, a same-shape Add, a 2-D pool), with those values in vals (-1
- * where absent): 1; -1 for such an op in a form that cannot (a broadcasting
- * Add, a MaxPool's indices); 0 for any other op. */
-static int tied(const ptq_graph *g, const ptq_op_def *const *ops, int k, int vals[3])
+ptq_layout_take ptq_layout_takes(ptq_op_id id)
 {
-    const ptq_node *n = &g->nodes[k];
-    vals[0] = vals[1] = vals[2] = -1;
-    switch (op_id(ops, k)) {
+    switch (id) {
+    case PTQ_OP_CONV:
+    case PTQ_OP_GLOBALAVERAGEPOOL: return PTQ_LAYOUT_READS;
     case PTQ_OP_RELU:
     case PTQ_OP_CLIP: /* its min and max are scalars */
     case PTQ_OP_LEAKYRELU:
@@ -45,38 +41,45 @@ static int tied(const ptq_graph *g, const ptq_op_def *const *ops, int k, int val
     case PTQ_OP_HARDSIGMOID:
     case PTQ_OP_HARDSWISH:
     case PTQ_OP_TANH:
-        if (n->n_inputs < 1 || n->n_outputs != 1)
-            return -1;
-        vals[0] = n->inputs[0];
-        vals[1] = n->outputs[0];
-        return 1;
-    case PTQ_OP_ADD:
+    case PTQ_OP_MAXPOOL:
+    case PTQ_OP_AVERAGEPOOL:
+    case PTQ_OP_ADD: return PTQ_LAYOUT_TIED;
+    default: return PTQ_LAYOUT_NONE;
+    }
+}
+
+/* The PTQ_LAYOUT_TIED ops, with their data values in vals (-1 where
+ * absent): 1; -1 for such an op in a form that cannot tie them (a
+ * broadcasting Add, a MaxPool's indices); 0 for any other op. */
+static int tied(const ptq_graph *g, const ptq_op_def *const *ops, int k, int vals[3])
+{
+    const ptq_node *n = &g->nodes[k];
+    vals[0] = vals[1] = vals[2] = -1;
+    if (ptq_layout_takes(op_id(ops, k)) != PTQ_LAYOUT_TIED)
+        return 0;
+    if (op_id(ops, k) == PTQ_OP_ADD) {
         if (n->n_inputs != 2 || n->n_outputs != 1)
             return -1;
         vals[0] = n->inputs[0];
         vals[1] = n->inputs[1];
         vals[2] = n->outputs[0];
         return same_dims(g, vals[0], vals[1]) && same_dims(g, vals[0], vals[2]) ? 1 : -1;
-    case PTQ_OP_MAXPOOL:
-    case PTQ_OP_AVERAGEPOOL:
-        if (n->n_inputs != 1 || n->n_outputs < 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))
-            return -1;
-        vals[0] = n->inputs[0];
-        vals[1] = n->outputs[0];
-        return 1;
-    default: return 0;
     }
+    if (n->n_inputs < 1 || n->n_outputs < 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))
+        return -1;
+    vals[0] = n->inputs[0];
+    vals[1] = n->outputs[0];
+    return 1;
 }
 
 /* Node k may read value v as its input i when v is channels last. */
 static int reads_nhwc(const ptq_graph *g, const ptq_op_def *const *ops, int k, int i)
 {
     int vals[3];
-    switch (op_id(ops, k)) {
-    case PTQ_OP_CONV: return i == 0 && g->nodes[k].n_outputs == 1;
-    case PTQ_OP_GLOBALAVERAGEPOOL: return i == 0;
-    default: return tied(g, ops, k, vals) == 1 && (i == 0 || (i == 1 && op_id(ops, k) == PTQ_OP_ADD));
-    }
+    const ptq_op_id id = op_id(ops, k);
+    if (ptq_layout_takes(id) == PTQ_LAYOUT_READS)
+        return i == 0 && (id != PTQ_OP_CONV || g->nodes[k].n_outputs == 1);
+    return tied(g, ops, k, vals) == 1 && (i == 0 || (i == 1 && id == PTQ_OP_ADD));
 }
 
 /* Node k may make its output o channels last. */

@@ -21,4 +21,13 @@
  * may read one layout and write the other. Covered by tests/test_layout.c. */
 int ptq_layout_nhwc(const ptq_graph *g, const ptq_op_def *const *ops, unsigned char *nhwc);
 
+/* How op id takes channels-last values, the one list the plan above and
+ * the GPU backend both follow: PTQ_LAYOUT_READS, its data input (input 0)
+ * in either layout (Conv, whose output may be either too;
+ * GlobalAveragePool); PTQ_LAYOUT_TIED, its data inputs and output in one
+ * layout (the elementwise activations, MaxPool and AveragePool without
+ * indices, and Add when its inputs have one shape); PTQ_LAYOUT_NONE, never. */
+typedef enum { PTQ_LAYOUT_NONE = 0, PTQ_LAYOUT_READS, PTQ_LAYOUT_TIED } ptq_layout_take;
+ptq_layout_take ptq_layout_takes(ptq_op_id id);
+
 #endif
