@@ -6,7 +6,10 @@ each judged by bench/zoo_run.py's logits rule against the same onnxruntime
 run and float64 / FP32 torch reference. Prints one line per environment.
 
     python3 bench/zoo_diag.py --ptq bundle/bin/ptq --model efficientnet_v2_l [--opset 13] [--images 256]
-        [--device cuda] [--env PTQ_CUDNN=0 --env PTQ_EPILOGUE=0 ...]
+        [--device cuda] [--env PTQ_CUDNN=0 --env PTQ_EPILOGUE=0 ...] [--also-device cpu]
+For each image judged against float64 it also prints each engine's distance
+from the float64 logits relative to their norm: ptq, onnxruntime and each of
+torch's FP32 engines.
 """
 import argparse
 import os
@@ -35,6 +38,7 @@ def main():
     ap.add_argument("--device", default="cuda", help="ptq's --device")
     ap.add_argument("--torch-device", default="cuda", help="where torch prepares the model and the reference runs")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE: one more run with it set")
+    ap.add_argument("--also-device", action="append", default=[], help="one more default run on this ptq --device")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ptq-zoo-diag-")
     images = zoo_pipeline.make_images(a.images, a.size, seed=7)  # zoo_run's images
@@ -44,7 +48,8 @@ def main():
     ort = zoo_pipeline.ort_run(path, x)
     zoo_pipeline.write_h5(os.path.join(work, "data.h5"), images, ort.argmax(1))
     ref = Reference(a.model, a.size, model, x, a.torch_device)
-    for env in [""] + a.env:
+    runs = [("", a.device)] + [(env, a.device) for env in a.env] + [("", d) for d in a.also_device]
+    for env, device in runs:
         e = dict(os.environ)
         if env:
             k, v = env.split("=", 1)
@@ -52,15 +57,27 @@ def main():
         out = os.path.join(work, "fp32.npy")
         t0 = time.time()
         p = subprocess.run([a.ptq, "eval", "--model", path, "--data", os.path.join(work, "data.h5"), "--preprocess",
-                            zoo_pipeline.PREPROCESS, "--batch", "16", "--device", a.device, "--logits", out],
+                            zoo_pipeline.PREPROCESS, "--batch", "16", "--device", device, "--logits", out],
                            env=e, capture_output=True, text=True)
         secs = time.time() - t0
         if p.returncode != 0:
             print(f"{env or 'default'}: ptq eval exit {p.returncode}: {p.stderr.strip()[-300:]}")
             continue
-        ok, rel_max, n_ill, ratio = zoo_pipeline.logits_bound(np.load(out), ort, ref)
-        print(f"{a.model} opset {a.opset}, {env or 'default'}: {'pass' if ok else 'FAIL'}, rel max {rel_max:.3g}, "
+        ours = np.load(out)
+        ok, rel_max, n_ill, ratio = zoo_pipeline.logits_bound(ours, ort, ref)
+        what = (env or "default") + ("" if device == a.device else f", --device {device}")
+        print(f"{a.model} opset {a.opset}, {what}: {'pass' if ok else 'FAIL'}, rel max {rel_max:.3g}, "
               f"ill {n_ill}, ratio {ratio if ratio is None else round(ratio, 3)}, eval {secs:.1f} s", flush=True)
+        over = np.flatnonzero(np.linalg.norm(ours - ort, axis=1) / np.maximum(np.linalg.norm(ort, axis=1), 1e-30)
+                              > 1e-4)
+        if len(over):
+            t, t32 = (np.asarray(v, np.float64) for v in ref(over))
+            t32 = t32[:, None, :] if t32.ndim == 2 else t32
+            for k, i in enumerate(over):
+                n = np.linalg.norm(t[k])
+                engines = " ".join(f"{np.linalg.norm(t32[k, j] - t[k]) / n:.3g}" for j in range(t32.shape[1]))
+                print(f"  image {i}: |f64| {n:.4g}; from float64: ptq {np.linalg.norm(ours[i] - t[k]) / n:.3g}, "
+                      f"onnxruntime {np.linalg.norm(ort[i] - t[k]) / n:.3g}, torch FP32 {engines}", flush=True)
 
 
 if __name__ == "__main__":
