@@ -9,7 +9,8 @@ run and float64 / FP32 torch reference. Prints one line per environment.
         [--device cuda] [--env PTQ_CUDNN=0 --env PTQ_EPILOGUE=0 ...] [--also-device cpu]
 For each image judged against float64 it also prints each engine's distance
 from the float64 logits relative to their norm: ptq, onnxruntime and each of
-torch's FP32 engines.
+torch's FP32 engines, and onnxruntime with only its basic optimizations
+(zoo_pipeline.logits_bound's yardstick).
 """
 import argparse
 import os
@@ -64,7 +65,8 @@ def main():
             print(f"{env or 'default'}: ptq eval exit {p.returncode}: {p.stderr.strip()[-300:]}")
             continue
         ours = np.load(out)
-        ok, rel_max, n_ill, ratio = zoo_pipeline.logits_bound(ours, ort, ref)
+        more = lambda idx: zoo_pipeline.ort_basic(path, x[idx])  # noqa: E731
+        ok, rel_max, n_ill, ratio = zoo_pipeline.logits_bound(ours, ort, ref, more=more)
         what = (env or "default") + ("" if device == a.device else f", --device {device}")
         print(f"{a.model} opset {a.opset}, {what}: {'pass' if ok else 'FAIL'}, rel max {rel_max:.3g}, "
               f"ill {n_ill}, ratio {ratio if ratio is None else round(ratio, 3)}, eval {secs:.1f} s", flush=True)
@@ -73,11 +75,13 @@ def main():
         if len(over):
             t, t32 = (np.asarray(v, np.float64) for v in ref(over))
             t32 = t32[:, None, :] if t32.ndim == 2 else t32
+            basic = more(over)[:, 0]
             for k, i in enumerate(over):
                 n = np.linalg.norm(t[k])
                 engines = " ".join(f"{np.linalg.norm(t32[k, j] - t[k]) / n:.3g}" for j in range(t32.shape[1]))
                 print(f"  image {i}: |f64| {n:.4g}; from float64: ptq {np.linalg.norm(ours[i] - t[k]) / n:.3g}, "
-                      f"onnxruntime {np.linalg.norm(ort[i] - t[k]) / n:.3g}, torch FP32 {engines}", flush=True)
+                      f"onnxruntime {np.linalg.norm(ort[i] - t[k]) / n:.3g} (basic optimizations "
+                      f"{np.linalg.norm(basic[k] - t[k]) / n:.3g}), torch FP32 {engines}", flush=True)
 
 
 if __name__ == "__main__":
