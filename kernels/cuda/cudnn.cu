@@ -688,6 +688,18 @@ static float probe_time(ptq_cudnn *f, ptq_cuda_dev *d, const ptq_cudnn_plan *pl,
     return ms;
 }
 
+/* The offsets at[i] of n probe buffers of room[i] floats each, laid one
+ * after another from 0 at 256-byte boundaries; returns the bytes they take. */
+static size_t carve(const int64_t *room, int n, size_t *at)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        at[i] = bytes;
+        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
+    }
+    return bytes;
+}
+
 /* Sets pl's fast configuration when a candidate is measured faster than
  * the reference with its bits; leaves pl without one otherwise (tuning
  * off, one candidate, no memory for the probe, a candidate cuDNN refuses).
@@ -741,11 +753,8 @@ static ptq_status tune(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, 
     const int64_t n_w = p->c_out * (p->c_in / p->group) * p->k[0] * p->k[1] * p->k[2];
     const int64_t n_x = big * t.x_img, n_y = big * t.y_img;
     const int64_t room[] = {n_x, n_w, p->c_out, n_y, n_y, n_y}; /* x, w, b, z, y_ref, y */
-    size_t bytes = 0, at[6];
-    for (int i = 0; i < 6; i++) {
-        at[i] = bytes;
-        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
-    }
+    size_t at[6];
+    size_t bytes = carve(room, 6, at);
     const size_t ws_at = bytes;
     bytes += (ws_max + 255) / 256 * 256;
     const size_t diff_at = bytes;
@@ -934,11 +943,8 @@ static ptq_status position_guard(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_p
     const int64_t n_w = p->c_out * (p->c_in / p->group) * p->k[0] * p->k[1] * p->k[2];
     const int64_t n_x = chunk * g.x_img, n_y = chunk * g.y_img;
     const int64_t room[] = {n_x, n_y, n_x, n_y, n_y, n_y, n_w, p->c_out, chunk}; /* x z xb zb ya yb w b flag */
-    size_t bytes = 0, at[9];
-    for (int i = 0; i < 9; i++) {
-        at[i] = bytes;
-        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
-    }
+    size_t at[9];
+    size_t bytes = carve(room, 9, at);
     const size_t ws_at = bytes;
     bytes += (pl->workspace_bytes + 255) / 256 * 256;
     if (bytes > TUNE_PROBE_BYTES)
