@@ -6,7 +6,7 @@ each judged by bench/zoo_run.py's logits rule against the same onnxruntime
 run and float64 / FP32 torch reference. Prints one line per environment.
 
     python3 bench/zoo_diag.py --ptq bundle/bin/ptq --model efficientnet_v2_l [--opset 13] [--images 256]
-        [--device cuda] [--env PTQ_CUDNN=0 --env PTQ_EPILOGUE=0 ...] [--also-device cpu]
+        [--device cuda] [--env PTQ_CUDNN=0 --env PTQ_EPILOGUE=0 ...] [--also-device cpu] [--pick 34,150]
 For each image judged against float64 it also prints each engine's distance
 from the float64 logits relative to their norm: ptq, onnxruntime and each of
 torch's FP32 engines, and onnxruntime with only its basic optimizations
@@ -40,9 +40,13 @@ def main():
     ap.add_argument("--torch-device", default="cuda", help="where torch prepares the model and the reference runs")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE: one more run with it set")
     ap.add_argument("--also-device", action="append", default=[], help="one more default run on this ptq --device")
+    ap.add_argument("--pick", default="", help="I,J,...: only these of the images (--device ref runs take minutes "
+                                               "an image on the largest models)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ptq-zoo-diag-")
     images = zoo_pipeline.make_images(a.images, a.size, seed=7)  # zoo_run's images
+    picked = [int(i) for i in a.pick.split(",")] if a.pick else list(range(a.images))
+    images = images[picked]
     model = export_zoo.prepare(a.model, a.size, device=a.torch_device)
     path = export_zoo.export(a.model, work, [a.opset], a.size, model=model)[0]
     x = zoo_pipeline.model_input(images)
@@ -79,7 +83,8 @@ def main():
             for k, i in enumerate(over):
                 n = np.linalg.norm(t[k])
                 engines = " ".join(f"{np.linalg.norm(t32[k, j] - t[k]) / n:.3g}" for j in range(t32.shape[1]))
-                print(f"  image {i}: |f64| {n:.4g}; from float64: ptq {np.linalg.norm(ours[i] - t[k]) / n:.3g}, "
+                print(f"  image {picked[i]}: |f64| {n:.4g}; from float64: "
+                      f"ptq {np.linalg.norm(ours[i] - t[k]) / n:.3g}, "
                       f"onnxruntime {np.linalg.norm(ort[i] - t[k]) / n:.3g} (basic optimizations "
                       f"{np.linalg.norm(basic[k] - t[k]) / n:.3g}), torch FP32 {engines}", flush=True)
 
