@@ -65,6 +65,14 @@ quantize(src, quantize_mode=mode, calibration_data=data, calibration_method=meth
 """
 
 
+def modelopt_versions(python):
+    """(ModelOpt's version, its onnxruntime's) in the venv of python, or ("-", "-") without one."""
+    code = "import modelopt, onnxruntime; print(modelopt.__version__, onnxruntime.__version__)"
+    v = subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.split() \
+        if os.path.exists(python) else []
+    return (v[0], v[-1]) if v else ("-", "-")
+
+
 def predict(model_path, feeds, level):
     """Top-1 class of every sample: feeds {input name: array [N, ...]}, 1000 samples a run."""
     so = ort.SessionOptions()
@@ -107,8 +115,9 @@ def failed(label, fmt, note):
     return dict(label=label, fmt=fmt, sim=None, top={}, agree={}, n_q=None, note=note)
 
 
-def compare(a, J, tag, model, d):
-    """Every tool on one model and its data d (see fmnist_data): (FP32 top-1, rows)."""
+def compare(a, J, tag, model, d, keep=lambda label: True):
+    """Every tool on one model and its data d (see fmnist_data): (FP32 top-1, rows); keep(label) picks the rows
+    to make (bench/accuracy_draws.py keeps a few)."""
     fp32 = float((predict(model, d["x"], LEVELS[0][1]) == d["labels"]).mean())
     limit = ["--limit", str(a.limit)] if a.limit else []
     run([a.ptq, "calibrate", "--model", model, "--data", d["calib"], "--out", J(f"{tag}-c.h5")])
@@ -118,6 +127,8 @@ def compare(a, J, tag, model, d):
                               ("ptq --placement all", "int8", ["--placement", "all"]),
                               ("ptq --target ort-cpu", "uint8", ["--target", "ort-cpu"]),
                               ("ptq --core fp8 (placement trt)", "fp8", ["--core", "fp8"])):
+        if not keep(label):
+            continue
         n = f"{tag}-{len(rows)}"
         plan, logits, qdq = J(n + ".json"), J(n + ".npy"), J(n + ".onnx")
         run([a.ptq, "plan", J(f"{tag}-c.h5"), "--model", model, *flags, "--out", plan, "--quiet"])
@@ -130,6 +141,8 @@ def compare(a, J, tag, model, d):
         rows.append(row(label, fmt, qdq, d, n_q, rep["top1_quant"], np.load(logits).argmax(1)))
     for method in ORT_METHODS:
         label = f"onnxruntime quantize_static {method}"
+        if not keep(label):
+            continue
         try:
             out = ort_quantized(model, J(f"{tag}-ort-{method}.onnx"), d["cal"], method)
             rows.append(row(label, "int8", out, d, n_quantize(out)))
@@ -140,6 +153,8 @@ def compare(a, J, tag, model, d):
              dict(activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)),
             ("onnxruntime quantize_static FP8 (Distribution, its only FP8 calibrator)", "fp8",
              dict(activation_type=QuantType.QFLOAT8E4M3FN, weight_type=QuantType.QFLOAT8E4M3FN))):
+        if not keep(label):
+            continue
         out = J(f"{tag}-ort-{fmt}.onnx")
         method = CalibrationMethod.Distribution if fmt == "fp8" else CalibrationMethod.MinMax
         try:
@@ -159,11 +174,13 @@ def compare(a, J, tag, model, d):
         np.savez(cal, **d["cal"])
     src = J(f"{tag}-modelopt-src.onnx")  # ModelOpt rewrites the model file it is given: a copy
     for mode, method in (("int8", "max"), ("int8", "entropy"), ("fp8", "max")):
+        label = f"NVIDIA ModelOpt {mode.upper()} calibration_method={method}"
+        if not keep(label):
+            continue
         out = J(f"{tag}-modelopt-{mode}-{method}.onnx")
         shutil.copyfile(model, src)
         p = subprocess.run([a.modelopt_python, "-c", MODELOPT, src, out, mode, method, cal],
                            capture_output=True, text=True)
-        label = f"NVIDIA ModelOpt {mode.upper()} calibration_method={method}"
         if p.returncode or not os.path.exists(out):
             rows.append(failed(label, mode, "failed: " + p.stderr.strip()[-160:].replace("\n", " ")))
         else:
@@ -182,10 +199,10 @@ def fmnist_data(a, J, model, train, x_test, labels):
                       "images, same preprocessing")
 
 
-def fortunes_data(a, J):
+def fortunes_data(a, J, seed=0):
     """The text encoder's data (as fmnist_data): scripts/text_data.py's split of a.fortunes tokenized with the
-    model's vocabulary; the calibration quotes are the a.calib first rows of a seeded permutation of the training split
-    (ordered by category), in split order, for every tool."""
+    model's vocabulary; the calibration quotes are the a.calib first rows of a permutation of the training split
+    (ordered by category) seeded with seed, in split order, for every tool."""
     sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
     import text_data  # the split and tokenizer that made the model
     meta = json.load(open(text_data.vocab_path(a.text)))
@@ -195,7 +212,7 @@ def fortunes_data(a, J):
                  f"{meta['train_samples']} and {meta['test_samples']}: another fortunes package")
     xtr, mtr, ytr = text_data.encode(train, meta["vocab"])
     xte, mte, yte = text_data.encode(test, meta["vocab"])
-    pick = np.sort(np.random.default_rng(0).permutation(len(train))[:a.calib])
+    pick = np.sort(np.random.default_rng(seed).permutation(len(train))[:a.calib])
     text_data.write_h5(J("text-calib.h5"), xtr[pick], mtr[pick], ytr[pick])
     text_data.write_h5(J("text-test.h5"), xte, mte, yte)
     n = a.limit or len(yte)
@@ -203,7 +220,7 @@ def fortunes_data(a, J):
                 cal={"input_ids": xtr[pick], "attention_mask": mtr[pick]},
                 x={"input_ids": xte[:n], "attention_mask": mte[:n]}, labels=yte[:n],
                 about=f"calibration: {len(pick)} of the {len(train):,} training quotes for every tool (rows "
-                      "`np.sort(np.random.default_rng(0).permutation(N)[:n])` of the split, which is ordered by "
+                      f"`np.sort(np.random.default_rng({seed}).permutation(N)[:n])` of the split, which is ordered by "
                       f"category; per class {np.bincount(ytr[pick]).tolist()}), input_ids and attention_mask fed by "
                       f"name; accuracy: top-1 on {'the' if n == len(yte) else f'the first {n:,} of the'} {len(yte):,} "
                       "test quotes")
@@ -221,17 +238,21 @@ def verdict(rows, fmt, ptq_label, what):
             ("at least as accurate." if best[1] is None or ptq >= best[1] else "LESS accurate."))
 
 
+def model_args(ap):
+    """The options accuracy_placement and accuracy_draws share: the other models, their data, --limit, ModelOpt's
+    python and --only."""
+    ap.add_argument("--mobilenet", default="models/fmnist_mobilenet.onnx")
+    ap.add_argument("--vit", default="models/fmnist_vit.onnx")
+    ap.add_argument("--text", default="models/text_encoder.onnx")
+    ap.add_argument("--fortunes", default="/usr/share/games/fortunes", help="the text model's data")
+    ap.add_argument("--limit", type=int, default=0, help="evaluate the first N test samples only")
+    ap.add_argument("--modelopt-python", default="/work/venv-modelopt/bin/python")
+    ap.add_argument("--only", nargs="+", choices=("demo", "mobilenet", "vit", "text"),
+                    default=("demo", "mobilenet", "vit", "text"), help="the models to run (default: all four)")
+
+
 def main():
-    def extra(ap):
-        ap.add_argument("--mobilenet", default="models/fmnist_mobilenet.onnx")
-        ap.add_argument("--vit", default="models/fmnist_vit.onnx")
-        ap.add_argument("--text", default="models/text_encoder.onnx")
-        ap.add_argument("--fortunes", default="/usr/share/games/fortunes", help="the text model's data")
-        ap.add_argument("--limit", type=int, default=0, help="evaluate the first N test samples only")
-        ap.add_argument("--modelopt-python", default="/work/venv-modelopt/bin/python")
-        ap.add_argument("--only", nargs="+", choices=("demo", "mobilenet", "vit", "text"),
-                        default=("demo", "mobilenet", "vit", "text"), help="the models to run (default: all four)")
-    a, J, train, x_test, labels = setup("ptq-bench-place-", extra)
+    a, J, train, x_test, labels = setup("ptq-bench-place-", model_args)
     models = {"demo": a.model, "mobilenet": a.mobilenet, "vit": a.vit, "text": a.text}
     results = []
     for tag in a.only:
@@ -241,9 +262,7 @@ def main():
     host = platform.node().split(".")[0] or "host"
     date = datetime.date.today().isoformat()
     path = a.out or f"bench/results/{date}-accuracy-placement-{host}.md"
-    mo_ver = subprocess.run([a.modelopt_python, "-c", "import modelopt, onnxruntime; print(modelopt.__version__, "
-                             "onnxruntime.__version__)"], capture_output=True, text=True).stdout.split() \
-        if os.path.exists(a.modelopt_python) else ["-", "-"]
+    mo_ver = modelopt_versions(a.modelopt_python)
     lines = [f"# Accuracy by tool and placement: ptq against onnxruntime and NVIDIA ModelOpt ({date})", "",
              f"- machine: {host}, {cpu_model()}; ptq commit {commit()}; onnxruntime {ort.__version__}; "
              f"ModelOpt {mo_ver[0]} (its own venv, onnxruntime {mo_ver[-1]} CPU)",

@@ -22,6 +22,7 @@ typedef struct place_graph {
     const ptq_op_traits **op;   /* [n_nodes]: the traits row of each node, NULL for an op ptq does not know */
     int *n_readers;             /* [n_values]: how many node inputs read the value */
     int *fused_slot;            /* [n_nodes]: a residual Add's input slot fused into the op producing it, else -1 */
+    int *level;                 /* [n_nodes]: nodes on the longest path from the inputs to it, itself too */
     const char **ort_rule;      /* [n_values]: the ort rule quantize_static's node walk gives, or NULL */
     int transformer;            /* the graph has a LayerNorm (either form) or a Softmax some node reads */
     int *ort_share;             /* [n_values]: for ort.same-as-input, the input whose scale it shares */
@@ -86,8 +87,13 @@ static int fused_layer_output(const place_graph *pg, int v)
 
 /* The input slot of residual Add node k that TensorRT fuses into the op
  * producing it: a two-input Add whose input is the sole-reader output of a
- * weighted op (through BatchNorm); of two such, the later producer (the
- * other one is computed by then). -1 when the Add does not fuse. */
+ * weighted op (through BatchNorm). Of two such (a block whose shortcut is a
+ * Conv too, as where ResNet downsamples), the one at the end of the longer
+ * path from the graph's inputs, the block's main branch: the shortcut is the
+ * residual input that is quantized, as NVIDIA's ResNet recipe quantizes the
+ * downsample output and ModelOpt takes the input nearer the branches' common
+ * ancestor. Paths of equal length: the later producer (the other one is
+ * computed by then). -1 when the Add does not fuse. */
 static int residual_fused_slot(const place_graph *pg, int k)
 {
     const ptq_graph *g = pg->g;
@@ -103,9 +109,12 @@ static int residual_fused_slot(const place_graph *pg, int k)
         while (p >= 0 && has_flag(pg, p, PTQ_OPF_FOLDS_INTO_WEIGHTED) && g->nodes[p].n_inputs > 0 &&
                g->nodes[p].inputs[0] >= 0 && pg->n_readers[g->nodes[p].inputs[0]] == 1)
             p = g->values[g->nodes[p].inputs[0]].producer;
-        if (has_flag(pg, p, PTQ_OPF_WEIGHTED) && g->values[v].producer > best_producer) {
+        const int q = g->values[v].producer;
+        if (has_flag(pg, p, PTQ_OPF_WEIGHTED) &&
+            (best < 0 || pg->level[q] > pg->level[best_producer] ||
+             (pg->level[q] == pg->level[best_producer] && q > best_producer))) {
             best = i;
-            best_producer = g->values[v].producer;
+            best_producer = q;
         }
     }
     return best;
@@ -274,7 +283,8 @@ static const place_rule rules[] = {
     {"trt.weighted-input", PTQ_PLACEMENT_TRT, PLACE_CORE, m_trt_weighted_input,
      "TensorRT runs Conv/ConvTranspose/Gemm/MatMul on quantized inputs"},
     {"trt.residual-input", PTQ_PLACEMENT_TRT, PLACE_CORE, m_trt_residual_input,
-     "the other input of an Add TensorRT fuses into the Conv making its first input"},
+     "the other input of an Add TensorRT fuses into the Conv making its first input (of two Conv inputs, the Add "
+     "fuses into the one on the longer path, the main branch: the shortcut is quantized)"},
     {"trt.fused", PTQ_PLACEMENT_TRT, PLACE_FP32, m_trt_fused,
      "inside a fused Conv/Gemm+BatchNorm+activation(+Add) layer: TensorRT rounds nothing there"},
     {PTQ_RULE_FP16_TRANSFORMER, PTQ_PLACEMENT_TRT, PLACE_FP16, m_trt_fp16_transformer,
@@ -416,21 +426,30 @@ ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement 
                                 const unsigned char *edge, place_decision *out)
 {
     ptq_status st = PTQ_OK;
-    place_graph pg = {g, core, edge, NULL, NULL, NULL, NULL, 0, NULL};
+    place_graph pg = {g, core, edge, NULL, NULL, NULL, NULL, NULL, 0, NULL};
     pg.op = calloc((size_t)g->n_nodes + 1, sizeof *pg.op);
     pg.fused_slot = calloc((size_t)g->n_nodes + 1, sizeof *pg.fused_slot);
     pg.n_readers = calloc((size_t)g->n_values + 1, sizeof *pg.n_readers);
     pg.ort_rule = calloc((size_t)g->n_values + 1, sizeof *pg.ort_rule);
     pg.ort_share = calloc((size_t)g->n_values + 1, sizeof *pg.ort_share);
-    if (!pg.op || !pg.fused_slot || !pg.n_readers || !pg.ort_rule || !pg.ort_share) {
+    pg.level = calloc((size_t)g->n_nodes + 1, sizeof *pg.level);
+    if (!pg.op || !pg.fused_slot || !pg.n_readers || !pg.ort_rule || !pg.ort_share || !pg.level) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory placing quantization");
         goto done;
     }
-    for (int k = 0; k < g->n_nodes; k++) {
+    for (int k = 0; k < g->n_nodes; k++) { /* nodes in graph order: a node's producers come before it */
         pg.op[k] = ptq_op_traits_find(g->nodes[k].domain, g->nodes[k].op_type);
-        for (int i = 0; i < g->nodes[k].n_inputs; i++)
-            if (g->nodes[k].inputs[i] >= 0)
-                pg.n_readers[g->nodes[k].inputs[i]]++;
+        int longest = 0;
+        for (int i = 0; i < g->nodes[k].n_inputs; i++) {
+            const int v = g->nodes[k].inputs[i];
+            if (v < 0)
+                continue;
+            pg.n_readers[v]++;
+            const int p = g->values[v].producer;
+            if (p >= 0 && p < k && pg.level[p] > longest)
+                longest = pg.level[p];
+        }
+        pg.level[k] = longest + 1;
     }
     for (int k = 0; k < g->n_nodes; k++)
         pg.fused_slot[k] = residual_fused_slot(&pg, k);
@@ -456,6 +475,7 @@ done:
     free(pg.n_readers);
     free(pg.ort_rule);
     free(pg.ort_share);
+    free(pg.level);
     return st;
 }
 

@@ -152,7 +152,7 @@ def residual(path):
         main = b.conv(b.op("Relu", [b.conv(x, c_in, c_out)]), c_out, c_out)
         skip = b.conv(x, c_in, c_out)
         a = b.op("Add", [main, skip])
-        marks.update({main: "trt.residual-input", skip: "trt.fused", a: "trt.fused"})
+        marks.update({main: "trt.fused", skip: "trt.residual-input", a: "trt.fused"})  # fused into the main branch
         cpu_marks.update({a: "ort.removed-activation", main: "ort.op-io", skip: "ort.op-io"})
         x = b.op("Relu", [a])
     f = b.op("Flatten", [b.op("GlobalAveragePool", [x])])

@@ -1,6 +1,6 @@
 /* Q/DQ placement rules (quant/placement.c) one by one on small graphs built
  * in memory: Conv->Relu, Conv->Clip, a residual Add (fused into the Conv,
- * its other input quantized; two Conv inputs), MaxPool between Convs,
+ * its other input quantized; two Conv inputs: the shortcut quantized), MaxPool between Convs,
  * Concat of two branches, a Gemm head; each with the set of tensors the trt
  * placement quantizes written out, the ort placement's for some, the rule
  * that decided, FP16 edges, graph outputs left as computed, and
@@ -256,7 +256,7 @@ int main(void)
     expect("residual uint8", g, PTQ_PLACEMENT_ORT, PTQ_PREC_UINT8, NULL, "x,s,r1,y2,r2",
            "y1=ort.removed-activation,a=ort.removed-activation,r1=ort.activation,r2=ort.activation,y2=ort.op-io");
 
-    /* residual of two Convs (a downsampling skip): the Add fuses into the later one, the
+    /* residual of two Convs on paths of one length: the Add fuses into the later one, the
      * earlier one's output is quantized */
     memset(&b, 0, sizeof b);
     node(&b, "Conv", "x,w1", "y1");
@@ -266,6 +266,21 @@ int main(void)
     node(&b, "Conv", "r,w3", "y3");
     g = finish(&b, "x", "y3");
     expect("residual-2conv", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,y1,r", "y1=trt.residual-input,k=trt.fused");
+
+    /* a downsampling block as PyTorch exports it: main branch Conv->Relu->Conv, then the
+     * shortcut Conv; the Add fuses into the main branch's Conv (the longer path) and the
+     * shortcut's output is the quantized residual input, though its Conv comes later */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Conv", "r1,w2", "y2");
+    node(&b, "Conv", "x,w3", "k");
+    node(&b, "Add", "y2,k", "a");
+    node(&b, "Relu", "a", "r");
+    node(&b, "Conv", "r,w4", "y4");
+    g = finish(&b, "x", "y4");
+    expect("residual-downsample", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,r1,k,r",
+           "k=trt.residual-input,y2=trt.fused,a=trt.fused,y1=trt.fused,r1=trt.weighted-input");
 
     /* MaxPool between Convs: the point is the MaxPool output (it commutes), not its input */
     memset(&b, 0, sizeof b);

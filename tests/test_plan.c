@@ -118,8 +118,8 @@ static void check_trt(const ptq_graph *g, const ptq_calib_set *s)
     CHECK(p->n == 33 && ptq_plan_check(&ctx, p, g, SHA) == PTQ_OK);
     static const char *const int8[] = {
         "/stem/stem.2/Relu_output_0",      "/layers/layers.0/Relu_output_0",   "/layers/layers.0/Relu_1_output_0",
-        "/layers/layers.1/Relu_output_0",  "/layers/layers.1/c2/Conv_output_0", "/layers/layers.1/Relu_1_output_0",
-        "/layers/layers.2/Relu_output_0",  "/layers/layers.2/c2/Conv_output_0"};
+        "/layers/layers.1/Relu_output_0",  "/layers/layers.1/skip/skip.0/Conv_output_0",
+        "/layers/layers.1/Relu_1_output_0", "/layers/layers.2/Relu_output_0", "/layers/layers.2/skip/skip.0/Conv_output_0"};
     int64_t n_int8 = 0, n_fp32 = 0;
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
@@ -134,8 +134,11 @@ static void check_trt(const ptq_graph *g, const ptq_calib_set *s)
     CHECK(find(p, "logits") && find(p, "logits")->prec == PTQ_PREC_FP32 && strcmp(find(p, "logits")->rule, "trt.output") == 0);
     for (int i = 0; i < 8; i++)
         CHECK_MSG(find(p, int8[i]) && find(p, int8[i])->prec == PTQ_PREC_INT8, "%s should be int8", int8[i]);
+    /* the downsampling blocks' Adds fuse into the main branch's c2: the shortcut Conv's output is quantized */
+    CHECK(find(p, "/layers/layers.1/skip/skip.0/Conv_output_0") &&
+          strcmp(find(p, "/layers/layers.1/skip/skip.0/Conv_output_0")->rule, "trt.residual-input") == 0);
     CHECK(find(p, "/layers/layers.1/c2/Conv_output_0") &&
-          strcmp(find(p, "/layers/layers.1/c2/Conv_output_0")->rule, "trt.residual-input") == 0);
+          strcmp(find(p, "/layers/layers.1/c2/Conv_output_0")->rule, "trt.fused") == 0);
     CHECK(find(p, "/layers/layers.0/c1/Conv_output_0") &&
           strcmp(find(p, "/layers/layers.0/c1/Conv_output_0")->rule, "trt.fused") == 0);
     CHECK(find(p, "/GlobalAveragePool_output_0") &&
