@@ -94,6 +94,15 @@ def main():
         check(f"{name}: LayerNorm/Softmax outputs a MatMul reads are its quantized input (trt.weighted-input)",
               len(fed) == 12 and all(plan[t]["precision"] == core and plan[t]["rule"] == "trt.weighted-input"
                                      for t in fed), str([(t, plan[t]["rule"]) for t in fed]))
+        rc, _, err = ptq("plan", J("c.h5"), "--model", VIT, *flags, "--method", "minmax", "--out", J(f"{name}-mm.json"))
+        mm = {e["name"]: e for e in json.load(open(J(f"{name}-mm.json")))["tensors"]} if rc == 0 else {}
+        sm = [(plan[t]["scales"], mm.get(t, {}).get("scales"), plan[t]["source"]) for t in softmax_out]
+        check(f"{name}: the 4 Softmax outputs keep their min-max range under the default percentile, and say so",
+              rc == 0 and all(a == b and len(a) == 1 and "Softmax" in why for a, b, why in sm), str(sm))
+        ln_fed = [t for t in ln_out if t in fed]
+        check(f"{name}: the LayerNorm outputs take the percentile (narrower than min-max)",
+              rc == 0 and all(plan[t]["scales"][0] < mm[t]["scales"][0] for t in ln_fed),
+              str([(plan[t]["scales"], mm.get(t, {}).get("scales")) for t in ln_fed]))
         rest = [t for t in ln_out + residual if t not in fed]
         check(f"{name}: the final LayerNorm and the 8 residual Adds in FP16 by {RULE}",
               len(rest) == 9 and all(plan[t]["precision"] == "fp16" and plan[t]["rule"] == RULE for t in rest),
