@@ -31,9 +31,7 @@ onnxruntime with ml_dtypes (its quantization module imports it) and h5py
         [--calib 512] [--limit N] [--modelopt-python /work/venv-modelopt/bin/python] [--out FILE]
         [--model M] [--mobilenet M2] [--vit M3] [--text M4]
 """
-import datetime
 import os
-import platform
 import sys
 import time
 
@@ -41,7 +39,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from accuracy_placement import compare, fmnist_data, fortunes_data, model_args, modelopt_versions, pct, verdict
+from accuracy_placement import compare, fmnist_data, fortunes_data, model_args, pct, record_target, verdict
 from accuracy_vs_ort import ORT_METHODS, run, setup, write_idx_gz
 from benchlib import FM, commit, cpu_model, idx, write_result
 
@@ -161,10 +159,7 @@ def main():
     train_labels = idx(f"{FM}/train-labels-idx1-ubyte.gz")
     assert np.array_equal(train[pick(0, len(train), a.calib)], first)
     models = {"demo": a.model, "mobilenet": a.mobilenet, "vit": a.vit, "text": a.text}
-    host = platform.node().split(".")[0] or "host"
-    date = datetime.date.today().isoformat()
-    path = a.out or f"bench/results/{date}-accuracy-draws-{host}.md"
-    mo_ver = modelopt_versions(a.modelopt_python)
+    host, date, path, mo_ver = record_target(a, "accuracy-draws")
     header = [f"# Accuracy over calibration draws: ptq against onnxruntime and NVIDIA ModelOpt ({date})", "",
               f"- machine: {host}, {cpu_model()}, {os.cpu_count()} cores; ptq commit {commit()}; ptq binary {a.ptq} "
               f"({run([a.ptq, '--version']).splitlines()[0]}); onnxruntime {ort.__version__}, onnx {onnx.__version__}, "

@@ -251,6 +251,13 @@ def model_args(ap):
                     default=("demo", "mobilenet", "vit", "text"), help="the models to run (default: all four)")
 
 
+def record_target(a, kind):
+    """The record's host, date, path (--out, else bench/results/<date>-<kind>-<host>.md) and ModelOpt's versions."""
+    host = platform.node().split(".")[0] or "host"
+    date = datetime.date.today().isoformat()
+    return host, date, a.out or f"bench/results/{date}-{kind}-{host}.md", modelopt_versions(a.modelopt_python)
+
+
 def main():
     a, J, train, x_test, labels = setup("ptq-bench-place-", model_args)
     models = {"demo": a.model, "mobilenet": a.mobilenet, "vit": a.vit, "text": a.text}
@@ -259,10 +266,7 @@ def main():
         m = models[tag]
         d = fortunes_data(a, J) if tag == "text" else fmnist_data(a, J, m, train, x_test, labels)
         results.append((m, d["about"], *compare(a, J, tag, m, d)))
-    host = platform.node().split(".")[0] or "host"
-    date = datetime.date.today().isoformat()
-    path = a.out or f"bench/results/{date}-accuracy-placement-{host}.md"
-    mo_ver = modelopt_versions(a.modelopt_python)
+    host, date, path, mo_ver = record_target(a, "accuracy-placement")
     lines = [f"# Accuracy by tool and placement: ptq against onnxruntime and NVIDIA ModelOpt ({date})", "",
              f"- machine: {host}, {cpu_model()}; ptq commit {commit()}; onnxruntime {ort.__version__}; "
              f"ModelOpt {mo_ver[0]} (its own venv, onnxruntime {mo_ver[-1]} CPU)",

@@ -100,9 +100,9 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
     for (int64_t i = 0; i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];
         const ptq_sens_tensor *t0 = ptq_sens_tensor_at(sens[0], i);
-        /* a Softmax output has its min-max range in every method's plan ("archive minmax: a Softmax ...") */
+        /* a Softmax output has its min-max range in every method's plan */
         if (e->is_weight || !ptq_prec_is_quantized(e->prec) || !t0->measured_a ||
-            strncmp(e->source, "archive minmax:", 15) == 0)
+            strcmp(e->source, PTQ_PLAN_SOURCE_SOFTMAX) == 0)
             continue;
         int best = 0;
         for (int m = 1; m < N_METHODS; m++)

@@ -206,8 +206,6 @@ ptq_status ptq_plan_make(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha
                                 PTQ_TARGET_TRT, out);
 }
 
-#define SOFTMAX_SOURCE "archive minmax: a Softmax output, its largest values kept"
-
 /* 1 if value v is the output of a Softmax node. */
 static int softmax_output(const ptq_graph *g, int v)
 {
@@ -222,7 +220,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     ptq_status st = PTQ_OK;
     ptq_plan *p = NULL;
     unsigned char *edge = NULL, *wt = NULL;
-    ptq_calib_range *ranges = NULL, *maxima = NULL;
+    ptq_calib_range *ranges = NULL;
     place_decision *place = NULL;
     int64_t *entry_of = NULL;
     *out = NULL;
@@ -253,11 +251,10 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     edge = calloc((size_t)g->n_values + 1, 1);
     wt = calloc((size_t)g->n_values + 1, 1);
     ranges = calloc((size_t)n_act + 1, sizeof *ranges);
-    maxima = calloc((size_t)n_act + 1, sizeof *maxima);
     place = calloc((size_t)g->n_values + 1, sizeof *place);
     entry_of = malloc(((size_t)g->n_values + 1) * sizeof *entry_of);
     p = calloc(1, sizeof *p);
-    if (!edge || !wt || !ranges || !maxima || !place || !entry_of || !p) {
+    if (!edge || !wt || !ranges || !place || !entry_of || !p) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
         goto done;
     }
@@ -285,9 +282,8 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     cp.format = core;
     int64_t bad = -1;
     PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &cp, ranges, &bad), done);
-    ptq_calib_params mm = cp;
-    mm.method = PTQ_CALIB_MINMAX;
-    PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &mm, maxima, &bad), done);
+    ptq_calib_params minmax = cp;
+    minmax.method = PTQ_CALIB_MINMAX;
 
     char source[128], not_placed[64];
     snprintf(source, sizeof source, "archive %s", ptq_calib_method_name(method->method));
@@ -310,17 +306,18 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         const int fp16 = d.action == PLACE_FP16 || ranges[i].degenerate;
         /* a Softmax output lies in [0, 1] and its few largest values are the attention: they are not clipped */
         const int whole = !fp16 && softmax_output(g, v) && cp.method != PTQ_CALIB_MINMAX;
-        const ptq_calib_range *r = whole ? &maxima[i] : &ranges[i];
+        if (whole)
+            PTQ_TRY(st, ptq_calib_compute(ctx, &minmax, ptq_calib_set_observer(s, i), &ranges[i]), done);
         PTQ_TRY(st, entry_set(ctx, e, name, 0, fp16 ? high : act_core, -1,
                               d.action == PLACE_FP16 ? fp16_source(d.rule)
                               : ranges[i].degenerate ? "archive: only zeros seen"
-                              : whole ? SOFTMAX_SOURCE : source,
+                              : whole ? PTQ_PLAN_SOURCE_SOFTMAX : source,
                               d.rule ? d.rule : "all.observed"),
                 done);
         if (!fp16 && act_core == PTQ_PREC_UINT8)
-            PTQ_TRY(st, entry_uint8(ctx, e, ptq_calib_set_observer(s, i), r->amax), done);
+            PTQ_TRY(st, entry_uint8(ctx, e, ptq_calib_set_observer(s, i), ranges[i].amax), done);
         else if (!fp16)
-            PTQ_TRY(st, entry_scale(ctx, e, r->scale), done);
+            PTQ_TRY(st, entry_scale(ctx, e, ranges[i].scale), done);
     }
     /* quantize_static's shared parameters: the output takes its input's scale, or stays float */
     for (int64_t i = 0; i < p->n; i++) {
@@ -375,7 +372,6 @@ done:
     free(edge);
     free(wt);
     free(ranges);
-    free(maxima);
     free(place);
     free(entry_of);
     ptq_plan_free(p);

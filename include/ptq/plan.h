@@ -46,7 +46,8 @@ typedef struct ptq_plan_entry {
                        Gemm/MatMul); -1: one scale for the whole tensor (activations) */
     int64_t n_scales;
     float *scales;  /* [n_scales], each finite and > 0; none (n_scales 0) for fp32/fp16 */
-    char *source;   /* where the scales came from: "archive entropy", "weights max|w|", "edited", ... */
+    char *source;   /* where the scales came from: "archive entropy", "weights max|w|", "edited", ...,
+                       PTQ_PLAN_SOURCE_SOFTMAX */
     int64_t block_size;     /* 0: no blocks; else each run of block_size elements (row-major) has its own
                                scale, multiplying scales[channel] (formats whose table entry has block_scaled) */
     int64_t n_block_scales;
@@ -55,6 +56,10 @@ typedef struct ptq_plan_entry {
                        ptq_placement_rule_why); NULL when the plan does not say (hand-written or older plans) */
     int32_t zero_point; /* uint8 (activations only): the code of 0.0, in [0, 255]; 0 for every other format */
 } ptq_plan_entry;
+
+/* The source of a Softmax output's scale: its min-max range, whatever the calibrator (values in [0, 1],
+ * the few largest being the attention a percentile would clip). */
+#define PTQ_PLAN_SOURCE_SOFTMAX "archive minmax: a Softmax output, its largest values kept"
 
 /* What runs the exported model, which decides the number formats: TRT (the
  * default) symmetric INT8/FP8 activations with zero point 0, as TensorRT
