@@ -27,9 +27,9 @@ sets, archives, plans, every tool's quantized model per draw) is kept in
 (or --out), rewritten after every draw. The python needs numpy, onnx,
 onnxruntime with ml_dtypes (its quantization module imports it) and h5py
 (text model); ModelOpt's venv: nvidia-modelopt[onnx] with the CPU onnxruntime.
-    nice -n 10 python3 bench/accuracy_draws.py [--ptq build/ptq] [--draws 5] [--only demo mobilenet vit text]
+    nice -n 10 python3 bench/accuracy_draws.py [--ptq build/ptq] [--draws 5] [--only demo mobilenet vit text vgg]
         [--calib 512] [--limit N] [--modelopt-python /work/venv-modelopt/bin/python] [--out FILE]
-        [--model M] [--mobilenet M2] [--vit M3] [--text M4]
+        [--model M] [--mobilenet M2] [--vit M3] [--text M4] [--vgg M5]
 """
 import os
 import sys
@@ -158,7 +158,7 @@ def main():
     train = idx(f"{FM}/train-images-idx3-ubyte.gz")
     train_labels = idx(f"{FM}/train-labels-idx1-ubyte.gz")
     assert np.array_equal(train[pick(0, len(train), a.calib)], first)
-    models = {"demo": a.model, "mobilenet": a.mobilenet, "vit": a.vit, "text": a.text}
+    models = {"demo": a.model, "mobilenet": a.mobilenet, "vit": a.vit, "text": a.text, "vgg": a.vgg}
     host, date, path, mo_ver = record_target(a, "accuracy-draws")
     header = [f"# Accuracy over calibration draws: ptq against onnxruntime and NVIDIA ModelOpt ({date})", "",
               f"- machine: {host}, {cpu_model()}, {os.cpu_count()} cores; ptq commit {commit()}; ptq binary {a.ptq} "
@@ -178,9 +178,9 @@ def main():
               "- ModelOpt: modelopt.onnx.quantization.quantize(quantize_mode int8|fp8, calibration_method, "
               "calibration_eps=[\"cpu\"], high_precision_dtype=\"fp32\"), calibration data the same samples as an "
               "array (several inputs: a dict by input name)",
-              "- ptq: `ptq calibrate` on the draw, `ptq plan` with its defaults (percentile 99.99, placement trt, FP16 "
-              "first and last layers; in transformers also LayerNorm, Softmax and residual Add outputs in FP16), "
-              "and with --core fp8", ""]
+              "- ptq: `ptq calibrate` on the draw, `ptq plan` with its defaults (the method its plans record, below; "
+              "placement trt, FP16 first and last layers; in transformers also LayerNorm, Softmax and residual Add "
+              "outputs in FP16), and with --core fp8", ""]
     sections = []
     for tag in a.only:
         m, draws, t0 = models[tag], [], time.time()

@@ -3,6 +3,7 @@
  * calib/mse.c. Everything works in units of the bin width, which is exact
  * (a power of two). Covered by tests/test_calibrators.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,27 @@ ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method 
     }
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown calibration method '%s' (choices: minmax, entropy, percentile, mse)",
                     s ? s : "(null)");
+}
+
+ptq_status ptq_calib_spec_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *method, double *percentile)
+{
+    char name[32];
+    const char *eq = s ? strchr(s, '=') : NULL;
+    *percentile = 0.0;
+    if (!s)
+        return ptq_calib_method_parse(ctx, s, method);
+    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - s) : (int)strlen(s), s);
+    PTQ_TRY_RET(ptq_calib_method_parse(ctx, name, method));
+    if (!eq)
+        return PTQ_OK;
+    char *end = NULL;
+    *percentile = strtod(eq + 1, &end);
+    if (*method != PTQ_CALIB_PERCENTILE)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration method '%s': only percentile takes a value", s);
+    if (end == eq + 1 || !end || *end || !(*percentile > 0 && *percentile <= 100))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration method '%s': the percentile must be a number in (0, 100]",
+                        s);
+    return PTQ_OK;
 }
 
 ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out)

@@ -79,22 +79,7 @@ static ptq_status parse_trt_version(ptq_ctx *ctx, const char *s, int *out)
 /* "percentile=99.9" -> method and p. */
 static ptq_status parse_method(ptq_ctx *ctx, const char *s, ptq_calib_params *p)
 {
-    char name[64];
-    const char *eq = strchr(s, '=');
-    size_t n = eq ? (size_t)(eq - s) : strlen(s);
-    if (n >= sizeof name)
-        n = sizeof name - 1;
-    memcpy(name, s, n);
-    name[n] = '\0';
-    PTQ_TRY_RET(ptq_calib_method_parse(ctx, name, &p->method));
-    if (!eq)
-        return PTQ_OK;
-    char *end = NULL;
-    double v = strtod(eq + 1, &end);
-    if (p->method != PTQ_CALIB_PERCENTILE || !end || *end || end == eq + 1 || !(v > 0 && v <= 100))
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--method %s: only percentile takes a value, in (0, 100]", s);
-    p->percentile = v;
-    return PTQ_OK;
+    return ptq_calib_spec_parse(ctx, s, &p->method, &p->percentile);
 }
 
 /* Writes buf to a temporary file next to path; the temporary's name into tmp. */

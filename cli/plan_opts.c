@@ -13,20 +13,7 @@ ptq_status cli_method_parse(ptq_ctx *ctx, const char *method, ptq_calib_params *
 {
     cp->method = PTQ_CALIB_PERCENTILE;
     cp->percentile = 0.0;
-    if (!method)
-        return PTQ_OK;
-    char name[32];
-    const char *eq = strchr(method, '=');
-    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - method) : (int)strlen(method), method);
-    PTQ_TRY_RET(ptq_calib_method_parse(ctx, name, &cp->method));
-    if (eq) {
-        char *end = NULL;
-        cp->percentile = strtod(eq + 1, &end);
-        if (cp->method != PTQ_CALIB_PERCENTILE || !end || *end || !(cp->percentile > 0 && cp->percentile <= 100))
-            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--method %s: only percentile takes a value, in (0, 100]",
-                            method);
-    }
-    return PTQ_OK;
+    return method ? ptq_calib_spec_parse(ctx, method, &cp->method, &cp->percentile) : PTQ_OK;
 }
 
 ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
@@ -51,6 +38,8 @@ ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_gr
     PTQ_TRY_RET(cli_method_parse(ctx, method, &cp));
     if (core_name)
         PTQ_TRY_RET(ptq_prec_parse(ctx, core_name, &core));
+    if (!method && core != PTQ_PREC_INT8) /* FP8's relative precision gains little from a clip: keep max|x| */
+        cp.method = PTQ_CALIB_MINMAX;
     if (target_name)
         PTQ_TRY_RET(ptq_target_parse(ctx, target_name, &target));
     if (target == PTQ_TARGET_ORT_CPU) /* onnxruntime fuses Q/DQ into its integer kernels where quantize_static puts them */

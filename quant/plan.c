@@ -259,7 +259,8 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         goto done;
     }
     ptq_placement_edges(g, edge);
-    PTQ_TRY(st, ptq_placement_decide(ctx, g, placement, act_core, edge, place), done);
+    int transformer = 0;
+    PTQ_TRY(st, ptq_placement_decide(ctx, g, placement, act_core, edge, place, &transformer), done);
     ptq_graph_quantizable(g, NULL, wt);
     int64_t n_wt = 0;
     for (int v = 0; v < g->n_values; v++) {
@@ -269,7 +270,22 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     p->e = calloc((size_t)(n_act + n_wt) + 1, sizeof *p->e);
     p->model_name = dup_str(model_name);
     p->archive = dup_str(archive_path);
-    p->method = dup_str(ptq_calib_method_name(method->method));
+    ptq_calib_params cp = *method;
+    cp.format = core;
+    char method_name[48];
+    if (cp.method == PTQ_CALIB_PERCENTILE) {
+        if (cp.percentile == 0.0)
+            cp.percentile = act_core == PTQ_PREC_INT8 && !transformer ? PTQ_PLAN_PERCENTILE_CONV_INT8
+                                                                      : PTQ_PLAN_PERCENTILE;
+        for (int digits = 6; digits <= 17; digits++) { /* the shortest text that reads back as the same P */
+            snprintf(method_name, sizeof method_name, "percentile=%.*g", digits, cp.percentile);
+            if (strtod(method_name + 11, NULL) == cp.percentile)
+                break;
+        }
+    } else {
+        snprintf(method_name, sizeof method_name, "%s", ptq_calib_method_name(cp.method));
+    }
+    p->method = dup_str(method_name);
     p->placement = dup_str(ptq_placement_name(placement));
     if (!p->e || !p->model_name || !p->archive || !p->method || !p->placement) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
@@ -278,15 +294,13 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     memcpy(p->model_sha256, model_sha256, 65);
     p->core = core;
     p->target = target;
-    ptq_calib_params cp = *method;
-    cp.format = core;
     int64_t bad = -1;
     PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &cp, ranges, &bad), done);
     ptq_calib_params minmax = cp;
     minmax.method = PTQ_CALIB_MINMAX;
 
     char source[128], not_placed[64];
-    snprintf(source, sizeof source, "archive %s", ptq_calib_method_name(method->method));
+    snprintf(source, sizeof source, "archive %s", ptq_calib_method_name(cp.method));
     snprintf(not_placed, sizeof not_placed, "placement %s: not quantized", ptq_placement_name(placement));
     for (int64_t i = 0; i < n_act; i++) {
         const char *name = ptq_calib_set_name(s, i);

@@ -182,7 +182,7 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
     PTQ_TRY(st, quant_plan_copy(ctx, default_plan, &p), done);
     const int64_t n_act = ptq_calib_set_n_tensors(s);
     ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, default_plan->core, 0};
-    PTQ_TRY(st, ptq_calib_method_parse(ctx, default_plan->method, &cp.method), done);
+    PTQ_TRY(st, ptq_calib_spec_parse(ctx, default_plan->method, &cp.method, &cp.percentile), done);
     if (!(ranges = calloc((size_t)n_act + 1, sizeof *ranges))) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for ranges");
         goto done;

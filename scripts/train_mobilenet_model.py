@@ -63,10 +63,11 @@ class Net(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
 
 
-def main():
+def main(make_net=None, default_out="models/fmnist_mobilenet.onnx", producer="ptq/scripts/train_mobilenet_model.py"):
+    """Trains make_net() (default: this MobileNet) and exports it; scripts/train_vgg_model.py passes its own."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--out", default="models/fmnist_mobilenet.onnx")
+    ap.add_argument("--out", default=default_out, required=default_out is None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--train-images", type=int, default=4000, help="the first N training images")
@@ -78,7 +79,7 @@ def main():
     xtr, ytr, xte, yte = load_fmnist(a.data, a.train_images)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     xtr, ytr = xtr.to(dev), ytr.to(dev)
-    net = Net().to(dev)
+    net = (make_net or Net)().to(dev)
     bs = 128
     steps = a.epochs * ((len(xtr) + bs - 1) // bs)
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=4e-5, nesterov=True)
@@ -104,7 +105,7 @@ def main():
               f"({time.time() - t0:.0f} s)", flush=True)
         net.to(dev)
     net.cpu()
-    export_onnx(net, xte[:1], a.out, "ptq/scripts/train_mobilenet_model.py")
+    export_onnx(net, xte[:1], a.out, producer)
     print(f"wrote {a.out} ({os.path.getsize(a.out)} bytes), FP32 test accuracy {evaluate(net, xte, yte) * 100:.2f}%")
 
 

@@ -92,6 +92,19 @@ static void check_names(void)
     CHECK(ptq_qformat_parse(&ctx, "int4", &f) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "fp8-e4m3"));
     for (int k = 0; k <= PTQ_CALIB_MSE; k++)
         CHECK(ptq_calib_method_parse(&ctx, ptq_calib_method_name((ptq_calib_method)k), &m) == PTQ_OK && (int)m == k);
+    /* a method as a plan records it: a name, or percentile=P */
+    double pct = -1.0;
+    CHECK(ptq_calib_spec_parse(&ctx, "percentile=99.9", &m, &pct) == PTQ_OK && m == PTQ_CALIB_PERCENTILE &&
+          pct == 99.9);
+    CHECK(ptq_calib_spec_parse(&ctx, "percentile", &m, &pct) == PTQ_OK && m == PTQ_CALIB_PERCENTILE && pct == 0.0);
+    CHECK(ptq_calib_spec_parse(&ctx, "mse", &m, &pct) == PTQ_OK && m == PTQ_CALIB_MSE && pct == 0.0);
+    CHECK(ptq_calib_spec_parse(&ctx, "minmax=1", &m, &pct) == PTQ_ERR_INVALID_ARG &&
+          strstr(ctx.msg, "only percentile takes a value"));
+    const char *bad[] = {"percentile=", "percentile=0", "percentile=100.01", "percentile=99x", "percentile=nan"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        CHECK_MSG(ptq_calib_spec_parse(&ctx, bad[k], &m, &pct) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, bad[k]) &&
+                      strstr(ctx.msg, "(0, 100]"),
+                  "%s: %s", bad[k], ctx.msg);
     for (int k = PTQ_QFORMAT_INT8; k <= PTQ_QFORMAT_FP8_E5M2; k++)
         CHECK(ptq_qformat_parse(&ctx, ptq_qformat_name((ptq_qformat)k), &f) == PTQ_OK && (int)f == k);
     CHECK(ptq_qformat_max(PTQ_QFORMAT_INT8) == 127.0 && ptq_qformat_max(PTQ_QFORMAT_FP8_E4M3) == 448.0 &&

@@ -51,6 +51,10 @@ PTQ_API const char *ptq_calib_method_name(ptq_calib_method m);
 PTQ_API const char *ptq_qformat_name(ptq_qformat f);
 /* Parses the names above (and "fp8" for fp8-e4m3); PTQ_ERR_INVALID_ARG listing the choices otherwise. */
 PTQ_API ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *out);
+/* Parses a method as a plan records it and --method takes it: a name above,
+ * or percentile=P with P in (0, 100] (*percentile = P; 0 when no P is
+ * given). PTQ_ERR_INVALID_ARG naming the fault otherwise. */
+PTQ_API ptq_status ptq_calib_spec_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *method, double *percentile);
 PTQ_API ptq_status ptq_qformat_parse(ptq_ctx *ctx, const char *s, ptq_qformat *out);
 /* The format's largest finite value from the table: 127, 448 or 57344 (127 for a format that takes no scale). */
 PTQ_API double ptq_qformat_max(ptq_qformat f);
