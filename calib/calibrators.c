@@ -9,7 +9,6 @@
 
 #include "calib/calibrator_internal.h"
 
-#define DEFAULT_PERCENTILE 99.99
 
 const char *ptq_calib_method_name(ptq_calib_method m)
 {
@@ -151,7 +150,7 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown method %d", (int)p->method);
     if (!scaled_format(p->format))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown format %d", (int)p->format);
-    double pct = p->percentile == 0.0 ? DEFAULT_PERCENTILE : p->percentile;
+    double pct = p->percentile == 0.0 ? PTQ_CALIB_DEFAULT_PERCENTILE : p->percentile;
     if (p->method == PTQ_CALIB_PERCENTILE && !(pct > 0.0 && pct <= 100.0))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: percentile must be in (0, 100], got %g", p->percentile);
 

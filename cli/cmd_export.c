@@ -259,7 +259,7 @@ int cmd_export(int argc, char **argv)
         r->r = computed[i];
         r->method = cp.method;
         r->format = cp.format;
-        r->percentile = cp.percentile > 0 ? cp.percentile : 99.99;
+        r->percentile = cp.percentile > 0 ? cp.percentile : PTQ_CALIB_DEFAULT_PERCENTILE;
         r->asymmetric = asymmetric;
         if (asymmetric)
             ptq_calib_clip_range(ptq_calib_set_observer(set, i), computed[i].amax, &r->lowest, &r->highest);

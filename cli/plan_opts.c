@@ -38,8 +38,6 @@ ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_gr
     PTQ_TRY_RET(cli_method_parse(ctx, method, &cp));
     if (core_name)
         PTQ_TRY_RET(ptq_prec_parse(ctx, core_name, &core));
-    if (!method && core != PTQ_PREC_INT8) /* FP8's relative precision gains little from a clip: keep max|x| */
-        cp.method = PTQ_CALIB_MINMAX;
     if (target_name)
         PTQ_TRY_RET(ptq_target_parse(ctx, target_name, &target));
     if (target == PTQ_TARGET_ORT_CPU) /* onnxruntime fuses Q/DQ into its integer kernels where quantize_static puts them */

@@ -423,7 +423,7 @@ void ptq_placement_edges(const ptq_graph *g, unsigned char *edge)
 }
 
 ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement pl, ptq_prec core,
-                                const unsigned char *edge, place_decision *out, int *transformer)
+                                const unsigned char *edge, place_decision *out)
 {
     ptq_status st = PTQ_OK;
     place_graph pg = {g, core, edge, NULL, NULL, NULL, NULL, NULL, 0, NULL};
@@ -454,8 +454,6 @@ ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement 
     for (int k = 0; k < g->n_nodes; k++)
         pg.fused_slot[k] = residual_fused_slot(&pg, k);
     pg.transformer = has_transformer_ops(&pg);
-    if (transformer)
-        *transformer = pg.transformer;
     if (pl == PTQ_PLACEMENT_ORT)
         ort_walk(&pg);
     for (int v = 0; v < g->n_values; v++) {

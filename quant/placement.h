@@ -29,11 +29,9 @@ void ptq_placement_edges(const ptq_graph *g, unsigned char *edge);
  * non-constant value a node produces or the graph is fed) under placement
  * pl for the activations' core precision core (uint8: asymmetric, which
  * changes the ort placement); edge (may be NULL: none) from
- * ptq_placement_edges. *transformer (when not NULL) = 1 if g has
- * LayerNorm (either form) or an attention Softmax, the graphs whose outputs
- * of those layers the trt placement keeps in FP16. */
+ * ptq_placement_edges. */
 ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement pl, ptq_prec core,
-                                const unsigned char *edge, place_decision *out, int *transformer);
+                                const unsigned char *edge, place_decision *out);
 
 /* The names of the rules for weights: on a first or last compute layer, elsewhere. */
 #define PTQ_RULE_EDGE "edge"

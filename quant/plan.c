@@ -259,8 +259,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         goto done;
     }
     ptq_placement_edges(g, edge);
-    int transformer = 0;
-    PTQ_TRY(st, ptq_placement_decide(ctx, g, placement, act_core, edge, place, &transformer), done);
+    PTQ_TRY(st, ptq_placement_decide(ctx, g, placement, act_core, edge, place), done);
     ptq_graph_quantizable(g, NULL, wt);
     int64_t n_wt = 0;
     for (int v = 0; v < g->n_values; v++) {
@@ -275,8 +274,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     char method_name[48];
     if (cp.method == PTQ_CALIB_PERCENTILE) {
         if (cp.percentile == 0.0)
-            cp.percentile = act_core == PTQ_PREC_INT8 && !transformer ? PTQ_PLAN_PERCENTILE_CONV_INT8
-                                                                      : PTQ_PLAN_PERCENTILE;
+            cp.percentile = PTQ_CALIB_DEFAULT_PERCENTILE;
         for (int digits = 6; digits <= 17; digits++) { /* the shortest text that reads back as the same P */
             snprintf(method_name, sizeof method_name, "percentile=%.*g", digits, cp.percentile);
             if (strtod(method_name + 11, NULL) == cp.percentile)

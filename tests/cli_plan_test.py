@@ -83,24 +83,21 @@ def main():
         rc, so, err = ptq("plan", "--check", out, "--model", MODEL)
         check(f"{core}: plan --check accepts it", rc == 0 and "33 tensors" in so, so.strip()[:80])
 
-    # the default method: percentile at 99.9 for INT8 in a network without transformer layers, min-max for
-    # FP8; the plan records it and equals the plan asked for with it
-    for core, meth in (("int8", "percentile=99.9"), ("fp8", "minmax")):
+    # the default method, percentile at 99.99: the plan records the value and equals the plan asked for with it
+    for core, meth in (("int8", "percentile=99.99"), ("fp8", "percentile=99.99")):
         rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", core, "--method", meth,
                          "--out", J(f"pct-{core}.json"))
         same = rc == 0 and open(J(f"plan-{core}.json"), "rb").read() == open(J(f"pct-{core}.json"), "rb").read()
         method = json.load(open(J(f"plan-{core}.json"))).get("method") if os.path.exists(J(f"plan-{core}.json")) else None
         check(f"{core}: the default plan is --method {meth}'s, byte for byte, its method recorded",
               same and method == meth, f"{method} {err.strip()}")
-    rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", "fp8", "--method", "percentile",
-                     "--out", J("fp8-pct.json"))
-    method = json.load(open(J("fp8-pct.json"))).get("method") if rc == 0 else None
-    check("fp8 --method percentile without P: 99.99", method == "percentile=99.99", f"{method} {err.strip()}")
-    rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--method", "percentile=99.99", "--out", J("p9999.json"))
-    s1 = [e["scales"] for e in json.load(open(J("plan-int8.json")))["tensors"] if e["kind"] == "activation"]
-    s2 = [e["scales"] for e in json.load(open(J("p9999.json")))["tensors"] if e["kind"] == "activation"] if rc == 0 else []
-    check("int8: percentile=99.99 asked for gives wider scales than the default 99.9", len(s1) == len(s2) and
-          all(a == b == [] or a[0] < b[0] for a, b in zip(s1, s2)) and s1 != s2, err.strip())
+    rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--method", "percentile=99.9", "--out", J("p999.json"))
+    p999 = json.load(open(J("p999.json"))) if rc == 0 else {"tensors": []}
+    s1 = [e["scales"] for e in p999["tensors"] if e["kind"] == "activation"]
+    s2 = [e["scales"] for e in json.load(open(J("plan-int8.json")))["tensors"] if e["kind"] == "activation"]
+    check("int8: percentile=99.9 gives narrower scales than the default 99.99 and says so", len(s1) == len(s2) and
+          all(a == b == [] or a[0] < b[0] for a, b in zip(s1, s2)) and s1 != s2 and
+          p999.get("method") == "percentile=99.9", err.strip())
     for bad, needle in (("percentile=", "(0, 100]"), ("percentile=100.5", "(0, 100]"),
                         ("minmax=3", "only percentile takes a value"), ("percentile=9x", "(0, 100]")):
         rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--method", bad, "--out", J("never-m.json"))

@@ -89,7 +89,7 @@ static void expect(const char *label, const ptq_graph *g, ptq_placement pl, ptq_
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     place_decision d[MAX_V];
-    CHECK_MSG(ptq_placement_decide(&ctx, g, pl, core, edge, d, NULL) == PTQ_OK, "%s: %s", label, ctx.msg);
+    CHECK_MSG(ptq_placement_decide(&ctx, g, pl, core, edge, d) == PTQ_OK, "%s: %s", label, ctx.msg);
     char got[256] = "";
     for (int v = 0; v < g->n_values; v++)
         if (d[v].action == PLACE_CORE || d[v].action == PLACE_SHARE)
@@ -297,7 +297,7 @@ int main(void)
         ptq_ctx ctx;
         ptq_ctx_init(&ctx);
         place_decision d[MAX_V];
-        CHECK(ptq_placement_decide(&ctx, g, PTQ_PLACEMENT_ORT, I8, NULL, d, NULL) == PTQ_OK);
+        CHECK(ptq_placement_decide(&ctx, g, PTQ_PLACEMENT_ORT, I8, NULL, d) == PTQ_OK);
         CHECK_MSG(d[ptq_graph_find_value(g, "p")].share == ptq_graph_find_value(g, "r1"),
                   "the MaxPool output shares its input's scale");
     }
@@ -378,7 +378,7 @@ int main(void)
         ptq_ctx ctx;
         ptq_ctx_init(&ctx);
         place_decision d[MAX_V];
-        CHECK(ptq_placement_decide(&ctx, g, PTQ_PLACEMENT_TRT, I8, NULL, d, NULL) == PTQ_OK);
+        CHECK(ptq_placement_decide(&ctx, g, PTQ_PLACEMENT_TRT, I8, NULL, d) == PTQ_OK);
         CHECK_MSG(d[ptq_graph_find_value(g, "res")].action == PLACE_FP16 &&
                   d[ptq_graph_find_value(g, "ln2")].action == PLACE_FP16, "residual Add and LayerNorm in FP16");
         const int s_mm = ptq_graph_find_value(g, "s"), o_mm = ptq_graph_find_value(g, "o");

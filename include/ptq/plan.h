@@ -61,16 +61,6 @@ typedef struct ptq_plan_entry {
  * the few largest being the attention a percentile would clip). */
 #define PTQ_PLAN_SOURCE_SOFTMAX "archive minmax: a Softmax output, its largest values kept"
 
-/* The percentile a plan takes when asked for percentile without a value:
- * INT8 activations (target trt) of a network without transformer layers
- * (LayerNorm, attention Softmax) clip at the 99.9th percentile, where a
- * tighter clip buys resolution on every smaller value; a transformer's
- * activations, whose outliers carry information, and FP8's (its relative
- * precision gains little from a clip) at the 99.99th.
- * bench/results/2026-12-03-accuracy-variants-vm.md shows why. */
-#define PTQ_PLAN_PERCENTILE_CONV_INT8 99.9
-#define PTQ_PLAN_PERCENTILE 99.99
-
 /* What runs the exported model, which decides the number formats: TRT (the
  * default) symmetric INT8/FP8 activations with zero point 0, as TensorRT
  * (and onnxruntime's symmetric Q/DQ) take them; ORT_CPU asymmetric UINT8
@@ -126,9 +116,9 @@ PTQ_API const char *ptq_placement_rule_why(const char *rule);
  * the placement quantizes and every other weight runs in core (int8,
  * fp8-e4m3 or fp8-e5m2); the activations of s it does not quantize are
  * entries in fp32, each entry naming its rule. Activation scales come from calibrator
- * `method` run for the core's grid (percentile with no value: the one
- * PTQ_PLAN_PERCENTILE_CONV_INT8 describes; the plan's method then reads
- * "percentile=P" with the P used; a tensor that saw only zeros stays
+ * `method` run for the core's grid (the plan's method reads
+ * "percentile=P" with the P used, PTQ_CALIB_DEFAULT_PERCENTILE when method
+ * gives none; a tensor that saw only zeros stays
  * FP16); weight scales are per output channel, max|w| / the format's
  * largest level (a channel of zeros gets scale 1). model_sha256: the model
  * file's, which must be the archive's (PTQ_ERR_INVALID_ARG otherwise). */
