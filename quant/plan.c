@@ -275,9 +275,10 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     if (cp.method == PTQ_CALIB_PERCENTILE) {
         if (cp.percentile == 0.0)
             cp.percentile = PTQ_CALIB_DEFAULT_PERCENTILE;
+        const size_t prefix = strlen("percentile=");
         for (int digits = 6; digits <= 17; digits++) { /* the shortest text that reads back as the same P */
             snprintf(method_name, sizeof method_name, "percentile=%.*g", digits, cp.percentile);
-            if (strtod(method_name + 11, NULL) == cp.percentile)
+            if (strtod(method_name + prefix, NULL) == cp.percentile)
                 break;
         }
     } else {
