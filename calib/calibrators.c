@@ -9,7 +9,6 @@
 
 #include "calib/calibrator_internal.h"
 
-
 const char *ptq_calib_method_name(ptq_calib_method m)
 {
     switch (m) {
@@ -49,20 +48,18 @@ ptq_status ptq_calib_method_parse(ptq_ctx *ctx, const char *s, ptq_calib_method 
 
 ptq_status ptq_calib_spec_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *method, double *percentile)
 {
-    char name[32];
-    const char *eq = s ? strchr(s, '=') : NULL;
     *percentile = 0.0;
-    if (!s)
-        return ptq_calib_method_parse(ctx, s, method);
-    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - s) : (int)strlen(s), s);
-    PTQ_TRY_RET(ptq_calib_method_parse(ctx, name, method));
+    const char *eq = s ? strchr(s, '=') : NULL;
     if (!eq)
-        return PTQ_OK;
-    char *end = NULL;
-    *percentile = strtod(eq + 1, &end);
+        return ptq_calib_method_parse(ctx, s, method);
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - s), s);
+    PTQ_TRY_RET(ptq_calib_method_parse(ctx, name, method));
     if (*method != PTQ_CALIB_PERCENTILE)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration method '%s': only percentile takes a value", s);
-    if (end == eq + 1 || !end || *end || !(*percentile > 0 && *percentile <= 100))
+    char *end = NULL;
+    *percentile = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end || !(*percentile > 0 && *percentile <= 100))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration method '%s': the percentile must be a number in (0, 100]",
                         s);
     return PTQ_OK;

@@ -76,12 +76,6 @@ static ptq_status parse_trt_version(ptq_ctx *ctx, const char *s, int *out)
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--trt-version wants MAJOR.MINOR.PATCH or a number, got '%s'", s);
 }
 
-/* "percentile=99.9" -> method and p. */
-static ptq_status parse_method(ptq_ctx *ctx, const char *s, ptq_calib_params *p)
-{
-    return ptq_calib_spec_parse(ctx, s, &p->method, &p->percentile);
-}
-
 /* Writes buf to a temporary file next to path; the temporary's name into tmp. */
 static ptq_status write_tmp(ptq_ctx *ctx, const char *path, const ptq_buf *b, char *tmp, size_t n_tmp)
 {
@@ -213,7 +207,7 @@ int cmd_export(int argc, char **argv)
     memset(files, 0, sizeof files);
     ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0.0};
     ptq_trt_cache_params tp = {0, cli_get(opts, n_opts, "trt-algorithm")};
-    PTQ_TRY(st, parse_method(&ctx, method_arg, &cp), done);
+    PTQ_TRY(st, ptq_calib_spec_parse(&ctx, method_arg, &cp.method, &cp.percentile), done);
     const char *target = cli_get(opts, n_opts, "target");
     const int asymmetric = target && strcmp(target, "ort-cpu") == 0;
     if (asymmetric && fmt_trt) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptq/export.h"
 #include "ptq/plan.h"
 #include "kernels/numfmt.h"
 #include "model/op_traits.h"
@@ -271,19 +272,13 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     p->archive = dup_str(archive_path);
     ptq_calib_params cp = *method;
     cp.format = core;
-    char method_name[48];
-    if (cp.method == PTQ_CALIB_PERCENTILE) {
-        if (cp.percentile == 0.0)
-            cp.percentile = PTQ_CALIB_DEFAULT_PERCENTILE;
-        const size_t prefix = strlen("percentile=");
-        for (int digits = 6; digits <= 17; digits++) { /* the shortest text that reads back as the same P */
-            snprintf(method_name, sizeof method_name, "percentile=%.*g", digits, cp.percentile);
-            if (strtod(method_name + prefix, NULL) == cp.percentile)
-                break;
-        }
-    } else {
+    char method_name[64], value[40];
+    if (cp.method == PTQ_CALIB_PERCENTILE && cp.percentile == 0.0)
+        cp.percentile = PTQ_CALIB_DEFAULT_PERCENTILE;
+    if (cp.method == PTQ_CALIB_PERCENTILE && ptq_export_format_double(cp.percentile, value, sizeof value))
+        snprintf(method_name, sizeof method_name, "percentile=%s", value);
+    else
         snprintf(method_name, sizeof method_name, "%s", ptq_calib_method_name(cp.method));
-    }
     p->method = dup_str(method_name);
     p->placement = dup_str(ptq_placement_name(placement));
     if (!p->e || !p->model_name || !p->archive || !p->method || !p->placement) {
