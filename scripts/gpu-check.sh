@@ -17,8 +17,10 @@
 # (bench/resnet50_profile.py: --profile tables of eval, calibrate, validate; PROFILE50_ARGS); tune
 # (bench/cudnn_tune_identity.py: cuDNN tuning changes no bit of ResNet-50's archive or logits);
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
-# set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag]
+# set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS);
+# mpi50 (bench/mpi_resnet50.py with
+# MPI50_ARGS: ResNet-50 under mpirun).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -233,6 +235,14 @@ stage_tune() {
 stage_zoodiag() {
     echo "== zoo diagnosis (bench/zoo_diag.py ${ZOO_DIAG_ARGS:-})"
     python3 bench/zoo_diag.py --ptq "$ptq" ${ZOO_DIAG_ARGS:-} 2>&1 | tee "$out/zoo-diag.log" | grep -v Warning
+}
+
+# ResNet-50 calibrate and sensitivity under mpirun, against one rank and one plain process (bench/mpi_resnet50.py;
+# MPI50_ARGS: its --config, --images, ... options)
+stage_mpi50() {
+    echo "== ResNet-50 under mpirun (bench/mpi_resnet50.py ${MPI50_ARGS:-})"
+    python3 bench/mpi_resnet50.py --ptq "$ptq" --out "$out/mpi50.md" ${MPI50_ARGS:-} 2>&1 | tee "$out/mpi50.log" |
+        grep -E "^\| |mpi_resnet50|Error|error"
 }
 
 # the torchvision zoo (issue 18): OUT/zoo/zoo-gpu.md, resumed from ZOO_PREV (a record brought back into the tree)
