@@ -414,11 +414,47 @@ ptq_consumer ptq_sens_consumer(ptq_sensitivity *s)
     return c;
 }
 
-/* Nodes the runs of tensor i execute per batch. */
-static int64_t tensor_cost(const ptq_sensitivity *s, int64_t i)
+/* Elements of value v at batch 1 (the session's shapes), 0 where unknown. */
+static int64_t value_elems(const ptq_graph *g, int v)
+{
+    if (v < 0 || g->values[v].ndim < 0)
+        return 0;
+    int64_t n = 1;
+    for (int d = 0; d < g->values[v].ndim; d++) {
+        if (g->values[v].dims[d] <= 0)
+            return 0;
+        n *= g->values[v].dims[d];
+    }
+    return n;
+}
+
+/* Node k's work per sample for sharing the tensors: multiply-adds of Conv,
+ * ConvTranspose, Gemm and MatMul, output elements for the others, 1 where
+ * the shapes are unknown. An estimate: only the balance depends on it. */
+static int64_t node_work(const ptq_graph *g, int k)
+{
+    const ptq_node *n = &g->nodes[k];
+    const int64_t out = n->n_outputs > 0 ? value_elems(g, n->outputs[0]) : 0;
+    const ptq_value *a = n->n_inputs > 0 && n->inputs[0] >= 0 ? &g->values[n->inputs[0]] : NULL;
+    const ptq_value *w = n->n_inputs > 1 && n->inputs[1] >= 0 ? &g->values[n->inputs[1]] : NULL;
+    int64_t per = 1; /* multiply-adds per output element */
+    if ((strcmp(n->op_type, "Conv") == 0 || strcmp(n->op_type, "ConvTranspose") == 0) && w && w->ndim >= 2) {
+        per = value_elems(g, n->inputs[1]) / (w->dims[0] > 0 ? w->dims[0] : 1); /* Cin/group x kernel */
+        if (strcmp(n->op_type, "ConvTranspose") == 0) /* each input element meets Cout/group x kernel weights */
+            return value_elems(g, n->inputs[0]) * per + 1;
+    } else if (strcmp(n->op_type, "Gemm") == 0 && a && a->ndim == 2)
+        per = a->dims[ptq_node_attr_int(n, "transA", 0) ? 0 : 1];
+    else if (strcmp(n->op_type, "MatMul") == 0 && a && a->ndim >= 1)
+        per = a->dims[a->ndim - 1];
+    return out * (per > 0 ? per : 1) + 1;
+}
+
+/* The work per sample of tensor i's runs, each from the node that reads it
+ * on (sens_after); from[j] is the work of nodes j.. */
+static int64_t tensor_cost(const ptq_sensitivity *s, const int64_t *from, int64_t i)
 {
     const ptq_sens_tensor *t = &s->t[i];
-    return (t->measured_a ? s->g->n_nodes - t->start_node : 0) + (t->measured_b ? s->g->n_nodes : 0);
+    return ((t->measured_a ? 1 : 0) + (t->measured_b ? 1 : 0)) * from[t->start_node];
 }
 
 ptq_status ptq_sens_share(ptq_ctx *ctx, ptq_sensitivity *s, int group, int n_groups)
@@ -426,14 +462,19 @@ ptq_status ptq_sens_share(ptq_ctx *ctx, ptq_sensitivity *s, int group, int n_gro
     if (n_groups < 1 || group < 0 || group >= n_groups)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad tensor group %d of %d", group, n_groups);
     int64_t *order = malloc(((size_t)s->n_t + 1) * sizeof *order), *load = calloc((size_t)n_groups, sizeof *load);
-    if (!order || !load) {
+    int64_t *from = malloc(((size_t)s->g->n_nodes + 1) * sizeof *from);
+    if (!order || !load || !from) {
         free(order);
         free(load);
+        free(from);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory sharing %lld tensors", (long long)s->n_t);
     }
+    from[s->g->n_nodes] = 0;
+    for (int k = s->g->n_nodes - 1; k >= 0; k--)
+        from[k] = from[k + 1] + node_work(s->g, k);
     for (int64_t i = 0; i < s->n_t; i++) { /* the costliest first, plan order among equals (insertion sort) */
         int64_t j = i;
-        while (j > 0 && tensor_cost(s, order[j - 1]) < tensor_cost(s, i)) {
+        while (j > 0 && tensor_cost(s, from, order[j - 1]) < tensor_cost(s, from, i)) {
             order[j] = order[j - 1];
             j--;
         }
@@ -444,12 +485,13 @@ ptq_status ptq_sens_share(ptq_ctx *ctx, ptq_sensitivity *s, int group, int n_gro
         for (int q = 1; q < n_groups; q++)
             if (load[q] < load[best])
                 best = q;
-        load[best] += tensor_cost(s, order[j]);
+        load[best] += tensor_cost(s, from, order[j]);
         s->mine[order[j]] = best == group;
     }
     s->baseline = group == 0;
     free(order);
     free(load);
+    free(from);
     return PTQ_OK;
 }
 

@@ -70,11 +70,13 @@ PTQ_API ptq_consumer ptq_sens_consumer(ptq_sensitivity *s);
 /* Across the ranks of a job (include/ptq/dist.h): ptq_sens_share, before
  * the run, keeps for this process the tensors of group `group` of n_groups
  * (the same split on every rank: costliest first, each to the group with
- * the fewest nodes to run so far); group 0 also counts FP32 and the
- * default plan. ptq_sens_allreduce, after it (a collective), adds every
- * rank's counts and exact sums, so each rank holds the figures one process
- * over all samples and tensors would have; the class count must be the
- * same on every rank. */
+ * the least work so far, work being the multiply-adds of Conv, Gemm and
+ * MatMul and the output elements of other nodes, from the model's shapes
+ * at batch 1, or a node count where they are unknown); group 0 also
+ * counts FP32 and the default plan. ptq_sens_allreduce, after it (a
+ * collective), adds every rank's counts and exact sums, so each rank holds
+ * the figures one process over all samples and tensors would have; the
+ * class count must be the same on every rank. */
 PTQ_API ptq_status ptq_sens_share(ptq_ctx *ctx, ptq_sensitivity *s, int group, int n_groups);
 PTQ_API ptq_status ptq_sens_allreduce(ptq_ctx *ctx, ptq_sensitivity *s);
 
