@@ -63,6 +63,12 @@ def dist_stats(stderr):
     return w, r, int(b)
 
 
+def busy(stderr):
+    """Each rank's busy seconds in a sensitivity run (PTQ_DIST_STATS), by rank."""
+    return [float(m[2]) for m in sorted(re.finditer(r"ptq: dist: rank (\d+) of \d+: sensitivity on .* busy ([0-9.]+) s",
+                                                     stderr), key=lambda m: int(m[1]))]
+
+
 def same_sensitivity(a, b):
     x, y = ({k: v for k, v in json.load(open(p)).items() if k not in WORK_KEYS and not k.startswith("seconds")}
             for p in (a, b))
@@ -155,6 +161,8 @@ def main():
                     ref = J(f"{tag}-{stage}-0.json")
                     same = same_sensitivity(ref, name + ".json")
                 w, r, b = dist_stats(p.stderr)
+                if stage == "sensitivity" and np_ > 1:
+                    own += " (ranks busy " + " / ".join(f"{x:.1f}" for x in busy(p.stderr)) + " s)"
                 rows.append(dict(device=device, threads=threads, stage=stage, np=np_, images=n_cal if
                                  stage == "calibrate" else n_sen, batch=batch, wall=wall, own=own, rate=rate,
                                  wait=w, reduce=r, bytes=b, same=same))
@@ -175,7 +183,7 @@ def main():
              "with PyTorch's FP32 predictions and measured against the plain process's archive",
              "- mpirun " + " ".join(mpirun[1:]) + " -np N; wall: the whole command (start-up, model and data "
              "opening included); ptq's figure: calibrate's images over its observing loop (rank 0, the final "
-             "reduction included), sensitivity's own seconds; speed-up: that figure against -np 1's; wait/reduce: "
+             "reduction included), sensitivity's own seconds (and each rank's seconds busy with its share of the runs); speed-up: that figure against -np 1's; wait/reduce: "
              "the slowest rank's seconds waiting at and inside collectives; same: output equal to the plain "
              "process's (archive byte for byte; sensitivity report less seconds and work counts)", "",
              "| stage | device | threads/rank | ranks | images | batch | wall s | ptq's figure | speed-up vs 1 rank "

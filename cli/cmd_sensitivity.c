@@ -143,6 +143,16 @@ int cmd_sensitivity(int argc, char **argv)
     t0 = cli_now_s();
     PTQ_TRY(st, ptq_runner_run(&ctx, &rp), run_done);
     cli_progress_end(&prog, n_ids);
+    if (getenv("PTQ_DIST_STATS") && ptq_dist_size() > 1) { /* this rank's share, before the sums mix them */
+        const ptq_sens_seconds ph = ptq_sens_time(sens);
+        int64_t n_runs, nodes_run, nodes_full;
+        ptq_sens_work(sens, &n_runs, &nodes_run, &nodes_full);
+        fprintf(stderr, "ptq: dist: rank %d of %d: sensitivity on %lld samples, %lld runs, %lld nodes, busy %.3f s "
+                "(read %.3f, fp32 %.3f, only %.3f, default plan %.3f, all but %.3f)\n", ptq_dist_rank(),
+                ptq_dist_size(), (long long)n_ids, (long long)n_runs, (long long)nodes_run,
+                ph.read + ph.fp32 + ph.only + ph.default_plan + ph.all_but, ph.read, ph.fp32, ph.only,
+                ph.default_plan, ph.all_but);
+    }
 run_done: /* every rank passes here once, and learns whether any failed */
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
     PTQ_TRY(st, ptq_sens_allreduce(&ctx, sens), done);
