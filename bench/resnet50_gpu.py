@@ -93,6 +93,21 @@ def model_and_images(prefix, n_images):
     return onnx_path, h5_path
 
 
+def torch_predictions(net, images, batch=256):
+    """PyTorch FP32's top-1 class of each uint8 NHWC image (scaled to [0, 1], ImageNet mean/std), on the GPU
+    when there is one: the labels that make ptq's FP32 top-1 its agreement with PyTorch."""
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    gnet = net.to(dev)
+    mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(images), batch):
+            x = (torch.from_numpy(images[i:i + batch]).to(dev).permute(0, 3, 1, 2).float() / 255.0 - mean) / std
+            out.append(gnet(x).argmax(1).cpu().numpy())
+    return np.concatenate(out).astype(np.int64)
+
+
 def conv_flops(net):
     """FLOPs (2 per multiply-add) of one image through the convs and the FC layer."""
     total = [0]

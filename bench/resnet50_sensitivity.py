@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from benchlib import commit, cpu_model, write_result
-from resnet50_gpu import MEAN, PREPROCESS, STD, export, folded_resnet50
+from resnet50_gpu import PREPROCESS, export, folded_resnet50, torch_predictions
 
 
 def run(cmd):
@@ -56,19 +56,10 @@ def main():
     rng = np.random.default_rng(1)
     val = rng.integers(0, 256, size=(a.images, 224, 224, 3), dtype=np.uint8)
     cal = rng.integers(0, 256, size=(a.calib_images, 224, 224, 3), dtype=np.uint8)
-    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    gnet = net.to(dev)
-    mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
-    labels = []
-    with torch.no_grad():
-        for i in range(0, a.images, a.batch):
-            x = (torch.from_numpy(val[i:i + a.batch]).to(dev).permute(0, 3, 1, 2).float() / 255.0 - mean) / std
-            labels.append(gnet(x).argmax(1).cpu().numpy())
     val_h5, cal_h5 = os.path.join(tmp, "val.h5"), os.path.join(tmp, "cal.h5")
     with h5py.File(val_h5, "w") as f:
         f["images"] = val
-        f["labels"] = np.concatenate(labels).astype(np.int64)
+        f["labels"] = torch_predictions(net, val, a.batch)
     with h5py.File(cal_h5, "w") as f:
         f["images"] = cal
 
