@@ -68,9 +68,10 @@ class Builder:
         return self.op("BatchNormalization", [x, self.init(1 + 0.1 * r.randn(c)), self.init(0.1 * r.randn(c)),
                                               self.init(0.1 * r.randn(c)), self.init(1 + 0.1 * r.rand(c))])
 
-    def head(self, f, kind):
-        """A linear head on features f [N, 16]: Gemm (transB) or MatMul + Add; fitted later."""
-        self.w = self.init(np.zeros((10, 16) if kind == "Gemm" else (16, 10)))
+    def head(self, f, kind, n_feat):
+        """A linear head on features f [N, n_feat]: Gemm (transB) or MatMul + Add; fitted later."""
+        self.w = self.init(np.zeros((10, n_feat) if kind == "Gemm" else (n_feat, 10)))
+        self.n_feat = n_feat
         self.b = self.init(np.zeros(10))
         self.features, self.kind = f, kind
         if kind == "Gemm":
@@ -88,7 +89,7 @@ class Builder:
         mu, sd = f.mean(axis=0), f.std(axis=0) + 1e-6
         z = (f - mu) / sd
         y = np.eye(10)[labels] - 0.1
-        a = np.linalg.solve(z.T @ z + 0.1 * len(z) * np.eye(16), z.T @ y)  # [16, 10]
+        a = np.linalg.solve(z.T @ z + 0.1 * len(z) * np.eye(self.n_feat), z.T @ y)  # [n_feat, 10]
         w = a / sd[:, None]
         bias = -mu @ w
         w = w.T if self.kind == "Gemm" else w
@@ -116,16 +117,18 @@ def normalized(images):
     return x.reshape(-1, 1, 28, 28).astype(np.float32)
 
 
+# The models' layers have more than 16 channels, so that TensorRT runs each one in INT8 and FP8
+# (trt.small-layer, tested by small_layers, keeps none of them in FP16).
 def clip_maxpool_gemm(path):
     """Conv->Clip, Conv->BN->Relu, MaxPool, Conv->Relu, GAP, Flatten, Gemm."""
     b = Builder(1)
-    c = b.op("Clip", [b.conv("input", 1, 8), b.init(np.array(0.0)), b.init(np.array(6.0))])
-    bn = b.bn(b.conv(c, 8, 16), 16)
+    c = b.op("Clip", [b.conv("input", 1, 24), b.init(np.array(0.0)), b.init(np.array(6.0))])
+    bn = b.bn(b.conv(c, 24, 32), 32)
     r = b.op("Relu", [bn])
     p = b.op("MaxPool", [r], kernel_shape=[2, 2], strides=[2, 2])
-    y = b.op("Relu", [b.conv(p, 16, 16)])
+    y = b.op("Relu", [b.conv(p, 32, 32)])
     f = b.op("Flatten", [b.op("GlobalAveragePool", [y])])
-    b.model("input", b.head(f, "Gemm"), path)
+    b.model("input", b.head(f, "Gemm", 32), path)
     return {"trt": {p: "trt.commutes", y: "trt.unquantized"},
             "ort-cpu": {bn: "ort.removed-activation", r: "ort.activation", c: "ort.activation"}}
 
@@ -133,22 +136,22 @@ def clip_maxpool_gemm(path):
 def concat_matmul(path):
     """Conv->Relu, two branches (Conv->Relu, Conv->LeakyRelu), Concat, Conv->Relu, GAP, Flatten, MatMul+Add."""
     b = Builder(2)
-    x = b.op("Relu", [b.conv("input", 1, 8)])
-    r1 = b.op("Relu", [b.conv(x, 8, 8)])
-    r2 = b.op("LeakyRelu", [b.conv(x, 8, 8)], alpha=0.1)
+    x = b.op("Relu", [b.conv("input", 1, 24)])
+    r1 = b.op("Relu", [b.conv(x, 24, 24)])
+    r2 = b.op("LeakyRelu", [b.conv(x, 24, 24)], alpha=0.1)
     c = b.op("Concat", [r1, r2], axis=1)
-    y = b.op("Relu", [b.conv(c, 16, 16, stride=2)])
+    y = b.op("Relu", [b.conv(c, 48, 32, stride=2)])
     f = b.op("Flatten", [b.op("GlobalAveragePool", [y])])
-    b.model("input", b.head(f, "MatMul"), path)
+    b.model("input", b.head(f, "MatMul", 32), path)
     return {"trt": {c: "trt.commutes", r1: "trt.unquantized", r2: "trt.unquantized", x: "trt.weighted-input"}}
 
 
 def residual(path):
     """Conv->Relu, then Relu(Add(Conv(Conv->Relu), Conv skip)) twice, GAP, Flatten, Gemm."""
     b = Builder(3)
-    x = b.op("Relu", [b.conv("input", 1, 8)])
+    x = b.op("Relu", [b.conv("input", 1, 24)])
     marks, cpu_marks = {}, {}
-    for c_in, c_out in ((8, 16), (16, 16)):
+    for c_in, c_out in ((24, 32), (32, 32)):
         main = b.conv(b.op("Relu", [b.conv(x, c_in, c_out)]), c_out, c_out)
         skip = b.conv(x, c_in, c_out)
         a = b.op("Add", [main, skip])
@@ -156,8 +159,23 @@ def residual(path):
         cpu_marks.update({a: "ort.removed-activation", main: "ort.op-io", skip: "ort.op-io"})
         x = b.op("Relu", [a])
     f = b.op("Flatten", [b.op("GlobalAveragePool", [x])])
-    b.model("input", b.head(f, "Gemm"), path)
+    b.model("input", b.head(f, "Gemm", 32), path)
     return {"trt": marks, "ort-cpu": cpu_marks}
+
+
+def small_layers(path):
+    """Conv(1->8)->Relu, Conv(8->8)->Relu, Conv(8->24)->Relu, Conv(24->24)->Relu, GAP, Flatten, Gemm: layers
+    TensorRT keeps in FP16 (trt.small-layer). INT8: 8 to 8 channels (neither 16 or more, not the model's input);
+    FP8 also 8 to 24 (16 channels or fewer on one side)."""
+    b = Builder(4)
+    x = b.op("Relu", [b.conv("input", 1, 8)])
+    y1 = b.op("Relu", [b.conv(x, 8, 8)])
+    y2 = b.op("Relu", [b.conv(y1, 8, 24)])
+    y3 = b.op("Relu", [b.conv(y2, 24, 24)])
+    f = b.op("Flatten", [b.op("GlobalAveragePool", [y3])])
+    b.model("input", b.head(f, "Gemm", 24), path)
+    return {"trt int8": {x: "trt.small-layer", y1: "trt.weighted-input", y2: "trt.weighted-input"},
+            "trt fp8": {x: "trt.small-layer", y1: "trt.small-layer", y2: "trt.weighted-input"}}
 
 
 # run with .venv-bench's python: the tensors quantize_static (QDQ, symmetric INT8) quantizes
@@ -212,16 +230,16 @@ def main():
                          f"{FM}/{idx}-labels-idx1-ubyte.gz", "--out", J(f"{split}.h5"))
         check(f"data convert {split}", rc == 0, err.strip()[-300:])
     bench_py = os.path.join(SRC, ".venv-bench", "bin", "python3")
-    for make in (clip_maxpool_gemm, concat_matmul, residual):
+    for make in (clip_maxpool_gemm, concat_matmul, residual, small_layers):
         model = J(make.__name__ + ".onnx")
         marks = make(model)
         rc, _, err = ptq("calibrate", "--model", model, "--data", J("train.h5"), "--samples", "512", "--seed", "0",
                          "--out", J("c.h5"))
         check(f"{make.__name__}: calibrate", rc == 0, err.strip()[-300:])
         basic = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        for case, flags, level in (("int8", [], None), ("fp8", ["--core", "fp8"], basic),
-                                   ("int8-ort", ["--placement", "ort"], basic),
-                                   ("uint8-ort-cpu", ["--target", "ort-cpu"], None)):
+        cases = (("int8", [], None), ("fp8", ["--core", "fp8"], basic),
+                 ("int8-ort", ["--placement", "ort"], basic), ("uint8-ort-cpu", ["--target", "ort-cpu"], None))
+        for case, flags, level in cases[:2] if make is small_layers else cases:  # its rule is trt's
             tag = f"{make.__name__} {case}"
             plan, logits, qdq = J(f"{case}.json"), J(f"{case}.npy"), J(f"{case}.onnx")
             ok = True
@@ -236,7 +254,8 @@ def main():
                 continue
             p = json.load(open(plan))
             rules = {e["name"]: e.get("rule") for e in p["tensors"] if e["kind"] == "activation"}
-            want = marks.get(p.get("target", p["placement"]), {})
+            key = p.get("target", p["placement"])
+            want = marks.get(f"{key} {case}", marks.get(key, {}))
             check(f"{tag}: placement rules", all(rules.get(n) == r for n, r in want.items()),
                   str({n: (rules.get(n), r) for n, r in want.items() if rules.get(n) != r}))
             if case == "int8-ort" and os.path.exists(bench_py):

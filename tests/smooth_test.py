@@ -1,5 +1,5 @@
 """ptq smooth (SmoothQuant-style migration, issue 13 item 3) against
-onnxruntime. A small graph with an outlier channel: x [N, 8] -> MatMul ->
+onnxruntime. A small graph with an outlier channel: x [N, 16] -> MatMul ->
 LayerNormalization (channel 3's scale 60x the others) -> a MatMul and a
 Gemm (transB) reading it -> Add -> Relu -> MatMul -> logits [N, 6]. Checks:
 the smoothed model's FP32 logits equal the original's in onnxruntime
@@ -28,7 +28,7 @@ except ImportError as e:  # pragma: no cover
 
 
 def outlier_model(path, rng):
-    c = 8
+    c = 16  # K and N of 16: TensorRT runs the MatMuls in INT8 (trt.small-layer)
     scale = np.ones(c, np.float32) + 0.1 * rng.standard_normal(c).astype(np.float32)
     scale[3] = 60.0
     inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in (
@@ -75,7 +75,7 @@ def main():
     rng = np.random.default_rng(0)
     model = J("outlier.onnx")
     outlier_model(model, rng)
-    x = rng.standard_normal((512, 8)).astype(np.float32)
+    x = rng.standard_normal((512, 16)).astype(np.float32)
     labels = ort_logits(model, {"x": x}).argmax(1)
     with h5py.File(J("data.h5"), "w") as f:
         f["x"] = x

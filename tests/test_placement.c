@@ -431,5 +431,45 @@ int main(void)
     g = finish(&b, "x", "prob");
     expect("cnn add", g, PTQ_PLACEMENT_TRT, I8, NULL, "r",
            "a=trt.unquantized,y1=trt.unquantized,prob=trt.output");
+
+    /* trt.small-layer: the layers TensorRT does not run in the core precision (ModelOpt's exclusions) read
+     * FP16 inputs; the weights' shapes decide (OC, IC per group, kernel) */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,wa", "y0"); /* 8 <- 8, reads the model's input: INT8, not FP8 */
+    node(&b, "Relu", "y0", "r0");
+    node(&b, "Conv", "r0,wb", "y1"); /* 8 <- 8: neither */
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Conv", "r1,wc", "y2"); /* 24 <- 8: INT8, not FP8 (8 channels in) */
+    node(&b, "Relu", "y2", "r2");
+    node(&b, "Conv", "r2,wd", "y3"); /* 24 <- 24, 7x7: INT8, not FP8 (49 taps) */
+    node(&b, "Relu", "y3", "r3");
+    node(&b, "Conv", "r3,wg", "y4"); /* depthwise, 16 groups of 1, 3x3: INT8, not FP8 */
+    node(&b, "Relu", "y4", "r4");
+    node(&b, "MatMul", "r4,we", "y5"); /* K 24, N 32: both */
+    node(&b, "Relu", "y5", "r5");
+    node(&b, "Gemm", "r5,wf", "y6"); /* N 10: neither */
+    static const struct {
+        const char *name;
+        int ndim;
+        int64_t dims[4];
+    } shapes[] = {{"wa", 4, {8, 8, 3, 3}},   {"wb", 4, {8, 8, 3, 3}}, {"wc", 4, {24, 8, 3, 3}},
+                  {"wd", 4, {24, 24, 7, 7}}, {"wg", 4, {16, 1, 3, 3}}, {"we", 2, {24, 32}}, {"wf", 2, {24, 10}}};
+    for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
+        ptq_value *w = &b.values[value(&b, shapes[i].name)];
+        w->ndim = shapes[i].ndim;
+        memcpy(w->dims, shapes[i].dims, sizeof shapes[i].dims);
+    }
+    static const ptq_attr groups = {.name = "group", .type = PTQ_ATTR_INT, .i = 16};
+    b.nodes[8].n_attrs = 1;
+    b.nodes[8].attrs = &groups;
+    g = finish(&b, "x", "y6");
+    expect("small layers int8", g, PTQ_PLACEMENT_TRT, I8, NULL, "x,r1,r2,r3,r4",
+           "x=trt.weighted-input,r0=trt.small-layer,r1=trt.weighted-input,r3=trt.weighted-input,"
+           "r5=trt.small-layer,y1=trt.fused");
+    expect("small layers fp8", g, PTQ_PLACEMENT_TRT, PTQ_PREC_FP8_E4M3, NULL, "r4",
+           "x=trt.small-layer,r0=trt.small-layer,r1=trt.small-layer,r2=trt.small-layer,r3=trt.small-layer,"
+           "r4=trt.weighted-input,r5=trt.small-layer");
+    /* the rule is trt's: --placement all and ort round them as before */
+    expect("small layers all", g, PTQ_PLACEMENT_ALL, I8, NULL, "x,y0,r0,y1,r1,y2,r2,y3,r3,y4,r4,y5,r5,y6", "");
     return test_done("test_placement");
 }
