@@ -99,7 +99,7 @@ def main():
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
     net = folded_resnet50()
     exporter = export(net, J("resnet50.onnx"))
-    n_img = max([a.images] + [a.cpu_images])
+    n_img = max(a.images, a.cpu_images)
     rng = np.random.default_rng(1)
     images = rng.integers(0, 256, size=(n_img, 224, 224, 3), dtype=np.uint8)
     n_sens = max(a.sens_images, a.cpu_sens_images)
@@ -140,7 +140,7 @@ def main():
                     args = ["sensitivity", "--model", J("resnet50.onnx"), "--calib", ref_archive, "--data",
                             J("sens.h5"), "--samples", str(n_sen), "--out", name + ".json", "--json"]
                 cmd = ([a.ptq] if np_ == 0 else mpirun + ["-np", str(np_), a.ptq]) + args + common
-                best = None
+                best, all_same = None, True
                 for rep in range(a.repeat):
                     p, wall = run(cmd, env)
                     print(f"mpi_resnet50: {device} threads {threads} {stage} np {np_ or 'plain'}, run {rep + 1}: "
@@ -161,11 +161,11 @@ def main():
                         own += " (ranks busy " + " / ".join(f"{x:.1f}" for x in busy(p.stderr)) + " s)"
                     row = dict(device=device, threads=threads, stage=stage, np=np_, images=n_cal if
                                stage == "calibrate" else n_sen, batch=batch, wall=wall, own=own, rate=rate,
-                               wait=w, reduce=r, bytes=b, same=same and (best is None or best["same"]))
+                               wait=w, reduce=r, bytes=b)
+                    all_same = all_same and same
                     if best is None or row["rate"] > best["rate"]:
                         best = row
-                    best["same"] = row["same"]
-                rows.append(best)
+                rows.append(dict(best, same=all_same))
     base = {}
     for r in rows:
         if r["np"] == 1:

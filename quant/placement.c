@@ -50,18 +50,86 @@ static int is_const(const ptq_value *v)
     return (v->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)) != 0;
 }
 
-/* 1 if v is read as a quantized non-weight input of a weighted op. */
-static int read_by_weighted(const place_graph *pg, int v)
+static int op_is(const place_graph *pg, int node, const char *op_type)
+{
+    return node >= 0 && strcmp(pg->g->nodes[node].op_type, op_type) == 0 && pg->op[node];
+}
+
+static int producer_of(const place_graph *pg, int v)
+{
+    return v >= 0 ? pg->g->values[v].producer : -1;
+}
+
+/* A constant: an initializer, a constant attribute or a Constant node's output. */
+static int is_const_input(const place_graph *pg, int v)
+{
+    return v < 0 || is_const(&pg->g->values[v]) || op_is(pg, producer_of(pg, v), "Constant");
+}
+
+/* Whether TensorRT runs weighted node k in the core precision: what NVIDIA
+ * ModelOpt's ONNX quantizer leaves to FP16 (its find_nodes_from_convs_to_exclude
+ * and the K/N >= 16 rule for Gemm/MatMul, which follow the kernels TensorRT
+ * has). A Conv with fewer than 16 input or output channels (per group) runs
+ * in INT8 only when one of them is a multiple of 8, the other is 16 or more
+ * or the Conv reads a graph input, and the kernel is square; a grouped one
+ * when its output channels are a multiple of 8 and every kernel side is 3 or
+ * more. In FP8, a Conv needs more than 16 of each and a kernel of at most 32
+ * taps. A Gemm/MatMul with a constant 2-D weight needs K and N of 16 or more. */
+static int trt_runs_quantized(const place_graph *pg, int k)
 {
     const ptq_graph *g = pg->g;
+    const ptq_node *n = &g->nodes[k];
+    const int fp8 = pg->core == PTQ_PREC_FP8_E4M3 || pg->core == PTQ_PREC_FP8_E5M2;
+    if ((!fp8 && pg->core != PTQ_PREC_INT8) || n->n_inputs < 2 || n->inputs[1] < 0 ||
+        !is_const_input(pg, n->inputs[1]))
+        return 1;
+    const ptq_value *w = &g->values[n->inputs[1]];
+    if (op_is(pg, k, "Conv") && w->ndim >= 3) {
+        const int64_t oc = w->dims[0], ic = w->dims[1], group = ptq_node_attr_int(n, "group", 1);
+        int64_t taps = 1, square = 1, min_side = w->dims[2];
+        for (int d = 2; d < w->ndim; d++) {
+            taps *= w->dims[d];
+            square &= w->dims[d] == w->dims[2];
+            min_side = w->dims[d] < min_side ? w->dims[d] : min_side;
+        }
+        if (oc < 16 || ic < 16) {
+            int reads_input = 0;
+            for (int i = 0; i < n->n_inputs; i++)
+                reads_input |= n->inputs[i] >= 0 && (g->values[n->inputs[i]].flags & PTQ_VALUE_INPUT);
+            if (fp8)
+                return 0;
+            if (group == 1)
+                return (oc % 8 == 0 || ic % 8 == 0) && (reads_input || oc >= 16 || ic >= 16) && square;
+            return oc % 8 == 0 && min_side >= 3;
+        }
+        return !fp8 || (taps <= 32 && oc > 16 && ic > 16);
+    }
+    if ((op_is(pg, k, "Gemm") || op_is(pg, k, "MatMul")) && w->ndim == 2) {
+        const int t = op_is(pg, k, "Gemm") && ptq_node_attr_int(n, "transB", 0);
+        return w->dims[t ? 1 : 0] >= 16 && w->dims[t ? 0 : 1] >= 16;
+    }
+    return 1;
+}
+
+/* How many weighted ops read v as a quantized non-weight input; *in_core
+ * (when not NULL): how many of them TensorRT runs in the core precision. */
+static int weighted_readers(const place_graph *pg, int v, int *in_core)
+{
+    const ptq_graph *g = pg->g;
+    int n = 0;
+    if (in_core)
+        *in_core = 0;
     for (int k = 0; k < g->n_nodes; k++) {
         if (!has_flag(pg, k, PTQ_OPF_WEIGHTED))
             continue;
         for (int i = 0; i < g->nodes[k].n_inputs; i++)
-            if (g->nodes[k].inputs[i] == v && ptq_op_mask_has(pg->op[k]->quant_inputs, i))
-                return 1;
+            if (g->nodes[k].inputs[i] == v && ptq_op_mask_has(pg->op[k]->quant_inputs, i)) {
+                n++;
+                if (in_core)
+                    *in_core += trt_runs_quantized(pg, k);
+            }
     }
-    return 0;
+    return n;
 }
 
 /* 1 if v comes out of a layer TensorRT fuses: a weighted op, then BatchNorm
@@ -144,13 +212,13 @@ static int m_edge(const place_graph *pg, int v, const char *rule)
 static int m_trt_commutes(const place_graph *pg, int v, const char *rule)
 {
     (void)rule;
-    return read_by_weighted(pg, v) && has_flag(pg, pg->g->values[v].producer, PTQ_OPF_QDQ_COMMUTES);
+    return weighted_readers(pg, v, NULL) > 0 && has_flag(pg, pg->g->values[v].producer, PTQ_OPF_QDQ_COMMUTES);
 }
 
 static int m_trt_weighted_input(const place_graph *pg, int v, const char *rule)
 {
     (void)rule;
-    return read_by_weighted(pg, v);
+    return weighted_readers(pg, v, NULL) > 0;
 }
 
 static int m_trt_residual_input(const place_graph *pg, int v, const char *rule)
@@ -163,84 +231,12 @@ static int m_trt_residual_input(const place_graph *pg, int v, const char *rule)
     return 0;
 }
 
-static int op_is(const place_graph *pg, int node, const char *op_type)
-{
-    return node >= 0 && strcmp(pg->g->nodes[node].op_type, op_type) == 0 && pg->op[node];
-}
-
-static int producer_of(const place_graph *pg, int v)
-{
-    return v >= 0 ? pg->g->values[v].producer : -1;
-}
-
-/* A constant: an initializer, a constant attribute or a Constant node's output. */
-static int is_const_input(const place_graph *pg, int v)
-{
-    return v < 0 || is_const(&pg->g->values[v]) || op_is(pg, producer_of(pg, v), "Constant");
-}
-
-/* Whether TensorRT runs weighted node k in the core precision: what NVIDIA
- * ModelOpt's ONNX quantizer leaves to FP16 (its find_nodes_from_convs_to_exclude
- * and the K/N >= 16 rule for Gemm/MatMul, which follow the kernels TensorRT
- * has). A Conv with fewer than 16 input or output channels (per group) runs
- * in INT8 only when one of them is a multiple of 8, the other is 16 or more
- * or the Conv reads a graph input, and the kernel is square; a grouped one
- * when its output channels are a multiple of 8 and every kernel side is 3 or
- * more. In FP8, a Conv needs more than 16 of each and a kernel of at most 32
- * taps. A Gemm/MatMul with a constant 2-D weight needs K and N of 16 or more. */
-static int trt_runs_quantized(const place_graph *pg, int k)
-{
-    const ptq_graph *g = pg->g;
-    const ptq_node *n = &g->nodes[k];
-    const int fp8 = pg->core == PTQ_PREC_FP8_E4M3 || pg->core == PTQ_PREC_FP8_E5M2;
-    if ((!fp8 && pg->core != PTQ_PREC_INT8) || n->n_inputs < 2 || n->inputs[1] < 0 ||
-        !is_const_input(pg, n->inputs[1]))
-        return 1;
-    const ptq_value *w = &g->values[n->inputs[1]];
-    if (op_is(pg, k, "Conv") && w->ndim >= 3) {
-        const int64_t oc = w->dims[0], ic = w->dims[1], group = ptq_node_attr_int(n, "group", 1);
-        int64_t taps = 1, square = 1, min_side = w->dims[2];
-        for (int d = 2; d < w->ndim; d++) {
-            taps *= w->dims[d];
-            square &= w->dims[d] == w->dims[2];
-            min_side = w->dims[d] < min_side ? w->dims[d] : min_side;
-        }
-        if (oc < 16 || ic < 16) {
-            int reads_input = 0;
-            for (int i = 0; i < n->n_inputs; i++)
-                reads_input |= n->inputs[i] >= 0 && (g->values[n->inputs[i]].flags & PTQ_VALUE_INPUT);
-            if (fp8)
-                return 0;
-            if (group == 1)
-                return (oc % 8 == 0 || ic % 8 == 0) && (reads_input || oc >= 16 || ic >= 16) && square;
-            return oc % 8 == 0 && min_side >= 3;
-        }
-        return !fp8 || (taps <= 32 && oc > 16 && ic > 16);
-    }
-    if ((op_is(pg, k, "Gemm") || op_is(pg, k, "MatMul")) && w->ndim == 2) {
-        const int t = op_is(pg, k, "Gemm") && ptq_node_attr_int(n, "transB", 0);
-        return w->dims[t ? 1 : 0] >= 16 && w->dims[t ? 0 : 1] >= 16;
-    }
-    return 1;
-}
-
 /* Read as a quantized input by weighted ops only, none of which TensorRT runs in the core precision. */
 static int m_trt_small_layer(const place_graph *pg, int v, const char *rule)
 {
     (void)rule;
-    const ptq_graph *g = pg->g;
-    int readers = 0;
-    for (int k = 0; k < g->n_nodes; k++) {
-        if (!has_flag(pg, k, PTQ_OPF_WEIGHTED))
-            continue;
-        for (int i = 0; i < g->nodes[k].n_inputs; i++)
-            if (g->nodes[k].inputs[i] == v && ptq_op_mask_has(pg->op[k]->quant_inputs, i)) {
-                if (trt_runs_quantized(pg, k))
-                    return 0;
-                readers++;
-            }
-    }
-    return readers > 0;
+    int in_core = 0;
+    return weighted_readers(pg, v, &in_core) > 0 && in_core == 0;
 }
 
 /* Made inside a fused layer and read only by what fuses after it. */

@@ -18,8 +18,7 @@
 # (bench/cudnn_tune_identity.py: cuDNN tuning changes no bit of ResNet-50's archive or logits);
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
 # set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS);
-# mpi50 (bench/mpi_resnet50.py with
-# MPI50_ARGS: ResNet-50 under mpirun).
+# mpi50 (bench/mpi_resnet50.py with MPI50_ARGS: ResNet-50 under mpirun).
 # Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50]
 set -uo pipefail
 out=${OUT:-out/gpu}
