@@ -14,8 +14,9 @@ and the peer's plan beside ptq's own (same quantization points? same scales?).
 (precision, or scales by more than 1e-6 relative; with the ratio of the peer's
 scale to ptq's). Weights that quantize_static stored already quantized (an int8
 initializer NAME_quantized read by a DequantizeLinear) map back to the original
-weight NAME, and a graph output it renamed NAME_QuantizeLinear_Input to NAME; a
-name the original model does not have is an error.
+weight NAME, a graph output it renamed NAME_QuantizeLinear_Input to NAME, and
+ptq's own export's ptq_qdq/NAME/... to NAME; a name the original model does not
+have is an error.
 Biases quantize_static stores as int32 stay float (ptq adds biases in float), and so
 do the other constants it quantizes (a Constant node's output, an Add's constant
 operand): a plan names activations and the weights of Conv/Gemm/MatMul only.
@@ -32,28 +33,28 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-FORMATS = {onnx.TensorProto.INT8: "int8", onnx.TensorProto.FLOAT8E4M3FN: "fp8-e4m3"}
+# TensorProto data types by number: onnx 1.12 (Debian's, the tests' venv) predates FLOAT8E4M3FN
+INT8, INT32, FLOAT8E4M3FN = 3, 6, 17
+FORMATS = {INT8: "int8", FLOAT8E4M3FN: "fp8-e4m3"}
 
 
 def constants(graph):
-    """name -> numpy array of every initializer and Constant node output."""
-    out = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    """name -> TensorProto of every initializer and Constant node output."""
+    out = {i.name: i for i in graph.initializer}
     for n in graph.node:
         if n.op_type == "Constant":
             for a in n.attribute:
                 if a.name == "value":
-                    out[n.output[0]] = numpy_helper.to_array(a.t)
+                    out[n.output[0]] = a.t
     return out
 
 
-def zero_point_type(graph, name, consts):
-    for i in graph.initializer:
-        if i.name == name:
-            return i.data_type
-    for n in graph.node:
-        if n.op_type == "Constant" and n.output[0] == name:
-            return n.attribute[0].t.data_type
-    raise SystemExit(f"zero point '{name}' is neither an initializer nor a Constant")
+def values(t):
+    """A TensorProto's values; FP8 ones as their bytes without the sign bit (0: a zero), which is all a zero
+    point needs, and which onnx 1.12's numpy_helper cannot convert."""
+    if t.data_type == FLOAT8E4M3FN:
+        return np.frombuffer(t.raw_data, dtype=np.uint8) & 0x7F if t.raw_data else np.asarray(t.int32_data) & 0x7F
+    return numpy_helper.to_array(t)
 
 
 def peer_entries(qdq_path, original):
@@ -80,19 +81,24 @@ def peer_entries(qdq_path, original):
             name = x[: -len("_quantized")] if x.endswith("_quantized") else x
         else:  # quantize_static renames a graph output it quantizes: NAME_QuantizeLinear_Input
             name = x[: -len("_QuantizeLinear_Input")] if x.endswith("_QuantizeLinear_Input") else x
+        if name.startswith("ptq_qdq/"):  # ptq export --format qdq's own: ptq_qdq/NAME/q, ptq_qdq/NAME/biased
+            name = name[len("ptq_qdq/"):].rsplit("/", 1)[0]
         if name not in orig_values:
             raise SystemExit(f"{qdq_path}: quantized tensor '{name}' is not in the original model")
         if name in orig_constants or (name in orig_names and name not in weights):
             skipped.append(name)  # a constant no weighted op reads as its weight: a plan does not name it
             continue
-        scale = np.asarray(consts[n.input[1]], dtype=np.float32).ravel()
+        for c in n.input[1:3]:
+            if c and c not in consts:
+                raise SystemExit(f"{qdq_path}: node '{n.name}': '{c}' is neither an initializer nor a Constant")
+        scale = np.asarray(values(consts[n.input[1]]), dtype=np.float32).ravel()
         if len(n.input) < 3 or not n.input[2]:
             raise SystemExit(f"{qdq_path}: node '{n.name}' has no zero point (uint8 by default): not symmetric")
-        zp = np.asarray(consts[n.input[2]]).astype(np.float64).ravel()
+        zp = np.asarray(values(consts[n.input[2]])).astype(np.float64).ravel()
         if np.any(zp != 0):
             raise SystemExit(f"{qdq_path}: node '{n.name}' has a zero point other than 0: not symmetric")
-        zpt = zero_point_type(g, n.input[2], consts)
-        if zpt == onnx.TensorProto.INT32 and n.op_type == "DequantizeLinear":
+        zpt = consts[n.input[2]].data_type
+        if zpt == INT32 and n.op_type == "DequantizeLinear":
             skipped.append(name)  # an int32 bias (quantize_static): ptq adds biases in float
             continue
         fmt = FORMATS.get(zpt)

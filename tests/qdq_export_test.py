@@ -7,8 +7,9 @@ onnxruntime on the 10,000 test images: its top-1 within 0.05 point of `ptq
 validate`'s quantized top-1 for the same plan and its predictions agreeing
 with ptq's on at least 99.9% of the images (FP8 with onnxruntime's basic
 graph optimizations, which run FP8 Q/DQ as written). The export carries
-the FP16 edges as Cast pairs and float16 weights; --placement ort agrees
-too. Bad inputs: a plan naming an unknown tensor, a plan for another
+the FP16 edges as Cast pairs and float16 weights, and exactly the plan's
+quantized tensors, formats and scales (read back by bench/peer_plan.py);
+--placement ort agrees too. Bad inputs: a plan naming an unknown tensor, a plan for another
 model. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import json
 import os
@@ -35,6 +36,23 @@ def run_ort(path, images, level=None):
     x = x.reshape(-1, 1, 28, 28).astype(np.float32)
     name = sess.get_inputs()[0].name
     return np.concatenate([sess.run(None, {name: x[i:i + 1000]})[0] for i in range(0, len(x), 1000)])
+
+
+def plan_carried(plan_path, qdq_path):
+    """(ok, detail): the Q/DQ pairs of the export, read back as a plan by bench/peer_plan.py, against the
+    plan's quantized entries: the same tensors, precisions, axes and float32 scales bit for bit."""
+    sys.path.insert(0, os.path.join(os.environ.get("PTQ_SOURCE_DIR", "."), "bench"))
+    import peer_plan
+    back, _ = peer_plan.peer_entries(qdq_path, onnx.load(MODEL))
+    plan = {e["name"]: e for e in json.load(open(plan_path))["tensors"] if e["scales"]}
+    bad = sorted(set(plan) ^ set(back))
+    for n in set(plan) & set(back):
+        p, b = plan[n], back[n]
+        if (p["precision"], p["axis"] if len(p["scales"]) > 1 else -1) != (b["precision"], b["axis"]) or \
+                not np.array_equal(np.float32(p["scales"]), np.float32(b["scales"])):
+            bad.append(n)
+    return not bad and len(plan) > 0, f"{len(plan)} quantized in the plan, {len(back)} in the export; " \
+        f"differing: {bad[:5]}"
 
 
 def main():
@@ -88,6 +106,8 @@ def main():
             check("fp8 Q/DQ model: opset 19, IR 9, FLOAT8E4M3FN weights", m.ir_version >= 9 and any(
                 o.domain in ("", "ai.onnx") and o.version >= 19 for o in m.opset_import) and
                 any(t.data_type == 17 for t in m.graph.initializer))
+        check(f"{name}: the export quantizes exactly the plan's tensors, with its formats and scales",
+              *plan_carried(J(f"{name}.json"), J(f"{name}.onnx")))
         rep = json.load(open(J(f"rep-{name}", "validate.json")))
         q_ptq = np.load(J(f"{name}.npy")).argmax(axis=1)
         # onnxruntime 1.32's extended graph optimizations (ORT_ENABLE_ALL) rewrite FP8 Q/DQ around
