@@ -119,7 +119,7 @@ def plan_core(entries):
 
 
 def write_plan(model, qdq, out):
-    """Writes the peer's plan for model to out (whole or not at all); returns (entries, skipped biases)."""
+    """Writes the peer's plan for model to out (whole or not at all); returns (entries, names left float)."""
     entries, skipped = peer_entries(qdq, onnx.load(model))
     with open(model, "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
@@ -132,6 +132,23 @@ def write_plan(model, qdq, out):
         json.dump(plan, f, indent=1)
     os.replace(tmp, out)
     return entries, skipped
+
+
+def differences(entries, ours):
+    """(name, peer precision, ptq precision, ptq rule or None, (min, max) of peer scale / ptq scale or None) for
+    every tensor either plan quantizes, or the two put in different precisions; ours: a ptq plan's entries by
+    name. The ratio is given where both quantize it in one format."""
+    out = []
+    for name in sorted(set(entries) | {k for k, e in ours.items() if e["precision"] != "fp32"}):
+        p, o = entries.get(name), ours.get(name)
+        pp = p["precision"] if p else "fp32"
+        op = o["precision"] if o else "fp32"
+        ratio = None
+        if pp == op and p and o and p["scales"] and o["scales"]:
+            r = np.asarray(p["scales"]) / np.asarray(o["scales"])
+            ratio = (float(r.min()), float(r.max()))
+        out.append((name, pp, op, o.get("rule", "") if o else None, ratio))
+    return out
 
 
 def main():
@@ -148,16 +165,11 @@ def main():
     if a.diff:
         with open(a.diff) as f:
             ours = {e["name"]: e for e in json.load(f)["tensors"]}
-        for name in sorted(set(entries) | {k for k, e in ours.items() if e["precision"] not in ("fp32",)}):
-            p, o = entries.get(name), ours.get(name)
-            pp = p["precision"] if p else "fp32"
-            op = o["precision"] if o else "fp32"
+        for name, pp, op, rule, ratio in differences(entries, ours):
             if pp != op:
-                print(f"  {name}: peer {pp}, ptq {op}" + (f" ({o.get('rule', '')})" if o else ""))
-            elif p and o and p["scales"] and o["scales"]:
-                r = np.asarray(p["scales"]) / np.asarray(o["scales"])
-                if np.any(np.abs(r - 1) > 1e-6):
-                    print(f"  {name}: {pp} both, peer scale / ptq scale {r.min():.6g}..{r.max():.6g}")
+                print(f"  {name}: peer {pp}, ptq {op}" + (f" ({rule})" if rule is not None else ""))
+            elif ratio and (abs(ratio[0] - 1) > 1e-6 or abs(ratio[1] - 1) > 1e-6):
+                print(f"  {name}: {pp} both, peer scale / ptq scale {ratio[0]:.6g}..{ratio[1]:.6g}")
     return 0
 
 

@@ -17,14 +17,13 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import numpy as np  # noqa: E402
-
 import peer_plan  # noqa: E402
 
 PEERS = {"modelopt-int8-max": "NVIDIA ModelOpt INT8 calibration_method=max",
@@ -57,7 +56,7 @@ def validate(ptq, model, plan, data, work):
                    check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(rep, "validate.json")) as f:
         top1 = 100.0 * json.load(f)["top1_quant"]
-    subprocess.run(["rm", "-rf", rep], check=True)
+    shutil.rmtree(rep)
     return top1
 
 
@@ -72,9 +71,13 @@ def main():
     ap.add_argument("specs", nargs="+", metavar="TAG:MODEL:SCRATCH:TEST:RECORD")
     a = ap.parse_args()
     ptq = os.path.abspath(a.ptq)
-    work = tempfile.mkdtemp(prefix="ptq-peer-plans-")
+    with tempfile.TemporaryDirectory(prefix="ptq-peer-plans-") as work:
+        return report(ptq, a.peers.split(","), a.specs, work)
+
+
+def report(ptq, peers, specs, work):
     rows, diffs = [], []
-    for spec in a.specs:
+    for spec in specs:
         tag, model, scratch, test, record = spec.split(":")
         draws = sorted(int(f[len(tag) + 2:-5]) for f in os.listdir(scratch)
                        if re.fullmatch(re.escape(tag) + r"-d\d+-c\.h5", f))
@@ -83,7 +86,7 @@ def main():
             ours[core] = os.path.join(work, f"ptq-{core}.json")
             subprocess.run([ptq, "plan", os.path.join(scratch, f"{tag}-d0-c.h5"), "--model", model, "--core", core,
                             "--out", ours[core], "--quiet"], check=True)
-        for peer in a.peers.split(","):
+        for peer in peers:
             sims = []
             for k in draws:
                 qdq = os.path.join(scratch, f"{tag}-d{k}-{peer}.onnx")
@@ -122,25 +125,25 @@ def main():
         r = {kind: (f"{min(lo for lo, _ in v):.4g} to {max(hi for _, hi in v):.4g} ({len(v)} tensors)" if v else "-")
              for kind, v in ratios.items()}
         print(f"| {tag} | {PEERS[peer]} | {peer_only} ({edges}) | {ptq_only} | {r['activation']} | {r['weight']} |")
-    subprocess.run(["rm", "-rf", work], check=True)
     return 0
 
 
 def plan_diff(entries, ours_path):
-    """(peer-only count, of them ptq edges, ptq-only count, scale ratios where both quantize)."""
+    """(peer-only count, of them ptq edges, ptq-only count, scale ratios by kind where both quantize)."""
     with open(ours_path) as f:
         ours = {e["name"]: e for e in json.load(f)["tensors"]}
     quantized = ("int8", "fp8-e4m3", "fp8-e5m2", "uint8")
-    ptq_q = {n for n, e in ours.items() if e["precision"] in quantized}
-    peer_only = [n for n in entries if n not in ptq_q]
-    edges = sum(1 for n in peer_only if ours.get(n, {}).get("rule") == "edge")
-    ptq_only = [n for n in ptq_q if n not in entries]
+    peer_only = edges = ptq_only = 0
     ratios = {"activation": [], "weight": []}
-    for n in entries:
-        if n in ptq_q and entries[n]["precision"] == ours[n]["precision"]:
-            r = np.asarray(entries[n]["scales"]) / np.asarray(ours[n]["scales"])
-            ratios[entries[n]["kind"]].append((float(r.min()), float(r.max())))
-    return len(peer_only), edges, len(ptq_only), ratios
+    for name, pp, op, rule, ratio in peer_plan.differences(entries, ours):
+        if pp in quantized and op not in quantized:
+            peer_only += 1
+            edges += rule == "edge"
+        elif op in quantized and pp not in quantized:
+            ptq_only += 1
+        elif ratio:
+            ratios[entries[name]["kind"]].append(ratio)
+    return peer_only, edges, ptq_only, ratios
 
 
 if __name__ == "__main__":
