@@ -94,13 +94,63 @@ static int64_t channels_along(const ptq_value *v, int axis)
     return axis < 0 ? 1 : v->dims[axis];
 }
 
-ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, double qmax, float **out, int64_t *n_out)
+/* Candidate scales per octave for an FP8 weight channel. */
+#define FP8_WEIGHT_STEPS 16
+
+/* FP8 weights (amax[c] > 0 per channel, scales[c] = amax[c] / qmax on entry):
+ * each channel takes the scale amax / qmax * 2^(k / 16), k in [0, 16), whose
+ * quantize-dequantize (the simulation's rounding, ptq_k_round_channels_cpu)
+ * leaves its values the least squared error; k = 0 on a tie. Scaling by a
+ * power of two rounds every value alike (but at the subnormals), so one
+ * octave holds every alignment of the channel to the format's grid, and
+ * k >= 0 clips nothing. */
+static ptq_status fp8_least_error_scales(ptq_ctx *ctx, const ptq_value *v, weight_runs wr, ptq_prec prec,
+                                         const double *amax, float *scales)
+{
+    const int64_t total = wr.n_runs * wr.inner, n_ch = wr.n_ch;
+    float *y = malloc(((size_t)total + 1) * sizeof *y), *cand = malloc(((size_t)n_ch + 1) * sizeof *cand);
+    double *err = malloc(((size_t)n_ch + 1) * sizeof *err), *best = malloc(((size_t)n_ch + 1) * sizeof *best);
+    if (!y || !cand || !err || !best) {
+        free(y);
+        free(cand);
+        free(err);
+        free(best);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the scales of '%s'", v->name);
+    }
+    const float *w = v->data;
+    const double qmax = ptq_qformat_max((ptq_qformat)prec);
+    for (int k = 0; k < FP8_WEIGHT_STEPS; k++) {
+        for (int64_t c = 0; c < n_ch; c++) {
+            cand[c] = amax[c] > 0 ? (float)(amax[c] / qmax * exp2((double)k / FP8_WEIGHT_STEPS)) : 1.0f;
+            err[c] = 0.0;
+        }
+        ptq_k_round_channels_cpu((ptq_fmt)prec, cand, n_ch, wr.n_runs, wr.inner, w, y);
+        for (int64_t r = 0; r < wr.n_runs; r++)
+            for (int64_t i = r * wr.inner; i < (r + 1) * wr.inner; i++) {
+                const double d = (double)y[i] - (double)w[i];
+                err[r % n_ch] += d * d;
+            }
+        for (int64_t c = 0; c < n_ch; c++)
+            if (k == 0 || err[c] < best[c]) {
+                best[c] = err[c];
+                scales[c] = cand[c];
+            }
+    }
+    free(y);
+    free(cand);
+    free(err);
+    free(best);
+    return PTQ_OK;
+}
+
+ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_prec prec, float **out, int64_t *n_out)
 {
     *out = NULL;
     if (v->dtype != PTQ_DT_FLOAT || !v->data || v->ndim < 0)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "weight '%s' is not a float32 constant with data", v->name);
     const weight_runs wr = weight_runs_of(v, axis);
     const int64_t n_ch = wr.n_ch;
+    const double qmax = ptq_qformat_max((ptq_qformat)prec);
     double *amax = calloc((size_t)n_ch + 1, sizeof *amax);
     float *scales = malloc(((size_t)n_ch + 1) * sizeof *scales);
     if (!amax || !scales) {
@@ -124,7 +174,14 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, doubl
         }
         scales[c] = amax[c] > 0 ? (float)(amax[c] / qmax) : 1.0f;
     }
+    ptq_status st = PTQ_OK;
+    if (prec == PTQ_PREC_FP8_E4M3 || prec == PTQ_PREC_FP8_E5M2)
+        st = fp8_least_error_scales(ctx, v, wr, prec, amax, scales);
     free(amax);
+    if (st != PTQ_OK) {
+        free(scales);
+        return st;
+    }
     *out = scales;
     *n_out = n_ch;
     return PTQ_OK;
@@ -365,11 +422,13 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         const int axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
         ptq_plan_entry *e = &p->e[p->n++];
         PTQ_TRY(st, entry_set(ctx, e, g->values[v].name, 1, edge[v] ? high : core, edge[v] ? -1 : axis,
-                              edge[v] ? "edge: first or last compute layer" : "weights max|w| per channel",
+                              edge[v]                  ? "edge: first or last compute layer"
+                              : core == PTQ_PREC_INT8 ? "weights max|w| per channel"
+                                                      : "weights per channel, least FP8 rounding error",
                               edge[v] ? PTQ_RULE_EDGE : PTQ_RULE_WEIGHT),
                 done);
         if (!edge[v])
-            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], axis, ptq_qformat_max(core), &e->scales,
+            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], axis, core, &e->scales,
                                       &e->n_scales),
                     done);
     }

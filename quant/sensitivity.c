@@ -216,7 +216,7 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
             if (!t)
                 continue;
             e->axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
-            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], e->axis, ptq_qformat_max(p->core), &e->scales,
+            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], e->axis, p->core, &e->scales,
                                             &e->n_scales),
                     done);
         }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`ptq plan` end to end: the default INT8 and FP8 plans from a calibration
 archive of the demo model (FP16 edges, per-channel weight scales checked
-against numpy's max|w| / 127), `ptq plan --check` of the plan and of hand
+against numpy's max|w| / 127, and for FP8 against the one of max|w| / 448 *
+2^(k / 16), k in [0, 16), whose E4M3 rounding numpy finds least wrong), `ptq plan --check` of the plan and of hand
 edits it must refuse (unknown tensor, scales zero / negative / infinite, a
 plan for another model, not a plan), each with its exit code and nothing
 written; the --target ort-cpu plan (uint8 activations with zero points, zero
@@ -23,7 +24,23 @@ except ImportError as e:  # the venv from scripts/setup.sh has them
     sys.exit(77)
 
 
+def e4m3(v):
+    """float32 values rounded to FP8 E4M3 (nearest even, saturating at 448), as float64."""
+    a = np.abs(v.astype(np.float64))
+    step = 2.0 ** (np.floor(np.log2(np.maximum(a, 2.0 ** -6))) - 3)
+    return np.sign(v) * np.minimum(np.round(a / step) * step, 448.0)
 
+
+def fp8_least_error_scale(row, base):
+    """The float32 scale base * 2^(k / 16), k in [0, 16), whose quantize-dequantize of row leaves it the least
+    squared error, the first on a tie."""
+    best, best_s = np.inf, None
+    for k in range(16):
+        s = np.float32(base * 2.0 ** (k / 16))
+        err = np.sum((e4m3(row / s).astype(np.float32) * s - row).astype(np.float64) ** 2)
+        if err < best:
+            best, best_s = err, s
+    return best_s
 
 
 def main():
@@ -73,9 +90,12 @@ def main():
                 continue
             w = weights[name]
             ref = np.abs(w.reshape(w.shape[0], -1)).max(axis=1).astype(np.float64) / qmax
+            if core == "fp8":
+                ref = np.array([fp8_least_error_scale(row, s) for row, s in zip(w.reshape(w.shape[0], -1), ref)])
             n_w += 1
             bad += int(not np.array_equal(np.array(e["scales"], np.float32), ref.astype(np.float32)))
-        check(f"{core}: per-channel weight scales = max|w| / {qmax:g} (numpy)", n_w == 8 and bad == 0,
+        check(f"{core}: per-channel weight scales = " + ("max|w| / 127" if core == "int8" else
+              "the least E4M3 rounding error of max|w| / 448 * 2^(k / 16)") + " (numpy)", n_w == 8 and bad == 0,
               f"{n_w} weights, {bad} differ")
         check(f"{core}: activation scales positive", all(
             len(e["scales"]) == 1 and e["scales"][0] > 0 for e in t.values()

@@ -1,6 +1,7 @@
 /* Precision plans (quant/plan.c, quant/plan_json.c) on the demo model: the
  * --placement all plan's edges and core, weight scales against max|w| / 127 per
- * output channel computed here, JSON written -> read -> written to the same
+ * output channel computed here (FP8: the least rounding error of 16 per octave,
+ * found again here with the reference rounding), JSON written -> read -> written to the same
  * bytes, and the checks a hand-edited plan must pass (unknown or repeated
  * names, bad scales, wrong scale counts, inconsistent block scales, another
  * model); the default (trt) placement's entries and rules. */
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/numfmt.h"
 #include "ptq/plan.h"
 #include "testlib.h"
 
@@ -157,6 +159,71 @@ static void check_trt(const ptq_graph *g, const ptq_calib_set *s)
     free(j1);
     free(j2);
     ptq_plan_free(back);
+    ptq_plan_free(p);
+}
+
+/* Squared error of rounding x[0..n) to FP8 E4M3 with scale s (the reference kernel). */
+static double fp8_error(const float *x, int64_t n, float s, float *y)
+{
+    ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, x, n, s, y);
+    double err = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        err += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+    return err;
+}
+
+/* FP8 core: every FP8 weight channel's scale is max|w| / 448 times 2^(k / 16)
+ * for the k in [0, 16) with the least rounding error (the first on a tie),
+ * found here with the reference kernel; so never worse than max|w| / 448, and
+ * on this model better on most channels. */
+static void check_fp8_weights(const ptq_graph *g, const ptq_calib_set *s)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_FP8_E4M3, 0};
+    ptq_plan *p = NULL;
+    CHECK_MSG(ptq_plan_default(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_FP8_E4M3, &p) == PTQ_OK, "%s",
+              ctx.msg);
+    if (!p)
+        return;
+    int n_weights = 0;
+    int64_t n_ch = 0, n_moved = 0;
+    double err_plan = 0.0, err_max = 0.0;
+    for (int v = 0; v < g->n_values; v++) {
+        const ptq_plan_entry *e = find(p, g->values[v].name);
+        if (!e || !e->is_weight || e->prec != PTQ_PREC_FP8_E4M3)
+            continue;
+        const ptq_value *w = &g->values[v];
+        CHECK(e->axis == 0 && e->n_scales == w->dims[0] && strstr(e->source, "least FP8 rounding error"));
+        const int64_t per = w->dims[1] * w->dims[2] * w->dims[3]; /* [K, C, R, S] */
+        float *y = malloc((size_t)per * sizeof *y);
+        for (int64_t c = 0; y && c < w->dims[0]; c++) {
+            const float *x = (const float *)w->data + c * per;
+            float amax = 0;
+            for (int64_t k = 0; k < per; k++)
+                amax = fmaxf(amax, fabsf(x[k]));
+            int best = 0;
+            double best_err = INFINITY;
+            for (int k = 0; k < 16; k++) {
+                const double err = fp8_error(x, per, (float)((double)amax / 448.0 * exp2(k / 16.0)), y);
+                if (err < best_err) {
+                    best_err = err;
+                    best = k;
+                }
+            }
+            CHECK_MSG(e->scales[c] == (float)((double)amax / 448.0 * exp2(best / 16.0)), "%s channel %lld: %g",
+                      w->name, (long long)c, (double)e->scales[c]);
+            err_plan += fp8_error(x, per, e->scales[c], y);
+            err_max += fp8_error(x, per, (float)((double)amax / 448.0), y);
+            n_moved += best != 0;
+            n_ch++;
+        }
+        free(y);
+        n_weights++;
+    }
+    CHECK_MSG(n_weights == 8 && n_moved > n_ch / 2 && err_plan < 0.95 * err_max,
+              "%d weights, %lld of %lld channels off max|w| / 448, squared error %g against %g", n_weights,
+              (long long)n_moved, (long long)n_ch, err_plan, err_max);
     ptq_plan_free(p);
 }
 
@@ -321,6 +388,7 @@ int main(void)
     CHECK(j1 && !strstr(j1, "\"rule\"") && !strstr(j1, "\"placement\"")); /* --placement all: plans as before */
     check_trt(g, s);
     check_ort_cpu(g, s);
+    check_fp8_weights(g, s);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */
