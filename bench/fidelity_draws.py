@@ -143,6 +143,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("spec", nargs="+", help="TAG:MODEL:SCRATCH:TEST")
     a = ap.parse_args()
+    given = a.ptq
     a.ptq = os.path.abspath(a.ptq)
     a.binaries = [("ptq", a.ptq)] + [("ptq " + x.split("=", 1)[0], os.path.abspath(x.split("=", 1)[1]))
                                      for x in a.ptq_also]
@@ -151,7 +152,7 @@ def main():
              f"({start:%Y-%m-%d})", "",
              f"- machine: {platform.node()}, {cpu_model()}, {os.cpu_count()} cores; ptq {commit()}; "
              f"onnxruntime {ort.__version__}",
-             "- command: `python3 bench/fidelity_draws.py --ptq " + os.path.relpath(a.ptq) +
+             "- command: `python3 bench/fidelity_draws.py --ptq " + given +
              "".join(f" --ptq-also {x}" for x in a.ptq_also) + f" --draws {a.draws} " + " ".join(a.spec) + "`",
              "- agreement: the fraction of test samples whose top-1 class is FP32's; SQNR: 10 log10(sum f^2 / "
              "sum (q - f)^2) over every logit, f FP32's logits; onnxruntime with all optimizations for INT8 and "
