@@ -22,7 +22,8 @@ here from the IDX files of $PTQ_FMNIST_DIR with bench/accuracy_vs_ort.py's
 preprocessing) or text-test.h5 (input_ids, attention_mask and labels).
 
 --ptq-also LABEL=PATH adds the simulated rows of another ptq binary (an
-older build, to show what a change did); the peers run once.
+older build, to show what a change did), --variant FLAGS those of ptq's
+plans with other `ptq plan` flags; the peers run once.
 
     python3 bench/fidelity_draws.py --ptq build/ptq [--ptq-also before=/tmp/old/bin/ptq] [--draws 5] \\
         [--out FILE] demo:models/fmnist_resnet.onnx:/tmp/ptq-bench-draws-X:test.h5 ...
@@ -79,10 +80,10 @@ def measures(q, f, labels):
     return (100 * float((q.argmax(1) == labels).mean()), 100 * float((q.argmax(1) == f.argmax(1)).mean()), sqnr)
 
 
-def ptq_rows(ptq, model, archive, test, work, fmt):
-    """ptq's default plan of archive for fmt: (validate's logits, the path of its Q/DQ export)."""
+def ptq_rows(ptq, model, archive, test, work, fmt, flags=()):
+    """ptq's default plan of archive for fmt (with plan flags): (validate's logits, the path of its Q/DQ export)."""
     plan, lg, qdq = (os.path.join(work, n) for n in ("p.json", "l.npy", "q.onnx"))
-    core = ["--core", "fp8"] if fmt == "fp8" else []
+    core = (["--core", "fp8"] if fmt == "fp8" else []) + list(flags)
     run = dict(check=True, stdout=subprocess.DEVNULL)
     subprocess.run([ptq, "plan", archive, "--model", model, *core, "--out", plan, "--quiet"], **run)
     subprocess.run([ptq, "validate", "--model", model, "--plan", plan, "--data", test, "--report",
@@ -100,13 +101,14 @@ def model_section(a, tag, model, scratch, test):
     with tempfile.TemporaryDirectory() as work:
         for k in range(a.draws):
             archive = os.path.join(scratch, f"{tag}-d{k}-c.h5")
-            for who, ptq in a.binaries:
+            for who, ptq, flags in a.binaries:
                 for fmt in ("int8", "fp8"):
-                    sim, qdq = ptq_rows(ptq, model, archive, os.path.join(scratch, test), work, fmt)
-                    rows.setdefault((f"{who} default {fmt.upper()}, simulated", fmt), []).append(
+                    sim, qdq = ptq_rows(ptq, model, archive, os.path.join(scratch, test), work, fmt, flags)
+                    plan = f"{who} {' '.join(flags)}" if flags else f"{who} default"
+                    rows.setdefault((f"{plan} {fmt.upper()}, simulated", fmt), []).append(
                         measures(sim, f32, labels))
-                    if who != "ptq":
-                        continue  # another build: its simulation only
+                    if who != "ptq" or flags:
+                        continue  # another build or plan: its simulation only
                     rows.setdefault((f"{who} default {fmt.upper()}, export in onnxruntime", fmt), []).append(
                         measures(logits(qdq, feeds, LEVEL[fmt]), f32, labels))
             for peer, label, fmt in PEERS:
@@ -139,21 +141,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ptq", required=True)
     ap.add_argument("--ptq-also", action="append", default=[], metavar="LABEL=PATH")
+    ap.add_argument("--variant", action="append", default=[], metavar="PLAN-FLAGS",
+                    help="also ptq's plans with these `ptq plan` flags (simulated), e.g. '--method mse'")
     ap.add_argument("--draws", type=int, default=5)
     ap.add_argument("--out")
     ap.add_argument("spec", nargs="+", help="TAG:MODEL:SCRATCH:TEST")
     a = ap.parse_args()
     given = a.ptq
     a.ptq = os.path.abspath(a.ptq)
-    a.binaries = [("ptq", a.ptq)] + [("ptq " + x.split("=", 1)[0], os.path.abspath(x.split("=", 1)[1]))
-                                     for x in a.ptq_also]
+    a.binaries = [("ptq", a.ptq, [])] + [("ptq " + x.split("=", 1)[0], os.path.abspath(x.split("=", 1)[1]), [])
+                                         for x in a.ptq_also] + [("ptq", a.ptq, v.split()) for v in a.variant]
     start = datetime.datetime.now(datetime.timezone.utc)
     lines = [f"# Fidelity to FP32 of ptq's default plans and the peers' models, on the accuracy draws "
              f"({start:%Y-%m-%d})", "",
              f"- machine: {platform.node()}, {cpu_model()}, {os.cpu_count()} cores; ptq {commit()}; "
              f"onnxruntime {ort.__version__}",
              "- command: `python3 bench/fidelity_draws.py --ptq " + given +
-             "".join(f" --ptq-also {x}" for x in a.ptq_also) + f" --draws {a.draws} " + " ".join(a.spec) + "`",
+             "".join(f" --ptq-also {x}" for x in a.ptq_also) +
+             "".join(f" --variant '{v}'" for v in a.variant) + f" --draws {a.draws} " + " ".join(a.spec) + "`",
              "- agreement: the fraction of test samples whose top-1 class is FP32's; SQNR: 10 log10(sum f^2 / "
              "sum (q - f)^2) over every logit, f FP32's logits; onnxruntime with all optimizations for INT8 and "
              "the basic ones for FP8; means and worst over the draws", ""]
