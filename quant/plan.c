@@ -104,7 +104,7 @@ static int64_t channels_along(const ptq_value *v, int axis)
  * power of two rounds every value alike (but at the subnormals), so one
  * octave holds every alignment of the channel to the format's grid, and
  * k >= 0 clips nothing. */
-static ptq_status fp8_least_error_scales(ptq_ctx *ctx, const ptq_value *v, weight_runs wr, ptq_prec prec,
+static ptq_status fp8_least_error_scales(ptq_ctx *ctx, const ptq_value *v, weight_runs wr, ptq_prec prec, double qmax,
                                          const double *amax, float *scales)
 {
     const int64_t total = wr.n_runs * wr.inner, n_ch = wr.n_ch;
@@ -118,18 +118,20 @@ static ptq_status fp8_least_error_scales(ptq_ctx *ctx, const ptq_value *v, weigh
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the scales of '%s'", v->name);
     }
     const float *w = v->data;
-    const double qmax = ptq_qformat_max((ptq_qformat)prec);
     for (int k = 0; k < FP8_WEIGHT_STEPS; k++) {
         for (int64_t c = 0; c < n_ch; c++) {
             cand[c] = amax[c] > 0 ? (float)(amax[c] / qmax * exp2((double)k / FP8_WEIGHT_STEPS)) : 1.0f;
             err[c] = 0.0;
         }
         ptq_k_round_channels_cpu((ptq_fmt)prec, cand, n_ch, wr.n_runs, wr.inner, w, y);
-        for (int64_t r = 0; r < wr.n_runs; r++)
+        for (int64_t r = 0; r < wr.n_runs; r++) {
+            double run = 0.0;
             for (int64_t i = r * wr.inner; i < (r + 1) * wr.inner; i++) {
                 const double d = (double)y[i] - (double)w[i];
-                err[r % n_ch] += d * d;
+                run += d * d;
             }
+            err[r % n_ch] += run;
+        }
         for (int64_t c = 0; c < n_ch; c++)
             if (k == 0 || err[c] < best[c]) {
                 best[c] = err[c];
@@ -176,7 +178,7 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_p
     }
     ptq_status st = PTQ_OK;
     if (prec == PTQ_PREC_FP8_E4M3 || prec == PTQ_PREC_FP8_E5M2)
-        st = fp8_least_error_scales(ctx, v, wr, prec, amax, scales);
+        st = fp8_least_error_scales(ctx, v, wr, prec, qmax, amax, scales);
     free(amax);
     if (st != PTQ_OK) {
         free(scales);
