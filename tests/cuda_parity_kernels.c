@@ -2,6 +2,7 @@
  * inputs over many shapes, device outputs NaN-poisoned before each run; one
  * line per kernel (cases, worst error, tolerance), failing cases with their
  * shapes. Exit 77 without a GPU. Run: build/tests/cuda_parity_kernels */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -750,6 +751,9 @@ int main(void)
     if (cudnn) {
         ptq_cuda_dev_set_cudnn(dev, 0);
         test_conv("conv im2col");
+        setenv("PTQ_KSPLIT", "7", 1); /* K summed 7 taps an SGEMM: blocks and a remainder */
+        test_conv("conv im2col, PTQ_KSPLIT=7");
+        unsetenv("PTQ_KSPLIT");
         ptq_cuda_dev_set_cudnn(dev, 1);
     } else {
         printf("conv: %s\n", ptq_cuda_dev_note(dev));

@@ -11,6 +11,7 @@
  * count); one-input-channel-per-group (depthwise) convs use a direct kernel.
  * Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
+#include <stdlib.h>
 
 #include "kernels/cuda/cuda_common.cuh"
 
@@ -18,6 +19,17 @@
 #define CONV_SCRATCH_BYTES ((size_t)256 << 20)
 /* the wide SGEMM's columns (images x output positions) a chunk aims at */
 #define CONV_CHUNK_COLS 8192
+
+/* Taps per SGEMM: PTQ_KSPLIT=B sums each output's K taps in blocks of B,
+ * each block's sum added in order into the output (cuBLAS beta 1), for
+ * bench/zoo_diag.py's measure of FP32 summation order; unset: one SGEMM
+ * over all K. */
+static int64_t k_block(int64_t ck)
+{
+    const char *v = getenv("PTQ_KSPLIT");
+    const long long b = v ? atoll(v) : 0;
+    return b > 0 && b < ck ? (int64_t)b : ck;
+}
 
 /* The im2col element of image img, input channel c, kernel offset kk (in k
  * order) and output position o: the input under that tap, 0 in the padding. */
@@ -105,7 +117,7 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     float *colw = (float *)scratch;
     float *acc = colw + chunk * ck * out_sz;
     const float one = 1.0f, zero = 0.0f;
-    const int64_t cols = chunk * out_sz, n_col = ck * cols;
+    const int64_t cols = chunk * out_sz, n_col = ck * cols, kb = k_block(ck);
     for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
         const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;
         if (n_col <= INT_MAX - (int64_t)ptq_cuda_blocks(n_col) * PTQ_CUDA_BLOCK)
@@ -117,8 +129,10 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
         PTQ_CUDA_LAUNCHED(ctx, "im2col_wide_kernel");
         /* row-major acc [c_out, cols] = w [c_out, ck] @ colw [ck, cols] is column-major
          * acc^T [cols, c_out] = colw^T [cols, ck] @ w^T [ck, c_out] */
-        PTQ_CUBLAS(ctx, d, sgemm, d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)p->c_out, (int)ck, &one,
-                                          colw, (int)cols, w, (int)ck, &zero, acc, (int)cols);
+        for (int64_t k0 = 0; k0 < ck; k0 += kb)
+            PTQ_CUBLAS(ctx, d, sgemm, d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)p->c_out,
+                       (int)(ck - k0 < kb ? ck - k0 : kb), &one, colw + k0 * cols, (int)cols, w + k0, (int)ck,
+                       k0 ? &one : &zero, acc, (int)cols);
         const int64_t n_out = p->c_out * n_valid * out_sz;
         scatter_bias_kernel<<<ptq_cuda_blocks(n_out), PTQ_CUDA_BLOCK, 0, d->stream>>>(
             p->c_out, chunk, n_valid, out_sz, acc, b, y + img0 * p->c_out * out_sz);
@@ -189,18 +203,18 @@ static ptq_status conv_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     const int64_t k_sz = p->k[0] * p->k[1] * p->k[2];
     const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
     const int64_t cg = p->c_in / p->group, mg = p->c_out / p->group;
-    const int64_t ck = cg * k_sz;
+    const int64_t ck = cg * k_sz, kb = k_block(ck);
     const float one = 1.0f, zero = 0.0f;
     if (!fits_int(p->group))
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: group %lld", (long long)p->group);
     /* row-major y_g [mg, OUT] = w_g [mg, ck] @ col_g [ck, OUT] is column-major
      * y_g^T [OUT, mg] = col_g^T [OUT, ck] @ w_g^T [ck, mg]: no transposes */
     for (int64_t img = 0; img < n_img; img++)
-        PTQ_CUBLAS(ctx, d, sgemm_strided_batched, d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)out_sz, (int)mg,
-                                                        (int)ck, &one, col + img * col_stride, (int)out_sz,
-                                                        ck * out_sz, w, (int)ck, mg * ck, &zero,
-                                                        y + img * p->c_out * out_sz, (int)out_sz, mg * out_sz,
-                                                        (int)p->group);
+        for (int64_t k0 = 0; k0 < ck; k0 += kb)
+            PTQ_CUBLAS(ctx, d, sgemm_strided_batched, d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)out_sz, (int)mg,
+                       (int)(ck - k0 < kb ? ck - k0 : kb), &one, col + img * col_stride + k0 * out_sz,
+                       (int)out_sz, ck * out_sz, w + k0, (int)ck, mg * ck, k0 ? &one : &zero,
+                       y + img * p->c_out * out_sz, (int)out_sz, mg * out_sz, (int)p->group);
     return PTQ_OK;
 }
 
