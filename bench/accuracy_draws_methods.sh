@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ptq's plan with other calibrators on the archives bench/accuracy_draws.py made, one per draw: for each
-# TAG:MODEL:SCRATCH:TEST given, every SCRATCH/TAG-dK-c.h5 (draw K's `ptq calibrate`) is planned with
+# ptq's plan with other calibrators on the archives bench/accuracy_draws.py (or bench/draw_archives.py) made, one per
+# draw: for each TAG:MODEL:SCRATCH:TEST given, every SCRATCH/TAG-dK-c.h5 (draw K's `ptq calibrate`) is planned with
 # `--method minmax` for INT8 and for FP8 (--core fp8), and `ptq validate` on SCRATCH/TEST prints its top-1.
 # VARIANTS (space-separated NAME:PLAN-FLAGS) replaces those two, e.g. "int8: fp8:--core fp8" for the default plans.
 # Prints "TAG dK VARIANT TOP1" lines; scratch files go to a temporary folder, removed at the end.
