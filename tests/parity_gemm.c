@@ -1,6 +1,9 @@
 /* Parity of ptq_k_gemm_cpu / ptq_k_gemm_batched_cpu (OpenBLAS) with the ref
  * on seeded data: odd and degenerate sizes, all trans_a/trans_b, alpha/beta
- * (beta 0 must not read y), broadcast batches on both threading paths.
+ * (beta 0 must not read y), broadcast batches on both threading paths;
+ * and each row of a product bit-identical to the same row computed alone
+ * (batch invariance: OpenBLAS's Haswell/Zen kernels round rows 12-15 of a
+ * 16-row call their own way).
  * Tolerance: rtol 1e-4, atol 1e-5 (inputs in [-1, 1], k <= 160). */
 #include <math.h>
 #include <stdlib.h>
@@ -97,6 +100,39 @@ static void run_batched(int idx, const ptq_gemm_params *p, int64_t n_batch, int6
     free(b_off);
 }
 
+/* Every row of an m-row product against the same row as a product of one
+ * row: bit-identical, whatever m and the row's place. */
+static void run_rows_alone(int idx, int64_t m, int64_t n, int64_t k, int trans_b, float beta)
+{
+    const ptq_gemm_params p = {m, n, k, 0, trans_b, 1.0f, beta}, one = {1, n, k, 0, trans_b, 1.0f, beta};
+    float *a = malloc((size_t)(m * k) * sizeof *a), *b = malloc((size_t)(k * n) * sizeof *b);
+    float *y0 = malloc((size_t)(m * n) * sizeof *y0), *y = malloc((size_t)(m * n) * sizeof *y);
+    float *row = malloc((size_t)n * sizeof *row);
+    CHECK(a && b && y0 && y && row);
+    if (!(a && b && y0 && y && row))
+        return;
+    test_rand_seed(5000 + (uint64_t)idx);
+    test_fill_uniform(a, m * k, -1.0f, 1.0f);
+    test_fill_uniform(b, k * n, -1.0f, 1.0f);
+    test_fill_uniform(y0, m * n, -1.0f, 1.0f);
+    memcpy(y, y0, (size_t)(m * n) * sizeof *y);
+    ptq_k_gemm_cpu(&p, a, b, y);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < m; i++) {
+        memcpy(row, y0 + i * n, (size_t)n * sizeof *row);
+        ptq_k_gemm_cpu(&one, a + i * k, b, row);
+        if (memcmp(row, y + i * n, (size_t)n * sizeof *row) != 0 && bad++ == 0)
+            first = i;
+    }
+    CHECK_MSG(bad == 0, "gemm %lldx%lldx%lld trans_b %d beta %g: %lld rows differ from the row alone (first %lld)",
+              (long long)m, (long long)n, (long long)k, trans_b, beta, (long long)bad, (long long)first);
+    free(a);
+    free(b);
+    free(y0);
+    free(y);
+    free(row);
+}
+
 int main(void)
 {
     int idx = 0;
@@ -114,5 +150,10 @@ int main(void)
     run_batched(idx++, &small_t, 9, 9, 1);  /* B shared */
     run_batched(idx++, &big, 6, 6, 2);      /* big slices: sgemm threads itself */
     run_batched(idx++, &big, 1, 1, 1);
+    /* a classifier head (the demo's 96 -> 10), a square layer, an odd shape */
+    run_rows_alone(idx++, 64, 10, 96, 1, 1.0f);
+    run_rows_alone(idx++, 40, 64, 96, 0, 0.0f);
+    run_rows_alone(idx++, 37, 256, 256, 1, 0.0f);
+    run_rows_alone(idx++, 50, 13, 7, 0, 1.0f);
     return test_done("parity_gemm");
 }

@@ -1,6 +1,7 @@
 """What the command-line oracle tests share (tests/cli_*_test.py): where
-ptq, the demo model and Fashion-MNIST are, running ptq, and recording
-checks. ctest sets PTQ_BIN and PTQ_SOURCE_DIR."""
+ptq, the demo model and Fashion-MNIST are, running ptq, recording checks,
+and how onnxruntime's integer kernels behave on this CPU. ctest sets
+PTQ_BIN and PTQ_SOURCE_DIR."""
 import gzip
 import os
 import subprocess
@@ -38,6 +39,30 @@ def fmnist_test(n, split="t10k"):
     with gzip.open(f"{FM}/{split}-labels-idx1-ubyte.gz", "rb") as f:
         labels = np.frombuffer(f.read(), np.uint8, offset=8)[:n].astype(np.int64)
     return images, labels
+
+
+def cpu_has_vnni():
+    """The CPU has AVX-VNNI or AVX512-VNNI (Linux's /proc/cpuinfo flags). Without it onnxruntime's x86 integer
+    kernels multiply uint8 by int8 with VPMADDUBSW, whose int16 pair sums saturate (its documented limitation,
+    the reason for quantize_static's reduce_range): its all-optimization run of an INT8 or UINT8 Q/DQ model then
+    rounds some sums other than ptq's simulation, which does not saturate."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return True  # unknown: hold the stricter bounds
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
+def int8_level(ort):
+    """The graph optimization level at which a test runs ptq's INT8 Q/DQ export to compare it with `ptq
+    validate`: all of them (None) where the CPU has VNNI; else the basic ones, which keep the Q/DQ pairs around
+    float kernels (cpu_has_vnni says why), with a note."""
+    if cpu_has_vnni():
+        return None
+    print("note: no AVX-VNNI on this CPU: onnxruntime's integer kernels saturate uint8 x int8 pair sums in int16; "
+          "the INT8 export runs with basic graph optimizations (float kernels around its Q/DQ pairs)")
+    return ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
 
 
 def finish(test):

@@ -11,7 +11,8 @@ int32 biases) are calibrated on 512 training images, validated by ptq on the
 agree with ptq's on >= 99.9% and top-1 within 0.05 point (FP8 and the ort
 plan with basic graph optimizations; onnxruntime's int32 bias rounding
 off, see run_ort's caller; the ort-cpu plan with all optimizations, and
-onnxruntime must then run it on its integer kernels, QLinearConv). The plans' quantized tensors are checked against the
+onnxruntime must then run it on its integer kernels, QLinearConv; on a CPU
+without VNNI, where those kernels saturate, >= 99.5%). The plans' quantized tensors are checked against the
 placement rules, and, where scripts/bench-setup.sh made .venv-bench (its
 onnxruntime.quantization needs ml_dtypes), the ort plan's against the
 tensors onnxruntime's quantize_static (QDQ, symmetric) quantizes.
@@ -27,7 +28,7 @@ try:
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
-    from ptqtest import FM, SRC, check, finish, fmnist_test, have_demo, ptq
+    from ptqtest import FM, SRC, check, cpu_has_vnni, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
@@ -299,7 +300,13 @@ def main():
                   f"onnxruntime {100 * acc_ort:.2f}%, agreement {100 * agree:.2f}%")
             check(f"{tag}: top-1 within 0.05 point", abs(acc_ort - rep["top1_quant"]) <= 0.0005 + 1e-12,
                   f"onnxruntime {100 * acc_ort:.2f}%, ptq {100 * rep['top1_quant']:.2f}%")
-            check(f"{tag}: predictions agree on >= 99.9%", agree >= 0.999, f"{100 * agree:.2f}% of {N_TEST}")
+            # ort-cpu runs on onnxruntime's integer kernels, which without VNNI saturate uint8 x int8 pair
+            # sums in int16 (ptqtest.cpu_has_vnni): there the bound is 99.5%, with a note
+            bound = 0.999 if case != "uint8-ort-cpu" or cpu_has_vnni() else 0.995
+            if bound < 0.999:
+                print(f"note: {tag}: no AVX-VNNI on this CPU: onnxruntime's U8S8 kernels saturate, bound 99.5%")
+            check(f"{tag}: predictions agree on >= {100 * bound:.1f}%", agree >= bound,
+                  f"{100 * agree:.2f}% of {N_TEST}")
     if not os.path.exists(bench_py):
         print("note: no .venv-bench (scripts/bench-setup.sh): quantize_static's placement not compared")
     return finish("qdq_placement_test")

@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 
-from ptqtest import SRC, check, finish, ptq
+from ptqtest import SRC, check, finish, int8_level, ptq
 
 try:
     import h5py
@@ -84,7 +84,7 @@ def main():
     write_set(J("cal.h5"), ids, mask, run_ort(MODEL, ids, mask).argmax(1))
     rc, _, err = ptq("calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("c.h5"))
     check("calibrate at length 40", rc == 0, err.strip()[-300:])
-    for core, level in (("int8", None), ("fp8", ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)):
+    for core, level in (("int8", int8_level(ort)), ("fp8", ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)):
         plan = J(f"plan-{core}.json")
         rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", core, "--out", plan)
         check(f"plan --core {core}", rc == 0, err.strip()[-300:])

@@ -22,7 +22,7 @@ try:
     import onnx
     import onnx.numpy_helper
     import onnxruntime as ort
-    from ptqtest import FM, SRC, check, finish, fmnist_test, ptq
+    from ptqtest import FM, SRC, check, finish, fmnist_test, int8_level, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
@@ -74,7 +74,7 @@ def main():
           (4, 9, 8), f"{len(softmax_out)}, {len(ln_out)}, {len(residual)}")
 
     images, labels = fmnist_test(N_TEST)
-    cases = [("int8", [], None, "int8"), ("fp8", ["--core", "fp8"], ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    cases = [("int8", [], int8_level(ort), "int8"), ("fp8", ["--core", "fp8"], ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
                                           "fp8-e4m3")]
     top1 = {}
     for name, flags, level, core in cases:
