@@ -74,8 +74,8 @@ def main():
           (4, 9, 8), f"{len(softmax_out)}, {len(ln_out)}, {len(residual)}")
 
     images, labels = fmnist_test(N_TEST)
-    cases = [("int8", [], int8_level(ort), "int8"), ("fp8", ["--core", "fp8"], ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-                                          "fp8-e4m3")]
+    cases = [("int8", [], int8_level(ort), "int8"),
+             ("fp8", ["--core", "fp8"], ort.GraphOptimizationLevel.ORT_ENABLE_BASIC, "fp8-e4m3")]
     top1 = {}
     for name, flags, level, core in cases:
         rc, out, err = ptq("plan", J("c.h5"), "--model", VIT, *flags, "--out", J(f"{name}.json"), "--explain")

@@ -74,7 +74,7 @@ static int probe_rows(const ptq_gemm_params *p, const float *b)
 }
 
 /* Rows per sgemm call for p's shape: probe_rows once per shape, remembered
- * (the first ROW_SHAPES shapes; later ones are probed at each call). */
+ * (the first ROW_SHAPES shapes; later ones are probed at each GEMM). */
 static int row_block(const ptq_gemm_params *p, const float *b)
 {
     pthread_mutex_lock(&row_mutex);
@@ -139,38 +139,22 @@ static void gemm_block(const ptq_gemm_params *p, const float *a, const float *b,
     free(ap);
 }
 
-/* Rows [m0, m0+mb) row_block rows at a time. */
-static void gemm_blocks(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb)
+/* Rows [m0, m0+mb) rb rows (row_block's) at a time. */
+static void gemm_blocks(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
+                        int rb)
 {
-    const int rb = row_block(p, b);
     for (int64_t r = m0; r < m0 + mb; r += rb)
         gemm_block(p, a, b, y, r, m0 + mb - r < rb ? m0 + mb - r : rb, rb);
 }
 
-typedef struct gemm_job {
-    const ptq_gemm_params *p;
-    const float *a, *b;
-    float *y;
-    int64_t rows; /* rows per piece (row split) */
-    const int64_t *a_off, *b_off; /* batched: per-slice offsets, else NULL */
-} gemm_job;
-
-static void gemm_pieces(void *arg, int64_t begin, int64_t end, int worker)
+/* row_block of p's shape, or 1 for an empty product (no sgemm call to probe). */
+static int rows_for(const ptq_gemm_params *p, const float *b)
 {
-    const gemm_job *j = arg;
-    const ptq_gemm_params *p = j->p;
-    for (int64_t i = begin; i < end; i++) {
-        if (j->a_off) {
-            ptq_k_gemm_rows_cpu(p, j->a + j->a_off[i], j->b + j->b_off[i], j->y + i * p->m * p->n);
-        } else {
-            int64_t m0 = i * j->rows;
-            gemm_blocks(p, j->a, j->b, j->y, m0, p->m - m0 < j->rows ? p->m - m0 : j->rows);
-        }
-    }
+    return p->m > 0 && p->n > 0 && p->k > 0 ? row_block(p, b) : 1;
 }
 
-/* One GEMM on the calling thread (no pool). */
-void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y)
+/* One whole GEMM in sgemm calls of rb rows. */
+static void gemm_slice(const ptq_gemm_params *p, const float *a, const float *b, float *y, int rb)
 {
     if (p->m == 0 || p->n == 0)
         return;
@@ -179,8 +163,37 @@ void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *
             y[i] = p->beta != 0.0f ? p->beta * y[i] : 0.0f;
         return;
     }
+    gemm_blocks(p, a, b, y, 0, p->m, rb);
+}
+
+typedef struct gemm_job {
+    const ptq_gemm_params *p;
+    const float *a, *b;
+    float *y;
+    int64_t rows; /* rows per piece (row split) */
+    const int64_t *a_off, *b_off; /* batched: per-slice offsets, else NULL */
+    int rb;                       /* rows per sgemm call, row_block's for the shape (found once per GEMM) */
+} gemm_job;
+
+static void gemm_pieces(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const gemm_job *j = arg;
+    const ptq_gemm_params *p = j->p;
+    for (int64_t i = begin; i < end; i++) {
+        if (j->a_off) {
+            gemm_slice(p, j->a + j->a_off[i], j->b + j->b_off[i], j->y + i * p->m * p->n, j->rb);
+        } else {
+            int64_t m0 = i * j->rows;
+            gemm_blocks(p, j->a, j->b, j->y, m0, p->m - m0 < j->rows ? p->m - m0 : j->rows, j->rb);
+        }
+    }
+}
+
+/* One GEMM on the calling thread (no pool). */
+void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y)
+{
     ptq_k_blas_single_thread();
-    gemm_blocks(p, a, b, y, 0, p->m);
+    gemm_slice(p, a, b, y, rows_for(p, b));
 }
 
 /* a: [m, k] ([k, m] when trans_a); b: [k, n] ([n, k] when trans_b);
@@ -197,7 +210,7 @@ void ptq_k_gemm_cpu(const ptq_gemm_params *p, const float *a, const float *b, fl
     int64_t min_rows = row_flops > 0 ? (GEMM_MIN_ROW_FLOPS + row_flops - 1) / row_flops : p->m;
     int64_t rows = ptq_par_grain(p->m, 2, min_rows < 1 ? 1 : min_rows);
     rows = (rows + GEMM_ROW_BLOCK - 1) / GEMM_ROW_BLOCK * GEMM_ROW_BLOCK; /* pieces of whole blocks */
-    gemm_job job = {p, a, b, y, rows, NULL, NULL};
+    gemm_job job = {p, a, b, y, rows, NULL, NULL, row_block(p, b)};
     ptq_parallel_for((p->m + rows - 1) / rows, 1, gemm_pieces, &job);
 }
 
@@ -206,6 +219,6 @@ void ptq_k_gemm_batched_cpu(const ptq_gemm_params *p, int64_t n_batch, const int
                             const float *a, const float *b, float *y)
 {
     ptq_k_blas_single_thread();
-    gemm_job job = {p, a, b, y, 0, a_off, b_off};
+    gemm_job job = {p, a, b, y, 0, a_off, b_off, n_batch > 0 ? rows_for(p, b + b_off[0]) : 1};
     ptq_parallel_for(n_batch, 1, gemm_pieces, &job);
 }
