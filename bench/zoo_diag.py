@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Which part of ptq's path moves a zoo model's FP32 logits: one torchvision
 model, one opset, `ptq eval` under several environments (default; cuDNN off,
-PTQ_CUDNN=0: im2col + cuBLAS; no fused epilogues, PTQ_EPILOGUE=0; ...),
+PTQ_CUDNN=0: im2col + cuBLAS; no fused epilogues, PTQ_EPILOGUE=0; grouped
+convs off cuDNN, PTQ_CUDNN_GROUPED=0; sums in blocks, PTQ_KSPLIT=B (with
+PTQ_CUDNN=0) or PTQ_CONV_SPLIT=T; ...),
 each judged by bench/zoo_run.py's logits rule against the same onnxruntime
 run and float64 / FP32 torch reference. Prints one line per environment.
 
@@ -38,7 +40,7 @@ def main():
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--device", default="cuda", help="ptq's --device")
     ap.add_argument("--torch-device", default="cuda", help="where torch prepares the model and the reference runs")
-    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE: one more run with it set")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE[,NAME=VALUE...]: one more run with them set")
     ap.add_argument("--also-device", action="append", default=[], help="one more default run on this ptq --device")
     ap.add_argument("--pick", default="", help="I,J,...: only these of the images (--device ref runs take minutes "
                                                "an image on the largest models)")
@@ -64,8 +66,8 @@ def main():
     runs = [("", a.device)] + [(env, a.device) for env in a.env] + [("", d) for d in a.also_device]
     for env, device in runs:
         e = dict(os.environ)
-        if env:
-            k, v = env.split("=", 1)
+        for kv in filter(None, env.split(",")):  # NAME=VALUE[,NAME=VALUE...]: all set in one run
+            k, v = kv.split("=", 1)
             e[k] = v
         out = os.path.join(work, "fp32.npy")
         t0 = time.time()

@@ -18,8 +18,9 @@
 # (bench/cudnn_tune_identity.py: cuDNN tuning changes no bit of ResNet-50's archive or logits);
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
 # set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS);
-# mpi50 (bench/mpi_resnet50.py with MPI50_ARGS: ResNet-50 under mpirun).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50]
+# mpi50 (bench/mpi_resnet50.py with MPI50_ARGS: ResNet-50 under mpirun); split (bench/conv_split_speed.py
+# with SPLIT_ARGS: ResNet-50 FP32 under PTQ_CONV_SPLIT settings).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50] [split]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -234,6 +235,13 @@ stage_tune() {
 stage_zoodiag() {
     echo "== zoo diagnosis (bench/zoo_diag.py ${ZOO_DIAG_ARGS:-})"
     python3 bench/zoo_diag.py --ptq "$ptq" ${ZOO_DIAG_ARGS:-} 2>&1 | tee "$out/zoo-diag.log" | grep -v Warning
+}
+
+# ResNet-50's FP32 forward with convolutions summed in slices of input channels and without
+# (bench/conv_split_speed.py; SPLIT_ARGS: its --splits, --repeat, ...), against PyTorch FP32
+stage_split() {
+    echo "== ResNet-50: PTQ_CONV_SPLIT settings (bench/conv_split_speed.py ${SPLIT_ARGS:-})"
+    python3 bench/conv_split_speed.py --ptq "$ptq" --out "$out/split.md" ${SPLIT_ARGS:-} 2>&1 | tee "$out/split.log"
 }
 
 # ResNet-50 calibrate and sensitivity under mpirun, against one rank and one plain process (bench/mpi_resnet50.py;

@@ -1,6 +1,8 @@
 /* Convolution through cuDNN (kernels/cuda/cudnn.cu) against kernels/ref
  * over many shapes (groups, depthwise, strides, pads, dilations, 1x1 to
- * 7x7, 1-D/2-D/3-D; a k = 4608 case that TF32 math would fail), which
+ * 7x7, 1-D/2-D/3-D; a k = 4608 case that TF32 math would fail; and the
+ * same under PTQ_CONV_SPLIT=1024, layers of more than 1,024 taps summed in
+ * slices of input channels, with the invariance checks below), which
  * shapes cuDNN took or declined (declined ones run through im2col +
  * cuBLAS), and batch invariance: an image's output identical bit for bit in
  * batches of 1, 7, 299 and 300 (sub-batches starting at any image, aligned
@@ -64,6 +66,10 @@ static const conv_case cases[] = {
     {"bottleneck 1x1 256->64", 5, 256, 64, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
     {"kernel > input", 1, 5, 7, 1, {1, 4, 4}, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {0, 2, 2}, {0, 2, 2}, 1, 1},
     {"odd batch, 3 chunks", 150, 4, 4, 1, {1, 64, 64}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
+    /* more than 1,024 taps: under PTQ_CONV_SPLIT=1024, input channels in slices, the last one shorter */
+    {"1x1 2048->64 (2 slices)", 3, 2048, 64, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    {"3x3 130->24 s2 (72 + 58)", 5, 130, 24, 1, {1, 11, 9}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0,
+     1},
 };
 
 static void fail_ctx(const char *what)
@@ -139,9 +145,14 @@ static int64_t w_numel(const ptq_conv_params *p)
     return p->c_out * (p->c_in / p->group) * p->k[0] * p->k[1] * p->k[2];
 }
 
-/* Every case against the reference; returns how many cuDNN took. */
-static int test_parity(void)
+/* Every case against the reference; returns how many cuDNN took. split_on:
+ * under PTQ_CONV_SPLIT=1024 (cudnn.cu's conv_split), else unset. */
+static int test_parity(int split_on)
 {
+    if (split_on)
+        setenv("PTQ_CONV_SPLIT", "1024", 1);
+    else
+        unsetenv("PTQ_CONV_SPLIT");
     int taken = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const conv_case *cc = &cases[c];
@@ -159,21 +170,26 @@ static int test_parity(void)
         float *dx = dev_floats(x, n_x), *dw = dev_floats(w, n_w), *db = b ? dev_floats(b, p.c_out) : NULL;
         float *dy = dev_floats(NULL, n_y);
         const char *last = "";
-        const int64_t runs = ptq_cuda_dev_cudnn_runs(dev, NULL);
+        const int64_t runs = ptq_cuda_dev_cudnn_runs(dev, NULL), splits = ptq_cuda_dev_cudnn_splits(dev);
         ptq_status st = ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, db, dy);
         if (st == PTQ_OK)
             st = ptq_cuda_download(&ctx, dev, got, dy, (size_t)n_y * sizeof(float));
         const int took = ptq_cuda_dev_cudnn_runs(dev, &last) > runs;
+        const int split = ptq_cuda_dev_cudnn_splits(dev) > splits;
+        const int wants_split = split_on && p.group == 1 && w_numel(&p) / p.c_out > 1024;
         taken += took;
+        CHECK_MSG(!took || split == wants_split, "%s: %s, expected %s", cc->what, split ? "split" : "run whole",
+                  wants_split ? "slices of input channels" : "one convolution");
         CHECK_MSG(st == PTQ_OK, "%s: %s (%s)", cc->what, ctx.msg, ctx.where);
         char label[160];
-        snprintf(label, sizeof label, "cuda_cudnn_conv %s", cc->what);
+        snprintf(label, sizeof label, "cuda_cudnn_conv %s%s", cc->what, split_on ? " (PTQ_CONV_SPLIT=1024)" : "");
         int ok = st == PTQ_OK && test_close(label, got, want, n_y, 1e-4f, 1e-5f);
-        CHECK_MSG(ok, "%s: outputs differ from kernels/ref", cc->what);
+        CHECK_MSG(ok, "%s: outputs differ from kernels/ref%s", cc->what, split_on ? " under PTQ_CONV_SPLIT=1024" : "");
         CHECK_MSG(cc->expect == 2 || took == cc->expect, "%s: cuDNN %s the shape, expected %s", cc->what,
                   took ? "took" : "declined", cc->expect ? "to take it" : "a decline");
-        printf("  %-26s n %-3lld %-4s %s%s\n", cc->what, (long long)p.n, ok ? "ok" : "FAIL",
-               took ? "cuDNN " : "im2col + cuBLAS", took ? last : "");
+        printf("  %-26s n %-3lld %-4s %s%s%s\n", cc->what, (long long)p.n, ok ? "ok" : "FAIL",
+               took ? "cuDNN " : "im2col + cuBLAS", split ? "in slices of input channels, the last: " : "",
+               took ? last : "");
         release_case(dx, dw, db, dy, (float *[]){x, w, b, want, got, NULL});
     }
     return taken;
@@ -191,6 +207,9 @@ static const conv_case inv_cases[] = {
     /* chunks below 256 images: the tuning may run 256 a call */
     {"3x3 16->32 72x72", 0, 16, 32, 1, {1, 72, 72}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1, 1},
     {"1x1 64->64 96x96", 0, 64, 64, 1, {1, 96, 96}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 1, 1},
+    /* split into slices of input channels, each added into the output */
+    {"3x3 136->32 10x10 split", 0, 136, 32, 1, {1, 10, 10}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1,
+     1},
 };
 
 #define INV_BATCH 300
@@ -366,9 +385,11 @@ int main(void)
     printf("cuda_cudnn_conv: GPU 0 (%s), cuDNN against kernels/ref (rtol 1e-4, atol 1e-5)\n",
            ptq_cuda_dev_name(dev));
     test_rand_seed(20261201);
-    int taken = test_parity();
+    int taken = test_parity(0);
     printf("cuDNN took %d of %zu shapes; the rest ran through im2col + cuBLAS\n", taken,
            sizeof cases / sizeof cases[0]);
+    printf("PTQ_CONV_SPLIT=1024:\n");
+    (void)test_parity(1); /* also sets it for the invariance cases */
     printf("batch invariance:\n");
     /* tuned plans whenever a candidate gives the reference's bits, faster or not, so the tuned path runs */
     const char *env = getenv("PTQ_CUDNN_TUNE");
@@ -384,6 +405,7 @@ int main(void)
     else
         unsetenv("PTQ_CUDNN_TUNE");
     free(saved);
+    unsetenv("PTQ_CONV_SPLIT");
     ptq_cuda_dev_drop_conv_plans(dev);
     printf("TF32 positions:\n");
     test_tf32_positions();

@@ -66,10 +66,13 @@ typedef struct ptq_cudnn {
     int enabled;            /* 1 when loaded and not switched off (ptq_cuda_dev_set_cudnn) */
     void *workspace;        /* one per device, grown when a plan needs more */
     size_t workspace_bytes;
+    void *slices;           /* a split convolution's weight and input slices (cudnn.cu's conv_split) */
+    size_t slices_bytes;
     ptq_cudnn_plan *plans;  /* [n_plans]: every conv shape seen, with its algorithm */
     int n_plans, cap_plans;
     int64_t n_runs;         /* convolutions cuDNN ran (the tests check it took their shapes) */
     int64_t n_epilogue;     /* of them, with a residual or Relu in the epilogue */
+    int64_t n_split;        /* convolutions run as a sum over slices of input channels (conv_split) */
     int64_t n_tuned_runs;   /* of them, with chunks in a tuned configuration (cudnn.cu's tune()) */
     char last[320];         /* the last one's algorithm, chunk and workspace, for the tests */
     char note[512];         /* why cuDNN is not used, or "" */

@@ -36,6 +36,10 @@ int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on);
  * *last (when last is not NULL): the last one's cudnnConvolutionFwdAlgo_t,
  * images per call and workspace bytes, in words. */
 int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last);
+/* Convolutions cuDNN ran as a sum over slices of their input channels
+ * (the PTQ_CONV_SPLIT diagnostic: cudnn.cu's conv_split); each slice
+ * counts as a run above. */
+int64_t ptq_cuda_dev_cudnn_splits(const ptq_cuda_dev *d);
 /* Of them, those that ran whole chunks in a tuned configuration (cudnn.cu's
  * tune(): another algorithm or more images a call, measured to give the
  * reference configuration's bits). */

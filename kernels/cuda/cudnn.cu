@@ -323,6 +323,8 @@ void ptq_cudnn_close(ptq_cuda_dev *d)
     free(f->plans);
     if (f->workspace)
         (void)cudaFree(f->workspace);
+    if (f->slices)
+        (void)cudaFree(f->slices);
     if (f->identity)
         (void)f->destroy_act(f->identity);
     if (f->relu)
@@ -545,10 +547,11 @@ static unsigned form_of(const float *b, const float *z, int relu)
  * or act(conv(x) + z + b) in the epilogue (FORM_Z only through
  * IMPLICIT_PRECOMP_GEMM, as cuDNN's identity activation wants); the bias
  * of FORM_BIAS in the epilogue when fuse_bias, else by cudnnAddTensor.
- * *what names the cuDNN call that answered. */
+ * acc (FORM_PLAIN and an unfused FORM_BIAS only): y += conv(x), cuDNN's
+ * beta 1. *what names the cuDNN call that answered. */
 static cudnnStatus_t form_call(ptq_cudnn *f, const ptq_cudnn_plan *pl, const cudnn_cfg *c, unsigned form,
-                               int fuse_bias, const float *x, const float *w, const float *b, const float *z, float *y,
-                               void *ws, const char **what)
+                               int fuse_bias, int acc, const float *x, const float *w, const float *b, const float *z,
+                               float *y, void *ws, const char **what)
 {
     const float one = 1.0f, zero = 0.0f;
     if (form & (FORM_RELU | FORM_Z_RELU | FORM_Z)) {
@@ -566,7 +569,7 @@ static cudnnStatus_t form_call(ptq_cudnn *f, const ptq_cudnn_plan *pl, const cud
     }
     *what = "cudnnConvolutionForward";
     cudnnStatus_t s = f->conv_forward(f->handle, &one, c->x_desc, x, pl->w_desc, w, pl->conv, c->algo, ws,
-                                      c->workspace_bytes, &zero, c->y_desc, y);
+                                      c->workspace_bytes, acc ? &one : &zero, c->y_desc, y);
     if (s == CUDNN_STATUS_SUCCESS && form == FORM_BIAS) {
         *what = "cudnnAddTensor";
         s = f->add_tensor(f->handle, &one, pl->b_desc, b, &one, c->y_desc, y);
@@ -646,7 +649,7 @@ static cudnnStatus_t probe_run(ptq_cudnn *f, const ptq_cudnn_plan *pl, const cud
     cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
     const char *what = NULL;
     for (int64_t i = 0; i < t->n && s == CUDNN_STATUS_SUCCESS; i += c->chunk)
-        s = form_call(f, pl, c, form, fuses_bias(pl, c), t->x + i * t->x_img, t->w, t->b,
+        s = form_call(f, pl, c, form, fuses_bias(pl, c), 0, t->x + i * t->x_img, t->w, t->b,
                       form & (FORM_Z | FORM_Z_RELU) ? t->z + i * t->y_img : NULL, y + i * t->y_img, t->ws, &what);
     return s;
 }
@@ -906,13 +909,13 @@ static void probe_positions(ptq_cudnn *f, ptq_cuda_dev *d, const ptq_cudnn_plan 
     if (e == cudaSuccess && z)
         e = rotate_images(g, st, g->z, g->zb, g->y_img, m, 0);
     int ok = e == cudaSuccess &&
-             form_call(f, pl, &ref, form, fuses_bias(pl, &ref), g->xb, g->w, g->b, z ? g->zb : NULL, g->ya, g->ws,
+             form_call(f, pl, &ref, form, fuses_bias(pl, &ref), 0, g->xb, g->w, g->b, z ? g->zb : NULL, g->ya, g->ws,
                        &what) == CUDNN_STATUS_SUCCESS;
     if (ok)
         ok = rotate_images(g, st, g->x, g->xb, g->x_img, m, shift) == cudaSuccess &&
              (!z || rotate_images(g, st, g->z, g->zb, g->y_img, m, shift) == cudaSuccess);
-    ok = ok && form_call(f, pl, &ref, form, fuses_bias(pl, &ref), g->xb, g->w, g->b, z ? g->zb : NULL, g->yb, g->ws,
-                         &what) == CUDNN_STATUS_SUCCESS;
+    ok = ok && form_call(f, pl, &ref, form, fuses_bias(pl, &ref), 0, g->xb, g->w, g->b, z ? g->zb : NULL, g->yb,
+                         g->ws, &what) == CUDNN_STATUS_SUCCESS;
     ok = ok && cudaMemsetAsync(g->flag, 0, (size_t)m * sizeof *g->flag, st) == cudaSuccess;
     if (ok) {
         image_diff_kernel<<<ptq_cuda_blocks(m * g->y_img), PTQ_CUDA_BLOCK, 0, st>>>(
@@ -1079,13 +1082,13 @@ static int aligned16(const void *ptr)
     return ((uintptr_t)ptr & 15) == 0;
 }
 
-ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
-                          const float *b, const float *z, int relu, float *y, int *done)
+/* ptq_conv_cudnn in one convolution over all of p's input channels; acc
+ * (no b, z or relu): y += conv(x) instead. */
+static ptq_status conv_whole(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
+                             const float *b, const float *z, int relu, int acc, float *y, int *done)
 {
     ptq_cudnn *f = &d->dnn;
     *done = 0;
-    if (!f->enabled)
-        return PTQ_OK;
     ptq_cudnn_plan *pl = NULL;
     PTQ_TRY_RET(plan_for(ctx, d, p, &pl));
     if (!pl->usable)
@@ -1111,8 +1114,9 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
         float *yc = y + img0 * y_img;
         if (!aligned16(xc) || !aligned16(yc) || (zc && !aligned16(zc)))
             break; /* the rest through the reference's padded copies */
-        s = form_call(f, pl, fast, form, fuses_bias(pl, fast), xc, w, b, zc, yc, ws, &call);
-        if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0) { /* declined at its first run: the reference, from the start */
+        s = form_call(f, pl, fast, form, fuses_bias(pl, fast), acc, xc, w, b, zc, yc, ws, &call);
+        /* declined at its first run: the reference, from the start (unless chunks were already added into y) */
+        if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0 && (img0 == 0 || !acc)) {
             pl->has_fast = 0;
             img0 = 0;
             break;
@@ -1151,11 +1155,13 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
                                                     (size_t)((chunk - n_valid) * y_img) * sizeof(float)));
                 zc = z_pad;
             }
+            if (acc) /* the sum so far, which the call adds to */
+                PTQ_TRY_RET(ptq_cuda_copy(ctx, d, y_pad, yc, (size_t)(n_valid * y_img) * sizeof(float)));
             xc = x_pad;
             yc = y_pad;
         }
         const int fuse = form == FORM_BIAS && fuses_bias(pl, &ref);
-        s = form_call(f, pl, &ref, form, fuse, xc, w, b, zc, yc, ws, &call);
+        s = form_call(f, pl, &ref, form, fuse, acc, xc, w, b, zc, yc, ws, &call);
         if (s != CUDNN_STATUS_SUCCESS && pl->runs == 0 && img0 == 0) {
             if (epilogue) { /* declined: the executor runs them apart */
                 pl->no_fuse_epilogue = 1;
@@ -1164,7 +1170,7 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
             if (fuse) { /* declined: the bias added apart from now on, and no tuned form verified with it fused */
                 pl->no_fuse = 1;
                 pl->has_fast = 0;
-                s = form_call(f, pl, &ref, form, 0, xc, w, b, zc, yc, ws, &call);
+                s = form_call(f, pl, &ref, form, 0, acc, xc, w, b, zc, yc, ws, &call);
             }
         }
         if (s != CUDNN_STATUS_SUCCESS) {
@@ -1200,6 +1206,122 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
              relu ? ", relu in the epilogue" : "", tuned);
     *done = 1;
     return PTQ_OK;
+}
+
+/* PTQ_CONV_SPLIT=T (a diagnostic, unset by default): FP32 convolutions of
+ * more than T taps (input channels x kernel size) sum their input channels
+ * in slices of about T taps (multiples of 8 channels), each slice's sum
+ * added into the output in order, so no cuDNN call sums an output's
+ * products in a chain much longer than T. It was to bring
+ * efficientnet_v2_l's ill-conditioned images nearer float64, as the im2col
+ * path's PTQ_KSPLIT does; through cuDNN it does not
+ * (bench/results/2026-12-04-zoo-v2l-cudnn-split-h200.md), so it stays off. */
+#define SPLIT_ALIGN 8                     /* a slice's channels: a multiple of this (the last one the rest) */
+#define SPLIT_X_BYTES ((size_t)256 << 20) /* bound on the copy of a slice's input channels */
+
+/* Input channels per slice for p, or 0 when p runs whole: PTQ_CONV_SPLIT
+ * set, FP32 math, channels first, one group, more taps than it says. */
+static int64_t split_channels(const ptq_cuda_dev *d, const ptq_conv_params *p)
+{
+    const char *env = getenv("PTQ_CONV_SPLIT");
+    const long long bound = env ? atoll(env) : 0;
+    const int64_t taps = p->k[0] * p->k[1] * p->k[2];
+    if (bound <= 0 || d->math == PTQ_CUDA_MATH_TF32 || p->nhwc || p->group != 1 || p->c_in * taps <= bound)
+        return 0;
+    const int64_t n_slices = (p->c_in * taps + bound - 1) / bound;
+    int64_t c = (p->c_in + n_slices - 1) / n_slices;
+    c = (c + SPLIT_ALIGN - 1) / SPLIT_ALIGN * SPLIT_ALIGN;
+    return c < p->c_in ? c : 0;
+}
+
+/* p's slice of input channels c0.. (cs of them, fewer in the last). */
+static ptq_conv_params slice_of(const ptq_conv_params *p, int64_t c0, int64_t cs, int64_t n)
+{
+    ptq_conv_params ps = *p;
+    ps.c_in = p->c_in - c0 < cs ? p->c_in - c0 : cs;
+    ps.n = n;
+    return ps;
+}
+
+/* y = conv(x) + b as a sum over slices of cs input channels: the weights'
+ * slices copied side by side once, then per group of images the inputs'
+ * slice copied packed and convolved, the first into y with the bias, the
+ * others added into it (cuDNN's beta 1). Epilogue forms (z, relu) are
+ * declined, so the executor runs them apart; a slice shape cuDNN declines
+ * gives the whole convolution back to the caller (*done = 0). */
+static ptq_status conv_split(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, int64_t cs, const float *x,
+                             const float *w, const float *b, const float *z, int relu, float *y, int *done)
+{
+    *done = 0;
+    if (z || relu)
+        return PTQ_OK;
+    const int64_t in_sz = p->in[0] * p->in[1] * p->in[2], taps = p->k[0] * p->k[1] * p->k[2];
+    const int64_t x_img = p->c_in * in_sz, y_img = img_numel(p->c_out, p->out);
+    int64_t group = 1; /* images a pass: a multiple of every slice's chunk (powers of two), the copy bounded */
+    for (int64_t c0 = 0; c0 < p->c_in; c0 += cs) {
+        const ptq_conv_params ps = slice_of(p, c0, cs, 0);
+        ptq_cudnn_plan *pl = NULL;
+        PTQ_TRY_RET(plan_for(ctx, d, &ps, &pl));
+        if (!pl->usable)
+            return PTQ_OK;
+        if (pl->chunk > group)
+            group = pl->chunk;
+    }
+    while (group * 2 <= p->n && (size_t)(group * 2 * cs * in_sz) * sizeof(float) <= SPLIT_X_BYTES)
+        group *= 2;
+    const int64_t w_room = (p->c_out * p->c_in * taps + 3) / 4 * 4;
+    ptq_cudnn *f = &d->dnn;
+    PTQ_TRY_RET(ptq_cuda_grow(ctx, d, (size_t)(w_room + group * cs * in_sz) * sizeof(float), &f->slices,
+                              &f->slices_bytes));
+    float *ws = (float *)f->slices, *xs = ws + w_room;
+    for (int64_t c0 = 0; c0 < p->c_in; c0 += cs) { /* slice c0's weights [c_out, cs, taps] at c_out * c0 * taps */
+        const size_t row = (size_t)(slice_of(p, c0, cs, 0).c_in * taps) * sizeof(float);
+        cudaError_t e = cudaMemcpy2DAsync(ws + p->c_out * c0 * taps, row, w + c0 * taps,
+                                          (size_t)(p->c_in * taps) * sizeof(float), row, (size_t)p->c_out,
+                                          cudaMemcpyDeviceToDevice, d->stream);
+        if (e != cudaSuccess)
+            return ptq_fail(ctx, PTQ_ERR_CUDA, "conv: copying the weights of input channels %lld..: %s",
+                            (long long)c0, cudaGetErrorString(e));
+    }
+    for (int64_t img0 = 0; img0 < p->n; img0 += group) {
+        const int64_t n = p->n - img0 < group ? p->n - img0 : group;
+        for (int64_t c0 = 0; c0 < p->c_in; c0 += cs) {
+            const ptq_conv_params ps = slice_of(p, c0, cs, n);
+            const size_t row = (size_t)(ps.c_in * in_sz) * sizeof(float);
+            cudaError_t e = cudaMemcpy2DAsync(xs, row, x + img0 * x_img + c0 * in_sz, (size_t)x_img * sizeof(float),
+                                              row, (size_t)n, cudaMemcpyDeviceToDevice, d->stream);
+            if (e != cudaSuccess)
+                return ptq_fail(ctx, PTQ_ERR_CUDA, "conv: copying input channels %lld..%lld: %s", (long long)c0,
+                                (long long)(c0 + ps.c_in - 1), cudaGetErrorString(e));
+            int ran = 0;
+            PTQ_TRY_RET(conv_whole(ctx, d, &ps, xs, ws + p->c_out * c0 * taps, c0 ? NULL : b, NULL, 0, c0 > 0,
+                                   y + img0 * y_img, &ran));
+            if (!ran && (img0 > 0 || c0 > 0))
+                return ptq_fail(ctx, PTQ_ERR_CUDA, "cuDNN declined input channels %lld..%lld of a convolution "
+                                "after running others (PTQ_CONV_SPLIT=0 runs it whole)",
+                                (long long)c0, (long long)(c0 + ps.c_in - 1));
+            if (!ran)
+                return PTQ_OK;
+        }
+    }
+    f->n_split++;
+    *done = 1;
+    return PTQ_OK;
+}
+
+ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
+                          const float *b, const float *z, int relu, float *y, int *done)
+{
+    *done = 0;
+    if (!d->dnn.enabled)
+        return PTQ_OK;
+    const char *grouped = getenv("PTQ_CUDNN_GROUPED"); /* 0: grouped convs to conv.cu (bench/zoo_diag.py) */
+    if (p->group > 1 && grouped && strcmp(grouped, "0") == 0)
+        return PTQ_OK;
+    const int64_t cs = split_channels(d, p);
+    if (cs)
+        return conv_split(ctx, d, p, cs, x, w, b, z, relu, y, done);
+    return conv_whole(ctx, d, p, x, w, b, z, relu, 0, y, done);
 }
 
 /* Every forward algorithm cuDNN runs for p (p->n images a call) under d's

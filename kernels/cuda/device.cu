@@ -170,6 +170,11 @@ extern "C" int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **l
     return d->dnn.n_runs;
 }
 
+extern "C" int64_t ptq_cuda_dev_cudnn_splits(const ptq_cuda_dev *d)
+{
+    return d->dnn.n_split;
+}
+
 extern "C" int64_t ptq_cuda_dev_cudnn_tuned_runs(const ptq_cuda_dev *d)
 {
     return d->dnn.n_tuned_runs;

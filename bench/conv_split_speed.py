@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Benchmark: what summing a convolution's input channels in slices costs
+(kernels/cuda/cudnn.cu's conv_split, PTQ_CONV_SPLIT=T taps a slice, 0: one
+convolution). ResNet-50 (bench/resnet50_gpu.py's folded torchvision model,
+random weights) at FP32 on the GPU: `ptq eval --json`'s steady rate (after
+the first batch) under each setting, the settings taken in turn --repeat
+times (best of each), and PyTorch FP32 (cuDNN, benchmark mode, TF32 off) on
+the same GPU in the same run, as resnet50_targets.py's target (a) measures
+it. Runs on the GPU machine:
+    python3 bench/conv_split_speed.py --ptq bundle/bin/ptq --out $OUT/split.md --splits default,1024,512,256
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+import torch
+
+from benchlib import commit, cpu_model, write_result
+from resnet50_gpu import MEAN, PREPROCESS, STD, export, folded_resnet50
+from resnet50_targets import run, torch_rates
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ptq", default="build/ptq")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--images", type=int, default=2048)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--splits", default="default,1024", help="PTQ_CONV_SPLIT values; 'default': unset")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("conv_split_speed: PyTorch sees no GPU")
+    tmp = tempfile.mkdtemp(prefix="ptq-split-")
+    onnx_path, h5_path = os.path.join(tmp, "resnet50.onnx"), os.path.join(tmp, "images.h5")
+    net = folded_resnet50()
+    exporter = export(net, onnx_path)
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(a.images, 224, 224, 3), dtype=np.uint8)
+    with h5py.File(h5_path, "w") as f:
+        f["images"] = images
+        f["labels"] = rng.integers(0, 1000, size=a.images).astype(np.int64)
+    cmd = [a.ptq, "eval", "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
+           "--batch", str(a.batch), "--device", "cuda", "--json"]
+    splits = a.splits.split(",")
+    rates = {s: [] for s in splits}
+    for _ in range(a.repeat):
+        for s in splits:
+            env = dict(os.environ)
+            env.pop("PTQ_CONV_SPLIT", None)
+            if s != "default":
+                env["PTQ_CONV_SPLIT"] = s
+            d = json.loads(run(cmd, env)[1])
+            rates[s].append(d.get("images_per_s_steady", d["images_per_s"]))
+            print(f"PTQ_CONV_SPLIT={s}: {rates[s][-1]:.0f} img/s", flush=True)
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    dev = torch.device("cuda")
+    gnet = net.to(dev).eval()
+    mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
+    x_all = ((torch.from_numpy(images).to(dev).permute(0, 3, 1, 2).float() / 255.0) - mean) / std
+    batches = [x_all[i:i + a.batch].contiguous() for i in range(0, a.images, a.batch)]
+    t_fp32, t_all = torch_rates(gnet, batches, a.repeat)
+
+    text = ["# ResNet-50 FP32 forward: convolutions summed in slices of input channels (PTQ_CONV_SPLIT)", "",
+            f"- ptq commit: {commit()}",
+            f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+            f"- machine: {torch.cuda.get_device_name(0)}, {cpu_model()}, {platform.platform()}",
+            f"- command: `python3 bench/conv_split_speed.py {' '.join(sys.argv[1:])}`",
+            f"- model: torchvision resnet50, random weights, BatchNorm folded, {exporter}",
+            f"- data: {a.images} random uint8 224x224x3 images (HDF5, NHWC), batch {a.batch}; ptq's steady rate "
+            f"(`images_per_s_steady`, after the first batch), settings in turn, best of {a.repeat}",
+            f"- PyTorch {torch.__version__} FP32 (cuDNN {torch.backends.cudnn.version()}, benchmark mode, TF32 off), "
+            f"inference on preprocessed tensors on the GPU: {t_fp32:.0f} img/s "
+            f"(runs {', '.join(f'{r:.0f}' for r in t_all)})", "",
+            "| PTQ_CONV_SPLIT | ptq img/s (best) | / PyTorch FP32 | all runs |", "|---|---|---|---|"]
+    for s in splits:
+        best = max(rates[s])
+        label = "unset (off)" if s == "default" else s
+        text.append(f"| {label} | {best:.0f} | {best / t_fp32:.2f}x | {', '.join(f'{r:.0f}' for r in rates[s])} |")
+    write_result(a.out, text + [""])
+
+
+if __name__ == "__main__":
+    main()
