@@ -63,10 +63,12 @@ ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g,
                             const char *method, const char *core_name, const char *placement_name,
                             ptq_calib_set **archive, ptq_plan **plan);
 /* The same for target target_name (NULL: trt); target ort-cpu makes the
- * ort placement the default one. */
+ * ort placement the default one; reduce_range 1 puts the INT8 weights on
+ * onnxruntime's reduce_range grid (ptq_plan_reduce_range). */
 ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
                                    const char *method, const char *core_name, const char *placement_name,
-                                   const char *target_name, ptq_calib_set **archive, ptq_plan **plan);
+                                   const char *target_name, int reduce_range, ptq_calib_set **archive,
+                                   ptq_plan **plan);
 
 /* Writes the .npy header of a float32 C-order [rows, cols] array; 0 or -1. */
 int cli_npy_header(FILE *f, int64_t rows, int64_t cols);

@@ -47,6 +47,12 @@ static const char plan_help[] =
     "                       the CPU: asymmetric uint8 activations with a zero point from the\n"
     "                       calibrated range clipped to the observed [min, max], int8 per-channel\n"
     "                       weights, int32 biases, FP32 edges; --core int8, placement ort by default)\n"
+    "  --reduce-range       INT8 weights on onnxruntime's reduce_range grid [-64, 64] (scale\n"
+    "                       max|w| / 64; activations unchanged), as quantize_static(...,\n"
+    "                       reduce_range=True) makes them: use it for onnxruntime on CPUs without\n"
+    "                       VNNI (AVX2 only), whose uint8 x int8 kernels saturate the int16 sum of\n"
+    "                       two full-range products, which the simulation does not model; the plan\n"
+    "                       records it (--core int8, the default plan only)\n"
     "  --explain            print every entry: tensor, precision, the rule that placed it, why\n"
     "  --check FILE         check a plan instead of writing one\n"
     "  --quiet              print nothing but errors\n"
@@ -71,9 +77,10 @@ static const char plan_help[] =
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)
 {
-    printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s, target %s\n", what, (long long)p->n,
-           ptq_prec_name(p->core), p->method && p->method[0] ? p->method : "-",
-           p->placement && p->placement[0] ? p->placement : "-", ptq_target_name(p->target));
+    printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s, target %s%s\n", what,
+           (long long)p->n, ptq_prec_name(p->core), p->method && p->method[0] ? p->method : "-",
+           p->placement && p->placement[0] ? p->placement : "-", ptq_target_name(p->target),
+           p->reduce_range ? ", weights reduce_range [-64, 64]" : "");
     for (int k = 0; k < PTQ_FMT_COUNT; k++) {
         int64_t act = 0, wt = 0;
         for (int64_t i = 0; i < p->n; i++)
@@ -114,7 +121,8 @@ int cmd_plan(int argc, char **argv)
                       {"sensitivity", 1, NULL}, {"budget", 1, NULL}, {"class-budget", 1, NULL}, {"data", 1, NULL},
                       {"samples", 1, NULL}, {"seed", 1, NULL}, {"batch", 1, NULL}, {"device", 1, NULL},
                       {"threads", 1, NULL}, {"preprocess", 1, NULL}, CLI_DATA_OPTS,
-                      {"max-moves", 1, NULL}, {"placement", 1, NULL}, {"explain", 0, NULL}, {"target", 1, NULL}};
+                      {"max-moves", 1, NULL}, {"placement", 1, NULL}, {"explain", 0, NULL}, {"target", 1, NULL},
+                      {"reduce-range", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("plan", argc, argv, opts, n_opts, pos, &n_pos, 1);
@@ -135,6 +143,11 @@ int cmd_plan(int argc, char **argv)
          cli_get(opts, n_opts, "budget")))
         return cli_usage_error("plan", "--target %s makes the default plan only (--budget and --method auto move "
                                        "tensors to FP16 and measure symmetric plans)", target);
+    const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
+    if (reduce_range && (check || (method_arg && strcmp(method_arg, "auto") == 0) ||
+                         cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget")))
+        return cli_usage_error("plan", "--reduce-range makes the default plan only (not with --check, --budget or "
+                                       "--method auto)");
     if (!check && method_arg && strcmp(method_arg, "auto") == 0) {
         if (cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget"))
             return cli_usage_error("plan", "--method auto and --budget are separate runs: choose the methods first");
@@ -175,7 +188,7 @@ int cmd_plan(int argc, char **argv)
     PTQ_TRY(st, ptq_graph_load_onnx(&ctx, model, &g), done);
     PTQ_TRY(st, ptq_graph_infer_types(&ctx, g), done);
     PTQ_TRY(st, cli_default_plan_target(&ctx, model, g, pos[0], method_arg, cli_get(opts, n_opts, "core"),
-                                        cli_get(opts, n_opts, "placement"), target, &set, &plan),
+                                        cli_get(opts, n_opts, "placement"), target, reduce_range, &set, &plan),
             done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);

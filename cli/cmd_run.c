@@ -53,6 +53,8 @@ static const char run_help[] =
     "  --method M           calibrator for the plan, as for `ptq plan` (default percentile)\n"
     "  --target T           trt (default) or ort-cpu: the plan's number formats, as for `ptq plan`\n"
     "                       (ort-cpu: uint8 activations, not with --budget)\n"
+    "  --reduce-range       INT8 weights on onnxruntime's reduce_range grid [-64, 64], as for\n"
+    "                       `ptq plan` (onnxruntime on CPUs without VNNI; not with --budget)\n"
     "  --device, --batch, --threads, --preprocess, --output as for `ptq eval`\n"
     "  --input NAME=DATASET  (repeatable) the HDF5 dataset feeding a model input, in both data sets,\n"
     "                       as for `ptq eval` (default: the dataset of the input's name)\n"
@@ -165,7 +167,8 @@ int cmd_run(int argc, char **argv)
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
                       {"help", 0, NULL},    {"target", 1, NULL},        {"labels", 1, NULL},    {"classes", 1, NULL},
                       {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}, {"output", 1, NULL},
-                      {"input", CLI_REPEAT, NULL}, {"smooth", 1, NULL}, {"reference", 1, NULL}};
+                      {"input", CLI_REPEAT, NULL}, {"smooth", 1, NULL}, {"reference", 1, NULL},
+                      {"reduce-range", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -187,6 +190,9 @@ int cmd_run(int argc, char **argv)
     const char *target = cli_get(opts, n_opts, "target");
     if (target && budget && strcmp(target, "trt") != 0)
         return cli_usage_error("run", "--target %s makes the default plan only, not one within --budget", target);
+    const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
+    if (reduce_range && budget)
+        return cli_usage_error("run", "--reduce-range makes the default plan only, not one within --budget");
     const char *csamples = cli_get(opts, n_opts, "calib-samples") ? cli_get(opts, n_opts, "calib-samples") : "512";
     const char *vsamples = cli_get(opts, n_opts, "samples") ? cli_get(opts, n_opts, "samples") : "1000";
     const char *device = cli_get(opts, n_opts, "device"), *batch = cli_get(opts, n_opts, "batch");
@@ -265,6 +271,8 @@ int cmd_run(int argc, char **argv)
     arg(s, p_calib);
     opt(s, "--model", model), opt(s, "--out", p_plan), opt(s, "--core", core), opt(s, "--method", method);
     opt(s, "--target", target);
+    if (reduce_range)
+        arg(s, "--reduce-range");
     if (budget) {
         opt(s, "--sensitivity", p_sens), opt(s, "--budget", budget), opt(s, "--class-budget", class_budget);
         opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device), opt(s, "--batch", batch);

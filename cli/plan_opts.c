@@ -1,5 +1,5 @@
 /* What the commands that build a default plan share: --method M[=P] and
- * --core parsed, and the plan made from an archive for a loaded model.
+ * --core parsed (and `ptq plan`'s --target and --reduce-range), and the plan made from an archive for a loaded model.
  * Covered by tests/cli_plan_test.py and tests/cli_sensitivity_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -20,13 +20,14 @@ ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g,
                             const char *method, const char *core_name, const char *placement_name,
                             ptq_calib_set **archive, ptq_plan **plan)
 {
-    return cli_default_plan_target(ctx, model, g, archive_path, method, core_name, placement_name, NULL, archive,
+    return cli_default_plan_target(ctx, model, g, archive_path, method, core_name, placement_name, NULL, 0, archive,
                                    plan);
 }
 
 ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
                                    const char *method, const char *core_name, const char *placement_name,
-                                   const char *target_name, ptq_calib_set **archive, ptq_plan **plan)
+                                   const char *target_name, int reduce_range, ptq_calib_set **archive,
+                                   ptq_plan **plan)
 {
     char sha[65];
     ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 0.0};
@@ -49,5 +50,7 @@ ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_gr
     const char *base = strrchr(model, '/');
     PTQ_TRY_RET(ptq_plan_make_target(ctx, g, sha, base ? base + 1 : model, *archive, archive_path, &cp, core, placement,
                                      target, plan));
+    if (reduce_range)
+        PTQ_TRY_RET(ptq_plan_reduce_range(ctx, g, *plan));
     return ptq_plan_check(ctx, *plan, g, sha);
 }

@@ -30,12 +30,16 @@ typedef ptq_fmt ptq_fp8_kind;
  * the format's saturation, and 0 to NaN); callers pass positive finite ones.
  * Fake-quant is y = decode(q) * scale, one float multiplication. */
 
-/* INT8 symmetric: q = clamp(round_half_even(x / scale), -127, 127); -128 is
- * never produced. NaN (x NaN, or 0/0, Inf/Inf) -> 0; +-Inf -> +-127.
- * x, y: [n] floats; q: [n]. */
-void ptq_k_quantize_int8_ref(const float *x, int64_t n, float scale, int8_t *q);
+/* INT8's largest code: the full grid [-127, 127] (-128 is never produced). */
+#define PTQ_K_INT8_QMAX 127
+
+/* INT8 symmetric: q = clamp(round_half_even(x / scale), -qmax, qmax), qmax
+ * in [1, 127]: PTQ_K_INT8_QMAX, or 64 for weights on onnxruntime's
+ * reduce_range grid (ptq_plan_weight_qmax). NaN (x NaN, or 0/0, Inf/Inf)
+ * -> 0; +-Inf -> +-qmax. x, y: [n] floats; q: [n]. */
+void ptq_k_quantize_int8_ref(const float *x, int64_t n, float scale, int32_t qmax, int8_t *q);
 void ptq_k_dequantize_int8_ref(const int8_t *q, int64_t n, float scale, float *y);
-void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, float *y);
+void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, int32_t qmax, float *y);
 
 /* UINT8 asymmetric, ONNX QuantizeLinear/DequantizeLinear with a uint8 zero
  * point zp in [0, 255] (onnxruntime's CPU activations): q = clamp(
@@ -73,15 +77,16 @@ uint16_t ptq_k_fp16_from_float_ref(float x);
 float ptq_k_fp16_to_float_ref(uint16_t h);
 void ptq_k_round_fp16_ref(const float *x, int64_t n, float *y);
 
-/* y[n] = x rounded as a plan's precision prec (FP16: round to half; INT8,
- * UINT8 with zero point zp, FP8: fake-quant with scale; FP32: a copy) by the
- * reference kernels above, on pieces across the CPU thread pool
- * (kernels/cpu/numfmt.c): bit for bit the reference. x == y allowed. */
-void ptq_k_round_cpu(ptq_fmt prec, float scale, int32_t zp, const float *x, int64_t n, float *y);
+/* y[n] = x rounded as a plan's precision prec (FP16: round to half; INT8
+ * with largest code qmax, UINT8 with zero point zp, FP8: fake-quant with
+ * scale; FP32: a copy; qmax and zp are ignored by the formats that do not
+ * take them) by the reference kernels above, on pieces across the CPU
+ * thread pool (kernels/cpu/numfmt.c): bit for bit the reference. x == y allowed. */
+void ptq_k_round_cpu(ptq_fmt prec, float scale, int32_t zp, int32_t qmax, const float *x, int64_t n, float *y);
 /* The same, per channel: x, y are n_runs runs of `inner` floats, run r rounded with scales[r % n_ch] and
  * zero point 0 (a weight's channels, ptq_fq_create), the runs spread across the threads. */
-void ptq_k_round_channels_cpu(ptq_fmt prec, const float *scales, int64_t n_ch, int64_t n_runs, int64_t inner,
-                              const float *x, float *y);
+void ptq_k_round_channels_cpu(ptq_fmt prec, const float *scales, int64_t n_ch, int32_t qmax, int64_t n_runs,
+                              int64_t inner, const float *x, float *y);
 
 /* BF16 (bfloat16, float32's top 16 bits): round to nearest even on the 16
  * dropped bits, subnormals kept, overflow past the largest finite
@@ -93,8 +98,9 @@ float ptq_k_bf16_to_float_ref(uint16_t b);
 void ptq_k_round_bf16_ref(const float *x, int64_t n, float *y);
 
 #ifdef PTQ_CUDA
-/* The same on the GPU, queued on d's stream; pointers are device memory.
- * FP8 encodes with __nv_cvt_float_to_fp8(.., __NV_SATFINITE, ..), FP16
+/* The same on the GPU, queued on d's stream; pointers are device memory;
+ * INT8 on the full grid (activations: a plan's weights are rounded on the
+ * host for either backend, ptq_fq_create). FP8 encodes with __nv_cvt_float_to_fp8(.., __NV_SATFINITE, ..), FP16
  * with __float2half_rn, BF16 with __float2bfloat16_rn, divisions with __fdiv_rn, INT8 rounding with
  * __float2int_rn then a clamp. */
 typedef struct ptq_cuda_dev ptq_cuda_dev;

@@ -1,6 +1,7 @@
 /* Simulated quantization under a plan (include/ptq/fake_quant.h) as an
  * executor overlay: weights quantized-dequantized per channel (and an
- * ort-cpu plan's biases rounded to int32, quant/bias.c) into owned
+ * ort-cpu plan's biases rounded to int32, quant/bias.c; a reduce_range
+ * plan's INT8 weights on [-64, 64]) into owned
  * buffers the executor reads instead of the graph's, activations rounded in
  * place as the executor produces them (host:
  * kernels/ref/numfmt.c; device: kernels/cuda/numfmt.cu, bit-exact with it).
@@ -42,8 +43,9 @@ void ptq_fq_free(ptq_fq *fq)
     free(fq);
 }
 
-/* The weight of entry e (value v) quantized-dequantized channel by channel into a new buffer. */
-static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_plan_entry *e, float **out)
+/* The weight of entry e (value v) quantized-dequantized channel by channel into a new buffer, INT8 codes in
+ * [-qmax, qmax] (ptq_plan_weight_qmax). Both backends read it: the GPU gets a copy. */
+static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_plan_entry *e, int32_t qmax, float **out)
 {
     *out = NULL;
     if (v->dtype != PTQ_DT_FLOAT || !v->data || v->ndim < 0)
@@ -55,9 +57,9 @@ static ptq_status weight_rounded(ptq_ctx *ctx, const ptq_value *v, const ptq_pla
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for weight '%s'", v->name);
     const float *x = v->data;
     if (e->prec == PTQ_PREC_FP16 || e->prec == PTQ_PREC_FP32 || wr.n_ch == 1) {
-        ptq_k_round_cpu(e->prec, e->n_scales ? e->scales[0] : 1.0f, e->zero_point, x, total, y);
+        ptq_k_round_cpu(e->prec, e->n_scales ? e->scales[0] : 1.0f, e->zero_point, qmax, x, total, y);
     } else {
-        ptq_k_round_channels_cpu(e->prec, e->scales, wr.n_ch, wr.n_runs, wr.inner, x, y);
+        ptq_k_round_channels_cpu(e->prec, e->scales, wr.n_ch, qmax, wr.n_runs, wr.inner, x, y);
     }
     *out = y;
     return PTQ_OK;
@@ -112,7 +114,7 @@ static ptq_status fq_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, p
     const int64_t n = ptq_tensor_numel(t);
     float *x = t->data;
     if (t->mem == PTQ_MEM_HOST) {
-        ptq_k_round_cpu(a.prec, a.scale, a.zero_point, x, n, x);
+        ptq_k_round_cpu(a.prec, a.scale, a.zero_point, PTQ_K_INT8_QMAX, x, n, x);
         return PTQ_OK;
     }
 #ifdef PTQ_CUDA
@@ -166,7 +168,8 @@ ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, pt
         }
         if (e->prec == PTQ_PREC_FP32 || fq->weight[v])
             continue;
-        PTQ_TRY(st, weight_rounded(ctx, &g->values[v], e, &fq->weight[v]), done);
+        PTQ_TRY(st, weight_rounded(ctx, &g->values[v], e, (int32_t)ptq_plan_weight_qmax(p, e->prec), &fq->weight[v]),
+                done);
     }
     for (int k = 0; k < g->n_nodes; k++)
         PTQ_TRY(st, bias_rounded(ctx, g, p, k, fq->weight), done);

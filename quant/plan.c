@@ -123,7 +123,7 @@ static ptq_status fp8_least_error_scales(ptq_ctx *ctx, const ptq_value *v, weigh
             cand[c] = amax[c] > 0 ? (float)(amax[c] / qmax * exp2((double)k / FP8_WEIGHT_STEPS)) : 1.0f;
             err[c] = 0.0;
         }
-        ptq_k_round_channels_cpu((ptq_fmt)prec, cand, n_ch, wr.n_runs, wr.inner, w, y);
+        ptq_k_round_channels_cpu((ptq_fmt)prec, cand, n_ch, PTQ_K_INT8_QMAX, wr.n_runs, wr.inner, w, y);
         for (int64_t r = 0; r < wr.n_runs; r++) {
             double run = 0.0;
             for (int64_t i = r * wr.inner; i < (r + 1) * wr.inner; i++) {
@@ -145,14 +145,14 @@ static ptq_status fp8_least_error_scales(ptq_ctx *ctx, const ptq_value *v, weigh
     return PTQ_OK;
 }
 
-ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_prec prec, float **out, int64_t *n_out)
+ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_prec prec, double qmax, float **out,
+                               int64_t *n_out)
 {
     *out = NULL;
     if (v->dtype != PTQ_DT_FLOAT || !v->data || v->ndim < 0)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "weight '%s' is not a float32 constant with data", v->name);
     const weight_runs wr = weight_runs_of(v, axis);
     const int64_t n_ch = wr.n_ch;
-    const double qmax = ptq_qformat_max((ptq_qformat)prec);
     double *amax = calloc((size_t)n_ch + 1, sizeof *amax);
     float *scales = malloc(((size_t)n_ch + 1) * sizeof *scales);
     if (!amax || !scales) {
@@ -430,8 +430,8 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
                               edge[v] ? PTQ_RULE_EDGE : PTQ_RULE_WEIGHT),
                 done);
         if (!edge[v])
-            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], axis, core, &e->scales,
-                                      &e->n_scales),
+            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], axis, core, ptq_plan_weight_qmax(p, core), &e->scales,
+                                            &e->n_scales),
                     done);
     }
     PTQ_TRY(st, quant_plan_weights_follow(ctx, g, p), done);
@@ -445,6 +445,44 @@ done:
     free(entry_of);
     ptq_plan_free(p);
     return st;
+}
+
+double ptq_plan_weight_qmax(const ptq_plan *p, ptq_prec prec)
+{
+    if (prec == PTQ_PREC_INT8 && p->reduce_range)
+        return PTQ_PLAN_REDUCED_INT8_QMAX;
+    return ptq_qformat_max((ptq_qformat)prec);
+}
+
+ptq_status ptq_plan_reduce_range(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p)
+{
+    if (p->core != PTQ_PREC_INT8)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "reduce_range is for INT8 weights; the plan's core is %s",
+                        ptq_prec_name(p->core));
+    p->reduce_range = 1;
+    for (int64_t i = 0; i < p->n; i++) {
+        ptq_plan_entry *e = &p->e[i];
+        if (!e->is_weight || e->prec != PTQ_PREC_INT8)
+            continue;
+        const int v = ptq_graph_find_value(g, e->name);
+        if (v < 0)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan names '%s', which the model does not have", e->name);
+        float *scales = NULL;
+        int64_t n_scales = 0;
+        PTQ_TRY_RET(quant_weight_scales(ctx, &g->values[v], e->axis, e->prec, PTQ_PLAN_REDUCED_INT8_QMAX, &scales,
+                                        &n_scales));
+        char *source = dup_str("weights max|w| / 64 per channel (reduce_range)");
+        if (!source) {
+            free(scales);
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+        }
+        free(e->scales);
+        free(e->source);
+        e->scales = scales;
+        e->n_scales = n_scales;
+        e->source = source;
+    }
+    return PTQ_OK;
 }
 
 /* 1 if node n (traits t), which quantizes weight w, reads an activation
@@ -564,6 +602,9 @@ ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, c
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan's target %d is not one ptq knows", (int)p->target);
     if (p->target == PTQ_TARGET_ORT_CPU && p->core != PTQ_PREC_INT8)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "an ort-cpu plan's core is int8 (its weights'), not %s",
+                        ptq_prec_name(p->core));
+    if (p->reduce_range && p->core != PTQ_PREC_INT8)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "a reduce_range plan's core is int8 (its weights'), not %s",
                         ptq_prec_name(p->core));
     unsigned char *act = calloc((size_t)g->n_values + 1, 1), *wt = calloc((size_t)g->n_values + 1, 1);
     unsigned char *seen = calloc((size_t)g->n_values + 1, 1);

@@ -7,7 +7,8 @@
  * "placement" (after "core") and each entry's "rule" are written for plans
  * placed by trt or ort, not for --placement all (whose plans are as before);
  * both are optional when read. "target": "ort-cpu" follows (absent: trt),
- * and a uint8 entry has "zero_point": n after "scales" (absent: 0).
+ * then "reduce_range": true for a plan whose INT8 weights use onnxruntime's
+ * reduce_range grid (absent: false), and a uint8 entry has "zero_point": n after "scales" (absent: 0).
  * An entry with blocks (block_size > 0) also has "block_size": n and
  * "block_scales": [...] after "scales"; entries without have neither.
  * Numbers are the shortest decimals that read back to the same value.
@@ -64,6 +65,7 @@ ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
     const int placed = p->placement && p->placement[0] && strcmp(p->placement, "all") != 0;
     ok = ok && (!placed || cJSON_AddStringToObject(root, "placement", p->placement));
     ok = ok && (p->target == PTQ_TARGET_TRT || cJSON_AddStringToObject(root, "target", ptq_target_name(p->target)));
+    ok = ok && (!p->reduce_range || cJSON_AddTrueToObject(root, "reduce_range"));
     cJSON *tensors = ok ? cJSON_AddArrayToObject(root, "tensors") : NULL;
     ok = ok && tensors;
     for (int64_t i = 0; ok && i < p->n; i++) {
@@ -273,6 +275,12 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
         st = ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: \"target\" is not one of trt, ort-cpu");
         goto done;
     }
+    const cJSON *reduce_range = cJSON_GetObjectItemCaseSensitive(root, "reduce_range");
+    if (reduce_range && !cJSON_IsBool(reduce_range)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: \"reduce_range\" is not true or false");
+        goto done;
+    }
+    p->reduce_range = cJSON_IsTrue(reduce_range);
     if (core && ptq_prec_parse(ctx, core, &p->core) != PTQ_OK) {
         st = ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: unknown core precision '%s'", core);
         goto done;

@@ -4,7 +4,8 @@
  * from the same C references the simulated quantization uses
  * (kernels/ref/numfmt.c); FP16 activations are a Cast pair, so onnxruntime
  * rounds where the simulation does; uint8 activations carry their zero
- * point, and an ort-cpu plan's biases become int32 (quant/bias.c); a
+ * point, a reduce_range plan's INT8 weight codes lie in [-64, 64], and
+ * an ort-cpu plan's biases become int32 (quant/bias.c); a
  * reduction's axes attribute becomes an input where the opset written asks.
  * Covered by tests/qdq_export_test.py. */
 #define _POSIX_C_SOURCE 200809L
@@ -138,8 +139,10 @@ done:
     return st;
 }
 
-/* The float initializer w becomes codes -> DQ (per channel) -> w, so its consumers read it unchanged. */
-static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e)
+/* The float initializer w becomes codes -> DQ (per channel) -> w, so its consumers read it unchanged; INT8
+ * codes in [-qmax, qmax] (ptq_plan_weight_qmax: 64 for a reduce_range plan). */
+static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e,
+                             int32_t qmax)
 {
     const weight_runs wr = weight_runs_of(w, e->axis);
     const int64_t total = wr.n_runs * wr.inner, inner = wr.inner;
@@ -156,7 +159,7 @@ static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w
     for (int64_t r = 0; r < wr.n_runs; r++) {
         const float s = e->scales[r % wr.n_ch];
         if (e->prec == PTQ_PREC_INT8)
-            ptq_k_quantize_int8_ref(x + r * inner, inner, s, (int8_t *)codes + r * inner);
+            ptq_k_quantize_int8_ref(x + r * inner, inner, s, qmax, (int8_t *)codes + r * inner);
         else
             ptq_k_quantize_fp8_ref(e->prec, x + r * inner, inner, s, codes + r * inner);
     }
@@ -414,7 +417,8 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
             goto done;
         }
         if (e->is_weight)
-            PTQ_TRY(st, fp16 ? add_fp16_weight(ctx, ed, &g->values[v], e) : add_weight(ctx, ed, &g->values[v], e),
+            PTQ_TRY(st, fp16 ? add_fp16_weight(ctx, ed, &g->values[v], e)
+                             : add_weight(ctx, ed, &g->values[v], e, (int32_t)ptq_plan_weight_qmax(p, e->prec)),
                     done);
         else if (done_bias[v]) /* quantized after the Add of its bias */
             PTQ_TRY(st, add_biased_activation(ctx, ed, e), done);

@@ -15,11 +15,13 @@
  * input slot, or NULL: the first node taking v as an input it quantizes. */
 const ptq_op_traits *quant_weight_user(const ptq_graph *g, int v, const ptq_node **node, int *input);
 /* The per-channel scales of weight v in precision prec along axis (-1: one
- * for the whole tensor; 1 for a channel of zeros): INT8, max|w| over channel
- * c / 127; FP8, max|w| / the format's largest value times 2^(k / 16), k in
- * [0, 16) the one whose rounding leaves channel c the least squared error.
- * *out malloc'd [*n_out]. quant/plan.c. */
-ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_prec prec, float **out, int64_t *n_out);
+ * for the whole tensor; 1 for a channel of zeros), qmax the grid's largest
+ * code (ptq_plan_weight_qmax): INT8, max|w| over channel c / qmax (127, or
+ * 64 with reduce_range); FP8, max|w| / qmax (the format's largest value)
+ * times 2^(k / 16), k in [0, 16) the one whose rounding leaves channel c the
+ * least squared error. *out malloc'd [*n_out]. quant/plan.c. */
+ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_prec prec, double qmax, float **out,
+                               int64_t *n_out);
 
 /* The plan's entry for the activation (is_weight 0) or weight named name, or NULL. */
 const ptq_plan_entry *quant_plan_entry(const ptq_plan *p, const char *name, int is_weight);

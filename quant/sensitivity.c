@@ -137,6 +137,7 @@ ptq_status quant_plan_copy(ptq_ctx *ctx, const ptq_plan *p, ptq_plan **out)
     memcpy(q->model_sha256, p->model_sha256, sizeof q->model_sha256);
     q->core = p->core;
     q->target = p->target;
+    q->reduce_range = p->reduce_range;
     q->model_name = strdup(p->model_name ? p->model_name : "");
     q->archive = strdup(p->archive ? p->archive : "");
     q->method = strdup(p->method ? p->method : "");
@@ -216,8 +217,8 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
             if (!t)
                 continue;
             e->axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
-            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], e->axis, p->core, &e->scales,
-                                            &e->n_scales),
+            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], e->axis, p->core, ptq_plan_weight_qmax(p, p->core),
+                                            &e->scales, &e->n_scales),
                     done);
         }
         e->prec = p->core;

@@ -61,7 +61,7 @@ static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, in
         const float scale = pe->n_scales ? pe->scales[0] : 1.0f;
         switch (pe->prec) {
         case PTQ_PREC_FP16: ptq_k_round_fp16_ref(before, n, before); break;
-        case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(before, n, scale, before); break;
+        case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(before, n, scale, PTQ_K_INT8_QMAX, before); break;
         case PTQ_PREC_UINT8: ptq_k_fake_quant_uint8_ref(before, n, scale, pe->zero_point, before); break;
         case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, before, n, scale, before); break;
         case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, before, n, scale, before); break;

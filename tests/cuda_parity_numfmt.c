@@ -295,12 +295,12 @@ static void arrays(ptq_ctx *ctx, ptq_cuda_dev *dev)
             }
             int ok = ptq_cuda_upload(ctx, dev, x_d, x, sizeof *x * (size_t)n) == PTQ_OK;
             /* INT8 quantize, INT8 fake-quant */
-            ptq_k_quantize_int8_ref(x, n, scale, (int8_t *)q_ref);
+            ptq_k_quantize_int8_ref(x, n, scale, PTQ_K_INT8_QMAX, (int8_t *)q_ref);
             ok = ok && ptq_k_quantize_int8_cuda(ctx, dev, x_d, n, scale, q_d) == PTQ_OK &&
                  ptq_cuda_download(ctx, dev, q_dev, q_d, (size_t)n) == PTQ_OK;
             for (int64_t i = 0; ok && i < n; i++)
                 bad[0] += q_ref[i] != q_dev[i];
-            ptq_k_fake_quant_int8_ref(x, n, scale, y_ref);
+            ptq_k_fake_quant_int8_ref(x, n, scale, PTQ_K_INT8_QMAX, y_ref);
             ok = ok && ptq_k_fake_quant_int8_cuda(ctx, dev, x_d, n, scale, y_d) == PTQ_OK &&
                  ptq_cuda_download(ctx, dev, y_dev, y_d, sizeof *x * (size_t)n) == PTQ_OK;
             if (ok)

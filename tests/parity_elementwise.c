@@ -250,10 +250,10 @@ static void check_round(void)
     for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++) {
         const ptq_prec p = precs[k];
         char label[96];
-        ptq_k_round_cpu(p, 0.01f, 17, x, n, got);
+        ptq_k_round_cpu(p, 0.01f, 17, PTQ_K_INT8_QMAX, x, n, got);
         switch (p) {
         case PTQ_PREC_FP16: ptq_k_round_fp16_ref(x, n, want); break;
-        case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(x, n, 0.01f, want); break;
+        case PTQ_PREC_INT8: ptq_k_fake_quant_int8_ref(x, n, 0.01f, PTQ_K_INT8_QMAX, want); break;
         case PTQ_PREC_UINT8: ptq_k_fake_quant_uint8_ref(x, n, 0.01f, 17, want); break;
         case PTQ_PREC_FP8_E4M3: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E4M3, x, n, 0.01f, want); break;
         case PTQ_PREC_FP8_E5M2: ptq_k_fake_quant_fp8_ref(PTQ_FP8_E5M2, x, n, 0.01f, want); break;
@@ -262,18 +262,19 @@ static void check_round(void)
         snprintf(label, sizeof label, "round_cpu %s", ptq_prec_name(p));
         same_bits(label, got, want, n);
         memcpy(got, x, (size_t)n * sizeof *got); /* in place, as the overlay rounds activations */
-        ptq_k_round_cpu(p, 0.01f, 17, got, n, got);
+        ptq_k_round_cpu(p, 0.01f, 17, PTQ_K_INT8_QMAX, got, n, got);
         snprintf(label, sizeof label, "round_cpu %s in place", ptq_prec_name(p));
         same_bits(label, got, want, n);
         if (p == PTQ_PREC_UINT8 || p == PTQ_PREC_FP32 || p == PTQ_PREC_FP16)
             continue; /* weights: symmetric per-channel formats */
-        ptq_k_round_channels_cpu(p, scales, n_ch, n_runs, inner, x, got);
+        const int32_t qmax = 64; /* INT8 on onnxruntime's reduce_range grid; the other formats ignore it */
+        ptq_k_round_channels_cpu(p, scales, n_ch, qmax, n_runs, inner, x, got);
         for (int64_t run = 0; run < n_runs; run++) {
             const float s = scales[run % n_ch];
             const float *xr = x + run * inner;
             float *wr = want + run * inner;
             if (p == PTQ_PREC_INT8)
-                ptq_k_fake_quant_int8_ref(xr, inner, s, wr);
+                ptq_k_fake_quant_int8_ref(xr, inner, s, qmax, wr);
             else
                 ptq_k_fake_quant_fp8_ref(p == PTQ_PREC_FP8_E4M3 ? PTQ_FP8_E4M3 : PTQ_FP8_E5M2, xr, inner, s, wr);
         }

@@ -6,7 +6,9 @@
  * written, and one executor switches between FP32 and the plan; under an
  * ort-cpu plan every uint8 activation is (k - zp) * scale with k in [0, 255]
  * and every Conv bias behind a uint8 input round(b / (sx * sw[c])) * sx *
- * sw[c], computed here. */
+ * sw[c], computed here; with reduce_range every INT8 weight is k * scale
+ * with |k| <= 64 reaching 64 (127 without), also where hand-halved scales
+ * make the grid clamp. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +112,85 @@ static void check_ort_cpu(const ptq_graph *g, const ptq_calib_set *s, const ptq_
     ptq_exec_free(e);
     ptq_fq_free(fq);
     ptq_plan_free(plan);
+}
+
+/* The largest |k| of the overlay's weight entry e (value v, [K, C, R, S]) as k * scales[c]; -1 if a value is
+ * off that grid. */
+static int weight_max_code(const ptq_graph *g, const ptq_overlay *ov, int v, const ptq_plan_entry *e)
+{
+    const ptq_value *wv = &g->values[v];
+    uint64_t src = 0;
+    const float *wq = ov->weight(ov->user, v, &src);
+    const int64_t per = wv->dims[1] * wv->dims[2] * wv->dims[3];
+    int top = 0;
+    for (int64_t c = 0; wq && c < wv->dims[0]; c++)
+        for (int64_t k = 0; k < per; k++) {
+            const float q = wq[c * per + k] / e->scales[c];
+            if (fabsf(q - rintf(q)) > 1e-3f)
+                return -1;
+            top = fabsf(q) > (float)top ? (int)rintf(fabsf(q)) : top;
+        }
+    return wq ? top : -1;
+}
+
+/* onnxruntime's reduce_range on the ort-cpu plan: the simulated INT8 weights
+ * on [-64, 64] (the full plan's on [-127, 127]); one weight's scales halved
+ * by hand still gives codes up to 64 only (clamped, not 128); the
+ * activations run as before. */
+static void check_reduce_range(const ptq_graph *g, const ptq_calib_set *s, const ptq_tensor *in)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+    ptq_plan *full = NULL, *plan = NULL;
+    ptq_fq *fq_full = NULL, *fq = NULL;
+    ptq_exec *e = NULL;
+    CHECK(ptq_plan_make_target(&ctx, g, SHA, "m", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_ORT,
+                               PTQ_TARGET_ORT_CPU, &full) == PTQ_OK);
+    CHECK(ptq_plan_make_target(&ctx, g, SHA, "m", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_ORT,
+                               PTQ_TARGET_ORT_CPU, &plan) == PTQ_OK);
+    if (!full || !plan)
+        return;
+    CHECK_MSG(ptq_plan_reduce_range(&ctx, g, plan) == PTQ_OK, "%s", ctx.msg);
+    ptq_plan_entry *halved = NULL;
+    for (int64_t i = 0; i < plan->n && !halved; i++)
+        if (plan->e[i].is_weight && plan->e[i].prec == PTQ_PREC_INT8)
+            halved = &plan->e[i];
+    for (int64_t c = 0; halved && c < halved->n_scales; c++)
+        halved->scales[c] *= 0.5f;
+    CHECK(ptq_fq_create(&ctx, g, full, &fq_full) == PTQ_OK && ptq_fq_create(&ctx, g, plan, &fq) == PTQ_OK);
+    int n_int8_w = 0, bad = 0;
+    for (int64_t i = 0; fq_full && fq && i < plan->n; i++) {
+        const ptq_plan_entry *pe = &plan->e[i];
+        if (!pe->is_weight || pe->prec != PTQ_PREC_INT8)
+            continue;
+        const int v = ptq_graph_find_value(g, pe->name);
+        const int top = weight_max_code(g, ptq_fq_overlay(fq), v, pe);
+        const int top_full = weight_max_code(g, ptq_fq_overlay(fq_full), v, entry_of(full, pe->name));
+        if (top != 64 || top_full != 127) {
+            bad++;
+            fprintf(stderr, "%s: simulated codes up to %d with reduce_range (want 64), %d without (want 127)%s\n",
+                    pe->name, top, top_full, pe == halved ? ", its scales halved" : "");
+        }
+        n_int8_w++;
+    }
+    CHECK_MSG(n_int8_w == 8 && bad == 0, "reduce_range: %d INT8 weights, %d off [-64, 64]", n_int8_w, bad);
+    watch w = {plan, 0, 0};
+    ptq_exec_params pw = {PTQ_DEVICE_CPU, 0, tap, &w, 0, PTQ_MATH_FP32};
+    ptq_tensor out;
+    CHECK(fq && ptq_exec_create(&ctx, g, &pw, &e) == PTQ_OK);
+    if (e) {
+        ptq_exec_set_overlay(e, ptq_fq_overlay(fq));
+        CHECK_MSG(ptq_exec_run(&ctx, e, in, &out) == PTQ_OK, "%s", ctx.msg);
+    }
+    CHECK_MSG(w.n_checked == 13 && w.n_bad == 0, "reduce_range: %d uint8 activations seen, %d values off their grid",
+              w.n_checked, w.n_bad);
+    printf("test_fake_quant: reduce_range: %d INT8 weights simulated on [-64, 64] ([-127, 127] without)\n", n_int8_w);
+    ptq_exec_free(e);
+    ptq_fq_free(fq);
+    ptq_fq_free(fq_full);
+    ptq_plan_free(plan);
+    ptq_plan_free(full);
 }
 
 int main(void)
@@ -234,6 +315,7 @@ int main(void)
     CHECK_MSG(restored, "the overlay changed the graph's weights");
     printf("test_fake_quant: %d planned activations and %d INT8 weights on their grids\n", w.n_checked, n_int8_w);
     check_ort_cpu(g, s, &in);
+    check_reduce_range(g, s, &in);
 
     free(saved);
     free(saved_n);

@@ -248,28 +248,41 @@ static void check_int8(void)
         const int8_case *c = &cases[k];
         int8_t q = 99;
         float y = -99.0f;
-        ptq_k_quantize_int8_ref(&c->x, 1, c->scale, &q);
-        ptq_k_fake_quant_int8_ref(&c->x, 1, c->scale, &y);
+        ptq_k_quantize_int8_ref(&c->x, 1, c->scale, PTQ_K_INT8_QMAX, &q);
+        ptq_k_fake_quant_int8_ref(&c->x, 1, c->scale, PTQ_K_INT8_QMAX, &y);
         CHECK_MSG(q == c->q, "int8: x %a scale %a -> %d, want %d", (double)c->x, (double)c->scale, q, c->q);
         const float want_y = (float)c->q * c->scale;
         CHECK_MSG(to_bits(y) == to_bits(want_y) || (isnan(y) && isnan(want_y)), "int8 fake-quant: x %a scale %a -> %a",
                   (double)c->x, (double)c->scale, (double)y);
     }
-    /* a sweep through and beyond the range: never -128, monotonic, dequantize = q * scale */
-    int64_t bad = 0;
-    int prev = -127;
+    /* a sweep through and beyond the range: never -128, monotonic, dequantize = q * scale; with qmax 64
+     * (onnxruntime's reduce_range weights) the same within [-64, 64], equal to the full grid inside it */
+    int64_t bad = 0, bad_reduced = 0;
+    int prev = -127, prev_reduced = -64;
     for (int i = -40000; i <= 40000; i++) {
         const float x = (float)i * 0.01f, scale = 0.25f;
-        int8_t q;
-        float y, yd;
-        ptq_k_quantize_int8_ref(&x, 1, scale, &q);
+        int8_t q, qr;
+        float y, yd, yr;
+        ptq_k_quantize_int8_ref(&x, 1, scale, PTQ_K_INT8_QMAX, &q);
         ptq_k_dequantize_int8_ref(&q, 1, scale, &yd);
-        ptq_k_fake_quant_int8_ref(&x, 1, scale, &y);
+        ptq_k_fake_quant_int8_ref(&x, 1, scale, PTQ_K_INT8_QMAX, &y);
         bad += q < -127 || q < prev || y != yd || yd != (float)q * scale;
         prev = q;
+        ptq_k_quantize_int8_ref(&x, 1, scale, 64, &qr);
+        ptq_k_fake_quant_int8_ref(&x, 1, scale, 64, &yr);
+        bad_reduced += qr < -64 || qr > 64 || qr < prev_reduced || yr != (float)qr * scale ||
+                       (q >= -64 && q <= 64 && qr != q) || (q > 64 && qr != 64) || (q < -64 && qr != -64);
+        prev_reduced = qr;
     }
     CHECK_MSG(bad == 0, "int8 sweep: %lld bad", (long long)bad);
     CHECK(prev == 127);
+    CHECK_MSG(bad_reduced == 0, "int8 sweep, qmax 64: %lld bad", (long long)bad_reduced);
+    CHECK(prev_reduced == 64);
+    const float inf = INFINITY, nan = NAN;
+    int8_t qi = 0, qn = 1;
+    ptq_k_quantize_int8_ref(&inf, 1, 1.0f, 64, &qi);
+    ptq_k_quantize_int8_ref(&nan, 1, 1.0f, 64, &qn);
+    CHECK_MSG(qi == 64 && qn == 0, "int8 qmax 64: Inf -> %d, NaN -> %d", qi, qn);
 }
 
 typedef struct uint8_case {

@@ -4,7 +4,9 @@
  * found again here with the reference rounding), JSON written -> read -> written to the same
  * bytes, and the checks a hand-edited plan must pass (unknown or repeated
  * names, bad scales, wrong scale counts, inconsistent block scales, another
- * model); the default (trt) placement's entries and rules. */
+ * model); the default (trt) placement's entries and rules; reduce_range:
+ * INT8 weight scales max|w| / 64 (codes in [-64, 64], [-127, 127] without),
+ * activations unchanged, the JSON field written and read back. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +327,99 @@ static void check_ort_cpu(const ptq_graph *g, const ptq_calib_set *s)
                                    "\"}, \"tensors\": []}", &p) == PTQ_ERR_FORMAT && strstr(ctx.msg, "target"));
 }
 
+/* The largest |code| of weight w's channels quantized with scales on the INT8 grid of largest code qmax. */
+static int max_code(const ptq_value *w, const float *scales, int32_t qmax)
+{
+    const int64_t per = w->dims[1] * w->dims[2] * w->dims[3]; /* [K, C, R, S] */
+    int8_t *q = malloc((size_t)per);
+    int top = 0;
+    for (int64_t c = 0; q && c < w->dims[0]; c++) {
+        ptq_k_quantize_int8_ref((const float *)w->data + c * per, per, scales[c], qmax, q);
+        for (int64_t k = 0; k < per; k++)
+            top = abs(q[k]) > top ? abs(q[k]) : top;
+    }
+    free(q);
+    return top;
+}
+
+/* onnxruntime's reduce_range on the ort-cpu plan: every INT8 weight's scales
+ * max|w| / 64 per channel, its codes reaching 64 and no further (127 without
+ * the option), every activation entry as it was; the plan's JSON carries
+ * "reduce_range": true and reads back to the same bytes, a plan without it
+ * has no such field; refused for an FP8 core, and a non-boolean field. */
+static void check_reduce_range(const ptq_graph *g, const ptq_calib_set *s)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+    ptq_plan *p = NULL, *r = NULL, *back = NULL;
+    CHECK(ptq_plan_make_target(&ctx, g, SHA, "m", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_ORT,
+                               PTQ_TARGET_ORT_CPU, &p) == PTQ_OK);
+    CHECK(ptq_plan_make_target(&ctx, g, SHA, "m", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_ORT,
+                               PTQ_TARGET_ORT_CPU, &r) == PTQ_OK);
+    if (!p || !r)
+        return;
+    CHECK(!p->reduce_range && ptq_plan_weight_qmax(p, PTQ_PREC_INT8) == 127.0);
+    CHECK_MSG(ptq_plan_reduce_range(&ctx, g, r) == PTQ_OK && ptq_plan_check(&ctx, r, g, SHA) == PTQ_OK, "%s",
+              ctx.msg);
+    CHECK(r->reduce_range && ptq_plan_weight_qmax(r, PTQ_PREC_INT8) == 64.0 && r->n == p->n);
+    int n_weights = 0, n_same_act = 0;
+    for (int64_t i = 0; i < r->n && i < p->n; i++) {
+        const ptq_plan_entry *a = &p->e[i], *b = &r->e[i];
+        CHECK(strcmp(a->name, b->name) == 0 && a->prec == b->prec && a->n_scales == b->n_scales);
+        if (!b->is_weight) {
+            const size_t bytes = (size_t)a->n_scales * sizeof *a->scales;
+            n_same_act += a->zero_point == b->zero_point && (bytes == 0 || memcmp(a->scales, b->scales, bytes) == 0);
+            continue;
+        }
+        if (b->prec != PTQ_PREC_INT8)
+            continue;
+        const ptq_value *w = &g->values[ptq_graph_find_value(g, b->name)];
+        const int64_t per = w->dims[1] * w->dims[2] * w->dims[3];
+        for (int64_t c = 0; c < w->dims[0]; c++) {
+            float amax = 0;
+            for (int64_t k = 0; k < per; k++)
+                amax = fmaxf(amax, fabsf(((const float *)w->data)[c * per + k]));
+            CHECK_MSG(b->scales[c] == (float)((double)amax / 64.0) && a->scales[c] == (float)((double)amax / 127.0),
+                      "%s channel %lld: %g, %g", w->name, (long long)c, (double)b->scales[c], (double)a->scales[c]);
+        }
+        const int top = max_code(w, b->scales, (int32_t)ptq_plan_weight_qmax(r, b->prec));
+        const int top_full = max_code(w, a->scales, (int32_t)ptq_plan_weight_qmax(p, a->prec));
+        CHECK_MSG(top == 64 && top_full == 127, "%s: codes up to %d (reduce_range), %d (full)", w->name, top, top_full);
+        CHECK(strstr(b->source, "reduce_range") != NULL);
+        n_weights++;
+    }
+    int64_t n_act = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        n_act += !p->e[i].is_weight;
+    CHECK_MSG(n_weights == 8 && n_same_act == n_act, "%d int8 weights, %d of %lld activations unchanged", n_weights,
+              n_same_act, (long long)n_act);
+    char *j1 = NULL, *j2 = NULL, *j0 = NULL;
+    CHECK(ptq_plan_to_json(&ctx, r, &j1) == PTQ_OK && j1 && strstr(j1, "\"reduce_range\":\ttrue"));
+    CHECK(j1 && ptq_plan_from_json(&ctx, j1, &back) == PTQ_OK && back && back->reduce_range == 1);
+    CHECK(back && ptq_plan_to_json(&ctx, back, &j2) == PTQ_OK && j1 && j2 && strcmp(j1, j2) == 0);
+    ptq_plan_free(back);
+    back = NULL;
+    CHECK(ptq_plan_to_json(&ctx, p, &j0) == PTQ_OK && j0 && !strstr(j0, "reduce_range")); /* plans as before */
+    CHECK(j0 && ptq_plan_from_json(&ctx, j0, &back) == PTQ_OK && back && back->reduce_range == 0);
+    ptq_plan_free(back);
+    back = NULL;
+    r->core = PTQ_PREC_FP8_E4M3;
+    r->target = PTQ_TARGET_TRT;
+    expect_check(r, g, PTQ_ERR_INVALID_ARG, "reduce_range plan's core is int8");
+    CHECK(ptq_plan_reduce_range(&ctx, g, r) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "INT8 weights"));
+    CHECK(ptq_plan_from_json(&ctx, "{\"format\": \"ptq-plan\", \"format_version\": 1, \"reduce_range\": 1, "
+                                   "\"model\": {\"sha256\": \"" "00112233445566778899aabbccddeeff"
+                                   "00112233445566778899aabbccddeeff\"}, \"tensors\": []}",
+                             &back) == PTQ_ERR_FORMAT &&
+          strstr(ctx.msg, "reduce_range") && !back);
+    free(j0);
+    free(j1);
+    free(j2);
+    ptq_plan_free(r);
+    ptq_plan_free(p);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -388,6 +483,7 @@ int main(void)
     CHECK(j1 && !strstr(j1, "\"rule\"") && !strstr(j1, "\"placement\"")); /* --placement all: plans as before */
     check_trt(g, s);
     check_ort_cpu(g, s);
+    check_reduce_range(g, s);
     check_fp8_weights(g, s);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 

@@ -88,7 +88,13 @@ typedef struct ptq_plan {
     char *placement;   /* the placement that made it ("trt", "ort", "all"); NULL when unknown. JSON carries it and
                           the entries' rules except for "all", whose plans stay as ptq wrote them before */
     ptq_target target; /* JSON "target", written for ort-cpu only (absent: trt) */
+    int reduce_range;  /* 1: INT8 weights on onnxruntime's reduce_range grid [-64, 64] (ptq_plan_reduce_range);
+                          JSON "reduce_range": true, written only when set (absent: 0) */
 } ptq_plan;
+
+/* onnxruntime's reduce_range grid for INT8 weights (quant_utils.py,
+ * ONNX_INT_TYPE_REDUCED_RANGE): codes in [-64, 64], scale max|w| / 64. */
+#define PTQ_PLAN_REDUCED_INT8_QMAX 64
 
 PTQ_API void ptq_plan_free(ptq_plan *p);
 
@@ -143,12 +149,25 @@ PTQ_API ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char
                                     const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                                     ptq_prec core, ptq_plan **out);
 
+/* onnxruntime's quantize_static(..., reduce_range=True) on plan p of graph g
+ * (core int8; PTQ_ERR_INVALID_ARG otherwise): every INT8 weight's scales
+ * become max|w| / 64 per channel (a channel of zeros 1), its codes in
+ * [-64, 64], the simulation and the Q/DQ export both; p->reduce_range is
+ * set. Activations are unchanged: static Q/DQ reduces only the weights. For
+ * CPUs without VNNI, whose uint8 x int8 kernels (VPMADDUBSW) saturate the
+ * int16 sum of two products when weights use the full grid. */
+PTQ_API ptq_status ptq_plan_reduce_range(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p);
+/* The largest code of a weight of plan p in precision prec: PTQ_PLAN_REDUCED_INT8_QMAX for INT8 when
+ * p->reduce_range, else the format's largest value (127, 448, 57344). */
+PTQ_API double ptq_plan_weight_qmax(const ptq_plan *p, ptq_prec prec);
+
 /* Checks p against the model: its SHA-256, every name a float activation or
  * a Conv/Gemm/MatMul weight of g (unknown names listed), no name twice, the
  * scales finite and > 0, one per channel along a valid axis for weights and
  * one for activations, none for fp16/fp32, a precision plans may use (uint8
  * for activations only, with a zero point in [0, 255]; other formats zero
- * point 0); an ort-cpu plan's core int8 and none in FP8; a
+ * point 0); an ort-cpu plan's core int8 and none in FP8; a reduce_range
+ * plan's core int8; a
  * block size > 0 dividing the tensor with one finite scale > 0 per block,
  * on a format that takes block scales, none otherwise. PTQ_ERR_INVALID_ARG
  * naming the first fault. */

@@ -11,8 +11,6 @@
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/numfmt.h"
 
-#define INT8_QMAX 127
-
 static __device__ __nv_fp8_interpretation_t interp(ptq_fp8_kind kind)
 {
     return kind == PTQ_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3;
@@ -22,7 +20,7 @@ static __device__ __nv_fp8_interpretation_t interp(ptq_fp8_kind kind)
 static __device__ int int8_code(float x, float scale)
 {
     const int r = __float2int_rn(__fdiv_rn(x, scale)); /* NaN -> 0, beyond int range saturates */
-    return r > INT8_QMAX ? INT8_QMAX : r < -INT8_QMAX ? -INT8_QMAX : r;
+    return r > PTQ_K_INT8_QMAX ? PTQ_K_INT8_QMAX : r < -PTQ_K_INT8_QMAX ? -PTQ_K_INT8_QMAX : r;
 }
 
 static __device__ uint8_t fp8_code(float v, ptq_fp8_kind kind)

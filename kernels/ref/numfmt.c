@@ -10,8 +10,6 @@
 #include "kernels/kernels.h"
 #include "kernels/numfmt.h"
 
-#define INT8_QMAX 127
-
 /* The NaN CUDA's __half2float and __nv_cvt_fp8_to_halfraw + __half2float
  * give for every NaN code: sign and payload dropped, all mantissa bits set. */
 #define CUDA_FLOAT_NAN_BITS 0x7FFFFFFFu
@@ -32,22 +30,22 @@ static float bits_float(uint32_t u)
 
 /* rintf rounds half to even in the default rounding mode, which ptq never
  * changes; the clamp happens in float, so no out-of-range float -> int. */
-static int8_t int8_from_scaled(float v)
+static int8_t int8_from_scaled(float v, int32_t qmax)
 {
     if (isnan(v))
         return 0;
     const float r = rintf(v);
-    if (r >= (float)INT8_QMAX)
-        return INT8_QMAX;
-    if (r <= (float)-INT8_QMAX)
-        return -INT8_QMAX;
+    if (r >= (float)qmax)
+        return (int8_t)qmax;
+    if (r <= (float)-qmax)
+        return (int8_t)-qmax;
     return (int8_t)(int)r;
 }
 
-void ptq_k_quantize_int8_ref(const float *x, int64_t n, float scale, int8_t *q)
+void ptq_k_quantize_int8_ref(const float *x, int64_t n, float scale, int32_t qmax, int8_t *q)
 {
     for (int64_t i = 0; i < n; i++)
-        q[i] = int8_from_scaled(x[i] / scale);
+        q[i] = int8_from_scaled(x[i] / scale, qmax);
 }
 
 void ptq_k_dequantize_int8_ref(const int8_t *q, int64_t n, float scale, float *y)
@@ -56,10 +54,10 @@ void ptq_k_dequantize_int8_ref(const int8_t *q, int64_t n, float scale, float *y
         y[i] = (float)q[i] * scale;
 }
 
-void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, float *y)
+void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, int32_t qmax, float *y)
 {
     for (int64_t i = 0; i < n; i++)
-        y[i] = (float)int8_from_scaled(x[i] / scale) * scale;
+        y[i] = (float)int8_from_scaled(x[i] / scale, qmax) * scale;
 }
 
 #define UINT8_QMAX 255
