@@ -459,7 +459,6 @@ ptq_status ptq_plan_reduce_range(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p)
     if (p->core != PTQ_PREC_INT8)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "reduce_range is for INT8 weights; the plan's core is %s",
                         ptq_prec_name(p->core));
-    p->reduce_range = 1;
     for (int64_t i = 0; i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];
         if (!e->is_weight || e->prec != PTQ_PREC_INT8)
@@ -482,6 +481,7 @@ ptq_status ptq_plan_reduce_range(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p)
         e->n_scales = n_scales;
         e->source = source;
     }
+    p->reduce_range = 1;
     return PTQ_OK;
 }
 

@@ -6,7 +6,9 @@ against numpy's max|w| / 127, and for FP8 against the one of max|w| / 448 *
 edits it must refuse (unknown tensor, scales zero / negative / infinite, a
 plan for another model, not a plan), each with its exit code and nothing
 written; the --target ort-cpu plan (uint8 activations with zero points, zero
-point 0 after a ReLU) and what it refuses. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+point 0 after a ReLU) and what it refuses; --reduce-range (weight scales
+max|w| / 64, exported codes in [-64, 64]) and what it refuses. Run by ctest
+(label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import hashlib
 import json
 import os
@@ -170,6 +172,34 @@ def main():
     rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--target", "ort-cpu", "--budget", "0.5", "--sensitivity",
                      J("s.json"), "--data", J("d.h5"), "--out", J("x.json"))
     check("plan --target ort-cpu --budget is a usage error", rc != 0 and "default plan only" in err, err.strip())
+    # --reduce-range: INT8 weight scales max|w| / 64 (numpy), the Q/DQ export's weight codes in [-64, 64]
+    # reaching 64 with the plan's scales, the activations as without it
+    rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--target", "ort-cpu", "--method", "minmax",
+                      "--reduce-range", "--out", J("cpu-rr.json"))
+    pr = json.load(open(J("cpu-rr.json"))) if rc == 0 else {"tensors": []}
+    rw = {e["name"]: e for e in pr["tensors"] if e["kind"] == "weight" and e["precision"] == "int8"}
+    bad = [n for n, e in rw.items() if not np.array_equal(np.array(e["scales"], np.float32), (
+        np.abs(weights[n].reshape(weights[n].shape[0], -1)).max(axis=1).astype(np.float64) / 64).astype(np.float32))]
+    check("plan --reduce-range: \"reduce_range\": true, 8 INT8 weights at max|w| / 64, activations unchanged",
+          rc == 0 and pr.get("reduce_range") is True and "reduce_range" not in pc and len(rw) == 8 and not bad and
+          "reduce_range [-64, 64]" in so and
+          [e for e in pr["tensors"] if e["kind"] == "activation"] == [e for e in pc["tensors"] if e["kind"] ==
+                                                                     "activation"], f"{bad} {so} {err.strip()}")
+    rc, so, err = ptq("plan", "--check", J("cpu-rr.json"), "--model", MODEL)
+    check("reduce_range: plan --check accepts it and says so", rc == 0 and "reduce_range" in so, err.strip())
+    rc, _, err = ptq("export", "--format", "qdq", "--plan", J("cpu-rr.json"), "--model", MODEL, "--out",
+                     J("cpu-rr.onnx"))
+    q = {t.name: numpy_helper.to_array(t) for t in onnx.load(J("cpu-rr.onnx")).graph.initializer} if rc == 0 else {}
+    codes = [np.abs(q.get(f"ptq_qdq/{n}/q", np.zeros(1, np.int8)).astype(np.int32)).max() for n in rw]
+    scales_same = all(np.array_equal(q.get(f"ptq_qdq/{n}/scale"), np.array(e["scales"], np.float32))
+                      for n, e in rw.items())
+    check("reduce_range: the Q/DQ export's INT8 weight codes reach 64 and no further, at the plan's scales",
+          rc == 0 and codes == [64] * 8 and scales_same, f"{codes} {scales_same} {err.strip()[-300:]}")
+    for args, needle in ((["--core", "fp8"], "reduce_range is for INT8"),
+                         (["--budget", "0.5", "--sensitivity", J("s.json"), "--data", J("d.h5")], "default plan only")):
+        rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--reduce-range", *args, "--out", J("x.json"))
+        check(f"plan --reduce-range {args[0]} is refused (exit 2)", rc == 2 and needle in err and
+              not os.path.exists(J("x.json")), err.strip())
     pz = json.loads(json.dumps(pc))
     next(e for e in pz["tensors"] if e["precision"] == "uint8")["zero_point"] = 300
     with open(J("cpu-bad.json"), "w") as f:

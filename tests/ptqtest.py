@@ -45,7 +45,8 @@ def cpu_has_vnni():
     """The CPU has AVX-VNNI or AVX512-VNNI (Linux's /proc/cpuinfo flags). Without it onnxruntime's x86 integer
     kernels multiply uint8 by int8 with VPMADDUBSW, whose int16 pair sums saturate (its documented limitation,
     the reason for quantize_static's reduce_range): its all-optimization run of an INT8 or UINT8 Q/DQ model then
-    rounds some sums other than ptq's simulation, which does not saturate."""
+    rounds some sums other than ptq's simulation, which does not saturate, unless the weights are on the
+    reduce_range grid [-64, 64] (reduce_range_flags)."""
     try:
         with open("/proc/cpuinfo") as f:
             flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
@@ -54,15 +55,15 @@ def cpu_has_vnni():
     return "avx512_vnni" in flags or "avx_vnni" in flags
 
 
-def int8_level(ort):
-    """The graph optimization level at which a test runs ptq's INT8 Q/DQ export to compare it with `ptq
-    validate`: all of them (None) where the CPU has VNNI; else the basic ones, which keep the Q/DQ pairs around
-    float kernels (cpu_has_vnni says why), with a note."""
+def reduce_range_flags(what="the INT8 plan"):
+    """`ptq plan` flags for an INT8 plan whose Q/DQ export onnxruntime runs on its integer kernels: none where
+    the CPU has VNNI; else --reduce-range (weights on onnxruntime's reduce_range grid [-64, 64], whose pair sums
+    fit int16; cpu_has_vnni says why), with a note."""
     if cpu_has_vnni():
-        return None
-    print("note: no AVX-VNNI on this CPU: onnxruntime's integer kernels saturate uint8 x int8 pair sums in int16; "
-          "the INT8 export runs with basic graph optimizations (float kernels around its Q/DQ pairs)")
-    return ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        return []
+    print(f"note: no AVX-VNNI on this CPU: onnxruntime's integer kernels saturate uint8 x int8 pair sums in int16; "
+          f"{what} takes --reduce-range (weights on [-64, 64], as quantize_static's reduce_range=True)")
+    return ["--reduce-range"]
 
 
 def finish(test):

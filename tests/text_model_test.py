@@ -9,7 +9,8 @@ onnxruntime's and the same prediction on every row, batches of 7 (a
 partial last batch); then calibrate, plan (default and FP8), validate and
 export --format qdq at length 40, and onnxruntime runs the INT8 and FP8
 Q/DQ models at that length with every prediction as `ptq validate` makes
-it (FP8 with basic graph optimizations, as tests/qdq_export_test.py). Fortunes
+it (FP8 with basic graph optimizations, as tests/qdq_export_test.py; INT8
+with --reduce-range on a CPU without VNNI, ptqtest.reduce_range_flags). Fortunes
 text is not needed: agreement is a property of the arithmetic, not of the
 data (bench/accuracy_placement.py --only text records accuracy on it).
 Skips (77) without the model or onnxruntime."""
@@ -18,7 +19,7 @@ import os
 import sys
 import tempfile
 
-from ptqtest import SRC, check, finish, int8_level, ptq
+from ptqtest import SRC, check, finish, ptq, reduce_range_flags
 
 try:
     import h5py
@@ -84,9 +85,10 @@ def main():
     write_set(J("cal.h5"), ids, mask, run_ort(MODEL, ids, mask).argmax(1))
     rc, _, err = ptq("calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("c.h5"))
     check("calibrate at length 40", rc == 0, err.strip()[-300:])
-    for core, level in (("int8", int8_level(ort)), ("fp8", ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)):
+    for core, flags, level in (("int8", reduce_range_flags(), None),
+                               ("fp8", [], ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)):
         plan = J(f"plan-{core}.json")
-        rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", core, "--out", plan)
+        rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", core, *flags, "--out", plan)
         check(f"plan --core {core}", rc == 0, err.strip()[-300:])
         q = J(f"q-{core}.npy")
         rc, _, err = ptq("validate", "--model", MODEL, "--plan", plan, "--data", J("L40.h5"), "--logits", q,

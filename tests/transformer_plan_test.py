@@ -3,7 +3,8 @@
 calibrate (256 Fashion-MNIST training images), the default trt plan in INT8
 and FP8 E4M3 and its --explain, validate on the first 500 test images,
 export --format qdq and run the Q/DQ models in onnxruntime (FP8 with basic
-graph optimizations, as tests/qdq_export_test.py). Checks: both operands of
+graph optimizations, as tests/qdq_export_test.py; INT8 with --reduce-range
+on a CPU without VNNI, ptqtest.reduce_range_flags). Checks: both operands of
 every attention MatMul (two activation inputs, no initializer) are
 quantized; LayerNorm/residual Add outputs no MatMul reads are FP16 by rule
 trt.fp16-transformer, the ones a MatMul reads its quantized input; the
@@ -22,7 +23,7 @@ try:
     import onnx
     import onnx.numpy_helper
     import onnxruntime as ort
-    from ptqtest import FM, SRC, check, finish, fmnist_test, int8_level, ptq
+    from ptqtest import FM, SRC, check, finish, fmnist_test, ptq, reduce_range_flags
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
@@ -74,7 +75,7 @@ def main():
           (4, 9, 8), f"{len(softmax_out)}, {len(ln_out)}, {len(residual)}")
 
     images, labels = fmnist_test(N_TEST)
-    cases = [("int8", [], int8_level(ort), "int8"),
+    cases = [("int8", reduce_range_flags(), None, "int8"),
              ("fp8", ["--core", "fp8"], ort.GraphOptimizationLevel.ORT_ENABLE_BASIC, "fp8-e4m3")]
     top1 = {}
     for name, flags, level, core in cases:
