@@ -1315,8 +1315,12 @@ ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *
     *done = 0;
     if (!d->dnn.enabled)
         return PTQ_OK;
-    const char *grouped = getenv("PTQ_CUDNN_GROUPED"); /* 0: grouped convs to conv.cu (bench/zoo_diag.py) */
-    if (p->group > 1 && grouped && strcmp(grouped, "0") == 0)
+    /* diagnostics for bench/zoo_diag.py: PTQ_CUDNN_GROUPED=0, _POINTWISE=0, _SPATIAL=0 send grouped, one-group
+     * 1x1 or one-group larger-kernel convolutions to conv.cu's kernels */
+    const int pointwise = p->k[0] * p->k[1] * p->k[2] == 1;
+    const char *off =
+        getenv(p->group > 1 ? "PTQ_CUDNN_GROUPED" : pointwise ? "PTQ_CUDNN_POINTWISE" : "PTQ_CUDNN_SPATIAL");
+    if (off && strcmp(off, "0") == 0)
         return PTQ_OK;
     const int64_t cs = split_channels(d, p);
     if (cs)
