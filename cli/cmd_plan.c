@@ -195,6 +195,10 @@ int cmd_plan(int argc, char **argv)
     if (!quiet) {
         print_counts(plan, out);
         printf("wrote %s\n", out);
+        if (plan->target == PTQ_TARGET_ORT_CPU && !plan->reduce_range && ptq_cpu_has_vnni() == 0)
+            fprintf(stderr, "plan: note: this CPU has no VNNI: onnxruntime's uint8 x int8 kernels on such a CPU "
+                            "saturate sums of full-range weights; plan with --reduce-range if the model runs on "
+                            "one (README, --target ort-cpu)\n");
     }
     if (explain)
         print_explain(plan);

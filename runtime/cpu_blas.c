@@ -34,6 +34,16 @@ const char *ptq_cpu_blas_core_suggested(void)
     return NULL;
 }
 
+int ptq_cpu_has_vnni(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+#else
+    return -1;
+#endif
+}
+
 void ptq_cpu_set_threads(int n_threads)
 {
     if (n_threads < 1)

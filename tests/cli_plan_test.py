@@ -20,7 +20,7 @@ try:
     import h5py
     import onnx
     from onnx import numpy_helper
-    from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
+    from ptqtest import MODEL, check, cpu_has_vnni, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
@@ -159,6 +159,9 @@ def main():
           rc == 0 and pc.get("target") == "ort-cpu" and pc.get("placement") == "ort" and len(u8) == 13 and
           not any(e["precision"] == "fp16" for e in pc["tensors"]) and "target ort-cpu" in so and
           all(0 <= e["zero_point"] <= 255 and len(e["scales"]) == 1 for e in u8), so + err.strip())
+    noted = "has no VNNI" in err and "--reduce-range" in err
+    check("ort-cpu: a note suggests --reduce-range exactly where the CPU has no VNNI", noted == (not cpu_has_vnni()),
+          f"VNNI {cpu_has_vnni()}, stderr: {err.strip()}")
     relu_outs = [e for e in u8 if e["rule"] == "ort.activation"]
     check("ort-cpu: a ReLU output's range starts at 0: zero point 0", relu_outs and
           all(e["zero_point"] == 0 for e in relu_outs), str([(e["name"], e["zero_point"]) for e in relu_outs]))
@@ -182,7 +185,7 @@ def main():
         np.abs(weights[n].reshape(weights[n].shape[0], -1)).max(axis=1).astype(np.float64) / 64).astype(np.float32))]
     check("plan --reduce-range: \"reduce_range\": true, 8 INT8 weights at max|w| / 64, activations unchanged",
           rc == 0 and pr.get("reduce_range") is True and "reduce_range" not in pc and len(rw) == 8 and not bad and
-          "reduce_range [-64, 64]" in so and
+          "reduce_range [-64, 64]" in so and "VNNI" not in err and
           [e for e in pr["tensors"] if e["kind"] == "activation"] == [e for e in pc["tensors"] if e["kind"] ==
                                                                      "activation"], f"{bad} {so} {err.strip()}")
     rc, so, err = ptq("plan", "--check", J("cpu-rr.json"), "--model", MODEL)

@@ -190,6 +190,12 @@ PTQ_API const char *ptq_cpu_blas_core(void);
  * choice from the OPENBLAS_CORETYPE environment variable when it loads, so a
  * program acts on this before it starts (cli/main.c re-executes itself). */
 PTQ_API const char *ptq_cpu_blas_core_suggested(void);
+/* 1 when this CPU has VNNI (AVX512-VNNI or AVX-VNNI), whose integer dot
+ * products onnxruntime's uint8 x int8 CPU kernels use; 0 on an x86-64 CPU
+ * without it, where those kernels sum pairs of products in int16 with
+ * saturation (plan with reduce_range, ptq_plan_reduce_range); -1 where
+ * ptq cannot tell (not x86-64). */
+PTQ_API int ptq_cpu_has_vnni(void);
 
 /* 1 when a CUDA build sees a usable GPU; else 0 with why filled in (why may be NULL). */
 PTQ_API int ptq_cuda_available(char *why, size_t n_why);
