@@ -34,6 +34,8 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--splits", default="default,1024", help="PTQ_CONV_SPLIT values; 'default': unset")
+    ap.add_argument("--envs", default="", help="instead of --splits: settings separated by ';', each 'default' or "
+                    "NAME=VALUE[,NAME=VALUE...] set together (e.g. 'default;PTQ_CUDNN_POINTWISE=0,PTQ_KSPLIT=256')")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("conv_split_speed: PyTorch sees no GPU")
@@ -48,17 +50,21 @@ def main():
         f["labels"] = rng.integers(0, 1000, size=a.images).astype(np.int64)
     cmd = [a.ptq, "eval", "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
            "--batch", str(a.batch), "--device", "cuda", "--json"]
-    splits = a.splits.split(",")
+    if a.envs:
+        splits = a.envs.split(";")
+        settings = {e: dict(kv.split("=", 1) for kv in e.split(",")) if e != "default" else {} for e in splits}
+    else:
+        splits = a.splits.split(",")
+        settings = {v: {"PTQ_CONV_SPLIT": v} if v != "default" else {} for v in splits}
     rates = {s: [] for s in splits}
     for _ in range(a.repeat):
         for s in splits:
             env = dict(os.environ)
             env.pop("PTQ_CONV_SPLIT", None)
-            if s != "default":
-                env["PTQ_CONV_SPLIT"] = s
+            env.update(settings[s])
             d = json.loads(run(cmd, env)[1])
             rates[s].append(d.get("images_per_s_steady", d["images_per_s"]))
-            print(f"PTQ_CONV_SPLIT={s}: {rates[s][-1]:.0f} img/s", flush=True)
+            print(f"{s}: {rates[s][-1]:.0f} img/s", flush=True)
 
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
@@ -72,7 +78,8 @@ def main():
     batches = [x_all[i:i + a.batch].contiguous() for i in range(0, a.images, a.batch)]
     t_fp32, t_all = torch_rates(gnet, batches, a.repeat)
 
-    text = ["# ResNet-50 FP32 forward: convolutions summed in slices of input channels (PTQ_CONV_SPLIT)", "",
+    title = "convolution settings" if a.envs else "convolutions summed in slices of input channels (PTQ_CONV_SPLIT)"
+    text = [f"# ResNet-50 FP32 forward: {title}", "",
             f"- ptq commit: {commit()}",
             f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
             f"- machine: {torch.cuda.get_device_name(0)}, {cpu_model()}, {platform.platform()}",
@@ -83,10 +90,11 @@ def main():
             f"- PyTorch {torch.__version__} FP32 (cuDNN {torch.backends.cudnn.version()}, benchmark mode, TF32 off), "
             f"inference on preprocessed tensors on the GPU: {t_fp32:.0f} img/s "
             f"(runs {', '.join(f'{r:.0f}' for r in t_all)})", "",
-            "| PTQ_CONV_SPLIT | ptq img/s (best) | / PyTorch FP32 | all runs |", "|---|---|---|---|"]
+            f"| {'setting' if a.envs else 'PTQ_CONV_SPLIT'} | ptq img/s (best) | / PyTorch FP32 | all runs |",
+            "|---|---|---|---|"]
     for s in splits:
         best = max(rates[s])
-        label = "unset (off)" if s == "default" else s
+        label = ("unset (off)" if not a.envs else "default") if s == "default" else s
         text.append(f"| {label} | {best:.0f} | {best / t_fp32:.2f}x | {', '.join(f'{r:.0f}' for r in rates[s])} |")
     write_result(a.out, text + [""])
 
