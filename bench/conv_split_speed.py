@@ -15,14 +15,11 @@ import json
 import os
 import platform
 import sys
-import tempfile
 
-import h5py
-import numpy as np
 import torch
 
 from benchlib import commit, cpu_model, write_result
-from resnet50_gpu import MEAN, PREPROCESS, STD, export, folded_resnet50
+from resnet50_gpu import PREPROCESS, gpu_batches, resnet50_setup
 from resnet50_targets import run, torch_rates
 
 
@@ -39,15 +36,7 @@ def main():
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("conv_split_speed: PyTorch sees no GPU")
-    tmp = tempfile.mkdtemp(prefix="ptq-split-")
-    onnx_path, h5_path = os.path.join(tmp, "resnet50.onnx"), os.path.join(tmp, "images.h5")
-    net = folded_resnet50()
-    exporter = export(net, onnx_path)
-    rng = np.random.default_rng(0)
-    images = rng.integers(0, 256, size=(a.images, 224, 224, 3), dtype=np.uint8)
-    with h5py.File(h5_path, "w") as f:
-        f["images"] = images
-        f["labels"] = rng.integers(0, 1000, size=a.images).astype(np.int64)
+    onnx_path, h5_path, net, exporter, images = resnet50_setup("ptq-split-", a.images)
     cmd = [a.ptq, "eval", "--model", onnx_path, "--data", h5_path, "--layout", "NHWC", "--preprocess", PREPROCESS,
            "--batch", str(a.batch), "--device", "cuda", "--json"]
     if a.envs:
@@ -72,11 +61,7 @@ def main():
     torch.set_float32_matmul_precision("highest")
     dev = torch.device("cuda")
     gnet = net.to(dev).eval()
-    mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
-    x_all = ((torch.from_numpy(images).to(dev).permute(0, 3, 1, 2).float() / 255.0) - mean) / std
-    batches = [x_all[i:i + a.batch].contiguous() for i in range(0, a.images, a.batch)]
-    t_fp32, t_all = torch_rates(gnet, batches, a.repeat)
+    t_fp32, t_all = torch_rates(gnet, gpu_batches(images, a.batch, dev), a.repeat)
 
     title = "convolution settings" if a.envs else "convolutions summed in slices of input channels (PTQ_CONV_SPLIT)"
     text = [f"# ResNet-50 FP32 forward: {title}", "",

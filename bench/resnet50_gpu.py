@@ -79,18 +79,33 @@ def export(net, path):
     return "torch.onnx.export(dynamo=True), opset 18"
 
 
-def model_and_images(prefix, n_images):
+def resnet50_setup(prefix, n_images):
     """A temporary folder with resnet50.onnx (folded_resnet50, exported) and
     images.h5 (n_images random uint8 224x224x3 images, NHWC, and random
-    labels, seed 0): (onnx path, h5 path)."""
+    labels, seed 0): (onnx path, h5 path, the net, which exporter ran, the images)."""
     tmp = tempfile.mkdtemp(prefix=prefix)
     onnx_path, h5_path = os.path.join(tmp, "resnet50.onnx"), os.path.join(tmp, "images.h5")
-    export(folded_resnet50(), onnx_path)
+    net = folded_resnet50()
+    exporter = export(net, onnx_path)
     rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(n_images, 224, 224, 3), dtype=np.uint8)
     with h5py.File(h5_path, "w") as f:
-        f["images"] = rng.integers(0, 256, size=(n_images, 224, 224, 3), dtype=np.uint8)
+        f["images"] = images
         f["labels"] = rng.integers(0, 1000, size=n_images).astype(np.int64)
-    return onnx_path, h5_path
+    return onnx_path, h5_path, net, exporter, images
+
+
+def model_and_images(prefix, n_images):
+    """resnet50_setup's (onnx path, h5 path)."""
+    return resnet50_setup(prefix, n_images)[:2]
+
+
+def gpu_batches(images, batch, dev):
+    """uint8 NHWC images as PyTorch's input on dev: NCHW, scaled to [0, 1], ImageNet mean/std, in batches."""
+    mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
+    x_all = ((torch.from_numpy(images).to(dev).permute(0, 3, 1, 2).float() / 255.0) - mean) / std
+    return [x_all[i:i + batch].contiguous() for i in range(0, len(images), batch)]
 
 
 def torch_predictions(net, images, batch=256):

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from benchlib import commit, cpu_model, write_result
-from resnet50_gpu import MEAN, PREPROCESS, STD, conv_flops, export, folded_resnet50
+from resnet50_gpu import MEAN, PREPROCESS, STD, conv_flops, export, folded_resnet50, gpu_batches
 
 ORT_CALIB = r"""
 import sys, time
@@ -255,10 +255,7 @@ def main():
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cpu" if a.smoke else "cuda")
     gnet = net.to(dev).eval()
-    mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
-    x_all = ((torch.from_numpy(images).to(dev).permute(0, 3, 1, 2).float() / 255.0) - mean) / std
-    batches = [x_all[i:i + a.batch].contiguous() for i in range(0, a.images, a.batch)]
+    batches = gpu_batches(images, a.batch, dev)
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
