@@ -56,15 +56,11 @@ ptq_status cli_plan_for(ptq_ctx *ctx, const char *plan_path, const char *model_p
 /* --method M[=P] (NULL: percentile at its default) into cp's method and percentile. */
 ptq_status cli_method_parse(ptq_ctx *ctx, const char *method, ptq_calib_params *cp);
 /* The default plan for model (loaded into g, shapes inferred) from the
- * archive at archive_path (read into *archive), by method, core and
- * placement (NULL: the defaults), checked against the model. The caller
- * frees both. */
-ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
-                            const char *method, const char *core_name, const char *placement_name,
-                            ptq_calib_set **archive, ptq_plan **plan);
-/* The same for target target_name (NULL: trt); target ort-cpu makes the
- * ort placement the default one; reduce_range 1 puts the INT8 weights on
- * onnxruntime's reduce_range grid (ptq_plan_reduce_range). */
+ * archive at archive_path (read into *archive), by method, core, placement
+ * and target target_name (NULL: the defaults; target ort-cpu makes the ort
+ * placement the default one), checked against the model; reduce_range 1
+ * puts the INT8 weights on onnxruntime's reduce_range grid
+ * (ptq_plan_reduce_range). The caller frees both. */
 ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
                                    const char *method, const char *core_name, const char *placement_name,
                                    const char *target_name, int reduce_range, ptq_calib_set **archive,

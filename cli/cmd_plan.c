@@ -52,17 +52,18 @@ static const char plan_help[] =
     "                       reduce_range=True) makes them: use it for onnxruntime on CPUs without\n"
     "                       VNNI (AVX2 only), whose uint8 x int8 kernels saturate the int16 sum of\n"
     "                       two full-range products, which the simulation does not model; the plan\n"
-    "                       records it (--core int8, the default plan only)\n"
+    "                       records it (--core int8; with --budget and --method auto every plan they\n"
+    "                       measure has it, and the --sensitivity report must be made with it too)\n"
     "  --explain            print every entry: tensor, precision, the rule that placed it, why\n"
     "  --check FILE         check a plan instead of writing one\n"
     "  --quiet              print nothing but errors\n"
     "\n"
     "A plan within an accuracy budget (from a `ptq sensitivity` report of the same\n"
-    "model, archive, --core and --method): starting from the default plan, tensors\n"
-    "move to FP16 one at a time in order of top-1 bought per byte kept in FP16 (an\n"
-    "activation's elements per sample, a weight's elements), each plan validated\n"
-    "against FP32 on --data, until the top-1 drop is within --budget and no class\n"
-    "loses more than --class-budget points of recall. Writes the plan and\n"
+    "model, archive, --core, --method and --reduce-range): starting from the default\n"
+    "plan, tensors move to FP16 one at a time in order of top-1 bought per byte kept\n"
+    "in FP16 (an activation's elements per sample, a weight's elements), each plan\n"
+    "validated against FP32 on --data, until the top-1 drop is within --budget and\n"
+    "no class loses more than --class-budget points of recall. Writes the plan and\n"
     "PLAN.trace.json (top-1 and worst class after each move); exit 11 when no plan\n"
     "met the budget (the best one found is written).\n"
     "  --sensitivity FILE   the report of `ptq sensitivity`\n"
@@ -144,10 +145,8 @@ int cmd_plan(int argc, char **argv)
         return cli_usage_error("plan", "--target %s makes the default plan only (--budget and --method auto move "
                                        "tensors to FP16 and measure symmetric plans)", target);
     const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
-    if (reduce_range && (check || (method_arg && strcmp(method_arg, "auto") == 0) ||
-                         cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget")))
-        return cli_usage_error("plan", "--reduce-range makes the default plan only (not with --check, --budget or "
-                                       "--method auto)");
+    if (reduce_range && check)
+        return cli_usage_error("plan", "--reduce-range makes a plan; --check reads one, which records reduce_range");
     if (!check && method_arg && strcmp(method_arg, "auto") == 0) {
         if (cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget"))
             return cli_usage_error("plan", "--method auto and --budget are separate runs: choose the methods first");

@@ -1,7 +1,8 @@
 /* `ptq sensitivity`: per tensor, what quantizing only it costs against FP32
  * and what keeping only it in FP16 recovers from the default plan, class by
  * class (quant/sensitivity.c over the library runner). Writes the JSON and
- * a Markdown table sorted by harm. Covered by tests/cli_sensitivity_test.py. */
+ * a Markdown table sorted by harm. Covered by tests/cli_sensitivity_test.py
+ * (--reduce-range: tests/cli_plan_test.py). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,9 @@ static const char sensitivity_help[] =
     "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
     "  --placement P        the default plan's placement, as for `ptq plan` (default trt)\n"
+    "  --reduce-range       the INT8 weights on onnxruntime's reduce_range grid [-64, 64], as for\n"
+    "                       `ptq plan` (--core int8); the report records it, and `ptq plan --budget`\n"
+    "                       takes the report only for a plan made with --reduce-range too\n"
     "  --device, --math, --batch, --threads, --preprocess, --progress,\n"
     "  " CLI_DATA_NAMES ",\n"
     "  --input NAME=DATASET (repeatable) as for `ptq eval`;\n"
@@ -74,7 +78,7 @@ int cmd_sensitivity(int argc, char **argv)
                       {"device", 1, NULL}, {"math", 1, NULL},     {"batch", 1, NULL},       {"threads", 1, NULL}, {"preprocess", 1, NULL},
                       {"progress", 0, NULL},
                       {"json", 0, NULL},       CLI_DATA_OPTS,               {"help", 0, NULL},
-                      {"placement", 1, NULL}};
+                      {"placement", 1, NULL},  {"reduce-range", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("sensitivity", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -124,8 +128,9 @@ int cmd_sensitivity(int argc, char **argv)
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "sensitivity", &so, "sensitivity compares predictions with them", &s),
             run_done);
-    PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, calib, cli_get(opts, n_opts, "method"),
-                                 cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), &archive, &def),
+    PTQ_TRY(st, cli_default_plan_target(&ctx, model, s.graph, calib, cli_get(opts, n_opts, "method"),
+                                        cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), NULL,
+                                        cli_get(opts, n_opts, "reduce-range") != NULL, &archive, &def),
             run_done);
     PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), run_done);
     PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, 0, &sens), run_done);
@@ -179,6 +184,8 @@ run_done: /* every rank passes here once, and learns whether any failed */
     cli_json_str(hdr, "archive", calib);
     cli_json_str(hdr, "archive_sample_ids_sha256", pv.sample_ids_sha256);
     cli_json_str(hdr, "core", ptq_prec_name(def->core));
+    if (def->reduce_range) /* as in a plan: absent means false */
+        cJSON_AddTrueToObject(hdr, "reduce_range");
     cli_json_str(hdr, "method", def->method);
     cli_json_num(hdr, "seed", (double)seed);
     /* sens.md lists what it was measured on, not how long it took (the same bytes on any number of ranks) */
@@ -215,12 +222,13 @@ run_done: /* every rank passes here once, and learns whether any failed */
         ptq_sens_figures f32, dp;
         const int64_t *support;
         ptq_sens_baselines(sens, &f32, &dp, &support);
-        printf("model    %s\narchive  %s (core %s, %s)\ndata     %s (%lld samples)\ndevice   %s  (%.1f s: read %.1f, "
+        printf("model    %s\narchive  %s (core %s%s, %s)\ndata     %s (%lld samples)\ndevice   %s  (%.1f s: read %.1f, "
                "FP32 %.1f, only %.1f, default plan %.1f, all but %.1f)\n\n"
                "top-1    FP32 %.2f%%, default plan %.2f%%\ntensors  %lld measured in %lld runs; nodes run %lld of "
                "%lld (%.0f%%) thanks to the kept prefixes\nreport   %s, %s, %s\n",
-               model, calib, ptq_prec_name(def->core), def->method, data, (long long)n_ids,
-               ptq_exec_device_name(s.exec), secs, ph.read, ph.fp32, ph.only, ph.default_plan, ph.all_but, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
+               model, calib, ptq_prec_name(def->core), def->reduce_range ? " reduce_range" : "", def->method, data,
+               (long long)n_ids, ptq_exec_device_name(s.exec), secs, ph.read, ph.fp32, ph.only, ph.default_plan,
+               ph.all_but, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
                dp.n ? 100.0 * (double)dp.top1 / (double)dp.n : 0.0, (long long)ptq_sens_n_tensors(sens),
                (long long)n_runs, (long long)nodes_run, (long long)nodes_full,
                nodes_full ? 100.0 * (double)nodes_run / (double)nodes_full : 0.0, out, md_path, html_path);

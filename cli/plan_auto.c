@@ -6,7 +6,8 @@
  * top-1 (over 3 images) or, within that, 1 dB more logits SQNR; otherwise
  * the earlier of percentile (the default), mse, entropy, min-max. The
  * plan records the method and its evidence in each entry's source.
- * Covered by tests/cli_sensitivity_test.py. */
+ * Covered by tests/cli_sensitivity_test.py (with --reduce-range:
+ * tests/cli_plan_test.py). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -21,14 +22,17 @@
 static const char *const METHODS[] = {"percentile", "mse", "entropy", "minmax"};
 enum { N_METHODS = 4 };
 
-/* Measures every activation of the plan of `method` alone over ids. */
+/* Measures every activation of the plan of `method` alone over ids. The
+ * plan's INT8 weights are on the reduce_range grid when reduce_range is 1:
+ * percentile's plan becomes the one written. */
 static ptq_status measure(ptq_ctx *ctx, cli_session *s, const char *model, const char *archive_path,
-                          const char *method, const char *core, const char *placement, const int64_t *ids,
-                          int64_t n_ids, int64_t batch, ptq_plan **plan, ptq_sensitivity **sens)
+                          const char *method, const char *core, const char *placement, int reduce_range,
+                          const int64_t *ids, int64_t n_ids, int64_t batch, ptq_plan **plan, ptq_sensitivity **sens)
 {
     ptq_calib_set *archive = NULL;
     ptq_plan *core_plan = NULL;
-    ptq_status st = cli_default_plan(ctx, model, s->graph, archive_path, method, core, placement, &archive, plan);
+    ptq_status st = cli_default_plan_target(ctx, model, s->graph, archive_path, method, core, placement, NULL,
+                                            reduce_range, &archive, plan);
     if (st == PTQ_OK)
         st = ptq_sens_core_plan(ctx, s->graph, archive, *plan, &core_plan);
     if (st == PTQ_OK)
@@ -73,6 +77,7 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
     if ((rc = cli_check_outputs("plan", inputs, 3, &out, 1)))
         return rc;
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
+    const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
@@ -91,8 +96,8 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
     for (int m = 0; m < N_METHODS; m++) {
         if (!quiet)
             fprintf(stderr, "plan: measuring %s on %lld images\n", METHODS[m], (long long)n_ids);
-        PTQ_TRY(st, measure(&ctx, &s, model, archive_path, METHODS[m], core, cli_get(opts, n_opts, "placement"), ids,
-                            n_ids, batch, &plans[m], &sens[m]),
+        PTQ_TRY(st, measure(&ctx, &s, model, archive_path, METHODS[m], core, cli_get(opts, n_opts, "placement"),
+                            reduce_range, ids, n_ids, batch, &plans[m], &sens[m]),
                 done);
     }
     ptq_plan *p = plans[0];
@@ -136,7 +141,7 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
         printf("%s: the calibrator chosen per activation:", out);
         for (int m = 0; m < N_METHODS; m++)
             printf(" %s %lld", METHODS[m], (long long)chosen[m]);
-        printf("\nwrote %s\n", out);
+        printf("%s\nwrote %s\n", p->reduce_range ? "; weights reduce_range [-64, 64]" : "", out);
     }
 done:
     free(text);

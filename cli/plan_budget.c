@@ -2,7 +2,7 @@
  * the accuracy-budgeted plan (quant/planner.c), its trace on the terminal and
  * next to the plan (PLAN.trace.json), and exit 11 when no plan met the
  * budget (the best one found is written). Covered by
- * tests/cli_sensitivity_test.py. */
+ * tests/cli_sensitivity_test.py (with --reduce-range: tests/cli_plan_test.py). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -50,10 +50,13 @@ static double points_flag(const cli_opt *opts, int n_opts, const char *name, dou
     return x;
 }
 
-static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, double budget, double class_budget)
+static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, double budget, double class_budget,
+                        int reduce_range)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "ptq-plan-trace");
+    if (reduce_range) /* as in the plan: every plan measured had its INT8 weights on [-64, 64] */
+        cJSON_AddTrueToObject(root, "reduce_range");
     cJSON_AddNumberToObject(root, "budget_pts", budget);
     if (class_budget >= 0)
         cJSON_AddNumberToObject(root, "class_budget_pts", class_budget);
@@ -119,6 +122,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     int64_t *ids = NULL, n_ids = 0;
     char *text = NULL, *sens_text = NULL, *trace = NULL, sha[65];
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
+    const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
     /* everything checked before any image is read */
     PTQ_TRY(st, cli_read_text(&ctx, sens_path, &sens_text), done);
     st = ptq_sens_read(&ctx, sens_text, &sens);
@@ -135,8 +139,9 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                                                             : "a budget compares predictions with them",
                                           &s),
             done);
-    PTQ_TRY(st, cli_default_plan(&ctx, model, s.graph, archive_path, cli_get(opts, n_opts, "method"),
-                                 cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), &archive, &def),
+    PTQ_TRY(st, cli_default_plan_target(&ctx, model, s.graph, archive_path, cli_get(opts, n_opts, "method"),
+                                        cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"),
+                                        NULL, reduce_range, &archive, &def),
             done);
     PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), done);
     ptq_calib_provenance pv;
@@ -156,6 +161,12 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                       ptq_prec_name(def->core));
         goto done;
     }
+    if (sens.reduce_range != def->reduce_range) { /* its gains were measured on other weights than the plan's */
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured %s --reduce-range, the plan is made %s it (both "
+                      "or neither must have it)", sens_path, sens.reduce_range ? "with" : "without",
+                      def->reduce_range ? "with" : "without");
+        goto done;
+    }
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
     batch = cli_default_batch("plan", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 2);
@@ -164,7 +175,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     PTQ_TRY(st, ptq_plan_budgeted(&ctx, s.ps, ids, n_ids, def, &sens, &b, &plan, &res), done);
     PTQ_TRY(st, ptq_plan_check(&ctx, plan, s.graph, sha), done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
-    if (!(trace = trace_json(&res, s.data, budget, class_budget))) {
+    if (!(trace = trace_json(&res, s.data, budget, class_budget, plan->reduce_range))) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -179,11 +190,11 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         for (int64_t i = 1; i < res.n_steps; i++)
             if (res.met ? i == res.n_steps - 1 : res.steps[i].top1_drop_pts < best->top1_drop_pts)
                 best = &res.steps[i];
-        printf("%s: top-1 %.2f%% against FP32 %.2f%% (%.2f pts lost, budget %.2f), %lld of %lld tensors in FP16\n"
+        printf("%s: top-1 %.2f%% against FP32 %.2f%% (%.2f pts lost, budget %.2f), %lld of %lld tensors in FP16%s\n"
                "wrote %s and %s\n",
                res.met ? "budget met" : "NO PLAN MET THE BUDGET; the best one found", 100 * best->top1,
-               100 * res.top1_fp32, best->top1_drop_pts, budget, (long long)best->n_fp16, (long long)plan->n, out,
-               trace_path);
+               100 * res.top1_fp32, best->top1_drop_pts, budget, (long long)best->n_fp16, (long long)plan->n,
+               plan->reduce_range ? ", weights reduce_range [-64, 64]" : "", out, trace_path);
     }
 done:;
     const int met = res.met;

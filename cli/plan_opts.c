@@ -1,5 +1,5 @@
 /* What the commands that build a default plan share: --method M[=P] and
- * --core parsed (and `ptq plan`'s --target and --reduce-range), and the plan made from an archive for a loaded model.
+ * --core parsed (and --target, --reduce-range), and the plan made from an archive for a loaded model.
  * Covered by tests/cli_plan_test.py and tests/cli_sensitivity_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -14,14 +14,6 @@ ptq_status cli_method_parse(ptq_ctx *ctx, const char *method, ptq_calib_params *
     cp->method = PTQ_CALIB_PERCENTILE;
     cp->percentile = 0.0;
     return method ? ptq_calib_spec_parse(ctx, method, &cp->method, &cp->percentile) : PTQ_OK;
-}
-
-ptq_status cli_default_plan(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,
-                            const char *method, const char *core_name, const char *placement_name,
-                            ptq_calib_set **archive, ptq_plan **plan)
-{
-    return cli_default_plan_target(ctx, model, g, archive_path, method, core_name, placement_name, NULL, 0, archive,
-                                   plan);
 }
 
 ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_graph *g, const char *archive_path,

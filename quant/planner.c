@@ -60,6 +60,13 @@ ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out)
     copy_hex(out->archive_sample_ids_sha256, root, "archive_sample_ids_sha256");
     if (cJSON_IsString(core))
         snprintf(out->core, sizeof out->core, "%s", core->valuestring);
+    /* as in a plan: written only when true, so reports from before it read as false */
+    const cJSON *reduce_range = cJSON_GetObjectItemCaseSensitive(root, "reduce_range");
+    if (reduce_range && !cJSON_IsBool(reduce_range)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity report: \"reduce_range\" is not true or false");
+        goto done;
+    }
+    out->reduce_range = cJSON_IsTrue(reduce_range);
     const int n = cJSON_GetArraySize(arr);
     if (!(out->e = calloc((size_t)n + 1, sizeof *out->e))) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a sensitivity report");

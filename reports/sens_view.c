@@ -168,14 +168,14 @@ ptq_status sens_view_read(ptq_ctx *ctx, const char *json, sens_view *v)
         }
         v->harm[j] = i++;
     }
-    /* the header: the report's own string and number fields, for the summary */
+    /* the header: the report's own string and number fields (and reduce_range, written only when true), for the
+     * summary; not seconds or runs: the page is the same whatever the machine or process count */
     cJSON *hdr = cJSON_CreateObject();
     static const char *const keys[] = {"model", "model_sha256", "archive", "data", "data_sha256", "preprocess",
-                                       "core", "method", "device", "seed", "math", "ptq_version"}; /* not seconds or runs: the page is the
-                                                                         * same whatever the machine or process count */
+                                       "core", "reduce_range", "method", "device", "seed", "math", "ptq_version"};
     for (size_t q = 0; hdr && q < sizeof keys / sizeof keys[0]; q++) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, keys[q]);
-        if (cJSON_IsString(x) || cJSON_IsNumber(x))
+        if (cJSON_IsString(x) || cJSON_IsNumber(x) || cJSON_IsTrue(x))
             cJSON_AddItemToObject(hdr, keys[q], cJSON_Duplicate(x, 0));
     }
     v->header_json = hdr ? cJSON_PrintUnformatted(hdr) : NULL;

@@ -7,11 +7,15 @@ edits it must refuse (unknown tensor, scales zero / negative / infinite, a
 plan for another model, not a plan), each with its exit code and nothing
 written; the --target ort-cpu plan (uint8 activations with zero points, zero
 point 0 after a ReLU) and what it refuses; --reduce-range (weight scales
-max|w| / 64, exported codes in [-64, 64]) and what it refuses. Run by ctest
-(label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+max|w| / 64, exported codes in [-64, 64]) and what it refuses, and with the
+measured plans: `ptq sensitivity --reduce-range` records it, `plan --budget`
+and `plan --method auto` write plans that have it (scales max|w| / 64 after
+the moves to FP16), and a report of the other weights is refused. Run by
+ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -20,7 +24,7 @@ try:
     import h5py
     import onnx
     from onnx import numpy_helper
-    from ptqtest import MODEL, check, cpu_has_vnni, finish, fmnist_test, have_demo, ptq
+    from ptqtest import MODEL, SRC, check, cpu_has_vnni, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
@@ -51,7 +55,7 @@ def main():
         return 77
     tmp = tempfile.mkdtemp(prefix="ptq-plan-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
-    images = fmnist_test(300)[0]
+    images, labels = fmnist_test(300)
     with h5py.File(J("d.h5"), "w") as f:
         f.create_dataset("images", data=images)
     rc, _, err = ptq("calibrate", "--model", MODEL, "--data", J("d.h5"), "--out", J("c.h5"))
@@ -62,6 +66,14 @@ def main():
     weights = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     compute = [n for n in graph.node if n.op_type in ("Conv", "Gemm", "MatMul")]
     edge_weights = [compute[0].input[1], compute[-1].input[1]]
+
+    def off_grid64(plan, w=weights):
+        """plan's INT8 weights by name, and those whose scales are not numpy's max|w| / 64 per output channel."""
+        w8 = {e["name"]: e for e in plan["tensors"] if e["kind"] == "weight" and e["precision"] == "int8"}
+        want = {n: (np.abs(w[n].reshape(w[n].shape[0], -1)).max(axis=1).astype(np.float64) / 64).astype(np.float32)
+                for n in w8}
+        return w8, [n for n, e in w8.items() if not np.array_equal(np.array(e["scales"], np.float32), want[n])]
+
     for core, qmax in (("int8", 127.0), ("fp8", 448.0)):
         out = J(f"plan-{core}.json")
         rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", core, "--out", out)
@@ -180,9 +192,7 @@ def main():
     rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--target", "ort-cpu", "--method", "minmax",
                       "--reduce-range", "--out", J("cpu-rr.json"))
     pr = json.load(open(J("cpu-rr.json"))) if rc == 0 else {"tensors": []}
-    rw = {e["name"]: e for e in pr["tensors"] if e["kind"] == "weight" and e["precision"] == "int8"}
-    bad = [n for n, e in rw.items() if not np.array_equal(np.array(e["scales"], np.float32), (
-        np.abs(weights[n].reshape(weights[n].shape[0], -1)).max(axis=1).astype(np.float64) / 64).astype(np.float32))]
+    rw, bad = off_grid64(pr)
     check("plan --reduce-range: \"reduce_range\": true, 8 INT8 weights at max|w| / 64, activations unchanged",
           rc == 0 and pr.get("reduce_range") is True and "reduce_range" not in pc and len(rw) == 8 and not bad and
           "reduce_range [-64, 64]" in so and "VNNI" not in err and
@@ -198,11 +208,65 @@ def main():
                       for n, e in rw.items())
     check("reduce_range: the Q/DQ export's INT8 weight codes reach 64 and no further, at the plan's scales",
           rc == 0 and codes == [64] * 8 and scales_same, f"{codes} {scales_same} {err.strip()[-300:]}")
-    for args, needle in ((["--core", "fp8"], "reduce_range is for INT8"),
-                         (["--budget", "0.5", "--sensitivity", J("s.json"), "--data", J("d.h5")], "default plan only")):
-        rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--reduce-range", *args, "--out", J("x.json"))
-        check(f"plan --reduce-range {args[0]} is refused (exit 2)", rc == 2 and needle in err and
-              not os.path.exists(J("x.json")), err.strip())
+    rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--reduce-range", "--core", "fp8", "--out", J("x.json"))
+    check("plan --reduce-range --core fp8 is refused (exit 2)", rc == 2 and "reduce_range is for INT8" in err and
+          not os.path.exists(J("x.json")), err.strip())
+    rc, _, err = ptq("plan", "--check", J("cpu-rr.json"), "--model", MODEL, "--reduce-range")
+    check("plan --check --reduce-range is refused (exit 2)", rc == 2 and "--check reads one" in err, err.strip())
+
+    # --reduce-range with the measured plans, on 150 labelled images: sensitivity records it; --budget writes a
+    # plan that has it, its INT8 weights at max|w| / 64 after moves to FP16 (on the hard case of
+    # cli_sensitivity_test, whose default plan loses points: a zero budget takes moves), and refuses a report of
+    # the other weights; --method auto on the demo model keeps it too
+    with h5py.File(J("v.h5"), "w") as f:
+        f["images"] = images[:150]
+        f["labels"] = labels[:150]
+    hard = J("hard.onnx")
+    subprocess.run([sys.executable, os.path.join(SRC, "scripts", "make_hard_case.py"), "--model", MODEL,
+                    "--out", hard, "--blocks", "layers.1", "--alpha", "100"], check=True, capture_output=True)
+    hard_weights = {t.name: numpy_helper.to_array(t) for t in onnx.load(hard).graph.initializer}
+    rc, _, err = ptq("calibrate", "--model", hard, "--data", J("d.h5"), "--out", J("hard.h5"))
+    check("calibrate the hard case", rc == 0, err.strip()[-300:])
+    reports, printed = {}, {}
+    for name, flags in (("s-rr", ["--reduce-range"]), ("s-full", [])):
+        rc, printed[name], err = ptq("sensitivity", "--model", hard, "--calib", J("hard.h5"), "--data", J("v.h5"),
+                                     "--samples", "0", *flags, "--out", J(f"{name}.json"))
+        reports[name] = json.load(open(J(f"{name}.json"))) if rc == 0 else {}
+        check(f"sensitivity {' '.join(flags)}: exit 0", rc == 0, err.strip()[-300:])
+    md = open(J("s-rr.md")).read() if os.path.exists(J("s-rr.md")) else ""
+    check("sensitivity --reduce-range: the report (JSON and Markdown) and the summary say so; without it, nothing",
+          reports["s-rr"].get("reduce_range") is True and "- **reduce_range**: true" in md and
+          "core int8 reduce_range" in printed["s-rr"] and "tensors" in reports["s-full"] and
+          "reduce_range" not in reports["s-full"] and "reduce_range" not in printed["s-full"], printed["s-rr"])
+    rc, _, err = ptq("sensitivity", "--model", hard, "--calib", J("hard.h5"), "--data", J("v.h5"), "--core", "fp8",
+                     "--reduce-range", "--out", J("x.json"))
+    check("sensitivity --reduce-range --core fp8 is refused (exit 2)", rc == 2 and "reduce_range is for INT8" in err
+          and not os.path.exists(J("x.json")), err.strip())
+    rc, so, err = ptq("plan", J("hard.h5"), "--model", hard, "--reduce-range", "--sensitivity", J("s-rr.json"),
+                      "--budget", "0", "--max-moves", "3", "--data", J("v.h5"), "--samples", "0",
+                      "--out", J("b-rr.json"))
+    pb = json.load(open(J("b-rr.json"))) if rc in (0, 11) else {"tensors": []}
+    tr = json.load(open(J("b-rr.trace.json"))) if rc in (0, 11) else {"steps": []}
+    w8, bad = off_grid64(pb, hard_weights)
+    moved = [e["name"] for e in pb["tensors"] if e["source"] == "budget: moved to FP16"]
+    check("plan --budget --reduce-range: moves to FP16, the plan and its trace record reduce_range, the INT8 "
+          "weights left at max|w| / 64", rc in (0, 11) and moved and len(tr["steps"]) == len(moved) + 1 and
+          pb.get("reduce_range") is True and tr.get("reduce_range") is True and len(w8) >= 5 and not bad and
+          "reduce_range [-64, 64]" in so, f"exit {rc}, moved {moved}, off the grid {bad}: {so} {err.strip()[-300:]}")
+    for report, flags, differs in ((J("s-full.json"), ["--reduce-range"], "measured without --reduce-range"),
+                                   (J("s-rr.json"), [], "measured with --reduce-range")):
+        rc, _, err = ptq("plan", J("hard.h5"), "--model", hard, *flags, "--sensitivity", report, "--budget", "1",
+                         "--data", J("v.h5"), "--out", J("x.json"))
+        check(f"plan --budget {' '.join(flags) or 'without --reduce-range'} and a report {differs}: exit 2 naming "
+              "the report", rc == 2 and report in err and differs in err and not os.path.exists(J("x.json")),
+              f"exit {rc}: {err.strip()}")
+    rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--method", "auto", "--reduce-range", "--data", J("v.h5"),
+                      "--samples", "0", "--out", J("auto-rr.json"))
+    pa = json.load(open(J("auto-rr.json"))) if rc == 0 else {"tensors": []}
+    w8, bad = off_grid64(pa)
+    check("plan --method auto --reduce-range: method auto, \"reduce_range\": true, 8 INT8 weights at max|w| / 64",
+          rc == 0 and pa.get("method") == "auto" and pa.get("reduce_range") is True and len(w8) == 8 and not bad and
+          "reduce_range [-64, 64]" in so, f"{bad} {so} {err.strip()[-300:]}")
     pz = json.loads(json.dumps(pc))
     next(e for e in pz["tensors"] if e["precision"] == "uint8")["zero_point"] = 300
     with open(J("cpu-bad.json"), "w") as f:

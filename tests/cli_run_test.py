@@ -2,7 +2,8 @@
 same inputs skips every stage, a changed validation set reruns what reads it
 (sensitivity, validate) and nothing else, --force reruns everything, and a
 budget no plan meets exits 11 with the best plan validated and exported;
---reduce-range reruns the plan and what reads it, and is refused with --budget;
+--reduce-range reruns sensitivity, the plan and what reads them, and with
+--budget the report and the budgeted plan both have it;
 --smooth ALPHA on the ViT runs `ptq smooth` first and every stage on its
 model (the archive records that model's SHA-256; a second run skips it, a
 new alpha reruns everything), and on a model without a LayerNorm to smooth
@@ -64,15 +65,24 @@ def main():
         check("--force reruns every stage", rc == 0 and all(stages(out).values()))
         v = json.load(open(J("out", "report", "validate.json")))
         check("the report covers the validation set", v["samples"] == 300)
-        # --reduce-range: the plan and what reads it rerun, calibration does not; the plan records it
+        # --reduce-range: sensitivity, the plan and what reads them rerun, calibration does not; both record it
         rc, out, err = ptq(*base, "--reduce-range")
         ran = stages(out)
         plan = json.load(open(J("out", "plan.json"))) if rc == 0 else {}
-        check("--reduce-range: exit 0, the plan reruns (calibration skipped) and records reduce_range",
-              rc == 0 and ran.get("plan") and not ran.get("calibrate") and plan.get("reduce_range") is True,
+        sens = json.load(open(J("out", "sens.json"))) if rc == 0 else {}
+        check("--reduce-range: exit 0, sensitivity and the plan rerun (calibration skipped) and record reduce_range",
+              rc == 0 and ran.get("sensitivity") and ran.get("plan") and not ran.get("calibrate") and
+              plan.get("reduce_range") is True and sens.get("reduce_range") is True,
               f"exit {rc}: {sorted(k for k, r in ran.items() if r)} {err[-300:]}")
-        rc, _, err = ptq(*base, "--reduce-range", "--budget", "1")
-        check("--reduce-range with --budget: exit 2 naming both", rc == 2 and "--reduce-range" in err, err[-300:])
+        # with --budget: the report is the one just made (skipped), the budgeted plan and its trace have it
+        rc, out, err = ptq(*base, "--reduce-range", "--budget", "1")
+        ran = stages(out)
+        plan = json.load(open(J("out", "plan.json"))) if rc in (0, 11) else {}
+        trace = json.load(open(J("out", "plan.trace.json"))) if rc in (0, 11) else {}
+        check("--reduce-range --budget 1: the budgeted plan (sensitivity skipped) and its trace record reduce_range",
+              rc in (0, 11) and ran.get("plan") and not ran.get("sensitivity") and
+              plan.get("reduce_range") is True and trace.get("reduce_range") is True,
+              f"exit {rc}: {sorted(k for k, r in ran.items() if r)} {err[-300:]}")
         # --reference: validate takes FP32 from eval's logits; the same report figures
         rc, _, err = ptq("eval", "--model", MODEL, "--data", J("val.h5"), "--logits", J("fp32.npy"))
         check("eval --logits", rc == 0, err[-300:])

@@ -121,6 +121,7 @@ typedef struct ptq_sens_summary {
     char model_sha256[65];
     char archive_sample_ids_sha256[65];
     char core[16];
+    int reduce_range;   /* 1: measured with INT8 weights on onnxruntime's reduce_range grid ("reduce_range": true) */
     int64_t n_samples;  /* images the report measured on */
     int64_t n;
     ptq_sens_entry *e; /* [n] */
