@@ -53,6 +53,10 @@ if [ -x "$build/bench/cudnn_survey" ]; then # a GPU diagnostic (bench/cudnn_surv
     cp "$build/bench/cudnn_survey" "$out/bin/"
     bins+=("$out/bin/cudnn_survey")
 fi
+if [ -x "$build/bench/cudnn_splitk" ]; then # a GPU diagnostic (bench/cudnn_splitk.c)
+    cp "$build/bench/cudnn_splitk" "$out/bin/"
+    bins+=("$out/bin/cudnn_splitk")
+fi
 for t in "$build"/tests/test_* "$build"/tests/parity_* "$build"/tests/cuda_*; do
     [ -f "$t" ] && [ -x "$t" ] || continue
     cp "$t" "$out/tests/"

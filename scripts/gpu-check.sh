@@ -19,8 +19,9 @@
 # zoo (bench/zoo_gpu.sh: the torchvision zoo, resuming the record ZOO_PREV if
 # set; ZOO_DEADLINE/ZOO_HARD as there); zoodiag (bench/zoo_diag.py with ZOO_DIAG_ARGS);
 # mpi50 (bench/mpi_resnet50.py with MPI50_ARGS: ResNet-50 under mpirun); split (bench/conv_split_speed.py
-# with SPLIT_ARGS: ResNet-50 FP32 under PTQ_CONV_SPLIT settings).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50] [split]
+# with SPLIT_ARGS: ResNet-50 FP32 under PTQ_CONV_SPLIT settings); splitk (bin/cudnn_splitk with SPLITK_ARGS:
+# cuDNN's backend engines and split-K knobs on FP32 3x3 convs against float64).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50] [split] [splitk]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -242,6 +243,22 @@ stage_zoodiag() {
 stage_split() {
     echo "== ResNet-50: PTQ_CONV_SPLIT settings (bench/conv_split_speed.py ${SPLIT_ARGS:-})"
     python3 bench/conv_split_speed.py --ptq "$ptq" --out "$out/split.md" ${SPLIT_ARGS:-} 2>&1 | tee "$out/split.log"
+}
+
+# cuDNN's backend engines and their split-K knobs against float64 and the legacy algorithms (bench/cudnn_splitk.c;
+# SPLITK_ARGS: its --budget-s, --tc). Engines compiled at run time need NVRTC: the wheel's, where PyTorch has one.
+stage_splitk() {
+    echo "== cuDNN backend engines and split-K knobs (bin/cudnn_splitk ${SPLITK_ARGS:-})"
+    local nv name=cudnn-splitk
+    case " ${SPLITK_ARGS:-} " in *" --tc "*) name=cudnn-splitk-tc ;; esac
+    nv=$(python3 -c "import nvidia, os; print(list(nvidia.__path__)[0])" 2>/dev/null || true)
+    nv=$(find ${nv:+"$nv"} /usr/local/cuda/lib64 -name 'libnvrtc.so*' -print -quit 2>/dev/null || true)
+    [ -n "$nv" ] && export LD_LIBRARY_PATH=$(dirname "$nv"):$LD_LIBRARY_PATH
+    echo "NVRTC: ${nv:-not found}" | tee -a "$out/gpu.txt"
+    "$b/bin/cudnn_splitk" ${SPLITK_ARGS:-} >"$out/$name.md" 2>"$out/$name.err"
+    echo "cudnn_splitk exited $?"
+    sed -n '/^## Summary/,$p' "$out/$name.md"
+    tail -n 8 "$out/$name.err"
 }
 
 # ResNet-50 calibrate and sensitivity under mpirun, against one rank and one plain process (bench/mpi_resnet50.py;
