@@ -3,6 +3,9 @@
  * Debian 12's, takes Emerald Rapids for a generic "Prescott" core and runs
  * SSE3 kernels, 2.5x slower). Used by cli/main.c; covered by tests/test_exec.c. */
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 #include <cblas.h>
 
@@ -34,11 +37,32 @@ const char *ptq_cpu_blas_core_suggested(void)
     return NULL;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The register state the OS saves (XCR0) holds every bit of mask. */
+static int os_saves(unsigned mask)
+{
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & mask) == mask;
+}
+#endif
+
+/* From CPUID rather than __builtin_cpu_supports, whose "avxvnni" clang 14
+ * (the fuzzing build's compiler) does not know: AVX512_VNNI is leaf 7 ECX
+ * bit 11 (with the ZMM state saved), AVX-VNNI leaf 7 subleaf 1 EAX bit 4
+ * (with the YMM state saved). */
 int ptq_cpu_has_vnni(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !os_saves(0x6)) /* OSXSAVE; XMM and YMM */
+        return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    const int avx512_vnni = (c >> 11 & 1) && os_saves(0xe6); /* and the opmask and ZMM state */
+    const int avx_vnni = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
+    return avx512_vnni || avx_vnni;
 #else
     return -1;
 #endif
