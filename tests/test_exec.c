@@ -1,8 +1,10 @@
 /* The executor on a hand-built graph (Conv -> Relu -> Add -> GAP -> Flatten):
  * the tap sees every produced tensor, ref and cpu agree, repeated runs with
  * other batch sizes give the same per-sample results, and bad inputs or
- * unknown ops fail with messages naming the input / node. */
+ * unknown ops fail with messages naming the input / node; ptq_cpu_has_vnni
+ * agrees with /proc/cpuinfo. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +117,22 @@ static ptq_status run_once(ptq_ctx *ctx, const ptq_graph *g, ptq_device device, 
     return st;
 }
 
+/* ptq_cpu_has_vnni (CPUID) against the kernel's flags in /proc/cpuinfo: the
+ * same answer on the VM (AMD, no VNNI) and on the GPU host (Intel, both). */
+static void check_vnni(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    int flags = -1;
+    while (f && flags < 0 && fgets(line, sizeof line, f))
+        if (strncmp(line, "flags", 5) == 0)
+            flags = strstr(line, " avx512_vnni") != NULL || strstr(line, " avx_vnni") != NULL;
+    if (f)
+        fclose(f);
+    if (flags >= 0)
+        CHECK_MSG(ptq_cpu_has_vnni() == flags, "ptq_cpu_has_vnni %d, /proc/cpuinfo %d", ptq_cpu_has_vnni(), flags);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -167,6 +185,7 @@ int main(void)
     CHECK_MSG(conv_s > 0 && conv_s < 10, "conv node time %g s", conv_s);
     CHECK(e && ptq_exec_node_seconds(e, 99) == 0.0);
     CHECK(strlen(ptq_cpu_blas_core()) > 0);
+    check_vnni();
 
     /* a wrong input shape names the input and both shapes */
     ptq_tensor bad = {PTQ_DT_FLOAT, 4, {1, 3, 5, 5}, x, PTQ_MEM_HOST, 0};
