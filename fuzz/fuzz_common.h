@@ -33,6 +33,18 @@ static int fuzz_write_tmp(const uint8_t *data, size_t size, const char *suffix, 
     return done == size ? 0 : -1;
 }
 
+/* The input as a NUL-terminated string for the text readers (JSON); NULL when
+ * out of memory. The caller frees it. */
+static char *fuzz_text(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (text) {
+        memcpy(text, data, size);
+        text[size] = '\0';
+    }
+    return text;
+}
+
 /* A memory limit well under libFuzzer's -rss_limit_mb: what a reader plans
  * past it must be refused, not allocated. */
 static void fuzz_limit_memory(void)

@@ -7,11 +7,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ptq_ctx ctx;
     ptq_plan *p = NULL;
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     fuzz_begin(data, size, NULL, NULL, 0, &ctx);
     ptq_plan_from_json(&ctx, text, &p);
     ptq_plan_free(p);

@@ -4,7 +4,7 @@
 # a working copy of the committed seed corpus fuzz/corpus/NAME. Findings
 # (crash-*, leak-*, timeout-*, oom-*) land in build-fuzz/findings/NAME/; turn
 # each into a regression case in tests/badinput_test.py. NAME: onnx,
-# hdf5_set, archive, png, jpeg, lists, plan, idx. Keep runs short on shared machines.
+# hdf5_set, archive, png, jpeg, lists, plan, sens, keras, idx. Keep runs short on shared machines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: scripts/fuzz.sh NAME SECONDS}
