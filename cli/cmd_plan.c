@@ -46,7 +46,8 @@ static const char plan_help[] =
     "                       activations, zero point 0, FP16 edges) or ort-cpu (onnxruntime on\n"
     "                       the CPU: asymmetric uint8 activations with a zero point from the\n"
     "                       calibrated range clipped to the observed [min, max], int8 per-channel\n"
-    "                       weights, int32 biases, FP32 edges; --core int8, placement ort by default)\n"
+    "                       weights, int32 biases, FP32 edges; --core int8, placement ort by default;\n"
+    "                       --budget moves tensors to FP32, --method auto measures uint8 ranges)\n"
     "  --reduce-range       INT8 weights on onnxruntime's reduce_range grid [-64, 64] (scale\n"
     "                       max|w| / 64; activations unchanged), as quantize_static(...,\n"
     "                       reduce_range=True) makes them: use it for onnxruntime on CPUs without\n"
@@ -59,17 +60,18 @@ static const char plan_help[] =
     "  --quiet              print nothing but errors\n"
     "\n"
     "A plan within an accuracy budget (from a `ptq sensitivity` report of the same\n"
-    "model, archive, --core, --method and --reduce-range): starting from the default\n"
-    "plan, tensors move to FP16 one at a time in order of top-1 bought per byte kept\n"
-    "in FP16 (an activation's elements per sample, a weight's elements), each plan\n"
-    "validated against FP32 on --data, until the top-1 drop is within --budget and\n"
-    "no class loses more than --class-budget points of recall. Writes the plan and\n"
-    "PLAN.trace.json (top-1 and worst class after each move); exit 11 when no plan\n"
-    "met the budget (the best one found is written).\n"
+    "model, archive, --core, --method, --target and --reduce-range): starting from the\n"
+    "default plan, tensors move to FP16 (FP32 with --target ort-cpu) one at a time in\n"
+    "order of top-1 bought per byte kept in float (an activation's elements per\n"
+    "sample, a weight's elements), each plan validated against FP32 on --data, until\n"
+    "the top-1 drop is within --budget and no class loses more than --class-budget\n"
+    "points of recall. Writes the plan and PLAN.trace.json (top-1 and worst class\n"
+    "after each move); exit 11 when no plan met the budget (the best one found is\n"
+    "written).\n"
     "  --sensitivity FILE   the report of `ptq sensitivity`\n"
     "  --budget PTS         top-1 points the plan may lose against FP32 (e.g. 0.3)\n"
     "  --class-budget PTS   recall points any one class may lose (default: no limit)\n"
-    "  --max-moves N        move at most N tensors to FP16 (default: as many as it takes)\n"
+    "  --max-moves N        move at most N tensors to float (default: as many as it takes)\n"
     "  --data PATH          labelled data to validate on; --samples N (default 1000, 0: all), --seed S,\n"
     "                       --batch, --device, --threads, --preprocess and\n"
     "                       " CLI_DATA_NAMES ",\n"
@@ -139,11 +141,6 @@ int cmd_plan(int argc, char **argv)
     if (!model || (check ? n_pos != 0 || out : n_pos != 1 || !out))
         return cli_usage_error("plan", "give an archive, --model and --out, or --check PLAN and --model");
     const char *method_arg = cli_get(opts, n_opts, "method"), *target = cli_get(opts, n_opts, "target");
-    if (!check && target && strcmp(target, "trt") != 0 &&
-        ((method_arg && strcmp(method_arg, "auto") == 0) || cli_get(opts, n_opts, "sensitivity") ||
-         cli_get(opts, n_opts, "budget")))
-        return cli_usage_error("plan", "--target %s makes the default plan only (--budget and --method auto move "
-                                       "tensors to FP16 and measure symmetric plans)", target);
     const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
     if (reduce_range && check)
         return cli_usage_error("plan", "--reduce-range makes a plan; --check reads one, which records reduce_range");

@@ -1,5 +1,5 @@
 /* `ptq sensitivity`: per tensor, what quantizing only it costs against FP32
- * and what keeping only it in FP16 recovers from the default plan, class by
+ * and what keeping only it in float (FP16, FP32 for ort-cpu) recovers from the default plan, class by
  * class (quant/sensitivity.c over the library runner). Writes the JSON and
  * a Markdown table sorted by harm. Covered by tests/cli_sensitivity_test.py
  * (--reduce-range: tests/cli_plan_test.py). */
@@ -19,9 +19,10 @@ static const char sensitivity_help[] =
     "usage: ptq sensitivity --model M.onnx --calib calib.h5 --data V --out sens.json [options]\n"
     "\n"
     "For every activation and weight the default plan covers: (a) only it quantized\n"
-    "in the core format, the rest FP32 — the logits' SQNR and KL against FP32,\n"
-    "top-1 agreement with FP32, the top-1 delta and each class's recall delta; (b)\n"
-    "the default plan with only it in FP16 — the top-1 it recovers. Each batch runs\n"
+    "in the core format (with --target ort-cpu: activations uint8 with a zero point),\n"
+    "the rest FP32 — the logits' SQNR and KL against FP32, top-1 agreement with FP32,\n"
+    "the top-1 delta and each class's recall delta; (b) the default plan with only it\n"
+    "in FP16 (FP32 with --target ort-cpu) — the top-1 it recovers. Each batch runs\n"
     "FP32 once and every (a) run starts from the kept FP32 values at the node that\n"
     "makes the tensor; the default plan runs once and every (b) run starts from its\n"
     "kept values the same way. Writes sens.json and, next to it, sens.md (sorted\n"
@@ -36,7 +37,11 @@ static const char sensitivity_help[] =
     "  --seed S             that pick's seed (default 0)\n"
     "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
-    "  --placement P        the default plan's placement, as for `ptq plan` (default trt)\n"
+    "  --placement P        the default plan's placement, as for `ptq plan` (default trt; ort\n"
+    "                       with --target ort-cpu)\n"
+    "  --target T           the default plan's target, as for `ptq plan`: trt (default) or ort-cpu;\n"
+    "                       the report records it, and `ptq plan --budget` takes the report only\n"
+    "                       for a plan of the same target\n"
     "  --reduce-range       the INT8 weights on onnxruntime's reduce_range grid [-64, 64], as for\n"
     "                       `ptq plan` (--core int8); the report records it, and `ptq plan --budget`\n"
     "                       takes the report only for a plan made with --reduce-range too\n"
@@ -78,7 +83,7 @@ int cmd_sensitivity(int argc, char **argv)
                       {"device", 1, NULL}, {"math", 1, NULL},     {"batch", 1, NULL},       {"threads", 1, NULL}, {"preprocess", 1, NULL},
                       {"progress", 0, NULL},
                       {"json", 0, NULL},       CLI_DATA_OPTS,               {"help", 0, NULL},
-                      {"placement", 1, NULL},  {"reduce-range", 0, NULL}};
+                      {"placement", 1, NULL},  {"reduce-range", 0, NULL}, {"target", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("sensitivity", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -129,8 +134,9 @@ int cmd_sensitivity(int argc, char **argv)
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "sensitivity", &so, "sensitivity compares predictions with them", &s),
             run_done);
     PTQ_TRY(st, cli_default_plan_target(&ctx, model, s.graph, calib, cli_get(opts, n_opts, "method"),
-                                        cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"), NULL,
-                                        cli_get(opts, n_opts, "reduce-range") != NULL, &archive, &def),
+                                        cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"),
+                                        cli_get(opts, n_opts, "target"), cli_get(opts, n_opts, "reduce-range") != NULL,
+                                        &archive, &def),
             run_done);
     PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), run_done);
     PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, 0, &sens), run_done);
@@ -186,6 +192,8 @@ run_done: /* every rank passes here once, and learns whether any failed */
     cli_json_str(hdr, "core", ptq_prec_name(def->core));
     if (def->reduce_range) /* as in a plan: absent means false */
         cJSON_AddTrueToObject(hdr, "reduce_range");
+    if (def->target != PTQ_TARGET_TRT) /* as in a plan: absent means trt */
+        cli_json_str(hdr, "target", ptq_target_name(def->target));
     cli_json_str(hdr, "method", def->method);
     cli_json_num(hdr, "seed", (double)seed);
     /* sens.md lists what it was measured on, not how long it took (the same bytes on any number of ranks) */
@@ -222,11 +230,13 @@ run_done: /* every rank passes here once, and learns whether any failed */
         ptq_sens_figures f32, dp;
         const int64_t *support;
         ptq_sens_baselines(sens, &f32, &dp, &support);
-        printf("model    %s\narchive  %s (core %s%s, %s)\ndata     %s (%lld samples)\ndevice   %s  (%.1f s: read %.1f, "
+        printf("model    %s\narchive  %s (core %s%s%s, %s)\ndata     %s (%lld samples)\n"
+               "device   %s  (%.1f s: read %.1f, "
                "FP32 %.1f, only %.1f, default plan %.1f, all but %.1f)\n\n"
                "top-1    FP32 %.2f%%, default plan %.2f%%\ntensors  %lld measured in %lld runs; nodes run %lld of "
                "%lld (%.0f%%) thanks to the kept prefixes\nreport   %s, %s, %s\n",
-               model, calib, ptq_prec_name(def->core), def->reduce_range ? " reduce_range" : "", def->method, data,
+               model, calib, ptq_prec_name(def->core), def->reduce_range ? " reduce_range" : "",
+               def->target != PTQ_TARGET_TRT ? ", target ort-cpu" : "", def->method, data,
                (long long)n_ids, ptq_exec_device_name(s.exec), secs, ph.read, ph.fp32, ph.only, ph.default_plan,
                ph.all_but, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
                dp.n ? 100.0 * (double)dp.top1 / (double)dp.n : 0.0, (long long)ptq_sens_n_tensors(sens),

@@ -22,16 +22,18 @@
 static const char *const METHODS[] = {"percentile", "mse", "entropy", "minmax"};
 enum { N_METHODS = 4 };
 
-/* Measures every activation of the plan of `method` alone over ids. The
+/* Measures every activation of the plan of `method` for `target` alone over
+ * ids (in the target's format: uint8 with a zero point for ort-cpu). The
  * plan's INT8 weights are on the reduce_range grid when reduce_range is 1:
  * percentile's plan becomes the one written. */
 static ptq_status measure(ptq_ctx *ctx, cli_session *s, const char *model, const char *archive_path,
-                          const char *method, const char *core, const char *placement, int reduce_range,
-                          const int64_t *ids, int64_t n_ids, int64_t batch, ptq_plan **plan, ptq_sensitivity **sens)
+                          const char *method, const char *core, const char *placement, const char *target,
+                          int reduce_range, const int64_t *ids, int64_t n_ids, int64_t batch, ptq_plan **plan,
+                          ptq_sensitivity **sens)
 {
     ptq_calib_set *archive = NULL;
     ptq_plan *core_plan = NULL;
-    ptq_status st = cli_default_plan_target(ctx, model, s->graph, archive_path, method, core, placement, NULL,
+    ptq_status st = cli_default_plan_target(ctx, model, s->graph, archive_path, method, core, placement, target,
                                             reduce_range, &archive, plan);
     if (st == PTQ_OK)
         st = ptq_sens_core_plan(ctx, s->graph, archive, *plan, &core_plan);
@@ -97,7 +99,7 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
         if (!quiet)
             fprintf(stderr, "plan: measuring %s on %lld images\n", METHODS[m], (long long)n_ids);
         PTQ_TRY(st, measure(&ctx, &s, model, archive_path, METHODS[m], core, cli_get(opts, n_opts, "placement"),
-                            reduce_range, ids, n_ids, batch, &plans[m], &sens[m]),
+                            cli_get(opts, n_opts, "target"), reduce_range, ids, n_ids, batch, &plans[m], &sens[m]),
                 done);
     }
     ptq_plan *p = plans[0];
@@ -126,6 +128,7 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
         free(e->source);
         e->source = src;
         e->scales[0] = plans[best]->e[i].scales[0];
+        e->zero_point = plans[best]->e[i].zero_point; /* uint8 (ort-cpu): the method's range, not only its width */
         chosen[best]++;
     }
     free(p->method);

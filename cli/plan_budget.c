@@ -17,11 +17,12 @@
 
 typedef struct step_printer {
     const ptq_dataset *ds;
+    const char *high; /* what the moves go to: "fp16", "fp32" (target ort-cpu) */
     int quiet;
 } step_printer;
 
 static void print_step(void *user, int step, const char *moved, double drop, int worst, double worst_drop,
-                       int64_t n_fp16, int64_t n_tensors)
+                       int64_t n_float, int64_t n_tensors)
 {
     const step_printer *sp = user;
     if (sp->quiet)
@@ -31,8 +32,9 @@ static void print_step(void *user, int step, const char *moved, double drop, int
     snprintf(wname, sizeof wname, "%s", cname ? cname : "");
     if (!cname)
         snprintf(wname, sizeof wname, "%d", worst);
-    fprintf(stderr, "plan: step %3d  %-44.44s top-1 drop %6.2f pts  worst class %s %+.2f pts  fp16 %lld/%lld\n", step,
-            moved ? moved : "(the default plan)", drop, wname, -worst_drop, (long long)n_fp16, (long long)n_tensors);
+    fprintf(stderr, "plan: step %3d  %-44.44s top-1 drop %6.2f pts  worst class %s %+.2f pts  %s %lld/%lld\n", step,
+            moved ? moved : "(the default plan)", drop, wname, -worst_drop, sp->high, (long long)n_float,
+            (long long)n_tensors);
 }
 
 /* A finite points value >= 0 from flag name, or NAN with a message printed. */
@@ -51,11 +53,17 @@ static double points_flag(const cli_opt *opts, int n_opts, const char *name, dou
 }
 
 static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, double budget, double class_budget,
-                        int reduce_range)
+                        const ptq_plan *plan)
 {
+    /* ort-cpu moves to FP32: its own keys, so that a reader of moved_to_fp16 never takes an FP32 move for one */
+    const int ort_cpu = plan->target == PTQ_TARGET_ORT_CPU;
+    const char *moved_key = ort_cpu ? "moved_to_fp32" : "moved_to_fp16", *count_key = ort_cpu ? "fp32_tensors"
+                                                                                                : "fp16_tensors";
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "ptq-plan-trace");
-    if (reduce_range) /* as in the plan: every plan measured had its INT8 weights on [-64, 64] */
+    if (ort_cpu) /* as in the plan: absent means trt */
+        cJSON_AddStringToObject(root, "target", ptq_target_name(plan->target));
+    if (plan->reduce_range) /* as in the plan: every plan measured had its INT8 weights on [-64, 64] */
         cJSON_AddTrueToObject(root, "reduce_range");
     cJSON_AddNumberToObject(root, "budget_pts", budget);
     if (class_budget >= 0)
@@ -68,9 +76,9 @@ static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, doubl
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, o);
         if (s->moved)
-            cJSON_AddStringToObject(o, "moved_to_fp16", s->moved);
+            cJSON_AddStringToObject(o, moved_key, s->moved);
         else
-            cJSON_AddNullToObject(o, "moved_to_fp16");
+            cJSON_AddNullToObject(o, moved_key);
         cJSON_AddNumberToObject(o, "top1", s->top1);
         cJSON_AddNumberToObject(o, "top1_drop_pts", s->top1_drop_pts);
         const char *cname = s->worst_class >= 0 ? ptq_dataset_class_name(ds, s->worst_class) : NULL;
@@ -79,7 +87,7 @@ static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, doubl
         if (cname)
             cJSON_AddStringToObject(w, "name", cname);
         cJSON_AddNumberToObject(w, "recall_drop_pts", s->worst_class_drop_pts);
-        cJSON_AddNumberToObject(o, "fp16_tensors", (double)s->n_fp16);
+        cJSON_AddNumberToObject(o, count_key, (double)s->n_fp16);
     }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
@@ -141,7 +149,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
             done);
     PTQ_TRY(st, cli_default_plan_target(&ctx, model, s.graph, archive_path, cli_get(opts, n_opts, "method"),
                                         cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"),
-                                        NULL, reduce_range, &archive, &def),
+                                        cli_get(opts, n_opts, "target"), reduce_range, &archive, &def),
             done);
     PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), done);
     ptq_calib_provenance pv;
@@ -167,15 +175,22 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                       def->reduce_range ? "with" : "without");
         goto done;
     }
+    if (sens.target != def->target) { /* its figures are of other formats (uint8 with zero points, FP32 kept) */
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured for target %s, the plan's is %s (make the report "
+                      "with the plan's --target)", sens_path, ptq_target_name(sens.target),
+                      ptq_target_name(def->target));
+        goto done;
+    }
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
     batch = cli_default_batch("plan", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 2);
-    step_printer sp = {s.data, quiet};
+    const char *high = def->target == PTQ_TARGET_ORT_CPU ? "fp32" : "fp16";
+    step_printer sp = {s.data, high, quiet};
     ptq_budget b = {budget, class_budget, max_moves, batch, print_step, &sp};
     PTQ_TRY(st, ptq_plan_budgeted(&ctx, s.ps, ids, n_ids, def, &sens, &b, &plan, &res), done);
     PTQ_TRY(st, ptq_plan_check(&ctx, plan, s.graph, sha), done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
-    if (!(trace = trace_json(&res, s.data, budget, class_budget, plan->reduce_range))) {
+    if (!(trace = trace_json(&res, s.data, budget, class_budget, plan))) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -190,10 +205,12 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         for (int64_t i = 1; i < res.n_steps; i++)
             if (res.met ? i == res.n_steps - 1 : res.steps[i].top1_drop_pts < best->top1_drop_pts)
                 best = &res.steps[i];
-        printf("%s: top-1 %.2f%% against FP32 %.2f%% (%.2f pts lost, budget %.2f), %lld of %lld tensors in FP16%s\n"
+        printf("%s: top-1 %.2f%% against FP32 %.2f%% (%.2f pts lost, budget %.2f), %lld of %lld tensors in %s%s%s\n"
                "wrote %s and %s\n",
                res.met ? "budget met" : "NO PLAN MET THE BUDGET; the best one found", 100 * best->top1,
                100 * res.top1_fp32, best->top1_drop_pts, budget, (long long)best->n_fp16, (long long)plan->n,
+               def->target == PTQ_TARGET_ORT_CPU ? "FP32" : "FP16",
+               def->target == PTQ_TARGET_ORT_CPU ? " (target ort-cpu)" : "",
                plan->reduce_range ? ", weights reduce_range [-64, 64]" : "", out, trace_path);
     }
 done:;

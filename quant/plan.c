@@ -241,9 +241,7 @@ ptq_status ptq_target_parse(ptq_ctx *ctx, const char *s, ptq_target *out)
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown target '%s' (choices: trt, ort-cpu)", s ? s : "(null)");
 }
 
-/* Activation entry e (uint8) gets the scale and zero point of the observed
- * range [min, max] clipped to the calibrator's [-amax, amax]. */
-static ptq_status entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax)
+ptq_status quant_entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax)
 {
     float lo, hi, scale = 1.0f;
     ptq_calib_clip_range(obs, amax, &lo, &hi);
@@ -382,7 +380,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
                               d.rule ? d.rule : "all.observed"),
                 done);
         if (!fp16 && act_core == PTQ_PREC_UINT8)
-            PTQ_TRY(st, entry_uint8(ctx, e, ptq_calib_set_observer(s, i), ranges[i].amax), done);
+            PTQ_TRY(st, quant_entry_uint8(ctx, e, ptq_calib_set_observer(s, i), ranges[i].amax), done);
         else if (!fp16)
             PTQ_TRY(st, entry_scale(ctx, e, ranges[i].scale), done);
     }

@@ -1,6 +1,6 @@
 /* The accuracy-budgeted planner (include/ptq/sensitivity.h): tensors of the
- * default plan move to FP16 one at a time, in order of the top-1 a
- * sensitivity report says each buys per byte kept in FP16, and every plan
+ * default plan move to FP16 (FP32 for target ort-cpu) one at a time, in order
+ * of the top-1 a sensitivity report says each buys per byte kept in float, and every plan
  * on the way is validated on labelled data against FP32 (one executor, the
  * plan as an overlay) until the top-1 drop and, optionally, every class's
  * recall drop are within budget. Also reads sensitivity reports back.
@@ -67,6 +67,13 @@ ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out)
         goto done;
     }
     out->reduce_range = cJSON_IsTrue(reduce_range);
+    /* as in a plan: written only when not trt, so reports from before it read as trt */
+    const cJSON *target = cJSON_GetObjectItemCaseSensitive(root, "target");
+    out->target = PTQ_TARGET_TRT;
+    if (target && (!cJSON_IsString(target) || ptq_target_parse(ctx, target->valuestring, &out->target) != PTQ_OK)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity report: \"target\" is not trt or ort-cpu");
+        goto done;
+    }
     const int n = cJSON_GetArraySize(arr);
     if (!(out->e = calloc((size_t)n + 1, sizeof *out->e))) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a sensitivity report");
@@ -144,7 +151,7 @@ static int moves_first(const move *a, const move *b)
     return a->sqnr < b->sqnr;
 }
 
-/* The order in which start's quantized tensors move to FP16. */
+/* The order in which start's quantized tensors move to float. */
 static ptq_status move_order(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *start, const ptq_sens_summary *sens,
                              move **out, int64_t *n_out)
 {
@@ -260,11 +267,48 @@ static ptq_status validate_plan(ptq_ctx *ctx, ptq_session *s, const int64_t *ids
     return st;
 }
 
-static int64_t count_fp16(const ptq_plan *p)
+/* Entry e leaves quantization for precision high (FP16, or FP32), its scales and zero point dropped. */
+static ptq_status move_entry(ptq_ctx *ctx, ptq_plan_entry *e, ptq_prec high, const char *source)
+{
+    e->prec = high;
+    e->axis = -1;
+    e->zero_point = 0;
+    e->n_scales = 0;
+    free(e->scales);
+    e->scales = NULL;
+    free(e->source);
+    if (!(e->source = strdup(source)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    return PTQ_OK;
+}
+
+/* Target ort-cpu: weight entry w moved to FP32 takes its layer's quantized activation inputs along.
+ * onnxruntime quantizes a float weight whose layer reads a DequantizeLinear itself (its
+ * WeightBiasQuantization: int8 per tensor), so the weight runs in FP32 only when its input does. */
+static ptq_status move_layer_inputs(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p, const ptq_plan_entry *w)
+{
+    const int v = ptq_graph_find_value(g, w->name);
+    const ptq_node *n = NULL;
+    int input = 0;
+    const ptq_op_traits *t = v >= 0 ? quant_weight_user(g, v, &n, &input) : NULL;
+    for (int i = 0; t && i < n->n_inputs; i++) {
+        const int a = n->inputs[i];
+        if (a < 0 || a == v || !ptq_op_mask_has(t->quant_inputs, i))
+            continue;
+        for (int64_t j = 0; j < p->n; j++) {
+            ptq_plan_entry *x = &p->e[j];
+            if (!x->is_weight && ptq_prec_is_quantized(x->prec) && strcmp(x->name, g->values[a].name) == 0)
+                PTQ_TRY_RET(move_entry(ctx, x, PTQ_PREC_FP32, "budget: moved to FP32 with its layer's weight"));
+        }
+    }
+    return PTQ_OK;
+}
+
+static int64_t count_prec(const ptq_plan *p, ptq_prec prec)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < p->n; i++)
-        n += p->e[i].prec == PTQ_PREC_FP16;
+        n += p->e[i].prec == prec;
     return n;
 }
 
@@ -289,25 +333,25 @@ ptq_status ptq_plan_budgeted(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, i
         goto done;
     }
     PTQ_TRY(st, quant_plan_copy(ctx, start, &cur), done);
+    /* where the target keeps tensors out of quantization: onnxruntime's CPU kernels have no FP16 arithmetic */
+    const int ort_cpu = start->target == PTQ_TARGET_ORT_CPU;
+    const ptq_prec high = ort_cpu ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
     for (int64_t step = 0; step <= n_moves; step++) {
         ptq_budget_step *bs = &result->steps[result->n_steps];
         if (step > 0) {
             ptq_plan_entry *e = &cur->e[order[step - 1].entry];
-            e->prec = PTQ_PREC_FP16;
-            e->axis = -1;
-            e->n_scales = 0;
-            free(e->scales);
-            e->scales = NULL;
-            free(e->source);
-            if (!(e->source = strdup("budget: moved to FP16")) || !(bs->moved = strdup(e->name))) {
+            PTQ_TRY(st, move_entry(ctx, e, high, ort_cpu ? "budget: moved to FP32" : "budget: moved to FP16"), done);
+            if (!(bs->moved = strdup(e->name))) {
                 st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
                 goto done;
             }
+            if (ort_cpu && e->is_weight)
+                PTQ_TRY(st, move_layer_inputs(ctx, ptq_session_graph(s), cur, e), done);
             /* a layer left reading no quantized activation takes its weight along (quant/placement.c) */
             PTQ_TRY(st, quant_plan_weights_follow(ctx, ptq_session_graph(s), cur), done);
         }
         PTQ_TRY(st, validate_plan(ctx, s, ids, n_ids, b->batch, cur, bs, &result->top1_fp32), done);
-        bs->n_fp16 = count_fp16(cur);
+        bs->n_fp16 = count_prec(cur, high);
         result->n_steps++;
         if (b->on_step)
             b->on_step(b->on_step_user, (int)step, bs->moved, bs->top1_drop_pts, bs->worst_class,

@@ -23,6 +23,11 @@ const ptq_op_traits *quant_weight_user(const ptq_graph *g, int v, const ptq_node
 ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_prec prec, double qmax, float **out,
                                int64_t *n_out);
 
+/* Activation entry e (target ort-cpu, uint8; no scales yet) gets the scale
+ * and zero point of the observed range [min, max] of obs clipped to the
+ * calibrator's [-amax, amax]. quant/plan.c. */
+ptq_status quant_entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax);
+
 /* The plan's entry for the activation (is_weight 0) or weight named name, or NULL. */
 const ptq_plan_entry *quant_plan_entry(const ptq_plan *p, const char *name, int is_weight);
 /* Rule PTQ_RULE_WEIGHT_FOLLOWS over plan p of graph g: a quantized weight

@@ -1,8 +1,11 @@
 /* Per-tensor sensitivity (include/ptq/sensitivity.h). Three simulated
  * quantizations are built once: the default plan, every tensor in the core
- * format, every tensor in FP16. One overlay mixes them per configuration:
- * (a) tensor t from the core one and nothing else, (b) the default plan
- * with t from the FP16 one. Each batch runs FP32 once (keeping what later
+ * format, every tensor in FP16 (FP32 for target ort-cpu, whose core
+ * activations are uint8 with a zero point). One overlay mixes them per
+ * configuration: (a) tensor t from the core one and nothing else, (b) the
+ * default plan with t from the float one (an ort-cpu layer's int32 bias
+ * stays rounded there: it moves with the layer only in the plans the
+ * budget validates). Each batch runs FP32 once (keeping what later
  * runs read) and each tensor's (a) run from the node that makes it, then
  * the default plan once (keeping its own values) and each (b) run from that
  * node too. Figures are integer counts and
@@ -190,6 +193,7 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
     }
     int64_t bad = -1;
     PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &cp, ranges, &bad), done);
+    const int ort_cpu = p->target == PTQ_TARGET_ORT_CPU;
     for (int64_t i = 0; i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];
         if (ptq_prec_is_quantized(e->prec))
@@ -202,14 +206,20 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
         if (!e->is_weight) {
             const int64_t j = ptq_calib_set_find(s, e->name);
             if (j < 0 || ranges[j].degenerate)
-                continue; /* no range: stays FP16 */
+                continue; /* no range: stays in float */
+            e->axis = -1;
+            if (ort_cpu) { /* the format the ort-cpu plan gives its activations */
+                e->prec = PTQ_PREC_UINT8;
+                PTQ_TRY(st, quant_entry_uint8(ctx, e, ptq_calib_set_observer(s, j), ranges[j].amax), done);
+                PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for a float tensor"), done);
+                continue;
+            }
             if (!(e->scales = malloc(sizeof *e->scales))) {
                 st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
                 goto done;
             }
             e->scales[0] = (float)ranges[j].scale;
             e->n_scales = 1;
-            e->axis = -1;
         } else {
             int input = 0;
             const ptq_node *n = NULL;
@@ -222,7 +232,7 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
                     done);
         }
         e->prec = p->core;
-        PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for an FP16 tensor"), done);
+        PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for a float tensor"), done);
     }
     *out = p;
     p = NULL;
@@ -232,15 +242,17 @@ done:
     return st;
 }
 
-/* The default plan's tensors all in FP16. */
-static ptq_status fp16_plan(ptq_ctx *ctx, const ptq_plan *default_plan, ptq_plan **out)
+/* The default plan's tensors all in its float precision: FP16, FP32 for
+ * target ort-cpu (the CPU has no FP16 arithmetic). */
+static ptq_status float_plan(ptq_ctx *ctx, const ptq_plan *default_plan, ptq_plan **out)
 {
     ptq_plan *p = NULL;
     ptq_status st = quant_plan_copy(ctx, default_plan, &p);
     for (int64_t i = 0; st == PTQ_OK && i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];
-        e->prec = PTQ_PREC_FP16;
+        e->prec = p->target == PTQ_TARGET_ORT_CPU ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
         e->axis = -1;
+        e->zero_point = 0;
         e->n_scales = 0;
         free(e->scales);
         e->scales = NULL;
@@ -267,7 +279,7 @@ ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *def
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sensitivity analysis");
     s->g = g;
     s->only = (flags & PTQ_SENS_ONLY) != 0;
-    PTQ_TRY(st, fp16_plan(ctx, default_plan, &p16), fail);
+    PTQ_TRY(st, float_plan(ctx, default_plan, &p16), fail);
     PTQ_TRY(st, ptq_fq_create(ctx, g, default_plan, &s->fq_def), fail);
     PTQ_TRY(st, ptq_fq_create(ctx, g, core_plan, &s->fq_core), fail);
     PTQ_TRY(st, ptq_fq_create(ctx, g, p16, &s->fq_fp16), fail);

@@ -230,13 +230,16 @@ ptq_status trace_view_read(ptq_ctx *ctx, const char *json, trace_view *v)
         trace_step *s = &v->s[v->n++];
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "worst_class");
         s->moved = dup_str(o, "moved_to_fp16", &oom);
+        if (!s->moved) /* target ort-cpu moves to FP32 */
+            s->moved = dup_str(o, "moved_to_fp32", &oom);
         s->top1 = num(o, "top1");
         s->top1_drop_pts = num(o, "top1_drop_pts");
         const double wi = num(w, "index");
         s->worst = wi >= 0 && wi < MAX_CLASSES && wi == floor(wi) ? (int)wi : -1;
         s->worst_name = dup_str(w, "name", &oom);
         s->worst_drop_pts = num(w, "recall_drop_pts");
-        const double f = num(o, "fp16_tensors");
+        const double f = cJSON_GetObjectItemCaseSensitive(o, "fp32_tensors") ? num(o, "fp32_tensors")
+                                                                               : num(o, "fp16_tensors");
         s->n_fp16 = f >= 0 && f < 9e18 ? (int64_t)f : -1;
     }
 done:

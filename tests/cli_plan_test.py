@@ -10,7 +10,11 @@ point 0 after a ReLU) and what it refuses; --reduce-range (weight scales
 max|w| / 64, exported codes in [-64, 64]) and what it refuses, and with the
 measured plans: `ptq sensitivity --reduce-range` records it, `plan --budget`
 and `plan --method auto` write plans that have it (scales max|w| / 64 after
-the moves to FP16), and a report of the other weights is refused. Run by
+the moves to FP16), and a report of the other weights is refused; with
+--target ort-cpu: `ptq sensitivity` records the target, `plan --budget` moves
+tensors to FP32 only (uint8 activations keep their zero points), its Q/DQ
+export runs in onnxruntime as `ptq validate` simulates it, a report of the other
+target is refused, and `plan --method auto` keeps each method's zero point. Run by
 ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import hashlib
 import json
@@ -23,8 +27,9 @@ try:
     import numpy as np
     import h5py
     import onnx
+    import onnxruntime as ort
     from onnx import numpy_helper
-    from ptqtest import MODEL, SRC, check, cpu_has_vnni, finish, fmnist_test, have_demo, ptq
+    from ptqtest import MODEL, SRC, check, cpu_has_vnni, finish, fmnist_test, have_demo, ptq, reduce_range_flags
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
@@ -184,9 +189,6 @@ def main():
         rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, *args, "--out", J("x.json"))
         check(f"plan {' '.join(args)} is refused (exit 2)", rc == 2 and needle in err and
               not os.path.exists(J("x.json")), err.strip())
-    rc, _, err = ptq("plan", J("c.h5"), "--model", MODEL, "--target", "ort-cpu", "--budget", "0.5", "--sensitivity",
-                     J("s.json"), "--data", J("d.h5"), "--out", J("x.json"))
-    check("plan --target ort-cpu --budget is a usage error", rc != 0 and "default plan only" in err, err.strip())
     # --reduce-range: INT8 weight scales max|w| / 64 (numpy), the Q/DQ export's weight codes in [-64, 64]
     # reaching 64 with the plan's scales, the activations as without it
     rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--target", "ort-cpu", "--method", "minmax",
@@ -260,6 +262,70 @@ def main():
         check(f"plan --budget {' '.join(flags) or 'without --reduce-range'} and a report {differs}: exit 2 naming "
               "the report", rc == 2 and report in err and differs in err and not os.path.exists(J("x.json")),
               f"exit {rc}: {err.strip()}")
+
+    # --target ort-cpu with the measured plans, on the hard case: sensitivity measures uint8 activations and records
+    # the target; --budget moves tensors to FP32 (never FP16), the rest stays uint8 with zero points, and onnxruntime
+    # runs the plan's Q/DQ export as ptq validate simulates it (weights on the reduce_range grid where the CPU has
+    # no VNNI: qdq_placement_test says why); a report of the other target is refused
+    cpu_flags = reduce_range_flags("the budgeted ort-cpu plan")
+    rc, so, err = ptq("sensitivity", "--model", hard, "--calib", J("hard.h5"), "--data", J("v.h5"), "--samples", "0",
+                      "--target", "ort-cpu", *cpu_flags, "--out", J("s-cpu.json"))
+    sc = json.load(open(J("s-cpu.json"))) if rc == 0 else {"tensors": []}
+    u8 = [t for t in sc["tensors"] if t["precision_default"] == "uint8"]
+    check("sensitivity --target ort-cpu: the report and the summary record the target, the default plan's "
+          "activations are uint8 and measured both ways", rc == 0 and sc.get("target") == "ort-cpu" and
+          "target ort-cpu" in so and "target" not in reports["s-full"] and u8 and
+          all(t["only"] and t["all_but"]["measured"] for t in u8), f"exit {rc}: {so} {err.strip()[-300:]}")
+    rc, so, err = ptq("plan", J("hard.h5"), "--model", hard, "--target", "ort-cpu", *cpu_flags, "--sensitivity",
+                      J("s-cpu.json"), "--budget", "0", "--max-moves", "3", "--data", J("v.h5"), "--samples", "0",
+                      "--out", J("b-cpu.json"))
+    pb = json.load(open(J("b-cpu.json"))) if rc in (0, 11) else {"tensors": []}
+    tr = json.load(open(J("b-cpu.trace.json"))) if rc in (0, 11) else {"steps": []}
+    moved = [e for e in pb["tensors"] if e["source"].startswith("budget: moved")]
+    acts = [e for e in pb["tensors"] if e["kind"] == "activation" and e["precision"] not in ("fp32", "fp16")]
+    check("plan --budget --target ort-cpu: moves to FP32 only, no FP16 anywhere, quantized activations uint8 with "
+          "zero points, the plan and its trace record the target",
+          rc in (0, 11) and moved and all(e["precision"] == "fp32" and "zero_point" not in e for e in moved) and
+          not any(e["precision"] == "fp16" for e in pb["tensors"]) and acts and
+          all(e["precision"] == "uint8" and 0 <= e["zero_point"] <= 255 for e in acts) and
+          pb.get("target") == "ort-cpu" and tr.get("target") == "ort-cpu" and
+          len(tr["steps"]) > 1 and {st.get("moved_to_fp32") for st in tr["steps"][1:]} <= {e["name"] for e in moved} and
+          "fp32 " in err and "in FP32" in so, f"exit {rc}, moved {[e['name'] for e in moved]}: {so} {err[-400:]}")
+    for flags, report in ((["--target", "ort-cpu", *cpu_flags], J("s-rr.json" if cpu_flags else "s-full.json")),
+                          (cpu_flags, J("s-cpu.json"))):
+        rc, _, err = ptq("plan", J("hard.h5"), "--model", hard, *flags, "--sensitivity", report, "--budget", "1",
+                         "--data", J("v.h5"), "--out", J("x.json"))
+        check(f"plan --budget {' '.join(flags) or 'for trt'} and a report of the other target: exit 2 naming the "
+              "report", rc == 2 and report in err and "target" in err and not os.path.exists(J("x.json")),
+              f"exit {rc}: {err.strip()}")
+    rc, _, err = ptq("export", "--format", "qdq", "--plan", J("b-cpu.json"), "--model", hard, "--out", J("b-cpu.onnx"))
+    check("plan --budget --target ort-cpu: export --format qdq", rc == 0, err.strip()[-300:])
+    rc2, _, err2 = ptq("validate", "--model", hard, "--plan", J("b-cpu.json"), "--data", J("v.h5"), "--report",
+                       J("rep-cpu"), "--logits", J("b-cpu.npy"))
+    if rc == 0 and rc2 == 0:
+        sess = ort.InferenceSession(J("b-cpu.onnx"), providers=["CPUExecutionProvider"])
+        x = ((images[:150].astype(np.float32) / 255 - np.float32(0.286)) / np.float32(0.353)).reshape(-1, 1, 28, 28)
+        q_ort = sess.run(None, {sess.get_inputs()[0].name: x.astype(np.float32)})[0].argmax(1)
+        agree = float((q_ort == np.load(J("b-cpu.npy")).argmax(1)).mean())
+    else:
+        agree = 0.0
+    check("plan --budget --target ort-cpu: onnxruntime's predictions on its Q/DQ export agree with ptq validate's on "
+          ">= 99.9%", agree >= 0.999, f"{100 * agree:.2f}% of 150; {err.strip()[-200:]} {err2.strip()[-200:]}")
+    # --method auto --target ort-cpu: each activation's uint8 range (scale and zero point) is its chosen method's
+    rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--method", "auto", "--target", "ort-cpu", "--data",
+                      J("v.h5"), "--samples", "0", "--out", J("auto-cpu.json"))
+    pa = json.load(open(J("auto-cpu.json"))) if rc == 0 else {"tensors": []}
+    single = {}
+    for m in ("percentile", "mse", "entropy", "minmax"):
+        ptq("plan", J("c.h5"), "--model", MODEL, "--method", m, "--target", "ort-cpu", "--out", J(f"cpu-{m}.json"))
+        single[m] = {e["name"]: e for e in json.load(open(J(f"cpu-{m}.json")))["tensors"]}
+    chosen = [(e, e["source"].split()[2]) for e in pa["tensors"] if e["source"].startswith("auto: archive ")]
+    off = [(e["name"], m) for e, m in chosen if e["precision"] != "uint8" or
+           (e["scales"], e["zero_point"]) != (single[m][e["name"]]["scales"], single[m][e["name"]]["zero_point"])]
+    check("plan --method auto --target ort-cpu: method auto, target ort-cpu, each uint8 activation with the scale and "
+          "zero point of its chosen method's plan", rc == 0 and pa.get("method") == "auto" and
+          pa.get("target") == "ort-cpu" and len(chosen) >= 10 and
+          len({e.get("zero_point") for e, _ in chosen}) > 1 and not off, f"exit {rc}: {off} {err.strip()[-300:]}")
     rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--method", "auto", "--reduce-range", "--data", J("v.h5"),
                       "--samples", "0", "--out", J("auto-rr.json"))
     pa = json.load(open(J("auto-rr.json"))) if rc == 0 else {"tensors": []}

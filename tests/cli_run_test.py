@@ -3,7 +3,8 @@ same inputs skips every stage, a changed validation set reruns what reads it
 (sensitivity, validate) and nothing else, --force reruns everything, and a
 budget no plan meets exits 11 with the best plan validated and exported;
 --reduce-range reruns sensitivity, the plan and what reads them, and with
---budget the report and the budgeted plan both have it;
+--budget the report and the budgeted plan both have it; --target ort-cpu
+--budget reruns sensitivity for that target and plans with it;
 --smooth ALPHA on the ViT runs `ptq smooth` first and every stage on its
 model (the archive records that model's SHA-256; a second run skips it, a
 new alpha reruns everything), and on a model without a LayerNorm to smooth
@@ -82,6 +83,17 @@ def main():
         check("--reduce-range --budget 1: the budgeted plan (sensitivity skipped) and its trace record reduce_range",
               rc in (0, 11) and ran.get("plan") and not ran.get("sensitivity") and
               plan.get("reduce_range") is True and trace.get("reduce_range") is True,
+              f"exit {rc}: {sorted(k for k, r in ran.items() if r)} {err[-300:]}")
+        # --target ort-cpu --budget: sensitivity reruns for the target (it is in its key), the budgeted plan moves
+        # tensors to FP32 and keeps the others uint8
+        rc, out, err = ptq(*base, "--reduce-range", "--target", "ort-cpu", "--budget", "1")
+        ran = stages(out)
+        plan = json.load(open(J("out", "plan.json"))) if rc in (0, 11) else {"tensors": []}
+        sens = json.load(open(J("out", "sens.json"))) if rc in (0, 11) else {}
+        check("--target ort-cpu --budget 1: sensitivity reruns and records the target, the plan is ort-cpu's (no FP16)",
+              rc in (0, 11) and ran.get("sensitivity") and sens.get("target") == "ort-cpu" and
+              plan.get("target") == "ort-cpu" and not any(e["precision"] == "fp16" for e in plan["tensors"]) and
+              any(e["precision"] == "uint8" for e in plan["tensors"]),
               f"exit {rc}: {sorted(k for k, r in ran.items() if r)} {err[-300:]}")
         # --reference: validate takes FP32 from eval's logits; the same report figures
         rc, _, err = ptq("eval", "--model", MODEL, "--data", J("val.h5"), "--logits", J("fp32.npy"))

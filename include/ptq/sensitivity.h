@@ -42,13 +42,14 @@ typedef struct ptq_sens_tensor {
     int start_node;       /* the node an (a) run starts at */
     ptq_prec prec_default;/* its precision in the default plan */
     int measured_a;       /* 0: it has no core range (saw only zeros) and was not measured */
-    int measured_b;       /* 0: already FP16 in the default plan, (b) equals the default plan */
+    int measured_b;       /* 0: already in float in the default plan, (b) equals the default plan */
     ptq_sens_figures a;   /* only this tensor quantized */
-    ptq_sens_figures b;   /* the default plan with this tensor in FP16 */
+    ptq_sens_figures b;   /* the default plan with this tensor in FP16 (FP32 for target ort-cpu) */
 } ptq_sens_tensor;
 
 /* The analysis of graph g (shapes inferred) against the default plan
- * (ptq_plan_default of the same archive: its scales and its FP16 edges),
+ * (ptq_plan_make_target of the same archive: its scales and its float
+ * edges, FP16, or FP32 for target ort-cpu, which (b) keeps tensors in too),
  * quantizing each tensor in `core` with the scales of `core_plan`, a plan
  * with every tensor in the core format (ptq_sens_core_plan). flags:
  * PTQ_SENS_ONLY measures only (a), for activations only (what
@@ -58,9 +59,10 @@ PTQ_API ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_p
                                    const ptq_plan *core_plan, unsigned flags, ptq_sensitivity **out);
 PTQ_API void ptq_sens_free(ptq_sensitivity *s);
 
-/* The default plan's tensors all in its core format: the FP16 edges get
- * their core scales (activations from archive s by the plan's method,
- * weights max|w| per output channel); tensors that saw only zeros stay FP16. */
+/* The default plan's tensors all in its core format: the float edges get
+ * their core scales (activations from archive s by the plan's method, as
+ * uint8 with a zero point for target ort-cpu; weights max|w| per output
+ * channel); tensors that saw only zeros stay in float. */
 PTQ_API ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_set *s,
                                       const ptq_plan *default_plan, ptq_plan **out);
 
@@ -112,7 +114,7 @@ PTQ_API ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity 
 typedef struct ptq_sens_entry {
     char *name;
     int is_weight;
-    double recovered_pts;   /* all_but: top-1 the default plan gains with this tensor in FP16 */
+    double recovered_pts;   /* all_but: top-1 the default plan gains with this tensor in float */
     double only_delta_pts;  /* only: top-1 change with only this tensor quantized (NAN if not measured) */
     double only_sqnr_db;    /* only: the logits' SQNR (NAN if not measured, INFINITY if identical) */
 } ptq_sens_entry;
@@ -122,6 +124,7 @@ typedef struct ptq_sens_summary {
     char archive_sample_ids_sha256[65];
     char core[16];
     int reduce_range;   /* 1: measured with INT8 weights on onnxruntime's reduce_range grid ("reduce_range": true) */
+    ptq_target target;  /* the default plan's target ("target", written for ort-cpu only; absent: trt) */
     int64_t n_samples;  /* images the report measured on */
     int64_t n;
     ptq_sens_entry *e; /* [n] */
@@ -133,7 +136,10 @@ PTQ_API ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summar
 PTQ_API void ptq_sens_summary_free(ptq_sens_summary *s);
 
 /* The budgeted planner: from `start` (the default plan), tensors move to
- * FP16 one at a time in order of accuracy bought per unit of cost, each
+ * FP16 (FP32 for target ort-cpu, zero point cleared, as its edges are; there
+ * a weight takes its layer's quantized activation inputs along, since
+ * onnxruntime quantizes a float weight under a quantized input itself) one
+ * at a time in order of accuracy bought per unit of cost, each
  * move validated on the session's data (samples ids), until the top-1 drop
  * against FP32 is within budget_pts and, when class_budget_pts >= 0, no
  * class loses more recall than that.
@@ -141,18 +147,18 @@ PTQ_API void ptq_sens_summary_free(ptq_sens_summary *s);
  *         plan with only that tensor in FP16) and the top-1 lost with only it
  *         quantized; a gain of at most 3 images' worth (300 / samples points)
  *         is within noise and counts as none
- *   cost: bytes per image that stay in FP16 instead of the core format: an
+ *   cost: bytes per image that stay in float instead of the core format: an
  *         activation's elements per sample, a weight's elements (both at one
  *         byte per element of difference)
  * Tensors with no gain move last, lowest SQNR first. */
 typedef struct ptq_budget {
     double budget_pts;       /* >= 0 */
     double class_budget_pts; /* < 0: no per-class budget */
-    int64_t max_moves;       /* at most this many tensors moved to FP16; < 0: no limit */
+    int64_t max_moves;       /* at most this many tensors moved to float; < 0: no limit */
     int64_t batch;
     /* after each validation: the step (0 = start), the tensor just moved (NULL at 0) and its figures */
     void (*on_step)(void *user, int step, const char *moved, double top1_drop_pts, int worst_class,
-                    double worst_class_drop_pts, int64_t n_fp16, int64_t n_tensors);
+                    double worst_class_drop_pts, int64_t n_float, int64_t n_tensors);
     void *on_step_user;
 } ptq_budget;
 
@@ -162,7 +168,8 @@ typedef struct ptq_budget_step {
     double top1, top1_drop_pts;
     int worst_class;
     double worst_class_drop_pts;
-    int64_t n_fp16;          /* tensors in FP16 after this step */
+    int64_t n_fp16;          /* tensors in the moves' precision after this step: FP16, or FP32 for target ort-cpu
+                                (its unquantized activations included) */
 } ptq_budget_step;
 
 typedef struct ptq_budget_result {
