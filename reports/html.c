@@ -264,7 +264,8 @@ void html_svg_signed_bars(html_out *o, const char *what, const html_sbar_row *ro
 #define TR_Y0 34
 #define TR_Y1 (TR_H - 40)
 
-static void trace_line(html_out *o, const html_trace_point *p, int n, int worst, double lo, double hi)
+static void trace_line(html_out *o, const html_trace_point *p, int n, int worst, double lo, double hi,
+                       const char *kept_in)
 {
     static const char *const colors[2] = {"#4e79a7", "#f28e2b"};
     const double px = n > 1 ? (double)(TR_X1 - TR_X0) / (n - 1) : 0, py = (TR_Y1 - TR_Y0) / (hi - lo);
@@ -284,7 +285,7 @@ static void trace_line(html_out *o, const html_trace_point *p, int n, int worst,
         if (p[i].moved) {
             html_put(o, " (");
             html_text(o, p[i].moved, 0);
-            html_put(o, " to FP16)");
+            html_put(o, " to %s)", kept_in);
         } else {
             html_put(o, " (the starting plan)");
         }
@@ -298,7 +299,8 @@ static void trace_line(html_out *o, const html_trace_point *p, int n, int worst,
     }
 }
 
-void html_svg_trace(html_out *o, const html_trace_point *p, int n, double budget_pts, double class_budget_pts)
+void html_svg_trace(html_out *o, const html_trace_point *p, int n, double budget_pts, double class_budget_pts,
+                    const char *kept_in)
 {
     double lo = 0, hi = 0;
     for (int i = 0; i < n; i++) {
@@ -320,8 +322,8 @@ void html_svg_trace(html_out *o, const html_trace_point *p, int n, double budget
     hi = ceil(hi / step + 1e-9) * step;
     const double py = (TR_Y1 - TR_Y0) / (hi - lo), px = n > 1 ? (double)(TR_X1 - TR_X0) / (n - 1) : 0;
     html_put(o, "<svg class=\"trace\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n"
-                "<title>points lost against FP32 after each move to FP16</title>\n",
-             TR_W, TR_H, TR_W, TR_H);
+                "<title>points lost against FP32 after each move to %s</title>\n",
+             TR_W, TR_H, TR_W, TR_H, kept_in);
     html_put(o, "<line x1=\"%d\" y1=\"14\" x2=\"%d\" y2=\"14\" stroke=\"#4e79a7\" stroke-width=\"2\"/>"
                 "<text x=\"%d\" y=\"18\">top-1</text>"
                 "<line x1=\"%d\" y1=\"14\" x2=\"%d\" y2=\"14\" stroke=\"#f28e2b\" stroke-width=\"2\"/>"
@@ -340,9 +342,9 @@ void html_svg_trace(html_out *o, const html_trace_point *p, int n, double budget
     const int every = n > 15 ? (n + 14) / 15 : 1;
     for (int i = 0; i < n; i += every)
         html_put(o, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", TR_X0 + i * px, TR_Y1 + 16, i);
-    html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">moves to FP16</text>\n"
+    html_put(o, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">moves to %s</text>\n"
                 "<text x=\"12\" y=\"%d\" transform=\"rotate(-90 12 %d)\" text-anchor=\"middle\">points lost</text>\n",
-             (TR_X0 + TR_X1) / 2, TR_H - 6, (TR_Y0 + TR_Y1) / 2, (TR_Y0 + TR_Y1) / 2);
+             (TR_X0 + TR_X1) / 2, TR_H - 6, kept_in, (TR_Y0 + TR_Y1) / 2, (TR_Y0 + TR_Y1) / 2);
     const double budgets[2] = {budget_pts, class_budget_pts};
     static const char *const budget_colors[2] = {"#4e79a7", "#f28e2b"};
     for (int j = 0; j < 2; j++)
@@ -351,8 +353,8 @@ void html_svg_trace(html_out *o, const html_trace_point *p, int n, double budget
                         "stroke-dasharray=\"5 3\"><title>%s budget: %.2f points</title></line>\n",
                      TR_X0, TR_Y1 - (budgets[j] - lo) * py, TR_X1, TR_Y1 - (budgets[j] - lo) * py, budget_colors[j],
                      j ? "class" : "top-1", budgets[j]);
-    trace_line(o, p, n, 1, lo, hi);
-    trace_line(o, p, n, 0, lo, hi);
+    trace_line(o, p, n, 1, lo, hi, kept_in);
+    trace_line(o, p, n, 0, lo, hi, kept_in);
     html_put(o, "</svg>\n");
 }
 

@@ -76,8 +76,10 @@ typedef struct html_trace_point {
 
 /* The points lost after each move (top-1 and the worst class's recall) as
  * two lines of <circle class="pt"> marks (each with a <title>), with the
- * budget and class budget (NAN: none) as dashed lines. */
-void html_svg_trace(html_out *o, const html_trace_point *p, int n, double budget_pts, double class_budget_pts);
+ * budget and class budget (NAN: none) as dashed lines; kept_in ("FP16",
+ * "FP32") names where a move puts a tensor. */
+void html_svg_trace(html_out *o, const html_trace_point *p, int n, double budget_pts, double class_budget_pts,
+                    const char *kept_in);
 
 /* A k x k heatmap of cells [k * k] (row-major; rows true class, columns
  * prediction) labelled with labels [k]. Sequential white-to-blue (square

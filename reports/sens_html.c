@@ -1,7 +1,7 @@
 /* The sensitivity page (report of `ptq sensitivity`) and the sections the
  * validation page adds from a sensitivity report and a planner trace (`ptq
  * run`): per tensor the top-1 change with only it quantized and the top-1
- * the default plan recovers with only it in FP16, as signed bars sorted by
+ * the default plan recovers with only it in FP16 (FP32 for ort-cpu), as signed bars sorted by
  * effect, the table in harm order, and the points lost after each of the
  * planner's moves. Self-contained like the validation page (inline CSS and
  * SVG, nothing fetched). Declared in include/ptq/html_report.h and
@@ -127,9 +127,9 @@ void html_put_sensitivity(html_out *o, const sens_view *v)
 {
     html_put(o, "<section id=\"sensitivity\">\n<h2>Sensitivity per tensor</h2>\n<p class=\"note\">%lld images. "
                 "FP32 top-1 %.2f%%, the default plan %.2f%%. (a) <b>only</b>: one tensor quantized, everything else "
-                "FP32; (b) <b>all but</b>: the default plan with one tensor in FP16. Hover over a bar for the "
+                "FP32; (b) <b>all but</b>: the default plan with one tensor in %s. Hover over a bar for the "
                 "tensor's figures.</p>\n",
-             (long long)v->samples, 100 * v->top1_fp32, 100 * v->top1_default);
+             (long long)v->samples, 100 * v->top1_fp32, 100 * v->top1_default, v->kept_in);
     int64_t *order = calloc((size_t)v->n + 1, sizeof *order);
     if (!order) {
         nomem(o);
@@ -143,7 +143,7 @@ void html_put_sensitivity(html_out *o, const sens_view *v)
             order[n_a++] = v->harm[j];
     mode_bars(o, v, order, n_a, 0);
     html_put(o, "</figure>\n<figure id=\"sens-all-but\">\n<figcaption>(b) The default plan with only this tensor in "
-                "FP16: top-1 recovered (points), most first</figcaption>\n");
+                "%s: top-1 recovered (points), most first</figcaption>\n", v->kept_in);
     const int64_t n_b = recovery_order(v, order);
     if (n_b == 0)
         html_put(o, "<p>The default plan quantizes none of the tensors measured.</p>\n");
@@ -158,8 +158,8 @@ void html_put_sensitivity(html_out *o, const sens_view *v)
 void html_put_trace(html_out *o, const trace_view *t)
 {
     html_put(o, "<section id=\"trace\">\n<h2>The planner's moves</h2>\n<p class=\"note\">Starting from the default "
-                "plan, one tensor to FP16 per move, each plan validated against FP32 (top-1 %.2f%%)",
-             100 * t->top1_fp32);
+                "plan, one tensor to %s per move, each plan validated against FP32 (top-1 %.2f%%)",
+             t->kept_in, 100 * t->top1_fp32);
     if (isfinite(t->budget_pts))
         html_put(o, "; budget %.2f points", t->budget_pts);
     if (isfinite(t->class_budget_pts))
@@ -173,10 +173,10 @@ void html_put_trace(html_out *o, const trace_view *t)
     for (int64_t i = 0; i < t->n; i++)
         p[i] = (html_trace_point){t->s[i].moved, t->s[i].top1_drop_pts, t->s[i].worst_drop_pts, t->s[i].worst_name};
     html_put(o, "<figure id=\"trace-chart\">\n<figcaption>Points lost against FP32 after each move</figcaption>\n");
-    html_svg_trace(o, p, (int)t->n, t->budget_pts, t->class_budget_pts);
-    html_put(o, "</figure>\n<table class=\"trace\">\n<tr><th>step</th><th class=\"l\">moved to FP16</th>"
+    html_svg_trace(o, p, (int)t->n, t->budget_pts, t->class_budget_pts, t->kept_in);
+    html_put(o, "</figure>\n<table class=\"trace\">\n<tr><th>step</th><th class=\"l\">moved to %s</th>"
                 "<th>top-1</th><th>top-1 &#916; pts</th><th class=\"l\">worst class</th><th>recall &#916; pts</th>"
-                "<th>FP16 tensors</th></tr>\n");
+                "<th>%s tensors</th></tr>\n", t->kept_in, t->kept_in);
     free(p);
     for (int64_t i = 0; i < t->n && o->st == PTQ_OK; i++) {
         const trace_step *s = &t->s[i];

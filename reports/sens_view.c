@@ -115,6 +115,14 @@ static void row_read(const cJSON *t, int k, sens_row *r, int *oom)
     r->recovered_pts = r->measured_b ? num(all_but, "recovered_pts") : NAN;
 }
 
+/* Where a report's or trace's plans keep a tensor out of quantization:
+ * FP32 for target ort-cpu (onnxruntime's CPU kernels have no FP16), else FP16. */
+static const char *kept_in(const cJSON *root)
+{
+    const cJSON *target = cJSON_GetObjectItemCaseSensitive(root, "target");
+    return cJSON_IsString(target) && strcmp(target->valuestring, "ort-cpu") == 0 ? "FP32" : "FP16";
+}
+
 ptq_status sens_view_read(ptq_ctx *ctx, const char *json, sens_view *v)
 {
     ptq_status st = PTQ_OK;
@@ -168,11 +176,12 @@ ptq_status sens_view_read(ptq_ctx *ctx, const char *json, sens_view *v)
         }
         v->harm[j] = i++;
     }
+    v->kept_in = kept_in(root);
     /* the header: the report's own string and number fields (and reduce_range, written only when true), for the
      * summary; not seconds or runs: the page is the same whatever the machine or process count */
     cJSON *hdr = cJSON_CreateObject();
     static const char *const keys[] = {"model", "model_sha256", "archive", "data", "data_sha256", "preprocess",
-                                       "core", "reduce_range", "method", "device", "seed", "math", "ptq_version"};
+                                       "core", "reduce_range", "target", "method", "device", "seed", "math", "ptq_version"};
     for (size_t q = 0; hdr && q < sizeof keys / sizeof keys[0]; q++) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, keys[q]);
         if (cJSON_IsString(x) || cJSON_IsNumber(x) || cJSON_IsTrue(x))
@@ -215,6 +224,7 @@ ptq_status trace_view_read(ptq_ctx *ctx, const char *json, trace_view *v)
     v->class_budget_pts = num(root, "class_budget_pts");
     v->met = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "met"));
     v->top1_fp32 = num(root, "top1_fp32");
+    v->kept_in = kept_in(root);
     const int n = cJSON_GetArraySize(arr);
     if (!(v->s = calloc((size_t)n, sizeof *v->s))) {
         oom = 1;

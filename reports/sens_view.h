@@ -22,7 +22,7 @@ typedef struct sens_row {
     int worst;              /* the class the "only" run hurt most, -1 if none */
     double worst_drop_pts;
     int measured_b;         /* "all but" was measured (the tensor is quantized in the default plan) */
-    double recovered_pts;   /* the default plan with this tensor in FP16 against the default plan */
+    double recovered_pts;   /* the default plan with this tensor in FP16 (FP32: ort-cpu) against the default plan */
 } sens_row;
 
 typedef struct sens_view {
@@ -32,6 +32,7 @@ typedef struct sens_view {
     int k;
     char **class_names;     /* [k], NULL entries where the report has none */
     double top1_fp32, top1_default;
+    const char *kept_in;    /* "FP16", or "FP32" for target ort-cpu: where an "all but" run keeps its tensor */
     int64_t n;
     sens_row *t;            /* [n] in the report's (plan) order */
     int64_t *harm;          /* [n] row indices, most harmful first: only top-1 lost, then SQNR, unmeasured last */
@@ -48,13 +49,14 @@ typedef struct trace_step {
     int worst;
     char *worst_name;       /* may be NULL */
     double worst_drop_pts;
-    int64_t n_fp16;
+    int64_t n_fp16;         /* tensors in kept_in (FP16 or FP32) after the step */
 } trace_step;
 
 typedef struct trace_view {
     double budget_pts, class_budget_pts; /* NAN when absent */
     int met;
     double top1_fp32;
+    const char *kept_in;    /* "FP16", or "FP32" for target ort-cpu: where a move puts a tensor */
     int64_t n;
     trace_step *s;          /* [n] */
 } trace_view;

@@ -301,7 +301,19 @@ def main():
     rc, _, err = ptq("export", "--format", "qdq", "--plan", J("b-cpu.json"), "--model", hard, "--out", J("b-cpu.onnx"))
     check("plan --budget --target ort-cpu: export --format qdq", rc == 0, err.strip()[-300:])
     rc2, _, err2 = ptq("validate", "--model", hard, "--plan", J("b-cpu.json"), "--data", J("v.h5"), "--report",
-                       J("rep-cpu"), "--logits", J("b-cpu.npy"))
+                       J("rep-cpu"), "--logits", J("b-cpu.npy"), "--trace", J("b-cpu.trace.json"))
+    page = open(J("rep-cpu", "report.html")).read() if rc2 == 0 else ""
+    section = page[page.find('<section id="trace">'):]
+    section = section[:section.find("</section>")]
+    check("validate --trace of the budgeted ort-cpu plan: the page's trace says FP32 where the moves went, never FP16",
+          rc2 == 0 and "moved to FP32" in section and "moves to FP32" in section and "FP32 tensors" in section and
+          "to FP32)" in section and "FP16" not in section, f"exit {rc2}: {section[:300]}")
+    page = open(J("s-cpu.html")).read() if os.path.exists(J("s-cpu.html")) else ""
+    section = page[page.find('<section id="sensitivity">'):]
+    section = section[:section.find("</section>")]
+    check("sensitivity --target ort-cpu: its page keeps the 'all but' tensor in FP32, never FP16, and names the target",
+          "one tensor in FP32" in section and "only this tensor in FP32" in section and "FP16" not in section and
+          "ort-cpu" in page, section[:300])
     if rc == 0 and rc2 == 0:
         sess = ort.InferenceSession(J("b-cpu.onnx"), providers=["CPUExecutionProvider"])
         x = ((images[:150].astype(np.float32) / 255 - np.float32(0.286)) / np.float32(0.353)).reshape(-1, 1, 28, 28)
