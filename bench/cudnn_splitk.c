@@ -412,6 +412,30 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median of N_TIMED calls of once(arg), each timed by events on the default stream, in ms. */
+static double median_ms(void (*once)(void *), void *arg)
+{
+    cudaEvent_t ev[2 * N_TIMED];
+    double ms[N_TIMED];
+    for (int i = 0; i < 2 * N_TIMED; i++)
+        (void)cudaEventCreate(&ev[i]);
+    for (int i = 0; i < N_TIMED; i++) {
+        (void)cudaEventRecord(ev[2 * i], 0);
+        once(arg);
+        (void)cudaEventRecord(ev[2 * i + 1], 0);
+    }
+    (void)cudaDeviceSynchronize();
+    for (int i = 0; i < N_TIMED; i++) {
+        float t = 0;
+        (void)cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]);
+        ms[i] = t;
+    }
+    for (int i = 0; i < 2 * N_TIMED; i++)
+        (void)cudaEventDestroy(ev[i]);
+    qsort(ms, N_TIMED, sizeof ms[0], cmp_double);
+    return ms[N_TIMED / 2];
+}
+
 /* ---- the legacy API: what ptq runs today ---- */
 
 static const char *const algo_names[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
@@ -436,11 +460,24 @@ typedef struct legacy_descs {
     cudnnConvolutionDescriptor_t conv;
 } legacy_descs;
 
+typedef struct legacy_call {
+    problem *pb;
+    const legacy_descs *ld;
+    cudnnConvolutionFwdAlgo_t algo;
+    size_t ws;
+} legacy_call;
+
+static void legacy_once(void *arg)
+{
+    const legacy_call *c = arg;
+    const float one = 1.0f, zero = 0.0f;
+    (void)D.forward(D.handle, &one, c->ld->x, c->pb->dx, c->ld->w, c->pb->dw, c->ld->conv, c->algo, c->pb->ws, c->ws,
+                    &zero, c->ld->y, c->pb->dy);
+}
+
 static void legacy_run(problem *pb, const legacy_descs *ld, cudnnConvolutionFwdAlgo_t algo, size_t ws, result *r)
 {
     const float one = 1.0f, zero = 0.0f;
-    cudaEvent_t ev[2 * N_TIMED];
-    double ms[N_TIMED];
     memset(r, 0, sizeof *r);
     r->ws_bytes = ws;
     if (!ws_grow(pb, ws)) {
@@ -456,24 +493,8 @@ static void legacy_run(problem *pb, const legacy_descs *ld, cudnnConvolutionFwdA
     }
     r->ok = 1;
     errors_of_device(pb, r);
-    for (int i = 0; i < 2 * N_TIMED; i++)
-        (void)cudaEventCreate(&ev[i]);
-    for (int i = 0; i < N_TIMED; i++) {
-        (void)cudaEventRecord(ev[2 * i], 0);
-        (void)D.forward(D.handle, &one, ld->x, pb->dx, ld->w, pb->dw, ld->conv, algo, pb->ws, ws, &zero, ld->y,
-                        pb->dy);
-        (void)cudaEventRecord(ev[2 * i + 1], 0);
-    }
-    (void)cudaDeviceSynchronize();
-    for (int i = 0; i < N_TIMED; i++) {
-        float t = 0;
-        (void)cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]);
-        ms[i] = t;
-    }
-    for (int i = 0; i < 2 * N_TIMED; i++)
-        (void)cudaEventDestroy(ev[i]);
-    qsort(ms, N_TIMED, sizeof ms[0], cmp_double);
-    r->ms = ms[N_TIMED / 2];
+    legacy_call c = {pb, ld, algo, ws};
+    r->ms = median_ms(legacy_once, &c);
 }
 
 /* every allowed algorithm of the heuristic's list (FP32 FMA math); the rule's pick marked: the first deterministic
@@ -793,6 +814,16 @@ done:
 }
 
 /* one engine configuration: plan, run, time, errors */
+typedef struct backend_call {
+    cudnnBackendDescriptor_t plan, vp;
+} backend_call;
+
+static void backend_once(void *arg)
+{
+    const backend_call *c = arg;
+    (void)D.be_execute(D.handle, c->plan, c->vp);
+}
+
 static void backend_run(problem *pb, const graph *g, int64_t id, const choice *chs, int n_chs, result *r)
 {
     cudnnBackendDescriptor_t e = NULL, cfg = NULL, plan = NULL, vp = NULL, kc[MAX_KNOBS];
@@ -802,8 +833,6 @@ static void backend_run(problem *pb, const graph *g, int64_t id, const choice *c
     int64_t ws = 0, got = 0;
     void *ptrs[3] = {pb->cl ? pb->dx_cl : pb->dx, pb->cl ? pb->dw_cl : pb->dw, pb->dy};
     const int64_t uids[3] = {'x', 'w', 'y'};
-    cudaEvent_t ev[2 * N_TIMED];
-    double ms[N_TIMED];
     memset(r, 0, sizeof *r);
     BE(engine_make(g, id, &e));
     stage = "knob choice";
@@ -848,23 +877,8 @@ static void backend_run(problem *pb, const graph *g, int64_t id, const choice *c
     }
     r->ok = 1;
     errors_of_device(pb, r);
-    for (int i = 0; i < 2 * N_TIMED; i++)
-        (void)cudaEventCreate(&ev[i]);
-    for (int i = 0; i < N_TIMED; i++) {
-        (void)cudaEventRecord(ev[2 * i], 0);
-        (void)D.be_execute(D.handle, plan, vp);
-        (void)cudaEventRecord(ev[2 * i + 1], 0);
-    }
-    (void)cudaDeviceSynchronize();
-    for (int i = 0; i < N_TIMED; i++) {
-        float t = 0;
-        (void)cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]);
-        ms[i] = t;
-    }
-    for (int i = 0; i < 2 * N_TIMED; i++)
-        (void)cudaEventDestroy(ev[i]);
-    qsort(ms, N_TIMED, sizeof ms[0], cmp_double);
-    r->ms = ms[N_TIMED / 2];
+    backend_call c = {plan, vp};
+    r->ms = median_ms(backend_once, &c);
 done:
     if (st != CUDNN_STATUS_SUCCESS)
         snprintf(r->why, sizeof r->why, "%s: %s", stage, D.error_string(st));
