@@ -298,7 +298,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
                         "target ort-cpu quantizes weights to int8 and activations to uint8; core %s is not for it",
                         ptq_prec_name(core));
     /* the activations' format, and what stays in high precision (the CPU computes FP16 in FP32 anyway) */
-    const ptq_prec act_core = ort_cpu ? PTQ_PREC_UINT8 : core, high = ort_cpu ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
+    const ptq_prec act_core = ort_cpu ? PTQ_PREC_UINT8 : core, high = quant_target_float(target);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(s, &pv);
     if (strcmp(pv.model_sha256, model_sha256) != 0)
@@ -501,9 +501,24 @@ static int reads_quantized(const ptq_graph *g, const ptq_node *n, const ptq_op_t
     return n_act == 0;
 }
 
+ptq_prec quant_target_float(ptq_target t)
+{
+    return t == PTQ_TARGET_ORT_CPU ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
+}
+
+void quant_entry_unquantize(ptq_plan_entry *e, ptq_prec high)
+{
+    e->prec = high;
+    e->axis = -1;
+    e->zero_point = 0;
+    e->n_scales = 0;
+    free(e->scales);
+    e->scales = NULL;
+}
+
 ptq_status quant_plan_weights_follow(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p)
 {
-    const ptq_prec high = p->target == PTQ_TARGET_ORT_CPU ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
+    const ptq_prec high = quant_target_float(p->target);
     for (int64_t i = 0; i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];
         const int v = e->is_weight && ptq_prec_is_quantized(e->prec) ? ptq_graph_find_value(g, e->name) : -1;
@@ -512,13 +527,9 @@ ptq_status quant_plan_weights_follow(ptq_ctx *ctx, const ptq_graph *g, ptq_plan 
         const ptq_op_traits *t = v >= 0 ? quant_weight_user(g, v, &n, &input) : NULL;
         if (!t || reads_quantized(g, n, t, v, p))
             continue;
-        free(e->scales);
+        quant_entry_unquantize(e, high);
         free(e->source);
         free(e->rule);
-        e->scales = NULL;
-        e->n_scales = 0;
-        e->prec = high;
-        e->axis = -1;
         e->source = dup_str("follows its layer's input: no quantized activation");
         e->rule = dup_str(PTQ_RULE_WEIGHT_FOLLOWS);
         if (!e->source || !e->rule)

@@ -270,12 +270,7 @@ static ptq_status validate_plan(ptq_ctx *ctx, ptq_session *s, const int64_t *ids
 /* Entry e leaves quantization for precision high (FP16, or FP32), its scales and zero point dropped. */
 static ptq_status move_entry(ptq_ctx *ctx, ptq_plan_entry *e, ptq_prec high, const char *source)
 {
-    e->prec = high;
-    e->axis = -1;
-    e->zero_point = 0;
-    e->n_scales = 0;
-    free(e->scales);
-    e->scales = NULL;
+    quant_entry_unquantize(e, high);
     free(e->source);
     if (!(e->source = strdup(source)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
@@ -335,7 +330,7 @@ ptq_status ptq_plan_budgeted(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, i
     PTQ_TRY(st, quant_plan_copy(ctx, start, &cur), done);
     /* where the target keeps tensors out of quantization: onnxruntime's CPU kernels have no FP16 arithmetic */
     const int ort_cpu = start->target == PTQ_TARGET_ORT_CPU;
-    const ptq_prec high = ort_cpu ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
+    const ptq_prec high = quant_target_float(start->target);
     for (int64_t step = 0; step <= n_moves; step++) {
         ptq_budget_step *bs = &result->steps[result->n_steps];
         if (step > 0) {

@@ -27,6 +27,12 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_p
  * and zero point of the observed range [min, max] of obs clipped to the
  * calibrator's [-amax, amax]. quant/plan.c. */
 ptq_status quant_entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax);
+/* Where target t keeps a tensor out of quantization: FP16, or FP32 for
+ * ort-cpu (onnxruntime's CPU kernels have no FP16 arithmetic). quant/plan.c. */
+ptq_prec quant_target_float(ptq_target t);
+/* Entry e out of quantization in precision high: its scales, axis and zero
+ * point dropped (source and rule left to the caller). quant/plan.c. */
+void quant_entry_unquantize(ptq_plan_entry *e, ptq_prec high);
 
 /* The plan's entry for the activation (is_weight 0) or weight named name, or NULL. */
 const ptq_plan_entry *quant_plan_entry(const ptq_plan *p, const char *name, int is_weight);

@@ -249,13 +249,7 @@ static ptq_status float_plan(ptq_ctx *ctx, const ptq_plan *default_plan, ptq_pla
     ptq_plan *p = NULL;
     ptq_status st = quant_plan_copy(ctx, default_plan, &p);
     for (int64_t i = 0; st == PTQ_OK && i < p->n; i++) {
-        ptq_plan_entry *e = &p->e[i];
-        e->prec = p->target == PTQ_TARGET_ORT_CPU ? PTQ_PREC_FP32 : PTQ_PREC_FP16;
-        e->axis = -1;
-        e->zero_point = 0;
-        e->n_scales = 0;
-        free(e->scales);
-        e->scales = NULL;
+        quant_entry_unquantize(&p->e[i], quant_target_float(p->target));
     }
     if (st != PTQ_OK) {
         ptq_plan_free(p);
