@@ -107,6 +107,12 @@ int cmd_eval(int argc, char **argv)
     double t0 = cli_now_s();
     PTQ_TRY(st, ptq_runner_run(&ctx, &rp), done);
     const int64_t k = stats.n_classes;
+    if (stats.n > 0 && stats.no_prediction == stats.n) { /* nothing to report: a broken model, not an accuracy */
+        st = ptq_fail(&ctx, PTQ_ERR_DATA, "the logits of every one of the %lld %s hold a NaN or an infinity: "
+                      "the model computes no prediction on this data; no report written",
+                      (long long)stats.n, ptq_session_named_inputs(s.ps) ? "samples" : "images");
+        goto done;
+    }
     double secs = cli_now_s() - t0;
     cli_progress_end(&prog, n_total);
     if (so.profile)
@@ -165,6 +171,13 @@ int cmd_eval(int argc, char **argv)
                secs > 0 ? (double)n_total / secs : 0.0, named ? "samples" : "img");
         fputs(text, stdout);
     }
+    if (stats.no_prediction > 0)
+        fprintf(stderr,
+                "ptq eval: warning: the logits of %lld of the %lld %s hold a NaN or an infinity: they rank no "
+                "class and count as wrong (top-1, top-5); the confusion matrix and the per-class table leave them "
+                "out (\"no_prediction\" in the JSON report)\n",
+                (long long)stats.no_prediction, (long long)stats.n,
+                ptq_session_named_inputs(s.ps) ? "samples" : "images");
     /* below chance by more than 3 standard deviations of a chance-level
      * count: labels that do not match the outputs, not noise */
     const double chance = k >= 2 ? 1.0 / (double)k : 0.0, short_of = (double)stats.n * chance - (double)stats.top1;

@@ -7,9 +7,12 @@
 int ptq_logits_argmax(const float *x, int k)
 {
     int best = 0;
-    for (int c = 1; c < k; c++)
+    for (int c = 0; c < k; c++) {
+        if (!isfinite(x[c]))
+            return -1;
         if (x[c] > x[best])
             best = c;
+    }
     return best;
 }
 

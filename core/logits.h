@@ -6,7 +6,8 @@
 
 #include <stdint.h>
 
-/* The first index of the largest value of x[k] (NaN never wins). */
+/* The first index of the largest value of x[k]; -1 (no prediction) when
+ * any value is NaN or infinite: such a row ranks no class. */
 int ptq_logits_argmax(const float *x, int k);
 /* One image's terms against FP32 logits f[k]: sum f^2, sum (q - f)^2 and
  * KL(softmax(f) || softmax(q)) in nats (clamped at 0), all in double from

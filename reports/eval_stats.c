@@ -56,6 +56,13 @@ ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *l
         const float *row = logits + i * k;
         int32_t y = labels[i];
         const int best = ptq_logits_argmax(row, k);
+        s->n++;
+        if (pred)
+            pred[i] = best;
+        if (best < 0) { /* a NaN or an infinity: no class is ranked */
+            s->no_prediction++;
+            continue;
+        }
         int64_t above = 0; /* classes ranked strictly above the label */
         for (int c = 0; c < k; c++)
             if (row[c] > row[y] || (row[c] == row[y] && c < y))
@@ -63,9 +70,6 @@ ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *l
         s->top1 += best == y;
         s->top5 += above < 5;
         s->confusion[(int64_t)y * k + best]++;
-        s->n++;
-        if (pred)
-            pred[i] = best;
     }
     return PTQ_OK;
 }
@@ -79,6 +83,7 @@ ptq_status ptq_eval_stats_merge(ptq_ctx *ctx, ptq_eval_stats *dst, const ptq_eva
     dst->n += src->n;
     dst->top1 += src->top1;
     dst->top5 += src->top5;
+    dst->no_prediction += src->no_prediction;
     for (int64_t i = 0; i < cells; i++)
         dst->confusion[i] += src->confusion[i];
     return PTQ_OK;
@@ -190,8 +195,12 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     ptq_buf b = {0};
     ptq_status st = PTQ_OK;
     double n = s->n ? (double)s->n : 1.0;
-    ptq_buf_putf(&b, "samples  %lld\ntop-1    %.2f%%  (%lld correct)\ntop-5    %.2f%%\n\n", (long long)s->n,
+    ptq_buf_putf(&b, "samples  %lld\ntop-1    %.2f%%  (%lld correct)\ntop-5    %.2f%%\n", (long long)s->n,
               100.0 * (double)s->top1 / n, (long long)s->top1, 100.0 * (double)s->top5 / n);
+    if (s->no_prediction > 0)
+        ptq_buf_putf(&b, "no prediction  %lld  (logits with a NaN or an infinity: counted wrong, in no cell below)\n",
+                     (long long)s->no_prediction);
+    ptq_buf_putf(&b, "\n");
     int w = 5;
     char tmp[32], esc[256];
     for (int c = 0; c < k; c++) {
@@ -258,6 +267,7 @@ ptq_status ptq_eval_write_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char
     cJSON_AddNumberToObject(root, "samples", (double)s->n);
     cJSON_AddNumberToObject(root, "top1", (double)s->top1 / n);
     cJSON_AddNumberToObject(root, "top5", (double)s->top5 / n);
+    cJSON_AddNumberToObject(root, "no_prediction", (double)s->no_prediction);
     cJSON *classes = cJSON_AddArrayToObject(root, "classes");
     char tmp[32];
     for (int c = 0; c < k && classes; c++) {

@@ -178,12 +178,15 @@ static ptq_status slice_plan(ptq_ctx *ctx, const ptq_op_io *io, int64_t *start, 
         if (k > 0) {
             s = s < 0 ? 0 : s > dim ? dim : s;
             e = e < 0 ? 0 : e > dim ? dim : e;
-            out_dims[a] = e > s ? (e - s + k - 1) / k : 0;
+            out_dims[a] = e > s ? (e - s - 1) / k + 1 : 0; /* no overflow for steps near INT64_MAX */
         } else {
             s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            out_dims[a] = s > e ? (s - e + (-k) - 1) / (-k) : 0;
+            /* |k| in uint64: -INT64_MIN does not fit an int64 */
+            out_dims[a] = s > e ? (int64_t)((uint64_t)(s - e - 1) / ((uint64_t)0 - (uint64_t)k)) + 1 : 0;
         }
+        if (out_dims[a] <= 1)
+            k = 1; /* one element or none: the step is never taken */
         start[a] = s;
         step[a] = k;
     }

@@ -4,7 +4,11 @@ input scaled by 1e-9 (logits around 1e-8), so the plan's FP16 edge flushes
 that input to zero and every quantized logit row is zero. The report flags
 it (JSON "collapsed"/"collapse", Markdown, HTML, terminal) and validate exits
 12; the same model with the scale after the Gemm keeps its logits and exits
-0 unflagged; `ptq run` goes on to its exports and exits 12 too. Run by ctest (label oracle) with PTQ_BIN set."""
+0 unflagged; `ptq run` goes on to its exports and exits 12 too. And `ptq
+eval` on logits that are NaN for some images (a Div by the image's mean,
+all-zero images): those images rank no class, count as wrong and are left
+out of the confusion matrix, with a warning; NaN for every image is exit 7
+with no report written. Run by ctest (label oracle) with PTQ_BIN set."""
 import json
 import os
 import sys
@@ -37,6 +41,40 @@ def model(path, w, tiny_first):
     onnx.save(m, path)
 
 
+def nan_model(path, w):
+    """x [N,1,8,8] -> Flatten -> Gemm, divided by the image's mean: NaN logits (0/0) for an all-zero image."""
+    nodes = [helper.make_node("Flatten", ["x"], ["f"]), helper.make_node("Gemm", ["f", "W"], ["g"]),
+             helper.make_node("ReduceMean", ["f"], ["m"], axes=[1], keepdims=1),
+             helper.make_node("Div", ["g", "m"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", w.shape[1]])],
+                          initializer=[numpy_helper.from_array(w, "W")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+
+
+def check_nan_eval(J, w, x, labels):
+    nan_model(J("nan.onnx"), w)
+    xz = x.copy()
+    xz[:30] = 0  # 30 images give NaN logits
+    for name, imgs in (("some", xz), ("all", np.zeros_like(x))):
+        with h5py.File(J(f"nan-{name}.h5"), "w") as f:
+            f["images"] = imgs
+            f["labels"] = labels.astype(np.int64)
+    rc, out, err = ptq("eval", "--model", J("nan.onnx"), "--data", J("nan-some.h5"), "--report", J("nan.json"))
+    v = json.load(open(J("nan.json"))) if rc == 0 else {}
+    conf = v.get("confusion", [[0]])
+    check("eval, NaN logits for 30 of 200 images: no prediction for them, counted wrong, out of the confusion, "
+          "warned", rc == 0 and v.get("no_prediction") == 30 and v.get("samples") == 200 and
+          sum(map(sum, conf)) == 170 and v.get("top1", 1) <= 170 / 200 and "30 of the 200 images" in err and
+          "no prediction  30" in out, f"exit {rc}: {err.strip()[-300:]} {v.get('no_prediction')}")
+    rc, out, err = ptq("eval", "--model", J("nan.onnx"), "--data", J("nan-all.h5"), "--report", J("nan-all.json"))
+    check("eval, NaN logits for every image: exit 7, no report", rc == 7 and "NaN or an infinity" in err and
+          not os.path.exists(J("nan-all.json")) and not [f for f in os.listdir(J()) if ".tmp" in f],
+          f"exit {rc}: {err.strip()[-300:]}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ptq-collapse-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
@@ -47,6 +85,7 @@ def main():
     with h5py.File(J("d.h5"), "w") as f:
         f["images"] = x
         f["labels"] = labels.astype(np.int64)
+    check_nan_eval(J, w, x, labels)
     for name, tiny_first, want_rc in (("tiny_input", True, 12), ("tiny_output", False, 0)):
         m = J(name + ".onnx")
         model(m, w, tiny_first)

@@ -6,6 +6,7 @@
  * steps, clamping, opset 1 attributes) and Cast (saturation, NaN, wrapping),
  * against values worked out by hand or in double; errors name the node. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +201,24 @@ static void check_slice(void)
     CHECK_MSG(test_case_run(&c, &ptq_op_Slice, 0) == PTQ_OK, "%s", c.ctx.msg);
     CHECK(test_dims_are(&c.out[0], 3, DIMS(0, 3, 4)));
     test_case_free(&c);
+    /* steps at the ends of int64 take one element (no overflow counting them): x[:, :, 0:MAX:MAX] = k 0 and
+     * x[:, :, -1:MIN:MIN] = k 3, each [2, 3, 1] */
+    for (int neg = 0; neg < 2; neg++) {
+        const int64_t sx[] = {neg ? -1 : 0}, ex[] = {neg ? INT64_MIN : INT64_MAX}, ax[] = {2};
+        const int64_t kx[] = {neg ? INT64_MIN : INT64_MAX};
+        test_case_init(&c, "Slice", 13, NULL, 0, 5, 1);
+        test_case_input(&c, 0, PTQ_DT_FLOAT, x234, 3, DIMS(2, 3, 4));
+        test_case_input(&c, 1, PTQ_DT_INT64, sx, 1, DIMS(1));
+        test_case_input(&c, 2, PTQ_DT_INT64, ex, 1, DIMS(1));
+        test_case_input(&c, 3, PTQ_DT_INT64, ax, 1, DIMS(1));
+        test_case_input(&c, 4, PTQ_DT_INT64, kx, 1, DIMS(1));
+        CHECK_MSG(test_case_run(&c, &ptq_op_Slice, 0) == PTQ_OK, "%s", c.ctx.msg);
+        int ok = test_dims_are(&c.out[0], 3, DIMS(2, 3, 1));
+        for (int i = 0; ok && i < 6; i++)
+            ok = ((const float *)c.out[0].data)[i] == x234[i * 4 + (neg ? 3 : 0)];
+        CHECK_MSG(ok, "step %s", neg ? "INT64_MIN" : "INT64_MAX");
+        test_case_free(&c);
+    }
     /* step 0 is refused naming the node */
     const int64_t zero = 0, st0[] = {0}, en0[] = {2}, ax0[] = {0};
     test_case_init(&c, "Slice", 13, NULL, 0, 5, 1);

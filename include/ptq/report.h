@@ -20,6 +20,8 @@ typedef struct ptq_eval_stats {
     int64_t n;          /* samples counted */
     int64_t top1, top5; /* samples whose label was the argmax / among the 5 largest */
     int64_t *confusion; /* [n_classes, n_classes]: row = true label, column = prediction */
+    int64_t no_prediction; /* samples whose logits hold a NaN or an infinity: counted in n as wrong (not in
+                              top1 or top5) and in no cell of the confusion matrix */
 } ptq_eval_stats;
 
 typedef struct ptq_class_metrics {
@@ -74,7 +76,7 @@ PTQ_API int ptq_json_write_confusion(FILE *f, const char *key, const char *key_s
 PTQ_API ptq_status ptq_eval_write_json(ptq_ctx *ctx, const ptq_eval_stats *s, const char *const *class_names,
                                        const char *header_json, FILE *f, const char *path);
 
-/* JSON object {"samples", "top1", "top5", "classes": [...], "confusion": [[...]]}
+/* JSON object {"samples", "top1", "top5", "no_prediction", "classes": [...], "confusion": [[...]]}
  * ("confusion_sparse" above PTQ_JSON_DENSE_MAX_CLASSES classes)
  * merged into the caller's header fields (a JSON object text, may be NULL).
  * Returns a malloc'd string. */
