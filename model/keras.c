@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/json.h"
 #include "datasets/datasets_internal.h"
 #include "model/keras.h"
 #include "model/onnx_build.h"
@@ -1749,7 +1750,7 @@ ptq_status ptq_keras_to_onnx(ptq_ctx *ctx, const char *path, void **bytes, size_
     ptq_status st = PTQ_OK;
     kimp K;
     ds_h5_quiet quiet;
-    char *config = NULL, *version = NULL, *backend = NULL, why[256];
+    char *config = NULL, *version = NULL, *backend = NULL, why[256], what[1024];
     cJSON *model = NULL;
     struct stat sb;
     *bytes = NULL;
@@ -1778,11 +1779,8 @@ ptq_status ptq_keras_to_onnx(ptq_ctx *ctx, const char *path, void **bytes, size_
     PTQ_TRY(st, read_root_string(&K, "backend", &backend), done);
     if (H5Lexists(K.file, "model_weights", H5P_DEFAULT) > 0)
         K.weights = H5Gopen2(K.file, "model_weights", H5P_DEFAULT);
-    model = cJSON_Parse(config);
-    if (!model) {
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: model_config is not valid JSON", path);
-        goto done;
-    }
+    snprintf(what, sizeof what, "%s: model_config", path);
+    PTQ_TRY(st, ptq_json_parse(ctx, config, what, &model), done);
     PTQ_TRY(st, translate(&K, model), done);
     const cJSON *name = jget(jget(model, "config"), "name");
     if (K.input_layout)

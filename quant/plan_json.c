@@ -21,8 +21,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/json.h"
 #include "ptq/export.h"
-#include "ptq/memory.h"
 #include "ptq/plan.h"
 
 #define PLAN_FORMAT "ptq-plan"
@@ -108,37 +108,6 @@ static const char *get_string(const cJSON *o, const char *key)
     return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
-static int cmp_keys(const void *a, const void *b)
-{
-    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
-}
-
-/* PTQ_ERR_FORMAT naming the first object key that appears twice anywhere in
- * j (cJSON keeps both and finds the first: a hand-edited duplicate would be
- * silently ignored). O(n log n) in the keys; cJSON bounds the depth. */
-static ptq_status keys_distinct(ptq_ctx *ctx, const cJSON *j)
-{
-    const cJSON *c = NULL;
-    if (cJSON_IsObject(j)) {
-        int n = cJSON_GetArraySize(j), k = 0;
-        const cJSON **keys = malloc(((size_t)n + 1) * sizeof *keys);
-        if (!keys)
-            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
-        cJSON_ArrayForEach(c, j) keys[k++] = c;
-        qsort(keys, (size_t)n, sizeof *keys, cmp_keys);
-        for (k = 1; k < n; k++)
-            if (strcmp(keys[k]->string, keys[k - 1]->string) == 0) {
-                char key[80];
-                snprintf(key, sizeof key, "%s", keys[k]->string);
-                free(keys);
-                return ptq_fail(ctx, PTQ_ERR_FORMAT, "not a ptq plan: key \"%s\" appears twice in one object", key);
-            }
-        free(keys);
-    }
-    cJSON_ArrayForEach(c, j) PTQ_TRY_RET(keys_distinct(ctx, c));
-    return PTQ_OK;
-}
-
 static ptq_status bad(ptq_ctx *ctx, const char *what, int64_t entry)
 {
     if (entry < 0)
@@ -221,29 +190,18 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
 {
     ptq_status st = PTQ_OK;
     *out = NULL;
-    /* cJSON takes up to ~32 bytes of nodes per byte of text ("[0,0,0..." is a 64-byte node per 2) */
-    PTQ_TRY_RET(ptq_memory_check(ctx, (uint64_t)strlen(text) * 32, "parsing the plan's JSON"));
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1); /* 1: nothing but white space after the value */
+    cJSON *root = NULL;
+    PTQ_TRY_RET(ptq_json_parse(ctx, text, "not a ptq plan", &root));
     ptq_plan *p = calloc(1, sizeof *p);
     if (!p) {
         cJSON_Delete(root);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
     }
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        if (!at)
-            at = end;
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "not a ptq plan: not valid JSON (at byte %lld)",
-                      at && at >= text ? (long long)(at - text) : -1LL);
-        goto done;
-    }
-    PTQ_TRY(st, keys_distinct(ctx, root), done);
-    const char *format = root ? get_string(root, "format") : NULL;
-    const cJSON *version = root ? cJSON_GetObjectItemCaseSensitive(root, "format_version") : NULL;
-    const cJSON *model = root ? cJSON_GetObjectItemCaseSensitive(root, "model") : NULL;
-    const cJSON *tensors = root ? cJSON_GetObjectItemCaseSensitive(root, "tensors") : NULL;
-    const char *sha = model ? get_string(model, "sha256") : NULL, *core = root ? get_string(root, "core") : NULL;
+    const char *format = get_string(root, "format");
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "format_version");
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
+    const char *sha = model ? get_string(model, "sha256") : NULL, *core = get_string(root, "core");
     if (!format || strcmp(format, PLAN_FORMAT) != 0 || !cJSON_IsNumber(version)) {
         st = bad(ctx, "no \"format\": \"ptq-plan\" with a \"format_version\"", -1);
         goto done;

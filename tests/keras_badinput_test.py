@@ -3,7 +3,7 @@
 tests/data/keras/func_k3.h5: an HDF5 file that is not a Keras model (an
 image set, a calibration archive), weights-only files (legacy and Keras 3),
 a model_config naming a missing weight, a kernel whose shape contradicts its
-config, malformed JSON and config values, an external link: each a clear
+config, malformed JSON (a key twice) and config values, an external link: each a clear
 message naming what is wrong and exit 4; a layer ptq does not know, or a
 layer option it does not implement, is named with exit 5. Every command
 takes the same loader, so eval, calibrate and export are checked on one case
@@ -39,6 +39,14 @@ def edit_config(fn):
         cfg = json.loads(f.attrs["model_config"])
         fn(cfg)
         f.attrs["model_config"] = json.dumps(cfg)
+    return edit
+
+
+def edit_text(fn):
+    """An edit of model_config as text (what json.loads would not keep)."""
+    def edit(f):
+        raw = f.attrs["model_config"]
+        f.attrs["model_config"] = fn(raw.decode() if isinstance(raw, bytes) else raw)
     return edit
 
 
@@ -97,6 +105,10 @@ def main():
          ["logits", "96x10", "96x12"]),
         ("model_config that is not JSON", variant(
             tmp, "json", lambda f: f.attrs.__setitem__("model_config", "{\"class_name\": ")), 4, ["not valid JSON"]),
+        ("a key twice in a layer's config (Keras takes the last, cJSON the first)", variant(
+            tmp, "dupkey", edit_text(lambda t: t.replace('"activation": "linear"', '"activation": "relu", '
+                                                                '"activation": "linear"', 1))), 4,
+         ["model_config", "key \"activation\" appears twice", "config.layers[2].config", "'stem_conv'"]),
         ("a negative kernel size", variant(
             tmp, "ksize", edit_config(lambda c: layer(c, "stem_conv")["config"].update(kernel_size=[-3, 3]))), 4,
          ["stem_conv", "kernel_size"]),

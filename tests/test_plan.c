@@ -547,6 +547,9 @@ int main(void)
          "\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}, \"tensors\": [{\"name\": \"x\", "
          "\"kind\": \"weight\", \"precision\": \"int8\", \"block_size\": 4}]}",
          "\"block_scales\" is not an array"},
+        {"{\"format\": \"ptq-plan\", \"format_version\": 1, \"tensors\": [{\"name\": \"x\", "
+         "\"kind\": \"weight\", \"kind\": \"activation\"}]}",
+         "key \"kind\" appears twice in one object (at tensors[0], in 'x')"},
     };
     for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
         ptq_plan *q = NULL;
