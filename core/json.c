@@ -64,13 +64,18 @@ ptq_status ptq_json_parse(ptq_ctx *ctx, const char *text, const char *what, cJSO
     /* cJSON takes up to ~32 bytes of nodes per byte of text ("[0,0,0..." is a 64-byte node per 2) */
     PTQ_TRY_RET(ptq_memory_check(ctx, (uint64_t)strlen(text) * 32, "parsing JSON"));
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1); /* 1: nothing but white space after the value */
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 0);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
-        if (!at)
-            at = end;
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: not valid JSON (at byte %lld)", what,
                         at && at >= text ? (long long)(at - text) : -1LL);
+    }
+    while (*end && (unsigned char)*end <= ' ') /* white space as cJSON sees it */
+        end++;
+    if (*end) {
+        cJSON_Delete(root);
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: not valid JSON: unexpected data after the value at byte %lld", what,
+                        (long long)(end - text));
     }
     dup_key d;
     memset(&d, 0, sizeof d);

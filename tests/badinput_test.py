@@ -431,7 +431,8 @@ def plans():
                                     "--out", J("q.onnx"), "--opset", "99999"], 5, "opset 99999")
     case("plan: not JSON", spoiled("p1.json", "this is not json"), 4, "not valid JSON")
     case("plan: empty", spoiled("p2.json", ""), 4)
-    case("plan: trailing garbage", spoiled("p3.json", text + "\n}{garbage"), 4, "not valid JSON")
+    case("plan: trailing garbage", spoiled("p3.json", text + "\n}{garbage"), 4,
+         f"unexpected data after the value at byte {len(text) + 1}")
     case("plan: duplicate key", spoiled("p4.json", text.replace('"core":', '"method": "minmax", "core":', 1)), 4,
          "appears twice")
     dup_in_entry = text.replace('"kind":', '"name": "x", "kind":', 1)

@@ -3,7 +3,7 @@
 tests/data/keras/func_k3.h5: an HDF5 file that is not a Keras model (an
 image set, a calibration archive), weights-only files (legacy and Keras 3),
 a model_config naming a missing weight, a kernel whose shape contradicts its
-config, malformed JSON (a key twice) and config values, an external link: each a clear
+config, malformed JSON (data after the value, a key twice) and config values, an external link: each a clear
 message naming what is wrong and exit 4; a layer ptq does not know, or a
 layer option it does not implement, is named with exit 5. Every command
 takes the same loader, so eval, calibrate and export are checked on one case
@@ -109,6 +109,8 @@ def main():
             tmp, "dupkey", edit_text(lambda t: t.replace('"activation": "linear"', '"activation": "relu", '
                                                                 '"activation": "linear"', 1))), 4,
          ["model_config", "key \"activation\" appears twice", "config.layers[2].config", "'stem_conv'"]),
+        ("data after model_config's JSON value", variant(tmp, "trail", edit_text(lambda t: t + "}}garbage[")), 4,
+         ["model_config", "unexpected data after the value at byte"]),
         ("a negative kernel size", variant(
             tmp, "ksize", edit_config(lambda c: layer(c, "stem_conv")["config"].update(kernel_size=[-3, 3]))), 4,
          ["stem_conv", "kernel_size"]),
