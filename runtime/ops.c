@@ -116,6 +116,19 @@ static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char
     return "";
 }
 
+/* Bytes of s a message shows (at most max, not splitting a UTF-8 character); a longer s is followed by "...",
+ * so a node with a 1 MB name still leaves room to name its op and domain. */
+static int shown(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max)
+        return (int)n;
+    for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
+        ;
+    return (int)n;
+}
+#define DOTS(s, max) (strlen(s) > (max) ? "..." : "")
+
 /* One failure naming every node ptq cannot run (bad[k] != 0: 1 unknown op,
  * 2 opset older than ptq's entry), as many as fit in a message, then the
  * first export hint that applies. */
@@ -138,12 +151,15 @@ static ptq_status fail_unsupported(ptq_ctx *ctx, const ptq_graph *g, const ptq_o
         char dver[32] = "";
         if (dv >= 0)
             snprintf(dver, sizeof dver, " version %lld", (long long)dv);
+        int at = snprintf(item, sizeof item, "node '%.*s%s': op %.*s%s (domain %.*s%s", shown(n->name, 200), n->name,
+                          DOTS(n->name, 200), shown(n->op_type, 80), n->op_type, DOTS(n->op_type, 80),
+                          shown(domain, 80), domain, DOTS(domain, 80));
         if (bad[k] == 1)
-            snprintf(item, sizeof item, "node '%s': op %s (domain %s%s, opset %lld) is not supported by ptq",
-                     n->name, n->op_type, domain, dver, (long long)g->opset);
+            snprintf(item + at, sizeof item - (size_t)at, "%s, opset %lld) is not supported by ptq", dver,
+                     (long long)g->opset);
         else
-            snprintf(item, sizeof item, "node '%s': op %s (domain %s) at opset %lld is older than ptq implements "
-                     "(opset %d+)", n->name, n->op_type, domain, (long long)g->opset, ops[k]->since_opset);
+            snprintf(item + at, sizeof item - (size_t)at, ") at opset %lld is older than ptq implements (opset %d+)",
+                     (long long)g->opset, ops[k]->since_opset);
         if (!hint[0])
             hint = export_hint(g, n, domain, bad[k] == 1);
         /* room for "; " and the tail: "; and N more" plus the hint */
@@ -153,7 +169,7 @@ static ptq_status fail_unsupported(ptq_ctx *ctx, const ptq_graph *g, const ptq_o
         }
     }
     if (listed < n_bad)
-        used += (size_t)snprintf(msg + used, sizeof msg - used, "; and %d more", n_bad - listed);
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%sand %d more", listed ? "; " : "", n_bad - listed);
     return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s%s%s", msg, hint[0] ? "; hint: " : "", hint);
 }
 

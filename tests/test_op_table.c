@@ -213,6 +213,18 @@ static void test_resolve(void)
                   strstr(ctx.msg, "; node 'add0': op Foo (domain ai.onnx, opset 18)") &&
                   strstr(ctx.msg, "hint: the model is at an opset past 17") && strstr(ctx.msg, "opset_version=17"),
               "%s", ctx.msg);
+    /* a name too long for the message is cut, so its op and the other node are still named */
+    char long_name[1101];
+    memset(long_name, 'N', 1100);
+    long_name[1100] = '\0';
+    n[1].name = long_name;
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_UNSUPPORTED && !ops);
+    CHECK_MSG(strstr(ctx.msg, "2 nodes ptq cannot run: node 'NNNN") &&
+                  strstr(ctx.msg, "N...': op Hardmax (domain ai.onnx, opset 18)") &&
+                  strstr(ctx.msg, "; node 'add0': op Foo") && !strstr(ctx.msg, "more"),
+              "%s", ctx.msg);
+    n[1].name = "relu0";
     n[1].op_type = "Relu";
     g.opset = 13;
 
