@@ -71,13 +71,14 @@ int cmd_info(int argc, char **argv)
             dims_at_1 = 1;
         }
     }
-    /* the checks eval makes of a model before it reads data: its inputs, and which output holds the logits */
+    /* the checks eval makes of a model before it reads data: its inputs, and which output holds the logits; eval
+     * makes them whether or not shapes infer at batch 1, so their failure is the one info exits with */
     ptq_ctx run_ctx;
     ptq_ctx_init(&run_ctx);
-    ptq_status runnable = shapes;
+    ptq_status runnable = supported;
     int logits = -1;
     char logits_note[PTQ_MSG_BYTES] = "";
-    if (shapes == PTQ_OK) {
+    if (supported == PTQ_OK) {
         ptq_session_opts so = {.model = pos[0], .device = PTQ_DEVICE_CPU};
         ptq_session *ps = NULL;
         runnable = ptq_session_open(&run_ctx, &so, &ps);
@@ -147,7 +148,7 @@ int cmd_info(int argc, char **argv)
         if (dims_at_1)
             cJSON_AddNumberToObject(root, "shapes_at_unknown_input_dims", 1);
         cJSON_AddBoolToObject(root, "runnable", runnable == PTQ_OK);
-        if (shapes == PTQ_OK && runnable != PTQ_OK)
+        if (supported == PTQ_OK && runnable != PTQ_OK)
             cJSON_AddStringToObject(root, "not_runnable", run_ctx.msg);
         if (logits >= 0)
             cJSON_AddStringToObject(root, "logits_output", g->values[g->outputs[logits]].name);
@@ -188,7 +189,7 @@ int cmd_info(int argc, char **argv)
         if (dims_at_1)
             printf("shapes     at batch 1, and 1 for the inputs' other unknown dims (a sequence length: the data "
                    "gives it)\n");
-        if (shapes == PTQ_OK && runnable != PTQ_OK)
+        if (supported == PTQ_OK && runnable != PTQ_OK)
             printf("runnable   no: %s\n", ptq_escape(run_ctx.msg, esc, sizeof esc));
         if (logits >= 0)
             printf("logits     %s\n", ptq_escape(g->values[g->outputs[logits]].name, esc, sizeof esc));
@@ -218,9 +219,9 @@ done:
     /* a model eval could not run exits as eval would, after its summary */
     if (st == PTQ_OK && supported != PTQ_OK)
         return cli_report("info", &support_ctx, supported);
-    if (st == PTQ_OK && shapes != PTQ_OK)
-        return cli_report("info", &shape_ctx, shapes);
     if (st == PTQ_OK && runnable != PTQ_OK)
         return cli_report("info", &run_ctx, runnable);
+    if (st == PTQ_OK && shapes != PTQ_OK)
+        return cli_report("info", &shape_ctx, shapes);
     return cli_report("info", &ctx, st);
 }

@@ -239,6 +239,11 @@ def models():
          "has no output", out_check=lambda out, err: "has no output" in out)
     case("onnx: a node with no output (fuzz), eval", ["eval", "--model", J("no_output.onnx"), "--data", J("good.h5")],
          4, "has no output")
+    # an input with no type: eval's session refuses it before shapes are tried, and info exits as eval does
+    onnx_model(J("notype.onnx"), [helper.make_node("Relu", ["x"], ["y"])], [helper.make_empty_tensor_value_info("x")],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])])
+    for cmd in (["info", J("notype.onnx")], ["eval", "--model", J("notype.onnx"), "--data", J("good.h5")]):
+        case(f"onnx: an input with no type, {cmd[0]} exits 5", cmd, 5, "input 'x' is undefined; ptq feeds")
     esc = "evil\x1b[31mred"
     conv_model(J("esc.onnx"), in_name=esc)
     case("onnx: ESC in a tensor name, info escapes it", ["info", J("esc.onnx")], 0,
