@@ -547,6 +547,36 @@ done:
     return st;
 }
 
+/* The default domain's opset, as onnxruntime checks it: from IR version 3 a
+ * model imports it when any node is in it (else ptq would read each op at a
+ * version the model never meant), at version 1 or more, and at most the
+ * newest ptq knows; a model with no opset_import at all is refused too. */
+static ptq_status check_opset(loader *L, int have_default)
+{
+    const ptq_graph *g = L->g;
+    char label[PTQ_MSG_BYTES / 2];
+    if (have_default || g->ir_version < 3) {
+        if (g->opset < 1)
+            return ptq_fail(L->ctx, PTQ_ERR_FORMAT, "%s: model imports no ai.onnx opset (it imports version %lld)",
+                            L->path, (long long)g->opset);
+        if (g->opset > PTQ_ONNX_OPSET_NEWEST)
+            return ptq_fail(L->ctx, PTQ_ERR_UNSUPPORTED,
+                            "%s: model is at ai.onnx opset %lld; the newest ONNX opset ptq knows is %d", L->path,
+                            (long long)g->opset, PTQ_ONNX_OPSET_NEWEST);
+        return PTQ_OK;
+    }
+    if (g->n_opsets == 0)
+        return ptq_fail(L->ctx, PTQ_ERR_FORMAT, "%s: model imports no ai.onnx opset (its opset_import is empty)",
+                        L->path);
+    for (int i = 0; i < L->n_nodes; i++) {
+        const char *domain = L->nodes[i].domain;
+        if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0)
+            return ptq_fail(L->ctx, PTQ_ERR_FORMAT, "%s: model imports no ai.onnx opset, but %s is an ai.onnx op",
+                            L->path, node_label(&L->nodes[i], label, sizeof label));
+    }
+    return PTQ_OK;
+}
+
 static ptq_status parse_model(loader *L, const uint8_t *bytes, size_t n_bytes)
 {
     ptq_status st = PTQ_OK;
@@ -624,6 +654,7 @@ static ptq_status parse_model(loader *L, const uint8_t *bytes, size_t n_bytes)
     if (!have_default) /* IR version < 3 predates opset_import and means opset 1 */
         g->opset = g->ir_version < 3 ? 1 : 0;
     PTQ_TRY(st, parse_graph(L, &mr, &gf), done);
+    st = check_opset(L, have_default);
 done:
     return st;
 }

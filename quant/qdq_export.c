@@ -298,8 +298,6 @@ done:
     return st;
 }
 
-#define QDQ_NEWEST_OPSET 24 /* ONNX 1.19's default domain */
-
 /* Ops whose "axes" attribute became an input at an opset (ReduceSum at 13,
  * the other reductions at 18): a model written below it and exported at or
  * above it (FP8 needs 19) has the attribute moved to an int64 initializer,
@@ -377,9 +375,9 @@ static ptq_status pick_opset(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
                         "opset %lld cannot express per-channel weights: DequantizeLinear takes an axis from opset 13",
                         (long long)asked);
-    if (asked > QDQ_NEWEST_OPSET && asked > model)
+    if (asked > PTQ_ONNX_OPSET_NEWEST)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "opset %lld does not exist yet: the newest ONNX opset ptq knows is %d",
-                        (long long)asked, QDQ_NEWEST_OPSET);
+                        (long long)asked, PTQ_ONNX_OPSET_NEWEST);
     if (asked && asked < model)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "opset %lld is below the model's own opset %lld", (long long)asked,
                         (long long)model);

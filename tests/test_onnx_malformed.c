@@ -209,6 +209,56 @@ static void test_handcrafted(void)
     wrap_model(&model, &graph);
     CHECK_MSG(try_load(model.b, model.n, NULL, &ctx) == PTQ_OK, "baseline: %s", ctx.msg);
 
+    /* the default domain's opset, checked as onnxruntime does: imported when an ai.onnx node is there, at
+     * version 1 to 24; a graph of other domains' nodes needs none, and IR version < 3 means opset 1 */
+    buf acme = {0}, v0 = {0}, v24 = {0}, v25 = {0}, frob = {0}, g_acme = {0};
+    const buf *no_default[] = {&acme, NULL};
+    put_str(&acme, 1, "com.acme");
+    put_int(&acme, 2, 1);
+    put_int(&v0, 2, 0);
+    put_int(&v24, 2, 24);
+    put_int(&v25, 2, 25);
+    put_str(&frob, 1, "x");
+    put_str(&frob, 2, "y");
+    put_str(&frob, 4, "Frob");
+    put_str(&frob, 7, "com.acme");
+    put_msg(&g_acme, 1, &frob);
+    put_value_info(&g_acme, 11, "x", 2, d22);
+    put_value_info(&g_acme, 12, "y", 2, d22);
+    for (int k = 0; k < 2; k++) {
+        m2.n = 0;
+        put_int(&m2, 1, 7);
+        if (no_default[k])
+            put_msg(&m2, 8, no_default[k]);
+        put_msg(&m2, 7, &graph);
+        expect_error("no ai.onnx opset", &m2, NULL, PTQ_ERR_FORMAT,
+                     k ? "model imports no ai.onnx opset (its opset_import is empty)"
+                       : "model imports no ai.onnx opset, but unnamed node at byte");
+    }
+    const struct {
+        const buf *opset, *graph;
+        int64_t ir;
+        ptq_status want;
+        const char *text;
+    } opsets[] = {
+        {&v0, &graph, 7, PTQ_ERR_FORMAT, "model imports no ai.onnx opset (it imports version 0)"},
+        {&v25, &graph, 7, PTQ_ERR_UNSUPPORTED, "model is at ai.onnx opset 25; the newest ONNX opset ptq knows is 24"},
+        {&v24, &graph, 7, PTQ_OK, ""},
+        {&acme, &g_acme, 7, PTQ_OK, ""},
+        {NULL, &graph, 2, PTQ_OK, ""},
+    };
+    for (size_t k = 0; k < sizeof opsets / sizeof opsets[0]; k++) {
+        m2.n = 0;
+        put_int(&m2, 1, opsets[k].ir);
+        if (opsets[k].opset)
+            put_msg(&m2, 8, opsets[k].opset);
+        put_msg(&m2, 7, opsets[k].graph);
+        if (opsets[k].want != PTQ_OK)
+            expect_error("opset", &m2, NULL, opsets[k].want, opsets[k].text);
+        else
+            CHECK_MSG(try_load(m2.b, m2.n, NULL, &ctx) == PTQ_OK, "opset case %zu: %s", k, ctx.msg);
+    }
+
     /* empty input and a bare ModelProto */
     m2.n = 0;
     expect_error("empty", &m2, NULL, PTQ_ERR_FORMAT, "no graph");

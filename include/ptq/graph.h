@@ -76,6 +76,9 @@ typedef struct ptq_node {
     const ptq_attr *attrs;
 } ptq_node;
 
+/* The newest opset of ONNX's default domain ptq knows (ONNX 1.19); a model past it is refused, as onnxruntime does */
+#define PTQ_ONNX_OPSET_NEWEST 24
+
 typedef struct ptq_opset {
     const char *domain; /* "" or "ai.onnx" for the default domain */
     int64_t version;
