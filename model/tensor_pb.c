@@ -83,14 +83,18 @@ static ptq_status tensor_fail(const ptq_pb *r, const char *role, const ptq_pb_te
 }
 
 /* Strict non-negative decimal, as onnx writes external data offsets and lengths. */
+/* 1: s[n] is a decimal integer in [0, INT64_MAX], in *v; 0: not one; -1: its digits pass INT64_MAX. */
 static int parse_decimal(const uint8_t *s, size_t n, int64_t *v)
 {
     int64_t x = 0;
     if (n == 0)
         return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9' || x > (INT64_MAX - 9) / 10)
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
             return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (x > (INT64_MAX - (s[i] - '0')) / 10)
+            return -1;
         x = x * 10 + (s[i] - '0');
     }
     *v = x;
@@ -132,9 +136,11 @@ static ptq_status parse_external_entry(ptq_pb *r, const ptq_pb_field *f, ptq_pb_
         t->ext_location_len = val_len;
     } else if (key_is(key, key_len, "offset") || key_is(key, key_len, "length")) {
         int64_t v = 0;
-        if (!parse_decimal(val, val_len, &v))
-            return ptq_pb_fail(r, f->at, PTQ_ERR_FORMAT, "external_data %.*s '%.*s' is not a non-negative integer",
-                               (int)key_len, (const char *)key, val_len > 40 ? 40 : (int)val_len, (const char *)val);
+        const int parsed = parse_decimal(val, val_len, &v);
+        if (parsed != 1)
+            return ptq_pb_fail(r, f->at, PTQ_ERR_FORMAT, "external_data %.*s '%.*s' is %s", (int)key_len,
+                               (const char *)key, val_len > 40 ? 40 : (int)val_len, (const char *)val,
+                               parsed ? "past the largest offset or length (2^63 - 1)" : "not a non-negative integer");
         if (key_is(key, key_len, "offset"))
             t->ext_offset = v;
         else
@@ -363,6 +369,9 @@ static ptq_status resolve_inside(const ptq_pb_tensor *t, const char *role, const
     else if (!real)
         st = tensor_fail(r, role, t, PTQ_ERR_IO, "cannot open external data file '%s': %s", *path,
                          strerror(real_errno));
+    else if (strcmp(real, dir) == 0)
+        st = tensor_fail(r, role, t, PTQ_ERR_FORMAT, "external data '%s' is the model's folder '%s' itself, not a file "
+                                                     "in it", *path, dir);
     else if (strncmp(real, dir, n_dir) != 0 || (real[n_dir] != '/' && !(n_dir == 1 && dir[0] == '/')))
         st = tensor_fail(r, role, t, PTQ_ERR_FORMAT, "external data '%s' resolves to '%s', outside the model's "
                                                      "folder '%s'; refusing to read it", *path, real, dir);

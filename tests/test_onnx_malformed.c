@@ -396,6 +396,11 @@ static void test_handcrafted(void)
         {"weights.bin", "50", NULL, "runs past its end", PTQ_ERR_FORMAT},
         {"weights.bin", "0", "20", "external data length 20", PTQ_ERR_FORMAT},
         {"weights.bin", "-1", NULL, "not a non-negative integer", PTQ_ERR_FORMAT},
+        {"weights.bin", "9223372036854775808", NULL, "past the largest offset or length", PTQ_ERR_FORMAT},
+        {"weights.bin", "9223372036854775807", NULL, "offset 9223372036854775807 + 16 bytes runs past its end",
+         PTQ_ERR_FORMAT},
+        {"weights.bin", "0", "9223372036854775804", "external data length 9223372036854775804", PTQ_ERR_FORMAT},
+        {".", NULL, NULL, "is the model's folder", PTQ_ERR_FORMAT},
         {"missing.bin", NULL, NULL, "cannot open external data file", PTQ_ERR_IO},
         {"weights.bin", "8", "16", "", PTQ_OK},
     };
