@@ -151,8 +151,9 @@ ptq_consumer cli_npy_consumer(cli_npy_writer *w);
  * ("sens.json" + ".md" -> "sens.md"). */
 void cli_sibling_path(const char *path, const char *suffix, char *out, size_t n_out);
 /* Refuses (prints, returns EXIT_USAGE) an output that is the same file as an
- * input or as another output (ptq_file_same), before any work; 0 when none
- * is. NULL entries are skipped. */
+ * input or as another output (ptq_file_same), and (EXIT_IO) one that is a
+ * device, FIFO or socket (ptq_file_check_output), before any work; 0 when
+ * none is. NULL entries are skipped. */
 int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
                       int n_outputs);
 

@@ -96,6 +96,10 @@ int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, 
     for (int j = 0; j < n_outputs; j++) {
         if (!outputs[j])
             continue;
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        if (ptq_file_check_output(&ctx, outputs[j]) != PTQ_OK) /* a device or FIFO: before any work */
+            return cli_report(cmd, &ctx, PTQ_ERR_IO);
         for (int i = 0; i < n_inputs; i++)
             if (inputs[i] && ptq_file_same(inputs[i], outputs[j])) {
                 if (cli_is_writer())

@@ -155,6 +155,8 @@ static ptq_status tmp_name(ptq_ctx *ctx, const char *path, char *tmp, size_t n_t
  * used, and another is drawn. */
 static ptq_status make_tmp(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int is_dir, int *fd)
 {
+    tmp[0] = '\0';
+    PTQ_TRY_RET(ptq_file_check_output(ctx, path));
     for (int attempt = 0;; attempt++) {
         PTQ_TRY_RET(tmp_name(ctx, path, tmp, n_tmp));
         /* modes 0666 and 0777: the umask applies, as with fopen; neither call follows a symlink at the name */
@@ -237,6 +239,11 @@ ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)
             fsync(fd);
             close(fd);
         }
+    }
+    ptq_status st = ptq_file_check_output(ctx, path); /* again: a device put there while it was written */
+    if (st != PTQ_OK) {
+        ptq_atomic_discard(tmp);
+        return st;
     }
     if (rename(tmp, path) != 0) {
         int e = errno;

@@ -40,6 +40,16 @@ ptq_status ptq_file_check_regular(ptq_ctx *ctx, const char *path)
     return S_ISREG(sb.st_mode) ? PTQ_OK : not_regular(ctx, path, sb.st_mode);
 }
 
+ptq_status ptq_file_check_output(ptq_ctx *ctx, const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) || S_ISLNK(sb.st_mode))
+        return PTQ_OK; /* a missing folder on the way is the writer's own error */
+    return ptq_fail(ctx, PTQ_ERR_IO,
+                    "cannot write %s: it is %s, not a regular file; ptq puts its outputs in place whole (a new file "
+                    "renamed onto the name), which would replace it: name a file", path, kind_of(sb.st_mode));
+}
+
 ptq_status ptq_file_open_read(ptq_ctx *ctx, const char *path, int *fd)
 {
     struct stat sb;

@@ -4,7 +4,10 @@ model's folder through a symlink, HDF5 external storage and external links
 (unless --allow-external-data), FIFOs given as inputs (refused at once), the
 temporary-file scheme (unpredictable names, a planted symlink at the old
 "<out>.tmp-<pid>" name not followed, the umask respected, nothing left after
-SIGINT/SIGTERM), an output that is an input (exit 2, input untouched), and
+SIGINT/SIGTERM), an output that is an input (exit 2, input untouched), an
+output that is a FIFO (or, as root, a character device like /dev/null):
+refused before any work (exit 3) and left as it was, never replaced by a
+regular file, and
 merge telling sources apart by content rather than by path."""
 import hashlib
 import os
@@ -130,6 +133,36 @@ def fifos(tmp, archive):
         rc, _, err = run(*args, timeout=20)
         check(f"fifo: {name} refused at once (exit 3)", rc == 3 and "FIFO" in err,
               f"exit {rc} after {time.time() - t0:.1f} s: {last_line(err)}")
+
+
+def special_outputs(tmp, data, archive, plan):
+    """An output named by a FIFO or a device is refused at once (exit 3) and stays what it was: outputs are renamed
+    into place, and a run as root with --out /dev/null once replaced the machine's /dev/null with a file."""
+    import stat
+    folder = os.path.join(tmp, "special")
+    os.mkdir(folder)
+    nodes = [("fifo", lambda p: os.mkfifo(p))]
+    if os.geteuid() == 0:  # a copy of /dev/null (character device 1, 3)
+        nodes.append(("chardev", lambda p: os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))))
+    for kind, make in nodes:
+        out = os.path.join(folder, kind)
+        make(out)
+        cases = (("calibrate --out", ["calibrate", "--model", MODEL, "--data", data, "--out", out]),
+                 ("plan --out", ["plan", archive, "--model", MODEL, "--out", out, "--quiet"]),
+                 ("export --out", ["export", archive, "--method", "minmax", "--format", "trt", "--out", out]),
+                 ("export qdq --out", ["export", "--format", "qdq", "--plan", plan, "--model", MODEL, "--out", out]),
+                 ("eval --logits", ["eval", "--model", MODEL, "--data", data, "--logits", out]),
+                 ("eval --report", ["eval", "--model", MODEL, "--data", data, "--report", out]),
+                 ("sensitivity --out", ["sensitivity", "--model", MODEL, "--calib", archive, "--data", data,
+                                        "--samples", "8", "--out", out]))
+        for name, args in cases:
+            rc, _, err = run(*args, timeout=60)
+            st = os.lstat(out)
+            same = stat.S_ISFIFO(st.st_mode) if kind == "fifo" else stat.S_ISCHR(st.st_mode)
+            check(f"{kind} as output: {name} refused (exit 3), the {kind} left as it was", rc == 3 and same and
+                  "not a regular file" in err, f"exit {rc}: {last_line(err)}")
+    check("outputs named by FIFOs or devices: nothing else written beside them",
+          sorted(os.listdir(folder)) == sorted(k for k, _ in nodes), str(os.listdir(folder)))
 
 
 def last_pid():
@@ -350,6 +383,7 @@ def main():
     planted_symlinks(tmp, archive)
     umasks(tmp, data, archive, plan)
     outputs_that_are_inputs(tmp, data, archive, plan)
+    special_outputs(tmp, data, archive, plan)
     interrupted(tmp, big)
     merge_by_content(tmp, images)
     rc = finish("cli_hardening_test")

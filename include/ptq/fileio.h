@@ -22,6 +22,13 @@ extern "C" {
 /* PTQ_OK when path (symlinks followed) is a regular file; PTQ_ERR_IO naming
  * path and what it is (missing, a folder, a FIFO, a device, a socket). */
 PTQ_API ptq_status ptq_file_check_regular(ptq_ctx *ctx, const char *path);
+/* PTQ_OK when an output may take the name path: nothing is there, or a
+ * regular file, a folder or a symlink (whose link, not its target, the
+ * output replaces). A FIFO, a device or a socket is PTQ_ERR_IO naming it:
+ * outputs are renamed into place, which would replace /dev/null itself.
+ * The ptq_atomic_* writers check it before the temporary is made and again
+ * before the rename; commands call it to refuse before any work. */
+PTQ_API ptq_status ptq_file_check_output(ptq_ctx *ctx, const char *path);
 /* Opens a regular file for reading (refused as above, checked again on the
  * open descriptor); *fd is -1 on failure. */
 PTQ_API ptq_status ptq_file_open_read(ptq_ctx *ctx, const char *path, int *fd);
