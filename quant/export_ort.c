@@ -194,6 +194,14 @@ static int is_degenerate(const ptq_tensor_range *t)
     return t->r.degenerate || t->r.amax == 0;
 }
 
+/* The number ORT's write_calibration_table writes for a range: max(highest,
+ * lowest), which is amax for a symmetric range and highest for an
+ * asymmetric one (target ort-cpu, as ORT's own MinMax ranges are). */
+static double table_value(const ptq_tensor_range *t)
+{
+    return t->asymmetric ? fmax((double)t->highest, (double)t->lowest) : t->r.amax;
+}
+
 /* The checks of the TensorRT-facing tables, then the ranges they hold
  * (degenerate ones left out) in ascending byte order of the names. */
 static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_export_stats *s,
@@ -211,11 +219,11 @@ static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges
                             "tensor \"%s\": ONNX Runtime's TensorRT calibration table holds INT8 ranges only, "
                             "this range is %s (export FP8 ranges as a Q/DQ model)",
                             t->name, ptq_qformat_name(t->format));
-        float amax = (float)t->r.amax;
-        if (!is_degenerate(t) && (!(amax >= FLT_MIN) || isinf(amax)))
+        float v = (float)table_value(t);
+        if (!is_degenerate(t) && (!(v >= FLT_MIN) || isinf(v)))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
-                            "tensor \"%s\": amax %.17g is not a normal float32 as the TensorRT EP needs", t->name,
-                            t->r.amax);
+                            "tensor \"%s\": %s %.17g is not a normal float32 as the TensorRT EP needs", t->name,
+                            t->asymmetric ? "highest" : "amax", table_value(t));
     }
     const ptq_tensor_range **v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
     if (!v)
@@ -231,10 +239,10 @@ static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges
     return PTQ_OK;
 }
 
-/* str(float(numpy.float32(amax))), as ORT writes a table value. */
-static void ort_value(double amax, char out[40])
+/* str(float(numpy.float32(v))), as ORT writes a table value. */
+static void ort_value(double v, char out[40])
 {
-    ptq_export_format_double((double)(float)amax, out, 40);
+    ptq_export_format_double((double)(float)v, out, 40);
 }
 
 ptq_status ptq_export_ort_flatbuffers(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
@@ -259,7 +267,7 @@ ptq_status ptq_export_ort_flatbuffers(ptq_ctx *ctx, const ptq_tensor_range *rang
     for (int64_t i = 0; i < m; i++) {
         char value[40];
         uint32_t key_off, value_off;
-        ort_value(sorted[i]->r.amax, value);
+        ort_value(table_value(sorted[i]), value);
         PTQ_TRY(st, fb_string(&fb, sorted[i]->name, &key_off), done);
         PTQ_TRY(st, fb_string(&fb, value, &value_off), done);
         fb_start_object(&fb, 2);
@@ -305,7 +313,7 @@ ptq_status ptq_export_ort_cache(ptq_ctx *ctx, const ptq_tensor_range *ranges, in
     PTQ_TRY(st, ptq_buf_append(ctx, out, "", 0), done); /* an empty table is "", not NULL */
     for (int64_t i = 0; i < m; i++) {
         char value[40];
-        ort_value(sorted[i]->r.amax, value);
+        ort_value(table_value(sorted[i]), value);
         PTQ_TRY(st, ptq_buf_appendf(ctx, out, "%s %s\n", sorted[i]->name, value), done);
     }
     s.n_written = m;

@@ -112,6 +112,38 @@ def ort_calibration_code():
             "write_calibration_table": qu.write_calibration_table}
 
 
+def ort_cpu_tables(tmp, TensorsData, TensorData, CalibrationMethod, write_calibration_table):
+    """`ptq export --target ort-cpu --format ort` on the demo model's archive: asymmetric ranges, for which ORT's
+    writer puts max(highest, lowest) in the flatbuffers and the cache: byte-identical to ORT's writer fed the
+    lowest/highest ptq wrote to calibration.json."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ptqtest import MODEL, fmnist_test, have_demo, ptq
+    if not have_demo():
+        print("export_test: ort-cpu tables skipped (no demo model or Fashion-MNIST)")
+        return
+    import h5py
+    images, _ = fmnist_test(64)
+    with h5py.File(os.path.join(tmp, "cal64.h5"), "w") as f:
+        f["images"] = images
+    arch, out = os.path.join(tmp, "cal64-archive.h5"), os.path.join(tmp, "ortcpu")
+    rc1, _, e1 = ptq("calibrate", "--model", MODEL, "--data", os.path.join(tmp, "cal64.h5"), "--out", arch)
+    rc2, _, e2 = ptq("export", arch, "--method", "minmax", "--target", "ort-cpu", "--format", "ort", "--out", out)
+    check(rc1 == 0 and rc2 == 0, f"ort-cpu tables: calibrate/export exit {rc1}/{rc2}: {e1[-200:]} {e2[-200:]}")
+    if rc1 or rc2:
+        return
+    js = json.load(open(os.path.join(out, "calibration.json")))["data"]
+    asym = sum(v["lowest"] != -v["highest"] for v in js.values())
+    theirs = os.path.join(tmp, "ortcpu_ort")
+    os.makedirs(theirs)
+    write_calibration_table(TensorsData(CalibrationMethod.MinMax, {
+        n: TensorData(lowest=np.float32(v["lowest"]), highest=np.float32(v["highest"])) for n, v in js.items()}),
+        dir=theirs)
+    same = [f for f in ("calibration.flatbuffers", "calibration.cache", "calibration.json")
+            if open(os.path.join(out, f), "rb").read() == open(os.path.join(theirs, f), "rb").read()]
+    print(f"ort-cpu tables: {len(js)} tensors, {asym} asymmetric; identical to ORT's writer: {same}")
+    check(asym > 0 and len(same) == 3, "ort-cpu tables differ from ORT's write_calibration_table")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ptq-export-") as tmp:
         return run(tmp)
@@ -234,6 +266,8 @@ def run(tmp):
         print(f"{ours}: ptq {len(mine)} bytes, ORT {len(theirs)} bytes, "
               f"{'identical' if mine == theirs else f'first difference at byte {first}'}")
         check(mine == theirs, f"{ours} differs from ORT's write_calibration_table")
+
+    ort_cpu_tables(tmp, TensorsData, TensorData, CalibrationMethod, write_calibration_table)
 
     # calibration.cache read as the text it is
     rows = [line.split(" ") for line in data("calibration.cache").decode("utf-8").split("\n")[:-1]]

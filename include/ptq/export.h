@@ -98,7 +98,9 @@ PTQ_API ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params
  * Each function writes the bytes ORT 1.32's write_calibration_table writes
  * to that file for TensorsData holding, per tensor, float32 lowest = -amax
  * and highest = amax: the value ORT writes is str(float(float32 amax)), so
- * amax is rounded to float32 first (the EP reads it with std::stof).
+ * amax is rounded to float32 first (the EP reads it with std::stof). An
+ * asymmetric range (target ort-cpu) holds its own lowest and highest, and
+ * ORT then writes max(highest, lowest), its highest: so does ptq.
  * calibration.flatbuffers and calibration.cache feed TensorRT's INT8 path:
  * FP8 ranges are PTQ_ERR_UNSUPPORTED there, degenerate ranges are left out
  * (counted), and amax must round to a normal, finite float32. */
@@ -111,7 +113,7 @@ PTQ_API ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params
 PTQ_API ptq_status ptq_export_ort_flatbuffers(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
                                               ptq_export_stats *stats);
 
-/* calibration.cache: "name amax\n" per tensor, names in ascending byte order. */
+/* calibration.cache: "name amax\n" per tensor (highest for an asymmetric range), names in ascending byte order. */
 PTQ_API ptq_status ptq_export_ort_cache(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_buf *out,
                                         ptq_export_stats *stats);
 
