@@ -163,6 +163,9 @@ int cmd_calibrate(int argc, char **argv)
     PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), run_done);
     PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), run_done);
     PTQ_TRY(st, ptq_calib_set_math(&ctx, set, ptq_math_name(ptq_exec_math(s.exec))), run_done);
+    if (n_samples > s.n_samples && cli_is_writer())
+        fprintf(stderr, "ptq calibrate: note: --samples %lld, but %s holds %lld: observing all of them\n",
+                (long long)n_samples, cli_get(opts, n_opts, "data"), (long long)s.n_samples);
     if (n_samples == 0 || n_samples > s.n_samples)
         n_samples = s.n_samples;
     ptq_pick pick = {0, n_samples, (uint64_t)seed, shard, n_shards};

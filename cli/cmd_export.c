@@ -197,6 +197,7 @@ int cmd_export(int argc, char **argv)
     if ((rc = cli_check_outputs("export", inputs, 2, outputs, 3)))
         return rc;
 
+    int tables = 0; /* 1 while the exporters run: their messages are about the archive's ranges, named at done */
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_status st = PTQ_OK;
@@ -267,6 +268,7 @@ int cmd_export(int argc, char **argv)
     if (st != PTQ_OK)
         goto done;
     ptq_export_stats es = {0};
+    tables = 1;
     if (fmt_ort) {
         for (int k = 0; k < 3; k++)
             memcpy(files[k].path, ort_paths[k], sizeof files[k].path);
@@ -274,6 +276,7 @@ int cmd_export(int argc, char **argv)
         PTQ_TRY(st, ptq_export_ort_json(&ctx, ranges, n, &files[1].buf, NULL), done);
         PTQ_TRY(st, ptq_export_ort_cache(&ctx, ranges, n, &files[2].buf, NULL), done);
         n_files = 3;
+        tables = 0;
         /* the folder only once the tables are made, and gone again if they cannot be written */
         struct stat sb;
         if (mkdir(out, 0777) == 0) {
@@ -293,6 +296,7 @@ int cmd_export(int argc, char **argv)
         }
         n_files = 1;
     }
+    tables = 0;
     PTQ_TRY(st, commit_all(&ctx, files, n_files), done);
     if (es.n_colon_names > 0)
         for (int64_t i = 0; i < n; i++)
@@ -313,6 +317,11 @@ int cmd_export(int argc, char **argv)
         printf("\nwrote %s\n", out);
     }
 done:
+    if (st != PTQ_OK && tables) {
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx.msg);
+        ptq_fail(&ctx, st, "%s: %s; nothing written", pos[0], why);
+    }
     if (st != PTQ_OK && made_dir)
         rmdir(out);
     for (int k = 0; k < MAX_OUT_FILES; k++)

@@ -32,9 +32,10 @@ static void print_step(void *user, int step, const char *moved, double drop, int
     snprintf(wname, sizeof wname, "%s", cname ? cname : "");
     if (!cname)
         snprintf(wname, sizeof wname, "%d", worst);
-    fprintf(stderr, "plan: step %3d  %-44.44s top-1 drop %6.2f pts  worst class %s %+.2f pts  %s %lld/%lld\n", step,
-            moved ? moved : "(the default plan)", drop, wname, -worst_drop, sp->high, (long long)n_float,
-            (long long)n_tensors);
+    /* both as drops (points lost), as the trace writes them; + 0.0 prints no "-0.00" */
+    fprintf(stderr, "plan: step %3d  %-44.44s top-1 drop %6.2f pts  worst class %s drop %.2f pts  %s %lld/%lld\n",
+            step, moved ? moved : "(the default plan)", drop + 0.0, wname, worst_drop + 0.0, sp->high,
+            (long long)n_float, (long long)n_tensors);
 }
 
 /* A finite points value >= 0 from flag name, or NAN with a message printed. */

@@ -29,8 +29,9 @@ ptq_status cli_default_plan_target(ptq_ctx *ctx, const char *model, const ptq_gr
     *archive = NULL;
     *plan = NULL;
     PTQ_TRY_RET(cli_method_parse(ctx, method, &cp));
-    if (core_name)
-        PTQ_TRY_RET(ptq_prec_parse(ctx, core_name, &core));
+    if (core_name && ptq_prec_parse(ctx, core_name, &core) != PTQ_OK)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown --core '%s' (choices: int8, fp8 = fp8-e4m3, fp8-e5m2)",
+                        core_name);
     if (target_name)
         PTQ_TRY_RET(ptq_target_parse(ctx, target_name, &target));
     if (target == PTQ_TARGET_ORT_CPU) /* onnxruntime fuses Q/DQ into its integer kernels where quantize_static puts them */

@@ -75,7 +75,9 @@ ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_
         if (!name || !name[0])
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor %" PRId64 " has no name", i);
         if (strpbrk(name, "\n\r"))
-            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor %" PRId64 " name \"%s\" has a line break", i, name);
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                            "tensor %" PRId64 " name \"%s\" has a line break, which the range files (one line or "
+                            "key per tensor) cannot carry; export a Q/DQ model (--format qdq) instead", i, name);
         if (!ptq_export_name_valid(name))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor %" PRId64 " name \"%s\" is not valid UTF-8", i, name);
         if (!(t->r.amax >= 0) || !isfinite(t->r.amax))

@@ -26,13 +26,19 @@ static int onnx_type_of(ptq_prec p)
     return ptq_numfmt_get(p)->onnx_dtype;
 }
 
-static int has_consumer(const ptq_graph *g, int v)
+/* How many node inputs read value v (a node reading it twice counts twice). */
+static int n_reads(const ptq_graph *g, int v)
 {
+    int n = 0;
     for (int k = 0; k < g->n_nodes; k++)
         for (int i = 0; i < g->nodes[k].n_inputs; i++)
-            if (g->nodes[k].inputs[i] == v)
-                return 1;
-    return 0;
+            n += g->nodes[k].inputs[i] == v;
+    return n;
+}
+
+static int has_consumer(const ptq_graph *g, int v)
+{
+    return n_reads(g, v) > 0;
 }
 
 /* names[i] = "ptq_qdq/<tensor>/<suffix[i]>" for i < n, carved from one
@@ -245,6 +251,8 @@ static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_gr
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[1], ONNX_FLOAT, ndim, dims, b->data,
                                               (size_t)c * sizeof(float)), done);
     PTQ_TRY(st, ptq_onnx_edit_rename_input(ctx, ed, b->name, nm[0], n->name), done);
+    if (n_reads(g, n->inputs[2]) == 1) /* read by this node alone: the Add's copy replaces it (no unused initializer) */
+        PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, b->name), done);
     PTQ_TRY(st, ptq_onnx_edit_rename_input(ctx, ed, y->name, nm[2], NULL), done);
     const char *add_in[2] = {y->name, nm[1]};
     PTQ_TRY(st, ptq_onnx_edit_add_node(ctx, ed, "Add", nm[1], 2, add_in, 1, (const char *const *)&nm[2], 0, 0), done);

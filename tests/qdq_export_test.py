@@ -87,6 +87,10 @@ def main():
         if name != "fp8":  # onnx 1.12's checker does not know FP8
             onnx.checker.check_model(m)
         ops = [n.op_type for n in m.graph.node]
+        read = {i for n in m.graph.node for i in n.input} | {o.name for o in m.graph.output}
+        unused = [t.name for t in m.graph.initializer if t.name not in read]
+        check(f"{name}: no initializer left unused (a quantized layer's float bias moves into its Add)", not unused,
+              str(unused[:4]))
         if name == "int8":
             check("int8 (trt): Q/DQ on the 8 Conv and residual inputs, 8 weights; 4 FP16 tensors as Casts",
                   ops.count("QuantizeLinear") == 8 and ops.count("DequantizeLinear") == 16 and
