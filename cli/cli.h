@@ -55,6 +55,18 @@ ptq_status cli_plan_for(ptq_ctx *ctx, const char *plan_path, const char *model_p
 
 /* --method M[=P] (NULL: percentile at its default) into cp's method and percentile. */
 ptq_status cli_method_parse(ptq_ctx *ctx, const char *method, ptq_calib_params *cp);
+/* A default plan's settings: --method, --core, --placement and --target (NULL: the defaults; target ort-cpu makes
+ * the ort placement the default one) and --reduce-range parsed and checked together
+ * (ptq_plan_settings_check), before any file is read. */
+typedef struct cli_plan_settings {
+    ptq_calib_params cp;
+    ptq_prec core;
+    ptq_placement placement;
+    ptq_target target;
+    int reduce_range;
+} cli_plan_settings;
+ptq_status cli_plan_settings_parse(ptq_ctx *ctx, const char *method, const char *core_name, const char *placement_name,
+                                   const char *target_name, int reduce_range, cli_plan_settings *out);
 /* The default plan for model (loaded into g, shapes inferred) from the
  * archive at archive_path (read into *archive), by method, core, placement
  * and target target_name (NULL: the defaults; target ort-cpu makes the ort
@@ -221,6 +233,12 @@ const char *cli_get(const cli_opt *opts, int n_opts, const char *name);
 int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
                 int64_t *out);
 
+/* The largest --batch of `ptq sensitivity` (and of `ptq run`, which passes it on). */
+enum { CLI_SENS_MAX_BATCH = 1 << 16 };
+/* --budget and --class-budget's value: points >= 0 ("0.3", "0.3%"); 0, or prints and returns EXIT_USAGE. */
+int cli_points_parse(const char *cmd, const char *flag, const char *value, double *out);
+/* `ptq smooth --alpha`'s value (`ptq run --smooth`'s): a number in [0, 1]; 0, or prints and returns EXIT_USAGE. */
+int cli_alpha_parse(const char *cmd, const char *flag, const char *value, double *alpha);
 /* `ptq plan ... --sensitivity S --budget PTS`: the budgeted planner over
  * --data (cli/plan_budget.c); opts are plan's. Returns the exit code. */
 int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path);
@@ -290,6 +308,8 @@ typedef struct cli_session_opts {
 void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s);
 
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
+/* What cli_session_open checks in o before it reads any file: --input NAME=DATASET, --device, --math. */
+ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o);
 /* The session options from a command's --model, --data, --device, --preprocess
  * and CLI_DATA_OPTS (any may be absent). */
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts);

@@ -161,6 +161,45 @@ static ptq_status write_manifest(ptq_ctx *ctx, const char *path, cJSON *manifest
     return st;
 }
 
+/* Every flag's value checked by the parser of the command that takes it, and --reference's file, before the first
+ * stage runs: a typo costs no calibration. Returns 0 or the exit code, printed. */
+static int check_flags(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs)
+{
+    static const char *const points[] = {"budget", "class-budget"};
+    double x;
+    int64_t n;
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        const char *v = cli_get(opts, n_opts, points[i]);
+        rc = v ? cli_points_parse("run", points[i], v, &x) : 0;
+    }
+    const char *alpha = cli_get(opts, n_opts, "smooth");
+    if (rc || (alpha && (rc = cli_alpha_parse("run", "smooth", alpha, &x))))
+        return rc;
+    if ((rc = cli_get_int("run", opts, n_opts, "calib-samples", 0, 0, &n)) ||
+        (rc = cli_get_int("run", opts, n_opts, "samples", 0, 0, &n)) ||
+        (rc = cli_get_int("run", opts, n_opts, "threads", 0, 1, &n)) ||
+        (rc = cli_get_int("run", opts, n_opts, "batch", 1, 1, &n)))
+        return rc;
+    if (n > CLI_SENS_MAX_BATCH)
+        return cli_usage_error("run", "--batch must be at most %d, got %lld", CLI_SENS_MAX_BATCH, (long long)n);
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    cli_plan_settings ps;
+    ptq_status st = cli_plan_settings_parse(&ctx, cli_get(opts, n_opts, "method"), cli_get(opts, n_opts, "core"), NULL,
+                                            cli_get(opts, n_opts, "target"),
+                                            cli_get(opts, n_opts, "reduce-range") != NULL, &ps);
+    cli_session_opts so = {.device = cli_get(opts, n_opts, "device"), .n_inputs = n_inputs};
+    for (int i = 0; i < n_inputs && i < CLI_MAX_REPEAT; i++)
+        so.inputs[i] = inputs[i];
+    if (st == PTQ_OK)
+        st = cli_session_opts_check(&ctx, &so);
+    const char *reference = cli_get(opts, n_opts, "reference");
+    if (st == PTQ_OK && reference)
+        st = ptq_file_check_regular(&ctx, reference);
+    return cli_report("run", &ctx, st);
+}
+
 int cmd_run(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},   {"calib-data", 1, NULL},    {"data", 1, NULL},      {"out", 1, NULL},
@@ -189,6 +228,8 @@ int cmd_run(int argc, char **argv)
     const char *budget = cli_get(opts, n_opts, "budget"), *class_budget = cli_get(opts, n_opts, "class-budget");
     if (class_budget && !budget)
         return cli_usage_error("run", "--class-budget needs --budget");
+    if ((rc = cli_rank0_rc(check_flags(opts, n_opts, inputs, n_inputs))) != 0)
+        return rc;
     const char *target = cli_get(opts, n_opts, "target");
     const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
     const char *csamples = cli_get(opts, n_opts, "calib-samples") ? cli_get(opts, n_opts, "calib-samples") : "512";

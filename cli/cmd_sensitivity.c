@@ -53,9 +53,6 @@ static const char sensitivity_help[] =
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";
 
-
-enum { SENS_MAX_BATCH = 1 << 16 };
-
 /* This rank's part of an MPI job's work: the samples are split while each
  * share keeps at least one full batch, the tensors over the ranks that share
  * the same samples. ids[*n_ids] becomes this rank's samples. */
@@ -109,8 +106,8 @@ int cmd_sensitivity(int argc, char **argv)
         (rc = cli_get_int("sensitivity", opts, n_opts, "seed", 0, 0, &seed)) ||
         (rc = cli_get_int("sensitivity", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
-    if (batch > SENS_MAX_BATCH)
-        return cli_usage_error("sensitivity", "--batch must be at most %d, got %lld", SENS_MAX_BATCH,
+    if (batch > CLI_SENS_MAX_BATCH)
+        return cli_usage_error("sensitivity", "--batch must be at most %d, got %lld", CLI_SENS_MAX_BATCH,
                                (long long)batch);
     if (threads > 0)
         ptq_cpu_set_threads((int)threads);

@@ -32,6 +32,16 @@ static const char smooth_help[] =
     "  --batch, --threads, --preprocess, --progress, --input, --images-key, --labels-key, --layout,\n"
     "  --allow-external-data, --labels, --classes as for `ptq eval`; --json prints what was done as JSON\n";
 
+int cli_alpha_parse(const char *cmd, const char *flag, const char *value, double *alpha)
+{
+    char *end;
+    const double x = strtod(value, &end);
+    if (end == value || *end || !(x >= 0.0 && x <= 1.0))
+        return cli_usage_error(cmd, "--%s wants a number in [0, 1], got '%s'", flag, value);
+    *alpha = x;
+    return 0;
+}
+
 int cmd_smooth(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},  {"data", 1, NULL},    {"out", 1, NULL},        {"alpha", 1, NULL},
@@ -56,12 +66,8 @@ int cmd_smooth(int argc, char **argv)
         return rc;
     double alpha = 0.5;
     const char *alpha_arg = cli_get(opts, n_opts, "alpha");
-    if (alpha_arg) {
-        char *end;
-        alpha = strtod(alpha_arg, &end);
-        if (end == alpha_arg || *end || !(alpha >= 0.0 && alpha <= 1.0))
-            return cli_usage_error("smooth", "--alpha wants a number in [0, 1], got '%s'", alpha_arg);
-    }
+    if (alpha_arg && (rc = cli_alpha_parse("smooth", "alpha", alpha_arg, &alpha)))
+        return rc;
     int64_t batch, n_samples, seed, threads;
     if ((rc = cli_get_int("smooth", opts, n_opts, "batch", 64, 1, &batch)) ||
         (rc = cli_get_int("smooth", opts, n_opts, "samples", 512, 0, &n_samples)) ||

@@ -38,19 +38,22 @@ static void print_step(void *user, int step, const char *moved, double drop, int
             (long long)n_float, (long long)n_tensors);
 }
 
+int cli_points_parse(const char *cmd, const char *flag, const char *value, double *out)
+{
+    char *end = NULL;
+    const double x = strtod(value, &end);
+    if (!end || end == value || (*end && strcmp(end, "%") != 0) || !isfinite(x) || x < 0)
+        return cli_usage_error(cmd, "--%s wants points of top-1 >= 0 (e.g. 0.3), got '%s'", flag, value);
+    *out = x;
+    return 0;
+}
+
 /* A finite points value >= 0 from flag name, or NAN with a message printed. */
 static double points_flag(const cli_opt *opts, int n_opts, const char *name, double dflt)
 {
     const char *v = cli_get(opts, n_opts, name);
-    if (!v)
-        return dflt;
-    char *end = NULL;
-    double x = strtod(v, &end);
-    if (!end || end == v || (*end && strcmp(end, "%") != 0) || !isfinite(x) || x < 0) {
-        cli_usage_error("plan", "--%s wants points of top-1 >= 0 (e.g. 0.3), got '%s'", name, v);
-        return NAN;
-    }
-    return x;
+    double x = dflt;
+    return v && cli_points_parse("plan", name, v, &x) ? NAN : x;
 }
 
 static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, double budget, double class_budget,

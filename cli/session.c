@@ -19,6 +19,27 @@ static ptq_status parse_input_map(ptq_ctx *ctx, const char *arg, ptq_input_map *
     return PTQ_OK;
 }
 
+/* What of o reads no file: --input NAME=DATASET into map and names, --device and --math, into po. */
+static ptq_status session_opts_parse(ptq_ctx *ctx, const cli_session_opts *o, ptq_session_opts *po,
+                                     ptq_input_map map[CLI_MAX_REPEAT], char names[CLI_MAX_REPEAT][256])
+{
+    for (int i = 0; i < o->n_inputs && i < CLI_MAX_REPEAT; i++)
+        PTQ_TRY_RET(parse_input_map(ctx, o->inputs[i], &map[i], names[i], 256));
+    po->inputs = map;
+    po->n_inputs = o->n_inputs < CLI_MAX_REPEAT ? o->n_inputs : CLI_MAX_REPEAT;
+    PTQ_TRY_RET(ptq_device_parse(ctx, o->device, &po->device, &po->cuda_device));
+    return ptq_math_parse(ctx, o->math, &po->math);
+}
+
+ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o)
+{
+    ptq_session_opts po;
+    ptq_input_map map[CLI_MAX_REPEAT];
+    char names[CLI_MAX_REPEAT][256];
+    memset(&po, 0, sizeof po);
+    return session_opts_parse(ctx, o, &po, map, names);
+}
+
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s)
 {
     memset(s, 0, sizeof *s);
@@ -26,12 +47,7 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     memset(&po, 0, sizeof po);
     ptq_input_map map[CLI_MAX_REPEAT];
     char names[CLI_MAX_REPEAT][256];
-    for (int i = 0; i < o->n_inputs && i < CLI_MAX_REPEAT; i++)
-        PTQ_TRY_RET(parse_input_map(ctx, o->inputs[i], &map[i], names[i], sizeof names[i]));
-    po.inputs = map;
-    po.n_inputs = o->n_inputs < CLI_MAX_REPEAT ? o->n_inputs : CLI_MAX_REPEAT;
-    PTQ_TRY_RET(ptq_device_parse(ctx, o->device, &po.device, &po.cuda_device));
-    PTQ_TRY_RET(ptq_math_parse(ctx, o->math, &po.math));
+    PTQ_TRY_RET(session_opts_parse(ctx, o, &po, map, names));
     po.model = o->model;
     po.data = o->data;
     po.cpu_fallback = 1;

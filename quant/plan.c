@@ -271,6 +271,29 @@ static int softmax_output(const ptq_graph *g, int v)
     return n >= 0 && strcmp(g->nodes[n].op_type, "Softmax") == 0;
 }
 
+ptq_status ptq_plan_settings_check(ptq_ctx *ctx, ptq_prec core, ptq_placement placement, ptq_target target,
+                                   int reduce_range)
+{
+    if (!ptq_prec_is_quantized(core))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the core precision must be int8, fp8-e4m3 or fp8-e5m2, not %s",
+                        ptq_prec_name(core));
+    if (strcmp(ptq_placement_name(placement), "?") == 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown placement %d", (int)placement);
+    if (strcmp(ptq_target_name(target), "?") == 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown target %d", (int)target);
+    if (core == PTQ_PREC_UINT8)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "uint8 is not a core precision: it is the activations' format of target ort-cpu");
+    if (target == PTQ_TARGET_ORT_CPU && core != PTQ_PREC_INT8)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "target ort-cpu quantizes weights to int8 and activations to uint8; core %s is not for it",
+                        ptq_prec_name(core));
+    if (reduce_range && core != PTQ_PREC_INT8)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "reduce_range is for INT8 weights; the plan's core is %s",
+                        ptq_prec_name(core));
+    return PTQ_OK;
+}
+
 ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                                 const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                                 ptq_prec core, ptq_placement placement, ptq_target target, ptq_plan **out)
@@ -282,21 +305,8 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     place_decision *place = NULL;
     int64_t *entry_of = NULL;
     *out = NULL;
-    if (!ptq_prec_is_quantized(core))
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the core precision must be int8, fp8-e4m3 or fp8-e5m2, not %s",
-                        ptq_prec_name(core));
-    if (strcmp(ptq_placement_name(placement), "?") == 0)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown placement %d", (int)placement);
-    if (strcmp(ptq_target_name(target), "?") == 0)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown target %d", (int)target);
-    if (core == PTQ_PREC_UINT8)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
-                        "uint8 is not a core precision: it is the activations' format of target ort-cpu");
+    PTQ_TRY_RET(ptq_plan_settings_check(ctx, core, placement, target, 0));
     const int ort_cpu = target == PTQ_TARGET_ORT_CPU;
-    if (ort_cpu && core != PTQ_PREC_INT8)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
-                        "target ort-cpu quantizes weights to int8 and activations to uint8; core %s is not for it",
-                        ptq_prec_name(core));
     /* the activations' format, and what stays in high precision (the CPU computes FP16 in FP32 anyway) */
     const ptq_prec act_core = ort_cpu ? PTQ_PREC_UINT8 : core, high = quant_target_float(target);
     ptq_calib_provenance pv;

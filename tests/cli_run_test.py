@@ -124,6 +124,19 @@ def main():
         rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
                            J("out3"), "--class-budget", "1")
         check("--class-budget without --budget: exit 2", rc == 2, err)
+        # a bad flag value, or a --reference that is not there, stops the run before its first stage
+        bads = [["--budget", "-1"], ["--budget", "nan"], ["--budget", "1", "--class-budget", "-3"],
+                ["--method", "bogus"], ["--method", "percentile=101"], ["--core", "int4"], ["--core", "fp16"],
+                ["--target", "bogus"], ["--target", "ort-cpu", "--core", "fp8"], ["--core", "fp8", "--reduce-range"],
+                ["--device", "bogus"], ["--input", "x"], ["--smooth", "2"], ["--batch", "0"],
+                ["--reference", J("none.npy")]]
+        for bad in bads:
+            code = 3 if bad[0] == "--reference" else 2
+            rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
+                               J("out6"), *bad)
+            check(f"{' '.join(bad)}: exit {code} before any stage, nothing written",
+                  rc == code and "== " not in out and not os.path.exists(J("out6")),
+                  f"exit {rc}: {out[-200:]} {err[-300:]}")
 
         # --smooth: the smoothed model first, every stage on it
         if os.path.exists(VIT):

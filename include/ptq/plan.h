@@ -144,6 +144,12 @@ PTQ_API ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const 
                                         const char *model_name, const ptq_calib_set *s, const char *archive_path,
                                         const ptq_calib_params *method, ptq_prec core, ptq_placement placement,
                                         ptq_target target, ptq_plan **out);
+/* What ptq_plan_make_target and ptq_plan_reduce_range (reduce_range 1) refuse
+ * in their settings alone, checked before any file is read: a core that is
+ * not int8 or an fp8, uint8 as a core, ort-cpu with a core other than int8,
+ * reduce_range with one other than int8 (PTQ_ERR_INVALID_ARG naming it). */
+PTQ_API ptq_status ptq_plan_settings_check(ptq_ctx *ctx, ptq_prec core, ptq_placement placement, ptq_target target,
+                                           int reduce_range);
 /* ptq_plan_make with the default placement, PTQ_PLACEMENT_TRT. */
 PTQ_API ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                                     const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
