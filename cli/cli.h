@@ -112,6 +112,16 @@ ptq_status cli_report_dir(ptq_ctx *ctx, const char *dir, int *made);
 ptq_status cli_output_dir_check(ptq_ctx *ctx, const char *path);
 ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n);
 
+/* The files of validate's report folder, in the order it writes them (cli_report_names): validate.json,
+ * validate.md, report.html and the three confusion PNGs, which a report of more than PTQ_HTML_MAX_CLASSES classes
+ * leaves out; cli_report_n_files: how many of them a report of n_classes has. */
+enum { CLI_REPORT_FILES = 6 };
+extern const char *const cli_report_names[CLI_REPORT_FILES];
+int cli_report_n_files(int64_t n_classes);
+/* The files of `ptq export --format ort`'s folder (cli/cmd_export.c). */
+enum { CLI_ORT_FILES = 3 };
+extern const char *const cli_ort_names[CLI_ORT_FILES];
+
 /* JSON objects for --json lines and report headers, through cJSON (every
  * string escaped). cli_json_header starts {"command", "ptq_version",
  * "device" (when not NULL)}; cli_json_done prints it compact and frees it

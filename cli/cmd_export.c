@@ -91,8 +91,7 @@ static ptq_status write_tmp(ptq_ctx *ctx, const char *path, const ptq_buf *b, ch
 enum { MAX_OUT_FILES = 3 };
 
 /* What --format ort writes into its folder. */
-static const char *const ort_names[MAX_OUT_FILES] = {"calibration.flatbuffers", "calibration.json",
-                                                     "calibration.cache"};
+const char *const cli_ort_names[CLI_ORT_FILES] = {"calibration.flatbuffers", "calibration.json", "calibration.cache"};
 
 typedef struct out_file {
     char path[4096], tmp[PTQ_TMP_NAME_BYTES];
@@ -191,7 +190,7 @@ int cmd_export(int argc, char **argv)
     char ort_paths[3][4096];
     const char *outputs[3] = {out, NULL, NULL}, *inputs[] = {pos[0], cli_get(opts, n_opts, "model")};
     for (int k = 0; fmt_ort && k < 3; k++) {
-        snprintf(ort_paths[k], sizeof ort_paths[k], "%s/%s", out, ort_names[k]);
+        snprintf(ort_paths[k], sizeof ort_paths[k], "%s/%s", out, cli_ort_names[k]);
         outputs[k] = ort_paths[k];
     }
     if ((rc = cli_check_outputs("export", inputs, 2, outputs, 3)))

@@ -83,8 +83,9 @@ typedef struct stage {
     const char *inputs[7];
     const ptq_dataset_opts *input_opts[7]; /* how a data set input is read (NULL: the defaults) */
     int n_inputs;
-    const char *outputs[6];
+    const char *outputs[CLI_REPORT_FILES];
     int n_outputs;
+    int by_classes; /* outputs are validate's report (outputs[0] validate.json): as many as its class count calls for */
 } stage;
 
 static void arg(stage *s, const char *a)
@@ -142,10 +143,32 @@ static ptq_status stage_key(ptq_ctx *ctx, const stage *s, char key[65])
     return PTQ_OK;
 }
 
-static int outputs_exist(const stage *s)
+/* The classes of the report validate.json at path ("classes": one entry per class), or -1. */
+static int64_t report_classes(ptq_ctx *ctx, const char *path)
+{
+    char *text = NULL;
+    if (cli_read_text(ctx, path, &text) != PTQ_OK)
+        return -1;
+    cJSON *root = cJSON_Parse(text);
+    const cJSON *classes = cJSON_GetObjectItemCaseSensitive(root, "classes");
+    const int64_t k = cJSON_IsArray(classes) ? cJSON_GetArraySize(classes) : -1;
+    cJSON_Delete(root);
+    free(text);
+    return k;
+}
+
+/* 1 when every file the stage writes is there. */
+static int outputs_exist(ptq_ctx *ctx, const stage *s)
 {
     struct stat stt;
-    for (int i = 0; i < s->n_outputs; i++)
+    int n = s->n_outputs;
+    if (s->by_classes) {
+        const int64_t k = report_classes(ctx, s->outputs[0]);
+        if (k < 0)
+            return 0;
+        n = cli_report_n_files(k);
+    }
+    for (int i = 0; i < n; i++)
         if (stat(s->outputs[i], &stt) != 0)
             return 0;
     return 1;
@@ -247,21 +270,23 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
     if (cli_rank0_rc(made ? 0 : EXIT_IO))
         return EXIT_IO;
-    char p_smooth[4200], p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200], p_ranges[4200],
-        p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_vjson[4200], p_sens_html[4200],
-        p_page[4200];
+    char p_smooth[4200], p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200],
+        p_ranges[4200], p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_sens_html[4200],
+        p_report_files[CLI_REPORT_FILES][4300], p_ort_files[CLI_ORT_FILES][4300];
     snprintf(p_smooth, sizeof p_smooth, "%s/model_smooth.onnx", dir);
     snprintf(p_calib, sizeof p_calib, "%s/calib.h5", dir);
     snprintf(p_sens, sizeof p_sens, "%s/sens.json", dir);
     snprintf(p_sens_md, sizeof p_sens_md, "%s/sens.md", dir);
     snprintf(p_sens_html, sizeof p_sens_html, "%s/sens.html", dir);
-    snprintf(p_page, sizeof p_page, "%s/report/report.html", dir);
     snprintf(p_plan, sizeof p_plan, "%s/plan.json", dir);
     snprintf(p_trace, sizeof p_trace, "%s/plan.trace.json", dir);
     snprintf(p_report, sizeof p_report, "%s/report", dir);
-    snprintf(p_vjson, sizeof p_vjson, "%s/report/validate.json", dir);
+    for (int i = 0; i < CLI_REPORT_FILES; i++)
+        snprintf(p_report_files[i], sizeof p_report_files[i], "%s/%s", p_report, cli_report_names[i]);
     snprintf(p_cache, sizeof p_cache, "%s/calib.cache", dir);
     snprintf(p_ort, sizeof p_ort, "%s/ort", dir);
+    for (int i = 0; i < CLI_ORT_FILES; i++)
+        snprintf(p_ort_files[i], sizeof p_ort_files[i], "%s/%s", p_ort, cli_ort_names[i]);
     snprintf(p_ranges, sizeof p_ranges, "%s/ranges.json", dir);
     snprintf(p_qdq, sizeof p_qdq, "%s/model_qdq.onnx", dir);
     snprintf(p_manifest, sizeof p_manifest, "%s/run.json", dir);
@@ -324,8 +349,10 @@ int cmd_run(int argc, char **argv)
     }
     s = &st[n_st++];
     *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
-                 .input_opts = {NULL, NULL, &data_opts}, .n_inputs = budget ? 6 : 5, .outputs = {p_vjson, p_page},
-                 .n_outputs = 2};
+                 .input_opts = {NULL, NULL, &data_opts}, .n_inputs = budget ? 6 : 5, .n_outputs = CLI_REPORT_FILES,
+                 .by_classes = 1};
+    for (int i = 0; i < CLI_REPORT_FILES; i++)
+        s->outputs[i] = p_report_files[i];
     if (reference) /* FP32 from eval's logits: the file is one more input */
         s->inputs[s->n_inputs++] = reference;
     arg(s, "validate");
@@ -343,6 +370,9 @@ int cmd_run(int argc, char **argv)
         s = &st[n_st++];
         *s = (stage){.name = ex[i].fmt, .cmd = cmd_export, .inputs = {model, p_calib}, .n_inputs = 2,
                      .outputs = {ex[i].path}, .n_outputs = 1};
+        if (ex[i].path == p_ort) /* a folder: done when its every file is there */
+            for (s->n_outputs = 0; s->n_outputs < CLI_ORT_FILES; s->n_outputs++)
+                s->outputs[s->n_outputs] = p_ort_files[s->n_outputs];
         arg(s, "export");
         arg(s, p_calib);
         opt(s, "--model", model), opt(s, "--method", export_method), opt(s, "--format", ex[i].fmt);
@@ -378,7 +408,7 @@ int cmd_run(int argc, char **argv)
             const cJSON *done_key = cJSON_GetObjectItemCaseSensitive(manifest, s->name);
             rc = kst != PTQ_OK ? cli_report("run", &ctx, kst) : 0;
             up_to_date = kst == PTQ_OK && cJSON_IsString(done_key) && strcmp(done_key->valuestring, key) == 0 &&
-                         outputs_exist(s);
+                         outputs_exist(&ctx, s);
         }
         if ((rc = cli_rank0_rc(rc)) != 0)
             break;
@@ -424,7 +454,7 @@ int cmd_run(int argc, char **argv)
     if (rc == 0)
         printf("== done: %s (run.json, %scalib.h5, sens.json, sens.md, sens.html, plan.json, report/, calib.cache, ort/, "
                "ranges.json, model_qdq.onnx); open %s\n",
-               dir, smooth ? "model_smooth.onnx, " : "", p_page);
+               dir, smooth ? "model_smooth.onnx, " : "", p_report_files[2]);
     if (rc == 0 && collapsed)
         rc = EXIT_COLLAPSED; /* before a missed budget: no accuracy figure of this run means anything */
     else if (rc == 0 && budget_missed)

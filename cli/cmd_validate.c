@@ -97,12 +97,10 @@ int cmd_validate(int argc, char **argv)
     const char *report = cli_get(opts, n_opts, "report");
     if (!model || !plan_path || !cli_get(opts, n_opts, "data") || !report)
         return cli_usage_error("validate", "--model, --plan, --data and --report are required");
-    static const char *const report_names[] = {"validate.json", "validate.md", "report.html", "confusion-fp32.png",
-                                               "confusion-quant.png", "confusion-delta.png"};
-    enum { N_REPORT = 6 };
+    enum { N_REPORT = CLI_REPORT_FILES };
     char report_paths[N_REPORT][4200];
     for (int i = 0; i < N_REPORT; i++)
-        snprintf(report_paths[i], sizeof report_paths[i], "%s/%s", report, report_names[i]);
+        snprintf(report_paths[i], sizeof report_paths[i], "%s/%s", report, cli_report_names[i]);
     const char *calib_path = cli_get(opts, n_opts, "calib"), *sens_path = cli_get(opts, n_opts, "sensitivity");
     const char *trace_path = cli_get(opts, n_opts, "trace");
     const char *ref_path = cli_get(opts, n_opts, "reference");
@@ -272,7 +270,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
     ptq_html_extra hx = {model,     plan_path, so.data,   calib_path,       hists,
                          n_hists,   sens_text, trace_text, sens_text != NULL};
     PTQ_TRY(st, ptq_validate_format_html(&ctx, vs, &vo, &hx, &html), written);
-    const int n_png = k <= PTQ_HTML_MAX_CLASSES ? 3 : 0;
+    const int n_png = cli_report_n_files(k) - 3;
     for (int i = 0; i < n_png; i++)
         PTQ_TRY(st, ptq_validate_format_png(&ctx, vs, &vo, i, &png[i], &png_bytes[i]), written);
     cli_out_file files[N_REPORT] = {{report_paths[0], json, strlen(json), 1},
@@ -300,7 +298,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
                ptq_session_named_inputs(s.ps) ? "samples" : "images", ptq_exec_device_name(eq),
                summary, report);
         for (int i = 0; i < 3 + n_png; i++)
-            printf(" %s%s", report_names[i], i + 1 < 3 + n_png ? "," : "\n");
+            printf(" %s%s", cli_report_names[i], i + 1 < 3 + n_png ? "," : "\n");
         printf("open     %s\n", report_paths[2]);
     }
     if (so.profile) /* the FP32 and the quantized run of every batch, together */

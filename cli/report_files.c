@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ptq/html_report.h"
 
 ptq_status cli_report_dir(ptq_ctx *ctx, const char *dir, int *made)
 {
@@ -73,4 +74,12 @@ ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n)
     }
     free(tmp);
     return st;
+}
+
+const char *const cli_report_names[CLI_REPORT_FILES] = {"validate.json",      "validate.md",         "report.html",
+                                                        "confusion-fp32.png", "confusion-quant.png", "confusion-delta.png"};
+
+int cli_report_n_files(int64_t n_classes)
+{
+    return n_classes <= PTQ_HTML_MAX_CLASSES ? CLI_REPORT_FILES : 3;
 }

@@ -1,5 +1,6 @@
 """ptq run: every stage into one folder, and resuming: a second run with the
-same inputs skips every stage, a changed validation set reruns what reads it
+same inputs skips every stage, one with a file of report/ or ort/ missing
+reruns that stage, a changed validation set reruns what reads it
 (sensitivity, validate) and nothing else, --force reruns everything, and a
 budget no plan meets exits 11 with the best plan validated and exported;
 --reduce-range reruns sensitivity, the plan and what reads them, and with
@@ -8,7 +9,8 @@ budget no plan meets exits 11 with the best plan validated and exported;
 --smooth ALPHA on the ViT runs `ptq smooth` first and every stage on its
 model (the archive records that model's SHA-256; a second run skips it, a
 new alpha reruns everything), and on a model without a LayerNorm to smooth
-stops at that stage with its exit 5."""
+stops at that stage with its exit 5. A bad flag value stops the run before
+its first stage."""
 import hashlib
 import json
 import os
@@ -23,8 +25,9 @@ from ptqtest import MODEL, SRC, check, finish, fmnist_test, have_demo, ptq
 VIT = os.path.join(SRC, "models", "fmnist_vit.onnx")
 
 OUTPUTS = ["run.json", "calib.h5", "sens.json", "sens.md", "sens.html", "plan.json", "report/validate.json",
-           "report/report.html", "report/confusion-delta.png",
-           "calib.cache", "ort/calibration.json", "ranges.json", "model_qdq.onnx"]
+           "report/validate.md", "report/report.html", "report/confusion-fp32.png", "report/confusion-quant.png",
+           "report/confusion-delta.png", "calib.cache", "ort/calibration.flatbuffers", "ort/calibration.json",
+           "ort/calibration.cache", "ranges.json", "model_qdq.onnx"]
 
 
 def stages(out):
@@ -53,6 +56,15 @@ def main():
         check("every output is in the folder", not missing, ", ".join(missing))
         rc, out, err = ptq(*base)
         check("a second run skips every stage", rc == 0 and not any(stages(out).values()), out)
+        # a file of a folder's stage missing: that stage runs again, and puts it back
+        gone = ["report/confusion-delta.png", "report/validate.md", "ort/calibration.cache", "ort/calibration.json"]
+        for g in gone:
+            os.remove(J("out", g))
+        rc, out, err = ptq(*base)
+        rerun = {k for k, v in stages(out).items() if v}
+        check("a missing report or ort file reruns validate and ort only, and they are back",
+              rc == 0 and rerun == {"validate", "ort"} and all(os.path.exists(J("out", g)) for g in gone),
+              f"exit {rc}: {sorted(rerun)} {err[-300:]}")
         # another validation set: sensitivity and validate rerun, calibration and exports do not
         with h5py.File(J("val.h5"), "w") as f:
             f["images"] = images[400:700]
