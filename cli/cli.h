@@ -15,6 +15,7 @@
 #include "ptq/plan.h"
 #include "ptq/runner.h"
 #include "ptq/runtime.h"
+#include "ptq/sensitivity.h"
 #include "ptq/status.h"
 #include "ptq/version.h"
 
@@ -249,6 +250,11 @@ enum { CLI_SENS_MAX_BATCH = 1 << 16 };
 int cli_points_parse(const char *cmd, const char *flag, const char *value, double *out);
 /* `ptq smooth --alpha`'s value (`ptq run --smooth`'s): a number in [0, 1]; 0, or prints and returns EXIT_USAGE. */
 int cli_alpha_parse(const char *cmd, const char *flag, const char *value, double *alpha);
+/* The sensitivity report at path (`ptq plan --budget` and `ptq validate --sensitivity` read it) read by
+ * ptq_sens_read and checked against model g, whose SHA-256 is model_sha256 (ptq_sens_check); a failure names path.
+ * sens (NULL: not kept) and text (NULL: not kept) are the caller's to free (ptq_sens_summary_free, free). */
+ptq_status cli_sens_load(ptq_ctx *ctx, const char *path, const ptq_graph *g, const char *model_sha256,
+                         ptq_sens_summary *sens, char **text);
 /* `ptq plan ... --sensitivity S --budget PTS`: the budgeted planner over
  * --data (cli/plan_budget.c); opts are plan's. Returns the exit code. */
 int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path);

@@ -166,8 +166,8 @@ int cmd_validate(int argc, char **argv)
     PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), run_done);
     cli_mark("preparing its rounding");
     /* before any image: a bad archive, report or trace fails at once */
-    if (sens_path)
-        PTQ_TRY(st, cli_read_text(&ctx, sens_path, &sens_text), run_done);
+    if (sens_path) /* as strictly as `ptq plan --budget` reads it */
+        PTQ_TRY(st, cli_sens_load(&ctx, sens_path, s.graph, plan->model_sha256, NULL, &sens_text), run_done);
     if (trace_path)
         PTQ_TRY(st, cli_read_text(&ctx, trace_path, &trace_text), run_done);
     PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, sens_text, NULL), sens_path), run_done);

@@ -132,18 +132,10 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     ptq_budget_result res;
     memset(&res, 0, sizeof res);
     int64_t *ids = NULL, n_ids = 0;
-    char *text = NULL, *sens_text = NULL, *trace = NULL, sha[65];
+    char *text = NULL, *trace = NULL, sha[65];
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
     const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
     /* everything checked before any image is read */
-    PTQ_TRY(st, cli_read_text(&ctx, sens_path, &sens_text), done);
-    st = ptq_sens_read(&ctx, sens_text, &sens);
-    if (st != PTQ_OK) {
-        char why[PTQ_MSG_BYTES];
-        snprintf(why, sizeof why, "%s", ctx.msg);
-        ptq_fail(&ctx, st, "%s: %s", sens_path, why);
-        goto done;
-    }
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "plan", &so,
                                           class_budget >= 0 ? "a budget compares predictions with them (and "
@@ -156,13 +148,9 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                                         cli_get(opts, n_opts, "target"), reduce_range, &archive, &def),
             done);
     PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), done);
+    PTQ_TRY(st, cli_sens_load(&ctx, sens_path, s.graph, sha, &sens, NULL), done);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(archive, &pv);
-    if (strcmp(sens.model_sha256, sha) != 0) {
-        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured on another model (SHA-256 %.16s..., the model's %.16s...)",
-                      sens_path, sens.model_sha256[0] ? sens.model_sha256 : "none", sha);
-        goto done;
-    }
     if (strcmp(sens.archive_sample_ids_sha256, pv.sample_ids_sha256) != 0) {
         st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured with another calibration archive than %s", sens_path,
                       archive_path);
@@ -220,7 +208,6 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
 done:;
     const int met = res.met;
     free(text);
-    free(sens_text);
     free(trace);
     free(ids);
     ptq_budget_result_free(&res);

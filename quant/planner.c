@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/json.h"
 #include "core/logits.h"
 #include "ptq/fake_quant.h"
 #include "ptq/sensitivity.h"
@@ -28,12 +29,6 @@ void ptq_sens_summary_free(ptq_sens_summary *s)
     memset(s, 0, sizeof *s);
 }
 
-static double number_or_nan(const cJSON *o, const char *key)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-}
-
 static void copy_hex(char dst[65], const cJSON *o, const char *key)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -42,21 +37,101 @@ static void copy_hex(char dst[65], const cJSON *o, const char *key)
         memcpy(dst, x->valuestring, 65);
 }
 
+/* The number at key of o into *out: required (absent, null or another type refused) unless nullable, when null
+ * and absent read as NAN (a figure the report could not measure). */
+static int sens_number(const cJSON *o, const char *key, int nullable, double *out)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+    return cJSON_IsNumber(x) || (nullable && (!x || cJSON_IsNull(x)));
+}
+
+/* One entry of "tensors" into e; PTQ_ERR_FORMAT naming the tensor (by index until it has a name). */
+static ptq_status sens_entry_read(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_sens_entry *e)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(t, "kind");
+    const cJSON *only = cJSON_GetObjectItemCaseSensitive(t, "only");
+    const cJSON *all_but = cJSON_GetObjectItemCaseSensitive(t, "all_but");
+    if (!cJSON_IsObject(t) || !cJSON_IsString(name) || !name->valuestring[0])
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity tensor %lld is not an object with a \"name\"", (long long)i);
+    const char *n = name->valuestring;
+    if (!cJSON_IsString(kind) || (strcmp(kind->valuestring, "weight") != 0 &&
+                                  strcmp(kind->valuestring, "activation") != 0))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity tensor '%s': \"kind\" is not activation or weight", n);
+    if (!cJSON_IsObject(all_but))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity tensor '%s': no \"all_but\" object", n);
+    if (!cJSON_IsObject(only) && !cJSON_IsNull(only)) /* null: not measured */
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity tensor '%s': \"only\" is neither an object nor null", n);
+    const cJSON *measured = cJSON_GetObjectItemCaseSensitive(all_but, "measured");
+    const cJSON *inf = cJSON_GetObjectItemCaseSensitive(only, "sqnr_infinite");
+    if (!cJSON_IsBool(measured) || !sens_number(all_but, "recovered_pts", 0, &e->recovered_pts))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity tensor '%s': \"all_but\" wants \"measured\" (true or false) "
+                        "and \"recovered_pts\" (a number)", n);
+    e->only_delta_pts = e->only_sqnr_db = NAN;
+    if (cJSON_IsObject(only) && (!sens_number(only, "top1_delta_pts", 0, &e->only_delta_pts) ||
+                                 !sens_number(only, "sqnr_db", 1, &e->only_sqnr_db) || (inf && !cJSON_IsBool(inf))))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity tensor '%s': \"only\" wants \"top1_delta_pts\" (a number), "
+                        "\"sqnr_db\" (a number or null) and \"sqnr_infinite\" (true or false)", n);
+    if (cJSON_IsTrue(inf))
+        e->only_sqnr_db = INFINITY;
+    e->is_weight = strcmp(kind->valuestring, "weight") == 0;
+    if (!(e->name = strdup(n)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a sensitivity report");
+    return PTQ_OK;
+}
+
+static int cmp_entry_names(const void *a, const void *b)
+{
+    return strcmp((*(const ptq_sens_entry *const *)a)->name, (*(const ptq_sens_entry *const *)b)->name);
+}
+
+/* PTQ_ERR_FORMAT naming the first tensor s lists twice. */
+static ptq_status sens_unique_names(ptq_ctx *ctx, const ptq_sens_summary *s)
+{
+    const ptq_sens_entry **by_name = malloc((size_t)s->n * sizeof *by_name);
+    if (!by_name)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a sensitivity report");
+    for (int64_t i = 0; i < s->n; i++)
+        by_name[i] = &s->e[i];
+    qsort(by_name, (size_t)s->n, sizeof *by_name, cmp_entry_names);
+    ptq_status st = PTQ_OK;
+    for (int64_t i = 1; i < s->n && st == PTQ_OK; i++)
+        if (strcmp(by_name[i]->name, by_name[i - 1]->name) == 0)
+            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity report: tensor '%s' is listed twice", by_name[i]->name);
+    free(by_name);
+    return st;
+}
+
 ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out)
 {
     ptq_status st = PTQ_OK;
     memset(out, 0, sizeof *out);
-    cJSON *root = cJSON_Parse(json);
+    cJSON *root = NULL;
+    PTQ_TRY_RET(ptq_json_parse(ctx, json, "not a ptq sensitivity report", &root));
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "format_version");
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "tensors");
     const cJSON *core = cJSON_GetObjectItemCaseSensitive(root, "core");
-    if (!root || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "ptq-sensitivity") != 0 || !cJSON_IsArray(arr)) {
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "not a ptq sensitivity report (format \"ptq-sensitivity\" with tensors)");
+    double n_samples = NAN;
+    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "ptq-sensitivity") != 0 ||
+        !cJSON_IsNumber(version) || !cJSON_IsArray(arr)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "not a ptq sensitivity report (format \"ptq-sensitivity\" with a "
+                      "format_version and tensors)");
         goto done;
     }
+    if (version->valuedouble != PTQ_SENS_FORMAT_VERSION) {
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "a version %g sensitivity report; this ptq reads version %d",
+                      version->valuedouble, PTQ_SENS_FORMAT_VERSION);
+        goto done;
+    }
+    if (!sens_number(root, "samples", 0, &n_samples) || !(n_samples >= 0 && n_samples < 9e18) ||
+        n_samples != floor(n_samples)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity report: \"samples\" is not a count of images >= 0");
+        goto done;
+    }
+    out->n_samples = (int64_t)n_samples;
     copy_hex(out->model_sha256, root, "model_sha256");
-    const double n_samples = number_or_nan(root, "samples");
-    out->n_samples = n_samples >= 0 && n_samples < 9e18 ? (int64_t)n_samples : 0;
     copy_hex(out->archive_sample_ids_sha256, root, "archive_sample_ids_sha256");
     if (cJSON_IsString(core))
         snprintf(out->core, sizeof out->core, "%s", core->valuestring);
@@ -75,6 +150,10 @@ ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out)
         goto done;
     }
     const int n = cJSON_GetArraySize(arr);
+    if (n == 0) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity report: no tensors");
+        goto done;
+    }
     if (!(out->e = calloc((size_t)n + 1, sizeof *out->e))) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a sensitivity report");
         goto done;
@@ -82,32 +161,27 @@ ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out)
     const cJSON *t;
     cJSON_ArrayForEach(t, arr)
     {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(t, "kind");
-        const cJSON *only = cJSON_GetObjectItemCaseSensitive(t, "only");
-        const cJSON *all_but = cJSON_GetObjectItemCaseSensitive(t, "all_but");
-        if (!cJSON_IsString(name) || !cJSON_IsString(kind) || !cJSON_IsObject(all_but)) {
-            st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity tensor %lld has no name, kind or all_but", (long long)out->n);
-            goto done;
-        }
-        ptq_sens_entry *e = &out->e[out->n++];
-        if (!(e->name = strdup(name->valuestring))) {
-            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a sensitivity report");
-            goto done;
-        }
-        e->is_weight = strcmp(kind->valuestring, "weight") == 0;
-        e->recovered_pts = number_or_nan(all_but, "recovered_pts");
-        e->only_delta_pts = cJSON_IsObject(only) ? number_or_nan(only, "top1_delta_pts") : NAN;
-        const cJSON *inf = cJSON_IsObject(only) ? cJSON_GetObjectItemCaseSensitive(only, "sqnr_infinite") : NULL;
-        e->only_sqnr_db = cJSON_IsTrue(inf) ? INFINITY : cJSON_IsObject(only) ? number_or_nan(only, "sqnr_db") : NAN;
-        if (isnan(e->recovered_pts))
-            e->recovered_pts = 0;
+        PTQ_TRY(st, sens_entry_read(ctx, t, out->n, &out->e[out->n]), done);
+        out->n++;
     }
+    st = sens_unique_names(ctx, out);
 done:
     cJSON_Delete(root);
     if (st != PTQ_OK)
         ptq_sens_summary_free(out);
     return st;
+}
+
+ptq_status ptq_sens_check(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_graph *g, const char *model_sha256)
+{
+    if (strcmp(s->model_sha256, model_sha256) != 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "measured on another model (SHA-256 %.16s..., the model's %.16s...)",
+                        s->model_sha256[0] ? s->model_sha256 : "none", model_sha256);
+    for (int64_t i = 0; i < s->n; i++)
+        if (ptq_graph_find_value(g, s->e[i].name) < 0)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "sensitivity tensor '%s' is not a tensor of the model",
+                            s->e[i].name);
+    return PTQ_OK;
 }
 
 void ptq_budget_result_free(ptq_budget_result *r)

@@ -681,7 +681,7 @@ ptq_status ptq_sens_format_json(ptq_ctx *ctx, const ptq_sensitivity *s, const ch
     const int64_t *support;
     ptq_sens_baselines(s, &f32, &def, &support);
     cJSON_AddStringToObject(root, "format", "ptq-sensitivity");
-    cJSON_AddNumberToObject(root, "format_version", 1);
+    cJSON_AddNumberToObject(root, "format_version", PTQ_SENS_FORMAT_VERSION);
     cJSON_AddNumberToObject(root, "samples", (double)f32.n);
     cJSON_AddNumberToObject(root, "classes", s->k);
     cJSON *names = cJSON_AddArrayToObject(root, "class_names");

@@ -6,7 +6,9 @@ sensitivity must rank the two damaged activations first, and
 `ptq plan --budget 0.3` must come back within 0.3 points of FP32 with at most
 10% of the plan's tensors moved to FP16. Also: the report's figures do not
 depend on the batch size, and bad inputs (a report for another model or
-archive, a bad budget, unlabelled data) fail with nothing written."""
+archive, a bad budget, unlabelled data, a hand-edited or corrupt report) fail
+with nothing written; plan --budget and validate --sensitivity read a report
+by the same rules."""
 import json
 import os
 import shutil
@@ -206,6 +208,38 @@ def main():
         refused("a file that is not a sensitivity report", ["plan", J("calib.h5"), "--model", hard, "--sensitivity",
                 J("notsens.json"), "--budget", "0.3", "--data", J("val.h5"), "--out", J("x7.json")], 4,
                 "not a ptq sensitivity report", J("x7.json"))
+        # a hand-edited or corrupt report: plan --budget and validate --sensitivity refuse it alike, naming the file
+        sens = json.load(open(J("sens.json")))
+        name4 = sens["tensors"][4]["name"]
+        edits = {"notensors": (lambda q: q.__setitem__("tensors", []), 4, "no tensors"),
+                 "unknown": (lambda q: q["tensors"][4].__setitem__("name", "nope"), 2, "'nope'"),
+                 "dup": (lambda q: q["tensors"].append(q["tensors"][4]), 4, "listed twice"),
+                 "strsqnr": (lambda q: q["tensors"][4]["only"].__setitem__("sqnr_db", "x"), 4, name4),
+                 "noonly": (lambda q: q["tensors"][4].pop("only"), 4, name4),
+                 "noallbut": (lambda q: q["tensors"][4].pop("all_but"), 4, name4),
+                 "negsamples": (lambda q: q.__setitem__("samples", -5), 4, "samples"),
+                 "ver2": (lambda q: q.__setitem__("format_version", 2), 5, "version 2")}
+        for tag, (edit, want, fragment) in edits.items():
+            q = json.loads(json.dumps(sens))
+            edit(q)
+            with open(J(f"bad-{tag}.json"), "w") as f:
+                json.dump(q, f)
+        text = open(J("sens.json")).read()
+        with open(J("bad-trailing.json"), "w") as f:
+            f.write(text + "\n{}")
+        with open(J("bad-nan.json"), "w") as f:
+            f.write(text.replace('"top1_fp32":', '"top1_fp32": NaN, "x":', 1))
+        edits["trailing"] = (None, 4, "unexpected data after the value")
+        edits["nan"] = (None, 4, "not valid JSON (at byte")
+        for tag, (_, want, fragment) in edits.items():
+            rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J(f"bad-{tag}.json"), "--budget",
+                             "0.3", "--data", J("val.h5"), "--out", J("x8.json"))
+            check(f"plan --budget: a report {tag}: exit {want}, naming the file and what is off",
+                  rc == want and f"bad-{tag}.json: " in err and fragment in err and not os.path.exists(J("x8.json")),
+                  f"exit {rc}: {err.strip()}")
+            refused(f"validate --sensitivity: a report {tag}: exit {want}", ["validate", "--model", hard, "--plan",
+                    J("default.json"), "--data", J("val.h5"), "--sensitivity", J(f"bad-{tag}.json"), "--report",
+                    J("x9")], want, f"bad-{tag}.json: ", J("x9", "validate.json"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish("cli_sensitivity_test")

@@ -100,6 +100,9 @@ typedef struct {
 } ptq_sens_seconds;
 PTQ_API ptq_sens_seconds ptq_sens_time(const ptq_sensitivity *s);
 
+/* The "format_version" of the report's JSON. */
+#define PTQ_SENS_FORMAT_VERSION 1
+
 /* The report as JSON (format "ptq-sensitivity", described in README.md) and
  * as Markdown sorted by harm (top-1 lost when only the tensor is
  * quantized, then SQNR). header_json: an object merged at the top of the
@@ -130,9 +133,20 @@ typedef struct ptq_sens_summary {
     ptq_sens_entry *e; /* [n] */
 } ptq_sens_summary;
 
-/* Reads a report of ptq_sens_format_json (PTQ_ERR_FORMAT naming what is
- * off); ptq_sens_summary_free releases it. */
+/* Reads a report of ptq_sens_format_json as strictly as a plan: one JSON
+ * value (no trailing data, no key twice), format "ptq-sensitivity" of
+ * version PTQ_SENS_FORMAT_VERSION (another: PTQ_ERR_UNSUPPORTED), "samples" a
+ * count >= 0, at least one tensor, each with a unique name, kind activation or
+ * weight, an "all_but" object ("measured", "recovered_pts" a number) and
+ * "only" an object (its "top1_delta_pts" a number, "sqnr_db" a number or
+ * null) or null (not measured); else PTQ_ERR_FORMAT naming the tensor.
+ * ptq_sens_summary_free releases it. */
 PTQ_API ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out);
+/* A report read by ptq_sens_read checked against model g, whose file's
+ * SHA-256 is model_sha256: measured on that model, and every tensor it names
+ * one of g's (PTQ_ERR_INVALID_ARG naming the first that is not). */
+PTQ_API ptq_status ptq_sens_check(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_graph *g,
+                                  const char *model_sha256);
 PTQ_API void ptq_sens_summary_free(ptq_sens_summary *s);
 
 /* The budgeted planner: from `start` (the default plan), tensors move to
