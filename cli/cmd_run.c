@@ -86,6 +86,8 @@ typedef struct stage {
     const char *outputs[CLI_REPORT_FILES];
     int n_outputs;
     int by_classes; /* outputs are validate's report (outputs[0] validate.json): as many as its class count calls for */
+    const char *unkeyed[4]; /* options the outputs do not depend on (--threads, --batch): passed on, not in the key */
+    int n_unkeyed;
 } stage;
 
 static void arg(stage *s, const char *a)
@@ -99,6 +101,18 @@ static void opt(stage *s, const char *name, const char *value)
     if (value) {
         arg(s, name);
         arg(s, value);
+    }
+}
+
+/* --threads, or --batch when keyed is 0: the stage's outputs are the same bytes whatever its value (README: the
+ * executors run every GEMM with the same shape whatever the batch), so changing it reruns nothing. */
+static void opt_unkeyed(stage *s, const char *name, const char *value, int keyed)
+{
+    if (keyed)
+        opt(s, name, value);
+    else if (value && s->n_unkeyed + 2 <= (int)(sizeof s->unkeyed / sizeof s->unkeyed[0])) {
+        s->unkeyed[s->n_unkeyed++] = name;
+        s->unkeyed[s->n_unkeyed++] = value;
     }
 }
 
@@ -291,6 +305,8 @@ int cmd_run(int argc, char **argv)
     snprintf(p_qdq, sizeof p_qdq, "%s/model_qdq.onnx", dir);
     snprintf(p_manifest, sizeof p_manifest, "%s/run.json", dir);
 
+    /* on a GPU a MatMul of two batched inputs runs at the batch's shape, so there --batch may change the bits */
+    const int gpu = device && strncmp(device, "cuda", 4) == 0;
     stage st[9];
     memset(st, 0, sizeof st);
     int n_st = 0;
@@ -303,7 +319,7 @@ int cmd_run(int argc, char **argv)
         arg(s, "smooth");
         opt(s, "--model", model), opt(s, "--data", cdata), opt(s, "--out", p_smooth), opt(s, "--alpha", smooth);
         opt(s, "--labels", clabels), opt(s, "--classes", cclasses), opt(s, "--samples", csamples);
-        opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+        opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
         opts_all(s, "--input", inputs, n_inputs);
         model = p_smooth;
     }
@@ -315,7 +331,8 @@ int cmd_run(int argc, char **argv)
     opt(s, "--labels", clabels), opt(s, "--classes", cclasses);
     if (strcmp(csamples, "0") != 0) /* calibrate reads every image without --samples */
         opt(s, "--samples", csamples);
-    opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+    opt(s, "--device", device), opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
+    opt(s, "--preprocess", pre);
     opts_all(s, "--input", inputs, n_inputs);
     s = &st[n_st++];
     *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data},
@@ -325,7 +342,8 @@ int cmd_run(int argc, char **argv)
     opt(s, "--model", model), opt(s, "--calib", p_calib), opt(s, "--data", data), opt(s, "--out", p_sens);
     opt(s, "--labels", labels), opt(s, "--classes", classes);
     opt(s, "--samples", vsamples), opt(s, "--core", core), opt(s, "--method", method), opt(s, "--output", output);
-    opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+    opt(s, "--device", device), opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
+    opt(s, "--preprocess", pre);
     opts_all(s, "--input", inputs, n_inputs);
     opt(s, "--target", target); /* in its key too: a report of the other target's formats is measured again */
     if (reduce_range) /* in its arguments, so in its key: a report of the other weights is measured again */
@@ -342,8 +360,8 @@ int cmd_run(int argc, char **argv)
         arg(s, "--reduce-range");
     if (budget) {
         opt(s, "--sensitivity", p_sens), opt(s, "--budget", budget), opt(s, "--class-budget", class_budget);
-        opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device), opt(s, "--batch", batch);
-        opt(s, "--threads", threads), opt(s, "--preprocess", pre);
+        opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device);
+        opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
         opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
         opts_all(s, "--input", inputs, n_inputs);
     }
@@ -359,7 +377,9 @@ int cmd_run(int argc, char **argv)
     opt(s, "--reference", reference);
     opt(s, "--model", model), opt(s, "--plan", p_plan), opt(s, "--data", data), opt(s, "--report", p_report);
     opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
-    opt(s, "--calib", p_calib), opt(s, "--device", device), opt(s, "--batch", batch), opt(s, "--threads", threads);
+    opt(s, "--calib", p_calib), opt(s, "--device", device), opt_unkeyed(s, "--threads", threads, 0);
+    /* with --reference FP32 runs on the first batch only, whose size the report records */
+    opt_unkeyed(s, "--batch", batch, gpu || reference);
     opt(s, "--preprocess", pre), opt(s, "--sensitivity", p_sens), opt(s, "--trace", budget ? p_trace : NULL);
     opts_all(s, "--input", inputs, n_inputs);
     const char *export_method = method ? method : "percentile";
@@ -423,6 +443,8 @@ int cmd_run(int argc, char **argv)
         printf("== %s\n", s->name);
         fflush(stdout);
         cJSON_DeleteItemFromObjectCaseSensitive(manifest, s->name);
+        for (int j = 0; j < s->n_unkeyed; j++)
+            arg(s, s->unkeyed[j]);
         s->argv[s->argc] = NULL;
         const int spread = s->cmd == cmd_calibrate || s->cmd == cmd_sensitivity || s->cmd == cmd_validate;
         rc = spread ? s->cmd(s->argc - 1, (char **)s->argv + 1) : cli_on_rank0(s->cmd, s->argc - 1, (char **)s->argv + 1);

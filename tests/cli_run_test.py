@@ -1,6 +1,7 @@
 """ptq run: every stage into one folder, and resuming: a second run with the
-same inputs skips every stage, one with a file of report/ or ort/ missing
-reruns that stage, a changed validation set reruns what reads it
+same inputs (whatever --threads and --batch) skips every stage, one with a
+file of report/ or ort/ missing reruns that stage, a changed validation set
+reruns what reads it
 (sensitivity, validate) and nothing else, --force reruns everything, and a
 budget no plan meets exits 11 with the best plan validated and exported;
 --reduce-range reruns sensitivity, the plan and what reads them, and with
@@ -65,6 +66,11 @@ def main():
         check("a missing report or ort file reruns validate and ort only, and they are back",
               rc == 0 and rerun == {"validate", "ort"} and all(os.path.exists(J("out", g)) for g in gone),
               f"exit {rc}: {sorted(rerun)} {err[-300:]}")
+        # the outputs are the same bytes whatever --threads and --batch (tests/cli_calib_test.py,
+        # cli_sensitivity_test.py, cli_pipeline_test.py): changing only them reruns nothing
+        rc, out, err = ptq(*base, "--threads", "1", "--batch", "37")
+        check("another --threads and --batch: every stage skipped", rc == 0 and not any(stages(out).values()),
+              f"exit {rc}: {out[-300:]} {err[-300:]}")
         # another validation set: sensitivity and validate rerun, calibration and exports do not
         with h5py.File(J("val.h5"), "w") as f:
             f["images"] = images[400:700]
