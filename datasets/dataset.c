@@ -190,11 +190,9 @@ const char *ptq_dataset_class_name(const ptq_dataset *ds, int i)
     return ds->class_names && i >= 0 && i < ds->n_classes ? ds->class_names[i] : NULL;
 }
 
-int64_t ptq_dataset_value_range(const ptq_dataset *ds, float *lo, float *hi)
+void ptq_dataset_value_range(const ptq_dataset *ds, ptq_value_range *out)
 {
-    *lo = ds->range_lo;
-    *hi = ds->range_hi;
-    return ds->range_samples;
+    *out = ds->range;
 }
 
 const char *ptq_dataset_kind(const ptq_dataset *ds)

@@ -30,8 +30,7 @@ struct ptq_dataset {
     int has_labels;
     int n_classes;                 /* -1: unknown */
     char **class_names;            /* [n_classes] or NULL */
-    int64_t range_samples;         /* float images: samples range_lo/hi were taken over; 0 otherwise */
-    float range_lo, range_hi;
+    ptq_value_range range;         /* float images: what the value probe saw; all 0 otherwise */
     ptq_dataset_array *arrays;     /* [n_arrays] (ptq_dataset_open_arrays), keys owned; else NULL, 0 */
     int n_arrays;
     ds_hdf5 *h5;                   /* exactly one of h5 and folder is set */

@@ -6,6 +6,7 @@
  * tests/named_inputs_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,15 +406,22 @@ static ptq_status probe_float_range(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read images 0..%lld of '%s' in %s: %s", (long long)(m - 1),
                         h->images_key, ds->path, why);
     }
-    float lo = buf[0], hi = buf[0];
-    for (size_t i = 1; i < n_floats; i++) { /* NaN compares false: left to the model */
-        lo = buf[i] < lo ? buf[i] : lo;
-        hi = buf[i] > hi ? buf[i] : hi;
+    ptq_value_range *r = &ds->range;
+    int have = 0;
+    for (size_t i = 0; i < n_floats; i++) { /* NaN and Inf are counted, left to the model, and decide nothing */
+        const float v = buf[i];
+        if (!isfinite(v)) {
+            r->n_nonfinite++;
+            continue;
+        }
+        r->lo = !have || v < r->lo ? v : r->lo;
+        r->hi = !have || v > r->hi ? v : r->hi;
+        r->n_above_one += v > 1.0f;
+        have = 1;
     }
     free(buf);
-    ds->range_lo = lo;
-    ds->range_hi = hi;
-    ds->range_samples = m;
+    r->n_values = (int64_t)n_floats;
+    r->n_samples = m;
     return PTQ_OK;
 }
 

@@ -177,6 +177,26 @@ static int spec_names(const char *spec, const char *key)
     return 0;
 }
 
+/* Float images already in [0, 1], judged on the first samples' finite
+ * values, are not scaled again; NaN and Inf are counted in a note. */
+static void pick_float_scale(ptq_session *s, const ptq_session_opts *o)
+{
+    ptq_value_range r;
+    ptq_dataset_value_range(s->data, &r);
+    if (r.n_samples <= 0)
+        return;
+    if (r.n_nonfinite > 0)
+        note(s, "%lld of the %lld values in the first %lld samples of %s are NaN or Inf: passed to the model as "
+             "they are, left out of the range check\n", (long long)r.n_nonfinite, (long long)r.n_values,
+             (long long)r.n_samples, o->data);
+    if (r.n_nonfinite < r.n_values && r.hi <= 1.0f && s->pre.scale != 1.0f && !spec_names(o->preprocess, "scale")) {
+        note(s, "float images already in [%g, %g] (first %lld samples): not scaled again (scale=1 instead of %g; "
+             "name scale= in --preprocess to override)\n", (double)r.lo, (double)r.hi, (long long)r.n_samples,
+             (double)s->pre.scale);
+        s->pre.scale = 1.0f;
+    }
+}
+
 /* 1 for the model ptq reads images into: one float32 input of rank 4. */
 static int image_model(const ptq_graph *g)
 {
@@ -403,15 +423,7 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         else if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
             note(s, "converting %lld-channel images to the model's %lld channels\n", (long long)dc,
                  (long long)s->channels);
-        float lo, hi;
-        int64_t probed = ptq_dataset_value_range(s->data, &lo, &hi);
-        if (probed > 0 && hi <= 1.0f && s->pre.scale != 1.0f && !spec_names(o->preprocess, "scale")) {
-            note(s,
-                 "float images already in [%g, %g] (first %lld samples): not scaled again (scale=1 instead of "
-                 "%g; name scale= in --preprocess to override)\n",
-                 (double)lo, (double)hi, (long long)probed, (double)s->pre.scale);
-            s->pre.scale = 1.0f;
-        }
+        pick_float_scale(s, o);
     }
     if (s->channels != 1 && s->channels != 3 && s->channels != 4) {
         st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' [%s] has %lld channels; images give 1, 3 or 4", o->model,

@@ -140,6 +140,17 @@ def main():
               rc == 0 and "not scaled again" not in se
               and close(got, expected(rgb.astype(np.float32) / 255.0, 1 / 255, IMAGENET_MEAN, IMAGENET_STD)),
               f"rc {rc}: {se[-300:]}")
+        # a NaN or Inf pixel, first or later, is counted in a note and does not change the [0, 1] decision
+        for where, bad in (("first", np.nan), ("later", np.nan), ("first", np.inf)):
+            fbad = rgb.astype(np.float32) / 255.0
+            fbad[0 if where == "first" else n - 1, 0, 0, 0] = bad
+            fpath = os.path.join(tmp, "float01bad.h5")
+            h5_set(fpath, fbad, labels)
+            rc, got, _, se = eval_logits(tmp, nchw, fpath, "--preprocess", meanstd)
+            ok = np.isfinite(want).all(axis=1) if got is None else np.isfinite(got).all(axis=1)
+            check(f"a {bad} {where} in float [0, 1] images: noted, the set still not divided by 255",
+                  rc == 0 and "1 of the" in se and "NaN or Inf" in se and "not scaled again" in se
+                  and ok.sum() == n - 1 and close(got[ok], want[ok]), f"rc {rc}: {se[-300:]}")
         f255 = os.path.join(tmp, "float255.h5")
         h5_set(f255, rgb.astype(np.float32), labels)
         rc, got, _, se = eval_logits(tmp, nchw, f255, "--preprocess", meanstd)

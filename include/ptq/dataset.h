@@ -130,11 +130,19 @@ PTQ_API int ptq_dataset_has_labels(const ptq_dataset *ds);
 PTQ_API int ptq_dataset_n_classes(const ptq_dataset *ds);
 /* Class name of index i (folder name, classes file name, or the HDF5 class_names entry); NULL if unknown. */
 PTQ_API const char *ptq_dataset_class_name(const ptq_dataset *ds, int i);
-/* Sets stored as float (HDF5 float32): the smallest and largest value of
- * the first samples (at most 256), read at open; returns how many samples
- * that was. 0 for integer images (their range is their type's). The
- * session uses it so float data already in [0, 1] is not scaled again. */
-PTQ_API int64_t ptq_dataset_value_range(const ptq_dataset *ds, float *lo, float *hi);
+/* What the value probe of a float set saw (see ptq_dataset_value_range). */
+typedef struct ptq_value_range {
+    int64_t n_samples;   /* samples probed (the first, at most 256); 0 for integer images */
+    int64_t n_values;    /* values in them */
+    int64_t n_nonfinite; /* NaN or Inf among them: left out of lo, hi and n_above_one */
+    int64_t n_above_one; /* finite values > 1 */
+    float lo, hi;        /* smallest and largest finite value; 0, 0 when none is finite */
+} ptq_value_range;
+/* Sets stored as float (HDF5 float32): the value range of the first
+ * samples (at most 256), read at open; n_samples 0 for integer images
+ * (their range is their type's). The session uses it to tell float data
+ * already in [0, 1] from 0..255 pixels. */
+PTQ_API void ptq_dataset_value_range(const ptq_dataset *ds, ptq_value_range *out);
 PTQ_API const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "image-folder" */
 /* What the samples are, whatever path names them: the SHA-256 of an HDF5
  * file's bytes; for an image folder, over its samples in order, each one's
