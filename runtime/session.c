@@ -177,24 +177,40 @@ static int spec_names(const char *spec, const char *key)
     return 0;
 }
 
-/* Float images already in [0, 1], judged on the first samples' finite
- * values, are not scaled again; NaN and Inf are counted in a note. */
-static void pick_float_scale(ptq_session *s, const ptq_session_opts *o)
+/* Float images: [0, 1] (scale 1) or 0..255 pixels (the spec's scale), from
+ * the range of the first samples' finite values, always said in a note. A
+ * range that is nearly all in [0, 1] with a few values above (max <= 1.5,
+ * or fewer than 1 in 1,000 above 1) could be either: refused unless
+ * --preprocess names scale=. README "Preprocessing" states the rule. */
+static ptq_status pick_float_scale(ptq_ctx *ctx, ptq_session *s, const ptq_session_opts *o)
 {
     ptq_value_range r;
     ptq_dataset_value_range(s->data, &r);
     if (r.n_samples <= 0)
-        return;
+        return PTQ_OK;
     if (r.n_nonfinite > 0)
         note(s, "%lld of the %lld values in the first %lld samples of %s are NaN or Inf: passed to the model as "
              "they are, left out of the range check\n", (long long)r.n_nonfinite, (long long)r.n_values,
              (long long)r.n_samples, o->data);
-    if (r.n_nonfinite < r.n_values && r.hi <= 1.0f && s->pre.scale != 1.0f && !spec_names(o->preprocess, "scale")) {
+    if (r.n_nonfinite == r.n_values || s->pre.scale == 1.0f || spec_names(o->preprocess, "scale"))
+        return PTQ_OK;
+    const int64_t n_finite = r.n_values - r.n_nonfinite;
+    if (r.hi <= 1.0f) {
         note(s, "float images already in [%g, %g] (first %lld samples): not scaled again (scale=1 instead of %g; "
              "name scale= in --preprocess to override)\n", (double)r.lo, (double)r.hi, (long long)r.n_samples,
              (double)s->pre.scale);
         s->pre.scale = 1.0f;
+        return PTQ_OK;
     }
+    if (r.hi <= 1.5f || r.n_above_one * 1000 < n_finite)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "%s: float images in [%g, %g] (first %lld samples) with %lld of %lld values above 1: "
+                        "ambiguous between [0, 1] and 0..255 pixels; name the scale in --preprocess (scale=1 "
+                        "for [0, 1], scale=1/255 for 0..255)", o->data, (double)r.lo, (double)r.hi,
+                        (long long)r.n_samples, (long long)r.n_above_one, (long long)n_finite);
+    note(s, "float images in [%g, %g] (first %lld samples): taken as 0..255 pixels, scale=%g (name scale= in "
+         "--preprocess to override)\n", (double)r.lo, (double)r.hi, (long long)r.n_samples, (double)s->pre.scale);
+    return PTQ_OK;
 }
 
 /* 1 for the model ptq reads images into: one float32 input of rank 4. */
@@ -423,7 +439,7 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         else if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
             note(s, "converting %lld-channel images to the model's %lld channels\n", (long long)dc,
                  (long long)s->channels);
-        pick_float_scale(s, o);
+        PTQ_TRY(st, pick_float_scale(ctx, s, o), fail);
     }
     if (s->channels != 1 && s->channels != 3 && s->channels != 4) {
         st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: input '%s' [%s] has %lld channels; images give 1, 3 or 4", o->model,

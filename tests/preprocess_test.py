@@ -157,6 +157,27 @@ def main():
         check("float images in 0..255 get scale 1/255", rc == 0 and "not scaled again" not in se and close(got, want),
               f"rc {rc}: {se[-300:]}")
 
+        check("0..255 float images: a note names the range and the scale taken",
+              "taken as 0..255 pixels, scale=0.00392157" in se, se[-300:])
+        # nearly all in [0, 1] with a few values above: ambiguous, refused unless scale= is named
+        fover = rgb.astype(np.float32) / 255.0
+        fover[0, 0, 0, 0] = 1.0001
+        fpath = os.path.join(tmp, "float_over.h5")
+        h5_set(fpath, fover, labels)
+        rc, got, _, se = eval_logits(tmp, nchw, fpath, "--preprocess", meanstd)
+        check("float images in [0, 1] but one at 1.0001: refused as ambiguous (exit 2)",
+              rc == 2 and "ambiguous" in se and "[0, 1.0001]" in se and "scale=1" in se, f"rc {rc}: {se[-300:]}")
+        rc, got, _, se = eval_logits(tmp, nchw, fpath, "--preprocess", meanstd + " scale=1")
+        check("... and read as given with scale=1",
+              rc == 0 and close(got, expected(fover, 1.0, IMAGENET_MEAN, IMAGENET_STD)), f"rc {rc}: {se[-300:]}")
+        fover = rgb.astype(np.float32)
+        fover[rgb > 1] = 0.5  # 0..255 pixels but almost none above 1
+        fover[0, 0, 0, 0] = 200.0
+        h5_set(fpath, fover, labels)
+        rc, got, _, se = eval_logits(tmp, nchw, fpath, "--preprocess", meanstd)
+        check("fewer than 1 in 1,000 values above 1: refused as ambiguous", rc == 2 and "ambiguous" in se,
+              f"rc {rc}: {se[-300:]}")
+
         # 6. below-chance FP32 accuracy: a hint about the labels / class map
         pred = want.argmax(axis=1)
         wrong = os.path.join(tmp, "wrong.h5")
