@@ -3,6 +3,7 @@
  * HDF5 set. Covered by tests/cli_test.py, tests/datasets_test.py and
  * tests/jpeg_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,29 @@ static int parse_size(const char *v, int64_t *w, int64_t *h)
     *w = a;
     *h = b;
     return 0;
+}
+
+/* Splits the comma-separated buf in place into names[*n], each trimmed of
+ * surrounding spaces (as readers trim them); 0, or the 1-based position of
+ * the first empty item, which would shift every later label's name. */
+static int split_names(char *buf, const char **names, int *n)
+{
+    *n = 0;
+    for (char *item = buf;;) {
+        char *end = strchr(item, ',');
+        char *stop = end ? end : item + strlen(item);
+        while (item < stop && isspace((unsigned char)*item))
+            item++;
+        while (stop > item && isspace((unsigned char)stop[-1]))
+            stop--;
+        if (stop == item)
+            return *n + 1;
+        names[(*n)++] = item;
+        *stop = '\0';
+        if (!end)
+            return 0;
+        item = end + 1;
+    }
 }
 
 /* --images FOLDER: the folder into an HDF5 set. */
@@ -147,8 +171,13 @@ static int data_convert(int argc, char **argv)
             free(names);
             return cli_usage_error("data convert", "out of memory");
         }
-        for (char *tok = strtok(names_buf, ","); tok; tok = strtok(NULL, ","))
-            names[n_names++] = tok;
+        int empty = split_names(names_buf, names, &n_names);
+        if (empty) {
+            free(names_buf);
+            free(names);
+            return cli_usage_error("data convert", "--class-names item %d is empty (in '%s'); every label needs a "
+                                   "name, in label order", empty, names_opt);
+        }
     }
     /* a PNG folder numbers classes by sorted folder name: keep label order with an index prefix */
     char prefixed[10][32];

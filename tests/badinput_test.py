@@ -595,6 +595,13 @@ def idx_files():
          4, "declares", secs=30)
     case("idx: gzip garbage", C + [write("g.idx.gz", b"\x1f\x8b\x08\x00garbage-garbage"), "--labels", lab], 4)
     case("idx: --zstd-level 99", C + [img, "--labels", lab, "--zstd-level", "99"], 2)
+    # an empty class name would shift every later label's name: refused, naming its position
+    case("idx: --class-names a,,c,d", C + [img, "--labels", lab, "--class-names", "a,,c,d"], 2,
+         "--class-names item 2 is empty")
+    case("idx: --class-names with a trailing comma", C + [img, "--labels", lab, "--class-names", "a,b,c,d,"], 2,
+         "--class-names item 5 is empty")
+    case("idx: --class-names with a blank item", C + [img, "--labels", lab, "--class-names", " ,b,c,d"], 2,
+         "--class-names item 1 is empty")
 
 
 def flags():
