@@ -21,6 +21,25 @@ void ptq_preprocess_default(ptq_preprocess *p)
     }
 }
 
+/* scale > 0, and (v * scale - mean) / std finite over pixels 0..255 for
+ * the first n channels: a spec that makes every input the same value, or
+ * Inf/NaN, is a mistake. */
+static ptq_status check_normalization(ptq_ctx *ctx, const ptq_preprocess *p, int n)
+{
+    if (!(p->scale > 0.0f))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess scale must be > 0, got %g", (double)p->scale);
+    for (int c = 0; c < n; c++)
+        for (int v = 0; v <= 255; v += 255) {
+            const float y = ((float)v * p->scale - p->mean[c]) / p->std[c];
+            if (p->std[c] != 0.0f && !isfinite(y))
+                return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                                "preprocess scale=%g mean=%g std=%g (channel %d) turn pixel %d into %g: every "
+                                "normalized value must be finite", (double)p->scale, (double)p->mean[c],
+                                (double)p->std[c], c, v, (double)y);
+        }
+    return PTQ_OK;
+}
+
 ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p)
 {
     if (p->n_channels != 1 && p->n_channels != 3 && p->n_channels != 4)
@@ -36,7 +55,7 @@ ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p)
         if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess mean/std of channel %d must be finite, std non-zero",
                             c);
-    return PTQ_OK;
+    return check_normalization(ctx, p, p->n_channels);
 }
 
 /* ---- spec parsing ---- */
@@ -244,6 +263,7 @@ ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess std must be non-zero");
             goto done;
         }
+    PTQ_TRY(st, check_normalization(ctx, &q, 4), done);
     *p = q;
 done:
     free(buf);

@@ -106,6 +106,8 @@ static void test_parse(void)
         {"mean=1,2", "2/1 values"},       {"layout=NCWH", "'layout'"},       {"novalue", "'novalue'"},
         {"std=0", "std"},                 {"size=0x5", "'size'"},            {"resize=-1", "'resize'"},
         {"mean=1,2,3,4,5", "'mean'"},     {"order=GBR", "'order'"},          {"=3", "'=3'"},
+        {"scale=0", "scale must be > 0"}, {"scale=-1", "scale must be > 0"}, {"std=1e-45", "must be finite"},
+        {"mean=3e38 std=1e-38", "must be finite"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ptq_ctx_init(&ctx);
