@@ -89,7 +89,9 @@ static int cmp_names(const void *a, const void *b)
 }
 
 /* Lists the non-hidden entries of dir that are folders (want_dirs) or
- * regular image files (ds_image_kind), sorted; symlinks are followed. */
+ * regular image files (ds_image_kind), sorted; symlinks are followed. An
+ * entry that could be one but cannot be stat'ed (a dangling symlink) is an
+ * error: skipping it would drop a sample or renumber the classes. */
 static ptq_status list_dir(ptq_ctx *ctx, const char *dir, int want_dirs, name_list *out)
 {
     ptq_status st = PTQ_OK;
@@ -108,7 +110,14 @@ static ptq_status list_dir(ptq_ctx *ctx, const char *dir, int want_dirs, name_li
         full = grown;
         snprintf(full, need, "%s/%s", dir, e->d_name);
         struct stat sb;
-        if (stat(full, &sb) != 0 || (want_dirs ? !S_ISDIR(sb.st_mode) : !S_ISREG(sb.st_mode)))
+        if (stat(full, &sb) != 0) {
+            const int err = errno;
+            const int link = lstat(full, &sb) == 0 && S_ISLNK(sb.st_mode);
+            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s: %s%s", full, strerror(err),
+                          link ? " (a symlink whose target cannot be reached)" : "");
+            goto done;
+        }
+        if (want_dirs ? !S_ISDIR(sb.st_mode) : !S_ISREG(sb.st_mode))
             continue;
         if (out->n == out->cap) {
             int64_t cap = out->cap ? 2 * out->cap : 64;

@@ -492,6 +492,15 @@ def png_folders():
     fake = png_gray(30000, 30000, rows=1)  # declares 900M pixels, holds one row
     root = png_folder("liar", {"a/0.png": ok, "b/0.png": fake})
     case("png: header declaring 900M pixels", M + [root], 6, "refusing to decode")
+    # a dangling symlink is a missing image (exit 3, named), not a sample silently left out
+    root = png_folder("dangling", {"a/0.png": ok, "b/1.png": ok})
+    os.symlink(J("no-such-image.png"), os.path.join(root, "b", "2.png"))
+    case("png: a dangling symlink in a class folder", M + [root], 3, "dangling/b/2.png: No such file or directory")
+    case("png: a dangling symlink, data convert", ["data", "convert", "--images", root, "--out", J("dangling.h5")], 3,
+         "dangling/b/2.png: No such file or directory")
+    os.remove(os.path.join(root, "b", "2.png"))
+    os.symlink(J("no-such-folder"), os.path.join(root, "c"))
+    case("png: a dangling symlink where a class folder would be", M + [root], 3, "dangling/c: No such file")
 
 
 def jpeg_bytes(img, quality=95):
