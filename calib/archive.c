@@ -85,22 +85,9 @@ static ptq_status write_groups(h5f *w)
 
 static ptq_status write_names(h5f *w, const ptq_calib_set *s)
 {
-    hsize_t dim = (hsize_t)s->n;
-    hid_t type = H5Tcopy(H5T_C_S1), space = -1, dcpl = -1, d = -1;
-    int ok = type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0 && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 &&
-             (space = H5Screate_simple(1, &dim, NULL)) >= 0 && (dcpl = H5Pcreate(H5P_DATASET_CREATE)) >= 0 &&
-             H5Pset_obj_track_times(dcpl, 0) >= 0 &&
-             (d = H5Dcreate2(w->file, "tensors/name", type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) >= 0 &&
-             (s->n == 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->names) >= 0);
-    if (d >= 0)
-        H5Dclose(d);
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    if (space >= 0)
-        H5Sclose(space);
-    if (type >= 0)
-        H5Tclose(type);
-    return ok ? PTQ_OK : io_fail(w, "tensors/name");
+    return ds_h5_write_strings_dataset(w->file, "tensors/name", (const char *const *)s->names, s->n)
+               ? PTQ_OK
+               : io_fail(w, "tensors/name");
 }
 
 static ptq_status write_hist(h5f *w, const ptq_calib_set *s)

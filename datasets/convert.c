@@ -114,8 +114,7 @@ static ptq_status write_hdf5(ptq_ctx *ctx, conv_job *job, int zstd_level, const 
             goto write_failed;
     }
     if (job->class_names)
-        PTQ_TRY(st, ds_h5_write_strings_attr(ctx, file, "class_names", job->class_names, job->n_classes, 0,
-                                             job->tmp), done);
+        PTQ_TRY(st, ds_h5_write_class_names(ctx, file, job->class_names, job->n_classes, job->tmp), done);
     PTQ_TRY(st, ds_h5_write_strings_attr(ctx, file, "source_images", &images_path, 1, 1, job->tmp), done);
     PTQ_TRY(st, ds_h5_write_strings_attr(ctx, file, "source_labels", &labels_path, 1, 1, job->tmp), done);
     goto done;

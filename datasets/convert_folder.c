@@ -99,8 +99,7 @@ static ptq_status write_set(ptq_ctx *ctx, ptq_dataset *ds, const ptq_preprocess 
         goto write_failed;
     PTQ_TRY(st, class_names(ctx, ds, &names), done);
     if (names)
-        PTQ_TRY(st, ds_h5_write_strings_attr(ctx, file, "class_names", (const char *const *)names, ds->n_classes, 0,
-                                             tmp), done);
+        PTQ_TRY(st, ds_h5_write_class_names(ctx, file, (const char *const *)names, ds->n_classes, tmp), done);
     const char *src = ds->path;
     PTQ_TRY(st, ds_h5_write_strings_attr(ctx, file, "source_images", &src, 1, 1, tmp), done);
     if (labels_file)

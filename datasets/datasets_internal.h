@@ -186,6 +186,16 @@ ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *
  * array of n, or a scalar when scalar is 1 (n must be 1). */
 ptq_status ds_h5_write_strings_attr(ptq_ctx *ctx, hid_t loc, const char *name, const char *const *strs, int n,
                                     int scalar, const char *path);
+/* Class names of a set ptq writes: the root attribute class_names, or,
+ * beyond DS_H5_MAX_NAMES_ATTR names (a compact attribute holds at most
+ * 64 KiB, 16 bytes a name), the root dataset class_names; readers take
+ * either (hdf5_set.c read_class_names). */
+#define DS_H5_MAX_NAMES_ATTR 4000
+ptq_status ds_h5_write_class_names(ptq_ctx *ctx, hid_t file, const char *const *names, int n, const char *path);
+/* Writes strs[n] as the 1-D variable-length UTF-8 string dataset key of
+ * loc, without times (the same content, the same bytes); 1, or 0 with the
+ * error in HDF5's stack (ds_h5_error). */
+int ds_h5_write_strings_dataset(hid_t loc, const char *key, const char *const *strs, int64_t n);
 void ds_strings_free(char **strs, int n);
 /* HDF5 files that ptq writes are built in memory (the core driver, no
  * backing store) and written out by ptq itself: a full disk is then an

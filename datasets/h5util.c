@@ -250,6 +250,41 @@ done:
     return st;
 }
 
+ptq_status ds_h5_write_class_names(ptq_ctx *ctx, hid_t file, const char *const *names, int n, const char *path)
+{
+    char why[256];
+    /* an appended file's earlier names, in the other form, would be read first or clash */
+    if ((H5Lexists(file, "class_names", H5P_DEFAULT) > 0 && H5Ldelete(file, "class_names", H5P_DEFAULT) < 0) ||
+        (n > DS_H5_MAX_NAMES_ATTR && H5Aexists(file, "class_names") > 0 && H5Adelete(file, "class_names") < 0))
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot replace class_names in %s: %s", path, ds_h5_error(why, sizeof why));
+    if (n <= DS_H5_MAX_NAMES_ATTR)
+        return ds_h5_write_strings_attr(ctx, file, "class_names", names, n, 0, path);
+    return ds_h5_write_strings_dataset(file, "class_names", names, n)
+               ? PTQ_OK
+               : ptq_fail(ctx, PTQ_ERR_IO, "cannot write dataset class_names (%d names) to %s: %s", n, path,
+                          ds_h5_error(why, sizeof why));
+}
+
+int ds_h5_write_strings_dataset(hid_t loc, const char *key, const char *const *strs, int64_t n)
+{
+    hsize_t dim = (hsize_t)n;
+    hid_t type = H5Tcopy(H5T_C_S1), space = -1, dcpl = -1, d = -1;
+    int ok = type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0 && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 &&
+             (space = H5Screate_simple(1, &dim, NULL)) >= 0 && (dcpl = H5Pcreate(H5P_DATASET_CREATE)) >= 0 &&
+             H5Pset_obj_track_times(dcpl, 0) >= 0 &&
+             (d = H5Dcreate2(loc, key, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) >= 0 &&
+             (n == 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, strs) >= 0);
+    if (d >= 0)
+        H5Dclose(d);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    return ok;
+}
+
 int64_t ds_h5_chunk_samples(int64_t n, size_t sample_bytes)
 {
     int64_t k = (int64_t)(((size_t)4 << 20) / (sample_bytes ? sample_bytes : 1));

@@ -94,8 +94,7 @@ ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const ptq_tens
     if (labels)
         PTQ_TRY(st, write_tensor(ctx, file, o->labels_key ? o->labels_key : "labels", labels, o, path), done);
     if (o->n_class_names > 0)
-        PTQ_TRY(st, ds_h5_write_strings_attr(ctx, file, "class_names", o->class_names, o->n_class_names, 0, path),
-                done);
+        PTQ_TRY(st, ds_h5_write_class_names(ctx, file, o->class_names, o->n_class_names, path), done);
 done:
     if (file >= 0 && !o->append && st == PTQ_OK)
         st = ds_h5_mem_save(ctx, &file, tmp);

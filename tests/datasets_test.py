@@ -60,6 +60,33 @@ def check_absurd_shapes(exe, tmp):
     check(run.returncode == 0, f"{exe} --bad-h5 exited {run.returncode}")
 
 
+def check_many_class_names(tmp):
+    """data convert with 5,000 class names (more than a 64 KiB compact
+    attribute holds): written as the root dataset class_names, which h5py
+    reads and ptq reads back."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cli_test import png_bytes
+    from ptqtest import MODEL, PTQ
+    root = os.path.join(tmp, "many")
+    os.makedirs(os.path.join(root, "c00000"))
+    with open(os.path.join(root, "c00000", "0.png"), "wb") as f:
+        f.write(png_bytes(np.zeros((28, 28), np.uint8)))
+    want = [f"c{i:05d}" for i in range(5000)]
+    with open(os.path.join(tmp, "many.txt"), "w") as f:
+        f.write("".join(f"{n} {i}\n" for i, n in enumerate(want)))
+    out = os.path.join(tmp, "many.h5")
+    run = subprocess.run([PTQ, "data", "convert", "--images", root, "--classes", os.path.join(tmp, "many.txt"),
+                          "--out", out], capture_output=True, text=True)
+    check(run.returncode == 0, f"data convert with 5,000 classes exited {run.returncode}: {run.stderr[-300:]}")
+    if run.returncode != 0:
+        return
+    with h5py.File(out, "r") as f:
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["class_names"][...]]
+    check(names == want, f"5,000 class_names read by h5py: {len(names)}, {names[:2]}")
+    run = subprocess.run([PTQ, "eval", "--model", MODEL, "--data", out], capture_output=True, text=True)
+    check(run.returncode != 0 and "5000 classes" in run.stderr, f"ptq reads 5,000 class_names: {run.stderr[-300:]}")
+
+
 def main():
     build = os.environ.get("PTQ_BUILD_DIR")
     if not build:
@@ -68,6 +95,7 @@ def main():
     exe = os.path.join(build, "tests", "test_datasets")
     with tempfile.TemporaryDirectory() as tmp:
         check_absurd_shapes(exe, tmp)
+        check_many_class_names(tmp)
     if not os.path.exists(IMAGES) or not os.path.exists(LABELS):
         print(f"datasets_test: {len(failures)} failed; Fashion-MNIST missing, round trip skipped")
         return 1 if failures else 77
