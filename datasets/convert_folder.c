@@ -157,6 +157,7 @@ ptq_status ptq_data_convert_folder(ptq_ctx *ctx, const char *folder, const ptq_d
     ptq_preprocess_default(&p);
     p.scale = 1.0f;
     p.nhwc = 1;
+    p.to_convert = 1;
     p.n_channels = cp->channels ? cp->channels : ds->channels <= 2 ? 1 : 3;
     p.height = cp->height ? cp->height : ds->height;
     p.width = cp->width ? cp->width : ds->width;

@@ -126,9 +126,12 @@ void ds_first_error_note(ds_first_error *e, int64_t i, const ptq_ctx *err);
 void ds_first_error_free(ds_first_error *e);
 
 /* max_pixels: 0, or a PNG whose header declares more pixels is refused
- * (PTQ_ERR_SHAPE) before any is decoded: a few KiB can inflate to GiBs. */
+ * (PTQ_ERR_SHAPE) before any is decoded: a few KiB can inflate to GiBs;
+ * cap_why says in the message where the cap comes from. */
 #define DS_PNG_MAX_UPSCALE 64 /* pixels an image may have per pixel of the model's input */
-ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels);
+#define DS_CONVERT_MAX_PIXELS ((uint64_t)256 << 20) /* data convert's cap on one image, whatever --resize */
+ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels,
+                         const char *cap_why);
 
 /* One JPEG decoder (a TurboJPEG handle and the file's bytes), reused from
  * image to image on one thread. */
@@ -143,10 +146,11 @@ typedef struct ds_jpeg {
  * for a resize and the image not already p's height x width, decodes at the
  * smallest DCT scale M/8 whose shorter side is still >= p->resize.
  * header_only: the stored geometry, nothing decoded. max_pixels: 0, or
- * more decoded pixels than that is PTQ_ERR_SHAPE before any is decoded.
+ * more decoded pixels than that is PTQ_ERR_SHAPE before any is decoded
+ * (cap_why, in the message, says why).
  * Undecodable, truncated or corrupt data is PTQ_ERR_DATA naming path. */
 ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image *img, int header_only,
-                          const ptq_preprocess *p, uint64_t max_pixels);
+                          const ptq_preprocess *p, uint64_t max_pixels, const char *cap_why);
 void ds_jpeg_free(ds_jpeg *dec);
 void ds_image_free(ds_image *img);
 /* Writes pixels: [h, w] 8-bit gray as a PNG at path. */

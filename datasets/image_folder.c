@@ -281,10 +281,14 @@ static ptq_status decode_sample(ptq_ctx *ctx, const ptq_dataset *ds, folder_work
     const ds_folder *f = ds->folder;
     const char *rel = f->names + f->name_at[s];
     snprintf(w->path, f->path_cap, "%s/%s", ds->path, rel);
-    const uint64_t max_pixels = p ? (uint64_t)p->height * (uint64_t)p->width * DS_PNG_MAX_UPSCALE : 0;
+    /* data convert's cap does not shrink with --resize: shrinking large photos is what it is for */
+    const uint64_t max_pixels = !p              ? 0
+                                : p->to_convert ? DS_CONVERT_MAX_PIXELS
+                                                : (uint64_t)p->height * (uint64_t)p->width * DS_PNG_MAX_UPSCALE;
+    const char *why = p && p->to_convert ? "data convert's limit for one image" : "64 times the model's input";
     if (ds_image_kind(rel) == DS_IMG_JPEG)
-        return ds_jpeg_decode(ctx, w->path, &w->jpeg, &w->img, header_only, p, max_pixels);
-    return ds_png_decode(ctx, w->path, &w->img, header_only, max_pixels);
+        return ds_jpeg_decode(ctx, w->path, &w->jpeg, &w->img, header_only, p, max_pixels, why);
+    return ds_png_decode(ctx, w->path, &w->img, header_only, max_pixels, why);
 }
 
 ptq_status ds_folder_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts)

@@ -91,7 +91,7 @@ static tjscalingfactor pick_scale(int w, int h, int64_t min_short)
 }
 
 ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image *img, int header_only,
-                          const ptq_preprocess *p, uint64_t max_pixels)
+                          const ptq_preprocess *p, uint64_t max_pixels, const char *cap_why)
 {
     size_t n_bytes = 0;
     PTQ_TRY_RET(read_file(ctx, path, dec, &n_bytes));
@@ -122,8 +122,8 @@ ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image
         if (sf.num != sf.denom)
             snprintf(scaled, sizeof scaled, " (%d x %d at DCT scale %d/%d)", sh, sw, sf.num, sf.denom);
         return ptq_fail(ctx, PTQ_ERR_SHAPE,
-                        "JPEG %s declares %d x %d pixels%s, more than %llu (%d times the model's input); refusing to "
-                        "decode it", path, h, w, scaled, (unsigned long long)max_pixels, DS_PNG_MAX_UPSCALE);
+                        "JPEG %s declares %d x %d pixels%s, more than %llu (%s); refusing to decode it", path, h, w,
+                        scaled, (unsigned long long)max_pixels, cap_why);
     }
     size_t bytes = (size_t)sw * (size_t)sh * (size_t)img->channels;
     if (bytes > MAX_IMAGE_BYTES)

@@ -96,7 +96,8 @@ static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, 
     return 1;
 }
 
-ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels)
+ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels,
+                         const char *cap_why)
 {
     png_err err = {0, ""};
     FILE *f = NULL;
@@ -109,10 +110,9 @@ ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int head
     else if (!decode_core(png, info, f, img, header_only, max_pixels) && err.too_big)
         /* the pixel count is named, not decoded */
         st = ptq_fail(ctx, PTQ_ERR_SHAPE,
-                      "PNG %s declares %llu x %llu pixels, more than %llu (%d times the model's input); refusing to "
-                      "decode it", path, (unsigned long long)png_get_image_height(png, info),
-                      (unsigned long long)png_get_image_width(png, info), (unsigned long long)max_pixels,
-                      DS_PNG_MAX_UPSCALE);
+                      "PNG %s declares %llu x %llu pixels, more than %llu (%s); refusing to decode it", path,
+                      (unsigned long long)png_get_image_height(png, info),
+                      (unsigned long long)png_get_image_width(png, info), (unsigned long long)max_pixels, cap_why);
     else if (err.msg[0])
         st = ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode PNG %s: %s", path, err.msg);
     png_destroy_read_struct(png ? &png : NULL, info ? &info : NULL, NULL);

@@ -338,6 +338,11 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
     const int same_size = h == H && w == W;
     /* Stretching would silently distort the aspect ratio of one odd image
      * among many; a change of geometry must be asked for. */
+    if (!same_size && p->resize == 0 && p->to_convert)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE,
+                        "image is %lldx%lld (width x height) but the set is %lldx%lld (the first image's size); pass "
+                        "--resize WxH to resize and center-crop every image", (long long)w, (long long)h, (long long)W,
+                        (long long)H);
     if (!same_size && p->resize == 0)
         return ptq_fail(ctx, PTQ_ERR_SHAPE,
                         "image is %lldx%lld but the model takes %lldx%lld; pass --preprocess resize=... to resize "

@@ -20,10 +20,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.n_channels = 3;
     p.height = p.width = 224;
     const uint64_t max_pixels = (uint64_t)224 * 224 * DS_PNG_MAX_UPSCALE;
-    if (ds_jpeg_decode(&ctx, path, &dec, &img, 1, NULL, 0) == PTQ_OK) {
-        ds_jpeg_decode(&ctx, path, &dec, &img, 0, &p, max_pixels);
+    if (ds_jpeg_decode(&ctx, path, &dec, &img, 1, NULL, 0, NULL) == PTQ_OK) {
+        ds_jpeg_decode(&ctx, path, &dec, &img, 0, &p, max_pixels, "fuzz");
         p.resize = 32; /* a small target: the smallest DCT scales */
-        ds_jpeg_decode(&ctx, path, &dec, &img, 0, &p, max_pixels);
+        ds_jpeg_decode(&ctx, path, &dec, &img, 0, &p, max_pixels, "fuzz");
     }
     ds_jpeg_free(&dec);
     ds_image_free(&img);

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&img, 0, sizeof img);
     if (fuzz_begin(data, size, ".png", path, sizeof path, &ctx) != 0)
         return 0;
-    ds_png_decode(&ctx, path, &img, 0, (uint64_t)224 * 224 * DS_PNG_MAX_UPSCALE);
+    ds_png_decode(&ctx, path, &img, 0, (uint64_t)224 * 224 * DS_PNG_MAX_UPSCALE, "fuzz");
     ds_image_free(&img);
     unlink(path);
     return 0;

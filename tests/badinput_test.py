@@ -492,6 +492,19 @@ def png_folders():
     fake = png_gray(30000, 30000, rows=1)  # declares 900M pixels, holds one row
     root = png_folder("liar", {"a/0.png": ok, "b/0.png": fake})
     case("png: header declaring 900M pixels", M + [root], 6, "refusing to decode")
+    # data convert: the bomb cap does not shrink with --resize, and messages name --resize, not the model
+    root = png_folder("convsizes", {"a/0.png": png_bytes(np.zeros((300, 300), np.uint8)),
+                                    "a/1.png": png_bytes(np.zeros((56, 56), np.uint8))})
+    case("data convert: --resize 28 of a 300x300 PNG", ["data", "convert", "--images", root, "--out", J("cs.h5"),
+                                                        "--resize", "28"], 0)
+    case("data convert: mixed sizes without --resize name --resize, not the model",
+         ["data", "convert", "--images", root, "--out", J("cs2.h5")], 6,
+         "1.png: image is 56x56 (width x height) but the set is 300x300 (the first image's size); pass --resize WxH",
+         out_check=lambda o, e: "model" not in e and "--preprocess" not in e)
+    root = png_folder("convbomb", {"a/0.png": ok, "a/1.png": png_gray(20000, 20000)})
+    case("data convert: a 20000x20000 PNG is still refused", ["data", "convert", "--images", root, "--out",
+                                                              J("cb.h5"), "--resize", "28"], 6,
+         "more than 268435456 (data convert's limit for one image)", secs=60)
     # a dangling symlink is a missing image (exit 3, named), not a sample silently left out
     root = png_folder("dangling", {"a/0.png": ok, "b/1.png": ok})
     os.symlink(J("no-such-image.png"), os.path.join(root, "b", "2.png"))

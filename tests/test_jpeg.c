@@ -197,7 +197,7 @@ static void test_dct_scale(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ptq_preprocess pp = raw_pp(3, cases[i].h, cases[i].w);
         pp.resize = cases[i].resize;
-        CHECK_MSG(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 0) == PTQ_OK, "%s", ctx.msg);
+        CHECK_MSG(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 0, NULL) == PTQ_OK, "%s", ctx.msg);
         CHECK_MSG(img.height == cases[i].want_h && img.width == cases[i].want_w,
                   "resize %lld into %lldx%lld: decoded %lldx%lld, want %lldx%lld", (long long)cases[i].resize,
                   (long long)cases[i].h, (long long)cases[i].w, (long long)img.height, (long long)img.width,
@@ -209,11 +209,11 @@ static void test_dct_scale(void)
     /* header only: the stored size whatever the resize */
     ptq_preprocess pp = raw_pp(3, 24, 24);
     pp.resize = 24;
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 1, &pp, 0) == PTQ_OK && img.height == 192 && img.width == 256);
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 1, &pp, 0, NULL) == PTQ_OK && img.height == 192 && img.width == 256);
     /* the pixel bound applies to what is decoded: 24x32 fits 24*24*2, 192x256 does not */
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 24 * 24 * 2) == PTQ_OK);
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 24 * 24 * 2, "a test cap") == PTQ_OK);
     pp.resize = 0;
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 24 * 24 * 2) == PTQ_ERR_SHAPE &&
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 24 * 24 * 2, "a test cap") == PTQ_ERR_SHAPE &&
           strstr(ctx.msg, "refusing to decode") && strstr(ctx.msg, "big.jpg"));
     ds_jpeg_free(&dec);
     ds_image_free(&img);
@@ -240,14 +240,14 @@ static void test_bad_jpegs(void)
     memset(&img, 0, sizeof img);
     snprintf(p, sizeof p, "%s/a/trunc.jpg", root);
     test_write_bytes(p, jpg, n / 2);
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_DATA && strstr(ctx.msg, "cannot decode JPEG") &&
-          strstr(ctx.msg, "trunc.jpg"));
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0, NULL) == PTQ_ERR_DATA &&
+          strstr(ctx.msg, "cannot decode JPEG") && strstr(ctx.msg, "trunc.jpg"));
     snprintf(p, sizeof p, "%s/a/notjpeg.jpg", root);
     write_text(p, "GIF89a not a jpeg");
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 1, NULL, 0) == PTQ_ERR_DATA && strstr(ctx.msg, "notjpeg.jpg"));
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 1, NULL, 0, NULL) == PTQ_ERR_DATA && strstr(ctx.msg, "notjpeg.jpg"));
     snprintf(p, sizeof p, "%s/a/empty.jpg", root);
     test_write_bytes(p, "", 0);
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_DATA);
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0, NULL) == PTQ_ERR_DATA);
     /* scan data garbled (entropy-coded bytes past the headers set to 0xff 0x00 ... ): a decode error or warning */
     unsigned char *garbled = malloc(n);
     memcpy(garbled, jpg, n);
@@ -255,7 +255,7 @@ static void test_bad_jpegs(void)
         garbled[i] = (unsigned char)(i % 3 == 0 ? 0xff : i * 37);
     snprintf(p, sizeof p, "%s/a/garbled.jpg", root);
     test_write_bytes(p, garbled, n);
-    CHECK_MSG(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_DATA && strstr(ctx.msg, "garbled.jpg"),
+    CHECK_MSG(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0, NULL) == PTQ_ERR_DATA && strstr(ctx.msg, "garbled.jpg"),
               "%s", ctx.msg);
     /* SOF patched to declare 60000 x 50000: refused before any pixel buffer */
     memcpy(garbled, jpg, n);
@@ -271,12 +271,12 @@ static void test_bad_jpegs(void)
     snprintf(p, sizeof p, "%s/a/huge.jpg", root);
     test_write_bytes(p, garbled, n);
     ptq_preprocess pp = raw_pp(3, 64, 64);
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 64 * 64 * DS_PNG_MAX_UPSCALE) == PTQ_ERR_SHAPE &&
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 64 * 64 * DS_PNG_MAX_UPSCALE, "a test cap") == PTQ_ERR_SHAPE &&
           strstr(ctx.msg, "60000 x 50000") && strstr(ctx.msg, "refusing to decode"));
     CHECK(img.cap_bytes < (size_t)64 << 20);
     /* with a resize the smallest scale 1/8 still leaves 7500 x 6250 pixels: refused as well */
     pp.resize = 64;
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 64 * 64 * DS_PNG_MAX_UPSCALE) == PTQ_ERR_SHAPE &&
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, &pp, 64 * 64 * DS_PNG_MAX_UPSCALE, "a test cap") == PTQ_ERR_SHAPE &&
           strstr(ctx.msg, "7500 x 6250 at DCT scale 1/8"));
     /* CMYK: refused as unsupported, not misread */
     uint8_t cmyk[8 * 8 * 4];
@@ -287,7 +287,7 @@ static void test_bad_jpegs(void)
     CHECK(tj && tjCompress2(tj, cmyk, 8, 0, 8, TJPF_CMYK, &cj, &cn, TJSAMP_444, 90, 0) == 0);
     snprintf(p, sizeof p, "%s/cmyk.jpg", g_tmp);
     test_write_bytes(p, cj, cn);
-    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0) == PTQ_ERR_UNSUPPORTED && strstr(ctx.msg, "CMYK"));
+    CHECK(ds_jpeg_decode(&ctx, p, &dec, &img, 0, NULL, 0, NULL) == PTQ_ERR_UNSUPPORTED && strstr(ctx.msg, "CMYK"));
     tjFree(cj);
     tjDestroy(tj);
     /* through the folder reader: the first bad sample in index order is the one reported (here a/empty.jpg) */

@@ -43,6 +43,8 @@ typedef struct ptq_preprocess {
     int64_t resize;        /* shorter side before the center crop; 0 = images must be height x width */
     int bgr;               /* 1: channel order BGR */
     int nhwc;              /* 1: output [N,H,W,C]; 0: [N,C,H,W] */
+    int to_convert;        /* 1: for `data convert` (a set, not a model's input): an image may have 256 Mpx
+                              whatever the output size (else 64 times it), and messages name --resize */
 } ptq_preprocess;
 
 /* Defaults: scale 1/255, 1 channel, mean 0, std 1, RGB, NCHW, resize 0;
