@@ -163,6 +163,14 @@ ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char 
     return ds->h5 ? ptq_sha256_file(ctx, ds->path, hex) : ds_folder_content_sha256(ctx, ds, hex);
 }
 
+void ptq_dataset_label_origin(const ptq_dataset *ds, int64_t i, char *buf, size_t n)
+{
+    if (ds->h5)
+        ds_hdf5_label_origin(ds, buf, n);
+    else
+        ds_folder_label_origin(ds, i, buf, n);
+}
+
 int64_t ptq_dataset_count(const ptq_dataset *ds)
 {
     return ds->count;

@@ -57,6 +57,9 @@ ptq_status ds_folder_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t 
 void ds_folder_free(ds_folder *f);
 /* ptq_dataset_content_sha256 of an image folder. */
 ptq_status ds_folder_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
+/* ptq_dataset_label_origin of each format */
+void ds_folder_label_origin(const ptq_dataset *ds, int64_t i, char *buf, size_t n);
+void ds_hdf5_label_origin(const ptq_dataset *ds, char *buf, size_t n);
 
 /* An image folder's file kinds, by suffix (any case). */
 enum { DS_IMG_NONE = 0, DS_IMG_PNG = 1, DS_IMG_JPEG = 2 };

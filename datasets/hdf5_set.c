@@ -623,29 +623,44 @@ static void close_spaces(hid_t fspace, hid_t mspace)
         H5Sclose(mspace);
 }
 
+void ds_hdf5_label_origin(const ptq_dataset *ds, char *buf, size_t n)
+{
+    snprintf(buf, n, "labels '%s' in %s", ds->h5->labels_key, ds->path);
+}
+
+/* Labels start..start+n-1, read as int64 (an int32 read would clamp a
+ * larger one to INT32_MAX) and checked. */
 static ptq_status read_labels(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, int32_t *labels)
 {
     ds_hdf5 *h = ds->h5;
     hsize_t dims[2] = {(hsize_t)ds->count, 1};
     hid_t fspace, mspace;
     char why[256];
+    int64_t *wide = malloc((size_t)n * sizeof *wide);
+    if (!wide)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "reading labels of %s: out of memory", ds->path);
     int ok = select_samples(h->labels, h->labels_rank, dims, start, n, &fspace, &mspace) &&
-             H5Dread(h->labels, H5T_NATIVE_INT32, mspace, fspace, H5P_DEFAULT, labels) >= 0;
+             H5Dread(h->labels, H5T_NATIVE_INT64, mspace, fspace, H5P_DEFAULT, wide) >= 0;
     if (!ok)
         ds_h5_error(why, sizeof why);
     close_spaces(fspace, mspace);
-    if (!ok)
-        return ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read labels %lld..%lld of '%s' in %s: %s", (long long)start,
-                        (long long)(start + n - 1), h->labels_key, ds->path, why);
-    for (int64_t i = 0; i < n; i++) {
-        if (labels[i] < 0)
-            return ptq_fail(ctx, PTQ_ERR_DATA, "label %d of sample %lld in %s is negative", (int)labels[i],
-                            (long long)(start + i), ds->path);
-        if (ds->n_classes >= 0 && labels[i] >= ds->n_classes)
-            return ptq_fail(ctx, PTQ_ERR_DATA, "label %d of sample %lld in %s is past its %d class_names",
-                            (int)labels[i], (long long)(start + i), ds->path, ds->n_classes);
+    ptq_status st = ok ? PTQ_OK
+                       : ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read labels %lld..%lld of '%s' in %s: %s",
+                                  (long long)start, (long long)(start + n - 1), h->labels_key, ds->path, why);
+    for (int64_t i = 0; st == PTQ_OK && i < n; i++) {
+        if (wide[i] < 0 || wide[i] > INT32_MAX)
+            st = ptq_fail(ctx, PTQ_ERR_DATA, "label %lld of sample %lld in labels '%s' in %s is %s", (long long)wide[i],
+                          (long long)(start + i), h->labels_key, ds->path,
+                          wide[i] < 0 ? "negative" : "larger than any class index (at most 2147483647)");
+        else if (ds->n_classes >= 0 && wide[i] >= ds->n_classes)
+            st = ptq_fail(ctx, PTQ_ERR_DATA, "label %lld of sample %lld in labels '%s' in %s is past its %d "
+                          "class_names", (long long)wide[i], (long long)(start + i), h->labels_key, ds->path,
+                          ds->n_classes);
+        else
+            labels[i] = (int32_t)wide[i];
     }
-    return PTQ_OK;
+    free(wide);
+    return st;
 }
 
 typedef struct h5_job {

@@ -29,6 +29,9 @@ struct ds_folder {
     size_t names_bytes, names_cap;
     int64_t *name_at;   /* [count] offsets into names */
     int32_t *label;     /* [count] class index */
+    int64_t *line;      /* [count] the labels file line of each sample; 0 for a scanned folder */
+    char *labels_path;  /* the labels file, or NULL */
+    char *classes_path; /* the classes file, or NULL */
     int64_t cap;
     size_t path_cap;    /* root + '/' + the longest relative name + NUL */
     folder_worker *workers;
@@ -49,6 +52,9 @@ void ds_folder_free(ds_folder *f)
     free(f->names);
     free(f->name_at);
     free(f->label);
+    free(f->line);
+    free(f->labels_path);
+    free(f->classes_path);
     free(f);
 }
 
@@ -142,8 +148,9 @@ done:
     return st;
 }
 
-/* Appends "<cls>/<file>" (just file when cls is "") with label k to the sample list. */
-static int add_sample(ds_folder *f, int64_t count, const char *cls, const char *file, int32_t k)
+/* Appends "<cls>/<file>" (just file when cls is "") with label k from labels file line (0: none) to the
+ * sample list. */
+static int add_sample(ds_folder *f, int64_t count, const char *cls, const char *file, int32_t k, int64_t line)
 {
     size_t len = strlen(cls) + strlen(file) + 2;
     if (f->names_bytes + len > f->names_cap) {
@@ -164,13 +171,17 @@ static int add_sample(ds_folder *f, int64_t count, const char *cls, const char *
         int32_t *lab = realloc(f->label, (size_t)cap * sizeof *lab);
         if (lab)
             f->label = lab;
-        if (!at || !lab)
+        int64_t *ln = realloc(f->line, (size_t)cap * sizeof *ln);
+        if (ln)
+            f->line = ln;
+        if (!at || !lab || !ln)
             return 0;
         f->cap = cap;
     }
     snprintf(f->names + f->names_bytes, len, "%s%s%s", cls, *cls ? "/" : "", file);
     f->name_at[count] = (int64_t)f->names_bytes;
     f->label[count] = k;
+    f->line[count] = line;
     f->names_bytes += len;
     return 1;
 }
@@ -205,7 +216,7 @@ static ptq_status open_listed(ptq_ctx *ctx, ptq_dataset *ds, const char *labels_
                           missing ? strerror(errno) : "not a regular file");
             goto done;
         }
-        if (!add_sample(f, ds->count, "", l->path, l->label)) {
+        if (!add_sample(f, ds->count, "", l->path, l->label, l->line)) {
             st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
             goto done;
         }
@@ -247,7 +258,7 @@ static ptq_status open_scanned(ptq_ctx *ctx, ptq_dataset *ds, const ds_classes *
         name_list_free(&files);
         PTQ_TRY(st, list_dir(ctx, dir, 0, &files), done);
         for (int64_t i = 0; i < files.n; i++) {
-            if (!add_sample(f, ds->count, dirs.items[k], files.items[i], label))
+            if (!add_sample(f, ds->count, dirs.items[k], files.items[i], label, 0))
                 goto nomem;
             ds->count++;
         }
@@ -272,6 +283,18 @@ done:
     name_list_free(&files);
     name_list_free(&dirs);
     return st;
+}
+
+void ds_folder_label_origin(const ptq_dataset *ds, int64_t i, char *buf, size_t n)
+{
+    const ds_folder *f = ds->folder;
+    const char *rel = f->names + f->name_at[i];
+    if (f->labels_path)
+        snprintf(buf, n, "labels file %s line %lld (%s)", f->labels_path, (long long)f->line[i], rel);
+    else if (f->classes_path)
+        snprintf(buf, n, "%s/%s, its class folder's index in classes file %s", ds->path, rel, f->classes_path);
+    else
+        snprintf(buf, n, "%s/%s, its class folder's rank", ds->path, rel);
 }
 
 /* Decodes sample s with worker w's buffers into w->img (header only: its geometry). */
@@ -310,6 +333,11 @@ ptq_status ds_folder_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts 
     else
         PTQ_TRY(st, open_scanned(ctx, ds, opts->classes_file ? &classes : NULL), done);
     f->hash_labels = opts->labels_file || opts->classes_file;
+    if ((opts->labels_file && !(f->labels_path = strdup(opts->labels_file))) ||
+        (opts->classes_file && !(f->classes_path = strdup(opts->classes_file)))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+        goto done;
+    }
     size_t longest = 0;
     for (int64_t i = 0; i < ds->count; i++) {
         size_t len = strlen(f->names + f->name_at[i]);

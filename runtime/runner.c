@@ -226,6 +226,15 @@ static ptq_status check_logits(ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
             return ptq_fail(ctx, PTQ_ERR_DATA, "the data has %d classes but the model outputs %lld scores", dk,
                             (long long)k);
     }
+    for (int64_t i = 0; b->labels && i < b->n; i++) /* named here, where the data set can say where it came from */
+        if (b->labels[i] >= k) {
+            const ptq_dataset *ds = ptq_session_dataset(r->s);
+            char origin[1024] = "the data set";
+            if (ds)
+                ptq_dataset_label_origin(ds, b->ids[i], origin, sizeof origin);
+            return ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld: label %d (%s) is out of range for the model's %lld "
+                            "classes (output '%s')", (long long)b->ids[i], b->labels[i], origin, (long long)k, name);
+        }
     b->n_classes = k;
     b->logits = lg->data;
     return PTQ_OK;

@@ -290,6 +290,15 @@ def hdf5_sets():
     neg[3] = -1
     h5(J("neglabel.h5"), images=images, labels=neg)
     case("hdf5: negative label", M + [J("neglabel.h5")], 7, "negative")
+    # a label past the model's classes names the file and dataset, and a huge one is printed as stored
+    big = labels.astype(np.int64)
+    big[3] = 10
+    h5(J("label10.h5"), images=images, labels=big)
+    case("hdf5: label 10 for a 10-class model", M + [J("label10.h5")], 7,
+         "sample 3: label 10 (labels 'labels' in " + J("label10.h5") + ") is out of range for the model's 10 classes")
+    big[3] = 2**40
+    h5(J("label2e40.h5"), images=images, labels=big)
+    case("hdf5: label 2**40", M + [J("label2e40.h5")], 7, "label 1099511627776 of sample 3 in labels 'labels' in")
     with h5py.File(J("pastnames.h5"), "w") as f:
         f["images"] = images
         big = labels.copy()
@@ -492,6 +501,11 @@ def png_folders():
     fake = png_gray(30000, 30000, rows=1)  # declares 900M pixels, holds one row
     root = png_folder("liar", {"a/0.png": ok, "b/0.png": fake})
     case("png: header declaring 900M pixels", M + [root], 6, "refusing to decode")
+    # a label past the model's classes from a labels file names its line
+    root = png_folder("lab10", {"a/0.png": ok, "b/1.png": ok})
+    lab = write("lab10.txt", "a/0.png 9\nb/1.png 10\n", "w")
+    case("png: labels file label 10 for a 10-class model", M + [root, "--labels", lab], 7,
+         f"sample 1: label 10 (labels file {lab} line 2 (b/1.png)) is out of range")
     # data convert: the bomb cap does not shrink with --resize, and messages name --resize, not the model
     root = png_folder("convsizes", {"a/0.png": png_bytes(np.zeros((300, 300), np.uint8)),
                                     "a/1.png": png_bytes(np.zeros((56, 56), np.uint8))})

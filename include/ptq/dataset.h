@@ -146,6 +146,10 @@ typedef struct ptq_value_range {
  * already in [0, 1] from 0..255 pixels. */
 PTQ_API void ptq_dataset_value_range(const ptq_dataset *ds, ptq_value_range *out);
 PTQ_API const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "image-folder" */
+/* Where the label of sample i (0..count-1) comes from, for messages, into
+ * buf[n]: "labels 'labels' in set.h5", "labels file L line 3 (a/0.png)",
+ * or the image and its class folder. */
+PTQ_API void ptq_dataset_label_origin(const ptq_dataset *ds, int64_t i, char *buf, size_t n);
 /* What the samples are, whatever path names them: the SHA-256 of an HDF5
  * file's bytes; for an image folder, over its samples in order, each one's
  * relative name "<class>/<file>", a NUL, its byte count (64-bit little-
