@@ -166,15 +166,17 @@ ptq_status ds_classes_read(ptq_ctx *ctx, const char *path, ds_classes *out)
     for (int64_t ln = 1; next_line(&cursor, &line); ln++) {
         if (!*line || *line == '#')
             continue;
-        char *name = line, *rest = line;
-        while (*rest && !isspace((unsigned char)*rest))
-            rest++;
-        char *idx_tok = rest;
-        if (*rest) {
-            *rest = '\0';
-            idx_tok = rest + 1;
-            while (isspace((unsigned char)*idx_tok))
-                idx_tok++;
+        /* as in a labels file, the index is the last field, so a name may hold spaces ("my class 3"); a
+         * last field that does not look like a number, or any line of a one-name-per-line file, is all name */
+        char *name = line, *idx_tok = line + strlen(line), *cut = idx_tok;
+        while (cut > line && !isspace((unsigned char)cut[-1]))
+            cut--;
+        const char c0 = *cut;
+        if (cut > line && form != 1 && (isdigit((unsigned char)c0) || c0 == '-' || c0 == '+')) {
+            idx_tok = cut;
+            while (cut > line && isspace((unsigned char)cut[-1]))
+                cut--;
+            *cut = '\0';
         }
         const int this_form = *idx_tok ? 2 : 1;
         if (form && this_form != form) {

@@ -501,6 +501,14 @@ def png_folders():
     fake = png_gray(30000, 30000, rows=1)  # declares 900M pixels, holds one row
     root = png_folder("liar", {"a/0.png": ok, "b/0.png": fake})
     case("png: header declaring 900M pixels", M + [root], 6, "refusing to decode")
+    # class folders whose names hold a space, in both forms of a classes file
+    os.makedirs(J("spaced", "my class"))
+    root = png_folder("spaced", {"my class/0.png": ok, "b/1.png": ok})
+    os.rmdir(J("spaced", "a"))  # png_folder makes a/ and b/
+    for form, text in (("names", "my class\nb\n"), ("pairs", "my class 0\nb 1\n")):
+        cls = write(f"spaced_{form}.txt", text, "w")
+        case(f"png: --classes ({form}) naming 'my class'", M + [root, "--classes", cls, "--json"], 0,
+             out_check=lambda o, e: json.loads(o)["samples"] == 2)
     # a label past the model's classes from a labels file names its line
     root = png_folder("lab10", {"a/0.png": ok, "b/1.png": ok})
     lab = write("lab10.txt", "a/0.png 9\nb/1.png 10\n", "w")
