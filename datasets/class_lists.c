@@ -57,6 +57,10 @@ static ptq_status read_text(ptq_ctx *ctx, const char *path, const char *what, ch
         goto done;
     }
     buf[n] = '\0';
+    if (n >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) { /* a UTF-8 byte-order mark (Windows editors) is no text */
+        memmove(buf, buf + 3, n - 2);
+        n -= 3;
+    }
     if (memchr(buf, '\0', n)) {
         st = ptq_fail(ctx, PTQ_ERR_DATA, "%s file %s holds a NUL byte; expected text", what, path);
         goto done;

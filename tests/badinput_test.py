@@ -591,6 +591,13 @@ def jpeg_folders():
     labels = write("labels_big.txt", "a/0.jpg 10\n", "w")
     case("labels: a label past the model's classes", M + [root, "--labels", labels], 7, "label")
     case("labels: the labels file missing", M + [root, "--labels", J("nope.txt")], 3, "nope.txt")
+    # a UTF-8 byte-order mark (as Windows editors save) is skipped, in labels and classes files
+    labels = write("labels_bom.txt", b"\xef\xbb\xbfa/0.jpg 9\nb/0.jpg 2\n")
+    case("labels: a file starting with a UTF-8 BOM", M + [root, "--labels", labels, "--json"], 0,
+         out_check=lambda o, e: json.loads(o)["samples"] == 2)
+    classes = write("classes_bom.txt", b"\xef\xbb\xbfa 0\nb 1\n")
+    case("classes: a file starting with a UTF-8 BOM", M + [root, "--classes", classes, "--json"], 0,
+         out_check=lambda o, e: json.loads(o)["samples"] == 3)
     case("labels: with an HDF5 set", M + [J("good.h5"), "--labels", J("labels.txt")], 2, "applies to image folders")
     classes = write("classes_dup.txt", "a 0\nb 1\na 2\n", "w")
     case("classes: a name given twice", M + [root, "--classes", classes], 7, "line 3")
