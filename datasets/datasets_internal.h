@@ -233,6 +233,10 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets);
  * compressed, PTQ_ERR_NOMEM past the memory limit; PTQ_OK otherwise and for
  * unchunked datasets. what names d in the message. */
 ptq_status ds_h5_check_chunk(ptq_ctx *ctx, hid_t d, const char *what, const char *path);
+/* PTQ_ERR_UNSUPPORTED naming the filter when dataset key of d needs one
+ * this libhdf5 does not have (h5py's lzf, blosc): said at open, not as a
+ * plugin-path error at the first read. */
+ptq_status ds_h5_check_filters(ptq_ctx *ctx, hid_t d, const char *key, const char *path);
 /* Samples per chunk: about 4 MiB of sample_bytes-sized samples, 1..1024, at most n. */
 int64_t ds_h5_chunk_samples(int64_t n, size_t sample_bytes);
 

@@ -407,6 +407,27 @@ ptq_status ds_h5_check_self_contained(ptq_ctx *ctx, hid_t file, const char *path
                     f.target, hint);
 }
 
+ptq_status ds_h5_check_filters(ptq_ctx *ctx, hid_t d, const char *key, const char *path)
+{
+    hid_t dcpl = H5Dget_create_plist(d);
+    const int n = dcpl >= 0 ? H5Pget_nfilters(dcpl) : 0;
+    ptq_status st = PTQ_OK;
+    for (int i = 0; st == PTQ_OK && i < n; i++) {
+        unsigned flags = 0;
+        size_t n_values = 0;
+        char name[64] = "";
+        const H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &n_values, NULL, sizeof name, name, NULL);
+        if (id >= 0 && H5Zfilter_avail(id) <= 0) /* h5py marks lzf optional, yet its chunks need it */
+            st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                          "'%s' in %s is compressed with HDF5 filter %d (%s), which ptq cannot decode; repack it "
+                          "with gzip or zstd (h5repack -f GZIP=4 IN OUT)", key, path, (int)id,
+                          name[0] ? name : "unnamed");
+    }
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    return st;
+}
+
 ptq_status ds_h5_check_chunk(ptq_ctx *ctx, hid_t d, const char *what, const char *path)
 {
     hsize_t dims[H5S_MAX_RANK];
