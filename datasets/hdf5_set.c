@@ -120,6 +120,36 @@ static int h5_exists(hid_t file, const char *key)
     return H5Oexists_by_name(file, key, H5P_DEFAULT) > 0;
 }
 
+/* PTQ_OK unless key (the given one, else each candidate) is a link whose
+ * target cannot be reached: then what it points to (an external link's
+ * file, a soft link's path), so a missing file is not called a missing
+ * dataset. */
+static ptq_status check_dangling(ptq_ctx *ctx, hid_t file, const char *given, const char *const *candidates,
+                                 const char *path)
+{
+    for (int i = 0; given ? i == 0 : candidates[i] != NULL; i++) {
+        const char *key = given ? given : candidates[i];
+        H5L_info_t info;
+        if (strchr(key, '/') || H5Lexists(file, key, H5P_DEFAULT) <= 0 ||
+            H5Oexists_by_name(file, key, H5P_DEFAULT) > 0 || H5Lget_info(file, key, &info, H5P_DEFAULT) < 0)
+            continue;
+        char val[1024] = "";
+        const char *target_file = NULL, *target_obj = NULL;
+        unsigned flags = 0;
+        if (info.type == H5L_TYPE_SOFT && info.u.val_size <= sizeof val &&
+            H5Lget_val(file, key, val, sizeof val, H5P_DEFAULT) >= 0)
+            return ptq_fail(ctx, PTQ_ERR_DATA, "'%s' in %s is a soft link to %.*s, which is not there", key, path,
+                            (int)sizeof val, val);
+        if (info.type == H5L_TYPE_EXTERNAL && info.u.val_size <= sizeof val &&
+            H5Lget_val(file, key, val, sizeof val, H5P_DEFAULT) >= 0 &&
+            H5Lunpack_elink_val(val, info.u.val_size, &flags, &target_file, &target_obj) >= 0)
+            return ptq_fail(ctx, PTQ_ERR_IO, "'%s' in %s is an external link to %s:%s, which cannot be opened (a "
+                            "missing or unreadable file, or no such object in it)", key, path, target_file,
+                            target_obj);
+    }
+    return PTQ_OK;
+}
+
 /* Picks the given key or the first candidate present; NULL when none. */
 static const char *find_key(hid_t file, const char *given, const char *const *candidates)
 {
@@ -205,6 +235,7 @@ static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     char names[512], why[256], tname[64];
     const char *key = find_key(h->file, opts->images_key, candidates);
     if (!key) {
+        PTQ_TRY_RET(check_dangling(ctx, h->file, opts->images_key, candidates, ds->path));
         list_root(h->file, names, sizeof names);
         if (opts->images_key)
             return ptq_fail(ctx, PTQ_ERR_DATA, "no images dataset '%s' in %s (it has: %s)", opts->images_key,
@@ -281,6 +312,7 @@ static ptq_status open_labels(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     hsize_t dims[2] = {0, 0};
     const char *key = find_key(h->file, opts->labels_key, candidates);
     if (!key) {
+        PTQ_TRY_RET(check_dangling(ctx, h->file, opts->labels_key, candidates, ds->path));
         if (!opts->labels_key)
             return PTQ_OK; /* an unlabelled set, fine for calibration */
         list_root(h->file, names, sizeof names);
@@ -517,6 +549,7 @@ static ptq_status open_array(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, int i, c
     ptq_dataset_array *a = &ds->arrays[i];
     char names[512], why[256], tname[64], shape[96];
     if (!h5_exists(h->file, key)) {
+        PTQ_TRY_RET(check_dangling(ctx, h->file, key, NULL, ds->path));
         list_root(h->file, names, sizeof names);
         return ptq_fail(ctx, PTQ_ERR_DATA, "no dataset '%s' in %s (it has: %s)", key, ds->path, names);
     }

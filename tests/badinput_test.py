@@ -341,6 +341,12 @@ def hdf5_sets():
         f["images"] = h5py.ExternalLink(J("good.h5"), "images")
         f["labels"] = labels
     case("hdf5: external link", M + [J("extlink.h5")], 4, "external")
+    # a dangling external link, allowed: the link and its missing target named, exit 3
+    with h5py.File(J("deadlink.h5"), "w") as f:
+        f["images"] = h5py.ExternalLink("missing.h5", "images")
+        f["labels"] = labels
+    case("hdf5: a dangling external link, --allow-external-data", M + [J("deadlink.h5"), "--allow-external-data"], 3,
+         "'images' in " + J("deadlink.h5") + " is an external link to missing.h5:images, which cannot be opened")
     # a filter this libhdf5 lacks (h5py's lzf): named at open, exit 5
     with h5py.File(J("lzf.h5"), "w") as f:
         f.create_dataset("images", data=images, chunks=(4, 28, 28), compression="lzf")
