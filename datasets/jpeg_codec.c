@@ -120,10 +120,10 @@ ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image
     if (max_pixels && (uint64_t)sw * (uint64_t)sh > max_pixels) { /* before a byte of pixels is decoded */
         char scaled[64] = "";
         if (sf.num != sf.denom)
-            snprintf(scaled, sizeof scaled, " (%d x %d at DCT scale %d/%d)", sh, sw, sf.num, sf.denom);
+            snprintf(scaled, sizeof scaled, ", %d x %d at DCT scale %d/%d", sw, sh, sf.num, sf.denom);
         return ptq_fail(ctx, PTQ_ERR_SHAPE,
-                        "JPEG %s declares %d x %d pixels%s, more than %llu (%s); refusing to decode it", path, h, w,
-                        scaled, (unsigned long long)max_pixels, cap_why);
+                        "JPEG %s declares %d x %d pixels (width x height%s), more than %llu (%s); refusing to decode "
+                        "it", path, w, h, scaled, (unsigned long long)max_pixels, cap_why);
     }
     size_t bytes = (size_t)sw * (size_t)sh * (size_t)img->channels;
     if (bytes > MAX_IMAGE_BYTES)

@@ -110,9 +110,9 @@ ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int head
     else if (!decode_core(png, info, f, img, header_only, max_pixels) && err.too_big)
         /* the pixel count is named, not decoded */
         st = ptq_fail(ctx, PTQ_ERR_SHAPE,
-                      "PNG %s declares %llu x %llu pixels, more than %llu (%s); refusing to decode it", path,
-                      (unsigned long long)png_get_image_height(png, info),
-                      (unsigned long long)png_get_image_width(png, info), (unsigned long long)max_pixels, cap_why);
+                      "PNG %s declares %llu x %llu pixels (width x height), more than %llu (%s); refusing to decode "
+                      "it", path, (unsigned long long)png_get_image_width(png, info),
+                      (unsigned long long)png_get_image_height(png, info), (unsigned long long)max_pixels, cap_why);
     else if (err.msg[0])
         st = ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode PNG %s: %s", path, err.msg);
     png_destroy_read_struct(png ? &png : NULL, info ? &info : NULL, NULL);

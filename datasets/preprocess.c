@@ -345,9 +345,8 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
                         (long long)H);
     if (!same_size && p->resize == 0)
         return ptq_fail(ctx, PTQ_ERR_SHAPE,
-                        "image is %lldx%lld but the model takes %lldx%lld; pass --preprocess resize=... to resize "
-                        "and center-crop",
-                        (long long)h, (long long)w, (long long)H, (long long)W);
+                        "image is %lldx%lld (width x height) but the model takes %lldx%lld; pass --preprocess "
+                        "resize=... to resize and center-crop", (long long)w, (long long)h, (long long)W, (long long)H);
     if (!same_size) {
         int64_t shorter = h < w ? h : w;
         rh = h == shorter ? p->resize : (int64_t)llround((double)h * (double)p->resize / (double)shorter);

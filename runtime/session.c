@@ -424,9 +424,9 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
             s->width = s->pre.width > 0 ? s->pre.width : dw;
         if ((dh != s->height || dw != s->width) && s->pre.resize == 0) {
             st = ptq_fail(ctx, PTQ_ERR_SHAPE,
-                          "%s: images are %lldx%lld but the model input '%s' takes %lldx%lld; pass --preprocess "
-                          "resize=<shorter side> to resize and center-crop",
-                          o->data, (long long)dh, (long long)dw, in->name, (long long)s->height, (long long)s->width);
+                          "%s: images are %lldx%lld (width x height) but the model input '%s' takes %lldx%lld; pass "
+                          "--preprocess resize=<shorter side> to resize and center-crop",
+                          o->data, (long long)dw, (long long)dh, in->name, (long long)s->width, (long long)s->height);
             goto fail;
         }
         if ((dc == 1 || dc == 2) && s->channels == 3)

@@ -237,7 +237,7 @@ static void test_preprocess_image(void)
     /* another size without resize is refused, never stretched */
     p.resize = 0;
     CHECK(ptq_preprocess_image(&ctx, &p, tall, PTQ_DT_UINT8, 10, 8, 1, 0, out) == PTQ_ERR_SHAPE &&
-          has(ctx.msg, "image is 10x8 but the model takes 4x4") && has(ctx.msg, "resize="));
+          has(ctx.msg, "image is 8x10 (width x height) but the model takes 4x4") && has(ctx.msg, "resize="));
     p = raw_pp(1, 2, 3);
     CHECK(ptq_preprocess_image(&ctx, &p, g, PTQ_DT_INT16, 2, 3, 1, 0, out) == PTQ_ERR_UNSUPPORTED);
     CHECK(ptq_preprocess_image(&ctx, &p, g, PTQ_DT_UINT8, 2, 3, 5, 0, out) == PTQ_ERR_INVALID_ARG);
@@ -494,7 +494,7 @@ static void test_png_mixed_sizes(void)
     float x[2 * IMG_H * IMG_W];
     CHECK_MSG(ptq_dataset_read(&ctx, ds, 0, 1, &p, x, NULL) == PTQ_OK, "%s", ctx.msg);
     CHECK_MSG(ptq_dataset_read(&ctx, ds, 0, 2, &p, x, NULL) == PTQ_ERR_SHAPE && has(ctx.msg, "cls/b.png") &&
-                  has(ctx.msg, "image is 5x7 but the model takes 3x4") && has(ctx.msg, "resize="),
+                  has(ctx.msg, "image is 7x5 (width x height) but the model takes 4x3") && has(ctx.msg, "resize="),
               "%s", ctx.msg);
     /* with resize: 5x7 -> shorter side 3 gives 3x4, the crop is the whole image */
     p.resize = 3;
