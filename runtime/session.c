@@ -213,6 +213,33 @@ static ptq_status pick_float_scale(ptq_ctx *ctx, ptq_session *s, const ptq_sessi
     return PTQ_OK;
 }
 
+/* --preprocess layout=, channels= or size= naming other than what the model's input fixes (model: the
+ * geometry input_geometry read from it) would be dropped or misread: refused, naming the input. */
+static ptq_status check_geometry(ptq_ctx *ctx, const char *spec, const ptq_value *in, const ptq_preprocess *model,
+                                 const ptq_preprocess *p)
+{
+    const int64_t *d = in->dims;
+    /* 4 is RGBA only where the other end is no channel count: [N,3,4,4] is NCHW, [N,4,4,3] NHWC */
+    const int as_nchw = d[1] == 1 || d[1] == 3 || (d[1] == 4 && d[3] != 1 && d[3] != 3);
+    const int as_nhwc = d[3] == 1 || d[3] == 3 || (d[3] == 4 && d[1] != 1 && d[1] != 3);
+    const int64_t c = model->nhwc ? d[3] : d[1];
+    char item[64] = "";
+    if (as_nchw != as_nhwc && spec_names(spec, "layout") && p->nhwc != model->nhwc)
+        snprintf(item, sizeof item, "layout=%s", p->nhwc ? "NHWC" : "NCHW");
+    else if ((c == 1 || c == 3 || c == 4) && spec_names(spec, "channels") && p->n_channels != c)
+        snprintf(item, sizeof item, "channels=%d", p->n_channels);
+    else if (model->height > 0 && (p->height != model->height || p->width != model->width) &&
+             (spec_names(spec, "size") || spec_names(spec, "height") || spec_names(spec, "width")))
+        snprintf(item, sizeof item, "size=%lldx%lld", (long long)p->height, (long long)p->width);
+    if (!item[0])
+        return PTQ_OK;
+    char dims[96];
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--preprocess %s contradicts the model input '%s' [%s] (%s, %lld "
+                    "channel%s, %lldx%lld); drop it", item, in->name, ptq_dims_str(d, in->ndim, dims, sizeof dims),
+                    model->nhwc ? "NHWC" : "NCHW", (long long)c, c == 1 ? "" : "s", (long long)model->height,
+                    (long long)model->width);
+}
+
 /* 1 for the model ptq reads images into: one float32 input of rank 4. */
 static int image_model(const ptq_graph *g)
 {
@@ -391,11 +418,14 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
      * then --preprocess override only the keys they name */
     ptq_preprocess_default(&s->pre);
     input_geometry(in, &s->pre);
+    const ptq_preprocess model_geometry = s->pre;
     const char *meta = ptq_graph_meta(g, "ptq.preprocess");
     if (meta)
         PTQ_TRY(st, ptq_preprocess_parse(ctx, meta, &s->pre), fail);
-    if (o->preprocess)
+    if (o->preprocess) {
         PTQ_TRY(st, ptq_preprocess_parse(ctx, o->preprocess, &s->pre), fail);
+        PTQ_TRY(st, check_geometry(ctx, o->preprocess, in, &model_geometry, &s->pre), fail);
+    }
     if (!meta && !o->preprocess)
         note(s,
              "warning: the model has no ptq.preprocess metadata and no --preprocess was given; assuming pixels "

@@ -113,6 +113,16 @@ def main():
               f"rc {rc}: {se[-300:]}")
         check("no warning when the model has ptq.preprocess", "warning" not in se, se[-300:])
 
+        # geometry the model's input fixes: --preprocess may repeat it, and naming another value is refused
+        rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", meanstd + " layout=NCHW channels=3 size=4x4")
+        check("--preprocess repeating the model's layout, channels and size", rc == 0 and close(got, want),
+              f"rc {rc}: {se[-300:]}")
+        for item in ("layout=NHWC", "channels=1", "size=8x8"):
+            rc, _, _, se = eval_logits(tmp, nchw, data, "--preprocess", "mean=0.5 std=0.5 " + item)
+            check(f"--preprocess {item} contradicting the model input is refused (exit 2)",
+                  rc == 2 and f"--preprocess {item} contradicts the model input 'x'" in se
+                  and "(NCHW, 3 channels, 4x4); drop it" in se and "resize=" not in se, f"rc {rc}: {se[-300:]}")
+
         # 3. no metadata and no flag: a warning naming what was assumed
         rc, got, _, se = eval_logits(tmp, nchw, data)
         check("missing preprocessing warns and names the assumption",
