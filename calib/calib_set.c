@@ -208,6 +208,18 @@ static ptq_status source_slot(ptq_ctx *ctx, ptq_calib_set *s, const char *name, 
     for (int i = 0; i < s->n_sources; i++)
         if (same_source(&s->sources[i], name, sha256)) {
             *out = i;
+            if (strcmp(name, s->sources[i].name) >= 0)
+                return PTQ_OK;
+            /* one content under two names: the smallest name, so that merging is the same in any order */
+            char *smaller = dup_str(name);
+            if (!smaller)
+                return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+            free(s->sources[i].name);
+            s->sources[i].name = smaller;
+            PTQ_TRY_RET(sources_sorted(ctx, s));
+            for (int j = 0; j < s->n_sources; j++)
+                if (same_source(&s->sources[j], name, sha256))
+                    *out = j;
             return PTQ_OK;
         }
     calib_source *grown = realloc(s->sources, ((size_t)s->n_sources + 1) * sizeof *grown);
@@ -578,6 +590,15 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
     }
     for (int64_t i = 0; i < dst->n; i++)
         PTQ_TRY(st, ptq_observer_merge(ctx, dst->obs[i], src->obs[i]), done);
+    if (strcmp(src->model_name, dst->model_name) < 0) { /* one model (SHA-256) under two names: the smallest */
+        char *smaller = dup_str(src->model_name);
+        if (!smaller) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        free(dst->model_name);
+        dst->model_name = smaller;
+    }
 done:
     for (int j = 0; j < src->n_sources; j++)
         free(merged[j]);

@@ -8,7 +8,9 @@ SIGINT/SIGTERM), an output that is an input (exit 2, input untouched), an
 output that is a FIFO (or, as root, a character device like /dev/null):
 refused before any work (exit 3) and left as it was, never replaced by a
 regular file, and
-merge telling sources apart by content rather than by path."""
+merge telling sources apart by content rather than by path (and the same
+bytes in either argument order when shards name the data or the model by
+other paths)."""
 import hashlib
 import os
 import re
@@ -308,6 +310,15 @@ def merge_by_content(tmp, images):
           f"exit {rc}: {last_line(err)}")
     rc, _, err = run("merge", J("rel.h5"), J("abs_half1.h5"), "--out", J("whole.h5"))
     check("merge: disjoint halves of one data set by two paths merge", rc == 0, f"exit {rc}: {last_line(err)}")
+    # the halves also name the model by two paths: either order writes the same bytes (the smaller names kept)
+    model2 = J("model-renamed.onnx")
+    shutil.copy(MODEL, model2)
+    rc1, _, err1 = run("calibrate", "--model", model2, "--data", data, "--out", J("abs_half1_m2.h5"), "--shard", "1/2")
+    rc2, _, err2 = run("merge", J("abs_half1_m2.h5"), J("rel.h5"), "--out", J("whole_ba.h5"))
+    rc3, _, err3 = run("merge", J("rel.h5"), J("abs_half1_m2.h5"), "--out", J("whole_ab.h5"))
+    check("merge: halves naming the data and the model by other paths give the same bytes in either order",
+          rc1 == rc2 == rc3 == 0 and digest(J("whole_ab.h5")) == digest(J("whole_ba.h5")),
+          f"exit {rc1}/{rc2}/{rc3}: {last_line(err1 + err2 + err3)}")
     rc, _, err = run("merge", J("one.h5"), J("two.h5"), "--out", J("both.h5"))
     n = srcs = -1
     if rc == 0:
