@@ -148,6 +148,11 @@ int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch,
  * or the named inputs' datasets). */
 ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, const char *data,
                                const ptq_dataset *ds, const char *spec);
+/* ds's first k class names as the reports take them: each valid UTF-8
+ * (ptq_utf8_dup: a byte that starts no character becomes U+FFFD), NULL where
+ * ds has none; [k + 1], the last NULL, in one block that free() releases.
+ * NULL when out of memory. */
+const char **cli_class_names(const ptq_dataset *ds, int64_t k);
 
 /* The model's and the data set's SHA-256 (what reports, archives and plans
  * record), hashed on worker threads from cli_session_open on

@@ -117,9 +117,7 @@ int cmd_eval(int argc, char **argv)
     cli_progress_end(&prog, n_total);
     if (so.profile)
         cli_profile_print(&s, n_total, secs);
-    names = calloc((size_t)k, sizeof *names);
-    for (int c = 0; names && c < k; c++)
-        names[c] = ptq_dataset_class_name(s.data, c);
+    names = cli_class_names(s.data, k);
     cli_json *hdr = cli_json_header("eval", ptq_exec_device_name(s.exec));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(s.exec)));
     if ((st = cli_json_provenance(&ctx, hdr, so.model, so.data, s.data, s.data_spec)) != PTQ_OK) {

@@ -170,9 +170,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
     if (!cli_is_writer()) /* rank 0 writes the report */
         goto written;
     const int k = ptq_sens_n_classes(sens);
-    names = calloc((size_t)k + 1, sizeof *names);
-    for (int c = 0; names && c < k; c++)
-        names[c] = ptq_dataset_class_name(s.data, c);
+    names = cli_class_names(s.data, k);
     int64_t n_runs, nodes_run, nodes_full;
     ptq_sens_work(sens, &n_runs, &nodes_run, &nodes_full);
     ptq_calib_provenance pv;

@@ -234,9 +234,7 @@ run_done: /* every rank passes here once, and learns whether any failed */
     const int64_t k = vr.n_classes;
     ptq_validate_stats *vs = vr.stats;
     const ptq_exec *eq = s.exec;
-    names = calloc((size_t)k + 1, sizeof *names);
-    for (int c = 0; names && c < k; c++)
-        names[c] = ptq_dataset_class_name(s.data, c);
+    names = cli_class_names(s.data, k);
     vo.class_names = names;
     cli_json *hdr = cli_json_header("validate", ptq_exec_device_name(eq));
     cli_json_str(hdr, "math", ptq_math_name(ptq_exec_math(eq)));

@@ -1,5 +1,6 @@
 /* What the commands write besides their reports: JSON built with cJSON
- * (every string escaped) with the reports' provenance header, and the logits .npy writer as a runner consumer.
+ * (every string escaped) with the reports' provenance header, the class names
+ * as reports take them, and the logits .npy writer as a runner consumer.
  * Covered by tests/cli_test.py and tests/cli_calib_test.py. */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,6 +75,31 @@ ptq_status cli_json_provenance(ptq_ctx *ctx, cli_json *o, const char *model, con
     cli_json_str(o, "data_sha256", data_sha);
     cli_json_str(o, "preprocess", spec);
     return PTQ_OK;
+}
+
+const char **cli_class_names(const ptq_dataset *ds, int64_t k)
+{
+    size_t n_bytes = ((size_t)k + 1) * sizeof(char *); /* the pointers, then the names they point into */
+    for (int64_t c = 0; c < k; c++) {
+        const char *name = ptq_dataset_class_name(ds, (int)c);
+        n_bytes += name ? 3 * strlen(name) + 1 : 0; /* ptq_utf8_dup's most */
+    }
+    const char **names = calloc(1, n_bytes);
+    char *at = names ? (char *)(names + k + 1) : NULL;
+    for (int64_t c = 0; names && c < k; c++) {
+        const char *name = ptq_dataset_class_name(ds, (int)c);
+        char *fixed = name ? ptq_utf8_dup(name) : NULL;
+        if (name && !fixed) {
+            free(names);
+            return NULL;
+        }
+        if (fixed) {
+            names[c] = strcpy(at, fixed);
+            at += strlen(fixed) + 1;
+            free(fixed);
+        }
+    }
+    return names;
 }
 
 static ptq_status npy_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)

@@ -88,8 +88,14 @@ static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, doubl
         const char *cname = s->worst_class >= 0 ? ptq_dataset_class_name(ds, s->worst_class) : NULL;
         cJSON *w = cJSON_AddObjectToObject(o, "worst_class");
         cJSON_AddNumberToObject(w, "index", s->worst_class);
-        if (cname)
-            cJSON_AddStringToObject(w, "name", cname);
+        char *fixed = cname ? ptq_utf8_dup(cname) : NULL; /* valid UTF-8, as the other reports write it */
+        if (cname && !fixed) {
+            cJSON_Delete(root);
+            return NULL;
+        }
+        if (fixed)
+            cJSON_AddStringToObject(w, "name", fixed);
+        free(fixed);
         cJSON_AddNumberToObject(w, "recall_drop_pts", s->worst_class_drop_pts);
         cJSON_AddNumberToObject(o, count_key, (double)s->n_fp16);
     }

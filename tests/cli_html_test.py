@@ -234,6 +234,8 @@ def main():
               p.tags.get("script", 0) == 0 and not p.errors and HOSTILE[0] in p.texts and "a&b" in p.texts and
               HOSTILE[2] in p.texts, str(p.errors[:3]))
 
+    not_utf8(J, images, labels)
+
     # refusals: nothing written
     shutil.copy(J("c.h5"), J("other.h5"))
     with h5py.File(J("other.h5"), "r+") as f:
@@ -247,6 +249,38 @@ def main():
     png_and_sensitivity(J, base)
     report_folders(J, base)
     return finish("cli_html_test")
+
+
+def not_utf8(J, images, labels):
+    """Class names that are not UTF-8: every report valid UTF-8 (JSON that parses), the bad bytes as U+FFFD."""
+    with h5py.File(J("raw.h5"), "w") as f:
+        f.create_dataset("images", data=images)
+        f.create_dataset("labels", data=labels)
+        raw = [b"\xff\xfe bad", b"cut \xc3"] + [b"c%d" % i for i in range(2, 10)]
+        f.attrs.create("class_names", raw, dtype="S9")
+    runs = [("eval", "--model", MODEL, "--data", J("raw.h5"), "--report", J("raw-eval.json")),
+            ("validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("raw.h5"), "--report", J("raw")),
+            ("sensitivity", "--model", MODEL, "--calib", J("c.h5"), "--data", J("raw.h5"), "--samples", "50",
+             "--out", J("raw-sens.json")),
+            ("plan", J("c.h5"), "--model", MODEL, "--sensitivity", J("raw-sens.json"), "--budget", "0", "--data",
+             J("raw.h5"), "--samples", "50", "--max-moves", "1", "--out", J("raw-plan.json"), "--quiet")]
+    for args in runs:
+        rc, _, err = ptq(*args)
+        check(f"{args[0]} on class names that are not UTF-8", rc in (0, 11), err.strip()[-300:])
+    bad, names = [], set()
+    for n in ("raw-eval.json", "raw/validate.json", "raw/validate.md", "raw/report.html", "raw-sens.json",
+              "raw-sens.md", "raw-sens.html", "raw-plan.trace.json"):
+        try:
+            text = open(J(n), "rb").read().decode("utf-8")
+            if n.endswith(".json"):
+                doc = json.loads(text)
+                for key in ("classes", "class_names"):
+                    if isinstance(doc.get(key), list):
+                        names.update(c["name"] if isinstance(c, dict) else c for c in doc[key])
+        except (OSError, ValueError) as e:
+            bad.append(f"{n}: {e}")
+    check("names that are not UTF-8: every report valid UTF-8, the JSON parses, bad bytes as U+FFFD",
+          not bad and {"\ufffd\ufffd bad", "cut \ufffd"} <= names, f"{bad[:3]} {sorted(names)[:4]}")
 
 
 def png_size(path):

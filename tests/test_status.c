@@ -1,6 +1,7 @@
 /* ptq_fail records the code, the formatted message and a short source
  * location; status names are distinct; ptq_version matches the header. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ptq/status.h"
@@ -41,5 +42,20 @@ int main(void)
     CHECK(strcmp(ptq_escape("tab\there\x7fXY", esc, sizeof esc), "tab\\x09here\\x7f") == 0); /* cut to fit */
     CHECK(strcmp(ptq_escape("caf\xc3\xa9", esc, sizeof esc), "caf\xc3\xa9") == 0);  /* UTF-8 kept */
     CHECK(strcmp(ptq_escape(NULL, esc, sizeof esc), "") == 0);
+    /* names that are not UTF-8 become valid UTF-8 for the reports: each bad byte U+FFFD */
+    static const struct { const char *in, *want; } fix[] = {
+        {"caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80"}, /* valid: kept */
+        {"\xff\xfe bad", "\xef\xbf\xbd\xef\xbf\xbd bad"},
+        {"cut \xc3", "cut \xef\xbf\xbd"},                              /* a character cut at the end */
+        {"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},                    /* overlong '/' */
+        {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* a surrogate */
+        {"\xf4\x90\x80\x80x", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx"}, /* above U+10FFFF */
+        {NULL, ""},
+    };
+    for (size_t i = 0; i < sizeof fix / sizeof fix[0]; i++) {
+        char *got = ptq_utf8_dup(fix[i].in);
+        CHECK_MSG(got && strcmp(got, fix[i].want) == 0, "ptq_utf8_dup case %zu: %s", i, got ? got : "(null)");
+        free(got);
+    }
     return test_done("test_status");
 }

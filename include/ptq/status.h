@@ -44,6 +44,12 @@ PTQ_API const char *ptq_status_name(ptq_status st);
  * so a name from a file cannot drive a terminal; cut to fit buf[n_buf].
  * Returns buf. */
 PTQ_API const char *ptq_escape(const char *s, char *buf, size_t n_buf);
+/* A malloc'd copy of s ("" for NULL) in which each byte that starts no valid
+ * UTF-8 character (strict: no overlong forms, surrogates or values above
+ * U+10FFFF) is U+FFFD, so a name from a file (a class folder, an HDF5
+ * class_names entry) cannot make a JSON, Markdown or HTML report invalid;
+ * valid UTF-8 is copied as is. NULL when out of memory. */
+PTQ_API char *ptq_utf8_dup(const char *s);
 
 /* Records a failure and returns its code; use through ptq_fail(). */
 PTQ_API ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code, const char *fmt, ...)
