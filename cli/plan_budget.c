@@ -16,7 +16,8 @@
 #include "ptq/sensitivity.h"
 
 typedef struct step_printer {
-    const ptq_dataset *ds;
+    const char *const *names; /* [n_names] class names as the reports take them (cli_class_names) */
+    int n_names;
     const char *high; /* what the moves go to: "fp16", "fp32" (target ort-cpu) */
     int quiet;
 } step_printer;
@@ -27,15 +28,16 @@ static void print_step(void *user, int step, const char *moved, double drop, int
     const step_printer *sp = user;
     if (sp->quiet)
         return;
-    const char *cname = worst >= 0 ? ptq_dataset_class_name(sp->ds, worst) : NULL;
-    char wname[64];
-    snprintf(wname, sizeof wname, "%s", cname ? cname : "");
-    if (!cname)
+    const char *cname = worst >= 0 && worst < sp->n_names ? sp->names[worst] : NULL;
+    char wname[256], mname[256]; /* names from the files, control characters escaped */
+    if (cname)
+        ptq_escape(cname, wname, sizeof wname);
+    else
         snprintf(wname, sizeof wname, "%d", worst);
     /* both as drops (points lost), as the trace writes them; + 0.0 prints no "-0.00" */
     fprintf(stderr, "plan: step %3d  %-44.44s top-1 drop %6.2f pts  worst class %s drop %.2f pts  %s %lld/%lld\n",
-            step, moved ? moved : "(the default plan)", drop + 0.0, wname, worst_drop + 0.0, sp->high,
-            (long long)n_float, (long long)n_tensors);
+            step, moved ? ptq_escape(moved, mname, sizeof mname) : "(the default plan)", drop + 0.0, wname,
+            worst_drop + 0.0, sp->high, (long long)n_float, (long long)n_tensors);
 }
 
 int cli_points_parse(const char *cmd, const char *flag, const char *value, double *out)
@@ -56,7 +58,7 @@ static double points_flag(const cli_opt *opts, int n_opts, const char *name, dou
     return v && cli_points_parse("plan", name, v, &x) ? NAN : x;
 }
 
-static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, double budget, double class_budget,
+static char *trace_json(const ptq_budget_result *r, const step_printer *sp, double budget, double class_budget,
                         const ptq_plan *plan)
 {
     /* ort-cpu moves to FP32: its own keys, so that a reader of moved_to_fp16 never takes an FP32 move for one */
@@ -85,17 +87,11 @@ static char *trace_json(const ptq_budget_result *r, const ptq_dataset *ds, doubl
             cJSON_AddNullToObject(o, moved_key);
         cJSON_AddNumberToObject(o, "top1", s->top1);
         cJSON_AddNumberToObject(o, "top1_drop_pts", s->top1_drop_pts);
-        const char *cname = s->worst_class >= 0 ? ptq_dataset_class_name(ds, s->worst_class) : NULL;
+        const char *cname = s->worst_class >= 0 && s->worst_class < sp->n_names ? sp->names[s->worst_class] : NULL;
         cJSON *w = cJSON_AddObjectToObject(o, "worst_class");
         cJSON_AddNumberToObject(w, "index", s->worst_class);
-        char *fixed = cname ? ptq_utf8_dup(cname) : NULL; /* valid UTF-8, as the other reports write it */
-        if (cname && !fixed) {
-            cJSON_Delete(root);
-            return NULL;
-        }
-        if (fixed)
-            cJSON_AddStringToObject(w, "name", fixed);
-        free(fixed);
+        if (cname)
+            cJSON_AddStringToObject(w, "name", cname);
         cJSON_AddNumberToObject(w, "recall_drop_pts", s->worst_class_drop_pts);
         cJSON_AddNumberToObject(o, count_key, (double)s->n_fp16);
     }
@@ -137,6 +133,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     memset(&sens, 0, sizeof sens);
     ptq_budget_result res;
     memset(&res, 0, sizeof res);
+    const char **names = NULL;
     int64_t *ids = NULL, n_ids = 0;
     char *text = NULL, *trace = NULL, sha[65];
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
@@ -183,12 +180,17 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), done);
     batch = cli_default_batch("plan", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 2);
     const char *high = def->target == PTQ_TARGET_ORT_CPU ? "fp32" : "fp16";
-    step_printer sp = {s.data, high, quiet};
+    const int n_names = ptq_dataset_n_classes(s.data) > 0 ? ptq_dataset_n_classes(s.data) : 0;
+    if (!(names = cli_class_names(s.data, n_names))) {
+        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    step_printer sp = {names, n_names, high, quiet};
     ptq_budget b = {budget, class_budget, max_moves, batch, print_step, &sp};
     PTQ_TRY(st, ptq_plan_budgeted(&ctx, s.ps, ids, n_ids, def, &sens, &b, &plan, &res), done);
     PTQ_TRY(st, ptq_plan_check(&ctx, plan, s.graph, sha), done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
-    if (!(trace = trace_json(&res, s.data, budget, class_budget, plan))) {
+    if (!(trace = trace_json(&res, &sp, budget, class_budget, plan))) {
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -216,6 +218,7 @@ done:;
     free(text);
     free(trace);
     free(ids);
+    free(names);
     ptq_budget_result_free(&res);
     ptq_sens_summary_free(&sens);
     ptq_plan_free(plan);

@@ -711,8 +711,9 @@ static ptq_status summary_body(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
             v->flag_pts);
     for (int i = 0; i < v->n_flagged && i < SUMMARY_FLAGGED_MAX; i++) {
         int c = v->order[i];
+        char esc[256]; /* for the terminal: control characters escaped */
         PUT("    %-20s recall %6.2f%% -> %6.2f%%  (%+.2f pts, %lld images)\n",
-            validate_view_class_name(v, c, tmp, sizeof tmp),
+            ptq_escape(validate_view_class_name(v, c, tmp, sizeof tmp), esc, sizeof esc),
             100 * v->mf[c].recall, 100 * v->mq[c].recall, -v->drop_pts[c], (long long)v->mf[c].support);
     }
     if (v->n_flagged > SUMMARY_FLAGGED_MAX)

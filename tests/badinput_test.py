@@ -252,6 +252,9 @@ def models():
          out_check=lambda out, err: "\\x1b[31m" in out and "\x1b" not in out)
     case("onnx: ESC in a tensor name, info --json escapes it", ["info", J("esc.onnx"), "--json"], 0,
          out_check=lambda out, err: "\x1b" not in out and esc in json.loads(out)["inputs"][0]["name"])
+    case("onnx: ESC in a tensor name, calibrate's table escapes it",
+         ["calibrate", "--model", J("esc.onnx"), "--data", J("good.h5"), "--out", J("esc-cal.h5")], 0,
+         out_check=lambda out, err: "\\x1b[31m" in out and "\x1b" not in out)
     onnx_model(J("two_in.onnx"), [helper.make_node("Add", ["a", "b"], ["y"])],
                [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 1, 28, 28]),
                 helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 1, 28, 28])],

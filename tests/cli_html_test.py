@@ -252,21 +252,25 @@ def main():
 
 
 def not_utf8(J, images, labels):
-    """Class names that are not UTF-8: every report valid UTF-8 (JSON that parses), the bad bytes as U+FFFD."""
+    """Class names that are not UTF-8: every report valid UTF-8 (JSON that parses), the bad bytes as U+FFFD;
+    ESC and BEL in them escaped on the terminal (eval's table, validate's FLAGGED lines, plan's steps)."""
     with h5py.File(J("raw.h5"), "w") as f:
         f.create_dataset("images", data=images)
         f.create_dataset("labels", data=labels)
-        raw = [b"\xff\xfe bad", b"cut \xc3"] + [b"c%d" % i for i in range(2, 10)]
-        f.attrs.create("class_names", raw, dtype="S9")
+        raw = [b"\xff\xfe\x1b]0;x\x07 bad", b"cut\x1b]0;x\x07 \xc3"] + [b"c%d\x1b]0;x\x07" % i for i in range(2, 10)]
+        f.attrs.create("class_names", raw, dtype="S16")
     runs = [("eval", "--model", MODEL, "--data", J("raw.h5"), "--report", J("raw-eval.json")),
             ("validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("raw.h5"), "--report", J("raw")),
             ("sensitivity", "--model", MODEL, "--calib", J("c.h5"), "--data", J("raw.h5"), "--samples", "50",
              "--out", J("raw-sens.json")),
             ("plan", J("c.h5"), "--model", MODEL, "--sensitivity", J("raw-sens.json"), "--budget", "0", "--data",
-             J("raw.h5"), "--samples", "50", "--max-moves", "1", "--out", J("raw-plan.json"), "--quiet")]
+             J("raw.h5"), "--samples", "50", "--max-moves", "1", "--out", J("raw-plan.json"))]
     for args in runs:
-        rc, _, err = ptq(*args)
+        rc, out, err = ptq(*args)
         check(f"{args[0]} on class names that are not UTF-8", rc in (0, 11), err.strip()[-300:])
+        check(f"{args[0]}: control characters in class names escaped on the terminal",
+              "\x1b" not in out + err and (args[0] != "plan" or "\\x1b]0;x\\x07" in err),
+              repr(err[-300:]))
     bad, names = [], set()
     for n in ("raw-eval.json", "raw/validate.json", "raw/validate.md", "raw/report.html", "raw-sens.json",
               "raw-sens.md", "raw-sens.html", "raw-plan.trace.json"):
@@ -280,7 +284,8 @@ def not_utf8(J, images, labels):
         except (OSError, ValueError) as e:
             bad.append(f"{n}: {e}")
     check("names that are not UTF-8: every report valid UTF-8, the JSON parses, bad bytes as U+FFFD",
-          not bad and {"\ufffd\ufffd bad", "cut \ufffd"} <= names, f"{bad[:3]} {sorted(names)[:4]}")
+          not bad and {"\ufffd\ufffd\x1b]0;x\x07 bad", "cut\x1b]0;x\x07 \ufffd", "c2\x1b]0;x\x07"} <= names,
+          f"{bad[:3]} {sorted(names)[:4]}")
 
 
 def png_size(path):

@@ -305,6 +305,18 @@ static void test_crafted(ptq_ctx *ctx)
     CHECK(ptq_validate_format_json(ctx, whole, &opts, &json) == PTQ_ERR_INVALID_ARG && json == NULL);
     CHECK(ptq_validate_format_markdown(ctx, whole, &opts, &md) == PTQ_ERR_INVALID_ARG && md == NULL);
 
+    /* a class name from the data with control characters: escaped in the terminal summary */
+    const char *hostile[K];
+    memcpy(hostile, names, sizeof hostile);
+    hostile[3] = "c\x1b]0;x\x07\nat";
+    opts.class_names = hostile;
+    opts.header_json = NULL;
+    CHECK(ptq_validate_format_summary(ctx, whole, &opts, &sum) == PTQ_OK);
+    CHECK_MSG(sum && strstr(sum, "    c\\x1b]0;x\\x07\\x0aat") && !strpbrk(sum, "\x1b\x07"), "summary:\n%s",
+              sum ? sum : "");
+    free(sum);
+    opts.class_names = names;
+
     /* bad labels: the second batch's sample 5 is image 1005; nothing is counted */
     int32_t bad[8] = {0, 1, 2, 3, 4, K, 0, 1};
     CHECK(ptq_validate_stats_add(ctx, whole, 8, bad, f, q) == PTQ_ERR_DATA);
