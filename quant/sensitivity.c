@@ -767,19 +767,24 @@ ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, cons
                      "| all but: recovered pts |\n|---|---|---|---|---|---|---|\n");
     for (int64_t j = 0; j < s->n_t; j++) {
         const ptq_sens_tensor *t = &s->t[order[j]];
-        ptq_buf_putf(&b, "| `%s` | %s | ", t->name, t->is_weight ? "weight" : "activation");
+        /* names from the files escaped as validate.md escapes them; a failed put is b's, which ptq_buf_take finds */
+        ptq_buf_putf(&b, "| ");
+        (void)ptq_md_code(ctx, &b, t->name);
+        ptq_buf_putf(&b, " | %s | ", t->is_weight ? "weight" : "activation");
         if (t->measured_a) {
             double drop;
             const int w = worst_class(s, &t->a, &drop);
-            char name[64];
-            if (drop <= 0)
-                snprintf(name, sizeof name, "—");
-            else if (class_names && class_names[w])
-                snprintf(name, sizeof name, "%s (%+.2f)", class_names[w], -drop);
-            else
-                snprintf(name, sizeof name, "%d (%+.2f)", w, -drop);
-            ptq_buf_putf(&b, "%+.2f | %.2f | %.2f%% | %s | ", pts(t->a.top1 - f32.top1, t->a.n), t->a.sqnr_db,
-                         pts(t->a.agree, t->a.n), name);
+            ptq_buf_putf(&b, "%+.2f | %.2f | %.2f%% | ", pts(t->a.top1 - f32.top1, t->a.n), t->a.sqnr_db,
+                         pts(t->a.agree, t->a.n));
+            if (drop <= 0) {
+                ptq_buf_putf(&b, "— | ");
+            } else {
+                if (class_names && class_names[w])
+                    (void)ptq_md_name(ctx, &b, class_names[w]);
+                else
+                    ptq_buf_putf(&b, "%d", w);
+                ptq_buf_putf(&b, " (%+.2f) | ", -drop);
+            }
         } else {
             ptq_buf_putf(&b, "— | — | — | — (only zeros seen) | ");
         }

@@ -1,7 +1,9 @@
-/* Provenance lines for Markdown reports (reports/md_header.h). */
+/* Provenance lines and names in table cells for Markdown reports
+ * (reports/md_header.h). */
 #include "reports/md_header.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -28,4 +30,74 @@ ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, cons
         st = ptq_buf_appendf(ctx, b, "\n");
     cJSON_Delete(h);
     return st;
+}
+
+/* Appends byte c of a name: a line break as a space, another control
+ * character as \xNN (prefix "\\" in text, where a backslash is escaped). */
+static void put_ctrl(ptq_buf *b, unsigned char c, const char *prefix)
+{
+    if (c == '\n' || c == '\r')
+        ptq_buf_put(b, " ", 1);
+    else
+        ptq_buf_putf(b, "%sx%02x", prefix, c);
+}
+
+static int is_ctrl(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+static ptq_status md_done(ptq_ctx *ctx, const ptq_buf *b)
+{
+    return b->failed ? ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing a Markdown report") : PTQ_OK;
+}
+
+ptq_status ptq_md_name(ptq_ctx *ctx, ptq_buf *b, const char *name)
+{
+    const unsigned char *start = (const unsigned char *)(name ? name : "");
+    for (const unsigned char *p = start; *p; p++) {
+        if (is_ctrl(*p))
+            put_ctrl(b, *p, "\\\\");
+        else if (*p == '<')
+            ptq_buf_put(b, "&lt;", 4);
+        else if (*p == '>')
+            ptq_buf_put(b, "&gt;", 4);
+        else if (*p == '&')
+            ptq_buf_put(b, "&amp;", 5);
+        else if (strchr("\\`*_[]|~", *p) || (p == start && strchr("#-+", *p)))
+            ptq_buf_putf(b, "\\%c", *p); /* and what would start a heading or a list */
+        else
+            ptq_buf_put(b, p, 1);
+    }
+    return md_done(ctx, b);
+}
+
+ptq_status ptq_md_code(ptq_ctx *ctx, ptq_buf *b, const char *name)
+{
+    const unsigned char *s = (const unsigned char *)(name ? name : "");
+    int run = 0, longest = 0;
+    for (const unsigned char *p = s; *p; p++) {
+        run = *p == '`' ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    const size_t n = strlen((const char *)s);
+    /* a space inside the fence when the name starts or ends with a backtick (CommonMark strips one each side) */
+    const int pad = n > 0 && (s[0] == '`' || s[n - 1] == '`');
+    for (int i = 0; i <= longest; i++)
+        ptq_buf_put(b, "`", 1);
+    if (pad)
+        ptq_buf_put(b, " ", 1);
+    for (const unsigned char *p = s; *p; p++) {
+        if (is_ctrl(*p))
+            put_ctrl(b, *p, "\\");
+        else if (*p == '|')
+            ptq_buf_put(b, "\\|", 2);
+        else
+            ptq_buf_put(b, p, 1);
+    }
+    if (pad)
+        ptq_buf_put(b, " ", 1);
+    for (int i = 0; i <= longest; i++)
+        ptq_buf_put(b, "`", 1);
+    return md_done(ctx, b);
 }

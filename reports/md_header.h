@@ -1,7 +1,7 @@
-/* The provenance list at the top of every Markdown report (validate.md,
- * sens.md): a header JSON object's fields as "- **key**: value" lines.
- * reports/md_header.c; covered by tests/test_validate_report.c and
- * tests/cli_sensitivity_test.py. */
+/* What every Markdown report (validate.md, sens.md) shares: the provenance
+ * list at the top (a header JSON object's fields as "- **key**: value"
+ * lines) and names from files written as table cells. reports/md_header.c;
+ * covered by tests/test_validate_report.c and tests/cli_sensitivity_test.py. */
 #ifndef PTQ_REPORTS_MD_HEADER_H
 #define PTQ_REPORTS_MD_HEADER_H
 
@@ -12,5 +12,16 @@
  * header_json is NULL. PTQ_ERR_INVALID_ARG ("cannot build the <what>:
  * header is not a JSON object") when it is not an object. */
 ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, const char *what);
+
+/* Appends a name from a file (a class, a tensor) as text in a table cell,
+ * read back as the same text by CommonMark/GFM renderers: \ ` * _ [ ] | ~
+ * (and a leading # - +) backslash-escaped, < > & as entities (no inline
+ * HTML), line breaks as spaces, other control characters as \xNN (as
+ * ptq_escape). PTQ_ERR_NOMEM. */
+ptq_status ptq_md_name(ptq_ctx *ctx, ptq_buf *b, const char *name);
+/* The same name as a code span in a table cell: fenced by one backtick more
+ * than its longest run of them, | as \| (GFM splits cells first), line
+ * breaks as spaces, other control characters as \xNN. PTQ_ERR_NOMEM. */
+ptq_status ptq_md_code(ptq_ctx *ctx, ptq_buf *b, const char *name);
 
 #endif

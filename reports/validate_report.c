@@ -499,18 +499,11 @@ ptq_status ptq_validate_format_json(ptq_ctx *ctx, const ptq_validate_stats *s, c
             st = ptq_buf_appendf(ctx, b, __VA_ARGS__); \
     } while (0)
 
-/* A class name as a table cell: '|' escaped, line breaks as spaces. */
+/* A class name as a table cell (ptq_md_name: Markdown, HTML and control characters escaped). */
 static ptq_status md_name(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, int c)
 {
     char tmp[32];
-    ptq_status st = PTQ_OK;
-    for (const char *p = validate_view_class_name(v, c, tmp, sizeof tmp); *p && st == PTQ_OK; p++) {
-        if (*p == '|')
-            PUT("\\|");
-        else
-            PUT("%c", *p == '\n' || *p == '\r' ? ' ' : *p);
-    }
-    return st;
+    return ptq_md_name(ctx, b, validate_view_class_name(v, c, tmp, sizeof tmp));
 }
 
 static ptq_status md_class_row(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, int c, int flagged)

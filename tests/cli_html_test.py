@@ -40,6 +40,7 @@ except ImportError as e:  # the venv from scripts/setup.sh has them
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "wbr", "source"}
 LIMIT = 300
+LONG = "c{}\x1b]0;x\x07 <b>|" + "\u00e9" * 30  # 69 bytes, more than sens.md once kept
 HOSTILE = ["<script>alert(1)</script>", "a&b", "\"q\" 'x'", "ok"] + [f"c{i}" for i in range(4, 10)]
 
 
@@ -257,16 +258,18 @@ def not_utf8(J, images, labels):
     with h5py.File(J("raw.h5"), "w") as f:
         f.create_dataset("images", data=images)
         f.create_dataset("labels", data=labels)
-        raw = [b"\xff\xfe\x1b]0;x\x07 bad", b"cut\x1b]0;x\x07 \xc3"] + [b"c%d\x1b]0;x\x07" % i for i in range(2, 10)]
-        f.attrs.create("class_names", raw, dtype="S16")
+        raw = [b"\xff\xfe\x1b]0;x\x07 bad", b"cut\x1b]0;x\x07 \xc3"]
+        raw += [LONG.format(i).encode() for i in range(2, 10)]
+        f.attrs.create("class_names", raw, dtype=f"S{max(map(len, raw))}")
     runs = [("eval", "--model", MODEL, "--data", J("raw.h5"), "--report", J("raw-eval.json")),
             ("validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("raw.h5"), "--report", J("raw")),
             ("sensitivity", "--model", MODEL, "--calib", J("c.h5"), "--data", J("raw.h5"), "--samples", "50",
              "--out", J("raw-sens.json")),
             ("plan", J("c.h5"), "--model", MODEL, "--sensitivity", J("raw-sens.json"), "--budget", "0", "--data",
              J("raw.h5"), "--samples", "50", "--max-moves", "1", "--out", J("raw-plan.json"))]
-    for args in runs:
-        rc, out, err = ptq(*args)
+    for args in runs:  # eval's terminal table cuts a long name at a byte count, inside a character: bytes replaced
+        p = subprocess.run([PTQ, *args], capture_output=True, text=True, errors="replace", timeout=900)
+        rc, out, err = p.returncode, p.stdout, p.stderr
         check(f"{args[0]} on class names that are not UTF-8", rc in (0, 11), err.strip()[-300:])
         check(f"{args[0]}: control characters in class names escaped on the terminal",
               "\x1b" not in out + err and (args[0] != "plan" or "\\x1b]0;x\\x07" in err),
@@ -284,8 +287,17 @@ def not_utf8(J, images, labels):
         except (OSError, ValueError) as e:
             bad.append(f"{n}: {e}")
     check("names that are not UTF-8: every report valid UTF-8, the JSON parses, bad bytes as U+FFFD",
-          not bad and {"\ufffd\ufffd\x1b]0;x\x07 bad", "cut\x1b]0;x\x07 \ufffd", "c2\x1b]0;x\x07"} <= names,
+          not bad and {"\ufffd\ufffd\x1b]0;x\x07 bad", "cut\x1b]0;x\x07 \ufffd", LONG.format(2)} <= names,
           f"{bad[:3]} {sorted(names)[:4]}")
+    # sens.md: names escaped as validate.md escapes them, long ones whole with their recall delta
+    md = open(J("raw-sens.md"), encoding="utf-8").read() + open(J("raw", "validate.md"), encoding="utf-8").read()
+    cells = [r.split(" | ")[5] for r in md.splitlines() if r.startswith("| `")]
+    long_md = "\\\\x1b\\]0;x\\\\x07 &lt;b&gt;\\|" + "\u00e9" * 30  # LONG in Markdown
+    check("sens.md, validate.md: no control character or tag; long class names whole, then the recall delta",
+          not re.search("[\x00-\x08\x0b-\x1f\x7f]|<b>", md) and long_md in md and
+          all(c == "—" or re.search(r" \([+-]\d+\.\d\d\)$", c) and ("\u00e9" * 30 in c or "bad" in c or "cut" in c)
+              for c in cells),
+          str(cells[:3]))
 
 
 def png_size(path):

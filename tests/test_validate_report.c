@@ -14,6 +14,7 @@
 
 #include "ptq/validate_report.h"
 #include "reports/json_num.h"
+#include "reports/md_header.h"
 #include "testlib.h"
 
 #define K 10
@@ -315,7 +316,33 @@ static void test_crafted(ptq_ctx *ctx)
     CHECK_MSG(sum && strstr(sum, "    c\\x1b]0;x\\x07\\x0aat") && !strpbrk(sum, "\x1b\x07"), "summary:\n%s",
               sum ? sum : "");
     free(sum);
+    /* ... and in validate.md as text: Markdown, inline HTML and control characters escaped (ptq_md_name) */
+    hostile[7] = "</td><img src=x>&amp; `x` *y* a_b [l](u) \\ ~z~";
+    CHECK(ptq_validate_format_markdown(ctx, whole, &opts, &md) == PTQ_OK);
+    CHECK_MSG(md && strstr(md, "| **yes** | 3 | c\\\\x1b\\]0;x\\\\x07 at |") &&
+                  strstr(md, "1. c\\\\x1b\\]0;x\\\\x07 at: recall") &&
+                  strstr(md, "| 7 &lt;/td&gt;&lt;img src=x&gt;&amp;amp; \\`x\\` \\*y\\* a\\_b "
+                             "\\[l\\](u) \\\\ \\~z\\~ |") &&
+                  !strpbrk(md, "\x1b\x07<"),
+              "markdown:\n%s", md ? md : "");
+    free(md);
     opts.class_names = names;
+
+    /* the shared Markdown cells: code spans fenced past the name's backticks, a leading list marker escaped */
+    static const struct { const char *in, *text, *code; } cells[] = {
+        {"a`b|c", "a\\`b\\|c", "``a`b\\|c``"},
+        {"``x``", "\\`\\`x\\`\\`", "``` ``x`` ```"},
+        {"-1\n#2\t", "\\-1 #2\\\\x09", "`-1 #2\\x09`"},
+        {"caf\xc3\xa9", "caf\xc3\xa9", "`caf\xc3\xa9`"},
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        ptq_buf bt = {0}, bc = {0};
+        CHECK(ptq_md_name(ctx, &bt, cells[i].in) == PTQ_OK && ptq_md_code(ctx, &bc, cells[i].in) == PTQ_OK);
+        CHECK_MSG(bt.data && strcmp(bt.data, cells[i].text) == 0, "md name %zu: %s", i, bt.data ? bt.data : "");
+        CHECK_MSG(bc.data && strcmp(bc.data, cells[i].code) == 0, "md code %zu: %s", i, bc.data ? bc.data : "");
+        ptq_buf_free(&bt);
+        ptq_buf_free(&bc);
+    }
 
     /* bad labels: the second batch's sample 5 is image 1005; nothing is counted */
     int32_t bad[8] = {0, 1, 2, 3, 4, K, 0, 1};
