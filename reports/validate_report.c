@@ -574,10 +574,13 @@ static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
             top[i] = top[i - 1];
         top[i] = cell;
     }
-    PUT("### Confusion matrices\n\n%d classes: the full FP32, quantized and difference matrices are in the JSON "
-        "report (`fp32.confusion_sparse`, `quant.confusion_sparse`, `confusion_delta_sparse`). The %d largest changes:\n\n"
-        "| true | predicted | FP32 | quantized | difference |\n|---|---|---:|---:|---:|\n",
-        v->k, MD_TOP_CELLS);
+    PUT("%d classes: the full FP32, quantized and difference matrices are in the JSON report "
+        "(`fp32.confusion_sparse`, `quant.confusion_sparse`, `confusion_delta_sparse`).", v->k);
+    if (n_top == 0)
+        PUT(" No cell changed.\n"); /* and no table: GFM would read the sentence as its row */
+    else
+        PUT(" The %d largest changes:\n\n| true | predicted | FP32 | quantized | difference |\n"
+            "|---|---|---:|---:|---:|\n", MD_TOP_CELLS);
     for (int i = 0; i < n_top && st == PTQ_OK; i++) {
         int r = (int)(top[i] / v->k), c = (int)(top[i] % v->k);
         PUT("| ");
@@ -590,8 +593,6 @@ static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
             (long long)validate_view_cell(v, 1, top[i]),
             (long long)validate_view_cell(v, 2, top[i]));
     }
-    if (n_top == 0)
-        PUT("No cell changed.\n");
     PUT("\n");
     return st;
 }

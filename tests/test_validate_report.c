@@ -409,6 +409,20 @@ static void test_many_classes(ptq_ctx *ctx)
     CHECK_MSG(md && !strstr(md, "### Confusion matrix: FP32") && strstr(md, "largest changes") &&
                   strstr(md, "| 0 | 149 | 0 | 1 | +1 |") && strstr(md, "| 0 | 0 | 2 | 1 | -1 |"),
               "%s", md ? strstr(md, "### Confusion") : "(null)");
+    const char *heading = md ? strstr(md, "## Confusion matrices\n") : NULL;
+    CHECK(heading && !strstr(heading + sizeof "## Confusion", "Confusion matrices")); /* one heading */
+    free(md);
+    ptq_validate_stats_free(s);
+    /* no cell changed: a sentence, no empty table before it */
+    md = NULL;
+    CHECK(ptq_validate_stats_init(ctx, k, &s) == PTQ_OK);
+    if (!s)
+        return;
+    CHECK(ptq_validate_stats_add(ctx, s, n, labels, f, f) == PTQ_OK);
+    CHECK(ptq_validate_format_markdown(ctx, s, NULL, &md) == PTQ_OK);
+    const char *none = md ? strstr(md, "No cell changed.") : NULL;
+    CHECK_MSG(none && !strstr(md, "| true | predicted |") && none[-1] == ' ', "%s",
+              md ? strstr(md, "## Confusion") : "(null)");
     free(md);
     ptq_validate_stats_free(s);
 }
