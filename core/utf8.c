@@ -37,6 +37,15 @@ static size_t utf8_char_bytes(const unsigned char *s)
     return n + 1;
 }
 
+int ptq_utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t n; *p; p += n)
+        if (!(n = utf8_char_bytes(p)))
+            return 0;
+    return 1;
+}
+
 char *ptq_utf8_dup(const char *s)
 {
     static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */

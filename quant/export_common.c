@@ -16,44 +16,9 @@ int ptq_export_name_warns(const char *name)
     return name && strchr(name, ':') != NULL;
 }
 
-/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
-static int utf8_valid(const unsigned char *s)
-{
-    while (*s) {
-        unsigned c = *s;
-        int n;
-        unsigned cp;
-        if (c < 0x80) {
-            s++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        for (int i = 1; i <= n; i++) {
-            if ((s[i] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i] & 0x3F);
-        }
-        static const unsigned min_cp[4] = {0, 0x80, 0x800, 0x10000};
-        if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        s += n + 1;
-    }
-    return 1;
-}
-
 int ptq_export_name_valid(const char *s)
 {
-    return s && s[0] && !strpbrk(s, "\n\r") && utf8_valid((const unsigned char *)s);
+    return s && s[0] && !strpbrk(s, "\n\r") && ptq_utf8_valid(s);
 }
 
 static int cmp_names(const void *a, const void *b)

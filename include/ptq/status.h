@@ -50,6 +50,8 @@ PTQ_API const char *ptq_escape(const char *s, char *buf, size_t n_buf);
  * class_names entry) cannot make a JSON, Markdown or HTML report invalid;
  * valid UTF-8 is copied as is. NULL when out of memory. */
 PTQ_API char *ptq_utf8_dup(const char *s);
+/* 1 when s is strict UTF-8 throughout (the same rule), 0 otherwise. */
+PTQ_API int ptq_utf8_valid(const char *s);
 
 /* Records a failure and returns its code; use through ptq_fail(). */
 PTQ_API ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code, const char *fmt, ...)
