@@ -121,10 +121,21 @@ static const char *class_label(const char *const *names, int c, char *buf, size_
 }
 
 /* For the terminal: a class name from the data with control characters escaped. */
-static const char *class_label_text(const char *const *names, int c, char *buf, size_t n)
+/* Class c's name escaped for the terminal into buf[n], at most w bytes and
+ * cut between UTF-8 characters (the tables' "%-*.*s" would cut at w bytes,
+ * maybe inside one). */
+static const char *class_label_text(const char *const *names, int c, char *buf, size_t n, int w)
 {
     char tmp[32];
-    return ptq_escape(class_label(names, c, tmp, sizeof tmp), buf, n);
+    ptq_escape(class_label(names, c, tmp, sizeof tmp), buf, n);
+    size_t cut = strlen(buf);
+    if (w >= 0 && cut > (size_t)w) {
+        cut = (size_t)w;
+        while (cut > 0 && ((unsigned char)buf[cut] & 0xC0) == 0x80)
+            cut--;
+        buf[cut] = '\0';
+    }
+    return buf;
 }
 
 /* Inserts x into the n-long list top[] of the largest keys (ties: lower
@@ -160,7 +171,7 @@ static ptq_status text_top(ptq_buf *b, const ptq_eval_stats *s, const char *cons
     ptq_buf_putf(b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
     for (int i = 0; i < n_top; i++) {
         const int c = (int)top[i];
-        ptq_buf_putf(b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc),
+        ptq_buf_putf(b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc, w),
                      m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
     }
     n_top = 0;
@@ -179,7 +190,7 @@ static ptq_status text_top(ptq_buf *b, const ptq_eval_stats *s, const char *cons
     for (int i = 0; i < n_top; i++) {
         const int r = (int)(top[i] / k), c = (int)(top[i] % k);
         ptq_buf_putf(b, "  %8lld  %-*.*s  %s\n", (long long)s->confusion[top[i]], w, w,
-                     class_label_text(names, r, esc, sizeof esc), class_label_text(names, c, esc2, sizeof esc2));
+                     class_label_text(names, r, esc, sizeof esc, w), class_label_text(names, c, esc2, sizeof esc2, -1));
     }
     return b->failed ? PTQ_ERR_NOMEM : PTQ_OK;
 }
@@ -204,7 +215,7 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     int w = 5;
     char tmp[32], esc[256];
     for (int c = 0; c < k; c++) {
-        int len = (int)strlen(class_label_text(names, c, esc, sizeof esc));
+        int len = (int)strlen(class_label_text(names, c, esc, sizeof esc, -1));
         if (len > w)
             w = len;
     }
@@ -216,7 +227,7 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     }
     ptq_buf_putf(&b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
     for (int c = 0; c < k; c++)
-        ptq_buf_putf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc),
+        ptq_buf_putf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc, w),
                   m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
     ptq_buf_putf(&b, "\nconfusion matrix (rows: true class, columns: predicted)\n%*s", w, "");
     int cw = 6;
@@ -235,7 +246,7 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         ptq_buf_putf(&b, " %*d", cw - 1, c);
     ptq_buf_putf(&b, "\n");
     for (int c = 0; c < k; c++) {
-        ptq_buf_putf(&b, "%-*.*s", w, w, class_label_text(names, c, esc, sizeof esc));
+        ptq_buf_putf(&b, "%-*.*s", w, w, class_label_text(names, c, esc, sizeof esc, w));
         for (int j = 0; j < k; j++)
             ptq_buf_putf(&b, " %*lld", cw - 1, (long long)s->confusion[(int64_t)c * k + j]);
         ptq_buf_putf(&b, "\n");

@@ -149,6 +149,14 @@ int main(void)
     cJSON_Delete(root);
     CHECK(ptq_eval_format_text(&ctx, &s, names, &text) == PTQ_OK);
     CHECK(text && strstr(text, "top-1    50.00%") && strstr(text, "pullover"));
+    /* a long name of 2-byte characters is cut to the table's width between characters, never inside one */
+    const char *wide[6] = {"tee", "trouser", "pullover", "dress", "coat",
+                           "x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                           "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"};
+    char *text2 = NULL;
+    CHECK(ptq_eval_format_text(&ctx, &s, wide, &text2) == PTQ_OK);
+    CHECK_MSG(text2 && ptq_utf8_valid(text2), "the table cut a 2-byte character");
+    free(text2);
     free(json);
     free(text);
     ptq_eval_stats_free(&s);
