@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/utf8.h"
 #include "ptq/status.h"
 
 void ptq_ctx_init(ptq_ctx *ctx)
@@ -59,18 +60,22 @@ const char *ptq_escape(const char *s, char *buf, size_t n_buf)
     size_t used = 0;
     if (n_buf == 0)
         return buf;
-    for (; s && *s; s++) {
+    for (size_t n; s && *s; s += n) {
         unsigned char c = (unsigned char)*s;
-        int ctrl = c < 0x20 || c == 0x7f;
-        if (used + (ctrl ? 4 : 1) >= n_buf)
+        n = c < 0x80 ? 1 : ptq_utf8_char_bytes(s); /* a byte that starts no UTF-8 character is escaped too */
+        int esc = c < 0x20 || c == 0x7f || n == 0;
+        if (esc)
+            n = 1;
+        if (used + (esc ? 4 : n) >= n_buf)
             break;
-        if (ctrl) {
+        if (esc) {
             buf[used++] = '\\';
             buf[used++] = 'x';
             buf[used++] = hex[c >> 4];
             buf[used++] = hex[c & 15];
         } else {
-            buf[used++] = (char)c;
+            memcpy(buf + used, s, n);
+            used += n;
         }
     }
     buf[used] = '\0';

@@ -4,10 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
 #include "ptq/status.h"
 
-/* Bytes of the strict UTF-8 character at s (no overlong forms, surrogates or
- * values above U+10FFFF), 0 when s starts none. */
 static size_t utf8_char_bytes(const unsigned char *s)
 {
     static const unsigned min_cp[4] = {0, 0x80, 0x800, 0x10000};
@@ -35,6 +34,11 @@ static size_t utf8_char_bytes(const unsigned char *s)
     if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
     return n + 1;
+}
+
+size_t ptq_utf8_char_bytes(const char *s)
+{
+    return utf8_char_bytes((const unsigned char *)s);
 }
 
 int ptq_utf8_valid(const char *s)

@@ -104,6 +104,27 @@ static ptq_status oom(loader *L)
     return ptq_fail(L->ctx, PTQ_ERR_NOMEM, "%s: out of memory", L->path);
 }
 
+/* ONNX strings are UTF-8 (protobuf's string type, which onnx.load checks):
+ * a tensor or node name that is not is refused, so no plan, report or
+ * export carries bytes a JSON reader rejects. */
+static ptq_status names_utf8(loader *L)
+{
+    char esc[256];
+    for (int i = 0; i < L->n_values; i++)
+        if (!ptq_utf8_valid(L->values[i].name))
+            return ptq_fail(L->ctx, PTQ_ERR_FORMAT, "%s: tensor name \"%s\" is not UTF-8 (ONNX names are UTF-8)",
+                            L->path, ptq_escape(L->values[i].name, esc, sizeof esc));
+    for (int i = 0; i < L->n_nodes; i++)
+        for (int k = 0; k < 3; k++) {
+            const char *s = k == 0 ? L->nodes[i].name : k == 1 ? L->nodes[i].op_type : L->nodes[i].domain;
+            if (s && !ptq_utf8_valid(s))
+                return ptq_fail(L->ctx, PTQ_ERR_FORMAT, "%s: node %d's %s \"%s\" is not UTF-8 (ONNX names are UTF-8)",
+                                L->path, i, k == 0 ? "name" : k == 1 ? "op_type" : "domain",
+                                ptq_escape(s, esc, sizeof esc));
+        }
+    return PTQ_OK;
+}
+
 static ptq_status count_field(const ptq_pb *r, const ptq_pb_field *f, int *n)
 {
     if (*n >= MAX_COUNT)
@@ -1082,6 +1103,7 @@ static ptq_status load(ptq_ctx *ctx, const char *path, const uint8_t *bytes, siz
     L.g->name = L.g->producer = "";
     PTQ_TRY(st, parse_model(&L, bytes, n_bytes), done);
     PTQ_TRY(st, build_values(&L), done);
+    PTQ_TRY(st, names_utf8(&L), done);
     order = calloc((size_t)L.n_nodes + 1, sizeof *order);
     if (!order) {
         st = oom(&L);

@@ -161,6 +161,11 @@ def models():
     prod = os.path.join(SRC, "tests", "data", "badinput", "onnx_dims_prod_overflow.onnx")
     case("onnx: a product of dims past int64 with a 0 dim (fuzz)", ["info", prod], 0,
          out_check=lambda out, err: "[281474976710656x89791617082330112x0]" in out)
+    # a tensor name that is not UTF-8 (protobuf strings are; onnx.load refuses it): refused, so no plan or report
+    # carries it (the name patched in the bytes, the same length)
+    conv_model(J("utf8.onnx"), in_name="xQQQQ")
+    raw = open(J("utf8.onnx"), "rb").read().replace(b"xQQQQ", b"xQ\xffQQ")
+    case("onnx: a tensor name that is not UTF-8", ["info", write("not_utf8.onnx", raw)], 4, "is not UTF-8")
     case("onnx: truncated to 10 bytes", ["info", write("ten.onnx", demo[:10])], 4)
     flipped = bytearray(demo)
     flipped[1] ^= 0xFF  # the first field's length varint

@@ -41,6 +41,9 @@ int main(void)
     CHECK(strcmp(ptq_escape("a\x1b[31mb", esc, sizeof esc), "a\\x1b[31mb") == 0);
     CHECK(strcmp(ptq_escape("tab\there\x7fXY", esc, sizeof esc), "tab\\x09here\\x7f") == 0); /* cut to fit */
     CHECK(strcmp(ptq_escape("caf\xc3\xa9", esc, sizeof esc), "caf\xc3\xa9") == 0);  /* UTF-8 kept */
+    /* bytes that start no UTF-8 character are escaped too (a lone 0xff, a cut character, an overlong '/') */
+    CHECK(strcmp(ptq_escape("a\xff" "b\xc3", esc, sizeof esc), "a\\xffb\\xc3") == 0);
+    CHECK(strcmp(ptq_escape("\xc0\xaf", esc, sizeof esc), "\\xc0\\xaf") == 0);
     CHECK(strcmp(ptq_escape(NULL, esc, sizeof esc), "") == 0);
     /* names that are not UTF-8 become valid UTF-8 for the reports: each bad byte U+FFFD */
     static const struct { const char *in, *want; } fix[] = {

@@ -40,9 +40,10 @@ typedef struct ptq_ctx {
 PTQ_API void ptq_ctx_init(ptq_ctx *ctx);
 PTQ_API const char *ptq_status_name(ptq_status st);
 
-/* s with control characters (bytes below 0x20, and 0x7f) written as \xNN,
- * so a name from a file cannot drive a terminal; cut to fit buf[n_buf].
- * Returns buf. */
+/* s with control characters (bytes below 0x20, and 0x7f) and bytes that
+ * start no UTF-8 character written as \xNN, so a name from a file cannot
+ * drive a terminal or make a message invalid UTF-8; cut to fit buf[n_buf]
+ * (between characters). Returns buf. */
 PTQ_API const char *ptq_escape(const char *s, char *buf, size_t n_buf);
 /* A malloc'd copy of s ("" for NULL) in which each byte that starts no valid
  * UTF-8 character (strict: no overlong forms, surrogates or values above
