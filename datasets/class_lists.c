@@ -98,6 +98,23 @@ static int64_t next_line(char **cursor, char **line)
     return 1;
 }
 
+/* The last blank-separated field of line: line itself when it has one field. */
+static char *last_field(char *line)
+{
+    char *f = line + strlen(line);
+    while (f > line && !isspace((unsigned char)f[-1]))
+        f--;
+    return f;
+}
+
+/* Ends line before field (a pointer into it), the blanks between them dropped: line keeps the fields before. */
+static void cut_before(char *line, char *field)
+{
+    while (field > line && isspace((unsigned char)field[-1]))
+        field--;
+    *field = '\0';
+}
+
 /* A decimal integer in [0, DS_MAX_CLASS_INDEX] filling tok; -1 otherwise. */
 static int32_t parse_index(const char *tok)
 {
@@ -172,15 +189,11 @@ ptq_status ds_classes_read(ptq_ctx *ctx, const char *path, ds_classes *out)
             continue;
         /* as in a labels file, the index is the last field, so a name may hold spaces ("my class 3"); a
          * last field that does not look like a number, or any line of a one-name-per-line file, is all name */
-        char *name = line, *idx_tok = line + strlen(line), *cut = idx_tok;
-        while (cut > line && !isspace((unsigned char)cut[-1]))
-            cut--;
-        const char c0 = *cut;
-        if (cut > line && form != 1 && (isdigit((unsigned char)c0) || c0 == '-' || c0 == '+')) {
-            idx_tok = cut;
-            while (cut > line && isspace((unsigned char)cut[-1]))
-                cut--;
-            *cut = '\0';
+        char *name = line, *idx_tok = line + strlen(line), *last = last_field(line);
+        const char c0 = *last;
+        if (last > line && form != 1 && (isdigit((unsigned char)c0) || c0 == '-' || c0 == '+')) {
+            idx_tok = last;
+            cut_before(line, last);
         }
         const int this_form = *idx_tok ? 2 : 1;
         if (form && this_form != form) {
@@ -318,9 +331,7 @@ ptq_status ds_labels_read(ptq_ctx *ctx, const char *path, ds_labels *out)
     for (int64_t ln = 1; next_line(&cursor, &line); ln++) {
         if (!*line || *line == '#')
             continue;
-        char *last = line + strlen(line);
-        while (last > line && !isspace((unsigned char)last[-1]))
-            last--;
+        char *last = last_field(line);
         if (last == line) {
             st = ptq_fail(ctx, PTQ_ERR_DATA, "labels file %s line %lld: expected \"PATH LABEL\", got '%s'", path,
                           (long long)ln, line);
@@ -332,10 +343,7 @@ ptq_status ds_labels_read(ptq_ctx *ctx, const char *path, ds_labels *out)
                           (long long)ln, last, DS_MAX_CLASS_INDEX);
             goto done;
         }
-        char *end = last;
-        while (end > line && isspace((unsigned char)end[-1]))
-            end--;
-        *end = '\0';
+        cut_before(line, last);
         const char *why = bad_rel_path(line);
         if (why) {
             st = ptq_fail(ctx, PTQ_ERR_DATA, "labels file %s line %lld: path '%s' %s; paths are relative to the "
