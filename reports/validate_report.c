@@ -153,16 +153,17 @@ static void word(int64_t *field, int64_t *slot, int to_buf)
 
 /* The counts of an eval stats to or from buf: n, top1, top5, no_prediction, then the k x k confusion; returns
  * the words used. */
+enum { EVAL_HEAD_WORDS = 4 }; /* the counts before the confusion matrix */
+
 static int64_t eval_words(ptq_eval_stats *e, int64_t *buf, int to_buf)
 {
     const int64_t cells = (int64_t)e->n_classes * e->n_classes;
-    word(&e->n, &buf[0], to_buf);
-    word(&e->top1, &buf[1], to_buf);
-    word(&e->top5, &buf[2], to_buf);
-    word(&e->no_prediction, &buf[3], to_buf);
+    int64_t *const head[EVAL_HEAD_WORDS] = {&e->n, &e->top1, &e->top5, &e->no_prediction};
+    for (int i = 0; i < EVAL_HEAD_WORDS; i++)
+        word(head[i], &buf[i], to_buf);
     for (int64_t i = 0; i < cells; i++)
-        word(&e->confusion[i], &buf[4 + i], to_buf);
-    return 4 + cells;
+        word(&e->confusion[i], &buf[EVAL_HEAD_WORDS + i], to_buf);
+    return EVAL_HEAD_WORDS + cells;
 }
 
 /* Every field of s to or from buf; returns the words used. */
@@ -190,7 +191,7 @@ ptq_status ptq_validate_stats_allreduce(ptq_ctx *ctx, ptq_validate_stats *s)
 {
     if (ptq_dist_size() == 1)
         return PTQ_OK;
-    const int64_t k = s->fp32.n_classes, n = 2 * (4 + k * k) + 6 + 3 * PTQ_XSUM_WORDS;
+    const int64_t k = s->fp32.n_classes, n = 2 * (EVAL_HEAD_WORDS + k * k) + 6 + 3 * PTQ_XSUM_WORDS;
     int64_t *buf = malloc((size_t)n * sizeof *buf);
     ptq_status st = ptq_dist_agree(ctx, buf ? PTQ_OK
                                             : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reducing a %lld-class "
