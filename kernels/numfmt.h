@@ -30,13 +30,17 @@ typedef ptq_fmt ptq_fp8_kind;
  * the format's saturation, and 0 to NaN); callers pass positive finite ones.
  * Fake-quant is y = decode(q) * scale, one float multiplication. */
 
-/* INT8's largest code: the full grid [-127, 127] (-128 is never produced). */
+/* INT8's largest code. The scale is symmetric (amax / 127), but a value
+ * below -127.5 scale saturates to -128, as ONNX QuantizeLinear (onnxruntime,
+ * TensorRT) does: the full grid is [-128, 127]. */
 #define PTQ_K_INT8_QMAX 127
+#define PTQ_K_INT8_QMIN (-128)
 
-/* INT8 symmetric: q = clamp(round_half_even(x / scale), -qmax, qmax), qmax
- * in [1, 127]: PTQ_K_INT8_QMAX, or 64 for weights on onnxruntime's
- * reduce_range grid (ptq_plan_weight_qmax). NaN (x NaN, or 0/0, Inf/Inf)
- * -> 0; +-Inf -> +-qmax. x, y: [n] floats; q: [n]. */
+/* INT8 symmetric: q = clamp(round_half_even(x / scale), lo, qmax), qmax in
+ * [1, 127]: PTQ_K_INT8_QMAX with lo = -128 (QuantizeLinear's saturation), or
+ * 64 with lo = -64 for weights on onnxruntime's reduce_range grid
+ * (ptq_plan_weight_qmax), or another qmax with lo = -qmax. NaN (x NaN, or
+ * 0/0, Inf/Inf) -> 0; +Inf -> qmax, -Inf -> lo. x, y: [n] floats; q: [n]. */
 void ptq_k_quantize_int8_ref(const float *x, int64_t n, float scale, int32_t qmax, int8_t *q);
 void ptq_k_dequantize_int8_ref(const int8_t *q, int64_t n, float scale, float *y);
 void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, int32_t qmax, float *y);

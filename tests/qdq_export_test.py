@@ -55,6 +55,53 @@ def plan_carried(plan_path, qdq_path):
         f"differing: {bad[:5]}"
 
 
+def signed_clipped(J):
+    """Signed INT8 activations that the default plan's percentile range clips: ONNX QuantizeLinear saturates
+    them to -128, and `ptq validate` simulates the same, logit for logit (a chain of MatMuls on Laplace data, its
+    middle activations signed; onnxruntime with no graph optimization runs the Q/DQ as written)."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"]), helper.make_node("MatMul", ["h", "W2"], ["g"]),
+             helper.make_node("MatMul", ["g", "W3"], ["k"]), helper.make_node("Relu", ["k"], ["r"]),
+             helper.make_node("MatMul", ["r", "W4"], ["y"])]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])],
+                              initializer=[w("W1", 32, 32), w("W2", 32, 32), w("W3", 32, 32), w("W4", 32, 16)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.save(model, J("chain.onnx"))
+    x = rng.laplace(size=(2000, 32)).astype(np.float32)
+    with h5py.File(J("chain.h5"), "w") as f:
+        f["x"] = x
+        f["labels"] = np.zeros(len(x), np.int64)
+    for args in (("calibrate", "--model", J("chain.onnx"), "--data", J("chain.h5"), "--samples", "500", "--out",
+                  J("chain-c.h5")),
+                 ("plan", J("chain-c.h5"), "--model", J("chain.onnx"), "--out", J("chain-plan.json")),
+                 ("validate", "--model", J("chain.onnx"), "--plan", J("chain-plan.json"), "--data", J("chain.h5"),
+                  "--report", J("chain-rep"), "--logits", J("chain.npy")),
+                 ("export", "--format", "qdq", "--plan", J("chain-plan.json"), "--model", J("chain.onnx"),
+                  "--out", J("chain-q.onnx"))):
+        rc, _, err = ptq(*args)
+        check(f"signed chain: {args[0]}", rc == 0, err.strip()[-300:])
+    if not os.path.exists(J("chain-q.onnx")):
+        return
+    m = onnx.load(J("chain-q.onnx"))
+    q_out = [n.output[0] for n in m.graph.node if n.op_type == "QuantizeLinear"]
+    m.graph.output.extend(helper.make_tensor_value_info(o, TensorProto.INT8, None) for o in q_out)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    outs = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    y, codes = outs[0], outs[1:]
+    v = np.load(J("chain.npy"))
+    n_min = sum(int((c == -128).sum()) for c in codes)
+    diff = float(np.abs(y - v).max() / np.abs(v).max())
+    check("signed chain: onnxruntime's logits on the Q/DQ export equal ptq validate's, with activations "
+          "saturated to the code -128", n_min > 0 and diff < 1e-6,
+          f"{n_min} codes -128 in {len(codes)} quantized activations; largest difference {diff:.3g} of max|logit|")
+
+
 def main():
     if not have_demo():
         print("skipped: demo model or Fashion-MNIST missing")
@@ -126,6 +173,7 @@ def main():
               f"onnxruntime {100 * acc_ort:.2f}%, ptq validate {100 * rep['top1_quant']:.2f}%")
         check(f"{name}: predictions agree with ptq's quantized ones on >= 99.9% of images", agree >= 0.999,
               f"{100 * agree:.2f}% of 10000")
+    signed_clipped(J)
     plan = json.load(open(J("int8.json")))
     plan["tensors"][2]["name"] = "ghost_tensor"
     json.dump(plan, open(J("ghost.json"), "w"))

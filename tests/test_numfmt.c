@@ -229,9 +229,9 @@ static void check_int8(void)
         {2.5f, 1.0f, 2},     {3.5f, 1.0f, 4},     {-0.5f, 1.0f, 0},     {-1.5f, 1.0f, -2},
         {-2.5f, 1.0f, -2},   {126.5f, 1.0f, 126}, {125.5f, 1.0f, 126},  {0x1.fffffep-2f, 1.0f, 0},
         {0x1.000002p-1f, 1.0f, 1},                {127.0f, 1.0f, 127},  {127.5f, 1.0f, 127},
-        {128.0f, 1.0f, 127}, {-127.5f, 1.0f, -127}, {-128.0f, 1.0f, -127}, {-1e30f, 1.0f, -127},
-        {FLT_MAX, 1.0f, 127}, {INFINITY, 1.0f, 127}, {-INFINITY, 1.0f, -127}, {NAN, 1.0f, 0},
-        {FLT_TRUE_MIN, 1.0f, 0},
+        {128.0f, 1.0f, 127}, {-127.5f, 1.0f, -128}, {-128.0f, 1.0f, -128}, {-1e30f, 1.0f, -128},
+        {FLT_MAX, 1.0f, 127}, {INFINITY, 1.0f, 127}, {-INFINITY, 1.0f, -128}, {NAN, 1.0f, 0},
+        {FLT_TRUE_MIN, 1.0f, 0}, {-127.49f, 1.0f, -127}, {-126.5f, 1.0f, -126}, {-128.5f, 1.0f, -128},
         /* scales: a true float division, not x * (1 / scale): -12.15f / 0.1f is
          * -121.49999 (the product with the reciprocal is -121.5 -> -122), and
          * 0xc0e80001 / 0.1f is exactly -72.5, a tie (the product gives -72.50001) */
@@ -240,7 +240,7 @@ static void check_int8(void)
         {0.25f, 0.5f, 0},    {0.75f, 0.5f, 2},    {1.25f, 0.5f, 2},     {3.0f, -1.0f, -3}, /* negative scale flips */
         {1e-45f, 1e-45f, 1}, {1.0f, 1e-45f, 127},                        /* subnormal scale */
         {1e38f, 1e-38f, 127},                                             /* x / scale overflows to Inf */
-        {1.0f, 0.0f, 127},   {-1.0f, 0.0f, -127}, {0.0f, 0.0f, 0},      /* scale 0: +-Inf, NaN */
+        {1.0f, 0.0f, 127},   {-1.0f, 0.0f, -128}, {0.0f, 0.0f, 0},      /* scale 0: +-Inf, NaN */
         {1e30f, INFINITY, 0}, {INFINITY, INFINITY, 0},                   /* scale Inf: 0, NaN */
         {1.0f, NAN, 0},
     };
@@ -255,10 +255,11 @@ static void check_int8(void)
         CHECK_MSG(to_bits(y) == to_bits(want_y) || (isnan(y) && isnan(want_y)), "int8 fake-quant: x %a scale %a -> %a",
                   (double)c->x, (double)c->scale, (double)y);
     }
-    /* a sweep through and beyond the range: never -128, monotonic, dequantize = q * scale; with qmax 64
-     * (onnxruntime's reduce_range weights) the same within [-64, 64], equal to the full grid inside it */
+    /* a sweep through and beyond the range: [-128, 127] (QuantizeLinear's saturation), monotonic, dequantize =
+     * q * scale; with qmax 64 (onnxruntime's reduce_range weights) the same within [-64, 64], equal to the full
+     * grid inside it */
     int64_t bad = 0, bad_reduced = 0;
-    int prev = -127, prev_reduced = -64;
+    int prev = -128, prev_reduced = -64;
     for (int i = -40000; i <= 40000; i++) {
         const float x = (float)i * 0.01f, scale = 0.25f;
         int8_t q, qr;
@@ -266,7 +267,7 @@ static void check_int8(void)
         ptq_k_quantize_int8_ref(&x, 1, scale, PTQ_K_INT8_QMAX, &q);
         ptq_k_dequantize_int8_ref(&q, 1, scale, &yd);
         ptq_k_fake_quant_int8_ref(&x, 1, scale, PTQ_K_INT8_QMAX, &y);
-        bad += q < -127 || q < prev || y != yd || yd != (float)q * scale;
+        bad += q < prev || y != yd || yd != (float)q * scale || (q == -128) != (x / scale < -127.5f);
         prev = q;
         ptq_k_quantize_int8_ref(&x, 1, scale, 64, &qr);
         ptq_k_fake_quant_int8_ref(&x, 1, scale, 64, &yr);
@@ -283,6 +284,9 @@ static void check_int8(void)
     ptq_k_quantize_int8_ref(&inf, 1, 1.0f, 64, &qi);
     ptq_k_quantize_int8_ref(&nan, 1, 1.0f, 64, &qn);
     CHECK_MSG(qi == 64 && qn == 0, "int8 qmax 64: Inf -> %d, NaN -> %d", qi, qn);
+    const float minus_inf = -INFINITY;
+    ptq_k_quantize_int8_ref(&minus_inf, 1, 1.0f, 64, &qi);
+    CHECK_MSG(qi == -64, "int8 qmax 64: -Inf -> %d", qi);
 }
 
 typedef struct uint8_case {

@@ -98,7 +98,8 @@ PTQ_API double ptq_qformat_max(ptq_qformat f);
  *   values not all clipped), one among the Inf gives max|x|.
  * mse: amax among the bin right edges i * w, i = 1 .. len, with the least
  *   sum over bins of count * (qdq(centre) - centre)^2, centres (j + 0.5) w;
- *   INT8 qdq: scale amax / 127, round half to even, clamp to +-127; FP8:
+ *   INT8 qdq: scale amax / 127, round half to even, clamp to +-127 (the
+ *   histogram is of |x|: the -128 code is not counted); FP8:
  *   x * (fmax / amax) to the FP8 code (nearest even, saturating, in double)
  *   and back times amax / fmax. Ties go to the largest. O(len^2): about 50 ms
  *   for 4096 bins.

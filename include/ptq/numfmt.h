@@ -18,7 +18,7 @@ extern "C" {
 typedef enum ptq_fmt {
     PTQ_FMT_FP32 = 0,     /* IEEE binary32, left as it is */
     PTQ_FMT_FP16 = 1,     /* IEEE binary16, round to nearest even, no scale */
-    PTQ_FMT_INT8 = 2,     /* symmetric, zero point 0: q = saturate(rne(x / scale)) in [-127, 127] */
+    PTQ_FMT_INT8 = 2,     /* symmetric, zero point 0: q = saturate(rne(x / scale)) in [-128, 127] */
     PTQ_FMT_FP8_E4M3 = 3, /* E4M3FN of x / scale, saturating (max 448, no Inf) */
     PTQ_FMT_FP8_E5M2 = 4, /* E5M2 of x / scale, saturating (max 57344) */
     PTQ_FMT_BF16 = 5,     /* bfloat16, round to nearest even, no scale */

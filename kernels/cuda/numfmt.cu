@@ -20,7 +20,7 @@ static __device__ __nv_fp8_interpretation_t interp(ptq_fp8_kind kind)
 static __device__ int int8_code(float x, float scale)
 {
     const int r = __float2int_rn(__fdiv_rn(x, scale)); /* NaN -> 0, beyond int range saturates */
-    return r > PTQ_K_INT8_QMAX ? PTQ_K_INT8_QMAX : r < -PTQ_K_INT8_QMAX ? -PTQ_K_INT8_QMAX : r;
+    return r > PTQ_K_INT8_QMAX ? PTQ_K_INT8_QMAX : r < PTQ_K_INT8_QMIN ? PTQ_K_INT8_QMIN : r;
 }
 
 static __device__ uint8_t fp8_code(float v, ptq_fp8_kind kind)

@@ -37,8 +37,9 @@ static int8_t int8_from_scaled(float v, int32_t qmax)
     const float r = rintf(v);
     if (r >= (float)qmax)
         return (int8_t)qmax;
-    if (r <= (float)-qmax)
-        return (int8_t)-qmax;
+    const int32_t lo = qmax == PTQ_K_INT8_QMAX ? PTQ_K_INT8_QMIN : -qmax;
+    if (r <= (float)lo)
+        return (int8_t)lo;
     return (int8_t)(int)r;
 }
 
