@@ -39,11 +39,7 @@ ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_
         const char *name = t->name;
         if (!name || !name[0])
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor %" PRId64 " has no name", i);
-        if (strpbrk(name, "\n\r"))
-            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
-                            "tensor %" PRId64 " name \"%s\" has a line break, which the range files (one line or "
-                            "key per tensor) cannot carry; export a Q/DQ model (--format qdq) instead", i, name);
-        if (!ptq_export_name_valid(name))
+        if (!ptq_utf8_valid(name))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor %" PRId64 " name \"%s\" is not valid UTF-8", i, name);
         if (!(t->r.amax >= 0) || !isfinite(t->r.amax))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor \"%s\": amax %g is not finite and >= 0", name, t->r.amax);
@@ -88,6 +84,20 @@ ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_
     if (stats)
         *stats = s;
     return PTQ_OK;
+}
+
+ptq_status ptq_export_check_lines(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_export_stats *stats)
+{
+    ptq_status st = ptq_export_check(ctx, ranges, n, stats);
+    for (int64_t i = 0; st == PTQ_OK && i < n; i++)
+        if (strpbrk(ranges[i].name, "\n\r"))
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                          "tensor %" PRId64 " name \"%s\" has a line break, which the TensorRT cache and the ONNX "
+                          "Runtime tables (one line or key per tensor) cannot carry; export --format json or qdq "
+                          "instead", i, ranges[i].name);
+    if (st != PTQ_OK && stats)
+        memset(stats, 0, sizeof *stats);
+    return st;
 }
 
 /* Shortest decimal M * 10^p (M with no trailing zeros) that reads back to

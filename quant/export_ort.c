@@ -209,7 +209,7 @@ static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges
 {
     *sorted = NULL;
     *n_sorted = 0;
-    ptq_status st = ptq_export_check(ctx, ranges, n, s);
+    ptq_status st = ptq_export_check_lines(ctx, ranges, n, s);
     if (st != PTQ_OK)
         return st;
     for (int64_t i = 0; i < n; i++) {
@@ -382,7 +382,7 @@ ptq_status ptq_export_ort_json(ptq_ctx *ctx, const ptq_tensor_range *ranges, int
     memset(out, 0, sizeof *out);
     if (stats)
         memset(stats, 0, sizeof *stats);
-    PTQ_TRY(st, ptq_export_check(ctx, ranges, n, &s), done);
+    PTQ_TRY(st, ptq_export_check_lines(ctx, ranges, n, &s), done);
     PTQ_TRY(st, ptq_buf_appendf(ctx, out, "{\"CLS\": \"TensorsData\", \"data\": {"), done);
     for (int64_t i = 0; i < n; i++) {
         const ptq_tensor_range *t = &ranges[i];

@@ -43,7 +43,7 @@ ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params *p, con
     if (stats)
         memset(stats, 0, sizeof *stats);
     PTQ_TRY(st, check_params(ctx, p, &version, &algorithm), done);
-    PTQ_TRY(st, ptq_export_check(ctx, ranges, n, &s), done);
+    PTQ_TRY(st, ptq_export_check_lines(ctx, ranges, n, &s), done);
     for (int64_t i = 0; i < n; i++) {
         const ptq_tensor_range *t = &ranges[i];
         if (t->format != PTQ_QFORMAT_INT8) {

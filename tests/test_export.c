@@ -213,13 +213,27 @@ static void test_refusals(void)
         st[1] = ptq_export_ort_flatbuffers(&ctx, bad[i].r, 2, &b, &s);
         st[2] = ptq_export_ort_cache(&ctx, bad[i].r, 2, &b, &s);
         st[3] = ptq_export_ort_json(&ctx, bad[i].r, 2, &b, &s);
-        st[4] = ptq_export_json(&ctx, NULL, bad[i].r, 2, &b, &s);
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 4; k++)
             CHECK_MSG(st[k] == PTQ_ERR_INVALID_ARG, "case %zu exporter %d: %s", i, k, ptq_status_name(st[k]));
         CHECK_MSG(strstr(ctx.msg, bad[i].needle), "case %zu message \"%s\" lacks \"%s\"", i, ctx.msg, bad[i].needle);
         CHECK(b.data == NULL && b.n_bytes == 0 && s.n_written == 0 && s.n_degenerate == 0);
-        CHECK(ptq_export_check(&ctx, bad[i].r, 2, NULL) == PTQ_ERR_INVALID_ARG);
+        CHECK(ptq_export_check_lines(&ctx, bad[i].r, 2, NULL) == PTQ_ERR_INVALID_ARG);
+        /* a line break: refused by the line- and key-based files, which name the formats that carry it */
+        const int lines_only = strcmp(bad[i].needle, "line break") == 0;
+        if (lines_only)
+            CHECK_MSG(strstr(ctx.msg, "--format json or qdq"), "message: %s", ctx.msg);
+        st[4] = ptq_export_json(&ctx, NULL, bad[i].r, 2, &b, &s);
+        CHECK_MSG(st[4] == (lines_only ? PTQ_OK : PTQ_ERR_INVALID_ARG), "case %zu ptq JSON: %s", i,
+                  ptq_status_name(st[4]));
+        CHECK((ptq_export_check(&ctx, bad[i].r, 2, NULL) == PTQ_OK) == lines_only);
+        ptq_buf_free(&b);
     }
+    /* ptq's JSON carries the name, escaped */
+    ptq_tensor_range nl[] = {rng("two\nlines\r", 1)};
+    ptq_buf j = {0};
+    CHECK(ptq_export_json(&ctx, NULL, nl, 1, &j, NULL) == PTQ_OK);
+    CHECK_MSG(j.data && strstr(j.data, "\"two\\nlines\\r\""), "JSON: %.*s", (int)j.n_bytes, j.data ? j.data : "");
+    ptq_buf_free(&j);
     ptq_tensor_range ok[] = {rng("a", 1), rng("b", 0)};
     ptq_export_stats s;
     CHECK(ptq_export_check(&ctx, ok, 2, &s) == PTQ_OK && s.n_degenerate == 1 && s.n_written == 0);

@@ -50,9 +50,15 @@ PTQ_API int ptq_export_name_warns(const char *name);
 PTQ_API int ptq_export_name_valid(const char *s);
 
 /* The checks every exporter runs first: each range as documented on
- * ptq_tensor_range, and no name twice. PTQ_ERR_INVALID_ARG naming the
+ * ptq_tensor_range (a name: non-empty, valid UTF-8), and no name twice. PTQ_ERR_INVALID_ARG naming the
  * tensor (its index and name) otherwise. stats may be NULL; n_written is 0. */
 PTQ_API ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_export_stats *stats);
+
+/* ptq_export_check, then no name with a line break ('\n' or '\r'): the
+ * checks of the line- and key-based files (TensorRT cache, ONNX Runtime
+ * tables). ptq's JSON carries such names escaped. */
+PTQ_API ptq_status ptq_export_check_lines(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n,
+                                          ptq_export_stats *stats);
 
 /* x (finite) as Python's repr(float) writes it: the shortest decimal that
  * reads back to the same double ("0.1", "1e-05", "100.0", "1.5e+16",
