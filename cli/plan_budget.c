@@ -35,7 +35,7 @@ static void print_step(void *user, int step, const char *moved, double drop, int
     else
         snprintf(wname, sizeof wname, "%d", worst);
     /* both as drops (points lost), as the trace writes them; + 0.0 prints no "-0.00" */
-    fprintf(stderr, "plan: step %3d  %-44.44s top-1 drop %6.2f pts  worst class %s drop %.2f pts  %s %lld/%lld\n",
+    fprintf(stderr, "plan: step %3d  %-44s top-1 drop %6.2f pts  worst class %s drop %.2f pts  %s %lld/%lld\n",
             step, moved ? ptq_escape(moved, mname, sizeof mname) : "(the default plan)", drop + 0.0, wname,
             worst_drop + 0.0, sp->high, (long long)n_float, (long long)n_tensors);
 }
@@ -174,6 +174,12 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured for target %s, the plan's is %s (make the report "
                       "with the plan's --target)", sens_path, ptq_target_name(sens.target),
                       ptq_target_name(def->target));
+        goto done;
+    }
+    if (ptq_sens_covers(&ctx, &sens, def) != PTQ_OK) {
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx.msg);
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s: %s", sens_path, why);
         goto done;
     }
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};

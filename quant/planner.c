@@ -184,6 +184,26 @@ ptq_status ptq_sens_check(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_gra
     return PTQ_OK;
 }
 
+ptq_status ptq_sens_covers(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_plan *plan)
+{
+    int64_t n_missing = 0, first = -1, n_quantized = 0;
+    for (int64_t i = 0; i < plan->n; i++) {
+        if (!ptq_prec_is_quantized(plan->e[i].prec))
+            continue;
+        n_quantized++;
+        int64_t j = 0;
+        while (j < s->n && strcmp(s->e[j].name, plan->e[i].name) != 0)
+            j++;
+        if (j == s->n && !n_missing++)
+            first = i;
+    }
+    if (!n_missing)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no figure for %lld of the plan's %lld quantized tensors (the first: "
+                    "'%s'): measured for another plan; measure it with the plan's --placement and precision flags",
+                    (long long)n_missing, (long long)n_quantized, plan->e[first].name);
+}
+
 void ptq_budget_result_free(ptq_budget_result *r)
 {
     if (!r)
@@ -394,6 +414,8 @@ ptq_status ptq_plan_budgeted(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, i
     memset(result, 0, sizeof *result);
     if (!(b->budget_pts >= 0) || !isfinite(b->budget_pts) || isnan(b->class_budget_pts) || b->batch < 1)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the budget must be a finite number of points >= 0");
+    /* a tensor with no figure would be moved last, as if measured harmless */
+    PTQ_TRY(st, ptq_sens_covers(ctx, sens, start), done);
     PTQ_TRY(st, move_order(ctx, ptq_session_graph(s), start, sens, &order, &n_moves), done);
     if (b->max_moves >= 0 && n_moves > b->max_moves)
         n_moves = b->max_moves;

@@ -240,6 +240,20 @@ def main():
             refused(f"validate --sensitivity: a report {tag}: exit {want}", ["validate", "--model", hard, "--plan",
                     J("default.json"), "--data", J("val.h5"), "--sensitivity", J(f"bad-{tag}.json"), "--report",
                     J("x9")], want, f"bad-{tag}.json: ", J("x9", "validate.json"))
+        # a report without a tensor the plan quantizes (measured for another plan): --budget would move it last, as
+        # if measured harmless; it is refused, naming the file, the count and the tensor
+        quantized = [t["name"] for t in json.load(open(J("default.json")))["tensors"]
+                     if t["precision"] in ("int8", "fp8-e4m3", "fp8-e5m2", "uint8")]
+        q = json.loads(json.dumps(sens))
+        q["tensors"] = [t for t in q["tensors"] if t["name"] != quantized[-1]]
+        with open(J("bad-missing.json"), "w") as f:
+            json.dump(q, f)
+        rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("bad-missing.json"), "--budget",
+                         "0.3", "--data", J("val.h5"), "--out", J("x8.json"))
+        check("plan --budget: a report without one of the plan's quantized tensors: exit 2, naming the file, the "
+              "count and the tensor", rc == 2 and "bad-missing.json: no figure for 1 of the plan's "
+              f"{len(quantized)} quantized tensors (the first: '{quantized[-1]}')" in err and
+              not os.path.exists(J("x8.json")), f"exit {rc}: {err.strip()}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish("cli_sensitivity_test")

@@ -147,6 +147,11 @@ PTQ_API ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summar
  * one of g's (PTQ_ERR_INVALID_ARG naming the first that is not). */
 PTQ_API ptq_status ptq_sens_check(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_graph *g,
                                   const char *model_sha256);
+
+/* PTQ_OK when s has an entry for every tensor plan quantizes, which
+ * ptq_plan_budgeted needs (it runs this first); PTQ_ERR_INVALID_ARG naming
+ * the count and the first one missing otherwise. */
+PTQ_API ptq_status ptq_sens_covers(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_plan *plan);
 PTQ_API void ptq_sens_summary_free(ptq_sens_summary *s);
 
 /* The budgeted planner: from `start` (the default plan), tensors move to
