@@ -54,11 +54,11 @@ int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch,
     const int64_t fit = ptq_batch_default_keeping(ps, runs, 2, n_kept);
     if (fit < batch && cli_is_writer())
         fprintf(stderr,
-                "ptq %s: note: batch %lld (the largest power of two that fits): a batch of %lld would need about %.0f "
-                "MiB (input buffers and activations%s), more than the memory limit of %.0f MiB (--max-memory)\n",
-                cmd, (long long)fit, (long long)runs, need / 1048576.0,
+                "ptq %s: note: batch %lld (the largest power of two that fits): a batch of %lld would need about %.*f "
+                "MiB (input buffers and activations%s), more than the memory limit of %.*f MiB (--max-memory)\n",
+                cmd, (long long)fit, (long long)runs, need < 10485760.0 ? 2 : 0, need / 1048576.0,
                 n_kept ? ", and the FP32 and default-plan values kept between runs" : "",
-                (double)ptq_memory_budget() / 1048576.0);
+                (double)ptq_memory_budget() < 10485760.0 ? 2 : 0, (double)ptq_memory_budget() / 1048576.0);
     return fit;
 }
 

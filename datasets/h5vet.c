@@ -29,6 +29,7 @@
 
 #define VET_CPU_SECONDS 5   /* the child's processor time: a metadata walk takes milliseconds */
 #define VET_WALL_SECONDS 120 /* and its time waiting for a slow file system, at most */
+#define VET_FLOOR ((uint64_t)64 << 20) /* the child's allowance under the smallest --max-memory */
 #define VET_MAX_STRINGS (1 << 24) /* ds_h5_read_strings's bound: larger string datasets are never read */
 
 /* the child's exit codes */
@@ -214,10 +215,12 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
     if (stat(path, &sb) != 0)
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s: %s", path, strerror(errno));
     /* one dataset at a time; its elements take at most the file's bytes unless compressed (then as many
-       as the compressed data may grow to), twice that and 512 MiB for libhdf5's own, within --max-memory */
+       as the compressed data may grow to), twice that and 512 MiB for libhdf5's own, within --max-memory;
+       under VET_FLOOR libhdf5 fails on files of any kind, so a smaller limit is the user's to raise */
     uint64_t allowance = ((uint64_t)512 << 20) + 2 * (uint64_t)sb.st_size;
-    if (allowance > ptq_memory_budget())
-        allowance = ptq_memory_budget();
+    const int capped = allowance > ptq_memory_budget();
+    if (capped)
+        allowance = ptq_memory_budget() > VET_FLOOR ? ptq_memory_budget() : VET_FLOOR;
     const pid_t pid = fork();
     if (pid < 0)
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path, strerror(errno));
@@ -227,6 +230,13 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: waitpid: %s", path, strerror(errno));
+    const int timed_out = WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGALRM);
+    if (capped && !timed_out && ((WIFEXITED(status) && WEXITSTATUS(status) == VET_MEMORY) || WIFSIGNALED(status)))
+        /* libhdf5 ran out of the room --max-memory left it (it may crash then): the limit, not the file */
+        return ptq_fail(ctx, PTQ_ERR_NOMEM,
+                        "%s: checking this HDF5 file (%lld bytes) needs more memory than the limit of %.1f MiB "
+                        "(--max-memory) leaves; raise --max-memory",
+                        path, (long long)sb.st_size, (double)ptq_memory_budget() / 1048576.0);
     if (WIFEXITED(status)) {
         switch (WEXITSTATUS(status)) {
         case VET_READ:
@@ -252,7 +262,7 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
             break;
         }
     }
-    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGALRM))
+    if (timed_out)
         return ptq_fail(ctx, PTQ_ERR_FORMAT,
                         "%s: libhdf5 took more than %d s%s to read its attributes and data: a malformed HDF5 "
                         "file, refused",

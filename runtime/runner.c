@@ -250,10 +250,13 @@ static ptq_status batch_fits(ptq_ctx *ctx, const ptq_session *s, int64_t batch, 
     double need = ptq_batch_bytes(s, batch, n_bufs);
     if (need <= (double)ptq_memory_budget())
         return PTQ_OK;
+    const double limit = (double)ptq_memory_budget();
     return ptq_fail(ctx, PTQ_ERR_NOMEM,
-                    "a batch of %lld samples needs about %.0f MiB (input buffers and activations), more than the "
-                    "memory limit of %.0f MiB (--max-memory); use a smaller --batch",
-                    (long long)batch, need / 1048576.0, (double)ptq_memory_budget() / 1048576.0);
+                    "a batch of %lld sample%s needs about %.*f MiB (input buffers and activations), more than the "
+                    "memory limit of %.*f MiB (--max-memory); %s",
+                    (long long)batch, batch == 1 ? "" : "s", need < 10485760.0 ? 2 : 0, need / 1048576.0,
+                    limit < 10485760.0 ? 2 : 0, limit / 1048576.0,
+                    batch > 1 ? "use a smaller --batch" : "raise --max-memory");
 }
 
 ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)

@@ -694,6 +694,13 @@ def flags():
          out_check=lambda out, err: json.loads(out)["batch"] == 8)
     case("flags: --max-memory 3M with --batch 32 is refused", M + ["--max-memory", "3M", "--batch", "32"], 10,
          "a batch of 32 samples needs")
+    # under 64 MiB the HDF5 check keeps its own floor: a valid file is never called malformed for a small limit
+    for limit in ("256K", "512K", "2M"):
+        case(f"flags: --max-memory {limit}: the HDF5 check passes, batch shrinks", M + ["--max-memory", limit,
+             "--limit", "10"], 0, "note: batch")
+    case("flags: --max-memory 128K: even one sample is over it, sizes in hundredths of a MiB",
+         M + ["--max-memory", "128K", "--limit", "10"], 10, "more than the memory limit of 0.12 MiB (--max-memory); "
+         "raise --max-memory")
     case("flags: no note when the default batch fits", M + ["--json"], 0,
          out_check=lambda out, err: json.loads(out)["batch"] == 256 and "note: batch" not in err)
     case("flags: --preprocess garbage", M + ["--preprocess", "scale=banana"], 2)
