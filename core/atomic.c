@@ -26,6 +26,7 @@
 #include "ptq/fileio.h"
 
 enum { N_SLOTS = 32, RANDOM_BYTES = 16, DENTS_BYTES = 4096 };
+enum { TMP_SUFFIX_BYTES = 5 + 2 * RANDOM_BYTES }; /* ".tmp-" and the hex digits */
 
 /* A pending temporary. used is set last and cleared first, so the handler
  * only ever reads a complete name. */
@@ -133,18 +134,36 @@ static int random_bytes(unsigned char *buf, size_t n)
     return k == (ssize_t)n ? 0 : -1;
 }
 
-/* "<path>.tmp-<32 hex>" into tmp[n_tmp]. */
+/* Bytes of path to keep before ".tmp-<32 hex>": all of it, or, when its
+ * last component is too long to take the suffix within NAME_MAX, that
+ * component cut (before a UTF-8 continuation byte) so the name fits; the
+ * random part alone keeps it unique, and the folder stays the same. */
+static size_t tmp_stem_bytes(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *last = slash ? slash + 1 : path;
+    size_t keep = strlen(last);
+    if (keep + TMP_SUFFIX_BYTES > NAME_MAX) {
+        keep = NAME_MAX - TMP_SUFFIX_BYTES;
+        while (keep > 0 && ((unsigned char)last[keep] & 0xC0) == 0x80)
+            keep--;
+    }
+    return (size_t)(last - path) + keep;
+}
+
+/* "<path>.tmp-<32 hex>" into tmp[n_tmp], path's last component cut to fit
+ * NAME_MAX (tmp_stem_bytes). */
 static ptq_status tmp_name(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp)
 {
     unsigned char r[RANDOM_BYTES];
     tmp[0] = '\0';
     if (!path || !*path)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "no output path given");
-    if (strlen(path) + 6 + 2 * RANDOM_BYTES >= n_tmp)
+    const size_t stem = tmp_stem_bytes(path);
+    if (stem + TMP_SUFFIX_BYTES >= n_tmp)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "output path %.200s... is too long", path);
     if (random_bytes(r, sizeof r) != 0)
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: no random bytes for a temporary name", path);
-    size_t k = (size_t)snprintf(tmp, n_tmp, "%s.tmp-", path);
+    size_t k = (size_t)snprintf(tmp, n_tmp, "%.*s.tmp-", (int)stem, path);
     for (int i = 0; i < RANDOM_BYTES; i++, k += 2)
         snprintf(tmp + k, n_tmp - k, "%02x", r[i]);
     return PTQ_OK;

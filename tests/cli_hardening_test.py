@@ -3,7 +3,8 @@
 model's folder through a symlink, HDF5 external storage and external links
 (unless --allow-external-data), FIFOs given as inputs (refused at once), the
 temporary-file scheme (unpredictable names, a planted symlink at the old
-"<out>.tmp-<pid>" name not followed, the umask respected, nothing left after
+"<out>.tmp-<pid>" name not followed, the umask respected, a 250-byte output
+name written (the temporary's stem cut to fit), nothing left after
 SIGINT/SIGTERM), an output that is an input (exit 2, input untouched), an
 output that is a FIFO (or, as root, a character device like /dev/null):
 refused before any work (exit 3) and left as it was, never replaced by a
@@ -251,6 +252,18 @@ def outputs_that_are_inputs(tmp, data, archive, plan):
           f"changed {changed}, left {leftovers(tmp)}")
 
 
+def long_names(tmp, data, archive):
+    """An output name of 250 bytes (legal up to 255) is written: the temporary beside it cuts its stem to fit."""
+    d = os.path.join(tmp, "long")
+    os.makedirs(d)
+    out, plan = os.path.join(d, "a" * 247 + ".h5"), os.path.join(d, "p" * 245 + ".json")
+    res = [run("calibrate", "--model", MODEL, "--data", data, "--out", out),
+           run("plan", archive, "--model", MODEL, "--out", plan, "--quiet")]
+    check("250-byte output names: calibrate and plan write them, nothing else left",
+          all(r[0] == 0 for r in res) and sorted(os.listdir(d)) == sorted(map(os.path.basename, (out, plan))),
+          f"{[(r[0], last_line(r[2])[-120:]) for r in res]}, left {[f[-50:] for f in os.listdir(d)]}")
+
+
 def interrupted(tmp, big):
     """SIGINT/SIGTERM during a long calibrate leave no temporary file; temporary names are not the pid."""
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -395,6 +408,7 @@ def main():
     umasks(tmp, data, archive, plan)
     outputs_that_are_inputs(tmp, data, archive, plan)
     special_outputs(tmp, data, archive, plan)
+    long_names(tmp, data, archive)
     interrupted(tmp, big)
     merge_by_content(tmp, images)
     rc = finish("cli_hardening_test")

@@ -1,6 +1,7 @@
 /* core/fileio.c and core/atomic.c: regular-file checks (a FIFO refused
  * without blocking), same-file detection, and whole-or-nothing writes
- * (random exclusive temporaries, umask, commit, discard of a folder tree).
+ * (random exclusive temporaries, umask, commit, discard of a folder tree,
+ * a temporary name that fits NAME_MAX beside a 250-byte output name).
  * Run: build/tests/test_fileio. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -76,6 +77,34 @@ int main(void)
     CHECK(f != NULL);
     if (f)
         fclose(f);
+    ptq_atomic_discard(tmp);
+    CHECK(count_tmp(dir) == 0);
+
+    /* a legal name too long for ".tmp-<32 hex>" on top (219 to 255 bytes): the temporary cuts its stem to fit
+     * NAME_MAX, stays in the same folder, unique, and the output takes the whole name */
+    char long_name[512], long_path[600];
+    memset(long_name, 'a', 247);
+    memcpy(long_name + 247, ".h5", 4); /* 250 bytes */
+    snprintf(long_path, sizeof long_path, "%s/%s", dir, long_name);
+    CHECK_MSG(ptq_atomic_create(&ctx, long_path, tmp, sizeof tmp, &fd) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_atomic_create(&ctx, long_path, tmp2, sizeof tmp2, NULL) == PTQ_OK, "%s", ctx.msg);
+    const char *tmp_last = strrchr(tmp, '/') ? strrchr(tmp, '/') + 1 : tmp;
+    CHECK(strlen(tmp_last) == 255 && strncmp(tmp, long_path, strlen(dir) + 1 + 218) == 0 &&
+          strncmp(tmp_last + 218, ".tmp-", 5) == 0 && strcmp(tmp, tmp2) != 0);
+    ptq_atomic_discard(tmp2);
+    CHECK(fd >= 0 && write(fd, "long", 4) == 4 && close(fd) == 0);
+    CHECK_MSG(ptq_atomic_commit(&ctx, tmp, long_path) == PTQ_OK, "%s", ctx.msg);
+    CHECK(stat(long_path, &sb) == 0 && sb.st_size == 4 && count_tmp(dir) == 0);
+    CHECK_MSG(ptq_atomic_write(&ctx, long_path, "longer", 6) == PTQ_OK, "%s", ctx.msg);
+    CHECK(stat(long_path, &sb) == 0 && sb.st_size == 6 && count_tmp(dir) == 0);
+    unlink(long_path);
+    /* the cut falls between UTF-8 characters: 'a' then 'é' (2 bytes) from byte 217 puts byte 218 inside one */
+    for (int i = 217; i + 1 < 247; i += 2)
+        memcpy(long_name + i, "\xc3\xa9", 2);
+    snprintf(long_path, sizeof long_path, "%s/%s", dir, long_name);
+    CHECK_MSG(ptq_atomic_create(&ctx, long_path, tmp, sizeof tmp, NULL) == PTQ_OK, "%s", ctx.msg);
+    tmp_last = strrchr(tmp, '/') ? strrchr(tmp, '/') + 1 : tmp;
+    CHECK(strlen(tmp_last) == 254 && strncmp(tmp_last + 217, ".tmp-", 5) == 0);
     ptq_atomic_discard(tmp);
     CHECK(count_tmp(dir) == 0);
 

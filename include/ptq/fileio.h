@@ -42,7 +42,9 @@ PTQ_API int ptq_file_same(const char *a, const char *b);
 #define PTQ_TMP_NAME_BYTES 4200
 
 /* Creates an empty temporary file next to path, "<path>.tmp-<32 random hex
- * digits>", registered for removal on SIGINT/SIGTERM; its name into
+ * digits>" (path's last component cut to its first 218 bytes, between UTF-8
+ * characters, when the whole would pass NAME_MAX), registered for removal
+ * on SIGINT/SIGTERM; its name into
  * tmp[n_tmp]. fd: an O_WRONLY descriptor on it, or NULL to close it (for
  * writers that reopen by name, such as HDF5 with H5F_ACC_TRUNC). */
 PTQ_API ptq_status ptq_atomic_create(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int *fd);
