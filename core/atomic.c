@@ -4,9 +4,9 @@
  * planted symlink nor another process's file is ever followed or
  * clobbered, and names are unique across hosts sharing a filesystem),
  * renamed onto it when complete and removed on failure. Pending names sit
- * in a fixed registry that the SIGINT/SIGTERM handler walks with
- * async-signal-safe calls only. Covered by tests/test_fileio.c and
- * tests/cli_hardening_test.py. */
+ * in a fixed registry that the handler of the terminating signals (INT,
+ * TERM, HUP, QUIT, PIPE, USR1, ALRM) walks with async-signal-safe calls
+ * only. Covered by tests/test_fileio.c and tests/cli_hardening_test.py. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +27,13 @@
 
 enum { N_SLOTS = 32, RANDOM_BYTES = 16, DENTS_BYTES = 4096 };
 enum { TMP_SUFFIX_BYTES = 5 + 2 * RANDOM_BYTES }; /* ".tmp-" and the hex digits */
+
+/* The signals whose default action ends the process and that a user or the
+ * system sends to stop a command (Ctrl-C, kill, a closed terminal or ssh
+ * session, Ctrl-\, a reader of stdout gone, timers): each removes the
+ * pending temporaries first. */
+static const int g_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGALRM};
+enum { N_SIGNALS = sizeof g_signals / sizeof g_signals[0] };
 
 /* A pending temporary. used is set last and cleared first, so the handler
  * only ever reads a complete name. */
@@ -347,16 +354,15 @@ static void on_signal(int sig)
 
 void ptq_atomic_cleanup_on_signals(void)
 {
-    static const int sigs[] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_SIGNALS; i++) {
         struct sigaction old, sa;
-        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+        if (sigaction(g_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
             continue; /* started with the signal ignored (nohup, background): keep it so */
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaddset(&sa.sa_mask, SIGINT);
-        sigaddset(&sa.sa_mask, SIGTERM);
-        sigaction(sigs[i], &sa, NULL);
+        sigemptyset(&sa.sa_mask); /* one handler at a time */
+        for (int k = 0; k < N_SIGNALS; k++)
+            sigaddset(&sa.sa_mask, g_signals[k]);
+        sigaction(g_signals[i], &sa, NULL);
     }
 }

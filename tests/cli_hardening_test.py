@@ -5,7 +5,7 @@ model's folder through a symlink, HDF5 external storage and external links
 temporary-file scheme (unpredictable names, a planted symlink at the old
 "<out>.tmp-<pid>" name not followed, the umask respected, a 250-byte output
 name written (the temporary's stem cut to fit), nothing left after
-SIGINT/SIGTERM), an output that is an input (exit 2, input untouched), an
+SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGPIPE/SIGUSR1/SIGALRM), an output that is an input (exit 2, input untouched), an
 output that is a FIFO (or, as root, a character device like /dev/null):
 refused before any work (exit 3) and left as it was, never replaced by a
 regular file, and
@@ -265,13 +265,21 @@ def long_names(tmp, data, archive):
 
 
 def interrupted(tmp, big):
-    """SIGINT/SIGTERM during a long calibrate leave no temporary file; temporary names are not the pid."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    """SIGINT/SIGTERM, and the other signals that stop a command (SIGHUP from a closed terminal or ssh session,
+    SIGQUIT, SIGPIPE, SIGUSR1, SIGALRM), during a long calibrate leave no temporary file and end ptq by that
+    signal (exit 128+N in a shell); temporary names are not the pid."""
+    import resource
+
+    def no_core():  # SIGQUIT's default action dumps core
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE, signal.SIGUSR1,
+                signal.SIGALRM):
         d = os.path.join(tmp, f"sig{int(sig)}")
         os.makedirs(d)
         out = os.path.join(d, "calib.h5")
         p = subprocess.Popen([PTQ_ABS, "calibrate", "--model", MODEL, "--data", big, "--out", out, "--device", "ref",
-                              "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=no_core)
         seen, t0 = [], time.time()
         while time.time() - t0 < 10 and not seen and p.poll() is None:
             seen = leftovers(d)

@@ -3,7 +3,8 @@
  * Outputs appear whole or not at all: written under an unpredictable
  * temporary name next to the destination (O_CREAT|O_EXCL|O_NOFOLLOW, mode
  * 0666 & ~umask), renamed onto it when complete, removed on failure and, once
- * the command installed the handler, on SIGINT/SIGTERM. core/fileio.c,
+ * the command installed the handler, on a signal that stops it (INT, TERM,
+ * HUP, QUIT, PIPE, USR1, ALRM). core/fileio.c,
  * core/atomic.c; covered by tests/test_fileio.c and tests/cli_hardening_test.py. */
 #ifndef PTQ_FILEIO_H
 #define PTQ_FILEIO_H
@@ -44,7 +45,7 @@ PTQ_API int ptq_file_same(const char *a, const char *b);
 /* Creates an empty temporary file next to path, "<path>.tmp-<32 random hex
  * digits>" (path's last component cut to its first 218 bytes, between UTF-8
  * characters, when the whole would pass NAME_MAX), registered for removal
- * on SIGINT/SIGTERM; its name into
+ * on the signals of ptq_atomic_cleanup_on_signals; its name into
  * tmp[n_tmp]. fd: an O_WRONLY descriptor on it, or NULL to close it (for
  * writers that reopen by name, such as HDF5 with H5F_ACC_TRUNC). */
 PTQ_API ptq_status ptq_atomic_create(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, int *fd);
@@ -65,9 +66,11 @@ PTQ_API void ptq_atomic_discard(char *tmp);
 PTQ_API ptq_status ptq_file_write_all(ptq_ctx *ctx, int fd, const void *data, size_t n_bytes, const char *path);
 /* Writes n_bytes of data to path whole or not at all. */
 PTQ_API ptq_status ptq_atomic_write(ptq_ctx *ctx, const char *path, const void *data, size_t n_bytes);
-/* Installs SIGINT and SIGTERM handlers that remove every pending temporary
- * (async-signal-safe calls only), then re-raise the signal with its default
- * action. For programs (the ptq command), not libraries. */
+/* Installs handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1
+ * and SIGALRM (each not ignored when the program started) that remove every
+ * pending temporary (async-signal-safe calls only), then re-raise the signal
+ * with its default action, so the exit status stays 128+N. For programs (the
+ * ptq command), not libraries. */
 PTQ_API void ptq_atomic_cleanup_on_signals(void);
 
 #ifdef __cplusplus
