@@ -124,7 +124,8 @@ enum { CLI_ORT_FILES = 3 };
 extern const char *const cli_ort_names[CLI_ORT_FILES];
 
 /* JSON objects for --json lines and report headers, through cJSON (every
- * string escaped). cli_json_header starts {"command", "ptq_version",
+ * string escaped; cli_json_str's made valid UTF-8 as ptq_utf8_dup does, since
+ * a path may hold any bytes). cli_json_header starts {"command", "ptq_version",
  * "device" (when not NULL)}; cli_json_done prints it compact and frees it
  * (NULL when out of memory). */
 typedef struct cJSON cli_json;

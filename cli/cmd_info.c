@@ -23,7 +23,7 @@ static const char info_help[] =
 static cJSON *value_json(const ptq_value *v)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", v->name);
+    cli_json_str(o, "name", v->name); /* names and paths from files: made UTF-8 */
     cJSON_AddStringToObject(o, "dtype", ptq_dtype_name(v->dtype));
     if (v->ndim >= 0) {
         cJSON *dims = cJSON_AddArrayToObject(o, "shape");
@@ -124,10 +124,10 @@ int cmd_info(int argc, char **argv)
     }
     if (cli_get(opts, n_opts, "json")) {
         cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "model", pos[0]);
+        cli_json_str(root, "model", pos[0]);
         cJSON_AddNumberToObject(root, "ir_version", (double)g->ir_version);
         cJSON_AddNumberToObject(root, "opset", (double)g->opset);
-        cJSON_AddStringToObject(root, "producer", g->producer ? g->producer : "");
+        cli_json_str(root, "producer", g->producer);
         cJSON *ins = cJSON_AddArrayToObject(root, "inputs"), *outs = cJSON_AddArrayToObject(root, "outputs");
         for (int i = 0; i < g->n_inputs; i++)
             cJSON_AddItemToArray(ins, value_json(&g->values[g->inputs[i]]));
@@ -140,20 +140,20 @@ int cmd_info(int argc, char **argv)
         cJSON_AddNumberToObject(root, "parameters", (double)n_params);
         cJSON_AddBoolToObject(root, "supported", supported == PTQ_OK);
         if (supported != PTQ_OK)
-            cJSON_AddStringToObject(root, "unsupported", support_ctx.msg);
+            cli_json_str(root, "unsupported", support_ctx.msg);
         if (shapes == PTQ_OK)
             cJSON_AddNumberToObject(root, "shapes_at_batch", 1);
         else
-            cJSON_AddStringToObject(root, "shape_inference", shape_ctx.msg);
+            cli_json_str(root, "shape_inference", shape_ctx.msg);
         if (dims_at_1)
             cJSON_AddNumberToObject(root, "shapes_at_unknown_input_dims", 1);
         cJSON_AddBoolToObject(root, "runnable", runnable == PTQ_OK);
         if (supported == PTQ_OK && runnable != PTQ_OK)
-            cJSON_AddStringToObject(root, "not_runnable", run_ctx.msg);
+            cli_json_str(root, "not_runnable", run_ctx.msg);
         if (logits >= 0)
-            cJSON_AddStringToObject(root, "logits_output", g->values[g->outputs[logits]].name);
+            cli_json_str(root, "logits_output", g->values[g->outputs[logits]].name);
         else if (logits_note[0])
-            cJSON_AddStringToObject(root, "logits_output_note", logits_note);
+            cli_json_str(root, "logits_output_note", logits_note);
         cJSON *qa = cJSON_AddArrayToObject(root, "quantizable_activations");
         cJSON *qw = cJSON_AddArrayToObject(root, "quantizable_weights");
         for (int v = 0; v < g->n_values; v++) {

@@ -27,8 +27,10 @@ cli_json *cli_json_header(const char *command, const char *device)
 
 void cli_json_str(cli_json *o, const char *key, const char *value)
 {
-    if (o)
-        cJSON_AddStringToObject(o, key, value ? value : "");
+    char *fixed = o ? ptq_utf8_dup(value) : NULL; /* paths may hold any bytes; JSON is UTF-8 */
+    if (fixed)
+        cJSON_AddStringToObject(o, key, fixed);
+    free(fixed);
 }
 
 void cli_json_num(cli_json *o, const char *key, double value)

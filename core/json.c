@@ -1,12 +1,21 @@
 /* Strict JSON reading on top of cJSON: nothing after the value, no key twice
- * in one object (core/json.h). Covered by tests/test_plan.c,
- * tests/badinput_test.py and tests/keras_badinput_test.py. */
+ * in one object; and paths written as valid UTF-8 (core/json.h). Covered by
+ * tests/test_plan.c, tests/badinput_test.py, tests/keras_badinput_test.py
+ * and tests/cli_paths_test.py. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/json.h"
 #include "ptq/memory.h"
+
+cJSON *ptq_json_add_text(cJSON *obj, const char *key, const char *s)
+{
+    char *fixed = ptq_utf8_dup(s);
+    cJSON *item = fixed ? cJSON_AddStringToObject(obj, key, fixed) : NULL;
+    free(fixed);
+    return item;
+}
 
 typedef struct dup_key {
     const cJSON *item; /* the second of two members with one key, or NULL */

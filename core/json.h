@@ -16,4 +16,10 @@
  * the nearest "name" on the way). */
 ptq_status ptq_json_parse(ptq_ctx *ctx, const char *text, const char *what, cJSON **out);
 
+/* Adds s (NULL as "") to obj under key as valid UTF-8: each byte that starts
+ * no UTF-8 character is U+FFFD (ptq_utf8_dup), so a path from the command
+ * line, which may hold any bytes, cannot make ptq's JSON unreadable
+ * (RFC 8259 JSON is UTF-8). The added item, or NULL when out of memory. */
+cJSON *ptq_json_add_text(cJSON *obj, const char *key, const char *s);
+
 #endif

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/json.h"
 #include "ptq/export.h"
 #include "ptq/version.h"
 
@@ -17,6 +18,12 @@ static int add_number(cJSON *obj, const char *key, double x)
     char text[40];
     ptq_export_format_double(x, text, sizeof text);
     return cJSON_AddRawToObject(obj, key, text) != NULL;
+}
+
+/* s is a path from the command line: any bytes, made valid UTF-8 */
+static int add_path_or_null(cJSON *obj, const char *key, const char *s)
+{
+    return (s ? ptq_json_add_text(obj, key, s) : cJSON_AddNullToObject(obj, key)) != NULL;
 }
 
 static int add_string_or_null(cJSON *obj, const char *key, const char *s)
@@ -50,12 +57,10 @@ ptq_status ptq_export_json(ptq_ctx *ctx, const ptq_export_json_meta *meta, const
     if (!meta)
         meta = &none;
     PTQ_TRY(st, ptq_export_check(ctx, ranges, n, &s), done);
-    if (meta->model_path && !ptq_export_name_valid(meta->model_path))
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "model path \"%s\" is empty, not UTF-8 or has a line break",
-                        meta->model_path);
-    if (meta->archive_path && !ptq_export_name_valid(meta->archive_path))
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "archive path \"%s\" is empty, not UTF-8 or has a line break",
-                        meta->archive_path);
+    if (meta->model_path && !meta->model_path[0])
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the model path is empty");
+    if (meta->archive_path && !meta->archive_path[0])
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the archive path is empty");
     if (meta->model_sha256 && !sha256_valid(meta->model_sha256))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "model sha256 \"%s\" is not 64 lowercase hex digits",
                         meta->model_sha256);
@@ -65,10 +70,10 @@ ptq_status ptq_export_json(ptq_ctx *ctx, const ptq_export_json_meta *meta, const
     ok = ok && cJSON_AddRawToObject(root, "format_version", "1");
     ok = ok && cJSON_AddStringToObject(root, "ptq_version", PTQ_VERSION_STRING);
     ok = ok && (model = cJSON_AddObjectToObject(root, "model")) != NULL;
-    ok = ok && add_string_or_null(model, "path", meta->model_path);
+    ok = ok && add_path_or_null(model, "path", meta->model_path);
     ok = ok && add_string_or_null(model, "sha256", meta->model_sha256);
     ok = ok && (archive = cJSON_AddObjectToObject(root, "archive")) != NULL;
-    ok = ok && add_string_or_null(archive, "path", meta->archive_path);
+    ok = ok && add_path_or_null(archive, "path", meta->archive_path);
     ok = ok && (tensors = cJSON_AddArrayToObject(root, "tensors")) != NULL;
     for (int64_t i = 0; ok && i < n; i++) {
         const ptq_tensor_range *t = &ranges[i];

@@ -56,9 +56,9 @@ ptq_status ptq_plan_to_json(ptq_ctx *ctx, const ptq_plan *p, char **out)
     cJSON *model = root ? cJSON_AddObjectToObject(root, "model") : NULL;
     int ok = model && cJSON_AddStringToObject(root, "format", PLAN_FORMAT) &&
              cJSON_AddNumberToObject(root, "format_version", PLAN_VERSION) &&
-             cJSON_AddStringToObject(model, "name", p->model_name ? p->model_name : "") &&
+             ptq_json_add_text(model, "name", p->model_name) &&
              cJSON_AddStringToObject(model, "sha256", p->model_sha256) &&
-             cJSON_AddStringToObject(root, "archive", p->archive ? p->archive : "") &&
+             ptq_json_add_text(root, "archive", p->archive) &&
              cJSON_AddStringToObject(root, "method", p->method ? p->method : "") &&
              cJSON_AddStringToObject(root, "core", ptq_prec_name(p->core));
     /* plans of --placement all stay byte for byte as ptq wrote them before placement existed */

@@ -420,9 +420,20 @@ static void test_ptq_json(void)
           cJSON_GetArraySize(cJSON_GetObjectItem(root, "tensors")) == 0);
     cJSON_Delete(root);
     ptq_buf_free(&b);
-    ptq_export_json_meta bad_sha = {NULL, "ABC", NULL}, bad_path = {"a\nb", NULL, NULL};
+    ptq_export_json_meta bad_sha = {NULL, "ABC", NULL}, empty_path = {"", NULL, NULL};
     CHECK(ptq_export_json(&ctx, &bad_sha, r, 3, &b, NULL) == PTQ_ERR_INVALID_ARG && b.data == NULL);
-    CHECK(ptq_export_json(&ctx, &bad_path, r, 3, &b, NULL) == PTQ_ERR_INVALID_ARG && b.data == NULL);
+    CHECK(ptq_export_json(&ctx, &empty_path, r, 3, &b, NULL) == PTQ_ERR_INVALID_ARG && b.data == NULL);
+    /* paths may hold any bytes: a line break escaped, a byte that starts no UTF-8 character as U+FFFD */
+    ptq_export_json_meta odd_paths = {"a\nb\xff.onnx", NULL, "c\xfe.h5"};
+    CHECK_MSG(ptq_export_json(&ctx, &odd_paths, r, 3, &b, NULL) == PTQ_OK, "%s", ctx.msg);
+    root = b.data ? cJSON_Parse(b.data) : NULL;
+    const cJSON *odd_model = root ? cJSON_GetObjectItem(cJSON_GetObjectItem(root, "model"), "path") : NULL;
+    const cJSON *odd_archive = root ? cJSON_GetObjectItem(cJSON_GetObjectItem(root, "archive"), "path") : NULL;
+    CHECK(b.data && ptq_utf8_valid(b.data) && cJSON_IsString(odd_model) && cJSON_IsString(odd_archive) &&
+          strcmp(odd_model->valuestring, "a\nb\xef\xbf\xbd.onnx") == 0 &&
+          strcmp(odd_archive->valuestring, "c\xef\xbf\xbd.h5") == 0);
+    cJSON_Delete(root);
+    ptq_buf_free(&b);
 }
 
 /* ---- --write DIR: the fixed set tests/export_test.py checks ---- */

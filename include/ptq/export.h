@@ -149,6 +149,8 @@ PTQ_API ptq_status ptq_export_ort_json(ptq_ctx *ctx, const ptq_tensor_range *ran
  * asymmetric range. Any format; degenerate ranges are written (amax and
  * scale 0, "degenerate": true). */
 typedef struct ptq_export_json_meta {
+    /* the two paths may hold any bytes (a line break is escaped; a byte that
+     * starts no UTF-8 character is written as U+FFFD); empty is refused */
     const char *model_path;   /* NULL -> null */
     const char *model_sha256; /* 64 lowercase hex digits, or NULL -> null */
     const char *archive_path; /* the calibration archive the ranges came from; NULL -> null */
