@@ -129,6 +129,12 @@ extern const char *const cli_ort_names[CLI_ORT_FILES];
  * "device" (when not NULL)}; cli_json_done prints it compact and frees it
  * (NULL when out of memory). */
 typedef struct cJSON cli_json;
+/* s (a path, any bytes; NULL as "") as the terminal summaries print it:
+ * control characters and bytes that start no UTF-8 character as \xNN
+ * (ptq_escape), as error messages print them, so a name cannot drive the
+ * terminal or break a line. In one of 8 static buffers used in turn: up to 8
+ * in one printf, main thread only. */
+const char *cli_shown(const char *s);
 cli_json *cli_json_header(const char *command, const char *device);
 void cli_json_str(cli_json *o, const char *key, const char *value);
 void cli_json_num(cli_json *o, const char *key, double value);

@@ -83,7 +83,7 @@ static void print_summary(const ptq_calib_set *set, const cli_session *s, const 
     }
     printf("archive  %s\ndata     %s (%lld samples, ids sha256 %.16s...)\ndevice   %s  (%.0f img/s)\n"
            "tensors  %lld observed, %lld bins each\n\n",
-           out, data, (long long)n_ids, pv.sample_ids_sha256, ptq_exec_device_name(s->exec),
+           cli_shown(out), cli_shown(data), (long long)n_ids, pv.sample_ids_sha256, ptq_exec_device_name(s->exec),
            secs > 0 ? (double)n_ids / secs : 0.0, (long long)n, (long long)pv.n_bins);
     printf("  %-36s %12s %12s %12s %8s %8s\n", "tensor", "values", "min", "max", "zeros", "nan/inf");
     for (int64_t i = 0; i < n; i++) {

@@ -114,7 +114,7 @@ static int convert_folder(const cli_opt *opts, int n_opts, const char *images, c
     ptq_ctx_init(&ctx);
     ptq_status st = ptq_data_convert_folder(&ctx, images, &dopts, out, &cp);
     if (st == PTQ_OK)
-        printf("wrote %s (hdf5, zstd)\n", out);
+        printf("wrote %s (hdf5, zstd)\n", cli_shown(out));
     return cli_report("data convert", &ctx, st);
 }
 
@@ -193,7 +193,7 @@ static int data_convert(int argc, char **argv)
     ptq_ctx_init(&ctx);
     ptq_status st = ptq_data_convert_idx(&ctx, images, labels, out, fmt, names, n_names, (int)level);
     if (st == PTQ_OK)
-        printf("wrote %s (%s)\n", out, fmt == PTQ_CONVERT_HDF5 ? "hdf5, zstd" : "png folder");
+        printf("wrote %s (%s)\n", cli_shown(out), fmt == PTQ_CONVERT_HDF5 ? "hdf5, zstd" : "png folder");
     if (names_buf) {
         free(names_buf);
         free(names);

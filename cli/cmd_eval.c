@@ -164,9 +164,9 @@ int cmd_eval(int argc, char **argv)
     } else {
         PTQ_TRY(st, ptq_eval_format_text(&ctx, &stats, names, &text), done);
         const int named = ptq_session_named_inputs(s.ps);
-        printf("model    %s\ndata     %s (%s, %lld %s)\ndevice   %s  (%.0f %s/s)\n", so.model, so.data,
-               ptq_dataset_kind(s.data), (long long)n_total, named ? "samples" : "images", ptq_exec_device_name(s.exec),
-               secs > 0 ? (double)n_total / secs : 0.0, named ? "samples" : "img");
+        printf("model    %s\ndata     %s (%s, %lld %s)\ndevice   %s  (%.0f %s/s)\n", cli_shown(so.model),
+               cli_shown(so.data), ptq_dataset_kind(s.data), (long long)n_total, named ? "samples" : "images",
+               ptq_exec_device_name(s.exec), secs > 0 ? (double)n_total / secs : 0.0, named ? "samples" : "img");
         fputs(text, stdout);
     }
     if (stats.no_prediction > 0)

@@ -146,7 +146,8 @@ static int export_qdq(const char *plan_path, const char *model, int64_t opset, c
         goto done;
     }
     if (!quiet)
-        printf("wrote %s (%lld planned tensors, core %s)\n", out, (long long)plan->n, ptq_prec_name(plan->core));
+        printf("wrote %s (%lld planned tensors, core %s)\n", cli_shown(out), (long long)plan->n,
+               ptq_prec_name(plan->core));
 done:
     ptq_plan_free(plan);
     ptq_graph_free(g);
@@ -313,7 +314,7 @@ int cmd_export(int argc, char **argv)
         ptq_buf_free(&jb);
     } else if (!cli_get(opts, n_opts, "quiet")) {
         print_ranges(ranges, n, method_arg, ptq_qformat_name(cp.format));
-        printf("\nwrote %s\n", out);
+        printf("\nwrote %s\n", cli_shown(out));
     }
 done:
     if (st != PTQ_OK && tables) {

@@ -169,7 +169,7 @@ int cmd_info(int argc, char **argv)
         cJSON_Delete(root);
     } else {
         char dims[128], esc[4 * PTQ_MSG_BYTES], esc2[1024]; /* names from the file, printed escaped */
-        printf("model      %s\nproducer   %s\nir_version %lld, opset %lld\n", pos[0],
+        printf("model      %s\nproducer   %s\nir_version %lld, opset %lld\n", cli_shown(pos[0]),
                ptq_escape(g->producer ? g->producer : "", esc, sizeof esc),
                (long long)g->ir_version, (long long)g->opset);
         for (int i = 0; i < g->n_inputs; i++) {

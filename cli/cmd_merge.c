@@ -92,8 +92,8 @@ int cmd_merge(int argc, char **argv)
             printf("%s\n", text);
         free(text);
     } else
-        printf("merged %d archives into %s: %lld samples, %lld tensors\n", n_pos, out, (long long)pv.n_samples,
-               (long long)ptq_calib_set_n_tensors(acc));
+        printf("merged %d archives into %s: %lld samples, %lld tensors\n", n_pos, cli_shown(out),
+               (long long)pv.n_samples, (long long)ptq_calib_set_n_tensors(acc));
 done:
     ptq_atomic_discard(tmp);
     ptq_calib_set_free(acc);

@@ -80,7 +80,7 @@ static const char plan_help[] =
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)
 {
-    printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s, target %s%s\n", what,
+    printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s, target %s%s\n", cli_shown(what),
            (long long)p->n, ptq_prec_name(p->core), p->method && p->method[0] ? p->method : "-",
            p->placement && p->placement[0] ? p->placement : "-", ptq_target_name(p->target),
            p->reduce_range ? ", weights reduce_range [-64, 64]" : "");
@@ -190,7 +190,7 @@ int cmd_plan(int argc, char **argv)
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
     if (!quiet) {
         print_counts(plan, out);
-        printf("wrote %s\n", out);
+        printf("wrote %s\n", cli_shown(out));
         if (plan->target == PTQ_TARGET_ORT_CPU && !plan->reduce_range && ptq_cpu_has_vnni() == 0)
             fprintf(stderr, "plan: note: this CPU has no VNNI: onnxruntime's uint8 x int8 kernels on such a CPU "
                             "saturate sums of full-range weights; plan with --reduce-range if the model runs on "

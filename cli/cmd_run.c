@@ -476,7 +476,7 @@ int cmd_run(int argc, char **argv)
     if (rc == 0)
         printf("== done: %s (run.json, %scalib.h5, sens.json, sens.md, sens.html, plan.json, report/, calib.cache, ort/, "
                "ranges.json, model_qdq.onnx); open %s\n",
-               dir, smooth ? "model_smooth.onnx, " : "", p_report_files[2]);
+               cli_shown(dir), smooth ? "model_smooth.onnx, " : "", cli_shown(p_report_files[2]));
     if (rc == 0 && collapsed)
         rc = EXIT_COLLAPSED; /* before a missed budget: no accuracy figure of this run means anything */
     else if (rc == 0 && budget_missed)

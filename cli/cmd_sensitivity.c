@@ -230,13 +230,14 @@ run_done: /* every rank passes here once, and learns whether any failed */
                "FP32 %.1f, only %.1f, default plan %.1f, all but %.1f)\n\n"
                "top-1    FP32 %.2f%%, default plan %.2f%%\ntensors  %lld measured in %lld runs; nodes run %lld of "
                "%lld (%.0f%%) thanks to the kept prefixes\nreport   %s, %s, %s\n",
-               model, calib, ptq_prec_name(def->core), def->reduce_range ? " reduce_range" : "",
-               def->target != PTQ_TARGET_TRT ? ", target ort-cpu" : "", def->method, data,
+               cli_shown(model), cli_shown(calib), ptq_prec_name(def->core), def->reduce_range ? " reduce_range" : "",
+               def->target != PTQ_TARGET_TRT ? ", target ort-cpu" : "", def->method, cli_shown(data),
                (long long)n_ids, ptq_exec_device_name(s.exec), secs, ph.read, ph.fp32, ph.only, ph.default_plan,
                ph.all_but, f32.n ? 100.0 * (double)f32.top1 / (double)f32.n : 0.0,
                dp.n ? 100.0 * (double)dp.top1 / (double)dp.n : 0.0, (long long)ptq_sens_n_tensors(sens),
                (long long)n_runs, (long long)nodes_run, (long long)nodes_full,
-               nodes_full ? 100.0 * (double)nodes_run / (double)nodes_full : 0.0, out, md_path, html_path);
+               nodes_full ? 100.0 * (double)nodes_run / (double)nodes_full : 0.0, cli_shown(out),
+               cli_shown(md_path), cli_shown(html_path));
     }
 written: /* and every rank learns whether that went well */
     st = ptq_dist_agree(&ctx, st);

@@ -131,7 +131,7 @@ int cmd_smooth(int argc, char **argv)
         char esc[1024];
         printf("wrote %s: %d LayerNorm output%s smoothed (alpha %g, max|x| per channel over %lld samples)\n\n"
                "  %-48s %8s %9s %22s\n",
-               out, n, n == 1 ? "" : "s", alpha, (long long)n_ids, "activation", "channels", "consumers",
+               cli_shown(out), n, n == 1 ? "" : "s", alpha, (long long)n_ids, "activation", "channels", "consumers",
                "max/median channel");
         for (int i = 0; i < n; i++) {
             int64_t c;

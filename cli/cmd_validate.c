@@ -292,12 +292,13 @@ run_done: /* every rank passes here once, and learns whether any failed */
     } else {
         printf("model    %s\nplan     %s (core %s)\ndata     %s (%lld %s)\ndevice   %s\n\n%s\n"
                "report   %s:",
-               model, plan_path, ptq_prec_name(plan->core), so.data, (long long)n_total,
+               cli_shown(model), cli_shown(plan_path), ptq_prec_name(plan->core), cli_shown(so.data),
+               (long long)n_total,
                ptq_session_named_inputs(s.ps) ? "samples" : "images", ptq_exec_device_name(eq),
-               summary, report);
+               summary, cli_shown(report));
         for (int i = 0; i < 3 + n_png; i++)
             printf(" %s%s", cli_report_names[i], i + 1 < 3 + n_png ? "," : "\n");
-        printf("open     %s\n", report_paths[2]);
+        printf("open     %s\n", cli_shown(report_paths[2]));
     }
     if (so.profile) /* the FP32 and the quantized run of every batch, together */
         cli_profile_print(&s, n_total, -1.0);

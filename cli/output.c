@@ -1,6 +1,7 @@
 /* What the commands write besides their reports: JSON built with cJSON
  * (every string escaped) with the reports' provenance header, the class names
- * as reports take them, and the logits .npy writer as a runner consumer.
+ * as reports take them, paths as the summaries print them (cli_shown), and
+ * the logits .npy writer as a runner consumer.
  * Covered by tests/cli_test.py and tests/cli_calib_test.py. */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +38,16 @@ void cli_json_num(cli_json *o, const char *key, double value)
 {
     if (o)
         cJSON_AddNumberToObject(o, key, value);
+}
+
+const char *cli_shown(const char *s)
+{
+    enum { N_BUFS = 8, BUF_BYTES = 4 * 4096 + 1 }; /* a path of PATH_MAX bytes, each escaped to \xNN */
+    static char bufs[N_BUFS][BUF_BYTES];
+    static int next;
+    char *buf = bufs[next];
+    next = (next + 1) % N_BUFS;
+    return ptq_escape(s ? s : "", buf, BUF_BYTES);
 }
 
 char *cli_json_done(cli_json *o)

@@ -141,10 +141,10 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
     PTQ_TRY(st, ptq_plan_to_json(&ctx, p, &text), done);
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
     if (!quiet) {
-        printf("%s: the calibrator chosen per activation:", out);
+        printf("%s: the calibrator chosen per activation:", cli_shown(out));
         for (int m = 0; m < N_METHODS; m++)
             printf(" %s %lld", METHODS[m], (long long)chosen[m]);
-        printf("%s\nwrote %s\n", p->reduce_range ? "; weights reduce_range [-64, 64]" : "", out);
+        printf("%s\nwrote %s\n", p->reduce_range ? "; weights reduce_range [-64, 64]" : "", cli_shown(out));
     }
 done:
     free(text);

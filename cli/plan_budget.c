@@ -217,7 +217,8 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                100 * res.top1_fp32, best->top1_drop_pts, budget, (long long)best->n_fp16, (long long)plan->n,
                def->target == PTQ_TARGET_ORT_CPU ? "FP32" : "FP16",
                def->target == PTQ_TARGET_ORT_CPU ? " (target ort-cpu)" : "",
-               plan->reduce_range ? ", weights reduce_range [-64, 64]" : "", out, trace_path);
+               plan->reduce_range ? ", weights reduce_range [-64, 64]" : "", cli_shown(out),
+               cli_shown(trace_path));
     }
 done:;
     const int met = res.met;

@@ -7,6 +7,36 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/utf8.h"
+
+/* Appends a header value (a path from the command line: any bytes) as list
+ * item text: control characters (a line break too, which would end the
+ * item) and bytes that start no UTF-8 character as \xNN, as ptq_escape
+ * prints them; < > & as entities (no inline HTML); \ ` * [ ] ~ backslash-
+ * escaped. '_' stays: inside a word (tmp_ab12) it starts no emphasis, and
+ * the path reads as typed. */
+static void put_text(ptq_buf *b, const char *s)
+{
+    for (size_t n; *s; s += n) {
+        const unsigned char c = (unsigned char)*s;
+        n = c < 0x80 ? 1 : ptq_utf8_char_bytes(s);
+        if (c < 0x20 || c == 0x7f || n == 0) {
+            ptq_buf_putf(b, "\\\\x%02x", c); /* an escaped backslash: read as "\xNN" */
+            n = 1;
+        } else if (c == '<') {
+            ptq_buf_put(b, "&lt;", 4);
+        } else if (c == '>') {
+            ptq_buf_put(b, "&gt;", 4);
+        } else if (c == '&') {
+            ptq_buf_put(b, "&amp;", 5);
+        } else if (strchr("\\`*[]~", c)) {
+            ptq_buf_putf(b, "\\%c", c);
+        } else {
+            ptq_buf_put(b, s, n);
+        }
+    }
+}
+
 ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, const char *what)
 {
     ptq_status st = PTQ_OK;
@@ -19,7 +49,12 @@ ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, cons
     }
     for (cJSON *it = h->child; it && st == PTQ_OK; it = it->next) {
         if (cJSON_IsString(it)) {
-            st = ptq_buf_appendf(ctx, b, "- **%s**: %s\n", it->string, it->valuestring);
+            st = ptq_buf_appendf(ctx, b, "- **%s**: ", it->string);
+            put_text(b, it->valuestring);
+            if (st == PTQ_OK && b->failed)
+                st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing the %s", what);
+            if (st == PTQ_OK)
+                st = ptq_buf_appendf(ctx, b, "\n");
         } else {
             char *val = cJSON_PrintUnformatted(it);
             st = ptq_buf_appendf(ctx, b, "- **%s**: %s\n", it->string, val ? val : "?");

@@ -9,7 +9,9 @@
 #include "ptq/status.h"
 
 /* Appends header_json's fields to b, then a blank line; nothing when
- * header_json is NULL. PTQ_ERR_INVALID_ARG ("cannot build the <what>:
+ * header_json is NULL. A string value (a path may hold any bytes) is
+ * written with control characters and bytes that start no UTF-8 character
+ * as \xNN (as ptq_escape), < > & as entities and \ ` * [ ] ~ escaped. PTQ_ERR_INVALID_ARG ("cannot build the <what>:
  * header is not a JSON object") when it is not an object. */
 ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, const char *what);
 
