@@ -187,7 +187,9 @@ static int vet_child(const char *path, int all, uint64_t allowance)
     const int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (fd >= 0)
         dup2(fd, STDERR_FILENO);
-    static const int defaults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM, SIGXCPU, SIGTRAP, SIGINT, SIGTERM};
+    /* the parent's cleanup handlers (core/atomic.c) too: the child must not remove the parent's temporaries */
+    static const int defaults[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGABRT, SIGALRM, SIGXCPU,
+                                   SIGTRAP, SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGPIPE, SIGUSR1};
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
         signal(defaults[i], SIG_DFL);
     if (__sanitizer_set_death_callback)
