@@ -237,6 +237,11 @@ ptq_status ds_h5_check_chunk(ptq_ctx *ctx, hid_t d, const char *what, const char
  * this libhdf5 does not have (h5py's lzf, blosc): said at open, not as a
  * plugin-path error at the first read. */
 ptq_status ds_h5_check_filters(ptq_ctx *ctx, hid_t d, const char *key, const char *path);
+/* PTQ_OK unless d (dataset key of path) is a virtual dataset one of whose
+ * sources libhdf5 would not find (datasets/h5sources.c: a missing file, or
+ * one without the mapped dataset), which it reads as fill values:
+ * PTQ_ERR_IO naming the source. */
+ptq_status ds_h5_check_sources(ptq_ctx *ctx, hid_t d, const char *key, const char *path);
 /* Samples per chunk: about 4 MiB of sample_bytes-sized samples, 1..1024, at most n. */
 int64_t ds_h5_chunk_samples(int64_t n, size_t sample_bytes);
 

@@ -259,6 +259,7 @@ static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     if (h->images < 0)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' in %s is not a readable dataset: %s", key, ds->path, why);
     PTQ_TRY_RET(ds_h5_check_filters(ctx, h->images, key, ds->path));
+    PTQ_TRY_RET(ds_h5_check_sources(ctx, h->images, key, ds->path));
     PTQ_TRY_RET(ds_h5_check_chunk(ctx, h->images, "a chunk of the images", ds->path));
 
     hid_t type = H5Dget_type(h->images);
@@ -326,6 +327,7 @@ static ptq_status open_labels(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "labels '%s' in %s is not a readable dataset: %s", key, ds->path,
                         ds_h5_error(why, sizeof why));
     PTQ_TRY_RET(ds_h5_check_filters(ctx, h->labels, key, ds->path));
+    PTQ_TRY_RET(ds_h5_check_sources(ctx, h->labels, key, ds->path));
     PTQ_TRY_RET(ds_h5_check_chunk(ctx, h->labels, "a chunk of the labels", ds->path));
     hid_t type = H5Dget_type(h->labels);
     hid_t space = H5Dget_space(h->labels);
@@ -560,6 +562,7 @@ static ptq_status open_array(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, int i, c
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "'%s' in %s is not a readable dataset: %s", key, ds->path,
                         ds_h5_error(why, sizeof why));
     PTQ_TRY_RET(ds_h5_check_filters(ctx, h->arrays[i], key, ds->path));
+    PTQ_TRY_RET(ds_h5_check_sources(ctx, h->arrays[i], key, ds->path));
     PTQ_TRY_RET(ds_h5_check_chunk(ctx, h->arrays[i], key, ds->path));
     hid_t type = H5Dget_type(h->arrays[i]), space = H5Dget_space(h->arrays[i]);
     hsize_t dims[PTQ_MAX_DIMS];

@@ -87,6 +87,46 @@ def check_many_class_names(tmp):
     check(run.returncode != 0 and "5000 classes" in run.stderr, f"ptq reads 5,000 class_names: {run.stderr[-300:]}")
 
 
+def check_virtual_sources(tmp):
+    """--allow-external-data: a virtual dataset whose source file is missing,
+    or lacks the mapped dataset, is refused at open (exit 3) naming the
+    source; libhdf5 alone reads the unmapped samples as zeros. A source found
+    beside the file (from another working folder) reads as the data itself."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ptqtest import MODEL, PTQ
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (32, 28, 28), dtype=np.uint8)
+    labels = rng.integers(0, 10, 32).astype(np.int64)
+    folder = os.path.join(tmp, "vds")
+    os.makedirs(folder)
+    plain = os.path.join(folder, "plain.h5")
+    with h5py.File(plain, "w") as f:
+        f["images"], f["labels"] = images, labels
+    with h5py.File(os.path.join(folder, "src.h5"), "w") as f:
+        f["pixels"] = images
+    for name, source, key in (("missing", "nowhere.h5", "pixels"), ("nodset", "src.h5", "images"),
+                              ("ok", "src.h5", "pixels")):
+        layout = h5py.VirtualLayout(shape=images.shape, dtype=np.uint8)
+        layout[:] = h5py.VirtualSource(source, key, shape=images.shape)
+        with h5py.File(os.path.join(folder, f"{name}.h5"), "w") as f:
+            f.create_virtual_dataset("images", layout)
+            f["labels"] = labels
+
+    def top1(path):
+        run = subprocess.run([os.path.abspath(PTQ), "eval", "--model", os.path.abspath(MODEL), "--data", path,
+                              "--allow-external-data", "--json"], capture_output=True, text=True, cwd=tmp)
+        return run.returncode, run.stdout.split('"top1"')[-1][:12], run.stderr.strip()[-300:]
+
+    for name, needle in (("missing", "nowhere.h5, which does not exist"), ("nodset", "has no such dataset")):
+        rc, _, err = top1(os.path.join("vds", f"{name}.h5"))
+        check(rc == 3 and "'images'" in err and needle in err,
+              f"virtual dataset, source {name}: exit {rc} (want 3 naming the source): {err}")
+    rc, got, err = top1(os.path.join("vds", "ok.h5"))
+    rc_plain, want, _ = top1(plain)
+    check(rc == 0 and rc_plain == 0 and got == want, f"virtual dataset with its source: exit {rc}, top1 {got} "
+          f"(the same data stored plainly: {want}): {err}")
+
+
 def main():
     build = os.environ.get("PTQ_BUILD_DIR")
     if not build:
@@ -96,6 +136,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_absurd_shapes(exe, tmp)
         check_many_class_names(tmp)
+        check_virtual_sources(tmp)
     if not os.path.exists(IMAGES) or not os.path.exists(LABELS):
         print(f"datasets_test: {len(failures)} failed; Fashion-MNIST missing, round trip skipped")
         return 1 if failures else 77

@@ -1,0 +1,134 @@
+/* A virtual dataset's sources (--allow-external-data), found as libhdf5
+ * 1.10 looks for them and checked at open, since libhdf5 reads a missing
+ * one as fill values. Covered by tests/datasets_test.py and
+ * tests/cli_hardening_test.py. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "datasets/datasets_internal.h"
+
+static int is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* path's folder ("." when it has none) into out[n]. */
+static void folder_of(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, n, ".");
+    else
+        snprintf(out, n, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+}
+
+/* prefix (with a leading ${ORIGIN} standing for origin's folder) + "/" + name into out[n]; 0 when too long. */
+static int join_prefix(const char *prefix, size_t n_prefix, const char *origin, const char *name, char *out, size_t n)
+{
+    char dir[4096];
+    if (n_prefix >= 9 && strncmp(prefix, "${ORIGIN}", 9) == 0) {
+        folder_of(origin, dir, sizeof dir);
+        return snprintf(out, n, "%s%.*s/%s", dir, (int)(n_prefix - 9), prefix + 9, name) < (int)n;
+    }
+    return snprintf(out, n, "%.*s/%s", (int)n_prefix, prefix, name) < (int)n;
+}
+
+/* The file named target that libhdf5 opens for an external link or a
+ * virtual dataset's source in the file origin (H5F_prefix_open_file): an
+ * absolute target as it is, else (or its last component, when that is
+ * missing) under each folder of the env prefix (':'-separated), in
+ * origin's folder, then from the working folder. The first that exists
+ * into out[n]: 1, or 0 when none does. */
+static int resolve_source(const char *origin, const char *target, const char *env, char *out, size_t n)
+{
+    const char *name = target;
+    if (target[0] == '/') {
+        if (is_file(target)) {
+            snprintf(out, n, "%s", target);
+            return 1;
+        }
+        name = strrchr(target, '/') + 1;
+    }
+    const char *prefixes = getenv(env);
+    for (const char *p = prefixes; p && *p;) {
+        size_t len = strcspn(p, ":");
+        if (len && join_prefix(p, len, origin, name, out, n) && is_file(out))
+            return 1;
+        p += len + (p[len] == ':');
+    }
+    if (origin[0] == '/' || strchr(origin, '/')) {
+        char dir[4096];
+        folder_of(origin, dir, sizeof dir);
+        if (snprintf(out, n, "%s/%s", dir, name) < (int)n && is_file(out))
+            return 1;
+    }
+    return snprintf(out, n, "%s", name) < (int)n && is_file(out);
+}
+
+/* 1 when the object path key (each component a link) is in file. */
+static int object_exists(hid_t file, const char *key)
+{
+    char part[1024];
+    size_t len = strlen(key);
+    if (len == 0 || len >= sizeof part)
+        return 0;
+    for (size_t i = 1; i <= len; i++)
+        if (key[i] == '/' || key[i] == '\0') {
+            memcpy(part, key, i);
+            part[i] = '\0';
+            if (H5Lexists(file, part, H5P_DEFAULT) <= 0)
+                return 0;
+        }
+    return H5Oexists_by_name(file, key, H5P_DEFAULT) > 0;
+}
+
+/* The name of the file holding object o (where an external link led), malloc'd; NULL if unknown. */
+static char *file_name_of(hid_t o)
+{
+    ssize_t len = H5Fget_name(o, NULL, 0);
+    char *name = len > 0 ? malloc((size_t)len + 1) : NULL;
+    if (name && H5Fget_name(o, name, (size_t)len + 1) < 0) {
+        free(name);
+        name = NULL;
+    }
+    return name;
+}
+
+ptq_status ds_h5_check_sources(ptq_ctx *ctx, hid_t d, const char *key, const char *path)
+{
+    hid_t dcpl = H5Dget_create_plist(d);
+    size_t n_maps = 0;
+    ptq_status st = PTQ_OK;
+    if (dcpl < 0 || H5Pget_layout(dcpl) != H5D_VIRTUAL || H5Pget_virtual_count(dcpl, &n_maps) < 0)
+        n_maps = 0;
+    char *origin = n_maps ? file_name_of(d) : NULL;
+    for (size_t i = 0; st == PTQ_OK && i < n_maps; i++) {
+        char file[1024] = "", dset[1024] = "", found[4096];
+        H5Pget_virtual_filename(dcpl, i, file, sizeof file);
+        H5Pget_virtual_dsetname(dcpl, i, dset, sizeof dset);
+        if (strchr(file, '%') || strchr(dset, '%'))
+            continue; /* a printf-style mapping of an unlimited dataset: its sources are found as it grows */
+        hid_t src = -1;
+        if (strcmp(file, ".") == 0)
+            src = H5Iget_file_id(d);
+        else if (resolve_source(origin ? origin : path, file, "HDF5_VDS_PREFIX", found, sizeof found))
+            src = H5Fopen(found, H5F_ACC_RDONLY, H5P_DEFAULT);
+        else
+            st = ptq_fail(ctx, PTQ_ERR_IO, "'%s' in %s is a virtual dataset mapping '%s' in %s, which does not "
+                          "exist: its samples would read as zeros", key, path, dset, file);
+        if (st == PTQ_OK && (src < 0 || !object_exists(src, dset)))
+            st = ptq_fail(ctx, PTQ_ERR_IO, "'%s' in %s is a virtual dataset mapping '%s' in %s, which %s: its "
+                          "samples would read as zeros", key, path, dset, strcmp(file, ".") == 0 ? path : found,
+                          src < 0 ? "cannot be opened as HDF5" : "has no such dataset");
+        if (src >= 0)
+            H5Fclose(src);
+    }
+    free(origin);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    return st;
+}
