@@ -1,10 +1,11 @@
 /* The ptq command's shared plumbing: exit codes, error lines, option
  * parsing and progress. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +91,74 @@ ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text)
     return st;
 }
 
+/* The data options the last cli_parse saw: the files a data set reads are
+ * inputs of the command too (cli_check_outputs). */
+static struct {
+    const char *data, *labels, *classes;
+} parsed_data;
+
+/* realpath of the nearest existing folder above path (a name that may not
+ * exist yet, its folders neither), malloc'd; NULL when none resolves. */
+static char *existing_folder_of(const char *path)
+{
+    char *dir = strdup(path), *real = NULL;
+    while (dir && !real) {
+        char *slash = strrchr(dir, '/');
+        if (!slash) {
+            real = realpath(".", NULL);
+            break;
+        }
+        *slash = '\0';
+        while (slash > dir && slash[-1] == '/') /* "a//b" */
+            *--slash = '\0';
+        real = realpath(slash == dir ? "/" : dir, NULL);
+    }
+    free(dir);
+    return real;
+}
+
+/* 1 when output would be written inside the image folder root (in it or any
+ * folder below): it would replace one of its images or become one. */
+static int in_image_folder(const char *root, const char *output)
+{
+    char *real_root = realpath(root, NULL), *dir = existing_folder_of(output);
+    size_t n = real_root ? strlen(real_root) : 0;
+    int in = real_root && dir && strncmp(dir, real_root, n) == 0 &&
+             (dir[n] == '\0' || dir[n] == '/' || (n == 1 && real_root[0] == '/'));
+    free(real_root);
+    free(dir);
+    return in;
+}
+
+/* The data set's files among the inputs (cli_check_outputs): an output in an
+ * image folder --data, or one that is its --labels or --classes file. 0, or an exit code. */
+static int check_data_outputs(const char *cmd, const char *const *outputs, int n_outputs)
+{
+    struct stat sb;
+    const char *data = parsed_data.data;
+    const char *lists[] = {parsed_data.labels, parsed_data.classes};
+    int rc = 0;
+    const int folder = data && stat(data, &sb) == 0 && S_ISDIR(sb.st_mode);
+    for (int j = 0; j < n_outputs && !rc; j++) {
+        if (!outputs[j])
+            continue;
+        if (folder && in_image_folder(data, outputs[j])) {
+            if (cli_is_writer())
+                fprintf(stderr, "ptq %s: error: output %s is in the input image folder %s, whose images it would "
+                        "replace or join; refusing to write it there\n", cmd, outputs[j], data);
+            rc = EXIT_USAGE;
+        }
+        for (int i = 0; i < 2 && !rc; i++)
+            if (lists[i] && ptq_file_same(lists[i], outputs[j])) {
+                if (cli_is_writer())
+                    fprintf(stderr, "ptq %s: error: output %s is the input %s (--%s); refusing to overwrite it\n",
+                            cmd, outputs[j], lists[i], i ? "classes" : "labels");
+                rc = EXIT_USAGE;
+            }
+    }
+    return rc;
+}
+
 int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
                       int n_outputs)
 {
@@ -114,7 +183,7 @@ int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, 
                 return EXIT_USAGE;
             }
     }
-    return 0;
+    return check_data_outputs(cmd, outputs, n_outputs);
 }
 
 /* The values of the repeatable options the last cli_parse saw (one command
@@ -155,6 +224,7 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
 {
     *n_pos = 0;
     memset(repeats, 0, sizeof repeats);
+    memset(&parsed_data, 0, sizeof parsed_data);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
@@ -194,6 +264,9 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
         if (o->takes_value == CLI_REPEAT && add_repeat(cmd, o, o->value) != 0)
             return EXIT_USAGE;
     }
+    parsed_data.data = cli_get(opts, n_opts, "data");
+    parsed_data.labels = cli_get(opts, n_opts, "labels");
+    parsed_data.classes = cli_get(opts, n_opts, "classes");
     return 0;
 }
 

@@ -264,6 +264,70 @@ def long_names(tmp, data, archive):
           f"{[(r[0], last_line(r[2])[-120:]) for r in res]}, left {[f[-50:] for f in os.listdir(d)]}")
 
 
+def data_files_are_inputs(tmp, images, labels, plan):
+    """Every file a data set reads is an input of the same-file check: an
+    image folder's images (an output anywhere in the folder would replace or
+    join them), its --labels and --classes files, and with
+    --allow-external-data what an HDF5 set's external link, external storage
+    or virtual dataset reads (found where libhdf5 finds them)."""
+    import h5py
+    root = os.path.join(tmp, "imgs")
+    names = []
+    for i in range(16):
+        os.makedirs(os.path.join(root, str(labels[i])), exist_ok=True)
+        names.append(f"{labels[i]}/{i:03d}.png")
+        with open(os.path.join(root, names[-1]), "wb") as f:
+            f.write(png_bytes(images[i]))
+    lab, cls = os.path.join(tmp, "lab.txt"), os.path.join(tmp, "cls.txt")
+    with open(lab, "w") as f:
+        f.write("".join(f"{n} {labels[i]}\n" for i, n in enumerate(names)))
+    with open(cls, "w") as f:
+        f.write("".join(f"{c}\n" for c in range(10)))
+    ext = os.path.join(tmp, "ext")
+    os.makedirs(ext)
+    images[:16].tofile(os.path.join(ext, "raw.bin"))
+    with h5py.File(os.path.join(ext, "target.h5"), "w") as f:
+        f["images"] = images[:16]
+    with h5py.File(os.path.join(ext, "link.h5"), "w") as f:
+        f["images"], f["labels"] = h5py.ExternalLink("target.h5", "/images"), labels[:16]
+    with h5py.File(os.path.join(ext, "raw.h5"), "w") as f:  # raw.bin from the working folder, as libhdf5 reads it
+        f.create_dataset("images", shape=(16, 28, 28), dtype=np.uint8, external=[("raw.bin", 0, 16 * 784)])
+        f["labels"] = labels[:16]
+    layout = h5py.VirtualLayout(shape=(16, 28, 28), dtype=np.uint8)
+    layout[:] = h5py.VirtualSource("target.h5", "images", shape=(16, 28, 28))
+    with h5py.File(os.path.join(ext, "vds.h5"), "w") as f:  # target.h5 beside it, from any working folder
+        f.create_virtual_dataset("images", layout)
+        f["labels"] = labels[:16]
+    inputs = [os.path.join(root, n) for n in names] + [lab, cls] + [os.path.join(ext, n) for n in os.listdir(ext)]
+    keep = {p: digest(p) for p in inputs}
+    image, rep = os.path.join(root, names[0]), os.path.join(tmp, "rep_data")
+    folder = ["--model", MODEL, "--data", root]
+    val = ["validate", "--model", MODEL, "--plan", plan, "--report", rep]
+    allow = "--allow-external-data"
+    cases = (("calibrate --out = an image of the folder --data", ["calibrate", *folder, "--out", image], tmp),
+             ("calibrate --out a new file in a class folder", ["calibrate", *folder, "--out", image + ".h5"], tmp),
+             ("eval --logits = an image", ["eval", *folder, "--logits", image], tmp),
+             ("validate --logits = an image", [*val, "--data", root, "--logits", image], tmp),
+             ("validate --report inside the folder --data", [*val[:-1], os.path.join(root, "rep"), "--data", root],
+              tmp),
+             ("calibrate --out = --labels", ["calibrate", *folder, "--labels", lab, "--out", lab], tmp),
+             ("eval --logits = --classes", ["eval", *folder, "--classes", cls, "--logits", cls], tmp),
+             ("validate --logits = --labels", [*val, "--data", root, "--labels", lab, "--logits", lab], tmp))
+    for name, args, cwd in cases:
+        rc, _, err = run(*args, cwd=cwd)
+        check(f"data set's file as output refused (exit 2): {name}", rc == 2 and "refusing to" in err,
+              f"exit {rc}: {last_line(err)}")
+    changed = [p for p, h in keep.items() if digest(p) != h]
+    added = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if os.path.join(d, f) not in keep]
+    check("data set's files: every one left byte-identical, nothing added to the folder, no temporary", not changed
+          and not added and not os.path.exists(rep) and not leftovers(tmp) and not leftovers(ext),
+          f"changed {changed}, added {added}")
+    beside = os.path.join(tmp, "imgs_calib.h5")  # a name that only starts like the folder's
+    res = [run("calibrate", *folder, "--labels", lab, "--out", beside)]
+    check("data set's files: outputs beside them are written", all(r[0] == 0 for r in res) and
+          os.path.exists(beside), str([last_line(r[2]) for r in res]))
+
+
 def interrupted(tmp, big):
     """SIGINT/SIGTERM, and the other signals that stop a command (SIGHUP from a closed terminal or ssh session,
     SIGQUIT, SIGPIPE, SIGUSR1, SIGALRM), during a long calibrate leave no temporary file and end ptq by that
@@ -415,6 +479,7 @@ def main():
     planted_symlinks(tmp, archive)
     umasks(tmp, data, archive, plan)
     outputs_that_are_inputs(tmp, data, archive, plan)
+    data_files_are_inputs(tmp, images, labels, plan)
     special_outputs(tmp, data, archive, plan)
     long_names(tmp, data, archive)
     interrupted(tmp, big)
