@@ -190,8 +190,9 @@ void cli_sibling_path(const char *path, const char *suffix, char *out, size_t n_
  * device, FIFO or socket (ptq_file_check_output), before any work; 0 when
  * none is. NULL entries are skipped. The files the data set of the last
  * cli_parse's --data reads are inputs too: its --labels and --classes
- * files, and an image folder's every file, so an output anywhere inside
- * one is refused. */
+ * files, with --allow-external-data the files an HDF5 set refers to
+ * (ptq_dataset_external_files), and an image folder's every file, so an
+ * output anywhere inside one is refused. */
 int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
                       int n_outputs);
 

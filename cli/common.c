@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ptq/dataset.h"
 #include "ptq/fileio.h"
 #include "ptq/hash.h"
 #include "ptq/memory.h"
@@ -95,6 +96,7 @@ ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text)
  * inputs of the command too (cli_check_outputs). */
 static struct {
     const char *data, *labels, *classes;
+    int allow_external_data;
 } parsed_data;
 
 /* realpath of the nearest existing folder above path (a name that may not
@@ -131,14 +133,23 @@ static int in_image_folder(const char *root, const char *output)
 }
 
 /* The data set's files among the inputs (cli_check_outputs): an output in an
- * image folder --data, or one that is its --labels or --classes file. 0, or an exit code. */
+ * image folder --data, or one that is its --labels or --classes file or a
+ * file an HDF5 set with --allow-external-data reads. 0, or an exit code. */
 static int check_data_outputs(const char *cmd, const char *const *outputs, int n_outputs)
 {
     struct stat sb;
     const char *data = parsed_data.data;
     const char *lists[] = {parsed_data.labels, parsed_data.classes};
-    int rc = 0;
+    char **files = NULL;
+    int n_files = 0, rc = 0;
     const int folder = data && stat(data, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (data && !folder && parsed_data.allow_external_data) {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        ptq_status st = ptq_dataset_external_files(&ctx, data, &files, &n_files);
+        if (st != PTQ_OK)
+            return cli_report(cmd, &ctx, st);
+    }
     for (int j = 0; j < n_outputs && !rc; j++) {
         if (!outputs[j])
             continue;
@@ -155,7 +166,15 @@ static int check_data_outputs(const char *cmd, const char *const *outputs, int n
                             cmd, outputs[j], lists[i], i ? "classes" : "labels");
                 rc = EXIT_USAGE;
             }
+        for (int i = 0; i < n_files && !rc; i++)
+            if (ptq_file_same(files[i], outputs[j])) {
+                if (cli_is_writer())
+                    fprintf(stderr, "ptq %s: error: output %s is the input %s, which the data set %s reads; "
+                            "refusing to overwrite it\n", cmd, outputs[j], files[i], data);
+                rc = EXIT_USAGE;
+            }
     }
+    ptq_dataset_files_free(files, n_files);
     return rc;
 }
 
@@ -267,6 +286,7 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
     parsed_data.data = cli_get(opts, n_opts, "data");
     parsed_data.labels = cli_get(opts, n_opts, "labels");
     parsed_data.classes = cli_get(opts, n_opts, "classes");
+    parsed_data.allow_external_data = cli_get(opts, n_opts, "allow-external-data") != NULL;
     return 0;
 }
 

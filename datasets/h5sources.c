@@ -1,6 +1,8 @@
-/* A virtual dataset's sources (--allow-external-data), found as libhdf5
- * 1.10 looks for them and checked at open, since libhdf5 reads a missing
- * one as fill values. Covered by tests/datasets_test.py and
+/* The other files an HDF5 set reads (--allow-external-data): external
+ * links, external raw storage and virtual-dataset sources, found as
+ * libhdf5 1.10 looks for them, for the commands' same-file check of their
+ * outputs; and a virtual dataset's sources checked at open, since libhdf5
+ * reads a missing one as fill values. Covered by tests/datasets_test.py and
  * tests/cli_hardening_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -9,6 +11,9 @@
 #include <sys/stat.h>
 
 #include "datasets/datasets_internal.h"
+
+#define SRC_MAX_FILES 4096 /* listed at most: a file naming more is refused */
+#define SRC_MAX_DEPTH 8    /* external links followed into groups, at most this deep */
 
 static int is_file(const char *path)
 {
@@ -66,6 +71,16 @@ static int resolve_source(const char *origin, const char *target, const char *en
         if (snprintf(out, n, "%s/%s", dir, name) < (int)n && is_file(out))
             return 1;
     }
+    return snprintf(out, n, "%s", name) < (int)n && is_file(out);
+}
+
+/* An external raw storage file of a dataset in origin (H5D__efl_read): under
+ * HDF5_EXTFILE_PREFIX when set, else as named, from the working folder. */
+static int resolve_efile(const char *origin, const char *name, char *out, size_t n)
+{
+    const char *prefix = getenv("HDF5_EXTFILE_PREFIX");
+    if (prefix && *prefix)
+        return join_prefix(prefix, strlen(prefix), origin, name, out, n) && is_file(out);
     return snprintf(out, n, "%s", name) < (int)n && is_file(out);
 }
 
@@ -131,4 +146,135 @@ ptq_status ds_h5_check_sources(ptq_ctx *ctx, hid_t d, const char *key, const cha
     if (dcpl >= 0)
         H5Pclose(dcpl);
     return st;
+}
+
+/* The files listed so far. */
+typedef struct src_list {
+    char **files;
+    int n, cap;
+    int too_many; /* more than SRC_MAX_FILES */
+    int depth;    /* external links into groups followed */
+} src_list;
+
+static void list_add(src_list *l, const char *file)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->files[i], file) == 0)
+            return;
+    if (l->n == SRC_MAX_FILES) {
+        l->too_many = 1;
+        return;
+    }
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        char **grown = realloc(l->files, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return;
+        l->files = grown;
+        l->cap = cap;
+    }
+    if ((l->files[l->n] = strdup(file)))
+        l->n++;
+}
+
+/* Dataset d's external raw storage files and virtual-dataset sources that exist. */
+static void list_dataset(src_list *l, hid_t d)
+{
+    hid_t dcpl = H5Dget_create_plist(d);
+    char *origin = file_name_of(d);
+    char found[4096];
+    if (dcpl < 0 || !origin)
+        goto done;
+    const int n_ext = H5Pget_external_count(dcpl);
+    for (int i = 0; i < n_ext; i++) {
+        char name[4096] = "";
+        off_t offset;
+        hsize_t size;
+        if (H5Pget_external(dcpl, (unsigned)i, sizeof name, name, &offset, &size) >= 0 &&
+            resolve_efile(origin, name, found, sizeof found))
+            list_add(l, found);
+    }
+    size_t n_maps = 0;
+    if (H5Pget_layout(dcpl) == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &n_maps) >= 0)
+        for (size_t i = 0; i < n_maps; i++) {
+            char file[1024] = "";
+            H5Pget_virtual_filename(dcpl, i, file, sizeof file);
+            if (strcmp(file, ".") != 0 && resolve_source(origin, file, "HDF5_VDS_PREFIX", found, sizeof found))
+                list_add(l, found);
+        }
+done:
+    free(origin);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+}
+
+static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, void *data);
+
+/* Object o: a dataset's files; a group reached through an external link, its links. */
+static void list_object(src_list *l, hid_t o, int via_external)
+{
+    if (H5Iget_type(o) == H5I_DATASET) {
+        list_dataset(l, o);
+    } else if (via_external && H5Iget_type(o) == H5I_GROUP && l->depth < SRC_MAX_DEPTH) {
+        l->depth++;
+        H5Lvisit(o, H5_INDEX_NAME, H5_ITER_INC, list_link, l);
+        l->depth--;
+    }
+}
+
+static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    src_list *l = data;
+    if (info->type != H5L_TYPE_HARD && info->type != H5L_TYPE_EXTERNAL)
+        return 0; /* a soft link names a path in this file, whose links are walked too */
+    hid_t o = H5Oopen(group, name, H5P_DEFAULT); /* through an external link: its target, where libhdf5 finds it */
+    if (o < 0)
+        return 0;
+    if (info->type == H5L_TYPE_EXTERNAL) {
+        char *target = file_name_of(o);
+        if (target)
+            list_add(l, target);
+        free(target);
+    }
+    list_object(l, o, info->type == H5L_TYPE_EXTERNAL);
+    H5Oclose(o);
+    return l->too_many ? 1 : 0;
+}
+
+ptq_status ptq_dataset_external_files(ptq_ctx *ctx, const char *path, char ***files, int *n_files)
+{
+    src_list l;
+    memset(&l, 0, sizeof l);
+    *files = NULL;
+    *n_files = 0;
+    PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    if (H5Fis_hdf5(path) <= 0) {
+        ds_h5_quiet_end(&q);
+        return PTQ_OK;
+    }
+    ptq_status st = ds_h5_vet(ctx, path, 0);
+    hid_t file = st == PTQ_OK ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+    if (file >= 0) {
+        H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, list_link, &l);
+        H5Fclose(file);
+    }
+    ds_h5_quiet_end(&q);
+    if (st == PTQ_OK && l.too_many)
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s refers to more than %d other files; refused", path, SRC_MAX_FILES);
+    if (st != PTQ_OK) {
+        ptq_dataset_files_free(l.files, l.n);
+        return st;
+    }
+    *files = l.files;
+    *n_files = l.n;
+    return PTQ_OK;
+}
+
+void ptq_dataset_files_free(char **files, int n_files)
+{
+    for (int i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
 }

@@ -312,7 +312,13 @@ def data_files_are_inputs(tmp, images, labels, plan):
               tmp),
              ("calibrate --out = --labels", ["calibrate", *folder, "--labels", lab, "--out", lab], tmp),
              ("eval --logits = --classes", ["eval", *folder, "--classes", cls, "--logits", cls], tmp),
-             ("validate --logits = --labels", [*val, "--data", root, "--labels", lab, "--logits", lab], tmp))
+             ("validate --logits = --labels", [*val, "--data", root, "--labels", lab, "--logits", lab], tmp),
+             ("calibrate --out = an external link's target", ["calibrate", "--model", MODEL, "--data", "ext/link.h5",
+                                                              allow, "--out", "ext/target.h5"], tmp),
+             ("eval --logits = external storage", ["eval", "--model", MODEL, "--data", "raw.h5", allow, "--logits",
+                                                   "raw.bin"], ext),
+             ("validate --logits = a virtual dataset's source", [*val, "--data", "ext/vds.h5", allow, "--logits",
+                                                                 "ext/target.h5"], tmp))
     for name, args, cwd in cases:
         rc, _, err = run(*args, cwd=cwd)
         check(f"data set's file as output refused (exit 2): {name}", rc == 2 and "refusing to" in err,
@@ -323,7 +329,8 @@ def data_files_are_inputs(tmp, images, labels, plan):
           and not added and not os.path.exists(rep) and not leftovers(tmp) and not leftovers(ext),
           f"changed {changed}, added {added}")
     beside = os.path.join(tmp, "imgs_calib.h5")  # a name that only starts like the folder's
-    res = [run("calibrate", *folder, "--labels", lab, "--out", beside)]
+    res = [run("calibrate", *folder, "--labels", lab, "--out", beside),
+           run("eval", "--model", MODEL, "--data", "vds.h5", allow, "--logits", "vds_logits.npy", cwd=ext)]
     check("data set's files: outputs beside them are written", all(r[0] == 0 for r in res) and
           os.path.exists(beside), str([last_line(r[2]) for r in res]))
 

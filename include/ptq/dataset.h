@@ -217,6 +217,20 @@ PTQ_API const ptq_dataset_array *ptq_dataset_array_info(const ptq_dataset *ds, i
 PTQ_API ptq_status ptq_dataset_read_arrays(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n,
                                            const ptq_dtype *as, void *const *out, int32_t *labels);
 
+/* The other files the HDF5 file path reads when opened with
+ * allow_external_data, for a command's check that no output replaces an
+ * input: the files its external links lead to (and, through a link to a
+ * group, that group's), and its datasets' external raw storage and
+ * virtual-dataset source files, each where libhdf5 1.10 finds it (the
+ * HDF5_EXT_PREFIX, HDF5_VDS_PREFIX and HDF5_EXTFILE_PREFIX variables
+ * heeded); only files that exist, path itself not among them. None for a
+ * path that is not an HDF5 file or does not open (ptq_dataset_open says
+ * why). *files[*n_files]: free with ptq_dataset_files_free. PTQ_ERR_FORMAT
+ * for a malformed file (as ptq_dataset_open refuses it) or one naming more
+ * than 4096 files. */
+PTQ_API ptq_status ptq_dataset_external_files(ptq_ctx *ctx, const char *path, char ***files, int *n_files);
+PTQ_API void ptq_dataset_files_free(char **files, int n_files);
+
 typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } ptq_convert_format;
 
 /* IDX (optionally .gz) images (ubyte, [N,H,W]) + labels (ubyte, [N]) -> an
