@@ -176,8 +176,11 @@ int cmd_export(int argc, char **argv)
             return cli_usage_error("export", "--format qdq takes --plan, --model and --out (no archive)");
         int64_t opset;
         const char *qdq_inputs[] = {cli_get(opts, n_opts, "plan"), cli_get(opts, n_opts, "model")};
+        char data_out[4200]; /* the "<out>.data" a large model's weights go to: checked whether or not written */
+        snprintf(data_out, sizeof data_out, "%s.data", out);
+        const char *qdq_outputs[] = {out, data_out};
         if ((rc = cli_get_int("export", opts, n_opts, "opset", 0, 1, &opset)) ||
-            (rc = cli_check_outputs("export", qdq_inputs, 2, &out, 1)))
+            (rc = cli_check_outputs("export", qdq_inputs, 2, qdq_outputs, 2)))
             return rc;
         return export_qdq(cli_get(opts, n_opts, "plan"), cli_get(opts, n_opts, "model"), opset, out,
                           cli_get(opts, n_opts, "quiet") != NULL);

@@ -335,6 +335,29 @@ def data_files_are_inputs(tmp, images, labels, plan):
           os.path.exists(beside), str([last_line(r[2]) for r in res]))
 
 
+def qdq_data_file(tmp, plan):
+    """export --format qdq's "<out>.data" (a large model's weights; PTQ_TEST_ONNX_INLINE_MAX=0 writes it for any)
+    is an output like --out: naming the plan or the model it is refused (exit 2) and they stay intact."""
+    d = os.path.join(tmp, "qdqdata")
+    os.makedirs(d)
+    plan_d, model_d = os.path.join(d, "o.data"), os.path.join(d, "mm.data")
+    shutil.copy(plan, plan_d)
+    shutil.copy(MODEL, model_d)
+    keep = {p: digest(p) for p in (plan_d, model_d)}
+    env = dict(os.environ, PTQ_TEST_ONNX_INLINE_MAX="0")
+    for name, args in (("<out>.data = --plan", ["--plan", plan_d, "--model", MODEL, "--out", os.path.join(d, "o")]),
+                       ("<out>.data = --model", ["--plan", plan, "--model", model_d, "--out", os.path.join(d, "mm")])):
+        p = subprocess.run([PTQ_ABS, "export", "--format", "qdq", *args], capture_output=True, text=True, env=env)
+        check(f"export qdq {name} refused (exit 2)", p.returncode == 2 and "refusing to overwrite" in p.stderr,
+              f"exit {p.returncode}: {last_line(p.stderr)}")
+    out = os.path.join(d, "fine.onnx")
+    p = subprocess.run([PTQ_ABS, "export", "--format", "qdq", "--plan", plan, "--model", MODEL, "--out", out],
+                       capture_output=True, text=True, env=env)
+    check("export qdq: inputs intact; another name writes the model and its .data", all(
+        digest(k) == v for k, v in keep.items()) and p.returncode == 0 and os.path.exists(out + ".data") and
+        not leftovers(d), f"exit {p.returncode}: {last_line(p.stderr)}")
+
+
 def interrupted(tmp, big):
     """SIGINT/SIGTERM, and the other signals that stop a command (SIGHUP from a closed terminal or ssh session,
     SIGQUIT, SIGPIPE, SIGUSR1, SIGALRM), during a long calibrate leave no temporary file and end ptq by that
@@ -487,6 +510,7 @@ def main():
     umasks(tmp, data, archive, plan)
     outputs_that_are_inputs(tmp, data, archive, plan)
     data_files_are_inputs(tmp, images, labels, plan)
+    qdq_data_file(tmp, plan)
     special_outputs(tmp, data, archive, plan)
     long_names(tmp, data, archive)
     interrupted(tmp, big)
