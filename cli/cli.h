@@ -260,8 +260,9 @@ const char *cli_get(const cli_opt *opts, int n_opts, const char *name);
 int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
                 int64_t *out);
 
-/* The largest --batch of `ptq sensitivity` (and of `ptq run`, which passes it on). */
-enum { CLI_SENS_MAX_BATCH = 1 << 16 };
+/* The largest --batch of every command (cli_get_int refuses more, in the range its message gives);
+ * CLI_SENS_MAX_BATCH is cli/cmd_run.c's name for it. */
+enum { CLI_MAX_BATCH = 1 << 16, CLI_SENS_MAX_BATCH = CLI_MAX_BATCH };
 /* --budget and --class-budget's value: points >= 0 ("0.3", "0.3%"); 0, or prints and returns EXIT_USAGE. */
 int cli_points_parse(const char *cmd, const char *flag, const char *value, double *out);
 /* `ptq smooth --alpha`'s value (`ptq run --smooth`'s): a number in [0, 1]; 0, or prints and returns EXIT_USAGE. */

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "ptq/calib.h"
 #include "ptq/hash.h"
+#include "ptq/observer.h"
 
 static const char calibrate_help[] =
     "usage: ptq calibrate --model M.onnx --data D --out calib.h5 [options]\n"
@@ -51,8 +52,6 @@ static const char calibrate_help[] =
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";
 
-
-enum { CALIB_MAX_BATCH = 1 << 16 };
 
 static void print_summary(const ptq_calib_set *set, const cli_session *s, const char *out, const char *data,
                           int64_t n_ids, double secs, double steady_rate, int as_json)
@@ -126,8 +125,10 @@ int cmd_calibrate(int argc, char **argv)
         (rc = cli_get_int("calibrate", opts, n_opts, "threads", 0, 1, &threads)) ||
         (rc = cli_get_int("calibrate", opts, n_opts, "bins", 0, 1, &bins)))
         return rc;
-    if (batch > CALIB_MAX_BATCH)
-        return cli_usage_error("calibrate", "--batch must be at most %d, got %lld", CALIB_MAX_BATCH, (long long)batch);
+    if (cli_get(opts, n_opts, "bins") &&
+        (bins < PTQ_OBSERVER_MIN_BINS || bins > PTQ_OBSERVER_MAX_BINS || (bins & (bins - 1)) != 0))
+        return cli_usage_error("calibrate", "--bins wants a power of two in [%d, %d] (the histograms' bin count), "
+                               "got '%s'", PTQ_OBSERVER_MIN_BINS, PTQ_OBSERVER_MAX_BINS, cli_get(opts, n_opts, "bins"));
     const char *shard_arg = cli_get(opts, n_opts, "shard");
     if (shard_arg) {
         long long a, b;

@@ -38,8 +38,6 @@ static const char eval_help[] =
     "  --profile            print the time spent per op type on stderr (waits for the GPU after each node),\n"
     "                       then the command's timeline (opening, first batch, the rest, reports)\n";
 
-enum { EVAL_MAX_BATCH = 1 << 16 };
-
 int cmd_eval(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"data", 1, NULL},       {"device", 1, NULL}, {"math", 1, NULL},  {"batch", 1, NULL},
@@ -62,8 +60,6 @@ int cmd_eval(int argc, char **argv)
         (rc = cli_get_int("eval", opts, n_opts, "limit", 0, 1, &limit)) ||
         (rc = cli_get_int("eval", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
-    if (batch > EVAL_MAX_BATCH)
-        return cli_usage_error("eval", "--batch must be at most %d, got %lld", EVAL_MAX_BATCH, (long long)batch);
     if (threads > 0)
         ptq_cpu_set_threads((int)threads);
     const char *logits_path = cli_get(opts, n_opts, "logits");

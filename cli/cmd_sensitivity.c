@@ -106,9 +106,6 @@ int cmd_sensitivity(int argc, char **argv)
         (rc = cli_get_int("sensitivity", opts, n_opts, "seed", 0, 0, &seed)) ||
         (rc = cli_get_int("sensitivity", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
-    if (batch > CLI_SENS_MAX_BATCH)
-        return cli_usage_error("sensitivity", "--batch must be at most %d, got %lld", CLI_SENS_MAX_BATCH,
-                               (long long)batch);
     if (threads > 0)
         ptq_cpu_set_threads((int)threads);
 

@@ -63,8 +63,6 @@ static const char validate_help[] =
     "outputs one process would (README \"Running across GPUs\").\n";
 
 
-enum { VALIDATE_MAX_BATCH = 1 << 16 };
-
 /* st with path put before its message. */
 static ptq_status named(ptq_ctx *ctx, ptq_status st, const char *path)
 {
@@ -116,8 +114,6 @@ int cmd_validate(int argc, char **argv)
         (rc = cli_get_int("validate", opts, n_opts, "limit", 0, 1, &limit)) ||
         (rc = cli_get_int("validate", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
-    if (batch > VALIDATE_MAX_BATCH)
-        return cli_usage_error("validate", "--batch must be at most %d, got %lld", VALIDATE_MAX_BATCH, (long long)batch);
     ptq_validate_opts vo = PTQ_VALIDATE_OPTS_INIT;
     const char *drop = cli_get(opts, n_opts, "recall-drop");
     if (drop) {

@@ -303,7 +303,7 @@ const char *cli_get(const cli_opt *opts, int n_opts, const char *name)
 static const struct {
     const char *name;
     int64_t max;
-} int_max[] = {{"threads", 4096}, {"batch", (int64_t)1 << 24}, {"zstd-level", 22}};
+} int_max[] = {{"threads", 4096}, {"batch", CLI_MAX_BATCH}, {"zstd-level", 22}};
 
 int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
                 int64_t *out)

@@ -19,7 +19,7 @@ except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
 
-from ptqtest import FM, MODEL, failures, ptq  # noqa: E402
+from ptqtest import FM, MODEL, check, failures, ptq  # noqa: E402
 
 
 def expect(name, args, code, *needles):
@@ -169,6 +169,16 @@ def main():
     expect("unknown option", ["eval", "--model", MODEL, "--data", h5, "--bogus"], 2, "--bogus")
     expect("bad device", ["eval", "--model", MODEL, "--data", h5, "--device", "tpu"], 2, "tpu")
     expect("unknown command", ["frobnicate"], 2, "frobnicate")
+
+    # one --batch limit, the one the message gives; --bins' message states its rule
+    for cmd in (["eval", "--model", MODEL, "--data", h5], ["plan", os.path.join(tmp, "c.h5"), "--model", MODEL,
+                "--method", "auto", "--data", h5, "--out", os.path.join(tmp, "pa.json")]):
+        for n in ("65537", "99999999999"):
+            expect(f"{cmd[0]} --batch {n}", cmd + ["--batch", n], 2,
+                   f"--batch wants an integer in [1, 65536], got '{n}'")
+    expect("calibrate --bins 3000", ["calibrate", "--model", MODEL, "--data", h5, "--out", os.path.join(tmp, "b.h5"),
+           "--bins", "3000"], 2, "--bins wants a power of two in [2048, 16777216] (the histograms' bin count), "
+           "got '3000'")
 
     print(f"cli_test: {len(failures)} failed" + (f": {failures}" if failures else ""))
     return 1 if failures else 0
