@@ -138,7 +138,12 @@ static int data_convert(int argc, char **argv)
     if ((rc = cli_get_int("data convert", opts, n_opts, "zstd-level", 3, 1, &level)))
         return rc;
     struct stat sb;
-    if (images && out && stat(images, &sb) == 0 && S_ISDIR(sb.st_mode))
+    if (images && stat(images, &sb) != 0) { /* a typo in the path: not a missing --labels */
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        return cli_report("data convert", &ctx, ptq_fail(&ctx, PTQ_ERR_IO, "--images %s: %s", images, strerror(errno)));
+    }
+    if (images && out && S_ISDIR(sb.st_mode))
         return convert_folder(opts, n_opts, images, out, level);
     if (!images || !labels || !out)
         return cli_usage_error("data convert", "--images, --labels and --out are required (--labels is optional "

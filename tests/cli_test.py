@@ -180,6 +180,11 @@ def main():
            "--bins", "3000"], 2, "--bins wants a power of two in [2048, 16777216] (the histograms' bin count), "
            "got '3000'")
 
+    # data convert: a missing --images path is named (exit 3), not blamed on --labels
+    missing = os.path.join(tmp, "nosuchdir")
+    expect("data convert --images MISSING", ["data", "convert", "--images", missing, "--out",
+           os.path.join(tmp, "dc.h5")], 3, f"--images {missing}: No such file or directory")
+
     print(f"cli_test: {len(failures)} failed" + (f": {failures}" if failures else ""))
     return 1 if failures else 0
 
