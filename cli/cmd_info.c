@@ -33,6 +33,17 @@ static cJSON *value_json(const ptq_value *v)
     return o;
 }
 
+/* Graph output v as shown: its inferred dtype and shape, with each dim the file declares unknown or symbolic (a
+ * batch N) unknown again, as the inputs show theirs; declared: v as loaded, before shapes were inferred at batch 1. */
+static ptq_value shown_output(const ptq_value *v, const ptq_value *declared)
+{
+    ptq_value s = *v;
+    for (int d = 0; declared->ndim == v->ndim && d < v->ndim; d++)
+        if (declared->dims[d] < 0)
+            s.dims[d] = -1;
+    return s;
+}
+
 int cmd_info(int argc, char **argv)
 {
     cli_opt opts[] = {{"json", 0, NULL}, {"help", 0, NULL}};
@@ -53,6 +64,13 @@ int cmd_info(int argc, char **argv)
     ptq_status st = ptq_graph_load_onnx(&ctx, pos[0], &g);
     if (st != PTQ_OK)
         return cli_report("info", &ctx, st);
+    ptq_value *declared = calloc((size_t)g->n_outputs + 1, sizeof *declared); /* the outputs before inference */
+    if (!declared) {
+        ptq_graph_free(g);
+        return cli_report("info", &ctx, ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory"));
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        declared[i] = g->values[g->outputs[i]];
 
     ptq_ctx support_ctx;
     ptq_ctx_init(&support_ctx);
@@ -131,8 +149,10 @@ int cmd_info(int argc, char **argv)
         cJSON *ins = cJSON_AddArrayToObject(root, "inputs"), *outs = cJSON_AddArrayToObject(root, "outputs");
         for (int i = 0; i < g->n_inputs; i++)
             cJSON_AddItemToArray(ins, value_json(&g->values[g->inputs[i]]));
-        for (int i = 0; i < g->n_outputs; i++)
-            cJSON_AddItemToArray(outs, value_json(&g->values[g->outputs[i]]));
+        for (int i = 0; i < g->n_outputs; i++) {
+            const ptq_value shown = shown_output(&g->values[g->outputs[i]], &declared[i]);
+            cJSON_AddItemToArray(outs, value_json(&shown));
+        }
         cJSON *opc = cJSON_AddObjectToObject(root, "ops");
         for (int j = 0; j < n_ops; j++)
             cJSON_AddNumberToObject(opc, ops[j], counts[j]);
@@ -177,8 +197,9 @@ int cmd_info(int argc, char **argv)
             printf("input      %s  %s [%s]\n", ptq_escape(v->name, esc, sizeof esc), ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, dims, sizeof dims));
         }
         for (int i = 0; i < g->n_outputs; i++) {
-            const ptq_value *v = &g->values[g->outputs[i]];
-            printf("output     %s  %s [%s]\n", ptq_escape(v->name, esc, sizeof esc), ptq_dtype_name(v->dtype), ptq_dims_str(v->dims, v->ndim, dims, sizeof dims));
+            const ptq_value v = shown_output(&g->values[g->outputs[i]], &declared[i]);
+            printf("output     %s  %s [%s]\n", ptq_escape(v.name, esc, sizeof esc), ptq_dtype_name(v.dtype),
+                   ptq_dims_str(v.dims, v.ndim, dims, sizeof dims));
         }
         printf("nodes      %d\nparameters %lld\nops       ", g->n_nodes, (long long)n_params);
         for (int j = 0; j < n_ops; j++)
@@ -211,6 +232,7 @@ int cmd_info(int argc, char **argv)
                        ptq_dims_str(g->values[v].dims, g->values[v].ndim, dims, sizeof dims));
     }
 done:
+    free(declared);
     free(ops);
     free(counts);
     free(act);

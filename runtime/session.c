@@ -112,16 +112,21 @@ static void input_geometry(const ptq_value *in, ptq_preprocess *p)
     }
 }
 
-/* "'a' float32 [1,10], 'b' float32 [1,5]": values ids[n] of g (its outputs, its inputs) for a message. */
-static void list_values(const ptq_graph *g, const int *ids, int n, char *buf, size_t n_buf)
+/* "'a' float32 [?x10], 'b' float32 [?x5]": values ids[n] of g (its outputs, its inputs) for a message; declared
+ * (NULL: none) [n] the values as loaded, before shapes were inferred: a dim they declare symbolic (a batch N) shows
+ * as ?, as the inputs show theirs, not as its size at batch 1. */
+static void list_values(const ptq_graph *g, const int *ids, int n, const ptq_value *declared, char *buf, size_t n_buf)
 {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < n && used + 1 < n_buf; i++) {
-        const ptq_value *v = &g->values[ids[i]];
+        ptq_value v = g->values[ids[i]];
+        for (int d = 0; declared && declared[i].ndim == v.ndim && d < v.ndim; d++)
+            if (declared[i].dims[d] < 0)
+                v.dims[d] = -1;
         char dims[96];
-        int k = snprintf(buf + used, n_buf - used, "%s'%s' %s [%s]", i ? ", " : "", v->name,
-                         ptq_dtype_name(v->dtype), v->ndim >= 0 ? ptq_dims_str(v->dims, v->ndim, dims, sizeof dims) : "?");
+        int k = snprintf(buf + used, n_buf - used, "%s'%s' %s [%s]", i ? ", " : "", v.name,
+                         ptq_dtype_name(v.dtype), v.ndim >= 0 ? ptq_dims_str(v.dims, v.ndim, dims, sizeof dims) : "?");
         if (k < 0)
             break;
         used += (size_t)k < n_buf - used ? (size_t)k : n_buf - used - 1;
@@ -130,11 +135,12 @@ static void list_values(const ptq_graph *g, const int *ids, int n, char *buf, si
 
 /* Which output holds the logits (ptq_session_logits_output): the one named,
  * the only one, or the only float32 output of rank 2 (shapes at batch 1). */
-static ptq_status pick_logits(ptq_ctx *ctx, ptq_session *s, const char *model, const char *name)
+static ptq_status pick_logits(ptq_ctx *ctx, ptq_session *s, const char *model, const char *name,
+                              const ptq_value *declared)
 {
     const ptq_graph *g = s->graph;
     char outs[1024];
-    list_values(g, g->outputs, g->n_outputs, outs, sizeof outs);
+    list_values(g, g->outputs, g->n_outputs, declared, outs, sizeof outs);
     if (name) {
         for (int i = 0; i < g->n_outputs; i++)
             if (strcmp(g->values[g->outputs[i]].name, name) == 0) {
@@ -258,7 +264,7 @@ static ptq_status check_input_map(ptq_ctx *ctx, const ptq_session_opts *o, const
         for (int i = 0; m->input && i < g->n_inputs; i++)
             found |= strcmp(g->values[g->inputs[i]].name, m->input) == 0;
         if (!found) {
-            list_values(g, g->inputs, g->n_inputs, ins, sizeof ins);
+            list_values(g, g->inputs, g->n_inputs, NULL, ins, sizeof ins);
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: the model has no input '%s' (--input); its inputs: %s",
                             o->model, m->input ? m->input : "", ins);
         }
@@ -484,10 +490,14 @@ shapes:
      * commands that need every tensor's dtype (ptq_session_shapes); a graph
      * whose shapes depend on its data keeps them unknown (the executor
      * infers its own) */
+    ptq_value *declared = malloc((size_t)s->graph->n_outputs * sizeof *declared + 1); /* NULL: messages at batch 1 */
+    for (int i = 0; declared && i < s->graph->n_outputs; i++)
+        declared[i] = s->graph->values[s->graph->outputs[i]];
     ptq_ctx_init(&s->shapes);
     s->shapes.code = ptq_graph_infer_shapes(&s->shapes, s->graph, 1);
     ptq_ctx_init(&s->logits_st);
-    s->logits_st.code = pick_logits(&s->logits_st, s, o->model, o->output);
+    s->logits_st.code = pick_logits(&s->logits_st, s, o->model, o->output, declared);
+    free(declared);
     if (s->logits_st.code == PTQ_ERR_INVALID_ARG) { /* a name that is not there is a mistake whatever runs */
         *ctx = s->logits_st;
         st = s->logits_st.code;

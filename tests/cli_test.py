@@ -170,6 +170,20 @@ def main():
     expect("bad device", ["eval", "--model", MODEL, "--data", h5, "--device", "tpu"], 2, "tpu")
     expect("unknown command", ["frobnicate"], 2, "frobnicate")
 
+    # a dynamic (symbolic) output dim shows as ? / null, as the inputs' do, not as its size at batch 1
+    text_model = os.path.join(os.path.dirname(MODEL), "text_encoder.onnx")
+    rc, out, err = ptq("info", MODEL)
+    check("info: the demo's output logits [?x10]", rc == 0 and "output     logits  float32 [?x10]" in out, out[:300])
+    rc, out, err = ptq("info", text_model, "--json")
+    outs = json.loads(out)["outputs"] if rc == 0 else []
+    check("info --json: text_encoder's output shape [null, 6]", [o.get("shape") for o in outs] == [[None, 6]],
+          str(outs))
+    rc, out, err = ptq("info", MODEL, "--json")
+    outs = json.loads(out)["outputs"] if rc == 0 else []
+    check("info --json: the demo's output shape [null, 10]", [o.get("shape") for o in outs] == [[None, 10]], str(outs))
+    expect("--output names the outputs with ? for the batch", ["eval", "--model", MODEL, "--data", h5, "--output",
+           "nosuch"], 2, "its outputs: 'logits' float32 [?x10]")
+
     # one --batch limit, the one the message gives; --bins' message states its rule
     for cmd in (["eval", "--model", MODEL, "--data", h5], ["plan", os.path.join(tmp, "c.h5"), "--model", MODEL,
                 "--method", "auto", "--data", h5, "--out", os.path.join(tmp, "pa.json")]):
