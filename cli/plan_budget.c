@@ -100,6 +100,28 @@ static char *trace_json(const ptq_budget_result *r, const step_printer *sp, doub
     return text;
 }
 
+/* The report at path (its JSON text) was measured with the plan's calibrator, method (the plan's "method", as
+ * sensitivity records it): its gains are of other scales otherwise. A report without "method" (hand-made) is
+ * taken as the plan's, with a note. */
+static ptq_status check_sens_method(ptq_ctx *ctx, const char *path, const char *text, const char *method, int quiet)
+{
+    cJSON *root = cJSON_Parse(text); /* ptq_sens_read has read it strictly */
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "method");
+    ptq_status st = PTQ_OK;
+    if (cJSON_IsString(m) && strcmp(m->valuestring, method) != 0) {
+        char esc[256];
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was measured with --method %s, the plan's is %s (make the report "
+                      "with the plan's --method)", path, ptq_escape(m->valuestring, esc, sizeof esc), method);
+    } else if (m && !cJSON_IsString(m)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: \"method\" is not a string", path);
+    } else if (!m && !quiet) {
+        fprintf(stderr, "plan: note: %s records no method; its figures are taken as measured with the plan's, %s\n",
+                path, method);
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
 int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
 {
     const char *model = cli_get(opts, n_opts, "model"), *out = cli_get(opts, n_opts, "out");
@@ -135,7 +157,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     memset(&res, 0, sizeof res);
     const char **names = NULL;
     int64_t *ids = NULL, n_ids = 0;
-    char *text = NULL, *trace = NULL, sha[65];
+    char *text = NULL, *trace = NULL, *sens_text = NULL, sha[65];
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
     const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
     /* everything checked before any image is read */
@@ -151,7 +173,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                                         cli_get(opts, n_opts, "target"), reduce_range, &archive, &def),
             done);
     PTQ_TRY(st, cli_model_sha256(&ctx, model, sha), done);
-    PTQ_TRY(st, cli_sens_load(&ctx, sens_path, s.graph, sha, &sens, NULL), done);
+    PTQ_TRY(st, cli_sens_load(&ctx, sens_path, s.graph, sha, &sens, &sens_text), done);
     ptq_calib_provenance pv;
     ptq_calib_set_provenance(archive, &pv);
     if (strcmp(sens.archive_sample_ids_sha256, pv.sample_ids_sha256) != 0) {
@@ -164,6 +186,7 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                       ptq_prec_name(def->core));
         goto done;
     }
+    PTQ_TRY(st, check_sens_method(&ctx, sens_path, sens_text, def->method, quiet), done);
     if (sens.reduce_range != def->reduce_range) { /* its gains were measured on other weights than the plan's */
         st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured %s --reduce-range, the plan is made %s it (both "
                       "or neither must have it)", sens_path, sens.reduce_range ? "with" : "without",
@@ -224,6 +247,7 @@ done:;
     const int met = res.met;
     free(text);
     free(trace);
+    free(sens_text);
     free(ids);
     free(names);
     ptq_budget_result_free(&res);

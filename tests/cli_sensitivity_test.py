@@ -254,6 +254,20 @@ def main():
               "count and the tensor", rc == 2 and "bad-missing.json: no figure for 1 of the plan's "
               f"{len(quantized)} quantized tensors (the first: '{quantized[-1]}')" in err and
               not os.path.exists(J("x8.json")), f"exit {rc}: {err.strip()}")
+        # a report measured with another calibrator: its gains are of other scales than the plan's; refused as
+        # another core or target is, naming both methods. A report that records no method gets a note
+        refused("plan --budget --method entropy with a percentile report: exit 2, naming both methods",
+                ["plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
+                 "--method", "entropy", "--data", J("val.h5"), "--out", J("x10.json")], 2,
+                f"{J('sens.json')} was measured with --method {sens['method']}, the plan's is entropy", J("x10.json"))
+        q = json.loads(json.dumps(sens))
+        q.pop("method")
+        with open(J("nomethod.json"), "w") as f:
+            json.dump(q, f)
+        rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("nomethod.json"), "--budget",
+                         "0.3", "--max-moves", "0", "--data", J("val.h5"), "--samples", "100", "--out", J("x11.json"))
+        check("plan --budget with a report that records no method: a note, and the plan", rc in (0, 11) and
+              "nomethod.json records no method" in err and os.path.exists(J("x11.json")), f"exit {rc}: {err[-300:]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish("cli_sensitivity_test")
