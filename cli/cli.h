@@ -256,6 +256,10 @@ int cli_get_all(const char *name, const char **values);
 int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
               int max_pos);
 const char *cli_get(const cli_opt *opts, int n_opts, const char *name);
+/* Refuses (prints, returns EXIT_USAGE) the options among names (NULL-terminated) that were given, naming every
+ * one: "--a, --b are <why>", why saying which mode or format uses them ("used only with --budget"): a flag the
+ * command would otherwise ignore silently, as `ptq plan --class-budget` without --budget. 0 when none was given. */
+int cli_refuse_unused(const char *cmd, const cli_opt *opts, int n_opts, const char *const *names, const char *why);
 /* Parses a non-negative integer option; returns 0 or prints and returns EXIT_USAGE. */
 int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
                 int64_t *out);

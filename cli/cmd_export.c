@@ -171,7 +171,15 @@ int cmd_export(int argc, char **argv)
     }
     const char *format = cli_get(opts, n_opts, "format"), *out = cli_get(opts, n_opts, "out");
     const char *method_arg = cli_get(opts, n_opts, "method");
+    /* a flag the format does not use is refused, not ignored */
+    static const char *const ranges_only[] = {"method", "target", "json", NULL}, *const qdq_only[] = {"plan", "opset",
+                                                                                                     NULL};
+    static const char *const trt_only[] = {"trt-version", "trt-algorithm", NULL};
     if (format && strcmp(format, "qdq") == 0) {
+        if ((rc = cli_refuse_unused("export", opts, n_opts, ranges_only, "used only with --format trt, ort or json "
+                                    "(a Q/DQ model takes its ranges and precisions from --plan)")) ||
+            (rc = cli_refuse_unused("export", opts, n_opts, trt_only, "used only with --format trt")))
+            return rc;
         if (n_pos != 0 || !out || !cli_get(opts, n_opts, "plan") || !cli_get(opts, n_opts, "model"))
             return cli_usage_error("export", "--format qdq takes --plan, --model and --out (no archive)");
         int64_t opset;
@@ -191,6 +199,9 @@ int cmd_export(int argc, char **argv)
               fmt_json = strcmp(format, "json") == 0;
     if (!fmt_trt && !fmt_ort && !fmt_json)
         return cli_usage_error("export", "--format must be trt, ort, json or qdq, got '%s'", format);
+    if ((rc = cli_refuse_unused("export", opts, n_opts, qdq_only, "used only with --format qdq")) ||
+        (!fmt_trt && (rc = cli_refuse_unused("export", opts, n_opts, trt_only, "used only with --format trt"))))
+        return rc;
     char ort_paths[3][4096];
     const char *outputs[3] = {out, NULL, NULL}, *inputs[] = {pos[0], cli_get(opts, n_opts, "model")};
     for (int k = 0; fmt_ort && k < 3; k++) {

@@ -144,8 +144,32 @@ int cmd_plan(int argc, char **argv)
     const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
     if (reduce_range && check)
         return cli_usage_error("plan", "--reduce-range makes a plan; --check reads one, which records reduce_range");
-    if (!check && method_arg && strcmp(method_arg, "auto") == 0) {
-        if (cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget"))
+    /* each mode refuses the flags it would ignore: a forgotten --budget is not a silent default plan */
+    static const char *const making[] = {"core", "method", "placement", "target", "sensitivity", "budget",
+                                         "class-budget", "max-moves", "data", "samples", "seed", "batch", "device",
+                                         "threads", "preprocess", "images-key", "labels-key", "layout",
+                                         "allow-external-data", "labels", "classes", "output", "input", NULL};
+    static const char *const budget_only[] = {"class-budget", "max-moves", NULL};
+    static const char *const measuring[] = {"data", "samples", "seed", "batch", "device", "threads", "preprocess",
+                                            "images-key", "labels-key", "layout", "allow-external-data", "labels",
+                                            "classes", "output", "input", NULL};
+    static const char *const explaining[] = {"explain", NULL};
+    const int budgeted = cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget");
+    const int is_auto = method_arg && strcmp(method_arg, "auto") == 0;
+    if (check)
+        rc = cli_refuse_unused("plan", opts, n_opts, making, "used only to make a plan (--check reads one)");
+    else if (!budgeted && !(rc = cli_refuse_unused("plan", opts, n_opts, budget_only,
+                                                   "used only with --budget (and --sensitivity, --data)")) && !is_auto)
+        rc = cli_refuse_unused("plan", opts, n_opts, measuring,
+                               "used only with --budget or --method auto, which measure on --data");
+    if (!rc && !check && (budgeted || is_auto))
+        rc = cli_refuse_unused("plan", opts, n_opts, explaining,
+                               "used only with the default plan: run `ptq plan --check PLAN --model M --explain` on "
+                               "the plan written");
+    if (rc)
+        return rc;
+    if (!check && is_auto) {
+        if (budgeted)
             return cli_usage_error("plan", "--method auto and --budget are separate runs: choose the methods first");
         int64_t threads;
         if ((rc = cli_get_int("plan", opts, n_opts, "threads", 0, 1, &threads)))
@@ -154,7 +178,7 @@ int cmd_plan(int argc, char **argv)
             ptq_cpu_set_threads((int)threads);
         return cli_plan_auto(opts, n_opts, pos[0]);
     }
-    if (!check && (cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget"))) {
+    if (!check && budgeted) {
         int64_t threads;
         if ((rc = cli_get_int("plan", opts, n_opts, "threads", 0, 1, &threads)))
             return rc;

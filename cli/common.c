@@ -290,6 +290,19 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
     return 0;
 }
 
+int cli_refuse_unused(const char *cmd, const cli_opt *opts, int n_opts, const char *const *names, const char *why)
+{
+    char given[512] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int i = 0; names[i]; i++)
+        if (cli_get(opts, n_opts, names[i]) && used < sizeof given) {
+            int k = snprintf(given + used, sizeof given - used, "%s--%s", n++ ? ", " : "", names[i]);
+            used += k > 0 ? (size_t)k : 0;
+        }
+    return n ? cli_usage_error(cmd, "%s %s %s", given, n > 1 ? "are" : "is", why) : 0;
+}
+
 const char *cli_get(const cli_opt *opts, int n_opts, const char *name)
 {
     for (int k = 0; k < n_opts; k++)

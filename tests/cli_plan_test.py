@@ -390,6 +390,36 @@ def main():
           not os.path.exists(J("never.json")), err.strip())
     rc, so, err = ptq("plan", J("c.h5"), "--model", MODEL, "--core", "fp32", "--out", J("never2.json"))
     check("plan --core fp32 refused", rc == 2 and not os.path.exists(J("never2.json")), err.strip())
+
+    # a flag the mode or format does not use is refused, naming it, not ignored: a forgotten --budget is no
+    # silent default plan
+    def unused(name, args, fragment, out):
+        rc, _, err = ptq(*args)
+        check(name, rc == 2 and fragment in err and err.count("error:") == 1 and not os.path.exists(out),
+              f"exit {rc}: {err.strip()}")
+
+    base = ["plan", J("c.h5"), "--model", MODEL, "--out", J("never3.json")]
+    unused("plan --class-budget without --budget", base + ["--class-budget", "0.5"],
+           "--class-budget is used only with --budget", J("never3.json"))
+    unused("plan --max-moves without --budget", base + ["--max-moves", "3"], "--max-moves is used only with --budget",
+           J("never3.json"))
+    unused("plan --data --samples --seed without --budget", base + ["--data", J("d.h5"), "--samples", "10", "--seed",
+           "3"], "--data, --samples, --seed are used only with --budget or --method auto", J("never3.json"))
+    unused("plan --method auto --class-budget", base + ["--method", "auto", "--data", J("d.h5"), "--class-budget",
+           "1"], "--class-budget is used only with --budget", J("never3.json"))
+    unused("plan --check --core", ["plan", "--check", J("p999.json"), "--model", MODEL, "--core", "fp8"],
+           "--core is used only to make a plan", J("never3.json"))
+    unused("export --format json --opset", ["export", J("c.h5"), "--method", "minmax", "--format", "json",
+           "--opset", "13", "--out", J("never.json")], "--opset is used only with --format qdq", J("never.json"))
+    unused("export --format ort --trt-version", ["export", J("c.h5"), "--method", "minmax", "--format", "ort",
+           "--trt-version", "8.6.1", "--out", J("never-ort")], "--trt-version is used only with --format trt",
+           J("never-ort"))
+    unused("export --format trt --plan", ["export", J("c.h5"), "--method", "minmax", "--format", "trt",
+           "--plan", J("p999.json"), "--out", J("never.cache")], "--plan is used only with --format qdq",
+           J("never.cache"))
+    unused("export --format qdq --method", ["export", "--format", "qdq", "--plan", J("p999.json"),
+           "--model", MODEL, "--method", "entropy", "--out", J("never.onnx")],
+           "--method is used only with --format trt, ort or json", J("never.onnx"))
     left = [f for f in os.listdir(tmp) if ".tmp-" in f]
     check("no temporary files left", not left, str(left))
     return finish("cli_plan_test")
