@@ -260,6 +260,9 @@ const char *cli_get(const cli_opt *opts, int n_opts, const char *name);
  * one: "--a, --b are <why>", why saying which mode or format uses them ("used only with --budget"): a flag the
  * command would otherwise ignore silently, as `ptq plan --class-budget` without --budget. 0 when none was given. */
 int cli_refuse_unused(const char *cmd, const cli_opt *opts, int n_opts, const char *const *names, const char *why);
+/* 1 when v is written as a plain decimal number (digits, '.', an exponent; a '%' left for the caller's check),
+ * as the number flags want it: strtod alone also reads " 8", "+8", hex floats (0x10 = 16), inf and nan. */
+int cli_plain_number(const char *v);
 /* Parses a non-negative integer option; returns 0 or prints and returns EXIT_USAGE. */
 int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
                 int64_t *out);
@@ -290,7 +293,6 @@ typedef struct cli_progress {
     int64_t total;
     double t_start, t_last;
     int enabled;
-    int drawn;
     int64_t first_done; /* the images of the first batch, once it ran */
 } cli_progress;
 

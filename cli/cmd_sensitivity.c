@@ -31,7 +31,7 @@ static const char sensitivity_help[] =
     "\n"
     "  --model FILE         the model the archive was made from\n"
     "  --calib FILE         its calibration archive (scales come from it)\n"
-    "  --data PATH          labelled HDF5 file or PNG folder\n"
+    "  --data PATH          labelled HDF5 file or PNG or JPEG folder\n"
     "  --out FILE           the JSON report (FILE with .md for the Markdown table, .html for the page)\n"
     "  --samples N          measure on N samples picked at random by --seed (default 1000; 0: all)\n"
     "  --seed S             that pick's seed (default 0)\n"

@@ -37,7 +37,7 @@ int cli_alpha_parse(const char *cmd, const char *flag, const char *value, double
 {
     char *end;
     const double x = strtod(value, &end);
-    if (end == value || *end || !(x >= 0.0 && x <= 1.0))
+    if (!cli_plain_number(value) || end == value || *end || !(x >= 0.0 && x <= 1.0))
         return cli_usage_error(cmd, "--%s wants a number in [0, 1], got '%s'", flag, value);
     *alpha = x;
     return 0;

@@ -34,7 +34,7 @@ static const char validate_help[] =
     "\n"
     "  --model FILE         the model the plan was made for (SHA-256 checked)\n"
     "  --plan FILE          a plan from `ptq plan` (or edited by hand)\n"
-    "  --data PATH          labelled HDF5 file or PNG folder\n"
+    "  --data PATH          labelled HDF5 file or PNG or JPEG folder\n"
     "  --report DIR         folder for validate.json, validate.md, report.html and the PNG heatmaps (made\n"
     "                       if missing, before any image is read)\n"
     "  --calib FILE         the calibration archive: report.html shows the |x| histograms of the first 8\n"
@@ -119,7 +119,8 @@ int cmd_validate(int argc, char **argv)
     if (drop) {
         char *end = NULL;
         vo.recall_drop_flag = strtod(drop, &end);
-        if (!end || *end || end == drop || !(vo.recall_drop_flag >= 0 && vo.recall_drop_flag <= 100))
+        if (!cli_plain_number(drop) || !end || *end || end == drop ||
+            !(vo.recall_drop_flag >= 0 && vo.recall_drop_flag <= 100))
             return cli_usage_error("validate", "--recall-drop wants points in [0, 100], got '%s'", drop);
     }
     if (threads > 0)

@@ -1,6 +1,7 @@
 /* The ptq command's shared plumbing: exit codes, error lines, option
  * parsing and progress. */
 #define _XOPEN_SOURCE 700 /* realpath */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -238,15 +239,47 @@ static int add_repeat(const char *cmd, const cli_opt *o, const char *value)
     return cli_usage_error(cmd, "too many repeatable options");
 }
 
+/* 1 when a is an option ("--name"), which a value given as the next argument never is: `--batch --limit 5`
+ * lacks --batch's value (one that starts with "--" is given as --name=VALUE). */
+static int is_option(const char *a)
+{
+    return strncmp(a, "--", 2) == 0 && a[2] != '\0';
+}
+
+/* The value of option `name` (its "--name=" part at eq, or the next argument, taken: *i moves on), or NULL
+ * with the problem printed: none, another option in its place, or an empty one. */
+static const char *option_value(const char *cmd, const char *name, const char *eq, int argc, char **argv, int *i)
+{
+    const char *v = eq ? eq + 1 : NULL;
+    if (!eq) {
+        if (*i + 1 >= argc) {
+            cli_usage_error(cmd, "option '--%s' needs a value", name);
+            return NULL;
+        }
+        if (is_option(argv[*i + 1])) {
+            cli_usage_error(cmd, "option '--%s' needs a value (got the option '%s'; write --%s=VALUE for a value "
+                            "that starts with --)", name, argv[*i + 1], name);
+            return NULL;
+        }
+        v = argv[++*i];
+    }
+    if (!v[0]) {
+        cli_usage_error(cmd, "option '--%s' is empty: it needs a value (a path, number or name)", name);
+        return NULL;
+    }
+    return v;
+}
+
 int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts, const char **pos, int *n_pos,
               int max_pos)
 {
     *n_pos = 0;
     memset(repeats, 0, sizeof repeats);
     memset(&parsed_data, 0, sizeof parsed_data);
+    int seen_max_memory = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+        if (!is_option(a)) {
             if (*n_pos >= max_pos)
                 return cli_usage_error(cmd, "unexpected argument '%s'", a);
             pos[(*n_pos)++] = a;
@@ -256,10 +289,14 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         if (len == 10 && strncmp(name, "max-memory", 10) == 0) { /* every command's */
-            const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            if (seen_max_memory++)
+                return cli_usage_error(cmd, "option '--max-memory' is given twice");
+            const char *v = option_value(cmd, "max-memory", eq, argc, argv, &i);
             uint64_t bytes;
-            if (!v || ptq_memory_parse(v, &bytes) != 0)
-                return cli_usage_error(cmd, "--max-memory wants a size such as 512M or 4G, got '%s'", v ? v : "");
+            if (!v)
+                return EXIT_USAGE;
+            if (ptq_memory_parse(v, &bytes) != 0)
+                return cli_usage_error(cmd, "--max-memory wants a size such as 512M or 4G, got '%s'", v);
             ptq_memory_set_budget(bytes);
             continue;
         }
@@ -269,16 +306,14 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
                 o = &opts[k];
         if (!o)
             return cli_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+        if (o->value && o->takes_value != CLI_REPEAT) /* the last one would win, silently */
+            return cli_usage_error(cmd, "option '--%s' is given twice", o->name);
         if (!o->takes_value) {
             if (eq)
                 return cli_usage_error(cmd, "option '--%s' takes no value", o->name);
             o->value = "1";
-        } else if (eq) {
-            o->value = eq + 1;
-        } else {
-            if (i + 1 >= argc)
-                return cli_usage_error(cmd, "option '--%s' needs a value", o->name);
-            o->value = argv[++i];
+        } else if (!(o->value = option_value(cmd, o->name, eq, argc, argv, &i))) {
+            return EXIT_USAGE;
         }
         if (o->takes_value == CLI_REPEAT && add_repeat(cmd, o, o->value) != 0)
             return EXIT_USAGE;
@@ -301,6 +336,11 @@ int cli_refuse_unused(const char *cmd, const cli_opt *opts, int n_opts, const ch
             used += k > 0 ? (size_t)k : 0;
         }
     return n ? cli_usage_error(cmd, "%s %s %s", given, n > 1 ? "are" : "is", why) : 0;
+}
+
+int cli_plain_number(const char *v)
+{
+    return (isdigit((unsigned char)v[0]) || v[0] == '.') && v[strspn(v, "0123456789.eE+-%")] == '\0';
 }
 
 const char *cli_get(const cli_opt *opts, int n_opts, const char *name)
@@ -332,7 +372,9 @@ int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *na
     for (size_t k = 0; k < sizeof int_max / sizeof int_max[0]; k++)
         if (strcmp(int_max[k].name, name) == 0)
             hi = int_max[k].max;
-    if (errno || !end || *end || end == v || x < lo || x > hi)
+    /* digits only, as written: strtoll would also take " 8" and "+8" */
+    const int digits = isdigit((unsigned char)v[0]) || (v[0] == '-' && isdigit((unsigned char)v[1]));
+    if (!digits || errno || !end || *end || end == v || x < lo || x > hi)
         return cli_usage_error(cmd, "--%s wants an integer in [%lld, %lld], got '%s'", name, (long long)lo,
                                (long long)hi, v);
     *out = x;
@@ -407,7 +449,6 @@ static void progress_draw(cli_progress *p, int64_t done, double now)
     fprintf(stderr, "\r%s: %lld/%lld %s  %.0f %s/s  ETA %.0f s   ", p->stage, (long long)done,
             (long long)p->total, p->unit, rate, p->unit, eta);
     fflush(stderr);
-    p->drawn = 1;
 }
 
 void cli_progress_update(cli_progress *p, int64_t done)
@@ -428,7 +469,7 @@ void cli_progress_update(cli_progress *p, int64_t done)
 void cli_progress_end(cli_progress *p, int64_t done)
 {
     cli_mark("the other batches");
-    if (!p->enabled || !p->drawn)
+    if (!p->enabled) /* a run shorter than the first draw still gets its end line */
         return;
     progress_draw(p, done, cli_now_s());
     fprintf(stderr, "\n");

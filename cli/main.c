@@ -37,8 +37,8 @@ static const char main_help[] =
     "  sensitivity   per tensor: what quantizing only it costs, what keeping only it in FP16 recovers\n"
     "  eval          FP32 accuracy, per-class metrics and confusion matrix of a model on a data set\n"
     "  info          a model's inputs, outputs, ops, parameters and quantizable tensors\n"
-    "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder\n"
-    "  version       print the version\n"
+    "  data convert  IDX files -> HDF5 image set (zstd) or PNG folder; PNG or JPEG folder -> HDF5 set\n"
+    "  version       print the version and whether a GPU is usable\n"
     "\n"
     "every command also takes --max-memory SIZE (e.g. 4G): the memory ptq may plan to use\n"
     "  (default: what the system reports available); larger sizes exit 10 before allocating\n"
@@ -47,7 +47,8 @@ static const char main_help[] =
     "  3 file missing/unreadable/unwritable or not a regular file, 4 malformed file (or one\n"
     "  referring to data outside itself), 5 unsupported op/type/attribute, 6 data does not fit the model,\n"
     "  7 bad data (empty set, label out of range, undecodable image), 8 no GPU,\n"
-    "  9 CUDA error, 10 out of memory\n";
+    "  9 CUDA error, 10 out of memory (or over --max-memory), 11 no plan met the --budget (the best\n"
+    "  one is written), 12 the quantized outputs collapsed (validate, run; the report is written)\n";
 
 /* OpenBLAS picks its kernels when it loads; when it fell back to generic ones
  * on a CPU it does not know, start again with the right ones named. Set
@@ -76,16 +77,34 @@ static const struct {
                 {"plan", cmd_plan, 0},          {"merge", cmd_merge, 0},
                 {"smooth", cmd_smooth, 0}};
 
-static int version(void)
+static const char version_help[] =
+    "usage: ptq version\n"
+    "\n"
+    "Prints the version, whether a GPU is usable (and why not when none is), which OpenBLAS\n"
+    "kernels the CPU path runs, and whether ptq has MPI.\n";
+
+static int version(int argc, char **argv)
 {
-    char mpi[300];
+    cli_opt opts[] = {{"help", 0, NULL}};
+    const char *pos[1];
+    int n_pos = 0, rc = cli_parse("version", argc, argv, opts, 1, pos, &n_pos, 0);
+    if (rc)
+        return rc;
+    if (cli_get(opts, 1, "help")) {
+        fputs(version_help, stdout);
+        return 0;
+    }
+    char mpi[300], why[256] = "";
     if (!ptq_dist_built())
         snprintf(mpi, sizeof mpi, "not built in (one process; see README \"Running across GPUs\")");
     else
         snprintf(mpi, sizeof mpi, "%s (%d rank%s)", ptq_dist_library(), ptq_dist_size(),
                  ptq_dist_size() > 1 ? "s" : "; not started by mpirun or srun");
-    printf("ptq %s%s\nopenblas kernels: %s\nmpi: %s\n", ptq_version(),
-           ptq_cuda_available(NULL, 0) ? " (cuda: gpu present)" : "", ptq_cpu_blas_core(), mpi);
+    const int gpu = ptq_cuda_available(why, sizeof why);
+    printf("ptq %s%s\n", ptq_version(), gpu ? " (cuda: gpu present)" : "");
+    if (!gpu)
+        printf("gpu: none usable (%s): commands run on the CPU\n", why[0] ? why : "no reason given");
+    printf("openblas kernels: %s\nmpi: %s\n", ptq_cpu_blas_core(), mpi);
     return 0;
 }
 
@@ -102,7 +121,7 @@ static int dispatch(int argc, char **argv)
             return commands[i].distributed ? commands[i].fn(argc - 2, argv + 2)
                                            : cli_on_rank0(commands[i].fn, argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
-        return version();
+        return version(argc - 2, argv + 2);
     if (cli_is_writer())
         fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cmd, main_help);
     return EXIT_USAGE;

@@ -44,7 +44,7 @@ int cli_points_parse(const char *cmd, const char *flag, const char *value, doubl
 {
     char *end = NULL;
     const double x = strtod(value, &end);
-    if (!end || end == value || (*end && strcmp(end, "%") != 0) || !isfinite(x) || x < 0)
+    if (!cli_plain_number(value) || !end || end == value || (*end && strcmp(end, "%") != 0) || !isfinite(x) || x < 0)
         return cli_usage_error(cmd, "--%s wants points of top-1 >= 0 (e.g. 0.3), got '%s'", flag, value);
     *out = x;
     return 0;

@@ -56,7 +56,7 @@ ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, 
         *device = PTQ_DEVICE_CUDA;
         *cuda_device = (int)n;
     } else {
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--device must be cpu, cuda, cuda:N or ref, got '%s'", name);
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--device must be cpu, cuda (or gpu), cuda:N or ref, got '%s'", name);
     }
     return PTQ_OK;
 }

@@ -194,10 +194,37 @@ def main():
            "--bins", "3000"], 2, "--bins wants a power of two in [2048, 16777216] (the histograms' bin count), "
            "got '3000'")
 
+    # a missing value is named, not filled with the next flag; a flag twice or empty is refused
+    expect("--batch with no value before --limit", ["eval", "--model", MODEL, "--data", h5, "--batch", "--limit", "5"],
+           2, "option '--batch' needs a value")
+    expect("--limit given twice", ["eval", "--model", MODEL, "--data", h5, "--limit", "5", "--limit", "6"], 2,
+           "option '--limit' is given twice")
+    expect("--max-memory given twice", ["eval", "--model", MODEL, "--data", h5, "--max-memory", "4G", "--max-memory",
+           "8G"], 2, "option '--max-memory' is given twice")
+    expect("--model ''", ["eval", "--model", "", "--data", h5], 2, "option '--model' is empty")
+    for bad in (" 8", "+8", "8 "):
+        expect(f"--batch '{bad}'", ["eval", "--model", MODEL, "--data", h5, "--batch", bad], 2, "--batch wants")
+    expect("--budget 0x10 (a hex float)", ["plan", os.path.join(tmp, "c.h5"), "--model", MODEL, "--out",
+           os.path.join(tmp, "pb.json"), "--sensitivity", "s.json", "--budget", "0x10", "--data", h5], 2,
+           "--budget wants points")
+
     # data convert: a missing --images path is named (exit 3), not blamed on --labels
     missing = os.path.join(tmp, "nosuchdir")
     expect("data convert --images MISSING", ["data", "convert", "--images", missing, "--out",
            os.path.join(tmp, "dc.h5")], 3, f"--images {missing}: No such file or directory")
+
+    # help and version
+    rc, out, err = ptq("--help")
+    check("main help lists exit codes 11 and 12 and folder -> HDF5", "11 no plan met" in out and
+          "12 the quantized outputs collapsed" in out and "JPEG folder -> HDF5" in out, out[-400:])
+    rc, out, err = ptq("version")
+    check("version says whether a GPU is usable", rc == 0 and ("gpu present" in out or "gpu: none usable" in out), out)
+    expect("version junk", ["version", "junk"], 2, "'junk'")
+    rc, out, err = ptq("eval", "--help")
+    check("eval --help lists --device gpu and cuda:N", "gpu" in out and "cuda:N" in out, "")
+    # --progress: the end line even for a run shorter than the first draw (0.2 s)
+    rc, out, err = ptq("eval", "--model", MODEL, "--data", h5, "--limit", "20", "--progress")
+    check("eval --limit 20 --progress prints its end line", rc == 0 and "20/20 img" in err, err[-200:])
 
     print(f"cli_test: {len(failures)} failed" + (f": {failures}" if failures else ""))
     return 1 if failures else 0
