@@ -11,6 +11,7 @@ static ptq_status calib_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batc
 {
     ptq_calib_set *set = user;
     ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
+    set->batch_n = b->n;
     if (b->index == 0) {
         PTQ_TRY_RET(ptq_calib_set_bind(ctx, set, e));
         ptq_exec_remove_tap(e, ptq_calib_set_tap, set);

@@ -35,6 +35,7 @@ void ptq_calib_set_free(ptq_calib_set *s)
     free(s->dev_obs);
     free(s->value_index);
     free(s->index_of_value);
+    free(s->numel_shapes);
     for (int i = 0; i < s->n_sources; i++) {
         free(s->sources[i].name);
         free(s->sources[i].ids);
@@ -108,18 +109,25 @@ ptq_status ptq_calib_set_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_cali
     PTQ_TRY(st, calib_set_alloc(ctx, n_kept, n_bins, &s), done);
     s->g = g;
     s->index_of_value = malloc(((size_t)g->n_values + 1) * sizeof *s->index_of_value);
+    s->numel_shapes = malloc(((size_t)n_kept + 1) * sizeof *s->numel_shapes);
     free(s->selection);
     s->selection = selection_string(sel);
-    if (!s->index_of_value || !s->selection) {
+    if (!s->index_of_value || !s->numel_shapes || !s->selection) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a calibration set");
         goto done;
     }
+    const ptq_value *in0 = g->n_inputs > 0 ? &g->values[g->inputs[0]] : NULL;
+    s->batch_shapes = in0 && in0->ndim > 0 && in0->dims[0] > 0 ? in0->dims[0] : 1;
+    s->batch_n = s->batch_shapes;
     int64_t j = 0;
     for (int v = 0; v < g->n_values; v++) {
         s->index_of_value[v] = keep[v] ? j : -1;
         if (!keep[v])
             continue;
         s->value_index[j] = v;
+        s->numel_shapes[j] = g->values[v].ndim < 0 ? -1 : 1;
+        for (int d = 0; d < g->values[v].ndim; d++)
+            s->numel_shapes[j] = g->values[v].dims[d] < 0 ? -1 : s->numel_shapes[j] * g->values[v].dims[d];
         if (!(s->names[j] = dup_str(g->values[v].name))) {
             st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for tensor names");
             goto done;
@@ -392,14 +400,17 @@ static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_t
     if (t->dtype != PTQ_DT_FLOAT)
         return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s' is %s, not float32", s->names[i], ptq_dtype_name(t->dtype));
     const int64_t n = ptq_tensor_numel(t);
-    if (t->mem == PTQ_MEM_HOST)
-        return ptq_observer_update(ctx, s->obs[i], t->data, n);
-    if (!s->cuda)
+    const int64_t copies = s->numel_shapes && s->batch_n != s->batch_shapes && n == s->numel_shapes[i] ? s->batch_n
+                                                                                                       : 1;
+    if (t->mem != PTQ_MEM_HOST && !s->cuda)
         return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s' is on the GPU but the set is not bound to an executor",
                         s->names[i]);
-    if (!s->dev_obs[i])
+    if (t->mem != PTQ_MEM_HOST && !s->dev_obs[i])
         PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
-    return ptq_observer_dev_update(ctx, s->dev_obs[i], t->data, n);
+    for (int64_t c = 0; c < copies; c++) /* once per sample: see numel_shapes */
+        PTQ_TRY_RET(t->mem == PTQ_MEM_HOST ? ptq_observer_update(ctx, s->obs[i], t->data, n)
+                                           : ptq_observer_dev_update(ctx, s->dev_obs[i], t->data, n));
+    return PTQ_OK;
 }
 
 ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
