@@ -201,15 +201,36 @@ int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, 
  * cli_is_writer: 1 on rank 0 (and in a plain run), the only rank that
  * writes files and prints. cli_on_rank0 runs a command on rank 0 alone and
  * returns its exit code on every rank. cli_rank_ids keeps this rank's
- * share of the picked ids[*n_ids] (PTQ_ERR_INVALID_ARG when there are
- * fewer ids than ranks). Every rank passes each stage's status through
+ * share of the picked ids[*n_ids]. Every rank passes each stage's status through
  * ptq_dist_agree before the next collective. */
 int cli_dist_start(int *argc, char ***argv);
 int cli_is_writer(void);
 int cli_on_rank0(int (*fn)(int argc, char **argv), int argc, char **argv);
 /* rank 0's rc (an exit code or a flag) on every rank: a collective */
 int cli_rank0_rc(int rc);
-ptq_status cli_rank_ids(ptq_ctx *ctx, int64_t **ids, int64_t *n_ids);
+/* head > 0: rank 0's share holds at least the first head ids (validate --reference checks the job's first batch
+ * there). A rank may get no ids when there are fewer than ranks (the reductions are sums). */
+ptq_status cli_rank_ids(ptq_ctx *ctx, int64_t **ids, int64_t *n_ids, int64_t head);
+
+/* What a rank read, as the ranks compare it with rank 0's: a file (for the message; NULL: nothing to compare)
+ * and what identifies its content ("SHA-256 <hex>", "300 samples"). */
+enum { CLI_RANK_READS = 4 };
+typedef struct cli_rank_read {
+    const char *path;
+    char what[80];
+} cli_rank_read;
+/* The agreement (ptq_dist_agree) of a stage whose ranks read reads[n] (n <= CLI_RANK_READS, the same n on every
+ * rank): a rank whose status is PTQ_OK but whose read differs from rank 0's fails with PTQ_ERR_INVALID_ARG naming
+ * the file. One process: st. A collective. */
+ptq_status cli_ranks_agree_read(ptq_ctx *ctx, ptq_status st, const cli_rank_read *reads, int n);
+/* Fills r with path and its file's SHA-256 (with the model's hashing when model is set). */
+ptq_status cli_rank_read_file(ptq_ctx *ctx, const char *path, int model, cli_rank_read *r);
+/* Fills r with path and data set ds's content SHA-256 (cli_dataset_sha256). */
+ptq_status cli_rank_read_data(ptq_ctx *ctx, const char *path, const ptq_dataset *ds, cli_rank_read *r);
+/* Fills r with path and "N samples". */
+void cli_rank_read_count(const char *path, int64_t n, cli_rank_read *r);
+/* The progress line's stage under mpirun says whose share it counts ("calibrate, rank 0's share"). */
+const char *cli_rank_stage(const char *stage, char *buf, size_t n_buf);
 
 /* Options: "--name value", "--name=value" and bare flags; the rest are positionals. */
 typedef struct cli_opt {

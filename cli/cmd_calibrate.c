@@ -117,7 +117,7 @@ int cmd_calibrate(int argc, char **argv)
     if (!cli_get(opts, n_opts, "model") || !cli_get(opts, n_opts, "data") || !out)
         return cli_usage_error("calibrate", "--model, --data and --out are required");
     const char *calib_inputs[] = {cli_get(opts, n_opts, "model"), cli_get(opts, n_opts, "data")};
-    if ((rc = cli_check_outputs("calibrate", calib_inputs, 2, &out, 1)))
+    if ((rc = cli_rank0_rc(cli_is_writer() ? cli_check_outputs("calibrate", calib_inputs, 2, &out, 1) : 0)))
         return rc;
     int64_t batch, n_samples, seed, threads, bins, shard = 0, n_shards = 1;
     if ((rc = cli_get_int("calibrate", opts, n_opts, "batch", 256, 1, &batch)) ||
@@ -152,6 +152,7 @@ int cmd_calibrate(int argc, char **argv)
     double t0 = 0;
     struct ptq_runner_steady steady = {0, 0.0}; /* after the first batch */
     char sha[65], tmp[PTQ_TMP_NAME_BYTES] = "";
+    cli_rank_read reads[2] = {{NULL, ""}, {NULL, ""}}; /* what the ranks compare: the model and the data's size */
     cli_session s;
     memset(&s, 0, sizeof s);
     const char *model = cli_get(opts, n_opts, "model");
@@ -161,35 +162,41 @@ int cmd_calibrate(int argc, char **argv)
     so.profile = cli_get(opts, n_opts, "profile") != NULL;
     /* the archive's temporary exists (and the folder is known writable) before the long part */
     if (cli_is_writer())
-        PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), run_done);
-    PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), run_done);
+        PTQ_TRY(st, ptq_atomic_create(&ctx, out, tmp, sizeof tmp, NULL), ready);
+    PTQ_TRY(st, cli_session_open(&ctx, "calibrate", &so, &s), ready);
+    PTQ_TRY(st, cli_rank_read_file(&ctx, model, 1, &reads[0]), ready);
+    cli_rank_read_count(so.data, s.n_samples, &reads[1]);
     /* the selection (which needs every tensor's dtype) is checked before any data is read */
-    PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), run_done);
-    PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), run_done);
-    PTQ_TRY(st, ptq_calib_set_math(&ctx, set, ptq_math_name(ptq_exec_math(s.exec))), run_done);
+    PTQ_TRY(st, ptq_session_shapes(&ctx, s.ps), ready);
+    PTQ_TRY(st, ptq_calib_set_create(&ctx, s.graph, &sel, bins, &set), ready);
+    PTQ_TRY(st, ptq_calib_set_math(&ctx, set, ptq_math_name(ptq_exec_math(s.exec))), ready);
     if (n_samples > s.n_samples && cli_is_writer())
         fprintf(stderr, "ptq calibrate: note: --samples %lld, but %s holds %lld: observing all of them\n",
                 (long long)n_samples, cli_get(opts, n_opts, "data"), (long long)s.n_samples);
     if (n_samples == 0 || n_samples > s.n_samples)
         n_samples = s.n_samples;
     ptq_pick pick = {0, n_samples, (uint64_t)seed, shard, n_shards};
-    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), run_done);
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), ready);
     if (n_ids == 0) {
         st = ptq_fail(&ctx, PTQ_ERR_DATA, "shard %lld/%lld of %lld samples is empty", (long long)shard,
                       (long long)n_shards, (long long)n_samples);
-        goto run_done;
+        goto ready;
     }
     if (cli_is_writer()) { /* the archive records the whole pick (its source after the run); each rank observes its share */
         if (!(all_ids = malloc((size_t)n_ids * sizeof *all_ids))) {
             st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n_ids);
-            goto run_done;
+            goto ready;
         }
         memcpy(all_ids, ids, (size_t)n_ids * sizeof *all_ids);
     }
     n_picked = n_ids;
-    PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_ids), run_done);
+    PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_ids, 0), ready);
+ready: /* every rank passes here once, and learns whether any failed or read another model or data set */
+    PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, reads, 2), done);
 
-    cli_progress_start(&prog, "calibrate", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
+    char stage[64];
+    cli_progress_start(&prog, cli_rank_stage("calibrate", stage, sizeof stage), "img", n_ids,
+                       cli_get(opts, n_opts, "progress") != NULL);
     batch = cli_default_batch("calibrate", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 0);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .prefetch = 1,
                             .progress = cli_progress_cb, .progress_user = &prog, .steady = &steady};
@@ -197,8 +204,9 @@ int cmd_calibrate(int argc, char **argv)
     t0 = cli_now_s();
     PTQ_TRY(st, ptq_runner_run(&ctx, &rp), run_done);
     cli_progress_end(&prog, n_ids);
-run_done: /* every rank passes here once, and learns whether any failed */
-    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    st = cli_rank_read_data(&ctx, so.data, s.data, &reads[1]); /* hashed while the images ran */
+run_done: /* every rank passes here once, and learns whether any failed or observed other data */
+    PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, &reads[1], 1), done);
     PTQ_TRY(st, ptq_calib_set_allreduce(&ctx, set), done);
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
     double secs = cli_now_s() - t0;

@@ -98,7 +98,7 @@ int cmd_sensitivity(int argc, char **argv)
     cli_sibling_path(out, ".md", md_path, sizeof md_path);
     cli_sibling_path(out, ".html", html_path, sizeof html_path);
     const char *inputs[] = {model, calib, data}, *outputs[] = {out, md_path, html_path};
-    if ((rc = cli_check_outputs("sensitivity", inputs, 3, outputs, 3)))
+    if ((rc = cli_rank0_rc(cli_is_writer() ? cli_check_outputs("sensitivity", inputs, 3, outputs, 3) : 0)))
         return rc;
     int64_t batch, n_samples, seed, threads;
     if ((rc = cli_get_int("sensitivity", opts, n_opts, "batch", 256, 1, &batch)) ||
@@ -123,25 +123,34 @@ int cmd_sensitivity(int argc, char **argv)
     char *json = NULL, *md = NULL, *html = NULL, *header = NULL, *md_header = NULL;
     ptq_html_hist *hists = NULL;
     int64_t n_hists = 0;
-    PTQ_TRY(st, cli_output_dir_check(&ctx, out), done); /* before any image */
+    cli_rank_read reads[3] = {{NULL, ""}, {NULL, ""}, {NULL, ""}}; /* the model, the archive, the data's size */
+    if (cli_is_writer()) /* rank 0 writes the report */
+        PTQ_TRY(st, cli_output_dir_check(&ctx, out), ready); /* before any image */
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "sensitivity", &so, "sensitivity compares predictions with them", &s),
-            run_done);
+            ready);
+    PTQ_TRY(st, cli_rank_read_file(&ctx, model, 1, &reads[0]), ready);
+    PTQ_TRY(st, cli_rank_read_file(&ctx, calib, 0, &reads[1]), ready);
+    cli_rank_read_count(data, s.n_samples, &reads[2]);
     PTQ_TRY(st, cli_default_plan_target(&ctx, model, s.graph, calib, cli_get(opts, n_opts, "method"),
                                         cli_get(opts, n_opts, "core"), cli_get(opts, n_opts, "placement"),
                                         cli_get(opts, n_opts, "target"), cli_get(opts, n_opts, "reduce-range") != NULL,
                                         &archive, &def),
-            run_done);
-    PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), run_done);
-    PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, 0, &sens), run_done);
+            ready);
+    PTQ_TRY(st, ptq_sens_core_plan(&ctx, s.graph, archive, def, &core), ready);
+    PTQ_TRY(st, ptq_sens_create(&ctx, s.graph, def, core, 0, &sens), ready);
     ptq_pick pick = {0, n_samples, (uint64_t)seed, 0, 0};
-    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), run_done);
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_ids), ready);
     n_picked = n_ids;
     batch = cli_default_batch("sensitivity", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 2);
-    PTQ_TRY(st, share_work(&ctx, sens, batch, &ids, &n_ids), run_done);
+    PTQ_TRY(st, share_work(&ctx, sens, batch, &ids, &n_ids), ready);
+ready: /* every rank passes here once, and learns whether any failed or read another model, archive or data set */
+    PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, reads, 3), done);
 
     cli_progress prog;
-    cli_progress_start(&prog, "sensitivity", "img", n_ids, cli_get(opts, n_opts, "progress") != NULL);
+    char stage[64];
+    cli_progress_start(&prog, cli_rank_stage("sensitivity", stage, sizeof stage), "img", n_ids,
+                       cli_get(opts, n_opts, "progress") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_ids, .batch = batch, .need_labels = 1,
                             .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
     rp.consumers[rp.n_consumers++] = ptq_sens_consumer(sens);
@@ -158,8 +167,9 @@ int cmd_sensitivity(int argc, char **argv)
                 ph.read + ph.fp32 + ph.only + ph.default_plan + ph.all_but, ph.read, ph.fp32, ph.only,
                 ph.default_plan, ph.all_but);
     }
-run_done: /* every rank passes here once, and learns whether any failed */
-    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    st = cli_rank_read_data(&ctx, data, s.data, &reads[2]); /* hashed while the images ran */
+run_done: /* every rank passes here once, and learns whether any failed or measured on other data */
+    PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, &reads[2], 1), done);
     PTQ_TRY(st, ptq_sens_allreduce(&ctx, sens), done);
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
     const double secs = cli_now_s() - t0;

@@ -5,6 +5,7 @@
  * by tests/cli_validate_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,8 @@ int cmd_validate(int argc, char **argv)
     const char *val_outputs[N_REPORT + 1] = {cli_get(opts, n_opts, "logits")};
     for (int i = 0; i < N_REPORT; i++)
         val_outputs[i + 1] = report_paths[i];
-    if ((rc = cli_check_outputs("validate", val_inputs, 7, val_outputs, N_REPORT + 1)))
+    if ((rc = cli_rank0_rc(cli_is_writer() ? cli_check_outputs("validate", val_inputs, 7, val_outputs, N_REPORT + 1)
+                                           : 0)))
         return rc;
     int64_t batch, limit, threads;
     if ((rc = cli_get_int("validate", opts, n_opts, "batch", 256, 1, &batch)) ||
@@ -153,45 +155,50 @@ int cmd_validate(int argc, char **argv)
     int64_t n_hists = 0;
     const char *logits_path = cli_get(opts, n_opts, "logits");
     FILE *lfile = NULL;
+    cli_rank_read reads[4] = {{NULL, ""}, {NULL, ""}, {NULL, ""}, {NULL, ""}}; /* model, plan, reference, data */
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     so.profile = cli_get(opts, n_opts, "profile") != NULL;
     PTQ_TRY(st, cli_session_open_labelled(&ctx, "validate", &so, "validation compares predictions with them", &s),
-            run_done);
+            ready);
+    PTQ_TRY(st, cli_rank_read_file(&ctx, model, 1, &reads[0]), ready);
+    PTQ_TRY(st, cli_rank_read_file(&ctx, plan_path, 0, &reads[1]), ready);
+    PTQ_TRY(st, cli_rank_read_file(&ctx, ref_path, 0, &reads[2]), ready);
+    cli_rank_read_count(so.data, s.n_samples, &reads[3]);
     /* one model: the plan is checked against the session's graph and runs as an overlay on its executor */
-    PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), run_done);
+    PTQ_TRY(st, cli_plan_for(&ctx, plan_path, model, s.graph, &plan), ready);
     cli_mark("reading the plan");
-    PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), run_done);
+    PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), ready);
     cli_mark("preparing its rounding");
     /* before any image: a bad archive, report or trace fails at once */
     if (sens_path) /* as strictly as `ptq plan --budget` reads it */
-        PTQ_TRY(st, cli_sens_load(&ctx, sens_path, s.graph, plan->model_sha256, NULL, &sens_text), run_done);
+        PTQ_TRY(st, cli_sens_load(&ctx, sens_path, s.graph, plan->model_sha256, NULL, &sens_text), ready);
     if (trace_path)
-        PTQ_TRY(st, cli_read_text(&ctx, trace_path, &trace_text), run_done);
-    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, sens_text, NULL), sens_path), run_done);
-    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, NULL, NULL, trace_text), trace_path), run_done);
+        PTQ_TRY(st, cli_read_text(&ctx, trace_path, &trace_text), ready);
+    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, sens_text, NULL), sens_path), ready);
+    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, NULL, NULL, trace_text), trace_path), ready);
     if (calib_path) {
-        PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), run_done);
+        PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), ready);
         if (sens_text)
-            PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, plan, sens_text, 0, &hists, &n_hists), run_done);
+            PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, plan, sens_text, 0, &hists, &n_hists), ready);
         else
-            PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), run_done);
+            PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), ready);
     }
     if (cli_is_writer()) /* rank 0 writes the report */
-        PTQ_TRY(st, cli_report_dir(&ctx, report, &made_dir), run_done);
+        PTQ_TRY(st, cli_report_dir(&ctx, report, &made_dir), ready);
     ptq_pick pick = {limit, 0, 0, 0, 0};
-    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), run_done);
+    PTQ_TRY(st, ptq_pick_samples(&ctx, s.n_samples, &pick, &ids, &n_total), ready);
     n_picked = n_total;
     if (ref_path) { /* its rows are the whole pick's, in order, whichever rank runs them */
-        PTQ_TRY(st, cli_npy_read(&ctx, ref_path, &ref_rows, &ref.cols, &ref_logits), run_done);
+        PTQ_TRY(st, cli_npy_read(&ctx, ref_path, &ref_rows, &ref.cols, &ref_logits), ready);
         if (ref_rows != n_picked) {
             st = ptq_fail(&ctx, PTQ_ERR_DATA, "%s has %lld rows of logits, this run %lld images of %s: give the "
                           "logits of `ptq eval --logits` with the same --data and --limit", ref_path,
                           (long long)ref_rows, (long long)n_picked, so.data);
-            goto run_done;
+            goto ready;
         }
         if (!(ref_ids = malloc((size_t)n_picked * sizeof *ref_ids))) {
             st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
-            goto run_done;
+            goto ready;
         }
         memcpy(ref_ids, ids, (size_t)n_picked * sizeof *ref_ids);
         cli_mark("reading the reference");
@@ -200,17 +207,24 @@ int cmd_validate(int argc, char **argv)
         ref.n = n_picked;
         vr.ref = &ref;
     }
-    PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_total), run_done);
+    /* the job's batch, whatever share a rank runs: with --reference the job's first batch is checked, on rank 0 */
+    batch = cli_default_batch("validate", s.ps, batch, n_picked, cli_get(opts, n_opts, "batch") != NULL, 0);
+    PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_total, ref_path ? batch : 0), ready);
+    if (!cli_is_writer())
+        ref.tolerance = INFINITY; /* this rank's first batch is not the job's */
     cli_npy_writer npy = {NULL, NULL, n_total};
     if (logits_path) {
-        PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), run_done);
+        PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), ready);
         npy.f = lfile;
         npy.path = logits_tmp;
     }
+ready: /* every rank passes here once, and learns whether any failed or read another model, plan or data set */
+    PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, reads, 4), done);
     vr.overlay = ptq_fq_overlay(fq);
     cli_progress prog;
-    cli_progress_start(&prog, "validate", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
-    batch = cli_default_batch("validate", s.ps, batch, n_total, cli_get(opts, n_opts, "batch") != NULL, 0);
+    char stage[64];
+    cli_progress_start(&prog, cli_rank_stage("validate", stage, sizeof stage), "img", n_total,
+                       cli_get(opts, n_opts, "progress") != NULL);
     ptq_runner_params rp = {.session = s.ps, .ids = ids, .n_ids = n_total, .batch = batch, .need_labels = 1,
                             .need_logits = 1, .prefetch = 1, .progress = cli_progress_cb, .progress_user = &prog};
     rp.consumers[rp.n_consumers++] = ptq_validate_consumer(&vr);
@@ -221,8 +235,16 @@ int cmd_validate(int argc, char **argv)
     if (st != PTQ_OK)
         goto run_done;
     cli_progress_end(&prog, n_total);
-run_done: /* every rank passes here once, and learns whether any failed */
-    PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
+    st = cli_rank_read_data(&ctx, so.data, s.data, &reads[3]); /* hashed while the images ran */
+run_done: /* every rank passes here once, and learns whether any failed or ran other data */
+    PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, &reads[3], 1), done);
+    if (ptq_dist_size() > 1) { /* a rank with no samples (fewer than ranks) adds empty figures of the others' classes */
+        int64_t k = vr.n_classes;
+        PTQ_TRY(st, ptq_dist_allreduce_i64(&ctx, &k, 1, PTQ_DIST_MAX), done);
+        if (!vr.stats)
+            st = ptq_validate_stats_init(&ctx, (int)k, &vr.stats);
+        vr.n_classes = k;
+    }
     PTQ_TRY(st, ptq_validate_stats_allreduce(&ctx, vr.stats), done);
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
     if (!cli_is_writer()) /* rank 0 writes the report */

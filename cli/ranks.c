@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "ptq/dist.h"
+#include "ptq/hash.h"
 
 int cli_is_writer(void)
 {
@@ -52,17 +53,86 @@ int cli_on_rank0(int (*fn)(int argc, char **argv), int argc, char **argv)
     return cli_rank0_rc(cli_is_writer() ? fn(argc, argv) : 0);
 }
 
-ptq_status cli_rank_ids(ptq_ctx *ctx, int64_t **ids, int64_t *n_ids)
+ptq_status cli_rank_ids(ptq_ctx *ctx, int64_t **ids, int64_t *n_ids, int64_t head)
 {
-    const int size = ptq_dist_size();
+    (void)ctx;
+    const int size = ptq_dist_size(), rank = ptq_dist_rank();
     if (size == 1)
         return PTQ_OK;
-    if (*n_ids < size)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%lld samples cannot be shared by %d ranks: run fewer ranks",
-                        (long long)*n_ids, size);
     int64_t lo, hi;
-    ptq_dist_share(*n_ids, ptq_dist_rank(), size, &lo, &hi);
+    ptq_dist_share(*n_ids, 0, size, &lo, &hi);
+    if (head > *n_ids)
+        head = *n_ids;
+    if (hi >= head) { /* equal shares, some empty when there are fewer ids than ranks */
+        ptq_dist_share(*n_ids, rank, size, &lo, &hi);
+    } else if (rank == 0) { /* the head, then the rest shared by the other ranks */
+        lo = 0, hi = head;
+    } else {
+        ptq_dist_share(*n_ids - head, rank - 1, size - 1, &lo, &hi);
+        lo += head, hi += head;
+    }
     memmove(*ids, *ids + lo, (size_t)(hi - lo) * sizeof **ids);
     *n_ids = hi - lo;
     return PTQ_OK;
+}
+
+ptq_status cli_ranks_agree_read(ptq_ctx *ctx, ptq_status st, const cli_rank_read *reads, int n)
+{
+    if (ptq_dist_size() == 1 || n > CLI_RANK_READS)
+        return ptq_dist_agree(ctx, st);
+    char theirs[CLI_RANK_READS][sizeof reads->what]; /* rank 0's; every rank takes part, whatever its status */
+    memset(theirs, 0, sizeof theirs);
+    for (int i = 0; i < n && cli_is_writer(); i++)
+        memcpy(theirs[i], reads[i].what, sizeof theirs[i]);
+    ptq_ctx mpi_ctx;
+    ptq_ctx_init(&mpi_ctx);
+    ptq_status mst = ptq_dist_bcast(&mpi_ctx, theirs, sizeof theirs, 0);
+    if (st == PTQ_OK && mst != PTQ_OK)
+        st = ptq_fail(ctx, mst, "%s", mpi_ctx.msg);
+    for (int i = 0; i < n && st == PTQ_OK; i++) {
+        theirs[i][sizeof theirs[i] - 1] = '\0';
+        if (reads[i].path && strcmp(reads[i].what, theirs[i]) != 0)
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s is not the file rank 0 read (%.24s here, %.24s on rank 0): "
+                          "every rank must read the same files (put them on a file system all nodes share)",
+                          reads[i].path, reads[i].what, theirs[i]);
+    }
+    return ptq_dist_agree(ctx, st);
+}
+
+ptq_status cli_rank_read_file(ptq_ctx *ctx, const char *path, int model, cli_rank_read *r)
+{
+    char hex[65];
+    r->path = NULL;
+    if (ptq_dist_size() == 1 || !path) /* nothing to compare */
+        return PTQ_OK;
+    PTQ_TRY_RET(model ? cli_model_sha256(ctx, path, hex) : ptq_sha256_file(ctx, path, hex));
+    r->path = path;
+    snprintf(r->what, sizeof r->what, "SHA-256 %s", hex);
+    return PTQ_OK;
+}
+
+ptq_status cli_rank_read_data(ptq_ctx *ctx, const char *path, const ptq_dataset *ds, cli_rank_read *r)
+{
+    char hex[65];
+    r->path = NULL;
+    if (ptq_dist_size() == 1)
+        return PTQ_OK;
+    PTQ_TRY_RET(cli_dataset_sha256(ctx, ds, hex));
+    r->path = path;
+    snprintf(r->what, sizeof r->what, "SHA-256 %s", hex);
+    return PTQ_OK;
+}
+
+void cli_rank_read_count(const char *path, int64_t n, cli_rank_read *r)
+{
+    r->path = path;
+    snprintf(r->what, sizeof r->what, "%lld sample%s", (long long)n, n == 1 ? "" : "s");
+}
+
+const char *cli_rank_stage(const char *stage, char *buf, size_t n_buf)
+{
+    if (ptq_dist_size() == 1)
+        return stage;
+    snprintf(buf, n_buf, "%s, rank 0's share", stage);
+    return buf;
 }

@@ -3,8 +3,13 @@ sensitivity, validate and run with 2 and 3 ranks write the same bytes as one
 process (the archive, the reports, the plan; the sensitivity report less its
 seconds and work counts), splitting the samples and, in sensitivity, the
 tensors; a rank that fails (an image only its share holds is corrupt, or a
-failure injected through PTQ_DIST_FAIL_RANK at each agreement) ends every
-rank with one message naming it, the same non-zero exit and no output.
+failure injected through PTQ_DIST_FAIL_RANK at each agreement, an output
+folder or an input that differs on one rank's node) ends every rank with one
+message naming it, the same non-zero exit and no output; fewer samples than
+ranks leave ranks idle; validate --reference checks the job's first batch
+whatever the rank count; a tensor without a batch dimension (the text
+encoder's positional slice) is counted the same whatever --batch, ranks or
+shards.
 Skips (77) when ptq is built without MPI or mpirun is missing."""
 import glob
 import json
@@ -167,14 +172,14 @@ def test_failures(tmp, J):
           and not glob.glob(J(".*tmp*")) and not glob.glob(J("*.tmp*")), str(os.listdir(tmp)))
 
     # a failure at each agreement of calibrate: after the run, around the reduction, after rank 0 wrote
-    for k in range(4):
+    for k in range(5):
         rc, _, err = mpi(2, "calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J(f"inj{k}.h5"),
                          env={"PTQ_DIST_FAIL_RANK": f"1:{k}"})
         errs = ptq_errors(err)
         wrote = os.path.exists(J(f"inj{k}.h5"))
         # the last agreement comes after rank 0 committed the archive: the job still fails as a whole
         check(f"calibrate -np 2, rank 1 fails at agreement {k}: one message, exit 1",
-              rc == 1 and len(errs) == 1 and "rank 1 of 2: injected failure" in errs[0] and (k == 3 or not wrote),
+              rc == 1 and len(errs) == 1 and "rank 1 of 2: injected failure" in errs[0] and (k == 4 or not wrote),
               err[-400:])
     for cmd, out in ((["sensitivity", "--model", MODEL, "--calib", J("c1.h5"), "--data", J("val.h5"), "--samples",
                        "50"], "--out"), (["validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("val.h5"),
@@ -184,12 +189,133 @@ def test_failures(tmp, J):
         check(f"{cmd[0]} -np 3, rank 2 fails at once: one message, exit 1, nothing written",
               rc == 1 and len(errs) == 1 and "rank 2 of 3" in errs[0] and not os.path.exists(J(f"inj_{cmd[0]}")),
               err[-400:])
+    # fewer samples than ranks: the idle ranks observe nothing (the reductions are sums)
+    ptq("calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("few1.h5"), "--samples", "2")
     rc, _, err = mpi(3, "calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("few.h5"), "--samples", "2")
-    errs = ptq_errors(err)
-    check("2 samples over 3 ranks: exit 2, one message", rc == 2 and len(errs) == 1 and "3 ranks" in errs[0], err[-300:])
+    check("2 samples over 3 ranks: calibrate writes what one process does", rc == 0 and same_bytes(J("few1.h5"),
+          J("few.h5")), err[-300:])
+    few = ["validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("val.h5"), "--limit", "2"]
+    ptq(*few, "--report", J("few_r1"))
+    rc, _, err = mpi(3, *few, "--report", J("few_r3"))
+    check("2 samples over 3 ranks: validate writes what one process does", rc == 0 and all(
+          same_bytes(J("few_r1", f), J("few_r3", f)) for f in ("validate.json", "validate.md", "report.html")), err[-300:])
     rc, _, err = mpi(2, "validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("val.h5"), "--report",
                      J("lg"), "--logits", J("lg.npy"))
     check("validate --logits under mpirun: exit 2, one message", rc == 2 and len(ptq_errors(err)) == 1, err[-300:])
+
+
+def test_node_local(tmp, J):
+    """Each rank runs in its own folder, as on nodes whose paths are not on a shared file system."""
+    wrap = J("wrap.sh")
+    open(wrap, "w").write(f'#!/bin/sh\ncd {tmp}/node$OMPI_COMM_WORLD_RANK && exec {PTQ} "$@"\n')
+    os.chmod(wrap, 0o755)
+    for r in (0, 1):
+        os.makedirs(J(f"node{r}"))
+        for src, dst in (("cal.h5", "d.h5"), ("val.h5", "v.h5"), ("c1.h5", "c.h5"), ("plan.json", "plan.json")):
+            shutil.copy(J(src), J(f"node{r}", dst))
+        shutil.copy(MODEL, J(f"node{r}", "m.onnx"))
+
+    def on_nodes(*args):
+        p = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2", wrap,
+                            *args], capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    sens = ["sensitivity", "--model", "m.onnx", "--calib", "c.h5", "--data", "v.h5", "--samples", "20"]
+    # the output folder on one node only: rank 0 writes, the others never do
+    os.makedirs(J("node1", "only1"))
+    rc, _, err = on_nodes(*sens, "--out", "only1/s.json")
+    errs = ptq_errors(err)
+    check("sensitivity -np 2, --out's folder on rank 1's node only: exit 3 at once, one message from rank 0",
+          rc == 3 and len(errs) == 1 and "rank 0 of 2: cannot write only1/s.json" in errs[0], err[-400:])
+    os.makedirs(J("node0", "only0"))
+    rc, _, err = on_nodes(*sens, "--out", "only0/s.json")
+    check("sensitivity -np 2, --out's folder on rank 0's node only: rank 0 writes the report",
+          rc == 0 and os.path.exists(J("node0", "only0", "s.json")), err[-400:])
+
+    def refused(what, path, args, rc_want=2):
+        rc, out, err = on_nodes(*args)
+        errs = ptq_errors(err)
+        left = [f for r in (0, 1) for f in os.listdir(J(f"node{r}")) if "tmp" in f or f.startswith("x")]
+        check(f"{what}: exit {rc_want}, one message naming rank 1 and {path}, nothing written",
+              rc == rc_want and len(errs) == 1 and f"rank 1 of 2: {path} is not the file rank 0 read" in errs[0]
+              and not left, f"{err[-400:]} left: {left}")
+
+    calib = ["calibrate", "--model", "m.onnx", "--data", "d.h5", "--out", "x.h5"]
+    shutil.copy(J("val.h5"), J("node1", "d.h5"))  # other images, more of them
+    refused("calibrate, rank 1's d.h5 has other samples", "d.h5", calib)
+    with h5py.File(J("cal.h5")) as a, h5py.File(J("node1", "d.h5"), "w") as f:
+        f["images"] = a["images"][:][::-1]  # the same count, other order
+    refused("calibrate, rank 1's d.h5 holds other data", "d.h5", calib)
+    shutil.copy(J("cal.h5"), J("node1", "d.h5"))
+    with h5py.File(J("val.h5")) as a, h5py.File(J("node1", "v.h5"), "w") as f:
+        f["images"] = a["images"][:]
+        f["labels"] = (a["labels"][:] + 1) % 10
+    refused("validate, rank 1's v.h5 has other labels", "v.h5",
+            ["validate", "--model", "m.onnx", "--plan", "plan.json", "--data", "v.h5", "--report", "xr"])
+    refused("sensitivity, rank 1's v.h5 has other labels", "v.h5", [*sens, "--out", "xs.json"])
+    shutil.copy(J("val.h5"), J("node1", "v.h5"))
+    other = os.path.join(os.path.dirname(MODEL), "fmnist_mobilenet.onnx")
+    if os.path.exists(other):
+        shutil.copy(other, J("node1", "m.onnx"))
+        refused("calibrate, rank 1's m.onnx is another model", "m.onnx", calib)
+        shutil.copy(MODEL, J("node1", "m.onnx"))
+    open(J("node1", "plan.json"), "a").write("\n")
+    refused("validate, rank 1's plan.json differs", "plan.json",
+            ["validate", "--model", "m.onnx", "--plan", "plan.json", "--data", "v.h5", "--report", "xr"])
+
+
+def test_reference(tmp, J):
+    """validate --reference checks the job's first batch, on any number of ranks."""
+    import numpy as np
+    rc, _, err = ptq("eval", "--model", MODEL, "--data", J("val.h5"), "--logits", J("ref.npy"))
+    check("eval --logits", rc == 0, err)
+    for name, rows in (("late", slice(200, None)), ("early", slice(0, 130))):
+        a = np.load(J("ref.npy"))
+        a[rows] += 5
+        np.save(J(f"ref_{name}.npy"), a)
+        base = ["validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("val.h5"), "--reference",
+                J(f"ref_{name}.npy")]
+        rc1, _, err1 = ptq(*base, "--report", J(f"ref1_{name}"))
+        for n in (2, 3):
+            rc, _, err = mpi(n, *base, "--report", J(f"ref{n}_{name}"))
+            errs = ptq_errors(err)
+            check(f"validate --reference (rows {rows.start}.. off) -np {n}: exit {rc1} as one process",
+                  rc == rc1 and (rc == 0 or len(errs) == 1 and "on the first 256 images" in errs[0]), err[-400:])
+        check(f"validate --reference (rows {rows.start}.. off): exit {7 if name == 'early' else 0}",
+              rc1 == (7 if name == "early" else 0), err1[-300:])
+
+
+def test_batchless(tmp, J):
+    """A tensor without a batch dimension (text_encoder's /Slice_output_0) is observed once per sample."""
+    import numpy as np
+    model = os.path.join(os.path.dirname(MODEL), "text_encoder.onnx")
+    if not os.path.exists(model):
+        return
+    rng = np.random.default_rng(13)
+    n, L = 13, 40
+    lens = rng.integers(1, L + 1, size=n)
+    mask = (np.arange(L)[None, :] < lens[:, None]).astype(np.int64)
+    with h5py.File(J("txt.h5"), "w") as f:
+        f["input_ids"] = rng.integers(2, 50, size=(n, L)).astype(np.int64) * mask
+        f["attention_mask"] = mask
+    base = ["calibrate", "--model", model, "--data", J("txt.h5")]
+    rc, _, err = ptq(*base, "--out", J("t.h5"))
+    check("text_encoder calibrate", rc == 0, err)
+    for b in ("1", "4"):
+        ptq(*base, "--out", J(f"t_b{b}.h5"), "--batch", b)
+        check(f"text_encoder --batch {b}: the archive is byte-identical", same_bytes(J("t.h5"), J(f"t_b{b}.h5")))
+    rc, _, err = mpi(2, *base, "--out", J("t_np2.h5"))
+    check("text_encoder -np 2: the archive is byte-identical", rc == 0 and same_bytes(J("t.h5"), J("t_np2.h5")), err)
+    for s in range(3):
+        ptq(*base, "--out", J(f"t_s{s}.h5"), "--shard", f"{s}/3")
+    rc, _, err = ptq("merge", J("t_s0.h5"), J("t_s1.h5"), J("t_s2.h5"), "--out", J("t_m.h5"))
+    check("text_encoder: 3 shards merged equal the whole", rc == 0 and same_bytes(J("t.h5"), J("t_m.h5")), err)
+    import hdf5plugin  # noqa: F401  (registers the zstd filter 32015 with h5py)
+    with h5py.File(J("t.h5")) as f:
+        names = [x.decode() if isinstance(x, bytes) else x for x in f["tensors/name"][:]]
+        count = dict(zip(names, f["tensors/count"][:]))
+    check("/Slice_output_0 counted once per sample", count.get("/Slice_output_0") == n * L * 64,
+          str(count.get("/Slice_output_0")))
 
 
 def main():
@@ -213,9 +339,10 @@ def main():
         with h5py.File(J("val.h5"), "w") as f:
             f["images"] = images[200:500]
             f["labels"] = labels[200:500]
-        test_same_results(tmp, J)
-        test_run(tmp, J)
-        test_failures(tmp, J)
+        only = sys.argv[1:]  # test names, for a quicker run while working on one
+        for t in (test_same_results, test_run, test_failures, test_node_local, test_reference, test_batchless):
+            if not only or t.__name__ in only or t is test_same_results:
+                t(tmp, J)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish("mpi_test")
