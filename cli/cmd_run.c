@@ -2,9 +2,11 @@
  * sensitivity -> plan (budgeted with --budget, else the default) ->
  * validate -> exports (TensorRT cache, ONNX Runtime tables, JSON ranges,
  * Q/DQ ONNX). It resumes: each stage's key is the SHA-256 of its settings
- * and of its inputs' contents (outputs of earlier stages included), kept in
- * DIR/run.json; a stage whose key and outputs are there is skipped, so a
- * changed input reruns exactly what depends on it. Each stage is the
+ * (canonical: defaults filled in, paths by their contents or relative to
+ * DIR) and of its inputs' contents (outputs of earlier stages included),
+ * kept in DIR/run.json with the SHA-256 of each file the stage wrote; a
+ * stage whose key matches and whose outputs are those files is skipped, so
+ * a changed input reruns exactly what depends on it. Each stage is the
  * command of its name. Covered by tests/cli_run_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "ptq/export.h"
 #include "ptq/hash.h"
 
 int cmd_smooth(int argc, char **argv);
@@ -24,6 +27,7 @@ int cmd_sensitivity(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+ptq_status cli_run_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled); /* cli/run_check.c */
 
 static const char run_help[] =
     "usage: ptq run --model M.onnx --calib-data C --data V --out DIR [options]\n"
@@ -32,10 +36,14 @@ static const char run_help[] =
     "sens.md, sens.html), the plan (plan.json: within --budget when given, else the\n"
     "default), its validation against FP32 on V (report/, whose report.html also\n"
     "shows the sensitivity and the planner's moves), and the exports: calib.cache\n"
-    "(TensorRT), ort/ (ONNX Runtime tables), ranges.json, model_qdq.onnx. A second\n"
-    "run with the same inputs skips the stages that are done (DIR/run.json holds\n"
-    "each stage's key: its settings and the SHA-256 of its inputs); a changed\n"
-    "input reruns what depends on it. Exit codes are the failing stage's; 11 when\n"
+    "(TensorRT), ort/ (ONNX Runtime tables), ranges.json, model_qdq.onnx. Every flag\n"
+    "value, and each data set as the stages will read it, is checked before the first\n"
+    "stage: a refused one writes nothing. A second run with the same inputs skips the\n"
+    "stages that are done (DIR/run.json holds each stage's key, the SHA-256 of its\n"
+    "settings with the defaults filled in and of its inputs' contents, whatever the\n"
+    "paths' spelling, and the SHA-256 of each file it wrote); a changed input reruns\n"
+    "what depends on it, and an output that is missing or not the file its stage wrote\n"
+    "(damaged, edited) reruns that stage. Exit codes are the failing stage's; 11 when\n"
     "no plan met --budget (the best one is validated and exported all the same).\n"
     "\n"
     "  --model FILE         ONNX model\n"
@@ -49,15 +57,24 @@ static const char run_help[] =
     "  --class-budget PTS   recall points any one class may lose (with --budget)\n"
     "  --calib-samples N    calibration images picked at random (default 512; 0: all)\n"
     "  --samples N          validation images sensitivity and the budget use (default 1000; 0: all)\n"
-    "  --core P             int8 (default), fp8 or fp8-e5m2\n"
-    "  --method M           calibrator for the plan, as for `ptq plan` (default percentile)\n"
+    "  --seed S             the seed of both picks (calibration, validation; default 0)\n"
+    "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2; ranges.json is on its grid,\n"
+    "                       calib.cache and ort/ hold INT8 ranges (their formats take no other)\n"
+    "  --method M           calibrator for the plan and the exports, as for `ptq plan` (default\n"
+    "                       percentile)\n"
     "  --target T           trt (default) or ort-cpu: the plan's number formats, as for `ptq plan`\n"
-    "                       (ort-cpu: uint8 activations; sensitivity measures them, and --budget\n"
-    "                       moves tensors to FP32)\n"
+    "                       (ort-cpu: uint8 activations; sensitivity measures them, --budget\n"
+    "                       moves tensors to FP32, and ort/ and ranges.json hold onnxruntime's\n"
+    "                       uint8 ranges, as `ptq export --target ort-cpu`; calib.cache stays\n"
+    "                       TensorRT's INT8)\n"
+    "  --placement P        where activations are quantized, as for `ptq plan` (default trt; ort\n"
+    "                       with --target ort-cpu), in sensitivity and the plan\n"
     "  --reduce-range       INT8 weights on onnxruntime's reduce_range grid [-64, 64], as for\n"
     "                       `ptq plan` (onnxruntime on CPUs without VNNI), in sensitivity and the\n"
     "                       plan alike, so --budget measures the weights onnxruntime will run\n"
-    "  --device, --batch, --threads, --preprocess, --output as for `ptq eval`\n"
+    "  --device, --batch, --threads, --preprocess, --output, --progress as for `ptq eval`\n"
+    "  --images-key KEY, --layout L, --allow-external-data  how both data sets' HDF5 files are\n"
+    "                       read, as for `ptq eval`; --labels-key KEY: --data's labels\n"
     "  --input NAME=DATASET  (repeatable) the HDF5 dataset feeding a model input, in both data sets,\n"
     "                       as for `ptq eval` (default: the dataset of the input's name)\n"
     "  --smooth ALPHA       first move activation outliers into the weights (`ptq smooth --alpha\n"
@@ -71,14 +88,22 @@ static const char run_help[] =
     "outputs one process would (README \"Running across GPUs\").\n";
 
 
-enum { MAX_ARGS = 48 + 2 * CLI_MAX_REPEAT };
+enum { MAX_ARGS = 72 + 2 * CLI_MAX_REPEAT, MAX_UNKEYED = 12 };
+
+/* How an argument enters its stage's key: as written (a setting, in the canonical form run gives it), as a
+ * placeholder for a file whose contents the stage's inputs hash, as the SHA-256 of a small file's contents
+ * (--labels, --classes), or as an output's path relative to DIR. Spellings of the same file, another working
+ * folder or DIR moved key the same. */
+typedef enum { KEY_AS_IS, KEY_INPUT, KEY_CONTENTS, KEY_IN_DIR } key_kind;
 
 /* One stage: the command and its arguments, the files it reads (hashed
- * into its key) and writes (all must exist for it to count as done). */
+ * into its key) and writes (all must exist, with the SHA-256s run.json
+ * recorded when the stage wrote them, for it to count as done). */
 typedef struct stage {
     const char *name;
     int (*cmd)(int argc, char **argv);
     const char *argv[MAX_ARGS];
+    key_kind kind[MAX_ARGS]; /* how argv[i] enters the key */
     int argc;
     const char *inputs[7];
     const ptq_dataset_opts *input_opts[7]; /* how a data set input is read (NULL: the defaults) */
@@ -86,21 +111,44 @@ typedef struct stage {
     const char *outputs[CLI_REPORT_FILES];
     int n_outputs;
     int by_classes; /* outputs are validate's report (outputs[0] validate.json): as many as its class count calls for */
-    const char *unkeyed[4]; /* options the outputs do not depend on (--threads, --batch): passed on, not in the key */
+    const char *unkeyed[MAX_UNKEYED]; /* options the outputs do not depend on (--threads, --progress): passed on,
+                                         not in the key */
     int n_unkeyed;
 } stage;
 
+static void arg_as(stage *s, const char *a, key_kind kind)
+{
+    if (a && s->argc < MAX_ARGS - 1) {
+        s->kind[s->argc] = kind;
+        s->argv[s->argc++] = a;
+    }
+}
+
 static void arg(stage *s, const char *a)
 {
-    if (a && s->argc < MAX_ARGS - 1)
-        s->argv[s->argc++] = a;
+    arg_as(s, a, KEY_AS_IS);
+}
+
+static void opt_as(stage *s, const char *name, const char *value, key_kind kind)
+{
+    if (value) {
+        arg(s, name);
+        arg_as(s, value, kind);
+    }
 }
 
 static void opt(stage *s, const char *name, const char *value)
 {
-    if (value) {
-        arg(s, name);
-        arg(s, value);
+    opt_as(s, name, value, KEY_AS_IS);
+}
+
+/* An option the outputs do not depend on (value NULL: a flag): passed on after the key is made. */
+static void unkeyed(stage *s, const char *name, const char *value)
+{
+    if (s->n_unkeyed + 2 <= MAX_UNKEYED) {
+        s->unkeyed[s->n_unkeyed++] = name;
+        if (value)
+            s->unkeyed[s->n_unkeyed++] = value;
     }
 }
 
@@ -110,10 +158,8 @@ static void opt_unkeyed(stage *s, const char *name, const char *value, int keyed
 {
     if (keyed)
         opt(s, name, value);
-    else if (value && s->n_unkeyed + 2 <= (int)(sizeof s->unkeyed / sizeof s->unkeyed[0])) {
-        s->unkeyed[s->n_unkeyed++] = name;
-        s->unkeyed[s->n_unkeyed++] = value;
-    }
+    else if (value)
+        unkeyed(s, name, value);
 }
 
 /* Every value of a repeatable option. */
@@ -138,13 +184,25 @@ static ptq_status content_sha(ptq_ctx *ctx, const char *path, const ptq_dataset_
     return ptq_sha256_file(ctx, path, hex);
 }
 
-/* The stage's key: its name, arguments and its inputs' contents. */
-static ptq_status stage_key(ptq_ctx *ctx, const stage *s, char key[65])
+/* The stage's key: its name, its arguments as their kinds say, and its inputs' contents. dir_len: the length of
+ * DIR, which every output path starts with, then '/'. */
+static ptq_status stage_key(ptq_ctx *ctx, const stage *s, size_t dir_len, char key[65])
 {
     ptq_sha256 h;
     ptq_sha256_init(&h);
-    for (int i = 0; i < s->argc; i++)
-        ptq_sha256_update(&h, s->argv[i], strlen(s->argv[i]) + 1);
+    for (int i = 0; i < s->argc; i++) {
+        const char *a = s->argv[i];
+        char hex[65];
+        if (s->kind[i] == KEY_INPUT)
+            a = "<input>"; /* its contents are hashed below */
+        else if (s->kind[i] == KEY_IN_DIR)
+            a += dir_len + 1;
+        else if (s->kind[i] == KEY_CONTENTS) {
+            PTQ_TRY_RET(ptq_sha256_file(ctx, a, hex));
+            a = hex;
+        }
+        ptq_sha256_update(&h, a, strlen(a) + 1);
+    }
     for (int i = 0; i < s->n_inputs; i++) {
         char hex[65];
         if (i == 0) /* every stage's first input is the model: with its external data, if any */
@@ -171,21 +229,66 @@ static int64_t report_classes(ptq_ctx *ctx, const char *path)
     return k;
 }
 
-/* 1 when every file the stage writes is there. */
-static int outputs_exist(ptq_ctx *ctx, const stage *s)
+/* How many of the stage's outputs it writes: all, or validate's report files for its class count (-1 when
+ * validate.json cannot be read). */
+static int n_written(ptq_ctx *ctx, const stage *s)
+{
+    if (!s->by_classes)
+        return s->n_outputs;
+    const int64_t k = report_classes(ctx, s->outputs[0]);
+    return k < 0 ? -1 : cli_report_n_files(k);
+}
+
+/* The stage's outputs as run.json records them, {path relative to DIR: SHA-256}, into *out (the caller's). */
+static ptq_status outputs_digest(ptq_ctx *ctx, const stage *s, size_t dir_len, cJSON **out)
+{
+    *out = NULL;
+    const int n = n_written(ctx, s);
+    if (n < 0)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: cannot read the class count of the report just written",
+                        s->outputs[0]);
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        char hex[65];
+        ptq_status st = ptq_sha256_file(ctx, s->outputs[i], hex);
+        if (st != PTQ_OK) {
+            cJSON_Delete(o);
+            return st;
+        }
+        cJSON_AddStringToObject(o, s->outputs[i] + dir_len + 1, hex);
+    }
+    *out = o;
+    return PTQ_OK;
+}
+
+enum { OUTPUTS_SAME, OUTPUTS_MISSING, OUTPUTS_CHANGED };
+
+/* Whether every file the stage writes is there with the SHA-256 recorded (an object of outputs_digest) when the
+ * stage wrote it: OUTPUTS_SAME; OUTPUTS_MISSING when one is not there (or none was recorded); OUTPUTS_CHANGED,
+ * with *which, when one is another file (damaged, or edited). */
+static int outputs_state(ptq_ctx *ctx, const stage *s, size_t dir_len, const cJSON *recorded, const char **which)
 {
     struct stat stt;
-    int n = s->n_outputs;
-    if (s->by_classes) {
-        const int64_t k = report_classes(ctx, s->outputs[0]);
-        if (k < 0)
-            return 0;
-        n = cli_report_n_files(k);
-    }
+    const int n = n_written(ctx, s);
+    *which = NULL;
+    if (n < 0 || !cJSON_IsObject(recorded))
+        return OUTPUTS_MISSING;
     for (int i = 0; i < n; i++)
         if (stat(s->outputs[i], &stt) != 0)
-            return 0;
-    return 1;
+            return OUTPUTS_MISSING;
+    for (int i = 0; i < n; i++) {
+        const cJSON *was = cJSON_GetObjectItemCaseSensitive(recorded, s->outputs[i] + dir_len + 1);
+        char hex[65];
+        if (!cJSON_IsString(was))
+            return OUTPUTS_MISSING;
+        if (ptq_sha256_file(ctx, s->outputs[i], hex) != PTQ_OK || strcmp(hex, was->valuestring) != 0) {
+            *which = s->outputs[i];
+            return OUTPUTS_CHANGED;
+        }
+    }
+    return OUTPUTS_SAME;
 }
 
 static ptq_status write_manifest(ptq_ctx *ctx, const char *path, cJSON *manifest)
@@ -198,33 +301,71 @@ static ptq_status write_manifest(ptq_ctx *ctx, const char *path, cJSON *manifest
     return st;
 }
 
+/* run's settings as the stages get them: each number as the integer or the shortest decimal it parses to, each
+ * name in its canonical spelling with the default filled in. The stages read what run checked, and a key does
+ * not depend on how a setting was spelled (--device gpu, --method percentile, --calib-samples 00). */
+typedef struct run_settings {
+    char calib_samples[24], samples[24], seed[24], batch[24], threads[24]; /* batch, threads: "" when not given */
+    char method[64], budget[40], class_budget[40], alpha[40];           /* "" when not given */
+    char device[16];
+    const char *core, *placement, *target;
+    const char *ort_grid, *json_grid; /* export --target of ort/ and ranges.json (calib.cache: int8) */
+    int64_t n_calib_samples;
+    int gpu;
+} run_settings;
+
+/* x as the shortest decimal that reads back to it, into out[40]. */
+static void canon_double(double x, char out[40])
+{
+    if (!ptq_export_format_double(x, out, 40))
+        snprintf(out, 40, "%.17g", x);
+}
+
 /* Every flag's value checked by the parser of the command that takes it, and --reference's file, before the first
- * stage runs: a typo costs no calibration. Returns 0 or the exit code, printed. */
-static int check_flags(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs)
+ * stage runs: a typo costs no calibration. Fills rs. Returns 0 or the exit code, printed. */
+static int check_flags(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs, run_settings *rs)
 {
     static const char *const points[] = {"budget", "class-budget"};
+    char *const points_out[] = {rs->budget, rs->class_budget};
     double x;
     int64_t n;
     int rc = 0;
+    memset(rs, 0, sizeof *rs);
     for (int i = 0; i < 2 && !rc; i++) {
         const char *v = cli_get(opts, n_opts, points[i]);
         rc = v ? cli_points_parse("run", points[i], v, &x) : 0;
+        if (v && !rc)
+            canon_double(x, points_out[i]);
     }
     const char *alpha = cli_get(opts, n_opts, "smooth");
     if (rc || (alpha && (rc = cli_alpha_parse("run", "smooth", alpha, &x))))
         return rc;
-    if ((rc = cli_get_int("run", opts, n_opts, "calib-samples", 0, 0, &n)) ||
-        (rc = cli_get_int("run", opts, n_opts, "samples", 0, 0, &n)) ||
-        (rc = cli_get_int("run", opts, n_opts, "threads", 0, 1, &n)) ||
-        (rc = cli_get_int("run", opts, n_opts, "batch", 1, 1, &n)))
+    if (alpha)
+        canon_double(x, rs->alpha);
+    if ((rc = cli_get_int("run", opts, n_opts, "calib-samples", 512, 0, &rs->n_calib_samples)))
+        return rc;
+    snprintf(rs->calib_samples, sizeof rs->calib_samples, "%lld", (long long)rs->n_calib_samples);
+    if ((rc = cli_get_int("run", opts, n_opts, "samples", 1000, 0, &n)))
+        return rc;
+    snprintf(rs->samples, sizeof rs->samples, "%lld", (long long)n);
+    if ((rc = cli_get_int("run", opts, n_opts, "seed", 0, 0, &n)))
+        return rc;
+    snprintf(rs->seed, sizeof rs->seed, "%lld", (long long)n);
+    if ((rc = cli_get_int("run", opts, n_opts, "threads", 0, 1, &n)))
+        return rc;
+    if (cli_get(opts, n_opts, "threads"))
+        snprintf(rs->threads, sizeof rs->threads, "%lld", (long long)n);
+    if ((rc = cli_get_int("run", opts, n_opts, "batch", 1, 1, &n)))
         return rc;
     if (n > CLI_SENS_MAX_BATCH)
         return cli_usage_error("run", "--batch must be at most %d, got %lld", CLI_SENS_MAX_BATCH, (long long)n);
+    if (cli_get(opts, n_opts, "batch"))
+        snprintf(rs->batch, sizeof rs->batch, "%lld", (long long)n);
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     cli_plan_settings ps;
-    ptq_status st = cli_plan_settings_parse(&ctx, cli_get(opts, n_opts, "method"), cli_get(opts, n_opts, "core"), NULL,
-                                            cli_get(opts, n_opts, "target"),
+    ptq_status st = cli_plan_settings_parse(&ctx, cli_get(opts, n_opts, "method"), cli_get(opts, n_opts, "core"),
+                                            cli_get(opts, n_opts, "placement"), cli_get(opts, n_opts, "target"),
                                             cli_get(opts, n_opts, "reduce-range") != NULL, &ps);
     cli_session_opts so = {.device = cli_get(opts, n_opts, "device"), .n_inputs = n_inputs};
     for (int i = 0; i < n_inputs && i < CLI_MAX_REPEAT; i++)
@@ -234,7 +375,71 @@ static int check_flags(const cli_opt *opts, int n_opts, const char *const *input
     const char *reference = cli_get(opts, n_opts, "reference");
     if (st == PTQ_OK && reference)
         st = ptq_file_check_regular(&ctx, reference);
-    return cli_report("run", &ctx, st);
+    ptq_device device = PTQ_DEVICE_CPU;
+    int ordinal = 0;
+    if (st == PTQ_OK)
+        st = ptq_device_parse(&ctx, so.device, &device, &ordinal);
+    if (st != PTQ_OK)
+        return cli_report("run", &ctx, st);
+    if (ps.cp.method == PTQ_CALIB_PERCENTILE) { /* the plan's "percentile=99.99" when no P is given */
+        char p[40];
+        canon_double(ps.cp.percentile > 0 ? ps.cp.percentile : PTQ_CALIB_DEFAULT_PERCENTILE, p);
+        snprintf(rs->method, sizeof rs->method, "percentile=%s", p);
+    } else {
+        snprintf(rs->method, sizeof rs->method, "%s", ptq_calib_method_name(ps.cp.method));
+    }
+    if (device != PTQ_DEVICE_CUDA)
+        snprintf(rs->device, sizeof rs->device, "%s", device == PTQ_DEVICE_REF ? "ref" : "cpu");
+    else if (ordinal == PTQ_CUDA_DEVICE_LOCAL)
+        snprintf(rs->device, sizeof rs->device, "cuda");
+    else
+        snprintf(rs->device, sizeof rs->device, "cuda:%d", ordinal);
+    rs->gpu = device == PTQ_DEVICE_CUDA;
+    rs->core = ptq_prec_name(ps.core);
+    rs->placement = ptq_placement_name(ps.placement);
+    rs->target = ptq_target_name(ps.target);
+    rs->ort_grid = ps.target == PTQ_TARGET_ORT_CPU ? "ort-cpu" : "int8";
+    rs->json_grid = ps.target == PTQ_TARGET_ORT_CPU ? "ort-cpu" : rs->core;
+    return 0;
+}
+
+/* The data flags checked as the stages that read each data set will read it (cli/run_check.c): calibrate's (and
+ * smooth's) on C, the labelled ones on V. Returns 0 or the exit code, printed. */
+static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs)
+{
+    cli_session_opts so = cli_session_opts_from(opts, n_opts);
+    so.device = NULL;
+    so.n_inputs = n_inputs < CLI_MAX_REPEAT ? n_inputs : CLI_MAX_REPEAT;
+    for (int i = 0; i < so.n_inputs; i++)
+        so.inputs[i] = inputs[i];
+    cli_session_opts co = so; /* calibrate reads C with run's --calib-labels and --calib-classes, and no logits */
+    co.data = cli_get(opts, n_opts, "calib-data");
+    co.labels_key = NULL;
+    co.labels_file = cli_get(opts, n_opts, "calib-labels");
+    co.classes_file = cli_get(opts, n_opts, "calib-classes");
+    co.output = NULL;
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = cli_run_check_data(&ctx, &co, 0);
+    if (st == PTQ_OK)
+        st = cli_run_check_data(&ctx, &so, 1);
+    return st == PTQ_OK ? 0 : cli_report("run", &ctx, st);
+}
+
+/* The options that say how a data set is read, for a stage that reads one: --input, --images-key, --layout and,
+ * for V (labelled 1), --labels-key; --allow-external-data and --progress (with_progress) do not change outputs. */
+static void data_opts(stage *s, const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs, int labelled,
+                      int with_progress)
+{
+    opts_all(s, "--input", inputs, n_inputs);
+    opt(s, "--images-key", cli_get(opts, n_opts, "images-key"));
+    if (labelled)
+        opt(s, "--labels-key", cli_get(opts, n_opts, "labels-key"));
+    opt(s, "--layout", cli_get(opts, n_opts, "layout"));
+    if (cli_get(opts, n_opts, "allow-external-data"))
+        unkeyed(s, "--allow-external-data", NULL);
+    if (with_progress && cli_get(opts, n_opts, "progress"))
+        unkeyed(s, "--progress", NULL);
 }
 
 int cmd_run(int argc, char **argv)
@@ -243,10 +448,9 @@ int cmd_run(int argc, char **argv)
                       {"budget", 1, NULL},  {"class-budget", 1, NULL},  {"calib-samples", 1, NULL},
                       {"samples", 1, NULL}, {"core", 1, NULL},          {"method", 1, NULL},    {"device", 1, NULL},
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
-                      {"help", 0, NULL},    {"target", 1, NULL},        {"labels", 1, NULL},    {"classes", 1, NULL},
-                      {"calib-labels", 1, NULL}, {"calib-classes", 1, NULL}, {"output", 1, NULL},
-                      {"input", CLI_REPEAT, NULL}, {"smooth", 1, NULL}, {"reference", 1, NULL},
-                      {"reduce-range", 0, NULL}};
+                      {"help", 0, NULL},    {"target", 1, NULL},        {"calib-labels", 1, NULL},
+                      {"calib-classes", 1, NULL}, CLI_DATA_OPTS,       {"smooth", 1, NULL},    {"reference", 1, NULL},
+                      {"reduce-range", 0, NULL}, {"seed", 1, NULL},    {"placement", 1, NULL}, {"progress", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -259,29 +463,47 @@ int cmd_run(int argc, char **argv)
         return 0;
     }
     const char *model = cli_get(opts, n_opts, "model"), *cdata = cli_get(opts, n_opts, "calib-data");
-    const char *data = cli_get(opts, n_opts, "data"), *dir = cli_get(opts, n_opts, "out");
-    if (!model || !cdata || !data || !dir)
+    const char *data = cli_get(opts, n_opts, "data"), *out_arg = cli_get(opts, n_opts, "out");
+    if (!model || !cdata || !data || !out_arg)
         return cli_usage_error("run", "--model, --calib-data, --data and --out are required");
-    const char *budget = cli_get(opts, n_opts, "budget"), *class_budget = cli_get(opts, n_opts, "class-budget");
-    if (class_budget && !budget)
+    const char *budget = cli_get(opts, n_opts, "budget");
+    if (cli_get(opts, n_opts, "class-budget") && !budget)
         return cli_usage_error("run", "--class-budget needs --budget");
-    if ((rc = cli_rank0_rc(check_flags(opts, n_opts, inputs, n_inputs))) != 0)
+    run_settings rs;
+    if ((rc = cli_rank0_rc(check_flags(opts, n_opts, inputs, n_inputs, &rs))) != 0)
         return rc;
-    const char *target = cli_get(opts, n_opts, "target");
+    if ((rc = cli_rank0_rc(cli_is_writer() ? check_data(opts, n_opts, inputs, n_inputs) : 0)) != 0)
+        return rc;
+    char dir[4096]; /* --out without its trailing slashes: DIR/calib.h5, not DIR//calib.h5 */
+    snprintf(dir, sizeof dir, "%s", out_arg);
+    for (size_t len = strlen(dir); len > 1 && dir[len - 1] == '/'; len--)
+        dir[len - 1] = '\0';
+    const size_t dir_len = strlen(dir);
     const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
-    const char *csamples = cli_get(opts, n_opts, "calib-samples") ? cli_get(opts, n_opts, "calib-samples") : "512";
-    const char *vsamples = cli_get(opts, n_opts, "samples") ? cli_get(opts, n_opts, "samples") : "1000";
-    const char *device = cli_get(opts, n_opts, "device"), *batch = cli_get(opts, n_opts, "batch");
-    const char *threads = cli_get(opts, n_opts, "threads"), *pre = cli_get(opts, n_opts, "preprocess");
-    const char *core = cli_get(opts, n_opts, "core"), *method = cli_get(opts, n_opts, "method");
+    const char *batch = rs.batch[0] ? rs.batch : NULL, *threads = rs.threads[0] ? rs.threads : NULL;
+    const char *pre = cli_get(opts, n_opts, "preprocess"), *output = cli_get(opts, n_opts, "output");
     const char *labels = cli_get(opts, n_opts, "labels"), *classes = cli_get(opts, n_opts, "classes");
     const char *clabels = cli_get(opts, n_opts, "calib-labels"), *cclasses = cli_get(opts, n_opts, "calib-classes");
-    const char *output = cli_get(opts, n_opts, "output");
-    const ptq_dataset_opts data_opts = {.labels_file = labels, .classes_file = classes};
-    const ptq_dataset_opts cdata_opts = {.labels_file = clabels, .classes_file = cclasses};
-    const int made = !cli_is_writer() || mkdir(dir, 0777) == 0 || errno == EEXIST; /* rank 0 writes */
-    if (!made)
-        fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
+    const ptq_dataset_opts data_opts_v = {.images_key = cli_get(opts, n_opts, "images-key"),
+                                          .labels_key = cli_get(opts, n_opts, "labels-key"),
+                                          .layout = cli_get(opts, n_opts, "layout"),
+                                          .allow_external_data = cli_get(opts, n_opts, "allow-external-data") != NULL,
+                                          .labels_file = labels, .classes_file = classes};
+    ptq_dataset_opts cdata_opts = data_opts_v;
+    cdata_opts.labels_key = NULL;
+    cdata_opts.labels_file = clabels;
+    cdata_opts.classes_file = cclasses;
+    struct stat dst;
+    int made = 1;
+    if (cli_is_writer()) { /* rank 0 writes */
+        made = mkdir(dir, 0777) == 0 || errno == EEXIST;
+        if (!made)
+            fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
+        else if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+            fprintf(stderr, "ptq run: error: --out %s is not a folder\n", dir);
+            made = 0;
+        }
+    }
     if (cli_rank0_rc(made ? 0 : EXIT_IO))
         return EXIT_IO;
     char p_smooth[4200], p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200],
@@ -306,86 +528,101 @@ int cmd_run(int argc, char **argv)
     snprintf(p_manifest, sizeof p_manifest, "%s/run.json", dir);
 
     /* on a GPU a MatMul of two batched inputs runs at the batch's shape, so there --batch may change the bits */
-    const int gpu = device && strncmp(device, "cuda", 4) == 0;
+    const int gpu = rs.gpu;
     stage st[9];
     memset(st, 0, sizeof st);
     int n_st = 0;
     stage *s = NULL;
-    const char *smooth = cli_get(opts, n_opts, "smooth"), *reference = cli_get(opts, n_opts, "reference");
+    const char *smooth = rs.alpha[0] ? rs.alpha : NULL, *reference = cli_get(opts, n_opts, "reference");
     if (smooth) { /* every later stage runs on the smoothed model */
         s = &st[n_st++];
         *s = (stage){.name = "smooth", .cmd = cmd_smooth, .inputs = {model, cdata}, .input_opts = {NULL, &cdata_opts},
                      .n_inputs = 2, .outputs = {p_smooth}, .n_outputs = 1};
         arg(s, "smooth");
-        opt(s, "--model", model), opt(s, "--data", cdata), opt(s, "--out", p_smooth), opt(s, "--alpha", smooth);
-        opt(s, "--labels", clabels), opt(s, "--classes", cclasses), opt(s, "--samples", csamples);
+        opt_as(s, "--model", model, KEY_INPUT), opt_as(s, "--data", cdata, KEY_INPUT);
+        opt_as(s, "--out", p_smooth, KEY_IN_DIR), opt(s, "--alpha", smooth);
+        opt_as(s, "--labels", clabels, KEY_CONTENTS), opt_as(s, "--classes", cclasses, KEY_CONTENTS);
+        opt(s, "--samples", rs.calib_samples), opt(s, "--seed", rs.seed);
         opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
-        opts_all(s, "--input", inputs, n_inputs);
+        data_opts(s, opts, n_opts, inputs, n_inputs, 0, 1);
         model = p_smooth;
     }
+    /* the model is DIR's from here on with --smooth: an output of the smooth stage, keyed by its contents */
     s = &st[n_st++];
     *s = (stage){.name = "calibrate", .cmd = cmd_calibrate, .inputs = {model, cdata}, .input_opts = {NULL, &cdata_opts},
                  .n_inputs = 2, .outputs = {p_calib}, .n_outputs = 1};
     arg(s, "calibrate");
-    opt(s, "--model", model), opt(s, "--data", cdata), opt(s, "--out", p_calib);
-    opt(s, "--labels", clabels), opt(s, "--classes", cclasses);
-    if (strcmp(csamples, "0") != 0) /* calibrate reads every image without --samples */
-        opt(s, "--samples", csamples);
-    opt(s, "--device", device), opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
+    opt_as(s, "--model", model, KEY_INPUT), opt_as(s, "--data", cdata, KEY_INPUT);
+    opt_as(s, "--out", p_calib, KEY_IN_DIR);
+    opt_as(s, "--labels", clabels, KEY_CONTENTS), opt_as(s, "--classes", cclasses, KEY_CONTENTS);
+    if (rs.n_calib_samples > 0) /* calibrate reads every image without --samples */
+        opt(s, "--samples", rs.calib_samples);
+    opt(s, "--seed", rs.seed);
+    opt(s, "--device", rs.device), opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
     opt(s, "--preprocess", pre);
-    opts_all(s, "--input", inputs, n_inputs);
+    data_opts(s, opts, n_opts, inputs, n_inputs, 0, 1);
     s = &st[n_st++];
     *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data},
-                 .input_opts = {NULL, NULL, &data_opts}, .n_inputs = 3, .outputs = {p_sens, p_sens_md, p_sens_html},
+                 .input_opts = {NULL, NULL, &data_opts_v}, .n_inputs = 3, .outputs = {p_sens, p_sens_md, p_sens_html},
                  .n_outputs = 3};
     arg(s, "sensitivity");
-    opt(s, "--model", model), opt(s, "--calib", p_calib), opt(s, "--data", data), opt(s, "--out", p_sens);
-    opt(s, "--labels", labels), opt(s, "--classes", classes);
-    opt(s, "--samples", vsamples), opt(s, "--core", core), opt(s, "--method", method), opt(s, "--output", output);
-    opt(s, "--device", device), opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
+    opt_as(s, "--model", model, KEY_INPUT), opt_as(s, "--calib", p_calib, KEY_INPUT);
+    opt_as(s, "--data", data, KEY_INPUT), opt_as(s, "--out", p_sens, KEY_IN_DIR);
+    opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
+    opt(s, "--samples", rs.samples), opt(s, "--seed", rs.seed), opt(s, "--core", rs.core);
+    opt(s, "--method", rs.method), opt(s, "--output", output);
+    opt(s, "--device", rs.device), opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
     opt(s, "--preprocess", pre);
-    opts_all(s, "--input", inputs, n_inputs);
-    opt(s, "--target", target); /* in its key too: a report of the other target's formats is measured again */
-    if (reduce_range) /* in its arguments, so in its key: a report of the other weights is measured again */
+    data_opts(s, opts, n_opts, inputs, n_inputs, 1, 1);
+    /* in its key too: a report of another target's formats, placement or weights is measured again */
+    opt(s, "--target", rs.target), opt(s, "--placement", rs.placement);
+    if (reduce_range)
         arg(s, "--reduce-range");
     s = &st[n_st++];
     *s = (stage){.name = "plan", .cmd = cmd_plan, .inputs = {model, p_calib, p_sens, data},
-                 .input_opts = {NULL, NULL, NULL, &data_opts}, .n_inputs = budget ? 4 : 2, .outputs = {p_plan, p_trace},
-                 .n_outputs = budget ? 2 : 1};
+                 .input_opts = {NULL, NULL, NULL, &data_opts_v}, .n_inputs = budget ? 4 : 2,
+                 .outputs = {p_plan, p_trace}, .n_outputs = budget ? 2 : 1};
     arg(s, "plan");
-    arg(s, p_calib);
-    opt(s, "--model", model), opt(s, "--out", p_plan), opt(s, "--core", core), opt(s, "--method", method);
-    opt(s, "--target", target);
+    arg_as(s, p_calib, KEY_INPUT);
+    opt_as(s, "--model", model, KEY_INPUT), opt_as(s, "--out", p_plan, KEY_IN_DIR), opt(s, "--core", rs.core);
+    opt(s, "--method", rs.method), opt(s, "--target", rs.target), opt(s, "--placement", rs.placement);
     if (reduce_range)
         arg(s, "--reduce-range");
     if (budget) {
-        opt(s, "--sensitivity", p_sens), opt(s, "--budget", budget), opt(s, "--class-budget", class_budget);
-        opt(s, "--data", data), opt(s, "--samples", vsamples), opt(s, "--device", device);
+        opt_as(s, "--sensitivity", p_sens, KEY_INPUT), opt(s, "--budget", rs.budget);
+        opt(s, "--class-budget", rs.class_budget[0] ? rs.class_budget : NULL);
+        opt_as(s, "--data", data, KEY_INPUT), opt(s, "--samples", rs.samples), opt(s, "--seed", rs.seed);
+        opt(s, "--device", rs.device);
         opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
-        opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
-        opts_all(s, "--input", inputs, n_inputs);
+        opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
+        opt(s, "--output", output);
+        data_opts(s, opts, n_opts, inputs, n_inputs, 1, 0); /* plan has no progress line */
     }
     s = &st[n_st++];
     *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
-                 .input_opts = {NULL, NULL, &data_opts}, .n_inputs = budget ? 6 : 5, .n_outputs = CLI_REPORT_FILES,
+                 .input_opts = {NULL, NULL, &data_opts_v}, .n_inputs = budget ? 6 : 5, .n_outputs = CLI_REPORT_FILES,
                  .by_classes = 1};
     for (int i = 0; i < CLI_REPORT_FILES; i++)
         s->outputs[i] = p_report_files[i];
     if (reference) /* FP32 from eval's logits: the file is one more input */
         s->inputs[s->n_inputs++] = reference;
     arg(s, "validate");
-    opt(s, "--reference", reference);
-    opt(s, "--model", model), opt(s, "--plan", p_plan), opt(s, "--data", data), opt(s, "--report", p_report);
-    opt(s, "--labels", labels), opt(s, "--classes", classes), opt(s, "--output", output);
-    opt(s, "--calib", p_calib), opt(s, "--device", device), opt_unkeyed(s, "--threads", threads, 0);
+    opt_as(s, "--reference", reference, KEY_INPUT);
+    opt_as(s, "--model", model, KEY_INPUT), opt_as(s, "--plan", p_plan, KEY_INPUT);
+    opt_as(s, "--data", data, KEY_INPUT), opt_as(s, "--report", p_report, KEY_IN_DIR);
+    opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
+    opt(s, "--output", output);
+    opt_as(s, "--calib", p_calib, KEY_INPUT), opt(s, "--device", rs.device), opt_unkeyed(s, "--threads", threads, 0);
     /* with --reference FP32 runs on the first batch only, whose size the report records */
     opt_unkeyed(s, "--batch", batch, gpu || reference);
-    opt(s, "--preprocess", pre), opt(s, "--sensitivity", p_sens), opt(s, "--trace", budget ? p_trace : NULL);
-    opts_all(s, "--input", inputs, n_inputs);
-    const char *export_method = method ? method : "percentile";
+    opt(s, "--preprocess", pre), opt_as(s, "--sensitivity", p_sens, KEY_INPUT);
+    opt_as(s, "--trace", budget ? p_trace : NULL, KEY_INPUT);
+    data_opts(s, opts, n_opts, inputs, n_inputs, 1, 1);
+    /* the ranges on the plan's grid where the format holds it: ranges.json FP8 with --core fp8, and ort/ and
+     * ranges.json onnxruntime's uint8 ranges with --target ort-cpu; a TensorRT cache holds INT8 only */
     struct {
-        const char *fmt, *path;
-    } ex[] = {{"trt", p_cache}, {"ort", p_ort}, {"json", p_ranges}};
+        const char *fmt, *path, *grid;
+    } ex[] = {{"trt", p_cache, "int8"}, {"ort", p_ort, rs.ort_grid}, {"json", p_ranges, rs.json_grid}};
     for (int i = 0; i < 3; i++) {
         s = &st[n_st++];
         *s = (stage){.name = ex[i].fmt, .cmd = cmd_export, .inputs = {model, p_calib}, .n_inputs = 2,
@@ -394,15 +631,16 @@ int cmd_run(int argc, char **argv)
             for (s->n_outputs = 0; s->n_outputs < CLI_ORT_FILES; s->n_outputs++)
                 s->outputs[s->n_outputs] = p_ort_files[s->n_outputs];
         arg(s, "export");
-        arg(s, p_calib);
-        opt(s, "--model", model), opt(s, "--method", export_method), opt(s, "--format", ex[i].fmt);
-        opt(s, "--out", ex[i].path), arg(s, "--quiet");
+        arg_as(s, p_calib, KEY_INPUT);
+        opt_as(s, "--model", model, KEY_INPUT), opt(s, "--method", rs.method), opt(s, "--format", ex[i].fmt);
+        opt(s, "--target", ex[i].grid), opt_as(s, "--out", ex[i].path, KEY_IN_DIR), arg(s, "--quiet");
     }
     s = &st[n_st++];
     *s = (stage){.name = "qdq", .cmd = cmd_export, .inputs = {model, p_plan}, .n_inputs = 2, .outputs = {p_qdq},
                  .n_outputs = 1};
     arg(s, "export");
-    opt(s, "--format", "qdq"), opt(s, "--plan", p_plan), opt(s, "--model", model), opt(s, "--out", p_qdq);
+    opt(s, "--format", "qdq"), opt_as(s, "--plan", p_plan, KEY_INPUT), opt_as(s, "--model", model, KEY_INPUT);
+    opt_as(s, "--out", p_qdq, KEY_IN_DIR);
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
@@ -417,6 +655,11 @@ int cmd_run(int argc, char **argv)
     }
     cJSON_DeleteItemFromObjectCaseSensitive(manifest, "format");
     cJSON_AddStringToObject(manifest, "format", "ptq-run");
+    cJSON *written = cJSON_GetObjectItemCaseSensitive(manifest, "outputs"); /* {stage: outputs_digest} */
+    if (!cJSON_IsObject(written)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(manifest, "outputs");
+        written = cJSON_AddObjectToObject(manifest, "outputs");
+    }
     int budget_missed = 0, collapsed = 0;
     rc = 0;
     for (int i = 0; i < n_st && rc == 0; i++) {
@@ -424,11 +667,20 @@ int cmd_run(int argc, char **argv)
         char key[65] = "";
         int up_to_date = 0; /* rank 0 decides, for every rank */
         if (cli_is_writer()) {
-            ptq_status kst = stage_key(&ctx, s, key);
+            ptq_status kst = stage_key(&ctx, s, dir_len, key);
             const cJSON *done_key = cJSON_GetObjectItemCaseSensitive(manifest, s->name);
             rc = kst != PTQ_OK ? cli_report("run", &ctx, kst) : 0;
-            up_to_date = kst == PTQ_OK && cJSON_IsString(done_key) && strcmp(done_key->valuestring, key) == 0 &&
-                         outputs_exist(&ctx, s);
+            const char *which = NULL;
+            const int same_key = kst == PTQ_OK && cJSON_IsString(done_key) && strcmp(done_key->valuestring, key) == 0;
+            const int state = same_key ? outputs_state(&ctx, s, dir_len,
+                                                       cJSON_GetObjectItemCaseSensitive(written, s->name), &which)
+                                       : OUTPUTS_MISSING;
+            up_to_date = same_key && state == OUTPUTS_SAME;
+            if (state == OUTPUTS_CHANGED)
+                fprintf(stderr,
+                        "ptq run: note: %s is not the file the %s stage wrote (its SHA-256 differs from the one in "
+                        "%s: damaged or edited): running the stage again\n",
+                        which, s->name, p_manifest);
         }
         if ((rc = cli_rank0_rc(rc)) != 0)
             break;
@@ -443,6 +695,7 @@ int cmd_run(int argc, char **argv)
         printf("== %s\n", s->name);
         fflush(stdout);
         cJSON_DeleteItemFromObjectCaseSensitive(manifest, s->name);
+        cJSON_DeleteItemFromObjectCaseSensitive(written, s->name);
         for (int j = 0; j < s->n_unkeyed; j++)
             arg(s, s->unkeyed[j]);
         s->argv[s->argc] = NULL;
@@ -457,8 +710,16 @@ int cmd_run(int argc, char **argv)
             collapsed = 1;
             rc = 0;
         }
-        if (rc == 0)
+        cJSON *digest = NULL;
+        if (rc == 0 && cli_is_writer()) {
+            ptq_status dst_ = outputs_digest(&ctx, s, dir_len, &digest);
+            rc = dst_ != PTQ_OK ? cli_report("run", &ctx, dst_) : 0;
+        }
+        if (rc == 0) {
             cJSON_AddStringToObject(manifest, s->name, key);
+            if (digest)
+                cJSON_AddItemToObject(written, s->name, digest);
+        }
         if (rc == 0 && strcmp(s->name, "plan") == 0) {
             cJSON_DeleteItemFromObjectCaseSensitive(manifest, "plan_budget_missed");
             cJSON_AddBoolToObject(manifest, "plan_budget_missed", budget_missed);
@@ -477,6 +738,14 @@ int cmd_run(int argc, char **argv)
         printf("== done: %s (run.json, %scalib.h5, sens.json, sens.md, sens.html, plan.json, report/, calib.cache, ort/, "
                "ranges.json, model_qdq.onnx); open %s\n",
                cli_shown(dir), smooth ? "model_smooth.onnx, " : "", cli_shown(p_report_files[2]));
+    if (rc == 0 && strcmp(rs.json_grid, "int8") != 0 && cli_is_writer()) /* README: ptq run, --core and --target */
+        fprintf(stderr, "ptq run: note: %s INT8 ranges, the only ones %s; %s plan.json and model_qdq.onnx follow "
+                        "the %s%s plan\n",
+                strcmp(rs.ort_grid, "int8") == 0 ? "calib.cache (TensorRT) and ort/ (ONNX Runtime) hold"
+                                                 : "calib.cache (TensorRT) holds symmetric",
+                strcmp(rs.ort_grid, "int8") == 0 ? "those formats take" : "its format takes",
+                strcmp(rs.ort_grid, "int8") == 0 ? "ranges.json," : "ort/, ranges.json,",
+                strcmp(rs.json_grid, "ort-cpu") == 0 ? "--target " : "", rs.json_grid);
     if (rc == 0 && collapsed)
         rc = EXIT_COLLAPSED; /* before a missed budget: no accuracy figure of this run means anything */
     else if (rc == 0 && budget_missed)

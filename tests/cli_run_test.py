@@ -10,17 +10,26 @@ budget no plan meets exits 11 with the best plan validated and exported;
 --smooth ALPHA on the ViT runs `ptq smooth` first and every stage on its
 model (the archive records that model's SHA-256; a second run skips it, a
 new alpha reruns everything), and on a model without a LayerNorm to smooth
-stops at that stage with its exit 5. A bad flag value stops the run before
-its first stage."""
+stops at that stage with its exit 5. A bad flag value (and a data set flag a
+stage would refuse: --output, --input, --preprocess, --labels, --images-key...)
+or an --out that is a file stops the run before its first stage, writing
+nothing. Resume keys do not depend on how paths and defaults are spelled;
+an output that is not the file its stage wrote reruns that stage. With
+--target ort-cpu, ort/ and ranges.json are what `ptq export --target
+ort-cpu` writes; with --core fp8-e5m2, ranges.json is on the plan's FP8
+grid. --images-key, --labels-key, --placement, --seed and --progress reach
+the stages."""
 import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
 import h5py
 
+import ptqtest
 from ptqtest import MODEL, SRC, check, finish, fmnist_test, have_demo, ptq
 
 VIT = os.path.join(SRC, "models", "fmnist_vit.onnx")
@@ -33,6 +42,17 @@ OUTPUTS = ["run.json", "calib.h5", "sens.json", "sens.md", "sens.html", "plan.js
 
 def stages(out):
     return {l[3:].split(":")[0].strip(): "skipped" not in l for l in out.splitlines() if l.startswith("== ") and "done" not in l}
+
+
+def ptq_in(cwd, *args):
+    """Runs ptq in folder cwd; (exit code, stdout, stderr)."""
+    p = subprocess.run([os.path.abspath(ptqtest.PTQ), *args], capture_output=True, text=True, timeout=900, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def tensors(path):
+    """The tensors of ranges.json at path, by name."""
+    return {t["name"]: t for t in json.load(open(path))["tensors"]}
 
 
 def main():
@@ -57,6 +77,30 @@ def main():
         check("every output is in the folder", not missing, ", ".join(missing))
         rc, out, err = ptq(*base)
         check("a second run skips every stage", rc == 0 and not any(stages(out).values()), out)
+        # the same files and settings spelled otherwise: relative paths from another folder, --out with a slash,
+        # every default spelled out, --calib-samples 00 (= 0): every stage skipped
+        rc, out, err = ptq_in(tmp, "run", "--model", "./" + os.path.relpath(MODEL, tmp), "--calib-data", "cal.h5",
+                              "--data", "./val.h5", "--out", "out/", "--calib-samples", "00", "--samples", "0",
+                              "--method", "percentile", "--device", "cpu", "--seed", "0", "--core", "int8",
+                              "--target", "trt", "--placement", "trt")
+        check("other spellings of the same paths and the defaults: every stage skipped, no '//' in the page's path",
+              rc == 0 and len(stages(out)) == 8 and not any(stages(out).values()) and "open out/report/report.html"
+              in out, f"exit {rc}: {out[-400:]} {err[-300:]}")
+        # a damaged output: its stage runs again and puts the same bytes back; what reads it is skipped
+        calib = open(J("out", "calib.h5"), "rb").read()
+        with open(J("out", "calib.h5"), "r+b") as f:
+            f.truncate(100)
+        rc, out, err = ptq(*base)
+        rerun = {k for k, v in stages(out).items() if v}
+        check("a truncated calib.h5: calibrate alone reruns, saying why, and the archive is whole again",
+              rc == 0 and rerun == {"calibrate"} and "calib.h5 is not the file the calibrate stage wrote" in err
+              and open(J("out", "calib.h5"), "rb").read() == calib, f"exit {rc}: {sorted(rerun)} {err[-300:]}")
+        with open(J("out", "report", "validate.md"), "a") as f:
+            f.write("edited\n")
+        rc, out, err = ptq(*base)
+        rerun = {k for k, v in stages(out).items() if v}
+        check("an edited report/validate.md: validate alone reruns", rc == 0 and rerun == {"validate"},
+              f"exit {rc}: {sorted(rerun)} {err[-300:]}")
         # a file of a folder's stage missing: that stage runs again, and puts it back
         gone = ["report/confusion-delta.png", "report/validate.md", "ort/calibration.cache", "ort/calibration.json"]
         for g in gone:
@@ -113,6 +157,19 @@ def main():
               plan.get("target") == "ort-cpu" and not any(e["precision"] == "fp16" for e in plan["tensors"]) and
               any(e["precision"] == "uint8" for e in plan["tensors"]),
               f"exit {rc}: {sorted(k for k, r in ran.items() if r)} {err[-300:]}")
+        # its exports: ort/ and ranges.json hold onnxruntime's uint8 ranges, as `ptq export --target ort-cpu`
+        # writes them; calib.cache stays TensorRT's INT8 (export --format trt takes no ort-cpu), so is not rerun
+        rc2, _, err2 = ptq("export", J("out", "calib.h5"), "--method", "percentile", "--format", "ort", "--target",
+                           "ort-cpu", "--out", J("ort-cpu"), "--quiet")
+        rc3, _, err3 = ptq("export", J("out", "calib.h5"), "--method", "percentile", "--format", "json", "--target",
+                           "ort-cpu", "--out", J("ort-cpu.json"), "--quiet")
+        same = rc2 == 0 and all(open(J("out", "ort", f), "rb").read() == open(J("ort-cpu", f), "rb").read()
+                                for f in ("calibration.json", "calibration.flatbuffers", "calibration.cache"))
+        check("--target ort-cpu: ort/ is export --format ort --target ort-cpu's, ranges.json has its ranges, "
+              "calib.cache was not rerun",
+              rc in (0, 11) and same and rc3 == 0 and tensors(J("out", "ranges.json")) == tensors(J("ort-cpu.json"))
+              and ran.get("ort") and ran.get("json") and not ran.get("trt") and "calib.cache (TensorRT) holds" in err,
+              f"exit {rc}: {err2[-200:]} {err3[-200:]} {err[-300:]}")
         # --reference: validate takes FP32 from eval's logits; the same report figures
         rc, _, err = ptq("eval", "--model", MODEL, "--data", J("val.h5"), "--logits", J("fp32.npy"))
         check("eval --logits", rc == 0, err[-300:])
@@ -139,6 +196,16 @@ def main():
         else:
             check("--budget 0 not met: exit 11, the best plan validated and exported", rc == 11 and ok_files,
                   f"exit {rc}: {err.strip()[-300:]}")
+        # --core fp8-e5m2: ranges.json on that grid, each activation of the plan with the plan's scale; the
+        # TensorRT cache and ORT tables hold INT8 only, and the run says so
+        plan = json.load(open(J("out2", "plan.json"))) if rc in (0, 11) else {"tensors": []}
+        rng = tensors(J("out2", "ranges.json")) if rc in (0, 11) else {}
+        acts = [e for e in plan["tensors"] if e["kind"] == "activation" and e["precision"] == "fp8-e5m2"]
+        check("--core fp8-e5m2: ranges.json on the FP8 grid with the plan's scales, a note on calib.cache and ort/",
+              acts and all(rng[e["name"]]["format"] == "fp8-e5m2" and
+                           abs(rng[e["name"]]["scale"] - e["scales"][0]) <= 1e-6 * e["scales"][0] for e in acts)
+              and "calib.cache (TensorRT) and ort/ (ONNX Runtime) hold INT8 ranges" in err,
+              f"{len(acts)} FP8 activations; {err[-300:]}")
         rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
                            J("out3"), "--class-budget", "1")
         check("--class-budget without --budget: exit 2", rc == 2, err)
@@ -147,14 +214,52 @@ def main():
                 ["--method", "bogus"], ["--method", "percentile=101"], ["--core", "int4"], ["--core", "fp16"],
                 ["--target", "bogus"], ["--target", "ort-cpu", "--core", "fp8"], ["--core", "fp8", "--reduce-range"],
                 ["--device", "bogus"], ["--input", "x"], ["--smooth", "2"], ["--batch", "0"],
-                ["--reference", J("none.npy")]]
+                ["--reference", J("none.npy")], ["--output", "nosuch"], ["--input", "nosuch=images"],
+                ["--preprocess", "scale=0"], ["--labels", J("labels.txt")], ["--calib-labels", J("labels.txt")],
+                ["--images-key", "nosuch"], ["--labels-key", "nosuch"], ["--layout", "NCWH"], ["--seed", "-1"],
+                ["--placement", "bogus"], ["--calib-samples", "-1"], ["--samples", "1x"], ["--out", J("a-file")]]
+        with open(J("labels.txt"), "w") as f:  # a labels file, for an HDF5 set: refused
+            f.write("a.png 1\n")
+        open(J("a-file"), "w").close()
         for bad in bads:
-            code = 3 if bad[0] == "--reference" else 2
+            code = 3 if bad[0] in ("--reference", "--out") else 7 if bad[0].endswith("-key") else 2
             rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
                                J("out6"), *bad)
             check(f"{' '.join(bad)}: exit {code} before any stage, nothing written",
                   rc == code and "== " not in out and not os.path.exists(J("out6")),
                   f"exit {rc}: {out[-200:]} {err[-300:]}")
+
+        # flags handed to the stages: HDF5 sets of other dataset names, the placement, the seed, the progress line
+        with h5py.File(J("cal_k.h5"), "w") as f:
+            f["pixels"] = images[:64]
+        with h5py.File(J("val_k.h5"), "w") as f:
+            f["pixels"] = images[200:300]
+            f["truth"] = labels[200:300]
+        kb = ["run", "--model", MODEL, "--calib-data", J("cal_k.h5"), "--data", J("val_k.h5"), "--out", J("out7"),
+              "--calib-samples", "0", "--samples", "0", "--images-key", "pixels", "--labels-key", "truth"]
+        rc, out, err = ptq(*kb, "--placement", "all", "--seed", "3", "--progress")
+        plan = json.load(open(J("out7", "plan.json"))) if rc == 0 else {}
+        v = json.load(open(J("out7", "report", "validate.json"))) if rc == 0 else {}
+        rc2, _, err2 = ptq("plan", J("out7", "calib.h5"), "--model", MODEL, "--out", J("p-all.json"), "--placement", "all")
+        rc3, _, _ = ptq("plan", J("out7", "calib.h5"), "--model", MODEL, "--out", J("p-trt.json"))
+        p_all = json.load(open(J("p-all.json")))["tensors"] if rc2 == 0 else None
+        p_trt = json.load(open(J("p-trt.json")))["tensors"] if rc3 == 0 else None
+        check("--images-key, --labels-key, --placement all, --seed, --progress: exit 0, the plan is `ptq plan "
+              "--placement all`'s (not the default's), the report covers the 100 images, progress lines on stderr",
+              rc == 0 and plan.get("tensors") == p_all and p_all != p_trt and v.get("samples") == 100
+              and "calibrate:" in err and "validate:" in err, f"exit {rc}: {err[-300:]} {err2[-200:]}")
+        rc, out, err = ptq(*kb, "--placement", "all", "--seed", "3", "--allow-external-data")
+        check("--progress and --allow-external-data change no output: every stage skipped",
+              rc == 0 and not any(stages(out).values()), f"exit {rc}: {out[-300:]} {err[-300:]}")
+        rc, out, err = ptq(*kb, "--seed", "3")
+        rerun = {k for k, v in stages(out).items() if v}
+        check("--placement trt (the default) after all: sensitivity, the plan and what reads it rerun, calibration not",
+              rc == 0 and {"sensitivity", "plan", "validate", "qdq"} <= rerun and "calibrate" not in rerun and
+              json.load(open(J("out7", "plan.json"))).get("placement") == "trt", f"exit {rc}: {sorted(rerun)}")
+        rc, out, err = ptq(*kb)
+        rerun = {k for k, v in stages(out).items() if v}
+        check("another --seed reruns the stages that pick samples (calibrate: all 64 either way, same archive)",
+              rc == 0 and "calibrate" in rerun and "sensitivity" in rerun, f"exit {rc}: {sorted(rerun)}")
 
         # --smooth: the smoothed model first, every stage on it
         if os.path.exists(VIT):
