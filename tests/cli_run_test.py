@@ -223,6 +223,7 @@ def main():
         open(J("a-file"), "w").close()
         for bad in bads:
             code = 3 if bad[0] in ("--reference", "--out") else 7 if bad[0].endswith("-key") else 2
+            shutil.rmtree(J("out6"), ignore_errors=True)  # one a run before it left would hide this one's
             rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
                                J("out6"), *bad)
             check(f"{' '.join(bad)}: exit {code} before any stage, nothing written",
@@ -244,10 +245,11 @@ def main():
         rc3, _, _ = ptq("plan", J("out7", "calib.h5"), "--model", MODEL, "--out", J("p-trt.json"))
         p_all = json.load(open(J("p-all.json")))["tensors"] if rc2 == 0 else None
         p_trt = json.load(open(J("p-trt.json")))["tensors"] if rc3 == 0 else None
+        # (the progress line of sensitivity, the longest stage: a stage done in under 0.2 s draws none)
         check("--images-key, --labels-key, --placement all, --seed, --progress: exit 0, the plan is `ptq plan "
-              "--placement all`'s (not the default's), the report covers the 100 images, progress lines on stderr",
+              "--placement all`'s (not the default's), the report covers the 100 images, progress on stderr",
               rc == 0 and plan.get("tensors") == p_all and p_all != p_trt and v.get("samples") == 100
-              and "calibrate:" in err and "validate:" in err, f"exit {rc}: {err[-300:]} {err2[-200:]}")
+              and "sensitivity:" in err, f"exit {rc}: {err[-300:]} {err2[-200:]}")
         rc, out, err = ptq(*kb, "--placement", "all", "--seed", "3", "--allow-external-data")
         check("--progress and --allow-external-data change no output: every stage skipped",
               rc == 0 and not any(stages(out).values()), f"exit {rc}: {out[-300:]} {err[-300:]}")
