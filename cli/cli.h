@@ -195,6 +195,9 @@ void cli_sibling_path(const char *path, const char *suffix, char *out, size_t n_
  * output anywhere inside one is refused. */
 int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
                       int n_outputs);
+/* Sets the data set cli_check_outputs takes as the last cli_parse's: `ptq
+ * run` checks its outputs against --calib-data's files this way too. */
+void cli_data_inputs_set(const char *data, const char *labels, const char *classes, int allow_external_data);
 
 /* Under an MPI launcher (cli/ranks.c): cli_dist_start joins the job (and
  * sends other ranks' stdout to /dev/null); returns 0 or an exit code.

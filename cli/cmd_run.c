@@ -493,19 +493,6 @@ int cmd_run(int argc, char **argv)
     cdata_opts.labels_key = NULL;
     cdata_opts.labels_file = clabels;
     cdata_opts.classes_file = cclasses;
-    struct stat dst;
-    int made = 1;
-    if (cli_is_writer()) { /* rank 0 writes */
-        made = mkdir(dir, 0777) == 0 || errno == EEXIST;
-        if (!made)
-            fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
-        else if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
-            fprintf(stderr, "ptq run: error: --out %s is not a folder\n", dir);
-            made = 0;
-        }
-    }
-    if (cli_rank0_rc(made ? 0 : EXIT_IO))
-        return EXIT_IO;
     char p_smooth[4200], p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200],
         p_ranges[4200], p_qdq[4200], p_manifest[4200], p_sens_md[4200], p_trace[4200], p_sens_html[4200],
         p_report_files[CLI_REPORT_FILES][4300], p_ort_files[CLI_ORT_FILES][4300];
@@ -526,6 +513,42 @@ int cmd_run(int argc, char **argv)
     snprintf(p_ranges, sizeof p_ranges, "%s/ranges.json", dir);
     snprintf(p_qdq, sizeof p_qdq, "%s/model_qdq.onnx", dir);
     snprintf(p_manifest, sizeof p_manifest, "%s/run.json", dir);
+    /* every file the stages will write (run.json too) against every input, and no output in an image-folder data
+       set or on its lists: before the folder is made (a clash found by a late stage would cost the earlier ones) */
+    char p_qdq_data[4300], p_smooth_data[4300];
+    snprintf(p_qdq_data, sizeof p_qdq_data, "%s.data", p_qdq);
+    snprintf(p_smooth_data, sizeof p_smooth_data, "%s.data", p_smooth);
+    const char *all_in[] = {model, cdata, data, cli_get(opts, n_opts, "reference"), labels, classes, clabels, cclasses};
+    const char *all_out[CLI_REPORT_FILES + CLI_ORT_FILES + 14] = {
+        p_manifest, p_smooth, p_smooth_data, p_calib, p_sens, p_sens_md, p_sens_html, p_plan, p_trace, p_cache,
+        p_ranges, p_qdq, p_qdq_data};
+    int n_out = 13;
+    for (int i = 0; i < CLI_REPORT_FILES; i++)
+        all_out[n_out++] = p_report_files[i];
+    for (int i = 0; i < CLI_ORT_FILES; i++)
+        all_out[n_out++] = p_ort_files[i];
+    if (cli_is_writer()) {
+        rc = cli_check_outputs("run", all_in, 8, all_out, n_out); /* --data's folder and lists (cli_parse's) */
+        if (!rc) { /* and --calib-data's */
+            cli_data_inputs_set(cdata, clabels, cclasses, data_opts_v.allow_external_data);
+            rc = cli_check_outputs("run", all_in, 8, all_out, n_out);
+        }
+    }
+    if ((rc = cli_rank0_rc(rc)) != 0)
+        return rc;
+    struct stat dst;
+    int made = 1;
+    if (cli_is_writer()) { /* rank 0 writes */
+        made = mkdir(dir, 0777) == 0 || errno == EEXIST;
+        if (!made)
+            fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
+        else if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+            fprintf(stderr, "ptq run: error: --out %s is not a folder\n", dir);
+            made = 0;
+        }
+    }
+    if (cli_rank0_rc(made ? 0 : EXIT_IO))
+        return EXIT_IO;
 
     /* on a GPU a MatMul of two batched inputs runs at the batch's shape, so there --batch may change the bits */
     const int gpu = rs.gpu;

@@ -100,6 +100,14 @@ static struct {
     int allow_external_data;
 } parsed_data;
 
+void cli_data_inputs_set(const char *data, const char *labels, const char *classes, int allow_external_data)
+{
+    parsed_data.data = data;
+    parsed_data.labels = labels;
+    parsed_data.classes = classes;
+    parsed_data.allow_external_data = allow_external_data;
+}
+
 /* realpath of the nearest existing folder above path (a name that may not
  * exist yet, its folders neither), malloc'd; NULL when none resolves. */
 static char *existing_folder_of(const char *path)

@@ -224,11 +224,44 @@ def main():
         for bad in bads:
             code = 3 if bad[0] in ("--reference", "--out") else 7 if bad[0].endswith("-key") else 2
             shutil.rmtree(J("out6"), ignore_errors=True)  # one a run before it left would hide this one's
-            rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
-                               J("out6"), *bad)
+            out_flag = [] if bad[0] == "--out" else ["--out", J("out6")]  # a flag given twice is refused
+            rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), *out_flag,
+                               *bad)
             check(f"{' '.join(bad)}: exit {code} before any stage, nothing written",
                   rc == code and "== " not in out and not os.path.exists(J("out6")),
                   f"exit {rc}: {out[-200:]} {err[-300:]}")
+
+        # an input at the name of a file the run writes (run.json too), or an output folder inside an image-folder
+        # data set (--data or --calib-data): refused before any stage, every input intact, no folder made
+        from PIL import Image
+        for i in range(20):
+            os.makedirs(J("imgs", str(labels[i])), exist_ok=True)
+            Image.fromarray(images[i]).save(J("imgs", str(labels[i]), f"{i}.png"))
+        os.makedirs(J("clash"), exist_ok=True)
+        shutil.copy(MODEL, J("clash", "run.json"))
+        shutil.copy(J("cal.h5"), J("clash", "calib.cache"))
+        with open(J("clash", "ranges.json"), "w") as f:
+            f.write("".join(f"{c}\n" for c in range(10)))
+        clashes = [("the model at DIR/run.json", ["--model", J("clash", "run.json"), "--calib-data", J("cal.h5"),
+                    "--data", J("val.h5"), "--out", J("clash")], J("clash")),
+                   ("--calib-data at DIR/calib.cache", ["--model", MODEL, "--calib-data", J("clash", "calib.cache"),
+                    "--data", J("val.h5"), "--out", J("clash")], J("clash")),
+                   ("--classes at DIR/ranges.json", ["--model", MODEL, "--calib-data", J("cal.h5"), "--data",
+                    J("imgs"), "--classes", J("clash", "ranges.json"), "--out", J("clash")], J("clash")),
+                   ("--out the image folder --data", ["--model", MODEL, "--calib-data", J("cal.h5"), "--data",
+                    J("imgs"), "--out", J("imgs")], J("imgs")),
+                   ("--out inside the image folder --calib-data", ["--model", MODEL, "--calib-data", J("imgs"),
+                    "--data", J("val.h5"), "--out", J("imgs", "run")], J("imgs"))]
+        keep = {p: open(p, "rb").read() for p in (J("clash", "run.json"), J("clash", "calib.cache"),
+                                                  J("clash", "ranges.json"))}
+        listing = sorted(os.walk(J("imgs")))
+        for name, args, folder in clashes:
+            rc, out, err = ptq("run", *args)
+            check(f"{name}: exit 2 before any stage", rc == 2 and "== " not in out and "refusing" in err,
+                  f"exit {rc}: {out[-200:]} {err[-300:]}")
+        check("every input intact, nothing added to the folders", sorted(os.listdir(J("clash"))) ==
+              sorted(map(os.path.basename, keep)) and all(open(p, "rb").read() == b for p, b in keep.items()) and
+              sorted(os.walk(J("imgs"))) == listing)
 
         # flags handed to the stages: HDF5 sets of other dataset names, the placement, the seed, the progress line
         with h5py.File(J("cal_k.h5"), "w") as f:
