@@ -1,6 +1,6 @@
 /* ONNX editing at the wire level: the file is kept as bytes; the writer
  * re-encodes only the GraphProto (added/dropped initializers and nodes, renamed
- * node inputs) and the ModelProto's ir_version/opset_import fields, and copies
+ * node inputs and outputs) and the ModelProto's ir_version/opset_import fields, and copies
  * every other field's bytes in order. Tensors in external data are read
  * through model/tensor_pb.c's checks (inside the model's folder) and written
  * inline, or, past INLINE_MAX_BYTES, to "<output>.data" beside the output.
@@ -148,6 +148,7 @@ typedef struct enode { /* a NodeProto of the file */
     int n_in, n_out;
     char **in, **out;
     char *drop_attr, *add_input; /* ptq_onnx_edit_attr_to_input: the attribute dropped, the input appended */
+    char **out_to; /* [n_out] ptq_onnx_edit_rename_output: the name output j is written as (NULL: its own) */
 } enode;
 
 typedef struct einit { /* a graph initializer of the file */
@@ -231,6 +232,7 @@ void ptq_onnx_edit_free(ptq_onnx_edit *e)
         free(e->nodes[i].add_input);
         free_names(e->nodes[i].in, e->nodes[i].n_in);
         free_names(e->nodes[i].out, e->nodes[i].n_out);
+        free_names(e->nodes[i].out_to, e->nodes[i].n_out);
     }
     for (int i = 0; i < e->n_inits; i++)
         free(e->inits[i].name);
@@ -851,6 +853,30 @@ ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char
     return PTQ_OK;
 }
 
+ptq_status ptq_onnx_edit_rename_output(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to)
+{
+    if (!from || !to || !from[0] || !to[0])
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: rename_output needs two non-empty names", e->path);
+    if (smap_get(&e->defined, to, 0) > 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: rename_output '%s' -> '%s': '%s' already exists", e->path, from,
+                        to, to);
+    for (int k = 0; k < e->n_nodes; k++) {
+        enode *n = &e->nodes[k];
+        for (int j = 0; j < n->n_out; j++) {
+            if (strcmp(n->out[j], from) != 0 || (n->out_to && n->out_to[j]))
+                continue;
+            if (!n->out_to && !(n->out_to = calloc((size_t)n->n_out, sizeof *n->out_to)))
+                return oom(ctx, e);
+            if (!(n->out_to[j] = strdup(to)))
+                return oom(ctx, e);
+            (*smap_find(&e->defined, from))--; /* defined by this node when read; an added node defines it again */
+            return define(ctx, e, n->out_to[j]);
+        }
+    }
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: rename_output '%s' -> '%s': no existing node produces '%s'",
+                    e->path, from, to, from);
+}
+
 ptq_status ptq_onnx_edit_attr_to_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_name, const char *attr,
                                        const char *input)
 {
@@ -976,6 +1002,12 @@ done:
 /* Every name the edited graph reads must be defined. */
 static ptq_status check_names(ptq_ctx *ctx, const ptq_onnx_edit *e)
 {
+    for (int k = 0; k < e->n_nodes; k++)
+        for (int j = 0; e->nodes[k].out_to && j < e->nodes[k].n_out; j++)
+            if (e->nodes[k].out_to[j] && smap_get(&e->defined, e->nodes[k].out[j], 0) <= 0)
+                return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                                "%s: output '%s' renamed to '%s', but no added node defines '%s' again", e->path,
+                                e->nodes[k].out[j], e->nodes[k].out_to[j], e->nodes[k].out[j]);
     for (int r = 0; r < e->n_renames; r++)
         if (smap_get(&e->defined, e->renames[r].to, 0) <= 0)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
@@ -1010,7 +1042,7 @@ static void emit_added(const ptq_onnx_edit *e, const int *pos, const int *order,
 
 static int node_renamed(const ptq_onnx_edit *e, int k)
 {
-    if (e->nodes[k].drop_attr)
+    if (e->nodes[k].drop_attr || e->nodes[k].out_to)
         return 1;
     for (int j = 0; j < e->nodes[k].n_in; j++)
         if (renamed_input(e, k, j) != e->nodes[k].in[j])
@@ -1234,7 +1266,7 @@ done:
 
 /* ---- writing: the model ---- */
 
-/* Node k again, its input fields renamed (and an attribute moved to a last
+/* Node k again, its input and output fields renamed (and an attribute moved to a last
  * input), every other field copied (attributes through copy_walk when the
  * model has external data). */
 static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
@@ -1243,7 +1275,7 @@ static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
     const ptq_onnx_edit *e = w->e;
     obuf nb = {0};
     ptq_pb_field f;
-    int j = 0;
+    int j = 0, j_out = 0;
     while (ptq_pb_more(nr)) {
         const uint8_t *start = nr->p;
         int drop = 0;
@@ -1252,6 +1284,10 @@ static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
             PTQ_TRY(st, attr_named(nr, &f, e->nodes[k].drop_attr, &drop), done);
         if (f.num == 1) {
             ptq_pb_put_str(&nb, 1, renamed_input(e, k, j++));
+        } else if (f.num == 2 && e->nodes[k].out_to) {
+            const char *to = e->nodes[k].out_to[j_out];
+            ptq_pb_put_str(&nb, 2, to ? to : e->nodes[k].out[j_out]);
+            j_out++;
         } else if (f.num == 5 && w->relocate && !drop) {
             ptq_pb ar;
             ptq_pb_sub(nr, &f, &attr_desc, &ar);

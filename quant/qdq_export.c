@@ -75,42 +75,53 @@ static ptq_status add_scale_zp(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_e
     return st;
 }
 
-/* x -> Q -> DQ -> every consumer of x. */
-static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
+/* x -> Q -> DQ -> every consumer of x. In place (x a graph output): x's
+ * producer writes "ptq_qdq/x/float" instead and the DQ writes x, so the
+ * graph's output and its readers alike hold the rounded value ptq validate
+ * simulates. */
+static ptq_status add_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e, int in_place)
 {
-    static const char *const suffix[] = {"scale", "zero_point", "q", "dq"};
-    char *n[4], *buf = qdq_names(e->name, 4, suffix, n);
+    static const char *const suffix[] = {"scale", "zero_point", "q", "dq", "float"};
+    char *n[5], *buf = qdq_names(e->name, 5, suffix, n);
     if (!buf)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
-    char *scale = n[0], *zp = n[1], *q = n[2], *dq = n[3];
-    const char *q_in[] = {e->name, scale, zp}, *dq_in[] = {q, scale, zp};
+    char *scale = n[0], *zp = n[1], *q = n[2];
+    const char *x = in_place ? n[4] : e->name, *dq = in_place ? e->name : n[3];
+    const char *q_in[] = {x, scale, zp}, *dq_in[] = {q, scale, zp};
     ptq_status st = add_scale_zp(ctx, ed, e, scale, zp);
+    if (st == PTQ_OK && in_place)
+        st = ptq_onnx_edit_rename_output(ctx, ed, e->name, x);
     if (st == PTQ_OK)
         st = ptq_onnx_edit_add_node(ctx, ed, "QuantizeLinear", q, 3, q_in, 1, (const char *const *)&q, 0, 0);
     if (st == PTQ_OK)
-        st = ptq_onnx_edit_add_node(ctx, ed, "DequantizeLinear", dq, 3, dq_in, 1, (const char *const *)&dq, 0, 0);
-    if (st == PTQ_OK)
+        st = ptq_onnx_edit_add_node(ctx, ed, "DequantizeLinear", n[3], 3, dq_in, 1, &dq, 0, 0);
+    if (st == PTQ_OK && !in_place)
         st = ptq_onnx_edit_rename_input(ctx, ed, e->name, dq, NULL);
     free(buf);
     return st;
 }
 
 /* x -> Cast(float16) -> Cast(float) -> every consumer of x: the half-precision
- * rounding the simulation applies (ptq_k_round_fp16_ref), done by the runtime. */
-static ptq_status add_fp16_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e)
+ * rounding the simulation applies (ptq_k_round_fp16_ref), done by the runtime;
+ * in place for a graph output as add_activation. */
+static ptq_status add_fp16_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e, int in_place)
 {
-    static const char *const suffix[] = {"half", "fp16", "cast_half", "cast_float"};
-    char *n[4], *buf = qdq_names(e->name, 4, suffix, n);
+    static const char *const suffix[] = {"half", "fp16", "cast_half", "cast_float", "float"};
+    char *n[5], *buf = qdq_names(e->name, 5, suffix, n);
     if (!buf)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
-    char *half = n[0], *back = n[1], *to_half = n[2], *to_float = n[3];
-    const char *in0[] = {e->name}, *in1[] = {half};
-    ptq_status st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_half, 1, in0, 1, (const char *const *)&half, "to",
-                                                ONNX_FLOAT16);
+    char *half = n[0], *to_half = n[2], *to_float = n[3];
+    const char *x = in_place ? n[4] : e->name, *back = in_place ? e->name : n[1];
+    const char *in0[] = {x}, *in1[] = {half};
+    ptq_status st = PTQ_OK;
+    if (in_place)
+        st = ptq_onnx_edit_rename_output(ctx, ed, e->name, x);
     if (st == PTQ_OK)
-        st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_float, 1, in1, 1, (const char *const *)&back, "to",
-                                         ONNX_FLOAT);
+        st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_half, 1, in0, 1, (const char *const *)&half, "to",
+                                         ONNX_FLOAT16);
     if (st == PTQ_OK)
+        st = ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", to_float, 1, in1, 1, &back, "to", ONNX_FLOAT);
+    if (st == PTQ_OK && !in_place)
         st = ptq_onnx_edit_rename_input(ctx, ed, e->name, back, NULL);
     free(buf);
     return st;
@@ -193,7 +204,7 @@ static ptq_status add_biased_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const p
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", e->name);
     ptq_plan_entry biased = *e;
     biased.name = nm[0];
-    ptq_status st = add_activation(ctx, ed, &biased);
+    ptq_status st = add_activation(ctx, ed, &biased, 0);
     free(names);
     return st;
 }
@@ -393,6 +404,20 @@ static ptq_status pick_opset(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p
     return PTQ_OK;
 }
 
+/* Entry e on graph output v (also read by nodes, or not): rounded in place
+ * after its producer. A graph input listed as an output has no producer to
+ * write another name, so it cannot carry the plan's precision. */
+static ptq_status output_in_place(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, int v,
+                                  const ptq_plan_entry *e, const char *model_path)
+{
+    if (g->values[v].producer < 0)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                        "the plan puts graph output '%s' of %s at %s, but no node produces it (a graph input passed "
+                        "through): the Q/DQ export cannot round it; keep it fp32", e->name, model_path,
+                        ptq_prec_name(e->prec));
+    return e->prec == PTQ_PREC_FP16 ? add_fp16_activation(ctx, ed, e, 1) : add_activation(ctx, ed, e, 1);
+}
+
 ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph *g, const ptq_plan *p,
                           int64_t opset, const char *out_path)
 {
@@ -428,8 +453,10 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
                     done);
         else if (done_bias[v]) /* quantized after the Add of its bias */
             PTQ_TRY(st, add_biased_activation(ctx, ed, e), done);
-        else if (has_consumer(g, v)) /* a tensor nothing reads (a graph output) keeps its value */
-            PTQ_TRY(st, fp16 ? add_fp16_activation(ctx, ed, e) : add_activation(ctx, ed, e), done);
+        else if (g->values[v].flags & PTQ_VALUE_OUTPUT) /* rounded where made: the output and its readers agree */
+            PTQ_TRY(st, output_in_place(ctx, ed, g, v, e, model_path), done);
+        else if (has_consumer(g, v)) /* a tensor nothing reads and no output lists: nothing to round */
+            PTQ_TRY(st, fp16 ? add_fp16_activation(ctx, ed, e, 0) : add_activation(ctx, ed, e, 0), done);
     }
     if (p->target == PTQ_TARGET_ORT_CPU) {
         memset(done_bias, 0, (size_t)g->n_values + 1);

@@ -9,7 +9,8 @@ with ptq's on at least 99.9% of the images (FP8 with onnxruntime's basic
 graph optimizations, which run FP8 Q/DQ as written). The export carries
 the FP16 edges as Cast pairs and float16 weights, and exactly the plan's
 quantized tensors, formats and scales (read back by bench/peer_plan.py);
---placement ort agrees too. Bad inputs: a plan naming an unknown tensor, a plan for another
+--placement ort agrees too, and so do plans that round a graph output
+(outputs_rounded). Bad inputs: a plan naming an unknown tensor, a plan for another
 model. Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import json
 import os
@@ -102,6 +103,71 @@ def signed_clipped(J):
           f"{n_min} codes -128 in {len(codes)} quantized activations; largest difference {diff:.3g} of max|logit|")
 
 
+def ort_outputs(path, x):
+    """Every output of the model at path on x, as onnxruntime computes them with no graph optimization."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+
+
+def outputs_rounded(J):
+    """A plan that rounds a graph output (hand-edited to int8 or fp8-e4m3, or fp16 from --placement all) gets the
+    same rounding in the Q/DQ export: the output's producer writes another name, the Q/DQ or Cast pair writes the
+    output's own, so onnxruntime returns ptq validate's logits, and a node that also reads the output sees the
+    rounded value (signed_clipped's chain; chain2 also returns Relu(y) as a second output)."""
+    from onnx import TensorProto, helper
+    if not os.path.exists(J("chain-plan.json")):
+        return
+    x = h5py.File(J("chain.h5"), "r")["x"][:]
+    m = onnx.load(J("chain.onnx"))
+    m.graph.node.append(helper.make_node("Relu", ["y"], ["z"]))
+    m.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 16]))
+    onnx.save(m, J("chain2.onnx"))
+    rc, _, err = ptq("calibrate", "--model", J("chain2.onnx"), "--data", J("chain.h5"), "--samples", "500", "--out",
+                     J("chain2-c.h5"))
+    check("chain2: calibrate", rc == 0, err.strip()[-300:])
+    cases = []
+    for model, prec, scale in (("chain", "int8", 0.05), ("chain", "fp8-e4m3", 0.01), ("chain2", "int8", 0.05)):
+        base = J("chain-plan.json")
+        if model == "chain2":
+            rc, _, err = ptq("plan", J("chain2-c.h5"), "--model", J("chain2.onnx"), "--out", J("chain2-plan.json"))
+            check("chain2: plan", rc == 0, err.strip()[-300:])
+            base = J("chain2-plan.json")
+        plan = json.load(open(base))
+        for e in plan["tensors"]:
+            if e["name"] == "y":
+                e.update(precision=prec, scales=[scale])
+        name = f"{model}-y-{prec}"
+        json.dump(plan, open(J(f"{name}.json"), "w"))
+        cases.append((name, model))
+    rc, _, err = ptq("plan", J("chain-c.h5"), "--model", J("chain.onnx"), "--placement", "all", "--out",
+                     J("chain-all.json"))
+    check("chain: plan --placement all", rc == 0, err.strip()[-300:])
+    y_prec = [e["precision"] for e in json.load(open(J("chain-all.json")))["tensors"] if e["name"] == "y"]
+    check("chain: --placement all keeps the logits y at fp16 (the rule's edge)", y_prec == ["fp16"], str(y_prec))
+    cases.append(("chain-all", "chain"))
+    for name, model in cases:
+        for args in (("validate", "--model", J(f"{model}.onnx"), "--plan", J(f"{name}.json"), "--data",
+                      J("chain.h5"), "--report", J(f"rep-{name}"), "--logits", J(f"{name}.npy"), "--output", "y"),
+                     ("export", "--format", "qdq", "--plan", J(f"{name}.json"), "--model", J(f"{model}.onnx"),
+                      "--out", J(f"{name}.onnx"))):
+            rc, _, err = ptq(*args)
+            check(f"{name}: {args[0]}", rc == 0, err.strip()[-300:])
+        if not os.path.exists(J(f"{name}.onnx")):
+            continue
+        q = onnx.load(J(f"{name}.onnx"))
+        check(f"{name}: the graph's outputs keep their names", [o.name for o in q.graph.output] ==
+              [o.name for o in onnx.load(J(f"{model}.onnx")).graph.output])
+        outs = ort_outputs(J(f"{name}.onnx"), x)
+        v = np.load(J(f"{name}.npy"))
+        diff = float(np.abs(outs[0] - v).max() / np.abs(v).max())
+        check(f"{name}: onnxruntime's logits on the Q/DQ export equal ptq validate's", diff < 1e-6,
+              f"largest difference {diff:.3g} of max|logit|")
+        if model == "chain2":
+            check(f"{name}: the node that also reads the output sees the rounded value",
+                  np.array_equal(outs[1], np.maximum(outs[0], 0)))
+
+
 def main():
     if not have_demo():
         print("skipped: demo model or Fashion-MNIST missing")
@@ -174,6 +240,7 @@ def main():
         check(f"{name}: predictions agree with ptq's quantized ones on >= 99.9% of images", agree >= 0.999,
               f"{100 * agree:.2f}% of 10000")
     signed_clipped(J)
+    outputs_rounded(J)
     plan = json.load(open(J("int8.json")))
     plan["tensors"][2]["name"] = "ghost_tensor"
     json.dump(plan, open(J("ghost.json"), "w"))

@@ -1,5 +1,5 @@
 /* Edits an ONNX model at the protobuf level: adds initializers and nodes,
- * drops initializers, renames node inputs, raises the opset/IR version, and
+ * drops initializers, renames node inputs and outputs, raises the opset/IR version, and
  * copies every other byte of the file as it was (the base of Q/DQ export).
  * model/onnx_edit.c; covered by tests/test_onnx_edit.c and tests/onnx_edit_test.py. */
 #ifndef PTQ_ONNX_EDIT_H
@@ -66,6 +66,11 @@ PTQ_API ptq_status ptq_onnx_edit_add_node_attr(ptq_ctx *ctx, ptq_onnx_edit *e, c
  * call order, and only to top-level nodes, not to subgraphs. */
 PTQ_API ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
                                               const char *node_name);
+/* The existing node that produces from writes to (a new name) instead. from
+ * keeps its name everywhere else (graph outputs, readers, value_info), so an
+ * added node must define it again before the model is written: a Q/DQ pair
+ * or Cast pair from to back to from quantizes a graph output in place. */
+PTQ_API ptq_status ptq_onnx_edit_rename_output(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to);
 /* The existing node named node_name loses its attribute attr and reads
  * input (an initializer the caller adds) as one more, last input: an
  * attribute that a newer opset takes as an input (ReduceMean's axes from

@@ -9,8 +9,11 @@
  * its consumers are unchanged; every FP16 activation becomes x -> Cast(float16)
  * -> Cast(float) -> its consumers and every FP16 weight a float16 initializer
  * -> Cast(float), so a runtime rounds as the simulation does; FP32 tensors
- * stay as they are. A tensor nothing reads (a graph output) keeps its value:
- * the simulation's rounding of it is not exported. The opset
+ * stay as they are. A graph output (read by nodes or not) is rounded in
+ * place: its producer writes "ptq_qdq/<name>/float" and the Q/DQ or Cast pair
+ * writes the output's own name, so the model returns what the simulation
+ * computes (a graph input passed through as an output cannot be, and is
+ * PTQ_ERR_UNSUPPORTED). The opset
  * is raised to 13 (per-axis DequantizeLinear), or 19 with IR 9 when the plan
  * has FP8. quant/qdq_export.c on model/onnx_edit.c; covered by
  * tests/qdq_export_test.py (onnx.checker, onnxruntime against ptq validate). */
