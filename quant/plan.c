@@ -3,6 +3,7 @@
  * checks of a plan against its model. The JSON form is quant/plan_json.c.
  * Covered by tests/test_plan.c and tests/cli_plan_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -611,6 +612,35 @@ static ptq_status check_format(ptq_ctx *ctx, const ptq_plan *p, const ptq_plan_e
     return PTQ_OK;
 }
 
+/* What TensorRT builds (target trt) beyond the plan format: a weight's
+ * per-channel scales along the axis its layer's output channels are (the one
+ * the plan maker picks: Conv 0, ConvTranspose 1, Gemm 0 with transB else 1,
+ * MatMul's last), and activation scales that are normal float32 values. */
+static ptq_status check_trt_scales(ptq_ctx *ctx, const ptq_graph *g, int v, const ptq_plan_entry *e)
+{
+    if (e->is_weight && e->axis >= 0) {
+        int input = 0;
+        const ptq_node *n = NULL;
+        const ptq_op_traits *t = quant_weight_user(g, v, &n, &input);
+        const int want = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
+        if (e->axis != want && want >= 0)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                            "'%s': per-channel scales along axis %d, but TensorRT takes the scales of a %s weight "
+                            "(node '%s') along its output-channel axis %d only (target trt)", e->name, e->axis,
+                            n->op_type, n->name, want);
+        if (e->axis != want)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                            "'%s': per-channel scales along axis %d, but a %s weight (node '%s') has no output-channel "
+                            "axis TensorRT takes them along: give it one scale, axis -1 (target trt)", e->name,
+                            e->axis, n ? n->op_type : "?", n ? n->name : "?");
+    }
+    if (!e->is_weight && e->n_scales == 1 && !(e->scales[0] >= FLT_MIN))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "'%s': scale %g is not a normal float32 (below %g), which TensorRT needs (target trt)", e->name,
+                        (double)e->scales[0], (double)FLT_MIN);
+    return PTQ_OK;
+}
+
 ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, const char *model_sha256)
 {
     ptq_status st = PTQ_OK;
@@ -678,6 +708,8 @@ ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, c
                               e->name, (long long)c, (double)e->scales[c]);
                 goto done;
             }
+        if (p->target == PTQ_TARGET_TRT)
+            PTQ_TRY(st, check_trt_scales(ctx, g, v, e), done);
     }
 done:
     free(act);

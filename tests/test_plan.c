@@ -513,6 +513,63 @@ int main(void)
         w->axis = 2; /* [K, C, 3, 3]: 3 channels along axis 2, not K */
         expect_check(back, g, PTQ_ERR_INVALID_ARG, "along axis 2");
         w->axis = 0;
+        /* target trt: per-channel weight scales on the layer's output-channel axis only, normal activation scales */
+        const ptq_value *wv = &g->values[ptq_graph_find_value(g, w->name)];
+        float *kept = w->scales, *per_c = malloc((size_t)wv->dims[1] * sizeof *per_c);
+        for (int64_t c = 0; c < wv->dims[1]; c++)
+            per_c[c] = 0.01f;
+        w->scales = per_c;
+        w->axis = 1; /* [K, C, 3, 3]: C scales along the input channels */
+        w->n_scales = wv->dims[1];
+        expect_check(back, g, PTQ_ERR_INVALID_ARG, "along axis 1, but TensorRT takes the scales of a Conv weight");
+        expect_check(back, g, PTQ_ERR_INVALID_ARG, "output-channel axis 0 only");
+        w->axis = 0;
+        w->n_scales = wv->dims[0];
+        w->scales = kept;
+        for (int k = 0; k < g->n_nodes; k++) { /* the Gemm's weight, fp16 at the edge: int8 on each axis */
+            const ptq_node *n = &g->nodes[k];
+            if (strcmp(n->op_type, "Gemm") != 0)
+                continue;
+            const ptq_value *b = &g->values[n->inputs[1]];
+            ptq_plan_entry *fc = find(back, b->name);
+            const int want = ptq_node_attr_int(n, "transB", 0) ? 0 : 1;
+            float *fc_scales = malloc((size_t)(b->dims[0] + b->dims[1]) * sizeof *fc_scales);
+            for (int64_t c = 0; c < b->dims[0] + b->dims[1]; c++)
+                fc_scales[c] = 0.01f;
+            fc->prec = PTQ_PREC_INT8;
+            fc->scales = fc_scales;
+            for (int axis = 0; axis < 2; axis++) {
+                fc->axis = axis;
+                fc->n_scales = b->dims[axis];
+                if (axis == want) {
+                    CHECK_MSG(ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK, "%s", ctx.msg);
+                } else {
+                    char needle[80];
+                    snprintf(needle, sizeof needle, "along axis %d, but TensorRT", axis);
+                    expect_check(back, g, PTQ_ERR_INVALID_ARG, needle);
+                }
+            }
+            free(fc_scales);
+            fc->prec = PTQ_PREC_FP16;
+            fc->scales = NULL;
+            fc->n_scales = 0;
+            fc->axis = -1;
+        }
+        e->scales[0] = 1e-45f; /* a float32 subnormal */
+        expect_check(back, g, PTQ_ERR_INVALID_ARG, "is not a normal float32");
+        back->target = PTQ_TARGET_ORT_CPU; /* onnxruntime's CPU kernels take it */
+        w->axis = 1;
+        w->n_scales = wv->dims[1];
+        w->scales = per_c;
+        back->core = PTQ_PREC_INT8;
+        CHECK_MSG(ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK, "%s", ctx.msg);
+        back->target = PTQ_TARGET_TRT;
+        w->axis = 0;
+        w->n_scales = wv->dims[0];
+        w->scales = kept;
+        free(per_c);
+        e->scales[0] = saved;
+        CHECK_MSG(ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK, "%s", ctx.msg);
         check_blocks(back, g, w);
         ptq_plan_entry *f16 = find(back, "input");
         f16->n_scales = 1;
