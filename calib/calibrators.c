@@ -224,6 +224,8 @@ void ptq_calib_clip_range(const ptq_observer *obs, double amax, float *lo, float
 {
     ptq_observer_stats os;
     ptq_observer_get_stats(obs, &os);
-    *lo = (float)((double)os.min > -amax ? (double)os.min : -amax);
-    *hi = (float)((double)os.max < amax ? (double)os.max : amax);
+    const double lo_clip = (double)os.min > -amax ? (double)os.min : -amax;
+    const double hi_clip = (double)os.max < amax ? (double)os.max : amax;
+    *lo = (float)(lo_clip < 0 ? lo_clip : 0.0); /* widened to hold 0, as compute_scale_zp does */
+    *hi = (float)(hi_clip > 0 ? hi_clip : 0.0);
 }

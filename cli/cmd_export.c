@@ -317,6 +317,13 @@ int cmd_export(int argc, char **argv)
             if (ptq_export_name_warns(ranges[i].name))
                 fprintf(stderr, "ptq export: warning: tensor '%s' has ':' in its name; ONNX Runtime's TensorRT-EP "
                                 "cache parser cuts names at the first ':'\n", ranges[i].name);
+    if (es.n_no_positive > 0)
+        for (int64_t i = 0; i < n; i++)
+            if (ptq_export_range_no_positive(&ranges[i]))
+                fprintf(stderr, "ptq export: warning: tensor '%s' has no positive values (its ort-cpu range is "
+                                "[%.9g, 0]): the TensorRT EP would read an amax of 0, so it was left out of "
+                                "calibration.flatbuffers and calibration.cache (calibration.json keeps it)\n",
+                        ranges[i].name, (double)ranges[i].lowest);
     if (es.n_degenerate > 0 && !fmt_json)
         fprintf(stderr, "ptq export: warning: %lld tensors saw only zeros and were left out of the INT8 tables\n",
                 (long long)es.n_degenerate);

@@ -29,7 +29,7 @@ static int cmp_names(const void *a, const void *b)
 
 ptq_status ptq_export_check(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_export_stats *stats)
 {
-    ptq_export_stats s = {0, 0, 0};
+    ptq_export_stats s = {0};
     if (stats)
         *stats = s;
     if (n < 0 || (n > 0 && !ranges))

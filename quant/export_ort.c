@@ -202,8 +202,13 @@ static double table_value(const ptq_tensor_range *t)
     return t->asymmetric ? fmax((double)t->highest, (double)t->lowest) : t->r.amax;
 }
 
+int ptq_export_range_no_positive(const ptq_tensor_range *t)
+{
+    return !is_degenerate(t) && t->asymmetric && !(table_value(t) > 0);
+}
+
 /* The checks of the TensorRT-facing tables, then the ranges they hold
- * (degenerate ones left out) in ascending byte order of the names. */
+ * (degenerate and no-positive ones left out, counted) in ascending byte order of the names. */
 static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_export_stats *s,
                                     const ptq_tensor_range ***sorted, int64_t *n_sorted)
 {
@@ -220,9 +225,11 @@ static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges
                             "this range is %s (export FP8 ranges as a Q/DQ model)",
                             t->name, ptq_qformat_name(t->format));
         float v = (float)table_value(t);
-        if (!is_degenerate(t) && (!(v >= FLT_MIN) || isinf(v)))
+        s->n_no_positive += ptq_export_range_no_positive(t);
+        if (!is_degenerate(t) && !ptq_export_range_no_positive(t) && (!(v >= FLT_MIN) || isinf(v)))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
-                            "tensor \"%s\": %s %.17g is not a normal float32 as the TensorRT EP needs", t->name,
+                            "tensor \"%s\": %s %.17g is not a normal, finite float32 as the TensorRT EP needs",
+                            t->name,
                             t->asymmetric ? "highest" : "amax", table_value(t));
     }
     const ptq_tensor_range **v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
@@ -230,7 +237,7 @@ static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory sorting %" PRId64 " tensor names", n);
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (!is_degenerate(&ranges[i]))
+        if (!is_degenerate(&ranges[i]) && !ptq_export_range_no_positive(&ranges[i]))
             v[m++] = &ranges[i];
     }
     qsort(v, (size_t)m, sizeof *v, cmp_range_names);

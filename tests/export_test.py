@@ -144,6 +144,71 @@ def ort_cpu_tables(tmp, TensorsData, TensorData, CalibrationMethod, write_calibr
     check(asym > 0 and len(same) == 3, "ort-cpu tables differ from ORT's write_calibration_table")
 
 
+def mlp(path, x):
+    """x [N, 64] -> MatMul -> Relu -> Gemm (transB 0), saved at path, calibrated on x: the archive's path."""
+    import h5py
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from ptqtest import ptq
+    rng = np.random.default_rng(0)
+    init = [numpy_helper.from_array((rng.standard_normal(s) * 0.2).astype(np.float32), n)
+            for n, s in (("W1", (64, 32)), ("W2", (32, 10)), ("B2", (10,)))]
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"], name="mm"), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "W2", "B2"], ["y"], name="gemm")]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], initializer=init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+    data, arch = path + ".h5", path + "-archive.h5"
+    with h5py.File(data, "w") as f:
+        f["x"] = x
+        f["labels"] = np.zeros(len(x), np.int64)
+    rc, _, err = ptq("calibrate", "--model", path, "--data", data, "--out", arch)
+    check(rc == 0, f"calibrate {path}: {err[-300:]}")
+    return arch
+
+
+def no_positive_tables(tmp, TensorsData, TensorData, CalibrationMethod, write_calibration_table):
+    """--target ort-cpu on a tensor with no positive value (x = -|N(0, 1)| - 0.5): its range widened to hold 0
+    as the plan's is ([lowest, 0] in calibration.json and ranges.json), left out of calibration.flatbuffers and
+    .cache (the TensorRT EP would read an amax of 0) with a warning naming it, exit 0; the tables otherwise
+    byte-identical to ORT's writer fed ptq's calibration.json."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ptqtest import ptq
+    try:
+        x = -np.abs(np.random.default_rng(1).standard_normal((256, 64)).astype(np.float32)) - np.float32(0.5)
+        arch = mlp(os.path.join(tmp, "neg.onnx"), x)
+    except ImportError as e:
+        print(f"export_test: no-positive tables skipped: {e}")
+        return
+    out = os.path.join(tmp, "neg_ort")
+    rc, _, err = ptq("export", arch, "--method", "minmax", "--target", "ort-cpu", "--format", "ort", "--out", out)
+    check(rc == 0 and "tensor 'x' has no positive values" in err and "not a normal" not in err,
+          f"ort-cpu on an all-negative tensor: exit {rc}, {err.strip()[-300:]}")
+    if rc:
+        return
+    js = json.load(open(os.path.join(out, "calibration.json")))["data"]
+    check(js["x"]["highest"] == 0.0 and js["x"]["lowest"] == float(np.float32(x.min())),
+          f"calibration.json: x's range {js['x']} is not [min, 0]")
+    check(js["r"]["lowest"] == 0.0, f"calibration.json: Relu output's lowest {js['r']['lowest']} is not 0")
+    theirs = os.path.join(tmp, "neg_ort_theirs")
+    os.makedirs(theirs)
+    live = {n: v for n, v in js.items() if v["highest"] > 0}
+    write_calibration_table(TensorsData(CalibrationMethod.MinMax, {
+        n: TensorData(lowest=np.float32(v["lowest"]), highest=np.float32(v["highest"])) for n, v in live.items()}),
+        dir=theirs)
+    same = [f for f in ("calibration.flatbuffers", "calibration.cache")
+            if open(os.path.join(out, f), "rb").read() == open(os.path.join(theirs, f), "rb").read()]
+    check(len(live) == len(js) - 1 and len(same) == 2,
+          f"no-positive tables: {len(live)} of {len(js)} live; identical to ORT's writer: {same}")
+    rc, _, err = ptq("export", arch, "--method", "minmax", "--target", "ort-cpu", "--format", "json", "--out",
+                     os.path.join(tmp, "neg.json"))
+    rj = {t["name"]: t for t in json.load(open(os.path.join(tmp, "neg.json")))["tensors"]} if rc == 0 else {}
+    check(rc == 0 and rj.get("x", {}).get("highest") == 0.0, f"ranges.json: x {rj.get('x')} not widened to 0 ({err})")
+    print(f"no-positive tables: x {js['x']}, left out of the TensorRT-facing tables; identical to ORT's: {same}")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ptq-export-") as tmp:
         return run(tmp)
@@ -268,6 +333,7 @@ def run(tmp):
         check(mine == theirs, f"{ours} differs from ORT's write_calibration_table")
 
     ort_cpu_tables(tmp, TensorsData, TensorData, CalibrationMethod, write_calibration_table)
+    no_positive_tables(tmp, TensorsData, TensorData, CalibrationMethod, write_calibration_table)
 
     # calibration.cache read as the text it is
     rows = [line.split(" ") for line in data("calibration.cache").decode("utf-8").split("\n")[:-1]]

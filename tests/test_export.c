@@ -207,7 +207,7 @@ static void test_refusals(void)
     bad[14].r[1].r.scale = -1;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ptq_buf b = {0};
-        ptq_export_stats s = {1, 1, 1};
+        ptq_export_stats s = {1, 1, 1, 1};
         ptq_status st[5];
         st[0] = ptq_export_trt_cache(&ctx, NULL, bad[i].r, 2, &b, &s);
         st[1] = ptq_export_ort_flatbuffers(&ctx, bad[i].r, 2, &b, &s);
@@ -359,6 +359,22 @@ static void test_asymmetric(void)
     CHECK(ptq_export_json(&ctx, NULL, r, 2, &b, NULL) == PTQ_OK);
     CHECK(b.data && strstr(b.data, "\"lowest\":\t-1.5") && strstr(b.data, "\"highest\":\t5.75"));
     ptq_buf_free(&b);
+    /* no positive value: the TensorRT EP's amax (max(highest, lowest)) would be 0 or negative, so the
+     * TensorRT-facing tables leave the range out and count it, as they do degenerate ones; calibration.json keeps it */
+    ptq_export_stats s;
+    for (int widened = 0; widened < 2; widened++) {
+        r[1].lowest = -4.4375f;
+        r[1].highest = widened ? 0.0f : -0.5f;
+        CHECK(ptq_export_range_no_positive(&r[1]) && !ptq_export_range_no_positive(&r[0]));
+        CHECK(ptq_export_ort_cache(&ctx, r, 2, &b, &s) == PTQ_OK && s.n_written == 1 && s.n_no_positive == 1 &&
+              s.n_degenerate == 0 && b.data && strcmp(b.data, "relu 5.75\n") == 0);
+        ptq_buf_free(&b);
+        CHECK(ptq_export_ort_flatbuffers(&ctx, r, 2, &b, &s) == PTQ_OK && s.n_written == 1 && s.n_no_positive == 1);
+        ptq_buf_free(&b);
+        CHECK(ptq_export_ort_json(&ctx, r, 2, &b, NULL) == PTQ_OK && b.data && strstr(b.data, "\"conv\": {\"lowest\""));
+        ptq_buf_free(&b);
+    }
+    r[1].highest = 3.0f;
     r[1].lowest = 4.0f; /* above highest */
     CHECK(ptq_export_ort_json(&ctx, r, 2, &b, NULL) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "conv") && !b.data);
     r[1].lowest = NAN;

@@ -116,7 +116,9 @@ PTQ_API ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, co
 /* The asymmetric range of what obs saw for a calibrated amax (target
  * ort-cpu, include/ptq/plan.h): [max(min, -amax), min(max, amax)] as
  * float32, the observed range clipped to the calibrator's (minmax: exactly
- * [min, max]). */
+ * [min, max]), widened to hold 0 as onnxruntime's compute_scale_zp widens
+ * it (*lo <= 0 <= *hi): the range the plan's uint8 scale and zero point
+ * come from, and the one ptq export writes. */
 PTQ_API void ptq_calib_clip_range(const ptq_observer *obs, double amax, float *lo, float *hi);
 
 #ifdef __cplusplus

@@ -39,11 +39,21 @@ typedef struct ptq_export_stats {
     int64_t n_degenerate;  /* degenerate ranges: left out of the TensorRT-facing tables (TRT cache,
                               calibration.flatbuffers, calibration.cache), written with amax 0 in JSON */
     int64_t n_colon_names; /* names with ':' (ORT's TensorRT-cache parser cuts them there) */
+    int64_t n_no_positive; /* asymmetric ranges (target ort-cpu) whose highest is 0, no positive value seen: the
+                              TensorRT EP's amax would be 0, so calibration.flatbuffers and calibration.cache
+                              leave them out (ptq_export_range_no_positive names them); calibration.json keeps
+                              them */
 } ptq_export_stats;
 
 /* 1 when a name in a TensorRT cache would not read back whole: it contains
  * ':' and ORT's TensorRT-EP parser splits each line at the first ':'. */
 PTQ_API int ptq_export_name_warns(const char *name);
+
+/* 1 when t is an asymmetric range (target ort-cpu), not degenerate, with
+ * no positive value (max(highest, lowest) <= 0: the tensor was never
+ * positive): the amax the TensorRT EP would read is 0, so
+ * calibration.flatbuffers and calibration.cache leave it out. */
+PTQ_API int ptq_export_range_no_positive(const ptq_tensor_range *t);
 
 /* 1 when s is a name (or path) the exporters accept: non-empty, valid
  * UTF-8 (no overlong forms or surrogates), no '\n' or '\r'. */
@@ -108,8 +118,10 @@ PTQ_API ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params
  * asymmetric range (target ort-cpu) holds its own lowest and highest, and
  * ORT then writes max(highest, lowest), its highest: so does ptq.
  * calibration.flatbuffers and calibration.cache feed TensorRT's INT8 path:
- * FP8 ranges are PTQ_ERR_UNSUPPORTED there, degenerate ranges are left out
- * (counted), and amax must round to a normal, finite float32. */
+ * FP8 ranges are PTQ_ERR_UNSUPPORTED there, degenerate ranges and
+ * asymmetric ones with no positive value (highest <= 0) are left out
+ * (counted), and the value written must round to a normal, finite
+ * float32. */
 
 /* TrtTable { dict: [KeyValue { key: string (key); value: string }] }, no
  * file identifier, laid out exactly as ORT's Python flatbuffers Builder
