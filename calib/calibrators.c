@@ -102,6 +102,24 @@ static double bin_hi(const calib_hist *h, int64_t k)
     return k == h->n - 1 ? h->top : (double)(k + 1);
 }
 
+/* obs's histogram (st: its stats) as the calibrators read it. */
+static calib_hist hist_of(const ptq_observer *obs, const ptq_observer_stats *st)
+{
+    const int64_t n_bins = ptq_observer_n_bins(obs);
+    int log2_bins = 0;
+    while (((int64_t)1 << log2_bins) < n_bins)
+        log2_bins++;
+    calib_hist h = {.bins = ptq_observer_hist(obs), .n = n_bins, .first = -1};
+    while (h.n > 0 && h.bins[h.n - 1] == 0)
+        h.n--;
+    for (int64_t k = 0; k < h.n && h.first < 0; k++)
+        if (h.bins[k])
+            h.first = k;
+    h.w = ldexp(1.0, ptq_observer_exponent(obs) - log2_bins);
+    h.top = fmax(fabs((double)st->min), fabs((double)st->max)) / h.w;
+    return h;
+}
+
 /* a: amax / w. The values of bins above a, with a linear share of a straddled bin. */
 static double count_above(const calib_hist *h, double a)
 {
@@ -165,18 +183,8 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     }
 
     const int64_t n_bins = ptq_observer_n_bins(obs);
-    int log2_bins = 0;
-    while (((int64_t)1 << log2_bins) < n_bins)
-        log2_bins++;
-    calib_hist h = {.bins = ptq_observer_hist(obs), .n = n_bins, .first = -1};
-    while (h.n > 0 && h.bins[h.n - 1] == 0)
-        h.n--;
-    for (int64_t k = 0; k < h.n && h.first < 0; k++)
-        if (h.bins[k])
-            h.first = k;
-    h.w = ldexp(1.0, ptq_observer_exponent(obs) - log2_bins);
-    const double max_abs = fmax(fabs((double)st.min), fabs((double)st.max));
-    h.top = max_abs / h.w;
+    const calib_hist h = hist_of(obs, &st);
+    const double max_abs = h.top * h.w;
 
     /* entropy and mse search in O(bins^2): at most the default resolution,
      * an archive with more bins regrouped first exactly as a default-bin
@@ -217,7 +225,21 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     out->amax = p->method == PTQ_CALIB_MINMAX ? max_abs : a * h.w;
     out->scale = out->amax / ptq_qformat_max(p->format);
     out->clipped_fraction = ((double)st.n_inf + count_above(&h, a)) / n_values;
+    out->zero_fraction = ptq_calib_zero_fraction(obs, out->scale, p->format);
     return PTQ_OK;
+}
+
+double ptq_calib_zero_fraction(const ptq_observer *obs, double scale, ptq_qformat f)
+{
+    ptq_observer_stats st;
+    ptq_observer_get_stats(obs, &st);
+    const ptq_numfmt *nf = ptq_numfmt_get(f);
+    if (st.n_binned == 0 || !(scale > 0) || !nf)
+        return 0.0;
+    const double smallest = nf->is_float ? ldexp(1.0, 2 - (1 << (nf->exp_bits - 1)) - nf->man_bits) : 1.0;
+    const calib_hist h = hist_of(obs, &st);
+    const double below = (double)st.n_binned - count_above(&h, 0.5 * smallest * scale / h.w);
+    return below / (double)st.n_binned;
 }
 
 void ptq_calib_clip_range(const ptq_observer *obs, double amax, float *lo, float *hi)

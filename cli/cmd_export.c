@@ -324,6 +324,11 @@ int cmd_export(int argc, char **argv)
                                 "[%.9g, 0]): the TensorRT EP would read an amax of 0, so it was left out of "
                                 "calibration.flatbuffers and calibration.cache (calibration.json keeps it)\n",
                         ranges[i].name, (double)ranges[i].lowest);
+    for (int64_t i = 0; i < n; i++)
+        if (!ranges[i].r.degenerate && ranges[i].r.zero_fraction > PTQ_CALIB_ZERO_WARN)
+            fprintf(stderr, "ptq export: warning: tensor '%s': amax %g rounds %.1f%% of the nonzero values the archive "
+                            "saw to 0: the range sits far above the bulk of the tensor (an outlier?)\n",
+                    ranges[i].name, ranges[i].r.amax, 100.0 * ranges[i].r.zero_fraction);
     if (es.n_degenerate > 0 && !fmt_json)
         fprintf(stderr, "ptq export: warning: %lld tensors saw only zeros and were left out of the INT8 tables\n",
                 (long long)es.n_degenerate);

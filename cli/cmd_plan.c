@@ -116,6 +116,24 @@ static void print_explain(const ptq_plan *p)
     }
 }
 
+/* The plan's quantized activations whose scale rounds most of what the
+ * archive saw (its nonzero values) to the zero code: an amax set far above
+ * the tensor's bulk, such as by one outlier. */
+static void warn_zero_codes(const ptq_plan *plan, const ptq_calib_set *set)
+{
+    for (int64_t i = 0; i < plan->n; i++) {
+        const ptq_plan_entry *e = &plan->e[i];
+        const int64_t k = e->is_weight || e->n_scales != 1 ? -1 : ptq_calib_set_find(set, e->name);
+        if (k < 0 || !ptq_prec_is_quantized(e->prec))
+            continue;
+        const double zero = ptq_calib_zero_fraction(ptq_calib_set_observer(set, k), e->scales[0], e->prec);
+        if (zero > PTQ_CALIB_ZERO_WARN)
+            fprintf(stderr, "ptq plan: warning: tensor '%s': scale %g (%s) rounds %.1f%% of the nonzero values the "
+                            "archive saw to 0: its range sits far above the bulk of the tensor (an outlier?)\n",
+                    e->name, (double)e->scales[0], ptq_prec_name(e->prec), 100.0 * zero);
+    }
+}
+
 int cmd_plan(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},  {"out", 1, NULL},   {"core", 1, NULL}, {"method", 1, NULL},
@@ -212,6 +230,7 @@ int cmd_plan(int argc, char **argv)
             done);
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
+    warn_zero_codes(plan, set);
     if (!quiet) {
         print_counts(plan, out);
         printf("wrote %s\n", cli_shown(out));

@@ -21,6 +21,7 @@ try:
     import onnx
     import onnxruntime as ort
     from onnx import helper, TensorProto
+    import onnx.numpy_helper
     from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
@@ -155,6 +156,42 @@ def tiny_zero_model(path):
     m = helper.make_model(helper.make_graph(nodes, "zero", [x], outs), opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 7
     onnx.save(m, path)
+
+
+def one_outlier(J):
+    """4,095 N(0, 1) values and one 1e4 through x -> MatMul(I) -> a -> MatMul(I) -> t -> MatMul -> h -> MatMul -> y
+    (t = x, quantized by the default plan; a at the FP16 edge): the calibrated amax (entropy 1e4, and the
+    default percentile too) rounds nearly every value to the zero code, which ptq export and ptq plan say,
+    naming the tensors; without the outlier neither warns."""
+    rng = np.random.default_rng(5)
+    eye = np.eye(64, dtype=np.float32)
+    init = [onnx.numpy_helper.from_array(w, n) for n, w in (
+        ("I1", eye), ("I2", eye), ("W1", (rng.standard_normal((64, 32)) * 0.2).astype(np.float32)),
+        ("W2", (rng.standard_normal((32, 10)) * 0.3).astype(np.float32)))]
+    nodes = [helper.make_node("MatMul", [a, w], [o]) for a, w, o in
+             (("x", "I1", "a"), ("a", "I2", "t"), ("t", "W1", "h"), ("h", "W2", "y"))]
+    g = helper.make_graph(nodes, "outlier", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], initializer=init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, J("outlier.onnx"))
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    for name, data in (("normal", x), ("outlier", np.where(np.arange(x.size).reshape(x.shape) == 0, 1e4, x))):
+        with h5py.File(J(f"{name}-data.h5"), "w") as f:
+            f["x"] = data.astype(np.float32)
+            f["labels"] = np.zeros(len(data), np.int64)
+        run_ok(f"one outlier: calibrate {name}", "calibrate", "--model", J("outlier.onnx"), "--data",
+               J(f"{name}-data.h5"), "--out", J(f"{name}-c.h5"))
+        rc, _, err = ptq("export", J(f"{name}-c.h5"), "--method", "entropy", "--format", "json", "--out",
+                         J(f"{name}-ranges.json"))
+        warned = [n for n in ("x", "a", "t") if f"ptq export: warning: tensor '{n}'" in err]
+        want = ["x", "a", "t"] if name == "outlier" else []
+        check(f"one outlier: export --method entropy on the {name} archive warns of the zero code for {want}",
+              rc == 0 and warned == want and (not want or "to 0" in err), f"exit {rc}, warned {warned}: {err[-300:]}")
+        rc, _, err = ptq("plan", J(f"{name}-c.h5"), "--model", J("outlier.onnx"), "--out", J(f"{name}-plan.json"))
+        warned = [n for n in ("x", "a", "t", "h") if f"ptq plan: warning: tensor '{n}'" in err]
+        check(f"one outlier: plan (percentile 99.99) on the {name} archive warns for the quantized t only",
+              rc == 0 and warned == (["t"] if name == "outlier" else []), f"exit {rc}, warned {warned}: {err[-300:]}")
 
 
 def main():
@@ -396,6 +433,7 @@ def main():
     expect_fail("merge: counts that would overflow", ["merge", big1, big0, "--out", J("bad17.h5")], 2,
                 "2^63 - 1", [J("bad17.h5")], tmp)
 
+    one_outlier(J)
     return finish("cli_calib_test")
 
 

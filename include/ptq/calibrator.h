@@ -48,7 +48,13 @@ typedef struct ptq_calib_range {
     double scale;            /* amax / the format's largest level (127, 448, 57344) */
     double clipped_fraction; /* share of the non-NaN values with |x| > amax (Inf counts as clipped) */
     int degenerate;          /* 1: no finite nonzero value was seen; amax and scale are 0 */
+    double zero_fraction;    /* share of the nonzero finite values that round to the zero code at scale
+                                (ptq_calib_zero_fraction); above PTQ_CALIB_ZERO_WARN the amax sits far
+                                above the tensor's bulk (one outlier set it) and most of the tensor is lost */
 } ptq_calib_range;
+
+/* A zero_fraction above this makes ptq export and ptq plan warn, naming the tensor. */
+#define PTQ_CALIB_ZERO_WARN 0.5
 
 /* "minmax", "entropy", "percentile", "mse"; "int8", "fp8-e4m3", "fp8-e5m2". */
 PTQ_API const char *ptq_calib_method_name(ptq_calib_method m);
@@ -94,8 +100,13 @@ PTQ_API double ptq_qformat_max(ptq_qformat f);
  * percentile: amax below which p% of the non-NaN |x| lie, exact zeros being
  *   values at 0 and Inf above everything, interpolated linearly inside the
  *   bin; kept within [right edge of the first non-empty bin, max|x|]: a
- *   target among the zeros gives that lower bound (amax > 0 and the smallest
- *   values not all clipped), one among the Inf gives max|x|.
+ *   target among the zeros, or inside the first non-empty bin, gives that
+ *   lower bound (amax > 0 and the smallest values not all clipped), one
+ *   among the Inf gives max|x|. The floor can lie far above the percentile
+ *   asked for: the bins are max|x| / n_bins wide (rounded up to a power of
+ *   two), so where one outlier sets max|x| the first bin may hold most of
+ *   the tensor, and percentile=50 of 4095 N(0,1) values and one 1e4 gives
+ *   4.0, the first bin's right edge, not the median 0.67.
  * mse: amax among the bin right edges i * w, i = 1 .. len, with the least
  *   sum over bins of count * (qdq(centre) - centre)^2, centres (j + 0.5) w;
  *   INT8 qdq: scale amax / 127, round half to even, clamp to +-127 (the
@@ -112,6 +123,14 @@ PTQ_API double ptq_qformat_max(ptq_qformat f);
  */
 PTQ_API ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_observer *obs,
                                      ptq_calib_range *out);
+
+/* The share of the nonzero finite values obs saw that round to the zero
+ * code at scale in format f: |x| below half the format's smallest positive
+ * level (1 for int8 and uint8, 2^-9 for fp8-e4m3, 2^-16 for fp8-e5m2) times
+ * scale, counted on the histogram as the calibrators read it (values spread
+ * evenly inside a bin). 0 when obs saw no nonzero finite value or scale is
+ * not > 0. */
+PTQ_API double ptq_calib_zero_fraction(const ptq_observer *obs, double scale, ptq_qformat f);
 
 /* The asymmetric range of what obs saw for a calibrated amax (target
  * ort-cpu, include/ptq/plan.h): [max(min, -amax), min(max, amax)] as
