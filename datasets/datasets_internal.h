@@ -242,6 +242,9 @@ ptq_status ds_h5_check_filters(ptq_ctx *ctx, hid_t d, const char *key, const cha
  * one without the mapped dataset), which it reads as fill values:
  * PTQ_ERR_IO naming the source. */
 ptq_status ds_h5_check_sources(ptq_ctx *ctx, hid_t d, const char *key, const char *path);
+/* 1 when key names an object in file ("a/b" checked link by link, so a
+ * dangling link on the way is "no", not a libhdf5 error). */
+int ds_h5_exists(hid_t file, const char *key);
 /* Samples per chunk: about 4 MiB of sample_bytes-sized samples, 1..1024, at most n. */
 int64_t ds_h5_chunk_samples(int64_t n, size_t sample_bytes);
 

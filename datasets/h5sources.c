@@ -84,23 +84,6 @@ static int resolve_efile(const char *origin, const char *name, char *out, size_t
     return snprintf(out, n, "%s", name) < (int)n && is_file(out);
 }
 
-/* 1 when the object path key (each component a link) is in file. */
-static int object_exists(hid_t file, const char *key)
-{
-    char part[1024];
-    size_t len = strlen(key);
-    if (len == 0 || len >= sizeof part)
-        return 0;
-    for (size_t i = 1; i <= len; i++)
-        if (key[i] == '/' || key[i] == '\0') {
-            memcpy(part, key, i);
-            part[i] = '\0';
-            if (H5Lexists(file, part, H5P_DEFAULT) <= 0)
-                return 0;
-        }
-    return H5Oexists_by_name(file, key, H5P_DEFAULT) > 0;
-}
-
 /* The name of the file holding object o (where an external link led), malloc'd; NULL if unknown. */
 static char *file_name_of(hid_t o)
 {
@@ -135,7 +118,7 @@ ptq_status ds_h5_check_sources(ptq_ctx *ctx, hid_t d, const char *key, const cha
         else
             st = ptq_fail(ctx, PTQ_ERR_IO, "'%s' in %s is a virtual dataset mapping '%s' in %s, which does not "
                           "exist: its samples would read as zeros", key, path, dset, file);
-        if (st == PTQ_OK && (src < 0 || !object_exists(src, dset)))
+        if (st == PTQ_OK && (src < 0 || !ds_h5_exists(src, dset)))
             st = ptq_fail(ctx, PTQ_ERR_IO, "'%s' in %s is a virtual dataset mapping '%s' in %s, which %s: its "
                           "samples would read as zeros", key, path, dset, strcmp(file, ".") == 0 ? path : found,
                           src < 0 ? "cannot be opened as HDF5" : "has no such dataset");

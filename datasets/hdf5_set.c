@@ -103,10 +103,9 @@ static void list_root(hid_t file, char *buf, size_t n_buf)
     }
 }
 
-/* 1 when path names an object in file ("a/b" checked part by part). */
-static int h5_exists(hid_t file, const char *key)
+int ds_h5_exists(hid_t file, const char *key)
 {
-    char part[512];
+    char part[1024];
     size_t len = strlen(key);
     if (len == 0 || len >= sizeof part)
         return 0;
@@ -154,9 +153,9 @@ static ptq_status check_dangling(ptq_ctx *ctx, hid_t file, const char *given, co
 static const char *find_key(hid_t file, const char *given, const char *const *candidates)
 {
     if (given)
-        return h5_exists(file, given) ? given : NULL;
+        return ds_h5_exists(file, given) ? given : NULL;
     for (int i = 0; candidates[i]; i++)
-        if (h5_exists(file, candidates[i]))
+        if (ds_h5_exists(file, candidates[i]))
             return candidates[i];
     return NULL;
 }
@@ -476,7 +475,7 @@ static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
                 H5Aclose(a);
             return st;
         }
-    if (h5_exists(h->file, "class_names")) {
+    if (ds_h5_exists(h->file, "class_names")) {
         hid_t d = H5Dopen2(h->file, "class_names", H5P_DEFAULT);
         snprintf(what, sizeof what, "dataset class_names in %s", ds->path);
         st = d < 0 ? ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open %s", what)
@@ -550,7 +549,7 @@ static ptq_status open_array(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, int i, c
 {
     ptq_dataset_array *a = &ds->arrays[i];
     char names[512], why[256], tname[64], shape[96];
-    if (!h5_exists(h->file, key)) {
+    if (!ds_h5_exists(h->file, key)) {
         PTQ_TRY_RET(check_dangling(ctx, h->file, key, NULL, ds->path));
         list_root(h->file, names, sizeof names);
         return ptq_fail(ctx, PTQ_ERR_DATA, "no dataset '%s' in %s (it has: %s)", key, ds->path, names);
