@@ -45,7 +45,8 @@ int cli_points_parse(const char *cmd, const char *flag, const char *value, doubl
     char *end = NULL;
     const double x = strtod(value, &end);
     if (!cli_plain_number(value) || !end || end == value || (*end && strcmp(end, "%") != 0) || !isfinite(x) || x < 0)
-        return cli_usage_error(cmd, "--%s wants points of top-1 >= 0 (e.g. 0.3), got '%s'", flag, value);
+        return cli_usage_error(cmd, "--%s wants points of %s >= 0 (e.g. 0.3; a trailing %% means the same), got '%s'",
+                               flag, strcmp(flag, "class-budget") == 0 ? "a class's recall" : "top-1", value);
     *out = x;
     return 0;
 }

@@ -417,6 +417,7 @@ ptq_status ptq_plan_budgeted(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, i
     /* a tensor with no figure would be moved last, as if measured harmless */
     PTQ_TRY(st, ptq_sens_covers(ctx, sens, start), done);
     PTQ_TRY(st, move_order(ctx, ptq_session_graph(s), start, sens, &order, &n_moves), done);
+    const int64_t n_order = n_moves;
     if (b->max_moves >= 0 && n_moves > b->max_moves)
         n_moves = b->max_moves;
     if (!(result->steps = calloc((size_t)n_moves + 1, sizeof *result->steps))) {
@@ -427,10 +428,15 @@ ptq_status ptq_plan_budgeted(ptq_ctx *ctx, ptq_session *s, const int64_t *ids, i
     /* where the target keeps tensors out of quantization: onnxruntime's CPU kernels have no FP16 arithmetic */
     const int ort_cpu = start->target == PTQ_TARGET_ORT_CPU;
     const ptq_prec high = quant_target_float(start->target);
-    for (int64_t step = 0; step <= n_moves; step++) {
+    for (int64_t step = 0, next = 0; step <= n_moves; step++) {
         ptq_budget_step *bs = &result->steps[result->n_steps];
         if (step > 0) {
-            ptq_plan_entry *e = &cur->e[order[step - 1].entry];
+            /* a tensor an earlier move already took to float (a weight follows its layer's input) is no move */
+            while (next < n_order && !ptq_prec_is_quantized(cur->e[order[next].entry].prec))
+                next++;
+            if (next == n_order)
+                break;
+            ptq_plan_entry *e = &cur->e[order[next++].entry];
             PTQ_TRY(st, move_entry(ctx, e, high, ort_cpu ? "budget: moved to FP32" : "budget: moved to FP16"), done);
             if (!(bs->moved = strdup(e->name))) {
                 st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");

@@ -31,6 +31,7 @@
 enum { MODE_FP32, MODE_DEFAULT, MODE_ONLY, MODE_ALL_BUT };
 
 struct ptq_sensitivity {
+    const char *high; /* where "all but" keeps its tensor: "FP16", or "FP32" for target ort-cpu */
     const ptq_graph *g;
     ptq_fq *fq_def, *fq_core, *fq_fp16;
     const ptq_overlay *ov_def, *ov_core, *ov_fp16;
@@ -272,6 +273,7 @@ ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *def
     if (!s)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sensitivity analysis");
     s->g = g;
+    s->high = default_plan->target == PTQ_TARGET_ORT_CPU ? "FP32" : "FP16";
     s->only = (flags & PTQ_SENS_ONLY) != 0;
     PTQ_TRY(st, float_plan(ctx, default_plan, &p16), fail);
     PTQ_TRY(st, ptq_fq_create(ctx, g, default_plan, &s->fq_def), fail);
@@ -761,8 +763,8 @@ ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, cons
     ptq_buf_putf(&b, "%lld samples, %d classes. FP32 top-1 %.2f%%; the default plan %.2f%% (%+.2f pts).\n\n",
                  (long long)f32.n, s->k, pts(f32.top1, f32.n), pts(def.top1, def.n), pts(def.top1 - f32.top1, f32.n));
     ptq_buf_putf(&b, "Sorted by the top-1 lost when only the tensor is quantized (then its logits' SQNR). "
-                     "\"All but\" is the default plan with the tensor in FP16: the points it recovers "
-                     "(only for tensors the default plan quantizes).\n\n");
+                     "\"All but\" is the default plan with the tensor in %s: the points it recovers "
+                     "(only for tensors the default plan quantizes).\n\n", s->high);
     ptq_buf_putf(&b, "| tensor | kind | only: top-1 Δ pts | only: SQNR dB | only: agreement | only: worst class (recall Δ) "
                      "| all but: recovered pts |\n|---|---|---|---|---|---|---|\n");
     for (int64_t j = 0; j < s->n_t; j++) {

@@ -276,6 +276,9 @@ def main():
           "activations are uint8 and measured both ways", rc == 0 and sc.get("target") == "ort-cpu" and
           "target ort-cpu" in so and "target" not in reports["s-full"] and u8 and
           all(t["only"] and t["all_but"]["measured"] for t in u8), f"exit {rc}: {so} {err.strip()[-300:]}")
+    md = open(J("s-cpu.md")).read() if os.path.exists(J("s-cpu.md")) else ""
+    check("sensitivity --target ort-cpu: the Markdown says \"all but\" keeps the tensor in FP32",
+          '"All but" is the default plan with the tensor in FP32' in md, md[:600])
     rc, so, err = ptq("plan", J("hard.h5"), "--model", hard, "--target", "ort-cpu", *cpu_flags, "--sensitivity",
                       J("s-cpu.json"), "--budget", "0", "--max-moves", "3", "--data", J("v.h5"), "--samples", "0",
                       "--out", J("b-cpu.json"))

@@ -155,6 +155,21 @@ def main():
                   and all(e["kind"] == "weight" and e["rule"] == "weight.follows-input" for e in followers)
                   and all("worst_class" in st for st in tr["steps"]),
                   f"moves {moves}, followers {[(e['name'], e.get('rule')) for e in followers]}")
+        # a budget of 0 on the hard case: moves until met; a tensor an earlier move already took to FP16 (a weight
+        # that follows its layer's input) is never a step of its own: each step adds FP16 tensors, and --max-moves
+        # of the steps the unlimited run took meets the budget too
+        rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0",
+                         "--data", J("val.h5"), "--samples", "0", "--out", J("b0.json"))
+        tr = json.load(open(J("b0.trace.json"))) if rc in (0, 11) else {"steps": []}
+        counts = [st["fp16_tensors"] for st in tr["steps"]]
+        check("plan --budget 0: every step adds FP16 tensors (no step re-moves a follower)", len(counts) > 1 and
+              all(b > a for a, b in zip(counts, counts[1:])), f"exit {rc}, FP16 counts {counts}: {err[-200:]}")
+        if rc == 0 and len(counts) > 1:
+            rc2, _, err2 = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget",
+                               "0", "--max-moves", str(len(counts) - 1), "--data", J("val.h5"), "--samples", "0",
+                               "--out", J("b0m.json"))
+            check(f"plan --budget 0 --max-moves {len(counts) - 1} (the moves it took): met, exit 0", rc2 == 0,
+                  f"exit {rc2}: {err2[-200:]}")
         # a budget that cannot be met (no move allowed): exit 11, the best plan written
         rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
                          "--max-moves", "0", "--data", J("val.h5"), "--samples", "300", "--out", J("never.json"))
