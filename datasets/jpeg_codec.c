@@ -105,8 +105,8 @@ ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image
     if (cs == TJCS_CMYK || cs == TJCS_YCCK)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "JPEG %s is CMYK; ptq reads gray and RGB JPEGs", path);
     const int gray = cs == TJCS_GRAY;
-    /* an image already the model's size is used as is (as preprocessing would); else with a resize, the
-     * smallest DCT scale that does not go below the resized shorter side */
+    /* with a resize, the smallest DCT scale that does not go below the resized shorter side; an image
+     * already the model's size is decoded whole (its resize can only enlarge it, or is refused) */
     const int keep = !p || p->resize <= 0 || ((int64_t)h == p->height && (int64_t)w == p->width);
     const tjscalingfactor sf = pick_scale(w, h, keep ? 0 : p->resize);
     const int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);

@@ -1,7 +1,9 @@
 /* Preprocessing: the spec-string parser and the one function that turns a
  * decoded image (uint8/uint16/float, any size, 1-4 channels) into the
- * model's float layout; both dataset readers use it. Steps and conventions
- * are documented in include/ptq/dataset.h. Covered by tests/test_datasets.c. */
+ * model's float layout, resizing as torchvision's Resize + CenterCrop on PIL
+ * images do; both dataset readers use it. Steps and conventions are documented
+ * in include/ptq/dataset.h. Covered by tests/test_datasets.c and, against
+ * torchvision, tests/preprocess_test.py. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -302,18 +304,156 @@ static inline float pixel_at(const src_image *s, int n_out, int mc, int64_t y, i
     return 0.299f * sample_at(s, y, x, 0) + 0.587f * sample_at(s, y, x, 1) + 0.114f * sample_at(s, y, x, 2);
 }
 
-/* Source coordinate of output index o along an axis: half-pixel centres, clamped. */
-static inline void axis_tap(int64_t o, int64_t offset, double step, int64_t n_in, int64_t *i0, int64_t *i1,
-                            float *frac)
+/* ---- resize: Pillow's antialiased bilinear (ImagingResample in src/libImaging/Resample.c), so that
+ * resize + crop is torchvision's Resize(S) + CenterCrop on a PIL image: a triangle filter whose support
+ * widens with the downscale factor, normalized weights, a horizontal pass then a vertical one; 8-bit
+ * images in Pillow's fixed point, rounded and clamped to uint8 after each pass, bit for bit. Only the
+ * outputs inside the crop are computed; each is the same as in the whole resized image. ---- */
+
+#define PIL_PRECISION_BITS 22 /* Pillow's 32 - 8 - 2 */
+
+typedef struct resample_axis {
+    int64_t ksize;  /* weights per output */
+    int64_t *first; /* [n_out] first input index */
+    int64_t *count; /* [n_out] inputs used */
+    double *k;      /* [n_out, ksize] normalized weights */
+    int32_t *k8;    /* [n_out, ksize] the weights in fixed point */
+} resample_axis;
+
+static void resample_axis_free(resample_axis *a)
 {
-    double f = ((double)(o + offset) + 0.5) * step - 0.5;
-    if (f < 0)
-        f = 0;
-    if (f > (double)(n_in - 1))
-        f = (double)(n_in - 1);
-    *i0 = (int64_t)f;
-    *i1 = *i0 + 1 < n_in ? *i0 + 1 : n_in - 1;
-    *frac = (float)(f - (double)*i0);
+    free(a->first);
+    free(a->count);
+    free(a->k);
+    free(a->k8);
+}
+
+static double triangle(double x)
+{
+    x = x < 0.0 ? -x : x;
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+/* Weights of outputs off..off+n_out of an n_in -> n_resized resample (Pillow's precompute_coeffs and
+ * normalize_coeffs_8bpc, same arithmetic); 0 when out of memory. */
+static int resample_axis_init(resample_axis *a, int64_t n_in, int64_t n_resized, int64_t off, int64_t n_out)
+{
+    const double scale = (double)(float)n_in / (double)n_resized; /* Pillow: (double)(in1 - in0) / outSize */
+    const double filterscale = scale < 1.0 ? 1.0 : scale;
+    const double support = 1.0 * filterscale, ss = 1.0 / filterscale;
+    memset(a, 0, sizeof *a);
+    a->ksize = (int64_t)ceil(support) * 2 + 1;
+    a->first = malloc((size_t)n_out * sizeof *a->first);
+    a->count = malloc((size_t)n_out * sizeof *a->count);
+    a->k = malloc((size_t)(n_out * a->ksize) * sizeof *a->k);
+    a->k8 = malloc((size_t)(n_out * a->ksize) * sizeof *a->k8);
+    if (!a->first || !a->count || !a->k || !a->k8)
+        return 0;
+    for (int64_t o = 0; o < n_out; o++) {
+        const double center = ((double)(o + off) + 0.5) * scale;
+        int64_t lo = (int64_t)(center - support + 0.5), hi = (int64_t)(center + support + 0.5);
+        lo = lo < 0 ? 0 : lo;
+        hi = (hi > n_in ? n_in : hi) - lo;
+        double *k = a->k + o * a->ksize, ww = 0.0;
+        for (int64_t i = 0; i < hi; i++) {
+            k[i] = triangle(((double)(i + lo) - center + 0.5) * ss);
+            ww += k[i];
+        }
+        for (int64_t i = 0; i < hi; i++) {
+            if (ww != 0.0)
+                k[i] /= ww;
+            a->k8[o * a->ksize + i] = (int32_t)(k[i] < 0 ? -0.5 + k[i] * (1 << PIL_PRECISION_BITS)
+                                                         : 0.5 + k[i] * (1 << PIL_PRECISION_BITS));
+        }
+        a->first[o] = lo;
+        a->count[o] = hi;
+    }
+    return 1;
+}
+
+static inline uint8_t clip8(int64_t ss)
+{
+    if (ss < 0)
+        return 0;
+    ss >>= PIL_PRECISION_BITS;
+    return ss > 255 ? 255 : (uint8_t)ss;
+}
+
+static inline uint8_t sample_u8(const src_image *s, int64_t y, int64_t x, int64_t ch)
+{
+    return ((const uint8_t *)s->data)[s->planar ? (ch * s->h + y) * s->w + x : (y * s->w + x) * s->c + ch];
+}
+
+/* s resized to rh x rw and cropped at (top, left) to H x W into out: [H, W, s->c] uint8 for a uint8 s
+ * (Pillow's 8-bit path), else float (its 32-bit float path, on sample_at's values). */
+static ptq_status resample_crop(ptq_ctx *ctx, const src_image *s, int64_t rh, int64_t rw, int64_t top, int64_t left,
+                                int64_t H, int64_t W, void *out)
+{
+    ptq_status st = PTQ_OK;
+    const int u8 = s->dtype == PTQ_DT_UINT8, need_h = rw != s->w, need_v = rh != s->h;
+    const int64_t c = s->c, row = W * c;
+    resample_axis ax = {0}, ay = {0};
+    void *tmp = NULL;
+    if (!resample_axis_init(&ax, s->w, rw, left, W) || !resample_axis_init(&ay, s->h, rh, top, H)) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "resize of a %lldx%lld image: out of memory", (long long)s->w,
+                      (long long)s->h);
+        goto done;
+    }
+    /* source rows the vertical pass reads */
+    const int64_t y_first = need_v ? ay.first[0] : top;
+    const int64_t y_end = need_v ? ay.first[H - 1] + ay.count[H - 1] : top + H;
+    tmp = malloc((size_t)((y_end - y_first) * row) * (u8 ? sizeof(uint8_t) : sizeof(float)));
+    if (!tmp) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "resize of a %lldx%lld image: out of memory", (long long)s->w,
+                      (long long)s->h);
+        goto done;
+    }
+    for (int64_t y = y_first; y < y_end; y++)
+        for (int64_t ox = 0; ox < W; ox++)
+            for (int64_t ch = 0; ch < c; ch++) {
+                const int64_t o = (y - y_first) * row + ox * c + ch, x0 = need_h ? ax.first[ox] : left + ox;
+                const int64_t n = need_h ? ax.count[ox] : 1;
+                if (u8) {
+                    int64_t acc = (int64_t)1 << (PIL_PRECISION_BITS - 1);
+                    for (int64_t i = 0; i < n; i++)
+                        acc += (int64_t)sample_u8(s, y, x0 + i, ch) *
+                               (need_h ? ax.k8[ox * ax.ksize + i] : (int32_t)1 << PIL_PRECISION_BITS);
+                    ((uint8_t *)tmp)[o] = clip8(acc);
+                } else {
+                    double acc = 0.0;
+                    for (int64_t i = 0; i < n; i++)
+                        acc += (double)sample_at(s, y, x0 + i, ch) * (need_h ? ax.k[ox * ax.ksize + i] : 1.0);
+                    ((float *)tmp)[o] = (float)acc;
+                }
+            }
+    for (int64_t oy = 0; oy < H; oy++)
+        for (int64_t j = 0; j < row; j++) {
+            const int64_t y0 = (need_v ? ay.first[oy] : top + oy) - y_first, n = need_v ? ay.count[oy] : 1;
+            if (u8) {
+                int64_t acc = (int64_t)1 << (PIL_PRECISION_BITS - 1);
+                for (int64_t i = 0; i < n; i++)
+                    acc += (int64_t)((const uint8_t *)tmp)[(y0 + i) * row + j] *
+                           (need_v ? ay.k8[oy * ay.ksize + i] : (int32_t)1 << PIL_PRECISION_BITS);
+                ((uint8_t *)out)[oy * row + j] = clip8(acc);
+            } else {
+                double acc = 0.0;
+                for (int64_t i = 0; i < n; i++)
+                    acc += (double)((const float *)tmp)[(y0 + i) * row + j] * (need_v ? ay.k[oy * ay.ksize + i] : 1.0);
+                ((float *)out)[oy * row + j] = (float)acc;
+            }
+        }
+done:
+    free(tmp);
+    resample_axis_free(&ax);
+    resample_axis_free(&ay);
+    return st;
+}
+
+/* round(d / 2) with ties to even, as Python's round() in torchvision's center_crop */
+static int64_t half_round_even(int64_t d)
+{
+    const int64_t m = d / 2;
+    return d % 2 == 0 || m % 2 == 0 ? m : m + 1;
 }
 
 ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const void *img, ptq_dtype dtype, int64_t h,
@@ -328,13 +468,13 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
     if (h <= 0 || w <= 0 || c < 1 || c > 4)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "image of %lldx%lld with %lld channels", (long long)h,
                         (long long)w, (long long)c);
-    const src_image s = {img, dtype, h, w, c, planar};
+    src_image s = {img, dtype, h, w, c, planar};
     const int64_t H = p->height, W = p->width;
     const int n_out = p->n_channels;
     /* alpha for a 4-channel model from an image without one: 255 in the 8-bit range, float images the value
      * that scale takes to 1 */
     const float opaque = dtype == PTQ_DT_FLOAT && p->scale != 0.0f ? 1.0f / p->scale : 255.0f;
-    int64_t rh = H, rw = W, top = 0, left = 0;
+    int64_t rh = h, rw = w, top = 0, left = 0;
     const int same_size = h == H && w == W;
     /* Stretching would silently distort the aspect ratio of one odd image
      * among many; a change of geometry must be asked for. */
@@ -347,46 +487,41 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
         return ptq_fail(ctx, PTQ_ERR_SHAPE,
                         "image is %lldx%lld (width x height) but the model takes %lldx%lld; pass --preprocess "
                         "resize=... to resize and center-crop", (long long)w, (long long)h, (long long)W, (long long)H);
-    if (!same_size) {
-        int64_t shorter = h < w ? h : w;
-        rh = h == shorter ? p->resize : (int64_t)llround((double)h * (double)p->resize / (double)shorter);
-        rw = w == shorter ? p->resize : (int64_t)llround((double)w * (double)p->resize / (double)shorter);
+    if (p->resize > 0) { /* torchvision's Resize(S): shorter side S (w when square), longer int(S * long / short) */
+        const int64_t S = p->resize;
+        rw = w <= h ? S : (int64_t)((double)(S * w) / (double)h);
+        rh = w <= h ? (int64_t)((double)(S * h) / (double)w) : S;
         if (rh < H || rw < W)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
-                            "preprocess resize %lld makes a %lldx%lld image %lldx%lld, smaller than the crop %lldx%lld",
-                            (long long)p->resize, (long long)h, (long long)w, (long long)rh, (long long)rw,
-                            (long long)H, (long long)W);
-        top = (rh - H) / 2;
-        left = (rw - W) / 2;
+                            "preprocess resize %lld makes a %lldx%lld image (width x height) %lldx%lld, smaller than "
+                            "the crop %lldx%lld", (long long)S, (long long)w, (long long)h, (long long)rw,
+                            (long long)rh, (long long)W, (long long)H);
+        top = half_round_even(rh - H);
+        left = half_round_even(rw - W);
     }
-    const double step_y = (double)h / (double)rh, step_x = (double)w / (double)rw;
-    for (int64_t oy = 0; oy < H; oy++) {
-        int64_t y0 = oy, y1 = oy;
-        float ay = 0.0f;
-        if (!same_size)
-            axis_tap(oy, top, step_y, h, &y0, &y1, &ay);
-        for (int64_t ox = 0; ox < W; ox++) {
-            int64_t x0 = ox, x1 = ox;
-            float ax = 0.0f;
-            if (!same_size)
-                axis_tap(ox, left, step_x, w, &x0, &x1, &ax);
+    void *resized = NULL;
+    if (rh != h || rw != w) {
+        resized = malloc((size_t)(H * W * c) * (dtype == PTQ_DT_UINT8 ? sizeof(uint8_t) : sizeof(float)));
+        if (!resized)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "resize of a %lldx%lld image: out of memory", (long long)w,
+                            (long long)h);
+        st = resample_crop(ctx, &s, rh, rw, top, left, H, W, resized);
+        if (st != PTQ_OK) {
+            free(resized);
+            return st;
+        }
+        s = (src_image){resized, dtype == PTQ_DT_UINT8 ? PTQ_DT_UINT8 : PTQ_DT_FLOAT, H, W, c, 0};
+        top = left = 0;
+    }
+    for (int64_t oy = 0; oy < H; oy++)
+        for (int64_t ox = 0; ox < W; ox++)
             for (int mc = 0; mc < n_out; mc++) {
-                float v;
-                if (same_size) {
-                    v = pixel_at(&s, n_out, mc, y0, x0, opaque);
-                } else {
-                    float top_row = (1.0f - ax) * pixel_at(&s, n_out, mc, y0, x0, opaque) +
-                                    ax * pixel_at(&s, n_out, mc, y0, x1, opaque);
-                    float bot_row = (1.0f - ax) * pixel_at(&s, n_out, mc, y1, x0, opaque) +
-                                    ax * pixel_at(&s, n_out, mc, y1, x1, opaque);
-                    v = (1.0f - ay) * top_row + ay * bot_row;
-                }
+                float v = pixel_at(&s, n_out, mc, oy + top, ox + left, opaque);
                 int oc = p->bgr && n_out >= 3 && mc < 3 ? 2 - mc : mc; /* BGR, BGRA */
                 v = (v * p->scale - p->mean[oc]) / p->std[oc];
                 out[p->nhwc ? (oy * W + ox) * n_out + oc : ((int64_t)oc * H + oy) * W + ox] = v;
             }
-        }
-    }
+    free(resized);
     return PTQ_OK;
 }
 

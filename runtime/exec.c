@@ -1139,6 +1139,12 @@ static ptq_status bind_input_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *i
         return ptq_fail(ctx, PTQ_ERR_SHAPE, "%lld images of %lldx%lldx%lld for a model input of %lldx%lld, %d channels",
                         (long long)im->n, (long long)im->h, (long long)im->w, (long long)im->c, (long long)p->height,
                         (long long)p->width, p->n_channels);
+    /* resize=S rescales even an image of the model's size (torchvision's Resize) unless S is its shorter side;
+     * the GPU path only normalizes */
+    if (p->resize != 0 && p->resize != (im->h < im->w ? im->h : im->w))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "8-bit images of %lldx%lld (width x height) with preprocess resize "
+                        "%lld: they would be resized; run them through ptq_exec_run instead", (long long)im->w,
+                        (long long)im->h, (long long)p->resize);
     ptq_tensor t = {PTQ_DT_FLOAT, 4, {im->n, p->n_channels, im->h, im->w}, NULL, PTQ_MEM_HOST, 0};
     if (p->nhwc) {
         t.dims[1] = im->h;

@@ -306,13 +306,15 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
         named[k].dims[0] = 1;
     }
     PTQ_TRY_RET(batch_fits(ctx, s, batch, n_bufs));
-    /* 8-bit images of the model's size go to the GPU as bytes and are normalized there */
+    /* 8-bit images of the model's size go to the GPU as bytes and are normalized there, unless resize=
+     * rescales them (any value but 0 or their shorter side) */
     int planar = 0;
     int64_t dh, dw, dc;
     ptq_dataset_geometry(ds, &dh, &dw, &dc);
     const char *dev_pre = getenv("PTQ_DEVICE_PREPROCESS");
-    const int u8 = !n_named && ptq_exec_device(e) == PTQ_DEVICE_CUDA && ptq_dataset_u8(ds, &planar) && dh == h && dw == w &&
-                   dc >= 1 && dc <= 4 && (c == 1 || c == 3) && !(dev_pre && strcmp(dev_pre, "0") == 0);
+    const int u8 = !n_named && ptq_exec_device(e) == PTQ_DEVICE_CUDA && ptq_dataset_u8(ds, &planar) && dh == h &&
+                   dw == w && (pre->resize == 0 || pre->resize == (dh < dw ? dh : dw)) && dc >= 1 && dc <= 4 &&
+                   (c == 1 || c == 3) && !(dev_pre && strcmp(dev_pre, "0") == 0);
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!outs)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");

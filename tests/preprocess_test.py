@@ -3,7 +3,9 @@ the model's input, --preprocess overriding only the keys it names, the
 imagenet presets, grayscale replicated with a notice, the warning when a
 model has no preprocessing at all, float HDF5 images already in [0, 1] not
 scaled again, the below-chance hint of `ptq eval`, and HDF5 class_names
-stored as one comma-joined string.
+stored as one comma-joined string. Resize + crop equal torchvision's Resize(256) +
+CenterCrop(224) on PIL images pixel for pixel (uint8 PNGs, 224x224 included),
+in a folder and in the set `ptq data convert --resize` writes.
 
 The models are tiny: GlobalAveragePool + Flatten of a [N,3,4,4] (or, through
 a Transpose, [N,4,4,3]) input, so the logits are the per-channel means of
@@ -19,6 +21,8 @@ try:
     import h5py
     import numpy as np
     from onnx import TensorProto, helper
+    import hdf5plugin  # noqa: F401  (registers the zstd filter 32015 with h5py)
+    from PIL import Image
 except ImportError as e:  # pragma: no cover
     print(f"preprocess_test: skipped ({e})")
     sys.exit(77)
@@ -63,6 +67,73 @@ def expected(images_u8_rgb, scale, mean, std, bgr=False):
     return ((x * scale - mean) / std).mean(axis=(1, 2))
 
 
+def pil_resized_crop(images_u8_rgb, size=256):
+    """Resize(size) + CenterCrop(H) of square H x W images, as PIL and torchvision give them: [N,H,W,3] uint8."""
+    o = (size - H) // 2  # even, so round() agrees
+    return np.stack([np.asarray(Image.fromarray(im).resize((size, size), Image.BILINEAR))[o:o + H, o:o + W]
+                     for im in images_u8_rgb])
+
+
+def gather_model(path, ch, size=224):
+    """y[n, :] = x[n, ch, :, :] flattened: x [N,3,size,size] -> [N, size*size], the preprocessed pixels."""
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["g"], axis=1), helper.make_node("Flatten", ["g"], ["y"])], "gather",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", size * size])],
+        [helper.make_tensor("i", TensorProto.INT64, [], [ch])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def check_torchvision_geometry(tmp):
+    """ptq's imagenet resize + crop (scale=1, no normalization: 0..255 values) against torchvision's
+    Resize(256) + CenterCrop(224) on PIL RGB images: equal to the last bit, for sizes whose long side
+    truncates (300x257), whose crop offset rounds half to even (249x240), already the crop size (224x224:
+    resized too, a 1.14x zoom) and a 16x downscale of noise (2000x1500); also for the set that
+    `data convert --resize 256x256` writes, read back through the same preset."""
+    try:
+        from torchvision import transforms
+    except ImportError:
+        print("skip torchvision geometry: no torchvision")
+        return
+    rng = np.random.default_rng(7)
+    folder = os.path.join(tmp, "geo")
+    os.makedirs(os.path.join(folder, "a"))
+    paths = []
+    for i, (w, h) in enumerate(((224, 224), (300, 257), (249, 240), (500, 375), (2000, 1500))):
+        yy, xx = np.mgrid[0:h, 0:w]
+        ramp = (xx * 255 // max(w - 1, 1) + yy * 3) % 256
+        img = (rng.integers(0, 256, (h, w, 3)) // 2 + ramp[..., None] // 2).astype(np.uint8)
+        paths.append(os.path.join(folder, "a", f"{i}_{w}x{h}.png"))
+        Image.fromarray(img).save(paths[-1])
+    tv = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224)])
+    want = np.stack([np.asarray(tv(Image.open(q).convert("RGB"))) for q in paths]).astype(np.float32)
+    conv = os.path.join(tmp, "geo256.h5")
+    rc, _, se = ptq("data", "convert", "--images", folder, "--out", conv, "--resize", "256x256")
+    check("data convert --resize 256x256 of the geometry folder", rc == 0, f"rc {rc}: {se[-300:]}")
+    if rc == 0:
+        with h5py.File(conv, "r") as f:
+            stored = f["images"][()]
+        tv256 = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(256)])
+        ref256 = np.stack([np.asarray(tv256(Image.open(q).convert("RGB"))) for q in paths])
+        check("data convert --resize 256x256 stores torchvision's Resize(256) + CenterCrop(256) exactly",
+              stored.shape == ref256.shape and np.array_equal(stored, ref256),
+              str(np.abs(stored.astype(int) - ref256).max() if stored.shape == ref256.shape else stored.shape))
+    spec = "imagenet scale=1 mean=0 std=1"
+    for ch in range(3):
+        model = os.path.join(tmp, f"gather{ch}.onnx")
+        gather_model(model, ch)
+        for what, data in (("folder", folder), ("converted set", conv)):
+            rc, got, _, se = eval_logits(tmp, model, data, "--preprocess", spec)
+            ok = rc == 0 and got is not None and got.shape == (len(paths), 224 * 224)
+            diff = np.abs(got.reshape(-1, 224, 224) - want[..., ch]).max(axis=(1, 2)) if ok else None
+            check(f"channel {ch} of imagenet resize + crop from the {what} equals torchvision's for "
+                  + ", ".join(os.path.basename(q)[2:-4] for q in paths), ok and not diff.any(),
+                  f"rc {rc}: per-image max diff {diff}: {se[-300:]}")
+
+
 def eval_logits(tmp, model, data, *extra):
     out = os.path.join(tmp, "logits.npy")
     if os.path.exists(out):
@@ -95,15 +166,18 @@ def main():
             check(f"3-channel {name} model with only mean/std", rc == 0 and close(got, want), f"rc {rc}: {se[-300:]}")
 
         # 2. presets, and items after them
+        # the presets resize to 256 and crop the model's 4x4 (torchvision's Resize(256) + CenterCrop(4))
+        rgb256 = pil_resized_crop(rgb)
         rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", "imagenet")
-        check("--preprocess imagenet", rc == 0 and close(got, want), f"rc {rc}: {se[-300:]}")
+        check("--preprocess imagenet", rc == 0 and close(got, expected(rgb256, 1 / 255, IMAGENET_MEAN, IMAGENET_STD)),
+              f"rc {rc}: {se[-300:]}")
         caffe_mean = np.array([103.939, 116.779, 123.68], np.float32)
         rc, got, _, se = eval_logits(tmp, nhwc, data, "--preprocess", "imagenet-bgr-caffe")
         check("--preprocess imagenet-bgr-caffe (BGR, scale 1, caffe means)",
-              rc == 0 and close(got, expected(rgb, 1.0, caffe_mean, 1.0, bgr=True), 1e-3), f"rc {rc}: {se[-300:]}")
+              rc == 0 and close(got, expected(rgb256, 1.0, caffe_mean, 1.0, bgr=True), 1e-3), f"rc {rc}: {se[-300:]}")
         rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", "imagenet std=0.5")
         check("a preset refined by a later item",
-              rc == 0 and close(got, expected(rgb, 1 / 255, IMAGENET_MEAN, 0.5)), f"rc {rc}: {se[-300:]}")
+              rc == 0 and close(got, expected(rgb256, 1 / 255, IMAGENET_MEAN, 0.5)), f"rc {rc}: {se[-300:]}")
         # --preprocess overrides only what it names: the metadata's std stays
         meta_model = os.path.join(tmp, "meta.onnx")
         pool_model(meta_model, nhwc=False, meta="scale=1/255 mean=0.5 std=0.25")
@@ -220,6 +294,7 @@ def main():
         check("the archive records the applied spec",
               "mean=0.485" in spec and "channels=3 layout=NHWC order=RGB" in spec
               and "size=4x4 resize=256" in spec and "std=0.229" in spec, f"rc {rc}: '{spec}' {se[-300:]}")
+        check_torchvision_geometry(tmp)
     return finish("preprocess_test")
 
 

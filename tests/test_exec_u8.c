@@ -75,6 +75,13 @@ static void exec_case(const ptq_graph *g, ptq_device dev)
               ptq_exec_device_name(e));
     const ptq_u8_batch wrong = {img, N, 27, 28, 1, 0};
     CHECK(ptq_exec_run_u8(&ctx, e, &wrong, &p, out) == PTQ_ERR_SHAPE);
+    /* resize=S rescales 28x28 images unless S is 28, which the GPU path cannot do: refused, not skipped */
+    ptq_preprocess zoom = p;
+    zoom.resize = 32;
+    CHECK_MSG(ptq_exec_run_u8(&ctx, e, &im, &zoom, out) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "resize 32"), "%s",
+              ctx.msg);
+    zoom.resize = 28;
+    CHECK_MSG(ptq_exec_run_u8(&ctx, e, &im, &zoom, out) == PTQ_OK, "%s", ctx.msg);
     printf("    test_exec_u8: %s: logits from %d 8-bit images identical to the host-preprocessed run\n",
            ptq_exec_device_name(e), N);
     ptq_exec_free(e);

@@ -25,13 +25,15 @@ extern "C" {
  *    (0.299 R + 0.587 G + 0.114 B), alpha dropped (not blended), palette
  *    expanded (by the PNG decoder); into 4 channels (RGBA) the image's
  *    alpha is kept, and an image without one is opaque (see n_channels).
- * 3. size, only when the image is not already height x width: bilinear
- *    resize (half-pixel centres, edges clamped, no antialiasing: OpenCV
- *    INTER_LINEAR, torch interpolate(align_corners=False)) of the shorter
- *    side to `resize` keeping the aspect ratio, then a center crop to
- *    height x width (offsets rounded down); with resize 0 an image of
- *    another size fails with PTQ_ERR_SHAPE (never stretched), and the
- *    dataset readers name the file.
+ * 3. size, on the decoded channels (before step 2): with resize > 0, every
+ *    image, already height x width or not, as torchvision's Resize(resize)
+ *    then CenterCrop((height, width)) on a PIL image: shorter side to
+ *    `resize`, the longer int(resize * long / short), Pillow's antialiased
+ *    bilinear (ImagingResample; uint8 images bit for bit, in its fixed
+ *    point and rounded to uint8 after each pass; uint16 and float ones in
+ *    floating point), crop offsets round((resized - crop) / 2) with ties
+ *    to even; with resize 0 an image of another size fails with
+ *    PTQ_ERR_SHAPE (never stretched), and the dataset readers name the file.
  * 4. x * scale, then (x - mean[c]) / std[c], c the output channel index.
  * 5. channel order (bgr) and layout (nhwc). */
 typedef struct ptq_preprocess {
@@ -251,7 +253,7 @@ PTQ_API ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, c
 typedef struct ptq_convert_folder_params {
     int64_t height, width; /* 0, 0: every image keeps the first image's size (another size fails with
                               PTQ_ERR_SHAPE naming the file); else each is resized, shorter side to
-                              max(height, width), and center-cropped to height x width (bilinear, as in
+                              max(height, width), and center-cropped to height x width (as
                               ptq_preprocess step 3) */
     int channels;          /* 1 or 3; 0: the first image's (gray or gray+alpha 1, else 3) */
     int zstd_level;        /* 1..22 */

@@ -98,7 +98,8 @@ typedef struct ptq_u8_batch {
 } ptq_u8_batch;
 typedef struct ptq_preprocess ptq_preprocess; /* include/ptq/dataset.h */
 /* ptq_exec_run for a model of one input made from 8-bit images by p
- * (without resizing: p->height x p->width images): on a GPU the bytes are
+ * (without resizing: p->height x p->width images, p->resize 0 or their
+ * shorter side, else PTQ_ERR_INVALID_ARG): on a GPU the bytes are
  * uploaded (4x less than floats) and normalized there, elsewhere by
  * ptq_preprocess_image; the input is the same floats either way. Kept
  * and rounded like any input; ptq_exec_run_from reuses it. */
