@@ -536,6 +536,7 @@ int main(void)
             float *fc_scales = malloc((size_t)(b->dims[0] + b->dims[1]) * sizeof *fc_scales);
             for (int64_t c = 0; c < b->dims[0] + b->dims[1]; c++)
                 fc_scales[c] = 0.01f;
+            float *fc_kept = fc->scales; /* the plan's own (empty) array, which ptq_plan_free releases */
             fc->prec = PTQ_PREC_INT8;
             fc->scales = fc_scales;
             for (int axis = 0; axis < 2; axis++) {
@@ -551,7 +552,7 @@ int main(void)
             }
             free(fc_scales);
             fc->prec = PTQ_PREC_FP16;
-            fc->scales = NULL;
+            fc->scales = fc_kept;
             fc->n_scales = 0;
             fc->axis = -1;
         }
