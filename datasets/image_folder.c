@@ -297,6 +297,27 @@ void ds_folder_label_origin(const ptq_dataset *ds, int64_t i, char *buf, size_t 
         snprintf(buf, n, "%s/%s, its class folder's rank", ds->path, rel);
 }
 
+/* The format of the image at path by its first bytes, as PIL and torchvision's ImageFolder open it (a PNG named
+ * .jpg is a PNG), else by its name's extension (the decoder then says what is wrong); an empty file is
+ * PTQ_ERR_DATA naming it. */
+static ptq_status image_kind(ptq_ctx *ctx, const char *path, const char *rel, int *kind)
+{
+    unsigned char head[4] = {0};
+    FILE *fp = fopen(path, "rb");
+    const size_t n = fp ? fread(head, 1, sizeof head, fp) : sizeof head;
+    if (fp)
+        fclose(fp);
+    if (n == 0)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode %s: the file is empty", path);
+    if (n >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF)
+        *kind = DS_IMG_JPEG;
+    else if (n == 4 && memcmp(head, "\x89PNG", 4) == 0)
+        *kind = DS_IMG_PNG;
+    else
+        *kind = ds_image_kind(rel);
+    return PTQ_OK;
+}
+
 /* Decodes sample s with worker w's buffers into w->img (header only: its geometry). */
 static ptq_status decode_sample(ptq_ctx *ctx, const ptq_dataset *ds, folder_worker *w, int64_t s, int header_only,
                                 const ptq_preprocess *p)
@@ -309,7 +330,9 @@ static ptq_status decode_sample(ptq_ctx *ctx, const ptq_dataset *ds, folder_work
                                 : p->to_convert ? DS_CONVERT_MAX_PIXELS
                                                 : (uint64_t)p->height * (uint64_t)p->width * DS_PNG_MAX_UPSCALE;
     const char *why = p && p->to_convert ? "data convert's limit for one image" : "64 times the model's input";
-    if (ds_image_kind(rel) == DS_IMG_JPEG)
+    int kind = DS_IMG_NONE;
+    PTQ_TRY_RET(image_kind(ctx, w->path, rel, &kind));
+    if (kind == DS_IMG_JPEG)
         return ds_jpeg_decode(ctx, w->path, &w->jpeg, &w->img, header_only, p, max_pixels, why);
     return ds_png_decode(ctx, w->path, &w->img, header_only, max_pixels, why);
 }

@@ -95,6 +95,26 @@ def pixels_test(t):
                   f"max diff {diff}, shapes {got.shape} {ref.shape}")
 
 
+def by_content_test(t):
+    """An image is decoded by its first bytes, as PIL opens it: a PNG named .jpg and a JPEG named .png read as
+    PIL reads them; an empty file is named as empty (exit 7)."""
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (20, 24, 3), dtype=np.uint8)
+    folder = os.path.join(t, "swapped")
+    save(img, os.path.join(folder, "a", "png_named.jpg"), format="PNG")
+    save(img, os.path.join(folder, "b", "jpeg_named.png"), format="JPEG", quality=95)
+    got, _, _ = packed(folder, os.path.join(t, "swapped.h5"))
+    if got is not None:
+        ref = np.stack([np.asarray(Image.open(os.path.join(folder, n)).convert("RGB"))
+                        for n in ("a/png_named.jpg", "b/jpeg_named.png")])
+        check("a PNG named .jpg and a JPEG named .png decode as PIL opens them", got.shape == ref.shape and
+              int(np.abs(got.astype(int) - ref.astype(int)).max()) == 0, f"shapes {got.shape} {ref.shape}")
+    os.makedirs(os.path.join(t, "empty", "a"))
+    open(os.path.join(t, "empty", "a", "x.jpg"), "wb").close()
+    rc, _, err = ptq("data", "convert", "--images", os.path.join(t, "empty"), "--out", os.path.join(t, "e.h5"))
+    check("an empty .jpg: exit 7 naming it as empty", rc == 7 and "x.jpg: the file is empty" in err, err.strip())
+
+
 def fmnist_folders(t, images, labels):
     """JPEG (quality 100 and 90) and PNG class folders; a flat folder with an ImageNet-style labels file; class
     folders named by class name (sorted, they are in another order than the labels) with a classes file."""
@@ -210,6 +230,7 @@ def main():
     t = tempfile.mkdtemp(prefix="ptq-jpeg-")
     try:
         pixels_test(t)
+        by_content_test(t)
         images, labels = fmnist_test(N)
         model_test(t, images, labels)
     finally:
