@@ -29,15 +29,19 @@ static void print_step(void *user, int step, const char *moved, double drop, int
     if (sp->quiet)
         return;
     const char *cname = worst >= 0 && worst < sp->n_names ? sp->names[worst] : NULL;
-    char wname[256], mname[256]; /* names from the files, control characters escaped */
+    char wname[256], mname[256], wpart[320]; /* names from the files, control characters escaped */
     if (cname)
         ptq_escape(cname, wname, sizeof wname);
     else
         snprintf(wname, sizeof wname, "%d", worst);
     /* both as drops (points lost), as the trace writes them; + 0.0 prints no "-0.00" */
-    fprintf(stderr, "plan: step %3d  %-44s top-1 drop %6.2f pts  worst class %s drop %.2f pts  %s %lld/%lld\n",
-            step, moved ? ptq_escape(moved, mname, sizeof mname) : "(the default plan)", drop + 0.0, wname,
-            worst_drop + 0.0, sp->high, (long long)n_float, (long long)n_tensors);
+    if (worst_drop > 0)
+        snprintf(wpart, sizeof wpart, "worst class %s drop %.2f pts", wname, worst_drop + 0.0);
+    else /* no class lost recall: none is the worst */
+        snprintf(wpart, sizeof wpart, "no class lost recall");
+    fprintf(stderr, "plan: step %3d  %-44s top-1 drop %6.2f pts  %s  %s %lld/%lld\n", step,
+            moved ? ptq_escape(moved, mname, sizeof mname) : "(the default plan)", drop + 0.0, wpart, sp->high,
+            (long long)n_float, (long long)n_tensors);
 }
 
 int cli_points_parse(const char *cmd, const char *flag, const char *value, double *out)

@@ -170,6 +170,14 @@ def main():
                                "--out", J("b0m.json"))
             check(f"plan --budget 0 --max-moves {len(counts) - 1} (the moves it took): met, exit 0", rc2 == 0,
                   f"exit {rc2}: {err2[-200:]}")
+        # a class budget of 0: met when no class loses recall, a step the terminal says so of (it had named class 0
+        # as the worst with a drop of 0.00)
+        rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0",
+                         "--class-budget", "0", "--data", J("val.h5"), "--samples", "0", "--out", J("bc0.json"))
+        steps = [l for l in err.splitlines() if l.startswith("plan: step")]
+        check("plan --class-budget 0: met, its last step line says no class lost recall, none names a worst class "
+              "with no drop", rc == 0 and steps and "no class lost recall" in steps[-1] and
+              not any("drop 0.00 pts  fp16" in l for l in steps), f"exit {rc}: {steps[-3:]} {err[-200:]}")
         # a budget that cannot be met (no move allowed): exit 11, the best plan written
         rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
                          "--max-moves", "0", "--data", J("val.h5"), "--samples", "300", "--out", J("never.json"))
