@@ -291,9 +291,8 @@ int cli_plain_number(const char *v);
 int cli_get_int(const char *cmd, const cli_opt *opts, int n_opts, const char *name, int64_t dflt, int64_t lo,
                 int64_t *out);
 
-/* The largest --batch of every command (cli_get_int refuses more, in the range its message gives);
- * CLI_SENS_MAX_BATCH is cli/cmd_run.c's name for it. */
-enum { CLI_MAX_BATCH = 1 << 16, CLI_SENS_MAX_BATCH = CLI_MAX_BATCH };
+/* The largest --batch of every command (cli_get_int refuses more, in the range its message gives). */
+enum { CLI_MAX_BATCH = 1 << 16 };
 /* --budget and --class-budget's value: points >= 0 ("0.3", "0.3%"); 0, or prints and returns EXIT_USAGE. */
 int cli_points_parse(const char *cmd, const char *flag, const char *value, double *out);
 /* `ptq smooth --alpha`'s value (`ptq run --smooth`'s): a number in [0, 1]; 0, or prints and returns EXIT_USAGE. */
@@ -373,6 +372,10 @@ void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s);
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
 /* What cli_session_open checks in o before it reads any file: --input NAME=DATASET, --device, --math. */
 ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o);
+/* `ptq run`'s check of a data set before its first stage: the model opened on it as the stages that read it
+ * open it (every file and flag of o), on the CPU, without hashing anything, so that a value a stage would
+ * refuse costs no calibration; labelled: it must have labels and one logits output. */
+ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled);
 /* The session options from a command's --model, --data, --device, --preprocess
  * and CLI_DATA_OPTS (any may be absent). */
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts);

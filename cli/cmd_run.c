@@ -27,7 +27,6 @@ int cmd_sensitivity(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
-ptq_status cli_run_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled); /* cli/run_check.c */
 
 static const char run_help[] =
     "usage: ptq run --model M.onnx --calib-data C --data V --out DIR [options]\n"
@@ -357,8 +356,6 @@ static int check_flags(const cli_opt *opts, int n_opts, const char *const *input
         snprintf(rs->threads, sizeof rs->threads, "%lld", (long long)n);
     if ((rc = cli_get_int("run", opts, n_opts, "batch", 1, 1, &n)))
         return rc;
-    if (n > CLI_SENS_MAX_BATCH)
-        return cli_usage_error("run", "--batch must be at most %d, got %lld", CLI_SENS_MAX_BATCH, (long long)n);
     if (cli_get(opts, n_opts, "batch"))
         snprintf(rs->batch, sizeof rs->batch, "%lld", (long long)n);
     ptq_ctx ctx;
@@ -403,8 +400,8 @@ static int check_flags(const cli_opt *opts, int n_opts, const char *const *input
     return 0;
 }
 
-/* The data flags checked as the stages that read each data set will read it (cli/run_check.c): calibrate's (and
- * smooth's) on C, the labelled ones on V. Returns 0 or the exit code, printed. */
+/* The data flags checked as the stages that read each data set will read it (cli_session_check_data):
+ * calibrate's (and smooth's) on C, the labelled ones on V. Returns 0 or the exit code, printed. */
 static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs)
 {
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
@@ -420,9 +417,9 @@ static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs
     co.output = NULL;
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
-    ptq_status st = cli_run_check_data(&ctx, &co, 0);
+    ptq_status st = cli_session_check_data(&ctx, &co, 0);
     if (st == PTQ_OK)
-        st = cli_run_check_data(&ctx, &so, 1);
+        st = cli_session_check_data(&ctx, &so, 1);
     return st == PTQ_OK ? 0 : cli_report("run", &ctx, st);
 }
 
@@ -529,9 +526,9 @@ int cmd_run(int argc, char **argv)
         all_out[n_out++] = p_ort_files[i];
     if (cli_is_writer()) {
         rc = cli_check_outputs("run", all_in, 8, all_out, n_out); /* --data's folder and lists (cli_parse's) */
-        if (!rc) { /* and --calib-data's */
+        if (!rc) { /* and --calib-data's: the files above are checked */
             cli_data_inputs_set(cdata, clabels, cclasses, data_opts_v.allow_external_data);
-            rc = cli_check_outputs("run", all_in, 8, all_out, n_out);
+            rc = cli_check_outputs("run", NULL, 0, all_out, n_out);
         }
     }
     if ((rc = cli_rank0_rc(rc)) != 0)

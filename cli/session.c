@@ -40,6 +40,42 @@ ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o)
     return session_opts_parse(ctx, o, &po, map, names);
 }
 
+/* The files and how to read them, from o into po. */
+static void session_opts_files(const cli_session_opts *o, ptq_session_opts *po)
+{
+    po->model = o->model;
+    po->data = o->data;
+    po->preprocess = o->preprocess;
+    po->dataset.images_key = o->images_key;
+    po->dataset.labels_key = o->labels_key;
+    po->dataset.layout = o->layout;
+    po->dataset.allow_external_data = o->allow_external_data;
+    po->dataset.labels_file = o->labels_file;
+    po->dataset.classes_file = o->classes_file;
+    po->output = o->output;
+}
+
+ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled)
+{
+    ptq_session_opts po;
+    memset(&po, 0, sizeof po);
+    ptq_input_map map[CLI_MAX_REPEAT];
+    char names[CLI_MAX_REPEAT][256];
+    PTQ_TRY_RET(session_opts_parse(ctx, o, &po, map, names));
+    session_opts_files(o, &po);
+    po.device = PTQ_DEVICE_CPU; /* the device is the stages' to open (a missing GPU is their note or exit 8) */
+    ptq_session *ps = NULL;
+    ptq_status st = ptq_session_open(ctx, &po, &ps);
+    if (st == PTQ_OK && labelled && !ptq_dataset_has_labels(ptq_session_dataset(ps)))
+        st = ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels; sensitivity and validation compare predictions with them",
+                      o->data);
+    int logits = -1;
+    if (st == PTQ_OK && labelled) /* several [N, classes] outputs and no --output: the stages' exit 5 */
+        st = ptq_session_logits_output(ctx, ps, &logits);
+    ptq_session_close(ps);
+    return st;
+}
+
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s)
 {
     memset(s, 0, sizeof *s);
@@ -48,18 +84,9 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     ptq_input_map map[CLI_MAX_REPEAT];
     char names[CLI_MAX_REPEAT][256];
     PTQ_TRY_RET(session_opts_parse(ctx, o, &po, map, names));
-    po.model = o->model;
-    po.data = o->data;
+    session_opts_files(o, &po);
     po.cpu_fallback = 1;
-    po.preprocess = o->preprocess;
-    po.dataset.images_key = o->images_key;
-    po.dataset.labels_key = o->labels_key;
-    po.dataset.layout = o->layout;
-    po.dataset.allow_external_data = o->allow_external_data;
-    po.dataset.labels_file = o->labels_file;
-    po.dataset.classes_file = o->classes_file;
     po.profile = o->profile;
-    po.output = o->output;
     cli_hash_ahead(o->model, NULL); /* for the reports (and a plan's check), while the session opens */
     PTQ_TRY_RET(ptq_session_open(ctx, &po, &s->ps));
     for (const char *line = ptq_session_notes(s->ps); *line;) {
