@@ -133,6 +133,17 @@ static double count_above(const calib_hist *h, double a)
     return above;
 }
 
+/* ptq_calib_zero_fraction on the histogram h of stats st. */
+static double zero_fraction(const calib_hist *h, const ptq_observer_stats *st, double scale, ptq_qformat f)
+{
+    const ptq_numfmt *nf = ptq_numfmt_get(f);
+    if (st->n_binned == 0 || !(scale > 0) || !nf)
+        return 0.0;
+    const double smallest = nf->is_float ? ldexp(1.0, 2 - (1 << (nf->exp_bits - 1)) - nf->man_bits) : 1.0;
+    const double below = (double)st->n_binned - count_above(h, 0.5 * smallest * scale / h->w);
+    return below / (double)st->n_binned;
+}
+
 /* Percentile p of the non-NaN |x| (zeros at 0, Inf above all), in units of w,
  * kept within [first non-empty bin's right edge, top]. */
 static double percentile_units(const calib_hist *h, const ptq_observer_stats *st, double p)
@@ -225,7 +236,7 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     out->amax = p->method == PTQ_CALIB_MINMAX ? max_abs : a * h.w;
     out->scale = out->amax / ptq_qformat_max(p->format);
     out->clipped_fraction = ((double)st.n_inf + count_above(&h, a)) / n_values;
-    out->zero_fraction = ptq_calib_zero_fraction(obs, out->scale, p->format);
+    out->zero_fraction = zero_fraction(&h, &st, out->scale, p->format);
     return PTQ_OK;
 }
 
@@ -233,13 +244,8 @@ double ptq_calib_zero_fraction(const ptq_observer *obs, double scale, ptq_qforma
 {
     ptq_observer_stats st;
     ptq_observer_get_stats(obs, &st);
-    const ptq_numfmt *nf = ptq_numfmt_get(f);
-    if (st.n_binned == 0 || !(scale > 0) || !nf)
-        return 0.0;
-    const double smallest = nf->is_float ? ldexp(1.0, 2 - (1 << (nf->exp_bits - 1)) - nf->man_bits) : 1.0;
     const calib_hist h = hist_of(obs, &st);
-    const double below = (double)st.n_binned - count_above(&h, 0.5 * smallest * scale / h.w);
-    return below / (double)st.n_binned;
+    return zero_fraction(&h, &st, scale, f);
 }
 
 void ptq_calib_clip_range(const ptq_observer *obs, double amax, float *lo, float *hi)
