@@ -9,18 +9,23 @@
 
 #include "core/utf8.h"
 
-/* Appends a header value (a path from the command line: any bytes) as list
- * item text: control characters (a line break too, which would end the
- * item) and bytes that start no UTF-8 character as \xNN, as ptq_escape
- * prints them; < > & as entities (no inline HTML); \ ` * [ ] ~ backslash-
- * escaped. '_' stays: inside a word (tmp_ab12) it starts no emphasis, and
- * the path reads as typed. */
-static void put_text(ptq_buf *b, const char *s)
+static int is_ctrl(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+/* Appends s as Markdown text that reads back as s: control characters and
+ * bytes that start no UTF-8 character as \xNN, as ptq_escape prints them
+ * (in a table cell, cell, a line break as a space); < > & as entities (no
+ * inline HTML); the characters of punct backslash-escaped. */
+static void put_text(ptq_buf *b, const char *s, const char *punct, int cell)
 {
     for (size_t n; *s; s += n) {
         const unsigned char c = (unsigned char)*s;
         n = c < 0x80 ? 1 : ptq_utf8_char_bytes(s);
-        if (c < 0x20 || c == 0x7f || n == 0) {
+        if (cell && (c == '\n' || c == '\r')) {
+            ptq_buf_put(b, " ", 1);
+        } else if (is_ctrl(c) || n == 0) {
             ptq_buf_putf(b, "\\\\x%02x", c); /* an escaped backslash: read as "\xNN" */
             n = 1;
         } else if (c == '<') {
@@ -29,7 +34,7 @@ static void put_text(ptq_buf *b, const char *s)
             ptq_buf_put(b, "&gt;", 4);
         } else if (c == '&') {
             ptq_buf_put(b, "&amp;", 5);
-        } else if (strchr("\\`*[]~", c)) {
+        } else if (c < 0x80 && strchr(punct, c)) {
             ptq_buf_putf(b, "\\%c", c);
         } else {
             ptq_buf_put(b, s, n);
@@ -50,7 +55,9 @@ ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, cons
     for (cJSON *it = h->child; it && st == PTQ_OK; it = it->next) {
         if (cJSON_IsString(it)) {
             st = ptq_buf_appendf(ctx, b, "- **%s**: ", it->string);
-            put_text(b, it->valuestring);
+            /* a path from the command line (any bytes) as list item text; '_' stays: inside a word (tmp_ab12)
+               it starts no emphasis, and the path reads as typed */
+            put_text(b, it->valuestring, "\\`*[]~", 0);
             if (st == PTQ_OK && b->failed)
                 st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing the %s", what);
             if (st == PTQ_OK)
@@ -67,21 +74,6 @@ ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, cons
     return st;
 }
 
-/* Appends byte c of a name: a line break as a space, another control
- * character as \xNN (prefix "\\" in text, where a backslash is escaped). */
-static void put_ctrl(ptq_buf *b, unsigned char c, const char *prefix)
-{
-    if (c == '\n' || c == '\r')
-        ptq_buf_put(b, " ", 1);
-    else
-        ptq_buf_putf(b, "%sx%02x", prefix, c);
-}
-
-static int is_ctrl(unsigned char c)
-{
-    return c < 0x20 || c == 0x7f;
-}
-
 static ptq_status md_done(ptq_ctx *ctx, const ptq_buf *b)
 {
     return b->failed ? ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing a Markdown report") : PTQ_OK;
@@ -89,21 +81,12 @@ static ptq_status md_done(ptq_ctx *ctx, const ptq_buf *b)
 
 ptq_status ptq_md_name(ptq_ctx *ctx, ptq_buf *b, const char *name)
 {
-    const unsigned char *start = (const unsigned char *)(name ? name : "");
-    for (const unsigned char *p = start; *p; p++) {
-        if (is_ctrl(*p))
-            put_ctrl(b, *p, "\\\\");
-        else if (*p == '<')
-            ptq_buf_put(b, "&lt;", 4);
-        else if (*p == '>')
-            ptq_buf_put(b, "&gt;", 4);
-        else if (*p == '&')
-            ptq_buf_put(b, "&amp;", 5);
-        else if (strchr("\\`*_[]|~", *p) || (p == start && strchr("#-+", *p)))
-            ptq_buf_putf(b, "\\%c", *p); /* and what would start a heading or a list */
-        else
-            ptq_buf_put(b, p, 1);
+    const char *s = name ? name : "";
+    if (*s && strchr("#-+", *s)) { /* what would start a heading or a list */
+        ptq_buf_putf(b, "\\%c", *s);
+        s++;
     }
+    put_text(b, s, "\\`*_[]|~", 1);
     return md_done(ctx, b);
 }
 
@@ -123,8 +106,10 @@ ptq_status ptq_md_code(ptq_ctx *ctx, ptq_buf *b, const char *name)
     if (pad)
         ptq_buf_put(b, " ", 1);
     for (const unsigned char *p = s; *p; p++) {
-        if (is_ctrl(*p))
-            put_ctrl(b, *p, "\\");
+        if (*p == '\n' || *p == '\r') /* a line break as a space, another control character as \xNN */
+            ptq_buf_put(b, " ", 1);
+        else if (is_ctrl(*p))
+            ptq_buf_putf(b, "\\x%02x", *p);
         else if (*p == '|')
             ptq_buf_put(b, "\\|", 2);
         else
