@@ -32,7 +32,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--splits", default="default,1024", help="PTQ_CONV_SPLIT values; 'default': unset")
     ap.add_argument("--envs", default="", help="instead of --splits: settings separated by ';', each 'default' or "
-                    "NAME=VALUE[,NAME=VALUE...] set together (e.g. 'default;PTQ_CUDNN_POINTWISE=0,PTQ_KSPLIT=256')")
+                    "NAME=VALUE[,NAME=VALUE...] set together (e.g. 'default;PTQ_CUDNN_POINTWISE=0,PTQ_KSPLIT=256'), "
+                    "or ptq eval arguments starting with -- (e.g. '--math fp64')")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("conv_split_speed: PyTorch sees no GPU")
@@ -41,17 +42,18 @@ def main():
            "--batch", str(a.batch), "--device", "cuda", "--json"]
     if a.envs:
         splits = a.envs.split(";")
-        settings = {e: dict(kv.split("=", 1) for kv in e.split(",")) if e != "default" else {} for e in splits}
+        settings = {e: ({}, e.split()) if e.startswith("--") else
+                    (dict(kv.split("=", 1) for kv in e.split(",")) if e != "default" else {}, []) for e in splits}
     else:
         splits = a.splits.split(",")
-        settings = {v: {"PTQ_CONV_SPLIT": v} if v != "default" else {} for v in splits}
+        settings = {v: ({"PTQ_CONV_SPLIT": v} if v != "default" else {}, []) for v in splits}
     rates = {s: [] for s in splits}
     for _ in range(a.repeat):
         for s in splits:
             env = dict(os.environ)
             env.pop("PTQ_CONV_SPLIT", None)
-            env.update(settings[s])
-            d = json.loads(run(cmd, env)[1])
+            env.update(settings[s][0])
+            d = json.loads(run(cmd + settings[s][1], env)[1])
             rates[s].append(d.get("images_per_s_steady", d["images_per_s"]))
             print(f"{s}: {rates[s][-1]:.0f} img/s", flush=True)
 

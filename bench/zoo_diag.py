@@ -9,6 +9,7 @@ run and float64 / FP32 torch reference. Prints one line per environment.
 
     python3 bench/zoo_diag.py --ptq bundle/bin/ptq --model efficientnet_v2_l [--opset 13] [--images 256]
         [--device cuda] [--env PTQ_CUDNN=0 --env PTQ_EPILOGUE=0 ...] [--also-device cpu] [--pick 34,150]
+        [--args "--math fp64"]
 For each image judged against float64 it also prints each engine's distance
 from the float64 logits relative to their norm: ptq, onnxruntime and each of
 torch's FP32 engines, and onnxruntime with only its basic optimizations
@@ -42,6 +43,8 @@ def main():
     ap.add_argument("--torch-device", default="cuda", help="where torch prepares the model and the reference runs")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE[,NAME=VALUE...]: one more run with them set")
     ap.add_argument("--also-device", action="append", default=[], help="one more default run on this ptq --device")
+    ap.add_argument("--args", action="append", default=[],
+                    help="'ARG ...': one more run with these ptq eval arguments, e.g. '--math fp64'")
     ap.add_argument("--pick", default="", help="I,J,...: only these of the images (--device ref runs take minutes "
                                                "an image on the largest models)")
     a = ap.parse_args()
@@ -63,8 +66,9 @@ def main():
             basic.update(zip(new, zoo_pipeline.ort_basic(path, x[new])))
         return np.stack([basic[int(i)] for i in idx])
 
-    runs = [("", a.device)] + [(env, a.device) for env in a.env] + [("", d) for d in a.also_device]
-    for env, device in runs:
+    runs = ([("", a.device, "")] + [(env, a.device, "") for env in a.env] + [("", d, "") for d in a.also_device] +
+            [("", a.device, args) for args in a.args])
+    for env, device, args in runs:
         e = dict(os.environ)
         for kv in filter(None, env.split(",")):  # NAME=VALUE[,NAME=VALUE...]: all set in one run
             k, v = kv.split("=", 1)
@@ -72,15 +76,15 @@ def main():
         out = os.path.join(work, "fp32.npy")
         t0 = time.time()
         p = subprocess.run([a.ptq, "eval", "--model", path, "--data", os.path.join(work, "data.h5"), "--preprocess",
-                            zoo_pipeline.PREPROCESS, "--batch", "16", "--device", device, "--logits", out],
-                           env=e, capture_output=True, text=True)
+                            zoo_pipeline.PREPROCESS, "--batch", "16", "--device", device, "--logits", out] +
+                           args.split(), env=e, capture_output=True, text=True)
         secs = time.time() - t0
         if p.returncode != 0:
-            print(f"{env or 'default'}: ptq eval exit {p.returncode}: {p.stderr.strip()[-300:]}")
+            print(f"{env or args or 'default'}: ptq eval exit {p.returncode}: {p.stderr.strip()[-300:]}")
             continue
         ours = np.load(out)
         ok, rel_max, n_ill, ratio = zoo_pipeline.logits_bound(ours, ort, ref, more=more)
-        what = (env or "default") + ("" if device == a.device else f", --device {device}")
+        what = (env or args or "default") + ("" if device == a.device else f", --device {device}")
         print(f"{a.model} opset {a.opset}, {what}: {'pass' if ok else 'FAIL'}, rel max {rel_max:.3g}, "
               f"ill {n_ill}, ratio {ratio if ratio is None else round(ratio, 3)}, eval {secs:.1f} s", flush=True)
         over = np.flatnonzero(np.linalg.norm(ours - ort, axis=1) / np.maximum(np.linalg.norm(ort, axis=1), 1e-30)

@@ -2,7 +2,7 @@
  *   /                 attrs format ("ptq calibration archive"), format_version,
  *                     ptq_version, model_sha256, model_name, preprocess,
  *                     selection, n_bins, sample_ids_sha256, n_samples, sources,
- *                     math ("tf32" when --math tf32; absent: fp32),
+ *                     math ("tf32" or "fp64" as --math asked; absent: fp32),
  *                     sources_sha256 (each source's content SHA-256; absent in
  *                     archives written before it existed, whose sources are keyed by name)
  *   /samples/source   [n_samples] int32, index into the sources attribute
@@ -630,12 +630,12 @@ ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **ou
     if (H5Aexists(r.file, "math") > 0) {
         char *math = NULL;
         PTQ_TRY(st, read_attr_str(&r, "math", &math), done);
-        const int known = strcmp(math, "tf32") == 0;
+        const int known = strcmp(math, "tf32") == 0 || strcmp(math, "fp64") == 0;
         if (known)
             snprintf(s->math, sizeof s->math, "%s", math);
         free(math);
         if (!known) {
-            st = off(&r, "its 'math' attribute is not tf32 (fp32 archives have none)");
+            st = off(&r, "its 'math' attribute is neither tf32 nor fp64 (fp32 archives have none)");
             goto done;
         }
     }

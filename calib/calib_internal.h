@@ -33,7 +33,7 @@ struct ptq_calib_set {
     int64_t batch_n;           /* samples in the batch being observed (set by the consumer) */
     char model_sha256[65];
     char *model_name, *ptq_version, *preprocess, *selection;
-    char math[8]; /* "fp32" or "tf32": the GPU math of the observed runs */
+    char math[8]; /* "fp32", "tf32" or "fp64": the GPU math of the observed runs */
     int n_sources;
     calib_source *sources;     /* [n_sources] sorted by calib_source_key */
     const char **source_names; /* [n_sources], the names above in the same order */

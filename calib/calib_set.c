@@ -163,8 +163,8 @@ ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *mo
 
 ptq_status ptq_calib_set_math(ptq_ctx *ctx, ptq_calib_set *s, const char *math)
 {
-    if (!math || (strcmp(math, "fp32") != 0 && strcmp(math, "tf32") != 0))
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "math must be fp32 or tf32, got '%s'", math ? math : "(null)");
+    if (!math || (strcmp(math, "fp32") != 0 && strcmp(math, "tf32") != 0 && strcmp(math, "fp64") != 0))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "math must be fp32, tf32 or fp64, got '%s'", math ? math : "(null)");
     snprintf(s->math, sizeof s->math, "%s", math);
     return PTQ_OK;
 }

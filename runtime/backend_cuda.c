@@ -614,7 +614,9 @@ int ptq_backend_cuda_has_cudnn(ptq_backend *b)
 
 void ptq_backend_cuda_set_math(ptq_backend *b, int math)
 {
-    ptq_cuda_dev_set_math(impl_of(b)->dev, math == PTQ_MATH_TF32 ? PTQ_CUDA_MATH_TF32 : PTQ_CUDA_MATH_FP32);
+    ptq_cuda_dev_set_math(impl_of(b)->dev, math == PTQ_MATH_TF32   ? PTQ_CUDA_MATH_TF32
+                                           : math == PTQ_MATH_FP64 ? PTQ_CUDA_MATH_FP64
+                                                                   : PTQ_CUDA_MATH_FP32);
 }
 
 ptq_status ptq_backend_cuda_normalize_u8(ptq_backend *b, ptq_ctx *ctx, const struct ptq_norm_params *p,

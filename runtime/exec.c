@@ -543,12 +543,14 @@ static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
 
 /* Which activations run channels last (runtime/layout.h): on a GPU whose
  * convolutions run through cuDNN in TF32, where its tensor-core kernels
- * take that layout (PTQ_NHWC=0: none; PTQ_NHWC=1: in FP32 too). */
+ * take that layout (PTQ_NHWC=0: none; PTQ_NHWC=1: in FP32 too; never under
+ * FP64 sums, which do not go through cuDNN). */
 static ptq_status plan_layout(ptq_ctx *ctx, ptq_exec *e)
 {
     const char *env = getenv("PTQ_NHWC");
     const int asked = env && strcmp(env, "1") == 0, off = env && strcmp(env, "0") == 0;
-    if (!e->dev || off || !(asked || e->p.math == PTQ_MATH_TF32) || !ptq_backend_cuda_has_cudnn(e->dev))
+    if (!e->dev || off || !(asked || e->p.math == PTQ_MATH_TF32) || e->p.math == PTQ_MATH_FP64 ||
+        !ptq_backend_cuda_has_cudnn(e->dev))
         return PTQ_OK;
     e->nhwc = calloc((size_t)e->g->n_values + 1, 1);
     if (!e->nhwc)
@@ -1355,16 +1357,16 @@ ptq_status ptq_math_parse(ptq_ctx *ctx, const char *name, ptq_math *out)
     *out = PTQ_MATH_FP32;
     if (!name || strcmp(name, "fp32") == 0)
         return PTQ_OK;
-    if (strcmp(name, "tf32") == 0) {
-        *out = PTQ_MATH_TF32;
+    if (strcmp(name, "tf32") == 0 || strcmp(name, "fp64") == 0) {
+        *out = name[0] == 't' ? PTQ_MATH_TF32 : PTQ_MATH_FP64;
         return PTQ_OK;
     }
-    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown math '%s' (fp32 or tf32)", name);
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown math '%s' (fp32, tf32 or fp64)", name);
 }
 
 const char *ptq_math_name(ptq_math m)
 {
-    return m == PTQ_MATH_TF32 ? "tf32" : "fp32";
+    return m == PTQ_MATH_TF32 ? "tf32" : m == PTQ_MATH_FP64 ? "fp64" : "fp32";
 }
 
 ptq_device ptq_exec_device(const ptq_exec *e)

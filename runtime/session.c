@@ -510,7 +510,10 @@ shapes:
     }
     ptq_exec_params ep = {device, ordinal, NULL, NULL, o->profile, o->math};
     if (o->math != PTQ_MATH_FP32 && device != PTQ_DEVICE_CUDA)
-        note(s, "--math %s applies to the GPU; the CPU computes in FP32\n", ptq_math_name(o->math));
+        note(s, "--math %s applies to the GPU; %s\n", ptq_math_name(o->math),
+             device == PTQ_DEVICE_REF ? "the reference kernels sum their products in double"
+             : o->math == PTQ_MATH_FP64 ? "the CPU computes in FP32 (--device ref sums in double)"
+                                        : "the CPU computes in FP32");
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
 #ifdef PTQ_CUDA
     struct ptq_cuda_dev *gpu = ptq_exec_cuda_dev(s->exec);

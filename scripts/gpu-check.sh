@@ -21,7 +21,8 @@
 # mpi50 (bench/mpi_resnet50.py with MPI50_ARGS: ResNet-50 under mpirun); split (bench/conv_split_speed.py
 # with SPLIT_ARGS: ResNet-50 FP32 under PTQ_CONV_SPLIT settings); splitk (bin/cudnn_splitk with SPLITK_ARGS:
 # cuDNN's backend engines and split-K knobs on FP32 3x3 convs against float64).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50] [split] [splitk]
+# fp64 (--math fp64 on the demo model: logits against --device ref, archives across batches).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [fp64] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50] [split] [splitk]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -164,6 +165,41 @@ PY
         "$ptq" eval --model "$model" --data "$h5" --device $d --limit 256 >/dev/null 2>"$t/err.txt"
         echo "eval --device $d: exit $? $(head -c 200 "$t/err.txt")"
     done | tee -a "$out/pipeline.txt"
+}
+
+# --math fp64 on the demo model: the GPU's logits against the reference
+# kernels' (which sum in double too) and the default FP32's; archives the
+# same bytes whatever the batch; an fp64 archive refused by merge with fp32.
+stage_fp64() {
+    local t=/tmp/ptq-fp64
+    rm -rf "$t"; mkdir -p "$t"
+    echo "== --math fp64: logits against --device ref, archives across batches"
+    "$ptq" eval --model "$model" --data "$h5" --device ref --limit 2000 --logits "$t/ref.npy" >/dev/null
+    "$ptq" eval --model "$model" --data "$h5" --device cuda --limit 2000 --logits "$t/fp32.npy" >/dev/null
+    "$ptq" eval --model "$model" --data "$h5" --device cuda --math fp64 --limit 2000 --logits "$t/fp64.npy" \
+        --json >"$t/fp64.json"
+    python3 - "$t" <<'PY' | tee "$out/fp64.txt"
+import json, sys
+import numpy as np
+t = sys.argv[1]
+ref = np.load(f"{t}/ref.npy")
+for m in ("fp32", "fp64"):
+    y = np.load(f"{t}/{m}.npy")
+    rel = np.abs(y - ref).max() / np.abs(ref).max()
+    print(f"eval --device cuda --math {m}: {np.mean(y == ref):.4f} of logits with the ref's bits, "
+          f"max |diff| / max |ref| {rel:.3g}, argmax agreement {np.mean(y.argmax(1) == ref.argmax(1)):.4f}")
+print("eval --math fp64 JSON math:", json.load(open(f"{t}/fp64.json"))["math"])
+PY
+    for b in 256 1000 7; do
+        "$ptq" calibrate --model "$model" --data "$h5" --samples 2000 --device cuda --math fp64 --batch $b \
+            --out "$t/c$b.h5" >/dev/null
+    done
+    "$ptq" calibrate --model "$model" --data "$h5" --samples 2000 --device cuda --out "$t/c32.h5" >/dev/null
+    for b in 1000 7; do
+        cmp -s "$t/c256.h5" "$t/c$b.h5" && echo "fp64 archive at batch $b: identical to batch 256" ||
+            echo "fp64 archive at batch $b: DIFFERS from batch 256"
+    done | tee -a "$out/fp64.txt"
+    "$ptq" merge "$t/c256.h5" "$t/c32.h5" --out "$t/m.h5" 2>&1 | head -n 2 | tee -a "$out/fp64.txt"
 }
 
 # ResNet-50 on the GPU: ptq eval (cuDNN, and PTQ_CUDNN=0) against PyTorch FP32

@@ -35,6 +35,7 @@ typedef struct kstat {
     float rtol, atol;
     int cases, failed;
     double max_abs, max_ratio;
+    int64_t n_elems, n_same; /* elements compared, of them with the ref's bits */
 } kstat;
 
 static float *host_alloc(int64_t n)
@@ -95,6 +96,8 @@ static void check_case(kstat *k, ptq_status st, const float *d_got, const float 
     double worst_ratio = 0.0;
     for (int64_t i = 0; i < n; i++) {
         double ratio;
+        k->n_elems++;
+        k->n_same += memcmp(&got[i], &want[i], sizeof(float)) == 0;
         if (isnan(got[i]) || isnan(want[i]))
             ratio = isnan(got[i]) && isnan(want[i]) ? 0.0 : INFINITY;
         else if (k->rtol == 0.0f && k->atol == 0.0f)
@@ -125,8 +128,9 @@ static void check_case(kstat *k, ptq_status st, const float *d_got, const float 
 
 static void report(const kstat *k)
 {
-    printf("%-16s %3d cases  max |err| %-9.3g max err/tol %-9.3g (rtol %g, atol %g)  %s\n", k->name, k->cases,
-           k->max_abs, k->max_ratio, k->rtol, k->atol, k->failed ? "FAIL" : "ok");
+    printf("%-16s %3d cases  max |err| %-9.3g max err/tol %-9.3g (rtol %g, atol %g)  ref's bits %.4f  %s\n",
+           k->name, k->cases, k->max_abs, k->max_ratio, k->rtol, k->atol,
+           k->n_elems ? (double)k->n_same / (double)k->n_elems : 1.0, k->failed ? "FAIL" : "ok");
 }
 
 /* ---- conv ---- */
@@ -167,10 +171,19 @@ static const conv_case conv_cases[] = {
     {3, 64, 4, 1, {1, 256, 256}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},   /* im2col in chunks */
 };
 
+/* FP32 sums against the ref's double ones: within 1e-4 relative */
+#define F32_RTOL 1e-4f
+#define F32_ATOL 1e-5f
+/* --math fp64 sums in double and rounds once, as the ref: within one float
+ * ulp of it (the two double sums differ by ~1e-16 relative, then each is
+ * rounded), plus 1e-11 for outputs near 0 after cancellation */
+#define F64_RTOL 1.2e-7f
+#define F64_ATOL 1e-11f
+
 /* name: "conv" through cuDNN when the device loaded it, "conv im2col" with it off */
-static void test_conv(const char *name)
+static void test_conv(const char *name, float rtol, float atol)
 {
-    kstat k = {name, 1e-4f, 1e-5f, 0, 0, 0, 0};
+    kstat k = {name, rtol, atol, 0, 0, 0, 0, 0, 0};
     for (size_t c = 0; c < sizeof conv_cases / sizeof conv_cases[0]; c++) {
         const conv_case *cc = &conv_cases[c];
         ptq_conv_params p;
@@ -218,9 +231,9 @@ static void test_conv(const char *name)
 
 /* ---- gemm ---- */
 
-static void test_gemm(void)
+static void test_gemm(const char *name, float rtol, float atol)
 {
-    kstat k = {"gemm", 1e-4f, 1e-5f, 0, 0, 0, 0};
+    kstat k = {name, rtol, atol, 0, 0, 0, 0, 0, 0};
     const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {64, 10, 96}, {33, 65, 129}, {128, 256, 512}, {5, 4, 0}};
     const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -249,9 +262,9 @@ static void test_gemm(void)
     report(&k);
 }
 
-static void test_gemm_batched(void)
+static void test_gemm_batched(const char *name, float rtol, float atol)
 {
-    kstat k = {"gemm_batched", 1e-4f, 1e-5f, 0, 0, 0, 0};
+    kstat k = {name, rtol, atol, 0, 0, 0, 0, 0, 0};
     /* batch, m, n, k, a repeated (stride 0), b repeated */
     const int64_t cases[][6] = {{4, 8, 5, 7, 0, 0}, {3, 16, 16, 32, 1, 0}, {6, 3, 9, 4, 0, 1}, {1, 5, 5, 5, 0, 0}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -285,6 +298,69 @@ static void test_gemm_batched(void)
     report(&k);
 }
 
+/* --math fp64: an image's (a row's) bits do not depend on the batch it came
+ * in, as calibration archives need: 37 images (a padded last chunk) against
+ * each image alone, a Gemm of 300 rows against each row alone. */
+static void test_f64_batch_invariance(void)
+{
+    ptq_conv_params p;
+    memset(&p, 0, sizeof p);
+    p.n = 37, p.c_in = 64, p.c_out = 48, p.group = 1;
+    for (int s = 0; s < PTQ_SPATIAL; s++) {
+        p.in[s] = p.out[s] = s ? 14 : 1;
+        p.k[s] = s ? 3 : 1;
+        p.stride[s] = p.dil[s] = 1;
+        p.pad_lo[s] = p.pad_hi[s] = s ? 1 : 0;
+    }
+    const int64_t n_x = p.n * p.c_in * 196, n_w = p.c_out * p.c_in * 9, n_y = p.n * p.c_out * 196;
+    float *x = host_uniform(n_x, -1.0f, 1.0f), *w = host_uniform(n_w, -0.05f, 0.05f), *b = host_uniform(p.c_out, -1, 1);
+    float *y = host_alloc(n_y), *y1 = host_alloc(n_y);
+    float *dx = dev_floats(x, n_x), *dw = dev_floats(w, n_w), *db = dev_floats(b, p.c_out), *dy = dev_floats(NULL, n_y);
+    CHECK_MSG(ptq_k_conv_cuda(&ctx, dev, &p, dx, dw, db, dy) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_cuda_download(&ctx, dev, y, dy, (size_t)n_y * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
+    const int64_t n_all = p.n, x_img = p.c_in * 196, y_img = p.c_out * 196;
+    p.n = 1;
+    for (int64_t i = 0; i < n_all; i++)
+        CHECK_MSG(ptq_k_conv_cuda(&ctx, dev, &p, dx + i * x_img, dw, db, dy + i * y_img) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_cuda_download(&ctx, dev, y1, dy, (size_t)n_y * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(memcmp(y, y1, (size_t)n_y * sizeof(float)) == 0, "conv fp64: 37 images at once differ from one at a time");
+    ptq_cuda_release(dev, dx);
+    ptq_cuda_release(dev, dy);
+    free(x);
+    free(y);
+    free(y1);
+
+    ptq_gemm_params g = {300, 96, 64, 0, 1, 1.0f, 1.0f}; /* b given [n, k], as a Gemm's weights; the bias via beta */
+    const int64_t n_a = g.m * g.k, n_out = g.m * g.n;
+    float *a = host_uniform(n_a, -1.0f, 1.0f), *c = host_uniform(n_out, -1.0f, 1.0f);
+    float *got = host_alloc(n_out), *got1 = host_alloc(n_out);
+    float *da = dev_floats(a, n_a), *dc = dev_floats(c, n_out), *dc1 = dev_floats(c, n_out);
+    float *bm = host_uniform(g.n * g.k, -0.1f, 0.1f), *dbm = dev_floats(bm, g.n * g.k);
+    CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &g, da, dbm, dc) == PTQ_OK, "%s", ctx.msg);
+    const int64_t m_all = g.m;
+    g.m = 1;
+    for (int64_t r = 0; r < m_all; r++)
+        CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &g, da + r * g.k, dbm, dc1 + r * g.n) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_cuda_download(&ctx, dev, got, dc, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_cuda_download(&ctx, dev, got1, dc1, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(memcmp(got, got1, (size_t)n_out * sizeof(float)) == 0, "gemm fp64: 300 rows at once differ from one at a time");
+    printf("fp64 batch invariance (conv 37 images, gemm 300 rows, against one at a time): %s\n",
+           memcmp(got, got1, (size_t)n_out * sizeof(float)) == 0 ? "same bits" : "FAIL");
+    ptq_cuda_release(dev, dw);
+    ptq_cuda_release(dev, db);
+    ptq_cuda_release(dev, da);
+    ptq_cuda_release(dev, dc);
+    ptq_cuda_release(dev, dc1);
+    ptq_cuda_release(dev, dbm);
+    free(w);
+    free(b);
+    free(a);
+    free(c);
+    free(got);
+    free(got1);
+    free(bm);
+}
+
 /* ---- binary and expand ---- */
 
 typedef struct shape {
@@ -308,7 +384,7 @@ static const shape bin_shapes[][2] = {
 static void test_binary(void)
 {
     static const char *const names[] = {"add", "sub", "mul", "div"};
-    kstat k = {"binary", 0.0f, 0.0f, 0, 0, 0, 0}; /* IEEE + - * / round the same everywhere */
+    kstat k = {"binary", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0}; /* IEEE + - * / round the same everywhere */
     for (size_t s = 0; s < sizeof bin_shapes / sizeof bin_shapes[0]; s++) {
         ptq_tensor ta = {PTQ_DT_FLOAT, bin_shapes[s][0].ndim, {0}, NULL, PTQ_MEM_HOST, 0};
         ptq_tensor tb = {PTQ_DT_FLOAT, bin_shapes[s][1].ndim, {0}, NULL, PTQ_MEM_HOST, 0};
@@ -346,7 +422,7 @@ static void test_binary(void)
 /* Gemm's C broadcast into Y: checked against ref Add of a zero Y. */
 static void test_expand(void)
 {
-    kstat k = {"expand", 0.0f, 0.0f, 0, 0, 0, 0};
+    kstat k = {"expand", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
     const shape cases[][2] = {{{1, {10}}, {2, {4, 10}}},  {{2, {4, 1}}, {2, {4, 10}}}, {{0, {0}}, {2, {3, 5}}},
                               {{2, {1, 7}}, {2, {9, 7}}}, {{2, {6, 3}}, {2, {6, 3}}}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -400,11 +476,11 @@ static void test_unary(void)
         {PTQ_UN_GELU, "gelu", 0, 0, 2},
         {PTQ_UN_GELU_TANH, "gelu tanh", 0, 0, 0},
     };
-    kstat exact = {"unary (exact)", 0.0f, 0.0f, 0, 0, 0, 0};
+    kstat exact = {"unary (exact)", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
     /* CUDA's expf/tanhf/erff: <= 2 ulp; 1e-6 is about 8 ulp */
-    kstat transc = {"unary (exp/tanh/erf)", 1e-6f, 1e-7f, 0, 0, 0, 0};
+    kstat transc = {"unary (exp/tanh/erf)", 1e-6f, 1e-7f, 0, 0, 0, 0, 0, 0};
     /* CUDA's erfcf is within 4 ulp, the host's within 3: together they may pass 1e-6; softmax's tolerance */
-    kstat erfc = {"unary (erfc)", 1e-5f, 1e-7f, 0, 0, 0, 0};
+    kstat erfc = {"unary (erfc)", 1e-5f, 1e-7f, 0, 0, 0, 0, 0, 0};
     const int64_t sizes[] = {1, 777, (1 << 20) + 3};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int64_t n = sizes[s];
@@ -440,7 +516,7 @@ static void test_unary(void)
 
 static void test_global_avgpool(void)
 {
-    kstat k = {"global_avgpool", 1e-6f, 1e-7f, 0, 0, 0, 0}; /* both sum in double */
+    kstat k = {"global_avgpool", 1e-6f, 1e-7f, 0, 0, 0, 0, 0, 0}; /* both sum in double */
     const int64_t cases[][2] = {{1, 1}, {6, 49}, {128, 1}, {96 * 64, 49}, {3, 100003}, {1000, 33}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t rows = cases[c][0], cols = cases[c][1];
@@ -470,7 +546,7 @@ static void to_nhwc(const float *x, int64_t n, int64_t c, int64_t hw, float *out
 /* The channels-last global average pool gives the [N, C, H, W] kernel's bits. */
 static void test_global_avgpool_nhwc(void)
 {
-    kstat k = {"global_avgpool nhwc (bits of nchw)", 0.0f, 0.0f, 0, 0, 0, 0};
+    kstat k = {"global_avgpool nhwc (bits of nchw)", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
     const int64_t cases[][3] = {{1, 1, 1}, {2, 49, 3}, {4, 49, 2048}, {1, 100003, 3}, {3, 33, 1000}, {128, 1, 7}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int64_t n = cases[c][0], hw = cases[c][1], ch = cases[c][2];
@@ -518,9 +594,9 @@ static const pool_case pool_cases[] = {
 
 static void test_pools(void)
 {
-    kstat km = {"maxpool", 0.0f, 0.0f, 0, 0, 0, 0};         /* a max is one of the inputs: exact */
-    kstat ka = {"avgpool", 1e-6f, 1e-7f, 0, 0, 0, 0};       /* sums in double */
-    kstat kn = {"max/avgpool nhwc (bits of nchw)", 0.0f, 0.0f, 0, 0, 0, 0};
+    kstat km = {"maxpool", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};         /* a max is one of the inputs: exact */
+    kstat ka = {"avgpool", 1e-6f, 1e-7f, 0, 0, 0, 0, 0, 0};       /* sums in double */
+    kstat kn = {"max/avgpool nhwc (bits of nchw)", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
     for (size_t c = 0; c < sizeof pool_cases / sizeof pool_cases[0]; c++) {
         const pool_case *pc = &pool_cases[c];
         ptq_pool_params p;
@@ -593,7 +669,7 @@ static void test_pools(void)
 
 static void test_batchnorm(void)
 {
-    kstat k = {"batchnorm", 1e-5f, 1e-6f, 0, 0, 0, 0};
+    kstat k = {"batchnorm", 1e-5f, 1e-6f, 0, 0, 0, 0, 0, 0};
     const int64_t cases[][3] = {{2, 16, 49}, {1, 3, 1}, {4, 64, 1024}, {7, 5, 13}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t n = cases[c][0], ch = cases[c][1], sp = cases[c][2], total = n * ch * sp;
@@ -621,7 +697,7 @@ static void test_batchnorm(void)
 
 static void test_softmax(void)
 {
-    kstat k = {"softmax", 1e-5f, 1e-7f, 0, 0, 0, 0}; /* expf differs by <= 2 ulp */
+    kstat k = {"softmax", 1e-5f, 1e-7f, 0, 0, 0, 0, 0, 0}; /* expf differs by <= 2 ulp */
     const int64_t cases[][3] = {{1, 10, 1}, {64, 10, 1}, {2, 1000, 1}, {3, 7, 5}, {1, 1, 1}, {4, 3, 257}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t outer = cases[c][0], len = cases[c][1], inner = cases[c][2], total = outer * len * inner;
@@ -643,7 +719,7 @@ static void test_softmax(void)
 /* Rows of every length class: one element, under a warp, under a block, many blocks' worth of columns. */
 static void test_layernorm(void)
 {
-    kstat k = {"layernorm", 1e-6f, 1e-6f, 0, 0, 0, 0}; /* double sums in another order: float rounding only */
+    kstat k = {"layernorm", 1e-6f, 1e-6f, 0, 0, 0, 0, 0, 0}; /* double sums in another order: float rounding only */
     const int64_t cases[][2] = {{1, 1}, {7, 5}, {64, 768}, {3, 1000}, {2, 257}, {70000, 8}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int64_t rows = cases[c][0], cols = cases[c][1], total = rows * cols;
@@ -688,7 +764,7 @@ static void test_layernorm(void)
  * (reinterpreted as floats only to reuse the tally, NaN bit patterns included). */
 static void test_transpose(void)
 {
-    kstat k = {"transpose", 0.0f, 0.0f, 0, 0, 0, 0};
+    kstat k = {"transpose", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
     static const struct {
         int ndim;
         int64_t dims[5], perm[5];
@@ -747,19 +823,26 @@ int main(void)
     printf("cuda_parity_kernels: GPU 0 (%s) against kernels/ref; err/tol <= 1 passes\n", ptq_cuda_dev_name(dev));
     test_rand_seed(20240611);
     const int cudnn = ptq_cuda_dev_set_cudnn(dev, 1);
-    test_conv(cudnn ? "conv cuDNN" : "conv");
+    test_conv(cudnn ? "conv cuDNN" : "conv", F32_RTOL, F32_ATOL);
     if (cudnn) {
         ptq_cuda_dev_set_cudnn(dev, 0);
-        test_conv("conv im2col");
+        test_conv("conv im2col", F32_RTOL, F32_ATOL);
         setenv("PTQ_KSPLIT", "7", 1); /* K summed 7 taps an SGEMM: blocks and a remainder */
-        test_conv("conv im2col, PTQ_KSPLIT=7");
+        test_conv("conv im2col, PTQ_KSPLIT=7", F32_RTOL, F32_ATOL);
         unsetenv("PTQ_KSPLIT");
         ptq_cuda_dev_set_cudnn(dev, 1);
     } else {
         printf("conv: %s\n", ptq_cuda_dev_note(dev));
     }
-    test_gemm();
-    test_gemm_batched();
+    test_gemm("gemm", F32_RTOL, F32_ATOL);
+    test_gemm_batched("gemm_batched", F32_RTOL, F32_ATOL);
+    /* --math fp64 (cuDNN loaded or not: that math never calls it) */
+    ptq_cuda_dev_set_math(dev, PTQ_CUDA_MATH_FP64);
+    test_conv("conv fp64", F64_RTOL, F64_ATOL);
+    test_gemm("gemm fp64", F64_RTOL, F64_ATOL);
+    test_gemm_batched("gemm_batched fp64", F64_RTOL, F64_ATOL);
+    test_f64_batch_invariance();
+    ptq_cuda_dev_set_math(dev, PTQ_CUDA_MATH_FP32);
     test_binary();
     test_expand();
     test_unary();

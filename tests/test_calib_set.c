@@ -167,6 +167,23 @@ int main(void)
         CHECK(after.n_samples == 40);
     }
 
+    /* --math: fp64 and tf32 archives say so, read back, and merge with no other math */
+    ptq_math m = PTQ_MATH_FP32;
+    CHECK(ptq_math_parse(&ctx, "fp64", &m) == PTQ_OK && m == PTQ_MATH_FP64 && strcmp(ptq_math_name(m), "fp64") == 0);
+    CHECK(ptq_math_parse(&ctx, "fp16", &m) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "fp64"));
+    CHECK(ptq_calib_set_math(&ctx, whole, "fp16") == PTQ_ERR_INVALID_ARG);
+    CHECK_MSG(ptq_calib_set_math(&ctx, whole, "fp64") == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_calib_set_write(&ctx, whole, file) == PTQ_OK, "%s", ctx.msg);
+    ptq_calib_set *back64 = NULL;
+    CHECK_MSG(ptq_calib_set_read(&ctx, file, &back64) == PTQ_OK, "%s", ctx.msg);
+    if (back64 && back) {
+        ptq_calib_provenance p64;
+        ptq_calib_set_provenance(back64, &p64);
+        CHECK(strcmp(p64.math, "fp64") == 0);
+        CHECK(ptq_calib_set_merge(&ctx, back64, back) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "math"));
+    }
+    ptq_calib_set_free(back64);
+
     /* unreadable archives (the model file is no archive) */
     char path[4096];
     snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", getenv("PTQ_SOURCE_DIR") ? getenv("PTQ_SOURCE_DIR") : ".");

@@ -46,7 +46,7 @@ typedef struct ptq_calib_provenance {
     const char *model_name;  /* the file name it was calibrated from (informative) */
     const char *ptq_version;
     const char *preprocess;  /* the preprocessing spec applied to every image */
-    const char *math;        /* "fp32" or "tf32": the math of the observed runs (ptq_math_name) */
+    const char *math;        /* "fp32", "tf32" or "fp64": the math of the observed runs (ptq_math_name) */
     const char *selection;   /* "ops=...;tensors=..." as canonicalised by the set */
     int64_t n_bins;          /* observer bins */
     char sample_ids_sha256[65]; /* over the sources (sorted) and their sorted sample ids, see calib/calib_set.c */
@@ -69,7 +69,7 @@ PTQ_API void ptq_calib_set_free(ptq_calib_set *s);
  * preprocessing spec (copied). */
 PTQ_API ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const char *model_sha256, const char *model_name,
                                   const char *preprocess);
-/* Records the math the observed runs computed in: "fp32" (the default) or
+/* Records the math the observed runs computed in: "fp32" (the default), "fp64" or
  * "tf32"; archives of different math do not merge. */
 PTQ_API ptq_status ptq_calib_set_math(ptq_ctx *ctx, ptq_calib_set *s, const char *math);
 /* Records that samples ids[n] of data set source were observed (before or

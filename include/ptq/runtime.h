@@ -31,9 +31,11 @@ typedef ptq_status (*ptq_tap_fn)(void *user, ptq_ctx *ctx, const ptq_graph *g, i
 
 /* The math GPU convolutions and matrix products run in. FP32 (the default)
  * is exact FP32 FMA; TF32 uses the tensor cores' 10-bit-mantissa products
- * (FP32 sums). The CPU computes FP32 whatever is asked. */
-typedef enum ptq_math { PTQ_MATH_FP32 = 0, PTQ_MATH_TF32 = 1 } ptq_math;
-/* "fp32" | "tf32" into a ptq_math; PTQ_ERR_INVALID_ARG names anything else. */
+ * (FP32 sums); FP64 keeps the tensors FP32 but sums each product in double
+ * and rounds it once, as the reference kernels do (slower; the FP32 sums'
+ * order no longer moves the result). The CPU computes FP32 whatever is asked. */
+typedef enum ptq_math { PTQ_MATH_FP32 = 0, PTQ_MATH_TF32 = 1, PTQ_MATH_FP64 = 2 } ptq_math;
+/* "fp32" | "tf32" | "fp64" into a ptq_math; PTQ_ERR_INVALID_ARG names anything else. */
 PTQ_API ptq_status ptq_math_parse(ptq_ctx *ctx, const char *name, ptq_math *out);
 PTQ_API const char *ptq_math_name(ptq_math m);
 

@@ -9,6 +9,8 @@
  * archives must not depend on batching; scripts/gpu-check.sh calib). Grouped
  * convs: per-image im2col and SGEMM strided-batched over groups (a fixed
  * count); one-input-channel-per-group (depthwise) convs use a direct kernel.
+ * Under --math fp64 (PTQ_CUDA_MATH_FP64) no cuDNN: the same wide columns in
+ * double, groups strided-batched, one cuBLAS DGEMM a chunk (conv_wide_f64).
  * Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
 #include <stdlib.h>
@@ -63,10 +65,11 @@ static __global__ void im2col_kernel(ptq_conv_params p, const float *x, int64_t 
 }
 
 /* colw: [c_in * K, n_img, OUT] (images side by side along the columns) for
- * images img0.. of x; images n_valid.. of the chunk (past the batch) are 0. */
-template <typename I>
+ * images img0.. of x; images n_valid.. of the chunk (past the batch) are 0.
+ * T: float, or double under --math fp64. */
+template <typename I, typename T>
 static __global__ void im2col_wide_kernel(ptq_conv_params p, const float *x, int64_t img0, I n_img, I n_valid,
-                                          float *colw)
+                                          T *colw)
 {
     const I k_sz = (I)(p.k[0] * p.k[1] * p.k[2]);
     const I out_sz = (I)(p.out[0] * p.out[1] * p.out[2]);
@@ -75,22 +78,51 @@ static __global__ void im2col_wide_kernel(ptq_conv_params p, const float *x, int
         I r = i / out_sz;
         I img = r % n_img;
         r /= n_img;
-        colw[i] = img < n_valid ? im2col_value<I>(p, x, img0 + img, r / k_sz, r % k_sz, i % out_sz) : 0.0f;
+        colw[i] = img < n_valid ? (T)im2col_value<I>(p, x, img0 + img, r / k_sz, r % k_sz, i % out_sz) : (T)0;
     }
 }
 
+/* Launches im2col_wide_kernel with 32-bit index math (cheaper div/mod) where
+ * i + the grid stride cannot overflow. */
+template <typename T>
+static ptq_status im2col_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, int64_t img0,
+                              int64_t chunk, int64_t n_valid, int64_t n_col, T *colw)
+{
+    if (n_col <= INT_MAX - (int64_t)ptq_cuda_blocks(n_col) * PTQ_CUDA_BLOCK)
+        im2col_wide_kernel<int, T><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, (int)chunk,
+                                                                                            (int)n_valid, colw);
+    else
+        im2col_wide_kernel<int64_t, T><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, chunk,
+                                                                                                n_valid, colw);
+    PTQ_CUDA_LAUNCHED(ctx, "im2col_wide_kernel");
+    return PTQ_OK;
+}
+
 /* y[img0 + img, co, o] = acc[co, img, o] + b[co] (b may be NULL) for the
- * first n_valid of the chunk's n_img images. */
+ * first n_valid of the chunk's n_img images; T the sums' type (a double sum
+ * takes the bias in double and rounds once). */
+template <typename T>
 static __global__ void scatter_bias_kernel(int64_t c_out, int64_t n_img, int64_t n_valid, int64_t out_sz,
-                                           const float *acc, const float *b, float *y)
+                                           const T *acc, const float *b, float *y)
 {
     const int64_t total = c_out * n_valid * out_sz;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t o = i % out_sz;
         int64_t co = (i / out_sz) % c_out;
         int64_t img = i / (out_sz * c_out);
-        y[i] = acc[(co * n_img + img) * out_sz + o] + (b ? b[co] : 0.0f);
+        y[i] = (float)(acc[(co * n_img + img) * out_sz + o] + (b ? (T)b[co] : (T)0));
     }
+}
+
+/* The chunk of images a wide conv's GEMM takes side by side: a function of
+ * the layer alone, never of p->n (so an image's bits do not depend on its
+ * batch); img_bytes: the scratch one image of the chunk needs. */
+static int64_t wide_chunk(int64_t out_sz, size_t img_bytes)
+{
+    int64_t chunk = CONV_CHUNK_COLS / out_sz;
+    if (chunk > (int64_t)(CONV_SCRATCH_BYTES / img_bytes))
+        chunk = (int64_t)(CONV_SCRATCH_BYTES / img_bytes);
+    return chunk < 1 ? 1 : chunk;
 }
 
 /* group 1: y = conv(x) + b through one SGEMM per chunk of images, every
@@ -102,11 +134,7 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
     const int64_t ck = p->c_in * k_sz;
     const size_t img_bytes = (size_t)((ck + p->c_out) * out_sz) * sizeof(float);
-    /* a function of the layer alone, never of p->n */
-    int64_t chunk = CONV_CHUNK_COLS / out_sz;
-    if (chunk > (int64_t)(CONV_SCRATCH_BYTES / img_bytes))
-        chunk = (int64_t)(CONV_SCRATCH_BYTES / img_bytes);
-    chunk = chunk < 1 ? 1 : chunk;
+    const int64_t chunk = wide_chunk(out_sz, img_bytes);
     if (chunk * out_sz > INT_MAX)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: %lld output positions per image exceed cuBLAS's int range",
                         (long long)out_sz);
@@ -120,13 +148,7 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     const int64_t cols = chunk * out_sz, n_col = ck * cols, kb = k_block(ck);
     for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
         const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;
-        if (n_col <= INT_MAX - (int64_t)ptq_cuda_blocks(n_col) * PTQ_CUDA_BLOCK)
-            im2col_wide_kernel<int><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, (int)chunk,
-                                                                                             (int)n_valid, colw);
-        else
-            im2col_wide_kernel<int64_t><<<ptq_cuda_blocks(n_col), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, img0, chunk,
-                                                                                                 n_valid, colw);
-        PTQ_CUDA_LAUNCHED(ctx, "im2col_wide_kernel");
+        PTQ_TRY_RET(im2col_wide(ctx, d, p, x, img0, chunk, n_valid, n_col, colw));
         /* row-major acc [c_out, cols] = w [c_out, ck] @ colw [ck, cols] is column-major
          * acc^T [cols, c_out] = colw^T [cols, ck] @ w^T [ck, c_out] */
         for (int64_t k0 = 0; k0 < ck; k0 += kb)
@@ -134,7 +156,54 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
                        (int)(ck - k0 < kb ? ck - k0 : kb), &one, colw + k0 * cols, (int)cols, w + k0, (int)ck,
                        k0 ? &one : &zero, acc, (int)cols);
         const int64_t n_out = p->c_out * n_valid * out_sz;
-        scatter_bias_kernel<<<ptq_cuda_blocks(n_out), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+        scatter_bias_kernel<float><<<ptq_cuda_blocks(n_out), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+            p->c_out, chunk, n_valid, out_sz, acc, b, y + img0 * p->c_out * out_sz);
+        PTQ_CUDA_LAUNCHED(ctx, "scatter_bias_kernel");
+    }
+    return PTQ_OK;
+}
+
+/* dst[i] = src[i] in double, i < n */
+static __global__ void widen_kernel(int64_t n, const float *src, double *dst)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = (double)src[i];
+}
+
+/* --math fp64, any group count: y = conv(x) + b with every output's taps
+ * summed in double (cuBLAS DGEMM, the FP64 tensor cores of sm_80+) and
+ * rounded to FP32 once, as kernels/ref does. Columns, weights and sums are
+ * double in the scratch; chunks of images side by side as in conv_wide, the
+ * groups one strided-batched DGEMM. */
+static ptq_status conv_wide_f64(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x,
+                                const float *w, const float *b, float *y)
+{
+    const int64_t k_sz = p->k[0] * p->k[1] * p->k[2];
+    const int64_t out_sz = p->out[0] * p->out[1] * p->out[2];
+    const int64_t ck = p->c_in * k_sz, ckg = ck / p->group, mg = p->c_out / p->group;
+    const size_t img_bytes = (size_t)((ck + p->c_out) * out_sz) * sizeof(double);
+    const int64_t chunk = wide_chunk(out_sz, img_bytes), cols = chunk * out_sz;
+    if (cols > INT_MAX || ckg > INT_MAX || mg > INT_MAX || p->group > INT_MAX)
+        return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                        "conv: a DGEMM side exceeds cuBLAS's int range (%lld x %lld x %lld, %lld groups)",
+                        (long long)cols, (long long)mg, (long long)ckg, (long long)p->group);
+    const int64_t n_w = p->c_out * ckg;
+    void *scratch = NULL;
+    PTQ_TRY_RET(ptq_cuda_scratch(ctx, d, (size_t)n_w * sizeof(double) + (size_t)chunk * img_bytes, &scratch));
+    double *wd = (double *)scratch, *colw = wd + n_w, *acc = colw + chunk * ck * out_sz;
+    widen_kernel<<<ptq_cuda_blocks(n_w), PTQ_CUDA_BLOCK, 0, d->stream>>>(n_w, w, wd);
+    PTQ_CUDA_LAUNCHED(ctx, "widen_kernel");
+    const double one = 1.0, zero = 0.0;
+    for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
+        const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;
+        PTQ_TRY_RET(im2col_wide(ctx, d, p, x, img0, chunk, n_valid, ck * cols, colw));
+        /* per group g, row-major acc_g [mg, cols] = w_g [mg, ckg] @ colw_g [ckg, cols], i.e. column-major
+         * acc_g^T = colw_g^T @ w_g^T; colw_g starts at row g * ckg, w_g at row g * mg, acc_g at row g * mg */
+        PTQ_CUBLAS(ctx, d, dgemm_strided_batched, d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)cols, (int)mg, (int)ckg,
+                   &one, colw, (int)cols, ckg * cols, wd, (int)ckg, mg * ckg, &zero, acc, (int)cols, mg * cols,
+                   (int)p->group);
+        const int64_t n_out = p->c_out * n_valid * out_sz;
+        scatter_bias_kernel<double><<<ptq_cuda_blocks(n_out), PTQ_CUDA_BLOCK, 0, d->stream>>>(
             p->c_out, chunk, n_valid, out_sz, acc, b, y + img0 * p->c_out * out_sz);
         PTQ_CUDA_LAUNCHED(ctx, "scatter_bias_kernel");
     }
@@ -223,7 +292,8 @@ extern "C" ptq_status ptq_k_conv_epilogue_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, co
                                                int relu, float *y, int *done)
 {
     *done = 0;
-    if (p->group < 1 || p->c_in % p->group || p->c_out % p->group || p->n * p->c_out == 0)
+    if (p->group < 1 || p->c_in % p->group || p->c_out % p->group || p->n * p->c_out == 0 ||
+        d->math == PTQ_CUDA_MATH_FP64)
         return PTQ_OK;
     return ptq_conv_cudnn(ctx, d, p, x, w, b, z, relu, y, done);
 }
@@ -241,7 +311,8 @@ extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_c
     if (total == 0)
         return PTQ_OK;
     int done = 0;
-    PTQ_TRY_RET(ptq_conv_cudnn(ctx, d, p, x, w, b, NULL, 0, y, &done));
+    if (d->math != PTQ_CUDA_MATH_FP64)
+        PTQ_TRY_RET(ptq_conv_cudnn(ctx, d, p, x, w, b, NULL, 0, y, &done));
     if (done)
         return PTQ_OK;
     if (p->nhwc) /* the paths below read and write [n, c, spatial...] */
@@ -251,16 +322,18 @@ extern "C" ptq_status ptq_k_conv_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_c
                         (long long)p->c_in, (long long)p->c_out,
                         ptq_cuda_dev_note(d)[0] ? ptq_cuda_dev_note(d) : "declined");
     const int64_t cg = p->c_in / p->group;
-    if (cg == 1) {
+    if (cg == 1) { /* sums in double already: the same under every math */
         conv_direct_kernel<<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*p, x, w, b, y);
         PTQ_CUDA_LAUNCHED(ctx, "conv_direct_kernel");
         return PTQ_OK;
     }
+    PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
+    if (d->math == PTQ_CUDA_MATH_FP64)
+        return conv_wide_f64(ctx, d, p, x, w, b, y);
     const int64_t ck = cg * k_sz;
     if (!fits_int(out_sz) || !fits_int(ck) || !fits_int(p->c_out))
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "conv: a GEMM side exceeds cuBLAS's int range (%lld x %lld x %lld)",
                         (long long)out_sz, (long long)p->c_out, (long long)ck);
-    PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
     int pointwise = k_sz == 1 && out_sz == in_sz;
     for (int s = 0; s < PTQ_SPATIAL; s++)
         pointwise = pointwise && p->stride[s] == 1 && p->pad_lo[s] == 0 && p->out[s] == p->in[s];

@@ -24,6 +24,8 @@ typedef struct ptq_cublas_fns {
     decltype(&cublasSetMathMode) set_math_mode;
     decltype(&cublasSgemm) sgemm;
     decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
+    decltype(&cublasDgemm) dgemm;                             /* --math fp64 */
+    decltype(&cublasDgemmStridedBatched) dgemm_strided_batched;
     decltype(&cublasGetStatusString) status_string;
 } ptq_cublas_fns;
 

@@ -52,9 +52,11 @@ int64_t ptq_cuda_dev_cudnn_guards(const ptq_cuda_dev *d, int64_t *positional);
  * tunes, as PTQ_CUDNN_TUNE then says) again. */
 void ptq_cuda_dev_drop_conv_plans(ptq_cuda_dev *d);
 /* The math convolutions and matrix products run in: FP32 FMA (exact, the
- * default) or TF32 tensor cores (cuDNN's tensor-op math, cuBLAS's TF32
- * mode). Plans made under the other math are dropped. */
-enum { PTQ_CUDA_MATH_FP32 = 0, PTQ_CUDA_MATH_TF32 = 1 };
+ * default), TF32 tensor cores (cuDNN's tensor-op math, cuBLAS's TF32
+ * mode), or FP64 sums (FP32 tensors, each product summed in double by cuBLAS
+ * DGEMM and rounded to FP32 once, as kernels/ref does; no cuDNN). Plans made
+ * under another math are dropped. */
+enum { PTQ_CUDA_MATH_FP32 = 0, PTQ_CUDA_MATH_TF32 = 1, PTQ_CUDA_MATH_FP64 = 2 };
 void ptq_cuda_dev_set_math(ptq_cuda_dev *d, int math);
 
 /* One cuDNN forward algorithm on one convolution (bench/cudnn_survey.c). */

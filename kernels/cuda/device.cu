@@ -61,6 +61,8 @@ static ptq_status load_cublas(ptq_ctx *ctx, ptq_cublas_fns *f)
     PTQ_LOAD(set_math_mode, cublasSetMathMode);
     PTQ_LOAD(sgemm, cublasSgemm);
     PTQ_LOAD(sgemm_strided_batched, cublasSgemmStridedBatched);
+    PTQ_LOAD(dgemm, cublasDgemm);
+    PTQ_LOAD(dgemm_strided_batched, cublasDgemmStridedBatched);
     PTQ_LOAD(status_string, cublasGetStatusString);
 #undef PTQ_LOAD
     return PTQ_OK;

@@ -5,7 +5,9 @@
  * so every SGEMM has the same shape whatever m (the batch, for Gemm): cuBLAS
  * picks its kernel by shape, and a row's result then does not depend on the
  * batch it came in. Also the strided-batched form MatMul uses (its shape
- * follows the batch). Covered by tests/cuda_parity_kernels.c. */
+ * follows the batch). Under --math fp64 (PTQ_CUDA_MATH_FP64) the same shapes
+ * through DGEMM on double copies of the operands, each result rounded to
+ * FP32 once (gemm_f64). Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
 
 #include "kernels/cuda/cuda_common.cuh"
@@ -13,16 +15,84 @@
 /* rows of y per SGEMM call */
 #define GEMM_ROW_BLOCK 128
 
-/* dst: [GEMM_ROW_BLOCK, k] = rows r0 .. r0+mb of op(a) (a: [m, k], or [k, m]
- * when trans_a), then zero rows. */
+/* dst: [rows, k] = rows r0 .. r0+mb of op(a) (a: [m, k], or [k, m] when
+ * trans_a), then zero rows; T: float, or double under --math fp64. */
+template <typename T>
 static __global__ void pack_rows_kernel(const float *a, int64_t m, int64_t k, int trans_a, int64_t r0, int64_t mb,
-                                        float *dst)
+                                        int64_t rows, T *dst)
 {
-    const int64_t total = (int64_t)GEMM_ROW_BLOCK * k;
+    const int64_t total = rows * k;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t row = i / k, col = i % k;
-        dst[i] = row >= mb ? 0.0f : trans_a ? a[col * m + r0 + row] : a[(r0 + row) * k + col];
+        dst[i] = row >= mb ? (T)0 : (T)(trans_a ? a[col * m + r0 + row] : a[(r0 + row) * k + col]);
     }
+}
+
+/* dst [n_slices, len] = slice s of src (src + s * stride, len floats) in double */
+static __global__ void widen_slices_kernel(int64_t n_slices, int64_t len, const float *src, int64_t stride,
+                                           double *dst)
+{
+    const int64_t total = n_slices * len;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = (double)src[(i / len) * stride + i % len];
+}
+
+/* y (slice s at y + s * y_stride, [m, n] each) = alpha * acc + beta * y,
+ * summed in double and rounded once, as kernels/ref (y not read when beta 0) */
+static __global__ void finish_f64_kernel(int64_t n_slices, int64_t mn, const double *acc, float alpha, float beta,
+                                         float *y, int64_t y_stride)
+{
+    const int64_t total = n_slices * mn;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        float *yi = y + (i / mn) * y_stride + i % mn;
+        double v = acc[i] * (double)alpha;
+        if (beta != 0.0f)
+            v += (double)beta * (double)*yi;
+        *yi = (float)v;
+    }
+}
+
+/* --math fp64: y = alpha * op(a) @ op(b) + beta * y for n_batch slices, the
+ * operands widened to double in the scratch, one DGEMM (alpha 1, beta 0)
+ * per GEMM_ROW_BLOCK rows of a single GEMM (so a row's bits do not depend on
+ * m, the batch) or one strided-batched DGEMM over the slices, then alpha and
+ * beta applied in double and each result rounded once. */
+static ptq_status gemm_f64(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, int64_t n_batch, const float *a,
+                           int64_t a_stride, const float *b, int64_t b_stride, float *y, int64_t y_stride)
+{
+    const int m = (int)p->m, n = (int)p->n, k = (int)p->k, R = GEMM_ROW_BLOCK;
+    const int64_t m_rows = n_batch == 1 ? (p->m + R - 1) / R * R : p->m; /* a single GEMM: whole row blocks */
+    const int64_t na = n_batch == 1 || a_stride == 0 ? 1 : n_batch, nb = b_stride == 0 ? 1 : n_batch;
+    const int64_t a_len = m_rows * p->k, b_len = p->k * p->n, y_len = p->m * p->n;
+    const size_t bytes = (size_t)(na * a_len + nb * b_len + n_batch * m_rows * p->n) * sizeof(double);
+    void *scratch = NULL;
+    PTQ_TRY_RET(ptq_cuda_scratch(ctx, d, bytes, &scratch));
+    double *ad = (double *)scratch, *bd = ad + na * a_len, *yd = bd + nb * b_len;
+    const double one = 1.0, zero = 0.0;
+    const cublasOperation_t op_b = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int ld_b = p->trans_b ? k : n;
+    widen_slices_kernel<<<ptq_cuda_blocks(nb * b_len), PTQ_CUDA_BLOCK, 0, d->stream>>>(nb, b_len, b, b_stride, bd);
+    PTQ_CUDA_LAUNCHED(ctx, "widen_slices_kernel");
+    if (n_batch == 1) {
+        /* a as untransposed [m_rows, k], the rows past m zero */
+        pack_rows_kernel<double><<<ptq_cuda_blocks(a_len), PTQ_CUDA_BLOCK, 0, d->stream>>>(a, p->m, p->k, p->trans_a,
+                                                                                          0, p->m, m_rows, ad);
+        PTQ_CUDA_LAUNCHED(ctx, "pack_rows_kernel");
+        for (int64_t r0 = 0; r0 < p->m; r0 += R)
+            PTQ_CUBLAS(ctx, d, dgemm, d->cublas, op_b, CUBLAS_OP_N, n, R, k, &one, bd, ld_b, ad + r0 * k, k, &zero,
+                       yd + r0 * n, n);
+    } else {
+        widen_slices_kernel<<<ptq_cuda_blocks(na * a_len), PTQ_CUDA_BLOCK, 0, d->stream>>>(na, a_len, a, a_stride,
+                                                                                           ad);
+        PTQ_CUDA_LAUNCHED(ctx, "widen_slices_kernel");
+        PTQ_CUBLAS(ctx, d, dgemm_strided_batched, d->cublas, op_b, p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                   &one, bd, ld_b, nb == 1 ? 0 : b_len, ad, p->trans_a ? m : k, na == 1 ? 0 : a_len, &zero, yd, n,
+                   y_len, (int)n_batch);
+    }
+    finish_f64_kernel<<<ptq_cuda_blocks(n_batch * y_len), PTQ_CUDA_BLOCK, 0, d->stream>>>(n_batch, y_len, yd, p->alpha,
+                                                                                         p->beta, y, y_stride);
+    PTQ_CUDA_LAUNCHED(ctx, "finish_f64_kernel");
+    return PTQ_OK;
 }
 
 /* One GEMM (n_batch 1) as SGEMMs of exactly GEMM_ROW_BLOCK rows: full blocks
@@ -47,8 +117,8 @@ static ptq_status gemm_row_blocks(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_
             ap = (float *)scratch;
             yp = ap + (int64_t)R * k;
         }
-        pack_rows_kernel<<<ptq_cuda_blocks((int64_t)R * k), PTQ_CUDA_BLOCK, 0, d->stream>>>(a, p->m, k, p->trans_a,
-                                                                                           r0, mb, ap);
+        pack_rows_kernel<float><<<ptq_cuda_blocks((int64_t)R * k), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+            a, p->m, k, p->trans_a, r0, mb, R, ap);
         PTQ_CUDA_LAUNCHED(ctx, "pack_rows_kernel");
         if (p->beta != 0.0f)
             PTQ_TRY_RET(ptq_cuda_copy(ctx, d, yp, y + r0 * n, (size_t)(mb * n) * sizeof(float)));
@@ -93,6 +163,8 @@ extern "C" ptq_status ptq_k_gemm_batched_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
     const int ld_b = p->trans_b ? k : n; /* b: [k, n] or [n, k] row-major */
     const int ld_a = p->trans_a ? m : k; /* a: [m, k] or [k, m] row-major */
     PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
+    if (d->math == PTQ_CUDA_MATH_FP64)
+        return gemm_f64(ctx, d, p, n_batch, a, a_stride, b, b_stride, y, y_stride);
     if (n_batch == 1)
         return gemm_row_blocks(ctx, d, p, a, b, y);
         PTQ_CUBLAS(ctx, d, sgemm_strided_batched, d->cublas, op_b, op_a, n, m, k, &p->alpha, b, ld_b, b_stride,
