@@ -4,7 +4,8 @@
 # ZOO_CALIB (64), the Q/DQ model in onnxruntime on the first ZOO_QDQ (32), ZOO_JOBS models side by side (4,
 # each with the CPU count / 4 onnxruntime, torch and ptq threads; regnet_y_128gf alone with all), starting no
 # model that would likely end after ZOO_DEADLINE seconds (540), and killing what still runs at ZOO_HARD (585),
-# under a device tool's 600 s per command. Writes OUT/zoo-gpu.md (the record, rewritten after every model)
+# under a device tool's 600 s per command; ZOO_PTQ_ARGS: more arguments of ptq eval, calibrate and validate
+# (e.g. "--math fp64"). Writes OUT/zoo-gpu.md (the record, rewritten after every model)
 # and OUT/zoo-gpu.log (zoo_run's output); prints the failures and the summary.
 #
 #     bench/zoo_gpu.sh PTQ OUT [PREVIOUS_RECORD]
@@ -32,7 +33,8 @@ if [ -n "$PREV" ]; then
 fi
 setsid "${PYTHON:-python3}" bench/zoo_run.py --ptq "$PTQ" --device cuda --out "$rec" --work /tmp/ptq-zoo-gpu \
     --resume --images "${ZOO_IMAGES:-256}" --calib "${ZOO_CALIB:-64}" --qdq-images "${ZOO_QDQ:-32}" \
-    --jobs "${ZOO_JOBS:-4}" --deadline "${ZOO_DEADLINE:-540}" ${ZOO_ONLY:+--only "$ZOO_ONLY"} >"$log" 2>&1 &
+    --jobs "${ZOO_JOBS:-4}" --deadline "${ZOO_DEADLINE:-540}" ${ZOO_ONLY:+--only "$ZOO_ONLY"} \
+    ${ZOO_PTQ_ARGS:+--ptq-args "$ZOO_PTQ_ARGS"} >"$log" 2>&1 &
 pid=$!
 # the whole process group (workers, their ptq and onnxruntime) if it runs past ZOO_HARD
 (sleep "${ZOO_HARD:-585}" && kill -TERM -- "-$pid" && sleep 5 && kill -KILL -- "-$pid") >/dev/null 2>&1 &

@@ -30,6 +30,7 @@ import json
 import multiprocessing
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -173,7 +174,8 @@ def settings_text(c):
           + (", ptq --threads" if st["ptq_threads"] else "") + ")")
     if st["jobs"] > 1:
         t += f", {', '.join(sorted(ALONE))} alone with {st['cpus']}"
-    t += (f"; ptq --device {st['device'] or '(ptq default)'}; torch on {st['torch_device']} for the BatchNorm passes "
+    t += f"; ptq --device {st['device'] or '(ptq default)'}" + (f" {st['ptq_args']}" if st.get("ptq_args") else "")
+    t += (f"; torch on {st['torch_device']} for the BatchNorm passes "
           "and the float64 reference")
     if st["deadline"]:
         t += f"; --deadline {st['deadline']:g} s"
@@ -330,7 +332,8 @@ def run_one(t):
         for o, p in zip(t["opsets"], paths):
             r = zoo_pipeline.run_model(t["ptq"], p, images, os.path.join(d, f"op{o}"), calib_samples=t["calib"],
                                        device=t["device"], exact=ref, qdq_images=t["qdq"],
-                                       threads=t["threads"] if t["ptq_threads"] else None)
+                                       threads=t["threads"] if t["ptq_threads"] else None,
+                                       ptq_args=t["ptq_args"].split())
             r.update(base, opset=o, export_s=export_s, ref_device=ref.device, ref_note=ref.note)
             rows.append(r)
             print(json.dumps(r), flush=True)
@@ -361,6 +364,8 @@ def main():
     ap.add_argument("--torch-device", default="auto", help="torch's device for the BatchNorm passes of "
                     "export_zoo.prepare and the float64 reference (auto: cuda where torch has it)")
     ap.add_argument("--device", default=None, help="ptq's --device for eval, calibrate and validate (default: ptq's)")
+    ap.add_argument("--ptq-args", default="", help="more arguments of ptq eval, calibrate and validate "
+                    "(e.g. '--math fp64')")
     ap.add_argument("--estimate", action="store_true", help="print predict()'s seconds per model and stop")
     ap.add_argument("--memory-gib", type=float, default=0, help=argparse.SUPPRESS)  # --estimate for another machine
     a = ap.parse_args()
@@ -389,6 +394,7 @@ def main():
             todo.append({"name": m, "opsets": ops, "images": n, "size": size, "threads": th,
                          "ptq_threads": th < cpus, "calib": a.calib, "qdq": a.qdq_images, "ptq": a.ptq,
                          "device": a.device, "torch_device": torch_device, "work": a.work, "call": len(calls) + 1,
+                         "ptq_args": a.ptq_args,
                          "predict_s": predict(m, n, size, min(a.qdq_images or n, n), len(ops), th,
                                               torch_device == "cpu")})
     if a.estimate:
@@ -404,10 +410,10 @@ def main():
     version += f" (git {subprocess.run(['git', '-C', HERE, 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip()})"
     now = lambda: f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"  # noqa: E731
     call = {"date": f"{datetime.date.today()}", "machine": machine(), "ptq": version, "software": sw,
-            "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), "started": now(), "updated": now(),
+            "command": shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]), "started": now(), "updated": now(),
             "settings": {"images": a.images, "size": a.size, "calib": a.calib, "qdq": a.qdq_images, "jobs": a.jobs,
                          "threads": threads, "ptq_threads": threads < cpus, "cpus": cpus, "device": a.device,
-                         "torch_device": torch_device, "deadline": a.deadline}}
+                         "torch_device": torch_device, "deadline": a.deadline, "ptq_args": a.ptq_args}}
     calls.append(call)
     late = list(todo)  # not started yet
     stopped = ["not reached before the run stopped"]

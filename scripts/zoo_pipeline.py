@@ -140,7 +140,7 @@ def agreement(ours, ort, rel=1e-4):
 
 
 def run_model(ptq_bin, model, images, work, calib_samples=64, batch=16, threads=None, device=None, exact=None,
-              qdq_images=None):
+              qdq_images=None, ptq_args=()):
     """The whole pipeline on one model; returns a dict of what was measured:
     ok (every step ran and FP32 met the bounds: logits_bound, with exact
     its callable for x = model_input(images), or None, and agree >= 0.999),
@@ -166,6 +166,7 @@ def run_model(ptq_bin, model, images, work, calib_samples=64, batch=16, threads=
     write_h5(J("data.h5"), images, ref.argmax(1))  # labels: onnxruntime's FP32 predictions
     common = ["--preprocess", PREPROCESS, "--batch", str(batch)] + (["--threads", str(threads)] if threads else [])
     common += ["--device", device] if device else []
+    common += list(ptq_args)  # more arguments of eval, calibrate and validate (e.g. --math fp64)
     steps = [
         ("eval", ["eval", "--model", model, "--data", J("data.h5"), "--logits", J("fp32.npy"), "--json", *common]),
         ("calibrate", ["calibrate", "--model", model, "--data", J("data.h5"), "--samples", str(calib_samples),
