@@ -209,6 +209,9 @@ void cli_data_inputs_set(const char *data, const char *labels, const char *class
 int cli_dist_start(int *argc, char ***argv);
 int cli_is_writer(void);
 int cli_on_rank0(int (*fn)(int argc, char **argv), int argc, char **argv);
+/* 1 when the command runs on every rank of a job (its work split over them); 0 in one process and in a command
+ * that cli_on_rank0 runs on rank 0 alone. */
+int cli_ranks_split(void);
 /* rank 0's rc (an exit code or a flag) on every rank: a collective */
 int cli_rank0_rc(int rc);
 /* head > 0: rank 0's share holds at least the first head ids (validate --reference checks the job's first batch
@@ -369,7 +372,15 @@ typedef struct cli_session_opts {
  * batch's FP32 and quantized run. Then the command's timeline (cli_mark). */
 void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s);
 
+/* Opens the session and prints its notes on stderr ("ptq CMD: note: ..."), except in a command split over the
+ * ranks of a job (cli_ranks_split), where cli_session_notes_agree prints them. */
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s);
+/* The notes of a split command's sessions, printed once for the job: a note every rank has comes from rank 0 as
+ * from one process; one that only some ranks have comes from each of them with its rank named ("rank 1 of 2: no
+ * usable GPU ..."). A collective that every rank calls once after cli_session_open, whatever its status (s->ps NULL
+ * when the session did not open: that rank has no note, and a note all the others have still prints once). A no-op
+ * unless cli_ranks_split. */
+void cli_session_notes_agree(const char *cmd, const cli_session *s);
 /* What cli_session_open checks in o before it reads any file: --input NAME=DATASET, --device, --math. */
 ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o);
 /* `ptq run`'s check of a data set before its first stage: the model opened on it as the stages that read it

@@ -193,6 +193,7 @@ int cmd_calibrate(int argc, char **argv)
     n_picked = n_ids;
     PTQ_TRY(st, cli_rank_ids(&ctx, &ids, &n_ids, 0), ready);
 ready: /* every rank passes here once, and learns whether any failed or read another model or data set */
+    cli_session_notes_agree("calibrate", &s);
     PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, reads, 2), done);
 
     char stage[64];

@@ -145,6 +145,7 @@ int cmd_sensitivity(int argc, char **argv)
     batch = cli_default_batch("sensitivity", s.ps, batch, n_ids, cli_get(opts, n_opts, "batch") != NULL, 2);
     PTQ_TRY(st, share_work(&ctx, sens, batch, &ids, &n_ids), ready);
 ready: /* every rank passes here once, and learns whether any failed or read another model, archive or data set */
+    cli_session_notes_agree("sensitivity", &s);
     PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, reads, 3), done);
 
     cli_progress prog;

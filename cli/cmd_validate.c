@@ -219,6 +219,7 @@ int cmd_validate(int argc, char **argv)
         npy.path = logits_tmp;
     }
 ready: /* every rank passes here once, and learns whether any failed or read another model, plan or data set */
+    cli_session_notes_agree("validate", &s);
     PTQ_TRY(st, cli_ranks_agree_read(&ctx, st, reads, 4), done);
     vr.overlay = ptq_fq_overlay(fq);
     cli_progress prog;

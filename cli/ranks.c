@@ -13,9 +13,16 @@
 #include "ptq/dist.h"
 #include "ptq/hash.h"
 
+static int rank0_alone; /* 1 while cli_on_rank0 runs a command on rank 0 alone */
+
 int cli_is_writer(void)
 {
     return ptq_dist_rank() == 0;
+}
+
+int cli_ranks_split(void)
+{
+    return ptq_dist_size() > 1 && !rank0_alone;
 }
 
 int cli_dist_start(int *argc, char ***argv)
@@ -50,7 +57,14 @@ int cli_rank0_rc(int rc)
 
 int cli_on_rank0(int (*fn)(int argc, char **argv), int argc, char **argv)
 {
-    return cli_rank0_rc(cli_is_writer() ? fn(argc, argv) : 0);
+    int rc = 0;
+    if (cli_is_writer()) {
+        const int was = rank0_alone; /* `ptq run` runs its plan stage this way */
+        rank0_alone = 1;
+        rc = fn(argc, argv);
+        rank0_alone = was;
+    }
+    return cli_rank0_rc(rc);
 }
 
 ptq_status cli_rank_ids(ptq_ctx *ctx, int64_t **ids, int64_t *n_ids, int64_t head)

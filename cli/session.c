@@ -1,5 +1,6 @@
 /* The commands' view of a library session (include/ptq/runner.h): the
- * device flag parsed, the session's notes printed, and --profile's table. */
+ * device flag parsed, the session's notes printed (once for an MPI job,
+ * tests/mpi_test.py), and --profile's table. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,68 @@ ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int l
     return st;
 }
 
+/* The length of the note at line (without its '\n'); *next: where the following one starts. */
+static int line_len(const char *line, const char **next)
+{
+    const char *end = strchr(line, '\n');
+    const int len = end ? (int)(end - line) : (int)strlen(line);
+    *next = line + len + (end != NULL);
+    return len;
+}
+
+/* Which line of notes line[len] is (0 the first), or -1 when none is. */
+static int line_index(const char *notes, const char *line, int len)
+{
+    int i = 0;
+    for (const char *at = notes, *next; *at; at = next, i++) {
+        if (line_len(at, &next) == len && memcmp(at, line, (size_t)len) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* "ptq CMD: note: LINE" on stderr, the rank named when rank >= 0. */
+static void print_note(const char *cmd, int rank, const char *line, int len)
+{
+    if (rank >= 0)
+        fprintf(stderr, "ptq %s: note: rank %d of %d: %.*s\n", cmd, rank, ptq_dist_size(), len, line);
+    else
+        fprintf(stderr, "ptq %s: note: %.*s\n", cmd, len, line);
+}
+
+void cli_session_notes_agree(const char *cmd, const cli_session *s)
+{
+    enum { NOTES_BYTES = 4096, NOTES_LINES = 64 }; /* more than a session holds (runtime/session.c) */
+    if (!cli_ranks_split())
+        return;
+    const int rank = ptq_dist_rank();
+    const char *mine = s->ps ? ptq_session_notes(s->ps) : "";
+    char zero[NOTES_BYTES] = ""; /* rank 0's notes */
+    int64_t shared[NOTES_LINES]; /* whether rank 0's line i is every other rank's too: a MIN over the ranks */
+    if (rank == 0)
+        snprintf(zero, sizeof zero, "%s", mine);
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = ptq_dist_bcast(&ctx, zero, sizeof zero, 0);
+    zero[sizeof zero - 1] = '\0';
+    int n = 0;
+    for (const char *at = zero, *next; *at && n < NOTES_LINES; at = next, n++) {
+        const int len = line_len(at, &next);
+        shared[n] = !s->ps || line_index(mine, at, len) >= 0;
+    }
+    for (int i = n; i < NOTES_LINES; i++)
+        shared[i] = 0;
+    const ptq_status rst = ptq_dist_allreduce_i64(&ctx, shared, NOTES_LINES, PTQ_DIST_MIN); /* on every rank */
+    for (const char *at = mine, *next; *at; at = next) {
+        const int len = line_len(at, &next);
+        const int i = line_index(zero, at, len);
+        if (st != PTQ_OK || rst != PTQ_OK || i < 0 || i >= n || !shared[i]) /* this rank's own (or unknown) */
+            print_note(cmd, rank, at, len);
+        else if (rank == 0) /* every rank's: once */
+            print_note(cmd, -1, at, len);
+    }
+}
+
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s)
 {
     memset(s, 0, sizeof *s);
@@ -89,14 +152,9 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
     po.profile = o->profile;
     cli_hash_ahead(o->model, NULL); /* for the reports (and a plan's check), while the session opens */
     PTQ_TRY_RET(ptq_session_open(ctx, &po, &s->ps));
-    for (const char *line = ptq_session_notes(s->ps); *line;) {
-        const char *end = strchr(line, '\n');
-        int len = end ? (int)(end - line) : (int)strlen(line);
-        if (ptq_dist_size() > 1)
-            fprintf(stderr, "ptq %s: note: rank %d of %d: %.*s\n", cmd, ptq_dist_rank(), ptq_dist_size(), len, line);
-        else
-            fprintf(stderr, "ptq %s: note: %.*s\n", cmd, len, line);
-        line += len + (end != NULL);
+    for (const char *line = ptq_session_notes(s->ps), *next; *line && !cli_ranks_split(); line = next) {
+        const int len = line_len(line, &next); /* split over ranks: cli_session_notes_agree prints them */
+        print_note(cmd, -1, line, len);
     }
     s->graph = ptq_session_graph(s->ps);
     s->exec = ptq_session_exec(s->ps);

@@ -9,7 +9,8 @@ message naming it, the same non-zero exit and no output; fewer samples than
 ranks leave ranks idle; validate --reference checks the job's first batch
 whatever the rank count; a tensor without a batch dimension (the text
 encoder's positional slice) is counted the same whatever --batch, ranks or
-shards.
+shards; a note that every rank has prints once, one that a rank alone has
+names it.
 Skips (77) when ptq is built without MPI or mpirun is missing."""
 import glob
 import json
@@ -318,6 +319,33 @@ def test_batchless(tmp, J):
           str(count.get("/Slice_output_0")))
 
 
+def test_notes(tmp, J):
+    """A note every rank has (--math on the CPU) prints once, as from one process; one that a single rank has
+    prints from that rank, named."""
+    note = "note: --math tf32 applies to the GPU; the CPU computes in FP32"
+    cmds = (["calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("n.h5"), "--samples", "40"],
+            ["sensitivity", "--model", MODEL, "--calib", J("c1.h5"), "--data", J("val.h5"), "--samples", "20",
+             "--out", J("n.json")],
+            ["validate", "--model", MODEL, "--plan", J("plan.json"), "--data", J("val.h5"), "--limit", "40",
+             "--report", J("n_r")],
+            ["eval", "--model", MODEL, "--data", J("val.h5"), "--limit", "40"])
+    for cmd in cmds:
+        rc, _, err = mpi(2, *cmd, "--device", "cpu", "--math", "tf32")
+        lines = [l for l in err.splitlines() if "--math tf32" in l]
+        check(f"{cmd[0]} -np 2 --math tf32 on the CPU: exit 0, the note once, naming no rank",
+              rc == 0 and lines == [f"ptq {cmd[0]}: {note}"], err[-600:])
+    wrap = J("wrap_math.sh")  # rank 1 alone asks for --math tf32
+    open(wrap, "w").write(f'#!/bin/sh\n[ "$OMPI_COMM_WORLD_RANK" = 1 ] && exec {PTQ} "$@" --math tf32\n'
+                          f'exec {PTQ} "$@"\n')
+    os.chmod(wrap, 0o755)
+    p = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "3", wrap,
+                        *cmds[0], "--device", "cpu"], capture_output=True, text=True, timeout=300)
+    lines = [l for l in p.stderr.splitlines() if "--math tf32" in l]
+    check("calibrate -np 3, --math tf32 on rank 1 alone: its note once, naming rank 1",
+          p.returncode == 0 and lines == ["ptq calibrate: note: rank 1 of 3: --math tf32 applies to the GPU; the CPU "
+                                          "computes in FP32"], p.stderr[-600:])
+
+
 def main():
     if not have_demo():
         print("mpi_test: skipped: no demo model or Fashion-MNIST")
@@ -340,7 +368,8 @@ def main():
             f["images"] = images[200:500]
             f["labels"] = labels[200:500]
         only = sys.argv[1:]  # test names, for a quicker run while working on one
-        for t in (test_same_results, test_run, test_failures, test_node_local, test_reference, test_batchless):
+        for t in (test_same_results, test_run, test_failures, test_node_local, test_reference, test_batchless,
+                  test_notes):
             if not only or t.__name__ in only or t is test_same_results:
                 t(tmp, J)
     finally:
