@@ -101,6 +101,9 @@ void ds_labels_free(ds_labels *l);
 
 /* Checks a preprocess description once per batch; names the bad field. */
 ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p);
+/* ptq_preprocess_parse, and on success *normalizes: 1 when spec names scale=, mean=, std=, order= or a preset,
+ * 0 when only geometry (the normalization stays what p had: runtime/session.c warns for a default one). */
+ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p, int *normalizes);
 
 /* A decoded PNG or JPEG, reused from image to image: data holds height x
  * width x channels samples, interleaved [H,W,C], uint8 or host-order uint16. */

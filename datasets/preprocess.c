@@ -225,11 +225,11 @@ static int apply_preset(const char *name, ptq_preprocess *q, int *n_mean, int *n
     return 1;
 }
 
-ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p)
+ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p, int *normalizes)
 {
     ptq_status st = PTQ_OK;
     ptq_preprocess q = *p;
-    int n_mean = 1, n_std = 1;
+    int n_mean = 1, n_std = 1, named = 0;
     char *buf = malloc(strlen(spec) + 1);
     if (!buf)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "preprocess spec: out of memory");
@@ -245,8 +245,10 @@ ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *
         if (*s)
             *s++ = '\0';
         char *eq = strchr(item, '=');
-        if (!eq && apply_preset(item, &q, &n_mean, &n_std))
+        if (!eq && apply_preset(item, &q, &n_mean, &n_std)) {
+            named = 1;
             continue;
+        }
         if (!eq || eq == item) {
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
                           "preprocess item '%s' is not key=value nor a preset (imagenet, imagenet-bgr-caffe)", item);
@@ -254,6 +256,7 @@ ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *
         }
         *eq = '\0';
         PTQ_TRY(st, parse_item(ctx, item, eq + 1, &q, &n_mean, &n_std), done);
+        named |= !strcmp(item, "scale") || !strcmp(item, "mean") || !strcmp(item, "std") || !strcmp(item, "order");
     }
     if ((n_mean != 1 && n_mean != q.n_channels) || (n_std != 1 && n_std != q.n_channels)) {
         st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess mean/std give %d/%d values for %d channels", n_mean,
@@ -267,9 +270,16 @@ ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *
         }
     PTQ_TRY(st, check_normalization(ctx, &q, 4), done);
     *p = q;
+    *normalizes = named;
 done:
     free(buf);
     return st;
+}
+
+ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p)
+{
+    int normalizes;
+    return ds_preprocess_parse(ctx, spec, p, &normalizes);
 }
 
 /* ---- one image -> model input ---- */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/datasets_internal.h"
 #include "ptq/dist.h"
 #include "ptq/runner.h"
 #include "runtime/backend.h"
@@ -428,16 +429,19 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     const char *meta = ptq_graph_meta(g, "ptq.preprocess");
     if (meta)
         PTQ_TRY(st, ptq_preprocess_parse(ctx, meta, &s->pre), fail);
+    int normalizes = 0; /* --preprocess names scale, mean, std, order or a preset */
     if (o->preprocess) {
-        PTQ_TRY(st, ptq_preprocess_parse(ctx, o->preprocess, &s->pre), fail);
+        PTQ_TRY(st, ds_preprocess_parse(ctx, o->preprocess, &s->pre, &normalizes), fail);
         PTQ_TRY(st, check_geometry(ctx, o->preprocess, in, &model_geometry, &s->pre), fail);
     }
-    if (!meta && !o->preprocess)
+    if (!meta && !normalizes)
         note(s,
-             "warning: the model has no ptq.preprocess metadata and no --preprocess was given; assuming pixels "
-             "scaled to [0, 1] (scale=1/255 mean=0 std=1 order=RGB layout=%s); pass --preprocess (e.g. "
-             "imagenet) if the model was trained otherwise\n",
-             s->pre.nhwc ? "NHWC" : "NCHW");
+             "warning: the model has no ptq.preprocess metadata and %s; assuming pixels scaled to [0, 1] "
+             "(scale=1/255 mean=0 std=1 order=RGB layout=%s); %s (e.g. imagenet) if the model was trained "
+             "otherwise\n",
+             o->preprocess ? "--preprocess names only geometry (no scale=, mean=, std=, order= nor preset)"
+                           : "no --preprocess was given",
+             s->pre.nhwc ? "NHWC" : "NCHW", o->preprocess ? "name them in --preprocess" : "pass --preprocess");
     int c_axis = s->pre.nhwc ? 3 : 1, h_axis = s->pre.nhwc ? 1 : 2, w_axis = s->pre.nhwc ? 2 : 3;
     s->channels = in->dims[c_axis];
     s->height = in->dims[h_axis];

@@ -1,11 +1,12 @@
 """Preprocessing follows the model (issue 18): layout, channels and size from
 the model's input, --preprocess overriding only the keys it names, the
 imagenet presets, grayscale replicated with a notice, the warning when a
-model has no preprocessing at all, float HDF5 images already in [0, 1] not
-scaled again, the below-chance hint of `ptq eval`, and HDF5 class_names
-stored as one comma-joined string. Resize + crop equal torchvision's Resize(256) +
-CenterCrop(224) on PIL images pixel for pixel (uint8 PNGs, 224x224 included),
-in a folder and in the set `ptq data convert --resize` writes.
+model has no preprocessing metadata and --preprocess names no normalization,
+float HDF5 images already in [0, 1] not scaled again, the below-chance hint
+of `ptq eval`, and HDF5 class_names stored as one comma-joined string.
+Resize + crop equal torchvision's Resize(256) + CenterCrop(224) on PIL
+images pixel for pixel (uint8 PNGs, 224x224 included), in a folder and in
+the set `ptq data convert --resize` writes.
 
 The models are tiny: GlobalAveragePool + Flatten of a [N,3,4,4] (or, through
 a Transpose, [N,4,4,3]) input, so the logits are the per-channel means of
@@ -202,6 +203,16 @@ def main():
         check("missing preprocessing warns and names the assumption",
               rc == 0 and "warning: the model has no ptq.preprocess metadata and no --preprocess" in se
               and "scale=1/255 mean=0 std=1" in se and close(got, expected(rgb, 1 / 255, 0.0, 1.0)), se[-400:])
+        # ... and so does a --preprocess naming only geometry; one naming scale, mean, std, order or a preset does not
+        for spec in ("resize=256", "layout=NCHW channels=3 size=4x4"):
+            rc, _, _, se = eval_logits(tmp, nchw, data, "--preprocess", spec)
+            check(f"--preprocess \"{spec}\" (only geometry) without metadata warns and names the assumption",
+                  rc == 0 and "warning: the model has no ptq.preprocess metadata and --preprocess names only "
+                  "geometry" in se and "scale=1/255 mean=0 std=1 order=RGB" in se, f"rc {rc}: {se[-400:]}")
+        for spec in ("resize=256 scale=1/255", "mean=0.5 size=4x4", "std=2", "order=BGR", "imagenet-bgr-caffe"):
+            rc, _, _, se = eval_logits(tmp, nchw, data, "--preprocess", spec)
+            check(f"--preprocess \"{spec}\" without metadata: no warning", rc == 0 and "warning" not in se,
+                  f"rc {rc}: {se[-400:]}")
 
         # 4. grayscale into a 3-channel model: replicated, with a notice
         gray = rng.integers(0, 256, size=(n, H, W), dtype=np.uint8)
