@@ -225,11 +225,20 @@ static int apply_preset(const char *name, ptq_preprocess *q, int *n_mean, int *n
     return 1;
 }
 
+/* v[0] <-> v[2]: per-channel values from RGB order to BGR, or back */
+static void swap_r_b(float *v)
+{
+    const float r = v[0];
+    v[0] = v[2];
+    v[2] = r;
+}
+
 ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p, int *normalizes)
 {
     ptq_status st = PTQ_OK;
     ptq_preprocess q = *p;
     int n_mean = 1, n_std = 1, named = 0;
+    int mean_bgr = -1, std_bgr = -1; /* bgr of the preset that set mean / std (per colour), -1: none did */
     char *buf = malloc(strlen(spec) + 1);
     if (!buf)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "preprocess spec: out of memory");
@@ -247,6 +256,7 @@ ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p
         char *eq = strchr(item, '=');
         if (!eq && apply_preset(item, &q, &n_mean, &n_std)) {
             named = 1;
+            mean_bgr = std_bgr = q.bgr;
             continue;
         }
         if (!eq || eq == item) {
@@ -257,7 +267,16 @@ ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p
         *eq = '\0';
         PTQ_TRY(st, parse_item(ctx, item, eq + 1, &q, &n_mean, &n_std), done);
         named |= !strcmp(item, "scale") || !strcmp(item, "mean") || !strcmp(item, "std") || !strcmp(item, "order");
+        if (!strcmp(item, "mean")) /* a list is per model channel: it stays where it is */
+            mean_bgr = -1;
+        if (!strcmp(item, "std"))
+            std_bgr = -1;
     }
+    /* a preset's means and stds are per colour (caffe's 103.939 is B's): an order= after it takes them along */
+    if (mean_bgr >= 0 && mean_bgr != q.bgr)
+        swap_r_b(q.mean);
+    if (std_bgr >= 0 && std_bgr != q.bgr)
+        swap_r_b(q.std);
     if ((n_mean != 1 && n_mean != q.n_channels) || (n_std != 1 && n_std != q.n_channels)) {
         st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess mean/std give %d/%d values for %d channels", n_mean,
                       n_std, q.n_channels);

@@ -176,6 +176,15 @@ def main():
         rc, got, _, se = eval_logits(tmp, nhwc, data, "--preprocess", "imagenet-bgr-caffe")
         check("--preprocess imagenet-bgr-caffe (BGR, scale 1, caffe means)",
               rc == 0 and close(got, expected(rgb256, 1.0, caffe_mean, 1.0, bgr=True), 1e-3), f"rc {rc}: {se[-300:]}")
+        # order= after a preset: each colour keeps its mean (R 123.68), now in the model's RGB order
+        rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", "imagenet-bgr-caffe order=RGB")
+        check("--preprocess imagenet-bgr-caffe order=RGB keeps the caffe means with their colours",
+              rc == 0 and close(got, expected(rgb256, 1.0, caffe_mean[::-1], 1.0), 1e-3), f"rc {rc}: {se[-300:]}")
+        # ... but a mean= list is per model channel: B, G, R under order=BGR
+        rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", "imagenet-bgr-caffe order=BGR mean=100,110,120")
+        check("a mean= list is per model channel (BGR)",
+              rc == 0 and close(got, expected(rgb256, 1.0, np.array([100, 110, 120], np.float32), 1.0, bgr=True), 1e-3),
+              f"rc {rc}: {se[-300:]}")
         rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", "imagenet std=0.5")
         check("a preset refined by a later item",
               rc == 0 and close(got, expected(rgb256, 1 / 255, IMAGENET_MEAN, 0.5)), f"rc {rc}: {se[-300:]}")

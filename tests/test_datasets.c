@@ -90,6 +90,24 @@ static void test_parse(void)
     CHECK(has(ptq_preprocess_format(&q, fmt, sizeof fmt),
               "scale=1 mean=103.939003,116.778999,123.68 std=1,1,1 channels=3 layout=NCHW order=BGR size=224x224 "
               "resize=256"));
+    /* an order= after a preset keeps its means and stds with their colours; a preset after order= sets its
+     * own; a mean= or std= list is per model channel, in the order the spec ends with */
+    ptq_preprocess_default(&q);
+    CHECK(ptq_preprocess_parse(&ctx, "imagenet-bgr-caffe order=RGB", &q) == PTQ_OK && !q.bgr &&
+          q.mean[0] == 123.68f && q.mean[1] == 116.779f && q.mean[2] == 103.939f && q.scale == 1.0f);
+    ptq_preprocess_default(&q);
+    CHECK(ptq_preprocess_parse(&ctx, "imagenet order=BGR", &q) == PTQ_OK && q.bgr && q.mean[0] == 0.406f &&
+          q.mean[2] == 0.485f && q.std[0] == 0.225f && q.std[1] == 0.224f && q.std[2] == 0.229f);
+    ptq_preprocess_default(&q);
+    CHECK(ptq_preprocess_parse(&ctx, "order=RGB imagenet-bgr-caffe", &q) == PTQ_OK && q.bgr &&
+          q.mean[0] == 103.939f && q.mean[2] == 123.68f);
+    ptq_preprocess_default(&q);
+    CHECK(ptq_preprocess_parse(&ctx, "imagenet order=BGR mean=1,2,3", &q) == PTQ_OK && q.bgr && q.mean[0] == 1.0f &&
+          q.mean[2] == 3.0f && q.std[0] == 0.225f && q.std[2] == 0.229f);
+    ptq_preprocess_default(&q);
+    q.n_channels = 3;
+    CHECK(ptq_preprocess_parse(&ctx, "mean=1,2,3 std=4,5,6 order=BGR", &q) == PTQ_OK && q.bgr && q.mean[0] == 1.0f &&
+          q.mean[2] == 3.0f && q.std[0] == 4.0f && q.std[2] == 6.0f);
     /* a 3-channel start takes three means without channels=3 */
     ptq_preprocess_default(&q);
     q.n_channels = 3;

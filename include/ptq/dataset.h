@@ -65,7 +65,10 @@ PTQ_API void ptq_preprocess_default(ptq_preprocess *p);
  *   imagenet-bgr-caffe  the same geometry, order=BGR scale=1
  *                       mean=103.939,116.779,123.68 (B,G,R) std=1
  * mean/std must give one value or one per channel of p->n_channels as it
- * stands after the items (callers start from the model's channels).
+ * stands after the items (callers start from the model's channels), in the
+ * channel order the items end with (B,G,R with order=BGR). A preset's
+ * means and stds are per colour: an order= after it in the same spec keeps
+ * them with their colours ("imagenet-bgr-caffe order=RGB": R 123.68).
  * An unknown key or a bad value fails with PTQ_ERR_INVALID_ARG naming it. */
 PTQ_API ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p);
 /* The spec of p in that syntax, every key given, floats round-trip exact
