@@ -72,6 +72,9 @@ static const char run_help[] =
     "                       `ptq plan` (onnxruntime on CPUs without VNNI), in sensitivity and the\n"
     "                       plan alike, so --budget measures the weights onnxruntime will run\n"
     "  --device, --batch, --threads, --preprocess, --output, --progress as for `ptq eval`\n"
+    "  --math M             fp32 (default), tf32 or fp64: the GPU math of calibrate, sensitivity and\n"
+    "                       validate, as for `ptq eval`, and in their keys (the budgeted plan measures in\n"
+    "                       fp32; the CPU computes FP32 whatever M, with eval's note)\n"
     "  --images-key KEY, --layout L, --allow-external-data  how both data sets' HDF5 files are\n"
     "                       read, as for `ptq eval`; --labels-key KEY: --data's labels\n"
     "  --input NAME=DATASET  (repeatable) the HDF5 dataset feeding a model input, in both data sets,\n"
@@ -308,6 +311,7 @@ typedef struct run_settings {
     char method[64], budget[40], class_budget[40], alpha[40];           /* "" when not given */
     char device[16];
     const char *core, *placement, *target;
+    const char *math; /* "tf32", "fp64"; NULL for fp32, the default, whose keys are those of a run without --math */
     const char *ort_grid, *json_grid; /* export --target of ort/ and ranges.json (calib.cache: int8) */
     int64_t n_calib_samples;
     int gpu;
@@ -364,7 +368,8 @@ static int check_flags(const cli_opt *opts, int n_opts, const char *const *input
     ptq_status st = cli_plan_settings_parse(&ctx, cli_get(opts, n_opts, "method"), cli_get(opts, n_opts, "core"),
                                             cli_get(opts, n_opts, "placement"), cli_get(opts, n_opts, "target"),
                                             cli_get(opts, n_opts, "reduce-range") != NULL, &ps);
-    cli_session_opts so = {.device = cli_get(opts, n_opts, "device"), .n_inputs = n_inputs};
+    cli_session_opts so = {.device = cli_get(opts, n_opts, "device"), .math = cli_get(opts, n_opts, "math"),
+                           .n_inputs = n_inputs};
     for (int i = 0; i < n_inputs && i < CLI_MAX_REPEAT; i++)
         so.inputs[i] = inputs[i];
     if (st == PTQ_OK)
@@ -374,8 +379,11 @@ static int check_flags(const cli_opt *opts, int n_opts, const char *const *input
         st = ptq_file_check_regular(&ctx, reference);
     ptq_device device = PTQ_DEVICE_CPU;
     int ordinal = 0;
+    ptq_math math = PTQ_MATH_FP32;
     if (st == PTQ_OK)
         st = ptq_device_parse(&ctx, so.device, &device, &ordinal);
+    if (st == PTQ_OK)
+        st = ptq_math_parse(&ctx, so.math, &math);
     if (st != PTQ_OK)
         return cli_report("run", &ctx, st);
     if (ps.cp.method == PTQ_CALIB_PERCENTILE) { /* the plan's "percentile=99.99" when no P is given */
@@ -392,6 +400,7 @@ static int check_flags(const cli_opt *opts, int n_opts, const char *const *input
     else
         snprintf(rs->device, sizeof rs->device, "cuda:%d", ordinal);
     rs->gpu = device == PTQ_DEVICE_CUDA;
+    rs->math = math == PTQ_MATH_FP32 ? NULL : ptq_math_name(math);
     rs->core = ptq_prec_name(ps.core);
     rs->placement = ptq_placement_name(ps.placement);
     rs->target = ptq_target_name(ps.target);
@@ -447,7 +456,8 @@ int cmd_run(int argc, char **argv)
                       {"batch", 1, NULL},   {"threads", 1, NULL},       {"preprocess", 1, NULL}, {"force", 0, NULL},
                       {"help", 0, NULL},    {"target", 1, NULL},        {"calib-labels", 1, NULL},
                       {"calib-classes", 1, NULL}, CLI_DATA_OPTS,       {"smooth", 1, NULL},    {"reference", 1, NULL},
-                      {"reduce-range", 0, NULL}, {"seed", 1, NULL},    {"placement", 1, NULL}, {"progress", 0, NULL}};
+                      {"reduce-range", 0, NULL}, {"seed", 1, NULL},    {"placement", 1, NULL}, {"progress", 0, NULL},
+                      {"math", 1, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -578,8 +588,8 @@ int cmd_run(int argc, char **argv)
     if (rs.n_calib_samples > 0) /* calibrate reads every image without --samples */
         opt(s, "--samples", rs.calib_samples);
     opt(s, "--seed", rs.seed);
-    opt(s, "--device", rs.device), opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
-    opt(s, "--preprocess", pre);
+    opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
+    opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
     data_opts(s, opts, n_opts, inputs, n_inputs, 0, 1);
     s = &st[n_st++];
     *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data},
@@ -591,7 +601,8 @@ int cmd_run(int argc, char **argv)
     opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
     opt(s, "--samples", rs.samples), opt(s, "--seed", rs.seed), opt(s, "--core", rs.core);
     opt(s, "--method", rs.method), opt(s, "--output", output);
-    opt(s, "--device", rs.device), opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
+    opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
+    opt_unkeyed(s, "--threads", threads, 0);
     opt(s, "--preprocess", pre);
     data_opts(s, opts, n_opts, inputs, n_inputs, 1, 1);
     /* in its key too: a report of another target's formats, placement or weights is measured again */
@@ -632,7 +643,8 @@ int cmd_run(int argc, char **argv)
     opt_as(s, "--data", data, KEY_INPUT), opt_as(s, "--report", p_report, KEY_IN_DIR);
     opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
     opt(s, "--output", output);
-    opt_as(s, "--calib", p_calib, KEY_INPUT), opt(s, "--device", rs.device), opt_unkeyed(s, "--threads", threads, 0);
+    opt_as(s, "--calib", p_calib, KEY_INPUT), opt(s, "--device", rs.device), opt(s, "--math", rs.math);
+    opt_unkeyed(s, "--threads", threads, 0);
     /* with --reference FP32 runs on the first batch only, whose size the report records */
     opt_unkeyed(s, "--batch", batch, gpu || reference);
     opt(s, "--preprocess", pre), opt_as(s, "--sensitivity", p_sens, KEY_INPUT);

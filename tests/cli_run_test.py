@@ -18,7 +18,8 @@ an output that is not the file its stage wrote reruns that stage. With
 --target ort-cpu, ort/ and ranges.json are what `ptq export --target
 ort-cpu` writes; with --core fp8-e5m2, ranges.json is on the plan's FP8
 grid. --images-key, --labels-key, --placement, --seed and --progress reach
-the stages."""
+the stages. --math is in the keys of calibrate, sensitivity and validate
+(fp32 spelled out keys as no --math; another math reruns them)."""
 import hashlib
 import json
 import os
@@ -115,6 +116,25 @@ def main():
         rc, out, err = ptq(*base, "--threads", "1", "--batch", "37")
         check("another --threads and --batch: every stage skipped", rc == 0 and not any(stages(out).values()),
               f"exit {rc}: {out[-300:]} {err[-300:]}")
+        # --math: fp32 spelled out keys as the default; another math reruns calibrate and the stages that take it
+        # (on the CPU, with eval's note, the same FP32 archive: the plan and exports, which read it, are skipped)
+        rc, out, err = ptq(*base, "--math", "fp32")
+        check("--math fp32 on a folder made without --math: every stage skipped",
+              rc == 0 and len(stages(out)) == 8 and not any(stages(out).values()),
+              f"exit {rc}: {out[-300:]} {err[-300:]}")
+        rc, out, err = ptq(*base, "--math", "fp64")
+        rerun = {k for k, v in stages(out).items() if v}
+        check("--math fp64: exit 0, calibrate, sensitivity and validate rerun with eval's note, in FP32 on the CPU",
+              rc == 0 and rerun == {"calibrate", "sensitivity", "validate"} and
+              "ptq calibrate: note: --math fp64 applies to the GPU" in err and
+              json.load(open(J("out", "sens.json"))).get("math") == "fp32", f"exit {rc}: {sorted(rerun)} {err[-300:]}")
+        rc, out, err = ptq(*base, "--math", "fp64")
+        check("--math fp64 again: every stage skipped", rc == 0 and not any(stages(out).values()),
+              f"exit {rc}: {out[-300:]} {err[-300:]}")
+        rc, out, err = ptq(*base)
+        rerun = {k for k, v in stages(out).items() if v}
+        check("back to the default math: calibrate reruns, and the stages that take --math",
+              rc == 0 and {"calibrate", "sensitivity", "validate"} <= rerun, f"exit {rc}: {sorted(rerun)} {err[-300:]}")
         # another validation set: sensitivity and validate rerun, calibration and exports do not
         with h5py.File(J("val.h5"), "w") as f:
             f["images"] = images[400:700]
@@ -217,7 +237,8 @@ def main():
                 ["--reference", J("none.npy")], ["--output", "nosuch"], ["--input", "nosuch=images"],
                 ["--preprocess", "scale=0"], ["--labels", J("labels.txt")], ["--calib-labels", J("labels.txt")],
                 ["--images-key", "nosuch"], ["--labels-key", "nosuch"], ["--layout", "NCWH"], ["--seed", "-1"],
-                ["--placement", "bogus"], ["--calib-samples", "-1"], ["--samples", "1x"], ["--out", J("a-file")]]
+                ["--placement", "bogus"], ["--calib-samples", "-1"], ["--samples", "1x"], ["--math", "bogus"],
+                ["--math", "FP64"], ["--out", J("a-file")]]
         with open(J("labels.txt"), "w") as f:  # a labels file, for an HDF5 set: refused
             f.write("a.png 1\n")
         open(J("a-file"), "w").close()
@@ -228,8 +249,8 @@ def main():
             rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), *out_flag,
                                *bad)
             check(f"{' '.join(bad)}: exit {code} before any stage, nothing written",
-                  rc == code and "== " not in out and not os.path.exists(J("out6")),
-                  f"exit {rc}: {out[-200:]} {err[-300:]}")
+                  rc == code and "== " not in out and not os.path.exists(J("out6")) and
+                  (bad[0] != "--math" or "unknown math" in err), f"exit {rc}: {out[-200:]} {err[-300:]}")
 
         # an input at the name of a file the run writes (run.json too), or an output folder inside an image-folder
         # data set (--data or --calib-data): refused before any stage, every input intact, no folder made
