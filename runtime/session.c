@@ -427,18 +427,21 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     input_geometry(in, &s->pre);
     const ptq_preprocess model_geometry = s->pre;
     const char *meta = ptq_graph_meta(g, "ptq.preprocess");
+    /* whether the metadata, then --preprocess, name scale, mean, std, order or a preset (a Keras import's
+     * metadata gives only its layout) */
+    int meta_normalizes = 0, normalizes = 0;
     if (meta)
-        PTQ_TRY(st, ptq_preprocess_parse(ctx, meta, &s->pre), fail);
-    int normalizes = 0; /* --preprocess names scale, mean, std, order or a preset */
+        PTQ_TRY(st, ds_preprocess_parse(ctx, meta, &s->pre, &meta_normalizes), fail);
     if (o->preprocess) {
         PTQ_TRY(st, ds_preprocess_parse(ctx, o->preprocess, &s->pre, &normalizes), fail);
         PTQ_TRY(st, check_geometry(ctx, o->preprocess, in, &model_geometry, &s->pre), fail);
     }
-    if (!meta && !normalizes)
+    if (!meta_normalizes && !normalizes)
         note(s,
-             "warning: the model has no ptq.preprocess metadata and %s; assuming pixels scaled to [0, 1] "
+             "warning: the model%s and %s; assuming pixels scaled to [0, 1] "
              "(scale=1/255 mean=0 std=1 order=RGB layout=%s); %s (e.g. imagenet) if the model was trained "
              "otherwise\n",
+             meta ? "'s ptq.preprocess metadata names no normalization" : " has no ptq.preprocess metadata",
              o->preprocess ? "--preprocess names only geometry (no scale=, mean=, std=, order= nor preset)"
                            : "no --preprocess was given",
              s->pre.nhwc ? "NHWC" : "NCHW", o->preprocess ? "name them in --preprocess" : "pass --preprocess");

@@ -222,6 +222,19 @@ def main():
             rc, _, _, se = eval_logits(tmp, nchw, data, "--preprocess", spec)
             check(f"--preprocess \"{spec}\" without metadata: no warning", rc == 0 and "warning" not in se,
                   f"rc {rc}: {se[-400:]}")
+        # metadata naming only geometry (as a Keras import's layout=NHWC) is no normalization either
+        geo_model = os.path.join(tmp, "geo-meta.onnx")
+        pool_model(geo_model, nhwc=False, meta="layout=NCHW")
+        rc, _, _, se = eval_logits(tmp, geo_model, data)
+        check("metadata naming only geometry warns and names the assumption",
+              rc == 0 and "warning: the model's ptq.preprocess metadata names no normalization and no --preprocess"
+              in se and "scale=1/255 mean=0 std=1" in se, f"rc {rc}: {se[-400:]}")
+        rc, _, _, se = eval_logits(tmp, geo_model, data, "--preprocess", "scale=1/255")
+        check("geometry-only metadata with --preprocess scale=1/255: no warning", rc == 0 and "warning" not in se,
+              f"rc {rc}: {se[-400:]}")
+        rc, _, _, se = eval_logits(tmp, meta_model, data)
+        check("metadata naming the normalization: no warning", rc == 0 and "warning" not in se,
+              f"rc {rc}: {se[-400:]}")
 
         # 4. grayscale into a 3-channel model: replicated, with a notice
         gray = rng.integers(0, 256, size=(n, H, W), dtype=np.uint8)
