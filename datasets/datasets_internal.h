@@ -101,8 +101,14 @@ void ds_labels_free(ds_labels *l);
 
 /* Checks a preprocess description once per batch; names the bad field. */
 ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p);
-/* ptq_preprocess_parse, and on success *normalizes: 1 when spec names scale=, mean=, std=, order= or a preset,
- * 0 when only geometry (the normalization stays what p had: runtime/session.c warns for a default one). */
+/* What a preprocess spec names of the normalization (ds_preprocess_parse): */
+enum {
+    DS_PRE_NORM = 1, /* scale=, mean=, std=, order= or a preset */
+    DS_PRE_MEAN = 2, /* mean= or a preset */
+    DS_PRE_STD = 4   /* std= or a preset */
+};
+/* ptq_preprocess_parse, and on success *normalizes: the DS_PRE_* bits of what spec names, 0 when only geometry
+ * (the normalization stays what p had: runtime/session.c warns for a default one). */
 ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p, int *normalizes);
 
 /* A decoded PNG or JPEG, reused from image to image: data holds height x

@@ -255,7 +255,7 @@ ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p
             *s++ = '\0';
         char *eq = strchr(item, '=');
         if (!eq && apply_preset(item, &q, &n_mean, &n_std)) {
-            named = 1;
+            named = DS_PRE_NORM | DS_PRE_MEAN | DS_PRE_STD;
             mean_bgr = std_bgr = q.bgr;
             continue;
         }
@@ -266,7 +266,8 @@ ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p
         }
         *eq = '\0';
         PTQ_TRY(st, parse_item(ctx, item, eq + 1, &q, &n_mean, &n_std), done);
-        named |= !strcmp(item, "scale") || !strcmp(item, "mean") || !strcmp(item, "std") || !strcmp(item, "order");
+        if (!strcmp(item, "scale") || !strcmp(item, "mean") || !strcmp(item, "std") || !strcmp(item, "order"))
+            named |= DS_PRE_NORM | (!strcmp(item, "mean") ? DS_PRE_MEAN : !strcmp(item, "std") ? DS_PRE_STD : 0);
         if (!strcmp(item, "mean")) /* a list is per model channel: it stays where it is */
             mean_bgr = -1;
         if (!strcmp(item, "std"))

@@ -247,6 +247,28 @@ static ptq_status check_geometry(ptq_ctx *ctx, const char *spec, const ptq_value
                     (long long)model->width);
 }
 
+/* --preprocess order= reversing the metadata's channel order, naming no mean= (std=) while the metadata's means
+ * (stds) differ between the first and last channel: whether they are per colour (a preset's, B's mean going with
+ * B) or per model channel cannot be told, and either reading feeds the model other pixels than the other.
+ * Refused, saying how to say which. from_meta: the spec before --preprocess; named: its DS_PRE_* bits. */
+static ptq_status check_order_flip(ptq_ctx *ctx, const char *spec, const char *meta, const ptq_preprocess *from_meta,
+                                   const ptq_preprocess *p, int named)
+{
+    if (!meta || p->bgr == from_meta->bgr || p->n_channels < 3)
+        return PTQ_OK;
+    const int mean_open = !(named & DS_PRE_MEAN) && from_meta->mean[0] != from_meta->mean[2];
+    const int std_open = !(named & DS_PRE_STD) && from_meta->std[0] != from_meta->std[2];
+    if (!mean_open && !std_open)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                    "--preprocess '%s' turns the model's %s channel order (ptq.preprocess '%s') into %s, but its "
+                    "per-channel %s could be per colour or per model channel: name %s in --preprocess (per model "
+                    "channel, %s order), or, where the metadata came from a preset, repeat it before order=",
+                    spec, from_meta->bgr ? "BGR" : "RGB", meta, p->bgr ? "BGR" : "RGB",
+                    mean_open && std_open ? "means and stds" : mean_open ? "means" : "stds",
+                    mean_open && std_open ? "mean= and std=" : mean_open ? "mean=" : "std=", p->bgr ? "BGR" : "RGB");
+}
+
 /* 1 for the model ptq reads images into: one float32 input of rank 4. */
 static int image_model(const ptq_graph *g)
 {
@@ -433,8 +455,10 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     if (meta)
         PTQ_TRY(st, ds_preprocess_parse(ctx, meta, &s->pre, &meta_normalizes), fail);
     if (o->preprocess) {
+        const ptq_preprocess from_meta = s->pre;
         PTQ_TRY(st, ds_preprocess_parse(ctx, o->preprocess, &s->pre, &normalizes), fail);
         PTQ_TRY(st, check_geometry(ctx, o->preprocess, in, &model_geometry, &s->pre), fail);
+        PTQ_TRY(st, check_order_flip(ctx, o->preprocess, meta, &from_meta, &s->pre, normalizes), fail);
     }
     if (!meta_normalizes && !normalizes)
         note(s,

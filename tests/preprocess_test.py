@@ -222,6 +222,24 @@ def main():
             rc, _, _, se = eval_logits(tmp, nchw, data, "--preprocess", spec)
             check(f"--preprocess \"{spec}\" without metadata: no warning", rc == 0 and "warning" not in se,
                   f"rc {rc}: {se[-400:]}")
+        # --preprocess order= reversing the metadata's order with per-channel means or stds it does not restate:
+        # per colour or per model channel cannot be told, so it is refused, saying how to say which
+        caffe_model = os.path.join(tmp, "caffe-meta.onnx")
+        pool_model(caffe_model, nhwc=False, meta="imagenet-bgr-caffe")
+        rc, _, _, se = eval_logits(tmp, caffe_model, data, "--preprocess", "order=RGB")
+        check("order=RGB against imagenet-bgr-caffe metadata is refused (exit 2), naming mean=",
+              rc == 2 and "turns the model's BGR channel order" in se and "name mean= in --preprocess" in se,
+              f"rc {rc}: {se[-400:]}")
+        rc, _, _, se = eval_logits(tmp, caffe_model, data, "--preprocess", "order=RGB mean=123.68,116.779,103.939")
+        check("order=RGB with the means restated: runs", rc == 0, f"rc {rc}: {se[-400:]}")
+        im_model = os.path.join(tmp, "imagenet-meta.onnx")
+        pool_model(im_model, nhwc=False, meta="imagenet")
+        rc, _, _, se = eval_logits(tmp, im_model, data, "--preprocess", "order=BGR mean=0.4")
+        check("order=BGR against imagenet metadata restating only mean= is refused for its stds",
+              rc == 2 and "name std= in --preprocess" in se, f"rc {rc}: {se[-400:]}")
+        rc, _, _, se = eval_logits(tmp, im_model, data, "--preprocess", "imagenet-bgr-caffe")
+        check("a preset in --preprocess over other metadata: runs", rc == 0, f"rc {rc}: {se[-400:]}")
+
         # metadata naming only geometry (as a Keras import's layout=NHWC) is no normalization either
         geo_model = os.path.join(tmp, "geo-meta.onnx")
         pool_model(geo_model, nhwc=False, meta="layout=NCHW")
