@@ -73,7 +73,7 @@ static const char plan_help[] =
     "  --class-budget PTS   recall points any one class may lose (default: no limit)\n"
     "  --max-moves N        move at most N tensors to float (default: as many as it takes)\n"
     "  --data PATH          labelled data to validate on; --samples N (default 1000, 0: all), --seed S,\n"
-    "                       --batch, --device, --threads, --preprocess and\n"
+    "                       --batch, --device, --math, --threads, --preprocess and\n"
     "                       " CLI_DATA_NAMES ",\n"
     "                       --input NAME=DATASET (repeatable) as for `ptq eval`\n";
 
@@ -141,7 +141,7 @@ int cmd_plan(int argc, char **argv)
                       /* the budgeted plan (cli/plan_budget.c) */
                       {"sensitivity", 1, NULL}, {"budget", 1, NULL}, {"class-budget", 1, NULL}, {"data", 1, NULL},
                       {"samples", 1, NULL}, {"seed", 1, NULL}, {"batch", 1, NULL}, {"device", 1, NULL},
-                      {"threads", 1, NULL}, {"preprocess", 1, NULL}, CLI_DATA_OPTS,
+                      {"math", 1, NULL},    {"threads", 1, NULL}, {"preprocess", 1, NULL}, CLI_DATA_OPTS,
                       {"max-moves", 1, NULL}, {"placement", 1, NULL}, {"explain", 0, NULL}, {"target", 1, NULL},
                       {"reduce-range", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
@@ -165,12 +165,12 @@ int cmd_plan(int argc, char **argv)
     /* each mode refuses the flags it would ignore: a forgotten --budget is not a silent default plan */
     static const char *const making[] = {"core", "method", "placement", "target", "sensitivity", "budget",
                                          "class-budget", "max-moves", "data", "samples", "seed", "batch", "device",
-                                         "threads", "preprocess", "images-key", "labels-key", "layout",
+                                         "math", "threads", "preprocess", "images-key", "labels-key", "layout",
                                          "allow-external-data", "labels", "classes", "output", "input", NULL};
     static const char *const budget_only[] = {"class-budget", "max-moves", NULL};
-    static const char *const measuring[] = {"data", "samples", "seed", "batch", "device", "threads", "preprocess",
-                                            "images-key", "labels-key", "layout", "allow-external-data", "labels",
-                                            "classes", "output", "input", NULL};
+    static const char *const measuring[] = {"data", "samples", "seed", "batch", "device", "math", "threads",
+                                            "preprocess", "images-key", "labels-key", "layout", "allow-external-data",
+                                            "labels", "classes", "output", "input", NULL};
     static const char *const explaining[] = {"explain", NULL};
     const int budgeted = cli_get(opts, n_opts, "sensitivity") || cli_get(opts, n_opts, "budget");
     const int is_auto = method_arg && strcmp(method_arg, "auto") == 0;

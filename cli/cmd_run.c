@@ -72,9 +72,9 @@ static const char run_help[] =
     "                       `ptq plan` (onnxruntime on CPUs without VNNI), in sensitivity and the\n"
     "                       plan alike, so --budget measures the weights onnxruntime will run\n"
     "  --device, --batch, --threads, --preprocess, --output, --progress as for `ptq eval`\n"
-    "  --math M             fp32 (default), tf32 or fp64: the GPU math of calibrate, sensitivity and\n"
-    "                       validate, as for `ptq eval`, and in their keys (the budgeted plan measures in\n"
-    "                       fp32; the CPU computes FP32 whatever M, with eval's note)\n"
+    "  --math M             fp32 (default), tf32 or fp64: the GPU math of calibrate, sensitivity,\n"
+    "                       the budgeted plan and validate, as for `ptq eval`, and in their keys (the\n"
+    "                       CPU computes FP32 whatever M, with eval's note)\n"
     "  --images-key KEY, --layout L, --allow-external-data  how both data sets' HDF5 files are\n"
     "                       read, as for `ptq eval`; --labels-key KEY: --data's labels\n"
     "  --input NAME=DATASET  (repeatable) the HDF5 dataset feeding a model input, in both data sets,\n"
@@ -623,7 +623,7 @@ int cmd_run(int argc, char **argv)
         opt_as(s, "--sensitivity", p_sens, KEY_INPUT), opt(s, "--budget", rs.budget);
         opt(s, "--class-budget", rs.class_budget[0] ? rs.class_budget : NULL);
         opt_as(s, "--data", data, KEY_INPUT), opt(s, "--samples", rs.samples), opt(s, "--seed", rs.seed);
-        opt(s, "--device", rs.device);
+        opt(s, "--device", rs.device), opt(s, "--math", rs.math);
         opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
         opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
         opt(s, "--output", output);

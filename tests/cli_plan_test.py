@@ -255,6 +255,12 @@ def main():
           "weights left at max|w| / 64", rc in (0, 11) and moved and len(tr["steps"]) == len(moved) + 1 and
           pb.get("reduce_range") is True and tr.get("reduce_range") is True and len(w8) >= 5 and not bad and
           "reduce_range [-64, 64]" in so, f"exit {rc}, moved {moved}, off the grid {bad}: {so} {err.strip()[-300:]}")
+    # --math reaches the budget's measurements (on the CPU: eval's note, FP32)
+    rc, _, err = ptq("plan", J("hard.h5"), "--model", hard, "--sensitivity", J("s-full.json"), "--budget", "1",
+                     "--max-moves", "1", "--data", J("v.h5"), "--samples", "0", "--math", "fp64",
+                     "--out", J("b-math.json"))
+    check("plan --budget --math fp64: taken, with the CPU's note", rc in (0, 11) and
+          "--math fp64 applies to the GPU" in err and os.path.exists(J("b-math.json")), f"exit {rc}: {err.strip()}")
     for report, flags, differs in ((J("s-full.json"), ["--reduce-range"], "measured without --reduce-range"),
                                    (J("s-rr.json"), [], "measured with --reduce-range")):
         rc, _, err = ptq("plan", J("hard.h5"), "--model", hard, *flags, "--sensitivity", report, "--budget", "1",
@@ -408,6 +414,8 @@ def main():
            J("never3.json"))
     unused("plan --data --samples --seed without --budget", base + ["--data", J("d.h5"), "--samples", "10", "--seed",
            "3"], "--data, --samples, --seed are used only with --budget or --method auto", J("never3.json"))
+    unused("plan --math without --budget", base + ["--math", "fp64"],
+           "--math is used only with --budget or --method auto", J("never3.json"))
     unused("plan --method auto --class-budget", base + ["--method", "auto", "--data", J("d.h5"), "--class-budget",
            "1"], "--class-budget is used only with --budget", J("never3.json"))
     unused("plan --check --core", ["plan", "--check", J("p999.json"), "--model", MODEL, "--core", "fp8"],
