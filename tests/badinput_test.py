@@ -344,6 +344,12 @@ def hdf5_sets():
                          compression="gzip")
     case("hdf5: a 256 MiB chunk of labels, --max-memory 128M", M + [J("bigchunk.h5"), "--max-memory", "128M"], 10,
          "a chunk of the labels needs 256 MiB")
+    # a check child that sits out its wall-clock alarm without using the processor was stuck (a lock held at the
+    # fork), not reading: one more child decides; two stuck ones are the file's verdict (PTQ_TEST_VET_STALL)
+    case("hdf5: a check child stuck once, then one that reads: runs", M + [J("good.h5")], 0,
+         env={"PTQ_TEST_VET_STALL": "1"}, secs=60)
+    case("hdf5: two check children stuck: refused", M + [J("good.h5")], 4, "took more than 2 s",
+         env={"PTQ_TEST_VET_STALL": "2"}, secs=60)
     case("hdf5: not HDF5", M + [write("text.h5", b"just text\n" * 100)], 4, "not an HDF5 file")
     with h5py.File(J("extlink.h5"), "w") as f:
         f["images"] = h5py.ExternalLink(J("good.h5"), "images")
