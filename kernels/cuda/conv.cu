@@ -163,13 +163,6 @@ static ptq_status conv_wide(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params
     return PTQ_OK;
 }
 
-/* dst[i] = src[i] in double, i < n */
-static __global__ void widen_kernel(int64_t n, const float *src, double *dst)
-{
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        dst[i] = (double)src[i];
-}
-
 /* --math fp64, any group count: y = conv(x) + b with every output's taps
  * summed in double (cuBLAS DGEMM, the FP64 tensor cores of sm_80+) and
  * rounded to FP32 once, as kernels/ref does. Columns, weights and sums are
@@ -191,8 +184,7 @@ static ptq_status conv_wide_f64(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_pa
     void *scratch = NULL;
     PTQ_TRY_RET(ptq_cuda_scratch(ctx, d, (size_t)n_w * sizeof(double) + (size_t)chunk * img_bytes, &scratch));
     double *wd = (double *)scratch, *colw = wd + n_w, *acc = colw + chunk * ck * out_sz;
-    widen_kernel<<<ptq_cuda_blocks(n_w), PTQ_CUDA_BLOCK, 0, d->stream>>>(n_w, w, wd);
-    PTQ_CUDA_LAUNCHED(ctx, "widen_kernel");
+    PTQ_TRY_RET(ptq_cuda_widen(ctx, d, 1, n_w, w, 0, wd));
     const double one = 1.0, zero = 0.0;
     for (int64_t img0 = 0; img0 < p->n; img0 += chunk) {
         const int64_t n_valid = p->n - img0 < chunk ? p->n - img0 : chunk;

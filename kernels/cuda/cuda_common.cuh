@@ -163,6 +163,11 @@ static inline unsigned ptq_cuda_blocks(int64_t n)
  * waiting for queued work that may still use it; never shrinks it. */
 ptq_status ptq_cuda_grow(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **buf, size_t *buf_bytes);
 
+/* --math fp64's operands: dst [n_slices, len] = slice s of src (src + s * stride, len floats) in double, on d's
+ * stream (kernels/cuda/gemm.cu). */
+ptq_status ptq_cuda_widen(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n_slices, int64_t len, const float *src,
+                          int64_t stride, double *dst);
+
 /* Scratch of at least n_bytes owned by d, valid until the next call that
  * asks for more; growing it waits for queued work that may still read it. */
 ptq_status ptq_cuda_scratch(ptq_ctx *ctx, ptq_cuda_dev *d, size_t n_bytes, void **out);

@@ -37,6 +37,15 @@ static __global__ void widen_slices_kernel(int64_t n_slices, int64_t len, const 
         dst[i] = (double)src[(i / len) * stride + i % len];
 }
 
+ptq_status ptq_cuda_widen(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n_slices, int64_t len, const float *src,
+                          int64_t stride, double *dst)
+{
+    widen_slices_kernel<<<ptq_cuda_blocks(n_slices * len), PTQ_CUDA_BLOCK, 0, d->stream>>>(n_slices, len, src, stride,
+                                                                                           dst);
+    PTQ_CUDA_LAUNCHED(ctx, "widen_slices_kernel");
+    return PTQ_OK;
+}
+
 /* y (slice s at y + s * y_stride, [m, n] each) = alpha * acc + beta * y,
  * summed in double and rounded once, as kernels/ref (y not read when beta 0) */
 static __global__ void finish_f64_kernel(int64_t n_slices, int64_t mn, const double *acc, float alpha, float beta,
@@ -71,8 +80,7 @@ static ptq_status gemm_f64(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params 
     const double one = 1.0, zero = 0.0;
     const cublasOperation_t op_b = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int ld_b = p->trans_b ? k : n;
-    widen_slices_kernel<<<ptq_cuda_blocks(nb * b_len), PTQ_CUDA_BLOCK, 0, d->stream>>>(nb, b_len, b, b_stride, bd);
-    PTQ_CUDA_LAUNCHED(ctx, "widen_slices_kernel");
+    PTQ_TRY_RET(ptq_cuda_widen(ctx, d, nb, b_len, b, b_stride, bd));
     if (n_batch == 1) {
         /* a as untransposed [m_rows, k], the rows past m zero */
         pack_rows_kernel<double><<<ptq_cuda_blocks(a_len), PTQ_CUDA_BLOCK, 0, d->stream>>>(a, p->m, p->k, p->trans_a,
@@ -82,9 +90,7 @@ static ptq_status gemm_f64(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params 
             PTQ_CUBLAS(ctx, d, dgemm, d->cublas, op_b, CUBLAS_OP_N, n, R, k, &one, bd, ld_b, ad + r0 * k, k, &zero,
                        yd + r0 * n, n);
     } else {
-        widen_slices_kernel<<<ptq_cuda_blocks(na * a_len), PTQ_CUDA_BLOCK, 0, d->stream>>>(na, a_len, a, a_stride,
-                                                                                           ad);
-        PTQ_CUDA_LAUNCHED(ctx, "widen_slices_kernel");
+        PTQ_TRY_RET(ptq_cuda_widen(ctx, d, na, a_len, a, a_stride, ad));
         PTQ_CUBLAS(ctx, d, dgemm_strided_batched, d->cublas, op_b, p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
                    &one, bd, ld_b, nb == 1 ? 0 : b_len, ad, p->trans_a ? m : k, na == 1 ? 0 : a_len, &zero, yd, n,
                    y_len, (int)n_batch);
