@@ -20,30 +20,27 @@ static ptq_status parse_input_map(ptq_ctx *ctx, const char *arg, ptq_input_map *
     return PTQ_OK;
 }
 
-/* What of o reads no file: --input NAME=DATASET into map and names, --device and --math, into po. */
-static ptq_status session_opts_parse(ptq_ctx *ctx, const cli_session_opts *o, ptq_session_opts *po,
-                                     ptq_input_map map[CLI_MAX_REPEAT], char names[CLI_MAX_REPEAT][256])
-{
-    for (int i = 0; i < o->n_inputs && i < CLI_MAX_REPEAT; i++)
-        PTQ_TRY_RET(parse_input_map(ctx, o->inputs[i], &map[i], names[i], 256));
-    po->inputs = map;
-    po->n_inputs = o->n_inputs < CLI_MAX_REPEAT ? o->n_inputs : CLI_MAX_REPEAT;
-    PTQ_TRY_RET(ptq_device_parse(ctx, o->device, &po->device, &po->cuda_device));
-    return ptq_math_parse(ctx, o->math, &po->math);
-}
-
-ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o)
-{
+/* The library's session options and the --input map they point into. */
+typedef struct session_args {
     ptq_session_opts po;
     ptq_input_map map[CLI_MAX_REPEAT];
     char names[CLI_MAX_REPEAT][256];
-    memset(&po, 0, sizeof po);
-    return session_opts_parse(ctx, o, &po, map, names);
-}
+} session_args;
 
-/* The files and how to read them, from o into po. */
-static void session_opts_files(const cli_session_opts *o, ptq_session_opts *po)
+/* o into a: --input NAME=DATASET, --device and --math (what reads no file), then, with files, the files and
+ * how to read them. */
+static ptq_status session_args_parse(ptq_ctx *ctx, const cli_session_opts *o, session_args *a, int files)
 {
+    ptq_session_opts *po = &a->po;
+    memset(po, 0, sizeof *po);
+    for (int i = 0; i < o->n_inputs && i < CLI_MAX_REPEAT; i++)
+        PTQ_TRY_RET(parse_input_map(ctx, o->inputs[i], &a->map[i], a->names[i], 256));
+    po->inputs = a->map;
+    po->n_inputs = o->n_inputs < CLI_MAX_REPEAT ? o->n_inputs : CLI_MAX_REPEAT;
+    PTQ_TRY_RET(ptq_device_parse(ctx, o->device, &po->device, &po->cuda_device));
+    PTQ_TRY_RET(ptq_math_parse(ctx, o->math, &po->math));
+    if (!files)
+        return PTQ_OK;
     po->model = o->model;
     po->data = o->data;
     po->preprocess = o->preprocess;
@@ -54,19 +51,22 @@ static void session_opts_files(const cli_session_opts *o, ptq_session_opts *po)
     po->dataset.labels_file = o->labels_file;
     po->dataset.classes_file = o->classes_file;
     po->output = o->output;
+    return PTQ_OK;
+}
+
+ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o)
+{
+    session_args a;
+    return session_args_parse(ctx, o, &a, 0);
 }
 
 ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled)
 {
-    ptq_session_opts po;
-    memset(&po, 0, sizeof po);
-    ptq_input_map map[CLI_MAX_REPEAT];
-    char names[CLI_MAX_REPEAT][256];
-    PTQ_TRY_RET(session_opts_parse(ctx, o, &po, map, names));
-    session_opts_files(o, &po);
-    po.device = PTQ_DEVICE_CPU; /* the device is the stages' to open (a missing GPU is their note or exit 8) */
+    session_args a;
+    PTQ_TRY_RET(session_args_parse(ctx, o, &a, 1));
+    a.po.device = PTQ_DEVICE_CPU; /* the device is the stages' to open (a missing GPU is their note or exit 8) */
     ptq_session *ps = NULL;
-    ptq_status st = ptq_session_open(ctx, &po, &ps);
+    ptq_status st = ptq_session_open(ctx, &a.po, &ps);
     if (st == PTQ_OK && labelled && !ptq_dataset_has_labels(ptq_session_dataset(ps)))
         st = ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels; sensitivity and validation compare predictions with them",
                       o->data);
@@ -142,16 +142,12 @@ void cli_session_notes_agree(const char *cmd, const cli_session *s)
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s)
 {
     memset(s, 0, sizeof *s);
-    ptq_session_opts po;
-    memset(&po, 0, sizeof po);
-    ptq_input_map map[CLI_MAX_REPEAT];
-    char names[CLI_MAX_REPEAT][256];
-    PTQ_TRY_RET(session_opts_parse(ctx, o, &po, map, names));
-    session_opts_files(o, &po);
-    po.cpu_fallback = 1;
-    po.profile = o->profile;
+    session_args a;
+    PTQ_TRY_RET(session_args_parse(ctx, o, &a, 1));
+    a.po.cpu_fallback = 1;
+    a.po.profile = o->profile;
     cli_hash_ahead(o->model, NULL); /* for the reports (and a plan's check), while the session opens */
-    PTQ_TRY_RET(ptq_session_open(ctx, &po, &s->ps));
+    PTQ_TRY_RET(ptq_session_open(ctx, &a.po, &s->ps));
     for (const char *line = ptq_session_notes(s->ps), *next; *line && !cli_ranks_split(); line = next) {
         const int len = line_len(line, &next); /* split over ranks: cli_session_notes_agree prints them */
         print_note(cmd, -1, line, len);
