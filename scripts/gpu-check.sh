@@ -21,8 +21,9 @@
 # mpi50 (bench/mpi_resnet50.py with MPI50_ARGS: ResNet-50 under mpirun); split (bench/conv_split_speed.py
 # with SPLIT_ARGS: ResNet-50 FP32 under PTQ_CONV_SPLIT settings); splitk (bin/cudnn_splitk with SPLITK_ARGS:
 # cuDNN's backend engines and split-K knobs on FP32 3x3 convs against float64).
-# fp64 (--math fp64 on the demo model: logits against --device ref, archives across batches).
-# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [fp64] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50] [split] [splitk]
+# fp64 (--math fp64 on the demo model: logits against --device ref, archives across batches); math50
+# (bench/resnet50_math.py with MATH50_ARGS: every pipeline command on ResNet-50 under each --math).
+# Usage: scripts/gpu-check.sh [tests] [eval] [calib] [pipeline] [fp64] [resnet50] [sens50] [targets] [kernels] [steady] [resnet50tf32] [profile50] [tune] [zoo] [zoodiag] [mpi50] [split] [splitk] [math50]
 set -uo pipefail
 out=${OUT:-out/gpu}
 mkdir -p "$out"
@@ -303,6 +304,13 @@ stage_mpi50() {
     echo "== ResNet-50 under mpirun (bench/mpi_resnet50.py ${MPI50_ARGS:-})"
     python3 bench/mpi_resnet50.py --ptq "$ptq" --out "$out/mpi50.md" ${MPI50_ARGS:-} 2>&1 | tee "$out/mpi50.log" |
         grep -E "^\| |mpi_resnet50|Error|error"
+}
+
+# every pipeline command on ResNet-50 under each --math (bench/resnet50_math.py; MATH50_ARGS: its options)
+stage_math50() {
+    echo "== ResNet-50: every command under each --math (bench/resnet50_math.py ${MATH50_ARGS:-})"
+    python3 bench/resnet50_math.py --ptq "$ptq" --out "$out/math50.md" ${MATH50_ARGS:-} 2>&1 |
+        tee "$out/math50.log" | grep -E "^\| |^- |^  - |resnet50_math|Error|error"
 }
 
 # the torchvision zoo (issue 18): OUT/zoo/zoo-gpu.md, resumed from ZOO_PREV (a record brought back into the tree)
