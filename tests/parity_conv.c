@@ -1,8 +1,8 @@
 /* Parity of ptq_k_conv_cpu (im2col + sgemm, threaded) with ptq_k_conv_ref on
  * seeded random data: 1-D/2-D/3-D, groups (depthwise, with multiplier),
  * strides, asymmetric pads, dilations, 1x1, odd sizes, multi-tile images, both
- * threading paths; and of ptq_k_conv_transpose_cpu (sgemm + col2im) with
- * ptq_k_conv_transpose_ref: the same and output_padding, negative pads (zero
+ * threading paths, the shifted-plane im2col of stride-1 "same" rows; and of
+ * ptq_k_conv_transpose_cpu (sgemm + col2im) with ptq_k_conv_transpose_ref: the same and output_padding, negative pads (zero
  * positions output_shape adds), kernels below the stride, several channel
  * blocks and input tiles per image. Tolerance: rtol 1e-4, atol 1e-5 (inputs
  * in [-1, 1]); ONNX's known values of both ops exactly. */
@@ -59,6 +59,14 @@ static const conv_case cases[] = {
     /* many im2col tiles per image (rows * tile > the per-thread budget) */
     {2, 1, 96, 8, 1, {45, 47}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
     {2, 3, 64, 16, 2, {38, 41}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+    /* stride 1, output rows as wide as the input's: im2col copies shifted planes (conv.c's im2col_shifted):
+     * dilated, taps only right / only left of the output column, rows past the top or the bottom, 1x1 padded in
+     * height only, many tiles that start mid-row */
+    {2, 2, 3, 5, 1, {9, 10}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 1},
+    {2, 2, 3, 4, 1, {8, 7}, {3, 3}, {1, 1}, {1, 1}, {2, 0}, {0, 2}, 1},
+    {2, 2, 3, 4, 1, {8, 7}, {3, 3}, {1, 1}, {1, 1}, {0, 2}, {3, 0}, 1},
+    {2, 2, 4, 4, 1, {5, 6}, {1, 1}, {1, 1}, {1, 1}, {1, 0}, {2, 0}, 1},
+    {2, 2, 80, 6, 1, {33, 50}, {3, 5}, {1, 1}, {2, 1}, {2, 2}, {2, 2}, 1},
     /* demo-model-like layers */
     {2, 8, 1, 24, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
     {2, 8, 24, 48, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0},

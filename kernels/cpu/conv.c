@@ -15,6 +15,52 @@ enum {
     CONV_TILE_MIN = 64        /* fewest output columns in a tile */
 };
 
+/* Whether im2col_shifted can build p's im2col rows: a 2D convolution (one
+ * plane: in0 = out0 = k0 = 1, no padding there) of stride 1 whose output rows
+ * are as wide as the input's, the usual "same" padding. */
+static int shifted_rows(const ptq_conv_params *p)
+{
+    return p->in[0] == 1 && p->out[0] == 1 && p->k[0] == 1 && p->pad_lo[0] == 0 && p->stride[1] == 1 &&
+           p->stride[2] == 1 && p->out[2] == p->in[2];
+}
+
+/* im2col's columns for a shifted_rows convolution, the same values: output
+ * position j of tap (k1, k2) reads the input plane at j + dy * w + dx, so each
+ * row of the matrix is one copy of the plane from that offset, zeros where that
+ * falls outside the plane (the output rows whose tap row is above or below the
+ * image), then zeros in the first -dx or the last dx columns of each output row
+ * (taps left or right of the image, which the copy took from the next row). */
+static void im2col_shifted(const ptq_conv_params *p, const float *xg, int64_t cg_in, int64_t j0, int64_t nj,
+                           float *col, int64_t ld)
+{
+    const int64_t h = p->in[1], w = p->in[2], plane = h * w;
+    const int64_t r_first = j0 / w, r_last = (j0 + nj - 1) / w; /* the output rows the tile touches */
+    float *row = col;
+    for (int64_t c = 0; c < cg_in; c++)
+        for (int64_t k1 = 0; k1 < p->k[1]; k1++)
+            for (int64_t k2 = 0; k2 < p->k[2]; k2++, row += ld) {
+                const int64_t dy = k1 * p->dil[1] - p->pad_lo[1], dx = k2 * p->dil[2] - p->pad_lo[2];
+                const int64_t shift = dy * w + dx;
+                /* tile columns [a, b) read inside the plane */
+                int64_t a = -shift - j0, b = plane - shift - j0;
+                a = a < 0 ? 0 : (a > nj ? nj : a);
+                b = b > nj ? nj : (b < a ? a : b);
+                memset(row, 0, (size_t)a * sizeof *row);
+                if (b > a)
+                    memcpy(row + a, xg + c * plane + j0 + shift + a, (size_t)(b - a) * sizeof *row);
+                memset(row + b, 0, (size_t)(nj - b) * sizeof *row);
+                const int64_t lo = dx < 0 ? -dx : 0, hi = dx > 0 ? w - dx : w; /* the row's columns in the image */
+                for (int64_t r = r_first; r <= r_last; r++) {
+                    const int64_t s = r * w - j0 < 0 ? 0 : r * w - j0;
+                    const int64_t e = (r + 1) * w - j0 > nj ? nj : (r + 1) * w - j0;
+                    for (int64_t j = s; j < e && j + j0 - r * w < lo; j++)
+                        row[j] = 0.0f;
+                    for (int64_t j = e - 1; j >= s && j + j0 - r * w >= hi; j--)
+                        row[j] = 0.0f;
+                }
+            }
+}
+
 /* Columns [j0, j0+nj) of one group's im2col matrix.
  * xg: [cg_in, in0, in1, in2] (one image, one group); col: [cg_in*k0*k1*k2, nj] with row stride ld.
  * Walks output positions row by row with running indices (no divisions in
@@ -23,6 +69,10 @@ enum {
 static void im2col(const ptq_conv_params *p, const float *xg, int64_t cg_in, int64_t j0, int64_t nj, float *col,
                    int64_t ld)
 {
+    if (shifted_rows(p)) {
+        im2col_shifted(p, xg, cg_in, j0, nj, col, ld);
+        return;
+    }
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
     const int64_t out12 = p->out[1] * p->out[2];
     const int64_t s2 = p->stride[2];
