@@ -37,6 +37,10 @@ enum { PTQ_NHWC_X = 1, PTQ_NHWC_Y = 2 };
  * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. */
 void ptq_k_conv_ref(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
+/* ptq_k_conv_cpu with a following Add of z (y's shape, or NULL) and Relu (relu) applied to each output tile while
+ * it is in cache: the bits of the Conv, Add and Relu nodes run one after another. */
+void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
+                             const float *z, int relu, float *y);
 
 /* ONNX ConvTranspose on the same parameter block, in and out its input and
  * output sizes: input position i through tap t adds to output position

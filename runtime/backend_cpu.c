@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "runtime/backend.h"
 
 static ptq_status host_alloc(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out)
@@ -50,6 +51,22 @@ static ptq_status host_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
     return op->run_ref(ctx, io);
 }
 
+/* The cpu backend's Conv -> [Add] -> [Relu] chain (backend.h's conv_epilogue): the Add and Relu on each output
+ * tile right after its GEMM (ptq_k_conv_cpu_epilogue). */
+static ptq_status host_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z,
+                                     int relu, int *done)
+{
+    ptq_conv_params p;
+    *done = 0;
+    if (ptq_op_conv_params(ctx, io, &p) != PTQ_OK)
+        return PTQ_OK; /* the executor runs the node apart, which reports any error */
+    const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
+    ptq_k_conv_cpu_epilogue(&p, io->in[0]->data, io->in[1]->data, b ? b->data : NULL, z ? z->data : NULL, relu,
+                            io->out[0]->data);
+    *done = 1;
+    return PTQ_OK;
+}
+
 static void host_destroy(ptq_backend *b)
 {
     free(b);
@@ -72,6 +89,7 @@ ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend 
     b->sync = host_sync;
     b->supports = host_supports;
     b->run = host_run;
+    b->conv_epilogue = reference_only ? NULL : host_conv_epilogue;
     b->destroy = host_destroy;
     *out = b;
     return PTQ_OK;

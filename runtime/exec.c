@@ -116,7 +116,7 @@ struct ptq_exec {
     int n_fallback;
     double *node_s;     /* [g->n_nodes] seconds spent in each node's kernels, summed over runs */
     double round_s, tap_s; /* with params.profile: seconds in the plan's rounding and in the taps, summed */
-    /* Conv -> Add -> Relu chains a device runs as one kernel (run_epilogue), per Conv node k:
+    /* Conv -> Add -> Relu chains run as one kernel (run_epilogue), per Conv node k:
      * epi_add[k] / epi_relu[k] the Add and Relu nodes (-1: none), epi_z[k] the Add's other input */
     int *epi_add, *epi_relu, *epi_z;
     unsigned char *ran_early; /* [g->n_nodes] 1: already run in an earlier node's epilogue this run */
@@ -889,21 +889,24 @@ static void chain_ran(ptq_exec *e, int k)
         e->ran_early[e->epi_relu[k]] = 1;
 }
 
-/* Conv node k with its chain's Add and Relu (find_epilogues) as one device
- * kernel, when nothing needs the values between them this run (no taps, no
- * rounding, no kept copies) and the residual is on the device: *done = 1
- * and the Add and Relu are marked run. Else *done = 0 and nothing changed
- * but the device copies of the Conv's inputs. */
+/* Conv node k with its chain's Add and Relu (find_epilogues) as one kernel
+ * of the device, or of the host's cpu backend when there is no device, when
+ * nothing needs the values between them this run (no taps, no rounding, no
+ * kept copies) and the residual is in that backend's memory: *done = 1 and
+ * the Add and Relu are marked run. Else *done = 0 and nothing changed but
+ * the device copies of the Conv's inputs. */
 static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
 {
     const ptq_graph *g = e->g;
     const ptq_node *n = &g->nodes[k];
     const int j = e->epi_add[k], r = e->epi_relu[k], z = e->epi_z[k];
+    ptq_backend *bk = e->dev ? e->dev : e->host;
+    const int mem = e->dev ? MEM_DEV : MEM_HOST;
     *done = 0;
-    if ((j < 0 && r < 0) || !e->dev || !e->dev->conv_epilogue || e->n_taps > 0)
+    if ((j < 0 && r < 0) || !bk->conv_epilogue || e->n_taps > 0)
         return PTQ_OK;
     const int y = g->nodes[r >= 0 ? r : j].outputs[0];
-    if (chain_between_needed(e, k) || e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[MEM_DEV]))
+    if (chain_between_needed(e, k) || e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[mem]))
         return PTQ_OK;
     ptq_tensor in[3], out, zv;
     const ptq_tensor *in_ptr[3] = {NULL, NULL, NULL};
@@ -922,15 +925,15 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     for (int i = 0; i < io.n_in; i++) {
         if (n->inputs[i] < 0)
             return PTQ_OK;
-        PTQ_TRY_RET(input_view(ctx, e, n->inputs[i], MEM_DEV, &in[i]));
+        PTQ_TRY_RET(input_view(ctx, e, n->inputs[i], mem, &in[i]));
         io.in[i] = &in[i];
     }
     PTQ_TRY_RET(io.op->infer(ctx, &io));
     set_layouts(e, &io);
-    if (!e->dev->supports(e->dev, &io) || out.dtype != PTQ_DT_FLOAT)
+    if (!bk->supports(bk, &io) || out.dtype != PTQ_DT_FLOAT)
         return PTQ_OK;
     if (z >= 0) {
-        zv = slot_view(&e->slots[z], MEM_DEV);
+        zv = slot_view(&e->slots[z], mem);
         if (zv.dtype != PTQ_DT_FLOAT || zv.ndim != out.ndim ||
             memcmp(zv.dims, out.dims, (size_t)out.ndim * sizeof out.dims[0]))
             return PTQ_OK; /* a broadcasting Add runs apart */
@@ -939,12 +942,12 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     slot_release(e, ys);
     ys->meta = out;
     ys->meta.data = NULL;
-    PTQ_TRY_RET(slot_alloc(ctx, e, ys, MEM_DEV));
-    out = slot_view(ys, MEM_DEV);
+    PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
+    out = slot_view(ys, mem);
     double t0 = ptq_clock_s();
-    ptq_status st = e->dev->conv_epilogue(e->dev, ctx, &io, z >= 0 ? &zv : NULL, r >= 0, done);
+    ptq_status st = bk->conv_epilogue(bk, ctx, &io, z >= 0 ? &zv : NULL, r >= 0, done);
     if (st == PTQ_OK && *done && e->p.profile)
-        st = e->dev->sync(e->dev, ctx);
+        st = bk->sync(bk, ctx);
     e->node_s[k] += ptq_clock_s() - t0;
     if (st != PTQ_OK || !*done) {
         slot_release(e, ys);

@@ -1,11 +1,14 @@
 /* The pipeline in the library (include/ptq/runner.h, runtime/exec.c) on the
- * demo model, CPU: memory planned by liveness (steady runs allocate
- * nothing, results unchanged across batch sizes), several taps, kept
+ * demo model, CPU: its Conv -> Add -> Relu chains fused with the same bits
+ * as run apart (not with a tap, nor on the reference backend); memory
+ * planned by liveness (steady runs allocate nothing, results unchanged
+ * across batch sizes), several taps, kept
  * values and ptq_exec_run_from (a suffix run equals the full run, with and
  * without an overlay, and leaves the kept prefix untouched), sample picks
  * and shards, the runner's consumers (batch size and prefetch change
  * nothing), and a validation run in shards merged into the single run's
  * report, byte for byte. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +77,32 @@ static void test_exec(ptq_graph *g, float *x)
     ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0, PTQ_MATH_FP32};
     ptq_exec *a = NULL, *e = NULL;
     CHECK(ptq_exec_create(&ctx, g, &p, &a) == PTQ_OK && run(a, x, N_REF, ref));
+    /* the Conv -> Add -> Relu chains run fused (kernels/cpu/conv.c's epilogue): the bits of the nodes run apart,
+     * as PTQ_EPILOGUE=0 and the reference backend run them; a tap sees every value, so none is fused then */
+    CHECK_MSG(ptq_exec_n_epilogues(a) == 7, "%lld chains fused on the CPU, the demo model has 7",
+              (long long)ptq_exec_n_epilogues(a));
+    counter seen_apart = {0, 0}, seen_fused = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        ptq_exec *apart = NULL;
+        ptq_exec_params pa = p;
+        pa.device = i ? PTQ_DEVICE_REF : PTQ_DEVICE_CPU;
+        if (i == 0)
+            setenv("PTQ_EPILOGUE", "0", 1);
+        CHECK(ptq_exec_create(&ctx, g, &pa, &apart) == PTQ_OK && run(apart, x, N_REF, got));
+        unsetenv("PTQ_EPILOGUE");
+        CHECK(ptq_exec_n_epilogues(apart) == 0);
+        if (i == 0) {
+            CHECK_MSG(memcmp(got, ref, sizeof ref) == 0, "the fused chains changed the logits");
+            CHECK(ptq_exec_add_tap(&ctx, apart, count_tap, &seen_apart) == PTQ_OK && run(apart, x, N_REF, got));
+        }
+        ptq_exec_free(apart);
+    }
+    CHECK(ptq_exec_add_tap(&ctx, a, count_tap, &seen_fused) == PTQ_OK && run(a, x, N_REF, got));
+    CHECK_MSG(ptq_exec_n_epilogues(a) == 7 && seen_fused.n_calls == seen_apart.n_calls &&
+                  seen_fused.n_values == seen_apart.n_values,
+              "with a tap: %lld chains fused, %d values seen (%d unfused)", (long long)ptq_exec_n_epilogues(a),
+              seen_fused.n_calls, seen_apart.n_calls);
+    CHECK(memcmp(got, ref, sizeof ref) == 0);
     ptq_exec_free(a);
 
     /* memory: the second run plans it, later runs of that size allocate nothing */

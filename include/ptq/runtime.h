@@ -155,10 +155,12 @@ PTQ_API int64_t ptq_exec_n_allocs(const ptq_exec *e);
  * or reused once its value's last consumer has run, on the host from the
  * first run on, on a device from the first planned run on. */
 PTQ_API size_t ptq_exec_peak_bytes(const ptq_exec *e, ptq_mem mem);
-/* Conv -> Add -> Relu chains run so far as one device kernel (cuDNN's
- * epilogue: the Conv's bias, a residual Add and a Relu), where no tap,
- * rounding or kept copy needs the values between them; PTQ_EPILOGUE=0 in
- * the environment turns this off. 0 on the host. */
+/* Conv -> Add -> Relu chains run so far as one kernel, where no tap,
+ * rounding or kept copy needs the values between them: on a GPU cuDNN's
+ * epilogue (the Conv's bias, a residual Add and a Relu), on the CPU the Add
+ * and Relu on each output tile right after its GEMM (the bits of the nodes
+ * run apart). PTQ_EPILOGUE=0 in the environment turns this off; always 0 on
+ * the reference backend (PTQ_DEVICE_REF). */
 PTQ_API int64_t ptq_exec_n_epilogues(const ptq_exec *e);
 /* Host memory for e's inputs: page-locked on a GPU, so uploads from it run
  * at full speed beside the host; plain malloc elsewhere. Free it with

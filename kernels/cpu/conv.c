@@ -118,13 +118,26 @@ static void im2col(const ptq_conv_params *p, const float *xg, int64_t cg_in, int
                 }
 }
 
+/* A chain's Add and Relu on n outputs of the Conv, in place: y + z (z: the
+ * residual at y's positions, or NULL), then Relu, each rounded as the Add and
+ * Relu nodes round them (kernels/cpu/binary.c, unary.c), so the same bits. */
+static void epilogue(float *y, const float *z, int relu, int64_t n)
+{
+    if (z)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] + z[i];
+    if (relu)
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] < 0.0f ? 0.0f : y[i];
+}
+
 /* One work item: output columns [j0, j0+nj) of image n0, group g: one GEMM
  * writing y directly (bias pre-filled). col: [rows, nj] scratch, unused for
  * pointwise convs. Every image of a layer runs the same GEMM shapes, so its
  * result does not depend on the batch it came in (OpenBLAS rounds
  * differently for other shapes). */
-static void conv_item(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y,
-                      int64_t n0, int64_t g, int64_t j0, int64_t nj, int pointwise, float *col)
+static void conv_item(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
+                      int relu, float *y, int64_t n0, int64_t g, int64_t j0, int64_t nj, int pointwise, float *col)
 {
     const int64_t cg_in = p->c_in / p->group, cg_out = p->c_out / p->group;
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
@@ -143,12 +156,16 @@ static void conv_item(const ptq_conv_params *p, const float *x, const float *w, 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f, wg,
                 (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj), bg ? 1.0f : 0.0f, yg,
                 (blasint)out_size);
+    if (z || relu)
+        for (int64_t m = 0; m < cg_out; m++)
+            epilogue(yg + m * out_size, z ? z + (yg - y) + m * out_size : NULL, relu, nj);
 }
 
 /* What every pool thread needs to run work items of one convolution. */
 typedef struct conv_job {
     const ptq_conv_params *p;
-    const float *x, *w, *b;
+    const float *x, *w, *b, *z;
+    int relu;
     float *y;
     int64_t n_tiles, tile;
     int pointwise;
@@ -165,13 +182,19 @@ static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
     for (int64_t it = begin; it < end; it++) {
         const int64_t t = it % c->n_tiles, g = it / c->n_tiles % p->group, n0 = it / c->n_tiles / p->group;
         const int64_t j0 = t * c->tile, nj = out_size - j0 < c->tile ? out_size - j0 : c->tile;
-        conv_item(p, c->x, c->w, c->b, c->y, n0, g, j0, nj, c->pointwise, mine);
+        conv_item(p, c->x, c->w, c->b, c->z, c->relu, c->y, n0, g, j0, nj, c->pointwise, mine);
     }
 }
 
-/* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
- * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. */
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y)
+{
+    ptq_k_conv_cpu_epilogue(p, x, w, b, NULL, 0, y);
+}
+
+/* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
+ * b: [c_out] or NULL; z: y's shape or NULL; y: [n, c_out, out0, out1, out2]. */
+void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
+                             const float *z, int relu, float *y)
 {
     const int64_t cg_in = p->c_in / p->group;
     const int64_t out_size = p->out[0] * p->out[1] * p->out[2];
@@ -185,6 +208,7 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
     if (rows == 0) { /* no input channels: the output is the bias */
         for (int64_t i = 0; i < p->n * p->c_out * out_size; i++)
             y[i] = b ? b[i / out_size % p->c_out] : 0.0f;
+        epilogue(y, z, relu, p->n * p->c_out * out_size);
         return;
     }
     /* columns per GEMM: a tile of one image */
@@ -203,10 +227,11 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
         scratch = malloc((size_t)n_workers * col_per * sizeof *scratch);
         if (!scratch) { /* a void kernel cannot report NOMEM: the direct loops need no scratch */
             ptq_k_conv_ref(p, x, w, b, y);
+            epilogue(y, z, relu, p->n * p->c_out * out_size);
             return;
         }
     }
-    conv_job job = {p, x, w, b, y, n_tiles, tile, pointwise, scratch, col_per};
+    conv_job job = {p, x, w, b, z, relu, y, n_tiles, tile, pointwise, scratch, col_per};
     /* one item at a time: items are whole GEMMs; sgemm runs single-threaded on each pool thread */
     ptq_parallel_for(n_items, 1, conv_items, &job);
     free(scratch);
