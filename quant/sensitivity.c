@@ -44,6 +44,9 @@ struct ptq_sensitivity {
     /* the mixed overlay */
     int mode, t_value;
     unsigned char *rounds;  /* [g->n_values] what the current configuration rounds */
+    unsigned char *float_bias; /* [g->n_values] 1: a bias the current "all but" run leaves in float (its node reads
+                                * the tensor: an ort-cpu plan's int32 bias needs both the input's and the weight's
+                                * scales, so a plan with either in float has none there, quant/bias.c) */
     ptq_overlay ov;
     ptq_tensor *outputs;    /* [g->n_outputs] one run's */
     int64_t n_runs, nodes_run, nodes_full;
@@ -62,7 +65,7 @@ static const float *mixed_weight(void *user, int v, uint64_t *source)
     else if (s->mode == MODE_ONLY)
         src = v == s->t_value ? s->ov_core : NULL;
     else if (s->mode == MODE_ALL_BUT)
-        src = v == s->t_value ? s->ov_fp16 : s->ov_def;
+        src = v == s->t_value || s->float_bias[v] ? s->ov_fp16 : s->ov_def;
     return src ? src->weight(src->user, v, source) : NULL;
 }
 
@@ -89,6 +92,12 @@ static void configure(ptq_sensitivity *s, int mode, int64_t i)
         memcpy(s->rounds, s->ov_def->rounds, (size_t)nv);
     if (i >= 0 && !s->t[i].is_weight)
         s->rounds[s->t_value] = mode == MODE_ONLY ? s->ov_core->rounds[s->t_value] : s->ov_fp16->rounds[s->t_value];
+    memset(s->float_bias, 0, (size_t)nv);
+    for (int k = 0; mode == MODE_ALL_BUT && k < s->g->n_nodes; k++) {
+        const ptq_node *n = &s->g->nodes[k];
+        if (n->n_inputs >= 3 && n->inputs[2] >= 0 && (n->inputs[0] == s->t_value || n->inputs[1] == s->t_value))
+            s->float_bias[n->inputs[2]] = 1;
+    }
 }
 
 void ptq_sens_free(ptq_sensitivity *s)
@@ -107,6 +116,7 @@ void ptq_sens_free(ptq_sensitivity *s)
     free(s->t);
     free(s->mine);
     free(s->rounds);
+    free(s->float_bias);
     free(s->outputs);
     ptq_fq_free(s->fq_def);
     ptq_fq_free(s->fq_core);
@@ -287,12 +297,13 @@ ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *def
     s->acc_a = calloc((size_t)s->n_t + 1, sizeof *s->acc_a);
     s->acc_b = calloc((size_t)s->n_t + 1, sizeof *s->acc_b);
     s->rounds = calloc((size_t)g->n_values + 1, 1);
+    s->float_bias = calloc((size_t)g->n_values + 1, 1);
     s->outputs = calloc((size_t)g->n_outputs + 1, sizeof *s->outputs);
     s->mine = malloc((size_t)s->n_t + 1);
     s->baseline = 1;
     if (s->mine)
         memset(s->mine, 1, (size_t)s->n_t + 1);
-    if (!s->t || !s->acc_a || !s->acc_b || !s->rounds || !s->outputs || !s->mine) {
+    if (!s->t || !s->acc_a || !s->acc_b || !s->rounds || !s->float_bias || !s->outputs || !s->mine) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sensitivity analysis");
         goto fail;
     }

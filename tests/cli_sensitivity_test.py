@@ -129,6 +129,33 @@ def main():
                         want = s2[name][mode]["top1"]
                         check(f"sensitivity's {mode} run of {name} equals validate with that plan",
                               round(got * 200) == round(want * 200), f"validate {got} sensitivity {want}: {err[-200:]}")
+            # --target ort-cpu: an "all but" run (that tensor in FP32) has the logits' SQNR and KL of validate with
+            # that plan, also where the tensor is a Conv's input or weight, whose int32 bias then stays float
+            rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--target", "ort-cpu", "--out", J("ort.json"),
+                             "--quiet")
+            rc2, _, err2 = ptq("sensitivity", "--model", hard, "--calib", J("calib.h5"), "--data", J("val200.h5"),
+                               "--samples", "0", "--target", "ort-cpu", "--out", J("sens-ort.json"))
+            check("plan and sensitivity --target ort-cpu", rc == 0 and rc2 == 0, err + err2)
+            if rc == 0 and rc2 == 0:
+                base = json.load(open(J("ort.json")))
+                so = {t["name"]: t for t in json.load(open(J("sens-ort.json")))["tensors"]}
+                acts = [e["name"] for e in base["tensors"] if e["kind"] == "activation" and e["precision"] == "uint8"]
+                weights = [e["name"] for e in base["tensors"] if e["kind"] == "weight" and e["precision"] == "int8"]
+                for name in acts[:3] + weights[:2]:
+                    plan = json.loads(json.dumps(base))
+                    for e in plan["tensors"]:
+                        if e["name"] == name:
+                            e.update(precision="fp32", scales=[], axis=-1)
+                            e.pop("zero_point", None)
+                    json.dump(plan, open(J("edit.json"), "w"))
+                    rc, _, err = ptq("validate", "--model", hard, "--plan", J("edit.json"), "--data",
+                                     J("val200.h5"), "--report", J("rep-edit"))
+                    got = json.load(open(J("rep-edit", "validate.json")))["logits"] if rc == 0 else {}
+                    want = so[name]["all_but"]
+                    check(f"ort-cpu: sensitivity's all-but SQNR and KL of {name} equal validate's with that plan",
+                          all(abs(got.get(k, -1.0) - want[k]) <= 1e-9 * abs(want[k]) for k in ("sqnr_db", "kl_nats")),
+                          f"validate {got.get('sqnr_db')} dB {got.get('kl_nats')}, sensitivity {want['sqnr_db']} dB "
+                          f"{want['kl_nats']}: {err[-200:]}")
 
         # the budgeted plan
         rc, out, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
