@@ -1,6 +1,6 @@
 /* Fast CPU observer passes: the batch is cut into pieces on the CPU pool
- * (core/parallel.h); stats combine per worker, histograms count into one
- * private histogram per worker and are summed at the end. Integer sums and
+ * (core/parallel.h); stats combine per worker, histograms count into
+ * OBS_COPIES private copies per worker, summed at the end. Integer sums and
  * order-free min/max, so bit-exact with kernels/ref/observe.c for any thread
  * count (tests/parity_observe.c). */
 #include <math.h>
@@ -10,7 +10,10 @@
 #include "kernels/kernels.h"
 
 enum {
-    OBS_PARALLEL_MIN = 1 << 15 /* elements below which a pass stays on one thread */
+    OBS_PARALLEL_MIN = 1 << 15, /* elements below which a pass stays on one thread */
+    /* histogram copies a pass counts into in turn: a run of values in one bin (a Relu's zeros) is then that many
+     * independent chains of increments, not one chain through one counter */
+    OBS_COPIES = 4
 };
 
 typedef struct stats_job {
@@ -67,19 +70,19 @@ static inline int64_t bin_of(const binner *b, float a)
     return b->in_double ? (int64_t)((double)a * b->scale) : (int64_t)(a * b->scale_f);
 }
 
-/* finite |v| >= lo (lo > 0, or 0 meaning every nonzero) */
-static void hist_serial(const float *x, int64_t n, const binner *b, float lo, int64_t *hist)
+/* finite |v| >= lo (lo > 0, or 0 meaning every nonzero); element i counts into copy i % OBS_COPIES */
+static void hist_serial(const float *x, int64_t n, const binner *b, float lo, int64_t *const *hist)
 {
     for (int64_t i = 0; i < n; i++) {
         const float a = fabsf(x[i]);
         const int ok = a > 0.0f && a >= lo && a <= 0x1.fffffep127f; /* NaN fails all */
-        hist[bin_of(b, ok ? a : 0.0f)] += ok; /* no branch: zeros come at random */
+        hist[i % OBS_COPIES][bin_of(b, ok ? a : 0.0f)] += ok; /* no branch: zeros come at random */
     }
 }
 
 /* One read: stats, the |v| < limit binned, the rest of the finite nonzero counted. */
-static void fused_serial(const float *x, int64_t n, const binner *b, float limit, int64_t *hist, ptq_observe_stats *s,
-                         int64_t *n_over)
+static void fused_serial(const float *x, int64_t n, const binner *b, float limit, int64_t *const *hist,
+                         ptq_observe_stats *s, int64_t *n_over)
 {
     float mn = INFINITY, mx = -INFINITY;
     int64_t n_zero = 0, n_nan = 0, n_inf = 0, over = 0;
@@ -89,7 +92,7 @@ static void fused_serial(const float *x, int64_t n, const binner *b, float limit
         if (a < limit) { /* finite: NaN and Inf fail, limit may be +Inf */
             /* no branch on zero (ReLU outputs are zero at random): a zero adds 0 to bin 0 */
             const int z = a == 0.0f, neg = signbit(v) != 0;
-            hist[bin_of(b, a)] += !z;
+            hist[i % OBS_COPIES][bin_of(b, a)] += !z;
             n_zero += z;
             neg_zero |= z & neg;
             pos_zero |= z & !neg;
@@ -124,7 +127,7 @@ typedef struct hist_job {
     binner b;
     float lo, limit;          /* hist_from: lo; fused: limit */
     int fused;
-    int64_t **hist;           /* [workers] of [n_bins]; worker 0 counts into the caller's */
+    int64_t **hist;           /* [workers * OBS_COPIES] of [n_bins]; worker 0's first copy is the caller's */
     ptq_observe_stats *part;  /* fused: [workers] */
     int64_t *over;            /* fused: [workers] */
 } hist_job;
@@ -132,45 +135,53 @@ typedef struct hist_job {
 static void hist_piece(void *arg, int64_t begin, int64_t end, int worker)
 {
     const hist_job *j = arg;
+    int64_t *const *h = j->hist + (size_t)worker * OBS_COPIES;
     if (!j->fused) {
-        hist_serial(j->x + begin, end - begin, &j->b, j->lo, j->hist[worker]);
+        hist_serial(j->x + begin, end - begin, &j->b, j->lo, h);
         return;
     }
     ptq_observe_stats s;
     int64_t over;
-    fused_serial(j->x + begin, end - begin, &j->b, j->limit, j->hist[worker], &s, &over);
+    fused_serial(j->x + begin, end - begin, &j->b, j->limit, h, &s, &over);
     ptq_observe_stats_combine(&j->part[worker], &s);
     j->over[worker] += over;
 }
 
 /* Runs job over x on the pool with private histograms per worker, or on
- * the caller alone when that pays better; sums into j->hist[0]'s target. */
+ * the caller alone when that pays better; sums into the caller's hist. */
 static void hist_run(hist_job *j, int64_t n, int64_t n_bins, int64_t *hist, ptq_observe_stats *s, int64_t *n_over)
 {
     const int n_workers = ptq_par_workers();
     ptq_observe_stats part1;
-    int64_t over1 = 0, *hists1[1] = {hist};
-    /* private histograms pay off when summing them (workers x bins) costs
-     * less than a pass over the batch; they also stay below its size */
-    int pooled = n >= OBS_PARALLEL_MIN && n_workers > 1 && n >= n_bins * n_workers;
-    int64_t **hists = pooled ? calloc((size_t)n_workers, sizeof *hists) : NULL;
-    int64_t *priv = pooled ? calloc((size_t)(n_workers - 1) * (size_t)n_bins, sizeof *priv) : NULL;
+    int64_t over1 = 0, *hists1[OBS_COPIES];
+    /* private histograms pay off when summing them (copies x workers x bins)
+     * costs less than a pass over the batch; they also stay below its size */
+    int pooled = n >= OBS_PARALLEL_MIN && n_workers > 1 && n >= n_bins * n_workers * OBS_COPIES;
+    const int copies = n >= n_bins * OBS_COPIES ? OBS_COPIES : 1; /* one: every copy is the caller's */
+    const size_t n_priv = (size_t)(pooled ? n_workers : 1) * (size_t)copies - 1;
+    int64_t **hists = pooled ? calloc((size_t)n_workers * OBS_COPIES, sizeof *hists) : NULL;
+    int64_t *priv = n_priv ? calloc(n_priv * (size_t)n_bins, sizeof *priv) : NULL;
     ptq_observe_stats *part = pooled ? malloc((size_t)n_workers * sizeof *part) : NULL;
     int64_t *over = pooled ? calloc((size_t)n_workers, sizeof *over) : NULL;
-    if (!hists || !priv || !part || !over) {
+    if ((pooled && (!hists || !part || !over)) || (n_priv && !priv)) {
         free(hists);
         free(priv);
         free(part);
         free(over);
+        priv = NULL;
+        pooled = 0;
+    }
+    if (!pooled) {
         hists = hists1;
         part = &part1;
         over = &over1;
-        pooled = 0;
     }
     const int n_parts = pooled ? n_workers : 1;
-    for (int w = 0; w < n_parts; w++) {
+    for (int w = 0; w < n_parts; w++)
         ptq_observe_stats_clear(&part[w]);
-        hists[w] = w == 0 ? hist : priv + (size_t)(w - 1) * (size_t)n_bins;
+    for (int c = 0; c < n_parts * OBS_COPIES; c++) { /* copy c of worker c / OBS_COPIES */
+        const int k = c / OBS_COPIES * (priv ? copies : 0) + (priv ? c % OBS_COPIES % copies : 0);
+        hists[c] = k == 0 ? hist : priv + (size_t)(k - 1) * (size_t)n_bins;
     }
     j->hist = hists;
     j->part = part;
@@ -183,18 +194,16 @@ static void hist_run(hist_job *j, int64_t n, int64_t n_bins, int64_t *hist, ptq_
         ptq_observe_stats_clear(s);
         *n_over = 0;
     }
-    for (int w = 0; w < n_parts; w++) {
-        if (w > 0)
-            for (int64_t b = 0; b < n_bins; b++)
-                hist[b] += hists[w][b];
-        if (s) {
-            ptq_observe_stats_combine(s, &part[w]);
-            *n_over += over[w];
-        }
+    for (size_t k = 0; k < (priv ? n_priv : 0); k++)
+        for (int64_t b = 0; b < n_bins; b++)
+            hist[b] += priv[k * (size_t)n_bins + (size_t)b];
+    for (int w = 0; s && w < n_parts; w++) {
+        ptq_observe_stats_combine(s, &part[w]);
+        *n_over += over[w];
     }
+    free(priv);
     if (pooled) {
         free(hists);
-        free(priv);
         free(part);
         free(over);
     }
