@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -85,6 +86,9 @@ static const char run_help[] =
     "  --reference FILE     the FP32 logits of `ptq eval --logits FILE` on --data: validate runs FP32\n"
     "                       on its first batch only, checked against them (`ptq validate --reference`)\n"
     "  --force              run every stage again\n"
+    "  --json               the stages' output on stderr, and on stdout a JSON summary: the exit code, each\n"
+    "                       stage ran, skipped (up to date), failed or not run, the files in DIR, and\n"
+    "                       validate's FP32 and quantized top-1\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";
@@ -448,6 +452,55 @@ static void data_opts(stage *s, const cli_opt *opts, int n_opts, const char *con
         unkeyed(s, "--progress", NULL);
 }
 
+/* --json: {"command": "run", ..., "out", "exit", "stages": [{"name", "status"}], "budget_missed", "collapsed",
+ * "files": [the stages' outputs there now, relative to DIR], and validate.json's top-1 figures when it ran or was
+ * up to date} on stdout. */
+static void print_summary(const char *dir, size_t dir_len, const stage *st, int n_st, const char *const *status,
+                          const char *manifest, const char *validate_json, int rc, int budget_missed, int collapsed)
+{
+    cli_json *o = cli_json_header("run", NULL);
+    cli_json_str(o, "out", dir);
+    cli_json_num(o, "exit", rc);
+    cJSON *stages = cJSON_AddArrayToObject(o, "stages"), *files = cJSON_CreateArray();
+    int validated = 0;
+    struct stat sb;
+    if (stat(manifest, &sb) == 0)
+        cJSON_AddItemToArray(files, cJSON_CreateString("run.json"));
+    for (int i = 0; i < n_st; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", st[i].name);
+        cJSON_AddStringToObject(e, "status", status[i]);
+        cJSON_AddItemToArray(stages, e);
+        const int done = strcmp(status[i], "ran") == 0 || strcmp(status[i], "skipped") == 0;
+        validated |= done && strcmp(st[i].name, "validate") == 0;
+        for (int j = 0; done && j < st[i].n_outputs; j++) {
+            char *rel = ptq_utf8_dup(st[i].outputs[j] + dir_len + 1);
+            if (stat(st[i].outputs[j], &sb) == 0 && rel)
+                cJSON_AddItemToArray(files, cJSON_CreateString(rel));
+            free(rel);
+        }
+    }
+    cJSON_AddBoolToObject(o, "budget_missed", budget_missed);
+    cJSON_AddBoolToObject(o, "collapsed", collapsed);
+    cJSON_AddItemToObject(o, "files", files);
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    char *text = NULL;
+    cJSON *v = validated && cli_read_text(&ctx, validate_json, &text) == PTQ_OK ? cJSON_Parse(text) : NULL;
+    free(text);
+    static const char *const figures[] = {"top1_fp32", "top1_quant", "top1_delta_pts"};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(v, figures[i]);
+        if (cJSON_IsNumber(x))
+            cli_json_num(o, figures[i], x->valuedouble);
+    }
+    cJSON_Delete(v);
+    text = cli_json_done(o);
+    if (text)
+        printf("%s\n", text);
+    free(text);
+}
+
 int cmd_run(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},   {"calib-data", 1, NULL},    {"data", 1, NULL},      {"out", 1, NULL},
@@ -457,7 +510,7 @@ int cmd_run(int argc, char **argv)
                       {"help", 0, NULL},    {"target", 1, NULL},        {"calib-labels", 1, NULL},
                       {"calib-classes", 1, NULL}, CLI_DATA_OPTS,       {"smooth", 1, NULL},    {"reference", 1, NULL},
                       {"reduce-range", 0, NULL}, {"seed", 1, NULL},    {"placement", 1, NULL}, {"progress", 0, NULL},
-                      {"math", 1, NULL}};
+                      {"math", 1, NULL},    {"json", 0, NULL}};
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     const char *pos[1];
     int n_pos = 0, rc = cli_parse("run", argc, argv, opts, n_opts, pos, &n_pos, 0);
@@ -543,6 +596,14 @@ int cmd_run(int argc, char **argv)
     }
     if ((rc = cli_rank0_rc(rc)) != 0)
         return rc;
+    /* --json: what the stages print goes to stderr, stdout keeps the summary */
+    const int as_json = cli_get(opts, n_opts, "json") != NULL;
+    int json_fd = -1;
+    fflush(stdout);
+    if (as_json && ((json_fd = dup(STDOUT_FILENO)) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)) {
+        fprintf(stderr, "ptq run: error: cannot move the stages' output to stderr for --json: %s\n", strerror(errno));
+        return 1;
+    }
     struct stat dst;
     int made = 1;
     if (cli_is_writer()) { /* rank 0 writes */
@@ -693,6 +754,9 @@ int cmd_run(int argc, char **argv)
         written = cJSON_AddObjectToObject(manifest, "outputs");
     }
     int budget_missed = 0, collapsed = 0;
+    const char *status[9]; /* each stage's, for --json */
+    for (int i = 0; i < n_st; i++)
+        status[i] = "not run";
     rc = 0;
     for (int i = 0; i < n_st && rc == 0; i++) {
         s = &st[i];
@@ -718,6 +782,7 @@ int cmd_run(int argc, char **argv)
             break;
         if (cli_rank0_rc(up_to_date)) {
             printf("== %s: up to date, skipped\n", s->name);
+            status[i] = "skipped";
             if (strcmp(s->name, "plan") == 0)
                 budget_missed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(manifest, "plan_budget_missed"));
             if (strcmp(s->name, "validate") == 0)
@@ -747,6 +812,7 @@ int cmd_run(int argc, char **argv)
             ptq_status dst_ = outputs_digest(&ctx, s, dir_len, &digest);
             rc = dst_ != PTQ_OK ? cli_report("run", &ctx, dst_) : 0;
         }
+        status[i] = rc == 0 ? "ran" : "failed";
         if (rc == 0) {
             cJSON_AddStringToObject(manifest, s->name, key);
             if (digest)
@@ -782,5 +848,13 @@ int cmd_run(int argc, char **argv)
         rc = EXIT_COLLAPSED; /* before a missed budget: no accuracy figure of this run means anything */
     else if (rc == 0 && budget_missed)
         rc = EXIT_BUDGET;
-    return cli_rank0_rc(rc);
+    rc = cli_rank0_rc(rc);
+    if (as_json) {
+        fflush(stdout);
+        dup2(json_fd, STDOUT_FILENO);
+        close(json_fd);
+        if (cli_is_writer())
+            print_summary(dir, dir_len, st, n_st, status, p_manifest, p_report_files[0], rc, budget_missed, collapsed);
+    }
+    return rc;
 }

@@ -78,6 +78,18 @@ def main():
         check("every output is in the folder", not missing, ", ".join(missing))
         rc, out, err = ptq(*base)
         check("a second run skips every stage", rc == 0 and not any(stages(out).values()), out)
+        # --json: the stages' lines on stderr, one JSON summary on stdout
+        rc, out, err = ptq(*base, "--json")
+        try:
+            js = json.loads(out)
+        except ValueError:
+            js = {}
+        check("--json: a JSON summary alone on stdout: exit 0, 8 stages skipped, every output, validate's top-1",
+              rc == 0 and js.get("exit") == 0 and [x["status"] for x in js.get("stages", [])] == ["skipped"] * 8
+              and set(OUTPUTS) <= set(js.get("files", [])) and "run.json" in js.get("files", [])
+              and isinstance(js.get("top1_quant"), float) and js.get("top1_fp32") == json.load(
+                  open(J("out", "report", "validate.json")))["top1_fp32"] and "== calibrate" in err,
+              f"exit {rc}: {out[-400:]}")
         # the same files and settings spelled otherwise: relative paths from another folder, --out with a slash,
         # every default spelled out, --calib-samples 00 (= 0): every stage skipped
         rc, out, err = ptq_in(tmp, "run", "--model", "./" + os.path.relpath(MODEL, tmp), "--calib-data", "cal.h5",
