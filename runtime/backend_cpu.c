@@ -9,8 +9,10 @@
 
 static ptq_status host_alloc(ptq_backend *b, ptq_ctx *ctx, size_t n_bytes, void **out)
 {
-    /* 64-byte alignment for vector loads; never a zero-byte request */
+    /* 64-byte alignment for vector loads; never a zero-byte request, nor a size that wraps when rounded up */
     size_t rounded = (n_bytes + 63) & ~(size_t)63;
+    if (rounded < n_bytes)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of host memory allocating %zu bytes", n_bytes);
     *out = aligned_alloc(64, rounded ? rounded : 64);
     if (!*out)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of host memory allocating %zu bytes", n_bytes);

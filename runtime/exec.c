@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "kernels/kernels.h"
 #include "ptq/dataset.h"
+#include "ptq/memory.h"
 #include "ptq/runtime.h"
 #include "runtime/backend.h"
 #include "runtime/layout.h"
@@ -686,6 +687,19 @@ static ptq_status profile_split(ptq_ctx *ctx, ptq_exec *e, double *t0, double *s
     return PTQ_OK;
 }
 
+/* An output whose size follows from the data (a Range limit, an Expand
+ * shape read from an input) is held to the memory limit before its
+ * buffer is taken on the host; dims past size_t saturate and are refused too. */
+static ptq_status output_fits(ptq_ctx *ctx, const ptq_exec *e, const ptq_node *n, int i, const ptq_tensor *y)
+{
+    char dims[96], what[512];
+    const int v = n->outputs[i];
+    snprintf(what, sizeof what, "node '%s' (%s): output '%s' (%s %s)", n->name, n->op_type,
+             v >= 0 ? e->g->values[v].name : "(omitted)", ptq_dtype_name(y->dtype),
+             ptq_dims_str(y->dims, y->ndim, dims, sizeof dims));
+    return ptq_memory_check(ctx, (uint64_t)ptq_tensor_bytes(y), what);
+}
+
 static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
 {
     ptq_status st = PTQ_OK;
@@ -730,6 +744,8 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     for (int i = 0; i < n->n_inputs; i++)
         if (n->inputs[i] >= 0 && !ptq_op_host_input(op, i) && !ptq_op_meta_input(op, i))
             PTQ_TRY(st, input_view(ctx, e, n->inputs[i], m, &in[i]), done);
+    for (int i = 0; m == MEM_HOST && i < n->n_outputs; i++)
+        PTQ_TRY(st, output_fits(ctx, e, n, i, &outs[i]), done);
     for (int i = 0; i < n->n_outputs; i++) {
         const int v = n->outputs[i];
         if (v < 0) { /* an omitted output still gets room to be written */

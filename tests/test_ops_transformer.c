@@ -6,13 +6,16 @@
  * zero divisors), errors naming the node; then one small graph of them all
  * whose Range length comes from Shape: known at shape inference, run with two
  * batch sizes on ref and cpu (and cuda when there is a GPU: the shape ops
- * fall back to the CPU there) against a hand computation. */
+ * fall back to the CPU there) against a hand computation; and an Expand
+ * whose shape is read from the data, held to the memory limit before its
+ * output is allocated (a shape past size_t bytes refused, not run). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/onnx_build.h"
+#include "ptq/memory.h"
 #include "ptq/runtime.h"
 #include "testlib.h"
 
@@ -468,6 +471,77 @@ static void check_graph(void)
     ptq_graph_free(g);
 }
 
+/* x [N, 2] -> y = x + mean(Expand(1, int64(x[0]))): the Expand's shape is the data's first row. The graph
+ * borrows *bytes: free them after it. */
+static ptq_graph *build_data_shape_graph(ptq_ctx *ctx, void **bytes)
+{
+    ptq_onnx_builder b;
+    memset(&b, 0, sizeof b);
+    const int64_t zero = 0, one = 1;
+    const ptq_ob_attr to_int64 = {.name = "to", .type = PTQ_ATTR_INT, .i = 7};
+    const ptq_ob_attr to_float = {.name = "to", .type = PTQ_ATTR_INT, .i = 1};
+    const ptq_ob_attr keep0 = {.name = "keepdims", .type = PTQ_ATTR_INT, .i = 0};
+    ptq_ob_value(&b, 0, "x", 2, DIMS(-1, 2));
+    ptq_ob_initializer(&b, "zero", 7, 0, NULL, &zero, sizeof zero);
+    ptq_ob_initializer(&b, "one", 7, 0, NULL, &one, sizeof one);
+    const char *in_cast[] = {"x"}, *out_cast[] = {"xi"}, *in_row[] = {"xi", "zero"}, *out_row[] = {"shape"};
+    const char *in_expand[] = {"one", "shape"}, *out_expand[] = {"big"}, *in_castf[] = {"big"}, *out_castf[] = {"bf"};
+    const char *in_mean[] = {"bf"}, *out_mean[] = {"m"}, *in_add[] = {"x", "m"}, *out_add[] = {"y"};
+    ptq_ob_node(&b, "Cast", "to_int", 1, in_cast, 1, out_cast, 1, &to_int64);
+    ptq_ob_node(&b, "Gather", "first_row", 2, in_row, 1, out_row, 0, NULL);
+    ptq_ob_node(&b, "Expand", "expand_from_data", 2, in_expand, 1, out_expand, 0, NULL);
+    ptq_ob_node(&b, "Cast", "to_float", 1, in_castf, 1, out_castf, 1, &to_float);
+    ptq_ob_node(&b, "ReduceMean", "mean", 1, in_mean, 1, out_mean, 1, &keep0);
+    ptq_ob_node(&b, "Add", "add", 2, in_add, 1, out_add, 0, NULL);
+    ptq_ob_value(&b, 1, "y", 2, DIMS(-1, 2));
+    size_t n_bytes = 0;
+    ptq_graph *g = NULL;
+    *bytes = NULL;
+    if (ptq_ob_finish(ctx, &b, "data_shape", "test_ops_transformer", 13, bytes, &n_bytes) != PTQ_OK ||
+        ptq_graph_load_onnx_bytes(ctx, *bytes, n_bytes, NULL, &g) != PTQ_OK)
+        g = NULL;
+    return g;
+}
+
+static void check_data_shape_limit(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    void *bytes = NULL;
+    ptq_graph *g = build_data_shape_graph(&ctx, &bytes);
+    CHECK_MSG(g != NULL, "%s", ctx.msg);
+    if (!g) {
+        free(bytes);
+        return;
+    }
+    ptq_exec_params p;
+    ptq_exec *ex = NULL;
+    memset(&p, 0, sizeof p);
+    p.device = PTQ_DEVICE_CPU;
+    CHECK_MSG(ptq_exec_create(&ctx, g, &p, &ex) == PTQ_OK, "%s", ctx.msg);
+    /* rows: a small shape (runs), 2^24 x 2 int64 (256 MiB, over a 64 MiB limit), 2^61 x 2 (2^65 bytes) */
+    const float rows[3][2] = {{3, 2}, {16777216.0f, 2}, {2305843009213693952.0f, 2}};
+    ptq_memory_set_budget((uint64_t)64 << 20);
+    for (int r = 0; ex && r < 3; r++) {
+        float x[2 * 2] = {rows[r][0], rows[r][1], 5, 6};
+        ptq_tensor in = {.dtype = PTQ_DT_FLOAT, .ndim = 2, .dims = {2, 2}, .data = x, .mem = PTQ_MEM_HOST};
+        ptq_tensor out;
+        memset(&out, 0, sizeof out);
+        ptq_status st = ptq_exec_run(&ctx, ex, &in, &out);
+        if (r == 0) {
+            CHECK_MSG(st == PTQ_OK && ((const float *)out.data)[3] == 7.0f, "%s", ctx.msg);
+        } else {
+            CHECK_MSG(st == PTQ_ERR_NOMEM && strstr(ctx.msg, "expand_from_data") && strstr(ctx.msg, "'big'") &&
+                          strstr(ctx.msg, "--max-memory"),
+                      "row %d: status %d: %s", r, (int)st, ctx.msg);
+        }
+    }
+    ptq_memory_set_budget(0);
+    ptq_exec_free(ex);
+    ptq_graph_free(g);
+    free(bytes);
+}
+
 int main(void)
 {
     check_gelu_erf();
@@ -476,5 +550,6 @@ int main(void)
     check_range();
     check_equal_mod();
     check_graph();
+    check_data_shape_limit();
     return test_done("test_ops_transformer");
 }
