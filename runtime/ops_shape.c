@@ -195,7 +195,9 @@ static ptq_status concat_infer(ptq_ctx *ctx, ptq_op_io *io)
             return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %d (%s) does not fit input 0 (%s) along axis %d", i,
                                ptq_dims_str(xi->dims, xi->ndim, si, sizeof si),
                                ptq_dims_str(x0->dims, x0->ndim, s0, sizeof s0), axis);
-        io->out[0]->dims[axis] += xi->dims[axis];
+        if (__builtin_add_overflow(io->out[0]->dims[axis], xi->dims[axis], &io->out[0]->dims[axis]))
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "the inputs' dims along axis %d add up to more than int64 "
+                               "counts", axis);
     }
     return PTQ_OK;
 }

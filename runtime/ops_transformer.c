@@ -85,7 +85,8 @@ ptq_status ptq_op_split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64
                          : t->dtype == PTQ_DT_INT64 ? ((const int64_t *)t->data)[j] : ((const int32_t *)t->data)[j];
             if (sizes[j] < 0)
                 return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "split size %d is %lld", j, (long long)sizes[j]);
-            total += sizes[j];
+            if (__builtin_add_overflow(total, sizes[j], &total)) /* sizes from a file: a wrapped sum may match */
+                return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "split sizes add up to more than int64 counts");
         }
         if (total != dim)
             return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "split sizes add up to %lld; axis %d has %lld",

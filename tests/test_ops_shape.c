@@ -242,6 +242,15 @@ static void check_concat(void)
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Concat, 0), PTQ_ERR_SHAPE) &&
           strstr(c.ctx.msg, "input 1"));
     test_case_free(&c);
+    /* empty inputs whose dims along axis wrap int64 to 0: refused, not [0, 0] */
+    const int64_t d_huge[] = {0, INT64_MAX}, d_two[] = {0, 2};
+    test_case_init(&c, "Concat", 13, &axis_m1, 1, 3, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, NULL, 2, d_huge);
+    test_case_input(&c, 1, PTQ_DT_FLOAT, NULL, 2, d_huge);
+    test_case_input(&c, 2, PTQ_DT_FLOAT, NULL, 2, d_two);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Concat, 0), PTQ_ERR_SHAPE) &&
+          strstr(c.ctx.msg, "more than int64"));
+    test_case_free(&c);
     /* axis is required from opset 4; before, it defaults to 1 */
     test_case_init(&c, "Concat", 13, NULL, 0, 2, 1);
     test_case_input(&c, 0, PTQ_DT_FLOAT, a, 2, d0);

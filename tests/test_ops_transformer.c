@@ -149,6 +149,14 @@ static void check_split(void)
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Split, 0), PTQ_ERR_SHAPE) &&
           strstr(c.ctx.msg, "add up to 4"));
     test_case_free(&c);
+    /* sizes whose sum wraps int64 to the axis' 0 are refused, not split into [0, INT64_MAX] outputs */
+    const int64_t wrap_sizes[] = {INT64_MAX, INT64_MAX, 2};
+    test_case_init(&c, "Split", 13, ax1, 1, 2, 3);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, NULL, 2, DIMS(0, 0));
+    test_case_input(&c, 1, PTQ_DT_INT64, wrap_sizes, 1, DIMS(3));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Split, 0), PTQ_ERR_SHAPE) &&
+          strstr(c.ctx.msg, "more than int64"));
+    test_case_free(&c);
 }
 
 static void check_where_expand(void)
