@@ -4,6 +4,7 @@
  * Covered by tests/test_op_table.c, tests/test_ops_dense.c,
  * tests/test_ops_shape.c, tests/test_ops_zoo.c, tests/test_ops_transformer.c
  * and the ONNX conformance run. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,48 @@ static ptq_status fail_unsupported(ptq_ctx *ctx, const ptq_graph *g, const ptq_o
     return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s%s%s", msg, hint[0] ? "; hint: " : "", hint);
 }
 
+/* Attributes that belong to an op only in a range of opsets [from, before): ONNX moved them to inputs
+ * (ReduceMean's axes at 18, Squeeze's at 13, ...) or added them. Each op reads each at the opsets where it
+ * belongs, so one outside its range would be ignored, computing another function than the model's author
+ * meant (ReduceMean over every axis, Clip without bounds); ONNX's checker refuses such a node. */
+static const struct {
+    const char *op_type, *attr;
+    int64_t from, before;
+} opset_attrs[] = {
+    {"ReduceMean", "axes", 1, 18},   {"ReduceMean", "noop_with_empty_axes", 18, INT64_MAX},
+    {"Squeeze", "axes", 1, 13},      {"Unsqueeze", "axes", 1, 13},
+    {"Split", "split", 1, 13},       {"Split", "num_outputs", 18, INT64_MAX},
+    {"Slice", "starts", 1, 10},      {"Slice", "ends", 1, 10},
+    {"Slice", "axes", 1, 10},        {"Clip", "min", 1, 11},
+    {"Clip", "max", 1, 11},          {"Shape", "start", 15, INT64_MAX},
+    {"Shape", "end", 15, INT64_MAX}, {"Reshape", "shape", 1, 5},
+    {"Pad", "pads", 1, 11},          {"Pad", "value", 1, 11},
+};
+
+/* PTQ_ERR_FORMAT naming the first node of g with an attribute outside the opsets it belongs to. */
+static ptq_status check_opset_attrs(ptq_ctx *ctx, const ptq_graph *g)
+{
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+            continue;
+        for (size_t i = 0; i < sizeof opset_attrs / sizeof opset_attrs[0]; i++) {
+            if (strcmp(n->op_type, opset_attrs[i].op_type) != 0 || !ptq_node_attr(n, opset_attrs[i].attr) ||
+                (g->opset >= opset_attrs[i].from && g->opset < opset_attrs[i].before))
+                continue;
+            char range[64];
+            if (opset_attrs[i].before == INT64_MAX)
+                snprintf(range, sizeof range, "from opset %lld", (long long)opset_attrs[i].from);
+            else
+                snprintf(range, sizeof range, "before opset %lld", (long long)opset_attrs[i].before);
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%.*s%s' (%s, opset %lld): %s has no %s attribute at this opset "
+                            "(it takes one only %s); ONNX's checker refuses the node", shown(n->name, 200), n->name,
+                            DOTS(n->name, 200), n->op_type, (long long)g->opset, n->op_type, opset_attrs[i].attr, range);
+        }
+    }
+    return PTQ_OK;
+}
+
 ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***out)
 {
     *out = NULL;
@@ -200,6 +243,11 @@ ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***
         return st;
     }
     free(bad);
+    ptq_status st = check_opset_attrs(ctx, g);
+    if (st != PTQ_OK) {
+        free(ops);
+        return st;
+    }
     *out = ops;
     return PTQ_OK;
 }

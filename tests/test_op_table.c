@@ -1,6 +1,7 @@
 /* The op table (model/op_traits.c, runtime/ops.c): every op's traits
  * (weights, quantizable tensors, channel axis, fusion flags), the pairing of
- * traits and kernels by id, resolution of a graph's nodes and its errors,
+ * traits and kernels by id, resolution of a graph's nodes and its errors
+ * (attributes outside the opsets an op takes them at included),
  * and the quantizable tensors the table gives (ptq_graph_quantizable). */
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,41 @@ static void test_resolve(void)
     ptq_ctx_init(&ctx);
     CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_OK && ops && ops[1] == ptq_op_get(PTQ_OP_HARDSWISH));
     free(ops);
+
+    /* an attribute the op takes only at other opsets is refused, not ignored: Reshape's shape before 5,
+     * ReduceMean's axes before 18, Shape's start from 15 */
+    const int64_t shape_ints[] = {1, -1};
+    ptq_attr attr = {.name = "shape", .type = PTQ_ATTR_INTS, .n = 2, .ints = shape_ints};
+    n[4].n_attrs = 1;
+    n[4].attrs = &attr;
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_FORMAT && !ops);
+    CHECK_MSG(strstr(ctx.msg, "node 'reshape0' (Reshape, opset 14): Reshape has no shape attribute at this opset "
+                              "(it takes one only before opset 5)"),
+              "%s", ctx.msg);
+    n[4].op_type = "ReduceMean";
+    attr.name = "axes";
+    for (int64_t opset = 17; opset <= 18; opset++) {
+        g.opset = opset;
+        ptq_ctx_init(&ctx);
+        const ptq_status st = ptq_op_resolve(&ctx, &g, &ops);
+        CHECK_MSG(opset == 17 ? st == PTQ_OK && ops : st == PTQ_ERR_FORMAT && !ops && strstr(ctx.msg, "reshape0") &&
+                                                          strstr(ctx.msg, "no axes attribute"),
+                  "opset %lld: %s", (long long)opset, ctx.msg);
+        free(ops);
+        ops = NULL;
+    }
+    n[4].op_type = "Shape";
+    attr = (ptq_attr){.name = "start", .type = PTQ_ATTR_INT, .i = 1};
+    for (int64_t opset = 14; opset <= 15; opset++) {
+        g.opset = opset;
+        ptq_ctx_init(&ctx);
+        const ptq_status st = ptq_op_resolve(&ctx, &g, &ops);
+        CHECK_MSG(opset == 15 ? st == PTQ_OK && ops : st == PTQ_ERR_FORMAT && strstr(ctx.msg, "only from opset 15"),
+                  "opset %lld: %s", (long long)opset, ctx.msg);
+        free(ops);
+        ops = NULL;
+    }
 }
 
 static void test_quantizable(void)
