@@ -77,13 +77,18 @@ struct ptq_cuda_dev *ptq_exec_cuda_dev(const ptq_exec *e);
 
 /* Bytes of the values alive at once at the worst step of a run of e's
  * graph at this batch, by tensor liveness as the memory plan places them,
- * each value's size from the shapes in the graph (dim 0 taken as the batch,
- * unknown dims as 1; scalars and shapes not known left out): what the
- * runner checks --max-memory against before a batch is allocated. */
+ * each value's size as ptq_exec_set_value_bytes gave it, else from the
+ * shapes in the graph (dim 0 taken as the batch, unknown dims as 1; scalars
+ * and shapes not known left out): what the runner checks --max-memory
+ * against before a batch is allocated. */
 double ptq_exec_live_estimate(const ptq_exec *e, int64_t batch);
 /* Bytes of every activation of one run at this batch, alive or not, sized
  * as above: what one kept copy of a whole run costs at most (sensitivity
  * keeps the FP32 and the default plan's values between its runs). */
 double ptq_exec_total_estimate(const ptq_exec *e, int64_t batch);
+/* Sizes each value for the two estimates above as bytes_1[v] + (batch - 1) * per_sample[v] ([n_values] each,
+ * copied; what shape inference at batches 1 and 2 gives, so a value whose batch is not dim 0, such as a
+ * sequence-first [L, N, D], counts whole) instead of by dim 0; bytes_1 NULL goes back to dim 0. */
+ptq_status ptq_exec_set_value_bytes(ptq_ctx *ctx, ptq_exec *e, const double *bytes_1, const double *per_sample);
 
 #endif

@@ -114,6 +114,7 @@ struct ptq_exec {
     int replan;         /* this run needed something the plan did not cover */
     int step;
     int64_t n_allocs;
+    double *vb_1, *vb_per; /* [n_values] bytes at batch 1 and per further sample, or NULL (dim 0 is the batch) */
     int n_fallback;
     double *node_s;     /* [g->n_nodes] seconds spent in each node's kernels, summed over runs */
     double round_s, tap_s; /* with params.profile: seconds in the plan's rounding and in the taps, summed */
@@ -1461,11 +1462,35 @@ size_t ptq_exec_peak_bytes(const ptq_exec *e, ptq_mem mem)
 
 /* Bytes of value v at this batch (dim 0 the batch, unknown dims 1); 0 for
  * constants, scalars and values no node makes that are not graph inputs. */
+ptq_status ptq_exec_set_value_bytes(ptq_ctx *ctx, ptq_exec *e, const double *bytes_1, const double *per_sample)
+{
+    const size_t n = (size_t)e->g->n_values + 1;
+    double *b1 = bytes_1 ? malloc(n * sizeof *b1) : NULL, *per = bytes_1 ? malloc(n * sizeof *per) : NULL;
+    if (bytes_1 && (!b1 || !per)) {
+        free(b1);
+        free(per);
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sizes of %d values", e->g->n_values);
+    }
+    if (bytes_1) {
+        memcpy(b1, bytes_1, (n - 1) * sizeof *b1);
+        memcpy(per, per_sample, (n - 1) * sizeof *per);
+    }
+    free(e->vb_1);
+    free(e->vb_per);
+    e->vb_1 = b1;
+    e->vb_per = per;
+    return PTQ_OK;
+}
+
 static double value_bytes(const ptq_exec *e, int v, int64_t batch)
 {
     const ptq_value *val = &e->g->values[v];
     const slot *s = &e->slots[v];
-    if (s->is_const || val->ndim < 1 || (s->producer < 0 && !(val->flags & PTQ_VALUE_INPUT)))
+    if (s->is_const || (s->producer < 0 && !(val->flags & PTQ_VALUE_INPUT)))
+        return 0.0;
+    if (e->vb_1)
+        return e->vb_1[v] + (double)(batch - 1) * e->vb_per[v];
+    if (val->ndim < 1)
         return 0.0;
     double n_bytes = (double)batch * (double)(ptq_dtype_size(val->dtype) ? ptq_dtype_size(val->dtype) : 4);
     for (int d = 1; d < val->ndim; d++) /* dim 0 is the batch */
@@ -1543,5 +1568,7 @@ void ptq_exec_free(ptq_exec *e)
     free(e->nhwc);
     ptq_op_frame_free(&e->frame);
     free(e->ops);
+    free(e->vb_1);
+    free(e->vb_per);
     free(e);
 }

@@ -412,9 +412,53 @@ static ptq_status open_named(ptq_ctx *ctx, ptq_session *s, const ptq_session_opt
     return PTQ_OK;
 }
 
+/* Bytes of each value of g [n_values] at the batch its shapes were inferred at (0 where unknown). */
+static void values_bytes(const ptq_graph *g, double *bytes)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        const ptq_value *val = &g->values[v];
+        const size_t elem = ptq_dtype_size(val->dtype);
+        double b = val->ndim < 0 ? 0.0 : (double)(elem ? elem : 4);
+        for (int d = 0; d < val->ndim; d++)
+            b *= val->dims[d] > 0 ? (double)val->dims[d] : 0.0;
+        bytes[v] = b;
+    }
+}
+
+/* What each value of g takes at batch 1 (*bytes_1) and per further sample (*per_sample), from its shapes
+ * inferred at batches 1 and 2, for the runner's memory estimate: a value whose batch is not dim 0 (a
+ * sequence-first [L, N, D]) counts whole. g's shapes are batch 1's again after. Both NULL when batch 2's
+ * cannot be inferred (the estimate then takes dim 0 as the batch). */
+static void batch_scaling(ptq_graph *g, double **bytes_1, double **per_sample)
+{
+    ptq_ctx scratch;
+    double *b1 = malloc(((size_t)g->n_values + 1) * sizeof *b1), *b2 = malloc(((size_t)g->n_values + 1) * sizeof *b2);
+    *bytes_1 = *per_sample = NULL;
+    int ok = b1 && b2;
+    if (ok) {
+        values_bytes(g, b1);
+        ptq_ctx_init(&scratch);
+        ok = ptq_graph_infer_shapes(&scratch, g, 2) == PTQ_OK;
+        if (ok)
+            values_bytes(g, b2);
+        ptq_ctx_init(&scratch);
+        ok = ptq_graph_infer_shapes(&scratch, g, 1) == PTQ_OK && ok; /* batch 1's shapes back, whatever 2 did */
+    }
+    if (!ok) {
+        free(b1);
+        free(b2);
+        return;
+    }
+    for (int v = 0; v < g->n_values; v++)
+        b2[v] = b2[v] > b1[v] ? b2[v] - b1[v] : 0.0;
+    *bytes_1 = b1;
+    *per_sample = b2;
+}
+
 ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session **out)
 {
     ptq_status st = PTQ_OK;
+    double *bytes_1 = NULL, *per_sample = NULL; /* [n_values], for the memory estimate */
     *out = NULL;
     ptq_session *s = calloc(1, sizeof *s);
     if (!s)
@@ -526,6 +570,8 @@ shapes:
         declared[i] = s->graph->values[s->graph->outputs[i]];
     ptq_ctx_init(&s->shapes);
     s->shapes.code = ptq_graph_infer_shapes(&s->shapes, s->graph, 1);
+    if (s->shapes.code == PTQ_OK)
+        batch_scaling(s->graph, &bytes_1, &per_sample);
     ptq_ctx_init(&s->logits_st);
     s->logits_st.code = pick_logits(&s->logits_st, s, o->model, o->output, declared);
     free(declared);
@@ -546,6 +592,11 @@ shapes:
              : o->math == PTQ_MATH_FP64 ? "the CPU computes in FP32 (--device ref sums in double)"
                                         : "the CPU computes in FP32");
     PTQ_TRY(st, ptq_exec_create(ctx, g, &ep, &s->exec), fail);
+    if (bytes_1)
+        PTQ_TRY(st, ptq_exec_set_value_bytes(ctx, s->exec, bytes_1, per_sample), fail);
+    free(bytes_1);
+    free(per_sample);
+    bytes_1 = per_sample = NULL;
 #ifdef PTQ_CUDA
     struct ptq_cuda_dev *gpu = ptq_exec_cuda_dev(s->exec);
     if (gpu && ptq_cuda_dev_note(gpu)[0]) /* cuDNN missing: the GPU runs, convolutions slower */
@@ -554,6 +605,8 @@ shapes:
     *out = s;
     return PTQ_OK;
 fail:
+    free(bytes_1);
+    free(per_sample);
     ptq_session_close(s);
     return st;
 }

@@ -11,7 +11,8 @@ onnxruntime runs its Q/DQ export, that every data command's help names
 --input, and the refusals: a missing dataset, a float
 dataset for an int64 input, a wrong sample shape, datasets of different
 sample counts, a malformed --input and --preprocess on a text model; and that
-an image model's --input names its images dataset, as --images-key does."""
+an image model's --input names its images dataset, as --images-key does; and
+that a sequence-first model's default batch fits --max-memory."""
 import json
 import os
 import sys
@@ -216,7 +217,36 @@ def main():
         check("an external link is refused", rc == 4 and "external" in se, f"rc {rc}: {se[-300:]}")
         rc, _, _, se = eval_logits(tmp, model, data, "--input", "input_ids=a", "--input", "input_ids=b")
         check("an input mapped twice is refused", rc == 2 and "twice" in se, f"rc {rc}: {se[-300:]}")
+        seq_first_batch(tmp, rng)
     return finish("named_inputs_test")
+
+
+def seq_first_batch(tmp, rng):
+    """A sequence-first model (x [N, L, D] transposed to [L, N, D], as torch's batch_first=False layers run):
+    its activations' batch is dim 1, and the default batch under --max-memory still fits the limit."""
+    seq, dim, hid, n = 512, 16, 256, 256
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+             helper.make_node("MatMul", ["xt", "w"], ["h"]), helper.make_node("Relu", ["h"], ["hr"]),
+             helper.make_node("ReduceMean", ["hr"], ["p"], axes=[0], keepdims=0),
+             helper.make_node("MatMul", ["p", "w2"], ["logits"])]
+    inits = [numpy_helper.from_array(rng.standard_normal((dim, hid)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((hid, K)).astype(np.float32), "w2")]
+    g = helper.make_graph(nodes, "seq_first", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", seq, dim])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", K])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    model = os.path.join(tmp, "seq_first.onnx")
+    with open(model, "wb") as f:
+        f.write(m.SerializeToString())
+    x = rng.standard_normal((n, seq, dim)).astype(np.float32)
+    data = os.path.join(tmp, "seq_first.h5")
+    write_set(data, x=x, labels=rng.integers(0, K, size=n).astype(np.int64))
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(["logits"], {"x": x})[0]
+    # each sample's [L, 1, H] activation is 512 KiB: 64 MiB holds a batch of 32 at most, not the default 256
+    rc, got, rep, se = eval_logits(tmp, model, data, "--max-memory", "64M")
+    batch = rep.get("batch", 0)
+    check("sequence-first activations: the default batch fits --max-memory 64M",
+          rc == 0 and 0 < batch <= 32 and "note: batch" in se and close(got, want), f"rc {rc}, batch {batch}: {se[-300:]}")
 
 
 if __name__ == "__main__":
