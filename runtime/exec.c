@@ -1460,8 +1460,6 @@ size_t ptq_exec_peak_bytes(const ptq_exec *e, ptq_mem mem)
     return e->peak_bytes[mem_index(mem)];
 }
 
-/* Bytes of value v at this batch (dim 0 the batch, unknown dims 1); 0 for
- * constants, scalars and values no node makes that are not graph inputs. */
 ptq_status ptq_exec_set_value_bytes(ptq_ctx *ctx, ptq_exec *e, const double *bytes_1, const double *per_sample)
 {
     const size_t n = (size_t)e->g->n_values + 1;
@@ -1482,6 +1480,8 @@ ptq_status ptq_exec_set_value_bytes(ptq_ctx *ctx, ptq_exec *e, const double *byt
     return PTQ_OK;
 }
 
+/* Bytes of value v at this batch: as ptq_exec_set_value_bytes gave them, else dim 0 the batch and unknown dims 1;
+ * 0 for constants, scalars and values no node makes that are not graph inputs. */
 static double value_bytes(const ptq_exec *e, int v, int64_t batch)
 {
     const ptq_value *val = &e->g->values[v];
