@@ -8,10 +8,20 @@
 
 #include "ptq/consumers.h"
 
+/* The runner hands logits and labels only when its params ask for them. */
+static ptq_status need_logits_labels(ptq_ctx *ctx, const char *consumer, const ptq_batch *b)
+{
+    if (!b->logits || !b->labels)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the %s consumer needs the %s: set %s in ptq_runner_params",
+                        consumer, !b->logits ? "logits" : "labels", !b->logits ? "need_logits" : "need_labels");
+    return PTQ_OK;
+}
+
 static ptq_status eval_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batch *b)
 {
     ptq_eval_stats *stats = user;
     (void)r;
+    PTQ_TRY_RET(need_logits_labels(ctx, "eval", b));
     if (!stats->n_classes)
         PTQ_TRY_RET(ptq_eval_stats_init(ctx, (int)b->n_classes, stats));
     return ptq_eval_stats_update(ctx, stats, b->logits, b->labels, b->n, b->start, NULL);
@@ -148,6 +158,7 @@ static ptq_status validate_after(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_ba
     ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
     const ptq_graph *g = ptq_exec_graph(e);
     const int64_t n_logits = b->n * b->n_classes;
+    PTQ_TRY_RET(need_logits_labels(ctx, "validate", b));
     if (!run->stats) {
         PTQ_TRY_RET(ptq_validate_stats_init(ctx, (int)b->n_classes, &run->stats));
         run->n_classes = b->n_classes;

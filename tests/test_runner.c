@@ -349,6 +349,40 @@ static void test_validate_bad_label(const char *data_path, const unsigned char *
     ptq_session_close(s);
 }
 
+/* The eval and validate consumers in a run that asks for no labels or no logits: an error naming the flag to
+ * set, not a read through the batch's NULL labels or logits. */
+static void test_consumer_needs(const char *data_path, const unsigned char *rounds)
+{
+    int64_t *ids = NULL, n_ids = 0;
+    ptq_session *s = open_demo(data_path, &ids, &n_ids);
+    if (!s)
+        return;
+    ptq_overlay ov = {NULL, NULL, halve, rounds};
+    for (int k = 0; k < 4; k++) {
+        const int validate = k >= 2, labels = k % 2 == 0;
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        ptq_eval_stats stats = {0};
+        ptq_validate_run vr;
+        memset(&vr, 0, sizeof vr);
+        vr.overlay = &ov;
+        ptq_runner_params rp = {.session = s, .ids = ids, .n_ids = 10, .batch = 4, .need_labels = labels,
+                                .need_logits = !labels};
+        rp.consumers[rp.n_consumers++] = validate ? ptq_validate_consumer(&vr) : ptq_eval_consumer(&stats);
+        const ptq_status st = ptq_runner_run(&ctx, &rp);
+        const char *want = labels ? "set need_logits" : "set need_labels";
+        CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, validate ? "validate consumer" : "eval consumer") &&
+                      strstr(ctx.msg, want),
+                  "%s consumer without %s: status %d, '%s'", validate ? "validate" : "eval",
+                  labels ? "logits" : "labels", (int)st, ctx.msg);
+        ptq_exec_set_overlay(ptq_session_exec(s), NULL);
+        ptq_validate_run_free(&vr);
+        ptq_eval_stats_free(&stats);
+    }
+    free(ids);
+    ptq_session_close(s);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -379,6 +413,7 @@ int main(void)
     for (int k = 0; k < g->n_nodes; k += 4) /* halve a few activations */
         rounds[g->nodes[k].outputs[0]] = 1;
     test_runner(path, rounds);
+    test_consumer_needs(path, rounds);
     remove(path);
     for (int k = 0; k < 2; k++) { /* in the third batch of 64, and in the last */
         const int64_t bad = k ? N_IMG - 1 : 150, kept = labels[bad];

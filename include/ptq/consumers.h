@@ -18,7 +18,10 @@ extern "C" {
 
 /* Counts each batch's logits against its labels into *stats, which must
  * be zeroed; it is initialised at the first batch with the logits' width
- * (ptq_eval_stats_free it afterwards). */
+ * (ptq_eval_stats_free it afterwards). Both consumers read logits and
+ * labels: a run without need_logits and need_labels set in
+ * ptq_runner_params fails at its first batch with PTQ_ERR_INVALID_ARG
+ * naming the one missing. */
 PTQ_API ptq_consumer ptq_eval_consumer(ptq_eval_stats *stats);
 
 /* FP32 against an overlay: each batch's FP32 logits are kept, the batch is
