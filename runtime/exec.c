@@ -587,7 +587,16 @@ static ptq_status bind_kept(ptq_ctx *ctx, ptq_exec *e, int v);
 /* t (host memory) fits graph input v's declared dtype and dims. */
 static ptq_status check_input(ptq_ctx *ctx, const ptq_value *v, const ptq_tensor *t)
 {
-    int ok = t->mem == PTQ_MEM_HOST && (v->dtype == PTQ_DT_UNDEFINED || v->dtype == t->dtype);
+    if (t->ndim < 0 || t->ndim > PTQ_MAX_DIMS)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s': rank %d is not in [0, %d]", v->name, t->ndim, PTQ_MAX_DIMS);
+    for (int d = 0; d < t->ndim; d++) /* a symbolic model dim takes any size, but no negative one */
+        if (t->dims[d] < 0)
+            return ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s': dim %d is %lld, negative", v->name, d,
+                            (long long)t->dims[d]);
+    if (t->mem != PTQ_MEM_HOST)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "input '%s': the executor takes host tensors, got one in %s memory",
+                        v->name, t->mem == PTQ_MEM_CUDA ? "CUDA" : "unknown");
+    int ok = v->dtype == PTQ_DT_UNDEFINED || v->dtype == t->dtype;
     if (v->ndim >= 0 && v->ndim != t->ndim)
         ok = 0;
     for (int d = 0; ok && v->ndim >= 0 && d < v->ndim; d++)

@@ -193,6 +193,19 @@ int main(void)
     ptq_status st = e ? ptq_exec_run(&ctx, e, &bad, &y) : PTQ_ERR_INTERNAL;
     CHECK(st == PTQ_ERR_SHAPE);
     CHECK_MSG(strstr(ctx.msg, "'x'") && strstr(ctx.msg, "1x3x5x5"), "message: %s", ctx.msg);
+    /* the symbolic batch dim takes any size but no negative one (the run wrote past its buffers), a rank past
+     * PTQ_MAX_DIMS is refused before its dims are read, and so is a tensor in device memory */
+    const ptq_tensor refused[] = {{PTQ_DT_FLOAT, 4, {-2, 2, 5, 5}, x, PTQ_MEM_HOST, 0},
+                                  {PTQ_DT_FLOAT, PTQ_MAX_DIMS + 1, {1, 2, 5, 5}, x, PTQ_MEM_HOST, 0},
+                                  {PTQ_DT_FLOAT, 4, {1, 2, 5, 5}, x, PTQ_MEM_CUDA, 0}};
+    const char *const why[] = {"dim 0 is -2, negative", "rank 9 is not in [0, 8]", "host tensors"};
+    for (int k = 0; k < 3; k++) {
+        ptq_ctx_init(&ctx);
+        st = e ? ptq_exec_run(&ctx, e, &refused[k], &y) : PTQ_ERR_INTERNAL;
+        CHECK_MSG(st == (k == 2 ? PTQ_ERR_INVALID_ARG : PTQ_ERR_SHAPE) && strstr(ctx.msg, "'x'") &&
+                      strstr(ctx.msg, why[k]),
+                  "input %d: status %d, message: %s", k, (int)st, ctx.msg);
+    }
     ptq_exec_free(e);
 
     /* an op ptq does not know names the node, op, domain and opset */
