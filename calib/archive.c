@@ -176,6 +176,9 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     for (int64_t i = 0; i < s->n; i++)
         if (s->dev_obs[i])
             return ptq_fail(ctx, PTQ_ERR_INTERNAL, "calibration set written before ptq_calib_set_sync");
+    if (!s->model_sha256[0]) /* the reader refuses an archive without it */
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration set for %s names no model: ptq_calib_set_describe "
+                        "records the model's SHA-256 before ptq_calib_set_write", path);
     PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
     ptq_calib_set_provenance(s, &pv);
     ds_h5_quiet_begin(&q);

@@ -235,7 +235,7 @@ ptq_status ds_h5_write_strings_attr(ptq_ctx *ctx, hid_t loc, const char *name, c
     if (H5Aexists(loc, name) > 0 && H5Adelete(loc, name) < 0)
         goto fail;
     attr = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (attr < 0 || H5Awrite(attr, type, strs) < 0)
+    if (attr < 0 || (n > 0 && H5Awrite(attr, type, strs) < 0)) /* none: HDF5 refuses a write of nothing */
         goto fail;
     goto done;
 fail:

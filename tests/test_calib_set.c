@@ -115,6 +115,24 @@ int main(void)
 
     /* provenance, write -> read */
     static const char sha[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    /* a set never described is refused before anything is written (its archive could not be read back); one of
+     * no recorded samples writes and reads back (HDF5 refused the write of its empty 'sources') */
+    char no_samples[256];
+    snprintf(no_samples, sizeof no_samples, "/tmp/ptq-test-calib-nosamples-%ld.h5", (long)getpid());
+    st = ptq_calib_set_write(&ctx, split, no_samples);
+    CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "ptq_calib_set_describe") && access(no_samples, F_OK) != 0,
+              "an undescribed set: status %d, '%s'", (int)st, ctx.msg);
+    CHECK(ptq_calib_set_describe(&ctx, split, sha, "fmnist_resnet.onnx", "scale=1") == PTQ_OK);
+    CHECK_MSG(ptq_calib_set_write(&ctx, split, no_samples) == PTQ_OK, "no samples recorded: %s", ctx.msg);
+    ptq_calib_set *back0 = NULL;
+    CHECK_MSG(ptq_calib_set_read(&ctx, no_samples, &back0) == PTQ_OK, "no samples recorded, read back: %s", ctx.msg);
+    if (back0) {
+        ptq_calib_provenance p0;
+        ptq_calib_set_provenance(back0, &p0);
+        CHECK(same_sets(split, back0) && p0.n_sources == 0 && p0.n_samples == 0);
+    }
+    ptq_calib_set_free(back0);
+    remove(no_samples);
     int64_t ids[40];
     for (int i = 0; i < 40; i++)
         ids[i] = 1000 - 3 * i;

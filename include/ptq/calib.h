@@ -121,8 +121,11 @@ PTQ_API ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, co
 
 /* The archive: HDF5 at path, created or truncated (the caller picks a
  * temporary name, ptq_atomic_create, and renames; a failed write removes
- * path). Layout in calib/archive.c. Reading refuses (PTQ_ERR_FORMAT) an
- * archive with external links or external storage. */
+ * path). Layout in calib/archive.c. A set never described
+ * (ptq_calib_set_describe: the model's SHA-256) is PTQ_ERR_INVALID_ARG and
+ * nothing is written; a set with no samples recorded writes (and reads back)
+ * with no sources. Reading refuses (PTQ_ERR_FORMAT) an archive with
+ * external links or external storage. */
 PTQ_API ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char *path);
 /* PTQ_ERR_IO, or PTQ_ERR_FORMAT naming the path and what is off. */
 PTQ_API ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_set **out);
