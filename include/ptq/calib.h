@@ -100,6 +100,7 @@ PTQ_API ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s);
 PTQ_API ptq_consumer ptq_calib_set_consumer(ptq_calib_set *s);
 
 PTQ_API int64_t ptq_calib_set_n_tensors(const ptq_calib_set *s);
+/* Tensor i of the set, i in [0, ptq_calib_set_n_tensors(s)): its name and observer. */
 PTQ_API const char *ptq_calib_set_name(const ptq_calib_set *s, int64_t i);
 PTQ_API const ptq_observer *ptq_calib_set_observer(const ptq_calib_set *s, int64_t i);
 /* The provenance, valid until the set changes or is freed. */

@@ -1,7 +1,18 @@
 /* ptq status codes and the error context every fallible call records into.
  * Library code never prints or exits: it returns a ptq_status and leaves a
  * message ("what, with which name/path") plus the source location in ctx.
- * Covered by tests/test_status.c. */
+ * Covered by tests/test_status.c.
+ *
+ * What every header of include/ptq assumes of its caller (breaking it is
+ * undefined behaviour, not an error status): a pointer argument points at
+ * a valid object unless its comment says it may be NULL; an index lies in
+ * the range its comment gives (ptq_calib_set_name's i in [0,
+ * ptq_calib_set_n_tensors)); an object is not used after its _free or
+ * _close, which take NULL as a no-op. Objects hold no lock: one thread at a
+ * time uses an object, and separate objects (each from its own _open,
+ * _create or _load) may be used on separate threads at once, with the
+ * results one thread gets. ptq_cpu_set_threads, ptq_memory_set_budget and
+ * ptq_sha256_accel set the whole process's. */
 #ifndef PTQ_STATUS_H
 #define PTQ_STATUS_H
 
