@@ -136,8 +136,8 @@ const ptq_dataset_array *ptq_dataset_array_info(const ptq_dataset *ds, int i)
 static ptq_status check_range(ptq_ctx *ctx, const ptq_dataset *ds, int64_t start, int64_t n, const int32_t *labels)
 {
     if (start < 0 || n < 0 || start > ds->count || n > ds->count - start)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "samples [%lld, %lld) out of range: %s has %lld", (long long)start,
-                        (long long)start + (long long)n, ds->path, (long long)ds->count);
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%lld samples from sample %lld out of range: %s has %lld",
+                        (long long)n, (long long)start, ds->path, (long long)ds->count); /* start + n may overflow */
     if (labels && !ds->has_labels)
         return ptq_fail(ctx, PTQ_ERR_DATA, "%s has no labels", ds->path);
     return PTQ_OK;

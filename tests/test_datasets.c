@@ -561,6 +561,10 @@ static void test_png_errors(void)
         CHECK(ptq_dataset_read(&ctx, ds, 0, 3, &p, x, NULL) == PTQ_ERR_DATA && has(ctx.msg, "cls/b.png"));
         CHECK(ptq_dataset_read(&ctx, ds, 2, 2, &p, x, NULL) == PTQ_ERR_INVALID_ARG && has(ctx.msg, "out of range"));
         CHECK(ptq_dataset_read(&ctx, ds, -1, 1, &p, x, NULL) == PTQ_ERR_INVALID_ARG);
+        /* the message names the request as given: start + n overflowed int64 (undefined behaviour) */
+        CHECK_MSG(ptq_dataset_read(&ctx, ds, INT64_MAX, 2, &p, x, NULL) == PTQ_ERR_INVALID_ARG &&
+                      has(ctx.msg, "2 samples from sample 9223372036854775807 out of range") && !has(ctx.msg, "-9"),
+                  "%s", ctx.msg);
         p.height = 0;
         CHECK(ptq_dataset_read(&ctx, ds, 0, 1, &p, x, NULL) == PTQ_ERR_INVALID_ARG);
         ptq_dataset_close(ds);
