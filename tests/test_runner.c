@@ -213,6 +213,14 @@ static void test_pick(void)
     CHECK_MSG(at == 50, "three shards covered %lld of 50 samples", (long long)at);
     ptq_pick bad = {0, 0, 0, 3, 3};
     CHECK(ptq_pick_samples(&ctx, 100, &bad, &ids, &n) == PTQ_ERR_INVALID_ARG);
+    /* a negative count is named, not reported as a bad shard */
+    const ptq_pick negative[] = {{-3, 0, 0, 0, 0}, {0, -3, 0, 0, 0}};
+    for (int k = 0; k < 2; k++) {
+        const ptq_status st = ptq_pick_samples(&ctx, 100, &negative[k], &ids, &n);
+        CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "negative") &&
+                      strstr(ctx.msg, k ? "-3 at random" : "limit -3"),
+                  "pick %d: status %d, '%s'", k, (int)st, ctx.msg);
+    }
     ptq_device d;
     int ord;
     CHECK(ptq_device_parse(&ctx, "cuda:3", &d, &ord) == PTQ_OK && d == PTQ_DEVICE_CUDA && ord == 3);
