@@ -408,6 +408,10 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     ptq_status st = PTQ_OK;
     *out = NULL;
     const ptq_op_def **ops = NULL;
+    if (p->device < PTQ_DEVICE_REF || p->device > PTQ_DEVICE_CUDA)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "executor parameters: device %d is not a ptq_device", (int)p->device);
+    if (p->math < PTQ_MATH_FP32 || p->math > PTQ_MATH_FP64)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "executor parameters: math %d is not a ptq_math", (int)p->math);
     PTQ_TRY(st, ptq_op_resolve(ctx, g, &ops), fail_early);
     if ((st = check_outputs(ctx, g)) != PTQ_OK) {
         free(ops);

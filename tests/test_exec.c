@@ -208,6 +208,18 @@ int main(void)
     }
     ptq_exec_free(e);
 
+    /* a device or math that is no value of its enum is refused, not run as the CPU's FP32 under that number */
+    const ptq_exec_params odd[] = {{(ptq_device)7, 0, NULL, NULL, 0, PTQ_MATH_FP32},
+                                   {PTQ_DEVICE_CPU, 0, NULL, NULL, 0, (ptq_math)9}};
+    for (int k = 0; k < 2; k++) {
+        ptq_exec *odd_e = NULL;
+        ptq_ctx_init(&ctx);
+        st = ptq_exec_create(&ctx, &g, &odd[k], &odd_e);
+        CHECK_MSG(st == PTQ_ERR_INVALID_ARG && !odd_e && strstr(ctx.msg, k ? "math 9" : "device 7"),
+                  "params %d: status %d, '%s'", k, (int)st, ctx.msg);
+        ptq_exec_free(odd_e);
+    }
+
     /* an op ptq does not know names the node, op, domain and opset */
     nodes[1].op_type = "FancyAct";
     nodes[1].domain = "com.example";
