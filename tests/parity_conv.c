@@ -1,8 +1,10 @@
 /* Parity of ptq_k_conv_cpu (im2col + sgemm, threaded) with ptq_k_conv_ref on
  * seeded random data: 1-D/2-D/3-D, groups (depthwise, with multiplier),
  * strides, asymmetric pads, dilations, 1x1, odd sizes, multi-tile images, both
- * threading paths, the shifted-plane im2col of stride-1 "same" rows; and of
- * ptq_k_conv_transpose_cpu (sgemm + col2im) with ptq_k_conv_transpose_ref: the same and output_padding, negative pads (zero
+ * threading paths, the shifted-plane im2col of stride-1 "same" rows, direct
+ * depthwise convolutions, each with the chain's Add and Relu fused (ref, then
+ * + z, then Relu); and of ptq_k_conv_transpose_cpu (sgemm + col2im) with
+ * ptq_k_conv_transpose_ref: the same and output_padding, negative pads (zero
  * positions output_shape adds), kernels below the stride, several channel
  * blocks and input tiles per image. Tolerance: rtol 1e-4, atol 1e-5 (inputs
  * in [-1, 1]); ONNX's known values of both ops exactly. */
@@ -67,6 +69,13 @@ static const conv_case cases[] = {
     {2, 2, 3, 4, 1, {8, 7}, {3, 3}, {1, 1}, {1, 1}, {0, 2}, {3, 0}, 1},
     {2, 2, 4, 4, 1, {5, 6}, {1, 1}, {1, 1}, {1, 1}, {1, 0}, {2, 0}, 1},
     {2, 2, 80, 6, 1, {33, 50}, {3, 5}, {1, 1}, {2, 1}, {2, 2}, {2, 2}, 1},
+    /* depthwise (one input channel per group), 1-D and 2-D, run directly: strided, dilated, one-sided and large
+     * pads, a channel multiplier, a kernel wider than the input, a large plane */
+    {2, 2, 6, 6, 6, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {2, 2, 4, 12, 4, {10, 9}, {3, 5}, {1, 2}, {2, 1}, {2, 0}, {0, 3}, 0},
+    {2, 1, 3, 3, 3, {4, 3}, {5, 5}, {1, 1}, {1, 1}, {2, 3}, {2, 3}, 1},
+    {2, 3, 16, 16, 16, {56, 57}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {1, 2, 5, 10, 5, {17}, {5}, {2}, {1}, {2}, {1}, 1},
     /* demo-model-like layers */
     {2, 8, 1, 24, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
     {2, 8, 24, 48, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0},
@@ -167,6 +176,19 @@ static void run_case(const char *label, uint64_t seed, const conv_case *cc, cons
             finite &= isfinite(y_ref[i]) != 0;
         CHECK_MSG(finite, "%s: ref left an output unwritten", label);
         test_close(label, y_cpu, y_ref, n_y, RTOL, ATOL);
+        float *z = extra ? NULL : malloc((size_t)n_y * sizeof *z);
+        if (z) { /* the chain's Add and Relu on the output tiles (ptq_k_conv_cpu_epilogue): ref, + z, Relu */
+            char chain[96];
+            test_fill_uniform(z, n_y, -1.0f, 1.0f);
+            for (int64_t i = 0; i < n_y; i++) {
+                const float v = y_ref[i] + z[i];
+                y_ref[i] = v < 0.0f ? 0.0f : v;
+            }
+            ptq_k_conv_cpu_epilogue(&p, x, w, cc->bias ? b : NULL, z, 1, y_cpu);
+            snprintf(chain, sizeof chain, "%s with Add and Relu", label);
+            test_close(chain, y_cpu, y_ref, n_y, RTOL, ATOL);
+        }
+        free(z);
     }
     free(x);
     free(w);

@@ -1,7 +1,8 @@
 /* Fast CPU convolution: im2col tiles + cblas_sgemm per (image, group,
  * column tile), threads over those tiles, the same GEMM shapes for every
  * image whatever the batch; 1x1 stride-1 unpadded convs feed
- * the input to sgemm as is. Mirrors kernels/ref/conv.c; checked against it
+ * the input to sgemm as is; 1-D and 2-D depthwise convolutions run directly,
+ * a plane per work item. Mirrors kernels/ref/conv.c; checked against it
  * in tests/parity_conv.c. */
 #include <cblas.h>
 #include <stdlib.h>
@@ -186,6 +187,68 @@ static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
     }
 }
 
+enum { DW_MAX_TAPS = 32 }; /* the widest kernel row depthwise_planes takes */
+
+/* What depthwise_planes needs: one input channel per group (depthwise, with any channel multiplier), 1-D or 2-D
+ * (one plane: in0 = out0 = k0 = 1, no padding there), kernel rows up to DW_MAX_TAPS wide. */
+static int depthwise_2d(const ptq_conv_params *p)
+{
+    return p->c_in == p->group && p->in[0] == 1 && p->out[0] == 1 && p->k[0] == 1 && p->pad_lo[0] == 0 &&
+           p->k[2] <= DW_MAX_TAPS;
+}
+
+typedef struct dw_job {
+    const ptq_conv_params *p;
+    const float *x, *w, *b, *z;
+    int relu;
+    float *y;
+    /* per tap column k2: output column o2 reads input column o2 * stride + off[k2], inside the image for o2 in
+     * [lo[k2], hi[k2]) */
+    int64_t off[DW_MAX_TAPS], lo[DW_MAX_TAPS], hi[DW_MAX_TAPS];
+} dw_job;
+
+/* Output planes [begin, end) (image n, output channel m: item n * c_out + m) of a depthwise_2d convolution,
+ * directly: each output row starts at the bias and adds each tap's weight times the input row the tap reads, over
+ * the columns where it falls inside the image (a padding tap adds nothing), taps in (k1, k2) order; then the
+ * chain's Add and Relu. Float sums: within parity_conv's tolerance of the ref's, the same whatever the batch. */
+static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const dw_job *j = arg;
+    const ptq_conv_params *p = j->p;
+    const int64_t h = p->in[1], w_in = p->in[2], oh = p->out[1], ow = p->out[2];
+    const int64_t mult = p->c_out / p->group, taps = p->k[1] * p->k[2];
+    const int64_t s1 = p->stride[1], s2 = p->stride[2];
+    (void)worker;
+    for (int64_t it = begin; it < end; it++) {
+        const int64_t n = it / p->c_out, m = it % p->c_out, c = m / mult;
+        const float *xp = j->x + (n * p->c_in + c) * h * w_in, *wm = j->w + m * taps;
+        float *yp = j->y + it * oh * ow;
+        for (int64_t o1 = 0; o1 < oh; o1++) {
+            float *yr = yp + o1 * ow;
+            const float bias = j->b ? j->b[m] : 0.0f;
+            for (int64_t o2 = 0; o2 < ow; o2++)
+                yr[o2] = bias;
+            for (int64_t k1 = 0; k1 < p->k[1]; k1++) {
+                const int64_t i1 = o1 * s1 - p->pad_lo[1] + k1 * p->dil[1];
+                if (i1 < 0 || i1 >= h)
+                    continue;
+                const float *xr = xp + i1 * w_in;
+                for (int64_t k2 = 0; k2 < p->k[2]; k2++) {
+                    const float wt = wm[k1 * p->k[2] + k2];
+                    const int64_t off = j->off[k2], lo = j->lo[k2], hi = j->hi[k2];
+                    if (s2 == 1)
+                        for (int64_t o2 = lo; o2 < hi; o2++)
+                            yr[o2] += wt * xr[o2 + off];
+                    else
+                        for (int64_t o2 = lo; o2 < hi; o2++)
+                            yr[o2] += wt * xr[o2 * s2 + off];
+                }
+            }
+        }
+        epilogue(yp, j->z ? j->z + it * oh * ow : NULL, j->relu, oh * ow);
+    }
+}
+
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y)
 {
     ptq_k_conv_cpu_epilogue(p, x, w, b, NULL, 0, y);
@@ -204,6 +267,18 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
         pointwise &= p->k[s] == 1 && p->stride[s] == 1 && p->pad_lo[s] == 0 && p->pad_hi[s] == 0;
     if (p->n == 0 || p->c_out == 0 || out_size == 0)
         return;
+    if (depthwise_2d(p)) { /* a GEMM per channel of 1 x taps weights would be all call overhead */
+        dw_job job = {p, x, w, b, z, relu, y, {0}, {0}, {0}};
+        for (int64_t k2 = 0; k2 < p->k[2]; k2++) {
+            const int64_t off = k2 * p->dil[2] - p->pad_lo[2], s2 = p->stride[2];
+            const int64_t hi = p->in[2] - off <= 0 ? 0 : (p->in[2] - off + s2 - 1) / s2;
+            job.off[k2] = off;
+            job.lo[k2] = off >= 0 ? 0 : (-off + s2 - 1) / s2;
+            job.hi[k2] = hi > p->out[2] ? p->out[2] : hi;
+        }
+        ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), depthwise_planes, &job);
+        return;
+    }
     ptq_k_blas_single_thread();
     if (rows == 0) { /* no input channels: the output is the bias */
         for (int64_t i = 0; i < p->n * p->c_out * out_size; i++)
