@@ -106,7 +106,7 @@ ptq top-1: {tops}; ptq process wall time best {min(walls['ptq']):.2f} s
 - command: `.venv/bin/python3 bench/eval_vs_ort.py --ptq {a.ptq}{also}{margs} --batch {a.batch} --repeat {a.repeat} --threads {a.threads}`
 - binaries: {versions}
 - onnxruntime {ort.__version__}: CPUExecutionProvider, intra_op_num_threads={a.threads}, inference only on preprocessed arrays
-- ptq's OpenBLAS kernels: {subprocess.run([a.ptq, 'version'], capture_output=True, text=True).stdout.split('openblas kernels:')[-1].strip()}
+- ptq's OpenBLAS kernels: {subprocess.run([a.ptq, 'version'], capture_output=True, text=True).stdout.split('openblas kernels:')[-1].strip().splitlines()[0]}
 - images: 10,000 Fashion-MNIST test images, batch {a.batch}; {a.repeat} rounds, each running every side once in turn;
   the best run of each side
 

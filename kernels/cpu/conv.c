@@ -189,12 +189,13 @@ static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
 
 enum { DW_MAX_TAPS = 32 }; /* the widest kernel row depthwise_planes takes */
 
-/* What depthwise_planes needs: one input channel per group (depthwise, with any channel multiplier), 1-D or 2-D
- * (one plane: in0 = out0 = k0 = 1, no padding there), kernel rows up to DW_MAX_TAPS wide. */
+/* What depthwise_planes takes: several groups of one input channel each (depthwise, with any channel multiplier;
+ * a convolution of a single input channel stays one GEMM an image), 1-D or 2-D (one plane: in0 = out0 = k0 = 1,
+ * no padding there), kernel rows up to DW_MAX_TAPS wide. */
 static int depthwise_2d(const ptq_conv_params *p)
 {
-    return p->c_in == p->group && p->in[0] == 1 && p->out[0] == 1 && p->k[0] == 1 && p->pad_lo[0] == 0 &&
-           p->k[2] <= DW_MAX_TAPS;
+    return p->c_in == p->group && p->group > 1 && p->in[0] == 1 && p->out[0] == 1 && p->k[0] == 1 &&
+           p->pad_lo[0] == 0 && p->k[2] <= DW_MAX_TAPS;
 }
 
 typedef struct dw_job {
