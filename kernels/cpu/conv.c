@@ -187,15 +187,13 @@ static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
     }
 }
 
-enum { DW_MAX_TAPS = 32 }; /* the widest kernel row depthwise_planes takes */
-
 /* What depthwise_planes takes: several groups of one input channel each (depthwise, with any channel multiplier;
  * a convolution of a single input channel stays one GEMM an image), 1-D or 2-D (one plane: in0 = out0 = k0 = 1,
- * no padding there), kernel rows up to DW_MAX_TAPS wide. */
+ * no padding there). */
 static int depthwise_2d(const ptq_conv_params *p)
 {
     return p->c_in == p->group && p->group > 1 && p->in[0] == 1 && p->out[0] == 1 && p->k[0] == 1 &&
-           p->pad_lo[0] == 0 && p->k[2] <= DW_MAX_TAPS;
+           p->pad_lo[0] == 0;
 }
 
 typedef struct dw_job {
@@ -203,50 +201,87 @@ typedef struct dw_job {
     const float *x, *w, *b, *z;
     int relu;
     float *y;
-    /* per tap column k2: output column o2 reads input column o2 * stride + off[k2], inside the image for o2 in
-     * [lo[k2], hi[k2]) */
-    int64_t off[DW_MAX_TAPS], lo[DW_MAX_TAPS], hi[DW_MAX_TAPS];
+    float *pad;        /* [workers][ph * pw]: each worker's copy of a plane with its padding as zeros */
+    int64_t ph, pw;    /* that copy's rows and columns: every position a tap reads */
 } dw_job;
 
+/* The plane xp into the padded copy xq (j->ph x j->pw), zeros where a tap reads outside the image. */
+static void dw_pad_plane(const dw_job *j, const float *xp, float *xq)
+{
+    const ptq_conv_params *p = j->p;
+    const int64_t h = p->in[1], w_in = p->in[2], l1 = p->pad_lo[1], l2 = p->pad_lo[2];
+    const int64_t c0 = l2 < j->pw ? l2 : j->pw; /* copied columns [c0, c1) */
+    const int64_t c1 = w_in + l2 < j->pw ? w_in + l2 : j->pw;
+    for (int64_t r = 0; r < j->ph; r++) {
+        float *q = xq + r * j->pw;
+        const int64_t i1 = r - l1;
+        if (i1 < 0 || i1 >= h || c1 <= c0) {
+            memset(q, 0, (size_t)j->pw * sizeof *q);
+            continue;
+        }
+        memset(q, 0, (size_t)c0 * sizeof *q);
+        memcpy(q + c0, xp + i1 * w_in + (c0 - l2), (size_t)(c1 - c0) * sizeof *q);
+        memset(q + c1, 0, (size_t)(j->pw - c1) * sizeof *q);
+    }
+}
+
+/* Output rows of plane item from its padded copy xq: each output the bias plus every tap's weight times what it
+ * reads, in (k1, k2) order, in one register; 3x3 kernels unrolled so the columns vectorize. */
+static void dw_rows_padded(const dw_job *j, const float *xq, const float *wm, float bias, float *yp)
+{
+    const ptq_conv_params *p = j->p;
+    const int64_t oh = p->out[1], ow = p->out[2], pw = j->pw;
+    const int64_t s1 = p->stride[1], s2 = p->stride[2], d1 = p->dil[1], d2 = p->dil[2];
+    for (int64_t o1 = 0; o1 < oh; o1++) {
+        float *yr = yp + o1 * ow;
+        const float *r0 = xq + o1 * s1 * pw;
+        if (p->k[1] == 3 && p->k[2] == 3) {
+            const float *r1 = r0 + d1 * pw, *r2 = r1 + d1 * pw;
+            for (int64_t o2 = 0; o2 < ow; o2++) {
+                const int64_t c = o2 * s2;
+                float acc = bias;
+                acc += wm[0] * r0[c];
+                acc += wm[1] * r0[c + d2];
+                acc += wm[2] * r0[c + 2 * d2];
+                acc += wm[3] * r1[c];
+                acc += wm[4] * r1[c + d2];
+                acc += wm[5] * r1[c + 2 * d2];
+                acc += wm[6] * r2[c];
+                acc += wm[7] * r2[c + d2];
+                acc += wm[8] * r2[c + 2 * d2];
+                yr[o2] = acc;
+            }
+            continue;
+        }
+        for (int64_t o2 = 0; o2 < ow; o2++) {
+            float acc = bias;
+            for (int64_t k1 = 0; k1 < p->k[1]; k1++)
+                for (int64_t k2 = 0; k2 < p->k[2]; k2++)
+                    acc += wm[k1 * p->k[2] + k2] * r0[k1 * d1 * pw + o2 * s2 + k2 * d2];
+            yr[o2] = acc;
+        }
+    }
+}
+
 /* Output planes [begin, end) (image n, output channel m: item n * c_out + m) of a depthwise_2d convolution,
- * directly: each output row starts at the bias and adds each tap's weight times the input row the tap reads, over
- * the columns where it falls inside the image (a padding tap adds nothing), taps in (k1, k2) order; then the
- * chain's Add and Relu. Float sums: within parity_conv's tolerance of the ref's, the same whatever the batch. */
+ * directly, from the worker's padded copy of the plane (dw_rows_padded), then the chain's Add and Relu. Float
+ * sums: within parity_conv's tolerance of the ref's, the same whatever the batch. */
 static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
 {
     const dw_job *j = arg;
     const ptq_conv_params *p = j->p;
-    const int64_t h = p->in[1], w_in = p->in[2], oh = p->out[1], ow = p->out[2];
+    const int64_t plane = p->in[1] * p->in[2], out_plane = p->out[1] * p->out[2];
     const int64_t mult = p->c_out / p->group, taps = p->k[1] * p->k[2];
-    const int64_t s1 = p->stride[1], s2 = p->stride[2];
-    (void)worker;
+    float *xq = j->pad + (size_t)worker * (size_t)(j->ph * j->pw);
+    int64_t padded = -1; /* the plane xq holds: image * c_in + channel */
     for (int64_t it = begin; it < end; it++) {
-        const int64_t n = it / p->c_out, m = it % p->c_out, c = m / mult;
-        const float *xp = j->x + (n * p->c_in + c) * h * w_in, *wm = j->w + m * taps;
-        float *yp = j->y + it * oh * ow;
-        for (int64_t o1 = 0; o1 < oh; o1++) {
-            float *yr = yp + o1 * ow;
-            const float bias = j->b ? j->b[m] : 0.0f;
-            for (int64_t o2 = 0; o2 < ow; o2++)
-                yr[o2] = bias;
-            for (int64_t k1 = 0; k1 < p->k[1]; k1++) {
-                const int64_t i1 = o1 * s1 - p->pad_lo[1] + k1 * p->dil[1];
-                if (i1 < 0 || i1 >= h)
-                    continue;
-                const float *xr = xp + i1 * w_in;
-                for (int64_t k2 = 0; k2 < p->k[2]; k2++) {
-                    const float wt = wm[k1 * p->k[2] + k2];
-                    const int64_t off = j->off[k2], lo = j->lo[k2], hi = j->hi[k2];
-                    if (s2 == 1)
-                        for (int64_t o2 = lo; o2 < hi; o2++)
-                            yr[o2] += wt * xr[o2 + off];
-                    else
-                        for (int64_t o2 = lo; o2 < hi; o2++)
-                            yr[o2] += wt * xr[o2 * s2 + off];
-                }
-            }
-        }
-        epilogue(yp, j->z ? j->z + it * oh * ow : NULL, j->relu, oh * ow);
+        const int64_t n = it / p->c_out, m = it % p->c_out, c = n * p->c_in + m / mult;
+        if (padded != c) /* a channel multiplier reads one plane several times */
+            dw_pad_plane(j, j->x + c * plane, xq);
+        padded = c;
+        float *yp = j->y + it * out_plane;
+        dw_rows_padded(j, xq, j->w + m * taps, j->b ? j->b[m] : 0.0f, yp);
+        epilogue(yp, j->z ? j->z + it * out_plane : NULL, j->relu, out_plane);
     }
 }
 
@@ -269,15 +304,17 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
     if (p->n == 0 || p->c_out == 0 || out_size == 0)
         return;
     if (depthwise_2d(p)) { /* a GEMM per channel of 1 x taps weights would be all call overhead */
-        dw_job job = {p, x, w, b, z, relu, y, {0}, {0}, {0}};
-        for (int64_t k2 = 0; k2 < p->k[2]; k2++) {
-            const int64_t off = k2 * p->dil[2] - p->pad_lo[2], s2 = p->stride[2];
-            const int64_t hi = p->in[2] - off <= 0 ? 0 : (p->in[2] - off + s2 - 1) / s2;
-            job.off[k2] = off;
-            job.lo[k2] = off >= 0 ? 0 : (-off + s2 - 1) / s2;
-            job.hi[k2] = hi > p->out[2] ? p->out[2] : hi;
+        dw_job job = {p, x, w, b, z, relu, y, NULL, 0, 0};
+        job.ph = (p->out[1] - 1) * p->stride[1] + (p->k[1] - 1) * p->dil[1] + 1;
+        job.pw = (p->out[2] - 1) * p->stride[2] + (p->k[2] - 1) * p->dil[2] + 1;
+        job.pad = malloc((size_t)ptq_par_workers() * (size_t)(job.ph * job.pw) * sizeof *job.pad);
+        if (!job.pad) { /* a void kernel cannot report NOMEM: the reference loops need no scratch */
+            ptq_k_conv_ref(p, x, w, b, y);
+            epilogue(y, z, relu, p->n * p->c_out * out_size);
+            return;
         }
         ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), depthwise_planes, &job);
+        free(job.pad);
         return;
     }
     ptq_k_blas_single_thread();
