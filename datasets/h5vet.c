@@ -10,9 +10,8 @@
  * crashes, trips a sanitizer, runs out of either, or finds a compact
  * dataset shorter than it declares makes the file refused
  * (PTQ_ERR_FORMAT); only then does the process itself read the file.
- * Covered by tests/badinput_test.py (forged archives and image sets),
- * tests/test_h5vet_threads.c (opens beside a thread reading HDF5) and the
- * fuzz_hdf5_set / fuzz_archive harnesses. */
+ * Covered by tests/badinput_test.py (forged archives and image sets) and
+ * the fuzz_hdf5_set / fuzz_archive harnesses. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -215,46 +214,6 @@ static int vet_child(const char *path, int all, uint64_t allowance, int wall_s, 
     return v.short_ ? VET_SHORT : v.memory ? VET_MEMORY : v.failed ? VET_UNREADABLE : VET_READ;
 }
 
-typedef struct vet_fork {
-    const char *path;
-    int all;
-    uint64_t allowance;
-    int wall_s, stall;
-    int called; /* fork_in_hdf5 ran */
-    pid_t pid;
-    int err;    /* fork's errno */
-} vet_fork;
-
-/* Forks the child from a callback of libhdf5's: a thread-safe libhdf5 holds its one API lock for the whole call,
- * so no other thread of the process is inside libhdf5 at the fork (the child would wait for ever on a lock held by
- * a thread it does not have: an application reading HDF5 on another thread stalled every few hundred opens until
- * the wall-clock alarm), and the child's own calls re-enter the lock its one thread, the forking one, holds. */
-static herr_t fork_in_hdf5(unsigned n, const H5E_error2_t *e, void *data)
-{
-    vet_fork *f = data;
-    (void)n, (void)e;
-    f->called = 1;
-    f->pid = fork();
-    if (f->pid == 0)
-        _exit(vet_child(f->path, f->all, f->allowance, f->wall_s, f->stall));
-    f->err = errno;
-    return 0;
-}
-
-static pid_t vet_fork_child(vet_fork *f)
-{
-    /* one entry on a stack of ptq's own, walked: libhdf5 calls fork_in_hdf5 once, holding its lock */
-    hid_t stack = H5Ecreate_stack();
-    if (stack >= 0 && H5Epush2(stack, __FILE__, __func__, __LINE__, H5E_ERR_CLS, H5E_ARGS, H5E_BADVALUE, "vet") >= 0)
-        H5Ewalk2(stack, H5E_WALK_UPWARD, fork_in_hdf5, f);
-    if (stack >= 0)
-        H5Eclose_stack(stack);
-    if (!f->called) /* libhdf5 could not make the walk: fork outside it */
-        fork_in_hdf5(0, NULL, f);
-    errno = f->err;
-    return f->pid;
-}
-
 ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
 {
     struct stat sb;
@@ -276,11 +235,12 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
      * sanitizer runtimes do not always make fork-safe) or a stalled file system. One more child, then the
      * verdict; a walk a malformed file loops in burns processor time and ends by SIGXCPU. */
     for (int attempt = 0;; attempt++) {
-        vet_fork f = {path, all_datasets, allowance, wall_s, attempt < n_stall, 0, -1, 0};
-        const pid_t pid = vet_fork_child(&f);
+        const pid_t pid = fork();
         if (pid < 0)
             return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path,
                             strerror(errno));
+        if (pid == 0)
+            _exit(vet_child(path, all_datasets, allowance, wall_s, attempt < n_stall));
         struct rusage ru;
         while (wait4(pid, &status, 0, &ru) < 0)
             if (errno != EINTR)
