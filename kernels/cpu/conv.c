@@ -132,6 +132,15 @@ static void epilogue(float *y, const float *z, int relu, int64_t n)
             y[i] = y[i] < 0.0f ? 0.0f : y[i];
 }
 
+/* The reference convolution and then the chain's Add and Relu: what a void kernel falls back on when it finds
+ * no room for its scratch (it cannot report NOMEM; the reference loops need none). */
+static void conv_ref_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
+                              const float *z, int relu, float *y)
+{
+    ptq_k_conv_ref(p, x, w, b, y);
+    epilogue(y, z, relu, p->n * p->c_out * p->out[0] * p->out[1] * p->out[2]);
+}
+
 /* One work item: output columns [j0, j0+nj) of image n0, group g: one GEMM
  * writing y directly (bias pre-filled). col: [rows, nj] scratch, unused for
  * pointwise convs. Every image of a layer runs the same GEMM shapes, so its
@@ -308,9 +317,8 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
         job.ph = (p->out[1] - 1) * p->stride[1] + (p->k[1] - 1) * p->dil[1] + 1;
         job.pw = (p->out[2] - 1) * p->stride[2] + (p->k[2] - 1) * p->dil[2] + 1;
         job.pad = malloc((size_t)ptq_par_workers() * (size_t)(job.ph * job.pw) * sizeof *job.pad);
-        if (!job.pad) { /* a void kernel cannot report NOMEM: the reference loops need no scratch */
-            ptq_k_conv_ref(p, x, w, b, y);
-            epilogue(y, z, relu, p->n * p->c_out * out_size);
+        if (!job.pad) {
+            conv_ref_epilogue(p, x, w, b, z, relu, y);
             return;
         }
         ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), depthwise_planes, &job);
@@ -338,9 +346,8 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
     float *scratch = NULL;
     if (col_per) {
         scratch = malloc((size_t)n_workers * col_per * sizeof *scratch);
-        if (!scratch) { /* a void kernel cannot report NOMEM: the direct loops need no scratch */
-            ptq_k_conv_ref(p, x, w, b, y);
-            epilogue(y, z, relu, p->n * p->c_out * out_size);
+        if (!scratch) {
+            conv_ref_epilogue(p, x, w, b, z, relu, y);
             return;
         }
     }

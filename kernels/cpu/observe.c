@@ -11,8 +11,8 @@
 
 enum {
     OBS_PARALLEL_MIN = 1 << 15, /* elements below which a pass stays on one thread */
-    /* histogram copies a pass counts into in turn: a run of values in one bin (a Relu's zeros) is then that many
-     * independent chains of increments, not one chain through one counter */
+    /* histogram copies a pass counts into in turn (a power of two): a run of values in one bin (a Relu's zeros)
+     * is then that many independent chains of increments, not one chain through one counter */
     OBS_COPIES = 4
 };
 
@@ -76,7 +76,7 @@ static void hist_serial(const float *x, int64_t n, const binner *b, float lo, in
     for (int64_t i = 0; i < n; i++) {
         const float a = fabsf(x[i]);
         const int ok = a > 0.0f && a >= lo && a <= 0x1.fffffep127f; /* NaN fails all */
-        hist[i % OBS_COPIES][bin_of(b, ok ? a : 0.0f)] += ok; /* no branch: zeros come at random */
+        hist[i & (OBS_COPIES - 1)][bin_of(b, ok ? a : 0.0f)] += ok; /* no branch: zeros come at random */
     }
 }
 
@@ -92,7 +92,7 @@ static void fused_serial(const float *x, int64_t n, const binner *b, float limit
         if (a < limit) { /* finite: NaN and Inf fail, limit may be +Inf */
             /* no branch on zero (ReLU outputs are zero at random): a zero adds 0 to bin 0 */
             const int z = a == 0.0f, neg = signbit(v) != 0;
-            hist[i % OBS_COPIES][bin_of(b, a)] += !z;
+            hist[i & (OBS_COPIES - 1)][bin_of(b, a)] += !z;
             n_zero += z;
             neg_zero |= z & neg;
             pos_zero |= z & !neg;
@@ -180,7 +180,7 @@ static void hist_run(hist_job *j, int64_t n, int64_t n_bins, int64_t *hist, ptq_
     for (int w = 0; w < n_parts; w++)
         ptq_observe_stats_clear(&part[w]);
     for (int c = 0; c < n_parts * OBS_COPIES; c++) { /* copy c of worker c / OBS_COPIES */
-        const int k = c / OBS_COPIES * (priv ? copies : 0) + (priv ? c % OBS_COPIES % copies : 0);
+        const int k = priv ? c / OBS_COPIES * copies + c % copies : 0;
         hists[c] = k == 0 ? hist : priv + (size_t)(k - 1) * (size_t)n_bins;
     }
     j->hist = hists;

@@ -56,16 +56,19 @@ static void pool_rows(void *arg, int64_t begin, int64_t end, int worker)
             tap_range(s2, p->in[2], p->k[2], p->dil[2], &lo2, &hi2);
             float m = -INFINITY;
             double sum = 0.0;
-            int nan = 0;
-            for (int64_t t0 = lo0; t0 < hi0; t0++)
-                for (int64_t t1 = lo1; t1 < hi1; t1++) {
+            int nan = 0; /* the window's first NaN is its max, as the ref gives it */
+            for (int64_t t0 = lo0; !nan && t0 < hi0; t0++)
+                for (int64_t t1 = lo1; !nan && t1 < hi1; t1++) {
                     /* element of tap t2 is xp[at + t2*dil2]; at itself may lie before the plane */
                     const int64_t at = ((s0 + t0 * p->dil[0]) * p->in[1] + s1 + t1 * p->dil[1]) * p->in[2] + s2;
                     if (kind == POOL_MAX) {
-                        for (int64_t t2 = lo2; t2 < hi2; t2++) { /* no branch: a NaN is looked for below */
+                        for (int64_t t2 = lo2; t2 < hi2; t2++) { /* the max without a branch; a NaN is rare */
                             const float v = xp[at + t2 * p->dil[2]];
+                            if (v != v) {
+                                m = v, nan = 1;
+                                break;
+                            }
                             m = v > m ? v : m;
-                            nan |= v != v;
                         }
                     } else {
                         for (int64_t t2 = lo2; t2 < hi2; t2++)
@@ -73,13 +76,6 @@ static void pool_rows(void *arg, int64_t begin, int64_t end, int worker)
                     }
                 }
             if (kind == POOL_MAX) {
-                for (int64_t t0 = lo0; nan && t0 < hi0; t0++) /* the window's first NaN, as the ref gives it */
-                    for (int64_t t1 = lo1; nan && t1 < hi1; t1++) {
-                        const int64_t at = ((s0 + t0 * p->dil[0]) * p->in[1] + s1 + t1 * p->dil[1]) * p->in[2] + s2;
-                        for (int64_t t2 = lo2; nan && t2 < hi2; t2++)
-                            if (isnan(xp[at + t2 * p->dil[2]]))
-                                m = xp[at + t2 * p->dil[2]], nan = 0;
-                    }
                 yr[o2] = m;
                 continue;
             }
