@@ -3,11 +3,13 @@
  * strides, asymmetric pads, dilations, 1x1, odd sizes, multi-tile images, both
  * threading paths, the shifted-plane im2col of stride-1 "same" rows, direct
  * depthwise convolutions, each with the chain's Add and Relu fused (ref, then
- * + z, then Relu); and of ptq_k_conv_transpose_cpu (sgemm + col2im) with
+ * + z, then Relu), each on the im2col path and on conv_direct.c's AVX2 and
+ * AVX-512 kernels (the same bits), an image's bits alone those in its batch
+ * on every path; and of ptq_k_conv_transpose_cpu (sgemm + col2im) with
  * ptq_k_conv_transpose_ref: the same and output_padding, negative pads (zero
  * positions output_shape adds), kernels below the stride, several channel
  * blocks and input tiles per image. Tolerance: rtol 1e-4, atol 1e-5 (inputs
- * in [-1, 1]); ONNX's known values of both ops exactly. */
+ * in [-1, 1]; times taps / 256 for a Conv summing more than 256 taps); ONNX's known values of both ops exactly. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +82,13 @@ static const conv_case cases[] = {
     {2, 8, 1, 24, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
     {2, 8, 24, 48, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0},
     {2, 8, 24, 48, 1, {28, 28}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0},
+    /* conv_direct.c: taps reaching past its tile's slack (dilation 40), stride 3 (nine phases), bands of rows (a
+     * copy of 256 channels over the band budget), one image split into bands for the threads, channels not a
+     * multiple of the kernel's 6 */
+    {1, 2, 3, 5, 1, {100}, {3}, {1}, {40}, {0}, {0}, 1},
+    {2, 2, 5, 7, 1, {17, 19}, {4, 3}, {3, 3}, {1, 2}, {1, 2}, {2, 1}, 1},
+    {2, 2, 256, 13, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {2, 1, 20, 11, 1, {30, 9}, {3, 3}, {1, 1}, {1, 1}, {0, 1}, {2, 1}, 1},
 };
 
 /* ConvTranspose cases: out = stride * (in - 1) + (k - 1) * dil + 1 + extra - pad_lo - pad_hi. */
@@ -148,7 +157,13 @@ static void case_params(const conv_case *cc, const int64_t *extra, ptq_conv_para
 
 typedef void (*conv_kernel)(const ptq_conv_params *, const float *, const float *, const float *, float *);
 
-/* ref and cpu (Conv, or ConvTranspose with extra) on seeded random data. */
+/* ptq_k_conv_cpu_set_isa's settings: the im2col path, the direct path's AVX2 and AVX-512 kernels (the widest
+ * the CPU has when it lacks one) */
+static const int isas[] = {0, 1, 2};
+static const char *const isa_names[] = {"im2col", "direct avx2", "direct avx512"};
+
+/* ref and cpu (Conv, or ConvTranspose with extra) on seeded random data; a Conv under every isas setting, the
+ * direct path's kernels giving the same bits. */
 static void run_case(const char *label, uint64_t seed, const conv_case *cc, const int64_t *extra)
 {
     ptq_conv_params p;
@@ -170,24 +185,53 @@ static void run_case(const char *label, uint64_t seed, const conv_case *cc, cons
         for (int64_t i = 0; i < n_y; i++)
             y_ref[i] = y_cpu[i] = NAN; /* every output must be written */
         ref(&p, x, w, cc->bias ? b : NULL, y_ref);
-        cpu(&p, x, w, cc->bias ? b : NULL, y_cpu);
         int finite = 1;
         for (int64_t i = 0; i < n_y; i++)
             finite &= isfinite(y_ref[i]) != 0;
         CHECK_MSG(finite, "%s: ref left an output unwritten", label);
-        test_close(label, y_cpu, y_ref, n_y, RTOL, ATOL);
-        float *z = extra ? NULL : malloc((size_t)n_y * sizeof *z);
-        if (z) { /* the chain's Add and Relu on the output tiles (ptq_k_conv_cpu_epilogue): ref, + z, Relu */
-            char chain[96];
+        float *z = extra ? NULL : malloc((size_t)n_y * sizeof *z), *chain = z ? malloc((size_t)n_y * sizeof *z) : NULL;
+        float *direct = z ? malloc(2 * (size_t)n_y * sizeof *direct) : NULL;
+        CHECK(extra || (z && chain && direct));
+        if (z && chain && direct) { /* the chain's Add and Relu (ptq_k_conv_cpu_epilogue): ref, + z, Relu */
             test_fill_uniform(z, n_y, -1.0f, 1.0f);
             for (int64_t i = 0; i < n_y; i++) {
                 const float v = y_ref[i] + z[i];
-                y_ref[i] = v < 0.0f ? 0.0f : v;
+                chain[i] = v < 0.0f ? 0.0f : v;
+            }
+        }
+        /* float sums of more terms round further from the ref's: the tolerance grows with the taps past 256 */
+        const int64_t taps = extra ? 0 : n_w / p.c_out;
+        const float atol = taps > 256 ? ATOL * (float)taps / 256.0f : ATOL;
+        for (int s = 0; s < (extra ? 1 : (int)(sizeof isas / sizeof isas[0])); s++) {
+            char what[160];
+            ptq_k_conv_cpu_set_isa(isas[s]);
+            for (int64_t i = 0; i < n_y; i++)
+                y_cpu[i] = NAN; /* every output must be written */
+            cpu(&p, x, w, cc->bias ? b : NULL, y_cpu);
+            snprintf(what, sizeof what, "%s%s%s", label, extra ? "" : ", ", extra ? "" : isa_names[s]);
+            test_close(what, y_cpu, y_ref, n_y, RTOL, atol);
+            if (!(z && chain && direct))
+                continue;
+            if (s > 1) {
+                snprintf(what, sizeof what, "%s, %s against %s: the same bits", label, isa_names[s], isa_names[1]);
+                test_close(what, y_cpu, direct, n_y, 0, 0);
+            } else if (s == 1) {
+                memcpy(direct, y_cpu, (size_t)n_y * sizeof *y_cpu);
             }
             ptq_k_conv_cpu_epilogue(&p, x, w, cc->bias ? b : NULL, z, 1, y_cpu);
-            snprintf(chain, sizeof chain, "%s with Add and Relu", label);
-            test_close(chain, y_cpu, y_ref, n_y, RTOL, ATOL);
+            snprintf(what, sizeof what, "%s with Add and Relu, %s", label, isa_names[s]);
+            test_close(what, y_cpu, chain, n_y, RTOL, atol);
+            if (s > 1) {
+                snprintf(what, sizeof what, "%s with Add and Relu, %s against %s: the same bits", label,
+                         isa_names[s], isa_names[1]);
+                test_close(what, y_cpu, direct + n_y, n_y, 0, 0);
+            } else if (s == 1) {
+                memcpy(direct + n_y, y_cpu, (size_t)n_y * sizeof *y_cpu);
+            }
         }
+        ptq_k_conv_cpu_set_isa(-1);
+        free(chain);
+        free(direct);
         free(z);
     }
     free(x);
@@ -197,9 +241,49 @@ static void run_case(const char *label, uint64_t seed, const conv_case *cc, cons
     free(y_cpu);
 }
 
+/* An image's outputs in a batch of cc->n are its outputs alone, bit for bit, on every path. */
+static void batch_case(const char *label, uint64_t seed, const conv_case *cc)
+{
+    ptq_conv_params p, one;
+    case_params(cc, NULL, &p);
+    one = p;
+    one.n = 1;
+    const int64_t n_x = p.n * p.c_in * p.in[0] * p.in[1] * p.in[2], x_one = n_x / p.n;
+    const int64_t n_w = p.c_out * (p.c_in / p.group) * p.k[0] * p.k[1] * p.k[2];
+    const int64_t n_y = p.n * p.c_out * p.out[0] * p.out[1] * p.out[2], y_one = n_y / p.n;
+    float *x = malloc((size_t)n_x * sizeof *x), *w = malloc((size_t)n_w * sizeof *w);
+    float *b = malloc((size_t)p.c_out * sizeof *b), *y = malloc((size_t)(n_y + y_one) * sizeof *y);
+    CHECK(x && w && b && y);
+    if (x && w && b && y) {
+        test_rand_seed(seed);
+        test_fill_uniform(x, n_x, -1.0f, 1.0f);
+        test_fill_uniform(w, n_w, -1.0f, 1.0f);
+        test_fill_uniform(b, p.c_out, -1.0f, 1.0f);
+        for (int s = 0; s < (int)(sizeof isas / sizeof isas[0]); s++) {
+            char what[160];
+            ptq_k_conv_cpu_set_isa(isas[s]);
+            ptq_k_conv_cpu(&p, x, w, b, y);
+            ptq_k_conv_cpu(&one, x + (p.n - 1) * x_one, w, b, y + n_y);
+            snprintf(what, sizeof what, "%s, %s: the last image alone gives its bits in the batch", label,
+                     isa_names[s]);
+            test_close(what, y + n_y, y + n_y - y_one, y_one, 0, 0);
+        }
+        ptq_k_conv_cpu_set_isa(-1);
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(y);
+}
+
 int main(void)
 {
     char label[64];
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        if (cases[i].n > 1 && cases[i].c_in != cases[i].group) {
+            snprintf(label, sizeof label, "conv case %d", i);
+            batch_case(label, 3000 + (uint64_t)i, &cases[i]);
+        }
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         snprintf(label, sizeof label, "conv case %d", i);
         run_case(label, 1000 + (uint64_t)i, &cases[i], NULL);

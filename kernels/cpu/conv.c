@@ -1,4 +1,6 @@
-/* Fast CPU convolution: im2col tiles + cblas_sgemm per (image, group,
+/* Fast CPU convolution: 1-D and 2-D convolutions of several taps on a CPU
+ * with AVX2 and FMA run directly (kernels/cpu/conv_direct.c); the others as
+ * im2col tiles + cblas_sgemm per (image, group,
  * column tile), threads over those tiles, the same GEMM shapes for every
  * image whatever the batch; 1x1 stride-1 unpadded convs feed
  * the input to sgemm as is; 1-D and 2-D depthwise convolutions run directly,
@@ -325,6 +327,8 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
         free(job.pad);
         return;
     }
+    if (rows > 0 && ptq_k_conv_cpu_direct(p, x, w, b, z, relu, y))
+        return;
     ptq_k_blas_single_thread();
     if (rows == 0) { /* no input channels: the output is the bias */
         for (int64_t i = 0; i < p->n * p->c_out * out_size; i++)

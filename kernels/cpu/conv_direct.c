@@ -1,0 +1,304 @@
+/* Direct CPU convolution of 1-D and 2-D convolutions on x86-64 with AVX2 and
+ * FMA (AVX-512 where there is one): a GEMM of the packed weights by im2col's
+ * columns, where each column is read in place from a copy of the input
+ * planes instead of being gathered into an im2col matrix (that OpenBLAS then
+ * packed again). A work item (image, group, band of output rows) first
+ * copies the band's input rows, with the padding as zeros, split by stride
+ * phase: phase (a, b) holds rows a, a + s1, ... and columns b, b + s2, ...
+ * of the padded input. In that copy, tap (t1, t2) of output (o1, o2) reads
+ * phase ((t1 d1) % s1, (t2 d2) % s2) at row o1 + (t1 d1) / s1 and column
+ * o2 + (t2 d2) / s2: with column index q = o1 * wq + o2 (wq the phases'
+ * width, wider than the output's), every row of the GEMM's right-hand side
+ * is the copy from a fixed offset, so the kernel loads its vectors straight
+ * from there. The columns o2 >= the output width are computed and dropped.
+ *
+ * Every output is one register summed over the taps in the weights' order,
+ * acc = fma(w_k, x_k, acc) from acc = 0, then the bias added, then the
+ * chain's Add and Relu: the same operations whatever the batch, the band,
+ * the thread or the vector width, so the AVX2 and AVX-512 kernels give the
+ * same bits, and an image's outputs do not depend on the batch it came in.
+ * Mirrors kernels/ref/conv.c; checked against it, and each kernel against
+ * the other, in tests/parity_conv.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/parallel.h"
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+enum {
+    MR = 6,                      /* output channels a kernel call computes */
+    NR_512 = 64,                 /* and columns: 4 AVX-512 vectors */
+    NR_256 = 16,                 /* or 2 AVX2 vectors */
+    KC = 256,                    /* taps a kernel call sums before its partial sums go back to the tile */
+    MIN_TAPS = 32,               /* fewest taps (input channels times kernel positions) run here */
+    BAND_BYTES = 1 << 20,        /* a band's copy of the input: about the size of a core's L2 */
+    BAND_BYTES_MAX = 8 << 20     /* a single output row needing more than this runs the im2col path */
+};
+
+enum { ISA_NONE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+
+static int isa_wanted = -1; /* ptq_k_conv_cpu_set_isa: -1 the best there is */
+
+void ptq_k_conv_cpu_set_isa(int isa)
+{
+    isa_wanted = isa;
+}
+
+static int isa_have(void)
+{
+    return __builtin_cpu_supports("avx512f")                                   ? ISA_AVX512
+           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? ISA_AVX2
+                                                                               : ISA_NONE;
+}
+
+/* tile[MR][NR] (+)= a[kc][MR] times the kc rows base + off[k], NR columns each. */
+__attribute__((target("avx512f"))) static void kernel_512(const float *a, const int64_t *off, int64_t kc,
+                                                           const float *base, float *tile, int accumulate)
+{
+    __m512 c[MR][4];
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < 4; v++)
+            c[m][v] = accumulate ? _mm512_loadu_ps(tile + m * NR_512 + 16 * v) : _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; k++, a += MR) {
+        const float *s = base + off[k];
+        const __m512 b0 = _mm512_loadu_ps(s), b1 = _mm512_loadu_ps(s + 16);
+        const __m512 b2 = _mm512_loadu_ps(s + 32), b3 = _mm512_loadu_ps(s + 48);
+        for (int m = 0; m < MR; m++) {
+            const __m512 w = _mm512_set1_ps(a[m]);
+            c[m][0] = _mm512_fmadd_ps(w, b0, c[m][0]);
+            c[m][1] = _mm512_fmadd_ps(w, b1, c[m][1]);
+            c[m][2] = _mm512_fmadd_ps(w, b2, c[m][2]);
+            c[m][3] = _mm512_fmadd_ps(w, b3, c[m][3]);
+        }
+    }
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < 4; v++)
+            _mm512_storeu_ps(tile + m * NR_512 + 16 * v, c[m][v]);
+}
+
+__attribute__((target("avx2,fma"))) static void kernel_256(const float *a, const int64_t *off, int64_t kc,
+                                                            const float *base, float *tile, int accumulate)
+{
+    __m256 c[MR][2];
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < 2; v++)
+            c[m][v] = accumulate ? _mm256_loadu_ps(tile + m * NR_256 + 8 * v) : _mm256_setzero_ps();
+    for (int64_t k = 0; k < kc; k++, a += MR) {
+        const float *s = base + off[k];
+        const __m256 b0 = _mm256_loadu_ps(s), b1 = _mm256_loadu_ps(s + 8);
+        for (int m = 0; m < MR; m++) {
+            const __m256 w = _mm256_broadcast_ss(a + m);
+            c[m][0] = _mm256_fmadd_ps(w, b0, c[m][0]);
+            c[m][1] = _mm256_fmadd_ps(w, b1, c[m][1]);
+        }
+    }
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < 2; v++)
+            _mm256_storeu_ps(tile + m * NR_256 + 8 * v, c[m][v]);
+}
+
+/* What every pool thread needs to run work items of one convolution. */
+typedef struct dc_job {
+    const ptq_conv_params *p;
+    const float *x, *b, *z;
+    int relu;
+    float *y;
+    const float *wp;       /* weights [group][m_blocks][taps][MR], rows past cg_out zero */
+    const int64_t *off;    /* [taps]: where tap k's row starts in a band's copy */
+    int64_t taps, cg_in, cg_out, m_blocks;
+    int64_t wq, hq;        /* a phase's columns, and rows in a band's copy (band + the taps' reach) */
+    int64_t band, n_bands; /* output rows a band */
+    float *copy;           /* [workers][per_worker] */
+    size_t per_worker;
+    int nr, isa;
+} dc_job;
+
+/* The input rows band r0 reads of one image's group of channels xg into the phases of copy (see the top of the
+ * file). The columns outside the image are never written: calloc's zeros (every item of a call copies the same
+ * columns); rows outside it are zeroed. */
+static void copy_band(const dc_job *j, const float *xg, int64_t r0, float *copy)
+{
+    const ptq_conv_params *p = j->p;
+    const int64_t h = p->in[1], w = p->in[2], s1 = p->stride[1], s2 = p->stride[2];
+    const int64_t l1 = p->pad_lo[1], l2 = p->pad_lo[2], wq = j->wq, plane = j->hq * wq;
+    float *q = copy;
+    for (int64_t c = 0; c < j->cg_in; c++)
+        for (int64_t a = 0; a < s1; a++)
+            for (int64_t ph = 0; ph < s2; ph++, q += plane) {
+                /* columns i of the phase read input column i * s2 + ph - l2: inside for i in [lo, hi) */
+                int64_t lo = l2 - ph <= 0 ? 0 : (l2 - ph + s2 - 1) / s2;
+                int64_t hi = w + l2 - ph <= 0 ? 0 : (w + l2 - ph + s2 - 1) / s2;
+                lo = lo > wq ? wq : lo;
+                hi = hi > wq ? wq : (hi < lo ? lo : hi);
+                for (int64_t i = 0; i < j->hq; i++) {
+                    float *row = q + i * wq;
+                    const int64_t r = (r0 + i) * s1 + a - l1;
+                    if (r < 0 || r >= h) {
+                        memset(row, 0, (size_t)wq * sizeof *row);
+                        continue;
+                    }
+                    const float *src = xg + (c * h + r) * w + lo * s2 + ph - l2;
+                    if (s2 == 1)
+                        memcpy(row + lo, src, (size_t)(hi - lo) * sizeof *row);
+                    else
+                        for (int64_t i2 = lo; i2 < hi; i2++, src += s2)
+                            row[i2] = *src;
+                }
+            }
+}
+
+/* Output channels [m0, m0 + rows) of tile columns [q0, qe) into y: the sum, plus the bias, plus the residual, then
+ * Relu, each rounded as the Conv, Add and Relu nodes round them (kernels/cpu/binary.c, unary.c). */
+static void store_tile(const dc_job *j, const float *tile, int64_t n, int64_t g, int64_t r0, int64_t m0,
+                       int64_t rows, int64_t q0, int64_t qe)
+{
+    const ptq_conv_params *p = j->p;
+    const int64_t ho = p->out[1], wo = p->out[2], wq = j->wq;
+    for (int64_t m = 0; m < rows; m++) {
+        const int64_t ch = g * j->cg_out + m0 + m;
+        const int64_t plane = (n * p->c_out + ch) * ho * wo;
+        const float *t = tile + m * j->nr - q0;
+        for (int64_t q = q0, o1 = q0 / wq, o2 = q0 % wq; q < qe; o1++, o2 = 0) {
+            const int64_t seg = wq - o2 < qe - q ? wq - o2 : qe - q;
+            const int64_t valid = o2 >= wo ? 0 : (wo - o2 < seg ? wo - o2 : seg);
+            float *yr = j->y + plane + (r0 + o1) * wo + o2;
+            const float *tr = t + q;
+            if (j->b) {
+                const float bias = j->b[ch];
+                for (int64_t i = 0; i < valid; i++)
+                    yr[i] = tr[i] + bias;
+            } else {
+                memcpy(yr, tr, (size_t)valid * sizeof *yr);
+            }
+            if (j->z) {
+                const float *zr = j->z + (yr - j->y);
+                for (int64_t i = 0; i < valid; i++)
+                    yr[i] = yr[i] + zr[i];
+            }
+            if (j->relu)
+                for (int64_t i = 0; i < valid; i++)
+                    yr[i] = yr[i] < 0.0f ? 0.0f : yr[i];
+            q += seg;
+        }
+    }
+}
+
+static void direct_items(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const dc_job *j = arg;
+    const ptq_conv_params *p = j->p;
+    float *copy = j->copy + (size_t)worker * j->per_worker;
+    float tile[MR * NR_512];
+    for (int64_t it = begin; it < end; it++) {
+        const int64_t bd = it % j->n_bands, g = it / j->n_bands % p->group, n = it / j->n_bands / p->group;
+        const int64_t r0 = bd * j->band, out_rows = p->out[1] - r0 < j->band ? p->out[1] - r0 : j->band;
+        copy_band(j, j->x + (n * p->c_in + g * j->cg_in) * p->in[1] * p->in[2], r0, copy);
+        const int64_t cols = out_rows * j->wq;
+        for (int64_t q0 = 0; q0 < cols; q0 += j->nr) {
+            for (int64_t mb = 0; mb < j->m_blocks; mb++) {
+                const float *a = j->wp + (g * j->m_blocks + mb) * j->taps * MR;
+                for (int64_t k0 = 0; k0 < j->taps; k0 += KC) {
+                    const int64_t kc = j->taps - k0 < KC ? j->taps - k0 : KC;
+                    if (j->isa == ISA_AVX512)
+                        kernel_512(a + k0 * MR, j->off + k0, kc, copy + q0, tile, k0 > 0);
+                    else
+                        kernel_256(a + k0 * MR, j->off + k0, kc, copy + q0, tile, k0 > 0);
+                }
+                const int64_t m0 = mb * MR, rows = j->cg_out - m0 < MR ? j->cg_out - m0 : MR;
+                store_tile(j, tile, n, g, r0, m0, rows, q0, q0 + j->nr < cols ? q0 + j->nr : cols);
+            }
+        }
+    }
+}
+
+int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b,
+                          const float *z, int relu, float *y)
+{
+    int isa = isa_have();
+    if (isa_wanted >= 0 && isa_wanted < isa)
+        isa = isa_wanted;
+    /* one plane (1-D or 2-D), channels first, more than one tap, enough taps in all: OpenBLAS's packed GEMM is
+       faster on 1x1 convolutions, whose rows here would be whole planes apart, and on a few taps (the kernel's
+       tiles are all setup and stores then) */
+    if (isa == ISA_NONE || p->nhwc || p->in[0] != 1 || p->out[0] != 1 || p->k[0] != 1 || p->pad_lo[0] != 0 ||
+        p->k[1] * p->k[2] == 1 || p->c_in / p->group * p->k[1] * p->k[2] < MIN_TAPS)
+        return 0;
+    dc_job j = {.p = p, .x = x, .b = b, .z = z, .relu = relu, .y = y, .isa = isa};
+    j.nr = isa == ISA_AVX512 ? NR_512 : NR_256;
+    j.cg_in = p->c_in / p->group;
+    j.cg_out = p->c_out / p->group;
+    j.taps = j.cg_in * p->k[1] * p->k[2];
+    j.m_blocks = (j.cg_out + MR - 1) / MR;
+    const int64_t s1 = p->stride[1], s2 = p->stride[2], phases = s1 * s2;
+    const int64_t reach1 = (p->k[1] - 1) * p->dil[1] / s1, reach2 = (p->k[2] - 1) * p->dil[2] / s2;
+    j.wq = p->out[2] + reach2;
+    /* rows a band: its copy within BAND_BYTES, and enough items for every worker */
+    const int64_t row_floats = j.cg_in * phases * j.wq;
+    int64_t band = (int64_t)(BAND_BYTES / sizeof(float)) / row_floats - reach1;
+    if (band < 1) {
+        if ((1 + reach1) * row_floats > (int64_t)(BAND_BYTES_MAX / sizeof(float)))
+            return 0;
+        band = 1;
+    }
+    const int64_t want = 2 * (int64_t)ptq_par_workers(), per_image = p->n * p->group;
+    if (per_image < want) {
+        const int64_t split = (want + per_image - 1) / per_image, even = (p->out[1] + split - 1) / split;
+        band = band < even ? band : even;
+    }
+    j.band = band > p->out[1] ? p->out[1] : band;
+    j.n_bands = (p->out[1] + j.band - 1) / j.band;
+    j.hq = j.band + reach1;
+    /* and after it, what the last tile's vectors read past the last phase's rows (dropped columns) */
+    j.per_worker = (size_t)(row_floats * j.hq + reach2 + j.nr);
+    const int n_workers = ptq_par_workers();
+    float *wp = malloc((size_t)(p->group * j.m_blocks * j.taps * MR) * sizeof *wp);
+    int64_t *off = malloc((size_t)j.taps * sizeof *off);
+    j.copy = calloc((size_t)n_workers * j.per_worker, sizeof *j.copy);
+    if (!wp || !off || !j.copy) {
+        free(wp);
+        free(off);
+        free(j.copy);
+        return 0;
+    }
+    for (int64_t g = 0; g < p->group; g++)
+        for (int64_t mb = 0; mb < j.m_blocks; mb++)
+            for (int64_t k = 0; k < j.taps; k++)
+                for (int64_t r = 0; r < MR; r++) {
+                    const int64_t m = mb * MR + r;
+                    wp[((g * j.m_blocks + mb) * j.taps + k) * MR + r] =
+                        m < j.cg_out ? w[(g * j.cg_out + m) * j.taps + k] : 0.0f;
+                }
+    for (int64_t c = 0, k = 0; c < j.cg_in; c++)
+        for (int64_t t1 = 0; t1 < p->k[1]; t1++)
+            for (int64_t t2 = 0; t2 < p->k[2]; t2++, k++) {
+                const int64_t v1 = t1 * p->dil[1], v2 = t2 * p->dil[2];
+                const int64_t phase = c * phases + v1 % s1 * s2 + v2 % s2;
+                off[k] = phase * j.hq * j.wq + v1 / s1 * j.wq + v2 / s2;
+            }
+    j.wp = wp;
+    j.off = off;
+    ptq_parallel_for(p->n * p->group * j.n_bands, 1, direct_items, &j);
+    free(wp);
+    free(off);
+    free(j.copy);
+    return 1;
+}
+
+#else
+
+void ptq_k_conv_cpu_set_isa(int isa)
+{
+    (void)isa;
+}
+
+int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b,
+                          const float *z, int relu, float *y)
+{
+    (void)p, (void)x, (void)w, (void)b, (void)z, (void)relu, (void)y;
+    return 0;
+}
+
+#endif
