@@ -279,6 +279,11 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     if (p->batch < 1 || p->n_ids < 0 || p->n_consumers < 0 || p->n_consumers > PTQ_RUNNER_MAX_CONSUMERS)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad runner parameters: batch %lld, %lld samples, %d consumers",
                         (long long)p->batch, (long long)p->n_ids, p->n_consumers);
+    for (int64_t i = 1; i < p->n_ids; i++) /* the reads go in ascending runs; a repeat would count a sample twice */
+        if (p->ids[i] <= p->ids[i - 1])
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "runner ids must be ascending and distinct: ids[%lld] = %lld "
+                            "after ids[%lld] = %lld", (long long)i, (long long)p->ids[i], (long long)(i - 1),
+                            (long long)p->ids[i - 1]);
     const int labelled = p->need_labels; /* labels are read only when needed */
     if (p->need_labels && !ptq_dataset_has_labels(ds))
         return ptq_fail(ctx, PTQ_ERR_DATA, "the data set has no labels, which this run compares predictions with");

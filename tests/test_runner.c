@@ -6,8 +6,8 @@
  * values and ptq_exec_run_from (a suffix run equals the full run, with and
  * without an overlay, and leaves the kept prefix untouched), sample picks
  * and shards, the runner's consumers (batch size and prefetch change
- * nothing), and a validation run in shards merged into the single run's
- * report, byte for byte. */
+ * nothing; ids out of order refused), and a validation run in shards
+ * merged into the single run's report, byte for byte. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -391,6 +391,32 @@ static void test_consumer_needs(const char *data_path, const unsigned char *roun
     ptq_session_close(s);
 }
 
+/* ids out of order or repeated: refused before any batch runs, naming the first position at fault (the reads go
+ * in ascending runs, and a sample given twice would be counted twice). */
+static void test_runner_ids(const char *data_path)
+{
+    int64_t *ids = NULL, n_ids = 0;
+    ptq_session *s = open_demo(data_path, &ids, &n_ids);
+    if (!s)
+        return;
+    const int64_t unordered[] = {0, 1, 5, 3, 7}, repeated[] = {0, 2, 2, 9};
+    const char *const want[] = {"ids[3] = 3 after ids[2] = 5", "ids[2] = 2 after ids[1] = 2"};
+    for (int k = 0; k < 2; k++) {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        ptq_eval_stats stats = {0};
+        ptq_runner_params rp = {.session = s, .ids = k ? repeated : unordered, .n_ids = k ? 4 : 5, .batch = 2,
+                                .need_labels = 1, .need_logits = 1};
+        rp.consumers[rp.n_consumers++] = ptq_eval_consumer(&stats);
+        const ptq_status st = ptq_runner_run(&ctx, &rp);
+        CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, want[k]) && strstr(ctx.msg, "ascending and distinct"),
+                  "%s ids: status %d, '%s'", k ? "repeated" : "unordered", (int)st, ctx.msg);
+        ptq_eval_stats_free(&stats);
+    }
+    free(ids);
+    ptq_session_close(s);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -422,6 +448,7 @@ int main(void)
         rounds[g->nodes[k].outputs[0]] = 1;
     test_runner(path, rounds);
     test_consumer_needs(path, rounds);
+    test_runner_ids(path);
     remove(path);
     for (int k = 0; k < 2; k++) { /* in the third batch of 64, and in the last */
         const int64_t bad = k ? N_IMG - 1 : 150, kept = labels[bad];

@@ -176,7 +176,8 @@ typedef struct ptq_consumer {
 
 typedef struct ptq_runner_params {
     ptq_session *session;
-    const int64_t *ids;       /* [n_ids] samples to run, ascending (ptq_pick_samples) */
+    const int64_t *ids;       /* [n_ids] samples to run, ascending and distinct (ptq_pick_samples); others are
+                                 PTQ_ERR_INVALID_ARG naming the first position out of order */
     int64_t n_ids;
     int64_t batch;            /* samples per batch (>= 1); a model with a fixed batch runs its own
                                  (ptq_session_fixed_batch) */
