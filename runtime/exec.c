@@ -408,7 +408,7 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     ptq_status st = PTQ_OK;
     *out = NULL;
     const ptq_op_def **ops = NULL;
-    if (p->device < PTQ_DEVICE_REF || p->device > PTQ_DEVICE_CUDA)
+    if (p->device < PTQ_DEVICE_CPU || p->device > PTQ_DEVICE_CUDA)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "executor parameters: device %d is not a ptq_device", (int)p->device);
     if (p->math < PTQ_MATH_FP32 || p->math > PTQ_MATH_FP64)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "executor parameters: math %d is not a ptq_math", (int)p->math);

@@ -285,7 +285,8 @@ static ptq_status load_tensors(ptq_ctx *ctx, const char *set, const char *prefix
 
 static void run_on_device(const char *dir, const ptq_graph *g, ptq_device device, case_result *r)
 {
-    static const char *const dev_names[] = {"ref", "cpu", "cuda"};
+    static const char *const dev_names[] = {[PTQ_DEVICE_CPU] = "cpu", [PTQ_DEVICE_REF] = "ref",
+                                            [PTQ_DEVICE_CUDA] = "cuda"};
     const char *dev = dev_names[device];
     ptq_ctx ctx;
     ptq_exec *e = NULL;

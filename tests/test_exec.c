@@ -1,8 +1,8 @@
 /* The executor on a hand-built graph (Conv -> Relu -> Add -> GAP -> Flatten):
  * the tap sees every produced tensor, ref and cpu agree, repeated runs with
  * other batch sizes give the same per-sample results, and bad inputs or
- * unknown ops fail with messages naming the input / node; ptq_cpu_has_vnni
- * agrees with /proc/cpuinfo. */
+ * unknown ops fail with messages naming the input / node; zeroed params run
+ * on the CPU; ptq_cpu_has_vnni agrees with /proc/cpuinfo. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +218,20 @@ int main(void)
         CHECK_MSG(st == PTQ_ERR_INVALID_ARG && !odd_e && strstr(ctx.msg, k ? "math 9" : "device 7"),
                   "params %d: status %d, '%s'", k, (int)st, ctx.msg);
         ptq_exec_free(odd_e);
+    }
+    /* zeroed params run on the CPU, the command's default; the reference backend is asked for by name */
+    ptq_exec_params zero;
+    memset(&zero, 0, sizeof zero);
+    for (int k = 0; k < 2; k++) {
+        ptq_exec *ze = NULL;
+        zero.device = k ? PTQ_DEVICE_REF : zero.device;
+        ptq_ctx_init(&ctx);
+        st = ptq_exec_create(&ctx, &g, &zero, &ze);
+        CHECK_MSG(st == PTQ_OK && ptq_exec_device(ze) == (k ? PTQ_DEVICE_REF : PTQ_DEVICE_CPU) &&
+                      strcmp(ptq_exec_device_name(ze), k ? "ref" : "cpu") == 0,
+                  "%s params: status %d, device %s, '%s'", k ? "ref" : "zeroed", (int)st,
+                  ze ? ptq_exec_device_name(ze) : "none", ctx.msg);
+        ptq_exec_free(ze);
     }
 
     /* an op ptq does not know names the node, op, domain and opset */

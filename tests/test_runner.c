@@ -245,7 +245,8 @@ static char *eval_json(ptq_session *s, const int64_t *ids, int64_t n_ids, int64_
     return json;
 }
 
-/* The demo model on data_path on the CPU, and every sample's id; NULL (a failed check) if it does not open. */
+/* The demo model on data_path on the CPU (options zeroed but the paths: device 0 is the CPU), and every sample's
+ * id; NULL (a failed check) if it does not open. */
 static ptq_session *open_demo(const char *data_path, int64_t **ids, int64_t *n_ids)
 {
     ptq_ctx ctx;
@@ -256,9 +257,10 @@ static ptq_session *open_demo(const char *data_path, int64_t **ids, int64_t *n_i
     snprintf(model, sizeof model, "%s/models/fmnist_resnet.onnx", getenv("PTQ_SOURCE_DIR") ? getenv("PTQ_SOURCE_DIR") : ".");
     so.model = model;
     so.data = data_path;
-    so.device = PTQ_DEVICE_CPU;
     ptq_session *s = NULL;
     CHECK_MSG(ptq_session_open(&ctx, &so, &s) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(!s || ptq_exec_device(ptq_session_exec(s)) == PTQ_DEVICE_CPU, "zeroed session options run on '%s'",
+              ptq_exec_device_name(ptq_session_exec(s)));
     ptq_pick all = {0, 0, 0, 0, 0};
     *ids = NULL;
     *n_ids = 0;

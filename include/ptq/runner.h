@@ -38,7 +38,7 @@ typedef struct ptq_input_map {
 typedef struct ptq_session_opts {
     const char *model;        /* ONNX file */
     const char *data;         /* HDF5 file or PNG folder; NULL: no data (the session only runs the model) */
-    ptq_device device;
+    ptq_device device;        /* 0: PTQ_DEVICE_CPU, as a NULL name is for ptq_device_parse */
     int cuda_device;          /* GPU ordinal for PTQ_DEVICE_CUDA; PTQ_CUDA_DEVICE_LOCAL: the node-local MPI rank
                                  modulo the GPUs visible (GPU 0 outside an MPI job, include/ptq/dist.h) */
     int cpu_fallback;         /* 1: no usable GPU runs on the CPU (ptq_session_notice says so); 0: PTQ_ERR_NO_DEVICE */

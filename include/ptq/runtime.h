@@ -17,9 +17,11 @@
 extern "C" {
 #endif
 
+/* The CPU is 0, so a zeroed ptq_exec_params or ptq_session_opts runs where
+ * the command's default (--device cpu) does, not on the slow reference. */
 typedef enum ptq_device {
-    PTQ_DEVICE_REF = 0, /* kernels/ref: plain loops, one thread */
-    PTQ_DEVICE_CPU = 1, /* kernels/cpu: OpenBLAS and threads */
+    PTQ_DEVICE_CPU = 0, /* kernels/cpu: OpenBLAS and threads (the default) */
+    PTQ_DEVICE_REF = 1, /* kernels/ref: plain loops, one thread */
     PTQ_DEVICE_CUDA = 2
 } ptq_device;
 
@@ -40,7 +42,7 @@ PTQ_API ptq_status ptq_math_parse(ptq_ctx *ctx, const char *name, ptq_math *out)
 PTQ_API const char *ptq_math_name(ptq_math m);
 
 typedef struct ptq_exec_params {
-    ptq_device device;
+    ptq_device device; /* 0: PTQ_DEVICE_CPU */
     int cuda_device; /* GPU ordinal (--device cuda:N) */
     ptq_tap_fn tap;  /* a first tap, or NULL; more with ptq_exec_add_tap */
     void *tap_user;
