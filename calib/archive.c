@@ -175,7 +175,8 @@ ptq_status ptq_calib_set_write(ptq_ctx *ctx, const ptq_calib_set *s, const char 
     ptq_calib_provenance pv;
     for (int64_t i = 0; i < s->n; i++)
         if (s->dev_obs[i])
-            return ptq_fail(ctx, PTQ_ERR_INTERNAL, "calibration set written before ptq_calib_set_sync");
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration set for %s written before ptq_calib_set_sync: call "
+                            "ptq_calib_set_sync first (tensor '%s' still has state on the GPU)", path, s->names[i]);
     if (!s->model_sha256[0]) /* the reader refuses an archive without it */
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration set for %s names no model: ptq_calib_set_describe "
                         "records the model's SHA-256 before ptq_calib_set_write", path);

@@ -403,7 +403,8 @@ static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_t
     const int64_t copies = s->numel_shapes && s->batch_n != s->batch_shapes && n == s->numel_shapes[i] ? s->batch_n
                                                                                                        : 1;
     if (t->mem != PTQ_MEM_HOST && !s->cuda)
-        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s' is on the GPU but the set is not bound to an executor",
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor '%s' is on the GPU but the calibration set is not bound to "
+                        "its executor: call ptq_calib_set_bind after ptq_exec_create, before the first run",
                         s->names[i]);
     if (t->mem != PTQ_MEM_HOST && !s->dev_obs[i])
         PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
@@ -413,13 +414,24 @@ static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_t
     return PTQ_OK;
 }
 
+/* A set observes the graph it was created for; one read from an archive observes none. */
+static ptq_status check_graph(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_graph *g)
+{
+    if (!s->index_of_value)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "a calibration set read from an archive cannot observe: "
+                        "ptq_calib_set_create makes one for the executor's graph");
+    if (g != s->g)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration set tapped on a graph it was not made for: "
+                        "ptq_calib_set_create makes one for the executor's graph");
+    return PTQ_OK;
+}
+
 ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
                              const ptq_tensor *t)
 {
     ptq_calib_set *s = user;
     (void)node_index;
-    if (g != s->g || !s->index_of_value)
-        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "calibration set tapped on a graph it was not made for");
+    PTQ_TRY_RET(check_graph(ctx, s, g));
     int64_t i = s->index_of_value[value_index];
     return i < 0 ? PTQ_OK : observe(ctx, s, i, t);
 }
@@ -433,7 +445,8 @@ ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, void **state, in
     if (i < 0)
         return PTQ_OK;
     if (!s->cuda)
-        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s': device observer asked for, but the set is not bound to a GPU",
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor '%s': device observer asked for, but the calibration set is "
+                        "not bound to a GPU: call ptq_calib_set_bind after ptq_exec_create, before the first run",
                         s->names[i]);
     if (!s->dev_obs[i])
         PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
@@ -451,6 +464,7 @@ ptq_status ptq_calib_set_bind(ptq_ctx *ctx, ptq_calib_set *s, ptq_exec *e)
 
 ptq_status ptq_calib_set_observe_inputs(ptq_ctx *ctx, ptq_calib_set *s, const ptq_tensor *inputs)
 {
+    PTQ_TRY_RET(check_graph(ctx, s, s->g));
     for (int k = 0; k < s->g->n_inputs; k++) {
         int64_t i = s->index_of_value[s->g->inputs[k]];
         if (i >= 0)

@@ -2,12 +2,14 @@
  * fed through the CPU executor's tap identical whatever the batch split and
  * device (ref, cpu), archive write -> read round trip bit for bit with its
  * provenance, merge refusing other models/settings/shared samples while
- * leaving the destination untouched, and unreadable archives. */
+ * leaving the destination untouched, unreadable archives, and calls out of
+ * order refused as the caller's error. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "calib/calib_internal.h"
 #include "ptq/calib.h"
 #include "ptq/runtime.h"
 #include "ptq/version.h"
@@ -72,6 +74,55 @@ fail:
     ptq_exec_free(e);
     ptq_calib_set_free(s);
     return NULL;
+}
+
+/* Calls out of order are the caller's error (PTQ_ERR_INVALID_ARG) naming the call to make first, not
+ * PTQ_ERR_INTERNAL: a GPU tensor tapped (or a device observer asked for) before ptq_calib_set_bind, a write
+ * while a tensor's device observer is not folded in by ptq_calib_set_sync (a stand-in pointer here: a CPU build
+ * makes no device observer; tests/cuda_calib.c syncs real ones), a set read from an archive or tapped on another
+ * graph. The device tensor's data is never read. */
+static void test_order(const ptq_graph *g, ptq_calib_set *described, ptq_calib_set *read_back)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_calib_set *s = NULL;
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &s) == PTQ_OK);
+    if (!s)
+        return;
+    float dummy = 0.0f;
+    const int v = g->inputs[0];
+    ptq_tensor on_gpu = {PTQ_DT_FLOAT, 4, {1, 1, 28, 28}, &dummy, PTQ_MEM_CUDA, 0};
+    ptq_status st = ptq_calib_set_tap(s, &ctx, g, -1, v, &on_gpu);
+    CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "'input'") && strstr(ctx.msg, "call ptq_calib_set_bind"),
+              "a GPU tensor before bind: status %d, '%s'", (int)st, ctx.msg);
+    void *state = NULL;
+    int64_t n_bins = 0;
+    st = calib_set_dev_state(s, &ctx, v, &state, &n_bins);
+    CHECK_MSG(st == PTQ_ERR_INVALID_ARG && !state && strstr(ctx.msg, "call ptq_calib_set_bind"),
+              "a device observer before bind: status %d, '%s'", (int)st, ctx.msg);
+    ptq_calib_set_free(s);
+
+    char file[256];
+    snprintf(file, sizeof file, "/tmp/ptq-test-calib-order-%ld.h5", (long)getpid());
+    static int stand_in;
+    described->dev_obs[3] = (struct ptq_observer_dev *)(void *)&stand_in;
+    st = ptq_calib_set_write(&ctx, described, file);
+    described->dev_obs[3] = NULL;
+    CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "call ptq_calib_set_sync first") &&
+                  strstr(ctx.msg, ptq_calib_set_name(described, 3)) && access(file, F_OK) != 0,
+              "a write before sync: status %d, '%s'", (int)st, ctx.msg);
+
+    ptq_tensor host = {PTQ_DT_FLOAT, 4, {1, 1, 28, 28}, &dummy, PTQ_MEM_HOST, 0};
+    ptq_graph other = *g;
+    st = ptq_calib_set_tap(described, &ctx, &other, -1, v, &host);
+    CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "not made for"), "another graph: status %d, '%s'",
+              (int)st, ctx.msg);
+    st = ptq_calib_set_tap(read_back, &ctx, g, -1, v, &host);
+    CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "read from an archive"),
+              "a read set tapped: status %d, '%s'", (int)st, ctx.msg);
+    st = ptq_calib_set_observe_inputs(&ctx, read_back, &host);
+    CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "read from an archive"),
+              "a read set's inputs observed: status %d, '%s'", (int)st, ctx.msg);
 }
 
 int main(void)
@@ -201,6 +252,8 @@ int main(void)
         CHECK(ptq_calib_set_merge(&ctx, back64, back) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "math"));
     }
     ptq_calib_set_free(back64);
+    if (back)
+        test_order(g, whole, back);
 
     /* unreadable archives (the model file is no archive) */
     char path[4096];

@@ -89,7 +89,11 @@ PTQ_API ptq_status ptq_calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, cons
  * tap_user, bind the executor once created (device observers live on its
  * GPU), and per batch call observe_inputs with the batch's graph inputs
  * before ptq_exec_run. sync waits for device observers and folds them into
- * the host state; call it before reading, writing or merging the set. */
+ * the host state; call it before reading, writing or merging the set.
+ * Called out of that order (a GPU tensor observed before bind, a write
+ * before sync): PTQ_ERR_INVALID_ARG naming the call that must come first;
+ * the same for a set tapped on a graph other than its own, or read from
+ * an archive (which cannot observe). */
 PTQ_API ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node_index, int value_index,
                              const ptq_tensor *t);
 PTQ_API ptq_status ptq_calib_set_bind(ptq_ctx *ctx, ptq_calib_set *s, ptq_exec *e);
