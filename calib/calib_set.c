@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "calib/calib_internal.h"
+#include "calib/calibrator_internal.h"
 #include "core/parallel.h"
 #include "observers/observer_cuda.h"
 #include "ptq/hash.h"
@@ -514,19 +515,19 @@ ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_
                                 int64_t *bad)
 {
     *bad = -1;
+    PTQ_TRY_RET(ptq_calib_params_check(ctx, p)); /* no tensor's fault: not reported as the first one's */
     ranges_job j = {s, p, out, calloc((size_t)s->n + 1, sizeof(ptq_ctx)), calloc((size_t)s->n + 1, sizeof(ptq_status))};
     if (!j.ctxs || !j.status) {
         free(j.ctxs);
         free(j.status);
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the ranges of %lld tensors", (long long)s->n);
     }
     ptq_parallel_for(s->n, 1, ranges_piece, &j);
     ptq_status st = PTQ_OK;
     for (int64_t i = 0; i < s->n && st == PTQ_OK; i++)
         if (j.status[i] != PTQ_OK) {
             *bad = i;
-            st = j.status[i];
-            *ctx = j.ctxs[i];
+            st = ptq_fail(ctx, j.status[i], "tensor '%s': %s", s->names[i], j.ctxs[i].msg);
         }
     free(j.ctxs);
     free(j.status);

@@ -8,6 +8,10 @@
 
 #include "ptq/calibrator.h"
 
+/* p's method, format and percentile (those of ptq_calib_compute):
+ * PTQ_ERR_INVALID_ARG naming the value that is not one. */
+ptq_status ptq_calib_params_check(ptq_ctx *ctx, const ptq_calib_params *p);
+
 /* The first KL candidate: 128 target levels for INT8 (ModelOpt's start_bin). */
 #define PTQ_CALIB_KL_START 128
 

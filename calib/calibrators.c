@@ -167,18 +167,25 @@ static double percentile_units(const calib_hist *h, const ptq_observer_stats *st
     return fmin(fmax(a, floor_units), h->top);
 }
 
+ptq_status ptq_calib_params_check(ptq_ctx *ctx, const ptq_calib_params *p)
+{
+    if ((unsigned)p->method > PTQ_CALIB_MSE)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown method %d", (int)p->method);
+    if (!scaled_format(p->format))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown format %d", (int)p->format);
+    const double pct = p->percentile == 0.0 ? PTQ_CALIB_DEFAULT_PERCENTILE : p->percentile;
+    if (p->method == PTQ_CALIB_PERCENTILE && !(pct > 0.0 && pct <= 100.0))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: percentile must be in (0, 100], got %g", p->percentile);
+    return PTQ_OK;
+}
+
 ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_observer *obs, ptq_calib_range *out)
 {
     if (!p || !obs || !out)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: params, observer and output must not be NULL");
     memset(out, 0, sizeof *out);
-    if ((unsigned)p->method > PTQ_CALIB_MSE)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown method %d", (int)p->method);
-    if (!scaled_format(p->format))
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: unknown format %d", (int)p->format);
-    double pct = p->percentile == 0.0 ? PTQ_CALIB_DEFAULT_PERCENTILE : p->percentile;
-    if (p->method == PTQ_CALIB_PERCENTILE && !(pct > 0.0 && pct <= 100.0))
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration: percentile must be in (0, 100], got %g", p->percentile);
+    PTQ_TRY_RET(ptq_calib_params_check(ctx, p));
+    const double pct = p->percentile == 0.0 ? PTQ_CALIB_DEFAULT_PERCENTILE : p->percentile;
 
     ptq_observer_stats st;
     ptq_observer_get_stats(obs, &st);

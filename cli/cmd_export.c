@@ -277,7 +277,7 @@ int cmd_export(int argc, char **argv)
     if (st != PTQ_OK && bad >= 0) {
         char why[PTQ_MSG_BYTES];
         snprintf(why, sizeof why, "%s", ctx.msg);
-        ptq_fail(&ctx, st, "%s, tensor '%s': %s; nothing written", pos[0], ranges[bad].name, why);
+        ptq_fail(&ctx, st, "%s: %s; nothing written", pos[0], why); /* the message names the tensor */
     }
     if (st != PTQ_OK)
         goto done;

@@ -2,8 +2,9 @@
  * fed through the CPU executor's tap identical whatever the batch split and
  * device (ref, cpu), archive write -> read round trip bit for bit with its
  * provenance, merge refusing other models/settings/shared samples while
- * leaving the destination untouched, unreadable archives, and calls out of
- * order refused as the caller's error. */
+ * leaving the destination untouched, unreadable archives, calls out of
+ * order refused as the caller's error, and range errors naming the tensor. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -123,6 +124,44 @@ static void test_order(const ptq_graph *g, ptq_calib_set *described, ptq_calib_s
     st = ptq_calib_set_observe_inputs(&ctx, read_back, &host);
     CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "read from an archive"),
               "a read set's inputs observed: status %d, '%s'", (int)st, ctx.msg);
+}
+
+/* ptq_calib_set_ranges' errors name the tensor at fault and what it holds: all NaN (the first tensor), nothing
+ * seen (the next, with finite inputs); bad params are no tensor's fault (*bad -1, the value named). */
+static void test_ranges_errors(const ptq_graph *g)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    float x[784];
+    const char *const want[] = {"tensor 'input': calibration: no finite values (784 seen: 784 NaN, 0 Inf)", NULL};
+    for (int k = 0; k < 2; k++) {
+        ptq_calib_set *s = NULL;
+        CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &s) == PTQ_OK);
+        if (!s)
+            return;
+        for (int i = 0; i < 784; i++)
+            x[i] = k ? 0.25f * (float)(i % 7) : NAN;
+        ptq_tensor in = {PTQ_DT_FLOAT, 4, {1, 1, 28, 28}, x, PTQ_MEM_HOST, 0};
+        CHECK(ptq_calib_set_observe_inputs(&ctx, s, &in) == PTQ_OK);
+        const int64_t n = ptq_calib_set_n_tensors(s);
+        ptq_calib_range *r = calloc((size_t)n, sizeof *r);
+        ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+        int64_t bad = -2;
+        char second[256];
+        snprintf(second, sizeof second, "tensor '%s': calibration: no finite values (0 seen: 0 NaN, 0 Inf)",
+                 ptq_calib_set_name(s, 1));
+        ptq_status st = ptq_calib_set_ranges(&ctx, s, &cp, r, &bad);
+        CHECK_MSG(st == PTQ_ERR_DATA && bad == k && strstr(ctx.msg, k ? second : want[k]),
+                  "ranges of %s: status %d, bad %lld, '%s'", k ? "unseen tensors" : "NaN", (int)st, (long long)bad,
+                  ctx.msg);
+        cp.method = PTQ_CALIB_PERCENTILE;
+        cp.percentile = 120;
+        st = ptq_calib_set_ranges(&ctx, s, &cp, r, &bad);
+        CHECK_MSG(st == PTQ_ERR_INVALID_ARG && bad == -1 && strstr(ctx.msg, "got 120") && !strstr(ctx.msg, "tensor"),
+                  "percentile 120: status %d, bad %lld, '%s'", (int)st, (long long)bad, ctx.msg);
+        free(r);
+        ptq_calib_set_free(s);
+    }
 }
 
 int main(void)
@@ -254,6 +293,7 @@ int main(void)
     ptq_calib_set_free(back64);
     if (back)
         test_order(g, whole, back);
+    test_ranges_errors(g);
 
     /* unreadable archives (the model file is no archive) */
     char path[4096];

@@ -119,8 +119,11 @@ PTQ_API int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s);
 
 /* out[i] = the range of tensor i by p (ptq_calib_compute), the tensors in
  * parallel on the CPU pool. On failure *bad is the lowest failing tensor's
- * index and ctx holds its message; PTQ_ERR_DATA for a tensor without a
- * finite value. out: [ptq_calib_set_n_tensors(s)]. */
+ * index and ctx holds its message, which names it ("tensor 'NAME': ...")
+ * and what it holds; PTQ_ERR_DATA for a tensor without a finite value
+ * (with its NaN and Inf counts). A bad p is refused before any tensor
+ * (PTQ_ERR_INVALID_ARG naming the value, *bad -1). out:
+ * [ptq_calib_set_n_tensors(s)]. */
 PTQ_API ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p, ptq_calib_range *out,
                                 int64_t *bad);
 
