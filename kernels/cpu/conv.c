@@ -15,7 +15,8 @@
 
 enum {
     CONV_COL_BYTES = 1 << 20, /* im2col tile per thread: stays in cache while sgemm reads it */
-    CONV_TILE_MIN = 64        /* fewest output columns in a tile */
+    CONV_TILE_MIN = 64,       /* fewest output columns in a tile */
+    DW_SLACK = 32             /* floats after a padded plane that dw_plane_3x3 reads past it (dropped sums) */
 };
 
 /* Whether im2col_shifted can build p's im2col rows: a 2D convolution (one
@@ -212,8 +213,10 @@ typedef struct dw_job {
     const float *x, *w, *b, *z;
     int relu;
     float *y;
-    float *pad;        /* [workers][ph * pw]: each worker's copy of a plane with its padding as zeros */
+    float *pad;        /* [workers][per]: each worker's copy of a plane with its padding as zeros, DW_SLACK
+                          floats, then (flat) dw_plane_3x3's sums */
     int64_t ph, pw;    /* that copy's rows and columns: every position a tap reads */
+    int64_t flat, per; /* 3x3, stride 1, undilated: dw_plane_3x3's sums, flat floats of them */
 } dw_job;
 
 /* The plane xp into the padded copy xq (j->ph x j->pw), zeros where a tap reads outside the image. */
@@ -233,6 +236,31 @@ static void dw_pad_plane(const dw_job *j, const float *xp, float *xq)
         memset(q, 0, (size_t)c0 * sizeof *q);
         memcpy(q + c0, xp + i1 * w_in + (c0 - l2), (size_t)(c1 - c0) * sizeof *q);
         memset(q + c1, 0, (size_t)(j->pw - c1) * sizeof *q);
+    }
+}
+
+/* A 3x3 stride-1 undilated depthwise plane from its padded copy xq, pw wide: acc[q] for q = o1 * pw + o2 (o2 <
+ * pw, the columns o2 >= the output's width dropped by the caller), the bias plus every tap's weight times what it
+ * reads, in (k1, k2) order, in one register, as dw_rows_padded sums them. One loop over the whole plane rather
+ * than a row at a time: rows of 7 to 28 outputs leave the widest vectors little to do; len a multiple of 16 (xq
+ * has the slack its reads past the plane take). To the CPU's widest vectors (the same bits: C rounds each product
+ * and sum). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+dw_plane_3x3(const float *xq, int64_t pw, const float *wm, float bias, float *acc, int64_t len)
+{
+    const float *r0 = xq, *r1 = xq + pw, *r2 = xq + 2 * pw;
+    for (int64_t q = 0; q < len; q++) {
+        float v = bias;
+        v += wm[0] * r0[q];
+        v += wm[1] * r0[q + 1];
+        v += wm[2] * r0[q + 2];
+        v += wm[3] * r1[q];
+        v += wm[4] * r1[q + 1];
+        v += wm[5] * r1[q + 2];
+        v += wm[6] * r2[q];
+        v += wm[7] * r2[q + 1];
+        v += wm[8] * r2[q + 2];
+        acc[q] = v;
     }
 }
 
@@ -283,7 +311,7 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
     const ptq_conv_params *p = j->p;
     const int64_t plane = p->in[1] * p->in[2], out_plane = p->out[1] * p->out[2];
     const int64_t mult = p->c_out / p->group, taps = p->k[1] * p->k[2];
-    float *xq = j->pad + (size_t)worker * (size_t)(j->ph * j->pw);
+    float *xq = j->pad + (size_t)worker * (size_t)j->per, *acc = xq + j->ph * j->pw + DW_SLACK;
     int64_t padded = -1; /* the plane xq holds: image * c_in + channel */
     for (int64_t it = begin; it < end; it++) {
         const int64_t n = it / p->c_out, m = it % p->c_out, c = n * p->c_in + m / mult;
@@ -291,7 +319,13 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
             dw_pad_plane(j, j->x + c * plane, xq);
         padded = c;
         float *yp = j->y + it * out_plane;
-        dw_rows_padded(j, xq, j->w + m * taps, j->b ? j->b[m] : 0.0f, yp);
+        if (j->flat) {
+            dw_plane_3x3(xq, j->pw, j->w + m * taps, j->b ? j->b[m] : 0.0f, acc, j->flat);
+            for (int64_t o1 = 0; o1 < p->out[1]; o1++)
+                memcpy(yp + o1 * p->out[2], acc + o1 * j->pw, (size_t)p->out[2] * sizeof *yp);
+        } else {
+            dw_rows_padded(j, xq, j->w + m * taps, j->b ? j->b[m] : 0.0f, yp);
+        }
         epilogue(yp, j->z ? j->z + it * out_plane : NULL, j->relu, out_plane);
     }
 }
@@ -315,10 +349,14 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
     if (p->n == 0 || p->c_out == 0 || out_size == 0)
         return;
     if (depthwise_2d(p)) { /* a GEMM per channel of 1 x taps weights would be all call overhead */
-        dw_job job = {p, x, w, b, z, relu, y, NULL, 0, 0};
+        dw_job job = {p, x, w, b, z, relu, y, NULL, 0, 0, 0, 0};
         job.ph = (p->out[1] - 1) * p->stride[1] + (p->k[1] - 1) * p->dil[1] + 1;
         job.pw = (p->out[2] - 1) * p->stride[2] + (p->k[2] - 1) * p->dil[2] + 1;
-        job.pad = malloc((size_t)ptq_par_workers() * (size_t)(job.ph * job.pw) * sizeof *job.pad);
+        if (p->k[1] == 3 && p->k[2] == 3 && p->stride[1] == 1 && p->stride[2] == 1 && p->dil[1] == 1 &&
+            p->dil[2] == 1) /* rows up to the last output's, then to a multiple of 16 */
+            job.flat = ((p->out[1] - 1) * job.pw + p->out[2] + 15) / 16 * 16;
+        job.per = job.ph * job.pw + DW_SLACK + job.flat;
+        job.pad = calloc((size_t)ptq_par_workers() * (size_t)job.per, sizeof *job.pad);
         if (!job.pad) {
             conv_ref_epilogue(p, x, w, b, z, relu, y);
             return;
