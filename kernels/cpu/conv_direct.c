@@ -150,8 +150,22 @@ static void copy_band(const dc_job *j, const float *xg, int64_t r0, float *copy)
             }
 }
 
-/* Output channels [m0, m0 + rows) of tile columns [q0, qe) into y: the sum, plus the bias, plus the residual, then
- * Relu, each rounded as the Conv, Add and Relu nodes round them (kernels/cpu/binary.c, unary.c). */
+/* n outputs of a tile row: t (+ bias when has_bias) (+ z when z), then Relu when relu, each rounded as the Conv,
+ * Add and Relu nodes round them (kernels/cpu/binary.c, unary.c); one pass, to the CPU's widest vectors. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+store_row(float *y, const float *t, const float *z, int has_bias, float bias, int relu, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = has_bias ? t[i] + bias : t[i];
+        if (z)
+            v = v + z[i];
+        if (relu)
+            v = v < 0.0f ? 0.0f : v;
+        y[i] = v;
+    }
+}
+
+/* Output channels [m0, m0 + rows) of tile columns [q0, qe) into y (store_row). */
 static void store_tile(const dc_job *j, const float *tile, int64_t n, int64_t g, int64_t r0, int64_t m0,
                        int64_t rows, int64_t q0, int64_t qe)
 {
@@ -161,26 +175,12 @@ static void store_tile(const dc_job *j, const float *tile, int64_t n, int64_t g,
         const int64_t ch = g * j->cg_out + m0 + m;
         const int64_t plane = (n * p->c_out + ch) * ho * wo;
         const float *t = tile + m * j->nr - q0;
+        const float bias = j->b ? j->b[ch] : 0.0f;
         for (int64_t q = q0, o1 = q0 / wq, o2 = q0 % wq; q < qe; o1++, o2 = 0) {
             const int64_t seg = wq - o2 < qe - q ? wq - o2 : qe - q;
             const int64_t valid = o2 >= wo ? 0 : (wo - o2 < seg ? wo - o2 : seg);
             float *yr = j->y + plane + (r0 + o1) * wo + o2;
-            const float *tr = t + q;
-            if (j->b) {
-                const float bias = j->b[ch];
-                for (int64_t i = 0; i < valid; i++)
-                    yr[i] = tr[i] + bias;
-            } else {
-                memcpy(yr, tr, (size_t)valid * sizeof *yr);
-            }
-            if (j->z) {
-                const float *zr = j->z + (yr - j->y);
-                for (int64_t i = 0; i < valid; i++)
-                    yr[i] = yr[i] + zr[i];
-            }
-            if (j->relu)
-                for (int64_t i = 0; i < valid; i++)
-                    yr[i] = yr[i] < 0.0f ? 0.0f : yr[i];
+            store_row(yr, t + q, j->z ? j->z + (yr - j->y) : NULL, j->b != NULL, bias, j->relu, valid);
             q += seg;
         }
     }
