@@ -1,7 +1,8 @@
 /* Parity of kernels/cpu/observe.c with kernels/ref/observe.c: stats and
  * histograms on seeded data with zeros, -0, NaN, Inf and subnormals, sizes
  * from 0 to 1M+, bin counts 2048..65536, ranges whose scale needs double,
- * and pool sizes 1, 2 and 5. Integer counts and min/max must be bit-exact. */
+ * and pool sizes 1, 2 and 5; Relu-like data whose zero extreme's sign
+ * depends on the zeros seen. Integer counts and min/max must be bit-exact. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -118,6 +119,34 @@ int main(void)
             CHECK(n == 0 || ref.n_nan + ref.n_inf == n || (isfinite(ref.min) && isfinite(ref.max) && ref.min <= ref.max));
         }
     }
+    /* a zero extreme's sign: Relu-like data (>= 0, or <= 0 negated) whose zeros are all +0, all -0 or both, every
+     * element in the fused pass's vector blocks or some in its tail */
+    static const int64_t relu_sizes[] = {17, 1024, 65537};
+    for (size_t s = 0; s < sizeof relu_sizes / sizeof relu_sizes[0]; s++)
+        for (int zeros = 0; zeros < 3; zeros++)
+            for (int side = 0; side < 2; side++) {
+                const int64_t n = relu_sizes[s];
+                test_fill_uniform(x, n, 0.0f, 1.0f);
+                for (int64_t i = 0; i < n; i++) {
+                    if (i % 3 == 0)
+                        x[i] = zeros == 0 ? 0.0f : zeros == 1 ? -0.0f : (i % 2 ? -0.0f : 0.0f);
+                    x[i] = side ? -x[i] : x[i];
+                }
+                ptq_observe_stats ref, fs_ref, fs_cpu;
+                int64_t over_ref = -1, over_cpu = -2;
+                ptq_k_observe_stats_ref(x, n, &ref);
+                for (size_t p = 0; p < 2; p++) {
+                    ptq_par_set_workers(pools[p]);
+                    for (int64_t i = 0; i < 2048; i++)
+                        g_ref[i] = g_cpu[i] = 0;
+                    ptq_k_observe_fused_ref(x, n, 2048.0, 1.0f, 2048, g_ref, &fs_ref, &over_ref);
+                    ptq_k_observe_fused_cpu(x, n, 2048.0, 1.0f, 2048, g_cpu, &fs_cpu, &over_cpu);
+                    CHECK_MSG(same_stats(&fs_cpu, &fs_ref) && same_stats(&fs_ref, &ref) && over_cpu == over_ref &&
+                                  memcmp(g_cpu, g_ref, sizeof(int64_t) * 2048) == 0,
+                              "fused, signed zeros: n %lld zeros %d side %d workers %d", (long long)n, zeros, side,
+                              pools[p]);
+                }
+            }
     /* tiny ranges (1e-36 and subnormal data) need scales beyond float: the cpu kernel's double path */
     CHECK(n_double_scale > 0);
     CHECK(n_over_cases > 0);
