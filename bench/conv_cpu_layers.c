@@ -1,0 +1,104 @@
+/* ptq's CPU convolution paths layer by layer, on one thread: the im2col +
+ * OpenBLAS path, and kernels/cpu/conv_direct.c's AVX2 and AVX-512 kernels
+ * (ptq_k_conv_cpu_set_isa; a CPU without one runs the next narrower), each
+ * with the chain's Relu, best of 5 calls in this thread's CPU time. Shapes:
+ * the demo model's layers (64 images of 28x28 Fashion-MNIST), a MobileNet's
+ * pointwise layers, and ResNet-50's (2 images of 224x224). Markdown on
+ * stdout. build/bench/conv_cpu_layers; record:
+ * bench/results/2026-12-05-cpu-speed-2-vm.md. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/parallel.h"
+#include "kernels/kernels.h"
+
+typedef struct layer {
+    const char *what;
+    int n, c_in, c_out, h, k, stride;
+} layer;
+
+static const layer layers[] = {
+    {"demo stem", 64, 1, 24, 28, 3, 1},         {"demo 3x3", 64, 24, 24, 28, 3, 1},
+    {"demo 3x3 /2", 64, 24, 48, 28, 3, 2},      {"demo 3x3", 64, 48, 48, 14, 3, 1},
+    {"demo 1x1 /2", 64, 24, 48, 28, 1, 2},      {"demo 3x3 /2", 64, 48, 96, 14, 3, 2},
+    {"demo 3x3", 64, 96, 96, 7, 3, 1},          {"MobileNet 1x1", 64, 16, 96, 14, 1, 1},
+    {"MobileNet 1x1", 64, 96, 24, 14, 1, 1},    {"ResNet-50 3x3", 2, 64, 64, 56, 3, 1},
+    {"ResNet-50 1x1", 2, 256, 64, 56, 1, 1},    {"ResNet-50 3x3", 2, 128, 128, 28, 3, 1},
+    {"ResNet-50 3x3", 2, 256, 256, 14, 3, 1},   {"ResNet-50 3x3", 2, 512, 512, 7, 3, 1},
+    {"ResNet-50 1x1", 2, 2048, 512, 7, 1, 1},
+};
+
+static double thread_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(void)
+{
+    static const char *const names[] = {"im2col + OpenBLAS", "direct AVX2", "direct AVX-512"};
+    ptq_par_set_workers(1);
+    printf("| layer | images | in -> out | size | kernel, stride |");
+    for (int s = 0; s < 3; s++)
+        printf(" %s ms (GFLOP/s) |", names[s]);
+    printf(" direct / im2col |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++) {
+        const layer *c = &layers[l];
+        const int pad = c->k / 2;
+        ptq_conv_params p = {0};
+        p.n = c->n;
+        p.c_in = c->c_in;
+        p.c_out = c->c_out;
+        p.group = 1;
+        for (int i = 0; i < PTQ_SPATIAL; i++)
+            p.in[i] = p.out[i] = p.k[i] = p.stride[i] = p.dil[i] = 1;
+        for (int i = 1; i < 3; i++) {
+            p.in[i] = c->h;
+            p.k[i] = c->k;
+            p.stride[i] = c->stride;
+            p.pad_lo[i] = p.pad_hi[i] = pad;
+            p.out[i] = (c->h + 2 * pad - c->k) / c->stride + 1;
+        }
+        const size_t n_x = (size_t)c->n * (size_t)c->c_in * (size_t)(c->h * c->h);
+        const size_t n_y = (size_t)c->n * (size_t)c->c_out * (size_t)(p.out[1] * p.out[2]);
+        const size_t n_w = (size_t)c->c_out * (size_t)c->c_in * (size_t)(c->k * c->k);
+        float *x = malloc(n_x * sizeof *x), *w = malloc(n_w * sizeof *w), *b = malloc((size_t)c->c_out * sizeof *b);
+        float *y = malloc(n_y * sizeof *y);
+        if (!x || !w || !b || !y) {
+            fprintf(stderr, "conv_cpu_layers: out of memory\n");
+            return 1;
+        }
+        for (size_t i = 0; i < n_x; i++)
+            x[i] = (float)(i % 17) * 0.1f - 0.8f;
+        for (size_t i = 0; i < n_w; i++)
+            w[i] = (float)(i % 13) * 0.05f - 0.3f;
+        for (int i = 0; i < c->c_out; i++)
+            b[i] = 0.1f;
+        double best[3];
+        for (int s = 0; s < 3; s++) {
+            ptq_k_conv_cpu_set_isa(s);
+            best[s] = 1e30;
+            for (int r = 0; r < 5; r++) {
+                const double t0 = thread_s();
+                ptq_k_conv_cpu_epilogue(&p, x, w, b, NULL, 1, y);
+                const double t = thread_s() - t0;
+                best[s] = t < best[s] ? t : best[s];
+            }
+        }
+        const double flop = 2.0 * (double)n_y * (double)(c->c_in * c->k * c->k);
+        printf("| %s | %d | %d -> %d | %dx%d | %dx%d, %d |", c->what, c->n, c->c_in, c->c_out, c->h, c->h, c->k, c->k,
+               c->stride);
+        for (int s = 0; s < 3; s++)
+            printf(" %.2f (%.0f) |", best[s] * 1e3, flop / best[s] * 1e-9);
+        printf(" %.2fx |\n", best[0] / best[2]);
+        free(x);
+        free(w);
+        free(b);
+        free(y);
+    }
+    ptq_k_conv_cpu_set_isa(-1);
+    return 0;
+}
