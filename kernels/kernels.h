@@ -173,6 +173,8 @@ void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x
 /* y = transpose(x, perm) for elements of elem_bytes bytes; x has in_dims. */
 void ptq_k_transpose_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *perm, const void *x,
                          void *y);
+void ptq_k_transpose_cpu(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *perm, const void *x,
+                         void *y);
 
 /* Pad modes, as ONNX Pad's mode attribute. */
 typedef enum ptq_pad_mode { PTQ_PAD_CONSTANT, PTQ_PAD_EDGE, PTQ_PAD_REFLECT } ptq_pad_mode;
@@ -193,6 +195,8 @@ void ptq_k_reduce_mean_ref(int ndim, const int64_t *dims, const unsigned char *r
  * variance in double): y = (x - mean) / sqrt(var + eps) * scale + bias;
  * scale, bias: [n_cols] (bias NULL: 0); mean, inv_std: [n_rows] or NULL. */
 void ptq_k_layernorm_ref(int64_t n_rows, int64_t n_cols, const float *x, const float *scale, const float *bias,
+                         float eps, float *y, float *mean, float *inv_std);
+void ptq_k_layernorm_cpu(int64_t n_rows, int64_t n_cols, const float *x, const float *scale, const float *bias,
                          float eps, float *y, float *mean, float *inv_std);
 
 /* Gather along the middle dim of x viewed as [outer, len, inner] elements of

@@ -159,7 +159,7 @@ static ptq_status layernorm_infer(ptq_ctx *ctx, ptq_op_io *io)
     return PTQ_OK;
 }
 
-static ptq_status layernorm_run(ptq_ctx *ctx, const ptq_op_io *io)
+static ptq_status layernorm_with(ptq_ctx *ctx, const ptq_op_io *io, int fast)
 {
     int axis = 0;
     int64_t rows = 0, cols = 0;
@@ -168,12 +168,24 @@ static ptq_status layernorm_run(ptq_ctx *ctx, const ptq_op_io *io)
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
-    ptq_k_layernorm_ref(rows, cols, io->in[0]->data, io->in[1]->data, b ? b->data : NULL, eps, io->out[0]->data,
-                        io->n_out > 1 ? io->out[1]->data : NULL, io->n_out > 2 ? io->out[2]->data : NULL);
+    (fast ? ptq_k_layernorm_cpu : ptq_k_layernorm_ref)(rows, cols, io->in[0]->data, io->in[1]->data,
+                                                       b ? b->data : NULL, eps, io->out[0]->data,
+                                                       io->n_out > 1 ? io->out[1]->data : NULL,
+                                                       io->n_out > 2 ? io->out[2]->data : NULL);
     return PTQ_OK;
+}
+
+static ptq_status layernorm_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return layernorm_with(ctx, io, 0);
+}
+
+static ptq_status layernorm_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return layernorm_with(ctx, io, 1);
 }
 
 const ptq_op_def ptq_op_ReduceMean = {PTQ_OP_TRAITS(REDUCEMEAN), 1, 1u << 1, reduce_mean_infer, reduce_mean_ref,
                                       reduce_mean_cpu, 0};
 const ptq_op_def ptq_op_LayerNormalization = {PTQ_OP_TRAITS(LAYERNORMALIZATION), 17, 0, layernorm_infer,
-                                              layernorm_run, NULL, 0};
+                                              layernorm_run, layernorm_run_cpu, 0};

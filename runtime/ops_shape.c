@@ -144,15 +144,26 @@ static ptq_status transpose_infer(ptq_ctx *ctx, ptq_op_io *io)
     return PTQ_OK;
 }
 
-static ptq_status transpose_run(ptq_ctx *ctx, const ptq_op_io *io)
+static ptq_status transpose_with(ptq_ctx *ctx, const ptq_op_io *io, int fast)
 {
     int64_t perm[PTQ_MAX_DIMS];
     ptq_status st = ptq_op_transpose_perm(ctx, io, perm);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
-    ptq_k_transpose_ref(ptq_dtype_size(x->dtype), x->ndim, x->dims, perm, x->data, io->out[0]->data);
+    (fast ? ptq_k_transpose_cpu : ptq_k_transpose_ref)(ptq_dtype_size(x->dtype), x->ndim, x->dims, perm, x->data,
+                                                       io->out[0]->data);
     return PTQ_OK;
+}
+
+static ptq_status transpose_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return transpose_with(ctx, io, 0);
+}
+
+static ptq_status transpose_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return transpose_with(ctx, io, 1);
 }
 
 /* The axis attribute, made non-negative; required from opset 4 on (1 before). */
@@ -436,7 +447,8 @@ static ptq_status unsqueeze_infer(ptq_ctx *ctx, ptq_op_io *io)
 
 const ptq_op_def ptq_op_Flatten = {PTQ_OP_TRAITS(FLATTEN), 1, 0, flatten_infer, copy_run, NULL, 0};
 const ptq_op_def ptq_op_Reshape = {PTQ_OP_TRAITS(RESHAPE), 1, 1u << 1, reshape_infer, copy_run, NULL, 0};
-const ptq_op_def ptq_op_Transpose = {PTQ_OP_TRAITS(TRANSPOSE), 1, 0, transpose_infer, transpose_run, NULL, 0};
+const ptq_op_def ptq_op_Transpose = {PTQ_OP_TRAITS(TRANSPOSE), 1, 0, transpose_infer, transpose_run, transpose_run_cpu,
+                                      0};
 const ptq_op_def ptq_op_Concat = {PTQ_OP_TRAITS(CONCAT), 1, 0, concat_infer, concat_run, NULL, 0};
 const ptq_op_def ptq_op_Squeeze = {PTQ_OP_TRAITS(SQUEEZE), 1, 1u << 1, squeeze_infer, copy_run, NULL, 0};
 const ptq_op_def ptq_op_Unsqueeze = {PTQ_OP_TRAITS(UNSQUEEZE), 1, 1u << 1, unsqueeze_infer, copy_run, NULL, 0};

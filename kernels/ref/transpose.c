@@ -1,6 +1,7 @@
 /* Reference transpose for elements of any fixed size: walks the output in
- * order with an odometer over its dims. Used by every CPU path of
- * Transpose (runtime/ops_shape.c); covered by tests/test_ops_shape.c. */
+ * order with an odometer over its dims. Transpose's on the ref backend
+ * (runtime/ops_shape.c); covered by tests/test_ops_shape.c, and
+ * kernels/cpu/transpose.c checked against it in tests/parity_transpose.c. */
 #include <stdint.h>
 #include <string.h>
 

@@ -1,0 +1,102 @@
+/* Fast CPU transpose: the output as rows of its last dim, spread over the
+ * CPU pool (core/parallel.h); each piece finds its first row's input offset
+ * once, then walks an odometer a row at a time, copying a row whose input is
+ * contiguous with one memcpy and gathering the others element by element at
+ * the row's input stride. A copy, so the same bytes as
+ * kernels/ref/transpose.c (tests/parity_transpose.c). */
+#include <stdint.h>
+#include <string.h>
+
+#include "core/parallel.h"
+#include "kernels/kernels.h"
+
+enum { TR_PARALLEL_MIN = 1 << 14 }; /* elements a piece copies, at least */
+
+typedef struct tr_job {
+    size_t eb; /* bytes an element */
+    int ndim;
+    int64_t out_dims[8], step[8]; /* step[d]: input elements per step along output dim d */
+    int64_t cols;
+    const unsigned char *x;
+    unsigned char *y;
+} tr_job;
+
+/* One output row: cols elements, the input's from element off on, step apart. */
+static void tr_row(const tr_job *j, unsigned char *dst, int64_t off, int64_t step)
+{
+    const unsigned char *src = j->x + (size_t)off * j->eb;
+    if (step == 1) {
+        memcpy(dst, src, (size_t)j->cols * j->eb);
+        return;
+    }
+    switch (j->eb) {
+    case 1:
+        for (int64_t c = 0; c < j->cols; c++)
+            dst[c] = src[c * step];
+        break;
+    case 2:
+        for (int64_t c = 0; c < j->cols; c++)
+            memcpy(dst + 2 * c, src + 2 * c * step, 2);
+        break;
+    case 4:
+        for (int64_t c = 0; c < j->cols; c++)
+            memcpy(dst + 4 * c, src + 4 * c * step, 4);
+        break;
+    case 8:
+        for (int64_t c = 0; c < j->cols; c++)
+            memcpy(dst + 8 * c, src + 8 * c * step, 8);
+        break;
+    default:
+        for (int64_t c = 0; c < j->cols; c++)
+            memcpy(dst + (size_t)c * j->eb, src + (size_t)(c * step) * j->eb, j->eb);
+        break;
+    }
+}
+
+static void tr_rows(void *arg, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const tr_job *j = arg;
+    const int last = j->ndim - 1;
+    int64_t idx[8] = {0}, off = 0;
+    for (int64_t d = last - 1, r = begin; d >= 0; d--) { /* row begin's place in the dims before the last */
+        idx[d] = r % j->out_dims[d];
+        r /= j->out_dims[d];
+        off += idx[d] * j->step[d];
+    }
+    for (int64_t row = begin; row < end; row++) {
+        tr_row(j, j->y + (size_t)(row * j->cols) * j->eb, off, j->step[last]);
+        for (int d = last - 1; d >= 0; d--) {
+            off += j->step[d];
+            if (++idx[d] < j->out_dims[d])
+                break;
+            off -= j->step[d] * j->out_dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* ptq_k_transpose_ref's contract. */
+void ptq_k_transpose_cpu(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *perm, const void *x,
+                         void *y)
+{
+    if (ndim < 1 || ndim > 8) {
+        ptq_k_transpose_ref(elem_bytes, ndim, in_dims, perm, x, y);
+        return;
+    }
+    tr_job j = {.eb = elem_bytes, .ndim = ndim, .x = x, .y = y};
+    int64_t in_stride[8], n = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        in_stride[d] = n;
+        n *= in_dims[d];
+    }
+    for (int d = 0; d < ndim; d++) {
+        j.out_dims[d] = in_dims[perm[d]];
+        j.step[d] = in_stride[perm[d]];
+    }
+    j.cols = j.out_dims[ndim - 1];
+    if (n == 0)
+        return;
+    const int64_t rows = n / j.cols, min_rows = TR_PARALLEL_MIN / j.cols + 1;
+    ptq_parallel_for(rows, ptq_par_grain(rows, 4, min_rows), tr_rows, &j);
+}
