@@ -29,8 +29,10 @@ enum {
         }                                                        \
     } while (0)
 
-/* a: len elements sa apart; b: len elements sb apart; y: [len]. */
-static void bin_row(ptq_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y)
+/* a: len elements sa apart; b: len elements sb apart; y: [len]. To the CPU's widest vectors (the same bits: each
+ * result one IEEE operation). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+bin_row(ptq_binop op, int64_t len, const float *a, int64_t sa, const float *b, int64_t sb, float *y)
 {
     switch (op) {
     case PTQ_BIN_ADD: BIN_ROW(+); break;
