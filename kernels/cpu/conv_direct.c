@@ -35,7 +35,8 @@ enum {
     KC = 256,                    /* taps a kernel call sums before its partial sums go back to the tile */
     MIN_TAPS = 32,               /* fewest taps (input channels times kernel positions) run here */
     BAND_BYTES = 1 << 20,        /* a band's copy of the input: about the size of a core's L2 */
-    BAND_BYTES_MAX = 8 << 20     /* a single output row needing more than this runs the im2col path */
+    BAND_BYTES_MAX = 8 << 20,    /* a single output row needing more than this runs the im2col path */
+    COPIES_BYTES_MAX = 256 << 20 /* and so does a call whose workers' copies would take more than this */
 };
 
 enum { ISA_NONE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
@@ -140,6 +141,8 @@ static void copy_band(const dc_job *j, const float *xg, int64_t r0, float *copy)
                         memset(row, 0, (size_t)wq * sizeof *row);
                         continue;
                     }
+                    if (hi == lo) /* no column of the phase inside the image */
+                        continue;
                     const float *src = xg + (c * h + r) * w + lo * s2 + ph - l2;
                     if (s2 == 1)
                         memcpy(row + lo, src, (size_t)(hi - lo) * sizeof *row);
@@ -179,8 +182,10 @@ static void store_tile(const dc_job *j, const float *tile, int64_t n, int64_t g,
         for (int64_t q = q0, o1 = q0 / wq, o2 = q0 % wq; q < qe; o1++, o2 = 0) {
             const int64_t seg = wq - o2 < qe - q ? wq - o2 : qe - q;
             const int64_t valid = o2 >= wo ? 0 : (wo - o2 < seg ? wo - o2 : seg);
-            float *yr = j->y + plane + (r0 + o1) * wo + o2;
-            store_row(yr, t + q, j->z ? j->z + (yr - j->y) : NULL, j->b != NULL, bias, j->relu, valid);
+            if (valid > 0) { /* a row's dropped columns have no place in y */
+                float *yr = j->y + plane + (r0 + o1) * wo + o2;
+                store_row(yr, t + q, j->z ? j->z + (yr - j->y) : NULL, j->b != NULL, bias, j->relu, valid);
+            }
             q += seg;
         }
     }
@@ -254,6 +259,8 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
     /* and after it, what the last tile's vectors read past the last phase's rows (dropped columns) */
     j.per_worker = (size_t)(row_floats * j.hq + reach2 + j.nr);
     const int n_workers = ptq_par_workers();
+    if ((double)n_workers * (double)j.per_worker * sizeof(float) > (double)COPIES_BYTES_MAX)
+        return 0;
     float *wp = malloc((size_t)(p->group * j.m_blocks * j.taps * MR) * sizeof *wp);
     int64_t *off = malloc((size_t)j.taps * sizeof *off);
     j.copy = calloc((size_t)n_workers * j.per_worker, sizeof *j.copy);
