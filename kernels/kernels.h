@@ -41,10 +41,14 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
  * it is in cache: the bits of the Conv, Add and Relu nodes run one after another. */
 void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
                              const float *z, int relu, float *y);
-/* ptq_k_conv_cpu_epilogue's direct path (kernels/cpu/conv_direct.c): 1-D and 2-D convolutions on x86-64 with AVX2
+/* ptq_k_conv_cpu_epilogue with a Clip of each output to [lo, hi] (t = y < lo ? lo : y, then t > hi ? hi : t, as the
+ * Clip node rounds it) for the Relu: the bits of the Conv, Add and Clip nodes run one after another. */
+void ptq_k_conv_cpu_clip(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
+                         float lo, float hi, float *y);
+/* ptq_k_conv_cpu_clip's direct path (kernels/cpu/conv_direct.c): 1-D and 2-D convolutions on x86-64 with AVX2
  * and FMA; 0 when it does not apply (another layout or CPU, or no memory for its scratch), y untouched. */
 int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
-                          int relu, float *y);
+                          float lo, float hi, float *y);
 /* Tests: the widest vectors the direct path may use, 0 none (the im2col path), 1 AVX2, 2 AVX-512, -1 (the
  * default) the widest the CPU has. Not for use while kernels run. */
 void ptq_k_conv_cpu_set_isa(int isa);

@@ -36,6 +36,10 @@ struct ptq_backend {
      * *done = 0 and nothing run. NULL where the backend has no such path. */
     ptq_status (*conv_epilogue)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, int relu,
                                 int *done);
+    /* The same with a Clip to [lo, hi] (the Clip node's clamp) for the Relu. NULL where the backend has no such path
+     * (the executor pairs a Conv with a Clip only on the host). */
+    ptq_status (*conv_clip)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, float lo,
+                            float hi, int *done);
     /* A Conv's output c with its chain's Add (z, or NULL) and Relu into y,
      * feeding device observers of the three values from one read
      * (ptq_k_observe_chain_cuda). NULL where the backend has no such path. */

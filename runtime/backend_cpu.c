@@ -1,6 +1,7 @@
 /* The host backends: "ref" runs every op's kernels/ref implementation,
  * "cpu" its kernels/cpu one (OpenBLAS + the core/parallel.h pool) where it has one.
  * Covered by tests/test_exec.c and the ONNX conformance run. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,20 +54,27 @@ static ptq_status host_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
     return op->run_ref(ctx, io);
 }
 
-/* The cpu backend's Conv -> [Add] -> [Relu] chain (backend.h's conv_epilogue): the Add and Relu on each output
- * tile right after its GEMM (ptq_k_conv_cpu_epilogue). */
-static ptq_status host_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z,
-                                     int relu, int *done)
+/* The cpu backend's Conv -> [Add] -> [Relu or Clip] chain (backend.h's conv_epilogue and conv_clip): the Add and
+ * the clamp to [lo, hi] on each output tile right after its GEMM (ptq_k_conv_cpu_clip; Relu: [0, +Inf], nothing:
+ * [-Inf, +Inf]). */
+static ptq_status host_conv_clip(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, float lo,
+                                 float hi, int *done)
 {
     ptq_conv_params p;
     *done = 0;
     if (ptq_op_conv_params(ctx, io, &p) != PTQ_OK)
         return PTQ_OK; /* the executor runs the node apart, which reports any error */
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
-    ptq_k_conv_cpu_epilogue(&p, io->in[0]->data, io->in[1]->data, b ? b->data : NULL, z ? z->data : NULL, relu,
-                            io->out[0]->data);
+    ptq_k_conv_cpu_clip(&p, io->in[0]->data, io->in[1]->data, b ? b->data : NULL, z ? z->data : NULL, lo, hi,
+                        io->out[0]->data);
     *done = 1;
     return PTQ_OK;
+}
+
+static ptq_status host_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z,
+                                     int relu, int *done)
+{
+    return host_conv_clip(bk, ctx, io, z, relu ? 0.0f : -INFINITY, INFINITY, done);
 }
 
 static void host_destroy(ptq_backend *b)
@@ -92,6 +100,7 @@ ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend 
     b->supports = host_supports;
     b->run = host_run;
     b->conv_epilogue = reference_only ? NULL : host_conv_epilogue;
+    b->conv_clip = reference_only ? NULL : host_conv_clip;
     b->destroy = host_destroy;
     *out = b;
     return PTQ_OK;

@@ -12,6 +12,8 @@
  * tests/test_exec.c, tests/test_exec_liveness.c, tests/test_runner.c,
  * tests/onnx_conformance.c and tests/cuda_exec.c. */
 #define _POSIX_C_SOURCE 200809L
+#include <float.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,8 +121,10 @@ struct ptq_exec {
     double *node_s;     /* [g->n_nodes] seconds spent in each node's kernels, summed over runs */
     double round_s, tap_s; /* with params.profile: seconds in the plan's rounding and in the taps, summed */
     /* Conv -> Add -> Relu chains run as one kernel (run_epilogue), per Conv node k:
-     * epi_add[k] / epi_relu[k] the Add and Relu nodes (-1: none), epi_z[k] the Add's other input */
+     * epi_add[k] / epi_relu[k] the Add and Relu (or, on the host, Clip) nodes (-1: none), epi_z[k] the Add's other
+     * input, epi_lo[k] / epi_hi[k] a Clip's bounds */
     int *epi_add, *epi_relu, *epi_z;
+    float *epi_lo, *epi_hi;
     unsigned char *ran_early; /* [g->n_nodes] 1: already run in an earlier node's epilogue this run */
     int64_t n_epilogue;       /* chains run so */
     int64_t n_observed_chain; /* chains run by run_observed_chain */
@@ -499,6 +503,40 @@ static int node_is(const ptq_exec *e, int k, ptq_op_id id)
     return k >= 0 && e->ops[k]->traits->id == id;
 }
 
+/* Clip node c's bounds when the plan knows them, as ptq_op_unary_params takes them: attributes before opset 11;
+ * after, each omitted (-FLT_MAX, FLT_MAX), a float scalar initializer, or the value of a Constant node that c alone
+ * reads (run_epilogue skips it with the Clip). 0 when a bound is known only at run time. */
+static int clip_bounds_known(const ptq_exec *e, const int *consumer, int c, float *lo, float *hi)
+{
+    const ptq_graph *g = e->g;
+    const ptq_node *n = &g->nodes[c];
+    if (g->opset < 11) {
+        *lo = ptq_node_attr_float(n, "min", -FLT_MAX);
+        *hi = ptq_node_attr_float(n, "max", FLT_MAX);
+        return 1;
+    }
+    float bound[2] = {-FLT_MAX, FLT_MAX};
+    for (int i = 1; i < 3 && i < n->n_inputs; i++) {
+        const int v = n->inputs[i];
+        if (v < 0)
+            continue;
+        const ptq_value *cv = &g->values[v];
+        if (!e->slots[v].is_const) {
+            const int p = e->slots[v].producer;
+            const ptq_attr *a = node_is(e, p, PTQ_OP_CONSTANT) ? ptq_node_attr(&g->nodes[p], "value") : NULL;
+            if (!a || a->type != PTQ_ATTR_TENSOR || a->tensor < 0 || sole_consumer(e, consumer, v) != c)
+                return 0;
+            cv = &g->values[a->tensor];
+        }
+        if (cv->dtype != PTQ_DT_FLOAT || !cv->data || cv->n_bytes != sizeof(float))
+            return 0;
+        memcpy(&bound[i - 1], cv->data, sizeof(float));
+    }
+    *lo = bound[0];
+    *hi = bound[1];
+    return 1;
+}
+
 /* The Conv -> [Add] -> [Relu] chains of e's graph that a device may run in
  * one kernel: the Conv has a bias and one output read only by the Add (whose
  * other input comes from before the Conv, so it exists when the Conv runs)
@@ -511,9 +549,11 @@ static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
     e->epi_add = malloc(nn * sizeof *e->epi_add);
     e->epi_relu = malloc(nn * sizeof *e->epi_relu);
     e->epi_z = malloc(nn * sizeof *e->epi_z);
+    e->epi_lo = malloc(nn * sizeof *e->epi_lo);
+    e->epi_hi = malloc(nn * sizeof *e->epi_hi);
     e->ran_early = calloc(nn, 1);
     int *consumer = malloc(((size_t)g->n_values + 1) * sizeof *consumer);
-    if (!e->epi_add || !e->epi_relu || !e->epi_z || !e->ran_early || !consumer) {
+    if (!e->epi_add || !e->epi_relu || !e->epi_z || !e->epi_lo || !e->epi_hi || !e->ran_early || !consumer) {
         free(consumer);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
     }
@@ -521,6 +561,8 @@ static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
         consumer[v] = -1;
     for (int k = 0; k < g->n_nodes; k++) {
         e->epi_add[k] = e->epi_relu[k] = e->epi_z[k] = -1;
+        e->epi_lo[k] = -INFINITY;
+        e->epi_hi[k] = INFINITY;
         for (int i = 0; i < g->nodes[k].n_inputs; i++)
             if (g->nodes[k].inputs[i] >= 0)
                 consumer[g->nodes[k].inputs[i]] = k;
@@ -540,8 +582,13 @@ static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
             e->epi_z[k] = z;
             next = sole_consumer(e, consumer, add->outputs[0]);
         }
-        if (node_is(e, next, PTQ_OP_RELU) && g->nodes[next].n_outputs == 1)
+        if (node_is(e, next, PTQ_OP_RELU) && g->nodes[next].n_outputs == 1) {
             e->epi_relu[k] = next;
+            e->epi_lo[k] = 0.0f;
+        } else if (!e->dev && node_is(e, next, PTQ_OP_CLIP) && g->nodes[next].n_outputs == 1 &&
+                   clip_bounds_known(e, consumer, next, &e->epi_lo[k], &e->epi_hi[k])) {
+            e->epi_relu[k] = next; /* the host's kernels only (backend.h's conv_clip) */
+        }
     }
     free(consumer);
     return PTQ_OK;
@@ -915,8 +962,19 @@ static void chain_ran(ptq_exec *e, int k)
         slot_release(e, &e->slots[z]);
     if (e->epi_add[k] >= 0)
         e->ran_early[e->epi_add[k]] = 1;
-    if (e->epi_relu[k] >= 0)
-        e->ran_early[e->epi_relu[k]] = 1;
+    const int r = e->epi_relu[k];
+    if (r >= 0)
+        e->ran_early[r] = 1;
+    if (r >= 0 && node_is(e, r, PTQ_OP_CLIP)) /* its bounds' Constant nodes: skipped if still to come */
+        for (int i = 1; i < 3 && i < e->g->nodes[r].n_inputs; i++) {
+            const int v = e->g->nodes[r].inputs[i];
+            if (v < 0 || e->slots[v].is_const)
+                continue;
+            if (e->slots[v].producer > k)
+                e->ran_early[e->slots[v].producer] = 1;
+            else if (--e->slots[v].refs == 0)
+                slot_release(e, &e->slots[v]);
+        }
 }
 
 /* Conv node k with its chain's Add and Relu (find_epilogues) as one kernel
@@ -930,11 +988,15 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     const ptq_graph *g = e->g;
     const ptq_node *n = &g->nodes[k];
     const int j = e->epi_add[k], r = e->epi_relu[k], z = e->epi_z[k];
+    const int clip = node_is(e, r, PTQ_OP_CLIP);
     ptq_backend *bk = e->dev ? e->dev : e->host;
     const int mem = e->dev ? MEM_DEV : MEM_HOST;
     *done = 0;
-    if ((j < 0 && r < 0) || !bk->conv_epilogue || e->n_taps > 0)
+    if ((j < 0 && r < 0) || (clip ? !bk->conv_clip : !bk->conv_epilogue) || e->n_taps > 0)
         return PTQ_OK;
+    for (int i = 1; clip && i < 3 && i < g->nodes[r].n_inputs; i++)
+        if (g->nodes[r].inputs[i] >= 0 && e->slots[g->nodes[r].inputs[i]].keep)
+            return PTQ_OK; /* a bound's value is wanted: its Constant node runs */
     const int y = g->nodes[r >= 0 ? r : j].outputs[0];
     if (chain_between_needed(e, k) || e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[mem]))
         return PTQ_OK;
@@ -975,7 +1037,8 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
     out = slot_view(ys, mem);
     double t0 = ptq_clock_s();
-    ptq_status st = bk->conv_epilogue(bk, ctx, &io, z >= 0 ? &zv : NULL, r >= 0, done);
+    ptq_status st = clip ? bk->conv_clip(bk, ctx, &io, z >= 0 ? &zv : NULL, e->epi_lo[k], e->epi_hi[k], done)
+                         : bk->conv_epilogue(bk, ctx, &io, z >= 0 ? &zv : NULL, r >= 0, done);
     if (st == PTQ_OK && *done && e->p.profile)
         st = bk->sync(bk, ctx);
     e->node_s[k] += ptq_clock_s() - t0;
@@ -1008,8 +1071,8 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
     const ptq_graph *g = e->g;
     const int j = e->epi_add[k], r = e->epi_relu[k], z = e->epi_z[k];
     *done = 0;
-    if ((j < 0 && r < 0) || !e->dev || !e->dev->observe_chain || e->n_taps != 1 || !e->taps[0].dev_state ||
-        chain_between_needed(e, k))
+    if ((j < 0 && r < 0) || node_is(e, r, PTQ_OP_CLIP) || !e->dev || !e->dev->observe_chain || e->n_taps != 1 ||
+        !e->taps[0].dev_state || chain_between_needed(e, k))
         return PTQ_OK;
     const int c = g->nodes[k].outputs[0], a = j >= 0 ? g->nodes[j].outputs[0] : -1;
     const int y = g->nodes[r >= 0 ? r : j].outputs[0];
@@ -1577,6 +1640,8 @@ void ptq_exec_free(ptq_exec *e)
     free(e->epi_add);
     free(e->epi_relu);
     free(e->epi_z);
+    free(e->epi_lo);
+    free(e->epi_hi);
     free(e->ran_early);
     free(e->nhwc);
     ptq_op_frame_free(&e->frame);

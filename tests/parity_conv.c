@@ -3,7 +3,7 @@
  * strides, asymmetric pads, dilations, 1x1, odd sizes, multi-tile images, both
  * threading paths, the shifted-plane im2col of stride-1 "same" rows, direct
  * depthwise convolutions, each with the chain's Add and Relu fused (ref, then
- * + z, then Relu), each on the im2col path and on conv_direct.c's AVX2 and
+ * + z, then Relu; and a Clip), each on the im2col path and on conv_direct.c's AVX2 and
  * AVX-512 kernels (the same bits), an image's bits alone those in its batch
  * on every path; and of ptq_k_conv_transpose_cpu (sgemm + col2im) with
  * ptq_k_conv_transpose_ref: the same and output_padding, negative pads (zero
@@ -231,6 +231,14 @@ static void run_case(const char *label, uint64_t seed, const conv_case *cc, cons
             } else if (s == 1) {
                 memcpy(direct + n_y, y_cpu, (size_t)n_y * sizeof *y_cpu);
             }
+            /* a Clip to [-0.25, 0.5] (ReLU6's form) for the Relu: ref, + z, then the Clip node's clamp */
+            ptq_k_conv_cpu_clip(&p, x, w, cc->bias ? b : NULL, z, -0.25f, 0.5f, y_cpu);
+            int clipped = 1;
+            for (int64_t i = 0; i < n_y; i++) {
+                const float v = y_ref[i] + z[i], t = v < -0.25f ? -0.25f : v, want = t > 0.5f ? 0.5f : t;
+                clipped &= fabsf(y_cpu[i] - want) <= atol + RTOL * fabsf(want);
+            }
+            CHECK_MSG(clipped, "%s with Add and Clip, %s", label, isa_names[s]);
         }
         ptq_k_conv_cpu_set_isa(-1);
         free(chain);

@@ -419,6 +419,47 @@ static void test_runner_ids(const char *data_path)
     ptq_session_close(s);
 }
 
+/* ReLU6 chains: the MobileNet's Conv -> Clip(0, 6) nodes, bounds from Constant nodes that only the Clip reads, fuse
+ * on the CPU (ptq_k_conv_cpu_clip; the Constant nodes skipped): the logits of PTQ_EPILOGUE=0 bit for bit, run after
+ * run, and later runs allocate nothing; a tap sees every value, so none is fused then. */
+static void test_clip_chains(const float *x)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    char path[4096];
+    const char *src = getenv("PTQ_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/models/fmnist_mobilenet.onnx", src ? src : ".");
+    ptq_graph *g = NULL;
+    CHECK_MSG(ptq_graph_load_onnx(&ctx, path, &g) == PTQ_OK && ptq_graph_infer_shapes(&ctx, g, 1) == PTQ_OK, "%s",
+              ctx.msg);
+    if (!g)
+        return;
+    int n_clip = 0;
+    for (int k = 0; k < g->n_nodes; k++)
+        n_clip += strcmp(g->nodes[k].op_type, "Clip") == 0;
+    float ref[N_REF * N_CLASSES], got[N_REF * N_CLASSES];
+    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0, PTQ_MATH_FP32};
+    ptq_exec *a = NULL, *apart = NULL;
+    setenv("PTQ_EPILOGUE", "0", 1);
+    CHECK(ptq_exec_create(&ctx, g, &p, &apart) == PTQ_OK && run(apart, (float *)x, N_REF, ref));
+    unsetenv("PTQ_EPILOGUE");
+    CHECK(ptq_exec_create(&ctx, g, &p, &a) == PTQ_OK && run(a, (float *)x, N_REF, got));
+    const int64_t chains = ptq_exec_n_epilogues(a);
+    CHECK_MSG(n_clip == 18 && chains >= n_clip, "%lld chains fused on the CPU; the MobileNet has %d Clip nodes",
+              (long long)chains, n_clip);
+    CHECK_MSG(memcmp(got, ref, sizeof ref) == 0, "the fused Clip chains changed the logits");
+    CHECK(run(a, (float *)x, N_REF, got) && memcmp(got, ref, sizeof ref) == 0);
+    const int64_t allocs = ptq_exec_n_allocs(a);
+    CHECK(run(a, (float *)x, N_REF, got) && memcmp(got, ref, sizeof ref) == 0 && ptq_exec_n_allocs(a) == allocs);
+    CHECK(ptq_exec_n_epilogues(a) == 3 * chains);
+    counter seen = {0, 0};
+    CHECK(ptq_exec_add_tap(&ctx, a, count_tap, &seen) == PTQ_OK && run(a, (float *)x, N_REF, got));
+    CHECK(ptq_exec_n_epilogues(a) == 3 * chains && memcmp(got, ref, sizeof ref) == 0);
+    ptq_exec_free(a);
+    ptq_exec_free(apart);
+    ptq_graph_free(g);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -430,6 +471,7 @@ int main(void)
     test_rand_seed(11);
     test_fill_uniform(x, N_REF * SAMPLE, -0.81f, 2.03f);
     test_exec(g, x);
+    test_clip_chains(x);
     test_pick();
 
     /* a labelled set of 300 random images */

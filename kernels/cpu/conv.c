@@ -7,6 +7,7 @@
  * a plane per work item. Mirrors kernels/ref/conv.c; checked against it
  * in tests/parity_conv.c. */
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,26 +123,28 @@ static void im2col(const ptq_conv_params *p, const float *xg, int64_t cg_in, int
                 }
 }
 
-/* A chain's Add and Relu on n outputs of the Conv, in place: y + z (z: the
- * residual at y's positions, or NULL), then Relu, each rounded as the Add and
- * Relu nodes round them (kernels/cpu/binary.c, unary.c), so the same bits. */
-static void epilogue(float *y, const float *z, int relu, int64_t n)
+/* A chain's Add and Relu or Clip on n outputs of the Conv, in place: y + z (z: the residual at y's positions, or
+ * NULL), then t = y < lo ? lo : y, t > hi ? hi : t (Relu: lo 0, hi +Inf, the same bits as Relu's y < 0 ? 0 : y), each
+ * rounded as the Add, Relu and Clip nodes round them (kernels/cpu/binary.c, unary.c), so the same bits. */
+static void epilogue(float *y, const float *z, float lo, float hi, int64_t n)
 {
     if (z)
         for (int64_t i = 0; i < n; i++)
             y[i] = y[i] + z[i];
-    if (relu)
-        for (int64_t i = 0; i < n; i++)
-            y[i] = y[i] < 0.0f ? 0.0f : y[i];
+    if (lo > -INFINITY || hi < INFINITY)
+        for (int64_t i = 0; i < n; i++) {
+            const float t = y[i] < lo ? lo : y[i];
+            y[i] = t > hi ? hi : t;
+        }
 }
 
 /* The reference convolution and then the chain's Add and Relu: what a void kernel falls back on when it finds
  * no room for its scratch (it cannot report NOMEM; the reference loops need none). */
 static void conv_ref_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
-                              const float *z, int relu, float *y)
+                              const float *z, float lo, float hi, float *y)
 {
     ptq_k_conv_ref(p, x, w, b, y);
-    epilogue(y, z, relu, p->n * p->c_out * p->out[0] * p->out[1] * p->out[2]);
+    epilogue(y, z, lo, hi, p->n * p->c_out * p->out[0] * p->out[1] * p->out[2]);
 }
 
 /* One work item: output columns [j0, j0+nj) of image n0, group g: one GEMM
@@ -150,7 +153,8 @@ static void conv_ref_epilogue(const ptq_conv_params *p, const float *x, const fl
  * result does not depend on the batch it came in (OpenBLAS rounds
  * differently for other shapes). */
 static void conv_item(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
-                      int relu, float *y, int64_t n0, int64_t g, int64_t j0, int64_t nj, int pointwise, float *col)
+                      float lo, float hi, float *y, int64_t n0, int64_t g, int64_t j0, int64_t nj, int pointwise,
+                      float *col)
 {
     const int64_t cg_in = p->c_in / p->group, cg_out = p->c_out / p->group;
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
@@ -169,16 +173,15 @@ static void conv_item(const ptq_conv_params *p, const float *x, const float *w, 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f, wg,
                 (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj), bg ? 1.0f : 0.0f, yg,
                 (blasint)out_size);
-    if (z || relu)
-        for (int64_t m = 0; m < cg_out; m++)
-            epilogue(yg + m * out_size, z ? z + (yg - y) + m * out_size : NULL, relu, nj);
+    for (int64_t m = 0; m < cg_out; m++)
+        epilogue(yg + m * out_size, z ? z + (yg - y) + m * out_size : NULL, lo, hi, nj);
 }
 
 /* What every pool thread needs to run work items of one convolution. */
 typedef struct conv_job {
     const ptq_conv_params *p;
     const float *x, *w, *b, *z;
-    int relu;
+    float lo, hi; /* the chain's Relu or Clip (epilogue) */
     float *y;
     int64_t n_tiles, tile;
     int pointwise;
@@ -195,7 +198,7 @@ static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
     for (int64_t it = begin; it < end; it++) {
         const int64_t t = it % c->n_tiles, g = it / c->n_tiles % p->group, n0 = it / c->n_tiles / p->group;
         const int64_t j0 = t * c->tile, nj = out_size - j0 < c->tile ? out_size - j0 : c->tile;
-        conv_item(p, c->x, c->w, c->b, c->z, c->relu, c->y, n0, g, j0, nj, c->pointwise, mine);
+        conv_item(p, c->x, c->w, c->b, c->z, c->lo, c->hi, c->y, n0, g, j0, nj, c->pointwise, mine);
     }
 }
 
@@ -211,7 +214,7 @@ static int depthwise_2d(const ptq_conv_params *p)
 typedef struct dw_job {
     const ptq_conv_params *p;
     const float *x, *w, *b, *z;
-    int relu;
+    float lo, hi; /* the chain's Relu or Clip (epilogue) */
     float *y;
     float *pad;        /* [workers][per]: each worker's copy of a plane with its padding as zeros, DW_SLACK
                           floats, then (flat) dw_plane_3x3's sums */
@@ -326,7 +329,7 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
         } else {
             dw_rows_padded(j, xq, j->w + m * taps, j->b ? j->b[m] : 0.0f, yp);
         }
-        epilogue(yp, j->z ? j->z + it * out_plane : NULL, j->relu, out_plane);
+        epilogue(yp, j->z ? j->z + it * out_plane : NULL, j->lo, j->hi, out_plane);
     }
 }
 
@@ -340,6 +343,13 @@ void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, co
 void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
                              const float *z, int relu, float *y)
 {
+    ptq_k_conv_cpu_clip(p, x, w, b, z, relu ? 0.0f : -INFINITY, INFINITY, y);
+}
+
+/* ptq_k_conv_cpu_epilogue with a Clip to [lo, hi] for the Relu. */
+void ptq_k_conv_cpu_clip(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
+                         float lo, float hi, float *y)
+{
     const int64_t cg_in = p->c_in / p->group;
     const int64_t out_size = p->out[0] * p->out[1] * p->out[2];
     const int64_t rows = cg_in * p->k[0] * p->k[1] * p->k[2];
@@ -349,7 +359,7 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
     if (p->n == 0 || p->c_out == 0 || out_size == 0)
         return;
     if (depthwise_2d(p)) { /* a GEMM per channel of 1 x taps weights would be all call overhead */
-        dw_job job = {p, x, w, b, z, relu, y, NULL, 0, 0, 0, 0};
+        dw_job job = {p, x, w, b, z, lo, hi, y, NULL, 0, 0, 0, 0};
         job.ph = (p->out[1] - 1) * p->stride[1] + (p->k[1] - 1) * p->dil[1] + 1;
         job.pw = (p->out[2] - 1) * p->stride[2] + (p->k[2] - 1) * p->dil[2] + 1;
         if (p->k[1] == 3 && p->k[2] == 3 && p->stride[1] == 1 && p->stride[2] == 1 && p->dil[1] == 1 &&
@@ -358,20 +368,20 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
         job.per = job.ph * job.pw + DW_SLACK + job.flat;
         job.pad = calloc((size_t)ptq_par_workers() * (size_t)job.per, sizeof *job.pad);
         if (!job.pad) {
-            conv_ref_epilogue(p, x, w, b, z, relu, y);
+            conv_ref_epilogue(p, x, w, b, z, lo, hi, y);
             return;
         }
         ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), depthwise_planes, &job);
         free(job.pad);
         return;
     }
-    if (rows > 0 && ptq_k_conv_cpu_direct(p, x, w, b, z, relu, y))
+    if (rows > 0 && ptq_k_conv_cpu_direct(p, x, w, b, z, lo, hi, y))
         return;
     ptq_k_blas_single_thread();
     if (rows == 0) { /* no input channels: the output is the bias */
         for (int64_t i = 0; i < p->n * p->c_out * out_size; i++)
             y[i] = b ? b[i / out_size % p->c_out] : 0.0f;
-        epilogue(y, z, relu, p->n * p->c_out * out_size);
+        epilogue(y, z, lo, hi, p->n * p->c_out * out_size);
         return;
     }
     /* columns per GEMM: a tile of one image */
@@ -389,11 +399,11 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
     if (col_per) {
         scratch = malloc((size_t)n_workers * col_per * sizeof *scratch);
         if (!scratch) {
-            conv_ref_epilogue(p, x, w, b, z, relu, y);
+            conv_ref_epilogue(p, x, w, b, z, lo, hi, y);
             return;
         }
     }
-    conv_job job = {p, x, w, b, z, relu, y, n_tiles, tile, pointwise, scratch, col_per};
+    conv_job job = {p, x, w, b, z, lo, hi, y, n_tiles, tile, pointwise, scratch, col_per};
     /* one item at a time: items are whole GEMMs; sgemm runs single-threaded on each pool thread */
     ptq_parallel_for(n_items, 1, conv_items, &job);
     free(scratch);

@@ -105,7 +105,7 @@ __attribute__((target("avx2,fma"))) static void kernel_256(const float *a, const
 typedef struct dc_job {
     const ptq_conv_params *p;
     const float *x, *b, *z;
-    int relu;
+    float lo, hi; /* the chain's Relu or Clip */
     float *y;
     const float *wp;       /* weights [group][m_blocks][taps][MR], rows past cg_out zero */
     const int64_t *off;    /* [taps]: where tap k's row starts in a band's copy */
@@ -153,18 +153,18 @@ static void copy_band(const dc_job *j, const float *xg, int64_t r0, float *copy)
             }
 }
 
-/* n outputs of a tile row: t (+ bias when has_bias) (+ z when z), then Relu when relu, each rounded as the Conv,
- * Add and Relu nodes round them (kernels/cpu/binary.c, unary.c); one pass, to the CPU's widest vectors. */
+/* n outputs of a tile row: t (+ bias when has_bias) (+ z when z), then clamped to [lo, hi] (t < lo ? lo : t, then
+ * > hi ? hi; Relu: lo 0, hi +Inf), each rounded as the Conv, Add, Relu and Clip nodes round them
+ * (kernels/cpu/binary.c, unary.c); one pass, to the CPU's widest vectors. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-store_row(float *y, const float *t, const float *z, int has_bias, float bias, int relu, int64_t n)
+store_row(float *y, const float *t, const float *z, int has_bias, float bias, float lo, float hi, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         float v = has_bias ? t[i] + bias : t[i];
         if (z)
             v = v + z[i];
-        if (relu)
-            v = v < 0.0f ? 0.0f : v;
-        y[i] = v;
+        v = v < lo ? lo : v;
+        y[i] = v > hi ? hi : v;
     }
 }
 
@@ -184,7 +184,7 @@ static void store_tile(const dc_job *j, const float *tile, int64_t n, int64_t g,
             const int64_t valid = o2 >= wo ? 0 : (wo - o2 < seg ? wo - o2 : seg);
             if (valid > 0) { /* a row's dropped columns have no place in y */
                 float *yr = j->y + plane + (r0 + o1) * wo + o2;
-                store_row(yr, t + q, j->z ? j->z + (yr - j->y) : NULL, j->b != NULL, bias, j->relu, valid);
+                store_row(yr, t + q, j->z ? j->z + (yr - j->y) : NULL, j->b != NULL, bias, j->lo, j->hi, valid);
             }
             q += seg;
         }
@@ -220,7 +220,7 @@ static void direct_items(void *arg, int64_t begin, int64_t end, int worker)
 }
 
 int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b,
-                          const float *z, int relu, float *y)
+                          const float *z, float lo, float hi, float *y)
 {
     int isa = isa_have();
     if (isa_wanted >= 0 && isa_wanted < isa)
@@ -231,7 +231,7 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
     if (isa == ISA_NONE || p->nhwc || p->in[0] != 1 || p->out[0] != 1 || p->k[0] != 1 || p->pad_lo[0] != 0 ||
         p->k[1] * p->k[2] == 1 || p->c_in / p->group * p->k[1] * p->k[2] < MIN_TAPS)
         return 0;
-    dc_job j = {.p = p, .x = x, .b = b, .z = z, .relu = relu, .y = y, .isa = isa};
+    dc_job j = {.p = p, .x = x, .b = b, .z = z, .lo = lo, .hi = hi, .y = y, .isa = isa};
     j.nr = isa == ISA_AVX512 ? NR_512 : NR_256;
     j.cg_in = p->c_in / p->group;
     j.cg_out = p->c_out / p->group;
@@ -302,9 +302,9 @@ void ptq_k_conv_cpu_set_isa(int isa)
 }
 
 int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b,
-                          const float *z, int relu, float *y)
+                          const float *z, float lo, float hi, float *y)
 {
-    (void)p, (void)x, (void)w, (void)b, (void)z, (void)relu, (void)y;
+    (void)p, (void)x, (void)w, (void)b, (void)z, (void)lo, (void)hi, (void)y;
     return 0;
 }
 
