@@ -32,14 +32,13 @@ struct ptq_backend {
     /* Computes io's outputs (already allocated in this backend's memory). */
     ptq_status (*run)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io);
     /* Conv node io with a following Add of residual z (its output's shape, or
-     * NULL) and Relu (relu) in one kernel, into io's output 0: *done = 1; or
-     * *done = 0 and nothing run. NULL where the backend has no such path. */
-    ptq_status (*conv_epilogue)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, int relu,
-                                int *done);
-    /* The same with a Clip to [lo, hi] (the Clip node's clamp) for the Relu. NULL where the backend has no such path
-     * (the executor pairs a Conv with a Clip only on the host). */
-    ptq_status (*conv_clip)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, float lo,
-                            float hi, int *done);
+     * NULL) and a clamp of each output to [lo, hi] (t = y < lo ? lo : y, then
+     * t > hi ? hi : t, as the Clip node rounds it; Relu: [0, +Inf], none:
+     * [-Inf, +Inf]) in one kernel, into io's output 0: *done = 1; or *done = 0
+     * and nothing run (also for a clamp the backend has no kernel for). NULL
+     * where the backend has no such path. */
+    ptq_status (*conv_epilogue)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, float lo,
+                                float hi, int *done);
     /* A Conv's output c with its chain's Add (z, or NULL) and Relu into y,
      * feeding device observers of the three values from one read
      * (ptq_k_observe_chain_cuda). NULL where the backend has no such path. */

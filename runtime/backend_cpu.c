@@ -1,7 +1,6 @@
 /* The host backends: "ref" runs every op's kernels/ref implementation,
  * "cpu" its kernels/cpu one (OpenBLAS + the core/parallel.h pool) where it has one.
  * Covered by tests/test_exec.c and the ONNX conformance run. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,11 +53,10 @@ static ptq_status host_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
     return op->run_ref(ctx, io);
 }
 
-/* The cpu backend's Conv -> [Add] -> [Relu or Clip] chain (backend.h's conv_epilogue and conv_clip): the Add and
- * the clamp to [lo, hi] on each output tile right after its GEMM (ptq_k_conv_cpu_clip; Relu: [0, +Inf], nothing:
- * [-Inf, +Inf]). */
-static ptq_status host_conv_clip(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, float lo,
-                                 float hi, int *done)
+/* The cpu backend's Conv -> [Add] -> [Relu or Clip] chain (backend.h's conv_epilogue): the Add and the clamp to
+ * [lo, hi] on each output tile right after its GEMM (ptq_k_conv_cpu_clip). */
+static ptq_status host_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z,
+                                     float lo, float hi, int *done)
 {
     ptq_conv_params p;
     *done = 0;
@@ -69,12 +67,6 @@ static ptq_status host_conv_clip(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io 
                         io->out[0]->data);
     *done = 1;
     return PTQ_OK;
-}
-
-static ptq_status host_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z,
-                                     int relu, int *done)
-{
-    return host_conv_clip(bk, ctx, io, z, relu ? 0.0f : -INFINITY, INFINITY, done);
 }
 
 static void host_destroy(ptq_backend *b)
@@ -100,7 +92,6 @@ ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend 
     b->supports = host_supports;
     b->run = host_run;
     b->conv_epilogue = reference_only ? NULL : host_conv_epilogue;
-    b->conv_clip = reference_only ? NULL : host_conv_clip;
     b->destroy = host_destroy;
     *out = b;
     return PTQ_OK;

@@ -4,6 +4,7 @@
  * every op without a kernel here does (the shape and index ops: Shape,
  * Gather, Slice, Cast, Range, Equal, Mod, ...).
  * Without PTQ_CUDA it only says why. Covered by tests/cuda_backend_exec.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,12 +160,15 @@ static ptq_status run_conv(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
     return ptq_k_conv_cuda(ctx, d, &p, fdata(io->in[0]), fdata(io->in[1]), b ? fdata(b) : NULL, fout(io, 0));
 }
 
-static ptq_status cuda_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, int relu,
-                                    int *done)
+static ptq_status cuda_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z, float lo,
+                                    float hi, int *done)
 {
     ptq_conv_params p;
     *done = 0;
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
+    const int relu = lo == 0.0f;
+    if (hi != INFINITY || !(relu || lo == -INFINITY)) /* cuDNN's epilogue has a Relu, no other clamp */
+        return PTQ_OK;
     if (!b || ptq_op_conv_params(ctx, io, &p) != PTQ_OK)
         return PTQ_OK; /* the executor runs the node apart, which reports any error */
     p.nhwc = conv_layout(io);

@@ -12,7 +12,6 @@
  * tests/test_exec.c, tests/test_exec_liveness.c, tests/test_runner.c,
  * tests/onnx_conformance.c and tests/cuda_exec.c. */
 #define _POSIX_C_SOURCE 200809L
-#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -122,7 +121,7 @@ struct ptq_exec {
     double round_s, tap_s; /* with params.profile: seconds in the plan's rounding and in the taps, summed */
     /* Conv -> Add -> Relu chains run as one kernel (run_epilogue), per Conv node k:
      * epi_add[k] / epi_relu[k] the Add and Relu (or, on the host, Clip) nodes (-1: none), epi_z[k] the Add's other
-     * input, epi_lo[k] / epi_hi[k] a Clip's bounds */
+     * input, epi_lo[k] / epi_hi[k] the clamp of the Relu ([0, +Inf]) or Clip, [-Inf, +Inf] without either */
     int *epi_add, *epi_relu, *epi_z;
     float *epi_lo, *epi_hi;
     unsigned char *ran_early; /* [g->n_nodes] 1: already run in an earlier node's epilogue this run */
@@ -503,38 +502,44 @@ static int node_is(const ptq_exec *e, int k, ptq_op_id id)
     return k >= 0 && e->ops[k]->traits->id == id;
 }
 
-/* Clip node c's bounds when the plan knows them, as ptq_op_unary_params takes them: attributes before opset 11;
- * after, each omitted (-FLT_MAX, FLT_MAX), a float scalar initializer, or the value of a Constant node that c alone
- * reads (run_epilogue skips it with the Clip). 0 when a bound is known only at run time. */
+/* Clip node c's bounds when the plan knows them, as the Clip node takes them (ptq_op_unary_params): from its
+ * attributes before opset 11; after, each bound omitted, a constant, or the value of a Constant node that c alone
+ * reads (run_epilogue skips that node with the Clip). 0 when a bound is known only at run time. */
 static int clip_bounds_known(const ptq_exec *e, const int *consumer, int c, float *lo, float *hi)
 {
     const ptq_graph *g = e->g;
     const ptq_node *n = &g->nodes[c];
-    if (g->opset < 11) {
-        *lo = ptq_node_attr_float(n, "min", -FLT_MAX);
-        *hi = ptq_node_attr_float(n, "max", FLT_MAX);
-        return 1;
-    }
-    float bound[2] = {-FLT_MAX, FLT_MAX};
+    ptq_tensor x, bound[2];
+    memset(&x, 0, sizeof x);
+    x.dtype = PTQ_DT_FLOAT; /* the Conv's output */
+    const ptq_tensor *in[3] = {&x, NULL, NULL};
     for (int i = 1; i < 3 && i < n->n_inputs; i++) {
-        const int v = n->inputs[i];
+        int v = n->inputs[i];
         if (v < 0)
             continue;
-        const ptq_value *cv = &g->values[v];
         if (!e->slots[v].is_const) {
             const int p = e->slots[v].producer;
             const ptq_attr *a = node_is(e, p, PTQ_OP_CONSTANT) ? ptq_node_attr(&g->nodes[p], "value") : NULL;
             if (!a || a->type != PTQ_ATTR_TENSOR || a->tensor < 0 || sole_consumer(e, consumer, v) != c)
                 return 0;
-            cv = &g->values[a->tensor];
+            v = a->tensor;
         }
-        if (cv->dtype != PTQ_DT_FLOAT || !cv->data || cv->n_bytes != sizeof(float))
+        bound[i - 1] = slot_view(&e->slots[v], MEM_HOST);
+        if (!bound[i - 1].data)
             return 0;
-        memcpy(&bound[i - 1], cv->data, sizeof(float));
+        in[i] = &bound[i - 1];
     }
-    *lo = bound[0];
-    *hi = bound[1];
-    return 1;
+    ptq_op_io io;
+    memset(&io, 0, sizeof io);
+    io.graph = g;
+    io.node = n;
+    io.op = e->ops[c];
+    io.in = in;
+    io.n_in = n->n_inputs < 3 ? n->n_inputs : 3;
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_unop op;
+    return ptq_op_unary_params(&ctx, &io, &op, lo, hi) == PTQ_OK;
 }
 
 /* The Conv -> [Add] -> [Relu] chains of e's graph that a device may run in
@@ -587,7 +592,7 @@ static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
             e->epi_lo[k] = 0.0f;
         } else if (!e->dev && node_is(e, next, PTQ_OP_CLIP) && g->nodes[next].n_outputs == 1 &&
                    clip_bounds_known(e, consumer, next, &e->epi_lo[k], &e->epi_hi[k])) {
-            e->epi_relu[k] = next; /* the host's kernels only (backend.h's conv_clip) */
+            e->epi_relu[k] = next; /* on the host only: the device's observe_chain takes a Relu */
         }
     }
     free(consumer);
@@ -992,7 +997,7 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     ptq_backend *bk = e->dev ? e->dev : e->host;
     const int mem = e->dev ? MEM_DEV : MEM_HOST;
     *done = 0;
-    if ((j < 0 && r < 0) || (clip ? !bk->conv_clip : !bk->conv_epilogue) || e->n_taps > 0)
+    if ((j < 0 && r < 0) || !bk->conv_epilogue || e->n_taps > 0)
         return PTQ_OK;
     for (int i = 1; clip && i < 3 && i < g->nodes[r].n_inputs; i++)
         if (g->nodes[r].inputs[i] >= 0 && e->slots[g->nodes[r].inputs[i]].keep)
@@ -1037,8 +1042,7 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
     out = slot_view(ys, mem);
     double t0 = ptq_clock_s();
-    ptq_status st = clip ? bk->conv_clip(bk, ctx, &io, z >= 0 ? &zv : NULL, e->epi_lo[k], e->epi_hi[k], done)
-                         : bk->conv_epilogue(bk, ctx, &io, z >= 0 ? &zv : NULL, r >= 0, done);
+    ptq_status st = bk->conv_epilogue(bk, ctx, &io, z >= 0 ? &zv : NULL, e->epi_lo[k], e->epi_hi[k], done);
     if (st == PTQ_OK && *done && e->p.profile)
         st = bk->sync(bk, ctx);
     e->node_s[k] += ptq_clock_s() - t0;
