@@ -126,7 +126,8 @@ static void im2col(const ptq_conv_params *p, const float *xg, int64_t cg_in, int
 /* A chain's Add and Relu or Clip on n outputs of the Conv, in place: y + z (z: the residual at y's positions, or
  * NULL), then t = y < lo ? lo : y, t > hi ? hi : t (Relu: lo 0, hi +Inf, the same bits as Relu's y < 0 ? 0 : y), each
  * rounded as the Add, Relu and Clip nodes round them (kernels/cpu/binary.c, unary.c), so the same bits. */
-static void epilogue(float *y, const float *z, float lo, float hi, int64_t n)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+epilogue(float *y, const float *z, float lo, float hi, int64_t n)
 {
     if (z)
         for (int64_t i = 0; i < n; i++)
@@ -138,6 +139,16 @@ static void epilogue(float *y, const float *z, float lo, float hi, int64_t n)
         }
 }
 
+/* epilogue's outputs from the sums a (not y): y = a (+ z), clamped, in one pass. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+epilogue_from(float *y, const float *a, const float *z, float lo, float hi, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float v = z ? a[i] + z[i] : a[i], t = v < lo ? lo : v;
+        y[i] = t > hi ? hi : t;
+    }
+}
+
 /* The reference convolution and then the chain's Add and Relu: what a void kernel falls back on when it finds
  * no room for its scratch (it cannot report NOMEM; the reference loops need none). */
 static void conv_ref_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
@@ -145,6 +156,15 @@ static void conv_ref_epilogue(const ptq_conv_params *p, const float *x, const fl
 {
     ptq_k_conv_ref(p, x, w, b, y);
     epilogue(y, z, lo, hi, p->n * p->c_out * p->out[0] * p->out[1] * p->out[2]);
+}
+
+/* Row m of y (rows ld floats apart) to n copies of b[m], for GEMMs that add to it; to the widest stores. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+fill_rows(float *y, const float *b, int64_t rows, int64_t n, int64_t ld)
+{
+    for (int64_t m = 0; m < rows; m++)
+        for (int64_t j = 0; j < n; j++)
+            y[m * ld + j] = b[m];
 }
 
 /* One work item: output columns [j0, j0+nj) of image n0, group g: one GEMM
@@ -167,9 +187,7 @@ static void conv_item(const ptq_conv_params *p, const float *x, const float *w, 
         im2col(p, xg, cg_in, j0, nj, col, nj);
     float *yg = y + (n0 * p->c_out + g * cg_out) * out_size + j0;
     if (bg)
-        for (int64_t m = 0; m < cg_out; m++)
-            for (int64_t j = 0; j < nj; j++)
-                yg[m * out_size + j] = bg[m];
+        fill_rows(yg, bg, cg_out, nj, out_size);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f, wg,
                 (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj), bg ? 1.0f : 0.0f, yg,
                 (blasint)out_size);
@@ -222,24 +240,19 @@ typedef struct dw_job {
     int64_t flat, per; /* 3x3, stride 1, undilated: dw_plane_3x3's sums, flat floats of them */
 } dw_job;
 
-/* The plane xp into the padded copy xq (j->ph x j->pw), zeros where a tap reads outside the image. */
+/* The plane xp into the padded copy xq (j->ph x j->pw): only the positions a tap reads inside the image, as the
+ * rest (the padding, and the slack past the plane) stays the zeros the worker's copy was allocated with. */
 static void dw_pad_plane(const dw_job *j, const float *xp, float *xq)
 {
     const ptq_conv_params *p = j->p;
     const int64_t h = p->in[1], w_in = p->in[2], l1 = p->pad_lo[1], l2 = p->pad_lo[2];
     const int64_t c0 = l2 < j->pw ? l2 : j->pw; /* copied columns [c0, c1) */
     const int64_t c1 = w_in + l2 < j->pw ? w_in + l2 : j->pw;
-    for (int64_t r = 0; r < j->ph; r++) {
-        float *q = xq + r * j->pw;
-        const int64_t i1 = r - l1;
-        if (i1 < 0 || i1 >= h || c1 <= c0) {
-            memset(q, 0, (size_t)j->pw * sizeof *q);
-            continue;
-        }
-        memset(q, 0, (size_t)c0 * sizeof *q);
-        memcpy(q + c0, xp + i1 * w_in + (c0 - l2), (size_t)(c1 - c0) * sizeof *q);
-        memset(q + c1, 0, (size_t)(j->pw - c1) * sizeof *q);
-    }
+    const int64_t r0 = l1 > 0 ? l1 : 0, r1 = h + l1 < j->ph ? h + l1 : j->ph; /* copied rows [r0, r1) */
+    if (c1 <= c0)
+        return;
+    for (int64_t r = r0; r < r1; r++)
+        memcpy(xq + r * j->pw + c0, xp + (r - l1) * w_in + (c0 - l2), (size_t)(c1 - c0) * sizeof *xq);
 }
 
 /* A 3x3 stride-1 undilated depthwise plane from its padded copy xq, pw wide: acc[q] for q = o1 * pw + o2 (o2 <
@@ -325,11 +338,12 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
         if (j->flat) {
             dw_plane_3x3(xq, j->pw, j->w + m * taps, j->b ? j->b[m] : 0.0f, acc, j->flat);
             for (int64_t o1 = 0; o1 < p->out[1]; o1++)
-                memcpy(yp + o1 * p->out[2], acc + o1 * j->pw, (size_t)p->out[2] * sizeof *yp);
+                epilogue_from(yp + o1 * p->out[2], acc + o1 * j->pw,
+                              j->z ? j->z + it * out_plane + o1 * p->out[2] : NULL, j->lo, j->hi, p->out[2]);
         } else {
             dw_rows_padded(j, xq, j->w + m * taps, j->b ? j->b[m] : 0.0f, yp);
+            epilogue(yp, j->z ? j->z + it * out_plane : NULL, j->lo, j->hi, out_plane);
         }
-        epilogue(yp, j->z ? j->z + it * out_plane : NULL, j->lo, j->hi, out_plane);
     }
 }
 
