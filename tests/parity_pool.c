@@ -33,6 +33,11 @@ static const pool_case cases[] = {
     {3, 1, 3, {8, 8, 8}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 0},
     {3, 2, 3, {5, 5, 5}, {2, 2, 2}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
     {3, 1, 2, {6, 5, 7}, {3, 2, 3}, {2, 1, 2}, {2, 2, 1}, {1, 0, 2}, {2, 1, 0}, 1},
+    {2, 3, 16, {28, 28}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0}, /* a VGG's pools */
+    {2, 2, 32, {14, 14}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0},
+    {2, 2, 5, {56, 57}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0}, /* ResNet's stem pool */
+    {2, 1, 3, {9, 40}, {3, 5}, {1, 3}, {1, 1}, {0, 2}, {0, 1}, 1},
+    {2, 1, 2, {3, 3}, {4, 4}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0}, /* windows wider than the image */
 };
 
 static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t lo, int64_t hi, int ceil_mode)
@@ -92,6 +97,26 @@ static void run_case(int idx, const pool_case *pc)
         ptq_k_maxpool_ref(&p, x, y_ref);
         ptq_k_maxpool_cpu(&p, x, y_cpu);
         same_bits(label, y_cpu, y_ref, n_y);
+        /* ties: the first of equal values in tap order is the max, so -0 or +0 as the taps take them; and a NaN
+         * in every third window's place at once */
+        float *t = malloc((size_t)n_x * sizeof *t);
+        CHECK(t != NULL);
+        if (t) {
+            static const float pick[4] = {-0.0f, 0.0f, -1.0f, -0.0f};
+            for (int64_t i = 0; i < n_x; i++)
+                t[i] = pick[test_rand_u64() % 4];
+            snprintf(label, sizeof label, "maxpool case %d ties", idx);
+            ptq_k_maxpool_ref(&p, t, y_ref);
+            ptq_k_maxpool_cpu(&p, t, y_cpu);
+            same_bits(label, y_cpu, y_ref, n_y);
+            for (int64_t i = 0; i < n_x; i += 97)
+                t[i] = i % 2 ? NAN : -NAN;
+            snprintf(label, sizeof label, "maxpool case %d ties and NaNs", idx);
+            ptq_k_maxpool_ref(&p, t, y_ref);
+            ptq_k_maxpool_cpu(&p, t, y_cpu);
+            same_bits(label, y_cpu, y_ref, n_y);
+            free(t);
+        }
         for (int include = 0; include < 2; include++) {
             p.count_include_pad = include;
             snprintf(label, sizeof label, "avgpool case %d include_pad %d", idx, include);

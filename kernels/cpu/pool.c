@@ -30,6 +30,31 @@ typedef struct pool_job {
     int64_t n_cols; /* global average pool */
 } pool_job;
 
+enum { MAX_TAPS_ROWS = 64 /* window rows (taps of dims 0 and 1) max_row_interior takes */ };
+
+/* MaxPool outputs [0, n) of a row whose windows lie inside the image along dim 2 (undilated there): y[o] =
+ * the max of base[off[r] + o * st + t] over the rows r, then t < k, in that order, each tap replacing the
+ * running max only when greater, as pool_rows takes them, so the same bits (the first of equal values, -0 or
+ * +0, stays). Taps outer, outputs inner, to the CPU's widest vectors. Returns whether a tap was NaN: then the
+ * caller takes the row again tap by tap, for the window's first NaN. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static int
+max_row_interior(const float *base, const int64_t *off, int64_t n_off, int64_t k, int64_t st, float *y, int64_t n)
+{
+    int nan = 0;
+    for (int64_t o = 0; o < n; o++)
+        y[o] = -INFINITY;
+    for (int64_t r = 0; r < n_off; r++)
+        for (int64_t t = 0; t < k; t++) {
+            const float *x = base + off[r] + t;
+            for (int64_t o = 0; o < n; o++) {
+                const float v = x[o * st];
+                nan |= v != v;
+                y[o] = v > y[o] ? v : y[o];
+            }
+        }
+    return nan;
+}
+
 /* Output rows [begin, end) (n*c*out0*out1 rows of out2 outputs).
  * x: [n, c, in0, in1, in2]; y: [n, c, out0, out1, out2]. */
 static void pool_rows(void *arg, int64_t begin, int64_t end, int worker)
@@ -40,6 +65,15 @@ static void pool_rows(void *arg, int64_t begin, int64_t end, int worker)
     const float *x = j->x;
     float *y = j->y;
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
+    /* MaxPool outputs whose windows lie inside the image along dim 2: [fast_lo, fast_hi), max_row_interior */
+    int64_t fast_lo = 0, fast_hi = 0;
+    if (kind == POOL_MAX && p->dil[2] == 1 && p->in[2] >= p->k[2]) {
+        fast_lo = (p->pad_lo[2] + p->stride[2] - 1) / p->stride[2];
+        fast_hi = (p->in[2] - p->k[2] + p->pad_lo[2]) / p->stride[2] + 1;
+        fast_hi = fast_hi < p->out[2] ? fast_hi : p->out[2];
+        fast_lo = fast_lo < fast_hi ? fast_lo : fast_hi;
+    }
+    int64_t off[MAX_TAPS_ROWS];
     for (int64_t row = begin; row < end; row++) {
         const int64_t o1 = row % p->out[1], o0 = row / p->out[1] % p->out[0], nc = row / p->out[1] / p->out[0];
         const float *xp = x + nc * in_size;
@@ -50,7 +84,22 @@ static void pool_rows(void *arg, int64_t begin, int64_t end, int worker)
         tap_range(s1, p->in[1], p->k[1], p->dil[1], &lo1, &hi1);
         tap_range(s0 + p->pad_lo[0], p->in[0] + p->pad_lo[0] + p->pad_hi[0], p->k[0], p->dil[0], &plo, &n_pad0);
         tap_range(s1 + p->pad_lo[1], p->in[1] + p->pad_lo[1] + p->pad_hi[1], p->k[1], p->dil[1], &plo, &n_pad1);
+        int64_t skip_lo = 0, skip_hi = 0; /* outputs max_row_interior gave */
+        const int64_t n_off = (hi0 - lo0) * (hi1 - lo1);
+        if (fast_hi > fast_lo && n_off > 0 && n_off <= MAX_TAPS_ROWS) {
+            int64_t r = 0;
+            for (int64_t t0 = lo0; t0 < hi0; t0++)
+                for (int64_t t1 = lo1; t1 < hi1; t1++)
+                    off[r++] = ((s0 + t0 * p->dil[0]) * p->in[1] + s1 + t1 * p->dil[1]) * p->in[2];
+            const float *base = xp + fast_lo * p->stride[2] - p->pad_lo[2];
+            if (!max_row_interior(base, off, n_off, p->k[2], p->stride[2], yr + fast_lo, fast_hi - fast_lo))
+                skip_lo = fast_lo, skip_hi = fast_hi;
+        }
         for (int64_t o2 = 0; o2 < p->out[2]; o2++) {
+            if (o2 == skip_lo && skip_hi > skip_lo) {
+                o2 = skip_hi - 1;
+                continue;
+            }
             const int64_t s2 = o2 * p->stride[2] - p->pad_lo[2];
             int64_t lo2, hi2, n_pad2;
             tap_range(s2, p->in[2], p->k[2], p->dil[2], &lo2, &hi2);
