@@ -85,7 +85,8 @@ static void check_gelu_erf(void)
     CHECK(ptq_op_resolve(&c.ctx, &c.graph, &ops) == PTQ_OK && ops && ops[0] == &ptq_op_Gelu);
     free(ops);
 
-    /* Erf runs the unary kernels: ref and cpu agree bit for bit, erf itself to float precision */
+    /* Erf runs the unary kernels: erf itself to float precision on both, ref and cpu within 1 ulp of each other
+     * (glibc's erff against the CPU's own, kernels/cpu/unary.c) */
     for (int fast = 0; fast < 2; fast++) {
         test_case_init(&c, "Erf", 13, NULL, 0, 1, 1);
         test_case_input(&c, 0, PTQ_DT_FLOAT, x, 1, DIMS(N));
@@ -98,7 +99,9 @@ static void check_gelu_erf(void)
         if (!fast)
             memcpy(ref, y, sizeof ref);
         else
-            CHECK(memcmp(ref, y, sizeof ref) == 0);
+            for (int i = 0; i < N; i++)
+                CHECK_MSG(y[i] == ref[i] || nextafterf(ref[i], y[i]) == y[i] || (isnan(y[i]) && isnan(ref[i])),
+                          "erf(%.9g): cpu %.9g, ref %.9g", x[i], y[i], ref[i]);
         test_case_free(&c);
     }
 }
