@@ -92,6 +92,9 @@ void ptq_k_avgpool_cpu(const ptq_pool_params *p, const float *x, float *y);
  * with n_rows = N*C, n_cols = spatial size). Sums in double. */
 void ptq_k_global_avgpool_ref(int64_t n_rows, int64_t n_cols, const float *x, float *y);
 void ptq_k_global_avgpool_cpu(int64_t n_rows, int64_t n_cols, const float *x, float *y);
+/* x: [outer, n_red, inner] -> y: [outer, inner], the mean over the middle axis, summed in double in its order:
+ * ptq_k_reduce_mean_ref's bits for a block of reduced axes with others after it. */
+void ptq_k_mean_mid_cpu(int64_t outer, int64_t n_red, int64_t inner, const float *x, float *y);
 
 typedef struct ptq_gemm_params {
     int64_t m, n, k;

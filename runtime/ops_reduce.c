@@ -62,16 +62,20 @@ static ptq_status reduce_mean_infer(ptq_ctx *ctx, ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* 1 when the reduced axes are the last ones (a non-empty trailing block). */
-static int trailing(const unsigned char *reduced, int ndim)
+/* Whether the reduced axes are one non-empty block [*a, *b) of consecutive axes. */
+static int one_block(const unsigned char *reduced, int ndim, int *a, int *b)
 {
-    int d = ndim;
-    while (d > 0 && reduced[d - 1])
-        d--;
-    for (int i = 0; i < d; i++)
-        if (reduced[i])
+    int d = 0;
+    while (d < ndim && !reduced[d])
+        d++;
+    *a = d;
+    while (d < ndim && reduced[d])
+        d++;
+    *b = d;
+    for (; d < ndim; d++)
+        if (reduced[d])
             return 0;
-    return d < ndim;
+    return *b > *a;
 }
 
 static ptq_status reduce_mean_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
@@ -87,13 +91,16 @@ static ptq_status reduce_mean_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
             memcpy(io->out[0]->data, x->data, ptq_tensor_bytes(x));
         return PTQ_OK;
     }
-    if (fast && trailing(reduced, x->ndim)) {
-        int lead = 0;
-        while (!reduced[lead])
-            lead++;
-        int64_t n_cols = ptq_dims_prod(x->dims, lead, x->ndim);
-        if (n_cols > 0) {
-            ptq_k_global_avgpool_cpu(ptq_dims_prod(x->dims, 0, lead), n_cols, x->data, io->out[0]->data);
+    int a, b;
+    if (fast && one_block(reduced, x->ndim, &a, &b)) { /* [outer, n_red, inner]: the ref's sums, abreast */
+        const int64_t outer = ptq_dims_prod(x->dims, 0, a), n_red = ptq_dims_prod(x->dims, a, b);
+        const int64_t inner = ptq_dims_prod(x->dims, b, x->ndim);
+        if (n_red > 0 && b == x->ndim) {
+            ptq_k_global_avgpool_cpu(outer, n_red, x->data, io->out[0]->data);
+            return PTQ_OK;
+        }
+        if (n_red > 0) {
+            ptq_k_mean_mid_cpu(outer, n_red, inner, x->data, io->out[0]->data);
             return PTQ_OK;
         }
     }

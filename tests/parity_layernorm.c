@@ -1,7 +1,9 @@
 /* Parity of ptq_k_layernorm_cpu (rows over the pool) with
  * ptq_k_layernorm_ref: bit for bit, outputs, means and inverse deviations,
- * on seeded data of 0 to 3,001 rows of 1 to 768 columns, with and without
+ * on seeded data of 0 to 3,001 rows of 1 to 768 columns (NaN, -0 and Inf
+ * rows among them, and one whose sums depend on their order), with and without
  * a bias and the two optional outputs, pool sizes 1, 2 and 5. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,14 @@ int main(void)
             test_fill_uniform(x, n, -3.0f, 5.0f);
             test_fill_uniform(g, cols, 0.5f, 1.5f);
             test_fill_uniform(b, cols, -1.0f, 1.0f);
+            if (rows > 10) { /* a NaN row, a row of -0 (without a bias, +0 out: the ref adds 0.0), an Inf row */
+                x[0] = NAN;
+                for (int64_t c = 0; c < cols; c++)
+                    x[cols + c] = -0.0f;
+                x[9 * cols] = INFINITY;
+                for (int64_t c = 0; c < cols; c++) /* sums in double that depend on their order */
+                    x[2 * cols + c] = c % 3 == 0 ? 3e16f : c % 3 == 1 ? 1.0f + (float)c : -3e16f;
+            }
             for (int p = 0; p < 3; p++)
                 for (int with = 0; with < 2; with++) {
                     for (int k = 0; k < 2; k++) {

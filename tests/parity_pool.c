@@ -182,11 +182,51 @@ static void global_and_batchnorm(void)
     }
 }
 
+/* ptq_k_mean_mid_cpu against ptq_k_reduce_mean_ref over the middle axis of [outer, n_red, inner] (and over two
+ * middle axes of [outer, r0, r1, inner]): bit for bit, on data whose double sums depend on their order. */
+static void mean_middle(void)
+{
+    static const int64_t shapes[][3] = {{3, 17, 128}, {1, 1, 5}, {2, 300, 3}, {4, 5, 1000}, {0, 3, 4}, {7, 2, 257}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t outer = shapes[s][0], n_red = shapes[s][1], inner = shapes[s][2];
+        const int64_t n_x = outer * n_red * inner, n_y = outer * inner;
+        float *x = malloc((size_t)(n_x + 1) * sizeof *x), *y_ref = malloc((size_t)(n_y + 1) * sizeof *y_ref);
+        float *y_cpu = malloc((size_t)(n_y + 1) * sizeof *y_cpu);
+        CHECK(x && y_ref && y_cpu);
+        if (x && y_ref && y_cpu) {
+            test_rand_seed(6000 + s);
+            test_fill_uniform(x, n_x, -3.0f, 3.0f);
+            for (int64_t i = 0; i < n_x; i += 3) /* 3e16 + v - 3e16 in double: the order matters */
+                x[i] = (i / inner) % 2 ? -3e16f : 3e16f;
+            if (n_x > 10)
+                x[n_x / 2] = NAN;
+            const int64_t dims[3] = {outer, n_red, inner};
+            const unsigned char reduced[3] = {0, 1, 0};
+            ptq_k_reduce_mean_ref(3, dims, reduced, x, y_ref);
+            ptq_k_mean_mid_cpu(outer, n_red, inner, x, y_cpu);
+            char label[64];
+            snprintf(label, sizeof label, "mean over the middle axis, shape %zu", s);
+            same_bits(label, y_cpu, y_ref, n_y);
+            if (n_red % 5 == 0 && n_red > 0) { /* the same bytes as two axes [n_red / 5, 5] */
+                const int64_t dims4[4] = {outer, n_red / 5, 5, inner};
+                const unsigned char reduced4[4] = {0, 1, 1, 0};
+                ptq_k_reduce_mean_ref(4, dims4, reduced4, x, y_ref);
+                snprintf(label, sizeof label, "mean over two middle axes, shape %zu", s);
+                same_bits(label, y_cpu, y_ref, n_y);
+            }
+        }
+        free(x);
+        free(y_ref);
+        free(y_cpu);
+    }
+}
+
 int main(void)
 {
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         run_case(i, &cases[i]);
     known_values();
     global_and_batchnorm();
+    mean_middle();
     return test_done("parity_pool");
 }

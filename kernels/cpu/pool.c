@@ -178,3 +178,47 @@ void ptq_k_global_avgpool_cpu(int64_t n_rows, int64_t n_cols, const float *x, fl
     int64_t grain = n_rows * n_cols >= POOL_PARALLEL_MIN ? ptq_par_grain(n_rows, 4, 1) : n_rows;
     ptq_parallel_for(n_rows, grain, gap_rows, &job);
 }
+
+enum { MID_TILE = 256 /* outputs mean_mid_tile sums abreast */ };
+
+/* Outputs [i0, i0 + n) of row o of ptq_k_mean_mid_cpu: each summed in double over r in order, as the ref sums it,
+ * the n sums abreast, to the widest vectors. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+mean_mid_tile(int64_t n_red, int64_t inner, const float *x, float *y, int64_t n)
+{
+    double acc[MID_TILE];
+    for (int64_t i = 0; i < n; i++)
+        acc[i] = 0.0;
+    for (int64_t r = 0; r < n_red; r++)
+        for (int64_t i = 0; i < n; i++)
+            acc[i] += x[r * inner + i];
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (float)(acc[i] / (double)n_red);
+}
+
+typedef struct mid_job {
+    int64_t n_red, inner, n_tiles;
+    const float *x;
+    float *y;
+} mid_job;
+
+static void mean_mid_items(void *arg, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const mid_job *j = arg;
+    for (int64_t it = begin; it < end; it++) {
+        const int64_t o = it / j->n_tiles, i0 = it % j->n_tiles * MID_TILE;
+        const int64_t n = j->inner - i0 < MID_TILE ? j->inner - i0 : MID_TILE;
+        mean_mid_tile(j->n_red, j->inner, j->x + o * j->n_red * j->inner + i0, j->y + o * j->inner + i0, n);
+    }
+}
+
+/* x: [outer, n_red, inner] -> y: [outer, inner], the mean over the middle axis (ReduceMean over a block of axes
+ * with more after it): the same sums in the same order as ptq_k_reduce_mean_ref, so the same bits. */
+void ptq_k_mean_mid_cpu(int64_t outer, int64_t n_red, int64_t inner, const float *x, float *y)
+{
+    const int64_t n_tiles = (inner + MID_TILE - 1) / MID_TILE, n_items = outer * n_tiles;
+    mid_job job = {n_red, inner, n_tiles, x, y};
+    const int64_t per_item = (n_red + 1) * (inner < MID_TILE ? inner : MID_TILE);
+    ptq_parallel_for(n_items, ptq_par_grain(n_items, 4, POOL_PARALLEL_MIN / (per_item + 1) + 1), mean_mid_items, &job);
+}
