@@ -182,6 +182,8 @@ void ptq_k_transpose_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, co
                          void *y);
 void ptq_k_transpose_cpu(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *perm, const void *x,
                          void *y);
+/* y = x, n_bytes (not overlapping), in pieces over the CPU pool. */
+void ptq_k_copy_cpu(size_t n_bytes, const void *x, void *y);
 
 /* Pad modes, as ONNX Pad's mode attribute. */
 typedef enum ptq_pad_mode { PTQ_PAD_CONSTANT, PTQ_PAD_EDGE, PTQ_PAD_REFLECT } ptq_pad_mode;

@@ -81,6 +81,25 @@ int main(void)
         check("attention keys", 4, 4, att, keys, pools[p]);
         check("attention back", 4, 4, back, heads, pools[p]);
     }
+    /* ptq_k_copy_cpu: the bytes, whatever the size (one piece, pieces of 256 KiB and a ragged end) and pool */
+    static const size_t copy_sizes[] = {0, 1, 1000, (1u << 19) - 1, 1u << 19, (3u << 20) + 77};
+    for (size_t c = 0; c < sizeof copy_sizes / sizeof copy_sizes[0]; c++)
+        for (int p = 0; p < 3; p++) {
+            const size_t n = copy_sizes[c];
+            unsigned char *x = malloc(n + 1), *y = malloc(n + 2);
+            CHECK(x && y);
+            if (x && y) {
+                for (size_t i = 0; i < n; i++)
+                    x[i] = (unsigned char)next();
+                memset(y, 0xA5, n + 2);
+                ptq_par_set_workers(pools[p]);
+                ptq_k_copy_cpu(n, x, y);
+                CHECK_MSG(memcmp(x, y, n) == 0 && y[n] == 0xA5 && y[n + 1] == 0xA5, "copy of %zu bytes, pool %d", n,
+                          pools[p]);
+            }
+            free(x);
+            free(y);
+        }
     ptq_par_set_workers(saved);
     return test_done("parity_transpose");
 }

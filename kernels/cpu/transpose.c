@@ -100,3 +100,33 @@ void ptq_k_transpose_cpu(size_t elem_bytes, int ndim, const int64_t *in_dims, co
     const int64_t rows = n / j.cols, min_rows = TR_PARALLEL_MIN / j.cols + 1;
     ptq_parallel_for(rows, ptq_par_grain(rows, 4, min_rows), tr_rows, &j);
 }
+
+enum { COPY_PIECE = 1 << 18 /* bytes a thread copies at least: below two of these, one memcpy */ };
+
+typedef struct copy_job {
+    const unsigned char *x;
+    unsigned char *y;
+    size_t n_bytes;
+} copy_job;
+
+static void copy_pieces(void *arg, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const copy_job *j = arg;
+    const size_t lo = (size_t)begin * COPY_PIECE, hi = (size_t)end * COPY_PIECE;
+    memcpy(j->y + lo, j->x + lo, (hi < j->n_bytes ? hi : j->n_bytes) - lo);
+}
+
+/* y = x, n_bytes of them (not overlapping), in pieces over the CPU pool: the byte-copy ops (Reshape, Flatten,
+ * Squeeze, Unsqueeze, Identity) of a batch. */
+void ptq_k_copy_cpu(size_t n_bytes, const void *x, void *y)
+{
+    if (n_bytes < 2 * (size_t)COPY_PIECE) {
+        if (n_bytes)
+            memcpy(y, x, n_bytes);
+        return;
+    }
+    copy_job j = {x, y, n_bytes};
+    const int64_t n_pieces = (int64_t)((n_bytes + COPY_PIECE - 1) / COPY_PIECE);
+    ptq_parallel_for(n_pieces, ptq_par_grain(n_pieces, 2, 1), copy_pieces, &j);
+}
