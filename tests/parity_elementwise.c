@@ -275,6 +275,7 @@ static void check_softmax(void)
     static const int64_t shapes[][3] = {
         {1, 1, 1}, {1, 3, 1}, {3, 4, 5}, {7, 1, 9}, {2, 5, 64}, {2, 5, 65}, {3, 17, 130},
         {1000, 10, 1}, {2, 128, 1}, {4, 32, 2000}, {0, 3, 4}, {2, 0, 3}, {64, 1000, 1},
+        {819, 17, 1}, {21, 2000, 1}, /* attention rows; long rows */
     };
     test_rand_seed(33);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -284,6 +285,12 @@ static void check_softmax(void)
         if (n > 2) {
             x[0] = 1000.0f; /* large numbers: the max must be subtracted */
             x[1] = -INFINITY;
+        }
+        if (inner == 1 && outer > 10 && len >= 10) { /* rows whose double sums depend on their order: one 1, then */
+            for (int64_t r = 9; r < outer; r += 5) /* terms that vanish beside it but not beside each other */
+                for (int64_t l = 0; l < len; l++)
+                    x[r * len + l] = l == 0 ? 0.0f : -39.0f + 1e-3f * (float)l;
+            x[10 * len + 3] = NAN; /* a NaN row among the lanes */
         }
         ptq_k_softmax_ref(outer, len, inner, x, ref);
         ptq_k_softmax_cpu(outer, len, inner, x, got);
