@@ -89,7 +89,9 @@ static ptq_status gather_infer(ptq_ctx *ctx, ptq_op_io *io)
     return PTQ_OK;
 }
 
-static ptq_status gather_run(ptq_ctx *ctx, const ptq_op_io *io)
+/* gather_run, and with fast the blocks one index takes when they are contiguous (nothing before the axis) copied
+ * over the CPU pool. */
+static ptq_status gather_with(ptq_ctx *ctx, const ptq_op_io *io, int fast)
 {
     int axis;
     ptq_status st = gather_axis(ctx, io, &axis);
@@ -111,11 +113,29 @@ static ptq_status gather_run(ptq_ctx *ctx, const ptq_op_io *io)
         }
         at[i] = k < 0 ? k + len : k;
     }
-    ptq_k_gather_ref(ptq_dtype_size(x->dtype), ptq_dims_prod(x->dims, 0, axis), len,
-                     ptq_dims_prod(x->dims, axis + 1, x->ndim), n, at, x->data, io->out[0]->data);
+    const size_t eb = ptq_dtype_size(x->dtype);
+    const int64_t outer = ptq_dims_prod(x->dims, 0, axis), inner = ptq_dims_prod(x->dims, axis + 1, x->ndim);
+    if (fast && outer == 1) {
+        const size_t block = (size_t)inner * eb;
+        for (int64_t i = 0; i < n; i++)
+            ptq_k_copy_cpu(block, (const unsigned char *)x->data + (size_t)at[i] * block,
+                           (unsigned char *)io->out[0]->data + (size_t)i * block);
+    } else {
+        ptq_k_gather_ref(eb, outer, len, inner, n, at, x->data, io->out[0]->data);
+    }
     if (at != &one)
         free(at);
     return PTQ_OK;
+}
+
+static ptq_status gather_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return gather_with(ctx, io, 0);
+}
+
+static ptq_status gather_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return gather_with(ctx, io, 1);
 }
 
 static ptq_status attr_list(ptq_ctx *ctx, const ptq_op_io *io, const char *name, int64_t *v, int64_t *n)
@@ -254,7 +274,7 @@ static ptq_status cast_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_Shape = {PTQ_OP_TRAITS(SHAPE), 1, 0, shape_infer, shape_run, NULL, 1u << 0};
-const ptq_op_def ptq_op_Gather = {PTQ_OP_TRAITS(GATHER), 1, 0, gather_infer, gather_run, NULL, 0};
+const ptq_op_def ptq_op_Gather = {PTQ_OP_TRAITS(GATHER), 1, 0, gather_infer, gather_run, gather_run_cpu, 0};
 const ptq_op_def ptq_op_Slice = {PTQ_OP_TRAITS(SLICE), 1, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4, slice_infer,
                                  slice_run, NULL, 0};
 const ptq_op_def ptq_op_Cast = {PTQ_OP_TRAITS(CAST), 6, 0, cast_infer, cast_run, NULL, 0};

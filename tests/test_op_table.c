@@ -62,7 +62,7 @@ static const struct {
     {"Pow", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"Sqrt", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Shape", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
-    {"Gather", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Gather", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 1},
     {"Slice", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"Cast", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Gelu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 20, 1},

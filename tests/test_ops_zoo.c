@@ -166,6 +166,35 @@ static void check_shape_gather(void)
     CHECK_MSG(test_case_run(&c, &ptq_op_Gather, 0) == PTQ_OK, "%s", c.ctx.msg);
     CHECK(c.out[0].ndim == 0 && *(int64_t *)c.out[0].data == 116);
     test_case_free(&c);
+    /* axis 0 on the CPU path (contiguous blocks, over the pool) gives the ref's bytes: [3, 5, 4] by {2, -3, 2, 1},
+     * blocks of 20 floats; axis 1 stays the ref's gather; a scalar index drops the axis (a ViT's q, k, v) */
+    float blk[60];
+    for (int i = 0; i < 60; i++)
+        blk[i] = (float)i;
+    const int64_t picks[] = {2, -3, 2, 1}, pick1 = 1;
+    for (int ax = 0; ax < 2; ax++)
+        for (int scalar = 0; scalar < 2; scalar++) {
+            const ptq_attr axis_attr[] = {{.name = "axis", .type = PTQ_ATTR_INT, .i = ax}};
+            float got[2][80];
+            for (int fast = 0; fast < 2; fast++) {
+                test_case_init(&c, "Gather", 13, axis_attr, 1, 2, 1);
+                test_case_input(&c, 0, PTQ_DT_FLOAT, blk, 3, DIMS(3, 5, 4));
+                if (scalar)
+                    test_case_input(&c, 1, PTQ_DT_INT64, &pick1, 0, NULL);
+                else
+                    test_case_input(&c, 1, PTQ_DT_INT64, picks, 1, DIMS(4));
+                CHECK_MSG(test_case_run(&c, &ptq_op_Gather, fast) == PTQ_OK, "%s", c.ctx.msg);
+                const int64_t n_out = ptq_tensor_numel(&c.out[0]);
+                CHECK(n_out == (scalar ? (ax ? 12 : 20) : (ax ? 48 : 80)));
+                memcpy(got[fast], c.out[0].data, (size_t)n_out * sizeof(float));
+                if (fast)
+                    CHECK_MSG(memcmp(got[0], got[1], (size_t)n_out * sizeof(float)) == 0, "gather axis %d, %s", ax,
+                              scalar ? "scalar index" : "4 indices");
+                test_case_free(&c);
+            }
+            if (ax == 0 && !scalar) /* rows 2, 0, 2, 1 of 20 floats each */
+                CHECK(got[1][0] == 40 && got[1][20] == 0 && got[1][40] == 40 && got[1][60] == 20 && got[1][79] == 39);
+        }
     const int32_t bad[] = {3};
     test_case_init(&c, "Gather", 13, ax1, 1, 2, 1);
     test_case_input(&c, 0, PTQ_DT_FLOAT, d, 2, DIMS(2, 3));

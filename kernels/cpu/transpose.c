@@ -10,7 +10,10 @@
 #include "core/parallel.h"
 #include "kernels/kernels.h"
 
-enum { TR_PARALLEL_MIN = 1 << 14 }; /* elements a piece copies, at least */
+enum {
+    TR_PARALLEL_MIN = 1 << 14, /* elements a piece copies, at least */
+    TR_SHORT_ROW = 256         /* bytes of a contiguous row copied without a call to memcpy, at most */
+};
 
 typedef struct tr_job {
     size_t eb; /* bytes an element */
@@ -26,7 +29,16 @@ static void tr_row(const tr_job *j, unsigned char *dst, int64_t off, int64_t ste
 {
     const unsigned char *src = j->x + (size_t)off * j->eb;
     if (step == 1) {
-        memcpy(dst, src, (size_t)j->cols * j->eb);
+        const size_t n = (size_t)j->cols * j->eb;
+        if (n > TR_SHORT_ROW) {
+            memcpy(dst, src, n);
+            return;
+        }
+        size_t i = 0; /* rows of a few heads' 16 floats: 8 bytes at a time, no call to memcpy */
+        for (; i + 8 <= n; i += 8)
+            memcpy(dst + i, src + i, 8);
+        for (; i < n; i++)
+            dst[i] = src[i];
         return;
     }
     switch (j->eb) {
