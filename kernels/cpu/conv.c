@@ -139,14 +139,16 @@ epilogue(float *y, const float *z, float lo, float hi, int64_t n)
         }
 }
 
-/* epilogue's outputs from the sums a (not y): y = a (+ z), clamped, in one pass. */
+/* epilogue's outputs from the sums a (not y), rows rows of n (a's rows lda apart, y's and z's n): y = a (+ z),
+ * clamped, in one pass, one call a plane. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-epilogue_from(float *y, const float *a, const float *z, float lo, float hi, int64_t n)
+epilogue_from(float *y, const float *a, int64_t lda, const float *z, float lo, float hi, int64_t rows, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) {
-        const float v = z ? a[i] + z[i] : a[i], t = v < lo ? lo : v;
-        y[i] = t > hi ? hi : t;
-    }
+    for (int64_t r = 0; r < rows; r++, y += n, a += lda, z = z ? z + n : NULL)
+        for (int64_t i = 0; i < n; i++) {
+            const float v = z ? a[i] + z[i] : a[i], t = v < lo ? lo : v;
+            y[i] = t > hi ? hi : t;
+        }
 }
 
 /* The reference convolution and then the chain's Add and Relu: what a void kernel falls back on when it finds
@@ -337,9 +339,7 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
         float *yp = j->y + it * out_plane;
         if (j->flat) {
             dw_plane_3x3(xq, j->pw, j->w + m * taps, j->b ? j->b[m] : 0.0f, acc, j->flat);
-            for (int64_t o1 = 0; o1 < p->out[1]; o1++)
-                epilogue_from(yp + o1 * p->out[2], acc + o1 * j->pw,
-                              j->z ? j->z + it * out_plane + o1 * p->out[2] : NULL, j->lo, j->hi, p->out[2]);
+            epilogue_from(yp, acc, j->pw, j->z ? j->z + it * out_plane : NULL, j->lo, j->hi, p->out[1], p->out[2]);
         } else {
             dw_rows_padded(j, xq, j->w + m * taps, j->b ? j->b[m] : 0.0f, yp);
             epilogue(yp, j->z ? j->z + it * out_plane : NULL, j->lo, j->hi, out_plane);
