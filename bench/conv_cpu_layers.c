@@ -7,6 +7,7 @@
  * stdout. build/bench/conv_cpu_layers; record:
  * bench/results/2026-12-05-cpu-speed-2-vm.md. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -83,7 +84,7 @@ int main(void)
             best[s] = 1e30;
             for (int r = 0; r < 5; r++) {
                 const double t0 = thread_s();
-                ptq_k_conv_cpu_epilogue(&p, x, w, b, NULL, 1, y);
+                ptq_k_conv_cpu_epilogue(&p, x, w, b, NULL, 0.0f, INFINITY, y);
                 const double t = thread_s() - t0;
                 best[s] = t < best[s] ? t : best[s];
             }

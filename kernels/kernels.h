@@ -37,15 +37,12 @@ enum { PTQ_NHWC_X = 1, PTQ_NHWC_Y = 2 };
  * b: [c_out] or NULL; y: [n, c_out, out0, out1, out2]. */
 void ptq_k_conv_ref(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y);
-/* ptq_k_conv_cpu with a following Add of z (y's shape, or NULL) and Relu (relu) applied to each output tile while
- * it is in cache: the bits of the Conv, Add and Relu nodes run one after another. */
+/* ptq_k_conv_cpu with a following Add of z (y's shape, or NULL) and a clamp of each output to [lo, hi] (t = y < lo ?
+ * lo : y, then t > hi ? hi : t, as the Clip node rounds it; Relu: [0, +Inf]; none: [-Inf, +Inf]) applied to each
+ * output tile while it is in cache: the bits of the Conv, Add and Relu or Clip nodes run one after another. */
 void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
-                             const float *z, int relu, float *y);
-/* ptq_k_conv_cpu_epilogue with a Clip of each output to [lo, hi] (t = y < lo ? lo : y, then t > hi ? hi : t, as the
- * Clip node rounds it) for the Relu: the bits of the Conv, Add and Clip nodes run one after another. */
-void ptq_k_conv_cpu_clip(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
-                         float lo, float hi, float *y);
-/* ptq_k_conv_cpu_clip's direct path (kernels/cpu/conv_direct.c): 1-D and 2-D convolutions on x86-64 with AVX2
+                             const float *z, float lo, float hi, float *y);
+/* ptq_k_conv_cpu_epilogue's direct path (kernels/cpu/conv_direct.c): 1-D and 2-D convolutions on x86-64 with AVX2
  * and FMA; 0 when it does not apply (another layout or CPU, or no memory for its scratch), y untouched. */
 int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
                           float lo, float hi, float *y);

@@ -54,7 +54,7 @@ static ptq_status host_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 /* The cpu backend's Conv -> [Add] -> [Relu or Clip] chain (backend.h's conv_epilogue): the Add and the clamp to
- * [lo, hi] on each output tile right after its GEMM (ptq_k_conv_cpu_clip). */
+ * [lo, hi] on each output tile right after its GEMM (ptq_k_conv_cpu_epilogue). */
 static ptq_status host_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *z,
                                      float lo, float hi, int *done)
 {
@@ -63,8 +63,8 @@ static ptq_status host_conv_epilogue(ptq_backend *bk, ptq_ctx *ctx, const ptq_op
     if (ptq_op_conv_params(ctx, io, &p) != PTQ_OK)
         return PTQ_OK; /* the executor runs the node apart, which reports any error */
     const ptq_tensor *b = io->n_in > 2 ? io->in[2] : NULL;
-    ptq_k_conv_cpu_clip(&p, io->in[0]->data, io->in[1]->data, b ? b->data : NULL, z ? z->data : NULL, lo, hi,
-                        io->out[0]->data);
+    ptq_k_conv_cpu_epilogue(&p, io->in[0]->data, io->in[1]->data, b ? b->data : NULL, z ? z->data : NULL, lo, hi,
+                            io->out[0]->data);
     *done = 1;
     return PTQ_OK;
 }

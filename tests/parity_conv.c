@@ -228,7 +228,7 @@ static void run_case(const char *label, uint64_t seed, const conv_case *cc, cons
             } else if (s == 1) {
                 memcpy(direct, y_cpu, (size_t)n_y * sizeof *y_cpu);
             }
-            ptq_k_conv_cpu_epilogue(&p, x, w, cc->bias ? b : NULL, z, 1, y_cpu);
+            ptq_k_conv_cpu_epilogue(&p, x, w, cc->bias ? b : NULL, z, 0.0f, INFINITY, y_cpu);
             snprintf(what, sizeof what, "%s with Add and Relu, %s", label, isa_names[s]);
             test_close(what, y_cpu, chain, n_y, RTOL, atol);
             if (s > 1) {
@@ -239,7 +239,7 @@ static void run_case(const char *label, uint64_t seed, const conv_case *cc, cons
                 memcpy(direct + n_y, y_cpu, (size_t)n_y * sizeof *y_cpu);
             }
             /* a Clip to [-0.25, 0.5] (ReLU6's form) for the Relu: ref, + z, then the Clip node's clamp */
-            ptq_k_conv_cpu_clip(&p, x, w, cc->bias ? b : NULL, z, -0.25f, 0.5f, y_cpu);
+            ptq_k_conv_cpu_epilogue(&p, x, w, cc->bias ? b : NULL, z, -0.25f, 0.5f, y_cpu);
             int clipped = 1;
             for (int64_t i = 0; i < n_y; i++) {
                 const float v = y_ref[i] + z[i], t = v < -0.25f ? -0.25f : v, want = t > 0.5f ? 0.5f : t;

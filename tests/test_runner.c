@@ -420,7 +420,7 @@ static void test_runner_ids(const char *data_path)
 }
 
 /* ReLU6 chains: the MobileNet's Conv -> Clip(0, 6) nodes, bounds from Constant nodes that only the Clip reads, fuse
- * on the CPU (ptq_k_conv_cpu_clip; the Constant nodes skipped): the logits of PTQ_EPILOGUE=0 bit for bit, run after
+ * on the CPU (ptq_k_conv_cpu_epilogue; the Constant nodes skipped): the logits of PTQ_EPILOGUE=0 bit for bit, run after
  * run, and later runs allocate nothing; a tap sees every value, so none is fused then. */
 static void test_clip_chains(const float *x)
 {

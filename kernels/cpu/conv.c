@@ -349,20 +349,13 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
 
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y)
 {
-    ptq_k_conv_cpu_epilogue(p, x, w, b, NULL, 0, y);
+    ptq_k_conv_cpu_epilogue(p, x, w, b, NULL, -INFINITY, INFINITY, y);
 }
 
 /* x: [n, c_in, in0, in1, in2]; w: [c_out, c_in/group, k0, k1, k2];
- * b: [c_out] or NULL; z: y's shape or NULL; y: [n, c_out, out0, out1, out2]. */
+ * b: [c_out] or NULL; z: y's shape or NULL; y: [n, c_out, out0, out1, out2]; each output clamped to [lo, hi]. */
 void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
-                             const float *z, int relu, float *y)
-{
-    ptq_k_conv_cpu_clip(p, x, w, b, z, relu ? 0.0f : -INFINITY, INFINITY, y);
-}
-
-/* ptq_k_conv_cpu_epilogue with a Clip to [lo, hi] for the Relu. */
-void ptq_k_conv_cpu_clip(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
-                         float lo, float hi, float *y)
+                             const float *z, float lo, float hi, float *y)
 {
     const int64_t cg_in = p->c_in / p->group;
     const int64_t out_size = p->out[0] * p->out[1] * p->out[2];
