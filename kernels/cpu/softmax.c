@@ -1,35 +1,65 @@
 /* Fast CPU softmax over the middle dim of [outer, len, inner]: rows (inner
- * 1) or tiles of SM_TILE adjacent columns, so reads stay contiguous, spread
- * over the CPU pool (core/parallel.h). Same arithmetic and summation order as
- * kernels/ref/softmax.c, so bit-exact in tests/parity_elementwise.c. */
+ * 1), SM_ROWS at a time, or tiles of SM_TILE adjacent columns, so reads stay
+ * contiguous, spread over the CPU pool (core/parallel.h). The exp is
+ * kernels/exp_poly.h's on the CPU's widest vectors, the max and the
+ * division too; each row's double sum runs in the reference's order, the
+ * SM_ROWS rows' sums abreast. Same arithmetic as kernels/ref/softmax.c, so
+ * bit-exact in tests/parity_elementwise.c. */
 #include <math.h>
 
 #include "core/parallel.h"
+#include "kernels/exp_poly.h"
 #include "kernels/kernels.h"
 
 enum {
     SM_TILE = 64,              /* columns of one [len, inner] slab handled together */
+    SM_ROWS = 8,               /* rows whose sums run abreast */
+    SM_MAX_LANES = 16,         /* partial maxima of a row */
     SM_PARALLEL_MIN = 1 << 12  /* below this many elements stay on one thread */
 };
 
-/* x, y: [len] rows. */
-static void softmax_row(int64_t len, const float *x, float *y)
+#define SM_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math")))
+
+/* x, y: n_rows <= SM_ROWS rows of [len]. The max as the reference's `if (x > max) max = x` finds it, in
+ * SM_MAX_LANES partial maxima (NaN skipped; which of +-0 wins changes no exp(x - max)). One function, so a short
+ * row's loops cost no calls. */
+SM_CLONES static void softmax_rows(int64_t n_rows, int64_t len, const float *x, float *y)
 {
-    float max = -INFINITY;
-    for (int64_t l = 0; l < len; l++)
-        if (x[l] > max)
-            max = x[l];
-    double sum = 0.0;
-    for (int64_t l = 0; l < len; l++) {
-        y[l] = expf(x[l] - max);
-        sum += y[l];
+    double sum[SM_ROWS] = {0.0};
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * len;
+        float m[SM_MAX_LANES];
+        for (int j = 0; j < SM_MAX_LANES; j++)
+            m[j] = -INFINITY;
+        int64_t l = 0;
+        for (; l + SM_MAX_LANES <= len; l += SM_MAX_LANES)
+            for (int j = 0; j < SM_MAX_LANES; j++)
+                m[j] = xr[l + j] > m[j] ? xr[l + j] : m[j];
+        for (int w = SM_MAX_LANES / 2; w > 0; w /= 2) /* a tree, not a chain of SM_MAX_LANES compares */
+            for (int j = 0; j < w; j++)
+                m[j] = m[j + w] > m[j] ? m[j + w] : m[j];
+        float max = m[0];
+        for (; l < len; l++)
+            max = xr[l] > max ? xr[l] : max;
+        for (l = 0; l < len; l++)
+            y[r * len + l] = ptq_softmax_exp(xr[l] - max);
     }
-    for (int64_t l = 0; l < len; l++)
-        y[l] = (float)(y[l] / sum);
+    if (n_rows == SM_ROWS) {
+        for (int64_t l = 0; l < len; l++)
+            for (int r = 0; r < SM_ROWS; r++)
+                sum[r] += y[r * len + l];
+    } else {
+        for (int64_t r = 0; r < n_rows; r++)
+            for (int64_t l = 0; l < len; l++)
+                sum[r] += y[r * len + l];
+    }
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t l = 0; l < len; l++)
+            y[r * len + l] = (float)(y[r * len + l] / sum[r]);
 }
 
 /* x, y: [len, inner] slabs, columns [0, n_cols) of them (n_cols <= SM_TILE). */
-static void softmax_cols(int64_t len, int64_t inner, int64_t n_cols, const float *x, float *y)
+SM_CLONES static void softmax_cols(int64_t len, int64_t inner, int64_t n_cols, const float *x, float *y)
 {
     float max[SM_TILE];
     double sum[SM_TILE];
@@ -39,11 +69,10 @@ static void softmax_cols(int64_t len, int64_t inner, int64_t n_cols, const float
     }
     for (int64_t l = 0; l < len; l++)
         for (int64_t j = 0; j < n_cols; j++)
-            if (x[l * inner + j] > max[j])
-                max[j] = x[l * inner + j];
+            max[j] = x[l * inner + j] > max[j] ? x[l * inner + j] : max[j];
     for (int64_t l = 0; l < len; l++)
         for (int64_t j = 0; j < n_cols; j++) {
-            y[l * inner + j] = expf(x[l * inner + j] - max[j]);
+            y[l * inner + j] = ptq_softmax_exp(x[l * inner + j] - max[j]);
             sum[j] += y[l * inner + j];
         }
     for (int64_t l = 0; l < len; l++)
@@ -52,19 +81,20 @@ static void softmax_cols(int64_t len, int64_t inner, int64_t n_cols, const float
 }
 
 typedef struct sm_job {
-    int64_t len, inner, n_tiles_slab;
+    int64_t outer, len, inner, n_tiles_slab;
     const float *x;
     float *y;
 } sm_job;
 
-/* Tiles [begin, end): a whole row when inner is 1, else SM_TILE columns of one slab. */
+/* Tiles [begin, end): SM_ROWS rows (fewer at the end) when inner is 1, else SM_TILE columns of one slab. */
 static void sm_tiles(void *arg, int64_t begin, int64_t end, int worker)
 {
     const sm_job *j = arg;
     const int64_t len = j->len, inner = j->inner;
     for (int64_t t = begin; t < end; t++) {
         if (inner == 1) {
-            softmax_row(len, j->x + t * len, j->y + t * len);
+            const int64_t r0 = t * SM_ROWS, n_rows = j->outer - r0 < SM_ROWS ? j->outer - r0 : SM_ROWS;
+            softmax_rows(n_rows, len, j->x + r0 * len, j->y + r0 * len);
             continue;
         }
         int64_t o = t / j->n_tiles_slab, lo = (t % j->n_tiles_slab) * SM_TILE;
@@ -76,9 +106,9 @@ static void sm_tiles(void *arg, int64_t begin, int64_t end, int worker)
 /* x, y: [outer, len, inner], row-major. */
 void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x, float *y)
 {
-    const int64_t n_tiles_slab = inner == 1 ? 1 : (inner + SM_TILE - 1) / SM_TILE;
-    const int64_t n_tiles = outer * n_tiles_slab;
-    sm_job job = {len, inner, n_tiles_slab, x, y};
+    const int64_t n_tiles_slab = (inner + SM_TILE - 1) / SM_TILE;
+    const int64_t n_tiles = inner == 1 ? (outer + SM_ROWS - 1) / SM_ROWS : outer * n_tiles_slab;
+    sm_job job = {outer, len, inner, n_tiles_slab, x, y};
     int64_t grain = outer * len * inner >= SM_PARALLEL_MIN ? ptq_par_grain(n_tiles, 4, 1) : n_tiles;
     ptq_parallel_for(n_tiles, grain, sm_tiles, &job);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "kernels/exp_poly.h"
 #include "kernels/kernels.h"
 
 enum {
@@ -35,12 +36,11 @@ static inline float clip(float v, float lo, float hi)
 
 /* Erf in double, on the CPU's widest vectors (glibc's erff is a scalar call): |x| < 1: x P(x^2); 1 <= |x| < 4:
  * 1 - exp(-x^2) Q(|x|), Q fitting erfc(x) exp(x^2); |x| >= 4: +-1 (erf rounds to 1 in float from 3.92 on). P, Q:
- * Chebyshev interpolants from scripts/erf_coefficients.py (relative errors 9e-13 and 2e-10); exp: 2^k times a
- * degree-9 Taylor polynomial of the remainder. Rounded to float, within 1 ulp of erf's correctly rounded value
- * and equal to it on all but 9,911 of the 1.08e9 floats in [0, 4.5] (glibc's erff: 63 million differ), and odd,
- * so erf(-0) = -0; NaN passes. 1.89 ns an element of N(0, 1) data on one thread against erff's 5.27
- * (build/bench/erf_cpu). No FMA contraction (ISO C), so every clone gives the same bits. kernels/ref keeps
- * erff: parity_elementwise allows this one op 1 ulp. */
+ * Chebyshev interpolants from scripts/erf_coefficients.py (relative errors 9e-13 and 2e-10); exp: kernels/exp_poly.h.
+ * Rounded to float, within 1 ulp of erf's correctly rounded value and equal to it on all but 9,911 of the 1.08e9
+ * floats in [0, 4.5] (glibc's erff: 63 million differ), and odd, so erf(-0) = -0; NaN passes. 1.89 ns an element of
+ * N(0, 1) data on one thread against erff's 5.27 (build/bench/erf_cpu). No FMA contraction (ISO C), so every clone
+ * gives the same bits. kernels/ref keeps erff: parity_elementwise allows this one op 1 ulp. */
 static const double ERF_SMALL[9] = {
     0.9654687386698673, -0.14053608901553188, 0.019852496688660258, -0.0022854856569336727, 0.00021751716035374902,
     -1.7536824729018507e-05, 1.2233672195978863e-06, -7.557490441753586e-08, 4.13647681291993e-09
@@ -55,11 +55,6 @@ static const double ERF_BIG[15] = {
 __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math"))) static void
 erf_rows(int64_t n, const float *x, float *y)
 {
-    /* 2^52 + 2^51: adding it rounds to an integer kept in the low mantissa bits; ln 2 in two parts (fdlibm's) */
-    const double shift = 0x1.8p52, log2e = 0x1.71547652b82fep0, ln2_hi = 6.93147180369123816490e-01,
-                 ln2_lo = 1.90821492927058770002e-10;
-    uint64_t shift_bits;
-    memcpy(&shift_bits, &shift, sizeof shift_bits);
     for (int64_t i = 0; i < n; i++) {
         const float xf = x[i];
         const double a = fabs((double)xf), t = a * a; /* exact */
@@ -73,21 +68,11 @@ erf_rows(int64_t n, const float *x, float *y)
         const double b89 = B[8] + B[9] * ub, b1011 = B[10] + B[11] * ub, b1213 = B[12] + B[13] * ub;
         const double pb = ((b01 + b23 * ub2) + (b45 + b67 * ub2) * ub4) +
                           ((b89 + b1011 * ub2) + (b1213 + B[14] * ub2) * ub4) * ub8;
-        /* exp(-t) = 2^k exp(r), |r| <= ln 2 / 2; t past 16 (NaN too) only where the sum is not picked */
+        /* exp(-t); t past 16 (NaN too) only where the sum is not picked */
         const double te = t < 16.0 ? t : 16.0;
-        const double kd = -te * log2e + shift, nd = kd - shift;
-        const double r = (-te - nd * ln2_hi) - nd * ln2_lo;
-        const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-        const double e01 = 1.0 + r, e23 = 0.5 + r * (1.0 / 6.0), e45 = 1.0 / 24.0 + r * (1.0 / 120.0);
-        const double e67 = 1.0 / 720.0 + r * (1.0 / 5040.0), e89 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
-        const double pe = (e01 + e23 * r2) + (e45 + e67 * r2) * r4 + e89 * r8;
-        uint64_t kb;
-        memcpy(&kb, &kd, sizeof kb);
-        const uint64_t sb = (kb - shift_bits + 1023) << 52;
-        double scale;
-        memcpy(&scale, &sb, sizeof scale);
+        const double scaled = ptq_exp_poly(-te);
         /* both sides computed, then picked: a select the loop vectorizes */
-        const double small = a * ps, big = 1.0 - pe * scale * pb;
+        const double small = a * ps, big = 1.0 - scaled * pb;
         double e = a < 1.0 ? small : big;
         e = a >= 4.0 ? 1.0 : e;
         const float v = copysignf((float)e, xf);

@@ -1,8 +1,10 @@
 /* Reference softmax over the middle dim of [outer, len, inner]: subtracts
- * the max, exponentiates in float, sums in double. The spec
+ * the max, exponentiates to float (kernels/exp_poly.h's exp, which
+ * kernels/cpu/softmax.c runs on vectors), sums in double. The spec
  * kernels/cpu/softmax.c is checked against in tests/parity_elementwise.c. */
 #include <math.h>
 
+#include "kernels/exp_poly.h"
 #include "kernels/kernels.h"
 
 /* x, y: [outer, len, inner], row-major. */
@@ -18,9 +20,9 @@ void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x
                     max = xs[l * inner];
             double sum = 0.0;
             for (int64_t l = 0; l < len; l++)
-                sum += expf(xs[l * inner] - max);
+                sum += ptq_softmax_exp(xs[l * inner] - max);
             for (int64_t l = 0; l < len; l++)
-                ys[l * inner] = (float)(expf(xs[l * inner] - max) / sum);
+                ys[l * inner] = (float)(ptq_softmax_exp(xs[l * inner] - max) / sum);
         }
     }
 }
