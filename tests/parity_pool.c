@@ -183,7 +183,8 @@ static void global_and_batchnorm(void)
 }
 
 /* ptq_k_mean_mid_cpu against ptq_k_reduce_mean_ref over the middle axis of [outer, n_red, inner] (and over two
- * middle axes of [outer, r0, r1, inner]): bit for bit, on data whose double sums depend on their order. */
+ * middle axes of [outer, r0, r1, inner]): bit for bit, on data whose double sums depend on their order, and on
+ * sums of NaNs of both signs (the ref's first NaN). */
 static void mean_middle(void)
 {
     static const int64_t shapes[][3] = {{3, 17, 128}, {1, 1, 5}, {2, 300, 3}, {4, 5, 1000}, {0, 3, 4}, {7, 2, 257}};
@@ -212,6 +213,17 @@ static void mean_middle(void)
                 const unsigned char reduced4[4] = {0, 1, 1, 0};
                 ptq_k_reduce_mean_ref(4, dims4, reduced4, x, y_ref);
                 snprintf(label, sizeof label, "mean over two middle axes, shape %zu", s);
+                same_bits(label, y_cpu, y_ref, n_y);
+            }
+            if (n_red > 1) { /* NaNs of both signs in one sum: the first, as the ref adds them, is the mean */
+                for (int64_t o = 0; o < outer; o++)
+                    for (int64_t i = 0; i < inner; i++) {
+                        x[(o * n_red + n_red - 1) * inner + i] = i % 2 ? NAN : -NAN;
+                        x[(o * n_red + (i % 3 == 0 ? 0 : n_red / 2)) * inner + i] = i % 2 ? -NAN : NAN;
+                    }
+                ptq_k_reduce_mean_ref(3, dims, reduced, x, y_ref);
+                ptq_k_mean_mid_cpu(outer, n_red, inner, x, y_cpu);
+                snprintf(label, sizeof label, "mean over the middle axis, NaNs of both signs, shape %zu", s);
                 same_bits(label, y_cpu, y_ref, n_y);
             }
         }

@@ -193,6 +193,14 @@ mean_mid_tile(int64_t n_red, int64_t inner, const float *x, float *y, int64_t n)
         for (int64_t i = 0; i < n; i++)
             acc[i] += x[r * inner + i];
     for (int64_t i = 0; i < n; i++)
+        if (acc[i] != acc[i]) { /* which of several NaNs a sum keeps follows its adds' operands, which the vector
+                                   loop swaps: the sum again as the ref adds it (its first NaN) */
+            double sum = 0.0;
+            for (int64_t r = 0; r < n_red; r++)
+                sum += x[r * inner + i];
+            acc[i] = sum;
+        }
+    for (int64_t i = 0; i < n; i++)
         y[i] = (float)(acc[i] / (double)n_red);
 }
 
