@@ -294,6 +294,37 @@ static void batch_case(const char *label, uint64_t seed, const conv_case *cc)
     free(y);
 }
 
+/* Strides, dilations and pads near 2^31 (the most a model may give) around a few outputs: the direct path's copy of
+ * a row (32 channels times 2^62 stride phases) is past any memory, and must be reckoned without wrapping: the
+ * im2col path runs it (its size wrapped to 0: a division by zero). */
+static void huge_geometry(void)
+{
+    const int64_t big = (int64_t)1 << 31;
+    const ptq_conv_params cases_huge[] = {
+        {1, 32, 4, 1, {1, 1, 1}, {1, 1, 1}, {1, 1, 2}, {1, big, big}, {1, 1, 1}, {0, 0, 0}, {0, 0, 1}, 0},
+    };
+    float x[32], w[256], b[4], y_ref[8], y_cpu[8];
+    test_rand_seed(4000);
+    test_fill_uniform(x, 32, -1.0f, 1.0f);
+    test_fill_uniform(w, 256, -1.0f, 1.0f);
+    test_fill_uniform(b, 4, -1.0f, 1.0f);
+    for (int c = 0; c < (int)(sizeof cases_huge / sizeof cases_huge[0]); c++) {
+        const ptq_conv_params *p = &cases_huge[c];
+        const int64_t n_y = p->n * p->c_out * p->out[1] * p->out[2];
+        ptq_k_conv_ref(p, x, w, b, y_ref);
+        for (int s = 0; s < (int)(sizeof isas / sizeof isas[0]); s++) {
+            char what[96];
+            ptq_k_conv_cpu_set_isa(isas[s]);
+            for (int64_t i = 0; i < n_y; i++)
+                y_cpu[i] = NAN;
+            ptq_k_conv_cpu(p, x, w, b, y_cpu);
+            snprintf(what, sizeof what, "huge geometry %d, %s", c, isa_names[s]);
+            test_close(what, y_cpu, y_ref, n_y, RTOL, ATOL);
+        }
+        ptq_k_conv_cpu_set_isa(-1);
+    }
+}
+
 int main(void)
 {
     char label[64];
@@ -333,5 +364,6 @@ int main(void)
         test_close("test_convtranspose channel 1 (ref)", y_ref + 25, want, 25, 0, 0);
         test_close("test_convtranspose (cpu)", y_cpu, y_ref, 50, 0, 0);
     }
+    huge_geometry();
     return test_done("parity_conv");
 }

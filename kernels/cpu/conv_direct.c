@@ -240,14 +240,16 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
     const int64_t s1 = p->stride[1], s2 = p->stride[2], phases = s1 * s2;
     const int64_t reach1 = (p->k[1] - 1) * p->dil[1] / s1, reach2 = (p->k[2] - 1) * p->dil[2] / s2;
     j.wq = p->out[2] + reach2;
-    /* rows a band: its copy within BAND_BYTES, and enough items for every worker */
-    const int64_t row_floats = j.cg_in * phases * j.wq;
+    /* rows a band: its copy within BAND_BYTES, and enough items for every worker; a single output row's copy past
+       BAND_BYTES_MAX runs the im2col path, reckoned without wrapping (strides, dilations and pads up to 2^31 give
+       phases and reaches of up to 2^62) */
+    const int64_t max_floats = (int64_t)(BAND_BYTES_MAX / sizeof(float));
+    int64_t row_floats;
+    if (__builtin_mul_overflow(j.cg_in, phases, &row_floats) || __builtin_mul_overflow(row_floats, j.wq, &row_floats) ||
+        row_floats > max_floats || reach1 >= max_floats / row_floats)
+        return 0;
     int64_t band = (int64_t)(BAND_BYTES / sizeof(float)) / row_floats - reach1;
-    if (band < 1) {
-        if ((1 + reach1) * row_floats > (int64_t)(BAND_BYTES_MAX / sizeof(float)))
-            return 0;
-        band = 1;
-    }
+    band = band < 1 ? 1 : band;
     const int64_t want = 2 * (int64_t)ptq_par_workers(), per_image = p->n * p->group;
     if (per_image < want) {
         const int64_t split = (want + per_image - 1) / per_image, even = (p->out[1] + split - 1) / split;
