@@ -295,13 +295,16 @@ static void batch_case(const char *label, uint64_t seed, const conv_case *cc)
 }
 
 /* Strides, dilations and pads near 2^31 (the most a model may give) around a few outputs: the direct path's copy of
- * a row (32 channels times 2^62 stride phases) is past any memory, and must be reckoned without wrapping: the
- * im2col path runs it (its size wrapped to 0: a division by zero). */
+ * a row (32 channels times 2^62 stride phases) and the depthwise path's padded plane (2^32 x 2^32) are past any
+ * memory, and must be reckoned without wrapping: the im2col path or the ref's loops run them (these wrapped to 0:
+ * a division by zero, and writes far outside the plane's copy). */
 static void huge_geometry(void)
 {
     const int64_t big = (int64_t)1 << 31;
     const ptq_conv_params cases_huge[] = {
         {1, 32, 4, 1, {1, 1, 1}, {1, 1, 1}, {1, 1, 2}, {1, big, big}, {1, 1, 1}, {0, 0, 0}, {0, 0, 1}, 0},
+        {1, 2, 2, 2, {1, 1, 1}, {1, 2, 2}, {1, 2, 2}, {1, big, big}, {1, big - 1, big - 1}, {0, big, big},
+         {0, big - 1, big - 1}, 0},
     };
     float x[32], w[256], b[4], y_ref[8], y_cpu[8];
     test_rand_seed(4000);

@@ -8,6 +8,7 @@
  * in tests/parity_conv.c. */
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -369,6 +370,12 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
         dw_job job = {p, x, w, b, z, lo, hi, y, NULL, 0, 0, 0, 0};
         job.ph = (p->out[1] - 1) * p->stride[1] + (p->k[1] - 1) * p->dil[1] + 1;
         job.pw = (p->out[2] - 1) * p->stride[2] + (p->k[2] - 1) * p->dil[2] + 1;
+        /* a copy no allocation holds (strides, dilations or pads near 2^31 around a few outputs, where ph * pw
+           would wrap): the reference loops, as when there is no memory for it */
+        if ((double)job.ph * (double)job.pw * (double)ptq_par_workers() > (double)(PTRDIFF_MAX / sizeof *job.pad / 2)) {
+            conv_ref_epilogue(p, x, w, b, z, lo, hi, y);
+            return;
+        }
         if (p->k[1] == 3 && p->k[2] == 3 && p->stride[1] == 1 && p->stride[2] == 1 && p->dil[1] == 1 &&
             p->dil[2] == 1) /* rows up to the last output's, then to a multiple of 16 */
             job.flat = ((p->out[1] - 1) * job.pw + p->out[2] + 15) / 16 * 16;
