@@ -3,7 +3,8 @@
  * validate -> exports (TensorRT cache, ONNX Runtime tables, JSON ranges,
  * Q/DQ ONNX). It resumes: each stage's key is the SHA-256 of its settings
  * (canonical: defaults filled in, paths by their contents or relative to
- * DIR) and of its inputs' contents (outputs of earlier stages included),
+ * DIR, --preprocess by the preprocessing it gives the model, --input sorted)
+ * and of its inputs' contents (outputs of earlier stages included),
  * kept in DIR/run.json with the SHA-256 of each file the stage wrote; a
  * stage whose key matches and whose outputs are those files is skipped, so
  * a changed input reruns exactly what depends on it. Each stage is the
@@ -41,7 +42,8 @@ static const char run_help[] =
     "stage: a refused one writes nothing. A second run with the same inputs skips the\n"
     "stages that are done (DIR/run.json holds each stage's key, the SHA-256 of its\n"
     "settings with the defaults filled in and of its inputs' contents, whatever the\n"
-    "paths' spelling, and the SHA-256 of each file it wrote); a changed input reruns\n"
+    "paths' spelling, --preprocess by the preprocessing it gives the model, whatever\n"
+    "its spelling, and the SHA-256 of each file it wrote); a changed input reruns\n"
     "what depends on it, and an output that is missing or not the file its stage wrote\n"
     "(damaged, edited) reruns that stage. Exit codes are the failing stage's; 11 when\n"
     "no plan met --budget (the best one is validated and exported all the same).\n"
@@ -98,9 +100,10 @@ enum { MAX_ARGS = 72 + 2 * CLI_MAX_REPEAT, MAX_UNKEYED = 12 };
 
 /* How an argument enters its stage's key: as written (a setting, in the canonical form run gives it), as a
  * placeholder for a file whose contents the stage's inputs hash, as the SHA-256 of a small file's contents
- * (--labels, --classes), or as an output's path relative to DIR. Spellings of the same file, another working
- * folder or DIR moved key the same. */
-typedef enum { KEY_AS_IS, KEY_INPUT, KEY_CONTENTS, KEY_IN_DIR } key_kind;
+ * (--labels, --classes), as an output's path relative to DIR, or (--preprocess's spec) as the preprocessing it
+ * gives the stage's model (pre_key). Spellings of the same file, another working folder, DIR moved or another
+ * spelling of the same preprocessing key the same. */
+typedef enum { KEY_AS_IS, KEY_INPUT, KEY_CONTENTS, KEY_IN_DIR, KEY_PREPROCESS } key_kind;
 
 /* One stage: the command and its arguments, the files it reads (hashed
  * into its key) and writes (all must exist, with the SHA-256s run.json
@@ -190,16 +193,74 @@ static ptq_status content_sha(ptq_ctx *ctx, const char *path, const ptq_dataset_
     return ptq_sha256_file(ctx, path, hex);
 }
 
+/* p in full, every field (ptq_preprocess_format leaves out the means and stds past its channel count), floats
+ * exact, then whether float images keep its scale (only where it is not 1: else they keep it whatever the spec). */
+static void pre_canon(const ptq_preprocess *p, int scale_kept, char *buf, size_t n_buf)
+{
+    snprintf(buf, n_buf, "scale=%.9g mean=%.9g,%.9g,%.9g,%.9g std=%.9g,%.9g,%.9g,%.9g channels=%d layout=%s order=%s "
+             "size=%lldx%lld resize=%lld convert=%d scale-kept=%d", (double)p->scale, (double)p->mean[0],
+             (double)p->mean[1], (double)p->mean[2], (double)p->mean[3], (double)p->std[0], (double)p->std[1],
+             (double)p->std[2], (double)p->std[3], p->n_channels, p->nhwc ? "NHWC" : "NCHW", p->bgr ? "BGR" : "RGB",
+             (long long)p->height, (long long)p->width, (long long)p->resize, p->to_convert,
+             scale_kept && p->scale != 1.0f);
+}
+
+/* The last pre_key's model path and result: the stages after smooth share their model, which no stage rewrites
+ * once they run. */
+typedef struct pre_memo {
+    char model[4300], key[512];
+} pre_memo;
+
+/* --preprocess SPEC as the stage with model M gets it: the preprocessing SPEC gives M's input on top of its
+ * metadata (ptq_model_preprocess), in full, so that key order, spacing, 0.5 for .5 or 5e-1, 1/255 for its
+ * decimal, a preset for its values, or a key the metadata already says key the same; "" when that is what M gets
+ * without --preprocess (the key of a run without it). */
+static ptq_status pre_key(ptq_ctx *ctx, pre_memo *memo, const char *model, const char *spec, char *out, size_t n_out)
+{
+    if (memo->model[0] && strcmp(model, memo->model) == 0) {
+        snprintf(out, n_out, "%s", memo->key);
+        return PTQ_OK;
+    }
+    ptq_graph *g = NULL;
+    PTQ_TRY_RET(ptq_graph_load_onnx(ctx, model, &g));
+    ptq_preprocess with, without;
+    int kept = 0, kept_none = 0;
+    ptq_status st = ptq_model_preprocess(ctx, g, spec, &with, &kept);
+    if (st == PTQ_OK)
+        st = ptq_model_preprocess(ctx, g, NULL, &without, &kept_none);
+    ptq_graph_free(g);
+    if (st != PTQ_OK)
+        return st;
+    char a[512], b[512];
+    pre_canon(&with, kept, a, sizeof a);
+    pre_canon(&without, kept_none, b, sizeof b);
+    snprintf(out, n_out, "%s", strcmp(a, b) == 0 ? "" : a);
+    if (strlen(model) < sizeof memo->model) {
+        snprintf(memo->model, sizeof memo->model, "%s", model);
+        snprintf(memo->key, sizeof memo->key, "%s", out);
+    }
+    return PTQ_OK;
+}
+
 /* The stage's key: its name, its arguments as their kinds say, and its inputs' contents. dir_len: the length of
  * DIR, which every output path starts with, then '/'. */
-static ptq_status stage_key(ptq_ctx *ctx, const stage *s, size_t dir_len, char key[65])
+static ptq_status stage_key(ptq_ctx *ctx, const stage *s, size_t dir_len, pre_memo *memo, char key[65])
 {
     ptq_sha256 h;
     ptq_sha256_init(&h);
     for (int i = 0; i < s->argc; i++) {
         const char *a = s->argv[i];
-        char hex[65];
-        if (s->kind[i] == KEY_INPUT)
+        char hex[65], pre[512];
+        if (i + 1 < s->argc && s->kind[i + 1] == KEY_PREPROCESS) { /* "--preprocess SPEC" */
+            PTQ_TRY_RET(pre_key(ctx, memo, s->inputs[0], s->argv[i + 1], pre, sizeof pre));
+            if (!pre[0]) { /* what the model gets without it: keyed as no --preprocess */
+                i++;
+                continue;
+            }
+            ptq_sha256_update(&h, a, strlen(a) + 1);
+            a = pre;
+            i++;
+        } else if (s->kind[i] == KEY_INPUT)
             a = "<input>"; /* its contents are hashed below */
         else if (s->kind[i] == KEY_IN_DIR)
             a += dir_len + 1;
@@ -501,6 +562,11 @@ static void print_summary(const char *dir, size_t dir_len, const stage *st, int 
     free(text);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 int cmd_run(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},   {"calib-data", 1, NULL},    {"data", 1, NULL},      {"out", 1, NULL},
@@ -518,6 +584,9 @@ int cmd_run(int argc, char **argv)
         return rc;
     const char *inputs[CLI_MAX_REPEAT]; /* read before the stages parse theirs */
     const int n_inputs = cli_get_all("input", inputs);
+    /* in one order, the stages' and their keys': each names another model input, and where it stands in the
+     * command line changes nothing but which of two bad ones a message names */
+    qsort(inputs, (size_t)(n_inputs < CLI_MAX_REPEAT ? n_inputs : CLI_MAX_REPEAT), sizeof inputs[0], cmp_str);
     if (cli_get(opts, n_opts, "help")) {
         fputs(run_help, stdout);
         return 0;
@@ -634,7 +703,8 @@ int cmd_run(int argc, char **argv)
         opt_as(s, "--out", p_smooth, KEY_IN_DIR), opt(s, "--alpha", smooth);
         opt_as(s, "--labels", clabels, KEY_CONTENTS), opt_as(s, "--classes", cclasses, KEY_CONTENTS);
         opt(s, "--samples", rs.calib_samples), opt(s, "--seed", rs.seed);
-        opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
+        opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
+        opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
         data_opts(s, opts, n_opts, inputs, n_inputs, 0, 1);
         model = p_smooth;
     }
@@ -650,7 +720,7 @@ int cmd_run(int argc, char **argv)
         opt(s, "--samples", rs.calib_samples);
     opt(s, "--seed", rs.seed);
     opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
-    opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
+    opt_unkeyed(s, "--threads", threads, 0), opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
     data_opts(s, opts, n_opts, inputs, n_inputs, 0, 1);
     s = &st[n_st++];
     *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data},
@@ -664,7 +734,7 @@ int cmd_run(int argc, char **argv)
     opt(s, "--method", rs.method), opt(s, "--output", output);
     opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
     opt_unkeyed(s, "--threads", threads, 0);
-    opt(s, "--preprocess", pre);
+    opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
     data_opts(s, opts, n_opts, inputs, n_inputs, 1, 1);
     /* in its key too: a report of another target's formats, placement or weights is measured again */
     opt(s, "--target", rs.target), opt(s, "--placement", rs.placement);
@@ -685,7 +755,8 @@ int cmd_run(int argc, char **argv)
         opt(s, "--class-budget", rs.class_budget[0] ? rs.class_budget : NULL);
         opt_as(s, "--data", data, KEY_INPUT), opt(s, "--samples", rs.samples), opt(s, "--seed", rs.seed);
         opt(s, "--device", rs.device), opt(s, "--math", rs.math);
-        opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0), opt(s, "--preprocess", pre);
+        opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
+        opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
         opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
         opt(s, "--output", output);
         data_opts(s, opts, n_opts, inputs, n_inputs, 1, 0); /* plan has no progress line */
@@ -708,7 +779,7 @@ int cmd_run(int argc, char **argv)
     opt_unkeyed(s, "--threads", threads, 0);
     /* with --reference FP32 runs on the first batch only, whose size the report records */
     opt_unkeyed(s, "--batch", batch, gpu || reference);
-    opt(s, "--preprocess", pre), opt_as(s, "--sensitivity", p_sens, KEY_INPUT);
+    opt_as(s, "--preprocess", pre, KEY_PREPROCESS), opt_as(s, "--sensitivity", p_sens, KEY_INPUT);
     opt_as(s, "--trace", budget ? p_trace : NULL, KEY_INPUT);
     data_opts(s, opts, n_opts, inputs, n_inputs, 1, 1);
     /* the ranges on the plan's grid where the format holds it: ranges.json FP8 with --core fp8, and ort/ and
@@ -738,6 +809,7 @@ int cmd_run(int argc, char **argv)
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     cJSON *manifest = NULL;
+    pre_memo memo = {"", ""};
     char *old_text = NULL;
     if (cli_is_writer() && !cli_get(opts, n_opts, "force") && cli_read_text(&ctx, p_manifest, &old_text) == PTQ_OK)
         manifest = cJSON_Parse(old_text);
@@ -763,7 +835,7 @@ int cmd_run(int argc, char **argv)
         char key[65] = "";
         int up_to_date = 0; /* rank 0 decides, for every rank */
         if (cli_is_writer()) {
-            ptq_status kst = stage_key(&ctx, s, dir_len, key);
+            ptq_status kst = stage_key(&ctx, s, dir_len, &memo, key);
             const cJSON *done_key = cJSON_GetObjectItemCaseSensitive(manifest, s->name);
             rc = kst != PTQ_OK ? cli_report("run", &ctx, kst) : 0;
             const char *which = NULL;

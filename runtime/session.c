@@ -275,6 +275,50 @@ static int image_model(const ptq_graph *g)
     return g->n_inputs == 1 && g->values[g->inputs[0]].dtype == PTQ_DT_FLOAT && g->values[g->inputs[0]].ndim == 4;
 }
 
+/* The preprocessing of image model g's input before any data is read: the input's layout, channels and size, then
+ * its ptq.preprocess metadata, then spec (NULL: none), each overriding only the keys it names, with spec's
+ * refusals. *normalizes: whether the metadata or spec names scale, mean, std, order or a preset (a Keras import's
+ * metadata gives only its layout). */
+static ptq_status image_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char *spec, ptq_preprocess *p,
+                                   int *normalizes)
+{
+    const ptq_value *in = &g->values[g->inputs[0]];
+    ptq_preprocess_default(p);
+    input_geometry(in, p);
+    const ptq_preprocess model_geometry = *p;
+    const char *meta = ptq_graph_meta(g, "ptq.preprocess");
+    int meta_normalizes = 0, named = 0;
+    if (meta)
+        PTQ_TRY_RET(ds_preprocess_parse(ctx, meta, p, &meta_normalizes));
+    if (spec) {
+        const ptq_preprocess from_meta = *p;
+        PTQ_TRY_RET(ds_preprocess_parse(ctx, spec, p, &named));
+        PTQ_TRY_RET(check_geometry(ctx, spec, in, &model_geometry, p));
+        PTQ_TRY_RET(check_order_flip(ctx, spec, meta, &from_meta, p, named));
+    }
+    *normalizes = meta_normalizes || named;
+    return PTQ_OK;
+}
+
+ptq_status ptq_model_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char *spec, ptq_preprocess *p,
+                                int *scale_kept)
+{
+    int normalizes = 0;
+    *scale_kept = 0;
+    if (!image_model(g)) {
+        ptq_preprocess_default(p);
+        if (spec)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--preprocess applies to image inputs; the model's %d input%s "
+                            "are fed as stored", g->n_inputs, g->n_inputs == 1 ? "" : "s");
+        return PTQ_OK;
+    }
+    ptq_preprocess q;
+    PTQ_TRY_RET(image_preprocess(ctx, g, spec, &q, &normalizes));
+    *p = q;
+    *scale_kept = spec_names(spec, "scale");
+    return PTQ_OK;
+}
+
 /* Each --input entry names a model input, once, and a dataset. */
 static ptq_status check_input_map(ptq_ctx *ctx, const ptq_session_opts *o, const ptq_graph *g)
 {
@@ -487,24 +531,10 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         }
         dopts.images_key = o->inputs[0].dataset;
     }
-    /* the model's input gives layout, channels and size; its metadata and
-     * then --preprocess override only the keys they name */
-    ptq_preprocess_default(&s->pre);
-    input_geometry(in, &s->pre);
-    const ptq_preprocess model_geometry = s->pre;
     const char *meta = ptq_graph_meta(g, "ptq.preprocess");
-    /* whether the metadata, then --preprocess, name scale, mean, std, order or a preset (a Keras import's
-     * metadata gives only its layout) */
-    int meta_normalizes = 0, normalizes = 0;
-    if (meta)
-        PTQ_TRY(st, ds_preprocess_parse(ctx, meta, &s->pre, &meta_normalizes), fail);
-    if (o->preprocess) {
-        const ptq_preprocess from_meta = s->pre;
-        PTQ_TRY(st, ds_preprocess_parse(ctx, o->preprocess, &s->pre, &normalizes), fail);
-        PTQ_TRY(st, check_geometry(ctx, o->preprocess, in, &model_geometry, &s->pre), fail);
-        PTQ_TRY(st, check_order_flip(ctx, o->preprocess, meta, &from_meta, &s->pre, normalizes), fail);
-    }
-    if (!meta_normalizes && !normalizes)
+    int normalizes = 0;
+    PTQ_TRY(st, image_preprocess(ctx, g, o->preprocess, &s->pre, &normalizes), fail);
+    if (!normalizes)
         note(s,
              "warning: the model%s and %s; assuming pixels scaled to [0, 1] "
              "(scale=1/255 mean=0 std=1 order=RGB layout=%s); %s (e.g. imagenet) if the model was trained "

@@ -13,7 +13,8 @@ new alpha reruns everything), and on a model without a LayerNorm to smooth
 stops at that stage with its exit 5. A bad flag value (and a data set flag a
 stage would refuse: --output, --input, --preprocess, --labels, --images-key...)
 or an --out that is a file stops the run before its first stage, writing
-nothing. Resume keys do not depend on how paths and defaults are spelled;
+nothing. Resume keys do not depend on how paths and defaults are spelled,
+nor on how --preprocess spells the same preprocessing (another mean reruns);
 an output that is not the file its stage wrote reruns that stage. With
 --target ort-cpu, ort/ and ranges.json are what `ptq export --target
 ort-cpu` writes; with --core fp8-e5m2, ranges.json is on the plan's FP8
@@ -128,6 +129,30 @@ def main():
         rc, out, err = ptq(*base, "--threads", "1", "--batch", "37")
         check("another --threads and --batch: every stage skipped", rc == 0 and not any(stages(out).values()),
               f"exit {rc}: {out[-300:]} {err[-300:]}")
+        # --preprocess keys by the preprocessing it gives the model, not by its text: the model's own metadata
+        # (scale=0.0039... mean=0.286 std=0.353 layout=NCHW channels=1) respelled keys as no --preprocess; another
+        # mean reruns what reads images and what reads their outputs; key order, spacing, 3e-1 for 0.3 and 1/255
+        # for its decimal do not
+        rc, out, err = ptq(*base, "--preprocess", " std=.353  mean=2.86e-1 layout=nchw channels=1")
+        check("--preprocess restating the model's metadata, respelled: every stage skipped",
+              rc == 0 and len(stages(out)) == 8 and not any(stages(out).values()),
+              f"exit {rc}: {out[-300:]} {err[-300:]}")
+        rc, out, err = ptq(*base, "--preprocess", "mean=0.3 scale=1/255")
+        rerun = {k for k, v in stages(out).items() if v}
+        with h5py.File(J("out", "calib.h5")) as f:
+            recorded = f.attrs.get("preprocess", b"")
+        recorded = recorded.decode() if isinstance(recorded, bytes) else str(recorded)
+        check("--preprocess mean=0.3: calibrate, sensitivity and validate rerun, the archive records mean=0.3",
+              rc == 0 and {"calibrate", "sensitivity", "validate"} <= rerun and " mean=0.300000012 " in recorded,
+              f"exit {rc}: {sorted(rerun)} {recorded} {err[-300:]}")
+        rc, out, err = ptq(*base, "--preprocess", "  layout=NCHW std=0.353\tscale=0.00392156862745098   mean=3e-1 ")
+        check("the same preprocessing respelled (order, spacing, 3e-1, the decimal of 1/255): every stage skipped",
+              rc == 0 and len(stages(out)) == 8 and not any(stages(out).values()),
+              f"exit {rc}: {out[-300:]} {err[-300:]}")
+        rc, out, err = ptq(*base)
+        rerun = {k for k, v in stages(out).items() if v}
+        check("no --preprocess again: calibrate, sensitivity and validate rerun",
+              rc == 0 and {"calibrate", "sensitivity", "validate"} <= rerun, f"exit {rc}: {sorted(rerun)} {err[-300:]}")
         # --math: fp32 spelled out keys as the default; another math reruns calibrate and the stages that take it
         # (on the CPU, with eval's note, the same FP32 archive: the plan and exports, which read it, are skipped)
         rc, out, err = ptq(*base, "--math", "fp32")

@@ -155,6 +155,20 @@ def main():
             check("onnxruntime runs the Q/DQ export on the int64 inputs, near FP32",
                   q.shape == want.shape and np.allclose(q, want, atol=0.05 * np.abs(want).max()),
                   f"max diff {np.abs(q - want).max()} of {np.abs(want).max()}")
+        # the --input entries in another order: the same mapping, every stage skipped; another mapping reruns
+        stages = lambda so: {l[3:].split(":")[0]: "skipped" not in l for l in so.splitlines()
+                             if l.startswith("== ") and "done" not in l}
+        rc, so, se = ptq("run", "--model", model, "--calib-data", renamed, "--data", renamed, "--out", out,
+                         "--input", "attention_mask=mask", "--input", "input_ids=tokens", "--samples", "0")
+        check("run: --input entries in another order: every stage skipped",
+              rc == 0 and len(stages(so)) == 8 and not any(stages(so).values()), f"rc {rc}: {so[-300:]} {se[-300:]}")
+        with h5py.File(renamed, "a") as f:
+            f["mask2"] = np.ones_like(mask, dtype=np.uint8)
+        rc, so, se = ptq("run", "--model", model, "--calib-data", renamed, "--data", renamed, "--out", out,
+                         "--input", "attention_mask=mask2", "--input", "input_ids=tokens", "--samples", "0")
+        check("run: attention_mask=mask2: calibrate and the stages that read the data rerun",
+              rc == 0 and {"calibrate", "sensitivity", "validate"} <= {k for k, v in stages(so).items() if v},
+              f"rc {rc}: {so[-300:]} {se[-300:]}")
         for cmd in ("eval", "calibrate", "validate", "sensitivity", "plan", "run"):
             rc, so, _ = ptq(cmd, "--help")
             check(f"{cmd} --help names --input", rc == 0 and "--input NAME=DATASET" in so)

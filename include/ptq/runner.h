@@ -99,6 +99,16 @@ PTQ_API ptq_status ptq_session_input_meta(ptq_ctx *ctx, const ptq_session *s, in
  * (ptq_preprocess_format), or with named inputs "inputs=NAME:DATASET,..."
  * for every model input in order. Into buf[n_buf]; returns buf. */
 PTQ_API char *ptq_session_data_spec(const ptq_session *s, char *buf, size_t n_buf);
+/* The preprocessing ptq_session_open gives the image input of model g before it reads any data: the input's
+ * layout, channels and size, then g's ptq.preprocess metadata, then spec (NULL: none), each overriding the keys it
+ * names, with the session's refusals of spec (PTQ_ERR_INVALID_ARG: a bad item, one contradicting the input, a
+ * spec for a model that is not one image input). *scale_kept: 1 when spec names scale=, which float images then
+ * keep; otherwise, where p->scale is not 1, the session picks 1 or p->scale from their values. The data decides
+ * nothing else but a dynamic input's channels and size; so two specs giving equal *p and *scale_kept (or p->scale
+ * 1) preprocess every image alike, however they are written (ptq run's resume keys compare them so). A model that
+ * is not one image input gives the defaults. */
+PTQ_API ptq_status ptq_model_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char *spec, ptq_preprocess *p,
+                                        int *scale_kept);
 /* How inferring the graph's shapes at batch 1 went when the session
  * opened: PTQ_OK, or that failure again in ctx. For callers that need every
  * tensor's dtype and shape (tensor selection, plans). */
