@@ -129,6 +129,7 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    ptq_hdf5_check_main(argc, argv); /* the HDF5 check's fresh process ends here; else it is one from now on */
     cli_mark("start"); /* --profile's timeline starts here */
     pick_blas_kernels(argv);
     ptq_atomic_cleanup_on_signals(); /* no temporary file outlives Ctrl-C or a kill */

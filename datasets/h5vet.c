@@ -10,12 +10,23 @@
  * crashes, trips a sanitizer, runs out of either, or finds a compact
  * dataset shorter than it declares makes the file refused
  * (PTQ_ERR_FORMAT); only then does the process itself read the file.
+ * The child is a fresh process where it can be: a program that calls
+ * ptq_hdf5_check_main first in main (the ptq command does) is started
+ * again (posix_spawn of /proc/self/exe) to check the file. A fork of the
+ * caller would inherit every lock another of its threads held at that
+ * moment, and its libhdf5 calls and allocations would wait on them for
+ * ever: libhdf5's (Debian's is built thread-safe: one lock around every
+ * call), taken by a thread reading another file, which makes the wall
+ * limit refuse a sound file; or a sanitizer allocator's, taken by the
+ * reports' hashing thread. Other programs get the fork, as before.
  * Covered by tests/badinput_test.py (forged archives and image sets) and
  * the fuzz_hdf5_set / fuzz_archive harnesses. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +42,13 @@
 #define VET_WALL_SECONDS 120 /* and its time waiting for a slow file system, at most (then once more) */
 #define VET_FLOOR ((uint64_t)64 << 20) /* the child's allowance under the smallest --max-memory */
 #define VET_MAX_STRINGS (1 << 24) /* ds_h5_read_strings's bound: larger string datasets are never read */
+
+/* argv[1] of the check's fresh process: argv[2..6] the path, all (0/1), the allowance, the wall seconds and the
+ * stall flag (tests) */
+#define VET_ARG "--ptq-hdf5-check-child"
+
+/* 1 once the program called ptq_hdf5_check_main: /proc/self/exe runs the check when started with VET_ARG */
+static atomic_int vet_spawn;
 
 /* the child's exit codes */
 enum { VET_READ = 0, VET_NO_OPEN = 1, VET_MEMORY = 2, VET_UNREADABLE = 3, VET_SANITIZER = 4, VET_SHORT = 5 };
@@ -214,6 +232,50 @@ static int vet_child(const char *path, int all, uint64_t allowance, int wall_s, 
     return v.short_ ? VET_SHORT : v.memory ? VET_MEMORY : v.failed ? VET_UNREADABLE : VET_READ;
 }
 
+void ptq_hdf5_check_main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], VET_ARG) != 0) {
+        atomic_store(&vet_spawn, 1);
+        return;
+    }
+    if (argc != 7)
+        _exit(VET_NO_OPEN); /* not the library's call: nothing checked, the open that follows says why */
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_h5_register_zstd(&ctx); /* the caller's process had it registered: its compressed data reads the same */
+    _exit(vet_child(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10), atoi(argv[5]), atoi(argv[6])));
+}
+
+/* The check of path in a fresh process of this program (ptq_hdf5_check_main), into *pid; -1 when it cannot start
+ * (the caller forks instead). */
+static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wall_s, int stall, pid_t *pid)
+{
+    char a_all[8], a_allowance[32], a_wall[16], a_stall[8];
+    snprintf(a_all, sizeof a_all, "%d", all != 0);
+    snprintf(a_allowance, sizeof a_allowance, "%llu", (unsigned long long)allowance);
+    snprintf(a_wall, sizeof a_wall, "%d", wall_s);
+    snprintf(a_stall, sizeof a_stall, "%d", stall != 0);
+    char *argv[] = {"ptq-hdf5-check", VET_ARG, (char *)path, a_all, a_allowance, a_wall, a_stall, NULL};
+    /* no signal blocked, every one at its default: the limits' signals end it, whatever the caller's handlers */
+    sigset_t none, every;
+    sigemptyset(&none);
+    sigfillset(&every);
+    sigdelset(&every, SIGKILL);
+    sigdelset(&every, SIGSTOP);
+    posix_spawnattr_t at;
+    if (posix_spawnattr_init(&at) != 0)
+        return -1;
+    int e = posix_spawnattr_setsigmask(&at, &none);
+    if (!e)
+        e = posix_spawnattr_setsigdefault(&at, &every);
+    if (!e)
+        e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (!e)
+        e = posix_spawn(pid, "/proc/self/exe", NULL, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
+    return e ? -1 : 0;
+}
+
 ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
 {
     struct stat sb;
@@ -230,17 +292,21 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
     const char *stall_env = getenv("PTQ_TEST_VET_STALL");
     const int n_stall = stall_env ? atoi(stall_env) : 0, wall_s = n_stall > 0 ? 2 : VET_WALL_SECONDS;
     int status = 0;
-    /* A child the wall-clock alarm ended having used almost no processor time was stuck, not reading: a lock
-     * another thread of this process held at the fork (the reports' hashing thread inside the allocator, which
-     * sanitizer runtimes do not always make fork-safe) or a stalled file system. One more child, then the
-     * verdict; a walk a malformed file loops in burns processor time and ends by SIGXCPU. */
+    /* A child the wall-clock alarm ended having used almost no processor time was stuck, not reading: a stalled
+     * file system or, for a forked child, a lock another thread of this process held at the fork (see the top of
+     * the file). One more child, then the verdict; a walk a malformed file loops in burns processor time and ends
+     * by SIGXCPU. */
     for (int attempt = 0;; attempt++) {
-        const pid_t pid = fork();
-        if (pid < 0)
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path,
-                            strerror(errno));
-        if (pid == 0)
-            _exit(vet_child(path, all_datasets, allowance, wall_s, attempt < n_stall));
+        pid_t pid = -1;
+        if (!atomic_load(&vet_spawn) ||
+            vet_spawn_child(path, all_datasets, allowance, wall_s, attempt < n_stall, &pid) != 0) {
+            pid = fork();
+            if (pid < 0)
+                return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path,
+                                strerror(errno));
+            if (pid == 0)
+                _exit(vet_child(path, all_datasets, allowance, wall_s, attempt < n_stall));
+        }
         struct rusage ru;
         while (wait4(pid, &status, 0, &ru) < 0)
             if (errno != EINTR)

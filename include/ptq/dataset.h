@@ -297,6 +297,14 @@ PTQ_API ptq_status ptq_dataset_write_hdf5(ptq_ctx *ctx, const char *path, const 
 
 /* Registers the zstd HDF5 filter (id 32015) with the HDF5 library; idempotent. */
 PTQ_API ptq_status ptq_h5_register_zstd(ptq_ctx *ctx);
+/* Call first in main() of a program that links libptq (the ptq command does): when argv is the library's HDF5
+ * check (it reads every HDF5 file it is given in a child process first, under memory and time limits, so that a
+ * malformed file that crashes or hangs libhdf5 is refused), runs it and exits; otherwise returns at once, and from
+ * then on the library starts that child as a fresh process of this program (posix_spawn of /proc/self/exe)
+ * instead of a fork of the caller. A fork inherits the locks the caller's other threads hold at that moment
+ * (libhdf5's one lock while another thread reads a file, an allocator's), and its child can wait on them for
+ * ever, refusing a sound file when its time limit ends it. Programs that do not call it get the fork. */
+PTQ_API void ptq_hdf5_check_main(int argc, char **argv);
 
 #ifdef __cplusplus
 }
