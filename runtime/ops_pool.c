@@ -23,7 +23,9 @@ ptq_status ptq_op_pool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params
     p->c = x->dims[1];
     ptq_window_export(&w, p->in, p->out, p->k, p->stride, p->dil, p->pad_lo, p->pad_hi);
     p->count_include_pad = ptq_node_attr_int(io->node, "count_include_pad", 0) != 0;
-    return PTQ_OK;
+    /* the ref walks every tap of every window (2^93 for kernels of 2^31 on three axes), and tap counts
+       (count_include_pad's) must not wrap: one image's taps bounded */
+    return ptq_window_check_work(ctx, io, &w, p->c, 1);
 }
 
 static ptq_status pool_infer(ptq_ctx *ctx, ptq_op_io *io)

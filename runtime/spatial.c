@@ -181,6 +181,58 @@ done:
     return st;
 }
 
+/* a * b, or INT64_MAX when it passes int64 (a, b >= 0). */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* The failure of ptq_window_check_work: channels x pos x fan x w's kernel taps, pos the positions named where
+ * ("output", or "input" for a ConvTranspose's scatter, whose fan is output channels). */
+static ptq_status work_fail(ptq_ctx *ctx, const ptq_op_io *io, const ptq_window *w, const int64_t *pos,
+                           const char *where, int64_t channels, int64_t fan)
+{
+    char ks[96], ps[96];
+    int64_t pd[PTQ_SPATIAL + 1];
+    double work = (double)channels * (double)fan;
+    pd[0] = channels;
+    for (int i = 0; i < w->n_spatial; i++) {
+        const int s = PTQ_SPATIAL - w->n_spatial + i;
+        pd[1 + i] = pos[s];
+        work *= (double)pos[s] * (double)w->k[s];
+    }
+    return ptq_op_unsupported(ctx, io,
+                              "kernel [%s] over %lld %s channel%s with %s [%s] per image: %.3g taps, more than the "
+                              "2^40 ptq runs in one node per image (kernel_shape, strides, dilations and pads set it)",
+                              ptq_dims_str(w->k + PTQ_SPATIAL - w->n_spatial, w->n_spatial, ks, sizeof ks),
+                              (long long)fan, pos == w->out ? "input" : "output", fan == 1 ? "" : "s", where,
+                              ptq_dims_str(pd, w->n_spatial + 1, ps, sizeof ps), work);
+}
+
+/* channels x pos's positions x fan x w's kernel positions, saturating at INT64_MAX; 0 when channels x pos's
+ * positions alone pass int64: an output int64 cannot count is ptq_window_output's to refuse (shape inference
+ * calls it before anything runs), as it refuses it for any op. */
+static int64_t window_work(const ptq_window *w, const int64_t *pos, int64_t channels, int64_t fan)
+{
+    int64_t elems = channels, work;
+    for (int s = 0; s < PTQ_SPATIAL; s++)
+        if (__builtin_mul_overflow(elems, pos[s], &elems))
+            return 0;
+    work = sat_mul(elems, fan);
+    for (int s = 0; s < PTQ_SPATIAL; s++)
+        work = sat_mul(work, w->k[s]);
+    return work;
+}
+
+ptq_status ptq_window_check_work(ptq_ctx *ctx, const ptq_op_io *io, const ptq_window *w, int64_t channels,
+                                 int64_t fan)
+{
+    if (window_work(w, w->out, channels, fan) <= PTQ_WINDOW_WORK_MAX)
+        return PTQ_OK;
+    return work_fail(ctx, io, w, w->out, "output", channels, fan);
+}
+
 /* ONNX floor(t / 2), t of either sign (onnx's reference splits pads with Python's //). */
 static int64_t floor_half(int64_t t)
 {
@@ -308,7 +360,12 @@ static ptq_status conv_params_fill(ptq_ctx *ctx, const ptq_op_io *io, const ptq_
     p->c_out = c_out;
     p->group = group;
     ptq_window_export(win, p->in, p->out, p->k, p->stride, p->dil, p->pad_lo, p->pad_hi);
-    return PTQ_OK;
+    /* every output reads its group's input channels through the kernel (the ref's loops, a ConvTranspose's
+       gather); a ConvTranspose also scatters every input through its group's output channels' kernels */
+    ptq_status st = ptq_window_check_work(ctx, io, win, c_out, c_in / group);
+    if (st == PTQ_OK && transposed && window_work(win, win->in, c_in, c_out / group) > PTQ_WINDOW_WORK_MAX)
+        st = work_fail(ctx, io, win, win->in, "input", c_in, c_out / group);
+    return st;
 }
 
 ptq_status ptq_conv_parse(ptq_ctx *ctx, const ptq_op_io *io, int transposed, ptq_conv_params *p)

@@ -33,6 +33,17 @@ enum {
 ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *x, const int64_t *kernel,
                             unsigned flags, ptq_window *w);
 
+/* The most work one image may take in one window node: PTQ_WINDOW_WORK_MAX taps (a convolution's
+ * multiply-adds, a pool's window reads), 2^40, some 2^38 in the heaviest real layers (3x3 convolutions of
+ * 64 channels on 4K frames); the kernels' tap counts and offsets stay far from int64's range under it. */
+#define PTQ_WINDOW_WORK_MAX ((int64_t)1 << 40)
+
+/* PTQ_ERR_UNSUPPORTED naming the node, its kernel and output when one image's work on w passes
+ * PTQ_WINDOW_WORK_MAX: channels x w's output positions x fan x w's kernel positions, fan the input
+ * channels each output reads (a convolution's per group, 1 for a pool). */
+ptq_status ptq_window_check_work(ptq_ctx *ctx, const ptq_op_io *io, const ptq_window *w, int64_t channels,
+                                 int64_t fan);
+
 /* Conv (transposed 0: W [M, C/group, k...]) and ConvTranspose (1: W [C,
  * M/group, k...]) over X [N, C, spatial...] with the optional bias B [M]:
  * no attribute ptq does not know (one it ignored would change the result),
