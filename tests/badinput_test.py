@@ -44,7 +44,7 @@ def run(args, env=None, timeout=300):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
-def case(name, args, code, fragment="", env=None, out_check=None, secs=None):
+def case(name, args, code, fragment="", env=None, out_check=None, secs=None, timeout=300):
     """One catalogue entry: ptq args -> exit code, a fragment of stderr, and
     for failures exactly one error line and no temporary left in T."""
     global cases
@@ -52,7 +52,7 @@ def case(name, args, code, fragment="", env=None, out_check=None, secs=None):
         return
     cases += 1
     t0 = time.time()
-    rc, out, err = run(args, env)
+    rc, out, err = run(args, env, timeout)
     took = time.time() - t0
     lines = [l for l in err.splitlines() if "error:" in l]
     ok = rc == code and fragment in err
@@ -266,6 +266,128 @@ def models():
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
     case("onnx: two inputs, no datasets of their names", ["eval", "--model", J("two_in.onnx"), "--data", J("good.h5")],
          7, "--input NAME=DATASET")
+
+# ---- window geometry ----
+
+G = 1 << 31  # the largest kernel, stride, dilation or pad ptq_window_parse accepts
+
+
+def window_model(path, nodes, inits, spatial5=False, c=10):
+    """x [N, 1, 28, 28] -> Conv 1x1 to c channels ("a"; [N, c, 28, 28, 1] as "a5" when spatial5) -> nodes
+    (reading "a" or "a5", writing "p" of 10 channels) -> GlobalAveragePool -> Flatten -> y [N, 10]."""
+    from onnx import TensorProto, helper, numpy_helper
+    pre = [helper.make_node("Conv", ["x", "w_in"], ["a"], name="conv_in", kernel_shape=[1, 1])]
+    inits = [numpy_helper.from_array(np.linspace(0.5, 1.5, c, dtype=np.float32).reshape(c, 1, 1, 1), "w_in"),
+             *inits]
+    if spatial5:
+        pre.append(helper.make_node("Reshape", ["a", "shape5"], ["a5"], name="to5d"))
+        inits.append(numpy_helper.from_array(np.array([0, 10, 28, 28, 1], np.int64), "shape5"))
+    post = [helper.make_node("GlobalAveragePool", ["p"], ["g"], name="gap"),
+            helper.make_node("Flatten", ["g"], ["y"], name="flat")]
+    onnx_model(path, pre + nodes + post, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits)
+
+
+def same_logits(name, model):
+    """model runs on cpu and on ref (exit 0, 8 images) with logits that agree (the pools bit for bit, the
+    convolutions within 1e-4), and calibrates."""
+    if ONLY and ONLY not in name:
+        return
+    got = {}
+    for dev in ("ref", "cpu"):
+        case(f"{name}, eval --device {dev} runs", ["eval", "--model", model, "--data", J("good.h5"), "--limit", "8",
+                                                    "--device", dev, "--logits", J(f"win-{dev}.npy")], 0, secs=60,
+             timeout=120)
+        got[dev] = np.load(J(f"win-{dev}.npy")) if os.path.exists(J(f"win-{dev}.npy")) else None
+        if os.path.exists(J(f"win-{dev}.npy")):
+            os.remove(J(f"win-{dev}.npy"))
+    ok = got["ref"] is not None and got["cpu"] is not None and got["ref"].shape == got["cpu"].shape and \
+        np.allclose(got["ref"], got["cpu"], rtol=1e-4, atol=1e-6, equal_nan=True)
+    check(f"{name}: cpu logits match ref", ok, "" if ok else f"{got}")
+    case(f"{name}, calibrate runs", ["calibrate", "--model", model, "--data", J("good.h5"), "--out", J("win-cal.h5")],
+         0, secs=60, timeout=120)
+    if os.path.exists(J("win-cal.h5")):
+        os.remove(J("win-cal.h5"))
+
+
+def refused(name, model, node, fragment):
+    """model refused (exit 5) naming node, the fragment and the limit, by eval on cpu and ref, calibrate and info,
+    at once."""
+    want = lambda out, err: fragment in err and "more than the 2^40 ptq runs in one node per image" in err
+    for what, cmd in (("eval cpu", ["eval", "--device", "cpu"]), ("eval ref", ["eval", "--device", "ref"]),
+                      ("calibrate", ["calibrate", "--out", J("win-cal.h5")])):
+        case(f"{name}, {what} refuses", [cmd[0], "--model", model, "--data", J("good.h5"), *cmd[1:]], 5,
+             f"node '{node}'", out_check=want, secs=20, timeout=60)
+    case(f"{name}, info refuses", ["info", model], 5, f"node '{node}'", out_check=want, secs=20, timeout=60)
+
+
+def windows():
+    """Strides, dilations, pads and kernels near 2^31 (what ptq_window_parse accepts): each model runs, cpu as
+    ref, or is refused naming the node; never a crash, a hang or an allocation of what the geometry implies."""
+    from onnx import helper, numpy_helper
+    # the two Convs a review found killing ptq eval (tests/parity_conv.c holds them at kernel level): the direct
+    # path's row copy (strides 2^31: SIGFPE) and the depthwise path's padded plane (SIGSEGV)
+    w = numpy_helper.from_array(np.linspace(-1, 1, 10 * 32 * 2, dtype=np.float32).reshape(10, 32, 1, 2), "w")
+    window_model(J("win_direct.onnx"), [helper.make_node("Conv", ["a", "w"], ["p"], name="conv_direct",
+                                                         kernel_shape=[1, 2], strides=[G, G], pads=[0, 0, 0, 1])],
+                 [w], c=32)
+    same_logits("window: Conv, strides 2^31 (direct path)", J("win_direct.onnx"))
+    w = numpy_helper.from_array(np.linspace(-1, 1, 10 * 4, dtype=np.float32).reshape(10, 1, 2, 2), "w")
+    window_model(J("win_dw.onnx"), [helper.make_node("Conv", ["a", "w"], ["p"], name="conv_dw", kernel_shape=[2, 2],
+                                                     group=10, strides=[G, G], dilations=[G - 1, G - 1],
+                                                     pads=[G, G, G - 1, G - 1])], [w])
+    same_logits("window: depthwise Conv, strides, dilations and pads near 2^31", J("win_dw.onnx"))
+    w = numpy_helper.from_array(np.linspace(-1, 1, 10 * 10 * 2, dtype=np.float32).reshape(10, 10, 2, 1, 1), "w")
+    window_model(J("win_conv3d.onnx"), [helper.make_node("Conv", ["a5", "w"], ["p"], name="conv_3d",
+                                                         kernel_shape=[2, 1, 1], strides=[G, G, G],
+                                                         dilations=[G, 1, 1], pads=[G, G, 0, G - 1, 1, G])], [w],
+                 spatial5=True)
+    same_logits("window: 3-D Conv, strides, dilations and pads near 2^31", J("win_conv3d.onnx"))
+    w = numpy_helper.from_array(np.linspace(-1, 1, 10 * 4, dtype=np.float32).reshape(10, 1, 2, 2), "w")
+    window_model(J("win_convt.onnx"), [helper.make_node("ConvTranspose", ["a", "w"], ["p"], name="convt_far",
+                                                        kernel_shape=[2, 2], group=10, dilations=[G, G],
+                                                        pads=[G, G, 0, 0])], [w])
+    same_logits("window: ConvTranspose, dilations 2^31 cropped by pads 2^31", J("win_convt.onnx"))
+    for op in ("MaxPool", "AveragePool"):
+        extra = {"count_include_pad": 1} if op == "AveragePool" else {}
+        window_model(J(f"win_{op}.onnx"), [helper.make_node(op, ["a"], ["p"], name=f"{op.lower()}_far",
+                                                            kernel_shape=[2, 3], strides=[G, G - 1],
+                                                            dilations=[G - 1, G], pads=[G - 1, G - 1, G, G],
+                                                            **extra)],
+                     [])
+        same_logits(f"window: {op}, strides, dilations and pads near 2^31", J(f"win_{op}.onnx"))
+        window_model(J(f"win_{op}_3d.onnx"), [helper.make_node(op, ["a5"], ["p"], name=f"{op.lower()}_3d",
+                                                               kernel_shape=[3, 1 << 12, 2], strides=[1, G, G],
+                                                               dilations=[1, 1, G], pads=[1, 0, G, 1, G, 0],
+                                                               ceil_mode=1, **extra)],
+                     [], spatial5=True)
+        same_logits(f"window: 3-D {op}, ceil_mode, a kernel of 2^12 past the input, pads 2^31", J(f"win_{op}_3d.onnx"))
+    # windows of 2^93 taps over a few outputs: the ref walked every tap (a hang), AveragePool's count_include_pad
+    # count wrapped to 0 (UBSan: signed overflow; the average of 0 taps)
+    for op in ("MaxPool", "AveragePool"):
+        extra = {"count_include_pad": 1} if op == "AveragePool" else {}
+        window_model(J(f"win_{op}_huge.onnx"), [helper.make_node(op, ["a5"], ["p"], name=f"{op.lower()}_huge",
+                                                                 kernel_shape=[G, G, G], pads=[1 << 30] * 6,
+                                                                 **extra)], [], spatial5=True)
+        refused(f"window: 3-D {op} of 2^93 taps", J(f"win_{op}_huge.onnx"), f"{op.lower()}_huge",
+                "kernel [2147483648x2147483648x2147483648] over 1 input channel with output [10x29x29x2] per image: "
+                "1.67e+32 taps")
+    window_model(J("win_max_wide.onnx"), [helper.make_node("MaxPool", ["a"], ["p"], name="maxpool_wide",
+                                                           kernel_shape=[1 << 21, 1 << 21], pads=[1 << 20] * 4)], [])
+    refused("window: MaxPool of 2^42 taps per output", J("win_max_wide.onnx"), "maxpool_wide",
+            "kernel [2097152x2097152] over 1 input channel with output [10x29x29]")
+    # a 1024x1024 Conv (4 MiB of weights) padded to 2049x2049 outputs: 2^42 multiply-adds per image; a
+    # 1024x2048 ConvTranspose: 1051x2075 outputs each gathering 2^21 taps (2^42)
+    w = numpy_helper.from_array(np.full((1, 1, 1024, 1024), 1e-6, np.float32), "w")
+    window_model(J("win_conv_work.onnx"), [helper.make_node("Conv", ["a", "w"], ["p"], name="conv_work",
+                                                            pads=[1522] * 4)], [w], c=1)
+    refused("window: Conv of 2^42 multiply-adds per image", J("win_conv_work.onnx"), "conv_work",
+            "kernel [1024x1024] over 1 input channel with output [1x2049x2049] per image: 4.4e+12 taps")
+    w = numpy_helper.from_array(np.full((1, 1, 1024, 2048), 1e-6, np.float32), "w")
+    window_model(J("win_convt_work.onnx"), [helper.make_node("ConvTranspose", ["a", "w"], ["p"], name="convt_work",
+                                                             pads=[0] * 4)], [w], c=1)
+    refused("window: ConvTranspose of 2^42 taps per image", J("win_convt_work.onnx"), "convt_work",
+            "kernel [1024x2048] over 1 input channel with output [1x1051x2075] per image: 4.57e+12 taps")
 
 
 def hdf5_sets():
@@ -772,6 +894,7 @@ def main():
     try:
         good_set()
         models()
+        windows()
         hdf5_sets()
         archives()
         plans()
