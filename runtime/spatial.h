@@ -34,9 +34,10 @@ ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor 
                             unsigned flags, ptq_window *w);
 
 /* The most work one image may take in one window node: PTQ_WINDOW_WORK_MAX taps (a convolution's
- * multiply-adds, a pool's window reads), 2^40, some 2^38 in the heaviest real layers (3x3 convolutions of
- * 64 channels on 4K frames); the kernels' tap counts and offsets stay far from int64's range under it. */
-#define PTQ_WINDOW_WORK_MAX ((int64_t)1 << 40)
+ * multiply-adds, a pool's window reads), 2^44: a 3x3 convolution of 64 channels on a 4K frame is some 2^38,
+ * a 3x3x3 one of 32 channels on a 512^3 volume 2^42; the kernels' tap counts and offsets stay far from
+ * int64's range under it. */
+#define PTQ_WINDOW_WORK_MAX ((int64_t)1 << 44)
 
 /* PTQ_ERR_UNSUPPORTED naming the node, its kernel and output when one image's work on w passes
  * PTQ_WINDOW_WORK_MAX: channels x w's output positions x fan x w's kernel positions, fan the input

@@ -313,7 +313,7 @@ def same_logits(name, model):
 def refused(name, model, node, fragment):
     """model refused (exit 5) naming node, the fragment and the limit, by eval on cpu and ref, calibrate and info,
     at once."""
-    want = lambda out, err: fragment in err and "more than the 2^40 ptq runs in one node per image" in err
+    want = lambda out, err: fragment in err and "more than the 2^44 ptq runs in one node per image" in err
     for what, cmd in (("eval cpu", ["eval", "--device", "cpu"]), ("eval ref", ["eval", "--device", "ref"]),
                       ("calibrate", ["calibrate", "--out", J("win-cal.h5")])):
         case(f"{name}, {what} refuses", [cmd[0], "--model", model, "--data", J("good.h5"), *cmd[1:]], 5,
@@ -376,18 +376,18 @@ def windows():
                                                            kernel_shape=[1 << 21, 1 << 21], pads=[1 << 20] * 4)], [])
     refused("window: MaxPool of 2^42 taps per output", J("win_max_wide.onnx"), "maxpool_wide",
             "kernel [2097152x2097152] over 1 input channel with output [10x29x29]")
-    # a 1024x1024 Conv (4 MiB of weights) padded to 2049x2049 outputs: 2^42 multiply-adds per image; a
-    # 1024x2048 ConvTranspose: 1051x2075 outputs each gathering 2^21 taps (2^42)
+    # a 1024x1024 Conv (4 MiB of weights) padded to 8197x8197 outputs: 2^46 multiply-adds per image; a
+    # 1024x2048 ConvTranspose dilated by 4: 4120x8216 outputs each gathering 2^21 taps (2^46)
     w = numpy_helper.from_array(np.full((1, 1, 1024, 1024), 1e-6, np.float32), "w")
     window_model(J("win_conv_work.onnx"), [helper.make_node("Conv", ["a", "w"], ["p"], name="conv_work",
-                                                            pads=[1522] * 4)], [w], c=1)
-    refused("window: Conv of 2^42 multiply-adds per image", J("win_conv_work.onnx"), "conv_work",
-            "kernel [1024x1024] over 1 input channel with output [1x2049x2049] per image: 4.4e+12 taps")
+                                                            pads=[4596] * 4)], [w], c=1)
+    refused("window: Conv of 2^46 multiply-adds per image", J("win_conv_work.onnx"), "conv_work",
+            "kernel [1024x1024] over 1 input channel with output [1x8197x8197] per image: 7.05e+13 taps")
     w = numpy_helper.from_array(np.full((1, 1, 1024, 2048), 1e-6, np.float32), "w")
     window_model(J("win_convt_work.onnx"), [helper.make_node("ConvTranspose", ["a", "w"], ["p"], name="convt_work",
-                                                             pads=[0] * 4)], [w], c=1)
-    refused("window: ConvTranspose of 2^42 taps per image", J("win_convt_work.onnx"), "convt_work",
-            "kernel [1024x2048] over 1 input channel with output [1x1051x2075] per image: 4.57e+12 taps")
+                                                             dilations=[4, 4], pads=[0] * 4)], [w], c=1)
+    refused("window: ConvTranspose of 2^46 taps per image", J("win_convt_work.onnx"), "convt_work",
+            "kernel [1024x2048] over 1 input channel with output [1x4120x8216] per image: 7.1e+13 taps")
 
 
 def hdf5_sets():

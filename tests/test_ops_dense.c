@@ -675,7 +675,7 @@ static void test_window_overflow(void)
     fx_ints(&f, "kernel_shape", 2, DIMS(1, 1));
     expect_error(&f, "avgpool output of 2^95 elements", PTQ_ERR_SHAPE, "more elements than int64");
 
-    /* one image's work (PTQ_WINDOW_WORK_MAX = 2^40 taps): kernels of 2^31 on three axes around a 1x1x1 input
+    /* one image's work (PTQ_WINDOW_WORK_MAX = 2^44 taps): kernels of 2^31 on three axes around a 1x1x1 input
        padded by 2^30 (count_include_pad's count wrapped to 0, the ref walked 2^93 taps per output) */
     fx_init(&f, "AveragePool", "avgpool_taps_2e93", 19);
     fx_input(&f, 5, DIMS(1, 1, 1, 1, 1));
@@ -684,46 +684,46 @@ static void test_window_overflow(void)
     fx_int(&f, "count_include_pad", 1);
     expect_error(&f, "avgpool of 2^93 taps per output", PTQ_ERR_UNSUPPORTED,
                  "kernel [2147483648x2147483648x2147483648] over 1 input channel with output [1x2x2x2] per image: "
-                 "7.92e+28 taps, more than the 2^40");
-    /* 2^40 exactly runs; a tap more per output than that is refused: 2^20 outputs of 2^20 taps, then 2^20 + 1 */
+                 "7.92e+28 taps, more than the 2^44");
+    /* 2^44 exactly runs; a tap more per output than that is refused: 2^22 outputs of 2^22 taps, then 2^22 + 1 */
     fx_init(&f, "MaxPool", "maxpool_at_limit", 12);
-    fx_input(&f, 3, DIMS(1, 1, ((int64_t)1 << 21) - 1));
-    fx_ints(&f, "kernel_shape", 1, DIMS((int64_t)1 << 20));
-    expect_shape(&f, "maxpool of 2^40 taps", 3, DIMS(1, 1, (int64_t)1 << 20));
+    fx_input(&f, 3, DIMS(1, 1, ((int64_t)1 << 23) - 1));
+    fx_ints(&f, "kernel_shape", 1, DIMS((int64_t)1 << 22));
+    expect_shape(&f, "maxpool of 2^44 taps", 3, DIMS(1, 1, (int64_t)1 << 22));
     fx_init(&f, "MaxPool", "maxpool_past_limit", 12);
-    fx_input(&f, 3, DIMS(1, 1, ((int64_t)1 << 21) - 1));
-    fx_ints(&f, "kernel_shape", 1, DIMS(((int64_t)1 << 20) + 1));
+    fx_input(&f, 3, DIMS(1, 1, ((int64_t)1 << 23) - 1));
+    fx_ints(&f, "kernel_shape", 1, DIMS(((int64_t)1 << 22) + 1));
     fx_ints(&f, "pads", 2, DIMS(1, 0));
-    expect_error(&f, "maxpool of 2^40 + 2^20 taps", PTQ_ERR_UNSUPPORTED, "more than the 2^40");
-    /* the channels count (not the batch): 2^10 channels of 2^15 outputs of 2^16 taps */
+    expect_error(&f, "maxpool of 2^44 + 2^22 taps", PTQ_ERR_UNSUPPORTED, "more than the 2^44");
+    /* the channels count (not the batch): 2^14 channels of 2^15 outputs of 2^16 taps */
     fx_init(&f, "AveragePool", "avgpool_channels", 19);
-    fx_input(&f, 4, DIMS(1 << 20, 1 << 10, 1 << 15, 1));
+    fx_input(&f, 4, DIMS(1 << 20, 1 << 14, 1 << 15, 1));
     fx_ints(&f, "kernel_shape", 2, DIMS(1, (int64_t)1 << 16));
     fx_ints(&f, "pads", 4, DIMS(0, 1 << 15, 0, (1 << 15) - 1));
-    expect_error(&f, "avgpool of 2^41 taps over 2^10 channels", PTQ_ERR_UNSUPPORTED,
-                 "over 1 input channel with output [1024x32768x1] per image: 2.2e+12 taps");
+    expect_error(&f, "avgpool of 2^45 taps over 2^14 channels", PTQ_ERR_UNSUPPORTED,
+                 "over 1 input channel with output [16384x32768x1] per image: 3.52e+13 taps");
     fx_init(&f, "AveragePool", "avgpool_batch", 19);
-    fx_input(&f, 4, DIMS(1 << 20, 1 << 9, 1 << 15, 1));
+    fx_input(&f, 4, DIMS(1 << 20, 1 << 13, 1 << 15, 1));
     fx_ints(&f, "kernel_shape", 2, DIMS(1, (int64_t)1 << 16));
     fx_ints(&f, "pads", 4, DIMS(0, 1 << 15, 0, (1 << 15) - 1));
-    expect_shape(&f, "avgpool of 2^40 taps per image, 2^20 images", 4, DIMS(1 << 20, 1 << 9, 1 << 15, 1));
+    expect_shape(&f, "avgpool of 2^44 taps per image, 2^20 images", 4, DIMS(1 << 20, 1 << 13, 1 << 15, 1));
     /* a Conv: output channels x outputs x input channels per group x kernel */
     fx_init(&f, "Conv", "conv_work", 13);
-    fx_input(&f, 4, DIMS(1, 8, 1 << 10, 1 << 10));
-    fx_input(&f, 4, DIMS(1 << 10, 4, 32, 32));
+    fx_input(&f, 4, DIMS(1, 64, 1 << 10, 1 << 10));
+    fx_input(&f, 4, DIMS(1 << 10, 32, 32, 32));
     fx_int(&f, "group", 2);
     fx_ints(&f, "pads", 4, DIMS(16, 16, 15, 15));
-    expect_error(&f, "conv of 2^42 multiply-adds", PTQ_ERR_UNSUPPORTED,
-                 "kernel [32x32] over 4 input channels with output [1024x1024x1024] per image: 4.4e+12 taps");
+    expect_error(&f, "conv of 2^45 multiply-adds", PTQ_ERR_UNSUPPORTED,
+                 "kernel [32x32] over 32 input channels with output [1024x1024x1024] per image: 3.52e+13 taps");
     /* a ConvTranspose: its gather (every output through its group's inputs), and its scatter (every input through
        its group's outputs: outputs cropped to 1x1 by pads) */
-    ct_init(&f, "convt_gather", 4, DIMS(1, 1, 1 << 9, 1 << 9), DIMS(1, 1 << 8, 1 << 7, 1 << 7));
-    expect_error(&f, "convtranspose gathering 2^41 taps", PTQ_ERR_UNSUPPORTED,
-                 "over 1 input channel with output [256x639x639] per image: 1.71e+12 taps");
-    ct_init(&f, "convt_scatter", 4, DIMS(1, 1 << 4, 1 << 10, 1 << 10), DIMS(1 << 4, 1 << 7, 1 << 5, 1 << 5));
+    ct_init(&f, "convt_gather", 4, DIMS(1, 1, 1 << 9, 1 << 9), DIMS(1, 1 << 12, 1 << 7, 1 << 7));
+    expect_error(&f, "convtranspose gathering 2^45 taps", PTQ_ERR_UNSUPPORTED,
+                 "over 1 input channel with output [4096x639x639] per image: 2.74e+13 taps");
+    ct_init(&f, "convt_scatter", 4, DIMS(1, 1 << 4, 1 << 10, 1 << 10), DIMS(1 << 4, 1 << 11, 1 << 5, 1 << 5));
     fx_ints(&f, "pads", 4, DIMS(527, 527, 527, 527));
-    expect_error(&f, "convtranspose scattering 2^41 taps", PTQ_ERR_UNSUPPORTED,
-                 "over 128 output channels with input [16x1024x1024] per image: 2.2e+12 taps");
+    expect_error(&f, "convtranspose scattering 2^45 taps", PTQ_ERR_UNSUPPORTED,
+                 "over 2048 output channels with input [16x1024x1024] per image: 3.52e+13 taps");
 }
 
 static void test_gemm(void)
