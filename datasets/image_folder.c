@@ -299,14 +299,14 @@ void ds_folder_label_origin(const ptq_dataset *ds, int64_t i, char *buf, size_t 
 
 /* The format of the image at path by its first bytes, as PIL and torchvision's ImageFolder open it (a PNG named
  * .jpg is a PNG), else by its name's extension (the decoder then says what is wrong); an empty file is
- * PTQ_ERR_DATA naming it. */
+ * PTQ_ERR_DATA naming it; one that cannot be opened as a regular file is PTQ_ERR_IO. */
 static ptq_status image_kind(ptq_ctx *ctx, const char *path, const char *rel, int *kind)
 {
     unsigned char head[4] = {0};
-    FILE *fp = fopen(path, "rb");
-    const size_t n = fp ? fread(head, 1, sizeof head, fp) : sizeof head;
-    if (fp)
-        fclose(fp);
+    FILE *fp = NULL;
+    PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &fp)); /* a FIFO put in its place since the listing: refused */
+    const size_t n = fread(head, 1, sizeof head, fp);
+    fclose(fp);
     if (n == 0)
         return ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode %s: the file is empty", path);
     if (n >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF)

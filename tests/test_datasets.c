@@ -523,6 +523,37 @@ static void test_png_mixed_sizes(void)
     ptq_dataset_close(ds);
 }
 
+/* An image swapped for a FIFO after the folder was listed: the read fails
+ * naming it instead of waiting forever for a writer (alarm: a hang fails). */
+static void test_png_swapped_fifo(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_dataset *ds = NULL;
+    char root[256], path[512];
+    tpath(root, sizeof root, "swapped");
+    mkdir(root, 0777);
+    snprintf(path, sizeof path, "%s/cls", root);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/cls/a.png", root);
+    CHECK(write_gray_png(path, IMG_H, IMG_W));
+    snprintf(path, sizeof path, "%s/cls/b.png", root);
+    CHECK(write_gray_png(path, IMG_H, IMG_W));
+    CHECK_MSG(ptq_dataset_open(&ctx, root, NULL, &ds) == PTQ_OK, "%s", ctx.msg);
+    if (!ds)
+        return;
+    unlink(path);
+    CHECK(mkfifo(path, 0666) == 0);
+    ptq_preprocess p = raw_pp(1, IMG_H, IMG_W);
+    float x[2 * IMG_H * IMG_W];
+    alarm(30);
+    CHECK_MSG(ptq_dataset_read(&ctx, ds, 0, 2, &p, x, NULL) == PTQ_ERR_IO && has(ctx.msg, "cls/b.png") &&
+                  has(ctx.msg, "FIFO"),
+              "%s", ctx.msg);
+    alarm(0);
+    ptq_dataset_close(ds);
+}
+
 static void test_png_errors(void)
 {
     ptq_ctx ctx;
@@ -1054,6 +1085,7 @@ int main(int argc, char **argv)
     test_png_types();
     test_png_errors();
     test_png_mixed_sizes();
+    test_png_swapped_fifo();
     test_hdf5();
     test_convert_small();
     int skipped = !img || !lab || n != n_lab;
