@@ -570,6 +570,25 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
                             "cannot merge archives whose tensor '%s' would hold more than 2^63 - 1 values",
                             dst->names[i]);
     }
+    /* an unhashed source (an older archive's) matches by name: it may pair with one source of the other archive
+     * only, or the ids of several contents would be merged into one source (and one pairing's lost) */
+    for (int j = 0; j < src->n_sources; j++)
+        for (int i = 0; i < dst->n_sources; i++) {
+            const calib_source *a = &dst->sources[i], *b = &src->sources[j];
+            int n_a = 0, n_b = 0;
+            if (!same_source(a, b->name, b->sha256))
+                continue;
+            for (int k = 0; k < dst->n_sources; k++)
+                n_a += same_source(&dst->sources[k], b->name, b->sha256);
+            for (int k = 0; k < src->n_sources; k++)
+                n_b += same_source(&src->sources[k], a->name, a->sha256);
+            if (n_a > 1 || n_b > 1)
+                return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                                "cannot merge archives whose sources pair up in more than one way: source %s of one "
+                                "is the same data as %d sources of the other (by name where a content hash is "
+                                "missing, as in an older ptq's archive, else by content hash)",
+                                n_a > 1 ? b->name : a->name, n_a > 1 ? n_a : n_b);
+        }
     /* samples: every overlap is checked before anything changes */
     int64_t **merged = calloc((size_t)src->n_sources + 1, sizeof *merged);
     if (!merged)

@@ -275,6 +275,44 @@ int main(void)
         CHECK(after.n_samples == 40);
     }
 
+    /* an unhashed source (an archive of an older ptq) matched by name by two hashed ones of that name (one file
+     * name, two contents): refused either way round, dst untouched; before, both unions were taken against the one
+     * source, the second replacing the first's ids under the count of both (ids lost, the ids array over-read) */
+    {
+        static const char sha1[] = "1111111111111111111111111111111111111111111111111111111111111111";
+        static const char sha2[] = "2222222222222222222222222222222222222222222222222222222222222222";
+        const int64_t u_ids[2] = {0, 1}, b_ids[3] = {10, 11, 12}, c_ids[1] = {20};
+        ptq_calib_set *legacy = observe(&ctx, g, PTQ_DEVICE_CPU, x, 2, 2, NULL);
+        ptq_calib_set *two = observe(&ctx, g, PTQ_DEVICE_CPU, x + 2 * 784, 2, 2, NULL);
+        CHECK(legacy && two);
+        if (legacy && two) {
+            ptq_calib_set_describe(&ctx, legacy, sha, "m", "scale=2");
+            ptq_calib_set_describe(&ctx, two, sha, "m", "scale=2");
+            CHECK(ptq_calib_set_add_samples(&ctx, legacy, "a.h5", u_ids, 2) == PTQ_OK);
+            CHECK(ptq_calib_set_add_source(&ctx, two, "a.h5", sha1, b_ids, 3) == PTQ_OK);
+            CHECK(ptq_calib_set_add_source(&ctx, two, "a.h5", sha2, c_ids, 1) == PTQ_OK);
+            ptq_calib_provenance before, after;
+            ptq_calib_set_provenance(legacy, &before);
+            char before_ids[65];
+            snprintf(before_ids, sizeof before_ids, "%s", before.sample_ids_sha256);
+            st = ptq_calib_set_merge(&ctx, legacy, two);
+            CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "a.h5") && strstr(ctx.msg, "content hash"),
+                      "unhashed source matched by two: status %d, '%s'", (int)st, ctx.msg);
+            ptq_calib_set_provenance(legacy, &after);
+            CHECK(after.n_samples == 2 && after.n_sources == 1 && strcmp(after.sample_ids_sha256, before_ids) == 0);
+            ptq_calib_provenance tb, ta;
+            ptq_calib_set_provenance(two, &tb);
+            snprintf(before_ids, sizeof before_ids, "%s", tb.sample_ids_sha256);
+            st = ptq_calib_set_merge(&ctx, two, legacy);
+            CHECK_MSG(st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "a.h5") && strstr(ctx.msg, "content hash"),
+                      "two hashed sources matched by one: status %d, '%s'", (int)st, ctx.msg);
+            ptq_calib_set_provenance(two, &ta);
+            CHECK(ta.n_samples == 4 && ta.n_sources == 2 && strcmp(ta.sample_ids_sha256, before_ids) == 0);
+        }
+        ptq_calib_set_free(legacy);
+        ptq_calib_set_free(two);
+    }
+
     /* --math: fp64 and tf32 archives say so, read back, and merge with no other math */
     ptq_math m = PTQ_MATH_FP32;
     CHECK(ptq_math_parse(&ctx, "fp64", &m) == PTQ_OK && m == PTQ_MATH_FP64 && strcmp(ptq_math_name(m), "fp64") == 0);
