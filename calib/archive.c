@@ -435,6 +435,12 @@ static ptq_status read_samples(h5f *r, ptq_calib_set *s, int64_t n_samples)
         return bad(r, "no 'sources' attribute");
     st = ds_h5_read_strings(r->ctx, a, 1, "attribute 'sources'", &names, &n_names);
     H5Aclose(a);
+    if (st == PTQ_OK && n_names > PTQ_CALIB_MAX_SOURCES) { /* before the matching, quadratic in their number */
+        char why[160];
+        snprintf(why, sizeof why, "attribute 'sources' lists %d data sets, more than the %d an archive may record",
+                 n_names, PTQ_CALIB_MAX_SOURCES);
+        st = off(r, why);
+    }
     if (st == PTQ_OK)
         st = read_source_hashes(r, n_names, &shas);
     if (st != PTQ_OK) {

@@ -231,6 +231,9 @@ static ptq_status source_slot(ptq_ctx *ctx, ptq_calib_set *s, const char *name, 
                     *out = j;
             return PTQ_OK;
         }
+    if (s->n_sources >= PTQ_CALIB_MAX_SOURCES)
+        return ptq_fail(ctx, PTQ_ERR_DATA, "cannot record data set %s: the set already holds %d, the most it may",
+                        name, PTQ_CALIB_MAX_SOURCES);
     calib_source *grown = realloc(s->sources, ((size_t)s->n_sources + 1) * sizeof *grown);
     if (!grown)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
@@ -589,6 +592,17 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
                                 "missing, as in an older ptq's archive, else by content hash)",
                                 n_a > 1 ? b->name : a->name, n_a > 1 ? n_a : n_b);
         }
+    int n_new = 0; /* sources of src that dst lacks: the merged set must stay within PTQ_CALIB_MAX_SOURCES */
+    for (int j = 0; j < src->n_sources; j++) {
+        int found = 0;
+        for (int i = 0; i < dst->n_sources && !found; i++)
+            found = same_source(&dst->sources[i], src->sources[j].name, src->sources[j].sha256);
+        n_new += !found;
+    }
+    if (dst->n_sources + n_new > PTQ_CALIB_MAX_SOURCES)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge archives of %d and %d data sets (%d in common): the "
+                        "merged archive would record more than %d", dst->n_sources, src->n_sources,
+                        src->n_sources - n_new, PTQ_CALIB_MAX_SOURCES);
     /* samples: every overlap is checked before anything changes */
     int64_t **merged = calloc((size_t)src->n_sources + 1, sizeof *merged);
     if (!merged)

@@ -11,8 +11,10 @@ import hashlib
 import json
 import os
 import struct
+import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import numpy as np
@@ -22,7 +24,7 @@ try:
     import onnxruntime as ort
     from onnx import helper, TensorProto
     import onnx.numpy_helper
-    from ptqtest import MODEL, check, finish, fmnist_test, have_demo, ptq
+    from ptqtest import MODEL, PTQ, check, finish, fmnist_test, have_demo, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
     sys.exit(77)
@@ -432,6 +434,43 @@ def main():
         huge_counts(f)
     expect_fail("merge: counts that would overflow", ["merge", big1, big0, "--out", J("bad17.h5")], 2,
                 "2^63 - 1", [J("bad17.h5")], tmp)
+
+    def many_sources(src, path, names):
+        """src's archive with its samples credited to names[0] and names[1:] empty, unhashed (an older ptq's),
+        rewritten with HDF5's newest format, whose dense attribute storage holds a 'sources' past 64 KiB."""
+        with h5py.File(src, "r") as s, h5py.File(path, "w", libver="latest") as f:
+            for k, v in s.attrs.items():
+                if k not in ("sources", "sources_sha256", "sample_ids_sha256"):
+                    f.attrs[k] = v
+            s.copy(s["tensors"], f, "tensors")
+            ids = s["samples/id"][()]
+            f.attrs["sources"] = np.array([n.encode() for n in names])
+            f.attrs["sample_ids_sha256"] = sample_hash(names, {n: ids if i == 0 else [] for i, n in enumerate(names)})
+            f["samples/source"] = np.zeros(len(ids), np.int32)
+            f["samples/id"] = ids
+        return path
+
+    # sources are matched pairwise (quadratic): an archive lists at most 4000; 100,000 names (1 MB) kept export
+    # busy for minutes; a merge past 4000 is refused (it failed writing, after all the work), one of 4000 goes through
+    crowd = many_sources(J("h1.h5"), J("crowd.h5"), [f"s{i:06d}" for i in range(100000)])
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([PTQ, "export", crowd, "--method", "minmax", "--format", "json", "--out", J("crowd.json")],
+                           capture_output=True, text=True, timeout=60)
+        rc, err = p.returncode, p.stderr
+    except subprocess.TimeoutExpired:
+        rc, err = None, "timed out"
+    secs = time.monotonic() - t0
+    check("export: an archive of 100,000 sources refused at once", rc == 4 and "more than the 4000" in err and
+          secs < 30 and not os.path.exists(J("crowd.json")), f"exit {rc} in {secs:.1f} s: {err.strip()[-200:]}")
+    a = many_sources(J("h0.h5"), J("a2000.h5"), [f"a{i:05d}" for i in range(2000)])
+    b = many_sources(J("h1.h5"), J("b2001.h5"), [f"b{i:05d}" for i in range(2001)])
+    b2 = many_sources(J("h1.h5"), J("b2000.h5"), [f"b{i:05d}" for i in range(2000)])
+    expect_fail("merge: 2000 + 2001 sources", ["merge", a, b, "--out", J("bad18.h5")], 2, "more than 4000",
+                [J("bad18.h5")], tmp)
+    run_ok("merge: 2000 + 2000 sources", "merge", a, b2, "--out", J("m4000.h5"))
+    run_ok("export: the archive of 4000 sources", "export", J("m4000.h5"), "--method", "minmax", "--format", "json",
+           "--out", J("m4000.json"))
 
     one_outlier(J)
     return finish("cli_calib_test")

@@ -313,6 +313,24 @@ int main(void)
         ptq_calib_set_free(two);
     }
 
+    /* at most PTQ_CALIB_MAX_SOURCES data sets: one more is refused, naming it */
+    {
+        ptq_calib_set *crowd = observe(&ctx, g, PTQ_DEVICE_CPU, x, 1, 1, NULL);
+        int added = 0;
+        for (int i = 0; crowd && i < PTQ_CALIB_MAX_SOURCES; i++) {
+            char name[32];
+            const int64_t id = i;
+            snprintf(name, sizeof name, "s%05d.h5", i);
+            added += ptq_calib_set_add_samples(&ctx, crowd, name, &id, 1) == PTQ_OK;
+        }
+        const int64_t id = 0;
+        CHECK(added == PTQ_CALIB_MAX_SOURCES);
+        CHECK_MSG(crowd && ptq_calib_set_add_samples(&ctx, crowd, "one-more.h5", &id, 1) == PTQ_ERR_DATA &&
+                      strstr(ctx.msg, "one-more.h5") && strstr(ctx.msg, "4000"),
+                  "%s", ctx.msg);
+        ptq_calib_set_free(crowd);
+    }
+
     /* --math: fp64 and tf32 archives say so, read back, and merge with no other math */
     ptq_math m = PTQ_MATH_FP32;
     CHECK(ptq_math_parse(&ctx, "fp64", &m) == PTQ_OK && m == PTQ_MATH_FP64 && strcmp(ptq_math_name(m), "fp64") == 0);

@@ -23,6 +23,11 @@ extern "C" {
 #endif
 
 #define PTQ_CALIB_ARCHIVE_VERSION 1
+/* The most data sets (sources) one set records: each `ptq calibrate` run adds one, so only merges of that many
+ * archives of distinct data come near it. The archive's compact 'sources' attribute holds no more, and matching
+ * sources takes time quadratic in their number: an archive listing more is malformed, and a merge or an add that
+ * would pass it is refused. */
+#define PTQ_CALIB_MAX_SOURCES 4000
 
 /* Which tensors to observe, among the quantizable ones (float non-constant
  * inputs of Conv/Gemm/MatMul and every float node output, as
