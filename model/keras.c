@@ -29,6 +29,10 @@
 #define MAX_LAYERS 10000   /* a model_config with more is refused, not walked */
 #define MAX_NODE_INPUTS 64 /* Keras tensors one layer call takes */
 #define MAX_DIM ((int64_t)1 << 31)
+/* Steps the functional graph may take to put its layer calls in order (calls looked at and outputs scanned for
+ * their inputs, pass after pass): Keras lists layers in call order, so a real model takes a few per output; a
+ * config listing a long chain backwards takes the cube of its length (minutes for 10,000 layers) and is refused */
+#define MAX_ORDER_STEPS ((int64_t)1 << 28)
 #define ONNX_FLOAT 1
 #define ONNX_INT64 7
 
@@ -1562,7 +1566,7 @@ static ptq_status functional(kimp *K, const cJSON *layers, int n_layers)
 {
     /* calls are translated once their inputs exist, so the layer order does not matter */
     char *done = NULL;
-    int64_t n_calls = 0;
+    int64_t n_calls = 0, steps = 0;
     int64_t *first = calloc((size_t)n_layers + 1, sizeof *first);
     ptq_status st = PTQ_OK;
     kref refs[MAX_NODE_INPUTS];
@@ -1600,8 +1604,18 @@ static ptq_status functional(kimp *K, const cJSON *layers, int n_layers)
                     PTQ_TRY(st, node_inputs(K, &L, cJSON_GetArrayItem(nodes, k), refs, &n_in), done);
                 else if (strcmp(L.cls, "InputLayer") != 0)
                     continue; /* a layer never called (not part of the graph) */
-                for (int j = 0; j < n_in && ready; j++)
+                for (int j = 0; j < n_in && ready; j++) {
+                    steps += 1 + K->n_outs; /* find_out scans at most every output */
                     ready = (in[j] = find_out(K, refs[j].layer, refs[j].node, refs[j].index)) != NULL;
+                }
+                if (steps > MAX_ORDER_STEPS) {
+                    st = ptq_fail(K->ctx, PTQ_ERR_UNSUPPORTED,
+                                  "%s: model_config's layers are listed too far from the order they are called in: "
+                                  "ordering their %lld calls took more than %lld steps (a long chain of layers "
+                                  "listed backwards?); ptq reads layers listed as Keras saves them",
+                                  K->path, (long long)n_calls, (long long)MAX_ORDER_STEPS);
+                    goto done;
+                }
                 if (!ready)
                     continue;
                 PTQ_TRY(st, apply_layer(K, &L, in, n_in, k), done);

@@ -11,13 +11,15 @@ each. Run by ctest (label badinput, also under the sanitizers)."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import h5py
     import numpy as np
-    from ptqtest import SRC, check, finish, ptq
+    from ptqtest import PTQ, SRC, check, finish, ptq
 except ImportError as e:
     print(f"skipped: {e}")
     sys.exit(77)
@@ -144,6 +146,32 @@ def main():
     rc, _, err = ptq("export", "--format", "qdq", "--plan", plan, "--model", J("filters.h5"), "--out", J("q.onnx"))
     check("export qdq: a mismatched kernel, refused, nothing written", rc in (2, 4) and
           not os.path.exists(J("q.onnx")), f"exit {rc}: {err.strip()[-200:]}")
+    # a chain of 9,990 ReLUs listed backwards: each pass over the layers translated one, looking up its input among
+    # all outputs (cubic: minutes); refused within the step limit, exit 5. The same chain in call order still reads.
+    def relu_chain(n, backwards):
+        def edit(c):
+            def arg(name):
+                return {"class_name": "__keras_tensor__", "config": {"shape": [None, 28, 28, 1], "dtype": "float32",
+                                                                     "keras_history": [name, 0, 0]}}
+            chain = [{"class_name": "ReLU", "config": {"name": f"r{i:05d}"}, "name": f"r{i:05d}",
+                      "inbound_nodes": [{"args": [arg(f"r{i - 1:05d}" if i else "image")], "kwargs": {}}]}
+                     for i in range(n)]
+            c["config"]["layers"] = [layer(c, "image")] + (chain[::-1] if backwards else chain)
+            c["config"]["output_layers"] = [f"r{n - 1:05d}", 0, 0]
+        return edit
+    for backwards in (True, False):
+        path = variant(tmp, f"chain{int(backwards)}", edit_config(relu_chain(9990, backwards)))
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([PTQ, "info", path], capture_output=True, text=True, timeout=60)
+            rc, err = p.returncode, p.stderr
+        except subprocess.TimeoutExpired:
+            rc, err = None, "timed out"
+        secs = time.monotonic() - t0
+        want = 5 if backwards else 0
+        check(f"info: 9,990 layers listed {'backwards' if backwards else 'in call order'}: exit {want} at once",
+              rc == want and secs < 20 and (not backwards or "listed too far" in err),
+              f"exit {rc} in {secs:.1f} s: {err.strip()[-200:]}")
     return finish("keras_badinput_test")
 
 
