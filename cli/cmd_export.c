@@ -118,9 +118,10 @@ static void print_ranges(const ptq_tensor_range *r, int64_t n, const char *metho
 {
     printf("method %s, target %s, %lld tensors\n\n  %-40s %12s %14s %9s\n", method, target, (long long)n, "tensor",
            "amax", "scale", "clipped");
+    char esc[1024]; /* a name from the archive, control characters escaped */
     for (int64_t i = 0; i < n; i++)
-        printf("  %-40s %12.6g %14.6g %8.4f%%%s\n", r[i].name, r[i].r.amax, r[i].r.scale,
-               100.0 * r[i].r.clipped_fraction, r[i].r.degenerate ? "  (all zeros)" : "");
+        printf("  %-40s %12.6g %14.6g %8.4f%%%s\n", ptq_escape(r[i].name, esc, sizeof esc), r[i].r.amax,
+               r[i].r.scale, 100.0 * r[i].r.clipped_fraction, r[i].r.degenerate ? "  (all zeros)" : "");
 }
 
 /* --format qdq: the plan read and checked against the model, then the Q/DQ model written. */
@@ -312,23 +313,25 @@ int cmd_export(int argc, char **argv)
     }
     tables = 0;
     PTQ_TRY(st, commit_all(&ctx, files, n_files), done);
+    char esc[1024]; /* names from the archive in the warnings, control characters escaped */
     if (es.n_colon_names > 0)
         for (int64_t i = 0; i < n; i++)
             if (ptq_export_name_warns(ranges[i].name))
                 fprintf(stderr, "ptq export: warning: tensor '%s' has ':' in its name; ONNX Runtime's TensorRT-EP "
-                                "cache parser cuts names at the first ':'\n", ranges[i].name);
+                                "cache parser cuts names at the first ':'\n",
+                        ptq_escape(ranges[i].name, esc, sizeof esc));
     if (es.n_no_positive > 0)
         for (int64_t i = 0; i < n; i++)
             if (ptq_export_range_no_positive(&ranges[i]))
                 fprintf(stderr, "ptq export: warning: tensor '%s' has no positive values (its ort-cpu range is "
                                 "[%.9g, 0]): the TensorRT EP would read an amax of 0, so it was left out of "
                                 "calibration.flatbuffers and calibration.cache (calibration.json keeps it)\n",
-                        ranges[i].name, (double)ranges[i].lowest);
+                        ptq_escape(ranges[i].name, esc, sizeof esc), (double)ranges[i].lowest);
     for (int64_t i = 0; i < n; i++)
         if (!ranges[i].r.degenerate && ranges[i].r.zero_fraction > PTQ_CALIB_ZERO_WARN)
             fprintf(stderr, "ptq export: warning: tensor '%s': amax %g rounds %.1f%% of the nonzero values the archive "
                             "saw to 0: the range sits far above the bulk of the tensor (an outlier?)\n",
-                    ranges[i].name, ranges[i].r.amax, 100.0 * ranges[i].r.zero_fraction);
+                    ptq_escape(ranges[i].name, esc, sizeof esc), ranges[i].r.amax, 100.0 * ranges[i].r.zero_fraction);
     if (es.n_degenerate > 0 && !fmt_json)
         fprintf(stderr, "ptq export: warning: %lld tensors saw only zeros and were left out of the INT8 tables\n",
                 (long long)es.n_degenerate);

@@ -260,6 +260,12 @@ def models():
     case("onnx: ESC in a tensor name, calibrate's table escapes it",
          ["calibrate", "--model", J("esc.onnx"), "--data", J("good.h5"), "--out", J("esc-cal.h5")], 0,
          out_check=lambda out, err: "\\x1b[31m" in out and "\x1b" not in out)
+    case("onnx: ESC in a tensor name, export's table escapes it",
+         ["export", J("esc-cal.h5"), "--method", "minmax", "--format", "json", "--out", J("esc-ranges.json")], 0,
+         out_check=lambda out, err: "\\x1b[31m" in out and "\x1b" not in out + err)
+    case("onnx: ESC in a tensor name, plan --explain escapes it",
+         ["plan", J("esc-cal.h5"), "--model", J("esc.onnx"), "--placement", "all", "--explain", "--out",
+          J("esc-plan.json")], 0, out_check=lambda out, err: "\\x1b[31m" in out and "\x1b" not in out + err)
     onnx_model(J("two_in.onnx"), [helper.make_node("Add", ["a", "b"], ["y"])],
                [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 1, 28, 28]),
                 helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 1, 28, 28])],
