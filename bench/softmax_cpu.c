@@ -1,12 +1,13 @@
-/* Softmax's exp (kernels/exp_poly.h, ptq_softmax_exp) against exp in
+/* The kernels' exp (kernels/exp_poly.h, ptq_expf_poly) against exp in
  * double rounded to float and against glibc's expf, on every float in
- * [-104, 0] (below, float's exp is 0): how many differ and by how many
- * ulps. Then the CPU softmax (kernels/cpu/softmax.c) on one thread against
+ * [-104, 89] (below, float's exp is 0; above, +Inf): how many differ and by
+ * how many ulps. Then the CPU softmax (kernels/cpu/softmax.c) on one thread against
  * the reference (kernels/ref/softmax.c) and against the same loops calling
  * glibc's expf (the kernels' arithmetic before exp_poly.h), in ns an
  * element, best of 5 in this thread's CPU time, on a ViT's attention rows
- * (16 long), longer rows and a softmax over a middle axis.
- * build/bench/softmax_cpu [--quick: every 64th float]; about 15 seconds. */
+ * (16 long), longer rows and a softmax over a middle axis; and Sigmoid
+ * (kernels/cpu/unary.c) against a loop of the expression with glibc's expf.
+ * build/bench/softmax_cpu [--quick: every 64th float]; about 25 seconds. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -61,26 +62,33 @@ static long long ulps(float a, float b)
     return llabs((long long)bits_of(a) - (long long)bits_of(b));
 }
 
-int main(int argc, char **argv)
+/* ptq_expf_poly against exp in double rounded to float and against expf on the floats whose bits run from first to
+ * last (every step-th). */
+static void accuracy(const char *what, uint32_t first, uint32_t last, uint32_t step)
 {
-    const uint32_t step = argc > 1 && strcmp(argv[1], "--quick") == 0 ? 64 : 1;
-    ptq_par_set_workers(1);
     unsigned long long n = 0, off_cr = 0, off_glibc = 0, glibc_off_cr = 0;
     long long worst_cr = 0, worst_glibc = 0;
-    const uint32_t first = bits_of(-0.0f), last = bits_of(-104.0f); /* negative floats: bits grow with |t| */
     for (uint32_t u = first; u <= last && u >= first; u += step) {
         float t;
         memcpy(&t, &u, sizeof t);
-        const float got = ptq_softmax_exp(t), cr = (float)exp((double)t), g = expf(t);
+        const float got = ptq_expf_poly(t), cr = (float)exp((double)t), g = expf(t);
         off_cr += got != cr, off_glibc += got != g, glibc_off_cr += g != cr;
         worst_cr = ulps(got, cr) > worst_cr ? ulps(got, cr) : worst_cr;
         worst_glibc = ulps(got, g) > worst_glibc ? ulps(got, g) : worst_glibc;
         n++;
     }
-    printf("floats in [-104, 0]%s: %llu\n", step > 1 ? " (every 64th)" : "", n);
-    printf("ptq's softmax exp not the nearest float to exp in double: %llu (at most %lld ulp)\n", off_cr, worst_cr);
-    printf("glibc's expf not the nearest float to exp in double:     %llu\n", glibc_off_cr);
-    printf("ptq's softmax exp and glibc's expf differ: %llu (at most %lld ulp)\n", off_glibc, worst_glibc);
+    printf("floats in %s%s: %llu\n", what, step > 1 ? " (every 64th)" : "", n);
+    printf("  ptq's exp not the nearest float to exp in double: %llu (at most %lld ulp)\n", off_cr, worst_cr);
+    printf("  glibc's expf not the nearest float to exp in double: %llu\n", glibc_off_cr);
+    printf("  ptq's exp and glibc's expf differ: %llu (at most %lld ulp)\n", off_glibc, worst_glibc);
+}
+
+int main(int argc, char **argv)
+{
+    const uint32_t step = argc > 1 && strcmp(argv[1], "--quick") == 0 ? 64 : 1;
+    ptq_par_set_workers(1);
+    accuracy("[-104, 0]", bits_of(-0.0f), bits_of(-104.0f), step); /* negative floats: bits grow with |t| */
+    accuracy("(0, 89]", bits_of(0.0f) + 1, bits_of(89.0f), step);
 
     static const int64_t shapes[][3] = {{4096, 16, 1}, {512, 128, 1}, {128, 512, 1}, {64, 16, 64}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -110,5 +118,25 @@ int main(int argc, char **argv)
                1e9 * best[1] / (double)n_el, 1e9 * best[2] / (double)n_el, best[2] / best[0]);
         free(x), free(y);
     }
+    enum { N_SIG = 1 << 20 };
+    float *x = malloc(N_SIG * sizeof *x), *y = malloc(N_SIG * sizeof *y);
+    if (!x || !y)
+        return 1;
+    for (int i = 0; i < N_SIG; i++) /* activations' spread */
+        x[i] = (float)((uint32_t)i * 2654435761u % 100003u) / 5000.0f - 10.0f;
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r < 5; r++) {
+        double t0 = thread_seconds();
+        ptq_k_unary_cpu(PTQ_UN_SIGMOID, 0.0f, 0.0f, N_SIG, x, y);
+        best[0] = fmin(best[0], thread_seconds() - t0);
+        float (*e)(float) = expf_call;
+        t0 = thread_seconds();
+        for (int i = 0; i < N_SIG; i++)
+            y[i] = 1.0f / (1.0f + e(-x[i]));
+        best[1] = fmin(best[1], thread_seconds() - t0);
+    }
+    printf("sigmoid, one thread: ptq's CPU kernel %.2f ns an element, the loop with glibc's expf %.2f (%.2fx)\n",
+           1e9 * best[0] / N_SIG, 1e9 * best[1] / N_SIG, best[1] / best[0]);
+    free(x), free(y);
     return 0;
 }

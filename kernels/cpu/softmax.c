@@ -42,7 +42,7 @@ SM_CLONES static void softmax_rows(int64_t n_rows, int64_t len, const float *x, 
         for (; l < len; l++)
             max = xr[l] > max ? xr[l] : max;
         for (l = 0; l < len; l++)
-            y[r * len + l] = ptq_softmax_exp(xr[l] - max);
+            y[r * len + l] = ptq_expf_poly(xr[l] - max);
     }
     if (n_rows == SM_ROWS) {
         for (int64_t l = 0; l < len; l++)
@@ -72,7 +72,7 @@ SM_CLONES static void softmax_cols(int64_t len, int64_t inner, int64_t n_cols, c
             max[j] = x[l * inner + j] > max[j] ? x[l * inner + j] : max[j];
     for (int64_t l = 0; l < len; l++)
         for (int64_t j = 0; j < n_cols; j++) {
-            y[l * inner + j] = ptq_softmax_exp(x[l * inner + j] - max[j]);
+            y[l * inner + j] = ptq_expf_poly(x[l * inner + j] - max[j]);
             sum[j] += y[l * inner + j];
         }
     for (int64_t l = 0; l < len; l++)

@@ -13,6 +13,8 @@ enum {
     UN_PARALLEL_MIN_EXP = 1 << 12  /* ops calling expf, tanhf, erff, erfcf */
 };
 
+#define UN_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math")))
+
 #define UN_LOOP(EXPR)                  \
     do {                               \
         for (int64_t i = 0; i < n; i++) { \
@@ -52,8 +54,7 @@ static const double ERF_BIG[15] = {
     -5.053533408902687e-06, 1.7581148051902643e-06
 };
 
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math"))) static void
-erf_rows(int64_t n, const float *x, float *y)
+UN_CLONES static void erf_rows(int64_t n, const float *x, float *y)
 {
     for (int64_t i = 0; i < n; i++) {
         const float xf = x[i];
@@ -80,6 +81,25 @@ erf_rows(int64_t n, const float *x, float *y)
     }
 }
 
+/* Sigmoid and Gelu (tanh) with kernels/exp_poly.h's exp, the reference's arithmetic, on the widest vectors; a NaN
+ * input is its own output (the reference's bits, whichever NaN the vector arithmetic would keep). */
+UN_CLONES static void sigmoid_rows(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i], s = 1.0f / (1.0f + ptq_expf_poly(-v));
+        y[i] = v != v ? v : s;
+    }
+}
+
+UN_CLONES static void gelu_tanh_rows(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i], t = PTQ_GELU_TANH_K * (v + PTQ_GELU_TANH_C * (v * v * v));
+        const float g = v / (1.0f + ptq_expf_poly(-2.0f * t));
+        y[i] = v != v ? v : g;
+    }
+}
+
 /* x, y: [n] on this thread. */
 static void unary_serial(ptq_unop op, float alpha, float beta, int64_t n, const float *x, float *y)
 {
@@ -87,14 +107,13 @@ static void unary_serial(ptq_unop op, float alpha, float beta, int64_t n, const 
     case PTQ_UN_RELU: UN_LOOP(v < 0.0f ? 0.0f : v); break;
     case PTQ_UN_LEAKY_RELU: UN_LOOP(v < 0.0f ? alpha * v : v); break;
     case PTQ_UN_CLIP: UN_LOOP(clip(v, alpha, beta)); break;
-    case PTQ_UN_SIGMOID: UN_LOOP(1.0f / (1.0f + expf(-v))); break;
+    case PTQ_UN_SIGMOID: sigmoid_rows(n, x, y); break;
     case PTQ_UN_HARD_SIGMOID: UN_LOOP(clamp01(alpha * v + beta)); break;
     case PTQ_UN_HARD_SWISH: UN_LOOP(v * clamp01(v * (1.0f / 6.0f) + 0.5f)); break;
     case PTQ_UN_TANH: UN_LOOP(tanhf(v)); break;
     case PTQ_UN_ERF: erf_rows(n, x, y); break;
     case PTQ_UN_GELU: UN_LOOP(0.5f * v * erfcf(v * -PTQ_GELU_SQRT1_2)); break;
-    case PTQ_UN_GELU_TANH:
-        UN_LOOP(v / (1.0f + expf(-2.0f * (PTQ_GELU_TANH_K * (v + PTQ_GELU_TANH_C * (v * v * v)))))); break;
+    case PTQ_UN_GELU_TANH: gelu_tanh_rows(n, x, y); break;
     }
 }
 

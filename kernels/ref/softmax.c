@@ -20,9 +20,9 @@ void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x
                     max = xs[l * inner];
             double sum = 0.0;
             for (int64_t l = 0; l < len; l++)
-                sum += ptq_softmax_exp(xs[l * inner] - max);
+                sum += ptq_expf_poly(xs[l * inner] - max);
             for (int64_t l = 0; l < len; l++)
-                ys[l * inner] = (float)(ptq_softmax_exp(xs[l * inner] - max) / sum);
+                ys[l * inner] = (float)(ptq_expf_poly(xs[l * inner] - max) / sum);
         }
     }
 }

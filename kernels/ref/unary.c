@@ -1,9 +1,11 @@
 /* Reference unary activations (Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid,
  * HardSwish, Tanh, Gelu exact and tanh) and Erf as ONNX defines them, NaN
  * passed through as numpy does; Gelu in forms that do not cancel for x < 0.
+ * Sigmoid's and Gelu (tanh)'s exp is kernels/exp_poly.h's, which the CPU kernels run on vectors.
  * The spec kernels/cpu/unary.c is checked against in tests/parity_elementwise.c. */
 #include <math.h>
 
+#include "kernels/exp_poly.h"
 #include "kernels/kernels.h"
 
 static float unop(ptq_unop op, float alpha, float beta, float x)
@@ -15,7 +17,7 @@ static float unop(ptq_unop op, float alpha, float beta, float x)
     case PTQ_UN_CLIP:
         t = x < alpha ? alpha : x;
         return t > beta ? beta : t; /* min > max gives max, as ONNX says */
-    case PTQ_UN_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case PTQ_UN_SIGMOID: return x != x ? x : 1.0f / (1.0f + ptq_expf_poly(-x)); /* NaN: the input's bits */
     case PTQ_UN_HARD_SIGMOID:
         t = alpha * x + beta;
         t = t > 1.0f ? 1.0f : t;
@@ -29,7 +31,7 @@ static float unop(ptq_unop op, float alpha, float beta, float x)
     case PTQ_UN_GELU: return 0.5f * x * erfcf(x * -PTQ_GELU_SQRT1_2);
     case PTQ_UN_GELU_TANH:
         t = PTQ_GELU_TANH_K * (x + PTQ_GELU_TANH_C * (x * x * x));
-        return x / (1.0f + expf(-2.0f * t));
+        return x != x ? x : x / (1.0f + ptq_expf_poly(-2.0f * t));
     }
     return x;
 }
