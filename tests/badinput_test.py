@@ -368,6 +368,23 @@ def windows():
                                                                ceil_mode=1, **extra)],
                      [], spatial5=True)
         same_logits(f"window: 3-D {op}, ceil_mode, a kernel of 2^12 past the input, pads 2^31", J(f"win_{op}_3d.onnx"))
+    # a Conv whose im2col rows are 2^20 taps (a 65536x16 kernel over 1 channel, 9x33 outputs, too tall a band for
+    # the direct path): a tile of 64 columns took 256 MiB a worker; past 256 MiB for all workers the reference
+    # loops run instead
+    w = numpy_helper.from_array(np.full((1, 1, 65536, 16), 1e-6, np.float32), "w")
+    w2 = numpy_helper.from_array(np.linspace(0.5, 1.5, 10, dtype=np.float32).reshape(10, 1, 1, 1), "w2")
+    window_model(J("win_rows.onnx"), [helper.make_node("Conv", ["a", "w"], ["q"], name="conv_rows",
+                                                       pads=[32758, 10, 32758, 10]),
+                                      helper.make_node("Conv", ["q", "w2"], ["p"], name="conv_out")], [w, w2], c=1)
+    if not ONLY or ONLY in "window: im2col rows of 2^20 taps":
+        probe = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
+                 "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        p = subprocess.run([sys.executable, "-c", probe, PTQ_ABS, "eval", "--model", J("win_rows.onnx"), "--data",
+                            J("good.h5"), "--limit", "8", "--threads", "4"], capture_output=True, text=True,
+                           timeout=300)
+        rc, kib = (p.stdout.split() + ["?", "0"])[:2]
+        check("window: im2col rows of 2^20 taps: eval runs within 200 MiB (4 threads)",
+              rc == "0" and int(kib) < 200 * 1024, f"exit {rc}, peak RSS {int(kib) // 1024} MiB {p.stderr[-200:]}")
     # windows of 2^93 taps over a few outputs: the ref walked every tap (a hang), AveragePool's count_include_pad
     # count wrapped to 0 (UBSan: signed overflow; the average of 0 taps)
     for op in ("MaxPool", "AveragePool"):

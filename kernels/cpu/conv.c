@@ -18,6 +18,7 @@
 enum {
     CONV_COL_BYTES = 1 << 20, /* im2col tile per thread: stays in cache while sgemm reads it */
     CONV_TILE_MIN = 64,       /* fewest output columns in a tile */
+    CONV_SCRATCH_MAX = 256 << 20, /* the workers' im2col tiles together; past it the reference loops run */
     DW_SLACK = 32             /* floats after a padded plane that dw_plane_3x3 reads past it (dropped sums) */
 };
 
@@ -411,6 +412,11 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
     const size_t col_per = pointwise ? 0 : (size_t)rows * (size_t)tile;
     float *scratch = NULL;
     if (col_per) {
+        /* a tile of CONV_TILE_MIN columns of huge rows (a hostile model's kernel of 2^20 taps: 256 MiB a worker) */
+        if ((double)n_workers * (double)col_per * sizeof *scratch > (double)CONV_SCRATCH_MAX) {
+            conv_ref_epilogue(p, x, w, b, z, lo, hi, y);
+            return;
+        }
         scratch = malloc((size_t)n_workers * col_per * sizeof *scratch);
         if (!scratch) {
             conv_ref_epilogue(p, x, w, b, z, lo, hi, y);
