@@ -11,22 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/cpu_bench.h"
 #include "core/parallel.h"
 #include "kernels/kernels.h"
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static double thread_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static float (*volatile erff_call)(float) = erff; /* a call per element, as kernels/ref makes it */
 

@@ -15,23 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/cpu_bench.h"
 #include "core/parallel.h"
 #include "kernels/exp_poly.h"
 #include "kernels/kernels.h"
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static double thread_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static float (*volatile expf_call)(float) = expf; /* a call per element, as the kernels made it */
 

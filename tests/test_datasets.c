@@ -491,6 +491,20 @@ static int write_gray_png(const char *path, int h, int w)
     return ok;
 }
 
+/* A folder root (named name) of one class "cls": a.png of the model's size and b.png of h x w, whose path goes into
+ * path. */
+static void two_png_folder(const char *name, int h, int w, char *root, size_t n_root, char *path, size_t n_path)
+{
+    tpath(root, n_root, name);
+    mkdir(root, 0777);
+    snprintf(path, n_path, "%s/cls", root);
+    mkdir(path, 0777);
+    snprintf(path, n_path, "%s/cls/a.png", root);
+    CHECK(write_gray_png(path, IMG_H, IMG_W));
+    snprintf(path, n_path, "%s/cls/b.png", root);
+    CHECK(write_gray_png(path, h, w));
+}
+
 /* A folder whose first image fits the model and a later one does not: the
  * odd one fails with PTQ_ERR_SHAPE naming it unless resize is set. */
 static void test_png_mixed_sizes(void)
@@ -499,14 +513,7 @@ static void test_png_mixed_sizes(void)
     ptq_ctx_init(&ctx);
     ptq_dataset *ds = NULL;
     char root[256], path[512];
-    tpath(root, sizeof root, "mixed");
-    mkdir(root, 0777);
-    snprintf(path, sizeof path, "%s/cls", root);
-    mkdir(path, 0777);
-    snprintf(path, sizeof path, "%s/cls/a.png", root);
-    CHECK(write_gray_png(path, IMG_H, IMG_W));
-    snprintf(path, sizeof path, "%s/cls/b.png", root);
-    CHECK(write_gray_png(path, 5, 7));
+    two_png_folder("mixed", 5, 7, root, sizeof root, path, sizeof path);
     CHECK_MSG(ptq_dataset_open(&ctx, root, NULL, &ds) == PTQ_OK, "%s", ctx.msg);
     if (!ds)
         return;
@@ -531,14 +538,7 @@ static void test_png_swapped_fifo(void)
     ptq_ctx_init(&ctx);
     ptq_dataset *ds = NULL;
     char root[256], path[512];
-    tpath(root, sizeof root, "swapped");
-    mkdir(root, 0777);
-    snprintf(path, sizeof path, "%s/cls", root);
-    mkdir(path, 0777);
-    snprintf(path, sizeof path, "%s/cls/a.png", root);
-    CHECK(write_gray_png(path, IMG_H, IMG_W));
-    snprintf(path, sizeof path, "%s/cls/b.png", root);
-    CHECK(write_gray_png(path, IMG_H, IMG_W));
+    two_png_folder("swapped", IMG_H, IMG_W, root, sizeof root, path, sizeof path);
     CHECK_MSG(ptq_dataset_open(&ctx, root, NULL, &ds) == PTQ_OK, "%s", ctx.msg);
     if (!ds)
         return;
