@@ -154,11 +154,10 @@ ptq_status sens_view_read(ptq_ctx *ctx, const char *json, sens_view *v)
         oom = 1;
         goto done;
     }
-    for (int c = 0; c < v->k && cJSON_IsArray(names); c++) {
-        const cJSON *x = cJSON_GetArrayItem(names, c);
-        if (cJSON_IsString(x))
-            oom |= !(v->class_names[c] = strdup(x->valuestring));
-    }
+    const cJSON *nm = cJSON_IsArray(names) ? names->child : NULL; /* ->next: cJSON_GetArrayItem is quadratic */
+    for (int c = 0; c < v->k && nm; c++, nm = nm->next)
+        if (cJSON_IsString(nm))
+            oom |= !(v->class_names[c] = strdup(nm->valuestring));
     int64_t i = 0;
     const cJSON *t;
     cJSON_ArrayForEach(t, arr)

@@ -8,12 +8,14 @@
  * in an SVG attribute; the validation page with both sections; malformed
  * reports and traces (PTQ_ERR_FORMAT) and another model's report
  * (PTQ_ERR_INVALID_ARG) refused. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/clock.h"
 #include "ptq/html_report.h"
 #include "testlib.h"
 
@@ -218,6 +220,32 @@ static void test_refusals(ptq_ctx *ctx)
     free(sens);
 }
 
+/* A report of 65,536 classes, each named: the names read in linear time
+ * (cJSON_GetArrayItem per class took ~8 s), the last one on the page. */
+static void test_many_class_names(ptq_ctx *ctx)
+{
+    enum { K = 1 << 16 };
+    const char *head = "{\"format\":\"ptq-sensitivity\",\"classes\":65536,\"tensors\":[{\"name\":\"x\","
+                       "\"only\":{\"top1_delta_pts\":-1,\"worst_class\":{\"index\":65535,\"recall_drop_pts\":2}}}],"
+                       "\"class_names\":[";
+    char *json = malloc(strlen(head) + (size_t)K * 4 + 32);
+    CHECK(json != NULL);
+    if (!json)
+        return;
+    char *w = json + sprintf(json, "%s", head);
+    for (int c = 0; c < K - 1; c++)
+        w += sprintf(w, "\"c\",");
+    sprintf(w, "\"zz-last\"]}");
+    const double t0 = ptq_clock_s();
+    CHECK(ptq_html_inputs_check(ctx, NULL, json, NULL) == PTQ_OK);
+    char *out = NULL;
+    CHECK(ptq_sens_format_html(ctx, json, NULL, &out) == PTQ_OK && out && strstr(out, "zz-last"));
+    const double took_s = ptq_clock_s() - t0;
+    CHECK_MSG(took_s < 2.0, "65,536 class names read in %.1f s", took_s);
+    free(out);
+    free(json);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -225,5 +253,6 @@ int main(void)
     test_page(&ctx);
     test_validate_sections(&ctx);
     test_refusals(&ctx);
+    test_many_class_names(&ctx);
     return test_done("test_sens_html");
 }
