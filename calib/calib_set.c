@@ -14,6 +14,7 @@
 #include "core/parallel.h"
 #include "observers/observer_cuda.h"
 #include "ptq/hash.h"
+#include "ptq/memory.h"
 #include "ptq/version.h"
 #include "runtime/backend.h"
 
@@ -107,6 +108,12 @@ ptq_status ptq_calib_set_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_cali
     if (!keep)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory selecting tensors");
     PTQ_TRY(st, ptq_calib_select_tensors(ctx, g, sel, keep, &n_kept), done);
+    /* the histograms, before any is made: 2^24 bins are 128 MiB a tensor (an archive's reader checks the same) */
+    const double hist_bytes = (double)n_kept * ((double)(n_bins ? n_bins : PTQ_OBSERVER_DEFAULT_BINS) * 8 + 512);
+    char what[96];
+    snprintf(what, sizeof what, "observing %lld tensors in histograms of %lld bins", (long long)n_kept,
+             (long long)(n_bins ? n_bins : PTQ_OBSERVER_DEFAULT_BINS));
+    PTQ_TRY(st, ptq_memory_check(ctx, hist_bytes >= 1.8e19 ? UINT64_MAX : (uint64_t)hist_bytes, what), done);
     PTQ_TRY(st, calib_set_alloc(ctx, n_kept, n_bins, &s), done);
     s->g = g;
     s->index_of_value = malloc(((size_t)g->n_values + 1) * sizeof *s->index_of_value);

@@ -859,6 +859,10 @@ def flags():
     case("flags: --shard 5/2", C + ["--shard", "5/2"], 2, "shard")
     case("flags: --seed -1", C + ["--seed", "-1"], 2, "--seed")
     case("flags: --bins 1000", C + ["--bins", "1000"], 2, "bin count")
+    # 2^24 bins are 128 MiB a tensor: refused before the observers are made, not found out by the OOM killer
+    case("flags: --bins 16777216 over --max-memory 1G", ["calibrate", "--model", MODEL, "--data", J("good.h5"),
+         "--out", J("bins24.h5"), "--bins", "16777216", "--max-memory", "1G"], 10,
+         "histograms of 16777216 bins needs", out_check=lambda out, err: not os.path.exists(J("bins24.h5")))
     case("flags: --samples 0", C + ["--samples", "0"], 2, "--samples")
     case("flags: --ops NoSuchOp", C + ["--ops", "NoSuchOp"], 2)
     case("flags: --data missing", ["eval", "--model", MODEL, "--data", J("missing.h5")], 3, "missing.h5")
