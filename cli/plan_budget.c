@@ -228,12 +228,10 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
-    PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
-    st = cli_write_text(&ctx, trace_path, trace);
-    if (st != PTQ_OK) {
-        remove(out);
-        goto done;
-    }
+    /* both or neither, the trace renamed first: a failure leaves the files that were there (removing a plan just
+     * written over one lost the old plan) */
+    const cli_out_file files[] = {{trace_path, trace, strlen(trace), 1}, {out, text, strlen(text), 1}};
+    PTQ_TRY(st, cli_write_files(&ctx, files, 2), done);
     if (!quiet) {
         const ptq_budget_step *best = &res.steps[0];
         for (int64_t i = 1; i < res.n_steps; i++)
