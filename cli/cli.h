@@ -102,7 +102,7 @@ ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text);
  * dir when missing (*made 1) and checks that it is a writable folder, before
  * any work; cli_output_dir_check checks that the folder of the output path
  * exists and is writable. cli_write_files writes all n files to temporaries
- * and renames them only when every one is complete: on failure none changed. */
+ * and renames them only when every one is complete: on failure none changed (cli_commit_all). */
 typedef struct cli_out_file {
     const char *path;
     const void *data;
@@ -112,6 +112,10 @@ typedef struct cli_out_file {
 ptq_status cli_report_dir(ptq_ctx *ctx, const char *dir, int *made);
 ptq_status cli_output_dir_check(ptq_ctx *ctx, const char *path);
 ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n);
+/* Renames the complete temporaries tmp[i] onto paths[i], i < n, all or none: the files the names held are kept as
+ * hard links (registered temporaries) while the names are taken one by one, and put back if a rename fails (a
+ * name that held nothing is removed again). Every tmp[i] is discarded either way. */
+ptq_status cli_commit_all(ptq_ctx *ctx, char *const *tmp, const char *const *paths, int n);
 
 /* The files of validate's report folder, in the order it writes them (cli_report_names): validate.json,
  * validate.md, report.html and the three confusion PNGs, which a report of more than PTQ_HTML_MAX_CLASSES classes

@@ -98,44 +98,21 @@ typedef struct out_file {
     ptq_buf buf;
 } out_file;
 
-/* A registered temporary name next to path holding a hard link to the file there, into old[PTQ_TMP_NAME_BYTES];
- * old[0] = '\0' when there is none (nothing there, or no hard links on that file system). */
-static void keep_old(const char *path, char *old)
-{
-    struct stat sb;
-    old[0] = '\0';
-    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
-        return;
-    ptq_ctx ctx;
-    ptq_ctx_init(&ctx);
-    if (ptq_atomic_create(&ctx, path, old, PTQ_TMP_NAME_BYTES, NULL) != PTQ_OK)
-        return;
-    if (unlink(old) != 0 || link(path, old) != 0)
-        ptq_atomic_discard(old);
-}
-
 /* Every file complete before any takes its name; on failure none is left, and the files the names held before
- * (kept as hard links while the names are taken one by one) are put back. */
+ * are put back (cli_commit_all). */
 static ptq_status commit_all(ptq_ctx *ctx, out_file *f, int n)
 {
     ptq_status st = PTQ_OK;
-    char old[MAX_OUT_FILES][PTQ_TMP_NAME_BYTES];
     for (int i = 0; i < n && st == PTQ_OK; i++)
         st = write_tmp(ctx, f[i].path, &f[i].buf, f[i].tmp, sizeof f[i].tmp);
+    char *tmps[MAX_OUT_FILES];
+    const char *paths[MAX_OUT_FILES];
     for (int i = 0; i < n; i++)
-        old[i][0] = '\0';
-    for (int i = 0; i < n && st == PTQ_OK && n > 1; i++)
-        keep_old(f[i].path, old[i]);
-    for (int i = 0; i < n && st == PTQ_OK; i++) {
-        st = ptq_atomic_commit(ctx, f[i].tmp, f[i].path);
-        for (int j = 0; st != PTQ_OK && j < i; j++)
-            if (!old[j][0] || rename(old[j], f[j].path) != 0)
-                remove(f[j].path);
-    }
-    for (int i = 0; i < n; i++) {
+        tmps[i] = f[i].tmp, paths[i] = f[i].path;
+    if (st == PTQ_OK)
+        st = cli_commit_all(ctx, tmps, paths, n);
+    for (int i = 0; i < n; i++)
         ptq_atomic_discard(f[i].tmp);
-        ptq_atomic_discard(old[i]);
-    }
     return st;
 }
 
