@@ -217,6 +217,22 @@ static ptq_status entry_scale(ptq_ctx *ctx, ptq_plan_entry *e, double scale)
     return PTQ_OK;
 }
 
+/* Activation entry e, whose range amax gives no normal float32 scale (|x| below about 1e-36, or past float's
+ * range), kept in FP32: TensorRT and onnxruntime take no such scale, and FP16 would round it to 0 or Inf. */
+static ptq_status entry_keep_fp32(ptq_ctx *ctx, ptq_plan_entry *e, double amax)
+{
+    char why[128];
+    snprintf(why, sizeof why, "archive: amax %.3g gives no normal float32 scale", amax);
+    free(e->scales);
+    e->scales = NULL;
+    e->n_scales = 0;
+    e->zero_point = 0;
+    e->prec = PTQ_PREC_FP32;
+    free(e->source);
+    e->source = dup_str(why);
+    return e->source ? PTQ_OK : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+}
+
 /* The source of an activation a placement rule keeps in FP16. */
 static const char *fp16_source(const char *rule)
 {
@@ -394,6 +410,8 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
             PTQ_TRY(st, quant_entry_uint8(ctx, e, ptq_calib_set_observer(s, i), ranges[i].amax), done);
         else if (!fp16)
             PTQ_TRY(st, entry_scale(ctx, e, ranges[i].scale), done);
+        if (!fp16 && e->n_scales == 1 && !(e->scales[0] >= FLT_MIN && isfinite(e->scales[0])))
+            PTQ_TRY(st, entry_keep_fp32(ctx, e, ranges[i].amax), done);
     }
     /* quantize_static's shared parameters: the output takes its input's scale, or stays float */
     for (int64_t i = 0; i < p->n; i++) {

@@ -652,6 +652,27 @@ def plans():
     case("plan: axis 1e300", spoiled("p14.json", json.dumps(p)), 4, "axis")
     case("plan: --max-memory too small for the JSON",
          [*C, J("p13.json"), "--model", MODEL, "--max-memory", "1M"], 10, "--max-memory")
+    # an activation of |x| near 1e-37 (a Mul by 1e-38 between two Gemms): its INT8 scale is no normal float32,
+    # which the plan's own check refused (exit 2); the tensor stays FP32, saying why
+    from onnx import TensorProto, helper, numpy_helper
+    mats = [np.linspace(-0.5, 1.5, a * b, dtype=np.float32).reshape(a, b) / d
+            for a, b, d in ((32, 784, 100), (32, 32, 1), (10, 32, 1))]
+    onnx_model(J("tiny.onnx"),
+               [helper.make_node("Flatten", ["x"], ["f"]), helper.make_node("Gemm", ["f", "w1"], ["g1"], transB=1),
+                helper.make_node("Mul", ["g1", "s"], ["t"]), helper.make_node("Gemm", ["t", "w2"], ["g2"], transB=1),
+                helper.make_node("Gemm", ["g2", "w3"], ["y"], transB=1)],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])],
+               [numpy_helper.from_array(m, f"w{i + 1}") for i, m in enumerate(mats)] +
+               [numpy_helper.from_array(np.array(1e-38, np.float32), "s")])
+    case("plan: a tiny activation, calibrated", ["calibrate", "--model", J("tiny.onnx"), "--data", J("good.h5"),
+                                                  "--out", J("tiny.h5")], 0)
+
+    def tiny_fp32(out, err):
+        t = [e for e in json.load(open(J("tiny-plan.json")))["tensors"] if e["name"] == "t"]
+        return len(t) == 1 and t[0]["precision"] == "fp32" and "no normal float32 scale" in t[0]["source"]
+    case("plan: a tiny activation stays FP32 (no float32 scale)", ["plan", J("tiny.h5"), "--model",
+         J("tiny.onnx"), "--out", J("tiny-plan.json")], 0, out_check=tiny_fp32)
 
 
 def png_folders():
