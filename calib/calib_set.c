@@ -582,12 +582,15 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
     }
     /* an unhashed source (an older archive's) matches by name: it may pair with one source of the other archive
      * only, or the ids of several contents would be merged into one source (and one pairing's lost) */
-    for (int j = 0; j < src->n_sources; j++)
+    int n_new = 0; /* sources of src that dst lacks: the merged set must stay within PTQ_CALIB_MAX_SOURCES */
+    for (int j = 0; j < src->n_sources; j++) {
+        int found = 0;
         for (int i = 0; i < dst->n_sources; i++) {
             const calib_source *a = &dst->sources[i], *b = &src->sources[j];
             int n_a = 0, n_b = 0;
             if (!same_source(a, b->name, b->sha256))
                 continue;
+            found = 1;
             for (int k = 0; k < dst->n_sources; k++)
                 n_a += same_source(&dst->sources[k], b->name, b->sha256);
             for (int k = 0; k < src->n_sources; k++)
@@ -599,11 +602,6 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
                                 "missing, as in an older ptq's archive, else by content hash)",
                                 n_a > 1 ? b->name : a->name, n_a > 1 ? n_a : n_b);
         }
-    int n_new = 0; /* sources of src that dst lacks: the merged set must stay within PTQ_CALIB_MAX_SOURCES */
-    for (int j = 0; j < src->n_sources; j++) {
-        int found = 0;
-        for (int i = 0; i < dst->n_sources && !found; i++)
-            found = same_source(&dst->sources[i], src->sources[j].name, src->sources[j].sha256);
         n_new += !found;
     }
     if (dst->n_sources + n_new > PTQ_CALIB_MAX_SOURCES)

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kernels.h" /* PTQ_GELU_TANH_K, PTQ_GELU_TANH_C */
+
 /* exp(u) for u in [-708, 0] (2^k stays a normal double); NaN and other u:
  * callers pick another result for them. */
 __attribute__((always_inline)) static inline double ptq_exp_poly(double u)
@@ -45,6 +47,21 @@ __attribute__((always_inline)) static inline float ptq_expf_poly(float t)
     const double u = t > -150.0f ? (t < 89.0f ? (double)t : 89.0) : -150.0;
     const float e = (float)ptq_exp_poly(u);
     return t != t ? t : e;
+}
+
+/* Sigmoid and Gelu (tanh) as kernels/ref/unary.c and kernels/cpu/unary.c both compute them with this exp: one
+ * expression, so the same bits; a NaN input is its own output (whichever NaN vector arithmetic would keep). */
+__attribute__((always_inline)) static inline float ptq_sigmoid_poly(float x)
+{
+    const float s = 1.0f / (1.0f + ptq_expf_poly(-x));
+    return x != x ? x : s;
+}
+
+__attribute__((always_inline)) static inline float ptq_gelu_tanh_poly(float x)
+{
+    const float t = PTQ_GELU_TANH_K * (x + PTQ_GELU_TANH_C * (x * x * x));
+    const float g = x / (1.0f + ptq_expf_poly(-2.0f * t));
+    return x != x ? x : g;
 }
 
 #endif

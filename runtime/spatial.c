@@ -204,10 +204,10 @@ static ptq_status work_fail(ptq_ctx *ctx, const ptq_op_io *io, const ptq_window 
     }
     return ptq_op_unsupported(ctx, io,
                               "kernel [%s] over %lld %s channel%s with %s [%s] per image: %.3g taps, more than the "
-                              "2^44 ptq runs in one node per image (kernel_shape, strides, dilations and pads set it)",
+                              "2^%d ptq runs in one node per image (kernel_shape, strides, dilations and pads set it)",
                               ptq_dims_str(w->k + PTQ_SPATIAL - w->n_spatial, w->n_spatial, ks, sizeof ks),
                               (long long)fan, pos == w->out ? "input" : "output", fan == 1 ? "" : "s", where,
-                              ptq_dims_str(pd, w->n_spatial + 1, ps, sizeof ps), work);
+                              ptq_dims_str(pd, w->n_spatial + 1, ps, sizeof ps), work, PTQ_WINDOW_WORK_LOG2);
 }
 
 /* channels x pos's positions x fan x w's kernel positions, saturating at INT64_MAX; 0 when channels x pos's

@@ -37,7 +37,8 @@ ptq_status ptq_window_parse(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor 
  * multiply-adds, a pool's window reads), 2^44: a 3x3 convolution of 64 channels on a 4K frame is some 2^38,
  * a 3x3x3 one of 32 channels on a 512^3 volume 2^42; the kernels' tap counts and offsets stay far from
  * int64's range under it. */
-#define PTQ_WINDOW_WORK_MAX ((int64_t)1 << 44)
+#define PTQ_WINDOW_WORK_LOG2 44
+#define PTQ_WINDOW_WORK_MAX ((int64_t)1 << PTQ_WINDOW_WORK_LOG2)
 
 /* PTQ_ERR_UNSUPPORTED naming the node, its kernel and output when one image's work on w passes
  * PTQ_WINDOW_WORK_MAX: channels x w's output positions x fan x w's kernel positions, fan the input

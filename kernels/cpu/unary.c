@@ -81,23 +81,17 @@ UN_CLONES static void erf_rows(int64_t n, const float *x, float *y)
     }
 }
 
-/* Sigmoid and Gelu (tanh) with kernels/exp_poly.h's exp, the reference's arithmetic, on the widest vectors; a NaN
- * input is its own output (the reference's bits, whichever NaN the vector arithmetic would keep). */
+/* Sigmoid and Gelu (tanh): kernels/exp_poly.h's expressions, the reference's, on the widest vectors. */
 UN_CLONES static void sigmoid_rows(int64_t n, const float *x, float *y)
 {
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[i], s = 1.0f / (1.0f + ptq_expf_poly(-v));
-        y[i] = v != v ? v : s;
-    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = ptq_sigmoid_poly(x[i]);
 }
 
 UN_CLONES static void gelu_tanh_rows(int64_t n, const float *x, float *y)
 {
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[i], t = PTQ_GELU_TANH_K * (v + PTQ_GELU_TANH_C * (v * v * v));
-        const float g = v / (1.0f + ptq_expf_poly(-2.0f * t));
-        y[i] = v != v ? v : g;
-    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = ptq_gelu_tanh_poly(x[i]);
 }
 
 /* x, y: [n] on this thread. */

@@ -17,7 +17,7 @@ static float unop(ptq_unop op, float alpha, float beta, float x)
     case PTQ_UN_CLIP:
         t = x < alpha ? alpha : x;
         return t > beta ? beta : t; /* min > max gives max, as ONNX says */
-    case PTQ_UN_SIGMOID: return x != x ? x : 1.0f / (1.0f + ptq_expf_poly(-x)); /* NaN: the input's bits */
+    case PTQ_UN_SIGMOID: return ptq_sigmoid_poly(x);
     case PTQ_UN_HARD_SIGMOID:
         t = alpha * x + beta;
         t = t > 1.0f ? 1.0f : t;
@@ -29,9 +29,7 @@ static float unop(ptq_unop op, float alpha, float beta, float x)
     case PTQ_UN_TANH: return tanhf(x);
     case PTQ_UN_ERF: return erff(x);
     case PTQ_UN_GELU: return 0.5f * x * erfcf(x * -PTQ_GELU_SQRT1_2);
-    case PTQ_UN_GELU_TANH:
-        t = PTQ_GELU_TANH_K * (x + PTQ_GELU_TANH_C * (x * x * x));
-        return x != x ? x : x / (1.0f + ptq_expf_poly(-2.0f * t));
+    case PTQ_UN_GELU_TANH: return ptq_gelu_tanh_poly(x);
     }
     return x;
 }
