@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ptq/consumers.h"
 #include "ptq/runner.h"
@@ -483,7 +484,9 @@ int main(void)
     for (int i = 0; i < N_IMG; i++)
         labels[i] = (int64_t)(test_rand_u64() % N_CLASSES);
     char path[256];
-    snprintf(path, sizeof path, "/tmp/ptq-test-runner-%u.h5", (unsigned)test_rand_u64());
+    /* the process id: test_rand_u64's sequence is the same in every run, and two runs at once (two checkouts'
+       suites on one machine) removed each other's file */
+    snprintf(path, sizeof path, "/tmp/ptq-test-runner-%ld.h5", (long)getpid());
     ptq_tensor ti = {PTQ_DT_UINT8, 3, {N_IMG, 28, 28}, img, PTQ_MEM_HOST, 0};
     ptq_tensor tl = {PTQ_DT_INT64, 1, {N_IMG}, labels, PTQ_MEM_HOST, 0};
     CHECK_MSG(ptq_dataset_write_hdf5(&ctx, path, &ti, &tl, NULL) == PTQ_OK, "%s", ctx.msg);
