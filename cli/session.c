@@ -252,6 +252,11 @@ void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s)
         fprintf(stderr, "time per op type, %lld images twice (FP32, plan) on %s:\n%s", (long long)n_images,
                 ptq_exec_device_name(s->exec), table);
     free(table);
+    int64_t passes = 0;
+    const int64_t rows = ptq_exec_pass_rows(s->exec, &passes);
+    if (passes > 0) /* ptq_graph_rows_independent */
+        fprintf(stderr, "batches longer than %lld samples ran in passes of that many (%lld passes), each pass's "
+                "values in the caches\n", (long long)rows, (long long)passes);
     cli_marks_print();
 }
 

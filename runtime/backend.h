@@ -94,4 +94,10 @@ double ptq_exec_total_estimate(const ptq_exec *e, int64_t batch);
  * sequence-first [L, N, D], counts whole) instead of by dim 0; bytes_1 NULL goes back to dim 0. */
 ptq_status ptq_exec_set_value_bytes(ptq_ctx *ctx, ptq_exec *e, const double *bytes_1, const double *per_sample);
 
+/* 1 when g computes every sample of a batch on its own (runtime/batch_rows.c), from its values' shapes inferred
+ * at batch 1 (at1) and batch 2 (at2), [n_values] each: every input and output has the batch as dim 0, every value
+ * either that or a shape that does not follow the batch, no op that reduces, gathers or normalizes across dim 0,
+ * and the batch size read by Shape only in shapes. 0 when it cannot show that (or out of memory). */
+int ptq_graph_rows_independent(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2);
+
 #endif

@@ -130,6 +130,11 @@ struct ptq_exec {
     ptq_op_frame frame;       /* run_node's views, grown to the largest node */
     unsigned char *nhwc;      /* [g->n_values] 1: stored channels last on the device (plan_layout) */
     int64_t n_nhwc;
+    int64_t pass_rows;        /* ptq_exec_set_pass_rows: samples per pass of a longer batch on the CPU, 0: whole */
+    int64_t n_passes;         /* passes run so, over e's life */
+    ptq_tensor *pass_in, *pass_out; /* [g->n_inputs], [g->n_outputs]: one pass's views */
+    void **pass_buf;          /* [g->n_outputs]: the whole batch's outputs, put together from the passes */
+    size_t *pass_cap;
     char device_name[160];
 };
 
@@ -1207,7 +1212,8 @@ static ptq_status reset_slots(ptq_ctx *ctx, ptq_exec *e, int node_begin)
     return PTQ_OK;
 }
 
-ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs)
+/* One run of ptq_exec_run over the inputs as given. */
+static ptq_status run_whole(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs)
 {
     ptq_status st = PTQ_OK;
     const ptq_graph *g = e->g;
@@ -1225,6 +1231,108 @@ ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq
     st = run_nodes(ctx, e, 0, 1, outputs);
 done:
     return st;
+}
+
+void ptq_exec_set_pass_rows(ptq_exec *e, int64_t rows)
+{
+    e->pass_rows = rows > 0 ? rows : 0;
+}
+
+int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes)
+{
+    if (n_passes)
+        *n_passes = e->n_passes;
+    return e->pass_rows;
+}
+
+/* Samples per pass for this batch (ptq_exec_set_pass_rows), or 0 to run it whole: on the CPU, without taps or
+ * kept values, every input a host tensor with the batch's samples as dim 0, more of them than a pass takes. */
+static int64_t pass_rows(const ptq_exec *e, const ptq_tensor *inputs)
+{
+    const ptq_graph *g = e->g;
+    if (e->pass_rows <= 0 || e->p.device != PTQ_DEVICE_CPU || e->dev || e->n_taps > 0 || g->n_inputs < 1)
+        return 0;
+    const int64_t n = inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
+    if (n <= e->pass_rows)
+        return 0;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (inputs[i].ndim < 1 || inputs[i].dims[0] != n || inputs[i].mem != PTQ_MEM_HOST || !inputs[i].data)
+            return 0;
+    for (int v = 0; v < g->n_values; v++)
+        if (e->slots[v].keep)
+            return 0;
+    return e->pass_rows;
+}
+
+/* Output i of the pass over samples [r0, r0 + m) of n into the whole batch's buffer; the first pass sizes it
+ * and sets outputs[i]. A graph ptq_graph_rows_independent accepted gives every output the pass's samples as dim
+ * 0 and the same row every pass. */
+static ptq_status gather_output(ptq_ctx *ctx, ptq_exec *e, int i, int64_t r0, int64_t m, int64_t n,
+                                ptq_tensor *outputs)
+{
+    const ptq_tensor *t = &e->pass_out[i];
+    const size_t row = t->ndim >= 1 && t->dims[0] == m ? ptq_tensor_bytes(t) / (size_t)m : 0;
+    int same = r0 == 0 || (outputs[i].ndim == t->ndim && outputs[i].dtype == t->dtype);
+    for (int d = 1; same && r0 > 0 && d < t->ndim; d++)
+        same = outputs[i].dims[d] == t->dims[d];
+    if (t->mem != PTQ_MEM_HOST || row == 0 || !same)
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "graph output '%s': a pass over samples %lld to %lld of %lld did not "
+                        "give them as its dim 0", e->g->values[e->g->outputs[i]].name, (long long)r0,
+                        (long long)(r0 + m - 1), (long long)n);
+    if (r0 == 0) {
+        if (e->pass_cap[i] < row * (size_t)n) {
+            if (e->pass_buf[i])
+                held_release(e, MEM_HOST, e->pass_buf[i], e->pass_cap[i]);
+            e->pass_buf[i] = NULL;
+            e->pass_cap[i] = 0;
+            PTQ_TRY_RET(backend_alloc(ctx, e, MEM_HOST, row * (size_t)n, &e->pass_buf[i]));
+            e->pass_cap[i] = row * (size_t)n;
+            held_add(e, MEM_HOST, e->pass_cap[i]);
+        }
+        outputs[i] = *t;
+        outputs[i].dims[0] = n;
+        outputs[i].data = e->pass_buf[i];
+        outputs[i].cap_bytes = e->pass_cap[i];
+    }
+    memcpy((char *)e->pass_buf[i] + (size_t)r0 * row, t->data, (size_t)m * row);
+    return PTQ_OK;
+}
+
+/* ptq_exec_run in passes of `rows` samples: each input's rows [r0, r0 + m) as a view, each pass's outputs copied
+ * into the whole batch's. */
+static ptq_status run_passes(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs, int64_t rows)
+{
+    const ptq_graph *g = e->g;
+    if (!e->pass_in) {
+        e->pass_in = calloc((size_t)g->n_inputs, sizeof *e->pass_in);
+        e->pass_out = calloc((size_t)g->n_outputs + 1, sizeof *e->pass_out);
+        e->pass_buf = calloc((size_t)g->n_outputs + 1, sizeof *e->pass_buf);
+        e->pass_cap = calloc((size_t)g->n_outputs + 1, sizeof *e->pass_cap);
+        if (!e->pass_in || !e->pass_out || !e->pass_buf || !e->pass_cap)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the passes over a batch");
+    }
+    const int64_t n = inputs[0].dims[0];
+    for (int64_t r0 = 0; r0 < n; r0 += rows) {
+        const int64_t m = n - r0 < rows ? n - r0 : rows;
+        for (int i = 0; i < g->n_inputs; i++) {
+            const size_t row = ptq_tensor_bytes(&inputs[i]) / (size_t)n;
+            e->pass_in[i] = inputs[i];
+            e->pass_in[i].dims[0] = m;
+            e->pass_in[i].data = (char *)inputs[i].data + (size_t)r0 * row;
+            e->pass_in[i].cap_bytes = (size_t)m * row;
+        }
+        PTQ_TRY_RET(run_whole(ctx, e, e->pass_in, e->pass_out));
+        e->n_passes++;
+        for (int i = 0; i < g->n_outputs; i++)
+            PTQ_TRY_RET(gather_output(ctx, e, i, r0, m, n, outputs));
+    }
+    return PTQ_OK;
+}
+
+ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs)
+{
+    const int64_t rows = pass_rows(e, inputs);
+    return rows ? run_passes(ctx, e, inputs, outputs, rows) : run_whole(ctx, e, inputs, outputs);
 }
 
 static ptq_status keep_copy(ptq_ctx *ctx, ptq_exec *e, slot *s, const ptq_tensor *t, int m);
@@ -1626,6 +1734,9 @@ void ptq_exec_free(ptq_exec *e)
             slot_release(e, s);
         }
     }
+    for (int i = 0; e->pass_buf && i < e->g->n_outputs; i++)
+        if (e->pass_buf[i])
+            held_release(e, MEM_HOST, e->pass_buf[i], e->pass_cap[i]);
     for (int i = 0; i < e->n_wcopies; i++)
         e->dev->release(e->dev, e->wcopies[i].dev);
     free(e->wcopies);
@@ -1639,6 +1750,10 @@ void ptq_exec_free(ptq_exec *e)
     }
     ptq_backend_free(e->dev);
     ptq_backend_free(e->host);
+    free(e->pass_in);
+    free(e->pass_out);
+    free(e->pass_buf);
+    free(e->pass_cap);
     free(e->slots);
     free(e->node_s);
     free(e->epi_add);

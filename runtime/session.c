@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "datasets/datasets_internal.h"
 #include "ptq/dist.h"
 #include "ptq/runner.h"
@@ -20,6 +21,11 @@
 #ifdef PTQ_CUDA
 #include "kernels/cuda/cuda_kernels.h"
 #endif
+
+enum {
+    PASS_BYTES = 2 << 20, /* what the values alive at once in a pass over a long batch on the CPU may take */
+    PASS_ROWS_MIN = 4     /* the fewest samples a pass gives each worker */
+};
 
 struct ptq_session {
     ptq_graph *graph;
@@ -473,21 +479,28 @@ static void values_bytes(const ptq_graph *g, double *bytes)
  * inferred at batches 1 and 2, for the runner's memory estimate: a value whose batch is not dim 0 (a
  * sequence-first [L, N, D]) counts whole. g's shapes are batch 1's again after. Both NULL when batch 2's
  * cannot be inferred (the estimate then takes dim 0 as the batch). */
-static void batch_scaling(ptq_graph *g, double **bytes_1, double **per_sample)
+static void batch_scaling(ptq_graph *g, double **bytes_1, double **per_sample, int *rows_independent)
 {
     ptq_ctx scratch;
     double *b1 = malloc(((size_t)g->n_values + 1) * sizeof *b1), *b2 = malloc(((size_t)g->n_values + 1) * sizeof *b2);
+    ptq_value *at2 = malloc(((size_t)g->n_values + 1) * sizeof *at2); /* the shapes at batch 2 */
     *bytes_1 = *per_sample = NULL;
-    int ok = b1 && b2;
+    *rows_independent = 0;
+    int ok = b1 && b2 && at2;
     if (ok) {
         values_bytes(g, b1);
         ptq_ctx_init(&scratch);
         ok = ptq_graph_infer_shapes(&scratch, g, 2) == PTQ_OK;
-        if (ok)
+        if (ok) {
             values_bytes(g, b2);
+            memcpy(at2, g->values, (size_t)g->n_values * sizeof *at2);
+        }
         ptq_ctx_init(&scratch);
         ok = ptq_graph_infer_shapes(&scratch, g, 1) == PTQ_OK && ok; /* batch 1's shapes back, whatever 2 did */
     }
+    if (ok)
+        *rows_independent = ptq_graph_rows_independent(g, g->values, at2);
+    free(at2);
     if (!ok) {
         free(b1);
         free(b2);
@@ -499,10 +512,30 @@ static void batch_scaling(ptq_graph *g, double **bytes_1, double **per_sample)
     *per_sample = b2;
 }
 
+/* Samples per pass of a long batch on the CPU (ptq_exec_set_pass_rows): as many as keep the values alive at once
+ * within PASS_BYTES, by the executor's estimate, and at least PASS_ROWS_MIN a worker, so that every node's work
+ * still splits over the pool; PTQ_PASS_ROWS, when set, instead (0: whole batches). */
+static int64_t pass_rows(const ptq_exec *e)
+{
+    const char *env = getenv("PTQ_PASS_ROWS");
+    if (env && *env) {
+        char *end;
+        const long long v = strtoll(env, &end, 10);
+        return *end == '\0' && v > 0 ? (int64_t)v : 0;
+    }
+    const double per = ptq_exec_live_estimate(e, 2) - ptq_exec_live_estimate(e, 1);
+    const int64_t least = (int64_t)PASS_ROWS_MIN * ptq_par_workers();
+    if (!(per > 0.0))
+        return 0;
+    const double fit = (double)PASS_BYTES / per;
+    return fit < (double)least ? least : fit > 4096.0 ? 4096 : (int64_t)fit;
+}
+
 ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session **out)
 {
     ptq_status st = PTQ_OK;
     double *bytes_1 = NULL, *per_sample = NULL; /* [n_values], for the memory estimate */
+    int rows_independent = 0; /* ptq_graph_rows_independent */
     *out = NULL;
     ptq_session *s = calloc(1, sizeof *s);
     if (!s)
@@ -601,7 +634,7 @@ shapes:
     ptq_ctx_init(&s->shapes);
     s->shapes.code = ptq_graph_infer_shapes(&s->shapes, s->graph, 1);
     if (s->shapes.code == PTQ_OK)
-        batch_scaling(s->graph, &bytes_1, &per_sample);
+        batch_scaling(s->graph, &bytes_1, &per_sample, &rows_independent);
     ptq_ctx_init(&s->logits_st);
     s->logits_st.code = pick_logits(&s->logits_st, s, o->model, o->output, declared);
     free(declared);
@@ -627,6 +660,8 @@ shapes:
     free(bytes_1);
     free(per_sample);
     bytes_1 = per_sample = NULL;
+    if (rows_independent && s->fixed_batch == 0)
+        ptq_exec_set_pass_rows(s->exec, pass_rows(s->exec));
 #ifdef PTQ_CUDA
     struct ptq_cuda_dev *gpu = ptq_exec_cuda_dev(s->exec);
     if (gpu && ptq_cuda_dev_note(gpu)[0]) /* cuDNN missing: the GPU runs, convolutions slower */

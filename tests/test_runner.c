@@ -70,6 +70,40 @@ static int run_from(ptq_exec *e, int k, int64_t n, float *logits)
     return 1;
 }
 
+/* ptq_exec_set_pass_rows: a batch of 16 in passes of 3 (the last of 1) gives the bytes of one run; runs with a tap
+ * or a kept value, and the reference device, stay whole. */
+static void test_passes(ptq_graph *g, float *x)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    float ref[N_REF * N_CLASSES], got[N_REF * N_CLASSES];
+    ptq_exec_params p = {PTQ_DEVICE_CPU, 0, NULL, NULL, 0, PTQ_MATH_FP32};
+    ptq_exec *e = NULL, *r = NULL;
+    int64_t passes = -1;
+    CHECK(ptq_exec_create(&ctx, g, &p, &e) == PTQ_OK && run(e, x, N_REF, ref));
+    CHECK(ptq_exec_pass_rows(e, &passes) == 0 && passes == 0);
+    ptq_exec_set_pass_rows(e, 3);
+    memset(got, 0, sizeof got);
+    CHECK(run(e, x, N_REF, got) && ptq_exec_pass_rows(e, &passes) == 3);
+    CHECK_MSG(passes == 6, "%lld passes for 16 samples in passes of 3", (long long)passes);
+    CHECK_MSG(memcmp(got, ref, sizeof ref) == 0, "logits in passes of 3 differ from one run's");
+    CHECK(run(e, x, 3, got) && ptq_exec_pass_rows(e, &passes) == 3 && passes == 6); /* 3 samples: one run */
+    counter seen = {0, 0};
+    CHECK(ptq_exec_add_tap(&ctx, e, count_tap, &seen) == PTQ_OK && run(e, x, N_REF, got));
+    CHECK(ptq_exec_pass_rows(e, &passes) == 3 && passes == 6 && memcmp(got, ref, sizeof ref) == 0);
+    ptq_exec_remove_tap(e, count_tap, &seen);
+    CHECK(ptq_exec_keep(&ctx, e, g->inputs[0], 1) == PTQ_OK && run(e, x, N_REF, got));
+    CHECK(ptq_exec_pass_rows(e, &passes) == 3 && passes == 6 && memcmp(got, ref, sizeof ref) == 0);
+    CHECK(ptq_exec_keep(&ctx, e, g->inputs[0], 0) == PTQ_OK && run(e, x, N_REF, got));
+    CHECK(ptq_exec_pass_rows(e, &passes) == 3 && passes == 12 && memcmp(got, ref, sizeof ref) == 0);
+    p.device = PTQ_DEVICE_REF;
+    CHECK(ptq_exec_create(&ctx, g, &p, &r) == PTQ_OK);
+    ptq_exec_set_pass_rows(r, 3);
+    CHECK(run(r, x, N_REF, got) && ptq_exec_pass_rows(r, &passes) == 3 && passes == 0);
+    ptq_exec_free(r);
+    ptq_exec_free(e);
+}
+
 static void test_exec(ptq_graph *g, float *x)
 {
     ptq_ctx ctx;
@@ -472,6 +506,7 @@ int main(void)
     test_rand_seed(11);
     test_fill_uniform(x, N_REF * SAMPLE, -0.81f, 2.03f);
     test_exec(g, x);
+    test_passes(g, x);
     test_clip_chains(x);
     test_pick();
 

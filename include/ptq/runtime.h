@@ -94,6 +94,14 @@ PTQ_API ptq_status ptq_exec_run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, 
  * ptq_exec_run_from calls then share this run's prefix, e.g. a quantized
  * plan's, instead of the FP32 one. */
 PTQ_API ptq_status ptq_exec_rerun(ptq_ctx *ctx, ptq_exec *e, ptq_tensor *outputs);
+/* Lets ptq_exec_run on the CPU run a batch of more than `rows` samples in passes of at most `rows` (0, the
+ * default: whole batches), each pass's values small enough to stay in the CPU's caches. Only for a graph that
+ * computes each sample on its own, which gives the same bytes either way: ptq_session_open checks that from
+ * the shapes at batches 1 and 2 and sets it (PTQ_PASS_ROWS in the environment overrides its choice; 0 turns
+ * the passes off). Runs with taps or kept values, and other devices, stay whole. */
+PTQ_API void ptq_exec_set_pass_rows(ptq_exec *e, int64_t rows);
+/* The samples per pass set (0: none), and in *n_passes (when not NULL) the passes run over e's life. */
+PTQ_API int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes);
 /* 8-bit images of the model's input size, as a graph input. */
 typedef struct ptq_u8_batch {
     const uint8_t *data; /* host memory: [n, h, w, c] interleaved, or [n, c, h, w] when planar */

@@ -1,0 +1,209 @@
+/* Whether a graph computes each sample of a batch on its own, so that the
+ * host executor may run a long batch in passes of a few samples (whose
+ * values stay in the CPU's caches) with the bytes of one pass: from the
+ * shapes inference gives every value at batches 1 and 2, and the few ops
+ * that can mix samples without changing a shape. Conservative: a graph it
+ * cannot show independent runs whole batches. Covered by
+ * tests/test_exec.c and tests/eval_ort_test.py. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backend.h"
+
+enum { ROWS_UNKNOWN = 0, ROWS_SAME, ROWS_BATCH }; /* ROWS_BATCH + a: the batch is axis a */
+
+/* How value v's shape follows the batch: ROWS_BATCH + a when axis a is the batch (1 at batch 1, 2 at batch 2,
+ * every other dim the same: a sequence-first [L, N, D] or a Transpose's [3, N, ...] too), ROWS_SAME when the
+ * shape does not change, else ROWS_UNKNOWN. */
+static int rows_kind(const ptq_value *a, const ptq_value *b)
+{
+    if (a->ndim < 0 || a->ndim != b->ndim)
+        return ROWS_UNKNOWN;
+    int axis = -1;
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->dims[d] < 0 || b->dims[d] < 0)
+            return ROWS_UNKNOWN;
+        if (a->dims[d] == b->dims[d])
+            continue;
+        if (axis >= 0 || a->dims[d] != 1 || b->dims[d] != 2)
+            return ROWS_UNKNOWN;
+        axis = d;
+    }
+    return axis < 0 ? ROWS_SAME : ROWS_BATCH + axis;
+}
+
+/* An int axis attribute resolved against rank ndim (dflt when absent). */
+static int64_t attr_axis(const ptq_node *n, const char *name, int64_t dflt, int ndim)
+{
+    const int64_t a = ptq_node_attr_int(n, name, dflt);
+    return a < 0 ? a + ndim : a;
+}
+
+/* The int64 / int32 data of value v, a constant or a Constant node's output (at most max; -1 when unknown). */
+static int64_t const_ints(const ptq_graph *g, int v, int64_t *out, int64_t max)
+{
+    if (v < 0)
+        return -1;
+    const ptq_value *val = &g->values[v];
+    if (!val->data && val->producer >= 0) {
+        const ptq_node *c = &g->nodes[val->producer];
+        const ptq_attr *t = strcmp(c->op_type, "Constant") == 0 ? ptq_node_attr(c, "value") : NULL;
+        if (!t || t->type != PTQ_ATTR_TENSOR || t->tensor < 0)
+            return -1;
+        val = &g->values[t->tensor];
+    }
+    const size_t elem = val->dtype == PTQ_DT_INT64 ? 8 : val->dtype == PTQ_DT_INT32 ? 4 : 0;
+    if (!val->data || !elem || val->n_bytes % elem || val->n_bytes / elem > (size_t)max)
+        return -1;
+    const int64_t n = (int64_t)(val->n_bytes / elem);
+    for (int64_t i = 0; i < n; i++) {
+        if (elem == 8) {
+            memcpy(&out[i], (const char *)val->data + 8 * i, 8);
+        } else {
+            int32_t x;
+            memcpy(&x, (const char *)val->data + 4 * i, 4);
+            out[i] = x;
+        }
+    }
+    return n;
+}
+
+/* Whether Slice node n leaves axis b (the batch) of its data whole: no entry of its axes is b, or the one that is
+ * takes [0, end of the batch) in steps of 1. Inputs (opset 10 on) or attributes (before) it does not know are
+ * mixing. */
+static int slice_keeps_rows(const ptq_graph *g, const ptq_node *n, int ndim, int b)
+{
+    int64_t starts[PTQ_MAX_DIMS], ends[PTQ_MAX_DIMS], axes[PTQ_MAX_DIMS], steps[PTQ_MAX_DIMS];
+    int64_t k, k_end, k_axes, k_steps = -2;
+    if (n->n_inputs == 1) { /* opset 1 to 9: attributes */
+        const ptq_attr *as = ptq_node_attr(n, "starts"), *ae = ptq_node_attr(n, "ends"), *ax = ptq_node_attr(n, "axes");
+        if (!as || !ae || as->n != ae->n || as->n > PTQ_MAX_DIMS || (ax && ax->n != as->n))
+            return 0;
+        k = k_end = as->n;
+        memcpy(starts, as->ints, (size_t)k * sizeof *starts);
+        memcpy(ends, ae->ints, (size_t)k * sizeof *ends);
+        k_axes = ax ? k : -2;
+        if (ax)
+            memcpy(axes, ax->ints, (size_t)k * sizeof *axes);
+    } else {
+        k = const_ints(g, n->inputs[1], starts, PTQ_MAX_DIMS);
+        k_end = n->n_inputs > 2 ? const_ints(g, n->inputs[2], ends, PTQ_MAX_DIMS) : -1;
+        k_axes = n->n_inputs > 3 && n->inputs[3] >= 0 ? const_ints(g, n->inputs[3], axes, PTQ_MAX_DIMS) : -2;
+        k_steps = n->n_inputs > 4 && n->inputs[4] >= 0 ? const_ints(g, n->inputs[4], steps, PTQ_MAX_DIMS) : -2;
+    }
+    if (k < 0 || k_end != k || k_axes == -1 || k_steps == -1 || (k_axes >= 0 && k_axes != k) ||
+        (k_steps >= 0 && k_steps != k))
+        return 0;
+    for (int64_t i = 0; i < k; i++) {
+        const int64_t axis = k_axes >= 0 ? (axes[i] < 0 ? axes[i] + ndim : axes[i]) : i;
+        if (axis == b && !(starts[i] == 0 && ends[i] >= INT32_MAX && (k_steps < 0 || steps[i] == 1)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
+ * softmax or normalization over b, a Gather, Split or Concat along it, a Slice that cuts or reverses it, batch
+ * statistics. The rest of what could mix them changes a shape, which rows_kind sees. */
+static int mixes_rows(const ptq_graph *g, const ptq_node *n, const unsigned char *kind)
+{
+    const int v0 = n->n_inputs > 0 ? n->inputs[0] : -1;
+    const int b = v0 >= 0 && kind[v0] >= ROWS_BATCH ? kind[v0] - ROWS_BATCH : -1; /* input 0's batch axis */
+    const int ndim = v0 >= 0 ? g->values[v0].ndim : 0;
+    const char *op = n->op_type;
+    if (strcmp(op, "Softmax") == 0 || strcmp(op, "LayerNormalization") == 0)
+        return b >= 0 && attr_axis(n, "axis", -1, ndim) == b;
+    if (strcmp(op, "Gather") == 0 || strcmp(op, "Split") == 0)
+        return b >= 0 && attr_axis(n, "axis", 0, ndim) == b;
+    if (strcmp(op, "Concat") == 0) {
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0 && kind[n->inputs[i]] >= ROWS_BATCH &&
+                attr_axis(n, "axis", 0, ndim) == kind[n->inputs[i]] - ROWS_BATCH)
+                return 1;
+        return 0;
+    }
+    if (strcmp(op, "Slice") == 0)
+        return b >= 0 && !slice_keeps_rows(g, n, ndim, b);
+    if (strcmp(op, "BatchNormalization") == 0)
+        return ptq_node_attr_int(n, "training_mode", 0) != 0;
+    return 0;
+}
+
+/* Inputs of node n that only give a shape, axes or pads (their values decide what is read, not what is
+ * computed): the batch size read there through Shape does not reach the outputs' numbers. */
+static int shape_input(const ptq_node *n, int i)
+{
+    static const char *const ops[] = {"Reshape", "Expand", "Pad", "Split", "Squeeze", "Unsqueeze", "ReduceMean"};
+    if (strcmp(n->op_type, "Slice") == 0)
+        return i >= 1;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        if (strcmp(n->op_type, ops[k]) == 0)
+            return i == 1;
+    return 0;
+}
+
+/* The walk of ptq_graph_rows_independent: kind[v] as rows_kind gives it, sized[v] 1 where v's numbers hold the
+ * batch size (read by Shape). */
+static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2, unsigned char *kind,
+                     unsigned char *sized)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        const int is_const = at1[v].data != NULL || (at1[v].producer < 0 && !(at1[v].flags & PTQ_VALUE_INPUT));
+        const int is_input = (at1[v].flags & PTQ_VALUE_INPUT) && at1[v].ndim >= 1 && at1[v].dims[0] <= 0;
+        kind[v] = is_const ? ROWS_SAME : is_input ? ROWS_BATCH : (unsigned char)rows_kind(&at1[v], &at2[v]);
+        sized[v] = 0;
+        if (kind[v] == ROWS_UNKNOWN)
+            return 0;
+    }
+    for (int i = 0; i < g->n_inputs; i++) /* the passes split inputs and outputs along dim 0 */
+        if (kind[g->inputs[i]] != ROWS_BATCH)
+            return 0;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (kind[g->outputs[i]] != ROWS_BATCH)
+            return 0;
+    for (int k = 0; k < g->n_nodes; k++) { /* in the order they run: producers first */
+        const ptq_node *n = &g->nodes[k];
+        int rows_in = 0, sized_in = 0;
+        for (int i = 0; i < n->n_inputs; i++) {
+            const int v = n->inputs[i];
+            if (v < 0)
+                continue;
+            rows_in |= kind[v] >= ROWS_BATCH;
+            sized_in |= sized[v] && !shape_input(n, i);
+        }
+        if (strcmp(n->op_type, "Shape") == 0) { /* the batch size, where its [start, end) takes dim 0 */
+            const int ndim = n->inputs[0] >= 0 ? g->values[n->inputs[0]].ndim : 0;
+            const int64_t start = attr_axis(n, "start", 0, ndim);
+            const int v0 = n->inputs[0], b = v0 >= 0 && kind[v0] >= ROWS_BATCH ? kind[v0] - ROWS_BATCH : -1;
+            sized_in = b >= 0 && start <= b && attr_axis(n, "end", ndim, ndim) > b;
+        } else {
+            for (int i = 0; i < n->n_outputs; i++) /* a row-wise input, an output of fixed shape: a reduction */
+                if (rows_in && n->outputs[i] >= 0 && kind[n->outputs[i]] < ROWS_BATCH)
+                    return 0;
+            if (mixes_rows(g, n, kind))
+                return 0;
+        }
+        for (int i = 0; i < n->n_outputs; i++) {
+            const int v = n->outputs[i];
+            if (v < 0 || !sized_in)
+                continue;
+            /* the batch size in a float, in a row-wise value (a Range over it) or in an output: a number
+               that a pass of fewer samples would change */
+            const ptq_dtype dt = at1[v].dtype;
+            if ((dt != PTQ_DT_INT64 && dt != PTQ_DT_INT32 && dt != PTQ_DT_BOOL) || kind[v] >= ROWS_BATCH ||
+                (at1[v].flags & PTQ_VALUE_OUTPUT))
+                return 0;
+            sized[v] = 1;
+        }
+    }
+    return 1;
+}
+
+int ptq_graph_rows_independent(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2)
+{
+    unsigned char *kind = malloc(2 * (size_t)g->n_values + 1);
+    const int ok = kind && rows_walk(g, at1, at2, kind, kind + g->n_values);
+    free(kind);
+    return ok;
+}

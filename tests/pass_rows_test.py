@@ -1,0 +1,159 @@
+"""Passes over a batch on the CPU (ptq_exec_set_pass_rows, runtime/batch_rows.c): a graph that computes each
+sample on its own runs a long batch a few samples at a time, with the same logits; a graph that mixes the
+samples of a batch without changing a shape must run it whole. Small hand-made models, each against
+onnxruntime on the whole batch: a softmax over the batch, a batch mean taken away, a division by the batch
+size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
+Slices, a softmax over axis -2 (each run whole: no "passes" line in --profile, logits as
+onnxruntime's); and a model whose batch moves to axis 1 and back through Reshape, Transpose and Gather,
+with its Reshape's shape made from Shape (it runs in passes, logits as onnxruntime's and byte-identical to
+PTQ_PASS_ROWS=0's). The demo model's logits are byte-identical with and without passes (test_runner
+covers the library side)."""
+import os
+import subprocess
+import sys
+import tempfile
+
+from ptqtest import MODEL, PTQ, check, finish
+
+try:
+    import h5py
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:  # pragma: no cover
+    print(f"pass_rows_test: skipped ({e})")
+    sys.exit(77)
+
+N, D = 64, 6
+BIG = np.iinfo(np.int64).max
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def model(path, nodes, inits, k):
+    """x float [N, D] -> ... -> logits [N, k]."""
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", D])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", k])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def batch_size(nodes, out):
+    """nodes computing out = the batch size as an int64 scalar, from Shape(x)."""
+    nodes += [helper.make_node("Shape", ["x"], [out + "_s"]),
+              helper.make_node("Gather", [out + "_s", "zero"], [out], axis=0)]
+
+
+def mixing_models(tmp):
+    """(name, path): models whose samples depend on other samples of the batch, shapes unchanged."""
+    out = []
+
+    def add(name, nodes, inits):
+        path = os.path.join(tmp, name + ".onnx")
+        model(path, nodes, inits, D)
+        out.append((name, path))
+
+    add("softmax over the batch", [helper.make_node("Softmax", ["x"], ["logits"], axis=0)], [])
+    add("batch mean taken away", [helper.make_node("ReduceMean", ["x"], ["m"], axes=[0], keepdims=1),
+                                  helper.make_node("Sub", ["x", "m"], ["logits"])], [])
+    nodes = []
+    batch_size(nodes, "n")
+    nodes += [helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+              helper.make_node("Div", ["x", "nf"], ["logits"])]
+    add("divided by the batch size", nodes, [ints("zero", 0)])
+    nodes = []
+    batch_size(nodes, "n")
+    nodes += [helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+              helper.make_node("Sub", ["n", "one"], ["last"]),
+              helper.make_node("Sub", ["last", "r"], ["rev"]),
+              helper.make_node("Gather", ["x", "rev"], ["logits"], axis=0)]
+    add("gather reversing the batch", nodes, [ints("zero", 0), ints("one", 1)])
+    add("slice reversing the batch", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["logits"])],
+        [ints("st", [-1]), ints("en", [-BIG]), ints("ax", [0]), ints("sp", [-1])])
+    add("roll by concat", [helper.make_node("Slice", ["x", "one", "big", "zero1"], ["a"]),
+                           helper.make_node("Slice", ["x", "zero1", "one", "zero1"], ["b"]),
+                           helper.make_node("Concat", ["a", "b"], ["logits"], axis=0)],
+        [ints("one", [1]), ints("big", [BIG]), ints("zero1", [0])])
+    add("softmax over axis -2 (the batch)", [helper.make_node("Softmax", ["x"], ["logits"], axis=-2)], [])
+    return out
+
+
+def moving_model(path):
+    """x [N, 6] -> Reshape [N, 2, 3] (shape from Shape) -> Transpose [2, N, 3] -> Gather axis 0 index 1 ->
+    [N, 3] -> Softmax(axis -1)."""
+    nodes = []
+    batch_size(nodes, "n")
+    nodes += [helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+              helper.make_node("Concat", ["n1", "rest"], ["shape"], axis=0),
+              helper.make_node("Reshape", ["x", "shape"], ["r"]),
+              helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0, 2]),
+              helper.make_node("Gather", ["t", "one"], ["gth"], axis=0),
+              helper.make_node("Softmax", ["gth"], ["logits"], axis=-1)]
+    model(path, nodes, [ints("zero", 0), ints("zero1", [0]), ints("rest", [2, 3]), ints("one", 1)], 3)
+
+
+def ptq(*args, env):
+    """ptq with PTQ_PASS_ROWS set in env: (exit code, stdout, stderr)."""
+    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=600, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def run(tmp, path, data, rows):
+    out = os.path.join(tmp, f"logits_{rows}.npy")
+    env = dict(os.environ, PTQ_PASS_ROWS=str(rows))
+    rc, _, err = ptq("eval", "--model", path, "--data", data, "--device", "cpu", "--batch", str(N), "--logits", out,
+                     "--profile", env=env)
+    return rc, (np.load(out) if rc == 0 else None), err
+
+
+def main():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((N, D)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "x.h5")
+        with h5py.File(data, "w") as f:
+            f["x"] = x
+            f["labels"] = (np.arange(N) % 3).astype(np.int64)
+        for name, path in mixing_models(tmp):
+            want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+            rc, got, err = run(tmp, path, data, 5)
+            check(f"{name}: eval runs", rc == 0, "" if rc == 0 else err[-400:])
+            check(f"{name}: the batch runs whole", "passes" not in err)
+            check(f"{name}: logits as onnxruntime's on the whole batch",
+                  got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-6))
+        path = os.path.join(tmp, "moving.onnx")
+        moving_model(path)
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        rc, got, err = run(tmp, path, data, 5)
+        ok = rc == 0 and "passes of that many (13 passes)" in err
+        check("batch through axis 1: runs in passes of 5", ok, "" if ok else err[-400:])
+        check("batch through axis 1: logits as onnxruntime's", got is not None and np.allclose(got, want, rtol=1e-6))
+        rc0, whole, err0 = run(tmp, path, data, 0)
+        check("batch through axis 1: PTQ_PASS_ROWS=0 runs whole, the same bytes",
+              rc0 == 0 and "passes" not in err0 and got is not None and whole.tobytes() == got.tobytes())
+        # the demo model: a whole eval in passes (the default) and without them, byte for byte
+        demo = os.path.join(tmp, "demo.h5")
+        imgs = rng.integers(0, 256, size=(300, 28, 28), dtype=np.uint8)
+        with h5py.File(demo, "w") as f:
+            f["images"] = imgs
+            f["labels"] = (np.arange(300) % 10).astype(np.int64)
+        outs = {}
+        for rows in ("", "0", "7"):
+            out = os.path.join(tmp, f"demo_{rows or 'default'}.npy")
+            env = dict(os.environ, PTQ_PASS_ROWS=rows)
+            rc, _, err = ptq("eval", "--model", MODEL, "--data", demo, "--device", "cpu", "--batch", "128",
+                             "--logits", out, "--profile", env=env)
+            outs[rows] = (rc, open(out, "rb").read() if rc == 0 else None, err)
+        check("demo model: passes by default", outs[""][0] == 0 and "passes" in outs[""][2])
+        check("demo model: PTQ_PASS_ROWS=0 runs whole", outs["0"][0] == 0 and "passes" not in outs["0"][2])
+        check("demo model: logits byte-identical with passes of the default size, of 7 and without",
+              outs[""][1] is not None and outs[""][1] == outs["0"][1] == outs["7"][1])
+    return finish("pass_rows_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
