@@ -12,10 +12,12 @@ static ptq_status calib_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batc
     ptq_calib_set *set = user;
     ptq_exec *e = ptq_session_exec(ptq_runner_session(r));
     set->batch_n = b->n;
+    set->exec = e; /* the tap counts a value's samples by e's run, a pass over part of the batch on the CPU */
     if (b->index == 0) {
         PTQ_TRY_RET(ptq_calib_set_bind(ctx, set, e));
         ptq_exec_remove_tap(e, ptq_calib_set_tap, set);
         PTQ_TRY_RET(ptq_exec_add_tap(ctx, e, ptq_calib_set_tap, set));
+        ptq_exec_tap_passes(e, ptq_calib_set_tap, set); /* it counts by the run's samples (set->exec) */
         if (ptq_exec_cuda_dev(e)) /* the set's device observers may be fed a Conv chain's values in one pass */
             PTQ_TRY_RET(ptq_exec_tap_dev_state(ctx, e, ptq_calib_set_tap, set, calib_set_dev_state));
     }
@@ -27,6 +29,7 @@ static ptq_status calib_end(void *user, ptq_ctx *ctx, ptq_runner *r)
 {
     ptq_calib_set *set = user;
     ptq_exec_remove_tap(ptq_session_exec(ptq_runner_session(r)), ptq_calib_set_tap, set);
+    set->exec = NULL;
     return ptq_calib_set_sync(ctx, set);
 }
 

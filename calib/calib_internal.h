@@ -25,9 +25,11 @@ struct ptq_calib_set {
     int *value_index;          /* [n] graph value index, -1 when read from a file */
     int64_t *index_of_value;   /* [g->n_values] set index or -1; NULL when read from a file */
     struct ptq_cuda_dev *cuda; /* the bound executor's GPU, or NULL */
+    const struct ptq_exec *exec; /* while the consumer runs: the executor whose runs the tap sees, or NULL */
     /* A tensor without a batch dimension (a positional slice, a constant mask) is observed once per sample of the
      * batch, so that its counts are the same whatever the batching, ranks or shards: it has as many elements in a
-     * batch of batch_n samples as at the batch of the graph's inferred shapes, batch_shapes. */
+     * batch of batch_n samples as at the batch of the graph's inferred shapes, batch_shapes. A tapped value's
+     * batch is the samples of the executor's run that made it (a pass over part of the batch on the CPU). */
     int64_t *numel_shapes;     /* [n] elements at batch_shapes, -1 when unknown; NULL when read from a file */
     int64_t batch_shapes;      /* the first input's batch in the inferred shapes (1 when it is dynamic) */
     int64_t batch_n;           /* samples in the batch being observed (set by the consumer) */

@@ -406,13 +406,13 @@ int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s)
 
 /* Observing */
 
-static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_tensor *t)
+/* Observes t, made by a run of `batch` samples, as tensor i. */
+static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_tensor *t, int64_t batch)
 {
     if (t->dtype != PTQ_DT_FLOAT)
         return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s' is %s, not float32", s->names[i], ptq_dtype_name(t->dtype));
     const int64_t n = ptq_tensor_numel(t);
-    const int64_t copies = s->numel_shapes && s->batch_n != s->batch_shapes && n == s->numel_shapes[i] ? s->batch_n
-                                                                                                       : 1;
+    const int64_t copies = s->numel_shapes && batch != s->batch_shapes && n == s->numel_shapes[i] ? batch : 1;
     if (t->mem != PTQ_MEM_HOST && !s->cuda)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor '%s' is on the GPU but the calibration set is not bound to "
                         "its executor: call ptq_calib_set_bind after ptq_exec_create, before the first run",
@@ -444,7 +444,8 @@ ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int n
     (void)node_index;
     PTQ_TRY_RET(check_graph(ctx, s, g));
     int64_t i = s->index_of_value[value_index];
-    return i < 0 ? PTQ_OK : observe(ctx, s, i, t);
+    const int64_t run = s->exec ? ptq_exec_run_samples(s->exec) : 0; /* a pass's samples, on the CPU */
+    return i < 0 ? PTQ_OK : observe(ctx, s, i, t, run > 0 ? run : s->batch_n);
 }
 
 ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins)
@@ -479,7 +480,7 @@ ptq_status ptq_calib_set_observe_inputs(ptq_ctx *ctx, ptq_calib_set *s, const pt
     for (int k = 0; k < s->g->n_inputs; k++) {
         int64_t i = s->index_of_value[s->g->inputs[k]];
         if (i >= 0)
-            PTQ_TRY_RET(observe(ctx, s, i, &inputs[k]));
+            PTQ_TRY_RET(observe(ctx, s, i, &inputs[k], s->batch_n));
     }
     return PTQ_OK;
 }

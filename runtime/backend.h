@@ -99,5 +99,10 @@ ptq_status ptq_exec_set_value_bytes(ptq_ctx *ctx, ptq_exec *e, const double *byt
  * either that or a shape that does not follow the batch, no op that reduces, gathers or normalizes across dim 0,
  * and the batch size read by Shape only in shapes. 0 when it cannot show that (or out of memory). */
 int ptq_graph_rows_independent(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2);
+/* Marks tap (with tap_user) as one that may see a batch in passes (ptq_exec_set_pass_rows): it counts a value's
+ * samples by ptq_exec_run_samples, not by the batch. Unmarked taps keep their runs whole. */
+void ptq_exec_tap_passes(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+/* Samples (input 0's dim 0) of the run or pass under way or last run, 0 when not known (ptq_exec_run_from). */
+int64_t ptq_exec_run_samples(const ptq_exec *e);
 
 #endif

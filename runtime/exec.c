@@ -97,6 +97,7 @@ struct ptq_exec {
         ptq_tap_fn fn;
         void *user;
         ptq_tap_dev_state_fn dev_state; /* NULL: the tap sees every value through fn */
+        int passes; /* ptq_exec_tap_passes: it may see a batch in passes */
     } taps[PTQ_EXEC_MAX_TAPS];
     int n_taps;
     int tap_skip; /* a value whose taps run_node leaves to run_observed_chain, or -1 */
@@ -132,6 +133,7 @@ struct ptq_exec {
     int64_t n_nhwc;
     int64_t pass_rows;        /* ptq_exec_set_pass_rows: samples per pass of a longer batch on the CPU, 0: whole */
     int64_t n_passes;         /* passes run so, over e's life */
+    int64_t run_samples;      /* dim 0 of input 0 in the run (or pass) under way, 0 when not known */
     ptq_tensor *pass_in, *pass_out; /* [g->n_inputs], [g->n_outputs]: one pass's views */
     void **pass_buf;          /* [g->n_outputs]: the whole batch's outputs, put together from the passes */
     size_t *pass_cap;
@@ -1217,6 +1219,7 @@ static ptq_status run_whole(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs,
 {
     ptq_status st = PTQ_OK;
     const ptq_graph *g = e->g;
+    e->run_samples = g->n_inputs > 0 && inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
     PTQ_TRY(st, reset_slots(ctx, e, 0), done);
     e->n_fallback = 0;
     e->step = 0;
@@ -1238,6 +1241,18 @@ void ptq_exec_set_pass_rows(ptq_exec *e, int64_t rows)
     e->pass_rows = rows > 0 ? rows : 0;
 }
 
+void ptq_exec_tap_passes(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
+{
+    for (int t = 0; t < e->n_taps; t++)
+        if (e->taps[t].fn == tap && e->taps[t].user == tap_user)
+            e->taps[t].passes = 1;
+}
+
+int64_t ptq_exec_run_samples(const ptq_exec *e)
+{
+    return e->run_samples;
+}
+
 int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes)
 {
     if (n_passes)
@@ -1245,13 +1260,16 @@ int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes)
     return e->pass_rows;
 }
 
-/* Samples per pass for this batch (ptq_exec_set_pass_rows), or 0 to run it whole: on the CPU, without taps or
- * kept values, every input a host tensor with the batch's samples as dim 0, more of them than a pass takes. */
+/* Samples per pass for this batch (ptq_exec_set_pass_rows), or 0 to run it whole: on the CPU, without kept
+ * values or taps other than those ptq_exec_tap_passes marks, every input a host tensor with the batch's samples as dim 0, more of them than a pass takes. */
 static int64_t pass_rows(const ptq_exec *e, const ptq_tensor *inputs)
 {
     const ptq_graph *g = e->g;
-    if (e->pass_rows <= 0 || e->p.device != PTQ_DEVICE_CPU || e->dev || e->n_taps > 0 || g->n_inputs < 1)
+    if (e->pass_rows <= 0 || e->p.device != PTQ_DEVICE_CPU || e->dev || g->n_inputs < 1)
         return 0;
+    for (int t = 0; t < e->n_taps; t++)
+        if (!e->taps[t].passes)
+            return 0;
     const int64_t n = inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
     if (n <= e->pass_rows)
         return 0;
@@ -1407,6 +1425,7 @@ ptq_status ptq_exec_run_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *images
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "8-bit images feed a model of one input; this one has %d",
                         g->n_inputs);
     PTQ_TRY(st, reset_slots(ctx, e, 0), done);
+    e->run_samples = images->n;
     e->n_fallback = 0;
     e->step = 0;
     for (int v = 0; v < g->n_values; v++)
@@ -1431,6 +1450,7 @@ static ptq_status run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, int keep, 
     PTQ_TRY(st, reset_slots(ctx, e, node_begin), done);
     e->n_fallback = 0;
     e->step = 0;
+    e->run_samples = 0; /* the kept values' batch: not known here */
     /* graph inputs the run reads, rounded again by the current overlay */
     for (int i = 0; i < g->n_inputs; i++)
         if (node_begin == 0 || e->slots[g->inputs[i]].refs > 0)
@@ -1510,6 +1530,7 @@ ptq_status ptq_exec_add_tap(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap
     e->taps[e->n_taps].fn = tap;
     e->taps[e->n_taps].user = tap_user;
     e->taps[e->n_taps].dev_state = NULL;
+    e->taps[e->n_taps].passes = 0;
     e->n_taps++;
     return PTQ_OK;
 }
@@ -1541,6 +1562,7 @@ void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
         e->taps[0].fn = tap;
         e->taps[0].user = tap_user;
         e->taps[0].dev_state = NULL;
+        e->taps[0].passes = 0;
         e->n_taps = 1;
     }
 }

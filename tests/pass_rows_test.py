@@ -152,6 +152,29 @@ def main():
         check("demo model: PTQ_PASS_ROWS=0 runs whole", outs["0"][0] == 0 and "passes" not in outs["0"][2])
         check("demo model: logits byte-identical with passes of the default size, of 7 and without",
               outs[""][1] is not None and outs[""][1] == outs["0"][1] == outs["7"][1])
+        # calibrate: the archive byte-identical with passes; the text model's /Slice_output_0 has no batch
+        # dimension and is counted once per sample of each pass (passes of 1 and 3, and the default)
+        text = os.path.join(os.path.dirname(MODEL), "text_encoder.onnx")
+        txt = os.path.join(tmp, "txt.h5")
+        n, seq = 50, 40
+        lens = rng.integers(1, seq + 1, size=n)
+        mask = (np.arange(seq)[None, :] < lens[:, None]).astype(np.int64)
+        with h5py.File(txt, "w") as f:
+            f["input_ids"] = rng.integers(2, 50, size=(n, seq)).astype(np.int64) * mask
+            f["attention_mask"] = mask
+        for what, m, d, rows_list in (("demo", MODEL, demo, ("", "7")), ("text", text, txt, ("", "1", "3"))):
+            archives = {}
+            for rows in ("0",) + rows_list:
+                out = os.path.join(tmp, f"{what}_{rows or 'default'}.h5")
+                env = dict(os.environ, PTQ_PASS_ROWS=rows)
+                rc, _, err = ptq("calibrate", "--model", m, "--data", d, "--out", out, "--profile", env=env)
+                archives[rows] = open(out, "rb").read() if rc == 0 else None
+                ok = rc == 0 and (("passes" in err) == (rows != "0"))
+                check(f"{what} calibrate, PTQ_PASS_ROWS={rows or '(default)'}: runs, in passes unless 0", ok,
+                      "" if ok else err[-400:])
+            for rows in rows_list:
+                check(f"{what} calibrate: the archive in passes of {rows or 'the default'} is the whole batch's",
+                      archives["0"] is not None and archives[rows] == archives["0"])
     return finish("pass_rows_test")
 
 
