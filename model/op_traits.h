@@ -56,6 +56,7 @@ typedef enum ptq_op_id {
     PTQ_OP_RANGE,
     PTQ_OP_EQUAL,
     PTQ_OP_MOD,
+    PTQ_OP_CONSTANTOFSHAPE,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -18,7 +18,7 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Reshape, ptq_op_Squeeze, ptq_op_Unsqueeze, ptq_op_Transpose, ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Pad, ptq_op_Erf,
     ptq_op_Constant, ptq_op_ReduceMean, ptq_op_LayerNormalization, ptq_op_Pow, ptq_op_Sqrt, ptq_op_Shape,
     ptq_op_Gather, ptq_op_Slice, ptq_op_Cast, ptq_op_Gelu, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
-    ptq_op_Equal, ptq_op_Mod;
+    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -67,6 +67,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_RANGE] = &ptq_op_Range,
     [PTQ_OP_EQUAL] = &ptq_op_Equal,
     [PTQ_OP_MOD] = &ptq_op_Mod,
+    [PTQ_OP_CONSTANTOFSHAPE] = &ptq_op_ConstantOfShape,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)
@@ -98,7 +99,7 @@ static int64_t domain_version(const ptq_graph *g, const char *domain)
  * advice for torch.onnx.export; "" when nothing is recognised. */
 static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char *domain, int unknown)
 {
-    static const char *const shape_ops[] = {"Size", "ConstantOfShape", "NonZero", NULL}; /* the unsupported ones */
+    static const char *const shape_ops[] = {"Size", "NonZero", NULL}; /* the unsupported ones */
     if (strcmp(n->op_type, "ATen") == 0 || strncmp(n->op_type, "aten::", 6) == 0 || strstr(domain, "aten"))
         return "ATen fallback ops: export with torch.onnx.export's default operator_export_type and "
                "do_constant_folding=True";

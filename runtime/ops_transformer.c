@@ -1,7 +1,8 @@
 /* The index and mask arithmetic of transformer exports: Split (the split
  * attribute before opset 13, a host input from 13, num_outputs from 18),
  * Where (bool condition, numpy broadcasting), Expand (the shape as a host
- * input), Range (scalar host inputs), Equal (bool result) and Mod (fmod 0:
+ * input), ConstantOfShape (the shape as a host input; a fill by Expand's
+ * kernel), Range (scalar host inputs), Equal (bool result) and Mod (fmod 0:
  * the divisor's sign, integers; fmod 1: the dividend's) on the dtypes ONNX
  * allows, float16 and strings excepted, through kernels/ref/index.c, which
  * is their CPU path too. Like Shape and Gather they are folded to constants
@@ -231,6 +232,72 @@ static ptq_status expand_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* ---- ConstantOfShape ---- */
+
+/* The fill value (the value attribute, one element of a dtype ptq runs; float32 0 without it): its
+ * dtype in value (rank 0, no data), its bytes at *fill, and its broadcast to the shape given by input
+ * 0 (1-D int64, entries >= 0) in *bc. */
+static ptq_status constant_of_shape_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *value, const void **fill,
+                                           ptq_bcast *bc)
+{
+    static const float zero = 0.0f;
+    ptq_tensor shape;
+    ptq_cast_kind kind = PTQ_CAST_F32;
+    int64_t n = -1;
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    memset(value, 0, sizeof *value);
+    value->dtype = PTQ_DT_FLOAT;
+    *fill = &zero;
+    const ptq_attr *a = ptq_node_attr(io->node, "value");
+    if (a) {
+        if (a->type != PTQ_ATTR_TENSOR || a->tensor < 0 || a->tensor >= io->graph->n_values)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the value attribute is not a tensor");
+        const ptq_value *v = &io->graph->values[a->tensor];
+        if (!ptq_op_cast_kind(v->dtype, &kind))
+            return ptq_op_unsupported(ctx, io, "value of dtype %s; supported: float32, float64, bool and the integers",
+                                      ptq_dtype_name(v->dtype));
+        if (v->ndim < 0 || ptq_dims_prod(v->dims, 0, v->ndim) != 1 || v->n_bytes != ptq_dtype_size(v->dtype))
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "value must hold one element, got %zu bytes of %s of rank %d",
+                               v->n_bytes, ptq_dtype_name(v->dtype), v->ndim);
+        value->dtype = v->dtype;
+        *fill = v->data;
+    }
+    memset(&shape, 0, sizeof shape);
+    if ((st = ptq_op_int_list(ctx, io, 0, shape.dims, &n)) != PTQ_OK)
+        return st;
+    shape.ndim = (int)n;
+    for (int d = 0; d < shape.ndim; d++)
+        if (shape.dims[d] < 0)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "shape entry %d is %lld", d, (long long)shape.dims[d]);
+    if ((st = ptq_op_bcast(ctx, value, &shape, bc)) != PTQ_OK)
+        return ptq_op_fail(ctx, io, st, "%s", ctx->msg);
+    return PTQ_OK;
+}
+
+static ptq_status constant_of_shape_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_tensor value;
+    const void *fill = NULL;
+    ptq_bcast bc;
+    ptq_status st = constant_of_shape_layout(ctx, io, &value, &fill, &bc);
+    if (st == PTQ_OK)
+        set_bcast_out(io->out[0], value.dtype, &bc);
+    return st;
+}
+
+static ptq_status constant_of_shape_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_tensor value;
+    const void *fill = NULL;
+    ptq_bcast bc;
+    ptq_status st = constant_of_shape_layout(ctx, io, &value, &fill, &bc);
+    if (st == PTQ_OK)
+        ptq_k_expand_ref(ptq_dtype_size(value.dtype), &bc, fill, io->out[0]->data);
+    return st;
+}
+
 /* ---- Range ---- */
 
 /* The kind of Range's three scalar inputs and its length, max(ceil((limit - start) / delta), 0). */
@@ -366,6 +433,8 @@ static ptq_status mod_run(ptq_ctx *ctx, const ptq_op_io *io)
 const ptq_op_def ptq_op_Split = {PTQ_OP_TRAITS(SPLIT), 2, 1u << 1, split_infer, split_run, NULL, 0};
 const ptq_op_def ptq_op_Where = {PTQ_OP_TRAITS(WHERE), 9, 0, where_infer, where_run, NULL, 0};
 const ptq_op_def ptq_op_Expand = {PTQ_OP_TRAITS(EXPAND), 8, 1u << 1, expand_infer, expand_run, NULL, 0};
+const ptq_op_def ptq_op_ConstantOfShape = {PTQ_OP_TRAITS(CONSTANTOFSHAPE), 9, 1u << 0, constant_of_shape_infer,
+                                           constant_of_shape_run, NULL, 0};
 const ptq_op_def ptq_op_Range = {PTQ_OP_TRAITS(RANGE), 11, 1u << 0 | 1u << 1 | 1u << 2, range_infer, range_run,
                                  NULL, 0};
 const ptq_op_def ptq_op_Equal = {PTQ_OP_TRAITS(EQUAL), 7, 0, equal_infer, equal_run, NULL, 0};

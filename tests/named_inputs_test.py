@@ -12,7 +12,11 @@ onnxruntime runs its Q/DQ export, that every data command's help names
 dataset for an int64 input, a wrong sample shape, datasets of different
 sample counts, a malformed --input and --preprocess on a text model; and that
 an image model's --input names its images dataset, as --images-key does; and
-that a sequence-first model's default batch fits --max-memory."""
+that a sequence-first model's default batch fits --max-memory; and a model
+with ConstantOfShape as torch exports nn.TransformerEncoder's BERT-style
+inputs (zeros_like(input_ids) for the token types, a float zeros tensor of
+the mask's shape for the padding bias) against onnxruntime, FP32 and its
+Q/DQ export at two lengths."""
 import json
 import os
 import sys
@@ -232,6 +236,7 @@ def main():
         rc, _, _, se = eval_logits(tmp, model, data, "--input", "input_ids=a", "--input", "input_ids=b")
         check("an input mapped twice is refused", rc == 2 and "twice" in se, f"rc {rc}: {se[-300:]}")
         seq_first_batch(tmp, rng)
+        constant_of_shape(tmp, rng)
     return finish("named_inputs_test")
 
 
@@ -261,6 +266,72 @@ def seq_first_batch(tmp, rng):
     batch = rep.get("batch", 0)
     check("sequence-first activations: the default batch fits --max-memory 64M",
           rc == 0 and 0 < batch <= 32 and "note: batch" in se and close(got, want), f"rc {rc}, batch {batch}: {se[-300:]}")
+
+
+def constant_of_shape(tmp, rng):
+    """ConstantOfShape as torch.onnx.export writes it for a BERT-style encoder: token types = zeros_like(ids)
+    (int64 value), the padding bias Where(mask == 0, -1, zeros of the mask's shape) (no value: float32 0)."""
+    typ = rng.standard_normal((2, D)).astype(np.float32)
+    nodes = [
+        helper.make_node("Shape", ["input_ids"], ["ids_shape"]),
+        helper.make_node("ConstantOfShape", ["ids_shape"], ["types"],
+                         value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Gather", ["emb", "input_ids"], ["e_tok"], axis=0),
+        helper.make_node("Gather", ["typ", "types"], ["e_typ"], axis=0),
+        helper.make_node("Add", ["e_tok", "e_typ"], ["e"]),
+        helper.make_node("Equal", ["attention_mask", "zero"], ["pad"]),
+        helper.make_node("Shape", ["attention_mask"], ["mask_shape"]),
+        helper.make_node("ConstantOfShape", ["mask_shape"], ["zeros"]),
+        helper.make_node("Where", ["pad", "minus_one", "zeros"], ["bias"]),
+        helper.make_node("Unsqueeze", ["bias", "axis2"], ["bias3"]),
+        helper.make_node("Add", ["e", "bias3"], ["eb"]),
+        helper.make_node("ReduceMean", ["eb"], ["pooled"], axes=[1], keepdims=0),
+        helper.make_node("Gemm", ["pooled", "w", "b"], ["logits"]),
+    ]
+    inits = [numpy_helper.from_array(rng.standard_normal((VOCAB, D)).astype(np.float32), "emb"),
+             numpy_helper.from_array(typ, "typ"),
+             numpy_helper.from_array(rng.standard_normal((D, K)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(K).astype(np.float32), "b"),
+             numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array(-1, np.float32), "minus_one"),
+             numpy_helper.from_array(np.array([2], np.int64), "axis2")]
+    ins = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["N", "L"]),
+           helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["N", "L"])]
+    g = helper.make_graph(nodes, "cos", ins, [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", K])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    model = os.path.join(tmp, "constant_of_shape.onnx")
+    with open(model, "wb") as f:
+        f.write(m.SerializeToString())
+    rc, so, se = ptq("info", model)
+    check("ConstantOfShape: info says every node is supported", rc == 0 and "yes, every node" in so,
+          f"rc {rc}: {se[-300:]}")
+    n = 30
+    for seq in (L, 5):
+        ids = rng.integers(0, VOCAB, size=(n, seq)).astype(np.int64)
+        mask = (np.arange(seq)[None, :] < rng.integers(1, seq + 1, size=n)[:, None]).astype(np.int64)
+        data = os.path.join(tmp, f"cos{seq}.h5")
+        write_set(data, input_ids=ids, attention_mask=mask, labels=rng.integers(0, K, size=n).astype(np.int64))
+        want = ort_logits(model, ids, mask)
+        rc, got, _, se = eval_logits(tmp, model, data, "--batch", "7")
+        check(f"ConstantOfShape, length {seq}: eval logits equal onnxruntime's", rc == 0 and close(got, want),
+              f"rc {rc}: {se[-300:]}")
+    calib, plan, qdq = (os.path.join(tmp, f) for f in ("cos_calib.h5", "cos_plan.json", "cos_qdq.onnx"))
+    quant = os.path.join(tmp, "cos_quant.npy")
+    steps = [("calibrate", "--model", model, "--data", data, "--out", calib),
+             ("plan", calib, "--model", model, "--out", plan),
+             ("validate", "--model", model, "--plan", plan, "--data", data, "--report", os.path.join(tmp, "cos_rep"),
+              "--logits", quant),
+             ("export", "--format", "qdq", "--plan", plan, "--model", model, "--out", qdq)]
+    for args in steps:
+        rc, _, se = ptq(*args)
+        check(f"ConstantOfShape: {args[0]} runs", rc == 0, f"rc {rc}: {se[-300:]}")
+        if rc != 0:
+            return
+    q = ort_logits(qdq, ids, mask)
+    check("ConstantOfShape: onnxruntime's Q/DQ logits are ptq validate's", close(q, np.load(quant)),
+          f"max diff {np.abs(q - np.load(quant)).max()}")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ static const struct {
     {"Range", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
     {"Equal", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"Mod", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
+    {"ConstantOfShape", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
 };
 
 static void test_every_op(void)

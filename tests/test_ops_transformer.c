@@ -3,7 +3,8 @@
  * cancellation for x < 0, opset 20 only), Split (input, attribute and
  * num_outputs forms), Where and Expand (broadcasting), Range (float, int,
  * the int64 extremes), Equal (NaN, -0), Mod (fmod 0 and 1, INT64_MIN % -1,
- * zero divisors), errors naming the node; then one small graph of them all
+ * zero divisors), ConstantOfShape (float32 0 by default, an int64 and a bool
+ * value, a scalar and an empty output), errors naming the node; then one small graph of them all
  * whose Range length comes from Shape: known at shape inference, run with two
  * batch sizes on ref and cpu (and cuda when there is a GPU: the shape ops
  * fall back to the CPU there) against a hand computation; and an Expand
@@ -20,7 +21,7 @@
 #include "testlib.h"
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
-    ptq_op_Equal, ptq_op_Mod;
+    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape;
 
 static double gelu_exact(double x)
 {
@@ -553,6 +554,96 @@ static void check_data_shape_limit(void)
     free(bytes);
 }
 
+static void check_constant_of_shape(void)
+{
+    test_op_case c;
+    /* no value: float32 zeros of the shape */
+    const int64_t shape23[] = {2, 3};
+    test_case_init(&c, "ConstantOfShape", 9, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, shape23, 1, DIMS(2));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ConstantOfShape, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float zeros[6] = {0};
+    CHECK(c.out[0].dtype == PTQ_DT_FLOAT && test_dims_are(&c.out[0], 2, DIMS(2, 3)) &&
+          memcmp(c.out[0].data, zeros, sizeof zeros) == 0);
+    CHECK(ptq_op_host_input(&ptq_op_ConstantOfShape, 0));
+    test_case_free(&c);
+    /* value int64 [1] = -7 (torch's zeros_like / full of an index); bool true (a mask); float 1.5 */
+    const int64_t seven = -7;
+    const uint8_t yes = 1;
+    const float one_half = 1.5f;
+    ptq_value values[4];
+    memset(values, 0, sizeof values);
+    const struct { ptq_dtype dt; const void *data; size_t n_bytes; } fills[] = {
+        {PTQ_DT_INT64, &seven, sizeof seven}, {PTQ_DT_BOOL, &yes, 1}, {PTQ_DT_FLOAT, &one_half, sizeof one_half}};
+    for (int k = 0; k < 3; k++) {
+        values[k + 1].name = "value";
+        values[k + 1].dtype = fills[k].dt;
+        values[k + 1].ndim = 1;
+        values[k + 1].dims[0] = 1;
+        values[k + 1].data = fills[k].data;
+        values[k + 1].n_bytes = fills[k].n_bytes;
+        values[k + 1].flags = PTQ_VALUE_CONSTANT;
+    }
+    for (int k = 0; k < 3; k++) {
+        const ptq_attr value = {.name = "value", .type = PTQ_ATTR_TENSOR, .tensor = k + 1};
+        const int64_t shape[] = {3, 1, 2};
+        test_case_init(&c, "ConstantOfShape", 9, &value, 1, 1, 1);
+        c.graph.n_values = 4;
+        c.graph.values = values;
+        test_case_input(&c, 0, PTQ_DT_INT64, shape, 1, DIMS(3));
+        CHECK_MSG(test_case_run(&c, &ptq_op_ConstantOfShape, 0) == PTQ_OK, "%s", c.ctx.msg);
+        CHECK(c.out[0].dtype == fills[k].dt && test_dims_are(&c.out[0], 3, DIMS(3, 1, 2)));
+        const size_t elem = fills[k].n_bytes;
+        for (int i = 0; i < 6; i++)
+            CHECK_MSG(memcmp((const char *)c.out[0].data + i * elem, fills[k].data, elem) == 0, "fill %d elem %d", k,
+                      i);
+        test_case_free(&c);
+    }
+    /* an empty shape gives a scalar; a 0 entry an empty tensor */
+    const ptq_attr value = {.name = "value", .type = PTQ_ATTR_TENSOR, .tensor = 1};
+    test_case_init(&c, "ConstantOfShape", 9, &value, 1, 1, 1);
+    c.graph.n_values = 4;
+    c.graph.values = values;
+    test_case_input(&c, 0, PTQ_DT_INT64, shape23, 1, DIMS(0));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ConstantOfShape, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(c.out[0].ndim == 0 && *(const int64_t *)c.out[0].data == -7);
+    test_case_free(&c);
+    const int64_t shape40[] = {4, 0};
+    test_case_init(&c, "ConstantOfShape", 9, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, shape40, 1, DIMS(2));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ConstantOfShape, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(test_dims_are(&c.out[0], 2, DIMS(4, 0)));
+    test_case_free(&c);
+    /* refused, naming the node: a negative entry, a value of two elements, a float16 value */
+    const int64_t neg[] = {2, -1};
+    test_case_init(&c, "ConstantOfShape", 9, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, neg, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_ConstantOfShape, 0), PTQ_ERR_SHAPE) &&
+          strstr(c.ctx.msg, "-1"));
+    test_case_free(&c);
+    values[1].dims[0] = 2;
+    values[1].n_bytes = 2 * sizeof seven;
+    test_case_init(&c, "ConstantOfShape", 9, &value, 1, 1, 1);
+    c.graph.n_values = 4;
+    c.graph.values = values;
+    test_case_input(&c, 0, PTQ_DT_INT64, shape23, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_ConstantOfShape, 0), PTQ_ERR_FORMAT) &&
+          strstr(c.ctx.msg, "one element"));
+    test_case_free(&c);
+    const uint16_t half_one = 0x3c00;
+    values[1].dims[0] = 1;
+    values[1].dtype = PTQ_DT_FLOAT16;
+    values[1].data = &half_one;
+    values[1].n_bytes = sizeof half_one;
+    test_case_init(&c, "ConstantOfShape", 9, &value, 1, 1, 1);
+    c.graph.n_values = 4;
+    c.graph.values = values;
+    test_case_input(&c, 0, PTQ_DT_INT64, shape23, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_ConstantOfShape, 0), PTQ_ERR_UNSUPPORTED) &&
+          strstr(c.ctx.msg, "float16"));
+    test_case_free(&c);
+}
+
 int main(void)
 {
     check_gelu_erf();
@@ -560,6 +651,7 @@ int main(void)
     check_where_expand();
     check_range();
     check_equal_mod();
+    check_constant_of_shape();
     check_graph();
     check_data_shape_limit();
     return test_done("test_ops_transformer");
