@@ -113,8 +113,14 @@ static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char
         if (strcmp(n->op_type, shape_ops[i]) == 0)
             return "a shape computation is left in the graph: export with do_constant_folding=True and static "
                    "input shapes (no dynamic_axes)";
-    if (g->opset > 17)
-        return "the model is at an opset past 17: re-export with torch.onnx.export(..., opset_version=17)";
+    /* ops ONNX added after opset 17, which an export at 17 writes as older ops; re-exporting does not
+     * change any other op (Resize, Hardmax), so the hint would send the user round in a circle */
+    static const char *const after_17[] = {"GroupNormalization", "Mish", "Col2Im", "CenterCropPad", "BitwiseAnd",
+                                           "BitwiseNot", "BitwiseOr", "BitwiseXor", "DeformConv", "AffineGrid",
+                                           "Attention", "RMSNormalization", "RotaryEmbedding", "Swish", NULL};
+    for (int i = 0; g->opset > 17 && after_17[i]; i++)
+        if (strcmp(n->op_type, after_17[i]) == 0)
+            return "the model is at an opset past 17: re-export with torch.onnx.export(..., opset_version=17)";
     return "";
 }
 

@@ -206,14 +206,22 @@ static void test_resolve(void)
     CHECK_MSG(strstr(ctx.msg, "node 'add0': op Foo (domain ai.onnx, opset 13) is not supported by ptq"), "%s",
               ctx.msg);
 
-    /* every node ptq cannot run is named at once, with an export hint */
-    n[1].op_type = "Hardmax";
+    /* every node ptq cannot run is named at once, with an export hint where an op is newer than opset 17 */
+    n[1].op_type = "GroupNormalization";
     g.opset = 18;
     ptq_ctx_init(&ctx);
     CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_UNSUPPORTED && !ops);
-    CHECK_MSG(strstr(ctx.msg, "2 nodes ptq cannot run: node 'relu0': op Hardmax (domain ai.onnx, opset 18)") &&
+    CHECK_MSG(strstr(ctx.msg, "2 nodes ptq cannot run: node 'relu0': op GroupNormalization (domain ai.onnx, "
+                              "opset 18)") &&
                   strstr(ctx.msg, "; node 'add0': op Foo (domain ai.onnx, opset 18)") &&
                   strstr(ctx.msg, "hint: the model is at an opset past 17") && strstr(ctx.msg, "opset_version=17"),
+              "%s", ctx.msg);
+    /* an op opset 17 has too (Resize, Hardmax): a re-export at 17 keeps it, so no such hint */
+    n[1].op_type = "Hardmax";
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_UNSUPPORTED && !ops);
+    CHECK_MSG(strstr(ctx.msg, "2 nodes ptq cannot run: node 'relu0': op Hardmax (domain ai.onnx, opset 18)") &&
+                  strstr(ctx.msg, "; node 'add0': op Foo (domain ai.onnx, opset 18)") && !strstr(ctx.msg, "hint"),
               "%s", ctx.msg);
     /* a name too long for the message is cut, so its op and the other node are still named */
     char long_name[1101];
