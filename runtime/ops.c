@@ -107,6 +107,10 @@ static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char
         return "com.microsoft ops come from onnxruntime's contrib exporters or optimizer: export with "
                "torch.onnx.export's default operator_export_type and do_constant_folding=True, without "
                "onnxruntime's fusions";
+    if (strncmp(domain, "pkg.", 4) == 0) /* pkg.onnxscript.torch_lib, pkg.torch.*: model-local functions */
+        return "a function of torch's dynamo exporter (torch.onnx.export(..., dynamo=True)) that ptq cannot "
+               "see into: inline the model's local functions (onnx.inliner.inline_local_functions) or export "
+               "with dynamo=False";
     if (!unknown || strcmp(domain, "ai.onnx") != 0)
         return "";
     for (int i = 0; shape_ops[i]; i++)

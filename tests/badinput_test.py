@@ -238,6 +238,9 @@ def models():
     case("onnx: shape computation left in, hint", ["info", J("nonzero.onnx")], 5, "static input shapes")
     onnx_model(J("opset18.onnx"), [helper.make_node("Mish", ["x"], ["y"], name="mish18")], x28, y28, opset=18)
     case("onnx: an op ONNX added at opset 18, hint", ["info", J("opset18.onnx")], 5, "opset_version=17")
+    onnx_model(J("dynamo.onnx"), [helper.make_node("aten_gelu", ["x"], ["y"], name="gelu_fn",
+                                                   domain="pkg.onnxscript.torch_lib")], x28, y28, opset=18)
+    case("onnx: a dynamo exporter function, hint", ["info", J("dynamo.onnx")], 5, "inline_local_functions")
     onnx_model(J("hardmax18.onnx"), [helper.make_node("Hardmax", ["x"], ["y"], name="hm18")], x28, y28, opset=18)
     case("onnx: an older op at opset 18: named, no re-export hint (opset 17 has it too)",
          ["info", J("hardmax18.onnx")], 5, "op Hardmax (domain ai.onnx, opset 18) is not supported by ptq",
