@@ -80,9 +80,10 @@ static const char plan_help[] =
 /* One line per precision: how many activations and weights run in it. */
 static void print_counts(const ptq_plan *p, const char *what)
 {
+    /* method is free text from the plan file: escaped as its names are */
     printf("%s: %lld tensors, core %s, activation ranges by %s, placement %s, target %s%s\n", cli_shown(what),
-           (long long)p->n, ptq_prec_name(p->core), p->method && p->method[0] ? p->method : "-",
-           p->placement && p->placement[0] ? p->placement : "-", ptq_target_name(p->target),
+           (long long)p->n, ptq_prec_name(p->core), cli_shown(p->method && p->method[0] ? p->method : "-"),
+           cli_shown(p->placement && p->placement[0] ? p->placement : "-"), ptq_target_name(p->target),
            p->reduce_range ? ", weights reduce_range [-64, 64]" : "");
     for (int k = 0; k < PTQ_FMT_COUNT; k++) {
         int64_t act = 0, wt = 0;

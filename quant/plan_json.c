@@ -6,7 +6,9 @@
  *                 "rule": ...}, ...]}
  * "placement" (after "core") and each entry's "rule" are written for plans
  * placed by trt or ort, not for --placement all (whose plans are as before);
- * both are optional when read. "target": "ort-cpu" follows (absent: trt),
+ * both are optional when read, but a rule must be one of the table's and
+ * placement one of trt, ort, all; "core", when there, is int8 or an fp8;
+ * every optional string field is a string when present. "target": "ort-cpu" follows (absent: trt),
  * then "reduce_range": true for a plan whose INT8 weights use onnxruntime's
  * reduce_range grid (absent: false), and a uint8 entry has "zero_point": n after "scales" (absent: 0).
  * An entry with blocks (block_size > 0) also has "block_size": n and
@@ -108,6 +110,19 @@ static const char *get_string(const cJSON *o, const char *key)
     return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
+/* The optional string o[key] into *out (NULL when absent); anything but a string is refused, naming the
+ * tensor (entry) or, without one, the plan. */
+static ptq_status opt_string(ptq_ctx *ctx, const cJSON *o, const char *key, const char *entry, const char **out)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = cJSON_IsString(x) ? x->valuestring : NULL;
+    if (!x || *out)
+        return PTQ_OK;
+    if (entry)
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"%s\" is not a string", entry, key);
+    return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: \"%s\" is not a string", key);
+}
+
 static ptq_status bad(ptq_ctx *ctx, const char *what, int64_t entry)
 {
     if (entry < 0)
@@ -152,7 +167,6 @@ static ptq_status read_blocks(ptq_ctx *ctx, const cJSON *t, const char *name, pt
 static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_entry *e)
 {
     const char *name = get_string(t, "name"), *kind = get_string(t, "kind"), *prec = get_string(t, "precision");
-    const char *source = get_string(t, "source");
     const cJSON *axis = cJSON_GetObjectItemCaseSensitive(t, "axis");
     const cJSON *scales = cJSON_GetObjectItemCaseSensitive(t, "scales");
     if (!cJSON_IsObject(t) || !name || !name[0] || !kind || !prec)
@@ -166,6 +180,13 @@ static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_e
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"axis\" is not a small integer", name);
     if (scales && !cJSON_IsArray(scales))
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"scales\" is not an array", name);
+    const char *source = NULL, *rule = NULL;
+    PTQ_TRY_RET(opt_string(ctx, t, "source", name, &source));
+    PTQ_TRY_RET(opt_string(ctx, t, "rule", name, &rule));
+    if (rule && !ptq_placement_rule_why(rule))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"rule\" '%s' is no placement rule ptq has (`ptq "
+                                             "plan --explain` lists them; leave it out of a hand-made entry)",
+                        name, rule);
     e->is_weight = strcmp(kind, "weight") == 0;
     e->axis = axis ? (int)axis->valuedouble : -1;
     e->name = strdup(name);
@@ -174,7 +195,6 @@ static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_e
     if (zp && !(cJSON_IsNumber(zp) && zp->valuedouble == floor(zp->valuedouble) && fabs(zp->valuedouble) < 65536))
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"zero_point\" is not an integer", name);
     e->zero_point = zp ? (int32_t)zp->valuedouble : 0;
-    const char *rule = get_string(t, "rule");
     if (rule && !(e->rule = strdup(rule)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
     const int n = scales ? cJSON_GetArraySize(scales) : 0;
@@ -201,7 +221,7 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
     const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "format_version");
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
-    const char *sha = model ? get_string(model, "sha256") : NULL, *core = get_string(root, "core");
+    const char *sha = model ? get_string(model, "sha256") : NULL;
     if (!format || strcmp(format, PLAN_FORMAT) != 0 || !cJSON_IsNumber(version)) {
         st = bad(ctx, "no \"format\": \"ptq-plan\" with a \"format_version\"", -1);
         goto done;
@@ -216,10 +236,31 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
         goto done;
     }
     memcpy(p->model_sha256, sha, 65);
-    p->model_name = strdup(get_string(model, "name") ? get_string(model, "name") : "");
-    p->archive = strdup(get_string(root, "archive") ? get_string(root, "archive") : "");
-    p->method = strdup(get_string(root, "method") ? get_string(root, "method") : "");
-    const char *placement = get_string(root, "placement");
+    const char *model_name = NULL, *archive = NULL, *method = NULL, *placement = NULL, *core = NULL;
+    ptq_placement placed;
+    ptq_prec core_prec = PTQ_PREC_INT8;
+    if ((st = opt_string(ctx, model, "name", NULL, &model_name)) != PTQ_OK ||
+        (st = opt_string(ctx, root, "archive", NULL, &archive)) != PTQ_OK ||
+        (st = opt_string(ctx, root, "method", NULL, &method)) != PTQ_OK ||
+        (st = opt_string(ctx, root, "placement", NULL, &placement)) != PTQ_OK ||
+        (st = opt_string(ctx, root, "core", NULL, &core)) != PTQ_OK)
+        goto done;
+    if (placement && ptq_placement_parse(ctx, placement, &placed) != PTQ_OK) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: \"placement\" '%s' is not one of trt, ort, all", placement);
+        goto done;
+    }
+    /* the core precisions ptq_plan_settings_check allows */
+    if (core && (ptq_prec_parse(ctx, core, &core_prec) != PTQ_OK ||
+                 !(core_prec == PTQ_PREC_INT8 || core_prec == PTQ_PREC_FP8_E4M3 || core_prec == PTQ_PREC_FP8_E5M2))) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: \"core\" '%s' is not a core precision (int8, fp8-e4m3, fp8-e5m2)",
+                      core);
+        goto done;
+    }
+    if (core)
+        p->core = core_prec;
+    p->model_name = strdup(model_name ? model_name : "");
+    p->archive = strdup(archive ? archive : "");
+    p->method = strdup(method ? method : "");
     if (placement && !(p->placement = strdup(placement))) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");
         goto done;
@@ -239,10 +280,6 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
         goto done;
     }
     p->reduce_range = cJSON_IsTrue(reduce_range);
-    if (core && ptq_prec_parse(ctx, core, &p->core) != PTQ_OK) {
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "plan: unknown core precision '%s'", core);
-        goto done;
-    }
     const int n = cJSON_GetArraySize(tensors);
     if (!(p->e = calloc((size_t)n + 1, sizeof *p->e))) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading a plan");

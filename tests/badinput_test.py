@@ -657,6 +657,23 @@ def plans():
     p = json.loads(text)
     p["tensors"][0]["axis"] = 1e300
     case("plan: axis 1e300", spoiled("p14.json", json.dumps(p)), 4, "axis")
+    # hand edits of the fields the reader took on trust: a wrong type or an unknown name is refused, naming the
+    # field (and the tensor), not read as absent or kept as a lie
+    for i, (edit, fragment) in enumerate((
+            (lambda q: q.update(core="fp16"), '"core" \'fp16\' is not a core precision'),
+            (lambda q: q.update(core=8), '"core" is not a string'),
+            (lambda q: q.update(placement="TRT"), '"placement" \'TRT\' is not one of trt, ort, all'),
+            (lambda q: q.update(method=7), '"method" is not a string'),
+            (lambda q: q["tensors"][1].update(rule="trt.weighted-inputs"),
+             f"plan tensor '{plan['tensors'][1]['name']}': \"rule\" 'trt.weighted-inputs' is no placement rule"),
+            (lambda q: q["tensors"][1].update(source=["x"]), '"source" is not a string'))):
+        p = json.loads(text)
+        edit(p)
+        case(f"plan: hand edit {fragment}", spoiled(f"pf{i}.json", json.dumps(p)), 4, fragment)
+    p = json.loads(text)
+    p["method"] = "\x1b[2J"
+    case("plan: --check prints the plan's method escaped", spoiled("pesc.json", json.dumps(p)), 0,
+         out_check=lambda o, e: "\x1b" not in o and "by \\x1b[2J" in o)
     case("plan: --max-memory too small for the JSON",
          [*C, J("p13.json"), "--model", MODEL, "--max-memory", "1M"], 10, "--max-memory")
     # an activation of |x| near 1e-37 (a Mul by 1e-38 between two Gemms): its INT8 scale is no normal float32,

@@ -582,6 +582,9 @@ int main(void)
               strstr(ctx.msg, "another model"));
     }
     /* JSON the reader refuses */
+#define PLAN_HEAD \
+    "{\"format\": \"ptq-plan\", \"format_version\": 1, \"model\": {\"sha256\": " \
+    "\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}, "
     static const struct {
         const char *text, *needle;
     } bad_json[] = {
@@ -608,12 +611,25 @@ int main(void)
         {"{\"format\": \"ptq-plan\", \"format_version\": 1, \"tensors\": [{\"name\": \"x\", "
          "\"kind\": \"weight\", \"kind\": \"activation\"}]}",
          "key \"kind\" appears twice in one object (at tensors[0], in 'x')"},
+        /* fields once read as absent when mistyped, or kept whatever they said */
+        {PLAN_HEAD "\"core\": \"fp16\", \"tensors\": []}", "\"core\" 'fp16' is not a core precision"},
+        {PLAN_HEAD "\"core\": 8, \"tensors\": []}", "\"core\" is not a string"},
+        {PLAN_HEAD "\"placement\": \"tensorrt\", \"tensors\": []}",
+         "\"placement\" 'tensorrt' is not one of trt, ort, all"},
+        {PLAN_HEAD "\"method\": [], \"tensors\": []}", "\"method\" is not a string"},
+        {PLAN_HEAD "\"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", \"precision\": \"fp16\", "
+                   "\"rule\": \"egde\"}]}",
+         "plan tensor 'x': \"rule\" 'egde' is no placement rule"},
+        {PLAN_HEAD "\"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", \"precision\": \"fp16\", "
+                   "\"source\": 1}]}",
+         "plan tensor 'x': \"source\" is not a string"},
     };
     for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
         ptq_plan *q = NULL;
         ptq_status st = ptq_plan_from_json(&ctx, bad_json[i].text, &q);
         CHECK_MSG(st != PTQ_OK && !q && strstr(ctx.msg, bad_json[i].needle), "case %zu: %d %s", i, (int)st, ctx.msg);
     }
+#undef PLAN_HEAD
     free(j1);
     free(j2);
     ptq_plan_free(back);
