@@ -86,7 +86,8 @@ int cli_npy_header(FILE *f, int64_t rows, int64_t cols);
  * anything is allocated. *data is malloc'd. */
 ptq_status cli_npy_read(ptq_ctx *ctx, const char *path, int64_t *rows, int64_t *cols, float **data);
 
-/* The whole of a text file (at most 1 GiB) as a malloc'd NUL-terminated string. */
+/* The whole of a text file (at most 1 GiB) as a malloc'd NUL-terminated string; one holding a NUL byte is
+ * PTQ_ERR_FORMAT (its text would end there, the rest unread). */
 ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);
 
 /* Output files appear whole or not at all: cli_tmp_open opens a temporary

@@ -510,6 +510,12 @@ ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out)
         free(buf);
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s", path);
     }
+    const char *nul = memchr(buf, '\0', n);
+    if (nul) { /* the text would end there and the rest go unread: a JSON value followed by anything */
+        const long long at = (long long)(nul - buf);
+        free(buf);
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s holds a NUL byte (at byte %lld): not a text file", path, at);
+    }
     buf[n] = '\0';
     *out = buf;
     return PTQ_OK;

@@ -67,6 +67,24 @@ static int find_dup(const cJSON *j, size_t used, const char *name, dup_key *d)
     return 0;
 }
 
+/* The offset of the first \\u0000 escape inside a string of JSON text (valid JSON), or -1: cJSON would end
+ * that string there, so a name "a\\u0000b" would read as "a". */
+static long long nul_escape_at(const char *text)
+{
+    int in_string = 0;
+    for (const char *c = text; *c; c++) {
+        if (*c == '"') {
+            in_string = !in_string;
+        } else if (in_string && *c == '\\') {
+            if (c[1] == 'u' && strncmp(c + 2, "0000", 4) == 0)
+                return (long long)(c - text);
+            if (c[1])
+                c++; /* the escaped character, which may be a quote */
+        }
+    }
+    return -1;
+}
+
 ptq_status ptq_json_parse(ptq_ctx *ctx, const char *text, const char *what, cJSON **out)
 {
     *out = NULL;
@@ -85,6 +103,12 @@ ptq_status ptq_json_parse(ptq_ctx *ctx, const char *text, const char *what, cJSO
         cJSON_Delete(root);
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: not valid JSON: unexpected data after the value at byte %lld", what,
                         (long long)(end - text));
+    }
+    const long long nul = nul_escape_at(text);
+    if (nul >= 0) {
+        cJSON_Delete(root);
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: a string holds the character U+0000 (\\u0000 at byte %lld), at "
+                                             "which ptq would cut it short", what, nul);
     }
     dup_key d;
     memset(&d, 0, sizeof d);

@@ -13,7 +13,8 @@
  * space after the value, and an object holding a key twice anywhere (cJSON
  * keeps both and finds the first; Python and Keras take the last), named by
  * the key and the object's path ("config.layers[1].config", in 'rescaling':
- * the nearest "name" on the way). */
+ * the nearest "name" on the way), and a string holding \u0000 (cJSON would
+ * cut it there, "a\u0000b" reading as "a"). */
 ptq_status ptq_json_parse(ptq_ctx *ctx, const char *text, const char *what, cJSON **out);
 
 /* Adds s (NULL as "") to obj under key as valid UTF-8: each byte that starts

@@ -666,10 +666,14 @@ def plans():
             (lambda q: q.update(method=7), '"method" is not a string'),
             (lambda q: q["tensors"][1].update(rule="trt.weighted-inputs"),
              f"plan tensor '{plan['tensors'][1]['name']}': \"rule\" 'trt.weighted-inputs' is no placement rule"),
-            (lambda q: q["tensors"][1].update(source=["x"]), '"source" is not a string'))):
+            (lambda q: q["tensors"][1].update(source=["x"]), '"source" is not a string'),
+            (lambda q: q["tensors"][1].update(name=plan["tensors"][1]["name"] + "\0other"), "U+0000"))):
         p = json.loads(text)
         edit(p)
         case(f"plan: hand edit {fragment}", spoiled(f"pf{i}.json", json.dumps(p)), 4, fragment)
+    # a NUL byte ended the text cJSON saw: what followed it was never read
+    case("plan: a NUL byte, then garbage", spoiled("pnul.json", text + "\0}{garbage"), 4,
+         f"holds a NUL byte (at byte {len(text)})")
     p = json.loads(text)
     p["method"] = "\x1b[2J"
     case("plan: --check prints the plan's method escaped", spoiled("pesc.json", json.dumps(p)), 0,

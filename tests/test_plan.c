@@ -623,6 +623,9 @@ int main(void)
         {PLAN_HEAD "\"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", \"precision\": \"fp16\", "
                    "\"source\": 1}]}",
          "plan tensor 'x': \"source\" is not a string"},
+        /* cJSON ends the string at U+0000: the name would read as "x" */
+        {PLAN_HEAD "\"tensors\": [{\"name\": \"x\\u0000y\", \"kind\": \"activation\", \"precision\": \"fp16\"}]}",
+         "U+0000 (\\u0000 at byte"},
     };
     for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
         ptq_plan *q = NULL;
