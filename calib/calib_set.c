@@ -218,6 +218,15 @@ static ptq_status sources_sorted(ptq_ctx *ctx, ptq_calib_set *s)
     return PTQ_OK;
 }
 
+/* The index of the source of s that holds b's samples, or -1. */
+static int source_index(const ptq_calib_set *s, const calib_source *b)
+{
+    for (int i = 0; i < s->n_sources; i++)
+        if (same_source(&s->sources[i], b->name, b->sha256))
+            return i;
+    return -1;
+}
+
 /* Index of the source (name, content hash) in s, adding an empty one when missing. */
 static ptq_status source_slot(ptq_ctx *ctx, ptq_calib_set *s, const char *name, const char *sha256, int *out)
 {
@@ -317,7 +326,7 @@ ptq_status calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, const char *sour
             st = ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld of %s is listed twice", (long long)sorted[i], source);
             goto done;
         }
-    int k;
+    int k = 0;
     PTQ_TRY(st, source_slot(ctx, s, source, sha256, &k), done);
     calib_source *src = &s->sources[k];
     PTQ_TRY(st, union_ids(ctx, src->ids, src->n_ids, sorted, n, &u, &n_common), done);
@@ -576,6 +585,10 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
         ptq_observer_stats a, b;
         ptq_observer_get_stats(dst->obs[i], &a);
         ptq_observer_get_stats(src->obs[i], &b);
+        if (ptq_observer_n_bins(dst->obs[i]) != ptq_observer_n_bins(src->obs[i]))
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot merge archives whose tensor '%s' has %lld and %lld bins",
+                            dst->names[i], (long long)ptq_observer_n_bins(dst->obs[i]),
+                            (long long)ptq_observer_n_bins(src->obs[i]));
         if (a.count > INT64_MAX - b.count)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
                             "cannot merge archives whose tensor '%s' would hold more than 2^63 - 1 values",
@@ -610,6 +623,9 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
                         "merged archive would record more than %d", dst->n_sources, src->n_sources,
                         src->n_sources - n_new, PTQ_CALIB_MAX_SOURCES);
     /* samples: every overlap is checked before anything changes */
+    calib_source *next = NULL; /* dst's sources after the merge */
+    const char **names = NULL, **shas = NULL;
+    char **renamed = NULL, *model_name = NULL;
     int64_t **merged = calloc((size_t)src->n_sources + 1, sizeof *merged);
     if (!merged)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
@@ -635,38 +651,90 @@ ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib
             goto done;
         }
     }
+    /* everything the merge allocates, before dst changes: a failure leaves dst as it was */
+    const int n_all = dst->n_sources + n_new;
+    next = malloc(((size_t)n_all + 1) * sizeof *next);
+    names = malloc(((size_t)n_all + 1) * sizeof *names);
+    shas = malloc(((size_t)n_all + 1) * sizeof *shas);
+    renamed = calloc((size_t)src->n_sources + 1, sizeof *renamed);
+    if (!next || !names || !shas || !renamed) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     for (int j = 0; j < src->n_sources; j++) {
         const calib_source *b = &src->sources[j];
-        int k;
-        PTQ_TRY(st, source_slot(ctx, dst, b->name, b->sha256, &k), done);
-        calib_source *a = &dst->sources[k];
+        const int i = source_index(dst, b);
+        /* a new source's name, or the smaller of one content's two names, so that merging is the same in any
+         * order */
+        if ((i < 0 || strcmp(b->name, dst->sources[i].name) < 0) && !(renamed[j] = dup_str(b->name))) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+            goto done;
+        }
         if (!merged[j]) {
-            merged[j] = malloc(((size_t)b->n_ids + 1) * sizeof *merged[j]);
-            if (!merged[j]) {
+            if (!(merged[j] = malloc(((size_t)b->n_ids + 1) * sizeof *merged[j]))) {
                 st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
                 goto done;
             }
             memcpy(merged[j], b->ids, (size_t)b->n_ids * sizeof *b->ids);
+        }
+    }
+    /* one model (SHA-256) under two names: the smallest */
+    if (strcmp(src->model_name, dst->model_name) < 0 && !(model_name = dup_str(src->model_name))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    /* nothing below fails */
+    int n = dst->n_sources;
+    memcpy(next, dst->sources, (size_t)n * sizeof *next);
+    for (int j = 0; j < src->n_sources; j++) {
+        const calib_source *b = &src->sources[j];
+        const int i = source_index(dst, b);
+        calib_source *a = i >= 0 ? &next[i] : &next[n++];
+        if (i < 0) {
+            memset(a, 0, sizeof *a);
+            snprintf(a->sha256, sizeof a->sha256, "%s", b->sha256);
+        }
+        if (renamed[j]) {
+            free(a->name);
+            a->name = renamed[j];
+            renamed[j] = NULL;
         }
         free(a->ids);
         a->ids = merged[j];
         a->n_ids += b->n_ids;
         merged[j] = NULL;
     }
+    qsort(next, (size_t)n, sizeof *next, cmp_source);
+    for (int i = 0; i < n; i++) {
+        names[i] = next[i].name;
+        shas[i] = next[i].sha256;
+    }
+    free(dst->sources);
+    free(dst->source_names);
+    free(dst->source_sha256s);
+    dst->sources = next;
+    dst->source_names = names;
+    dst->source_sha256s = shas;
+    dst->n_sources = n;
+    next = NULL;
+    names = shas = NULL;
     for (int64_t i = 0; i < dst->n; i++)
-        PTQ_TRY(st, ptq_observer_merge(ctx, dst->obs[i], src->obs[i]), done);
-    if (strcmp(src->model_name, dst->model_name) < 0) { /* one model (SHA-256) under two names: the smallest */
-        char *smaller = dup_str(src->model_name);
-        if (!smaller) {
-            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
-            goto done;
-        }
+        ptq_observer_merge(ctx, dst->obs[i], src->obs[i]); /* bin counts checked above: cannot fail */
+    if (model_name) {
         free(dst->model_name);
-        dst->model_name = smaller;
+        dst->model_name = model_name;
+        model_name = NULL;
     }
 done:
-    for (int j = 0; j < src->n_sources; j++)
+    for (int j = 0; j < src->n_sources; j++) {
         free(merged[j]);
+        free(renamed ? renamed[j] : NULL);
+    }
     free(merged);
+    free(renamed);
+    free(next);
+    free(names);
+    free(shas);
+    free(model_name);
     return st;
 }

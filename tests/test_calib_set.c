@@ -3,7 +3,8 @@
  * device (ref, cpu), archive write -> read round trip bit for bit with its
  * provenance, merge refusing other models/settings/shared samples while
  * leaving the destination untouched, unreadable archives, calls out of
- * order refused as the caller's error, and range errors naming the tensor. */
+ * order refused as the caller's error, and range errors naming the tensor;
+ * a merge whose allocations fail (injected) leaves the destination as it was. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,44 @@
 #include "ptq/runtime.h"
 #include "ptq/version.h"
 #include "testlib.h"
+
+/* Allocation failure injection (this test links with --wrap for malloc, calloc, realloc and strdup,
+ * tests/CMakeLists.txt): when fail_alloc_after is n > 0, the n-th allocation from then on returns NULL. */
+static int fail_alloc_after;
+
+static int alloc_fails(void)
+{
+    return fail_alloc_after > 0 && --fail_alloc_after == 0;
+}
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+
+void *__wrap_malloc(size_t n)
+{
+    return alloc_fails() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return alloc_fails() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    return alloc_fails() ? NULL : __real_realloc(p, n);
+}
+
+char *__wrap_strdup(const char *s)
+{
+    return alloc_fails() ? NULL : __real_strdup(s);
+}
 
 static int same_observer(const ptq_observer *a, const ptq_observer *b)
 {
@@ -311,6 +350,62 @@ int main(void)
         }
         ptq_calib_set_free(legacy);
         ptq_calib_set_free(two);
+    }
+
+    /* an allocation failing anywhere in a merge leaves dst as it was: the n-th allocation made in the merge fails,
+     * for every n until the merge makes no more (a source dst lacks, one content under a smaller name, a smaller
+     * model name: all that the merge allocates); before, a failure after the first source was moved in left dst
+     * with some sources merged and the observers not */
+    {
+        static const char sha1[] = "1111111111111111111111111111111111111111111111111111111111111111";
+        static const char sha3[] = "3333333333333333333333333333333333333333333333333333333333333333";
+        const int64_t d_ids[3] = {0, 1, 2}, s_ids[2] = {3, 4}, c_ids[2] = {7, 8};
+        ptq_calib_set *dst = observe(&ctx, g, PTQ_DEVICE_CPU, x, 3, 3, NULL);
+        ptq_calib_set *twin = observe(&ctx, g, PTQ_DEVICE_CPU, x, 3, 3, NULL);
+        ptq_calib_set *src = observe(&ctx, g, PTQ_DEVICE_CPU, x + 3 * 784, 4, 4, NULL);
+        CHECK(dst && twin && src);
+        for (ptq_calib_set **t = (ptq_calib_set *[]){dst, twin}, **end = t + 2; dst && twin && src && t < end; t++) {
+            CHECK(ptq_calib_set_describe(&ctx, *t, sha, "m2", "scale=2") == PTQ_OK);
+            CHECK(ptq_calib_set_add_source(&ctx, *t, "b.h5", sha1, d_ids, 3) == PTQ_OK);
+        }
+        if (dst && twin && src) {
+            CHECK(ptq_calib_set_describe(&ctx, src, sha, "m1", "scale=2") == PTQ_OK);
+            CHECK(ptq_calib_set_add_source(&ctx, src, "a.h5", sha1, s_ids, 2) == PTQ_OK);
+            CHECK(ptq_calib_set_add_source(&ctx, src, "c.h5", sha3, c_ids, 2) == PTQ_OK);
+            st = PTQ_ERR_NOMEM;
+            int k = 1;
+            for (; st == PTQ_ERR_NOMEM && k < 200; k++) {
+                fail_alloc_after = k;
+                st = ptq_calib_set_merge(&ctx, dst, src);
+                fail_alloc_after = 0;
+                ptq_calib_provenance pd, pr;
+                ptq_calib_set_provenance(dst, &pd);
+                ptq_calib_set_provenance(twin, &pr);
+                if (st == PTQ_OK)
+                    break;
+                CHECK_MSG(st == PTQ_ERR_NOMEM, "allocation %d failing: status %d, '%s'", k, (int)st, ctx.msg);
+                CHECK_MSG(same_sets(dst, twin) && strcmp(pd.model_name, pr.model_name) == 0 &&
+                              strcmp(pd.sample_ids_sha256, pr.sample_ids_sha256) == 0 &&
+                              pd.n_samples == pr.n_samples && pd.n_sources == 1 &&
+                              strcmp(pd.sources[0], "b.h5") == 0,
+                          "allocation %d failing changed dst: %s, %lld samples, %d sources, model %s", k,
+                          same_sets(dst, twin) ? "same observers" : "observers merged", (long long)pd.n_samples,
+                          pd.n_sources, pd.model_name);
+                if (!same_sets(dst, twin) || pd.n_samples != pr.n_samples)
+                    break;
+            }
+            CHECK_MSG(st == PTQ_OK && k > 3, "merge: status %d after %d allocations", (int)st, k);
+            CHECK(ptq_calib_set_merge(&ctx, twin, src) == PTQ_OK && same_sets(dst, twin));
+            ptq_calib_provenance pd, pr;
+            ptq_calib_set_provenance(dst, &pd);
+            ptq_calib_set_provenance(twin, &pr);
+            CHECK(pd.n_samples == 7 && pd.n_sources == 2 && strcmp(pd.sources[0], "a.h5") == 0 &&
+                  strcmp(pd.sources[1], "c.h5") == 0 && strcmp(pd.model_name, "m1") == 0 &&
+                  strcmp(pd.sample_ids_sha256, pr.sample_ids_sha256) == 0);
+        }
+        ptq_calib_set_free(dst);
+        ptq_calib_set_free(twin);
+        ptq_calib_set_free(src);
     }
 
     /* at most PTQ_CALIB_MAX_SOURCES data sets: one more is refused, naming it */

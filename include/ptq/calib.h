@@ -146,8 +146,9 @@ PTQ_API ptq_status ptq_calib_set_read(ptq_ctx *ctx, const char *path, ptq_calib_
 /* dst += src exactly. Both must come from the same model (SHA-256), the same
  * observer settings (bins, selection, preprocessing) and the same tensors,
  * and share no sample (sources matched by content hash, or by name when
- * either lacks one); otherwise PTQ_ERR_INVALID_ARG saying which differs,
- * and dst is unchanged. */
+ * either lacks one); otherwise PTQ_ERR_INVALID_ARG saying which differs.
+ * On any failure (PTQ_ERR_NOMEM too) dst is unchanged: all that the merge
+ * allocates is allocated before dst changes. */
 PTQ_API ptq_status ptq_calib_set_merge(ptq_ctx *ctx, ptq_calib_set *dst, const ptq_calib_set *src);
 
 /* Every rank's set becomes the sum of all ranks' observers, exactly what
