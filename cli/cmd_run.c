@@ -113,6 +113,7 @@ typedef struct stage {
     int (*cmd)(int argc, char **argv);
     const char *argv[MAX_ARGS];
     key_kind kind[MAX_ARGS]; /* how argv[i] enters the key */
+    unsigned char value[MAX_ARGS]; /* argv[i] is the value of the option argv[i - 1] */
     int argc;
     const char *inputs[7];
     const ptq_dataset_opts *input_opts[7]; /* how a data set input is read (NULL: the defaults) */
@@ -140,9 +141,10 @@ static void arg(stage *s, const char *a)
 
 static void opt_as(stage *s, const char *name, const char *value, key_kind kind)
 {
-    if (value) {
+    if (value && s->argc < MAX_ARGS - 2) {
         arg(s, name);
         arg_as(s, value, kind);
+        s->value[s->argc - 1] = 1;
     }
 }
 
@@ -176,6 +178,33 @@ static void opts_all(stage *s, const char *name, const char *const *values, int 
 {
     for (int i = 0; i < n; i++)
         opt(s, name, values[i]);
+}
+
+/* The stage's command line as its parser takes it: an option's value that starts with "--" (a path such as
+ * --data=--set.h5) joined to its name, "--data=--set.h5", since the parser reads "--data --set.h5" as an option
+ * with no value. NULL-terminated, its count in *argc; one block for free(), NULL when out of memory. */
+static char **stage_command(const stage *s, int *argc)
+{
+    size_t bytes = (size_t)(s->argc + 1) * sizeof(char *);
+    for (int i = 1; i < s->argc; i++)
+        if (s->value[i] && strncmp(s->argv[i], "--", 2) == 0)
+            bytes += strlen(s->argv[i - 1]) + strlen(s->argv[i]) + 2;
+    char **v = malloc(bytes);
+    if (!v)
+        return NULL;
+    char *joined = (char *)(v + s->argc + 1);
+    *argc = 0;
+    for (int i = 0; i < s->argc; i++) {
+        if (i + 1 < s->argc && s->value[i + 1] && strncmp(s->argv[i + 1], "--", 2) == 0) {
+            v[(*argc)++] = joined;
+            joined += sprintf(joined, "%s=%s", s->argv[i], s->argv[i + 1]) + 1;
+            i++;
+        } else {
+            v[(*argc)++] = (char *)s->argv[i];
+        }
+    }
+    v[*argc] = NULL;
+    return v;
 }
 
 /* The content SHA-256 of a file, or of a data set folder (ptq_dataset_content_sha256, which covers the
@@ -603,8 +632,10 @@ int cmd_run(int argc, char **argv)
         return rc;
     if ((rc = cli_rank0_rc(cli_is_writer() ? check_data(opts, n_opts, inputs, n_inputs) : 0)) != 0)
         return rc;
-    char dir[4096]; /* --out without its trailing slashes: DIR/calib.h5, not DIR//calib.h5 */
-    snprintf(dir, sizeof dir, "%s", out_arg);
+    /* --out without its trailing slashes: DIR/calib.h5, not DIR//calib.h5; a DIR that starts with "--" as ./DIR,
+       since the archive is the plan and export stages' argument, which the parser would take for an option */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s%s", strncmp(out_arg, "--", 2) == 0 ? "./" : "", out_arg);
     for (size_t len = strlen(dir); len > 1 && dir[len - 1] == '/'; len--)
         dir[len - 1] = '\0';
     const size_t dir_len = strlen(dir);
@@ -867,9 +898,16 @@ int cmd_run(int argc, char **argv)
         cJSON_DeleteItemFromObjectCaseSensitive(written, s->name);
         for (int j = 0; j < s->n_unkeyed; j++)
             arg(s, s->unkeyed[j]);
-        s->argv[s->argc] = NULL;
+        int cmd_argc = 0;
+        char **cmd_argv = stage_command(s, &cmd_argc);
         const int spread = s->cmd == cmd_calibrate || s->cmd == cmd_sensitivity || s->cmd == cmd_validate;
-        rc = spread ? s->cmd(s->argc - 1, (char **)s->argv + 1) : cli_on_rank0(s->cmd, s->argc - 1, (char **)s->argv + 1);
+        if (!cmd_argv) {
+            fprintf(stderr, "ptq run: error: out of memory for the %s stage's arguments\n", s->name);
+            rc = EXIT_NOMEM;
+        } else {
+            rc = spread ? s->cmd(cmd_argc - 1, cmd_argv + 1) : cli_on_rank0(s->cmd, cmd_argc - 1, cmd_argv + 1);
+        }
+        free(cmd_argv);
         fflush(stdout);
         if (rc == EXIT_BUDGET && strcmp(s->name, "plan") == 0) { /* the best plan was written: go on */
             budget_missed = 1;

@@ -289,6 +289,22 @@ def main():
                   rc == code and "== " not in out and not os.path.exists(J("out6")) and
                   (bad[0] != "--math" or "unknown math" in err), f"exit {rc}: {out[-200:]} {err[-300:]}")
 
+        # values that start with "--", written --flag=VALUE as the README says: the stages get them whole (they were
+        # passed on as "--data --x.h5", which the stages refused after run had made DIR and run.json), and a DIR
+        # that starts with "--" is the plan and export stages' archive argument too
+        with h5py.File(J("--x.h5"), "w") as f:
+            f["images"] = images[:8]
+            f["labels"] = labels[:8]
+        rc, out, err = ptq_in(tmp, "run", "--model", os.path.abspath(MODEL), "--calib-data=--x.h5", "--data=--x.h5",
+                              "--out=--dir", "--samples", "0")
+        check("--calib-data=--x.h5 --data=--x.h5 --out=--dir: every stage ran, every output in --dir",
+              rc == 0 and len(stages(out)) == 8 and all(stages(out).values()) and
+              all(os.path.exists(J("--dir", o)) for o in OUTPUTS), f"exit {rc}: {out[-200:]} {err[-300:]}")
+        rc, out, err = ptq_in(tmp, "run", "--model", os.path.abspath(MODEL), "--calib-data=--x.h5", "--data",
+                              "./--x.h5", "--out", "./--dir", "--samples", "0")
+        check("the same run spelled ./--x.h5 and ./--dir: every stage skipped",
+              rc == 0 and len(stages(out)) == 8 and not any(stages(out).values()), f"exit {rc}: {err[-300:]}")
+
         # an input at the name of a file the run writes (run.json too), or an output folder inside an image-folder
         # data set (--data or --calib-data): refused before any stage, every input intact, no folder made
         from PIL import Image
