@@ -2,6 +2,7 @@
  * percentile and the clipped share here; entropy in calib/kl.c, mse in
  * calib/mse.c. Everything works in units of the bin width, which is exact
  * (a power of two). Covered by tests/test_calibrators.c. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +59,11 @@ ptq_status ptq_calib_spec_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *m
     if (*method != PTQ_CALIB_PERCENTILE)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration method '%s': only percentile takes a value", s);
     char *end = NULL;
-    *percentile = strtod(eq + 1, &end);
-    if (end == eq + 1 || *end || !(*percentile > 0 && *percentile <= 100))
+    const char *p = eq + 1;
+    *percentile = strtod(p, &end);
+    /* a plain decimal, as the number flags take it: strtod would also read " 99", "+99" and hex floats (0x63) */
+    const int plain = (isdigit((unsigned char)p[0]) || p[0] == '.') && p[strspn(p, "0123456789.eE+-")] == '\0';
+    if (!plain || end == p || *end || !(*percentile > 0 && *percentile <= 100))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration method '%s': the percentile must be a number in (0, 100]",
                         s);
     return PTQ_OK;

@@ -2,6 +2,7 @@
  * observers on every tensor a plan may quantize and writes the calibration
  * archive (calib.h5). Covered by tests/cli_calib_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,7 +136,9 @@ int cmd_calibrate(int argc, char **argv)
     if (shard_arg) {
         long long a, b;
         char tail;
-        if (sscanf(shard_arg, "%lld/%lld%c", &a, &b, &tail) != 2 || b < 1 || b > PTQ_MAX_SHARDS || a < 0 || a >= b)
+        const size_t n_i = strspn(shard_arg, "0123456789"); /* digits: sscanf would also take " 0/2" and "+0/+2" */
+        if (n_i == 0 || shard_arg[n_i] != '/' || !isdigit((unsigned char)shard_arg[n_i + 1]) ||
+            sscanf(shard_arg, "%lld/%lld%c", &a, &b, &tail) != 2 || b < 1 || b > PTQ_MAX_SHARDS || a < 0 || a >= b)
             return cli_usage_error("calibrate", "--shard wants I/N with 0 <= I < N <= %lld, got '%s'",
                                    (long long)PTQ_MAX_SHARDS, shard_arg);
         shard = a;

@@ -52,12 +52,12 @@ static int parse_size(const char *v, int64_t *w, int64_t *h)
     char *end = NULL;
     errno = 0;
     long a = strtol(v, &end, 10), b = a;
-    if (end == v || errno)
+    if (!isdigit((unsigned char)v[0]) || errno) /* digits: strtol would also take " 4" and "+4" */
         return -1;
     if (*end == 'x' || *end == 'X') {
         const char *rest = end + 1;
         b = strtol(rest, &end, 10);
-        if (end == rest || errno)
+        if (!isdigit((unsigned char)rest[0]) || errno)
             return -1;
     }
     if (*end || a < 1 || b < 1 || a > 65535 || b > 65535)

@@ -3,6 +3,7 @@
  * tables or ptq's JSON, without running the model again. Covered by
  * tests/cli_calib_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,8 @@ static ptq_status parse_trt_version(ptq_ctx *ctx, const char *s, int *out)
 {
     int major, minor, patch;
     char tail;
+    if (!isdigit((unsigned char)s[0]) || s[strspn(s, "0123456789.")] != '\0') /* sscanf, strtol: " 10", "+10" too */
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--trt-version wants MAJOR.MINOR.PATCH or a number, got '%s'", s);
     /* field widths keep sscanf and the version number inside int */
     if (sscanf(s, "%4d.%2d.%2d%c", &major, &minor, &patch, &tail) == 3 && major > 0 && minor >= 0 && minor < 100 &&
         patch >= 0 && patch < 100) {

@@ -57,7 +57,7 @@ ptq_status ptq_memory_check(ptq_ctx *ctx, uint64_t bytes, const char *what)
 int ptq_memory_parse(const char *text, uint64_t *bytes)
 {
     char *end = NULL;
-    if (!text || !isdigit((unsigned char)text[0]))
+    if (!text || !isdigit((unsigned char)text[0]) || strpbrk(text, "xX")) /* no hex float: 0x10 is not 16 bytes */
         return -1;
     double v = strtod(text, &end);
     double unit = 1;

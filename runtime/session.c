@@ -57,7 +57,8 @@ ptq_status ptq_device_parse(ptq_ctx *ctx, const char *name, ptq_device *device, 
     } else if (strncmp(name, "cuda:", 5) == 0) {
         char *end = NULL;
         long n = strtol(name + 5, &end, 10);
-        if (!end || *end || end == name + 5 || n < 0 || n > 1023)
+        /* digits only: strtol would also take "cuda: 0" and "cuda:+0" */
+        if (!isdigit((unsigned char)name[5]) || !end || *end || n > 1023)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--device cuda:N wants a GPU number N in [0, 1023], got '%s'",
                             name);
         *device = PTQ_DEVICE_CUDA;

@@ -204,6 +204,26 @@ def main():
     expect("--model ''", ["eval", "--model", "", "--data", h5], 2, "option '--model' is empty")
     for bad in (" 8", "+8", "8 "):
         expect(f"--batch '{bad}'", ["eval", "--model", MODEL, "--data", h5, "--batch", bad], 2, "--batch wants")
+    # the other numbers in flag values likewise: digits, no space, sign or hex float
+    arch, folder = os.path.join(tmp, "n.h5"), os.path.join(tmp, "nfolder")
+    os.makedirs(os.path.join(folder, "a"))
+    with open(os.path.join(folder, "a", "0.png"), "wb") as f:
+        f.write(png_bytes(np.zeros((28, 28), np.uint8)))
+    rc, _, err = ptq("calibrate", "--model", MODEL, "--data", h5, "--samples", "16", "--out", arch)
+    check("an archive for the export cases", rc == 0, err[-200:])
+    conv = ["data", "convert", "--images", folder, "--out", os.path.join(tmp, "r.h5")]
+    calib = ["calibrate", "--model", MODEL, "--data", h5, "--out", os.path.join(tmp, "s.h5")]
+    trt = ["export", arch, "--method", "minmax", "--format", "trt", "--out", os.path.join(tmp, "t.cache")]
+    for flag, val, cmd in (("--resize", " 4", conv), ("--resize", "4x+4", conv), ("--shard", " 0/2", calib),
+                           ("--shard", "0/+2", calib), ("--trt-version", " 100300", trt),
+                           ("--trt-version", "+10.3.0", trt), ("--device", "cuda: 0", ["eval", "--model", MODEL,
+                                                                                       "--data", h5]),
+                           ("--method", "percentile=0x63", ["export", arch, "--format", "json", "--out",
+                                                            os.path.join(tmp, "m.json")]),
+                           ("--max-memory", "0x10", ["eval", "--model", MODEL, "--data", h5])):
+        expect(f"{flag} '{val}'", cmd + [flag, val], 2, val)
+        check(f"{flag} '{val}': nothing written", not any(os.path.exists(os.path.join(tmp, n)) for n in
+                                                           ("r.h5", "s.h5", "t.cache", "m.json")), "")
     expect("--budget 0x10 (a hex float)", ["plan", os.path.join(tmp, "c.h5"), "--model", MODEL, "--out",
            os.path.join(tmp, "pb.json"), "--sensitivity", "s.json", "--budget", "0x10", "--data", h5], 2,
            "--budget wants points")

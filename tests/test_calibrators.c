@@ -100,7 +100,9 @@ static void check_names(void)
     CHECK(ptq_calib_spec_parse(&ctx, "mse", &m, &pct) == PTQ_OK && m == PTQ_CALIB_MSE && pct == 0.0);
     CHECK(ptq_calib_spec_parse(&ctx, "minmax=1", &m, &pct) == PTQ_ERR_INVALID_ARG &&
           strstr(ctx.msg, "only percentile takes a value"));
-    const char *bad[] = {"percentile=", "percentile=0", "percentile=100.01", "percentile=99x", "percentile=nan"};
+    const char *bad[] = {"percentile=", "percentile=0", "percentile=100.01", "percentile=99x", "percentile=nan",
+                         /* numbers as the number flags take them: no space, sign or hex float */
+                         "percentile= 99", "percentile=+99", "percentile=0x63"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
         CHECK_MSG(ptq_calib_spec_parse(&ctx, bad[k], &m, &pct) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, bad[k]) &&
                       strstr(ctx.msg, "(0, 100]"),

@@ -54,6 +54,8 @@ static void test_parse(void)
     CHECK(ptq_memory_parse("", &b) != 0);
     CHECK(ptq_memory_parse("0", &b) != 0);
     CHECK(ptq_memory_parse("1e30G", &b) != 0);
+    CHECK(ptq_memory_parse("0x10", &b) != 0); /* a hex float, which strtod reads as 16 */
+    CHECK(ptq_memory_parse("0x1p30", &b) != 0);
 }
 
 static void test_check(void)

@@ -261,6 +261,9 @@ static void test_pick(void)
     CHECK(ptq_device_parse(&ctx, "cuda:3", &d, &ord) == PTQ_OK && d == PTQ_DEVICE_CUDA && ord == 3);
     CHECK(ptq_device_parse(&ctx, "cpu", &d, &ord) == PTQ_OK && d == PTQ_DEVICE_CPU);
     CHECK(ptq_device_parse(&ctx, "cuda:x", &d, &ord) == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_device_parse(&ctx, "cuda: 0", &d, &ord) == PTQ_ERR_INVALID_ARG); /* digits only, as strtol does not */
+    CHECK(ptq_device_parse(&ctx, "cuda:+0", &d, &ord) == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_device_parse(&ctx, "cuda:-0", &d, &ord) == PTQ_ERR_INVALID_ARG);
     CHECK(ptq_device_parse(&ctx, "tpu", &d, &ord) == PTQ_ERR_INVALID_ARG);
 }
 
