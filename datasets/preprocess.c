@@ -62,17 +62,25 @@ ptq_status ds_preprocess_check(ptq_ctx *ctx, const ptq_preprocess *p)
 
 /* ---- spec parsing ---- */
 
+/* 1 when s starts as a decimal number is written ("-0.5", ".5", "3"), as the CLI's number flags take it:
+ * strtod and strtoll would also read " 5", "+5" and hex ("0x10") */
+static int starts_decimal(const char *s)
+{
+    const char *d = s[0] == '-' ? s + 1 : s;
+    return isdigit((unsigned char)d[0]) || (d[0] == '.' && isdigit((unsigned char)d[1]));
+}
+
 static int parse_float(const char *s, float *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno)
+    if (end == s || errno || !starts_decimal(s) || strpbrk(s, "xX"))
         return 0;
     if (*end == '/') { /* "1/255" */
         const char *d = end + 1;
         double den = strtod(d, &end);
-        if (end == d || errno || den == 0.0)
+        if (end == d || errno || den == 0.0 || !starts_decimal(d))
             return 0;
         v /= den;
     }
@@ -87,7 +95,7 @@ static int parse_int(const char *s, int64_t *out)
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno || v < 0)
+    if (end == s || *end || errno || v < 0 || !isdigit((unsigned char)s[0]))
         return 0;
     *out = v;
     return 1;

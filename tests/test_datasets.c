@@ -66,6 +66,7 @@ static void test_parse(void)
     CHECK(ptq_preprocess_parse(&ctx, "height=7 width=9 order=rgb", &p) == PTQ_OK && p.height == 7 && p.width == 9 &&
           !p.bgr);
     CHECK(ptq_preprocess_parse(&ctx, "", &p) == PTQ_OK && p.height == 7);
+    CHECK(ptq_preprocess_parse(&ctx, "mean=-.5 std=.5", &p) == PTQ_OK && p.mean[0] == -0.5f && p.std[0] == 0.5f);
 
     /* presets: the documented values; a size already set (the model's) is
      * kept, else 224; later items refine them */
@@ -126,6 +127,9 @@ static void test_parse(void)
         {"mean=1,2,3,4,5", "'mean'"},     {"order=GBR", "'order'"},          {"=3", "'=3'"},
         {"scale=0", "scale must be > 0"}, {"scale=-1", "scale must be > 0"}, {"std=1e-45", "must be finite"},
         {"mean=3e38 std=1e-38", "must be finite"},
+        /* numbers written in decimal, as the number flags take them: no '+', hex float or sign after the '/' */
+        {"scale=0x10", "'0x10'"},         {"scale=+1", "'+1'"},              {"scale=1/+255", "'1/+255'"},
+        {"mean=0,+0.2,0", "'mean'"},     {"resize=+30", "'resize'"},        {"scale=1/0x10", "'scale'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ptq_ctx_init(&ctx);
