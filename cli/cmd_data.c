@@ -23,7 +23,7 @@ static const char data_help[] =
     "PATH/<class>/<index>.png. The format defaults to hdf5 when PATH ends in .h5\n"
     "or .hdf5, else png. Nothing is left behind on failure.\n"
     "\n"
-    "  --zstd-level N       zstd compression level 1..22 (default 3)\n"
+    "  --zstd-level N       zstd compression level 1..22 (default 3) of the HDF5 set\n"
     "  --class-names LIST   comma-separated class names in label order, or fashion-mnist\n"
     "                       (PNG folders sort classes by name: give names that sort in label order;\n"
     "                       fashion-mnist names get an index prefix there, e.g. 0_T-shirt_top)\n"
@@ -158,8 +158,11 @@ static int data_convert(int argc, char **argv)
         fmt = PTQ_CONVERT_PNG;
     else if (format)
         return cli_usage_error("data convert", "--format must be hdf5 or png, got '%s'", format);
-    if (level > 22)
-        return cli_usage_error("data convert", "--zstd-level must be 1..22, got %lld", (long long)level);
+    static const char *const hdf5_only[] = {"zstd-level", NULL};
+    if (fmt == PTQ_CONVERT_PNG &&
+        (rc = cli_refuse_unused("data convert", opts, n_opts, hdf5_only, "used only with --format hdf5 (a PNG folder "
+                                "holds PNG files, not zstd chunks)")))
+        return rc;
 
     const char *names_opt = cli_get(opts, n_opts, "class-names");
     const char **names = NULL;

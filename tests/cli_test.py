@@ -232,6 +232,20 @@ def main():
     missing = os.path.join(tmp, "nosuchdir")
     expect("data convert --images MISSING", ["data", "convert", "--images", missing, "--out",
            os.path.join(tmp, "dc.h5")], 3, f"--images {missing}: No such file or directory")
+    # data convert to a PNG folder: --zstd-level, which only HDF5 chunks use, is refused rather than ignored
+    idx_i, idx_l = os.path.join(tmp, "i.idx"), os.path.join(tmp, "l.idx")
+    with open(idx_i, "wb") as f:
+        f.write(struct.pack(">BBBBIII", 0, 0, 8, 3, 2, 28, 28) + bytes(2 * 784))
+    with open(idx_l, "wb") as f:
+        f.write(struct.pack(">BBBBI", 0, 0, 8, 1, 2) + bytes([0, 1]))
+    for out_args in (["--out", os.path.join(tmp, "zpng")], ["--out", os.path.join(tmp, "z.h5"), "--format", "png"]):
+        expect(f"data convert {' '.join(out_args[2:]) or 'to a folder'} --zstd-level 5",
+               ["data", "convert", "--images", idx_i, "--labels", idx_l, *out_args, "--zstd-level", "5"], 2,
+               "--zstd-level is used only with --format hdf5")
+        check("  nothing written", not os.path.exists(out_args[1]), out_args[1])
+    rc, out, err = ptq("data", "convert", "--images", idx_i, "--labels", idx_l, "--out", os.path.join(tmp, "z5.h5"),
+                       "--zstd-level", "5")
+    check("data convert to HDF5 --zstd-level 5: written", rc == 0 and os.path.exists(os.path.join(tmp, "z5.h5")), err)
 
     # help and version
     rc, out, err = ptq("--help")
