@@ -30,8 +30,11 @@ static const char smooth_help[] =
     "                       0 by its weights' range only (X's own range then plays no part)\n"
     "  --samples N          samples picked at random by --seed (default 512; 0: all)\n"
     "  --seed S             that pick's seed (default 0)\n"
-    "  --batch, --threads, --preprocess, --progress, --input, --images-key, --labels-key, --layout,\n"
-    "  --allow-external-data, --labels, --classes as for `ptq eval`; --json prints what was done as JSON\n";
+    "  --batch N            samples per batch (default 64, or the largest power of two below it that\n"
+    "                       fits the memory limit, with a note)\n"
+    "  --threads, --preprocess, --progress, --input, --images-key, --labels-key, --layout,\n"
+    "  --allow-external-data, --labels, --classes, --output as for `ptq eval`; --json prints what was\n"
+    "  done as JSON\n";
 
 int cli_alpha_parse(const char *cmd, const char *flag, const char *value, double *alpha)
 {
