@@ -137,6 +137,8 @@ static int shape_input(const ptq_node *n, int i)
     static const char *const ops[] = {"Reshape", "Expand", "Pad", "Split", "Squeeze", "Unsqueeze", "ReduceMean"};
     if (strcmp(n->op_type, "Slice") == 0)
         return i >= 1;
+    if (strcmp(n->op_type, "ConstantOfShape") == 0)
+        return i == 0;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
         if (strcmp(n->op_type, ops[k]) == 0)
             return i == 1;

@@ -5,7 +5,7 @@ onnxruntime on the whole batch: a softmax over the batch, a batch mean taken awa
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
 Slices, a softmax over axis -2 (each run whole: no "passes" line in --profile, logits as
 onnxruntime's); and a model whose batch moves to axis 1 and back through Reshape, Transpose and Gather,
-with its Reshape's shape made from Shape (it runs in passes, logits as onnxruntime's and byte-identical to
+with its Reshape's shape made from Shape, and torch's zeros_like (ConstantOfShape of Shape) (both run in passes, logits as onnxruntime's and byte-identical to
 PTQ_PASS_ROWS=0's). The demo model's logits are byte-identical with and without passes (test_runner
 covers the library side)."""
 import os
@@ -135,6 +135,13 @@ def main():
         rc0, whole, err0 = run(tmp, path, data, 0)
         check("batch through axis 1: PTQ_PASS_ROWS=0 runs whole, the same bytes",
               rc0 == 0 and "passes" not in err0 and got is not None and whole.tobytes() == got.tobytes())
+        # torch's zeros_like: ConstantOfShape(Shape(x)) takes the batch size as a shape only
+        path = os.path.join(tmp, "zeros_like.onnx")
+        model(path, [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ConstantOfShape", ["s"], ["z"]),
+                     helper.make_node("Sub", ["z", "x"], ["logits"])], [], D)
+        rc, got, err = run(tmp, path, data, 5)
+        ok = rc == 0 and "passes of that many" in err and got is not None and np.array_equal(got, -x)
+        check("zeros_like (ConstantOfShape of Shape): in passes, logits as onnxruntime's", ok, "" if ok else err[-400:])
         # the demo model: a whole eval in passes (the default) and without them, byte for byte
         demo = os.path.join(tmp, "demo.h5")
         imgs = rng.integers(0, 256, size=(300, 28, 28), dtype=np.uint8)
