@@ -12,6 +12,7 @@
 #include "ptq/dist.h"
 #include "ptq/fileio.h"
 #include "ptq/graph.h"
+#include "ptq/onnx_edit.h"
 #include "ptq/plan.h"
 #include "ptq/runner.h"
 #include "ptq/runtime.h"
@@ -175,6 +176,10 @@ const char **cli_class_names(const ptq_dataset *ds, int64_t k);
 void cli_hash_ahead(const char *model, const ptq_dataset *ds);
 ptq_status cli_model_sha256(ptq_ctx *ctx, const char *path, char hex[65]);
 ptq_status cli_dataset_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
+/* The files the ONNX model at path reads its external data from: *e (ptq_onnx_edit_external_files; free it with
+ * ptq_onnx_edit_free), NULL when the model refers to none (its bytes never hold "location", so an inline model is
+ * read, not parsed). */
+ptq_status cli_model_external_files(ptq_ctx *ctx, const char *path, ptq_onnx_edit **e);
 /* Waits for and forgets ds's digest (NULL: every one). */
 void cli_hash_forget(const ptq_dataset *ds);
 
@@ -197,7 +202,8 @@ void cli_sibling_path(const char *path, const char *suffix, char *out, size_t n_
  * cli_parse's --data reads are inputs too: its --labels and --classes
  * files, with --allow-external-data the files an HDF5 set refers to
  * (ptq_dataset_external_files), and an image folder's every file, so an
- * output anywhere inside one is refused. */
+ * output anywhere inside one is refused; and the files the last cli_parse's
+ * --model reads its ONNX external data from (cli_model_external_files). */
 int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, const char *const *outputs,
                       int n_outputs);
 /* Sets the data set cli_check_outputs takes as the last cli_parse's: `ptq

@@ -96,7 +96,7 @@ ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text)
 /* The data options the last cli_parse saw: the files a data set reads are
  * inputs of the command too (cli_check_outputs). */
 static struct {
-    const char *data, *labels, *classes;
+    const char *model, *data, *labels, *classes;
     int allow_external_data;
 } parsed_data;
 
@@ -128,9 +128,9 @@ static char *existing_folder_of(const char *path)
     return real;
 }
 
-/* 1 when output would be written inside the image folder root (in it or any
- * folder below): it would replace one of its images or become one. */
-static int in_image_folder(const char *root, const char *output)
+/* 1 when output would be written inside the folder root (in it or any folder
+ * below): in an image folder, it would replace one of its images or become one. */
+static int in_folder(const char *root, const char *output)
 {
     char *real_root = realpath(root, NULL), *dir = existing_folder_of(output);
     size_t n = real_root ? strlen(real_root) : 0;
@@ -162,7 +162,7 @@ static int check_data_outputs(const char *cmd, const char *const *outputs, int n
     for (int j = 0; j < n_outputs && !rc; j++) {
         if (!outputs[j])
             continue;
-        if (folder && in_image_folder(data, outputs[j])) {
+        if (folder && in_folder(data, outputs[j])) {
             if (cli_is_writer())
                 fprintf(stderr, "ptq %s: error: output %s is in the input image folder %s, whose images it would "
                         "replace or join; refusing to write it there\n", cmd, outputs[j], data);
@@ -184,6 +184,45 @@ static int check_data_outputs(const char *cmd, const char *const *outputs, int n
             }
     }
     ptq_dataset_files_free(files, n_files);
+    return rc;
+}
+
+/* An output that would replace a file the --model's ONNX external data is read from (its weights), or that is one
+ * (a symlink or a hard link to it), which an inode check of the model file alone misses. Such files resolve inside
+ * the model's folder (the loader refuses others), so the model is looked at only when an output is there, leads
+ * there or has other links. 0, or an exit code. */
+static int check_model_outputs(const char *cmd, const char *const *outputs, int n_outputs)
+{
+    const char *model = parsed_data.model;
+    char *dir = model ? strdup(model) : NULL, *slash = dir ? strrchr(dir, '/') : NULL;
+    int there = 0, rc = 0;
+    if (slash)
+        slash[slash == dir] = '\0'; /* "/m.onnx": "/" */
+    const char *root = slash ? dir : ".";
+    for (int j = 0; j < n_outputs && dir && !there; j++) {
+        struct stat sb;
+        char *real = outputs[j] ? realpath(outputs[j], NULL) : NULL;
+        there = outputs[j] && (in_folder(root, outputs[j]) || (real && in_folder(root, real)) ||
+                               (stat(outputs[j], &sb) == 0 && sb.st_nlink > 1));
+        free(real);
+    }
+    free(dir);
+    ptq_onnx_edit *e = NULL;
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    if (!there || cli_model_external_files(&ctx, model, &e) != PTQ_OK || !e)
+        return 0; /* a model that cannot be read fails where it is loaded, with its message */
+    int n_files = 0;
+    const char *const *files = ptq_onnx_edit_external_files(e, &n_files);
+    for (int j = 0; j < n_outputs && !rc; j++)
+        for (int i = 0; i < n_files && !rc; i++)
+            if (outputs[j] && ptq_file_same(files[i], outputs[j])) {
+                if (cli_is_writer())
+                    fprintf(stderr, "ptq %s: error: output %s is %s, the external data being read for the model %s; "
+                            "refusing to overwrite it\n", cmd, outputs[j], files[i], model);
+                rc = EXIT_USAGE;
+            }
+    ptq_onnx_edit_free(e);
     return rc;
 }
 
@@ -211,7 +250,8 @@ int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, 
                 return EXIT_USAGE;
             }
     }
-    return check_data_outputs(cmd, outputs, n_outputs);
+    int rc = check_data_outputs(cmd, outputs, n_outputs);
+    return rc ? rc : check_model_outputs(cmd, outputs, n_outputs);
 }
 
 /* The values of the repeatable options the last cli_parse saw (one command
@@ -326,6 +366,7 @@ int cli_parse(const char *cmd, int argc, char **argv, cli_opt *opts, int n_opts,
         if (o->takes_value == CLI_REPEAT && add_repeat(cmd, o, o->value) != 0)
             return EXIT_USAGE;
     }
+    parsed_data.model = cli_get(opts, n_opts, "model");
     parsed_data.data = cli_get(opts, n_opts, "data");
     parsed_data.labels = cli_get(opts, n_opts, "labels");
     parsed_data.classes = cli_get(opts, n_opts, "classes");

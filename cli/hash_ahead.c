@@ -34,9 +34,9 @@ static slot slots[N_SLOTS];
 
 enum { CHUNK = 1 << 16 };
 
-/* Feeds path's bytes into h (buf: CHUNK + 8 bytes of scratch); *n: how many. With found not NULL, *found is set
- * when the bytes hold "location", the key every ONNX external-data entry has (without it a model refers to no
- * external data), across chunk boundaries too. */
+/* Feeds path's bytes into h (NULL: reads them only; buf: CHUNK + 8 bytes of scratch); *n: how many. With found not
+ * NULL, *found is set when the bytes hold "location", the key every ONNX external-data entry has (without it a model
+ * refers to no external data), across chunk boundaries too. */
 static ptq_status feed(ptq_ctx *ctx, const char *path, ptq_sha256 *h, unsigned char *buf, uint64_t *n, int *found)
 {
     static const char key[] = "location";
@@ -46,7 +46,8 @@ static ptq_status feed(ptq_ctx *ctx, const char *path, ptq_sha256 *h, unsigned c
     size_t got, keep = 0;
     *n = 0;
     while ((got = fread(buf + keep, 1, CHUNK, f)) > 0) {
-        ptq_sha256_update(h, buf + keep, got);
+        if (h)
+            ptq_sha256_update(h, buf + keep, got);
         *n += got;
         const size_t len = keep + got;
         if (found && !*found)
@@ -100,6 +101,19 @@ static ptq_status model_digest(ptq_ctx *ctx, const char *path, char hex[65])
     ptq_onnx_edit_free(e);
     free(buf);
     return st;
+}
+
+ptq_status cli_model_external_files(ptq_ctx *ctx, const char *path, ptq_onnx_edit **e)
+{
+    unsigned char *buf = malloc(CHUNK + 8);
+    uint64_t n;
+    int external = 0;
+    *e = NULL;
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reading %s", path);
+    ptq_status st = feed(ctx, path, NULL, buf, &n, &external);
+    free(buf);
+    return st == PTQ_OK && external ? ptq_onnx_edit_open(ctx, path, e) : st;
 }
 
 static void *work(void *arg)

@@ -8,8 +8,8 @@ name written (the temporary's stem cut to fit), nothing left after
 SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGPIPE/SIGUSR1/SIGALRM), an output that is an input (exit 2, input untouched), an
 output that is a FIFO (or, as root, a character device like /dev/null):
 refused before any work (exit 3) and left as it was, never replaced by a
-regular file, and
-merge telling sources apart by content rather than by path (and the same
+regular file; an output that is the model's ONNX external data (exit 2),
+and merge telling sources apart by content rather than by path (and the same
 bytes in either argument order when shards name the data or the model by
 other paths)."""
 import hashlib
@@ -335,6 +335,52 @@ def data_files_are_inputs(tmp, images, labels, plan):
           os.path.exists(beside), str([last_line(r[2]) for r in res]))
 
 
+def model_data_files_are_inputs(tmp, data, archive, plan):
+    """The files a model's ONNX external data is read from (its weights) are inputs of the same-file check too: an
+    output naming one, in every command that takes --model, is refused (exit 2) before any work and the weights stay
+    intact (calibrate, run and the others replaced them: the model was lost). An output beside them is written."""
+    import onnx
+    models = {}
+    for loc in ("w.bin", "validate.json", "calib.h5"):
+        m = onnx.load(MODEL)  # a fresh copy each time: a save marks the tensors external
+        d = os.path.join(tmp, "extw-" + loc.split(".")[0])
+        os.makedirs(d)
+        models[loc] = os.path.join(d, "model.onnx")
+        onnx.save_model(m, models[loc], save_as_external_data=True, all_tensors_to_one_file=True, location=loc,
+                        size_threshold=0)
+    model, w = models["w.bin"], os.path.join(os.path.dirname(models["w.bin"]), "w.bin")
+    keep = {os.path.join(os.path.dirname(p), loc): digest(os.path.join(os.path.dirname(p), loc))
+            for loc, p in models.items()}
+    link = os.path.join(tmp, "w-link.bin")
+    os.symlink(w, link)
+    cases = (("calibrate --out", ["calibrate", "--model", model, "--data", data, "--out", w], tmp),
+             ("calibrate --out, the model named from its folder", ["calibrate", "--model", "model.onnx", "--data",
+                                                                  data, "--out", "w.bin"], os.path.dirname(w)),
+             ("calibrate --out a symlink to it", ["calibrate", "--model", model, "--data", data, "--out", link], tmp),
+             ("eval --logits", ["eval", "--model", model, "--data", data, "--logits", w], tmp),
+             ("plan --out", ["plan", archive, "--model", model, "--out", w], tmp),
+             ("sensitivity --out", ["sensitivity", "--model", model, "--calib", archive, "--data", data, "--out", w],
+              tmp),
+             ("validate --report, a report file", ["validate", "--model", models["validate.json"], "--plan", plan,
+                                                   "--data", data, "--report",
+                                                   os.path.dirname(models["validate.json"])], tmp),
+             ("smooth --out", ["smooth", "--model", model, "--data", data, "--out", w], tmp),
+             ("run --out, its archive", ["run", "--model", models["calib.h5"], "--calib-data", data, "--data", data,
+                                         "--out", os.path.dirname(models["calib.h5"])], tmp))
+    for name, args, cwd in cases:
+        rc, _, err = run(*args, cwd=cwd)
+        check(f"model's external data as output refused (exit 2): {name}", rc == 2 and "external data being read"
+              in err, f"exit {rc}: {last_line(err)}")
+    changed = [p for p, h in keep.items() if digest(p) != h]
+    left = [f for p in keep for f in os.listdir(os.path.dirname(p)) if f not in ("model.onnx", os.path.basename(p))]
+    check("model's external data: every data file byte-identical, nothing else written beside it", not changed and
+          not left, f"changed {changed}, left {left}")
+    beside = os.path.join(os.path.dirname(w), "calib.h5")
+    rc, _, err = run("calibrate", "--model", model, "--data", data, "--out", beside)
+    check("model's external data: an output beside it is written", rc == 0 and os.path.exists(beside) and
+          digest(w) == keep[w], f"exit {rc}: {last_line(err)}")
+
+
 def qdq_data_file(tmp, plan):
     """export --format qdq's "<out>.data" (a large model's weights; PTQ_TEST_ONNX_INLINE_MAX=0 writes it for any)
     is an output like --out: naming the plan or the model it is refused (exit 2) and they stay intact."""
@@ -510,6 +556,7 @@ def main():
     umasks(tmp, data, archive, plan)
     outputs_that_are_inputs(tmp, data, archive, plan)
     data_files_are_inputs(tmp, images, labels, plan)
+    model_data_files_are_inputs(tmp, data, archive, plan)
     qdq_data_file(tmp, plan)
     special_outputs(tmp, data, archive, plan)
     long_names(tmp, data, archive)
