@@ -66,7 +66,10 @@ int cmd_smooth(int argc, char **argv)
     if (!model || !data || !out)
         return cli_usage_error("smooth", "--model, --data and --out are required");
     const char *inputs[] = {model, data};
-    if ((rc = cli_check_outputs("smooth", inputs, 2, &out, 1)))
+    char data_out[4200]; /* the "<out>.data" a large model's weights go to: checked whether or not written */
+    snprintf(data_out, sizeof data_out, "%s.data", out);
+    const char *outputs[] = {out, data_out};
+    if ((rc = cli_check_outputs("smooth", inputs, 2, outputs, 2)))
         return rc;
     double alpha = 0.5;
     const char *alpha_arg = cli_get(opts, n_opts, "alpha");

@@ -381,20 +381,29 @@ def model_data_files_are_inputs(tmp, data, archive, plan):
           digest(w) == keep[w], f"exit {rc}: {last_line(err)}")
 
 
-def qdq_data_file(tmp, plan):
-    """export --format qdq's "<out>.data" (a large model's weights; PTQ_TEST_ONNX_INLINE_MAX=0 writes it for any)
-    is an output like --out: naming the plan or the model it is refused (exit 2) and they stay intact."""
+def qdq_data_file(tmp, plan, data):
+    """export --format qdq's and smooth's "<out>.data" (a large model's weights; PTQ_TEST_ONNX_INLINE_MAX=0 writes it
+    for any) is an output like --out: naming the plan, the model or the data set it is refused (exit 2) and they
+    stay intact (smooth replaced its data set with the weights)."""
     d = os.path.join(tmp, "qdqdata")
     os.makedirs(d)
-    plan_d, model_d = os.path.join(d, "o.data"), os.path.join(d, "mm.data")
+    plan_d, model_d, data_d = os.path.join(d, "o.data"), os.path.join(d, "mm.data"), os.path.join(d, "s.data")
     shutil.copy(plan, plan_d)
     shutil.copy(MODEL, model_d)
-    keep = {p: digest(p) for p in (plan_d, model_d)}
+    shutil.copy(data, data_d)
+    keep = {p: digest(p) for p in (plan_d, model_d, data_d)}
     env = dict(os.environ, PTQ_TEST_ONNX_INLINE_MAX="0")
-    for name, args in (("<out>.data = --plan", ["--plan", plan_d, "--model", MODEL, "--out", os.path.join(d, "o")]),
-                       ("<out>.data = --model", ["--plan", plan, "--model", model_d, "--out", os.path.join(d, "mm")])):
-        p = subprocess.run([PTQ_ABS, "export", "--format", "qdq", *args], capture_output=True, text=True, env=env)
-        check(f"export qdq {name} refused (exit 2)", p.returncode == 2 and "refusing to overwrite" in p.stderr,
+    vit = os.path.join(SRC, "models", "fmnist_vit.onnx")
+    for name, args in (("export qdq <out>.data = --plan", ["export", "--format", "qdq", "--plan", plan_d, "--model",
+                                                           MODEL, "--out", os.path.join(d, "o")]),
+                       ("export qdq <out>.data = --model", ["export", "--format", "qdq", "--plan", plan, "--model",
+                                                            model_d, "--out", os.path.join(d, "mm")]),
+                       ("smooth <out>.data = --data", ["smooth", "--model", vit, "--data", data_d, "--out",
+                                                       os.path.join(d, "s")]),
+                       ("smooth <out>.data = --model", ["smooth", "--model", model_d, "--data", data, "--out",
+                                                        os.path.join(d, "mm")])):
+        p = subprocess.run([PTQ_ABS, *args], capture_output=True, text=True, env=env)
+        check(f"{name} refused (exit 2)", p.returncode == 2 and "refusing to overwrite" in p.stderr,
               f"exit {p.returncode}: {last_line(p.stderr)}")
     out = os.path.join(d, "fine.onnx")
     p = subprocess.run([PTQ_ABS, "export", "--format", "qdq", "--plan", plan, "--model", MODEL, "--out", out],
@@ -557,7 +566,7 @@ def main():
     outputs_that_are_inputs(tmp, data, archive, plan)
     data_files_are_inputs(tmp, images, labels, plan)
     model_data_files_are_inputs(tmp, data, archive, plan)
-    qdq_data_file(tmp, plan)
+    qdq_data_file(tmp, plan, data)
     special_outputs(tmp, data, archive, plan)
     long_names(tmp, data, archive)
     interrupted(tmp, big)
