@@ -113,6 +113,8 @@ typedef struct cli_out_file {
 } cli_out_file;
 ptq_status cli_report_dir(ptq_ctx *ctx, const char *dir, int *made);
 ptq_status cli_output_dir_check(ptq_ctx *ctx, const char *path);
+/* cli_output_dir_check for a command before any work: 0, or the exit code after its message. */
+int cli_output_dir_ok(const char *cmd, const char *path);
 ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n);
 /* Renames the complete temporaries tmp[i] onto paths[i], i < n, all or none: the files the names held are kept as
  * hard links (registered temporaries) while the names are taken one by one, and put back if a rename fails (a

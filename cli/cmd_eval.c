@@ -69,7 +69,8 @@ int cmd_eval(int argc, char **argv)
     int as_json = cli_get(opts, n_opts, "json") != NULL;
     const char *eval_inputs[] = {cli_get(opts, n_opts, "model"), cli_get(opts, n_opts, "data")};
     const char *eval_outputs[] = {report_path, logits_path};
-    if ((rc = cli_check_outputs("eval", eval_inputs, 2, eval_outputs, 2)))
+    if ((rc = cli_check_outputs("eval", eval_inputs, 2, eval_outputs, 2)) ||
+        (report_path && (rc = cli_output_dir_ok("eval", report_path))))
         return rc;
 
     ptq_ctx ctx;

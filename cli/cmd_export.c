@@ -194,7 +194,8 @@ int cmd_export(int argc, char **argv)
         snprintf(data_out, sizeof data_out, "%s.data", out);
         const char *qdq_outputs[] = {out, data_out};
         if ((rc = cli_get_int("export", opts, n_opts, "opset", 0, 1, &opset)) ||
-            (rc = cli_check_outputs("export", qdq_inputs, 2, qdq_outputs, 2)))
+            (rc = cli_check_outputs("export", qdq_inputs, 2, qdq_outputs, 2)) ||
+            (rc = cli_output_dir_ok("export", out)))
             return rc;
         return export_qdq(cli_get(opts, n_opts, "plan"), cli_get(opts, n_opts, "model"), opset, out,
                           cli_get(opts, n_opts, "quiet") != NULL);
@@ -214,7 +215,7 @@ int cmd_export(int argc, char **argv)
         snprintf(ort_paths[k], sizeof ort_paths[k], "%s/%s", out, cli_ort_names[k]);
         outputs[k] = ort_paths[k];
     }
-    if ((rc = cli_check_outputs("export", inputs, 2, outputs, 3)))
+    if ((rc = cli_check_outputs("export", inputs, 2, outputs, 3)) || (rc = cli_output_dir_ok("export", out)))
         return rc;
 
     int tables = 0; /* 1 while the exporters run: their messages are about the archive's ranges, named at done */

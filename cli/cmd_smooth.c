@@ -69,7 +69,7 @@ int cmd_smooth(int argc, char **argv)
     char data_out[4200]; /* the "<out>.data" a large model's weights go to: checked whether or not written */
     snprintf(data_out, sizeof data_out, "%s.data", out);
     const char *outputs[] = {out, data_out};
-    if ((rc = cli_check_outputs("smooth", inputs, 2, outputs, 2)))
+    if ((rc = cli_check_outputs("smooth", inputs, 2, outputs, 2)) || (rc = cli_output_dir_ok("smooth", out)))
         return rc;
     double alpha = 0.5;
     const char *alpha_arg = cli_get(opts, n_opts, "alpha");

@@ -251,7 +251,17 @@ int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, 
             }
     }
     int rc = check_data_outputs(cmd, outputs, n_outputs);
-    return rc ? rc : check_model_outputs(cmd, outputs, n_outputs);
+    if (!rc)
+        rc = check_model_outputs(cmd, outputs, n_outputs);
+    for (int j = 0; j < n_outputs && !rc; j++) {
+        struct stat sb;
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        if (outputs[j] && lstat(outputs[j], &sb) == 0 && S_ISDIR(sb.st_mode)) /* a rename after the work fails */
+            rc = cli_report(cmd, &ctx, ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: it is a folder; name a file",
+                                                outputs[j]));
+    }
+    return rc;
 }
 
 /* The values of the repeatable options the last cli_parse saw (one command

@@ -52,6 +52,13 @@ ptq_status cli_output_dir_check(ptq_ctx *ctx, const char *path)
     return PTQ_OK;
 }
 
+int cli_output_dir_ok(const char *cmd, const char *path)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    return cli_report(cmd, &ctx, cli_output_dir_check(&ctx, path));
+}
+
 ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n)
 {
     ptq_status st = PTQ_OK;

@@ -271,7 +271,8 @@ ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)
         ptq_atomic_discard(tmp);
         return st;
     }
-    if (rename(tmp, path) != 0) {
+    const char *fail = getenv("PTQ_TEST_FAIL_RENAME"), *base = strrchr(path, '/');
+    if ((fail && *fail && strcmp(fail, base ? base + 1 : path) == 0 && (errno = EIO)) || rename(tmp, path) != 0) {
         int e = errno;
         ptq_atomic_discard(tmp);
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));

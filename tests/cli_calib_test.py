@@ -286,18 +286,26 @@ def main():
            "--quiet")
     check("ort tables written", all(os.path.exists(J("ort", f)) for f in
                                     ("calibration.flatbuffers", "calibration.json", "calibration.cache")))
-    # a failed commit of the third table puts the first two back as they were (a folder where calibration.cache
-    # goes makes its rename fail after the other two took their names)
+    # a failed commit of the third table puts the first two back as they were (PTQ_TEST_FAIL_RENAME makes its
+    # rename fail after the other two took their names)
     os.makedirs(J("ort-old"))
     for f_, body in (("calibration.flatbuffers", b"old flatbuffers"), ("calibration.json", b"old json")):
         open(J("ort-old", f_), "wb").write(body)
+    rc, out, err = ptq("export", J("whole.h5"), "--method", "percentile", "--format", "ort", "--out", J("ort-old"),
+                       "--quiet", env={"PTQ_TEST_FAIL_RENAME": "calibration.cache"})
+    kept = [open(J("ort-old", f_), "rb").read() for f_ in ("calibration.flatbuffers", "calibration.json")]
+    check("ort tables: a failed third rename leaves the old tables as they were, no temporary", rc == 3 and
+          kept == [b"old flatbuffers", b"old json"] and sorted(os.listdir(J("ort-old"))) ==
+          ["calibration.flatbuffers", "calibration.json"], f"exit {rc}, {kept}, {sorted(os.listdir(J('ort-old')))}, "
+          f"{err.strip()[-200:]}")
+    # a folder where calibration.cache goes: refused before any work (its rename failed after it all)
     os.makedirs(J("ort-old", "calibration.cache", "inside"))
     rc, out, err = ptq("export", J("whole.h5"), "--method", "percentile", "--format", "ort", "--out", J("ort-old"),
                        "--quiet")
     kept = [open(J("ort-old", f_), "rb").read() for f_ in ("calibration.flatbuffers", "calibration.json")]
-    check("ort tables: a failed third rename leaves the old tables as they were, no temporary", rc == 3 and
-          kept == [b"old flatbuffers", b"old json"] and not [f_ for f_ in os.listdir(J("ort-old")) if ".tmp-" in f_],
-          f"exit {rc}, {kept}, {sorted(os.listdir(J('ort-old')))}, {err.strip()[-200:]}")
+    check("ort tables: a folder at calibration.cache's name refused (exit 3, naming it), the old tables kept",
+          rc == 3 and "calibration.cache: it is a folder" in err and kept == [b"old flatbuffers", b"old json"],
+          f"exit {rc}, {kept}: {err.strip()[-200:]}")
     run_ok("export again", "export", J("halves.h5"), "--method", "entropy", "--format", "trt", "--out", J("r2.cache"),
            "--quiet")
     check("export from the merged halves gives the same bytes", open(J("r.cache"), "rb").read() ==

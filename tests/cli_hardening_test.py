@@ -8,7 +8,8 @@ name written (the temporary's stem cut to fit), nothing left after
 SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGPIPE/SIGUSR1/SIGALRM), an output that is an input (exit 2, input untouched), an
 output that is a FIFO (or, as root, a character device like /dev/null):
 refused before any work (exit 3) and left as it was, never replaced by a
-regular file; an output that is the model's ONNX external data (exit 2),
+regular file; an output that is the model's ONNX external data (exit 2), an
+output that is a folder or in a missing one (exit 3 before any work),
 and merge telling sources apart by content rather than by path (and the same
 bytes in either argument order when shards name the data or the model by
 other paths)."""
@@ -250,6 +251,42 @@ def outputs_that_are_inputs(tmp, data, archive, plan):
     changed = [p for p, h in keep.items() if digest(p) != h]
     check("output = input: every input left byte-identical, no temporary left", not changed and not leftovers(tmp),
           f"changed {changed}, left {leftovers(tmp)}")
+
+
+def unwritable_outputs(tmp, images, labels, archive, plan):
+    """An output that is a folder, or whose folder is missing, is refused before any work (exit 3, naming it), by
+    every command: they ran the whole calibration, evaluation or search and then failed on the rename ("Is a
+    directory") or the temporary ("No such file or directory")."""
+    import h5py
+    big = os.path.join(tmp, "big-labelled.h5")
+    with h5py.File(big, "w") as f:
+        f["images"], f["labels"] = images, labels
+    d = os.path.join(tmp, "a-folder")
+    os.makedirs(os.path.join(d, "inside"))
+    missing = os.path.join(tmp, "no-such-folder")
+    vit = os.path.join(SRC, "models", "fmnist_vit.onnx")
+    ref = ["--device", "ref", "--threads", "1"]  # slow: a late refusal would take minutes
+    cmds = {"calibrate": ["calibrate", "--model", MODEL, "--data", big, *ref, "--out"],
+            "eval --logits": ["eval", "--model", MODEL, "--data", big, *ref, "--logits"],
+            "eval --report": ["eval", "--model", MODEL, "--data", big, *ref, "--report"],
+            "sensitivity": ["sensitivity", "--model", MODEL, "--calib", archive, "--data", big, *ref, "--out"],
+            "plan": ["plan", archive, "--model", MODEL, "--out"],
+            "export trt": ["export", archive, "--method", "entropy", "--format", "trt", "--out"],
+            "export json": ["export", archive, "--method", "mse", "--format", "json", "--out"],
+            "export ort": ["export", archive, "--method", "entropy", "--format", "ort", "--out"],
+            "export qdq": ["export", "--format", "qdq", "--plan", plan, "--model", MODEL, "--out"],
+            "merge": ["merge", archive, os.path.join(tmp, "half1.h5"), "--out"],
+            "smooth": ["smooth", "--model", vit, "--data", big, "--threads", "1", "--samples", "0", "--out"]}
+    for name, args in cmds.items():
+        if name != "export ort":  # its --out is a folder
+            rc, _, err = run(*args, d, timeout=30)
+            check(f"{name}: --out a folder refused (exit 3) before any work", rc == 3 and "it is a folder" in err,
+                  f"exit {rc}: {last_line(err)}")
+        rc, _, err = run(*args, os.path.join(missing, "x"), timeout=30)
+        check(f"{name}: an output in a missing folder refused (exit 3) before any work", rc == 3 and
+              missing in err, f"exit {rc}: {last_line(err)}")
+    check("unwritable outputs: nothing made", os.listdir(d) == ["inside"] and not os.path.exists(missing) and
+          not leftovers(tmp), f"{os.listdir(d)}, {leftovers(tmp)}")
 
 
 def long_names(tmp, data, archive):
@@ -569,6 +606,7 @@ def main():
     qdq_data_file(tmp, plan, data)
     special_outputs(tmp, data, archive, plan)
     long_names(tmp, data, archive)
+    unwritable_outputs(tmp, images, labels, archive, plan)
     interrupted(tmp, big)
     merge_by_content(tmp, images)
     rc = finish("cli_hardening_test")

@@ -395,15 +395,20 @@ def report_folders(J, base):
     now = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png"))}
     check("validate: a failed write over an old report leaves it as it was", rc == 3 and now == old,
           f"exit {rc}: {sorted(now)} vs {sorted(old)}")
-    # a rename that fails after others took their names (a folder where report.html goes): those put back
+    # a rename that fails after others took their names (PTQ_TEST_FAIL_RENAME at report.html): those put back
+    old = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png"))}
+    rc, _, err = ptq(*base, "--recall-drop", "0", "--report", J("png"), env={"PTQ_TEST_FAIL_RENAME": "report.html"})
+    now = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png"))}
+    check("validate: a failed rename over an old report puts back the files renamed before it", rc == 3 and
+          now == old, f"exit {rc}: {sorted(now)} vs {sorted(old)}, {err.strip()[-200:]}")
+    # a folder where report.html goes: refused before any image is read (its rename failed after the run)
     os.remove(J("png", "report.html"))
     os.makedirs(J("png", "report.html", "inside"))
     old = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png")) if n != "report.html"}
     rc, _, err = ptq(*base, "--recall-drop", "0", "--report", J("png"))
     now = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png")) if n != "report.html"}
-    check("validate: a failed rename over an old report puts back the files renamed before it", rc == 3 and
-          now == old and not [n for n in os.listdir(J("png")) if ".tmp-" in n],
-          f"exit {rc}: {sorted(now)} vs {sorted(old)}, {err.strip()[-200:]}")
+    check("validate: a folder at report.html's name refused (exit 3, naming it), the old report kept", rc == 3 and
+          "report.html: it is a folder" in err and now == old, f"exit {rc}: {err.strip()[-200:]}")
     shutil.rmtree(J("png", "report.html"))
     # sensitivity: a missing folder refused before any image; a failed write leaves none of the three files
     sens = ("sensitivity", "--model", MODEL, "--calib", J("c.h5"), "--data", J("t.h5"), "--samples", "50")

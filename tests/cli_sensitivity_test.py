@@ -258,16 +258,24 @@ def main():
         refused("a file that is not a sensitivity report", ["plan", J("calib.h5"), "--model", hard, "--sensitivity",
                 J("notsens.json"), "--budget", "0.3", "--data", J("val.h5"), "--out", J("x7.json")], 4,
                 "not a ptq sensitivity report", J("x7.json"))
-        # the trace cannot be written (a folder in its place): the plan that was at --out stays as it was
-        os.makedirs(J("kept.trace.json"), exist_ok=True)
+        # the trace cannot be written (its rename fails): the plan that was at --out stays as it was
         with open(J("kept.json"), "w") as f:
             f.write('{"an": "older plan"}\n')
         rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
-                         "--data", J("val.h5"), "--out", J("kept.json"))
+                         "--data", J("val.h5"), "--out", J("kept.json"),
+                         env={"PTQ_TEST_FAIL_RENAME": "kept.trace.json"})
         left = [f for f in os.listdir(tmp) if f.startswith("kept.json.tmp-") or f.startswith("kept.trace.json.tmp-")]
         check("plan --budget: a trace that cannot be written leaves the plan at --out as it was (it was removed)",
               rc == 3 and "kept.trace.json" in err and open(J("kept.json")).read() == '{"an": "older plan"}\n'
-              and not left, f"exit {rc}, left {left}: {err.strip()[-200:]}")
+              and not left and not os.path.exists(J("kept.trace.json")),
+              f"exit {rc}, left {left}: {err.strip()[-200:]}")
+        # a folder in the trace's place: refused before any work (its rename failed after the search)
+        os.makedirs(J("kept.trace.json"), exist_ok=True)
+        rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
+                         "--data", J("val.h5"), "--out", J("kept.json"))
+        check("plan --budget: a folder at the trace's name refused (exit 3, naming it), the plan at --out kept",
+              rc == 3 and "kept.trace.json: it is a folder" in err and open(J("kept.json")).read() ==
+              '{"an": "older plan"}\n', f"exit {rc}: {err.strip()[-200:]}")
         # a hand-edited or corrupt report: plan --budget and validate --sensitivity refuse it alike, naming the file
         sens = json.load(open(J("sens.json")))
         name4 = sens["tensors"][4]["name"]

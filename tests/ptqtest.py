@@ -15,9 +15,10 @@ FM = os.environ.get("PTQ_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
 failures = []
 
 
-def ptq(*args):
-    """Runs ptq; (exit code, stdout, stderr)."""
-    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=900)
+def ptq(*args, env=None):
+    """Runs ptq, with env's variables added to the environment; (exit code, stdout, stderr)."""
+    p = subprocess.run([PTQ, *args], capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, **env) if env else None)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -54,7 +54,9 @@ PTQ_API ptq_status ptq_atomic_fopen(ptq_ctx *ctx, const char *path, char *tmp, s
 /* A temporary folder next to path (mode 0777 & ~umask), registered likewise. */
 PTQ_API ptq_status ptq_atomic_mkdir(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp);
 /* Renames tmp onto path and forgets it; on failure removes tmp. tmp[0] is
- * set to '\0' either way. */
+ * set to '\0' either way. For tests, PTQ_TEST_FAIL_RENAME=NAME in the
+ * environment fails the rename onto every path whose last component is NAME
+ * (EIO), as one onto a folder would. */
 PTQ_API ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path);
 /* Removes tmp (a file, or a folder two levels deep) and forgets it; a no-op
  * for "". tmp[0] is set to '\0'. */
