@@ -258,6 +258,12 @@ def main():
     check("archive files byte-identical: batch 64, batch 1, halves merged, thirds merged",
           same_bytes(J("whole.h5"), J("b1.h5")) and same_bytes(J("whole.h5"), J("halves.h5")) and
           same_bytes(J("whole.h5"), J("merged3.h5")))
+    # --help promises what holds: the same bytes on one device; --device ref (and a GPU) round activations otherwise
+    rc, out, err = ptq("calibrate", "--help")
+    text = " ".join(out.split())
+    check("calibrate --help: the same archive on one device, not whatever the device",
+          rc == 0 and "On one device the archive is the same bytes" in text and "devices round" in text and
+          "whatever the batch size, device" not in text, text[:700])
 
     # --samples/--seed: a seeded pick, recorded
     run_ok("calibrate --samples 100 --seed 7", "calibrate", "--model", MODEL, "--data", data, "--out", J("p7.h5"),
