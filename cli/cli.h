@@ -398,8 +398,9 @@ void cli_session_notes_agree(const char *cmd, const cli_session *s);
 ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o);
 /* `ptq run`'s check of a data set before its first stage: the model opened on it as the stages that read it
  * open it (every file and flag of o), on the CPU, without hashing anything, so that a value a stage would
- * refuse costs no calibration; labelled: it must have labels and one logits output. */
-ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled);
+ * refuse costs no calibration; labelled: it must have labels and one logits output. *named (NULL: not asked):
+ * 1 when the model's inputs are fed from named datasets (ptq_session_named_inputs), 0 for images. */
+ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled, int *named);
 /* The session options from a command's --model, --data, --device, --preprocess
  * and CLI_DATA_OPTS (any may be absent). */
 cli_session_opts cli_session_opts_from(const cli_opt *opts, int n_opts);

@@ -173,13 +173,6 @@ static void opt_unkeyed(stage *s, const char *name, const char *value, int keyed
         unkeyed(s, name, value);
 }
 
-/* Every value of a repeatable option. */
-static void opts_all(stage *s, const char *name, const char *const *values, int n)
-{
-    for (int i = 0; i < n; i++)
-        opt(s, name, values[i]);
-}
-
 /* The stage's command line as its parser takes it: an option's value that starts with "--" (a path such as
  * --data=--set.h5) joined to its name, "--data=--set.h5", since the parser reads "--data --set.h5" as an option
  * with no value. NULL-terminated, its count in *argc; one block for free(), NULL when out of memory. */
@@ -504,8 +497,9 @@ static int check_flags(const cli_opt *opts, int n_opts, const char *const *input
 }
 
 /* The data flags checked as the stages that read each data set will read it (cli_session_check_data):
- * calibrate's (and smooth's) on C, the labelled ones on V. Returns 0 or the exit code, printed. */
-static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs)
+ * calibrate's (and smooth's) on C, the labelled ones on V; *named: whether the model's inputs are named (1) or
+ * one image input (0). Returns 0 or the exit code, printed. */
+static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs, int *named)
 {
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     so.device = NULL;
@@ -520,18 +514,30 @@ static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs
     co.output = NULL;
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
-    ptq_status st = cli_session_check_data(&ctx, &co, 0);
+    ptq_status st = cli_session_check_data(&ctx, &co, 0, named);
     if (st == PTQ_OK)
-        st = cli_session_check_data(&ctx, &so, 1);
+        st = cli_session_check_data(&ctx, &so, 1, NULL);
     return st == PTQ_OK ? 0 : cli_report("run", &ctx, st);
 }
 
-/* The options that say how a data set is read, for a stage that reads one: --input, --images-key, --layout and,
- * for V (labelled 1), --labels-key; --allow-external-data and --progress (with_progress) do not change outputs. */
-static void data_opts(stage *s, const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs, int labelled,
-                      int with_progress)
+/* --input NAME=NAME for a model of named inputs (named 1): the dataset the input reads without it, so the stages
+ * get no such entry and key as without it (a default spelled out). An image model's entry names its images
+ * dataset, which without it is the first of images, x, data, X the file has: kept. */
+static int input_is_default(const char *entry, int named)
 {
-    opts_all(s, "--input", inputs, n_inputs);
+    const char *eq = strchr(entry, '=');
+    return named && eq && strlen(eq + 1) == (size_t)(eq - entry) && strncmp(entry, eq + 1, (size_t)(eq - entry)) == 0;
+}
+
+/* The options that say how a data set is read, for a stage that reads one: --input (but a default one, see
+ * input_is_default), --images-key, --layout and, for V (labelled 1), --labels-key; --allow-external-data and
+ * --progress (with_progress) do not change outputs. */
+static void data_opts(stage *s, const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs, int named,
+                      int labelled, int with_progress)
+{
+    for (int i = 0; i < n_inputs; i++)
+        if (!input_is_default(inputs[i], named))
+            opt(s, "--input", inputs[i]);
     opt(s, "--images-key", cli_get(opts, n_opts, "images-key"));
     if (labelled)
         opt(s, "--labels-key", cli_get(opts, n_opts, "labels-key"));
@@ -630,7 +636,8 @@ int cmd_run(int argc, char **argv)
     run_settings rs;
     if ((rc = cli_rank0_rc(check_flags(opts, n_opts, inputs, n_inputs, &rs))) != 0)
         return rc;
-    if ((rc = cli_rank0_rc(cli_is_writer() ? check_data(opts, n_opts, inputs, n_inputs) : 0)) != 0)
+    int named = 0; /* rank 0's, the one that keys the stages (another rank passes a default --input on, as read) */
+    if ((rc = cli_rank0_rc(cli_is_writer() ? check_data(opts, n_opts, inputs, n_inputs, &named) : 0)) != 0)
         return rc;
     /* --out without its trailing slashes: DIR/calib.h5, not DIR//calib.h5; a DIR that starts with "--" as ./DIR,
        since the archive is the plan and export stages' argument, which the parser would take for an option */
@@ -736,7 +743,7 @@ int cmd_run(int argc, char **argv)
         opt(s, "--samples", rs.calib_samples), opt(s, "--seed", rs.seed);
         opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
         opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
-        data_opts(s, opts, n_opts, inputs, n_inputs, 0, 1);
+        data_opts(s, opts, n_opts, inputs, n_inputs, named, 0, 1);
         model = p_smooth;
     }
     /* the model is DIR's from here on with --smooth: an output of the smooth stage, keyed by its contents */
@@ -752,7 +759,7 @@ int cmd_run(int argc, char **argv)
     opt(s, "--seed", rs.seed);
     opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
     opt_unkeyed(s, "--threads", threads, 0), opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
-    data_opts(s, opts, n_opts, inputs, n_inputs, 0, 1);
+    data_opts(s, opts, n_opts, inputs, n_inputs, named, 0, 1);
     s = &st[n_st++];
     *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data},
                  .input_opts = {NULL, NULL, &data_opts_v}, .n_inputs = 3, .outputs = {p_sens, p_sens_md, p_sens_html},
@@ -766,7 +773,7 @@ int cmd_run(int argc, char **argv)
     opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
     opt_unkeyed(s, "--threads", threads, 0);
     opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
-    data_opts(s, opts, n_opts, inputs, n_inputs, 1, 1);
+    data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, 1);
     /* in its key too: a report of another target's formats, placement or weights is measured again */
     opt(s, "--target", rs.target), opt(s, "--placement", rs.placement);
     if (reduce_range)
@@ -790,7 +797,7 @@ int cmd_run(int argc, char **argv)
         opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
         opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
         opt(s, "--output", output);
-        data_opts(s, opts, n_opts, inputs, n_inputs, 1, 0); /* plan has no progress line */
+        data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, 0); /* plan has no progress line */
     }
     s = &st[n_st++];
     *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
@@ -812,7 +819,7 @@ int cmd_run(int argc, char **argv)
     opt_unkeyed(s, "--batch", batch, gpu || reference);
     opt_as(s, "--preprocess", pre, KEY_PREPROCESS), opt_as(s, "--sensitivity", p_sens, KEY_INPUT);
     opt_as(s, "--trace", budget ? p_trace : NULL, KEY_INPUT);
-    data_opts(s, opts, n_opts, inputs, n_inputs, 1, 1);
+    data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, 1);
     /* the ranges on the plan's grid where the format holds it: ranges.json FP8 with --core fp8, and ort/ and
      * ranges.json onnxruntime's uint8 ranges with --target ort-cpu; a TensorRT cache holds INT8 only */
     struct {

@@ -60,9 +60,11 @@ ptq_status cli_session_opts_check(ptq_ctx *ctx, const cli_session_opts *o)
     return session_args_parse(ctx, o, &a, 0);
 }
 
-ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled)
+ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int labelled, int *named)
 {
     session_args a;
+    if (named)
+        *named = 0;
     PTQ_TRY_RET(session_args_parse(ctx, o, &a, 1));
     a.po.device = PTQ_DEVICE_CPU; /* the device is the stages' to open (a missing GPU is their note or exit 8) */
     ptq_session *ps = NULL;
@@ -73,6 +75,8 @@ ptq_status cli_session_check_data(ptq_ctx *ctx, const cli_session_opts *o, int l
     int logits = -1;
     if (st == PTQ_OK && labelled) /* several [N, classes] outputs and no --output: the stages' exit 5 */
         st = ptq_session_logits_output(ctx, ps, &logits);
+    if (st == PTQ_OK && named)
+        *named = ptq_session_named_inputs(ps);
     ptq_session_close(ps);
     return st;
 }

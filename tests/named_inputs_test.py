@@ -173,6 +173,14 @@ def main():
         check("run: attention_mask=mask2: calibrate and the stages that read the data rerun",
               rc == 0 and {"calibrate", "sensitivity", "validate"} <= {k for k, v in stages(so).items() if v},
               f"rc {rc}: {so[-300:]} {se[-300:]}")
+        # --input NAME=NAME is the default mapping spelled out: keyed as no --input, every stage skipped
+        out2 = os.path.join(tmp, "run2")
+        rc, so, se = ptq("run", "--model", model, "--calib-data", data, "--data", data, "--out", out2, "--samples", "0")
+        check("run without --input", rc == 0, f"rc {rc}: {se[-300:]}")
+        rc, so, se = ptq("run", "--model", model, "--calib-data", data, "--data", data, "--out", out2, "--samples", "0",
+                         "--input", "input_ids=input_ids", "--input", "attention_mask=attention_mask")
+        check("run: --input NAME=NAME for each input (the default spelled out): every stage skipped",
+              rc == 0 and len(stages(so)) == 8 and not any(stages(so).values()), f"rc {rc}: {so[-300:]} {se[-300:]}")
         for cmd in ("eval", "calibrate", "validate", "sensitivity", "plan", "run"):
             rc, so, _ = ptq(cmd, "--help")
             check(f"{cmd} --help names --input", rc == 0 and "--input NAME=DATASET" in so)
