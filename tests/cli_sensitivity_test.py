@@ -82,13 +82,24 @@ def main():
             check("per-class recall deltas for each tensor", len(t0["all_but"]["recall_delta_pts"]) == 10)
             check("the FP32 prefix is reused (fewer nodes run than whole runs)",
                   s["nodes_run"] < s["nodes_if_every_run_were_whole"], f'{s["nodes_run"]} of {s["nodes_if_every_run_were_whole"]}')
-            # the same figures at another batch size
-            runs = []
-            for batch in ("256", "77"):
+            # the same figures at another batch size and thread count: sens.md and sens.html the same bytes,
+            # sens.json all but the header's work figures (how long, how many batch runs; README)
+            runs, whole, pages = [], [], []
+            for batch, threads in (("256", "2"), ("77", "1")):
+                os.makedirs(J(f"b{batch}"), exist_ok=True)
+                out = J(f"b{batch}", "sens.json")
                 rc, _, err = ptq("sensitivity", "--model", hard, "--calib", J("calib.h5"), "--data", J("val.h5"),
-                                 "--samples", "200", "--batch", batch, "--out", J(f"sens{batch}.json"))
-                runs.append(json.load(open(J(f"sens{batch}.json")))["tensors"] if rc == 0 else batch)
+                                 "--samples", "200", "--batch", batch, "--threads", threads, "--out", out)
+                r = json.load(open(out)) if rc == 0 else {"tensors": batch}
+                runs.append(r["tensors"])
+                whole.append({k: v for k, v in r.items() if not k.startswith("seconds") and k not in
+                              ("runs", "nodes_run", "nodes_if_every_run_were_whole")})
+                pages.append([open(J(f"b{batch}", n), "rb").read() if rc == 0 else batch
+                              for n in ("sens.md", "sens.html")])
             check("the report does not depend on the batch size", runs[0] == runs[1], err)
+            check("nor does any figure but the work ones, whatever --batch and --threads", whole[0] == whole[1],
+                  str([k for k in whole[0] if whole[0][k] != whole[1].get(k)]))
+            check("sens.md and sens.html: the same bytes whatever --batch and --threads", pages[0] == pages[1])
             # without --batch the default is sized to the memory limit, counting the values kept between runs
             rc, _, err = ptq("sensitivity", "--model", hard, "--calib", J("calib.h5"), "--data", J("val.h5"),
                              "--samples", "200", "--max-memory", "20M", "--out", J("sens-mem.json"))
