@@ -1261,7 +1261,8 @@ int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes)
 }
 
 /* Samples per pass for this batch (ptq_exec_set_pass_rows), or 0 to run it whole: on the CPU, without kept
- * values or taps other than those ptq_exec_tap_passes marks, every input a host tensor with the batch's samples as dim 0, more of them than a pass takes. */
+ * values or taps other than those ptq_exec_tap_passes marks, every input a host tensor with the batch's
+ * samples as dim 0, more of them than a pass takes. */
 static int64_t pass_rows(const ptq_exec *e, const ptq_tensor *inputs)
 {
     const ptq_graph *g = e->g;

@@ -23,8 +23,8 @@
 #endif
 
 enum {
-    PASS_BYTES = 2 << 20, /* what the values alive at once in a pass over a long batch on the CPU may take */
-    PASS_ROWS_MIN = 4     /* the fewest samples a pass gives each worker */
+    PASS_BYTES = 2 << 20, /* what the values alive at once in a pass over a long batch on one CPU thread may take */
+    PASS_ROWS_MIN = 4     /* the fewest samples in such a pass */
 };
 
 struct ptq_session {
@@ -513,9 +513,10 @@ static void batch_scaling(ptq_graph *g, double **bytes_1, double **per_sample, i
     *per_sample = b2;
 }
 
-/* Samples per pass of a long batch on the CPU (ptq_exec_set_pass_rows): as many as keep the values alive at once
- * within PASS_BYTES, by the executor's estimate, and at least PASS_ROWS_MIN a worker, so that every node's work
- * still splits over the pool; PTQ_PASS_ROWS, when set, instead (0: whole batches). */
+/* Samples per pass of a long batch on the CPU (ptq_exec_set_pass_rows), on one thread: as many as keep the values
+ * alive at once within PASS_BYTES, by the executor's estimate, and at least PASS_ROWS_MIN. With more threads, 0
+ * (whole batches): each pass splits every node over the pool again, and on 2 threads that cost what the caches
+ * gave back (bench/results/2026-12-05-cpu-passes-vm.md). PTQ_PASS_ROWS, when set, instead (0: whole batches). */
 static int64_t pass_rows(const ptq_exec *e)
 {
     const char *env = getenv("PTQ_PASS_ROWS");
@@ -525,8 +526,8 @@ static int64_t pass_rows(const ptq_exec *e)
         return *end == '\0' && v > 0 ? (int64_t)v : 0;
     }
     const double per = ptq_exec_live_estimate(e, 2) - ptq_exec_live_estimate(e, 1);
-    const int64_t least = (int64_t)PASS_ROWS_MIN * ptq_par_workers();
-    if (!(per > 0.0))
+    const int64_t least = PASS_ROWS_MIN;
+    if (!(per > 0.0) || ptq_par_workers() > 1)
         return 0;
     const double fit = (double)PASS_BYTES / per;
     return fit < (double)least ? least : fit > 4096.0 ? 4096 : (int64_t)fit;

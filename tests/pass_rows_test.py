@@ -3,11 +3,12 @@ sample on its own runs a long batch a few samples at a time, with the same logit
 samples of a batch without changing a shape must run it whole. Small hand-made models, each against
 onnxruntime on the whole batch: a softmax over the batch, a batch mean taken away, a division by the batch
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
-Slices, a softmax over axis -2 (each run whole: no "passes" line in --profile, logits as
-onnxruntime's); and a model whose batch moves to axis 1 and back through Reshape, Transpose and Gather,
-with its Reshape's shape made from Shape, and torch's zeros_like (ConstantOfShape of Shape) (both run in passes, logits as onnxruntime's and byte-identical to
-PTQ_PASS_ROWS=0's). The demo model's logits are byte-identical with and without passes (test_runner
-covers the library side)."""
+Slices, a softmax over axis -2 (each run whole: no "passes" line in --profile, logits as onnxruntime's); a
+model whose batch moves to axis 1 and back through Reshape, Transpose and Gather, with its Reshape's shape
+made from Shape, and torch's zeros_like (ConstantOfShape of Shape): both run in passes, logits as
+onnxruntime's and byte-identical to PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and
+without passes (the default on one thread; two threads run whole batches unless PTQ_PASS_ROWS asks), and so
+are the demo's and the text model's archives (test_runner covers the library side)."""
 import os
 import subprocess
 import sys
@@ -142,23 +143,26 @@ def main():
         rc, got, err = run(tmp, path, data, 5)
         ok = rc == 0 and "passes of that many" in err and got is not None and np.array_equal(got, -x)
         check("zeros_like (ConstantOfShape of Shape): in passes, logits as onnxruntime's", ok, "" if ok else err[-400:])
-        # the demo model: a whole eval in passes (the default) and without them, byte for byte
+        # the demo model: a whole eval in passes (the default on one thread) and without them, byte for byte;
+        # on two threads the default is whole batches
         demo = os.path.join(tmp, "demo.h5")
         imgs = rng.integers(0, 256, size=(300, 28, 28), dtype=np.uint8)
         with h5py.File(demo, "w") as f:
             f["images"] = imgs
             f["labels"] = (np.arange(300) % 10).astype(np.int64)
         outs = {}
-        for rows in ("", "0", "7"):
-            out = os.path.join(tmp, f"demo_{rows or 'default'}.npy")
+        for rows, threads in (("", "1"), ("0", "1"), ("7", "2"), ("", "2")):
+            out = os.path.join(tmp, f"demo_{rows or 'default'}_{threads}.npy")
             env = dict(os.environ, PTQ_PASS_ROWS=rows)
             rc, _, err = ptq("eval", "--model", MODEL, "--data", demo, "--device", "cpu", "--batch", "128",
-                             "--logits", out, "--profile", env=env)
-            outs[rows] = (rc, open(out, "rb").read() if rc == 0 else None, err)
-        check("demo model: passes by default", outs[""][0] == 0 and "passes" in outs[""][2])
+                             "--threads", threads, "--logits", out, "--profile", env=env)
+            outs[rows if threads == "1" or rows else "2t"] = (rc, open(out, "rb").read() if rc == 0 else None, err)
+        check("demo model: passes by default on one thread", outs[""][0] == 0 and "passes of that many" in outs[""][2])
+        check("demo model: whole batches by default on two threads",
+              outs["2t"][0] == 0 and "passes" not in outs["2t"][2])
         check("demo model: PTQ_PASS_ROWS=0 runs whole", outs["0"][0] == 0 and "passes" not in outs["0"][2])
-        check("demo model: logits byte-identical with passes of the default size, of 7 and without",
-              outs[""][1] is not None and outs[""][1] == outs["0"][1] == outs["7"][1])
+        check("demo model: logits byte-identical with passes of the default size, of 7 (two threads) and without",
+              outs[""][1] is not None and outs[""][1] == outs["0"][1] == outs["7"][1] == outs["2t"][1])
         # calibrate: the archive byte-identical with passes; the text model's /Slice_output_0 has no batch
         # dimension and is counted once per sample of each pass (passes of 1 and 3, and the default)
         text = os.path.join(os.path.dirname(MODEL), "text_encoder.onnx")
@@ -174,7 +178,8 @@ def main():
             for rows in ("0",) + rows_list:
                 out = os.path.join(tmp, f"{what}_{rows or 'default'}.h5")
                 env = dict(os.environ, PTQ_PASS_ROWS=rows)
-                rc, _, err = ptq("calibrate", "--model", m, "--data", d, "--out", out, "--profile", env=env)
+                rc, _, err = ptq("calibrate", "--model", m, "--data", d, "--out", out, "--profile", "--threads", "1",
+                                 env=env)
                 archives[rows] = open(out, "rb").read() if rc == 0 else None
                 ok = rc == 0 and (("passes" in err) == (rows != "0"))
                 check(f"{what} calibrate, PTQ_PASS_ROWS={rows or '(default)'}: runs, in passes unless 0", ok,
