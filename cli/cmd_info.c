@@ -204,8 +204,14 @@ int cmd_info(int argc, char **argv)
         printf("nodes      %d\nparameters %lld\nops       ", g->n_nodes, (long long)n_params);
         for (int j = 0; j < n_ops; j++)
             printf(" %s x%d", ptq_escape(ops[j], esc, sizeof esc), counts[j]);
-        printf("\nsupported  %s\n", supported == PTQ_OK ? "yes, every node" : ptq_escape(support_ctx.msg, esc, sizeof esc));
-        if (shapes != PTQ_OK && supported == PTQ_OK)
+        /* every op known, but a dtype one takes here not (a Cast from float16): not "yes" */
+        const int dtype_unsupported = supported == PTQ_OK && shapes == PTQ_ERR_UNSUPPORTED;
+        if (dtype_unsupported)
+            printf("\nsupported  no: %s\n", ptq_escape(shape_ctx.msg, esc, sizeof esc));
+        else
+            printf("\nsupported  %s\n",
+                   supported == PTQ_OK ? "yes, every node" : ptq_escape(support_ctx.msg, esc, sizeof esc));
+        if (shapes != PTQ_OK && supported == PTQ_OK && !dtype_unsupported)
             printf("shapes     not inferred: %s\n", ptq_escape(shape_ctx.msg, esc, sizeof esc));
         if (dims_at_1)
             printf("shapes     at batch 1, and 1 for the inputs' other unknown dims (a sequence length: the data "
