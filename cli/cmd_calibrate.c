@@ -126,13 +126,15 @@ int cmd_calibrate(int argc, char **argv)
     if ((rc = cli_get_int("calibrate", opts, n_opts, "batch", 256, 1, &batch)) ||
         (rc = cli_get_int("calibrate", opts, n_opts, "samples", 0, 1, &n_samples)) ||
         (rc = cli_get_int("calibrate", opts, n_opts, "seed", 0, 0, &seed)) ||
-        (rc = cli_get_int("calibrate", opts, n_opts, "threads", 0, 1, &threads)) ||
-        (rc = cli_get_int("calibrate", opts, n_opts, "bins", 0, 1, &bins)))
+        (rc = cli_get_int("calibrate", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
-    if (cli_get(opts, n_opts, "bins") &&
-        (bins < PTQ_OBSERVER_MIN_BINS || bins > PTQ_OBSERVER_MAX_BINS || (bins & (bins - 1)) != 0))
+    /* one message for every bad --bins, 0 and 12abc as 3000: the rule, not cli_get_int's [1, 2^63 - 1] */
+    const char *bins_arg = cli_get(opts, n_opts, "bins");
+    const size_t bins_digits = bins_arg ? strspn(bins_arg, "0123456789") : 0;
+    bins = bins_arg && bins_digits > 0 && bins_digits < 10 && !bins_arg[bins_digits] ? strtoll(bins_arg, NULL, 10) : 0;
+    if (bins_arg && (bins < PTQ_OBSERVER_MIN_BINS || bins > PTQ_OBSERVER_MAX_BINS || (bins & (bins - 1)) != 0))
         return cli_usage_error("calibrate", "--bins wants a power of two in [%d, %d] (the histograms' bin count), "
-                               "got '%s'", PTQ_OBSERVER_MIN_BINS, PTQ_OBSERVER_MAX_BINS, cli_get(opts, n_opts, "bins"));
+                               "got '%s'", PTQ_OBSERVER_MIN_BINS, PTQ_OBSERVER_MAX_BINS, bins_arg);
     const char *shard_arg = cli_get(opts, n_opts, "shard");
     if (shard_arg) {
         long long a, b;

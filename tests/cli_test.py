@@ -190,9 +190,10 @@ def main():
         for n in ("65537", "99999999999"):
             expect(f"{cmd[0]} --batch {n}", cmd + ["--batch", n], 2,
                    f"--batch wants an integer in [1, 65536], got '{n}'")
-    expect("calibrate --bins 3000", ["calibrate", "--model", MODEL, "--data", h5, "--out", os.path.join(tmp, "b.h5"),
-           "--bins", "3000"], 2, "--bins wants a power of two in [2048, 16777216] (the histograms' bin count), "
-           "got '3000'")
+    for n in ("3000", "0", "-4096", "12abc"):  # 0, negative and not a number: the rule too, not [1, 2^63 - 1]
+        expect(f"calibrate --bins {n}", ["calibrate", "--model", MODEL, "--data", h5, "--out",
+               os.path.join(tmp, "b.h5"), "--bins", n], 2,
+               f"--bins wants a power of two in [2048, 16777216] (the histograms' bin count), got '{n}'")
 
     # a missing value is named, not filled with the next flag; a flag twice or empty is refused
     expect("--batch with no value before --limit", ["eval", "--model", MODEL, "--data", h5, "--batch", "--limit", "5"],
