@@ -302,6 +302,7 @@ int cmd_export(int argc, char **argv)
         struct stat sb;
         if (mkdir(out, 0777) == 0) {
             made_dir = 1;
+            ptq_atomic_track_dir(out); /* a signal before the tables are in removes it again */
         } else if (errno != EEXIST || stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
             st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot create folder %s: %s", out,
                           errno == EEXIST ? "it exists and is not a folder" : strerror(errno));
@@ -357,6 +358,8 @@ done:
         snprintf(why, sizeof why, "%s", ctx.msg);
         ptq_fail(&ctx, st, "%s: %s; nothing written", pos[0], why);
     }
+    if (made_dir)
+        ptq_atomic_forget_dir(out);
     if (st != PTQ_OK && made_dir)
         rmdir(out);
     for (int k = 0; k < MAX_OUT_FILES; k++)

@@ -298,6 +298,7 @@ run_done: /* every rank passes here once, and learns whether any failed or ran o
         files[3 + i] = (cli_out_file){report_paths[3 + i], png[i], png_bytes[i], 0};
     PTQ_TRY(st, cli_write_files(&ctx, files, 3 + n_png), written);
     made_dir = 0; /* it holds the report now */
+    ptq_atomic_forget_dir(report);
     ptq_validate_totals vt;
     ptq_validate_stats_totals(vs, &vt);
     collapsed = vt.collapsed;
@@ -325,8 +326,10 @@ run_done: /* every rank passes here once, and learns whether any failed or ran o
 written: /* and every rank learns whether that went well */
     st = ptq_dist_agree(&ctx, st);
 done:
-    if (made_dir && st != PTQ_OK)
+    if (made_dir && st != PTQ_OK) {
+        ptq_atomic_forget_dir(report);
         rmdir(report); /* made for this run, still empty */
+    }
     if (lfile)
         fclose(lfile);
     if (logits_tmp[0])

@@ -21,9 +21,10 @@ ptq_status cli_report_dir(ptq_ctx *ctx, const char *dir, int *made)
 {
     struct stat sb;
     *made = 0;
-    if (mkdir(dir, 0777) == 0)
+    if (mkdir(dir, 0777) == 0) {
         *made = 1;
-    else if (errno != EEXIST)
+        ptq_atomic_track_dir(dir); /* a signal before the report is in removes it again */
+    } else if (errno != EEXIST)
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot create the report folder %s: %s", dir, strerror(errno));
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return ptq_fail(ctx, PTQ_ERR_IO, "the report folder %s is not a folder", dir);

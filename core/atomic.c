@@ -25,7 +25,7 @@
 
 #include "ptq/fileio.h"
 
-enum { N_SLOTS = 32, RANDOM_BYTES = 16, DENTS_BYTES = 4096 };
+enum { N_SLOTS = 32, RANDOM_BYTES = 16, DENTS_BYTES = 4096, SLOT_EMPTY_DIR = 2 };
 enum { TMP_SUFFIX_BYTES = 5 + 2 * RANDOM_BYTES }; /* ".tmp-" and the hex digits */
 
 /* The signals whose default action ends the process and that a user or the
@@ -39,7 +39,7 @@ enum { N_SIGNALS = sizeof g_signals / sizeof g_signals[0] };
  * only ever reads a complete name. */
 typedef struct tmp_slot {
     volatile sig_atomic_t used;
-    int is_dir;
+    int is_dir; /* 0: a file; 1: a folder, removed with what it holds; SLOT_EMPTY_DIR: removed only if empty */
     char name[PTQ_TMP_NAME_BYTES];
 } tmp_slot;
 
@@ -84,7 +84,9 @@ static void remove_at(int dirfd, const char *name, int depth)
 
 static void slot_remove(const tmp_slot *s)
 {
-    if (s->is_dir)
+    if (s->is_dir == SLOT_EMPTY_DIR)
+        rmdir(s->name);
+    else if (s->is_dir)
         remove_at(AT_FDCWD, s->name, 2);
     else
         unlink(s->name);
@@ -294,6 +296,18 @@ void ptq_atomic_discard(char *tmp)
     tmp[0] = '\0';
 }
 
+void ptq_atomic_track_dir(const char *path)
+{
+    if (path && path[0] && strlen(path) < PTQ_TMP_NAME_BYTES)
+        (void)register_tmp(path, SLOT_EMPTY_DIR); /* all slots taken: an empty folder may stay on a signal */
+}
+
+void ptq_atomic_forget_dir(const char *path)
+{
+    if (path && path[0])
+        forget_tmp(path);
+}
+
 /* Bytes written through ptq_file_write_all, for PTQ_TEST_FAIL_WRITE_AFTER. */
 static _Atomic unsigned long long written_bytes;
 
@@ -341,9 +355,10 @@ ptq_status ptq_atomic_write(ptq_ctx *ctx, const char *path, const void *data, si
 static void on_signal(int sig)
 {
     int saved = errno;
-    for (int i = 0; i < N_SLOTS; i++)
-        if (g_slots[i].used)
-            slot_remove(&g_slots[i]);
+    for (int pass = 0; pass < 2; pass++) /* the temporaries first, then the folders they may have been in */
+        for (int i = 0; i < N_SLOTS; i++)
+            if (g_slots[i].used && (g_slots[i].is_dir == SLOT_EMPTY_DIR) == pass)
+                slot_remove(&g_slots[i]);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;

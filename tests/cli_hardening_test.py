@@ -486,6 +486,41 @@ def interrupted(tmp, big):
               p.returncode == -sig and os.listdir(d) == [], f"exit {p.returncode}, left {os.listdir(d)}")
 
 
+def interrupted_report(tmp, data, plan):
+    """A signal during validate --report NEWDIR (the folder made before any image) removes the empty NEWDIR with
+    the temporaries: it was left behind, where a failure removed it."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        report = os.path.join(tmp, f"report_sig{int(sig)}")
+        p = subprocess.Popen([PTQ_ABS, "validate", "--model", MODEL, "--plan", plan, "--data", data, "--report",
+                              report, "--device", "ref", "--threads", "1"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        t0 = time.time()
+        while time.time() - t0 < 10 and not os.path.isdir(report) and p.poll() is None:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        still_running = p.poll() is None
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        check(f"{signal.Signals(sig).name} during validate --report NEWDIR: ended by it, NEWDIR gone",
+              still_running and p.returncode == -sig and not os.path.exists(report),
+              f"running {still_running}, exit {p.returncode}, left {os.path.exists(report)}")
+    kept = os.path.join(tmp, "report_kept")
+    os.makedirs(kept)
+    with open(os.path.join(kept, "mine.txt"), "w") as f:
+        f.write("the user's\n")
+    p = subprocess.Popen([PTQ_ABS, "validate", "--model", MODEL, "--plan", plan, "--data", data, "--report", kept,
+                          "--device", "ref", "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+    check("SIGTERM during validate into an existing folder: the folder and its file stay",
+          os.listdir(kept) == ["mine.txt"], str(os.listdir(kept)))
+
+
 def merge_by_content(tmp, images):
     """The same samples under two paths, or in a copy, are one source; two files of one name are two."""
     import h5py
@@ -608,6 +643,11 @@ def main():
     long_names(tmp, data, archive)
     unwritable_outputs(tmp, images, labels, archive, plan)
     interrupted(tmp, big)
+    big_labelled = os.path.join(tmp, "big_labelled.h5")
+    with h5py.File(big_labelled, "w") as f:
+        f["images"] = images
+        f["labels"] = labels
+    interrupted_report(tmp, big_labelled, plan)
     merge_by_content(tmp, images)
     rc = finish("cli_hardening_test")
     if rc == 0:

@@ -61,6 +61,12 @@ PTQ_API ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path);
 /* Removes tmp (a file, or a folder two levels deep) and forgets it; a no-op
  * for "". tmp[0] is set to '\0'. */
 PTQ_API void ptq_atomic_discard(char *tmp);
+/* Registers folder path, made by the caller to hold its outputs, for removal
+ * on the signals of ptq_atomic_cleanup_on_signals if it is still empty then
+ * (rmdir: a folder with anything in it stays); ptq_atomic_forget_dir once it
+ * holds the outputs or is removed. */
+PTQ_API void ptq_atomic_track_dir(const char *path);
+PTQ_API void ptq_atomic_forget_dir(const char *path);
 /* Writes n_bytes of data to fd (an output named path, for messages), all of
  * it or PTQ_ERR_IO with the reason. For tests, PTQ_TEST_FAIL_WRITE_AFTER=N
  * in the environment makes every write past the process's first N bytes
