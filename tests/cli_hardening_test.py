@@ -450,6 +450,23 @@ def qdq_data_file(tmp, plan, data):
         not leftovers(d), f"exit {p.returncode}: {last_line(p.stderr)}")
 
 
+def signal_when(p, ready, sig):
+    """Waits (at most 10 s) until ready() or p ends, then 0.3 s more, sends p sig and waits for it to end (killed
+    after 30 s); whether p was still running when the signal went."""
+    t0 = time.time()
+    while time.time() - t0 < 10 and not ready() and p.poll() is None:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    still_running = p.poll() is None
+    p.send_signal(sig)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    return still_running
+
+
 def interrupted(tmp, big):
     """SIGINT/SIGTERM, and the other signals that stop a command (SIGHUP from a closed terminal or ssh session,
     SIGQUIT, SIGPIPE, SIGUSR1, SIGALRM), during a long calibrate leave no temporary file and end ptq by that
@@ -466,18 +483,12 @@ def interrupted(tmp, big):
         p = subprocess.Popen([PTQ_ABS, "calibrate", "--model", MODEL, "--data", big, "--out", out, "--device", "ref",
                               "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              preexec_fn=no_core)
-        seen, t0 = [], time.time()
-        while time.time() - t0 < 10 and not seen and p.poll() is None:
-            seen = leftovers(d)
-            time.sleep(0.02)
-        time.sleep(0.3)
-        still_running = p.poll() is None
-        p.send_signal(sig)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        seen = []
+
+        def temporary_seen():
+            seen[:] = leftovers(d)
+            return bool(seen)
+        still_running = signal_when(p, temporary_seen, sig)
         name = seen[0] if seen else ""
         check(f"{signal.Signals(sig).name}: the temporary existed while calibrating, under an unpredictable name",
               still_running and re.fullmatch(r"calib\.h5\.tmp-[0-9a-f]{32}", name) is not None and
@@ -494,17 +505,7 @@ def interrupted_report(tmp, data, plan):
         p = subprocess.Popen([PTQ_ABS, "validate", "--model", MODEL, "--plan", plan, "--data", data, "--report",
                               report, "--device", "ref", "--threads", "1"], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)
-        t0 = time.time()
-        while time.time() - t0 < 10 and not os.path.isdir(report) and p.poll() is None:
-            time.sleep(0.02)
-        time.sleep(0.3)
-        still_running = p.poll() is None
-        p.send_signal(sig)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        still_running = signal_when(p, lambda: os.path.isdir(report), sig)
         check(f"{signal.Signals(sig).name} during validate --report NEWDIR: ended by it, NEWDIR gone",
               still_running and p.returncode == -sig and not os.path.exists(report),
               f"running {still_running}, exit {p.returncode}, left {os.path.exists(report)}")
