@@ -1322,14 +1322,17 @@ static ptq_status gather_output(ptq_ctx *ctx, ptq_exec *e, int i, int64_t r0, in
 static ptq_status run_passes(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs, int64_t rows)
 {
     const ptq_graph *g = e->g;
-    if (!e->pass_in) {
+    /* each allocated once, the ones missing after an earlier failure too */
+    if (!e->pass_in)
         e->pass_in = calloc((size_t)g->n_inputs, sizeof *e->pass_in);
+    if (!e->pass_out)
         e->pass_out = calloc((size_t)g->n_outputs + 1, sizeof *e->pass_out);
+    if (!e->pass_buf)
         e->pass_buf = calloc((size_t)g->n_outputs + 1, sizeof *e->pass_buf);
+    if (!e->pass_cap)
         e->pass_cap = calloc((size_t)g->n_outputs + 1, sizeof *e->pass_cap);
-        if (!e->pass_in || !e->pass_out || !e->pass_buf || !e->pass_cap)
-            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the passes over a batch");
-    }
+    if (!e->pass_in || !e->pass_out || !e->pass_buf || !e->pass_cap)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the passes over a batch");
     const int64_t n = inputs[0].dims[0];
     for (int64_t r0 = 0; r0 < n; r0 += rows) {
         const int64_t m = n - r0 < rows ? n - r0 : rows;
