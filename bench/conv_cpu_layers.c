@@ -3,7 +3,10 @@
  * (ptq_k_conv_cpu_set_isa; a CPU without one runs the next narrower), each
  * with the chain's Relu, best of 5 calls in this thread's CPU time. Shapes:
  * the demo model's layers (64 images of 28x28 Fashion-MNIST), a MobileNet's
- * pointwise layers, and ResNet-50's (2 images of 224x224). Markdown on
+ * pointwise layers, ResNet-50's (2 images of 224x224), and the bundled
+ * MobileNet's depthwise layers (18 images, a CPU pass of it; their columns:
+ * kernels/cpu/conv_depthwise.c's portable C, then its AVX-512 kernels under
+ * "direct AVX-512"). Markdown on
  * stdout. build/bench/conv_cpu_layers; record:
  * bench/results/2026-12-05-cpu-speed-2-vm.md. */
 #define _POSIX_C_SOURCE 200809L
@@ -18,17 +21,20 @@
 typedef struct layer {
     const char *what;
     int n, c_in, c_out, h, k, stride;
+    int depthwise; /* one input channel a group (c_in = c_out) */
 } layer;
 
 static const layer layers[] = {
-    {"demo stem", 64, 1, 24, 28, 3, 1},         {"demo 3x3", 64, 24, 24, 28, 3, 1},
-    {"demo 3x3 /2", 64, 24, 48, 28, 3, 2},      {"demo 3x3", 64, 48, 48, 14, 3, 1},
-    {"demo 1x1 /2", 64, 24, 48, 28, 1, 2},      {"demo 3x3 /2", 64, 48, 96, 14, 3, 2},
-    {"demo 3x3", 64, 96, 96, 7, 3, 1},          {"MobileNet 1x1", 64, 16, 96, 14, 1, 1},
-    {"MobileNet 1x1", 64, 96, 24, 14, 1, 1},    {"ResNet-50 3x3", 2, 64, 64, 56, 3, 1},
-    {"ResNet-50 1x1", 2, 256, 64, 56, 1, 1},    {"ResNet-50 3x3", 2, 128, 128, 28, 3, 1},
-    {"ResNet-50 3x3", 2, 256, 256, 14, 3, 1},   {"ResNet-50 3x3", 2, 512, 512, 7, 3, 1},
-    {"ResNet-50 1x1", 2, 2048, 512, 7, 1, 1},
+    {"demo stem", 64, 1, 24, 28, 3, 1, 0},         {"demo 3x3", 64, 24, 24, 28, 3, 1, 0},
+    {"demo 3x3 /2", 64, 24, 48, 28, 3, 2, 0},      {"demo 3x3", 64, 48, 48, 14, 3, 1, 0},
+    {"demo 1x1 /2", 64, 24, 48, 28, 1, 2, 0},      {"demo 3x3 /2", 64, 48, 96, 14, 3, 2, 0},
+    {"demo 3x3", 64, 96, 96, 7, 3, 1, 0},          {"MobileNet 1x1", 64, 16, 96, 14, 1, 1, 0},
+    {"MobileNet 1x1", 64, 96, 24, 14, 1, 1, 0},    {"ResNet-50 3x3", 2, 64, 64, 56, 3, 1, 0},
+    {"ResNet-50 1x1", 2, 256, 64, 56, 1, 1, 0},    {"ResNet-50 3x3", 2, 128, 128, 28, 3, 1, 0},
+    {"ResNet-50 3x3", 2, 256, 256, 14, 3, 1, 0},   {"ResNet-50 3x3", 2, 512, 512, 7, 3, 1, 0},
+    {"ResNet-50 1x1", 2, 2048, 512, 7, 1, 1, 0},    {"MobileNet dw 3x3", 18, 64, 64, 14, 3, 1, 1},
+    {"MobileNet dw 3x3 /2", 18, 64, 64, 14, 3, 2, 1}, {"MobileNet dw 3x3", 18, 128, 128, 7, 3, 1, 1},
+    {"MobileNet dw 3x3 /2", 18, 128, 128, 7, 3, 2, 1},
 };
 
 static double thread_s(void)
@@ -53,7 +59,7 @@ int main(void)
         p.n = c->n;
         p.c_in = c->c_in;
         p.c_out = c->c_out;
-        p.group = 1;
+        p.group = c->depthwise ? c->c_in : 1;
         for (int i = 0; i < PTQ_SPATIAL; i++)
             p.in[i] = p.out[i] = p.k[i] = p.stride[i] = p.dil[i] = 1;
         for (int i = 1; i < 3; i++) {
@@ -65,7 +71,7 @@ int main(void)
         }
         const size_t n_x = (size_t)c->n * (size_t)c->c_in * (size_t)(c->h * c->h);
         const size_t n_y = (size_t)c->n * (size_t)c->c_out * (size_t)(p.out[1] * p.out[2]);
-        const size_t n_w = (size_t)c->c_out * (size_t)c->c_in * (size_t)(c->k * c->k);
+        const size_t n_w = (size_t)c->c_out * (size_t)(c->c_in / p.group) * (size_t)(c->k * c->k);
         float *x = malloc(n_x * sizeof *x), *w = malloc(n_w * sizeof *w), *b = malloc((size_t)c->c_out * sizeof *b);
         float *y = malloc(n_y * sizeof *y);
         if (!x || !w || !b || !y) {
@@ -89,7 +95,7 @@ int main(void)
                 best[s] = t < best[s] ? t : best[s];
             }
         }
-        const double flop = 2.0 * (double)n_y * (double)(c->c_in * c->k * c->k);
+        const double flop = 2.0 * (double)n_y * (double)(c->c_in / p.group * c->k * c->k);
         printf("| %s | %d | %d -> %d | %dx%d | %dx%d, %d |", c->what, c->n, c->c_in, c->c_out, c->h, c->h, c->k, c->k,
                c->stride);
         for (int s = 0; s < 3; s++)

@@ -46,9 +46,15 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
  * and FMA; 0 when it does not apply (another layout or CPU, or no memory for its scratch), y untouched. */
 int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b, const float *z,
                           float lo, float hi, float *y);
-/* Tests: the widest vectors the direct path may use, 0 none (the im2col path), 1 AVX2, 2 AVX-512, -1 (the
- * default) the widest the CPU has. Not for use while kernels run. */
+/* ptq_k_conv_cpu_epilogue's depthwise path (kernels/cpu/conv_depthwise.c): one input channel a group, 1-D or 2-D,
+ * a plane at a time; 0 when its copies find no memory or would be past any (hostile strides or pads), y untouched. */
+int ptq_k_conv_cpu_depthwise(const ptq_conv_params *p, const float *x, const float *w, const float *b,
+                             const float *z, float lo, float hi, float *y);
+/* Tests: the widest vectors the direct and depthwise paths may use, 0 none (the im2col path; portable C for
+ * depthwise), 1 AVX2, 2 AVX-512, -1 (the default) the widest the CPU has. Not for use while kernels run. */
 void ptq_k_conv_cpu_set_isa(int isa);
+/* The vectors those paths use now: ptq_k_conv_cpu_set_isa's setting, at most what the CPU has. */
+int ptq_k_conv_cpu_isa(void);
 
 /* ONNX ConvTranspose on the same parameter block, in and out its input and
  * output sizes: input position i through tap t adds to output position

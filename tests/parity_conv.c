@@ -4,7 +4,8 @@
  * threading paths, the shifted-plane im2col of stride-1 "same" rows, direct
  * depthwise convolutions, each with the chain's Add and Relu fused (ref, then
  * + z, then Relu; and a Clip), each on the im2col path and on conv_direct.c's AVX2 and
- * AVX-512 kernels (the same bits), an image's bits alone those in its batch
+ * AVX-512 kernels (the same bits; for depthwise, conv_depthwise.c's portable C and
+ * AVX-512 kernels), an image's bits alone those in its batch
  * on every path; and of ptq_k_conv_transpose_cpu (sgemm + col2im) with
  * ptq_k_conv_transpose_ref: the same and output_padding, negative pads (zero
  * positions output_shape adds), kernels below the stride, several channel
@@ -78,16 +79,24 @@ static const conv_case cases[] = {
     {2, 1, 3, 3, 3, {4, 3}, {5, 5}, {1, 1}, {1, 1}, {2, 3}, {2, 3}, 1},
     {2, 3, 16, 16, 16, {56, 57}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
     {1, 2, 5, 10, 5, {17}, {5}, {2}, {1}, {2}, {1}, 1},
-    /* 3x3 stride-1 depthwise as one loop over the plane (dw_plane_3x3): no bias, one-sided pads, a 1-wide output */
+    /* 3x3 stride-1 depthwise as one loop over the plane: no bias, one-sided pads, a 1-wide output */
     {2, 2, 5, 5, 5, {7, 9}, {3, 3}, {1, 1}, {1, 1}, {0, 2}, {2, 0}, 0},
     {2, 3, 4, 4, 4, {6, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
-    /* 3x3 stride-2 depthwise (dw_rows_padded): a MobileNet's, even and odd sizes, no pads
+    /* 3x3 stride-2 depthwise: a MobileNet's, even and odd sizes, no pads
      * and one-sided ones, a channel multiplier, a 1-wide output */
     {2, 2, 64, 64, 64, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1},
     {2, 3, 32, 32, 32, {7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1},
     {2, 2, 5, 5, 5, {8, 9}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0},
     {2, 2, 4, 8, 4, {10, 7}, {3, 3}, {2, 2}, {1, 1}, {0, 2}, {2, 0}, 1},
     {2, 1, 3, 3, 3, {5, 2}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 0}, 1},
+    /* kernels/cpu/conv_depthwise.c's phases: stride-2 rows of several AVX-512 vectors, left pads of 2 and 3 (the
+     * masked lanes before the row), stride 3 (the portable copy), dilation 2 with stride 2, and a stride past the
+     * padded plane (a plain padded copy, a row at a time) */
+    {2, 2, 6, 6, 6, {11, 70}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {2, 2, 3, 3, 3, {9, 37}, {3, 3}, {2, 2}, {1, 1}, {2, 3}, {1, 2}, 1},
+    {2, 2, 4, 4, 4, {13, 14}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {2, 1, 5, 5, 5, {15, 17}, {3, 3}, {2, 2}, {2, 2}, {2, 2}, {2, 2}, 0},
+    {2, 2, 4, 4, 4, {2, 2}, {1, 1}, {3, 3}, {1, 1}, {0, 0}, {0, 0}, 1},
     /* demo-model-like layers */
     {2, 8, 1, 24, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
     {2, 8, 24, 48, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0},

@@ -4,7 +4,7 @@
  * column tile), threads over those tiles, the same GEMM shapes for every
  * image whatever the batch; 1x1 stride-1 unpadded convs feed
  * the input to sgemm as is; 1-D and 2-D depthwise convolutions run directly,
- * a plane per work item. Mirrors kernels/ref/conv.c; checked against it
+ * a plane per work item (kernels/cpu/conv_depthwise.c). Mirrors kernels/ref/conv.c; checked against it
  * in tests/parity_conv.c. */
 #include <cblas.h>
 #include <math.h>
@@ -18,8 +18,7 @@
 enum {
     CONV_COL_BYTES = 1 << 20, /* im2col tile per thread: stays in cache while sgemm reads it */
     CONV_TILE_MIN = 64,       /* fewest output columns in a tile */
-    CONV_SCRATCH_MAX = 256 << 20, /* the workers' im2col tiles together; past it the reference loops run */
-    DW_SLACK = 32             /* floats after a padded plane that dw_plane_3x3 reads past it (dropped sums) */
+    CONV_SCRATCH_MAX = 256 << 20 /* the workers' im2col tiles together; past it the reference loops run */
 };
 
 /* Whether im2col_shifted can build p's im2col rows: a 2D convolution (one
@@ -141,18 +140,6 @@ epilogue(float *y, const float *z, float lo, float hi, int64_t n)
         }
 }
 
-/* epilogue's outputs from the sums a (not y), rows rows of n (a's rows lda apart, y's and z's n): y = a (+ z),
- * clamped, in one pass, one call a plane. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-epilogue_from(float *y, const float *a, int64_t lda, const float *z, float lo, float hi, int64_t rows, int64_t n)
-{
-    for (int64_t r = 0; r < rows; r++, y += n, a += lda, z = z ? z + n : NULL)
-        for (int64_t i = 0; i < n; i++) {
-            const float v = z ? a[i] + z[i] : a[i], t = v < lo ? lo : v;
-            y[i] = t > hi ? hi : t;
-        }
-}
-
 /* The reference convolution and then the chain's Add and Relu: what a void kernel falls back on when it finds
  * no room for its scratch (it cannot report NOMEM; the reference loops need none). */
 static void conv_ref_epilogue(const ptq_conv_params *p, const float *x, const float *w, const float *b,
@@ -224,129 +211,13 @@ static void conv_items(void *arg, int64_t begin, int64_t end, int worker)
     }
 }
 
-/* What depthwise_planes takes: several groups of one input channel each (depthwise, with any channel multiplier;
- * a convolution of a single input channel stays one GEMM an image), 1-D or 2-D (one plane: in0 = out0 = k0 = 1,
- * no padding there). */
+/* What kernels/cpu/conv_depthwise.c takes: several groups of one input channel each (depthwise, with any channel
+ * multiplier; a convolution of a single input channel stays one GEMM an image), 1-D or 2-D (one plane: in0 = out0 =
+ * k0 = 1, no padding there). */
 static int depthwise_2d(const ptq_conv_params *p)
 {
     return p->c_in == p->group && p->group > 1 && p->in[0] == 1 && p->out[0] == 1 && p->k[0] == 1 &&
            p->pad_lo[0] == 0;
-}
-
-typedef struct dw_job {
-    const ptq_conv_params *p;
-    const float *x, *w, *b, *z;
-    float lo, hi; /* the chain's Relu or Clip (epilogue) */
-    float *y;
-    float *pad;        /* [workers][per]: each worker's copy of a plane with its padding as zeros, DW_SLACK
-                          floats, then (flat) dw_plane_3x3's sums */
-    int64_t ph, pw;    /* that copy's rows and columns: every position a tap reads */
-    int64_t flat, per; /* 3x3, stride 1, undilated: dw_plane_3x3's sums, flat floats of them */
-} dw_job;
-
-/* The plane xp into the padded copy xq (j->ph x j->pw): only the positions a tap reads inside the image, as the
- * rest (the padding, and the slack past the plane) stays the zeros the worker's copy was allocated with. */
-static void dw_pad_plane(const dw_job *j, const float *xp, float *xq)
-{
-    const ptq_conv_params *p = j->p;
-    const int64_t h = p->in[1], w_in = p->in[2], l1 = p->pad_lo[1], l2 = p->pad_lo[2];
-    const int64_t c0 = l2 < j->pw ? l2 : j->pw; /* copied columns [c0, c1) */
-    const int64_t c1 = w_in + l2 < j->pw ? w_in + l2 : j->pw;
-    const int64_t r0 = l1 > 0 ? l1 : 0, r1 = h + l1 < j->ph ? h + l1 : j->ph; /* copied rows [r0, r1) */
-    if (c1 <= c0)
-        return;
-    for (int64_t r = r0; r < r1; r++)
-        memcpy(xq + r * j->pw + c0, xp + (r - l1) * w_in + (c0 - l2), (size_t)(c1 - c0) * sizeof *xq);
-}
-
-/* A 3x3 stride-1 undilated depthwise plane from its padded copy xq, pw wide: acc[q] for q = o1 * pw + o2 (o2 <
- * pw, the columns o2 >= the output's width dropped by the caller), the bias plus every tap's weight times what it
- * reads, in (k1, k2) order, in one register, as dw_rows_padded sums them. One loop over the whole plane rather
- * than a row at a time: rows of 7 to 28 outputs leave the widest vectors little to do; len a multiple of 16 (xq
- * has the slack its reads past the plane take). To the CPU's widest vectors (the same bits: C rounds each product
- * and sum). */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-dw_plane_3x3(const float *xq, int64_t pw, const float *wm, float bias, float *acc, int64_t len)
-{
-    const float *r0 = xq, *r1 = xq + pw, *r2 = xq + 2 * pw;
-    for (int64_t q = 0; q < len; q++) {
-        float v = bias;
-        v += wm[0] * r0[q];
-        v += wm[1] * r0[q + 1];
-        v += wm[2] * r0[q + 2];
-        v += wm[3] * r1[q];
-        v += wm[4] * r1[q + 1];
-        v += wm[5] * r1[q + 2];
-        v += wm[6] * r2[q];
-        v += wm[7] * r2[q + 1];
-        v += wm[8] * r2[q + 2];
-        acc[q] = v;
-    }
-}
-
-/* Output rows of plane item from its padded copy xq: each output the bias plus every tap's weight times what it
- * reads, in (k1, k2) order, in one register; 3x3 kernels unrolled so the columns vectorize. */
-static void dw_rows_padded(const dw_job *j, const float *xq, const float *wm, float bias, float *yp)
-{
-    const ptq_conv_params *p = j->p;
-    const int64_t oh = p->out[1], ow = p->out[2], pw = j->pw;
-    const int64_t s1 = p->stride[1], s2 = p->stride[2], d1 = p->dil[1], d2 = p->dil[2];
-    for (int64_t o1 = 0; o1 < oh; o1++) {
-        float *yr = yp + o1 * ow;
-        const float *r0 = xq + o1 * s1 * pw;
-        if (p->k[1] == 3 && p->k[2] == 3) {
-            const float *r1 = r0 + d1 * pw, *r2 = r1 + d1 * pw;
-            for (int64_t o2 = 0; o2 < ow; o2++) {
-                const int64_t c = o2 * s2;
-                float acc = bias;
-                acc += wm[0] * r0[c];
-                acc += wm[1] * r0[c + d2];
-                acc += wm[2] * r0[c + 2 * d2];
-                acc += wm[3] * r1[c];
-                acc += wm[4] * r1[c + d2];
-                acc += wm[5] * r1[c + 2 * d2];
-                acc += wm[6] * r2[c];
-                acc += wm[7] * r2[c + d2];
-                acc += wm[8] * r2[c + 2 * d2];
-                yr[o2] = acc;
-            }
-            continue;
-        }
-        for (int64_t o2 = 0; o2 < ow; o2++) {
-            float acc = bias;
-            for (int64_t k1 = 0; k1 < p->k[1]; k1++)
-                for (int64_t k2 = 0; k2 < p->k[2]; k2++)
-                    acc += wm[k1 * p->k[2] + k2] * r0[k1 * d1 * pw + o2 * s2 + k2 * d2];
-            yr[o2] = acc;
-        }
-    }
-}
-
-/* Output planes [begin, end) (image n, output channel m: item n * c_out + m) of a depthwise_2d convolution,
- * directly, from the worker's padded copy of the plane (dw_rows_padded), then the chain's Add and Relu. Float
- * sums: within parity_conv's tolerance of the ref's, the same whatever the batch. */
-static void depthwise_planes(void *arg, int64_t begin, int64_t end, int worker)
-{
-    const dw_job *j = arg;
-    const ptq_conv_params *p = j->p;
-    const int64_t plane = p->in[1] * p->in[2], out_plane = p->out[1] * p->out[2];
-    const int64_t mult = p->c_out / p->group, taps = p->k[1] * p->k[2];
-    float *xq = j->pad + (size_t)worker * (size_t)j->per, *acc = xq + j->ph * j->pw + DW_SLACK;
-    int64_t padded = -1; /* the plane xq holds: image * c_in + channel */
-    for (int64_t it = begin; it < end; it++) {
-        const int64_t n = it / p->c_out, m = it % p->c_out, c = n * p->c_in + m / mult;
-        if (padded != c) /* a channel multiplier reads one plane several times */
-            dw_pad_plane(j, j->x + c * plane, xq);
-        padded = c;
-        float *yp = j->y + it * out_plane;
-        if (j->flat) {
-            dw_plane_3x3(xq, j->pw, j->w + m * taps, j->b ? j->b[m] : 0.0f, acc, j->flat);
-            epilogue_from(yp, acc, j->pw, j->z ? j->z + it * out_plane : NULL, j->lo, j->hi, p->out[1], p->out[2]);
-        } else {
-            dw_rows_padded(j, xq, j->w + m * taps, j->b ? j->b[m] : 0.0f, yp);
-            epilogue(yp, j->z ? j->z + it * out_plane : NULL, j->lo, j->hi, out_plane);
-        }
-    }
 }
 
 void ptq_k_conv_cpu(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y)
@@ -368,26 +239,8 @@ void ptq_k_conv_cpu_epilogue(const ptq_conv_params *p, const float *x, const flo
     if (p->n == 0 || p->c_out == 0 || out_size == 0)
         return;
     if (depthwise_2d(p)) { /* a GEMM per channel of 1 x taps weights would be all call overhead */
-        dw_job job = {p, x, w, b, z, lo, hi, y, NULL, 0, 0, 0, 0};
-        job.ph = (p->out[1] - 1) * p->stride[1] + (p->k[1] - 1) * p->dil[1] + 1;
-        job.pw = (p->out[2] - 1) * p->stride[2] + (p->k[2] - 1) * p->dil[2] + 1;
-        /* a copy no allocation holds (strides, dilations or pads near 2^31 around a few outputs, where ph * pw
-           would wrap): the reference loops, as when there is no memory for it */
-        if ((double)job.ph * (double)job.pw * (double)ptq_par_workers() > (double)(PTRDIFF_MAX / sizeof *job.pad / 2)) {
+        if (!ptq_k_conv_cpu_depthwise(p, x, w, b, z, lo, hi, y)) /* no room for its copies: the reference loops */
             conv_ref_epilogue(p, x, w, b, z, lo, hi, y);
-            return;
-        }
-        if (p->k[1] == 3 && p->k[2] == 3 && p->stride[1] == 1 && p->stride[2] == 1 && p->dil[1] == 1 &&
-            p->dil[2] == 1) /* rows up to the last output's, then to a multiple of 16 */
-            job.flat = ((p->out[1] - 1) * job.pw + p->out[2] + 15) / 16 * 16;
-        job.per = job.ph * job.pw + DW_SLACK + job.flat;
-        job.pad = calloc((size_t)ptq_par_workers() * (size_t)job.per, sizeof *job.pad);
-        if (!job.pad) {
-            conv_ref_epilogue(p, x, w, b, z, lo, hi, y);
-            return;
-        }
-        ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), depthwise_planes, &job);
-        free(job.pad);
         return;
     }
     if (rows > 0 && ptq_k_conv_cpu_direct(p, x, w, b, z, lo, hi, y))

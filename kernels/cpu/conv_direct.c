@@ -55,6 +55,12 @@ static int isa_have(void)
                                                                                : ISA_NONE;
 }
 
+int ptq_k_conv_cpu_isa(void)
+{
+    const int isa = isa_have();
+    return isa_wanted >= 0 && isa_wanted < isa ? isa_wanted : isa;
+}
+
 /* tile[MR][NR] (+)= a[kc][MR] times the kc rows base + off[k], NR columns each. */
 __attribute__((target("avx512f"))) static void kernel_512(const float *a, const int64_t *off, int64_t kc,
                                                            const float *base, float *tile, int accumulate)
@@ -222,9 +228,7 @@ static void direct_items(void *arg, int64_t begin, int64_t end, int worker)
 int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b,
                           const float *z, float lo, float hi, float *y)
 {
-    int isa = isa_have();
-    if (isa_wanted >= 0 && isa_wanted < isa)
-        isa = isa_wanted;
+    const int isa = ptq_k_conv_cpu_isa();
     /* one plane (1-D or 2-D), channels first, more than one tap, enough taps in all: OpenBLAS's packed GEMM is
        faster on 1x1 convolutions, whose rows here would be whole planes apart, and on a few taps (the kernel's
        tiles are all setup and stores then) */
@@ -301,6 +305,11 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
 void ptq_k_conv_cpu_set_isa(int isa)
 {
     (void)isa;
+}
+
+int ptq_k_conv_cpu_isa(void)
+{
+    return 0;
 }
 
 int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float *w, const float *b,
