@@ -252,6 +252,22 @@ int64_t ptq_k_mod_ref(ptq_cast_kind kind, int fmod_sign, const ptq_bcast *bc, co
 /* y [n] = start + i * delta (Range) for one scalar kind (float32, float64 or
  * an integer); start and delta point at one element each. */
 void ptq_k_range_ref(ptq_cast_kind kind, int64_t n, const void *start, const void *delta, void *y);
+/* y[i] = !x[i] (Not) as bool bytes (0 or 1; any nonzero byte of x is true). */
+void ptq_k_not_ref(int64_t n, const uint8_t *x, uint8_t *y);
+/* ScatterND's reduction attribute. */
+typedef enum ptq_scatter_reduction {
+    PTQ_SCATTER_NONE, PTQ_SCATTER_ADD, PTQ_SCATTER_MUL, PTQ_SCATTER_MAX, PTQ_SCATTER_MIN
+} ptq_scatter_reduction;
+/* ScatterND on y, which holds a copy of data: for j = 0 .. n_slices - 1 in
+ * that order, the n_slice elements at y + offset[j] (in elements; the caller
+ * checked offset[j] + n_slice <= y's length) take u[j * n_slice ..] (NONE:
+ * byte copies of elem_bytes, so a later index tuple overwrites an earlier
+ * equal one, as onnxruntime does), or combine with them in kind's own
+ * arithmetic (ADD, MUL: integers wrap, bool is or / and; MAX, MIN keep y's
+ * element only where it is strictly greater / less than the update, so a NaN
+ * update is taken and a NaN in y replaced, as onnxruntime does). */
+void ptq_k_scatter_nd_ref(ptq_cast_kind kind, ptq_scatter_reduction red, size_t elem_bytes, int64_t n_slices,
+                          int64_t n_slice, const int64_t *offset, const void *u, void *y);
 
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max

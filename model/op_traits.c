@@ -70,6 +70,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_EQUAL, "Equal", 0),
     PLAIN(PTQ_OP_MOD, "Mod", 0),
     PLAIN(PTQ_OP_CONSTANTOFSHAPE, "ConstantOfShape", 0),
+    PLAIN(PTQ_OP_NOT, "Not", 0),
+    /* torch's slice assignment (swin_t's shifted-window mask) */
+    PLAIN(PTQ_OP_SCATTERND, "ScatterND", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -57,6 +57,8 @@ typedef enum ptq_op_id {
     PTQ_OP_EQUAL,
     PTQ_OP_MOD,
     PTQ_OP_CONSTANTOFSHAPE,
+    PTQ_OP_NOT,
+    PTQ_OP_SCATTERND,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -105,7 +105,8 @@ static int slice_keeps_rows(const ptq_graph *g, const ptq_node *n, int ndim, int
 
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
  * softmax or normalization over b, a Gather, Split or Concat along it, a Slice that cuts or reverses it, batch
- * statistics. The rest of what could mix them changes a shape, which rows_kind sees. */
+ * statistics, a ScatterND whose index tuples reach b. The rest of what could mix them changes a shape, which
+ * rows_kind sees. */
 static int mixes_rows(const ptq_graph *g, const ptq_node *n, const unsigned char *kind)
 {
     const int v0 = n->n_inputs > 0 ? n->inputs[0] : -1;
@@ -127,6 +128,11 @@ static int mixes_rows(const ptq_graph *g, const ptq_node *n, const unsigned char
         return b >= 0 && !slice_keeps_rows(g, n, ndim, b);
     if (strcmp(op, "BatchNormalization") == 0)
         return ptq_node_attr_int(n, "training_mode", 0) != 0;
+    if (strcmp(op, "ScatterND") == 0) { /* index tuples that name the batch position write into the rows they name */
+        const int vi = n->n_inputs > 1 ? n->inputs[1] : -1;
+        const int qi = vi >= 0 ? g->values[vi].ndim : 0;
+        return b >= 0 && (qi < 1 || b < g->values[vi].dims[qi - 1]);
+    }
     return 0;
 }
 

@@ -2,10 +2,13 @@
  * opset 15; reads only its input's shape, so what follows from it is known
  * before a run), Gather (any fixed-size dtype, int32/int64 indices, negative
  * ones from the end), Slice (attributes before opset 10, host inputs from
- * 10; negative steps; ONNX's clamping) and Cast between the numeric dtypes,
- * through kernels/ref/index.c, which is their CPU path too. The batch stays
- * dynamic: these run on the host each run, on tensors of a few int64s.
- * Covered by tests/test_ops_zoo.c and the ONNX conformance run. */
+ * 10; negative steps; ONNX's clamping), Cast between the numeric dtypes and
+ * ScatterND (torch's slice assignment: int64 index tuples, each checked
+ * against data's shape before anything is written; the reduction attribute
+ * from opset 16, max and min from 18), through kernels/ref/index.c, which is
+ * their CPU path too. The batch stays dynamic: these run on the host each
+ * run, on tensors of a few int64s. Covered by tests/test_ops_zoo.c and the
+ * ONNX conformance run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,8 +276,126 @@ static ptq_status cast_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* ---- ScatterND ---- */
+
+/* ScatterND's layout, from shapes and attributes only (data, indices [..., k] int64 and updates
+ * [indices.shape[:-1] + data.shape[k:]], all checked before the executor allocates the output): k, the index
+ * tuples (*n_slices), the elements each one addresses (*n_slice), the reduction and, for one, data's kind. */
+static ptq_status scatter_nd_plan(ptq_ctx *ctx, const ptq_op_io *io, int *k, int64_t *n_slices, int64_t *n_slice,
+                                  ptq_scatter_reduction *red, ptq_cast_kind *kind)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < 3; i++)
+        if ((st = ptq_op_need_sized(ctx, io, i)) != PTQ_OK)
+            return st;
+    const ptq_tensor *x = io->in[0], *idx = io->in[1], *u = io->in[2];
+    if (idx->dtype != PTQ_DT_INT64)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "indices are %s; ScatterND takes int64",
+                           ptq_dtype_name(idx->dtype));
+    if (u->dtype != x->dtype)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "data is %s and updates %s; they must have one dtype",
+                           ptq_dtype_name(x->dtype), ptq_dtype_name(u->dtype));
+    if (x->ndim < 1 || idx->ndim < 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "data (rank %d) and indices (rank %d) must have rank 1 or more",
+                           x->ndim, idx->ndim);
+    const int64_t kk = idx->dims[idx->ndim - 1];
+    if (kk < 0 || kk > x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "indices' last dim is %lld; it must be at most data's rank %d",
+                           (long long)kk, x->ndim);
+    *k = (int)kk;
+    /* updates: indices.shape[:-1] + data.shape[k:] */
+    int64_t want[2 * PTQ_MAX_DIMS];
+    int n_want = 0;
+    for (int d = 0; d < idx->ndim - 1; d++)
+        want[n_want++] = idx->dims[d];
+    for (int d = *k; d < x->ndim; d++)
+        want[n_want++] = x->dims[d];
+    if (u->ndim != n_want || memcmp(u->dims, want, (size_t)n_want * sizeof want[0]) != 0) {
+        char s_u[176], s_x[176], s_i[176], s_want[352]; /* up to 16 dims of 20 digits and an x */
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "updates are %s; for data %s and indices %s they must be "
+                           "indices.shape[:-1] + data.shape[%d:] = %s", ptq_dims_str(u->dims, u->ndim, s_u, sizeof s_u),
+                           ptq_dims_str(x->dims, x->ndim, s_x, sizeof s_x),
+                           ptq_dims_str(idx->dims, idx->ndim, s_i, sizeof s_i), *k,
+                           ptq_dims_str(want, n_want, s_want, sizeof s_want));
+    }
+    *n_slices = ptq_dims_prod(idx->dims, 0, idx->ndim - 1);
+    *n_slice = ptq_dims_prod(x->dims, *k, x->ndim);
+    *red = PTQ_SCATTER_NONE;
+    const ptq_attr *a = io->graph->opset >= 16 ? ptq_node_attr(io->node, "reduction") : NULL;
+    if (a) {
+        int r = -1;
+        for (int i = 0; a->type == PTQ_ATTR_STRING && a->s && i < (int)(sizeof names / sizeof names[0]); i++)
+            if (strcmp(a->s, names[i]) == 0)
+                r = i;
+        if (r < 0 || (r >= PTQ_SCATTER_MAX && io->graph->opset < 18))
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "reduction '%.40s' at opset %lld; ScatterND takes none, add "
+                               "and mul from opset 16, max and min from 18", a->type == PTQ_ATTR_STRING && a->s ? a->s
+                               : "(not a string)", (long long)io->graph->opset);
+        *red = (ptq_scatter_reduction)r;
+    }
+    *kind = PTQ_CAST_F32;
+    if (*red != PTQ_SCATTER_NONE && !ptq_op_cast_kind(x->dtype, kind))
+        return ptq_op_unsupported(ctx, io, "reduction %s on %s; supported: float32, float64, bool and the integers",
+                                  names[*red], ptq_dtype_name(x->dtype));
+    return PTQ_OK;
+}
+
+static ptq_status scatter_nd_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int k;
+    int64_t n_slices, n_slice;
+    ptq_scatter_reduction red;
+    ptq_cast_kind kind;
+    ptq_status st = scatter_nd_plan(ctx, io, &k, &n_slices, &n_slice, &red, &kind);
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], io->in[0]);
+    return st;
+}
+
+/* Every index tuple checked against data's dims (a negative entry counts from the end, once) and turned into
+ * the element offset of its slice, all before y is touched; then data copied and the updates applied. */
+static ptq_status scatter_nd_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int k;
+    int64_t n_slices, n_slice;
+    ptq_scatter_reduction red;
+    ptq_cast_kind kind;
+    ptq_status st = scatter_nd_plan(ctx, io, &k, &n_slices, &n_slice, &red, &kind);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    const int64_t *idx = io->in[1]->data;
+    int64_t one, *at = n_slices <= 1 ? &one : malloc((size_t)n_slices * sizeof *at);
+    if (!at)
+        return ptq_op_fail(ctx, io, PTQ_ERR_NOMEM, "out of memory for %lld index tuples", (long long)n_slices);
+    for (int64_t j = 0; j < n_slices; j++) {
+        int64_t off = 0;
+        for (int d = 0; d < k; d++) {
+            const int64_t i = idx[j * k + d], dim = x->dims[d];
+            if (i < -dim || i >= dim) {
+                if (at != &one)
+                    free(at);
+                return ptq_op_fail(ctx, io, PTQ_ERR_DATA, "index %lld (index tuple %lld, entry %d) is out of range "
+                                   "for data's axis %d of size %lld", (long long)i, (long long)j, d, d,
+                                   (long long)dim);
+            }
+            off = off * dim + (i < 0 ? i + dim : i);
+        }
+        at[j] = off * n_slice;
+    }
+    const size_t eb = ptq_dtype_size(x->dtype);
+    if (io->out[0]->data != x->data && ptq_tensor_numel(x) > 0)
+        memcpy(io->out[0]->data, x->data, (size_t)ptq_tensor_numel(x) * eb);
+    ptq_k_scatter_nd_ref(kind, red, eb, n_slices, n_slice, at, io->in[2]->data, io->out[0]->data);
+    if (at != &one)
+        free(at);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_Shape = {PTQ_OP_TRAITS(SHAPE), 1, 0, shape_infer, shape_run, NULL, 1u << 0};
 const ptq_op_def ptq_op_Gather = {PTQ_OP_TRAITS(GATHER), 1, 0, gather_infer, gather_run, gather_run_cpu, 0};
 const ptq_op_def ptq_op_Slice = {PTQ_OP_TRAITS(SLICE), 1, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4, slice_infer,
                                  slice_run, NULL, 0};
 const ptq_op_def ptq_op_Cast = {PTQ_OP_TRAITS(CAST), 6, 0, cast_infer, cast_run, NULL, 0};
+const ptq_op_def ptq_op_ScatterND = {PTQ_OP_TRAITS(SCATTERND), 11, 0, scatter_nd_infer, scatter_nd_run, NULL, 0};

@@ -2,8 +2,8 @@
  * attribute before opset 13, a host input from 13, num_outputs from 18),
  * Where (bool condition, numpy broadcasting), Expand (the shape as a host
  * input), ConstantOfShape (the shape as a host input; a fill by Expand's
- * kernel), Range (scalar host inputs), Equal (bool result) and Mod (fmod 0:
- * the divisor's sign, integers; fmod 1: the dividend's) on the dtypes ONNX
+ * kernel), Range (scalar host inputs), Equal (bool result), Not (bool) and
+ * Mod (fmod 0: the divisor's sign, integers; fmod 1: the dividend's) on the dtypes ONNX
  * allows, float16 and strings excepted, through kernels/ref/index.c, which
  * is their CPU path too. Like Shape and Gather they are folded to constants
  * at shape inference when their inputs are known. The CUDA backend runs
@@ -387,6 +387,31 @@ static ptq_status equal_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* Not: input 0 is bool (the output is too, of its shape). */
+static ptq_status not_check(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st == PTQ_OK && io->in[0]->dtype != PTQ_DT_BOOL)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "input is %s; Not takes bool", ptq_dtype_name(io->in[0]->dtype));
+    return st;
+}
+
+static ptq_status not_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_status st = not_check(ctx, io);
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], io->in[0]);
+    return st;
+}
+
+static ptq_status not_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_status st = not_check(ctx, io);
+    if (st == PTQ_OK)
+        ptq_k_not_ref(ptq_tensor_numel(io->in[0]), io->in[0]->data, io->out[0]->data);
+    return st;
+}
+
 /* Mod's kind and fmod attribute (1 required for floats, as ONNX says). */
 static ptq_status mod_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_cast_kind *kind, int *fmod_sign)
 {
@@ -439,3 +464,4 @@ const ptq_op_def ptq_op_Range = {PTQ_OP_TRAITS(RANGE), 11, 1u << 0 | 1u << 1 | 1
                                  NULL, 0};
 const ptq_op_def ptq_op_Equal = {PTQ_OP_TRAITS(EQUAL), 7, 0, equal_infer, equal_run, NULL, 0};
 const ptq_op_def ptq_op_Mod = {PTQ_OP_TRAITS(MOD), 10, 0, mod_infer, mod_run, NULL, 0};
+const ptq_op_def ptq_op_Not = {PTQ_OP_TRAITS(NOT), 1, 0, not_infer, not_run, NULL, 0};

@@ -194,6 +194,7 @@ def models():
     conv_model(J("conv_ok.onnx"))
     case("onnx: a plain Conv model runs", ["eval", "--model", J("conv_ok.onnx"), "--data", J("good.h5"),
                                              "--limit", "8"], 0)
+    scatter_nd(helper, TensorProto, numpy_helper)
     onnx_model(J("lstm.onnx"), [helper.make_node("Hardmax", ["x"], ["y"], name="hardmax0")],
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
@@ -290,6 +291,52 @@ def models():
 # ---- window geometry ----
 
 G = 1 << 31  # the largest kernel, stride, dilation or pad ptq_window_parse accepts
+
+
+def scatter_nd(helper, TensorProto, numpy_helper):
+    """ScatterND on each image's 784 pixels: index tuples past data's dims (in the file or computed from the
+    pixels) refused at run time naming the node, before anything is written; updates of the wrong shape and
+    reductions outside their opsets refused at shape inference and load."""
+    def model(name, idx, upd, opset=13, computed=False, **attrs):
+        nodes = [helper.make_node("Flatten", ["x"], ["f"])]
+        inits = [numpy_helper.from_array(np.full((784, 10), 1e-3, np.float32), "w")]
+        if computed:  # the first pixel of each image * 1e9 + 1e12, a row of the batch
+            nodes += [helper.make_node("Gather", ["f", "first"], ["p"], axis=1),
+                      helper.make_node("Mul", ["p", "giga"], ["pg"]), helper.make_node("Add", ["pg", "tera"], ["pt"]),
+                      helper.make_node("Cast", ["pt"], ["idx"], to=TensorProto.INT64)]
+            inits += [numpy_helper.from_array(np.array([0], np.int64), "first"),
+                      numpy_helper.from_array(np.array(1e9, np.float32), "giga"),
+                      numpy_helper.from_array(np.array(1e12, np.float32), "tera")]
+            upd_name = "f"
+        else:
+            inits += [numpy_helper.from_array(np.array(idx, np.int64), "idx"),
+                      numpy_helper.from_array(np.array(upd, np.float32), "upd")]
+            upd_name = "upd"
+        nodes += [helper.make_node("ScatterND", ["f", "idx", upd_name], ["s"], name="scatter0", **attrs),
+                  helper.make_node("MatMul", ["s", "w"], ["y"])]
+        onnx_model(J(name), nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits, opset=opset)
+        return ["eval", "--model", J(name), "--data", J("good.h5"), "--limit", "8"]
+
+    case("onnx: ScatterND in range (a negative index from the end) runs",
+         model("scatter_ok.onnx", [[0, 783], [-1, -784]], [1, 2]), 0)
+    case("onnx: ScatterND index past the end of an axis, refused naming the node",
+         model("scatter_past.onnx", [[0, 783], [0, 784]], [1, 2]), 7,
+         "node 'scatter0' (ScatterND, domain ai.onnx, opset 13): index 784 (index tuple 1, entry 1) is out of range "
+         "for data's axis 1 of size 784")
+    case("onnx: ScatterND index before the start (one wrap only), refused",
+         model("scatter_before.onnx", [[0, -785]], [1]), 7, "index -785")
+    case("onnx: ScatterND index INT64_MIN, refused", model("scatter_min.onnx", [[0, -2 ** 63]], [1]), 7,
+         "index -9223372036854775808")
+    case("onnx: ScatterND indices computed from the pixels, past the batch, refused",
+         model("scatter_data.onnx", None, None, computed=True), 7, "out of range for data's axis 0 of size 8")
+    case("onnx: ScatterND updates of the wrong shape, refused at shape inference",
+         model("scatter_shape.onnx", [[0, 5]], [1, 2]), 6, "updates are 2; for data 8x784 and indices 1x2 they must "
+         "be indices.shape[:-1] + data.shape[2:] = 1")
+    case("onnx: ScatterND reduction before opset 16, refused",
+         model("scatter_red13.onnx", [[0, 5]], [1], reduction="add"), 4, "ScatterND has no reduction attribute")
+    case("onnx: ScatterND reduction max at opset 16, refused",
+         model("scatter_max16.onnx", [[0, 5]], [1], opset=16, reduction="max"), 4, "max and min from 18")
 
 
 def window_model(path, nodes, inits, spatial5=False, c=10):

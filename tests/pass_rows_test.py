@@ -3,12 +3,15 @@ sample on its own runs a long batch a few samples at a time, with the same logit
 samples of a batch without changing a shape must run it whole. Small hand-made models, each against
 onnxruntime on the whole batch: a softmax over the batch, a batch mean taken away, a division by the batch
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
-Slices, a softmax over axis -2 (each run whole: no "passes" line in --profile, logits as onnxruntime's); a
-model whose batch moves to axis 1 and back through Reshape, Transpose and Gather, with its Reshape's shape
-made from Shape, and torch's zeros_like (ConstantOfShape of Shape): both run in passes, logits as
-onnxruntime's and byte-identical to PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and
-without passes (the default on one thread; two threads run whole batches unless PTQ_PASS_ROWS asks), and so
-are the demo's and the text model's archives (test_runner covers the library side)."""
+Slices, a softmax over axis -2, a ScatterND that writes the batch's first row (each run whole: no "passes"
+line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1 and back through Reshape,
+Transpose and Gather, with its Reshape's shape made from Shape, torch's zeros_like (ConstantOfShape of
+Shape), and swin_t's shifted-window mask (ConstantOfShape of a Shape past the batch, ScatterND of rows at
+negative indices and of elements with reduction add over repeated tuples, Equal, Not, Where): each runs in
+passes, logits as onnxruntime's and byte-identical to PTQ_PASS_ROWS=0's. The demo model's logits are
+byte-identical with and without passes (the default on one thread; two threads run whole batches unless
+PTQ_PASS_ROWS asks), and so are the demo's and the text model's archives (test_runner covers the library
+side)."""
 import os
 import subprocess
 import sys
@@ -33,11 +36,11 @@ def ints(name, values):
     return numpy_helper.from_array(np.array(values, np.int64), name)
 
 
-def model(path, nodes, inits, k):
+def model(path, nodes, inits, k, opset=13):
     """x float [N, D] -> ... -> logits [N, k]."""
     g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", D])],
                           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", k])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     with open(path, "wb") as f:
         f.write(m.SerializeToString())
@@ -80,7 +83,38 @@ def mixing_models(tmp):
                            helper.make_node("Concat", ["a", "b"], ["logits"], axis=0)],
         [ints("one", [1]), ints("big", [BIG]), ints("zero1", [0])])
     add("softmax over axis -2 (the batch)", [helper.make_node("Softmax", ["x"], ["logits"], axis=-2)], [])
+    add("scatter into the batch's first row", [helper.make_node("ScatterND", ["x", "row0", "zeros"], ["logits"])],
+        [ints("row0", [[0]]), numpy_helper.from_array(np.zeros((1, D), np.float32), "zeros")])
     return out
+
+
+def swin_mask_model(path):
+    """swin_t's shifted-window attention mask as torch.onnx.export writes it, on x [N, 6] seen as [N, 2, 3]:
+    zeros of the window's shape (Shape from axis 1 on, past the batch), rows set by ScatterND at negative
+    indices (Range(-1, 0)), elements added by ScatterND over repeated tuples, then Not(Equal(mask, 0)) picking
+    the mask or -1 in a Where that is added to x."""
+    nodes = [helper.make_node("Reshape", ["x", "win"], ["xw"]),
+             helper.make_node("Shape", ["xw"], ["hw"], start=1),
+             helper.make_node("ConstantOfShape", ["hw"], ["zeros"]),
+             helper.make_node("Range", ["minus_one", "zero", "one"], ["rows"]),
+             helper.make_node("Unsqueeze", ["rows", "last"], ["row_idx"]),
+             helper.make_node("Shape", ["xw"], ["w"], start=2),
+             helper.make_node("Concat", ["one1", "w"], ["row_shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["row_shape"], ["row_fill"],
+                              value=numpy_helper.from_array(np.array([2.5], np.float32))),
+             helper.make_node("ScatterND", ["zeros", "row_idx", "row_fill"], ["m1"]),
+             helper.make_node("ScatterND", ["m1", "elems", "adds"], ["m2"], reduction="add"),
+             helper.make_node("Equal", ["m2", "zero_f"], ["is_zero"]),
+             helper.make_node("Not", ["is_zero"], ["set"]),
+             helper.make_node("Where", ["set", "m2", "minus_one_f"], ["bias"]),
+             helper.make_node("Add", ["xw", "bias"], ["y"]),
+             helper.make_node("Reshape", ["y", "flat"], ["logits"])]
+    inits = [ints("win", [-1, 2, 3]), ints("flat", [-1, D]), ints("minus_one", -1), ints("zero", 0),
+             ints("one", 1), ints("one1", [1]), ints("last", [1]), ints("elems", [[0, 2], [1, -1], [0, 2]]),
+             numpy_helper.from_array(np.array([3, 4, 5], np.float32), "adds"),
+             numpy_helper.from_array(np.array(0, np.float32), "zero_f"),
+             numpy_helper.from_array(np.array(-1, np.float32), "minus_one_f")]
+    model(path, nodes, inits, D, opset=17)
 
 
 def moving_model(path):
@@ -143,6 +177,15 @@ def main():
         rc, got, err = run(tmp, path, data, 5)
         ok = rc == 0 and "passes of that many" in err and got is not None and np.array_equal(got, -x)
         check("zeros_like (ConstantOfShape of Shape): in passes, logits as onnxruntime's", ok, "" if ok else err[-400:])
+        path = os.path.join(tmp, "swin_mask.onnx")
+        swin_mask_model(path)
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        rc, got, err = run(tmp, path, data, 5)
+        ok = rc == 0 and "passes of that many" in err and got is not None and np.array_equal(got, want)
+        check("swin_t's mask (ScatterND, Not): in passes, logits as onnxruntime's", ok, "" if ok else err[-400:])
+        rc0, whole, err0 = run(tmp, path, data, 0)
+        check("swin_t's mask: PTQ_PASS_ROWS=0 runs whole, the same bytes",
+              rc0 == 0 and "passes" not in err0 and got is not None and whole.tobytes() == got.tobytes())
         # the demo model: a whole eval in passes (the default on one thread) and without them, byte for byte;
         # on two threads the default is whole batches
         demo = os.path.join(tmp, "demo.h5")

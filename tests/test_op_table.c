@@ -73,6 +73,8 @@ static const struct {
     {"Equal", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"Mod", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
     {"ConstantOfShape", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"Not", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ScatterND", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
 };
 
 static void test_every_op(void)

@@ -4,7 +4,12 @@
  * num_outputs forms), Where and Expand (broadcasting), Range (float, int,
  * the int64 extremes), Equal (NaN, -0), Mod (fmod 0 and 1, INT64_MIN % -1,
  * zero divisors), ConstantOfShape (float32 0 by default, an int64 and a bool
- * value, a scalar and an empty output), errors naming the node; then one small graph of them all
+ * value, a scalar and an empty output), Not (nonzero bytes are true),
+ * ScatterND (rows, elements and whole-data tuples, negative indices, the
+ * last of equal tuples wins, add / mul / max / min with onnxruntime's NaN
+ * rule, integer and bool reductions; indices out of range, shapes that do
+ * not fit and reductions outside their opsets refused naming the node),
+ * errors naming the node; then one small graph of them all
  * whose Range length comes from Shape: known at shape inference, run with two
  * batch sizes on ref and cpu (and cuda when there is a GPU: the shape ops
  * fall back to the CPU there) against a hand computation; and an Expand
@@ -21,7 +26,7 @@
 #include "testlib.h"
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
-    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape;
+    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND;
 
 static double gelu_exact(double x)
 {
@@ -644,6 +649,168 @@ static void check_constant_of_shape(void)
     test_case_free(&c);
 }
 
+static void check_not(void)
+{
+    test_op_case c;
+    const uint8_t x[] = {0, 1, 2, 255, 0, 1};
+    const uint8_t want[] = {1, 0, 0, 0, 1, 0};
+    test_case_init(&c, "Not", 1, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, x, 2, DIMS(2, 3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Not, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(c.out[0].dtype == PTQ_DT_BOOL && test_dims_are(&c.out[0], 2, DIMS(2, 3)) &&
+          memcmp(c.out[0].data, want, sizeof want) == 0);
+    test_case_free(&c);
+    const float f[] = {0.0f, 1.0f};
+    test_case_init(&c, "Not", 1, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, f, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Not, 0), PTQ_ERR_FORMAT) && strstr(c.ctx.msg, "bool"));
+    test_case_free(&c);
+}
+
+/* ScatterND(data, indices, updates) at opset with the reduction attribute red (NULL: none) into c, run on ref. */
+static ptq_status scatter(test_op_case *c, int64_t opset, const char *red, ptq_dtype dt, const void *x, int x_nd,
+                          const int64_t *x_dims, const int64_t *idx, int i_nd, const int64_t *i_dims, const void *u,
+                          int u_nd, const int64_t *u_dims)
+{
+    static ptq_attr attr;
+    attr = (ptq_attr){.name = "reduction", .type = PTQ_ATTR_STRING, .s = red};
+    test_case_init(c, "ScatterND", opset, &attr, red ? 1 : 0, 3, 1);
+    test_case_input(c, 0, dt, x, x_nd, x_dims);
+    test_case_input(c, 1, PTQ_DT_INT64, idx, i_nd, i_dims);
+    test_case_input(c, 2, dt, u, u_nd, u_dims);
+    return test_case_run(c, &ptq_op_ScatterND, 1);
+}
+
+static void check_scatter_nd(void)
+{
+    test_op_case c;
+    /* data [3, 2]: rows 2 and 0 (as -3) replaced; the input is left as it was */
+    const float x[] = {1, 2, 3, 4, 5, 6};
+    const int64_t rows[] = {2, -3};
+    const float u_rows[] = {10, 11, 12, 13};
+    CHECK_MSG(scatter(&c, 11, NULL, PTQ_DT_FLOAT, x, 2, DIMS(3, 2), rows, 2, DIMS(2, 1), u_rows, 2, DIMS(2, 2)) ==
+                  PTQ_OK, "%s", c.ctx.msg);
+    const float want_rows[] = {12, 13, 3, 4, 10, 11};
+    CHECK(c.out[0].dtype == PTQ_DT_FLOAT && test_dims_are(&c.out[0], 2, DIMS(3, 2)) &&
+          memcmp(c.out[0].data, want_rows, sizeof want_rows) == 0 && x[0] == 1);
+    test_case_free(&c);
+    /* elements (k = rank), [1, 2, 2] tuples; equal tuples: the last in index order wins, as onnxruntime */
+    const int64_t elems[] = {0, 1, 2, 0, 0, 1, -1, -1};
+    const float u_elems[] = {7, 8, 9, 10};
+    CHECK_MSG(scatter(&c, 13, NULL, PTQ_DT_FLOAT, x, 2, DIMS(3, 2), elems, 3, DIMS(1, 4, 2), u_elems, 2,
+                      DIMS(1, 4)) == PTQ_OK, "%s", c.ctx.msg);
+    const float want_elems[] = {1, 9, 3, 4, 8, 10};
+    CHECK(memcmp(c.out[0].data, want_elems, sizeof want_elems) == 0);
+    test_case_free(&c);
+    /* k = 0: each tuple addresses the whole of data, the last update stays */
+    const float u_whole[] = {0, 0, 0, 0, 0, 0, 21, 22, 23, 24, 25, 26};
+    CHECK_MSG(scatter(&c, 16, "none", PTQ_DT_FLOAT, x, 2, DIMS(3, 2), rows, 2, DIMS(2, 0), u_whole, 3,
+                      DIMS(2, 3, 2)) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(memcmp(c.out[0].data, u_whole + 6, 6 * sizeof(float)) == 0);
+    test_case_free(&c);
+    /* reductions over equal tuples, in index order: add, mul; max and min take a NaN update and replace a NaN
+     * in data (onnxruntime keeps data's element only where it is strictly greater / less) */
+    const float xr[] = {2, NAN, 5};
+    const int64_t twice[] = {0, 0, 1, 2};
+    const float ur[] = {3, 4, 1, NAN};
+    const char *reds[] = {"add", "mul", "max", "min"};
+    const float want_red[4][3] = {{9, NAN, NAN}, {24, NAN, NAN}, {4, 1, NAN}, {2, 1, NAN}};
+    for (int r = 0; r < 4; r++) {
+        CHECK_MSG(scatter(&c, 18, reds[r], PTQ_DT_FLOAT, xr, 1, DIMS(3), twice, 2, DIMS(4, 1), ur, 1, DIMS(4)) ==
+                      PTQ_OK, "%s: %s", reds[r], c.ctx.msg);
+        const float *y = c.out[0].data;
+        CHECK_MSG(y[0] == want_red[r][0] && (y[1] == want_red[r][1] || (isnan(y[1]) && r < 2)) && isnan(y[2]),
+                  "%s: %g %g %g", reds[r], y[0], y[1], y[2]);
+        test_case_free(&c);
+    }
+    /* float64, int32 (wrapping add, signed max), uint8 (unsigned max) and bool (add is or, mul is and) */
+    const double xd[] = {0.1, 0.2};
+    const int64_t one_at0[] = {0};
+    const double ud[] = {0.2};
+    CHECK(scatter(&c, 16, "add", PTQ_DT_DOUBLE, xd, 1, DIMS(2), one_at0, 2, DIMS(1, 1), ud, 1, DIMS(1)) == PTQ_OK &&
+          ((const double *)c.out[0].data)[0] == 0.1 + 0.2);
+    test_case_free(&c);
+    const int32_t xi[] = {INT32_MAX, -5};
+    const int64_t both[] = {0, 1};
+    const int32_t ui[] = {1, -7};
+    CHECK(scatter(&c, 16, "add", PTQ_DT_INT32, xi, 1, DIMS(2), both, 2, DIMS(2, 1), ui, 1, DIMS(2)) == PTQ_OK &&
+          ((const int32_t *)c.out[0].data)[0] == INT32_MIN && ((const int32_t *)c.out[0].data)[1] == -12);
+    test_case_free(&c);
+    CHECK(scatter(&c, 18, "max", PTQ_DT_INT32, xi, 1, DIMS(2), both, 2, DIMS(2, 1), ui, 1, DIMS(2)) == PTQ_OK &&
+          ((const int32_t *)c.out[0].data)[0] == INT32_MAX && ((const int32_t *)c.out[0].data)[1] == -5);
+    test_case_free(&c);
+    const uint8_t xu[] = {200, 3}, uu[] = {100, 250};
+    CHECK(scatter(&c, 18, "max", PTQ_DT_UINT8, xu, 1, DIMS(2), both, 2, DIMS(2, 1), uu, 1, DIMS(2)) == PTQ_OK &&
+          ((const uint8_t *)c.out[0].data)[0] == 200 && ((const uint8_t *)c.out[0].data)[1] == 250);
+    test_case_free(&c);
+    const uint8_t xb[] = {1, 0}, ub[] = {1, 1};
+    CHECK(scatter(&c, 16, "add", PTQ_DT_BOOL, xb, 1, DIMS(2), both, 2, DIMS(2, 1), ub, 1, DIMS(2)) == PTQ_OK &&
+          ((const uint8_t *)c.out[0].data)[0] == 1 && ((const uint8_t *)c.out[0].data)[1] == 1);
+    test_case_free(&c);
+    /* none on a dtype without arithmetic (float16 bytes) */
+    const uint16_t xh[] = {0x3c00, 0x4000}, uh[] = {0x4200};
+    CHECK(scatter(&c, 13, NULL, PTQ_DT_FLOAT16, xh, 1, DIMS(2), one_at0, 2, DIMS(1, 1), uh, 1, DIMS(1)) == PTQ_OK &&
+          ((const uint16_t *)c.out[0].data)[0] == 0x4200 && ((const uint16_t *)c.out[0].data)[1] == 0x4000);
+    test_case_free(&c);
+
+    /* refused naming the node: an index past either end (3 and -4 for 3 rows, INT64_MIN), in any tuple */
+    const int64_t bad_idx[][2] = {{0, 3}, {-4, 0}, {1, INT64_MIN}};
+    for (int b = 0; b < 3; b++) {
+        CHECK(test_fails_naming_node(&c, scatter(&c, 13, NULL, PTQ_DT_FLOAT, x, 2, DIMS(3, 2), bad_idx[b], 2,
+                                                 DIMS(2, 1), u_rows, 2, DIMS(2, 2)), PTQ_ERR_DATA) &&
+              strstr(c.ctx.msg, "out of range") && strstr(c.ctx.msg, "size 3"));
+        test_case_free(&c);
+    }
+    /* updates of the wrong shape, indices deeper than data, rank-0 indices, int32 indices, mixed dtypes */
+    CHECK(test_fails_naming_node(&c, scatter(&c, 13, NULL, PTQ_DT_FLOAT, x, 2, DIMS(3, 2), rows, 2, DIMS(2, 1),
+                                             u_rows, 2, DIMS(1, 4)), PTQ_ERR_SHAPE) &&
+          strstr(c.ctx.msg, "updates are 1x4") && strstr(c.ctx.msg, "= 2x2"));
+    test_case_free(&c);
+    CHECK(test_fails_naming_node(&c, scatter(&c, 13, NULL, PTQ_DT_FLOAT, x, 2, DIMS(3, 2), elems, 2, DIMS(1, 3),
+                                             u_rows, 1, DIMS(1)), PTQ_ERR_SHAPE) && strstr(c.ctx.msg, "rank 2"));
+    test_case_free(&c);
+    CHECK(test_fails_naming_node(&c, scatter(&c, 13, NULL, PTQ_DT_FLOAT, x, 2, DIMS(3, 2), rows, 0, NULL, u_rows,
+                                             0, NULL), PTQ_ERR_SHAPE));
+    test_case_free(&c);
+    test_case_init(&c, "ScatterND", 13, NULL, 0, 3, 1);
+    const int32_t rows32[] = {2, 0};
+    test_case_input(&c, 0, PTQ_DT_FLOAT, x, 2, DIMS(3, 2));
+    test_case_input(&c, 1, PTQ_DT_INT32, rows32, 2, DIMS(2, 1));
+    test_case_input(&c, 2, PTQ_DT_FLOAT, u_rows, 2, DIMS(2, 2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_ScatterND, 0), PTQ_ERR_FORMAT) &&
+          strstr(c.ctx.msg, "int64"));
+    test_case_free(&c);
+    test_case_init(&c, "ScatterND", 13, NULL, 0, 3, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, x, 2, DIMS(3, 2));
+    test_case_input(&c, 1, PTQ_DT_INT64, rows, 2, DIMS(2, 1));
+    test_case_input(&c, 2, PTQ_DT_DOUBLE, xd, 2, DIMS(2, 2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_ScatterND, 0), PTQ_ERR_FORMAT) &&
+          strstr(c.ctx.msg, "float64"));
+    test_case_free(&c);
+    /* reductions: max and min only from opset 18, unknown names, arithmetic on float16 */
+    CHECK(test_fails_naming_node(&c, scatter(&c, 16, "max", PTQ_DT_FLOAT, xr, 1, DIMS(3), twice, 2, DIMS(4, 1), ur,
+                                             1, DIMS(4)), PTQ_ERR_FORMAT) && strstr(c.ctx.msg, "opset 16"));
+    test_case_free(&c);
+    CHECK(test_fails_naming_node(&c, scatter(&c, 18, "sum", PTQ_DT_FLOAT, xr, 1, DIMS(3), twice, 2, DIMS(4, 1), ur,
+                                             1, DIMS(4)), PTQ_ERR_FORMAT) && strstr(c.ctx.msg, "'sum'"));
+    test_case_free(&c);
+    CHECK(test_fails_naming_node(&c, scatter(&c, 16, "add", PTQ_DT_FLOAT16, xh, 1, DIMS(2), one_at0, 2, DIMS(1, 1),
+                                             uh, 1, DIMS(1)), PTQ_ERR_UNSUPPORTED) && strstr(c.ctx.msg, "float16"));
+    test_case_free(&c);
+    /* the reduction attribute before opset 16 is refused at load, as ONNX's checker refuses it */
+    const ptq_op_def **ops = NULL;
+    const ptq_attr add = {.name = "reduction", .type = PTQ_ATTR_STRING, .s = "add"};
+    test_case_init(&c, "ScatterND", 13, &add, 1, 3, 1);
+    c.graph.nodes = &c.node;
+    c.graph.n_nodes = 1;
+    CHECK(ptq_op_resolve(&c.ctx, &c.graph, &ops) == PTQ_ERR_FORMAT && strstr(c.ctx.msg, "node_under_test") &&
+          strstr(c.ctx.msg, "reduction"));
+    free(ops);
+    c.graph.opset = 16;
+    CHECK(ptq_op_resolve(&c.ctx, &c.graph, &ops) == PTQ_OK && ops && ops[0] == &ptq_op_ScatterND);
+    free(ops);
+}
+
 int main(void)
 {
     check_gelu_erf();
@@ -652,6 +819,8 @@ int main(void)
     check_range();
     check_equal_mod();
     check_constant_of_shape();
+    check_not();
+    check_scatter_nd();
     check_graph();
     check_data_shape_limit();
     return test_done("test_ops_transformer");

@@ -1,5 +1,6 @@
-/* Reference Gather, Slice, Expand, Where (byte copies on any fixed-size
- * dtype), Cast between the numeric dtypes, and Equal, Mod, Range on them, as
+/* Reference Gather, Slice, Expand, Where, ScatterND (byte copies on any
+ * fixed-size dtype; ScatterND's reductions on the numeric dtypes), Cast
+ * between the numeric dtypes, Equal, Mod, Range on them, and Not, as
  * ONNX defines them; their CPU path too (the shape arithmetic of exported
  * models runs them on small int64 tensors). Covered by tests/test_ops_zoo.c,
  * tests/test_ops_transformer.c and the ONNX conformance run. */
@@ -228,5 +229,58 @@ void ptq_k_range_ref(ptq_cast_kind kind, int64_t n, const void *start, const voi
             store_f(kind, y, i, load_f(kind, start, 0) + (double)i * load_f(kind, delta, 0));
         else /* wraps like the type's own arithmetic */
             store_i(kind, y, i, load_i(kind, start, 0) + (uint64_t)i * load_i(kind, delta, 0), 1);
+    }
+}
+
+void ptq_k_not_ref(int64_t n, const uint8_t *x, uint8_t *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] == 0;
+}
+
+/* y[i] combined with u of one integer (or bool) kind, held as 64-bit patterns (sign-extended when signed) */
+static uint64_t scatter_int(ptq_cast_kind k, ptq_scatter_reduction red, uint64_t y, uint64_t u)
+{
+    const int gt = is_signed(k) ? (int64_t)y > (int64_t)u : y > u, lt = is_signed(k) ? (int64_t)y < (int64_t)u : y < u;
+    switch (red) {
+    case PTQ_SCATTER_ADD: return y + u; /* wraps as the type's own arithmetic once stored */
+    case PTQ_SCATTER_MUL: return y * u;
+    case PTQ_SCATTER_MAX: return gt ? y : u;
+    case PTQ_SCATTER_MIN: return lt ? y : u;
+    default: return u;
+    }
+}
+
+/* float32 in float, float64 in double: the type's own rounding, as onnxruntime computes */
+#define SCATTER_FLOAT(T, red, a, b) \
+    ((red) == PTQ_SCATTER_ADD ? (T)((a) + (b)) : (red) == PTQ_SCATTER_MUL ? (T)((a) * (b)) \
+     : (red) == PTQ_SCATTER_MAX ? ((a) > (b) ? (a) : (b)) : (red) == PTQ_SCATTER_MIN ? ((a) < (b) ? (a) : (b)) : (b))
+
+void ptq_k_scatter_nd_ref(ptq_cast_kind kind, ptq_scatter_reduction red, size_t elem_bytes, int64_t n_slices,
+                          int64_t n_slice, const int64_t *offset, const void *u, void *y)
+{
+    const size_t slice_bytes = (size_t)n_slice * elem_bytes;
+    unsigned char *yb = y;
+    const unsigned char *ub = u;
+    for (int64_t j = 0; j < n_slices; j++) {
+        const int64_t at = offset[j], from = j * n_slice;
+        if (red == PTQ_SCATTER_NONE) {
+            if (slice_bytes)
+                memcpy(yb + (size_t)at * elem_bytes, ub + (size_t)from * elem_bytes, slice_bytes);
+            continue;
+        }
+        for (int64_t e = 0; e < n_slice; e++) {
+            if (kind == PTQ_CAST_F32) {
+                float *py = (float *)y + at + e;
+                const float pu = ((const float *)u)[from + e];
+                *py = SCATTER_FLOAT(float, red, *py, pu);
+            } else if (kind == PTQ_CAST_F64) {
+                double *py = (double *)y + at + e;
+                const double pu = ((const double *)u)[from + e];
+                *py = SCATTER_FLOAT(double, red, *py, pu);
+            } else {
+                store_i(kind, y, at + e, scatter_int(kind, red, load_i(kind, y, at + e), load_i(kind, u, from + e)), 1);
+            }
+        }
     }
 }
