@@ -4,7 +4,7 @@
  * shapes inference gives every value at batches 1 and 2, and the few ops
  * that can mix samples without changing a shape. Conservative: a graph it
  * cannot show independent runs whole batches. Covered by
- * tests/test_exec.c and tests/eval_ort_test.py. */
+ * tests/test_exec.c, tests/eval_ort_test.py and tests/pass_rows_test.py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,11 +103,21 @@ static int slice_keeps_rows(const ptq_graph *g, const ptq_node *n, int ndim, int
     return 1;
 }
 
+/* The product of value v's dims before axis b at batch 1: a Reshape keeps each sample's numbers together only
+ * where its input and output have as many of them before the batch's axis (the same row-major order). */
+static int64_t dims_before(const ptq_value *v, int b)
+{
+    int64_t p = 1;
+    for (int d = 0; d < b && d < v->ndim; d++)
+        p *= v->dims[d];
+    return p;
+}
+
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
  * softmax or normalization over b, a Gather, Split or Concat along it, a Slice that cuts or reverses it, batch
- * statistics, a ScatterND whose index tuples reach b. The rest of what could mix them changes a shape, which
- * rows_kind sees. */
-static int mixes_rows(const ptq_graph *g, const ptq_node *n, const unsigned char *kind)
+ * statistics, a ScatterND whose index tuples reach b, a Reshape that reads the samples' numbers in another order.
+ * The rest of what could mix them changes a shape, which rows_kind sees. */
+static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const unsigned char *kind)
 {
     const int v0 = n->n_inputs > 0 ? n->inputs[0] : -1;
     const int b = v0 >= 0 && kind[v0] >= ROWS_BATCH ? kind[v0] - ROWS_BATCH : -1; /* input 0's batch axis */
@@ -132,6 +142,11 @@ static int mixes_rows(const ptq_graph *g, const ptq_node *n, const unsigned char
         const int vi = n->n_inputs > 1 ? n->inputs[1] : -1;
         const int qi = vi >= 0 ? g->values[vi].ndim : 0;
         return b >= 0 && (qi < 1 || b < g->values[vi].dims[qi - 1]);
+    }
+    if (strcmp(op, "Reshape") == 0 || strcmp(op, "Flatten") == 0) { /* [3, N] read as [N, 3] takes 3 samples' */
+        const int out = n->n_outputs > 0 ? n->outputs[0] : -1;
+        return b >= 0 && out >= 0 && kind[out] >= ROWS_BATCH &&
+               dims_before(&at1[v0], b) != dims_before(&at1[out], kind[out] - ROWS_BATCH);
     }
     return 0;
 }
@@ -189,7 +204,7 @@ static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *
             for (int i = 0; i < n->n_outputs; i++) /* a row-wise input, an output of fixed shape: a reduction */
                 if (rows_in && n->outputs[i] >= 0 && kind[n->outputs[i]] < ROWS_BATCH)
                     return 0;
-            if (mixes_rows(g, n, kind))
+            if (mixes_rows(g, at1, n, kind))
                 return 0;
         }
         for (int i = 0; i < n->n_outputs; i++) {

@@ -3,15 +3,13 @@ sample on its own runs a long batch a few samples at a time, with the same logit
 samples of a batch without changing a shape must run it whole. Small hand-made models, each against
 onnxruntime on the whole batch: a softmax over the batch, a batch mean taken away, a division by the batch
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
-Slices, a softmax over axis -2, a ScatterND that writes the batch's first row (each run whole: no "passes"
-line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1 and back through Reshape,
-Transpose and Gather, with its Reshape's shape made from Shape, torch's zeros_like (ConstantOfShape of
-Shape), and swin_t's shifted-window mask (ConstantOfShape of a Shape past the batch, ScatterND of rows at
-negative indices and of elements with reduction add over repeated tuples, Equal, Not, Where): each runs in
-passes, logits as onnxruntime's and byte-identical to PTQ_PASS_ROWS=0's. The demo model's logits are
-byte-identical with and without passes (the default on one thread; two threads run whole batches unless
-PTQ_PASS_ROWS asks), and so are the demo's and the text model's archives (test_runner covers the library
-side)."""
+Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape (each run whole: no
+"passes" line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1 and back through
+Reshape, Transpose and Gather, with its Reshape's shape made from Shape, and torch's zeros_like
+(ConstantOfShape of Shape): both run in passes, logits as onnxruntime's and byte-identical to
+PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and without passes (the default on one
+thread; two threads run whole batches unless PTQ_PASS_ROWS asks), and so are the demo's and the text model's
+archives (test_runner covers the library side)."""
 import os
 import subprocess
 import sys
@@ -85,6 +83,10 @@ def mixing_models(tmp):
     add("softmax over axis -2 (the batch)", [helper.make_node("Softmax", ["x"], ["logits"], axis=-2)], [])
     add("scatter into the batch's first row", [helper.make_node("ScatterND", ["x", "row0", "zeros"], ["logits"])],
         [ints("row0", [[0]]), numpy_helper.from_array(np.zeros((1, D), np.float32), "zeros")])
+    # [N, 6] -> [6, N] read back as [N, 6]: each row takes 6 samples' numbers, every shape as a row-wise one's
+    add("transpose then reshape to [-1, 6]", [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+                                              helper.make_node("Reshape", ["t", "shape"], ["logits"])],
+        [ints("shape", [-1, D])])
     return out
 
 
