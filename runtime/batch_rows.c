@@ -115,8 +115,8 @@ static int64_t dims_before(const ptq_value *v, int b)
 
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
  * softmax or normalization over b, a Gather, Split or Concat along it, a Slice that cuts or reverses it, batch
- * statistics, a ScatterND whose index tuples reach b, a Reshape that reads the samples' numbers in another order.
- * The rest of what could mix them changes a shape, which rows_kind sees. */
+ * statistics, a convolution or pooling window along it, a Reshape that reads the samples' numbers in another
+ * order. The rest of what could mix them changes a shape, which rows_kind sees. */
 static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const unsigned char *kind)
 {
     const int v0 = n->n_inputs > 0 ? n->inputs[0] : -1;
@@ -143,6 +143,10 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
         const int qi = vi >= 0 ? g->values[vi].ndim : 0;
         return b >= 0 && (qi < 1 || b < g->values[vi].dims[qi - 1]);
     }
+    if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) /* windows over the batch, or sums across it */
+        return b >= 1;
+    if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 || strcmp(op, "GlobalAveragePool") == 0)
+        return b >= 2;
     if (strcmp(op, "Reshape") == 0 || strcmp(op, "Flatten") == 0) { /* [3, N] read as [N, 3] takes 3 samples' */
         const int out = n->n_outputs > 0 ? n->outputs[0] : -1;
         return b >= 0 && out >= 0 && kind[out] >= ROWS_BATCH &&

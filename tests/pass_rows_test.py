@@ -3,8 +3,9 @@ sample on its own runs a long batch a few samples at a time, with the same logit
 samples of a batch without changing a shape must run it whole. Small hand-made models, each against
 onnxruntime on the whole batch: a softmax over the batch, a batch mean taken away, a division by the batch
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
-Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape (each run whole: no
-"passes" line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1 and back through
+Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape, a MaxPool and a Conv
+along the batch as the spatial axis of [1, 6, N] (each run whole: no "passes" line in --profile, logits as
+onnxruntime's); a model whose batch moves to axis 1 and back through
 Reshape, Transpose and Gather, with its Reshape's shape made from Shape, and torch's zeros_like
 (ConstantOfShape of Shape): both run in passes, logits as onnxruntime's and byte-identical to
 PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and without passes (the default on one
@@ -87,6 +88,16 @@ def mixing_models(tmp):
     add("transpose then reshape to [-1, 6]", [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
                                               helper.make_node("Reshape", ["t", "shape"], ["logits"])],
         [ints("shape", [-1, D])])
+    # the batch as the spatial axis of [1, 6, N]: a window of 3 samples
+    w = np.random.default_rng(5).standard_normal((D, D, 3)).astype(np.float32)
+    conv = [numpy_helper.from_array(w, "w")]
+    for op, attrs, inits in (("MaxPool", {"kernel_shape": [3]}, []), ("Conv", {}, conv)):
+        window = helper.make_node(op, ["u"] + [i.name for i in inits], ["c"], pads=[1, 1], **attrs)
+        add(f"{op} along the batch", [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+                                      helper.make_node("Unsqueeze", ["t", "zero1"], ["u"]), window,
+                                      helper.make_node("Squeeze", ["c", "zero1"], ["s"]),
+                                      helper.make_node("Transpose", ["s"], ["logits"], perm=[1, 0])],
+            [ints("zero1", [0])] + inits)
     return out
 
 
