@@ -3,11 +3,11 @@ sample on its own runs a long batch a few samples at a time, with the same logit
 samples of a batch without changing a shape must run it whole. Small hand-made models, each against
 onnxruntime on the whole batch: a softmax over the batch, a batch mean taken away, a division by the batch
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
-Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape, a MaxPool and a Conv
-along the batch as the spatial axis of [1, 6, N] (each run whole: no "passes" line in --profile, logits as
-onnxruntime's); a model whose batch moves to axis 1 and back through
-Reshape, Transpose and Gather, with its Reshape's shape made from Shape, and torch's zeros_like
-(ConstantOfShape of Shape): both run in passes, logits as onnxruntime's and byte-identical to
+Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape, a MaxPool and a Conv along
+the batch as the spatial axis of [1, 6, N], an opset-11 Softmax and a LayerNormalization from axis 0 of [6, N]
+(each run whole: no "passes" line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1
+and back through Reshape, Transpose and Gather, with its Reshape's shape made from Shape, and torch's
+zeros_like (ConstantOfShape of Shape): both run in passes, logits as onnxruntime's and byte-identical to
 PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and without passes (the default on one
 thread; two threads run whole batches unless PTQ_PASS_ROWS asks), and so are the demo's and the text model's
 archives (test_runner covers the library side)."""
@@ -55,9 +55,9 @@ def mixing_models(tmp):
     """(name, path): models whose samples depend on other samples of the batch, shapes unchanged."""
     out = []
 
-    def add(name, nodes, inits):
+    def add(name, nodes, inits, opset=13):
         path = os.path.join(tmp, name + ".onnx")
-        model(path, nodes, inits, D)
+        model(path, nodes, inits, D, opset)
         out.append((name, path))
 
     add("softmax over the batch", [helper.make_node("Softmax", ["x"], ["logits"], axis=0)], [])
@@ -98,6 +98,16 @@ def mixing_models(tmp):
                                       helper.make_node("Squeeze", ["c", "zero1"], ["s"]),
                                       helper.make_node("Transpose", ["s"], ["logits"], perm=[1, 0])],
             [ints("zero1", [0])] + inits)
+    # normalized over [axis, rank) of [6, N]: every sample's numbers at once, shapes unchanged
+    transposed = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0])]
+    back = [helper.make_node("Transpose", ["y"], ["logits"], perm=[1, 0])]
+    add("opset 11 Softmax over the block from axis 0", transposed + [helper.make_node("Softmax", ["t"], ["y"], axis=0)]
+        + back, [], 11)
+    add("LayerNormalization from axis 0", transposed + [helper.make_node("Shape", ["t"], ["ts"]),
+                                                        helper.make_node("Expand", ["one", "ts"], ["scale"]),
+                                                        helper.make_node("LayerNormalization", ["t", "scale"], ["y"],
+                                                                         axis=0)] + back,
+        [numpy_helper.from_array(np.ones((1, 1), np.float32), "one")], 17)
     return out
 
 
