@@ -159,13 +159,12 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
     return 0;
 }
 
-/* Inputs of node n that only give a shape, axes or pads (their values decide what is read, not what is
- * computed): the batch size read there through Shape does not reach the outputs' numbers. */
+/* Inputs of node n that only give a shape or axes (their values decide the output's shape, not which numbers it
+ * holds): the batch size read there through Shape does not reach the outputs' numbers. Not a Slice's starts or a
+ * Pad's pads: Slice(table, 0, batch size) gives each sample the table's row of its place in the batch. */
 static int shape_input(const ptq_node *n, int i)
 {
-    static const char *const ops[] = {"Reshape", "Expand", "Pad", "Split", "Squeeze", "Unsqueeze", "ReduceMean"};
-    if (strcmp(n->op_type, "Slice") == 0)
-        return i >= 1;
+    static const char *const ops[] = {"Reshape", "Expand", "Squeeze", "Unsqueeze", "ReduceMean"};
     if (strcmp(n->op_type, "ConstantOfShape") == 0)
         return i == 0;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
@@ -174,10 +173,130 @@ static int shape_input(const ptq_node *n, int i)
     return 0;
 }
 
-/* The walk of ptq_graph_rows_independent: kind[v] as rows_kind gives it, sized[v] 1 where v's numbers hold the
- * batch size (read by Shape). */
+#define ALL_ELEMS UINT64_MAX /* every element of a value, or some of one of more than 64 */
+
+/* The element count of value v at batch 1, or -1 when unknown or past 64. */
+static int64_t n_elems(const ptq_value *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->dims[d] < 0 || v->dims[d] > 64)
+            return -1;
+        n *= v->dims[d];
+        if (n > 64)
+            return -1;
+    }
+    return v->ndim < 0 ? -1 : n;
+}
+
+/* Elements [0, n) of a bit mask (every bit when n is unknown). */
+static uint64_t elems_below(int64_t n)
+{
+    return n < 0 || n >= 64 ? ALL_ELEMS : ((uint64_t)1 << n) - 1;
+}
+
+/* Which of the elements of the 1-D value x (the bits of mask m) a Gather along axis 0 with the constant indices
+ * idx takes, in order: a shape's dims picked by index. */
+static uint64_t gather_elems(const ptq_graph *g, const ptq_value *at1, int x, int idx, uint64_t m)
+{
+    int64_t at[64];
+    const int64_t len = n_elems(&at1[x]), k = const_ints(g, idx, at, 64);
+    uint64_t out = 0;
+    if (at1[x].ndim != 1 || len < 0 || k < 0)
+        return ALL_ELEMS;
+    for (int64_t j = 0; j < k; j++) {
+        const int64_t e = at[j] < 0 ? at[j] + len : at[j];
+        if (e < 0 || e >= len)
+            return ALL_ELEMS;
+        out |= (m >> e & 1) << j;
+    }
+    return out;
+}
+
+/* Which elements of the 1-D value x (the bits of mask m) Slice node n takes along axis 0, with constant starts,
+ * ends and steps, in order. */
+static uint64_t slice_elems(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, uint64_t m)
+{
+    int64_t st, en, ax = 0, sp = 1;
+    const int64_t len = n_elems(&at1[n->inputs[0]]);
+    if (at1[n->inputs[0]].ndim != 1 || len < 0 || n->n_inputs < 3 || const_ints(g, n->inputs[1], &st, 1) != 1 ||
+        const_ints(g, n->inputs[2], &en, 1) != 1 ||
+        (n->n_inputs > 3 && n->inputs[3] >= 0 && const_ints(g, n->inputs[3], &ax, 1) != 1) ||
+        (n->n_inputs > 4 && n->inputs[4] >= 0 && const_ints(g, n->inputs[4], &sp, 1) != 1) ||
+        (ax != 0 && ax != -1) || sp == 0)
+        return ALL_ELEMS;
+    const int64_t lo = sp > 0 ? 0 : -1, hi = sp > 0 ? len : len - 1; /* ONNX's clamps */
+    st = st < 0 ? st + len : st;
+    en = en < 0 ? en + len : en;
+    st = st < 0 ? 0 : st > hi ? hi : st;
+    en = en < lo ? lo : en > hi ? hi : en;
+    sp = sp > 64 ? 64 : sp < -64 ? -64 : sp; /* a longer step takes the first element only, as 64 does */
+    uint64_t out = 0;
+    int j = 0;
+    for (int64_t e = st; sp > 0 ? e < en : e > en; e += sp)
+        out |= (m >> e & 1) << j++;
+    return out;
+}
+
+/* Which elements of node n's output hold the batch size (the bits of sized for each input; an input for a
+ * shape does not count): a shape's dims picked by Gather, Slice or Concat, or changed elementwise, are followed
+ * one by one (torch's x.shape[1] is not the batch size), everything else takes every element. */
+static uint64_t sized_elems(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const uint64_t *sized)
+{
+    static const char *const same[] = {"Identity", "Cast", "Squeeze", "Unsqueeze", "Reshape", "Flatten"};
+    static const char *const elementwise[] = {"Add", "Sub", "Mul", "Div", "Mod", "Equal", "Where"};
+    const char *op = n->op_type;
+    const int out = n->n_outputs > 0 ? n->outputs[0] : -1, x = n->n_inputs > 0 ? n->inputs[0] : -1;
+    uint64_t any = 0, params = 0, m = 0; /* params: a Slice's starts, ends, axes and steps */
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] >= 0 && !shape_input(n, i)) {
+            any |= sized[n->inputs[i]];
+            params |= i > 0 ? sized[n->inputs[i]] : 0;
+        }
+    if (!any || out < 0 || n->n_outputs != 1)
+        return any ? ALL_ELEMS : 0;
+    for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) /* the same numbers in the same order */
+        if (strcmp(op, same[k]) == 0)
+            return sized[x];
+    if (strcmp(op, "Gather") == 0 && ptq_node_attr_int(n, "axis", 0) == 0 && n->n_inputs == 2 && !sized[n->inputs[1]])
+        return gather_elems(g, at1, x, n->inputs[1], sized[x]);
+    if (strcmp(op, "Slice") == 0 && !params)
+        return slice_elems(g, at1, n, sized[x]);
+    if (strcmp(op, "Concat") == 0) {
+        int64_t at = 0;
+        for (int i = 0; i < n->n_inputs; i++) {
+            const int64_t len = n->inputs[i] >= 0 ? n_elems(&at1[n->inputs[i]]) : -1;
+            if (len < 0 || at1[n->inputs[i]].ndim != 1 || at + len > 64)
+                return ALL_ELEMS;
+            m |= len > 0 ? sized[n->inputs[i]] << at : 0;
+            at += len;
+        }
+        return m;
+    }
+    for (size_t k = 0; k < sizeof elementwise / sizeof elementwise[0]; k++) {
+        if (strcmp(op, elementwise[k]) != 0)
+            continue;
+        const int64_t len = n_elems(&at1[out]);
+        for (int i = 0; i < n->n_inputs; i++) { /* a scalar broadcasts to every element, a vector keeps its own */
+            const int v = n->inputs[i];
+            const int64_t lv = v >= 0 ? n_elems(&at1[v]) : -1;
+            if (v < 0 || !sized[v])
+                continue;
+            if (lv == 1)
+                return ALL_ELEMS;
+            if (len < 0 || lv != len || at1[v].ndim != at1[out].ndim)
+                return ALL_ELEMS;
+            m |= sized[v];
+        }
+        return m;
+    }
+    return ALL_ELEMS;
+}
+
+/* The walk of ptq_graph_rows_independent: kind[v] as rows_kind gives it, sized[v] the bits of v's elements (in
+ * row-major order; ALL_ELEMS for any of a larger value) that hold the batch size (read by Shape). */
 static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2, unsigned char *kind,
-                     unsigned char *sized)
+                     uint64_t *sized)
 {
     for (int v = 0; v < g->n_values; v++) {
         const int is_const = at1[v].data != NULL || (at1[v].producer < 0 && !(at1[v].flags & PTQ_VALUE_INPUT));
@@ -195,29 +314,27 @@ static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *
             return 0;
     for (int k = 0; k < g->n_nodes; k++) { /* in the order they run: producers first */
         const ptq_node *n = &g->nodes[k];
-        int rows_in = 0, sized_in = 0;
-        for (int i = 0; i < n->n_inputs; i++) {
-            const int v = n->inputs[i];
-            if (v < 0)
-                continue;
-            rows_in |= kind[v] >= ROWS_BATCH;
-            sized_in |= sized[v] && !shape_input(n, i);
-        }
-        if (strcmp(n->op_type, "Shape") == 0) { /* the batch size, where its [start, end) takes dim 0 */
-            const int ndim = n->inputs[0] >= 0 ? g->values[n->inputs[0]].ndim : 0;
-            const int64_t start = attr_axis(n, "start", 0, ndim);
-            const int v0 = n->inputs[0], b = v0 >= 0 && kind[v0] >= ROWS_BATCH ? kind[v0] - ROWS_BATCH : -1;
-            sized_in = b >= 0 && start <= b && attr_axis(n, "end", ndim, ndim) > b;
+        int rows_in = 0;
+        uint64_t sized_out;
+        for (int i = 0; i < n->n_inputs; i++)
+            rows_in |= n->inputs[i] >= 0 && kind[n->inputs[i]] >= ROWS_BATCH;
+        if (strcmp(n->op_type, "Shape") == 0) { /* the batch size, where its [start, end) takes the batch's axis */
+            const int v0 = n->inputs[0], ndim = v0 >= 0 ? g->values[v0].ndim : 0;
+            const int b = v0 >= 0 && kind[v0] >= ROWS_BATCH ? kind[v0] - ROWS_BATCH : -1;
+            int64_t start = attr_axis(n, "start", 0, ndim);
+            start = start < 0 ? 0 : start;
+            sized_out = b >= 0 && start <= b && attr_axis(n, "end", ndim, ndim) > b ? (uint64_t)1 << (b - start) : 0;
         } else {
             for (int i = 0; i < n->n_outputs; i++) /* a row-wise input, an output of fixed shape: a reduction */
                 if (rows_in && n->outputs[i] >= 0 && kind[n->outputs[i]] < ROWS_BATCH)
                     return 0;
             if (mixes_rows(g, at1, n, kind))
                 return 0;
+            sized_out = sized_elems(g, at1, n, sized);
         }
         for (int i = 0; i < n->n_outputs; i++) {
             const int v = n->outputs[i];
-            if (v < 0 || !sized_in)
+            if (v < 0 || !(sized_out & elems_below(n_elems(&at1[v]))))
                 continue;
             /* the batch size in a float, in a row-wise value (a Range over it) or in an output: a number
                that a pass of fewer samples would change */
@@ -225,7 +342,7 @@ static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *
             if ((dt != PTQ_DT_INT64 && dt != PTQ_DT_INT32 && dt != PTQ_DT_BOOL) || kind[v] >= ROWS_BATCH ||
                 (at1[v].flags & PTQ_VALUE_OUTPUT))
                 return 0;
-            sized[v] = 1;
+            sized[v] = sized_out & elems_below(n_elems(&at1[v]));
         }
     }
     return 1;
@@ -233,8 +350,10 @@ static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *
 
 int ptq_graph_rows_independent(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2)
 {
-    unsigned char *kind = malloc(2 * (size_t)g->n_values + 1);
-    const int ok = kind && rows_walk(g, at1, at2, kind, kind + g->n_values);
+    unsigned char *kind = malloc((size_t)g->n_values + 1);
+    uint64_t *sized = malloc(((size_t)g->n_values + 1) * sizeof *sized);
+    const int ok = kind && sized && rows_walk(g, at1, at2, kind, sized);
     free(kind);
+    free(sized);
     return ok;
 }

@@ -4,13 +4,13 @@ samples of a batch without changing a shape must run it whole. Small hand-made m
 onnxruntime on the whole batch: a softmax over the batch, a batch mean taken away, a division by the batch
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
 Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape, a MaxPool and a Conv along
-the batch as the spatial axis of [1, 6, N], an opset-11 Softmax and a LayerNormalization from axis 0 of [6, N]
-(each run whole: no "passes" line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1
-and back through Reshape, Transpose and Gather, with its Reshape's shape made from Shape, and torch's
-zeros_like (ConstantOfShape of Shape): both run in passes, logits as onnxruntime's and byte-identical to
-PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and without passes (the default on one
-thread; two threads run whole batches unless PTQ_PASS_ROWS asks), and so are the demo's and the text model's
-archives (test_runner covers the library side)."""
+the batch as the spatial axis of [1, 6, N], an opset-11 Softmax and a LayerNormalization from axis 0 of
+[6, N], a table's first rows sliced by the batch size (each run whole: no "passes" line in --profile, logits
+as onnxruntime's); a model whose batch moves to axis 1 and back through Reshape, Transpose and Gather, with
+its Reshape's shape made from Shape, and torch's zeros_like (ConstantOfShape of Shape): both run in passes,
+logits as onnxruntime's and byte-identical to PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical
+with and without passes (the default on one thread; two threads run whole batches unless PTQ_PASS_ROWS asks),
+and so are the demo's and the text model's archives (test_runner covers the library side)."""
 import os
 import subprocess
 import sys
@@ -108,6 +108,14 @@ def mixing_models(tmp):
                                                         helper.make_node("LayerNormalization", ["t", "scale"], ["y"],
                                                                          axis=0)] + back,
         [numpy_helper.from_array(np.ones((1, 1), np.float32), "one")], 17)
+    # a positional table's first rows, as many as the batch: each sample gets the row of its place in the batch
+    nodes = []
+    batch_size(nodes, "n")
+    table = numpy_helper.from_array(np.arange(2 * N * D, dtype=np.float32).reshape(2 * N, D) / N, "table")
+    add("a table's rows sliced by the batch size", nodes + [helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+                                                            helper.make_node("Slice", ["table", "zero1", "n1"], ["r"]),
+                                                            helper.make_node("Add", ["x", "r"], ["logits"])],
+        [ints("zero", 0), ints("zero1", [0]), table])
     return out
 
 
