@@ -239,28 +239,35 @@ static uint64_t slice_elems(const ptq_graph *g, const ptq_value *at1, const ptq_
 }
 
 /* Which elements of node n's output hold the batch size (the bits of sized for each input; an input for a
- * shape does not count): a shape's dims picked by Gather, Slice or Concat, or changed elementwise, are followed
- * one by one (torch's x.shape[1] is not the batch size), everything else takes every element. */
-static uint64_t sized_elems(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const uint64_t *sized)
+ * shape counts only where derived, a number computed from the batch size rather than a copy of it: a Reshape
+ * to [N, 2 + N / 3 % 2, -1] is another per-sample shape at another batch size): a shape's dims picked by
+ * Gather, Slice or Concat, or changed elementwise, are followed one by one (torch's x.shape[1] is not the batch
+ * size), everything else takes every element. *derived_out: whether they are computed, not copied. */
+static uint64_t sized_elems(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const uint64_t *sized,
+                            const unsigned char *derived, unsigned char *derived_out)
 {
     static const char *const same[] = {"Identity", "Cast", "Squeeze", "Unsqueeze", "Reshape", "Flatten"};
     static const char *const elementwise[] = {"Add", "Sub", "Mul", "Div", "Mod", "Equal", "Where"};
     const char *op = n->op_type;
     const int out = n->n_outputs > 0 ? n->outputs[0] : -1, x = n->n_inputs > 0 ? n->inputs[0] : -1;
-    uint64_t any = 0, params = 0, m = 0; /* params: a Slice's starts, ends, axes and steps */
-    for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i] >= 0 && !shape_input(n, i)) {
-            any |= sized[n->inputs[i]];
-            params |= i > 0 ? sized[n->inputs[i]] : 0;
+    uint64_t any = 0, others = 0, m = 0; /* others: from inputs past the first (a Slice's starts, ...) */
+    for (int i = 0; i < n->n_inputs; i++) {
+        const int v = n->inputs[i];
+        if (v >= 0 && (!shape_input(n, i) || derived[v])) {
+            any |= sized[v];
+            others |= i > 0 ? sized[v] : 0;
         }
+    }
+    *derived_out = 1;
     if (!any || out < 0 || n->n_outputs != 1)
         return any ? ALL_ELEMS : 0;
+    *derived_out = derived[x]; /* moved, not computed */
     for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) /* the same numbers in the same order */
-        if (strcmp(op, same[k]) == 0)
+        if (strcmp(op, same[k]) == 0 && !others)
             return sized[x];
-    if (strcmp(op, "Gather") == 0 && ptq_node_attr_int(n, "axis", 0) == 0 && n->n_inputs == 2 && !sized[n->inputs[1]])
+    if (strcmp(op, "Gather") == 0 && ptq_node_attr_int(n, "axis", 0) == 0 && n->n_inputs == 2 && !others)
         return gather_elems(g, at1, x, n->inputs[1], sized[x]);
-    if (strcmp(op, "Slice") == 0 && !params)
+    if (strcmp(op, "Slice") == 0 && !others)
         return slice_elems(g, at1, n, sized[x]);
     if (strcmp(op, "Concat") == 0) {
         int64_t at = 0;
@@ -269,10 +276,12 @@ static uint64_t sized_elems(const ptq_graph *g, const ptq_value *at1, const ptq_
             if (len < 0 || at1[n->inputs[i]].ndim != 1 || at + len > 64)
                 return ALL_ELEMS;
             m |= len > 0 ? sized[n->inputs[i]] << at : 0;
+            *derived_out |= derived[n->inputs[i]];
             at += len;
         }
         return m;
     }
+    *derived_out = 1;
     for (size_t k = 0; k < sizeof elementwise / sizeof elementwise[0]; k++) {
         if (strcmp(op, elementwise[k]) != 0)
             continue;
@@ -294,15 +303,17 @@ static uint64_t sized_elems(const ptq_graph *g, const ptq_value *at1, const ptq_
 }
 
 /* The walk of ptq_graph_rows_independent: kind[v] as rows_kind gives it, sized[v] the bits of v's elements (in
- * row-major order; ALL_ELEMS for any of a larger value) that hold the batch size (read by Shape). */
+ * row-major order; ALL_ELEMS for any of a larger value) that hold the batch size (read by Shape), derived[v] 1
+ * where some of them are computed from it, not copied. */
 static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2, unsigned char *kind,
-                     uint64_t *sized)
+                     uint64_t *sized, unsigned char *derived)
 {
     for (int v = 0; v < g->n_values; v++) {
         const int is_const = at1[v].data != NULL || (at1[v].producer < 0 && !(at1[v].flags & PTQ_VALUE_INPUT));
         const int is_input = (at1[v].flags & PTQ_VALUE_INPUT) && at1[v].ndim >= 1 && at1[v].dims[0] <= 0;
         kind[v] = is_const ? ROWS_SAME : is_input ? ROWS_BATCH : (unsigned char)rows_kind(&at1[v], &at2[v]);
         sized[v] = 0;
+        derived[v] = 0;
         if (kind[v] == ROWS_UNKNOWN)
             return 0;
     }
@@ -316,6 +327,7 @@ static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *
         const ptq_node *n = &g->nodes[k];
         int rows_in = 0;
         uint64_t sized_out;
+        unsigned char derived_out = 0;
         for (int i = 0; i < n->n_inputs; i++)
             rows_in |= n->inputs[i] >= 0 && kind[n->inputs[i]] >= ROWS_BATCH;
         if (strcmp(n->op_type, "Shape") == 0) { /* the batch size, where its [start, end) takes the batch's axis */
@@ -330,7 +342,7 @@ static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *
                     return 0;
             if (mixes_rows(g, at1, n, kind))
                 return 0;
-            sized_out = sized_elems(g, at1, n, sized);
+            sized_out = sized_elems(g, at1, n, sized, derived, &derived_out);
         }
         for (int i = 0; i < n->n_outputs; i++) {
             const int v = n->outputs[i];
@@ -343,6 +355,7 @@ static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *
                 (at1[v].flags & PTQ_VALUE_OUTPUT))
                 return 0;
             sized[v] = sized_out & elems_below(n_elems(&at1[v]));
+            derived[v] = derived_out;
         }
     }
     return 1;
@@ -350,9 +363,9 @@ static int rows_walk(const ptq_graph *g, const ptq_value *at1, const ptq_value *
 
 int ptq_graph_rows_independent(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2)
 {
-    unsigned char *kind = malloc((size_t)g->n_values + 1);
+    unsigned char *kind = malloc(2 * (size_t)g->n_values + 1);
     uint64_t *sized = malloc(((size_t)g->n_values + 1) * sizeof *sized);
-    const int ok = kind && sized && rows_walk(g, at1, at2, kind, sized);
+    const int ok = kind && sized && rows_walk(g, at1, at2, kind, sized, kind + g->n_values);
     free(kind);
     free(sized);
     return ok;

@@ -5,12 +5,13 @@ onnxruntime on the whole batch: a softmax over the batch, a batch mean taken awa
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
 Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape, a MaxPool and a Conv along
 the batch as the spatial axis of [1, 6, N], an opset-11 Softmax and a LayerNormalization from axis 0 of
-[6, N], a table's first rows sliced by the batch size (each run whole: no "passes" line in --profile, logits
-as onnxruntime's); a model whose batch moves to axis 1 and back through Reshape, Transpose and Gather, with
-its Reshape's shape made from Shape, and torch's zeros_like (ConstantOfShape of Shape): both run in passes,
-logits as onnxruntime's and byte-identical to PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical
-with and without passes (the default on one thread; two threads run whole batches unless PTQ_PASS_ROWS asks),
-and so are the demo's and the text model's archives (test_runner covers the library side)."""
+[6, N], a table's first rows sliced by the batch size, a Reshape to [N, 2 + N // 4 % 2, -1] (each run whole:
+no "passes" line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1 and back through
+Reshape, Transpose and Gather, with its Reshape's shape made from Shape, and torch's zeros_like
+(ConstantOfShape of Shape): both run in passes, logits as onnxruntime's and byte-identical to
+PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and without passes (the default on one
+thread; two threads run whole batches unless PTQ_PASS_ROWS asks), and so are the demo's and the text model's
+archives (test_runner covers the library side)."""
 import os
 import subprocess
 import sys
@@ -116,6 +117,18 @@ def mixing_models(tmp):
                                                             helper.make_node("Slice", ["table", "zero1", "n1"], ["r"]),
                                                             helper.make_node("Add", ["x", "r"], ["logits"])],
         [ints("zero", 0), ints("zero1", [0]), table])
+    # a Reshape to [N, 2 + N // 4 % 2, -1]: a softmax over 3 numbers at batch 64, over 2 in passes of 5
+    nodes = []
+    batch_size(nodes, "n")
+    nodes += [helper.make_node("Div", ["n", "four"], ["q"]), helper.make_node("Mod", ["q", "two"], ["r"]),
+              helper.make_node("Add", ["r", "two"], ["a"]), helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+              helper.make_node("Unsqueeze", ["a", "zero1"], ["a1"]),
+              helper.make_node("Concat", ["n1", "a1", "minus1"], ["shape"], axis=0),
+              helper.make_node("Reshape", ["x", "shape"], ["r3"]), helper.make_node("Softmax", ["r3"], ["sm"]),
+              helper.make_node("Reshape", ["sm", "flat"], ["logits"])]
+    add("a Reshape's shape computed from the batch size", nodes,
+        [ints("zero", 0), ints("zero1", [0]), ints("four", 4), ints("two", 2), ints("minus1", [-1]),
+         ints("flat", [-1, D])])
     return out
 
 
