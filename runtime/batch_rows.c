@@ -115,8 +115,9 @@ static int64_t dims_before(const ptq_value *v, int b)
 
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
  * softmax or normalization over b, a Gather, Split or Concat along it, a Slice that cuts or reverses it, batch
- * statistics, a convolution or pooling window along it, a Reshape that reads the samples' numbers in another
- * order. The rest of what could mix them changes a shape, which rows_kind sees. */
+ * statistics, a ScatterND whose index tuples reach b, a convolution or pooling window along it, a Reshape that
+ * reads the samples' numbers in another order. The rest of what could mix them changes a shape, which rows_kind
+ * sees. */
 static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const unsigned char *kind)
 {
     const int v0 = n->n_inputs > 0 ? n->inputs[0] : -1;

@@ -5,10 +5,12 @@ onnxruntime on the whole batch: a softmax over the batch, a batch mean taken awa
 size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
 Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape, a MaxPool and a Conv along
 the batch as the spatial axis of [1, 6, N], an opset-11 Softmax and a LayerNormalization from axis 0 of
-[6, N], a table's first rows sliced by the batch size, a Reshape to [N, 2 + N // 4 % 2, -1] (each run whole:
-no "passes" line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1 and back through
-Reshape, Transpose and Gather, with its Reshape's shape made from Shape, and torch's zeros_like
-(ConstantOfShape of Shape): both run in passes, logits as onnxruntime's and byte-identical to
+[6, N], a table's first rows sliced by the batch size, a Reshape to [N, 2 + N // 4 % 2, -1], a ScatterND that
+writes the batch's first row (each run whole: no "passes" line in --profile, logits as onnxruntime's); a model
+whose batch moves to axis 1 and back through Reshape, Transpose and Gather, with its Reshape's shape made from
+Shape, torch's zeros_like (ConstantOfShape of Shape), and swin_t's shifted-window mask (ConstantOfShape of a
+Shape past the batch, ScatterND of rows at negative indices and of elements with reduction add over repeated
+tuples, Equal, Not, Where): each runs in passes, logits as onnxruntime's and byte-identical to
 PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and without passes (the default on one
 thread; two threads run whole batches unless PTQ_PASS_ROWS asks), and so are the demo's and the text model's
 archives (test_runner covers the library side)."""
