@@ -276,6 +276,7 @@ int cli_get_all(const char *name, const char **values);
     "  --labels-key KEY     HDF5 dataset holding the labels (default: labels, y, Y, targets)\n"                \
     "  --layout L           stored HDF5 image layout NHW, NHWC or NCHW (default: guessed)\n"                   \
     "  --allow-external-data  read an HDF5 set that refers to other files (external links or storage)\n"       \
+    "                       (these four are an HDF5 set's: with an image folder they are refused)\n"          \
     "  --labels FILE        image folders: the samples and labels are FILE's \"PATH LABEL\" lines (PATH\n"     \
     "                       relative to --data, LABEL an integer), as ImageNet validation lists come\n"       \
     "                       (e.g. ILSVRC2012_val_00000001.JPEG 65); class folders are not scanned\n"            \

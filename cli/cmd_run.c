@@ -78,8 +78,9 @@ static const char run_help[] =
     "  --math M             fp32 (default), tf32 or fp64: the GPU math of calibrate, sensitivity,\n"
     "                       the budgeted plan and validate, as for `ptq eval`, and in their keys (the\n"
     "                       CPU computes FP32 whatever M, with eval's note)\n"
-    "  --images-key KEY, --layout L, --allow-external-data  how both data sets' HDF5 files are\n"
-    "                       read, as for `ptq eval`; --labels-key KEY: --data's labels\n"
+    "  --images-key KEY, --layout L, --allow-external-data  how the data sets' HDF5 files are\n"
+    "                       read, as for `ptq eval`; --labels-key KEY: --data's labels (the stages\n"
+    "                       that read an image folder do not get them; refused with two folders)\n"
     "  --input NAME=DATASET  (repeatable) the HDF5 dataset feeding a model input, in both data sets,\n"
     "                       as for `ptq eval` (default: the dataset of the input's name)\n"
     "  --smooth ALPHA       first move activation outliers into the weights (`ptq smooth --alpha\n"
@@ -496,10 +497,41 @@ static int check_flags(const cli_opt *opts, int n_opts, const char *const *input
     return 0;
 }
 
+/* 1 when path is a folder: an image-folder data set. */
+static int is_folder(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Which data set gets the options that say how an HDF5 file is read (--images-key, --layout,
+ * --allow-external-data, an image model's --input): each, but an image folder when the other set is an HDF5
+ * file (C a folder and V an HDF5 file, or the reverse: the options are the file's). With both sets folders
+ * they go to both, whose stages refuse them (README: an option that applies only to HDF5 files, with an image
+ * folder, is exit 2). */
+typedef struct hdf5_opts_to {
+    int calib, val;
+} hdf5_opts_to;
+
+static hdf5_opts_to hdf5_opts_for(const char *cdata, const char *data)
+{
+    const int cfolder = is_folder(cdata), vfolder = is_folder(data);
+    return (hdf5_opts_to){.calib = !cfolder || vfolder, .val = !vfolder || cfolder};
+}
+
+/* o without the options only an HDF5 file takes (hdf5_opts_to), but --labels-key: the labels of --data alone. */
+static void drop_hdf5_opts(cli_session_opts *o)
+{
+    o->images_key = o->layout = NULL;
+    o->allow_external_data = 0;
+    o->n_inputs = 0;
+}
+
 /* The data flags checked as the stages that read each data set will read it (cli_session_check_data):
  * calibrate's (and smooth's) on C, the labelled ones on V; *named: whether the model's inputs are named (1) or
  * one image input (0). Returns 0 or the exit code, printed. */
-static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs, int *named)
+static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs, hdf5_opts_to to,
+                      int *named)
 {
     cli_session_opts so = cli_session_opts_from(opts, n_opts);
     so.device = NULL;
@@ -512,6 +544,10 @@ static int check_data(const cli_opt *opts, int n_opts, const char *const *inputs
     co.labels_file = cli_get(opts, n_opts, "calib-labels");
     co.classes_file = cli_get(opts, n_opts, "calib-classes");
     co.output = NULL;
+    if (!to.calib)
+        drop_hdf5_opts(&co);
+    if (!to.val)
+        drop_hdf5_opts(&so);
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_status st = cli_session_check_data(&ctx, &co, 0, named);
@@ -529,20 +565,22 @@ static int input_is_default(const char *entry, int named)
     return named && eq && strlen(eq + 1) == (size_t)(eq - entry) && strncmp(entry, eq + 1, (size_t)(eq - entry)) == 0;
 }
 
-/* The options that say how a data set is read, for a stage that reads one: --input (but a default one, see
- * input_is_default), --images-key, --layout and, for V (labelled 1), --labels-key; --allow-external-data and
- * --progress (with_progress) do not change outputs. */
+/* The options that say how a data set is read, for a stage that reads one: with hdf5 (hdf5_opts_to) --input (but
+ * a default one, see input_is_default), --images-key and --layout; for V (labelled 1), --labels-key;
+ * --allow-external-data (with hdf5) and --progress (with_progress) do not change outputs. */
 static void data_opts(stage *s, const cli_opt *opts, int n_opts, const char *const *inputs, int n_inputs, int named,
-                      int labelled, int with_progress)
+                      int labelled, int hdf5, int with_progress)
 {
-    for (int i = 0; i < n_inputs; i++)
+    for (int i = 0; i < n_inputs && hdf5; i++)
         if (!input_is_default(inputs[i], named))
             opt(s, "--input", inputs[i]);
-    opt(s, "--images-key", cli_get(opts, n_opts, "images-key"));
+    if (hdf5)
+        opt(s, "--images-key", cli_get(opts, n_opts, "images-key"));
     if (labelled)
         opt(s, "--labels-key", cli_get(opts, n_opts, "labels-key"));
-    opt(s, "--layout", cli_get(opts, n_opts, "layout"));
-    if (cli_get(opts, n_opts, "allow-external-data"))
+    if (hdf5)
+        opt(s, "--layout", cli_get(opts, n_opts, "layout"));
+    if (hdf5 && cli_get(opts, n_opts, "allow-external-data"))
         unkeyed(s, "--allow-external-data", NULL);
     if (with_progress && cli_get(opts, n_opts, "progress"))
         unkeyed(s, "--progress", NULL);
@@ -636,8 +674,9 @@ int cmd_run(int argc, char **argv)
     run_settings rs;
     if ((rc = cli_rank0_rc(check_flags(opts, n_opts, inputs, n_inputs, &rs))) != 0)
         return rc;
+    const hdf5_opts_to to = hdf5_opts_for(cdata, data);
     int named = 0; /* rank 0's, the one that keys the stages (another rank passes a default --input on, as read) */
-    if ((rc = cli_rank0_rc(cli_is_writer() ? check_data(opts, n_opts, inputs, n_inputs, &named) : 0)) != 0)
+    if ((rc = cli_rank0_rc(cli_is_writer() ? check_data(opts, n_opts, inputs, n_inputs, to, &named) : 0)) != 0)
         return rc;
     /* --out without its trailing slashes: DIR/calib.h5, not DIR//calib.h5; a DIR that starts with "--" as ./DIR,
        since the archive is the plan and export stages' argument, which the parser would take for an option */
@@ -651,13 +690,14 @@ int cmd_run(int argc, char **argv)
     const char *pre = cli_get(opts, n_opts, "preprocess"), *output = cli_get(opts, n_opts, "output");
     const char *labels = cli_get(opts, n_opts, "labels"), *classes = cli_get(opts, n_opts, "classes");
     const char *clabels = cli_get(opts, n_opts, "calib-labels"), *cclasses = cli_get(opts, n_opts, "calib-classes");
-    const ptq_dataset_opts data_opts_v = {.images_key = cli_get(opts, n_opts, "images-key"),
-                                          .labels_key = cli_get(opts, n_opts, "labels-key"),
-                                          .layout = cli_get(opts, n_opts, "layout"),
-                                          .allow_external_data = cli_get(opts, n_opts, "allow-external-data") != NULL,
-                                          .labels_file = labels, .classes_file = classes};
-    ptq_dataset_opts cdata_opts = data_opts_v;
-    cdata_opts.labels_key = NULL;
+    const ptq_dataset_opts hdf5_opts = {.images_key = cli_get(opts, n_opts, "images-key"),
+                                        .layout = cli_get(opts, n_opts, "layout"),
+                                        .allow_external_data = cli_get(opts, n_opts, "allow-external-data") != NULL};
+    ptq_dataset_opts data_opts_v = to.val ? hdf5_opts : (ptq_dataset_opts){0};
+    data_opts_v.labels_key = cli_get(opts, n_opts, "labels-key");
+    data_opts_v.labels_file = labels;
+    data_opts_v.classes_file = classes;
+    ptq_dataset_opts cdata_opts = to.calib ? hdf5_opts : (ptq_dataset_opts){0};
     cdata_opts.labels_file = clabels;
     cdata_opts.classes_file = cclasses;
     char p_smooth[4200], p_calib[4200], p_sens[4200], p_plan[4200], p_report[4200], p_cache[4200], p_ort[4200],
@@ -697,7 +737,7 @@ int cmd_run(int argc, char **argv)
     if (cli_is_writer()) {
         rc = cli_check_outputs("run", all_in, 8, all_out, n_out); /* --data's folder and lists (cli_parse's) */
         if (!rc) { /* and --calib-data's: the files above are checked */
-            cli_data_inputs_set(cdata, clabels, cclasses, data_opts_v.allow_external_data);
+            cli_data_inputs_set(cdata, clabels, cclasses, cdata_opts.allow_external_data);
             rc = cli_check_outputs("run", NULL, 0, all_out, n_out);
         }
     }
@@ -743,7 +783,7 @@ int cmd_run(int argc, char **argv)
         opt(s, "--samples", rs.calib_samples), opt(s, "--seed", rs.seed);
         opt_unkeyed(s, "--batch", batch, gpu), opt_unkeyed(s, "--threads", threads, 0);
         opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
-        data_opts(s, opts, n_opts, inputs, n_inputs, named, 0, 1);
+        data_opts(s, opts, n_opts, inputs, n_inputs, named, 0, to.calib, 1);
         model = p_smooth;
     }
     /* the model is DIR's from here on with --smooth: an output of the smooth stage, keyed by its contents */
@@ -759,7 +799,7 @@ int cmd_run(int argc, char **argv)
     opt(s, "--seed", rs.seed);
     opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
     opt_unkeyed(s, "--threads", threads, 0), opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
-    data_opts(s, opts, n_opts, inputs, n_inputs, named, 0, 1);
+    data_opts(s, opts, n_opts, inputs, n_inputs, named, 0, to.calib, 1);
     s = &st[n_st++];
     *s = (stage){.name = "sensitivity", .cmd = cmd_sensitivity, .inputs = {model, p_calib, data},
                  .input_opts = {NULL, NULL, &data_opts_v}, .n_inputs = 3, .outputs = {p_sens, p_sens_md, p_sens_html},
@@ -773,7 +813,7 @@ int cmd_run(int argc, char **argv)
     opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
     opt_unkeyed(s, "--threads", threads, 0);
     opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
-    data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, 1);
+    data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, to.val, 1);
     /* in its key too: a report of another target's formats, placement or weights is measured again */
     opt(s, "--target", rs.target), opt(s, "--placement", rs.placement);
     if (reduce_range)
@@ -797,7 +837,7 @@ int cmd_run(int argc, char **argv)
         opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
         opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
         opt(s, "--output", output);
-        data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, 0); /* plan has no progress line */
+        data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, to.val, 0); /* plan has no progress line */
     }
     s = &st[n_st++];
     *s = (stage){.name = "validate", .cmd = cmd_validate, .inputs = {model, p_plan, data, p_calib, p_sens, p_trace},
@@ -819,7 +859,7 @@ int cmd_run(int argc, char **argv)
     opt_unkeyed(s, "--batch", batch, gpu || reference);
     opt_as(s, "--preprocess", pre, KEY_PREPROCESS), opt_as(s, "--sensitivity", p_sens, KEY_INPUT);
     opt_as(s, "--trace", budget ? p_trace : NULL, KEY_INPUT);
-    data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, 1);
+    data_opts(s, opts, n_opts, inputs, n_inputs, named, 1, to.val, 1);
     /* the ranges on the plan's grid where the format holds it: ranges.json FP8 with --core fp8, and ort/ and
      * ranges.json onnxruntime's uint8 ranges with --target ort-cpu; a TensorRT cache holds INT8 only */
     struct {

@@ -49,6 +49,27 @@ static ptq_status check_readable(ptq_ctx *ctx, const char *path)
     return PTQ_OK;
 }
 
+/* Fails when opts names what only an HDF5 file has (an images or labels dataset, a layout, external data) for the
+ * image folder at path, naming each as the command line gives it: it would be ignored. */
+static ptq_status check_hdf5_only(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts)
+{
+    const char *const names[] = {"--images-key", "--labels-key", "--layout", "--allow-external-data"};
+    const char *const values[] = {opts->images_key, opts->labels_key, opts->layout,
+                                  opts->allow_external_data ? "" : NULL};
+    char given[1024] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (values[i] && used < sizeof given) {
+            used += (size_t)snprintf(given + used, sizeof given - used, "%s%s%s%s", n++ ? ", " : "", names[i],
+                                     values[i][0] ? " " : "", values[i]);
+        }
+    if (!n)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s is an image folder, but %s %s only to an HDF5 file (it would be "
+                    "ignored)", path, given, n == 1 ? "applies" : "apply");
+}
+
 ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out)
 {
     static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0, NULL, NULL};
@@ -65,7 +86,9 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "a %s file (%s) applies to image folders; %s is a file",
                         opts->labels_file ? "labels" : "classes",
                         opts->labels_file ? opts->labels_file : opts->classes_file, path);
-    if (!S_ISDIR(sb.st_mode))
+    if (S_ISDIR(sb.st_mode))
+        PTQ_TRY_RET(check_hdf5_only(ctx, path, opts));
+    else
         PTQ_TRY_RET(check_readable(ctx, path));
     ptq_dataset *ds = NULL;
     PTQ_TRY_RET(ds_new(ctx, path, &ds));

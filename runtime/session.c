@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/parallel.h"
 #include "datasets/datasets_internal.h"
@@ -559,6 +560,12 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     }
     ptq_dataset_opts dopts = o->dataset;
     if (o->n_inputs == 1) { /* --input IMAGE=KEY names the images dataset */
+        struct stat sb;
+        if (o->data && stat(o->data, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s is an image folder, but --input %s=%s names a dataset of an "
+                          "HDF5 file (it would be ignored)", o->data, o->inputs[0].input, o->inputs[0].dataset);
+            goto fail;
+        }
         if (dopts.images_key && strcmp(dopts.images_key, o->inputs[0].dataset) != 0) {
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--input %s=%s and --images-key %s name different datasets",
                           o->inputs[0].input, o->inputs[0].dataset, dopts.images_key);

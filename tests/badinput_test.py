@@ -810,6 +810,29 @@ def png_folders():
     os.remove(os.path.join(root, "b", "2.png"))
     os.symlink(J("no-such-folder"), os.path.join(root, "c"))
     case("png: a dangling symlink where a class folder would be", M + [root], 3, "dangling/c: No such file")
+    # the options of an HDF5 file, given with an image folder, would be ignored: refused (exit 2) naming the option
+    # and the folder, in every command that reads data (they ran as if not given)
+    hroot = png_folder("hdf5only", {"a/0.png": ok, "b/1.png": ok})
+    for name, args, flag in (("eval", M + [hroot], ["--images-key", "pixels"]),
+                             ("eval", M + [hroot], ["--labels-key", "truth"]),
+                             ("eval", M + [hroot], ["--layout", "NCHW"]),
+                             ("eval", M + [hroot], ["--allow-external-data"]),
+                             ("calibrate", ["calibrate", "--model", MODEL, "--data", hroot, "--out", J("hk.h5")],
+                              ["--images-key", "pixels"]),
+                             ("sensitivity", ["sensitivity", "--model", MODEL, "--calib", J("arc.h5"), "--data", hroot,
+                                              "--out", J("hk.json")], ["--layout", "NHW"]),
+                             ("smooth", ["smooth", "--model", MODEL, "--data", hroot, "--out", J("hk.onnx")],
+                              ["--labels-key", "truth"]),
+                             ("plan --method auto", ["plan", J("arc.h5"), "--model", MODEL, "--out", J("hk-plan.json"),
+                                                     "--method", "auto", "--data", hroot], ["--images-key", "pixels"])):
+        case(f"png: {name} {' '.join(flag)} with an image folder", args + flag, 2,
+             f"{hroot} is an image folder, but {' '.join(flag)} applies only to an HDF5 file",
+             out_check=lambda o, e: not any(os.path.exists(J(f)) for f in ("hk.h5", "hk.json", "hk.onnx",
+                                                                          "hk-plan.json")))
+    case("png: eval --images-key and --layout with an image folder, both named", M + [hroot, "--layout", "NHW",
+         "--images-key", "pixels"], 2, "--images-key pixels, --layout NHW apply only to an HDF5 file")
+    case("png: an image model's --input with an image folder", M + [hroot, "--input", "input=pixels"], 2,
+         f"{hroot} is an image folder, but --input input=pixels names a dataset of an HDF5 file")
 
 
 def jpeg_bytes(img, quality=95):

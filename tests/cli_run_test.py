@@ -369,6 +369,29 @@ def main():
         rerun = {k for k, v in stages(out).items() if v}
         check("another --seed reruns the stages that pick samples (calibrate: all 64 either way, same archive)",
               rc == 0 and "calibrate" in rerun and "sensitivity" in rerun, f"exit {rc}: {sorted(rerun)}")
+        # an image folder and an HDF5 file: the HDF5 options are the file's, and reach only the stages that read it
+        # (an image folder's stage refuses them); with no HDF5 set to apply to, run refuses them before any stage
+        mixed = [("--calib-data a folder", ["--calib-data", J("imgs"), "--data", J("val_k.h5"), "--images-key",
+                                            "pixels", "--labels-key", "truth", "--allow-external-data"]),
+                 ("--data a folder", ["--calib-data", J("cal_k.h5"), "--data", J("imgs"), "--images-key", "pixels",
+                                      "--layout", "NHW"])]
+        for i, (name, args) in enumerate(mixed):
+            rc, out, err = ptq("run", "--model", MODEL, *args, "--out", J(f"out-mixed{i}"), "--calib-samples", "0",
+                               "--samples", "0")
+            check(f"{name}, the other an HDF5 file, its options given: exit 0, every stage ran",
+                  rc == 0 and len(stages(out)) == 8 and all(stages(out).values()), f"exit {rc}: {err[-300:]}")
+        refused = [("two folders, --images-key", ["--calib-data", J("imgs"), "--data", J("imgs"), "--images-key",
+                                                  "pixels"], "--images-key pixels applies only to an HDF5 file"),
+                   ("two folders, --input", ["--calib-data", J("imgs"), "--data", J("imgs"), "--input",
+                                             "input=pixels"], "--input input=pixels names a dataset of an HDF5 file"),
+                   ("--data a folder, --labels-key", ["--calib-data", J("cal_k.h5"), "--data", J("imgs"),
+                                                      "--images-key", "pixels", "--labels-key", "truth"],
+                    "--labels-key truth applies only to an HDF5 file")]
+        for name, args, fragment in refused:
+            rc, out, err = ptq("run", "--model", MODEL, *args, "--out", J("out-refused"))
+            check(f"{name}: exit 2 before any stage, naming it, nothing written",
+                  rc == 2 and "== " not in out and fragment in err and not os.path.exists(J("out-refused")),
+                  f"exit {rc}: {out[-200:]} {err[-300:]}")
 
         # --smooth: the smoothed model first, every stage on it
         if os.path.exists(VIT):

@@ -92,6 +92,7 @@ typedef struct ptq_dataset_opts {
                                1/3/4 -> NHWC; else a dim 1 of 1/3/4 -> NCHW) */
     int allow_external_data; /* 0: an HDF5 file that refers to other files (external links, external
                                 storage, virtual datasets) is refused with PTQ_ERR_FORMAT; 1: read */
+    /* The four above are HDF5 files' only: an image folder with any set is PTQ_ERR_INVALID_ARG. */
     /* Image folders only (an HDF5 file with either is PTQ_ERR_INVALID_ARG); NULL: none.
      * labels_file: "PATH LABEL" lines ('#' lines and blank lines skipped), PATH relative to the
      *   folder (spaces allowed; no absolute path, no '..' or '.'-led component; a .png, .jpg or
