@@ -241,10 +241,24 @@ static void swap_r_b(float *v)
     v[2] = r;
 }
 
+/* The settings a key sets, one bit each, by name (size= is height and width): 0 for a name that is no key. */
+static unsigned key_fields(const char *key)
+{
+    static const char *const names[] = {"scale", "mean", "std", "channels", "layout", "order", "height", "width",
+                                        "resize"};
+    if (!strcmp(key, "size"))
+        return key_fields("height") | key_fields("width");
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(key, names[i]))
+            return 1u << i;
+    return 0;
+}
+
 ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p, int *normalizes)
 {
     ptq_status st = PTQ_OK;
     ptq_preprocess q = *p;
+    const char *set_by[9] = {NULL}; /* the key item that set each of key_fields' settings (a preset's are refined) */
     int n_mean = 1, n_std = 1, named = 0;
     int mean_bgr = -1, std_bgr = -1; /* bgr of the preset that set mean / std (per colour), -1: none did */
     char *buf = malloc(strlen(spec) + 1);
@@ -273,6 +287,22 @@ ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p
             goto done;
         }
         *eq = '\0';
+        const unsigned fields = key_fields(item);
+        for (int i = 0; i < 9; i++)
+            if ((fields >> i & 1u) && set_by[i]) { /* the later one would win, silently */
+                const char *was = set_by[i] + strlen(set_by[i]) + 1; /* its value, after its '=' (now '\0') */
+                if (strcmp(set_by[i], item) == 0)
+                    st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess key '%s' is given twice (%s=%s, then %s=%s): "
+                                  "name it once", item, item, was, item, eq + 1);
+                else
+                    st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "preprocess keys '%s' and '%s' both set the %s (%s=%s, "
+                                  "then %s=%s): name it once", set_by[i], item, i == 6 ? "height" : "width",
+                                  set_by[i], was, item, eq + 1);
+                goto done;
+            }
+        for (int i = 0; i < 9; i++)
+            if (fields >> i & 1u)
+                set_by[i] = item;
         PTQ_TRY(st, parse_item(ctx, item, eq + 1, &q, &n_mean, &n_std), done);
         if (!strcmp(item, "scale") || !strcmp(item, "mean") || !strcmp(item, "std") || !strcmp(item, "order"))
             named |= DS_PRE_NORM | (!strcmp(item, "mean") ? DS_PRE_MEAN : !strcmp(item, "std") ? DS_PRE_STD : 0);

@@ -981,6 +981,13 @@ def flags():
     case("flags: no note when the default batch fits", M + ["--json"], 0,
          out_check=lambda out, err: json.loads(out)["batch"] == 256 and "note: batch" not in err)
     case("flags: --preprocess garbage", M + ["--preprocess", "scale=banana"], 2)
+    # a key given twice in the spec kept the last silently (mean 0.2 here); --preprocess given twice is refused too
+    case("flags: --preprocess naming mean twice", M + ["--preprocess", "mean=0.5 mean=0.2"], 2,
+         "preprocess key 'mean' is given twice (mean=0.5, then mean=0.2)")
+    case("flags: --preprocess naming the height in size= and height=", M + ["--preprocess", "size=28 height=28"], 2,
+         "preprocess keys 'size' and 'height' both set the height")
+    case("flags: --preprocess given twice", M + ["--preprocess", "mean=0.5", "--preprocess", "mean=0.2"], 2,
+         "option '--preprocess' is given twice")
     C = ["calibrate", "--model", MODEL, "--data", J("good.h5"), "--out", J("x.h5")]
     case("flags: --shard 5/2", C + ["--shard", "5/2"], 2, "shard")
     case("flags: --seed -1", C + ["--seed", "-1"], 2, "--seed")

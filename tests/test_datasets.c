@@ -130,6 +130,11 @@ static void test_parse(void)
         /* numbers written in decimal, as the number flags take them: no '+', hex float or sign after the '/' */
         {"scale=0x10", "'0x10'"},         {"scale=+1", "'+1'"},              {"scale=1/+255", "'1/+255'"},
         {"mean=0,+0.2,0", "'mean'"},     {"resize=+30", "'resize'"},        {"scale=1/0x10", "'scale'"},
+        /* a key given twice, or two keys setting one thing: the last would win, silently */
+        {"mean=0.5 std=2 mean=0.2", "key 'mean' is given twice (mean=0.5, then mean=0.2)"},
+        {"resize=0 resize=0", "'resize' is given twice"},
+        {"size=28 height=30", "keys 'size' and 'height' both set the height (size=28, then height=30)"},
+        {"width=9 size=4x5", "keys 'width' and 'size' both set the width"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ptq_ctx_init(&ctx);

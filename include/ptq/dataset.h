@@ -69,7 +69,8 @@ PTQ_API void ptq_preprocess_default(ptq_preprocess *p);
  * channel order the items end with (B,G,R with order=BGR). A preset's
  * means and stds are per colour: an order= after it in the same spec keeps
  * them with their colours ("imagenet-bgr-caffe order=RGB": R 123.68).
- * An unknown key or a bad value fails with PTQ_ERR_INVALID_ARG naming it. */
+ * An unknown key or a bad value fails with PTQ_ERR_INVALID_ARG naming it, as
+ * does a key given twice or size= with height= or width= (the last would win). */
 PTQ_API ptq_status ptq_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p);
 /* The spec of p in that syntax, every key given, floats round-trip exact
  * ("scale=0.0039215689 mean=0.286 std=0.353 channels=1 layout=NCHW order=RGB
