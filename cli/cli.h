@@ -301,6 +301,10 @@ const char *cli_get(const cli_opt *opts, int n_opts, const char *name);
  * one: "--a, --b are <why>", why saying which mode or format uses them ("used only with --budget"): a flag the
  * command would otherwise ignore silently, as `ptq plan --class-budget` without --budget. 0 when none was given. */
 int cli_refuse_unused(const char *cmd, const cli_opt *opts, int n_opts, const char *const *names, const char *why);
+/* cli_refuse_unused's why for --output (in CLI_DATA_OPTS) in a command that reads no logits (calibrate, smooth). */
+#define CLI_OUTPUT_UNUSED                                                                                      \
+    "used only by the commands that read logits (eval, sensitivity, validate, plan --budget or --method auto, " \
+    "run), not by this one"
 /* 1 when v is written as a plain decimal number (digits, '.', an exponent; a '%' left for the caller's check),
  * as the number flags want it: strtod alone also reads " 8", "+8", hex floats (0x10 = 16), inf and nan. */
 int cli_plain_number(const char *v);

@@ -46,7 +46,8 @@ static const char calibrate_help[] =
     "  --threads N          CPU threads (default: every CPU the process may run on)\n"
     "  --preprocess SPEC    override the model's ptq.preprocess metadata (see `ptq eval --help`)\n"
     CLI_DATA_HELP
-    "                       (labels are not needed, but --labels and --labels-key are checked when given)\n"
+    "                       (labels are not needed, but --labels and --labels-key are checked when given;\n"
+    "                       --output is refused: calibration reads no logits, it observes every output)\n"
     "  --json               print the summary as JSON on stdout\n"
     "  --progress           force the progress line (default: only on a terminal)\n"
     "  --profile            print the time per op type and in the observers on stderr (waits for the GPU\n"
@@ -116,6 +117,9 @@ int cmd_calibrate(int argc, char **argv)
         fputs(calibrate_help, stdout);
         return 0;
     }
+    static const char *const logits_only[] = {"output", NULL};
+    if ((rc = cli_refuse_unused("calibrate", opts, n_opts, logits_only, CLI_OUTPUT_UNUSED)))
+        return rc;
     const char *out = cli_get(opts, n_opts, "out");
     if (!cli_get(opts, n_opts, "model") || !cli_get(opts, n_opts, "data") || !out)
         return cli_usage_error("calibrate", "--model, --data and --out are required");

@@ -33,8 +33,8 @@ static const char smooth_help[] =
     "  --batch N            samples per batch (default 64, or the largest power of two below it that\n"
     "                       fits the memory limit, with a note)\n"
     "  --threads, --preprocess, --progress, --input, --images-key, --labels-key, --layout,\n"
-    "  --allow-external-data, --labels, --classes, --output as for `ptq eval`; --json prints what was\n"
-    "  done as JSON\n";
+    "  --allow-external-data, --labels, --classes as for `ptq eval` (no --output: smooth reads no\n"
+    "  logits); --json prints what was done as JSON\n";
 
 int cli_alpha_parse(const char *cmd, const char *flag, const char *value, double *alpha)
 {
@@ -61,6 +61,9 @@ int cmd_smooth(int argc, char **argv)
         fputs(smooth_help, stdout);
         return 0;
     }
+    static const char *const logits_only[] = {"output", NULL};
+    if ((rc = cli_refuse_unused("smooth", opts, n_opts, logits_only, CLI_OUTPUT_UNUSED)))
+        return rc;
     const char *model = cli_get(opts, n_opts, "model"), *data = cli_get(opts, n_opts, "data");
     const char *out = cli_get(opts, n_opts, "out");
     if (!model || !data || !out)

@@ -997,6 +997,13 @@ def flags():
          "--out", J("bins24.h5"), "--bins", "16777216", "--max-memory", "1G"], 10,
          "histograms of 16777216 bins needs", out_check=lambda out, err: not os.path.exists(J("bins24.h5")))
     case("flags: --samples 0", C + ["--samples", "0"], 2, "--samples")
+    # --output names the logits: calibrate and smooth read none, and only checked that the name existed
+    case("flags: calibrate --output", C + ["--output", "logits"], 2, "--output is used only by the commands that "
+         "read logits", out_check=lambda out, err: not os.path.exists(J("x.h5")))
+    vit = os.path.join(SRC, "models", "fmnist_vit.onnx")  # a model with something to smooth
+    case("flags: smooth --output", ["smooth", "--model", vit, "--data", J("good.h5"), "--out", J("sm.onnx"),
+                                    "--output", "logits"], 2, "--output is used only by the commands that read logits",
+         out_check=lambda out, err: not os.path.exists(J("sm.onnx")))
     case("flags: --ops NoSuchOp", C + ["--ops", "NoSuchOp"], 2)
     case("flags: --data missing", ["eval", "--model", MODEL, "--data", J("missing.h5")], 3, "missing.h5")
     if hasattr(os, "mkfifo"):
