@@ -206,6 +206,8 @@ int cmd_export(int argc, char **argv)
               fmt_json = strcmp(format, "json") == 0;
     if (!fmt_trt && !fmt_ort && !fmt_json)
         return cli_usage_error("export", "--format must be trt, ort, json or qdq, got '%s'", format);
+    if (cli_get(opts, n_opts, "json") && cli_get(opts, n_opts, "quiet")) /* one of them would be ignored */
+        return cli_usage_error("export", "--json prints the ranges and --quiet prints nothing: give one of them");
     if ((rc = cli_refuse_unused("export", opts, n_opts, qdq_only, "used only with --format qdq")) ||
         (!fmt_trt && (rc = cli_refuse_unused("export", opts, n_opts, trt_only, "used only with --format trt"))))
         return rc;

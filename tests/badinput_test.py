@@ -997,6 +997,11 @@ def flags():
          "--out", J("bins24.h5"), "--bins", "16777216", "--max-memory", "1G"], 10,
          "histograms of 16777216 bins needs", out_check=lambda out, err: not os.path.exists(J("bins24.h5")))
     case("flags: --samples 0", C + ["--samples", "0"], 2, "--samples")
+    # export --json --quiet printed the JSON, --quiet ignored
+    case("flags: export --json --quiet", ["export", J("arc.h5"), "--method", "minmax", "--format", "json", "--out",
+                                          J("jq.json"), "--json", "--quiet"], 2,
+         "--json prints the ranges and --quiet prints nothing",
+         out_check=lambda out, err: not os.path.exists(J("jq.json")))
     # --output names the logits: calibrate and smooth read none, and only checked that the name existed
     case("flags: calibrate --output", C + ["--output", "logits"], 2, "--output is used only by the commands that "
          "read logits", out_check=lambda out, err: not os.path.exists(J("x.h5")))
