@@ -2,9 +2,11 @@
  * quantizable tensors, narrowed by op types and by name patterns.
  * Covered by tests/test_calib_set.c and tests/cli_calib_test.py. */
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/op_traits.h"
 #include "ptq/calib.h"
 
 /* 1 when word (len bytes) is one of list's comma-separated items. */
@@ -37,12 +39,37 @@ static int matches_any(const char *patterns, const char *name)
     return 0;
 }
 
+/* Fails on an item of the op list ops that is empty or names an op type neither ptq nor any node of g has (a typo
+ * or another case, "Gemmm", "conv"): it would select nothing, silently, beside the others. */
+static ptq_status check_ops(ptq_ctx *ctx, const ptq_graph *g, const char *ops)
+{
+    char op[128];
+    for (const char *p = ops;;) {
+        const char *end = strchr(p, ',');
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 0)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "op types '%s' hold an empty item", ops);
+        snprintf(op, sizeof op, "%.*s", (int)(n < sizeof op ? n : sizeof op - 1), p);
+        int in_model = 0;
+        for (int k = 0; k < g->n_nodes && !in_model; k++)
+            in_model = strlen(g->nodes[k].op_type) == n && strncmp(g->nodes[k].op_type, p, n) == 0;
+        if (!in_model && (n >= sizeof op || !ptq_op_traits_find(NULL, op)))
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "op types '%s': '%s' is no ONNX op type ptq knows, nor one of "
+                            "the model's (they are case-sensitive: Conv, Gemm, MatMul)", ops, op);
+        if (!end)
+            return PTQ_OK;
+        p = end + 1;
+    }
+}
+
 ptq_status ptq_calib_select_tensors(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel,
                                     unsigned char *keep, int64_t *n_kept)
 {
     const char *ops = sel && sel->ops && sel->ops[0] ? sel->ops : NULL;
     const char *pats = sel && sel->tensors && sel->tensors[0] ? sel->tensors : NULL;
     *n_kept = 0;
+    if (ops)
+        PTQ_TRY_RET(check_ops(ctx, g, ops));
     ptq_graph_quantizable(g, keep, NULL);
     if (ops) {
         unsigned char *by_op = calloc((size_t)g->n_values + 1, 1);

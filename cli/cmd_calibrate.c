@@ -33,6 +33,7 @@ static const char calibrate_help[] =
     "  --shard I/N          observe only shard I (0-based) of N equal, contiguous shares of the\n"
     "                       picked samples; merging the N archives gives the whole one\n"
     "  --ops LIST           observe only tensors produced or consumed by these op types, e.g. Conv,Gemm\n"
+    "                       (case-sensitive; an op type neither ptq nor the model has is refused)\n"
     "  --tensors LIST       observe only tensors whose name matches one of these glob patterns\n"
     "                       (default: float inputs of Conv/Gemm/MatMul and every activation)\n"
     "  --bins N             histogram bins, a power of two in [2048, 16777216] (default 4096)\n"

@@ -1010,6 +1010,10 @@ def flags():
                                     "--output", "logits"], 2, "--output is used only by the commands that read logits",
          out_check=lambda out, err: not os.path.exists(J("sm.onnx")))
     case("flags: --ops NoSuchOp", C + ["--ops", "NoSuchOp"], 2)
+    # a misspelt op type beside a good one selected nothing, silently: the archive held Conv's tensors only
+    case("flags: --ops Conv,Gemmm", C + ["--ops", "Conv,Gemmm"], 2, "'Gemmm' is no ONNX op type ptq knows",
+         out_check=lambda out, err: not os.path.exists(J("x.h5")))
+    case("flags: --ops Conv,,Gemm", C + ["--ops", "Conv,,Gemm"], 2, "op types 'Conv,,Gemm' hold an empty item")
     case("flags: --data missing", ["eval", "--model", MODEL, "--data", J("missing.h5")], 3, "missing.h5")
     if hasattr(os, "mkfifo"):
         os.mkfifo(J("fifo.h5"))

@@ -221,6 +221,14 @@ int main(void)
     CHECK(count_selected(&ctx, g, "LSTM", NULL, &st) == 0 && st == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "LSTM"));
     CHECK(count_selected(&ctx, g, NULL, "nothing*", &st) == 0 && st == PTQ_ERR_INVALID_ARG &&
           strstr(ctx.msg, "nothing*"));
+    /* an op type misspelt, in another case, or an empty item beside good ones: refused (they selected nothing) */
+    CHECK(count_selected(&ctx, g, "Conv,Gemmm", NULL, &st) == 0 && st == PTQ_ERR_INVALID_ARG &&
+          strstr(ctx.msg, "'Gemmm' is no ONNX op type ptq knows"));
+    CHECK(count_selected(&ctx, g, "Gemm,conv", NULL, &st) == 0 && st == PTQ_ERR_INVALID_ARG &&
+          strstr(ctx.msg, "'conv'"));
+    CHECK(count_selected(&ctx, g, "Conv,,Gemm", NULL, &st) == 0 && st == PTQ_ERR_INVALID_ARG &&
+          strstr(ctx.msg, "empty item"));
+    CHECK(count_selected(&ctx, g, "Conv,Softmax", NULL, &st) == 16 && st == PTQ_OK); /* known, not in the model */
 
     /* the same images in different batches and on ref/cpu: identical observers */
     const int64_t n = 40;

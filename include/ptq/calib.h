@@ -41,7 +41,8 @@ typedef struct ptq_calib_select {
 } ptq_calib_select;
 
 /* Marks in keep[g->n_values] the tensors sel picks. PTQ_ERR_INVALID_ARG
- * when they are none, naming the ops and patterns; *n_kept gets the count. */
+ * when they are none, naming the ops and patterns, and for an empty item of
+ * ops or one that is an op type neither ptq nor g has; *n_kept gets the count. */
 PTQ_API ptq_status ptq_calib_select_tensors(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel,
                                     unsigned char *keep, int64_t *n_kept);
 
