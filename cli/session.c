@@ -258,9 +258,11 @@ void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s)
     free(table);
     int64_t passes = 0;
     const int64_t rows = ptq_exec_pass_rows(s->exec, &passes);
+    const int threads = ptq_exec_pass_threads(s->exec);
     if (passes > 0) /* ptq_graph_rows_independent */
-        fprintf(stderr, "batches longer than %lld samples ran in passes of that many (%lld passes), each pass's "
-                "values in the caches\n", (long long)rows, (long long)passes);
+        fprintf(stderr, "batches longer than %lld samples ran in passes of that many%s (%lld passes), each pass's "
+                "values in the caches%s\n", (long long)rows, threads > 1 ? " or fewer" : "", (long long)passes,
+                threads > 1 ? "; side by side on the threads, each op's time above summed over them" : "");
     cli_marks_print();
 }
 

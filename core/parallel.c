@@ -35,8 +35,13 @@ typedef struct par_pool {
 static par_pool pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0,
                         ATOMIC_FLAG_INIT, NULL, NULL, 0, 0, 0, 0, NULL, 0};
 
+/* The pool thread this thread is (0: the caller of a loop, and any thread outside the pool): a loop run inline
+ * within a piece of another (nested) gives its pieces this worker, whose scratch the outer piece's thread owns. */
+static _Thread_local int this_worker;
+
 static void run_pieces(ptq_par_body body, void *arg, int64_t n, int64_t grain, int worker)
 {
+    this_worker = worker;
     for (;;) {
         int64_t begin = atomic_fetch_add(&pool.next, grain);
         if (begin >= n)
@@ -127,7 +132,7 @@ void ptq_parallel_for(int64_t n, int64_t grain, ptq_par_body body, void *arg)
         grain = 1;
     const int n_threads = ptq_par_workers();
     if (n_threads <= 1 || n <= grain || atomic_flag_test_and_set(&pool.busy)) {
-        body(arg, 0, n, 0);
+        body(arg, 0, n, this_worker < n_threads ? this_worker : 0);
         return;
     }
     pthread_mutex_lock(&pool.mu);

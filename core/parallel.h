@@ -13,9 +13,10 @@
 typedef void (*ptq_par_body)(void *arg, int64_t begin, int64_t end, int worker);
 
 /* Runs body over [0, n) in pieces of `grain` items (the last may be shorter)
- * on the pool, the caller taking part. Runs inline on the caller (worker 0)
- * when the pool has one thread, when n <= grain, or when the pool is busy
- * with another loop (nested or concurrent calls). */
+ * on the pool, the caller taking part. Runs inline on the caller when the
+ * pool has one thread, when n <= grain, or when the pool is busy with another
+ * loop (nested or concurrent calls): as the worker the caller is in the loop
+ * it runs a piece of (so a nested loop's scratch is that thread's), else 0. */
 void ptq_parallel_for(int64_t n, int64_t grain, ptq_par_body body, void *arg);
 
 /* Threads a loop may use, the caller included (default: the CPUs the process

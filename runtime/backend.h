@@ -102,6 +102,10 @@ int ptq_graph_rows_independent(const ptq_graph *g, const ptq_value *at1, const p
 /* Marks tap (with tap_user) as one that may see a batch in passes (ptq_exec_set_pass_rows): it counts a value's
  * samples by ptq_exec_run_samples, not by the batch. Unmarked taps keep their runs whole. */
 void ptq_exec_tap_passes(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+/* ptq_exec_set_pass_rows for the passes a session chose (ptq_session_open): on several threads they run side by side
+ * when nothing taps the run, and a run with taps stays whole there (one after another, each pass's nodes split over
+ * the pool again, was slower: bench/results/2026-12-05-cpu-passes-vm.md). */
+void ptq_exec_set_pass_auto(ptq_exec *e, int64_t rows);
 /* Samples (input 0's dim 0) of the run or pass under way or last run, 0 when not known (ptq_exec_run_from). */
 int64_t ptq_exec_run_samples(const ptq_exec *e);
 

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/parallel.h"
 #include "kernels/kernels.h"
 #include "ptq/dataset.h"
 #include "ptq/memory.h"
@@ -137,6 +138,10 @@ struct ptq_exec {
     ptq_tensor *pass_in, *pass_out; /* [g->n_inputs], [g->n_outputs]: one pass's views */
     void **pass_buf;          /* [g->n_outputs]: the whole batch's outputs, put together from the passes */
     size_t *pass_cap;
+    int pass_auto;            /* ptq_exec_set_pass_auto: passes the session chose, on several threads side by side only */
+    ptq_exec **lanes;         /* [n_lanes]: executors of their own that run passes beside e (run_lanes); [0] unused */
+    int n_lanes;
+    int pass_threads;         /* ptq_exec_pass_threads */
     char device_name[160];
 };
 
@@ -1239,6 +1244,13 @@ done:
 void ptq_exec_set_pass_rows(ptq_exec *e, int64_t rows)
 {
     e->pass_rows = rows > 0 ? rows : 0;
+    e->pass_auto = 0;
+}
+
+void ptq_exec_set_pass_auto(ptq_exec *e, int64_t rows)
+{
+    ptq_exec_set_pass_rows(e, rows);
+    e->pass_auto = 1;
 }
 
 void ptq_exec_tap_passes(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
@@ -1283,13 +1295,12 @@ static int64_t pass_rows(const ptq_exec *e, const ptq_tensor *inputs)
     return e->pass_rows;
 }
 
-/* Output i of the pass over samples [r0, r0 + m) of n into the whole batch's buffer; the first pass sizes it
- * and sets outputs[i]. A graph ptq_graph_rows_independent accepted gives every output the pass's samples as dim
- * 0 and the same row every pass. */
-static ptq_status gather_output(ptq_ctx *ctx, ptq_exec *e, int i, int64_t r0, int64_t m, int64_t n,
-                                ptq_tensor *outputs)
+/* Output i of the pass over samples [r0, r0 + m) of n, t, into the whole batch's buffer (e's, whichever executor ran
+ * the pass); the first pass sizes it and sets outputs[i]. A graph ptq_graph_rows_independent accepted gives every
+ * output the pass's samples as dim 0 and the same row every pass. */
+static ptq_status gather_output(ptq_ctx *ctx, ptq_exec *e, int i, const ptq_tensor *t, int64_t r0, int64_t m,
+                                int64_t n, ptq_tensor *outputs)
 {
-    const ptq_tensor *t = &e->pass_out[i];
     const size_t row = t->ndim >= 1 && t->dims[0] == m ? ptq_tensor_bytes(t) / (size_t)m : 0;
     int same = r0 == 0 || (outputs[i].ndim == t->ndim && outputs[i].dtype == t->dtype);
     for (int d = 1; same && r0 > 0 && d < t->ndim; d++)
@@ -1317,12 +1328,10 @@ static ptq_status gather_output(ptq_ctx *ctx, ptq_exec *e, int i, int64_t r0, in
     return PTQ_OK;
 }
 
-/* ptq_exec_run in passes of `rows` samples: each input's rows [r0, r0 + m) as a view, each pass's outputs copied
- * into the whole batch's. */
-static ptq_status run_passes(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs, int64_t rows)
+/* e's pass views, each allocated when missing (after an earlier failure too). */
+static ptq_status pass_arrays(ptq_ctx *ctx, ptq_exec *e)
 {
     const ptq_graph *g = e->g;
-    /* each allocated once, the ones missing after an earlier failure too */
     if (!e->pass_in)
         e->pass_in = calloc((size_t)g->n_inputs, sizeof *e->pass_in);
     if (!e->pass_out)
@@ -1333,28 +1342,166 @@ static ptq_status run_passes(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs
         e->pass_cap = calloc((size_t)g->n_outputs + 1, sizeof *e->pass_cap);
     if (!e->pass_in || !e->pass_out || !e->pass_buf || !e->pass_cap)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the passes over a batch");
+    return PTQ_OK;
+}
+
+/* x's pass over samples [r0, r0 + m) of n: each input's rows as a view in x's pass_in, then the graph on them. */
+static ptq_status run_pass(ptq_ctx *ctx, ptq_exec *x, const ptq_tensor *inputs, int64_t r0, int64_t m, int64_t n)
+{
+    for (int i = 0; i < x->g->n_inputs; i++) {
+        const size_t row = ptq_tensor_bytes(&inputs[i]) / (size_t)n;
+        x->pass_in[i] = inputs[i];
+        x->pass_in[i].dims[0] = m;
+        x->pass_in[i].data = (char *)inputs[i].data + (size_t)r0 * row;
+        x->pass_in[i].cap_bytes = (size_t)m * row;
+    }
+    return run_whole(ctx, x, x->pass_in, x->pass_out);
+}
+
+/* ptq_exec_run in passes of `rows` samples, one after another: each input's rows [r0, r0 + m) as a view, each
+ * pass's outputs copied into the whole batch's. */
+static ptq_status run_passes(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs, int64_t rows)
+{
+    const ptq_graph *g = e->g;
+    PTQ_TRY_RET(pass_arrays(ctx, e));
     const int64_t n = inputs[0].dims[0];
     for (int64_t r0 = 0; r0 < n; r0 += rows) {
         const int64_t m = n - r0 < rows ? n - r0 : rows;
-        for (int i = 0; i < g->n_inputs; i++) {
-            const size_t row = ptq_tensor_bytes(&inputs[i]) / (size_t)n;
-            e->pass_in[i] = inputs[i];
-            e->pass_in[i].dims[0] = m;
-            e->pass_in[i].data = (char *)inputs[i].data + (size_t)r0 * row;
-            e->pass_in[i].cap_bytes = (size_t)m * row;
-        }
-        PTQ_TRY_RET(run_whole(ctx, e, e->pass_in, e->pass_out));
+        PTQ_TRY_RET(run_pass(ctx, e, inputs, r0, m, n));
         e->n_passes++;
         for (int i = 0; i < g->n_outputs; i++)
-            PTQ_TRY_RET(gather_output(ctx, e, i, r0, m, n, outputs));
+            PTQ_TRY_RET(gather_output(ctx, e, i, &e->pass_out[i], r0, m, n, outputs));
     }
     return PTQ_OK;
+}
+
+/* What run_lanes' pool threads share: pass p covers samples [p rows, p rows + rows) of n. */
+typedef struct lane_job {
+    ptq_exec *e;
+    const ptq_tensor *inputs;
+    ptq_tensor *outputs;
+    int64_t n, rows;
+    ptq_ctx *ctx;                 /* [lanes]: each lane's message */
+    ptq_status *st;               /* [lanes]: its first failure */
+    int64_t *bad;                 /* [lanes]: the pass of it */
+    atomic_int_fast64_t first_bad; /* the earliest failing pass yet (INT64_MAX: none): later ones are not started */
+    atomic_int_fast64_t ran;
+} lane_job;
+
+static void lane_passes(void *arg, int64_t begin, int64_t end, int worker)
+{
+    lane_job *j = arg;
+    ptq_exec *x = worker == 0 ? j->e : j->e->lanes[worker];
+    for (int64_t p = begin; p < end; p++) {
+        if (p > atomic_load(&j->first_bad) || j->st[worker] != PTQ_OK)
+            return;
+        const int64_t r0 = p * j->rows, m = j->n - r0 < j->rows ? j->n - r0 : j->rows;
+        ptq_status st = run_pass(&j->ctx[worker], x, j->inputs, r0, m, j->n);
+        for (int i = 0; st == PTQ_OK && i < x->g->n_outputs; i++)
+            st = gather_output(&j->ctx[worker], j->e, i, &x->pass_out[i], r0, m, j->n, j->outputs);
+        atomic_fetch_add(&j->ran, 1);
+        if (st == PTQ_OK)
+            continue;
+        j->st[worker] = st;
+        j->bad[worker] = p;
+        int_fast64_t seen = atomic_load(&j->first_bad);
+        while (p < seen && !atomic_compare_exchange_weak(&j->first_bad, &seen, p))
+            ;
+        return;
+    }
+}
+
+static void lane_passes_from_1(void *arg, int64_t begin, int64_t end, int worker)
+{
+    lane_passes(arg, begin + 1, end + 1, worker);
+}
+
+/* ptq_exec_run in passes on several threads, side by side: the first pass on e (it sizes the outputs), the rest
+ * each on one pool thread through an executor of that thread's own (e->lanes, made on first use, e's overlay
+ * copied), whose nodes run on that thread alone (their loops nest: core/parallel.h). Every pass computes the same
+ * bytes on any executor, so the outputs are those of run_passes; a failure is the earliest failing pass's, as
+ * there, and passes after it are not started. Only without taps (their callbacks would run at once). Each node's
+ * seconds are summed over the executors (ptq_exec_node_seconds). */
+static ptq_status run_lanes(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs, int64_t rows,
+                            int workers)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_graph *g = e->g;
+    const int64_t n = inputs[0].dims[0];
+    /* a pass for every thread at least, where the batch allows */
+    const int64_t even = (n + workers - 1) / workers;
+    rows = rows < even ? rows : even;
+    PTQ_TRY_RET(pass_arrays(ctx, e));
+    if (e->n_lanes < workers) {
+        ptq_exec **more = realloc(e->lanes, (size_t)workers * sizeof *more);
+        if (!more)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the passes over a batch");
+        for (int w = e->n_lanes; w < workers; w++)
+            more[w] = NULL;
+        e->lanes = more;
+        e->n_lanes = workers;
+    }
+    for (int w = 1; w < workers; w++) {
+        if (!e->lanes[w])
+            PTQ_TRY_RET(ptq_exec_create(ctx, g, &e->p, &e->lanes[w]));
+        PTQ_TRY_RET(pass_arrays(ctx, e->lanes[w]));
+        ptq_exec_set_overlay(e->lanes[w], e->has_ov ? &e->ov : NULL);
+    }
+    const int64_t m0 = n < rows ? n : rows;
+    PTQ_TRY_RET(run_pass(ctx, e, inputs, 0, m0, n));
+    e->n_passes++;
+    for (int i = 0; i < g->n_outputs; i++)
+        PTQ_TRY_RET(gather_output(ctx, e, i, &e->pass_out[i], 0, m0, n, outputs));
+    lane_job j = {.e = e, .inputs = inputs, .outputs = outputs, .n = n, .rows = rows};
+    j.ctx = calloc((size_t)workers, sizeof *j.ctx);
+    j.st = calloc((size_t)workers, sizeof *j.st);
+    j.bad = calloc((size_t)workers, sizeof *j.bad);
+    if (!j.ctx || !j.st || !j.bad) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the passes over a batch");
+        goto done;
+    }
+    for (int w = 0; w < workers; w++)
+        ptq_ctx_init(&j.ctx[w]);
+    atomic_init(&j.first_bad, INT64_MAX);
+    atomic_init(&j.ran, 0);
+    const int64_t n_pass = (n + rows - 1) / rows;
+    /* pass 0 ran above; the pool numbers the rest from 0 */
+    ptq_parallel_for(n_pass - 1, 1, lane_passes_from_1, &j);
+    e->n_passes += atomic_load(&j.ran);
+    for (int w = 0; w < workers; w++)
+        if (j.st[w] != PTQ_OK && j.bad[w] == atomic_load(&j.first_bad)) {
+            *ctx = j.ctx[w];
+            st = j.st[w];
+            break;
+        }
+done:
+    free(j.ctx);
+    free(j.st);
+    free(j.bad);
+    return st;
 }
 
 ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs)
 {
     const int64_t rows = pass_rows(e, inputs);
-    return rows ? run_passes(ctx, e, inputs, outputs, rows) : run_whole(ctx, e, inputs, outputs);
+    const int workers = rows ? ptq_par_workers() : 1;
+    if (!rows)
+        return run_whole(ctx, e, inputs, outputs);
+    /* several threads: side by side without taps; with taps, one after another where asked for
+       (ptq_exec_set_pass_rows), whole where the session chose the passes */
+    if (workers > 1 && e->n_taps == 0) {
+        e->pass_threads = e->pass_threads > workers ? e->pass_threads : workers;
+        return run_lanes(ctx, e, inputs, outputs, rows, workers);
+    }
+    if (workers > 1 && e->pass_auto)
+        return run_whole(ctx, e, inputs, outputs);
+    e->pass_threads = e->pass_threads > 1 ? e->pass_threads : 1;
+    return run_passes(ctx, e, inputs, outputs, rows);
+}
+
+int ptq_exec_pass_threads(const ptq_exec *e)
+{
+    return e->pass_threads;
 }
 
 static ptq_status keep_copy(ptq_ctx *ctx, ptq_exec *e, slot *s, const ptq_tensor *t, int m);
@@ -1620,12 +1767,20 @@ int ptq_exec_n_fallback_nodes(const ptq_exec *e)
 
 double ptq_exec_node_seconds(const ptq_exec *e, int node_index)
 {
-    return node_index >= 0 && node_index < e->g->n_nodes ? e->node_s[node_index] : 0.0;
+    if (node_index < 0 || node_index >= e->g->n_nodes)
+        return 0.0;
+    double s = e->node_s[node_index]; /* with the lanes' passes beside e's (run_lanes) */
+    for (int w = 1; w < e->n_lanes; w++)
+        s += e->lanes[w] ? e->lanes[w]->node_s[node_index] : 0.0;
+    return s;
 }
 
 double ptq_exec_round_seconds(const ptq_exec *e)
 {
-    return e->round_s;
+    double s = e->round_s;
+    for (int w = 1; w < e->n_lanes; w++)
+        s += e->lanes[w] ? e->lanes[w]->round_s : 0.0;
+    return s;
 }
 
 double ptq_exec_tap_seconds(const ptq_exec *e)
@@ -1666,12 +1821,18 @@ int64_t ptq_exec_n_observed_chains(const ptq_exec *e)
 
 int64_t ptq_exec_n_allocs(const ptq_exec *e)
 {
-    return e->n_allocs;
+    int64_t n = e->n_allocs;
+    for (int w = 1; w < e->n_lanes; w++)
+        n += e->lanes[w] ? e->lanes[w]->n_allocs : 0;
+    return n;
 }
 
 size_t ptq_exec_peak_bytes(const ptq_exec *e, ptq_mem mem)
 {
-    return e->peak_bytes[mem_index(mem)];
+    size_t n = e->peak_bytes[mem_index(mem)]; /* with the lanes' runs beside it */
+    for (int w = 1; w < e->n_lanes; w++)
+        n += e->lanes[w] ? e->lanes[w]->peak_bytes[mem_index(mem)] : 0;
+    return n;
 }
 
 ptq_status ptq_exec_set_value_bytes(ptq_ctx *ctx, ptq_exec *e, const double *bytes_1, const double *per_sample)
@@ -1774,6 +1935,9 @@ void ptq_exec_free(ptq_exec *e)
         if (e->arena[m])
             e->by_mem[m]->release(e->by_mem[m], e->arena[m]);
     }
+    for (int w = 1; w < e->n_lanes; w++)
+        ptq_exec_free(e->lanes[w]);
+    free(e->lanes);
     ptq_backend_free(e->dev);
     ptq_backend_free(e->host);
     free(e->pass_in);

@@ -514,24 +514,25 @@ static void batch_scaling(ptq_graph *g, double **bytes_1, double **per_sample, i
     *per_sample = b2;
 }
 
-/* Samples per pass of a long batch on the CPU (ptq_exec_set_pass_rows), on one thread: as many as keep the values
- * alive at once within PASS_BYTES, by the executor's estimate, and at least PASS_ROWS_MIN. With more threads, 0
- * (whole batches): each pass splits every node over the pool again, and on 2 threads that cost what the caches
- * gave back (bench/results/2026-12-05-cpu-passes-vm.md). PTQ_PASS_ROWS, when set, instead (0: whole batches). */
-static int64_t pass_rows(const ptq_exec *e)
+/* Samples per pass of a long batch on the CPU: as many as keep the values alive at once within PASS_BYTES, by the
+ * executor's estimate, and at least PASS_ROWS_MIN (ptq_exec_set_pass_auto: on several threads the passes run side
+ * by side, and runs with taps whole). PTQ_PASS_ROWS, when set, instead (0: whole batches; N: passes of N on any
+ * number of threads, with taps too: ptq_exec_set_pass_rows). */
+static void set_pass_rows(ptq_exec *e)
 {
     const char *env = getenv("PTQ_PASS_ROWS");
     if (env && *env) {
         char *end;
         const long long v = strtoll(env, &end, 10);
-        return *end == '\0' && v > 0 ? (int64_t)v : 0;
+        ptq_exec_set_pass_rows(e, *end == '\0' && v > 0 ? (int64_t)v : 0);
+        return;
     }
     const double per = ptq_exec_live_estimate(e, 2) - ptq_exec_live_estimate(e, 1);
     const int64_t least = PASS_ROWS_MIN;
-    if (!(per > 0.0) || ptq_par_workers() > 1)
-        return 0;
+    if (!(per > 0.0))
+        return;
     const double fit = (double)PASS_BYTES / per;
-    return fit < (double)least ? least : fit > 4096.0 ? 4096 : (int64_t)fit;
+    ptq_exec_set_pass_auto(e, fit < (double)least ? least : fit > 4096.0 ? 4096 : (int64_t)fit);
 }
 
 ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session **out)
@@ -670,7 +671,7 @@ shapes:
     free(per_sample);
     bytes_1 = per_sample = NULL;
     if (rows_independent && s->fixed_batch == 0)
-        ptq_exec_set_pass_rows(s->exec, pass_rows(s->exec));
+        set_pass_rows(s->exec);
 #ifdef PTQ_CUDA
     struct ptq_cuda_dev *gpu = ptq_exec_cuda_dev(s->exec);
     if (gpu && ptq_cuda_dev_note(gpu)[0]) /* cuDNN missing: the GPU runs, convolutions slower */

@@ -11,9 +11,11 @@ whose batch moves to axis 1 and back through Reshape, Transpose and Gather, with
 Shape, torch's zeros_like (ConstantOfShape of Shape), and swin_t's shifted-window mask (ConstantOfShape of a
 Shape past the batch, ScatterND of rows at negative indices and of elements with reduction add over repeated
 tuples, Equal, Not, Where): each runs in passes, logits as onnxruntime's and byte-identical to
-PTQ_PASS_ROWS=0's. The demo model's logits are byte-identical with and without passes (the default on one
-thread; two threads run whole batches unless PTQ_PASS_ROWS asks), and so are the demo's and the text model's
-archives (test_runner covers the library side)."""
+PTQ_PASS_ROWS=0's, and the moving one's side by side on three threads too; a Gather whose indices are the data,
+out of range in a middle pass, fails as a whole run does (exit 7, the same message, no logits file) with passes
+one after another and side by side. The demo model's logits are byte-identical with and without passes (the
+default; on two threads side by side, one executor a thread), and so are the demo's and the text model's archives (test_runner
+covers the library side)."""
 import os
 import subprocess
 import sys
@@ -183,12 +185,24 @@ def ptq(*args, env):
     return p.returncode, p.stdout, p.stderr
 
 
-def run(tmp, path, data, rows):
-    out = os.path.join(tmp, f"logits_{rows}.npy")
+def run(tmp, path, data, rows, threads=1):
+    """ptq eval --profile with passes of `rows` (one after another on one thread, side by side on more)."""
+    out = os.path.join(tmp, f"logits_{rows}_{threads}.npy")
     env = dict(os.environ, PTQ_PASS_ROWS=str(rows))
     rc, _, err = ptq("eval", "--model", path, "--data", data, "--device", "cpu", "--batch", str(N), "--logits", out,
-                     "--profile", env=env)
+                     "--threads", str(threads), "--profile", env=env)
     return rc, (np.load(out) if rc == 0 else None), err
+
+
+def gather_error_model(path):
+    """x [N, 6] + table[int(x[:, 0])]: a Gather whose indices are the data, out of range for one sample."""
+    nodes = [helper.make_node("Slice", ["x", "s0", "s1", "ax"], ["c"]),
+             helper.make_node("Cast", ["c"], ["ci"], to=TensorProto.INT64),
+             helper.make_node("Squeeze", ["ci", "ax"], ["idx"]),
+             helper.make_node("Gather", ["table", "idx"], ["g"], axis=0),
+             helper.make_node("Add", ["x", "g"], ["logits"])]
+    model(path, nodes, [ints("s0", [0]), ints("s1", [1]), ints("ax", [1]),
+                        numpy_helper.from_array(np.arange(4 * D, dtype=np.float32).reshape(4, D), "table")], D)
 
 
 def main():
@@ -213,9 +227,38 @@ def main():
         ok = rc == 0 and "passes of that many (13 passes)" in err
         check("batch through axis 1: runs in passes of 5", ok, "" if ok else err[-400:])
         check("batch through axis 1: logits as onnxruntime's", got is not None and np.allclose(got, want, rtol=1e-6))
+        # side by side on three threads (one executor each): passes of 5 (13 of them), the same bytes
+        rc, lanes, err = run(tmp, path, data, 5, threads=3)
+        ok = rc == 0 and "passes of that many or fewer (13 passes)" in err and "side by side" in err
+        check("batch through axis 1: passes side by side on three threads", ok, "" if ok else err[-400:])
+        check("batch through axis 1: side by side, the same bytes", got is not None and lanes is not None and
+              lanes.tobytes() == got.tobytes())
         rc0, whole, err0 = run(tmp, path, data, 0)
         check("batch through axis 1: PTQ_PASS_ROWS=0 runs whole, the same bytes",
               rc0 == 0 and "passes" not in err0 and got is not None and whole.tobytes() == got.tobytes())
+        # a data-dependent error in a middle pass: reported as a whole run reports it, from any way of running
+        # the passes, and no --logits file left
+        path = os.path.join(tmp, "gather_error.onnx")
+        gather_error_model(path)
+        bad = x.copy()
+        bad[:, 0] = np.arange(N) % 4
+        bad[40, 0] = 9
+        bad_data = os.path.join(tmp, "bad.h5")
+        with h5py.File(bad_data, "w") as f:
+            f["x"] = bad
+            f["labels"] = (np.arange(N) % 3).astype(np.int64)
+        errs = {}
+        for rows, threads in ((0, 2), (5, 1), (5, 2), (5, 3)):
+            out = os.path.join(tmp, f"logits_{rows}_{threads}.npy")
+            if os.path.exists(out):
+                os.remove(out)
+            rc, _, err = run(tmp, path, bad_data, rows, threads)
+            errs[(rows, threads)] = (rc, err.strip().splitlines()[-1:] if err.strip() else [])
+            check(f"Gather error in a middle pass, passes of {rows} on {threads} threads: no logits file",
+                  not os.path.exists(out))
+        ok = errs[(0, 2)][0] == 7 and "index 9 is out of range" in str(errs[(0, 2)][1]) and \
+            all(v == errs[(0, 2)] for v in errs.values())
+        check("Gather error in a middle pass: exit 7 and the whole run's message every way", ok, str(errs))
         # torch's zeros_like: ConstantOfShape(Shape(x)) takes the batch size as a shape only
         path = os.path.join(tmp, "zeros_like.onnx")
         model(path, [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ConstantOfShape", ["s"], ["z"]),
@@ -232,8 +275,8 @@ def main():
         rc0, whole, err0 = run(tmp, path, data, 0)
         check("swin_t's mask: PTQ_PASS_ROWS=0 runs whole, the same bytes",
               rc0 == 0 and "passes" not in err0 and got is not None and whole.tobytes() == got.tobytes())
-        # the demo model: a whole eval in passes (the default on one thread) and without them, byte for byte;
-        # on two threads the default is whole batches
+        # the demo model: a whole eval in passes (the default) and without them, byte for byte; on two threads the
+        # passes run side by side, one executor a thread
         demo = os.path.join(tmp, "demo.h5")
         imgs = rng.integers(0, 256, size=(300, 28, 28), dtype=np.uint8)
         with h5py.File(demo, "w") as f:
@@ -247,8 +290,9 @@ def main():
                              "--threads", threads, "--logits", out, "--profile", env=env)
             outs[rows if threads == "1" or rows else "2t"] = (rc, open(out, "rb").read() if rc == 0 else None, err)
         check("demo model: passes by default on one thread", outs[""][0] == 0 and "passes of that many" in outs[""][2])
-        check("demo model: whole batches by default on two threads",
-              outs["2t"][0] == 0 and "passes" not in outs["2t"][2])
+        check("demo model: passes side by side by default on two threads",
+              outs["2t"][0] == 0 and "passes of that many or fewer" in outs["2t"][2] and "side by side" in outs["2t"][2])
+        check("demo model: passes one after another on one thread", "side by side" not in outs[""][2])
         check("demo model: PTQ_PASS_ROWS=0 runs whole", outs["0"][0] == 0 and "passes" not in outs["0"][2])
         check("demo model: logits byte-identical with passes of the default size, of 7 (two threads) and without",
               outs[""][1] is not None and outs[""][1] == outs["0"][1] == outs["7"][1] == outs["2t"][1])

@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/parallel.h"
 #include "ptq/consumers.h"
 #include "ptq/runner.h"
+#include "runtime/backend.h"
 #include "testlib.h"
 
 enum { N_REF = 16, N_CLASSES = 10, SAMPLE = 784 };
@@ -96,6 +98,52 @@ static void test_passes(ptq_graph *g, float *x)
     CHECK(ptq_exec_pass_rows(e, &passes) == 3 && passes == 6 && memcmp(got, ref, sizeof ref) == 0);
     CHECK(ptq_exec_keep(&ctx, e, g->inputs[0], 0) == PTQ_OK && run(e, x, N_REF, got));
     CHECK(ptq_exec_pass_rows(e, &passes) == 3 && passes == 12 && memcmp(got, ref, sizeof ref) == 0);
+    CHECK(ptq_exec_pass_threads(e) == 1 || ptq_par_workers() > 1);
+    /* side by side on three pool threads, an executor each: the same bytes; 16 samples in passes of 3, or of 1
+       (16 passes: a batch shorter than the threads times the rows gives each thread one); an overlay goes to every
+       executor; a tap marked for passes has them one after another where asked for (ptq_exec_set_pass_rows), the
+       batch whole where the session chose them (ptq_exec_set_pass_auto) */
+    const int workers = ptq_par_workers();
+    ptq_par_set_workers(3);
+    ptq_exec *s3 = NULL;
+    CHECK(ptq_exec_create(&ctx, g, &p, &s3) == PTQ_OK);
+    ptq_exec_set_pass_rows(s3, 3);
+    memset(got, 0, sizeof got);
+    CHECK(run(s3, x, N_REF, got) && ptq_exec_pass_rows(s3, &passes) == 3 && passes == 6);
+    CHECK_MSG(ptq_exec_pass_threads(s3) == 3, "passes on %d threads side by side", ptq_exec_pass_threads(s3));
+    CHECK_MSG(memcmp(got, ref, sizeof ref) == 0, "logits in passes side by side differ from one run's");
+    ptq_exec_set_pass_rows(s3, 1000); /* more than the batch: a run whole */
+    CHECK(run(s3, x, N_REF, got) && ptq_exec_pass_rows(s3, &passes) == 1000 && passes == 6);
+    ptq_exec_set_pass_rows(s3, 8); /* 16 samples on three threads: passes of 6, 6 and 4 */
+    CHECK(run(s3, x, N_REF, got) && ptq_exec_pass_rows(s3, &passes) == 8 && passes == 9);
+    CHECK(memcmp(got, ref, sizeof ref) == 0);
+    unsigned char *rounds = calloc((size_t)g->n_values, 1);
+    float q_whole[N_REF * N_CLASSES];
+    CHECK(rounds != NULL);
+    if (rounds) {
+        rounds[g->nodes[g->n_nodes / 2].outputs[0]] = 1;
+        ptq_overlay ov = {NULL, NULL, halve, rounds};
+        ptq_exec_set_overlay(e, &ov); /* e: passes of 3, one after another when the pool had one thread */
+        ptq_exec_set_pass_rows(e, 0);
+        CHECK(run(e, x, N_REF, q_whole) && memcmp(q_whole, ref, sizeof ref) != 0);
+        ptq_exec_set_overlay(s3, &ov);
+        CHECK(run(s3, x, N_REF, got) && ptq_exec_pass_rows(s3, &passes) == 8 && passes == 12);
+        CHECK_MSG(memcmp(got, q_whole, sizeof got) == 0, "passes side by side under an overlay differ from one run");
+        ptq_exec_set_overlay(s3, NULL);
+        ptq_exec_set_overlay(e, NULL);
+        free(rounds);
+    }
+    counter seen3 = {0, 0};
+    CHECK(ptq_exec_add_tap(&ctx, s3, count_tap, &seen3) == PTQ_OK);
+    ptq_exec_tap_passes(s3, count_tap, &seen3);
+    ptq_exec_set_pass_auto(s3, 4);
+    CHECK(run(s3, x, N_REF, got) && ptq_exec_pass_rows(s3, &passes) == 4 && passes == 12); /* whole */
+    ptq_exec_set_pass_rows(s3, 4);
+    CHECK(run(s3, x, N_REF, got) && ptq_exec_pass_rows(s3, &passes) == 4 && passes == 16); /* 4 after another */
+    CHECK(memcmp(got, ref, sizeof ref) == 0 && seen3.n_calls > 0);
+    ptq_exec_remove_tap(s3, count_tap, &seen3);
+    ptq_exec_free(s3);
+    ptq_par_set_workers(workers);
     p.device = PTQ_DEVICE_REF;
     CHECK(ptq_exec_create(&ctx, g, &p, &r) == PTQ_OK);
     ptq_exec_set_pass_rows(r, 3);

@@ -98,10 +98,15 @@ PTQ_API ptq_status ptq_exec_rerun(ptq_ctx *ctx, ptq_exec *e, ptq_tensor *outputs
  * default: whole batches), each pass's values small enough to stay in the CPU's caches. Only for a graph that
  * computes each sample on its own, which gives the same bytes either way: ptq_session_open checks that from
  * the shapes at batches 1 and 2 and sets it (PTQ_PASS_ROWS in the environment overrides its choice; 0 turns
- * the passes off). Runs with taps or kept values, and other devices, stay whole. */
+ * the passes off). Runs with kept values, taps that ptq does not mark, and other devices, stay whole. */
 PTQ_API void ptq_exec_set_pass_rows(ptq_exec *e, int64_t rows);
 /* The samples per pass set (0: none), and in *n_passes (when not NULL) the passes run over e's life. */
 PTQ_API int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes);
+/* How ptq_exec_run has run passes over e's life: 0 never, 1 one after another only, N > 1 side by side on N pool
+ * threads in some run (each thread's passes through an executor of its own, each node on that thread alone; without
+ * taps only: a run with taps has its passes one after another). The passes of a batch shorter than N times the
+ * rows set are made shorter, so that every thread has one. The same bytes every way. */
+PTQ_API int ptq_exec_pass_threads(const ptq_exec *e);
 /* 8-bit images of the model's input size, as a graph input. */
 typedef struct ptq_u8_batch {
     const uint8_t *data; /* host memory: [n, h, w, c] interleaved, or [n, c, h, w] when planar */
