@@ -79,7 +79,8 @@ static void copy_phase(const dw_job *j, const float *xp, int64_t a, int64_t b, f
 /* The flat sums of one plane from its copy xq: acc[q] = bias, then + wm[k] * xq[off[k] + q] for each tap in
  * order, q < len (a multiple of DW_VEC). 9 taps (3x3) in one register a column; others through acc. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-flat_sums(const float *xq, const int64_t *off, int64_t taps, const float *wm, float bias, float *acc, int64_t len)
+flat_sums(const float *restrict xq, const int64_t *off, int64_t taps, const float *wm, float bias, float *restrict acc,
+          int64_t len)
 {
     if (taps == 9) {
         const float *t0 = xq + off[0], *t1 = xq + off[1], *t2 = xq + off[2], *t3 = xq + off[3], *t4 = xq + off[4];
