@@ -3,6 +3,7 @@
  * batch runs, device observers folded in at the end. Covered by
  * tests/cli_calib_test.py and tests/cuda_calib.c. */
 #include "calib/calib_internal.h"
+#include "core/parallel.h"
 #include "ptq/calib.h"
 #include "ptq/runner.h"
 #include "runtime/backend.h"
@@ -17,7 +18,10 @@ static ptq_status calib_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batc
         PTQ_TRY_RET(ptq_calib_set_bind(ctx, set, e));
         ptq_exec_remove_tap(e, ptq_calib_set_tap, set);
         PTQ_TRY_RET(ptq_exec_add_tap(ctx, e, ptq_calib_set_tap, set));
-        ptq_exec_tap_passes(e, ptq_calib_set_tap, set); /* it counts by the run's samples (set->exec) */
+        /* it counts by the run's samples, and observes into each pool thread's observers when passes run side by
+           side (folded in by ptq_calib_set_sync at the end) */
+        PTQ_TRY_RET(calib_set_lanes(ctx, set, ptq_par_workers()));
+        ptq_exec_tap_lanes(e, ptq_calib_set_tap, set);
         if (ptq_exec_cuda_dev(e)) /* the set's device observers may be fed a Conv chain's values in one pass */
             PTQ_TRY_RET(ptq_exec_tap_dev_state(ctx, e, ptq_calib_set_tap, set, calib_set_dev_state));
     }

@@ -26,6 +26,11 @@ struct ptq_calib_set {
     int64_t *index_of_value;   /* [g->n_values] set index or -1; NULL when read from a file */
     struct ptq_cuda_dev *cuda; /* the bound executor's GPU, or NULL */
     const struct ptq_exec *exec; /* while the consumer runs: the executor whose runs the tap sees, or NULL */
+    /* Passes side by side on the CPU (ptq_exec_tap_lanes): pool worker w > 0 observes into lane_obs[w][i], made
+     * on its first value, folded into obs in worker order by ptq_calib_set_sync (the histograms are exact and
+     * mergeable, so the archive is the same bytes). */
+    ptq_observer ***lane_obs;  /* [n_lanes], [0] unused; each [n] or NULL */
+    int n_lanes;
     /* A tensor without a batch dimension (a positional slice, a constant mask) is observed once per sample of the
      * batch, so that its counts are the same whatever the batching, ranks or shards: it has as many elements in a
      * batch of batch_n samples as at the batch of the graph's inferred shapes, batch_shapes. A tapped value's
@@ -42,6 +47,8 @@ struct ptq_calib_set {
     const char **source_sha256s; /* [n_sources], their content hashes in the same order */
 };
 
+/* Room for the observers of n_lanes pool threads (passes side by side, ptq_exec_tap_lanes). */
+ptq_status calib_set_lanes(ptq_ctx *ctx, ptq_calib_set *s, int n_lanes);
 /* An empty set of n tensors (names unset) with observers of n_bins. */
 ptq_status calib_set_alloc(ptq_ctx *ctx, int64_t n, int64_t n_bins, ptq_calib_set **out);
 /* What identifies a source: its content SHA-256, or its name when that is unknown. */

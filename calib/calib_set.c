@@ -32,6 +32,12 @@ void ptq_calib_set_free(ptq_calib_set *s)
         ptq_observer_free(s->obs[i]);
         ptq_observer_dev_free(s->dev_obs[i]);
     }
+    for (int w = 1; w < s->n_lanes; w++) {
+        for (int64_t i = 0; s->lane_obs[w] && i < s->n; i++)
+            ptq_observer_free(s->lane_obs[w][i]);
+        free(s->lane_obs[w]);
+    }
+    free(s->lane_obs);
     free(s->names);
     free(s->obs);
     free(s->dev_obs);
@@ -416,6 +422,39 @@ int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s)
 /* Observing */
 
 /* Observes t, made by a run of `batch` samples, as tensor i. */
+/* The host observer of tensor i that the calling thread feeds: obs[i], or on pool worker w > 0 while passes run
+ * side by side its own (made on first use). */
+static ptq_status host_observer(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, ptq_observer **out)
+{
+    const int w = ptq_par_worker_now();
+    *out = s->obs[i];
+    if (w <= 0)
+        return PTQ_OK;
+    if (w >= s->n_lanes) /* the pool grew after calib_set_lanes: obs[i] would be fed from two threads at once */
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s' observed on pool thread %d, but the set has observers for "
+                        "%d threads", s->names[i], w, s->n_lanes > 0 ? s->n_lanes : 1);
+    if (!s->lane_obs[w] && !(s->lane_obs[w] = calloc((size_t)s->n, sizeof *s->lane_obs[w])))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the observers of thread %d", w);
+    if (!s->lane_obs[w][i])
+        PTQ_TRY_RET(ptq_observer_init(ctx, s->n_bins, &s->lane_obs[w][i]));
+    *out = s->lane_obs[w][i];
+    return PTQ_OK;
+}
+
+ptq_status calib_set_lanes(ptq_ctx *ctx, ptq_calib_set *s, int n_lanes)
+{
+    if (n_lanes <= s->n_lanes)
+        return PTQ_OK;
+    ptq_observer ***more = realloc(s->lane_obs, (size_t)n_lanes * sizeof *more);
+    if (!more)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the observers of %d threads", n_lanes);
+    for (int w = s->n_lanes; w < n_lanes; w++)
+        more[w] = NULL;
+    s->lane_obs = more;
+    s->n_lanes = n_lanes;
+    return PTQ_OK;
+}
+
 static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_tensor *t, int64_t batch)
 {
     if (t->dtype != PTQ_DT_FLOAT)
@@ -428,8 +467,11 @@ static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_t
                         s->names[i]);
     if (t->mem != PTQ_MEM_HOST && !s->dev_obs[i])
         PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
+    ptq_observer *host = NULL;
+    if (t->mem == PTQ_MEM_HOST)
+        PTQ_TRY_RET(host_observer(ctx, s, i, &host));
     for (int64_t c = 0; c < copies; c++) /* once per sample: see numel_shapes */
-        PTQ_TRY_RET(t->mem == PTQ_MEM_HOST ? ptq_observer_update(ctx, s->obs[i], t->data, n)
+        PTQ_TRY_RET(t->mem == PTQ_MEM_HOST ? ptq_observer_update(ctx, host, t->data, n)
                                            : ptq_observer_dev_update(ctx, s->dev_obs[i], t->data, n));
     return PTQ_OK;
 }
@@ -453,7 +495,7 @@ ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int n
     (void)node_index;
     PTQ_TRY_RET(check_graph(ctx, s, g));
     int64_t i = s->index_of_value[value_index];
-    const int64_t run = s->exec ? ptq_exec_run_samples(s->exec) : 0; /* a pass's samples, on the CPU */
+    const int64_t run = s->exec ? ptq_exec_this_run_samples() : 0; /* a pass's samples, on the CPU */
     return i < 0 ? PTQ_OK : observe(ctx, s, i, t, run > 0 ? run : s->batch_n);
 }
 
@@ -498,6 +540,14 @@ ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s)
 {
     ptq_status st = PTQ_OK;
     ptq_observer *tmp = NULL;
+    for (int w = 1; w < s->n_lanes; w++) { /* the threads' observers, in worker order */
+        for (int64_t i = 0; s->lane_obs[w] && i < s->n; i++) {
+            if (s->lane_obs[w][i])
+                PTQ_TRY(st, ptq_observer_merge(ctx, s->obs[i], s->lane_obs[w][i]), done);
+            ptq_observer_free(s->lane_obs[w][i]);
+            s->lane_obs[w][i] = NULL;
+        }
+    }
     for (int64_t i = 0; i < s->n; i++) {
         if (!s->dev_obs[i])
             continue;

@@ -39,6 +39,11 @@ static par_pool pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTH
  * within a piece of another (nested) gives its pieces this worker, whose scratch the outer piece's thread owns. */
 static _Thread_local int this_worker;
 
+int ptq_par_worker_now(void)
+{
+    return this_worker;
+}
+
 static void run_pieces(ptq_par_body body, void *arg, int64_t n, int64_t grain, int worker)
 {
     this_worker = worker;

@@ -19,6 +19,10 @@ typedef void (*ptq_par_body)(void *arg, int64_t begin, int64_t end, int worker);
  * it runs a piece of (so a nested loop's scratch is that thread's), else 0. */
 void ptq_parallel_for(int64_t n, int64_t grain, ptq_par_body body, void *arg);
 
+/* The pool worker the calling thread is (0 outside any loop, and on the thread that started one): the index of its
+ * scratch in the loop under way. */
+int ptq_par_worker_now(void);
+
 /* Threads a loop may use, the caller included (default: the CPUs the process
  * may run on). */
 int ptq_par_workers(void);

@@ -108,5 +108,13 @@ void ptq_exec_tap_passes(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
 void ptq_exec_set_pass_auto(ptq_exec *e, int64_t rows);
 /* Samples (input 0's dim 0) of the run or pass under way or last run, 0 when not known (ptq_exec_run_from). */
 int64_t ptq_exec_run_samples(const ptq_exec *e);
+/* Marks tap (with tap_user) as ptq_exec_tap_passes does, and as one that may see passes side by side: called from
+ * several pool threads at once (each its own worker, ptq_par_worker_now()), each value of a pass through an
+ * executor of that thread's; it counts a value's samples by ptq_exec_this_run_samples. Unmarked taps keep the
+ * passes one after another (or the batch whole, ptq_exec_set_pass_auto). */
+void ptq_exec_tap_lanes(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+/* Inside a tap: the samples of the run (or pass) that made the value, on whichever executor the calling thread
+ * runs; 0 outside a run. */
+int64_t ptq_exec_this_run_samples(void);
 
 #endif

@@ -99,6 +99,7 @@ struct ptq_exec {
         void *user;
         ptq_tap_dev_state_fn dev_state; /* NULL: the tap sees every value through fn */
         int passes; /* ptq_exec_tap_passes: it may see a batch in passes */
+        int lanes;  /* ptq_exec_tap_lanes: and passes side by side, from several threads at once */
     } taps[PTQ_EXEC_MAX_TAPS];
     int n_taps;
     int tap_skip; /* a value whose taps run_node leaves to run_observed_chain, or -1 */
@@ -1219,12 +1220,21 @@ static ptq_status reset_slots(ptq_ctx *ctx, ptq_exec *e, int node_begin)
     return PTQ_OK;
 }
 
+/* The samples of the run the calling thread is in (ptq_exec_this_run_samples). */
+static _Thread_local int64_t this_run_samples;
+
+int64_t ptq_exec_this_run_samples(void)
+{
+    return this_run_samples;
+}
+
 /* One run of ptq_exec_run over the inputs as given. */
 static ptq_status run_whole(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs)
 {
     ptq_status st = PTQ_OK;
     const ptq_graph *g = e->g;
     e->run_samples = g->n_inputs > 0 && inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
+    this_run_samples = e->run_samples;
     PTQ_TRY(st, reset_slots(ctx, e, 0), done);
     e->n_fallback = 0;
     e->step = 0;
@@ -1258,6 +1268,13 @@ void ptq_exec_tap_passes(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
     for (int t = 0; t < e->n_taps; t++)
         if (e->taps[t].fn == tap && e->taps[t].user == tap_user)
             e->taps[t].passes = 1;
+}
+
+void ptq_exec_tap_lanes(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
+{
+    for (int t = 0; t < e->n_taps; t++)
+        if (e->taps[t].fn == tap && e->taps[t].user == tap_user)
+            e->taps[t].passes = e->taps[t].lanes = 1;
 }
 
 int64_t ptq_exec_run_samples(const ptq_exec *e)
@@ -1420,8 +1437,9 @@ static void lane_passes_from_1(void *arg, int64_t begin, int64_t end, int worker
  * each on one pool thread through an executor of that thread's own (e->lanes, made on first use, e's overlay
  * copied), whose nodes run on that thread alone (their loops nest: core/parallel.h). Every pass computes the same
  * bytes on any executor, so the outputs are those of run_passes; a failure is the earliest failing pass's, as
- * there, and passes after it are not started. Only without taps (their callbacks would run at once). Each node's
- * seconds are summed over the executors (ptq_exec_node_seconds). */
+ * there, and passes after it are not started. Only with taps ptq_exec_tap_lanes marks (their callbacks run on
+ * several threads at once, each on pool worker ptq_par_worker_now()). Each node's seconds are summed over the
+ * executors (ptq_exec_node_seconds). */
 static ptq_status run_lanes(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq_tensor *outputs, int64_t rows,
                             int workers)
 {
@@ -1446,6 +1464,8 @@ static ptq_status run_lanes(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs,
             PTQ_TRY_RET(ptq_exec_create(ctx, g, &e->p, &e->lanes[w]));
         PTQ_TRY_RET(pass_arrays(ctx, e->lanes[w]));
         ptq_exec_set_overlay(e->lanes[w], e->has_ov ? &e->ov : NULL);
+        memcpy(e->lanes[w]->taps, e->taps, sizeof e->taps); /* the same taps, each marked ptq_exec_tap_lanes */
+        e->lanes[w]->n_taps = e->n_taps;
     }
     const int64_t m0 = n < rows ? n : rows;
     PTQ_TRY_RET(run_pass(ctx, e, inputs, 0, m0, n));
@@ -1487,9 +1507,12 @@ ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq
     const int workers = rows ? ptq_par_workers() : 1;
     if (!rows)
         return run_whole(ctx, e, inputs, outputs);
-    /* several threads: side by side without taps; with taps, one after another where asked for
-       (ptq_exec_set_pass_rows), whole where the session chose the passes */
-    if (workers > 1 && e->n_taps == 0) {
+    /* several threads: side by side when every tap may see passes from several threads at once; else one after
+       another where asked for (ptq_exec_set_pass_rows), whole where the session chose the passes */
+    int lanes = workers > 1;
+    for (int t = 0; t < e->n_taps; t++)
+        lanes &= e->taps[t].lanes;
+    if (lanes) {
         e->pass_threads = e->pass_threads > workers ? e->pass_threads : workers;
         return run_lanes(ctx, e, inputs, outputs, rows, workers);
     }
@@ -1576,7 +1599,7 @@ ptq_status ptq_exec_run_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *images
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "8-bit images feed a model of one input; this one has %d",
                         g->n_inputs);
     PTQ_TRY(st, reset_slots(ctx, e, 0), done);
-    e->run_samples = images->n;
+    e->run_samples = this_run_samples = images->n;
     e->n_fallback = 0;
     e->step = 0;
     for (int v = 0; v < g->n_values; v++)
@@ -1601,7 +1624,7 @@ static ptq_status run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, int keep, 
     PTQ_TRY(st, reset_slots(ctx, e, node_begin), done);
     e->n_fallback = 0;
     e->step = 0;
-    e->run_samples = 0; /* the kept values' batch: not known here */
+    e->run_samples = this_run_samples = 0; /* the kept values' batch: not known here */
     /* graph inputs the run reads, rounded again by the current overlay */
     for (int i = 0; i < g->n_inputs; i++)
         if (node_begin == 0 || e->slots[g->inputs[i]].refs > 0)
@@ -1682,6 +1705,7 @@ ptq_status ptq_exec_add_tap(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap
     e->taps[e->n_taps].user = tap_user;
     e->taps[e->n_taps].dev_state = NULL;
     e->taps[e->n_taps].passes = 0;
+    e->taps[e->n_taps].lanes = 0;
     e->n_taps++;
     return PTQ_OK;
 }
@@ -1714,6 +1738,7 @@ void ptq_exec_set_tap(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
         e->taps[0].user = tap_user;
         e->taps[0].dev_state = NULL;
         e->taps[0].passes = 0;
+        e->taps[0].lanes = 0;
         e->n_taps = 1;
     }
 }
@@ -1785,7 +1810,10 @@ double ptq_exec_round_seconds(const ptq_exec *e)
 
 double ptq_exec_tap_seconds(const ptq_exec *e)
 {
-    return e->tap_s;
+    double s = e->tap_s;
+    for (int w = 1; w < e->n_lanes; w++)
+        s += e->lanes[w] ? e->lanes[w]->tap_s : 0.0;
+    return s;
 }
 
 ptq_status ptq_exec_host_alloc(ptq_ctx *ctx, ptq_exec *e, size_t n_bytes, void **out)

@@ -13,9 +13,10 @@ Shape past the batch, ScatterND of rows at negative indices and of elements with
 tuples, Equal, Not, Where): each runs in passes, logits as onnxruntime's and byte-identical to
 PTQ_PASS_ROWS=0's, and the moving one's side by side on three threads too; a Gather whose indices are the data,
 out of range in a middle pass, fails as a whole run does (exit 7, the same message, no logits file) with passes
-one after another and side by side. The demo model's logits are byte-identical with and without passes (the
-default; on two threads side by side, one executor a thread), and so are the demo's and the text model's archives (test_runner
-covers the library side)."""
+one after another and side by side. The demo's and the text model's archives are byte-identical in passes one
+after another and side by side on three threads (each thread's observers folded in). The demo model's logits are
+byte-identical with and without passes (the default; on two threads side by side, one executor a thread)
+(test_runner covers the library side)."""
 import os
 import subprocess
 import sys
@@ -291,13 +292,14 @@ def main():
             outs[rows if threads == "1" or rows else "2t"] = (rc, open(out, "rb").read() if rc == 0 else None, err)
         check("demo model: passes by default on one thread", outs[""][0] == 0 and "passes of that many" in outs[""][2])
         check("demo model: passes side by side by default on two threads",
-              outs["2t"][0] == 0 and "passes of that many or fewer" in outs["2t"][2] and "side by side" in outs["2t"][2])
+              outs["2t"][0] == 0 and "passes of that many or fewer" in outs["2t"][2] and
+              "side by side" in outs["2t"][2])
         check("demo model: passes one after another on one thread", "side by side" not in outs[""][2])
         check("demo model: PTQ_PASS_ROWS=0 runs whole", outs["0"][0] == 0 and "passes" not in outs["0"][2])
         check("demo model: logits byte-identical with passes of the default size, of 7 (two threads) and without",
               outs[""][1] is not None and outs[""][1] == outs["0"][1] == outs["7"][1] == outs["2t"][1])
         # calibrate: the archive byte-identical with passes; the text model's /Slice_output_0 has no batch
-        # dimension and is counted once per sample of each pass (passes of 1 and 3, and the default)
+        # dimension and is counted once per sample of each pass (passes of 1 and 3, and the default);
         text = os.path.join(os.path.dirname(MODEL), "text_encoder.onnx")
         txt = os.path.join(tmp, "txt.h5")
         n, seq = 50, 40
@@ -306,20 +308,23 @@ def main():
         with h5py.File(txt, "w") as f:
             f["input_ids"] = rng.integers(2, 50, size=(n, seq)).astype(np.int64) * mask
             f["attention_mask"] = mask
+        # on one thread the passes run one after another; on three side by side, each thread observing into its own
+        # observers, folded in at the end
         for what, m, d, rows_list in (("demo", MODEL, demo, ("", "7")), ("text", text, txt, ("", "1", "3"))):
             archives = {}
-            for rows in ("0",) + rows_list:
-                out = os.path.join(tmp, f"{what}_{rows or 'default'}.h5")
+            for rows, threads in [("0", "1")] + [(r, t) for r in rows_list for t in ("1", "3")]:
+                out = os.path.join(tmp, f"{what}_{rows or 'default'}_{threads}.h5")
                 env = dict(os.environ, PTQ_PASS_ROWS=rows)
-                rc, _, err = ptq("calibrate", "--model", m, "--data", d, "--out", out, "--profile", "--threads", "1",
-                                 env=env)
-                archives[rows] = open(out, "rb").read() if rc == 0 else None
-                ok = rc == 0 and (("passes" in err) == (rows != "0"))
-                check(f"{what} calibrate, PTQ_PASS_ROWS={rows or '(default)'}: runs, in passes unless 0", ok,
-                      "" if ok else err[-400:])
-            for rows in rows_list:
-                check(f"{what} calibrate: the archive in passes of {rows or 'the default'} is the whole batch's",
-                      archives["0"] is not None and archives[rows] == archives["0"])
+                rc, _, err = ptq("calibrate", "--model", m, "--data", d, "--out", out, "--profile", "--threads",
+                                 threads, env=env)
+                archives[(rows, threads)] = open(out, "rb").read() if rc == 0 else None
+                ok = rc == 0 and (("passes" in err) == (rows != "0")) and (("side by side" in err) == (threads != "1"))
+                check(f"{what} calibrate, PTQ_PASS_ROWS={rows or '(default)'}, {threads} threads: runs, in passes "
+                      f"unless 0, side by side on three threads", ok, "" if ok else err[-400:])
+            for rows, threads in archives:
+                whole = archives[("0", "1")]
+                check(f"{what} calibrate: the archive in passes of {rows or 'the default'} on {threads} threads is the "
+                      "whole batch's", whole is not None and archives[(rows, threads)] == whole)
     return finish("pass_rows_test")
 
 
