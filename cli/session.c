@@ -259,10 +259,15 @@ void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s)
     int64_t passes = 0;
     const int64_t rows = ptq_exec_pass_rows(s->exec, &passes);
     const int threads = ptq_exec_pass_threads(s->exec);
+    double whole_s = 0, side_s = 0;
+    const int pick = ptq_exec_pass_choice(s->exec, &whole_s, &side_s);
     if (passes > 0) /* ptq_graph_rows_independent */
         fprintf(stderr, "batches longer than %lld samples ran in passes of that many%s (%lld passes), each pass's "
                 "values in the caches%s\n", (long long)rows, threads > 1 ? " or fewer" : "", (long long)passes,
                 threads > 1 ? "; side by side on the threads, each op's time above summed over them" : "");
+    if (pick) /* timed on the first batches */
+        fprintf(stderr, "passes side by side: %.1f us a sample, whole batches %.1f: %s kept\n", 1e6 * side_s,
+                1e6 * whole_s, pick == 2 ? "passes" : "whole batches");
     cli_marks_print();
 }
 

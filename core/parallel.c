@@ -38,6 +38,10 @@ static par_pool pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTH
 /* The pool thread this thread is (0: the caller of a loop, and any thread outside the pool): a loop run inline
  * within a piece of another (nested) gives its pieces this worker, whose scratch the outer piece's thread owns. */
 static _Thread_local int this_worker;
+/* 1 while the thread runs a piece of a loop: loops it starts then run inline as one worker (ptq_par_workers() is 1
+ * there), so their scratch, sized by ptq_par_workers(), is the thread's own and small, and kernels do not split
+ * their work for threads that are busy with pieces of their own. */
+static _Thread_local int in_piece;
 
 int ptq_par_worker_now(void)
 {
@@ -52,7 +56,9 @@ static void run_pieces(ptq_par_body body, void *arg, int64_t n, int64_t grain, i
         if (begin >= n)
             return;
         int64_t end = n - begin < grain ? n : begin + grain;
+        in_piece = 1;
         body(arg, begin, end, worker);
+        in_piece = 0;
         atomic_fetch_add(&pool.done, end - begin);
     }
 }
@@ -104,6 +110,8 @@ void ptq_par_on_thread_start(void (*fn)(void))
 
 int ptq_par_workers(void)
 {
+    if (in_piece)
+        return 1;
     pthread_mutex_lock(&pool.mu);
     if (pool.n_threads == 0) { /* the CPUs this process may run on (taskset, cpusets), else those online */
         cpu_set_t set;
@@ -137,7 +145,7 @@ void ptq_parallel_for(int64_t n, int64_t grain, ptq_par_body body, void *arg)
         grain = 1;
     const int n_threads = ptq_par_workers();
     if (n_threads <= 1 || n <= grain || atomic_flag_test_and_set(&pool.busy)) {
-        body(arg, 0, n, this_worker < n_threads ? this_worker : 0);
+        body(arg, 0, n, 0); /* in a piece of another loop: one worker there (ptq_par_workers), its scratch its own */
         return;
     }
     pthread_mutex_lock(&pool.mu);

@@ -15,8 +15,7 @@ typedef void (*ptq_par_body)(void *arg, int64_t begin, int64_t end, int worker);
 /* Runs body over [0, n) in pieces of `grain` items (the last may be shorter)
  * on the pool, the caller taking part. Runs inline on the caller when the
  * pool has one thread, when n <= grain, or when the pool is busy with another
- * loop (nested or concurrent calls): as the worker the caller is in the loop
- * it runs a piece of (so a nested loop's scratch is that thread's), else 0. */
+ * loop (nested or concurrent calls), as worker 0. */
 void ptq_parallel_for(int64_t n, int64_t grain, ptq_par_body body, void *arg);
 
 /* The pool worker the calling thread is (0 outside any loop, and on the thread that started one): the index of its
@@ -24,7 +23,8 @@ void ptq_parallel_for(int64_t n, int64_t grain, ptq_par_body body, void *arg);
 int ptq_par_worker_now(void);
 
 /* Threads a loop may use, the caller included (default: the CPUs the process
- * may run on). */
+ * may run on); 1 on a thread running a piece of a loop, where a loop runs
+ * inline (scratch sized by it is then that piece's own). */
 int ptq_par_workers(void);
 void ptq_par_set_workers(int n);
 

@@ -143,6 +143,13 @@ struct ptq_exec {
     ptq_exec **lanes;         /* [n_lanes]: executors of their own that run passes beside e (run_lanes); [0] unused */
     int n_lanes;
     int pass_threads;         /* ptq_exec_pass_threads */
+    /* ptq_exec_pass_choice: with passes the session chose (pass_auto) on several threads, the first runs of one
+     * batch size time whole batches and passes side by side (a warm-up run of each, then a timed one), and the
+     * faster is kept; the same bytes either way */
+    int trial_runs;           /* runs of the trial so far (4: decided) */
+    int64_t trial_n;          /* their batch size */
+    double trial_s[2];        /* seconds a sample: [0] whole, [1] side by side */
+    int trial_pick;           /* 0 undecided, 1 whole, 2 side by side */
     char device_name[160];
 };
 
@@ -1261,6 +1268,17 @@ void ptq_exec_set_pass_auto(ptq_exec *e, int64_t rows)
 {
     ptq_exec_set_pass_rows(e, rows);
     e->pass_auto = 1;
+    e->trial_runs = 0;
+    e->trial_pick = 0;
+}
+
+int ptq_exec_pass_choice(const ptq_exec *e, double *whole_s, double *side_s)
+{
+    if (whole_s)
+        *whole_s = e->trial_s[0];
+    if (side_s)
+        *side_s = e->trial_s[1];
+    return e->trial_pick;
 }
 
 void ptq_exec_tap_passes(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
@@ -1512,6 +1530,24 @@ ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq
     int lanes = workers > 1;
     for (int t = 0; t < e->n_taps; t++)
         lanes &= e->taps[t].lanes;
+    if (lanes && e->pass_auto && e->trial_pick != 2) { /* the trial (ptq_exec_pass_choice), or whole batches won */
+        const int64_t n = inputs[0].dims[0];
+        if (e->trial_pick == 1 || (e->trial_runs > 0 && n != e->trial_n))
+            return run_whole(ctx, e, inputs, outputs);
+        const int side = e->trial_runs >= 2;
+        const double t0 = ptq_clock_s();
+        ptq_status st = side ? run_lanes(ctx, e, inputs, outputs, rows, workers) : run_whole(ctx, e, inputs, outputs);
+        if (side)
+            e->pass_threads = e->pass_threads > workers ? e->pass_threads : workers;
+        if (st != PTQ_OK)
+            return st;
+        e->trial_n = n;
+        if (e->trial_runs % 2 == 1) /* the second run of each way: the first paid for what runs once */
+            e->trial_s[side] = (ptq_clock_s() - t0) / (double)n;
+        if (++e->trial_runs == 4)
+            e->trial_pick = e->trial_s[1] < e->trial_s[0] ? 2 : 1;
+        return PTQ_OK;
+    }
     if (lanes) {
         e->pass_threads = e->pass_threads > workers ? e->pass_threads : workers;
         return run_lanes(ctx, e, inputs, outputs, rows, workers);

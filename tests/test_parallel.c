@@ -1,6 +1,8 @@
 /* The CPU pool: every item runs exactly once whatever the grain and worker
- * count, worker ids stay in range, nested and repeated loops work, and a
- * pool of one runs inline. */
+ * count, worker ids stay in range, nested and repeated loops work (a loop in a
+ * piece of another sees one worker, ptq_par_workers() 1, and runs inline as
+ * worker 0; ptq_par_worker_now() names the piece's thread), and a pool of one
+ * runs inline. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -13,21 +15,22 @@ typedef struct loop_arg {
     atomic_int nested_ok;
     atomic_int calls;
     int nest;
+    int n_workers; /* ptq_par_workers() where the loop was started */
 } loop_arg;
 
 static void body(void *p, int64_t begin, int64_t end, int worker)
 {
     loop_arg *a = p;
     atomic_fetch_add(&a->calls, 1);
-    if (worker < 0 || worker >= ptq_par_workers())
+    if (worker < 0 || worker >= a->n_workers || (a->n_workers > 1 && worker != ptq_par_worker_now()))
         atomic_fetch_add(&a->bad_worker, 1);
     for (int64_t i = begin; i < end; i++)
         atomic_fetch_add(&a->hits[i], 1);
     if (a->nest) { /* a loop inside a loop runs inline on this thread */
         atomic_int inner[8] = {0};
-        loop_arg b = {inner, 0, 0, 0, 0};
+        loop_arg b = {inner, 0, 0, 0, 0, ptq_par_workers()};
         ptq_parallel_for(8, 1, body, &b);
-        int ok = 1;
+        int ok = b.n_workers == 1 && atomic_load(&b.bad_worker) == 0 && ptq_par_worker_now() == worker;
         for (int i = 0; i < 8; i++)
             ok &= atomic_load(&inner[i]) == 1;
         if (ok)
@@ -38,7 +41,7 @@ static void body(void *p, int64_t begin, int64_t end, int worker)
 static int run(int64_t n, int64_t grain, int nest)
 {
     atomic_int *hits = calloc((size_t)n + 1, sizeof *hits);
-    loop_arg a = {hits, 0, 0, 0, nest};
+    loop_arg a = {hits, 0, 0, 0, nest, ptq_par_workers()};
     ptq_parallel_for(n, grain, body, &a);
     int ok = atomic_load(&a.bad_worker) == 0;
     for (int64_t i = 0; i < n; i++)
