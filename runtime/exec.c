@@ -150,6 +150,8 @@ struct ptq_exec {
     int64_t trial_n;          /* their batch size */
     double trial_s[2];        /* seconds a sample: [0] whole, [1] side by side */
     int trial_pick;           /* 0 undecided, 1 whole, 2 side by side */
+    size_t freed_lanes_peak[N_MEM]; /* the peak bytes of lanes freed since (ptq_exec_peak_bytes counts them) */
+    int64_t freed_lanes_allocs;
     char device_name[160];
 };
 
@@ -1546,6 +1548,14 @@ ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq
             e->trial_s[side] = (ptq_clock_s() - t0) / (double)n;
         if (++e->trial_runs == 4)
             e->trial_pick = e->trial_s[1] < e->trial_s[0] ? 2 : 1;
+        if (e->trial_pick == 1) /* whole batches won: the lanes' memory back */
+            for (int w = 1; w < e->n_lanes; w++) {
+                for (int m = 0; e->lanes[w] && m < N_MEM; m++)
+                    e->freed_lanes_peak[m] += e->lanes[w]->peak_bytes[m];
+                e->freed_lanes_allocs += e->lanes[w] ? e->lanes[w]->n_allocs : 0;
+                ptq_exec_free(e->lanes[w]);
+                e->lanes[w] = NULL;
+            }
         return PTQ_OK;
     }
     if (lanes) {
@@ -1885,7 +1895,7 @@ int64_t ptq_exec_n_observed_chains(const ptq_exec *e)
 
 int64_t ptq_exec_n_allocs(const ptq_exec *e)
 {
-    int64_t n = e->n_allocs;
+    int64_t n = e->n_allocs + e->freed_lanes_allocs;
     for (int w = 1; w < e->n_lanes; w++)
         n += e->lanes[w] ? e->lanes[w]->n_allocs : 0;
     return n;
@@ -1893,7 +1903,7 @@ int64_t ptq_exec_n_allocs(const ptq_exec *e)
 
 size_t ptq_exec_peak_bytes(const ptq_exec *e, ptq_mem mem)
 {
-    size_t n = e->peak_bytes[mem_index(mem)]; /* with the lanes' runs beside it */
+    size_t n = e->peak_bytes[mem_index(mem)] + e->freed_lanes_peak[mem_index(mem)]; /* with the lanes' runs */
     for (int w = 1; w < e->n_lanes; w++)
         n += e->lanes[w] ? e->lanes[w]->peak_bytes[mem_index(mem)] : 0;
     return n;

@@ -155,6 +155,10 @@ static void test_passes(ptq_graph *g, float *x)
     const int pick = ptq_exec_pass_choice(s3, &whole_s, &side_s);
     CHECK_MSG(whole_s > 0 && side_s > 0 && pick == (side_s < whole_s ? 2 : 1),
               "pass choice %d from %.3g s whole, %.3g s side by side", pick, whole_s, side_s);
+    /* after it (whole batches winning frees the lanes), passes asked for run side by side again */
+    ptq_exec_set_pass_rows(s3, 3);
+    memset(got, 0, sizeof got);
+    CHECK(run(s3, x, N_REF, got) && memcmp(got, ref, sizeof ref) == 0 && ptq_exec_pass_threads(s3) == 3);
     ptq_exec_free(s3);
     ptq_par_set_workers(workers);
     p.device = PTQ_DEVICE_REF;
