@@ -100,14 +100,12 @@ ptq_status ptq_exec_set_value_bytes(ptq_ctx *ctx, ptq_exec *e, const double *byt
  * and the batch size read by Shape only in shapes. 0 when it cannot show that (or out of memory). */
 int ptq_graph_rows_independent(const ptq_graph *g, const ptq_value *at1, const ptq_value *at2);
 /* Marks tap (with tap_user) as one that may see a batch in passes (ptq_exec_set_pass_rows): it counts a value's
- * samples by ptq_exec_run_samples, not by the batch. Unmarked taps keep their runs whole. */
+ * samples by ptq_exec_this_run_samples, not by the batch. Unmarked taps keep their runs whole. */
 void ptq_exec_tap_passes(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
 /* ptq_exec_set_pass_rows for the passes a session chose (ptq_session_open): on several threads they run side by side
  * when nothing taps the run, and a run with taps stays whole there (one after another, each pass's nodes split over
  * the pool again, was slower: bench/results/2026-12-05-cpu-passes-vm.md). */
 void ptq_exec_set_pass_auto(ptq_exec *e, int64_t rows);
-/* Samples (input 0's dim 0) of the run or pass under way or last run, 0 when not known (ptq_exec_run_from). */
-int64_t ptq_exec_run_samples(const ptq_exec *e);
 /* Marks tap (with tap_user) as ptq_exec_tap_passes does, and as one that may see passes side by side: called from
  * several pool threads at once (each its own worker, ptq_par_worker_now()), each value of a pass through an
  * executor of that thread's; it counts a value's samples by ptq_exec_this_run_samples. Unmarked taps keep the

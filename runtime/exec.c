@@ -135,7 +135,6 @@ struct ptq_exec {
     int64_t n_nhwc;
     int64_t pass_rows;        /* ptq_exec_set_pass_rows: samples per pass of a longer batch on the CPU, 0: whole */
     int64_t n_passes;         /* passes run so, over e's life */
-    int64_t run_samples;      /* dim 0 of input 0 in the run (or pass) under way, 0 when not known */
     ptq_tensor *pass_in, *pass_out; /* [g->n_inputs], [g->n_outputs]: one pass's views */
     void **pass_buf;          /* [g->n_outputs]: the whole batch's outputs, put together from the passes */
     size_t *pass_cap;
@@ -1242,8 +1241,7 @@ static ptq_status run_whole(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs,
 {
     ptq_status st = PTQ_OK;
     const ptq_graph *g = e->g;
-    e->run_samples = g->n_inputs > 0 && inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
-    this_run_samples = e->run_samples;
+    this_run_samples = g->n_inputs > 0 && inputs[0].ndim >= 1 ? inputs[0].dims[0] : 0;
     PTQ_TRY(st, reset_slots(ctx, e, 0), done);
     e->n_fallback = 0;
     e->step = 0;
@@ -1295,11 +1293,6 @@ void ptq_exec_tap_lanes(ptq_exec *e, ptq_tap_fn tap, void *tap_user)
     for (int t = 0; t < e->n_taps; t++)
         if (e->taps[t].fn == tap && e->taps[t].user == tap_user)
             e->taps[t].passes = e->taps[t].lanes = 1;
-}
-
-int64_t ptq_exec_run_samples(const ptq_exec *e)
-{
-    return e->run_samples;
 }
 
 int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes)
@@ -1645,7 +1638,7 @@ ptq_status ptq_exec_run_u8(ptq_ctx *ctx, ptq_exec *e, const ptq_u8_batch *images
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "8-bit images feed a model of one input; this one has %d",
                         g->n_inputs);
     PTQ_TRY(st, reset_slots(ctx, e, 0), done);
-    e->run_samples = this_run_samples = images->n;
+    this_run_samples = images->n;
     e->n_fallback = 0;
     e->step = 0;
     for (int v = 0; v < g->n_values; v++)
@@ -1670,7 +1663,7 @@ static ptq_status run_from(ptq_ctx *ctx, ptq_exec *e, int node_begin, int keep, 
     PTQ_TRY(st, reset_slots(ctx, e, node_begin), done);
     e->n_fallback = 0;
     e->step = 0;
-    e->run_samples = this_run_samples = 0; /* the kept values' batch: not known here */
+    this_run_samples = 0; /* the kept values' batch: not known here */
     /* graph inputs the run reads, rounded again by the current overlay */
     for (int i = 0; i < g->n_inputs; i++)
         if (node_begin == 0 || e->slots[g->inputs[i]].refs > 0)

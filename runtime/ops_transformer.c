@@ -195,23 +195,30 @@ static ptq_status where_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 /* ---- Expand ---- */
 
-ptq_status ptq_op_expand_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
+/* The broadcast of from to the shape input i gives (1-D int64, entries >= 0), in *bc (Expand, ConstantOfShape). */
+static ptq_status bcast_to_shape(ptq_ctx *ctx, const ptq_op_io *io, int i, const ptq_tensor *from, ptq_bcast *bc)
 {
     ptq_tensor shape;
     int64_t n = -1;
-    ptq_status st = ptq_op_need_sized(ctx, io, 0);
-    if (st != PTQ_OK || (st = ptq_op_need_input(ctx, io, 1)) != PTQ_OK)
-        return st;
     memset(&shape, 0, sizeof shape);
-    if ((st = ptq_op_int_list(ctx, io, 1, shape.dims, &n)) != PTQ_OK)
+    ptq_status st = ptq_op_int_list(ctx, io, i, shape.dims, &n);
+    if (st != PTQ_OK)
         return st;
     shape.ndim = (int)n;
     for (int d = 0; d < shape.ndim; d++)
         if (shape.dims[d] < 0)
             return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "shape entry %d is %lld", d, (long long)shape.dims[d]);
-    if ((st = ptq_op_bcast(ctx, io->in[0], &shape, bc)) != PTQ_OK)
+    if ((st = ptq_op_bcast(ctx, from, &shape, bc)) != PTQ_OK)
         return ptq_op_fail(ctx, io, st, "%s", ctx->msg);
     return PTQ_OK;
+}
+
+ptq_status ptq_op_expand_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
+{
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
+    if (st != PTQ_OK || (st = ptq_op_need_input(ctx, io, 1)) != PTQ_OK)
+        return st;
+    return bcast_to_shape(ctx, io, 1, io->in[0], bc);
 }
 
 static ptq_status expand_infer(ptq_ctx *ctx, ptq_op_io *io)
@@ -241,9 +248,7 @@ static ptq_status constant_of_shape_layout(ptq_ctx *ctx, const ptq_op_io *io, pt
                                            ptq_bcast *bc)
 {
     static const float zero = 0.0f;
-    ptq_tensor shape;
     ptq_cast_kind kind = PTQ_CAST_F32;
-    int64_t n = -1;
     ptq_status st = ptq_op_need_input(ctx, io, 0);
     if (st != PTQ_OK)
         return st;
@@ -264,16 +269,7 @@ static ptq_status constant_of_shape_layout(ptq_ctx *ctx, const ptq_op_io *io, pt
         value->dtype = v->dtype;
         *fill = v->data;
     }
-    memset(&shape, 0, sizeof shape);
-    if ((st = ptq_op_int_list(ctx, io, 0, shape.dims, &n)) != PTQ_OK)
-        return st;
-    shape.ndim = (int)n;
-    for (int d = 0; d < shape.ndim; d++)
-        if (shape.dims[d] < 0)
-            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "shape entry %d is %lld", d, (long long)shape.dims[d]);
-    if ((st = ptq_op_bcast(ctx, value, &shape, bc)) != PTQ_OK)
-        return ptq_op_fail(ctx, io, st, "%s", ctx->msg);
-    return PTQ_OK;
+    return bcast_to_shape(ctx, io, 0, value, bc);
 }
 
 static ptq_status constant_of_shape_infer(ptq_ctx *ctx, ptq_op_io *io)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "kernels/cpu/phase_copy.h"
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -55,24 +56,14 @@ static void copy_phase(const dw_job *j, const float *xp, int64_t a, int64_t b, f
 {
     const ptq_conv_params *p = j->p;
     const int64_t h = p->in[1], w = p->in[2], s1 = j->s1, s2 = j->s2, l1 = p->pad_lo[1], l2 = p->pad_lo[2];
-    /* columns i of the phase read input column i * s2 + b - l2: inside for i in [lo, hi) */
-    int64_t lo = l2 - b <= 0 ? 0 : (l2 - b + s2 - 1) / s2;
-    int64_t hi = w + l2 - b <= 0 ? 0 : (w + l2 - b + s2 - 1) / s2;
-    lo = lo > j->wq ? j->wq : lo;
-    hi = hi > j->wq ? j->wq : (hi < lo ? lo : hi);
+    int64_t lo, hi; /* the phase's columns inside the image */
+    ptq_phase_cols(w, l2, b, s2, j->wq, &lo, &hi);
     if (hi == lo)
         return;
     for (int64_t i = 0; i < j->hq; i++) {
         const int64_t r = i * s1 + a - l1;
-        if (r < 0 || r >= h)
-            continue;
-        const float *src = xp + r * w + lo * s2 + b - l2;
-        float *row = ph + i * j->wq;
-        if (s2 == 1)
-            memcpy(row + lo, src, (size_t)(hi - lo) * sizeof *row);
-        else
-            for (int64_t i2 = lo; i2 < hi; i2++, src += s2)
-                row[i2] = *src;
+        if (r >= 0 && r < h)
+            ptq_phase_row(ph + i * j->wq, xp + r * w, lo, hi, b, s2, l2);
     }
 }
 

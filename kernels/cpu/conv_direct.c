@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "kernels/cpu/phase_copy.h"
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -135,11 +136,8 @@ static void copy_band(const dc_job *j, const float *xg, int64_t r0, float *copy)
     for (int64_t c = 0; c < j->cg_in; c++)
         for (int64_t a = 0; a < s1; a++)
             for (int64_t ph = 0; ph < s2; ph++, q += plane) {
-                /* columns i of the phase read input column i * s2 + ph - l2: inside for i in [lo, hi) */
-                int64_t lo = l2 - ph <= 0 ? 0 : (l2 - ph + s2 - 1) / s2;
-                int64_t hi = w + l2 - ph <= 0 ? 0 : (w + l2 - ph + s2 - 1) / s2;
-                lo = lo > wq ? wq : lo;
-                hi = hi > wq ? wq : (hi < lo ? lo : hi);
+                int64_t lo, hi; /* the phase's columns inside the image */
+                ptq_phase_cols(w, l2, ph, s2, wq, &lo, &hi);
                 for (int64_t i = 0; i < j->hq; i++) {
                     float *row = q + i * wq;
                     const int64_t r = (r0 + i) * s1 + a - l1;
@@ -147,14 +145,8 @@ static void copy_band(const dc_job *j, const float *xg, int64_t r0, float *copy)
                         memset(row, 0, (size_t)wq * sizeof *row);
                         continue;
                     }
-                    if (hi == lo) /* no column of the phase inside the image */
-                        continue;
-                    const float *src = xg + (c * h + r) * w + lo * s2 + ph - l2;
-                    if (s2 == 1)
-                        memcpy(row + lo, src, (size_t)(hi - lo) * sizeof *row);
-                    else
-                        for (int64_t i2 = lo; i2 < hi; i2++, src += s2)
-                            row[i2] = *src;
+                    if (hi > lo)
+                        ptq_phase_row(row, xg + (c * h + r) * w, lo, hi, ph, s2, l2);
                 }
             }
 }
