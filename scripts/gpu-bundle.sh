@@ -57,6 +57,10 @@ if [ -x "$build/bench/cudnn_splitk" ]; then # a GPU diagnostic (bench/cudnn_spli
     cp "$build/bench/cudnn_splitk" "$out/bin/"
     bins+=("$out/bin/cudnn_splitk")
 fi
+if [ -x "$build/bench/pass_runs" ]; then # the CPU's passes run after run (bench/pass_runs.c)
+    cp "$build/bench/pass_runs" "$out/bin/"
+    bins+=("$out/bin/pass_runs")
+fi
 for t in "$build"/tests/test_* "$build"/tests/parity_* "$build"/tests/cuda_*; do
     [ -f "$t" ] && [ -x "$t" ] || continue
     cp "$t" "$out/tests/"

@@ -142,14 +142,16 @@ static void test_passes(ptq_graph *g, float *x)
     CHECK(run(s3, x, N_REF, got) && ptq_exec_pass_rows(s3, &passes) == 4 && passes == 16); /* 4 after another */
     CHECK(memcmp(got, ref, sizeof ref) == 0 && seen3.n_calls > 0);
     ptq_exec_remove_tap(s3, count_tap, &seen3);
-    /* the session's passes (ptq_exec_set_pass_auto) without taps: two runs whole, two side by side, timed, then the
-       faster kept; the same bytes throughout, and a batch of another size runs whole during the trial */
+    /* the session's passes (ptq_exec_set_pass_auto) without taps: seven runs whole and side by side in turn, the
+       last four timed, then the faster kept; the same bytes throughout, and a batch of another size runs whole
+       during the trial */
     ptq_exec_set_pass_auto(s3, 3);
     CHECK(ptq_exec_pass_choice(s3, NULL, NULL) == 0);
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 8; k++) {
         const int64_t n = k == 1 ? 5 : N_REF;
         memset(got, 0, sizeof got);
         CHECK(run(s3, x, n, got) && memcmp(got, ref, (size_t)n * N_CLASSES * sizeof *ref) == 0);
+        CHECK(k == 7 || ptq_exec_pass_choice(s3, NULL, NULL) == 0); /* undecided until the seventh of N_REF */
     }
     double whole_s = 0, side_s = 0;
     const int pick = ptq_exec_pass_choice(s3, &whole_s, &side_s);

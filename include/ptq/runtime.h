@@ -107,10 +107,10 @@ PTQ_API int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes);
  * taps only: a run with taps has its passes one after another). The passes of a batch shorter than N times the
  * rows set are made shorter, so that every thread has one. The same bytes every way. */
 PTQ_API int ptq_exec_pass_threads(const ptq_exec *e);
-/* With the passes ptq_session_open chose, on several threads: the first four runs of one batch size run whole
- * batches twice, then passes side by side twice, timing the second of each, and later runs keep the faster (which
- * depends on the model and the CPU; the same bytes either way). Returns 0 before that choice, 1 whole batches, 2
- * side by side; *whole_s and *side_s (when not NULL) the seconds a sample each took. */
+/* With the passes ptq_session_open chose, on several threads: the first seven runs of one batch size run whole
+ * batches and passes side by side in turn, the first three to warm up, and later runs keep the faster of each way's
+ * best timed run (which depends on the model and the CPU; the same bytes either way). Returns 0 before that choice,
+ * 1 whole batches, 2 side by side; *whole_s and *side_s (when not NULL) the seconds a sample each took. */
 PTQ_API int ptq_exec_pass_choice(const ptq_exec *e, double *whole_s, double *side_s);
 /* 8-bit images of the model's input size, as a graph input. */
 typedef struct ptq_u8_batch {
