@@ -33,9 +33,9 @@ IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 H = W = 4
 
 
-def pool_model(path, nhwc, meta=None):
-    """logits[n, c] = mean over H, W of input channel c; input [N,3,4,4] or [N,4,4,3]."""
-    shape = ["N", H, W, 3] if nhwc else ["N", 3, H, W]
+def pool_model(path, nhwc, meta=None, ch=3):
+    """logits[n, c] = mean over H, W of input channel c; input [N,ch,4,4] or [N,4,4,ch]."""
+    shape = ["N", H, W, ch] if nhwc else ["N", ch, H, W]
     nodes = []
     src = "x"
     if nhwc:
@@ -43,7 +43,7 @@ def pool_model(path, nhwc, meta=None):
         src = "t"
     nodes += [helper.make_node("GlobalAveragePool", [src], ["p"]), helper.make_node("Flatten", ["p"], ["y"])]
     g = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", ch])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 7
     if meta:
@@ -196,6 +196,27 @@ def main():
               rc == 0 and close(got, expected(rgb, 1 / 255, np.array([0.1, 0.2, 0.3], np.float32), 0.25)),
               f"rc {rc}: {se[-300:]}")
         check("no warning when the model has ptq.preprocess", "warning" not in se, se[-300:])
+
+        # a preset on a 1-channel model: its per-colour means and stds would apply R's (caffe: B's) alone, refused
+        # unless mean= (and imagenet's std=) follow it
+        gray = os.path.join(tmp, "gray.onnx")
+        pool_model(gray, nhwc=False, ch=1)
+        gray_data = os.path.join(tmp, "gray.h5")
+        h5_set(gray_data, rgb[..., 0], np.zeros(n, np.int64))
+        for spec, refused in (("imagenet", "means and stds are per colour (R, G, B)"),
+                              ("imagenet std=0.2", "name mean= and std= for that channel"),
+                              ("Imagenet-BGR-Caffe", "means are per colour (B, G, R)")):
+            rc, _, _, se = eval_logits(tmp, gray, gray_data, "--preprocess", spec)
+            check(f"--preprocess {spec} on a 1-channel model is refused (exit 2)",
+                  rc == 2 and refused in se and "model input 'x' [?x1x4x4] takes 1 channel" in se,
+                  f"rc {rc}: {se[-300:]}")
+        for spec, mean, std in (("imagenet mean=0.45 std=0.25", 0.45, 0.25), ("imagenet-bgr-caffe mean=120", 120, 1)):
+            rc, got, _, se = eval_logits(tmp, gray, gray_data, "--preprocess", spec)
+            scale = 1.0 if "caffe" in spec else 1 / 255
+            want_gray = (pil_resized_crop(rgb[..., :1].repeat(3, axis=3))[..., 0].astype(np.float32) * np.float32(scale)
+                         - np.float32(mean)) / np.float32(std)
+            check(f"--preprocess {spec} on a 1-channel model", rc == 0 and got is not None
+                  and close(got[:, 0], want_gray.mean(axis=(1, 2)), 1e-3), f"rc {rc}: {se[-300:]}")
 
         # geometry the model's input fixes: --preprocess may repeat it, and naming another value is refused
         rc, got, _, se = eval_logits(tmp, nchw, data, "--preprocess", meanstd + " layout=NCHW channels=3 size=4x4")
