@@ -29,7 +29,7 @@ static const char calibrate_help[] =
     "  --data PATH          HDF5 file or PNG or JPEG folder root/<class>/*.{png,jpg,jpeg} (labels not needed)\n"
     "  --out FILE           the archive to write (written whole or not at all)\n"
     "  --samples N          observe N samples picked at random (by --seed) from D (default: all)\n"
-    "  --seed S             seed of that pick (default 0)\n"
+    "  --seed S             seed of that pick (default 0; only with --samples)\n"
     "  --shard I/N          observe only shard I (0-based) of N equal, contiguous shares of the\n"
     "                       picked samples; merging the N archives gives the whole one\n"
     "  --ops LIST           observe only tensors produced or consumed by these op types, e.g. Conv,Gemm\n"
@@ -133,6 +133,9 @@ int cmd_calibrate(int argc, char **argv)
         (rc = cli_get_int("calibrate", opts, n_opts, "seed", 0, 0, &seed)) ||
         (rc = cli_get_int("calibrate", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
+    if (cli_get(opts, n_opts, "seed") && !cli_get(opts, n_opts, "samples"))
+        return cli_usage_error("calibrate", "--seed picks the --samples N observed; without --samples every sample "
+                               "is observed and it would do nothing");
     /* one message for every bad --bins, 0 and 12abc as 3000: the rule, not cli_get_int's [1, 2^63 - 1] */
     const char *bins_arg = cli_get(opts, n_opts, "bins");
     const size_t bins_digits = bins_arg ? strspn(bins_arg, "0123456789") : 0;

@@ -794,9 +794,8 @@ int cmd_run(int argc, char **argv)
     opt_as(s, "--model", model, KEY_INPUT), opt_as(s, "--data", cdata, KEY_INPUT);
     opt_as(s, "--out", p_calib, KEY_IN_DIR);
     opt_as(s, "--labels", clabels, KEY_CONTENTS), opt_as(s, "--classes", cclasses, KEY_CONTENTS);
-    if (rs.n_calib_samples > 0) /* calibrate reads every image without --samples */
-        opt(s, "--samples", rs.calib_samples);
-    opt(s, "--seed", rs.seed);
+    if (rs.n_calib_samples > 0) /* calibrate reads every image without --samples (and refuses --seed then) */
+        opt(s, "--samples", rs.calib_samples), opt(s, "--seed", rs.seed);
     opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
     opt_unkeyed(s, "--threads", threads, 0), opt_as(s, "--preprocess", pre, KEY_PREPROCESS);
     data_opts(s, opts, n_opts, inputs, n_inputs, named, 0, to.calib, 1);

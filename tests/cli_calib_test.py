@@ -269,6 +269,10 @@ def main():
     run_ok("calibrate --samples 100 --seed 7", "calibrate", "--model", MODEL, "--data", data, "--out", J("p7.h5"),
            "--samples", "100", "--seed", "7")
     p7 = read_archive(J("p7.h5"))
+    rc, _, err = ptq("calibrate", "--model", MODEL, "--data", data, "--out", J("seed-alone.h5"), "--seed", "7")
+    check("--seed without --samples (every sample observed: it would do nothing) is refused, exit 2, no archive",
+          rc == 2 and "--seed picks the --samples N observed" in err and not os.path.exists(J("seed-alone.h5")),
+          f"exit {rc}: {err[-300:]}")
     ids = p7["samples/id"]
     check("--samples 100: 100 distinct ids, hash recorded", len(set(ids.tolist())) == 100 and
           p7["@sample_ids_sha256"] == sample_hash([data_key], {data_key: ids}) and p7["tensors/count"][0] == 100 * 784)
