@@ -224,12 +224,16 @@ void ptq_k_slice_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const 
 /* Element kinds ptq_k_cast_ref converts between (ONNX Cast). */
 typedef enum ptq_cast_kind {
     PTQ_CAST_F32, PTQ_CAST_F64, PTQ_CAST_I8, PTQ_CAST_U8, PTQ_CAST_I16, PTQ_CAST_U16, PTQ_CAST_I32, PTQ_CAST_U32,
-    PTQ_CAST_I64, PTQ_CAST_U64, PTQ_CAST_BOOL
+    PTQ_CAST_I64, PTQ_CAST_U64, PTQ_CAST_BOOL, PTQ_CAST_F16, PTQ_CAST_BF16
 } ptq_cast_kind;
 /* y[i] = x[i] converted, for i < n: float to integer truncates toward zero
  * and saturates at the type's limits (NaN gives 0), integers wrap as C's
  * unsigned conversion does (two's complement), anything nonzero is true,
- * float64 to float32 rounds to nearest even. */
+ * float64 to float32 rounds to nearest even. float16 and bfloat16 (Cast
+ * only: ptq_op_cast_kind gives neither) convert exactly to wider floats,
+ * and from them through float32 (numfmt.h's round to nearest even, past
+ * the largest finite to Inf): once from float32, twice from float64 and
+ * int64s beyond 2^24. */
 void ptq_k_cast_ref(ptq_cast_kind from, ptq_cast_kind to, int64_t n, const void *x, void *y);
 
 /* y [bc->out_dims] = a broadcast (Expand), elements of elem_bytes; a laid

@@ -238,6 +238,17 @@ static ptq_status slice_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* Cast's element kinds: ptq_op_cast_kind's, and float16 and bfloat16 (weights stored in 16 bits and cast to
+ * float32, folded at load; ptq's other ops take neither). */
+static int cast_kind(ptq_dtype dt, ptq_cast_kind *k)
+{
+    if (dt == PTQ_DT_FLOAT16 || dt == PTQ_DT_BFLOAT16) {
+        *k = dt == PTQ_DT_FLOAT16 ? PTQ_CAST_F16 : PTQ_CAST_BF16;
+        return 1;
+    }
+    return ptq_op_cast_kind(dt, k);
+}
+
 static ptq_status cast_kinds(ptq_ctx *ctx, const ptq_op_io *io, ptq_dtype *to, ptq_cast_kind *k_from,
                              ptq_cast_kind *k_to)
 {
@@ -248,9 +259,9 @@ static ptq_status cast_kinds(ptq_ctx *ctx, const ptq_op_io *io, ptq_dtype *to, p
     if (!a || a->type != PTQ_ATTR_INT)
         return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the to attribute is missing");
     *to = (ptq_dtype)a->i;
-    if (!ptq_op_cast_kind(io->in[0]->dtype, k_from) || !ptq_op_cast_kind(*to, k_to))
-        return ptq_op_unsupported(ctx, io, "a cast from %s to %s; supported: float32, float64, bool and the integers",
-                                  ptq_dtype_name(io->in[0]->dtype), ptq_dtype_name(*to));
+    if (!cast_kind(io->in[0]->dtype, k_from) || !cast_kind(*to, k_to))
+        return ptq_op_unsupported(ctx, io, "a cast from %s to %s; supported: float32, float64, float16, bfloat16, "
+                                  "bool and the integers", ptq_dtype_name(io->in[0]->dtype), ptq_dtype_name(*to));
     return PTQ_OK;
 }
 

@@ -223,12 +223,13 @@ def models():
     case("onnx: a supported model, info exits 0", ["info", J("conv_ok.onnx")], 0,
          out_check=lambda out, err: "yes, every node" in out)
     # every op known, a dtype not (a Cast from float16): info's summary says no, with the node, not "yes"
-    onnx_model(J("fp16_cast.onnx"), [helper.make_node("Cast", ["w16"], ["w"], to=TensorProto.FLOAT, name="cast16"),
-                                     helper.make_node("Add", ["x", "w"], ["y"])], x28, y28,
-               inits=[numpy_helper.from_array(np.ones(1, np.float16), "w16")])
-    case("onnx: a float16 Cast, info says not supported and exits 5", ["info", J("fp16_cast.onnx")], 5,
-         "cast from float16", out_check=lambda out, err: "yes, every node" not in out and
-         re.search(r"supported  no: node 'cast16' \(Cast", out) is not None)
+    onnx_model(J("str_cast.onnx"), [helper.make_node("Cast", ["w1"], ["ws"], to=TensorProto.STRING, name="cast_s"),
+                                    helper.make_node("Cast", ["ws"], ["w"], to=TensorProto.FLOAT),
+                                    helper.make_node("Add", ["x", "w"], ["y"])], x28, y28,
+               inits=[numpy_helper.from_array(np.ones(1, np.float32), "w1")])
+    case("onnx: a Cast to string, info says not supported and exits 5", ["info", J("str_cast.onnx")], 5,
+         "cast from float32 to string", out_check=lambda out, err: "yes, every node" not in out and
+         re.search(r"supported  no: node 'cast_s' \(Cast", out) is not None)
     chain = [helper.make_node("Hardmax", ["x" if i == 0 else f"h{i - 1}"], ["y" if i == 59 else f"h{i}"],
                               name=f"hardmax_node_with_a_long_name_{i:02d}") for i in range(60)]
     onnx_model(J("sixty_unsup.onnx"), chain, x28, y28)

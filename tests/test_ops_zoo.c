@@ -302,9 +302,34 @@ static void check_cast(void)
     y = c.out[0].data;
     CHECK(isinf(y[0]) && y[0] > 0 && isinf(y[1]) && y[1] < 0 && y[2] == 3.4028234663852886e38f);
     test_case_free(&c);
-    /* float16 is not a Cast ptq runs: unsupported, naming the node */
+    /* float16 and bfloat16: round to nearest even (a tie each: 1 + 2^-11 down to 1, 1 + 3 * 2^-11 up; bfloat16's
+       1 + 2^-8 down, 1 + 3 * 2^-8 up), past the largest finite to Inf, back exactly */
+    const float g[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, -0.1f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f};
     const ptq_attr to_h[] = {{.name = "to", .type = PTQ_ATTR_INT, .i = PTQ_DT_FLOAT16}};
+    const ptq_attr to_bf[] = {{.name = "to", .type = PTQ_ATTR_INT, .i = PTQ_DT_BFLOAT16}};
     test_case_init(&c, "Cast", 13, to_h, 1, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, g, 1, DIMS(6));
+    CHECK(test_case_run(&c, &ptq_op_Cast, 0) == PTQ_OK && c.out[0].dtype == PTQ_DT_FLOAT16);
+    uint16_t h[6];
+    memcpy(h, c.out[0].data, sizeof h);
+    CHECK(h[0] == 0x3C00 && h[1] == 0x3C02 && h[2] == 0x7C00 && h[3] == 0xAE66);
+    test_case_free(&c);
+    test_case_init(&c, "Cast", 13, to_bf, 1, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, g, 1, DIMS(6));
+    CHECK(test_case_run(&c, &ptq_op_Cast, 0) == PTQ_OK && c.out[0].dtype == PTQ_DT_BFLOAT16);
+    uint16_t b16[6];
+    memcpy(b16, c.out[0].data, sizeof b16);
+    CHECK(b16[4] == 0x3F80 && b16[5] == 0x3F82 && b16[3] == 0xBDCD);
+    test_case_free(&c);
+    test_case_init(&c, "Cast", 13, to_f, 1, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT16, h, 1, DIMS(4));
+    CHECK(test_case_run(&c, &ptq_op_Cast, 0) == PTQ_OK);
+    y = c.out[0].data;
+    CHECK(y[0] == 1.0f && y[1] == 1.0f + 0x1p-9f && isinf(y[2]) && y[3] == -0.0999755859375f);
+    test_case_free(&c);
+    /* FP8 is not a Cast ptq runs: unsupported, naming the node */
+    const ptq_attr to_f8[] = {{.name = "to", .type = PTQ_ATTR_INT, .i = PTQ_DT_FLOAT8E4M3FN}};
+    test_case_init(&c, "Cast", 13, to_f8, 1, 1, 1);
     test_case_input(&c, 0, PTQ_DT_FLOAT, f, 1, DIMS(6));
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Cast, 0), PTQ_ERR_UNSUPPORTED));
     test_case_free(&c);

@@ -52,7 +52,9 @@ static void check_case(const char *dir)
             if (ptq_tensor_load_pb(&ctx, path, &t, NULL) != PTQ_OK)
                 continue;
             const ptq_value *v = &g->values[g->outputs[i]];
-            int same = v->ndim == t.ndim && v->dtype == t.dtype;
+            /* ONNX 1.13's data stores a bfloat16 output's codes as uint16 (test_cast_FLOAT_to_BFLOAT16) */
+            int same = v->ndim == t.ndim && (v->dtype == t.dtype || (v->dtype == PTQ_DT_BFLOAT16 &&
+                                                                     t.dtype == PTQ_DT_UINT16));
             for (int d = 0; same && d < t.ndim; d++)
                 same = v->dims[d] == t.dims[d];
             char a[96], b[96];

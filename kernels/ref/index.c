@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/numfmt.h"
 #include "ptq/tensor.h"
 
 void ptq_k_gather_ref(size_t elem_bytes, int64_t outer, int64_t len, int64_t inner, int64_t n_idx,
@@ -48,12 +49,17 @@ void ptq_k_slice_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const 
 
 static int is_float(ptq_cast_kind k)
 {
-    return k == PTQ_CAST_F32 || k == PTQ_CAST_F64;
+    return k == PTQ_CAST_F32 || k == PTQ_CAST_F64 || k == PTQ_CAST_F16 || k == PTQ_CAST_BF16;
 }
 
 static double load_f(ptq_cast_kind k, const void *p, int64_t i)
 {
-    return k == PTQ_CAST_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    switch (k) {
+    case PTQ_CAST_F32: return (double)((const float *)p)[i];
+    case PTQ_CAST_F16: return (double)ptq_k_fp16_to_float_ref(((const uint16_t *)p)[i]);
+    case PTQ_CAST_BF16: return (double)ptq_k_bf16_to_float_ref(((const uint16_t *)p)[i]);
+    default: return ((const double *)p)[i];
+    }
 }
 
 /* The integer (or bool) at p[i] as the 64-bit pattern of its value. */
@@ -96,6 +102,8 @@ static void store_f(ptq_cast_kind k, void *p, int64_t i, double v)
             ((float *)p)[i] = (float)v;
         break;
     case PTQ_CAST_F64: ((double *)p)[i] = v; break;
+    case PTQ_CAST_F16: ((uint16_t *)p)[i] = ptq_k_fp16_from_float_ref((float)v); break;
+    case PTQ_CAST_BF16: ((uint16_t *)p)[i] = ptq_k_bf16_from_float_ref((float)v); break;
     case PTQ_CAST_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
     case PTQ_CAST_I8: ((int8_t *)p)[i] = (int8_t)sat(v, INT8_MIN, INT8_MAX); break;
     case PTQ_CAST_U8: ((uint8_t *)p)[i] = (uint8_t)sat(v, 0, UINT8_MAX); break;
@@ -123,6 +131,7 @@ static void store_i(ptq_cast_kind k, void *p, int64_t i, uint64_t u, int from_si
     switch (k) {
     case PTQ_CAST_F32: ((float *)p)[i] = from_signed ? (float)(int64_t)u : (float)u; break;
     case PTQ_CAST_F64: ((double *)p)[i] = from_signed ? (double)(int64_t)u : (double)u; break;
+    case PTQ_CAST_F16: case PTQ_CAST_BF16: store_f(k, p, i, from_signed ? (double)(int64_t)u : (double)u); break;
     case PTQ_CAST_BOOL: ((uint8_t *)p)[i] = u != 0; break;
     case PTQ_CAST_I8: case PTQ_CAST_U8: ((uint8_t *)p)[i] = (uint8_t)u; break;
     case PTQ_CAST_I16: case PTQ_CAST_U16: ((uint16_t *)p)[i] = (uint16_t)u; break;
