@@ -173,6 +173,7 @@ typedef struct ainit { /* an added initializer, encoded as a TensorProto */
 
 typedef struct erename {
     char *from, *to, *node; /* node NULL: every existing node */
+    int node_k;             /* >= 0: only existing node node_k (ptq_onnx_edit_rename_input_of), node unused */
 } erename;
 
 struct ptq_onnx_edit {
@@ -818,15 +819,27 @@ done:
     return st;
 }
 
-ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
-                                      const char *node_name)
+/* The existing node that writes output, or -1. */
+static int node_writing(const ptq_onnx_edit *e, const char *output)
+{
+    for (int k = 0; k < e->n_nodes; k++)
+        for (int j = 0; j < e->nodes[k].n_out; j++)
+            if (strcmp(e->nodes[k].out[j], output) == 0)
+                return k;
+    return -1;
+}
+
+/* Records the rename of input from to to in the existing nodes named node_name (NULL: all), or in node node_k
+ * alone when node_k >= 0 (what names it in messages: where). */
+static ptq_status add_rename(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to, const char *node_name,
+                             int node_k, const char *where)
 {
     int found = 0;
     if (!from || !to || !from[0] || !to[0])
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: rename_input needs two non-empty names", e->path);
     for (int i = 0; i < e->n_nodes && !found; i++) {
         const enode *n = &e->nodes[i];
-        if (node_name && strcmp(n->name, node_name) != 0)
+        if ((node_k >= 0 && i != node_k) || (node_k < 0 && node_name && strcmp(n->name, node_name) != 0))
             continue;
         for (int j = 0; j < n->n_in && !found; j++)
             found = strcmp(n->in[j], from) == 0;
@@ -836,7 +849,7 @@ ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char
         found = strcmp(e->renames[i].to, from) == 0;
     if (!found)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: rename_input '%s' -> '%s': no existing node%s%s reads '%s'",
-                        e->path, from, to, node_name ? " named " : "", node_name ? node_name : "", from);
+                        e->path, from, to, where ? " " : "", where ? where : "", from);
     if (e->n_renames == e->cap_renames) {
         int cap = e->cap_renames ? 2 * e->cap_renames : 16;
         erename *grown = realloc(e->renames, (size_t)cap * sizeof *grown);
@@ -847,10 +860,34 @@ ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char
     }
     erename *r = &e->renames[e->n_renames];
     memset(r, 0, sizeof *r);
+    r->node_k = node_k;
     e->n_renames++;
     if (!(r->from = strdup(from)) || !(r->to = strdup(to)) || (node_name && !(r->node = strdup(node_name))))
         return oom(ctx, e);
     return PTQ_OK;
+}
+
+ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
+                                      const char *node_name)
+{
+    char where[64 + PTQ_MSG_BYTES / 4];
+    if (node_name)
+        snprintf(where, sizeof where, "named %s", node_name);
+    return add_rename(ctx, e, from, to, node_name, -1, node_name ? where : NULL);
+}
+
+ptq_status ptq_onnx_edit_rename_input_of(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
+                                         const char *node_output)
+{
+    if (!node_output || !node_output[0])
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: rename_input_of needs the name of a node's output", e->path);
+    const int k = node_writing(e, node_output);
+    if (k < 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: rename_input_of '%s' -> '%s': no existing node writes '%s'",
+                        e->path, from ? from : "", to ? to : "", node_output);
+    char where[64 + PTQ_MSG_BYTES / 4];
+    snprintf(where, sizeof where, "writing %s", node_output);
+    return add_rename(ctx, e, from, to, NULL, k, where);
 }
 
 ptq_status ptq_onnx_edit_rename_output(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to)
@@ -877,6 +914,18 @@ ptq_status ptq_onnx_edit_rename_output(ptq_ctx *ctx, ptq_onnx_edit *e, const cha
                     e->path, from, to, from);
 }
 
+/* Node n (what names it in messages: label) loses attr and reads input as one more, last input. */
+static ptq_status move_attr(ptq_ctx *ctx, ptq_onnx_edit *e, enode *n, const char *label, const char *attr,
+                            const char *input)
+{
+    if (n->drop_attr)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input: node '%s' already moves '%s'", e->path,
+                        label, n->drop_attr);
+    if (!(n->drop_attr = strdup(attr)) || !(n->add_input = strdup(input)))
+        return oom(ctx, e);
+    return PTQ_OK;
+}
+
 ptq_status ptq_onnx_edit_attr_to_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_name, const char *attr,
                                        const char *input)
 {
@@ -894,12 +943,20 @@ ptq_status ptq_onnx_edit_attr_to_input(ptq_ctx *ctx, ptq_onnx_edit *e, const cha
     if (!n)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input: no existing node is named '%s'", e->path,
                         node_name);
-    if (n->drop_attr)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input: node '%s' already moves '%s'", e->path,
-                        node_name, n->drop_attr);
-    if (!(n->drop_attr = strdup(attr)) || !(n->add_input = strdup(input)))
-        return oom(ctx, e);
-    return PTQ_OK;
+    return move_attr(ctx, e, n, node_name, attr, input);
+}
+
+ptq_status ptq_onnx_edit_attr_to_input_of(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_output, const char *attr,
+                                          const char *input)
+{
+    if (!node_output || !node_output[0] || !attr || !input || !input[0])
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                        "%s: attr_to_input_of needs a node's output, an attribute and an input", e->path);
+    const int k = node_writing(e, node_output);
+    if (k < 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input_of: no existing node writes '%s'", e->path,
+                        node_output);
+    return move_attr(ctx, e, &e->nodes[k], e->nodes[k].name[0] ? e->nodes[k].name : node_output, attr, input);
 }
 
 ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, int64_t opset, int64_t ir_version)
@@ -923,7 +980,8 @@ static const char *renamed_input(const ptq_onnx_edit *e, int k, int j)
     const char *s = n->in[j];
     for (int r = 0; r < e->n_renames; r++) {
         const erename *rn = &e->renames[r];
-        if ((!rn->node || strcmp(rn->node, n->name) == 0) && strcmp(s, rn->from) == 0)
+        const int here = rn->node_k >= 0 ? rn->node_k == k : !rn->node || strcmp(rn->node, n->name) == 0;
+        if (here && strcmp(s, rn->from) == 0)
             s = rn->to;
     }
     return s;

@@ -216,9 +216,10 @@ static ptq_status add_biased_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const p
  * input scale x weight scale (its WeightBiasQuantization), which neither
  * TensorRT nor ptq's simulation does; TensorRT fuses the Add back into the
  * convolution. A quantized output is then quantized after the Add
- * (*split = 1: the caller quantizes "ptq_qdq/<output>/biased"). Nodes
- * without a name, or whose output is a graph output or kept in FP16, keep
- * their bias. */
+ * (*split = 1: the caller quantizes "ptq_qdq/<output>/biased"). The node is
+ * found by its output, as it may have no name in the file (the loader's
+ * "<op_type>_<k>" is not there). Nodes whose output is a graph output or
+ * kept in FP16 keep their bias. */
 static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, const ptq_plan *p, int k,
                                    int *split)
 {
@@ -227,7 +228,7 @@ static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_gr
     const int conv = strcmp(n->op_type, "Conv") == 0 || strcmp(n->op_type, "ConvTranspose") == 0;
     const int gemm = strcmp(n->op_type, "Gemm") == 0;
     if (p->target == PTQ_TARGET_ORT_CPU || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) ||
-        !(conv || gemm) || !n->name || !n->name[0] || n->n_inputs < 3 || n->n_outputs != 1 || n->inputs[0] < 0 ||
+        !(conv || gemm) || n->n_inputs < 3 || n->n_outputs != 1 || n->inputs[0] < 0 ||
         n->inputs[1] < 0 || n->inputs[2] < 0 || n->outputs[0] < 0 || !has_consumer(g, n->outputs[0]))
         return PTQ_OK;
     if (gemm && (ptq_node_attr_float(n, "beta", 1.0f) != 1.0f || ptq_node_attr_int(n, "transA", 0)))
@@ -261,7 +262,7 @@ static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_gr
             done);
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[1], ONNX_FLOAT, ndim, dims, b->data,
                                               (size_t)c * sizeof(float)), done);
-    PTQ_TRY(st, ptq_onnx_edit_rename_input(ctx, ed, b->name, nm[0], n->name), done);
+    PTQ_TRY(st, ptq_onnx_edit_rename_input_of(ctx, ed, b->name, nm[0], y->name), done);
     if (n_reads(g, n->inputs[2]) == 1) /* read by this node alone: the Add's copy replaces it (no unused initializer) */
         PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, b->name), done);
     PTQ_TRY(st, ptq_onnx_edit_rename_input(ctx, ed, y->name, nm[2], NULL), done);
@@ -349,7 +350,7 @@ static ptq_status upgrade_axes(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph 
         for (size_t r = 0; r < sizeof axes_ops / sizeof axes_ops[0]; r++) {
             const ptq_attr *a = ptq_node_attr(n, "axes");
             if (strcmp(n->op_type, axes_ops[r].op_type) != 0 || model >= axes_ops[r].axes_input_since ||
-                write_opset < axes_ops[r].axes_input_since || !a)
+                write_opset < axes_ops[r].axes_input_since || !a || n->n_outputs < 1 || n->outputs[0] < 0)
                 continue;
             static const char *const suffix[] = {"axes"};
             char *name, *buf = qdq_names(n->name, 1, suffix, &name);
@@ -359,7 +360,7 @@ static ptq_status upgrade_axes(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph 
             ptq_status st = ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_INT64, 1, &n_axes, a->ints,
                                                           (size_t)n_axes * sizeof(int64_t));
             if (st == PTQ_OK)
-                st = ptq_onnx_edit_attr_to_input(ctx, ed, n->name, "axes", name);
+                st = ptq_onnx_edit_attr_to_input_of(ctx, ed, g->values[n->outputs[0]].name, "axes", name);
             free(buf);
             if (st != PTQ_OK)
                 return st;

@@ -336,6 +336,37 @@ static void test_refusals(void)
     }
     free(bytes);
     bytes = NULL;
+    /* a node addressed by its output, as the Q/DQ export does (a node may have no name): a bias read by the
+     * stem Conv alone becomes a copy; an output nothing writes, an input the node does not read, refused */
+    CHECK(ptq_onnx_edit_rename_input_of(&ctx, e, "onnx::Conv_90", "a", "no_such_output") == PTQ_ERR_INVALID_ARG);
+    CHECK(strstr(ctx.msg, "no_such_output") != NULL);
+    CHECK(ptq_onnx_edit_rename_input_of(&ctx, e, "fc.bias", "a", "/stem/stem.0/Conv_output_0") ==
+          PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_onnx_edit_attr_to_input_of(&ctx, e, "no_such_output", "axes", "ax") == PTQ_ERR_INVALID_ARG);
+    {
+        const int64_t n_bias = 24;
+        float bias[24] = {0};
+        CHECK(ptq_onnx_edit_add_initializer(&ctx, e, "bias_copy", 1, 1, &n_bias, bias, sizeof bias) == PTQ_OK);
+        const char *stem_out = "/stem/stem.0/Conv_output_0";
+        CHECK_MSG(ptq_onnx_edit_rename_input_of(&ctx, e, "onnx::Conv_90", "bias_copy", stem_out) == PTQ_OK, "%s",
+                  ctx.msg);
+        CHECK_MSG(ptq_onnx_edit_encode(&ctx, e, &bytes, &n_bytes) == PTQ_OK, "%s", ctx.msg);
+        ptq_graph *g = NULL;
+        CHECK_MSG(ptq_graph_load_onnx_bytes(&ctx, bytes, n_bytes, NULL, &g) == PTQ_OK, "%s", ctx.msg);
+        const int v = g ? ptq_graph_find_value(g, "bias_copy") : -1;
+        int n_readers = 0, stem_reads = 0;
+        for (int k = 0; g && v >= 0 && k < g->n_nodes; k++)
+            for (int i = 0; i < g->nodes[k].n_inputs; i++)
+                if (g->nodes[k].inputs[i] == v) {
+                    n_readers++;
+                    stem_reads += strcmp(g->nodes[k].name, "/stem/stem.0/Conv") == 0;
+                }
+        CHECK_MSG(n_readers == 1 && stem_reads == 1, "rename_input_of: %d readers, the stem Conv %d", n_readers,
+                  stem_reads);
+        ptq_graph_free(g);
+        free(bytes);
+        bytes = NULL;
+    }
     /* an initializer removed while a node still reads it */
     CHECK(ptq_onnx_edit_remove_initializer(&ctx, e, "fc.bias") == PTQ_OK);
     CHECK(ptq_onnx_edit_remove_initializer(&ctx, e, "fc.bias") == PTQ_ERR_INVALID_ARG);

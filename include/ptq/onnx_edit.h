@@ -66,6 +66,10 @@ PTQ_API ptq_status ptq_onnx_edit_add_node_attr(ptq_ctx *ctx, ptq_onnx_edit *e, c
  * call order, and only to top-level nodes, not to subgraphs. */
 PTQ_API ptq_status ptq_onnx_edit_rename_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
                                               const char *node_name);
+/* The same in the one existing node that writes node_output, whatever its
+ * NodeProto.name (which ONNX lets be empty or repeated). */
+PTQ_API ptq_status ptq_onnx_edit_rename_input_of(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, const char *to,
+                                                 const char *node_output);
 /* The existing node that produces from writes to (a new name) instead. from
  * keeps its name everywhere else (graph outputs, readers, value_info), so an
  * added node must define it again before the model is written: a Q/DQ pair
@@ -77,6 +81,9 @@ PTQ_API ptq_status ptq_onnx_edit_rename_output(ptq_ctx *ctx, ptq_onnx_edit *e, c
  * opset 18). */
 PTQ_API ptq_status ptq_onnx_edit_attr_to_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_name,
                                                const char *attr, const char *input);
+/* The same on the existing node that writes node_output, named or not. */
+PTQ_API ptq_status ptq_onnx_edit_attr_to_input_of(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_output,
+                                                  const char *attr, const char *input);
 /* Raises the default-domain opset import to at least opset (adding the
  * import when there is none) and ir_version to at least ir_version. */
 PTQ_API ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, int64_t opset, int64_t ir_version);
