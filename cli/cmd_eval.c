@@ -171,8 +171,8 @@ int cmd_eval(int argc, char **argv)
     if (stats.no_prediction > 0)
         fprintf(stderr,
                 "ptq eval: warning: the logits of %lld of the %lld %s hold a NaN or an infinity: they rank no "
-                "class and count as wrong (top-1, top-5); the confusion matrix and the per-class table leave them "
-                "out (\"no_prediction\" in the JSON report)\n",
+                "class and count as wrong (top-1, top-5, their class's recall); the confusion matrix leaves them out "
+                "(\"no_prediction\" in the JSON report)\n",
                 (long long)stats.no_prediction, (long long)stats.n,
                 ptq_session_named_inputs(s.ps) ? "samples" : "images");
     /* below chance by more than 3 standard deviations of a chance-level

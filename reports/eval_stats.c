@@ -28,8 +28,13 @@ ptq_status ptq_eval_stats_init(ptq_ctx *ctx, int n_classes, ptq_eval_stats *s)
     snprintf(what, sizeof what, "a %dx%d confusion matrix", n_classes, n_classes);
     PTQ_TRY_RET(ptq_memory_check(ctx, (uint64_t)n_classes * (uint64_t)n_classes * sizeof *s->confusion, what));
     s->confusion = calloc((size_t)n_classes * (size_t)n_classes, sizeof *s->confusion);
-    if (!s->confusion)
+    s->no_prediction_by_label = calloc((size_t)n_classes, sizeof *s->no_prediction_by_label);
+    if (!s->confusion || !s->no_prediction_by_label) {
+        free(s->confusion);
+        free(s->no_prediction_by_label);
+        memset(s, 0, sizeof *s);
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a %dx%d confusion matrix", n_classes, n_classes);
+    }
     s->n_classes = n_classes;
     return PTQ_OK;
 }
@@ -39,6 +44,7 @@ void ptq_eval_stats_free(ptq_eval_stats *s)
     if (!s)
         return;
     free(s->confusion);
+    free(s->no_prediction_by_label);
     memset(s, 0, sizeof *s);
 }
 
@@ -61,6 +67,7 @@ ptq_status ptq_eval_stats_update(ptq_ctx *ctx, ptq_eval_stats *s, const float *l
             pred[i] = best;
         if (best < 0) { /* a NaN or an infinity: no class is ranked */
             s->no_prediction++;
+            s->no_prediction_by_label[y]++;
             continue;
         }
         int64_t above = 0; /* classes ranked strictly above the label */
@@ -86,6 +93,8 @@ ptq_status ptq_eval_stats_merge(ptq_ctx *ctx, ptq_eval_stats *dst, const ptq_eva
     dst->no_prediction += src->no_prediction;
     for (int64_t i = 0; i < cells; i++)
         dst->confusion[i] += src->confusion[i];
+    for (int c = 0; c < dst->n_classes; c++)
+        dst->no_prediction_by_label[c] += src->no_prediction_by_label[c];
     return PTQ_OK;
 }
 
@@ -96,7 +105,7 @@ void ptq_eval_class_metrics(const ptq_eval_stats *s, ptq_class_metrics *m)
         m[c].predicted = 0;
     for (int r = 0; r < k; r++) { /* row by row: a column sum read down a large matrix misses the cache */
         const int64_t *row = s->confusion + (int64_t)r * k;
-        int64_t support = 0;
+        int64_t support = s->no_prediction_by_label[r];
         for (int c = 0; c < k; c++) {
             support += row[c];
             m[c].predicted += row[c];

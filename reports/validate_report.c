@@ -151,8 +151,8 @@ static void word(int64_t *field, int64_t *slot, int to_buf)
         *field = *slot;
 }
 
-/* The counts of an eval stats to or from buf: n, top1, top5, no_prediction, then the k x k confusion; returns
- * the words used. */
+/* The counts of an eval stats to or from buf: n, top1, top5, no_prediction, then the k x k confusion and the
+ * k no-prediction counts by label; returns the words used. */
 enum { EVAL_HEAD_WORDS = 4 }; /* the counts before the confusion matrix */
 
 static int64_t eval_words(ptq_eval_stats *e, int64_t *buf, int to_buf)
@@ -163,7 +163,9 @@ static int64_t eval_words(ptq_eval_stats *e, int64_t *buf, int to_buf)
         word(head[i], &buf[i], to_buf);
     for (int64_t i = 0; i < cells; i++)
         word(&e->confusion[i], &buf[EVAL_HEAD_WORDS + i], to_buf);
-    return EVAL_HEAD_WORDS + cells;
+    for (int c = 0; c < e->n_classes; c++)
+        word(&e->no_prediction_by_label[c], &buf[EVAL_HEAD_WORDS + cells + c], to_buf);
+    return EVAL_HEAD_WORDS + cells + e->n_classes;
 }
 
 /* Every field of s to or from buf; returns the words used. */
@@ -191,7 +193,7 @@ ptq_status ptq_validate_stats_allreduce(ptq_ctx *ctx, ptq_validate_stats *s)
 {
     if (ptq_dist_size() == 1)
         return PTQ_OK;
-    const int64_t k = s->fp32.n_classes, n = 2 * (EVAL_HEAD_WORDS + k * k) + 6 + 3 * PTQ_XSUM_WORDS;
+    const int64_t k = s->fp32.n_classes, n = 2 * (EVAL_HEAD_WORDS + k * k + k) + 6 + 3 * PTQ_XSUM_WORDS;
     int64_t *buf = malloc((size_t)n * sizeof *buf);
     ptq_status st = ptq_dist_agree(ctx, buf ? PTQ_OK
                                             : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory reducing a %lld-class "

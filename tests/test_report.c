@@ -1,5 +1,6 @@
 /* Metrics from logits: top-1/top-5 with ties, confusion counts, per-class
- * precision/recall/F1 against hand-computed values, labels out of range,
+ * precision/recall/F1 against hand-computed values (an image with NaN logits in its class's support),
+ * labels out of range,
  * and the JSON rendering parsed back; random logits (ties, NaN) split into
  * shards fed in other orders and merged: byte-identical JSON and text. */
 #include <math.h>
@@ -126,6 +127,23 @@ int main(void)
     CHECK(fabs(m[2].precision - 0.5) < 1e-12 && m[2].recall == 1.0);
     CHECK(m[1].precision == 0 && m[1].recall == 0 && m[1].f1 == 0 && m[1].support == 1);
     CHECK(m[3].support == 0 && m[3].f1 == 0);
+
+    /* two images of class 1, one right, one whose logits hold a NaN: both in the support, the NaN one a miss in
+     * recall and in no cell; merged shards likewise */
+    const float two_rows[] = {0, 7, 0, 0, 0, 0, 0, 7, NAN, 0, 0, 0};
+    const int32_t ones[] = {1, 1};
+    ptq_eval_stats nan_s, nan_half;
+    CHECK(ptq_eval_stats_init(&ctx, 6, &nan_s) == PTQ_OK && ptq_eval_stats_init(&ctx, 6, &nan_half) == PTQ_OK);
+    CHECK(ptq_eval_stats_update(&ctx, &nan_s, two_rows, ones, 1, 0, NULL) == PTQ_OK);
+    CHECK(ptq_eval_stats_update(&ctx, &nan_half, two_rows + 6, ones + 1, 1, 1, NULL) == PTQ_OK);
+    CHECK(ptq_eval_stats_merge(&ctx, &nan_s, &nan_half) == PTQ_OK);
+    ptq_eval_class_metrics(&nan_s, m);
+    CHECK(nan_s.n == 2 && nan_s.no_prediction == 1 && nan_s.top1 == 1 && nan_s.confusion[1 * 6 + 1] == 1);
+    CHECK_MSG(m[1].support == 2 && m[1].recall == 0.5 && m[1].precision == 1 && m[0].support == 0,
+              "class 1: support %lld, recall %g, precision %g", (long long)m[1].support, m[1].recall,
+              m[1].precision);
+    ptq_eval_stats_free(&nan_half);
+    ptq_eval_stats_free(&nan_s);
 
     const int32_t bad[] = {1, 6};
     CHECK(ptq_eval_stats_update(&ctx, &s, logits, bad, 2, 100, NULL) == PTQ_ERR_DATA);

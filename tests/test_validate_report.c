@@ -389,6 +389,49 @@ static void test_nan(ptq_ctx *ctx)
     ptq_validate_stats_free(s);
 }
 
+/* The class of an image with non-finite logits on one side: the image counts in that class's support on both
+ * sides and as a miss in recall, as in top-1, so the recall delta, the flag and the support agree. Class 1 has
+ * three images: FP32's logits for one are NaN (the quantized model gets it right), the quantized model's for
+ * another (FP32 gets it right), the third right on both sides. Class 2's second image has NaN logits under
+ * the quantized model only: class 2 loses 50 points of recall and is the one class flagged. */
+static void test_nan_support(ptq_ctx *ctx)
+{
+    const float f[] = {NAN, 0, 0, 0, 5, 0, 5, 0, 0, 0, 0, 5, 0, 5, 0, 0, 0, 5};
+    const float q[] = {0, 5, 0, INFINITY, 0, 0, 5, 0, 0, 0, 0, 5, 0, 5, 0, NAN, NAN, NAN};
+    const int32_t labels[] = {1, 1, 0, 2, 1, 2};
+    ptq_validate_stats *s = NULL;
+    CHECK(ptq_validate_stats_init(ctx, 3, &s) == PTQ_OK);
+    if (!s)
+        return;
+    CHECK(ptq_validate_stats_add(ctx, s, 6, labels, f, q) == PTQ_OK);
+    char *json = NULL, *md = NULL;
+    CHECK(ptq_validate_format_json(ctx, s, NULL, &json) == PTQ_OK);
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    const cJSON *c = NULL, *classes = root ? get(root, "classes") : NULL;
+    cJSON_ArrayForEach(c, classes)
+        if (num(c, "index") == 1)
+            break;
+    CHECK_MSG(c && num(c, "support") == 3 && fabs(num(c, "recall_fp32") - 2.0 / 3) < 1e-12 &&
+                  fabs(num(c, "recall_quant") - 2.0 / 3) < 1e-12 && num(c, "recall_delta_pts") == 0 &&
+                  cJSON_IsFalse(get(c, "flagged")),
+              "class 1: support %g, recall %g -> %g (%g pts)", c ? num(c, "support") : NAN,
+              c ? num(c, "recall_fp32") : NAN, c ? num(c, "recall_quant") : NAN,
+              c ? num(c, "recall_delta_pts") : NAN);
+    const cJSON *flagged = root ? get(root, "flagged") : NULL, *c2 = cJSON_GetArrayItem(classes, 0);
+    CHECK_MSG(cJSON_GetArraySize(flagged) == 1 && cJSON_GetArrayItem(flagged, 0)->valueint == 2 &&
+                  num(c2, "index") == 2 && num(c2, "support") == 2 && num(c2, "recall_delta_pts") == -50,
+              "flagged %d, first class %g: support %g, recall delta %g pts", cJSON_GetArraySize(flagged),
+              num(c2, "index"), num(c2, "support"), num(c2, "recall_delta_pts"));
+    CHECK(root && num(cJSON_GetArrayItem(get(get(root, "fp32"), "classes"), 1), "support") == 3 &&
+          num(cJSON_GetArrayItem(get(get(root, "quant"), "classes"), 1), "support") == 3);
+    cJSON_Delete(root);
+    CHECK(ptq_validate_format_markdown(ctx, s, NULL, &md) == PTQ_OK && md &&
+          strstr(md, "|  | 1 | 1 | 3 | 66.67 | 66.67 | +0.00 |"));
+    free(json);
+    free(md);
+    ptq_validate_stats_free(s);
+}
+
 static void test_many_classes(ptq_ctx *ctx)
 {
     enum { k = 150, n = 300 };
@@ -645,6 +688,7 @@ int main(void)
     test_crafted(&ctx);
     test_collapse(&ctx);
     test_nan(&ctx);
+    test_nan_support(&ctx);
     test_many_classes(&ctx);
     test_shards(&ctx);
     test_json_num();

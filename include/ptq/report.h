@@ -22,11 +22,12 @@ typedef struct ptq_eval_stats {
     int64_t *confusion; /* [n_classes, n_classes]: row = true label, column = prediction */
     int64_t no_prediction; /* samples whose logits hold a NaN or an infinity: counted in n as wrong (not in
                               top1 or top5) and in no cell of the confusion matrix */
+    int64_t *no_prediction_by_label; /* [n_classes]: those samples by label, in the support and as misses in recall */
 } ptq_eval_stats;
 
 typedef struct ptq_class_metrics {
     double precision, recall, f1; /* 0 where undefined (no predictions / no samples) */
-    int64_t support;              /* samples with this label */
+    int64_t support;              /* samples with this label (those with no prediction too: a miss in recall) */
     int64_t predicted;            /* samples predicted as this class */
 } ptq_class_metrics;
 
