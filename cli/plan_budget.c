@@ -237,10 +237,24 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         for (int64_t i = 1; i < res.n_steps; i++)
             if (res.met ? i == res.n_steps - 1 : res.steps[i].top1_drop_pts < best->top1_drop_pts)
                 best = &res.steps[i];
-        printf("%s: top-1 %.2f%% against FP32 %.2f%% (%.2f pts lost, budget %.2f), %lld of %lld tensors in %s%s%s\n"
+        char class_part[400] = "", wname[256];
+        if (class_budget >= 0) { /* the other budget, which a plan within the top-1 one may miss */
+            const int w = best->worst_class;
+            if (w >= 0 && w < n_names && names[w])
+                ptq_escape(names[w], wname, sizeof wname);
+            else
+                snprintf(wname, sizeof wname, "%d", w);
+            if (best->worst_class_drop_pts > 0)
+                snprintf(class_part, sizeof class_part, ", worst class %s lost %.2f pts of recall (class budget %.2f)",
+                         wname, best->worst_class_drop_pts, class_budget);
+            else
+                snprintf(class_part, sizeof class_part, ", no class lost recall (class budget %.2f)", class_budget);
+        }
+        printf("%s: top-1 %.2f%% against FP32 %.2f%% (%.2f pts lost, budget %.2f)%s, %lld of %lld tensors in %s%s%s\n"
                "wrote %s and %s\n",
                res.met ? "budget met" : "NO PLAN MET THE BUDGET; the best one found", 100 * best->top1,
-               100 * res.top1_fp32, best->top1_drop_pts, budget, (long long)best->n_fp16, (long long)plan->n,
+               100 * res.top1_fp32, best->top1_drop_pts + 0.0, budget, class_part, (long long)best->n_fp16,
+               (long long)plan->n,
                def->target == PTQ_TARGET_ORT_CPU ? "FP32" : "FP16",
                def->target == PTQ_TARGET_ORT_CPU ? " (target ort-cpu)" : "",
                plan->reduce_range ? ", weights reduce_range [-64, 64]" : "", cli_shown(out),
@@ -261,8 +275,12 @@ done:;
     cli_session_close(&s);
     rc = cli_report("plan", &ctx, st);
     if (rc == 0 && !met) {
-        fprintf(stderr, "ptq plan: no plan met the budget of %.2f points; the best one found was written (exit %d)\n",
-                budget, EXIT_BUDGET);
+        if (class_budget >= 0)
+            fprintf(stderr, "ptq plan: no plan met the budgets of %.2f points of top-1 and %.2f of a class's recall; "
+                    "the best one found was written (exit %d)\n", budget, class_budget, EXIT_BUDGET);
+        else
+            fprintf(stderr, "ptq plan: no plan met the budget of %.2f points; the best one found was written "
+                    "(exit %d)\n", budget, EXIT_BUDGET);
         return EXIT_BUDGET;
     }
     return rc;

@@ -11,6 +11,7 @@ with nothing written; plan --budget and validate --sensitivity read a report
 by the same rules."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -221,6 +222,15 @@ def main():
                          "--max-moves", "0", "--data", J("val.h5"), "--samples", "300", "--out", J("never.json"))
         check("an unreachable budget: exit 11 and the best plan written", rc == 11 and os.path.exists(J("never.json")),
               f"exit {rc}: {err.strip()[-200:]}")
+        # a class budget missed while top-1 is within its budget: the messages say which budget was missed (they
+        # had said "no plan met the budget of 100.00 points" beside "0.00 pts lost")
+        rc, out, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "100",
+                           "--class-budget", "0", "--max-moves", "0", "--data", J("val.h5"), "--samples", "300",
+                           "--out", J("never-class.json"))
+        check("a missed class budget: exit 11, the summary gives the worst class's drop against the class budget and "
+              "the exit line names both budgets", rc == 11 and re.search(r"worst class \S+ lost [0-9.]+ pts of recall "
+              r"\(class budget 0\.00\)", out) and "budgets of 100.00 points of top-1 and 0.00 of a class's recall"
+              in err, f"exit {rc}: {out.strip()[-300:]} {err.strip()[-300:]}")
 
         # --method auto on the demo model: a calibrator per activation, recorded, and no worse than entropy alone
         rc, _, err = ptq("calibrate", "--model", MODEL, "--data", J("cal.h5"), "--out", J("calib-demo.h5"))
