@@ -193,6 +193,7 @@ run_done: /* every rank passes here once, and learns whether any failed or measu
     cli_json_str(hdr, "archive", calib);
     cli_json_str(hdr, "archive_sample_ids_sha256", pv.sample_ids_sha256);
     cli_json_str(hdr, "core", ptq_prec_name(def->core));
+    cli_json_str(hdr, "placement", def->placement); /* the default plan's, whose "all but" runs these are */
     if (def->reduce_range) /* as in a plan: absent means false */
         cJSON_AddTrueToObject(hdr, "reduce_range");
     if (def->target != PTQ_TARGET_TRT) /* as in a plan: absent means trt */

@@ -357,6 +357,23 @@ def main():
                          "0.3", "--max-moves", "0", "--data", J("val.h5"), "--samples", "100", "--out", J("x11.json"))
         check("plan --budget with a report that records no method: a note, and the plan", rc in (0, 11) and
               "nomethod.json records no method" in err and os.path.exists(J("x11.json")), f"exit {rc}: {err[-300:]}")
+        # a report measured for another placement: its "all but" runs left tensors out of another default plan (an
+        # ort report was taken for a trt plan); refused as another method is. A report without "placement" (made
+        # before it was recorded) is taken as it was
+        check("the report records the default plan's placement", sens.get("placement") == "trt", sens.get("placement"))
+        refused("plan --budget --placement ort with a trt report: exit 2, naming both placements",
+                ["plan", J("calib.h5"), "--model", hard, "--sensitivity", J("sens.json"), "--budget", "0.3",
+                 "--placement", "ort", "--data", J("val.h5"), "--out", J("x12.json")], 2,
+                f"{J('sens.json')} was measured with --placement trt, the plan's is ort", J("x12.json"))
+        q = json.loads(json.dumps(sens))
+        q.pop("placement", None)
+        with open(J("noplacement.json"), "w") as f:
+            json.dump(q, f)
+        rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, "--sensitivity", J("noplacement.json"), "--budget",
+                         "0.3", "--max-moves", "0", "--placement", "ort", "--data", J("val.h5"), "--samples", "100",
+                         "--out", J("x13.json"))
+        check("plan --budget with a report that records no placement: the plan", rc in (0, 11) and
+              os.path.exists(J("x13.json")), f"exit {rc}: {err[-300:]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish("cli_sensitivity_test")
