@@ -595,7 +595,7 @@ static ptq_status check_blocks(ptq_ctx *ctx, const ptq_plan_entry *e, const ptq_
     for (int64_t b = 0; b < e->n_block_scales; b++)
         if (!(isfinite(e->block_scales[b]) && e->block_scales[b] > 0))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
-                            "'%s': block scale %lld is %g; block scales must be finite and > 0", e->name, (long long)b,
+                            "'%s': block scale [%lld] is %g; block scales must be finite and > 0", e->name, (long long)b,
                             (double)e->block_scales[b]);
     if (!ptq_numfmt_get(e->prec)->block_scaled)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s' runs in %s, which takes no block scales", e->name,
@@ -722,7 +722,7 @@ ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, c
         }
         for (int64_t c = 0; c < e->n_scales; c++)
             if (!(isfinite(e->scales[c]) && e->scales[c] > 0)) {
-                st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': scale %lld is %g; scales must be finite and > 0",
+                st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "'%s': scale [%lld] is %g; scales must be finite and > 0",
                               e->name, (long long)c, (double)e->scales[c]);
                 goto done;
             }

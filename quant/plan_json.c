@@ -138,7 +138,7 @@ static ptq_status read_numbers(ptq_ctx *ctx, const cJSON *arr, int n, const char
     cJSON_ArrayForEach(x, arr) /* ->next: cJSON_GetArrayItem in a loop is quadratic */
     {
         if (c == n || !cJSON_IsNumber(x))
-            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': %s %d is not a number", name, what, c);
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': %s [%d] is not a number", name, what, c);
         out[c++] = (float)x->valuedouble;
     }
     return PTQ_OK;

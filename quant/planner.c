@@ -133,8 +133,18 @@ ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out)
     out->n_samples = (int64_t)n_samples;
     copy_hex(out->model_sha256, root, "model_sha256");
     copy_hex(out->archive_sample_ids_sha256, root, "archive_sample_ids_sha256");
-    if (cJSON_IsString(core))
-        snprintf(out->core, sizeof out->core, "%s", core->valuestring);
+    /* both always written: without them a plan's checks would report a mismatch where the key is missing */
+    if (!out->archive_sample_ids_sha256[0]) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity report: \"archive_sample_ids_sha256\" (the calibration "
+                      "archive's samples) is missing or not 64 hex digits");
+        goto done;
+    }
+    if (!cJSON_IsString(core) || !core->valuestring[0]) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "sensitivity report: \"core\" (the format it was measured in) is missing "
+                      "or not a name");
+        goto done;
+    }
+    snprintf(out->core, sizeof out->core, "%s", core->valuestring);
     /* as in a plan: written only when true, so reports from before it read as false */
     const cJSON *reduce_range = cJSON_GetObjectItemCaseSensitive(root, "reduce_range");
     if (reduce_range && !cJSON_IsBool(reduce_range)) {

@@ -691,7 +691,7 @@ def plans():
     case("plan: tensors an object", spoiled("p6.json", json.dumps(p)), 4, "tensors")
     p = json.loads(text)
     p["tensors"][1]["scales"] = ["0.5"]
-    case("plan: a scale that is a string", spoiled("p7.json", json.dumps(p)), 4, "not a number")
+    case("plan: a scale that is a string", spoiled("p7.json", json.dumps(p)), 4, "scale [0] is not a number")
     p = json.loads(text)
     p["format_version"] = 2
     case("plan: format_version 2", spoiled("p8.json", json.dumps(p)), 5, "version 2")
@@ -701,6 +701,11 @@ def plans():
     p = json.loads(text)
     p["tensors"][1]["scales"] = [-1.0]
     case("plan: negative scale", spoiled("p10.json", json.dumps(p)), 2)
+    p = json.loads(text)
+    q8 = next(t for t in p["tensors"] if t["precision"] == "int8" and t["kind"] == "activation")
+    q8["scales"] = [1e39]  # past float32's range: the message tells the index from the value
+    case("plan: a scale past float32's range", spoiled("p10b.json", json.dumps(p)), 2,
+         f"'{q8['name']}': scale [0] is inf; scales must be finite and > 0")
     case("plan: nested 100000 deep", spoiled("p11.json", "[" * 100000 + "]" * 100000), 4)
     p = json.loads(text)
     w = next(t for t in p["tensors"] if t["kind"] == "weight")

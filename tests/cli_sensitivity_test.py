@@ -307,7 +307,11 @@ def main():
                  "noonly": (lambda q: q["tensors"][4].pop("only"), 4, name4),
                  "noallbut": (lambda q: q["tensors"][4].pop("all_but"), 4, name4),
                  "negsamples": (lambda q: q.__setitem__("samples", -5), 4, "samples"),
-                 "ver2": (lambda q: q.__setitem__("format_version", 2), 5, "version 2")}
+                 "ver2": (lambda q: q.__setitem__("format_version", 2), 5, "version 2"),
+                 "nocore": (lambda q: q.pop("core"), 4, '"core" (the format it was measured in) is missing'),
+                 "numcore": (lambda q: q.__setitem__("core", 8), 4, '"core"'),
+                 "noarchive": (lambda q: q.pop("archive_sample_ids_sha256"), 4,
+                               '"archive_sample_ids_sha256" (the calibration archive\'s samples) is missing')}
         for tag, (edit, want, fragment) in edits.items():
             q = json.loads(json.dumps(sens))
             edit(q)
