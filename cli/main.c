@@ -137,6 +137,9 @@ int main(int argc, char **argv)
     if (rc == 0)
         rc = dispatch(argc, argv);
     cli_hash_forget(NULL); /* no hashing thread outlives the command */
+    /* out before MPI_Finalize, which no rank leaves before all have entered it: mpirun kills the job when the
+     * first rank exits non-zero, and rank 0's buffered stdout (run --json's summary) would die with it */
+    fflush(stdout);
     ptq_dist_finalize();
     return rc;
 }
