@@ -743,11 +743,11 @@ int cmd_run(int argc, char **argv)
     }
     if ((rc = cli_rank0_rc(rc)) != 0)
         return rc;
-    /* --json: what the stages print goes to stderr, stdout keeps the summary */
-    const int as_json = cli_get(opts, n_opts, "json") != NULL;
+    /* --json: what the stages print goes to stderr, stdout keeps the summary (rank 0's: the others' is discarded) */
+    const int as_json = cli_get(opts, n_opts, "json") != NULL, move_stdout = as_json && cli_is_writer();
     int json_fd = -1;
     fflush(stdout);
-    if (as_json && ((json_fd = dup(STDOUT_FILENO)) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)) {
+    if (move_stdout && ((json_fd = dup(STDOUT_FILENO)) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)) {
         fprintf(stderr, "ptq run: error: cannot move the stages' output to stderr for --json: %s\n", strerror(errno));
         return 1;
     }
@@ -1005,12 +1005,11 @@ int cmd_run(int argc, char **argv)
     else if (rc == 0 && budget_missed)
         rc = EXIT_BUDGET;
     rc = cli_rank0_rc(rc);
-    if (as_json) {
+    if (move_stdout) {
         fflush(stdout);
         dup2(json_fd, STDOUT_FILENO);
         close(json_fd);
-        if (cli_is_writer())
-            print_summary(dir, dir_len, st, n_st, status, p_manifest, p_report_files[0], rc, budget_missed, collapsed);
+        print_summary(dir, dir_len, st, n_st, status, p_manifest, p_report_files[0], rc, budget_missed, collapsed);
     }
     return rc;
 }

@@ -364,6 +364,21 @@ def test_stdout_kept(tmp, J):
           lost == 0, f"{lost} lost")
 
 
+def test_run_json(tmp, J):
+    """run --json moves what the stages print to stderr on rank 0 only: the other ranks' stdout stays discarded."""
+    args = ["run", "--model", os.path.abspath(MODEL), "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
+            "out", "--calib-samples", "20", "--samples", "20", "--json"]
+    ref = None
+    for n in (1, 3):
+        os.makedirs(J(f"json{n}"))
+        rc, out, err = ptq_in(J(f"json{n}"), *args) if n == 1 else mpi(n, *args, cwd=J(f"json{n}"))
+        stages = [l for l in err.splitlines() if l.startswith("== ") or l.startswith("archive ")]
+        summary = json.loads(out) if rc == 0 else {}
+        ref = ref or stages
+        check(f"run --json -np {n}: exit 0, the summary on stdout, the stages' output once on stderr",
+              rc == 0 and summary.get("exit") == 0 and len(stages) == 11 and stages == ref, f"exit {rc}: {stages}")
+
+
 def main():
     if not have_demo():
         print("mpi_test: skipped: no demo model or Fashion-MNIST")
@@ -387,7 +402,7 @@ def main():
             f["labels"] = labels[200:500]
         only = sys.argv[1:]  # test names, for a quicker run while working on one
         for t in (test_same_results, test_run, test_failures, test_node_local, test_reference, test_batchless,
-                  test_notes, test_stdout_kept):
+                  test_notes, test_stdout_kept, test_run_json):
             if not only or t.__name__ in only or t is test_same_results:
                 t(tmp, J)
     finally:
