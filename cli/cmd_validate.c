@@ -353,11 +353,17 @@ done:
     ptq_fq_free(fq);
     ptq_plan_free(plan);
     cli_session_close(&s);
+    if (st == PTQ_OK && ptq_dist_size() > 1) { /* rank 0 alone made the report: every rank exits as it does */
+        int64_t c = collapsed;
+        st = ptq_dist_bcast(&ctx, &c, sizeof c, 0);
+        collapsed = (unsigned)c;
+    }
     if (st == PTQ_OK && collapsed) { /* the report says so too; a pipeline gates on the code */
         char why[160];
-        fprintf(stderr, "ptq validate: error: the quantized outputs collapsed (%s): the accuracy deltas mean "
-                        "nothing; keep more tensors in FP16 or FP32 (look at the logits' range: FP16 flushes "
-                        "values below 6e-8 to zero)\n", ptq_validate_collapse_text(collapsed, why, sizeof why));
+        if (cli_is_writer())
+            fprintf(stderr, "ptq validate: error: the quantized outputs collapsed (%s): the accuracy deltas mean "
+                            "nothing; keep more tensors in FP16 or FP32 (look at the logits' range: FP16 flushes "
+                            "values below 6e-8 to zero)\n", ptq_validate_collapse_text(collapsed, why, sizeof why));
         return EXIT_COLLAPSED;
     }
     return cli_report("validate", &ctx, st);

@@ -379,6 +379,34 @@ def test_run_json(tmp, J):
               rc == 0 and summary.get("exit") == 0 and len(stages) == 11 and stages == ref, f"exit {rc}: {stages}")
 
 
+def test_collapse(tmp, J):
+    """validate on outputs that collapse (tests/cli_collapse_test.py's model): exit 12 on every rank, as from one
+    process, and the message once."""
+    import numpy as np
+    from cli_collapse_test import model
+    rng = np.random.default_rng(18)
+    w = rng.standard_normal((64, 10)).astype(np.float32)
+    x = rng.integers(0, 256, (60, 8, 8), dtype=np.uint8)
+    with h5py.File(J("col.h5"), "w") as f:
+        f["images"] = x
+        f["labels"] = (x.reshape(60, -1).astype(np.float32) @ w).argmax(1).astype(np.int64)
+    model(J("col.onnx"), w, True)
+    ptq("calibrate", "--model", J("col.onnx"), "--data", J("col.h5"), "--out", J("col_c.h5"))
+    ptq("plan", J("col_c.h5"), "--model", J("col.onnx"), "--out", J("col_plan.json"))
+    wrap = J("wrap_rc.sh")  # each rank's own exit code, which mpirun does not tell
+    open(wrap, "w").write(f'#!/bin/sh\n{PTQ} "$@"\nrc=$?\necho "rank $OMPI_COMM_WORLD_RANK exit $rc" >&2\nexit $rc\n')
+    os.chmod(wrap, 0o755)
+    args = ["validate", "--model", J("col.onnx"), "--plan", J("col_plan.json"), "--data", J("col.h5")]
+    rc1, _, _ = ptq(*args, "--report", J("col_r1"))
+    p = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "3", wrap,
+                        *args, "--report", J("col_r3")], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, OMPI_MCA_orte_abort_on_non_zero_status="0"))  # every wrapper ends
+    exits = sorted(l for l in p.stderr.splitlines() if l.startswith("rank "))
+    check("validate -np 3, collapsed outputs: every rank exits 12 as one process, one message",
+          rc1 == 12 and exits == [f"rank {r} exit 12" for r in range(3)] and len(ptq_errors(p.stderr)) == 1 and
+          "collapsed" in ptq_errors(p.stderr)[0], f"{exits} {p.stderr[-400:]}")
+
+
 def main():
     if not have_demo():
         print("mpi_test: skipped: no demo model or Fashion-MNIST")
@@ -402,7 +430,7 @@ def main():
             f["labels"] = labels[200:500]
         only = sys.argv[1:]  # test names, for a quicker run while working on one
         for t in (test_same_results, test_run, test_failures, test_node_local, test_reference, test_batchless,
-                  test_notes, test_stdout_kept, test_run_json):
+                  test_notes, test_stdout_kept, test_run_json, test_collapse):
             if not only or t.__name__ in only or t is test_same_results:
                 t(tmp, J)
     finally:
