@@ -640,6 +640,35 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Under mpirun the stages after the first read, on every rank, what earlier ones wrote in dir (calib.h5, sens.json,
+ * the plan): dir must be one folder to all ranks, not one on rank 0's node alone. Rank 0 makes a file of a random
+ * name in it, and every rank looks for that name. 0 or the exit code, on every rank. */
+static int dir_shared(const char *dir)
+{
+    if (ptq_dist_size() == 1)
+        return 0;
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_status st = PTQ_OK;
+    char probe[PTQ_TMP_NAME_BYTES] = "", path[PTQ_TMP_NAME_BYTES];
+    if (cli_is_writer()) {
+        snprintf(path, sizeof path, "%s/run.json", dir);
+        st = ptq_atomic_create(&ctx, path, probe, sizeof probe, NULL);
+    }
+    ptq_status bst = ptq_dist_bcast(&ctx, probe, sizeof probe, 0);
+    probe[sizeof probe - 1] = '\0';
+    struct stat sb;
+    if (st == PTQ_OK)
+        st = bst;
+    if (st == PTQ_OK && !cli_is_writer() && stat(probe, &sb) != 0)
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "--out %s is not the folder rank 0 writes (%s is not there): the "
+                      "stages read what the earlier ones wrote in it, on every rank (put it on a file system all "
+                      "nodes share)", dir, probe);
+    st = ptq_dist_agree(&ctx, st);
+    ptq_atomic_discard(probe); /* rank 0's; the others' name is not theirs to remove */
+    return cli_report("run", &ctx, st);
+}
+
 int cmd_run(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},   {"calib-data", 1, NULL},    {"data", 1, NULL},      {"out", 1, NULL},
@@ -752,9 +781,10 @@ int cmd_run(int argc, char **argv)
         return 1;
     }
     struct stat dst;
-    int made = 1;
+    int made = 1, created = 0;
     if (cli_is_writer()) { /* rank 0 writes */
-        made = mkdir(dir, 0777) == 0 || errno == EEXIST;
+        created = mkdir(dir, 0777) == 0;
+        made = created || errno == EEXIST;
         if (!made)
             fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
         else if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
@@ -764,6 +794,11 @@ int cmd_run(int argc, char **argv)
     }
     if (cli_rank0_rc(made ? 0 : EXIT_IO))
         return EXIT_IO;
+    if ((rc = dir_shared(dir)) != 0) {
+        if (created)
+            rmdir(dir); /* made for this run, still empty */
+        return rc;
+    }
 
     /* on a GPU a MatMul of two batched inputs runs at the batch's shape, so there --batch may change the bits */
     const int gpu = rs.gpu;

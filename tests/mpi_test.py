@@ -232,6 +232,16 @@ def test_node_local(tmp, J):
     rc, _, err = on_nodes(*sens, "--out", "only0/s.json")
     check("sensitivity -np 2, --out's folder on rank 0's node only: rank 0 writes the report",
           rc == 0 and os.path.exists(J("node0", "only0", "s.json")), err[-400:])
+    # ptq run's later stages read what the earlier ones wrote in DIR, on every rank: refused before the first stage
+    run = ["run", "--model", "m.onnx", "--calib-data", "d.h5", "--data", "v.h5", "--samples", "20"]
+    for out, what in (("runout", "made by rank 0 on its node"), ("only0", "that rank 0 alone has")):
+        rc, o, err = on_nodes(*run, "--out", out)
+        errs = ptq_errors(err)
+        check(f"run -np 2, --out a folder {what}: exit 2 before any stage, one message naming rank 1 and the folder,"
+              " nothing left", rc == 2 and "== calibrate" not in o and len(errs) == 1 and
+              f"rank 1 of 2: --out {out} is not the folder rank 0 writes" in errs[0] and
+              sorted(os.listdir(J("node0", "only0"))) == ["s.html", "s.json", "s.md"] and
+              not os.path.exists(J("node0", "runout")), f"exit {rc}: {err[-400:]}")
 
     def refused(what, path, args, rc_want=2):
         rc, out, err = on_nodes(*args)
