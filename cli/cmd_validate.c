@@ -245,6 +245,9 @@ run_done: /* every rank passes here once, and learns whether any failed or ran o
         if (!vr.stats)
             st = ptq_validate_stats_init(&ctx, (int)k, &vr.stats);
         vr.n_classes = k;
+        /* a rank that could not make them (the confusion matrix past its memory limit) stops every rank here,
+           before the reduction would read its figures */
+        PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
     }
     PTQ_TRY(st, ptq_validate_stats_allreduce(&ctx, vr.stats), done);
     PTQ_TRY(st, ptq_dist_agree(&ctx, st), done);
