@@ -239,7 +239,7 @@ static ptq_status slice_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 /* Cast's element kinds: ptq_op_cast_kind's, and float16 and bfloat16 (weights stored in 16 bits and cast to
- * float32, folded at load; ptq's other ops take neither). */
+ * float32, a round trip through float16; ptq's other ops take neither). */
 static int cast_kind(ptq_dtype dt, ptq_cast_kind *k)
 {
     if (dt == PTQ_DT_FLOAT16 || dt == PTQ_DT_BFLOAT16) {
