@@ -358,7 +358,7 @@ static ptq_status open_labels(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     return PTQ_OK;
 }
 
-static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h);
+static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, int *scalar);
 static int select_samples(hid_t dset, int rank, const hsize_t *dims, int64_t start, int64_t n, hid_t *fspace,
                           hid_t *mspace);
 static void close_spaces(hid_t fspace, hid_t mspace);
@@ -399,11 +399,14 @@ static ptq_status split_joined_names(ptq_ctx *ctx, ptq_dataset *ds, const char *
 }
 
 /* class_names: root attribute, images attribute or root dataset; one
- * comma-joined string is read as the list it joins. */
+ * comma-joined string (a scalar, as h5py stores a str) is read as the list it
+ * joins. An array of one string is one name, commas and all: that is how a
+ * one-class folder named "cats, dogs" comes out of data convert. */
 static ptq_status open_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
 {
-    ptq_status st = read_class_names(ctx, ds, h);
-    if (st == PTQ_OK && ds->n_classes == 1 && ds->class_names && strchr(ds->class_names[0], ','))
+    int scalar = 0;
+    ptq_status st = read_class_names(ctx, ds, h, &scalar);
+    if (st == PTQ_OK && scalar && ds->n_classes == 1 && ds->class_names && strchr(ds->class_names[0], ','))
         st = split_joined_names(ctx, ds, ds->path);
     return st;
 }
@@ -460,7 +463,17 @@ static ptq_status probe_float_range(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
     return PTQ_OK;
 }
 
-static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
+/* 1 when attribute (is_attr) or dataset obj holds one value, not an array. */
+static int scalar_space(hid_t obj, int is_attr)
+{
+    hid_t space = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+    int scalar = space >= 0 && H5Sget_simple_extent_type(space) == H5S_SCALAR;
+    if (space >= 0)
+        H5Sclose(space);
+    return scalar;
+}
+
+static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, int *scalar)
 {
     char what[600];
     ptq_status st = PTQ_OK;
@@ -471,8 +484,10 @@ static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
             snprintf(what, sizeof what, "attribute class_names of %s in %s", i ? h->images_key : "/", ds->path);
             st = a < 0 ? ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open %s", what)
                        : ds_h5_read_strings(ctx, a, 1, what, &ds->class_names, &ds->n_classes);
-            if (a >= 0)
+            if (a >= 0) {
+                *scalar = scalar_space(a, 1);
                 H5Aclose(a);
+            }
             return st;
         }
     if (ds_h5_exists(h->file, "class_names")) {
@@ -480,8 +495,10 @@ static ptq_status read_class_names(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h)
         snprintf(what, sizeof what, "dataset class_names in %s", ds->path);
         st = d < 0 ? ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot open %s", what)
                    : ds_h5_read_strings(ctx, d, 0, what, &ds->class_names, &ds->n_classes);
-        if (d >= 0)
+        if (d >= 0) {
+            *scalar = scalar_space(d, 0);
             H5Dclose(d);
+        }
     }
     return st;
 }

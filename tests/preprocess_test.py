@@ -354,6 +354,26 @@ def main():
         if rc == 0:
             names = [c.get("name") for c in json.loads(so).get("classes", [])]
         check("comma-joined class_names read as a list", names == ["cat", "dog", "bird"], f"rc {rc}: {names} {se[-300:]}")
+        # an array of one name is that name, commas and all: a one-class folder named "cats," or "cats, dogs"
+        # comes out of data convert so, and must read back as the folder does (it read as 2 classes, or not at all)
+        one = os.path.join(tmp, "one.h5")
+        h5_set(one, rgb, np.zeros(n, np.int64), class_names=np.array(["cats, dogs"], dtype=h5py.string_dtype()))
+        rc, so, se = ptq("eval", "--model", nchw, "--data", one, "--preprocess", meanstd, "--json")
+        names = [c.get("name") for c in json.loads(so).get("classes", [])] if rc == 0 else []
+        check("one class_names string in an array stays one name", names[:1] == ["cats, dogs"] and "dogs" not in names,
+              f"rc {rc}: {names[:3]} {se[-300:]}")
+        for cls in ("cats, dogs", "cats,"):
+            folder = os.path.join(tmp, "onecls" + str(len(cls)))
+            os.makedirs(os.path.join(folder, cls))
+            Image.fromarray(rgb[0]).save(os.path.join(folder, cls, "0.png"))
+            converted = folder + ".h5"
+            rc, _, se = ptq("data", "convert", "--images", folder, "--out", converted)
+            outs = []
+            for src in (folder, converted):
+                rc2, so, se2 = ptq("eval", "--model", nchw, "--data", src, "--preprocess", meanstd, "--json")
+                outs.append((rc2, [c.get("name") for c in json.loads(so).get("classes", [])] if rc2 == 0 else se2))
+            check(f"a one-class folder '{cls}' converted reads back with its class name",
+                  rc == 0 and outs[0] == outs[1] and outs[0][0] == 0 and outs[0][1][0] == cls, f"rc {rc}: {outs}")
 
         # 8. the applied spec, model geometry and preset together, is what the calibration archive records
         archive = os.path.join(tmp, "calib.h5")
