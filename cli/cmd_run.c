@@ -202,7 +202,7 @@ static char **stage_command(const stage *s, int *argc)
 }
 
 /* The content SHA-256 of a file, or of a data set folder (ptq_dataset_content_sha256, which covers the
- * labels and classes files of dopts). */
+ * labels and classes files of dopts); an HDF5 set read with --allow-external-data with the files it reads. */
 static ptq_status content_sha(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *dopts, char hex[65])
 {
     struct stat stt;
@@ -213,7 +213,7 @@ static ptq_status content_sha(ptq_ctx *ctx, const char *path, const ptq_dataset_
         ptq_dataset_close(ds);
         return st;
     }
-    return ptq_sha256_file(ctx, path, hex);
+    return ptq_dataset_file_sha256(ctx, path, dopts && dopts->allow_external_data, hex);
 }
 
 /* p in full, every field (ptq_preprocess_format leaves out the means and stds past its channel count), floats

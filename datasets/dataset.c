@@ -183,7 +183,7 @@ ptq_status ptq_dataset_read_arrays(ptq_ctx *ctx, ptq_dataset *ds, int64_t start,
 
 ptq_status ptq_dataset_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
 {
-    return ds->h5 ? ptq_sha256_file(ctx, ds->path, hex) : ds_folder_content_sha256(ctx, ds, hex);
+    return ds->h5 ? ds_hdf5_content_sha256(ctx, ds, hex) : ds_folder_content_sha256(ctx, ds, hex);
 }
 
 void ptq_dataset_label_origin(const ptq_dataset *ds, int64_t i, char *buf, size_t n)

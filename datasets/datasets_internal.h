@@ -251,6 +251,13 @@ ptq_status ds_h5_check_filters(ptq_ctx *ctx, hid_t d, const char *key, const cha
  * one without the mapped dataset), which it reads as fill values:
  * PTQ_ERR_IO naming the source. */
 ptq_status ds_h5_check_sources(ptq_ctx *ctx, hid_t d, const char *key, const char *path);
+/* The other files the open HDF5 file reads (ptq_dataset_external_files) into *files[*n_files] (free with
+ * ptq_dataset_files_free); PTQ_ERR_FORMAT naming path when it names too many. */
+ptq_status ds_h5_external_files(ptq_ctx *ctx, hid_t file, const char *path, char ***files, int *n_files);
+/* The content SHA-256 of the HDF5 file path that reads files[n_files] (ptq_dataset_file_sha256). */
+ptq_status ds_h5_content_sha256(ptq_ctx *ctx, const char *path, char *const *files, int n_files, char hex[65]);
+/* ptq_dataset_content_sha256 of an HDF5 set: over the files it read at open too. */
+ptq_status ds_hdf5_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
 /* 1 when key names an object in file ("a/b" checked link by link, so a
  * dangling link on the way is "no", not a libhdf5 error). */
 int ds_h5_exists(hid_t file, const char *key);

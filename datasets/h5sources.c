@@ -2,8 +2,8 @@
  * links, external raw storage and virtual-dataset sources, found as
  * libhdf5 1.10 looks for them, for the commands' same-file check of their
  * outputs; and a virtual dataset's sources checked at open, since libhdf5
- * reads a missing one as fill values. Covered by tests/datasets_test.py and
- * tests/cli_hardening_test.py. */
+ * reads a missing one as fill values; and the content SHA-256 that covers
+ * them. Covered by tests/datasets_test.py and tests/cli_hardening_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "datasets/datasets_internal.h"
+#include "ptq/hash.h"
 
 #define SRC_MAX_FILES 4096 /* listed at most: a file naming more is refused */
 #define SRC_MAX_DEPTH 8    /* external links followed into groups, at most this deep */
@@ -224,10 +225,22 @@ static herr_t list_link(hid_t group, const char *name, const H5L_info_t *info, v
     return l->too_many ? 1 : 0;
 }
 
-ptq_status ptq_dataset_external_files(ptq_ctx *ctx, const char *path, char ***files, int *n_files)
+ptq_status ds_h5_external_files(ptq_ctx *ctx, hid_t file, const char *path, char ***files, int *n_files)
 {
     src_list l;
     memset(&l, 0, sizeof l);
+    H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, list_link, &l);
+    if (l.too_many) {
+        ptq_dataset_files_free(l.files, l.n);
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "%s refers to more than %d other files; refused", path, SRC_MAX_FILES);
+    }
+    *files = l.files;
+    *n_files = l.n;
+    return PTQ_OK;
+}
+
+ptq_status ptq_dataset_external_files(ptq_ctx *ctx, const char *path, char ***files, int *n_files)
+{
     *files = NULL;
     *n_files = 0;
     PTQ_TRY_RET(ptq_h5_register_zstd(ctx));
@@ -240,19 +253,60 @@ ptq_status ptq_dataset_external_files(ptq_ctx *ctx, const char *path, char ***fi
     ptq_status st = ds_h5_vet(ctx, path, 0);
     hid_t file = st == PTQ_OK ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
     if (file >= 0) {
-        H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, list_link, &l);
+        st = ds_h5_external_files(ctx, file, path, files, n_files);
         H5Fclose(file);
     }
     ds_h5_quiet_end(&q);
-    if (st == PTQ_OK && l.too_many)
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s refers to more than %d other files; refused", path, SRC_MAX_FILES);
-    if (st != PTQ_OK) {
-        ptq_dataset_files_free(l.files, l.n);
-        return st;
+    return st;
+}
+
+ptq_status ds_h5_content_sha256(ptq_ctx *ctx, const char *path, char *const *files, int n_files, char hex[65])
+{
+    static const char tag[] = "ptq-hdf5-external-data";
+    PTQ_TRY_RET(ptq_sha256_file(ctx, path, hex));
+    if (n_files == 0)
+        return PTQ_OK;
+    unsigned char *buf = malloc((size_t)1 << 16);
+    if (!buf)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "hashing %s: out of memory", path);
+    ptq_status st = PTQ_OK;
+    ptq_sha256 h;
+    ptq_sha256_init(&h);
+    ptq_sha256_update(&h, tag, sizeof tag); /* with its NUL */
+    ptq_sha256_update(&h, hex, 64);
+    for (int i = 0; i < n_files && st == PTQ_OK; i++) {
+        FILE *f = NULL;
+        PTQ_TRY(st, ptq_file_fopen_read(ctx, files[i], &f), done);
+        struct stat sb;
+        const uint64_t size = fstat(fileno(f), &sb) == 0 ? (uint64_t)sb.st_size : 0;
+        uint64_t total = 0;
+        unsigned char le[8];
+        for (int b = 0; b < 8; b++)
+            le[b] = (unsigned char)(size >> (8 * b));
+        ptq_sha256_update(&h, le, 8); /* the size first: one file's bytes cannot run into the next's */
+        for (size_t got; (got = fread(buf, 1, (size_t)1 << 16, f)) > 0; total += got)
+            ptq_sha256_update(&h, buf, got);
+        if (ferror(f) || total != size)
+            st = ptq_fail(ctx, PTQ_ERR_IO, "cannot read %s, which %s reads (or it changed while read)", files[i],
+                          path);
+        fclose(f);
     }
-    *files = l.files;
-    *n_files = l.n;
-    return PTQ_OK;
+    if (st == PTQ_OK)
+        ptq_sha256_final_hex(&h, hex);
+done:
+    free(buf);
+    return st;
+}
+
+ptq_status ptq_dataset_file_sha256(ptq_ctx *ctx, const char *path, int allow_external_data, char hex[65])
+{
+    char **files = NULL;
+    int n_files = 0;
+    if (allow_external_data)
+        PTQ_TRY_RET(ptq_dataset_external_files(ctx, path, &files, &n_files));
+    ptq_status st = ds_h5_content_sha256(ctx, path, files, n_files, hex);
+    ptq_dataset_files_free(files, n_files);
+    return st;
 }
 
 void ptq_dataset_files_free(char **files, int n_files)

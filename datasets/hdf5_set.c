@@ -59,6 +59,8 @@ struct ds_hdf5 {
     size_t sample_bytes;
     void *scratch;              /* read_piece samples of sample_bytes */
     size_t scratch_cap;
+    char **ext_files;           /* [n_ext_files] the other files it reads (allow_external_data), for its hash */
+    int n_ext_files;
 };
 
 void ds_hdf5_free(ds_hdf5 *h)
@@ -81,7 +83,13 @@ void ds_hdf5_free(ds_hdf5 *h)
     free(h->images_key);
     free(h->labels_key);
     free(h->scratch);
+    ptq_dataset_files_free(h->ext_files, h->n_ext_files);
     free(h);
+}
+
+ptq_status ds_hdf5_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65])
+{
+    return ds_h5_content_sha256(ctx, ds->path, ds->h5->ext_files, ds->h5->n_ext_files, hex);
 }
 
 /* "images, labels, meta": the root's link names, for "no dataset" messages. */
@@ -523,7 +531,8 @@ static ptq_status open_file(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opt
     if (!opts->allow_external_data)
         return ds_h5_check_self_contained(ctx, h->file, ds->path,
                                           "refusing to read it (allow it with --allow-external-data)");
-    return PTQ_OK;
+    /* listed now, on the opening thread: the content hash runs beside the reads and covers them */
+    return ds_h5_external_files(ctx, h->file, ds->path, &h->ext_files, &h->n_ext_files);
 }
 
 ptq_status ds_hdf5_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts *opts)

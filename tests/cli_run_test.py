@@ -360,6 +360,25 @@ def main():
         rc, out, err = ptq(*kb, "--placement", "all", "--seed", "3", "--allow-external-data")
         check("--progress and --allow-external-data change no output: every stage skipped",
               rc == 0 and not any(stages(out).values()), f"exit {rc}: {out[-300:]} {err[-300:]}")
+        # a calibration set whose images are a virtual dataset of another file: new images there are a new set,
+        # though the set's own bytes stay the same (its key covered them alone: every stage was skipped)
+        def vds_source(first):
+            with h5py.File(J("cal_src.h5"), "w") as f:
+                f["pixels"] = images[first:first + 64]
+        vds_source(0)
+        with h5py.File(J("cal_v.h5"), "w") as f:
+            layout = h5py.VirtualLayout(shape=(64, 28, 28), dtype="u1")
+            layout[:] = h5py.VirtualSource("cal_src.h5", "pixels", shape=(64, 28, 28))
+            f.create_virtual_dataset("pixels", layout)
+        vb = kb[:kb.index("--calib-data") + 1] + [J("cal_v.h5")] + kb[kb.index("--calib-data") + 2:]
+        vb[vb.index("--out") + 1] = J("out8")
+        rc, out, err = ptq(*vb, "--allow-external-data")
+        vds_source(300)
+        rc2, out2, err2 = ptq(*vb, "--allow-external-data")
+        rerun = {k for k, v in stages(out2).items() if v}
+        check("--allow-external-data: new images in a virtual dataset's source file rerun calibrate and what reads it",
+              rc == 0 and rc2 == 0 and {"calibrate", "sensitivity", "plan", "validate"} <= rerun,
+              f"exit {rc}, {rc2}: {sorted(rerun)} {err[-200:]} {err2[-200:]}")
         rc, out, err = ptq(*kb, "--seed", "3")
         rerun = {k for k, v in stages(out).items() if v}
         check("--placement trt (the default) after all: sensitivity, the plan and what reads it rerun, calibration not",

@@ -4,6 +4,8 @@ against h5py + hdf5plugin, both ways: test_datasets writes fm.h5 (checked here
 image by image against the IDX files) and reads a file h5py wrote. ctest label
 oracle; exits 77 when a module or Fashion-MNIST is missing."""
 import gzip
+import hashlib
+import json
 import os
 import struct
 import subprocess
@@ -125,6 +127,30 @@ def check_virtual_sources(tmp):
     rc_plain, want, _ = top1(plain)
     check(rc == 0 and rc_plain == 0 and got == want, f"virtual dataset with its source: exit {rc}, top1 {got} "
           f"(the same data stored plainly: {want}): {err}")
+
+    # data_sha256 covers the source's bytes (ptq_dataset_file_sha256): it was the set file's alone, the same
+    # whatever images the source held
+    def data_sha(path):
+        run = subprocess.run([os.path.abspath(PTQ), "eval", "--model", os.path.abspath(MODEL), "--data", path,
+                              "--allow-external-data", "--json"], capture_output=True, text=True)
+        return json.loads(run.stdout).get("data_sha256") if run.returncode == 0 else run.stderr[-300:]
+
+    def expected(path, sources):
+        h = hashlib.sha256(b"ptq-hdf5-external-data\0" + hashlib.sha256(open(path, "rb").read()).hexdigest().encode())
+        for s in sources:
+            data = open(s, "rb").read()
+            h.update(struct.pack("<Q", len(data)) + data)
+        return h.hexdigest()
+
+    ok, src = os.path.join(folder, "ok.h5"), os.path.join(folder, "src.h5")
+    before = data_sha(ok)
+    with h5py.File(src, "w") as f:
+        f["pixels"] = 255 - images
+    after = data_sha(ok)
+    check(before != after and after == expected(ok, [src]),
+          f"a virtual dataset's data_sha256 covers its source file: {before} then {after}, want {expected(ok, [src])}")
+    check(data_sha(plain) == hashlib.sha256(open(plain, "rb").read()).hexdigest(),
+          "a self-contained set's data_sha256 is its file's SHA-256")
 
 
 def main():

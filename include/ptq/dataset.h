@@ -157,8 +157,9 @@ PTQ_API const char *ptq_dataset_kind(const ptq_dataset *ds); /* "hdf5" or "image
  * buf[n]: "labels 'labels' in set.h5", "labels file L line 3 (a/0.png)",
  * or the image and its class folder. */
 PTQ_API void ptq_dataset_label_origin(const ptq_dataset *ds, int64_t i, char *buf, size_t n);
-/* What the samples are, whatever path names them: the SHA-256 of an HDF5
- * file's bytes; for an image folder, over its samples in order, each one's
+/* What the samples are, whatever path names them: for an HDF5 file
+ * ptq_dataset_file_sha256 (its bytes, and those of the files it reads when
+ * opened with allow_external_data); for an image folder, over its samples in order, each one's
  * relative name "<class>/<file>", a NUL, its byte count (64-bit little-
  * endian) and its bytes, and, when a labels or classes file was given, its
  * label (32-bit little-endian) and class name and a NUL. Reads every byte
@@ -237,6 +238,14 @@ PTQ_API ptq_status ptq_dataset_read_arrays(ptq_ctx *ctx, ptq_dataset *ds, int64_
  * than 4096 files. */
 PTQ_API ptq_status ptq_dataset_external_files(ptq_ctx *ctx, const char *path, char ***files, int *n_files);
 PTQ_API void ptq_dataset_files_free(char **files, int n_files);
+/* The content SHA-256 of the file path (an HDF5 set, or any file): the
+ * SHA-256 of its bytes; with allow_external_data and an HDF5 file that
+ * reads other files (ptq_dataset_external_files), the SHA-256 of
+ * "ptq-hdf5-external-data", a NUL, that digest in hex, then each of those
+ * files in that order as its size (64-bit little-endian) and bytes, so that
+ * new samples in a source file make another set. What
+ * ptq_dataset_content_sha256 gives the set opened with the same flag. */
+PTQ_API ptq_status ptq_dataset_file_sha256(ptq_ctx *ctx, const char *path, int allow_external_data, char hex[65]);
 
 typedef enum ptq_convert_format { PTQ_CONVERT_HDF5 = 0, PTQ_CONVERT_PNG = 1 } ptq_convert_format;
 
