@@ -14,6 +14,7 @@
 
 #include "datasets/datasets_internal.h"
 #include "ptq/fileio.h"
+#include "ptq/memory.h"
 
 /* What one conversion reads and writes. */
 typedef struct conv_job {
@@ -187,6 +188,10 @@ static ptq_status read_inputs(ptq_ctx *ctx, conv_job *job, const char *images_pa
     if (job->h * job->w > (int64_t)1 << 30)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "IDX images in %s are %lldx%lld, too large", images_path,
                         (long long)job->h, (long long)job->w);
+    /* the labels (bytes, and int64 for HDF5) and one block of images, however well the file compressed them */
+    job->block_n = ds_h5_chunk_samples(job->n, (size_t)(job->h * job->w));
+    PTQ_TRY_RET(ptq_memory_check(ctx, (uint64_t)job->n * 9 + (uint64_t)(job->block_n * job->h * job->w),
+                                 images_path));
     if (!(job->label = malloc((size_t)job->n)))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "converting %s: out of memory", labels_path);
     if ((st = ds_idx_read(ctx, &job->labels, job->label, (size_t)job->n)) != PTQ_OK)
@@ -200,7 +205,6 @@ static ptq_status read_inputs(ptq_ctx *ctx, conv_job *job, const char *images_pa
     }
     if (!job->class_names)
         job->n_classes = max_label + 1;
-    job->block_n = ds_h5_chunk_samples(job->n, (size_t)(job->h * job->w));
     if (!(job->block = malloc((size_t)(job->block_n * job->h * job->w))))
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "converting %s: out of memory", images_path);
     return PTQ_OK;

@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "ptq/dataset.h"
+#include "ptq/memory.h"
 #include "testlib.h"
 
 /* Fashion-MNIST's test split: PTQ_FMNIST_DIR (set by the GPU bundle) or Debian's package */
@@ -898,6 +899,24 @@ static void test_convert_small(void)
           has(ctx.msg, "no class name"));
     CHECK(ptq_data_convert_idx(&ctx, pi, pl, out, PTQ_CONVERT_HDF5, NULL, 0, 1000) == PTQ_ERR_INVALID_ARG);
     CHECK(leftovers(g_tmp) == 0);
+    /* one 4096x4096 image (16 MiB) past a 1 MiB memory limit: refused before its block is allocated, with the
+     * limit named (it was converted whatever --max-memory said) */
+    const uint32_t big[3] = {1, 4096, 4096}, one[1] = {1};
+    uint8_t big_hdr[16], one_lab[9] = {0};
+    idx_header(big_hdr, 3, big);
+    idx_header(one_lab, 1, one);
+    tpath(bad, sizeof bad, "big-images-idx3-ubyte");
+    FILE *bf = fopen(bad, "wb");
+    CHECK(bf && fwrite(big_hdr, 1, sizeof big_hdr, bf) == sizeof big_hdr &&
+          fseek(bf, 4096L * 4096 - 1, SEEK_CUR) == 0 && fputc(0, bf) == 0 && fclose(bf) == 0);
+    tpath(ps, sizeof ps, "one-label-idx1-ubyte");
+    test_write_bytes(ps, one_lab, sizeof one_lab);
+    tpath(out, sizeof out, "big.h5");
+    ptq_memory_set_budget((uint64_t)1 << 20);
+    CHECK_MSG(ptq_data_convert_idx(&ctx, bad, ps, out, PTQ_CONVERT_HDF5, NULL, 0, 3) == PTQ_ERR_NOMEM &&
+              has(ctx.msg, "memory limit") && has(ctx.msg, "big-images-idx3-ubyte"), "%s", ctx.msg);
+    ptq_memory_set_budget(0);
+    CHECK(stat(out, &sb) != 0 && leftovers(g_tmp) == 0);
 }
 
 /* ---- Fashion-MNIST round trips ---- */
