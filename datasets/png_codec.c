@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include "datasets/datasets_internal.h"
+#include "ptq/memory.h"
 
 #define MAX_IMAGE_BYTES ((size_t)1 << 30)
 
 typedef struct png_err {
-    int too_big; /* the header declares more pixels than max_pixels */
+    int too_big;         /* the header declares more pixels than max_pixels */
+    uint64_t over_limit; /* the bytes its pixels need, when more than the memory limit (--max-memory) */
     char msg[256];
 } png_err;
 
@@ -76,6 +78,11 @@ static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, 
     if (row_bytes == 0 || (size_t)h > MAX_IMAGE_BYTES / row_bytes)
         png_error(png, "image too large");
     size_t bytes = row_bytes * h;
+    if (bytes > img->cap_bytes && bytes > ptq_memory_budget()) { /* as a JPEG's are (ds_jpeg_decode) */
+        png_err *e = png_get_error_ptr(png);
+        e->over_limit = bytes;
+        png_error(png, "over the memory limit");
+    }
     if (bytes > img->cap_bytes) {
         void *grown = realloc(img->data, bytes);
         if (!grown)
@@ -99,7 +106,7 @@ static int decode_core(png_structp png, png_infop info, FILE *f, ds_image *img, 
 ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int header_only, uint64_t max_pixels,
                          const char *cap_why)
 {
-    png_err err = {0, ""};
+    png_err err = {0, 0, ""};
     FILE *f = NULL;
     PTQ_TRY_RET(ptq_file_fopen_read(ctx, path, &f));
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
@@ -113,6 +120,8 @@ ptq_status ds_png_decode(ptq_ctx *ctx, const char *path, ds_image *img, int head
                       "PNG %s declares %llu x %llu pixels (width x height), more than %llu (%s); refusing to decode "
                       "it", path, (unsigned long long)png_get_image_width(png, info),
                       (unsigned long long)png_get_image_height(png, info), (unsigned long long)max_pixels, cap_why);
+    else if (err.over_limit)
+        st = ptq_memory_check(ctx, err.over_limit, path);
     else if (err.msg[0])
         st = ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode PNG %s: %s", path, err.msg);
     png_destroy_read_struct(png ? &png : NULL, info ? &info : NULL, NULL);
@@ -136,7 +145,7 @@ static int write_core(png_structp png, png_infop info, FILE *f, const uint8_t *p
 
 ptq_status ds_png_write_gray8(ptq_ctx *ctx, const char *path, const uint8_t *pixels, int64_t h, int64_t w)
 {
-    png_err err = {0, ""};
+    png_err err = {0, 0, ""};
     if (h < 1 || w < 1 || h > 0x7fffffff || w > 0x7fffffff)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "cannot write a %lldx%lld PNG %s", (long long)h, (long long)w,
                         path);

@@ -540,6 +540,31 @@ static void test_png_mixed_sizes(void)
     ptq_dataset_close(ds);
 }
 
+/* A PNG whose pixels need more than the memory limit (8192 x 256 gray, 2 MiB, under 1 MiB) is refused before
+ * they are allocated, naming it and the limit, as a JPEG is: it was decoded whatever --max-memory said. */
+static void test_png_memory_limit(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_dataset *ds = NULL;
+    char root[256], path[512];
+    two_png_folder("pngmem", 8192, 256, root, sizeof root, path, sizeof path);
+    CHECK_MSG(ptq_dataset_open(&ctx, root, NULL, &ds) == PTQ_OK, "%s", ctx.msg);
+    if (!ds)
+        return;
+    ptq_preprocess p = raw_pp(1, IMG_H, IMG_W);
+    p.resize = 4;
+    p.to_convert = 1; /* data convert's pixel cap (256 Mpx), not 64 times the model's */
+    float x[2 * IMG_H * IMG_W];
+    ptq_memory_set_budget((uint64_t)1 << 20);
+    CHECK_MSG(ptq_dataset_read(&ctx, ds, 0, 1, &p, x, NULL) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_dataset_read(&ctx, ds, 1, 1, &p, x, NULL) == PTQ_ERR_NOMEM && has(ctx.msg, "cls/b.png") &&
+                  has(ctx.msg, "memory limit"), "%s", ctx.msg);
+    ptq_memory_set_budget(0);
+    CHECK_MSG(ptq_dataset_read(&ctx, ds, 1, 1, &p, x, NULL) == PTQ_OK, "%s", ctx.msg);
+    ptq_dataset_close(ds);
+}
+
 /* An image swapped for a FIFO after the folder was listed: the read fails
  * naming it instead of waiting forever for a writer (alarm: a hang fails). */
 static void test_png_swapped_fifo(void)
@@ -1113,6 +1138,7 @@ int main(int argc, char **argv)
     test_png_types();
     test_png_errors();
     test_png_mixed_sizes();
+    test_png_memory_limit();
     test_png_swapped_fifo();
     test_hdf5();
     test_convert_small();
