@@ -101,7 +101,8 @@ ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image
     if (tjDecompressHeader3(dec->tj, dec->file, (unsigned long)n_bytes, &w, &h, &subsamp, &cs) != 0)
         return ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode JPEG %s: %s", path, tjGetErrorStr2(dec->tj));
     if (w < 1 || h < 1)
-        return ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode JPEG %s: it declares %d x %d pixels", path, h, w);
+        return ptq_fail(ctx, PTQ_ERR_DATA, "cannot decode JPEG %s: it declares %d x %d pixels (width x height)", path,
+                        w, h);
     if (cs == TJCS_CMYK || cs == TJCS_YCCK)
         return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "JPEG %s is CMYK; ptq reads gray and RGB JPEGs", path);
     const int gray = cs == TJCS_GRAY;
@@ -127,7 +128,8 @@ ptq_status ds_jpeg_decode(ptq_ctx *ctx, const char *path, ds_jpeg *dec, ds_image
     }
     size_t bytes = (size_t)sw * (size_t)sh * (size_t)img->channels;
     if (bytes > MAX_IMAGE_BYTES)
-        return ptq_fail(ctx, PTQ_ERR_SHAPE, "JPEG %s declares %d x %d pixels, too large to decode", path, h, w);
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "JPEG %s declares %d x %d pixels (width x height), too large to decode",
+                        path, w, h);
     if (bytes > img->cap_bytes) {
         PTQ_TRY_RET(ptq_memory_check(ctx, bytes, path));
         void *grown = realloc(img->data, bytes);
