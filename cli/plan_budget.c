@@ -196,6 +196,13 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                       archive_path);
         goto done;
     }
+    if (sens.target != def->target) { /* its figures are of other formats (uint8 with zero points, FP32 kept), and its
+                                         placement and core follow from the target: said first */
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured for target %s, the plan's is %s (make the report "
+                      "with the plan's --target)", sens_path, ptq_target_name(sens.target),
+                      ptq_target_name(def->target));
+        goto done;
+    }
     if (strcmp(sens.core, ptq_prec_name(def->core)) != 0) {
         st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured for core %s, the plan's is %s", sens_path, sens.core,
                       ptq_prec_name(def->core));
@@ -206,12 +213,6 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured %s --reduce-range, the plan is made %s it (both "
                       "or neither must have it)", sens_path, sens.reduce_range ? "with" : "without",
                       def->reduce_range ? "with" : "without");
-        goto done;
-    }
-    if (sens.target != def->target) { /* its figures are of other formats (uint8 with zero points, FP32 kept) */
-        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured for target %s, the plan's is %s (make the report "
-                      "with the plan's --target)", sens_path, ptq_target_name(sens.target),
-                      ptq_target_name(def->target));
         goto done;
     }
     if (ptq_sens_covers(&ctx, &sens, def) != PTQ_OK) {
