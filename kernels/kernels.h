@@ -179,6 +179,15 @@ void ptq_k_batchnorm_cpu(int64_t n, int64_t c, int64_t spatial, const float *x, 
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
 void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
+/* onnxruntime's QLinearSoftmax on uint8 codes (an int8 tensor's codes + 128, its zero point + 128: the kernel
+ * reads only differences of codes, and its int8 clamp at 127 is the uint8 one at 255): along len, with d = the
+ * line's largest code - x, e = table[d], y = min(round_half_even(e * floor(1 / y_scale) / sum(e)) + y_zp, 255),
+ * the product and quotient in double, sum(e) in float in order. table [256]: entry d is
+ * (float)exp(((255 - d) - 255 + bias) * x_scale) in double, bias = max(0, logf(FLT_MAX / len) - 5) / x_scale,
+ * what the kernel builds for that input scale and reduced length. x, y: [outer, len, inner]. */
+void ptq_k_qlinear_softmax_table_ref(float x_scale, int64_t len, float *table);
+void ptq_k_qlinear_softmax_ref(int64_t outer, int64_t len, int64_t inner, const uint8_t *x, float x_scale,
+                               float y_scale, int32_t y_zp, uint8_t *y);
 
 /* y = transpose(x, perm) for elements of elem_bytes bytes; x has in_dims. */
 void ptq_k_transpose_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *perm, const void *x,

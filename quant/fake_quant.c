@@ -4,8 +4,11 @@
  * plan's INT8 weights on [-64, 64]) into owned
  * buffers the executor reads instead of the graph's, activations rounded in
  * place as the executor produces them (host:
- * kernels/ref/numfmt.c; device: kernels/cuda/numfmt.cu, bit-exact with it).
- * Covered by tests/test_fake_quant.c and tests/cuda_fake_quant.c. */
+ * kernels/ref/numfmt.c; device: kernels/cuda/numfmt.cu, bit-exact with it),
+ * and a Softmax whose input and output are both 8-bit computed on the host as
+ * onnxruntime's QLinearSoftmax (kernels/ref/qlinear_softmax.c), which its
+ * Q/DQ fusion runs there. Covered by tests/test_fake_quant.c,
+ * tests/cuda_fake_quant.c and tests/qlinear_softmax_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,7 @@ struct ptq_fq {
     const ptq_graph *g;
     fq_act *act;              /* [g->n_values]: the plan's rounding of each activation (fp32: none) */
     unsigned char *rounds;    /* [g->n_values]: 1 where act is not fp32 */
+    unsigned char *qsoftmax;  /* [g->n_nodes]: 1 for a Softmax onnxruntime runs as QLinearSoftmax (ort_qlinear) */
     float **weight;           /* [g->n_values]: quantized-dequantized weights, NULL where the graph's stand */
     uint64_t source;          /* the weights' id for the executors' device copies */
     ptq_overlay ov;
@@ -40,6 +44,7 @@ void ptq_fq_free(ptq_fq *fq)
     free(fq->weight);
     free(fq->act);
     free(fq->rounds);
+    free(fq->qsoftmax);
     free(fq);
 }
 
@@ -137,6 +142,75 @@ static ptq_status fq_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v, p
 #endif
 }
 
+/* 1 if onnxruntime (its CPU provider, ORT_ENABLE_EXTENDED and up) runs Softmax node k of the plan's Q/DQ export
+ * as QLinearSoftmax: the export puts a DequantizeLinear before it and a QuantizeLinear, its only reader, after it
+ * when the plan rounds its input and its output (one nothing reads and no graph output lists has none), and the
+ * fusion takes such a group at any opset and axis when both are the same 8-bit type (qdq_selectors.cc's
+ * UnaryNodeGroupSelector). */
+static int ort_qlinear(const ptq_graph *g, const fq_act *act, int k)
+{
+    const ptq_node *n = &g->nodes[k];
+    if (strcmp(n->op_type, "Softmax") != 0 || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) ||
+        n->n_inputs < 1 || n->n_outputs < 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+        return 0;
+    const int x = n->inputs[0], y = n->outputs[0];
+    if (act[x].prec != act[y].prec || (act[x].prec != PTQ_PREC_UINT8 && act[x].prec != PTQ_PREC_INT8))
+        return 0;
+    if (g->values[y].flags & PTQ_VALUE_OUTPUT)
+        return 1;
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int i = 0; i < g->nodes[j].n_inputs; i++)
+            if (g->nodes[j].inputs[i] == y)
+                return 1;
+    return 0;
+}
+
+/* a's codes of the floats x [n] (already on its grid: quantizing them again gives their codes) as uint8, an int8
+ * code + 128 (kernels.h's ptq_k_qlinear_softmax_ref says why). */
+static void codes_uint8(fq_act a, const float *x, int64_t n, uint8_t *q)
+{
+    if (a.prec == PTQ_PREC_UINT8) {
+        ptq_k_quantize_uint8_ref(x, n, a.scale, a.zero_point, q);
+        return;
+    }
+    ptq_k_quantize_int8_ref(x, n, a.scale, PTQ_K_INT8_QMAX, (int8_t *)q);
+    for (int64_t i = 0; i < n; i++)
+        q[i] = (uint8_t)(((int8_t *)q)[i] + 128);
+}
+
+/* Softmax node k as QLinearSoftmax: its input's codes in, its output's codes dequantized out (host float32). */
+static ptq_status fq_run(void *user, ptq_ctx *ctx, int k, const ptq_tensor *const *in, int n_in,
+                         ptq_tensor *const *out, int n_out)
+{
+    const ptq_fq *fq = user;
+    const ptq_node *n = &fq->g->nodes[k];
+    const fq_act ax = fq->act[n->inputs[0]], ay = fq->act[n->outputs[0]];
+    const ptq_tensor *x = in[0];
+    ptq_tensor *y = out[0];
+    const ptq_tensor *ins[1] = {x};
+    ptq_tensor *outs[1] = {y};
+    const ptq_op_io io = {.graph = fq->g, .node = n, .n_in = 1, .n_out = 1, .in = ins, .out = outs};
+    int64_t outer = 0, len = 0, inner = 0;
+    (void)n_in;
+    (void)n_out;
+    if (x->dtype != PTQ_DT_FLOAT || x->mem != PTQ_MEM_HOST || y->mem != PTQ_MEM_HOST)
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "Softmax '%s': QLinearSoftmax's simulation takes host float32", n->name);
+    PTQ_TRY_RET(ptq_op_softmax_view(ctx, &io, &outer, &len, &inner));
+    const int64_t total = ptq_tensor_numel(x);
+    uint8_t *q = malloc(2 * (size_t)total + 1);
+    if (!q)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for Softmax '%s'", n->name);
+    uint8_t *qy = q + total;
+    codes_uint8(ax, x->data, total, q);
+    const int32_t y_zp = ay.prec == PTQ_PREC_UINT8 ? ay.zero_point : ay.zero_point + 128;
+    ptq_k_qlinear_softmax_ref(outer, len, inner, q, ax.scale, ay.scale, y_zp, qy);
+    float *yd = y->data;
+    for (int64_t i = 0; i < total; i++) /* DequantizeLinear: (float)(q - zp) * scale */
+        yd[i] = (float)((int32_t)qy[i] - y_zp) * ay.scale;
+    free(q);
+    return PTQ_OK;
+}
+
 ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, ptq_fq **out)
 {
     ptq_status st = PTQ_OK;
@@ -148,7 +222,8 @@ ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, pt
     fq->act = calloc((size_t)g->n_values + 1, sizeof *fq->act);
     fq->rounds = calloc((size_t)g->n_values + 1, sizeof *fq->rounds);
     fq->weight = calloc((size_t)g->n_values + 1, sizeof *fq->weight);
-    if (!fq->act || !fq->rounds || !fq->weight) {
+    fq->qsoftmax = calloc((size_t)g->n_nodes + 1, 1);
+    if (!fq->act || !fq->rounds || !fq->weight || !fq->qsoftmax) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for simulated quantization");
         goto done;
     }
@@ -173,11 +248,15 @@ ptq_status ptq_fq_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, pt
     }
     for (int k = 0; k < g->n_nodes; k++)
         PTQ_TRY(st, bias_rounded(ctx, g, p, k, fq->weight), done);
+    for (int k = 0; k < g->n_nodes; k++)
+        fq->qsoftmax[k] = (unsigned char)ort_qlinear(g, fq->act, k);
     fq->source = ptq_overlay_new_id();
     fq->ov.user = fq;
     fq->ov.weight = fq_weight;
     fq->ov.round = fq_round;
     fq->ov.rounds = fq->rounds;
+    fq->ov.run = fq_run;
+    fq->ov.runs = fq->qsoftmax;
     *out = fq;
     fq = NULL;
 done:

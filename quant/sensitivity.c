@@ -8,7 +8,9 @@
  * budget validates). Each batch runs FP32 once (keeping what later
  * runs read) and each tensor's (a) run from the node that makes it, then
  * the default plan once (keeping its own values) and each (b) run from that
- * node too. Figures are integer counts and
+ * node too. A Softmax the default plan computes as onnxruntime's
+ * QLinearSoftmax (quant/fake_quant.c) stays so in (b) runs unless t is its
+ * input or output, never in (a) runs (one 8-bit tensor). Figures are integer counts and
  * exact sums (core/xsum.h), so they do not depend on batch size or order.
  * Covered by tests/test_sensitivity.c and tests/cli_sensitivity_test.py. */
 #define _POSIX_C_SOURCE 200809L
@@ -44,6 +46,8 @@ struct ptq_sensitivity {
     /* the mixed overlay */
     int mode, t_value;
     unsigned char *rounds;  /* [g->n_values] what the current configuration rounds */
+    unsigned char *runs;    /* [g->n_nodes] the default plan's QLinearSoftmax nodes the configuration keeps (both
+                             * of a Softmax's tensors 8-bit: never in an (a) run, not around t in a (b) run) */
     unsigned char *float_bias; /* [g->n_values] 1: a bias the current "all but" run leaves in float (its node reads
                                 * the tensor: an ort-cpu plan's int32 bias needs both the input's and the weight's
                                 * scales, so a plan with either in float has none there, quant/bias.c) */
@@ -80,6 +84,13 @@ static ptq_status mixed_round(void *user, ptq_ctx *ctx, const ptq_exec *e, int v
     return src->round(src->user, ctx, e, v, t);
 }
 
+static ptq_status mixed_run(void *user, ptq_ctx *ctx, int k, const ptq_tensor *const *in, int n_in,
+                            ptq_tensor *const *out, int n_out)
+{
+    const ptq_sensitivity *s = user;
+    return s->ov_def->run(s->ov_def->user, ctx, k, in, n_in, out, n_out);
+}
+
 /* Points the mixed overlay at configuration (mode, tensor i). */
 static void configure(ptq_sensitivity *s, int mode, int64_t i)
 {
@@ -93,6 +104,11 @@ static void configure(ptq_sensitivity *s, int mode, int64_t i)
     if (i >= 0 && !s->t[i].is_weight)
         s->rounds[s->t_value] = mode == MODE_ONLY ? s->ov_core->rounds[s->t_value] : s->ov_fp16->rounds[s->t_value];
     memset(s->float_bias, 0, (size_t)nv);
+    for (int k = 0; k < s->g->n_nodes; k++) {
+        const ptq_node *n = &s->g->nodes[k];
+        s->runs[k] = mode != MODE_ONLY && s->ov_def->runs && s->ov_def->runs[k] &&
+                     !(mode == MODE_ALL_BUT && (n->inputs[0] == s->t_value || n->outputs[0] == s->t_value));
+    }
     for (int k = 0; mode == MODE_ALL_BUT && k < s->g->n_nodes; k++) {
         const ptq_node *n = &s->g->nodes[k];
         if (n->n_inputs >= 3 && n->inputs[2] >= 0 && (n->inputs[0] == s->t_value || n->inputs[1] == s->t_value))
@@ -117,6 +133,7 @@ void ptq_sens_free(ptq_sensitivity *s)
     free(s->mine);
     free(s->rounds);
     free(s->float_bias);
+    free(s->runs);
     free(s->outputs);
     ptq_fq_free(s->fq_def);
     ptq_fq_free(s->fq_core);
@@ -298,12 +315,13 @@ ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *def
     s->acc_b = calloc((size_t)s->n_t + 1, sizeof *s->acc_b);
     s->rounds = calloc((size_t)g->n_values + 1, 1);
     s->float_bias = calloc((size_t)g->n_values + 1, 1);
+    s->runs = calloc((size_t)g->n_nodes + 1, 1);
     s->outputs = calloc((size_t)g->n_outputs + 1, sizeof *s->outputs);
     s->mine = malloc((size_t)s->n_t + 1);
     s->baseline = 1;
     if (s->mine)
         memset(s->mine, 1, (size_t)s->n_t + 1);
-    if (!s->t || !s->acc_a || !s->acc_b || !s->rounds || !s->float_bias || !s->outputs || !s->mine) {
+    if (!s->t || !s->acc_a || !s->acc_b || !s->rounds || !s->float_bias || !s->runs || !s->outputs || !s->mine) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for the sensitivity analysis");
         goto fail;
     }
@@ -331,6 +349,8 @@ ptq_status ptq_sens_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *def
     s->ov.weight = mixed_weight;
     s->ov.round = mixed_round;
     s->ov.rounds = s->rounds;
+    s->ov.run = mixed_run;
+    s->ov.runs = s->runs;
     *out = s;
     ptq_plan_free(p16);
     return PTQ_OK;

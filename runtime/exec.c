@@ -818,14 +818,17 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
     PTQ_TRY(st, op->infer(ctx, &io), done);
     set_layouts(e, &io);
 
-    if (e->dev && e->dev->supports(e->dev, &io))
+    /* the overlay computes it instead of the op, on the host */
+    const int by_overlay = e->has_ov && e->ov.run && e->ov.runs && e->ov.runs[k];
+    if (e->dev && !by_overlay && e->dev->supports(e->dev, &io))
         b = e->dev;
     if (b == e->host && (io.nhwc_in || io.nhwc_out)) {
-        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s' (%s) reads or writes a channels-last tensor but the GPU "
-                      "declined it; PTQ_NHWC=0 keeps every tensor [N, C, H, W]", n->name, n->op_type);
+        st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s' (%s) reads or writes a channels-last tensor but the %s; "
+                      "PTQ_NHWC=0 keeps every tensor [N, C, H, W]", n->name, n->op_type,
+                      by_overlay ? "quantization overlay computes it on the host" : "GPU declined it");
         goto done;
     }
-    if (e->dev && b == e->host)
+    if (e->dev && b == e->host && !by_overlay)
         e->n_fallback++;
     m = mem_index(b->mem);
     for (int i = 0; i < n->n_inputs; i++)
@@ -848,7 +851,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
         outs[i] = slot_view(s, m);
     }
     double t0 = ptq_clock_s();
-    st = b->run(b, ctx, &io);
+    st = by_overlay ? e->ov.run(e->ov.user, ctx, k, io.in, io.n_in, io.out, io.n_out) : b->run(b, ctx, &io);
     if (st == PTQ_OK && e->p.profile) /* device work is asynchronous: wait for it to time it */
         st = b->sync(b, ctx);
     const double t1 = ptq_clock_s();

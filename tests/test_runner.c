@@ -122,7 +122,7 @@ static void test_passes(ptq_graph *g, float *x)
     CHECK(rounds != NULL);
     if (rounds) {
         rounds[g->nodes[g->n_nodes / 2].outputs[0]] = 1;
-        ptq_overlay ov = {NULL, NULL, halve, rounds};
+        ptq_overlay ov = {NULL, NULL, halve, rounds, NULL, NULL};
         ptq_exec_set_overlay(e, &ov); /* e: passes of 3, one after another when the pool had one thread */
         ptq_exec_set_pass_rows(e, 0);
         CHECK(run(e, x, N_REF, q_whole) && memcmp(q_whole, ref, sizeof ref) != 0);
@@ -251,7 +251,7 @@ static void test_exec(ptq_graph *g, float *x)
     unsigned char *rounds = calloc((size_t)g->n_values, 1);
     const int k_mid = n_nodes / 2, v_mid = g->nodes[k_mid].outputs[0];
     rounds[v_mid] = 1;
-    ptq_overlay ov = {NULL, NULL, halve, rounds};
+    ptq_overlay ov = {NULL, NULL, halve, rounds, NULL, NULL};
     ptq_exec *f = NULL;
     CHECK(ptq_exec_create(&ctx, g, &p, &f) == PTQ_OK);
     ptq_exec_set_overlay(f, &ov);
@@ -399,7 +399,7 @@ static void test_runner(const char *data_path, const unsigned char *rounds)
     free(a), free(b), free(c);
 
     /* validation: the single run against three shards merged */
-    ptq_overlay ov = {NULL, NULL, halve, rounds};
+    ptq_overlay ov = {NULL, NULL, halve, rounds, NULL, NULL};
     ptq_validate_run whole;
     CHECK_MSG(validate_all(&ctx, s, ids, n_ids, &ov, &whole) == PTQ_OK, "%s", ctx.msg);
     ptq_validate_stats *merged = NULL;
@@ -451,7 +451,7 @@ static void test_validate_bad_label(const char *data_path, const unsigned char *
     ptq_session *s = open_demo(data_path, &ids, &n_ids);
     if (!s)
         return;
-    ptq_overlay ov = {NULL, NULL, halve, rounds};
+    ptq_overlay ov = {NULL, NULL, halve, rounds, NULL, NULL};
     ptq_validate_run vr;
     char want[64];
     snprintf(want, sizeof want, "sample %lld: label", (long long)bad);
@@ -472,7 +472,7 @@ static void test_consumer_needs(const char *data_path, const unsigned char *roun
     ptq_session *s = open_demo(data_path, &ids, &n_ids);
     if (!s)
         return;
-    ptq_overlay ov = {NULL, NULL, halve, rounds};
+    ptq_overlay ov = {NULL, NULL, halve, rounds, NULL, NULL};
     for (int k = 0; k < 4; k++) {
         const int validate = k >= 2, labels = k % 2 == 0;
         ptq_ctx ctx;

@@ -67,6 +67,13 @@ typedef struct ptq_overlay {
     /* Rounds t (value v, float32, on the host or on e's device) in place. */
     ptq_status (*round)(void *user, ptq_ctx *ctx, const ptq_exec *e, int value_index, ptq_tensor *t);
     const unsigned char *rounds; /* [g->n_values]: 1 where round applies (produced tensors and graph inputs) */
+    /* Computes node k in place of its op where runs[k] is 1 (runs NULL: nowhere), on the host whatever the
+     * executor's device: in [n_in] the node's inputs (NULL where omitted) and out [n_out] its outputs, host
+     * tensors, the outputs shaped and allocated as for the op; rounding and taps follow as for any node.
+     * Called from several threads at once when the executor runs passes side by side. */
+    ptq_status (*run)(void *user, ptq_ctx *ctx, int node_index, const ptq_tensor *const *in, int n_in,
+                      ptq_tensor *const *out, int n_out);
+    const unsigned char *runs; /* [g->n_nodes] */
 } ptq_overlay;
 
 /* A process-unique id for an overlay's weight source (thread-safe). */
