@@ -554,6 +554,19 @@ const char *ptq_placement_rule_why(const char *rule)
     return NULL;
 }
 
+int ptq_placement_rule_owner(const char *rule, int *weights_only)
+{
+    for (int r = 0; rule && r < N_RULES; r++) {
+        if (strcmp(rules[r].name, rule) != 0)
+            continue;
+        if (weights_only)
+            *weights_only = rules[r].action == PLACE_NONE;
+        /* ptq_plan_make_target gives an observed tensor no rule covers all.observed, whatever the placement */
+        return strcmp(rule, "all.observed") == 0 ? -1 : rules[r].placement;
+    }
+    return -2;
+}
+
 static const char *const placement_names[] = {[PTQ_PLACEMENT_TRT] = "trt", [PTQ_PLACEMENT_ORT] = "ort",
                                               [PTQ_PLACEMENT_ALL] = "all"};
 

@@ -33,6 +33,13 @@ void ptq_placement_edges(const ptq_graph *g, unsigned char *edge);
 ptq_status ptq_placement_decide(ptq_ctx *ctx, const ptq_graph *g, ptq_placement pl, ptq_prec core,
                                 const unsigned char *edge, place_decision *out);
 
+/* Whether the rule named rule fits a plan entry: PTQ_PLACEMENT_* for the rules of that placement alone, -1 for
+ * those of every placement (edge, weight, weight.follows-input, and all.observed, which also marks an observed
+ * tensor no rule of trt or ort covers), -2 for a name the table does not have; *weights_only (may be NULL) 1 for
+ * the rules of weights (weight, weight.follows-input), which name no activation, while the rules of one
+ * placement name no weight. */
+int ptq_placement_rule_owner(const char *rule, int *weights_only);
+
 /* The names of the rules for weights: on a first or last compute layer, elsewhere. */
 #define PTQ_RULE_EDGE "edge"
 #define PTQ_RULE_WEIGHT "weight"

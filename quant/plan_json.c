@@ -6,8 +6,10 @@
  *                 "rule": ...}, ...]}
  * "placement" (after "core") and each entry's "rule" are written for plans
  * placed by trt or ort, not for --placement all (whose plans are as before);
- * both are optional when read, but a rule must be one of the table's and
- * placement one of trt, ort, all; "core", when there, is int8 or an fp8;
+ * both are optional when read, but a rule must be one of the table's, of
+ * the plan's placement (or, without one, of one placement), of the entry's
+ * kind, and ort.removed-activation of target ort-cpu, and placement one of
+ * trt, ort, all; "core", when there, is int8 or an fp8;
  * every optional string field is a string when present. "target": "ort-cpu" follows (absent: trt),
  * then "reduce_range": true for a plan whose INT8 weights use onnxruntime's
  * reduce_range grid (absent: false), and a uint8 entry has "zero_point": n after "scales" (absent: 0).
@@ -26,6 +28,7 @@
 #include "core/json.h"
 #include "ptq/export.h"
 #include "ptq/plan.h"
+#include "quant/placement.h"
 
 #define PLAN_FORMAT "ptq-plan"
 #define PLAN_VERSION 1
@@ -206,6 +209,45 @@ static ptq_status read_entry(ptq_ctx *ctx, const cJSON *t, int64_t i, ptq_plan_e
     return st == PTQ_OK ? read_blocks(ctx, t, name, e) : st;
 }
 
+/* Every entry's rule one of the plan's placement (when it names none, the placement of the first entry whose rule
+ * belongs to one), of its kind (no weight rule on an activation, no activation rule on a weight), and
+ * ort.removed-activation only in a plan of target ort-cpu, whose uint8 activations quantize_static's removal
+ * needs: a rule of another placement or kind would explain the entry by a decision the placement never makes. */
+static ptq_status check_rules(ptq_ctx *ctx, const ptq_plan *p)
+{
+    ptq_placement placed = PTQ_PLACEMENT_TRT;
+    int owner = p->placement && ptq_placement_parse(ctx, p->placement, &placed) == PTQ_OK ? (int)placed : -1;
+    const char *said = NULL; /* the entry that decided the placement when the plan names none */
+    for (int64_t i = 0; i < p->n; i++) {
+        const ptq_plan_entry *e = &p->e[i];
+        int weights_only = 0;
+        const int of = e->rule ? ptq_placement_rule_owner(e->rule, &weights_only) : -1;
+        if (e->rule && (weights_only != 0) != (e->is_weight != 0) && (weights_only || of >= 0))
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"rule\" '%s' is a rule of %s, and the entry is "
+                            "%s", e->name, e->rule, weights_only ? "weights" : "activations",
+                            e->is_weight ? "a weight" : "an activation");
+        if (of >= 0 && owner >= 0 && of != owner && said)
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"rule\" '%s' is a rule of placement %s, and "
+                            "tensor '%s' has one of placement %s: one placement places a plan (`ptq plan --explain` "
+                            "lists the rules; leave the rule out of a hand-made entry)", e->name, e->rule,
+                            ptq_placement_name((ptq_placement)of), said, ptq_placement_name((ptq_placement)owner));
+        if (of >= 0 && owner >= 0 && of != owner)
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"rule\" '%s' is a rule of placement %s, not of "
+                            "the plan's %s (`ptq plan --explain` lists the rules; leave the rule out of a hand-made "
+                            "entry)", e->name, e->rule, ptq_placement_name((ptq_placement)of),
+                            ptq_placement_name((ptq_placement)owner));
+        if (of >= 0 && owner < 0) {
+            owner = of;
+            said = e->name;
+        }
+        if (e->rule && strcmp(e->rule, "ort.removed-activation") == 0 && p->target != PTQ_TARGET_ORT_CPU)
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "plan tensor '%s': \"rule\" '%s' is for target ort-cpu (uint8 "
+                            "activations), and the plan's target is %s", e->name, e->rule,
+                            ptq_target_name(p->target));
+    }
+    return PTQ_OK;
+}
+
 ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
 {
     ptq_status st = PTQ_OK;
@@ -293,6 +335,7 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
         PTQ_TRY(st, read_entry(ctx, t, i, &p->e[i]), done);
         i++;
     }
+    PTQ_TRY(st, check_rules(ctx, p), done);
     *out = p;
     p = NULL;
 done:

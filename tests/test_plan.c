@@ -623,6 +623,30 @@ int main(void)
         {PLAN_HEAD "\"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", \"precision\": \"fp16\", "
                    "\"source\": 1}]}",
          "plan tensor 'x': \"source\" is not a string"},
+        /* a rule of another placement or kind, once read as the plan's own */
+        {PLAN_HEAD "\"placement\": \"trt\", \"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", "
+                   "\"precision\": \"int8\", \"scales\": [1], \"rule\": \"ort.op-io\"}]}",
+         "plan tensor 'x': \"rule\" 'ort.op-io' is a rule of placement ort, not of the plan's trt"},
+        {PLAN_HEAD "\"placement\": \"ort\", \"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", "
+                   "\"precision\": \"fp32\", \"rule\": \"trt.fused\"}]}",
+         "'trt.fused' is a rule of placement trt, not of the plan's ort"},
+        {PLAN_HEAD "\"placement\": \"all\", \"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", "
+                   "\"precision\": \"fp32\", \"rule\": \"trt.unquantized\"}]}",
+         "'trt.unquantized' is a rule of placement trt, not of the plan's all"},
+        {PLAN_HEAD "\"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", \"precision\": \"fp32\", "
+                   "\"rule\": \"trt.fused\"}, {\"name\": \"y\", \"kind\": \"activation\", \"precision\": "
+                   "\"fp32\", \"rule\": \"ort.unquantized\"}]}",
+         "plan tensor 'y': \"rule\" 'ort.unquantized' is a rule of placement ort, and tensor 'x' has one of "
+         "placement trt"},
+        {PLAN_HEAD "\"placement\": \"trt\", \"tensors\": [{\"name\": \"w\", \"kind\": \"weight\", "
+                   "\"precision\": \"fp16\", \"rule\": \"trt.weighted-input\"}]}",
+         "'trt.weighted-input' is a rule of activations, and the entry is a weight"},
+        {PLAN_HEAD "\"placement\": \"trt\", \"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", "
+                   "\"precision\": \"fp16\", \"rule\": \"weight.follows-input\"}]}",
+         "'weight.follows-input' is a rule of weights, and the entry is an activation"},
+        {PLAN_HEAD "\"placement\": \"ort\", \"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", "
+                   "\"precision\": \"fp32\", \"rule\": \"ort.removed-activation\"}]}",
+         "'ort.removed-activation' is for target ort-cpu (uint8 activations), and the plan's target is trt"},
         /* cJSON ends the string at U+0000: the name would read as "x" */
         {PLAN_HEAD "\"tensors\": [{\"name\": \"x\\u0000y\", \"kind\": \"activation\", \"precision\": \"fp16\"}]}",
          "U+0000 (\\u0000 at byte"},
@@ -631,6 +655,24 @@ int main(void)
         ptq_plan *q = NULL;
         ptq_status st = ptq_plan_from_json(&ctx, bad_json[i].text, &q);
         CHECK_MSG(st != PTQ_OK && !q && strstr(ctx.msg, bad_json[i].needle), "case %zu: %d %s", i, (int)st, ctx.msg);
+    }
+    /* the rules every placement shares, and ort.removed-activation in an ort-cpu plan, read back */
+    static const char *const good_json[] = {
+        PLAN_HEAD "\"placement\": \"trt\", \"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", "
+                  "\"precision\": \"fp16\", \"rule\": \"edge\"}, {\"name\": \"w\", \"kind\": \"weight\", "
+                  "\"precision\": \"fp16\", \"rule\": \"edge\"}, {\"name\": \"v\", \"kind\": \"weight\", "
+                  "\"precision\": \"fp16\", \"rule\": \"weight.follows-input\"}, {\"name\": \"c\", "
+                  "\"kind\": \"activation\", \"precision\": \"int8\", \"rule\": \"all.observed\"}]}",
+        PLAN_HEAD "\"placement\": \"ort\", \"target\": \"ort-cpu\", \"tensors\": [{\"name\": \"x\", "
+                  "\"kind\": \"activation\", \"precision\": \"fp32\", \"rule\": \"ort.removed-activation\"}]}",
+        PLAN_HEAD "\"tensors\": [{\"name\": \"x\", \"kind\": \"activation\", \"precision\": \"fp32\", "
+                  "\"rule\": \"ort.unquantized\"}, {\"name\": \"y\", \"kind\": \"activation\", \"precision\": "
+                  "\"fp32\", \"rule\": \"ort.output\"}]}",
+    };
+    for (size_t i = 0; i < sizeof good_json / sizeof good_json[0]; i++) {
+        ptq_plan *q = NULL;
+        CHECK_MSG(ptq_plan_from_json(&ctx, good_json[i], &q) == PTQ_OK && q, "good case %zu: %s", i, ctx.msg);
+        ptq_plan_free(q);
     }
 #undef PLAN_HEAD
     free(j1);
