@@ -659,6 +659,27 @@ static ptq_status check_trt_scales(ptq_ctx *ctx, const ptq_graph *g, int v, cons
     return PTQ_OK;
 }
 
+/* The core is a format the plan quantizes in: each entry runs and exports in its own format (an FP8 activation of
+ * an INT8 plan is written at opset 19), but what reports the plan (its core) must be one of them, uint8 activations
+ * counting as int8, the core of an ort-cpu plan. A plan that quantizes nothing may name any core. */
+static ptq_status check_core(ptq_ctx *ctx, const ptq_plan *p)
+{
+    const ptq_plan_entry *first = NULL;
+    for (int64_t i = 0; i < p->n; i++) {
+        const ptq_plan_entry *e = &p->e[i];
+        if (!ptq_prec_is_quantized(e->prec))
+            continue;
+        if (e->prec == p->core || (e->prec == PTQ_PREC_UINT8 && p->core == PTQ_PREC_INT8))
+            return PTQ_OK;
+        first = first ? first : e;
+    }
+    if (!first)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the plan's core is %s, but none of its entries runs in it ('%s' runs "
+                    "in %s): set \"core\" to the format its entries quantize in", ptq_prec_name(p->core), first->name,
+                    ptq_prec_name(first->prec));
+}
+
 ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, const char *model_sha256)
 {
     ptq_status st = PTQ_OK;
@@ -729,6 +750,7 @@ ptq_status ptq_plan_check(ptq_ctx *ctx, const ptq_plan *p, const ptq_graph *g, c
         if (p->target == PTQ_TARGET_TRT)
             PTQ_TRY(st, check_trt_scales(ctx, g, v, e), done);
     }
+    st = check_core(ctx, p);
 done:
     free(act);
     free(wt);

@@ -9,7 +9,8 @@
  * both are optional when read, but a rule must be one of the table's, of
  * the plan's placement (or, without one, of one placement), of the entry's
  * kind, and ort.removed-activation of target ort-cpu, and placement one of
- * trt, ort, all; "core", when there, is int8 or an fp8;
+ * trt, ort, all; "core", when there, is int8 or an fp8 (absent: the format
+ * of the first quantized entry but a uint8 one, int8 without one);
  * every optional string field is a string when present. "target": "ort-cpu" follows (absent: trt),
  * then "reduce_range": true for a plan whose INT8 weights use onnxruntime's
  * reduce_range grid (absent: false), and a uint8 entry has "zero_point": n after "scales" (absent: 0).
@@ -298,8 +299,7 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
                       core);
         goto done;
     }
-    if (core)
-        p->core = core_prec;
+    p->core = core_prec;
     p->model_name = strdup(model_name ? model_name : "");
     p->archive = strdup(archive ? archive : "");
     p->method = strdup(method ? method : "");
@@ -336,6 +336,12 @@ ptq_status ptq_plan_from_json(ptq_ctx *ctx, const char *text, ptq_plan **out)
         i++;
     }
     PTQ_TRY(st, check_rules(ctx, p), done);
+    /* without "core", the format its entries quantize in (ptq_plan_check wants them all in it); int8 for none */
+    for (int64_t k = 0; !core && k < p->n; k++)
+        if (ptq_prec_is_quantized(p->e[k].prec) && p->e[k].prec != PTQ_PREC_UINT8) {
+            p->core = p->e[k].prec;
+            break;
+        }
     *out = p;
     p = NULL;
 done:

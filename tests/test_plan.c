@@ -6,7 +6,8 @@
  * names, bad scales, wrong scale counts, inconsistent block scales, another
  * model); the default (trt) placement's entries and rules; reduce_range:
  * INT8 weight scales max|w| / 64 (codes in [-64, 64], [-127, 127] without),
- * activations unchanged, the JSON field written and read back. */
+ * activations unchanged, the JSON field written and read back; a core some
+ * quantized entry runs in, a plan without "core" taking its entries'. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,51 @@ static void check_fp8_weights(const ptq_graph *g, const ptq_calib_set *s)
     CHECK_MSG(n_weights == 8 && n_moved > n_ch / 2 && err_plan < 0.95 * err_max,
               "%d weights, %lld of %lld channels off max|w| / 448, squared error %g against %g", n_weights,
               (long long)n_moved, (long long)n_ch, err_plan, err_max);
+    ptq_plan_free(p);
+}
+
+/* The core is a format the plan quantizes in: an FP8 core over INT8 entries (which export reported as "core
+ * fp8-e4m3" while writing INT8 at opset 13) is refused by name, one FP8 entry in an INT8 plan is not (export and
+ * validate follow each entry); a plan without "core" takes its entries' format (it read as fp32), INT8 when none is
+ * quantized. */
+static void check_core(const ptq_graph *g, const ptq_calib_set *s)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+    ptq_plan *p = NULL, *back = NULL;
+    char *j = NULL;
+    CHECK_MSG(ptq_plan_default(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8, &p) == PTQ_OK, "%s", ctx.msg);
+    ptq_plan_entry *a = p ? find(p, "/stem/stem.2/Relu_output_0") : NULL;
+    CHECK(a && a->prec == PTQ_PREC_INT8 && ptq_plan_check(&ctx, p, g, SHA) == PTQ_OK);
+    if (!a) {
+        ptq_plan_free(p);
+        return;
+    }
+    a->prec = PTQ_PREC_FP8_E4M3;
+    CHECK_MSG(ptq_plan_check(&ctx, p, g, SHA) == PTQ_OK, "%s", ctx.msg);
+    p->core = PTQ_PREC_FP8_E5M2;
+    expect_check(p, g, PTQ_ERR_INVALID_ARG, "the plan's core is fp8-e5m2, but none of its entries runs in it");
+    a->prec = PTQ_PREC_INT8;
+    p->core = PTQ_PREC_INT8;
+    /* "core" left out: the entries' format */
+    CHECK(ptq_plan_to_json(&ctx, p, &j) == PTQ_OK && j && strstr(j, "\"core\":\t\"int8\",\n"));
+    char *at = j ? strstr(j, "\"core\":\t\"int8\",\n") : NULL;
+    if (at)
+        memmove(at, at + strlen("\"core\":\t\"int8\",\n"), strlen(at + strlen("\"core\":\t\"int8\",\n")) + 1);
+    CHECK_MSG(at && ptq_plan_from_json(&ctx, j, &back) == PTQ_OK && back && back->core == PTQ_PREC_INT8 &&
+                  ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK,
+              "core %s: %s", back ? ptq_prec_name(back->core) : "-", ctx.msg);
+    ptq_plan_free(back);
+    back = NULL;
+    CHECK(ptq_plan_from_json(&ctx, "{\"format\": \"ptq-plan\", \"format_version\": 1, \"model\": {\"sha256\": \""
+                                   "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}, \"tensors\": "
+                                   "[{\"name\": \"x\", \"kind\": \"activation\", \"precision\": \"fp16\"}, {\"name\": "
+                                   "\"y\", \"kind\": \"activation\", \"precision\": \"fp8-e5m2\", \"scales\": [1]}]}",
+                             &back) == PTQ_OK &&
+          back && back->core == PTQ_PREC_FP8_E5M2);
+    free(j);
+    ptq_plan_free(back);
     ptq_plan_free(p);
 }
 
@@ -485,6 +531,7 @@ int main(void)
     check_ort_cpu(g, s);
     check_reduce_range(g, s);
     check_fp8_weights(g, s);
+    check_core(g, s);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */
