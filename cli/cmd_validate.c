@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "ptq/fake_quant.h"
 #include "ptq/hash.h"
@@ -72,6 +74,26 @@ static ptq_status named(ptq_ctx *ctx, ptq_status st, const char *path)
     char why[PTQ_MSG_BYTES];
     snprintf(why, sizeof why, "%s", ctx->msg);
     return ptq_fail(ctx, st, "%s: %s", path, why);
+}
+
+/* The trace (ptq_html_inputs_check has read it) is of a plan of this one's target and weight grid: it records them
+ * as a plan does (absent: trt, not reduce_range); one of another would show moves this plan never made. */
+static ptq_status trace_fits(ptq_ctx *ctx, const char *trace_text, const ptq_plan *plan)
+{
+    cJSON *root = cJSON_Parse(trace_text);
+    const cJSON *target = cJSON_GetObjectItemCaseSensitive(root, "target");
+    const char *theirs = cJSON_IsString(target) ? target->valuestring : "trt";
+    const int reduce_range = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "reduce_range"));
+    char esc[64];
+    ptq_status st = PTQ_OK;
+    if (strcmp(theirs, ptq_target_name(plan->target)) != 0)
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the planner's trace is of a plan for target %s, this plan's is %s",
+                      ptq_escape(theirs, esc, sizeof esc), ptq_target_name(plan->target));
+    else if (reduce_range != (plan->reduce_range != 0))
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the planner's trace is of a plan %s --reduce-range, this one %s",
+                      reduce_range ? "with" : "without", plan->reduce_range ? "has it" : "has not");
+    cJSON_Delete(root);
+    return st;
 }
 
 int cmd_validate(int argc, char **argv)
@@ -175,11 +197,14 @@ int cmd_validate(int argc, char **argv)
     if (trace_path)
         PTQ_TRY(st, cli_read_text(&ctx, trace_path, &trace_text), ready);
     PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, sens_text, NULL), sens_path), ready);
-    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, NULL, NULL, trace_text), trace_path), ready);
+    PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, NULL, trace_text), trace_path), ready);
+    if (trace_text)
+        PTQ_TRY(st, named(&ctx, trace_fits(&ctx, trace_text, plan), trace_path), ready);
     if (calib_path) {
         PTQ_TRY(st, ptq_calib_set_read(&ctx, calib_path, &archive), ready);
         if (sens_text)
-            PTQ_TRY(st, ptq_html_hists_ranked(&ctx, archive, plan, sens_text, 0, &hists, &n_hists), ready);
+            PTQ_TRY(st, named(&ctx, ptq_html_hists_ranked(&ctx, archive, plan, sens_text, 0, &hists, &n_hists),
+                              calib_path), ready);
         else
             PTQ_TRY(st, ptq_html_hists_make(&ctx, archive, plan, 0, &hists, &n_hists), ready);
     }

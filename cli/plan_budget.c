@@ -72,6 +72,10 @@ static char *trace_json(const ptq_budget_result *r, const step_printer *sp, doub
                                                                                                 : "fp16_tensors";
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "ptq-plan-trace");
+    /* whose plan it traces: ptq validate --trace refuses the trace of another model's plan */
+    cJSON *model = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(model, "name", plan->model_name ? plan->model_name : "");
+    cJSON_AddStringToObject(model, "sha256", plan->model_sha256);
     if (ort_cpu) /* as in the plan: absent means trt */
         cJSON_AddStringToObject(root, "target", ptq_target_name(plan->target));
     if (plan->reduce_range) /* as in the plan: every plan measured had its INT8 weights on [-64, 64] */

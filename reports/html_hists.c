@@ -155,6 +155,16 @@ ptq_status ptq_html_hists_ranked(ptq_ctx *ctx, const ptq_calib_set *archive, con
     PTQ_TRY(st, ptq_html_inputs_check(ctx, plan->model_sha256, sens_json, NULL), done);
     PTQ_TRY(st, sens_view_read(ctx, sens_json, &v), done);
     PTQ_TRY(st, hists_begin(ctx, archive, plan, &n_max, &h), done);
+    /* its ranking was measured with the scales of its own archive: the histograms would be another archive's */
+    ptq_calib_provenance pv;
+    ptq_calib_set_provenance(archive, &pv);
+    if (v.archive_sample_ids_sha256[0] && pv.sample_ids_sha256[0] &&
+        strcmp(v.archive_sample_ids_sha256, pv.sample_ids_sha256) != 0) {
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the sensitivity report was measured with another calibration "
+                      "archive than this one: samples SHA-256 %.16s... against %.16s...",
+                      v.archive_sample_ids_sha256, pv.sample_ids_sha256);
+        goto done;
+    }
     for (int64_t j = 0; j < v.n && n < n_max; j++) {
         const sens_row *r = &v.t[v.harm[j]];
         if (!r->measured_a || r->is_weight)

@@ -218,7 +218,14 @@ ptq_status ptq_html_inputs_check(ptq_ctx *ctx, const char *model_sha256, const c
     if (trace_json) {
         trace_view t;
         PTQ_TRY_RET(trace_view_read(ctx, trace_json, &t));
+        const int other = model_sha256 && model_sha256[0] && t.model_sha256[0] && strcmp(t.model_sha256, model_sha256);
+        char theirs[65];
+        snprintf(theirs, sizeof theirs, "%s", t.model_sha256);
         trace_view_free(&t);
+        if (other)
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
+                            "the planner's trace is of another model's plan: SHA-256 %.16s... against %.16s...", theirs,
+                            model_sha256);
     }
     return PTQ_OK;
 }

@@ -31,6 +31,15 @@ static char *dup_str(const cJSON *o, const char *key, int *oom)
     return s;
 }
 
+/* o[key] into dst when it is a string of 64 characters (a SHA-256 in hex), else "". */
+static void copy_sha256(char dst[65], const cJSON *o, const char *key)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    dst[0] = '\0';
+    if (cJSON_IsString(x) && strlen(x->valuestring) == 64)
+        memcpy(dst, x->valuestring, 65);
+}
+
 /* A class index in [0, k), else -1. */
 static int class_index(const cJSON *o, int k)
 {
@@ -139,9 +148,8 @@ ptq_status sens_view_read(ptq_ctx *ctx, const char *json, sens_view *v)
         goto done;
     }
     v->k = (int)k;
-    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(root, "model_sha256");
-    if (cJSON_IsString(sha) && strlen(sha->valuestring) == 64)
-        memcpy(v->model_sha256, sha->valuestring, 65);
+    copy_sha256(v->model_sha256, root, "model_sha256");
+    copy_sha256(v->archive_sample_ids_sha256, root, "archive_sample_ids_sha256");
     const double samples = num(root, "samples");
     v->samples = samples >= 0 && samples < 9e18 ? (int64_t)samples : 0;
     v->top1_fp32 = num(root, "top1_fp32");
@@ -219,6 +227,7 @@ ptq_status trace_view_read(ptq_ctx *ctx, const char *json, trace_view *v)
     cJSON *root = parse_report(ctx, json, "ptq-plan-trace", "steps", "ptq plan trace", &arr);
     if (!root)
         return PTQ_ERR_FORMAT;
+    copy_sha256(v->model_sha256, cJSON_GetObjectItemCaseSensitive(root, "model"), "sha256");
     v->budget_pts = num(root, "budget_pts");
     v->class_budget_pts = num(root, "class_budget_pts");
     v->met = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "met"));

@@ -27,6 +27,7 @@ typedef struct sens_row {
 
 typedef struct sens_view {
     char model_sha256[65];  /* "" when the report has none */
+    char archive_sample_ids_sha256[65]; /* the calibration archive's samples, "" when the report has none */
     char *header_json;      /* the report's own fields (model, archive, data, core, method...), for the summary */
     int64_t samples;
     int k;
@@ -53,6 +54,7 @@ typedef struct trace_step {
 } trace_step;
 
 typedef struct trace_view {
+    char model_sha256[65];  /* the model of the plan traced; "" for a trace from before ptq recorded it */
     double budget_pts, class_budget_pts; /* NAN when absent */
     int met;
     double top1_fp32;

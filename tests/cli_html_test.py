@@ -14,6 +14,8 @@ files (listed on stdout, RGB, the size of a 10-class map). The sensitivity
 page (sens.html): both modes' bars, the table, the histograms of the 8 most
 harmful activations in sens.json's harm order; the validation page with
 --sensitivity and --trace: its sections, two trace marks per planner step;
+the trace of another model's plan, target or weight grid refused, and a
+sensitivity report of another archive than --calib's;
 another model's sensitivity report (exit 2) and a malformed trace (exit 4)
 refused before anything is written. Report folders: an unwritable one is a
 clear error (exit 3) before any image is read, and a write that fails
@@ -364,11 +366,27 @@ def png_and_sensitivity(J, base):
               p.tags.get("pt", 0) == 2 * len(trace["steps"]) and
               [t[0] for t in p.tensors] == [n for n in harm_order(sens) if n in [t[0] for t in p.tensors]][:8] and
               len(p.tensors) == 8, f"{p.svgs} {p.tags.get('pt')} marks for {len(trace['steps'])} steps")
+    check("the trace records the model of its plan", trace.get("model", {}).get("sha256") ==
+          json.load(open(J("pb.json")))["model"]["sha256"], str(trace.get("model")))
     other = dict(sens, model_sha256="e" * 64)
     json.dump(other, open(J("sens-other.json"), "w"))
+    json.dump(dict(sens, archive_sample_ids_sha256="e" * 64), open(J("sens-archive.json"), "w"))
     open(J("bad.trace.json"), "w").write('{"format": "ptq-plan-trace", "steps": "no"}')
+    json.dump(dict(trace, model={"name": "other.onnx", "sha256": "e" * 64}), open(J("other.trace.json"), "w"))
+    json.dump(dict(trace, target="ort-cpu"), open(J("cpu.trace.json"), "w"))
+    json.dump(dict(trace, reduce_range=True), open(J("rr.trace.json"), "w"))
+    old_trace = dict(trace)
+    old_trace.pop("model", None)
+    json.dump(old_trace, open(J("old.trace.json"), "w"))
+    rc, _, err = ptq(*base, "--trace", J("old.trace.json"), "--report", J("rep-old-trace"))
+    check("takes a trace from before traces recorded their model", rc == 0, err.strip()[-300:])
     for name, extra, code in (("another model's sensitivity report", ("--sensitivity", J("sens-other.json")), 2),
-                              ("a malformed trace", ("--trace", J("bad.trace.json")), 4)):
+                              ("a malformed trace", ("--trace", J("bad.trace.json")), 4),
+                              ("the trace of another model's plan", ("--trace", J("other.trace.json")), 2),
+                              ("the trace of an ort-cpu plan", ("--trace", J("cpu.trace.json")), 2),
+                              ("the trace of a --reduce-range plan", ("--trace", J("rr.trace.json")), 2),
+                              ("a sensitivity report of another archive than --calib's",
+                               ("--calib", J("c.h5"), "--sensitivity", J("sens-archive.json")), 2)):
         out = J("rep-" + name.replace(" ", "_").replace("'", ""))
         rc, _, err = ptq(*base, *extra, "--report", out)
         check(f"refuses {name} before any work", rc == code and not os.path.exists(out),

@@ -6,8 +6,8 @@
  * the largest effect; every tensor in the table in harm order; two trace
  * marks per step and both budget lines; names escaped; no NaN or infinity
  * in an SVG attribute; the validation page with both sections; malformed
- * reports and traces (PTQ_ERR_FORMAT) and another model's report
- * (PTQ_ERR_INVALID_ARG) refused. */
+ * reports and traces (PTQ_ERR_FORMAT) and another model's report or
+ * trace (PTQ_ERR_INVALID_ARG) refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -212,6 +212,16 @@ static void test_refusals(ptq_ctx *ctx)
     memset(other, 'e', 64);
     other[64] = '\0';
     CHECK(ptq_html_inputs_check(ctx, other, sens, NULL) == PTQ_ERR_INVALID_ARG && strstr(ctx->msg, "another model"));
+    /* a trace names its plan's model (one without, from before, passes) */
+    char *traced = malloc(sizeof trace_json + 128);
+    if (traced)
+        snprintf(traced, sizeof trace_json + 128, "{\"model\":{\"name\":\"m\",\"sha256\":\"%s\"},%s", SHA,
+                 trace_json + 1);
+    CHECK(traced && ptq_html_inputs_check(ctx, SHA, NULL, traced) == PTQ_OK);
+    CHECK(traced && ptq_html_inputs_check(ctx, other, NULL, traced) == PTQ_ERR_INVALID_ARG &&
+          strstr(ctx->msg, "the planner's trace is of another model's plan"));
+    CHECK(ptq_html_inputs_check(ctx, other, NULL, trace_json) == PTQ_OK);
+    free(traced);
     /* a minimal report: no names, no figures */
     CHECK(ptq_sens_format_html(ctx, "{\"format\":\"ptq-sensitivity\",\"classes\":1,\"tensors\":[{\"name\":\"x\"}]}",
                                NULL, &out) == PTQ_OK);

@@ -62,15 +62,18 @@ PTQ_API void ptq_html_hists_free(ptq_html_hist *h, int64_t n); /* NULL is a no-o
  * covers and the archive observed with a nonzero finite value. A tensor the
  * plan keeps in FP16 or FP32 gets its ranges on the grid of the plan's core
  * format and no plan threshold (plan_amax NAN). The archive and the report
- * must come from the plan's model (PTQ_ERR_INVALID_ARG); a malformed report
- * is PTQ_ERR_FORMAT. Freed by ptq_html_hists_free. */
+ * must come from the plan's model, and the report from the archive (its
+ * archive_sample_ids_sha256, when it has one) (PTQ_ERR_INVALID_ARG); a
+ * malformed report is PTQ_ERR_FORMAT. Freed by ptq_html_hists_free. */
 PTQ_API ptq_status ptq_html_hists_ranked(ptq_ctx *ctx, const ptq_calib_set *archive, const ptq_plan *plan,
                                          const char *sens_json, int64_t n_max, ptq_html_hist **out, int64_t *n_out);
 
 /* Checks, before any work, what a page will read back: a sensitivity report
- * (of the model whose SHA-256 is model_sha256, when both have one) and a
- * planner trace (PLAN.trace.json of `ptq plan --budget`). NULL skips one.
- * PTQ_ERR_FORMAT naming what is off; PTQ_ERR_INVALID_ARG for another model. */
+ * and a planner trace (PLAN.trace.json of `ptq plan --budget`), each of the
+ * model whose SHA-256 is model_sha256 when both have one (a trace written
+ * before traces recorded their plan's model has none and passes). NULL skips
+ * one. PTQ_ERR_FORMAT naming what is off; PTQ_ERR_INVALID_ARG for another
+ * model. */
 PTQ_API ptq_status ptq_html_inputs_check(ptq_ctx *ctx, const char *model_sha256, const char *sens_json,
                                          const char *trace_json);
 
