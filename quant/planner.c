@@ -187,11 +187,29 @@ ptq_status ptq_sens_check(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_gra
     if (strcmp(s->model_sha256, model_sha256) != 0)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "measured on another model (SHA-256 %.16s..., the model's %.16s...)",
                         s->model_sha256[0] ? s->model_sha256 : "none", model_sha256);
-    for (int64_t i = 0; i < s->n; i++)
-        if (ptq_graph_find_value(g, s->e[i].name) < 0)
-            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "sensitivity tensor '%s' is not a tensor of the model",
-                            s->e[i].name);
-    return PTQ_OK;
+    ptq_status st = PTQ_OK;
+    unsigned char *act = calloc((size_t)g->n_values + 1, 1), *wt = calloc((size_t)g->n_values + 1, 1);
+    if (!act || !wt) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory checking a sensitivity report");
+        goto done;
+    }
+    ptq_graph_quantizable(g, act, wt);
+    for (int64_t i = 0; i < s->n && st == PTQ_OK; i++) {
+        const ptq_sens_entry *e = &s->e[i];
+        const int v = ptq_graph_find_value(g, e->name);
+        if (v < 0)
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "sensitivity tensor '%s' is not a tensor of the model", e->name);
+        /* its kind as the plan's check reads it: a weight swapped for an activation is another tensor's figures */
+        else if (!(e->is_weight ? wt[v] : act[v]))
+            st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "sensitivity tensor '%s' is of kind %s, but the model has no %s "
+                          "by that name (%s)", e->name, e->is_weight ? "weight" : "activation",
+                          e->is_weight ? "Conv/Gemm/MatMul weight" : "float activation",
+                          wt[v] ? "it is a weight" : act[v] ? "it is an activation" : "nor any tensor a plan covers");
+    }
+done:
+    free(act);
+    free(wt);
+    return st;
 }
 
 ptq_status ptq_sens_covers(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_plan *plan)

@@ -311,7 +311,13 @@ def main():
                  "nocore": (lambda q: q.pop("core"), 4, '"core" (the format it was measured in) is missing'),
                  "numcore": (lambda q: q.__setitem__("core", 8), 4, '"core"'),
                  "noarchive": (lambda q: q.pop("archive_sample_ids_sha256"), 4,
-                               '"archive_sample_ids_sha256" (the calibration archive\'s samples) is missing')}
+                               '"archive_sample_ids_sha256" (the calibration archive\'s samples) is missing'),
+                 # a kind swapped: another tensor's figures, checked against the model as a plan's kinds are
+                 "kindswap": (lambda q: q["tensors"][4].__setitem__(
+                     "kind", "weight" if q["tensors"][4]["kind"] == "activation" else "activation"), 2,
+                     f"sensitivity tensor '{name4}' is of kind"),
+                 "weightswap": (lambda q: next(t for t in q["tensors"] if t["kind"] == "weight").__setitem__(
+                     "kind", "activation"), 2, "is of kind activation, but the model has no float activation")}
         for tag, (edit, want, fragment) in edits.items():
             q = json.loads(json.dumps(sens))
             edit(q)

@@ -144,7 +144,9 @@ typedef struct ptq_sens_summary {
 PTQ_API ptq_status ptq_sens_read(ptq_ctx *ctx, const char *json, ptq_sens_summary *out);
 /* A report read by ptq_sens_read checked against model g, whose file's
  * SHA-256 is model_sha256: measured on that model, and every tensor it names
- * one of g's (PTQ_ERR_INVALID_ARG naming the first that is not). */
+ * one of g's of its kind, a float activation or a Conv/Gemm/MatMul weight as
+ * ptq_plan_check takes them (PTQ_ERR_INVALID_ARG naming the first that is
+ * not). */
 PTQ_API ptq_status ptq_sens_check(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_graph *g,
                                   const char *model_sha256);
 
