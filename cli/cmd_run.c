@@ -772,34 +772,6 @@ int cmd_run(int argc, char **argv)
     }
     if ((rc = cli_rank0_rc(rc)) != 0)
         return rc;
-    /* --json: what the stages print goes to stderr, stdout keeps the summary (rank 0's: the others' is discarded) */
-    const int as_json = cli_get(opts, n_opts, "json") != NULL, move_stdout = as_json && cli_is_writer();
-    int json_fd = -1;
-    fflush(stdout);
-    if (move_stdout && ((json_fd = dup(STDOUT_FILENO)) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)) {
-        fprintf(stderr, "ptq run: error: cannot move the stages' output to stderr for --json: %s\n", strerror(errno));
-        return 1;
-    }
-    struct stat dst;
-    int made = 1, created = 0;
-    if (cli_is_writer()) { /* rank 0 writes */
-        created = mkdir(dir, 0777) == 0;
-        made = created || errno == EEXIST;
-        if (!made)
-            fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
-        else if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
-            fprintf(stderr, "ptq run: error: --out %s is not a folder\n", dir);
-            made = 0;
-        }
-    }
-    if (cli_rank0_rc(made ? 0 : EXIT_IO))
-        return EXIT_IO;
-    if ((rc = dir_shared(dir)) != 0) {
-        if (created)
-            rmdir(dir); /* made for this run, still empty */
-        return rc;
-    }
-
     /* on a GPU a MatMul of two batched inputs runs at the batch's shape, so there --batch may change the bits */
     const int gpu = rs.gpu;
     stage st[9];
@@ -918,12 +890,40 @@ int cmd_run(int argc, char **argv)
     opt(s, "--format", "qdq"), opt_as(s, "--plan", p_plan, KEY_INPUT), opt_as(s, "--model", model, KEY_INPUT);
     opt_as(s, "--out", p_qdq, KEY_IN_DIR);
 
+    /* --json: what the stages print goes to stderr, stdout keeps the summary (rank 0's: the others' is discarded);
+       from here every way out passes the end, which puts stdout back and prints the summary */
+    const int as_json = cli_get(opts, n_opts, "json") != NULL, move_stdout = as_json && cli_is_writer();
+    int json_fd = -1;
+    fflush(stdout);
+    if (move_stdout && ((json_fd = dup(STDOUT_FILENO)) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)) {
+        fprintf(stderr, "ptq run: error: cannot move the stages' output to stderr for --json: %s\n", strerror(errno));
+        if (json_fd >= 0)
+            close(json_fd); /* stdout was not moved */
+        json_fd = -1;
+        rc = 1;
+    }
+    struct stat dst;
+    int created = 0;
+    if (rc == 0 && cli_is_writer()) { /* rank 0 writes */
+        created = mkdir(dir, 0777) == 0;
+        if (!created && errno != EEXIST) {
+            fprintf(stderr, "ptq run: error: cannot create folder %s: %s\n", dir, strerror(errno));
+            rc = EXIT_IO;
+        } else if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+            fprintf(stderr, "ptq run: error: --out %s is not a folder\n", dir);
+            rc = EXIT_IO;
+        }
+    }
+    if ((rc = cli_rank0_rc(rc)) == 0 && (rc = dir_shared(dir)) != 0 && created)
+        rmdir(dir); /* made for this run, still empty */
+
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     cJSON *manifest = NULL;
     pre_memo memo = {"", ""};
     char *old_text = NULL;
-    if (cli_is_writer() && !cli_get(opts, n_opts, "force") && cli_read_text(&ctx, p_manifest, &old_text) == PTQ_OK)
+    if (rc == 0 && cli_is_writer() && !cli_get(opts, n_opts, "force") &&
+        cli_read_text(&ctx, p_manifest, &old_text) == PTQ_OK)
         manifest = cJSON_Parse(old_text);
     free(old_text);
     if (!manifest || !cJSON_IsObject(manifest)) {
@@ -941,7 +941,6 @@ int cmd_run(int argc, char **argv)
     const char *status[9]; /* each stage's, for --json */
     for (int i = 0; i < n_st; i++)
         status[i] = "not run";
-    rc = 0;
     for (int i = 0; i < n_st && rc == 0; i++) {
         s = &st[i];
         char key[65] = "";
@@ -1042,8 +1041,10 @@ int cmd_run(int argc, char **argv)
     rc = cli_rank0_rc(rc);
     if (move_stdout) {
         fflush(stdout);
-        dup2(json_fd, STDOUT_FILENO);
-        close(json_fd);
+        if (json_fd >= 0) {
+            dup2(json_fd, STDOUT_FILENO);
+            close(json_fd);
+        }
         print_summary(dir, dir_len, st, n_st, status, p_manifest, p_report_files[0], rc, budget_missed, collapsed);
     }
     return rc;

@@ -13,7 +13,7 @@ new alpha reruns everything), and on a model without a LayerNorm to smooth
 stops at that stage with its exit 5. A bad flag value (and a data set flag a
 stage would refuse: --output, --input, --preprocess, --labels, --images-key...)
 or an --out that is a file stops the run before its first stage, writing
-nothing. Resume keys do not depend on how paths and defaults are spelled,
+nothing (with --json, the summary still on stdout). Resume keys do not depend on how paths and defaults are spelled,
 nor on how --preprocess spells the same preprocessing (another mean reruns);
 an output that is not the file its stage wrote reruns that stage. With
 --target ort-cpu, ort/ and ranges.json are what `ptq export --target
@@ -288,6 +288,19 @@ def main():
             check(f"{' '.join(bad)}: exit {code} before any stage, nothing written",
                   rc == code and "== " not in out and not os.path.exists(J("out6")) and
                   (bad[0] != "--math" or "unknown math" in err), f"exit {rc}: {out[-200:]} {err[-300:]}")
+        # --json with an --out that cannot be a folder (a file, or a folder in one): stdout, moved to stderr for the
+        # stages, comes back with the summary (it was left on stderr, the summary never printed)
+        for dir_arg in (J("a-file"), J("a-file", "sub")):
+            rc, out, err = ptq("run", "--model", MODEL, "--calib-data", J("cal.h5"), "--data", J("val.h5"), "--out",
+                               dir_arg, "--json")
+            try:
+                js = json.loads(out)
+            except ValueError:
+                js = {}
+            check(f"--json --out {os.path.relpath(dir_arg, tmp)}: exit 3, the JSON summary on stdout (exit 3, no "
+                  "stage run, no file)", rc == 3 and js.get("exit") == 3 and js.get("files") == [] and
+                  [x["status"] for x in js.get("stages", [])] == ["not run"] * 8 and "error" in err,
+                  f"exit {rc}: stdout {out[-300:]!r} stderr {err[-300:]!r}")
 
         # values that start with "--", written --flag=VALUE as the README says: the stages get them whole (they were
         # passed on as "--data --x.h5", which the stages refused after run had made DIR and run.json), and a DIR
