@@ -96,6 +96,23 @@ static ptq_status trace_fits(ptq_ctx *ctx, const char *trace_text, const ptq_pla
     return st;
 }
 
+/* The sensitivity report was measured for a plan of this one's core, target and weight grid: its figures (and the
+ * histograms it ranks) are of other formats otherwise, as `ptq plan --budget` refuses them. */
+static ptq_status sens_fits(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_plan *plan)
+{
+    char esc[64];
+    if (strcmp(s->core, ptq_prec_name(plan->core)) != 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the sensitivity report was measured for core %s, the plan's is %s",
+                        ptq_escape(s->core, esc, sizeof esc), ptq_prec_name(plan->core));
+    if (s->target != plan->target)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the sensitivity report was measured for target %s, the plan's is %s",
+                        ptq_target_name(s->target), ptq_target_name(plan->target));
+    if ((s->reduce_range != 0) != (plan->reduce_range != 0))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the sensitivity report was measured %s --reduce-range, the plan is "
+                        "%s it", s->reduce_range ? "with" : "without", plan->reduce_range ? "made with" : "without");
+    return PTQ_OK;
+}
+
 int cmd_validate(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"plan", 1, NULL},       {"data", 1, NULL},     {"report", 1, NULL},
@@ -192,8 +209,16 @@ int cmd_validate(int argc, char **argv)
     PTQ_TRY(st, ptq_fq_create(&ctx, s.graph, plan, &fq), ready);
     cli_mark("preparing its rounding");
     /* before any image: a bad archive, report or trace fails at once */
-    if (sens_path) /* as strictly as `ptq plan --budget` reads it */
-        PTQ_TRY(st, cli_sens_load(&ctx, sens_path, s.graph, plan->model_sha256, NULL, &sens_text), ready);
+    if (sens_path) { /* as strictly as `ptq plan --budget` reads it, and measured for this plan's formats */
+        ptq_sens_summary sens;
+        memset(&sens, 0, sizeof sens);
+        st = cli_sens_load(&ctx, sens_path, s.graph, plan->model_sha256, &sens, &sens_text);
+        if (st == PTQ_OK)
+            st = named(&ctx, sens_fits(&ctx, &sens, plan), sens_path);
+        ptq_sens_summary_free(&sens);
+        if (st != PTQ_OK)
+            goto ready;
+    }
     if (trace_path)
         PTQ_TRY(st, cli_read_text(&ctx, trace_path, &trace_text), ready);
     PTQ_TRY(st, named(&ctx, ptq_html_inputs_check(&ctx, plan->model_sha256, sens_text, NULL), sens_path), ready);

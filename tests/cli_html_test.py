@@ -15,7 +15,8 @@ page (sens.html): both modes' bars, the table, the histograms of the 8 most
 harmful activations in sens.json's harm order; the validation page with
 --sensitivity and --trace: its sections, two trace marks per planner step;
 the trace of another model's plan, target or weight grid refused, and a
-sensitivity report of another archive than --calib's;
+sensitivity report of another archive than --calib's or of another core,
+target or weight grid than the plan's;
 another model's sensitivity report (exit 2) and a malformed trace (exit 4)
 refused before anything is written. Report folders: an unwritable one is a
 clear error (exit 3) before any image is read, and a write that fails
@@ -371,6 +372,9 @@ def png_and_sensitivity(J, base):
     other = dict(sens, model_sha256="e" * 64)
     json.dump(other, open(J("sens-other.json"), "w"))
     json.dump(dict(sens, archive_sample_ids_sha256="e" * 64), open(J("sens-archive.json"), "w"))
+    json.dump(dict(sens, core="fp8-e4m3"), open(J("sens-fp8.json"), "w"))
+    json.dump(dict(sens, target="ort-cpu"), open(J("sens-cpu.json"), "w"))
+    json.dump(dict(sens, reduce_range=True), open(J("sens-rr.json"), "w"))
     open(J("bad.trace.json"), "w").write('{"format": "ptq-plan-trace", "steps": "no"}')
     json.dump(dict(trace, model={"name": "other.onnx", "sha256": "e" * 64}), open(J("other.trace.json"), "w"))
     json.dump(dict(trace, target="ort-cpu"), open(J("cpu.trace.json"), "w"))
@@ -386,7 +390,10 @@ def png_and_sensitivity(J, base):
                               ("the trace of an ort-cpu plan", ("--trace", J("cpu.trace.json")), 2),
                               ("the trace of a --reduce-range plan", ("--trace", J("rr.trace.json")), 2),
                               ("a sensitivity report of another archive than --calib's",
-                               ("--calib", J("c.h5"), "--sensitivity", J("sens-archive.json")), 2)):
+                               ("--calib", J("c.h5"), "--sensitivity", J("sens-archive.json")), 2),
+                              ("a sensitivity report of an FP8 plan", ("--sensitivity", J("sens-fp8.json")), 2),
+                              ("a sensitivity report of an ort-cpu plan", ("--sensitivity", J("sens-cpu.json")), 2),
+                              ("a sensitivity report with --reduce-range", ("--sensitivity", J("sens-rr.json")), 2)):
         out = J("rep-" + name.replace(" ", "_").replace("'", ""))
         rc, _, err = ptq(*base, *extra, "--report", out)
         check(f"refuses {name} before any work", rc == code and not os.path.exists(out),
