@@ -318,16 +318,17 @@ done:
     return st;
 }
 
-/* Ops whose "axes" attribute became an input at an opset (ReduceSum at 13,
- * the other reductions at 18): a model written below it and exported at or
- * above it (FP8 needs 19) has the attribute moved to an int64 initializer,
- * as onnx's version converter does. */
+/* Attributes that became inputs at an opset (Unsqueeze's and Squeeze's axes, Split's split and ReduceSum's axes at
+ * 13, the other reductions' axes at 18): a model written below it and exported at or above it (per-channel weights
+ * need 13, FP8 19) has the attribute moved to an int64 initializer, its input 1, as onnx's version converter does. */
 static const struct {
-    const char *op_type;
-    int64_t axes_input_since;
-} axes_ops[] = {
-    {"ReduceSum", 13}, {"ReduceMean", 18}, {"ReduceMax", 18}, {"ReduceMin", 18}, {"ReduceProd", 18},
-    {"ReduceL1", 18}, {"ReduceL2", 18}, {"ReduceLogSum", 18}, {"ReduceLogSumExp", 18}, {"ReduceSumSquare", 18},
+    const char *op_type, *attr;
+    int64_t input_since;
+} attr_inputs[] = {
+    {"Unsqueeze", "axes", 13}, {"Squeeze", "axes", 13}, {"Split", "split", 13}, {"ReduceSum", "axes", 13},
+    {"ReduceMean", "axes", 18}, {"ReduceMax", "axes", 18}, {"ReduceMin", "axes", 18}, {"ReduceProd", "axes", 18},
+    {"ReduceL1", "axes", 18}, {"ReduceL2", "axes", 18}, {"ReduceLogSum", "axes", 18}, {"ReduceLogSumExp", "axes", 18},
+    {"ReduceSumSquare", "axes", 18},
 };
 
 static int64_t model_opset(const ptq_graph *g)
@@ -339,28 +340,56 @@ static int64_t model_opset(const ptq_graph *g)
     return model;
 }
 
-/* Every reduction of g whose axes attribute opset write_opset takes as an input instead. */
-static ptq_status upgrade_axes(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, int64_t write_opset)
+/* Before opset 13 Softmax, LogSoftmax and Hardmax normalize over every dim from axis on together, from 13 over
+ * axis alone: the same where every dim after axis is 1 (the last dim, say). Elsewhere the export at 13 or later
+ * would change what the node computes: refused, naming it. */
+static ptq_status check_softmax_axis(ptq_ctx *ctx, const ptq_graph *g, const ptq_node *n, int64_t model,
+                                     int64_t write_opset)
+{
+    if ((strcmp(n->op_type, "Softmax") != 0 && strcmp(n->op_type, "LogSoftmax") != 0 &&
+         strcmp(n->op_type, "Hardmax") != 0) || model >= 13 || write_opset < 13 || n->n_inputs < 1 ||
+        n->inputs[0] < 0)
+        return PTQ_OK;
+    const ptq_attr *a = ptq_node_attr(n, "axis");
+    const ptq_value *x = &g->values[n->inputs[0]];
+    const int64_t axis = a && a->type == PTQ_ATTR_INT ? (a->i < 0 ? a->i + x->ndim : a->i) : 1;
+    int same = x->ndim > 0 && axis >= 0 && axis < x->ndim; /* the dims after axis all known 1 */
+    for (int d = (int)axis + 1; same && d < x->ndim; d++)
+        same = x->dims[d] == 1;
+    if (same)
+        return PTQ_OK;
+    return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s' (%s, opset %lld) normalizes dims %lld and after of its "
+                    "rank-%d input together; the Q/DQ export is written at opset %lld, where %s normalizes over one "
+                    "dim, so it would compute something else: export the model at opset 13 or later", n->name,
+                    n->op_type, (long long)model, (long long)axis, x->ndim, (long long)write_opset, n->op_type);
+}
+
+/* Every node of g with an attribute opset write_opset takes as an input instead (attr_inputs), the attribute
+ * moved; a Softmax whose meaning the new opset changes refused. */
+static ptq_status upgrade_attrs(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, int64_t write_opset)
 {
     const int64_t model = model_opset(g);
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
         if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
             continue;
-        for (size_t r = 0; r < sizeof axes_ops / sizeof axes_ops[0]; r++) {
-            const ptq_attr *a = ptq_node_attr(n, "axes");
-            if (strcmp(n->op_type, axes_ops[r].op_type) != 0 || model >= axes_ops[r].axes_input_since ||
-                write_opset < axes_ops[r].axes_input_since || !a || n->n_outputs < 1 || n->outputs[0] < 0)
+        PTQ_TRY_RET(check_softmax_axis(ctx, g, n, model, write_opset));
+        for (size_t r = 0; r < sizeof attr_inputs / sizeof attr_inputs[0]; r++) {
+            const ptq_attr *a = ptq_node_attr(n, attr_inputs[r].attr);
+            if (strcmp(n->op_type, attr_inputs[r].op_type) != 0 || model >= attr_inputs[r].input_since ||
+                write_opset < attr_inputs[r].input_since || !a || a->type != PTQ_ATTR_INTS || n->n_outputs < 1 ||
+                n->outputs[0] < 0)
                 continue;
-            static const char *const suffix[] = {"axes"};
-            char *name, *buf = qdq_names(n->name, 1, suffix, &name);
+            const char *const suffix[] = {attr_inputs[r].attr};
+            char *name, *buf = qdq_names(g->values[n->outputs[0]].name, 1, suffix, &name);
             if (!buf)
                 return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", n->name);
-            const int64_t n_axes = a->n;
-            ptq_status st = ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_INT64, 1, &n_axes, a->ints,
-                                                          (size_t)n_axes * sizeof(int64_t));
+            const int64_t n_vals = a->n;
+            ptq_status st = ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_INT64, 1, &n_vals, a->ints,
+                                                          (size_t)n_vals * sizeof(int64_t));
             if (st == PTQ_OK)
-                st = ptq_onnx_edit_attr_to_input_of(ctx, ed, g->values[n->outputs[0]].name, "axes", name);
+                st = ptq_onnx_edit_attr_to_input_of(ctx, ed, g->values[n->outputs[0]].name, attr_inputs[r].attr,
+                                                    name);
             free(buf);
             if (st != PTQ_OK)
                 return st;
@@ -464,7 +493,7 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
         for (int k = 0; k < g->n_nodes; k++)
             PTQ_TRY(st, add_bias(ctx, ed, g, p, k, done_bias), done);
     }
-    PTQ_TRY(st, upgrade_axes(ctx, ed, g, write_opset), done);
+    PTQ_TRY(st, upgrade_attrs(ctx, ed, g, write_opset), done);
     PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, write_opset, write_opset >= 19 ? 9 : 7), done);
     PTQ_TRY(st, ptq_onnx_edit_write(ctx, ed, out_path), done);
 done:

@@ -9,8 +9,10 @@ converters write them), where the export moves a Conv's and a Gemm's float
 bias to an Add after it and, with --core fp8 (opset 19), a ReduceMean's
 axes attribute to an input (also on the graph without biases). Both edits
 address the node by its output: by the loader's name ("Conv_2") the export
-failed, exit 2, "no existing node named Conv_2 reads 'B2'". Run by ctest (label oracle) with PTQ_BIN and
-PTQ_SOURCE_DIR set."""
+failed, exit 2, "no existing node named Conv_2 reads 'B2'". An opset-11
+graph exported at opset 13: Unsqueeze's, Squeeze's and Split's attributes
+moved to inputs; a Softmax over two dims refused. Run by ctest (label
+oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import os
 import sys
 import tempfile
@@ -63,6 +65,39 @@ def unnamed(path, rng, biases=True):
         g.initializer.extend(keep)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 7
+    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def opset11(path, rng, softmax_over_two=False):
+    """An opset-11 graph whose export (opset 13) moves attributes to inputs: [N, 3, 8, 8] -> Conv(16) -> Relu ->
+    Unsqueeze(axes [1]) -> Squeeze(axes [1]) -> Split(axis 1, split [6, 10]) -> Concat(axis 1) -> Conv(10) ->
+    ReduceMean(axes [2, 3], keepdims 0; an attribute until 18) -> Reshape [N, 5, 2] -> Softmax(axis 2, or 1 over both trailing dims when
+    softmax_over_two) -> Reshape [N, 10]."""
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32),
+                                       name)
+
+    inits = [w("W1", 16, 3, 3, 3), w("W2", 10, 16, 3, 3),
+             numpy_helper.from_array(np.array([0, 5, 2], np.int64), "s3"),
+             numpy_helper.from_array(np.array([0, 10], np.int64), "s2")]
+    nodes = [helper.make_node("Conv", ["x", "W1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Unsqueeze", ["r1"], ["u"], axes=[1]),
+             helper.make_node("Squeeze", ["u"], ["q"], axes=[1]),
+             helper.make_node("Split", ["q"], ["a", "b"], axis=1, split=[6, 10]),
+             helper.make_node("Concat", ["b", "a"], ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "W2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("ReduceMean", ["c2"], ["m"], axes=[2, 3], keepdims=0),
+             helper.make_node("Reshape", ["m", "s3"], ["m3"]),
+             helper.make_node("Softmax", ["m3"], ["p3"], axis=1 if softmax_over_two else 2),
+             helper.make_node("Reshape", ["p3", "s2"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, SIZE, SIZE])
+    g = helper.make_graph(nodes, "opset11", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    m.ir_version = 6
     m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
     onnx.checker.check_model(m)
     onnx.save(m, path)
@@ -121,6 +156,45 @@ def main():
             check(f"{tag}: opset 19, ReduceMean's axes an input", opset == 19 and len(rm.input) == 2 and
                   all(a.name != "axes" for a in rm.attribute), f"opset {opset}, " + str(rm).replace("\n", " ")[:200])
         got, want = run_ort(J(f"{tag}.onnx"), x), np.load(J(f"{tag}.npy"))
+        check(f"{tag}: onnxruntime on the export gives validate's logits within 1e-5", rel(got, want) <= 1e-5,
+              f"max relative difference {rel(got, want):.3g}")
+    # an opset-11 model exported at opset 13: Unsqueeze's, Squeeze's and Split's attributes become inputs (onnxruntime refused the export before: "Node(Unsqueeze) ... has input size 1"); a Softmax over two
+    # trailing dims, which opset 13 would normalize over one, is refused naming it
+    for over_two in (False, True):
+        tag = "opset11-two" if over_two else "opset11"
+        model = J(f"{tag}.onnx")
+        opset11(model, np.random.default_rng(4), over_two)
+        with h5py.File(J(f"{tag}.h5"), "w") as f:
+            f["images"] = images
+            f["labels"] = run_ort(model, x).argmax(1).astype(np.int64)
+        steps = [("calibrate", "--model", model, "--data", J(f"{tag}.h5"), "--out", J(f"{tag}-c.h5")),
+                 ("plan", J(f"{tag}-c.h5"), "--model", model, "--out", J(f"{tag}.json")),
+                 ("validate", "--model", model, "--plan", J(f"{tag}.json"), "--data", J(f"{tag}.h5"), "--report",
+                  J(f"rep-{tag}"), "--logits", J(f"{tag}.npy"))]
+        ok = True
+        for args in steps:
+            rc, _, err = ptq(*args)
+            ok = ok and rc == 0
+            check(f"{tag}: {args[0]}", rc == 0, err.strip()[-300:])
+        if not ok:
+            continue
+        rc, _, err = ptq("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out",
+                         J(f"{tag}-qdq.onnx"))
+        if over_two:
+            check(f"{tag}: export refuses the Softmax over two dims (exit 5, naming it), writes nothing",
+                  rc == 5 and "(Softmax, opset 11) normalizes dims 1 and after of its rank-3 input together" in err
+                  and not os.path.exists(J(f"{tag}-qdq.onnx")), f"exit {rc}: {err.strip()[-300:]}")
+            continue
+        check(f"{tag}: export", rc == 0, err.strip()[-300:])
+        if rc != 0:
+            continue
+        m = onnx.load(J(f"{tag}-qdq.onnx"))
+        moved = {n.op_type: len(n.input) == 2 and all(a.name not in ("axes", "split") for a in n.attribute)
+                 for n in m.graph.node if n.op_type in ("Unsqueeze", "Squeeze", "Split")}
+        opset = next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+        check(f"{tag}: opset 13, the attributes moved to inputs", opset == 13 and all(moved.values()) and
+              len(moved) == 3, f"opset {opset}, {moved}")
+        got, want = run_ort(J(f"{tag}-qdq.onnx"), x), np.load(J(f"{tag}.npy"))
         check(f"{tag}: onnxruntime on the export gives validate's logits within 1e-5", rel(got, want) <= 1e-5,
               f"max relative difference {rel(got, want):.3g}")
     return finish("export_graphs_test")
