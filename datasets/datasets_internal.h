@@ -110,6 +110,8 @@ enum {
 /* ptq_preprocess_parse, and on success *normalizes: the DS_PRE_* bits of what spec names, 0 when only geometry
  * (the normalization stays what p had: runtime/session.c warns for a default one). */
 ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p, int *normalizes);
+/* The preset spec names ("imagenet" or "imagenet-bgr-caffe", any case), in its canonical spelling; NULL when none. */
+const char *ds_preprocess_spec_preset(const char *spec);
 
 /* A decoded PNG or JPEG, reused from image to image: data holds height x
  * width x channels samples, interleaved [H,W,C], uint8 or host-order uint16. */

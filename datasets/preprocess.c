@@ -203,19 +203,26 @@ bad:
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad value '%s' for preprocess key '%s'", val, key);
 }
 
-/* The named presets (include/ptq/dataset.h): 1 when name is one. The crop
- * keeps a size already set (the model's), else 224. */
+/* The named presets (include/ptq/dataset.h), in their canonical spelling: the one name equals, any case; NULL
+ * when it names none. */
+static const char *preset_named(const char *name)
+{
+    static const char *const presets[] = {"imagenet", "imagenet-bgr-caffe"};
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (equal_nocase(name, presets[i]))
+            return presets[i];
+    return NULL;
+}
+
+/* The named presets: 1 when name is one. The crop keeps a size already set (the model's), else 224. */
 static int apply_preset(const char *name, ptq_preprocess *q, int *n_mean, int *n_std)
 {
     static const float im_mean[3] = {0.485f, 0.456f, 0.406f}, im_std[3] = {0.229f, 0.224f, 0.225f};
     static const float caffe_mean[3] = {103.939f, 116.779f, 123.68f}; /* B, G, R */
-    int caffe;
-    if (equal_nocase(name, "imagenet"))
-        caffe = 0;
-    else if (equal_nocase(name, "imagenet-bgr-caffe"))
-        caffe = 1;
-    else
+    const char *preset = preset_named(name);
+    if (!preset)
         return 0;
+    const int caffe = strcmp(preset, "imagenet-bgr-caffe") == 0;
     q->scale = caffe ? 1.0f : 1.0f / 255.0f;
     q->bgr = caffe;
     q->n_channels = 3;
@@ -252,6 +259,26 @@ static unsigned key_fields(const char *key)
         if (!strcmp(key, names[i]))
             return 1u << i;
     return 0;
+}
+
+const char *ds_preprocess_spec_preset(const char *spec)
+{
+    char item[32];
+    for (const char *c = spec; c && *c;) {
+        while (isspace((unsigned char)*c))
+            c++;
+        size_t n = 0;
+        while (c[n] && !isspace((unsigned char)c[n]))
+            n++;
+        if (n > 0 && n < sizeof item) {
+            memcpy(item, c, n);
+            item[n] = '\0';
+            if (preset_named(item))
+                return preset_named(item);
+        }
+        c += n;
+    }
+    return NULL;
 }
 
 ptq_status ds_preprocess_parse(ptq_ctx *ctx, const char *spec, ptq_preprocess *p, int *normalizes)

@@ -192,27 +192,6 @@ static int spec_names(const char *spec, const char *key)
     return 0;
 }
 
-/* The preset spec names (an item "imagenet" or "imagenet-bgr-caffe", any case), NULL when none; in buf. */
-static const char *spec_preset(const char *spec, char *buf, size_t n_buf)
-{
-    for (const char *p = spec; p && *p;) {
-        while (isspace((unsigned char)*p))
-            p++;
-        size_t n = 0;
-        while (p[n] && !isspace((unsigned char)p[n]))
-            n++;
-        if (n > 0 && n < n_buf) {
-            for (size_t i = 0; i < n; i++)
-                buf[i] = (char)tolower((unsigned char)p[i]);
-            buf[n] = '\0';
-            if (!strcmp(buf, "imagenet") || !strcmp(buf, "imagenet-bgr-caffe"))
-                return buf;
-        }
-        p += n;
-    }
-    return NULL;
-}
-
 /* Float images: [0, 1] (scale 1) or 0..255 pixels (the spec's scale), from
  * the range of the first samples' finite values, always said in a note. A
  * range that is nearly all in [0, 1] with a few values above (max <= 1.5,
@@ -267,9 +246,9 @@ static ptq_status check_geometry(ptq_ctx *ctx, const char *spec, const ptq_value
     else if (model->height > 0 && (p->height != model->height || p->width != model->width) &&
              (spec_names(spec, "size") || spec_names(spec, "height") || spec_names(spec, "width")))
         snprintf(item, sizeof item, "size=%lldx%lld", (long long)p->height, (long long)p->width);
-    char dims[96], preset[32];
+    char dims[96];
     /* a preset's means (and imagenet's stds) are per colour: on one channel only R's (or B's) would be applied */
-    const char *named = c == 1 ? spec_preset(spec, preset, sizeof preset) : NULL;
+    const char *named = c == 1 ? ds_preprocess_spec_preset(spec) : NULL;
     const int caffe = named && !strcmp(named, "imagenet-bgr-caffe");
     if (!item[0] && named && (!spec_names(spec, "mean") || (!caffe && !spec_names(spec, "std"))))
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "--preprocess %s: its means%s are per colour (%s), but the "
