@@ -323,6 +323,10 @@ int cli_alpha_parse(const char *cmd, const char *flag, const char *value, double
  * sens (NULL: not kept) and text (NULL: not kept) are the caller's to free (ptq_sens_summary_free, free). */
 ptq_status cli_sens_load(ptq_ctx *ctx, const char *path, const ptq_graph *g, const char *model_sha256,
                          ptq_sens_summary *sens, char **text);
+/* The report at path (read by cli_sens_load) was measured for a plan of this target, core and weight grid:
+ * PTQ_ERR_INVALID_ARG naming path and the first that differs (the target first: it sets the others). */
+ptq_status cli_sens_fits(ptq_ctx *ctx, const char *path, const ptq_sens_summary *sens, ptq_target target,
+                         ptq_prec core, int reduce_range);
 /* `ptq plan ... --sensitivity S --budget PTS`: the budgeted planner over
  * --data (cli/plan_budget.c); opts are plan's. Returns the exit code. */
 int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path);

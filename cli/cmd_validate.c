@@ -96,23 +96,6 @@ static ptq_status trace_fits(ptq_ctx *ctx, const char *trace_text, const ptq_pla
     return st;
 }
 
-/* The sensitivity report was measured for a plan of this one's core, target and weight grid: its figures (and the
- * histograms it ranks) are of other formats otherwise, as `ptq plan --budget` refuses them. */
-static ptq_status sens_fits(ptq_ctx *ctx, const ptq_sens_summary *s, const ptq_plan *plan)
-{
-    char esc[64];
-    if (strcmp(s->core, ptq_prec_name(plan->core)) != 0)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the sensitivity report was measured for core %s, the plan's is %s",
-                        ptq_escape(s->core, esc, sizeof esc), ptq_prec_name(plan->core));
-    if (s->target != plan->target)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the sensitivity report was measured for target %s, the plan's is %s",
-                        ptq_target_name(s->target), ptq_target_name(plan->target));
-    if ((s->reduce_range != 0) != (plan->reduce_range != 0))
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "the sensitivity report was measured %s --reduce-range, the plan is "
-                        "%s it", s->reduce_range ? "with" : "without", plan->reduce_range ? "made with" : "without");
-    return PTQ_OK;
-}
-
 int cmd_validate(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},      {"plan", 1, NULL},       {"data", 1, NULL},     {"report", 1, NULL},
@@ -214,7 +197,7 @@ int cmd_validate(int argc, char **argv)
         memset(&sens, 0, sizeof sens);
         st = cli_sens_load(&ctx, sens_path, s.graph, plan->model_sha256, &sens, &sens_text);
         if (st == PTQ_OK)
-            st = named(&ctx, sens_fits(&ctx, &sens, plan), sens_path);
+            st = cli_sens_fits(&ctx, sens_path, &sens, plan->target, plan->core, plan->reduce_range);
         ptq_sens_summary_free(&sens);
         if (st != PTQ_OK)
             goto ready;

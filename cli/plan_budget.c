@@ -200,25 +200,8 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
                       archive_path);
         goto done;
     }
-    if (sens.target != def->target) { /* its figures are of other formats (uint8 with zero points, FP32 kept), and its
-                                         placement and core follow from the target: said first */
-        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured for target %s, the plan's is %s (make the report "
-                      "with the plan's --target)", sens_path, ptq_target_name(sens.target),
-                      ptq_target_name(def->target));
-        goto done;
-    }
-    if (strcmp(sens.core, ptq_prec_name(def->core)) != 0) {
-        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured for core %s, the plan's is %s", sens_path, sens.core,
-                      ptq_prec_name(def->core));
-        goto done;
-    }
+    PTQ_TRY(st, cli_sens_fits(&ctx, sens_path, &sens, def->target, def->core, def->reduce_range), done);
     PTQ_TRY(st, check_sens_method(&ctx, sens_path, sens_text, def->method, def->placement, quiet), done);
-    if (sens.reduce_range != def->reduce_range) { /* its gains were measured on other weights than the plan's */
-        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s was measured %s --reduce-range, the plan is made %s it (both "
-                      "or neither must have it)", sens_path, sens.reduce_range ? "with" : "without",
-                      def->reduce_range ? "with" : "without");
-        goto done;
-    }
     if (ptq_sens_covers(&ctx, &sens, def) != PTQ_OK) {
         char why[PTQ_MSG_BYTES];
         snprintf(why, sizeof why, "%s", ctx.msg);

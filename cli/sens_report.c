@@ -37,3 +37,20 @@ ptq_status cli_sens_load(ptq_ctx *ctx, const char *path, const ptq_graph *g, con
     free(t);
     return st;
 }
+
+ptq_status cli_sens_fits(ptq_ctx *ctx, const char *path, const ptq_sens_summary *sens, ptq_target target,
+                         ptq_prec core, int reduce_range)
+{
+    char esc[64];
+    if (sens->target != target) /* its figures are of other formats (uint8 with zero points, FP32 kept) */
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was measured for target %s, the plan's is %s (make the report "
+                        "with the plan's --target)", path, ptq_target_name(sens->target), ptq_target_name(target));
+    if (strcmp(sens->core, ptq_prec_name(core)) != 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was measured for core %s, the plan's is %s", path,
+                        ptq_escape(sens->core, esc, sizeof esc), ptq_prec_name(core));
+    if ((sens->reduce_range != 0) != (reduce_range != 0)) /* its gains were measured on other weights */
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was measured %s --reduce-range, the plan is made %s it (both "
+                        "or neither must have it)", path, sens->reduce_range ? "with" : "without",
+                        reduce_range ? "with" : "without");
+    return PTQ_OK;
+}
