@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     ptq_graph *g = NULL;
     ptq_exec *e = NULL;
     ptq_cpu_set_threads(threads);
-    if (ptq_graph_load_onnx(&ctx, argv[1], &g) != PTQ_OK || g->n_inputs != 1) {
+    if (ptq_model_load(&ctx, argv[1], &g) != PTQ_OK || g->n_inputs != 1) {
         fprintf(stderr, "pass_runs: %s\n", g ? "one input only" : ctx.msg);
         return 1;
     }

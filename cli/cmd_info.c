@@ -72,6 +72,31 @@ int cmd_info(int argc, char **argv)
     for (int i = 0; i < g->n_outputs; i++)
         declared[i] = g->values[g->outputs[i]];
 
+    /* op counts in first-seen order, of the file's nodes (before folding) */
+    const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
+    int *counts = calloc((size_t)g->n_nodes + 1, sizeof *counts);
+    /* tensors to observe: activation outputs, float non-constant inputs of weighted ops, their weights */
+    unsigned char *act = calloc((size_t)g->n_values + 1, 1), *wt = calloc((size_t)g->n_values + 1, 1);
+    if (!ops || !counts || !act || !wt) {
+        free(declared);
+        free(ops);
+        free(counts);
+        free(act);
+        free(wt);
+        ptq_graph_free(g);
+        return cli_report("info", &ctx, ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory"));
+    }
+    int n_ops = 0;
+    const int n_nodes = g->n_nodes;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        int j = 0;
+        while (j < n_ops && strcmp(ops[j], n->op_type) != 0)
+            j++;
+        if (j == n_ops)
+            ops[n_ops++] = n->op_type;
+        counts[j]++;
+    }
     ptq_ctx support_ctx;
     ptq_ctx_init(&support_ctx);
     ptq_status supported = ptq_graph_check_supported(&support_ctx, g);
@@ -115,25 +140,8 @@ int cmd_info(int argc, char **argv)
         if (g->values[v].flags & PTQ_VALUE_INITIALIZER)
             n_params += g->values[v].ndim >= 0 ? ptq_dims_prod(g->values[v].dims, 0, g->values[v].ndim) : 0;
 
-    /* op counts in first-seen order */
-    const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
-    int *counts = calloc((size_t)g->n_nodes + 1, sizeof *counts);
-    /* tensors to observe: activation outputs, float non-constant inputs of weighted ops, their weights */
-    unsigned char *act = calloc((size_t)g->n_values + 1, 1), *wt = calloc((size_t)g->n_values + 1, 1);
-    if (!ops || !counts || !act || !wt) {
-        st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    int n_ops = 0;
-    for (int k = 0; k < g->n_nodes; k++) {
-        const ptq_node *n = &g->nodes[k];
-        int j = 0;
-        while (j < n_ops && strcmp(ops[j], n->op_type) != 0)
-            j++;
-        if (j == n_ops)
-            ops[n_ops++] = n->op_type;
-        counts[j]++;
-    }
+    /* what every other command sees: the nodes computed from constants alone folded (ptq_model_load) */
+    PTQ_TRY(st, ptq_graph_fold_constants(&ctx, g), done);
     ptq_graph_quantizable(g, act, wt);
     int n_act = 0, n_wt = 0;
     for (int v = 0; v < g->n_values; v++) {
@@ -156,7 +164,7 @@ int cmd_info(int argc, char **argv)
         cJSON *opc = cJSON_AddObjectToObject(root, "ops");
         for (int j = 0; j < n_ops; j++)
             cJSON_AddNumberToObject(opc, ops[j], counts[j]);
-        cJSON_AddNumberToObject(root, "nodes", g->n_nodes);
+        cJSON_AddNumberToObject(root, "nodes", n_nodes);
         cJSON_AddNumberToObject(root, "parameters", (double)n_params);
         cJSON_AddBoolToObject(root, "supported", supported == PTQ_OK);
         if (supported != PTQ_OK)
@@ -201,7 +209,7 @@ int cmd_info(int argc, char **argv)
             printf("output     %s  %s [%s]\n", ptq_escape(v.name, esc, sizeof esc), ptq_dtype_name(v.dtype),
                    ptq_dims_str(v.dims, v.ndim, dims, sizeof dims));
         }
-        printf("nodes      %d\nparameters %lld\nops       ", g->n_nodes, (long long)n_params);
+        printf("nodes      %d\nparameters %lld\nops       ", n_nodes, (long long)n_params);
         for (int j = 0; j < n_ops; j++)
             printf(" %s x%d", ptq_escape(ops[j], esc, sizeof esc), counts[j]);
         /* every op known, but a dtype one takes here not (a Cast from float16): not "yes" */

@@ -226,7 +226,7 @@ int cmd_plan(int argc, char **argv)
             print_explain(plan);
         goto done;
     }
-    PTQ_TRY(st, ptq_graph_load_onnx(&ctx, model, &g), done);
+    PTQ_TRY(st, ptq_model_load(&ctx, model, &g), done);
     PTQ_TRY(st, ptq_graph_infer_types(&ctx, g), done);
     PTQ_TRY(st, cli_default_plan_target(&ctx, model, g, pos[0], method_arg, cli_get(opts, n_opts, "core"),
                                         cli_get(opts, n_opts, "placement"), target, reduce_range, &set, &plan),

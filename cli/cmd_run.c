@@ -245,7 +245,7 @@ static ptq_status pre_key(ptq_ctx *ctx, pre_memo *memo, const char *model, const
         return PTQ_OK;
     }
     ptq_graph *g = NULL;
-    PTQ_TRY_RET(ptq_graph_load_onnx(ctx, model, &g));
+    PTQ_TRY_RET(ptq_model_load(ctx, model, &g));
     ptq_preprocess with, without;
     int kept = 0, kept_none = 0;
     ptq_status st = ptq_model_preprocess(ctx, g, spec, &with, &kept);

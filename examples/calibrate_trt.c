@@ -26,7 +26,7 @@ static ptq_status calibrate(ptq_ctx *ctx, const char *model, const char *data, c
     float *x = NULL;
     ptq_calib_params cp = {PTQ_CALIB_ENTROPY, PTQ_QFORMAT_INT8, 0.0};
     PTQ_TRY(st, ptq_calib_method_parse(ctx, method, &cp.method), done);
-    PTQ_TRY(st, ptq_graph_load_onnx(ctx, model, &g), done);
+    PTQ_TRY(st, ptq_model_load(ctx, model, &g), done);
     PTQ_TRY(st, ptq_graph_infer_shapes(ctx, g, 1), done);
     PTQ_TRY(st, ptq_dataset_open(ctx, data, NULL, &ds), done);
 

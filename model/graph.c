@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdalign.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -165,6 +166,56 @@ int ptq_graph_find_value(const ptq_graph *g, const char *name)
         if (g->values[i].name && strcmp(g->values[i].name, name) == 0 && !(g->values[i].flags & PTQ_VALUE_CONSTANT))
             return i;
     return -1;
+}
+
+ptq_status ptq_graph_set_folded(ptq_ctx *ctx, ptq_graph *g, int v, const ptq_tensor *t)
+{
+    if (v < 0 || v >= g->n_values || !g->store || t->ndim < 0 || t->ndim > PTQ_MAX_DIMS)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "ptq_graph_set_folded: no value %d or no store", v);
+    const size_t n_bytes = ptq_tensor_bytes(t), align = 64;
+    /* 64-byte aligned, like the loader's weights */
+    unsigned char *raw = n_bytes <= SIZE_MAX - 2 * align ? ptq_store_alloc(g->store, n_bytes + align) : NULL;
+    if (!raw)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory folding '%s' (%zu bytes)", g->values[v].name, n_bytes);
+    unsigned char *data = raw + (align - (uintptr_t)raw % align) % align;
+    if (n_bytes)
+        memcpy(data, t->data, n_bytes);
+    ptq_value *val = &g->values[v];
+    val->dtype = t->dtype;
+    val->ndim = t->ndim;
+    memcpy(val->dims, t->dims, sizeof val->dims);
+    val->data = data;
+    val->n_bytes = n_bytes;
+    val->producer = -1;
+    val->flags |= PTQ_VALUE_FOLDED;
+    return PTQ_OK;
+}
+
+void ptq_graph_drop_folded(ptq_graph *g)
+{
+    ptq_node *nodes = (ptq_node *)g->nodes; /* the store's own: the graph owns them */
+    int kept = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        int folded = 0, live = 0;
+        for (int i = 0; i < nodes[k].n_outputs; i++) {
+            const int v = nodes[k].outputs[i];
+            if (v >= 0 && (g->values[v].flags & PTQ_VALUE_FOLDED))
+                folded = 1;
+            else if (v >= 0)
+                live = 1;
+        }
+        if (folded && !live)
+            continue;
+        nodes[kept++] = nodes[k];
+    }
+    g->n_nodes = kept;
+    for (int v = 0; v < g->n_values; v++)
+        if (!(g->values[v].flags & PTQ_VALUE_FOLDED))
+            g->values[v].producer = -1;
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < nodes[k].n_outputs; i++)
+            if (nodes[k].outputs[i] >= 0)
+                g->values[nodes[k].outputs[i]].producer = k;
 }
 
 const char *ptq_graph_meta(const ptq_graph *g, const char *key)

@@ -987,6 +987,18 @@ static const char *renamed_input(const ptq_onnx_edit *e, int k, int j)
     return s;
 }
 
+int ptq_onnx_edit_reads(const ptq_onnx_edit *e, const char *name)
+{
+    int n = 0;
+    for (int k = 0; k < e->n_nodes; k++)
+        for (int j = 0; j < e->nodes[k].n_in; j++)
+            n += strcmp(renamed_input(e, k, j), name) == 0;
+    for (int a = 0; a < e->n_added; a++)
+        for (int j = 0; j < e->added[a].n_in; j++)
+            n += strcmp(e->added[a].in[j], name) == 0;
+    return n;
+}
+
 /* Where each added node goes: pos[a] = the existing node it precedes
  * (n_nodes: after the last), order = added nodes in dependency order. */
 static ptq_status place_added(ptq_ctx *ctx, const ptq_onnx_edit *e, int *pos, int *order)

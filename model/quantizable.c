@@ -15,7 +15,7 @@ int ptq_op_is_weighted(const char *op_type)
 
 static int is_const(const ptq_value *v)
 {
-    return (v->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)) != 0;
+    return (v->flags & PTQ_VALUE_HAS_DATA) != 0;
 }
 
 void ptq_graph_quantizable(const ptq_graph *g, unsigned char *act, unsigned char *wt)

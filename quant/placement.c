@@ -47,7 +47,7 @@ static int has_flag(const place_graph *pg, int node, unsigned flag)
 
 static int is_const(const ptq_value *v)
 {
-    return (v->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)) != 0;
+    return (v->flags & PTQ_VALUE_HAS_DATA) != 0;
 }
 
 static int op_is(const place_graph *pg, int node, const char *op_type)

@@ -520,7 +520,7 @@ static int reads_quantized(const ptq_graph *g, const ptq_node *n, const ptq_op_t
     for (int i = 0; i < n->n_inputs; i++) {
         const int a = n->inputs[i];
         if (a < 0 || a == w || !ptq_op_mask_has(t->quant_inputs, i) ||
-            (g->values[a].flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)))
+            (g->values[a].flags & PTQ_VALUE_HAS_DATA))
             continue;
         n_act++;
         const ptq_plan_entry *e = quant_plan_entry(p, g->values[a].name, 0);

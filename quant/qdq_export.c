@@ -54,6 +54,35 @@ static char *qdq_names(const char *tensor, int n, const char *const *suffix, cha
     return buf;
 }
 
+/* Makes room in the file for what the export computes weight w (value v of g) as, and sets *out to the name to
+ * write it as (*buf: the allocation behind it). Where the file's nodes read w as often as ptq's graph does, *out is
+ * w: an initializer is removed, and a weight folded at load (ptq_graph_fold_constants) keeps its node, which writes
+ * "ptq_qdq/<w>/folded" that nothing reads. Where a node ptq folded at load reads w too (a tied weight), that node
+ * read w's float values in the simulation: w stays as it is for it, *out is "ptq_qdq/<w>/<suffix>", and the nodes
+ * of ptq's graph that read w read that instead. */
+static ptq_status detach_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, int v, const char *suffix,
+                                const char **out, char **buf)
+{
+    const ptq_value *w = &g->values[v];
+    const char *const sfx[2] = {"folded", suffix};
+    char *n[2];
+    *out = w->name;
+    if (!(*buf = qdq_names(w->name, 2, sfx, n)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", w->name);
+    if (ptq_onnx_edit_reads(ed, w->name) <= n_reads(g, v))
+        return w->flags & PTQ_VALUE_FOLDED ? ptq_onnx_edit_rename_output(ctx, ed, w->name, n[0])
+                                           : ptq_onnx_edit_remove_initializer(ctx, ed, w->name);
+    *out = n[1];
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_inputs; i++)
+            if (g->nodes[k].inputs[i] == v) {
+                PTQ_TRY_RET(ptq_onnx_edit_rename_input_of(ctx, ed, w->name, n[1],
+                                                          g->values[g->nodes[k].outputs[0]].name));
+                break;
+            }
+    return PTQ_OK;
+}
+
 /* The scales [n] (float32) and zero points [n] (the entry's: 0, or a uint8
  * activation's own) of entry e as initializers. */
 static ptq_status add_scale_zp(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_plan_entry *e, const char *scale_name,
@@ -127,15 +156,17 @@ static ptq_status add_fp16_activation(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq
     return st;
 }
 
-/* The float initializer w becomes a float16 initializer -> Cast(float) -> w. */
-static ptq_status add_fp16_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e)
+/* The float weight w (value v of g) becomes a float16 initializer -> Cast(float) -> w (detach_weight). */
+static ptq_status add_fp16_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, int v, const ptq_plan_entry *e)
 {
+    const ptq_value *w = &g->values[v];
     int64_t total = 1;
     for (int d = 0; d < w->ndim; d++)
         total *= w->dims[d];
     static const char *const suffix[] = {"half", "cast_float"};
     char *n[2], *buf = qdq_names(e->name, 2, suffix, n);
     uint16_t *bits = malloc(((size_t)total + 1) * sizeof *bits);
+    char *out_buf = NULL;
     ptq_status st = PTQ_OK;
     if (!bits || !buf) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", e->name);
@@ -146,26 +177,29 @@ static ptq_status add_fp16_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_val
     for (int64_t i = 0; i < total; i++)
         bits[i] = ptq_k_fp16_from_float_ref(x[i]);
     const char *in[] = {half}, *out[] = {e->name};
-    PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, e->name), done);
+    PTQ_TRY(st, detach_weight(ctx, ed, g, v, "float", out, &out_buf), done);
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, half, ONNX_FLOAT16, w->ndim, w->dims, bits,
                                               (size_t)total * sizeof *bits), done);
     PTQ_TRY(st, ptq_onnx_edit_add_node_attr(ctx, ed, "Cast", cast, 1, in, 1, out, "to", ONNX_FLOAT), done);
 done:
     free(bits);
     free(buf);
+    free(out_buf);
     return st;
 }
 
-/* The float initializer w becomes codes -> DQ (per channel) -> w, so its consumers read it unchanged; INT8
- * codes in [-qmax, qmax] (ptq_plan_weight_qmax: 64 for a reduce_range plan). */
-static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w, const ptq_plan_entry *e,
+/* The float weight w (value v of g) becomes codes -> DQ (per channel) -> w (detach_weight), so its consumers read
+ * it unchanged; INT8 codes in [-qmax, qmax] (ptq_plan_weight_qmax: 64 for a reduce_range plan). */
+static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, int v, const ptq_plan_entry *e,
                              int32_t qmax)
 {
+    const ptq_value *w = &g->values[v];
     const weight_runs wr = weight_runs_of(w, e->axis);
     const int64_t total = wr.n_runs * wr.inner, inner = wr.inner;
     static const char *const suffix[] = {"scale", "zero_point", "q"};
     char *n[3], *buf = qdq_names(e->name, 3, suffix, n);
     unsigned char *codes = malloc((size_t)total + 1);
+    char *out_buf = NULL;
     ptq_status st = PTQ_OK;
     if (!codes || !buf) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting weight '%s'", e->name);
@@ -181,7 +215,7 @@ static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w
             ptq_k_quantize_fp8_ref(e->prec, x + r * inner, inner, s, codes + r * inner);
     }
     const char *dq_in[] = {q, scale, zp}, *dq_out[] = {e->name};
-    PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, e->name), done);
+    PTQ_TRY(st, detach_weight(ctx, ed, g, v, "dq", dq_out, &out_buf), done);
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, q, onnx_type_of(e->prec), w->ndim, w->dims, codes,
                                               (size_t)total), done);
     PTQ_TRY(st, add_scale_zp(ctx, ed, e, scale, zp), done);
@@ -190,6 +224,7 @@ static ptq_status add_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_value *w
 done:
     free(codes);
     free(buf);
+    free(out_buf);
     return st;
 }
 
@@ -263,7 +298,8 @@ static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_gr
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[1], ONNX_FLOAT, ndim, dims, b->data,
                                               (size_t)c * sizeof(float)), done);
     PTQ_TRY(st, ptq_onnx_edit_rename_input_of(ctx, ed, b->name, nm[0], y->name), done);
-    if (n_reads(g, n->inputs[2]) == 1) /* read by this node alone: the Add's copy replaces it (no unused initializer) */
+    /* read by this node alone (in the file: a node folded at load may read it too): the Add's copy replaces it */
+    if (ptq_onnx_edit_reads(ed, b->name) == 0)
         PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, b->name), done);
     PTQ_TRY(st, ptq_onnx_edit_rename_input(ctx, ed, y->name, nm[2], NULL), done);
     const char *add_in[2] = {y->name, nm[1]};
@@ -478,8 +514,8 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
             goto done;
         }
         if (e->is_weight)
-            PTQ_TRY(st, fp16 ? add_fp16_weight(ctx, ed, &g->values[v], e)
-                             : add_weight(ctx, ed, &g->values[v], e, (int32_t)ptq_plan_weight_qmax(p, e->prec)),
+            PTQ_TRY(st, fp16 ? add_fp16_weight(ctx, ed, g, v, e)
+                             : add_weight(ctx, ed, g, v, e, (int32_t)ptq_plan_weight_qmax(p, e->prec)),
                     done);
         else if (done_bias[v]) /* quantized after the Add of its bias */
             PTQ_TRY(st, add_biased_activation(ctx, ed, e), done);

@@ -474,7 +474,7 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
         s->meta.ndim = val->ndim < 0 ? 0 : val->ndim;
         memcpy(s->meta.dims, val->dims, sizeof s->meta.dims);
         s->producer = -1;
-        if (val->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT)) {
+        if (val->flags & PTQ_VALUE_HAS_DATA) {
             s->is_const = 1;
             s->ptr[MEM_HOST] = (void *)val->data; /* read-only: ops never write their inputs */
             s->cap[MEM_HOST] = val->n_bytes;

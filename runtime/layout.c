@@ -14,7 +14,7 @@ static ptq_op_id op_id(const ptq_op_def *const *ops, int k)
 static int plain_4d(const ptq_graph *g, int v)
 {
     const ptq_value *val = &g->values[v];
-    if (val->flags & (PTQ_VALUE_INPUT | PTQ_VALUE_OUTPUT | PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT))
+    if (val->flags & (PTQ_VALUE_INPUT | PTQ_VALUE_OUTPUT | PTQ_VALUE_HAS_DATA))
         return 0;
     if (val->dtype != PTQ_DT_FLOAT || val->ndim != 4)
         return 0;

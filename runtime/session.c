@@ -556,7 +556,7 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     ptq_device device = PTQ_DEVICE_CPU;
     int ordinal = 0;
     PTQ_TRY(st, pick_device(ctx, o, s, &device, &ordinal), fail);
-    PTQ_TRY(st, ptq_graph_load_onnx(ctx, o->model, &s->graph), fail);
+    PTQ_TRY(st, ptq_model_load(ctx, o->model, &s->graph), fail);
     const ptq_graph *g = s->graph;
     if (g->n_outputs < 1) {
         st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: the model has no outputs", o->model);

@@ -31,7 +31,7 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
         t[v].dtype = val->dtype;
         t[v].ndim = val->ndim < 0 ? 0 : val->ndim;
         memcpy(t[v].dims, val->dims, sizeof t[v].dims);
-        if (val->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT))
+        if (val->flags & PTQ_VALUE_HAS_DATA)
             t[v].data = (void *)val->data;
     }
     for (int i = 0; i < g->n_inputs; i++) {

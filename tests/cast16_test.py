@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Weights stored in 16 bits: a constructed classifier whose Conv weight is a
 float16 initializer and whose Conv bias a bfloat16 one, each cast to float32
-(folded at load), with a float32 -> float16 -> float32 round trip of an
+(folded at load, so a weight like any other), with a float32 -> float16 -> float32 round trip of an
 activation (a float16 value at run time). `ptq eval` (cpu and ref) gives
 onnxruntime's FP32 logits within 1e-5; calibrate, the default plan, validate
 and the Q/DQ export run on it, and onnxruntime on the export agrees with

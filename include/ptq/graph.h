@@ -47,8 +47,12 @@ enum {
     PTQ_VALUE_INPUT = 1u << 0,       /* a graph input fed by the caller */
     PTQ_VALUE_OUTPUT = 1u << 1,      /* a graph output */
     PTQ_VALUE_INITIALIZER = 1u << 2, /* constant data from the file */
-    PTQ_VALUE_CONSTANT = 1u << 3     /* constant data from a tensor attribute */
+    PTQ_VALUE_CONSTANT = 1u << 3,    /* constant data from a tensor attribute */
+    PTQ_VALUE_FOLDED = 1u << 4       /* constant data ptq computed at load from constants (ptq_graph_fold_constants);
+                                      * a node of the file makes it, which the graph no longer holds */
 };
+/* The flags of a value whose data the graph holds. */
+#define PTQ_VALUE_HAS_DATA (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT | PTQ_VALUE_FOLDED)
 
 /* A named tensor. For activations ndim/dims come from the file's declared
  * types (value_info, inputs, outputs); a dim of -1 is unknown or symbolic
@@ -151,6 +155,13 @@ PTQ_API int64_t ptq_node_attr_int(const ptq_node *n, const char *name, int64_t d
 PTQ_API float ptq_node_attr_float(const ptq_node *n, const char *name, float dflt);
 PTQ_API int ptq_graph_find_value(const ptq_graph *g, const char *name);
 PTQ_API const char *ptq_graph_meta(const ptq_graph *g, const char *key);
+
+/* Constant folding's two steps on a loaded graph (the computing is the runtime's: ptq_graph_fold_constants).
+ * ptq_graph_set_folded makes value v, a node's output, a constant: a copy of t's data, dtype and shape in the
+ * graph's store, flagged PTQ_VALUE_FOLDED, with no producer. ptq_graph_drop_folded then removes every node whose
+ * outputs are all folded (or omitted) and renumbers the producers. Covered by tests/fold_test.py. */
+PTQ_API ptq_status ptq_graph_set_folded(ptq_ctx *ctx, ptq_graph *g, int v, const ptq_tensor *t);
+PTQ_API void ptq_graph_drop_folded(ptq_graph *g);
 
 /* Reads a serialized onnx TensorProto (the .pb files of ONNX's test data)
  * into a host tensor the caller frees with ptq_tensor_free_host. name_out

@@ -45,6 +45,9 @@ PTQ_API ptq_status ptq_onnx_edit_add_initializer(ptq_ctx *ctx, ptq_onnx_edit *e,
 /* Drops an existing initializer (and a graph input of the same name, as
  * IR < 4 models declare them); an unknown name is PTQ_ERR_INVALID_ARG. */
 PTQ_API ptq_status ptq_onnx_edit_remove_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const char *name);
+/* How many node inputs of the file (as renamed so far) and of the added nodes read name: a value ptq's graph no
+ * longer reads may still be read by a node ptq folded at load (ptq_graph_fold_constants). */
+PTQ_API int ptq_onnx_edit_reads(const ptq_onnx_edit *e, const char *name);
 /* Adds a default-domain node; inputs [n_in] ("" for an omitted optional one),
  * outputs [n_out] by name; an int attribute "axis" when has_axis. An output
  * name that already exists is PTQ_ERR_INVALID_ARG. The writer places it

@@ -200,6 +200,17 @@ PTQ_API void ptq_exec_free(ptq_exec *e);
  * without shapes); used by ptq_exec_create and `ptq info`. */
 PTQ_API ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
 
+/* Constant folding (runtime/fold.c): every node whose inputs are all constants is computed once, with the
+ * reference kernels, and leaves the graph, its outputs constants (PTQ_VALUE_FOLDED): a weight the model stores in
+ * float16 and casts, or an Identity, Transpose or Constant node's output, is then a weight like an initializer.
+ * Left to run: a node of an op ptq cannot run (nothing folds then), one writing a graph output, one that fails
+ * (its run reports why), one whose outputs exceed 4x its inputs and 1 MiB. Errors only when out of memory, which
+ * leaves g half folded: free it. */
+PTQ_API ptq_status ptq_graph_fold_constants(ptq_ctx *ctx, ptq_graph *g);
+/* ptq_graph_load_onnx (ONNX or Keras), then ptq_graph_fold_constants: how every command loads a model, so that
+ * plans, sessions and exports see one graph. */
+PTQ_API ptq_status ptq_model_load(ptq_ctx *ctx, const char *path, ptq_graph **out);
+
 /* Static shape and dtype inference: sets dtype, ndim and dims of every
  * node output in g->values, with the graph inputs' unknown (symbolic) dims
  * set to batch. Results computed from constants alone are folded so that

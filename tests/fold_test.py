@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Weights a model computes from constants are weights: a constructed classifier whose core Conv reads a float16
+initializer cast to float32, whose second Conv reads a Constant node's value, whose MatMul reads a Transpose of an
+initializer and whose Gemm head reads an Identity of one. ptq folds those nodes at load
+(ptq_graph_fold_constants): `ptq info` lists the four as quantizable weights, eval equals onnxruntime's FP32
+logits, the default plan gives the core ones one INT8 scale per output channel (not one per tensor, as an
+activation would get), and onnxruntime on the Q/DQ export agrees with `ptq validate`'s logits, INT8 and FP8 core.
+Tied constants: a bias read by one Conv and, through an Identity, by another (the split of the first's bias
+leaves it for the Identity), and a weight read by its Conv and by an Identity that a folded ReduceMean reads (the
+export keeps the float weight for it, as the simulation read it).
+Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+import json
+import os
+import sys
+import tempfile
+
+try:
+    import h5py
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+    from ptqtest import check, finish, ptq
+except ImportError as e:  # the venv from scripts/setup.sh has them
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+N = 600
+N_CLASSES = 10
+# the four weights computed from constants, with their output channels and the axis those lie on
+COMPUTED = {"W2c": (24, 0), "W3c": (24, 0), "W4t": (32, 1), "W5i": (N_CLASSES, 0)}
+
+
+def build(path, rng):
+    """[N, 1, 8, 8] -> conv1 -> conv2 (Cast of float16) -> conv3 (Constant; its bias an Identity of conv2's) -> plus
+    the mean of conv3's weights (through an Identity) -> pool -> MatMul (Transpose) -> Gemm (Identity) -> [N, 10]."""
+    w = lambda *shape, s=0.4: (rng.standard_normal(shape) * s).astype(np.float32)  # noqa: E731
+    inits = [numpy_helper.from_array(w(24, 1, 3, 3), "W1"), numpy_helper.from_array(w(24, s=0.1), "B1"),
+             numpy_helper.from_array(w(24, 24, 3, 3, s=0.12).astype(np.float16), "W2h"),
+             numpy_helper.from_array(w(32, 24, s=0.3), "W4"), numpy_helper.from_array(w(N_CLASSES, 32, s=0.3), "W5"),
+             numpy_helper.from_array(w(N_CLASSES, s=0.1), "B5"), numpy_helper.from_array(w(24, s=0.1), "B2")]
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Cast", ["W2h"], ["W2c"], name="w2_to_float", to=TensorProto.FLOAT),
+             helper.make_node("Conv", ["r1", "W2c", "B2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Identity", ["B2"], ["B2i"], name="b2_tied"),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+             helper.make_node("Constant", [], ["W3c"], name="w3_const",
+                              value=numpy_helper.from_array(w(24, 24, 3, 3, s=0.12), "w3")),
+             helper.make_node("Conv", ["r2", "W3c", "B2i"], ["c3"], name="conv3", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c3"], ["r3"], name="relu3"),
+             helper.make_node("Identity", ["W3c"], ["W3ci"], name="w3_tied"),
+             helper.make_node("ReduceMean", ["W3ci"], ["w3max"], name="w3_mean", keepdims=0),
+             helper.make_node("Add", ["r3", "w3max"], ["r3b"], name="shift"),
+             helper.make_node("GlobalAveragePool", ["r3b"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+             helper.make_node("Transpose", ["W4"], ["W4t"], name="w4_t", perm=[1, 0]),
+             helper.make_node("MatMul", ["f", "W4t"], ["m"], name="fc1"),
+             helper.make_node("Relu", ["m"], ["r4"], name="relu4"),
+             helper.make_node("Identity", ["W5"], ["W5i"], name="w5_same"),
+             helper.make_node("Gemm", ["r4", "W5i", "B5"], ["y"], name="head", transB=1)]
+    g = helper.make_graph(nodes, "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
+    onnx.save(m, path)
+
+
+def run_ort(path, x):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+
+def rel(got, want):
+    return float(np.abs(got - want).max()) / float(np.abs(want).max()) if got.shape == want.shape else np.inf
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="ptq-fold-")
+    J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
+    rng = np.random.default_rng(17)
+    build(J("m.onnx"), rng)
+    images = rng.integers(0, 256, (N, 8, 8), dtype=np.uint8)
+    x = (images.astype(np.float32) * np.float32(0.00392156862745098)).reshape(N, 1, 8, 8)
+    ref = run_ort(J("m.onnx"), x)
+    with h5py.File(J("d.h5"), "w") as f:
+        f["images"] = images
+        f["labels"] = ref.argmax(1).astype(np.int64)
+
+    rc, out, err = ptq("info", J("m.onnx"), "--json")
+    info = json.loads(out) if rc == 0 else {}
+    weights = {t["name"] for t in info.get("quantizable_weights", [])}
+    acts = {t["name"] for t in info.get("quantizable_activations", [])}
+    check("info lists the four values computed from constants as weights, none as an activation, and counts the "
+          "file's 19 nodes", rc == 0 and set(COMPUTED) <= weights and not set(COMPUTED) & acts
+          and info.get("nodes") == 19, f"exit {rc} {err.strip()[-200:]} weights {sorted(weights)}")
+
+    for device in ("cpu", "ref"):
+        rc, _, err = ptq("eval", "--model", J("m.onnx"), "--data", J("d.h5"), "--device", device, "--logits",
+                         J(f"fp32-{device}.npy"))
+        got = np.load(J(f"fp32-{device}.npy")) if rc == 0 else np.zeros(0)
+        check(f"eval --device {device} of the folded model gives onnxruntime's logits within 1e-5",
+              rc == 0 and rel(got, ref) <= 1e-5, f"exit {rc} {err.strip()[-300:]}" if rc else f"{rel(got, ref):.3g}")
+
+    rc, _, err = ptq("calibrate", "--model", J("m.onnx"), "--data", J("d.h5"), "--samples", "256", "--seed", "0",
+                     "--out", J("c.h5"))
+    check("calibrate on the model with computed weights", rc == 0, err.strip()[-300:])
+    for core in ("int8", "fp8"):
+        plan, rep, q, qdq = J(f"p-{core}.json"), J(f"rep-{core}"), J(f"q-{core}.npy"), J(f"qdq-{core}.onnx")
+        rc, _, err = ptq("plan", J("c.h5"), "--model", J("m.onnx"), "--core", core, "--out", plan)
+        check(f"plan --core {core}", rc == 0, err.strip()[-300:])
+        if rc:
+            continue
+        tensors = {t["name"]: t for t in json.load(open(plan))["tensors"]}
+        for name, (channels, axis) in COMPUTED.items():
+            t = tensors.get(name, {})
+            if name == "W5i":  # the head: an FP16 edge, a weight still
+                ok = t.get("kind") == "weight" and t.get("precision") == "fp16"
+            else:
+                ok = (t.get("kind") == "weight" and t.get("precision", "").startswith(core[:3])
+                      and len(t.get("scales", [])) == channels and t.get("axis") == axis)
+            check(f"{core} plan: '{name}' is a weight{'' if name == 'W5i' else f' with {channels} scales on axis {axis}'}",
+                  ok, json.dumps(t)[:300])
+        rc1, _, err1 = ptq("validate", "--model", J("m.onnx"), "--plan", plan, "--data", J("d.h5"), "--report", rep,
+                           "--logits", q)
+        rc2, _, err2 = ptq("export", "--format", "qdq", "--plan", plan, "--model", J("m.onnx"), "--out", qdq)
+        check(f"{core}: validate and the Q/DQ export run", rc1 == 0 and rc2 == 0, (err1 + err2).strip()[-300:])
+        if rc1 == 0 and rc2 == 0:
+            sim, dep = np.load(q), run_ort(qdq, x)
+            agree = float(np.mean(sim.argmax(1) == dep.argmax(1)))
+            check(f"{core}: onnxruntime on the export agrees with ptq validate (logits within 1e-4 relative, every "
+                  "prediction)", rel(dep, sim) <= 1e-4 and agree == 1.0, f"{rel(dep, sim):.3g}, agreement {agree}")
+            m = onnx.load(qdq)
+            dq_of = {n.output[0] for n in m.graph.node if n.op_type == "DequantizeLinear"}
+            reads = {n.name: list(n.input) for n in m.graph.node}
+            check(f"{core}: the export dequantizes the three core weights from codes; W3c, which a folded node reads "
+                  "too, under its own name (conv3 reads that, the tied Identity the float W3c)",
+                  {"W2c", "ptq_qdq/W3c/dq", "W4t"} <= dq_of and reads.get("conv3", [""] * 2)[1] == "ptq_qdq/W3c/dq"
+                  and reads.get("w3_tied") == ["W3c"], str(sorted(dq_of))[:300])
+    finish("fold_test")
+
+
+if __name__ == "__main__":
+    main()
