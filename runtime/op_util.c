@@ -171,3 +171,10 @@ int64_t ptq_op_int_scalar(const ptq_tensor *t)
     default: return *(const int64_t *)t->data;
     }
 }
+
+const char *ptq_op_attr_type_name(ptq_attr_type t)
+{
+    static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR",
+                                        "GRAPH",     "FLOATS", "INTS", "STRINGS"};
+    return (size_t)t < sizeof names / sizeof names[0] ? names[t] : "UNDEFINED";
+}

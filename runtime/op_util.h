@@ -40,6 +40,8 @@ ptq_status ptq_op_int_list(ptq_ctx *ctx, const ptq_op_io *io, int i, int64_t *v,
  * 1-D int64 on the host (PTQ_ERR_FORMAT otherwise). *axes points at them;
  * *n = -1 when none are given. */
 ptq_status ptq_op_axes(ptq_ctx *ctx, const ptq_op_io *io, int64_t input_opset, const int64_t **axes, int64_t *n);
+/* ONNX's name of an attribute type ("FLOAT", "INTS"; "UNDEFINED" for any other value). */
+const char *ptq_op_attr_type_name(ptq_attr_type t);
 /* The first element of host tensor t, of int8, uint8, int16, int32 or (any other dtype read as) int64. */
 int64_t ptq_op_int_scalar(const ptq_tensor *t);
 

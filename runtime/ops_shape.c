@@ -318,6 +318,14 @@ static ptq_status dropout_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* A value_* attribute of another type than its name says: its count is of the values it holds, so reading the
+ * named kind would read past them (value_ints holding floats) or give 0 (value_float holding an int). */
+static ptq_status constant_mistyped(ptq_ctx *ctx, const ptq_op_io *io, const ptq_attr *a, ptq_attr_type want)
+{
+    return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the %s attribute is of type %s, not %s", a->name,
+                       ptq_op_attr_type_name(a->type), ptq_op_attr_type_name(want));
+}
+
 /* Where a Constant node's value comes from: shape/dtype in *shape, bytes at *data. */
 static ptq_status constant_source(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *shape, const void **data)
 {
@@ -338,17 +346,25 @@ static ptq_status constant_source(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor 
                                ptq_dtype_name(v->dtype), v->ndim);
         *data = v->data;
     } else if ((a = ptq_node_attr(n, "value_float")) != NULL) {
+        if (a->type != PTQ_ATTR_FLOAT)
+            return constant_mistyped(ctx, io, a, PTQ_ATTR_FLOAT);
         shape->dtype = PTQ_DT_FLOAT;
         *data = &a->f;
     } else if ((a = ptq_node_attr(n, "value_floats")) != NULL) {
+        if (a->type != PTQ_ATTR_FLOATS)
+            return constant_mistyped(ctx, io, a, PTQ_ATTR_FLOATS);
         shape->dtype = PTQ_DT_FLOAT;
         shape->ndim = 1;
         shape->dims[0] = a->n;
         *data = a->floats;
     } else if ((a = ptq_node_attr(n, "value_int")) != NULL) {
+        if (a->type != PTQ_ATTR_INT)
+            return constant_mistyped(ctx, io, a, PTQ_ATTR_INT);
         shape->dtype = PTQ_DT_INT64;
         *data = &a->i;
     } else if ((a = ptq_node_attr(n, "value_ints")) != NULL) {
+        if (a->type != PTQ_ATTR_INTS)
+            return constant_mistyped(ctx, io, a, PTQ_ATTR_INTS);
         shape->dtype = PTQ_DT_INT64;
         shape->ndim = 1;
         shape->dims[0] = a->n;

@@ -344,6 +344,23 @@ static void check_constant(void)
     CHECK(test_case_run(&c, &ptq_op_Constant, 0) == PTQ_OK && c.out[0].ndim == 1 && c.out[0].dims[0] == 3);
     CHECK(c.out[0].dtype == PTQ_DT_INT64 && memcmp(c.out[0].data, ints, sizeof ints) == 0);
     test_case_free(&c);
+    /* a value_* attribute of another type than its name says is refused, naming it: value_float holding an
+     * int gave 0, value_ints holding floats read their count of int64s from the empty ints (past the end) */
+    const ptq_attr vf_int = {.name = "value_float", .type = PTQ_ATTR_INT, .i = 2};
+    test_case_init(&c, "Constant", 13, &vf_int, 1, 0, 1);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Constant, 0), PTQ_ERR_FORMAT));
+    CHECK_MSG(strstr(c.ctx.msg, "value_float attribute is of type INT, not FLOAT"), "%s", c.ctx.msg);
+    test_case_free(&c);
+    static const float floats[] = {1.0f, 2.0f, 3.0f};
+    const ptq_attr vi_floats = {.name = "value_ints", .type = PTQ_ATTR_FLOATS, .n = 3, .floats = floats, .ints = ints};
+    test_case_init(&c, "Constant", 13, &vi_floats, 1, 0, 1);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Constant, 0), PTQ_ERR_FORMAT));
+    CHECK_MSG(strstr(c.ctx.msg, "value_ints attribute is of type FLOATS, not INTS"), "%s", c.ctx.msg);
+    test_case_free(&c);
+    const ptq_attr vfs_ints = {.name = "value_floats", .type = PTQ_ATTR_INTS, .n = 3, .ints = ints, .floats = floats};
+    test_case_init(&c, "Constant", 13, &vfs_ints, 1, 0, 1);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Constant, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
     const ptq_attr vs = {.name = "value_string", .type = PTQ_ATTR_STRING, .s = "x", .s_len = 1};
     test_case_init(&c, "Constant", 13, &vs, 1, 0, 1);
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Constant, 0), PTQ_ERR_UNSUPPORTED));
