@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "runtime/op.h"
+#include "runtime/op_util.h"
 
 extern const ptq_op_def ptq_op_Conv, ptq_op_ConvTranspose, ptq_op_Gemm, ptq_op_MatMul, ptq_op_MaxPool,
     ptq_op_AveragePool, ptq_op_GlobalAveragePool, ptq_op_BatchNormalization;
@@ -230,6 +231,93 @@ static ptq_status check_opset_attrs(ptq_ctx *ctx, const ptq_graph *g)
     return PTQ_OK;
 }
 
+/* The type ONNX gives each attribute of the ops ptq runs, by name: every op here types a name alike (onnx.defs,
+ * every opset), but for "value" (Pad's FLOAT before 11, which ptq does not run). The ops read an attribute of
+ * another type as absent, so such a node would compute with the default (LeakyRelu's alpha 0.01 for an INT
+ * alpha=1, Softmax on axis -1 for a FLOAT axis); ONNX's checker refuses it. */
+static const struct {
+    const char *op_type, *attr; /* op_type NULL: any op */
+    ptq_attr_type type;
+} attr_types[] = {
+    {"Constant", "value", PTQ_ATTR_TENSOR},
+    {"ConstantOfShape", "value", PTQ_ATTR_TENSOR},
+    {NULL, "allowzero", PTQ_ATTR_INT},
+    {NULL, "alpha", PTQ_ATTR_FLOAT},
+    {NULL, "approximate", PTQ_ATTR_STRING},
+    {NULL, "auto_pad", PTQ_ATTR_STRING},
+    {NULL, "axes", PTQ_ATTR_INTS},
+    {NULL, "axis", PTQ_ATTR_INT},
+    {NULL, "beta", PTQ_ATTR_FLOAT},
+    {NULL, "broadcast", PTQ_ATTR_INT},
+    {NULL, "ceil_mode", PTQ_ATTR_INT},
+    {NULL, "consumed_inputs", PTQ_ATTR_INTS},
+    {NULL, "count_include_pad", PTQ_ATTR_INT},
+    {NULL, "dilations", PTQ_ATTR_INTS},
+    {NULL, "end", PTQ_ATTR_INT},
+    {NULL, "ends", PTQ_ATTR_INTS},
+    {NULL, "epsilon", PTQ_ATTR_FLOAT},
+    {NULL, "fmod", PTQ_ATTR_INT},
+    {NULL, "group", PTQ_ATTR_INT},
+    {NULL, "is_test", PTQ_ATTR_INT},
+    {NULL, "keepdims", PTQ_ATTR_INT},
+    {NULL, "kernel_shape", PTQ_ATTR_INTS},
+    {NULL, "max", PTQ_ATTR_FLOAT},
+    {NULL, "min", PTQ_ATTR_FLOAT},
+    {NULL, "mode", PTQ_ATTR_STRING},
+    {NULL, "momentum", PTQ_ATTR_FLOAT},
+    {NULL, "noop_with_empty_axes", PTQ_ATTR_INT},
+    {NULL, "num_outputs", PTQ_ATTR_INT},
+    {NULL, "output_padding", PTQ_ATTR_INTS},
+    {NULL, "output_shape", PTQ_ATTR_INTS},
+    {NULL, "pads", PTQ_ATTR_INTS},
+    {NULL, "perm", PTQ_ATTR_INTS},
+    {NULL, "ratio", PTQ_ATTR_FLOAT},
+    {NULL, "reduction", PTQ_ATTR_STRING},
+    {NULL, "seed", PTQ_ATTR_INT},
+    {NULL, "shape", PTQ_ATTR_INTS},
+    {NULL, "spatial", PTQ_ATTR_INT},
+    {NULL, "split", PTQ_ATTR_INTS},
+    {NULL, "start", PTQ_ATTR_INT},
+    {NULL, "starts", PTQ_ATTR_INTS},
+    {NULL, "stash_type", PTQ_ATTR_INT},
+    {NULL, "storage_order", PTQ_ATTR_INT},
+    {NULL, "strides", PTQ_ATTR_INTS},
+    {NULL, "to", PTQ_ATTR_INT},
+    {NULL, "training_mode", PTQ_ATTR_INT},
+    {NULL, "transA", PTQ_ATTR_INT},
+    {NULL, "transB", PTQ_ATTR_INT},
+    {NULL, "value_float", PTQ_ATTR_FLOAT},
+    {NULL, "value_floats", PTQ_ATTR_FLOATS},
+    {NULL, "value_int", PTQ_ATTR_INT},
+    {NULL, "value_ints", PTQ_ATTR_INTS},
+};
+
+/* PTQ_ERR_FORMAT naming the first node of g with an attribute of another type than ONNX gives it. */
+static ptq_status check_attr_types(ptq_ctx *ctx, const ptq_graph *g)
+{
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+            continue;
+        for (int j = 0; j < n->n_attrs; j++) {
+            const ptq_attr *a = &n->attrs[j];
+            for (size_t i = 0; i < sizeof attr_types / sizeof attr_types[0]; i++) {
+                if (strcmp(a->name, attr_types[i].attr) != 0 ||
+                    (attr_types[i].op_type && strcmp(n->op_type, attr_types[i].op_type) != 0))
+                    continue;
+                if (a->type != attr_types[i].type)
+                    return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%.*s%s' (%s, opset %lld): attribute %s is of type %s; "
+                                    "%s's is %s, and ONNX's checker refuses the node", shown(n->name, 200), n->name,
+                                    DOTS(n->name, 200), n->op_type, (long long)g->opset, a->name,
+                                    ptq_op_attr_type_name(a->type), n->op_type,
+                                    ptq_op_attr_type_name(attr_types[i].type));
+                break;
+            }
+        }
+    }
+    return PTQ_OK;
+}
+
 ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***out)
 {
     *out = NULL;
@@ -258,6 +346,8 @@ ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***
     }
     free(bad);
     ptq_status st = check_opset_attrs(ctx, g);
+    if (st == PTQ_OK)
+        st = check_attr_types(ctx, g);
     if (st != PTQ_OK) {
         free(ops);
         return st;

@@ -292,6 +292,51 @@ static void test_resolve(void)
         free(ops);
         ops = NULL;
     }
+    n[4].n_attrs = 0;
+
+    /* an attribute of another type than ONNX gives it is refused, not read as absent (the op's default): an INT
+     * alpha=1 made LeakyRelu's slope 0.01, a FLOAT axis put Softmax on -1; a Constant's value must be a tensor */
+    g.opset = 13;
+    n[1].op_type = "LeakyRelu";
+    attr = (ptq_attr){.name = "alpha", .type = PTQ_ATTR_INT, .i = 1};
+    n[1].n_attrs = 1;
+    n[1].attrs = &attr;
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_FORMAT && !ops);
+    CHECK_MSG(strstr(ctx.msg, "node 'relu0' (LeakyRelu, opset 13): attribute alpha is of type INT; LeakyRelu's is "
+                              "FLOAT"),
+              "%s", ctx.msg);
+    attr = (ptq_attr){.name = "alpha", .type = PTQ_ATTR_FLOAT, .f = 1.0f};
+    ptq_ctx_init(&ctx);
+    CHECK_MSG(ptq_op_resolve(&ctx, &g, &ops) == PTQ_OK && ops, "%s", ctx.msg);
+    free(ops);
+    ops = NULL;
+    n[1].op_type = "Softmax";
+    attr = (ptq_attr){.name = "axis", .type = PTQ_ATTR_FLOAT, .f = 0.0f};
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_FORMAT && !ops);
+    CHECK_MSG(strstr(ctx.msg, "attribute axis is of type FLOAT; Softmax's is INT"), "%s", ctx.msg);
+    static const float strides_f[] = {2.0f, 2.0f};
+    n[1].n_attrs = 0;
+    attr = (ptq_attr){.name = "strides", .type = PTQ_ATTR_FLOATS, .n = 2, .floats = strides_f};
+    n[0].n_attrs = 1;
+    n[0].attrs = &attr;
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_FORMAT && !ops);
+    CHECK_MSG(strstr(ctx.msg, "node 'conv0' (Conv, opset 13): attribute strides is of type FLOATS; Conv's is INTS"),
+              "%s", ctx.msg);
+    n[0].n_attrs = 0;
+    attr = (ptq_attr){.name = "value", .type = PTQ_ATTR_FLOAT, .f = 1.0f};
+    n[2].n_attrs = 1;
+    n[2].attrs = &attr;
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_FORMAT && !ops);
+    CHECK_MSG(strstr(ctx.msg, "attribute value is of type FLOAT; Constant's is TENSOR"), "%s", ctx.msg);
+    /* another domain's op types its attributes its own way */
+    n[2].domain = "com.example";
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_UNSUPPORTED && !ops);
+    CHECK_MSG(!strstr(ctx.msg, "attribute value"), "%s", ctx.msg);
 }
 
 static void test_quantizable(void)
