@@ -103,11 +103,12 @@ void ds_strings_free(char **strs, int n)
     free(strs);
 }
 
-/* Copies at most n bytes of s, dropping trailing padding (NULs or spaces). */
-static char *dup_trimmed(const char *s, size_t n)
+/* Copies at most n bytes of s up to its first NUL; a space-padded fixed-length string (H5T_STR_SPACEPAD) also
+ * drops its trailing spaces, the padding. Other strings keep theirs: they are content (a tensor "x " is not "x"). */
+static char *dup_unpadded(const char *s, size_t n, int space_padded)
 {
     size_t len = strnlen(s, n);
-    while (len > 0 && s[len - 1] == ' ')
+    while (space_padded && len > 0 && s[len - 1] == ' ')
         len--;
     char *d = malloc(len + 1);
     if (d) {
@@ -187,17 +188,18 @@ ptq_status ds_h5_read_strings(ptq_ctx *ctx, hid_t obj, int is_attr, const char *
             goto done;
         }
         for (int i = 0; i < n; i++)
-            strs[i] = dup_trimmed(raw[i] ? raw[i] : "", (size_t)-1);
+            strs[i] = dup_unpadded(raw[i] ? raw[i] : "", (size_t)-1, 0);
         reclaim_vlen(mem, space, raw);
     } else {
         size_t size = H5Tget_size(type);
+        const int space_padded = H5Tget_strpad(type) == H5T_STR_SPACEPAD;
         fixed = malloc((size_t)n * size + 1);
         if (!fixed || read_obj(obj, is_attr, mem, fixed) < 0) {
             st = ptq_fail(ctx, PTQ_ERR_FORMAT, "cannot read the strings of %s", what);
             goto done;
         }
         for (int i = 0; i < n; i++)
-            strs[i] = dup_trimmed(fixed + (size_t)i * size, size);
+            strs[i] = dup_unpadded(fixed + (size_t)i * size, size, space_padded);
     }
     for (int i = 0; i < n; i++)
         if (!strs[i]) {

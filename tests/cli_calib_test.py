@@ -160,6 +160,34 @@ def tiny_zero_model(path):
     onnx.save(m, path)
 
 
+def spaced_names(J, data):
+    """Tensors named 'pad ', 'pad' and ' lead': an archive keeps every name as the model spells it, so export
+    writes them and plan finds them (the reader dropped trailing spaces: 'pad ' came back as 'pad', listed twice,
+    exit 4; alone it was exported under a name the model lacks and plan refused it as not in the model)."""
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])
+    names = ("pad ", "pad", " lead")
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 1, 28, 28]) for n in names]
+    nodes = [helper.make_node("Relu", ["input"], ["pad "]), helper.make_node("Tanh", ["input"], ["pad"]),
+             helper.make_node("Sigmoid", ["input"], [" lead"])]
+    m = helper.make_model(helper.make_graph(nodes, "spaced", [x], outs), opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, J("spaced.onnx"))
+    run_ok("calibrate a model whose tensor names end or start with a space", "calibrate", "--model",
+           J("spaced.onnx"), "--data", data, "--out", J("spaced.h5"), "--samples", "20")
+    rc, _, err = ptq("export", J("spaced.h5"), "--method", "minmax", "--format", "json", "--out", J("spaced.json"),
+                     "--quiet")
+    got = [t["name"] for t in json.load(open(J("spaced.json")))["tensors"]] if rc == 0 else []
+    check("export json: names with leading and trailing spaces kept as the model has them",
+          rc == 0 and sorted(got) == sorted(names), f"exit {rc}, {got}: {err.strip()[-200:]}")
+    rc, _, err = ptq("export", J("spaced.h5"), "--method", "minmax", "--format", "trt", "--out", J("spaced.cache"),
+                     "--quiet")
+    got = [ln.rsplit(": ", 1)[0] for ln in open(J("spaced.cache")).read().split("\n")[1:-1]] if rc == 0 else []
+    check("export trt: one line per spaced name, as spelt", rc == 0 and sorted(got) == sorted(names),
+          f"exit {rc}, {got}: {err.strip()[-200:]}")
+    rc, _, err = ptq("plan", J("spaced.h5"), "--model", J("spaced.onnx"), "--out", J("spaced-plan.json"))
+    check("plan: the archive's spaced names are the model's", rc == 0, f"exit {rc}: {err.strip()[-200:]}")
+
+
 def one_outlier(J):
     """4,095 N(0, 1) values and one 1e4 through x -> MatMul(I) -> a -> MatMul(I) -> t -> MatMul -> h -> MatMul -> y
     (t = x, quantized by the default plan; a at the FP16 edge): the calibrated amax (entropy 1e4, and the
@@ -503,6 +531,7 @@ def main():
            "--out", J("m4000.json"))
 
     one_outlier(J)
+    spaced_names(J, data)
     return finish("cli_calib_test")
 
 
