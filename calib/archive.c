@@ -353,7 +353,8 @@ static int cmp_name_ptrs(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Tensor names are the graph's value names: non-empty and distinct. */
+/* Tensor names are the graph's value names: non-empty, UTF-8 (as ONNX names, which the model reader checks) and
+ * distinct. */
 static ptq_status names_distinct(h5f *r, const ptq_calib_set *s)
 {
     char what[200];
@@ -366,6 +367,8 @@ static ptq_status names_distinct(h5f *r, const ptq_calib_set *s)
     for (int64_t i = 0; i < s->n && !what[0]; i++) {
         if (!sorted[i][0])
             snprintf(what, sizeof what, "a tensor without a name in 'tensors/name'");
+        else if (!ptq_utf8_valid(sorted[i]))
+            snprintf(what, sizeof what, "tensor '%.120s' in 'tensors/name' is not UTF-8", sorted[i]);
         else if (i > 0 && strcmp(sorted[i], sorted[i - 1]) == 0)
             snprintf(what, sizeof what, "tensor '%.120s' listed twice in 'tensors/name'", sorted[i]);
     }

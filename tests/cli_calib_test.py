@@ -453,6 +453,12 @@ def main():
             f.create_dataset("tensors/name", data=np.array(v, dtype=object), dtype=h5py.string_dtype())
         return edit
 
+    def not_utf8(f):  # was exit 2 ('tensor 0 name ... is not valid UTF-8' from the exporter), not the archive's fault
+        v = [x if isinstance(x, bytes) else x.encode() for x in f["tensors/name"][()]]
+        v[0] = b"in\xffput"
+        del f["tensors/name"]
+        f.create_dataset("tensors/name", data=np.array(v, dtype=object), dtype=h5py.string_dtype("ascii"))
+
     def no_tensors(f):
         for k in ("count", "n_zero", "n_nan", "n_inf", "n_binned", "min", "max", "exponent", "name", "hist"):
             del f["tensors/" + k]
@@ -468,6 +474,7 @@ def main():
         ("no tensors", no_tensors, "no tensor"),
         ("a tensor named twice", renamed(["x", "x"]), "listed twice"),
         ("a tensor without a name", renamed([""]), "without a name"),
+        ("a tensor name that is not UTF-8", not_utf8, "in 'tensors/name' is not UTF-8"),
         ("a sample listed twice", set_item("samples/id", 1, int(read_archive(J("h1.h5"))["samples/id"][0])),
          "listed twice"),
     ]
