@@ -323,7 +323,7 @@ int cmd_export(int argc, char **argv)
     tables = 0;
     PTQ_TRY(st, commit_all(&ctx, files, n_files), done);
     char esc[1024]; /* names from the archive in the warnings, control characters escaped */
-    if (es.n_colon_names > 0)
+    if (fmt_trt && es.n_colon_names > 0) /* the EP cuts a TensorRT cache's lines; the other files keep keys whole */
         for (int64_t i = 0; i < n; i++)
             if (ptq_export_name_warns(ranges[i].name))
                 fprintf(stderr, "ptq export: warning: tensor '%s' has ':' in its name; ONNX Runtime's TensorRT-EP "
