@@ -534,7 +534,8 @@ static ptq_status read_tensors(h5f *r, ptq_calib_set *s)
         hsize_t start[2] = {(hsize_t)i, 0};
         if (mspace < 0 || H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, row, NULL) < 0 ||
             H5Dread(d, H5T_NATIVE_INT64, mspace, fspace, H5P_DEFAULT, hist) < 0) {
-            st = bad(r, "cannot read 'tensors/hist' (is the zstd filter 32015 available?)");
+            st = bad(r, "cannot read 'tensors/hist' (a chunk that is corrupt or would decompress past the memory "
+                        "limit, or no zstd filter 32015)");
             goto done;
         }
         ptq_observer_stats os = {c.count[i], c.n_zero[i], c.n_nan[i], c.n_inf[i], c.n_binned[i], c.min[i], c.max[i]};

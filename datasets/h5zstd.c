@@ -1,10 +1,12 @@
 /* The zstd HDF5 filter, registered id 32015 (as hdf5plugin's): cd_values[0]
  * is the compression level, each chunk is one zstd frame that records its
- * content size. Files written either way read both ways; checked by
- * tests/datasets_test.py (h5py + hdf5plugin) and tests/test_datasets.c. */
+ * content size (a frame declaring more than the memory limit is refused).
+ * Files written either way read both ways; checked by tests/datasets_test.py
+ * (h5py + hdf5plugin), tests/test_datasets.c and tests/badinput_test.py. */
 #include <zstd.h>
 
 #include "datasets/datasets_internal.h"
+#include "ptq/memory.h"
 
 /* H5Z_func_t: returns the bytes now in *buf, or 0 on failure (HDF5 then
  * reports the chunk as unreadable). Buffers are HDF5's to own and free. */
@@ -14,8 +16,11 @@ static size_t zstd_filter(unsigned int flags, size_t cd_nelmts, const unsigned i
     void *out;
     size_t got;
     if (flags & H5Z_FLAG_REVERSE) {
+        /* libhdf5 gives no chunk size to check the frame's against: a 33 KB frame can declare 1 GiB of zeros,
+         * so at least no more than the memory limit (--max-memory) is allocated for it */
         unsigned long long n = ZSTD_getFrameContentSize(*buf, nbytes);
-        if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n == 0 || n > (size_t)-1)
+        if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n == 0 || n > (size_t)-1 ||
+            n > ptq_memory_budget())
             return 0;
         out = H5allocate_memory((size_t)n, 0);
         if (!out)

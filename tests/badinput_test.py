@@ -658,6 +658,21 @@ def archives():
     # found by scripts/fuzz.sh archive: a chunk dimension of 0, which libhdf5 1.10.8 divides by on open
     zero = os.path.join(SRC, "tests", "data", "badinput", "archive_zero_chunk_dim.h5")
     case("archive: a chunk dimension of 0 (fuzz)", E + [zero], 4, "libhdf5 crashed", secs=60)
+    # a 33 KB zstd frame of 1 GiB of zeros written as the first histogram chunk (32 KiB): libhdf5 hands the filter
+    # no chunk size, and the filter allocated and filled whatever the frame declared, past --max-memory (1 GiB
+    # resident under --max-memory 64M, then refused for the histogram's sums); a frame past the limit is refused
+    bomb_frame = subprocess.run(["zstd", "-q", "-1", "--stream-size=1073741824", "-c"], input=bytes(1 << 30),
+                                capture_output=True).stdout if shutil.which("zstd") else b""
+    if bomb_frame and (not ONLY or ONLY in "archive: a zstd chunk declaring 1 GiB"):
+        bomb = spoiled("a_bomb.h5", lambda f: f["tensors/hist"].id.write_direct_chunk((0, 0), bomb_frame, 0))
+        probe = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
+                 "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        p = subprocess.run([sys.executable, "-c", probe, PTQ_ABS, *E, bomb, "--max-memory", "64M"],
+                           capture_output=True, text=True, timeout=300)
+        rc, kib = (p.stdout.split() + ["?", "0"])[:2]
+        check("archive: a zstd chunk declaring 1 GiB under --max-memory 64M: exit 4 within 256 MiB",
+              rc == "4" and int(kib) < 256 * 1024 and not os.path.exists(J("r.json")),
+              f"exit {rc}, peak RSS {int(kib) // 1024} MiB")
     case("merge: one archive", ["merge", J("arc.h5"), "--out", J("m.h5")], 2)
     case("merge: an archive with itself", ["merge", J("arc.h5"), J("arc.h5"), "--out", J("m.h5")], 2)
     case("export: --method bogus", ["export", J("arc.h5"), "--method", "bogus", "--format", "json",
