@@ -11,9 +11,11 @@
  * command of its name. Covered by tests/cli_run_test.py. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -669,6 +671,23 @@ static int dir_shared(const char *dir)
     return cli_report("run", &ctx, st);
 }
 
+/* One run at a time in dir: each reads run.json when it starts and rewrites it after every stage, so two at once
+ * would each record files the other wrote (and read them: a plan beside the other's sensitivity). An exclusive
+ * flock on the folder itself, held until the run ends (the kernel drops it however the process ends, SIGKILL
+ * included); where the file system takes no flock on a folder (some NFS mounts) the run goes on without one.
+ * 0, or prints and returns EXIT_IO when another process holds it. */
+static int dir_lock(const char *dir, int *fd)
+{
+    *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0 || flock(*fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    const int busy = errno == EWOULDBLOCK;
+    if (busy)
+        fprintf(stderr, "ptq run: error: --out %s is in use by another ptq run (it holds the folder's lock): one "
+                        "run at a time in a folder; wait for it, or give another --out\n", dir);
+    return busy ? EXIT_IO : 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},   {"calib-data", 1, NULL},    {"data", 1, NULL},      {"out", 1, NULL},
@@ -903,7 +922,7 @@ int cmd_run(int argc, char **argv)
         rc = 1;
     }
     struct stat dst;
-    int created = 0;
+    int created = 0, lock_fd = -1;
     if (rc == 0 && cli_is_writer()) { /* rank 0 writes */
         created = mkdir(dir, 0777) == 0;
         if (!created && errno != EEXIST) {
@@ -912,6 +931,8 @@ int cmd_run(int argc, char **argv)
         } else if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
             fprintf(stderr, "ptq run: error: --out %s is not a folder\n", dir);
             rc = EXIT_IO;
+        } else {
+            rc = dir_lock(dir, &lock_fd);
         }
     }
     if ((rc = cli_rank0_rc(rc)) == 0 && (rc = dir_shared(dir)) != 0 && created)
@@ -1047,5 +1068,7 @@ int cmd_run(int argc, char **argv)
         }
         print_summary(dir, dir_len, st, n_st, status, p_manifest, p_report_files[0], rc, budget_missed, collapsed);
     }
+    if (lock_fd >= 0)
+        close(lock_fd); /* the lock goes with it */
     return rc;
 }

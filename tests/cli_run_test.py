@@ -15,12 +15,14 @@ stage would refuse: --output, --input, --preprocess, --labels, --images-key...)
 or an --out that is a file stops the run before its first stage, writing
 nothing (with --json, the summary still on stdout). Resume keys do not depend on how paths and defaults are spelled,
 nor on how --preprocess spells the same preprocessing (another mean reruns);
-an output that is not the file its stage wrote reruns that stage. With
+an output that is not the file its stage wrote reruns that stage; a folder
+another run holds (its lock) is refused, exit 3. With
 --target ort-cpu, ort/ and ranges.json are what `ptq export --target
 ort-cpu` writes; with --core fp8-e5m2, ranges.json is on the plan's FP8
 grid. --images-key, --labels-key, --placement, --seed and --progress reach
 the stages. --math is in the keys of calibrate, sensitivity and validate
 (fp32 spelled out keys as no --math; another math reruns them)."""
+import fcntl
 import hashlib
 import json
 import os
@@ -100,6 +102,22 @@ def main():
         check("other spellings of the same paths and the defaults: every stage skipped, no '//' in the page's path",
               rc == 0 and len(stages(out)) == 8 and not any(stages(out).values()) and "open out/report/report.html"
               in out, f"exit {rc}: {out[-400:]} {err[-300:]}")
+        # another run working in the folder (its lock on it, held here as a run holds it): refused at once, exit 3,
+        # naming the folder, nothing touched (both ran, each rewriting run.json from the manifest it read at its start
+        # and the files the other wrote: a run could end with exit 0 beside the other's sensitivity and plan)
+        lock = os.open(J("out"), os.O_RDONLY)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        before = open(J("out", "run.json"), "rb").read()
+        rc, out, err = ptq(*base, "--force", "--json")
+        os.close(lock)
+        try:
+            js = json.loads(out)
+        except ValueError:
+            js = {}
+        check("a folder another run holds: exit 3 before any stage, naming it, run.json untouched, the JSON summary",
+              rc == 3 and "another ptq run" in err and J("out") in err and "== " not in err and
+              js.get("exit") == 3 and open(J("out", "run.json"), "rb").read() == before,
+              f"exit {rc}: {out[-300:]} {err[-300:]}")
         # a damaged output: its stage runs again and puts the same bytes back; what reads it is skipped
         calib = open(J("out", "calib.h5"), "rb").read()
         with open(J("out", "calib.h5"), "r+b") as f:
