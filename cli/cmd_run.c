@@ -123,6 +123,8 @@ typedef struct stage {
     int n_inputs;
     const char *outputs[CLI_REPORT_FILES];
     int n_outputs;
+    const char *side_output; /* "<model>.data": a written model's weights past protobuf's size (onnx_edit.c), made
+                                only then; an output of the stage when it is there */
     int by_classes; /* outputs are validate's report (outputs[0] validate.json): as many as its class count calls for */
     const char *unkeyed[MAX_UNKEYED]; /* options the outputs do not depend on (--threads, --progress): passed on,
                                          not in the key */
@@ -351,6 +353,16 @@ static ptq_status outputs_digest(ptq_ctx *ctx, const stage *s, size_t dir_len, c
         }
         cJSON_AddStringToObject(o, s->outputs[i] + dir_len + 1, hex);
     }
+    struct stat stt;
+    if (s->side_output && stat(s->side_output, &stt) == 0) {
+        char hex[65];
+        ptq_status st = ptq_sha256_file(ctx, s->side_output, hex);
+        if (st != PTQ_OK) {
+            cJSON_Delete(o);
+            return st;
+        }
+        cJSON_AddStringToObject(o, s->side_output + dir_len + 1, hex);
+    }
     *out = o;
     return PTQ_OK;
 }
@@ -359,7 +371,7 @@ enum { OUTPUTS_SAME, OUTPUTS_MISSING, OUTPUTS_CHANGED };
 
 /* Whether every file the stage writes is there with the SHA-256 recorded (an object of outputs_digest) when the
  * stage wrote it: OUTPUTS_SAME; OUTPUTS_MISSING when one is not there (or none was recorded); OUTPUTS_CHANGED,
- * with *which, when one is another file (damaged, or edited). */
+ * with *which, when one is another file (damaged, or edited). The side output counts where it was recorded. */
 static int outputs_state(ptq_ctx *ctx, const stage *s, size_t dir_len, const cJSON *recorded, const char **which)
 {
     struct stat stt;
@@ -367,16 +379,22 @@ static int outputs_state(ptq_ctx *ctx, const stage *s, size_t dir_len, const cJS
     *which = NULL;
     if (n < 0 || !cJSON_IsObject(recorded))
         return OUTPUTS_MISSING;
+    const char *files[CLI_REPORT_FILES + 1];
+    int n_files = 0;
     for (int i = 0; i < n; i++)
-        if (stat(s->outputs[i], &stt) != 0)
+        files[n_files++] = s->outputs[i];
+    if (s->side_output && cJSON_GetObjectItemCaseSensitive(recorded, s->side_output + dir_len + 1))
+        files[n_files++] = s->side_output;
+    for (int i = 0; i < n_files; i++)
+        if (stat(files[i], &stt) != 0)
             return OUTPUTS_MISSING;
-    for (int i = 0; i < n; i++) {
-        const cJSON *was = cJSON_GetObjectItemCaseSensitive(recorded, s->outputs[i] + dir_len + 1);
+    for (int i = 0; i < n_files; i++) {
+        const cJSON *was = cJSON_GetObjectItemCaseSensitive(recorded, files[i] + dir_len + 1);
         char hex[65];
         if (!cJSON_IsString(was))
             return OUTPUTS_MISSING;
-        if (ptq_sha256_file(ctx, s->outputs[i], hex) != PTQ_OK || strcmp(hex, was->valuestring) != 0) {
-            *which = s->outputs[i];
+        if (ptq_sha256_file(ctx, files[i], hex) != PTQ_OK || strcmp(hex, was->valuestring) != 0) {
+            *which = files[i];
             return OUTPUTS_CHANGED;
         }
     }
@@ -609,9 +627,10 @@ static void print_summary(const char *dir, size_t dir_len, const stage *st, int 
         cJSON_AddItemToArray(stages, e);
         const int done = strcmp(status[i], "ran") == 0 || strcmp(status[i], "skipped") == 0;
         validated |= done && strcmp(st[i].name, "validate") == 0;
-        for (int j = 0; done && j < st[i].n_outputs; j++) {
-            char *rel = ptq_utf8_dup(st[i].outputs[j] + dir_len + 1);
-            if (stat(st[i].outputs[j], &sb) == 0 && rel)
+        for (int j = 0; done && j <= st[i].n_outputs; j++) {
+            const char *path = j < st[i].n_outputs ? st[i].outputs[j] : st[i].side_output;
+            char *rel = path ? ptq_utf8_dup(path + dir_len + 1) : NULL;
+            if (rel && stat(path, &sb) == 0)
                 cJSON_AddItemToArray(files, cJSON_CreateString(rel));
             free(rel);
         }
@@ -801,7 +820,7 @@ int cmd_run(int argc, char **argv)
     if (smooth) { /* every later stage runs on the smoothed model */
         s = &st[n_st++];
         *s = (stage){.name = "smooth", .cmd = cmd_smooth, .inputs = {model, cdata}, .input_opts = {NULL, &cdata_opts},
-                     .n_inputs = 2, .outputs = {p_smooth}, .n_outputs = 1};
+                     .n_inputs = 2, .outputs = {p_smooth}, .n_outputs = 1, .side_output = p_smooth_data};
         arg(s, "smooth");
         opt_as(s, "--model", model, KEY_INPUT), opt_as(s, "--data", cdata, KEY_INPUT);
         opt_as(s, "--out", p_smooth, KEY_IN_DIR), opt(s, "--alpha", smooth);
@@ -904,7 +923,7 @@ int cmd_run(int argc, char **argv)
     }
     s = &st[n_st++];
     *s = (stage){.name = "qdq", .cmd = cmd_export, .inputs = {model, p_plan}, .n_inputs = 2, .outputs = {p_qdq},
-                 .n_outputs = 1};
+                 .n_outputs = 1, .side_output = p_qdq_data};
     arg(s, "export");
     opt(s, "--format", "qdq"), opt_as(s, "--plan", p_plan, KEY_INPUT), opt_as(s, "--model", model, KEY_INPUT);
     opt_as(s, "--out", p_qdq, KEY_IN_DIR);
@@ -997,6 +1016,8 @@ int cmd_run(int argc, char **argv)
         fflush(stdout);
         cJSON_DeleteItemFromObjectCaseSensitive(manifest, s->name);
         cJSON_DeleteItemFromObjectCaseSensitive(written, s->name);
+        if (s->side_output && cli_is_writer()) /* an earlier run's, beside the model this one may write inline */
+            unlink(s->side_output);
         for (int j = 0; j < s->n_unkeyed; j++)
             arg(s, s->unkeyed[j]);
         int cmd_argc = 0;

@@ -16,7 +16,8 @@ or an --out that is a file stops the run before its first stage, writing
 nothing (with --json, the summary still on stdout). Resume keys do not depend on how paths and defaults are spelled,
 nor on how --preprocess spells the same preprocessing (another mean reruns);
 an output that is not the file its stage wrote reruns that stage; a folder
-another run holds (its lock) is refused, exit 3. With
+another run holds (its lock) is refused, exit 3; model_qdq.onnx.data (a
+model past 2 GB) is the qdq stage's output too. With
 --target ort-cpu, ort/ and ranges.json are what `ptq export --target
 ort-cpu` writes; with --core fp8-e5m2, ranges.json is on the plan's FP8
 grid. --images-key, --labels-key, --placement, --seed and --progress reach
@@ -118,6 +119,38 @@ def main():
               rc == 3 and "another ptq run" in err and J("out") in err and "== " not in err and
               js.get("exit") == 3 and open(J("out", "run.json"), "rb").read() == before,
               f"exit {rc}: {out[-300:]} {err[-300:]}")
+        # a Q/DQ model past protobuf's size keeps its weights in model_qdq.onnx.data (PTQ_TEST_ONNX_INLINE_MAX=0 takes
+        # that branch): the qdq stage's output too, in run.json and --json's files; missing or damaged, it reruns (it
+        # was in no digest: the stage was skipped and model_qdq.onnx left without its weights)
+        ext = base[:base.index("--out")] + ["--out", J("out-ext")] + base[base.index("--out") + 2:]
+        big = {"PTQ_TEST_ONNX_INLINE_MAX": "0"}
+        rc, out, err = ptq(*ext, "--json", env=big)
+        try:
+            js = json.loads(out)
+        except ValueError:
+            js = {}
+        recorded = json.load(open(J("out-ext", "run.json")))["outputs"].get("qdq", {}) if rc == 0 else {}
+        data = open(J("out-ext", "model_qdq.onnx.data"), "rb").read() if rc == 0 else b""
+        check("external data: exit 0, model_qdq.onnx.data in run.json's qdq outputs and in --json's files",
+              rc == 0 and data and "model_qdq.onnx.data" in recorded and "model_qdq.onnx.data" in js.get("files", []),
+              f"exit {rc}: {recorded} {err[-300:]}")
+        os.remove(J("out-ext", "model_qdq.onnx.data"))
+        rc, out, err = ptq(*ext, env=big)
+        rerun = {k for k, v in stages(out).items() if v}
+        check("model_qdq.onnx.data missing: qdq alone reruns and puts it back",
+              rc == 0 and rerun == {"qdq"} and os.path.exists(J("out-ext", "model_qdq.onnx.data")) and
+              open(J("out-ext", "model_qdq.onnx.data"), "rb").read() == data, f"exit {rc}: {sorted(rerun)} {err[-300:]}")
+        with open(J("out-ext", "model_qdq.onnx.data"), "ab") as f:
+            f.write(b"\xff" * 64)
+        rc, out, err = ptq(*ext, env=big)
+        rerun = {k for k, v in stages(out).items() if v}
+        check("model_qdq.onnx.data damaged: qdq alone reruns, saying why, and the file is whole again",
+              rc == 0 and rerun == {"qdq"} and "model_qdq.onnx.data is not the file the qdq stage wrote" in err and
+              open(J("out-ext", "model_qdq.onnx.data"), "rb").read() == data, f"exit {rc}: {sorted(rerun)} {err[-300:]}")
+        rc, out, err = ptq(*ext, "--force")
+        check("the model inline again (--force): no model_qdq.onnx.data left beside it, none recorded",
+              rc == 0 and not os.path.exists(J("out-ext", "model_qdq.onnx.data")) and "model_qdq.onnx.data" not in
+              json.load(open(J("out-ext", "run.json")))["outputs"].get("qdq", {}), f"exit {rc}: {err[-300:]}")
         # a damaged output: its stage runs again and puts the same bytes back; what reads it is skipped
         calib = open(J("out", "calib.h5"), "rb").read()
         with open(J("out", "calib.h5"), "r+b") as f:
