@@ -10,6 +10,7 @@
  * a changed input reruns exactly what depends on it. Each stage is the
  * command of its name. Covered by tests/cli_run_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -690,6 +691,38 @@ static int dir_shared(const char *dir)
     return cli_report("run", &ctx, st);
 }
 
+/* 1 when s is ".tmp-" and 32 lowercase hex digits, the suffix of ptq_atomic_create's temporaries. */
+static int is_tmp_suffix(const char *s)
+{
+    if (strncmp(s, ".tmp-", 5) != 0)
+        return 0;
+    int n = 0;
+    for (s += 5; (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f'); s++)
+        n++;
+    return n == 32 && !*s;
+}
+
+/* The temporaries "<output>.tmp-<32 hex>" an earlier run left beside outputs[] when SIGKILL ended it (the one
+ * signal that leaves them; a killed calibration's can be as large as the archive): removed while this run holds
+ * the folder's lock, so none is another run's. */
+static void remove_stale_tmps(const char *const *outputs, int n_outputs)
+{
+    for (int i = 0; i < n_outputs; i++) {
+        const char *slash = strrchr(outputs[i], '/');
+        char folder[4300], path[8600];
+        snprintf(folder, sizeof folder, "%.*s", (int)(slash - outputs[i]), outputs[i]);
+        const size_t n_base = strlen(slash + 1);
+        DIR *d = opendir(folder);
+        for (struct dirent *e = d ? readdir(d) : NULL; e; e = readdir(d))
+            if (strncmp(e->d_name, slash + 1, n_base) == 0 && is_tmp_suffix(e->d_name + n_base)) {
+                snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+                unlink(path);
+            }
+        if (d)
+            closedir(d);
+    }
+}
+
 /* One run at a time in dir: each reads run.json when it starts and rewrites it after every stage, so two at once
  * would each record files the other wrote (and read them: a plan beside the other's sensitivity). An exclusive
  * flock on the folder itself, held until the run ends (the kernel drops it however the process ends, SIGKILL
@@ -701,6 +734,8 @@ static int dir_lock(const char *dir, int *fd)
     if (*fd < 0 || flock(*fd, LOCK_EX | LOCK_NB) == 0)
         return 0;
     const int busy = errno == EWOULDBLOCK;
+    close(*fd);
+    *fd = -1; /* not held */
     if (busy)
         fprintf(stderr, "ptq run: error: --out %s is in use by another ptq run (it holds the folder's lock): one "
                         "run at a time in a folder; wait for it, or give another --out\n", dir);
@@ -950,8 +985,8 @@ int cmd_run(int argc, char **argv)
         } else if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
             fprintf(stderr, "ptq run: error: --out %s is not a folder\n", dir);
             rc = EXIT_IO;
-        } else {
-            rc = dir_lock(dir, &lock_fd);
+        } else if ((rc = dir_lock(dir, &lock_fd)) == 0 && lock_fd >= 0) {
+            remove_stale_tmps(all_out, n_out);
         }
     }
     if ((rc = cli_rank0_rc(rc)) == 0 && (rc = dir_shared(dir)) != 0 && created)

@@ -17,7 +17,8 @@ nothing (with --json, the summary still on stdout). Resume keys do not depend on
 nor on how --preprocess spells the same preprocessing (another mean reruns);
 an output that is not the file its stage wrote reruns that stage; a folder
 another run holds (its lock) is refused, exit 3; model_qdq.onnx.data (a
-model past 2 GB) is the qdq stage's output too. With
+model past 2 GB) is the qdq stage's output too; the temporaries a SIGKILLed
+run left are removed by the next. With
 --target ort-cpu, ort/ and ranges.json are what `ptq export --target
 ort-cpu` writes; with --core fp8-e5m2, ranges.json is on the plan's FP8
 grid. --images-key, --labels-key, --placement, --seed and --progress reach
@@ -151,6 +152,21 @@ def main():
         check("the model inline again (--force): no model_qdq.onnx.data left beside it, none recorded",
               rc == 0 and not os.path.exists(J("out-ext", "model_qdq.onnx.data")) and "model_qdq.onnx.data" not in
               json.load(open(J("out-ext", "run.json")))["outputs"].get("qdq", {}), f"exit {rc}: {err[-300:]}")
+        # the temporaries a run killed by SIGKILL leaves beside its outputs (ptq_atomic_create's "<out>.tmp-<32 hex>";
+        # no other signal leaves them): the next run in the folder removes them, and nothing else (they stayed)
+        stale = ["calib.h5.tmp-" + "0a" * 16, "run.json.tmp-" + "9f" * 16, os.path.join("ort", "calibration.json.tmp-" +
+                 "c3" * 16), os.path.join("report", "validate.json.tmp-" + "b7" * 16)]
+        others = ["calib.h5.tmp-" + "0a" * 15, "calib.h5.tmp-" + "0A" * 16, "notes.txt.tmp-" + "0a" * 16, "calib.h5.bak"]
+        for name in stale + others:
+            with open(J("out", name), "w") as f:
+                f.write("partial")
+        rc, out, err = ptq(*base)
+        left = [n for n in stale if os.path.exists(J("out", n))]
+        check("a SIGKILLed run's temporaries: the next run removes them (every stage skipped), and no other file",
+              rc == 0 and not any(stages(out).values()) and not left and
+              all(os.path.exists(J("out", n)) for n in others), f"exit {rc}: left {left} {err[-300:]}")
+        for name in others:
+            os.remove(J("out", name))
         # a damaged output: its stage runs again and puts the same bytes back; what reads it is skipped
         calib = open(J("out", "calib.h5"), "rb").read()
         with open(J("out", "calib.h5"), "r+b") as f:
