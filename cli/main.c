@@ -20,7 +20,7 @@ int cmd_run(int argc, char **argv);
 int cmd_smooth(int argc, char **argv);
 
 static const char main_help[] =
-    "usage: ptq <command> [options]    (ptq <command> --help for its options)\n"
+    "usage: ptq <command> [options]    (ptq <command> --help or ptq help <command> for its options)\n"
     "\n"
     "ptq: post-training quantization and calibration for ONNX models.\n"
     "\n"
@@ -108,8 +108,41 @@ static int version(int argc, char **argv)
     return 0;
 }
 
+static int dispatch(int argc, char **argv);
+
+/* `ptq help CMD` (and `ptq help data convert`) is `ptq CMD --help`; argv[1] is "help", argc >= 3 */
+static int help_for(int argc, char **argv)
+{
+    const char *cmd = argv[2];
+    int known = strcmp(cmd, "version") == 0 || strcmp(cmd, "help") == 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        known |= strcmp(cmd, commands[i].name) == 0;
+    if (!known) {
+        if (cli_is_writer())
+            fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cmd, main_help);
+        return EXIT_USAGE;
+    }
+    const int n_words = strcmp(cmd, "data") == 0 && argc >= 4 && strcmp(argv[3], "convert") == 0 ? 2 : 1;
+    if (argc > 2 + n_words) {
+        if (cli_is_writer())
+            fprintf(stderr, "ptq help: error: unexpected argument '%s' (usage: ptq help [COMMAND])\n",
+                    argv[2 + n_words]);
+        return EXIT_USAGE;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (cli_is_writer())
+            fputs(main_help, stdout);
+        return 0;
+    }
+    char help_flag[] = "--help";
+    char *sub_argv[5] = {argv[0], argv[2], n_words == 2 ? argv[3] : help_flag, help_flag, NULL};
+    return dispatch(2 + n_words, sub_argv);
+}
+
 static int dispatch(int argc, char **argv)
 {
+    if (argc >= 3 && strcmp(argv[1], "help") == 0)
+        return help_for(argc, argv);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         if (cli_is_writer())
             fputs(main_help, argc < 2 ? stderr : stdout);

@@ -257,6 +257,14 @@ def main():
     expect("version junk", ["version", "junk"], 2, "'junk'")
     rc, out, err = ptq("eval", "--help")
     check("eval --help lists --device gpu and cuda:N", "gpu" in out and "cuda:N" in out, "")
+    # help CMD is CMD --help; an unknown CMD is a usage error
+    for args in (["eval"], ["export"], ["data"], ["data", "convert"], ["version"], ["run"]):
+        rc, out, err = ptq("help", *args)
+        rc2, out2, err2 = ptq(*args, "--help")
+        check(f"help {' '.join(args)} prints {' '.join(args)} --help", rc == 0 and rc2 == 0 and out == out2 and
+              out.startswith(f"usage: ptq {args[0]}"), out[:120])
+    expect("help bogus", ["help", "bogus"], 2, "unknown command 'bogus'")
+    expect("help eval junk", ["help", "eval", "junk"], 2, "'junk'")
     # --progress: the end line even for a run shorter than the first draw (0.2 s)
     rc, out, err = ptq("eval", "--model", MODEL, "--data", h5, "--limit", "20", "--progress")
     check("eval --limit 20 --progress prints its end line", rc == 0 and "20/20 img" in err, err[-200:])
