@@ -336,6 +336,16 @@ int cmd_export(int argc, char **argv)
                                 "[%.9g, 0]): the TensorRT EP would read an amax of 0, so it was left out of "
                                 "calibration.flatbuffers and calibration.cache (calibration.json keeps it)\n",
                         ptq_escape(ranges[i].name, esc, sizeof esc), (double)ranges[i].lowest);
+    if (es.n_tiny > 0)
+        for (int64_t i = 0; i < n; i++)
+            if (ptq_export_range_tiny(&ranges[i]))
+                fprintf(stderr, "ptq export: warning: tensor '%s': %s %.9g gives no normal float32 INT8 scale (|x| "
+                                "below about 1.5e-36), which TensorRT cannot take: left out of %s, as all-zero "
+                                "tensors are (ptq plan keeps it FP32)\n",
+                        ptq_escape(ranges[i].name, esc, sizeof esc), ranges[i].asymmetric ? "highest" : "amax",
+                        ranges[i].asymmetric ? (double)ranges[i].highest : ranges[i].r.amax,
+                        fmt_trt ? "the TensorRT cache" : "calibration.flatbuffers and calibration.cache "
+                                                         "(calibration.json keeps it)");
     for (int64_t i = 0; i < n; i++)
         if (!ranges[i].r.degenerate && ranges[i].r.zero_fraction > PTQ_CALIB_ZERO_WARN)
             fprintf(stderr, "ptq export: warning: tensor '%s': amax %g rounds %.1f%% of the nonzero values the archive "

@@ -207,8 +207,14 @@ int ptq_export_range_no_positive(const ptq_tensor_range *t)
     return !is_degenerate(t) && t->asymmetric && !(table_value(t) > 0);
 }
 
+int ptq_export_range_tiny(const ptq_tensor_range *t)
+{
+    const double v = table_value(t);
+    return !is_degenerate(t) && v > 0 && !((float)(v / ptq_qformat_max(PTQ_QFORMAT_INT8)) >= FLT_MIN);
+}
+
 /* The checks of the TensorRT-facing tables, then the ranges they hold
- * (degenerate and no-positive ones left out, counted) in ascending byte order of the names. */
+ * (degenerate, no-positive and tiny ones left out, counted) in ascending byte order of the names. */
 static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges, int64_t n, ptq_export_stats *s,
                                     const ptq_tensor_range ***sorted, int64_t *n_sorted)
 {
@@ -226,7 +232,9 @@ static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges
                             t->name, ptq_qformat_name(t->format));
         float v = (float)table_value(t);
         s->n_no_positive += ptq_export_range_no_positive(t);
-        if (!is_degenerate(t) && !ptq_export_range_no_positive(t) && (!(v >= FLT_MIN) || isinf(v)))
+        s->n_tiny += ptq_export_range_tiny(t);
+        if (!is_degenerate(t) && !ptq_export_range_no_positive(t) && !ptq_export_range_tiny(t) &&
+            (!(v >= FLT_MIN) || isinf(v)))
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG,
                             "tensor \"%s\": %s %.17g is not a normal, finite float32 as the TensorRT EP needs",
                             t->name,
@@ -237,7 +245,8 @@ static ptq_status trt_facing_sorted(ptq_ctx *ctx, const ptq_tensor_range *ranges
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory sorting %" PRId64 " tensor names", n);
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (!is_degenerate(&ranges[i]) && !ptq_export_range_no_positive(&ranges[i]))
+        if (!is_degenerate(&ranges[i]) && !ptq_export_range_no_positive(&ranges[i]) &&
+            !ptq_export_range_tiny(&ranges[i]))
             v[m++] = &ranges[i];
     }
     qsort(v, (size_t)m, sizeof *v, cmp_range_names);

@@ -59,6 +59,10 @@ ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params *p, con
         const ptq_tensor_range *t = &ranges[i];
         if (t->r.degenerate || t->r.amax == 0)
             continue;
+        if (ptq_export_range_tiny(t)) {
+            s.n_tiny++;
+            continue;
+        }
         float scale = (float)(t->r.amax / ptq_qformat_max(PTQ_QFORMAT_INT8));
         if (!(scale >= FLT_MIN) || isinf(scale)) {
             st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG,

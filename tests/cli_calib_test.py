@@ -160,6 +160,20 @@ def tiny_zero_model(path):
     onnx.save(m, path)
 
 
+def tiny_range_model(path):
+    """Relu(input) -> 'normal'; input * 1e-38 -> 'tiny' -> Relu -> 'tiny_out': ranges below about 1e-36, whose INT8
+    scale is no normal float32."""
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 28, 28])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 1, 28, 28]) for n in ("normal", "tiny_out")]
+    nodes = [helper.make_node("Relu", ["input"], ["normal"], name="relu"),
+             helper.make_node("Mul", ["input", "k"], ["tiny"], name="mul"),
+             helper.make_node("Relu", ["tiny"], ["tiny_out"], name="relu2")]
+    k = onnx.numpy_helper.from_array(np.array(1e-38, np.float32), "k")
+    m = helper.make_model(helper.make_graph(nodes, "tiny", [x], outs, [k]), opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+
+
 def spaced_names(J, data):
     """Tensors named 'pad ', 'pad' and ' lead': an archive keeps every name as the model spells it, so export
     writes them and plan finds them (the reader dropped trailing spaces: 'pad ' came back as 'pad', listed twice,
@@ -372,6 +386,26 @@ def main():
         rc, _, err = ptq("export", J("zero.h5"), "--method", "minmax", "--format", fmt, "--out", J(out), "--quiet")
         check(f"export --format {fmt}: no warning about ':' in names (nothing cuts them there)",
               rc == 0 and "has ':'" not in err, f"exit {rc}, stderr {err.strip()!r}")
+
+    # ranges below about 1e-36 (no normal float32 INT8 scale): left out of the TensorRT-facing tables with a warning
+    # naming them, as all-zero tensors are (both formats exited 2, writing nothing)
+    tiny_range_model(J("tiny.onnx"))
+    run_ok("calibrate a model with tiny ranges", "calibrate", "--model", J("tiny.onnx"), "--data", data,
+           "--out", J("tiny.h5"), "--samples", "20")
+    for method in ("minmax", "entropy"):
+        rc, _, err = ptq("export", J("tiny.h5"), "--method", method, "--format", "trt", "--out", J("tiny.cache"),
+                         "--quiet")
+        cache = open(J("tiny.cache")).read() if rc == 0 else ""
+        check(f"export {method} trt: tiny ranges left out with a warning naming each, the others written",
+              rc == 0 and "\nnormal: " in cache and "tiny" not in cache and "tensor 'tiny'" in err and
+              "tensor 'tiny_out'" in err and "left out of the TensorRT cache" in err, f"exit {rc}: {err.strip()!r}")
+        rc, _, err = ptq("export", J("tiny.h5"), "--method", method, "--format", "ort", "--out", J("tiny-ort"),
+                         "--quiet")
+        tables = [open(J("tiny-ort", f_)).read() if rc == 0 else "" for f_ in ("calibration.cache",
+                                                                               "calibration.json")]
+        check(f"export {method} ort: tiny ranges out of calibration.cache (kept in calibration.json), warned about",
+              rc == 0 and "normal " in tables[0] and "tiny" not in tables[0] and '"tiny"' in tables[1] and
+              "tensor 'tiny'" in err and "calibration.json keeps it" in err, f"exit {rc}: {err.strip()!r}")
 
     # bad input: clear message, non-zero exit, nothing written
     other = J("other.onnx")

@@ -167,11 +167,20 @@ static void test_trt_cache(void)
     CHECK_MSG(strstr(ctx.msg, "fp8_act") && strstr(ctx.msg, "fp8-e4m3"), "message: %s", ctx.msg);
     CHECK(b.data == NULL && s.n_written == 0);
 
-    /* scales TensorRT cannot take */
-    ptq_tensor_range tiny = rng("tiny", 1e-37), huge = rng("huge", 1e300);
-    CHECK(ptq_export_trt_cache(&ctx, NULL, &tiny, 1, &b, NULL) == PTQ_ERR_INVALID_ARG);
-    CHECK_MSG(strstr(ctx.msg, "tiny"), "message: %s", ctx.msg);
+    /* a scale under float32's smallest normal: left out, counted, as a degenerate range (it was refused);
+     * 127 * 2^-126 is the least amax kept */
+    ptq_tensor_range tiny[] = {rng("tiny", 1e-37), rng("x", 127.0), rng("edge", 127.0 * FLT_MIN),
+                               rng("below", 126.0 * FLT_MIN)};
+    CHECK(ptq_export_range_tiny(&tiny[0]) && !ptq_export_range_tiny(&tiny[1]) && !ptq_export_range_tiny(&tiny[2]) &&
+          ptq_export_range_tiny(&tiny[3]) && !ptq_export_range_tiny(&deg[0]));
+    CHECK(ptq_export_trt_cache(&ctx, NULL, tiny, 4, &b, &s) == PTQ_OK);
+    CHECK(buf_is(&b, "TRT-100300-EntropyCalibration2\nx: 3f800000\nedge: 00800000\n"));
+    CHECK(s.n_tiny == 2 && s.n_written == 2 && s.n_degenerate == 0);
+    ptq_buf_free(&b);
+    /* a scale past float32: refused */
+    ptq_tensor_range huge = rng("huge", 1e300);
     CHECK(ptq_export_trt_cache(&ctx, NULL, &huge, 1, &b, NULL) == PTQ_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(ctx.msg, "huge"), "message: %s", ctx.msg);
     CHECK(b.data == NULL);
 }
 
@@ -207,7 +216,7 @@ static void test_refusals(void)
     bad[14].r[1].r.scale = -1;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ptq_buf b = {0};
-        ptq_export_stats s = {1, 1, 1, 1};
+        ptq_export_stats s = {1, 1, 1, 1, 1};
         ptq_status st[5];
         st[0] = ptq_export_trt_cache(&ctx, NULL, bad[i].r, 2, &b, &s);
         st[1] = ptq_export_ort_flatbuffers(&ctx, bad[i].r, 2, &b, &s);
@@ -282,16 +291,23 @@ static void test_ort_flatbuffers(void)
     CHECK(b.n_bytes == 24 && rd32(&b, 0) == 12 && rd32(&b, 20) == 0);
     ptq_buf_free(&b);
 
-    /* FP8 and float32-overflowing ranges are refused; too-small ones too */
+    /* FP8 and float32-overflowing ranges are refused; too-small ones left out, counted (they were refused) */
     ptq_tensor_range f8 = rng("e5", 57344.0);
     f8.format = PTQ_QFORMAT_FP8_E5M2;
     CHECK(ptq_export_ort_flatbuffers(&ctx, &f8, 1, &b, NULL) == PTQ_ERR_UNSUPPORTED);
     CHECK(ptq_export_ort_cache(&ctx, &f8, 1, &b, NULL) == PTQ_ERR_UNSUPPORTED);
     CHECK_MSG(strstr(ctx.msg, "e5") && strstr(ctx.msg, "fp8-e5m2"), "message: %s", ctx.msg);
-    ptq_tensor_range big = rng("big", 1e39), small = rng("small", 1e-39);
+    ptq_tensor_range big = rng("big", 1e39), small[] = {rng("small", 1e-39), rng("sub", 1e-37), rng("a", 2.5)};
     CHECK(ptq_export_ort_flatbuffers(&ctx, &big, 1, &b, NULL) == PTQ_ERR_INVALID_ARG);
-    CHECK(ptq_export_ort_cache(&ctx, &small, 1, &b, NULL) == PTQ_ERR_INVALID_ARG);
     CHECK(b.data == NULL);
+    CHECK(ptq_export_ort_cache(&ctx, small, 3, &b, &s) == PTQ_OK);
+    CHECK(buf_is(&b, "a 2.5\n") && s.n_tiny == 2 && s.n_written == 1);
+    ptq_buf_free(&b);
+    CHECK(ptq_export_ort_flatbuffers(&ctx, small, 3, &b, &s) == PTQ_OK && s.n_tiny == 2 && s.n_written == 1);
+    ptq_buf_free(&b);
+    CHECK(ptq_export_ort_json(&ctx, small, 3, &b, NULL) == PTQ_OK && strstr(b.data, "\"small\"") &&
+          strstr(b.data, "\"sub\""));
+    ptq_buf_free(&b);
 }
 
 static void test_ort_text(void)

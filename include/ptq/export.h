@@ -43,6 +43,9 @@ typedef struct ptq_export_stats {
                               TensorRT EP's amax would be 0, so calibration.flatbuffers and calibration.cache
                               leave them out (ptq_export_range_no_positive names them); calibration.json keeps
                               them */
+    int64_t n_tiny;        /* ranges whose INT8 scale (amax/127, or highest/127) is below float32's smallest normal
+                              value (amax under about 1.5e-36): left out of the TensorRT-facing tables as degenerate
+                              ones are (ptq_export_range_tiny names them); JSON and calibration.json keep them */
 } ptq_export_stats;
 
 /* 1 when a name in a TensorRT cache would not read back whole: it contains
@@ -54,6 +57,12 @@ PTQ_API int ptq_export_name_warns(const char *name);
  * positive): the amax the TensorRT EP would read is 0, so
  * calibration.flatbuffers and calibration.cache leave it out. */
 PTQ_API int ptq_export_range_no_positive(const ptq_tensor_range *t);
+
+/* 1 when t is not degenerate, the value a TensorRT-facing table holds for it (amax; highest for an
+ * asymmetric range) is positive, and its INT8 scale, (float)(value / 127), is not a normal float32 (under
+ * 2^-126: |x| below about 1.5e-36), which TensorRT cannot take: the TensorRT cache, calibration.flatbuffers
+ * and calibration.cache leave it out, as they leave out all-zero tensors (ptq plan keeps such a tensor FP32). */
+PTQ_API int ptq_export_range_tiny(const ptq_tensor_range *t);
 
 /* 1 when s is a name (or path) the exporters accept: non-empty, valid
  * UTF-8 (no overlong forms or surrogates), no '\n' or '\r'. */
@@ -80,10 +89,11 @@ PTQ_API size_t ptq_export_format_double(double x, char *out, size_t out_bytes);
  * "TRT-<version>-<algorithm>\n" then "name: %08x\n" per tensor in the given
  * order: the IEEE-754 bits of the float32 scale (float)(amax / 127).
  * INT8 only: an FP8 range is PTQ_ERR_UNSUPPORTED (TensorRT reads FP8 ranges
- * only from explicit Q/DQ models). Degenerate ranges are left out (TensorRT
- * then keeps those tensors out of INT8) and counted in stats. An amax whose
- * scale is not a normal float32 (under 2^-126, or infinite) is
- * PTQ_ERR_INVALID_ARG. Names with ':' are written, and counted. */
+ * only from explicit Q/DQ models). Degenerate ranges, and tiny ones whose
+ * scale is under float32's smallest normal 2^-126 (ptq_export_range_tiny),
+ * are left out (TensorRT then keeps those tensors out of INT8) and counted
+ * in stats. An amax whose scale overflows float32 is PTQ_ERR_INVALID_ARG.
+ * Names with ':' are written, and counted. */
 
 /* TensorRT's version number as caches spell it: major*1000+minor*100+patch
  * up to TensorRT 9 (8.6.1 -> 8601), major*10000+minor*100+patch from 10
@@ -118,10 +128,10 @@ PTQ_API ptq_status ptq_export_trt_cache(ptq_ctx *ctx, const ptq_trt_cache_params
  * asymmetric range (target ort-cpu) holds its own lowest and highest, and
  * ORT then writes max(highest, lowest), its highest: so does ptq.
  * calibration.flatbuffers and calibration.cache feed TensorRT's INT8 path:
- * FP8 ranges are PTQ_ERR_UNSUPPORTED there, degenerate ranges and
- * asymmetric ones with no positive value (highest <= 0) are left out
- * (counted), and the value written must round to a normal, finite
- * float32. */
+ * FP8 ranges are PTQ_ERR_UNSUPPORTED there; degenerate ranges, asymmetric
+ * ones with no positive value (highest <= 0) and tiny ones
+ * (ptq_export_range_tiny) are left out (counted), and the value written
+ * must round to a finite float32 (else PTQ_ERR_INVALID_ARG). */
 
 /* TrtTable { dict: [KeyValue { key: string (key); value: string }] }, no
  * file identifier, laid out exactly as ORT's Python flatbuffers Builder
