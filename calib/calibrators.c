@@ -3,6 +3,7 @@
  * calib/mse.c. Everything works in units of the bin width, which is exact
  * (a power of two). Covered by tests/test_calibrators.c. */
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +246,8 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     if (s != PTQ_OK)
         return s;
     out->amax = p->method == PTQ_CALIB_MINMAX ? max_abs : a * h.w;
+    if (out->amax > FLT_MAX) /* a bin edge past max|x| near float's limit: float32's largest value, >= max|x| */
+        out->amax = FLT_MAX;
     out->scale = out->amax / ptq_qformat_max(p->format);
     out->clipped_fraction = ((double)st.n_inf + count_above(&h, a)) / n_values;
     out->zero_fraction = zero_fraction(&h, &st, out->scale, p->format);

@@ -4,6 +4,7 @@
  * degenerate and no-finite inputs, batch-split invariance, and the FP8
  * conversion edge cases (kernels/ref/fp8.c). `test_calibrators --kl FILE`
  * and `--sum FILE` are the drivers of the numpy oracle tests/calibrators_test.py. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,32 @@ static void check_minmax(void)
         ptq_calib_range r = calib(o, PTQ_CALIB_MINMAX, (ptq_qformat)f, 0);
         CHECK(r.amax == 3.5 && r.scale == 3.5 / ptq_qformat_max((ptq_qformat)f) && !r.degenerate);
         CHECK_MSG(r.clipped_fraction == 1.0 / 5.0, "clipped %g: only the Inf of 5 non-NaN", r.clipped_fraction);
+    }
+    ptq_observer_free(o);
+}
+
+/* Data reaching +-FLT_MAX: entropy's and mse's amax is a bin edge up to one bin past max|x|, here 2^128, which is
+ * Inf as a float32 (ptq export --format ort refused it, the JSON wrote 3.4028236692093846e+38); every method's amax
+ * is now at most FLT_MAX */
+static void check_float_max(void)
+{
+    ptq_observer *o = make();
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    float x[4096];
+    for (int k = 0; k < 4096; k++)
+        x[k] = (float)((k % 2 ? -1 : 1) * (double)FLT_MAX * (k + 1) / 4096.0); /* uniform up to +-FLT_MAX */
+    CHECK(ptq_observer_update(&ctx, o, x, 4096) == PTQ_OK);
+    for (int m = PTQ_CALIB_MINMAX; m <= PTQ_CALIB_MSE; m++) {
+        for (int f = PTQ_QFORMAT_INT8; f <= PTQ_QFORMAT_FP8_E5M2; f++) {
+            ptq_calib_range r = calib(o, (ptq_calib_method)m, (ptq_qformat)f, 0);
+            CHECK_MSG(r.amax > 0 && r.amax <= FLT_MAX && isfinite((float)r.amax) &&
+                          r.scale == r.amax / ptq_qformat_max((ptq_qformat)f),
+                      "%s/%s: amax %.17g past float32", ptq_calib_method_name((ptq_calib_method)m),
+                      ptq_qformat_name((ptq_qformat)f), r.amax);
+            if (m == PTQ_CALIB_ENTROPY) /* the top candidate, 2^128: float32's largest value instead */
+                CHECK_MSG(r.amax == FLT_MAX, "entropy/%s: amax %.17g", ptq_qformat_name((ptq_qformat)f), r.amax);
+        }
     }
     ptq_observer_free(o);
 }
@@ -583,6 +610,7 @@ int main(int argc, char **argv)
     check_fp8();
     check_minmax();
     check_degenerate();
+    check_float_max();
     check_entropy_uniform();
     check_entropy_tail();
     check_entropy_empty_start();

@@ -82,7 +82,7 @@ PTQ_API double ptq_qformat_max(ptq_qformat f);
  * entropy: ModelOpt's _compute_amax_entropy (REFERENCE.md) on the histogram
  *   (ModelOpt's own ends at max|x|, ours at a bin edge past it): bins[0] =
  *   bins[1], candidates i = 128 .. len, amax = i * w (so up to one bin above
- *   max|x|). Its arithmetic is reproduced operation for operation (np.sum's
+ *   max|x|, but never above FLT_MAX: an edge past it gives FLT_MAX). Its arithmetic is reproduced operation for operation (np.sum's
  *   order, scipy's entropy and rel_entr) so near-ties resolve as in numpy;
  *   ties go to the largest i. One departure: where every bin below a
  *   candidate is empty, ModelOpt's Q is 0/0 = NaN and numpy's argmin would
@@ -107,7 +107,7 @@ PTQ_API double ptq_qformat_max(ptq_qformat f);
  *   two), so where one outlier sets max|x| the first bin may hold most of
  *   the tensor, and percentile=50 of 4095 N(0,1) values and one 1e4 gives
  *   4.0, the first bin's right edge, not the median 0.67.
- * mse: amax among the bin right edges i * w, i = 1 .. len, with the least
+ * mse: amax among the bin right edges i * w, i = 1 .. len (FLT_MAX for an edge past it), with the least
  *   sum over bins of count * (qdq(centre) - centre)^2, centres (j + 0.5) w;
  *   INT8 qdq: scale amax / 127, round half to even, clamp to +-127 (the
  *   histogram is of |x|: the -128 code is not counted); FP8:
