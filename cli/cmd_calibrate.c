@@ -95,7 +95,7 @@ static void print_summary(const ptq_calib_set *set, const cli_session *s, const 
         ptq_observer_stats st;
         char esc[1024]; /* a name from the model, control characters escaped */
         ptq_observer_get_stats(ptq_calib_set_observer(set, i), &st);
-        printf("  %-36s %12lld %12.5g %12.5g %7.2f%% %8lld\n", ptq_escape(ptq_calib_set_name(set, i), esc, sizeof esc),
+        printf("  %s %12lld %12.5g %12.5g %7.2f%% %8lld\n", cli_padded(ptq_calib_set_name(set, i), 36, esc, sizeof esc),
                (long long)st.count,
                (double)st.min, (double)st.max, st.count ? 100.0 * (double)st.n_zero / (double)st.count : 0.0,
                (long long)(st.n_nan + st.n_inf));

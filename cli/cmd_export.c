@@ -125,7 +125,7 @@ static void print_ranges(const ptq_tensor_range *r, int64_t n, const char *metho
            "amax", "scale", "clipped");
     char esc[1024]; /* a name from the archive, control characters escaped */
     for (int64_t i = 0; i < n; i++)
-        printf("  %-40s %12.6g %14.6g %8.4f%%%s\n", ptq_escape(r[i].name, esc, sizeof esc), r[i].r.amax,
+        printf("  %s %12.6g %14.6g %8.4f%%%s\n", cli_padded(r[i].name, 40, esc, sizeof esc), r[i].r.amax,
                r[i].r.scale, 100.0 * r[i].r.clipped_fraction, r[i].r.degenerate ? "  (all zeros)" : "");
 }
 

@@ -235,14 +235,14 @@ int cmd_info(int argc, char **argv)
                dims_at_1 ? ", shapes at batch 1 and unknown input dims 1" : shapes == PTQ_OK ? ", shapes at batch 1" : "");
         for (int v = 0; v < g->n_values; v++)
             if (act[v])
-                printf("  %-40s %-18s [%s]\n", ptq_escape(g->values[v].name, esc, sizeof esc),
+                printf("  %s %-18s [%s]\n", cli_padded(g->values[v].name, 40, esc, sizeof esc),
                        ptq_escape(g->values[v].producer >= 0 ? g->nodes[g->values[v].producer].op_type : "(graph input)",
                                   esc2, sizeof esc2),
                        ptq_dims_str(g->values[v].dims, g->values[v].ndim, dims, sizeof dims));
         printf("quantizable weights (%d):\n", n_wt);
         for (int v = 0; v < g->n_values; v++)
             if (wt[v])
-                printf("  %-40s [%s]\n", ptq_escape(g->values[v].name, esc, sizeof esc),
+                printf("  %s [%s]\n", cli_padded(g->values[v].name, 40, esc, sizeof esc),
                        ptq_dims_str(g->values[v].dims, g->values[v].ndim, dims, sizeof dims));
     }
 done:

@@ -106,14 +106,14 @@ static void print_explain(const ptq_plan *p)
     char esc[1024], esc_why[1024], esc_rule[256]; /* names from the plan file, control characters escaped */
     int w = 6;
     for (int64_t i = 0; i < p->n; i++)
-        if ((int)strlen(ptq_escape(p->e[i].name, esc, sizeof esc)) > w)
-            w = (int)strlen(esc);
+        if (cli_width(ptq_escape(p->e[i].name, esc, sizeof esc)) > w)
+            w = cli_width(esc);
     printf("%-*s  %-9s %-6s  %-18s  %s\n", w, "tensor", "precision", "kind", "rule", "why");
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];
         const char *rule = e->rule && e->rule[0] ? e->rule : "-";
         const char *why = ptq_placement_rule_why(rule);
-        printf("%-*s  %-9s %-6s  %-18s  %s\n", w, ptq_escape(e->name, esc, sizeof esc), ptq_prec_name(e->prec),
+        printf("%s  %-9s %-6s  %-18s  %s\n", cli_padded(e->name, w, esc, sizeof esc), ptq_prec_name(e->prec),
                e->is_weight ? "weight" : "act", ptq_escape(rule, esc_rule, sizeof esc_rule),
                ptq_escape(why ? why : e->source ? e->source : "", esc_why, sizeof esc_why));
     }

@@ -148,7 +148,7 @@ int cmd_smooth(int argc, char **argv)
             double before, after;
             const char *name = ptq_smooth_group_name(sm, i, &c, &n_cons);
             ptq_smooth_spread(sm, i, alpha, &before, &after);
-            printf("  %-48s %8lld %9d %10.1f -> %8.1f\n", ptq_escape(name, esc, sizeof esc), (long long)c, n_cons,
+            printf("  %s %8lld %9d %10.1f -> %8.1f\n", cli_padded(name, 48, esc, sizeof esc), (long long)c, n_cons,
                    before, after);
         }
     }

@@ -39,8 +39,8 @@ static void print_step(void *user, int step, const char *moved, double drop, int
         snprintf(wpart, sizeof wpart, "worst class %s drop %.2f pts", wname, worst_drop + 0.0);
     else /* no class lost recall: none is the worst */
         snprintf(wpart, sizeof wpart, "no class lost recall");
-    fprintf(stderr, "plan: step %3d  %-44s top-1 drop %6.2f pts  %s  %s %lld/%lld\n", step,
-            moved ? ptq_escape(moved, mname, sizeof mname) : "(the default plan)", drop + 0.0, wpart, sp->high,
+    fprintf(stderr, "plan: step %3d  %s top-1 drop %6.2f pts  %s  %s %lld/%lld\n", step,
+            cli_padded(moved ? moved : "(the default plan)", 44, mname, sizeof mname), drop + 0.0, wpart, sp->high,
             (long long)n_float, (long long)n_tensors);
 }
 

@@ -63,16 +63,24 @@ const char *ptq_escape(const char *s, char *buf, size_t n_buf)
     for (size_t n; s && *s; s += n) {
         unsigned char c = (unsigned char)*s;
         n = c < 0x80 ? 1 : ptq_utf8_char_bytes(s); /* a byte that starts no UTF-8 character is escaped too */
-        int esc = c < 0x20 || c == 0x7f || n == 0;
-        if (esc)
+        const unsigned char c1 = n > 1 ? (unsigned char)s[1] : 0, c2 = n > 2 ? (unsigned char)s[2] : 0;
+        /* C1 controls U+0080..U+009F (NEL, CSI, ...) and U+2028/U+2029 break lines or drive terminals too:
+         * each of their bytes escaped */
+        const int c1_or_sep = (n == 2 && c == 0xC2 && c1 < 0xA0) || (n == 3 && c == 0xE2 && c1 == 0x80 &&
+                                                                      (c2 == 0xA8 || c2 == 0xA9));
+        int esc = c < 0x20 || c == 0x7f || n == 0 || c1_or_sep;
+        if (n == 0)
             n = 1;
-        if (used + (esc ? 4 : n) >= n_buf)
+        if (used + (esc ? 4 * n : n) >= n_buf)
             break;
         if (esc) {
-            buf[used++] = '\\';
-            buf[used++] = 'x';
-            buf[used++] = hex[c >> 4];
-            buf[used++] = hex[c & 15];
+            for (size_t k = 0; k < n; k++) {
+                const unsigned char b = (unsigned char)s[k];
+                buf[used++] = '\\';
+                buf[used++] = 'x';
+                buf[used++] = hex[b >> 4];
+                buf[used++] = hex[b & 15];
+            }
         } else {
             memcpy(buf + used, s, n);
             used += n;

@@ -282,6 +282,46 @@ def models():
     case("onnx: ESC in a tensor name, plan --explain escapes it",
          ["plan", J("esc-cal.h5"), "--model", J("esc.onnx"), "--placement", "all", "--explain", "--out",
           J("esc-plan.json")], 0, out_check=lambda out, err: "\\x1b[31m" in out and "\x1b" not in out + err)
+    # U+0085 (NEL, a C1 control) and U+2028 (LINE SEPARATOR) break a terminal's line as '\n' does: escaped as the
+    # control bytes are (they were printed as they are); columns padded by characters, not bytes ('e' with an acute
+    # accent is two bytes: the row was one column short per such letter)
+    sep = "nel\u0085ls\u2028" + "\u00e9" * 6
+    shown = "nel\\xc2\\x85ls\\xe2\\x80\\xa8" + "\u00e9" * 6
+    conv_model(J("sep.onnx"), in_name=sep)
+
+    def table(out, head):
+        """The rows of the table whose header line starts with head, the header first."""
+        lines = out.splitlines()
+        at = next((i for i, l in enumerate(lines) if l.startswith(head)), None)
+        if at is None:
+            return []
+        end = next((i for i in range(at + 1, len(lines)) if not lines[i].strip() or lines[i].endswith(":")),
+                   len(lines))
+        return lines[at:end]
+
+    def second_column(rows, col):
+        """Every row's second column starts at character col (the name, padded, before it)."""
+        return len(rows) > 2 and all(r[col - 1] == " " and r[col] != " " for r in rows)
+
+    def same_length(rows):
+        """Every row as long as the header (fixed-width columns after the padded name)."""
+        return len(rows) > 2 and len({len(r) for r in rows}) == 1
+
+    def clean(out):
+        return "\u0085" not in out and "\u2028" not in out and shown in out
+
+    case("onnx: NEL and LINE SEPARATOR in a name, calibrate's table escapes them and pads by characters",
+         ["calibrate", "--model", J("sep.onnx"), "--data", J("good.h5"), "--out", J("sep-cal.h5")], 0,
+         out_check=lambda out, err: clean(out) and same_length(table(out, "  tensor")))
+    case("onnx: NEL and LINE SEPARATOR in a name, export's table escapes them and pads by characters",
+         ["export", J("sep-cal.h5"), "--method", "minmax", "--format", "json", "--out", J("sep-ranges.json")], 0,
+         out_check=lambda out, err: clean(out) and same_length(table(out, "  tensor")))
+    case("onnx: NEL and LINE SEPARATOR in a name, plan --explain escapes them and pads by characters",
+         ["plan", J("sep-cal.h5"), "--model", J("sep.onnx"), "--placement", "all", "--explain", "--out",
+          J("sep-plan.json")], 0, out_check=lambda out, err: clean(out) and
+         second_column(table(out, "tensor "), len(shown) + 2))
+    case("onnx: NEL and LINE SEPARATOR in a name, info escapes them and pads by characters", ["info", J("sep.onnx")],
+         0, out_check=lambda out, err: clean(out) and second_column(table(out, "quantizable activations")[1:], 43))
     onnx_model(J("two_in.onnx"), [helper.make_node("Add", ["a", "b"], ["y"])],
                [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 1, 28, 28]),
                 helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 1, 28, 28])],

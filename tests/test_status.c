@@ -45,6 +45,14 @@ int main(void)
     CHECK(strcmp(ptq_escape("a\xff" "b\xc3", esc, sizeof esc), "a\\xffb\\xc3") == 0);
     CHECK(strcmp(ptq_escape("\xc0\xaf", esc, sizeof esc), "\\xc0\\xaf") == 0);
     CHECK(strcmp(ptq_escape(NULL, esc, sizeof esc), "") == 0);
+    /* C1 controls (NEL U+0085, CSI U+009B) and U+2028/U+2029 byte by byte; U+00A0 and U+2027 kept; a whole
+     * escaped character or none when cut */
+    char wide[64];
+    CHECK(strcmp(ptq_escape("a\xc2\x85" "b\xc2\x9b" "c\xc2\xa0", wide, sizeof wide),
+                 "a\\xc2\\x85b\\xc2\\x9bc\xc2\xa0") == 0);
+    CHECK(strcmp(ptq_escape("\xe2\x80\xa8" "\xe2\x80\xa9" "\xe2\x80\xa7", wide, sizeof wide),
+                 "\\xe2\\x80\\xa8\\xe2\\x80\\xa9\xe2\x80\xa7") == 0);
+    CHECK(strcmp(ptq_escape("ab\xc2\x85", esc, 10), "ab") == 0);
     /* names that are not UTF-8 become valid UTF-8 for the reports: each bad byte U+FFFD */
     static const struct { const char *in, *want; } fix[] = {
         {"caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80"}, /* valid: kept */

@@ -51,7 +51,8 @@ typedef struct ptq_ctx {
 PTQ_API void ptq_ctx_init(ptq_ctx *ctx);
 PTQ_API const char *ptq_status_name(ptq_status st);
 
-/* s with control characters (bytes below 0x20, and 0x7f) and bytes that
+/* s with control characters (bytes below 0x20, and 0x7f; the C1 controls
+ * U+0080..U+009F and U+2028, U+2029 byte by byte) and bytes that
  * start no UTF-8 character written as \xNN, so a name from a file cannot
  * drive a terminal or make a message invalid UTF-8; cut to fit buf[n_buf]
  * (between characters). Returns buf. */
