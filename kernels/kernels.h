@@ -208,6 +208,11 @@ void ptq_k_pad_ref(ptq_pad_mode mode, size_t elem_bytes, int ndim, const int64_t
 void ptq_k_sqrt_ref(int64_t n, const float *x, float *y);
 /* y = pow(a, b) with numpy broadcasting (bc as for ptq_k_binary_ref). */
 void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y);
+/* y = pow(a, b) for an integer exponent b (int64 when b_int64, else int32), with numpy broadcasting, as
+ * onnxruntime's CPU Pow computes it: where b is one value along the output's innermost axis of more than one
+ * element (and a is not), an exponent of 2 or 3 is x * x (* x) in float32; everywhere else pow in double, rounded
+ * to float32. */
+void ptq_k_pow_int_ref(const ptq_bcast *bc, const float *a, const void *b, int b_int64, float *y);
 
 /* Mean over the axes with reduced[d] != 0 of x [dims[0..ndim-1]] (summed in
  * double); y holds the kept axes in order ([prod of kept dims]). */

@@ -122,6 +122,36 @@ static void check_pow_sqrt(void)
     CHECK(test_dims_are(&c.out[0], 2, DIMS(3, 2)) && y[0] == 2 && y[1] == 64 && isnan(y[2]) && y[3] == -8 &&
           y[4] == 3 && y[5] == 729);
     test_case_free(&c);
+    /* an integer exponent from opset 12 (2 and 3 as products, others pow in double); other dtypes and older
+     * opsets refused naming the node */
+    const int64_t three = 3;
+    const int32_t e32[] = {-1, 0, 5};
+    test_case_init(&c, "Pow", 15, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, a, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, &three, 0, NULL);
+    CHECK_MSG(test_case_run(&c, &ptq_op_Pow, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float cubes[] = {1, 8, 27, 64, -8, 729};
+    CHECK(test_dims_are(&c.out[0], 2, DIMS(2, 3)) && memcmp(c.out[0].data, cubes, sizeof cubes) == 0);
+    test_case_free(&c);
+    test_case_init(&c, "Pow", 12, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, a, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT32, e32, 1, DIMS(3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Pow, 0) == PTQ_OK, "%s", c.ctx.msg);
+    y = c.out[0].data;
+    CHECK(y[0] == 1 && y[1] == 1 && y[2] == 243 && y[3] == 0.25f && y[4] == 1 && y[5] == 59049);
+    test_case_free(&c);
+    const uint8_t e8 = 2;
+    test_case_init(&c, "Pow", 11, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, a, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, &three, 0, NULL);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Pow, 0), PTQ_ERR_UNSUPPORTED));
+    CHECK_MSG(strstr(c.ctx.msg, "opset 12"), "%s", c.ctx.msg);
+    test_case_free(&c);
+    test_case_init(&c, "Pow", 15, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, a, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_UINT8, &e8, 0, NULL);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Pow, 0), PTQ_ERR_UNSUPPORTED));
+    test_case_free(&c);
     test_case_init(&c, "Sqrt", 13, NULL, 0, 1, 1);
     test_case_input(&c, 0, PTQ_DT_FLOAT, a + 3, 1, DIMS(3));
     CHECK_MSG(test_case_run(&c, &ptq_op_Sqrt, 0) == PTQ_OK, "%s", c.ctx.msg);

@@ -1,6 +1,6 @@
 /* Reference Sqrt and Pow (numpy broadcasting) on float32, as ONNX defines
- * them; their CPU path too. Covered by tests/test_ops_zoo.c and the ONNX
- * conformance run. */
+ * them, and Pow with an integer exponent as onnxruntime computes it; their CPU path too. Covered by
+ * tests/test_ops_zoo.c, the ONNX conformance run and tests/pow_int_test.py (onnxruntime as the oracle). */
 #include <math.h>
 
 #include "kernels/kernels.h"
@@ -20,5 +20,31 @@ void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y
         int64_t ia, ib;
         ptq_bcast_offsets(bc, i, &ia, &ib);
         y[i] = powf(a[ia], b[ib]);
+    }
+}
+
+void ptq_k_pow_int_ref(const ptq_bcast *bc, const float *a, const void *b, int b_int64, float *y)
+{
+    int64_t n = 1;
+    int inner = -1; /* the innermost output axis of more than one element */
+    for (int d = 0; d < bc->ndim; d++) {
+        n *= bc->out_dims[d];
+        if (bc->out_dims[d] > 1)
+            inner = d;
+    }
+    /* onnxruntime walks the output in runs along that axis; in a run where the exponent is one value and the
+     * base is not, it computes 2 and 3 as products in float32 */
+    const int b_per_run = inner >= 0 && bc->b_stride[inner] == 0 && bc->a_stride[inner] != 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ia, ib;
+        ptq_bcast_offsets(bc, i, &ia, &ib);
+        const int64_t e = b_int64 ? ((const int64_t *)b)[ib] : (int64_t)((const int32_t *)b)[ib];
+        const float x = a[ia];
+        if (b_per_run && e == 2)
+            y[i] = x * x;
+        else if (b_per_run && e == 3)
+            y[i] = x * x * x;
+        else
+            y[i] = (float)pow((double)x, (double)e);
     }
 }
