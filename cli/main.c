@@ -114,7 +114,8 @@ static int dispatch(int argc, char **argv);
 static int help_for(int argc, char **argv)
 {
     const char *cmd = argv[2];
-    int known = strcmp(cmd, "version") == 0 || strcmp(cmd, "help") == 0;
+    const int is_help = strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0;
+    int known = strcmp(cmd, "version") == 0 || is_help;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         known |= strcmp(cmd, commands[i].name) == 0;
     if (!known) {
@@ -129,7 +130,7 @@ static int help_for(int argc, char **argv)
                     argv[2 + n_words]);
         return EXIT_USAGE;
     }
-    if (strcmp(cmd, "help") == 0) {
+    if (is_help) {
         if (cli_is_writer())
             fputs(main_help, stdout);
         return 0;

@@ -263,6 +263,9 @@ def main():
         rc2, out2, err2 = ptq(*args, "--help")
         check(f"help {' '.join(args)} prints {' '.join(args)} --help", rc == 0 and rc2 == 0 and out == out2 and
               out.startswith(f"usage: ptq {args[0]}"), out[:120])
+    for args in (["help"], ["--help"], ["-h"]):
+        rc, out, err = ptq("help", *args)
+        check(f"help {args[0]} prints the general help", rc == 0 and out == ptq("--help")[1], out[:80])
     expect("help bogus", ["help", "bogus"], 2, "unknown command 'bogus'")
     expect("help eval junk", ["help", "eval", "junk"], 2, "'junk'")
     # --progress: the end line even for a run shorter than the first draw (0.2 s)
