@@ -130,21 +130,36 @@ static const char *class_label(const char *const *names, int c, char *buf, size_
 }
 
 /* For the terminal: a class name from the data with control characters escaped. */
-/* Class c's name escaped for the terminal into buf[n], at most w bytes and
- * cut between UTF-8 characters (the tables' "%-*.*s" would cut at w bytes,
- * maybe inside one). */
+/* Characters (code points) in UTF-8 s: the columns a terminal gives it. */
+static int text_width(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* Class c's name escaped for the terminal into buf[n], at most w characters
+ * (w < 0: all), cut between UTF-8 characters. */
 static const char *class_label_text(const char *const *names, int c, char *buf, size_t n, int w)
 {
     char tmp[32];
     ptq_escape(class_label(names, c, tmp, sizeof tmp), buf, n);
-    size_t cut = strlen(buf);
-    if (w >= 0 && cut > (size_t)w) {
-        cut = (size_t)w;
-        while (cut > 0 && ((unsigned char)buf[cut] & 0xC0) == 0x80)
-            cut--;
-        buf[cut] = '\0';
+    int chars = 0;
+    for (size_t i = 0; buf[i]; i++) {
+        if (((unsigned char)buf[i] & 0xC0) != 0x80 && w >= 0 && chars++ == w) {
+            buf[i] = '\0';
+            break;
+        }
     }
     return buf;
+}
+
+/* Spaces that pad label to w characters (the tables' "%-*s" would pad by bytes). */
+static int label_pad(const char *label, int w)
+{
+    const int n = text_width(label);
+    return n < w ? w - n : 0;
 }
 
 /* Inserts x into the n-long list top[] of the largest keys (ties: lower
@@ -180,8 +195,9 @@ static ptq_status text_top(ptq_buf *b, const ptq_eval_stats *s, const char *cons
     ptq_buf_putf(b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
     for (int i = 0; i < n_top; i++) {
         const int c = (int)top[i];
-        ptq_buf_putf(b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc, w),
-                     m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
+        class_label_text(names, c, esc, sizeof esc, w);
+        ptq_buf_putf(b, "%s%*s  %9.4f  %9.4f  %9.4f  %8lld\n", esc, label_pad(esc, w), "", m[c].precision, m[c].recall,
+                     m[c].f1, (long long)m[c].support);
     }
     n_top = 0;
     for (int r = 0; r < k; r++)
@@ -198,8 +214,9 @@ static ptq_status text_top(ptq_buf *b, const ptq_eval_stats *s, const char *cons
         ptq_buf_putf(b, "  %8s  %-*s  %s\n", "images", w, "true class", "predicted as");
     for (int i = 0; i < n_top; i++) {
         const int r = (int)(top[i] / k), c = (int)(top[i] % k);
-        ptq_buf_putf(b, "  %8lld  %-*.*s  %s\n", (long long)s->confusion[top[i]], w, w,
-                     class_label_text(names, r, esc, sizeof esc, w), class_label_text(names, c, esc2, sizeof esc2, -1));
+        class_label_text(names, r, esc, sizeof esc, w);
+        ptq_buf_putf(b, "  %8lld  %s%*s  %s\n", (long long)s->confusion[top[i]], esc, label_pad(esc, w), "",
+                     class_label_text(names, c, esc2, sizeof esc2, -1));
     }
     return b->failed ? PTQ_ERR_NOMEM : PTQ_OK;
 }
@@ -224,7 +241,7 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     int w = 5;
     char tmp[32], esc[256];
     for (int c = 0; c < k; c++) {
-        int len = (int)strlen(class_label_text(names, c, esc, sizeof esc, -1));
+        int len = text_width(class_label_text(names, c, esc, sizeof esc, -1));
         if (len > w)
             w = len;
     }
@@ -235,9 +252,11 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         goto finish;
     }
     ptq_buf_putf(&b, "%-*s  %9s  %9s  %9s  %8s\n", w, "class", "precision", "recall", "f1", "support");
-    for (int c = 0; c < k; c++)
-        ptq_buf_putf(&b, "%-*.*s  %9.4f  %9.4f  %9.4f  %8lld\n", w, w, class_label_text(names, c, esc, sizeof esc, w),
-                  m[c].precision, m[c].recall, m[c].f1, (long long)m[c].support);
+    for (int c = 0; c < k; c++) {
+        class_label_text(names, c, esc, sizeof esc, w);
+        ptq_buf_putf(&b, "%s%*s  %9.4f  %9.4f  %9.4f  %8lld\n", esc, label_pad(esc, w), "", m[c].precision,
+                     m[c].recall, m[c].f1, (long long)m[c].support);
+    }
     ptq_buf_putf(&b, "\nconfusion matrix (rows: true class, columns: predicted)\n%*s", w, "");
     int cw = 6;
     for (int c = 0; c < k; c++) {
@@ -255,7 +274,8 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
         ptq_buf_putf(&b, " %*d", cw - 1, c);
     ptq_buf_putf(&b, "\n");
     for (int c = 0; c < k; c++) {
-        ptq_buf_putf(&b, "%-*.*s", w, w, class_label_text(names, c, esc, sizeof esc, w));
+        class_label_text(names, c, esc, sizeof esc, w);
+        ptq_buf_putf(&b, "%s%*s", esc, label_pad(esc, w), "");
         for (int j = 0; j < k; j++)
             ptq_buf_putf(&b, " %*lld", cw - 1, (long long)s->confusion[(int64_t)c * k + j]);
         ptq_buf_putf(&b, "\n");

@@ -14,6 +14,32 @@
 
 enum { SN = 1001, SK = 9 };
 
+/* Characters (code points) in the line of UTF-8 text that starts at s. */
+static int line_width(const char *s)
+{
+    int n = 0;
+    for (; *s && *s != '\n'; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* 1 when every line of the table whose header is the line skip lines below the one starting with head, up to a
+ * blank line, is as wide (in characters) as the header: its columns line up on a terminal. */
+static int table_aligned(const char *text, const char *head, int skip)
+{
+    const char *at = strstr(text, head);
+    for (; at && skip > 0; skip--)
+        at = strchr(at, '\n') ? strchr(at, '\n') + 1 : NULL;
+    if (!at)
+        return 0;
+    const int w = line_width(at);
+    int rows = 0;
+    for (const char *l = strchr(at, '\n'); l && l[1] && l[1] != '\n'; l = strchr(l + 1, '\n'), rows++)
+        if (line_width(l + 1) != w)
+            return 0;
+    return rows > 0;
+}
+
 /* Renders s as JSON and text, and checks both against want[2] byte for byte
  * (or fills want when it is empty). */
 static void check_render(ptq_ctx *ctx, const ptq_eval_stats *s, char **want, const char *what)
@@ -175,6 +201,19 @@ int main(void)
     CHECK(ptq_eval_format_text(&ctx, &s, wide, &text2) == PTQ_OK);
     CHECK_MSG(text2 && ptq_utf8_valid(text2), "the table cut a 2-byte character");
     free(text2);
+    /* names of 2-byte characters are padded by characters: the columns line up (a byte's padding left each such
+     * row a column short per character), and a long one is cut to 24 characters, not 24 bytes */
+    const char *accented[6] = {"tee", "trous\xc3\xa9r", "pullover", "dr\xc3\xa9\xc3\xa9ss", "coat",
+                               "\xc3\xa9t\xc3\xa9"};
+    for (int k = 0; k < 2; k++) {
+        CHECK(ptq_eval_format_text(&ctx, &s, k ? wide : accented, &text2) == PTQ_OK);
+        CHECK_MSG(text2 && table_aligned(text2, "class ", 0) && table_aligned(text2, "confusion matrix (rows", 1),
+                  "%s names: columns out of line:\n%s", k ? "long" : "accented", text2 ? text2 : "");
+        CHECK(!k || (text2 && strstr(text2, "x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                                             "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9  ")));
+        free(text2);
+        text2 = NULL;
+    }
     free(json);
     free(text);
     ptq_eval_stats_free(&s);
