@@ -73,3 +73,11 @@ char *ptq_utf8_dup(const char *s)
     out[used] = '\0';
     return out;
 }
+
+int ptq_utf8_width(const char *s)
+{
+    int n = 0;
+    for (; s && *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}

@@ -9,4 +9,9 @@
  * surrogates or values above U+10FFFF): 1 to 4, or 0 when s starts none. */
 size_t ptq_utf8_char_bytes(const char *s);
 
+/* Characters (code points) in UTF-8 s, the columns a terminal table gives
+ * it: each byte that is no continuation byte counts one (ptq_escape's
+ * output is valid UTF-8). */
+int ptq_utf8_width(const char *s);
+
 #endif

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/logits.h"
+#include "core/utf8.h"
 #include "reports/json_num.h"
 #include "ptq/buf.h"
 #include "ptq/memory.h"
@@ -130,15 +131,6 @@ static const char *class_label(const char *const *names, int c, char *buf, size_
 }
 
 /* For the terminal: a class name from the data with control characters escaped. */
-/* Characters (code points) in UTF-8 s: the columns a terminal gives it. */
-static int text_width(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
-}
-
 /* Class c's name escaped for the terminal into buf[n], at most w characters
  * (w < 0: all), cut between UTF-8 characters. */
 static const char *class_label_text(const char *const *names, int c, char *buf, size_t n, int w)
@@ -158,7 +150,7 @@ static const char *class_label_text(const char *const *names, int c, char *buf, 
 /* Spaces that pad label to w characters (the tables' "%-*s" would pad by bytes). */
 static int label_pad(const char *label, int w)
 {
-    const int n = text_width(label);
+    const int n = ptq_utf8_width(label);
     return n < w ? w - n : 0;
 }
 
@@ -241,7 +233,7 @@ ptq_status ptq_eval_format_text(ptq_ctx *ctx, const ptq_eval_stats *s, const cha
     int w = 5;
     char tmp[32], esc[256];
     for (int c = 0; c < k; c++) {
-        int len = text_width(class_label_text(names, c, esc, sizeof esc, -1));
+        int len = ptq_utf8_width(class_label_text(names, c, esc, sizeof esc, -1));
         if (len > w)
             w = len;
     }

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/logits.h"
+#include "core/utf8.h"
 #include "core/xsum.h"
 #include "reports/json_num.h"
 #include "ptq/dist.h"
@@ -709,8 +710,9 @@ static ptq_status summary_body(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
     for (int i = 0; i < v->n_flagged && i < SUMMARY_FLAGGED_MAX; i++) {
         int c = v->order[i];
         char esc[256]; /* for the terminal: control characters escaped */
-        PUT("    %-20s recall %6.2f%% -> %6.2f%%  (%+.2f pts, %lld images)\n",
-            ptq_escape(validate_view_class_name(v, c, tmp, sizeof tmp), esc, sizeof esc),
+        ptq_escape(validate_view_class_name(v, c, tmp, sizeof tmp), esc, sizeof esc);
+        const int width = ptq_utf8_width(esc); /* padded to 20 characters, not bytes */
+        PUT("    %s%*s recall %6.2f%% -> %6.2f%%  (%+.2f pts, %lld images)\n", esc, width < 20 ? 20 - width : 0, "",
             100 * v->mf[c].recall, 100 * v->mq[c].recall, -v->drop_pts[c], (long long)v->mf[c].support);
     }
     if (v->n_flagged > SUMMARY_FLAGGED_MAX)

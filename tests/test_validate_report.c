@@ -326,6 +326,20 @@ static void test_crafted(ptq_ctx *ctx)
                   !strpbrk(md, "\x1b\x07<"),
               "markdown:\n%s", md ? md : "");
     free(md);
+    /* flagged classes' lines pad names by characters: 'recall' in one column for a name of 2-byte letters */
+    hostile[3] = "ch\xc3\xa2t\xc3\xa9";
+    hostile[7] = "horse";
+    CHECK(ptq_validate_format_summary(ctx, whole, &opts, &sum) == PTQ_OK);
+    const char *l1 = sum ? strstr(sum, "    ch\xc3\xa2t") : NULL, *l2 = sum ? strstr(sum, "    horse") : NULL;
+    int col[2] = {-1, -2};
+    for (int i = 0; i < 2 && l1 && l2; i++) {
+        const char *r = strstr(i ? l2 : l1, "recall");
+        col[i] = 0;
+        for (const char *p = i ? l2 : l1; r && p < r; p++)
+            col[i] += ((unsigned char)*p & 0xC0) != 0x80;
+    }
+    CHECK_MSG(col[0] == col[1], "'recall' at characters %d and %d:\n%s", col[0], col[1], sum ? sum : "");
+    free(sum);
     opts.class_names = names;
 
     /* the shared Markdown cells: code spans fenced past the name's backticks, a leading list marker escaped */
