@@ -4,9 +4,11 @@
  * Transpose of an initializer, a Constant node's value: each is then a weight like an initializer (planned per
  * channel, simulated and exported as one). Nodes are left to run with the data where the model names an op ptq
  * cannot run (the executor reports it), where a node writes a graph output, where computing it fails (the run
- * reports why), or where its outputs would be larger than FOLD_GROWTH times its inputs plus FOLD_SMALL_BYTES (an
- * Expand or ConstantOfShape of a hostile size is the run's to plan under --max-memory). Covered by
- * tests/fold_test.py. */
+ * reports why), where its outputs would be larger than FOLD_GROWTH times its inputs and FOLD_SMALL_BYTES (an
+ * Expand or ConstantOfShape of a hostile size is the run's to plan under --max-memory), or where they would take
+ * the values folded so far past FOLD_GROWTH times the model's constants plus FOLD_SMALL_BYTES (every folded value
+ * stays in the graph's store: a chain of Expands, each 4x the last, or a thousand Identities of one weight would
+ * otherwise grow a small file into gigabytes at load). Covered by tests/fold_test.py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,18 @@
 static size_t add_sat(size_t a, size_t b)
 {
     return b > SIZE_MAX - a ? SIZE_MAX : a + b;
+}
+
+/* The bytes folding may add to g's store: FOLD_GROWTH times its initializers and Constant values, plus
+ * FOLD_SMALL_BYTES. */
+static size_t fold_budget(const ptq_graph *g)
+{
+    size_t const_bytes = 0;
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT))
+            const_bytes = add_sat(const_bytes, g->values[v].n_bytes);
+    const size_t grown = const_bytes > SIZE_MAX / FOLD_GROWTH ? SIZE_MAX : const_bytes * FOLD_GROWTH;
+    return add_sat(grown, FOLD_SMALL_BYTES);
 }
 
 /* 1 when every input node k names is a constant and none of its outputs is a graph output. */
@@ -40,9 +54,11 @@ static int foldable(const ptq_graph *g, const ptq_node *n, size_t *in_bytes)
     return 1;
 }
 
-/* Computes node k into frame's out views (data malloc'd) when it folds; *done = 1 then. Errors of the node's own
- * (attributes, shapes, data) leave it to run; only running out of memory is an error. */
-static ptq_status fold_node(ptq_ctx *ctx, ptq_graph *g, int k, const ptq_op_def *op, ptq_op_frame *frame, int *done)
+/* Computes node k into frame's out views (data malloc'd) when it folds within *left bytes, taking its outputs'
+ * bytes from *left; *done = 1 then. Errors of the node's own (attributes, shapes, data) leave it to run; only
+ * running out of memory is an error. */
+static ptq_status fold_node(ptq_ctx *ctx, ptq_graph *g, int k, const ptq_op_def *op, ptq_op_frame *frame,
+                            size_t *left, int *done)
 {
     const ptq_node *n = &g->nodes[k];
     *done = 0;
@@ -74,7 +90,7 @@ static ptq_status fold_node(ptq_ctx *ctx, ptq_graph *g, int k, const ptq_op_def 
     size_t out_bytes = 0;
     for (int i = 0; i < n->n_outputs; i++)
         out_bytes = add_sat(out_bytes, ptq_tensor_bytes(io.out[i]));
-    if (out_bytes > FOLD_SMALL_BYTES && out_bytes / FOLD_GROWTH > in_bytes)
+    if ((out_bytes > FOLD_SMALL_BYTES && out_bytes / FOLD_GROWTH > in_bytes) || out_bytes > *left)
         return PTQ_OK;
     ptq_status st = PTQ_OK;
     for (int i = 0; i < n->n_outputs; i++)
@@ -87,6 +103,7 @@ static ptq_status fold_node(ptq_ctx *ctx, ptq_graph *g, int k, const ptq_op_def 
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i] >= 0)
             PTQ_TRY(st, ptq_graph_set_folded(ctx, g, n->outputs[i], io.out[i]), done);
+    *left -= out_bytes;
     *done = 1;
 done:
     for (int i = 0; i < n->n_outputs; i++) {
@@ -107,9 +124,10 @@ ptq_status ptq_graph_fold_constants(ptq_ctx *ctx, ptq_graph *g)
     memset(&frame, 0, sizeof frame);
     ptq_status st = PTQ_OK;
     int n_folded = 0;
+    size_t left = fold_budget(g);
     for (int k = 0; k < g->n_nodes; k++) {
         int done = 0;
-        PTQ_TRY(st, fold_node(ctx, g, k, ops[k], &frame, &done), out);
+        PTQ_TRY(st, fold_node(ctx, g, k, ops[k], &frame, &left, &done), out);
         n_folded += done;
     }
     if (n_folded)

@@ -7,10 +7,13 @@ logits, the default plan gives the core ones one INT8 scale per output channel (
 activation would get), and onnxruntime on the Q/DQ export agrees with `ptq validate`'s logits, INT8 and FP8 core.
 Tied constants: a bias read by one Conv and, through an Identity, by another (the split of the first's bias
 leaves it for the Identity), and a weight read by its Conv and by an Identity that a folded ReduceMean reads (the
-export keeps the float weight for it, as the simulation read it).
+export keeps the float weight for it, as the simulation read it). Hostile growth: a ConstantOfShape of 1 MiB
+expanded 4x four times loads within 128 MiB (what folding keeps is bounded by the model's constants), and eval
+still gives onnxruntime's logits.
 Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -78,6 +81,59 @@ def rel(got, want):
     return float(np.abs(got - want).max()) / float(np.abs(want).max()) if got.shape == want.shape else np.inf
 
 
+def grown(path, kind, n):
+    """[N, 1, 8, 8] -> Conv -> Mul by the mean of a value grown from a few constants: kind "expand", a
+    ConstantOfShape of 1 MiB expanded 4x n times (each within 4x its input); kind "fan", the mean of n Identities
+    of one 1 MiB weight (each the size of its input)."""
+    inits = [numpy_helper.from_array(np.full((N_CLASSES, 1, 8, 8), 0.01, np.float32), "W")]
+    if kind == "expand":
+        inits.append(numpy_helper.from_array(np.array([1 << 18], np.int64), "s0"))
+        nodes = [helper.make_node("ConstantOfShape", ["s0"], ["e0"], name="zeros",
+                                  value=numpy_helper.from_array(np.array([0.5], np.float32), "v"))]
+        for i in range(n):
+            inits.append(numpy_helper.from_array(np.array([4] * (i + 1) + [1 << 18], np.int64), f"s{i + 1}"))
+            nodes.append(helper.make_node("Expand", [f"e{i}", f"s{i + 1}"], [f"e{i + 1}"], name=f"expand{i}"))
+        nodes.append(helper.make_node("ReduceMean", [f"e{n}"], ["k"], name="mean", keepdims=0))
+    else:
+        inits.append(numpy_helper.from_array(np.full(1 << 18, 0.5, np.float32), "big"))
+        nodes = [helper.make_node("Identity", ["big"], [f"i{i}"], name=f"copy{i}") for i in range(n)]
+        nodes += [helper.make_node("Add", [f"i{i}", f"i{i + 50}"], [f"i{i + 50}s"], name=f"add{i}")
+                  for i in range(0, n - 50, 50)]
+        nodes.append(helper.make_node("ReduceMean", [f"i{n - 50}s"], ["k"], name="mean", keepdims=0))
+    nodes += [helper.make_node("Conv", ["x", "W"], ["c"], name="conv"), helper.make_node("Mul", ["c", "k"], ["m"]),
+              helper.make_node("Flatten", ["m"], ["y"], name="flatten")]
+    g = helper.make_graph(nodes, kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
+    onnx.save(m, path)
+
+
+def peak_rss_mib(*args):
+    """Runs ptq with args from a fresh interpreter (a fork of this one would count its own pages): (exit code,
+    ptq's peak resident MiB)."""
+    probe = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
+             "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    p = subprocess.run([sys.executable, "-c", probe, os.environ.get("PTQ_BIN", "build/ptq"), *args],
+                       capture_output=True, text=True, timeout=300)
+    rc, kib = (p.stdout.split() + ["-1", "0"])[:2]
+    return int(rc), int(kib) // 1024
+
+
+def hostile_growth(J, x):
+    for kind, n, what in (("expand", 4, "a ConstantOfShape of 1 MiB expanded 4x four times (341 MiB)"),):
+        path = J(f"{kind}.onnx")
+        grown(path, kind, n)
+        rc, mib = peak_rss_mib("info", path)
+        check(f"info loads {what} within 128 MiB", rc == 0 and mib < 128, f"exit {rc}, peak RSS {mib} MiB")
+        rc, _, err = ptq("eval", "--model", path, "--data", J("d.h5"), "--limit", "64", "--logits", J(f"{kind}.npy"))
+        got = np.load(J(f"{kind}.npy")) if rc == 0 else np.zeros(0)
+        check(f"eval of {what}, the nodes left to run, gives onnxruntime's logits within 1e-5",
+              rc == 0 and rel(got, run_ort(path, x[:64])) <= 1e-5, err.strip()[-300:])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ptq-fold-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
@@ -141,6 +197,7 @@ def main():
                   "too, under its own name (conv3 reads that, the tied Identity the float W3c)",
                   {"W2c", "ptq_qdq/W3c/dq", "W4t"} <= dq_of and reads.get("conv3", [""] * 2)[1] == "ptq_qdq/W3c/dq"
                   and reads.get("w3_tied") == ["W3c"], str(sorted(dq_of))[:300])
+    hostile_growth(J, x)
     finish("fold_test")
 
 
