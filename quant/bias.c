@@ -1,6 +1,7 @@
 /* The int32 biases of an ort-cpu plan (include/ptq/plan.h PTQ_TARGET_ORT_CPU):
  * a Conv or ConvTranspose (or Gemm with beta 1) reading a uint8 activation
- * with int8 weights (per channel, or one scale) has its float bias rounded
+ * with int8 weights (per channel, or one scale) has its float bias (an
+ * initializer, or a value folded at load: a Constant node's, an Identity's) rounded
  * to int32 with scale activation scale x weight scale and zero point 0, as
  * onnxruntime's quantize_bias_static_impl does; its Q/DQ fusions into
  * QLinearConv/QGemm need that int32 bias. quant/fake_quant.c simulates it,
@@ -35,8 +36,9 @@ ptq_status quant_int32_bias(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p,
     const ptq_value *b = &g->values[n->inputs[2]];
     const ptq_plan_entry *x = quant_plan_entry(p, g->values[n->inputs[0]].name, 0);
     const ptq_plan_entry *w = quant_plan_entry(p, g->values[n->inputs[1]].name, 1);
-    if (!x || x->prec != PTQ_PREC_UINT8 || !w || w->prec != PTQ_PREC_INT8 || !(b->flags & PTQ_VALUE_INITIALIZER) ||
-        b->dtype != PTQ_DT_FLOAT || !b->data || b->ndim != 1 || (b->dims[0] != w->n_scales && w->n_scales != 1))
+    if (!x || x->prec != PTQ_PREC_UINT8 || !w || w->prec != PTQ_PREC_INT8 ||
+        !(b->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_FOLDED)) || b->dtype != PTQ_DT_FLOAT || !b->data ||
+        b->ndim != 1 || (b->dims[0] != w->n_scales && w->n_scales != 1))
         return PTQ_OK;
     float *s = malloc(((size_t)b->dims[0] + 1) * sizeof *s);
     if (!s)

@@ -273,7 +273,8 @@ static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_gr
     const ptq_plan_entry *w = quant_plan_entry(p, g->values[n->inputs[1]].name, 1);
     const ptq_plan_entry *out = quant_plan_entry(p, y->name, 0);
     if (!x || !ptq_prec_is_quantized(x->prec) || !w || !ptq_prec_is_quantized(w->prec) ||
-        (out && out->prec == PTQ_PREC_FP16) || !(b->flags & PTQ_VALUE_INITIALIZER) || b->dtype != PTQ_DT_FLOAT ||
+        (out && out->prec == PTQ_PREC_FP16) || !(b->flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_FOLDED)) ||
+        b->dtype != PTQ_DT_FLOAT ||
         !b->data || b->ndim != 1 || (conv && (y->ndim < 2 || y->ndim > PTQ_MAX_DIMS)))
         return PTQ_OK;
     for (int i = 0; i < g->n_outputs; i++)
@@ -298,8 +299,9 @@ static ptq_status split_float_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_gr
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[1], ONNX_FLOAT, ndim, dims, b->data,
                                               (size_t)c * sizeof(float)), done);
     PTQ_TRY(st, ptq_onnx_edit_rename_input_of(ctx, ed, b->name, nm[0], y->name), done);
-    /* read by this node alone (in the file: a node folded at load may read it too): the Add's copy replaces it */
-    if (ptq_onnx_edit_reads(ed, b->name) == 0)
+    /* read by this node alone (in the file: a node folded at load may read it too): the Add's copy replaces it; a
+     * bias folded at load keeps its node, which nothing reads then */
+    if ((b->flags & PTQ_VALUE_INITIALIZER) && ptq_onnx_edit_reads(ed, b->name) == 0)
         PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, b->name), done);
     PTQ_TRY(st, ptq_onnx_edit_rename_input(ctx, ed, y->name, nm[2], NULL), done);
     const char *add_in[2] = {y->name, nm[1]};
@@ -313,8 +315,9 @@ done:
 
 /* Node k's bias, when an ort-cpu plan rounds it (quant/bias.c), becomes
  * int32 codes -> DequantizeLinear (scale [C], zero point int32 0, axis 0) ->
- * the bias's name: what quantize_static writes and onnxruntime's fusions
- * into QLinearConv/QGemm need. done[g->n_values] marks biases written. */
+ * the bias's name (detach_weight: a bias folded at load, or one a folded node
+ * reads too, as a weight): what quantize_static writes and onnxruntime's
+ * fusions into QLinearConv/QGemm need. done[g->n_values] marks biases written. */
 static ptq_status add_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, const ptq_plan *p, int k,
                            unsigned char *done_bias)
 {
@@ -329,7 +332,7 @@ static ptq_status add_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, 
     const ptq_value *v = &g->values[b];
     const int64_t n = v->dims[0];
     static const char *const suffix[] = {"scale", "zero_point", "q"};
-    char *nm[3], *buf = qdq_names(v->name, 3, suffix, nm);
+    char *nm[3], *buf = qdq_names(v->name, 3, suffix, nm), *out_buf = NULL;
     int32_t *codes = calloc((size_t)n + 1, sizeof *codes), *zeros = calloc((size_t)n + 1, sizeof *zeros);
     ptq_status st = PTQ_OK;
     if (!buf || !codes || !zeros) {
@@ -338,7 +341,7 @@ static ptq_status add_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, 
     }
     quant_int32_bias_codes(v->data, n, scales, codes);
     const char *dq_in[] = {nm[2], nm[0], nm[1]}, *dq_out[] = {v->name};
-    PTQ_TRY(st, ptq_onnx_edit_remove_initializer(ctx, ed, v->name), done);
+    PTQ_TRY(st, detach_weight(ctx, ed, g, b, "dq", dq_out, &out_buf), done);
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[2], ONNX_INT32, 1, &n, codes, (size_t)n * sizeof *codes),
             done);
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[0], ONNX_FLOAT, 1, &n, scales, (size_t)n * sizeof *scales),
@@ -351,6 +354,7 @@ done:
     free(codes);
     free(zeros);
     free(buf);
+    free(out_buf);
     return st;
 }
 

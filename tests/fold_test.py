@@ -7,7 +7,8 @@ logits, the default plan gives the core ones one INT8 scale per output channel (
 activation would get), and onnxruntime on the Q/DQ export agrees with `ptq validate`'s logits, INT8 and FP8 core.
 Tied constants: a bias read by one Conv and, through an Identity, by another (the split of the first's bias
 leaves it for the Identity), and a weight read by its Conv and by an Identity that a folded ReduceMean reads (the
-export keeps the float weight for it, as the simulation read it). Hostile growth: a ConstantOfShape of 1 MiB
+export keeps the float weight for it, as the simulation read it); the folded bias is a bias like an initializer
+(ort-cpu rounds it to int32, a TensorRT plan adds it after the Conv). Hostile growth: a ConstantOfShape of 1 MiB
 expanded 4x four times loads within 128 MiB (what folding keeps is bounded by the model's constants), and eval
 still gives onnxruntime's logits.
 Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
@@ -134,6 +135,32 @@ def hostile_growth(J, x):
               rc == 0 and rel(got, run_ort(path, x[:64])) <= 1e-5, err.strip()[-300:])
 
 
+def folded_biases(J, x):
+    """conv3's bias is folded (an Identity of conv2's): an ort-cpu plan rounds it to int32 as it does conv2's, and
+    a TensorRT plan adds it after the Conv, as onnxruntime would otherwise round it (both only for initializers
+    before; conv2's rounded bias also replaced the float one the tied Identity reads)."""
+    for what, flags in (("ort-cpu", ["--target", "ort-cpu"]), ("placement ort", ["--placement", "ort"])):
+        tag = what.replace(" ", "-")
+        plan, q, qdq = J(f"p-{tag}.json"), J(f"q-{tag}.npy"), J(f"qdq-{tag}.onnx")
+        rc, _, err = ptq("plan", J("c.h5"), "--model", J("m.onnx"), "--out", plan, *flags)
+        if rc == 0:
+            rc, _, err = ptq("validate", "--model", J("m.onnx"), "--plan", plan, "--data", J("d.h5"), "--report",
+                             J(f"rep-{tag}"), "--logits", q)
+        if rc == 0:
+            rc, _, err = ptq("export", "--format", "qdq", "--plan", plan, "--model", J("m.onnx"), "--out", qdq)
+        sim, dep = (np.load(q), run_ort(qdq, x)) if rc == 0 else (np.zeros(0), np.ones(1))
+        check(f"{what}: onnxruntime on the export agrees with ptq validate where a Conv's bias is folded (logits "
+              "within 1e-4 relative)", rc == 0 and rel(dep, sim) <= 1e-4,
+              f"exit {rc} {err.strip()[-300:]}" if rc else f"{rel(dep, sim):.3g}")
+        if rc == 0 and what == "ort-cpu":
+            m = onnx.load(qdq)
+            dq_of = {n.output[0] for n in m.graph.node if n.op_type == "DequantizeLinear"}
+            reads = {n.name: list(n.input) for n in m.graph.node}
+            check("ort-cpu: both biases are int32 codes, conv2's under its own name (the tied Identity reads the "
+                  "float B2)", {"B2i", "ptq_qdq/B2/dq"} <= dq_of and reads.get("b2_tied") == ["B2"]
+                  and reads.get("conv2", [""] * 3)[2] == "ptq_qdq/B2/dq", str(sorted(dq_of))[:300])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ptq-fold-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
@@ -197,6 +224,7 @@ def main():
                   "too, under its own name (conv3 reads that, the tied Identity the float W3c)",
                   {"W2c", "ptq_qdq/W3c/dq", "W4t"} <= dq_of and reads.get("conv3", [""] * 2)[1] == "ptq_qdq/W3c/dq"
                   and reads.get("w3_tied") == ["W3c"], str(sorted(dq_of))[:300])
+    folded_biases(J, x)
     hostile_growth(J, x)
     finish("fold_test")
 
