@@ -11,8 +11,12 @@
 #include "ptq/runtime.h"
 #include "runtime/op.h"
 
-/* Results from constants below this size are folded (kept as data). */
+/* Results from constants below this size are folded (kept as data), those over FOLD_SHAPE_BYTES (larger than
+ * any shape-like input) while all such held stay within FOLD_HELD_BYTES: every folded result is held until the end,
+ * and a small file of a thousand Identities of one 1 MiB weight would otherwise take a gigabyte. */
 #define FOLD_MAX_BYTES ((size_t)1 << 20)
+#define FOLD_SHAPE_BYTES ((size_t)4096)
+#define FOLD_HELD_BYTES ((size_t)16 << 20)
 
 /* any_dim: an unknown input dim past the batch is 1 (ptq_graph_infer_types) rather than an error. */
 static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
@@ -51,6 +55,7 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
             goto done;
         }
     }
+    size_t held = 0; /* bytes of the results over FOLD_SHAPE_BYTES folded so far */
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
         const ptq_op_def *op = ptq_op_find(n->domain, n->op_type);
@@ -88,7 +93,8 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
             const size_t b = ptq_tensor_bytes(&outs[i]);
             out_bytes = b > SIZE_MAX - out_bytes ? SIZE_MAX : out_bytes + b;
         }
-        int fold = all_data && out_bytes <= FOLD_MAX_BYTES;
+        const int large = out_bytes > FOLD_SHAPE_BYTES;
+        int fold = all_data && out_bytes <= FOLD_MAX_BYTES && (!large || out_bytes <= FOLD_HELD_BYTES - held);
         for (int i = 0; fold && i < n->n_outputs; i++) {
             outs[i].data = malloc(ptq_tensor_bytes(&outs[i]) + 1);
             if (!outs[i].data)
@@ -96,6 +102,8 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
         }
         if (fold && op->run_ref(ctx, &io) != PTQ_OK)
             fold = 0; /* not foldable here; the shapes still stand */
+        if (fold && large)
+            held += out_bytes;
         for (int i = 0; i < n->n_outputs; i++) {
             int v = n->outputs[i];
             if (v < 0 || !fold) {
