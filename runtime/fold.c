@@ -6,7 +6,7 @@
  * cannot run (the executor reports it), where a node writes a graph output, where computing it fails (the run
  * reports why), where its outputs would be larger than FOLD_GROWTH times its inputs and FOLD_SMALL_BYTES (an
  * Expand or ConstantOfShape of a hostile size is the run's to plan under --max-memory), or where they would take
- * the values folded so far past FOLD_GROWTH times the model's constants plus FOLD_SMALL_BYTES (every folded value
+ * the values folded so far past FOLD_KEPT_GROWTH times the model's constants plus FOLD_SMALL_BYTES (every folded value
  * stays in the graph's store: a chain of Expands, each 4x the last, or a thousand Identities of one weight would
  * otherwise grow a small file into gigabytes at load). Covered by tests/fold_test.py. */
 #include <stdint.h>
@@ -18,13 +18,16 @@
 
 #define FOLD_SMALL_BYTES ((size_t)1 << 20)
 #define FOLD_GROWTH 4
+/* what all folded values may take, times the model's constants: a float16 weight cast, transposed and reshaped
+ * takes 6x */
+#define FOLD_KEPT_GROWTH 8
 
 static size_t add_sat(size_t a, size_t b)
 {
     return b > SIZE_MAX - a ? SIZE_MAX : a + b;
 }
 
-/* The bytes folding may add to g's store: FOLD_GROWTH times its initializers and Constant values, plus
+/* The bytes folding may add to g's store: FOLD_KEPT_GROWTH times its initializers and Constant values, plus
  * FOLD_SMALL_BYTES. */
 static size_t fold_budget(const ptq_graph *g)
 {
@@ -32,7 +35,7 @@ static size_t fold_budget(const ptq_graph *g)
     for (int v = 0; v < g->n_values; v++)
         if (g->values[v].flags & (PTQ_VALUE_INITIALIZER | PTQ_VALUE_CONSTANT))
             const_bytes = add_sat(const_bytes, g->values[v].n_bytes);
-    const size_t grown = const_bytes > SIZE_MAX / FOLD_GROWTH ? SIZE_MAX : const_bytes * FOLD_GROWTH;
+    const size_t grown = const_bytes > SIZE_MAX / FOLD_KEPT_GROWTH ? SIZE_MAX : const_bytes * FOLD_KEPT_GROWTH;
     return add_sat(grown, FOLD_SMALL_BYTES);
 }
 

@@ -10,7 +10,8 @@ leaves it for the Identity), and a weight read by its Conv and by an Identity th
 export keeps the float weight for it, as the simulation read it); the folded bias is a bias like an initializer
 (ort-cpu rounds it to int32, a TensorRT plan adds it after the Conv). Hostile growth: a ConstantOfShape of 1 MiB
 expanded 4x four times, and 200 Identities of a 1 MiB weight, load within 128 MiB (what folding keeps is bounded by
-the model's constants, what shape inference holds by 16 MiB), and eval still gives onnxruntime's logits.
+the model's constants, what shape inference holds by 16 MiB), and eval still gives onnxruntime's logits; three
+float16 weights cast, transposed and reshaped (6x their bytes) still fold.
 Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import json
 import os
@@ -123,6 +124,32 @@ def peak_rss_mib(*args):
     return int(rc), int(kib) // 1024
 
 
+def fp16_chains(path, d=512, layers=3):
+    """[N, 1, 8, 8] -> [N, 64] -> MatMul -> layers x (MatMul by a float16 [d, d] weight cast, transposed and
+    reshaped, Relu) -> MatMul -> [N, 10]: what those weights fold to is 6x the float16 bytes."""
+    rng = np.random.default_rng(5)
+    w = lambda *shape: (rng.standard_normal(shape) * 0.05).astype(np.float32)  # noqa: E731
+    inits = [numpy_helper.from_array(np.array([-1, 64], np.int64), "flat"), numpy_helper.from_array(w(64, d), "We"),
+             numpy_helper.from_array(w(d, N_CLASSES), "Wo")]
+    nodes = [helper.make_node("Reshape", ["x", "flat"], ["h0"], name="flatten"),
+             helper.make_node("MatMul", ["h0", "We"], ["r0"], name="embed")]
+    for i in range(layers):
+        inits += [numpy_helper.from_array(w(d, d).astype(np.float16), f"W{i}h"),
+                  numpy_helper.from_array(np.array([d, d], np.int64), f"shape{i}")]
+        nodes += [helper.make_node("Cast", [f"W{i}h"], [f"W{i}c"], name=f"cast{i}", to=TensorProto.FLOAT),
+                  helper.make_node("Transpose", [f"W{i}c"], [f"W{i}t"], name=f"t{i}", perm=[1, 0]),
+                  helper.make_node("Reshape", [f"W{i}t", f"shape{i}"], [f"W{i}"], name=f"reshape{i}"),
+                  helper.make_node("MatMul", [f"r{i}", f"W{i}"], [f"m{i}"], name=f"mm{i}"),
+                  helper.make_node("Relu", [f"m{i}"], [f"r{i + 1}"], name=f"relu{i}")]
+    nodes.append(helper.make_node("MatMul", [f"r{layers}", "Wo"], ["y"], name="head"))
+    g = helper.make_graph(nodes, "fp16_chains", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+
+
 def hostile_growth(J, x):
     for kind, n, what in (("expand", 4, "a ConstantOfShape of 1 MiB expanded 4x four times (341 MiB)"),
                           ("fan", 200, "200 Identities of a 1 MiB weight (200 MiB)")):
@@ -134,6 +161,12 @@ def hostile_growth(J, x):
         got = np.load(J(f"{kind}.npy")) if rc == 0 else np.zeros(0)
         check(f"eval of {what}, the nodes left to run, gives onnxruntime's logits within 1e-5",
               rc == 0 and rel(got, run_ort(path, x[:64])) <= 1e-5, err.strip()[-300:])
+    # the bound leaves room for what models fold: three float16 weights cast, transposed and reshaped are weights
+    fp16_chains(J("chains.onnx"))
+    rc, out, err = ptq("info", J("chains.onnx"), "--json")
+    weights = {t["name"] for t in json.loads(out).get("quantizable_weights", [])} if rc == 0 else set()
+    check("info lists the three float16 weights cast, transposed and reshaped as weights",
+          {"W0", "W1", "W2"} <= weights, f"exit {rc} {err.strip()[-200:]} weights {sorted(weights)}")
 
 
 def folded_biases(J, x):

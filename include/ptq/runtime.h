@@ -205,7 +205,7 @@ PTQ_API ptq_status ptq_graph_check_supported(ptq_ctx *ctx, const ptq_graph *g);
  * float16 and casts, or an Identity, Transpose or Constant node's output, is then a weight like an initializer.
  * Left to run: a node of an op ptq cannot run (nothing folds then), one writing a graph output, one that fails
  * (its run reports why), one whose outputs exceed 4x its inputs and 1 MiB, or would take what folding keeps past
- * 4x the model's constants plus 1 MiB. Errors only when out of memory, which leaves g half folded: free it. */
+ * 8x the model's constants plus 1 MiB. Errors only when out of memory, which leaves g half folded: free it. */
 PTQ_API ptq_status ptq_graph_fold_constants(ptq_ctx *ctx, ptq_graph *g);
 /* ptq_graph_load_onnx (ONNX or Keras), then ptq_graph_fold_constants: how every command loads a model, so that
  * plans, sessions and exports see one graph. */
