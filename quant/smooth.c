@@ -291,7 +291,9 @@ static void fresh_name(const ptq_graph *g, int v, char *buf, size_t n_buf)
 }
 
 /* Replaces initializer v by its copy scaled per channel: element i times
- * (or divided by, when divide) f[channel], channel i / step % c. */
+ * (or divided by, when divide) f[channel], channel i / step % c. Its one
+ * reader in g reads the copy; where a node folded at load reads v too (a
+ * Transpose of a tied weight), v stays as it is for that node. */
 static ptq_status rewrite(ptq_ctx *ctx, ptq_onnx_edit *e, const ptq_graph *g, int v, const double *f, int64_t c,
                           int64_t step, int divide)
 {
@@ -309,9 +311,13 @@ static ptq_status rewrite(ptq_ctx *ctx, ptq_onnx_edit *e, const ptq_graph *g, in
     ptq_status st = ptq_onnx_edit_add_initializer(ctx, e, name, 1 /* FLOAT */, val->ndim, val->dims, w,
                                                   (size_t)n * sizeof *w);
     free(w);
-    if (st == PTQ_OK)
-        st = ptq_onnx_edit_rename_input(ctx, e, val->name, name, NULL); /* its only reader */
-    if (st == PTQ_OK)
+    int reader = -1;
+    const int shared = readers(g, v, &reader, 1) == 1 && ptq_onnx_edit_reads(e, val->name) > 1;
+    if (st == PTQ_OK && shared)
+        st = ptq_onnx_edit_rename_input_of(ctx, e, val->name, name, g->values[g->nodes[reader].outputs[0]].name);
+    else if (st == PTQ_OK) /* its only reader */
+        st = ptq_onnx_edit_rename_input(ctx, e, val->name, name, NULL);
+    if (st == PTQ_OK && !shared)
         st = ptq_onnx_edit_remove_initializer(ctx, e, val->name);
     return st;
 }

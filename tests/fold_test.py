@@ -8,7 +8,8 @@ activation would get), and onnxruntime on the Q/DQ export agrees with `ptq valid
 Tied constants: a bias read by one Conv and, through an Identity, by another (the split of the first's bias
 leaves it for the Identity), and a weight read by its Conv and by an Identity that a folded ReduceMean reads (the
 export keeps the float weight for it, as the simulation read it); the folded bias is a bias like an initializer
-(ort-cpu rounds it to int32, a TensorRT plan adds it after the Conv). Hostile growth: a ConstantOfShape of 1 MiB
+(ort-cpu rounds it to int32, a TensorRT plan adds it after the Conv); smooth scales a weight a folded Transpose
+reads too for its MatMul alone. Hostile growth: a ConstantOfShape of 1 MiB
 expanded 4x four times, and 200 Identities of a 1 MiB weight, load within 128 MiB (what folding keeps is bounded by
 the model's constants, what shape inference holds by 16 MiB), and eval still gives onnxruntime's logits; three
 float16 weights cast, transposed and reshaped (6x their bytes) still fold.
@@ -150,6 +151,42 @@ def fp16_chains(path, d=512, layers=3):
     onnx.save(m, path)
 
 
+def smooth_tied(J, x):
+    """SmoothQuant on a LayerNorm read by a MatMul whose weight Wq a folded Transpose reads too (a tied
+    projection): the MatMul reads the scaled copy, the Transpose the float Wq, and the FP32 logits stay."""
+    rng = np.random.default_rng(9)
+    w = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
+    scale = np.ones(32, np.float32)
+    scale[3] = 9.0  # an outlier channel to smooth
+    inits = [numpy_helper.from_array(np.array([-1, 8, 8], np.int64), "rows"), numpy_helper.from_array(w(8, 32), "We"),
+             numpy_helper.from_array(scale, "g"), numpy_helper.from_array(np.full(32, 0.5, np.float32), "b"),
+             numpy_helper.from_array(w(32, 32), "Wq"), numpy_helper.from_array(w(32, N_CLASSES), "Wo")]
+    nodes = [helper.make_node("Reshape", ["x", "rows"], ["t"], name="rows"),
+             helper.make_node("MatMul", ["t", "We"], ["e"], name="embed"),
+             helper.make_node("LayerNormalization", ["e", "g", "b"], ["ln"], name="ln", axis=-1, epsilon=1e-5),
+             helper.make_node("MatMul", ["ln", "Wq"], ["q"], name="q"),
+             helper.make_node("Relu", ["q"], ["r"], name="relu"),
+             helper.make_node("Transpose", ["Wq"], ["WqT"], name="wq_t", perm=[1, 0]),
+             helper.make_node("MatMul", ["r", "WqT"], ["o"], name="o"),
+             helper.make_node("MatMul", ["o", "Wo"], ["o2"], name="out"),
+             helper.make_node("ReduceMean", ["o2"], ["y"], name="pool", axes=[1], keepdims=0)]
+    g = helper.make_graph(nodes, "smooth_tied", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, J("tied.onnx"))
+    rc, _, err = ptq("smooth", "--model", J("tied.onnx"), "--data", J("d.h5"), "--samples", "64", "--out",
+                     J("tied_smooth.onnx"))
+    got = run_ort(J("tied_smooth.onnx"), x) if rc == 0 else np.zeros(0)
+    reads = {n.name: list(n.input) for n in onnx.load(J("tied_smooth.onnx")).graph.node} if rc == 0 else {}
+    check("smooth of a LayerNorm whose MatMul's weight a folded Transpose reads too: the FP32 logits stay within 1e-4 "
+          "(the MatMul reads the scaled copy, the Transpose the float Wq)",
+          rc == 0 and rel(got, run_ort(J("tied.onnx"), x)) <= 1e-4 and reads.get("wq_t") == ["Wq"]
+          and reads.get("q", ["", ""])[1] != "Wq", f"exit {rc} {err.strip()[-300:]}" if rc else
+          f"{rel(got, run_ort(J('tied.onnx'), x)):.3g}, reads {reads.get('q')} {reads.get('wq_t')}")
+
+
 def hostile_growth(J, x):
     for kind, n, what in (("expand", 4, "a ConstantOfShape of 1 MiB expanded 4x four times (341 MiB)"),
                           ("fan", 200, "200 Identities of a 1 MiB weight (200 MiB)")):
@@ -259,6 +296,7 @@ def main():
                   {"W2c", "ptq_qdq/W3c/dq", "W4t"} <= dq_of and reads.get("conv3", [""] * 2)[1] == "ptq_qdq/W3c/dq"
                   and reads.get("w3_tied") == ["W3c"], str(sorted(dq_of))[:300])
     folded_biases(J, x)
+    smooth_tied(J, x)
     hostile_growth(J, x)
     finish("fold_test")
 
