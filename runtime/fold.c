@@ -8,7 +8,8 @@
  * Expand or ConstantOfShape of a hostile size is the run's to plan under --max-memory), or where they would take
  * the values folded so far past FOLD_KEPT_GROWTH times the model's constants plus FOLD_SMALL_BYTES (every folded value
  * stays in the graph's store: a chain of Expands, each 4x the last, or a thousand Identities of one weight would
- * otherwise grow a small file into gigabytes at load). Covered by tests/fold_test.py. */
+ * otherwise grow a small file into gigabytes at load), or where it takes over PTQ_FOLD_MAX_MACS multiply-adds
+ * (runtime/op.h). Covered by tests/fold_test.py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +94,8 @@ static ptq_status fold_node(ptq_ctx *ctx, ptq_graph *g, int k, const ptq_op_def 
     size_t out_bytes = 0;
     for (int i = 0; i < n->n_outputs; i++)
         out_bytes = add_sat(out_bytes, ptq_tensor_bytes(io.out[i]));
-    if ((out_bytes > FOLD_SMALL_BYTES && out_bytes / FOLD_GROWTH > in_bytes) || out_bytes > *left)
+    if ((out_bytes > FOLD_SMALL_BYTES && out_bytes / FOLD_GROWTH > in_bytes) || out_bytes > *left ||
+        ptq_op_macs(&io) > PTQ_FOLD_MAX_MACS)
         return PTQ_OK;
     ptq_status st = PTQ_OK;
     for (int i = 0; i < n->n_outputs; i++)

@@ -49,6 +49,14 @@ typedef struct ptq_op_frame {
 ptq_status ptq_op_frame_reserve(ptq_ctx *ctx, ptq_op_frame *f, int n_in, int n_out);
 void ptq_op_frame_free(ptq_op_frame *f);
 
+/* Multiply-adds one run of io's node takes, once infer has set its outputs: Conv, ConvTranspose, Gemm and MatMul
+ * (saturating: sizes from a file); 0 for the other ops, whose work goes with their outputs' size. */
+uint64_t ptq_op_macs(const ptq_op_io *io);
+/* What a node computed from constants alone may take at load (shape inference, runtime/fold.c): past it, the node
+ * runs with the data instead, so that a small hostile file (a Conv of two large constants) cannot keep every
+ * command, `ptq info` too, busy for minutes before it reads any data. About a second with the reference kernels. */
+#define PTQ_FOLD_MAX_MACS ((uint64_t)1 << 28)
+
 /* The traits of op ID (the part after PTQ_OP_), for the entries' initializers. */
 #define PTQ_OP_TRAITS(ID) (&ptq_op_traits_table[PTQ_OP_##ID])
 

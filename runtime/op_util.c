@@ -96,6 +96,42 @@ ptq_status ptq_op_frame_reserve(ptq_ctx *ctx, ptq_op_frame *f, int n_in, int n_o
     return PTQ_OK;
 }
 
+static uint64_t numel_u64(const ptq_tensor *t)
+{
+    uint64_t n = 1;
+    for (int d = 0; t && d < t->ndim; d++)
+        if (t->dims[d] < 0 || __builtin_mul_overflow(n, (uint64_t)t->dims[d], &n))
+            return UINT64_MAX;
+    return t ? n : 0;
+}
+
+uint64_t ptq_op_macs(const ptq_op_io *io)
+{
+    const char *op = io->node->op_type;
+    const ptq_tensor *a = io->n_in > 0 ? io->in[0] : NULL, *w = io->n_in > 1 ? io->in[1] : NULL;
+    const ptq_tensor *y = io->n_out > 0 ? io->out[0] : NULL;
+    if (!a || !w || !y)
+        return 0;
+    uint64_t rows = 0, per = 0; /* rows multiply-adds of per each */
+    if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose")) {
+        if (w->ndim < 1 || w->dims[0] <= 0)
+            return 0;
+        /* a Conv's C_in/group x kernel for each output, a ConvTranspose's C_out/group x kernel for each input */
+        per = numel_u64(w) / (uint64_t)w->dims[0];
+        rows = !strcmp(op, "Conv") ? numel_u64(y) : numel_u64(a);
+    } else if (!strcmp(op, "Gemm") && a->ndim == 2) {
+        const int64_t k = ptq_node_attr_int(io->node, "transA", 0) ? a->dims[0] : a->dims[1];
+        per = k > 0 ? (uint64_t)k : 0;
+        rows = numel_u64(y);
+    } else if (!strcmp(op, "MatMul") && a->ndim >= 1) {
+        const int64_t k = a->dims[a->ndim - 1];
+        per = k > 0 ? (uint64_t)k : 0;
+        rows = numel_u64(y);
+    }
+    uint64_t macs;
+    return __builtin_mul_overflow(rows, per, &macs) ? UINT64_MAX : macs;
+}
+
 void ptq_op_frame_free(ptq_op_frame *f)
 {
     if (!f)

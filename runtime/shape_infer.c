@@ -94,7 +94,8 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
             out_bytes = b > SIZE_MAX - out_bytes ? SIZE_MAX : out_bytes + b;
         }
         const int large = out_bytes > FOLD_SHAPE_BYTES;
-        int fold = all_data && out_bytes <= FOLD_MAX_BYTES && (!large || out_bytes <= FOLD_HELD_BYTES - held);
+        int fold = all_data && out_bytes <= FOLD_MAX_BYTES && (!large || out_bytes <= FOLD_HELD_BYTES - held) &&
+                   ptq_op_macs(&io) <= PTQ_FOLD_MAX_MACS;
         for (int i = 0; fold && i < n->n_outputs; i++) {
             outs[i].data = malloc(ptq_tensor_bytes(&outs[i]) + 1);
             if (!outs[i].data)

@@ -206,6 +206,41 @@ def hostile_growth(J, x):
           {"W0", "W1", "W2"} <= weights, f"exit {rc} {err.strip()[-200:]} weights {sorted(weights)}")
 
 
+def product_of_constants(path, side, rng):
+    """x [N,1,8,8] -> Flatten -> MatMul W -> plus the mean of P = A @ B, A and B constant [side, side]."""
+    a, b = (rng.standard_normal((side, side)) * 0.05).astype(np.float32), (rng.standard_normal((side, side)) * 0.05)
+    inits = [numpy_helper.from_array(a, "A"), numpy_helper.from_array(b.astype(np.float32), "B"),
+             numpy_helper.from_array((rng.standard_normal((64, N_CLASSES)) * 0.2).astype(np.float32), "W")]
+    nodes = [helper.make_node("MatMul", ["A", "B"], ["P"], name="product"),
+             helper.make_node("ReduceMean", ["P"], ["p"], name="mean", keepdims=0),
+             helper.make_node("Flatten", ["x"], ["f"], name="flatten"),
+             helper.make_node("MatMul", ["f", "W"], ["m"], name="fc"),
+             helper.make_node("Add", ["m", "p"], ["y"], name="shift")]
+    g = helper.make_graph(nodes, "product", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
+    onnx.save(m, path)
+
+
+def heavy_constants(J, x):
+    """A node of constants past PTQ_FOLD_MAX_MACS (2^28 multiply-adds) runs with the data instead of at load."""
+    rng = np.random.default_rng(28)
+    for side, folded in ((400, True), (700, False)):  # 6.4e7 and 3.4e8 multiply-adds
+        path = J(f"product{side}.onnx")
+        product_of_constants(path, side, rng)
+        rc, out, err = ptq("info", path, "--json")
+        acts = {t["name"] for t in json.loads(out).get("quantizable_activations", [])} if rc == 0 else set()
+        check(f"a MatMul of two constant {side}x{side} matrices is {'folded at load' if folded else 'left to run'}",
+              rc == 0 and ("P" not in acts) == folded, f"exit {rc} {err.strip()[-200:]} activations {sorted(acts)}")
+        rc, _, err = ptq("eval", "--model", path, "--data", J("d.h5"), "--limit", "64", "--logits", J("product.npy"))
+        got = np.load(J("product.npy")) if rc == 0 else np.zeros(0)
+        check(f"eval of the {side}x{side} product gives onnxruntime's logits within 1e-5",
+              rc == 0 and rel(got, run_ort(path, x[:64])) <= 1e-5, err.strip()[-300:])
+
+
 def folded_biases(J, x):
     """conv3's bias is folded (an Identity of conv2's): an ort-cpu plan rounds it to int32 as it does conv2's, and
     a TensorRT plan adds it after the Conv, as onnxruntime would otherwise round it (both only for initializers
@@ -298,6 +333,7 @@ def main():
     folded_biases(J, x)
     smooth_tied(J, x)
     hostile_growth(J, x)
+    heavy_constants(J, x)
     finish("fold_test")
 
 
