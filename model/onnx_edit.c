@@ -989,10 +989,16 @@ static const char *renamed_input(const ptq_onnx_edit *e, int k, int j)
 
 int ptq_onnx_edit_reads(const ptq_onnx_edit *e, const char *name)
 {
+    /* an input reads name as renamed only if it was name or some rename leads to name: the renames are walked
+     * for those inputs alone (the export asks once per weight and bias) */
+    int renamed_to = 0;
+    for (int r = 0; r < e->n_renames && !renamed_to; r++)
+        renamed_to = strcmp(e->renames[r].to, name) == 0;
     int n = 0;
     for (int k = 0; k < e->n_nodes; k++)
         for (int j = 0; j < e->nodes[k].n_in; j++)
-            n += strcmp(renamed_input(e, k, j), name) == 0;
+            if (renamed_to || strcmp(e->nodes[k].in[j], name) == 0)
+                n += strcmp(renamed_input(e, k, j), name) == 0;
     for (int a = 0; a < e->n_added; a++)
         for (int j = 0; j < e->added[a].n_in; j++)
             n += strcmp(e->added[a].in[j], name) == 0;

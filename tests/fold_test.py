@@ -37,6 +37,18 @@ N_CLASSES = 10
 COMPUTED = {"W2c": (24, 0), "W3c": (24, 0), "W4t": (32, 1), "W5i": (N_CLASSES, 0)}
 
 
+def save(path, nodes, inits, name, opset=13, ir_version=7, preprocess=True):
+    """The graph of nodes and inits, input x [N, 1, 8, 8], output y [N, 10], saved at path."""
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir_version
+    if preprocess:
+        m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
+    onnx.save(m, path)
+
+
 def build(path, rng):
     """[N, 1, 8, 8] -> conv1 -> conv2 (Cast of float16) -> conv3 (Constant; its bias an Identity of conv2's) -> plus
     the mean of conv3's weights (through an Identity) -> pool -> MatMul (Transpose) -> Gemm (Identity) -> [N, 10]."""
@@ -65,13 +77,7 @@ def build(path, rng):
              helper.make_node("Relu", ["m"], ["r4"], name="relu4"),
              helper.make_node("Identity", ["W5"], ["W5i"], name="w5_same"),
              helper.make_node("Gemm", ["r4", "W5i", "B5"], ["y"], name="head", transB=1)]
-    g = helper.make_graph(nodes, "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
-                          initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 7
-    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
-    onnx.save(m, path)
+    save(path, nodes, inits, "fold")
 
 
 def run_ort(path, x):
@@ -105,13 +111,7 @@ def grown(path, kind, n):
         nodes.append(helper.make_node("ReduceMean", [f"i{n - 50}s"], ["k"], name="mean", keepdims=0))
     nodes += [helper.make_node("Conv", ["x", "W"], ["c"], name="conv"), helper.make_node("Mul", ["c", "k"], ["m"]),
               helper.make_node("Flatten", ["m"], ["y"], name="flatten")]
-    g = helper.make_graph(nodes, kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
-                          initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 7
-    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
-    onnx.save(m, path)
+    save(path, nodes, inits, kind)
 
 
 def peak_rss_mib(*args):
@@ -143,12 +143,7 @@ def fp16_chains(path, d=512, layers=3):
                   helper.make_node("MatMul", [f"r{i}", f"W{i}"], [f"m{i}"], name=f"mm{i}"),
                   helper.make_node("Relu", [f"m{i}"], [f"r{i + 1}"], name=f"relu{i}")]
     nodes.append(helper.make_node("MatMul", [f"r{layers}", "Wo"], ["y"], name="head"))
-    g = helper.make_graph(nodes, "fp16_chains", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
-                          initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 7
-    onnx.save(m, path)
+    save(path, nodes, inits, "fp16_chains", preprocess=False)
 
 
 def smooth_tied(J, x):
@@ -170,12 +165,7 @@ def smooth_tied(J, x):
              helper.make_node("MatMul", ["r", "WqT"], ["o"], name="o"),
              helper.make_node("MatMul", ["o", "Wo"], ["o2"], name="out"),
              helper.make_node("ReduceMean", ["o2"], ["y"], name="pool", axes=[1], keepdims=0)]
-    g = helper.make_graph(nodes, "smooth_tied", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
-                          initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, J("tied.onnx"))
+    save(J("tied.onnx"), nodes, inits, "smooth_tied", opset=17, ir_version=8, preprocess=False)
     rc, _, err = ptq("smooth", "--model", J("tied.onnx"), "--data", J("d.h5"), "--samples", "64", "--out",
                      J("tied_smooth.onnx"))
     got = run_ort(J("tied_smooth.onnx"), x) if rc == 0 else np.zeros(0)
@@ -216,13 +206,7 @@ def product_of_constants(path, side, rng):
              helper.make_node("Flatten", ["x"], ["f"], name="flatten"),
              helper.make_node("MatMul", ["f", "W"], ["m"], name="fc"),
              helper.make_node("Add", ["m", "p"], ["y"], name="shift")]
-    g = helper.make_graph(nodes, "product", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", N_CLASSES])],
-                          initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 7
-    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
-    onnx.save(m, path)
+    save(path, nodes, inits, "product")
 
 
 def heavy_constants(J, x):
