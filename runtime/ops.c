@@ -188,44 +188,50 @@ static ptq_status fail_unsupported(ptq_ctx *ctx, const ptq_graph *g, const ptq_o
     return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s%s%s", msg, hint[0] ? "; hint: " : "", hint);
 }
 
-/* Attributes that belong to an op only in a range of opsets [from, before): ONNX moved them to inputs
- * (ReduceMean's axes at 18, Squeeze's at 13, ...) or added them. Each op reads each at the opsets where it
- * belongs, so one outside its range would be ignored, computing another function than the model's author
- * meant (ReduceMean over every axis, Clip without bounds); ONNX's checker refuses such a node. */
-static const struct {
-    const char *op_type, *attr;
-    int64_t from, before;
-} opset_attrs[] = {
-    {"ReduceMean", "axes", 1, 18},   {"ReduceMean", "noop_with_empty_axes", 18, INT64_MAX},
-    {"Squeeze", "axes", 1, 13},      {"Unsqueeze", "axes", 1, 13},
-    {"Split", "split", 1, 13},       {"Split", "num_outputs", 18, INT64_MAX},
-    {"Slice", "starts", 1, 10},      {"Slice", "ends", 1, 10},
-    {"Slice", "axes", 1, 10},        {"Clip", "min", 1, 11},
-    {"Clip", "max", 1, 11},          {"Shape", "start", 15, INT64_MAX},
-    {"Shape", "end", 15, INT64_MAX}, {"Reshape", "shape", 1, 5},
-    {"Pad", "pads", 1, 11},          {"Pad", "value", 1, 11},
-    {"ScatterND", "reduction", 16, INT64_MAX},
-};
-
-/* PTQ_ERR_FORMAT naming the first node of g with an attribute outside the opsets it belongs to. */
-static ptq_status check_opset_attrs(ptq_ctx *ctx, const ptq_graph *g)
+/* PTQ_ERR_FORMAT naming the first node of g with an attribute its op's schema at g's opset does not define
+ * (runtime/onnx_attrs.c): a misspelt one (LeakyRelu's `alpah`), or one ONNX moved to an input or added at another
+ * opset (ReduceMean's axes at 18, Squeeze's at 13, Split's num_outputs from 18). Each op reads only the attributes
+ * its schema has, so the node would be run with the op's defaults, computing another function than the model's
+ * author meant (a LeakyRelu of slope 0.01, a ReduceMean over every axis); ONNX's checker and onnxruntime refuse
+ * such a node ("Unrecognized attribute"). */
+static ptq_status check_onnx_attrs(ptq_ctx *ctx, const ptq_graph *g)
 {
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
         if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
             continue;
-        for (size_t i = 0; i < sizeof opset_attrs / sizeof opset_attrs[0]; i++) {
-            if (strcmp(n->op_type, opset_attrs[i].op_type) != 0 || !ptq_node_attr(n, opset_attrs[i].attr) ||
-                (g->opset >= opset_attrs[i].from && g->opset < opset_attrs[i].before))
+        for (int j = 0; j < n->n_attrs; j++) {
+            const char *attr = n->attrs[j].name;
+            char range[160] = "";
+            size_t used = 0;
+            int found = 0, defined = 0;
+            for (int i = 0; i < ptq_onnx_attr_range_count && !found; i++) {
+                const ptq_onnx_attr_range *r = &ptq_onnx_attr_ranges[i];
+                if (strcmp(n->op_type, r->op_type) != 0 || strcmp(attr, r->attr) != 0)
+                    continue;
+                found = g->opset >= r->from && g->opset < r->before;
+                if (used < sizeof range)
+                    used += (size_t)(r->before == INT64_MAX
+                        ? snprintf(range + used, sizeof range - used, "%sfrom opset %lld", defined ? ", " : "",
+                                   (long long)r->from)
+                        : r->from <= 1
+                        ? snprintf(range + used, sizeof range - used, "%sbefore opset %lld", defined ? ", " : "",
+                                   (long long)r->before)
+                        : snprintf(range + used, sizeof range - used, "%sat opsets %lld to %lld", defined ? ", " : "",
+                                   (long long)r->from, (long long)r->before - 1));
+                defined = 1;
+            }
+            if (found)
                 continue;
-            char range[64];
-            if (opset_attrs[i].before == INT64_MAX)
-                snprintf(range, sizeof range, "from opset %lld", (long long)opset_attrs[i].from);
-            else
-                snprintf(range, sizeof range, "before opset %lld", (long long)opset_attrs[i].before);
-            return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%.*s%s' (%s, opset %lld): %s has no %s attribute at this opset "
-                            "(it takes one only %s); ONNX's checker refuses the node", shown(n->name, 200), n->name,
-                            DOTS(n->name, 200), n->op_type, (long long)g->opset, n->op_type, opset_attrs[i].attr, range);
+            if (defined)
+                return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%.*s%s' (%s, opset %lld): %s has no %.*s%s attribute at "
+                                "this opset (it takes one only %s); ONNX's checker refuses the node",
+                                shown(n->name, 200), n->name, DOTS(n->name, 200), n->op_type, (long long)g->opset,
+                                n->op_type, shown(attr, 80), attr, DOTS(attr, 80), range);
+            return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%.*s%s' (%s, opset %lld): attribute '%.*s%s' is not one ONNX "
+                            "defines for %s; ONNX's checker and onnxruntime refuse the node (a misspelt attribute "
+                            "would leave the op's default)", shown(n->name, 200), n->name, DOTS(n->name, 200),
+                            n->op_type, (long long)g->opset, shown(attr, 80), attr, DOTS(attr, 80), n->op_type);
         }
     }
     return PTQ_OK;
@@ -345,7 +351,7 @@ ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***
         return st;
     }
     free(bad);
-    ptq_status st = check_opset_attrs(ctx, g);
+    ptq_status st = check_onnx_attrs(ctx, g);
     if (st == PTQ_OK)
         st = check_attr_types(ctx, g);
     if (st != PTQ_OK) {

@@ -292,6 +292,28 @@ static void test_resolve(void)
         free(ops);
         ops = NULL;
     }
+    /* an attribute no version of the op defines (misspelt) is refused, not ignored: a LeakyRelu with `alpah`
+     * ran at slope 0.01; one ONNX gave the op at older opsets only (Add's axis, 1 to 6) is named so */
+    n[4].op_type = "LeakyRelu";
+    attr = (ptq_attr){.name = "alpah", .type = PTQ_ATTR_FLOAT, .f = 0.5f};
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_FORMAT && !ops);
+    CHECK_MSG(strstr(ctx.msg, "node 'reshape0' (LeakyRelu, opset 15): attribute 'alpah' is not one ONNX defines for "
+                              "LeakyRelu"),
+              "%s", ctx.msg);
+    attr.name = "alpha";
+    ptq_ctx_init(&ctx);
+    CHECK_MSG(ptq_op_resolve(&ctx, &g, &ops) == PTQ_OK && ops, "%s", ctx.msg);
+    free(ops);
+    ops = NULL;
+    n[4].op_type = "Add";
+    attr = (ptq_attr){.name = "axis", .type = PTQ_ATTR_INT, .i = 1};
+    ptq_ctx_init(&ctx);
+    CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_FORMAT && !ops);
+    CHECK_MSG(strstr(ctx.msg, "Add has no axis attribute at this opset (it takes one only before opset 7)"), "%s",
+              ctx.msg);
+    g.opset = 15;
+    n[4].op_type = "Shape";
     n[4].n_attrs = 0;
 
     /* an attribute of another type than ONNX gives it is refused, not read as absent (the op's default): an INT
