@@ -124,6 +124,9 @@ static int help_for(int argc, char **argv)
         return EXIT_USAGE;
     }
     const int n_words = strcmp(cmd, "data") == 0 && argc >= 4 && strcmp(argv[3], "convert") == 0 ? 2 : 1;
+    /* a trailing --help (or -h) asks for the same page: `ptq help eval --help` */
+    if (argc == 3 + n_words && (strcmp(argv[2 + n_words], "--help") == 0 || strcmp(argv[2 + n_words], "-h") == 0))
+        argc--;
     if (argc > 2 + n_words) {
         if (cli_is_writer())
             fprintf(stderr, "ptq help: error: unexpected argument '%s' (usage: ptq help [COMMAND])\n",

@@ -263,6 +263,8 @@ def main():
         rc2, out2, err2 = ptq(*args, "--help")
         check(f"help {' '.join(args)} prints {' '.join(args)} --help", rc == 0 and rc2 == 0 and out == out2 and
               out.startswith(f"usage: ptq {args[0]}"), out[:120])
+        rc3, out3, _ = ptq("help", *args, "--help")  # a trailing --help asks for the same page
+        check(f"help {' '.join(args)} --help prints it too", rc3 == 0 and out3 == out2, out3[:120])
     for args in (["help"], ["--help"], ["-h"]):
         rc, out, err = ptq("help", *args)
         check(f"help {args[0]} prints the general help", rc == 0 and out == ptq("--help")[1], out[:80])
