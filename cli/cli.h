@@ -143,10 +143,8 @@ typedef struct cJSON cli_json;
  * terminal or break a line. In one of 8 static buffers used in turn: up to 8
  * in one printf, main thread only. */
 const char *cli_shown(const char *s);
-/* Characters (code points) in UTF-8 s, as a terminal column counts them. */
-int cli_width(const char *s);
-/* s escaped as cli_shown escapes it, then spaces to width characters (a table's name column, which printf's
- * %-40s would pad by bytes), in buf[n_buf] (cut to fit). Returns buf. */
+/* s escaped as cli_shown escapes it, then spaces to width terminal columns (ptq_utf8_width: a table's name
+ * column, which printf's %-40s would pad by bytes), in buf[n_buf] (cut to fit). Returns buf. */
 const char *cli_padded(const char *s, int width, char *buf, size_t n_buf);
 cli_json *cli_json_header(const char *command, const char *device);
 void cli_json_str(cli_json *o, const char *key, const char *value);

@@ -106,8 +106,8 @@ static void print_explain(const ptq_plan *p)
     char esc[1024], esc_why[1024], esc_rule[256]; /* names from the plan file, control characters escaped */
     int w = 6;
     for (int64_t i = 0; i < p->n; i++)
-        if (cli_width(ptq_escape(p->e[i].name, esc, sizeof esc)) > w)
-            w = cli_width(esc);
+        if (ptq_utf8_width(ptq_escape(p->e[i].name, esc, sizeof esc)) > w)
+            w = ptq_utf8_width(esc);
     printf("%-*s  %-9s %-6s  %-18s  %s\n", w, "tensor", "precision", "kind", "rule", "why");
     for (int64_t i = 0; i < p->n; i++) {
         const ptq_plan_entry *e = &p->e[i];

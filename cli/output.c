@@ -50,19 +50,11 @@ const char *cli_shown(const char *s)
     return ptq_escape(s ? s : "", buf, BUF_BYTES);
 }
 
-int cli_width(const char *s)
-{
-    int n = 0;
-    for (; s && *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80; /* each character's first byte */
-    return n;
-}
-
 const char *cli_padded(const char *s, int width, char *buf, size_t n_buf)
 {
     ptq_escape(s ? s : "", buf, n_buf);
     size_t used = strlen(buf);
-    for (int w = cli_width(buf); w < width && used + 1 < n_buf; w++)
+    for (int w = ptq_utf8_width(buf); w < width && used + 1 < n_buf; w++)
         buf[used++] = ' ';
     if (n_buf)
         buf[used] = '\0';

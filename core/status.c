@@ -63,12 +63,14 @@ const char *ptq_escape(const char *s, char *buf, size_t n_buf)
     for (size_t n; s && *s; s += n) {
         unsigned char c = (unsigned char)*s;
         n = c < 0x80 ? 1 : ptq_utf8_char_bytes(s); /* a byte that starts no UTF-8 character is escaped too */
-        const unsigned char c1 = n > 1 ? (unsigned char)s[1] : 0, c2 = n > 2 ? (unsigned char)s[2] : 0;
-        /* C1 controls U+0080..U+009F (NEL, CSI, ...) and U+2028/U+2029 break lines or drive terminals too:
-         * each of their bytes escaped */
-        const int c1_or_sep = (n == 2 && c == 0xC2 && c1 < 0xA0) || (n == 3 && c == 0xE2 && c1 == 0x80 &&
-                                                                      (c2 == 0xA8 || c2 == 0xA9));
-        int esc = c < 0x20 || c == 0x7f || n == 0 || c1_or_sep;
+        /* C1 controls U+0080..U+009F (NEL, CSI, ...) and U+2028/U+2029 break lines or drive terminals too, and
+         * the bidi formatting characters (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069) reorder what
+         * follows them on the line (a name that shows as another): each of their bytes escaped */
+        const unsigned cp = n > 1 ? ptq_utf8_code_point(s, n) : c;
+        const int unseen = (cp >= 0x80 && cp < 0xA0) || cp == 0x2028 || cp == 0x2029 || cp == 0x061C ||
+                           cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+                           (cp >= 0x2066 && cp <= 0x2069);
+        int esc = c < 0x20 || c == 0x7f || n == 0 || unseen;
         if (n == 0)
             n = 1;
         if (used + (esc ? 4 * n : n) >= n_buf)

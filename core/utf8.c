@@ -74,10 +74,48 @@ char *ptq_utf8_dup(const char *s)
     return out;
 }
 
+unsigned ptq_utf8_code_point(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    static const unsigned lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+    unsigned cp = n >= 1 && n <= 4 ? p[0] & lead_mask[n] : 0;
+    for (size_t i = 1; i < n && n <= 4; i++)
+        cp = (cp << 6) | (p[i] & 0x3Fu);
+    return cp;
+}
+
+/* Terminal columns of code point cp: 0 for combining marks, zero-width characters and variation selectors, 2 for
+ * the East Asian wide and fullwidth blocks and the emoji planes (after Markus Kuhn's wcwidth), else 1. */
+static int columns(unsigned cp)
+{
+    static const unsigned zero[][2] = {{0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x0610, 0x061A},
+                                       {0x064B, 0x065F}, {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2069},
+                                       {0x20D0, 0x20FF}, {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF}};
+    static const unsigned wide[][2] = {{0x1100, 0x115F}, {0x231A, 0x231B}, {0x2329, 0x232A}, {0x2E80, 0x303E},
+                                       {0x3041, 0x33FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xA000, 0xA4CF},
+                                       {0xA960, 0xA97F}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFE10, 0xFE19},
+                                       {0xFE30, 0xFE6F}, {0xFF00, 0xFF60}, {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F},
+                                       {0x1F900, 0x1F9FF}, {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD}};
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+        if (cp >= zero[i][0] && cp <= zero[i][1])
+            return 0;
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        if (cp >= wide[i][0] && cp <= wide[i][1])
+            return 2;
+    return 1;
+}
+
 int ptq_utf8_width(const char *s)
 {
-    int n = 0;
-    for (; s && *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
+    int w = 0;
+    for (size_t n; s && *s; s += n) {
+        n = utf8_char_bytes((const unsigned char *)s);
+        if (!n) { /* a byte that starts no character (ptq_escape's output has none): one column */
+            n = 1;
+            w++;
+        } else {
+            w += columns(ptq_utf8_code_point(s, n));
+        }
+    }
+    return w;
 }

@@ -9,9 +9,7 @@
  * surrogates or values above U+10FFFF): 1 to 4, or 0 when s starts none. */
 size_t ptq_utf8_char_bytes(const char *s);
 
-/* Characters (code points) in UTF-8 s, the columns a terminal table gives
- * it: each byte that is no continuation byte counts one (ptq_escape's
- * output is valid UTF-8). */
-int ptq_utf8_width(const char *s);
+/* The code point of the n-byte UTF-8 character s starts (n from ptq_utf8_char_bytes, 1 to 4). */
+unsigned ptq_utf8_code_point(const char *s, size_t n);
 
 #endif

@@ -323,6 +323,33 @@ def models():
          second_column(table(out, "tensor "), len(shown) + 2))
     case("onnx: NEL and LINE SEPARATOR in a name, info escapes them and pads by characters", ["info", J("sep.onnx")],
          0, out_check=lambda out, err: clean(out) and second_column(table(out, "quantizable activations")[1:], 43))
+    # a bidi override (U+202E reverses what follows it on the line: a name that shows as another) is escaped as the
+    # controls are (it was printed as it is); a CJK character takes two terminal columns and is padded so (rows with
+    # one were a column too long per such character)
+    bidi = "rlo\u202e" + "\u4e2d" * 4
+    bidi_shown = "rlo\\xe2\\x80\\xae" + "\u4e2d" * 4
+    conv_model(J("bidi.onnx"), in_name=bidi)
+
+    def cells(rows):
+        """rows with each wide character followed by a NUL: one string character per terminal column."""
+        return ["".join(ch + ("\0" if "\u4e00" <= ch <= "\u9fff" else "") for ch in r) for r in rows]
+
+    def bidi_clean(out):
+        return "\u202e" not in out and bidi_shown in out
+
+    case("onnx: RLO and CJK in a name, calibrate's table escapes RLO and pads by columns",
+         ["calibrate", "--model", J("bidi.onnx"), "--data", J("good.h5"), "--out", J("bidi-cal.h5")], 0,
+         out_check=lambda out, err: bidi_clean(out) and same_length(cells(table(out, "  tensor"))))
+    case("onnx: RLO and CJK in a name, export's table escapes RLO and pads by columns",
+         ["export", J("bidi-cal.h5"), "--method", "minmax", "--format", "json", "--out", J("bidi-ranges.json")], 0,
+         out_check=lambda out, err: bidi_clean(out) and same_length(cells(table(out, "  tensor"))))
+    case("onnx: RLO and CJK in a name, plan --explain escapes RLO and pads by columns",
+         ["plan", J("bidi-cal.h5"), "--model", J("bidi.onnx"), "--placement", "all", "--explain", "--out",
+          J("bidi-plan.json")], 0, out_check=lambda out, err: bidi_clean(out) and
+         second_column(cells(table(out, "tensor ")), len(bidi_shown) + 4 + 2))
+    case("onnx: RLO and CJK in a name, info escapes RLO and pads by columns", ["info", J("bidi.onnx")],
+         0, out_check=lambda out, err: bidi_clean(out) and
+         second_column(cells(table(out, "quantizable activations")[1:]), 43))
     onnx_model(J("two_in.onnx"), [helper.make_node("Add", ["a", "b"], ["y"])],
                [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 1, 28, 28]),
                 helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 1, 28, 28])],

@@ -53,6 +53,15 @@ int main(void)
     CHECK(strcmp(ptq_escape("\xe2\x80\xa8" "\xe2\x80\xa9" "\xe2\x80\xa7", wide, sizeof wide),
                  "\\xe2\\x80\\xa8\\xe2\\x80\\xa9\xe2\x80\xa7") == 0);
     CHECK(strcmp(ptq_escape("ab\xc2\x85", esc, 10), "ab") == 0);
+    /* bidi formatting characters (RLO U+202E, LRI U+2066, ALM U+061C, RLM U+200F) byte by byte; U+2030 kept */
+    CHECK(strcmp(ptq_escape("a\xe2\x80\xae" "b\xe2\x81\xa6" "c\xd8\x9c" "\xe2\x80\x8f" "\xe2\x80\xb0", wide,
+                            sizeof wide),
+                 "a\\xe2\\x80\\xaeb\\xe2\\x81\\xa6c\\xd8\\x9c\\xe2\\x80\\x8f\xe2\x80\xb0") == 0);
+    /* terminal columns: CJK and emoji 2, a combining acute 0, e-acute 1, an escaped byte's \xNN 4 */
+    CHECK(ptq_utf8_width("ab") == 2 && ptq_utf8_width("\xe4\xb8\xad\xe6\x96\x87") == 4);
+    CHECK(ptq_utf8_width("e\xcc\x81") == 1 && ptq_utf8_width("\xc3\xa9") == 1);
+    CHECK(ptq_utf8_width("\xf0\x9f\x98\x80") == 2);
+    CHECK(ptq_utf8_width("\xff") == 1 && ptq_utf8_width(NULL) == 0 && ptq_utf8_width("\\xff") == 4);
     /* names that are not UTF-8 become valid UTF-8 for the reports: each bad byte U+FFFD */
     static const struct { const char *in, *want; } fix[] = {
         {"caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80"}, /* valid: kept */

@@ -52,7 +52,8 @@ PTQ_API void ptq_ctx_init(ptq_ctx *ctx);
 PTQ_API const char *ptq_status_name(ptq_status st);
 
 /* s with control characters (bytes below 0x20, and 0x7f; the C1 controls
- * U+0080..U+009F and U+2028, U+2029 byte by byte) and bytes that
+ * U+0080..U+009F, U+2028, U+2029 and the bidi formatting characters
+ * U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069 byte by byte) and bytes that
  * start no UTF-8 character written as \xNN, so a name from a file cannot
  * drive a terminal or make a message invalid UTF-8; cut to fit buf[n_buf]
  * (between characters). Returns buf. */
@@ -65,6 +66,10 @@ PTQ_API const char *ptq_escape(const char *s, char *buf, size_t n_buf);
 PTQ_API char *ptq_utf8_dup(const char *s);
 /* 1 when s is strict UTF-8 throughout (the same rule), 0 otherwise. */
 PTQ_API int ptq_utf8_valid(const char *s);
+/* The terminal columns UTF-8 s takes, for padding tables of names: 2 for each East Asian wide or fullwidth
+ * character and emoji, 0 for combining marks, zero-width and bidi formatting characters, 1 for any other
+ * character (and for a byte that starts none). */
+PTQ_API int ptq_utf8_width(const char *s);
 
 /* Records a failure and returns its code; use through ptq_fail(). */
 PTQ_API ptq_status ptq_fail_at(ptq_ctx *ctx, const char *file, int line, ptq_status code, const char *fmt, ...)
