@@ -48,13 +48,14 @@ static float value_at(const ptq_value *v, int64_t i)
     return f;
 }
 
-/* v is a float initializer of rank ndim read by one node only. */
+/* v is a float initializer of rank ndim, a Constant node's, or such a value computed from constants at load (a
+ * Transpose of an initializer, a float16 one cast), read by one node only. */
 static int own_constant(const ptq_graph *g, int v, int ndim)
 {
     if (v < 0)
         return 0;
     const ptq_value *val = &g->values[v];
-    return (val->flags & PTQ_VALUE_INITIALIZER) && val->dtype == PTQ_DT_FLOAT && val->ndim == ndim && val->data &&
+    return (val->flags & PTQ_VALUE_HAS_DATA) && val->dtype == PTQ_DT_FLOAT && val->ndim == ndim && val->data &&
            val->n_bytes == (size_t)ptq_dims_prod(val->dims, 0, ndim) * sizeof(float) && readers(g, v, NULL, 0) == 1;
 }
 
@@ -293,7 +294,9 @@ static void fresh_name(const ptq_graph *g, int v, char *buf, size_t n_buf)
 /* Replaces initializer v by its copy scaled per channel: element i times
  * (or divided by, when divide) f[channel], channel i / step % c. Its one
  * reader in g reads the copy; where a node folded at load reads v too (a
- * Transpose of a tied weight), v stays as it is for that node. */
+ * Transpose of a tied weight), v stays as it is for that node. A v folded at
+ * load is the output of the file's nodes that compute it: the reader reads
+ * the scaled copy instead, and those nodes are left, their output unread. */
 static ptq_status rewrite(ptq_ctx *ctx, ptq_onnx_edit *e, const ptq_graph *g, int v, const double *f, int64_t c,
                           int64_t step, int divide)
 {
@@ -317,7 +320,7 @@ static ptq_status rewrite(ptq_ctx *ctx, ptq_onnx_edit *e, const ptq_graph *g, in
         st = ptq_onnx_edit_rename_input_of(ctx, e, val->name, name, g->values[g->nodes[reader].outputs[0]].name);
     else if (st == PTQ_OK) /* its only reader */
         st = ptq_onnx_edit_rename_input(ctx, e, val->name, name, NULL);
-    if (st == PTQ_OK && !shared)
+    if (st == PTQ_OK && !shared && (val->flags & PTQ_VALUE_INITIALIZER))
         st = ptq_onnx_edit_remove_initializer(ctx, e, val->name);
     return st;
 }

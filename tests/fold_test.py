@@ -177,6 +177,43 @@ def smooth_tied(J, x):
           f"{rel(got, run_ort(J('tied.onnx'), x)):.3g}, reads {reads.get('q')} {reads.get('wq_t')}")
 
 
+def smooth_folded(J, x):
+    """SmoothQuant on a LayerNorm whose scale is a float16 initializer cast, whose bias a Constant node holds and
+    whose MatMul's weight is a Transpose of an initializer, all three computed at load: smoothed (it found nothing
+    to smooth before), each reader reading a scaled copy, and the FP32 logits stay."""
+    rng = np.random.default_rng(11)
+    w = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
+    scale = np.ones(32, np.float16)
+    scale[5] = 9.0  # an outlier channel to smooth
+    inits = [numpy_helper.from_array(np.array([-1, 8, 8], np.int64), "rows"), numpy_helper.from_array(w(8, 32), "We"),
+             numpy_helper.from_array(scale, "g16"), numpy_helper.from_array(w(16, 32), "WkT"),
+             numpy_helper.from_array(w(16, N_CLASSES), "Wo")]
+    nodes = [helper.make_node("Reshape", ["x", "rows"], ["t"], name="rows"),
+             helper.make_node("MatMul", ["t", "We"], ["e"], name="embed"),
+             helper.make_node("Cast", ["g16"], ["g"], name="g_cast", to=TensorProto.FLOAT),
+             helper.make_node("Constant", [], ["b"], name="b_const",
+                              value=numpy_helper.from_array(np.full(32, 0.5, np.float32))),
+             helper.make_node("Transpose", ["WkT"], ["Wk"], name="wk_t", perm=[1, 0]),
+             helper.make_node("LayerNormalization", ["e", "g", "b"], ["ln"], name="ln", axis=-1, epsilon=1e-5),
+             helper.make_node("MatMul", ["ln", "Wk"], ["k"], name="k"),
+             helper.make_node("Relu", ["k"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "Wo"], ["o"], name="out"),
+             helper.make_node("ReduceMean", ["o"], ["y"], name="pool", axes=[1], keepdims=0)]
+    save(J("lnfold.onnx"), nodes, inits, "smooth_folded", opset=17, ir_version=8, preprocess=False)
+    rc, _, err = ptq("smooth", "--model", J("lnfold.onnx"), "--data", J("d.h5"), "--samples", "64", "--out",
+                     J("lnfold_smooth.onnx"))
+    got = run_ort(J("lnfold_smooth.onnx"), x) if rc == 0 else np.zeros(0)
+    m = onnx.load(J("lnfold_smooth.onnx")) if rc == 0 else None
+    reads = {n.name: list(n.input) for n in m.graph.node} if m else {}
+    inits = {t.name for t in m.graph.initializer} if m else set()
+    read = reads.get("ln", ["", "", ""])[1:] + reads.get("k", ["", ""])[1:]
+    check("smooth of a LayerNorm whose scale, bias and MatMul weight are computed at load (Cast of float16, Constant, "
+          "Transpose): smoothed, the LayerNorm and MatMul read scaled copies, the FP32 logits stay within 1e-4",
+          rc == 0 and rel(got, run_ort(J("lnfold.onnx"), x)) <= 1e-4 and
+          read == ["g.smooth", "b.smooth", "Wk.smooth"] and set(read) <= inits,
+          f"exit {rc} {err.strip()[-300:]}" if rc else f"{rel(got, run_ort(J('lnfold.onnx'), x)):.3g}, reads {read}")
+
+
 def hostile_growth(J, x):
     for kind, n, what in (("expand", 4, "a ConstantOfShape of 1 MiB expanded 4x four times (341 MiB)"),
                           ("fan", 200, "200 Identities of a 1 MiB weight (200 MiB)")):
@@ -316,6 +353,7 @@ def main():
                   and reads.get("w3_tied") == ["W3c"], str(sorted(dq_of))[:300])
     folded_biases(J, x)
     smooth_tied(J, x)
+    smooth_folded(J, x)
     hostile_growth(J, x)
     heavy_constants(J, x)
     finish("fold_test")
