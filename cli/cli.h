@@ -330,6 +330,12 @@ ptq_status cli_sens_load(ptq_ctx *ctx, const char *path, const ptq_graph *g, con
  * PTQ_ERR_INVALID_ARG naming path and the first that differs (the target first: it sets the others). */
 ptq_status cli_sens_fits(ptq_ctx *ctx, const char *path, const ptq_sens_summary *sens, ptq_target target,
                          ptq_prec core, int reduce_range);
+/* The report at path (its JSON text, read by cli_sens_load) was measured with the plan's calibrator, method (the
+ * plan's "method", as sensitivity records it; NULL: not checked), else its gains are of other scales, and with its
+ * placement, when it records one (its "all but" runs leave tensors out of the default plan of that placement).
+ * A report without "method" (hand-made) is taken as the plan's, with a note on stderr from cmd unless quiet. */
+ptq_status cli_sens_method_fits(ptq_ctx *ctx, const char *cmd, const char *path, const char *text, const char *method,
+                                const char *placement, int quiet);
 /* `ptq plan ... --sensitivity S --budget PTS`: the budgeted planner over
  * --data (cli/plan_budget.c); opts are plan's. Returns the exit code. */
 int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path);

@@ -198,6 +198,9 @@ int cmd_validate(int argc, char **argv)
         st = cli_sens_load(&ctx, sens_path, s.graph, plan->model_sha256, &sens, &sens_text);
         if (st == PTQ_OK)
             st = cli_sens_fits(&ctx, sens_path, &sens, plan->target, plan->core, plan->reduce_range);
+        if (st == PTQ_OK)
+            st = cli_sens_method_fits(&ctx, "validate", sens_path, sens_text, plan->method, plan->placement,
+                                      0);
         ptq_sens_summary_free(&sens);
         if (st != PTQ_OK)
             goto ready;

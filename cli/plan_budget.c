@@ -109,38 +109,6 @@ static char *trace_json(const ptq_budget_result *r, const step_printer *sp, doub
     return text;
 }
 
-/* The report at path (its JSON text) was measured with the plan's calibrator, method (the plan's "method", as
- * sensitivity records it): its gains are of other scales otherwise. A report without "method" (hand-made) is
- * taken as the plan's, with a note. Likewise its "placement", when it records one, is the plan's. */
-static ptq_status check_sens_method(ptq_ctx *ctx, const char *path, const char *text, const char *method,
-                                    const char *placement, int quiet)
-{
-    cJSON *root = cJSON_Parse(text); /* ptq_sens_read has read it strictly */
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "method");
-    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(root, "placement");
-    ptq_status st = PTQ_OK;
-    char esc[256];
-    /* its "all but" runs left tensors out of the default plan of its placement (absent: a report from before
-     * sensitivity recorded it, taken as the plan's) */
-    if (pl && !cJSON_IsString(pl)) {
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: \"placement\" is not a string", path);
-    } else if (pl && placement && strcmp(pl->valuestring, placement) != 0) {
-        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was measured with --placement %s, the plan's is %s (make the "
-                      "report with the plan's --placement)", path, ptq_escape(pl->valuestring, esc, sizeof esc),
-                      placement);
-    } else if (cJSON_IsString(m) && strcmp(m->valuestring, method) != 0) {
-        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was measured with --method %s, the plan's is %s (make the report "
-                      "with the plan's --method)", path, ptq_escape(m->valuestring, esc, sizeof esc), method);
-    } else if (m && !cJSON_IsString(m)) {
-        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: \"method\" is not a string", path);
-    } else if (!m && !quiet) {
-        fprintf(stderr, "plan: note: %s records no method; its figures are taken as measured with the plan's, %s\n",
-                path, method);
-    }
-    cJSON_Delete(root);
-    return st;
-}
-
 int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
 {
     const char *model = cli_get(opts, n_opts, "model"), *out = cli_get(opts, n_opts, "out");
@@ -201,7 +169,8 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
         goto done;
     }
     PTQ_TRY(st, cli_sens_fits(&ctx, sens_path, &sens, def->target, def->core, def->reduce_range), done);
-    PTQ_TRY(st, check_sens_method(&ctx, sens_path, sens_text, def->method, def->placement, quiet), done);
+    PTQ_TRY(st, cli_sens_method_fits(&ctx, "plan", sens_path, sens_text, def->method, def->placement, quiet),
+            done);
     if (ptq_sens_covers(&ctx, &sens, def) != PTQ_OK) {
         char why[PTQ_MSG_BYTES];
         snprintf(why, sizeof why, "%s", ctx.msg);

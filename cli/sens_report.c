@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 
 ptq_status cli_sens_load(ptq_ctx *ctx, const char *path, const ptq_graph *g, const char *model_sha256,
@@ -53,4 +55,33 @@ ptq_status cli_sens_fits(ptq_ctx *ctx, const char *path, const ptq_sens_summary 
                         "or neither must have it)", path, sens->reduce_range ? "with" : "without",
                         reduce_range ? "with" : "without");
     return PTQ_OK;
+}
+
+ptq_status cli_sens_method_fits(ptq_ctx *ctx, const char *cmd, const char *path, const char *text, const char *method,
+                                const char *placement, int quiet)
+{
+    cJSON *root = cJSON_Parse(text); /* ptq_sens_read has read it strictly */
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "method");
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(root, "placement");
+    ptq_status st = PTQ_OK;
+    char esc[256];
+    /* its "all but" runs left tensors out of the default plan of its placement (absent: a report from before
+     * sensitivity recorded it, taken as the plan's) */
+    if (pl && !cJSON_IsString(pl)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: \"placement\" is not a string", path);
+    } else if (pl && placement && strcmp(pl->valuestring, placement) != 0) {
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was measured with --placement %s, the plan's is %s (make the "
+                      "report with the plan's --placement)", path, ptq_escape(pl->valuestring, esc, sizeof esc),
+                      placement);
+    } else if (cJSON_IsString(m) && method && strcmp(m->valuestring, method) != 0) {
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s was measured with --method %s, the plan's is %s (make the report "
+                      "with the plan's --method)", path, ptq_escape(m->valuestring, esc, sizeof esc), method);
+    } else if (m && !cJSON_IsString(m)) {
+        st = ptq_fail(ctx, PTQ_ERR_FORMAT, "%s: \"method\" is not a string", path);
+    } else if (!m && method && !quiet) {
+        fprintf(stderr, "%s: note: %s records no method; its figures are taken as measured with the plan's, %s\n",
+                cmd, path, method);
+    }
+    cJSON_Delete(root);
+    return st;
 }

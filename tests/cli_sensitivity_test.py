@@ -384,6 +384,16 @@ def main():
                          "--out", J("x13.json"))
         check("plan --budget with a report that records no placement: the plan", rc in (0, 11) and
               os.path.exists(J("x13.json")), f"exit {rc}: {err[-300:]}")
+        # validate --sensitivity reads the report as plan --budget does: one measured with another method or
+        # placement than the plan's is refused (report.html drew its bars beside a plan they were not measured for)
+        for flag, value in (("--method", "entropy"), ("--placement", "ort")):
+            rc, _, err = ptq("plan", J("calib.h5"), "--model", hard, flag, value, "--out", J(f"{value}.json"))
+            want = (f"was measured with --method {sens['method']}, the plan's is entropy" if value == "entropy" else
+                    "was measured with --placement trt, the plan's is ort")
+            refused(f"validate --sensitivity of the default report with a plan of {flag} {value}: exit 2, naming both",
+                    ["validate", "--model", hard, "--plan", J(f"{value}.json"), "--data", J("val.h5"),
+                     "--sensitivity", J("sens.json"), "--report", J(f"x14{value}")], 2, f"{J('sens.json')} {want}",
+                    J(f"x14{value}", "validate.json"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish("cli_sensitivity_test")
