@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "ptq/html_report.h"
+#include "ptq/report.h" /* PTQ_JSON_DENSE_MAX_CLASSES */
 #include "reports/html.h"
 #include "reports/sens_view.h"
 #include "reports/validate_view.h"
@@ -171,10 +172,11 @@ static void put_confusion(page *p)
     const int k = v->k;
     html_put(&p->o, "<section id=\"confusion\">\n<h2>Confusion matrices</h2>\n");
     if (k > PTQ_HTML_MAX_CLASSES) {
+        const char *sparse = k > PTQ_JSON_DENSE_MAX_CLASSES ? "_sparse" : ""; /* the keys validate.json has */
         html_put(&p->o, "<p>%d classes: the FP32, quantized and difference matrices are in validate.json "
-                        "(<code>fp32.confusion</code>, <code>quant.confusion</code>, <code>confusion_delta</code>)."
-                        "</p>\n</section>\n",
-                 k);
+                        "(<code>fp32.confusion%s</code>, <code>quant.confusion%s</code>, <code>confusion_delta%s"
+                        "</code>).</p>\n</section>\n",
+                 k, sparse, sparse, sparse);
         return;
     }
     html_put(&p->o, "<p class=\"note\">Rows: true class; columns: predicted class. Hover over a cell for its count. "

@@ -225,6 +225,10 @@ static void test_many_classes(ptq_ctx *ctx)
     CHECK(ptq_validate_format_html(ctx, s, NULL, NULL, &a) == PTQ_OK);
     CHECK(a && cells_with_counts(a) == 0 && strstr(a, "150 classes: the FP32") != NULL);
     CHECK(a && test_count_str(a, "<svg") == 2 && test_count_str(a, "<g class=\"row\">") == 200);
+    /* the keys validate.json has above 100 classes: the matrices' nonzero cells, not k x k arrays */
+    CHECK_MSG(a && strstr(a, "<code>fp32.confusion_sparse</code>, <code>quant.confusion_sparse</code>, "
+                             "<code>confusion_delta_sparse</code>"),
+              "%s", a ? strstr(a, "150 classes") : "(null)");
     free(a);
     ptq_validate_stats_free(s);
     free(f);
