@@ -582,9 +582,12 @@ static ptq_status md_top_cells(ptq_ctx *ctx, ptq_buf *b, const validate_view *v)
         "(`fp32.confusion_sparse`, `quant.confusion_sparse`, `confusion_delta_sparse`).", v->k);
     if (n_top == 0)
         PUT(" No cell changed.\n"); /* and no table: GFM would read the sentence as its row */
+    else if (n_top < MD_TOP_CELLS) /* every changed cell: "the 20 largest" would promise rows that are not there */
+        PUT(" The %d cell%s that changed:\n\n", n_top, n_top == 1 ? "" : "s");
     else
-        PUT(" The %d largest changes:\n\n| true | predicted | FP32 | quantized | difference |\n"
-            "|---|---|---:|---:|---:|\n", MD_TOP_CELLS);
+        PUT(" The %d largest changes:\n\n", MD_TOP_CELLS);
+    if (n_top > 0)
+        PUT("| true | predicted | FP32 | quantized | difference |\n|---|---|---:|---:|---:|\n");
     for (int i = 0; i < n_top && st == PTQ_OK; i++) {
         int r = (int)(top[i] / v->k), c = (int)(top[i] % v->k);
         PUT("| ");
