@@ -17,6 +17,32 @@
 #include "reports/sens_view.h"
 
 #define NAME_BYTES 32
+#define NOTE_BYTES 256      /* a bar's note: its SQNR and worst class, that class's name cut to NOTE_NAME_CHARS */
+#define NOTE_NAME_CHARS 40
+
+/* Bytes of s's first max_chars characters: UTF-8 sequences kept whole. */
+static int prefix_bytes(const char *s, int max_chars)
+{
+    int n = 0, chars = 0;
+    for (; s[n]; n++)
+        if (((unsigned char)s[n] & 0xC0) != 0x80 && chars++ == max_chars)
+            break;
+    return n;
+}
+
+/* Drops a UTF-8 sequence that snprintf's cut left unfinished at the end of s. */
+static void trim_cut_char(char *s)
+{
+    size_t n = strlen(s), lead = n;
+    while (lead > 0 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead == 0 || (unsigned char)s[lead - 1] < 0xC0)
+        return; /* ends in ASCII (or bytes no lead starts) */
+    const unsigned char c = (unsigned char)s[lead - 1];
+    const size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    if (n - (lead - 1) < want)
+        s[lead - 1] = '\0';
+}
 
 static int nomem(html_out *o)
 {
@@ -31,7 +57,7 @@ static void mode_bars(html_out *o, const sens_view *v, const int64_t *order, int
 {
     const int64_t shown = n < PTQ_HTML_SENS_MAX_BARS ? n : PTQ_HTML_SENS_MAX_BARS;
     html_sbar_row *rows = calloc((size_t)shown + 1, sizeof *rows);
-    char(*notes)[96] = calloc((size_t)shown + 1, sizeof *notes);
+    char(*notes)[NOTE_BYTES] = calloc((size_t)shown + 1, sizeof *notes);
     if (!rows || !notes) {
         nomem(o);
         free(rows);
@@ -41,13 +67,17 @@ static void mode_bars(html_out *o, const sens_view *v, const int64_t *order, int
     for (int64_t i = 0; i < shown; i++) {
         const sens_row *r = &v->t[order[i]];
         char buf[NAME_BYTES];
-        if (all_but)
+        if (all_but) {
             snprintf(notes[i], sizeof notes[i], "%s in the default plan", r->prec_default);
-        else if (r->worst >= 0 && r->worst_drop_pts > 0)
-            snprintf(notes[i], sizeof notes[i], "SQNR %.1f dB, worst class %.40s (-%.2f recall points)",
-                     r->only_sqnr_db, sens_view_class(v, r->worst, buf, sizeof buf), r->worst_drop_pts);
-        else
+        } else if (r->worst >= 0 && r->worst_drop_pts > 0) {
+            /* the name cut between characters, not bytes: the page must stay UTF-8 */
+            const char *worst = sens_view_class(v, r->worst, buf, sizeof buf);
+            snprintf(notes[i], sizeof notes[i], "SQNR %.1f dB, worst class %.*s (-%.2f recall points)",
+                     r->only_sqnr_db, prefix_bytes(worst, NOTE_NAME_CHARS), worst, r->worst_drop_pts);
+            trim_cut_char(notes[i]);
+        } else {
             snprintf(notes[i], sizeof notes[i], "SQNR %.1f dB", r->only_sqnr_db);
+        }
         rows[i] = (html_sbar_row){r->name, all_but ? r->recovered_pts : r->only_delta_pts, notes[i]};
     }
     html_svg_signed_bars(o, all_but ? "top-1 recovered" : "top-1 change", rows, (int)shown);

@@ -256,6 +256,49 @@ static void test_many_class_names(ptq_ctx *ctx)
     free(json);
 }
 
+static int valid_utf8(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        const int n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+        if (n == 0)
+            return 0;
+        for (int i = 1; i < n; i++)
+            if ((p[i] & 0xC0) != 0x80)
+                return 0;
+        p += n;
+    }
+    return 1;
+}
+
+/* The worst class's name in a bar's note: cut after 40 characters, never inside one ("x" and 30 "é" are 61 bytes:
+ * a cut at byte 40 split the 20th "é"), and the page stays UTF-8 when a huge SQNR makes the note overflow. */
+static void test_worst_class_utf8(ptq_ctx *ctx)
+{
+    char e30[64] = "x", e50[128] = "y", json[1024];
+    for (int i = 0; i < 30; i++)
+        strcat(e30, "\xC3\xA9");
+    for (int i = 0; i < 50; i++)
+        strcat(e50, "\xC3\xA9");
+    const char *sqnr[6] = {"20", "20", "5e199", "5e200", "5e201", "5e202"}; /* the cut falls on either byte */
+    for (int t = 0; t < 6; t++) {
+        snprintf(json, sizeof json,
+                 "{\"format\":\"ptq-sensitivity\",\"classes\":2,\"class_names\":[\"%s\",\"%s\"],"
+                 "\"tensors\":[{\"name\":\"x\",\"only\":{\"top1_delta_pts\":-1,\"sqnr_db\":%s,"
+                 "\"worst_class\":{\"index\":%d,\"recall_drop_pts\":2}}}]}",
+                 e30, e50, sqnr[t], t == 1);
+        char *out = NULL;
+        CHECK_MSG(ptq_sens_format_html(ctx, json, NULL, &out) == PTQ_OK, "%s", ctx->msg);
+        CHECK_MSG(out && valid_utf8(out), "report %d is not UTF-8", t);
+        char want[256];
+        if (t == 0) /* the whole name */
+            snprintf(want, sizeof want, "worst class %s (-2.00 recall points)", e30);
+        else /* "y" and 39 of its 50 characters */
+            snprintf(want, sizeof want, "worst class %.79s (-2.00 recall points)", e50);
+        CHECK_MSG(t >= 2 || (out && strstr(out, want)), "want '%s'", want);
+        free(out);
+    }
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -264,5 +307,6 @@ int main(void)
     test_validate_sections(&ctx);
     test_refusals(&ctx);
     test_many_class_names(&ctx);
+    test_worst_class_utf8(&ctx);
     return test_done("test_sens_html");
 }
