@@ -337,6 +337,10 @@ run_done: /* every rank passes here once, and learns whether any failed or ran o
         files[3 + i] = (cli_out_file){report_paths[3 + i], png[i], png_bytes[i], 0};
     PTQ_TRY(st, cli_write_files(&ctx, files, 3 + n_png), written);
     made_dir = 0; /* it holds the report now */
+    for (int i = 3 + n_png; i < N_REPORT; i++) /* no heatmaps above 100 classes: none of an earlier report either */
+        if (unlink(report_paths[i]) != 0 && errno != ENOENT)
+            fprintf(stderr, "ptq validate: warning: cannot remove %s, a heatmap of an earlier report: %s\n",
+                    cli_shown(report_paths[i]), strerror(errno));
     ptq_atomic_forget_dir(report);
     ptq_validate_totals vt;
     ptq_validate_stats_totals(vs, &vt);

@@ -102,8 +102,15 @@ def main():
                      ("plan", J("c.h5"), "--model", J("m1000.onnx"), "--out", J("p.json"))):
             rc, _, err = ptq(*args)
             check(args[0], rc == 0, err.strip()[-300:])
+        os.makedirs(J("rep"), exist_ok=True)  # heatmaps of an earlier, smaller report in the folder
+        for which in ("fp32", "quant", "delta"):
+            with open(J("rep", f"confusion-{which}.png"), "wb") as f:
+                f.write(b"\x89PNG of another report")
         rc, out, err = ptq("validate", "--model", J("m1000.onnx"), "--plan", J("p.json"), "--data", J("d1000.h5"),
                            "--report", J("rep"))
+        stale = [n for n in os.listdir(J("rep")) if n.endswith(".png")]
+        check("validate: no heatmap of another report left beside a 1,000-class one", rc == 0 and not stale,
+              f"exit {rc}, {sorted(os.listdir(J('rep')))}")
         v = json.load(open(J("rep", "validate.json"))) if rc == 0 else {}
         f32, ok1 = dense(v.get("fp32", {}).get("confusion_sparse", {}), k)
         q, ok2 = dense(v.get("quant", {}).get("confusion_sparse", {}), k)
