@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "reports/bidi.h"
 #include "reports/html.h"
 
 void html_put(html_out *o, const char *fmt, ...)
@@ -45,11 +46,13 @@ void html_put(html_out *o, const char *fmt, ...)
 void html_text(html_out *o, const char *s, size_t max_chars)
 {
     size_t n_chars = 0;
+    bidi_levels levels = BIDI_LEVELS_INIT;
     for (const unsigned char *p = (const unsigned char *)s; *p && o->st == PTQ_OK; p++) {
         if ((*p & 0xC0) != 0x80 && max_chars > 0 && n_chars++ == max_chars) {
             html_put(o, "\xE2\x80\xA6"); /* U+2026 */
-            return;
+            break;
         }
+        bidi_step(&levels, (const char *)p);
         switch (*p) {
         case '&': html_put(o, "&amp;"); break;
         case '<': html_put(o, "&lt;"); break;
@@ -62,6 +65,11 @@ void html_text(html_out *o, const char *s, size_t max_chars)
             else
                 o->st = ptq_buf_append(o->ctx, &o->b, p, 1);
         }
+    }
+    if (o->st == PTQ_OK) { /* what the name opened ends with it */
+        bidi_close(&levels, &o->b);
+        if (o->b.failed)
+            o->st = ptq_fail(o->ctx, PTQ_ERR_NOMEM, "out of memory writing HTML");
     }
 }
 

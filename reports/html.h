@@ -28,7 +28,9 @@ void html_put(html_out *o, const char *fmt, ...)
     ;
 /* Appends s escaped for text and attribute values: & < > " ' as entities,
  * other control characters as spaces. max_chars > 0 cuts s after that many
- * characters (UTF-8 sequences kept whole) and adds an ellipsis. */
+ * characters (UTF-8 sequences kept whole) and adds an ellipsis. Bidi
+ * embeddings, overrides and isolates s opens are closed after it (PDF, PDI),
+ * so that they do not reorder the text that follows. */
 void html_text(html_out *o, const char *s, size_t max_chars);
 
 /* "<!DOCTYPE html>" to "<body>" with the shared style; the <title> is title

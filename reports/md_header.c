@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/utf8.h"
+#include "reports/bidi.h"
 
 static int is_ctrl(unsigned char c)
 {
@@ -17,12 +18,16 @@ static int is_ctrl(unsigned char c)
 /* Appends s as Markdown text that reads back as s: control characters and
  * bytes that start no UTF-8 character as \xNN, as ptq_escape prints them
  * (in a table cell, cell, a line break as a space); < > & as entities (no
- * inline HTML); the characters of punct backslash-escaped. */
+ * inline HTML); the characters of punct backslash-escaped; bidi levels s
+ * opens closed after it (reports/bidi.h). */
 static void put_text(ptq_buf *b, const char *s, const char *punct, int cell)
 {
+    bidi_levels levels = BIDI_LEVELS_INIT;
     for (size_t n; *s; s += n) {
         const unsigned char c = (unsigned char)*s;
         n = c < 0x80 ? 1 : ptq_utf8_char_bytes(s);
+        if (n == 3)
+            bidi_step(&levels, s);
         if (cell && (c == '\n' || c == '\r')) {
             ptq_buf_put(b, " ", 1);
         } else if (is_ctrl(c) || n == 0) {
@@ -40,6 +45,7 @@ static void put_text(ptq_buf *b, const char *s, const char *punct, int cell)
             ptq_buf_put(b, s, n);
         }
     }
+    bidi_close(&levels, b); /* a right-to-left override in s ends with it, not at the end of the line */
 }
 
 ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, const char *what)

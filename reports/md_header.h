@@ -19,7 +19,8 @@ ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, cons
  * read back as the same text by CommonMark/GFM renderers: \ ` * _ [ ] | ~
  * (and a leading # - +) backslash-escaped, < > & as entities (no inline
  * HTML), line breaks as spaces, other control characters and bytes that
- * start no UTF-8 character as \xNN (as ptq_escape). PTQ_ERR_NOMEM. */
+ * start no UTF-8 character as \xNN (as ptq_escape), and the bidi levels it
+ * opens closed after it (reports/bidi.h). PTQ_ERR_NOMEM. */
 ptq_status ptq_md_name(ptq_ctx *ctx, ptq_buf *b, const char *name);
 /* The same name as a code span in a table cell: fenced by one backtick more
  * than its longest run of them, | as \| (GFM splits cells first), line

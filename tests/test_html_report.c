@@ -234,11 +234,43 @@ static void test_many_classes(ptq_ctx *ctx)
     free(f);
 }
 
+/* Class names that open a right-to-left override (U+202E) or isolate (U+2067) and never close it: each is closed
+ * (U+202C, U+2069) where the name ends, so that the text after it (a flagged class's recall figures, a bar's
+ * tooltip) is not shown reversed; a name that closes its override gets nothing it lacks. */
+static void test_bidi_names(ptq_ctx *ctx)
+{
+    static const char *const bidi[K] = {"\xE2\x81\xA7iso", "a", "\xE2\x80\xAE" "evil", "\xE2\x80\xAEok\xE2\x80\xAC"};
+    int32_t *labels = malloc(N * sizeof *labels);
+    float *f = malloc(N * K * sizeof *f), *q = malloc(N * K * sizeof *q);
+    ptq_validate_stats *s = NULL;
+    crafted(labels, f, q);
+    CHECK(ptq_validate_stats_init(ctx, K, &s) == PTQ_OK);
+    CHECK(ptq_validate_stats_add(ctx, s, N, labels, f, q) == PTQ_OK);
+    ptq_validate_opts vo = PTQ_VALIDATE_OPTS_INIT;
+    vo.class_names = bidi;
+    char *a = NULL;
+    CHECK(ptq_validate_format_html(ctx, s, &vo, NULL, &a) == PTQ_OK);
+    const int64_t n_evil = a ? test_count_str(a, "\xE2\x80\xAE" "evil") : 0;
+    const int64_t n_iso = a ? test_count_str(a, "\xE2\x81\xA7" "iso") : 0;
+    CHECK_MSG(n_evil > 3 && test_count_str(a, "\xE2\x80\xAE" "evil\xE2\x80\xAC") == n_evil, "%lld names",
+              (long long)n_evil);
+    CHECK_MSG(n_iso > 3 && test_count_str(a, "\xE2\x81\xA7" "iso\xE2\x81\xA9") == n_iso, "%lld names",
+              (long long)n_iso);
+    CHECK(a && strstr(a, "\xE2\x80\xAE" "evil\xE2\x80\xAC</span>: recall 100.00%"));
+    CHECK(a && strstr(a, "\xE2\x80\xAE" "ok\xE2\x80\xAC<") && !strstr(a, "ok\xE2\x80\xAC\xE2\x80\xAC"));
+    free(a);
+    ptq_validate_stats_free(s);
+    free(labels);
+    free(f);
+    free(q);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     test_page(&ctx);
     test_many_classes(&ctx);
+    test_bidi_names(&ctx);
     return test_done("test_html_report");
 }

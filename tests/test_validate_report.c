@@ -691,6 +691,33 @@ static void test_json_num(void)
     CHECK_MSG(differ == 0, "%d of %d numbers printed otherwise than cJSON prints them", differ, n);
 }
 
+/* A flagged class whose name opens a right-to-left override (U+202E) and never closes it: validate.md closes it
+ * (U+202C) where the name ends, so that the recall figures after it on the line are not shown reversed. */
+static void test_bidi_name(ptq_ctx *ctx)
+{
+    static const char *const bidi[K] = {"plane", "car", "bird", "\xE2\x80\xAE" "evil", "deer", "dog", "frog",
+                                        "horse", "ship", "truck"};
+    int32_t labels[N];
+    static float f[N * K], q[N * K];
+    crafted(labels, f, q);
+    ptq_validate_stats *s = NULL;
+    CHECK(ptq_validate_stats_init(ctx, K, &s) == PTQ_OK);
+    if (!s)
+        return;
+    CHECK(ptq_validate_stats_add(ctx, s, N, labels, f, q) == PTQ_OK);
+    ptq_validate_opts vo = PTQ_VALIDATE_OPTS_INIT;
+    vo.class_names = bidi;
+    vo.recall_drop_flag = 0;
+    char *md = NULL;
+    CHECK(ptq_validate_format_markdown(ctx, s, &vo, &md) == PTQ_OK);
+    const int64_t n_evil = md ? test_count_str(md, "\xE2\x80\xAE" "evil") : 0;
+    CHECK_MSG(n_evil > 0 && test_count_str(md, "\xE2\x80\xAE" "evil\xE2\x80\xAC") == n_evil, "%s",
+              md ? md : "(null)");
+    CHECK(md && strstr(md, "1. \xE2\x80\xAE" "evil\xE2\x80\xAC: recall 100.00% -> 90.00%"));
+    free(md);
+    ptq_validate_stats_free(s);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -708,5 +735,6 @@ int main(void)
     test_many_classes(&ctx);
     test_shards(&ctx);
     test_json_num();
+    test_bidi_name(&ctx);
     return test_done("test_validate_report");
 }
