@@ -97,6 +97,9 @@ ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);
  * on failure. Both fail with PTQ_ERR_IO and the reason. */
 ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f);
 ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path);
+/* Closes the temporary *f (*f = NULL) for cli_commit_all to rename; on a failed close discards it (tmp becomes
+ * "") and fails with PTQ_ERR_IO naming path. */
+ptq_status cli_tmp_close(ptq_ctx *ctx, FILE **f, char *tmp, const char *path);
 /* text and a final newline to path, whole or not at all (through cli_tmp_open/commit). */
 ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text);
 

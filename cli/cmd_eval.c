@@ -143,19 +143,23 @@ int cmd_eval(int argc, char **argv)
             goto done;
         }
     }
-    /* every output complete: only now do they take their names */
-    if (rf) {
-        PTQ_TRY(st, cli_tmp_commit(&ctx, &rf, report_tmp, report_path), done);
-        report_tmp[0] = '\0';
-    }
-    if (lf) {
-        st = cli_tmp_commit(&ctx, &lf, logits_tmp, logits_path);
-        if (st != PTQ_OK) {
-            if (report_path)
-                remove(report_path);
-            goto done;
+    /* every output complete: only now do they take their names, together (a failed rename puts back what the
+     * names held) */
+    {
+        char *tmps[2];
+        const char *paths[2];
+        int n_out = 0;
+        if (rf) {
+            PTQ_TRY(st, cli_tmp_close(&ctx, &rf, report_tmp, report_path), done);
+            tmps[n_out] = report_tmp, paths[n_out++] = report_path;
         }
-        logits_tmp[0] = '\0';
+        if (lf) {
+            PTQ_TRY(st, cli_tmp_close(&ctx, &lf, logits_tmp, logits_path), done);
+            tmps[n_out] = logits_tmp, paths[n_out++] = logits_path;
+        }
+        if (n_out)
+            PTQ_TRY(st, cli_commit_all(&ctx, tmps, paths, n_out), done);
+        report_tmp[0] = logits_tmp[0] = '\0';
     }
     if (as_json) {
         PTQ_TRY(st, ptq_eval_write_json(&ctx, &stats, names, header, stdout, "standard output"), done);

@@ -66,18 +66,24 @@ ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp,
     return ptq_atomic_fopen(ctx, path, tmp, n_tmp, f);
 }
 
-ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path)
+ptq_status cli_tmp_close(ptq_ctx *ctx, FILE **f, char *tmp, const char *path)
 {
-    char name[PTQ_TMP_NAME_BYTES];
     int bad = fclose(*f) != 0;
     int e = errno;
     *f = NULL;
-    snprintf(name, sizeof name, "%s", tmp);
     if (bad) {
-        ptq_atomic_discard(name);
+        ptq_atomic_discard(tmp);
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
     }
-    return ptq_atomic_commit(ctx, name, path);
+    return PTQ_OK;
+}
+
+ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path)
+{
+    char name[PTQ_TMP_NAME_BYTES];
+    snprintf(name, sizeof name, "%s", tmp);
+    ptq_status st = cli_tmp_close(ctx, f, name, path);
+    return st == PTQ_OK ? ptq_atomic_commit(ctx, name, path) : st;
 }
 
 ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text)

@@ -166,6 +166,17 @@ def main():
     print(f"{'ok  ' if not left else 'FAIL'} nothing half-written after a failed eval: {left}")
     if left:
         failures.append("partial output")
+    # --report and --logits take their names together: a failed rename of the logits (PTQ_TEST_FAIL_RENAME) leaves
+    # both files as they were (the new report had replaced the old one, then was removed: neither was left)
+    rep = os.path.join(tmp, "r.json")
+    for path in (rep, npy):
+        with open(path, "w") as f:
+            f.write("old\n")
+    rc, _, err = ptq("eval", "--model", MODEL, "--data", h5, "--limit", "10", "--logits", npy, "--report", rep,
+                     env={"PTQ_TEST_FAIL_RENAME": "logits.npy"})
+    kept = [open(p).read() if os.path.exists(p) else None for p in (rep, npy)]
+    check("eval --report --logits: a failed rename of the logits leaves both old files (exit 3)",
+          rc == 3 and kept == ["old\n", "old\n"], f"exit {rc}, files {kept}, {err.strip()[-200:]}")
     expect("unknown option", ["eval", "--model", MODEL, "--data", h5, "--bogus"], 2, "--bogus")
     expect("bad device", ["eval", "--model", MODEL, "--data", h5, "--device", "tpu"], 2, "tpu")
     expect("unknown command", ["frobnicate"], 2, "frobnicate")
