@@ -120,9 +120,4 @@ void html_svg_log_hist(html_out *o, const int64_t *bars, int64_t n, double bar_w
  * and the plan's, and a table of them. */
 void html_put_hists(html_out *o, const char *intro, const ptq_html_hist *h, int64_t n);
 
-/* The section of activation histograms: intro (markup) as its first
- * paragraph, then each tensor's histogram with the calibrators' thresholds
- * and the plan's, and a table of them. */
-void html_put_hists(html_out *o, const char *intro, const ptq_html_hist *h, int64_t n);
-
 #endif
