@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,9 +402,13 @@ static ptq_status read_weight(kimp *K, const klayer *L, const char *role, const 
     float *data = NULL;
     *out = NULL;
     int64_t numel = 1;
-    for (int i = 0; i < (any_shape ? 1 : ndim); i++)
-        numel *= dims[i]; /* dims are bounded by the caller's shape checks */
     const char *lname = ptq_escape(L->name, esc, sizeof esc);
+    for (int i = 0; i < (any_shape ? 1 : ndim); i++) { /* each dim fits; their product (a kernel's four) may not */
+        if (dims[i] < 0 || (dims[i] > 0 && numel > INT64_MAX / dims[i]))
+            return ptq_fail(K->ctx, PTQ_ERR_FORMAT, "%s: layer '%s' (%s): weight '%s' of the config's shape would "
+                            "hold more than 2^63 values", K->path, lname, L->cls, role);
+        numel *= dims[i];
+    }
     if (K->weights < 0 || H5Lexists(K->weights, L->name, H5P_DEFAULT) <= 0 ||
         (grp = H5Gopen2(K->weights, L->name, H5P_DEFAULT)) < 0) {
         st = ptq_fail(K->ctx, PTQ_ERR_FORMAT, "%s: layer '%s' (%s) needs weight '%s' but model_weights has no group '%s'",

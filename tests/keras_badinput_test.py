@@ -66,6 +66,21 @@ def drop_dataset(f):
     del f["model_weights/logits/logits/bias"]
 
 
+def write_model(path, layers, weights):
+    """A Keras 3 .h5 written with h5py: a Sequential model_config of layers, weights {layer: {role: dataset
+    arguments}} under model_weights/<layer>/<layer>/<role>."""
+    with h5py.File(path, "w") as f:
+        f.attrs["model_config"] = json.dumps({"class_name": "Sequential", "config": {"name": "m", "layers": layers}})
+        f.attrs["keras_version"] = "3.15.1"
+        f.attrs["backend"] = "jax"
+        for name, ws in weights.items():
+            g = f.create_group(f"model_weights/{name}")
+            g.attrs["weight_names"] = np.array([f"{name}/{r}" for r in ws], dtype=object)
+            for role, kw in ws.items():
+                g.create_dataset(f"{name}/{role}", **kw)
+    return path
+
+
 def main():
     if not os.path.exists(FUNC):
         print("skipped: tests/data/keras/func_k3.h5 missing")
@@ -90,7 +105,15 @@ def main():
     with h5py.File(k3_weights, "w") as f:
         f.create_group("layers/dense/vars")["0"] = np.zeros((4, 2), np.float32)
     ext = variant(tmp, "ext", lambda f: f.__setitem__("model_weights/elsewhere", h5py.ExternalLink("x.h5", "/y")))
+    # a Conv2D whose kernel [65536, 65536, 65536, 65536] (an HDF5 dataset of no stored chunks, 9 KB) numbers 2^64
+    # values: the count wrapped to 0, passed the size checks, and the HWIO -> OIHW copy wrote past a 1-byte buffer
+    huge = write_model(J("huge_kernel.h5"), [
+        {"class_name": "InputLayer", "config": {"batch_shape": [None, 1, 1, 65536], "dtype": "float32", "name": "x"}},
+        {"class_name": "Conv2D", "config": {"name": "c", "filters": 65536, "kernel_size": [65536, 65536],
+                                            "padding": "same", "use_bias": False}}],
+        {"c": {"kernel": {"shape": (65536,) * 4, "chunks": (1, 1, 1, 1), "dtype": "f4"}}})
     cases = [  # (what, file, exit code, words the message must hold)
+        ("a kernel of 2^64 values (no crash)", huge, 4, ["layer 'c'", "kernel", "2^63"]),
         ("an image set", images, 4, ["not a Keras model", "model_config"]),
         ("a calibration archive", archive, 4, ["calibration archive"]),
         ("a legacy weights-only file", legacy_weights, 4, ["weights-only", "model.save"]),
