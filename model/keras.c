@@ -894,8 +894,9 @@ static ptq_status layer_dense(kimp *K, const klayer *L, const kval *const *in, i
         if (!z.name)
             return oom(K);
         node(K, "Gemm", z.name, b ? 3 : 2, gin, z.name, 0, NULL);
-    } else { /* on the last axis of a higher-rank tensor */
-        const char *mm = b ? sub_name(K, L, "MatMul") : pre_activation_name(K, L, act, "MatMul");
+    } else { /* on the last axis of a higher-rank tensor; an image result then runs NCHW as every image does */
+        int image = x.rank == 4;
+        const char *mm = b || image ? sub_name(K, L, "MatMul") : pre_activation_name(K, L, act, "MatMul");
         const char *min[2] = {x.name, w};
         if (!mm)
             return oom(K);
@@ -903,10 +904,12 @@ static ptq_status layer_dense(kimp *K, const klayer *L, const kval *const *in, i
         z.name = mm;
         if (b) {
             const char *ain[2] = {mm, b};
-            if (!(z.name = pre_activation_name(K, L, act, "Add")))
+            if (!(z.name = image ? sub_name(K, L, "Add") : pre_activation_name(K, L, act, "Add")))
                 return oom(K);
             node(K, "Add", z.name, 2, ain, z.name, 0, NULL);
         }
+        if (image)
+            PTQ_TRY_RET(relayout(K, pre_activation_name(K, L, act, "nchw"), &z, 1, &z));
     }
     return finish_activation(K, L, act, &z, y);
 }

@@ -9,8 +9,12 @@ and weights by Keras layer; `ptq run` (calibrate, sensitivity, plan,
 validate, export) runs on a .h5 and its plans name Keras layers; INT8 and
 FP8 plans validate and their Q/DQ exports run in onnxruntime with
 onnxruntime's top-1 within 0.05 point of `ptq validate`'s and >= 99.9% of
-predictions agreeing. Run by ctest (label oracle) with PTQ_BIN and
-PTQ_SOURCE_DIR set."""
+predictions agreeing. The layer cases (tests/data/keras/case_*.h5, made by
+scripts/make_keras_cases.py: small models of random weights, each a
+configuration once translated wrongly, with their input and Keras's output
+in case_*.npz) give Keras's outputs within 1e-4 relative. Run by ctest
+(label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
+import glob
 import json
 import os
 import sys
@@ -20,6 +24,7 @@ try:
     import numpy as np
     import onnx
     import onnxruntime as ort
+    import h5py
     from ptqtest import FM, SRC, check, finish, fmnist_test, ptq
 except ImportError as e:  # the venv from scripts/setup.sh has them
     print(f"skipped: {e}")
@@ -39,12 +44,38 @@ def run_ort(path, images, level=None):
     return np.concatenate([sess.run(None, {name: x[i:i + 1000]})[0] for i in range(0, len(x), 1000)])
 
 
+def layer_cases(tmp):
+    """Each case_<name>.h5: ptq eval of its input x gives Keras's y."""
+    cases = sorted(glob.glob(os.path.join(KERAS, "case_*.h5")))
+    check("layer cases present", len(cases) >= 1)
+    for model in cases:
+        name = os.path.basename(model)[:-3]
+        io = np.load(model[:-3] + ".npz")
+        x, want = io["x"], io["y"]
+        data, got = os.path.join(tmp, f"{name}-x.h5"), os.path.join(tmp, f"{name}-y.npy")
+        with h5py.File(data, "w") as f:
+            f["images"] = x
+            f["labels"] = np.zeros(len(x), np.int64)
+        image = ["--layout", "NHWC", "--preprocess", "scale=1"] if x.ndim == 4 else []
+        rc, _, err = ptq("eval", "--model", model, "--data", data, *image, "--logits", got)
+        check(f"{name}: eval", rc == 0, err.strip()[-300:])
+        if rc != 0:
+            continue
+        ours = np.load(got)
+        same = ours.shape == want.shape
+        rel = (np.linalg.norm(ours - want, axis=1) / np.maximum(np.linalg.norm(want, axis=1), 1e-30)).max() \
+            if same else float("inf")
+        check(f"{name}: outputs match Keras's within 1e-4 relative", rel <= 1e-4,
+              f"shape {ours.shape} (Keras {want.shape}), max {rel:.2e}")
+
+
 def main():
-    if not os.path.exists(f"{FM}/t10k-images-idx3-ubyte.gz"):
-        print("skipped: Fashion-MNIST missing")
-        return 77
     tmp = tempfile.mkdtemp(prefix="ptq-keras-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
+    layer_cases(tmp)
+    if not os.path.exists(f"{FM}/t10k-images-idx3-ubyte.gz"):
+        print("Fashion-MNIST missing: only the layer cases ran")
+        return finish("keras_test")
     for split, idx in (("train", "train"), ("test", "t10k")):
         rc, _, err = ptq("data", "convert", "--images", f"{FM}/{idx}-images-idx3-ubyte.gz", "--labels",
                          f"{FM}/{idx}-labels-idx1-ubyte.gz", "--out", J(f"{split}.h5"))
