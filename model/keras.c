@@ -720,6 +720,37 @@ static void hwio_to_oihw(const float *src, int64_t kh, int64_t kw, int64_t ci, i
                     dst[((o * ci + i) * kh + y) * kw + x] = src[((y * kw + x) * ci + i) * co + o];
 }
 
+/* Keras 3's LoRA (a config's lora_rank r > 0): the layer computes with kernel + lora_alpha / r * lora_kernel_a @
+ * lora_kernel_b, a [the kernel's dims but the last, r], b [r, the last]; w [ndim dims] gets that sum. */
+static ptq_status merge_lora(kimp *K, const klayer *L, int ndim, const int64_t *dims, float *w)
+{
+    int64_t r = 0, ad[PTQ_MAX_DIMS], bd[2], n_in = 1;
+    double alpha = 0.0;
+    float *a = NULL, *b = NULL;
+    ptq_status st = PTQ_OK;
+    PTQ_TRY_RET(cfg_int(K, L, "lora_rank", 0, 0, 1 << 16, &r));
+    if (r == 0)
+        return PTQ_OK;
+    PTQ_TRY_RET(cfg_num(K, L, "lora_alpha", (double)r, &alpha));
+    for (int i = 0; i < ndim - 1; i++)
+        n_in *= ad[i] = dims[i]; /* w was read with these dims */
+    ad[ndim - 1] = bd[0] = r;
+    bd[1] = dims[ndim - 1];
+    PTQ_TRY(st, read_weight(K, L, "lora_kernel_a", NULL, ndim, ad, 0, &a), done);
+    PTQ_TRY(st, read_weight(K, L, "lora_kernel_b", NULL, 2, bd, 0, &b), done);
+    for (int64_t i = 0; i < n_in; i++)
+        for (int64_t o = 0; o < bd[1]; o++) {
+            double sum = 0.0;
+            for (int64_t k = 0; k < r; k++)
+                sum += (double)a[i * r + k] * b[k * bd[1] + o];
+            w[i * bd[1] + o] += (float)(alpha / (double)r * sum);
+        }
+done:
+    free(a);
+    free(b);
+    return st;
+}
+
 /* Reads a [kh, kw, a, b] kernel, adds it as OIHW: depthwise (a = C, b = multiplier:
  * [C*m, 1, kh, kw], channel c*m+j) or plain HWIO (a = C_in/group, b = C_out). */
 static ptq_status add_kernel(kimp *K, const klayer *L, const char *role, const char *alias, const int64_t hw[2],
@@ -731,6 +762,11 @@ static ptq_status add_kernel(kimp *K, const klayer *L, const char *role, const c
     if (!*name)
         return oom(K);
     PTQ_TRY_RET(read_weight(K, L, role, alias, 4, dims, 0, &w));
+    ptq_status st = depthwise ? PTQ_OK : merge_lora(K, L, 4, dims, w);
+    if (st != PTQ_OK) {
+        free(w);
+        return st;
+    }
     t = malloc((size_t)(hw[0] * hw[1] * a * b) * sizeof *t + 1);
     if (!t) {
         free(w);
@@ -883,6 +919,11 @@ static ptq_status layer_dense(kimp *K, const klayer *L, const kval *const *in, i
     if (!(w = sub_name(K, L, "kernel")))
         return oom(K);
     PTQ_TRY_RET(read_weight(K, L, "kernel", NULL, 2, kd, 0, &kern));
+    ptq_status st = merge_lora(K, L, 2, kd, kern);
+    if (st != PTQ_OK) {
+        free(kern);
+        return st;
+    }
     add_floats(K, w, 2, kd, kern);
     free(kern);
     PTQ_TRY_RET(add_vector(K, L, "bias", units, use_bias, &b));

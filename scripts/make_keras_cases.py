@@ -12,6 +12,8 @@ Not part of the build or CI: it needs Keras 3 (any backend), e.g.
 Cases:
   dense4d  Dense on an image (NHWC [N, H, W, C] -> [N, H, W, units]) read by
            Conv2D, BatchNormalization, MaxPooling2D and GlobalAveragePooling2D
+  lora     Conv2D and Dense with LoRA enabled (lora_rank, lora_alpha; the
+           kernels lora_kernel_a and lora_kernel_b nonzero)
 """
 import argparse
 import os
@@ -45,7 +47,23 @@ def dense4d(keras):
     return keras.Model(i, L.Dense(3, name="logits")(x)), (6, 6, 3)
 
 
-CASES = {"dense4d": dense4d}
+def lora(keras):
+    L = keras.layers
+    i = keras.Input((6, 6, 3), name="image")
+    x = L.Conv2D(4, 3, name="conv")(i)
+    x = L.Flatten(name="flat")(x)
+    return keras.Model(i, L.Dense(3, name="logits")(x)), (6, 6, 3)
+
+
+def lora_enable(model, rs):
+    """LoRA on conv (rank 2, alpha 3) and logits (rank 3, alpha 3), each B nonzero (Keras starts it at 0)."""
+    for name, rank in (("conv", 2), ("logits", 3)):
+        layer = model.get_layer(name)
+        layer.enable_lora(rank, lora_alpha=3)
+        layer.lora_kernel_b.assign(rs.uniform(-1, 1, layer.lora_kernel_b.shape).astype(np.float32))
+
+
+CASES = {"dense4d": (dense4d, None), "lora": (lora, lora_enable)}
 
 
 def main():
@@ -53,10 +71,12 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "data", "keras"))
     args = ap.parse_args()
     import keras
-    for name, build in CASES.items():
+    for name, (build, after) in CASES.items():
         rs = np.random.RandomState(sum(map(ord, name)))
         model, shape = build(keras)
         randomize(model, rs)
+        if after:
+            after(model, rs)
         x = rs.randn(8, *shape).astype(np.float32)
         y = np.asarray(model.predict(x, verbose=0), dtype=np.float32)
         model.save(os.path.join(args.out, f"case_{name}.h5"))

@@ -136,6 +136,9 @@ def main():
          ["model_config", "key \"activation\" appears twice", "config.layers[2].config", "'stem_conv'"]),
         ("data after model_config's JSON value", variant(tmp, "trail", edit_text(lambda t: t + "}}garbage[")), 4,
          ["model_config", "unexpected data after the value at byte"]),
+        ("lora_rank without the LoRA weights", variant(
+            tmp, "lora", edit_config(lambda c: layer(c, "stem_conv")["config"].update(lora_rank=2))), 4,
+         ["stem_conv", "'lora_kernel_a' is missing"]),
         ("a negative kernel size", variant(
             tmp, "ksize", edit_config(lambda c: layer(c, "stem_conv")["config"].update(kernel_size=[-3, 3]))), 4,
          ["stem_conv", "kernel_size"]),
