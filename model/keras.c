@@ -1515,10 +1515,19 @@ typedef struct kref {
     int64_t node, index;
 } kref;
 
-static ptq_status collect_k3(kimp *K, const klayer *L, const cJSON *j, kref *refs, int *n, int depth)
+static ptq_status collect_k3(kimp *K, const klayer *L, const cJSON *j, kref *refs, int *n, int depth, int args)
 {
     if (depth > 16)
         return bad_cfg(K, L, "inbound_nodes nest deeper than 16 levels");
+    /* a layer takes tensors as arguments; a number is the operand of a Keras operation (x * 2 saves a Multiply
+     * op called on x and 2), which its layer namesake would compute without */
+    if (args && (cJSON_IsNumber(j) || cJSON_IsString(j) || cJSON_IsBool(j))) {
+        char *text = cJSON_PrintUnformatted(j);
+        ptq_status st = unsupported(K, L, "a call with the constant argument %.40s (a Keras operation on a "
+                                    "constant, such as x * 2 or x + 1)", text ? text : "?");
+        cJSON_free(text);
+        return st;
+    }
     if (cJSON_IsObject(j)) {
         const cJSON *cls = jget(j, "class_name");
         if (!cJSON_IsString(cls) || strcmp(cls->valuestring, "__keras_tensor__") != 0)
@@ -1537,7 +1546,7 @@ static ptq_status collect_k3(kimp *K, const klayer *L, const cJSON *j, kref *ref
     }
     if (cJSON_IsArray(j))
         for (const cJSON *e = j->child; e; e = e->next)
-            PTQ_TRY_RET(collect_k3(K, L, e, refs, n, depth + 1));
+            PTQ_TRY_RET(collect_k3(K, L, e, refs, n, depth + 1, args));
     return PTQ_OK;
 }
 
@@ -1548,9 +1557,9 @@ static ptq_status node_inputs(kimp *K, const klayer *L, const cJSON *nd, kref *r
         const cJSON *kw = jget(nd, "kwargs");
         int n_kw = 0;
         kref scratch[MAX_NODE_INPUTS];
-        PTQ_TRY_RET(collect_k3(K, L, jget(nd, "args"), refs, n, 0));
+        PTQ_TRY_RET(collect_k3(K, L, jget(nd, "args"), refs, n, 0, 1));
         for (const cJSON *e = cJSON_IsObject(kw) ? kw->child : NULL; e; e = e->next) {
-            PTQ_TRY_RET(collect_k3(K, L, e, scratch, &n_kw, 0));
+            PTQ_TRY_RET(collect_k3(K, L, e, scratch, &n_kw, 0, 0));
             if (n_kw)
                 return unsupported(K, L, "a tensor passed as keyword argument '%.40s'", e->string);
         }

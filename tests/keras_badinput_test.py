@@ -136,6 +136,10 @@ def main():
          ["model_config", "key \"activation\" appears twice", "config.layers[2].config", "'stem_conv'"]),
         ("data after model_config's JSON value", variant(tmp, "trail", edit_text(lambda t: t + "}}garbage[")), 4,
          ["model_config", "unexpected data after the value at byte"]),
+        ("a Keras operation on a constant (x * 2 saves a Multiply op called on x and 2)", variant(
+            tmp, "opconst", edit_config(lambda c: layer(c, "gated")["inbound_nodes"][0].update(
+                args=[layer(c, "gated")["inbound_nodes"][0]["args"][0][0], 2.0]))), 5,
+         ["'gated' (Multiply)", "constant argument 2", "x * 2"]),
         ("lora_rank without the LoRA weights", variant(
             tmp, "lora", edit_config(lambda c: layer(c, "stem_conv")["config"].update(lora_rank=2))), 4,
          ["stem_conv", "'lora_kernel_a' is missing"]),
