@@ -1581,6 +1581,20 @@ static ptq_status node_inputs(kimp *K, const klayer *L, const cJSON *nd, kref *r
     return PTQ_OK;
 }
 
+/* A layer of Keras 3's quantized dtype policies (model.quantize: int8, int4, float8 kernels with scales) or of
+ * bfloat16 weights (stored as HDF5 opaque values) is named as such, not read as a float layer. */
+static ptq_status check_dtype_policy(kimp *K, const klayer *L)
+{
+    const cJSON *d = jget(L->cfg, "dtype"), *mode = jget(jget(d, "config"), "mode");
+    const cJSON *name = cJSON_IsString(d) ? d : jget(jget(d, "config"), "name");
+    if (cJSON_IsString(mode) || !is_null(jget(L->cfg, "quantization_config")))
+        return unsupported(K, L, "a quantized layer (dtype policy mode '%.40s'; ptq quantizes float models: save "
+                           "the model before model.quantize())", cJSON_IsString(mode) ? mode->valuestring : "?");
+    if (cJSON_IsString(name) && !strcmp(name->valuestring, "bfloat16"))
+        return unsupported(K, L, "dtype policy 'bfloat16' (bfloat16 weights)");
+    return PTQ_OK;
+}
+
 /* Translates one call of a layer whose inputs are ready. */
 static ptq_status apply_layer(kimp *K, const klayer *L, const kval *const *in, int n_in, int64_t node_index)
 {
@@ -1597,6 +1611,7 @@ static ptq_status apply_layer(kimp *K, const klayer *L, const kval *const *in, i
             return unsupported(K, L, "a call with %d inputs", n_in);
         if (!L->out)
             return oom(K);
+        PTQ_TRY_RET(check_dtype_policy(K, L));
         PTQ_TRY_RET(layer_table[i].fn(K, L, in, n_in, &y));
         return add_out(K, L->name, node_index, &y);
     }

@@ -140,6 +140,11 @@ def main():
             tmp, "opconst", edit_config(lambda c: layer(c, "gated")["inbound_nodes"][0].update(
                 args=[layer(c, "gated")["inbound_nodes"][0]["args"][0][0], 2.0]))), 5,
          ["'gated' (Multiply)", "constant argument 2", "x * 2"]),
+        ("a layer quantized by model.quantize('int8')", variant(
+            tmp, "quantized", edit_config(lambda c: layer(c, "stem_conv")["config"].update(dtype={
+                "module": "keras.dtype_policies", "class_name": "QuantizedDTypePolicy",
+                "config": {"mode": "int8", "source_name": "float32"}}))), 5,
+         ["stem_conv", "quantized layer", "'int8'"]),
         ("lora_rank without the LoRA weights", variant(
             tmp, "lora", edit_config(lambda c: layer(c, "stem_conv")["config"].update(lora_rank=2))), 4,
          ["stem_conv", "'lora_kernel_a' is missing"]),
