@@ -1492,11 +1492,11 @@ static ptq_status input_layer(kimp *K, const klayer *L, kval *y)
     memset(y, 0, sizeof *y);
     y->name = L->name;
     y->rank = n;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { /* a batch given (keras.Input(batch_size=B)) stays fixed, as in ONNX */
         const cJSON *e = cJSON_GetArrayItem(bs, i);
         y->shape[i] = -1;
-        if (!is_null(e) && (!json_int(e, 1, MAX_DIM, &y->shape[i]) || i == 0))
-            return bad_cfg(K, L, "batch_shape[%d] must be null%s", i, i ? " or a positive integer" : "");
+        if (!is_null(e) && !json_int(e, 1, MAX_DIM, &y->shape[i]))
+            return bad_cfg(K, L, "batch_shape[%d] must be null or a positive integer", i);
     }
     if (++K->n_inputs > 1)
         return unsupported(K, L, "a second model input");

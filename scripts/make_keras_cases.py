@@ -14,6 +14,7 @@ Cases:
            Conv2D, BatchNormalization, MaxPooling2D and GlobalAveragePooling2D
   lora     Conv2D and Dense with LoRA enabled (lora_rank, lora_alpha; the
            kernels lora_kernel_a and lora_kernel_b nonzero)
+  fixed_batch  keras.Input(batch_size=8): batch_shape [8, ...], a fixed batch
 """
 import argparse
 import os
@@ -56,14 +57,24 @@ def lora(keras):
 
 
 def lora_enable(model, rs):
-    """LoRA on conv (rank 2, alpha 3) and logits (rank 3, alpha 3), each B nonzero (Keras starts it at 0)."""
+    """LoRA on conv (rank 2, alpha 3) and logits (rank 3, alpha 3), A and B from rs (Keras starts B at 0)."""
     for name, rank in (("conv", 2), ("logits", 3)):
         layer = model.get_layer(name)
         layer.enable_lora(rank, lora_alpha=3)
-        layer.lora_kernel_b.assign(rs.uniform(-1, 1, layer.lora_kernel_b.shape).astype(np.float32))
+        for w in (layer.lora_kernel_a, layer.lora_kernel_b):
+            w.assign(rs.uniform(-1, 1, w.shape).astype(np.float32))
 
 
-CASES = {"dense4d": (dense4d, None), "lora": (lora, lora_enable)}
+def fixed_batch(keras):
+    L = keras.layers
+    i = keras.Input((6, 6, 3), batch_size=8, name="image")
+    x = L.Conv2D(4, 3, name="conv")(i)
+    x = L.Reshape((4, 16), name="rows")(x)
+    x = L.Flatten(name="flat")(L.Dense(2, name="fc_rows")(x))
+    return keras.Model(i, L.Dense(3, name="logits")(x)), (6, 6, 3)
+
+
+CASES = {"dense4d": (dense4d, None), "lora": (lora, lora_enable), "fixed_batch": (fixed_batch, None)}
 
 
 def main():
