@@ -1171,11 +1171,12 @@ static ptq_status layer_pool(kimp *K, const klayer *L, const kval *const *in, in
     PTQ_TRY_RET(need_rank(K, L, x, 4));
     PTQ_TRY_RET(cfg_channels_last(K, L));
     PTQ_TRY_RET(cfg_ints(K, L, "pool_size", 2, 2, 1, 1 << 16, g.k));
-    PTQ_TRY_RET(cfg_ints(K, L, "strides", 2, 0, 1, 1 << 16, g.s));
     PTQ_TRY_RET(cfg_padding(K, L, &same));
-    if (is_null(jget(L->cfg, "strides"))) {
+    if (is_null(jget(L->cfg, "strides"))) { /* Keras's strides=None: the pool size */
         g.s[0] = g.k[0];
         g.s[1] = g.k[1];
+    } else {
+        PTQ_TRY_RET(cfg_ints(K, L, "strides", 2, 1, 1, 1 << 16, g.s));
     }
     for (int a = 0; a < 2; a++)
         PTQ_TRY_RET(window(K, L, same, x->shape[1 + a], g.k[a], g.s[a], 1, &g.out[a], &g.pads[a], &g.pads[2 + a]));

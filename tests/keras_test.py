@@ -17,6 +17,7 @@ in case_*.npz) give Keras's outputs within 1e-4 relative. Run by ctest
 import glob
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -45,10 +46,18 @@ def run_ort(path, images, level=None):
 
 
 def layer_cases(tmp):
-    """Each case_<name>.h5: ptq eval of its input x gives Keras's y."""
+    """Each case_<name>.h5: ptq eval of its input x gives Keras's y. Plus case_dense4d with its MaxPooling2D's
+    strides null, which Keras reads as the pool size (the same outputs)."""
     cases = sorted(glob.glob(os.path.join(KERAS, "case_*.h5")))
     check("layer cases present", len(cases) >= 1)
-    for model in cases:
+    nulled = os.path.join(tmp, "case_dense4d_strides_null.h5")
+    shutil.copy(os.path.join(KERAS, "case_dense4d.h5"), nulled)
+    shutil.copy(os.path.join(KERAS, "case_dense4d.npz"), nulled[:-3] + ".npz")
+    with h5py.File(nulled, "r+") as f:
+        cfg = json.loads(f.attrs["model_config"])
+        next(x for x in cfg["config"]["layers"] if x["config"]["name"] == "pool")["config"]["strides"] = None
+        f.attrs["model_config"] = json.dumps(cfg)
+    for model in cases + [nulled]:
         name = os.path.basename(model)[:-3]
         io = np.load(model[:-3] + ".npz")
         x, want = io["x"], io["y"]
