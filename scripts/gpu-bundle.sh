@@ -4,15 +4,16 @@
 # (libptq.so.0 among them: bin/ptq links it, the tests link libptq statically),
 # models/ and data/. Usage: scripts/gpu-bundle.sh [--no-build]; there:
 # bundle/run-tests.sh cuda|unit|parity|all, or eval "$(bundle/setup.sh)"; bundle/bin/ptq ...
-# The CPU unit tests (test_*, which CI runs) are packed only with PTQ_BUNDLE_UNIT=1: with them the bundle
-# passes the 60 MiB the device tool carries.
+# The CPU unit tests (test_*, which CI runs) are packed only with PTQ_BUNDLE_UNIT=1, the diagnostics
+# (bin/cudnn_survey, bin/cudnn_splitk, bin/pass_runs) only with PTQ_BUNDLE_DIAG=1: the device tool carries
+# 64 MiB with the repository's files (12 MiB), so the bundle stops at 50.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PTQ_GPU_BUILD_DIR:-$root/build-gpu}
 out=$root/bundle
 jobs=${PTQ_JOBS:-2}
-max_mib=60
+max_mib=50
 
 die() { echo "gpu-bundle: $*" >&2; exit 1; }
 
@@ -51,15 +52,15 @@ if [ -x "$build/ptq" ]; then
 else
     echo "gpu-bundle: note: $build/ptq was not built; bundle has no bin/ptq"
 fi
-if [ -x "$build/bench/cudnn_survey" ]; then # a GPU diagnostic (bench/cudnn_survey.c)
+if [ "${PTQ_BUNDLE_DIAG:-0}" = 1 ] && [ -x "$build/bench/cudnn_survey" ]; then # a GPU diagnostic (bench/cudnn_survey.c)
     cp "$build/bench/cudnn_survey" "$out/bin/"
     bins+=("$out/bin/cudnn_survey")
 fi
-if [ -x "$build/bench/cudnn_splitk" ]; then # a GPU diagnostic (bench/cudnn_splitk.c)
+if [ "${PTQ_BUNDLE_DIAG:-0}" = 1 ] && [ -x "$build/bench/cudnn_splitk" ]; then # a GPU diagnostic (bench/cudnn_splitk.c)
     cp "$build/bench/cudnn_splitk" "$out/bin/"
     bins+=("$out/bin/cudnn_splitk")
 fi
-if [ -x "$build/bench/pass_runs" ]; then # the CPU's passes run after run (bench/pass_runs.c)
+if [ "${PTQ_BUNDLE_DIAG:-0}" = 1 ] && [ -x "$build/bench/pass_runs" ]; then # the CPU's passes run after run (bench/pass_runs.c)
     cp "$build/bench/pass_runs" "$out/bin/"
     bins+=("$out/bin/pass_runs")
 fi
