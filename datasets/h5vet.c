@@ -18,7 +18,8 @@
  * ever: libhdf5's (Debian's is built thread-safe: one lock around every
  * call), taken by a thread reading another file, which makes the wall
  * limit refuse a sound file; or a sanitizer allocator's, taken by the
- * reports' hashing thread. Other programs get the fork, as before.
+ * reports' hashing thread. Other programs get the fork, made inside a
+ * libhdf5 call (fork_in_hdf5) so that no other thread holds libhdf5's lock.
  * Covered by tests/badinput_test.py (forged archives and image sets) and
  * the fuzz_hdf5_set / fuzz_archive harnesses. */
 #define _GNU_SOURCE
@@ -276,6 +277,50 @@ static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wa
     return e ? -1 : 0;
 }
 
+/* The check of a fork of the caller. */
+typedef struct vet_fork {
+    const char *path;
+    int all;
+    uint64_t allowance;
+    int wall_s, stall;
+    pid_t pid; /* out: the child's, or -1 with err */
+    int err;
+    int forked; /* fork was called */
+} vet_fork;
+
+static herr_t fork_here(hid_t plist, const char *name, void *data)
+{
+    (void)plist, (void)name;
+    vet_fork *f = data;
+    f->forked = 1;
+    f->pid = fork();
+    f->err = errno;
+    if (f->pid == 0)
+        _exit(vet_child(f->path, f->all, f->allowance, f->wall_s, f->stall));
+    return 1;
+}
+
+/* Forks the check from inside a libhdf5 call (a property list's iteration callback), holding the library's one
+ * lock: no other thread of the caller is then inside libhdf5, so the child does not inherit the lock held by one,
+ * and the child's own calls take it again as the thread that holds it (it is recursive). A program that did not
+ * call ptq_hdf5_check_main and read another HDF5 file on another thread (two sessions at once) had a sound file
+ * refused otherwise ("libhdf5 took more than 120 s"), after 4 minutes. */
+static pid_t fork_in_hdf5(vet_fork *f)
+{
+    ds_h5_quiet q;
+    ds_h5_quiet_begin(&q);
+    const hid_t plist = H5Pcreate(H5P_FILE_ACCESS);
+    int idx = 0;
+    if (plist >= 0) {
+        (void)H5Piterate(plist, &idx, fork_here, f);
+        H5Pclose(plist);
+    }
+    ds_h5_quiet_end(&q);
+    if (!f->forked) /* libhdf5 could not iterate: a plain fork */
+        fork_here(-1, NULL, f);
+    return f->pid;
+}
+
 ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
 {
     struct stat sb;
@@ -300,12 +345,11 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
         pid_t pid = -1;
         if (!atomic_load(&vet_spawn) ||
             vet_spawn_child(path, all_datasets, allowance, wall_s, attempt < n_stall, &pid) != 0) {
-            pid = fork();
+            vet_fork f = {path, all_datasets, allowance, wall_s, attempt < n_stall, -1, 0, 0};
+            pid = fork_in_hdf5(&f);
             if (pid < 0)
                 return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path,
-                                strerror(errno));
-            if (pid == 0)
-                _exit(vet_child(path, all_datasets, allowance, wall_s, attempt < n_stall));
+                                strerror(f.err));
         }
         struct rusage ru;
         while (wait4(pid, &status, 0, &ru) < 0)

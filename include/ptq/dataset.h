@@ -314,7 +314,9 @@ PTQ_API ptq_status ptq_h5_register_zstd(ptq_ctx *ctx);
  * then on the library starts that child as a fresh process of this program (posix_spawn of /proc/self/exe)
  * instead of a fork of the caller. A fork inherits the locks the caller's other threads hold at that moment
  * (libhdf5's one lock while another thread reads a file, an allocator's), and its child can wait on them for
- * ever, refusing a sound file when its time limit ends it. Programs that do not call it get the fork. */
+ * ever, refusing a sound file when its time limit ends it. Programs that do not call it get the fork, made from
+ * inside a libhdf5 call so that no other thread holds libhdf5's lock then (an allocator's still can, under a
+ * sanitizer). */
 PTQ_API void ptq_hdf5_check_main(int argc, char **argv);
 
 #ifdef __cplusplus
