@@ -5,7 +5,9 @@ package), examples/calibrate_trt.c built against it twice (cc with only
 pkg-config's flags; a CMake project with find_package(ptq) and ptq::ptq),
 run on the demo model with 100 Fashion-MNIST images, and its TensorRT caches
 equal to what the installed `ptq calibrate` + `ptq export --format trt`
-write. Run by ctest (label oracle) with PTQ_BUILD_DIR and PTQ_SOURCE_DIR set."""
+write; and ptq.pc of a build whose library folder is lib/x86_64-linux-gnu
+(the prefix /usr on Debian) leading to the same headers. Run by ctest
+(label oracle) with PTQ_BUILD_DIR and PTQ_SOURCE_DIR set."""
 import os
 import re
 import shutil
@@ -112,6 +114,24 @@ def main():
             out_cache = os.path.join(tmp, f"cc-{m}.cache")
             run(f"pkg-config example {m}", [exe, MODEL, data, out_cache, m], env=run_env)
             check_cache(f"pkg-config example {m}", read(out_cache), want[m])
+
+        # ptq.pc where the library folder is two levels deep (CMAKE_INSTALL_LIBDIR lib/x86_64-linux-gnu, which
+        # GNUInstallDirs picks for the prefix /usr on Debian): its relative prefix still leads to the headers
+        cfg = os.path.join(tmp, "cfg-multiarch")
+        run("configure with a multiarch libdir", [CMAKE, "-S", SRC, "-B", cfg, "-DBUILD_TESTING=OFF",
+                                                  "-DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu", "-DPTQ_WITH_CUDA=OFF"],
+            env=env)
+        deep = os.path.join(prefix, "lib", "x86_64-linux-gnu", "pkgconfig")
+        os.makedirs(deep)
+        if os.path.isfile(os.path.join(cfg, "ptq.pc")):
+            shutil.copy(os.path.join(cfg, "ptq.pc"), deep)
+        deep_env = dict(env, PKG_CONFIG_PATH=deep)
+        inc = run("pkg-config multiarch", ["pkg-config", "--variable=includedir", "ptq"], env=deep_env).strip()
+        libdir = run("pkg-config multiarch libdir", ["pkg-config", "--variable=libdir", "ptq"], env=deep_env).strip()
+        check("multiarch ptq.pc: includedir is the prefix's include", bool(inc) and
+              os.path.realpath(inc) == os.path.realpath(os.path.join(prefix, "include")), inc)
+        check("multiarch ptq.pc: libdir is the prefix's lib/x86_64-linux-gnu", bool(libdir) and
+              os.path.realpath(libdir) == os.path.realpath(os.path.join(prefix, "lib", "x86_64-linux-gnu")), libdir)
 
         # a CMake project: find_package(ptq 0.1) and ptq::ptq
         proj = os.path.join(tmp, "proj")
