@@ -111,6 +111,12 @@ void ptq_exec_set_pass_auto(ptq_exec *e, int64_t rows);
  * executor of that thread's; it counts a value's samples by ptq_exec_this_run_samples. Unmarked taps keep the
  * passes one after another (or the batch whole, ptq_exec_set_pass_auto). */
 void ptq_exec_tap_lanes(ptq_exec *e, ptq_tap_fn tap, void *tap_user);
+/* Saves e's taps and overlay, and puts them back: ptq_runner_run does so when a run fails, since consumers add a tap
+ * or set an overlay at the first batch and undo it in their end callback, which a failed run does not reach; a tap
+ * left behind would feed (after the caller freed it) the calibration set or smoothing state of the failed run in
+ * every later run of the session. One saved state per executor. */
+void ptq_exec_hooks_save(ptq_exec *e);
+void ptq_exec_hooks_restore(ptq_exec *e);
 /* Inside a tap: the samples of the run (or pass) that made the value, on whichever executor the calling thread
  * runs; 0 outside a run. */
 int64_t ptq_exec_this_run_samples(void);

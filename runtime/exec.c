@@ -94,7 +94,7 @@ struct ptq_exec {
     buf_pool pool[N_MEM];
     const ptq_op_def **ops; /* [g->n_nodes] resolved once */
     slot *slots;        /* [g->n_values] */
-    struct {
+    struct exec_tap {
         ptq_tap_fn fn;
         void *user;
         ptq_tap_dev_state_fn dev_state; /* NULL: the tap sees every value through fn */
@@ -105,6 +105,12 @@ struct ptq_exec {
     int tap_skip; /* a value whose taps run_node leaves to run_observed_chain, or -1 */
     ptq_overlay ov;     /* active when has_ov */
     int has_ov;
+    struct { /* ptq_exec_hooks_save */
+        struct exec_tap taps[PTQ_EXEC_MAX_TAPS];
+        int n_taps;
+        ptq_overlay ov;
+        int has_ov;
+    } saved;
     uint64_t sources[PTQ_EXEC_WEIGHT_SOURCES]; /* weight sources with device copies, most recent first */
     wcopy *wcopies;
     int n_wcopies, cap_wcopies;
@@ -1750,6 +1756,22 @@ ptq_status ptq_exec_keep_for(ptq_ctx *ctx, ptq_exec *e, int node_begin)
             s->keep = 1;
     }
     return PTQ_OK;
+}
+
+void ptq_exec_hooks_save(ptq_exec *e)
+{
+    memcpy(e->saved.taps, e->taps, sizeof e->taps);
+    e->saved.n_taps = e->n_taps;
+    e->saved.ov = e->ov;
+    e->saved.has_ov = e->has_ov;
+}
+
+void ptq_exec_hooks_restore(ptq_exec *e)
+{
+    memcpy(e->taps, e->saved.taps, sizeof e->taps);
+    e->n_taps = e->saved.n_taps;
+    e->ov = e->saved.ov;
+    e->has_ov = e->saved.has_ov;
 }
 
 void ptq_exec_set_overlay(ptq_exec *e, const ptq_overlay *ov)

@@ -323,6 +323,7 @@ ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p)
     const int u8 = !n_named && ptq_exec_device(e) == PTQ_DEVICE_CUDA && ptq_dataset_u8(ds, &planar) && dh == h &&
                    dw == w && (pre->resize == 0 || pre->resize == (dh < dw ? dh : dw)) && dc >= 1 && dc <= 4 &&
                    (c == 1 || c == 3) && !(dev_pre && strcmp(dev_pre, "0") == 0);
+    ptq_exec_hooks_save(e); /* put back should the run fail */
     outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!outs)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory");
@@ -436,6 +437,8 @@ done:
         free(buf[i].labels);
     }
     free(outs);
+    if (st != PTQ_OK) /* the taps and overlay its consumers' end callbacks would have removed */
+        ptq_exec_hooks_restore(e);
     return st;
 }
 

@@ -34,7 +34,8 @@ PTQ_API ptq_consumer ptq_eval_consumer(ptq_eval_stats *stats);
  * in FP32 as above and must match ref (median over its images of
  * ||fp32 - ref|| / ||ref|| at most ref_tolerance, else PTQ_ERR_DATA), then
  * the overlay stays set, so every later batch runs once, quantized (the end
- * callback unsets it; after a failed run the caller must). */
+ * callback unsets it; a failed run puts back the overlay the executor had
+ * before it). */
 typedef struct ptq_validate_ref {
     const float *logits;   /* [n, cols]: row i is the sample ids[i] */
     const int64_t *ids;    /* [n] ascending sample ids: the pick the logits were made on */

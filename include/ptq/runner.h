@@ -209,7 +209,11 @@ typedef struct ptq_runner_params {
     } *steady;
 } ptq_runner_params;
 
-/* Runs every batch through the session's executor and its consumers. */
+/* Runs every batch through the session's executor and its consumers. A
+ * run that fails (the consumers' end callbacks then do not run) leaves the
+ * executor with the taps and overlay it had before, so none of the
+ * consumers' taps feeds a calibration set or smoothing state the caller
+ * frees next. */
 PTQ_API ptq_status ptq_runner_run(ptq_ctx *ctx, const ptq_runner_params *p);
 
 /* Inside a callback: the session, and seconds spent so far reading and
