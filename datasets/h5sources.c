@@ -311,6 +311,8 @@ ptq_status ptq_dataset_file_sha256(ptq_ctx *ctx, const char *path, int allow_ext
 
 void ptq_dataset_files_free(char **files, int n_files)
 {
+    if (!files) /* a no-op, whatever the count, as every _free of NULL */
+        return;
     for (int i = 0; i < n_files; i++)
         free(files[i]);
     free(files);

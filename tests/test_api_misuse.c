@@ -1,10 +1,11 @@
 /* libptq's public API used as a program would after a failure: a run
- * that fails after its first batch (a sample out of range, the smoothing
- * tap's NaN) leaves the session's executor as it was, no tap of its
+ * that fails after its first batch (here a consumer refusing the second;
+ * in use an unreadable image, the smoothing tap's NaN, a label out of
+ * range) leaves the session's executor as it was, no tap of its
  * consumers behind, so the calibration set or smoothing state the caller
- * frees next is not fed by the runs after it; the frees take NULL. */
+ * frees next is not fed by the runs after it; the frees take NULL
+ * (ptq_dataset_files_free with any count). */
 #define _GNU_SOURCE
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -163,6 +164,7 @@ int main(void)
     ptq_session_close(s);
     test_failed_smoothing(vit, data);
     ptq_session_close(NULL);
+    ptq_dataset_files_free(NULL, 3); /* the count of a list that is not there (it crashed) */
     unlink(data);
     rmdir(dir);
     return test_done("test_api_misuse");
