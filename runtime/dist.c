@@ -30,13 +30,6 @@ static struct {
 #endif
 } dist = {.size = 1, .local_size = 1};
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void ptq_dist_share(int64_t n, int64_t part, int64_t n_parts, int64_t *lo, int64_t *hi)
 {
     if (n_parts < 1)
@@ -81,6 +74,13 @@ void ptq_dist_get_stats(ptq_dist_stats *out)
 }
 
 #ifdef PTQ_MPI
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* Any of the variables Open MPI's, PMI's or PMIx's launchers set. */
 static int launched(void)

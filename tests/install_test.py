@@ -6,7 +6,8 @@ pkg-config's flags; a CMake project with find_package(ptq) and ptq::ptq),
 run on the demo model with 100 Fashion-MNIST images, and its TensorRT caches
 equal to what the installed `ptq calibrate` + `ptq export --format trt`
 write; and ptq.pc of a build whose library folder is lib/x86_64-linux-gnu
-(the prefix /usr on Debian) leading to the same headers. Run by ctest
+(the prefix /usr on Debian) leading to the same headers, that build made
+without MPI compiling runtime/dist.c with warnings as errors. Run by ctest
 (label oracle) with PTQ_BUILD_DIR and PTQ_SOURCE_DIR set."""
 import os
 import re
@@ -117,10 +118,13 @@ def main():
 
         # ptq.pc where the library folder is two levels deep (CMAKE_INSTALL_LIBDIR lib/x86_64-linux-gnu, which
         # GNUInstallDirs picks for the prefix /usr on Debian): its relative prefix still leads to the headers
+        # (and without MPI, with warnings as errors: runtime/dist.c, the one file with MPI code, compiles clean)
         cfg = os.path.join(tmp, "cfg-multiarch")
-        run("configure with a multiarch libdir", [CMAKE, "-S", SRC, "-B", cfg, "-DBUILD_TESTING=OFF",
-                                                  "-DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu", "-DPTQ_WITH_CUDA=OFF"],
+        run("configure with a multiarch libdir", [CMAKE, "-S", SRC, "-B", cfg, "-G", "Unix Makefiles",
+                                                  "-DBUILD_TESTING=OFF", "-DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu",
+                                                  "-DPTQ_WITH_CUDA=OFF", "-DPTQ_WITH_MPI=OFF", "-DPTQ_WERROR=ON"],
             env=env)
+        run("runtime/dist.c without MPI", [CMAKE, "--build", cfg, "--target", "runtime/dist.o"], env=env)
         deep = os.path.join(prefix, "lib", "x86_64-linux-gnu", "pkgconfig")
         os.makedirs(deep)
         if os.path.isfile(os.path.join(cfg, "ptq.pc")):
