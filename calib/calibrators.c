@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "calib/calibrator_internal.h"
+#include "core/c_locale.h"
 
 const char *ptq_calib_method_name(ptq_calib_method m)
 {
@@ -61,7 +62,7 @@ ptq_status ptq_calib_spec_parse(ptq_ctx *ctx, const char *s, ptq_calib_method *m
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "calibration method '%s': only percentile takes a value", s);
     char *end = NULL;
     const char *p = eq + 1;
-    *percentile = strtod(p, &end);
+    *percentile = ptq_strtod_c(p, &end);
     /* a plain decimal, as the number flags take it: strtod would also read " 99", "+99" and hex floats (0x63) */
     const int plain = (isdigit((unsigned char)p[0]) || p[0] == '.') && p[strspn(p, "0123456789.eE+-")] == '\0';
     if (!plain || end == p || *end || !(*percentile > 0 && *percentile <= 100))

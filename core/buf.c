@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "ptq/buf.h"
 
 void ptq_buf_free(ptq_buf *b)
@@ -54,6 +55,7 @@ static void put_v(ptq_buf *b, const char *fmt, va_list ap)
 {
     va_list ap2;
     va_copy(ap2, ap);
+    void *locale = ptq_c_locale_enter(); /* files' numbers: "0.5" whatever the program's LC_NUMERIC */
     int len = vsnprintf(NULL, 0, fmt, ap);
     if (len < 0 || reserve(b, (size_t)len) != 0) {
         b->failed = 1;
@@ -61,6 +63,7 @@ static void put_v(ptq_buf *b, const char *fmt, va_list ap)
         vsnprintf(b->data + b->n_bytes, (size_t)len + 1, fmt, ap2);
         b->n_bytes += (size_t)len;
     }
+    ptq_c_locale_leave(locale);
     va_end(ap2);
 }
 

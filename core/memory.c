@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/c_locale.h"
 #include "ptq/memory.h"
 
 static _Atomic uint64_t budget_bytes; /* 0: the system's available memory */
@@ -59,7 +60,7 @@ int ptq_memory_parse(const char *text, uint64_t *bytes)
     char *end = NULL;
     if (!text || !isdigit((unsigned char)text[0]) || strpbrk(text, "xX")) /* no hex float: 0x10 is not 16 bytes */
         return -1;
-    double v = strtod(text, &end);
+    double v = ptq_strtod_c(text, &end);
     double unit = 1;
     switch (toupper((unsigned char)*end)) {
     case 'K': unit = 1024.0; end++; break;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "datasets/datasets_internal.h"
 
 void ptq_preprocess_default(ptq_preprocess *p)
@@ -74,12 +75,12 @@ static int parse_float(const char *s, float *out)
 {
     char *end;
     errno = 0;
-    double v = strtod(s, &end);
+    double v = ptq_strtod_c(s, &end);
     if (end == s || errno || !starts_decimal(s) || strpbrk(s, "xX"))
         return 0;
     if (*end == '/') { /* "1/255" */
         const char *d = end + 1;
-        double den = strtod(d, &end);
+        double den = ptq_strtod_c(d, &end);
         if (end == d || errno || den == 0.0 || !starts_decimal(d))
             return 0;
         v /= den;
@@ -635,10 +636,12 @@ char *ptq_preprocess_format(const ptq_preprocess *p, char *buf, size_t n_buf)
 {
     char mean[128], std[128];
     const int n_ch = p->n_channels == 3 || p->n_channels == 4 ? p->n_channels : 1;
+    void *locale = ptq_c_locale_enter(); /* the spec archives record: "0.5" whatever the program's LC_NUMERIC */
     format_floats(p->mean, n_ch, mean, sizeof mean);
     format_floats(p->std, n_ch, std, sizeof std);
     snprintf(buf, n_buf, "scale=%.9g mean=%s std=%s channels=%d layout=%s order=%s size=%lldx%lld resize=%lld",
              (double)p->scale, mean, std, p->n_channels, p->nhwc ? "NHWC" : "NCHW", p->bgr ? "BGR" : "RGB",
              (long long)p->height, (long long)p->width, (long long)p->resize);
+    ptq_c_locale_leave(locale);
     return buf;
 }

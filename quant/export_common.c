@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "ptq/export.h"
 
 int ptq_export_name_warns(const char *name)
@@ -107,6 +108,7 @@ ptq_status ptq_export_check_lines(ptq_ctx *ctx, const ptq_tensor_range *ranges, 
 static void shortest_decimal(double x, uint64_t *m_out, int *p_out)
 {
     char tmp[64];
+    void *locale = ptq_c_locale_enter(); /* "1.5e-01", not "1,5e-01" */
     for (int digits = 1; digits <= 17; digits++) {
         snprintf(tmp, sizeof tmp, "%.*e", digits - 1, x);
         uint64_t m = (uint64_t)(tmp[0] - '0');
@@ -134,9 +136,10 @@ static void shortest_decimal(double x, uint64_t *m_out, int *p_out)
             }
             *m_out = m;
             *p_out = p;
-            return;
+            break;
         }
     }
+    ptq_c_locale_leave(locale);
 }
 
 size_t ptq_export_format_double(double x, char *out, size_t out_bytes)
