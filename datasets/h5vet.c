@@ -277,6 +277,21 @@ static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wa
     return e ? -1 : 0;
 }
 
+/* wait4 on the check's child failed with errno e. ECHILD: the program ignores SIGCHLD (or set SA_NOCLDWAIT), so the
+ * kernel reaped the child before its status could be read. */
+static ptq_status vet_wait_fail(ptq_ctx *ctx, const char *path, int e)
+{
+    struct sigaction sa;
+    if (e == ECHILD && sigaction(SIGCHLD, NULL, &sa) == 0 &&
+        (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT)))
+        return ptq_fail(ctx, PTQ_ERR_IO,
+                        "cannot check HDF5 file %s: this program ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the "
+                        "check's child process was reaped before ptq could read its verdict; leave SIGCHLD at its "
+                        "default while ptq opens HDF5 files",
+                        path);
+    return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: wait4: %s", path, strerror(e));
+}
+
 /* The check of a fork of the caller. */
 typedef struct vet_fork {
     const char *path;
@@ -354,7 +369,7 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
         struct rusage ru;
         while (wait4(pid, &status, 0, &ru) < 0)
             if (errno != EINTR)
-                return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: wait4: %s", path, strerror(errno));
+                return vet_wait_fail(ctx, path, errno);
         const double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                            1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
         if (attempt > 0 || !WIFSIGNALED(status) || WTERMSIG(status) != SIGALRM || cpu >= 1.0)
