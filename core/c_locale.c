@@ -4,6 +4,8 @@
 #define _GNU_SOURCE /* strtod_l */
 #include <locale.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/c_locale.h"
@@ -38,4 +40,15 @@ double ptq_strtod_c(const char *s, char **end)
 {
     const locale_t c = get_c_locale();
     return c ? strtod_l(s, end, c) : strtod(s, end);
+}
+
+int ptq_snprintf_c(char *buf, size_t n, const char *fmt, ...)
+{
+    void *old = ptq_c_locale_enter();
+    va_list ap;
+    va_start(ap, fmt);
+    const int len = vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+    ptq_c_locale_leave(old);
+    return len;
 }

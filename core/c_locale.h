@@ -6,6 +6,8 @@
 #ifndef PTQ_CORE_C_LOCALE_H
 #define PTQ_CORE_C_LOCALE_H
 
+#include <stddef.h>
+
 /* Switches the calling thread to the C locale; returns its locale before
  * (a locale_t), for ptq_c_locale_leave. NULL (nothing switched) when the C
  * locale object cannot be made. */
@@ -13,5 +15,11 @@ void *ptq_c_locale_enter(void);
 void ptq_c_locale_leave(void *old);
 /* strtod in the C locale. */
 double ptq_strtod_c(const char *s, char **end);
+/* snprintf in the C locale. */
+int ptq_snprintf_c(char *buf, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/c_locale.h"
 #include "reports/bidi.h"
 #include "reports/html.h"
 
@@ -511,7 +512,7 @@ void html_svg_log_hist(html_out *o, const int64_t *bars, int64_t n, double bar_w
     for (int e = 0; e <= (int)floor(log10((double)(c_max > 0 ? c_max : 1))); e++) {
         double y = HIST_Y1 - log10(1.0 + pow(10, e)) * py;
         char label[16];
-        snprintf(label, sizeof label, e < 3 ? "%.0f" : "1e%.0f", e < 3 ? pow(10, e) : (double)e);
+        ptq_snprintf_c(label, sizeof label, e < 3 ? "%.0f" : "1e%.0f", e < 3 ? pow(10, e) : (double)e);
         html_put(o,
                  "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
                  "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "ptq/html_report.h"
 #include "reports/html.h"
 #include "reports/sens_view.h"
@@ -197,7 +198,7 @@ static void put_hist(html_out *o, const ptq_html_hist *h)
     static const char *const dashes[] = {"", "6 3", "2 2", "8 2 2 2"};
     static const char *const border_styles[] = {"solid", "dashed", "dotted", "dashed"}; /* the dashes in CSS */
     char pct_label[64];
-    snprintf(pct_label, sizeof pct_label, "percentile %g", h->percentile);
+    ptq_snprintf_c(pct_label, sizeof pct_label, "percentile %g", h->percentile);
     const char *labels[] = {"minmax", "entropy", pct_label, "mse"};
     html_marker m[5];
     const char *swatch[5];

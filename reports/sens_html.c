@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "ptq/html_report.h"
 #include "reports/html.h"
 #include "reports/sens_view.h"
@@ -72,11 +73,11 @@ static void mode_bars(html_out *o, const sens_view *v, const int64_t *order, int
         } else if (r->worst >= 0 && r->worst_drop_pts > 0) {
             /* the name cut between characters, not bytes: the page must stay UTF-8 */
             const char *worst = sens_view_class(v, r->worst, buf, sizeof buf);
-            snprintf(notes[i], sizeof notes[i], "SQNR %.1f dB, worst class %.*s (-%.2f recall points)",
+            ptq_snprintf_c(notes[i], sizeof notes[i], "SQNR %.1f dB, worst class %.*s (-%.2f recall points)",
                      r->only_sqnr_db, prefix_bytes(worst, NOTE_NAME_CHARS), worst, r->worst_drop_pts);
             trim_cut_char(notes[i]);
         } else {
-            snprintf(notes[i], sizeof notes[i], "SQNR %.1f dB", r->only_sqnr_db);
+            ptq_snprintf_c(notes[i], sizeof notes[i], "SQNR %.1f dB", r->only_sqnr_db);
         }
         rows[i] = (html_sbar_row){r->name, all_but ? r->recovered_pts : r->only_delta_pts, notes[i]};
     }

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/c_locale.h"
 #include "core/logits.h"
 #include "core/utf8.h"
 #include "core/xsum.h"
@@ -611,7 +612,7 @@ static void fmt_sqnr(char *buf, size_t n_bytes, double db)
     else if (isinf(db))
         snprintf(buf, n_bytes, "%sinf dB (identical logits)", db > 0 ? "" : "-");
     else
-        snprintf(buf, n_bytes, "%.2f dB", db);
+        ptq_snprintf_c(buf, n_bytes, "%.2f dB", db);
 }
 
 static ptq_status put_accuracy_lines(ptq_ctx *ctx, ptq_buf *b, const validate_view *v, const char *fmt)

@@ -15,6 +15,7 @@
 #include "ptq/dataset.h"
 #include "ptq/export.h"
 #include "ptq/memory.h"
+#include "ptq/report.h"
 #include "testlib.h"
 
 /* Sets a comma-decimal locale: an installed one, else de_DE made under dir (LOCPATH). 0 when there is none. */
@@ -84,5 +85,17 @@ int main(void)
               strstr(out.data, "\"scale\":\t0.0007874015748031497,") != NULL, "ptq JSON: %s",
               out.data ? out.data : ctx.msg);
     ptq_buf_free(&out);
+    /* the reports' numbers (eval's and validate's JSON through reports/json_num.c): top-1 of 1 in 2 is 0.5, not
+     * "0,5", which made the JSON invalid */
+    ptq_eval_stats st;
+    const float logits[] = {1.0f, 0.0f, 1.0f, 0.0f};
+    const int32_t labels[] = {0, 1};
+    char *json = NULL;
+    CHECK_MSG(ptq_eval_stats_init(&ctx, 2, &st) == PTQ_OK && ptq_eval_stats_update(&ctx, &st, logits, labels, 2, 0,
+                                                                                   NULL) == PTQ_OK &&
+              ptq_eval_format_json(&ctx, &st, NULL, NULL, &json) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(json && strstr(json, "0.5") && !strstr(json, "0,5"), "eval JSON: %s", json ? json : ctx.msg);
+    free(json);
+    ptq_eval_stats_free(&st);
     return test_done("test_api_locale");
 }
