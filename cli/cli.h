@@ -226,6 +226,9 @@ void cli_data_inputs_set(const char *data, const char *labels, const char *class
  * share of the picked ids[*n_ids]. Every rank passes each stage's status through
  * ptq_dist_agree before the next collective. */
 int cli_dist_start(int *argc, char ***argv);
+/* Leaves the job (ptq_dist_finalize), first printing this rank's collectives on stderr when PTQ_DIST_STATS is set
+ * in a job of several ranks. */
+void cli_dist_stop(void);
 int cli_is_writer(void);
 int cli_on_rank0(int (*fn)(int argc, char **argv), int argc, char **argv);
 /* 1 when the command runs on every rank of a job (its work split over them); 0 in one process and in a command

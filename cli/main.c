@@ -177,6 +177,6 @@ int main(int argc, char **argv)
     /* out before MPI_Finalize, which no rank leaves before all have entered it: mpirun kills the job when the
      * first rank exits non-zero, and rank 0's buffered stdout (run --json's summary) would die with it */
     fflush(stdout);
-    ptq_dist_finalize();
+    cli_dist_stop();
     return rc;
 }

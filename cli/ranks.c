@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -44,6 +45,17 @@ int cli_dist_start(int *argc, char ***argv)
     long share = online / ptq_dist_local_size();
     ptq_cpu_set_threads((int)(share < 1 ? 1 : share < mine ? share : mine));
     return 0;
+}
+
+void cli_dist_stop(void)
+{
+    if (getenv("PTQ_DIST_STATS") && ptq_dist_size() > 1) {
+        ptq_dist_stats ds;
+        ptq_dist_get_stats(&ds);
+        fprintf(stderr, "ptq: dist: rank %d of %d: %lld collectives, %lld bytes, waiting %.6f s, reducing %.6f s\n",
+                ptq_dist_rank(), ptq_dist_size(), (long long)ds.calls, (long long)ds.bytes, ds.wait_s, ds.reduce_s);
+    }
+    ptq_dist_finalize();
 }
 
 int cli_rank0_rc(int rc)

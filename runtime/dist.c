@@ -165,10 +165,6 @@ void ptq_dist_finalize(void)
 {
     if (!dist.joined)
         return;
-    if (dist.timed)
-        fprintf(stderr, "ptq: dist: rank %d of %d: %lld collectives, %lld bytes, waiting %.6f s, reducing %.6f s\n",
-                dist.rank, dist.size, (long long)dist.stats.calls, (long long)dist.stats.bytes, dist.stats.wait_s,
-                dist.stats.reduce_s);
     MPI_Comm_free(&dist.comm);
     MPI_Finalize();
     dist.joined = 0;

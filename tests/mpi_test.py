@@ -15,6 +15,7 @@ Skips (77) when ptq is built without MPI or mpirun is missing."""
 import glob
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -84,9 +85,15 @@ def test_same_results(tmp, J):
     rc, _, err = ptq("calibrate", "--model", MODEL, "--data", cal, "--out", J("c1.h5"), "--batch", "32")
     check("calibrate, one process", rc == 0, err)
     for n in (2, 3):
-        rc, out, err = mpi(n, "calibrate", "--model", MODEL, "--data", cal, "--out", J(f"c{n}.h5"), "--batch", "32")
+        rc, out, err = mpi(n, "calibrate", "--model", MODEL, "--data", cal, "--out", J(f"c{n}.h5"), "--batch", "32",
+                           env={"PTQ_DIST_STATS": "1"})
         check(f"calibrate -np {n}: exit 0, rank 0 alone prints", rc == 0 and out.count("archive ") == 1, err[-400:])
         check(f"calibrate -np {n}: the archive is byte-identical", same_bytes(J("c1.h5"), J(f"c{n}.h5")))
+        # PTQ_DIST_STATS: every rank's line (printed by the command from ptq_dist_get_stats; the library prints none)
+        stats = re.findall(r"ptq: dist: rank (\d+) of (\d+): (\d+) collectives", err)
+        check(f"calibrate -np {n} with PTQ_DIST_STATS: one line per rank, each with collectives",
+              sorted(int(r) for r, _, _ in stats) == list(range(n)) and all(int(k) == n and int(c) > 0
+                                                                          for _, k, c in stats), err[-400:])
     # 2^23 bins: each tensor's histogram is reduced on its own (the reduction's blocks hold 2^23 words)
     wide = ["calibrate", "--model", MODEL, "--data", cal, "--bins", "8388608", "--tensors", "input,logits,/stem*"]
     rc, _, err = ptq(*wide, "--out", J("w1.h5"))

@@ -24,8 +24,7 @@ extern "C" {
  * touching MPI. Call once, before anything else of this header, from the
  * main thread (MPI calls come only from it). argc/argv may be NULL. */
 PTQ_API ptq_status ptq_dist_init(ptq_ctx *ctx, int *argc, char ***argv);
-/* Leaves the job (MPI_Finalize); prints the reduction statistics on stderr
- * when PTQ_DIST_STATS is set. A no-op without a job. */
+/* Leaves the job (MPI_Finalize). A no-op without a job. */
 PTQ_API void ptq_dist_finalize(void);
 
 /* 1 when built with MPI. */
