@@ -322,11 +322,19 @@ ptq_status calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, const char *sour
     ptq_status st = PTQ_OK;
     if (!sha256)
         sha256 = "";
+    if (n < 0 || (n > 0 && !ids))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "sample ids of %s: %lld ids%s", source, (long long)n,
+                        n < 0 ? ", a negative count" : " and no array");
     int64_t *sorted = malloc(((size_t)n + 1) * sizeof *sorted), *u = NULL, n_common = 0;
     if (!sorted)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for %lld sample ids", (long long)n);
     memcpy(sorted, ids, (size_t)n * sizeof *ids);
     qsort(sorted, (size_t)n, sizeof *sorted, cmp_i64);
+    if (n > 0 && sorted[0] < 0) {
+        st = ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "sample id %lld of %s is negative (ids count from 0)",
+                      (long long)sorted[0], source);
+        goto done;
+    }
     for (int64_t i = 1; i < n; i++)
         if (sorted[i] == sorted[i - 1]) {
             st = ptq_fail(ctx, PTQ_ERR_DATA, "sample %lld of %s is listed twice", (long long)sorted[i], source);

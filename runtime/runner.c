@@ -96,9 +96,10 @@ ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int6
     *ids = NULL;
     *n_ids = 0;
     const int64_t n_shards = p->n_shards > 1 ? p->n_shards : 1, shard = p->n_shards > 1 ? p->shard : 0;
-    if (total < 0 || p->limit < 0 || p->samples < 0)
+    if (total < 0 || p->limit < 0 || p->samples < 0 || p->n_shards < 0)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad sample pick: a negative count (%lld samples, limit %lld, "
-                        "%lld at random)", (long long)total, (long long)p->limit, (long long)p->samples);
+                        "%lld at random, %lld shards)", (long long)total, (long long)p->limit, (long long)p->samples,
+                        (long long)p->n_shards);
     if (n_shards > PTQ_MAX_SHARDS || shard < 0 || shard >= n_shards)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "bad sample pick: shard %lld of %lld over %lld samples",
                         (long long)shard, (long long)n_shards, (long long)total);

@@ -133,6 +133,9 @@ done:
 
 ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
 {
+    if (batch < 1)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "shape inference at batch %lld: the batch must be at least 1",
+                        (long long)batch);
     return infer(ctx, g, batch, 0);
 }
 

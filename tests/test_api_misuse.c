@@ -16,6 +16,7 @@
 #include "ptq/consumers.h"
 #include "ptq/dataset.h"
 #include "ptq/runner.h"
+#include "ptq/runtime.h"
 #include "ptq/smooth.h"
 #include "testlib.h"
 
@@ -167,6 +168,25 @@ int main(void)
     test_failed_smoothing(vit, data);
     ptq_session_close(NULL);
     ptq_dataset_files_free(NULL, 3); /* the count of a list that is not there (it crashed) */
+    /* counts and ids out of range are refused, not taken as something else: a batch below 1 (left the batch
+     * symbolic), a negative shard count (read as no shards), a negative sample count (copied (size_t)-1 ids) or
+     * id */
+    ptq_graph *g = NULL;
+    CHECK_MSG(ptq_model_load(&ctx, model, &g) == PTQ_OK, "%s", ctx.msg);
+    CHECK(g && ptq_graph_infer_shapes(&ctx, g, -3) == PTQ_ERR_INVALID_ARG && strstr(ctx.msg, "batch -3"));
+    CHECK_MSG(g && ptq_graph_infer_shapes(&ctx, g, 2) == PTQ_OK, "%s", ctx.msg);
+    int64_t *picked = NULL, n_picked = 0;
+    const ptq_pick bad_pick = {.n_shards = -2};
+    CHECK(ptq_pick_samples(&ctx, 10, &bad_pick, &picked, &n_picked) == PTQ_ERR_INVALID_ARG && !picked);
+    ptq_calib_set *set = NULL;
+    CHECK_MSG(g && ptq_calib_set_create(&ctx, g, NULL, 2048, &set) == PTQ_OK, "%s", ctx.msg);
+    const int64_t ids[] = {3, -1, 5};
+    CHECK(set && ptq_calib_set_add_samples(&ctx, set, "d.h5", ids, -1) == PTQ_ERR_INVALID_ARG);
+    CHECK_MSG(set && ptq_calib_set_add_samples(&ctx, set, "d.h5", ids, 3) == PTQ_ERR_INVALID_ARG &&
+              strstr(ctx.msg, "sample id -1"), "%s", ctx.msg);
+    CHECK_MSG(set && ptq_calib_set_add_samples(&ctx, set, "d.h5", ids, 1) == PTQ_OK, "%s", ctx.msg);
+    ptq_calib_set_free(set);
+    ptq_graph_free(g);
     /* a program that ignores SIGCHLD: its children are reaped before ptq reads the HDF5 check's verdict */
     signal(SIGCHLD, SIG_IGN);
     ptq_dataset *ds = NULL;

@@ -80,7 +80,8 @@ PTQ_API ptq_status ptq_calib_set_describe(ptq_ctx *ctx, ptq_calib_set *s, const 
 PTQ_API ptq_status ptq_calib_set_math(ptq_ctx *ctx, ptq_calib_set *s, const char *math);
 /* Records that samples ids[n] of data set source were observed (before or
  * after observing them). The same sample of one source twice is
- * PTQ_ERR_DATA: it would be counted twice. */
+ * PTQ_ERR_DATA: it would be counted twice; a negative n or id
+ * PTQ_ERR_INVALID_ARG. */
 PTQ_API ptq_status ptq_calib_set_add_samples(ptq_ctx *ctx, ptq_calib_set *s, const char *source, const int64_t *ids, int64_t n);
 /* The same with the content SHA-256 of the source (64 lowercase hex digits,
  * ptq_dataset_content_sha256): sources are then told apart by content, not

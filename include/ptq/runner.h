@@ -146,7 +146,8 @@ typedef struct ptq_pick {
 #define PTQ_MAX_SHARDS ((int64_t)1 << 31)
 
 /* The picked ids of a set of `total` samples, ascending: *ids (malloc'd,
- * the caller frees) and *n_ids. PTQ_ERR_INVALID_ARG on a bad shard. */
+ * the caller frees) and *n_ids. PTQ_ERR_INVALID_ARG on a bad shard or a
+ * negative count. */
 PTQ_API ptq_status ptq_pick_samples(ptq_ctx *ctx, int64_t total, const ptq_pick *p, int64_t **ids, int64_t *n_ids);
 
 typedef struct ptq_runner ptq_runner;

@@ -215,7 +215,7 @@ PTQ_API ptq_status ptq_model_load(ptq_ctx *ctx, const char *path, ptq_graph **ou
  * node output in g->values, with the graph inputs' unknown (symbolic) dims
  * set to batch. Results computed from constants alone are folded so that
  * shape inputs (Reshape's shape) are known; a shape that depends on run-time
- * data gives PTQ_ERR_UNSUPPORTED. */
+ * data gives PTQ_ERR_UNSUPPORTED; a batch below 1 PTQ_ERR_INVALID_ARG. */
 PTQ_API ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch);
 /* Every value's dtype and rank, for what needs no data (plans, exports,
  * info): ptq_graph_infer_shapes at batch 1 with every other unknown input
