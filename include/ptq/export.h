@@ -1,7 +1,10 @@
 /* Range exporters: per-tensor ranges as the bytes other runtimes read: a
  * TensorRT INT8 calibration cache, ONNX Runtime's TensorRT-EP tables (byte
  * for byte as ORT's write_calibration_table) and ptq's JSON. In quant/export_*.c;
- * covered by tests/test_export.c and tests/export_test.py (ORT as the oracle). */
+ * covered by tests/test_export.c and tests/export_test.py (ORT as the oracle).
+ * Each writer sets *out to the new bytes without reading it (it may be
+ * uninitialised): ptq_buf_free a buffer that holds earlier bytes first, which
+ * would otherwise leak. */
 #ifndef PTQ_EXPORT_H
 #define PTQ_EXPORT_H
 
