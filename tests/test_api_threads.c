@@ -15,33 +15,11 @@
 #include "ptq/calib.h"
 #include "ptq/dataset.h"
 #include "ptq/runner.h"
+#include "hdf5_holder.h"
 #include "testlib.h"
 
 enum { N_IMAGES = 96, SIDE = 28 };
 
-static atomic_int stop, turns;
-
-/* Holds libhdf5's lock for 20 ms (a call's callback runs inside the call). */
-static herr_t hold(hid_t group, const char *name, const H5L_info_t *info, void *data)
-{
-    (void)group, (void)name, (void)info, (void)data;
-    atomic_fetch_add(&turns, 1);
-    usleep(20000);
-    return 1;
-}
-
-/* Takes the lock in turns, as a thread reading a data set does, until stop. */
-static void *holder(void *arg)
-{
-    hid_t f = H5Fopen((const char *)arg, H5F_ACC_RDONLY, H5P_DEFAULT);
-    while (f >= 0 && !atomic_load(&stop)) {
-        H5Literate(f, H5_INDEX_NAME, H5_ITER_INC, NULL, hold, NULL);
-        usleep(200);
-    }
-    if (f >= 0)
-        H5Fclose(f);
-    return NULL;
-}
 
 /* The forked check of b beside a thread in libhdf5 on a: PTQ_TEST_VET_STALL=1 stalls the first child under a 2 s
  * alarm, so the second, the real check, has 2 s (not 120) to finish. */
