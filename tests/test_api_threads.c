@@ -20,7 +20,6 @@
 
 enum { N_IMAGES = 96, SIDE = 28 };
 
-
 /* The forked check of b beside a thread in libhdf5 on a: PTQ_TEST_VET_STALL=1 stalls the first child under a 2 s
  * alarm, so the second, the real check, has 2 s (not 120) to finish. */
 static void test_fork_beside_hdf5(const char *a, const char *b)

@@ -21,7 +21,6 @@
 #include "hdf5_holder.h"
 #include "testlib.h"
 
-
 static double now_s(void)
 {
     struct timespec t;
