@@ -13,6 +13,10 @@ ptq_status ptq_op_batchnorm_check(ptq_ctx *ctx, const ptq_op_io *io)
         PTQ_TRY(st, ptq_op_need_float(ctx, io, i), done);
     if (ptq_node_attr_int(io->node, "training_mode", 0) != 0)
         return ptq_op_unsupported(ctx, io, "training_mode=1 (only inference BatchNormalization is implemented)");
+    /* before opset 7 the mode is the is_test attribute, 0 (training: the batch's own statistics) unless set */
+    if (io->graph && io->graph->opset > 0 && io->graph->opset < 7 && ptq_node_attr_int(io->node, "is_test", 0) == 0)
+        return ptq_op_unsupported(ctx, io, "is_test=0 (training mode, the default before opset 7: the batch's own "
+                                  "statistics); only inference BatchNormalization (is_test=1) is implemented");
     for (int i = 1; i < io->node->n_outputs; i++)
         if (io->node->outputs[i] >= 0)
             return ptq_op_unsupported(ctx, io, "output %d (running or saved statistics of training mode)", i);

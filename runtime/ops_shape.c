@@ -259,6 +259,11 @@ ptq_status ptq_op_dropout_check(ptq_ctx *ctx, const ptq_op_io *io, int *has_mask
 {
     const ptq_tensor *mode = io->n_in > 2 ? io->in[2] : NULL, *ratio = io->n_in > 1 ? io->in[1] : NULL;
     *has_mask = io->n_out > 1 && io->out[1] && io->node->outputs[1] >= 0;
+    /* before opset 7 the mode is the is_test attribute, 0 (training: random drops) unless set */
+    if (io->graph && io->graph->opset > 0 && io->graph->opset < 7 && ptq_node_attr_int(io->node, "is_test", 0) == 0 &&
+        ptq_node_attr_float(io->node, "ratio", 0.5f) != 0.0f)
+        return ptq_op_unsupported(ctx, io, "is_test=0 (training mode, the default before opset 7: random drops); "
+                                  "ptq runs inference only (is_test=1)");
     if (!mode)
         return PTQ_OK;
     if (mode->dtype != PTQ_DT_BOOL || ptq_tensor_numel(mode) != 1)

@@ -248,6 +248,18 @@ def models():
     case("onnx: shape computation left in, hint", ["info", J("nonzero.onnx")], 5, "static input shapes")
     onnx_model(J("opset18.onnx"), [helper.make_node("Mish", ["x"], ["y"], name="mish18")], x28, y28, opset=18)
     case("onnx: an op ONNX added at opset 18, hint", ["info", J("opset18.onnx")], 5, "opset_version=17")
+    # before opset 7 BatchNormalization and Dropout take is_test, 0 (training mode) unless set: refused, naming it
+    # (they ran as inference); is_test=1, as PyTorch's old exports write it, runs
+    bn_inits = [numpy_helper.from_array(np.full(1, v, np.float32), n)
+                for n, v in (("s", 2), ("b", 0), ("m", 1), ("v", 4))]
+    for op, inputs, extra in (("BatchNormalization", ["x", "s", "b", "m", "v"], bn_inits), ("Dropout", ["x"], [])):
+        for is_test in (None, 1):
+            attrs = {} if is_test is None else {"is_test": is_test}
+            name = f"{op.lower()}6_{is_test}.onnx"
+            onnx_model(J(name), [helper.make_node(op, inputs, ["y"], name=f"{op.lower()}6", **attrs)], x28, y28,
+                       extra, opset=6)
+            case(f"onnx: {op} at opset 6, is_test {'unset (0)' if is_test is None else is_test}", ["info", J(name)],
+                 5 if is_test is None else 0, "is_test=0 (training mode" if is_test is None else "")
     onnx_model(J("dynamo.onnx"), [helper.make_node("aten_gelu", ["x"], ["y"], name="gelu_fn",
                                                    domain="pkg.onnxscript.torch_lib")], x28, y28, opset=18)
     case("onnx: a dynamo exporter function, hint", ["info", J("dynamo.onnx")], 5, "inline_local_functions")

@@ -889,8 +889,15 @@ static void test_batchnorm(void)
         fx_input(&f, 4, DIMS(2, 3, 4, 5));
         for (int i = 0; i < 4; i++)
             fx_input(&f, 1, DIMS(3));
+        if (opset < 7) /* inference mode before opset 7 is is_test=1 (0, the default, is training) */
+            fx_int(&f, "is_test", 1);
         expect_shape(&f, "batchnorm", 4, DIMS(2, 3, 4, 5));
     }
+    fx_init(&f, "BatchNormalization", "bn_is_test0", 6);
+    fx_input(&f, 4, DIMS(2, 3, 4, 5));
+    for (int i = 0; i < 4; i++)
+        fx_input(&f, 1, DIMS(3));
+    expect_error(&f, "batchnorm opset 6 without is_test", PTQ_ERR_UNSUPPORTED, "is_test=0");
 
     fx_init(&f, "BatchNormalization", "bn_train", 15);
     fx_input(&f, 4, DIMS(2, 3, 4, 5));
