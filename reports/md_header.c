@@ -111,7 +111,9 @@ ptq_status ptq_md_code(ptq_ctx *ctx, ptq_buf *b, const char *name)
         ptq_buf_put(b, "`", 1);
     if (pad)
         ptq_buf_put(b, " ", 1);
+    bidi_levels levels = BIDI_LEVELS_INIT;
     for (const unsigned char *p = s; *p; p++) {
+        bidi_step(&levels, (const char *)p);
         if (*p == '\n' || *p == '\r') /* a line break as a space, another control character as \xNN */
             ptq_buf_put(b, " ", 1);
         else if (is_ctrl(*p))
@@ -121,6 +123,7 @@ ptq_status ptq_md_code(ptq_ctx *ctx, ptq_buf *b, const char *name)
         else
             ptq_buf_put(b, p, 1);
     }
+    bidi_close(&levels, b); /* inside the span: an override in the name does not reverse the rest of the row */
     if (pad)
         ptq_buf_put(b, " ", 1);
     for (int i = 0; i <= longest; i++)

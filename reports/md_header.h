@@ -24,7 +24,8 @@ ptq_status ptq_md_header(ptq_ctx *ctx, ptq_buf *b, const char *header_json, cons
 ptq_status ptq_md_name(ptq_ctx *ctx, ptq_buf *b, const char *name);
 /* The same name as a code span in a table cell: fenced by one backtick more
  * than its longest run of them, | as \| (GFM splits cells first), line
- * breaks as spaces, other control characters as \xNN. PTQ_ERR_NOMEM. */
+ * breaks as spaces, other control characters as \xNN, the bidi levels it
+ * opens closed inside the span. PTQ_ERR_NOMEM. */
 ptq_status ptq_md_code(ptq_ctx *ctx, ptq_buf *b, const char *name);
 
 #endif

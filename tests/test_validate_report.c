@@ -348,6 +348,8 @@ static void test_crafted(ptq_ctx *ctx)
         {"``x``", "\\`\\`x\\`\\`", "``` ``x`` ```"},
         {"-1\n#2\t", "\\-1 #2\\\\x09", "`-1 #2\\x09`"},
         {"caf\xc3\xa9", "caf\xc3\xa9", "`caf\xc3\xa9`"},
+        /* a right-to-left override ends with the name, in a code span too (sens.md's tensor column) */
+        {"r\xe2\x80\xaeL", "r\xe2\x80\xaeL\xe2\x80\xac", "`r\xe2\x80\xaeL\xe2\x80\xac`"},
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         ptq_buf bt = {0}, bc = {0};
