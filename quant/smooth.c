@@ -344,7 +344,7 @@ ptq_status ptq_smooth_write(ptq_ctx *ctx, const ptq_smooth *s, const char *model
         for (int64_t c = 0; c < gr->c; c++)
             f[c] = factor(gr, c, alpha);
         st = rewrite(ctx, e, g, gr->scale, f, gr->c, 1, 1);
-        if (st == PTQ_OK && gr->bias >= 0)
+        if (st == PTQ_OK && gr->bias >= 0 && gr->bias != gr->scale) /* one value as both: divided once */
             st = rewrite(ctx, e, g, gr->bias, f, gr->c, 1, 1);
         for (int j = 0; st == PTQ_OK && j < gr->n_cons; j++) {
             int transposed;
