@@ -1588,9 +1588,20 @@ static ptq_status check_dtype_policy(kimp *K, const klayer *L)
 {
     const cJSON *d = jget(L->cfg, "dtype"), *mode = jget(jget(d, "config"), "mode");
     const cJSON *name = cJSON_IsString(d) ? d : jget(jget(d, "config"), "name");
-    if (cJSON_IsString(mode) || !is_null(jget(L->cfg, "quantization_config")))
-        return unsupported(K, L, "a quantized layer (dtype policy mode '%.40s'; ptq quantizes float models: save "
-                           "the model before model.quantize())", cJSON_IsString(mode) ? mode->valuestring : "?");
+    /* Keras 3.4 on records the mode; 3.2 and 3.3 name the policy '<mode>_from_<source>' (int8_from_float32) */
+    const char *from = cJSON_IsString(name) ? strstr(name->valuestring, "_from_") : NULL;
+    if (cJSON_IsString(mode) || from || !is_null(jget(L->cfg, "quantization_config"))) {
+        char m[48], esc[160];
+        if (cJSON_IsString(mode))
+            snprintf(m, sizeof m, "%s", mode->valuestring);
+        else if (from)
+            snprintf(m, sizeof m, "%.*s", (int)(from - name->valuestring < 40 ? from - name->valuestring : 40),
+                     name->valuestring);
+        else
+            snprintf(m, sizeof m, "?");
+        return unsupported(K, L, "a quantized layer (dtype policy mode '%s'; ptq quantizes float models: save "
+                           "the model before model.quantize())", ptq_escape(m, esc, sizeof esc));
+    }
     if (cJSON_IsString(name) && !strcmp(name->valuestring, "bfloat16"))
         return unsupported(K, L, "dtype policy 'bfloat16' (bfloat16 weights)");
     return PTQ_OK;

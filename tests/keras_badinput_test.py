@@ -145,6 +145,10 @@ def main():
                 "module": "keras.dtype_policies", "class_name": "QuantizedDTypePolicy",
                 "config": {"mode": "int8", "source_name": "float32"}}))), 5,
          ["stem_conv", "quantized layer", "'int8'"]),
+        ("a layer quantized by Keras 3.3's model.quantize('int8') (the policy named int8_from_float32, no mode)",
+         variant(tmp, "quantized33", edit_config(lambda c: layer(c, "stem_conv")["config"].update(dtype={
+             "module": "keras", "class_name": "QuantizedDTypePolicy", "config": {"name": "int8_from_float32"}}))), 5,
+         ["stem_conv", "quantized layer", "'int8'"]),
         ("lora_rank without the LoRA weights", variant(
             tmp, "lora", edit_config(lambda c: layer(c, "stem_conv")["config"].update(lora_rank=2))), 4,
          ["stem_conv", "'lora_kernel_a' is missing"]),
