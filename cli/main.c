@@ -124,13 +124,15 @@ static int help_for(int argc, char **argv)
         return EXIT_USAGE;
     }
     const int n_words = strcmp(cmd, "data") == 0 && argc >= 4 && strcmp(argv[3], "convert") == 0 ? 2 : 1;
-    /* a trailing --help (or -h) asks for the same page: `ptq help eval --help` */
-    if (argc == 3 + n_words && (strcmp(argv[2 + n_words], "--help") == 0 || strcmp(argv[2 + n_words], "-h") == 0))
-        argc--;
-    if (argc > 2 + n_words) {
+    /* a --help (or -h) after the command asks for the same page: `ptq help eval --help`; an argument after it is
+     * the one named */
+    int extra = 2 + n_words;
+    if (argc > extra && (strcmp(argv[extra], "--help") == 0 || strcmp(argv[extra], "-h") == 0))
+        extra++;
+    if (argc > extra) {
         if (cli_is_writer())
             fprintf(stderr, "ptq help: error: unexpected argument '%s' (usage: ptq help [COMMAND])\n",
-                    argv[2 + n_words]);
+                    cli_shown(argv[extra]));
         return EXIT_USAGE;
     }
     if (is_help) {

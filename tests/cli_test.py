@@ -281,6 +281,8 @@ def main():
         check(f"help {args[0]} prints the general help", rc == 0 and out == ptq("--help")[1], out[:80])
     expect("help bogus", ["help", "bogus"], 2, "unknown command 'bogus'")
     expect("help eval junk", ["help", "eval", "junk"], 2, "'junk'")
+    expect("help eval --help junk names junk", ["help", "eval", "--help", "junk"], 2, "'junk'")
+    expect("help data convert -h junk names junk", ["help", "data", "convert", "-h", "junk"], 2, "'junk'")
     # --progress: the end line even for a run shorter than the first draw (0.2 s)
     rc, out, err = ptq("eval", "--model", MODEL, "--data", h5, "--limit", "20", "--progress")
     check("eval --limit 20 --progress prints its end line", rc == 0 and "20/20 img" in err, err[-200:])
