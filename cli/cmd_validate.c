@@ -200,7 +200,7 @@ int cmd_validate(int argc, char **argv)
             st = cli_sens_fits(&ctx, sens_path, &sens, plan->target, plan->core, plan->reduce_range);
         if (st == PTQ_OK)
             st = cli_sens_method_fits(&ctx, "validate", sens_path, sens_text, plan->method, plan->placement,
-                                      0);
+                                      !cli_is_writer()); /* its note once, from rank 0 under mpirun */
         ptq_sens_summary_free(&sens);
         if (st != PTQ_OK)
             goto ready;

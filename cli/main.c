@@ -120,7 +120,7 @@ static int help_for(int argc, char **argv)
         known |= strcmp(cmd, commands[i].name) == 0;
     if (!known) {
         if (cli_is_writer())
-            fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cmd, main_help);
+            fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cli_shown(cmd), main_help);
         return EXIT_USAGE;
     }
     const int n_words = strcmp(cmd, "data") == 0 && argc >= 4 && strcmp(argv[3], "convert") == 0 ? 2 : 1;
@@ -162,7 +162,7 @@ static int dispatch(int argc, char **argv)
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
         return version(argc - 2, argv + 2);
     if (cli_is_writer())
-        fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cmd, main_help);
+        fprintf(stderr, "ptq: unknown command '%s'\n\n%s", cli_shown(cmd), main_help);
     return EXIT_USAGE;
 }
 

@@ -95,7 +95,8 @@ static int columns(unsigned cp)
                                        {0x3041, 0x33FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xA000, 0xA4CF},
                                        {0xA960, 0xA97F}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFE10, 0xFE19},
                                        {0xFE30, 0xFE6F}, {0xFF00, 0xFF60}, {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F},
-                                       {0x1F900, 0x1F9FF}, {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD}};
+                                       {0x1F680, 0x1F6FF}, {0x1F900, 0x1F9FF}, {0x1FA70, 0x1FAFF},
+                                       {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD}};
     for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
         if (cp >= zero[i][0] && cp <= zero[i][1])
             return 0;

@@ -280,6 +280,9 @@ def main():
         rc, out, err = ptq("help", *args)
         check(f"help {args[0]} prints the general help", rc == 0 and out == ptq("--help")[1], out[:80])
     expect("help bogus", ["help", "bogus"], 2, "unknown command 'bogus'")
+    # a command word from the command line is escaped as names are: ESC would drive the terminal
+    expect("unknown command with ESC", ["bo\x1b[31mgus"], 2, "unknown command 'bo\\x1b[31mgus'")
+    expect("help of an unknown command with ESC", ["help", "bo\x1b[31mgus"], 2, "unknown command 'bo\\x1b[31mgus'")
     expect("help eval junk", ["help", "eval", "junk"], 2, "'junk'")
     expect("help eval --help junk names junk", ["help", "eval", "--help", "junk"], 2, "'junk'")
     expect("help data convert -h junk names junk", ["help", "data", "convert", "-h", "junk"], 2, "'junk'")

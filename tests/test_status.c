@@ -60,7 +60,7 @@ int main(void)
     /* terminal columns: CJK and emoji 2, a combining acute 0, e-acute 1, an escaped byte's \xNN 4 */
     CHECK(ptq_utf8_width("ab") == 2 && ptq_utf8_width("\xe4\xb8\xad\xe6\x96\x87") == 4);
     CHECK(ptq_utf8_width("e\xcc\x81") == 1 && ptq_utf8_width("\xc3\xa9") == 1);
-    CHECK(ptq_utf8_width("\xf0\x9f\x98\x80") == 2);
+    CHECK(ptq_utf8_width("\xf0\x9f\x98\x80") == 2 && ptq_utf8_width("\xf0\x9f\x9a\x80") == 2); /* U+1F600, U+1F680 */
     CHECK(ptq_utf8_width("\xff") == 1 && ptq_utf8_width(NULL) == 0 && ptq_utf8_width("\\xff") == 4);
     /* names that are not UTF-8 become valid UTF-8 for the reports: each bad byte U+FFFD */
     static const struct { const char *in, *want; } fix[] = {
