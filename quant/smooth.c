@@ -320,7 +320,8 @@ static ptq_status rewrite(ptq_ctx *ctx, ptq_onnx_edit *e, const ptq_graph *g, in
         st = ptq_onnx_edit_rename_input_of(ctx, e, val->name, name, g->values[g->nodes[reader].outputs[0]].name);
     else if (st == PTQ_OK) /* its only reader */
         st = ptq_onnx_edit_rename_input(ctx, e, val->name, name, NULL);
-    if (st == PTQ_OK && !shared && (val->flags & PTQ_VALUE_INITIALIZER))
+    /* an initializer no node reads any more goes (one the reader read twice, as a LayerNorm's scale and bias) */
+    if (st == PTQ_OK && (val->flags & PTQ_VALUE_INITIALIZER) && ptq_onnx_edit_reads(e, val->name) == 0)
         st = ptq_onnx_edit_remove_initializer(ctx, e, val->name);
     return st;
 }

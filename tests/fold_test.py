@@ -215,32 +215,40 @@ def smooth_folded(J, x):
 
 
 def smooth_scale_is_bias(J, x):
-    """SmoothQuant on a LayerNorm reading one Constant as both its scale and its bias: the one value is divided
-    once (both slots read the scaled copy) and the FP32 logits stay (exit 2 'initializer g.smooth: the name is
-    taken' before, the second slot's copy taking the first's name)."""
-    rng = np.random.default_rng(12)
-    w = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
-    scale = np.ones(32, np.float32)
-    scale[5] = 9.0  # an outlier channel to smooth
-    inits = [numpy_helper.from_array(np.array([-1, 8, 8], np.int64), "rows"), numpy_helper.from_array(w(8, 32), "We"),
-             numpy_helper.from_array(w(32, N_CLASSES), "Wk")]
-    nodes = [helper.make_node("Reshape", ["x", "rows"], ["t"], name="rows"),
-             helper.make_node("MatMul", ["t", "We"], ["e"], name="embed"),
-             helper.make_node("Constant", [], ["g"], name="g_const", value=numpy_helper.from_array(scale)),
-             helper.make_node("LayerNormalization", ["e", "g", "g"], ["ln"], name="ln", axis=-1, epsilon=1e-5),
-             helper.make_node("MatMul", ["ln", "Wk"], ["k"], name="k"),
-             helper.make_node("ReduceMean", ["k"], ["y"], name="pool", axes=[1], keepdims=0)]
-    save(J("lnsame.onnx"), nodes, inits, "smooth_scale_is_bias", opset=17, ir_version=8, preprocess=False)
-    rc, _, err = ptq("smooth", "--model", J("lnsame.onnx"), "--data", J("d.h5"), "--samples", "64", "--out",
-                     J("lnsame_smooth.onnx"))
-    got = run_ort(J("lnsame_smooth.onnx"), x) if rc == 0 else np.zeros(0)
-    m = onnx.load(J("lnsame_smooth.onnx")) if rc == 0 else None
-    reads = {n.name: list(n.input) for n in m.graph.node} if m else {}
-    read = reads.get("ln", ["", "", ""])[1:] + reads.get("k", ["", ""])[1:]
-    check("smooth of a LayerNorm whose scale and bias are one Constant: both read its scaled copy, the FP32 logits "
-          "stay within 1e-4", rc == 0 and rel(got, run_ort(J("lnsame.onnx"), x)) <= 1e-4 and
-          read == ["g.smooth", "g.smooth", "Wk.smooth"],
-          f"exit {rc} {err.strip()[-300:]}" if rc else f"{rel(got, run_ort(J('lnsame.onnx'), x)):.3g}, reads {read}")
+    """SmoothQuant on a LayerNorm reading one value as both its scale and its bias, a Constant or an initializer:
+    the one value is divided once (both slots read the scaled copy) and the FP32 logits stay (exit 2 'initializer
+    g.smooth: the name is taken' before, the second slot's copy taking the first's name); the initializer, read by
+    nothing then, is gone (it stayed, and onnxruntime warned it removed it)."""
+    for kind in ("Constant", "initializer"):
+        rng = np.random.default_rng(12)
+        w = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
+        scale = np.ones(32, np.float32)
+        scale[5] = 9.0  # an outlier channel to smooth
+        inits = [numpy_helper.from_array(np.array([-1, 8, 8], np.int64), "rows"),
+                 numpy_helper.from_array(w(8, 32), "We"), numpy_helper.from_array(w(32, N_CLASSES), "Wk")]
+        nodes = [helper.make_node("Reshape", ["x", "rows"], ["t"], name="rows"),
+                 helper.make_node("MatMul", ["t", "We"], ["e"], name="embed"),
+                 helper.make_node("LayerNormalization", ["e", "g", "g"], ["ln"], name="ln", axis=-1, epsilon=1e-5),
+                 helper.make_node("MatMul", ["ln", "Wk"], ["k"], name="k"),
+                 helper.make_node("ReduceMean", ["k"], ["y"], name="pool", axes=[1], keepdims=0)]
+        if kind == "Constant":
+            nodes.insert(2, helper.make_node("Constant", [], ["g"], name="g_const",
+                                             value=numpy_helper.from_array(scale)))
+        else:
+            inits.append(numpy_helper.from_array(scale, "g"))
+        src, out = J(f"lnsame_{kind}.onnx"), J(f"lnsame_{kind}_smooth.onnx")
+        save(src, nodes, inits, "smooth_scale_is_bias", opset=17, ir_version=8, preprocess=False)
+        rc, _, err = ptq("smooth", "--model", src, "--data", J("d.h5"), "--samples", "64", "--out", out)
+        got = run_ort(out, x) if rc == 0 else np.zeros(0)
+        m = onnx.load(out) if rc == 0 else None
+        reads = {n.name: list(n.input) for n in m.graph.node} if m else {}
+        kept = {t.name for t in m.graph.initializer} if m else set()
+        read = reads.get("ln", ["", "", ""])[1:] + reads.get("k", ["", ""])[1:]
+        check(f"smooth of a LayerNorm whose scale and bias are one {kind}: both read its scaled copy, the FP32 logits "
+              "stay within 1e-4, no initializer g is left", rc == 0 and rel(got, run_ort(src, x)) <= 1e-4 and
+              read == ["g.smooth", "g.smooth", "Wk.smooth"] and "g" not in kept,
+              f"exit {rc} {err.strip()[-300:]}" if rc else f"{rel(got, run_ort(src, x)):.3g}, reads {read}, "
+              f"initializers {sorted(kept)}")
 
 
 def hostile_growth(J, x):
