@@ -119,6 +119,10 @@ ptq_status cli_output_dir_check(ptq_ctx *ctx, const char *path);
 /* cli_output_dir_check for a command before any work: 0, or the exit code after its message. */
 int cli_output_dir_ok(const char *cmd, const char *path);
 ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n);
+/* The same, committing with them n_done complete temporaries done_tmp[i] (closed; cli_tmp_close) onto
+ * done_paths[i], all or none: a report and the --logits written beside it. */
+ptq_status cli_write_files_with(ptq_ctx *ctx, const cli_out_file *f, int n, char *const *done_tmp,
+                                const char *const *done_paths, int n_done);
 /* Renames the complete temporaries tmp[i] onto paths[i], i < n, all or none: the files the names held are kept as
  * hard links (registered temporaries) while the names are taken one by one, and put back if a rename fails (a
  * name that held nothing is removed again). Every tmp[i] is discarded either way. */

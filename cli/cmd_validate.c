@@ -335,7 +335,13 @@ run_done: /* every rank passes here once, and learns whether any failed or ran o
                                     {report_paths[2], html, strlen(html), 0}};
     for (int i = 0; i < n_png; i++)
         files[3 + i] = (cli_out_file){report_paths[3 + i], png[i], png_bytes[i], 0};
-    PTQ_TRY(st, cli_write_files(&ctx, files, 3 + n_png), written);
+    /* the report and the logits take their names together: a failed rename leaves both as they were */
+    char *done_tmp[1] = {logits_tmp};
+    const char *done_paths[1] = {logits_path};
+    const int n_done = lfile != NULL;
+    if (lfile)
+        PTQ_TRY(st, cli_tmp_close(&ctx, &lfile, logits_tmp, logits_path), written);
+    PTQ_TRY(st, cli_write_files_with(&ctx, files, 3 + n_png, done_tmp, done_paths, n_done), written);
     made_dir = 0; /* it holds the report now */
     for (int i = 3 + n_png; i < N_REPORT; i++) /* no heatmaps above 100 classes: none of an earlier report either */
         if (unlink(report_paths[i]) != 0 && errno != ENOENT)
@@ -345,12 +351,6 @@ run_done: /* every rank passes here once, and learns whether any failed or ran o
     ptq_validate_totals vt;
     ptq_validate_stats_totals(vs, &vt);
     collapsed = vt.collapsed;
-    if (lfile) {
-        st = cli_tmp_commit(&ctx, &lfile, logits_tmp, logits_path);
-        logits_tmp[0] = st == PTQ_OK ? '\0' : logits_tmp[0];
-        if (st != PTQ_OK)
-            goto written;
-    }
     if (cli_get(opts, n_opts, "json")) {
         printf("%s\n", json);
     } else {

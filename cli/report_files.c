@@ -62,6 +62,12 @@ int cli_output_dir_ok(const char *cmd, const char *path)
 
 ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n)
 {
+    return cli_write_files_with(ctx, f, n, NULL, NULL, 0);
+}
+
+ptq_status cli_write_files_with(ptq_ctx *ctx, const cli_out_file *f, int n, char *const *done_tmp,
+                                const char *const *done_paths, int n_done)
+{
     ptq_status st = PTQ_OK;
     char(*tmp)[PTQ_TMP_NAME_BYTES] = calloc((size_t)n + 1, sizeof *tmp);
     if (!tmp)
@@ -76,14 +82,16 @@ ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n)
         if (fd >= 0 && close(fd) != 0 && st == PTQ_OK)
             st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", f[i].path, strerror(errno));
     }
-    char **tmps = calloc((size_t)n + 1, sizeof *tmps);
-    const char **paths = calloc((size_t)n + 1, sizeof *paths);
+    char **tmps = calloc((size_t)(n + n_done) + 1, sizeof *tmps);
+    const char **paths = calloc((size_t)(n + n_done) + 1, sizeof *paths);
     if (st == PTQ_OK && (!tmps || !paths))
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing %s", n ? f[0].path : "a report");
     if (st == PTQ_OK) { /* all complete: rename them */
         for (int i = 0; i < n; i++)
             tmps[i] = tmp[i], paths[i] = f[i].path;
-        st = cli_commit_all(ctx, tmps, paths, n);
+        for (int i = 0; i < n_done; i++)
+            tmps[n + i] = done_tmp[i], paths[n + i] = done_paths[i];
+        st = cli_commit_all(ctx, tmps, paths, n + n_done);
     }
     for (int i = 0; i < n; i++) /* else none */
         ptq_atomic_discard(tmp[i]);

@@ -426,6 +426,17 @@ def report_folders(J, base):
     now = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png"))}
     check("validate: a failed rename over an old report puts back the files renamed before it", rc == 3 and
           now == old, f"exit {rc}: {sorted(now)} vs {sorted(old)}, {err.strip()[-200:]}")
+    # --logits beside the report take their names with it: a failed rename of the logits leaves the old report
+    # and the old logits (the new report had taken its names before the logits failed)
+    with open(J("old-logits.npy"), "w") as f:
+        f.write("old\n")
+    old = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png"))}
+    rc, _, err = ptq(*base, "--recall-drop", "0", "--report", J("png"), "--logits", J("old-logits.npy"),
+                     env={"PTQ_TEST_FAIL_RENAME": "old-logits.npy"})
+    now = {n: open(J("png", n), "rb").read() for n in os.listdir(J("png"))}
+    check("validate --logits: a failed rename of the logits leaves the old report and the old logits (exit 3)",
+          rc == 3 and now == old and open(J("old-logits.npy")).read() == "old\n",
+          f"exit {rc}: {sorted(k for k in now if now[k] != old.get(k))}, {err.strip()[-200:]}")
     # a folder where report.html goes: refused before any image is read (its rename failed after the run)
     os.remove(J("png", "report.html"))
     os.makedirs(J("png", "report.html", "inside"))
