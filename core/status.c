@@ -62,11 +62,11 @@ const char *ptq_escape(const char *s, char *buf, size_t n_buf)
         return buf;
     for (size_t n; s && *s; s += n) {
         unsigned char c = (unsigned char)*s;
-        n = c < 0x80 ? 1 : ptq_utf8_char_bytes(s); /* a byte that starts no UTF-8 character is escaped too */
+        unsigned cp = c;
+        n = c < 0x80 ? 1 : ptq_utf8_decode(s, &cp); /* a byte that starts no UTF-8 character is escaped too */
         /* C1 controls U+0080..U+009F (NEL, CSI, ...) and U+2028/U+2029 break lines or drive terminals too, and
          * the bidi formatting characters (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069) reorder what
          * follows them on the line (a name that shows as another): each of their bytes escaped */
-        const unsigned cp = n > 1 ? ptq_utf8_code_point(s, n) : c;
         const int unseen = (cp >= 0x80 && cp < 0xA0) || cp == 0x2028 || cp == 0x2029 || cp == 0x061C ||
                            cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
                            (cp >= 0x2066 && cp <= 0x2069);

@@ -7,13 +7,16 @@
 #include "core/utf8.h"
 #include "ptq/status.h"
 
-static size_t utf8_char_bytes(const unsigned char *s)
+/* Bytes of the strict UTF-8 character s starts, its code point into *out; 0 when s starts none. */
+static size_t utf8_decode(const unsigned char *s, unsigned *out)
 {
     static const unsigned min_cp[4] = {0, 0x80, 0x800, 0x10000};
     unsigned cp;
     size_t n;
-    if (s[0] < 0x80)
+    if (s[0] < 0x80) {
+        *out = s[0];
         return 1;
+    }
     if ((s[0] & 0xE0) == 0xC0) {
         n = 1;
         cp = s[0] & 0x1Fu;
@@ -33,7 +36,14 @@ static size_t utf8_char_bytes(const unsigned char *s)
     }
     if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
+    *out = cp;
     return n + 1;
+}
+
+static size_t utf8_char_bytes(const unsigned char *s)
+{
+    unsigned cp;
+    return utf8_decode(s, &cp);
 }
 
 size_t ptq_utf8_char_bytes(const char *s)
@@ -74,14 +84,9 @@ char *ptq_utf8_dup(const char *s)
     return out;
 }
 
-unsigned ptq_utf8_code_point(const char *s, size_t n)
+size_t ptq_utf8_decode(const char *s, unsigned *cp)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    static const unsigned lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
-    unsigned cp = n >= 1 && n <= 4 ? p[0] & lead_mask[n] : 0;
-    for (size_t i = 1; i < n && n <= 4; i++)
-        cp = (cp << 6) | (p[i] & 0x3Fu);
-    return cp;
+    return utf8_decode((const unsigned char *)s, cp);
 }
 
 /* Terminal columns of code point cp: 0 for combining marks, zero-width characters and variation selectors, 2 for
@@ -110,12 +115,13 @@ int ptq_utf8_width(const char *s)
 {
     int w = 0;
     for (size_t n; s && *s; s += n) {
-        n = utf8_char_bytes((const unsigned char *)s);
+        unsigned cp;
+        n = utf8_decode((const unsigned char *)s, &cp);
         if (!n) { /* a byte that starts no character (ptq_escape's output has none): one column */
             n = 1;
             w++;
         } else {
-            w += columns(ptq_utf8_code_point(s, n));
+            w += columns(cp);
         }
     }
     return w;

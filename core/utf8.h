@@ -9,7 +9,7 @@
  * surrogates or values above U+10FFFF): 1 to 4, or 0 when s starts none. */
 size_t ptq_utf8_char_bytes(const char *s);
 
-/* The code point of the n-byte UTF-8 character s starts (n from ptq_utf8_char_bytes, 1 to 4). */
-unsigned ptq_utf8_code_point(const char *s, size_t n);
+/* ptq_utf8_char_bytes, and the character's code point into *cp (set only when it returns 1 to 4). */
+size_t ptq_utf8_decode(const char *s, unsigned *cp);
 
 #endif
