@@ -105,13 +105,37 @@ static ptq_status pick_device(ptq_ctx *ctx, const ptq_session_opts *o, ptq_sessi
     return PTQ_OK;
 }
 
-/* Layout, channels and size from the input's shape: dims[1] of 1 or 3 is
- * NCHW, else dims[3] of 1, 3 or 4 is NHWC, else NCHW; unknown dims (< 1)
- * leave the defaults. */
-static void input_geometry(const ptq_value *in, ptq_preprocess *p)
+/* What the model's nodes say of its image input id's layout: 0 (NCHW) where one reads it as the first input of an op
+ * that ONNX defines on [N, C, H, W] (a Conv, a pooling, a BatchNormalization), 1 (NHWC) where one is a Transpose
+ * taking it to NCHW (perm 0,3,1,2, as tf2onnx and Keras exports begin), -1 where none says. */
+static int layout_from_readers(const ptq_graph *g, int id)
+{
+    static const char *const nchw_ops[] = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool",
+                                           "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "BatchNormalization",
+                                           "InstanceNormalization", "LRN", "DepthToSpace", "SpaceToDepth"};
+    static const int64_t to_nchw[4] = {0, 3, 1, 2};
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ptq_node *n = &g->nodes[i];
+        if ((n->domain[0] && strcmp(n->domain, "ai.onnx")) || n->n_inputs < 1 || n->inputs[0] != id)
+            continue;
+        for (size_t k = 0; k < sizeof nchw_ops / sizeof *nchw_ops; k++)
+            if (!strcmp(n->op_type, nchw_ops[k]))
+                return 0;
+        const ptq_attr *perm = strcmp(n->op_type, "Transpose") ? NULL : ptq_node_attr(n, "perm");
+        if (perm && perm->n == 4 && perm->ints && !memcmp(perm->ints, to_nchw, sizeof to_nchw))
+            return 1;
+    }
+    return -1;
+}
+
+/* Layout, channels and size of g's image input in: the layout its readers give (layout_from_readers), else from its
+ * shape: dims[1] of 1 or 3 is NCHW, else dims[3] of 1, 3 or 4 is NHWC, else NCHW; unknown dims (< 1) leave the
+ * defaults. 1 when the readers gave the layout. */
+static int input_geometry(const ptq_graph *g, const ptq_value *in, ptq_preprocess *p)
 {
     const int64_t *d = in->dims;
-    p->nhwc = !(d[1] == 1 || d[1] == 3) && (d[3] == 1 || d[3] == 3 || d[3] == 4);
+    const int said = layout_from_readers(g, (int)(in - g->values));
+    p->nhwc = said >= 0 ? said : !(d[1] == 1 || d[1] == 3) && (d[3] == 1 || d[3] == 3 || d[3] == 4);
     int64_t c = p->nhwc ? d[3] : d[1], h = p->nhwc ? d[1] : d[2], w = p->nhwc ? d[2] : d[3];
     if (c == 1 || c == 3 || c == 4)
         p->n_channels = (int)c;
@@ -119,6 +143,7 @@ static void input_geometry(const ptq_value *in, ptq_preprocess *p)
         p->height = h;
         p->width = w;
     }
+    return said >= 0;
 }
 
 /* "'a' float32 [?x10], 'b' float32 [?x5]": values ids[n] of g (its outputs, its inputs) for a message; declared
@@ -229,9 +254,10 @@ static ptq_status pick_float_scale(ptq_ctx *ctx, ptq_session *s, const ptq_sessi
 }
 
 /* --preprocess layout=, channels= or size= naming other than what the model's input fixes (model: the
- * geometry input_geometry read from it) would be dropped or misread: refused, naming the input. */
+ * geometry input_geometry read from it; said: its readers gave the layout) would be dropped or misread: refused,
+ * naming the input. */
 static ptq_status check_geometry(ptq_ctx *ctx, const char *spec, const ptq_value *in, const ptq_preprocess *model,
-                                 const ptq_preprocess *p)
+                                 int said, const ptq_preprocess *p)
 {
     const int64_t *d = in->dims;
     /* 4 is RGBA only where the other end is no channel count: [N,3,4,4] is NCHW, [N,4,4,3] NHWC */
@@ -239,7 +265,7 @@ static ptq_status check_geometry(ptq_ctx *ctx, const char *spec, const ptq_value
     const int as_nhwc = d[3] == 1 || d[3] == 3 || (d[3] == 4 && d[1] != 1 && d[1] != 3);
     const int64_t c = model->nhwc ? d[3] : d[1];
     char item[64] = "";
-    if (as_nchw != as_nhwc && spec_names(spec, "layout") && p->nhwc != model->nhwc)
+    if ((said || as_nchw != as_nhwc) && spec_names(spec, "layout") && p->nhwc != model->nhwc)
         snprintf(item, sizeof item, "layout=%s", p->nhwc ? "NHWC" : "NCHW");
     else if ((c == 1 || c == 3 || c == 4) && spec_names(spec, "channels") && p->n_channels != c)
         snprintf(item, sizeof item, "channels=%d", p->n_channels);
@@ -301,7 +327,7 @@ static ptq_status image_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char 
 {
     const ptq_value *in = &g->values[g->inputs[0]];
     ptq_preprocess_default(p);
-    input_geometry(in, p);
+    const int said = input_geometry(g, in, p);
     const ptq_preprocess model_geometry = *p;
     const char *meta = ptq_graph_meta(g, "ptq.preprocess");
     int meta_normalizes = 0, named = 0;
@@ -310,7 +336,7 @@ static ptq_status image_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char 
     if (spec) {
         const ptq_preprocess from_meta = *p;
         PTQ_TRY_RET(ds_preprocess_parse(ctx, spec, p, &named));
-        PTQ_TRY_RET(check_geometry(ctx, spec, in, &model_geometry, p));
+        PTQ_TRY_RET(check_geometry(ctx, spec, in, &model_geometry, said, p));
         PTQ_TRY_RET(check_order_flip(ctx, spec, meta, &from_meta, p, named));
     }
     *normalizes = meta_normalizes || named;

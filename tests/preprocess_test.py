@@ -285,6 +285,24 @@ def main():
               rc == 0 and "replicated" in se and close(got, expected(g3, 1 / 255, IMAGENET_MEAN, IMAGENET_STD)),
               f"rc {rc}: {se[-300:]}")
 
+        # 4b. an RGBA input [N,4,4,4] reads the same either way round: its readers say which (a GlobalAveragePool
+        # takes NCHW, a Transpose 0,3,1,2 makes NCHW of NHWC); the shape alone had made the NCHW one NHWC
+        rgba = rng.integers(0, 256, size=(n, H, W, 4), dtype=np.uint8)
+        rgba_data = os.path.join(tmp, "rgba.h5")
+        h5_set(rgba_data, rgba, labels)
+        want_rgba = rgba.astype(np.float32).mean(axis=(1, 2)) / 255
+        for layout in ("NCHW", "NHWC"):
+            rgba_model = os.path.join(tmp, f"rgba-{layout}.onnx")
+            pool_model(rgba_model, nhwc=layout == "NHWC", ch=4)
+            rc, got, _, se = eval_logits(tmp, rgba_model, rgba_data, "--preprocess", "scale=1/255")
+            check(f"an RGBA {layout} 4x4 model takes its layout from its first node",
+                  rc == 0 and close(got, want_rgba), f"rc {rc}: {se[-300:]}")
+            other = "NHWC" if layout == "NCHW" else "NCHW"
+            rc, _, _, se = eval_logits(tmp, rgba_model, rgba_data, "--preprocess", f"scale=1/255 layout={other}")
+            check(f"layout={other} contradicting the RGBA {layout} model's first node is refused (exit 2)",
+                  rc == 2 and f"--preprocess layout={other} contradicts the model input 'x'" in se,
+                  f"rc {rc}: {se[-300:]}")
+
         # 5. float images: already in [0, 1] not scaled again; 0..255 floats scaled as documented
         fdata = os.path.join(tmp, "float01.h5")
         h5_set(fdata, rgb.astype(np.float32) / 255.0, labels)
