@@ -78,6 +78,8 @@ typedef struct kimp {
     int n_strs, cap_strs;
     int n_inputs;
     const char *input_layout; /* "NHWC" when the model's input is an image batch */
+    int n_layers, n_half;     /* layers translated; of them computing in float16 or bfloat16 (check_dtype_policy) */
+    const char *half_policy;  /* the first of those layers' dtype policy */
 } kimp;
 
 /* ---- strings and values ---- */
@@ -1604,6 +1606,14 @@ static ptq_status check_dtype_policy(kimp *K, const klayer *L)
     }
     if (cJSON_IsString(name) && !strcmp(name->valuestring, "bfloat16"))
         return unsupported(K, L, "dtype policy 'bfloat16' (bfloat16 weights)");
+    /* float16 weights are read as float32, and mixed policies keep float32 ones: each computes in float32 here */
+    static const char *const half[] = {"mixed_float16", "mixed_bfloat16", "float16"};
+    K->n_layers++;
+    for (size_t i = 0; cJSON_IsString(name) && i < sizeof half / sizeof *half; i++)
+        if (!strcmp(name->valuestring, half[i])) {
+            K->half_policy = K->half_policy ? K->half_policy : half[i];
+            K->n_half++;
+        }
     return PTQ_OK;
 }
 
@@ -1886,6 +1896,14 @@ ptq_status ptq_keras_to_onnx(ptq_ctx *ctx, const char *path, void **bytes, size_
         ptq_ob_meta(&K.ob, "ptq.preprocess", "layout=NHWC");
     ptq_ob_meta(&K.ob, "keras_version", version ? version : "");
     ptq_ob_meta(&K.ob, "keras_backend", backend ? backend : "");
+    if (K.n_half) {
+        char *half = kstr(&K, "%s on %d of %d layers", K.half_policy, K.n_half, K.n_layers);
+        if (!half) {
+            st = oom(&K);
+            goto done;
+        }
+        ptq_ob_meta(&K.ob, "keras_dtype_policy", half);
+    }
     st = ptq_ob_finish(ctx, &K.ob, cJSON_IsString(name) ? name->valuestring : "keras", "ptq keras import", 13, bytes,
                        n_bytes);
 done:

@@ -588,6 +588,10 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: the model has no outputs", o->model);
         goto fail;
     }
+    const char *half = ptq_graph_meta(g, "keras_dtype_policy");
+    if (half && g->producer && !strcmp(g->producer, "ptq keras import"))
+        note(s, "%s: Keras computes this model in reduced precision (dtype policy %s); ptq computes it in float32, so "
+             "its FP32 outputs differ from Keras's by that rounding\n", o->model, half);
     PTQ_TRY(st, check_input_map(ctx, o, g), fail);
     const ptq_value *in = g->n_inputs > 0 ? &g->values[g->inputs[0]] : NULL;
     if (!image_model(g)) {

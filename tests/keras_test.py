@@ -57,7 +57,17 @@ def layer_cases(tmp):
         cfg = json.loads(f.attrs["model_config"])
         next(x for x in cfg["config"]["layers"] if x["config"]["name"] == "pool")["config"]["strides"] = None
         f.attrs["model_config"] = json.dumps(cfg)
-    for model in cases + [nulled]:
+    # the same model under Keras's mixed_float16 policy (float32 weights, float16 compute) but its logits: ptq
+    # computes it in float32, Keras's float32 outputs, and says so in a note
+    mixed = os.path.join(tmp, "case_dense4d_mixed16.h5")
+    shutil.copy(os.path.join(KERAS, "case_dense4d.h5"), mixed)
+    shutil.copy(os.path.join(KERAS, "case_dense4d.npz"), mixed[:-3] + ".npz")
+    with h5py.File(mixed, "r+") as f:
+        cfg = json.loads(f.attrs["model_config"])
+        for layer in cfg["config"]["layers"][1:-1]:
+            layer["config"]["dtype"]["config"]["name"] = "mixed_float16"
+        f.attrs["model_config"] = json.dumps(cfg)
+    for model in cases + [nulled, mixed]:
         name = os.path.basename(model)[:-3]
         io = np.load(model[:-3] + ".npz")
         x, want = io["x"], io["y"]
@@ -68,6 +78,10 @@ def layer_cases(tmp):
         image = ["--layout", "NHWC", "--preprocess", "scale=1"] if x.ndim == 4 else []
         rc, _, err = ptq("eval", "--model", model, "--data", data, *image, "--logits", got)
         check(f"{name}: eval", rc == 0, err.strip()[-300:])
+        note = "Keras computes this model in reduced precision (dtype policy mixed_float16 on 6 of 7 layers); ptq " \
+            "computes it in float32"
+        check(f"{name}: {'a' if model == mixed else 'no'} note on Keras's reduced precision",
+              (note in err) == (model == mixed) and ("reduced precision" in err) == (model == mixed), err[-300:])
         if rc != 0:
             continue
         ours = np.load(got)
