@@ -20,6 +20,9 @@
  * limit refuse a sound file; or a sanitizer allocator's, taken by the
  * reports' hashing thread. Other programs get the fork, made inside a
  * libhdf5 call (fork_in_hdf5) so that no other thread holds libhdf5's lock.
+ * A caller that ignores SIGCHLD has its children reaped by the kernel before
+ * wait4 reads their status: its child then supervises (vet_supervise),
+ * running the check as its own child and writing the verdict to a pipe.
  * Covered by tests/badinput_test.py (forged archives and image sets) and
  * the fuzz_hdf5_set / fuzz_archive harnesses. */
 #define _GNU_SOURCE
@@ -45,7 +48,8 @@
 #define VET_MAX_STRINGS (1 << 24) /* ds_h5_read_strings's bound: larger string datasets are never read */
 
 /* argv[1] of the check's fresh process: argv[2..6] the path, all (0/1), the allowance, the wall seconds and the
- * stall flag (tests) */
+ * stall flag (tests); argv[7], where given, the descriptor a supervisor writes the check's verdict to
+ * (vet_supervise) */
 #define VET_ARG "--ptq-hdf5-check-child"
 
 /* 1 once the program called ptq_hdf5_check_main: /proc/self/exe runs the check when started with VET_ARG */
@@ -233,30 +237,78 @@ static int vet_child(const char *path, int all, uint64_t allowance, int wall_s, 
     return v.short_ ? VET_SHORT : v.memory ? VET_MEMORY : v.failed ? VET_UNREADABLE : VET_READ;
 }
 
+/* What a supervisor (vet_supervise) tells a caller that cannot wait for its children: the check's wait status
+ * and processor seconds. */
+typedef struct vet_verdict {
+    int status;
+    double cpu;
+} vet_verdict;
+
+static double cpu_seconds(const struct rusage *ru)
+{
+    return (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) +
+           1e-6 * (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
+}
+
+/* For a caller that ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), whose children the kernel reaps before their status
+ * can be read: this process (its child) waits for the check as its own child, with SIGCHLD at its default here, and
+ * writes the verdict to fd. */
+static void vet_supervise(int fd, const char *path, int all, uint64_t allowance, int wall_s, int stall)
+{
+    signal(SIGCHLD, SIG_DFL); /* and SA_NOCLDWAIT cleared with it */
+    vet_verdict v = {0, 0};
+    const pid_t pid = fork();
+    if (pid == 0)
+        _exit(vet_child(path, all, allowance, wall_s, stall));
+    struct rusage ru;
+    int got = pid > 0 ? 0 : -1;
+    while (pid > 0 && (got = (int)wait4(pid, &v.status, 0, &ru)) < 0 && errno == EINTR)
+        ;
+    if (got < 0)
+        _exit(VET_NO_OPEN); /* no verdict written: the caller says the check could not run */
+    v.cpu = cpu_seconds(&ru);
+    const ssize_t w = write(fd, &v, sizeof v); /* one write under PIPE_BUF: whole or not at all */
+    _exit(w == (ssize_t)sizeof v ? 0 : VET_NO_OPEN);
+}
+
 void ptq_hdf5_check_main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], VET_ARG) != 0) {
         atomic_store(&vet_spawn, 1);
         return;
     }
-    if (argc != 7)
+    if (argc != 7 && argc != 8)
         _exit(VET_NO_OPEN); /* not the library's call: nothing checked, the open that follows says why */
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_h5_register_zstd(&ctx); /* the caller's process had it registered: its compressed data reads the same */
+    if (argc == 8)
+        vet_supervise(atoi(argv[7]), argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10), atoi(argv[5]),
+                      atoi(argv[6]));
     _exit(vet_child(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10), atoi(argv[5]), atoi(argv[6])));
 }
 
 /* The check of path in a fresh process of this program (ptq_hdf5_check_main), into *pid; -1 when it cannot start
- * (the caller forks instead). */
-static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wall_s, int stall, pid_t *pid)
+ * (the caller forks instead). verdict_fd >= 0: the process supervises the check (vet_supervise), writing to it. */
+static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wall_s, int stall, int verdict_fd,
+                           pid_t *pid)
 {
-    char a_all[8], a_allowance[32], a_wall[16], a_stall[8];
+    enum { VERDICT_FD = 3 }; /* where the fresh process finds verdict_fd (dup2 clears its close-on-exec) */
+    char a_all[8], a_allowance[32], a_wall[16], a_stall[8], a_fd[8];
     snprintf(a_all, sizeof a_all, "%d", all != 0);
     snprintf(a_allowance, sizeof a_allowance, "%llu", (unsigned long long)allowance);
     snprintf(a_wall, sizeof a_wall, "%d", wall_s);
     snprintf(a_stall, sizeof a_stall, "%d", stall != 0);
-    char *argv[] = {"ptq-hdf5-check", VET_ARG, (char *)path, a_all, a_allowance, a_wall, a_stall, NULL};
+    snprintf(a_fd, sizeof a_fd, "%d", VERDICT_FD);
+    char *argv[] = {"ptq-hdf5-check", VET_ARG, (char *)path, a_all, a_allowance, a_wall, a_stall,
+                    verdict_fd >= 0 ? a_fd : NULL, NULL};
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -1;
+    if (verdict_fd >= 0 && posix_spawn_file_actions_adddup2(&fa, verdict_fd, VERDICT_FD) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return -1;
+    }
     /* no signal blocked, every one at its default: the limits' signals end it, whatever the caller's handlers */
     sigset_t none, every;
     sigemptyset(&none);
@@ -264,32 +316,28 @@ static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wa
     sigdelset(&every, SIGKILL);
     sigdelset(&every, SIGSTOP);
     posix_spawnattr_t at;
-    if (posix_spawnattr_init(&at) != 0)
+    if (posix_spawnattr_init(&at) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
         return -1;
+    }
     int e = posix_spawnattr_setsigmask(&at, &none);
     if (!e)
         e = posix_spawnattr_setsigdefault(&at, &every);
     if (!e)
         e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     if (!e)
-        e = posix_spawn(pid, "/proc/self/exe", NULL, &at, argv, environ);
+        e = posix_spawn(pid, "/proc/self/exe", &fa, &at, argv, environ);
     posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
     return e ? -1 : 0;
 }
 
-/* wait4 on the check's child failed with errno e. ECHILD: the program ignores SIGCHLD (or set SA_NOCLDWAIT), so the
- * kernel reaped the child before its status could be read. */
-static ptq_status vet_wait_fail(ptq_ctx *ctx, const char *path, int e)
+/* 1 when this process's children are reaped by the kernel (SIGCHLD ignored, or SA_NOCLDWAIT): their status is lost
+ * to wait4, so the check runs under a supervisor that reports it (vet_supervise). */
+static int children_reaped(void)
 {
     struct sigaction sa;
-    if (e == ECHILD && sigaction(SIGCHLD, NULL, &sa) == 0 &&
-        (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT)))
-        return ptq_fail(ctx, PTQ_ERR_IO,
-                        "cannot check HDF5 file %s: this program ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), so the "
-                        "check's child process was reaped before ptq could read its verdict; leave SIGCHLD at its "
-                        "default while ptq opens HDF5 files",
-                        path);
-    return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: wait4: %s", path, strerror(e));
+    return sigaction(SIGCHLD, NULL, &sa) == 0 && (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT));
 }
 
 /* The check of a fork of the caller. */
@@ -298,7 +346,8 @@ typedef struct vet_fork {
     int all;
     uint64_t allowance;
     int wall_s, stall;
-    pid_t pid; /* out: the child's, or -1 with err */
+    int verdict_fd; /* >= 0: the child supervises the check, writing its verdict here (vet_supervise) */
+    pid_t pid;      /* out: the child's, or -1 with err */
     int err;
     int forked; /* fork was called */
 } vet_fork;
@@ -310,6 +359,8 @@ static herr_t fork_here(hid_t plist, const char *name, void *data)
     f->forked = 1;
     f->pid = fork();
     f->err = errno;
+    if (f->pid == 0 && f->verdict_fd >= 0)
+        vet_supervise(f->verdict_fd, f->path, f->all, f->allowance, f->wall_s, f->stall);
     if (f->pid == 0)
         _exit(vet_child(f->path, f->all, f->allowance, f->wall_s, f->stall));
     return 1;
@@ -336,6 +387,47 @@ static pid_t fork_in_hdf5(vet_fork *f)
     return f->pid;
 }
 
+/* One check of path in a child process (spawned, else forked), under a supervisor where this process's children
+ * are reaped by the kernel: its wait status and processor time into *v. */
+static ptq_status vet_run(ptq_ctx *ctx, const char *path, int all, uint64_t allowance, int wall_s, int stall,
+                          vet_verdict *v)
+{
+    int fds[2] = {-1, -1};
+    if (children_reaped() && pipe2(fds, O_CLOEXEC) != 0)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: pipe: %s", path, strerror(errno));
+    pid_t pid = -1;
+    if (!atomic_load(&vet_spawn) || vet_spawn_child(path, all, allowance, wall_s, stall, fds[1], &pid) != 0) {
+        vet_fork f = {path, all, allowance, wall_s, stall, fds[1], -1, 0, 0};
+        pid = fork_in_hdf5(&f);
+        if (pid < 0) {
+            if (fds[0] >= 0) {
+                close(fds[0]);
+                close(fds[1]);
+            }
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path,
+                            strerror(f.err));
+        }
+    }
+    if (fds[0] >= 0) { /* the supervisor writes the verdict; the kernel reaps it */
+        close(fds[1]);
+        ssize_t got;
+        while ((got = read(fds[0], v, sizeof *v)) < 0 && errno == EINTR)
+            ;
+        const int e = errno;
+        close(fds[0]);
+        if (got != (ssize_t)sizeof *v)
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: its checking process ended without a "
+                            "verdict%s%s", path, got < 0 ? ": " : "", got < 0 ? strerror(e) : "");
+        return PTQ_OK;
+    }
+    struct rusage ru;
+    while (wait4(pid, &v->status, 0, &ru) < 0)
+        if (errno != EINTR)
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: wait4: %s", path, strerror(errno));
+    v->cpu = cpu_seconds(&ru);
+    return PTQ_OK;
+}
+
 ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
 {
     struct stat sb;
@@ -357,22 +449,10 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
      * the file). One more child, then the verdict; a walk a malformed file loops in burns processor time and ends
      * by SIGXCPU. */
     for (int attempt = 0;; attempt++) {
-        pid_t pid = -1;
-        if (!atomic_load(&vet_spawn) ||
-            vet_spawn_child(path, all_datasets, allowance, wall_s, attempt < n_stall, &pid) != 0) {
-            vet_fork f = {path, all_datasets, allowance, wall_s, attempt < n_stall, -1, 0, 0};
-            pid = fork_in_hdf5(&f);
-            if (pid < 0)
-                return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path,
-                                strerror(f.err));
-        }
-        struct rusage ru;
-        while (wait4(pid, &status, 0, &ru) < 0)
-            if (errno != EINTR)
-                return vet_wait_fail(ctx, path, errno);
-        const double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-        if (attempt > 0 || !WIFSIGNALED(status) || WTERMSIG(status) != SIGALRM || cpu >= 1.0)
+        vet_verdict v;
+        PTQ_TRY_RET(vet_run(ctx, path, all_datasets, allowance, wall_s, attempt < n_stall, &v));
+        status = v.status;
+        if (attempt > 0 || !WIFSIGNALED(status) || WTERMSIG(status) != SIGALRM || v.cpu >= 1.0)
             break;
     }
     const int timed_out = WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGALRM);

@@ -316,8 +316,9 @@ PTQ_API ptq_status ptq_h5_register_zstd(ptq_ctx *ctx);
  * (libhdf5's one lock while another thread reads a file, an allocator's), and its child can wait on them for
  * ever, refusing a sound file when its time limit ends it. Programs that do not call it get the fork, made from
  * inside a libhdf5 call so that no other thread holds libhdf5's lock then (an allocator's still can, under a
- * sanitizer). Either way ptq waits for its child: in a program that ignores SIGCHLD (SIG_IGN, SA_NOCLDWAIT) the
- * kernel reaps it first, and every HDF5 open fails with PTQ_ERR_IO saying so. */
+ * sanitizer). Either way ptq waits for its child; in a program that ignores SIGCHLD (SIG_IGN, SA_NOCLDWAIT), whose
+ * children the kernel reaps before their status can be read, that child runs the check in a child of its own,
+ * waits for it and writes its verdict to a pipe ptq reads: the signal's disposition is not touched. */
 PTQ_API void ptq_hdf5_check_main(int argc, char **argv);
 
 #ifdef __cplusplus
