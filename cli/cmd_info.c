@@ -105,14 +105,12 @@ int cmd_info(int argc, char **argv)
     ptq_ctx_init(&shape_ctx);
     ptq_status shapes = supported == PTQ_OK ? ptq_graph_infer_shapes(&shape_ctx, g, 1) : supported;
     /* an input dim past the batch left unknown (a sequence length) comes from the data: shapes at 1 for it */
-    int dims_at_1 = 0;
+    int64_t dims_at = 0; /* the value of those dims, 1 unless the graph's shapes need more (an even length) */
     if (shapes == PTQ_ERR_SHAPE) {
         ptq_ctx types_ctx;
         ptq_ctx_init(&types_ctx);
-        if (ptq_graph_infer_types(&types_ctx, g) == PTQ_OK) {
+        if (ptq_graph_infer_types_at(&types_ctx, g, &dims_at) == PTQ_OK)
             shapes = PTQ_OK;
-            dims_at_1 = 1;
-        }
     }
     /* the checks eval makes of a model before it reads data: its inputs, and which output holds the logits; eval
      * makes them whether or not shapes infer at batch 1, so their failure is the one info exits with */
@@ -173,8 +171,8 @@ int cmd_info(int argc, char **argv)
             cJSON_AddNumberToObject(root, "shapes_at_batch", 1);
         else
             cli_json_str(root, "shape_inference", shape_ctx.msg);
-        if (dims_at_1)
-            cJSON_AddNumberToObject(root, "shapes_at_unknown_input_dims", 1);
+        if (dims_at)
+            cJSON_AddNumberToObject(root, "shapes_at_unknown_input_dims", (double)dims_at);
         cJSON_AddBoolToObject(root, "runnable", runnable == PTQ_OK);
         if (supported == PTQ_OK && runnable != PTQ_OK)
             cli_json_str(root, "not_runnable", run_ctx.msg);
@@ -221,9 +219,9 @@ int cmd_info(int argc, char **argv)
                    supported == PTQ_OK ? "yes, every node" : ptq_escape(support_ctx.msg, esc, sizeof esc));
         if (shapes != PTQ_OK && supported == PTQ_OK && !dtype_unsupported)
             printf("shapes     not inferred: %s\n", ptq_escape(shape_ctx.msg, esc, sizeof esc));
-        if (dims_at_1)
-            printf("shapes     at batch 1, and 1 for the inputs' other unknown dims (a sequence length: the data "
-                   "gives it)\n");
+        if (dims_at)
+            printf("shapes     at batch 1, and %lld for the inputs' other unknown dims (a sequence length: the data "
+                   "gives it)\n", (long long)dims_at);
         if (supported == PTQ_OK && runnable != PTQ_OK)
             printf("runnable   no: %s\n", ptq_escape(run_ctx.msg, esc, sizeof esc));
         if (logits >= 0)
@@ -231,8 +229,10 @@ int cmd_info(int argc, char **argv)
         else if (logits_note[0])
             printf("logits     %s\n",
                    ptq_escape(logits_note, esc, sizeof esc));
+        char at[64];
+        snprintf(at, sizeof at, ", shapes at batch 1 and unknown input dims %lld", (long long)dims_at);
         printf("\nquantizable activations (%d)%s:\n", n_act,
-               dims_at_1 ? ", shapes at batch 1 and unknown input dims 1" : shapes == PTQ_OK ? ", shapes at batch 1" : "");
+               dims_at ? at : shapes == PTQ_OK ? ", shapes at batch 1" : "");
         for (int v = 0; v < g->n_values; v++)
             if (act[v])
                 printf("  %s %-18s [%s]\n", cli_padded(g->values[v].name, 40, esc, sizeof esc),

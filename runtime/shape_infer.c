@@ -18,8 +18,9 @@
 #define FOLD_SHAPE_BYTES ((size_t)4096)
 #define FOLD_HELD_BYTES ((size_t)16 << 20)
 
-/* any_dim: an unknown input dim past the batch is 1 (ptq_graph_infer_types) rather than an error. */
-static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
+/* any_dim: an unknown input dim past the batch is any_dim (ptq_graph_infer_types) rather than an error; 0: an
+ * error. */
+static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int64_t any_dim)
 {
     ptq_status st = PTQ_OK;
     ptq_op_frame frame;
@@ -48,7 +49,7 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int any_dim)
                 st = ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s': dim %d is unknown; only the batch dim may be", val->name, d);
                 goto done;
             }
-            x->dims[d] = d > 0 ? 1 : batch;
+            x->dims[d] = d > 0 ? any_dim : batch;
         }
         if (val->ndim < 0) {
             st = ptq_fail(ctx, PTQ_ERR_SHAPE, "input '%s' has no declared rank; shapes cannot be inferred", val->name);
@@ -139,7 +140,31 @@ ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t batch)
     return infer(ctx, g, batch, 0);
 }
 
+/* The largest unknown input dim tried: a sequence length (BERT's 512) that a graph which folds the sequence (a
+ * Reshape to [N, L / 2, 2 * H]) or cuts it into windows needs a multiple of. */
+#define TYPES_MAX_DIM 512
+
+ptq_status ptq_graph_infer_types_at(ptq_ctx *ctx, ptq_graph *g, int64_t *dim)
+{
+    ptq_status st = infer(ctx, g, 1, 1);
+    int64_t d = 1;
+    /* a shape that does not fit at 1 may at a longer sequence; another failure is no matter of the dim */
+    for (int64_t next = 2; st == PTQ_ERR_SHAPE && next <= TYPES_MAX_DIM; next *= 2) {
+        ptq_ctx scratch;
+        ptq_ctx_init(&scratch);
+        if (infer(&scratch, g, 1, next) == PTQ_OK) {
+            d = next;
+            st = PTQ_OK;
+        }
+    }
+    if (st != PTQ_OK) /* none fits: 1's error, and g's shapes as far as 1 got */
+        st = infer(ctx, g, 1, 1);
+    if (dim)
+        *dim = st == PTQ_OK ? d : 0;
+    return st;
+}
+
 ptq_status ptq_graph_infer_types(ptq_ctx *ctx, ptq_graph *g)
 {
-    return infer(ctx, g, 1, 1);
+    return ptq_graph_infer_types_at(ctx, g, NULL);
 }

@@ -220,8 +220,12 @@ PTQ_API ptq_status ptq_graph_infer_shapes(ptq_ctx *ctx, ptq_graph *g, int64_t ba
 /* Every value's dtype and rank, for what needs no data (plans, exports,
  * info): ptq_graph_infer_shapes at batch 1 with every other unknown input
  * dim (a text model's sequence length) taken as 1 too, so the dims it
- * leaves in g are those of that smallest input, not of the data. */
+ * leaves in g are those of that smallest input, not of the data; where the
+ * shapes do not fit together at 1 (a Reshape of the sequence to [N, L / 2,
+ * 2 * H]), the smallest of 2, 4, ..., 512 at which they do. */
 PTQ_API ptq_status ptq_graph_infer_types(ptq_ctx *ctx, ptq_graph *g);
+/* The same, and *dim (may be NULL) the value the unknown dims took (0 on failure). */
+PTQ_API ptq_status ptq_graph_infer_types_at(ptq_ctx *ctx, ptq_graph *g, int64_t *dim);
 
 /* Threads the CPU path uses (ptq's pool; OpenBLAS runs single-threaded on
  * each); the default is every online core. */
