@@ -256,7 +256,8 @@ void ptq_validate_stats_totals(const ptq_validate_stats *s, ptq_validate_totals 
         t->collapsed |= PTQ_COLLAPSE_CONSTANT;
     if (t->n_measured > 0 && t->sqnr_db <= 0)
         t->collapsed |= PTQ_COLLAPSE_SQNR;
-    if (t->n >= 2 && t->top_class_q == t->n && t->top_class_fp32 < t->n)
+    /* FP32 spreads the images it predicts: a row it gives no class (NaN logits) is not one of another class */
+    if (t->n >= 2 && t->top_class_q == t->n && t->top_class_fp32 < t->n - s->fp32.no_prediction)
         t->collapsed |= PTQ_COLLAPSE_ONE_CLASS;
 }
 

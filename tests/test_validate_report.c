@@ -196,6 +196,37 @@ static void test_collapse(ptq_ctx *ctx)
                  "every quantized logit row is constant, every image is predicted as one class") == 0);
 }
 
+/* FP32 logits NaN on some rows (a text model's all-padding rows under a -inf attention mask) and one class on all
+ * the others; the quantized model (its QuantizeLinear maps NaN to 0, as onnxruntime's does) predicts that class on
+ * every row: no collapse, FP32 spread nothing. With one FP32 row of another class it is one. */
+static void test_collapse_nan_fp32(ptq_ctx *ctx)
+{
+    enum { n = 6, k = 3 };
+    float f[n * k], q[n * k];
+    const int32_t labels[n] = {2, 2, 0, 2, 1, 2};
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < k; c++) {
+            f[i * k + c] = i == 2 || i == 4 ? NAN : c == 2 ? 1.0f : 0.0f;
+            q[i * k + c] = c == 2 ? 0.9f : 0.1f * (float)c;
+        }
+    for (int spread = 0; spread < 2; spread++) {
+        if (spread)
+            f[0 * k + 1] = 2.0f; /* FP32's row 0 now predicts class 1 */
+        ptq_validate_stats *s = NULL;
+        CHECK(ptq_validate_stats_init(ctx, k, &s) == PTQ_OK);
+        if (!s)
+            return;
+        CHECK(ptq_validate_stats_add(ctx, s, n, labels, f, q) == PTQ_OK);
+        ptq_validate_totals t;
+        ptq_validate_stats_totals(s, &t);
+        CHECK_MSG(t.collapsed == (spread ? PTQ_COLLAPSE_ONE_CLASS : 0u),
+                  "FP32 %s, 2 FP32 rows NaN: collapsed %u (top class: FP32 %lld, quantized %lld of %lld)",
+                  spread ? "spread" : "one class", t.collapsed, (long long)t.top_class_fp32,
+                  (long long)t.top_class_q, (long long)t.n);
+        ptq_validate_stats_free(s);
+    }
+}
+
 static void test_crafted(ptq_ctx *ctx)
 {
     static int32_t labels[N];
@@ -732,6 +763,7 @@ int main(void)
     test_sqnr_kl(&ctx);
     test_crafted(&ctx);
     test_collapse(&ctx);
+    test_collapse_nan_fp32(&ctx);
     test_nan(&ctx);
     test_nan_support(&ctx);
     test_many_classes(&ctx);

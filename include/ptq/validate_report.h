@@ -27,7 +27,8 @@
  *                deltas mean nothing: every quantized row constant (all
  *                zero, say) while some FP32 row is not; SQNR <= 0 dB; or
  *                every image (2 or more) predicted as one class while FP32
- *                spreads them. */
+ *                spreads those it predicts (logits without NaN or infinity)
+ *                over more than one. */
 #ifndef PTQ_VALIDATE_REPORT_H
 #define PTQ_VALIDATE_REPORT_H
 
