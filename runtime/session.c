@@ -672,6 +672,14 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     s->pre.n_channels = (int)s->channels;
     s->pre.height = s->height;
     s->pre.width = s->width;
+    if (s->height > 0 && s->width > 0) { /* a dynamic size is the run's from here on, in the graph too (as
+                                            fit_named_input does for other inputs): shapes inferred later are
+                                            the run's */
+        int64_t *dims = s->graph->values[s->graph->inputs[0]].dims;
+        dims[c_axis] = s->channels;
+        dims[h_axis] = s->height;
+        dims[w_axis] = s->width;
+    }
 shapes:
     /* shapes at batch 1, once: for the runner's memory estimate and the
      * commands that need every tensor's dtype (ptq_session_shapes); a graph

@@ -33,9 +33,10 @@ IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 H = W = 4
 
 
-def pool_model(path, nhwc, meta=None, ch=3):
-    """logits[n, c] = mean over H, W of input channel c; input [N,ch,4,4] or [N,4,4,ch]."""
-    shape = ["N", H, W, ch] if nhwc else ["N", ch, H, W]
+def pool_model(path, nhwc, meta=None, ch=3, size=(H, W)):
+    """logits[n, c] = mean over H, W of input channel c; input [N,ch,4,4] or [N,4,4,ch] (size: other dims or
+    names of dynamic ones)."""
+    shape = ["N", *size, ch] if nhwc else ["N", ch, *size]
     nodes = []
     src = "x"
     if nhwc:
@@ -302,6 +303,21 @@ def main():
             check(f"layout={other} contradicting the RGBA {layout} model's first node is refused (exit 2)",
                   rc == 2 and f"--preprocess layout={other} contradicts the model input 'x'" in se,
                   f"rc {rc}: {se[-300:]}")
+
+        # 4c. a dynamic size ([N,3,h,w], as exports with dynamic axes declare) takes the images': every command
+        # runs on it (calibrate had refused it, exit 6 "dim 2 is unknown")
+        dyn = os.path.join(tmp, "dyn.onnx")
+        pool_model(dyn, nhwc=False, size=("h", "w"))
+        rc, got, _, se = eval_logits(tmp, dyn, data, "--preprocess", meanstd)
+        check("a dynamic-size model: eval at the images' size", rc == 0 and close(got, want), f"rc {rc}: {se[-300:]}")
+        arc, plan = os.path.join(tmp, "dyn.h5"), os.path.join(tmp, "dyn-plan.json")
+        rc, _, se = ptq("calibrate", "--model", dyn, "--data", data, "--preprocess", meanstd, "--out", arc)
+        check("a dynamic-size model: calibrate", rc == 0, f"rc {rc}: {se[-300:]}")
+        rc, _, se = ptq("plan", "--model", dyn, arc, "--out", plan)
+        check("a dynamic-size model: plan", rc == 0, f"rc {rc}: {se[-300:]}")
+        rc, _, se = ptq("validate", "--model", dyn, "--plan", plan, "--data", data, "--preprocess", meanstd,
+                        "--report", os.path.join(tmp, "dyn-rep"))
+        check("a dynamic-size model: validate", rc == 0, f"rc {rc}: {se[-300:]}")
 
         # 5. float images: already in [0, 1] not scaled again; 0..255 floats scaled as documented
         fdata = os.path.join(tmp, "float01.h5")
