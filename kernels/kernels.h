@@ -217,6 +217,17 @@ void ptq_k_pow_int_ref(const ptq_bcast *bc, const float *a, const void *b, int b
 /* Mean over the axes with reduced[d] != 0 of x [dims[0..ndim-1]] (summed in
  * double); y holds the kept axes in order ([prod of kept dims]). */
 void ptq_k_reduce_mean_ref(int ndim, const int64_t *dims, const unsigned char *reduced, const float *x, float *y);
+/* Element types of the kernels that take more than float32. */
+typedef enum ptq_k_elem { PTQ_K_F32, PTQ_K_F64, PTQ_K_I64, PTQ_K_I32 } ptq_k_elem;
+/* The sum over the same axes of x of type et (floats summed in double; int64 or int32 wrapping as two's
+ * complement). */
+void ptq_k_reduce_sum_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
+                          void *y);
+/* CumSum of x [outer, len, inner] of type et along the middle axis, in its order (from the
+ * end with reverse), each y the sum before (exclusive) or up to it; floats summed in their type in order as onnxruntime
+ * does, integers wrapping. */
+void ptq_k_cumsum_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int exclusive, int reverse,
+                      const void *x, void *y);
 /* LayerNormalization of x viewed as [n_rows, n_cols] over each row (mean and
  * variance in double): y = (x - mean) / sqrt(var + eps) * scale + bias;
  * scale, bias: [n_cols] (bias NULL: 0); mean, inv_std: [n_rows] or NULL. */

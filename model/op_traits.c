@@ -73,6 +73,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_NOT, "Not", 0),
     /* torch's slice assignment (swin_t's shifted-window mask) */
     PLAIN(PTQ_OP_SCATTERND, "ScatterND", 0),
+    /* a masked mean's sums (torch's x.sum(1)) and position ids from a mask (torch.cumsum) */
+    PLAIN(PTQ_OP_REDUCESUM, "ReduceSum", 0),
+    PLAIN(PTQ_OP_CUMSUM, "CumSum", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

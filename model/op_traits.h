@@ -59,6 +59,8 @@ typedef enum ptq_op_id {
     PTQ_OP_CONSTANTOFSHAPE,
     PTQ_OP_NOT,
     PTQ_OP_SCATTERND,
+    PTQ_OP_REDUCESUM,
+    PTQ_OP_CUMSUM,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -114,7 +114,7 @@ static int64_t dims_before(const ptq_value *v, int b)
 }
 
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
- * softmax or normalization over b, a Gather, Split or Concat along it, a Slice that cuts or reverses it, batch
+ * softmax or normalization over b, a Gather, Split, Concat or CumSum along it, a Slice that cuts or reverses it, batch
  * statistics, a ScatterND whose index tuples reach b, a convolution or pooling window along it, a Reshape that
  * reads the samples' numbers in another order. The rest of what could mix them changes a shape, which rows_kind
  * sees. */
@@ -132,6 +132,14 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
         return b >= 0 && attr_axis(n, "axis", -1, ndim) <= b;
     if (strcmp(op, "Gather") == 0 || strcmp(op, "Split") == 0)
         return b >= 0 && attr_axis(n, "axis", 0, ndim) == b;
+    if (strcmp(op, "CumSum") == 0) { /* sums along its axis (input 1), which may be the batch's */
+        int64_t axis;
+        if (b < 0)
+            return 0;
+        if (n->n_inputs < 2 || const_ints(g, n->inputs[1], &axis, 1) != 1)
+            return 1;
+        return (axis < 0 ? axis + ndim : axis) == b;
+    }
     if (strcmp(op, "Concat") == 0) {
         for (int i = 0; i < n->n_inputs; i++)
             if (n->inputs[i] >= 0 && kind[n->inputs[i]] >= ROWS_BATCH &&
@@ -165,7 +173,7 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
  * Pad's pads: Slice(table, 0, batch size) gives each sample the table's row of its place in the batch. */
 static int shape_input(const ptq_node *n, int i)
 {
-    static const char *const ops[] = {"Reshape", "Expand", "Squeeze", "Unsqueeze", "ReduceMean"};
+    static const char *const ops[] = {"Reshape", "Expand", "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum"};
     if (strcmp(n->op_type, "ConstantOfShape") == 0)
         return i == 0;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)

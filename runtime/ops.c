@@ -19,7 +19,7 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Reshape, ptq_op_Squeeze, ptq_op_Unsqueeze, ptq_op_Transpose, ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Pad, ptq_op_Erf,
     ptq_op_Constant, ptq_op_ReduceMean, ptq_op_LayerNormalization, ptq_op_Pow, ptq_op_Sqrt, ptq_op_Shape,
     ptq_op_Gather, ptq_op_Slice, ptq_op_Cast, ptq_op_Gelu, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
-    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND;
+    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -71,6 +71,8 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONSTANTOFSHAPE] = &ptq_op_ConstantOfShape,
     [PTQ_OP_NOT] = &ptq_op_Not,
     [PTQ_OP_SCATTERND] = &ptq_op_ScatterND,
+    [PTQ_OP_REDUCESUM] = &ptq_op_ReduceSum,
+    [PTQ_OP_CUMSUM] = &ptq_op_CumSum,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

@@ -1,6 +1,8 @@
 /* ReduceMean (axes as an attribute before opset 18, as input 1 from 18;
  * keepdims, noop_with_empty_axes) and LayerNormalization (opset 17: axis,
- * epsilon, the optional Mean and InvStdDev outputs) on float32 through
+ * epsilon, the optional Mean and InvStdDev outputs) on float32, ReduceSum
+ * (as ReduceMean, axes as input 1 from opset 13) and CumSum (exclusive,
+ * reverse) on float32, float64, int64 and int32, through
  * kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
  * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
  * ptq_op_reduce_axes and ptq_op_layernorm_view serve the CUDA backend too
@@ -17,14 +19,15 @@ ptq_status ptq_op_reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *
     int64_t n = 0;
     *noop = 0;
     memset(reduced, 0, PTQ_MAX_DIMS);
-    const ptq_attr *a = io->graph->opset < 18 ? ptq_node_attr(io->node, "axes") : NULL;
+    const int64_t from = strcmp(io->node->op_type, "ReduceSum") ? 18 : 13; /* axes as input 1 */
+    const ptq_attr *a = io->graph->opset < from ? ptq_node_attr(io->node, "axes") : NULL;
     if (a && a->type != PTQ_ATTR_INTS)
         return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the axes attribute is not a list of ints");
-    PTQ_TRY_RET(ptq_op_axes(ctx, io, 18, &axes, &n));
+    PTQ_TRY_RET(ptq_op_axes(ctx, io, from, &axes, &n));
     if (n < 0)
         n = 0;
     if (n == 0) {
-        if (io->graph->opset >= 18 && ptq_node_attr_int(io->node, "noop_with_empty_axes", 0)) {
+        if (io->graph->opset >= from && ptq_node_attr_int(io->node, "noop_with_empty_axes", 0)) {
             *noop = 1;
             return PTQ_OK;
         }
@@ -41,11 +44,23 @@ ptq_status ptq_op_reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *
     return PTQ_OK;
 }
 
-static ptq_status reduce_mean_infer(ptq_ctx *ctx, ptq_op_io *io)
+/* The kernels' element type of input i, float32, float64, int64 or int32 (else UNSUPPORTED naming it). */
+static ptq_status sum_elem(ptq_ctx *ctx, const ptq_op_io *io, int i, ptq_k_elem *et)
+{
+    const ptq_dtype dt = io->in[i] ? io->in[i]->dtype : PTQ_DT_UNDEFINED;
+    *et = dt == PTQ_DT_INT64 ? PTQ_K_I64 : dt == PTQ_DT_INT32 ? PTQ_K_I32 : dt == PTQ_DT_DOUBLE ? PTQ_K_F64 : PTQ_K_F32;
+    if (dt == PTQ_DT_FLOAT || dt == PTQ_DT_DOUBLE || dt == PTQ_DT_INT64 || dt == PTQ_DT_INT32)
+        return PTQ_OK;
+    return ptq_op_unsupported(ctx, io, "input %d is %s (ptq sums float32, float64, int64 and int32)", i,
+                              ptq_dtype_name(dt));
+}
+
+static ptq_status reduce_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     unsigned char reduced[PTQ_MAX_DIMS];
     int noop = 0;
-    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    ptq_k_elem et;
+    ptq_status st = strcmp(io->node->op_type, "ReduceSum") ? ptq_op_need_float(ctx, io, 0) : sum_elem(ctx, io, 0, &et);
     if (st != PTQ_OK || (st = ptq_op_reduce_axes(ctx, io, reduced, &noop)) != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -111,6 +126,65 @@ static ptq_status reduce_mean_run(ptq_ctx *ctx, const ptq_op_io *io, int fast)
 static ptq_status reduce_mean_ref(ptq_ctx *ctx, const ptq_op_io *io)
 {
     return reduce_mean_run(ctx, io, 0);
+}
+
+static ptq_status reduce_sum_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    unsigned char reduced[PTQ_MAX_DIMS];
+    int noop = 0;
+    ptq_k_elem et;
+    PTQ_TRY_RET(sum_elem(ctx, io, 0, &et));
+    PTQ_TRY_RET(ptq_op_reduce_axes(ctx, io, reduced, &noop));
+    const ptq_tensor *x = io->in[0];
+    if (noop) {
+        if (ptq_tensor_bytes(x))
+            memcpy(io->out[0]->data, x->data, ptq_tensor_bytes(x));
+        return PTQ_OK;
+    }
+    ptq_k_reduce_sum_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+/* CumSum's axis (input 1, a scalar or one value of int32 or int64) as a non-negative axis of input 0. */
+static ptq_status cumsum_axis(ptq_ctx *ctx, const ptq_op_io *io, int *axis)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 1));
+    const ptq_tensor *a = io->in[1], *x = io->in[0];
+    if ((a->dtype != PTQ_DT_INT64 && a->dtype != PTQ_DT_INT32) || ptq_tensor_numel(a) != 1 || a->ndim > 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "axis (input 1) must be one int32 or int64 value, got %s of "
+                           "rank %d", ptq_dtype_name(a->dtype), a->ndim);
+    if (!a->data)
+        return ptq_op_unsupported(ctx, io, "axis (input 1) is computed at run time");
+    const int64_t v = a->dtype == PTQ_DT_INT64 ? *(const int64_t *)a->data : *(const int32_t *)a->data;
+    if (v < -x->ndim || v >= x->ndim || x->ndim < 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)v, x->ndim);
+    *axis = (int)(v < 0 ? v + x->ndim : v);
+    return PTQ_OK;
+}
+
+static ptq_status cumsum_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_k_elem et;
+    int axis;
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    PTQ_TRY_RET(sum_elem(ctx, io, 0, &et));
+    PTQ_TRY_RET(cumsum_axis(ctx, io, &axis));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    io->out[0]->dtype = io->in[0]->dtype;
+    return PTQ_OK;
+}
+
+static ptq_status cumsum_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_k_elem et;
+    int axis;
+    PTQ_TRY_RET(sum_elem(ctx, io, 0, &et));
+    PTQ_TRY_RET(cumsum_axis(ctx, io, &axis));
+    const ptq_tensor *x = io->in[0];
+    ptq_k_cumsum_ref(ptq_dims_prod(x->dims, 0, axis), x->dims[axis], ptq_dims_prod(x->dims, axis + 1, x->ndim), et,
+                     ptq_node_attr_int(io->node, "exclusive", 0) != 0, ptq_node_attr_int(io->node, "reverse", 0) != 0,
+                     x->data, io->out[0]->data);
+    return PTQ_OK;
 }
 
 static ptq_status reduce_mean_cpu(ptq_ctx *ctx, const ptq_op_io *io)
@@ -192,7 +266,9 @@ static ptq_status layernorm_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return layernorm_with(ctx, io, 1);
 }
 
-const ptq_op_def ptq_op_ReduceMean = {PTQ_OP_TRAITS(REDUCEMEAN), 1, 1u << 1, reduce_mean_infer, reduce_mean_ref,
+const ptq_op_def ptq_op_ReduceMean = {PTQ_OP_TRAITS(REDUCEMEAN), 1, 1u << 1, reduce_infer, reduce_mean_ref,
                                       reduce_mean_cpu, 0};
+const ptq_op_def ptq_op_ReduceSum = {PTQ_OP_TRAITS(REDUCESUM), 1, 1u << 1, reduce_infer, reduce_sum_run, NULL, 0};
+const ptq_op_def ptq_op_CumSum = {PTQ_OP_TRAITS(CUMSUM), 11, 1u << 1, cumsum_infer, cumsum_run, NULL, 0};
 const ptq_op_def ptq_op_LayerNormalization = {PTQ_OP_TRAITS(LAYERNORMALIZATION), 17, 0, layernorm_infer,
                                               layernorm_run, layernorm_run_cpu, 0};

@@ -75,6 +75,8 @@ static const struct {
     {"ConstantOfShape", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"Not", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"ScatterND", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
+    {"ReduceSum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"CumSum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
 };
 
 static void test_every_op(void)

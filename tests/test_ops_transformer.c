@@ -26,7 +26,7 @@
 #include "testlib.h"
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
-    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND;
+    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum;
 
 static double gelu_exact(double x)
 {
@@ -339,6 +339,75 @@ static void check_equal_mod(void)
     test_case_input(&c, 1, PTQ_DT_INT32, zb, 1, DIMS(5));
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Mod, 0), PTQ_ERR_DATA) &&
           strstr(c.ctx.msg, "element 1"));
+    test_case_free(&c);
+}
+
+/* ReduceSum and CumSum on the types a masked mean and position ids take: int32 sums wrap as onnxruntime's, float32
+ * CumSum sums in float32 in order (reverse from the end), the axis input is named when it is not one integer. */
+static void check_reduce_sum_cumsum(void)
+{
+    test_op_case c;
+    const int32_t xi[] = {INT32_MAX, 1, -5, 7, 2, -3};
+    const int64_t axes1[] = {1};
+    test_case_init(&c, "ReduceSum", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, xi, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, axes1, 1, DIMS(1));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ReduceSum, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(c.out[0].dtype == PTQ_DT_INT32 && test_dims_are(&c.out[0], 2, DIMS(2, 1)) &&
+          ((int32_t *)c.out[0].data)[0] == INT32_MAX - 4 && /* INT32_MAX + 1 - 5, wrapped */
+          ((int32_t *)c.out[0].data)[1] == 6);
+    test_case_free(&c);
+    const ptq_attr keep0[] = {{.name = "keepdims", .type = PTQ_ATTR_INT, .i = 0}};
+    const float xf[] = {1.0f, 2.0f, 3.0f, 4.0f};
+    const int64_t axis0 = 0;
+    test_case_init(&c, "ReduceSum", 11, NULL, 0, 1, 1); /* no axes before 13: every axis */
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 2, DIMS(2, 2));
+    CHECK(test_case_run(&c, &ptq_op_ReduceSum, 0) == PTQ_OK && test_dims_are(&c.out[0], 2, DIMS(1, 1)) &&
+          ((float *)c.out[0].data)[0] == 10.0f);
+    test_case_free(&c);
+    test_case_init(&c, "ReduceSum", 13, keep0, 1, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 2, DIMS(2, 2));
+    test_case_input(&c, 1, PTQ_DT_INT64, &axis0, 1, DIMS(1));
+    CHECK(test_case_run(&c, &ptq_op_ReduceSum, 0) == PTQ_OK && test_dims_are(&c.out[0], 1, DIMS(2)) &&
+          ((float *)c.out[0].data)[0] == 4.0f && ((float *)c.out[0].data)[1] == 6.0f);
+    test_case_free(&c);
+
+    /* float32 in float32, in order from the end: 1e8 + 1 + 1 is 1e8 at each step, 1 + 1 + 1e8 is 1e8 + 2 */
+    const float big[] = {1e8f, 1.0f, 1.0f};
+    const ptq_attr reverse[] = {{.name = "reverse", .type = PTQ_ATTR_INT, .i = 1}};
+    test_case_init(&c, "CumSum", 14, reverse, 1, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, big, 1, DIMS(3));
+    test_case_input(&c, 1, PTQ_DT_INT64, &axis0, 0, NULL);
+    CHECK_MSG(test_case_run(&c, &ptq_op_CumSum, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float *cf = c.out[0].data;
+    CHECK(cf[2] == 1.0f && cf[1] == 2.0f && cf[0] == 1e8f + 2.0f);
+    test_case_free(&c);
+    const ptq_attr exclusive[] = {{.name = "exclusive", .type = PTQ_ATTR_INT, .i = 1}};
+    const int32_t mask[] = {1, 1, 0, 1, 1, 1}, axis_i32 = -1;
+    test_case_init(&c, "CumSum", 14, exclusive, 1, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, mask, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT32, &axis_i32, 1, DIMS(1));
+    CHECK_MSG(test_case_run(&c, &ptq_op_CumSum, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const int32_t want_ex[] = {0, 1, 2, 0, 1, 2};
+    CHECK(c.out[0].dtype == PTQ_DT_INT32 && memcmp(c.out[0].data, want_ex, sizeof want_ex) == 0);
+    test_case_free(&c);
+    const int64_t two_axes[] = {0, 1};
+    test_case_init(&c, "CumSum", 14, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, mask, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, two_axes, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_CumSum, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
+    const int64_t axis5 = 5;
+    test_case_init(&c, "CumSum", 14, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, mask, 2, DIMS(2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, &axis5, 0, NULL);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_CumSum, 0), PTQ_ERR_SHAPE));
+    test_case_free(&c);
+    const unsigned char bools[] = {1, 0};
+    test_case_init(&c, "CumSum", 14, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, bools, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_INT64, &axis0, 0, NULL);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_CumSum, 0), PTQ_ERR_UNSUPPORTED));
     test_case_free(&c);
 }
 
@@ -821,6 +890,7 @@ int main(void)
     check_constant_of_shape();
     check_not();
     check_scatter_nd();
+    check_reduce_sum_cumsum();
     check_graph();
     check_data_shape_limit();
     return test_done("test_ops_transformer");

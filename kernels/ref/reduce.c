@@ -1,11 +1,17 @@
-/* Reference ReduceMean over any set of axes and LayerNormalization over the
- * trailing axes, float32 with double accumulation. Covered by
- * tests/test_ops_zoo.c and the ONNX conformance run. */
+/* Reference ReduceMean and ReduceSum over any set of axes, CumSum along one,
+ * and LayerNormalization over the trailing axes; float32 sums of the
+ * reductions in double. Covered by tests/test_ops_zoo.c and the ONNX
+ * conformance run. */
 #include <math.h>
 
 #include "kernels/kernels.h"
 
-void ptq_k_reduce_mean_ref(int ndim, const int64_t *dims, const unsigned char *reduced, const float *x, float *y)
+/* What reduce_ref computes and in which type. */
+enum { RED_MEAN_F32, RED_SUM_F32, RED_SUM_F64, RED_SUM_I64, RED_SUM_I32 };
+
+/* Over the axes with reduced[d] != 0 of x: floats summed in double (then divided for the mean), integers summed
+ * with two's-complement wrap (as onnxruntime's, without the C overflow). */
+static void reduce_ref(int kind, int ndim, const int64_t *dims, const unsigned char *reduced, const void *x, void *y)
 {
     int64_t stride[8], n_out = 1, n_red = 1;
     int kept[8], red[8], n_kept = 0, n_redax = 0;
@@ -30,16 +36,91 @@ void ptq_k_reduce_mean_ref(int ndim, const int64_t *dims, const unsigned char *r
             r /= dims[kept[k]];
         }
         double sum = 0.0;
+        uint64_t isum = 0;
         for (int64_t j = 0; j < n_red; j++) {
             int64_t off = base, q = j;
             for (int k = n_redax - 1; k >= 0; k--) {
                 off += (q % dims[red[k]]) * stride[red[k]];
                 q /= dims[red[k]];
             }
-            sum += x[off];
+            if (kind == RED_SUM_I64)
+                isum += (uint64_t)((const int64_t *)x)[off];
+            else if (kind == RED_SUM_I32)
+                isum += (uint64_t)(int64_t)((const int32_t *)x)[off];
+            else if (kind == RED_SUM_F64)
+                sum += ((const double *)x)[off];
+            else
+                sum += ((const float *)x)[off];
         }
-        y[o] = (float)(sum / (double)n_red);
+        if (kind == RED_MEAN_F32)
+            ((float *)y)[o] = (float)(sum / (double)n_red);
+        else if (kind == RED_SUM_F32)
+            ((float *)y)[o] = (float)sum;
+        else if (kind == RED_SUM_F64)
+            ((double *)y)[o] = sum;
+        else if (kind == RED_SUM_I64)
+            ((int64_t *)y)[o] = (int64_t)isum;
+        else
+            ((int32_t *)y)[o] = (int32_t)(uint32_t)isum;
     }
+}
+
+void ptq_k_reduce_mean_ref(int ndim, const int64_t *dims, const unsigned char *reduced, const float *x, float *y)
+{
+    reduce_ref(RED_MEAN_F32, ndim, dims, reduced, x, y);
+}
+
+void ptq_k_reduce_sum_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
+                          void *y)
+{
+    const int kind = et == PTQ_K_I64 ? RED_SUM_I64 : et == PTQ_K_I32 ? RED_SUM_I32 : et == PTQ_K_F64 ? RED_SUM_F64
+                                                                                               : RED_SUM_F32;
+    reduce_ref(kind, ndim, dims, reduced, x, y);
+}
+
+/* A running sum of one element type: float32 in float32 (onnxruntime's order and rounding), float64 in double,
+ * integers wrapping as two's complement. */
+typedef struct run_sum {
+    float f;
+    double d;
+    uint64_t i;
+} run_sum;
+
+static void run_add(run_sum *s, ptq_k_elem et, const void *x, int64_t at)
+{
+    switch (et) {
+    case PTQ_K_F32: s->f += ((const float *)x)[at]; break;
+    case PTQ_K_F64: s->d += ((const double *)x)[at]; break;
+    case PTQ_K_I64: s->i += (uint64_t)((const int64_t *)x)[at]; break;
+    case PTQ_K_I32: s->i += (uint64_t)(int64_t)((const int32_t *)x)[at]; break;
+    }
+}
+
+static void run_put(const run_sum *s, ptq_k_elem et, void *y, int64_t at)
+{
+    switch (et) {
+    case PTQ_K_F32: ((float *)y)[at] = s->f; break;
+    case PTQ_K_F64: ((double *)y)[at] = s->d; break;
+    case PTQ_K_I64: ((int64_t *)y)[at] = (int64_t)s->i; break;
+    case PTQ_K_I32: ((int32_t *)y)[at] = (int32_t)(uint32_t)s->i; break;
+    }
+}
+
+void ptq_k_cumsum_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int exclusive, int reverse,
+                      const void *x, void *y)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            run_sum s = {0.0f, 0.0, 0};
+            for (int64_t k = 0; k < len; k++) {
+                const int64_t at = (o * len + (reverse ? len - 1 - k : k)) * inner + i;
+                if (!exclusive)
+                    run_add(&s, et, x, at);
+                run_put(&s, et, y, at);
+                if (exclusive)
+                    run_add(&s, et, x, at);
+            }
+        }
 }
 
 void ptq_k_layernorm_ref(int64_t n_rows, int64_t n_cols, const float *x, const float *scale, const float *bias,
