@@ -603,8 +603,8 @@ static ptq_status open_array(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, int i, c
         H5Sclose(space);
     if (type >= 0)
         H5Tclose(type);
-    if (a->dtype == PTQ_DT_UNDEFINED)
-        return ptq_fail(ctx, PTQ_ERR_FORMAT,
+    if (a->dtype == PTQ_DT_UNDEFINED) /* a type ptq does not read (uint64, strings) is unsupported, not malformed */
+        return ptq_fail(ctx, type >= 0 ? PTQ_ERR_UNSUPPORTED : PTQ_ERR_FORMAT,
                         "dataset '%s' in %s is %s; ptq reads int8-64, uint8-32, bool and float16-64 arrays", key,
                         ds->path, tname);
     if (rank < 1 || rank > PTQ_MAX_DIMS)

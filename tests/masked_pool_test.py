@@ -88,6 +88,12 @@ def main():
         same = int((g.argmax(1) == sim.argmax(1)).sum())
         check(f"onnxruntime on the Q/DQ model makes ptq validate's prediction on all {len(g)} rows",
               same == len(g), f"{same} of {len(g)}, max |diff| {np.abs(g - sim).max():.3g}")
+    # token ids stored as uint64, a type ptq does not read: unsupported (exit 5), not a malformed file (was exit 4)
+    with h5py.File(J("u64.h5"), "w") as f:
+        f["input_ids"], f["attention_mask"], f["labels"] = ids.astype(np.uint64), mask, want.argmax(1)
+    rc, _, err = ptq("eval", "--model", model, "--data", J("u64.h5"))
+    check("uint64 token ids: exit 5 naming the dataset and its type",
+          rc == 5 and "dataset 'input_ids'" in err and "is uint64" in err, f"rc {rc}: {err.strip()[-300:]}")
     return finish("masked_pool_test")
 
 
