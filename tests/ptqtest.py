@@ -67,6 +67,19 @@ def reduce_range_flags(what="the INT8 plan"):
     return ["--reduce-range"]
 
 
+def check_ort_agrees(name, qdq, feeds, sim):
+    """onnxruntime (CPU, graph optimizations off) on the exported Q/DQ model qdq makes the prediction of every row
+    that `ptq validate` made (its --logits file sim)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    got = ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    want = np.load(sim)
+    same = int((got.argmax(1) == want.argmax(1)).sum())
+    check(f"{name}: onnxruntime on the Q/DQ model makes ptq validate's prediction on all {len(got)} rows",
+          same == len(got), f"{same} of {len(got)}, max |diff| {np.abs(got - want).max():.3g}")
+
+
 def finish(test):
     print(f"{test}: {len(failures)} failed" + (": " + ", ".join(failures) if failures else ""))
     return 1 if failures else 0

@@ -11,7 +11,7 @@ import os
 import sys
 import tempfile
 
-from ptqtest import check, finish, ptq
+from ptqtest import check, check_ort_agrees, finish, ptq
 
 try:
     import h5py
@@ -88,13 +88,7 @@ def main():
         check(f"{target}: export --format qdq", rc == 0, err.strip()[-300:])
         if not os.path.exists(q) or not os.path.exists(out):
             continue
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        g = ort.InferenceSession(out, so, providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids})[0]
-        sim = np.load(q)
-        same = int((g.argmax(1) == sim.argmax(1)).sum())
-        check(f"{target}: onnxruntime on the Q/DQ model makes ptq validate's prediction on all {len(g)} rows",
-              same == len(g), f"{same} of {len(g)}, max |diff| {np.abs(g - sim).max():.3g}")
+        check_ort_agrees(target, out, {"input_ids": ids}, q)
     return finish("text_shapes_test")
 
 
