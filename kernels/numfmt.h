@@ -40,7 +40,8 @@ typedef ptq_fmt ptq_fp8_kind;
  * [1, 127]: PTQ_K_INT8_QMAX with lo = -128 (QuantizeLinear's saturation), or
  * 64 with lo = -64 for weights on onnxruntime's reduce_range grid
  * (ptq_plan_weight_qmax), or another qmax with lo = -qmax. NaN (x NaN, or
- * 0/0, Inf/Inf) -> 0; +Inf -> qmax, -Inf -> lo. x, y: [n] floats; q: [n]. */
+ * 0/0, Inf/Inf) -> lo, as onnxruntime's QuantizeLinear saturates it (ONNX
+ * leaves it open); +Inf -> qmax, -Inf -> lo. x, y: [n] floats; q: [n]. */
 void ptq_k_quantize_int8_ref(const float *x, int64_t n, float scale, int32_t qmax, int8_t *q);
 void ptq_k_dequantize_int8_ref(const int8_t *q, int64_t n, float scale, float *y);
 void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, int32_t qmax, float *y);
@@ -48,8 +49,8 @@ void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, int32_t q
 /* UINT8 asymmetric, ONNX QuantizeLinear/DequantizeLinear with a uint8 zero
  * point zp in [0, 255] (onnxruntime's CPU activations): q = clamp(
  * round_half_even(x / scale) + zp, 0, 255), the clamp done on the rounded
- * float (no out-of-range float -> int); NaN -> zp (the code of 0); +Inf ->
- * 255, -Inf -> 0. Dequantize: y = (float)(q - zp) * scale. x, y: [n]; q: [n]. */
+ * float (no out-of-range float -> int); NaN -> 0, as onnxruntime saturates
+ * it; +Inf -> 255, -Inf -> 0. Dequantize: y = (float)(q - zp) * scale. x, y: [n]; q: [n]. */
 void ptq_k_quantize_uint8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
 void ptq_k_dequantize_uint8_ref(const uint8_t *q, int64_t n, float scale, int32_t zp, float *y);
 void ptq_k_fake_quant_uint8_ref(const float *x, int64_t n, float scale, int32_t zp, float *y);

@@ -110,6 +110,61 @@ def signed_clipped(J):
           f"{n_min} codes -128 in {len(codes)} quantized activations; largest difference {diff:.3g} of max|logit|")
 
 
+def nan_saturates(J):
+    """A NaN activation quantizes as onnxruntime's QuantizeLinear does: to the lowest code (-128 for INT8, 0 for
+    the UINT8 of --target ort-cpu; ONNX leaves it open, onnxruntime and ONNX's reference saturate it low), so the
+    logits ptq validate simulates equal onnxruntime's on the export. The chain x -> MatMul -> Sqrt -> Sub(3) ->
+    MatMul -> MatMul, calibrated on positive x and W1 (no NaN), validated on x of which every other row has negative
+    entries: Sqrt gives NaN at the quantized (signed: UINT8's zero point is above 0) input of the middle MatMul,
+    whose output, read by the last (FP16 edge) MatMul, stays finite when quantized (FP32's logits of those rows
+    are NaN)."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(1)
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    w1 = numpy_helper.from_array(np.abs(rng.standard_normal((16, 16)) * 0.3).astype(np.float32), "W1")
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"]), helper.make_node("Sqrt", ["h"], ["r"]),
+             helper.make_node("Sub", ["r", "B"], ["s"]),
+             helper.make_node("MatMul", ["s", "W2"], ["g"]), helper.make_node("MatMul", ["g", "W3"], ["y"])]
+    graph = helper.make_graph(nodes, "nanchain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])],
+                              initializer=[w1, numpy_helper.from_array(np.full(16, 3, np.float32), "B"),
+                                           w("W2", 16, 16), w("W3", 16, 8)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.save(model, J("nanchain.onnx"))
+    x = np.abs(rng.standard_normal((500, 16))).astype(np.float32)
+    with h5py.File(J("nanchain-c.h5"), "w") as f:
+        f["x"] = x
+        f["labels"] = np.zeros(len(x), np.int64)
+    x[::2] -= 1.0
+    with h5py.File(J("nanchain.h5"), "w") as f:
+        f["x"] = x
+        f["labels"] = np.zeros(len(x), np.int64)
+    for target in ("trt", "ort-cpu"):
+        name = f"nanchain-{target}"
+        for args in (("calibrate", "--model", J("nanchain.onnx"), "--data", J("nanchain-c.h5"), "--out",
+                      J("nan-c.h5")),
+                     ("plan", J("nan-c.h5"), "--model", J("nanchain.onnx"), "--target", target, "--out",
+                      J(f"{name}.json")),
+                     ("validate", "--model", J("nanchain.onnx"), "--plan", J(f"{name}.json"), "--data",
+                      J("nanchain.h5"), "--report", J(f"rep-{name}"), "--logits", J(f"{name}.npy")),
+                     ("export", "--format", "qdq", "--plan", J(f"{name}.json"), "--model", J("nanchain.onnx"),
+                      "--out", J(f"{name}.onnx"))):
+            rc, _, err = ptq(*args)
+            check(f"{name}: {args[0]}", rc == 0, err.strip()[-300:])
+        if not os.path.exists(J(f"{name}.onnx")):
+            continue
+        quantized = {e["name"]: e["precision"] for e in json.load(open(J(f"{name}.json")))["tensors"] if e["scales"]}
+        y = ort_outputs(J(f"{name}.onnx"), x)[0]
+        v = np.load(J(f"{name}.npy"))
+        diff = float(np.abs(y - v).max() / np.abs(v).max())
+        check(f"{name}: onnxruntime's logits on the Q/DQ export equal ptq validate's with NaN activations quantized",
+              quantized.get("s") in ("int8", "uint8") and (x @ numpy_helper.to_array(w1) < 0).any() and
+              np.isfinite(v).all() and diff < 1e-6,
+              f"s quantized as {quantized.get('s')}; largest difference {diff:.3g} of max|logit|")
+
+
 def ort_outputs(path, x):
     """Every output of the model at path on x, as onnxruntime computes them with no graph optimization."""
     so = ort.SessionOptions()
@@ -254,6 +309,7 @@ def main():
                   "ptq's on >= 99.9% of images", agree >= 0.999, f"{100 * agree:.2f}% of 10000")
     signed_clipped(J)
     outputs_rounded(J)
+    nan_saturates(J)
     plan = json.load(open(J("int8.json")))
     plan["tensors"][2]["name"] = "ghost_tensor"
     json.dump(plan, open(J("ghost.json"), "w"))

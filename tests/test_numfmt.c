@@ -230,7 +230,7 @@ static void check_int8(void)
         {-2.5f, 1.0f, -2},   {126.5f, 1.0f, 126}, {125.5f, 1.0f, 126},  {0x1.fffffep-2f, 1.0f, 0},
         {0x1.000002p-1f, 1.0f, 1},                {127.0f, 1.0f, 127},  {127.5f, 1.0f, 127},
         {128.0f, 1.0f, 127}, {-127.5f, 1.0f, -128}, {-128.0f, 1.0f, -128}, {-1e30f, 1.0f, -128},
-        {FLT_MAX, 1.0f, 127}, {INFINITY, 1.0f, 127}, {-INFINITY, 1.0f, -128}, {NAN, 1.0f, 0},
+        {FLT_MAX, 1.0f, 127}, {INFINITY, 1.0f, 127}, {-INFINITY, 1.0f, -128}, {NAN, 1.0f, -128},
         {FLT_TRUE_MIN, 1.0f, 0}, {-127.49f, 1.0f, -127}, {-126.5f, 1.0f, -126}, {-128.5f, 1.0f, -128},
         /* scales: a true float division, not x * (1 / scale): -12.15f / 0.1f is
          * -121.49999 (the product with the reciprocal is -121.5 -> -122), and
@@ -240,9 +240,9 @@ static void check_int8(void)
         {0.25f, 0.5f, 0},    {0.75f, 0.5f, 2},    {1.25f, 0.5f, 2},     {3.0f, -1.0f, -3}, /* negative scale flips */
         {1e-45f, 1e-45f, 1}, {1.0f, 1e-45f, 127},                        /* subnormal scale */
         {1e38f, 1e-38f, 127},                                             /* x / scale overflows to Inf */
-        {1.0f, 0.0f, 127},   {-1.0f, 0.0f, -128}, {0.0f, 0.0f, 0},      /* scale 0: +-Inf, NaN */
-        {1e30f, INFINITY, 0}, {INFINITY, INFINITY, 0},                   /* scale Inf: 0, NaN */
-        {1.0f, NAN, 0},
+        {1.0f, 0.0f, 127},   {-1.0f, 0.0f, -128}, {0.0f, 0.0f, -128},   /* scale 0: +-Inf, NaN (saturates low) */
+        {1e30f, INFINITY, 0}, {INFINITY, INFINITY, -128},                /* scale Inf: 0, NaN */
+        {1.0f, NAN, -128},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const int8_case *c = &cases[k];
@@ -283,7 +283,7 @@ static void check_int8(void)
     int8_t qi = 0, qn = 1;
     ptq_k_quantize_int8_ref(&inf, 1, 1.0f, 64, &qi);
     ptq_k_quantize_int8_ref(&nan, 1, 1.0f, 64, &qn);
-    CHECK_MSG(qi == 64 && qn == 0, "int8 qmax 64: Inf -> %d, NaN -> %d", qi, qn);
+    CHECK_MSG(qi == 64 && qn == -64, "int8 qmax 64: Inf -> %d, NaN -> %d", qi, qn);
     const float minus_inf = -INFINITY;
     ptq_k_quantize_int8_ref(&minus_inf, 1, 1.0f, 64, &qi);
     CHECK_MSG(qi == -64, "int8 qmax 64: -Inf -> %d", qi);
@@ -296,7 +296,7 @@ typedef struct uint8_case {
 } uint8_case;
 
 /* UINT8 asymmetric: rounding half to even before the zero point is added,
- * saturation at both ends, NaN to the zero point; and the parameters of a
+ * saturation at both ends, NaN to 0 (onnxruntime's QuantizeLinear); and the parameters of a
  * range as onnxruntime's compute_scale_zp derives them. */
 static void check_uint8(void)
 {
@@ -306,10 +306,10 @@ static void check_uint8(void)
         {127.5f, 1.0f, 128, 255}, {126.5f, 1.0f, 128, 254}, {-128.0f, 1.0f, 128, 0}, {-129.0f, 1.0f, 128, 0},
         {-0.6f, 1.0f, 0, 0},     {254.5f, 1.0f, 0, 254},  {255.5f, 1.0f, 0, 255},  {-255.0f, 1.0f, 255, 0},
         {-255.5f, 1.0f, 255, 0}, {1.0f, 1.0f, 255, 255},  {1e30f, 1.0f, 0, 255},   {-1e30f, 1.0f, 255, 0},
-        {INFINITY, 1.0f, 7, 255}, {-INFINITY, 1.0f, 7, 0}, {NAN, 1.0f, 7, 7},      {FLT_TRUE_MIN, 1.0f, 3, 3},
+        {INFINITY, 1.0f, 7, 255}, {-INFINITY, 1.0f, 7, 0}, {NAN, 1.0f, 7, 0},      {FLT_TRUE_MIN, 1.0f, 3, 3},
         /* a true float division: -12.15f / 0.1f is -121.49999 (x * (1 / 0.1f) gives -121.5 -> -122) */
         {-12.15f, 0.1f, 200, 79},
-        {1.0f, 0.0f, 0, 255},    {-1.0f, 0.0f, 200, 0},   {0.0f, 0.0f, 42, 42},    /* scale 0: +-Inf, NaN */
+        {1.0f, 0.0f, 0, 255},    {-1.0f, 0.0f, 200, 0},   {0.0f, 0.0f, 42, 0},     /* scale 0: +-Inf, NaN */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const uint8_case *c = &cases[k];

@@ -16,10 +16,13 @@ static __device__ __nv_fp8_interpretation_t interp(ptq_fp8_kind kind)
     return kind == PTQ_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3;
 }
 
-/* x / scale as one IEEE division, whatever -prec-div says */
+/* x / scale as one IEEE division, whatever -prec-div says; NaN saturates low, as in the reference */
 static __device__ int int8_code(float x, float scale)
 {
-    const int r = __float2int_rn(__fdiv_rn(x, scale)); /* NaN -> 0, beyond int range saturates */
+    const float v = __fdiv_rn(x, scale);
+    if (isnan(v))
+        return PTQ_K_INT8_QMIN;
+    const int r = __float2int_rn(v); /* beyond int range saturates */
     return r > PTQ_K_INT8_QMAX ? PTQ_K_INT8_QMAX : r < PTQ_K_INT8_QMIN ? PTQ_K_INT8_QMIN : r;
 }
 

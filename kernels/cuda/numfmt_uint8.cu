@@ -1,6 +1,6 @@
 /* UINT8 asymmetric quantization on the GPU (kernels/numfmt.h): x / scale as
- * one IEEE division (__fdiv_rn), rounded half to even (__float2int_rn: NaN ->
- * 0, beyond int saturates), plus the zero point, clamped to [0, 255]; bit for
+ * one IEEE division (__fdiv_rn), rounded half to even (__float2int_rn: beyond
+ * int saturates), plus the zero point, clamped to [0, 255] (NaN to 0); bit for
  * bit kernels/ref/numfmt.c's ptq_k_*_uint8_ref. Covered by
  * tests/cuda_parity_uint8.c. */
 #include "kernels/cuda/cuda_common.cuh"
@@ -8,12 +8,15 @@
 
 #define UINT8_QMAX 255
 
-/* NaN gives zp, as the reference does: __float2int_rn(NaN) is 0. Inf and
- * huge values saturate in __float2int_rn to +-2^31 (-1), which the 64-bit
- * sum keeps away from overflow. */
+/* NaN gives 0, as the reference does (onnxruntime saturates it low; __float2int_rn(NaN) would be 0, the zero
+ * point's code). Inf and huge values saturate in __float2int_rn to +-2^31 (-1), which the 64-bit sum keeps away
+ * from overflow. */
 static __device__ int uint8_code(float x, float scale, int32_t zp)
 {
-    const long long r = (long long)__float2int_rn(__fdiv_rn(x, scale)) + zp;
+    const float v = __fdiv_rn(x, scale);
+    if (isnan(v))
+        return 0;
+    const long long r = (long long)__float2int_rn(v) + zp;
     return r > UINT8_QMAX ? UINT8_QMAX : r < 0 ? 0 : (int)r;
 }
 

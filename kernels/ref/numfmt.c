@@ -29,15 +29,17 @@ static float bits_float(uint32_t u)
 }
 
 /* rintf rounds half to even in the default rounding mode, which ptq never
- * changes; the clamp happens in float, so no out-of-range float -> int. */
+ * changes; the clamp happens in float, so no out-of-range float -> int. NaN
+ * saturates low, as onnxruntime's QuantizeLinear (MLAS clamps with max(v, lo)
+ * first, which gives lo for a NaN) and ONNX's reference implementation do. */
 static int8_t int8_from_scaled(float v, int32_t qmax)
 {
+    const int32_t lo = qmax == PTQ_K_INT8_QMAX ? PTQ_K_INT8_QMIN : -qmax;
     if (isnan(v))
-        return 0;
+        return (int8_t)lo;
     const float r = rintf(v);
     if (r >= (float)qmax)
         return (int8_t)qmax;
-    const int32_t lo = qmax == PTQ_K_INT8_QMAX ? PTQ_K_INT8_QMIN : -qmax;
     if (r <= (float)lo)
         return (int8_t)lo;
     return (int8_t)(int)r;
@@ -63,11 +65,12 @@ void ptq_k_fake_quant_int8_ref(const float *x, int64_t n, float scale, int32_t q
 
 #define UINT8_QMAX 255
 
-/* round_half_even(v) + zp clamped to [0, 255] in float, exact for these integers. */
+/* round_half_even(v) + zp clamped to [0, 255] in float, exact for these
+ * integers; NaN saturates low to 0, as onnxruntime's QuantizeLinear does. */
 static uint8_t uint8_from_scaled(float v, int32_t zp)
 {
     if (isnan(v))
-        return (uint8_t)zp;
+        return 0;
     const float r = rintf(v);
     if (r >= (float)(UINT8_QMAX - zp))
         return UINT8_QMAX;
