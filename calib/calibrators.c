@@ -249,6 +249,11 @@ ptq_status ptq_calib_compute(ptq_ctx *ctx, const ptq_calib_params *p, const ptq_
     out->amax = p->method == PTQ_CALIB_MINMAX ? max_abs : a * h.w;
     if (out->amax > FLT_MAX) /* a bin edge past max|x| near float's limit: float32's largest value, >= max|x| */
         out->amax = FLT_MAX;
+    /* a float32 (a percentile within a bin is none by itself), as the range files carry it: the scale below,
+     * rounded to float32, is then the quotient a runtime derives from that amax in float (onnxruntime's TensorRT
+     * EP reads the flatbuffers table with stof, TensorRT divides by 127) */
+    out->amax = (double)(float)out->amax;
+    a = out->amax / h.w;
     out->scale = out->amax / ptq_qformat_max(p->format);
     out->clipped_fraction = ((double)st.n_inf + count_above(&h, a)) / n_values;
     out->zero_fraction = zero_fraction(&h, &st, out->scale, p->format);

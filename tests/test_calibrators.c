@@ -258,6 +258,39 @@ static void check_entropy_empty_start(void)
     free(h);
 }
 
+/* Every range is a float32 amax, and the plan's scale (float)(amax / qmax) is the float32 quotient a runtime
+ * derives from that amax: onnxruntime's TensorRT EP reads the flatbuffers table's amax with stof, TensorRT divides
+ * it by 127 in float. A percentile within a bin is no float32 by itself (1999.5 - 0.5 * 1.995 / 10 is not): before,
+ * its scale amax / 127 in double differed by an ulp from the one the table's amax gives. */
+static void check_float32_amax(void)
+{
+    int64_t *h = alloc_or_die(N_BINS * sizeof *h);
+    for (int64_t k = 5; k < 2000; k++)
+        h[k] = 10 + k % 7;
+    ptq_observer *o = make_state(h, 300, 0, 3, 1999.5f);
+    static const ptq_calib_method methods[] = {PTQ_CALIB_MINMAX, PTQ_CALIB_ENTROPY, PTQ_CALIB_PERCENTILE,
+                                               PTQ_CALIB_MSE};
+    static const ptq_qformat formats[] = {PTQ_QFORMAT_INT8, PTQ_QFORMAT_FP8_E4M3, PTQ_QFORMAT_FP8_E5M2};
+    static const double pcts[] = {99.99, 99.9, 99.0, 97.3, 50.0, 12.345};
+    int64_t bad = 0, n = 0;
+    for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+            for (size_t k = 0; k < (methods[m] == PTQ_CALIB_PERCENTILE ? sizeof pcts / sizeof pcts[0] : 1); k++) {
+                const ptq_calib_range r = calib(o, methods[m], formats[f], pcts[k]);
+                const float amax = (float)r.amax, qmax = (float)ptq_qformat_max(formats[f]);
+                const int ok = (double)amax == r.amax && (float)r.scale == amax / qmax;
+                CHECK_MSG(ok, "%s=%g/%s: amax %.17g, scale %.17g", ptq_calib_method_name(methods[m]), pcts[k],
+                          ptq_qformat_name(formats[f]), r.amax, r.scale);
+                bad += !ok;
+                n++;
+            }
+        }
+    }
+    CHECK_MSG(bad == 0 && n == 3 * 3 + 3 * 6, "%lld of %lld ranges are no float32", (long long)bad, (long long)n);
+    ptq_observer_free(o);
+    free(h);
+}
+
 static void check_percentile(void)
 {
     int64_t *h = alloc_or_die(N_BINS * sizeof *h);
@@ -274,7 +307,7 @@ static void check_percentile(void)
     r = calib(o, PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 100.0 - 100.0 * 5.0 / 19950.0);
     CHECK_MSG(near(r.amax, 1999.25, 1e-9), "in the last bin, up to max|x|: %.17g", r.amax);
     r = calib(o, PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 0); /* default 99.99: 1.995 values from the top */
-    CHECK_MSG(near(r.amax, 1999.5 - 0.5 * 1.995 / 10.0, 1e-9), "99.99: %.17g", r.amax);
+    CHECK_MSG(r.amax == (float)(1999.5 - 0.5 * 1.995 / 10.0), "99.99 (as a float32): %.17g", r.amax);
     r = calib(o, PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 1e-6);
     CHECK_MSG(r.amax == 6.0, "floor at the first non-empty bin's right edge: %g", r.amax);
     ptq_observer_free(o);
@@ -615,6 +648,7 @@ int main(int argc, char **argv)
     check_entropy_tail();
     check_entropy_empty_start();
     check_percentile();
+    check_float32_amax();
     check_mse();
     check_invariance();
     check_fine_bins();
