@@ -165,7 +165,7 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_p
     for (int64_t r = 0; r < wr.n_runs; r++)
         for (int64_t k = 0; k < wr.inner; k++) {
             const double a = fabs((double)w[r * wr.inner + k]);
-            if (a > amax[r % n_ch])
+            if (a > amax[r % n_ch] || isnan(a)) /* a NaN stays, and is refused below as an Inf is */
                 amax[r % n_ch] = a;
         }
     for (int64_t c = 0; c < n_ch; c++) {
