@@ -95,6 +95,16 @@ static int64_t channels_along(const ptq_value *v, int axis)
     return axis < 0 ? 1 : v->dims[axis];
 }
 
+/* The scale of a weight channel of max|w| amax: scale (amax / qmax, times the FP8 step) as a float32, at least
+ * FLT_MIN; 1 for a channel of zeros. A channel of subnormal weights would get 0 (every plan refused) or a
+ * subnormal scale, which TensorRT does not take; FLT_MIN still gives its values codes within the grid (|w| <
+ * 127 FLT_MIN). */
+static float channel_scale(double amax, double scale)
+{
+    const float s = (float)scale;
+    return amax > 0 ? (s >= FLT_MIN ? s : FLT_MIN) : 1.0f;
+}
+
 /* Candidate scales per octave for an FP8 weight channel. */
 #define FP8_WEIGHT_STEPS 16
 
@@ -121,7 +131,7 @@ static ptq_status fp8_least_error_scales(ptq_ctx *ctx, const ptq_value *v, weigh
     const float *w = v->data;
     for (int k = 0; k < FP8_WEIGHT_STEPS; k++) {
         for (int64_t c = 0; c < n_ch; c++) {
-            cand[c] = amax[c] > 0 ? (float)(amax[c] / qmax * exp2((double)k / FP8_WEIGHT_STEPS)) : 1.0f;
+            cand[c] = channel_scale(amax[c], amax[c] / qmax * exp2((double)k / FP8_WEIGHT_STEPS));
             err[c] = 0.0;
         }
         ptq_k_round_channels_cpu((ptq_fmt)prec, cand, n_ch, PTQ_K_INT8_QMAX, wr.n_runs, wr.inner, w, y);
@@ -175,7 +185,7 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_p
             return ptq_fail(ctx, PTQ_ERR_DATA, "weight '%s' holds a non-finite value in channel %lld", v->name,
                             (long long)c);
         }
-        scales[c] = amax[c] > 0 ? (float)(amax[c] / qmax) : 1.0f;
+        scales[c] = channel_scale(amax[c], amax[c] / qmax);
     }
     ptq_status st = PTQ_OK;
     if (prec == PTQ_PREC_FP8_E4M3 || prec == PTQ_PREC_FP8_E5M2)

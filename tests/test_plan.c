@@ -8,6 +8,7 @@
  * INT8 weight scales max|w| / 64 (codes in [-64, 64], [-127, 127] without),
  * activations unchanged, the JSON field written and read back; a core some
  * quantized entry runs in, a plan without "core" taking its entries'. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,6 +507,51 @@ static void check_nonfinite_weight(ptq_graph *g, const ptq_calib_set *s)
     free(w);
 }
 
+/* A channel of subnormal weights (a pruned filter's leftovers) takes a normal scale: amax / 127 (FP8: / 448)
+ * rounded to a float32 0 and every plan of the model was refused ("scale [2] is 0"), or to a subnormal that
+ * TensorRT does not take. The scale is at least FLT_MIN, the smallest normal float32, whose codes then still
+ * hold the channel (|w| / FLT_MIN <= 127 as |w| < 127 FLT_MIN). */
+static void check_subnormal_channel(ptq_graph *g, const ptq_calib_set *s)
+{
+    int v = 0;
+    while (v < g->n_values && strcmp(g->values[v].name, "onnx::Conv_92") != 0)
+        v++;
+    CHECK_MSG(v < g->n_values && g->values[v].data && g->values[v].ndim == 4 && g->values[v].dims[0] > 3,
+              "the demo's second conv weight");
+    if (v == g->n_values)
+        return;
+    const void *orig = g->values[v].data;
+    const int64_t per = g->values[v].dims[1] * g->values[v].dims[2] * g->values[v].dims[3]; /* [K, C, R, S] */
+    float *w = malloc((size_t)(g->values[v].dims[0] * per) * sizeof *w);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    memcpy(w, orig, (size_t)(g->values[v].dims[0] * per) * sizeof *w);
+    for (int64_t k = 0; k < per; k++) {
+        w[2 * per + k] = k % 3 ? 1e-44f : -3e-45f; /* channel 2: amax / 127 rounds to 0 */
+        w[3 * per + k] = k % 2 ? 1e-37f : 0.0f;   /* channel 3: amax / 127 is a subnormal */
+    }
+    g->values[v].data = w;
+    static const ptq_prec cores[] = {PTQ_PREC_INT8, PTQ_PREC_FP8_E4M3, PTQ_PREC_FP8_E5M2};
+    for (int c = 0; c < 3; c++) {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+        ptq_plan *p = NULL;
+        const ptq_status st = ptq_plan_default(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, cores[c], &p);
+        CHECK_MSG(st == PTQ_OK, "subnormal channels, core %d: %s", (int)cores[c], ctx.msg);
+        const ptq_plan_entry *e = p ? find(p, "onnx::Conv_92") : NULL;
+        CHECK_MSG(e && e->n_scales > 3 && e->scales[2] == FLT_MIN && e->scales[3] == FLT_MIN &&
+                      e->scales[1] >= FLT_MIN,
+                  "core %d: scales %g %g", (int)cores[c], e ? (double)e->scales[2] : -1.0,
+                  e ? (double)e->scales[3] : -1.0);
+        CHECK(p && ptq_plan_check(&ctx, p, g, SHA) == PTQ_OK);
+        ptq_plan_free(p);
+    }
+    g->values[v].data = orig;
+    free(w);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -573,6 +619,7 @@ int main(void)
     check_fp8_weights(g, s);
     check_core(g, s);
     check_nonfinite_weight(g, s);
+    check_subnormal_channel(g, s);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */
