@@ -95,7 +95,7 @@ int ptq_op_weight_axis(const ptq_op_traits *t, const ptq_node *n, int input, int
     switch (t->axis_rule) {
     case PTQ_AXIS_FIRST: return 0;
     case PTQ_AXIS_GEMM_B: return ptq_node_attr_int(n, "transB", 0) ? 0 : (ndim >= 2 ? 1 : 0);
-    case PTQ_AXIS_LAST: return ndim - 1;
+    case PTQ_AXIS_LAST: return ndim >= 2 ? ndim - 1 : -1; /* B [K] has no output axis: one scale */
     case PTQ_AXIS_SECOND_UNGROUPED: return ndim >= 2 && ptq_node_attr_int(n, "group", 1) == 1 ? 1 : -1;
     case PTQ_AXIS_NONE: break;
     }

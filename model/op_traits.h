@@ -80,7 +80,7 @@ typedef enum ptq_op_axis_rule {
     PTQ_AXIS_NONE = 0, /* no per-channel weight */
     PTQ_AXIS_FIRST,    /* axis 0 (Conv W [C_out, C_in/group, k...]) */
     PTQ_AXIS_GEMM_B,   /* Gemm B: 0 with transB, else 1 (0 for a 1-D B) */
-    PTQ_AXIS_LAST,     /* MatMul B [..., K, N]: the last axis */
+    PTQ_AXIS_LAST,     /* MatMul B [..., K, N]: the last axis (none for a vector B [K]) */
     /* ConvTranspose W [C_in, C_out/group, k...]: axis 1 with group 1; with
      * groups axis 1 indexes a channel of every group, not an output channel
      * (runtimes that scale per output channel want C_out scales, which ONNX's

@@ -134,6 +134,9 @@ static void test_weight_axis(void)
     CHECK(ptq_op_weight_axis(mm, &plain, 1, 2) == 1);
     CHECK(ptq_op_weight_axis(mm, &plain, 0, 2) == -1);
     CHECK(ptq_op_weight_axis(mm, &plain, 1, 0) == -1);
+    /* B [K] (a vector: y = x . w) has no output axis, its one axis is the one summed over: per-"channel" scales
+     * along it fit every element exactly (no rounding simulated) and no runtime takes them. One scale. */
+    CHECK(ptq_op_weight_axis(mm, &plain, 1, 1) == -1);
     CHECK(ptq_op_weight_axis(relu, &plain, 1, 2) == -1);
     CHECK(ptq_op_weight_axis(NULL, &plain, 1, 2) == -1);
     /* ConvTranspose W [C_in, C_out/group, k...]: axis 1, one scale with groups (explicit group 1 is no group) */
