@@ -685,10 +685,10 @@ shapes:
      * commands that need every tensor's dtype (ptq_session_shapes); a graph
      * whose shapes depend on its data keeps them unknown (the executor
      * infers its own) */
+    ptq_ctx_init(&s->shapes); /* a statement first: a label before a declaration is C23, refused by clang's C11 */
     ptq_value *declared = malloc((size_t)s->graph->n_outputs * sizeof *declared + 1); /* NULL: messages at batch 1 */
     for (int i = 0; declared && i < s->graph->n_outputs; i++)
         declared[i] = s->graph->values[s->graph->outputs[i]];
-    ptq_ctx_init(&s->shapes);
     s->shapes.code = ptq_graph_infer_shapes(&s->shapes, s->graph, 1);
     if (s->shapes.code == PTQ_OK)
         batch_scaling(s->graph, &bytes_1, &per_sample, &rows_independent);
