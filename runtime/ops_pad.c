@@ -34,9 +34,11 @@ static ptq_status pad_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pad_mode *mo
     for (int d = 0; d < x->ndim; d++) {
         if (pads[d] < 0 || pads[x->ndim + d] < 0)
             return ptq_op_unsupported(ctx, io, "negative pads (cropping) on axis %d are not supported", d);
-        int64_t out = x->dims[d] + pads[d] + pads[x->ndim + d];
-        if (pads[d] > PAD_MAX_ELEMS || pads[x->ndim + d] > PAD_MAX_ELEMS || out > PAD_MAX_ELEMS ||
-            (out && n > PAD_MAX_ELEMS / out))
+        if (x->dims[d] > PAD_MAX_ELEMS || pads[d] > PAD_MAX_ELEMS || pads[x->ndim + d] > PAD_MAX_ELEMS)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "padding axis %d of %lld by %lld and %lld gives more than 2^40 "
+                               "elements", d, (long long)x->dims[d], (long long)pads[d], (long long)pads[x->ndim + d]);
+        int64_t out = x->dims[d] + pads[d] + pads[x->ndim + d]; /* each term <= 2^40: no overflow */
+        if (out > PAD_MAX_ELEMS || (out && n > PAD_MAX_ELEMS / out))
             return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "padding axis %d to %lld gives more than 2^40 elements", d,
                                (long long)out);
         n *= out;

@@ -163,6 +163,10 @@ def models():
     prod = os.path.join(SRC, "tests", "data", "badinput", "onnx_dims_prod_overflow.onnx")
     case("onnx: a product of dims past int64 with a 0 dim (fuzz)", ["info", prod], 0,
          out_check=lambda out, err: "[281474976710656x89791617082330112x0]" in out)
+    # found by scripts/fuzz.sh onnx_run: a Pad of INT64_MAX on one side, whose padded size overflowed int64 (a
+    # negative size in the message; undefined behaviour under UBSan)
+    pad = os.path.join(SRC, "tests", "data", "badinput", "onnx_pad_overflow.onnx")
+    case("onnx: Pad by 2^63 - 1 (fuzz)", ["info", pad], 6, "axis 3 of 6 by 9223372036854775807 and 0 gives more")
     # a tensor name that is not UTF-8 (protobuf strings are; onnx.load refuses it): refused, so no plan or report
     # carries it (the name patched in the bytes, the same length)
     conv_model(J("utf8.onnx"), in_name="xQQQQ")
