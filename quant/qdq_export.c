@@ -318,6 +318,57 @@ done:
  * the bias's name (detach_weight: a bias folded at load, or one a folded node
  * reads too, as a weight): what quantize_static writes and onnxruntime's
  * fusions into QLinearConv/QGemm need. done[g->n_values] marks biases written. */
+/* Bias b, quantized at node k's scales s (codes q) and dequantized into name, may be read by later Conv/Gemm nodes
+ * too: ptq's simulation adds q * s in each of them (quant/fake_quant.c's bias_rounded), but onnxruntime's fused
+ * integer kernels take a bias's int32 codes at their own input x weight scale. So each later reader whose scales
+ * differ gets codes of its own for those values, read from "ptq_qdq/<its output>/bias_dq" instead of name. */
+static ptq_status add_shared_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, const ptq_plan *p, int k,
+                                  int b, const float *s, const int32_t *q, const char *name)
+{
+    static const char *const suffix[] = {"bias_q", "bias_scale", "bias_zero_point", "bias_dq"};
+    const int64_t n = g->values[b].dims[0];
+    ptq_status st = PTQ_OK;
+    for (int j = k + 1; j < g->n_nodes && st == PTQ_OK; j++) {
+        const ptq_node *nj = &g->nodes[j];
+        int bj = -1, same = 1;
+        float *sj = NULL, *y = NULL;
+        int32_t *codes = NULL, *zeros = NULL;
+        char *nm[4], *buf = NULL;
+        PTQ_TRY_RET(quant_int32_bias(ctx, g, p, j, &bj, &sj));
+        for (int64_t c = 0; bj == b && c < n; c++)
+            same = same && sj[c] == s[c];
+        if (bj != b || same || nj->n_outputs < 1 || nj->outputs[0] < 0)
+            goto next;
+        const char *out = g->values[nj->outputs[0]].name;
+        buf = qdq_names(out, 4, suffix, nm);
+        y = malloc(((size_t)n + 1) * sizeof *y);
+        codes = malloc(((size_t)n + 1) * sizeof *codes);
+        zeros = calloc((size_t)n + 1, sizeof *zeros);
+        if (!buf || !y || !codes || !zeros) {
+            st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting bias '%s' of '%s'", g->values[b].name, out);
+            goto next;
+        }
+        for (int64_t c = 0; c < n; c++)
+            y[c] = (float)q[c] * s[c];
+        quant_int32_bias_codes(y, n, sj, codes);
+        const char *dq_in[] = {nm[0], nm[1], nm[2]}, *dq_out[] = {nm[3]};
+        PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[0], ONNX_INT32, 1, &n, codes, (size_t)n * sizeof *codes),
+                next);
+        PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[1], ONNX_FLOAT, 1, &n, sj, (size_t)n * sizeof *sj), next);
+        PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[2], ONNX_INT32, 1, &n, zeros, (size_t)n * sizeof *zeros),
+                next);
+        PTQ_TRY(st, ptq_onnx_edit_add_node(ctx, ed, "DequantizeLinear", nm[3], 3, dq_in, 1, dq_out, 1, 0), next);
+        PTQ_TRY(st, ptq_onnx_edit_rename_input_of(ctx, ed, name, nm[3], out), next);
+next:
+        free(sj);
+        free(y);
+        free(codes);
+        free(zeros);
+        free(buf);
+    }
+    return st;
+}
+
 static ptq_status add_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, const ptq_plan *p, int k,
                            unsigned char *done_bias)
 {
@@ -349,6 +400,7 @@ static ptq_status add_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, 
     PTQ_TRY(st, ptq_onnx_edit_add_initializer(ctx, ed, nm[1], ONNX_INT32, 1, &n, zeros, (size_t)n * sizeof *zeros),
             done);
     PTQ_TRY(st, ptq_onnx_edit_add_node(ctx, ed, "DequantizeLinear", v->name, 3, dq_in, 1, dq_out, 1, 0), done);
+    PTQ_TRY(st, add_shared_bias(ctx, ed, g, p, k, b, scales, codes, dq_out[0]), done);
 done:
     free(scales);
     free(codes);

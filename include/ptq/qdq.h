@@ -3,7 +3,8 @@
  * DequantizeLinear -> its consumers (per tensor, zero point 0, or a uint8
  * activation's own zero point); an ort-cpu plan's Conv/Gemm biases
  * become int32 codes -> DequantizeLinear (scale input scale x weight
- * scale, axis 0), as quantize_static writes them; every
+ * scale, axis 0), as quantize_static writes them (a bias several of them
+ * read gets codes at each one's scales, which onnxruntime's fused kernels take); every
  * INT8/FP8 weight becomes an int8 (or FLOAT8E4M3FN / FLOAT8E5M2) initializer
  * feeding a per-channel DequantizeLinear that takes the weight's name, so
  * its consumers are unchanged; every FP16 activation becomes x -> Cast(float16)
