@@ -3,7 +3,7 @@
 # (clang, ASan + UBSan, CUDA off) into build-fuzz/ and runs it for SECONDS on
 # a working copy of the committed seed corpus fuzz/corpus/NAME. Findings
 # (crash-*, leak-*, timeout-*, oom-*) land in build-fuzz/findings/NAME/; turn
-# each into a regression case in tests/badinput_test.py. NAME: onnx,
+# each into a regression case in tests/badinput_test.py. NAME: onnx, onnx_run,
 # hdf5_set, archive, png, jpeg, lists, plan, sens, keras, idx. Keep runs short on shared machines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
