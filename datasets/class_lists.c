@@ -196,12 +196,11 @@ ptq_status ds_classes_read(ptq_ctx *ctx, const char *path, ds_classes *out)
             cut_before(line, last);
         }
         const int this_form = *idx_tok ? 2 : 1;
-        if (form && this_form != form) {
+        if (form && this_form != form) { /* only "NAME" after "NAME INDEX": form 1 reads every line whole */
             st = ptq_fail(ctx, PTQ_ERR_DATA,
-                          "classes file %s line %lld: '%s' %s an index but earlier lines %s; use one form, "
+                          "classes file %s line %lld: '%s' gives no index but earlier lines do; use one form, "
                           "\"NAME\" per line in index order or \"NAME INDEX\"",
-                          path, (long long)ln, name, this_form == 2 ? "gives" : "gives no",
-                          form == 2 ? "do" : "do not");
+                          path, (long long)ln, name);
             goto done;
         }
         form = this_form;

@@ -396,7 +396,8 @@ static void test_classes_file(void)
     classes_refused(root, "n01440764 0\nn01443537 -1\n", PTQ_ERR_DATA, "line 2", "not an integer in 0..1048575");
     classes_refused(root, "n01440764 0\nn01443537 1048576\n", PTQ_ERR_DATA, "line 2", "1048576");
     classes_refused(root, "n01440764 0\nn01443537 1x\n", PTQ_ERR_DATA, "line 2", "'1x'");
-    classes_refused(root, "n01440764 0\nn01443537\n", PTQ_ERR_DATA, "line 2", "use one form");
+    classes_refused(root, "n01440764 0\nn01443537\n", PTQ_ERR_DATA, "line 2",
+                    "'n01443537' gives no index but earlier lines do; use one form");
     /* names with spaces, in both forms: the index is the last field, else the whole line is the name */
     classes_refused(root, "n01440764 0\nn01443537 1\nmy class 2\n", PTQ_ERR_DATA, "class folder", "n99999999");
     classes_refused(root, "n01440764\nn01443537\nmy class 7\n", PTQ_ERR_DATA, "class folder", "n99999999");
