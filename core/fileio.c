@@ -84,13 +84,49 @@ ptq_status ptq_file_fopen_read(ptq_ctx *ctx, const char *path, FILE **f)
     return PTQ_OK;
 }
 
-/* realpath of path's folder + "/" + its last component, malloc'd; NULL when the folder does not resolve. */
+/* realpath of path, malloc'd; a path whose tail does not exist yet (a report folder an output goes into,
+ * made later) resolves its longest existing prefix and appends the rest, "." and ".." taken lexically (a
+ * component that does not exist is no symlink). NULL when not even the working folder resolves. */
+static char *resolve_loose(const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (real || !*path)
+        return real;
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    size_t cut = n;
+    while (cut > 0 && path[cut - 1] != '/')
+        cut--;
+    if (cut == n) /* "/" */
+        return NULL;
+    char *parent = cut == 0 ? strdup(".") : strndup(path, cut > 1 ? cut - 1 : 1);
+    char *up = parent ? resolve_loose(parent) : NULL;
+    free(parent);
+    const char *base = path + cut;
+    size_t base_len = n - cut;
+    if (!up || (base_len == 1 && base[0] == '.'))
+        return up;
+    if (base_len == 2 && base[0] == '.' && base[1] == '.') {
+        char *slash = strrchr(up, '/');
+        if (slash)
+            slash[slash == up] = '\0';
+        return up;
+    }
+    char *out = malloc(strlen(up) + base_len + 2);
+    if (out)
+        sprintf(out, "%s%s%.*s", up, strcmp(up, "/") ? "/" : "", (int)base_len, base);
+    free(up);
+    return out;
+}
+
+/* resolve_loose of path's folder + "/" + its last component, malloc'd; NULL when the folder does not resolve. */
 static char *resolve_parent(const char *path)
 {
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-    char *real = dir ? realpath(dir, NULL) : NULL;
+    char *real = dir ? resolve_loose(dir) : NULL;
     char *out = real ? malloc(strlen(real) + strlen(base) + 2) : NULL;
     if (out)
         sprintf(out, "%s/%s", real, base);

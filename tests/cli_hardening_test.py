@@ -242,6 +242,14 @@ def outputs_that_are_inputs(tmp, data, archive, plan):
         rc, _, err = run(*args, cwd=tmp)
         check(f"output = input refused (exit 2): {name}", rc == 2 and "refusing to overwrite" in err,
               f"exit {rc}: {last_line(err)}")
+    # two outputs in a report folder not made yet: --logits was written, then renamed over by validate.json (exit 0)
+    new_rep = os.path.join(tmp, "rep_new")
+    for spelling in ("validate.json", ".//validate.json"):
+        rc, _, err = run("validate", "--model", model, "--plan", plan, "--data", data, "--report", new_rep,
+                         "--logits", os.path.join(new_rep, spelling), cwd=tmp)
+        check(f"validate --logits = {spelling} in a --report folder not made yet: refused (exit 2), nothing made",
+              rc == 2 and "are the same file" in err and not os.path.exists(new_rep), f"exit {rc}: {last_line(err)}")
+        shutil.rmtree(new_rep, ignore_errors=True)
     # through a symlink to the input
     link = os.path.join(tmp, "link.h5")
     os.symlink(archive, link)

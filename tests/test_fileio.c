@@ -130,6 +130,16 @@ int main(void)
     CHECK(ptq_file_same(later1, later2) == 1);
     CHECK(ptq_file_same(path, later1) == 0);
     CHECK(ptq_file_same(path, fifo) == 0);
+    /* in a folder not made yet (validate --report NEW with --logits NEW/validate.json) */
+    char new1[300], new2[300], new3[300], new4[300];
+    snprintf(new1, sizeof new1, "%s/new/sub/validate.json", dir);
+    snprintf(new2, sizeof new2, "%s//new/./sub//validate.json", dir);
+    snprintf(new3, sizeof new3, "%s/new/gone/../sub/validate.json", dir);
+    snprintf(new4, sizeof new4, "%s/new/other/validate.json", dir);
+    CHECK(ptq_file_same(new1, new2) == 1);
+    CHECK(ptq_file_same(new1, new3) == 1);
+    CHECK(ptq_file_same(new1, new4) == 0);
+    CHECK(ptq_file_same(new1, later1) == 0);
 
     unlink(fifo);
     unlink(path);

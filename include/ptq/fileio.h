@@ -36,7 +36,8 @@ PTQ_API ptq_status ptq_file_open_read(ptq_ctx *ctx, const char *path, int *fd);
 PTQ_API ptq_status ptq_file_fopen_read(ptq_ctx *ctx, const char *path, FILE **f);
 /* 1 when a and b name the same file: both exist with the same st_dev and
  * st_ino, or their folders resolve (realpath) to the same one and the last
- * components are equal (so an output not yet written is recognised too). */
+ * components are equal (so an output not yet written is recognised too; a
+ * folder not made yet resolves as far as it exists, the rest taken as written). */
 PTQ_API int ptq_file_same(const char *a, const char *b);
 
 /* Temporary names hold at most this many bytes, NUL included. */
