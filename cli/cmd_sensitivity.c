@@ -34,7 +34,7 @@ static const char sensitivity_help[] =
     "  --data PATH          labelled HDF5 file or PNG or JPEG folder\n"
     "  --out FILE           the JSON report (FILE with .md for the Markdown table, .html for the page)\n"
     "  --samples N          measure on N samples picked at random by --seed (default 1000; 0: all)\n"
-    "  --seed S             that pick's seed (default 0)\n"
+    "  --seed S             that pick's seed (default 0; not with --samples 0)\n"
     "  --core P             int8 (default), fp8 (= fp8-e4m3) or fp8-e5m2\n"
     "  --method M           the calibrator for activation scales, as for `ptq plan` (default percentile)\n"
     "  --placement P        the default plan's placement, as for `ptq plan` (default trt; ort\n"
@@ -106,6 +106,9 @@ int cmd_sensitivity(int argc, char **argv)
         (rc = cli_get_int("sensitivity", opts, n_opts, "seed", 0, 0, &seed)) ||
         (rc = cli_get_int("sensitivity", opts, n_opts, "threads", 0, 1, &threads)))
         return rc;
+    if (cli_get(opts, n_opts, "seed") && n_samples == 0) /* as calibrate refuses --seed without --samples */
+        return cli_usage_error("sensitivity", "--seed picks the --samples N measured; with --samples 0 every sample "
+                               "is measured and it would do nothing");
     if (threads > 0)
         ptq_cpu_set_threads((int)threads);
 

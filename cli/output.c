@@ -76,13 +76,14 @@ int64_t cli_default_batch(const char *cmd, const ptq_session *ps, int64_t batch,
     if (given || need <= (double)ptq_memory_budget())
         return batch;
     const int64_t fit = ptq_batch_default_keeping(ps, runs, 2, n_kept);
+    char need_s[32], limit_s[32];
     if (fit < batch && cli_is_writer())
         fprintf(stderr,
-                "ptq %s: note: batch %lld (the largest power of two that fits): a batch of %lld would need about %.*f "
-                "MiB (input buffers and activations%s), more than the memory limit of %.*f MiB (--max-memory)\n",
-                cmd, (long long)fit, (long long)runs, need < 10485760.0 ? 2 : 0, need / 1048576.0,
+                "ptq %s: note: batch %lld (the largest power of two that fits): a batch of %lld would need about %s "
+                "(input buffers and activations%s), more than the memory limit of %s (--max-memory)\n",
+                cmd, (long long)fit, (long long)runs, ptq_memory_str(need, need_s, sizeof need_s),
                 n_kept ? ", and the FP32 and default-plan values kept between runs" : "",
-                (double)ptq_memory_budget() < 10485760.0 ? 2 : 0, (double)ptq_memory_budget() / 1048576.0);
+                ptq_memory_str((double)ptq_memory_budget(), limit_s, sizeof limit_s));
     return fit;
 }
 

@@ -46,13 +46,23 @@ void ptq_memory_set_budget(uint64_t bytes)
     atomic_store(&budget_bytes, bytes);
 }
 
+const char *ptq_memory_str(double bytes, char *buf, size_t n)
+{
+    if (bytes < 1048576.0)
+        snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
+    else
+        snprintf(buf, n, "%.*f MiB", bytes < 10485760.0 ? 2 : 0, bytes / 1048576.0);
+    return buf;
+}
+
 ptq_status ptq_memory_check(ptq_ctx *ctx, uint64_t bytes, const char *what)
 {
     uint64_t limit = ptq_memory_budget();
     if (bytes <= limit)
         return PTQ_OK;
-    return ptq_fail(ctx, PTQ_ERR_NOMEM, "%s needs %.0f MiB, more than the memory limit of %.0f MiB (--max-memory)",
-                    what, (double)bytes / 1048576.0, (double)limit / 1048576.0);
+    char need[32], have[32];
+    return ptq_fail(ctx, PTQ_ERR_NOMEM, "%s needs %s, more than the memory limit of %s (--max-memory)", what,
+                    ptq_memory_str((double)bytes, need, sizeof need), ptq_memory_str((double)limit, have, sizeof have));
 }
 
 int ptq_memory_parse(const char *text, uint64_t *bytes)

@@ -254,12 +254,12 @@ static ptq_status batch_fits(ptq_ctx *ctx, const ptq_session *s, int64_t batch, 
     double need = ptq_batch_bytes(s, batch, n_bufs);
     if (need <= (double)ptq_memory_budget())
         return PTQ_OK;
-    const double limit = (double)ptq_memory_budget();
+    char need_s[32], limit_s[32];
     return ptq_fail(ctx, PTQ_ERR_NOMEM,
-                    "a batch of %lld sample%s needs about %.*f MiB (input buffers and activations), more than the "
-                    "memory limit of %.*f MiB (--max-memory); %s",
-                    (long long)batch, batch == 1 ? "" : "s", need < 10485760.0 ? 2 : 0, need / 1048576.0,
-                    limit < 10485760.0 ? 2 : 0, limit / 1048576.0,
+                    "a batch of %lld sample%s needs about %s (input buffers and activations), more than the "
+                    "memory limit of %s (--max-memory); %s",
+                    (long long)batch, batch == 1 ? "" : "s", ptq_memory_str(need, need_s, sizeof need_s),
+                    ptq_memory_str((double)ptq_memory_budget(), limit_s, sizeof limit_s),
                     batch > 1 ? "use a smaller --batch" : "raise --max-memory");
 }
 

@@ -1094,9 +1094,11 @@ def flags():
     for limit in ("256K", "512K", "2M"):
         case(f"flags: --max-memory {limit}: the HDF5 check passes, batch shrinks", M + ["--max-memory", limit,
              "--limit", "10"], 0, "note: batch")
-    case("flags: --max-memory 128K: even one sample is over it, sizes in hundredths of a MiB",
-         M + ["--max-memory", "128K", "--limit", "10"], 10, "more than the memory limit of 0.12 MiB (--max-memory); "
+    case("flags: --max-memory 128K: even one sample is over it, sizes under 1 MiB in KiB",
+         M + ["--max-memory", "128K", "--limit", "10"], 10, "more than the memory limit of 128.0 KiB (--max-memory); "
          "raise --max-memory")
+    case("flags: --max-memory 1K: over it, sizes in KiB (was 'needs 1 MiB ... limit of 0 MiB')",
+         M + ["--max-memory", "1K"], 10, "KiB (input buffers and activations), more than the memory limit of 1.0 KiB")
     case("flags: no note when the default batch fits", M + ["--json"], 0,
          out_check=lambda out, err: json.loads(out)["batch"] == 256 and "note: batch" not in err)
     case("flags: --preprocess garbage", M + ["--preprocess", "scale=banana"], 2)

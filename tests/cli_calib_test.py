@@ -315,6 +315,12 @@ def main():
     check("--seed without --samples (every sample observed: it would do nothing) is refused, exit 2, no archive",
           rc == 2 and "--seed picks the --samples N observed" in err and not os.path.exists(J("seed-alone.h5")),
           f"exit {rc}: {err[-300:]}")
+    # sensitivity's --samples 0 measures every sample: a --seed beside it would do nothing, refused the same way
+    rc, _, err = ptq("sensitivity", "--model", MODEL, "--calib", J("p7.h5"), "--data", data, "--samples", "0",
+                     "--seed", "3", "--out", J("seed0.json"))
+    check("sensitivity --samples 0 --seed 3 is refused, exit 2, no report",
+          rc == 2 and "--seed picks the --samples N measured" in err and not os.path.exists(J("seed0.json")),
+          f"exit {rc}: {err[-300:]}")
     ids = p7["samples/id"]
     check("--samples 100: 100 distinct ids, hash recorded", len(set(ids.tolist())) == 100 and
           p7["@sample_ids_sha256"] == sample_hash([data_key], {data_key: ids}) and p7["tensors/count"][0] == 100 * 784)
