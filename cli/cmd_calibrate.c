@@ -25,7 +25,7 @@ static const char calibrate_help[] =
     "the archive is the same bytes whatever the batch size, threads or sharding\n"
     "(devices round activations differently: cpu, ref and cuda archives differ).\n"
     "\n"
-    "  --model FILE         ONNX model (one float32 image input, or inputs fed by --input)\n"
+    "  --model FILE         ONNX model or Keras .h5 (one float32 image input, or inputs fed by --input)\n"
     "  --data PATH          HDF5 file or PNG or JPEG folder root/<class>/*.{png,jpg,jpeg} (labels not needed)\n"
     "  --out FILE           the archive to write (written whole or not at all)\n"
     "  --samples N          observe N samples picked at random (by --seed) from D (default: all)\n"

@@ -51,7 +51,7 @@ static const char run_help[] =
     "(damaged, edited) reruns that stage. Exit codes are the failing stage's; 11 when\n"
     "no plan met --budget (the best one is validated and exported all the same).\n"
     "\n"
-    "  --model FILE         ONNX model\n"
+    "  --model FILE         ONNX model or Keras .h5\n"
     "  --calib-data PATH    calibration images (HDF5 or PNG/JPEG folder; labels not needed)\n"
     "  --data PATH          labelled validation images\n"
     "  --labels FILE, --classes FILE  how --data's image folder is labelled, as for `ptq eval`\n"

@@ -22,7 +22,7 @@ static const char smooth_help[] =
     "CPU over --samples samples of C. Calibrate, plan and validate the written\n"
     "model as any other.\n"
     "\n"
-    "  --model FILE         ONNX model\n"
+    "  --model FILE         ONNX model or Keras .h5\n"
     "  --data PATH          calibration samples (HDF5 or image folder; labels not needed)\n"
     "  --out FILE           the smoothed model\n"
     "  --alpha A            migration strength in [0, 1] (default 0.5), the exponent of\n"

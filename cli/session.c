@@ -101,13 +101,20 @@ static int line_index(const char *notes, const char *line, int len)
     return -1;
 }
 
-/* "ptq CMD: note: LINE" on stderr, the rank named when rank >= 0. */
+/* "ptq CMD: note: LINE" on stderr, the rank named when rank >= 0; a line the session starts with "warning: " is
+ * printed as one ("ptq CMD: warning: ..."), not as "note: warning: ...". */
 static void print_note(const char *cmd, int rank, const char *line, int len)
 {
+    const int warning = len >= 9 && strncmp(line, "warning: ", 9) == 0;
+    const char *kind = warning ? "warning" : "note";
+    if (warning) {
+        line += 9;
+        len -= 9;
+    }
     if (rank >= 0)
-        fprintf(stderr, "ptq %s: note: rank %d of %d: %.*s\n", cmd, rank, ptq_dist_size(), len, line);
+        fprintf(stderr, "ptq %s: %s: rank %d of %d: %.*s\n", cmd, kind, rank, ptq_dist_size(), len, line);
     else
-        fprintf(stderr, "ptq %s: note: %.*s\n", cmd, len, line);
+        fprintf(stderr, "ptq %s: %s: %.*s\n", cmd, kind, len, line);
 }
 
 void cli_session_notes_agree(const char *cmd, const cli_session *s)

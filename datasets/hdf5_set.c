@@ -97,14 +97,14 @@ static void list_root(hid_t file, char *buf, size_t n_buf)
 {
     H5G_info_t info;
     size_t used = 0;
-    buf[0] = '\0';
+    snprintf(buf, n_buf, "nothing"); /* a file with no datasets (it has: nothing) */
     if (H5Gget_info(file, &info) < 0)
         return;
     for (hsize_t i = 0; i < info.nlinks && used + 1 < n_buf; i++) {
-        char name[128];
+        char name[128], esc[160]; /* a name from the file, escaped for the terminal */
         if (H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT) < 0)
             break;
-        int w = snprintf(buf + used, n_buf - used, "%s%s", i ? ", " : "", name);
+        int w = snprintf(buf + used, n_buf - used, "%s%s", i ? ", " : "", ptq_escape(name, esc, sizeof esc));
         if (w < 0)
             break;
         used += (size_t)w;

@@ -612,6 +612,11 @@ def hdf5_sets():
     case("hdf5: no images", M + [J("empty.h5")], 7, "empty")
     h5(J("nokey.h5"), pictures=images)
     case("hdf5: no images dataset", M + [J("nokey.h5")], 7, "pictures")
+    h5(J("nothing.h5"))
+    case("hdf5: no dataset at all: 'it has: nothing' (was 'it has: ')", M + [J("nothing.h5")], 7,
+         "looked for images, x, data, X; it has: nothing)")
+    h5(J("esc.h5"), **{"pic\x1b[31m": images})
+    case("hdf5: a dataset name with a terminal escape is listed escaped", M + [J("esc.h5")], 7, "it has: pic\\x1b[31m)")
     case("hdf5: --images-key missing", M + [J("good.h5"), "--images-key", "nothing"], 7, "nothing")
     case("hdf5: --layout bogus", M + [J("good.h5"), "--layout", "NWHC"], 2, "NWHC")
     h5(J("32px.h5"), images=np.zeros((4, 32, 32), np.uint8), labels=np.zeros(4, np.int64))

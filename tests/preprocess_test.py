@@ -231,8 +231,9 @@ def main():
 
         # 3. no metadata and no flag: a warning naming what was assumed
         rc, got, _, se = eval_logits(tmp, nchw, data)
-        check("missing preprocessing warns and names the assumption",
-              rc == 0 and "warning: the model has no ptq.preprocess metadata and no --preprocess" in se
+        check("missing preprocessing warns (as a warning, not 'note: warning:') and names the assumption",
+              rc == 0 and "ptq eval: warning: the model has no ptq.preprocess metadata and no --preprocess" in se
+              and "note: warning" not in se
               and "scale=1/255 mean=0 std=1" in se and close(got, expected(rgb, 1 / 255, 0.0, 1.0)), se[-400:])
         # ... and so does a --preprocess naming only geometry; one naming scale, mean, std, order or a preset does not
         for spec in ("resize=256", "layout=NCHW channels=3 size=4x4"):
