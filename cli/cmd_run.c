@@ -887,7 +887,9 @@ int cmd_run(int argc, char **argv)
     opt_as(s, "--model", model, KEY_INPUT), opt_as(s, "--calib", p_calib, KEY_INPUT);
     opt_as(s, "--data", data, KEY_INPUT), opt_as(s, "--out", p_sens, KEY_IN_DIR);
     opt_as(s, "--labels", labels, KEY_CONTENTS), opt_as(s, "--classes", classes, KEY_CONTENTS);
-    opt(s, "--samples", rs.samples), opt(s, "--seed", rs.seed), opt(s, "--core", rs.core);
+    opt(s, "--samples", rs.samples), opt(s, "--core", rs.core);
+    if (strcmp(rs.samples, "0") != 0) /* --samples 0 measures every sample (and refuses --seed then) */
+        opt(s, "--seed", rs.seed);
     opt(s, "--method", rs.method), opt(s, "--output", output);
     opt(s, "--device", rs.device), opt(s, "--math", rs.math), opt_unkeyed(s, "--batch", batch, gpu);
     opt_unkeyed(s, "--threads", threads, 0);

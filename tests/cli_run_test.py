@@ -466,9 +466,16 @@ def main():
               json.load(open(J("out7", "plan.json"))).get("placement") == "trt", f"exit {rc}: {sorted(rerun)}")
         rc, out, err = ptq(*kb)
         rerun = {k for k, v in stages(out).items() if v}
-        check("another --seed reruns the stages that pick samples; not calibrate, which observes all 64 under "
-              "--calib-samples 0 (it takes no --seed then)",
-              rc == 0 and "calibrate" not in rerun and "sensitivity" in rerun, f"exit {rc}: {sorted(rerun)}")
+        check("another --seed under --calib-samples 0 and --samples 0 reruns nothing: calibrate observes all 64 and "
+              "sensitivity measures all 100 (neither takes --seed then)",
+              rc == 0 and not rerun, f"exit {rc}: {sorted(rerun)} {err[-300:]}")
+        ks = kb[:kb.index("--samples") + 1] + ["50"] + kb[kb.index("--samples") + 2:]
+        rc, out, err = ptq(*ks)
+        rc2, out2, err2 = ptq(*ks, "--seed", "4")
+        rerun = {k for k, v in stages(out2).items() if v}
+        check("--samples 50: another --seed reruns sensitivity, which picks its 50 by it; not calibrate",
+              rc == 0 and rc2 == 0 and "sensitivity" in rerun and "calibrate" not in rerun,
+              f"exit {rc}, {rc2}: {sorted(rerun)} {err2[-300:]}")
         # an image folder and an HDF5 file: the HDF5 options are the file's, and reach only the stages that read it
         # (an image folder's stage refuses them); with no HDF5 set to apply to, run refuses them before any stage
         mixed = [("--calib-data a folder", ["--calib-data", J("imgs"), "--data", J("val_k.h5"), "--images-key",
