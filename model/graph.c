@@ -218,6 +218,14 @@ void ptq_graph_drop_folded(ptq_graph *g)
                 g->values[nodes[k].outputs[i]].producer = k;
 }
 
+const char *ptq_graph_input_dim_name(const ptq_graph *g, int i, int axis)
+{
+    if (!g || !g->store || !g->store->input_dim_names || i < 0 || i >= g->n_inputs || axis < 0 ||
+        axis >= PTQ_MAX_DIMS)
+        return NULL;
+    return g->store->input_dim_names[i][axis];
+}
+
 const char *ptq_graph_meta(const ptq_graph *g, const char *key)
 {
     for (int i = 0; i < g->n_meta; i++)

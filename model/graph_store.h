@@ -20,6 +20,7 @@ typedef struct ptq_graph_store {
     ptq_store_chunk *chunks; /* the arena */
     int *name_slots;         /* open addressing over graph values; -1 empty */
     size_t n_name_slots;     /* a power of two */
+    const char *(*input_dim_names)[PTQ_MAX_DIMS]; /* [graph's n_inputs]: each dim's dim_param, NULL where none */
 } ptq_graph_store;
 
 /* NULL when out of memory. */

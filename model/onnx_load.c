@@ -76,6 +76,8 @@ typedef struct pdecl {
     ptq_dtype dtype;
     int ndim;
     int64_t dims[PTQ_MAX_DIMS];
+    const uint8_t *dim_param[PTQ_MAX_DIMS]; /* a symbolic dim's name in the file's bytes (NULL: none), its length */
+    size_t dim_param_len[PTQ_MAX_DIMS];
 } pdecl;
 
 typedef struct loader {
@@ -162,6 +164,8 @@ static ptq_status parse_shape(const ptq_pb *tr, const ptq_pb_field *sf, pdecl *d
             continue;
         PTQ_TRY(st, ptq_pb_expect(&sr, &f, PTQ_PB_LEN), done);
         int64_t v = -1;
+        const uint8_t *param = NULL;
+        size_t param_len = 0;
         ptq_pb_sub(&sr, &f, &dim_desc, &dr);
         while (ptq_pb_more(&dr)) {
             PTQ_TRY(st, ptq_pb_next(&dr, &df), done);
@@ -169,15 +173,20 @@ static ptq_status parse_shape(const ptq_pb *tr, const ptq_pb_field *sf, pdecl *d
                 PTQ_TRY(st, ptq_pb_get_int64(&dr, &df, &v), done);
                 if (v < 0)
                     v = -1;
+                param = NULL;
             } else if (df.num == 2) {
                 PTQ_TRY(st, ptq_pb_expect(&dr, &df, PTQ_PB_LEN), done);
                 v = -1;
+                param = df.len ? df.data : NULL;
+                param_len = df.len;
             }
         }
         if (d->ndim == PTQ_MAX_DIMS) {
             *too_many = 1;
             continue;
         }
+        d->dim_param[d->ndim] = param;
+        d->dim_param_len[d->ndim] = param_len;
         d->dims[d->ndim++] = v;
     }
 done:
@@ -740,8 +749,10 @@ static ptq_status build_values(loader *L)
     }
 
     int *inputs = ptq_store_alloc(L->s, (size_t)L->n_inputs * sizeof *inputs);
-    if (!inputs)
+    const char *(*dim_names)[PTQ_MAX_DIMS] = ptq_store_alloc(L->s, ((size_t)L->n_inputs + 1) * sizeof *dim_names);
+    if (!inputs || !dim_names)
         return oom(L);
+    L->s->input_dim_names = dim_names;
     L->g->inputs = inputs;
     for (int i = 0; i < L->n_inputs; i++) {
         const pdecl *d = &L->inputs[i];
@@ -756,6 +767,10 @@ static ptq_status build_values(loader *L)
         k = new_value(L, d->name, PTQ_VALUE_INPUT, -1);
         apply_decl(&L->values[k], d);
         ptq_store_index_add(L->s, L->values, k);
+        for (int a = 0; a < d->ndim; a++) /* ptq_graph_input_dim_name */
+            if (d->dim_param[a] && !(dim_names[L->g->n_inputs][a] =
+                                         ptq_store_strndup(L->s, d->dim_param[a], d->dim_param_len[a])))
+                return oom(L);
         inputs[L->g->n_inputs++] = k;
     }
 

@@ -452,6 +452,34 @@ static ptq_status fit_named_input(ptq_ctx *ctx, ptq_session *s, const char *data
     return PTQ_OK;
 }
 
+/* Inputs whose declarations name a dim alike (input_ids and attention_mask both [N, L]) are fed datasets of one size
+ * there, else refused naming both: the model would otherwise fail in some node that mixes them (exit 6, "cannot
+ * broadcast"), or run on mismatched rows. The batch dim is the datasets' shared count already. */
+static ptq_status check_shared_dims(ptq_ctx *ctx, const ptq_session *s, const char *data)
+{
+    const ptq_graph *g = s->graph;
+    for (int i = 0; i < g->n_inputs; i++)
+        for (int a = 1; a < g->values[g->inputs[i]].ndim; a++) {
+            const char *name = ptq_graph_input_dim_name(g, i, a);
+            for (int j = i; name && j < g->n_inputs; j++)
+                for (int b = 1; b < g->values[g->inputs[j]].ndim; b++) {
+                    const char *other = ptq_graph_input_dim_name(g, j, b);
+                    const ptq_dataset_array *x = ptq_dataset_array_info(s->data, i);
+                    const ptq_dataset_array *y = ptq_dataset_array_info(s->data, j);
+                    if ((j == i && b <= a) || !other || strcmp(name, other) || x->dims[a] == y->dims[b])
+                        continue;
+                    char esc[160], xd[96], yd[96];
+                    return ptq_fail(ctx, PTQ_ERR_SHAPE,
+                                    "model inputs '%s' (dim %d) and '%s' (dim %d) share the dim '%s', but dataset "
+                                    "'%s' in %s is [%s] and dataset '%s' is [%s]", g->values[g->inputs[i]].name, a,
+                                    g->values[g->inputs[j]].name, b, ptq_escape(name, esc, sizeof esc), x->key, data,
+                                    ptq_dims_str(x->dims, x->ndim, xd, sizeof xd), y->key,
+                                    ptq_dims_str(y->dims, y->ndim, yd, sizeof yd));
+                }
+        }
+    return PTQ_OK;
+}
+
 /* A model that is not one image input: every input from its dataset. */
 static ptq_status open_named(ptq_ctx *ctx, ptq_session *s, const ptq_session_opts *o)
 {
@@ -495,6 +523,7 @@ static ptq_status open_named(ptq_ctx *ctx, ptq_session *s, const ptq_session_opt
         return st;
     for (int i = 0; i < g->n_inputs; i++)
         PTQ_TRY_RET(fit_named_input(ctx, s, o->data, i, ptq_dataset_array_info(s->data, i)));
+    PTQ_TRY_RET(check_shared_dims(ctx, s, o->data));
     s->n_samples = ptq_dataset_count(s->data);
     return PTQ_OK;
 }

@@ -3,7 +3,8 @@
 onnxruntime: position ids from the attention mask by CumSum, the mask-weighted sum of the tokens' features and the
 mask's count by ReduceSum (float32 and int64), their quotient into the classifier. ptq refused both ops (exit 5,
 "op ReduceSum is not supported"); now eval matches onnxruntime, and calibrate, plan, validate and export run, with
-onnxruntime on the Q/DQ model making `ptq validate`'s prediction on every row. The model is built here with
+onnxruntime on the Q/DQ model making `ptq validate`'s prediction on every row; datasets whose lengths differ where
+both inputs declare L are refused naming them. The model is built here with
 onnx.helper (opset 14: ReduceSum's axes as an input). Skips (77) without onnx or onnxruntime. Run by ctest with
 PTQ_BIN and PTQ_SOURCE_DIR set."""
 import os
@@ -44,8 +45,8 @@ def masked_pool_model(path):
              N("Cast", ["cnt_i"], ["cnt"], to=TensorProto.FLOAT), N("Div", ["s", "cnt"], ["mean"]),
              N("MatMul", ["mean", "w2"], ["logits"])]
     g = helper.make_graph(nodes, "masked_pool",
-                          [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["N", L]),
-                           helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["N", L])],
+                          [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["N", "L"]),
+                           helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["N", "L"])],
                           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", CLASSES])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
     m.ir_version = 8
@@ -82,6 +83,14 @@ def main():
     check("export --format qdq", rc == 0, err.strip()[-300:])
     if os.path.exists(J("q.npy")) and os.path.exists(J("q.onnx")):
         check_ort_agrees("masked pool", J("q.onnx"), feeds, J("q.npy"))
+    # both inputs declare [N, L]: datasets of other lengths are refused naming both (exit 6), where the model had
+    # failed in a node that mixes them ("cannot broadcast")
+    with h5py.File(J("short.h5"), "w") as f:
+        f["input_ids"], f["attention_mask"], f["labels"] = ids, mask[:, :10], want.argmax(1)
+    rc, _, err = ptq("eval", "--model", model, "--data", J("short.h5"))
+    check("input_ids [96x12] with attention_mask [96x10]: exit 6 naming the shared dim 'L' and both datasets",
+          rc == 6 and "model inputs 'input_ids' (dim 1) and 'attention_mask' (dim 1) share the dim 'L'" in err
+          and "[96x12]" in err and "[96x10]" in err, f"rc {rc}: {err.strip()[-300:]}")
     # token ids stored as uint64, a type ptq does not read: unsupported (exit 5), not a malformed file (was exit 4)
     with h5py.File(J("u64.h5"), "w") as f:
         f["input_ids"], f["attention_mask"], f["labels"] = ids.astype(np.uint64), mask, want.argmax(1)

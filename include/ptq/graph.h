@@ -155,6 +155,9 @@ PTQ_API int64_t ptq_node_attr_int(const ptq_node *n, const char *name, int64_t d
 PTQ_API float ptq_node_attr_float(const ptq_node *n, const char *name, float dflt);
 PTQ_API int ptq_graph_find_value(const ptq_graph *g, const char *name);
 PTQ_API const char *ptq_graph_meta(const ptq_graph *g, const char *key);
+/* The symbolic name the file gives dim axis of input i (g->inputs[i]; ONNX's dim_param, "N", "sequence"), or NULL
+ * where it gives a number or none: inputs that name a dim alike must be fed the same size there. */
+PTQ_API const char *ptq_graph_input_dim_name(const ptq_graph *g, int i, int axis);
 
 /* Constant folding's two steps on a loaded graph (the computing is the runtime's: ptq_graph_fold_constants).
  * ptq_graph_set_folded makes value v, a node's output, a constant: a copy of t's data, dtype and shape in the
