@@ -95,14 +95,15 @@ static int64_t channels_along(const ptq_value *v, int axis)
     return axis < 0 ? 1 : v->dims[axis];
 }
 
-/* The scale of a weight channel of max|w| amax: scale (amax / qmax, times the FP8 step) as a float32, at least
- * FLT_MIN; 1 for a channel of zeros. A channel of subnormal weights would get 0 (every plan refused) or a
- * subnormal scale, which TensorRT does not take; FLT_MIN still gives its values codes within the grid (|w| <
- * 127 FLT_MIN). */
+/* The scale of a weight channel of max|w| amax: scale (amax / qmax, times the FP8 step) as a float32; 1 for a
+ * channel of zeros, and for one whose scale is below FLT_MIN (only subnormal weights), as onnxruntime's
+ * quantize_static (compute_scale_zp) takes it: a scale of 0 refuses every plan, TensorRT takes no subnormal one, and
+ * FLT_MIN made an ort-cpu int32 bias's scale (input scale x weight scale) subnormal, its codes saturating (a bias of
+ * 1 read back as 2e-31). Its weights, |w| < 127 FLT_MIN, round to 0. */
 static float channel_scale(double amax, double scale)
 {
     const float s = (float)scale;
-    return amax > 0 ? (s >= FLT_MIN ? s : FLT_MIN) : 1.0f;
+    return amax > 0 && s >= FLT_MIN ? s : 1.0f;
 }
 
 /* Candidate scales per octave for an FP8 weight channel. */

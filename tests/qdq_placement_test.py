@@ -231,6 +231,48 @@ def shared_bias(J, images, cpu_flags):
           diff < 0.05, f"{diff:.2e}")
 
 
+def subnormal_channel(J, cpu_flags):
+    """A quantized Conv whose channel 3 holds only subnormal weights (a pruned filter's leftovers) and a bias of 1:
+    max|w| / 127 is below the smallest normal float32, where onnxruntime's quantize_static (compute_scale_zp) takes
+    the scale 1. ptq took FLT_MIN, so the ort-cpu int32 bias's scale (input scale x FLT_MIN) was subnormal and the
+    bias saturated at INT32_MAX codes: 1 became 2e-31, in validate and in onnxruntime alike. Every channel's
+    int32 codes must give back its bias within half its scale."""
+    b = Builder(6)
+    h = b.op("Relu", [b.conv("input", 1, 24)])
+    h = b.conv(h, 24, 24)
+    w_name, b_name = b.nodes[-1].input[1], b.nodes[-1].input[2]
+    for i, t in enumerate(b.inits):
+        a = numpy_helper.to_array(t).copy()
+        if t.name == w_name:
+            a[3] = np.float32(1e-40) * np.sign(b.rng.randn(*a[3].shape))
+        elif t.name == b_name:
+            a[3] = 1.0
+        else:
+            continue
+        b.inits[i] = numpy_helper.from_array(a, t.name)
+        if t.name == b_name:
+            bias = a
+    h = b.op("Flatten", [b.op("GlobalAveragePool", [b.op("Relu", [h])])])
+    b.model("input", b.head(h, "Gemm", 24), J("subnormal.onnx"))
+    plan, qdq = J("sn.json"), J("sn.onnx")
+    for args in (("calibrate", "--model", J("subnormal.onnx"), "--data", J("train.h5"), "--samples", "256",
+                  "--out", J("sn.h5")),
+                 ("plan", J("sn.h5"), "--model", J("subnormal.onnx"), "--target", "ort-cpu", *cpu_flags,
+                  "--out", plan),
+                 ("export", "--format", "qdq", "--plan", plan, "--model", J("subnormal.onnx"), "--out", qdq)):
+        rc, _, err = ptq(*args)
+        check(f"subnormal channel: {args[0]}", rc == 0, err.strip()[-300:])
+        if rc != 0:
+            return
+    got = {t.name: numpy_helper.to_array(t) for t in onnx.load(qdq).graph.initializer}
+    q = next((a for n, a in got.items() if a.dtype == np.int32 and b_name in n and a.shape == bias.shape), None)
+    scale = next((a for n, a in got.items() if a.dtype == np.float32 and b_name in n and n.endswith("scale")), None)
+    back = None if q is None or scale is None else q.astype(np.float64) * scale.astype(np.float64)
+    check("subnormal channel: the ort-cpu int32 bias gives back every channel's bias within half its scale",
+          back is not None and bool(np.all(np.abs(back - bias) <= 0.5 * scale)),
+          "no int32 bias" if back is None else f"channel 3: {bias[3]} came back {back[3]:.3g} (scale {scale[3]:.3g})")
+
+
 def run_ort(path, images, level=None, disabled=()):
     so = ort.SessionOptions()
     if level is not None:
@@ -266,6 +308,7 @@ def main():
     bench_py = os.path.join(SRC, ".venv-bench", "bin", "python3")
     cpu_flags = reduce_range_flags("the ort-cpu plan")
     shared_bias(J, images, cpu_flags)
+    subnormal_channel(J, cpu_flags)
     for make in (clip_maxpool_gemm, concat_matmul, residual, small_layers):
         model = J(make.__name__ + ".onnx")
         marks = make(model)
