@@ -456,12 +456,14 @@ ptq_status ds_h5_vet(ptq_ctx *ctx, const char *path, int all_datasets)
             break;
     }
     const int timed_out = WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGALRM);
-    if (capped && !timed_out && ((WIFEXITED(status) && WEXITSTATUS(status) == VET_MEMORY) || WIFSIGNALED(status)))
+    if (capped && !timed_out && ((WIFEXITED(status) && WEXITSTATUS(status) == VET_MEMORY) || WIFSIGNALED(status))) {
         /* libhdf5 ran out of the room --max-memory left it (it may crash then): the limit, not the file */
+        char limit[32];
         return ptq_fail(ctx, PTQ_ERR_NOMEM,
-                        "%s: checking this HDF5 file (%lld bytes) needs more memory than the limit of %.1f MiB "
+                        "%s: checking this HDF5 file (%lld bytes) needs more memory than the limit of %s "
                         "(--max-memory) leaves; raise --max-memory",
-                        path, (long long)sb.st_size, (double)ptq_memory_budget() / 1048576.0);
+                        path, (long long)sb.st_size, ptq_memory_str((double)ptq_memory_budget(), limit, sizeof limit));
+    }
     if (WIFEXITED(status)) {
         switch (WEXITSTATUS(status)) {
         case VET_READ:
