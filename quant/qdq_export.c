@@ -313,11 +313,6 @@ done:
     return st;
 }
 
-/* Node k's bias, when an ort-cpu plan rounds it (quant/bias.c), becomes
- * int32 codes -> DequantizeLinear (scale [C], zero point int32 0, axis 0) ->
- * the bias's name (detach_weight: a bias folded at load, or one a folded node
- * reads too, as a weight): what quantize_static writes and onnxruntime's
- * fusions into QLinearConv/QGemm need. done[g->n_values] marks biases written. */
 /* Bias b, quantized at node k's scales s (codes q) and dequantized into name, may be read by later Conv/Gemm nodes
  * too: ptq's simulation adds q * s in each of them (quant/fake_quant.c's bias_rounded), but onnxruntime's fused
  * integer kernels take a bias's int32 codes at their own input x weight scale. So each later reader whose scales
@@ -369,6 +364,11 @@ next:
     return st;
 }
 
+/* Node k's bias, when an ort-cpu plan rounds it (quant/bias.c), becomes
+ * int32 codes -> DequantizeLinear (scale [C], zero point int32 0, axis 0) ->
+ * the bias's name (detach_weight: a bias folded at load, or one a folded node
+ * reads too, as a weight): what quantize_static writes and onnxruntime's
+ * fusions into QLinearConv/QGemm need. done[g->n_values] marks biases written. */
 static ptq_status add_bias(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, const ptq_plan *p, int k,
                            unsigned char *done_bias)
 {

@@ -197,8 +197,8 @@ static void test_collapse(ptq_ctx *ctx)
 }
 
 /* FP32 logits NaN on some rows (a text model's all-padding rows under a -inf attention mask) and one class on all
- * the others; the quantized model (its QuantizeLinear maps NaN to 0, as onnxruntime's does) predicts that class on
- * every row: no collapse, FP32 spread nothing. With one FP32 row of another class it is one. */
+ * the others; the quantized model (its QuantizeLinear maps NaN to a finite code, -128 as onnxruntime's does) predicts
+ * that class on every row: no collapse, FP32 spread nothing. With one FP32 row of another class it is one. */
 static void test_collapse_nan_fp32(ptq_ctx *ctx)
 {
     enum { n = 6, k = 3 };
