@@ -467,26 +467,38 @@ static void check_reduce_range(const ptq_graph *g, const ptq_calib_set *s)
     ptq_plan_free(p);
 }
 
+/* A copy of the demo's second conv weight (onnx::Conv_92 [K, C, R, S], K > k_min) for a check to spoil: the weights
+ * are borrowed from the mapped file. *v its value, *per the values of one channel, *orig the data to put back
+ * (with free of the copy) after. NULL (a failed check) when the model has no such weight. */
+static float *conv92_copy(const ptq_graph *g, int64_t k_min, int *v, int64_t *per, const void **orig)
+{
+    *v = 0;
+    while (*v < g->n_values && strcmp(g->values[*v].name, "onnx::Conv_92") != 0)
+        (*v)++;
+    const ptq_value *x = *v < g->n_values ? &g->values[*v] : NULL;
+    CHECK_MSG(x && x->data && x->ndim == 4 && x->dims[0] > k_min, "the demo's second conv weight");
+    if (!x || !x->data || x->ndim != 4)
+        return NULL;
+    *orig = x->data;
+    *per = x->dims[1] * x->dims[2] * x->dims[3];
+    float *w = malloc((size_t)(x->dims[0] * *per) * sizeof *w);
+    CHECK(w != NULL);
+    if (w)
+        memcpy(w, *orig, (size_t)(x->dims[0] * *per) * sizeof *w);
+    return w;
+}
+
 /* A weight holding a NaN is refused as one holding an Inf is (exit 7 in the CLI), naming the weight and the
  * channel: max|w| passed over the NaN, so the channel's scale came from its other values and the NaN was rounded
  * to a code. For every quantized core. */
 static void check_nonfinite_weight(ptq_graph *g, const ptq_calib_set *s)
 {
-    int v = 0;
-    while (v < g->n_values && strcmp(g->values[v].name, "onnx::Conv_92") != 0)
-        v++;
-    CHECK_MSG(v < g->n_values && g->values[v].data && g->values[v].ndim == 4 && g->values[v].dims[0] > 2,
-              "the demo's second conv weight");
-    if (v == g->n_values)
-        return;
-    /* the weights are borrowed from the mapped file: a copy takes the bad value */
-    const void *orig = g->values[v].data;
-    const int64_t per = g->values[v].dims[1] * g->values[v].dims[2] * g->values[v].dims[3]; /* [K, C, R, S] */
-    float *w = malloc((size_t)(g->values[v].dims[0] * per) * sizeof *w);
-    CHECK(w != NULL);
+    int v;
+    int64_t per;
+    const void *orig;
+    float *w = conv92_copy(g, 2, &v, &per, &orig);
     if (!w)
         return;
-    memcpy(w, orig, (size_t)(g->values[v].dims[0] * per) * sizeof *w);
     g->values[v].data = w;
     static const ptq_prec cores[] = {PTQ_PREC_INT8, PTQ_PREC_FP8_E4M3, PTQ_PREC_FP8_E5M2};
     const float bad[] = {NAN, -INFINITY};
@@ -513,20 +525,12 @@ static void check_nonfinite_weight(ptq_graph *g, const ptq_calib_set *s)
  * quantize_static takes it (an ort-cpu bias's int32 scale stays normal: tests/qdq_placement_test.py). */
 static void check_subnormal_channel(ptq_graph *g, const ptq_calib_set *s)
 {
-    int v = 0;
-    while (v < g->n_values && strcmp(g->values[v].name, "onnx::Conv_92") != 0)
-        v++;
-    CHECK_MSG(v < g->n_values && g->values[v].data && g->values[v].ndim == 4 && g->values[v].dims[0] > 3,
-              "the demo's second conv weight");
-    if (v == g->n_values)
-        return;
-    const void *orig = g->values[v].data;
-    const int64_t per = g->values[v].dims[1] * g->values[v].dims[2] * g->values[v].dims[3]; /* [K, C, R, S] */
-    float *w = malloc((size_t)(g->values[v].dims[0] * per) * sizeof *w);
-    CHECK(w != NULL);
+    int v;
+    int64_t per;
+    const void *orig;
+    float *w = conv92_copy(g, 3, &v, &per, &orig);
     if (!w)
         return;
-    memcpy(w, orig, (size_t)(g->values[v].dims[0] * per) * sizeof *w);
     for (int64_t k = 0; k < per; k++) {
         w[2 * per + k] = k % 3 ? 1e-44f : -3e-45f; /* channel 2: amax / 127 rounds to 0 */
         w[3 * per + k] = k % 2 ? 1e-37f : 0.0f;   /* channel 3: amax / 127 is a subnormal */
