@@ -20,9 +20,11 @@
  * limit refuse a sound file; or a sanitizer allocator's, taken by the
  * reports' hashing thread. Other programs get the fork, made inside a
  * libhdf5 call (fork_in_hdf5) so that no other thread holds libhdf5's lock.
- * A caller that ignores SIGCHLD has its children reaped by the kernel before
- * wait4 reads their status: its child then supervises (vet_supervise),
- * running the check as its own child and writing the verdict to a pipe.
+ * The child supervises (vet_supervise): it runs the check as its own child
+ * and writes the verdict to a pipe. The caller's own children may be reaped
+ * before it reads their status, by the kernel (SIGCHLD ignored) or by the
+ * host's SIGCHLD handler or reaper thread (waitpid(-1)); a grandchild's
+ * status is the supervisor's alone to read.
  * Covered by tests/badinput_test.py (forged archives and image sets) and
  * the fuzz_hdf5_set / fuzz_archive harnesses. */
 #define _GNU_SOURCE
@@ -48,7 +50,7 @@
 #define VET_MAX_STRINGS (1 << 24) /* ds_h5_read_strings's bound: larger string datasets are never read */
 
 /* argv[1] of the check's fresh process: argv[2..6] the path, all (0/1), the allowance, the wall seconds and the
- * stall flag (tests); argv[7], where given, the descriptor a supervisor writes the check's verdict to
+ * stall flag (tests); argv[7] the descriptor the process, supervising the check, writes its verdict to
  * (vet_supervise) */
 #define VET_ARG "--ptq-hdf5-check-child"
 
@@ -250,10 +252,10 @@ static double cpu_seconds(const struct rusage *ru)
            1e-6 * (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
 }
 
-/* For a caller that ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT), whose children the kernel reaps before their status
- * can be read: this process (its child) waits for the check as its own child, with SIGCHLD at its default here, and
- * writes the verdict to fd. */
-static void vet_supervise(int fd, const char *path, int all, uint64_t allowance, int wall_s, int stall)
+/* The caller's children may be reaped before it reads their status (SIGCHLD ignored, SA_NOCLDWAIT, a host that
+ * reaps every child in its own handler): this process (its child) waits for the check as its own child, with
+ * SIGCHLD at its default here, and writes the verdict to fd. */
+_Noreturn static void vet_supervise(int fd, const char *path, int all, uint64_t allowance, int wall_s, int stall)
 {
     signal(SIGCHLD, SIG_DFL); /* and SA_NOCLDWAIT cleared with it */
     vet_verdict v = {0, 0};
@@ -277,19 +279,16 @@ void ptq_hdf5_check_main(int argc, char **argv)
         atomic_store(&vet_spawn, 1);
         return;
     }
-    if (argc != 7 && argc != 8)
+    if (argc != 8)
         _exit(VET_NO_OPEN); /* not the library's call: nothing checked, the open that follows says why */
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_h5_register_zstd(&ctx); /* the caller's process had it registered: its compressed data reads the same */
-    if (argc == 8)
-        vet_supervise(atoi(argv[7]), argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10), atoi(argv[5]),
-                      atoi(argv[6]));
-    _exit(vet_child(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10), atoi(argv[5]), atoi(argv[6])));
+    vet_supervise(atoi(argv[7]), argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10), atoi(argv[5]), atoi(argv[6]));
 }
 
 /* The check of path in a fresh process of this program (ptq_hdf5_check_main), into *pid; -1 when it cannot start
- * (the caller forks instead). verdict_fd >= 0: the process supervises the check (vet_supervise), writing to it. */
+ * (the caller forks instead). The process supervises the check (vet_supervise), writing its verdict to verdict_fd. */
 static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wall_s, int stall, int verdict_fd,
                            pid_t *pid)
 {
@@ -301,11 +300,11 @@ static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wa
     snprintf(a_stall, sizeof a_stall, "%d", stall != 0);
     snprintf(a_fd, sizeof a_fd, "%d", VERDICT_FD);
     char *argv[] = {"ptq-hdf5-check", VET_ARG, (char *)path, a_all, a_allowance, a_wall, a_stall,
-                    verdict_fd >= 0 ? a_fd : NULL, NULL};
+                    a_fd, NULL};
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa) != 0)
         return -1;
-    if (verdict_fd >= 0 && posix_spawn_file_actions_adddup2(&fa, verdict_fd, VERDICT_FD) != 0) {
+    if (posix_spawn_file_actions_adddup2(&fa, verdict_fd, VERDICT_FD) != 0) {
         posix_spawn_file_actions_destroy(&fa);
         return -1;
     }
@@ -332,21 +331,13 @@ static int vet_spawn_child(const char *path, int all, uint64_t allowance, int wa
     return e ? -1 : 0;
 }
 
-/* 1 when this process's children are reaped by the kernel (SIGCHLD ignored, or SA_NOCLDWAIT): their status is lost
- * to wait4, so the check runs under a supervisor that reports it (vet_supervise). */
-static int children_reaped(void)
-{
-    struct sigaction sa;
-    return sigaction(SIGCHLD, NULL, &sa) == 0 && (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT));
-}
-
 /* The check of a fork of the caller. */
 typedef struct vet_fork {
     const char *path;
     int all;
     uint64_t allowance;
     int wall_s, stall;
-    int verdict_fd; /* >= 0: the child supervises the check, writing its verdict here (vet_supervise) */
+    int verdict_fd; /* the child supervises the check, writing its verdict here (vet_supervise) */
     pid_t pid;      /* out: the child's, or -1 with err */
     int err;
     int forked; /* fork was called */
@@ -359,10 +350,8 @@ static herr_t fork_here(hid_t plist, const char *name, void *data)
     f->forked = 1;
     f->pid = fork();
     f->err = errno;
-    if (f->pid == 0 && f->verdict_fd >= 0)
-        vet_supervise(f->verdict_fd, f->path, f->all, f->allowance, f->wall_s, f->stall);
     if (f->pid == 0)
-        _exit(vet_child(f->path, f->all, f->allowance, f->wall_s, f->stall));
+        vet_supervise(f->verdict_fd, f->path, f->all, f->allowance, f->wall_s, f->stall);
     return 1;
 }
 
@@ -387,44 +376,37 @@ static pid_t fork_in_hdf5(vet_fork *f)
     return f->pid;
 }
 
-/* One check of path in a child process (spawned, else forked), under a supervisor where this process's children
- * are reaped by the kernel: its wait status and processor time into *v. */
+/* One check of path in a child process (spawned, else forked) under a supervisor: its wait status and processor time
+ * into *v, through a pipe. */
 static ptq_status vet_run(ptq_ctx *ctx, const char *path, int all, uint64_t allowance, int wall_s, int stall,
                           vet_verdict *v)
 {
-    int fds[2] = {-1, -1};
-    if (children_reaped() && pipe2(fds, O_CLOEXEC) != 0)
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: pipe: %s", path, strerror(errno));
     pid_t pid = -1;
     if (!atomic_load(&vet_spawn) || vet_spawn_child(path, all, allowance, wall_s, stall, fds[1], &pid) != 0) {
         vet_fork f = {path, all, allowance, wall_s, stall, fds[1], -1, 0, 0};
         pid = fork_in_hdf5(&f);
         if (pid < 0) {
-            if (fds[0] >= 0) {
-                close(fds[0]);
-                close(fds[1]);
-            }
+            close(fds[0]);
+            close(fds[1]);
             return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s in a child process: %s", path,
                             strerror(f.err));
         }
     }
-    if (fds[0] >= 0) { /* the supervisor writes the verdict; the kernel reaps it */
-        close(fds[1]);
-        ssize_t got;
-        while ((got = read(fds[0], v, sizeof *v)) < 0 && errno == EINTR)
-            ;
-        const int e = errno;
-        close(fds[0]);
-        if (got != (ssize_t)sizeof *v)
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: its checking process ended without a "
-                            "verdict%s%s", path, got < 0 ? ": " : "", got < 0 ? strerror(e) : "");
-        return PTQ_OK;
-    }
-    struct rusage ru;
-    while (wait4(pid, &v->status, 0, &ru) < 0)
-        if (errno != EINTR)
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: wait4: %s", path, strerror(errno));
-    v->cpu = cpu_seconds(&ru);
+    close(fds[1]);
+    ssize_t got;
+    while ((got = read(fds[0], v, sizeof *v)) < 0 && errno == EINTR)
+        ;
+    const int e = errno;
+    close(fds[0]);
+    /* the supervisor, unless the kernel or the host's own handler reaped it first (ECHILD) */
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (got != (ssize_t)sizeof *v)
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot check HDF5 file %s: its checking process ended without a verdict%s%s",
+                        path, got < 0 ? ": " : "", got < 0 ? strerror(e) : "");
     return PTQ_OK;
 }
 
