@@ -10,6 +10,7 @@
 #include "ptq/calib.h"
 #include "ptq/dataset.h"
 #include "ptq/export.h"
+#include "ptq/fileio.h"
 #include "ptq/runtime.h"
 
 enum { BATCH = 64 };
@@ -97,14 +98,19 @@ int main(int argc, char **argv)
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_buf cache = {0};
-    ptq_status st = calibrate(&ctx, argv[1], argv[2], argc > 4 ? argv[4] : "entropy", &cache);
-    FILE *f = st == PTQ_OK ? fopen(argv[3], "wb") : NULL;
-    int ok = f && fwrite(cache.data, 1, cache.n_bytes, f) == cache.n_bytes;
-    ok = f && fclose(f) == 0 && ok;
+    ptq_status st = PTQ_OK;
+    /* refused before any work: a cache path naming an input, or a FIFO or device the rename would replace */
+    if (ptq_file_same(argv[3], argv[1]) || ptq_file_same(argv[3], argv[2]))
+        st = ptq_fail(&ctx, PTQ_ERR_INVALID_ARG, "%s is an input; name a new file for the cache", argv[3]);
+    if (st == PTQ_OK)
+        st = ptq_file_check_output(&ctx, argv[3]);
+    if (st == PTQ_OK)
+        st = calibrate(&ctx, argv[1], argv[2], argc > 4 ? argv[4] : "entropy", &cache);
+    /* whole or not at all: a full disk leaves no partial cache, and an old one stays as it was */
+    if (st == PTQ_OK)
+        st = ptq_atomic_write(&ctx, argv[3], cache.data, cache.n_bytes);
     ptq_buf_free(&cache);
     if (st != PTQ_OK)
         fprintf(stderr, "calibrate_trt: %s (%s, %s)\n", ctx.msg, ptq_status_name(st), ctx.where);
-    else if (!ok)
-        fprintf(stderr, "calibrate_trt: cannot write %s\n", argv[3]);
-    return st == PTQ_OK && ok ? 0 : 1;
+    return st == PTQ_OK ? 0 : 1;
 }

@@ -115,6 +115,21 @@ def main():
             out_cache = os.path.join(tmp, f"cc-{m}.cache")
             run(f"pkg-config example {m}", [exe, MODEL, data, out_cache, m], env=run_env)
             check_cache(f"pkg-config example {m}", read(out_cache), want[m])
+        # the example writes through the library's atomic writer: its cache path naming an input is refused before
+        # any work, input intact; a write that fails (a full disk) leaves the old cache as it was, no temporary
+        model_copy = os.path.join(tmp, "model-copy.onnx")
+        shutil.copy(MODEL, model_copy)
+        before = read(model_copy)
+        p = subprocess.run([exe, model_copy, data, model_copy], capture_output=True, text=True, env=run_env)
+        check("example: cache path naming the model refused, model intact",
+              p.returncode == 1 and "is an input" in p.stderr and read(model_copy) == before, p.stderr)
+        old_cache = os.path.join(tmp, "cc-entropy.cache")
+        cache_before = read(old_cache)
+        p = subprocess.run([exe, MODEL, data, old_cache], capture_output=True, text=True,
+                           env=dict(run_env, PTQ_TEST_FAIL_WRITE_AFTER="0"))
+        check("example: failed write refused, old cache intact, no temporary left",
+              p.returncode == 1 and "cc-entropy.cache" in p.stderr and read(old_cache) == cache_before and
+              not [f for f in os.listdir(tmp) if ".tmp-" in f], p.stderr)
 
         # ptq.pc where the library folder is two levels deep (CMAKE_INSTALL_LIBDIR lib/x86_64-linux-gnu, which
         # GNUInstallDirs picks for the prefix /usr on Debian): its relative prefix still leads to the headers
