@@ -321,9 +321,10 @@ static int image_model(const ptq_graph *g)
 /* The preprocessing of image model g's input before any data is read: the input's layout, channels and size, then
  * its ptq.preprocess metadata, then spec (NULL: none), each overriding only the keys it names, with spec's
  * refusals. *normalizes: whether the metadata or spec names scale, mean, std, order or a preset (a Keras import's
- * metadata gives only its layout). */
+ * metadata gives only its layout). *square: 1 when the input's size is dynamic and resize=R names no crop, which
+ * is then R x R (torchvision's Resize(R) alone gives each image its own size; a batch needs one). */
 static ptq_status image_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char *spec, ptq_preprocess *p,
-                                   int *normalizes)
+                                   int *normalizes, int *square)
 {
     const ptq_value *in = &g->values[g->inputs[0]];
     ptq_preprocess_default(p);
@@ -340,13 +341,18 @@ static ptq_status image_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char 
         PTQ_TRY_RET(check_order_flip(ctx, spec, meta, &from_meta, p, named));
     }
     *normalizes = meta_normalizes || named;
+    *square = model_geometry.height <= 0 && p->resize > 0 && (p->height <= 0 || p->width <= 0);
+    if (*square) {
+        p->height = p->height > 0 ? p->height : p->resize;
+        p->width = p->width > 0 ? p->width : p->resize;
+    }
     return PTQ_OK;
 }
 
 ptq_status ptq_model_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char *spec, ptq_preprocess *p,
                                 int *scale_kept)
 {
-    int normalizes = 0;
+    int normalizes = 0, square = 0;
     *scale_kept = 0;
     if (!image_model(g)) {
         ptq_preprocess_default(p);
@@ -356,7 +362,7 @@ ptq_status ptq_model_preprocess(ptq_ctx *ctx, const ptq_graph *g, const char *sp
         return PTQ_OK;
     }
     ptq_preprocess q;
-    PTQ_TRY_RET(image_preprocess(ctx, g, spec, &q, &normalizes));
+    PTQ_TRY_RET(image_preprocess(ctx, g, spec, &q, &normalizes, &square));
     *p = q;
     *scale_kept = spec_names(spec, "scale");
     return PTQ_OK;
@@ -643,8 +649,8 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         dopts.images_key = o->inputs[0].dataset;
     }
     const char *meta = ptq_graph_meta(g, "ptq.preprocess");
-    int normalizes = 0;
-    PTQ_TRY(st, image_preprocess(ctx, g, o->preprocess, &s->pre, &normalizes), fail);
+    int normalizes = 0, square = 0;
+    PTQ_TRY(st, image_preprocess(ctx, g, o->preprocess, &s->pre, &normalizes, &square), fail);
     if (!normalizes)
         note(s,
              "warning: the model%s and %s; assuming pixels scaled to [0, 1] "
@@ -670,10 +676,22 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
         ptq_dataset_geometry(s->data, &dh, &dw, &dc);
         if (s->channels < 0)
             s->channels = dc;
-        if (s->height < 0) /* a dynamic input: the crop a spec or preset set, else the images' size */
+        const int first_size = (s->height < 0 && s->pre.height <= 0) || (s->width < 0 && s->pre.width <= 0);
+        if (s->height < 0) /* a dynamic input: the crop a spec, preset or resize= set, else the images' size */
             s->height = s->pre.height > 0 ? s->pre.height : dh;
         if (s->width < 0)
             s->width = s->pre.width > 0 ? s->pre.width : dw;
+        char dims[96];
+        if (square)
+            note(s, "the model input '%s' [%s] has a dynamic size: resize=%lld with no size= crops %lldx%lld "
+                 "(width x height; torchvision's Resize + CenterCrop); name size=HxW in --preprocess for another "
+                 "crop\n", in->name, ptq_dims_str(in->dims, in->ndim, dims, sizeof dims), (long long)s->pre.resize,
+                 (long long)s->width, (long long)s->height);
+        else if (first_size)
+            note(s, "the model input '%s' [%s] has a dynamic size: it runs at the first image's size %lldx%lld "
+                 "(width x height) of %s; name size=HxW (and resize=) in --preprocess for another\n", in->name,
+                 ptq_dims_str(in->dims, in->ndim, dims, sizeof dims), (long long)s->width, (long long)s->height,
+                 o->data);
         if ((dh != s->height || dw != s->width) && s->pre.resize == 0) {
             st = ptq_fail(ctx, PTQ_ERR_SHAPE,
                           "%s: images are %lldx%lld (width x height) but the model input '%s' takes %lldx%lld; pass "

@@ -136,6 +136,60 @@ def check_torchvision_geometry(tmp):
                   f"rc {rc}: per-image max diff {diff}: {se[-300:]}")
 
 
+def flatten_model(path, size):
+    """y = Flatten(x): x [N,3,*size] (names for dynamic dims) -> the preprocessed pixels [N, 3*H*W]."""
+    g = helper.make_graph([helper.make_node("Flatten", ["x"], ["y"])], "flat",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, *size])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "K"])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def check_dynamic_resize(tmp):
+    """A dynamic-size model ([N,3,h,w]) with resize=R and no size=: torchvision's Resize(R) alone gives each image
+    its own size, and a batch needs one, so the crop is R x R (Resize(R) + CenterCrop(R)), said in a note. It had
+    cropped to the first image's size: 30x20 images under resize=40 fed a 30x20 corner-offset crop of the 60x40
+    resize (exit 0), and under resize=16 were refused as 'smaller than the crop 30x20', a crop nobody asked for."""
+    try:
+        from torchvision import transforms
+    except ImportError:
+        print("skip dynamic resize: no torchvision")
+        return
+    rng = np.random.default_rng(44)
+    folder = os.path.join(tmp, "dynresize")
+    os.makedirs(os.path.join(folder, "a"))
+    paths = []
+    for i, (w, h) in enumerate(((30, 20), (25, 40), (16, 16))):
+        paths.append(os.path.join(folder, "a", f"{i}.png"))
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(paths[-1])
+    model = os.path.join(tmp, "dynflat.onnx")
+    flatten_model(model, ("h", "w"))
+    for r in (16, 40):
+        tv = transforms.Compose([transforms.Resize(r), transforms.CenterCrop(r)])
+        want = np.stack([np.asarray(tv(Image.open(q).convert("RGB"))) for q in paths]).astype(np.float32)
+        rc, got, _, se = eval_logits(tmp, model, folder, "--preprocess", f"scale=1 resize={r}")
+        ok = rc == 0 and got is not None and got.shape == (len(paths), 3 * r * r)
+        check(f"dynamic-size model, resize={r} and no size=: torchvision's Resize({r}) + CenterCrop({r})",
+              ok and np.array_equal(got.reshape(-1, 3, r, r).transpose(0, 2, 3, 1), want),
+              f"rc {rc}: {got.shape if got is not None else None}: {se[-300:]}")
+        check(f"dynamic-size model, resize={r}: a note names the {r}x{r} crop and size=",
+              f"dynamic size" in se and f"crops {r}x{r}" in se and "size=" in se, se[-400:])
+    # size= still names the crop
+    rc, got, _, se = eval_logits(tmp, model, folder, "--preprocess", "scale=1 resize=16 size=12x10")
+    tv = transforms.Compose([transforms.Resize(16), transforms.CenterCrop((12, 10))])
+    want = np.stack([np.asarray(tv(Image.open(q).convert("RGB"))) for q in paths]).astype(np.float32)
+    check("dynamic-size model, resize=16 size=12x10: that crop, no note about it",
+          rc == 0 and got is not None and got.shape == (len(paths), 360)
+          and np.array_equal(got.reshape(-1, 3, 12, 10).transpose(0, 2, 3, 1), want) and "crops" not in se,
+          f"rc {rc}: {se[-300:]}")
+    # no resize: the first image's size, which the note says; an image of another size is refused naming it
+    rc, _, _, se = eval_logits(tmp, model, folder, "--preprocess", "scale=1")
+    check("dynamic-size model without resize=: the first image's size, said; another size refused (exit 6)",
+          rc == 6 and "runs at the first image's size 30x20" in se and "1.png" in se, f"rc {rc}: {se[-400:]}")
+
+
 def eval_logits(tmp, model, data, *extra):
     out = os.path.join(tmp, "logits.npy")
     if os.path.exists(out):
@@ -319,6 +373,7 @@ def main():
         rc, _, se = ptq("validate", "--model", dyn, "--plan", plan, "--data", data, "--preprocess", meanstd,
                         "--report", os.path.join(tmp, "dyn-rep"))
         check("a dynamic-size model: validate", rc == 0, f"rc {rc}: {se[-300:]}")
+        check_dynamic_resize(tmp)
 
         # 5. float images: already in [0, 1] not scaled again; 0..255 floats scaled as documented
         fdata = os.path.join(tmp, "float01.h5")
