@@ -196,9 +196,11 @@ static ptq_status pick_layout(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const c
     const hsize_t *d = h->dims;
     char shape[96];
     shape_str(d, h->rank, shape, sizeof shape);
-    if (!layout) {
+    if (!layout) { /* where both ends could be channels, 1 or 3 of them rather than RGBA: [N,3,4,4] is NCHW */
         if (h->rank == 3)
             layout = "NHW";
+        else if (h->rank == 4 && d[3] == 4 && (d[1] == 1 || d[1] == 3))
+            layout = "NCHW";
         else if (h->rank == 4 && (d[3] == 1 || d[3] == 3 || d[3] == 4))
             layout = "NHWC";
         else if (h->rank == 4 && (d[1] == 1 || d[1] == 3 || d[1] == 4))

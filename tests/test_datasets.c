@@ -773,6 +773,23 @@ static void test_hdf5(void)
     tpath(p3, sizeof p3, "ambiguous.h5");
     CHECK(ptq_dataset_write_hdf5(&ctx, p3, &t_odd, NULL, NULL) == PTQ_OK);
     CHECK(open_err(p3, NULL, &ctx) == PTQ_ERR_FORMAT && has(ctx.msg, "cannot guess the layout"));
+    /* a shape either layout fits: [N,3,4,4] (and [N,1,4,4]) is 4x4 RGB (gray) in NCHW, not 3x4 (1x4) RGBA in NHWC,
+     * which had been fed as a 4x4 model's input under a resize (exit 0), or refused as 'images are 4x3' */
+    for (int c3 = 1; c3 <= 3; c3 += 2) {
+        static uint8_t tiny[N * 3 * 4 * 4];
+        const int64_t d_tiny[4] = {N, c3, 4, 4};
+        ptq_tensor t_tiny = host_tensor(PTQ_DT_UINT8, 4, d_tiny, tiny);
+        tpath(p3, sizeof p3, "tiny_nchw.h5");
+        CHECK(ptq_dataset_write_hdf5(&ctx, p3, &t_tiny, NULL, NULL) == PTQ_OK);
+        CHECK_MSG(ptq_dataset_open(&ctx, p3, NULL, &ds) == PTQ_OK, "%s", ctx.msg);
+        if (ds) {
+            int64_t gh = 0, gw = 0, gc = 0;
+            ptq_dataset_geometry(ds, &gh, &gw, &gc);
+            CHECK_MSG(gh == 4 && gw == 4 && gc == c3, "[N,%d,4,4] read as %lldx%lld with %lld channels", c3,
+                      (long long)gw, (long long)gh, (long long)gc);
+            ptq_dataset_close(ds);
+        }
+    }
     const int64_t d_empty[3] = {0, H, W};
     ptq_tensor t_empty = host_tensor(PTQ_DT_UINT8, 3, d_empty, NULL);
     tpath(p3, sizeof p3, "empty.h5");
