@@ -707,8 +707,8 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
                  : dc == 2 ? "the gray value replicated to R, G and B, alpha kept"
                            : "alpha opaque");
         else if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
-            note(s, "converting %lld-channel images to the model's %lld channels\n", (long long)dc,
-                 (long long)s->channels);
+            note(s, "%lld-channel images into the model's 1 channel: gray by ITU-R 601 luma (0.299 R + 0.587 G + "
+                 "0.114 B, after any resize and not rounded)%s\n", (long long)dc, dc == 4 ? ", alpha dropped" : "");
         PTQ_TRY(st, pick_float_scale(ctx, s, o), fail);
     }
     if (s->channels != 1 && s->channels != 3 && s->channels != 4) {

@@ -341,6 +341,17 @@ def main():
               rc == 0 and "replicated" in se and close(got, expected(g3, 1 / 255, IMAGENET_MEAN, IMAGENET_STD)),
               f"rc {rc}: {se[-300:]}")
 
+        # 4a. colour images into a 1-channel model: the note says how (it read "converting 3-channel images to
+        # the model's 1 channels"), and the pixels are that luma
+        rgb_one_class = os.path.join(tmp, "rgb1class.h5")
+        h5_set(rgb_one_class, rgb, np.zeros(n, np.int64))
+        rc, got, _, se = eval_logits(tmp, os.path.join(tmp, "gray.onnx"), rgb_one_class, "--preprocess", "scale=1/255")
+        luma = (0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]) / 255
+        check("RGB images into a 1-channel model: ITU-R 601 luma, and a note saying so",
+              rc == 0 and close(got[:, 0], luma.mean(axis=(1, 2))) and "3-channel images into the model's 1 channel: "
+              "gray by ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B" in se and "1 channels" not in se,
+              f"rc {rc}: {se[-300:]}")
+
         # 4b. an RGBA input [N,4,4,4] reads the same either way round: its readers say which (a GlobalAveragePool
         # takes NCHW, a Transpose 0,3,1,2 makes NCHW of NHWC); the shape alone had made the NCHW one NHWC
         rgba = rng.integers(0, 256, size=(n, H, W, 4), dtype=np.uint8)
