@@ -5,9 +5,12 @@
  * to int32 with scale activation scale x weight scale and zero point 0, as
  * onnxruntime's quantize_bias_static_impl does; its Q/DQ fusions into
  * QLinearConv/QGemm need that int32 bias. quant/fake_quant.c simulates it,
- * quant/qdq_export.c writes it. Covered by tests/test_fake_quant.c,
- * tests/qdq_placement_test.py and tests/convtranspose_test.py. */
+ * quant/qdq_export.c writes it. A weight scale too small for its bias to fit
+ * int32 is raised when the plan is made (quant_plan_fit_int32_biases). Covered by
+ * tests/test_fake_quant.c, tests/test_plan.c, tests/qdq_placement_test.py and tests/convtranspose_test.py. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,4 +59,64 @@ void quant_int32_bias_codes(const float *b, int64_t n, const float *scales, int3
         const double r = rint((double)b[c] / (double)scales[c]); /* numpy round: half to even */
         q[c] = r >= 2147483647.0 ? INT32_MAX : r <= -2147483648.0 ? INT32_MIN : (int32_t)r;
     }
+}
+
+/* onnxruntime's _adjust_weight_scale_for_int32_bias (quantization/qdq_quantizer.py), for a weight quantized
+ * symmetric int8: the smallest bias scale whose codes of |bias| <= absmax fit int32, with its margin of 1.0001 over
+ * the range INT32_MIN + 1 .. INT32_MAX, in float64 as numpy computes it. */
+static double int32_bias_scale_min(double absmax)
+{
+    return 1.0001 * (2.0 * absmax) / ((double)INT32_MAX - ((double)INT32_MIN + 1.0));
+}
+
+/* Weight scale w_scale raised, as onnxruntime raises it, so that the bias scale x_scale * w_scale is at least
+ * int32_bias_scale_min(absmax); unchanged where it already is. */
+static float int32_bias_weight_scale(float x_scale, float w_scale, double absmax)
+{
+    const double want = int32_bias_scale_min(absmax), have = (double)x_scale * (double)w_scale;
+    if (!(have < want && have > 0.0))
+        return w_scale;
+    return (float)((double)w_scale * (want / have));
+}
+
+ptq_status quant_plan_fit_int32_biases(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p)
+{
+    for (int k = 0; k < g->n_nodes; k++) {
+        int b = -1;
+        float *bias_scales = NULL;
+        PTQ_TRY_RET(quant_int32_bias(ctx, g, p, k, &b, &bias_scales));
+        free(bias_scales);
+        if (b < 0)
+            continue;
+        const ptq_node *n = &g->nodes[k];
+        const float x_scale = quant_plan_entry(p, g->values[n->inputs[0]].name, 0)->scales[0];
+        ptq_plan_entry *w = &p->e[quant_plan_entry(p, g->values[n->inputs[1]].name, 1) - p->e];
+        const ptq_value *bv = &g->values[b];
+        const float *bias = bv->data;
+        int64_t n_raised = 0;
+        if (w->n_scales == 1) { /* one scale: the whole bias's range, 0 included */
+            double absmax = 0.0;
+            for (int64_t c = 0; c < bv->dims[0]; c++)
+                absmax = fmax(absmax, fabs((double)bias[c]));
+            const float s = int32_bias_weight_scale(x_scale, w->scales[0], absmax);
+            n_raised += s != w->scales[0];
+            w->scales[0] = s;
+        } else {
+            for (int64_t c = 0; c < w->n_scales; c++) {
+                const float s = int32_bias_weight_scale(x_scale, w->scales[c], fabs((double)bias[c]));
+                n_raised += s != w->scales[c];
+                w->scales[c] = s;
+            }
+        }
+        if (n_raised == 0)
+            continue;
+        char *source = malloc(strlen(w->source ? w->source : "") + strlen(bv->name) + 96);
+        if (!source)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+        sprintf(source, "%s; %lld scale%s raised for the int32 bias '%s' (as quantize_static)",
+                w->source ? w->source : "", (long long)n_raised, n_raised == 1 ? "" : "s", bv->name);
+        free(w->source);
+        w->source = source;
+    }
+    return PTQ_OK;
 }

@@ -473,6 +473,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
                     done);
     }
     PTQ_TRY(st, quant_plan_weights_follow(ctx, g, p), done);
+    PTQ_TRY(st, quant_plan_fit_int32_biases(ctx, g, p), done);
     *out = p;
     p = NULL;
 done:
@@ -520,7 +521,7 @@ ptq_status ptq_plan_reduce_range(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p)
         e->source = source;
     }
     p->reduce_range = 1;
-    return PTQ_OK;
+    return quant_plan_fit_int32_biases(ctx, g, p);
 }
 
 /* 1 if node n (traits t), which quantizes weight w, reads an activation

@@ -48,6 +48,12 @@ ptq_status quant_plan_weights_follow(ptq_ctx *ctx, const ptq_graph *g, ptq_plan 
  * [channels] = input scale x weight scale[c] (or the one; float); else
  * *bias = -1, *scales NULL. quant/bias.c. */
 ptq_status quant_int32_bias(ptq_ctx *ctx, const ptq_graph *g, const ptq_plan *p, int k, int *bias, float **scales);
+/* Plan p (target ort-cpu) with each int8 weight scale whose int32 bias scale (input scale x weight scale) would
+ * saturate that bias's codes raised so they fit, by onnxruntime's rule (_adjust_weight_scale_for_int32_bias:
+ * bias scale >= 1.0001 x 2 |bias| / (2^32 - 2), per channel, or over the whole bias for one scale), as its
+ * quantize_static does; the weight's source says so. The simulation and the export both read the raised scale.
+ * quant/bias.c. */
+ptq_status quant_plan_fit_int32_biases(ptq_ctx *ctx, const ptq_graph *g, ptq_plan *p);
 /* q[c] = round_half_even(b[c] / scales[c]) in double, saturated to int32; b, scales, q: [n]. */
 void quant_int32_bias_codes(const float *b, int64_t n, const float *scales, int32_t *q);
 

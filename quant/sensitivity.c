@@ -262,6 +262,7 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
         e->prec = p->core;
         PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for a float tensor"), done);
     }
+    PTQ_TRY(st, quant_plan_fit_int32_biases(ctx, g, p), done);
     *out = p;
     p = NULL;
 done:

@@ -17,7 +17,9 @@ plan takes --reduce-range). The plans' quantized tensors are checked against the
 placement rules, and, where scripts/bench-setup.sh made .venv-bench (its
 onnxruntime.quantization needs ml_dtypes), the ort plan's against the
 tensors onnxruntime's quantize_static (QDQ, symmetric) quantizes. A bias three
-quantized Gemms share: the ort-cpu export's logits on onnxruntime within 5% of ptq's.
+quantized Gemms share: the ort-cpu export's logits on onnxruntime within 5% of ptq's. A Conv channel of subnormal
+or tiny (1e-33) weights with a bias of 1: the ort-cpu int32 bias does not saturate, the weight scale is
+quantize_static's, onnxruntime's logits within 5% of ptq's.
 Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import json
 import os
@@ -231,46 +233,80 @@ def shared_bias(J, images, cpu_flags):
           diff < 0.05, f"{diff:.2e}")
 
 
-def subnormal_channel(J, cpu_flags):
+def subnormal_channel(J, images, cpu_flags):
     """A quantized Conv whose channel 3 holds only subnormal weights (a pruned filter's leftovers) and a bias of 1:
     max|w| / 127 is below the smallest normal float32, where onnxruntime's quantize_static (compute_scale_zp) takes
     the scale 1. ptq took FLT_MIN, so the ort-cpu int32 bias's scale (input scale x FLT_MIN) was subnormal and the
     bias saturated at INT32_MAX codes: 1 became 2e-31, in validate and in onnxruntime alike. Every channel's
     int32 codes must give back its bias within half its scale."""
+    channel_bias(J, images, cpu_flags, "subnormal channel", 1e-40)
+
+
+def tiny_channel(J, images, cpu_flags):
+    """The same with weights of 1e-33 in channel 3: max|w| / 127 = 7.9e-36 is a normal float32, but the int32 bias
+    scale (input scale x that) is ~1e-37 and the bias of 1 saturated at INT32_MAX codes (it came back 4.6e-28).
+    onnxruntime's quantize_static raises such a weight scale (_adjust_weight_scale_for_int32_bias) to 1.0001 x
+    2 |bias| / (2^32 - 2) / input scale, and ptq's plan now does the same: that scale exactly, the bias given back."""
+    channel_bias(J, images, cpu_flags, "tiny channel", 1e-33)
+
+
+def channel_bias(J, images, cpu_flags, tag, tiny):
+    """A Conv whose channel 3 holds weights of +-tiny and a bias of 1, planned for ort-cpu: the export's int32 bias
+    gives back every channel's bias within half its scale, a raised weight scale is onnxruntime's, and onnxruntime's
+    integer kernels on the export give ptq validate's logits (5% of the largest allowed, as shared_bias)."""
     b = Builder(6)
     h = b.op("Relu", [b.conv("input", 1, 24)])
+    x_name = h
     h = b.conv(h, 24, 24)
     w_name, b_name = b.nodes[-1].input[1], b.nodes[-1].input[2]
     for i, t in enumerate(b.inits):
         a = numpy_helper.to_array(t).copy()
         if t.name == w_name:
-            a[3] = np.float32(1e-40) * np.sign(b.rng.randn(*a[3].shape))
+            a[3] = np.float32(tiny) * np.sign(b.rng.randn(*a[3].shape))
+            weight = a
         elif t.name == b_name:
             a[3] = 1.0
+            bias = a
         else:
             continue
         b.inits[i] = numpy_helper.from_array(a, t.name)
-        if t.name == b_name:
-            bias = a
     h = b.op("Flatten", [b.op("GlobalAveragePool", [b.op("Relu", [h])])])
-    b.model("input", b.head(h, "Gemm", 24), J("subnormal.onnx"))
-    plan, qdq = J("sn.json"), J("sn.onnx")
-    for args in (("calibrate", "--model", J("subnormal.onnx"), "--data", J("train.h5"), "--samples", "256",
-                  "--out", J("sn.h5")),
-                 ("plan", J("sn.h5"), "--model", J("subnormal.onnx"), "--target", "ort-cpu", *cpu_flags,
-                  "--out", plan),
-                 ("export", "--format", "qdq", "--plan", plan, "--model", J("subnormal.onnx"), "--out", qdq)):
+    model = J(f"{tag}.onnx")
+    b.model("input", b.head(h, "Gemm", 24), model)
+    plan, qdq, logits = J(f"{tag}.json"), J(f"{tag}-qdq.onnx"), J(f"{tag}.npy")
+    for args in (("calibrate", "--model", model, "--data", J("train.h5"), "--samples", "256", "--out", J("cb.h5")),
+                 ("plan", J("cb.h5"), "--model", model, "--target", "ort-cpu", *cpu_flags, "--out", plan),
+                 ("validate", "--model", model, "--plan", plan, "--data", J("test.h5"), "--limit", "500",
+                  "--report", J("cb-rep"), "--logits", logits),
+                 ("export", "--format", "qdq", "--plan", plan, "--model", model, "--out", qdq)):
         rc, _, err = ptq(*args)
-        check(f"subnormal channel: {args[0]}", rc == 0, err.strip()[-300:])
+        check(f"{tag}: {args[0]}", rc == 0, err.strip()[-300:])
         if rc != 0:
             return
     got = {t.name: numpy_helper.to_array(t) for t in onnx.load(qdq).graph.initializer}
     q = next((a for n, a in got.items() if a.dtype == np.int32 and b_name in n and a.shape == bias.shape), None)
     scale = next((a for n, a in got.items() if a.dtype == np.float32 and b_name in n and n.endswith("scale")), None)
     back = None if q is None or scale is None else q.astype(np.float64) * scale.astype(np.float64)
-    check("subnormal channel: the ort-cpu int32 bias gives back every channel's bias within half its scale",
+    check(f"{tag}: the ort-cpu int32 bias gives back every channel's bias within half its scale",
           back is not None and bool(np.all(np.abs(back - bias) <= 0.5 * scale)),
           "no int32 bias" if back is None else f"channel 3: {bias[3]} came back {back[3]:.3g} (scale {scale[3]:.3g})")
+    # onnxruntime's _adjust_weight_scale_for_int32_bias (qdq_quantizer.py), per channel, in float64 as numpy's
+    entries = {e["name"]: e for e in json.load(open(plan))["tensors"]}
+    x_scale = np.float64(np.float32(entries[x_name]["scales"][0]))
+    w_scale = np.array(entries[w_name]["scales"], np.float32)
+    qmax = 64.0 if cpu_flags else 127.0
+    plain = (np.abs(weight).reshape(len(weight), -1).max(axis=1).astype(np.float64) / qmax).astype(np.float32)
+    plain = np.where(plain >= np.finfo(np.float32).tiny, plain, np.float32(1))
+    want_bias = 1.0001 * (2.0 * np.abs(bias.astype(np.float64))) / (2.0 ** 32 - 2)
+    have = x_scale * plain.astype(np.float64)
+    want = np.where((have < want_bias) & (have > 0), (plain * (want_bias / have)).astype(np.float32), plain)
+    check(f"{tag}: the weight scales are onnxruntime's quantize_static's", bool(np.all(w_scale == want)),
+          f"channel 3: {w_scale[3]:.8g}, onnxruntime's {want[3]:.8g}")
+    ours = np.load(logits)
+    theirs = run_ort(qdq, images[:500])
+    diff = float(np.abs(ours - theirs).max() / np.abs(ours).max())
+    check(f"{tag}: onnxruntime's integer kernels give ptq's logits (max diff < 5% of the largest)", diff < 0.05,
+          f"{diff:.2e}")
 
 
 def run_ort(path, images, level=None, disabled=()):
@@ -308,7 +344,8 @@ def main():
     bench_py = os.path.join(SRC, ".venv-bench", "bin", "python3")
     cpu_flags = reduce_range_flags("the ort-cpu plan")
     shared_bias(J, images, cpu_flags)
-    subnormal_channel(J, cpu_flags)
+    subnormal_channel(J, images, cpu_flags)
+    tiny_channel(J, images, cpu_flags)
     for make in (clip_maxpool_gemm, concat_matmul, residual, small_layers):
         model = J(make.__name__ + ".onnx")
         marks = make(model)

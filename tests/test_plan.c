@@ -555,6 +555,65 @@ static void check_subnormal_channel(ptq_graph *g, const ptq_calib_set *s)
     free(w);
 }
 
+/* A channel of tiny but normal weights (1e-33: scale 7.9e-36, a normal float32) in an ort-cpu plan: its int32 bias
+ * scale, input scale x weight scale, was so small that the bias codes saturated at INT32_MAX (a bias of 0.1 read back
+ * as 1e-28). onnxruntime's quantize_static raises such a weight scale (_adjust_weight_scale_for_int32_bias) to
+ * 1.0001 x 2 |bias| / (2^32 - 2) / input scale; ptq must too, with and without reduce_range, and each channel's bias
+ * codes then fit int32. A trt plan (no int32 bias) keeps max|w| / 127. */
+static void check_tiny_channel(ptq_graph *g, const ptq_calib_set *s)
+{
+    int v;
+    int64_t per;
+    const void *orig;
+    float *w = conv92_copy(g, 2, &v, &per, &orig);
+    const int b = ptq_graph_find_value(g, "onnx::Conv_93");
+    CHECK(b >= 0 && g->values[b].data && g->values[b].ndim == 1);
+    if (!w || b < 0)
+        return;
+    for (int64_t k = 0; k < per; k++)
+        w[2 * per + k] = k % 3 ? 1e-33f : -0.5e-33f;
+    g->values[v].data = w;
+    const float *bias = g->values[b].data;
+    CHECK_MSG(fabsf(bias[2]) > 1e-3f, "the demo's bias of channel 2 is %g", (double)bias[2]);
+    for (int rr = 0; rr < 3; rr++) {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+        ptq_plan *p = NULL;
+        const ptq_status st = ptq_plan_make_target(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8,
+                                                   PTQ_PLACEMENT_ORT, rr == 2 ? PTQ_TARGET_TRT : PTQ_TARGET_ORT_CPU,
+                                                   &p);
+        CHECK_MSG(st == PTQ_OK && (rr != 1 || ptq_plan_reduce_range(&ctx, g, p) == PTQ_OK), "%s", ctx.msg);
+        const ptq_plan_entry *e = p ? find(p, "onnx::Conv_92") : NULL;
+        const ptq_plan_entry *x = p ? find(p, "/stem/stem.2/Relu_output_0") : NULL;
+        CHECK(e && x && e->n_scales > 2 && x->n_scales == 1);
+        if (!e || !x || e->n_scales <= 2 || x->n_scales != 1) {
+            ptq_plan_free(p);
+            continue;
+        }
+        const double qmax = rr == 1 ? 64.0 : 127.0, plain = (double)(float)(1e-33 / qmax);
+        if (rr == 2) {
+            CHECK_MSG(e->scales[2] == (float)plain, "trt plan: channel 2's scale %g, want %g", (double)e->scales[2],
+                      plain);
+        } else { /* onnxruntime's rule, in float64 as numpy computes it */
+            const double want = 1.0001 * (2.0 * fabs((double)bias[2])) / 4294967294.0;
+            const double raised = (double)(float)(plain * (want / ((double)x->scales[0] * plain)));
+            CHECK_MSG(e->scales[2] == (float)raised && strstr(e->source, "int32 bias 'onnx::Conv_93'"),
+                      "reduce_range %d: channel 2's scale %g, want %g (%s)", rr, (double)e->scales[2], raised,
+                      e->source);
+            for (int64_t c = 0; c < e->n_scales; c++) {
+                const double q = rint((double)bias[c] / (double)(x->scales[0] * e->scales[c]));
+                CHECK_MSG(fabs(q) < 2147483647.0, "reduce_range %d: channel %lld's bias %g takes code %g", rr,
+                          (long long)c, (double)bias[c], q);
+            }
+        }
+        CHECK_MSG(ptq_plan_check(&ctx, p, g, SHA) == PTQ_OK, "%s", ctx.msg);
+        ptq_plan_free(p);
+    }
+    g->values[v].data = orig;
+    free(w);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -623,6 +682,7 @@ int main(void)
     check_core(g, s);
     check_nonfinite_weight(g, s);
     check_subnormal_channel(g, s);
+    check_tiny_channel(g, s);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */
