@@ -45,6 +45,8 @@ int ptq_placement_rule_owner(const char *rule, int *weights_only);
 #define PTQ_RULE_WEIGHT "weight"
 /* The rule keeping a weight in high precision because its op reads no quantized activation. */
 #define PTQ_RULE_WEIGHT_FOLLOWS "weight.follows-input"
+/* The rule keeping an activation the archive gave no range in high precision: it had no values (always empty). */
+#define PTQ_RULE_NO_RANGE "archive.no-range"
 /* The rule keeping a transformer's LayerNorm, Softmax and residual Add outputs in FP16. */
 #define PTQ_RULE_FP16_TRANSFORMER "trt.fp16-transformer"
 

@@ -277,6 +277,49 @@ ptq_status quant_entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer
     return entry_scale(ctx, e, scale);
 }
 
+/* 1 if tensor i of set s is always empty: the archive saw none of its values, and graph g's shapes give it a dim
+ * of size 0 (at batch 1; one empty only there, such as a Slice of the batch, saw values at the archive's batch). */
+static int calib_tensor_empty(const ptq_graph *g, const ptq_calib_set *s, int64_t i)
+{
+    ptq_observer_stats os;
+    ptq_observer_get_stats(ptq_calib_set_observer(s, i), &os);
+    const int v = ptq_graph_find_value(g, ptq_calib_set_name(s, i));
+    if (os.count != 0 || v < 0)
+        return 0;
+    for (int d = 0; d < g->values[v].ndim; d++)
+        if (g->values[v].dims[d] == 0)
+            return 1;
+    return 0;
+}
+
+ptq_status quant_calib_ranges(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_set *s, const ptq_calib_params *cp,
+                              ptq_calib_range *ranges, unsigned char *empty)
+{
+    const int64_t n = ptq_calib_set_n_tensors(s);
+    int64_t bad = -1, n_empty = 0;
+    for (int64_t i = 0; i < n; i++)
+        n_empty += empty[i] = (unsigned char)calib_tensor_empty(g, s, i);
+    const ptq_status st = ptq_calib_set_ranges(ctx, s, cp, ranges, &bad);
+    if (st == PTQ_OK || bad < 0 || n_empty == 0)
+        return st;
+    /* every range is computed, a failed one zeroed: the failures of tensors that are not empty are errors */
+    for (int64_t i = 0; i < n; i++) {
+        if (empty[i]) {
+            memset(&ranges[i], 0, sizeof ranges[i]);
+            ranges[i].degenerate = 1;
+            continue;
+        }
+        if (ranges[i].degenerate || ranges[i].amax > 0)
+            continue;
+        ptq_ctx one;
+        ptq_ctx_init(&one);
+        const ptq_status st_i = ptq_calib_compute(&one, cp, ptq_calib_set_observer(s, i), &ranges[i]);
+        if (st_i != PTQ_OK)
+            return ptq_fail(ctx, st_i, "tensor '%s': %s", ptq_calib_set_name(s, i), one.msg);
+    }
+    return PTQ_OK;
+}
+
 ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                             const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                             ptq_prec core, ptq_plan **out)
@@ -332,6 +375,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     ptq_calib_range *ranges = NULL;
     place_decision *place = NULL;
     int64_t *entry_of = NULL;
+    unsigned char *empty = NULL;
     *out = NULL;
     PTQ_TRY_RET(ptq_plan_settings_check(ctx, core, placement, target, 0));
     const int ort_cpu = target == PTQ_TARGET_ORT_CPU;
@@ -349,8 +393,9 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     ranges = calloc((size_t)n_act + 1, sizeof *ranges);
     place = calloc((size_t)g->n_values + 1, sizeof *place);
     entry_of = malloc(((size_t)g->n_values + 1) * sizeof *entry_of);
+    empty = calloc((size_t)n_act + 1, 1);
     p = calloc(1, sizeof *p);
-    if (!edge || !wt || !ranges || !place || !entry_of || !p) {
+    if (!edge || !wt || !ranges || !place || !entry_of || !empty || !p) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
         goto done;
     }
@@ -383,8 +428,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     memcpy(p->model_sha256, model_sha256, 65);
     p->core = core;
     p->target = target;
-    int64_t bad = -1;
-    PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &cp, ranges, &bad), done);
+    PTQ_TRY(st, quant_calib_ranges(ctx, g, s, &cp, ranges, empty), done);
     ptq_calib_params minmax = cp;
     minmax.method = PTQ_CALIB_MINMAX;
 
@@ -403,6 +447,11 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         entry_of[v] = p->n++;
         if (d.action == PLACE_FP32) {
             PTQ_TRY(st, entry_set(ctx, e, name, 0, PTQ_PREC_FP32, -1, not_placed, d.rule), done);
+            continue;
+        }
+        if (empty[i] && d.action != PLACE_FP16) {
+            PTQ_TRY(st, entry_set(ctx, e, name, 0, high, -1, "archive: no values (an empty tensor)",
+                                  PTQ_RULE_NO_RANGE), done);
             continue;
         }
         /* an observed tensor no rule covers (not a float activation) is rounded as --placement all does */
@@ -482,6 +531,7 @@ done:
     free(ranges);
     free(place);
     free(entry_of);
+    free(empty);
     ptq_plan_free(p);
     return st;
 }

@@ -27,6 +27,11 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_p
  * and zero point of the observed range [min, max] of obs clipped to the
  * calibrator's [-amax, amax]. quant/plan.c. */
 ptq_status quant_entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax);
+/* The ranges of every tensor of set s by calibrator cp, as ptq_calib_set_ranges gives them ([n tensors]), but a
+ * tensor always empty in graph g (no values seen, a dim of size 0 in g's shapes) is no error: empty[i] 1 and its
+ * range degenerate. quant/plan.c. */
+ptq_status quant_calib_ranges(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_set *s, const ptq_calib_params *cp,
+                              ptq_calib_range *ranges, unsigned char *empty);
 /* Where target t keeps a tensor out of quantization: FP16, or FP32 for
  * ort-cpu (onnxruntime's CPU kernels have no FP16 arithmetic). quant/plan.c. */
 ptq_prec quant_target_float(ptq_target t);

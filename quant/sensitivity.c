@@ -210,17 +210,19 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
     ptq_status st = PTQ_OK;
     ptq_plan *p = NULL;
     ptq_calib_range *ranges = NULL;
+    unsigned char *empty = NULL;
     *out = NULL;
     PTQ_TRY(st, quant_plan_copy(ctx, default_plan, &p), done);
     const int64_t n_act = ptq_calib_set_n_tensors(s);
     ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, default_plan->core, 0};
     PTQ_TRY(st, ptq_calib_spec_parse(ctx, default_plan->method, &cp.method, &cp.percentile), done);
-    if (!(ranges = calloc((size_t)n_act + 1, sizeof *ranges))) {
+    ranges = calloc((size_t)n_act + 1, sizeof *ranges);
+    empty = calloc((size_t)n_act + 1, 1);
+    if (!ranges || !empty) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for ranges");
         goto done;
     }
-    int64_t bad = -1;
-    PTQ_TRY(st, ptq_calib_set_ranges(ctx, s, &cp, ranges, &bad), done);
+    PTQ_TRY(st, quant_calib_ranges(ctx, g, s, &cp, ranges, empty), done);
     const int ort_cpu = p->target == PTQ_TARGET_ORT_CPU;
     for (int64_t i = 0; i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];
@@ -267,6 +269,7 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
     p = NULL;
 done:
     free(ranges);
+    free(empty);
     ptq_plan_free(p);
     return st;
 }
