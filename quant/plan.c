@@ -269,11 +269,24 @@ ptq_status ptq_target_parse(ptq_ctx *ctx, const char *s, ptq_target *out)
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unknown target '%s' (choices: trt, ort-cpu)", s ? s : "(null)");
 }
 
-ptq_status quant_entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax)
+ptq_status quant_entry_act_scale(ptq_ctx *ctx, ptq_plan_entry *e, ptq_prec prec, const ptq_observer *obs,
+                                 const ptq_calib_range *r, int *normal)
 {
-    float lo, hi, scale = 1.0f;
-    ptq_calib_clip_range(obs, amax, &lo, &hi);
-    ptq_k_uint8_params_ref(lo, hi, &scale, &e->zero_point);
+    float scale = (float)r->scale;
+    int32_t zero_point = 0;
+    if (prec == PTQ_PREC_UINT8) {
+        float lo, hi;
+        ptq_calib_clip_range(obs, r->amax, &lo, &hi);
+        ptq_k_uint8_params_ref(lo, hi, &scale, &zero_point);
+    }
+    *normal = scale >= FLT_MIN && isfinite(scale);
+    if (!*normal)
+        return PTQ_OK;
+    free(e->scales);
+    e->scales = NULL;
+    e->prec = prec;
+    e->axis = -1;
+    e->zero_point = zero_point;
     return entry_scale(ctx, e, scale);
 }
 
@@ -466,11 +479,11 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
                               : whole ? PTQ_PLAN_SOURCE_SOFTMAX : source,
                               d.rule ? d.rule : "all.observed"),
                 done);
-        if (!fp16 && act_core == PTQ_PREC_UINT8)
-            PTQ_TRY(st, quant_entry_uint8(ctx, e, ptq_calib_set_observer(s, i), ranges[i].amax), done);
-        else if (!fp16)
-            PTQ_TRY(st, entry_scale(ctx, e, ranges[i].scale), done);
-        if (!fp16 && e->n_scales == 1 && !(e->scales[0] >= FLT_MIN && isfinite(e->scales[0])))
+        int normal = 1;
+        if (!fp16)
+            PTQ_TRY(st, quant_entry_act_scale(ctx, e, act_core, ptq_calib_set_observer(s, i), &ranges[i], &normal),
+                    done);
+        if (!normal)
             PTQ_TRY(st, entry_keep_fp32(ctx, e, ranges[i].amax), done);
     }
     /* quantize_static's shared parameters: the output takes its input's scale, or stays float */

@@ -23,10 +23,13 @@ const ptq_op_traits *quant_weight_user(const ptq_graph *g, int v, const ptq_node
 ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_prec prec, double qmax, float **out,
                                int64_t *n_out);
 
-/* Activation entry e (target ort-cpu, uint8; no scales yet) gets the scale
- * and zero point of the observed range [min, max] of obs clipped to the
- * calibrator's [-amax, amax]. quant/plan.c. */
-ptq_status quant_entry_uint8(ptq_ctx *ctx, ptq_plan_entry *e, const ptq_observer *obs, double amax);
+/* Activation entry e quantized in prec from obs's calibrated range r: uint8 (target ort-cpu) the scale and zero
+ * point of the observed range [min, max] clipped to the calibrator's [-amax, amax], any other format r's scale.
+ * *normal 0, e untouched, when that scale is no normal float32 (|x| below about 1e-36, or past float's range):
+ * TensorRT and onnxruntime take no such scale, and the plan keeps the tensor in FP32 (the plan and sensitivity's
+ * trial plan both decide here). quant/plan.c. */
+ptq_status quant_entry_act_scale(ptq_ctx *ctx, ptq_plan_entry *e, ptq_prec prec, const ptq_observer *obs,
+                                 const ptq_calib_range *r, int *normal);
 /* The ranges of every tensor of set s by calibrator cp, as ptq_calib_set_ranges gives them ([n tensors]), but a
  * tensor always empty in graph g (no values seen, a dim of size 0 in g's shapes) is no error: empty[i] 1 and its
  * range degenerate. quant/plan.c. */

@@ -237,30 +237,24 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
             const int64_t j = ptq_calib_set_find(s, e->name);
             if (j < 0 || ranges[j].degenerate)
                 continue; /* no range: stays in float */
-            e->axis = -1;
-            if (ort_cpu) { /* the format the ort-cpu plan gives its activations */
-                e->prec = PTQ_PREC_UINT8;
-                PTQ_TRY(st, quant_entry_uint8(ctx, e, ptq_calib_set_observer(s, j), ranges[j].amax), done);
-                PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for a float tensor"), done);
-                continue;
-            }
-            if (!(e->scales = malloc(sizeof *e->scales))) {
-                st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
-                goto done;
-            }
-            e->scales[0] = (float)ranges[j].scale;
-            e->n_scales = 1;
-        } else {
-            int input = 0;
-            const ptq_node *n = NULL;
-            const ptq_op_traits *t = quant_weight_user(g, v, &n, &input);
-            if (!t)
-                continue;
-            e->axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
-            PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], e->axis, p->core, ptq_plan_weight_qmax(p, p->core),
-                                            &e->scales, &e->n_scales),
+            /* the format the plan gives its activations (ort-cpu: uint8); none without a normal float32 scale */
+            int normal = 0;
+            PTQ_TRY(st, quant_entry_act_scale(ctx, e, ort_cpu ? PTQ_PREC_UINT8 : p->core, ptq_calib_set_observer(s, j),
+                                              &ranges[j], &normal),
                     done);
+            if (normal)
+                PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for a float tensor"), done);
+            continue;
         }
+        int input = 0;
+        const ptq_node *n = NULL;
+        const ptq_op_traits *t = quant_weight_user(g, v, &n, &input);
+        if (!t)
+            continue;
+        e->axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
+        PTQ_TRY(st, quant_weight_scales(ctx, &g->values[v], e->axis, p->core, ptq_plan_weight_qmax(p, p->core),
+                                        &e->scales, &e->n_scales),
+                done);
         e->prec = p->core;
         PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for a float tensor"), done);
     }
@@ -823,7 +817,7 @@ ptq_status ptq_sens_format_markdown(ptq_ctx *ctx, const ptq_sensitivity *s, cons
                 ptq_buf_putf(&b, " (%+.2f) | ", -drop);
             }
         } else {
-            ptq_buf_putf(&b, "— | — | — | — (only zeros seen) | ");
+            ptq_buf_putf(&b, "— | — | — | — (no core scale: only zeros seen, no values, or no normal float32 one) | ");
         }
         if (t->measured_b)
             ptq_buf_putf(&b, "%+.2f |\n", pts(t->b.top1 - def.top1, t->b.n));

@@ -146,7 +146,8 @@ static void sens_table(html_out *o, const sens_view *v)
             }
             html_put(o, "</td>");
         } else {
-            html_put(o, "<td colspan=\"5\" class=\"l note\">not measured (only zeros seen)</td>");
+            html_put(o, "<td colspan=\"5\" class=\"l note\">not measured (no core scale: only zeros seen, no values, "
+                        "or no normal float32 one)</td>");
         }
         put_number(o, r->recovered_pts, "%+.2f");
         html_put(o, "</tr>\n");

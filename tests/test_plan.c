@@ -15,6 +15,7 @@
 
 #include "kernels/numfmt.h"
 #include "ptq/plan.h"
+#include "ptq/sensitivity.h"
 #include "testlib.h"
 
 static const char SHA[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -614,6 +615,64 @@ static void check_tiny_channel(ptq_graph *g, const ptq_calib_set *s)
     free(w);
 }
 
+/* Two activations whose values are subnormal (amax 3e-41: amax / 127 a subnormal float32; 1e-44: it rounds to 0) in
+ * a trt plan: the plan keeps them FP32 (no normal float32 scale, which TensorRT needs), and sensitivity's trial plan
+ * (ptq_sens_core_plan, every float tensor given core scales) must not quantize them either: it gave them those
+ * scales, which its own plan check refused, and measured the tensor "only quantized" with a scale no plan can
+ * have (a scale of 0: every value NaN). For each core; the ort-cpu plan's uint8 scale is 1 there, in both. */
+static void check_sens_core_tiny(const ptq_graph *g)
+{
+    static const char *const tiny_names[] = {"/stem/stem.2/Relu_output_0", "/layers/layers.0/Relu_output_0"};
+    static const float tiny[] = {1e-41f, 1e-44f};
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_calib_set *s = NULL;
+    float x[1000], y[1000];
+    test_fill_uniform(x, 1000, -2.0f, 3.0f);
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &s) == PTQ_OK &&
+          ptq_calib_set_describe(&ctx, s, SHA, "m", "p") == PTQ_OK);
+    for (int v = 0; s && v < g->n_values; v++) {
+        float k = 1.0f;
+        for (int t = 0; t < 2; t++)
+            k = strcmp(g->values[v].name, tiny_names[t]) == 0 ? tiny[t] : k;
+        for (int i = 0; i < 1000; i++)
+            y[i] = x[i] * k;
+        ptq_tensor t = {PTQ_DT_FLOAT, 1, {1000}, y, PTQ_MEM_HOST, 0};
+        if (ptq_calib_set_tap(s, &ctx, g, -1, v, &t) != PTQ_OK)
+            break;
+    }
+    static const ptq_prec cores[] = {PTQ_PREC_INT8, PTQ_PREC_FP8_E4M3, PTQ_PREC_INT8};
+    for (int c = 0; s && c < 3; c++) {
+        const ptq_target target = c == 2 ? PTQ_TARGET_ORT_CPU : PTQ_TARGET_TRT;
+        ptq_calib_params cp = {PTQ_CALIB_MINMAX, PTQ_QFORMAT_INT8, 0};
+        ptq_plan *p = NULL, *core = NULL;
+        const ptq_placement placement = c == 2 ? PTQ_PLACEMENT_ORT : PTQ_PLACEMENT_TRT;
+        CHECK_MSG(ptq_plan_make_target(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, cores[c], placement, target, &p) ==
+                      PTQ_OK,
+                  "%s", ctx.msg);
+        CHECK_MSG(p && ptq_sens_core_plan(&ctx, g, s, p, &core) == PTQ_OK, "%s", ctx.msg);
+        for (int t = 0; core && t < 2; t++) {
+            const ptq_plan_entry *d = find(p, tiny_names[t]), *e = find(core, tiny_names[t]);
+            CHECK(d && e);
+            if (!d || !e)
+                continue;
+            if (target == PTQ_TARGET_TRT) {
+                CHECK_MSG(d->prec == PTQ_PREC_FP32 && strstr(d->source, "no normal float32 scale"), "%s: %s, %s",
+                          d->name, ptq_prec_name(d->prec), d->source);
+                CHECK_MSG(!ptq_prec_is_quantized(e->prec), "core %d, %s in the trial plan: %s, scale %g", (int)c,
+                          e->name, ptq_prec_name(e->prec), e->n_scales ? (double)e->scales[0] : -1.0);
+            } else {
+                CHECK_MSG(e->prec == d->prec && e->n_scales == 1 && e->scales[0] == 1.0f, "ort-cpu, %s: %s, %s",
+                          e->name, ptq_prec_name(e->prec), ptq_prec_name(d->prec));
+            }
+        }
+        CHECK_MSG(core && ptq_plan_check(&ctx, core, g, SHA) == PTQ_OK, "core %d: the trial plan: %s", c, ctx.msg);
+        ptq_plan_free(core);
+        ptq_plan_free(p);
+    }
+    ptq_calib_set_free(s);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -683,6 +742,7 @@ int main(void)
     check_nonfinite_weight(g, s);
     check_subnormal_channel(g, s);
     check_tiny_channel(g, s);
+    check_sens_core_tiny(g);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */
