@@ -147,7 +147,9 @@ typedef struct enode { /* a NodeProto of the file */
     char *name;
     int n_in, n_out;
     char **in, **out;
-    char *drop_attr, *add_input; /* ptq_onnx_edit_attr_to_input: the attribute dropped, the input appended */
+    /* ptq_onnx_edit_attr_to_input, n_moved times: the attributes dropped, the inputs appended in order */
+    int n_moved;
+    char **drop_attr, **add_input;
     char **out_to; /* [n_out] ptq_onnx_edit_rename_output: the name output j is written as (NULL: its own) */
 } enode;
 
@@ -229,6 +231,10 @@ void ptq_onnx_edit_free(ptq_onnx_edit *e)
         return;
     for (int i = 0; i < e->n_nodes; i++) {
         free(e->nodes[i].name);
+        for (int j = 0; j < e->nodes[i].n_moved; j++) {
+            free(e->nodes[i].drop_attr[j]);
+            free(e->nodes[i].add_input[j]);
+        }
         free(e->nodes[i].drop_attr);
         free(e->nodes[i].add_input);
         free_names(e->nodes[i].in, e->nodes[i].n_in);
@@ -918,11 +924,23 @@ ptq_status ptq_onnx_edit_rename_output(ptq_ctx *ctx, ptq_onnx_edit *e, const cha
 static ptq_status move_attr(ptq_ctx *ctx, ptq_onnx_edit *e, enode *n, const char *label, const char *attr,
                             const char *input)
 {
-    if (n->drop_attr)
-        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input: node '%s' already moves '%s'", e->path,
-                        label, n->drop_attr);
-    if (!(n->drop_attr = strdup(attr)) || !(n->add_input = strdup(input)))
+    for (int j = 0; j < n->n_moved; j++)
+        if (!strcmp(n->drop_attr[j], attr))
+            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: attr_to_input: node '%s' already moves '%s'", e->path,
+                            label, attr);
+    char **d = realloc(n->drop_attr, (size_t)(n->n_moved + 1) * sizeof *d);
+    if (d)
+        n->drop_attr = d;
+    char **a = d ? realloc(n->add_input, (size_t)(n->n_moved + 1) * sizeof *a) : NULL;
+    if (a)
+        n->add_input = a;
+    char *ds = a ? strdup(attr) : NULL, *as = ds ? strdup(input) : NULL;
+    if (!as) {
+        free(ds);
         return oom(ctx, e);
+    }
+    n->drop_attr[n->n_moved] = ds;
+    n->add_input[n->n_moved++] = as;
     return PTQ_OK;
 }
 
@@ -1090,9 +1108,10 @@ static ptq_status check_names(ptq_ctx *ctx, const ptq_onnx_edit *e)
                             "%s: input '%s' renamed to '%s', but no initializer, node or graph input defines it",
                             e->path, e->renames[r].from, e->renames[r].to);
     for (int k = 0; k < e->n_nodes; k++)
-        if (e->nodes[k].add_input && smap_get(&e->defined, e->nodes[k].add_input, 0) <= 0)
-            return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: node '%s' gets input '%s', which nothing defines", e->path,
-                            e->nodes[k].name, e->nodes[k].add_input);
+        for (int j = 0; j < e->nodes[k].n_moved; j++)
+            if (smap_get(&e->defined, e->nodes[k].add_input[j], 0) <= 0)
+                return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: node '%s' gets input '%s', which nothing defines",
+                                e->path, e->nodes[k].name, e->nodes[k].add_input[j]);
     for (int a = 0; a < e->n_added; a++)
         for (int j = 0; j < e->added[a].n_in; j++)
             if (e->added[a].in[j][0] && smap_get(&e->defined, e->added[a].in[j], 0) <= 0)
@@ -1118,7 +1137,7 @@ static void emit_added(const ptq_onnx_edit *e, const int *pos, const int *order,
 
 static int node_renamed(const ptq_onnx_edit *e, int k)
 {
-    if (e->nodes[k].drop_attr || e->nodes[k].out_to)
+    if (e->nodes[k].n_moved || e->nodes[k].out_to)
         return 1;
     for (int j = 0; j < e->nodes[k].n_in; j++)
         if (renamed_input(e, k, j) != e->nodes[k].in[j])
@@ -1356,8 +1375,8 @@ static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
         const uint8_t *start = nr->p;
         int drop = 0;
         PTQ_TRY(st, ptq_pb_next(nr, &f), done);
-        if (f.num == 5 && e->nodes[k].drop_attr)
-            PTQ_TRY(st, attr_named(nr, &f, e->nodes[k].drop_attr, &drop), done);
+        for (int m = 0; f.num == 5 && !drop && m < e->nodes[k].n_moved; m++)
+            PTQ_TRY(st, attr_named(nr, &f, e->nodes[k].drop_attr[m], &drop), done);
         if (f.num == 1) {
             ptq_pb_put_str(&nb, 1, renamed_input(e, k, j++));
         } else if (f.num == 2 && e->nodes[k].out_to) {
@@ -1372,8 +1391,8 @@ static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
             ptq_buf_put(&nb, start, (size_t)(nr->p - start));
         }
     }
-    if (e->nodes[k].add_input)
-        ptq_pb_put_str(&nb, 1, e->nodes[k].add_input);
+    for (int m = 0; m < e->nodes[k].n_moved; m++)
+        ptq_pb_put_str(&nb, 1, e->nodes[k].add_input[m]);
     ptq_pb_put_len(b, 1, nb.data, nb.n_bytes);
     b->failed |= nb.failed;
 done:

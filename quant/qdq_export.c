@@ -5,10 +5,13 @@
  * (kernels/ref/numfmt.c); FP16 activations are a Cast pair, so onnxruntime
  * rounds where the simulation does; uint8 activations carry their zero
  * point, a reduce_range plan's INT8 weight codes lie in [-64, 64], and
- * an ort-cpu plan's biases become int32 (quant/bias.c); a
- * reduction's axes attribute becomes an input where the opset written asks.
+ * an ort-cpu plan's biases become int32 (quant/bias.c); attributes that
+ * the opset written takes as inputs (a reduction's axes, Clip's min and max,
+ * Dropout's ratio) become inputs, on every node of the file, folded or not.
  * Covered by tests/qdq_export_test.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +21,7 @@
 #include "ptq/qdq.h"
 #include "quant/quant_internal.h"
 
-enum { ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_INT64 = 7, ONNX_FLOAT16 = 10 };
+enum { ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_INT64 = 7, ONNX_FLOAT16 = 10, ONNX_DOUBLE = 11 };
 
 /* The ONNX element type of p's codes (the format table's). */
 static int onnx_type_of(ptq_prec p)
@@ -410,17 +413,30 @@ done:
     return st;
 }
 
-/* Attributes that became inputs at an opset (Unsqueeze's and Squeeze's axes, Split's split and ReduceSum's axes at
- * 13, the other reductions' axes at 18): a model written below it and exported at or above it (per-channel weights
- * need 13, FP8 19) has the attribute moved to an int64 initializer, its input 1, as onnx's version converter does. */
+/* Attributes that became inputs at an opset: a model written below it and exported at or above it (per-channel
+ * weights need 13, FP8 19) has each moved to an initializer, appended as the node's next input in the order listed,
+ * as onnx's version converter does. Integer lists become int64 [n] (Unsqueeze's, Squeeze's axes, Split's split
+ * and ReduceSum's axes at 13, the other reductions' axes at 18, Slice's starts, ends and axes at 10), a float a
+ * scalar of the node's input type (Clip's min and max at 11) or float32 (Dropout's ratio at 12). An absent attribute
+ * before a present one of its node takes its default (Clip's min, the lowest float); one after every present one is
+ * left out (an omitted optional input). ptq runs Pad from opset 11 and no TopK: theirs never come here. */
+typedef enum { AI_INTS, AI_FLOAT_AS_INPUT, AI_FLOAT32 } ai_kind;
 static const struct {
     const char *op_type, *attr;
     int64_t input_since;
+    ai_kind kind;
+    double dflt; /* where absent before a present one; NAN: required */
 } attr_inputs[] = {
-    {"Unsqueeze", "axes", 13}, {"Squeeze", "axes", 13}, {"Split", "split", 13}, {"ReduceSum", "axes", 13},
-    {"ReduceMean", "axes", 18}, {"ReduceMax", "axes", 18}, {"ReduceMin", "axes", 18}, {"ReduceProd", "axes", 18},
-    {"ReduceL1", "axes", 18}, {"ReduceL2", "axes", 18}, {"ReduceLogSum", "axes", 18}, {"ReduceLogSumExp", "axes", 18},
-    {"ReduceSumSquare", "axes", 18},
+    {"Unsqueeze", "axes", 13, AI_INTS, NAN}, {"Squeeze", "axes", 13, AI_INTS, NAN},
+    {"Split", "split", 13, AI_INTS, NAN}, {"ReduceSum", "axes", 13, AI_INTS, NAN},
+    {"ReduceMean", "axes", 18, AI_INTS, NAN}, {"ReduceMax", "axes", 18, AI_INTS, NAN},
+    {"ReduceMin", "axes", 18, AI_INTS, NAN}, {"ReduceProd", "axes", 18, AI_INTS, NAN},
+    {"ReduceL1", "axes", 18, AI_INTS, NAN}, {"ReduceL2", "axes", 18, AI_INTS, NAN},
+    {"ReduceLogSum", "axes", 18, AI_INTS, NAN}, {"ReduceLogSumExp", "axes", 18, AI_INTS, NAN},
+    {"ReduceSumSquare", "axes", 18, AI_INTS, NAN}, {"Slice", "starts", 10, AI_INTS, NAN},
+    {"Slice", "ends", 10, AI_INTS, NAN}, {"Slice", "axes", 10, AI_INTS, NAN},
+    {"Clip", "min", 11, AI_FLOAT_AS_INPUT, -FLT_MAX}, {"Clip", "max", 11, AI_FLOAT_AS_INPUT, FLT_MAX},
+    {"Dropout", "ratio", 12, AI_FLOAT32, 0.5},
 };
 
 static int64_t model_opset(const ptq_graph *g)
@@ -456,38 +472,93 @@ static ptq_status check_softmax_axis(ptq_ctx *ctx, const ptq_graph *g, const ptq
                     n->op_type, (long long)model, (long long)axis, x->ndim, (long long)write_opset, n->op_type);
 }
 
-/* Every node of g with an attribute opset write_opset takes as an input instead (attr_inputs), the attribute
- * moved; a Softmax whose meaning the new opset changes refused. */
-static ptq_status upgrade_attrs(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, int64_t write_opset)
+/* The initializer holding node n's attribute rule r (attr_inputs; a, or its default where a is NULL) as input, named
+ * name; x: the value of n's input 0 in g, or NULL. */
+static ptq_status attr_initializer(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_node *n, size_t r, const ptq_attr *a,
+                                   const ptq_value *x, const char *name)
 {
-    const int64_t model = model_opset(g);
-    for (int k = 0; k < g->n_nodes; k++) {
-        const ptq_node *n = &g->nodes[k];
-        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+    const ai_kind kind = attr_inputs[r].kind;
+    if (!a && isnan(attr_inputs[r].dflt))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%s' (%s) has no '%s' attribute, which it needs", n->name,
+                        n->op_type, attr_inputs[r].attr);
+    if (a && a->type != (kind == AI_INTS ? PTQ_ATTR_INTS : PTQ_ATTR_FLOAT))
+        return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%s' (%s): attribute '%s' has the wrong type", n->name, n->op_type,
+                        attr_inputs[r].attr);
+    if (kind == AI_INTS) {
+        const int64_t n_vals = a->n;
+        return ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_INT64, 1, &n_vals, a->ints,
+                                             (size_t)n_vals * sizeof(int64_t));
+    }
+    const double v = a ? (double)a->f : attr_inputs[r].dflt;
+    const ptq_dtype dt = kind == AI_FLOAT_AS_INPUT && x ? x->dtype : PTQ_DT_FLOAT;
+    if (dt == PTQ_DT_DOUBLE)
+        return ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_DOUBLE, 0, NULL, &v, sizeof v);
+    if (dt == PTQ_DT_FLOAT16) {
+        const uint16_t h = ptq_k_fp16_from_float_ref((float)v);
+        return ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_FLOAT16, 0, NULL, &h, sizeof h);
+    }
+    const float f = (float)v;
+    return ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_FLOAT, 0, NULL, &f, sizeof f);
+}
+
+/* Node n's attributes that opset write_opset takes as inputs (attr_inputs), moved; g: the graph the export planned
+ * on, for the type of n's input. */
+static ptq_status upgrade_node(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph *g, const ptq_graph *file,
+                               const ptq_node *n, int64_t model, int64_t write_opset)
+{
+    if ((n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) || n->n_outputs < 1 || n->outputs[0] < 0)
+        return PTQ_OK;
+    size_t last = SIZE_MAX; /* n's last rule whose attribute it has */
+    for (size_t r = 0; r < sizeof attr_inputs / sizeof attr_inputs[0]; r++)
+        if (!strcmp(n->op_type, attr_inputs[r].op_type) && model < attr_inputs[r].input_since &&
+            write_opset >= attr_inputs[r].input_since && ptq_node_attr(n, attr_inputs[r].attr))
+            last = r;
+    if (last == SIZE_MAX)
+        return PTQ_OK;
+    const char *out = file->values[n->outputs[0]].name;
+    const int xv = n->n_inputs > 0 && n->inputs[0] >= 0 ? ptq_graph_find_value(g, file->values[n->inputs[0]].name) : -1;
+    for (size_t r = 0; r <= last; r++) {
+        if (strcmp(n->op_type, attr_inputs[r].op_type) != 0)
             continue;
-        PTQ_TRY_RET(check_softmax_axis(ctx, g, n, model, write_opset));
-        for (size_t r = 0; r < sizeof attr_inputs / sizeof attr_inputs[0]; r++) {
-            const ptq_attr *a = ptq_node_attr(n, attr_inputs[r].attr);
-            if (strcmp(n->op_type, attr_inputs[r].op_type) != 0 || model >= attr_inputs[r].input_since ||
-                write_opset < attr_inputs[r].input_since || !a || a->type != PTQ_ATTR_INTS || n->n_outputs < 1 ||
-                n->outputs[0] < 0)
-                continue;
-            const char *const suffix[] = {attr_inputs[r].attr};
-            char *name, *buf = qdq_names(g->values[n->outputs[0]].name, 1, suffix, &name);
-            if (!buf)
-                return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", n->name);
-            const int64_t n_vals = a->n;
-            ptq_status st = ptq_onnx_edit_add_initializer(ctx, ed, name, ONNX_INT64, 1, &n_vals, a->ints,
-                                                          (size_t)n_vals * sizeof(int64_t));
-            if (st == PTQ_OK)
-                st = ptq_onnx_edit_attr_to_input_of(ctx, ed, g->values[n->outputs[0]].name, attr_inputs[r].attr,
-                                                    name);
-            free(buf);
-            if (st != PTQ_OK)
-                return st;
-        }
+        const char *const suffix[] = {attr_inputs[r].attr};
+        char *name, *buf = qdq_names(out, 1, suffix, &name);
+        if (!buf)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory exporting '%s'", n->name);
+        ptq_status st = attr_initializer(ctx, ed, n, r, ptq_node_attr(n, attr_inputs[r].attr),
+                                         xv >= 0 ? &g->values[xv] : NULL, name);
+        if (st == PTQ_OK)
+            st = ptq_onnx_edit_attr_to_input_of(ctx, ed, out, attr_inputs[r].attr, name);
+        free(buf);
+        if (st != PTQ_OK)
+            return st;
     }
     return PTQ_OK;
+}
+
+/* Every node of the model file with an attribute opset write_opset takes as an input instead (attr_inputs), the
+ * attribute moved; a Softmax whose meaning the new opset changes refused. The nodes ptq folded at load are not in
+ * g but are still in the file: where g has folded values, the file's nodes come from loading it again unfolded. */
+static ptq_status upgrade_attrs(ptq_ctx *ctx, ptq_onnx_edit *ed, const char *model_path, const ptq_graph *g,
+                                int64_t write_opset)
+{
+    const int64_t model = model_opset(g);
+    if (model >= write_opset)
+        return PTQ_OK;
+    for (int k = 0; k < g->n_nodes; k++)
+        if (!g->nodes[k].domain || !g->nodes[k].domain[0] || !strcmp(g->nodes[k].domain, "ai.onnx"))
+            PTQ_TRY_RET(check_softmax_axis(ctx, g, &g->nodes[k], model, write_opset));
+    int folded = 0;
+    for (int v = 0; v < g->n_values && !folded; v++)
+        folded = (g->values[v].flags & PTQ_VALUE_FOLDED) != 0;
+    ptq_graph *raw = NULL;
+    if (folded)
+        PTQ_TRY_RET(ptq_graph_load_onnx(ctx, model_path, &raw));
+    const ptq_graph *file = raw ? raw : g;
+    ptq_status st = PTQ_OK;
+    for (int k = 0; st == PTQ_OK && k < file->n_nodes; k++)
+        st = upgrade_node(ctx, ed, g, file, &file->nodes[k], model, write_opset);
+    ptq_graph_free(raw);
+    return st;
 }
 
 /* The opset to write: at least what the model has, what per-axis
@@ -585,7 +656,7 @@ ptq_status ptq_export_qdq(ptq_ctx *ctx, const char *model_path, const ptq_graph 
         for (int k = 0; k < g->n_nodes; k++)
             PTQ_TRY(st, add_bias(ctx, ed, g, p, k, done_bias), done);
     }
-    PTQ_TRY(st, upgrade_attrs(ctx, ed, g, write_opset), done);
+    PTQ_TRY(st, upgrade_attrs(ctx, ed, model_path, g, write_opset), done);
     PTQ_TRY(st, ptq_onnx_edit_require_opset(ctx, ed, write_opset, write_opset >= 19 ? 9 : 7), done);
     PTQ_TRY(st, ptq_onnx_edit_write(ctx, ed, out_path), done);
 done:

@@ -11,7 +11,11 @@ axes attribute to an input (also on the graph without biases). Both edits
 address the node by its output: by the loader's name ("Conv_2") the export
 failed, exit 2, "no existing node named Conv_2 reads 'B2'". An opset-11
 graph exported at opset 13: Unsqueeze's, Squeeze's and Split's attributes
-moved to inputs; a Softmax over two dims refused. Always-empty tensors
+moved to inputs; a Softmax over two dims refused. An opset-9 graph: Clip's
+min and max (one absent), Slice's starts, ends and axes and Dropout's
+ratio moved too, and so are the Unsqueezes of a shape
+ptq folded at load (onnxruntime refused both exports before: "Unrecognized
+attribute: min for operator Clip", "Unsqueeze:13 has input size 1"). Always-empty tensors
 (a Split's part of size 0, a Slice of none) planned in float for every
 target and core, --explain saying why. Run by ctest (label oracle) with
 PTQ_BIN and PTQ_SOURCE_DIR set."""
@@ -148,6 +152,40 @@ def rel(got, want):
     return float((np.linalg.norm(got - want, axis=1) / np.maximum(np.linalg.norm(want, axis=1), 1e-30)).max())
 
 
+def opset9(path, rng):
+    """An opset-9 graph whose export (opset 13) moves float and integer attributes to inputs: [N, 3, 8, 8] ->
+    Conv(16) -> Clip(min 0, max 6) -> Clip(max 4 alone) -> Slice(starts [1, 1], ends [7, 7], axes [2, 3]) ->
+    Dropout(ratio 0.2) -> Conv(10) -> GlobalAveragePool ->
+    Reshape to a shape made of constants (Gather, Unsqueeze(axes [0]), Concat: folded at load) -> [N, 10]."""
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32),
+                                       name)
+
+    inits = [w("W1", 16, 3, 3, 3), w("W2", 10, 16, 3, 3), numpy_helper.from_array(np.array([-1, 10], np.int64), "dims"),
+             numpy_helper.from_array(np.array(0, np.int64), "i0"), numpy_helper.from_array(np.array(1, np.int64), "i1")]
+    nodes = [helper.make_node("Conv", ["x", "W1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c1"], ["r6"], min=0.0, max=6.0),
+             helper.make_node("Clip", ["r6"], ["r4"], max=4.0),
+             helper.make_node("Slice", ["r4"], ["sl"], starts=[1, 1], ends=[7, 7], axes=[2, 3]),
+             helper.make_node("Dropout", ["sl"], ["dr"], ratio=0.2),
+             helper.make_node("Conv", ["dr", "W2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c2"], ["gp"]),
+             helper.make_node("Gather", ["dims", "i0"], ["d0"], axis=0),
+             helper.make_node("Gather", ["dims", "i1"], ["d1"], axis=0),
+             helper.make_node("Unsqueeze", ["d0"], ["u0"], axes=[0]),
+             helper.make_node("Unsqueeze", ["d1"], ["u1"], axes=[0]),
+             helper.make_node("Concat", ["u0", "u1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["gp", "shape"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, SIZE, SIZE])
+    g = helper.make_graph(nodes, "opset9", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)])
+    m.ir_version = 4
+    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ptq-export-graphs-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
@@ -231,6 +269,51 @@ def main():
         got, want = run_ort(J(f"{tag}-qdq.onnx"), x), np.load(J(f"{tag}.npy"))
         check(f"{tag}: onnxruntime on the export gives validate's logits within 1e-5", rel(got, want) <= 1e-5,
               f"max relative difference {rel(got, want):.3g}")
+    # an opset-9 model exported at opset 13: Clip's, Slice's and Dropout's attributes become inputs, on the
+    # folded Unsqueezes too; the export passes onnx's checker and onnxruntime gives validate's logits
+    tag = "opset9"
+    model = J(f"{tag}.onnx")
+    opset9(model, np.random.default_rng(6))
+    with h5py.File(J(f"{tag}.h5"), "w") as f:
+        f["images"] = images
+        f["labels"] = run_ort(model, x).argmax(1).astype(np.int64)
+    steps = [("calibrate", "--model", model, "--data", J(f"{tag}.h5"), "--out", J(f"{tag}-c.h5")),
+             ("plan", J(f"{tag}-c.h5"), "--model", model, "--out", J(f"{tag}.json")),
+             ("validate", "--model", model, "--plan", J(f"{tag}.json"), "--data", J(f"{tag}.h5"), "--report",
+              J(f"rep-{tag}"), "--logits", J(f"{tag}.npy")),
+             ("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out", J(f"{tag}-qdq.onnx"))]
+    ok = True
+    for args in steps:
+        rc, _, err = ptq(*args)
+        ok = ok and rc == 0
+        check(f"{tag}: {args[0]}", rc == 0, err.strip()[-300:])
+    if ok:
+        m = onnx.load(J(f"{tag}-qdq.onnx"))
+        try:
+            onnx.checker.check_model(m)
+            why = ""
+        except onnx.checker.ValidationError as e:
+            why = str(e).splitlines()[0]
+        check(f"{tag}: the export passes onnx's checker", not why, why)
+        want = {"Clip": 3, "Slice": 4, "Dropout": 2, "Unsqueeze": 2}
+        seen = {}
+        for n in m.graph.node:
+            if n.op_type in want:
+                seen.setdefault(n.op_type, []).append(len(n.input) == want[n.op_type] and not n.attribute)
+        check(f"{tag}: every Clip, Slice, Dropout and Unsqueeze takes inputs, no attributes",
+              sorted(seen) == sorted(want) and all(all(v) for v in seen.values()) and len(seen["Unsqueeze"]) == 2,
+              f"{seen}")
+        clip2 = next((n for n in m.graph.node if n.op_type == "Clip" and n.output[0] == "r4"), None)
+        inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+        lo = inits.get(clip2.input[1]) if clip2 and len(clip2.input) > 1 else None
+        check(f"{tag}: the Clip with max alone gets the lowest float as min",
+              lo is not None and lo.shape == () and lo == np.finfo(np.float32).min, f"{lo}")
+        try:
+            got, want = run_ort(J(f"{tag}-qdq.onnx"), x), np.load(J(f"{tag}.npy"))
+            check(f"{tag}: onnxruntime on the export gives validate's logits within 1e-5", rel(got, want) <= 1e-5,
+                  f"max relative difference {rel(got, want):.3g}")
+        except Exception as e:  # noqa: BLE001 -- onnxruntime refusing the file is the failure reported
+            check(f"{tag}: onnxruntime runs the export", False, str(e).splitlines()[0][:300])
     # always-empty tensors (a Split's part of size 0, a Sigmoid of it, a Slice of 0 channels, all read by a Concat):
     # the plan refused them as unobserved ("tensor 'e': calibration: no finite values (0 seen...)", exit 7); they
     # stay in float with rule archive.no-range, which --explain gives, and every target's export runs as validate

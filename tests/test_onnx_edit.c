@@ -313,11 +313,13 @@ static void test_refusals(void)
     CHECK_MSG(ptq_onnx_edit_encode(&ctx, e, &bytes, &n_bytes) == PTQ_OK, "%s", ctx.msg);
     free(bytes);
     bytes = NULL;
-    /* an attribute moved to an input nothing defines yet; a node that is not there; two moves on one node */
+    /* an attribute moved to an input nothing defines yet; a node that is not there; one attribute moved twice; two
+     * moves on one node append two inputs in order */
     const int64_t one_axis = 1;
     CHECK(ptq_onnx_edit_attr_to_input(&ctx, e, "no_such_node", "axes", "ax") == PTQ_ERR_INVALID_ARG);
     CHECK(ptq_onnx_edit_attr_to_input(&ctx, e, "/stem/stem.0/Conv", "group", "ax") == PTQ_OK);
-    CHECK(ptq_onnx_edit_attr_to_input(&ctx, e, "/stem/stem.0/Conv", "pads", "ax") == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_onnx_edit_attr_to_input(&ctx, e, "/stem/stem.0/Conv", "group", "ax") == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_onnx_edit_attr_to_input(&ctx, e, "/stem/stem.0/Conv", "strides", "ax") == PTQ_OK);
     CHECK(ptq_onnx_edit_encode(&ctx, e, &bytes, &n_bytes) == PTQ_ERR_INVALID_ARG && !bytes);
     CHECK(strstr(ctx.msg, "'ax'") != NULL);
     CHECK(ptq_onnx_edit_add_initializer(&ctx, e, "ax", 7, 1, &one_axis, &one_axis, 8) == PTQ_OK);
@@ -329,9 +331,11 @@ static void test_refusals(void)
         for (int k = 0; g && k < g->n_nodes; k++)
             if (strcmp(g->nodes[k].name, "/stem/stem.0/Conv") == 0)
                 conv = &g->nodes[k];
-        CHECK_MSG(conv && !ptq_node_attr(conv, "group") && ptq_node_attr(conv, "pads") &&
-                      strcmp(g->values[conv->inputs[conv->n_inputs - 1]].name, "ax") == 0,
-                  "attr_to_input: the attribute dropped, the input appended last");
+        CHECK_MSG(conv && !ptq_node_attr(conv, "group") && !ptq_node_attr(conv, "strides") &&
+                      ptq_node_attr(conv, "pads") && conv->n_inputs == 5 &&
+                      strcmp(g->values[conv->inputs[3]].name, "ax") == 0 &&
+                      strcmp(g->values[conv->inputs[4]].name, "ax") == 0,
+                  "attr_to_input: both attributes dropped, an input appended for each");
         ptq_graph_free(g);
     }
     free(bytes);

@@ -81,7 +81,9 @@ PTQ_API ptq_status ptq_onnx_edit_rename_output(ptq_ctx *ctx, ptq_onnx_edit *e, c
 /* The existing node named node_name loses its attribute attr and reads
  * input (an initializer the caller adds) as one more, last input: an
  * attribute that a newer opset takes as an input (ReduceMean's axes from
- * opset 18). */
+ * opset 18). Called again on one node, each call appends one more input in
+ * call order (Clip's min, then max); an attribute the node lacks drops
+ * nothing, its input is appended all the same. */
 PTQ_API ptq_status ptq_onnx_edit_attr_to_input(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_name,
                                                const char *attr, const char *input);
 /* The same on the existing node that writes node_output, named or not. */
