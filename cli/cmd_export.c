@@ -269,8 +269,38 @@ int cmd_export(int argc, char **argv)
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
-    int64_t bad = -1;
+    int64_t bad = -1, n_unseen = 0;
     st = ptq_calib_set_ranges(&ctx, set, &cp, computed, &bad);
+    if (st != PTQ_OK && bad >= 0) {
+        /* a tensor the archive holds no values of (always empty: a Split's part of size 0, a Slice of none) has no
+         * range and needs none: degenerate, left out of the tables as all-zero ones are; any other failure stands */
+        ptq_status first = st;
+        char why[PTQ_MSG_BYTES];
+        snprintf(why, sizeof why, "%s", ctx.msg);
+        st = PTQ_OK;
+        for (int64_t i = 0; i < n && st == PTQ_OK; i++) {
+            ptq_observer_stats os;
+            ptq_observer_get_stats(ptq_calib_set_observer(set, i), &os);
+            if (os.count == 0) {
+                memset(&computed[i], 0, sizeof computed[i]);
+                computed[i].degenerate = 1;
+                n_unseen++;
+                continue;
+            }
+            ptq_ctx one;
+            ptq_ctx_init(&one);
+            if (!computed[i].degenerate && !(computed[i].amax > 0) &&
+                ptq_calib_compute(&one, &cp, ptq_calib_set_observer(set, i), &computed[i]) != PTQ_OK) {
+                bad = i;
+                st = first == PTQ_OK ? PTQ_ERR_DATA : first;
+                ptq_fail(&ctx, st, "tensor '%s': %s", ptq_calib_set_name(set, i), one.msg);
+            }
+        }
+        if (n_unseen == 0) { /* the first failure, as it was */
+            st = first;
+            ptq_fail(&ctx, st, "%s", why);
+        }
+    }
     for (int64_t i = 0; i < n; i++) {
         ptq_tensor_range *r = &ranges[i];
         r->name = ptq_calib_set_name(set, i);
@@ -351,9 +381,18 @@ int cmd_export(int argc, char **argv)
             fprintf(stderr, "ptq export: warning: tensor '%s': amax %g rounds %.1f%% of the nonzero values the archive "
                             "saw to 0: the range sits far above the bulk of the tensor (an outlier?)\n",
                     ptq_escape(ranges[i].name, esc, sizeof esc), ranges[i].r.amax, 100.0 * ranges[i].r.zero_fraction);
-    if (es.n_degenerate > 0 && !fmt_json)
+    if (es.n_degenerate - n_unseen > 0 && !fmt_json)
         fprintf(stderr, "ptq export: warning: %lld tensors saw only zeros and were left out of the INT8 tables\n",
-                (long long)es.n_degenerate);
+                (long long)(es.n_degenerate - n_unseen));
+    for (int64_t i = 0; n_unseen > 0 && i < n; i++) {
+        ptq_observer_stats os;
+        ptq_observer_get_stats(ptq_calib_set_observer(set, i), &os);
+        if (os.count == 0)
+            fprintf(stderr, "ptq export: warning: tensor '%s': the archive holds no values of it (a tensor always "
+                            "empty, such as a Split's part of size 0): %s\n",
+                    ptq_escape(ranges[i].name, esc, sizeof esc),
+                    fmt_json ? "written with amax 0, degenerate" : "left out of the tables, as it needs no range");
+    }
     if (cli_get(opts, n_opts, "json")) {
         ptq_buf jb = {0};
         ptq_export_json_meta meta = {model ? model : pv.model_name, pv.model_sha256, pos[0]};
