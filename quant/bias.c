@@ -57,7 +57,8 @@ void quant_int32_bias_codes(const float *b, int64_t n, const float *scales, int3
 {
     for (int64_t c = 0; c < n; c++) {
         const double r = rint((double)b[c] / (double)scales[c]); /* numpy round: half to even */
-        q[c] = r >= 2147483647.0 ? INT32_MAX : r <= -2147483648.0 ? INT32_MIN : (int32_t)r;
+        /* 0/0 (a bias of 0 at a scale that underflowed to 0) is NaN, which no int32 holds: 0, as any code times 0 */
+        q[c] = isnan(r) ? 0 : r >= 2147483647.0 ? INT32_MAX : r <= -2147483648.0 ? INT32_MIN : (int32_t)r;
     }
 }
 

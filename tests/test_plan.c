@@ -16,6 +16,7 @@
 #include "kernels/numfmt.h"
 #include "ptq/plan.h"
 #include "ptq/sensitivity.h"
+#include "quant/quant_internal.h"
 #include "testlib.h"
 
 static const char SHA[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -561,6 +562,17 @@ static void check_subnormal_channel(ptq_graph *g, const ptq_calib_set *s)
  * as 1e-28). onnxruntime's quantize_static raises such a weight scale (_adjust_weight_scale_for_int32_bias) to
  * 1.0001 x 2 |bias| / (2^32 - 2) / input scale; ptq must too, with and without reduce_range, and each channel's bias
  * codes then fit int32. A trt plan (no int32 bias) keeps max|w| / 127. */
+/* An int32 bias scale of exactly 0 (input scale x weight scale underflowed in float32) with a bias of 0: 0/0 is
+ * NaN, whose conversion to int32 is undefined (INT32_MIN on x86); its code is 0, as any code is times the scale 0 */
+static void check_bias_codes_zero_scale(void)
+{
+    const float b[] = {0.0f, 1.0f, -1.0f, 3e9f}, scales[] = {0.0f, 0.5f, 0.5f, 1.0f};
+    int32_t q[4] = {7, 7, 7, 7};
+    quant_int32_bias_codes(b, 4, scales, q);
+    CHECK_MSG(q[0] == 0 && q[1] == 2 && q[2] == -2 && q[3] == INT32_MAX, "codes %d %d %d %d", (int)q[0], (int)q[1],
+              (int)q[2], (int)q[3]);
+}
+
 static void check_tiny_channel(ptq_graph *g, const ptq_calib_set *s)
 {
     int v;
@@ -742,6 +754,7 @@ int main(void)
     check_nonfinite_weight(g, s);
     check_subnormal_channel(g, s);
     check_tiny_channel(g, s);
+    check_bias_codes_zero_scale();
     check_sens_core_tiny(g);
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
