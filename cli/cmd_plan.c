@@ -137,6 +137,26 @@ static void warn_zero_codes(const ptq_plan *plan, const ptq_calib_set *set)
     }
 }
 
+/* The plan's FP16 activations whose values the archive saw past FP16's largest finite value: they become Inf there,
+ * and the logits downstream NaN, with nothing in the plan saying why. */
+static void warn_fp16_range(const ptq_plan *plan, const ptq_calib_set *set)
+{
+    for (int64_t i = 0; i < plan->n; i++) {
+        const ptq_plan_entry *e = &plan->e[i];
+        const int64_t k = e->is_weight || e->prec != PTQ_PREC_FP16 ? -1 : ptq_calib_set_find(set, e->name);
+        if (k < 0)
+            continue;
+        ptq_observer_stats os;
+        ptq_observer_get_stats(ptq_calib_set_observer(set, k), &os);
+        const double lo = -(double)os.min, hi = (double)os.max, big = os.n_binned > 0 ? (lo > hi ? lo : hi) : 0.0;
+        if (big > 65504.0)
+            fprintf(stderr, "ptq plan: warning: tensor '%s' is planned fp16 (rule %s) but the archive saw |x| up to "
+                            "%g, past fp16's largest 65504: those values become Inf; set its precision to fp32 in "
+                            "the plan\n",
+                    e->name, e->rule && e->rule[0] ? e->rule : "-", big);
+    }
+}
+
 int cmd_plan(int argc, char **argv)
 {
     cli_opt opts[] = {{"model", 1, NULL},  {"out", 1, NULL},   {"core", 1, NULL}, {"method", 1, NULL},
@@ -234,6 +254,7 @@ int cmd_plan(int argc, char **argv)
     PTQ_TRY(st, ptq_plan_to_json(&ctx, plan, &text), done);
     PTQ_TRY(st, cli_write_text(&ctx, out, text), done);
     warn_zero_codes(plan, set);
+    warn_fp16_range(plan, set);
     if (!quiet) {
         print_counts(plan, out);
         printf("wrote %s\n", cli_shown(out));

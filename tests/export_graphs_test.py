@@ -17,7 +17,8 @@ ratio moved too, and so are the Unsqueezes of a shape
 ptq folded at load (onnxruntime refused both exports before: "Unrecognized
 attribute: min for operator Clip", "Unsqueeze:13 has input size 1"). Always-empty tensors
 (a Split's part of size 0, a Slice of none) planned in float for every
-target and core, --explain saying why. Run by ctest (label oracle) with
+target and core, --explain saying why, and their range tables written
+without them. An fp16 edge tensor past 65504: the plan warns. Run by ctest (label oracle) with
 PTQ_BIN and PTQ_SOURCE_DIR set."""
 import os
 import sys
@@ -181,6 +182,32 @@ def opset9(path, rng):
                           initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)])
     m.ir_version = 4
+    m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def huge(path, rng):
+    """An edge layer past FP16's range: [N, 3, 8, 8] -> Mul(1e6) -> Conv(8) -> Relu -> Conv(8) -> Relu ->
+    ReduceMean(axes 2, 3) -> Gemm -> [N, 10]; the plan keeps the first layer's input and output FP16 (edge)."""
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32),
+                                       name)
+
+    inits = [w("W1", 8, 3, 3, 3), w("W2", 8, 8, 3, 3), w("G", 8, 10),
+             numpy_helper.from_array(np.array(1e6, np.float32), "k")]
+    nodes = [helper.make_node("Mul", ["x", "k"], ["big"]),
+             helper.make_node("Conv", ["big", "W1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "W2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("ReduceMean", ["r2"], ["m"], axes=[2, 3], keepdims=0),
+             helper.make_node("Gemm", ["m", "G"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, SIZE, SIZE])
+    g = helper.make_graph(nodes, "huge", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
     m.metadata_props.add(key="ptq.preprocess", value="scale=0.00392156862745098 mean=0 std=1")
     onnx.checker.check_model(m)
     onnx.save(m, path)
@@ -368,6 +395,19 @@ def main():
         check(f"empty: export --format {fmt} runs, a warning naming each empty tensor, none in the table",
               rc == 0 and warned and "r1" in names and not {"e", "e2", "z"} & set(names),
               f"exit {rc}: {err.strip()[-300:]} {names}")
+    # an fp16 edge tensor whose values pass 65504: the plan says so, naming it and its rule (it had said nothing, and
+    # validate's logits came out NaN)
+    model = J("huge.onnx")
+    huge(model, np.random.default_rng(7))
+    with h5py.File(J("huge.h5"), "w") as f:
+        f["images"] = images
+        f["labels"] = np.zeros(N, np.int64)
+    rc, _, err = ptq("calibrate", "--model", model, "--data", J("huge.h5"), "--out", J("huge-c.h5"))
+    check("huge: calibrate", rc == 0, err.strip()[-300:])
+    rc, _, err = ptq("plan", J("huge-c.h5"), "--model", model, "--out", J("huge.json"))
+    check("huge: plan warns of the fp16 tensors past 65504, naming each and its rule",
+          rc == 0 and "tensor 'big' is planned fp16 (rule edge) but the archive saw |x| up to 1e+06" in err and
+          "tensor 'c1' is planned fp16 (rule edge)" in err and "tensor 'G'" not in err, f"exit {rc}: {err.strip()}")
     return finish("export_graphs_test")
 
 
