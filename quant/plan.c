@@ -241,7 +241,9 @@ static ptq_status entry_keep_fp32(ptq_ctx *ctx, ptq_plan_entry *e, double amax)
     e->prec = PTQ_PREC_FP32;
     free(e->source);
     e->source = dup_str(why);
-    return e->source ? PTQ_OK : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+    free(e->rule); /* not the placement rule's precision: --explain says why */
+    e->rule = dup_str(PTQ_RULE_NO_RANGE);
+    return e->source && e->rule ? PTQ_OK : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
 }
 
 /* The source of an activation a placement rule keeps in FP16. */
@@ -477,7 +479,8 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
                               d.action == PLACE_FP16 ? fp16_source(d.rule)
                               : ranges[i].degenerate ? "archive: only zeros seen"
                               : whole ? PTQ_PLAN_SOURCE_SOFTMAX : source,
-                              d.rule ? d.rule : "all.observed"),
+                              ranges[i].degenerate && d.action != PLACE_FP16 ? PTQ_RULE_NO_RANGE
+                              : d.rule ? d.rule : "all.observed"),
                 done);
         int normal = 1;
         if (!fp16)

@@ -634,8 +634,9 @@ static void check_tiny_channel(ptq_graph *g, const ptq_calib_set *s)
  * have (a scale of 0: every value NaN). For each core; the ort-cpu plan's uint8 scale is 1 there, in both. */
 static void check_sens_core_tiny(const ptq_graph *g)
 {
-    static const char *const tiny_names[] = {"/stem/stem.2/Relu_output_0", "/layers/layers.0/Relu_output_0"};
-    static const float tiny[] = {1e-41f, 1e-44f};
+    static const char *const tiny_names[] = {"/stem/stem.2/Relu_output_0", "/layers/layers.0/Relu_output_0",
+                                             "/layers/layers.1/Relu_output_0"};
+    static const float tiny[] = {1e-41f, 1e-44f, 0.0f};
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_calib_set *s = NULL;
@@ -645,7 +646,7 @@ static void check_sens_core_tiny(const ptq_graph *g)
           ptq_calib_set_describe(&ctx, s, SHA, "m", "p") == PTQ_OK);
     for (int v = 0; s && v < g->n_values; v++) {
         float k = 1.0f;
-        for (int t = 0; t < 2; t++)
+        for (int t = 0; t < 3; t++)
             k = strcmp(g->values[v].name, tiny_names[t]) == 0 ? tiny[t] : k;
         for (int i = 0; i < 1000; i++)
             y[i] = x[i] * k;
@@ -669,8 +670,10 @@ static void check_sens_core_tiny(const ptq_graph *g)
             if (!d || !e)
                 continue;
             if (target == PTQ_TARGET_TRT) {
-                CHECK_MSG(d->prec == PTQ_PREC_FP32 && strstr(d->source, "no normal float32 scale"), "%s: %s, %s",
-                          d->name, ptq_prec_name(d->prec), d->source);
+                /* the rule says why (not trt.weighted-input, whose --explain says TensorRT quantizes it) */
+                CHECK_MSG(d->prec == PTQ_PREC_FP32 && strstr(d->source, "no normal float32 scale") &&
+                              strcmp(d->rule, "archive.no-range") == 0,
+                          "%s: %s, %s, rule %s", d->name, ptq_prec_name(d->prec), d->source, d->rule);
                 CHECK_MSG(!ptq_prec_is_quantized(e->prec), "core %d, %s in the trial plan: %s, scale %g", (int)c,
                           e->name, ptq_prec_name(e->prec), e->n_scales ? (double)e->scales[0] : -1.0);
             } else {
@@ -678,6 +681,12 @@ static void check_sens_core_tiny(const ptq_graph *g)
                           e->name, ptq_prec_name(e->prec), ptq_prec_name(d->prec));
             }
         }
+        /* a tensor that saw only zeros: high precision, rule archive.no-range (it had kept trt.weighted-input) */
+        const ptq_plan_entry *z = find(p, tiny_names[2]);
+        CHECK_MSG(z && !ptq_prec_is_quantized(z->prec) && strcmp(z->rule, "archive.no-range") == 0 &&
+                      strstr(z->source, "only zeros"),
+                  "core %d, zeros: %s, rule %s, %s", (int)c, z ? ptq_prec_name(z->prec) : "-", z ? z->rule : "-",
+                  z ? z->source : "-");
         CHECK_MSG(core && ptq_plan_check(&ctx, core, g, SHA) == PTQ_OK, "core %d: the trial plan: %s", c, ctx.msg);
         ptq_plan_free(core);
         ptq_plan_free(p);
