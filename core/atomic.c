@@ -6,7 +6,8 @@
  * renamed onto it when complete and removed on failure. Pending names sit
  * in a fixed registry that the handler of the terminating signals (INT,
  * TERM, HUP, QUIT, PIPE, USR1, ALRM) walks with async-signal-safe calls
- * only. Covered by tests/test_fileio.c and tests/cli_hardening_test.py. */
+ * only; SIGXFSZ is ignored, so a write past ulimit -f fails as any other.
+ * Covered by tests/test_fileio.c and tests/cli_hardening_test.py. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -221,8 +222,7 @@ static ssize_t cookie_write(void *cookie, const char *buf, size_t n)
     ptq_ctx_init(&ctx);
     if (ptq_file_write_all(&ctx, (int)(intptr_t)cookie, buf, n, "") == PTQ_OK)
         return (ssize_t)n;
-    errno = strstr(ctx.msg, strerror(ENOSPC)) ? ENOSPC : EIO; /* the reason, for the caller's message */
-    return -1;
+    return -1; /* errno: the reason, for the caller's message */
 }
 
 static int cookie_close(void *cookie)
@@ -318,15 +318,22 @@ ptq_status ptq_file_write_all(ptq_ctx *ctx, int fd, const void *data, size_t n_b
     for (size_t done = 0; done < n_bytes;) {
         size_t n = n_bytes - done;
         unsigned long long before = atomic_load(&written_bytes);
-        if (before >= limit)
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(ENOSPC));
+        if (before >= limit) {
+            ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(ENOSPC));
+            errno = ENOSPC;
+            return PTQ_ERR_IO;
+        }
         if (n > limit - before)
             n = (size_t)(limit - before);
         ssize_t w = write(fd, (const char *)data + done, n);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(w < 0 ? errno : EIO));
+        if (w <= 0) {
+            const int e = w < 0 ? errno : EIO;
+            ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
+            errno = e; /* for stdio writers (ptq_atomic_fopen) */
+            return PTQ_ERR_IO;
+        }
         atomic_fetch_add(&written_bytes, (unsigned long long)w);
         done += (size_t)w;
     }
@@ -370,6 +377,13 @@ static void on_signal(int sig)
 
 void ptq_atomic_cleanup_on_signals(void)
 {
+    /* past the file size limit (ulimit -f) a write fails with EFBIG, which its writer reports and cleans up after,
+     * instead of SIGXFSZ ending the process (and dumping core) with the temporary left behind */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGXFSZ, &ign, NULL);
     for (int i = 0; i < N_SIGNALS; i++) {
         struct sigaction old, sa;
         if (sigaction(g_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)

@@ -10,9 +10,10 @@ output that is a FIFO (or, as root, a character device like /dev/null):
 refused before any work (exit 3) and left as it was, never replaced by a
 regular file; an output that is the model's ONNX external data (exit 2), an
 output that is a folder or in a missing one (exit 3 before any work),
-and merge telling sources apart by content rather than by path (and the same
+merge telling sources apart by content rather than by path (and the same
 bytes in either argument order when shards name the data or the model by
-other paths)."""
+other paths), and every writer past the file size limit (ulimit -f): exit 3,
+nothing left, the old file kept."""
 import hashlib
 import os
 import re
@@ -27,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_test import png_bytes  # noqa: E402
-from ptqtest import MODEL, PTQ, SRC, check, finish, fmnist_test, have_demo  # noqa: E402
+from ptqtest import FM, MODEL, PTQ, SRC, check, finish, fmnist_test, have_demo  # noqa: E402
 
 PTQ_ABS = os.path.abspath(PTQ)
 
@@ -530,6 +531,53 @@ def interrupted_report(tmp, data, plan):
           os.listdir(kept) == ["mine.txt"], str(os.listdir(kept)))
 
 
+def file_size_limit(tmp, data, archive, plan):
+    """Past the file size limit (ulimit -f, RLIMIT_FSIZE) every writer fails cleanly: exit 3 with the reason
+    ("File too large"), no temporary left, the file that had the name before kept byte for byte. SIGXFSZ's
+    default action ended ptq instead (exit 128+25, a core dump) with "<out>.tmp-<hex>" left behind, as large as
+    the limit."""
+    import resource
+    limit = 2048  # bytes: each output below is larger
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    d = os.path.join(tmp, "fsize")
+    os.makedirs(os.path.join(d, "rep"))
+    o = lambda name: os.path.join(d, name)  # noqa: E731
+    cases = (("calibrate", ["calibrate", "--model", MODEL, "--data", data, "--out", o("c.h5")], "c.h5"),
+             ("merge", ["merge", archive, os.path.join(tmp, "half1.h5"), "--out", o("m.h5")], "m.h5"),
+             ("plan", ["plan", archive, "--model", MODEL, "--out", o("p.json"), "--quiet"], "p.json"),
+             ("export json", ["export", archive, "--method", "minmax", "--format", "json", "--out", o("r.json")],
+              "r.json"),
+             ("export qdq", ["export", "--format", "qdq", "--plan", plan, "--model", MODEL, "--out", o("q.onnx")],
+              "q.onnx"),
+             ("eval --logits", ["eval", "--model", MODEL, "--data", data, "--logits", o("l.npy")], "l.npy"),
+             ("validate --report", ["validate", "--model", MODEL, "--plan", plan, "--data", data, "--report",
+                                    o("rep")], os.path.join("rep", "validate.json")),
+             ("sensitivity", ["sensitivity", "--model", MODEL, "--calib", archive, "--data", data, "--samples", "8",
+                              "--out", o("s.json")], "s.json"),
+             ("data convert", ["data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
+                               f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", o("fm.h5")], None))
+    for name, args, old in cases:
+        if old:
+            with open(o(old), "w") as f:
+                f.write("the old file\n")
+        try:
+            p = subprocess.run([PTQ_ABS, *args], capture_output=True, text=True, timeout=120,
+                               preexec_fn=small_files)
+        except subprocess.TimeoutExpired:
+            check(f"file size limit: {name}", False, "timed out")
+            continue
+        kept = not old or open(o(old)).read() == "the old file\n"
+        left = leftovers(d) + leftovers(o("rep"))
+        for f in left:  # each case's own
+            os.remove(os.path.join(d if os.path.exists(os.path.join(d, f)) else o("rep"), f))
+        check(f"file size limit: {name}: exit 3, 'File too large', the old file kept, no temporary left",
+              p.returncode == 3 and "File too large" in p.stderr and kept and not left and
+              not os.path.exists(o("fm.h5")), f"exit {p.returncode}, kept {kept}, left {left}: {last_line(p.stderr)}")
+
+
 def merge_by_content(tmp, images):
     """The same samples under two paths, or in a copy, are one source; two files of one name are two."""
     import h5py
@@ -658,6 +706,7 @@ def main():
         f["labels"] = labels
     interrupted_report(tmp, big_labelled, plan)
     merge_by_content(tmp, images)
+    file_size_limit(tmp, data, archive, plan)
     rc = finish("cli_hardening_test")
     if rc == 0:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -69,7 +69,7 @@ PTQ_API void ptq_atomic_discard(char *tmp);
 PTQ_API void ptq_atomic_track_dir(const char *path);
 PTQ_API void ptq_atomic_forget_dir(const char *path);
 /* Writes n_bytes of data to fd (an output named path, for messages), all of
- * it or PTQ_ERR_IO with the reason. For tests, PTQ_TEST_FAIL_WRITE_AFTER=N
+ * it or PTQ_ERR_IO with the reason (in errno too). For tests, PTQ_TEST_FAIL_WRITE_AFTER=N
  * in the environment makes every write past the process's first N bytes
  * through here fail with ENOSPC, as a full disk would. */
 PTQ_API ptq_status ptq_file_write_all(ptq_ctx *ctx, int fd, const void *data, size_t n_bytes, const char *path);
@@ -78,8 +78,9 @@ PTQ_API ptq_status ptq_atomic_write(ptq_ctx *ctx, const char *path, const void *
 /* Installs handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1
  * and SIGALRM (each not ignored when the program started) that remove every
  * pending temporary (async-signal-safe calls only), then re-raise the signal
- * with its default action, so the exit status stays 128+N. For programs (the
- * ptq command), not libraries. */
+ * with its default action, so the exit status stays 128+N; and ignores
+ * SIGXFSZ, so a write past the file size limit (ulimit -f) fails with EFBIG
+ * and its writer cleans up. For programs (the ptq command), not libraries. */
 PTQ_API void ptq_atomic_cleanup_on_signals(void);
 
 #ifdef __cplusplus
