@@ -258,6 +258,8 @@ run_done: /* every rank passes here once, and learns whether any failed or obser
     if (so.profile && cli_is_writer())
         cli_profile_print(&s, n_ids, secs);
 done:
+    if (st != PTQ_OK)
+        ptq_atomic_blame_output(&ctx, tmp, out); /* the archive is written to tmp by name */
     ptq_atomic_discard(tmp);
     cli_session_close(&s);
     ptq_calib_set_free(set);

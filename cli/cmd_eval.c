@@ -92,7 +92,7 @@ int cmd_eval(int argc, char **argv)
     cli_npy_writer npy = {NULL, NULL, 0};
     if (logits_path) {
         PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lf), done);
-        npy = (cli_npy_writer){lf, logits_tmp, n_total};
+        npy = (cli_npy_writer){lf, logits_path, n_total};
     }
     cli_progress prog;
     cli_progress_start(&prog, "eval", "img", n_total, cli_get(opts, n_opts, "progress") != NULL);
@@ -140,7 +140,7 @@ int cmd_eval(int argc, char **argv)
         PTQ_TRY(st, cli_tmp_open(&ctx, report_path, report_tmp, sizeof report_tmp, &rf), done);
         PTQ_TRY(st, ptq_eval_write_json(&ctx, &stats, names, header, rf, report_path), done);
         if (fputc('\n', rf) == EOF) {
-            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", report_tmp, strerror(errno));
+            st = ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: %s", report_path, strerror(errno));
             goto done;
         }
     }

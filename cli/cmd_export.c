@@ -87,7 +87,7 @@ static ptq_status write_tmp(ptq_ctx *ctx, const char *path, const ptq_buf *b, ch
     int bad = fwrite(b->data, 1, b->n_bytes, f) != b->n_bytes;
     bad |= fclose(f) != 0;
     if (bad)
-        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+        return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     return PTQ_OK;
 }
 

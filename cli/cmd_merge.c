@@ -95,6 +95,8 @@ int cmd_merge(int argc, char **argv)
         printf("merged %d archives into %s: %lld samples, %lld tensors\n", n_pos, cli_shown(out),
                (long long)pv.n_samples, (long long)ptq_calib_set_n_tensors(acc));
 done:
+    if (st != PTQ_OK)
+        ptq_atomic_blame_output(&ctx, tmp, out); /* the archive is written to tmp by name */
     ptq_atomic_discard(tmp);
     ptq_calib_set_free(acc);
     ptq_calib_set_free(next);

@@ -252,7 +252,7 @@ int cmd_validate(int argc, char **argv)
     if (logits_path) {
         PTQ_TRY(st, cli_tmp_open(&ctx, logits_path, logits_tmp, sizeof logits_tmp, &lfile), ready);
         npy.f = lfile;
-        npy.path = logits_tmp;
+        npy.path = logits_path;
     }
 ready: /* every rank passes here once, and learns whether any failed or read another model, plan or data set */
     cli_session_notes_agree("validate", &s);

@@ -296,6 +296,24 @@ void ptq_atomic_discard(char *tmp)
     tmp[0] = '\0';
 }
 
+void ptq_atomic_blame_output(ptq_ctx *ctx, const char *tmp, const char *path)
+{
+    if (!ctx || !tmp || !tmp[0] || !path || !strstr(ctx->msg, tmp))
+        return;
+    char msg[PTQ_MSG_BYTES] = "";
+    const size_t n_tmp = strlen(tmp);
+    size_t used = 0;
+    for (const char *at = ctx->msg; *at && used + 1 < sizeof msg;) {
+        const char *hit = strstr(at, tmp);
+        const size_t n_before = hit ? (size_t)(hit - at) : strlen(at);
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%.*s%s", (int)n_before, at, hit ? path : "");
+        if (!hit)
+            break;
+        at = hit + n_tmp;
+    }
+    snprintf(ctx->msg, sizeof ctx->msg, "%s", msg);
+}
+
 void ptq_atomic_track_dir(const char *path)
 {
     if (path && path[0] && strlen(path) < PTQ_TMP_NAME_BYTES)

@@ -243,6 +243,8 @@ ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const cha
     }
     st = ptq_atomic_commit(ctx, tmp, out_path);
 done:
+    if (st != PTQ_OK)
+        ptq_atomic_blame_output(ctx, tmp, out_path);
     ptq_atomic_discard(tmp);
     ds_idx_close(&job.images);
     ds_idx_close(&job.labels);

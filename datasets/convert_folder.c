@@ -166,6 +166,8 @@ ptq_status ptq_data_convert_folder(ptq_ctx *ctx, const char *folder, const ptq_d
     PTQ_TRY(st, write_set(ctx, ds, &p, tmp, cp->zstd_level, opts ? opts->labels_file : NULL), done);
     st = ptq_atomic_commit(ctx, tmp, out_path);
 done:
+    if (st != PTQ_OK)
+        ptq_atomic_blame_output(ctx, tmp, out_path);
     ptq_atomic_discard(tmp);
     ptq_dataset_close(ds);
     return st;

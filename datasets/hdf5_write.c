@@ -102,6 +102,8 @@ done:
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot finish HDF5 file %s: %s", path, ds_h5_error(why, sizeof why));
     if (st == PTQ_OK && tmp[0])
         st = ptq_atomic_commit(ctx, tmp, path);
+    if (st != PTQ_OK)
+        ptq_atomic_blame_output(ctx, tmp, path);
     ptq_atomic_discard(tmp);
     ds_h5_quiet_end(&q);
     return st;

@@ -533,10 +533,16 @@ def interrupted_report(tmp, data, plan):
 
 def file_size_limit(tmp, data, archive, plan):
     """Past the file size limit (ulimit -f, RLIMIT_FSIZE) every writer fails cleanly: exit 3 with the reason
-    ("File too large"), no temporary left, the file that had the name before kept byte for byte. SIGXFSZ's
-    default action ended ptq instead (exit 128+25, a core dump) with "<out>.tmp-<hex>" left behind, as large as
-    the limit."""
+    ("File too large") and the output's name, not its temporary's, no temporary left, the file that had the name
+    before kept byte for byte. SIGXFSZ's default action ended ptq instead (exit 128+25, a core dump) with
+    "<out>.tmp-<hex>" left behind, as large as the limit; the archives, data convert, export json and the streamed
+    logits named "<out>.tmp-<hex>" in their error."""
+    import h5py
     import resource
+    images, labels = fmnist_test(2000)
+    labelled = os.path.join(tmp, "fsize-labelled.h5")
+    with h5py.File(labelled, "w") as f:
+        f["images"], f["labels"] = images, labels
     limit = 2048  # bytes: each output below is larger
 
     def small_files():
@@ -544,6 +550,10 @@ def file_size_limit(tmp, data, archive, plan):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     d = os.path.join(tmp, "fsize")
     os.makedirs(os.path.join(d, "rep"))
+    pngs = os.path.join(tmp, "fsize-pngs")
+    rc, _, err = run("data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
+                     f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", pngs)
+    check("file size limit: setup, a PNG folder", rc == 0, last_line(err))
     o = lambda name: os.path.join(d, name)  # noqa: E731
     cases = (("calibrate", ["calibrate", "--model", MODEL, "--data", data, "--out", o("c.h5")], "c.h5"),
              ("merge", ["merge", archive, os.path.join(tmp, "half1.h5"), "--out", o("m.h5")], "m.h5"),
@@ -553,14 +563,20 @@ def file_size_limit(tmp, data, archive, plan):
              ("export qdq", ["export", "--format", "qdq", "--plan", plan, "--model", MODEL, "--out", o("q.onnx")],
               "q.onnx"),
              ("eval --logits", ["eval", "--model", MODEL, "--data", data, "--logits", o("l.npy")], "l.npy"),
+             ("eval --logits, 2000 rows", ["eval", "--model", MODEL, "--data", labelled, "--logits", o("l.npy")],
+              "l.npy"),
+             ("validate --logits, 2000 rows", ["validate", "--model", MODEL, "--plan", plan, "--data", labelled,
+                                               "--report", o("rep"), "--logits", o("l.npy")], "l.npy"),
              ("validate --report", ["validate", "--model", MODEL, "--plan", plan, "--data", data, "--report",
                                     o("rep")], os.path.join("rep", "validate.json")),
              ("sensitivity", ["sensitivity", "--model", MODEL, "--calib", archive, "--data", data, "--samples", "8",
                               "--out", o("s.json")], "s.json"),
              ("data convert", ["data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
-                               f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", o("fm.h5")], None))
+                               f"{FM}/t10k-labels-idx1-ubyte.gz", "--out", o("fm.h5")], "fm.h5"),
+             ("data convert FOLDER", ["data", "convert", "--images", pngs, "--out", o("fromdir.h5")], "fromdir.h5"))
     for name, args, old in cases:
-        if old:
+        fresh = name.startswith("data convert")  # which refuses an existing output
+        if not fresh:
             with open(o(old), "w") as f:
                 f.write("the old file\n")
         try:
@@ -569,13 +585,35 @@ def file_size_limit(tmp, data, archive, plan):
         except subprocess.TimeoutExpired:
             check(f"file size limit: {name}", False, "timed out")
             continue
-        kept = not old or open(o(old)).read() == "the old file\n"
+        kept = not os.path.exists(o(old)) if fresh else open(o(old)).read() == "the old file\n"
         left = leftovers(d) + leftovers(o("rep"))
         for f in left:  # each case's own
             os.remove(os.path.join(d if os.path.exists(os.path.join(d, f)) else o("rep"), f))
         check(f"file size limit: {name}: exit 3, 'File too large', the old file kept, no temporary left",
-              p.returncode == 3 and "File too large" in p.stderr and kept and not left and
-              not os.path.exists(o("fm.h5")), f"exit {p.returncode}, kept {kept}, left {left}: {last_line(p.stderr)}")
+              p.returncode == 3 and "File too large" in p.stderr and kept and not left,
+              f"exit {p.returncode}, kept {kept}, left {left}: {last_line(p.stderr)}")
+        check(f"file size limit: {name}: the error names {old}, not a temporary",
+              f"cannot write {o(old)}: File too large" in p.stderr and ".tmp-" not in p.stderr, last_line(p.stderr))
+
+
+def full_disk_png(tmp):
+    """data convert into a PNG folder on a full file system (a 64 KiB tmpfs; skipped where mounting is not
+    permitted): exit 3 naming the file in the output folder, nothing left. It named the file inside the
+    temporary folder "<out>.tmp-<hex>/<class>/<n>.png", which was gone by then."""
+    full = os.path.join(tmp, "full")
+    os.makedirs(full)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", full], capture_output=True).returncode:
+        print("skip full disk: mounting a tmpfs is not permitted here")
+        return
+    try:
+        out = os.path.join(full, "pngs")
+        rc, _, err = run("data", "convert", "--images", f"{FM}/t10k-images-idx3-ubyte.gz", "--labels",
+                         f"{FM}/t10k-labels-idx1-ubyte.gz", "--format", "png", "--out", out)
+        check("full disk: data convert --format png: exit 3 naming a file in the output folder, nothing left",
+              rc == 3 and f"cannot write {out}/" in err and "No space left" in err and ".tmp-" not in err and
+              os.listdir(full) == [], f"exit {rc}, left {os.listdir(full)}: {last_line(err)}")
+    finally:
+        subprocess.run(["umount", full])
 
 
 def merge_by_content(tmp, images):
@@ -707,6 +745,7 @@ def main():
     interrupted_report(tmp, big_labelled, plan)
     merge_by_content(tmp, images)
     file_size_limit(tmp, data, archive, plan)
+    full_disk_png(tmp)
     rc = finish("cli_hardening_test")
     if rc == 0:
         shutil.rmtree(tmp, ignore_errors=True)

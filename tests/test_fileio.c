@@ -1,7 +1,8 @@
 /* core/fileio.c and core/atomic.c: regular-file checks (a FIFO refused
  * without blocking), same-file detection, and whole-or-nothing writes
  * (random exclusive temporaries, umask, commit, discard of a folder tree,
- * a temporary name that fits NAME_MAX beside a 250-byte output name).
+ * a temporary name that fits NAME_MAX beside a 250-byte output name, a
+ * message naming the output, not its temporary).
  * Run: build/tests/test_fileio. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -72,6 +73,8 @@ int main(void)
     char sub[PTQ_TMP_NAME_BYTES + 32];
     snprintf(sub, sizeof sub, "%s/cls", tmp);
     CHECK(mkdir(sub, 0777) == 0);
+    char tmp_keep[304]; /* this test's temporary names are short */
+    snprintf(tmp_keep, sizeof tmp_keep, "%.300s", tmp);
     snprintf(sub, sizeof sub, "%s/cls/x.png", tmp);
     FILE *f = fopen(sub, "w");
     CHECK(f != NULL);
@@ -79,6 +82,21 @@ int main(void)
         fclose(f);
     ptq_atomic_discard(tmp);
     CHECK(count_tmp(dir) == 0);
+
+    /* a message naming a temporary (and a file in a temporary folder) names the output instead; cut to fit */
+    char want[PTQ_MSG_BYTES];
+    snprintf(ctx.msg, sizeof ctx.msg, "cannot write %s/cls/x.png: full; %s again", tmp_keep, tmp_keep);
+    ptq_atomic_blame_output(&ctx, tmp_keep, path);
+    snprintf(want, sizeof want, "cannot write %s/cls/x.png: full; %s again", path, path);
+    CHECK_MSG(strcmp(ctx.msg, want) == 0, "%s", ctx.msg);
+    ptq_atomic_blame_output(&ctx, "", path); /* no temporary: unchanged */
+    CHECK_MSG(strcmp(ctx.msg, want) == 0, "%s", ctx.msg);
+    char huge[2 * PTQ_MSG_BYTES];
+    memset(huge, 'p', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    snprintf(ctx.msg, sizeof ctx.msg, "%s %s", tmp_keep, tmp_keep);
+    ptq_atomic_blame_output(&ctx, tmp_keep, huge);
+    CHECK(strlen(ctx.msg) == PTQ_MSG_BYTES - 1 && strspn(ctx.msg, "p") == PTQ_MSG_BYTES - 1);
 
     /* a legal name too long for ".tmp-<32 hex>" on top (219 to 255 bytes): the temporary cuts its stem to fit
      * NAME_MAX, stays in the same folder, unique, and the output takes the whole name */

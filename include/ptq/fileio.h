@@ -62,6 +62,11 @@ PTQ_API ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path);
 /* Removes tmp (a file, or a folder two levels deep) and forgets it; a no-op
  * for "". tmp[0] is set to '\0'. */
 PTQ_API void ptq_atomic_discard(char *tmp);
+/* After a writer handed tmp (a temporary of ptq_atomic_create or
+ * ptq_atomic_mkdir) in place of path failed: ctx's message names path, the
+ * output the user named, wherever it named tmp ("cannot write out.h5: No
+ * space left on device", not out.h5.tmp-<hex>, which is gone by then). */
+PTQ_API void ptq_atomic_blame_output(ptq_ctx *ctx, const char *tmp, const char *path);
 /* Registers folder path, made by the caller to hold its outputs, for removal
  * on the signals of ptq_atomic_cleanup_on_signals if it is still empty then
  * (rmdir: a folder with anything in it stays); ptq_atomic_forget_dir once it
