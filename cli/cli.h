@@ -97,7 +97,7 @@ ptq_status cli_read_text(ptq_ctx *ctx, const char *path, char **out);
  * on failure. Both fail with PTQ_ERR_IO and the reason. */
 ptq_status cli_tmp_open(ptq_ctx *ctx, const char *path, char *tmp, size_t n_tmp, FILE **f);
 ptq_status cli_tmp_commit(ptq_ctx *ctx, FILE **f, const char *tmp, const char *path);
-/* Closes the temporary *f (*f = NULL) for cli_commit_all to rename; on a failed close discards it (tmp becomes
+/* Closes the temporary *f (*f = NULL) for ptq_atomic_commit_all to rename; on a failed close discards it (tmp becomes
  * "") and fails with PTQ_ERR_IO naming path. */
 ptq_status cli_tmp_close(ptq_ctx *ctx, FILE **f, char *tmp, const char *path);
 /* text and a final newline to path, whole or not at all (through cli_tmp_open/commit). */
@@ -107,7 +107,7 @@ ptq_status cli_write_text(ptq_ctx *ctx, const char *path, const char *text);
  * dir when missing (*made 1) and checks that it is a writable folder, before
  * any work; cli_output_dir_check checks that the folder of the output path
  * exists and is writable. cli_write_files writes all n files to temporaries
- * and renames them only when every one is complete: on failure none changed (cli_commit_all). */
+ * and renames them only when every one is complete: on failure none changed (ptq_atomic_commit_all). */
 typedef struct cli_out_file {
     const char *path;
     const void *data;
@@ -123,10 +123,6 @@ ptq_status cli_write_files(ptq_ctx *ctx, const cli_out_file *f, int n);
  * done_paths[i], all or none: a report and the --logits written beside it. */
 ptq_status cli_write_files_with(ptq_ctx *ctx, const cli_out_file *f, int n, char *const *done_tmp,
                                 const char *const *done_paths, int n_done);
-/* Renames the complete temporaries tmp[i] onto paths[i], i < n, all or none: the files the names held are kept as
- * hard links (registered temporaries) while the names are taken one by one, and put back if a rename fails (a
- * name that held nothing is removed again). Every tmp[i] is discarded either way. */
-ptq_status cli_commit_all(ptq_ctx *ctx, char *const *tmp, const char *const *paths, int n);
 
 /* The files of validate's report folder, in the order it writes them (cli_report_names): validate.json,
  * validate.md, report.html and the three confusion PNGs, which a report of more than PTQ_HTML_MAX_CLASSES classes

@@ -159,7 +159,7 @@ int cmd_eval(int argc, char **argv)
             tmps[n_out] = logits_tmp, paths[n_out++] = logits_path;
         }
         if (n_out)
-            PTQ_TRY(st, cli_commit_all(&ctx, tmps, paths, n_out), done);
+            PTQ_TRY(st, ptq_atomic_commit_all(&ctx, tmps, paths, n_out), done);
         report_tmp[0] = logits_tmp[0] = '\0';
     }
     if (as_json) {

@@ -102,7 +102,7 @@ typedef struct out_file {
 } out_file;
 
 /* Every file complete before any takes its name; on failure none is left, and the files the names held before
- * are put back (cli_commit_all). */
+ * are put back (ptq_atomic_commit_all). */
 static ptq_status commit_all(ptq_ctx *ctx, out_file *f, int n)
 {
     ptq_status st = PTQ_OK;
@@ -113,7 +113,7 @@ static ptq_status commit_all(ptq_ctx *ctx, out_file *f, int n)
     for (int i = 0; i < n; i++)
         tmps[i] = f[i].tmp, paths[i] = f[i].path;
     if (st == PTQ_OK)
-        st = cli_commit_all(ctx, tmps, paths, n);
+        st = ptq_atomic_commit_all(ctx, tmps, paths, n);
     for (int i = 0; i < n; i++)
         ptq_atomic_discard(f[i].tmp);
     return st;

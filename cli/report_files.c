@@ -4,7 +4,7 @@
  * of them are complete are they renamed, so a failure (a full disk, an
  * unwritable folder) leaves the files that were there before and nothing
  * half-written. If a rename fails, the files already renamed are put back
- * as they were (cli_commit_all). The report folder is made, or checked,
+ * as they were (ptq_atomic_commit_all). The report folder is made, or checked,
  * before any work.
  * Covered by tests/cli_html_test.py. */
 #define _POSIX_C_SOURCE 200809L
@@ -91,51 +91,13 @@ ptq_status cli_write_files_with(ptq_ctx *ctx, const cli_out_file *f, int n, char
             tmps[i] = tmp[i], paths[i] = f[i].path;
         for (int i = 0; i < n_done; i++)
             tmps[n + i] = done_tmp[i], paths[n + i] = done_paths[i];
-        st = cli_commit_all(ctx, tmps, paths, n + n_done);
+        st = ptq_atomic_commit_all(ctx, tmps, paths, n + n_done);
     }
     for (int i = 0; i < n; i++) /* else none */
         ptq_atomic_discard(tmp[i]);
     free(tmps);
     free(paths);
     free(tmp);
-    return st;
-}
-
-/* A registered temporary name next to path holding a hard link to the file there, into old[PTQ_TMP_NAME_BYTES];
- * old[0] = '\0' when there is none (nothing there, or no hard links on that file system). */
-static void keep_old(const char *path, char *old)
-{
-    struct stat sb;
-    old[0] = '\0';
-    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
-        return;
-    ptq_ctx ctx;
-    ptq_ctx_init(&ctx);
-    if (ptq_atomic_create(&ctx, path, old, PTQ_TMP_NAME_BYTES, NULL) != PTQ_OK)
-        return;
-    if (unlink(old) != 0 || link(path, old) != 0)
-        ptq_atomic_discard(old);
-}
-
-ptq_status cli_commit_all(ptq_ctx *ctx, char *const *tmp, const char *const *paths, int n)
-{
-    ptq_status st = PTQ_OK;
-    char(*old)[PTQ_TMP_NAME_BYTES] = calloc((size_t)n + 1, sizeof *old);
-    if (!old)
-        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing %s", n ? paths[0] : "the outputs");
-    for (int i = 0; i < n && n > 1; i++)
-        keep_old(paths[i], old[i]);
-    for (int i = 0; i < n && st == PTQ_OK; i++) {
-        st = ptq_atomic_commit(ctx, tmp[i], paths[i]);
-        for (int j = 0; st != PTQ_OK && j < i; j++)
-            if (!old[j][0] || rename(old[j], paths[j]) != 0)
-                remove(paths[j]);
-    }
-    for (int i = 0; i < n; i++) {
-        ptq_atomic_discard(tmp[i]);
-        ptq_atomic_discard(old[i]);
-    }
-    free(old);
     return st;
 }
 

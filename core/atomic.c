@@ -284,6 +284,44 @@ ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)
     return PTQ_OK;
 }
 
+/* A registered temporary name next to path holding a hard link to the file there, into old[PTQ_TMP_NAME_BYTES];
+ * old[0] = '\0' when there is none (nothing there, or no hard links on that file system). */
+static void keep_old(const char *path, char *old)
+{
+    struct stat sb;
+    old[0] = '\0';
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return;
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    if (ptq_atomic_create(&ctx, path, old, PTQ_TMP_NAME_BYTES, NULL) != PTQ_OK)
+        return;
+    if (unlink(old) != 0 || link(path, old) != 0)
+        ptq_atomic_discard(old);
+}
+
+ptq_status ptq_atomic_commit_all(ptq_ctx *ctx, char *const *tmp, const char *const *paths, int n)
+{
+    ptq_status st = PTQ_OK;
+    char(*old)[PTQ_TMP_NAME_BYTES] = calloc((size_t)n + 1, sizeof *old);
+    if (!old)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing %s", n ? paths[0] : "the outputs");
+    for (int i = 0; i < n && n > 1; i++)
+        keep_old(paths[i], old[i]);
+    for (int i = 0; i < n && st == PTQ_OK; i++) {
+        st = ptq_atomic_commit(ctx, tmp[i], paths[i]);
+        for (int j = 0; st != PTQ_OK && j < i; j++)
+            if (!old[j][0] || rename(old[j], paths[j]) != 0)
+                remove(paths[j]);
+    }
+    for (int i = 0; i < n; i++) {
+        ptq_atomic_discard(tmp[i]);
+        ptq_atomic_discard(old[i]);
+    }
+    free(old);
+    return st;
+}
+
 void ptq_atomic_discard(char *tmp)
 {
     if (!tmp || !tmp[0])

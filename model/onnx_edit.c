@@ -1697,9 +1697,11 @@ static ptq_status write_external(ptq_ctx *ctx, const ptq_onnx_edit *e, const cha
         st = ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
         goto done;
     }
-    PTQ_TRY(st, ptq_atomic_commit(ctx, tmp_data, data_path), done);
-    if ((st = ptq_atomic_commit(ctx, tmp_model, path)) != PTQ_OK)
-        unlink(data_path);
+    { /* both or neither: a failed rename puts back the data file the name held, the old model's */
+        char *tmps[2] = {tmp_data, tmp_model};
+        const char *paths[2] = {data_path, path};
+        st = ptq_atomic_commit_all(ctx, tmps, paths, 2);
+    }
 done:
     if (w.fd >= 0)
         close(w.fd);

@@ -11,7 +11,8 @@ export's. `ptq smooth` of the ViT demo with its Constant values external
 too. Refused, nothing written: external data leaving its folder (a symlink,
 '..'), an output or its data file that would replace the data being read.
 A write failing anywhere (PTQ_TEST_FAIL_WRITE_AFTER) leaves neither file,
-and nothing is written outside the output's folder. The model's SHA-256
+a rename failing (PTQ_TEST_FAIL_RENAME) leaves the previous export's pair
+as it was, and nothing is written outside the output's folder. The model's SHA-256
 covers its data file (README "model_sha256"): a plan or an archive of the
 model is refused for the same .onnx with one bit of its weights changed.
 Run by ctest (label oracle) with PTQ_BIN and PTQ_SOURCE_DIR set."""
@@ -216,6 +217,19 @@ def pipeline(J, x):
                          os.path.join(folder, "q.onnx"), env=env)
         check(f"write failing {name}: exit 3, nothing left in the output's folder",
               rc == 3 and os.listdir(folder) == [], f"exit {rc}, {os.listdir(folder)}: {tail(err)}")
+
+    # a rename failing after the data file took its name: the previous export's q.onnx and q.onnx.data both back
+    # (the new data file was removed instead, leaving the old q.onnx pointing at no data)
+    folder = J("out-rollback")
+    os.makedirs(folder)
+    out = os.path.join(folder, "q.onnx")
+    rc, _, err = run("export", "--format", "qdq", "--plan", J("ext.json"), "--model", ext, "--out", out, env=force)
+    before = tree(folder)
+    rc2, _, err2 = run("export", "--format", "qdq", "--plan", J("ref.json"), "--model", ref, "--out", out,
+                       env={**force, "PTQ_TEST_FAIL_RENAME": "q.onnx"})
+    check("model rename failing after the data file's: exit 3, the previous q.onnx and q.onnx.data as they were",
+          rc == 0 and rc2 == 3 and sorted(before) == ["q.onnx", "q.onnx.data"] and tree(folder) == before,
+          f"exit {rc}/{rc2}, {sorted(before)} -> {sorted(tree(folder))}: {tail(err + err2)}")
 
     # refused: external data leaving its folder, through a symlink or '..'
     os.makedirs(J("esc-link"))

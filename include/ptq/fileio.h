@@ -59,6 +59,12 @@ PTQ_API ptq_status ptq_atomic_mkdir(ptq_ctx *ctx, const char *path, char *tmp, s
  * environment fails the rename onto every path whose last component is NAME
  * (EIO), as one onto a folder would. */
 PTQ_API ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path);
+/* Renames the complete temporaries tmp[i] onto paths[i], i < n, all or none:
+ * the files the names held are kept as hard links (registered temporaries)
+ * while the names are taken one by one, and put back if a rename fails (a
+ * name that held nothing is removed again). Every tmp[i] is discarded
+ * either way. */
+PTQ_API ptq_status ptq_atomic_commit_all(ptq_ctx *ctx, char *const *tmp, const char *const *paths, int n);
 /* Removes tmp (a file, or a folder two levels deep) and forgets it; a no-op
  * for "". tmp[0] is set to '\0'. */
 PTQ_API void ptq_atomic_discard(char *tmp);
