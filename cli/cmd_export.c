@@ -211,7 +211,16 @@ int cmd_export(int argc, char **argv)
     if ((rc = cli_refuse_unused("export", opts, n_opts, qdq_only, "used only with --format qdq")) ||
         (!fmt_trt && (rc = cli_refuse_unused("export", opts, n_opts, trt_only, "used only with --format trt"))))
         return rc;
-    char ort_paths[3][4096];
+    char ort_paths[3][4096], ort_dir[4000];
+    if (fmt_ort) { /* a folder ptq makes: "ort/" names the same one as "ort" (the check below wants its parent) */
+        size_t n = strlen(out);
+        while (n > 1 && out[n - 1] == '/')
+            n--;
+        if (n >= sizeof ort_dir)
+            return cli_usage_error("export", "--out %.100s... is too long", out);
+        snprintf(ort_dir, sizeof ort_dir, "%.*s", (int)n, out);
+        out = ort_dir;
+    }
     const char *outputs[3] = {out, NULL, NULL}, *inputs[] = {pos[0], cli_get(opts, n_opts, "model")};
     for (int k = 0; fmt_ort && k < 3; k++) {
         snprintf(ort_paths[k], sizeof ort_paths[k], "%s/%s", out, cli_ort_names[k]);

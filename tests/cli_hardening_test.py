@@ -616,6 +616,20 @@ def full_disk_png(tmp):
         subprocess.run(["umount", full])
 
 
+def folder_outputs_with_slash(tmp, data, archive, plan):
+    """A folder output named with a trailing slash ("ort/", "rep/") is made and filled as without it: export
+    --format ort refused "ort/" (exit 3, "its folder ort/ does not exist", the folder it was asked to make)."""
+    d = os.path.join(tmp, "slash")
+    os.makedirs(d)
+    rc, _, err = run("export", archive, "--method", "minmax", "--format", "ort", "--out", "ort/", "--quiet", cwd=d)
+    check("export --format ort --out NEWDIR/: written", rc == 0 and sorted(os.listdir(os.path.join(d, "ort"))) ==
+          sorted(["calibration.flatbuffers", "calibration.json", "calibration.cache"]), f"exit {rc}: {last_line(err)}")
+    rc, _, err = run("validate", "--model", MODEL, "--plan", plan, "--data", data, "--report", "rep/", cwd=d)
+    check("validate --report NEWDIR/: written", rc == 0 and "validate.json" in os.listdir(os.path.join(d, "rep")),
+          f"exit {rc}: {last_line(err)}")
+    check("folders named with a slash: nothing else made", sorted(os.listdir(d)) == ["ort", "rep"], str(os.listdir(d)))
+
+
 def merge_by_content(tmp, images):
     """The same samples under two paths, or in a copy, are one source; two files of one name are two."""
     import h5py
@@ -745,6 +759,7 @@ def main():
     interrupted_report(tmp, big_labelled, plan)
     merge_by_content(tmp, images)
     file_size_limit(tmp, data, archive, plan)
+    folder_outputs_with_slash(tmp, data, archive, plan)
     full_disk_png(tmp)
     rc = finish("cli_hardening_test")
     if rc == 0:
