@@ -43,11 +43,17 @@ ptq_status ptq_file_check_regular(ptq_ctx *ctx, const char *path)
 ptq_status ptq_file_check_output(ptq_ctx *ctx, const char *path)
 {
     struct stat sb;
-    if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) || S_ISLNK(sb.st_mode))
+    if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))
         return PTQ_OK; /* a missing folder on the way is the writer's own error */
+    const int link = S_ISLNK(sb.st_mode);
+    /* a symlink leading nowhere, to a file or to a folder is replaced by the output; one to a device or FIFO
+     * (/dev/stdout is one) is refused as the node itself is: the user meant the node */
+    if (link && (stat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)))
+        return PTQ_OK;
     return ptq_fail(ctx, PTQ_ERR_IO,
-                    "cannot write %s: it is %s, not a regular file; ptq puts its outputs in place whole (a new file "
-                    "renamed onto the name), which would replace it: name a file", path, kind_of(sb.st_mode));
+                    "cannot write %s: it is %s%s, not a regular file; ptq puts its outputs in place whole (a new file "
+                    "renamed onto the name), which would replace it: name a file", path, link ? "a symlink to " : "",
+                    kind_of(sb.st_mode));
 }
 
 ptq_status ptq_file_open_read(ptq_ctx *ctx, const char *path, int *fd)

@@ -6,7 +6,8 @@ temporary-file scheme (unpredictable names, a planted symlink at the old
 "<out>.tmp-<pid>" name not followed, the umask respected, a 250-byte output
 name written (the temporary's stem cut to fit), nothing left after
 SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGPIPE/SIGUSR1/SIGALRM), an output that is an input (exit 2, input untouched), an
-output that is a FIFO (or, as root, a character device like /dev/null):
+output that is a FIFO (or, as root, a character device like /dev/null), or a
+symlink to one:
 refused before any work (exit 3) and left as it was, never replaced by a
 regular file; an output that is the model's ONNX external data (exit 2), an
 output that is a folder or in a missing one (exit 3 before any work),
@@ -168,6 +169,18 @@ def special_outputs(tmp, data, archive, plan):
                   "not a regular file" in err, f"exit {rc}: {last_line(err)}")
     check("outputs named by FIFOs or devices: nothing else written beside them",
           sorted(os.listdir(folder)) == sorted(k for k, _ in nodes), str(os.listdir(folder)))
+    # a symlink to one (as /dev/stdout is, to /proc/self/fd/1): refused too; the link was replaced by a regular
+    # file (as root, `--logits /dev/stdout` would have turned /dev/stdout into one)
+    for kind, _ in nodes:
+        link = os.path.join(tmp, f"link-to-{kind}")
+        os.symlink(os.path.join(folder, kind), link)
+        for name, args in (("plan --out", ["plan", archive, "--model", MODEL, "--out", link, "--quiet"]),
+                           ("eval --logits", ["eval", "--model", MODEL, "--data", data, "--logits", link])):
+            rc, _, err = run(*args, timeout=60)
+            check(f"a symlink to a {kind} as output: {name} refused (exit 3), the link left as it was",
+                  rc == 3 and os.path.islink(link) and "a symlink to" in err and "not a regular file" in err,
+                  f"exit {rc}, link {os.path.islink(link)}: {last_line(err)}")
+        os.remove(link)
 
 
 def last_pid():

@@ -24,9 +24,11 @@ extern "C" {
  * path and what it is (missing, a folder, a FIFO, a device, a socket). */
 PTQ_API ptq_status ptq_file_check_regular(ptq_ctx *ctx, const char *path);
 /* PTQ_OK when an output may take the name path: nothing is there, or a
- * regular file, a folder or a symlink (whose link, not its target, the
- * output replaces). A FIFO, a device or a socket is PTQ_ERR_IO naming it:
- * outputs are renamed into place, which would replace /dev/null itself.
+ * regular file, a folder or a symlink leading nowhere, to a file or to a
+ * folder (whose link, not its target, the output replaces). A FIFO, a
+ * device or a socket, or a symlink to one (/dev/stdout), is PTQ_ERR_IO
+ * naming it: outputs are renamed into place, which would replace /dev/null
+ * itself.
  * The ptq_atomic_* writers check it before the temporary is made and again
  * before the rename; commands call it to refuse before any work. */
 PTQ_API ptq_status ptq_file_check_output(ptq_ctx *ctx, const char *path);
