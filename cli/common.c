@@ -263,9 +263,13 @@ int cli_check_outputs(const char *cmd, const char *const *inputs, int n_inputs, 
         struct stat sb;
         ptq_ctx ctx;
         ptq_ctx_init(&ctx);
-        if (outputs[j] && lstat(outputs[j], &sb) == 0 && S_ISDIR(sb.st_mode)) /* a rename after the work fails */
-            rc = cli_report(cmd, &ctx, ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: it is a folder; name a file",
-                                                outputs[j]));
+        if (!outputs[j] || lstat(outputs[j], &sb) != 0)
+            continue;
+        /* a folder: the rename after the work fails; a symlink to one: it would replace the user's link */
+        const int link = S_ISLNK(sb.st_mode);
+        if (S_ISDIR(sb.st_mode) || (link && stat(outputs[j], &sb) == 0 && S_ISDIR(sb.st_mode)))
+            rc = cli_report(cmd, &ctx, ptq_fail(&ctx, PTQ_ERR_IO, "cannot write %s: it is %s; name a file",
+                                                outputs[j], link ? "a symlink to a folder" : "a folder"));
     }
     return rc;
 }

@@ -10,7 +10,8 @@ output that is a FIFO (or, as root, a character device like /dev/null), or a
 symlink to one:
 refused before any work (exit 3) and left as it was, never replaced by a
 regular file; an output that is the model's ONNX external data (exit 2), an
-output that is a folder or in a missing one (exit 3 before any work),
+output that is a folder, a symlink to one or in a missing one (exit 3 before
+any work),
 merge telling sources apart by content rather than by path (and the same
 bytes in either argument order when shards name the data or the model by
 other paths), and every writer past the file size limit (ulimit -f): exit 3,
@@ -309,6 +310,16 @@ def unwritable_outputs(tmp, images, labels, archive, plan):
               missing in err, f"exit {rc}: {last_line(err)}")
     check("unwritable outputs: nothing made", os.listdir(d) == ["inside"] and not os.path.exists(missing) and
           not leftovers(tmp), f"{os.listdir(d)}, {leftovers(tmp)}")
+    # a symlink to a folder is a folder too: the output replaced the user's link after the whole job, exit 0
+    link = os.path.join(tmp, "link-to-a-folder")
+    os.symlink(d, link)
+    for name, args in cmds.items():
+        if name != "export ort":
+            rc, _, err = run(*args, link, timeout=30)
+            check(f"{name}: --out a symlink to a folder refused (exit 3) before any work, the link kept",
+                  rc == 3 and "a symlink to a folder" in err and os.path.islink(link), f"exit {rc}: {last_line(err)}")
+    check("symlink to a folder as output: nothing made in the folder", os.listdir(d) == ["inside"], str(os.listdir(d)))
+    os.remove(link)
 
 
 def long_names(tmp, data, archive):
