@@ -252,7 +252,25 @@ ptq_status ptq_atomic_mkdir(ptq_ctx *ctx, const char *path, char *tmp, size_t n_
     return make_tmp(ctx, path, tmp, n_tmp, 1, &unused);
 }
 
-ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)
+/* rename(tmp, path), or with keep_existing never over anything at path (EEXIST): RENAME_NOREPLACE, checked by
+ * lstat first where the file system takes no such flag (EINVAL). */
+static int rename_onto(const char *tmp, const char *path, int keep_existing)
+{
+    struct stat sb;
+    if (!keep_existing)
+        return rename(tmp, path);
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL)
+        return -1;
+    if (lstat(path, &sb) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return rename(tmp, path);
+}
+
+static ptq_status commit(ptq_ctx *ctx, char *tmp, const char *path, int keep_existing)
 {
     struct stat sb;
     /* writers that reopen by name (HDF5) could be handed something else put in its place: only ours is renamed */
@@ -274,14 +292,27 @@ ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)
         return st;
     }
     const char *fail = getenv("PTQ_TEST_FAIL_RENAME"), *base = strrchr(path, '/');
-    if ((fail && *fail && strcmp(fail, base ? base + 1 : path) == 0 && (errno = EIO)) || rename(tmp, path) != 0) {
+    if ((fail && *fail && strcmp(fail, base ? base + 1 : path) == 0 && (errno = EIO)) ||
+        rename_onto(tmp, path, keep_existing) != 0) {
         int e = errno;
         ptq_atomic_discard(tmp);
+        if (e == EEXIST && keep_existing)
+            return ptq_fail(ctx, PTQ_ERR_IO, "%s already exists; not overwriting it", path);
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
     }
     forget_tmp(tmp);
     tmp[0] = '\0';
     return PTQ_OK;
+}
+
+ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path)
+{
+    return commit(ctx, tmp, path, 0);
+}
+
+ptq_status ptq_atomic_commit_new(ptq_ctx *ctx, char *tmp, const char *path)
+{
+    return commit(ctx, tmp, path, 1);
 }
 
 /* A registered temporary name next to path holding a hard link to the file there, into old[PTQ_TMP_NAME_BYTES];

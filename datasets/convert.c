@@ -241,7 +241,7 @@ ptq_status ptq_data_convert_idx(ptq_ctx *ctx, const char *images_path, const cha
         PTQ_TRY(st, ptq_atomic_mkdir(ctx, out_path, tmp, sizeof tmp), done);
         PTQ_TRY(st, write_png(ctx, &job), done);
     }
-    st = ptq_atomic_commit(ctx, tmp, out_path);
+    st = ptq_atomic_commit_new(ctx, tmp, out_path); /* nor one put there since the check above */
 done:
     if (st != PTQ_OK)
         ptq_atomic_blame_output(ctx, tmp, out_path);

@@ -164,7 +164,7 @@ ptq_status ptq_data_convert_folder(ptq_ctx *ctx, const char *folder, const ptq_d
     p.resize = cp->height ? (cp->height > cp->width ? cp->height : cp->width) : 0;
     PTQ_TRY(st, ptq_atomic_create(ctx, out_path, tmp, sizeof tmp, NULL), done);
     PTQ_TRY(st, write_set(ctx, ds, &p, tmp, cp->zstd_level, opts ? opts->labels_file : NULL), done);
-    st = ptq_atomic_commit(ctx, tmp, out_path);
+    st = ptq_atomic_commit_new(ctx, tmp, out_path); /* nor one put there since the check above */
 done:
     if (st != PTQ_OK)
         ptq_atomic_blame_output(ctx, tmp, out_path);

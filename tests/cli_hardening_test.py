@@ -14,8 +14,9 @@ output that is a folder, a symlink to one or in a missing one (exit 3 before
 any work),
 merge telling sources apart by content rather than by path (and the same
 bytes in either argument order when shards name the data or the model by
-other paths), and every writer past the file size limit (ulimit -f): exit 3,
-nothing left, the old file kept."""
+other paths), every writer past the file size limit (ulimit -f): exit 3,
+nothing left, the old file kept, and data convert not renaming over a file
+put at its output while it converts."""
 import hashlib
 import os
 import re
@@ -654,6 +655,27 @@ def folder_outputs_with_slash(tmp, data, archive, plan):
     check("folders named with a slash: nothing else made", sorted(os.listdir(d)) == ["ort", "rep"], str(os.listdir(d)))
 
 
+def convert_no_clobber(tmp):
+    """data convert refuses an existing output ("already exists; not overwriting it"), and keeps that promise for
+    a file put at the name while it converts (another convert, a user): the finished set was renamed over it."""
+    d = os.path.join(tmp, "noclobber")
+    os.makedirs(d)
+    out = os.path.join(d, "train.h5")
+    p = subprocess.Popen([PTQ_ABS, "data", "convert", "--images", f"{FM}/train-images-idx3-ubyte.gz", "--labels",
+                          f"{FM}/train-labels-idx1-ubyte.gz", "--out", out], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while time.time() - t0 < 30 and not leftovers(d) and p.poll() is None:
+        time.sleep(0.005)
+    seen = bool(leftovers(d)) and p.poll() is None
+    with open(out, "w") as f:
+        f.write("precious\n")
+    _, err = p.communicate(timeout=120)
+    check("data convert: a file put at --out while converting is kept (exit 3, 'already exists'), nothing left",
+          seen and p.returncode == 3 and "already exists" in err and open(out).read() == "precious\n" and
+          os.listdir(d) == ["train.h5"], f"seen {seen}, exit {p.returncode}, left {os.listdir(d)}: {last_line(err)}")
+
+
 def merge_by_content(tmp, images):
     """The same samples under two paths, or in a copy, are one source; two files of one name are two."""
     import h5py
@@ -785,6 +807,7 @@ def main():
     file_size_limit(tmp, data, archive, plan)
     folder_outputs_with_slash(tmp, data, archive, plan)
     full_disk_png(tmp)
+    convert_no_clobber(tmp)
     rc = finish("cli_hardening_test")
     if rc == 0:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -61,6 +61,10 @@ PTQ_API ptq_status ptq_atomic_mkdir(ptq_ctx *ctx, const char *path, char *tmp, s
  * environment fails the rename onto every path whose last component is NAME
  * (EIO), as one onto a folder would. */
 PTQ_API ptq_status ptq_atomic_commit(ptq_ctx *ctx, char *tmp, const char *path);
+/* The same, but never over anything at path, put there however late
+ * (RENAME_NOREPLACE): PTQ_ERR_IO "PATH already exists; not overwriting it",
+ * tmp removed. For outputs that refuse an existing name (data convert). */
+PTQ_API ptq_status ptq_atomic_commit_new(ptq_ctx *ctx, char *tmp, const char *path);
 /* Renames the complete temporaries tmp[i] onto paths[i], i < n, all or none:
  * the files the names held are kept as hard links (registered temporaries)
  * while the names are taken one by one, and put back if a rename fails (a
