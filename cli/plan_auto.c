@@ -76,8 +76,8 @@ int cli_plan_auto(const cli_opt *opts, int n_opts, const char *archive_path)
         (rc = cli_get_int("plan", opts, n_opts, "seed", 0, 0, &seed)))
         return rc;
     const char *inputs[] = {model, archive_path, data};
-    if ((rc = cli_check_outputs("plan", inputs, 3, &out, 1)))
-        return rc;
+    if ((rc = cli_check_outputs("plan", inputs, 3, &out, 1)) || (rc = cli_output_dir_ok("plan", out)))
+        return rc; /* before the calibrators are measured */
     const int quiet = cli_get(opts, n_opts, "quiet") != NULL;
     const int reduce_range = cli_get(opts, n_opts, "reduce-range") != NULL;
 

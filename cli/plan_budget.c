@@ -128,8 +128,8 @@ int cli_plan_budgeted(const cli_opt *opts, int n_opts, const char *archive_path)
     char trace_path[4200];
     cli_sibling_path(out, ".trace.json", trace_path, sizeof trace_path);
     const char *inputs[] = {model, archive_path, sens_path, data}, *outputs[] = {out, trace_path};
-    if ((rc = cli_check_outputs("plan", inputs, 4, outputs, 2)))
-        return rc;
+    if ((rc = cli_check_outputs("plan", inputs, 4, outputs, 2)) || (rc = cli_output_dir_ok("plan", out)))
+        return rc; /* before the search, which takes minutes */
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);

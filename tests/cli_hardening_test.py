@@ -290,11 +290,19 @@ def unwritable_outputs(tmp, images, labels, archive, plan):
     missing = os.path.join(tmp, "no-such-folder")
     vit = os.path.join(SRC, "models", "fmnist_vit.onnx")
     ref = ["--device", "ref", "--threads", "1"]  # slow: a late refusal would take minutes
+    sens = os.path.join(tmp, "unwritable-sens.json")
+    rc, _, err = run("sensitivity", "--model", MODEL, "--calib", archive, "--data", big, "--samples", "8", "--out",
+                     sens)
+    check("unwritable outputs: setup, a sensitivity report", rc == 0, last_line(err))
     cmds = {"calibrate": ["calibrate", "--model", MODEL, "--data", big, *ref, "--out"],
             "eval --logits": ["eval", "--model", MODEL, "--data", big, *ref, "--logits"],
             "eval --report": ["eval", "--model", MODEL, "--data", big, *ref, "--report"],
             "sensitivity": ["sensitivity", "--model", MODEL, "--calib", archive, "--data", big, *ref, "--out"],
             "plan": ["plan", archive, "--model", MODEL, "--out"],
+            "plan --budget": ["plan", archive, "--model", MODEL, "--budget", "1", "--sensitivity", sens, "--data", big,
+                              *ref, "--out"],
+            "plan --method auto": ["plan", archive, "--model", MODEL, "--method", "auto", "--data", big, *ref,
+                                   "--out"],
             "export trt": ["export", archive, "--method", "entropy", "--format", "trt", "--out"],
             "export json": ["export", archive, "--method", "mse", "--format", "json", "--out"],
             "export ort": ["export", archive, "--method", "entropy", "--format", "ort", "--out"],
