@@ -278,12 +278,16 @@ static ptq_status commit(ptq_ctx *ctx, char *tmp, const char *path, int keep_exi
         ptq_atomic_discard(tmp);
         return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: its temporary file was replaced or removed", path);
     }
-    /* on disk before it takes the name, so a crash leaves the old file or the new one */
+    /* on disk before it takes the name, so a crash leaves the old file or the new one; a write the disk could not
+     * store (EIO, or ENOSPC/EDQUOT where space is found only then: NFS, thin volumes) shows here, not in write() */
     if (S_ISREG(sb.st_mode)) {
         int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-            fsync(fd);
+        int e = fd >= 0 && fsync(fd) != 0 ? errno : 0;
+        if (fd >= 0)
             close(fd);
+        if (e == EIO || e == ENOSPC || e == EDQUOT) { /* not EINVAL: a file system that keeps no data to sync */
+            ptq_atomic_discard(tmp);
+            return ptq_fail(ctx, PTQ_ERR_IO, "cannot write %s: %s", path, strerror(e));
         }
     }
     ptq_status st = ptq_file_check_output(ctx, path); /* again: a device put there while it was written */

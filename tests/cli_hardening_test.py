@@ -15,8 +15,9 @@ any work),
 merge telling sources apart by content rather than by path (and the same
 bytes in either argument order when shards name the data or the model by
 other paths), every writer past the file size limit (ulimit -f): exit 3,
-nothing left, the old file kept, and data convert not renaming over a file
-put at its output while it converts."""
+nothing left, the old file kept, data convert not renaming over a file
+put at its output while it converts, and a failed fsync (an LD_PRELOAD shim)
+keeping the old output."""
 import hashlib
 import os
 import re
@@ -684,6 +685,31 @@ def convert_no_clobber(tmp):
           os.listdir(d) == ["train.h5"], f"seen {seen}, exit {p.returncode}, left {os.listdir(d)}: {last_line(err)}")
 
 
+def fsync_failure(tmp, archive):
+    """A file whose fsync fails (EIO: the disk could not store what was written, which write() and close() need
+    not report) is not renamed into place: exit 3 naming the output, the old file kept, nothing left. The error was
+    ignored and the file committed (exit 0). fsync is made to fail by an LD_PRELOAD shim built here with cc."""
+    shim_c, shim = os.path.join(tmp, "fsync_eio.c"), os.path.join(tmp, "fsync_eio.so")
+    with open(shim_c, "w") as f:
+        f.write("#include <errno.h>\nint fsync(int fd) { (void)fd; errno = EIO; return -1; }\n"
+                "int fdatasync(int fd) { (void)fd; errno = EIO; return -1; }\n")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or subprocess.run([cc, "-shared", "-fPIC", "-o", shim, shim_c], capture_output=True).returncode:
+        print("skip fsync failure: no C compiler to build the shim")
+        return
+    d = os.path.join(tmp, "fsync")
+    os.makedirs(d)
+    out = os.path.join(d, "p.json")
+    with open(out, "w") as f:
+        f.write("the old plan\n")
+    p = subprocess.run([PTQ_ABS, "plan", archive, "--model", MODEL, "--out", out, "--quiet"], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "LD_PRELOAD": shim})
+    check("fsync failing: exit 3 naming the output, the old file kept, nothing left",
+          p.returncode == 3 and f"cannot write {out}: Input/output error" in p.stderr and
+          open(out).read() == "the old plan\n" and os.listdir(d) == ["p.json"],
+          f"exit {p.returncode}, left {os.listdir(d)}: {last_line(p.stderr)}")
+
+
 def merge_by_content(tmp, images):
     """The same samples under two paths, or in a copy, are one source; two files of one name are two."""
     import h5py
@@ -816,6 +842,7 @@ def main():
     folder_outputs_with_slash(tmp, data, archive, plan)
     full_disk_png(tmp)
     convert_no_clobber(tmp)
+    fsync_failure(tmp, archive)
     rc = finish("cli_hardening_test")
     if rc == 0:
         shutil.rmtree(tmp, ignore_errors=True)
