@@ -993,6 +993,8 @@ int cmd_run(int argc, char **argv)
     }
     if ((rc = cli_rank0_rc(rc)) == 0 && (rc = dir_shared(dir)) != 0 && created)
         rmdir(dir); /* made for this run, still empty */
+    if (rc == 0 && created)
+        ptq_atomic_track_dir(dir); /* a signal before the first stage wrote anything removes it again */
 
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
@@ -1126,6 +1128,8 @@ int cmd_run(int argc, char **argv)
         }
         print_summary(dir, dir_len, st, n_st, status, p_manifest, p_report_files[0], rc, budget_missed, collapsed);
     }
+    if (created)
+        ptq_atomic_forget_dir(dir);
     if (lock_fd >= 0)
         close(lock_fd); /* the lock goes with it */
     return rc;

@@ -16,8 +16,9 @@ merge telling sources apart by content rather than by path (and the same
 bytes in either argument order when shards name the data or the model by
 other paths), every writer past the file size limit (ulimit -f): exit 3,
 nothing left, the old file kept, data convert not renaming over a file
-put at its output while it converts, and a failed fsync (an LD_PRELOAD shim)
-keeping the old output."""
+put at its output while it converts, a failed fsync (an LD_PRELOAD shim)
+keeping the old output, and SIGTERM during ptq run removing the --out folder
+it made."""
 import hashlib
 import os
 import re
@@ -565,6 +566,19 @@ def interrupted_report(tmp, data, plan):
           os.listdir(kept) == ["mine.txt"], str(os.listdir(kept)))
 
 
+def interrupted_run(tmp, big_labelled):
+    """SIGTERM during `ptq run --out NEWDIR`'s first stage (the calibration archive's temporary in NEWDIR) removes
+    the temporary and NEWDIR, which run made and nothing else holds yet: the empty NEWDIR was left behind."""
+    out = os.path.join(tmp, "run_sig")
+    p = subprocess.Popen([PTQ_ABS, "run", "--model", MODEL, "--calib-data", big_labelled, "--data", big_labelled,
+                          "--calib-samples", "0", "--out", out, "--device", "ref", "--threads", "1"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    still_running = signal_when(p, lambda: os.path.isdir(out) and bool(leftovers(out)), signal.SIGTERM)
+    check("SIGTERM during ptq run's calibration into a new --out: ended by it, the folder gone",
+          still_running and p.returncode == -signal.SIGTERM and not os.path.exists(out),
+          f"running {still_running}, exit {p.returncode}, left {os.listdir(out) if os.path.isdir(out) else None}")
+
+
 def file_size_limit(tmp, data, archive, plan):
     """Past the file size limit (ulimit -f, RLIMIT_FSIZE) every writer fails cleanly: exit 3 with the reason
     ("File too large") and the output's name, not its temporary's, no temporary left, the file that had the name
@@ -837,6 +851,7 @@ def main():
         f["images"] = images
         f["labels"] = labels
     interrupted_report(tmp, big_labelled, plan)
+    interrupted_run(tmp, big_labelled)
     merge_by_content(tmp, images)
     file_size_limit(tmp, data, archive, plan)
     folder_outputs_with_slash(tmp, data, archive, plan)
