@@ -206,6 +206,25 @@ void ptq_k_pad_ref(ptq_pad_mode mode, size_t elem_bytes, int ndim, const int64_t
 
 /* y = sqrt(x) elementwise (NaN below 0); x, y: [n], x == y allowed. */
 void ptq_k_sqrt_ref(int64_t n, const float *x, float *y);
+/* Elementwise float32 functions torch exports beside the activations of ptq_unop, as ONNX defines them (NaN passed
+ * through); the reference is their CPU path, the CUDA backend hands them to the CPU. */
+typedef enum ptq_fn {
+    PTQ_FN_EXP,
+    PTQ_FN_FLOOR,
+    PTQ_FN_CEIL,
+    PTQ_FN_ROUND,    /* half to even */
+    PTQ_FN_SIN,
+    PTQ_FN_COS,
+    PTQ_FN_SOFTPLUS, /* log(1 + exp(x)), in a form that does not overflow */
+    PTQ_FN_SOFTSIGN, /* x / (1 + |x|) */
+    PTQ_FN_ELU,      /* alpha (exp(x) - 1) for x < 0, else x */
+    PTQ_FN_SELU,     /* gamma (alpha exp(x) - alpha) for x <= 0, else gamma x */
+    PTQ_FN_CELU,     /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)); alpha != 0 */
+    PTQ_FN_MISH      /* x tanh(softplus(x)) */
+} ptq_fn;
+
+/* y[i] = f(x[i]) for i < n with f's parameters alpha, gamma (ptq_fn's); x, y: [n], x == y allowed. */
+void ptq_k_fn_ref(ptq_fn op, float alpha, float gamma, int64_t n, const float *x, float *y);
 /* y = pow(a, b) with numpy broadcasting (bc as for ptq_k_binary_ref). */
 void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y);
 /* y = pow(a, b) for an integer exponent b (int64 when b_int64, else int32), with numpy broadcasting, as

@@ -76,6 +76,21 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     /* a masked mean's sums (torch's x.sum(1)) and position ids from a mask (torch.cumsum) */
     PLAIN(PTQ_OP_REDUCESUM, "ReduceSum", 0),
     PLAIN(PTQ_OP_CUMSUM, "CumSum", 0),
+    /* elementwise functions torch exports; Elu, Selu, Softplus and Softsign are activations TensorRT fuses after a
+     * Conv/Gemm (its IActivationLayer kinds, as LeakyRelu and HardSigmoid); Celu and Mish are no such kind, and
+     * rounding (Floor, Ceil, Round) does not commute with Q/DQ's: the scale is not a power of ten */
+    PLAIN(PTQ_OP_EXP, "Exp", 0),
+    PLAIN(PTQ_OP_FLOOR, "Floor", 0),
+    PLAIN(PTQ_OP_CEIL, "Ceil", 0),
+    PLAIN(PTQ_OP_ROUND, "Round", 0),
+    PLAIN(PTQ_OP_SIN, "Sin", 0),
+    PLAIN(PTQ_OP_COS, "Cos", 0),
+    PLAIN(PTQ_OP_SOFTPLUS, "Softplus", ACT),
+    PLAIN(PTQ_OP_SOFTSIGN, "Softsign", ACT),
+    PLAIN(PTQ_OP_ELU, "Elu", ACT),
+    PLAIN(PTQ_OP_SELU, "Selu", ACT),
+    PLAIN(PTQ_OP_CELU, "Celu", 0),
+    PLAIN(PTQ_OP_MISH, "Mish", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

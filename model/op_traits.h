@@ -61,6 +61,18 @@ typedef enum ptq_op_id {
     PTQ_OP_SCATTERND,
     PTQ_OP_REDUCESUM,
     PTQ_OP_CUMSUM,
+    PTQ_OP_EXP,
+    PTQ_OP_FLOOR,
+    PTQ_OP_CEIL,
+    PTQ_OP_ROUND,
+    PTQ_OP_SIN,
+    PTQ_OP_COS,
+    PTQ_OP_SOFTPLUS,
+    PTQ_OP_SOFTSIGN,
+    PTQ_OP_ELU,
+    PTQ_OP_SELU,
+    PTQ_OP_CELU,
+    PTQ_OP_MISH,
     PTQ_OP_COUNT
 } ptq_op_id;
 

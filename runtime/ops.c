@@ -19,7 +19,9 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Reshape, ptq_op_Squeeze, ptq_op_Unsqueeze, ptq_op_Transpose, ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Pad, ptq_op_Erf,
     ptq_op_Constant, ptq_op_ReduceMean, ptq_op_LayerNormalization, ptq_op_Pow, ptq_op_Sqrt, ptq_op_Shape,
     ptq_op_Gather, ptq_op_Slice, ptq_op_Cast, ptq_op_Gelu, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
-    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum;
+    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
+    ptq_op_Exp, ptq_op_Floor, ptq_op_Ceil, ptq_op_Round, ptq_op_Sin, ptq_op_Cos, ptq_op_Softplus, ptq_op_Softsign,
+    ptq_op_Elu, ptq_op_Selu, ptq_op_Celu, ptq_op_Mish;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -73,6 +75,18 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_SCATTERND] = &ptq_op_ScatterND,
     [PTQ_OP_REDUCESUM] = &ptq_op_ReduceSum,
     [PTQ_OP_CUMSUM] = &ptq_op_CumSum,
+    [PTQ_OP_EXP] = &ptq_op_Exp,
+    [PTQ_OP_FLOOR] = &ptq_op_Floor,
+    [PTQ_OP_CEIL] = &ptq_op_Ceil,
+    [PTQ_OP_ROUND] = &ptq_op_Round,
+    [PTQ_OP_SIN] = &ptq_op_Sin,
+    [PTQ_OP_COS] = &ptq_op_Cos,
+    [PTQ_OP_SOFTPLUS] = &ptq_op_Softplus,
+    [PTQ_OP_SOFTSIGN] = &ptq_op_Softsign,
+    [PTQ_OP_ELU] = &ptq_op_Elu,
+    [PTQ_OP_SELU] = &ptq_op_Selu,
+    [PTQ_OP_CELU] = &ptq_op_Celu,
+    [PTQ_OP_MISH] = &ptq_op_Mish,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

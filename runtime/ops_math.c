@@ -2,7 +2,11 @@
  * through kernels/ref/math.c, which is their CPU path too: torch exports
  * LayerNorm before opset 17 as ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
  * Div, and `x ** 2` with an integer exponent at some opsets. Covered by tests/test_ops_zoo.c, the ONNX
- * conformance run and tests/pow_int_test.py. */
+ * conformance run and tests/pow_int_test.py.
+ * Exp, Floor, Ceil, Round, Sin, Cos, Softplus, Softsign, Elu, Selu, Celu and Mish (float32) through ptq_k_fn_ref,
+ * their CPU path too: torch's functional code exports them (tests/ops_breadth_test.py against onnxruntime). */
+#include <string.h>
+
 #include "runtime/op_util.h"
 
 static ptq_status pow_infer(ptq_ctx *ctx, ptq_op_io *io)
@@ -56,5 +60,73 @@ static ptq_status sqrt_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* The ptq_fn of io's node and its alpha and gamma (the ONNX defaults where the attribute is absent). */
+static ptq_status fn_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_fn *op, float *alpha, float *gamma)
+{
+    static const struct {
+        ptq_op_id id;
+        ptq_fn fn;
+        float alpha, gamma;
+    } fns[] = {
+        {PTQ_OP_EXP, PTQ_FN_EXP, 0.0f, 0.0f},
+        {PTQ_OP_FLOOR, PTQ_FN_FLOOR, 0.0f, 0.0f},
+        {PTQ_OP_CEIL, PTQ_FN_CEIL, 0.0f, 0.0f},
+        {PTQ_OP_ROUND, PTQ_FN_ROUND, 0.0f, 0.0f},
+        {PTQ_OP_SIN, PTQ_FN_SIN, 0.0f, 0.0f},
+        {PTQ_OP_COS, PTQ_FN_COS, 0.0f, 0.0f},
+        {PTQ_OP_SOFTPLUS, PTQ_FN_SOFTPLUS, 0.0f, 0.0f},
+        {PTQ_OP_SOFTSIGN, PTQ_FN_SOFTSIGN, 0.0f, 0.0f},
+        {PTQ_OP_ELU, PTQ_FN_ELU, 1.0f, 0.0f},
+        {PTQ_OP_SELU, PTQ_FN_SELU, 1.67326319217681884765625f, 1.05070102214813232421875f},
+        {PTQ_OP_CELU, PTQ_FN_CELU, 1.0f, 0.0f},
+        {PTQ_OP_MISH, PTQ_FN_MISH, 0.0f, 0.0f},
+    };
+    const ptq_op_id id = ptq_op_of(io)->traits->id;
+    for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
+        if (fns[k].id != id)
+            continue;
+        *op = fns[k].fn;
+        *alpha = ptq_node_attr_float(io->node, "alpha", fns[k].alpha);
+        *gamma = ptq_node_attr_float(io->node, "gamma", fns[k].gamma);
+        if (*op == PTQ_FN_CELU && *alpha == 0.0f) /* x / alpha */
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "alpha must not be 0");
+        return PTQ_OK;
+    }
+    return ptq_op_unsupported(ctx, io, "no elementwise function for this op");
+}
+
+static ptq_status fn_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_fn op = PTQ_FN_EXP;
+    float alpha = 0.0f, gamma = 0.0f;
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK || (st = fn_params(ctx, io, &op, &alpha, &gamma)) != PTQ_OK)
+        return st;
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status fn_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_fn op = PTQ_FN_EXP;
+    float alpha = 0.0f, gamma = 0.0f;
+    ptq_status st = fn_params(ctx, io, &op, &alpha, &gamma);
+    if (st == PTQ_OK)
+        ptq_k_fn_ref(op, alpha, gamma, ptq_tensor_numel(io->in[0]), io->in[0]->data, io->out[0]->data);
+    return st;
+}
+
 const ptq_op_def ptq_op_Pow = {PTQ_OP_TRAITS(POW), 7, 0, pow_infer, pow_run, NULL, 0};
 const ptq_op_def ptq_op_Sqrt = {PTQ_OP_TRAITS(SQRT), 6, 0, sqrt_infer, sqrt_run, NULL, 0};
+const ptq_op_def ptq_op_Exp = {PTQ_OP_TRAITS(EXP), 6, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Floor = {PTQ_OP_TRAITS(FLOOR), 6, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Ceil = {PTQ_OP_TRAITS(CEIL), 6, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Round = {PTQ_OP_TRAITS(ROUND), 11, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Sin = {PTQ_OP_TRAITS(SIN), 7, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Cos = {PTQ_OP_TRAITS(COS), 7, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Softplus = {PTQ_OP_TRAITS(SOFTPLUS), 1, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Softsign = {PTQ_OP_TRAITS(SOFTSIGN), 1, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Elu = {PTQ_OP_TRAITS(ELU), 6, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Selu = {PTQ_OP_TRAITS(SELU), 6, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Celu = {PTQ_OP_TRAITS(CELU), 12, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Mish = {PTQ_OP_TRAITS(MISH), 18, 0, fn_infer, fn_run, NULL, 0};

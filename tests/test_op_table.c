@@ -77,6 +77,18 @@ static const struct {
     {"ScatterND", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
     {"ReduceSum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"CumSum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
+    {"Exp", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Floor", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Ceil", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Round", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
+    {"Sin", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Cos", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Softplus", 0, 0, ALL, ACT, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Softsign", 0, 0, ALL, ACT, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Elu", 0, 0, ALL, ACT, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Selu", 0, 0, ALL, ACT, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Celu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
+    {"Mish", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 18, 0},
 };
 
 static void test_every_op(void)

@@ -1,6 +1,7 @@
 /* Reference Sqrt and Pow (numpy broadcasting) on float32, as ONNX defines
  * them, and Pow with an integer exponent as onnxruntime computes it; their CPU path too. Covered by
- * tests/test_ops_zoo.c, the ONNX conformance run and tests/pow_int_test.py (onnxruntime as the oracle). */
+ * tests/test_ops_zoo.c, the ONNX conformance run and tests/pow_int_test.py (onnxruntime as the oracle).
+ * The ptq_fn functions (Exp ... Mish) too: tests/test_ops_zoo.c, the conformance run, tests/ops_breadth_test.py. */
 #include <math.h>
 
 #include "kernels/kernels.h"
@@ -47,4 +48,34 @@ void ptq_k_pow_int_ref(const ptq_bcast *bc, const float *a, const void *b, int b
         else
             y[i] = (float)pow((double)x, (double)e);
     }
+}
+
+static float softplus(float x)
+{
+    return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+
+static float fn(ptq_fn op, float alpha, float gamma, float x)
+{
+    switch (op) {
+    case PTQ_FN_EXP: return expf(x);
+    case PTQ_FN_FLOOR: return floorf(x);
+    case PTQ_FN_CEIL: return ceilf(x);
+    case PTQ_FN_ROUND: return nearbyintf(x); /* the default rounding mode: half to even */
+    case PTQ_FN_SIN: return sinf(x);
+    case PTQ_FN_COS: return cosf(x);
+    case PTQ_FN_SOFTPLUS: return softplus(x);
+    case PTQ_FN_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case PTQ_FN_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
+    case PTQ_FN_SELU: return x <= 0.0f ? gamma * (alpha * expf(x) - alpha) : gamma * x;
+    case PTQ_FN_CELU: return x < 0.0f ? alpha * expm1f(x / alpha) : x;
+    case PTQ_FN_MISH: return x * tanhf(softplus(x));
+    }
+    return x;
+}
+
+void ptq_k_fn_ref(ptq_fn op, float alpha, float gamma, int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = fn(op, alpha, gamma, x[i]);
 }
