@@ -225,6 +225,8 @@ typedef enum ptq_fn {
 
 /* y[i] = f(x[i]) for i < n with f's parameters alpha, gamma (ptq_fn's); x, y: [n], x == y allowed. */
 void ptq_k_fn_ref(ptq_fn op, float alpha, float gamma, int64_t n, const float *x, float *y);
+/* PRelu: y = x < 0 ? slope x : x, slope broadcast to x (bc from ptq_op_bcast(x, slope), its output x's shape). */
+void ptq_k_prelu_ref(const ptq_bcast *bc, const float *x, const float *slope, float *y);
 /* y = pow(a, b) with numpy broadcasting (bc as for ptq_k_binary_ref). */
 void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y);
 /* y = pow(a, b) for an integer exponent b (int64 when b_int64, else int32), with numpy broadcasting, as

@@ -91,6 +91,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_SELU, "Selu", ACT),
     PLAIN(PTQ_OP_CELU, "Celu", 0),
     PLAIN(PTQ_OP_MISH, "Mish", 0),
+    /* torch's PReLU: its slope is not quantized (as BatchNormalization's scale); not one of TensorRT's
+     * IActivationLayer kinds (a layer of its own), so no fusible activation */
+    PLAIN(PTQ_OP_PRELU, "PRelu", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

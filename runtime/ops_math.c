@@ -4,7 +4,8 @@
  * Div, and `x ** 2` with an integer exponent at some opsets. Covered by tests/test_ops_zoo.c, the ONNX
  * conformance run and tests/pow_int_test.py.
  * Exp, Floor, Ceil, Round, Sin, Cos, Softplus, Softsign, Elu, Selu, Celu and Mish (float32) through ptq_k_fn_ref,
- * their CPU path too: torch's functional code exports them (tests/ops_breadth_test.py against onnxruntime). */
+ * their CPU path too: torch's functional code exports them (tests/ops_breadth_test.py against onnxruntime).
+ * PRelu (float32; the slope broadcast to X: torch's per-channel [C, 1, 1], a scalar or X's shape) likewise. */
 #include <string.h>
 
 #include "runtime/op_util.h"
@@ -116,6 +117,41 @@ static ptq_status fn_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* The slope (input 1) broadcast to X (input 0): unidirectionally, the output X's shape. */
+static ptq_status prelu_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
+{
+    const ptq_tensor *x = io->in[0], *slope = io->in[1];
+    char sx[96], ss[96];
+    int same = ptq_op_bcast(ctx, x, slope, bc) == PTQ_OK && bc->ndim == x->ndim;
+    for (int d = 0; same && d < x->ndim; d++)
+        same = bc->out_dims[d] == x->dims[d];
+    if (!same)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "slope (input 1) %s does not broadcast to X (input 0) %s",
+                           ptq_dims_str(slope->dims, slope->ndim, ss, sizeof ss),
+                           ptq_dims_str(x->dims, x->ndim, sx, sizeof sx));
+    return PTQ_OK;
+}
+
+static ptq_status prelu_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_bcast bc;
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK || (st = ptq_op_need_float(ctx, io, 1)) != PTQ_OK ||
+        (st = prelu_layout(ctx, io, &bc)) != PTQ_OK)
+        return st;
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status prelu_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_bcast bc;
+    ptq_status st = prelu_layout(ctx, io, &bc);
+    if (st == PTQ_OK)
+        ptq_k_prelu_ref(&bc, io->in[0]->data, io->in[1]->data, io->out[0]->data);
+    return st;
+}
+
 const ptq_op_def ptq_op_Pow = {PTQ_OP_TRAITS(POW), 7, 0, pow_infer, pow_run, NULL, 0};
 const ptq_op_def ptq_op_Sqrt = {PTQ_OP_TRAITS(SQRT), 6, 0, sqrt_infer, sqrt_run, NULL, 0};
 const ptq_op_def ptq_op_Exp = {PTQ_OP_TRAITS(EXP), 6, 0, fn_infer, fn_run, NULL, 0};
@@ -130,3 +166,4 @@ const ptq_op_def ptq_op_Elu = {PTQ_OP_TRAITS(ELU), 6, 0, fn_infer, fn_run, NULL,
 const ptq_op_def ptq_op_Selu = {PTQ_OP_TRAITS(SELU), 6, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_Celu = {PTQ_OP_TRAITS(CELU), 12, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_Mish = {PTQ_OP_TRAITS(MISH), 18, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_PRelu = {PTQ_OP_TRAITS(PRELU), 7, 0, prelu_infer, prelu_run, NULL, 0};

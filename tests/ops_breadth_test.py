@@ -91,9 +91,76 @@ def check_unary(rng):
           f"rc {rc}: {err.strip()[-300:]}")
 
 
+def check_prelu(rng):
+    """torch's PReLU(C) (slope [C, 1, 1]), PReLU() (a scalar [1]) and a full-shape slope on [N, C, H, W]."""
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 60])  # no image: fed as stored
+    x = x_values(rng, (N, 60))
+    shape = numpy_helper.from_array(np.array([-1, 4, 3, 5], np.int64), "shape")
+    for label, dims in [("per_channel", (4, 1, 1)), ("scalar", (1,)), ("full", (4, 3, 5)), ("last_dim", (5,))]:
+        slope = numpy_helper.from_array((rng.standard_normal(dims) * 0.5).astype(np.float32), "slope")
+        nodes = [helper.make_node("Reshape", ["x", "shape"], ["x4"]), helper.make_node("PRelu", ["x4", "slope"], ["p"]),
+                 helper.make_node("Flatten", ["p"], ["y"])]
+        eval_vs_ort("PRelu_" + label, save("prelu_" + label, nodes, [x_info], ["N", 60], [slope, shape]), {"x": x})
+    # a slope that would grow X ([4, 3, 5] by a [2, 4, 3, 5] slope) is no PRelu ONNX allows: refused naming it
+    slope = numpy_helper.from_array(np.ones((2, 4, 3, 5), np.float32), "slope")
+    nodes = [helper.make_node("PRelu", ["x", "slope"], ["p"], name="prelu_grow"),
+             helper.make_node("Flatten", ["p"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 120])], [slope])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, J("prelu_grow.onnx"))
+    rc, _, err = ptq("info", J("prelu_grow.onnx"))
+    check("PRelu slope [2x4x3x5] on X [1x4x3x5]: refused naming the node and both shapes",
+          rc != 0 and "prelu_grow" in err and "does not broadcast to X" in err, f"rc {rc}: {err.strip()[-300:]}")
+
+
+def conv_classifier(name, after_conv, head, opset=13, inits=()):
+    """x [N, 64] (no image: fed as stored) -> [N, 1, 8, 8] -> Conv 3x3 (4 channels) -> after_conv nodes (reading
+    'c', writing 'a') -> Flatten -> Gemm (10 classes, 'g') -> head nodes (reading 'g', writing 'y')."""
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array((rng.standard_normal((4, 1, 3, 3)) * 0.5).astype(np.float32), "w")
+    b = numpy_helper.from_array((rng.standard_normal(4) * 0.1).astype(np.float32), "b")
+    gw = numpy_helper.from_array((rng.standard_normal((10, 144)) * 0.2).astype(np.float32), "gw")
+    gb = numpy_helper.from_array(np.zeros(10, np.float32), "gb")
+    shape = numpy_helper.from_array(np.array([-1, 1, 8, 8], np.int64), "shape")
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["img"]),
+             helper.make_node("Conv", ["img", "w", "b"], ["c"], kernel_shape=[3, 3])] + after_conv + [
+        helper.make_node("Flatten", ["a"], ["f"]), helper.make_node("Gemm", ["f", "gw", "gb"], ["g"], transB=1)
+    ] + head
+    return save(name, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])], ["N", 10],
+                [w, b, gw, gb, shape, *inits], opset=opset)
+
+
+def check_pipeline(label, model):
+    """eval against onnxruntime, then calibrate, plan, validate, export --format qdq, onnxruntime on the export."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((96, 64)).astype(np.float32)
+    eval_vs_ort(label, model, {"x": x})
+    data = J(label + ".h5")
+    rc, _, err = ptq("calibrate", "--model", model, "--data", data, "--out", J(label + "-c.h5"))
+    check(f"{label}: calibrate", rc == 0, err.strip()[-300:])
+    rc, _, err = ptq("plan", J(label + "-c.h5"), "--model", model, "--out", J(label + "-p.json"))
+    check(f"{label}: plan", rc == 0, err.strip()[-300:])
+    rc, _, err = ptq("validate", "--model", model, "--plan", J(label + "-p.json"), "--data", data, "--logits",
+                     J(label + "-q.npy"), "--report", J(label + "-rep"))
+    check(f"{label}: validate", rc == 0, err.strip()[-300:])
+    rc, _, err = ptq("export", "--plan", J(label + "-p.json"), "--model", model, "--format", "qdq", "--out",
+                     J(label + "-q.onnx"))
+    check(f"{label}: export --format qdq", rc == 0, err.strip()[-300:])
+    if os.path.exists(J(label + "-q.npy")) and os.path.exists(J(label + "-q.onnx")):
+        check_ort_agrees(label, J(label + "-q.onnx"), {"x": x}, J(label + "-q.npy"))
+
+
 def main():
     rng = np.random.default_rng(13)
     check_unary(rng)
+    check_prelu(rng)
+    slope = numpy_helper.from_array(np.array([0.25, -0.1, 0.5, 0.05], np.float32).reshape(4, 1, 1), "slope")
+    check_pipeline("pipeline_prelu", conv_classifier("pipe_prelu", [helper.make_node("PRelu", ["c", "slope"], ["a"])],
+                                                     [helper.make_node("Identity", ["g"], ["y"])], inits=[slope]))
+    check_pipeline("pipeline_elu", conv_classifier("pipe_elu", [helper.make_node("Elu", ["c"], ["a"], alpha=0.5)],
+                                                   [helper.make_node("Identity", ["g"], ["y"])]))
     return finish("ops_breadth_test")
 
 

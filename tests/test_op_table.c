@@ -89,6 +89,7 @@ static const struct {
     {"Selu", 0, 0, ALL, ACT, -1, PTQ_AXIS_NONE, 6, 0},
     {"Celu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
     {"Mish", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 18, 0},
+    {"PRelu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
 };
 
 static void test_every_op(void)

@@ -1,7 +1,7 @@
 /* Reference Sqrt and Pow (numpy broadcasting) on float32, as ONNX defines
  * them, and Pow with an integer exponent as onnxruntime computes it; their CPU path too. Covered by
  * tests/test_ops_zoo.c, the ONNX conformance run and tests/pow_int_test.py (onnxruntime as the oracle).
- * The ptq_fn functions (Exp ... Mish) too: tests/test_ops_zoo.c, the conformance run, tests/ops_breadth_test.py. */
+ * PRelu and the ptq_fn functions (Exp ... Mish) too: the conformance run and tests/ops_breadth_test.py. */
 #include <math.h>
 
 #include "kernels/kernels.h"
@@ -78,4 +78,16 @@ void ptq_k_fn_ref(ptq_fn op, float alpha, float gamma, int64_t n, const float *x
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = fn(op, alpha, gamma, x[i]);
+}
+
+void ptq_k_prelu_ref(const ptq_bcast *bc, const float *x, const float *slope, float *y)
+{
+    int64_t n = 1;
+    for (int d = 0; d < bc->ndim; d++)
+        n *= bc->out_dims[d];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ix, is;
+        ptq_bcast_offsets(bc, i, &ix, &is);
+        y[i] = x[ix] < 0.0f ? slope[is] * x[ix] : x[ix];
+    }
 }
