@@ -179,6 +179,9 @@ void ptq_k_batchnorm_cpu(int64_t n, int64_t c, int64_t spatial, const float *x, 
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
 void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
+/* LogSoftmax over the middle dim of x viewed as [outer, len, inner]: (x - max) - log(sum(exp(x - max))), the sum in
+ * double; the reference is the CPU path, the CUDA backend hands it to the CPU. */
+void ptq_k_log_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
 /* onnxruntime's QLinearSoftmax on uint8 codes (an int8 tensor's codes + 128, its zero point + 128: the kernel
  * reads only differences of codes, and its int8 clamp at 127 is the uint8 one at 255): along len, with d = the
  * line's largest code - x, e = table[d], y = min(round_half_even(e * floor(1 / y_scale) / sum(e)) + y_zp, 255),

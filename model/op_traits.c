@@ -94,6 +94,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     /* torch's PReLU: its slope is not quantized (as BatchNormalization's scale); not one of TensorRT's
      * IActivationLayer kinds (a layer of its own), so no fusible activation */
     PLAIN(PTQ_OP_PRELU, "PRelu", 0),
+    /* torch's log_softmax, a classifier's last op: as Softmax (no transformer rule reads it) */
+    PLAIN(PTQ_OP_LOGSOFTMAX, "LogSoftmax", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -74,6 +74,7 @@ typedef enum ptq_op_id {
     PTQ_OP_CELU,
     PTQ_OP_MISH,
     PTQ_OP_PRELU,
+    PTQ_OP_LOGSOFTMAX,
     PTQ_OP_COUNT
 } ptq_op_id;
 

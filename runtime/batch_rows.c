@@ -114,9 +114,9 @@ static int64_t dims_before(const ptq_value *v, int b)
 }
 
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
- * softmax or normalization over b, a Gather, Split, Concat or CumSum along it, a Slice that cuts or reverses it, batch
- * statistics, a ScatterND whose index tuples reach b, a convolution or pooling window along it, a Reshape that
- * reads the samples' numbers in another order. The rest of what could mix them changes a shape, which rows_kind
+ * (log) softmax or normalization over b, a Gather, Split, Concat or CumSum along it, a Slice that cuts or reverses
+ * it, batch statistics, a ScatterND whose index tuples reach b, a convolution or pooling window along it, a Reshape
+ * that reads the samples' numbers in another order. The rest of what could mix them changes a shape, which rows_kind
  * sees. */
 static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const unsigned char *kind)
 {
@@ -124,9 +124,10 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
     const int b = v0 >= 0 && kind[v0] >= ROWS_BATCH ? kind[v0] - ROWS_BATCH : -1; /* input 0's batch axis */
     const int ndim = v0 >= 0 ? g->values[v0].ndim : 0;
     const char *op = n->op_type;
-    if (strcmp(op, "Softmax") == 0 && g->opset < 13) /* over the whole block [axis, ndim) */
+    const int softmax = strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0;
+    if (softmax && g->opset < 13) /* over the whole block [axis, ndim) */
         return b >= 0 && attr_axis(n, "axis", 1, ndim) <= b;
-    if (strcmp(op, "Softmax") == 0)
+    if (softmax)
         return b >= 0 && attr_axis(n, "axis", -1, ndim) == b;
     if (strcmp(op, "LayerNormalization") == 0) /* over [axis, ndim) */
         return b >= 0 && attr_axis(n, "axis", -1, ndim) <= b;

@@ -85,6 +85,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"LayerNormalization", "stash_type", 17, INT64_MAX},
     {"LeakyRelu", "alpha", 1, INT64_MAX},
     {"LeakyRelu", "consumed_inputs", 1, 6},
+    {"LogSoftmax", "axis", 1, INT64_MAX},
     {"MaxPool", "auto_pad", 1, INT64_MAX},
     {"MaxPool", "ceil_mode", 10, INT64_MAX},
     {"MaxPool", "dilations", 10, INT64_MAX},

@@ -1,7 +1,8 @@
 /* Softmax on float32 through kernels/{ref,cpu}/softmax.c. Before opset 13
  * the input is coerced to 2-D at axis (default 1) and normalised over the
  * whole trailing block; from 13 on over the single dim axis (default -1);
- * ptq_op_softmax_view gives every backend that view.
+ * ptq_op_softmax_view gives every backend that view. LogSoftmax the same way, through
+ * kernels/ref/softmax.c alone (tests/ops_breadth_test.py against onnxruntime).
  * Covered by tests/test_ops_shape.c and the ONNX conformance run. */
 #include "runtime/op_util.h"
 
@@ -49,3 +50,14 @@ static ptq_status softmax_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_Softmax = {PTQ_OP_TRAITS(SOFTMAX), 1, 0, softmax_infer, softmax_run_ref, softmax_run_cpu, 0};
+
+static ptq_status log_softmax_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int64_t outer = 0, len = 0, inner = 0;
+    ptq_status st = ptq_op_softmax_view(ctx, io, &outer, &len, &inner);
+    if (st == PTQ_OK)
+        ptq_k_log_softmax_ref(outer, len, inner, io->in[0]->data, io->out[0]->data);
+    return st;
+}
+
+const ptq_op_def ptq_op_LogSoftmax = {PTQ_OP_TRAITS(LOGSOFTMAX), 1, 0, softmax_infer, log_softmax_run, NULL, 0};

@@ -50,7 +50,7 @@ def x_values(rng, shape):
     return x
 
 
-def eval_vs_ort(label, model, feeds, tol=1e-5):
+def eval_vs_ort(label, model, feeds, tol=1e-5, env=None):
     """ptq eval's logits within tol (absolute plus relative) of onnxruntime's on every element."""
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     data = J(label + ".h5")
@@ -58,7 +58,7 @@ def eval_vs_ort(label, model, feeds, tol=1e-5):
         for k, v in feeds.items():
             f[k] = v
         f["labels"] = want.reshape(len(want), -1).argmax(1)
-    rc, _, err = ptq("eval", "--model", model, "--data", data, "--logits", J(label + ".npy"))
+    rc, _, err = ptq("eval", "--model", model, "--data", data, "--logits", J(label + ".npy"), env=env)
     got = np.load(J(label + ".npy")) if rc == 0 else None
     diff = np.abs(got.reshape(want.shape) - want) if got is not None and got.size == want.size else None
     ok = diff is not None and bool(np.all(diff <= tol * (1 + np.abs(want))))
@@ -115,6 +115,24 @@ def check_prelu(rng):
           rc != 0 and "prelu_grow" in err and "does not broadcast to X" in err, f"rc {rc}: {err.strip()[-300:]}")
 
 
+def check_log_softmax(rng):
+    """LogSoftmax on [N, 4, 5]: from opset 13 over one axis (the last by default, the middle one, the batch's), before
+    13 over the block the input is coerced to at axis (default 1)."""
+    x = x_values(rng, (N, 20))
+    shape = numpy_helper.from_array(np.array([-1, 4, 5], np.int64), "shape")
+    for opset, attrs in [(13, {}), (13, {"axis": 1}), (13, {"axis": 0}), (11, {}), (11, {"axis": 2}),
+                         (11, {"axis": -3})]:
+        label = f"LogSoftmax_opset{opset}" + "".join(f"_{k}{v}" for k, v in attrs.items())
+        nodes = [helper.make_node("Reshape", ["x", "shape"], ["x3"]),
+                 helper.make_node("LogSoftmax", ["x3"], ["l"], **attrs), helper.make_node("Flatten", ["l"], ["y"])]
+        model = save(label, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 20])], ["N", 20],
+                     [shape], opset=opset)
+        eval_vs_ort(label, model, {"x": x})
+        # in passes of 5 samples (runtime/batch_rows.c), as ptq runs larger models: one over the batch's axis must
+        # run whole, as a Softmax does
+        eval_vs_ort(label + "_passes", model, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+
+
 def conv_classifier(name, after_conv, head, opset=13, inits=()):
     """x [N, 64] (no image: fed as stored) -> [N, 1, 8, 8] -> Conv 3x3 (4 channels) -> after_conv nodes (reading
     'c', writing 'a') -> Flatten -> Gemm (10 classes, 'g') -> head nodes (reading 'g', writing 'y')."""
@@ -156,9 +174,12 @@ def main():
     rng = np.random.default_rng(13)
     check_unary(rng)
     check_prelu(rng)
+    check_log_softmax(rng)
     slope = numpy_helper.from_array(np.array([0.25, -0.1, 0.5, 0.05], np.float32).reshape(4, 1, 1), "slope")
     check_pipeline("pipeline_prelu", conv_classifier("pipe_prelu", [helper.make_node("PRelu", ["c", "slope"], ["a"])],
                                                      [helper.make_node("Identity", ["g"], ["y"])], inits=[slope]))
+    check_pipeline("pipeline_log_softmax", conv_classifier("pipe_logsm", [helper.make_node("Relu", ["c"], ["a"])],
+                                                           [helper.make_node("LogSoftmax", ["g"], ["y"], axis=1)]))
     check_pipeline("pipeline_elu", conv_classifier("pipe_elu", [helper.make_node("Elu", ["c"], ["a"], alpha=0.5)],
                                                    [helper.make_node("Identity", ["g"], ["y"])]))
     return finish("ops_breadth_test")

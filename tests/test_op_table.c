@@ -90,6 +90,7 @@ static const struct {
     {"Celu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
     {"Mish", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 18, 0},
     {"PRelu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"LogSoftmax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)
