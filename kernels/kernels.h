@@ -230,6 +230,12 @@ typedef enum ptq_fn {
 void ptq_k_fn_ref(ptq_fn op, float alpha, float gamma, int64_t n, const float *x, float *y);
 /* PRelu: y = x < 0 ? slope x : x, slope broadcast to x (bc from ptq_op_bcast(x, slope), its output x's shape). */
 void ptq_k_prelu_ref(const ptq_bcast *bc, const float *x, const float *slope, float *y);
+/* One input of Max or Min into y: y = b (TAKE, the first input), max(y, b), min(y, b), b broadcast to y
+ * (bc from ptq_op_bcast(y, b), its output y's shape); float32 NaN from either side, and where y and b compare equal
+ * b, as onnxruntime. The reference is the CPU path. */
+typedef enum ptq_minmax { PTQ_MINMAX_TAKE, PTQ_MINMAX_MAX, PTQ_MINMAX_MIN } ptq_minmax;
+typedef enum ptq_minmax_elem { PTQ_MINMAX_F32, PTQ_MINMAX_I32, PTQ_MINMAX_I64 } ptq_minmax_elem;
+void ptq_k_minmax_ref(ptq_minmax op, ptq_minmax_elem elem, const ptq_bcast *bc, const void *b, void *y);
 /* y = pow(a, b) with numpy broadcasting (bc as for ptq_k_binary_ref). */
 void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y);
 /* y = pow(a, b) for an integer exponent b (int64 when b_int64, else int32), with numpy broadcasting, as

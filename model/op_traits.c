@@ -96,6 +96,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_PRELU, "PRelu", 0),
     /* torch's log_softmax, a classifier's last op: as Softmax (no transformer rule reads it) */
     PLAIN(PTQ_OP_LOGSOFTMAX, "LogSoftmax", 0),
+    /* torch.maximum/minimum and clamp by tensors: the inputs' scales may differ, so Q/DQ does not commute */
+    PLAIN(PTQ_OP_MAX, "Max", 0),
+    PLAIN(PTQ_OP_MIN, "Min", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

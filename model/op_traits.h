@@ -75,6 +75,8 @@ typedef enum ptq_op_id {
     PTQ_OP_MISH,
     PTQ_OP_PRELU,
     PTQ_OP_LOGSOFTMAX,
+    PTQ_OP_MAX,
+    PTQ_OP_MIN,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -5,7 +5,8 @@
  * conformance run and tests/pow_int_test.py.
  * Exp, Floor, Ceil, Round, Sin, Cos, Softplus, Softsign, Elu, Selu, Celu and Mish (float32) through ptq_k_fn_ref,
  * their CPU path too: torch's functional code exports them (tests/ops_breadth_test.py against onnxruntime).
- * PRelu (float32; the slope broadcast to X: torch's per-channel [C, 1, 1], a scalar or X's shape) likewise. */
+ * PRelu (float32; the slope broadcast to X: torch's per-channel [C, 1, 1], a scalar or X's shape) likewise, and
+ * Max and Min (any number of float32, int32 or int64 inputs, numpy broadcasting: torch.maximum, clamp by tensors). */
 #include <string.h>
 
 #include "runtime/op_util.h"
@@ -152,6 +153,59 @@ static ptq_status prelu_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* Max / Min: every input present and of input 0's dtype, float32 (int32 and int64 from opset 12); *shape (rank and
+ * dims) the broadcast of them all. */
+static ptq_status minmax_shape(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *shape)
+{
+    ptq_status st = PTQ_OK;
+    ptq_bcast bc;
+    if (io->n_in < 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "no inputs");
+    for (int i = 0; i < io->n_in; i++)
+        if ((st = ptq_op_need_input(ctx, io, i)) != PTQ_OK)
+            return st;
+    const ptq_dtype dt = io->in[0]->dtype;
+    if (dt != PTQ_DT_FLOAT && dt != PTQ_DT_INT32 && dt != PTQ_DT_INT64)
+        return ptq_op_unsupported(ctx, io, "input 0 is %s; ptq takes float32, int32 or int64", ptq_dtype_name(dt));
+    if (dt != PTQ_DT_FLOAT && io->graph && io->graph->opset < 12)
+        return ptq_op_unsupported(ctx, io, "%s inputs need opset 12 or later", ptq_dtype_name(dt));
+    *shape = *io->in[0];
+    for (int i = 1; i < io->n_in; i++) {
+        if (io->in[i]->dtype != dt)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "input %d is %s but input 0 is %s", i,
+                               ptq_dtype_name(io->in[i]->dtype), ptq_dtype_name(dt));
+        if (ptq_op_bcast(ctx, shape, io->in[i], &bc) != PTQ_OK)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %d: %s", i, ctx->msg);
+        shape->ndim = bc.ndim;
+        for (int d = 0; d < bc.ndim; d++)
+            shape->dims[d] = bc.out_dims[d];
+    }
+    return PTQ_OK;
+}
+
+static ptq_status minmax_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_tensor shape;
+    ptq_status st = minmax_shape(ctx, io, &shape);
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], &shape);
+    return st;
+}
+
+static ptq_status minmax_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_bcast bc;
+    ptq_status st = PTQ_OK;
+    const ptq_minmax op = ptq_op_of(io)->traits->id == PTQ_OP_MAX ? PTQ_MINMAX_MAX : PTQ_MINMAX_MIN;
+    const ptq_dtype dt = io->in[0]->dtype;
+    const ptq_minmax_elem elem = dt == PTQ_DT_FLOAT ? PTQ_MINMAX_F32 : dt == PTQ_DT_INT32 ? PTQ_MINMAX_I32
+                                                                                         : PTQ_MINMAX_I64;
+    for (int i = 0; i < io->n_in && st == PTQ_OK; i++)
+        if ((st = ptq_op_bcast(ctx, io->out[0], io->in[i], &bc)) == PTQ_OK)
+            ptq_k_minmax_ref(i == 0 ? PTQ_MINMAX_TAKE : op, elem, &bc, io->in[i]->data, io->out[0]->data);
+    return st;
+}
+
 const ptq_op_def ptq_op_Pow = {PTQ_OP_TRAITS(POW), 7, 0, pow_infer, pow_run, NULL, 0};
 const ptq_op_def ptq_op_Sqrt = {PTQ_OP_TRAITS(SQRT), 6, 0, sqrt_infer, sqrt_run, NULL, 0};
 const ptq_op_def ptq_op_Exp = {PTQ_OP_TRAITS(EXP), 6, 0, fn_infer, fn_run, NULL, 0};
@@ -167,3 +221,5 @@ const ptq_op_def ptq_op_Selu = {PTQ_OP_TRAITS(SELU), 6, 0, fn_infer, fn_run, NUL
 const ptq_op_def ptq_op_Celu = {PTQ_OP_TRAITS(CELU), 12, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_Mish = {PTQ_OP_TRAITS(MISH), 18, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_PRelu = {PTQ_OP_TRAITS(PRELU), 7, 0, prelu_infer, prelu_run, NULL, 0};
+const ptq_op_def ptq_op_Max = {PTQ_OP_TRAITS(MAX), 8, 0, minmax_infer, minmax_run, NULL, 0};
+const ptq_op_def ptq_op_Min = {PTQ_OP_TRAITS(MIN), 8, 0, minmax_infer, minmax_run, NULL, 0};

@@ -133,6 +133,28 @@ def check_log_softmax(rng):
         eval_vs_ort(label + "_passes", model, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
 
 
+def check_minmax(rng):
+    """Max and Min of one, two and four inputs, broadcast every way ([N, 6] and [N, 1] inputs, [6] and [1, 1]
+    constants), on float32 and, cast to float32 for the logits, int32 and int64."""
+    for op in ("Max", "Min"):
+        for dt, np_dt in [(TensorProto.FLOAT, np.float32), (TensorProto.INT32, np.int32),
+                          (TensorProto.INT64, np.int64)]:
+            a = (rng.standard_normal((N, 6)) * 50).astype(np_dt)
+            c = (rng.standard_normal((N, 1)) * 50).astype(np_dt)
+            b = (rng.standard_normal(6) * 50).astype(np_dt)
+            a[0, :3] = b[:3]  # ties
+            consts = [numpy_helper.from_array(b, "b"), numpy_helper.from_array(np.array([[7]], np_dt), "k")]
+            infos = {"a": helper.make_tensor_value_info("a", dt, ["N", 6]),
+                     "c": helper.make_tensor_value_info("c", dt, ["N", 1])}
+            for ins in (["a"], ["a", "b"], ["b", "a", "c", "k"]):
+                nodes = [helper.make_node(op, ins, ["m"]), helper.make_node("Cast", ["m"], ["y"], to=TensorProto.FLOAT)]
+                label = f"{op}_{np.dtype(np_dt).name}_{len(ins)}"
+                used = [v for v in ("a", "c") if v in ins]
+                model = save(label, nodes, [infos[v] for v in used], ["N", 6],
+                             [t for t in consts if t.name in ins])
+                eval_vs_ort(label, model, {v: {"a": a, "c": c}[v] for v in used})
+
+
 def conv_classifier(name, after_conv, head, opset=13, inits=()):
     """x [N, 64] (no image: fed as stored) -> [N, 1, 8, 8] -> Conv 3x3 (4 channels) -> after_conv nodes (reading
     'c', writing 'a') -> Flatten -> Gemm (10 classes, 'g') -> head nodes (reading 'g', writing 'y')."""
@@ -175,6 +197,7 @@ def main():
     check_unary(rng)
     check_prelu(rng)
     check_log_softmax(rng)
+    check_minmax(rng)
     slope = numpy_helper.from_array(np.array([0.25, -0.1, 0.5, 0.05], np.float32).reshape(4, 1, 1), "slope")
     check_pipeline("pipeline_prelu", conv_classifier("pipe_prelu", [helper.make_node("PRelu", ["c", "slope"], ["a"])],
                                                      [helper.make_node("Identity", ["g"], ["y"])], inits=[slope]))

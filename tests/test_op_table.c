@@ -91,6 +91,8 @@ static const struct {
     {"Mish", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 18, 0},
     {"PRelu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"LogSoftmax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Max", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 8, 0},
+    {"Min", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 8, 0},
 };
 
 static void test_every_op(void)

@@ -1,7 +1,7 @@
 /* Reference Sqrt and Pow (numpy broadcasting) on float32, as ONNX defines
  * them, and Pow with an integer exponent as onnxruntime computes it; their CPU path too. Covered by
  * tests/test_ops_zoo.c, the ONNX conformance run and tests/pow_int_test.py (onnxruntime as the oracle).
- * PRelu and the ptq_fn functions (Exp ... Mish) too: the conformance run and tests/ops_breadth_test.py. */
+ * PRelu, Max, Min and the ptq_fn functions (Exp ... Mish) too: the conformance run and tests/ops_breadth_test.py. */
 #include <math.h>
 
 #include "kernels/kernels.h"
@@ -89,5 +89,37 @@ void ptq_k_prelu_ref(const ptq_bcast *bc, const float *x, const float *slope, fl
         int64_t ix, is;
         ptq_bcast_offsets(bc, i, &ix, &is);
         y[i] = x[ix] < 0.0f ? slope[is] * x[ix] : x[ix];
+    }
+}
+
+#define MINMAX_LOOP(T, PICK)                              \
+    do {                                                  \
+        const T *bt = b;                                  \
+        T *yt = y;                                        \
+        for (int64_t i = 0; i < n; i++) {                 \
+            int64_t iy, ib;                               \
+            ptq_bcast_offsets(bc, i, &iy, &ib);           \
+            const T u = yt[i], v = bt[ib];                \
+            (void)u; /* TAKE reads b alone */             \
+            yt[i] = (PICK);                               \
+        }                                                 \
+    } while (0)
+
+void ptq_k_minmax_ref(ptq_minmax op, ptq_minmax_elem elem, const ptq_bcast *bc, const void *b, void *y)
+{
+    int64_t n = 1;
+    for (int d = 0; d < bc->ndim; d++)
+        n *= bc->out_dims[d];
+    if (elem == PTQ_MINMAX_F32) {
+        if (op == PTQ_MINMAX_TAKE)
+            MINMAX_LOOP(float, v);
+        else if (op == PTQ_MINMAX_MAX)
+            MINMAX_LOOP(float, isnan(u) ? u : (u > v ? u : v)); /* v when v is NaN */
+        else
+            MINMAX_LOOP(float, isnan(u) ? u : (u < v ? u : v));
+    } else if (elem == PTQ_MINMAX_I32) {
+        MINMAX_LOOP(int32_t, op == PTQ_MINMAX_TAKE ? v : op == PTQ_MINMAX_MAX ? (u > v ? u : v) : (u < v ? u : v));
+    } else {
+        MINMAX_LOOP(int64_t, op == PTQ_MINMAX_TAKE ? v : op == PTQ_MINMAX_MAX ? (u > v ? u : v) : (u < v ? u : v));
     }
 }
