@@ -176,6 +176,12 @@ void ptq_k_batchnorm_ref(int64_t n, int64_t c, int64_t spatial, const float *x, 
 void ptq_k_batchnorm_cpu(int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
                          const float *bias, const float *mean, const float *var, float eps, float *y);
 
+/* InstanceNormalization: y = scale * (x - mean) / sqrt(var + eps) + bias, mean and (biased) var of each sample's
+ * channel over its spatial elements, in double; the reference is the CPU path, the CUDA backend hands it to the CPU.
+ * x, y: [n, c, spatial]; scale, bias: [c]. */
+void ptq_k_instancenorm_ref(int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
+                            const float *bias, float eps, float *y);
+
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
 void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);

@@ -99,6 +99,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     /* torch.maximum/minimum and clamp by tensors: the inputs' scales may differ, so Q/DQ does not commute */
     PLAIN(PTQ_OP_MAX, "Max", 0),
     PLAIN(PTQ_OP_MIN, "Min", 0),
+    /* torch's InstanceNorm and GroupNorm: scale and B are not quantized (as LayerNormalization's); the statistics
+     * are the data's own, so nothing folds into a Conv before it */
+    PLAIN(PTQ_OP_INSTANCENORMALIZATION, "InstanceNormalization", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -80,6 +80,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"HardSigmoid", "alpha", 1, INT64_MAX},
     {"HardSigmoid", "beta", 1, INT64_MAX},
     {"HardSigmoid", "consumed_inputs", 1, 6},
+    {"InstanceNormalization", "consumed_inputs", 1, 6},
+    {"InstanceNormalization", "epsilon", 1, INT64_MAX},
     {"LayerNormalization", "axis", 17, INT64_MAX},
     {"LayerNormalization", "epsilon", 17, INT64_MAX},
     {"LayerNormalization", "stash_type", 17, INT64_MAX},

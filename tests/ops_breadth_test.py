@@ -155,6 +155,35 @@ def check_minmax(rng):
                 eval_vs_ort(label, model, {v: {"a": a, "c": c}[v] for v in used})
 
 
+def check_instance_norm(rng):
+    """InstanceNormalization on [N, 4, 3, 5] (epsilon default and 1e-3), and GroupNorm(2, 4) as torch exports it:
+    Reshape to [N, 2, -1], InstanceNormalization with unit scale and zero B, Reshape back, Mul and Add per channel;
+    whole and in passes of 5 samples."""
+    x = x_values(rng, (N, 60))
+    shape = numpy_helper.from_array(np.array([-1, 4, 3, 5], np.int64), "shape")
+    scale = numpy_helper.from_array((rng.standard_normal(4) + 1).astype(np.float32), "scale")
+    bias = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "bias")
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 60])
+    for attrs in ({}, {"epsilon": 1e-3}):
+        label = "InstanceNorm" + "".join(f"_{k}{v}" for k, v in attrs.items())
+        nodes = [helper.make_node("Reshape", ["x", "shape"], ["x4"]),
+                 helper.make_node("InstanceNormalization", ["x4", "scale", "bias"], ["n"], **attrs),
+                 helper.make_node("Flatten", ["n"], ["y"])]
+        eval_vs_ort(label, save(label, nodes, [x_info], ["N", 60], [shape, scale, bias]), {"x": x})
+    groups = numpy_helper.from_array(np.array([0, 2, -1], np.int64), "groups")
+    ones = numpy_helper.from_array(np.ones(2, np.float32), "ones")
+    zeros = numpy_helper.from_array(np.zeros(2, np.float32), "zeros")
+    gamma = numpy_helper.from_array((rng.standard_normal((4, 1, 1)) + 1).astype(np.float32), "gamma")
+    beta = numpy_helper.from_array(rng.standard_normal((4, 1, 1)).astype(np.float32), "beta")
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["x4"]), helper.make_node("Reshape", ["x4", "groups"], ["xg"]),
+             helper.make_node("InstanceNormalization", ["xg", "ones", "zeros"], ["ng"]),
+             helper.make_node("Reshape", ["ng", "shape"], ["n4"]), helper.make_node("Mul", ["n4", "gamma"], ["m"]),
+             helper.make_node("Add", ["m", "beta"], ["a"]), helper.make_node("Flatten", ["a"], ["y"])]
+    model = save("groupnorm", nodes, [x_info], ["N", 60], [shape, groups, ones, zeros, gamma, beta])
+    eval_vs_ort("GroupNorm", model, {"x": x})
+    eval_vs_ort("GroupNorm_passes", model, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+
+
 def conv_classifier(name, after_conv, head, opset=13, inits=()):
     """x [N, 64] (no image: fed as stored) -> [N, 1, 8, 8] -> Conv 3x3 (4 channels) -> after_conv nodes (reading
     'c', writing 'a') -> Flatten -> Gemm (10 classes, 'g') -> head nodes (reading 'g', writing 'y')."""
@@ -173,23 +202,27 @@ def conv_classifier(name, after_conv, head, opset=13, inits=()):
 
 
 def check_pipeline(label, model):
-    """eval against onnxruntime, then calibrate, plan, validate, export --format qdq, onnxruntime on the export."""
+    """eval against onnxruntime, then calibrate, and for placements trt (the default: here the small layers stay
+    float) and all (Q/DQ around every activation, the new op's input and output too): plan, validate, export
+    --format qdq, onnxruntime on the export making validate's predictions."""
     rng = np.random.default_rng(7)
     x = rng.standard_normal((96, 64)).astype(np.float32)
     eval_vs_ort(label, model, {"x": x})
     data = J(label + ".h5")
     rc, _, err = ptq("calibrate", "--model", model, "--data", data, "--out", J(label + "-c.h5"))
     check(f"{label}: calibrate", rc == 0, err.strip()[-300:])
-    rc, _, err = ptq("plan", J(label + "-c.h5"), "--model", model, "--out", J(label + "-p.json"))
-    check(f"{label}: plan", rc == 0, err.strip()[-300:])
-    rc, _, err = ptq("validate", "--model", model, "--plan", J(label + "-p.json"), "--data", data, "--logits",
-                     J(label + "-q.npy"), "--report", J(label + "-rep"))
-    check(f"{label}: validate", rc == 0, err.strip()[-300:])
-    rc, _, err = ptq("export", "--plan", J(label + "-p.json"), "--model", model, "--format", "qdq", "--out",
-                     J(label + "-q.onnx"))
-    check(f"{label}: export --format qdq", rc == 0, err.strip()[-300:])
-    if os.path.exists(J(label + "-q.npy")) and os.path.exists(J(label + "-q.onnx")):
-        check_ort_agrees(label, J(label + "-q.onnx"), {"x": x}, J(label + "-q.npy"))
+    for placement in ("trt", "all"):
+        run = f"{label} ({placement})"
+        P = lambda suffix: J(f"{label}-{placement}{suffix}")  # noqa: E731
+        rc, _, err = ptq("plan", J(label + "-c.h5"), "--model", model, "--placement", placement, "--out", P(".json"))
+        check(f"{run}: plan", rc == 0, err.strip()[-300:])
+        rc, _, err = ptq("validate", "--model", model, "--plan", P(".json"), "--data", data, "--logits", P(".npy"),
+                         "--report", P("-rep"))
+        check(f"{run}: validate", rc == 0, err.strip()[-300:])
+        rc, _, err = ptq("export", "--plan", P(".json"), "--model", model, "--format", "qdq", "--out", P(".onnx"))
+        check(f"{run}: export --format qdq", rc == 0, err.strip()[-300:])
+        if os.path.exists(P(".npy")) and os.path.exists(P(".onnx")):
+            check_ort_agrees(run, P(".onnx"), {"x": x}, P(".npy"))
 
 
 def main():
@@ -198,11 +231,18 @@ def main():
     check_prelu(rng)
     check_log_softmax(rng)
     check_minmax(rng)
+    check_instance_norm(rng)
     slope = numpy_helper.from_array(np.array([0.25, -0.1, 0.5, 0.05], np.float32).reshape(4, 1, 1), "slope")
     check_pipeline("pipeline_prelu", conv_classifier("pipe_prelu", [helper.make_node("PRelu", ["c", "slope"], ["a"])],
                                                      [helper.make_node("Identity", ["g"], ["y"])], inits=[slope]))
     check_pipeline("pipeline_log_softmax", conv_classifier("pipe_logsm", [helper.make_node("Relu", ["c"], ["a"])],
                                                            [helper.make_node("LogSoftmax", ["g"], ["y"], axis=1)]))
+    inorm = [numpy_helper.from_array(np.array([1.5, 0.5, 1.0, 2.0], np.float32), "in_scale"),
+             numpy_helper.from_array(np.array([0.1, -0.2, 0.3, 0.0], np.float32), "in_bias")]
+    check_pipeline("pipeline_instance_norm", conv_classifier(
+        "pipe_inorm", [helper.make_node("InstanceNormalization", ["c", "in_scale", "in_bias"], ["n"]),
+                       helper.make_node("Relu", ["n"], ["a"])], [helper.make_node("Identity", ["g"], ["y"])],
+        inits=inorm))
     check_pipeline("pipeline_elu", conv_classifier("pipe_elu", [helper.make_node("Elu", ["c"], ["a"], alpha=0.5)],
                                                    [helper.make_node("Identity", ["g"], ["y"])]))
     return finish("ops_breadth_test")

@@ -93,6 +93,7 @@ static const struct {
     {"LogSoftmax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"Max", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 8, 0},
     {"Min", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 8, 0},
+    {"InstanceNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
 };
 
 static void test_every_op(void)
