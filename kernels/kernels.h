@@ -309,6 +309,9 @@ void ptq_k_where_ref(size_t elem_bytes, int ndim, const int64_t *out_dims, const
 /* y[i] = a == b (Equal) as bool bytes, a and b of one numeric kind, laid out
  * as bc says; floats compare as numbers (-0 == 0, NaN unequal). */
 void ptq_k_equal_ref(ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b, uint8_t *y);
+/* y[i] = -x[i] (Neg) for i < n, x and y of one signed kind (float32, float64, int8, int16, int32, int64):
+ * integers wrap (-INT_MIN is INT_MIN, as onnxruntime computes it); x == y allowed. */
+void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y);
 /* y = a mod b (Mod) of one numeric kind, laid out as bc says: fmod_sign 0
  * takes the divisor's sign (integers only), 1 the dividend's (C's % and
  * fmod). Returns -1, or the first output element whose integer divisor is 0

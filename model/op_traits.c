@@ -102,6 +102,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     /* torch's InstanceNorm and GroupNorm: scale and B are not quantized (as LayerNormalization's); the statistics
      * are the data's own, so nothing folds into a Conv before it */
     PLAIN(PTQ_OP_INSTANCENORMALIZATION, "InstanceNormalization", 0),
+    /* rotary embeddings' rotate_half (LLaMA's cat(-x2, x1)) */
+    PLAIN(PTQ_OP_NEG, "Neg", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

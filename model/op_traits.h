@@ -78,6 +78,7 @@ typedef enum ptq_op_id {
     PTQ_OP_MAX,
     PTQ_OP_MIN,
     PTQ_OP_INSTANCENORMALIZATION,
+    PTQ_OP_NEG,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -102,6 +102,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Mul", "broadcast", 1, 7},
     {"Mul", "consumed_inputs", 1, 6},
     {"PRelu", "consumed_inputs", 1, 6},
+    {"Neg", "consumed_inputs", 1, 6},
     {"Pad", "mode", 1, INT64_MAX},
     {"Pad", "paddings", 1, 2},
     {"Pad", "pads", 2, 11},

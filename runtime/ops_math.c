@@ -1,8 +1,9 @@
-/* Pow (float32 base; float32 exponent, or int32/int64 from opset 12; numpy broadcasting) and Sqrt (float32)
- * through kernels/ref/math.c, which is their CPU path too: torch exports
+/* Pow (float32 base; float32 exponent, or int32/int64 from opset 12; numpy broadcasting), Sqrt (float32) and Neg
+ * (float32, float64, int8..int64) through kernels/ref/math.c, which is their CPU path too: torch exports
  * LayerNorm before opset 17 as ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
- * Div, and `x ** 2` with an integer exponent at some opsets. Covered by tests/test_ops_zoo.c, the ONNX
- * conformance run and tests/pow_int_test.py.
+ * Div, `x ** 2` with an integer exponent at some opsets, and rotary embeddings' rotate_half (LLaMA) with a Neg.
+ * Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run, tests/pow_int_test.py
+ * and tests/seq_models_test.py.
  * Exp, Floor, Ceil, Round, Sin, Cos, Softplus, Softsign, Elu, Selu, Celu and Mish (float32) through ptq_k_fn_ref,
  * their CPU path too: torch's functional code exports them (tests/ops_breadth_test.py against onnxruntime).
  * PRelu (float32; the slope broadcast to X: torch's per-channel [C, 1, 1], a scalar or X's shape) likewise, and
@@ -203,6 +204,35 @@ static ptq_status minmax_run(ptq_ctx *ctx, const ptq_op_io *io)
     for (int i = 0; i < io->n_in && st == PTQ_OK; i++)
         if ((st = ptq_op_bcast(ctx, io->out[0], io->in[i], &bc)) == PTQ_OK)
             ptq_k_minmax_ref(i == 0 ? PTQ_MINMAX_TAKE : op, elem, &bc, io->in[i]->data, io->out[0]->data);
+/* Neg's input is present and of a signed kind ONNX gives it (float16 and bfloat16 excepted). */
+static ptq_status neg_kind(ptq_ctx *ctx, const ptq_op_io *io, ptq_cast_kind *kind)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_dtype dt = io->in[0]->dtype;
+    if (!ptq_op_cast_kind(dt, kind) || *kind == PTQ_CAST_U8 || *kind == PTQ_CAST_U16 || *kind == PTQ_CAST_U32 ||
+        *kind == PTQ_CAST_U64 || *kind == PTQ_CAST_BOOL)
+        return ptq_op_unsupported(ctx, io, "input is %s; ptq takes float32, float64, int8, int16, int32 or int64",
+                                  ptq_dtype_name(dt));
+    return PTQ_OK;
+}
+
+static ptq_status neg_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_cast_kind kind;
+    ptq_status st = neg_kind(ctx, io, &kind);
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], io->in[0]);
+    return st;
+}
+
+static ptq_status neg_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_cast_kind kind;
+    ptq_status st = neg_kind(ctx, io, &kind);
+    if (st == PTQ_OK)
+        ptq_k_neg_ref(kind, ptq_tensor_numel(io->in[0]), io->in[0]->data, io->out[0]->data);
     return st;
 }
 
@@ -223,3 +253,4 @@ const ptq_op_def ptq_op_Mish = {PTQ_OP_TRAITS(MISH), 18, 0, fn_infer, fn_run, NU
 const ptq_op_def ptq_op_PRelu = {PTQ_OP_TRAITS(PRELU), 7, 0, prelu_infer, prelu_run, NULL, 0};
 const ptq_op_def ptq_op_Max = {PTQ_OP_TRAITS(MAX), 8, 0, minmax_infer, minmax_run, NULL, 0};
 const ptq_op_def ptq_op_Min = {PTQ_OP_TRAITS(MIN), 8, 0, minmax_infer, minmax_run, NULL, 0};
+const ptq_op_def ptq_op_Neg = {PTQ_OP_TRAITS(NEG), 6, 0, neg_infer, neg_run, NULL, 0};

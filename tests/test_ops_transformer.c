@@ -26,7 +26,8 @@
 #include "testlib.h"
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
-    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum;
+    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
+    ptq_op_Neg;
 
 static double gelu_exact(double x)
 {
@@ -408,6 +409,39 @@ static void check_reduce_sum_cumsum(void)
     test_case_input(&c, 0, PTQ_DT_BOOL, bools, 1, DIMS(2));
     test_case_input(&c, 1, PTQ_DT_INT64, &axis0, 0, NULL);
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_CumSum, 0), PTQ_ERR_UNSUPPORTED));
+    test_case_free(&c);
+}
+
+/* Neg as rotate_half takes it (float32, -0 kept) and on integers (T5's -min(rel, 0)): INT32_MIN wraps to itself as
+ * onnxruntime's; unsigned and bool inputs are refused naming the node. */
+static void check_neg(void)
+{
+    test_op_case c;
+    const float xf[] = {1.5f, -2.0f, 0.0f, -0.0f};
+    test_case_init(&c, "Neg", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 2, DIMS(2, 2));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Neg, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float *yf = c.out[0].data;
+    CHECK(c.out[0].dtype == PTQ_DT_FLOAT && test_dims_are(&c.out[0], 2, DIMS(2, 2)) && yf[0] == -1.5f &&
+          yf[1] == 2.0f && yf[2] == 0.0f && signbit(yf[2]) && yf[3] == 0.0f && !signbit(yf[3]));
+    test_case_free(&c);
+    const int32_t xi[] = {INT32_MIN, -7, 0, INT32_MAX};
+    test_case_init(&c, "Neg", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, xi, 1, DIMS(4));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Neg, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const int32_t want_i[] = {INT32_MIN, 7, 0, -INT32_MAX};
+    CHECK(c.out[0].dtype == PTQ_DT_INT32 && memcmp(c.out[0].data, want_i, sizeof want_i) == 0);
+    test_case_free(&c);
+    const int64_t xl[] = {3, INT64_MIN};
+    test_case_init(&c, "Neg", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, xl, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_Neg, 0) == PTQ_OK && ((int64_t *)c.out[0].data)[0] == -3 &&
+          ((int64_t *)c.out[0].data)[1] == INT64_MIN);
+    test_case_free(&c);
+    const uint8_t xu[] = {1, 2};
+    test_case_init(&c, "Neg", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_UINT8, xu, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Neg, 0), PTQ_ERR_UNSUPPORTED));
     test_case_free(&c);
 }
 
@@ -891,6 +925,7 @@ int main(void)
     check_not();
     check_scatter_nd();
     check_reduce_sum_cumsum();
+    check_neg();
     check_graph();
     check_data_shape_limit();
     return test_done("test_ops_transformer");

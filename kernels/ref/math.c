@@ -1,8 +1,10 @@
 /* Reference Sqrt and Pow (numpy broadcasting) on float32, as ONNX defines
- * them, and Pow with an integer exponent as onnxruntime computes it; their CPU path too. Covered by
- * tests/test_ops_zoo.c, the ONNX conformance run and tests/pow_int_test.py (onnxruntime as the oracle).
+ * them, Pow with an integer exponent as onnxruntime computes it, and Neg on the signed numeric kinds; their CPU
+ * path too. Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run,
+ * tests/pow_int_test.py and tests/seq_models_test.py (onnxruntime as the oracle).
  * PRelu, Max, Min and the ptq_fn functions (Exp ... Mish) too: the conformance run and tests/ops_breadth_test.py. */
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/kernels.h"
 
@@ -10,6 +12,29 @@ void ptq_k_sqrt_ref(int64_t n, const float *x, float *y)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = sqrtf(x[i]);
+}
+
+#define NEG_LOOP(T, UT) \
+    for (int64_t i = 0; i < n; i++) \
+        ((T *)y)[i] = (T)(UT)(0u - (UT)((const T *)x)[i]) /* wraps: -INT_MIN is INT_MIN */
+
+void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y)
+{
+    switch (kind) {
+    case PTQ_CAST_F32:
+        for (int64_t i = 0; i < n; i++)
+            ((float *)y)[i] = -((const float *)x)[i];
+        break;
+    case PTQ_CAST_F64:
+        for (int64_t i = 0; i < n; i++)
+            ((double *)y)[i] = -((const double *)x)[i];
+        break;
+    case PTQ_CAST_I8: NEG_LOOP(int8_t, uint8_t); break;
+    case PTQ_CAST_I16: NEG_LOOP(int16_t, uint16_t); break;
+    case PTQ_CAST_I32: NEG_LOOP(int32_t, uint32_t); break;
+    case PTQ_CAST_I64: NEG_LOOP(int64_t, uint64_t); break;
+    default: break; /* the op takes no other kind */
+    }
 }
 
 void ptq_k_pow_ref(const ptq_bcast *bc, const float *a, const float *b, float *y)
