@@ -309,6 +309,10 @@ void ptq_k_where_ref(size_t elem_bytes, int ndim, const int64_t *out_dims, const
 /* y[i] = a == b (Equal) as bool bytes, a and b of one numeric kind, laid out
  * as bc says; floats compare as numbers (-0 == 0, NaN unequal). */
 void ptq_k_equal_ref(ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b, uint8_t *y);
+/* Trilu of x [n_mat, rows, cols] (elements of elem_bytes) into y: element (i, j) of each matrix kept where
+ * j - i >= k (upper) or j - i <= k (lower), zero bytes elsewhere; x == y allowed. */
+void ptq_k_trilu_ref(size_t elem_bytes, int64_t n_mat, int64_t rows, int64_t cols, int64_t k, int upper,
+                     const void *x, void *y);
 /* y[i] = -x[i] (Neg) for i < n, x and y of one signed kind (float32, float64, int8, int16, int32, int64):
  * integers wrap (-INT_MIN is INT_MIN, as onnxruntime computes it); x == y allowed. */
 void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y);

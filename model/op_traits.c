@@ -104,6 +104,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_INSTANCENORMALIZATION, "InstanceNormalization", 0),
     /* rotary embeddings' rotate_half (LLaMA's cat(-x2, x1)) */
     PLAIN(PTQ_OP_NEG, "Neg", 0),
+    /* torch.tril/triu: a GPT-style causal mask */
+    PLAIN(PTQ_OP_TRILU, "Trilu", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

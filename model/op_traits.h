@@ -79,6 +79,7 @@ typedef enum ptq_op_id {
     PTQ_OP_MIN,
     PTQ_OP_INSTANCENORMALIZATION,
     PTQ_OP_NEG,
+    PTQ_OP_TRILU,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -141,6 +141,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Sub", "consumed_inputs", 1, 6},
     {"Tanh", "consumed_inputs", 1, 6},
     {"Transpose", "perm", 1, INT64_MAX},
+    {"Trilu", "upper", 14, INT64_MAX},
     {"Unsqueeze", "axes", 1, 13},
 };
 

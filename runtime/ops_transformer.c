@@ -2,8 +2,8 @@
  * attribute before opset 13, a host input from 13, num_outputs from 18),
  * Where (bool condition, numpy broadcasting), Expand (the shape as a host
  * input), ConstantOfShape (the shape as a host input; a fill by Expand's
- * kernel), Range (scalar host inputs), Equal (bool result), Not (bool) and
- * Mod (fmod 0: the divisor's sign, integers; fmod 1: the dividend's) on the dtypes ONNX
+ * kernel), Range (scalar host inputs), Equal (bool result), Not (bool), Trilu (any fixed-size dtype; k a host
+ * input: torch.tril/triu, GPT-style causal masks) and Mod (fmod 0: the divisor's sign, integers; fmod 1: the dividend's) on the dtypes ONNX
  * allows, float16 and strings excepted, through kernels/ref/index.c, which
  * is their CPU path too. Like Shape and Gather they are folded to constants
  * at shape inference when their inputs are known. The CUDA backend runs
@@ -408,6 +408,41 @@ static ptq_status not_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* Trilu: input 0 of a fixed-size dtype and rank >= 2; k (input 1, optional) one int64 value; upper 0 or 1. */
+static ptq_status trilu_check(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    PTQ_TRY_RET(ptq_op_need_sized(ctx, io, 0));
+    if (io->in[0]->ndim < 2)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input has rank %d; Trilu needs rank 2 or more", io->in[0]->ndim);
+    const int64_t upper = ptq_node_attr_int(io->node, "upper", 1);
+    if (upper != 0 && upper != 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "upper is %lld; it must be 0 or 1", (long long)upper);
+    const ptq_tensor *k = io->n_in > 1 ? io->in[1] : NULL;
+    if (k && (k->dtype != PTQ_DT_INT64 || ptq_tensor_numel(k) != 1 || k->ndim > 1))
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "k (input 1) must be one int64 value, got %s of rank %d",
+                           ptq_dtype_name(k->dtype), k->ndim);
+    return PTQ_OK;
+}
+
+static ptq_status trilu_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_status st = trilu_check(ctx, io);
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], io->in[0]);
+    return st;
+}
+
+static ptq_status trilu_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    PTQ_TRY_RET(trilu_check(ctx, io));
+    const ptq_tensor *x = io->in[0], *k = io->n_in > 1 ? io->in[1] : NULL;
+    const int64_t rows = x->dims[x->ndim - 2], cols = x->dims[x->ndim - 1];
+    ptq_k_trilu_ref(ptq_dtype_size(x->dtype), ptq_dims_prod(x->dims, 0, x->ndim - 2), rows, cols,
+                    k ? *(const int64_t *)k->data : 0, (int)ptq_node_attr_int(io->node, "upper", 1), x->data,
+                    io->out[0]->data);
+    return PTQ_OK;
+}
+
 /* Mod's kind and fmod attribute (1 required for floats, as ONNX says). */
 static ptq_status mod_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_cast_kind *kind, int *fmod_sign)
 {
@@ -461,3 +496,4 @@ const ptq_op_def ptq_op_Range = {PTQ_OP_TRAITS(RANGE), 11, 1u << 0 | 1u << 1 | 1
 const ptq_op_def ptq_op_Equal = {PTQ_OP_TRAITS(EQUAL), 7, 0, equal_infer, equal_run, NULL, 0};
 const ptq_op_def ptq_op_Mod = {PTQ_OP_TRAITS(MOD), 10, 0, mod_infer, mod_run, NULL, 0};
 const ptq_op_def ptq_op_Not = {PTQ_OP_TRAITS(NOT), 1, 0, not_infer, not_run, NULL, 0};
+const ptq_op_def ptq_op_Trilu = {PTQ_OP_TRAITS(TRILU), 14, 1u << 1, trilu_infer, trilu_run, NULL, 0};

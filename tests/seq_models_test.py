@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Sequence classifiers beyond the BERT-style encoder, built here in torch with random weights (each < 100 KB) and
-exported with the legacy exporter at opsets 13 and 17 (batch and length dynamic), against onnxruntime: a
-LLaMA-style rotary attention (sin/cos tables sliced by the length, rotate_half's halves, Neg and Concat; RMSNorm
-as Pow/ReduceMean/Sqrt) and a GPT-2-style decoder (pre-LayerNorm, learned positions, a causal mask from a
-registered buffer sliced by the length, the last kept token picked by the mask's ReduceSum). For each: `ptq eval`
+exported with the legacy exporter at opsets 13 (14 where torch needs it) and 17 (batch and length dynamic), against
+onnxruntime: a LLaMA-style rotary attention (sin/cos tables sliced by the length, rotate_half's halves, Neg and
+Concat; RMSNorm as Pow/ReduceMean/Sqrt) and GPT-2-style decoders (pre-LayerNorm, learned positions, the last kept
+token picked by the mask's ReduceSum) whose causal mask is a registered buffer sliced by the length, torch.tril of
+ones (Trilu, -inf fill) or torch.triu(diagonal=1) of bools (Trilu with k, -1e9 fill). For each: `ptq eval`
 logits within 1e-5 of onnxruntime's at lengths 12 and 1, batches of 7; then calibrate, plan, validate and export
 --format qdq under each --placement, onnxruntime on the Q/DQ model making `ptq validate`'s prediction on every row
-(check_ort_agrees). The rotary model was refused before Neg (exit 5, 'op Neg is not supported'). Skips (77)
+(check_ort_agrees). The rotary model was refused before Neg (exit 5, 'op Neg is not supported'), the tril and
+triu decoders before Trilu. Skips (77)
 without torch, onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import math
 import os
@@ -71,8 +73,9 @@ class Rope(nn.Module):
 
 
 class GPTBlock(nn.Module):
-    def __init__(self):
+    def __init__(self, causal):
         super().__init__()
+        self.causal = causal
         self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
         self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
         self.fc, self.fc2 = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
@@ -83,7 +86,13 @@ class GPTBlock(nn.Module):
         heads = lambda t: t.view(n, L, 2, D // 2).transpose(1, 2)  # noqa: E731
         q, k, v = (heads(t) for t in self.qkv(self.ln1(x)).split(D, dim=2))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(D // 2)
-        att = F.softmax(att.masked_fill(self.bias[:, :, :L, :L] == 0, float("-inf")), dim=-1)
+        if self.causal == "tril":
+            att = att.masked_fill(torch.tril(torch.ones(L, L)) == 0, float("-inf"))
+        elif self.causal == "triu":
+            att = att.masked_fill(torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1), -1e9)
+        else:
+            att = att.masked_fill(self.bias[:, :, :L, :L] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
         x = x + self.proj((att @ v).transpose(1, 2).reshape(n, L, D))
         return x + self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
@@ -91,10 +100,10 @@ class GPTBlock(nn.Module):
 class GPT(nn.Module):
     """Two GPT-2 blocks, the last kept token's features (index mask.sum(1) - 1) into the classifier."""
 
-    def __init__(self):
+    def __init__(self, causal):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(V, D), nn.Embedding(LMAX, D)
-        self.blocks = nn.ModuleList([GPTBlock(), GPTBlock()])
+        self.blocks = nn.ModuleList([GPTBlock(causal), GPTBlock(causal)])
         self.lnf, self.head = nn.LayerNorm(D), nn.Linear(D, C)
 
     def forward(self, input_ids, attention_mask):
@@ -105,12 +114,14 @@ class GPT(nn.Module):
         return self.head(self.lnf(x)[torch.arange(n), attention_mask.sum(1) - 1])
 
 
-MODELS = {"rope": Rope, "gpt": GPT}
+# name: (model, opsets); torch exports tril and triu from opset 14
+MODELS = {"rope": (Rope, (13, 17)), "gpt": (lambda: GPT("buffer"), (13, 17)),
+          "gpt-tril": (lambda: GPT("tril"), (14, 17)), "gpt-triu": (lambda: GPT("triu"), (14,))}
 
 
 def export(name, path, opset):
     torch.manual_seed(0)
-    m = MODELS[name]().eval()
+    m = MODELS[name][0]().eval()
     ids, mask = torch.randint(0, V, (3, 12)), torch.ones(3, 12, dtype=torch.long)
     names = ["input_ids", "attention_mask"]
     dyn = {k: {0: "N", 1: "L"} for k in names}
@@ -133,8 +144,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ptq-seq-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
     rng = np.random.default_rng(3)
-    for name in MODELS:
-        for opset in (13, 17):
+    for name, (_, opsets) in MODELS.items():
+        for opset in opsets:
             tag = f"{name} opset {opset}"
             model = J(f"{name}{opset}.onnx")
             export(name, model, opset)

@@ -95,6 +95,7 @@ static const struct {
     {"Min", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 8, 0},
     {"InstanceNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Neg", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Trilu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 14, 0},
 };
 
 static void test_every_op(void)

@@ -27,7 +27,7 @@
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
-    ptq_op_Neg;
+    ptq_op_Neg, ptq_op_Trilu;
 
 static double gelu_exact(double x)
 {
@@ -442,6 +442,62 @@ static void check_neg(void)
     test_case_init(&c, "Neg", 13, NULL, 0, 1, 1);
     test_case_input(&c, 0, PTQ_DT_UINT8, xu, 1, DIMS(2));
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Neg, 0), PTQ_ERR_UNSUPPORTED));
+    test_case_free(&c);
+}
+
+/* Trilu as torch exports tril/triu for causal masks: a bool upper triangle above the diagonal (k = 1), the lower
+ * triangle of a batch of float matrices (k absent, and k = -1), k at the int64 extremes keeping or clearing all;
+ * rank 1 and an int32 k are refused naming the node. */
+static void check_trilu(void)
+{
+    test_op_case c;
+    const unsigned char ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    const int64_t k1 = 1, km1 = -1, kmin = INT64_MIN, kmax = INT64_MAX;
+    test_case_init(&c, "Trilu", 14, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, ones, 2, DIMS(3, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, &k1, 0, NULL);
+    CHECK_MSG(test_case_run(&c, &ptq_op_Trilu, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want_triu1[9] = {0, 1, 1, 0, 0, 1, 0, 0, 0};
+    CHECK(c.out[0].dtype == PTQ_DT_BOOL && test_dims_are(&c.out[0], 2, DIMS(3, 3)) &&
+          memcmp(c.out[0].data, want_triu1, sizeof want_triu1) == 0);
+    test_case_free(&c);
+    const ptq_attr lower[] = {{.name = "upper", .type = PTQ_ATTR_INT, .i = 0}};
+    const float xf[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; /* [2, 2, 3] */
+    test_case_init(&c, "Trilu", 14, lower, 1, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 3, DIMS(2, 2, 3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Trilu, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float want_tril[12] = {1, 0, 0, 4, 5, 0, 7, 0, 0, 10, 11, 0};
+    CHECK(test_dims_are(&c.out[0], 3, DIMS(2, 2, 3)) && memcmp(c.out[0].data, want_tril, sizeof want_tril) == 0);
+    test_case_free(&c);
+    test_case_init(&c, "Trilu", 14, lower, 1, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 3, DIMS(2, 2, 3));
+    test_case_input(&c, 1, PTQ_DT_INT64, &km1, 0, NULL);
+    CHECK_MSG(test_case_run(&c, &ptq_op_Trilu, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float want_tril_m1[12] = {0, 0, 0, 4, 0, 0, 0, 0, 0, 10, 0, 0};
+    CHECK(memcmp(c.out[0].data, want_tril_m1, sizeof want_tril_m1) == 0);
+    test_case_free(&c);
+    for (int e = 0; e < 2; e++) { /* upper with k = INT64_MIN keeps all, k = INT64_MAX clears all */
+        test_case_init(&c, "Trilu", 14, NULL, 0, 2, 1);
+        test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 2, DIMS(3, 4));
+        test_case_input(&c, 1, PTQ_DT_INT64, e ? &kmax : &kmin, 0, NULL);
+        CHECK_MSG(test_case_run(&c, &ptq_op_Trilu, 0) == PTQ_OK, "%s", c.ctx.msg);
+        int same = 0, zero = 0;
+        for (int i = 0; i < 12; i++) {
+            same += ((float *)c.out[0].data)[i] == xf[i];
+            zero += ((float *)c.out[0].data)[i] == 0.0f;
+        }
+        CHECK_MSG(e ? zero == 12 : same == 12, "k %s", e ? "INT64_MAX" : "INT64_MIN");
+        test_case_free(&c);
+    }
+    test_case_init(&c, "Trilu", 14, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 1, DIMS(12));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Trilu, 0), PTQ_ERR_SHAPE));
+    test_case_free(&c);
+    const int32_t k32 = 1;
+    test_case_init(&c, "Trilu", 14, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 2, DIMS(3, 4));
+    test_case_input(&c, 1, PTQ_DT_INT32, &k32, 0, NULL);
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Trilu, 0), PTQ_ERR_FORMAT));
     test_case_free(&c);
 }
 
@@ -926,6 +982,7 @@ int main(void)
     check_scatter_nd();
     check_reduce_sum_cumsum();
     check_neg();
+    check_trilu();
     check_graph();
     check_data_shape_limit();
     return test_done("test_ops_transformer");

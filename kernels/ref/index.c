@@ -1,4 +1,4 @@
-/* Reference Gather, Slice, Expand, Where, ScatterND (byte copies on any
+/* Reference Gather, Slice, Expand, Where, ScatterND, Trilu (byte copies on any
  * fixed-size dtype; ScatterND's reductions on the numeric dtypes), Cast
  * between the numeric dtypes, Equal, Mod, Range on them, and Not, as
  * ONNX defines them; their CPU path too (the shape arithmetic of exported
@@ -239,6 +239,22 @@ void ptq_k_range_ref(ptq_cast_kind kind, int64_t n, const void *start, const voi
         else /* wraps like the type's own arithmetic */
             store_i(kind, y, i, load_i(kind, start, 0) + (uint64_t)i * load_i(kind, delta, 0), 1);
     }
+}
+
+void ptq_k_trilu_ref(size_t elem_bytes, int64_t n_mat, int64_t rows, int64_t cols, int64_t k, int upper,
+                     const void *x, void *y)
+{
+    const unsigned char *src = x;
+    unsigned char *dst = y;
+    for (int64_t m = 0; m < n_mat; m++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++, src += elem_bytes, dst += elem_bytes) {
+                /* j - i and k compared, never k + i: k may be any int64 */
+                if (upper ? j - i >= k : j - i <= k)
+                    memmove(dst, src, elem_bytes);
+                else
+                    memset(dst, 0, elem_bytes);
+            }
 }
 
 void ptq_k_not_ref(int64_t n, const uint8_t *x, uint8_t *y)
