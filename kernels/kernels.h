@@ -259,6 +259,10 @@ typedef enum ptq_k_elem { PTQ_K_F32, PTQ_K_F64, PTQ_K_I64, PTQ_K_I32 } ptq_k_ele
  * complement). */
 void ptq_k_reduce_sum_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
                           void *y);
+/* The max over the same axes of x of type et (ReduceMax): NaN where a float NaN is among the elements, -Inf (floats)
+ * or the type's least value (integers) over an empty set, as ONNX defines it. */
+void ptq_k_reduce_max_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
+                          void *y);
 /* CumSum of x [outer, len, inner] of type et along the middle axis, in its order (from the
  * end with reverse), each y the sum before (exclusive) or up to it; floats summed in their type in order as onnxruntime
  * does, integers wrapping. */

@@ -106,6 +106,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_NEG, "Neg", 0),
     /* torch.tril/triu: a GPT-style causal mask */
     PLAIN(PTQ_OP_TRILU, "Trilu", 0),
+    /* a 1-D CNN's max over time (torch's x.max(dim).values) */
+    PLAIN(PTQ_OP_REDUCEMAX, "ReduceMax", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -80,6 +80,7 @@ typedef enum ptq_op_id {
     PTQ_OP_INSTANCENORMALIZATION,
     PTQ_OP_NEG,
     PTQ_OP_TRILU,
+    PTQ_OP_REDUCEMAX,
     PTQ_OP_COUNT
 } ptq_op_id;
 

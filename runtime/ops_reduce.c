@@ -2,7 +2,8 @@
  * keepdims, noop_with_empty_axes) and LayerNormalization (opset 17: axis,
  * epsilon, the optional Mean and InvStdDev outputs) on float32, ReduceSum
  * (as ReduceMean, axes as input 1 from opset 13) and CumSum (exclusive,
- * reverse) on float32, float64, int64 and int32, through
+ * reverse) and ReduceMax (as ReduceMean: a 1-D CNN's max over time, torch's x.max(dim).values) on float32, float64,
+ * int64 and int32, through
  * kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
  * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
  * ptq_op_reduce_axes and ptq_op_layernorm_view serve the CUDA backend too
@@ -44,14 +45,15 @@ ptq_status ptq_op_reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *
     return PTQ_OK;
 }
 
-/* The kernels' element type of input i, float32, float64, int64 or int32 (else UNSUPPORTED naming it). */
+/* The kernels' element type of input i, float32, float64, int64 or int32 (else UNSUPPORTED naming it): ReduceSum's,
+ * CumSum's and ReduceMax's. */
 static ptq_status sum_elem(ptq_ctx *ctx, const ptq_op_io *io, int i, ptq_k_elem *et)
 {
     const ptq_dtype dt = io->in[i] ? io->in[i]->dtype : PTQ_DT_UNDEFINED;
     *et = dt == PTQ_DT_INT64 ? PTQ_K_I64 : dt == PTQ_DT_INT32 ? PTQ_K_I32 : dt == PTQ_DT_DOUBLE ? PTQ_K_F64 : PTQ_K_F32;
     if (dt == PTQ_DT_FLOAT || dt == PTQ_DT_DOUBLE || dt == PTQ_DT_INT64 || dt == PTQ_DT_INT32)
         return PTQ_OK;
-    return ptq_op_unsupported(ctx, io, "input %d is %s (ptq sums float32, float64, int64 and int32)", i,
+    return ptq_op_unsupported(ctx, io, "input %d is %s (ptq takes float32, float64, int64 and int32)", i,
                               ptq_dtype_name(dt));
 }
 
@@ -60,7 +62,7 @@ static ptq_status reduce_infer(ptq_ctx *ctx, ptq_op_io *io)
     unsigned char reduced[PTQ_MAX_DIMS];
     int noop = 0;
     ptq_k_elem et;
-    ptq_status st = strcmp(io->node->op_type, "ReduceSum") ? ptq_op_need_float(ctx, io, 0) : sum_elem(ctx, io, 0, &et);
+    ptq_status st = strcmp(io->node->op_type, "ReduceMean") ? sum_elem(ctx, io, 0, &et) : ptq_op_need_float(ctx, io, 0);
     if (st != PTQ_OK || (st = ptq_op_reduce_axes(ctx, io, reduced, &noop)) != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -142,6 +144,23 @@ static ptq_status reduce_sum_run(ptq_ctx *ctx, const ptq_op_io *io)
         return PTQ_OK;
     }
     ptq_k_reduce_sum_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+static ptq_status reduce_max_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    unsigned char reduced[PTQ_MAX_DIMS];
+    int noop = 0;
+    ptq_k_elem et;
+    PTQ_TRY_RET(sum_elem(ctx, io, 0, &et));
+    PTQ_TRY_RET(ptq_op_reduce_axes(ctx, io, reduced, &noop));
+    const ptq_tensor *x = io->in[0];
+    if (noop) {
+        if (ptq_tensor_bytes(x))
+            memcpy(io->out[0]->data, x->data, ptq_tensor_bytes(x));
+        return PTQ_OK;
+    }
+    ptq_k_reduce_max_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
     return PTQ_OK;
 }
 
@@ -269,6 +288,7 @@ static ptq_status layernorm_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
 const ptq_op_def ptq_op_ReduceMean = {PTQ_OP_TRAITS(REDUCEMEAN), 1, 1u << 1, reduce_infer, reduce_mean_ref,
                                       reduce_mean_cpu, 0};
 const ptq_op_def ptq_op_ReduceSum = {PTQ_OP_TRAITS(REDUCESUM), 1, 1u << 1, reduce_infer, reduce_sum_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceMax = {PTQ_OP_TRAITS(REDUCEMAX), 1, 1u << 1, reduce_infer, reduce_max_run, NULL, 0};
 const ptq_op_def ptq_op_CumSum = {PTQ_OP_TRAITS(CUMSUM), 11, 1u << 1, cumsum_infer, cumsum_run, NULL, 0};
 const ptq_op_def ptq_op_LayerNormalization = {PTQ_OP_TRAITS(LAYERNORMALIZATION), 17, 0, layernorm_infer,
                                               layernorm_run, layernorm_run_cpu, 0};

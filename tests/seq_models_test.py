@@ -4,11 +4,12 @@ exported with the legacy exporter at opsets 13 (14 where torch needs it) and 17 
 onnxruntime: a LLaMA-style rotary attention (sin/cos tables sliced by the length, rotate_half's halves, Neg and
 Concat; RMSNorm as Pow/ReduceMean/Sqrt) and GPT-2-style decoders (pre-LayerNorm, learned positions, the last kept
 token picked by the mask's ReduceSum) whose causal mask is a registered buffer sliced by the length, torch.tril of
-ones (Trilu, -inf fill) or torch.triu(diagonal=1) of bools (Trilu with k, -1e9 fill). For each: `ptq eval`
+ones (Trilu, -inf fill) or torch.triu(diagonal=1) of bools (Trilu with k, -1e9 fill); a 1-D CNN text classifier
+(Embedding, Conv1d, ReLU, max over time as ReduceMax, Linear; input_ids only). For each: `ptq eval`
 logits within 1e-5 of onnxruntime's at lengths 12 and 1, batches of 7; then calibrate, plan, validate and export
 --format qdq under each --placement, onnxruntime on the Q/DQ model making `ptq validate`'s prediction on every row
 (check_ort_agrees). The rotary model was refused before Neg (exit 5, 'op Neg is not supported'), the tril and
-triu decoders before Trilu. Skips (77)
+triu decoders before Trilu, the CNN before ReduceMax. Skips (77)
 without torch, onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import math
 import os
@@ -114,21 +115,32 @@ class GPT(nn.Module):
         return self.head(self.lnf(x)[torch.arange(n), attention_mask.sum(1) - 1])
 
 
+class CNN1D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.conv, self.head = nn.Embedding(V, D), nn.Conv1d(D, 24, 3, padding=1), nn.Linear(24, C)
+
+    def forward(self, input_ids):
+        return self.head(F.relu(self.conv(self.emb(input_ids).transpose(1, 2))).max(dim=2).values)
+
+
 # name: (model, opsets); torch exports tril and triu from opset 14
 MODELS = {"rope": (Rope, (13, 17)), "gpt": (lambda: GPT("buffer"), (13, 17)),
-          "gpt-tril": (lambda: GPT("tril"), (14, 17)), "gpt-triu": (lambda: GPT("triu"), (14,))}
+          "gpt-tril": (lambda: GPT("tril"), (14, 17)), "gpt-triu": (lambda: GPT("triu"), (14,)),
+          "cnn1d": (CNN1D, (13, 17))}
+TOKENS_ONLY = {"cnn1d"}
 
 
 def export(name, path, opset):
     torch.manual_seed(0)
     m = MODELS[name][0]().eval()
     ids, mask = torch.randint(0, V, (3, 12)), torch.ones(3, 12, dtype=torch.long)
-    names = ["input_ids", "attention_mask"]
+    names = ["input_ids"] if name in TOKENS_ONLY else ["input_ids", "attention_mask"]
     dyn = {k: {0: "N", 1: "L"} for k in names}
     dyn["logits"] = {0: "N"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(m, (ids, mask), path, input_names=names, output_names=["logits"], dynamic_axes=dyn,
+        torch.onnx.export(m, (ids,) if name in TOKENS_ONLY else (ids, mask), path, input_names=names, output_names=["logits"], dynamic_axes=dyn,
                           opset_version=opset, do_constant_folding=True)
 
 
@@ -153,11 +165,13 @@ def main():
             sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
             for length in (12, 1):
                 ids, mask = token_rows(rng, 40, length)
-                feeds = {"input_ids": ids, "attention_mask": mask}
+                feeds = {"input_ids": ids} if name in TOKENS_ONLY else {"input_ids": ids, "attention_mask": mask}
                 want = sess.run(None, feeds)[0]
                 data = J(f"{name}{opset}-L{length}.h5")
                 with h5py.File(data, "w") as f:
-                    f["input_ids"], f["attention_mask"], f["labels"] = ids, mask, want.argmax(1)
+                    for k, v in feeds.items():
+                        f[k] = v
+                    f["labels"] = want.argmax(1)
                 out = J(f"{name}{opset}-L{length}.npy")
                 rc, _, err = ptq("eval", "--model", model, "--data", data, "--batch", "7", "--logits", out)
                 got = np.load(out) if rc == 0 else None
@@ -171,7 +185,7 @@ def main():
             rc, _, err = ptq("calibrate", "--model", model, "--data", J(f"{name}{opset}-L12.h5"), "--out", calib)
             check(f"{tag}: calibrate", rc == 0, err.strip()[-300:])
             with h5py.File(J(f"{name}{opset}-L12.h5")) as f:
-                feeds = {"input_ids": f["input_ids"][:], "attention_mask": f["attention_mask"][:]}
+                feeds = {k: f[k][:] for k in f if k != "labels"}
             for placement in ("trt", "ort", "all"):
                 p = J(f"{name}{opset}-{placement}")
                 rc, _, err = ptq("plan", calib, "--model", model, "--placement", placement, "--out", p + ".json")

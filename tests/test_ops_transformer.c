@@ -27,7 +27,7 @@
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
-    ptq_op_Neg, ptq_op_Trilu;
+    ptq_op_Neg, ptq_op_Trilu, ptq_op_ReduceMax;
 
 static double gelu_exact(double x)
 {
@@ -442,6 +442,50 @@ static void check_neg(void)
     test_case_init(&c, "Neg", 13, NULL, 0, 1, 1);
     test_case_input(&c, 0, PTQ_DT_UINT8, xu, 1, DIMS(2));
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Neg, 0), PTQ_ERR_UNSUPPORTED));
+    test_case_free(&c);
+}
+
+/* ReduceMax as a 1-D CNN's max over time takes it ([N, C, L] over axis 2, axes an attribute before opset 18, an
+ * input from 18): NaN wins, an empty axis gives -Inf (int32: INT32_MIN) as onnxruntime's, int64 exact; a bool input
+ * is refused naming the node. */
+static void check_reduce_max(void)
+{
+    test_op_case c;
+    const float xf[] = {1.0f, -3.0f, 2.5f, -1.0f, NAN, 0.0f};
+    const int64_t axes2[] = {2}, axis_last = -1;
+    const ptq_attr keep0_axes2[] = {{.name = "keepdims", .type = PTQ_ATTR_INT, .i = 0},
+                                    {.name = "axes", .type = PTQ_ATTR_INTS, .n = 1, .ints = axes2}};
+    test_case_init(&c, "ReduceMax", 13, keep0_axes2, 2, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 3, DIMS(1, 2, 3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ReduceMax, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(test_dims_are(&c.out[0], 2, DIMS(1, 2)) && ((float *)c.out[0].data)[0] == 2.5f &&
+          isnan(((float *)c.out[0].data)[1]));
+    test_case_free(&c);
+    test_case_init(&c, "ReduceMax", 18, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 2, DIMS(2, 0));
+    test_case_input(&c, 1, PTQ_DT_INT64, &axis_last, 1, DIMS(1));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ReduceMax, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(test_dims_are(&c.out[0], 2, DIMS(2, 1)) && isinf(((float *)c.out[0].data)[0]) &&
+          ((float *)c.out[0].data)[1] < 0);
+    test_case_free(&c);
+    const int64_t xl[] = {INT64_MAX - 1, INT64_MAX, INT64_MIN, -5};
+    test_case_init(&c, "ReduceMax", 18, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, xl, 2, DIMS(2, 2));
+    test_case_input(&c, 1, PTQ_DT_INT64, &axis_last, 1, DIMS(1));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ReduceMax, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(c.out[0].dtype == PTQ_DT_INT64 && ((int64_t *)c.out[0].data)[0] == INT64_MAX &&
+          ((int64_t *)c.out[0].data)[1] == -5);
+    test_case_free(&c);
+    const int32_t xi[] = {7};
+    test_case_init(&c, "ReduceMax", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, xi, 2, DIMS(1, 0));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ReduceMax, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(c.out[0].dtype == PTQ_DT_INT32 && ((int32_t *)c.out[0].data)[0] == INT32_MIN);
+    test_case_free(&c);
+    const unsigned char bools[] = {1, 0};
+    test_case_init(&c, "ReduceMax", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, bools, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_ReduceMax, 0), PTQ_ERR_UNSUPPORTED));
     test_case_free(&c);
 }
 
@@ -983,6 +1027,7 @@ int main(void)
     check_reduce_sum_cumsum();
     check_neg();
     check_trilu();
+    check_reduce_max();
     check_graph();
     check_data_shape_limit();
     return test_done("test_ops_transformer");

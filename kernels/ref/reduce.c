@@ -1,16 +1,30 @@
-/* Reference ReduceMean and ReduceSum over any set of axes, CumSum along one,
+/* Reference ReduceMean, ReduceSum and ReduceMax over any set of axes, CumSum along one,
  * and LayerNormalization over the trailing axes; float32 sums of the
  * reductions in double. Covered by tests/test_ops_zoo.c and the ONNX
  * conformance run. */
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/kernels.h"
 
 /* What reduce_ref computes and in which type. */
-enum { RED_MEAN_F32, RED_SUM_F32, RED_SUM_F64, RED_SUM_I64, RED_SUM_I32 };
+enum { RED_MEAN_F32, RED_SUM_F32, RED_SUM_F64, RED_SUM_I64, RED_SUM_I32, RED_MAX_F32, RED_MAX_F64, RED_MAX_I64,
+       RED_MAX_I32 };
+
+/* The element off of x as a double (floats) or an int64 (integers), for the max. */
+static double elem_f(int kind, const void *x, int64_t off)
+{
+    return kind == RED_MAX_F64 ? ((const double *)x)[off] : (double)((const float *)x)[off];
+}
+
+static int64_t elem_i(int kind, const void *x, int64_t off)
+{
+    return kind == RED_MAX_I64 ? ((const int64_t *)x)[off] : (int64_t)((const int32_t *)x)[off];
+}
 
 /* Over the axes with reduced[d] != 0 of x: floats summed in double (then divided for the mean), integers summed
- * with two's-complement wrap (as onnxruntime's, without the C overflow). */
+ * with two's-complement wrap (as onnxruntime's, without the C overflow); the max of floats NaN where any is NaN,
+ * -Inf (floats) or the type's least value (integers) over no element. */
 static void reduce_ref(int kind, int ndim, const int64_t *dims, const unsigned char *reduced, const void *x, void *y)
 {
     int64_t stride[8], n_out = 1, n_red = 1;
@@ -35,15 +49,22 @@ static void reduce_ref(int kind, int ndim, const int64_t *dims, const unsigned c
             base += (r % dims[kept[k]]) * stride[kept[k]];
             r /= dims[kept[k]];
         }
-        double sum = 0.0;
+        double sum = 0.0, best = -INFINITY;
         uint64_t isum = 0;
+        int64_t ibest = kind == RED_MAX_I32 ? INT32_MIN : INT64_MIN;
         for (int64_t j = 0; j < n_red; j++) {
             int64_t off = base, q = j;
             for (int k = n_redax - 1; k >= 0; k--) {
                 off += (q % dims[red[k]]) * stride[red[k]];
                 q /= dims[red[k]];
             }
-            if (kind == RED_SUM_I64)
+            if (kind == RED_MAX_F32 || kind == RED_MAX_F64) {
+                const double v = elem_f(kind, x, off);
+                best = v > best || isnan(v) ? (isnan(best) ? best : v) : best;
+            } else if (kind == RED_MAX_I64 || kind == RED_MAX_I32) {
+                const int64_t v = elem_i(kind, x, off);
+                ibest = v > ibest ? v : ibest;
+            } else if (kind == RED_SUM_I64)
                 isum += (uint64_t)((const int64_t *)x)[off];
             else if (kind == RED_SUM_I32)
                 isum += (uint64_t)(int64_t)((const int32_t *)x)[off];
@@ -52,7 +73,15 @@ static void reduce_ref(int kind, int ndim, const int64_t *dims, const unsigned c
             else
                 sum += ((const float *)x)[off];
         }
-        if (kind == RED_MEAN_F32)
+        if (kind == RED_MAX_F32)
+            ((float *)y)[o] = (float)best;
+        else if (kind == RED_MAX_F64)
+            ((double *)y)[o] = best;
+        else if (kind == RED_MAX_I64)
+            ((int64_t *)y)[o] = ibest;
+        else if (kind == RED_MAX_I32)
+            ((int32_t *)y)[o] = (int32_t)ibest;
+        else if (kind == RED_MEAN_F32)
             ((float *)y)[o] = (float)(sum / (double)n_red);
         else if (kind == RED_SUM_F32)
             ((float *)y)[o] = (float)sum;
@@ -75,6 +104,14 @@ void ptq_k_reduce_sum_ref(int ndim, const int64_t *dims, const unsigned char *re
 {
     const int kind = et == PTQ_K_I64 ? RED_SUM_I64 : et == PTQ_K_I32 ? RED_SUM_I32 : et == PTQ_K_F64 ? RED_SUM_F64
                                                                                                : RED_SUM_F32;
+    reduce_ref(kind, ndim, dims, reduced, x, y);
+}
+
+void ptq_k_reduce_max_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
+                          void *y)
+{
+    const int kind = et == PTQ_K_I64 ? RED_MAX_I64 : et == PTQ_K_I32 ? RED_MAX_I32 : et == PTQ_K_F64 ? RED_MAX_F64
+                                                                                               : RED_MAX_F32;
     reduce_ref(kind, ndim, dims, reduced, x, y);
 }
 
