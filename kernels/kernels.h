@@ -263,6 +263,9 @@ void ptq_k_reduce_sum_ref(int ndim, const int64_t *dims, const unsigned char *re
  * or the type's least value (integers) over an empty set, as ONNX defines it. */
 void ptq_k_reduce_max_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
                           void *y);
+/* ArgMax of x [outer, len, inner] of type et along the middle axis (len >= 1) into y [outer, inner]: the first index
+ * of the largest value (the last with last != 0); a float NaN counts as the largest, as numpy's argmax. */
+void ptq_k_argmax_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y);
 /* CumSum of x [outer, len, inner] of type et along the middle axis, in its order (from the
  * end with reverse), each y the sum before (exclusive) or up to it; floats summed in their type in order as onnxruntime
  * does, integers wrapping. */

@@ -81,6 +81,7 @@ typedef enum ptq_op_id {
     PTQ_OP_NEG,
     PTQ_OP_TRILU,
     PTQ_OP_REDUCEMAX,
+    PTQ_OP_ARGMAX,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -3,7 +3,8 @@
  * epsilon, the optional Mean and InvStdDev outputs) on float32, ReduceSum
  * (as ReduceMean, axes as input 1 from opset 13) and CumSum (exclusive,
  * reverse) and ReduceMax (as ReduceMean: a 1-D CNN's max over time, torch's x.max(dim).values) on float32, float64,
- * int64 and int32, through
+ * int64 and int32, and ArgMax (axis, keepdims, select_last_index; torch's argmax: a GPT classifier's last token as
+ * Hugging Face finds it, eq(ids, pad).int().argmax(-1) - 1) on the same types, through
  * kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
  * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
  * ptq_op_reduce_axes and ptq_op_layernorm_view serve the CUDA backend too
@@ -164,6 +165,49 @@ static ptq_status reduce_max_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* ArgMax's axis as a non-negative axis of input 0, of a supported type and a non-empty axis at run time. */
+static ptq_status argmax_axis(ptq_ctx *ctx, const ptq_op_io *io, ptq_k_elem *et, int *axis)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    PTQ_TRY_RET(sum_elem(ctx, io, 0, et));
+    const ptq_tensor *x = io->in[0];
+    const int64_t a = ptq_node_attr_int(io->node, "axis", 0);
+    if (a < -x->ndim || a >= x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)a, x->ndim);
+    *axis = (int)(a < 0 ? a + x->ndim : a);
+    return PTQ_OK;
+}
+
+static ptq_status argmax_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_k_elem et = PTQ_K_F32;
+    int axis = 0;
+    PTQ_TRY_RET(argmax_axis(ctx, io, &et, &axis));
+    const ptq_tensor *x = io->in[0];
+    ptq_tensor *y = io->out[0];
+    const int keep = ptq_node_attr_int(io->node, "keepdims", 1) != 0;
+    y->dtype = PTQ_DT_INT64;
+    y->ndim = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (d != axis || keep)
+            y->dims[y->ndim++] = d == axis ? 1 : x->dims[d];
+    return PTQ_OK;
+}
+
+static ptq_status argmax_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_k_elem et = PTQ_K_F32;
+    int axis = 0;
+    PTQ_TRY_RET(argmax_axis(ctx, io, &et, &axis));
+    const ptq_tensor *x = io->in[0];
+    const int64_t outer = ptq_dims_prod(x->dims, 0, axis), inner = ptq_dims_prod(x->dims, axis + 1, x->ndim);
+    if (x->dims[axis] == 0 && outer * inner > 0)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %d has no element to take the largest of", axis);
+    ptq_k_argmax_ref(outer, x->dims[axis], inner, et, ptq_node_attr_int(io->node, "select_last_index", 0) != 0,
+                     x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
 /* CumSum's axis (input 1, a scalar or one value of int32 or int64) as a non-negative axis of input 0. */
 static ptq_status cumsum_axis(ptq_ctx *ctx, const ptq_op_io *io, int *axis)
 {
@@ -289,6 +333,7 @@ const ptq_op_def ptq_op_ReduceMean = {PTQ_OP_TRAITS(REDUCEMEAN), 1, 1u << 1, red
                                       reduce_mean_cpu, 0};
 const ptq_op_def ptq_op_ReduceSum = {PTQ_OP_TRAITS(REDUCESUM), 1, 1u << 1, reduce_infer, reduce_sum_run, NULL, 0};
 const ptq_op_def ptq_op_ReduceMax = {PTQ_OP_TRAITS(REDUCEMAX), 1, 1u << 1, reduce_infer, reduce_max_run, NULL, 0};
+const ptq_op_def ptq_op_ArgMax = {PTQ_OP_TRAITS(ARGMAX), 1, 0, argmax_infer, argmax_run, NULL, 0};
 const ptq_op_def ptq_op_CumSum = {PTQ_OP_TRAITS(CUMSUM), 11, 1u << 1, cumsum_infer, cumsum_run, NULL, 0};
 const ptq_op_def ptq_op_LayerNormalization = {PTQ_OP_TRAITS(LAYERNORMALIZATION), 17, 0, layernorm_infer,
                                               layernorm_run, layernorm_run_cpu, 0};

@@ -3,13 +3,14 @@
 exported with the legacy exporter at opsets 13 (14 where torch needs it) and 17 (batch and length dynamic), against
 onnxruntime: a LLaMA-style rotary attention (sin/cos tables sliced by the length, rotate_half's halves, Neg and
 Concat; RMSNorm as Pow/ReduceMean/Sqrt) and GPT-2-style decoders (pre-LayerNorm, learned positions, the last kept
-token picked by the mask's ReduceSum) whose causal mask is a registered buffer sliced by the length, torch.tril of
+token picked by the mask's ReduceSum, or as Hugging Face's GPT2ForSequenceClassification finds it,
+(eq(ids, pad).int().argmax(-1) - 1) % L: Equal, Cast, ArgMax, Sub, Mod) whose causal mask is a registered buffer sliced by the length, torch.tril of
 ones (Trilu, -inf fill) or torch.triu(diagonal=1) of bools (Trilu with k, -1e9 fill); a 1-D CNN text classifier
 (Embedding, Conv1d, ReLU, max over time as ReduceMax, Linear; input_ids only). For each: `ptq eval`
 logits within 1e-5 of onnxruntime's at lengths 12 and 1, batches of 7; then calibrate, plan, validate and export
 --format qdq under each --placement, onnxruntime on the Q/DQ model making `ptq validate`'s prediction on every row
 (check_ort_agrees). The rotary model was refused before Neg (exit 5, 'op Neg is not supported'), the tril and
-triu decoders before Trilu, the CNN before ReduceMax. Skips (77)
+triu decoders before Trilu, the CNN before ReduceMax, the Hugging Face pooling before ArgMax. Skips (77)
 without torch, onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import math
 import os
@@ -101,8 +102,9 @@ class GPTBlock(nn.Module):
 class GPT(nn.Module):
     """Two GPT-2 blocks, the last kept token's features (index mask.sum(1) - 1) into the classifier."""
 
-    def __init__(self, causal):
+    def __init__(self, causal, pool="sum"):
         super().__init__()
+        self.pool = pool
         self.wte, self.wpe = nn.Embedding(V, D), nn.Embedding(LMAX, D)
         self.blocks = nn.ModuleList([GPTBlock(causal), GPTBlock(causal)])
         self.lnf, self.head = nn.LayerNorm(D), nn.Linear(D, C)
@@ -112,7 +114,11 @@ class GPT(nn.Module):
         x = self.wte(input_ids) + self.wpe(torch.arange(L, dtype=torch.long))
         for b in self.blocks:
             x = b(x)
-        return self.head(self.lnf(x)[torch.arange(n), attention_mask.sum(1) - 1])
+        if self.pool == "hf":  # pad id 0; a row without pads has its last token at (0 - 1) % L
+            last = (torch.eq(input_ids, 0).int().argmax(-1) - 1) % L
+        else:
+            last = attention_mask.sum(1) - 1
+        return self.head(self.lnf(x)[torch.arange(n), last])
 
 
 class CNN1D(nn.Module):
@@ -127,7 +133,7 @@ class CNN1D(nn.Module):
 # name: (model, opsets); torch exports tril and triu from opset 14
 MODELS = {"rope": (Rope, (13, 17)), "gpt": (lambda: GPT("buffer"), (13, 17)),
           "gpt-tril": (lambda: GPT("tril"), (14, 17)), "gpt-triu": (lambda: GPT("triu"), (14,)),
-          "cnn1d": (CNN1D, (13, 17))}
+          "gpt-hf": (lambda: GPT("buffer", "hf"), (13, 17)), "cnn1d": (CNN1D, (13, 17))}
 TOKENS_ONLY = {"cnn1d"}
 
 
@@ -163,9 +169,10 @@ def main():
             export(name, model, opset)
             onnx.checker.check_model(model)
             sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+            inputs = {i.name for i in sess.get_inputs()}  # the Hugging Face pooling reads no mask: torch drops it
             for length in (12, 1):
                 ids, mask = token_rows(rng, 40, length)
-                feeds = {"input_ids": ids} if name in TOKENS_ONLY else {"input_ids": ids, "attention_mask": mask}
+                feeds = {k: v for k, v in (("input_ids", ids), ("attention_mask", mask)) if k in inputs}
                 want = sess.run(None, feeds)[0]
                 data = J(f"{name}{opset}-L{length}.h5")
                 with h5py.File(data, "w") as f:

@@ -27,7 +27,7 @@
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
-    ptq_op_Neg, ptq_op_Trilu, ptq_op_ReduceMax;
+    ptq_op_Neg, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
 
 static double gelu_exact(double x)
 {
@@ -486,6 +486,42 @@ static void check_reduce_max(void)
     test_case_init(&c, "ReduceMax", 13, NULL, 0, 1, 1);
     test_case_input(&c, 0, PTQ_DT_BOOL, bools, 1, DIMS(2));
     CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_ReduceMax, 0), PTQ_ERR_UNSUPPORTED));
+    test_case_free(&c);
+}
+
+/* ArgMax as a decoder classifier's pooling takes it (int32 from eq(ids, pad).int(), axis -1, keepdims 0): ties give
+ * the first index, or the last with select_last_index; a float NaN counts as the largest (numpy's argmax); int64
+ * output; an empty axis is refused naming the node. */
+static void check_argmax(void)
+{
+    test_op_case c;
+    const int32_t xi[] = {0, 0, 1, 1, 0, 0, 0, 0}; /* [2, 4]: row 1 has no pad, so index 0 */
+    const ptq_attr last_keep0[] = {{.name = "axis", .type = PTQ_ATTR_INT, .i = -1},
+                                   {.name = "keepdims", .type = PTQ_ATTR_INT, .i = 0}};
+    test_case_init(&c, "ArgMax", 13, last_keep0, 2, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, xi, 2, DIMS(2, 4));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ArgMax, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(c.out[0].dtype == PTQ_DT_INT64 && test_dims_are(&c.out[0], 1, DIMS(2)) &&
+          ((int64_t *)c.out[0].data)[0] == 2 && ((int64_t *)c.out[0].data)[1] == 0);
+    test_case_free(&c);
+    const ptq_attr sel_last[] = {{.name = "axis", .type = PTQ_ATTR_INT, .i = -1},
+                                 {.name = "keepdims", .type = PTQ_ATTR_INT, .i = 0},
+                                 {.name = "select_last_index", .type = PTQ_ATTR_INT, .i = 1}};
+    test_case_init(&c, "ArgMax", 13, sel_last, 3, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, xi, 2, DIMS(2, 4));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ArgMax, 0) == PTQ_OK, "%s", c.ctx.msg);
+    CHECK(((int64_t *)c.out[0].data)[0] == 3 && ((int64_t *)c.out[0].data)[1] == 3);
+    test_case_free(&c);
+    const float xf[] = {1.0f, 5.0f, -2.0f, 7.0f, NAN, 0.5f}; /* [2, 3] over axis 0 (default), kept */
+    test_case_init(&c, "ArgMax", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 2, DIMS(2, 3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_ArgMax, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const int64_t want_f[] = {1, 1, 1};
+    CHECK(test_dims_are(&c.out[0], 2, DIMS(1, 3)) && memcmp(c.out[0].data, want_f, sizeof want_f) == 0);
+    test_case_free(&c);
+    test_case_init(&c, "ArgMax", 13, last_keep0, 2, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 2, DIMS(3, 0));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_ArgMax, 0), PTQ_ERR_SHAPE));
     test_case_free(&c);
 }
 
@@ -1028,6 +1064,7 @@ int main(void)
     check_neg();
     check_trilu();
     check_reduce_max();
+    check_argmax();
     check_graph();
     check_data_shape_limit();
     return test_done("test_ops_transformer");

@@ -1,4 +1,4 @@
-/* Reference ReduceMean, ReduceSum and ReduceMax over any set of axes, CumSum along one,
+/* Reference ReduceMean, ReduceSum and ReduceMax over any set of axes, CumSum and ArgMax along one,
  * and LayerNormalization over the trailing axes; float32 sums of the
  * reductions in double. Covered by tests/test_ops_zoo.c and the ONNX
  * conformance run. */
@@ -113,6 +113,43 @@ void ptq_k_reduce_max_ref(int ndim, const int64_t *dims, const unsigned char *re
     const int kind = et == PTQ_K_I64 ? RED_MAX_I64 : et == PTQ_K_I32 ? RED_MAX_I32 : et == PTQ_K_F64 ? RED_MAX_F64
                                                                                                : RED_MAX_F32;
     reduce_ref(kind, ndim, dims, reduced, x, y);
+}
+
+/* Whether x[a] > x[b], elements of type et compared in their type (int64 exactly), a float NaN above any number. */
+static int is_greater(ptq_k_elem et, const void *x, int64_t a, int64_t b)
+{
+    switch (et) {
+    case PTQ_K_F32: {
+        const float u = ((const float *)x)[a], v = ((const float *)x)[b];
+        return u > v || (isnan(u) && !isnan(v));
+    }
+    case PTQ_K_F64: {
+        const double u = ((const double *)x)[a], v = ((const double *)x)[b];
+        return u > v || (isnan(u) && !isnan(v));
+    }
+    case PTQ_K_I64: return ((const int64_t *)x)[a] > ((const int64_t *)x)[b];
+    case PTQ_K_I32: return ((const int32_t *)x)[a] > ((const int32_t *)x)[b];
+    }
+    return 0;
+}
+
+static int is_equal(ptq_k_elem et, const void *x, int64_t a, int64_t b)
+{
+    return !is_greater(et, x, a, b) && !is_greater(et, x, b, a);
+}
+
+void ptq_k_argmax_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const int64_t base = o * len * inner + i;
+            int64_t best = 0;
+            for (int64_t j = 1; j < len; j++)
+                if (is_greater(et, x, base + j * inner, base + best * inner) ||
+                    (last && is_equal(et, x, base + j * inner, base + best * inner)))
+                    best = j;
+            y[o * inner + i] = best;
+        }
 }
 
 /* A running sum of one element type: float32 in float32 (onnxruntime's order and rounding), float64 in double,
