@@ -115,9 +115,9 @@ static int64_t dims_before(const ptq_value *v, int b)
 
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
  * (log) softmax or normalization over b, a Gather, Split, Concat or CumSum along it, a Slice that cuts or reverses
- * it, batch statistics, a ScatterND whose index tuples reach b, a convolution or pooling window along it, a Reshape
- * that reads the samples' numbers in another order. The rest of what could mix them changes a shape, which rows_kind
- * sees. */
+ * it, a Trilu whose matrices hold it (the row or column index decides what is kept), batch statistics, a ScatterND
+ * whose index tuples reach b, a convolution or pooling window along it, a Reshape that reads the samples' numbers in
+ * another order. The rest of what could mix them changes a shape, which rows_kind sees. */
 static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const unsigned char *kind)
 {
     const int v0 = n->n_inputs > 0 ? n->inputs[0] : -1;
@@ -143,6 +143,8 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
             return 1;
         return (axis < 0 ? axis + ndim : axis) == b;
     }
+    if (strcmp(op, "Trilu") == 0) /* over the last two axes */
+        return b >= 0 && b >= ndim - 2;
     if (strcmp(op, "Concat") == 0) {
         for (int i = 0; i < n->n_inputs; i++)
             if (n->inputs[i] >= 0 && kind[n->inputs[i]] >= ROWS_BATCH &&

@@ -1,23 +1,22 @@
-"""Passes over a batch on the CPU (ptq_exec_set_pass_rows, runtime/batch_rows.c): a graph that computes each
-sample on its own runs a long batch a few samples at a time, with the same logits; a graph that mixes the
-samples of a batch without changing a shape must run it whole. Small hand-made models, each against
-onnxruntime on the whole batch: a softmax over the batch, a batch mean taken away, a division by the batch
-size, a gather that reverses the batch through Range, a Slice that reverses it, a roll by Concat of two
-Slices, a softmax over axis -2, a transpose [6, N] read back as [N, 6] by Reshape, a MaxPool and a Conv along
-the batch as the spatial axis of [1, 6, N], an opset-11 Softmax and a LayerNormalization from axis 0 of
-[6, N], a table's first rows sliced by the batch size, a Reshape to [N, 2 + N // 4 % 2, -1], a ScatterND that
-writes the batch's first row (each run whole: no "passes" line in --profile, logits as onnxruntime's); a model
-whose batch moves to axis 1 and back through Reshape, Transpose and Gather, with its Reshape's shape made from
-Shape, torch's zeros_like (ConstantOfShape of Shape), and swin_t's shifted-window mask (ConstantOfShape of a
-Shape past the batch, ScatterND of rows at negative indices and of elements with reduction add over repeated
-tuples, Equal, Not, Where): each runs in passes, logits as onnxruntime's and byte-identical to
-PTQ_PASS_ROWS=0's, and the moving one's side by side on three threads too; a Gather whose indices are the data,
-out of range in a middle pass, fails as a whole run does (exit 7, the same message, no logits file) with passes
-one after another and side by side. The demo's and the text model's archives are byte-identical in passes one
-after another and side by side on three threads (each thread's observers folded in). The demo model's logits are
-byte-identical with and without passes (the default; on two threads the faster of whole batches and passes side by
-side, timed on the first batches)
-(test_runner covers the library side)."""
+"""Passes over a batch on the CPU (ptq_exec_set_pass_rows, runtime/batch_rows.c): a graph that computes each sample on
+its own runs a long batch a few samples at a time, with the same logits; a graph that mixes the samples of a batch
+without changing a shape must run it whole. Small hand-made models, each against onnxruntime on the whole batch: a
+softmax over the batch, a batch mean taken away, a division by the batch size, a gather that reverses the batch
+through Range, a Slice that reverses it, a roll by Concat of two Slices, a softmax over axis -2, a transpose [6, N]
+read back as [N, 6] by Reshape, a MaxPool and a Conv along the batch as the spatial axis of [1, 6, N], an opset-11
+Softmax and a LayerNormalization from axis 0 of [6, N], a table's first rows sliced by the batch size, a Trilu
+(torch.tril) of [N, 6], a Reshape to [N, 2 + N // 4 % 2, -1], a ScatterND that writes the batch's first row (each
+run whole: no "passes" line in --profile, logits as onnxruntime's); a model whose batch moves to axis 1 and back
+through Reshape, Transpose and Gather, with its Reshape's shape made from Shape, torch's zeros_like
+(ConstantOfShape of Shape), and swin_t's shifted-window mask (ConstantOfShape of a Shape past the batch, ScatterND
+of rows at negative indices and of elements with reduction add over repeated tuples, Equal, Not, Where): each runs
+in passes, logits as onnxruntime's and byte-identical to PTQ_PASS_ROWS=0's, and the moving one's side by side on
+three threads too; a Gather whose indices are the data, out of range in a middle pass, fails as a whole run does
+(exit 7, the same message, no logits file) with passes one after another and side by side. The demo's and the text
+model's archives are byte-identical in passes one after another and side by side on three threads (each thread's
+observers folded in). The demo model's logits are byte-identical with and without passes (the default; on two
+threads the faster of whole batches and passes side by side, timed on the first batches) (test_runner covers the
+library side)."""
 import os
 import re
 import subprocess
@@ -136,6 +135,8 @@ def mixing_models(tmp):
     add("a Reshape's shape computed from the batch size", nodes,
         [ints("zero", 0), ints("zero1", [0]), ints("four", 4), ints("two", 2), ints("minus1", [-1]),
          ints("flat", [-1, D])])
+    # torch.tril of a [N, D] value: which numbers of a sample survive depends on its row in the batch
+    add("a Trilu over [N, D]", [helper.make_node("Trilu", ["x"], ["logits"], upper=0)], [], opset=14)
     return out
 
 
