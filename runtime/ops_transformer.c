@@ -3,8 +3,8 @@
  * Where (bool condition, numpy broadcasting), Expand (the shape as a host
  * input), ConstantOfShape (the shape as a host input; a fill by Expand's
  * kernel), Range (scalar host inputs), Equal (bool result), Not (bool), Trilu (any fixed-size dtype; k a host
- * input: torch.tril/triu, GPT-style causal masks) and Mod (fmod 0: the divisor's sign, integers; fmod 1: the dividend's) on the dtypes ONNX
- * allows, float16 and strings excepted, through kernels/ref/index.c, which
+ * input: torch.tril/triu, GPT-style causal masks) and Mod (fmod 0: the divisor's sign, integers; fmod 1: the
+ * dividend's) on the dtypes ONNX allows, float16 and strings excepted, through kernels/ref/index.c, which
  * is their CPU path too. Like Shape and Gather they are folded to constants
  * at shape inference when their inputs are known. The CUDA backend runs
  * Split, and Where and Expand on float32, through the layouts below

@@ -3,14 +3,14 @@
 exported with the legacy exporter at opsets 13 (14 where torch needs it) and 17 (batch and length dynamic), against
 onnxruntime: a LLaMA-style rotary attention (sin/cos tables sliced by the length, rotate_half's halves, Neg and
 Concat; RMSNorm as Pow/ReduceMean/Sqrt) and GPT-2-style decoders (pre-LayerNorm, learned positions, the last kept
-token picked by the mask's ReduceSum, or as Hugging Face's GPT2ForSequenceClassification finds it,
-(eq(ids, pad).int().argmax(-1) - 1) % L: Equal, Cast, ArgMax, Sub, Mod) whose causal mask is a registered buffer sliced by the length, torch.tril of
-ones (Trilu, -inf fill) or torch.triu(diagonal=1) of bools (Trilu with k, -1e9 fill); a 1-D CNN text classifier
-(Embedding, Conv1d, ReLU, max over time as ReduceMax, Linear; input_ids only). For each: `ptq eval`
-logits within 1e-5 of onnxruntime's at lengths 12 and 1, batches of 7; then calibrate, plan, validate and export
---format qdq under each --placement, onnxruntime on the Q/DQ model making `ptq validate`'s prediction on every row
-(check_ort_agrees). The rotary model was refused before Neg (exit 5, 'op Neg is not supported'), the tril and
-triu decoders before Trilu, the CNN before ReduceMax, the Hugging Face pooling before ArgMax. Skips (77)
+token picked by the mask's ReduceSum, or as Hugging Face's GPT2ForSequenceClassification finds it, (eq(ids,
+pad).int().argmax(-1) - 1) % L: Equal, Cast, ArgMax, Sub, Mod) whose causal mask is a registered buffer sliced by
+the length, torch.tril of ones (Trilu, -inf fill) or torch.triu(diagonal=1) of bools (Trilu with k, -1e9 fill); a
+1-D CNN text classifier (Embedding, Conv1d, ReLU, max over time as ReduceMax, Linear; input_ids only). For each:
+`ptq eval` logits within 1e-5 of onnxruntime's at lengths 12 and 1, batches of 7; then calibrate, plan, validate
+and export --format qdq under each --placement, onnxruntime on the Q/DQ model making `ptq validate`'s prediction on
+every row (check_ort_agrees). The rotary model was refused before Neg (exit 5, 'op Neg is not supported'), the tril
+and triu decoders before Trilu, the CNN before ReduceMax, the Hugging Face pooling before ArgMax. Skips (77)
 without torch, onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import math
 import os
@@ -146,8 +146,8 @@ def export(name, path, opset):
     dyn["logits"] = {0: "N"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(m, (ids,) if name in TOKENS_ONLY else (ids, mask), path, input_names=names, output_names=["logits"], dynamic_axes=dyn,
-                          opset_version=opset, do_constant_folding=True)
+        torch.onnx.export(m, (ids,) if name in TOKENS_ONLY else (ids, mask), path, input_names=names,
+                          output_names=["logits"], dynamic_axes=dyn, opset_version=opset, do_constant_folding=True)
 
 
 def token_rows(rng, n, length):
