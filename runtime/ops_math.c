@@ -204,6 +204,9 @@ static ptq_status minmax_run(ptq_ctx *ctx, const ptq_op_io *io)
     for (int i = 0; i < io->n_in && st == PTQ_OK; i++)
         if ((st = ptq_op_bcast(ctx, io->out[0], io->in[i], &bc)) == PTQ_OK)
             ptq_k_minmax_ref(i == 0 ? PTQ_MINMAX_TAKE : op, elem, &bc, io->in[i]->data, io->out[0]->data);
+    return st;
+}
+
 /* Neg's input is present and of a signed kind ONNX gives it (float16 and bfloat16 excepted). */
 static ptq_status neg_kind(ptq_ctx *ctx, const ptq_op_io *io, ptq_cast_kind *kind)
 {
