@@ -375,9 +375,9 @@ static const place_rule rules[] = {
     {"ort.unquantized", PTQ_PLACEMENT_ORT, PLACE_FP32, m_always,
      "no op quantize_static quantizes reads or writes it"},
     {PTQ_RULE_NO_RANGE, -1, PLACE_FP16, NULL,
-     "the archive gives it no range to quantize with, though another rule would: it is always empty (a dim of size "
-     "0) or saw only zeros, and stays in high precision, FP16 (FP32 for target ort-cpu); or its range gives no "
-     "normal float32 scale (|x| below about 1e-36), and it stays FP32"},
+     "the archive holds no values of it to quantize with, though another rule would: it is always empty (a dim of "
+     "size 0) or saw only zeros, and stays in high precision, FP16 (FP32 for target ort-cpu); or it saw values too "
+     "small for a normal float32 scale (|x| below about 1e-36), and stays FP32"},
     {PTQ_RULE_WEIGHT, -1, PLACE_NONE, NULL,
      "Conv/ConvTranspose/Gemm/MatMul weights: the core precision, one scale per output channel (a grouped "
      "ConvTranspose's: one for the tensor)"},
