@@ -131,7 +131,8 @@ static ptq_status reduce_mean_ref(ptq_ctx *ctx, const ptq_op_io *io)
     return reduce_mean_run(ctx, io, 0);
 }
 
-static ptq_status reduce_sum_run(ptq_ctx *ctx, const ptq_op_io *io)
+/* ReduceSum (max 0) or ReduceMax (max 1) of input 0 over the node's axes. */
+static ptq_status reduce_sum_max(ptq_ctx *ctx, const ptq_op_io *io, int max)
 {
     unsigned char reduced[PTQ_MAX_DIMS];
     int noop = 0;
@@ -144,25 +145,21 @@ static ptq_status reduce_sum_run(ptq_ctx *ctx, const ptq_op_io *io)
             memcpy(io->out[0]->data, x->data, ptq_tensor_bytes(x));
         return PTQ_OK;
     }
-    ptq_k_reduce_sum_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
+    if (max)
+        ptq_k_reduce_max_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
+    else
+        ptq_k_reduce_sum_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
     return PTQ_OK;
+}
+
+static ptq_status reduce_sum_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    return reduce_sum_max(ctx, io, 0);
 }
 
 static ptq_status reduce_max_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
-    unsigned char reduced[PTQ_MAX_DIMS];
-    int noop = 0;
-    ptq_k_elem et;
-    PTQ_TRY_RET(sum_elem(ctx, io, 0, &et));
-    PTQ_TRY_RET(ptq_op_reduce_axes(ctx, io, reduced, &noop));
-    const ptq_tensor *x = io->in[0];
-    if (noop) {
-        if (ptq_tensor_bytes(x))
-            memcpy(io->out[0]->data, x->data, ptq_tensor_bytes(x));
-        return PTQ_OK;
-    }
-    ptq_k_reduce_max_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
-    return PTQ_OK;
+    return reduce_sum_max(ctx, io, 1);
 }
 
 /* ArgMax's axis as a non-negative axis of input 0, of a supported type and a non-empty axis at run time. */

@@ -8,6 +8,16 @@
 #include "kernels/exp_poly.h"
 #include "kernels/kernels.h"
 
+/* The largest of len values inner apart (-Inf for none; a NaN is passed over). */
+static float strided_max(const float *xs, int64_t len, int64_t inner)
+{
+    float max = -INFINITY;
+    for (int64_t l = 0; l < len; l++)
+        if (xs[l * inner] > max)
+            max = xs[l * inner];
+    return max;
+}
+
 /* x, y: [outer, len, inner], row-major. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y)
 {
@@ -15,10 +25,7 @@ void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x
         for (int64_t i = 0; i < inner; i++) {
             const float *xs = x + o * len * inner + i;
             float *ys = y + o * len * inner + i;
-            float max = -INFINITY;
-            for (int64_t l = 0; l < len; l++)
-                if (xs[l * inner] > max)
-                    max = xs[l * inner];
+            const float max = strided_max(xs, len, inner);
             double sum = 0.0;
             for (int64_t l = 0; l < len; l++)
                 sum += ptq_expf_poly(xs[l * inner] - max);
@@ -35,10 +42,7 @@ void ptq_k_log_softmax_ref(int64_t outer, int64_t len, int64_t inner, const floa
         for (int64_t i = 0; i < inner; i++) {
             const float *xs = x + o * len * inner + i;
             float *ys = y + o * len * inner + i;
-            float max = -INFINITY;
-            for (int64_t l = 0; l < len; l++)
-                if (xs[l * inner] > max)
-                    max = xs[l * inner];
+            const float max = strided_max(xs, len, inner);
             double sum = 0.0;
             for (int64_t l = 0; l < len; l++)
                 sum += expf(xs[l * inner] - max);
