@@ -110,6 +110,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_REDUCEMAX, "ReduceMax", 0),
     /* a decoder classifier's last token (Hugging Face's eq(ids, pad).int().argmax(-1) - 1): an int64 output */
     PLAIN(PTQ_OP_ARGMAX, "ArgMax", 0),
+    /* T5's relative position buckets: log(|i - j| / max_exact) */
+    PLAIN(PTQ_OP_LOG, "Log", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

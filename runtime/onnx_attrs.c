@@ -90,6 +90,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"LayerNormalization", "stash_type", 17, INT64_MAX},
     {"LeakyRelu", "alpha", 1, INT64_MAX},
     {"LeakyRelu", "consumed_inputs", 1, 6},
+    {"Log", "consumed_inputs", 1, 6},
     {"LogSoftmax", "axis", 1, INT64_MAX},
     {"Max", "consumed_inputs", 1, 6},
     {"MaxPool", "auto_pad", 1, INT64_MAX},

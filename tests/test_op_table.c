@@ -98,6 +98,7 @@ static const struct {
     {"Trilu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 14, 0},
     {"ReduceMax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"ArgMax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Log", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
 };
 
 static void test_every_op(void)
