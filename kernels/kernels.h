@@ -324,6 +324,10 @@ void ptq_k_trilu_ref(size_t elem_bytes, int64_t n_mat, int64_t rows, int64_t col
 /* y[i] = -x[i] (Neg) for i < n, x and y of one signed kind (float32, float64, int8, int16, int32, int64):
  * integers wrap (-INT_MIN is INT_MIN, as onnxruntime computes it); x == y allowed. */
 void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y);
+/* y[i] = |x[i]| (Abs) for i < n, x and y of one numeric kind (float32, float64, int8..int64, uint8..uint64):
+ * -0 gives 0, NaN stays NaN, signed integers wrap (|INT_MIN| is INT_MIN, as onnxruntime), unsigned ones are
+ * copied; x == y allowed. */
+void ptq_k_abs_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y);
 /* y = a mod b (Mod) of one numeric kind, laid out as bc says: fmod_sign 0
  * takes the divisor's sign (integers only), 1 the dividend's (C's % and
  * fmod). Returns -1, or the first output element whose integer divisor is 0

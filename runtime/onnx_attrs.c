@@ -6,6 +6,7 @@
 #include "runtime/op_util.h"
 
 const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
+    {"Abs", "consumed_inputs", 1, 6},
     {"Add", "axis", 1, 7},
     {"Add", "broadcast", 1, 7},
     {"Add", "consumed_inputs", 1, 6},

@@ -1,7 +1,9 @@
-/* Pow (float32 base; float32 exponent, or int32/int64 from opset 12; numpy broadcasting), Sqrt (float32) and Neg
- * (float32, float64, int8..int64) through kernels/ref/math.c, which is their CPU path too: torch exports
+/* Pow (float32 base; float32 exponent, or int32/int64 from opset 12; numpy broadcasting), Sqrt (float32), Neg
+ * (float32, float64, int8..int64) and Abs (those and uint8..uint64) through kernels/ref/math.c, which is their
+ * CPU path too: torch exports
  * LayerNorm before opset 17 as ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
- * Div, `x ** 2` with an integer exponent at some opsets, and rotary embeddings' rotate_half (LLaMA) with a Neg.
+ * Div, `x ** 2` with an integer exponent at some opsets, rotary embeddings' rotate_half (LLaMA) with a Neg, and
+ * T5's relative position buckets with an Abs.
  * Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run, tests/pow_int_test.py
  * and tests/seq_models_test.py.
  * Exp, Floor, Ceil, Round, Sin, Cos, Softplus, Softsign, Elu, Selu, Celu, Mish and Log (float32) through
@@ -241,6 +243,37 @@ static ptq_status neg_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* Abs's input is present and of a numeric kind ONNX gives it (float16 and bfloat16 excepted). */
+static ptq_status abs_kind(ptq_ctx *ctx, const ptq_op_io *io, ptq_cast_kind *kind)
+{
+    ptq_status st = ptq_op_need_input(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_dtype dt = io->in[0]->dtype;
+    if (!ptq_op_cast_kind(dt, kind) || *kind == PTQ_CAST_BOOL)
+        return ptq_op_unsupported(ctx, io, "input is %s; ptq takes float32, float64, int8..int64 or uint8..uint64",
+                                  ptq_dtype_name(dt));
+    return PTQ_OK;
+}
+
+static ptq_status abs_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_cast_kind kind;
+    ptq_status st = abs_kind(ctx, io, &kind);
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], io->in[0]);
+    return st;
+}
+
+static ptq_status abs_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_cast_kind kind;
+    ptq_status st = abs_kind(ctx, io, &kind);
+    if (st == PTQ_OK)
+        ptq_k_abs_ref(kind, ptq_tensor_numel(io->in[0]), io->in[0]->data, io->out[0]->data);
+    return st;
+}
+
 const ptq_op_def ptq_op_Pow = {PTQ_OP_TRAITS(POW), 7, 0, pow_infer, pow_run, NULL, 0};
 const ptq_op_def ptq_op_Sqrt = {PTQ_OP_TRAITS(SQRT), 6, 0, sqrt_infer, sqrt_run, NULL, 0};
 const ptq_op_def ptq_op_Exp = {PTQ_OP_TRAITS(EXP), 6, 0, fn_infer, fn_run, NULL, 0};
@@ -260,3 +293,4 @@ const ptq_op_def ptq_op_PRelu = {PTQ_OP_TRAITS(PRELU), 7, 0, prelu_infer, prelu_
 const ptq_op_def ptq_op_Max = {PTQ_OP_TRAITS(MAX), 8, 0, minmax_infer, minmax_run, NULL, 0};
 const ptq_op_def ptq_op_Min = {PTQ_OP_TRAITS(MIN), 8, 0, minmax_infer, minmax_run, NULL, 0};
 const ptq_op_def ptq_op_Neg = {PTQ_OP_TRAITS(NEG), 6, 0, neg_infer, neg_run, NULL, 0};
+const ptq_op_def ptq_op_Abs = {PTQ_OP_TRAITS(ABS), 6, 0, abs_infer, abs_run, NULL, 0};

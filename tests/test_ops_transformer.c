@@ -27,7 +27,7 @@
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
-    ptq_op_Neg, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
+    ptq_op_Neg, ptq_op_Abs, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
 
 static double gelu_exact(double x)
 {
@@ -581,6 +581,45 @@ static void check_trilu(void)
     test_case_free(&c);
 }
 
+/* Abs as T5's relative position buckets take it (|i - j| of int64 positions), INT64_MIN wrapping to itself as
+ * onnxruntime's; float32 -0 to 0 and NaN kept; uint8 copied; bool refused naming the node. */
+static void check_abs(void)
+{
+    test_op_case c;
+    const int64_t xl[] = {-3, 0, 5, INT64_MIN, INT64_MAX, -INT64_MAX};
+    test_case_init(&c, "Abs", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, xl, 2, DIMS(2, 3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Abs, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const int64_t want_l[] = {3, 0, 5, INT64_MIN, INT64_MAX, INT64_MAX};
+    CHECK(c.out[0].dtype == PTQ_DT_INT64 && test_dims_are(&c.out[0], 2, DIMS(2, 3)) &&
+          memcmp(c.out[0].data, want_l, sizeof want_l) == 0);
+    test_case_free(&c);
+    const int32_t xi[] = {INT32_MIN, -7, 7};
+    test_case_init(&c, "Abs", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, xi, 1, DIMS(3));
+    CHECK(test_case_run(&c, &ptq_op_Abs, 0) == PTQ_OK && ((int32_t *)c.out[0].data)[0] == INT32_MIN &&
+          ((int32_t *)c.out[0].data)[1] == 7 && ((int32_t *)c.out[0].data)[2] == 7);
+    test_case_free(&c);
+    const float xf[] = {-1.5f, -0.0f, NAN, -INFINITY};
+    test_case_init(&c, "Abs", 6, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 1, DIMS(4));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Abs, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const float *yf = c.out[0].data;
+    CHECK(c.out[0].dtype == PTQ_DT_FLOAT && yf[0] == 1.5f && yf[1] == 0.0f && !signbit(yf[1]) && isnan(yf[2]) &&
+          yf[3] == INFINITY);
+    test_case_free(&c);
+    const uint8_t xu[] = {0, 200};
+    test_case_init(&c, "Abs", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_UINT8, xu, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_Abs, 0) == PTQ_OK && memcmp(c.out[0].data, xu, sizeof xu) == 0);
+    test_case_free(&c);
+    const uint8_t xb[] = {0, 1};
+    test_case_init(&c, "Abs", 13, NULL, 0, 1, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, xb, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Abs, 0), PTQ_ERR_UNSUPPORTED));
+    test_case_free(&c);
+}
+
 /* ---- the graph ---- */
 
 enum { SEQ = 4, HID = 6, SPLIT0 = 2 };
@@ -1062,6 +1101,7 @@ int main(void)
     check_scatter_nd();
     check_reduce_sum_cumsum();
     check_neg();
+    check_abs();
     check_trilu();
     check_reduce_max();
     check_argmax();

@@ -1,5 +1,5 @@
 /* Reference Sqrt and Pow (numpy broadcasting) on float32, as ONNX defines
- * them, Pow with an integer exponent as onnxruntime computes it, and Neg on the signed numeric kinds; their CPU
+ * them, Pow with an integer exponent as onnxruntime computes it, Neg on the signed numeric kinds and Abs on all; their CPU
  * path too. Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run,
  * tests/pow_int_test.py and tests/seq_models_test.py (onnxruntime as the oracle).
  * PRelu, Max, Min and the ptq_fn functions (Exp ... Mish, Log) too: the conformance run and tests/ops_breadth_test.py. */
@@ -33,6 +33,38 @@ void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y)
     case PTQ_CAST_I16: NEG_LOOP(int16_t, uint16_t); break;
     case PTQ_CAST_I32: NEG_LOOP(int32_t, uint32_t); break;
     case PTQ_CAST_I64: NEG_LOOP(int64_t, uint64_t); break;
+    default: break; /* the op takes no other kind */
+    }
+}
+
+#define ABS_LOOP(T, UT) \
+    for (int64_t i = 0; i < n; i++) { \
+        const T v = ((const T *)x)[i]; \
+        ((T *)y)[i] = v < 0 ? (T)(UT)(0u - (UT)v) : v; /* wraps: |INT_MIN| is INT_MIN */ \
+    }
+#define COPY_LOOP(T) \
+    for (int64_t i = 0; i < n; i++) \
+        ((T *)y)[i] = ((const T *)x)[i]
+
+void ptq_k_abs_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y)
+{
+    switch (kind) {
+    case PTQ_CAST_F32:
+        for (int64_t i = 0; i < n; i++)
+            ((float *)y)[i] = fabsf(((const float *)x)[i]);
+        break;
+    case PTQ_CAST_F64:
+        for (int64_t i = 0; i < n; i++)
+            ((double *)y)[i] = fabs(((const double *)x)[i]);
+        break;
+    case PTQ_CAST_I8: ABS_LOOP(int8_t, uint8_t); break;
+    case PTQ_CAST_I16: ABS_LOOP(int16_t, uint16_t); break;
+    case PTQ_CAST_I32: ABS_LOOP(int32_t, uint32_t); break;
+    case PTQ_CAST_I64: ABS_LOOP(int64_t, uint64_t); break;
+    case PTQ_CAST_U8: COPY_LOOP(uint8_t); break;
+    case PTQ_CAST_U16: COPY_LOOP(uint16_t); break;
+    case PTQ_CAST_U32: COPY_LOOP(uint32_t); break;
+    case PTQ_CAST_U64: COPY_LOOP(uint64_t); break;
     default: break; /* the op takes no other kind */
     }
 }
