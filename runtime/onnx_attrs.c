@@ -81,6 +81,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Gemm", "broadcast", 1, 7},
     {"Gemm", "transA", 1, INT64_MAX},
     {"Gemm", "transB", 1, INT64_MAX},
+    {"Greater", "axis", 1, 7},
+    {"Greater", "broadcast", 1, 7},
     {"HardSigmoid", "alpha", 1, INT64_MAX},
     {"HardSigmoid", "beta", 1, INT64_MAX},
     {"HardSigmoid", "consumed_inputs", 1, 6},

@@ -27,7 +27,7 @@
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
-    ptq_op_Neg, ptq_op_Abs, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
+    ptq_op_Neg, ptq_op_Abs, ptq_op_Greater, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
 
 static double gelu_exact(double x)
 {
@@ -620,6 +620,56 @@ static void check_abs(void)
     test_case_free(&c);
 }
 
+/* Greater as T5's relative position buckets take it: int64 [3, 1] > [1] scalar 0, broadcast to [3, 3] with the
+ * int64 extremes; float32 NaN neither greater nor less, -0 not greater than 0; uint32 values past INT32_MAX
+ * compared unsigned; bool and mixed dtypes refused naming the node. */
+static void check_greater(void)
+{
+    test_op_case c;
+    const int64_t ga[] = {-1, 0, INT64_MAX}, gb[] = {INT64_MIN, 0, 1};
+    test_case_init(&c, "Greater", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, ga, 2, DIMS(3, 1));
+    test_case_input(&c, 1, PTQ_DT_INT64, gb, 1, DIMS(3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Greater, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want_gt[] = {1, 0, 0, 1, 0, 0, 1, 1, 1};
+    CHECK(c.out[0].dtype == PTQ_DT_BOOL && test_dims_are(&c.out[0], 2, DIMS(3, 3)) &&
+          memcmp(c.out[0].data, want_gt, sizeof want_gt) == 0);
+    test_case_free(&c);
+    const float fa[] = {NAN, 1.0f, -0.0f, 2.0f}, fb[] = {1.0f, NAN, 0.0f, -INFINITY};
+    test_case_init(&c, "Greater", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, fa, 1, DIMS(4));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, fb, 1, DIMS(4));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Greater, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want_f[] = {0, 0, 0, 1};
+    CHECK(memcmp(c.out[0].data, want_f, sizeof want_f) == 0);
+    test_case_free(&c);
+    const uint32_t ua[] = {0x80000000u, 1}, ub[] = {1, 0x80000000u};
+    test_case_init(&c, "Greater", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_UINT32, ua, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_UINT32, ub, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_Greater, 0) == PTQ_OK && ((unsigned char *)c.out[0].data)[0] == 1 &&
+          ((unsigned char *)c.out[0].data)[1] == 0);
+    test_case_free(&c);
+    const int32_t ia[] = {INT32_MIN, 5}, ib[] = {INT32_MAX, 5};
+    test_case_init(&c, "Greater", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, ib, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_INT32, ia, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_Greater, 0) == PTQ_OK && ((unsigned char *)c.out[0].data)[0] == 1 &&
+          ((unsigned char *)c.out[0].data)[1] == 0);
+    test_case_free(&c);
+    const uint8_t bb[] = {1, 0};
+    test_case_init(&c, "Greater", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, bb, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_BOOL, bb, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Greater, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
+    test_case_init(&c, "Greater", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, ga, 1, DIMS(3));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, fb, 1, DIMS(3));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Greater, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
+}
+
 /* ---- the graph ---- */
 
 enum { SEQ = 4, HID = 6, SPLIT0 = 2 };
@@ -1102,6 +1152,7 @@ int main(void)
     check_reduce_sum_cumsum();
     check_neg();
     check_abs();
+    check_greater();
     check_trilu();
     check_reduce_max();
     check_argmax();

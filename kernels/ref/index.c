@@ -1,6 +1,6 @@
 /* Reference Gather, Slice, Expand, Where, ScatterND, Trilu (byte copies on any
  * fixed-size dtype; ScatterND's reductions on the numeric dtypes), Cast
- * between the numeric dtypes, Equal, Mod, Range on them, and Not, as
+ * between the numeric dtypes, Equal, Greater, Mod, Range on them, and Not, as
  * ONNX defines them; their CPU path too (the shape arithmetic of exported
  * models runs them on small int64 tensors). Covered by tests/test_ops_zoo.c,
  * tests/test_ops_transformer.c and the ONNX conformance run. */
@@ -182,13 +182,28 @@ void ptq_k_where_ref(size_t elem_bytes, int ndim, const int64_t *out_dims, const
     }
 }
 
-void ptq_k_equal_ref(ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b, uint8_t *y)
+/* -1, 0 or 1 as u is less than, equal to or greater than v; 2 when either is NaN (unordered). */
+static int compare_one(ptq_cast_kind kind, const void *a, int64_t ia, const void *b, int64_t ib)
+{
+    if (is_float(kind)) {
+        const double u = load_f(kind, a, ia), v = load_f(kind, b, ib);
+        return u < v ? -1 : u > v ? 1 : u == v ? 0 : 2;
+    }
+    const uint64_t u = load_i(kind, a, ia), v = load_i(kind, b, ib);
+    if (is_signed(kind))
+        return (int64_t)u < (int64_t)v ? -1 : (int64_t)u > (int64_t)v;
+    return u < v ? -1 : u > v;
+}
+
+void ptq_k_compare_ref(ptq_compare op, ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b,
+                       uint8_t *y)
 {
     const int64_t n = ptq_dims_prod(bc->out_dims, 0, bc->ndim);
     for (int64_t i = 0; i < n; i++) {
         int64_t ia, ib;
         ptq_bcast_offsets(bc, i, &ia, &ib);
-        y[i] = is_float(kind) ? load_f(kind, a, ia) == load_f(kind, b, ib) : load_i(kind, a, ia) == load_i(kind, b, ib);
+        const int c = compare_one(kind, a, ia, b, ib);
+        y[i] = op == PTQ_CMP_EQ ? c == 0 : c == 1;
     }
 }
 
