@@ -93,6 +93,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"LayerNormalization", "stash_type", 17, INT64_MAX},
     {"LeakyRelu", "alpha", 1, INT64_MAX},
     {"LeakyRelu", "consumed_inputs", 1, 6},
+    {"Less", "axis", 1, 7},
+    {"Less", "broadcast", 1, 7},
     {"Log", "consumed_inputs", 1, 6},
     {"LogSoftmax", "axis", 1, INT64_MAX},
     {"Max", "consumed_inputs", 1, 6},

@@ -6,12 +6,14 @@ Concat; RMSNorm as Pow/ReduceMean/Sqrt) and GPT-2-style decoders (pre-LayerNorm,
 token picked by the mask's ReduceSum, or as Hugging Face's GPT2ForSequenceClassification finds it, (eq(ids,
 pad).int().argmax(-1) - 1) % L: Equal, Cast, ArgMax, Sub, Mod) whose causal mask is a registered buffer sliced by
 the length, torch.tril of ones (Trilu, -inf fill) or torch.triu(diagonal=1) of bools (Trilu with k, -1e9 fill); a
-1-D CNN text classifier (Embedding, Conv1d, ReLU, max over time as ReduceMax, Linear; input_ids only). For each:
-`ptq eval` logits within 1e-5 of onnxruntime's at lengths 12 and 1, batches of 7; then calibrate, plan, validate
-and export --format qdq under each --placement, onnxruntime on the Q/DQ model making `ptq validate`'s prediction on
-every row (check_ort_agrees). The rotary model was refused before Neg (exit 5, 'op Neg is not supported'), the tril
-and triu decoders before Trilu, the CNN before ReduceMax, the Hugging Face pooling before ArgMax. Skips (77)
-without torch, onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+1-D CNN text classifier (Embedding, Conv1d, ReLU, max over time as ReduceMax, Linear; input_ids only); a T5-style
+encoder whose attention bias comes from relative position buckets (Greater, Abs, Less, Log, Min, Where on int64
+positions). For each: `ptq eval` logits within 1e-5 of onnxruntime's at lengths 12 and 1, batches of 7, and the
+same bytes in passes of 3 rows (PTQ_PASS_ROWS=3); then calibrate, plan, validate and export --format qdq under each
+--placement, onnxruntime on the Q/DQ model making `ptq validate`'s prediction on every row (check_ort_agrees). The
+rotary model was refused before Neg (exit 5, 'op Neg is not supported'), the tril and triu decoders before Trilu,
+the CNN before ReduceMax, the Hugging Face pooling before ArgMax, the T5 before Log, Abs, Greater and Less. Skips
+(77) without torch, onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import math
 import os
 import sys
@@ -130,10 +132,60 @@ class CNN1D(nn.Module):
         return self.head(F.relu(self.conv(self.emb(input_ids).transpose(1, 2))).max(dim=2).values)
 
 
+def rel_bucket(rel, n_buckets=8, max_distance=16):
+    """T5's bidirectional relative position bucket of rel = j - i (int64): Greater, Abs, Less, Cast, Div, Log, Min,
+    Where on the positions."""
+    half = n_buckets // 2
+    exact = half // 2
+    n = torch.abs(rel)
+    large = exact + (torch.log(n.float() / exact) / math.log(max_distance / exact) * (half - exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, half - 1))
+    return (rel > 0).to(torch.long) * half + torch.where(n < exact, n, large)
+
+
+class T5Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n1, self.n2 = RMSNorm(), RMSNorm()
+        self.q, self.k, self.v, self.o = (nn.Linear(D, D, bias=False) for _ in range(4))
+        self.wi, self.wo = nn.Linear(D, 2 * D, bias=False), nn.Linear(2 * D, D, bias=False)
+
+    def forward(self, x, bias, mask_add):
+        n, L, _ = x.shape
+        y = self.n1(x)
+        heads = lambda t: t.view(n, L, 2, D // 2).transpose(1, 2)  # noqa: E731
+        q, k, v = heads(self.q(y)), heads(self.k(y)), heads(self.v(y))
+        a = F.softmax((q @ k.transpose(-1, -2) + bias + mask_add).float(), dim=-1)
+        x = x + self.o((a @ v).transpose(1, 2).reshape(n, L, D))
+        return x + self.wo(F.relu(self.wi(self.n2(x))))
+
+
+class T5(nn.Module):
+    """A T5-style encoder (2 layers, RMSNorm, no position embeddings): an attention bias per head from an embedding
+    of the relative position buckets, the mask added as -1e9, masked mean pooled."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.rel = nn.Embedding(V, D), nn.Embedding(8, 2)
+        self.layers = nn.ModuleList([T5Layer(), T5Layer()])
+        self.norm, self.head = RMSNorm(), nn.Linear(D, C, bias=False)
+
+    def forward(self, input_ids, attention_mask):
+        L = input_ids.shape[1]
+        pos = torch.arange(L, dtype=torch.long)
+        bias = self.rel(rel_bucket(pos[None, :] - pos[:, None])).permute(2, 0, 1).unsqueeze(0)
+        mask_add = (1.0 - attention_mask[:, None, None, :].float()) * -1e9
+        x = self.emb(input_ids)
+        for layer in self.layers:
+            x = layer(x, bias, mask_add)
+        m = attention_mask.unsqueeze(-1).float()
+        return self.head((self.norm(x) * m).sum(1) / m.sum(1))
+
+
 # name: (model, opsets); torch exports tril and triu from opset 14
 MODELS = {"rope": (Rope, (13, 17)), "gpt": (lambda: GPT("buffer"), (13, 17)),
           "gpt-tril": (lambda: GPT("tril"), (14, 17)), "gpt-triu": (lambda: GPT("triu"), (14,)),
-          "gpt-hf": (lambda: GPT("buffer", "hf"), (13, 17)), "cnn1d": (CNN1D, (13, 17))}
+          "gpt-hf": (lambda: GPT("buffer", "hf"), (13, 17)), "cnn1d": (CNN1D, (13, 17)), "t5": (T5, (13, 17))}
 TOKENS_ONLY = {"cnn1d"}
 
 
@@ -186,6 +238,11 @@ def main():
                       got is not None and got.shape == want.shape and np.abs(got - want).max() <= 1e-5
                       and (got.argmax(1) == want.argmax(1)).all(),
                       f"rc {rc}: {err.strip()[-300:]}" if got is None else f"max |diff| {np.abs(got - want).max()}")
+                if got is not None:  # passes of 3 rows (runtime/batch_rows.c) give the whole batch's logits
+                    rc, _, err = ptq("eval", "--model", model, "--data", data, "--batch", "7", "--logits", out,
+                                     env={"PTQ_PASS_ROWS": "3"})
+                    check(f"{tag}, L={length}: eval in passes of 3 rows as whole", rc == 0 and
+                          np.array_equal(np.load(out), got), f"rc {rc}: {err.strip()[-300:]}")
             if rc != 0:
                 continue
             calib = J(f"{name}{opset}-c.h5")

@@ -101,6 +101,7 @@ static const struct {
     {"Log", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Abs", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Greater", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Less", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
 };
 
 static void test_every_op(void)

@@ -27,7 +27,7 @@
 
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
-    ptq_op_Neg, ptq_op_Abs, ptq_op_Greater, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
+    ptq_op_Neg, ptq_op_Abs, ptq_op_Greater, ptq_op_Less, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
 
 static double gelu_exact(double x)
 {
@@ -670,6 +670,43 @@ static void check_greater(void)
     test_case_free(&c);
 }
 
+/* Less as T5's buckets take it (|j - i| < 2: int64 [2, 2] against a scalar), float32 NaN and -0, uint64 past
+ * INT64_MAX compared unsigned; bool refused naming the node. */
+static void check_less(void)
+{
+    test_op_case c;
+    const int64_t la[] = {0, 1, 2, INT64_MIN}, lb = 2;
+    test_case_init(&c, "Less", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, la, 2, DIMS(2, 2));
+    test_case_input(&c, 1, PTQ_DT_INT64, &lb, 0, NULL);
+    CHECK_MSG(test_case_run(&c, &ptq_op_Less, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want_l[] = {1, 1, 0, 1};
+    CHECK(c.out[0].dtype == PTQ_DT_BOOL && test_dims_are(&c.out[0], 2, DIMS(2, 2)) &&
+          memcmp(c.out[0].data, want_l, sizeof want_l) == 0);
+    test_case_free(&c);
+    const float fa[] = {NAN, 1.0f, -0.0f, -INFINITY}, fb[] = {1.0f, NAN, 0.0f, 2.0f};
+    test_case_init(&c, "Less", 9, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, fa, 1, DIMS(4));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, fb, 1, DIMS(4));
+    CHECK_MSG(test_case_run(&c, &ptq_op_Less, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want_f[] = {0, 0, 0, 1};
+    CHECK(memcmp(c.out[0].data, want_f, sizeof want_f) == 0);
+    test_case_free(&c);
+    const uint64_t ua[] = {1, UINT64_MAX}, ub[] = {UINT64_MAX, 1};
+    test_case_init(&c, "Less", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_UINT64, ua, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_UINT64, ub, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_Less, 0) == PTQ_OK && ((unsigned char *)c.out[0].data)[0] == 1 &&
+          ((unsigned char *)c.out[0].data)[1] == 0);
+    test_case_free(&c);
+    const uint8_t bb[] = {0, 1};
+    test_case_init(&c, "Less", 13, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, bb, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_BOOL, bb, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Less, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
+}
+
 /* ---- the graph ---- */
 
 enum { SEQ = 4, HID = 6, SPLIT0 = 2 };
@@ -1153,6 +1190,7 @@ int main(void)
     check_neg();
     check_abs();
     check_greater();
+    check_less();
     check_trilu();
     check_reduce_max();
     check_argmax();

@@ -1,6 +1,6 @@
 /* Reference Gather, Slice, Expand, Where, ScatterND, Trilu (byte copies on any
  * fixed-size dtype; ScatterND's reductions on the numeric dtypes), Cast
- * between the numeric dtypes, Equal, Greater, Mod, Range on them, and Not, as
+ * between the numeric dtypes, Equal, Greater, Less, Mod, Range on them, and Not, as
  * ONNX defines them; their CPU path too (the shape arithmetic of exported
  * models runs them on small int64 tensors). Covered by tests/test_ops_zoo.c,
  * tests/test_ops_transformer.c and the ONNX conformance run. */
@@ -203,7 +203,7 @@ void ptq_k_compare_ref(ptq_compare op, ptq_cast_kind kind, const ptq_bcast *bc, 
         int64_t ia, ib;
         ptq_bcast_offsets(bc, i, &ia, &ib);
         const int c = compare_one(kind, a, ia, b, ib);
-        y[i] = op == PTQ_CMP_EQ ? c == 0 : c == 1;
+        y[i] = op == PTQ_CMP_EQ ? c == 0 : op == PTQ_CMP_GT ? c == 1 : c == -1;
     }
 }
 
