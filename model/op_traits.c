@@ -118,6 +118,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_GREATER, "Greater", 0),
     /* T5's relative position buckets: |j - i| < max_exact on int64 positions, a bool output */
     PLAIN(PTQ_OP_LESS, "Less", 0),
+    /* torch's x >= y (ge): a bool output */
+    PLAIN(PTQ_OP_GREATEROREQUAL, "GreaterOrEqual", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

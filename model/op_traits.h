@@ -86,6 +86,7 @@ typedef enum ptq_op_id {
     PTQ_OP_ABS,
     PTQ_OP_GREATER,
     PTQ_OP_LESS,
+    PTQ_OP_GREATEROREQUAL,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -102,6 +102,7 @@ static const struct {
     {"Abs", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Greater", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"Less", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"GreaterOrEqual", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
 };
 
 static void test_every_op(void)

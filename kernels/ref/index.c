@@ -1,6 +1,6 @@
 /* Reference Gather, Slice, Expand, Where, ScatterND, Trilu (byte copies on any
  * fixed-size dtype; ScatterND's reductions on the numeric dtypes), Cast
- * between the numeric dtypes, Equal, Greater, Less, Mod, Range on them, and Not, as
+ * between the numeric dtypes, Equal, Greater, Less, GreaterOrEqual, Mod, Range on them, and Not, as
  * ONNX defines them; their CPU path too (the shape arithmetic of exported
  * models runs them on small int64 tensors). Covered by tests/test_ops_zoo.c,
  * tests/test_ops_transformer.c and the ONNX conformance run. */
@@ -195,6 +195,18 @@ static int compare_one(ptq_cast_kind kind, const void *a, int64_t ia, const void
     return u < v ? -1 : u > v;
 }
 
+/* Whether a comparison whose compare_one is c holds for op. */
+static int compare_holds(ptq_compare op, int c)
+{
+    switch (op) {
+    case PTQ_CMP_EQ: return c == 0;
+    case PTQ_CMP_GT: return c == 1;
+    case PTQ_CMP_LT: return c == -1;
+    case PTQ_CMP_GE: return c == 0 || c == 1;
+    }
+    return 0;
+}
+
 void ptq_k_compare_ref(ptq_compare op, ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b,
                        uint8_t *y)
 {
@@ -202,8 +214,7 @@ void ptq_k_compare_ref(ptq_compare op, ptq_cast_kind kind, const ptq_bcast *bc, 
     for (int64_t i = 0; i < n; i++) {
         int64_t ia, ib;
         ptq_bcast_offsets(bc, i, &ia, &ib);
-        const int c = compare_one(kind, a, ia, b, ib);
-        y[i] = op == PTQ_CMP_EQ ? c == 0 : op == PTQ_CMP_GT ? c == 1 : c == -1;
+        y[i] = (uint8_t)compare_holds(op, compare_one(kind, a, ia, b, ib));
     }
 }
 
