@@ -314,10 +314,10 @@ void ptq_k_expand_ref(size_t elem_bytes, const ptq_bcast *bc, const void *a, voi
 void ptq_k_where_ref(size_t elem_bytes, int ndim, const int64_t *out_dims, const int64_t *c_stride,
                      const int64_t *x_stride, const int64_t *y_stride, const uint8_t *cond, const void *x,
                      const void *y, void *out);
-/* y[i] = a op b (Equal, Greater, Less, GreaterOrEqual) as bool bytes, a and b of one numeric kind, laid out as bc
- * says; floats compare as numbers (-0 == 0, NaN unequal to and neither greater nor less than anything), integers
- * as their signed or unsigned values. */
-typedef enum ptq_compare { PTQ_CMP_EQ, PTQ_CMP_GT, PTQ_CMP_LT, PTQ_CMP_GE } ptq_compare;
+/* y[i] = a op b (Equal, Greater, Less, GreaterOrEqual, LessOrEqual) as bool bytes, a and b of one numeric kind,
+ * laid out as bc says; floats compare as numbers (-0 == 0, NaN unequal to and neither greater nor less than
+ * anything), integers as their signed or unsigned values. */
+typedef enum ptq_compare { PTQ_CMP_EQ, PTQ_CMP_GT, PTQ_CMP_LT, PTQ_CMP_GE, PTQ_CMP_LE } ptq_compare;
 void ptq_k_compare_ref(ptq_compare op, ptq_cast_kind kind, const ptq_bcast *bc, const void *a, const void *b,
                        uint8_t *y);
 /* Trilu of x [n_mat, rows, cols] (elements of elem_bytes) into y: element (i, j) of each matrix kept where

@@ -2,8 +2,8 @@
  * attribute before opset 13, a host input from 13, num_outputs from 18),
  * Where (bool condition, numpy broadcasting), Expand (the shape as a host
  * input), ConstantOfShape (the shape as a host input; a fill by Expand's
- * kernel), Range (scalar host inputs), Equal, Greater, Less and GreaterOrEqual (bool result; T5's relative
- * position buckets compare int64 positions), Not (bool), Trilu (any fixed-size dtype; k a host
+ * kernel), Range (scalar host inputs), Equal, Greater, Less, GreaterOrEqual and LessOrEqual (bool result; T5's
+ * relative position buckets compare int64 positions), Not (bool), Trilu (any fixed-size dtype; k a host
  * input: torch.tril/triu, GPT-style causal masks) and Mod (fmod 0: the divisor's sign, integers; fmod 1: the
  * dividend's) on the dtypes ONNX allows, float16 and strings excepted, through kernels/ref/index.c, which
  * is their CPU path too. Like Shape and Gather they are folded to constants
@@ -362,7 +362,7 @@ static ptq_status range_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
-/* ---- Equal, Greater, Less, GreaterOrEqual, Mod ---- */
+/* ---- Equal, Greater, Less, GreaterOrEqual, LessOrEqual, Mod ---- */
 
 /* The comparison of io's op, its inputs' kind and layout: Equal takes bool too, the ordered ones numbers only. */
 static ptq_status compare_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_compare *op, ptq_cast_kind *kind,
@@ -373,7 +373,8 @@ static ptq_status compare_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_compare 
     static const struct {
         ptq_op_id id;
         ptq_compare cmp;
-    } ops[] = {{PTQ_OP_GREATER, PTQ_CMP_GT}, {PTQ_OP_LESS, PTQ_CMP_LT}, {PTQ_OP_GREATEROREQUAL, PTQ_CMP_GE}};
+    } ops[] = {{PTQ_OP_GREATER, PTQ_CMP_GT}, {PTQ_OP_LESS, PTQ_CMP_LT}, {PTQ_OP_GREATEROREQUAL, PTQ_CMP_GE},
+               {PTQ_OP_LESSOREQUAL, PTQ_CMP_LE}};
     *op = PTQ_CMP_EQ;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
         if (ops[k].id == id)
@@ -519,6 +520,7 @@ const ptq_op_def ptq_op_Equal = {PTQ_OP_TRAITS(EQUAL), 7, 0, compare_infer, comp
 const ptq_op_def ptq_op_Greater = {PTQ_OP_TRAITS(GREATER), 7, 0, compare_infer, compare_run, NULL, 0};
 const ptq_op_def ptq_op_Less = {PTQ_OP_TRAITS(LESS), 7, 0, compare_infer, compare_run, NULL, 0};
 const ptq_op_def ptq_op_GreaterOrEqual = {PTQ_OP_TRAITS(GREATEROREQUAL), 12, 0, compare_infer, compare_run, NULL, 0};
+const ptq_op_def ptq_op_LessOrEqual = {PTQ_OP_TRAITS(LESSOREQUAL), 12, 0, compare_infer, compare_run, NULL, 0};
 const ptq_op_def ptq_op_Mod = {PTQ_OP_TRAITS(MOD), 10, 0, mod_infer, mod_run, NULL, 0};
 const ptq_op_def ptq_op_Not = {PTQ_OP_TRAITS(NOT), 1, 0, not_infer, not_run, NULL, 0};
 const ptq_op_def ptq_op_Trilu = {PTQ_OP_TRAITS(TRILU), 14, 1u << 1, trilu_infer, trilu_run, NULL, 0};

@@ -28,7 +28,7 @@
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
     ptq_op_Neg, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
-    ptq_op_GreaterOrEqual, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
+    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
 
 static double gelu_exact(double x)
 {
@@ -731,6 +731,29 @@ static void check_greater_or_equal(void)
     test_case_free(&c);
 }
 
+/* LessOrEqual (torch's le): int64 [3] <= a scalar with ties and INT64_MAX, float32 0 <= -0 true, NaN false. */
+static void check_less_or_equal(void)
+{
+    test_op_case c;
+    const int64_t a[] = {1, 2, INT64_MAX}, b = 2;
+    test_case_init(&c, "LessOrEqual", 16, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT64, a, 1, DIMS(3));
+    test_case_input(&c, 1, PTQ_DT_INT64, &b, 0, NULL);
+    CHECK_MSG(test_case_run(&c, &ptq_op_LessOrEqual, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want[] = {1, 1, 0};
+    CHECK(c.out[0].dtype == PTQ_DT_BOOL && test_dims_are(&c.out[0], 1, DIMS(3)) &&
+          memcmp(c.out[0].data, want, sizeof want) == 0);
+    test_case_free(&c);
+    const float fa[] = {0.0f, NAN, 3.0f}, fb[] = {-0.0f, 1.0f, 2.0f};
+    test_case_init(&c, "LessOrEqual", 12, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, fa, 1, DIMS(3));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, fb, 1, DIMS(3));
+    CHECK_MSG(test_case_run(&c, &ptq_op_LessOrEqual, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want_f[] = {1, 0, 0};
+    CHECK(memcmp(c.out[0].data, want_f, sizeof want_f) == 0);
+    test_case_free(&c);
+}
+
 /* ---- the graph ---- */
 
 enum { SEQ = 4, HID = 6, SPLIT0 = 2 };
@@ -1216,6 +1239,7 @@ int main(void)
     check_greater();
     check_less();
     check_greater_or_equal();
+    check_less_or_equal();
     check_trilu();
     check_reduce_max();
     check_argmax();

@@ -1,6 +1,6 @@
 /* Reference Gather, Slice, Expand, Where, ScatterND, Trilu (byte copies on any
  * fixed-size dtype; ScatterND's reductions on the numeric dtypes), Cast
- * between the numeric dtypes, Equal, Greater, Less, GreaterOrEqual, Mod, Range on them, and Not, as
+ * between the numeric dtypes, Equal, Greater, Less, GreaterOrEqual, LessOrEqual, Mod, Range on them, and Not, as
  * ONNX defines them; their CPU path too (the shape arithmetic of exported
  * models runs them on small int64 tensors). Covered by tests/test_ops_zoo.c,
  * tests/test_ops_transformer.c and the ONNX conformance run. */
@@ -203,6 +203,7 @@ static int compare_holds(ptq_compare op, int c)
     case PTQ_CMP_GT: return c == 1;
     case PTQ_CMP_LT: return c == -1;
     case PTQ_CMP_GE: return c == 0 || c == 1;
+    case PTQ_CMP_LE: return c == 0 || c == -1;
     }
     return 0;
 }
