@@ -10,6 +10,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Add", "axis", 1, 7},
     {"Add", "broadcast", 1, 7},
     {"Add", "consumed_inputs", 1, 6},
+    {"And", "axis", 1, 7},
+    {"And", "broadcast", 1, 7},
     {"ArgMax", "axis", 1, INT64_MAX},
     {"ArgMax", "keepdims", 1, INT64_MAX},
     {"ArgMax", "select_last_index", 12, INT64_MAX},

@@ -3,7 +3,7 @@
  * Where (bool condition, numpy broadcasting), Expand (the shape as a host
  * input), ConstantOfShape (the shape as a host input; a fill by Expand's
  * kernel), Range (scalar host inputs), Equal, Greater, Less, GreaterOrEqual and LessOrEqual (bool result; T5's
- * relative position buckets compare int64 positions), Not (bool), Trilu (any fixed-size dtype; k a host
+ * relative position buckets compare int64 positions), Not and And (bool), Trilu (any fixed-size dtype; k a host
  * input: torch.tril/triu, GPT-style causal masks) and Mod (fmod 0: the divisor's sign, integers; fmod 1: the
  * dividend's) on the dtypes ONNX allows, float16 and strings excepted, through kernels/ref/index.c, which
  * is their CPU path too. Like Shape and Gather they are folded to constants
@@ -431,6 +431,35 @@ static ptq_status not_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
+/* And: inputs 0 and 1 bool (the output too, of their broadcast shape). */
+static ptq_status logic_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 1));
+    if (io->in[0]->dtype != PTQ_DT_BOOL || io->in[1]->dtype != PTQ_DT_BOOL)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "inputs are %s and %s; %s takes bool",
+                           ptq_dtype_name(io->in[0]->dtype), ptq_dtype_name(io->in[1]->dtype), io->node->op_type);
+    return pair_layout(ctx, io, bc);
+}
+
+static ptq_status logic_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_bcast bc;
+    ptq_status st = logic_layout(ctx, io, &bc);
+    if (st == PTQ_OK)
+        set_bcast_out(io->out[0], PTQ_DT_BOOL, &bc);
+    return st;
+}
+
+static ptq_status logic_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_bcast bc;
+    ptq_status st = logic_layout(ctx, io, &bc);
+    if (st == PTQ_OK)
+        ptq_k_logic_ref(PTQ_LOGIC_AND, &bc, io->in[0]->data, io->in[1]->data, io->out[0]->data);
+    return st;
+}
+
 /* Trilu: input 0 of a fixed-size dtype and rank >= 2; k (input 1, optional) one int64 value; upper 0 or 1. */
 static ptq_status trilu_check(ptq_ctx *ctx, const ptq_op_io *io)
 {
@@ -523,4 +552,5 @@ const ptq_op_def ptq_op_GreaterOrEqual = {PTQ_OP_TRAITS(GREATEROREQUAL), 12, 0, 
 const ptq_op_def ptq_op_LessOrEqual = {PTQ_OP_TRAITS(LESSOREQUAL), 12, 0, compare_infer, compare_run, NULL, 0};
 const ptq_op_def ptq_op_Mod = {PTQ_OP_TRAITS(MOD), 10, 0, mod_infer, mod_run, NULL, 0};
 const ptq_op_def ptq_op_Not = {PTQ_OP_TRAITS(NOT), 1, 0, not_infer, not_run, NULL, 0};
+const ptq_op_def ptq_op_And = {PTQ_OP_TRAITS(AND), 7, 0, logic_infer, logic_run, NULL, 0};
 const ptq_op_def ptq_op_Trilu = {PTQ_OP_TRAITS(TRILU), 14, 1u << 1, trilu_infer, trilu_run, NULL, 0};

@@ -28,7 +28,7 @@
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
     ptq_op_Neg, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
-    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
+    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
 
 static double gelu_exact(double x)
 {
@@ -754,6 +754,35 @@ static void check_less_or_equal(void)
     test_case_free(&c);
 }
 
+/* And: bool [2, 1] with [2] broadcast to [2, 2] (a nonzero byte is true, the output 0 or 1); int32 refused naming
+ * the node. */
+static void check_and(void)
+{
+    test_op_case c;
+    const uint8_t a[] = {0, 7}, b[] = {1, 2};
+    test_case_init(&c, "And", 7, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, a, 2, DIMS(2, 1));
+    test_case_input(&c, 1, PTQ_DT_BOOL, b, 1, DIMS(2));
+    CHECK_MSG(test_case_run(&c, &ptq_op_And, 0) == PTQ_OK, "%s", c.ctx.msg);
+    const unsigned char want[] = {0, 0, 1, 1};
+    CHECK(c.out[0].dtype == PTQ_DT_BOOL && test_dims_are(&c.out[0], 2, DIMS(2, 2)) &&
+          memcmp(c.out[0].data, want, sizeof want) == 0);
+    test_case_free(&c);
+    const uint8_t z[] = {0, 1};
+    test_case_init(&c, "And", 7, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_BOOL, z, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_BOOL, z, 1, DIMS(2));
+    CHECK(test_case_run(&c, &ptq_op_And, 0) == PTQ_OK && ((unsigned char *)c.out[0].data)[0] == 0 &&
+          ((unsigned char *)c.out[0].data)[1] == 1);
+    test_case_free(&c);
+    const int32_t xi[] = {1, 0};
+    test_case_init(&c, "And", 7, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_INT32, xi, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_INT32, xi, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_And, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
+}
+
 /* ---- the graph ---- */
 
 enum { SEQ = 4, HID = 6, SPLIT0 = 2 };
@@ -1240,6 +1269,7 @@ int main(void)
     check_less();
     check_greater_or_equal();
     check_less_or_equal();
+    check_and();
     check_trilu();
     check_reduce_max();
     check_argmax();

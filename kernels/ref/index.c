@@ -1,7 +1,7 @@
 /* Reference Gather, Slice, Expand, Where, ScatterND, Trilu (byte copies on any
  * fixed-size dtype; ScatterND's reductions on the numeric dtypes), Cast
- * between the numeric dtypes, Equal, Greater, Less, GreaterOrEqual, LessOrEqual, Mod, Range on them, and Not, as
- * ONNX defines them; their CPU path too (the shape arithmetic of exported
+ * between the numeric dtypes, Equal, Greater, Less, GreaterOrEqual, LessOrEqual, Mod, Range on them, and Not
+ * and And, as ONNX defines them; their CPU path too (the shape arithmetic of exported
  * models runs them on small int64 tensors). Covered by tests/test_ops_zoo.c,
  * tests/test_ops_transformer.c and the ONNX conformance run. */
 #include <float.h>
@@ -288,6 +288,17 @@ void ptq_k_not_ref(int64_t n, const uint8_t *x, uint8_t *y)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] == 0;
+}
+
+void ptq_k_logic_ref(ptq_logic op, const ptq_bcast *bc, const uint8_t *a, const uint8_t *b, uint8_t *y)
+{
+    const int64_t n = ptq_dims_prod(bc->out_dims, 0, bc->ndim);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ia, ib;
+        ptq_bcast_offsets(bc, i, &ia, &ib);
+        const int u = a[ia] != 0, v = b[ib] != 0;
+        y[i] = (uint8_t)(op == PTQ_LOGIC_AND ? u && v : u || v);
+    }
 }
 
 /* y[i] combined with u of one integer (or bool) kind, held as 64-bit patterns (sign-extended when signed) */
