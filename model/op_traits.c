@@ -124,6 +124,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_LESSOREQUAL, "LessOrEqual", 0),
     /* masks combined (torch's a & b on bools): a bool output */
     PLAIN(PTQ_OP_AND, "And", 0),
+    /* masks combined (torch's a | b on bools): a bool output */
+    PLAIN(PTQ_OP_OR, "Or", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

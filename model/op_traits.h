@@ -89,6 +89,7 @@ typedef enum ptq_op_id {
     PTQ_OP_GREATEROREQUAL,
     PTQ_OP_LESSOREQUAL,
     PTQ_OP_AND,
+    PTQ_OP_OR,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -113,6 +113,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Mul", "broadcast", 1, 7},
     {"Mul", "consumed_inputs", 1, 6},
     {"Neg", "consumed_inputs", 1, 6},
+    {"Or", "axis", 1, 7},
+    {"Or", "broadcast", 1, 7},
     {"PRelu", "consumed_inputs", 1, 6},
     {"Pad", "mode", 1, INT64_MAX},
     {"Pad", "paddings", 1, 2},

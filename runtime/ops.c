@@ -24,7 +24,7 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Elu, ptq_op_Selu, ptq_op_Celu, ptq_op_Mish, ptq_op_PRelu, ptq_op_LogSoftmax, ptq_op_Max,
     ptq_op_Min, ptq_op_InstanceNormalization, ptq_op_Neg, ptq_op_Trilu,
     ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Abs, ptq_op_Greater, ptq_op_Less, ptq_op_GreaterOrEqual,
-    ptq_op_LessOrEqual, ptq_op_And;
+    ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -106,6 +106,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_GREATEROREQUAL] = &ptq_op_GreaterOrEqual,
     [PTQ_OP_LESSOREQUAL] = &ptq_op_LessOrEqual,
     [PTQ_OP_AND] = &ptq_op_And,
+    [PTQ_OP_OR] = &ptq_op_Or,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

@@ -105,6 +105,7 @@ static const struct {
     {"GreaterOrEqual", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
     {"LessOrEqual", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
     {"And", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Or", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
 };
 
 static void test_every_op(void)

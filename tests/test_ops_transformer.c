@@ -28,7 +28,7 @@
 extern const ptq_op_def ptq_op_Gelu, ptq_op_Erf, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
     ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
     ptq_op_Neg, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
-    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
+    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax;
 
 static double gelu_exact(double x)
 {
@@ -783,6 +783,28 @@ static void check_and(void)
     test_case_free(&c);
 }
 
+/* Or: bool [2] with a scalar, each way (a nonzero byte true); float32 refused naming the node. */
+static void check_or(void)
+{
+    test_op_case c;
+    const uint8_t a[] = {0, 9}, f = 0, t = 5;
+    for (int k = 0; k < 2; k++) {
+        test_case_init(&c, "Or", 7, NULL, 0, 2, 1);
+        test_case_input(&c, 0, PTQ_DT_BOOL, a, 1, DIMS(2));
+        test_case_input(&c, 1, PTQ_DT_BOOL, k ? &t : &f, 0, NULL);
+        CHECK_MSG(test_case_run(&c, &ptq_op_Or, 0) == PTQ_OK, "%s", c.ctx.msg);
+        const unsigned char *y = c.out[0].data;
+        CHECK(c.out[0].dtype == PTQ_DT_BOOL && test_dims_are(&c.out[0], 1, DIMS(2)) && y[0] == k && y[1] == 1);
+        test_case_free(&c);
+    }
+    const float xf[] = {1.0f, 0.0f};
+    test_case_init(&c, "Or", 7, NULL, 0, 2, 1);
+    test_case_input(&c, 0, PTQ_DT_FLOAT, xf, 1, DIMS(2));
+    test_case_input(&c, 1, PTQ_DT_FLOAT, xf, 1, DIMS(2));
+    CHECK(test_fails_naming_node(&c, test_case_run(&c, &ptq_op_Or, 0), PTQ_ERR_FORMAT));
+    test_case_free(&c);
+}
+
 /* ---- the graph ---- */
 
 enum { SEQ = 4, HID = 6, SPLIT0 = 2 };
@@ -1270,6 +1292,7 @@ int main(void)
     check_greater_or_equal();
     check_less_or_equal();
     check_and();
+    check_or();
     check_trilu();
     check_reduce_max();
     check_argmax();

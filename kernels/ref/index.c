@@ -1,7 +1,7 @@
 /* Reference Gather, Slice, Expand, Where, ScatterND, Trilu (byte copies on any
  * fixed-size dtype; ScatterND's reductions on the numeric dtypes), Cast
  * between the numeric dtypes, Equal, Greater, Less, GreaterOrEqual, LessOrEqual, Mod, Range on them, and Not
- * and And, as ONNX defines them; their CPU path too (the shape arithmetic of exported
+ * and And and Or, as ONNX defines them; their CPU path too (the shape arithmetic of exported
  * models runs them on small int64 tensors). Covered by tests/test_ops_zoo.c,
  * tests/test_ops_transformer.c and the ONNX conformance run. */
 #include <float.h>
