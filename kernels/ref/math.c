@@ -1,8 +1,9 @@
 /* Reference Sqrt and Pow (numpy broadcasting) on float32, as ONNX defines
- * them, Pow with an integer exponent as onnxruntime computes it, Neg on the signed numeric kinds and Abs on all; their CPU
- * path too. Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run,
+ * them, Pow with an integer exponent as onnxruntime computes it, Neg on the signed numeric kinds and Abs on all;
+ * their CPU path too. Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run,
  * tests/pow_int_test.py and tests/seq_models_test.py (onnxruntime as the oracle).
- * PRelu, Max, Min and the ptq_fn functions (Exp ... Mish, Log) too: the conformance run and tests/ops_breadth_test.py. */
+ * PRelu, Max, Min and the ptq_fn functions (Exp ... Mish, Log) too: the conformance run and
+ * tests/ops_breadth_test.py. */
 #include <math.h>
 #include <stdint.h>
 
