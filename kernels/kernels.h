@@ -230,7 +230,8 @@ typedef enum ptq_fn {
     PTQ_FN_SELU,     /* gamma (alpha exp(x) - alpha) for x <= 0, else gamma x */
     PTQ_FN_CELU,     /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)); alpha != 0 */
     PTQ_FN_MISH,     /* x tanh(softplus(x)) */
-    PTQ_FN_LOG       /* natural log: -Inf at 0, NaN below */
+    PTQ_FN_LOG,      /* natural log: -Inf at 0, NaN below */
+    PTQ_FN_RECIPROCAL /* 1 / x: +-Inf at +-0 */
 } ptq_fn;
 
 /* y[i] = f(x[i]) for i < n with f's parameters alpha, gamma (ptq_fn's); x, y: [n], x == y allowed. */

@@ -112,6 +112,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_ARGMAX, "ArgMax", 0),
     /* T5's relative position buckets: log(|i - j| / max_exact) */
     PLAIN(PTQ_OP_LOG, "Log", 0),
+    /* torch 2.x's RMSNorm and rsqrt (1 / sqrt) */
+    PLAIN(PTQ_OP_RECIPROCAL, "Reciprocal", 0),
     /* T5's relative position buckets: |i - j| of int64 positions */
     PLAIN(PTQ_OP_ABS, "Abs", 0),
     /* T5's relative position buckets: (j - i > 0) on int64 positions, a bool output */

@@ -83,6 +83,7 @@ typedef enum ptq_op_id {
     PTQ_OP_REDUCEMAX,
     PTQ_OP_ARGMAX,
     PTQ_OP_LOG,
+    PTQ_OP_RECIPROCAL,
     PTQ_OP_ABS,
     PTQ_OP_GREATER,
     PTQ_OP_LESS,

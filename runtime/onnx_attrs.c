@@ -123,6 +123,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Pow", "axis", 1, 7},
     {"Pow", "broadcast", 1, 7},
     {"Range", "stash_type", 27, INT64_MAX},
+    {"Reciprocal", "consumed_inputs", 1, 6},
     {"ReduceMax", "axes", 1, 18},
     {"ReduceMax", "keepdims", 1, INT64_MAX},
     {"ReduceMax", "noop_with_empty_axes", 18, INT64_MAX},

@@ -23,8 +23,8 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Exp, ptq_op_Floor, ptq_op_Ceil, ptq_op_Round, ptq_op_Sin, ptq_op_Cos, ptq_op_Softplus, ptq_op_Softsign,
     ptq_op_Elu, ptq_op_Selu, ptq_op_Celu, ptq_op_Mish, ptq_op_PRelu, ptq_op_LogSoftmax, ptq_op_Max,
     ptq_op_Min, ptq_op_InstanceNormalization, ptq_op_Neg, ptq_op_Trilu,
-    ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Abs, ptq_op_Greater, ptq_op_Less, ptq_op_GreaterOrEqual,
-    ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or;
+    ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Reciprocal, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
+    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -100,6 +100,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_REDUCEMAX] = &ptq_op_ReduceMax,
     [PTQ_OP_ARGMAX] = &ptq_op_ArgMax,
     [PTQ_OP_LOG] = &ptq_op_Log,
+    [PTQ_OP_RECIPROCAL] = &ptq_op_Reciprocal,
     [PTQ_OP_ABS] = &ptq_op_Abs,
     [PTQ_OP_GREATER] = &ptq_op_Greater,
     [PTQ_OP_LESS] = &ptq_op_Less,

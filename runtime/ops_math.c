@@ -6,9 +6,9 @@
  * T5's relative position buckets with an Abs.
  * Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run, tests/pow_int_test.py
  * and tests/seq_models_test.py.
- * Exp, Floor, Ceil, Round, Sin, Cos, Softplus, Softsign, Elu, Selu, Celu, Mish and Log (float32) through
- * ptq_k_fn_ref, their CPU path too: torch's functional code exports them, T5's relative position buckets Log
- * (tests/ops_breadth_test.py against onnxruntime).
+ * Exp, Floor, Ceil, Round, Sin, Cos, Softplus, Softsign, Elu, Selu, Celu, Mish, Log and Reciprocal (float32)
+ * through ptq_k_fn_ref, their CPU path too: torch's functional code exports them, T5's relative position buckets
+ * Log, torch 2.x's RMSNorm (rsqrt) Reciprocal (tests/ops_breadth_test.py against onnxruntime).
  * PRelu (float32; the slope broadcast to X: torch's per-channel [C, 1, 1], a scalar or X's shape) likewise, and
  * Max and Min (any number of float32, int32 or int64 inputs, numpy broadcasting: torch.maximum, clamp by tensors). */
 #include <string.h>
@@ -87,6 +87,7 @@ static ptq_status fn_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_fn *op, float
         {PTQ_OP_CELU, PTQ_FN_CELU, 1.0f, 0.0f},
         {PTQ_OP_MISH, PTQ_FN_MISH, 0.0f, 0.0f},
         {PTQ_OP_LOG, PTQ_FN_LOG, 0.0f, 0.0f},
+        {PTQ_OP_RECIPROCAL, PTQ_FN_RECIPROCAL, 0.0f, 0.0f},
     };
     const ptq_op_id id = ptq_op_of(io)->traits->id;
     for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
@@ -289,6 +290,7 @@ const ptq_op_def ptq_op_Selu = {PTQ_OP_TRAITS(SELU), 6, 0, fn_infer, fn_run, NUL
 const ptq_op_def ptq_op_Celu = {PTQ_OP_TRAITS(CELU), 12, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_Mish = {PTQ_OP_TRAITS(MISH), 18, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_Log = {PTQ_OP_TRAITS(LOG), 6, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Reciprocal = {PTQ_OP_TRAITS(RECIPROCAL), 6, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_PRelu = {PTQ_OP_TRAITS(PRELU), 7, 0, prelu_infer, prelu_run, NULL, 0};
 const ptq_op_def ptq_op_Max = {PTQ_OP_TRAITS(MAX), 8, 0, minmax_infer, minmax_run, NULL, 0};
 const ptq_op_def ptq_op_Min = {PTQ_OP_TRAITS(MIN), 8, 0, minmax_infer, minmax_run, NULL, 0};

@@ -71,7 +71,8 @@ def unary_cases():
     return [("Exp", 13, {}), ("Floor", 13, {}), ("Ceil", 13, {}), ("Round", 13, {}), ("Sin", 13, {}),
             ("Cos", 13, {}), ("Softplus", 13, {}), ("Softsign", 13, {}), ("Elu", 13, {}), ("Elu", 13, {"alpha": 0.3}),
             ("Selu", 13, {}), ("Selu", 13, {"alpha": 1.5, "gamma": 2.0}), ("Celu", 13, {}),
-            ("Celu", 13, {"alpha": 0.5}), ("Celu", 13, {"alpha": -2.0}), ("Mish", 18, {}), ("Log", 13, {})]
+            ("Celu", 13, {"alpha": 0.5}), ("Celu", 13, {"alpha": -2.0}), ("Mish", 18, {}), ("Log", 13, {}),
+            ("Reciprocal", 13, {})]
 
 
 def check_unary(rng):
@@ -82,6 +83,8 @@ def check_unary(rng):
             x = np.clip(x, -80, 80)  # no inf: eval's logits are checked relative to them
         if op == "Log":  # positive, tiny to large (0's -inf and a negative's NaN are not compared)
             x = np.abs(x) + np.float32(1e-30)
+        if op == "Reciprocal":  # no 0 (its inf is not compared); tiny values give large finite ones
+            x = np.where(np.abs(x) < 1e-6, np.float32(0.5), x).astype(np.float32)
         model = save(label, [helper.make_node(op, ["x"], ["y"], **attrs)],
                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C])], ["N", C], opset=opset)
         eval_vs_ort(label, model, {"x": x})

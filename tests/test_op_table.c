@@ -99,6 +99,7 @@ static const struct {
     {"ReduceMax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"ArgMax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"Log", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Reciprocal", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Abs", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Greater", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"Less", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},

@@ -2,7 +2,7 @@
  * them, Pow with an integer exponent as onnxruntime computes it, Neg on the signed numeric kinds and Abs on all;
  * their CPU path too. Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run,
  * tests/pow_int_test.py and tests/seq_models_test.py (onnxruntime as the oracle).
- * PRelu, Max, Min and the ptq_fn functions (Exp ... Mish, Log) too: the conformance run and
+ * PRelu, Max, Min and the ptq_fn functions (Exp ... Mish, Log, Reciprocal) too: the conformance run and
  * tests/ops_breadth_test.py. */
 #include <math.h>
 #include <stdint.h>
@@ -129,6 +129,7 @@ static float fn(ptq_fn op, float alpha, float gamma, float x)
     case PTQ_FN_CELU: return x < 0.0f ? alpha * expm1f(x / alpha) : x;
     case PTQ_FN_MISH: return x * tanhf(softplus(x));
     case PTQ_FN_LOG: return logf(x);
+    case PTQ_FN_RECIPROCAL: return 1.0f / x;
     }
     return x;
 }
