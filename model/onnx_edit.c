@@ -208,6 +208,19 @@ static ptq_status oom(ptq_ctx *ctx, const ptq_onnx_edit *e)
     return ptq_fail(ctx, PTQ_ERR_NOMEM, "%s: out of memory", e->path);
 }
 
+/* items, an array of n of width bytes and capacity *cap, with room for one more (the capacity doubling from 16),
+   or NULL with items untouched when memory runs out */
+static void *reserve_one(void *items, int n, int *cap, size_t width)
+{
+    if (n < *cap)
+        return items;
+    int grown_cap = *cap ? 2 * *cap : 16;
+    void *grown = realloc(items, (size_t)grown_cap * width);
+    if (grown)
+        *cap = grown_cap;
+    return grown;
+}
+
 static char *dup_field(const ptq_pb_field *f)
 {
     char *s = malloc(f->len + 1);
@@ -704,14 +717,10 @@ ptq_status ptq_onnx_edit_add_initializer(ptq_ctx *ctx, ptq_onnx_edit *e, const c
                         e->path, name, n_bytes, (unsigned long long)numel, width);
     if (smap_get(&e->defined, name, 0) > 0)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: initializer '%s': the name is taken", e->path, name);
-    if (e->n_new_inits == e->cap_new_inits) {
-        int cap = e->cap_new_inits ? 2 * e->cap_new_inits : 16;
-        ainit *grown = realloc(e->new_inits, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return oom(ctx, e);
-        e->new_inits = grown;
-        e->cap_new_inits = cap;
-    }
+    ainit *grown = reserve_one(e->new_inits, e->n_new_inits, &e->cap_new_inits, sizeof *grown);
+    if (!grown)
+        return oom(ctx, e);
+    e->new_inits = grown;
     /* TensorProto: dims=1 (unpacked, as proto2 writes them), data_type=2, name=8, raw_data=9 */
     for (int i = 0; i < ndim; i++)
         ptq_pb_put_int(&b, 1, dims[i]);
@@ -779,14 +788,10 @@ ptq_status ptq_onnx_edit_add_node_attr(ptq_ctx *ctx, ptq_onnx_edit *e, const cha
         if (!inputs[i])
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: add_node '%s': input %d is NULL", e->path,
                             name ? name : "", i);
-    if (e->n_added == e->cap_added) {
-        int cap = e->cap_added ? 2 * e->cap_added : 16;
-        anode *grown = realloc(e->added, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return oom(ctx, e);
-        e->added = grown;
-        e->cap_added = cap;
-    }
+    anode *grown = reserve_one(e->added, e->n_added, &e->cap_added, sizeof *grown);
+    if (!grown)
+        return oom(ctx, e);
+    e->added = grown;
     anode *a = &e->added[e->n_added];
     memset(a, 0, sizeof *a);
     e->n_added++; /* counted now so ptq_onnx_edit_free releases it if what follows fails */
@@ -856,14 +861,10 @@ static ptq_status add_rename(ptq_ctx *ctx, ptq_onnx_edit *e, const char *from, c
     if (!found)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: rename_input '%s' -> '%s': no existing node%s%s reads '%s'",
                         e->path, from, to, where ? " " : "", where ? where : "", from);
-    if (e->n_renames == e->cap_renames) {
-        int cap = e->cap_renames ? 2 * e->cap_renames : 16;
-        erename *grown = realloc(e->renames, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return oom(ctx, e);
-        e->renames = grown;
-        e->cap_renames = cap;
-    }
+    erename *grown = reserve_one(e->renames, e->n_renames, &e->cap_renames, sizeof *grown);
+    if (!grown)
+        return oom(ctx, e);
+    e->renames = grown;
     erename *r = &e->renames[e->n_renames];
     memset(r, 0, sizeof *r);
     r->node_k = node_k;
