@@ -2,7 +2,7 @@
  * through kernels/cuda, with parameters from the CPU ops' shared parsers; a
  * node run() would reject is declined by supports() and runs on the CPU, as
  * every op without a kernel here does (the shape and index ops: Shape,
- * Gather, Slice, Cast, Range, Equal, Mod, ...).
+ * Gather, Cast, Range, Equal, Mod, ...).
  * Without PTQ_CUDA it only says why. Covered by tests/cuda_backend_exec.c. */
 #include <math.h>
 #include <stdio.h>
@@ -516,6 +516,22 @@ static ptq_status run_split(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, 
     return st;
 }
 
+/* Slice of any fixed-size dtype of 1, 2, 4 or 8 bytes (the starts, ends, axes and steps on the host). */
+static ptq_status run_slice(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    int64_t start[PTQ_MAX_DIMS], step[PTQ_MAX_DIMS], dims[PTQ_MAX_DIMS];
+    ptq_status st = ptq_op_slice_plan(ctx, io, start, step, dims);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    const size_t width = ptq_dtype_size(x->dtype);
+    if (width != 1 && width != 2 && width != 4 && width != 8)
+        return ptq_op_unsupported(ctx, io, "%zu-byte elements; the GPU slices 1, 2, 4 or 8", width);
+    if (dry)
+        return PTQ_OK;
+    return ptq_k_slice_cuda(ctx, d, width, x->ndim, x->dims, dims, start, step, x->data, io->out[0]->data);
+}
+
 /* The CUDA kernel of each op, by op id; NULL: the op always runs on the CPU. */
 static const node_fn node_fns[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = run_conv,
@@ -540,6 +556,7 @@ static const node_fn node_fns[PTQ_OP_COUNT] = {
     [PTQ_OP_WHERE] = run_where,
     [PTQ_OP_EXPAND] = run_expand,
     [PTQ_OP_SPLIT] = run_split,
+    [PTQ_OP_SLICE] = run_slice,
     [PTQ_OP_GLOBALAVERAGEPOOL] = run_global_avgpool,
     [PTQ_OP_MAXPOOL] = run_pool,
     [PTQ_OP_AVERAGEPOOL] = run_pool,

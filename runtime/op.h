@@ -139,6 +139,11 @@ ptq_status ptq_op_reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *
  * along it (the split attribute or input, else num_outputs or equal parts). */
 #define PTQ_SPLIT_MAX_OUTPUTS 1024
 ptq_status ptq_op_split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *sizes);
+/* Slice: start, step and out_dims [PTQ_MAX_DIMS], per axis of input 0 where
+ * the output starts, its stride in elements and its length (axes the node
+ * does not name: 0, 1 and the whole length), from the attributes before
+ * opset 10, the host inputs 1-4 from 10. */
+ptq_status ptq_op_slice_plan(ptq_ctx *ctx, const ptq_op_io *io, int64_t *start, int64_t *step, int64_t *out_dims);
 /* Where: *shape gets the output's dtype and dims (bool condition, X and Y
  * broadcast together); per_input [3] (or NULL): each input's layout in that
  * shape, its strides in a_stride. */

@@ -155,8 +155,7 @@ static ptq_status attr_list(ptq_ctx *ctx, const ptq_op_io *io, const char *name,
     return PTQ_OK;
 }
 
-/* Slice's per-axis start, step and output dims (axes not named: whole). */
-static ptq_status slice_plan(ptq_ctx *ctx, const ptq_op_io *io, int64_t *start, int64_t *step, int64_t *out_dims)
+ptq_status ptq_op_slice_plan(ptq_ctx *ctx, const ptq_op_io *io, int64_t *start, int64_t *step, int64_t *out_dims)
 {
     int64_t starts[PTQ_MAX_DIMS], ends[PTQ_MAX_DIMS], axes[PTQ_MAX_DIMS], steps[PTQ_MAX_DIMS];
     int64_t n_s, n_e, n_a, n_st = -1;
@@ -219,7 +218,7 @@ static ptq_status slice_plan(ptq_ctx *ctx, const ptq_op_io *io, int64_t *start, 
 static ptq_status slice_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     int64_t start[PTQ_MAX_DIMS], step[PTQ_MAX_DIMS], dims[PTQ_MAX_DIMS];
-    ptq_status st = slice_plan(ctx, io, start, step, dims);
+    ptq_status st = ptq_op_slice_plan(ctx, io, start, step, dims);
     if (st != PTQ_OK)
         return st;
     ptq_op_same_shape(io->out[0], io->in[0]);
@@ -230,7 +229,7 @@ static ptq_status slice_infer(ptq_ctx *ctx, ptq_op_io *io)
 static ptq_status slice_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
     int64_t start[PTQ_MAX_DIMS], step[PTQ_MAX_DIMS], dims[PTQ_MAX_DIMS];
-    ptq_status st = slice_plan(ctx, io, start, step, dims);
+    ptq_status st = ptq_op_slice_plan(ctx, io, start, step, dims);
     if (st != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];

@@ -1,6 +1,6 @@
 /* The cuda backend through ptq_backend: memory round trips, then hand-built
  * single nodes (Conv, Gemm, MatMul, activations, elementwise, Pow, Sqrt,
- * pools, BN, Softmax, ReduceMean, Where, Expand, Split, copies) run by
+ * pools, BN, Softmax, ReduceMean, Where, Expand, Split, Slice, copies) run by
  * supports()/run() against the op's run_ref on the host, and nodes it must
  * decline. Exit 77 without a GPU. */
 #include <stdio.h>
@@ -272,6 +272,9 @@ int main(void)
     const int64_t pw_a[] = {7, 1, 33}, pw_b[] = {5, 1}, rm4[] = {2, 7, 5, 33}, rm1[] = {2, 7, 1, 5}, c151[] = {1, 5, 1};
     const int64_t v33[] = {33}, e71[] = {7, 1}, e_to[] = {2, 7, 33}, sp3[] = {3, 7, 33}, sp_sizes[] = {1, 2, 4};
     const int64_t ax_last[] = {-1}, ax_12[] = {1, 2}, ax_13[] = {1, 3}, ax_1[] = {1}, three[] = {3};
+    const int64_t sl3[] = {3, 7, 24}, sl_8[] = {8}, sl_16[] = {16}, sl_s2[] = {6, 20}, sl_e2[] = {0, 2}, two2[] = {2};
+    const int64_t sl_k2[] = {-2, -3}, sl_i2[] = {2, 5}, sl_i[] = {3, -8, 0, 41, 7, 1, 2, 99, -1, 6}, sl_1[] = {1};
+    const int64_t sl_4[] = {4}, sl_09s[] = {0, 1}, sl_09e[] = {3, 21}, sl_09a[] = {0, 2};
     const int64_t ax_02[] = {0, 2}, to_25[] = {2, 5};
     node_case cases[] = {
         {"Conv 3x3 pad 1 stride 2 bias", "Conv", 13, 3,
@@ -360,6 +363,21 @@ int main(void)
          {host_float(3, sp3, -1, 1), host_typed(PTQ_DT_INT64, 1, three, sp_sizes)}, 3, 0, 1e-30f},
         {"Split opset 18 num_outputs 3 axis -2", "Split", 18, 2, {attr_int("axis", -2), attr_int("num_outputs", 3)},
          1, {host_float(3, sp3, -1, 1)}, 3, 0, 1e-30f},
+        {"Slice 8:16 of the last axis (a 2-D copy)", "Slice", 13, 0, {{0}}, 4,
+         {host_float(3, sl3, -1, 1), host_typed(PTQ_DT_INT64, 1, sl_1, sl_8), host_typed(PTQ_DT_INT64, 1, sl_1, sl_16),
+          host_typed(PTQ_DT_INT64, 1, sl_1, ax_last)},
+         1, 0, 1e-30f},
+        {"Slice axes 1,2 steps -2,-3 (the gather)", "Slice", 13, 0, {{0}}, 5,
+         {host_float(3, sl3, -1, 1), host_typed(PTQ_DT_INT64, 1, two2, sl_s2), host_typed(PTQ_DT_INT64, 1, two2, sl_e2),
+          host_typed(PTQ_DT_INT64, 1, two2, ax_12), host_typed(PTQ_DT_INT64, 1, two2, sl_k2)},
+         1, 0, 1e-30f},
+        {"Slice int64 [2,5] 1:4 of axis 1", "Slice", 13, 0, {{0}}, 4,
+         {host_typed(PTQ_DT_INT64, 2, sl_i2, sl_i), host_typed(PTQ_DT_INT64, 1, sl_1, sl_1),
+          host_typed(PTQ_DT_INT64, 1, sl_1, sl_4), host_typed(PTQ_DT_INT64, 1, sl_1, ax_1)},
+         1, 0, 0},
+        {"Slice opset 9 attributes", "Slice", 9, 3,
+         {attr_ints("starts", sl_09s, 2), attr_ints("ends", sl_09e, 2), attr_ints("axes", sl_09a, 2)}, 1,
+         {host_float(3, sl3, -1, 1)}, 1, 0, 1e-30f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_case(&cases[i]);

@@ -762,6 +762,24 @@ static void test_layernorm(void)
 
 /* Byte-exact for every element size: random bytes in, compared as bytes
  * (reinterpreted as floats only to reuse the tally, NaN bit patterns included). */
+/* One byte-exact case of k: unless st already failed, device dy's first dy_bytes downloaded into got, whose first
+ * n_bytes must equal want's; dy released. */
+static void check_bytes(kstat *k, const char *what, ptq_status st, void *dy, unsigned char *got,
+                        const unsigned char *want, size_t n_bytes, size_t dy_bytes)
+{
+    k->cases++;
+    ptq_test_checks++;
+    if (st == PTQ_OK)
+        st = ptq_cuda_download(&ctx, dev, got, dy, dy_bytes);
+    if (st != PTQ_OK || memcmp(got, want, n_bytes) != 0) {
+        fprintf(stderr, "  FAIL %s [%s]: %s\n", k->name, what, st != PTQ_OK ? ctx.msg : "bytes differ");
+        k->failed++;
+        ptq_test_failures++;
+        k->max_ratio = INFINITY;
+    }
+    ptq_cuda_release(dev, dy);
+}
+
 static void test_transpose(void)
 {
     kstat k = {"transpose", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
@@ -789,18 +807,55 @@ static void test_transpose(void)
             char dims[96], what[160];
             snprintf(what, sizeof what, "%zu-byte elements, %s", elems[e],
                      ptq_dims_str(cases[c].dims, cases[c].ndim, dims, sizeof dims));
-            k.cases++;
-            ptq_test_checks++;
-            if (st == PTQ_OK)
-                st = ptq_cuda_download(&ctx, dev, got, dy, n_floats * 4);
-            if (st != PTQ_OK || memcmp(got, y, n_bytes) != 0) {
-                fprintf(stderr, "  FAIL transpose [%s]: %s\n", what, st != PTQ_OK ? ctx.msg : "bytes differ");
-                k.failed++;
-                ptq_test_failures++;
-                k.max_ratio = INFINITY;
-            }
+            check_bytes(&k, what, st, dy, got, y, n_bytes, n_floats * 4);
             ptq_cuda_release(dev, dx);
-            ptq_cuda_release(dev, dy);
+            free(x);
+            free(y);
+            free(got);
+        }
+    report(&k);
+}
+
+/* Slice: each case through both GPU paths (one block of rows as a 2-D copy; strided gather), byte for byte
+ * against ptq_k_slice_ref, with y poisoned first so a byte the GPU leaves unwritten shows. */
+static void test_slice(void)
+{
+    kstat k = {"slice", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
+    static const struct {
+        int ndim;
+        int64_t dims[4], start[4], step[4], out[4];
+    } cases[] = {
+        {3, {5, 7, 24}, {0, 0, 8}, {1, 1, 1}, {5, 7, 8}},    /* q/k/v thirds of a packed projection: rows */
+        {3, {5, 7, 24}, {2, 0, 0}, {1, 1, 1}, {2, 7, 24}},   /* leading dim: one block */
+        {3, {5, 7, 24}, {0, 3, 0}, {1, 1, 1}, {5, 1, 24}},   /* a middle dim: x[:, 3:4] */
+        {3, {5, 7, 24}, {0, 0, 0}, {1, 1, 1}, {5, 7, 24}},   /* the whole tensor */
+        {3, {5, 7, 24}, {1, 2, 3}, {2, 1, 5}, {2, 4, 4}},    /* three dims, steps */
+        {3, {5, 7, 24}, {4, 6, 23}, {-1, -2, -3}, {5, 4, 8}}, /* reversed */
+        {2, {6, 9}, {0, 1}, {1, 2}, {6, 4}},                 /* one dim with a step: the gather */
+        {1, {9}, {8}, {-1}, {9}},
+        {2, {4, 5}, {0, 2}, {1, 1}, {4, 0}},                 /* empty */
+    };
+    const size_t elems[] = {1, 2, 4, 8};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t e = 0; e < sizeof elems / sizeof elems[0]; e++) {
+            const int nd = cases[c].ndim;
+            const int64_t n = ptq_dims_prod(cases[c].dims, 0, nd), n_out = ptq_dims_prod(cases[c].out, 0, nd);
+            const size_t n_bytes = (size_t)n * elems[e], out_bytes = (size_t)n_out * elems[e] + 8;
+            unsigned char *x = malloc(n_bytes), *y = malloc(out_bytes), *got = malloc(out_bytes);
+            for (size_t i = 0; i < n_bytes; i++)
+                x[i] = (unsigned char)(test_rand_uniform(0.0f, 256.0f));
+            memset(y, 0xA5, out_bytes);
+            ptq_k_slice_ref(elems[e], nd, cases[c].dims, cases[c].out, cases[c].start, cases[c].step, x, y);
+            void *dx = dev_buf(x, n_bytes), *dy = dev_buf(NULL, out_bytes);
+            ptq_status st = ptq_cuda_fill_bytes(&ctx, dev, dy, 0xA5, out_bytes);
+            if (st == PTQ_OK)
+                st = ptq_k_slice_cuda(&ctx, dev, elems[e], nd, cases[c].dims, cases[c].out, cases[c].start,
+                                      cases[c].step, dx, dy);
+            char dims[96], what[160];
+            snprintf(what, sizeof what, "case %zu, %zu-byte elements, %s", c, elems[e],
+                     ptq_dims_str(cases[c].dims, nd, dims, sizeof dims));
+            check_bytes(&k, what, st, dy, got, y, out_bytes, out_bytes);
+            ptq_cuda_release(dev, dx);
             free(x);
             free(y);
             free(got);
@@ -853,6 +908,7 @@ int main(void)
     test_softmax();
     test_layernorm();
     test_transpose();
+    test_slice();
     CHECK_MSG(ptq_cuda_sync(&ctx, dev) == PTQ_OK, "%s", ctx.msg);
     ptq_cuda_dev_free(dev);
     return test_done("cuda_parity_kernels");

@@ -190,6 +190,10 @@ ptq_status ptq_k_layernorm_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n_rows, i
  * y: [in_dims[perm[0]], ..., in_dims[perm[ndim-1]]]. */
 ptq_status ptq_k_transpose_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t elem_bytes, int ndim, const int64_t *in_dims,
                                 const int64_t *perm, const void *x, void *y);
+/* x: [in_dims], elem_bytes (1, 2, 4 or 8) each; y: [out_dims], y's element
+ * (i0, i1, ...) = x's (start[0] + i0 step[0], start[1] + i1 step[1], ...). */
+ptq_status ptq_k_slice_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t elem_bytes, int ndim, const int64_t *in_dims,
+                            const int64_t *out_dims, const int64_t *start, const int64_t *step, const void *x, void *y);
 
 /* Observer passes (kernels/ref/observe.c's contracts). x: [n] device
  * floats. stats: into host *s, complete on return. hist: adds into the

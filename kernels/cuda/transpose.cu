@@ -1,11 +1,15 @@
-/* Transpose on the GPU for 1, 2, 4 and 8-byte elements, mirroring
- * ptq_k_transpose_ref: one thread per output element gathers its input
- * element through the permuted strides. Covered by tests/cuda_parity_kernels.c. */
+/* Transpose and Slice on the GPU for 1, 2, 4 and 8-byte elements, mirroring
+ * ptq_k_transpose_ref and ptq_k_slice_ref: one thread per output element
+ * gathers its input element through per-dim strides (permuted, or times the
+ * slice's steps, from the slice's first element); a slice that is one block
+ * of rows goes as a 2-D copy. Covered by tests/cuda_parity_kernels.c. */
 #include "kernels/cuda/cuda_common.cuh"
 
-/* Output dims and, per output dim, the input stride it walks. */
+/* Output dims and, per output dim, the input stride it walks (negative for a
+ * slice's negative step), from input element base. */
 typedef struct perm_layout {
     int ndim;
+    int64_t base;
     int64_t out_dims[8];
     int64_t in_stride[8];
 } perm_layout;
@@ -16,7 +20,7 @@ static __global__ void transpose_kernel(perm_layout l, int64_t total, const T *x
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t rest = i, src = 0;
+        int64_t rest = i, src = l.base;
         for (int dim = l.ndim - 1; dim >= 0; dim--) {
             src += (rest % l.out_dims[dim]) * l.in_stride[dim];
             rest /= l.out_dims[dim];
@@ -33,6 +37,21 @@ static ptq_status launch(ptq_ctx *ctx, ptq_cuda_dev *d, const perm_layout *l, in
     return PTQ_OK;
 }
 
+/* y[i] = x[the element l maps output element i to], total elements */
+static ptq_status gather(ptq_ctx *ctx, ptq_cuda_dev *d, const char *what, size_t elem_bytes, const perm_layout *l,
+                         int64_t total, const void *x, void *y)
+{
+    if (total == 0)
+        return PTQ_OK;
+    switch (elem_bytes) {
+    case 1: return launch<uint8_t>(ctx, d, l, total, x, y);
+    case 2: return launch<uint16_t>(ctx, d, l, total, x, y);
+    case 4: return launch<uint32_t>(ctx, d, l, total, x, y);
+    case 8: return launch<uint64_t>(ctx, d, l, total, x, y);
+    }
+    return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: %zu-byte elements; the GPU takes 1, 2, 4 or 8", what, elem_bytes);
+}
+
 extern "C" ptq_status ptq_k_transpose_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t elem_bytes, int ndim,
                                            const int64_t *in_dims, const int64_t *perm, const void *x, void *y)
 {
@@ -45,6 +64,7 @@ extern "C" ptq_status ptq_k_transpose_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t
         total *= in_dims[dim];
     }
     l.ndim = ndim;
+    l.base = 0;
     for (int dim = 0; dim < ndim; dim++) {
         if (perm[dim] < 0 || perm[dim] >= ndim)
             return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "transpose: perm[%d] = %lld is out of range", dim,
@@ -52,13 +72,44 @@ extern "C" ptq_status ptq_k_transpose_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t
         l.out_dims[dim] = in_dims[perm[dim]];
         l.in_stride[dim] = in_stride[perm[dim]];
     }
+    return gather(ctx, d, "transpose", elem_bytes, &l, total, x, y);
+}
+
+extern "C" ptq_status ptq_k_slice_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, size_t elem_bytes, int ndim,
+                                       const int64_t *in_dims, const int64_t *out_dims, const int64_t *start,
+                                       const int64_t *step, const void *x, void *y)
+{
+    if (ndim < 0 || ndim > 8)
+        return ptq_fail(ctx, PTQ_ERR_SHAPE, "slice: %d dims; at most 8", ndim);
+    perm_layout l;
+    int64_t in_stride[8], total = 1, s = 1;
+    int cut = -1, n_cut = 0; /* the dims the slice does not take whole */
+    for (int dim = ndim - 1; dim >= 0; dim--) {
+        in_stride[dim] = s;
+        s *= in_dims[dim];
+        total *= out_dims[dim];
+        if (out_dims[dim] != in_dims[dim] || (start[dim] != 0 && out_dims[dim] > 0)) {
+            cut = dim;
+            n_cut++;
+        }
+    }
     if (total == 0)
         return PTQ_OK;
-    switch (elem_bytes) {
-    case 1: return launch<uint8_t>(ctx, d, &l, total, x, y);
-    case 2: return launch<uint16_t>(ctx, d, &l, total, x, y);
-    case 4: return launch<uint32_t>(ctx, d, &l, total, x, y);
-    case 8: return launch<uint64_t>(ctx, d, &l, total, x, y);
+    if (n_cut <= 1 && (cut < 0 || step[cut] == 1)) {
+        /* rows of the dims before cut, each a block of out_dims[cut] of the dims from cut on */
+        const size_t inner = (size_t)(cut < 0 ? total : in_stride[cut]) * elem_bytes;
+        const int64_t rows = cut < 0 ? 1 : total / (out_dims[cut] * (int64_t)(inner / elem_bytes));
+        const size_t src_row = cut < 0 ? inner : (size_t)in_dims[cut] * inner;
+        const size_t dst_row = cut < 0 ? inner : (size_t)out_dims[cut] * inner;
+        const unsigned char *src = (const unsigned char *)x + (cut < 0 ? 0 : (size_t)start[cut] * inner);
+        return ptq_cuda_copy_2d(ctx, d, y, dst_row, src, src_row, dst_row, rows);
     }
-    return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "transpose: %zu-byte elements; the GPU takes 1, 2, 4 or 8", elem_bytes);
+    l.ndim = ndim;
+    l.base = 0;
+    for (int dim = 0; dim < ndim; dim++) {
+        l.out_dims[dim] = out_dims[dim];
+        l.in_stride[dim] = in_stride[dim] * step[dim];
+        l.base += start[dim] * in_stride[dim];
+    }
+    return gather(ctx, d, "slice", elem_bytes, &l, total, x, y);
 }
