@@ -2,7 +2,8 @@
  * through kernels/cuda, with parameters from the CPU ops' shared parsers; a
  * node run() would reject is declined by supports() and runs on the CPU, as
  * every op without a kernel here does (the shape and index ops: Shape,
- * Gather, Cast, Range, Equal, Mod, ...).
+ * Cast, Range, Equal, Mod, ...), and as a node does whose inputs are all
+ * integers already on the host (shape computations).
  * Without PTQ_CUDA it only says why. Covered by tests/cuda_backend_exec.c. */
 #include <math.h>
 #include <stdio.h>
@@ -532,6 +533,40 @@ static ptq_status run_slice(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, 
     return ptq_k_slice_cuda(ctx, d, width, x->ndim, x->dims, dims, start, step, x->data, io->out[0]->data);
 }
 
+/* Gather of a few indices (the q, k and v of a packed attention projection, a class token): the indices come
+ * to the host to be checked, then each index's block of the data is one strided 2-D copy. More indices (an
+ * embedding lookup) run on the CPU. */
+#define GATHER_GPU_MAX 64
+static ptq_status run_gather(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
+{
+    int axis;
+    int64_t raw[GATHER_GPU_MAX], at[GATHER_GPU_MAX];
+    ptq_status st = ptq_op_gather_plan(ctx, io, NULL, &axis, NULL);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0], *idx = io->in[1];
+    const int64_t n = ptq_tensor_numel(idx);
+    if (n > GATHER_GPU_MAX)
+        return ptq_op_unsupported(ctx, io, "%lld indices; the GPU gathers at most %d", (long long)n, GATHER_GPU_MAX);
+    if (dry || n == 0 || ptq_tensor_numel(io->out[0]) == 0)
+        return PTQ_OK;
+    const void *idx_host = idx->data;
+    if (idx->mem != PTQ_MEM_HOST) {
+        if ((st = ptq_cuda_download(ctx, d, raw, idx->data, ptq_tensor_bytes(idx))) != PTQ_OK)
+            return st;
+        idx_host = raw;
+    }
+    if ((st = ptq_op_gather_plan(ctx, io, idx_host, &axis, at)) != PTQ_OK)
+        return st;
+    const int64_t outer = ptq_dims_prod(x->dims, 0, axis);
+    const size_t block = (size_t)ptq_dims_prod(x->dims, axis + 1, x->ndim) * ptq_dtype_size(x->dtype);
+    const size_t x_row = (size_t)x->dims[axis] * block, y_row = (size_t)n * block;
+    for (int64_t j = 0; j < n && st == PTQ_OK; j++)
+        st = ptq_cuda_copy_2d(ctx, d, (unsigned char *)io->out[0]->data + (size_t)j * block, y_row,
+                              (const unsigned char *)x->data + (size_t)at[j] * block, x_row, block, outer);
+    return st;
+}
+
 /* The CUDA kernel of each op, by op id; NULL: the op always runs on the CPU. */
 static const node_fn node_fns[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = run_conv,
@@ -557,6 +592,7 @@ static const node_fn node_fns[PTQ_OP_COUNT] = {
     [PTQ_OP_EXPAND] = run_expand,
     [PTQ_OP_SPLIT] = run_split,
     [PTQ_OP_SLICE] = run_slice,
+    [PTQ_OP_GATHER] = run_gather,
     [PTQ_OP_GLOBALAVERAGEPOOL] = run_global_avgpool,
     [PTQ_OP_MAXPOOL] = run_pool,
     [PTQ_OP_AVERAGEPOOL] = run_pool,
@@ -599,10 +635,27 @@ static int takes_layout(const ptq_op_io *io)
     }
 }
 
+/* 1 when every input the node has is an integer (or bool) tensor on the host: a shape computation (Shape ->
+ * Gather -> Unsqueeze -> Concat -> a Reshape's shape), which would cross to the GPU and back for a few bytes. */
+static int host_integers(const ptq_op_io *io)
+{
+    int n = 0;
+    for (int i = 0; i < io->n_in; i++) {
+        const ptq_tensor *t = io->in[i];
+        if (!t)
+            continue;
+        if (t->mem != PTQ_MEM_HOST || t->dtype == PTQ_DT_FLOAT || t->dtype == PTQ_DT_FLOAT16 ||
+            t->dtype == PTQ_DT_DOUBLE || t->dtype == PTQ_DT_BFLOAT16)
+            return 0;
+        n++;
+    }
+    return n > 0;
+}
+
 static int cuda_supports(ptq_backend *b, const ptq_op_io *io)
 {
     node_fn fn = find_fn(io);
-    if (!takes_layout(io))
+    if (!takes_layout(io) || host_integers(io))
         return 0;
     ptq_ctx scratch; /* a declined node is not an error: the CPU takes it */
     ptq_ctx_init(&scratch);

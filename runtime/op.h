@@ -139,6 +139,10 @@ ptq_status ptq_op_reduce_axes(ptq_ctx *ctx, const ptq_op_io *io, unsigned char *
  * along it (the split attribute or input, else num_outputs or equal parts). */
 #define PTQ_SPLIT_MAX_OUTPUTS 1024
 ptq_status ptq_op_split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *sizes);
+/* Gather: *axis in 0..rank-1 and, unless idx_data is NULL, at [the indices'
+ * count]: the indices (idx_data, io->in[1]'s values on the host, int32 or
+ * int64) each checked against the axis's length and made non-negative. */
+ptq_status ptq_op_gather_plan(ptq_ctx *ctx, const ptq_op_io *io, const void *idx_data, int *axis, int64_t *at);
 /* Slice: start, step and out_dims [PTQ_MAX_DIMS], per axis of input 0 where
  * the output starts, its stride in elements and its length (axes the node
  * does not name: 0, 1 and the whole length), from the attributes before

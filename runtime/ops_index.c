@@ -51,7 +51,7 @@ static ptq_status shape_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
-/* Gather's axis and indices (as int64, in range) into idx [n]. */
+/* Gather's axis, the indices' dtype and the output's rank checked. */
 static ptq_status gather_axis(ptq_ctx *ctx, const ptq_op_io *io, int *axis)
 {
     ptq_status st = ptq_op_need_input(ctx, io, 0);
@@ -92,6 +92,23 @@ static ptq_status gather_infer(ptq_ctx *ctx, ptq_op_io *io)
     return PTQ_OK;
 }
 
+ptq_status ptq_op_gather_plan(ptq_ctx *ctx, const ptq_op_io *io, const void *idx_data, int *axis, int64_t *at)
+{
+    ptq_status st = gather_axis(ctx, io, axis);
+    if (st != PTQ_OK || !idx_data)
+        return st;
+    const ptq_tensor *idx = io->in[1];
+    const int64_t n = ptq_tensor_numel(idx), len = io->in[0]->dims[*axis];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = idx->dtype == PTQ_DT_INT64 ? ((const int64_t *)idx_data)[i] : ((const int32_t *)idx_data)[i];
+        if (k < -len || k >= len)
+            return ptq_op_fail(ctx, io, PTQ_ERR_DATA, "index %lld is out of range for axis %d of size %lld",
+                               (long long)k, *axis, (long long)len);
+        at[i] = k < 0 ? k + len : k;
+    }
+    return PTQ_OK;
+}
+
 /* gather_run, and with fast the blocks one index takes when they are contiguous (nothing before the axis) copied
  * over the CPU pool. */
 static ptq_status gather_with(ptq_ctx *ctx, const ptq_op_io *io, int fast)
@@ -106,15 +123,10 @@ static ptq_status gather_with(ptq_ctx *ctx, const ptq_op_io *io, int fast)
     if (!at)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "node '%s': out of memory for %lld indices", io->node->name,
                         (long long)n);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t k = idx->dtype == PTQ_DT_INT64 ? ((const int64_t *)idx->data)[i] : ((const int32_t *)idx->data)[i];
-        if (k < -len || k >= len) {
-            if (at != &one)
-                free(at);
-            return ptq_op_fail(ctx, io, PTQ_ERR_DATA, "index %lld is out of range for axis %d of size %lld",
-                               (long long)k, axis, (long long)len);
-        }
-        at[i] = k < 0 ? k + len : k;
+    if ((st = ptq_op_gather_plan(ctx, io, idx->data, &axis, at)) != PTQ_OK) {
+        if (at != &one)
+            free(at);
+        return st;
     }
     const size_t eb = ptq_dtype_size(x->dtype);
     const int64_t outer = ptq_dims_prod(x->dims, 0, axis), inner = ptq_dims_prod(x->dims, axis + 1, x->ndim);

@@ -1,6 +1,6 @@
 /* The cuda backend through ptq_backend: memory round trips, then hand-built
  * single nodes (Conv, Gemm, MatMul, activations, elementwise, Pow, Sqrt,
- * pools, BN, Softmax, ReduceMean, Where, Expand, Split, Slice, copies) run by
+ * pools, BN, Softmax, ReduceMean, Where, Expand, Split, Slice, Gather, copies) run by
  * supports()/run() against the op's run_ref on the host, and nodes it must
  * decline. Exit 77 without a GPU. */
 #include <stdio.h>
@@ -185,13 +185,14 @@ static void run_case(node_case *c)
     }
 }
 
-/* c must be declined by supports() after a successful infer. */
-static void expect_declined(node_case *c)
+/* c must be declined by supports() after a successful infer; supports() sees the inputs it does not read on the
+ * host as the GPU's unless on_host (it reads no data but host inputs). */
+static void expect_declined(node_case *c, int on_host)
 {
     one_node o;
     one_node_init(&o, c);
     const ptq_op_def *op = ptq_op_find("", c->op_type);
-    ptq_tensor h_out[4];
+    ptq_tensor h_out[4], seen[6];
     const ptq_tensor *in_ptr[6] = {0};
     ptq_tensor *out_ptr[4] = {0};
     ptq_op_io io = {&o.g, &o.n, c->n_in, c->n_out, in_ptr, out_ptr, op, 0, 0};
@@ -202,6 +203,12 @@ static void expect_declined(node_case *c)
         io.out[i] = &h_out[i];
     ptq_status st = op ? op->infer(&ctx, &io) : PTQ_ERR_UNSUPPORTED;
     CHECK_MSG(st == PTQ_OK, "%s: infer: %s", c->label, ctx.msg);
+    for (int i = 0; i < c->n_in; i++)
+        if (io.in[i] && !on_host && !ptq_op_host_input(op, i)) {
+            seen[i] = c->in[i];
+            seen[i].mem = PTQ_MEM_CUDA;
+            io.in[i] = &seen[i];
+        }
     int declined = st == PTQ_OK && !be->supports(be, &io);
     CHECK_MSG(declined, "%s: the cuda backend should decline it", c->label);
     printf("  %-44s declined: %s\n", c->label, declined ? "ok" : "FAIL");
@@ -242,6 +249,45 @@ static void test_memory(void)
            ptq_test_failures ? "FAIL" : "ok");
 }
 
+/* A Gather run on the GPU checks its indices as the CPU does: index 3 of an axis of 3 fails, naming the node. */
+static void test_gather_bad_index(void)
+{
+    const int64_t dims[] = {3, 4}, s1[] = {1}, bad[] = {3};
+    node_case c = {"Gather index 3 of 3", "Gather", 13, 1, {attr_int("axis", 0)}, 2,
+                   {host_float(2, dims, -1, 1), host_typed(PTQ_DT_INT64, 1, s1, bad)}, 1, 0, 0};
+    one_node o;
+    one_node_init(&o, &c);
+    const ptq_op_def *op = ptq_op_find("", "Gather");
+    ptq_tensor d_in[2], y = {0};
+    const ptq_tensor *in_ptr[2] = {&d_in[0], &d_in[1]};
+    ptq_tensor *out_ptr[1] = {&y};
+    ptq_op_io io = {&o.g, &o.n, 2, 1, in_ptr, out_ptr, op, 0, 0};
+    d_in[0] = c.in[0];
+    d_in[1] = c.in[1];
+    ptq_status st = op->infer(&ctx, &io);
+    CHECK_MSG(st == PTQ_OK, "%s: infer: %s", c.label, ctx.msg);
+    for (int i = 0; i < 2; i++) {
+        size_t n_bytes = ptq_tensor_bytes(&c.in[i]);
+        CHECK(be->alloc(be, &ctx, n_bytes, &d_in[i].data) == PTQ_OK);
+        CHECK(be->upload(be, &ctx, d_in[i].data, c.in[i].data, n_bytes) == PTQ_OK);
+        d_in[i].mem = PTQ_MEM_CUDA;
+    }
+    y.mem = PTQ_MEM_CUDA;
+    CHECK(be->alloc(be, &ctx, 16, &y.data) == PTQ_OK);
+    int supported = be->supports(be, &io);
+    ptq_ctx_init(&ctx);
+    st = supported ? be->run(be, &ctx, &io) : PTQ_OK;
+    CHECK_MSG(supported && st == PTQ_ERR_DATA && strstr(ctx.msg, "index 3 is out of range") &&
+                  strstr(ctx.msg, "Gather index 3 of 3"),
+              "supported %d, status %d, '%s'", supported, (int)st, ctx.msg);
+    printf("  %-44s -> fails: %s\n", c.label, st == PTQ_ERR_DATA ? ctx.msg : "FAIL");
+    ptq_ctx_init(&ctx);
+    for (int i = 0; i < 2; i++)
+        be->release(be, d_in[i].data);
+    be->release(be, y.data);
+    free_case(&c);
+}
+
 int main(void)
 {
     char why[256];
@@ -275,6 +321,8 @@ int main(void)
     const int64_t sl3[] = {3, 7, 24}, sl_8[] = {8}, sl_16[] = {16}, sl_s2[] = {6, 20}, sl_e2[] = {0, 2}, two2[] = {2};
     const int64_t sl_k2[] = {-2, -3}, sl_i2[] = {2, 5}, sl_i[] = {3, -8, 0, 41, 7, 1, 2, 99, -1, 6}, sl_1[] = {1};
     const int64_t sl_4[] = {4}, sl_09s[] = {0, 1}, sl_09e[] = {3, 21}, sl_09a[] = {0, 2};
+    const int64_t g_idx[] = {-1, 0}, two2x2[] = {2, 2};
+    const int32_t g_idx32[] = {23, 0, -24, 5};
     const int64_t ax_02[] = {0, 2}, to_25[] = {2, 5};
     node_case cases[] = {
         {"Conv 3x3 pad 1 stride 2 bias", "Conv", 13, 3,
@@ -375,6 +423,12 @@ int main(void)
          {host_typed(PTQ_DT_INT64, 2, sl_i2, sl_i), host_typed(PTQ_DT_INT64, 1, sl_1, sl_1),
           host_typed(PTQ_DT_INT64, 1, sl_1, sl_4), host_typed(PTQ_DT_INT64, 1, sl_1, ax_1)},
          1, 0, 0},
+        {"Gather scalar index 1 of axis 0 (packed q, k, v)", "Gather", 13, 1, {attr_int("axis", 0)}, 2,
+         {host_float(3, sl3, -1, 1), host_typed(PTQ_DT_INT64, 0, s1, sl_1)}, 1, 0, 1e-30f},
+        {"Gather indices [2] -1,0 of axis 1", "Gather", 13, 1, {attr_int("axis", 1)}, 2,
+         {host_float(3, sl3, -1, 1), host_typed(PTQ_DT_INT64, 1, two2, g_idx)}, 1, 0, 1e-30f},
+        {"Gather int32 indices [2,2] of axis -1", "Gather", 13, 1, {attr_int("axis", -1)}, 2,
+         {host_float(3, sl3, -1, 1), host_typed(PTQ_DT_INT32, 2, two2x2, g_idx32)}, 1, 0, 1e-30f},
         {"Slice opset 9 attributes", "Slice", 9, 3,
          {attr_ints("starts", sl_09s, 2), attr_ints("ends", sl_09e, 2), attr_ints("axes", sl_09a, 2)}, 1,
          {host_float(3, sl3, -1, 1)}, 1, 0, 1e-30f},
@@ -405,9 +459,16 @@ int main(void)
          {host_typed(PTQ_DT_INT32, 1, b5, i32_vals), host_typed(PTQ_DT_INT64, 1, shape2, to_25)}, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof declined / sizeof declined[0]; i++) {
-        expect_declined(&declined[i]);
+        expect_declined(&declined[i], 0);
         free_case(&declined[i]);
     }
+    /* a shape computation: integers already on the host stay there, though the GPU could concatenate them */
+    node_case shape_concat = {"Concat of int64 on the host", "Concat", 13, 1, {attr_int("axis", 0)}, 2,
+                              {host_typed(PTQ_DT_INT64, 1, shape2, i64_vals), host_typed(PTQ_DT_INT64, 1, s1, i64_vals)},
+                              1, 0, 0};
+    expect_declined(&shape_concat, 1);
+    free_case(&shape_concat);
+    test_gather_bad_index();
     CHECK_MSG(be->sync(be, &ctx) == PTQ_OK, "%s", ctx.msg);
     ptq_backend_free(be);
     return test_done("cuda_backend_exec");
