@@ -109,7 +109,8 @@ static int convert_folder(const cli_opt *opts, int n_opts, const char *images, c
     if (channels != 0 && channels != 1 && channels != 3)
         return cli_usage_error("data convert", "--channels must be 1 or 3, got %lld", (long long)channels);
     cp.channels = (int)channels;
-    ptq_dataset_opts dopts = {NULL, NULL, NULL, 0, cli_get(opts, n_opts, "labels"), cli_get(opts, n_opts, "classes")};
+    ptq_dataset_opts dopts = {NULL, NULL, NULL, 0, cli_get(opts, n_opts, "labels"), cli_get(opts, n_opts, "classes"),
+                              0, 0, 0};
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_status st = ptq_data_convert_folder(&ctx, images, &dopts, out, &cp);

@@ -72,7 +72,7 @@ static ptq_status check_hdf5_only(ptq_ctx *ctx, const char *path, const ptq_data
 
 ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts, ptq_dataset **out)
 {
-    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0, NULL, NULL};
+    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0, NULL, NULL, 0, 0, 0};
     ptq_status st = PTQ_OK;
     struct stat sb;
     *out = NULL;
@@ -110,7 +110,7 @@ ptq_status ptq_dataset_open(ptq_ctx *ctx, const char *path, const ptq_dataset_op
 ptq_status ptq_dataset_open_arrays(ptq_ctx *ctx, const char *path, const ptq_dataset_opts *opts,
                                    const char *const *keys, int n_keys, ptq_dataset **out)
 {
-    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0, NULL, NULL};
+    static const ptq_dataset_opts no_opts = {NULL, NULL, NULL, 0, NULL, NULL, 0, 0, 0};
     struct stat sb;
     *out = NULL;
     if (!opts)
@@ -204,6 +204,11 @@ void ptq_dataset_geometry(const ptq_dataset *ds, int64_t *height, int64_t *width
     *height = ds->height;
     *width = ds->width;
     *channels = ds->channels;
+}
+
+const char *ptq_dataset_notes(const ptq_dataset *ds)
+{
+    return ds->notes;
 }
 
 int ptq_dataset_has_labels(const ptq_dataset *ds)

@@ -33,6 +33,7 @@ struct ptq_dataset {
     ptq_value_range range;         /* float images: what the value probe saw; all 0 otherwise */
     ptq_dataset_array *arrays;     /* [n_arrays] (ptq_dataset_open_arrays), keys owned; else NULL, 0 */
     int n_arrays;
+    char notes[512];               /* ptq_dataset_notes */
     ds_hdf5 *h5;                   /* exactly one of h5 and folder is set */
     ds_folder *folder;
 };

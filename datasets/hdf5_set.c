@@ -190,22 +190,56 @@ static void shape_str(const hsize_t *dims, int rank, char *buf, size_t n)
     ptq_dims_str(d, rank < PTQ_MAX_DIMS ? rank : PTQ_MAX_DIMS, buf, n);
 }
 
-/* Sets planar and the (height, width, channels) of ds from the layout. */
-static ptq_status pick_layout(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const char *layout)
+static int channels_like(hsize_t d)
+{
+    return d == 1 || d == 3 || d == 4;
+}
+
+/* Whether reading [N,H,W,C] (nhwc) or [N,C,H,W] fits the model input opts->fit_*: 2 its size (a size not
+ * known to the caller fits), 1 its channels only, 0 neither. */
+static int layout_fit(const hsize_t *d, int nhwc, const ptq_dataset_opts *opts)
+{
+    hsize_t hh = nhwc ? d[1] : d[2], ww = nhwc ? d[2] : d[3], cc = nhwc ? d[3] : d[1];
+    if ((opts->fit_height <= 0 || hh == (hsize_t)opts->fit_height) &&
+        (opts->fit_width <= 0 || ww == (hsize_t)opts->fit_width) && (opts->fit_height > 0 || opts->fit_width > 0))
+        return 2;
+    return opts->fit_channels > 0 && cc == (hsize_t)opts->fit_channels;
+}
+
+/* The layout of a rank-4 set no flag names: where both ends could be channels, the reading that fits the model
+ * (opts->fit_*), else 1 or 3 channels rather than RGBA ([N,3,4,4] is NCHW), else NHWC, with a note saying so. */
+static const char *guess_layout(ptq_dataset *ds, const ds_hdf5 *h, const ptq_dataset_opts *opts, const char *shape)
 {
     const hsize_t *d = h->dims;
+    if (!channels_like(d[1]))
+        return channels_like(d[3]) ? "NHWC" : NULL;
+    if (!channels_like(d[3]))
+        return "NCHW";
+    const char *guess = d[3] == 4 && d[1] != 4 ? "NCHW" : "NHWC", *other = guess[1] == 'H' ? "NCHW" : "NHWC";
+    if (d[1] == 1 && d[2] == 1 && d[3] == 1)
+        return guess; /* [N,1,1,1]: one gray pixel either way */
+    int fit_nhwc = layout_fit(d, 1, opts), fit_nchw = layout_fit(d, 0, opts);
+    if (fit_nhwc != fit_nchw)
+        return fit_nhwc > fit_nchw ? "NHWC" : "NCHW";
+    if (opts->fit_height > 0 || opts->fit_width > 0 || opts->fit_channels > 0)
+        snprintf(ds->notes, sizeof ds->notes,
+                 "images '%s' [%s] in %s fit the model input %s as NHWC %s as NCHW; read as %s (the guess for "
+                 "that shape): give --layout %s if they are stored so\n",
+                 h->images_key, shape, ds->path, fit_nhwc ? "alike" : "neither", fit_nhwc ? "and" : "nor", guess,
+                 other);
+    return guess;
+}
+
+/* Sets planar and the (height, width, channels) of ds from the layout. */
+static ptq_status pick_layout(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const ptq_dataset_opts *opts)
+{
+    const hsize_t *d = h->dims;
+    const char *layout = opts->layout;
     char shape[96];
     shape_str(d, h->rank, shape, sizeof shape);
-    if (!layout) { /* where both ends could be channels, 1 or 3 of them rather than RGBA: [N,3,4,4] is NCHW */
-        if (h->rank == 3)
-            layout = "NHW";
-        else if (h->rank == 4 && d[3] == 4 && (d[1] == 1 || d[1] == 3))
-            layout = "NCHW";
-        else if (h->rank == 4 && (d[3] == 1 || d[3] == 3 || d[3] == 4))
-            layout = "NHWC";
-        else if (h->rank == 4 && (d[1] == 1 || d[1] == 3 || d[1] == 4))
-            layout = "NCHW";
-        else
+    if (!layout) {
+        layout = h->rank == 3 ? "NHW" : guess_layout(ds, h, opts, shape);
+        if (!layout)
             return ptq_fail(ctx, PTQ_ERR_FORMAT,
                             "cannot guess the layout of images '%s' [%s] in %s: give NHW, NHWC or NCHW",
                             h->images_key, shape, ds->path);
@@ -294,7 +328,7 @@ static ptq_status open_images(ptq_ctx *ctx, ptq_dataset *ds, ds_hdf5 *h, const p
     if (rank < 3 || rank > 4)
         return ptq_fail(ctx, PTQ_ERR_FORMAT, "images '%s' in %s have rank %d; expected [N,H,W], [N,H,W,C] or [N,C,H,W]",
                         key, ds->path, rank);
-    ptq_status st = pick_layout(ctx, ds, h, opts->layout);
+    ptq_status st = pick_layout(ctx, ds, h, opts);
     if (st != PTQ_OK)
         return st;
     if (h->dims[0] > (hsize_t)INT64_MAX)

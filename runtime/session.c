@@ -666,7 +666,13 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
     s->width = in->dims[w_axis];
 
     if (o->data) {
+        if (s->pre.resize == 0) { /* the size tells NHWC from NCHW where the shape fits both */
+            dopts.fit_height = s->height > 0 ? s->height : s->pre.height;
+            dopts.fit_width = s->width > 0 ? s->width : s->pre.width;
+        }
+        dopts.fit_channels = s->channels > 0 ? s->channels : 0;
         PTQ_TRY(st, ptq_dataset_open(ctx, o->data, &dopts, &s->data), fail);
+        note(s, "%s", ptq_dataset_notes(s->data));
         s->n_samples = ptq_dataset_count(s->data);
         if (s->n_samples <= 0) {
             st = ptq_fail(ctx, PTQ_ERR_DATA, "%s: the data set holds no samples", o->data);

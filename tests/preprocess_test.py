@@ -370,6 +370,31 @@ def main():
                   rc == 2 and f"--preprocess layout={other} contradicts the model input 'x'" in se,
                   f"rc {rc}: {se[-300:]}")
 
+        # 4b'. shapes both layouts fit, told apart by the model: [N,1,3,3] gray into a 3x3 gray input is NCHW (the
+        # shape alone read 1x3 RGB: refused, 'images are 3x1'); [N,3,3,3] into a 3x3 RGB input fits both, so the
+        # guess (NHWC) stands with a note naming the set and --layout
+        gray33 = rng.integers(0, 256, size=(n, 1, 3, 3), dtype=np.uint8)
+        gray33_data, gray33_model = os.path.join(tmp, "gray33.h5"), os.path.join(tmp, "gray33.onnx")
+        h5_set(gray33_data, gray33, np.zeros(n, np.int64))
+        pool_model(gray33_model, nhwc=False, ch=1, size=(3, 3))
+        rc, got, _, se = eval_logits(tmp, gray33_model, gray33_data, "--preprocess", "scale=1/255")
+        check("[N,1,3,3] into a 3x3 gray model is read as NCHW", rc == 0 and
+              close(got, gray33.astype(np.float32).mean(axis=(2, 3)) / 255) and "--layout" not in se,
+              f"rc {rc}: {se[-300:]}")
+        rgb33 = rng.integers(0, 256, size=(n, 3, 3, 3), dtype=np.uint8)
+        rgb33_data, rgb33_model = os.path.join(tmp, "rgb33.h5"), os.path.join(tmp, "rgb33.onnx")
+        h5_set(rgb33_data, rgb33, labels)
+        pool_model(rgb33_model, nhwc=False, ch=3, size=(3, 3))
+        rc, got, _, se = eval_logits(tmp, rgb33_model, rgb33_data, "--preprocess", "scale=1/255")
+        check("[N,3,3,3] into a 3x3 RGB model: read as NHWC, with a note naming the set and --layout NCHW",
+              rc == 0 and close(got, rgb33.astype(np.float32).mean(axis=(1, 2)) / 255) and
+              "images 'images' [48x3x3x3] in " + rgb33_data + " fit the model input alike as NHWC and as NCHW; "
+              "read as NHWC" in se and "give --layout NCHW if they are stored so" in se, f"rc {rc}: {se[-300:]}")
+        rc, got, _, se = eval_logits(tmp, rgb33_model, rgb33_data, "--preprocess", "scale=1/255", "--layout", "NCHW")
+        check("[N,3,3,3] with --layout NCHW: read so, no note",
+              rc == 0 and close(got, rgb33.astype(np.float32).mean(axis=(2, 3)) / 255) and "--layout" not in se,
+              f"rc {rc}: {se[-300:]}")
+
         # 4c. a dynamic size ([N,3,h,w], as exports with dynamic axes declare) takes the images': every command
         # runs on it (calibrate had refused it, exit 6 "dim 2 is unknown")
         dyn = os.path.join(tmp, "dyn.onnx")

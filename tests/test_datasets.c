@@ -742,13 +742,13 @@ static void test_hdf5(void)
         ptq_dataset_close(ds);
     }
     /* an explicit layout that does not fit, an unknown one */
-    ptq_dataset_opts bad_layout = {NULL, NULL, "NHW", 0, NULL, NULL};
+    ptq_dataset_opts bad_layout = {NULL, NULL, "NHW", 0, NULL, NULL, 0, 0, 0};
     CHECK(open_err(p2, &bad_layout, &ctx) == PTQ_ERR_FORMAT && has(ctx.msg, "layout NHW"));
     bad_layout.layout = "CHWN";
     CHECK(open_err(p2, &bad_layout, &ctx) == PTQ_ERR_INVALID_ARG);
 
     /* wrong keys: images, labels */
-    ptq_dataset_opts keys = {"imgs", NULL, NULL, 0, NULL, NULL};
+    ptq_dataset_opts keys = {"imgs", NULL, NULL, 0, NULL, NULL, 0, 0, 0};
     CHECK(open_err(p2, &keys, &ctx) == PTQ_ERR_DATA && has(ctx.msg, "'imgs'") && has(ctx.msg, "it has: x, y"));
     keys.images_key = NULL;
     keys.labels_key = "lbl";
@@ -787,6 +787,40 @@ static void test_hdf5(void)
             ptq_dataset_geometry(ds, &gh, &gw, &gc);
             CHECK_MSG(gh == 4 && gw == 4 && gc == c3, "[N,%d,4,4] read as %lldx%lld with %lld channels", c3,
                       (long long)gw, (long long)gh, (long long)gc);
+            ptq_dataset_close(ds);
+        }
+    }
+    /* shapes both layouts fit, and a model that tells them apart: [N,1,3,3] into a 3x3 gray input is NCHW (the
+     * shape alone reads 1x3 RGB, then refused as 'images are 3x1'); [N,3,4,4] into a 4-channel input of unknown
+     * size is 3x4 RGBA (NHWC); [N,3,3,3] into a 3x3 RGB input fits both: the guess, and a note naming --layout */
+    static const struct {
+        int64_t d1, d2, d3, fit_h, fit_w, fit_c, want_h, want_w, want_c;
+        const char *note;
+    } fits[] = {{1, 3, 3, 3, 3, 1, 3, 3, 1, ""},
+                {1, 3, 3, 0, 0, 0, 1, 3, 3, ""},
+                {3, 4, 4, 0, 0, 4, 3, 4, 4, ""},
+                {3, 4, 4, 3, 4, 0, 3, 4, 4, ""},
+                {3, 4, 4, 4, 4, 3, 4, 4, 3, ""},
+                {3, 3, 3, 3, 3, 3, 3, 3, 3, "fit the model input alike as NHWC and as NCHW; read as NHWC"},
+                {3, 4, 4, 0, 0, 1, 4, 4, 3, "fit the model input neither as NHWC nor as NCHW; read as NCHW"}};
+    for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++) {
+        static uint8_t tiny[N * 4 * 4 * 4];
+        const int64_t d_tiny[4] = {N, fits[i].d1, fits[i].d2, fits[i].d3};
+        ptq_tensor t_tiny = host_tensor(PTQ_DT_UINT8, 4, d_tiny, tiny);
+        tpath(p3, sizeof p3, "fit.h5");
+        CHECK(ptq_dataset_write_hdf5(&ctx, p3, &t_tiny, NULL, NULL) == PTQ_OK);
+        ptq_dataset_opts fit = {NULL, NULL, NULL, 0, NULL, NULL, fits[i].fit_h, fits[i].fit_w, fits[i].fit_c};
+        CHECK_MSG(ptq_dataset_open(&ctx, p3, &fit, &ds) == PTQ_OK, "%s", ctx.msg);
+        if (ds) {
+            int64_t gh = 0, gw = 0, gc = 0;
+            ptq_dataset_geometry(ds, &gh, &gw, &gc);
+            const char *note = ptq_dataset_notes(ds);
+            CHECK_MSG(gh == fits[i].want_h && gw == fits[i].want_w && gc == fits[i].want_c,
+                      "[N,%lld,%lld,%lld] for %lldx%lld, %lld channels: read as %lldx%lld with %lld channels",
+                      (long long)fits[i].d1, (long long)fits[i].d2, (long long)fits[i].d3, (long long)fits[i].fit_h,
+                      (long long)fits[i].fit_w, (long long)fits[i].fit_c, (long long)gh, (long long)gw, (long long)gc);
+            CHECK_MSG(*fits[i].note ? has(note, fits[i].note) && has(note, "fit.h5") && has(note, "--layout N")
+                                    : !*note, "case %zu: note '%s'", i, note);
             ptq_dataset_close(ds);
         }
     }
@@ -829,7 +863,7 @@ static void test_hdf5(void)
     /* append a second set to the same file and pick it by key */
     o = (ptq_h5_write_opts){"more/images", "more/labels", PTQ_H5_ZSTD, 9, NULL, 0, 1};
     CHECK_MSG(ptq_dataset_write_hdf5(&ctx, p3, &t_u8, &t_lab, &o) == PTQ_OK, "%s", ctx.msg);
-    keys = (ptq_dataset_opts){"more/images", "more/labels", "NHW", 0, NULL, NULL};
+    keys = (ptq_dataset_opts){"more/images", "more/labels", "NHW", 0, NULL, NULL, 0, 0, 0};
     CHECK_MSG(ptq_dataset_open(&ctx, p3, &keys, &ds) == PTQ_OK, "%s", ctx.msg);
     if (ds) {
         CHECK(ptq_dataset_read(&ctx, ds, 0, N, &p, got1, l1) == PTQ_OK && l1[0] == 2 && l1[2] == 1);

@@ -313,7 +313,7 @@ static void test_bad_jpegs(void)
 static ptq_status open_with(ptq_ctx *ctx, const char *root, const char *labels, const char *classes,
                             ptq_dataset **ds)
 {
-    ptq_dataset_opts o = {NULL, NULL, NULL, 0, labels, classes};
+    ptq_dataset_opts o = {NULL, NULL, NULL, 0, labels, classes, 0, 0, 0};
     *ds = NULL;
     ptq_ctx_init(ctx);
     return ptq_dataset_open(ctx, root, &o, ds);

@@ -261,7 +261,7 @@ static void test_map_and_refusals(void)
     CHECK(ptq_dataset_open_arrays(&ctx, path, NULL, keys, 1, &ds) == PTQ_ERR_FORMAT && !ds);
     CHECK_MSG(strstr(ctx.msg, "'input_ids'") && strstr(ctx.msg, "forged") && strstr(ctx.msg, path), "%s", ctx.msg);
     /* options that only images have */
-    ptq_dataset_opts img = {"images", NULL, NULL, 0, NULL, NULL};
+    ptq_dataset_opts img = {"images", NULL, NULL, 0, NULL, NULL, 0, 0, 0};
     CHECK(ptq_dataset_open_arrays(&ctx, path, &img, keys, 1, &ds) == PTQ_ERR_INVALID_ARG && !ds);
     CHECK(ptq_dataset_open_arrays(&ctx, path, NULL, keys, 0, &ds) == PTQ_ERR_INVALID_ARG && !ds);
 }

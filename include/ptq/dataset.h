@@ -90,7 +90,8 @@ typedef struct ptq_dataset_opts {
     const char *labels_key; /* HDF5 dataset with integer labels; NULL: "labels", then "y", "Y", "targets",
                                and none found means an unlabelled set */
     const char *layout;     /* "NHW", "NHWC" or "NCHW"; NULL: guessed (rank 3 -> NHW; a last dim of
-                               1/3/4 -> NHWC; else a dim 1 of 1/3/4 -> NCHW) */
+                               1/3/4 -> NHWC, but NCHW where it is 4 and dim 1 is 1 or 3; else a dim 1 of
+                               1/3/4 -> NCHW; see fit_height) */
     int allow_external_data; /* 0: an HDF5 file that refers to other files (external links, external
                                 storage, virtual datasets) is refused with PTQ_ERR_FORMAT; 1: read */
     /* The four above are HDF5 files' only: an image folder with any set is PTQ_ERR_INVALID_ARG. */
@@ -107,6 +108,11 @@ typedef struct ptq_dataset_opts {
      * Any refusal is PTQ_ERR_DATA naming the file and line. */
     const char *labels_file;
     const char *classes_file;
+    /* The model input's height, width and channels (0: unknown, a dynamic or resized size; all 0: no model).
+     * HDF5 images with no layout whose shape both NHWC and NCHW fit ([N,3,4,4], [N,1,3,3], [N,4,4,4]: both
+     * ends 1, 3 or 4) take the reading whose height and width, else whose channels, are the model's; where
+     * both or neither are, the guess above stands and ptq_dataset_notes names the set and --layout. */
+    int64_t fit_height, fit_width, fit_channels;
 } ptq_dataset_opts;
 
 typedef struct ptq_dataset ptq_dataset;
@@ -130,6 +136,8 @@ PTQ_API int64_t ptq_dataset_count(const ptq_dataset *ds);
  * first image, after palette expansion; 2 and 4 mean gray+alpha and RGBA;
  * JPEGs are 1 (gray) or 3). */
 PTQ_API void ptq_dataset_geometry(const ptq_dataset *ds, int64_t *height, int64_t *width, int64_t *channels);
+/* What opening guessed that the caller should tell the user (lines ending in '\n'), or "". */
+PTQ_API const char *ptq_dataset_notes(const ptq_dataset *ds);
 /* 1 when samples carry labels (always for image folders). */
 PTQ_API int ptq_dataset_has_labels(const ptq_dataset *ds);
 /* Number of classes: image folders, their count (with a classes file, its
