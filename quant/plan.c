@@ -357,6 +357,18 @@ static int softmax_output(const ptq_graph *g, int v)
     return n >= 0 && strcmp(g->nodes[n].op_type, "Softmax") == 0;
 }
 
+ptq_status quant_softmax_range(ptq_ctx *ctx, const ptq_graph *g, int v, const ptq_calib_params *cp,
+                               const ptq_observer *obs, ptq_calib_range *r, int *whole)
+{
+    /* a Softmax output lies in [0, 1] and its few largest values are the attention: they are not clipped */
+    *whole = softmax_output(g, v) && cp->method != PTQ_CALIB_MINMAX;
+    if (!*whole)
+        return PTQ_OK;
+    ptq_calib_params minmax = *cp;
+    minmax.method = PTQ_CALIB_MINMAX;
+    return ptq_calib_compute(ctx, &minmax, obs, r);
+}
+
 ptq_status ptq_plan_settings_check(ptq_ctx *ctx, ptq_prec core, ptq_placement placement, ptq_target target,
                                    int reduce_range)
 {
@@ -444,8 +456,6 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     p->core = core;
     p->target = target;
     PTQ_TRY(st, quant_calib_ranges(ctx, g, s, &cp, ranges, empty), done);
-    ptq_calib_params minmax = cp;
-    minmax.method = PTQ_CALIB_MINMAX;
 
     char source[128], not_placed[64];
     snprintf(source, sizeof source, "archive %s", ptq_calib_method_name(cp.method));
@@ -471,10 +481,9 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         }
         /* an observed tensor no rule covers (not a float activation) is rounded as --placement all does */
         const int fp16 = d.action == PLACE_FP16 || ranges[i].degenerate;
-        /* a Softmax output lies in [0, 1] and its few largest values are the attention: they are not clipped */
-        const int whole = !fp16 && softmax_output(g, v) && cp.method != PTQ_CALIB_MINMAX;
-        if (whole)
-            PTQ_TRY(st, ptq_calib_compute(ctx, &minmax, ptq_calib_set_observer(s, i), &ranges[i]), done);
+        int whole = 0;
+        if (!fp16)
+            PTQ_TRY(st, quant_softmax_range(ctx, g, v, &cp, ptq_calib_set_observer(s, i), &ranges[i], &whole), done);
         PTQ_TRY(st, entry_set(ctx, e, name, 0, fp16 ? high : act_core, -1,
                               d.action == PLACE_FP16 ? fp16_source(d.rule)
                               : ranges[i].degenerate ? "archive: only zeros seen"

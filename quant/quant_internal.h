@@ -35,6 +35,11 @@ ptq_status quant_entry_act_scale(ptq_ctx *ctx, ptq_plan_entry *e, ptq_prec prec,
  * range degenerate. quant/plan.c. */
 ptq_status quant_calib_ranges(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_set *s, const ptq_calib_params *cp,
                               ptq_calib_range *ranges, unsigned char *empty);
+/* The plan's rule for a Softmax output (value v of g): its whole observed range (min-max) into *r, *whole 1, where
+ * calibrator cp would clip it; else *whole 0 and *r untouched. The plan and sensitivity's trial plan both take it
+ * here. quant/plan.c. */
+ptq_status quant_softmax_range(ptq_ctx *ctx, const ptq_graph *g, int v, const ptq_calib_params *cp,
+                               const ptq_observer *obs, ptq_calib_range *r, int *whole);
 /* Where target t keeps a tensor out of quantization: FP16, or FP32 for
  * ort-cpu (onnxruntime's CPU kernels have no FP16 arithmetic). quant/plan.c. */
 ptq_prec quant_target_float(ptq_target t);

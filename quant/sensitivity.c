@@ -237,13 +237,18 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
             const int64_t j = ptq_calib_set_find(s, e->name);
             if (j < 0 || ranges[j].degenerate)
                 continue; /* no range: stays in float */
-            /* the format the plan gives its activations (ort-cpu: uint8); none without a normal float32 scale */
-            int normal = 0;
+            /* the format the plan gives its activations (ort-cpu: uint8), on the plan's range (a Softmax output's
+             * whole one); none without a normal float32 scale */
+            int normal = 0, whole = 0;
+            PTQ_TRY(st, quant_softmax_range(ctx, g, v, &cp, ptq_calib_set_observer(s, j), &ranges[j], &whole), done);
             PTQ_TRY(st, quant_entry_act_scale(ctx, e, ort_cpu ? PTQ_PREC_UINT8 : p->core, ptq_calib_set_observer(s, j),
                                               &ranges[j], &normal),
                     done);
             if (normal)
-                PTQ_TRY(st, set_source(ctx, e, "sensitivity: core scales for a float tensor"), done);
+                PTQ_TRY(st, set_source(ctx, e, whole ? "sensitivity: core scales for a float tensor (a Softmax "
+                                                       "output: its min-max range)"
+                                                     : "sensitivity: core scales for a float tensor"),
+                        done);
             continue;
         }
         int input = 0;

@@ -694,6 +694,67 @@ static void check_sens_core_tiny(const ptq_graph *g)
     ptq_calib_set_free(s);
 }
 
+/* A Softmax output the default plan keeps in float (a classifier's final Softmax under trt.unquantized; here the
+ * ViT's attention one, set to FP16 in the default plan): sensitivity's trial plan gives it core scales, which must
+ * be those any plan gives a Softmax output, its whole (min-max) range, not the calibrator's (percentile=99 clipped
+ * the largest probabilities: scale 0.99 / 127 where plans have 1 / 127). */
+static void check_sens_core_softmax(void)
+{
+    const char *src = getenv("PTQ_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/fmnist_vit.onnx", src ? src : ".");
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = NULL;
+    ptq_calib_set *s = NULL;
+    CHECK_MSG(ptq_graph_load_onnx(&ctx, path, &g) == PTQ_OK && ptq_graph_infer_shapes(&ctx, g, 1) == PTQ_OK &&
+                  ptq_calib_set_create(&ctx, g, NULL, 0, &s) == PTQ_OK &&
+                  ptq_calib_set_describe(&ctx, s, SHA, "m", "p") == PTQ_OK,
+              "%s", ctx.msg);
+    float x[1000];
+    for (int i = 0; i < 1000; i++)
+        x[i] = (float)(i + 1) / 1000.0f; /* (0, 1]: a Softmax's range */
+    for (int v = 0; s && g && v < g->n_values; v++) {
+        ptq_tensor t = {PTQ_DT_FLOAT, 1, {1000}, x, PTQ_MEM_HOST, 0};
+        if (ptq_calib_set_tap(s, &ctx, g, -1, v, &t) != PTQ_OK)
+            break;
+    }
+    const char *soft = NULL;
+    for (int k = 0; g && k < g->n_nodes && !soft; k++)
+        if (strcmp(g->nodes[k].op_type, "Softmax") == 0)
+            soft = g->values[g->nodes[k].outputs[0]].name;
+    CHECK(soft != NULL);
+    ptq_calib_params cp = {PTQ_CALIB_PERCENTILE, PTQ_QFORMAT_INT8, 99.0};
+    ptq_plan *p = NULL, *all = NULL, *core = NULL;
+    CHECK_MSG(s && soft &&
+                  ptq_plan_make(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_TRT, &p) ==
+                      PTQ_OK &&
+                  ptq_plan_make(&ctx, g, SHA, "m.onnx", s, "a.h5", &cp, PTQ_PREC_INT8, PTQ_PLACEMENT_ALL, &all) ==
+                      PTQ_OK,
+              "%s", ctx.msg);
+    ptq_plan_entry *f = p ? (ptq_plan_entry *)find(p, soft) : NULL;
+    if (f)
+        quant_entry_unquantize(f, PTQ_PREC_FP16);
+    CHECK_MSG(f && ptq_sens_core_plan(&ctx, g, s, p, &core) == PTQ_OK, "%s", ctx.msg);
+    const ptq_plan_entry *d = f, *a = all ? find(all, soft) : NULL;
+    const ptq_plan_entry *e = core ? find(core, soft) : NULL;
+    CHECK(d && a && e);
+    if (d && a && e) {
+        CHECK_MSG(d->prec == PTQ_PREC_FP16 && a->prec == PTQ_PREC_INT8 && a->n_scales == 1 &&
+                      strcmp(a->source, PTQ_PLAN_SOURCE_SOFTMAX) == 0,
+                  "%s: default plan %s, placement all %s (%s)", soft, ptq_prec_name(d->prec), ptq_prec_name(a->prec),
+                  a->source);
+        CHECK_MSG(e->prec == PTQ_PREC_INT8 && e->n_scales == 1 && a->n_scales == 1 && e->scales[0] == a->scales[0],
+                  "%s in the trial plan: scale %.9g, a plan's %.9g", soft, e->n_scales ? (double)e->scales[0] : -1.0,
+                  a->n_scales ? (double)a->scales[0] : -1.0);
+    }
+    ptq_plan_free(core);
+    ptq_plan_free(all);
+    ptq_plan_free(p);
+    ptq_calib_set_free(s);
+    ptq_graph_free(g);
+}
+
 int main(void)
 {
     ptq_ctx ctx;
@@ -765,6 +826,7 @@ int main(void)
     check_tiny_channel(g, s);
     check_bias_codes_zero_scale();
     check_sens_core_tiny(g);
+    check_sens_core_softmax();
     CHECK(back && ptq_plan_check(&ctx, back, g, SHA) == PTQ_OK);
 
     /* hand edits the check refuses */
