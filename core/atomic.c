@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -46,6 +47,13 @@ typedef struct tmp_slot {
 
 static tmp_slot g_slots[N_SLOTS];
 static pthread_mutex_t g_slots_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A signal's handler must not remove the temporaries of a set ptq_atomic_commit_all is renaming (some names taken,
+ * the rest not: a half-committed set): while it renames, a handler in another thread (the renaming thread blocks
+ * the signals) records the signal and returns; ptq_atomic_commit_all raises it once the set is whole again. */
+enum { COMMIT_IDLE = 0, COMMIT_RENAMING = 1, COMMIT_DYING = 2 };
+static atomic_int g_commit_state;
+static volatile sig_atomic_t g_deferred_signal;
 
 /* The kernel's getdents64 record (glibc wraps it only from 2.30). */
 typedef struct dent64 {
@@ -341,6 +349,15 @@ ptq_status ptq_atomic_commit_all(ptq_ctx *ctx, char *const *tmp, const char *con
     char(*old)[PTQ_TMP_NAME_BYTES] = calloc((size_t)n + 1, sizeof *old);
     if (!old)
         return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory writing %s", n ? paths[0] : "the outputs");
+    sigset_t signals, saved;
+    sigemptyset(&signals);
+    for (int k = 0; k < N_SIGNALS; k++)
+        sigaddset(&signals, g_signals[k]);
+    pthread_sigmask(SIG_BLOCK, &signals, &saved);
+    /* one set at a time; a handler already cleaning up (COMMIT_DYING) ends the process while this waits */
+    for (int idle = COMMIT_IDLE; !atomic_compare_exchange_weak(&g_commit_state, &idle, COMMIT_RENAMING);
+         idle = COMMIT_IDLE)
+        sched_yield();
     for (int i = 0; i < n && n > 1; i++)
         keep_old(paths[i], old[i]);
     for (int i = 0; i < n && st == PTQ_OK; i++) {
@@ -349,11 +366,17 @@ ptq_status ptq_atomic_commit_all(ptq_ctx *ctx, char *const *tmp, const char *con
             if (!old[j][0] || rename(old[j], paths[j]) != 0)
                 remove(paths[j]);
     }
+    atomic_store(&g_commit_state, COMMIT_IDLE);
     for (int i = 0; i < n; i++) {
         ptq_atomic_discard(tmp[i]);
         ptq_atomic_discard(old[i]);
     }
     free(old);
+    const int deferred = g_deferred_signal;
+    g_deferred_signal = 0;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL); /* a signal sent to this thread meanwhile is handled here */
+    if (deferred)
+        raise(deferred);
     return st;
 }
 
@@ -452,7 +475,11 @@ ptq_status ptq_atomic_write(ptq_ctx *ctx, const char *path, const void *data, si
 
 static void on_signal(int sig)
 {
-    int saved = errno;
+    int saved = errno, idle = COMMIT_IDLE;
+    if (!atomic_compare_exchange_strong(&g_commit_state, &idle, COMMIT_DYING) && idle == COMMIT_RENAMING) {
+        g_deferred_signal = sig; /* ptq_atomic_commit_all raises it when the set is whole */
+        return;
+    }
     for (int pass = 0; pass < 2; pass++) /* the temporaries first, then the folders they may have been in */
         for (int i = 0; i < N_SLOTS; i++)
             if (g_slots[i].used && (g_slots[i].is_dir == SLOT_EMPTY_DIR) == pass)

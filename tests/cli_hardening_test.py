@@ -724,6 +724,40 @@ def fsync_failure(tmp, archive):
           f"exit {p.returncode}, left {os.listdir(d)}: {last_line(p.stderr)}")
 
 
+def signal_between_renames(tmp, archive):
+    """A signal between ptq_atomic_commit_all's renames (export --format ort's three files) leaves the set whole:
+    all three new or all three old, no temporary left. The handler had removed the temporaries not yet renamed, so
+    calibration.flatbuffers was new and the other two old. An LD_PRELOAD shim built here with cc sends the process
+    SIGTERM right after the rename onto calibration.flatbuffers."""
+    shim_c, shim = os.path.join(tmp, "rename_sig.c"), os.path.join(tmp, "rename_sig.so")
+    with open(shim_c, "w") as f:
+        f.write("#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <signal.h>\n#include <string.h>\n"
+                "#include <unistd.h>\n"
+                "int rename(const char *a, const char *b) {\n"
+                "    int (*real)(const char *, const char *) = (int (*)(const char *, const char *))"
+                "dlsym(RTLD_NEXT, \"rename\");\n"
+                "    int r = real(a, b);\n"
+                "    if (r == 0 && strstr(b, \"calibration.flatbuffers\") && !strstr(b, \".tmp-\"))\n"
+                "        kill(getpid(), SIGTERM);\n"
+                "    return r;\n}\n")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or subprocess.run([cc, "-shared", "-fPIC", "-o", shim, shim_c, "-ldl"], capture_output=True).returncode:
+        print("skip signal between renames: no C compiler to build the shim")
+        return
+    d = os.path.join(tmp, "ort-sig")
+    os.makedirs(d)
+    names = ("calibration.flatbuffers", "calibration.json", "calibration.cache")
+    for name in names:
+        with open(os.path.join(d, name), "w") as f:
+            f.write("old\n")
+    p = subprocess.run([PTQ_ABS, "export", archive, "--method", "minmax", "--format", "ort", "--out", d],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "LD_PRELOAD": shim})
+    old = [open(os.path.join(d, name), "rb").read() == b"old\n" for name in names]
+    check("a signal between the renames of export --format ort: the three files all new or all old, nothing left",
+          p.returncode == -signal.SIGTERM and (all(old) or not any(old)) and sorted(os.listdir(d)) == sorted(names),
+          f"exit {p.returncode}, old {old}, left {sorted(os.listdir(d))}: {last_line(p.stderr)}")
+
+
 def merge_by_content(tmp, images):
     """The same samples under two paths, or in a copy, are one source; two files of one name are two."""
     import h5py
@@ -858,6 +892,7 @@ def main():
     full_disk_png(tmp)
     convert_no_clobber(tmp)
     fsync_failure(tmp, archive)
+    signal_between_renames(tmp, archive)
     rc = finish("cli_hardening_test")
     if rc == 0:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -69,7 +69,8 @@ PTQ_API ptq_status ptq_atomic_commit_new(ptq_ctx *ctx, char *tmp, const char *pa
  * the files the names held are kept as hard links (registered temporaries)
  * while the names are taken one by one, and put back if a rename fails (a
  * name that held nothing is removed again). Every tmp[i] is discarded
- * either way. */
+ * either way. A signal of ptq_atomic_cleanup_on_signals arriving while it
+ * renames is handled once the set is whole (all new, or all old). */
 PTQ_API ptq_status ptq_atomic_commit_all(ptq_ctx *ctx, char *const *tmp, const char *const *paths, int n);
 /* Removes tmp (a file, or a folder two levels deep) and forgets it; a no-op
  * for "". tmp[0] is set to '\0'. */
