@@ -612,6 +612,53 @@ ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_
     return st;
 }
 
+/* 1 if tensor i of s saw no values and (with g) g's shapes give it a dim of size 0. */
+static int tensor_empty(const ptq_graph *g, const ptq_calib_set *s, int64_t i)
+{
+    ptq_observer_stats os;
+    ptq_observer_get_stats(s->obs[i], &os);
+    if (os.count != 0)
+        return 0;
+    if (!g)
+        return 1;
+    const int v = ptq_graph_find_value(g, s->names[i]);
+    for (int d = 0; v >= 0 && d < g->values[v].ndim; d++)
+        if (g->values[v].dims[d] == 0)
+            return 1;
+    return 0;
+}
+
+ptq_status ptq_calib_set_ranges_empty(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_graph *g,
+                                      const ptq_calib_params *p, ptq_calib_range *out, unsigned char *empty,
+                                      int64_t *bad)
+{
+    int64_t n_empty = 0;
+    for (int64_t i = 0; i < s->n; i++)
+        n_empty += empty[i] = (unsigned char)tensor_empty(g, s, i);
+    const ptq_status st = ptq_calib_set_ranges(ctx, s, p, out, bad);
+    if (st == PTQ_OK || *bad < 0 || n_empty == 0)
+        return st;
+    /* every range is computed, a failed one zeroed: the failures of tensors that are not empty are errors */
+    *bad = -1;
+    for (int64_t i = 0; i < s->n; i++) {
+        if (empty[i]) {
+            memset(&out[i], 0, sizeof out[i]);
+            out[i].degenerate = 1;
+            continue;
+        }
+        if (out[i].degenerate || out[i].amax > 0)
+            continue;
+        ptq_ctx one;
+        ptq_ctx_init(&one);
+        const ptq_status st_i = ptq_calib_compute(&one, p, s->obs[i], &out[i]);
+        if (st_i != PTQ_OK) {
+            *bad = i;
+            return ptq_fail(ctx, st_i, "tensor '%s': %s", s->names[i], one.msg);
+        }
+    }
+    return PTQ_OK;
+}
+
 /* Merge */
 
 static ptq_status same(ptq_ctx *ctx, const char *what, const char *a, const char *b)

@@ -235,6 +235,7 @@ int cmd_export(int argc, char **argv)
     ptq_status st = PTQ_OK;
     ptq_calib_set *set = NULL;
     ptq_tensor_range *ranges = NULL;
+    unsigned char *unseen = NULL; /* [n]: 1 for a tensor the archive holds no values of */
     out_file files[MAX_OUT_FILES];
     int n_files = 0, made_dir = 0;
     memset(files, 0, sizeof files);
@@ -274,42 +275,18 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     ptq_calib_range *computed = calloc((size_t)n + 1, sizeof *computed);
-    if (!computed) {
+    unseen = calloc((size_t)n + 1, 1);
+    if (!computed || !unseen) {
+        free(computed);
         st = ptq_fail(&ctx, PTQ_ERR_NOMEM, "out of memory");
         goto done;
     }
+    /* a tensor the archive holds no values of (always empty: a Split's part of size 0, a Slice of none) has no
+     * range and needs none: degenerate, left out of the tables as all-zero ones are; any other failure stands */
     int64_t bad = -1, n_unseen = 0;
-    st = ptq_calib_set_ranges(&ctx, set, &cp, computed, &bad);
-    if (st != PTQ_OK && bad >= 0) {
-        /* a tensor the archive holds no values of (always empty: a Split's part of size 0, a Slice of none) has no
-         * range and needs none: degenerate, left out of the tables as all-zero ones are; any other failure stands */
-        ptq_status first = st;
-        char why[PTQ_MSG_BYTES];
-        snprintf(why, sizeof why, "%s", ctx.msg);
-        st = PTQ_OK;
-        for (int64_t i = 0; i < n && st == PTQ_OK; i++) {
-            ptq_observer_stats os;
-            ptq_observer_get_stats(ptq_calib_set_observer(set, i), &os);
-            if (os.count == 0) {
-                memset(&computed[i], 0, sizeof computed[i]);
-                computed[i].degenerate = 1;
-                n_unseen++;
-                continue;
-            }
-            ptq_ctx one;
-            ptq_ctx_init(&one);
-            if (!computed[i].degenerate && !(computed[i].amax > 0) &&
-                ptq_calib_compute(&one, &cp, ptq_calib_set_observer(set, i), &computed[i]) != PTQ_OK) {
-                bad = i;
-                st = first == PTQ_OK ? PTQ_ERR_DATA : first;
-                ptq_fail(&ctx, st, "tensor '%s': %s", ptq_calib_set_name(set, i), one.msg);
-            }
-        }
-        if (n_unseen == 0) { /* the first failure, as it was */
-            st = first;
-            ptq_fail(&ctx, st, "%s", why);
-        }
-    }
+    st = ptq_calib_set_ranges_empty(&ctx, set, NULL, &cp, computed, unseen, &bad);
+    for (int64_t i = 0; i < n; i++)
+        n_unseen += unseen[i];
     for (int64_t i = 0; i < n; i++) {
         ptq_tensor_range *r = &ranges[i];
         r->name = ptq_calib_set_name(set, i);
@@ -394,9 +371,7 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "ptq export: warning: %lld tensors saw only zeros and were left out of the INT8 tables\n",
                 (long long)(es.n_degenerate - n_unseen));
     for (int64_t i = 0; n_unseen > 0 && i < n; i++) {
-        ptq_observer_stats os;
-        ptq_observer_get_stats(ptq_calib_set_observer(set, i), &os);
-        if (os.count == 0)
+        if (unseen[i])
             fprintf(stderr, "ptq export: warning: tensor '%s': the archive holds no values of it (a tensor always "
                             "empty, such as a Split's part of size 0): %s\n",
                     ptq_escape(ranges[i].name, esc, sizeof esc),
@@ -425,6 +400,7 @@ done:
     for (int k = 0; k < MAX_OUT_FILES; k++)
         ptq_buf_free(&files[k].buf);
     free(ranges);
+    free(unseen);
     ptq_calib_set_free(set);
     return cli_report("export", &ctx, st);
 }

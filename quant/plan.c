@@ -292,49 +292,6 @@ ptq_status quant_entry_act_scale(ptq_ctx *ctx, ptq_plan_entry *e, ptq_prec prec,
     return entry_scale(ctx, e, scale);
 }
 
-/* 1 if tensor i of set s is always empty: the archive saw none of its values, and graph g's shapes give it a dim
- * of size 0 (at batch 1; one empty only there, such as a Slice of the batch, saw values at the archive's batch). */
-static int calib_tensor_empty(const ptq_graph *g, const ptq_calib_set *s, int64_t i)
-{
-    ptq_observer_stats os;
-    ptq_observer_get_stats(ptq_calib_set_observer(s, i), &os);
-    const int v = ptq_graph_find_value(g, ptq_calib_set_name(s, i));
-    if (os.count != 0 || v < 0)
-        return 0;
-    for (int d = 0; d < g->values[v].ndim; d++)
-        if (g->values[v].dims[d] == 0)
-            return 1;
-    return 0;
-}
-
-ptq_status quant_calib_ranges(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_set *s, const ptq_calib_params *cp,
-                              ptq_calib_range *ranges, unsigned char *empty)
-{
-    const int64_t n = ptq_calib_set_n_tensors(s);
-    int64_t bad = -1, n_empty = 0;
-    for (int64_t i = 0; i < n; i++)
-        n_empty += empty[i] = (unsigned char)calib_tensor_empty(g, s, i);
-    const ptq_status st = ptq_calib_set_ranges(ctx, s, cp, ranges, &bad);
-    if (st == PTQ_OK || bad < 0 || n_empty == 0)
-        return st;
-    /* every range is computed, a failed one zeroed: the failures of tensors that are not empty are errors */
-    for (int64_t i = 0; i < n; i++) {
-        if (empty[i]) {
-            memset(&ranges[i], 0, sizeof ranges[i]);
-            ranges[i].degenerate = 1;
-            continue;
-        }
-        if (ranges[i].degenerate || ranges[i].amax > 0)
-            continue;
-        ptq_ctx one;
-        ptq_ctx_init(&one);
-        const ptq_status st_i = ptq_calib_compute(&one, cp, ptq_calib_set_observer(s, i), &ranges[i]);
-        if (st_i != PTQ_OK)
-            return ptq_fail(ctx, st_i, "tensor '%s': %s", ptq_calib_set_name(s, i), one.msg);
-    }
-    return PTQ_OK;
-}
-
 ptq_status ptq_plan_default(ptq_ctx *ctx, const ptq_graph *g, const char *model_sha256, const char *model_name,
                             const ptq_calib_set *s, const char *archive_path, const ptq_calib_params *method,
                             ptq_prec core, ptq_plan **out)
@@ -455,7 +412,8 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
     memcpy(p->model_sha256, model_sha256, 65);
     p->core = core;
     p->target = target;
-    PTQ_TRY(st, quant_calib_ranges(ctx, g, s, &cp, ranges, empty), done);
+    int64_t bad = -1;
+    PTQ_TRY(st, ptq_calib_set_ranges_empty(ctx, s, g, &cp, ranges, empty, &bad), done);
 
     char source[128], not_placed[64];
     snprintf(source, sizeof source, "archive %s", ptq_calib_method_name(cp.method));

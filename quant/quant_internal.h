@@ -30,11 +30,6 @@ ptq_status quant_weight_scales(ptq_ctx *ctx, const ptq_value *v, int axis, ptq_p
  * trial plan both decide here). quant/plan.c. */
 ptq_status quant_entry_act_scale(ptq_ctx *ctx, ptq_plan_entry *e, ptq_prec prec, const ptq_observer *obs,
                                  const ptq_calib_range *r, int *normal);
-/* The ranges of every tensor of set s by calibrator cp, as ptq_calib_set_ranges gives them ([n tensors]), but a
- * tensor always empty in graph g (no values seen, a dim of size 0 in g's shapes) is no error: empty[i] 1 and its
- * range degenerate. quant/plan.c. */
-ptq_status quant_calib_ranges(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_set *s, const ptq_calib_params *cp,
-                              ptq_calib_range *ranges, unsigned char *empty);
 /* The plan's rule for a Softmax output (value v of g): its whole observed range (min-max) into *r, *whole 1, where
  * calibrator cp would clip it; else *whole 0 and *r untouched. The plan and sensitivity's trial plan both take it
  * here. quant/plan.c. */

@@ -222,7 +222,8 @@ ptq_status ptq_sens_core_plan(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for ranges");
         goto done;
     }
-    PTQ_TRY(st, quant_calib_ranges(ctx, g, s, &cp, ranges, empty), done);
+    int64_t bad = -1;
+    PTQ_TRY(st, ptq_calib_set_ranges_empty(ctx, s, g, &cp, ranges, empty, &bad), done);
     const int ort_cpu = p->target == PTQ_TARGET_ORT_CPU;
     for (int64_t i = 0; i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];

@@ -193,6 +193,21 @@ static void test_ranges_errors(const ptq_graph *g)
         CHECK_MSG(st == PTQ_ERR_DATA && bad == k && strstr(ctx.msg, k ? second : want[k]),
                   "ranges of %s: status %d, bad %lld, '%s'", k ? "unseen tensors" : "NaN", (int)st, (long long)bad,
                   ctx.msg);
+        /* the ranges an export and a plan share: with no model, a tensor never seen is empty (no error); with the
+         * model, whose shapes have no dim of size 0, it stays an error; the input's NaN is an error either way */
+        unsigned char *empty = calloc((size_t)n, 1);
+        memset(r, 0xff, (size_t)n * sizeof *r);
+        st = ptq_calib_set_ranges_empty(&ctx, s, NULL, &cp, r, empty, &bad);
+        CHECK_MSG(k ? st == PTQ_OK && !empty[0] && r[0].amax == 1.5f && empty[1] && empty[n - 1] &&
+                          r[1].degenerate && r[1].amax == 0.0
+                    : st == PTQ_ERR_DATA && bad == 0 && strstr(ctx.msg, want[0]),
+                  "no model, %s: status %d, bad %lld, empty %d %d, '%s'", k ? "unseen tensors" : "NaN", (int)st,
+                  (long long)bad, empty[0], empty[1], ctx.msg);
+        st = ptq_calib_set_ranges_empty(&ctx, s, g, &cp, r, empty, &bad);
+        CHECK_MSG(st == PTQ_ERR_DATA && bad == k && strstr(ctx.msg, k ? second : want[0]) && !empty[1],
+                  "the model, %s: status %d, bad %lld, '%s'", k ? "unseen tensors" : "NaN", (int)st, (long long)bad,
+                  ctx.msg);
+        free(empty);
         cp.method = PTQ_CALIB_PERCENTILE;
         cp.percentile = 120;
         st = ptq_calib_set_ranges(&ctx, s, &cp, r, &bad);

@@ -700,15 +700,11 @@ static void check_sens_core_tiny(const ptq_graph *g)
  * the largest probabilities: scale 0.99 / 127 where plans have 1 / 127). */
 static void check_sens_core_softmax(void)
 {
-    const char *src = getenv("PTQ_SOURCE_DIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/models/fmnist_vit.onnx", src ? src : ".");
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
-    ptq_graph *g = NULL;
+    ptq_graph *g = test_load_model("test_plan", "fmnist_vit.onnx");
     ptq_calib_set *s = NULL;
-    CHECK_MSG(ptq_graph_load_onnx(&ctx, path, &g) == PTQ_OK && ptq_graph_infer_shapes(&ctx, g, 1) == PTQ_OK &&
-                  ptq_calib_set_create(&ctx, g, NULL, 0, &s) == PTQ_OK &&
+    CHECK_MSG(g && ptq_calib_set_create(&ctx, g, NULL, 0, &s) == PTQ_OK &&
                   ptq_calib_set_describe(&ctx, s, SHA, "m", "p") == PTQ_OK,
               "%s", ctx.msg);
     float x[1000];

@@ -109,9 +109,14 @@ const ptq_node *test_node_named(const ptq_graph *g, const char *name, int *index
 
 ptq_graph *test_load_demo_model(const char *test)
 {
+    return test_load_model(test, "fmnist_resnet.onnx");
+}
+
+ptq_graph *test_load_model(const char *test, const char *file)
+{
     const char *src = getenv("PTQ_SOURCE_DIR");
     char path[4096];
-    snprintf(path, sizeof path, "%s/models/fmnist_resnet.onnx", src ? src : ".");
+    snprintf(path, sizeof path, "%s/models/%s", src ? src : ".", file);
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
     ptq_graph *g = NULL;

@@ -55,6 +55,8 @@ int test_done(const char *name);
 /* models/fmnist_resnet.onnx under $PTQ_SOURCE_DIR (or .), loaded with its
  * shapes inferred at batch 1; NULL after printing why, prefixed by test. */
 ptq_graph *test_load_demo_model(const char *test);
+/* models/FILE of the source tree, loaded with its shapes at batch 1 (NULL, the reason printed, if it fails). */
+ptq_graph *test_load_model(const char *test, const char *file);
 /* Occurrences of needle in hay (overlapping ones too); whether hay holds needle in any case. */
 int64_t test_count_str(const char *hay, const char *needle);
 int test_contains_ci(const char *hay, const char *needle);

@@ -133,6 +133,14 @@ PTQ_API int64_t ptq_calib_set_first_nonfinite(const ptq_calib_set *s);
  * [ptq_calib_set_n_tensors(s)]. */
 PTQ_API ptq_status ptq_calib_set_ranges(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_calib_params *p, ptq_calib_range *out,
                                 int64_t *bad);
+/* ptq_calib_set_ranges, but a tensor always empty is no error: empty[i] 1 and out[i] degenerate (all zero), the
+ * other tensors' ranges as ever (a failure of one of them stands, *bad its index). Always empty: the set saw no
+ * values of it and, with g, g's shapes give it a dim of size 0 (at batch 1; one empty only there, such as a Slice
+ * of the batch, saw values at the set's batch); without g (NULL: the model is not at hand), any tensor the set saw
+ * no values of (a Split's part of size 0, a Slice of none). empty: [ptq_calib_set_n_tensors(s)]. */
+PTQ_API ptq_status ptq_calib_set_ranges_empty(ptq_ctx *ctx, const ptq_calib_set *s, const ptq_graph *g,
+                                              const ptq_calib_params *p, ptq_calib_range *out, unsigned char *empty,
+                                              int64_t *bad);
 
 /* The archive: HDF5 at path, created or truncated (the caller picks a
  * temporary name, ptq_atomic_create, and renames; a failed write removes
