@@ -501,6 +501,21 @@ def main():
             check(f"a one-class folder '{cls}' converted reads back with its class name",
                   rc == 0 and outs[0] == outs[1] and outs[0][0] == 0 and outs[0][1][0] == cls, f"rc {rc}: {outs}")
 
+        # 7b. 16-bit gray PNGs read as v / 257 (README's PNG item), where PIL's convert("L") clips at 255
+        folder16 = os.path.join(tmp, "gray16")
+        os.makedirs(os.path.join(folder16, "a"))
+        g16 = rng.integers(0, 65536, size=(3, H, W), dtype=np.uint16)
+        for i, img in enumerate(g16):
+            Image.fromarray(img).save(os.path.join(folder16, "a", f"{i}.png"))
+        gray_model = os.path.join(tmp, "gray-pool.onnx")
+        pool_model(gray_model, nhwc=False, ch=1)
+        rc, got, _, se = eval_logits(tmp, gray_model, folder16, "--preprocess", "scale=1/255")
+        pil = np.stack([np.asarray(Image.open(os.path.join(folder16, "a", f"{i}.png")).convert("L")) for i in range(3)])
+        check("16-bit gray PNGs read as v / 257 (PIL's convert('L') clips at 255 instead)",
+              rc == 0 and close(got[:, 0], (g16.astype(np.float64) / 257).mean(axis=(1, 2)) / 255) and
+              pil.max() == 255 and not close(got[:, 0], pil.astype(np.float64).mean(axis=(1, 2)) / 255),
+              f"rc {rc}: {se[-300:]}")
+
         # 8. the applied spec, model geometry and preset together, is what the calibration archive records
         archive = os.path.join(tmp, "calib.h5")
         rc, _, se = ptq("calibrate", "--model", nhwc, "--data", data, "--out", archive, "--preprocess", "imagenet")
