@@ -386,6 +386,7 @@ typedef struct cli_session {
     ptq_preprocess pre;
     int64_t channels, height, width; /* the model input's sample shape */
     int64_t n_samples;
+    char cmd[32]; /* the command, for the notes cli_session_close prints */
 } cli_session;
 
 typedef struct cli_session_opts {

@@ -153,6 +153,7 @@ void cli_session_notes_agree(const char *cmd, const cli_session *s)
 ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opts *o, cli_session *s)
 {
     memset(s, 0, sizeof *s);
+    snprintf(s->cmd, sizeof s->cmd, "%s", cmd);
     session_args a;
     PTQ_TRY_RET(session_args_parse(ctx, o, &a, 1));
     a.po.cpu_fallback = 1;
@@ -184,8 +185,48 @@ ptq_status cli_session_open_labelled(ptq_ctx *ctx, const char *cmd, const cli_se
     return ptq_session_shapes(ctx, s->ps);
 }
 
+/* An image folder's conversions, counted over the images the command read (a folder can mix gray, colour, alpha
+ * and 16-bit PNGs, so the first image speaks for none of the rest). */
+static void folder_notes(const cli_session *s)
+{
+    int64_t by[5], n_16bit = 0, n_read = 0;
+    ptq_dataset_read_kinds(s->data, by, &n_16bit);
+    for (int c = 1; c <= 4; c++)
+        n_read += by[c];
+    const int m = s->pre.n_channels;
+    char line[512];
+    for (int c = 1; c <= 4 && !cli_ranks_split(); c++) {
+        const char *what = NULL;
+        if (!by[c] || c == m || (c == 4 && m == 3) || (c == 2 && m == 1))
+            continue;
+        if (m == 3)
+            what = c == 1 ? "gray: the gray value replicated to R, G and B"
+                          : "gray+alpha: the gray value replicated to R, G and B, alpha dropped";
+        else if (m == 4)
+            what = c == 1   ? "gray: the gray value replicated to R, G and B, alpha opaque"
+                   : c == 2 ? "gray+alpha: the gray value replicated to R, G and B, alpha kept"
+                            : "RGB: alpha opaque";
+        else
+            what = c == 4 ? "RGBA: gray by ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B, after any resize and not "
+                            "rounded), alpha dropped"
+                          : "RGB: gray by ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B, after any resize and not "
+                            "rounded)";
+        const int len = snprintf(line, sizeof line, "%lld of the %lld images read were %s, into the model's %d "
+                                 "channel%s", (long long)by[c], (long long)n_read, what, m, m == 1 ? "" : "s");
+        print_note(s->cmd, -1, line, len < (int)sizeof line ? len : (int)sizeof line - 1);
+    }
+    if (n_16bit && !cli_ranks_split()) {
+        const int len = snprintf(line, sizeof line, "%lld of the %lld images read were 16-bit PNGs: each sample v "
+                                 "read as v / 257 on the 8-bit scale (PIL clips 16-bit gray at 255; see the README)",
+                                 (long long)n_16bit, (long long)n_read);
+        print_note(s->cmd, -1, line, len < (int)sizeof line ? len : (int)sizeof line - 1);
+    }
+}
+
 void cli_session_close(cli_session *s)
 {
+    if (s->data)
+        folder_notes(s);
     cli_hash_forget(NULL); /* before the data set goes; a later stage of `ptq run` may rewrite a file */
     ptq_session_close(s->ps);
     memset(s, 0, sizeof *s);

@@ -211,6 +211,14 @@ const char *ptq_dataset_notes(const ptq_dataset *ds)
     return ds->notes;
 }
 
+void ptq_dataset_read_kinds(const ptq_dataset *ds, int64_t by_channels[5], int64_t *n_16bit)
+{
+    memset(by_channels, 0, 5 * sizeof *by_channels);
+    *n_16bit = 0;
+    if (ds->folder)
+        ds_folder_kinds(ds, by_channels, n_16bit);
+}
+
 int ptq_dataset_has_labels(const ptq_dataset *ds)
 {
     return ds->has_labels;

@@ -56,6 +56,8 @@ ptq_status ds_folder_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts 
 ptq_status ds_folder_read(ptq_ctx *ctx, ptq_dataset *ds, int64_t start, int64_t n, const ptq_preprocess *p,
                           float *x, int32_t *labels);
 void ds_folder_free(ds_folder *f);
+/* ptq_dataset_read_kinds of an image folder (adds to the counts). */
+void ds_folder_kinds(const ptq_dataset *ds, int64_t by_channels[5], int64_t *n_16bit);
 /* ptq_dataset_content_sha256 of an image folder. */
 ptq_status ds_folder_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char hex[65]);
 /* ptq_dataset_label_origin of each format */

@@ -37,7 +37,9 @@ struct ds_folder {
     folder_worker *workers;
     int n_workers;
     int hash_labels;    /* labels or classes came from a file: the content hash covers them */
+    uint8_t *kind;      /* [count]: 0 not decoded yet, else its channels (1-4), + KIND_16BIT for 16 bits */
 };
+enum { KIND_16BIT = 8 };
 
 void ds_folder_free(ds_folder *f)
 {
@@ -55,6 +57,7 @@ void ds_folder_free(ds_folder *f)
     free(f->line);
     free(f->labels_path);
     free(f->classes_path);
+    free(f->kind);
     free(f);
 }
 
@@ -371,6 +374,10 @@ ptq_status ds_folder_open(ptq_ctx *ctx, ptq_dataset *ds, const ptq_dataset_opts 
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
         goto done;
     }
+    if (!(f->kind = calloc((size_t)ds->count + 1, 1))) {
+        st = ptq_fail(ctx, PTQ_ERR_NOMEM, "opening %s: out of memory", ds->path);
+        goto done;
+    }
     ds->has_labels = 1;
     folder_worker *w0 = &f->workers[0];
     PTQ_TRY(st, decode_sample(ctx, ds, w0, 0, 1, NULL), done);
@@ -402,7 +409,8 @@ static void folder_samples(void *arg, int64_t begin, int64_t end, int worker)
         ptq_ctx_init(&local);
         int64_t s = j->start + i;
         ptq_status st = decode_sample(&local, j->ds, w, s, 0, j->p);
-        if (st == PTQ_OK) {
+        if (st == PTQ_OK) { /* sample s is this worker's alone in this read */
+            f->kind[s] = (uint8_t)(w->img.channels | (w->img.dtype == PTQ_DT_UINT16 ? KIND_16BIT : 0));
             st = ptq_preprocess_image(&local, j->p, w->img.data, w->img.dtype, w->img.height, w->img.width,
                                       w->img.channels, 0, j->x + i * j->per_sample);
             if (st != PTQ_OK) { /* name the image: a folder can mix sizes */
@@ -487,4 +495,13 @@ ptq_status ds_folder_content_sha256(ptq_ctx *ctx, const ptq_dataset *ds, char he
 done:
     free(path);
     return st;
+}
+
+void ds_folder_kinds(const ptq_dataset *ds, int64_t by_channels[5], int64_t *n_16bit)
+{
+    for (int64_t i = 0; i < ds->count; i++) {
+        const int k = ds->folder->kind[i];
+        by_channels[k & 7] += k != 0;
+        *n_16bit += (k & KIND_16BIT) != 0;
+    }
 }

@@ -705,14 +705,17 @@ ptq_status ptq_session_open(ptq_ctx *ctx, const ptq_session_opts *o, ptq_session
                           o->data, (long long)dw, (long long)dh, in->name, (long long)s->width, (long long)s->height);
             goto fail;
         }
-        if ((dc == 1 || dc == 2) && s->channels == 3)
+        /* an image folder can mix channel counts, so its first image speaks for none of the rest: the commands
+         * count them as they read (ptq_dataset_read_kinds) */
+        const int hdf5 = strcmp(ptq_dataset_kind(s->data), "hdf5") == 0;
+        if (hdf5 && (dc == 1 || dc == 2) && s->channels == 3)
             note(s, "grayscale images into the model's 3 channels: the gray value is replicated to R, G and B\n");
-        else if (dc != s->channels && s->channels == 4)
+        else if (hdf5 && dc != s->channels && s->channels == 4)
             note(s, "%lld-channel images into the model's 4 channels (RGBA): %s\n", (long long)dc,
                  dc == 1   ? "the gray value replicated to R, G and B, alpha opaque"
                  : dc == 2 ? "the gray value replicated to R, G and B, alpha kept"
                            : "alpha opaque");
-        else if (dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
+        else if (hdf5 && dc != s->channels && !(dc == 4 && s->channels == 3) && !(dc == 2 && s->channels == 1))
             note(s, "%lld-channel images into the model's 1 channel: gray by ITU-R 601 luma (0.299 R + 0.587 G + "
                  "0.114 B, after any resize and not rounded)%s\n", (long long)dc, dc == 4 ? ", alpha dropped" : "");
         PTQ_TRY(st, pick_float_scale(ctx, s, o), fail);

@@ -513,8 +513,26 @@ def main():
         pil = np.stack([np.asarray(Image.open(os.path.join(folder16, "a", f"{i}.png")).convert("L")) for i in range(3)])
         check("16-bit gray PNGs read as v / 257 (PIL's convert('L') clips at 255 instead)",
               rc == 0 and close(got[:, 0], (g16.astype(np.float64) / 257).mean(axis=(1, 2)) / 255) and
-              pil.max() == 255 and not close(got[:, 0], pil.astype(np.float64).mean(axis=(1, 2)) / 255),
+              pil.max() == 255 and not close(got[:, 0], pil.astype(np.float64).mean(axis=(1, 2)) / 255) and
+              "note: 3 of the 3 images read were 16-bit PNGs: each sample v read as v / 257" in se,
               f"rc {rc}: {se[-300:]}")
+
+        # 7c. a folder mixing gray, RGB and RGBA PNGs: the notes count each kind over the images read (they had
+        # come from the first image alone: 'grayscale images into the model's 3 channels' for a gray first image,
+        # nothing when it was RGB, whatever the rest were)
+        mixed = os.path.join(tmp, "mixed")
+        os.makedirs(os.path.join(mixed, "a"))
+        for i, mode in enumerate(("RGB", "L", "RGB", "RGBA", "L")):
+            Image.fromarray(rgba[i]).convert(mode).save(os.path.join(mixed, "a", f"{i}.png"))
+        rc, _, _, se = eval_logits(tmp, nchw, mixed, "--preprocess", meanstd)
+        check("a mixed folder into an RGB model: '2 of the 5 images read were gray' (no note before)",
+              rc == 0 and "note: 2 of the 5 images read were gray: the gray value replicated to R, G and B, into the "
+              "model's 3 channels" in se and "grayscale images into" not in se, f"rc {rc}: {se[-400:]}")
+        rc, _, _, se = eval_logits(tmp, gray_model, mixed, "--preprocess", "scale=1/255")
+        check("a mixed folder into a gray model: RGB and RGBA counted apart",
+              rc == 0 and "note: 2 of the 5 images read were RGB: gray by ITU-R 601 luma" in se and
+              "note: 1 of the 5 images read were RGBA: gray by ITU-R 601 luma" in se and "3-channel images" not in se,
+              f"rc {rc}: {se[-400:]}")
 
         # 8. the applied spec, model geometry and preset together, is what the calibration archive records
         archive = os.path.join(tmp, "calib.h5")

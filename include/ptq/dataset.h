@@ -138,6 +138,11 @@ PTQ_API int64_t ptq_dataset_count(const ptq_dataset *ds);
 PTQ_API void ptq_dataset_geometry(const ptq_dataset *ds, int64_t *height, int64_t *width, int64_t *channels);
 /* What opening guessed that the caller should tell the user (lines ending in '\n'), or "". */
 PTQ_API const char *ptq_dataset_notes(const ptq_dataset *ds);
+/* Image folders: of the distinct images read so far (ptq_dataset_read), by_channels[c] how many had c channels
+ * (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA; by_channels[0] is 0) and *n_16bit how many were 16-bit PNGs; counted as
+ * they are decoded, for notes that cover the whole set (an image folder can mix them). HDF5 sets: all 0 (one
+ * dtype and channel count, ptq_dataset_geometry's). */
+PTQ_API void ptq_dataset_read_kinds(const ptq_dataset *ds, int64_t by_channels[5], int64_t *n_16bit);
 /* 1 when samples carry labels (always for image folders). */
 PTQ_API int ptq_dataset_has_labels(const ptq_dataset *ds);
 /* Number of classes: image folders, their count (with a classes file, its
