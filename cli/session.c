@@ -211,14 +211,15 @@ static void folder_notes(const cli_session *s)
                             "rounded), alpha dropped"
                           : "RGB: gray by ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B, after any resize and not "
                             "rounded)";
-        const int len = snprintf(line, sizeof line, "%lld of the %lld images read were %s, into the model's %d "
-                                 "channel%s", (long long)by[c], (long long)n_read, what, m, m == 1 ? "" : "s");
+        const int len = snprintf(line, sizeof line, "%lld of the %lld images read %s %s, into the model's %d "
+                                 "channel%s", (long long)by[c], (long long)n_read, by[c] == 1 ? "was" : "were", what,
+                                 m, m == 1 ? "" : "s");
         print_note(s->cmd, -1, line, len < (int)sizeof line ? len : (int)sizeof line - 1);
     }
     if (n_16bit && !cli_ranks_split()) {
-        const int len = snprintf(line, sizeof line, "%lld of the %lld images read were 16-bit PNGs: each sample v "
+        const int len = snprintf(line, sizeof line, "%lld of the %lld images read %s 16-bit PNGs: each sample v "
                                  "read as v / 257 on the 8-bit scale (PIL clips 16-bit gray at 255; see the README)",
-                                 (long long)n_16bit, (long long)n_read);
+                                 (long long)n_16bit, (long long)n_read, n_16bit == 1 ? "was" : "were");
         print_note(s->cmd, -1, line, len < (int)sizeof line ? len : (int)sizeof line - 1);
     }
 }

@@ -531,7 +531,7 @@ def main():
         rc, _, _, se = eval_logits(tmp, gray_model, mixed, "--preprocess", "scale=1/255")
         check("a mixed folder into a gray model: RGB and RGBA counted apart",
               rc == 0 and "note: 2 of the 5 images read were RGB: gray by ITU-R 601 luma" in se and
-              "note: 1 of the 5 images read were RGBA: gray by ITU-R 601 luma" in se and "3-channel images" not in se,
+              "note: 1 of the 5 images read was RGBA: gray by ITU-R 601 luma" in se and "3-channel images" not in se,
               f"rc {rc}: {se[-400:]}")
 
         # 8. the applied spec, model geometry and preset together, is what the calibration archive records
