@@ -408,6 +408,33 @@ uint8_t ptq_k_fp8_e5m2_from_double_ref(double x);
 float ptq_k_fp8_e4m3_to_float_ref(uint8_t code);
 float ptq_k_fp8_e5m2_to_float_ref(uint8_t code);
 
+/* Recurrent layers (ONNX RNN, GRU, LSTM; kernels/ref/rnn.c, the CPU path too; the CUDA backend hands them to the
+ * CPU). Gates, in W's and R's rows: RNN i; GRU z, r, h; LSTM i, o, f, c (P's i, o, f). */
+typedef enum ptq_rnn_cell { PTQ_RNN_CELL_RNN, PTQ_RNN_CELL_GRU, PTQ_RNN_CELL_LSTM } ptq_rnn_cell;
+typedef enum ptq_rnn_act { PTQ_RNN_ACT_SIGMOID, PTQ_RNN_ACT_TANH, PTQ_RNN_ACT_RELU } ptq_rnn_act;
+typedef struct ptq_rnn_params {
+    ptq_rnn_cell cell;
+    int64_t seq, batch, input, hidden;
+    int n_dir;               /* 1 or 2 (bidirectional: direction 0 forward, 1 reverse) */
+    int reverse;             /* n_dir 1: the one direction runs from the sequence's end */
+    int layout;              /* 0: X [seq, batch, input], Y [seq, n_dir, batch, hidden], states [n_dir, batch,
+                                hidden]; 1: X [batch, seq, input], Y [batch, seq, n_dir, hidden], states [batch,
+                                n_dir, hidden] */
+    int linear_before_reset; /* GRU: r multiplies (R_h H + Rb_h), not H */
+    int input_forget;        /* LSTM: f = 1 - i */
+    float clip;              /* > 0: every gate's input clamped to [-clip, clip]; 0: none */
+    ptq_rnn_act act[2][3];   /* per direction: f (, g (, h)) */
+} ptq_rnn_params;
+/* Gates per cell (1, 3, 4); the work ptq_k_rnn_ref needs, in floats: (gates + 3) * hidden. */
+int ptq_rnn_gates(ptq_rnn_cell cell);
+/* x (layout), w [n_dir, gates*hidden, input], r [n_dir, gates*hidden, hidden], b [n_dir, 2*gates*hidden] (W's
+ * biases then R's) or NULL, lens [batch] (each in 0..seq) or NULL for seq, h0 and c0 (LSTM) states (layout) or
+ * NULL for zeros, peep [n_dir, 3*hidden] or NULL; y (zero past each length), y_h and y_c (the state at the last
+ * step each direction takes; 0 at length 0, as onnxruntime) each may be NULL. */
+void ptq_k_rnn_ref(const ptq_rnn_params *p, const float *x, const float *w, const float *r, const float *b,
+                   const int32_t *lens, const float *h0, const float *c0, const float *peep, float *y, float *y_h,
+                   float *y_c, float *work);
+
 #ifdef __cplusplus
 }
 #endif

@@ -128,6 +128,12 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_AND, "And", 0),
     /* masks combined (torch's a | b on bools): a bool output */
     PLAIN(PTQ_OP_OR, "Or", 0),
+    /* torch's nn.RNN / nn.GRU / nn.LSTM: W, R, B and P stay float (no weight row: TensorRT's and onnxruntime's
+     * Q/DQ placements quantize no recurrent layer, and a rounding would repeat through every step); the outputs
+     * are activations, observed as any other; no Q/DQ moves through the gates' nonlinear sums */
+    PLAIN(PTQ_OP_RNN, "RNN", 0),
+    PLAIN(PTQ_OP_GRU, "GRU", 0),
+    PLAIN(PTQ_OP_LSTM, "LSTM", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -6,6 +6,8 @@
 #ifndef PTQ_MODEL_OP_TRAITS_H
 #define PTQ_MODEL_OP_TRAITS_H
 
+#include <string.h>
+
 #include "ptq/graph.h"
 
 /* Index into the traits table and every backend's per-op arrays. */
@@ -91,6 +93,9 @@ typedef enum ptq_op_id {
     PTQ_OP_LESSOREQUAL,
     PTQ_OP_AND,
     PTQ_OP_OR,
+    PTQ_OP_RNN,
+    PTQ_OP_GRU,
+    PTQ_OP_LSTM,
     PTQ_OP_COUNT
 } ptq_op_id;
 
@@ -138,6 +143,23 @@ extern const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT];
 /* The entry of (domain, op_type), "" or NULL domain meaning ai.onnx; NULL
  * when ptq does not know the op. */
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type);
+
+/* Node n's first named output (output 0 but where a model leaves it out: an LSTM's Y with Y_h kept), or -1. */
+static inline int ptq_node_first_output(const ptq_node *n)
+{
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i] >= 0)
+            return n->outputs[i];
+    return -1;
+}
+
+/* Whether node n names the outputs ptq needs: output 0, which every op ptq runs produces, but for LSTM, GRU and
+ * RNN, whose Y a model may leave out (keeping Y_h), any one. */
+static inline int ptq_node_has_output(const ptq_node *n)
+{
+    const int recurrent = !strcmp(n->op_type, "LSTM") || !strcmp(n->op_type, "GRU") || !strcmp(n->op_type, "RNN");
+    return n->n_outputs > 0 && (n->outputs[0] >= 0 || (recurrent && ptq_node_first_output(n) >= 0));
+}
 
 /* The per-channel axis of a weight of rank ndim fed to node n (of op t) as
  * input `input`; -1 (one scale for the tensor) when t gives none there. */

@@ -80,7 +80,7 @@ static ptq_status detach_weight(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph
         for (int i = 0; i < g->nodes[k].n_inputs; i++)
             if (g->nodes[k].inputs[i] == v) {
                 PTQ_TRY_RET(ptq_onnx_edit_rename_input_of(ctx, ed, w->name, n[1],
-                                                          g->values[g->nodes[k].outputs[0]].name));
+                                                          g->values[ptq_node_first_output(&g->nodes[k])].name));
                 break;
             }
     return PTQ_OK;

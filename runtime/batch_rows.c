@@ -117,7 +117,8 @@ static int64_t dims_before(const ptq_value *v, int b)
  * (log) softmax or normalization over b, a Gather, Split, Concat or CumSum along it, a Slice that cuts or reverses
  * it, a Trilu whose matrices hold it (the row or column index decides what is kept), batch statistics, a ScatterND
  * whose index tuples reach b, a convolution or pooling window along it, a Reshape that reads the samples' numbers in
- * another order. The rest of what could mix them changes a shape, which rows_kind sees. */
+ * another order, a recurrent layer (LSTM, GRU, RNN) whose time or feature axis b is. The rest of what could mix them
+ * changes a shape, which rows_kind sees. */
 static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const unsigned char *kind)
 {
     const int v0 = n->n_inputs > 0 ? n->inputs[0] : -1;
@@ -143,6 +144,8 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
             return 1;
         return (axis < 0 ? axis + ndim : axis) == b;
     }
+    if (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0) /* along time and features */
+        return b >= 0 && b != (ptq_node_attr_int(n, "layout", 0) ? 0 : 1);
     if (strcmp(op, "Trilu") == 0) /* over the last two axes */
         return b >= 0 && b >= ndim - 2;
     if (strcmp(op, "Concat") == 0) {

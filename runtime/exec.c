@@ -411,12 +411,12 @@ static ptq_status input_view(ptq_ctx *ctx, ptq_exec *e, int v, int m, ptq_tensor
     return PTQ_OK;
 }
 
-/* Every op ptq runs produces output 0. */
+/* Every node names the outputs ptq needs (ptq_node_has_output). */
 static ptq_status check_outputs(ptq_ctx *ctx, const ptq_graph *g)
 {
     for (int k = 0; k < g->n_nodes; k++) {
         const ptq_node *n = &g->nodes[k];
-        if (n->n_outputs < 1 || n->outputs[0] < 0)
+        if (!ptq_node_has_output(n))
             return ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%s' (%s) has no output", n->name, n->op_type);
     }
     return PTQ_OK;

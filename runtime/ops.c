@@ -24,7 +24,7 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Elu, ptq_op_Selu, ptq_op_Celu, ptq_op_Mish, ptq_op_PRelu, ptq_op_LogSoftmax, ptq_op_Max,
     ptq_op_Min, ptq_op_InstanceNormalization, ptq_op_Neg, ptq_op_Trilu,
     ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Reciprocal, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
-    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or;
+    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_RNN, ptq_op_GRU, ptq_op_LSTM;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -108,6 +108,9 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_LESSOREQUAL] = &ptq_op_LessOrEqual,
     [PTQ_OP_AND] = &ptq_op_And,
     [PTQ_OP_OR] = &ptq_op_Or,
+    [PTQ_OP_RNN] = &ptq_op_RNN,
+    [PTQ_OP_GRU] = &ptq_op_GRU,
+    [PTQ_OP_LSTM] = &ptq_op_LSTM,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)
@@ -284,6 +287,9 @@ static const struct {
 } attr_types[] = {
     {"Constant", "value", PTQ_ATTR_TENSOR},
     {"ConstantOfShape", "value", PTQ_ATTR_TENSOR},
+    {NULL, "activation_alpha", PTQ_ATTR_FLOATS},
+    {NULL, "activation_beta", PTQ_ATTR_FLOATS},
+    {NULL, "activations", PTQ_ATTR_STRINGS},
     {NULL, "allowzero", PTQ_ATTR_INT},
     {NULL, "alpha", PTQ_ATTR_FLOAT},
     {NULL, "approximate", PTQ_ATTR_STRING},
@@ -293,17 +299,23 @@ static const struct {
     {NULL, "beta", PTQ_ATTR_FLOAT},
     {NULL, "broadcast", PTQ_ATTR_INT},
     {NULL, "ceil_mode", PTQ_ATTR_INT},
+    {NULL, "clip", PTQ_ATTR_FLOAT},
     {NULL, "consumed_inputs", PTQ_ATTR_INTS},
     {NULL, "count_include_pad", PTQ_ATTR_INT},
     {NULL, "dilations", PTQ_ATTR_INTS},
+    {NULL, "direction", PTQ_ATTR_STRING},
     {NULL, "end", PTQ_ATTR_INT},
     {NULL, "ends", PTQ_ATTR_INTS},
     {NULL, "epsilon", PTQ_ATTR_FLOAT},
     {NULL, "fmod", PTQ_ATTR_INT},
     {NULL, "group", PTQ_ATTR_INT},
+    {NULL, "hidden_size", PTQ_ATTR_INT},
+    {NULL, "input_forget", PTQ_ATTR_INT},
     {NULL, "is_test", PTQ_ATTR_INT},
     {NULL, "keepdims", PTQ_ATTR_INT},
     {NULL, "kernel_shape", PTQ_ATTR_INTS},
+    {NULL, "layout", PTQ_ATTR_INT},
+    {NULL, "linear_before_reset", PTQ_ATTR_INT},
     {NULL, "max", PTQ_ATTR_FLOAT},
     {NULL, "min", PTQ_ATTR_FLOAT},
     {NULL, "mode", PTQ_ATTR_STRING},

@@ -64,7 +64,7 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int64_t any_d
             st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "node '%s': op %s is not supported by ptq", n->name, n->op_type);
             goto done;
         }
-        if (n->n_outputs < 1 || n->outputs[0] < 0) { /* every op ptq runs produces output 0 */
+        if (!ptq_node_has_output(n)) { /* output 0, or an RNN's Y_h with Y left out */
             st = ptq_fail(ctx, PTQ_ERR_FORMAT, "node '%s' (%s) has no output", n->name, n->op_type);
             goto done;
         }

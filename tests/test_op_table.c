@@ -107,6 +107,9 @@ static const struct {
     {"LessOrEqual", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
     {"And", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"Or", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"RNN", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"GRU", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"LSTM", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
 };
 
 static void test_every_op(void)
