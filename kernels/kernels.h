@@ -435,6 +435,21 @@ void ptq_k_rnn_ref(const ptq_rnn_params *p, const float *x, const float *w, cons
                    const int32_t *lens, const float *h0, const float *c0, const float *peep, float *y, float *y_h,
                    float *y_c, float *work);
 
+/* Einsum (kernels/ref/einsum.c, the CPU path too; the CUDA backend hands it to the CPU): every label (a letter, or
+ * one of the ellipsis's dims) has a size; the output's labels come first, then the summed ones. Input i's element
+ * at a choice of every label's index is at sum(index[l] * stride[i][l]): 0 for a label input i lacks or
+ * broadcasts, the sum of its axes' strides for a label it repeats (a diagonal). */
+#define PTQ_EINSUM_MAX_INPUTS 8
+#define PTQ_EINSUM_MAX_LABELS (52 + 8)
+typedef struct ptq_einsum_params {
+    int n_in, n_labels, n_out;             /* n_out: the output's rank, its labels 0..n_out-1 in order */
+    int64_t size[PTQ_EINSUM_MAX_LABELS];   /* [n_labels] */
+    int64_t stride[PTQ_EINSUM_MAX_INPUTS][PTQ_EINSUM_MAX_LABELS]; /* [n_in][n_labels], in elements */
+} ptq_einsum_params;
+/* y [size[0..n_out)] = the sum over the summed labels of the product of the inputs (each of kind: float32 and
+ * float64 multiplied and summed in double, int32 and int64 in wrapping 64-bit integers). */
+void ptq_k_einsum_ref(const ptq_einsum_params *p, ptq_cast_kind kind, const void *const *in, void *y);
+
 #ifdef __cplusplus
 }
 #endif

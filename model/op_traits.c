@@ -134,6 +134,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_RNN, "RNN", 0),
     PLAIN(PTQ_OP_GRU, "GRU", 0),
     PLAIN(PTQ_OP_LSTM, "LSTM", 0),
+    /* torch.einsum (attention's bhid,bhjd->bhij): not a weighted op (which input is a weight depends on the
+     * equation), and a rounding does not commute with its sums of products */
+    PLAIN(PTQ_OP_EINSUM, "Einsum", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

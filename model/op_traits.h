@@ -96,6 +96,7 @@ typedef enum ptq_op_id {
     PTQ_OP_RNN,
     PTQ_OP_GRU,
     PTQ_OP_LSTM,
+    PTQ_OP_EINSUM,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -69,6 +69,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Dropout", "is_test", 1, 7},
     {"Dropout", "ratio", 1, 12},
     {"Dropout", "seed", 12, INT64_MAX},
+    {"Einsum", "equation", 12, INT64_MAX},
     {"Elu", "alpha", 1, INT64_MAX},
     {"Elu", "consumed_inputs", 1, 6},
     {"Equal", "axis", 1, 7},

@@ -52,6 +52,8 @@ void ptq_op_frame_free(ptq_op_frame *f);
 /* Multiply-adds one run of io's node takes, once infer has set its outputs: Conv, ConvTranspose, Gemm and MatMul
  * (saturating: sizes from a file); 0 for the other ops, whose work goes with their outputs' size. */
 uint64_t ptq_op_macs(const ptq_op_io *io);
+/* Einsum: the iterations its kernel takes (every label's index), 0 when its equation does not parse. */
+uint64_t ptq_op_einsum_work(const ptq_op_io *io);
 /* What a node computed from constants alone may take at load (shape inference, runtime/fold.c): past it, the node
  * runs with the data instead, so that a small hostile file (a Conv of two large constants) cannot keep every
  * command, `ptq info` too, busy for minutes before it reads any data. About a second with the reference kernels. */

@@ -127,6 +127,9 @@ uint64_t ptq_op_macs(const ptq_op_io *io)
         const int64_t k = a->dims[a->ndim - 1];
         per = k > 0 ? (uint64_t)k : 0;
         rows = numel_u64(y);
+    } else if (!strcmp(op, "Einsum")) {
+        rows = ptq_op_einsum_work(io); /* one multiply-add per input at every label's index */
+        per = (uint64_t)io->n_in;
     } else if ((!strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN")) && a->ndim == 3 && a->dims[2] > 0) {
         const ptq_tensor *r = io->n_in > 2 ? io->in[2] : NULL; /* each step of each sample: X W^T and H R^T */
         rows = numel_u64(a) / (uint64_t)a->dims[2];

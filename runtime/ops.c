@@ -24,7 +24,8 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Elu, ptq_op_Selu, ptq_op_Celu, ptq_op_Mish, ptq_op_PRelu, ptq_op_LogSoftmax, ptq_op_Max,
     ptq_op_Min, ptq_op_InstanceNormalization, ptq_op_Neg, ptq_op_Trilu,
     ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Reciprocal, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
-    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_RNN, ptq_op_GRU, ptq_op_LSTM;
+    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_RNN, ptq_op_GRU, ptq_op_LSTM,
+    ptq_op_Einsum;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -111,6 +112,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_RNN] = &ptq_op_RNN,
     [PTQ_OP_GRU] = &ptq_op_GRU,
     [PTQ_OP_LSTM] = &ptq_op_LSTM,
+    [PTQ_OP_EINSUM] = &ptq_op_Einsum,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)
@@ -307,6 +309,7 @@ static const struct {
     {NULL, "end", PTQ_ATTR_INT},
     {NULL, "ends", PTQ_ATTR_INTS},
     {NULL, "epsilon", PTQ_ATTR_FLOAT},
+    {NULL, "equation", PTQ_ATTR_STRING},
     {NULL, "fmod", PTQ_ATTR_INT},
     {NULL, "group", PTQ_ATTR_INT},
     {NULL, "hidden_size", PTQ_ATTR_INT},

@@ -270,6 +270,90 @@ def check_hostile():
               bad in err, f"rc {rc}: {err.strip()[-300:]}")
 
 
+def in_names(k):
+    """The inputs of an Einsum of k inputs: "x" alone (the name ptq feeds a lone float input from), else x0, x1..."""
+    return ["x"] if k == 1 else [f"x{i}" for i in range(k)]
+
+
+def einsum_model(name, equation, shapes, out_shape, dtype=TensorProto.FLOAT):
+    """x0 [N, ...], x1, ... -> Einsum(equation) -> y, in dtype: float64 cast from float32 inputs (ptq feeds no
+    float64), integers fed as they are; a result not float32 is cast to it for eval's logits."""
+    names = in_names(len(shapes))
+    nodes = [helper.make_node("Cast", [x], [x + "_d"], to=dtype) for x in names] if dtype == TensorProto.DOUBLE else []
+    nodes.append(helper.make_node("Einsum", [x + "_d" for x in names] if nodes else names,
+                                  ["e" if dtype != TensorProto.FLOAT else "y"], equation=equation))
+    if dtype != TensorProto.FLOAT:
+        nodes.append(helper.make_node("Cast", ["e"], ["y"], to=TensorProto.FLOAT))
+    feed = TensorProto.FLOAT if dtype == TensorProto.DOUBLE else dtype
+    inputs = [helper.make_tensor_value_info(x, feed, shp) for x, shp in zip(names, shapes)]
+    g = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = J(name + ".onnx")
+    onnx.save(m, path)
+    return path
+
+
+def check_einsum(rng):
+    """Einsum against onnxruntime on the equations torch exports (attention's, bmm, transpose), implicit outputs,
+    diagonals, '...' broadcast and spaces, then hostile equations refused naming the node."""
+    n = 6
+    cases = [("bij,bjk->bik", [(n, 3, 4), (n, 4, 5)]), ("bhid,bhjd->bhij", [(n, 2, 3, 4), (n, 2, 5, 4)]),
+             ("bhij,bhjd->bhid", [(n, 2, 3, 5), (n, 2, 5, 4)]), ("bij->bji", [(n, 3, 4)]),
+             ("bi,bi->b", [(n, 7), (n, 7)]), ("bji", [(n, 3, 4)]),
+             ("bii->bi", [(n, 4, 4)]), ("bii", [(n, 3, 3)]), ("b...ii->b...i", [(n, 2, 2, 3, 3)]),
+             ("...ij,...jk->...ik", [(n, 1, 3, 4), (n, 2, 4, 5)]), ("b i j , b j k -> b i k", [(n, 2, 3), (n, 3, 2)]),
+             ("bIj,bjK->bKI", [(n, 3, 4), (n, 4, 2)]), ("bij,bkl->bijkl", [(n, 2, 3), (n, 2, 2)]),
+             ("b...,b...->b...", [(n, 3, 1), (n, 1, 4)])]
+    for k, (eq, shapes) in enumerate(cases):
+        feeds = {x: rng.standard_normal(shp).astype(np.float32) for x, shp in zip(in_names(len(shapes)), shapes)}
+        want = ort.InferenceSession(einsum_model("probe", eq, shapes, None), providers=["CPUExecutionProvider"]).run(
+            None, feeds)[0]
+        model = einsum_model(f"einsum_{k}", eq, [("N",) + shp[1:] for shp in shapes], ["N"] + list(want.shape[1:]))
+        eval_vs_ort(f"einsum '{eq}'", model, feeds)
+    for dtype, np_dtype in ((TensorProto.INT64, np.int64), (TensorProto.INT32, np.int32),
+                            (TensorProto.DOUBLE, np.float32)):
+        feeds = {"x0": rng.integers(-50, 50, (n, 3, 4)).astype(np_dtype),
+                 "x1": rng.integers(-50, 50, (n, 4, 2)).astype(np_dtype)}
+        label = f"einsum_{TensorProto.DataType.Name(dtype).lower()}"
+        eval_vs_ort(label, einsum_model(label, "bij,bjk->bik", [("N", 3, 4), ("N", 4, 2)], ["N", 3, 2], dtype), feeds)
+    x = np.zeros((4, 3, 3), np.float32)
+    hostile = [("bij->bk", "output label 'k' is in no input"), ("bij->bii", "'i' is repeated"),
+               ("b.ij->bij", "one '...' and no other '.'"), ("b...i...->b", "one '...'"),
+               ("bi$->b", "('$', byte 36) is not a letter"), ("bij,bjk->bik", "more terms than the node's 1"),
+               ("bi->b", "term 0 has 2 letters for input 0 of rank 3"), ("bij-bij", "'-' not followed by '>'"),
+               ("bij->bij->b", "'-' after the output"), ("bi...->b", "leaves out the inputs' '...'"),
+               ("bij->b...", "the output has '...' but no input does"), (b"bij\xc3\xa9->b", "byte 195"),
+               ("bij,bjk,bkl->bil", "equation 'bij,bjk,bkl->bil' has more terms")]
+    for eq, msg in hostile:
+        model = einsum_model("hostile_einsum", eq, [("N", 3, 3)], None)  # bytes: not ASCII
+        write_h5(J("einsum_bad.h5"), {"x": x}, np.zeros(4, np.int64))
+        rc, _, err = ptq("eval", "--model", model, "--data", J("einsum_bad.h5"))
+        check(f"hostile einsum {eq!r}: refused naming the node", rc in (4, 5, 6) and "(Einsum, domain" in err and
+              msg in err, f"rc {rc}: {err.strip()[-300:]}")
+    x = np.zeros((4, 3), np.float32)  # 'ii' on [N, 3] at a batch of 4: no diagonal
+    write_h5(J("einsum_sq.h5"), {"x": x}, np.zeros(4, np.int64))
+    rc, _, err = ptq("eval", "--model", einsum_model("einsum_sq", "ii->i", [("N", 3)], None), "--data",
+                     J("einsum_sq.h5"))
+    check("hostile einsum 'ii' on [4, 3]: exit 6 naming the node", rc == 6 and "label 'i' is 3 in input 0 but 4" in err,
+          f"rc {rc}: {err.strip()[-300:]}")
+    # sizes whose product passes 2^63 (refused), and 2^52 iterations from 4 KB of constants (not run at load)
+    for k, size in ((5, 1 << 13), (4, 1 << 13)):
+        inits = [numpy_helper.from_array(np.ones(size, np.float32), f"c{i}") for i in range(k)]
+        eq = ",".join("abcde"[:k]) + "->"
+        nodes = [helper.make_node("Einsum", [f"c{i}" for i in range(k)], ["s"], equation=eq),
+                 helper.make_node("Add", ["x", "s"], ["y"])]
+        g = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        onnx.save(m, J(f"einsum_big{k}.onnx"))
+        rc, out, err = ptq("info", J(f"einsum_big{k}.onnx"))
+        want_rc, what = (5, "multiply past 2^63") if k == 5 else (0, "supported")
+        check(f"einsum of {k} vectors of {size}: ptq info exits {want_rc} at once", rc == want_rc and
+              what in out + err, f"rc {rc}: {(out + err).strip()[-300:]}")
+
+
 def check_pipeline(rng):
     """An LSTM token classifier (torch, batch_first, 1 layer) through calibrate, plan (trt and all), validate and a
     Q/DQ export: the LSTM's W, R and B stay float initializers, and onnxruntime runs the export to validate's
@@ -306,6 +390,7 @@ def main():
     check_node_cases(rng)
     check_time_is_batch(rng)
     check_hostile()
+    check_einsum(rng)
     check_pipeline(rng)
     return finish("ops_rnn_test")
 

@@ -110,6 +110,7 @@ static const struct {
     {"RNN", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"GRU", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"LSTM", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Einsum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
 };
 
 static void test_every_op(void)
