@@ -113,12 +113,59 @@ static int64_t dims_before(const ptq_value *v, int b)
     return p;
 }
 
+/* Whether Einsum node n keeps samples apart: every input whose axis kind[] gives as the batch names it with one
+ * letter, the same for all, seen once in the input's term and kept in the output (explicit, or numpy's implicit
+ * output of the letters seen once). A batch axis under a '...', or an equation that does not parse, counts as
+ * mixing (the batch runs whole). Summing over another input's batch ('bi,ci->bi' of x and x) mixes. */
+static int einsum_keeps_rows(const ptq_node *n, const unsigned char *kind)
+{
+    const ptq_attr *eq = ptq_node_attr(n, "equation");
+    if (!eq || eq->type != PTQ_ATTR_STRING)
+        return 0;
+    const char *s = eq->s, *arrow = strstr(s, "->");
+    char batch = 0;
+    int seen[256] = {0};
+    for (const char *c = s; *c && c != arrow; c++)
+        seen[(unsigned char)*c]++;
+    const char *t = s;
+    for (int i = 0; i < n->n_inputs; i++) { /* term i: t up to ',' or the arrow */
+        const char *end = t;
+        while (*end && *end != ',' && end != arrow)
+            end++;
+        const int v = n->inputs[i];
+        if (v >= 0 && kind[v] >= ROWS_BATCH) {
+            int axis = 0;
+            char at = 0;
+            for (const char *c = t; c < end; c++) {
+                if (*c == ' ')
+                    continue;
+                if (*c == '.')
+                    return 0; /* the batch's place under a '...' is not followed */
+                if (axis++ == kind[v] - ROWS_BATCH)
+                    at = *c;
+            }
+            int in_term = 0;
+            for (const char *c = t; c < end; c++)
+                in_term += *c == at;
+            if (!at || in_term != 1 || (batch && at != batch))
+                return 0;
+            batch = at;
+        }
+        if (*end != ',')
+            break;
+        t = end + 1;
+    }
+    if (!batch)
+        return 1; /* no input varies with the batch */
+    return arrow ? strchr(arrow + 2, batch) != NULL : seen[(unsigned char)batch] == 1;
+}
+
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
  * (log) softmax or normalization over b, a Gather, Split, Concat or CumSum along it, a Slice that cuts or reverses
  * it, a Trilu whose matrices hold it (the row or column index decides what is kept), batch statistics, a ScatterND
  * whose index tuples reach b, a convolution or pooling window along it, a Reshape that reads the samples' numbers in
- * another order, a recurrent layer (LSTM, GRU, RNN) whose time or feature axis b is. The rest of what could mix them
- * changes a shape, which rows_kind sees. */
+ * another order, a recurrent layer (LSTM, GRU, RNN) whose time or feature axis b is, an Einsum that sums over one
+ * input's batch. The rest of what could mix them changes a shape, which rows_kind sees. */
 static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *n, const unsigned char *kind)
 {
     const int v0 = n->n_inputs > 0 ? n->inputs[0] : -1;
@@ -146,6 +193,8 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
     }
     if (strcmp(op, "RNN") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "LSTM") == 0) /* along time and features */
         return b >= 0 && b != (ptq_node_attr_int(n, "layout", 0) ? 0 : 1);
+    if (strcmp(op, "Einsum") == 0)
+        return !einsum_keeps_rows(n, kind);
     if (strcmp(op, "Trilu") == 0) /* over the last two axes */
         return b >= 0 && b >= ndim - 2;
     if (strcmp(op, "Concat") == 0) {

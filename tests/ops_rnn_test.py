@@ -317,6 +317,17 @@ def check_einsum(rng):
                  "x1": rng.integers(-50, 50, (n, 4, 2)).astype(np_dtype)}
         label = f"einsum_{TensorProto.DataType.Name(dtype).lower()}"
         eval_vs_ort(label, einsum_model(label, "bij,bjk->bik", [("N", 3, 4), ("N", 4, 2)], ["N", 3, 2], dtype), feeds)
+    for k, eq in enumerate(["bi,ci->bi", "ij,kj->ij", "bi,ci->b", "bi,bi->bi", "bi,ci"]):
+        # x and x: all but 'bi,bi->bi' sum over the other input's samples, so passes of 3 rows must not split them
+        nodes = [helper.make_node("Einsum", ["x", "x"], ["y"], equation=eq)]
+        g = helper.make_graph(nodes, "mix", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        onnx.save(m, J(f"einsum_mix{k}.onnx"))
+        x = rng.standard_normal((12, 4)).astype(np.float32)
+        eval_vs_ort(f"einsum '{eq}' of x and x in passes", J(f"einsum_mix{k}.onnx"), {"x": x},
+                    env={"PTQ_PASS_ROWS": "3"})
     x = np.zeros((4, 3, 3), np.float32)
     hostile = [("bij->bk", "output label 'k' is in no input"), ("bij->bii", "'i' is repeated"),
                ("b.ij->bij", "one '...' and no other '.'"), ("b...i...->b", "one '...'"),
