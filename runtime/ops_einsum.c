@@ -9,6 +9,10 @@
 
 #define N_LETTERS 52
 #define MAX_TERM 64 /* letters of one term; a term longer than the rank ptq runs is refused anyway */
+/* The most iterations (every label's index) one run may take: 2^40, about 20 minutes on a CPU core; attention's
+ * bhid,bhjd->bhij at batch 256, 12 heads, length 512 and 64 dims takes 2^35.6. More would be a model of a few
+ * vectors ('a,b,c,d->' of 8192 each: 2^52) keeping a command busy for days. */
+#define MAX_WORK ((int64_t)1 << 40)
 
 /* A letter's label (0..51: a-z, A-Z), or -1. */
 static int letter_id(char c)
@@ -196,6 +200,9 @@ static ptq_status einsum_plan(ptq_ctx *ctx, const ptq_op_io *io, ptq_einsum_para
     for (int l = 0; l < p->n_labels; l++)
         if (__builtin_mul_overflow(work, p->size[l] > 0 ? p->size[l] : 1, &work))
             return ptq_op_unsupported(ctx, io, "equation '%.80s': its labels' sizes multiply past 2^63", s);
+    if (work > MAX_WORK)
+        return ptq_op_unsupported(ctx, io, "equation '%.80s' takes %lld iterations (every label's index), more than "
+                                  "ptq runs (2^40)", s, (long long)work);
     *out_ndim = p->n_out;
     for (int k = 0; k < p->n_out; k++)
         out_dims[k] = p->size[k];
@@ -245,6 +252,6 @@ uint64_t ptq_op_einsum_work(const ptq_op_io *io)
     if (einsum_plan(&scratch, io, &p, dims, &ndim) != PTQ_OK)
         return 0;
     for (int l = 0; l < p.n_labels; l++)
-        work *= (uint64_t)p.size[l]; /* below 2^63: einsum_plan checked */
+        work *= (uint64_t)p.size[l]; /* at most 2^40: einsum_plan checked */
     return work;
 }

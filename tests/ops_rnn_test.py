@@ -348,8 +348,9 @@ def check_einsum(rng):
                      J("einsum_sq.h5"))
     check("hostile einsum 'ii' on [4, 3]: exit 6 naming the node", rc == 6 and "label 'i' is 3 in input 0 but 4" in err,
           f"rc {rc}: {err.strip()[-300:]}")
-    # sizes whose product passes 2^63 (refused), and 2^52 iterations from 4 KB of constants (not run at load)
-    for k, size in ((5, 1 << 13), (4, 1 << 13)):
+    # sizes whose product passes 2^63, 2^52 iterations from 128 KB of constants (both refused: eval ran for days),
+    # and 2^30 from 12 KB (not run at load, past PTQ_FOLD_MAX_MACS)
+    for k, size in ((5, 1 << 13), (4, 1 << 13), (3, 1 << 10)):
         inits = [numpy_helper.from_array(np.ones(size, np.float32), f"c{i}") for i in range(k)]
         eq = ",".join("abcde"[:k]) + "->"
         nodes = [helper.make_node("Einsum", [f"c{i}" for i in range(k)], ["s"], equation=eq),
@@ -360,9 +361,15 @@ def check_einsum(rng):
         m.ir_version = 8
         onnx.save(m, J(f"einsum_big{k}.onnx"))
         rc, out, err = ptq("info", J(f"einsum_big{k}.onnx"))
-        want_rc, what = (5, "multiply past 2^63") if k == 5 else (0, "supported")
+        want_rc, what = {5: (5, "multiply past 2^63"), 4: (5, "takes 4503599627370496 iterations"),
+                         3: (0, "supported")}[k]
         check(f"einsum of {k} vectors of {size}: ptq info exits {want_rc} at once", rc == want_rc and
               what in out + err, f"rc {rc}: {(out + err).strip()[-300:]}")
+        if k == 4:
+            write_h5(J("einsum_big.h5"), {"x": np.zeros((2, 1), np.float32)}, np.zeros(2, np.int64))
+            rc, _, err = ptq("eval", "--model", J("einsum_big4.onnx"), "--data", J("einsum_big.h5"))
+            check("einsum of 2^52 iterations: eval exits 5 naming the node", rc == 5 and "(Einsum, domain" in err and
+                  "more than ptq runs (2^40)" in err, f"rc {rc}: {err.strip()[-300:]}")
 
 
 def check_pipeline(rng):
