@@ -325,6 +325,15 @@ void ptq_k_compare_ref(ptq_compare op, ptq_cast_kind kind, const ptq_bcast *bc, 
  * j - i >= k (upper) or j - i <= k (lower), zero bytes elsewhere; x == y allowed. */
 void ptq_k_trilu_ref(size_t elem_bytes, int64_t n_mat, int64_t rows, int64_t cols, int64_t k, int upper,
                      const void *x, void *y);
+/* DepthToSpace of x [n, c_out * block^2, h, w] into y [n, c_out, h * block, w * block] (elements of elem_bytes):
+ * output (c, h * block + i, w * block + j) from channel (i * block + j) * c_out + c (DCR) or c * block^2 +
+ * i * block + j (crd). */
+void ptq_k_depth_to_space_ref(size_t elem_bytes, int64_t n, int64_t c_out, int64_t h, int64_t w, int64_t block,
+                              int crd, const void *x, void *y);
+/* SpaceToDepth of x [n, c_in, h_out * block, w_out * block] into y [n, c_in * block^2, h_out, w_out], DepthToSpace
+ * DCR's inverse. */
+void ptq_k_space_to_depth_ref(size_t elem_bytes, int64_t n, int64_t c_in, int64_t h_out, int64_t w_out,
+                              int64_t block, const void *x, void *y);
 /* y[i] = -x[i] (Neg) for i < n, x and y of one signed kind (float32, float64, int8, int16, int32, int64):
  * integers wrap (-INT_MIN is INT_MIN, as onnxruntime computes it); x == y allowed. */
 void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y);

@@ -137,6 +137,10 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     /* torch.einsum (attention's bhid,bhjd->bhij): not a weighted op (which input is a weight depends on the
      * equation), and a rounding does not commute with its sums of products */
     PLAIN(PTQ_OP_EINSUM, "Einsum", 0),
+    /* pixel shuffle (super-resolution nets) and its inverse: data movement, which Q/DQ commutes through as
+       Transpose */
+    PLAIN(PTQ_OP_DEPTHTOSPACE, "DepthToSpace", COMMUTES),
+    PLAIN(PTQ_OP_SPACETODEPTH, "SpaceToDepth", COMMUTES),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -97,6 +97,8 @@ typedef enum ptq_op_id {
     PTQ_OP_GRU,
     PTQ_OP_LSTM,
     PTQ_OP_EINSUM,
+    PTQ_OP_DEPTHTOSPACE,
+    PTQ_OP_SPACETODEPTH,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -25,7 +25,8 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Min, ptq_op_InstanceNormalization, ptq_op_Neg, ptq_op_Trilu,
     ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Reciprocal, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
     ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_RNN, ptq_op_GRU, ptq_op_LSTM,
-    ptq_op_Einsum;
+    ptq_op_Einsum,
+    ptq_op_DepthToSpace, ptq_op_SpaceToDepth;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -113,6 +114,8 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_GRU] = &ptq_op_GRU,
     [PTQ_OP_LSTM] = &ptq_op_LSTM,
     [PTQ_OP_EINSUM] = &ptq_op_Einsum,
+    [PTQ_OP_DEPTHTOSPACE] = &ptq_op_DepthToSpace,
+    [PTQ_OP_SPACETODEPTH] = &ptq_op_SpaceToDepth,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)
@@ -299,6 +302,7 @@ static const struct {
     {NULL, "axes", PTQ_ATTR_INTS},
     {NULL, "axis", PTQ_ATTR_INT},
     {NULL, "beta", PTQ_ATTR_FLOAT},
+    {NULL, "blocksize", PTQ_ATTR_INT},
     {NULL, "broadcast", PTQ_ATTR_INT},
     {NULL, "ceil_mode", PTQ_ATTR_INT},
     {NULL, "clip", PTQ_ATTR_FLOAT},

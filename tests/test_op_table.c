@@ -111,6 +111,8 @@ static const struct {
     {"GRU", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"LSTM", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"Einsum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
+    {"DepthToSpace", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
+    {"SpaceToDepth", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)

@@ -1,0 +1,40 @@
+/* Reference DepthToSpace (DCR and CRD) and SpaceToDepth (byte copies on any fixed-size dtype), as ONNX defines
+ * them; their CPU path too. Covered by the ONNX node suite (tests/onnx_conformance.c) and tests/ops_shape_test.py
+ * against onnxruntime. */
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+void ptq_k_depth_to_space_ref(size_t elem_bytes, int64_t n, int64_t c_out, int64_t h, int64_t w, int64_t block,
+                              int crd, const void *x, void *y)
+{
+    const unsigned char *src = x;
+    unsigned char *dst = y;
+    const int64_t c_in = c_out * block * block;
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t c = 0; c < c_out; c++)
+            for (int64_t oh = 0; oh < h * block; oh++)
+                for (int64_t ow = 0; ow < w * block; ow++, dst += elem_bytes) {
+                    const int64_t i = oh % block, j = ow % block;
+                    /* DCR: the block offset is the channel's high part; CRD: its low part */
+                    const int64_t ci = crd ? c * block * block + i * block + j : (i * block + j) * c_out + c;
+                    memcpy(dst, src + (((b * c_in + ci) * h + oh / block) * w + ow / block) * elem_bytes,
+                           elem_bytes);
+                }
+}
+
+void ptq_k_space_to_depth_ref(size_t elem_bytes, int64_t n, int64_t c_in, int64_t h_out, int64_t w_out,
+                              int64_t block, const void *x, void *y)
+{
+    const unsigned char *src = x;
+    unsigned char *dst = y;
+    const int64_t h = h_out * block, w = w_out * block;
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t co = 0; co < c_in * block * block; co++)
+            for (int64_t oh = 0; oh < h_out; oh++)
+                for (int64_t ow = 0; ow < w_out; ow++, dst += elem_bytes) {
+                    const int64_t c = co % c_in, i = co / c_in / block, j = co / c_in % block;
+                    memcpy(dst, src + (((b * c_in + c) * h + oh * block + i) * w + ow * block + j) * elem_bytes,
+                           elem_bytes);
+                }
+}

@@ -1,0 +1,90 @@
+/* DepthToSpace (DCR and CRD) and SpaceToDepth on [N, C, H, W] of any fixed-size dtype (pixel-shuffle
+ * super-resolution nets, space-to-depth stems), through kernels/ref/layout.c, which is their CPU path too; the CUDA
+ * backend hands them to the CPU. Covered by the ONNX node suite and tests/ops_shape_test.py. */
+#include <string.h>
+
+#include "runtime/op_util.h"
+
+/* DepthToSpace / SpaceToDepth: input 0 [N, C, H, W] of a fixed-size dtype, the blocksize attribute >= 1 dividing
+ * what it must (C by blocksize^2; H and W for SpaceToDepth) and leaving every output dim within int64; *crd:
+ * DepthToSpace's mode is CRD (DCR before opset 11, which has no mode). */
+static ptq_status space_depth_check(ptq_ctx *ctx, const ptq_op_io *io, int to_depth, int64_t *block, int *crd)
+{
+    char xs[96];
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    if (x->ndim != 4)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %s must be [N, C, H, W] (rank 4)",
+                           ptq_dims_str(x->dims, x->ndim, xs, sizeof xs));
+    const ptq_attr *a = ptq_node_attr(io->node, "blocksize");
+    if (!a || a->type != PTQ_ATTR_INT)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the blocksize attribute (an int) is missing");
+    *block = a->i;
+    if (*block < 1 || *block > INT32_MAX)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "blocksize is %lld; it must be 1 to %d", (long long)*block,
+                           INT32_MAX);
+    *crd = 0;
+    const ptq_attr *m = ptq_node_attr(io->node, "mode");
+    if (m && !to_depth) {
+        if (m->type != PTQ_ATTR_STRING || (strcmp(m->s, "DCR") != 0 && strcmp(m->s, "CRD") != 0))
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "mode '%.40s' is not DCR or CRD", m->s ? m->s : "");
+        *crd = strcmp(m->s, "CRD") == 0;
+    }
+    const int64_t b = *block, b2 = b * b; /* b < 2^31: b^2 fits */
+    if (!to_depth) {
+        if (x->dims[1] % b2 != 0)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %s: C is not a multiple of blocksize^2 = %lld",
+                               ptq_dims_str(x->dims, 4, xs, sizeof xs), (long long)b2);
+        if (x->dims[2] > INT64_MAX / b || x->dims[3] > INT64_MAX / b)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %s: H or W times blocksize %lld overflows",
+                               ptq_dims_str(x->dims, 4, xs, sizeof xs), (long long)b);
+    } else {
+        if (x->dims[2] % b != 0 || x->dims[3] % b != 0)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %s: H and W must be multiples of blocksize %lld",
+                               ptq_dims_str(x->dims, 4, xs, sizeof xs), (long long)b);
+        if (x->dims[1] > INT64_MAX / b2)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %s: C times blocksize^2 %lld overflows",
+                               ptq_dims_str(x->dims, 4, xs, sizeof xs), (long long)b2);
+    }
+    return PTQ_OK;
+}
+
+static ptq_status space_depth_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int64_t b;
+    int crd;
+    const int to_depth = ptq_op_of(io)->traits->id == PTQ_OP_SPACETODEPTH;
+    ptq_status st = space_depth_check(ctx, io, to_depth, &b, &crd);
+    if (st != PTQ_OK)
+        return st;
+    ptq_tensor *y = io->out[0];
+    ptq_op_same_shape(y, io->in[0]);
+    y->dims[1] = to_depth ? y->dims[1] * b * b : y->dims[1] / (b * b);
+    y->dims[2] = to_depth ? y->dims[2] / b : y->dims[2] * b;
+    y->dims[3] = to_depth ? y->dims[3] / b : y->dims[3] * b;
+    return PTQ_OK;
+}
+
+static ptq_status space_depth_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int64_t b;
+    int crd;
+    const int to_depth = ptq_op_of(io)->traits->id == PTQ_OP_SPACETODEPTH;
+    PTQ_TRY_RET(space_depth_check(ctx, io, to_depth, &b, &crd));
+    const ptq_tensor *x = io->in[0];
+    const size_t elem = ptq_dtype_size(x->dtype);
+    if (to_depth)
+        ptq_k_space_to_depth_ref(elem, x->dims[0], x->dims[1], x->dims[2] / b, x->dims[3] / b, b, x->data,
+                                 io->out[0]->data);
+    else
+        ptq_k_depth_to_space_ref(elem, x->dims[0], x->dims[1] / (b * b), x->dims[2], x->dims[3], b, crd, x->data,
+                                 io->out[0]->data);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_DepthToSpace = {PTQ_OP_TRAITS(DEPTHTOSPACE), 1, 0, space_depth_infer, space_depth_run,
+                                        NULL, 0};
+const ptq_op_def ptq_op_SpaceToDepth = {PTQ_OP_TRAITS(SPACETODEPTH), 1, 0, space_depth_infer, space_depth_run,
+                                        NULL, 0};

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Indexing and layout ops real exported models contain that ptq refused, exit 5 "op X is not supported"
+(DepthToSpace, SpaceToDepth): each in small models built here with onnx.helper and in torch-exported ones (a
+pixel-shuffle super-resolution net), run by `ptq eval` against onnxruntime; hostile attributes and shapes refused
+naming the node; one small Conv classifier through calibrate, plan, validate and a Q/DQ export that onnxruntime
+runs to validate's predictions (check_ort_agrees). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN
+and PTQ_SOURCE_DIR set."""
+import io
+import os
+import sys
+import tempfile
+
+from ptqtest import check, check_ort_agrees, finish, ptq
+
+try:
+    import h5py
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:  # pragma: no cover
+    print(f"ops_shape_test: skipped ({e})")
+    sys.exit(77)
+
+N = 24
+TMP = tempfile.mkdtemp(prefix="ptq-shape-")
+
+
+def J(*p):
+    return os.path.join(TMP, *p)
+
+
+def save(name, nodes, inputs, out_shape, inits=(), opset=13, out_type=TensorProto.FLOAT):
+    g = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("y", out_type, out_shape)],
+                          list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    path = J(name + ".onnx")
+    onnx.save(m, path)
+    return path
+
+
+def x_info(shape, dtype=TensorProto.FLOAT, name="x"):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def run_eval(label, model, feeds, env=None, ort_model=None):
+    """ptq eval's logits (None and the error when it fails), with labels from onnxruntime's output (of ort_model
+    where given: onnxruntime lacks some integer kernels)."""
+    want = ort.InferenceSession(ort_model or model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    data = J(label + ".h5")
+    with h5py.File(data, "w") as f:
+        for k, v in feeds.items():
+            f[k] = v
+        f["labels"] = want.reshape(len(want), -1).argmax(1)
+    rc, _, err = ptq("eval", "--model", model, "--data", data, "--logits", J(label + ".npy"), env=env)
+    return want, (np.load(J(label + ".npy")) if rc == 0 else None), err
+
+
+def eval_vs_ort(label, model, feeds, tol=1e-5, env=None, exact=False, ort_model=None):
+    """ptq eval's logits within tol (absolute plus relative) of onnxruntime's on every element, or equal."""
+    want, got, err = run_eval(label, model, feeds, env, ort_model)
+    ok = got is not None and got.size == want.size
+    why = err.strip()[-300:] if got is None else f"shape {got.shape}, onnxruntime's {want.shape}"
+    if ok:
+        got = got.reshape(want.shape)
+        ok = bool(np.array_equal(got, want)) if exact else bool(np.all(np.abs(got - want) <= tol * (1 + np.abs(want))))
+        why = f"max |diff| {np.abs(got - want).max()}"
+    check(f"{label}: eval {'equal to' if exact else f'within {tol:g} of'} onnxruntime", ok, why)
+
+
+def refused(label, model, feeds, words):
+    """ptq eval fails (not exit 0, not a crash) with a message naming the node and holding each of words."""
+    data = J(label + ".h5")
+    with h5py.File(data, "w") as f:
+        for k, v in feeds.items():
+            f[k] = v
+        f["labels"] = np.zeros(len(next(iter(feeds.values()))), np.int64)
+    rc, _, err = ptq("eval", "--model", model, "--data", data, "--logits", J(label + ".npy"))
+    ok = rc not in (0, None) and rc < 128 and "'bad'" in err and all(w in err for w in words)
+    check(f"{label}: refused naming the node", ok, f"rc {rc}: {err.strip()[-300:]}")
+
+
+def check_depth_space(rng):
+    """DepthToSpace DCR (the default, and before opset 11 the only mode: here at 5) and CRD with blocksizes 2 and 3
+    on [N, C, H, W], SpaceToDepth with 2, 1 and 3; float32, and int64 through Cast (bit-exact; onnxruntime has no
+    int64 kernel, so its float32 result on the same integers is the reference); hostile blocksizes and shapes."""
+    cases = [("DepthToSpace", {"blocksize": 2}, 11, (N, 8, 3, 5)), ("DepthToSpace", {"blocksize": 2}, 5, (N, 8, 3, 5)),
+             ("DepthToSpace", {"blocksize": 2, "mode": "CRD"}, 13, (N, 8, 3, 5)),
+             ("DepthToSpace", {"blocksize": 3, "mode": "DCR"}, 13, (N, 18, 2, 1)),
+             ("DepthToSpace", {"blocksize": 3, "mode": "CRD"}, 11, (N, 18, 2, 1)),
+             ("SpaceToDepth", {"blocksize": 2}, 13, (N, 3, 4, 6)), ("SpaceToDepth", {"blocksize": 1}, 5, (N, 2, 3, 3)),
+             ("SpaceToDepth", {"blocksize": 3}, 13, (N, 2, 6, 3))]
+    for op, attrs, opset, shape in cases:  # fed flat ([N, C * H * W]: a 4-D input would be taken as images)
+        label = op + f"_op{opset}" + "".join(f"_{k}{v}" for k, v in attrs.items())
+        x = rng.standard_normal((shape[0], int(np.prod(shape[1:])))).astype(np.float32)
+        dims = numpy_helper.from_array(np.array((-1, *shape[1:]), np.int64), "dims")
+        reshape = [helper.make_node("Reshape", ["x", "dims"], ["x4"])]
+        model = save(label, reshape + [helper.make_node(op, ["x4"], ["z"], **attrs),
+                                       helper.make_node("Flatten", ["z"], ["y"])], [x_info(["N", x.shape[1]])],
+                     None, [dims], opset=opset)
+        eval_vs_ort(label, model, {"x": x}, exact=True)
+        if opset < 6:  # ptq runs Cast from opset 6
+            continue
+        nodes = reshape + [helper.make_node("Cast", ["x4"], ["xi"], to=TensorProto.INT64),
+                           helper.make_node(op, ["xi"], ["yi"], **attrs), helper.make_node("Cast", ["yi"], ["z"], to=1),
+                           helper.make_node("Flatten", ["z"], ["y"])]
+        xi = np.round(x * 1000).astype(np.float32)
+        eval_vs_ort(label + "_int64", save(label + "_int64", nodes, [x_info(["N", x.shape[1]])], None, [dims],
+                                           opset=opset), {"x": xi}, exact=True, ort_model=model)
+    x = rng.standard_normal((4, 8, 2, 2)).astype(np.float32)
+    for label, op, attrs, shape, words in [
+            ("d2s_block0", "DepthToSpace", {"blocksize": 0}, (4, 8, 2, 2), ["blocksize is 0"]),
+            ("d2s_block_neg", "DepthToSpace", {"blocksize": -2}, (4, 8, 2, 2), ["blocksize is -2"]),
+            ("d2s_block_huge", "DepthToSpace", {"blocksize": 2**62}, (4, 8, 2, 2), ["blocksize is"]),
+            ("d2s_c_not_multiple", "DepthToSpace", {"blocksize": 3}, (4, 8, 2, 2), ["multiple of blocksize^2 = 9"]),
+            ("d2s_mode", "DepthToSpace", {"blocksize": 2, "mode": "XYZ"}, (4, 8, 2, 2), ["mode 'XYZ'"]),
+            ("d2s_rank3", "DepthToSpace", {"blocksize": 2}, (4, 8, 4), ["rank 4"]),
+            ("s2d_hw", "SpaceToDepth", {"blocksize": 3}, (4, 8, 2, 2), ["multiples of blocksize 3"])]:
+        nodes = [helper.make_node("Reshape", ["x", "shape"], ["x4"]), helper.make_node(op, ["x4"], ["z"], name="bad",
+                                                                                        **attrs),
+                 helper.make_node("Flatten", ["z"], ["y"])]
+        shape_init = numpy_helper.from_array(np.array((-1, *shape[1:]), np.int64), "shape")
+        model = save(label, nodes, [x_info(["N", 32])], ["N", None], [shape_init])
+        refused(label, model, {"x": x.reshape(4, 32)}, words)
+
+
+def check_torch_pixel_shuffle(rng):
+    """A super-resolution net as torch exports it (ESPCN: Conv, ReLU, Conv to r^2 channels, PixelShuffle(r)), and
+    its PixelUnshuffle inverse (which torch exports as Reshape and Transpose), at opsets 11 and 13: eval within 1e-5
+    of onnxruntime, whole and in passes."""
+    try:
+        import torch
+    except ImportError:
+        print("ops_shape_test: torch missing, its models skipped")
+        return
+    torch.manual_seed(0)
+
+    class SuperRes(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = torch.nn.Conv2d(1, 8, 3, padding=1)
+            self.c2 = torch.nn.Conv2d(8, 9, 3, padding=1)
+            self.shuffle = torch.nn.PixelShuffle(3)
+            self.unshuffle = torch.nn.PixelUnshuffle(3)
+            self.head = torch.nn.Linear(9 * 5 * 5, 10)
+
+        def forward(self, x):
+            x = x.reshape(-1, 1, 5, 5)
+            up = self.shuffle(self.c2(torch.relu(self.c1(x))))  # [N, 1, 15, 15]
+            return self.head(torch.flatten(self.unshuffle(up * up), 1))
+
+    net = SuperRes().eval()
+    x = rng.standard_normal((N, 25)).astype(np.float32)  # flat: a 4-D input would be taken as images
+    for opset in (11, 13):
+        path = J(f"superres{opset}.onnx")
+        buf = io.BytesIO()
+        torch.onnx.export(net, torch.from_numpy(x[:2]), buf, opset_version=opset, input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+        with open(path, "wb") as f:
+            f.write(buf.getvalue())
+        ops = {n.op_type for n in onnx.load(path).graph.node}
+        check(f"superres{opset}: torch exported DepthToSpace", "DepthToSpace" in ops, str(sorted(ops)))
+        eval_vs_ort(f"superres{opset}", path, {"x": x})
+        eval_vs_ort(f"superres{opset}_passes", path, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+
+
+def conv_classifier(name, after_conv, head, opset=13, inits=()):
+    """x [N, 64] (no image: fed as stored) -> [N, 1, 8, 8] -> Conv 3x3 (4 channels) -> after_conv nodes (reading
+    'c', writing 'a', of 144 numbers a sample) -> Flatten -> Gemm (10 classes, 'g') -> head nodes (reading 'g',
+    writing 'y')."""
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array((rng.standard_normal((4, 1, 3, 3)) * 0.5).astype(np.float32), "w")
+    b = numpy_helper.from_array((rng.standard_normal(4) * 0.1).astype(np.float32), "b")
+    gw = numpy_helper.from_array((rng.standard_normal((10, 144)) * 0.2).astype(np.float32), "gw")
+    gb = numpy_helper.from_array(np.zeros(10, np.float32), "gb")
+    shape = numpy_helper.from_array(np.array([-1, 1, 8, 8], np.int64), "shape")
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["img"]),
+             helper.make_node("Conv", ["img", "w", "b"], ["c"], kernel_shape=[3, 3])] + after_conv + [
+        helper.make_node("Flatten", ["a"], ["f"]), helper.make_node("Gemm", ["f", "gw", "gb"], ["g"], transB=1)
+    ] + head
+    return save(name, nodes, [x_info(["N", 64])], ["N", 10], [w, b, gw, gb, shape, *inits], opset=opset)
+
+
+def check_pipeline(label, model):
+    """eval against onnxruntime, then calibrate, and for placements trt, ort and all: plan, validate, export
+    --format qdq, onnxruntime on the export making validate's predictions."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((96, 64)).astype(np.float32)
+    eval_vs_ort(label, model, {"x": x})
+    data = J(label + ".h5")
+    rc, _, err = ptq("calibrate", "--model", model, "--data", data, "--out", J(label + "-c.h5"))
+    check(f"{label}: calibrate", rc == 0, err.strip()[-300:])
+    for placement in ("trt", "ort", "all"):
+        run = f"{label} ({placement})"
+        P = lambda suffix: J(f"{label}-{placement}{suffix}")  # noqa: E731
+        rc, _, err = ptq("plan", J(label + "-c.h5"), "--model", model, "--placement", placement, "--out", P(".json"))
+        check(f"{run}: plan", rc == 0, err.strip()[-300:])
+        rc, _, err = ptq("validate", "--model", model, "--plan", P(".json"), "--data", data, "--logits", P(".npy"),
+                         "--report", P("-rep"))
+        check(f"{run}: validate", rc == 0, err.strip()[-300:])
+        rc, _, err = ptq("export", "--plan", P(".json"), "--model", model, "--format", "qdq", "--out", P(".onnx"))
+        check(f"{run}: export --format qdq", rc == 0, err.strip()[-300:])
+        if os.path.exists(P(".npy")) and os.path.exists(P(".onnx")):
+            check_ort_agrees(run, P(".onnx"), {"x": x}, P(".npy"))
+
+
+def main():
+    rng = np.random.default_rng(13)
+    check_depth_space(rng)
+    check_torch_pixel_shuffle(rng)
+    # [N, 4, 6, 6] -> SpaceToDepth 2 -> [N, 16, 3, 3] -> Relu -> DepthToSpace 2 CRD -> [N, 4, 6, 6]
+    check_pipeline("pipeline_depth_space", conv_classifier(
+        "pipe_d2s", [helper.make_node("SpaceToDepth", ["c"], ["s"], blocksize=2),
+                     helper.make_node("Relu", ["s"], ["r"]),
+                     helper.make_node("DepthToSpace", ["r"], ["a"], blocksize=2, mode="CRD")],
+        [helper.make_node("Identity", ["g"], ["y"])]))
+    return finish("ops_shape_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
