@@ -334,6 +334,10 @@ void ptq_k_depth_to_space_ref(size_t elem_bytes, int64_t n, int64_t c_out, int64
  * DCR's inverse. */
 void ptq_k_space_to_depth_ref(size_t elem_bytes, int64_t n, int64_t c_in, int64_t h_out, int64_t w_out,
                               int64_t block, const void *x, void *y);
+/* Tile: y [out_dims] (each a multiple of in_dims' entry, in_dims all >= 1 where out_dims is not 0) repeats x
+ * [in_dims] along every axis. */
+void ptq_k_tile_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *out_dims, const void *x,
+                    void *y);
 /* y[i] = -x[i] (Neg) for i < n, x and y of one signed kind (float32, float64, int8, int16, int32, int64):
  * integers wrap (-INT_MIN is INT_MIN, as onnxruntime computes it); x == y allowed. */
 void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y);

@@ -141,6 +141,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
        Transpose */
     PLAIN(PTQ_OP_DEPTHTOSPACE, "DepthToSpace", COMMUTES),
     PLAIN(PTQ_OP_SPACETODEPTH, "SpaceToDepth", COMMUTES),
+    /* copies of its input: data movement, as DepthToSpace */
+    PLAIN(PTQ_OP_TILE, "Tile", COMMUTES),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

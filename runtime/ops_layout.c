@@ -1,6 +1,8 @@
 /* DepthToSpace (DCR and CRD) and SpaceToDepth on [N, C, H, W] of any fixed-size dtype (pixel-shuffle
- * super-resolution nets, space-to-depth stems), through kernels/ref/layout.c, which is their CPU path too; the CUDA
- * backend hands them to the CPU. Covered by the ONNX node suite and tests/ops_shape_test.py. */
+ * super-resolution nets, space-to-depth stems) and Tile (any fixed-size dtype; repeats a host input, folded where it
+ * is a constant or computed from constants and shapes, refused by shape inference where it is data), through
+ * kernels/ref/layout.c, which is their CPU path too; the CUDA backend hands them to the CPU. Covered by the ONNX
+ * node suite and tests/ops_shape_test.py. */
 #include <string.h>
 
 #include "runtime/op_util.h"
@@ -84,7 +86,60 @@ static ptq_status space_depth_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* Tile: input 0 of a fixed-size dtype; repeats (input 1) 1-D int64 of one entry an axis, each >= 0; out [rank]
+ * gets input 0's dims times them, refused where a dim or the element count would pass int64. */
+static ptq_status tile_dims(ptq_ctx *ctx, const ptq_op_io *io, int64_t *out)
+{
+    char xs[96];
+    ptq_status st = ptq_op_need_sized(ctx, io, 0);
+    if (st != PTQ_OK || (st = ptq_op_need_input(ctx, io, 1)) != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0], *r = io->in[1];
+    if (r->dtype != PTQ_DT_INT64 || r->ndim != 1 || r->dims[0] != x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "repeats (input 1) must be 1-D int64 of %d entries (the input's "
+                           "rank), got %s %s", x->ndim, ptq_dtype_name(r->dtype),
+                           ptq_dims_str(r->dims, r->ndim, xs, sizeof xs));
+    const int64_t *rep = r->data;
+    int64_t n = 1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (rep[d] < 0)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "repeats[%d] is %lld; repeats must be >= 0", d,
+                               (long long)rep[d]);
+        if (rep[d] > 0 && x->dims[d] > INT64_MAX / rep[d])
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "dim %d: %lld times repeats %lld overflows", d,
+                               (long long)x->dims[d], (long long)rep[d]);
+        out[d] = x->dims[d] * rep[d];
+        if (n > 0 && out[d] > INT64_MAX / 16 / n) /* 16: the widest element, so the bytes fit too */
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %s tiled by the repeats has too many elements",
+                               ptq_dims_str(x->dims, x->ndim, xs, sizeof xs));
+        n *= out[d];
+    }
+    return PTQ_OK;
+}
+
+static ptq_status tile_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int64_t dims[PTQ_MAX_DIMS];
+    ptq_status st = tile_dims(ctx, io, dims);
+    if (st != PTQ_OK)
+        return st;
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    memcpy(io->out[0]->dims, dims, (size_t)io->in[0]->ndim * sizeof *dims);
+    return PTQ_OK;
+}
+
+static ptq_status tile_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int64_t dims[PTQ_MAX_DIMS];
+    PTQ_TRY_RET(tile_dims(ctx, io, dims));
+    const ptq_tensor *x = io->in[0];
+    if (ptq_tensor_numel(io->out[0]) > 0)
+        ptq_k_tile_ref(ptq_dtype_size(x->dtype), x->ndim, x->dims, dims, x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_DepthToSpace = {PTQ_OP_TRAITS(DEPTHTOSPACE), 1, 0, space_depth_infer, space_depth_run,
                                         NULL, 0};
 const ptq_op_def ptq_op_SpaceToDepth = {PTQ_OP_TRAITS(SPACETODEPTH), 1, 0, space_depth_infer, space_depth_run,
                                         NULL, 0};
+const ptq_op_def ptq_op_Tile = {PTQ_OP_TRAITS(TILE), 6, 1u << 1, tile_infer, tile_run, NULL, 0};

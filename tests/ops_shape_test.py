@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Indexing and layout ops real exported models contain that ptq refused, exit 5 "op X is not supported"
-(DepthToSpace, SpaceToDepth): each in small models built here with onnx.helper and in torch-exported ones (a
-pixel-shuffle super-resolution net), run by `ptq eval` against onnxruntime; hostile attributes and shapes refused
-naming the node; one small Conv classifier through calibrate, plan, validate and a Q/DQ export that onnxruntime
-runs to validate's predictions (check_ort_agrees). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN
-and PTQ_SOURCE_DIR set."""
+(DepthToSpace, SpaceToDepth, Tile): each in small models built here with onnx.helper and in torch-exported ones
+(a pixel-shuffle super-resolution net, torch's repeat), run by `ptq eval` against onnxruntime; hostile attributes
+and shapes refused naming the node; small Conv classifiers through calibrate, plan, validate and a Q/DQ export that
+onnxruntime runs to validate's predictions (check_ort_agrees). Skips (77) without onnx or onnxruntime. Run by ctest
+with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -125,6 +125,84 @@ def check_depth_space(rng):
         refused(label, model, {"x": x.reshape(4, 32)}, words)
 
 
+def check_tile(rng):
+    """Tile with constant repeats (ones, each axis, zeros), repeats computed from the input's shape (folded at load),
+    on float32 and int64 (bit-exact), whole and in passes; repeats that are data (run with each batch's); hostile
+    repeats refused naming the node; torch's x.repeat exported."""
+    x = rng.standard_normal((N, 12)).astype(np.float32)
+    dims = numpy_helper.from_array(np.array([-1, 3, 4], np.int64), "dims")
+    for reps in ([1, 1, 1], [1, 2, 3], [1, 3, 1], [1, 0, 2]):
+        label = "Tile_" + "_".join(map(str, reps))
+        r = numpy_helper.from_array(np.array(reps, np.int64), "reps")
+        nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]), helper.make_node("Tile", ["x3", "reps"], ["t"]),
+                 helper.make_node("Flatten", ["t"], ["y"])]
+        model = save(label, nodes, [x_info(["N", 12])], None, [dims, r])
+        if reps[1]:
+            eval_vs_ort(label, model, {"x": x}, exact=True)
+            eval_vs_ort(label + "_passes", model, {"x": x}, exact=True, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+        else:  # an empty output: onnxruntime's is [N, 0]; ptq's logits of 0 classes are no model to eval
+            rc, out, err = ptq("info", model)
+            check(f"{label}: info infers the empty output", rc == 0 and "[1x0]" in out, out + err)
+        nodes = [nodes[0], helper.make_node("Cast", ["x3"], ["xi"], to=TensorProto.INT64),
+                 helper.make_node("Tile", ["xi", "reps"], ["ti"]), helper.make_node("Cast", ["ti"], ["t"], to=1),
+                 nodes[2]]
+        if reps[1]:
+            eval_vs_ort(label + "_int64", save(label + "_int64", nodes, [x_info(["N", 12])], None, [dims, r]),
+                        {"x": np.round(x * 1e4)}, exact=True)
+    # repeats [1, x3.shape[2], 1] computed from the shape: folded at load, the batch dim left dynamic
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    two = numpy_helper.from_array(np.array([2], np.int64), "two")
+    three = numpy_helper.from_array(np.array([3], np.int64), "three")
+    nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]), helper.make_node("Shape", ["x3"], ["s"]),
+             helper.make_node("Slice", ["s", "two", "three"], ["s2"]),
+             helper.make_node("Concat", ["one", "s2", "one"], ["reps"], axis=0),
+             helper.make_node("Tile", ["x3", "reps"], ["t"]), helper.make_node("Flatten", ["t"], ["y"])]
+    model = save("Tile_shape", nodes, [x_info(["N", 12])], None, [dims, one, two, three])
+    eval_vs_ort("Tile_shape", model, {"x": x}, exact=True)
+    # repeats from the data (a batch's largest value): run with the repeats each batch gives, as onnxruntime does
+    nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]), helper.make_node("ReduceMax", ["x"], ["m"],
+                                                                                     keepdims=0),
+             helper.make_node("Cast", ["m"], ["mi"], to=TensorProto.INT64),
+             helper.make_node("Concat", ["one", "one", "mi_1"], ["reps"], axis=0),
+             helper.make_node("Unsqueeze", ["mi", "zero"], ["mi_1"]),
+             helper.make_node("Tile", ["x3", "reps"], ["t"], name="bad"), helper.make_node("Flatten", ["t"], ["y"])]
+    nodes = nodes[:3] + [nodes[4], nodes[3]] + nodes[5:]
+    zero = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    model = save("Tile_data", nodes, [x_info(["N", 12])], None, [dims, one, zero])
+    eval_vs_ort("Tile_data_repeats", model, {"x": np.abs(x) + 1}, exact=True)
+    eval_vs_ort("Tile_data_repeats_passes", model, {"x": np.abs(x) + 1}, exact=True,
+                env=dict(os.environ, PTQ_PASS_ROWS="5"))
+    x4 = rng.standard_normal((4, 12)).astype(np.float32)
+    for label, reps, words in [("tile_negative", np.array([1, -1, 2], np.int64), ["repeats[1] is -1"]),
+                               ("tile_short", np.array([1, 2], np.int64), ["3 entries"]),
+                               ("tile_int32", np.array([1, 2, 2], np.int32), ["int64"]),
+                               ("tile_overflow", np.array([1, 2**62, 2**62], np.int64), ["overflow"]),
+                               ("tile_too_many", np.array([1, 2**30, 2**30], np.int64), ["too many elements"])]:
+        nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]),
+                 helper.make_node("Tile", ["x3", "reps"], ["t"], name="bad"), helper.make_node("Flatten", ["t"], ["y"])]
+        model = save(label, nodes, [x_info(["N", 12])], None, [dims, numpy_helper.from_array(reps, "reps")])
+        refused(label, model, {"x": x4}, words)
+    try:
+        import torch
+    except ImportError:
+        return
+
+    class Repeat(torch.nn.Module):
+        def forward(self, x):
+            h = x.reshape(-1, 3, 4)
+            return (h.repeat(1, 2, 3) * h.repeat(1, 2, 3).flip(2)).flatten(1)
+
+    path = J("torch_repeat.onnx")
+    buf = io.BytesIO()
+    torch.onnx.export(Repeat(), torch.from_numpy(x[:2]), buf, opset_version=13, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    check("torch_repeat: torch exported Tile", "Tile" in ops, str(sorted(ops)))
+    eval_vs_ort("torch_repeat", path, {"x": x})
+
+
 def check_torch_pixel_shuffle(rng):
     """A super-resolution net as torch exports it (ESPCN: Conv, ReLU, Conv to r^2 channels, PixelShuffle(r)), and
     its PixelUnshuffle inverse (which torch exports as Reshape and Transpose), at opsets 11 and 13: eval within 1e-5
@@ -209,12 +287,19 @@ def main():
     rng = np.random.default_rng(13)
     check_depth_space(rng)
     check_torch_pixel_shuffle(rng)
+    check_tile(rng)
     # [N, 4, 6, 6] -> SpaceToDepth 2 -> [N, 16, 3, 3] -> Relu -> DepthToSpace 2 CRD -> [N, 4, 6, 6]
     check_pipeline("pipeline_depth_space", conv_classifier(
         "pipe_d2s", [helper.make_node("SpaceToDepth", ["c"], ["s"], blocksize=2),
                      helper.make_node("Relu", ["s"], ["r"]),
                      helper.make_node("DepthToSpace", ["r"], ["a"], blocksize=2, mode="CRD")],
         [helper.make_node("Identity", ["g"], ["y"])]))
+    # [N, 4, 6, 6] -> MaxPool 2 -> [N, 4, 3, 3] -> Tile [1, 1, 2, 2] -> [N, 4, 6, 6]
+    reps = numpy_helper.from_array(np.array([1, 1, 2, 2], np.int64), "reps")
+    check_pipeline("pipeline_tile", conv_classifier(
+        "pipe_tile", [helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+                      helper.make_node("Tile", ["p", "reps"], ["a"])],
+        [helper.make_node("Identity", ["g"], ["y"])], inits=[reps]))
     return finish("ops_shape_test")
 
 

@@ -113,6 +113,7 @@ static const struct {
     {"Einsum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 12, 0},
     {"DepthToSpace", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"SpaceToDepth", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Tile", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 6, 0},
 };
 
 static void test_every_op(void)

@@ -1,6 +1,6 @@
-/* Reference DepthToSpace (DCR and CRD) and SpaceToDepth (byte copies on any fixed-size dtype), as ONNX defines
- * them; their CPU path too. Covered by the ONNX node suite (tests/onnx_conformance.c) and tests/ops_shape_test.py
- * against onnxruntime. */
+/* Reference DepthToSpace (DCR and CRD), SpaceToDepth and Tile (byte copies on any fixed-size dtype), as ONNX
+ * defines them; their CPU path too. Covered by the ONNX node suite (tests/onnx_conformance.c) and
+ * tests/ops_shape_test.py against onnxruntime. */
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -37,4 +37,23 @@ void ptq_k_space_to_depth_ref(size_t elem_bytes, int64_t n, int64_t c_in, int64_
                     memcpy(dst, src + (((b * c_in + c) * h + oh * block + i) * w + ow * block + j) * elem_bytes,
                            elem_bytes);
                 }
+}
+
+void ptq_k_tile_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *out_dims, const void *x,
+                    void *y)
+{
+    const unsigned char *src = x;
+    unsigned char *dst = y;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= out_dims[d];
+    for (int64_t i = 0; i < n; i++, dst += elem_bytes) {
+        int64_t rest = i, at = 0, stride = 1;
+        for (int d = ndim - 1; d >= 0; d--) {
+            at += rest % out_dims[d] % in_dims[d] * stride;
+            rest /= out_dims[d];
+            stride *= in_dims[d];
+        }
+        memcpy(dst, src + at * (int64_t)elem_bytes, elem_bytes);
+    }
 }
