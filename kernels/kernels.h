@@ -338,6 +338,8 @@ void ptq_k_space_to_depth_ref(size_t elem_bytes, int64_t n, int64_t c_in, int64_
  * [in_dims] along every axis. */
 void ptq_k_tile_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *out_dims, const void *x,
                     void *y);
+/* GlobalMaxPool: y[r] = the largest of row r of x [n_rows, n_cols], n_cols >= 1. */
+void ptq_k_global_maxpool_ref(int64_t n_rows, int64_t n_cols, const float *x, float *y);
 /* y[i] = -x[i] (Neg) for i < n, x and y of one signed kind (float32, float64, int8, int16, int32, int64):
  * integers wrap (-INT_MIN is INT_MIN, as onnxruntime computes it); x == y allowed. */
 void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y);

@@ -143,6 +143,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_SPACETODEPTH, "SpaceToDepth", COMMUTES),
     /* copies of its input: data movement, as DepthToSpace */
     PLAIN(PTQ_OP_TILE, "Tile", COMMUTES),
+    /* a max, as MaxPool's: Q/DQ's rounding is monotonic */
+    PLAIN(PTQ_OP_GLOBALMAXPOOL, "GlobalMaxPool", COMMUTES),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

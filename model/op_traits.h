@@ -100,6 +100,7 @@ typedef enum ptq_op_id {
     PTQ_OP_DEPTHTOSPACE,
     PTQ_OP_SPACETODEPTH,
     PTQ_OP_TILE,
+    PTQ_OP_GLOBALMAXPOOL,
     PTQ_OP_COUNT
 } ptq_op_id;
 

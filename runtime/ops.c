@@ -27,7 +27,8 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_RNN, ptq_op_GRU, ptq_op_LSTM,
     ptq_op_Einsum,
     ptq_op_DepthToSpace, ptq_op_SpaceToDepth,
-    ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile;
+    ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile,
+    ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile, ptq_op_GlobalMaxPool;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -118,6 +119,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_DEPTHTOSPACE] = &ptq_op_DepthToSpace,
     [PTQ_OP_SPACETODEPTH] = &ptq_op_SpaceToDepth,
     [PTQ_OP_TILE] = &ptq_op_Tile,
+    [PTQ_OP_GLOBALMAXPOOL] = &ptq_op_GlobalMaxPool,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

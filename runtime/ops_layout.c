@@ -1,8 +1,8 @@
 /* DepthToSpace (DCR and CRD) and SpaceToDepth on [N, C, H, W] of any fixed-size dtype (pixel-shuffle
- * super-resolution nets, space-to-depth stems) and Tile (any fixed-size dtype; repeats a host input, folded where it
- * is a constant or computed from constants and shapes, refused by shape inference where it is data), through
- * kernels/ref/layout.c, which is their CPU path too; the CUDA backend hands them to the CPU. Covered by the ONNX
- * node suite and tests/ops_shape_test.py. */
+ * super-resolution nets, space-to-depth stems), Tile (any fixed-size dtype; repeats a host input, folded where it is
+ * a constant or computed from constants and shapes, run with each batch's where it is data) and GlobalMaxPool
+ * (float32), through kernels/ref/layout.c, which is their CPU path too; the CUDA backend hands them to the CPU.
+ * Covered by the ONNX node suite and tests/ops_shape_test.py. */
 #include <string.h>
 
 #include "runtime/op_util.h"
@@ -138,8 +138,35 @@ static ptq_status tile_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* GlobalMaxPool: float32 [N, C, spatial...] of at least one spatial position into [N, C, 1, ...]. */
+static ptq_status global_maxpool_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    char xs[96];
+    ptq_status st = ptq_op_need_float(ctx, io, 0);
+    if (st != PTQ_OK)
+        return st;
+    const ptq_tensor *x = io->in[0];
+    if (x->ndim < 3 || ptq_dims_prod(x->dims, 2, x->ndim) < 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %s must be [N, C, spatial...] (rank >= 3) with a spatial "
+                           "position", ptq_dims_str(x->dims, x->ndim, xs, sizeof xs));
+    ptq_op_same_shape(io->out[0], x);
+    for (int d = 2; d < x->ndim; d++)
+        io->out[0]->dims[d] = 1;
+    return PTQ_OK;
+}
+
+static ptq_status global_maxpool_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    PTQ_TRY_RET(global_maxpool_infer(ctx, (ptq_op_io *)io));
+    const ptq_tensor *x = io->in[0];
+    ptq_k_global_maxpool_ref(x->dims[0] * x->dims[1], ptq_dims_prod(x->dims, 2, x->ndim), x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_DepthToSpace = {PTQ_OP_TRAITS(DEPTHTOSPACE), 1, 0, space_depth_infer, space_depth_run,
                                         NULL, 0};
 const ptq_op_def ptq_op_SpaceToDepth = {PTQ_OP_TRAITS(SPACETODEPTH), 1, 0, space_depth_infer, space_depth_run,
                                         NULL, 0};
 const ptq_op_def ptq_op_Tile = {PTQ_OP_TRAITS(TILE), 6, 1u << 1, tile_infer, tile_run, NULL, 0};
+const ptq_op_def ptq_op_GlobalMaxPool = {PTQ_OP_TRAITS(GLOBALMAXPOOL), 1, 0, global_maxpool_infer, global_maxpool_run,
+                                         NULL, 0};

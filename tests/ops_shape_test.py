@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Indexing and layout ops real exported models contain that ptq refused, exit 5 "op X is not supported"
-(DepthToSpace, SpaceToDepth, Tile): each in small models built here with onnx.helper and in torch-exported ones
-(a pixel-shuffle super-resolution net, torch's repeat), run by `ptq eval` against onnxruntime; hostile attributes
-and shapes refused naming the node; small Conv classifiers through calibrate, plan, validate and a Q/DQ export that
-onnxruntime runs to validate's predictions (check_ort_agrees). Skips (77) without onnx or onnxruntime. Run by ctest
-with PTQ_BIN and PTQ_SOURCE_DIR set."""
+(DepthToSpace, SpaceToDepth, Tile, GlobalMaxPool): each in small models built here with onnx.helper and in
+torch-exported ones (a pixel-shuffle super-resolution net, torch's repeat, adaptive max pooling), run by `ptq eval`
+against onnxruntime; hostile attributes and shapes refused naming the node; small Conv classifiers through
+calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_ort_agrees).
+Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -65,7 +65,7 @@ def eval_vs_ort(label, model, feeds, tol=1e-5, env=None, exact=False, ort_model=
     if ok:
         got = got.reshape(want.shape)
         ok = bool(np.array_equal(got, want)) if exact else bool(np.all(np.abs(got - want) <= tol * (1 + np.abs(want))))
-        why = f"max |diff| {np.abs(got - want).max()}"
+        why = f"max |diff| {np.abs(np.where(got == want, 0, got - want)).max()}"
     check(f"{label}: eval {'equal to' if exact else f'within {tol:g} of'} onnxruntime", ok, why)
 
 
@@ -203,6 +203,76 @@ def check_tile(rng):
     eval_vs_ort("torch_repeat", path, {"x": x})
 
 
+def check_global_maxpool(rng):
+    """GlobalMaxPool over 1, 2 and 3 spatial axes (one of size 1), with -Inf, +Inf and ties, whole and in passes;
+    a channel of -Inf alone gives -Inf, numpy's max as ONNX defines the op (onnxruntime's MLAS starts from -FLT_MAX
+    and gives -3.4e38, so that row is checked against numpy); torch's AdaptiveMaxPool2d(1) exported; an input without
+    spatial positions, of rank 2 or of int64 refused naming the node."""
+    for spatial in ((7,), (3, 5), (2, 1, 3)):
+        c = 3
+        k = c * int(np.prod(spatial))
+        x = rng.standard_normal((N, k)).astype(np.float32)
+        x[0, :4] = [-np.inf, -np.inf, -np.inf, -np.inf]
+        x[2, 1] = np.inf
+        x[3, :] = 0.5
+        label = "GlobalMaxPool_" + "x".join(map(str, spatial))
+        dims = numpy_helper.from_array(np.array((-1, c, *spatial), np.int64), "dims")
+        nodes = [helper.make_node("Reshape", ["x", "dims"], ["x4"]), helper.make_node("GlobalMaxPool", ["x4"], ["p"]),
+                 helper.make_node("Flatten", ["p"], ["y"])]
+        model = save(label, nodes, [x_info(["N", k])], ["N", c], [dims])
+        eval_vs_ort(label, model, {"x": x}, exact=True)
+        eval_vs_ort(label + "_passes", model, {"x": x}, exact=True, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+    x[1, :] = -np.inf
+    _, got, err = run_eval("GlobalMaxPool_neg_inf", model, {"x": x})
+    want = x.reshape(N, 3, -1).max(axis=2)
+    check("GlobalMaxPool: a channel of -Inf alone gives -Inf", got is not None and np.array_equal(got, want),
+          err.strip()[-300:] if got is None else str(got[1]))
+    x4 = rng.standard_normal((4, 12)).astype(np.float32)
+    for label, shape, cast, words in [("gmp_empty", (-1, 3, 4), False, ["spatial position"]),  # sliced to 0
+                                      ("gmp_rank2", (-1, 12), False, ["rank >= 3"]),
+                                      ("gmp_int64", (-1, 3, 4), True, ["int64"])]:
+        nodes = [helper.make_node("Reshape", ["x", "dims"], ["x4"])]
+        if label == "gmp_empty":
+            nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]),
+                     helper.make_node("Slice", ["x3", "zero", "zero", "two"], ["x4"])]
+        if cast:
+            nodes.append(helper.make_node("Cast", ["x4"], ["x5"], to=TensorProto.INT64))
+        nodes += [helper.make_node("GlobalMaxPool", ["x5" if cast else "x4"], ["p"], name="bad"),
+                  helper.make_node("Flatten", ["p"], ["y"])]
+        model = save(label, nodes, [x_info(["N", 12])], None,
+                     [numpy_helper.from_array(np.array(shape, np.int64), "dims"),
+                      numpy_helper.from_array(np.array([0], np.int64), "zero"),
+                      numpy_helper.from_array(np.array([2], np.int64), "two")],
+                     out_type=TensorProto.INT64 if cast else TensorProto.FLOAT)
+        refused(label, model, {"x": x4}, words)
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.manual_seed(1)
+
+    class MaxHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(1, 6, 3)
+            self.pool = torch.nn.AdaptiveMaxPool2d(1)
+            self.fc = torch.nn.Linear(6, 10)
+
+        def forward(self, x):
+            return self.fc(self.pool(self.conv(x.reshape(-1, 1, 6, 6))).flatten(1))
+
+    x = rng.standard_normal((N, 36)).astype(np.float32)
+    path = J("torch_maxhead.onnx")
+    buf = io.BytesIO()
+    torch.onnx.export(MaxHead().eval(), torch.from_numpy(x[:2]), buf, opset_version=13, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    check("torch_maxhead: torch exported GlobalMaxPool", "GlobalMaxPool" in ops, str(sorted(ops)))
+    eval_vs_ort("torch_maxhead", path, {"x": x})
+
+
 def check_torch_pixel_shuffle(rng):
     """A super-resolution net as torch exports it (ESPCN: Conv, ReLU, Conv to r^2 channels, PixelShuffle(r)), and
     its PixelUnshuffle inverse (which torch exports as Reshape and Transpose), at opsets 11 and 13: eval within 1e-5
@@ -288,6 +358,7 @@ def main():
     check_depth_space(rng)
     check_torch_pixel_shuffle(rng)
     check_tile(rng)
+    check_global_maxpool(rng)
     # [N, 4, 6, 6] -> SpaceToDepth 2 -> [N, 16, 3, 3] -> Relu -> DepthToSpace 2 CRD -> [N, 4, 6, 6]
     check_pipeline("pipeline_depth_space", conv_classifier(
         "pipe_d2s", [helper.make_node("SpaceToDepth", ["c"], ["s"], blocksize=2),
@@ -300,6 +371,10 @@ def main():
         "pipe_tile", [helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
                       helper.make_node("Tile", ["p", "reps"], ["a"])],
         [helper.make_node("Identity", ["g"], ["y"])], inits=[reps]))
+    # [N, 4, 6, 6] less its channel's largest value ([N, 4, 1, 1] by GlobalMaxPool)
+    check_pipeline("pipeline_global_maxpool", conv_classifier(
+        "pipe_gmp", [helper.make_node("GlobalMaxPool", ["c"], ["m"]), helper.make_node("Sub", ["c", "m"], ["a"])],
+        [helper.make_node("Identity", ["g"], ["y"])]))
     return finish("ops_shape_test")
 
 

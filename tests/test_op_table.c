@@ -114,6 +114,7 @@ static const struct {
     {"DepthToSpace", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"SpaceToDepth", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"Tile", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 6, 0},
+    {"GlobalMaxPool", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)

@@ -1,6 +1,6 @@
-/* Reference DepthToSpace (DCR and CRD), SpaceToDepth and Tile (byte copies on any fixed-size dtype), as ONNX
- * defines them; their CPU path too. Covered by the ONNX node suite (tests/onnx_conformance.c) and
- * tests/ops_shape_test.py against onnxruntime. */
+/* Reference DepthToSpace (DCR and CRD), SpaceToDepth and Tile (byte copies on any fixed-size dtype) and
+ * GlobalMaxPool (float32), as ONNX defines them; their CPU path too. Covered by the ONNX node suite
+ * (tests/onnx_conformance.c) and tests/ops_shape_test.py against onnxruntime. */
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -55,5 +55,16 @@ void ptq_k_tile_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const i
             stride *= in_dims[d];
         }
         memcpy(dst, src + at * (int64_t)elem_bytes, elem_bytes);
+    }
+}
+
+void ptq_k_global_maxpool_ref(int64_t n_rows, int64_t n_cols, const float *x, float *y)
+{
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *row = x + r * n_cols;
+        float m = row[0];
+        for (int64_t c = 1; c < n_cols; c++)
+            m = row[c] > m ? row[c] : m;
+        y[r] = m;
     }
 }
