@@ -145,6 +145,11 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_TILE, "Tile", COMMUTES),
     /* a max, as MaxPool's: Q/DQ's rounding is monotonic */
     PLAIN(PTQ_OP_GLOBALMAXPOOL, "GlobalMaxPool", COMMUTES),
+    /* arithmetic on inputs of their own scales, as Sub: Q/DQ does not commute through it */
+    PLAIN(PTQ_OP_SUM, "Sum", 0),
+    PLAIN(PTQ_OP_MEAN, "Mean", 0),
+    /* shape arithmetic, as Shape: an integer output, which no plan quantizes */
+    PLAIN(PTQ_OP_SIZE, "Size", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -101,6 +101,9 @@ typedef enum ptq_op_id {
     PTQ_OP_SPACETODEPTH,
     PTQ_OP_TILE,
     PTQ_OP_GLOBALMAXPOOL,
+    PTQ_OP_SUM,
+    PTQ_OP_MEAN,
+    PTQ_OP_SIZE,
     PTQ_OP_COUNT
 } ptq_op_id;
 

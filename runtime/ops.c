@@ -28,7 +28,8 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_Einsum,
     ptq_op_DepthToSpace, ptq_op_SpaceToDepth,
     ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile,
-    ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile, ptq_op_GlobalMaxPool;
+    ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile, ptq_op_GlobalMaxPool,
+    ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile, ptq_op_GlobalMaxPool, ptq_op_Sum, ptq_op_Mean, ptq_op_Size;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -120,6 +121,9 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_SPACETODEPTH] = &ptq_op_SpaceToDepth,
     [PTQ_OP_TILE] = &ptq_op_Tile,
     [PTQ_OP_GLOBALMAXPOOL] = &ptq_op_GlobalMaxPool,
+    [PTQ_OP_SUM] = &ptq_op_Sum,
+    [PTQ_OP_MEAN] = &ptq_op_Mean,
+    [PTQ_OP_SIZE] = &ptq_op_Size,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

@@ -3,6 +3,10 @@
  * a constant or computed from constants and shapes, run with each batch's where it is data) and GlobalMaxPool
  * (float32), through kernels/ref/layout.c, which is their CPU path too; the CUDA backend hands them to the CPU.
  * Covered by the ONNX node suite and tests/ops_shape_test.py. */
+ * a constant or computed from constants and shapes, run with each batch's where it is data), GlobalMaxPool, the
+ * variadic Sum and Mean (float32, numpy broadcasting) and Size (of any input, from its shape alone), through
+ * kernels/ref/layout.c, which is their CPU path too; the CUDA backend hands them to the CPU. Covered by the ONNX
+ * node suite and tests/ops_shape_test.py. */
 #include <string.h>
 
 #include "runtime/op_util.h"
@@ -163,6 +167,63 @@ static ptq_status global_maxpool_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* Sum / Mean: one or more inputs, all present and float32; *shape (rank and dims) the broadcast of them all. */
+static ptq_status sum_shape(ptq_ctx *ctx, const ptq_op_io *io, ptq_tensor *shape)
+{
+    ptq_bcast bc;
+    if (io->n_in < 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "no inputs");
+    for (int i = 0; i < io->n_in; i++)
+        PTQ_TRY_RET(ptq_op_need_float(ctx, io, i));
+    *shape = *io->in[0];
+    for (int i = 1; i < io->n_in; i++) {
+        if (ptq_op_bcast(ctx, shape, io->in[i], &bc) != PTQ_OK)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input %d: %s", i, ctx->msg);
+        shape->ndim = bc.ndim;
+        memcpy(shape->dims, bc.out_dims, (size_t)bc.ndim * sizeof *bc.out_dims);
+    }
+    return PTQ_OK;
+}
+
+static ptq_status sum_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_tensor shape;
+    ptq_status st = sum_shape(ctx, io, &shape);
+    if (st == PTQ_OK)
+        ptq_op_same_shape(io->out[0], &shape);
+    return st;
+}
+
+static ptq_status sum_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_bcast bc;
+    const int mean = ptq_op_of(io)->traits->id == PTQ_OP_MEAN;
+    for (int i = 0; i < io->n_in; i++) {
+        PTQ_TRY_RET(ptq_op_need_float(ctx, io, i));
+        PTQ_TRY_RET(ptq_op_bcast(ctx, io->out[0], io->in[i], &bc));
+        ptq_k_sum_ref(i == 0, mean && i == io->n_in - 1 ? (float)io->n_in : 0.0f, &bc, io->in[i]->data,
+                      io->out[0]->data);
+    }
+    return PTQ_OK;
+}
+
+/* Size: the element count of input 0 (its shape alone: a meta input) as an int64 scalar. */
+static ptq_status size_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    io->out[0]->dtype = PTQ_DT_INT64;
+    io->out[0]->ndim = 0;
+    return PTQ_OK;
+}
+
+static ptq_status size_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    const int64_t n = ptq_dims_prod(io->in[0]->dims, 0, io->in[0]->ndim);
+    memcpy(io->out[0]->data, &n, sizeof n);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_DepthToSpace = {PTQ_OP_TRAITS(DEPTHTOSPACE), 1, 0, space_depth_infer, space_depth_run,
                                         NULL, 0};
 const ptq_op_def ptq_op_SpaceToDepth = {PTQ_OP_TRAITS(SPACETODEPTH), 1, 0, space_depth_infer, space_depth_run,
@@ -170,3 +231,6 @@ const ptq_op_def ptq_op_SpaceToDepth = {PTQ_OP_TRAITS(SPACETODEPTH), 1, 0, space
 const ptq_op_def ptq_op_Tile = {PTQ_OP_TRAITS(TILE), 6, 1u << 1, tile_infer, tile_run, NULL, 0};
 const ptq_op_def ptq_op_GlobalMaxPool = {PTQ_OP_TRAITS(GLOBALMAXPOOL), 1, 0, global_maxpool_infer, global_maxpool_run,
                                          NULL, 0};
+const ptq_op_def ptq_op_Sum = {PTQ_OP_TRAITS(SUM), 6, 0, sum_infer, sum_run, NULL, 0};
+const ptq_op_def ptq_op_Mean = {PTQ_OP_TRAITS(MEAN), 6, 0, sum_infer, sum_run, NULL, 0};
+const ptq_op_def ptq_op_Size = {PTQ_OP_TRAITS(SIZE), 1, 0, size_infer, size_run, NULL, 1u << 0};

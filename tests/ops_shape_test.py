@@ -3,6 +3,9 @@
 (DepthToSpace, SpaceToDepth, Tile, GlobalMaxPool): each in small models built here with onnx.helper and in
 torch-exported ones (a pixel-shuffle super-resolution net, torch's repeat, adaptive max pooling), run by `ptq eval`
 against onnxruntime; hostile attributes and shapes refused naming the node; small Conv classifiers through
+(DepthToSpace, SpaceToDepth, Tile, GlobalMaxPool, Sum, Mean, Size): each in small models built here with onnx.helper
+and in torch-exported ones (a pixel-shuffle super-resolution net, torch's repeat, adaptive max pooling), run by
+`ptq eval` against onnxruntime; hostile attributes and shapes refused naming the node; small Conv classifiers through
 calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_ort_agrees).
 Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
@@ -273,6 +276,60 @@ def check_global_maxpool(rng):
     eval_vs_ort("torch_maxhead", path, {"x": x})
 
 
+def check_sum_mean(rng):
+    """Sum and Mean of one, two and four inputs broadcast every way ([N, 6] and [N, 1] inputs, [6] and [1, 1]
+    constants), at opsets 8 and 13, whole and in passes; an int64 input and shapes that do not broadcast refused
+    naming the node."""
+    a = (rng.standard_normal((N, 6)) * 50).astype(np.float32)
+    c = rng.standard_normal((N, 1)).astype(np.float32)
+    b = numpy_helper.from_array(rng.standard_normal(6).astype(np.float32), "b")
+    k = numpy_helper.from_array(np.array([[7.5]], np.float32), "k")
+    infos = {"a": x_info(["N", 6], name="a"), "c": x_info(["N", 1], name="c")}
+    for op in ("Sum", "Mean"):
+        for opset in (8, 13):
+            for ins in (["a"], ["a", "b"], ["b", "a", "c", "k"], ["c", "k"]):
+                label = f"{op}_op{opset}_{'_'.join(ins)}"
+                used = [v for v in ("a", "c") if v in ins]
+                model = save(label, [helper.make_node(op, ins, ["y"])], [infos[v] for v in used], None,
+                             [t for t in (b, k) if t.name in ins], opset=opset)
+                feeds = {v: {"a": a, "c": c}[v] for v in used}
+                eval_vs_ort(label, model, feeds)
+                eval_vs_ort(label + "_passes", model, feeds, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+    for label, nodes, words in [
+            ("sum_int64", [helper.make_node("Cast", ["a"], ["ai"], to=TensorProto.INT64),
+                           helper.make_node("Sum", ["ai", "ai"], ["si"], name="bad"),
+                           helper.make_node("Cast", ["si"], ["y"], to=1)], ["int64"]),
+            ("mean_bcast", [helper.make_node("Mean", ["a", "five"], ["y"], name="bad")], ["input 1"])]:
+        five = numpy_helper.from_array(np.ones(5, np.float32), "five")
+        refused(label, save(label, nodes, [infos["a"]], None, [five]), {"a": a[:4]}, words)
+
+
+def check_size(rng):
+    """Size of a batch of [N, 12] scaling it (a value that depends on the batch: the run stays whole when passes are
+    asked for), Size in the shape arithmetic of a Reshape to [Size / 4, 4] (folded at load), and Size of [N, 0]."""
+    x = rng.standard_normal((N, 12)).astype(np.float32)
+    nodes = [helper.make_node("Size", ["x"], ["n"]), helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["x", "nf"], ["y"])]
+    model = save("Size_scale", nodes, [x_info(["N", 12])], ["N", 12])
+    eval_vs_ort("Size_scale", model, {"x": x})
+    eval_vs_ort("Size_scale_passes", model, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+    four = numpy_helper.from_array(np.array([4], np.int64), "four")
+    twelve = numpy_helper.from_array(np.array([12], np.int64), "twelve")
+    zero = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    nodes = [helper.make_node("Size", ["x"], ["n"]), helper.make_node("Unsqueeze", ["n", "zero"], ["n1"]),
+             helper.make_node("Div", ["n1", "twelve"], ["rows"]),
+             helper.make_node("Div", ["n1", "rows"], ["k"]), helper.make_node("Div", ["k", "four"], ["k4"]),
+             helper.make_node("Concat", ["rows", "k4", "four"], ["dims"], axis=0),
+             helper.make_node("Reshape", ["x", "dims"], ["r"]), helper.make_node("Softmax", ["r"], ["s"], axis=-1),
+             helper.make_node("Flatten", ["s"], ["y"])]
+    model = save("Size_reshape", nodes, [x_info(["N", 12])], ["N", 12], [four, twelve, zero])
+    eval_vs_ort("Size_reshape", model, {"x": x})
+    nodes = [helper.make_node("Slice", ["x", "zero", "zero", "one"], ["e"]), helper.make_node("Size", ["e"], ["n"]),
+             helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT), helper.make_node("Add", ["x", "nf"], ["y"])]
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    eval_vs_ort("Size_empty", save("Size_empty", nodes, [x_info(["N", 12])], ["N", 12], [zero, one]), {"x": x})
+
+
 def check_torch_pixel_shuffle(rng):
     """A super-resolution net as torch exports it (ESPCN: Conv, ReLU, Conv to r^2 channels, PixelShuffle(r)), and
     its PixelUnshuffle inverse (which torch exports as Reshape and Transpose), at opsets 11 and 13: eval within 1e-5
@@ -359,6 +416,8 @@ def main():
     check_torch_pixel_shuffle(rng)
     check_tile(rng)
     check_global_maxpool(rng)
+    check_sum_mean(rng)
+    check_size(rng)
     # [N, 4, 6, 6] -> SpaceToDepth 2 -> [N, 16, 3, 3] -> Relu -> DepthToSpace 2 CRD -> [N, 4, 6, 6]
     check_pipeline("pipeline_depth_space", conv_classifier(
         "pipe_d2s", [helper.make_node("SpaceToDepth", ["c"], ["s"], blocksize=2),

@@ -115,6 +115,9 @@ static const struct {
     {"SpaceToDepth", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
     {"Tile", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 6, 0},
     {"GlobalMaxPool", 0, 0, ALL, CM, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Sum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Mean", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
+    {"Size", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)
