@@ -340,6 +340,9 @@ void ptq_k_tile_ref(size_t elem_bytes, int ndim, const int64_t *in_dims, const i
                     void *y);
 /* GlobalMaxPool: y[r] = the largest of row r of x [n_rows, n_cols], n_cols >= 1. */
 void ptq_k_global_maxpool_ref(int64_t n_rows, int64_t n_cols, const float *x, float *y);
+/* One input of Sum/Mean into y [bc's out_dims]: y = b (first) or y + b, b laid out as bc's b_stride says; then
+ * y /= divisor unless divisor is 0 (Mean's last input). */
+void ptq_k_sum_ref(int first, float divisor, const ptq_bcast *bc, const float *b, float *y);
 /* y[i] = -x[i] (Neg) for i < n, x and y of one signed kind (float32, float64, int8, int16, int32, int64):
  * integers wrap (-INT_MIN is INT_MIN, as onnxruntime computes it); x == y allowed. */
 void ptq_k_neg_ref(ptq_cast_kind kind, int64_t n, const void *x, void *y);

@@ -1,8 +1,5 @@
 /* DepthToSpace (DCR and CRD) and SpaceToDepth on [N, C, H, W] of any fixed-size dtype (pixel-shuffle
  * super-resolution nets, space-to-depth stems), Tile (any fixed-size dtype; repeats a host input, folded where it is
- * a constant or computed from constants and shapes, run with each batch's where it is data) and GlobalMaxPool
- * (float32), through kernels/ref/layout.c, which is their CPU path too; the CUDA backend hands them to the CPU.
- * Covered by the ONNX node suite and tests/ops_shape_test.py. */
  * a constant or computed from constants and shapes, run with each batch's where it is data), GlobalMaxPool, the
  * variadic Sum and Mean (float32, numpy broadcasting) and Size (of any input, from its shape alone), through
  * kernels/ref/layout.c, which is their CPU path too; the CUDA backend hands them to the CPU. Covered by the ONNX

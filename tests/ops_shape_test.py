@@ -1,8 +1,5 @@
 #!/usr/bin/env python3
 """Indexing and layout ops real exported models contain that ptq refused, exit 5 "op X is not supported"
-(DepthToSpace, SpaceToDepth, Tile, GlobalMaxPool): each in small models built here with onnx.helper and in
-torch-exported ones (a pixel-shuffle super-resolution net, torch's repeat, adaptive max pooling), run by `ptq eval`
-against onnxruntime; hostile attributes and shapes refused naming the node; small Conv classifiers through
 (DepthToSpace, SpaceToDepth, Tile, GlobalMaxPool, Sum, Mean, Size): each in small models built here with onnx.helper
 and in torch-exported ones (a pixel-shuffle super-resolution net, torch's repeat, adaptive max pooling), run by
 `ptq eval` against onnxruntime; hostile attributes and shapes refused naming the node; small Conv classifiers through
@@ -434,6 +431,11 @@ def main():
     check_pipeline("pipeline_global_maxpool", conv_classifier(
         "pipe_gmp", [helper.make_node("GlobalMaxPool", ["c"], ["m"]), helper.make_node("Sub", ["c", "m"], ["a"])],
         [helper.make_node("Identity", ["g"], ["y"])]))
+    # the mean of the Conv's output, its Relu and a per-channel constant
+    shift = numpy_helper.from_array(np.array([0.5, -0.5, 0.25, 0.0], np.float32).reshape(4, 1, 1), "shift")
+    check_pipeline("pipeline_mean", conv_classifier(
+        "pipe_mean", [helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Mean", ["c", "r", "shift"], ["a"])],
+        [helper.make_node("Identity", ["g"], ["y"])], inits=[shift]))
     return finish("ops_shape_test")
 
 

@@ -1,6 +1,6 @@
-/* Reference DepthToSpace (DCR and CRD), SpaceToDepth and Tile (byte copies on any fixed-size dtype) and
- * GlobalMaxPool (float32), as ONNX defines them; their CPU path too. Covered by the ONNX node suite
- * (tests/onnx_conformance.c) and tests/ops_shape_test.py against onnxruntime. */
+/* Reference DepthToSpace (DCR and CRD), SpaceToDepth and Tile (byte copies on any fixed-size dtype), GlobalMaxPool
+ * and the variadic Sum and Mean (float32, numpy broadcasting), as ONNX defines them; their CPU path too. Covered by
+ * the ONNX node suite (tests/onnx_conformance.c) and tests/ops_shape_test.py against onnxruntime. */
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -66,5 +66,19 @@ void ptq_k_global_maxpool_ref(int64_t n_rows, int64_t n_cols, const float *x, fl
         for (int64_t c = 1; c < n_cols; c++)
             m = row[c] > m ? row[c] : m;
         y[r] = m;
+    }
+}
+
+void ptq_k_sum_ref(int first, float divisor, const ptq_bcast *bc, const float *b, float *y)
+{
+    int64_t n = 1;
+    for (int d = 0; d < bc->ndim; d++)
+        n *= bc->out_dims[d];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t iy, ib;
+        ptq_bcast_offsets(bc, i, &iy, &ib);
+        y[i] = first ? b[ib] : y[i] + b[ib];
+        if (divisor != 0.0f)
+            y[i] /= divisor;
     }
 }
