@@ -257,14 +257,24 @@ void ptq_k_pow_int_ref(const ptq_bcast *bc, const float *a, const void *b, int b
 void ptq_k_reduce_mean_ref(int ndim, const int64_t *dims, const unsigned char *reduced, const float *x, float *y);
 /* Element types of the kernels that take more than float32. */
 typedef enum ptq_k_elem { PTQ_K_F32, PTQ_K_F64, PTQ_K_I64, PTQ_K_I32 } ptq_k_elem;
-/* The sum over the same axes of x of type et (floats summed in double; int64 or int32 wrapping as two's
- * complement). */
-void ptq_k_reduce_sum_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
-                          void *y);
-/* The max over the same axes of x of type et (ReduceMax): NaN where a float NaN is among the elements, -Inf (floats)
- * or the type's least value (integers) over an empty set, as ONNX defines it. */
-void ptq_k_reduce_max_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
-                          void *y);
+/* What ptq_k_reduce_ref computes over the reduced axes. */
+typedef enum ptq_k_reduce {
+    PTQ_K_RED_MEAN,
+    PTQ_K_RED_SUM,
+    PTQ_K_RED_MAX,        /* NaN where a float NaN is among the elements */
+    PTQ_K_RED_MIN,        /* likewise */
+    PTQ_K_RED_PROD,
+    PTQ_K_RED_L1,         /* sum |x| */
+    PTQ_K_RED_L2,         /* sqrt(sum x^2), floats only */
+    PTQ_K_RED_SUM_SQUARE, /* sum x^2 */
+    PTQ_K_RED_LOG_SUM,    /* log(sum x), floats only */
+    PTQ_K_RED_LOG_SUM_EXP /* log(sum exp x) as max + log(sum exp(x - max)), floats only */
+} ptq_k_reduce;
+/* op over the axes with reduced[d] != 0 of x [dims[0..ndim-1]] of type et into y (the kept axes in order, et): floats
+ * in double, integers wrapping as two's complement; over an empty set ONNX's values: 0, Prod 1, Max -Inf or the
+ * type's least value, Min +Inf or its greatest, LogSum and LogSumExp -Inf (Mean NaN). */
+void ptq_k_reduce_ref(ptq_k_reduce op, int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et,
+                      const void *x, void *y);
 /* ArgMax of x [outer, len, inner] of type et along the middle axis (len >= 1) into y [outer, inner]: the first index
  * of the largest value (the last with last != 0); a float NaN counts as the largest, as numpy's argmax. */
 void ptq_k_argmax_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y);

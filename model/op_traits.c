@@ -150,6 +150,15 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_MEAN, "Mean", 0),
     /* shape arithmetic, as Shape: an integer output, which no plan quantizes */
     PLAIN(PTQ_OP_SIZE, "Size", 0),
+    /* the rest of ONNX's reductions, plain as ReduceMax and ReduceSum are (placement keeps them float): torch's
+     * x.min(dim).values, prod (shape arithmetic), the p-norms (F.normalize's x / ReduceL2(x)), logsumexp */
+    PLAIN(PTQ_OP_REDUCEMIN, "ReduceMin", 0),
+    PLAIN(PTQ_OP_REDUCEPROD, "ReduceProd", 0),
+    PLAIN(PTQ_OP_REDUCEL1, "ReduceL1", 0),
+    PLAIN(PTQ_OP_REDUCEL2, "ReduceL2", 0),
+    PLAIN(PTQ_OP_REDUCESUMSQUARE, "ReduceSumSquare", 0),
+    PLAIN(PTQ_OP_REDUCELOGSUM, "ReduceLogSum", 0),
+    PLAIN(PTQ_OP_REDUCELOGSUMEXP, "ReduceLogSumExp", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

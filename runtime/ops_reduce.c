@@ -4,8 +4,9 @@
  * (as ReduceMean, axes as input 1 from opset 13) and CumSum (exclusive,
  * reverse) and ReduceMax (as ReduceMean: a 1-D CNN's max over time, torch's x.max(dim).values) on float32, float64,
  * int64 and int32, and ArgMax (axis, keepdims, select_last_index; torch's argmax: a GPT classifier's last token as
- * Hugging Face finds it, eq(ids, pad).int().argmax(-1) - 1) on the same types, through
- * kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
+ * Hugging Face finds it, eq(ids, pad).int().argmax(-1) - 1) on the same types, ReduceMin, ReduceProd, ReduceL1 and
+ * ReduceSumSquare as ReduceMax, ReduceL2, ReduceLogSum and ReduceLogSumExp on float32 and float64 (sharing
+ * ReduceMax's axes, shape and run; tests/ops_reduce_test.py against onnxruntime), through kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
  * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
  * ptq_op_reduce_axes and ptq_op_layernorm_view serve the CUDA backend too
  * (kernels/cuda/reduce.cu, kernels/cuda/layernorm.cu).
@@ -58,12 +59,47 @@ static ptq_status sum_elem(ptq_ctx *ctx, const ptq_op_io *io, int i, ptq_k_elem 
                               ptq_dtype_name(dt));
 }
 
+/* The kernel's reduction of a Reduce* node, -1 for ReduceMean (its own run). */
+static int reduce_kind(const ptq_op_io *io)
+{
+    static const struct {
+        ptq_op_id id;
+        ptq_k_reduce op;
+    } ops[] = {
+        {PTQ_OP_REDUCESUM, PTQ_K_RED_SUM}, {PTQ_OP_REDUCEMAX, PTQ_K_RED_MAX}, {PTQ_OP_REDUCEMIN, PTQ_K_RED_MIN},
+        {PTQ_OP_REDUCEPROD, PTQ_K_RED_PROD}, {PTQ_OP_REDUCEL1, PTQ_K_RED_L1}, {PTQ_OP_REDUCEL2, PTQ_K_RED_L2},
+        {PTQ_OP_REDUCESUMSQUARE, PTQ_K_RED_SUM_SQUARE}, {PTQ_OP_REDUCELOGSUM, PTQ_K_RED_LOG_SUM},
+        {PTQ_OP_REDUCELOGSUMEXP, PTQ_K_RED_LOG_SUM_EXP},
+    };
+    const ptq_op_id id = ptq_op_of(io)->traits->id;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        if (ops[k].id == id)
+            return (int)ops[k].op;
+    return -1;
+}
+
+/* Input 0's kernel element type for the node's reduction: ReduceMean float32; ReduceL2, ReduceLogSum and
+ * ReduceLogSumExp (a root or log of an integer) float32 or float64; the others sum_elem's. */
+static ptq_status reduce_elem(ptq_ctx *ctx, const ptq_op_io *io, ptq_k_elem *et)
+{
+    const int op = reduce_kind(io);
+    *et = PTQ_K_F32;
+    if (op < 0)
+        return ptq_op_need_float(ctx, io, 0);
+    PTQ_TRY_RET(sum_elem(ctx, io, 0, et));
+    if ((op == PTQ_K_RED_L2 || op == PTQ_K_RED_LOG_SUM || op == PTQ_K_RED_LOG_SUM_EXP) && *et != PTQ_K_F32 &&
+        *et != PTQ_K_F64)
+        return ptq_op_unsupported(ctx, io, "input 0 is %s (ptq takes float32 and float64)",
+                                  ptq_dtype_name(io->in[0]->dtype));
+    return PTQ_OK;
+}
+
 static ptq_status reduce_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
     unsigned char reduced[PTQ_MAX_DIMS];
     int noop = 0;
     ptq_k_elem et;
-    ptq_status st = strcmp(io->node->op_type, "ReduceMean") ? sum_elem(ctx, io, 0, &et) : ptq_op_need_float(ctx, io, 0);
+    ptq_status st = reduce_elem(ctx, io, &et);
     if (st != PTQ_OK || (st = ptq_op_reduce_axes(ctx, io, reduced, &noop)) != PTQ_OK)
         return st;
     const ptq_tensor *x = io->in[0];
@@ -131,35 +167,28 @@ static ptq_status reduce_mean_ref(ptq_ctx *ctx, const ptq_op_io *io)
     return reduce_mean_run(ctx, io, 0);
 }
 
-/* ReduceSum (max 0) or ReduceMax (max 1) of input 0 over the node's axes. */
-static ptq_status reduce_sum_max(ptq_ctx *ctx, const ptq_op_io *io, int max)
+/* ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum or ReduceLogSumExp
+ * of input 0 over the node's axes. */
+static ptq_status reduce_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
     unsigned char reduced[PTQ_MAX_DIMS];
     int noop = 0;
     ptq_k_elem et;
-    PTQ_TRY_RET(sum_elem(ctx, io, 0, &et));
+    PTQ_TRY_RET(reduce_elem(ctx, io, &et));
     PTQ_TRY_RET(ptq_op_reduce_axes(ctx, io, reduced, &noop));
     const ptq_tensor *x = io->in[0];
-    if (noop) {
+    const ptq_k_reduce op = (ptq_k_reduce)reduce_kind(io);
+    /* noop_with_empty_axes: each element reduced alone, which leaves it as it is but for L1's |x|, L2's |x|, SumSquare's
+     * x^2 and LogSum's log x (onnxruntime's and ONNX's reference) */
+    if (noop && op != PTQ_K_RED_L1 && op != PTQ_K_RED_L2 && op != PTQ_K_RED_SUM_SQUARE && op != PTQ_K_RED_LOG_SUM) {
         if (ptq_tensor_bytes(x))
             memcpy(io->out[0]->data, x->data, ptq_tensor_bytes(x));
         return PTQ_OK;
     }
-    if (max)
-        ptq_k_reduce_max_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
-    else
-        ptq_k_reduce_sum_ref(x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
+    if (noop)
+        memset(reduced, 0, PTQ_MAX_DIMS);
+    ptq_k_reduce_ref(op, x->ndim, x->dims, reduced, et, x->data, io->out[0]->data);
     return PTQ_OK;
-}
-
-static ptq_status reduce_sum_run(ptq_ctx *ctx, const ptq_op_io *io)
-{
-    return reduce_sum_max(ctx, io, 0);
-}
-
-static ptq_status reduce_max_run(ptq_ctx *ctx, const ptq_op_io *io)
-{
-    return reduce_sum_max(ctx, io, 1);
 }
 
 /* ArgMax's axis as a non-negative axis of input 0, of a supported type and a non-empty axis at run time. */
@@ -328,8 +357,17 @@ static ptq_status layernorm_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
 
 const ptq_op_def ptq_op_ReduceMean = {PTQ_OP_TRAITS(REDUCEMEAN), 1, 1u << 1, reduce_infer, reduce_mean_ref,
                                       reduce_mean_cpu, 0};
-const ptq_op_def ptq_op_ReduceSum = {PTQ_OP_TRAITS(REDUCESUM), 1, 1u << 1, reduce_infer, reduce_sum_run, NULL, 0};
-const ptq_op_def ptq_op_ReduceMax = {PTQ_OP_TRAITS(REDUCEMAX), 1, 1u << 1, reduce_infer, reduce_max_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceSum = {PTQ_OP_TRAITS(REDUCESUM), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceMax = {PTQ_OP_TRAITS(REDUCEMAX), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceMin = {PTQ_OP_TRAITS(REDUCEMIN), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceProd = {PTQ_OP_TRAITS(REDUCEPROD), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceL1 = {PTQ_OP_TRAITS(REDUCEL1), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceL2 = {PTQ_OP_TRAITS(REDUCEL2), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceSumSquare = {PTQ_OP_TRAITS(REDUCESUMSQUARE), 1, 1u << 1, reduce_infer, reduce_run, NULL,
+                                           0};
+const ptq_op_def ptq_op_ReduceLogSum = {PTQ_OP_TRAITS(REDUCELOGSUM), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+const ptq_op_def ptq_op_ReduceLogSumExp = {PTQ_OP_TRAITS(REDUCELOGSUMEXP), 1, 1u << 1, reduce_infer, reduce_run, NULL,
+                                           0};
 const ptq_op_def ptq_op_ArgMax = {PTQ_OP_TRAITS(ARGMAX), 1, 0, argmax_infer, argmax_run, NULL, 0};
 const ptq_op_def ptq_op_CumSum = {PTQ_OP_TRAITS(CUMSUM), 11, 1u << 1, cumsum_infer, cumsum_run, NULL, 0};
 const ptq_op_def ptq_op_LayerNormalization = {PTQ_OP_TRAITS(LAYERNORMALIZATION), 17, 0, layernorm_infer,

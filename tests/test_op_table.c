@@ -118,6 +118,13 @@ static const struct {
     {"Sum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Mean", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 6, 0},
     {"Size", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ReduceMin", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ReduceProd", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ReduceL1", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ReduceL2", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ReduceSumSquare", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ReduceLogSum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ReduceLogSumExp", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)

@@ -1,31 +1,88 @@
-/* Reference ReduceMean, ReduceSum and ReduceMax over any set of axes, CumSum and ArgMax along one,
- * and LayerNormalization over the trailing axes; float32 sums of the
- * reductions in double. Covered by tests/test_ops_zoo.c and the ONNX
+/* Reference ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum
+ * and ReduceLogSumExp over any set of axes, CumSum, ArgMax and ArgMin along one, and LayerNormalization over the
+ * trailing axes; float32 sums of the reductions in double. tests/ops_reduce_test.py (onnxruntime) covers the ones
+ * after ReduceMax. Covered by tests/test_ops_zoo.c and the ONNX
  * conformance run. */
 #include <math.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
 
-/* What reduce_ref computes and in which type. */
-enum { RED_MEAN_F32, RED_SUM_F32, RED_SUM_F64, RED_SUM_I64, RED_SUM_I32, RED_MAX_F32, RED_MAX_F64, RED_MAX_I64,
-       RED_MAX_I32 };
+/* A running reduction: floats in double, integers as int64 (max, min) or wrapping as two's complement (sums and
+ * products, as onnxruntime's, without the C overflow). */
+typedef struct red_acc {
+    double f;
+    int64_t best;
+    uint64_t i;
+} red_acc;
 
-/* The element off of x as a double (floats) or an int64 (integers), for the max. */
-static double elem_f(int kind, const void *x, int64_t off)
+/* The accumulator over no element: 0, 1 for Prod; Max's -Inf or the type's least value, Min's +Inf or greatest;
+ * LogSum's and LogSumExp's log(0) = -Inf comes out of red_put. */
+static red_acc red_init(ptq_k_reduce op, ptq_k_elem et)
 {
-    return kind == RED_MAX_F64 ? ((const double *)x)[off] : (double)((const float *)x)[off];
+    red_acc a = {op == PTQ_K_RED_PROD ? 1.0 : 0.0, 0, op == PTQ_K_RED_PROD ? 1u : 0u};
+    if (op == PTQ_K_RED_MAX) {
+        a.f = -INFINITY;
+        a.best = et == PTQ_K_I32 ? INT32_MIN : INT64_MIN;
+    } else if (op == PTQ_K_RED_MIN) {
+        a.f = INFINITY;
+        a.best = et == PTQ_K_I32 ? INT32_MAX : INT64_MAX;
+    }
+    return a;
 }
 
-static int64_t elem_i(int kind, const void *x, int64_t off)
+/* Adds x[off]; top is LogSumExp's max (exp(v - top) neither overflows nor loses a large set to 0). Max and Min
+ * propagate NaN. */
+static void red_add(red_acc *a, ptq_k_reduce op, ptq_k_elem et, const void *x, int64_t off, double top)
 {
-    return kind == RED_MAX_I64 ? ((const int64_t *)x)[off] : (int64_t)((const int32_t *)x)[off];
+    if (et == PTQ_K_F32 || et == PTQ_K_F64) {
+        const double v = et == PTQ_K_F64 ? ((const double *)x)[off] : (double)((const float *)x)[off];
+        switch (op) {
+        case PTQ_K_RED_MAX: a->f = isnan(a->f) || v <= a->f ? a->f : v; break;
+        case PTQ_K_RED_MIN: a->f = isnan(a->f) || v >= a->f ? a->f : v; break;
+        case PTQ_K_RED_PROD: a->f *= v; break;
+        case PTQ_K_RED_L1: a->f += fabs(v); break;
+        case PTQ_K_RED_L2:
+        case PTQ_K_RED_SUM_SQUARE: a->f += v * v; break;
+        case PTQ_K_RED_LOG_SUM_EXP: a->f += exp(v - top); break;
+        default: a->f += v; break; /* Mean, Sum, LogSum */
+        }
+        return;
+    }
+    const int64_t v = et == PTQ_K_I64 ? ((const int64_t *)x)[off] : (int64_t)((const int32_t *)x)[off];
+    const uint64_t u = (uint64_t)v;
+    switch (op) {
+    case PTQ_K_RED_MAX: a->best = v > a->best ? v : a->best; break;
+    case PTQ_K_RED_MIN: a->best = v < a->best ? v : a->best; break;
+    case PTQ_K_RED_PROD: a->i *= u; break;
+    case PTQ_K_RED_L1: a->i += v < 0 ? 0u - u : u; break;
+    case PTQ_K_RED_SUM_SQUARE: a->i += u * u; break;
+    default: a->i += u; break;
+    }
 }
 
-/* Over the axes with reduced[d] != 0 of x: floats summed in double (then divided for the mean), integers summed
- * with two's-complement wrap (as onnxruntime's, without the C overflow); the max of floats NaN where any is NaN,
- * -Inf (floats) or the type's least value (integers) over no element. */
-static void reduce_ref(int kind, int ndim, const int64_t *dims, const unsigned char *reduced, const void *x, void *y)
+static void red_put(const red_acc *a, ptq_k_reduce op, ptq_k_elem et, int64_t n, double top, void *y, int64_t o)
+{
+    double f = a->f;
+    if (op == PTQ_K_RED_MEAN)
+        f /= (double)n;
+    else if (op == PTQ_K_RED_L2)
+        f = sqrt(f);
+    else if (op == PTQ_K_RED_LOG_SUM)
+        f = log(f);
+    else if (op == PTQ_K_RED_LOG_SUM_EXP)
+        f = isfinite(top) ? top + log(f) : top; /* empty or all -Inf, an +Inf, a NaN */
+    const int64_t i = op == PTQ_K_RED_MAX || op == PTQ_K_RED_MIN ? a->best : (int64_t)a->i;
+    switch (et) {
+    case PTQ_K_F32: ((float *)y)[o] = (float)f; break;
+    case PTQ_K_F64: ((double *)y)[o] = f; break;
+    case PTQ_K_I64: ((int64_t *)y)[o] = i; break;
+    case PTQ_K_I32: ((int32_t *)y)[o] = (int32_t)(uint32_t)(uint64_t)i; break;
+    }
+}
+
+void ptq_k_reduce_ref(ptq_k_reduce op, int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et,
+                      const void *x, void *y)
 {
     int64_t stride[8], n_out = 1, n_red = 1;
     int kept[8], red[8], n_kept = 0, n_redax = 0;
@@ -49,107 +106,73 @@ static void reduce_ref(int kind, int ndim, const int64_t *dims, const unsigned c
             base += (r % dims[kept[k]]) * stride[kept[k]];
             r /= dims[kept[k]];
         }
-        double sum = 0.0, best = -INFINITY;
-        uint64_t isum = 0;
-        int64_t ibest = kind == RED_MAX_I32 ? INT32_MIN : INT64_MIN;
-        for (int64_t j = 0; j < n_red; j++) {
-            int64_t off = base, q = j;
-            for (int k = n_redax - 1; k >= 0; k--) {
-                off += (q % dims[red[k]]) * stride[red[k]];
-                q /= dims[red[k]];
+        /* LogSumExp takes two passes: the max, then the sum */
+        red_acc top = red_init(PTQ_K_RED_MAX, et), a = red_init(op, et);
+        for (int pass = op == PTQ_K_RED_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++)
+            for (int64_t j = 0; j < n_red; j++) {
+                int64_t off = base, q = j;
+                for (int k = n_redax - 1; k >= 0; k--) {
+                    off += (q % dims[red[k]]) * stride[red[k]];
+                    q /= dims[red[k]];
+                }
+                if (pass == 0)
+                    red_add(&top, PTQ_K_RED_MAX, et, x, off, 0.0);
+                else
+                    red_add(&a, op, et, x, off, top.f);
             }
-            if (kind == RED_MAX_F32 || kind == RED_MAX_F64) {
-                const double v = elem_f(kind, x, off);
-                best = v > best || isnan(v) ? (isnan(best) ? best : v) : best;
-            } else if (kind == RED_MAX_I64 || kind == RED_MAX_I32) {
-                const int64_t v = elem_i(kind, x, off);
-                ibest = v > ibest ? v : ibest;
-            } else if (kind == RED_SUM_I64)
-                isum += (uint64_t)((const int64_t *)x)[off];
-            else if (kind == RED_SUM_I32)
-                isum += (uint64_t)(int64_t)((const int32_t *)x)[off];
-            else if (kind == RED_SUM_F64)
-                sum += ((const double *)x)[off];
-            else
-                sum += ((const float *)x)[off];
-        }
-        if (kind == RED_MAX_F32)
-            ((float *)y)[o] = (float)best;
-        else if (kind == RED_MAX_F64)
-            ((double *)y)[o] = best;
-        else if (kind == RED_MAX_I64)
-            ((int64_t *)y)[o] = ibest;
-        else if (kind == RED_MAX_I32)
-            ((int32_t *)y)[o] = (int32_t)ibest;
-        else if (kind == RED_MEAN_F32)
-            ((float *)y)[o] = (float)(sum / (double)n_red);
-        else if (kind == RED_SUM_F32)
-            ((float *)y)[o] = (float)sum;
-        else if (kind == RED_SUM_F64)
-            ((double *)y)[o] = sum;
-        else if (kind == RED_SUM_I64)
-            ((int64_t *)y)[o] = (int64_t)isum;
-        else
-            ((int32_t *)y)[o] = (int32_t)(uint32_t)isum;
+        red_put(&a, op, et, n_red, top.f, y, o);
     }
 }
 
 void ptq_k_reduce_mean_ref(int ndim, const int64_t *dims, const unsigned char *reduced, const float *x, float *y)
 {
-    reduce_ref(RED_MEAN_F32, ndim, dims, reduced, x, y);
+    ptq_k_reduce_ref(PTQ_K_RED_MEAN, ndim, dims, reduced, PTQ_K_F32, x, y);
 }
 
-void ptq_k_reduce_sum_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
-                          void *y)
-{
-    const int kind = et == PTQ_K_I64 ? RED_SUM_I64 : et == PTQ_K_I32 ? RED_SUM_I32 : et == PTQ_K_F64 ? RED_SUM_F64
-                                                                                               : RED_SUM_F32;
-    reduce_ref(kind, ndim, dims, reduced, x, y);
-}
-
-void ptq_k_reduce_max_ref(int ndim, const int64_t *dims, const unsigned char *reduced, ptq_k_elem et, const void *x,
-                          void *y)
-{
-    const int kind = et == PTQ_K_I64 ? RED_MAX_I64 : et == PTQ_K_I32 ? RED_MAX_I32 : et == PTQ_K_F64 ? RED_MAX_F64
-                                                                                               : RED_MAX_F32;
-    reduce_ref(kind, ndim, dims, reduced, x, y);
-}
-
-/* Whether x[a] > x[b], elements of type et compared in their type (int64 exactly), a float NaN above any number. */
-static int is_greater(ptq_k_elem et, const void *x, int64_t a, int64_t b)
+/* Whether x[a] comes before x[b] in ArgMax's order (greater; min: less), elements of type et compared in their type
+ * (int64 exactly), a float NaN before any number either way (numpy's argmax and argmin take the first NaN). */
+static int is_before(ptq_k_elem et, int min, const void *x, int64_t a, int64_t b)
 {
     switch (et) {
     case PTQ_K_F32: {
         const float u = ((const float *)x)[a], v = ((const float *)x)[b];
-        return u > v || (isnan(u) && !isnan(v));
+        return (min ? u < v : u > v) || (isnan(u) && !isnan(v));
     }
     case PTQ_K_F64: {
         const double u = ((const double *)x)[a], v = ((const double *)x)[b];
-        return u > v || (isnan(u) && !isnan(v));
+        return (min ? u < v : u > v) || (isnan(u) && !isnan(v));
     }
-    case PTQ_K_I64: return ((const int64_t *)x)[a] > ((const int64_t *)x)[b];
-    case PTQ_K_I32: return ((const int32_t *)x)[a] > ((const int32_t *)x)[b];
+    case PTQ_K_I64: {
+        const int64_t u = ((const int64_t *)x)[a], v = ((const int64_t *)x)[b];
+        return min ? u < v : u > v;
+    }
+    case PTQ_K_I32: {
+        const int32_t u = ((const int32_t *)x)[a], v = ((const int32_t *)x)[b];
+        return min ? u < v : u > v;
+    }
     }
     return 0;
 }
 
-static int is_equal(ptq_k_elem et, const void *x, int64_t a, int64_t b)
-{
-    return !is_greater(et, x, a, b) && !is_greater(et, x, b, a);
-}
-
-void ptq_k_argmax_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y)
+static void arg_ref(int min, int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x,
+                    int64_t *y)
 {
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             const int64_t base = o * len * inner + i;
             int64_t best = 0;
-            for (int64_t j = 1; j < len; j++)
-                if (is_greater(et, x, base + j * inner, base + best * inner) ||
-                    (last && is_equal(et, x, base + j * inner, base + best * inner)))
+            for (int64_t j = 1; j < len; j++) {
+                const int64_t at = base + j * inner, at_best = base + best * inner;
+                if (is_before(et, min, x, at, at_best) || (last && !is_before(et, min, x, at_best, at)))
                     best = j;
+            }
             y[o * inner + i] = best;
         }
+}
+
+void ptq_k_argmax_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y)
+{
+    arg_ref(0, outer, len, inner, et, last, x, y);
 }
 
 /* A running sum of one element type: float32 in float32 (onnxruntime's order and rounding), float64 in double,
