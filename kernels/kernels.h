@@ -278,6 +278,8 @@ void ptq_k_reduce_ref(ptq_k_reduce op, int ndim, const int64_t *dims, const unsi
 /* ArgMax of x [outer, len, inner] of type et along the middle axis (len >= 1) into y [outer, inner]: the first index
  * of the largest value (the last with last != 0); a float NaN counts as the largest, as numpy's argmax. */
 void ptq_k_argmax_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y);
+/* ArgMin likewise: the first (last) index of the least value, a float NaN counting as the least, as numpy's argmin. */
+void ptq_k_argmin_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y);
 /* CumSum of x [outer, len, inner] of type et along the middle axis, in its order (from the
  * end with reverse), each y the sum before (exclusive) or up to it; floats summed in their type in order as onnxruntime
  * does, integers wrapping. */

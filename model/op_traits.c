@@ -159,6 +159,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_REDUCESUMSQUARE, "ReduceSumSquare", 0),
     PLAIN(PTQ_OP_REDUCELOGSUM, "ReduceLogSum", 0),
     PLAIN(PTQ_OP_REDUCELOGSUMEXP, "ReduceLogSumExp", 0),
+    /* torch's argmin (an int64 output), plain as ArgMax */
+    PLAIN(PTQ_OP_ARGMIN, "ArgMin", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -111,6 +111,7 @@ typedef enum ptq_op_id {
     PTQ_OP_REDUCESUMSQUARE,
     PTQ_OP_REDUCELOGSUM,
     PTQ_OP_REDUCELOGSUMEXP,
+    PTQ_OP_ARGMIN,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -6,7 +6,8 @@
  * int64 and int32, and ArgMax (axis, keepdims, select_last_index; torch's argmax: a GPT classifier's last token as
  * Hugging Face finds it, eq(ids, pad).int().argmax(-1) - 1) on the same types, ReduceMin, ReduceProd, ReduceL1 and
  * ReduceSumSquare as ReduceMax, ReduceL2, ReduceLogSum and ReduceLogSumExp on float32 and float64 (sharing
- * ReduceMax's axes, shape and run; tests/ops_reduce_test.py against onnxruntime), through kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
+ * ReduceMax's axes, shape and run; tests/ops_reduce_test.py against onnxruntime), ArgMin as ArgMax (a NaN the least),
+ * through kernels/ref/reduce.c; ReduceMean over trailing axes (GlobalAveragePool's
  * shape, torchvision's `x.mean([2, 3])`) runs the CPU pooling kernel.
  * ptq_op_reduce_axes and ptq_op_layernorm_view serve the CUDA backend too
  * (kernels/cuda/reduce.cu, kernels/cuda/layernorm.cu).
@@ -191,7 +192,7 @@ static ptq_status reduce_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* ArgMax's axis as a non-negative axis of input 0, of a supported type and a non-empty axis at run time. */
+/* ArgMax's (ArgMin's) axis as a non-negative axis of input 0, of a supported type and a non-empty axis at run time. */
 static ptq_status argmax_axis(ptq_ctx *ctx, const ptq_op_io *io, ptq_k_elem *et, int *axis)
 {
     PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
@@ -228,9 +229,11 @@ static ptq_status argmax_run(ptq_ctx *ctx, const ptq_op_io *io)
     const ptq_tensor *x = io->in[0];
     const int64_t outer = ptq_dims_prod(x->dims, 0, axis), inner = ptq_dims_prod(x->dims, axis + 1, x->ndim);
     if (x->dims[axis] == 0 && outer * inner > 0)
-        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %d has no element to take the largest of", axis);
-    ptq_k_argmax_ref(outer, x->dims[axis], inner, et, ptq_node_attr_int(io->node, "select_last_index", 0) != 0,
-                     x->data, io->out[0]->data);
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %d has no element to take the %s of", axis,
+                           ptq_op_of(io)->traits->id == PTQ_OP_ARGMIN ? "least" : "largest");
+    (ptq_op_of(io)->traits->id == PTQ_OP_ARGMIN ? ptq_k_argmin_ref : ptq_k_argmax_ref)(
+        outer, x->dims[axis], inner, et, ptq_node_attr_int(io->node, "select_last_index", 0) != 0, x->data,
+        io->out[0]->data);
     return PTQ_OK;
 }
 
@@ -369,6 +372,7 @@ const ptq_op_def ptq_op_ReduceLogSum = {PTQ_OP_TRAITS(REDUCELOGSUM), 1, 1u << 1,
 const ptq_op_def ptq_op_ReduceLogSumExp = {PTQ_OP_TRAITS(REDUCELOGSUMEXP), 1, 1u << 1, reduce_infer, reduce_run, NULL,
                                            0};
 const ptq_op_def ptq_op_ArgMax = {PTQ_OP_TRAITS(ARGMAX), 1, 0, argmax_infer, argmax_run, NULL, 0};
+const ptq_op_def ptq_op_ArgMin = {PTQ_OP_TRAITS(ARGMIN), 1, 0, argmax_infer, argmax_run, NULL, 0};
 const ptq_op_def ptq_op_CumSum = {PTQ_OP_TRAITS(CUMSUM), 11, 1u << 1, cumsum_infer, cumsum_run, NULL, 0};
 const ptq_op_def ptq_op_LayerNormalization = {PTQ_OP_TRAITS(LAYERNORMALIZATION), 17, 0, layernorm_infer,
                                               layernorm_run, layernorm_run_cpu, 0};

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ONNX's reductions and elementwise math that ptq refused, exit 5 "op X is not supported": each in a small model
+"""ONNX's reductions, ArgMin and elementwise math that ptq refused, exit 5 "op X is not supported": each in a small model
 (built here with onnx.helper) run by `ptq eval` against onnxruntime (keepdims, negative axes, opset 18's axes input,
 empty axes with and without noop_with_empty_axes (which leaves L1's |x|, L2's |x|, SumSquare's x^2 and LogSum's log x), empty sets, NaN), and an embedding-style x / ReduceL2(x) after a
 Conv through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
@@ -159,11 +159,32 @@ def check_reduce_refused():
               f"rc {rc}: {err.strip()[-300:]}")
 
 
+def check_argmin(rng):
+    """ArgMin (axis, keepdims, select_last_index) on [N, 4, 3, 5] of every type it takes, with ties (integers from a
+    few values, repeated floats) and a NaN first in its row (the least, as numpy's argmin; onnxruntime drops one
+    anywhere else); an axis out of range refused naming the node (exit 6)."""
+    shape = (4, 3, 5)
+    for dt in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64):
+        x = rng.integers(-2, 3, (N, 60)).astype(np.float32)
+        if dt == TensorProto.FLOAT:
+            x[:N // 2] = rng.standard_normal((N // 2, 60))
+            x[0, 0] = np.nan
+        for attrs in ({"axis": 2}, {"axis": -1, "keepdims": 0}, {"axis": 1, "select_last_index": 1},
+                      {"axis": -3, "keepdims": 0, "select_last_index": 1}):
+            label = f"ArgMin_{np.dtype(NP_OF[dt]).name}" + "".join(f"_{k}{v}" for k, v in attrs.items())
+            eval_vs_ort(label, reduce_model(label, "ArgMin", dt, shape, 13, attrs), {"x": x})
+    label = "ArgMin_bad_axis"
+    rc, _, err = ptq("info", reduce_model(label, "ArgMin", TensorProto.FLOAT, [3], 13, {"axis": 2}))
+    check(f"{label}: exit 6 naming the node", rc == 6 and label in err and "out of range" in err,
+          f"rc {rc}: {err.strip()[-300:]}")
+
+
 def main():
     rng = np.random.default_rng(14)
     check_reduces(rng)
     check_reduce_edges(rng)
     check_reduce_refused()
+    check_argmin(rng)
     # an embedding's L2 normalisation (torch's F.normalize: x / max(ReduceL2(x), eps)) after a Conv
     eps = numpy_helper.from_array(np.array(1e-12, np.float32), "eps")
     check_pipeline("pipeline_l2norm", conv_classifier(

@@ -125,6 +125,7 @@ static const struct {
     {"ReduceSumSquare", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"ReduceLogSum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"ReduceLogSumExp", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"ArgMin", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)

@@ -175,6 +175,11 @@ void ptq_k_argmax_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, 
     arg_ref(0, outer, len, inner, et, last, x, y);
 }
 
+void ptq_k_argmin_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y)
+{
+    arg_ref(1, outer, len, inner, et, last, x, y);
+}
+
 /* A running sum of one element type: float32 in float32 (onnxruntime's order and rounding), float64 in double,
  * integers wrapping as two's complement. */
 typedef struct run_sum {
