@@ -231,7 +231,19 @@ typedef enum ptq_fn {
     PTQ_FN_CELU,     /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)); alpha != 0 */
     PTQ_FN_MISH,     /* x tanh(softplus(x)) */
     PTQ_FN_LOG,      /* natural log: -Inf at 0, NaN below */
-    PTQ_FN_RECIPROCAL /* 1 / x: +-Inf at +-0 */
+    PTQ_FN_RECIPROCAL, /* 1 / x: +-Inf at +-0 */
+    PTQ_FN_TAN,
+    PTQ_FN_ASIN,       /* NaN outside [-1, 1], as acos and atanh */
+    PTQ_FN_ACOS,
+    PTQ_FN_ATAN,
+    PTQ_FN_SINH,
+    PTQ_FN_COSH,
+    PTQ_FN_ASINH,
+    PTQ_FN_ACOSH,      /* NaN below 1 */
+    PTQ_FN_ATANH,      /* +-Inf at +-1 */
+    PTQ_FN_SIGN,       /* -1, 0 or 1; NaN stays NaN */
+    PTQ_FN_THRESHOLDED_RELU, /* x for x > alpha, else 0 */
+    PTQ_FN_SHRINK      /* x + gamma for x < -alpha, x - gamma for x > alpha, else 0 (alpha lambd, gamma bias) */
 } ptq_fn;
 
 /* y[i] = f(x[i]) for i < n with f's parameters alpha, gamma (ptq_fn's); x, y: [n], x == y allowed. */

@@ -161,6 +161,20 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_REDUCELOGSUMEXP, "ReduceLogSumExp", 0),
     /* torch's argmin (an int64 output), plain as ArgMax */
     PLAIN(PTQ_OP_ARGMIN, "ArgMin", 0),
+    /* torch's trigonometric and hyperbolic functions, sign, and the activations ThresholdedRelu and Shrink
+     * (Hardshrink, Softshrink): plain as Sin, Cos and Elu are (not among the activations placement fuses) */
+    PLAIN(PTQ_OP_TAN, "Tan", 0),
+    PLAIN(PTQ_OP_ASIN, "Asin", 0),
+    PLAIN(PTQ_OP_ACOS, "Acos", 0),
+    PLAIN(PTQ_OP_ATAN, "Atan", 0),
+    PLAIN(PTQ_OP_SINH, "Sinh", 0),
+    PLAIN(PTQ_OP_COSH, "Cosh", 0),
+    PLAIN(PTQ_OP_ASINH, "Asinh", 0),
+    PLAIN(PTQ_OP_ACOSH, "Acosh", 0),
+    PLAIN(PTQ_OP_ATANH, "Atanh", 0),
+    PLAIN(PTQ_OP_SIGN, "Sign", 0),
+    PLAIN(PTQ_OP_THRESHOLDEDRELU, "ThresholdedRelu", 0),
+    PLAIN(PTQ_OP_SHRINK, "Shrink", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

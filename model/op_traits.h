@@ -112,6 +112,18 @@ typedef enum ptq_op_id {
     PTQ_OP_REDUCELOGSUM,
     PTQ_OP_REDUCELOGSUMEXP,
     PTQ_OP_ARGMIN,
+    PTQ_OP_TAN,
+    PTQ_OP_ASIN,
+    PTQ_OP_ACOS,
+    PTQ_OP_ATAN,
+    PTQ_OP_SINH,
+    PTQ_OP_COSH,
+    PTQ_OP_ASINH,
+    PTQ_OP_ACOSH,
+    PTQ_OP_ATANH,
+    PTQ_OP_SIGN,
+    PTQ_OP_THRESHOLDEDRELU,
+    PTQ_OP_SHRINK,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -26,7 +26,7 @@ extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_R
     ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Reciprocal, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
     ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_RNN, ptq_op_GRU, ptq_op_LSTM,
     ptq_op_Einsum, ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile, ptq_op_GlobalMaxPool, ptq_op_Sum, ptq_op_Mean,
-    ptq_op_Size, ptq_op_ReduceMin, ptq_op_ReduceProd, ptq_op_ReduceL1, ptq_op_ReduceL2, ptq_op_ReduceSumSquare, ptq_op_ReduceLogSum, ptq_op_ReduceLogSumExp, ptq_op_ArgMin;
+    ptq_op_Size, ptq_op_ReduceMin, ptq_op_ReduceProd, ptq_op_ReduceL1, ptq_op_ReduceL2, ptq_op_ReduceSumSquare, ptq_op_ReduceLogSum, ptq_op_ReduceLogSumExp, ptq_op_ArgMin, ptq_op_Tan, ptq_op_Asin, ptq_op_Acos, ptq_op_Atan, ptq_op_Sinh, ptq_op_Cosh, ptq_op_Asinh, ptq_op_Acosh, ptq_op_Atanh, ptq_op_Sign, ptq_op_ThresholdedRelu, ptq_op_Shrink;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -129,6 +129,18 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_REDUCELOGSUM] = &ptq_op_ReduceLogSum,
     [PTQ_OP_REDUCELOGSUMEXP] = &ptq_op_ReduceLogSumExp,
     [PTQ_OP_ARGMIN] = &ptq_op_ArgMin,
+    [PTQ_OP_TAN] = &ptq_op_Tan,
+    [PTQ_OP_ASIN] = &ptq_op_Asin,
+    [PTQ_OP_ACOS] = &ptq_op_Acos,
+    [PTQ_OP_ATAN] = &ptq_op_Atan,
+    [PTQ_OP_SINH] = &ptq_op_Sinh,
+    [PTQ_OP_COSH] = &ptq_op_Cosh,
+    [PTQ_OP_ASINH] = &ptq_op_Asinh,
+    [PTQ_OP_ACOSH] = &ptq_op_Acosh,
+    [PTQ_OP_ATANH] = &ptq_op_Atanh,
+    [PTQ_OP_SIGN] = &ptq_op_Sign,
+    [PTQ_OP_THRESHOLDEDRELU] = &ptq_op_ThresholdedRelu,
+    [PTQ_OP_SHRINK] = &ptq_op_Shrink,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

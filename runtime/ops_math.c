@@ -8,7 +8,9 @@
  * and tests/seq_models_test.py.
  * Exp, Floor, Ceil, Round, Sin, Cos, Softplus, Softsign, Elu, Selu, Celu, Mish, Log and Reciprocal (float32)
  * through ptq_k_fn_ref, their CPU path too: torch's functional code exports them, T5's relative position buckets
- * Log, torch 2.x's RMSNorm (rsqrt) Reciprocal (tests/ops_breadth_test.py against onnxruntime).
+ * Log, torch 2.x's RMSNorm (rsqrt) Reciprocal (tests/ops_breadth_test.py against onnxruntime); Tan, Asin, Acos,
+ * Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Sign, ThresholdedRelu (alpha) and Shrink (lambd, bias) likewise
+ * (tests/ops_reduce_test.py).
  * PRelu (float32; the slope broadcast to X: torch's per-channel [C, 1, 1], a scalar or X's shape) likewise, and
  * Max and Min (any number of float32, int32 or int64 inputs, numpy broadcasting: torch.maximum, clamp by tensors). */
 #include <string.h>
@@ -88,14 +90,27 @@ static ptq_status fn_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_fn *op, float
         {PTQ_OP_MISH, PTQ_FN_MISH, 0.0f, 0.0f},
         {PTQ_OP_LOG, PTQ_FN_LOG, 0.0f, 0.0f},
         {PTQ_OP_RECIPROCAL, PTQ_FN_RECIPROCAL, 0.0f, 0.0f},
+        {PTQ_OP_TAN, PTQ_FN_TAN, 0.0f, 0.0f},
+        {PTQ_OP_ASIN, PTQ_FN_ASIN, 0.0f, 0.0f},
+        {PTQ_OP_ACOS, PTQ_FN_ACOS, 0.0f, 0.0f},
+        {PTQ_OP_ATAN, PTQ_FN_ATAN, 0.0f, 0.0f},
+        {PTQ_OP_SINH, PTQ_FN_SINH, 0.0f, 0.0f},
+        {PTQ_OP_COSH, PTQ_FN_COSH, 0.0f, 0.0f},
+        {PTQ_OP_ASINH, PTQ_FN_ASINH, 0.0f, 0.0f},
+        {PTQ_OP_ACOSH, PTQ_FN_ACOSH, 0.0f, 0.0f},
+        {PTQ_OP_ATANH, PTQ_FN_ATANH, 0.0f, 0.0f},
+        {PTQ_OP_SIGN, PTQ_FN_SIGN, 0.0f, 0.0f},
+        {PTQ_OP_THRESHOLDEDRELU, PTQ_FN_THRESHOLDED_RELU, 1.0f, 0.0f},
+        {PTQ_OP_SHRINK, PTQ_FN_SHRINK, 0.5f, 0.0f},
     };
     const ptq_op_id id = ptq_op_of(io)->traits->id;
     for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
         if (fns[k].id != id)
             continue;
         *op = fns[k].fn;
-        *alpha = ptq_node_attr_float(io->node, "alpha", fns[k].alpha);
-        *gamma = ptq_node_attr_float(io->node, "gamma", fns[k].gamma);
+        const int shrink = *op == PTQ_FN_SHRINK; /* its alpha and gamma are lambd and bias */
+        *alpha = ptq_node_attr_float(io->node, shrink ? "lambd" : "alpha", fns[k].alpha);
+        *gamma = ptq_node_attr_float(io->node, shrink ? "bias" : "gamma", fns[k].gamma);
         if (*op == PTQ_FN_CELU && *alpha == 0.0f) /* x / alpha */
             return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "alpha must not be 0");
         return PTQ_OK;
@@ -291,6 +306,18 @@ const ptq_op_def ptq_op_Celu = {PTQ_OP_TRAITS(CELU), 12, 0, fn_infer, fn_run, NU
 const ptq_op_def ptq_op_Mish = {PTQ_OP_TRAITS(MISH), 18, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_Log = {PTQ_OP_TRAITS(LOG), 6, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_Reciprocal = {PTQ_OP_TRAITS(RECIPROCAL), 6, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Tan = {PTQ_OP_TRAITS(TAN), 7, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Asin = {PTQ_OP_TRAITS(ASIN), 7, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Acos = {PTQ_OP_TRAITS(ACOS), 7, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Atan = {PTQ_OP_TRAITS(ATAN), 7, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Sinh = {PTQ_OP_TRAITS(SINH), 9, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Cosh = {PTQ_OP_TRAITS(COSH), 9, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Asinh = {PTQ_OP_TRAITS(ASINH), 9, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Acosh = {PTQ_OP_TRAITS(ACOSH), 9, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Atanh = {PTQ_OP_TRAITS(ATANH), 9, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Sign = {PTQ_OP_TRAITS(SIGN), 9, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_ThresholdedRelu = {PTQ_OP_TRAITS(THRESHOLDEDRELU), 10, 0, fn_infer, fn_run, NULL, 0};
+const ptq_op_def ptq_op_Shrink = {PTQ_OP_TRAITS(SHRINK), 9, 0, fn_infer, fn_run, NULL, 0};
 const ptq_op_def ptq_op_PRelu = {PTQ_OP_TRAITS(PRELU), 7, 0, prelu_infer, prelu_run, NULL, 0};
 const ptq_op_def ptq_op_Max = {PTQ_OP_TRAITS(MAX), 8, 0, minmax_infer, minmax_run, NULL, 0};
 const ptq_op_def ptq_op_Min = {PTQ_OP_TRAITS(MIN), 8, 0, minmax_infer, minmax_run, NULL, 0};

@@ -179,8 +179,8 @@ static ptq_status reduce_run(ptq_ctx *ctx, const ptq_op_io *io)
     PTQ_TRY_RET(ptq_op_reduce_axes(ctx, io, reduced, &noop));
     const ptq_tensor *x = io->in[0];
     const ptq_k_reduce op = (ptq_k_reduce)reduce_kind(io);
-    /* noop_with_empty_axes: each element reduced alone, which leaves it as it is but for L1's |x|, L2's |x|, SumSquare's
-     * x^2 and LogSum's log x (onnxruntime's and ONNX's reference) */
+    /* noop_with_empty_axes: each element reduced alone, which leaves it as it is but for L1's |x|, L2's |x|,
+     * SumSquare's x^2 and LogSum's log x (onnxruntime's and ONNX's reference) */
     if (noop && op != PTQ_K_RED_L1 && op != PTQ_K_RED_L2 && op != PTQ_K_RED_SUM_SQUARE && op != PTQ_K_RED_LOG_SUM) {
         if (ptq_tensor_bytes(x))
             memcpy(io->out[0]->data, x->data, ptq_tensor_bytes(x));

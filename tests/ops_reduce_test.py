@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""ONNX's reductions, ArgMin and elementwise math that ptq refused, exit 5 "op X is not supported": each in a small model
-(built here with onnx.helper) run by `ptq eval` against onnxruntime (keepdims, negative axes, opset 18's axes input,
-empty axes with and without noop_with_empty_axes (which leaves L1's |x|, L2's |x|, SumSquare's x^2 and LogSum's log x), empty sets, NaN), and an embedding-style x / ReduceL2(x) after a
-Conv through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
-(check_ort_agrees). Shares ops_breadth_test.py's model and pipeline helpers. Skips (77) without onnx or onnxruntime.
+"""ONNX's reductions, ArgMin and elementwise math (Tan ... Atanh, Sign, ThresholdedRelu, Shrink) that ptq refused,
+exit 5 "op X is not supported": each in a small model (built here with onnx.helper) run by `ptq eval` against
+onnxruntime (keepdims, negative axes, opset 18's axes input, empty axes with and without noop_with_empty_axes, which
+leaves L1's |x|, L2's |x|, SumSquare's x^2 and LogSum's log x, empty sets, NaN), and an embedding-style
+x / ReduceL2(x) after a Conv through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to
+validate's predictions (check_ort_agrees). Shares ops_breadth_test.py's model and pipeline helpers. Skips (77)
+without onnx or onnxruntime.
 Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import sys
 
@@ -117,7 +119,8 @@ def check_reduce_edges(rng):
         nodes = [helper.make_node("Slice", ["x", "st", "en", "ax"], ["e"]),
                  helper.make_node(op, ["e", "ax"] if op == "ReduceSum" else ["e"], ["r"], name=label,
                                   **({} if op == "ReduceSum" else {"axes": [1]})),
-                 helper.make_node("Clip", ["r", "lo", "hi"], ["c"]), helper.make_node("Concat", ["x", "c"], ["y"], axis=1)]
+                 helper.make_node("Clip", ["r", "lo", "hi"], ["c"]),
+                 helper.make_node("Concat", ["x", "c"], ["y"], axis=1)]
         model = save(label, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])], ["N", 7],
                      [st, en, ax, *big])
         eval_vs_ort(label, model, {"x": x})
@@ -179,12 +182,38 @@ def check_argmin(rng):
           f"rc {rc}: {err.strip()[-300:]}")
 
 
+def check_unary(rng):
+    """The float32 elementwise functions on normal values, their domain's edges (+-1 for Asin, Acos and Atanh, 1 for
+    Acosh, values outside them: NaN), +-0, +-Inf, NaN, and a ThresholdedRelu and Shrink tie at alpha (lambd); Cosh
+    and Sinh up to where float32 overflows. Shrink and ThresholdedRelu with their defaults and torch's Hardshrink
+    (bias 0) and Softshrink (bias = lambd)."""
+    edges = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, np.inf, -np.inf, np.nan, 1e-7, 89.0, -89.0, 1.5,
+                      -1.5], np.float32)
+    x = (rng.standard_normal((N, 24)) * 2).astype(np.float32)
+    x[:N // 2, :len(edges)] = edges  # (half the rows finite: eval refuses logits that hold a NaN in every row)
+    inner = np.clip(rng.uniform(-1, 1, (N, 24)), -0.999, 0.999).astype(np.float32)
+    cases = [("Tan", {}), ("Asin", {}), ("Acos", {}), ("Atan", {}), ("Sinh", {}), ("Cosh", {}), ("Asinh", {}),
+             ("Acosh", {}), ("Atanh", {}), ("Sign", {}), ("ThresholdedRelu", {}), ("ThresholdedRelu", {"alpha": 0.5}),
+             ("Shrink", {}), ("Shrink", {"lambd": 1.5}), ("Shrink", {"lambd": 0.5, "bias": 0.5})]
+    for op, attrs in cases:
+        dom = 1 + np.abs(inner) if op == "Acosh" else inner
+        full = x.copy()
+        if op in ("Asin", "Acos", "Atanh", "Acosh"):  # the rows without edges inside the domain
+            full[N // 2:] = dom[N // 2:]
+        for tag, v in (("", full), ("_inner", dom)):
+            label = op + "".join(f"_{k}{a}" for k, a in attrs.items()) + tag
+            model = save(label, [helper.make_node(op, ["x"], ["y"], name=label, **attrs)],
+                         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 24])], ["N", 24])
+            eval_vs_ort(label, model, {"x": v})
+
+
 def main():
     rng = np.random.default_rng(14)
     check_reduces(rng)
     check_reduce_edges(rng)
     check_reduce_refused()
     check_argmin(rng)
+    check_unary(rng)
     # an embedding's L2 normalisation (torch's F.normalize: x / max(ReduceL2(x), eps)) after a Conv
     eps = numpy_helper.from_array(np.array(1e-12, np.float32), "eps")
     check_pipeline("pipeline_l2norm", conv_classifier(

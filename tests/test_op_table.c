@@ -126,6 +126,18 @@ static const struct {
     {"ReduceLogSum", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"ReduceLogSumExp", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"ArgMin", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Tan", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Asin", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Acos", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Atan", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"Sinh", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"Cosh", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"Asinh", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"Acosh", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"Atanh", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"Sign", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"ThresholdedRelu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
+    {"Shrink", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
 };
 
 static void test_every_op(void)

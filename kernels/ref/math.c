@@ -3,7 +3,7 @@
  * their CPU path too. Covered by tests/test_ops_zoo.c, tests/test_ops_transformer.c, the ONNX conformance run,
  * tests/pow_int_test.py and tests/seq_models_test.py (onnxruntime as the oracle).
  * PRelu, Max, Min and the ptq_fn functions (Exp ... Mish, Log, Reciprocal) too: the conformance run and
- * tests/ops_breadth_test.py. */
+ * tests/ops_breadth_test.py; Tan ... Atanh, Sign, ThresholdedRelu and Shrink: tests/ops_reduce_test.py. */
 #include <math.h>
 #include <stdint.h>
 
@@ -130,6 +130,18 @@ static float fn(ptq_fn op, float alpha, float gamma, float x)
     case PTQ_FN_MISH: return x * tanhf(softplus(x));
     case PTQ_FN_LOG: return logf(x);
     case PTQ_FN_RECIPROCAL: return 1.0f / x;
+    case PTQ_FN_TAN: return tanf(x);
+    case PTQ_FN_ASIN: return asinf(x);
+    case PTQ_FN_ACOS: return acosf(x);
+    case PTQ_FN_ATAN: return atanf(x);
+    case PTQ_FN_SINH: return sinhf(x);
+    case PTQ_FN_COSH: return coshf(x);
+    case PTQ_FN_ASINH: return asinhf(x);
+    case PTQ_FN_ACOSH: return acoshf(x);
+    case PTQ_FN_ATANH: return atanhf(x);
+    case PTQ_FN_SIGN: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
+    case PTQ_FN_THRESHOLDED_RELU: return x > alpha ? x : 0.0f;
+    case PTQ_FN_SHRINK: return x < -alpha ? x + gamma : x > alpha ? x - gamma : 0.0f;
     }
     return x;
 }
