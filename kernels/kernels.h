@@ -292,6 +292,10 @@ void ptq_k_reduce_ref(ptq_k_reduce op, int ndim, const int64_t *dims, const unsi
 void ptq_k_argmax_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y);
 /* ArgMin likewise: the first (last) index of the least value, a float NaN counting as the least, as numpy's argmin. */
 void ptq_k_argmin_ref(int64_t outer, int64_t len, int64_t inner, ptq_k_elem et, int last, const void *x, int64_t *y);
+/* LRN of x [n, c, inner] across channels: y = x / (bias + alpha / size * sum of x^2 over channels
+ * [ch - floor((size - 1) / 2), ch + ceil((size - 1) / 2)] within [0, c))^beta, the sum in double; y: [n, c, inner]. */
+void ptq_k_lrn_ref(int64_t n, int64_t c, int64_t inner, int64_t size, float alpha, float beta, float bias,
+                   const float *x, float *y);
 /* CumSum of x [outer, len, inner] of type et along the middle axis, in its order (from the
  * end with reverse), each y the sum before (exclusive) or up to it; floats summed in their type in order as onnxruntime
  * does, integers wrapping. */

@@ -175,6 +175,10 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_SIGN, "Sign", 0),
     PLAIN(PTQ_OP_THRESHOLDEDRELU, "ThresholdedRelu", 0),
     PLAIN(PTQ_OP_SHRINK, "Shrink", 0),
+    /* AlexNet-, GoogLeNet- and SqueezeNet-era zoo models' normalisation across channels after a Conv's ReLU: plain,
+     * as InstanceNormalization (a statistic of the data, nothing to fold into the Conv; not monotone, so Q/DQ does
+     * not commute with it) */
+    PLAIN(PTQ_OP_LRN, "LRN", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -124,6 +124,7 @@ typedef enum ptq_op_id {
     PTQ_OP_SIGN,
     PTQ_OP_THRESHOLDEDRELU,
     PTQ_OP_SHRINK,
+    PTQ_OP_LRN,
     PTQ_OP_COUNT
 } ptq_op_id;
 

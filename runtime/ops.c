@@ -13,20 +13,22 @@
 #include "runtime/op_util.h"
 
 extern const ptq_op_def ptq_op_Conv, ptq_op_ConvTranspose, ptq_op_Gemm, ptq_op_MatMul, ptq_op_MaxPool,
-    ptq_op_AveragePool, ptq_op_GlobalAveragePool, ptq_op_BatchNormalization;
-extern const ptq_op_def ptq_op_Add, ptq_op_Sub, ptq_op_Mul, ptq_op_Div, ptq_op_Relu, ptq_op_LeakyRelu, ptq_op_Clip,
-    ptq_op_Sigmoid, ptq_op_HardSigmoid, ptq_op_HardSwish, ptq_op_Tanh, ptq_op_Softmax, ptq_op_Flatten,
-    ptq_op_Reshape, ptq_op_Squeeze, ptq_op_Unsqueeze, ptq_op_Transpose, ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Pad, ptq_op_Erf,
-    ptq_op_Constant, ptq_op_ReduceMean, ptq_op_LayerNormalization, ptq_op_Pow, ptq_op_Sqrt, ptq_op_Shape,
-    ptq_op_Gather, ptq_op_Slice, ptq_op_Cast, ptq_op_Gelu, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range,
-    ptq_op_Equal, ptq_op_Mod, ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum,
-    ptq_op_Exp, ptq_op_Floor, ptq_op_Ceil, ptq_op_Round, ptq_op_Sin, ptq_op_Cos, ptq_op_Softplus, ptq_op_Softsign,
-    ptq_op_Elu, ptq_op_Selu, ptq_op_Celu, ptq_op_Mish, ptq_op_PRelu, ptq_op_LogSoftmax, ptq_op_Max,
-    ptq_op_Min, ptq_op_InstanceNormalization, ptq_op_Neg, ptq_op_Trilu,
-    ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Reciprocal, ptq_op_Abs, ptq_op_Greater, ptq_op_Less,
-    ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_RNN, ptq_op_GRU, ptq_op_LSTM,
-    ptq_op_Einsum, ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile, ptq_op_GlobalMaxPool, ptq_op_Sum, ptq_op_Mean,
-    ptq_op_Size, ptq_op_ReduceMin, ptq_op_ReduceProd, ptq_op_ReduceL1, ptq_op_ReduceL2, ptq_op_ReduceSumSquare, ptq_op_ReduceLogSum, ptq_op_ReduceLogSumExp, ptq_op_ArgMin, ptq_op_Tan, ptq_op_Asin, ptq_op_Acos, ptq_op_Atan, ptq_op_Sinh, ptq_op_Cosh, ptq_op_Asinh, ptq_op_Acosh, ptq_op_Atanh, ptq_op_Sign, ptq_op_ThresholdedRelu, ptq_op_Shrink;
+    ptq_op_AveragePool, ptq_op_GlobalAveragePool, ptq_op_BatchNormalization, ptq_op_Add, ptq_op_Sub, ptq_op_Mul,
+    ptq_op_Div, ptq_op_Relu, ptq_op_LeakyRelu, ptq_op_Clip, ptq_op_Sigmoid, ptq_op_HardSigmoid, ptq_op_HardSwish,
+    ptq_op_Tanh, ptq_op_Softmax, ptq_op_Flatten, ptq_op_Reshape, ptq_op_Squeeze, ptq_op_Unsqueeze, ptq_op_Transpose,
+    ptq_op_Concat, ptq_op_Identity, ptq_op_Dropout, ptq_op_Pad, ptq_op_Erf, ptq_op_Constant, ptq_op_ReduceMean,
+    ptq_op_LayerNormalization, ptq_op_Pow, ptq_op_Sqrt, ptq_op_Shape, ptq_op_Gather, ptq_op_Slice, ptq_op_Cast,
+    ptq_op_Gelu, ptq_op_Split, ptq_op_Where, ptq_op_Expand, ptq_op_Range, ptq_op_Equal, ptq_op_Mod,
+    ptq_op_ConstantOfShape, ptq_op_Not, ptq_op_ScatterND, ptq_op_ReduceSum, ptq_op_CumSum, ptq_op_Exp, ptq_op_Floor,
+    ptq_op_Ceil, ptq_op_Round, ptq_op_Sin, ptq_op_Cos, ptq_op_Softplus, ptq_op_Softsign, ptq_op_Elu, ptq_op_Selu,
+    ptq_op_Celu, ptq_op_Mish, ptq_op_PRelu, ptq_op_LogSoftmax, ptq_op_Max, ptq_op_Min, ptq_op_InstanceNormalization,
+    ptq_op_Neg, ptq_op_Trilu, ptq_op_ReduceMax, ptq_op_ArgMax, ptq_op_Log, ptq_op_Reciprocal, ptq_op_Abs,
+    ptq_op_Greater, ptq_op_Less, ptq_op_GreaterOrEqual, ptq_op_LessOrEqual, ptq_op_And, ptq_op_Or, ptq_op_RNN,
+    ptq_op_GRU, ptq_op_LSTM, ptq_op_Einsum, ptq_op_DepthToSpace, ptq_op_SpaceToDepth, ptq_op_Tile, ptq_op_GlobalMaxPool,
+    ptq_op_Sum, ptq_op_Mean, ptq_op_Size, ptq_op_ReduceMin, ptq_op_ReduceProd, ptq_op_ReduceL1, ptq_op_ReduceL2,
+    ptq_op_ReduceSumSquare, ptq_op_ReduceLogSum, ptq_op_ReduceLogSumExp, ptq_op_ArgMin, ptq_op_Tan, ptq_op_Asin,
+    ptq_op_Acos, ptq_op_Atan, ptq_op_Sinh, ptq_op_Cosh, ptq_op_Asinh, ptq_op_Acosh, ptq_op_Atanh, ptq_op_Sign,
+    ptq_op_ThresholdedRelu, ptq_op_Shrink, ptq_op_LRN;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -141,6 +143,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_SIGN] = &ptq_op_Sign,
     [PTQ_OP_THRESHOLDEDRELU] = &ptq_op_ThresholdedRelu,
     [PTQ_OP_SHRINK] = &ptq_op_Shrink,
+    [PTQ_OP_LRN] = &ptq_op_LRN,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

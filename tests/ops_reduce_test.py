@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
-"""ONNX's reductions, ArgMin and elementwise math (Tan ... Atanh, Sign, ThresholdedRelu, Shrink) that ptq refused,
-exit 5 "op X is not supported": each in a small model (built here with onnx.helper) run by `ptq eval` against
-onnxruntime (keepdims, negative axes, opset 18's axes input, empty axes with and without noop_with_empty_axes, which
-leaves L1's |x|, L2's |x|, SumSquare's x^2 and LogSum's log x, empty sets, NaN), and an embedding-style
-x / ReduceL2(x) after a Conv through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to
-validate's predictions (check_ort_agrees). Shares ops_breadth_test.py's model and pipeline helpers. Skips (77)
-without onnx or onnxruntime.
-Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+"""ONNX's reductions, ArgMin, elementwise math (Tan ... Atanh, Sign, ThresholdedRelu, Shrink) and LRN that ptq
+refused, exit 5 "op X is not supported": each in a small model (built here with onnx.helper) run by `ptq eval`
+against onnxruntime (keepdims, negative axes, opset 18's axes input, empty axes with and without
+noop_with_empty_axes, which leaves L1's |x|, L2's |x|, SumSquare's x^2 and LogSum's log x, empty sets, NaN), and an
+embedding-style x / ReduceL2(x) and AlexNet's LRN after a Conv through calibrate, plan, validate and a Q/DQ export
+that onnxruntime runs to validate's predictions (check_ort_agrees). Shares ops_breadth_test.py's model and pipeline
+helpers. Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import sys
 
 from ptqtest import check, finish, ptq
@@ -138,6 +137,19 @@ def check_reduce_edges(rng):
         eval_vs_ort(label, reduce_model(label, op, TensorProto.FLOAT, [6], 13, {"axes": [1]}), {"x": v})
 
 
+def unchecked_model(label, op, attrs, shape):
+    """One node op on x [shape] float32, saved without ONNX's checker (which refuses what ptq must refuse too)."""
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], name=label, **attrs)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = J(label + ".onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path
+
+
 def check_reduce_refused():
     """ReduceL2, ReduceLogSum and ReduceLogSumExp on int32: refused naming the node (exit 5), not truncated; an axis
     out of range or repeated: exit 6 (a shape error) naming the node."""
@@ -149,15 +161,7 @@ def check_reduce_refused():
               f"rc {rc}: {err.strip()[-300:]}")
     for op, attrs in (("ReduceMin", {"axes": [2]}), ("ReduceProd", {"axes": [1, -1]}), ("ReduceL1", {"axes": [-3]})):
         label = f"{op}_bad_axes"
-        g = helper.make_graph([helper.make_node(op, ["x"], ["y"], name=label, **attrs)], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-        m.ir_version = 8
-        path = J(label + ".onnx")
-        with open(path, "wb") as f:
-            f.write(m.SerializeToString())
-        rc, _, err = ptq("info", path)
+        rc, _, err = ptq("info", unchecked_model(label, op, attrs, [2, 3]))
         check(f"{label}: exit 6 naming the node", rc == 6 and label in err and "out of range or repeated" in err,
               f"rc {rc}: {err.strip()[-300:]}")
 
@@ -207,6 +211,26 @@ def check_unary(rng):
             eval_vs_ort(label, model, {"x": v})
 
 
+def check_lrn(rng):
+    """LRN on [N, 6, 2, 5] and [N, 3, 4, 5] (sizes 1, 3, 5 and 9, wider than C; AlexNet's alpha 1e-4, beta 0.75,
+    bias 1 and others; onnxruntime refuses even sizes, which ONNX defines, and inputs not of rank 4); size 0, -3,
+    missing or a float, and a rank-2 input, refused naming the node."""
+    x = (rng.standard_normal((N, 60)) * 4).astype(np.float32)
+    for shape in ((6, 2, 5), (3, 4, 5)):
+        for attrs in ({"size": 5}, {"size": 3, "alpha": 1e-3, "beta": 1.0}, {"size": 1},
+                      {"size": 9, "alpha": 0.1, "beta": 0.5, "bias": 2.0}):
+            label = f"LRN_c{shape[0]}" + "".join(f"_{k}{v}" for k, v in attrs.items())
+            eval_vs_ort(label, reduce_model(label, "LRN", TensorProto.FLOAT, shape, 13, attrs), {"x": x})
+    for label, attrs, shape, want in (("LRN_size0", {"size": 0}, [2, 6, 10], "size 0 must be at least 1"),
+                                      ("LRN_size_neg", {"size": -3}, [2, 6, 10], "size -3 must be at least 1"),
+                                      ("LRN_no_size", {}, [2, 6, 10], "size attribute is missing"),
+                                      ("LRN_size_float", {"size": 3.0}, [2, 6, 10], "size attribute is not an int"),
+                                      ("LRN_rank2", {"size": 3}, [2, 60], "input is rank 2")):
+        rc, _, err = ptq("info", unchecked_model(label, "LRN", attrs, shape))
+        check(f"{label}: refused naming the node", rc in (4, 6) and label in err and want in err,
+              f"rc {rc}: {err.strip()[-300:]}")
+
+
 def main():
     rng = np.random.default_rng(14)
     check_reduces(rng)
@@ -214,12 +238,18 @@ def main():
     check_reduce_refused()
     check_argmin(rng)
     check_unary(rng)
+    check_lrn(rng)
     # an embedding's L2 normalisation (torch's F.normalize: x / max(ReduceL2(x), eps)) after a Conv
     eps = numpy_helper.from_array(np.array(1e-12, np.float32), "eps")
     check_pipeline("pipeline_l2norm", conv_classifier(
         "pipe_l2norm", [helper.make_node("ReduceL2", ["c"], ["n"], axes=[1, 2, 3]),
                         helper.make_node("Max", ["n", "eps"], ["m"]), helper.make_node("Div", ["c", "m"], ["a"])],
         [helper.make_node("Identity", ["g"], ["y"])], inits=[eps]))
+    # AlexNet's Conv, Relu, LRN
+    check_pipeline("pipeline_lrn", conv_classifier(
+        "pipe_lrn", [helper.make_node("Relu", ["c"], ["r"]),
+                     helper.make_node("LRN", ["r"], ["a"], size=3, alpha=1e-2, beta=0.75, bias=1.0)],
+        [helper.make_node("Identity", ["g"], ["y"])]))
     return finish("ops_reduce_test")
 
 

@@ -138,6 +138,7 @@ static const struct {
     {"Sign", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"ThresholdedRelu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
     {"Shrink", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"LRN", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)
