@@ -390,22 +390,32 @@ static const place_rule rules[] = {
 };
 enum { N_RULES = (int)(sizeof rules / sizeof rules[0]) };
 
-/* onnxruntime quantize_static's op classes (QDQ format, default op types). */
-typedef enum ort_class { ORT_NONE, ORT_IO, ORT_REMOVABLE, ORT_DIRECT } ort_class;
+/* onnxruntime quantize_static's op classes (QDQ format, default op types: QLinearOpsRegistry and QDQRegistry;
+ * an op of the first that has no QDQ quantizer takes QDQOperatorBase, every input and output). */
+typedef enum ort_class {
+    ORT_NONE,
+    ORT_IO,        /* QDQOperatorBase, QDQConv, QDQGemm, QDQMatMul: every float input and output */
+    ORT_NORM,      /* QDQNormalization: input 0, the scale when it is no constant, the outputs */
+    ORT_REMOVABLE, /* QDQRemovableActivation */
+    ORT_DIRECT,    /* QDQDirect8BitOp, QDQMaxPool: a quantized input's output takes its parameters */
+    ORT_SPLIT,     /* QDQSplit: the input is quantized, every output takes its parameters */
+    ORT_GATHER,    /* QDQGather: as ORT_DIRECT; a constant table is quantized, the output too */
+    ORT_PAD,       /* QDQPad: the inputs; the output takes input 0's parameters where padding adds no new value */
+    ORT_WHERE,     /* QDQWhere: the output, with its own parameters, when both value inputs are quantized */
+} ort_class;
 
 static const struct {
     const char *op_type;
     ort_class cls;
 } ort_ops[] = {
-    /* QDQConv (Conv, ConvTranspose), QDQGemm, QDQMatMul, QDQNormalization, and QDQOperatorBase for the QLinear ops */
-    {"Conv", ORT_IO}, {"ConvTranspose", ORT_IO}, {"Gemm", ORT_IO}, {"MatMul", ORT_IO}, {"BatchNormalization", ORT_IO},
-    {"Add", ORT_IO}, {"Mul", ORT_IO}, {"LeakyRelu", ORT_IO}, {"Sigmoid", ORT_IO},
-    {"GlobalAveragePool", ORT_IO}, {"Concat", ORT_IO}, {"Softmax", ORT_IO},
-    /* QDQRemovableActivation */
+    {"Conv", ORT_IO}, {"ConvTranspose", ORT_IO}, {"Gemm", ORT_IO}, {"MatMul", ORT_IO}, {"Add", ORT_IO},
+    {"Mul", ORT_IO}, {"LeakyRelu", ORT_IO}, {"Sigmoid", ORT_IO}, {"GlobalAveragePool", ORT_IO}, {"Concat", ORT_IO},
+    {"Softmax", ORT_IO}, {"ArgMax", ORT_IO}, {"CumSum", ORT_IO},
+    {"BatchNormalization", ORT_NORM}, {"InstanceNormalization", ORT_NORM}, {"LayerNormalization", ORT_NORM},
     {"Relu", ORT_REMOVABLE}, {"Clip", ORT_REMOVABLE},
-    /* QDQDirect8BitOp and QDQMaxPool: the output takes the input's parameters */
     {"Reshape", ORT_DIRECT}, {"Transpose", ORT_DIRECT}, {"Squeeze", ORT_DIRECT}, {"Unsqueeze", ORT_DIRECT},
-    {"Flatten", ORT_DIRECT}, {"AveragePool", ORT_DIRECT}, {"MaxPool", ORT_DIRECT},
+    {"Flatten", ORT_DIRECT}, {"AveragePool", ORT_DIRECT}, {"MaxPool", ORT_DIRECT}, {"Slice", ORT_DIRECT},
+    {"Split", ORT_SPLIT}, {"Gather", ORT_GATHER}, {"Pad", ORT_PAD}, {"Where", ORT_WHERE},
 };
 
 static ort_class ort_class_of(const ptq_node *n)
@@ -431,6 +441,26 @@ static void ort_mark(place_graph *pg, int v, const char *rule, int share)
     }
 }
 
+/* QDQPad's _should_quantize_output_same_as_input: mode reflect, edge or wrap repeat input values; constant mode
+ * pads with 0 (the attribute value below opset 11, else input 2 when given), which every range holds. A padding
+ * value that is no float32 constant gives the output its own parameters. */
+static int ort_pad_shares(const ptq_graph *g, const ptq_node *n)
+{
+    const ptq_attr *mode = ptq_node_attr(n, "mode");
+    if (mode && mode->s && strcmp(mode->s, "constant") != 0)
+        return strcmp(mode->s, "reflect") == 0 || strcmp(mode->s, "edge") == 0 || strcmp(mode->s, "wrap") == 0;
+    if (g->opset < 11)
+        return ptq_node_attr_float(n, "value", 0.0f) == 0.0f;
+    if (n->n_inputs < 3 || n->inputs[2] < 0)
+        return 1;
+    const ptq_value *pad = &g->values[n->inputs[2]];
+    float value = 1.0f;
+    if (!is_const(pad) || pad->dtype != PTQ_DT_FLOAT || pad->n_bytes != sizeof value)
+        return 0;
+    memcpy(&value, pad->data, sizeof value);
+    return value == 0.0f;
+}
+
 /* quantize_static's walk over the nodes in graph order: what each op's
  * quantizer marks, a tensor keeping its first mark. */
 static void ort_walk(place_graph *pg)
@@ -448,6 +478,12 @@ static void ort_walk(place_graph *pg)
             for (int i = 0; i < n->n_outputs; i++)
                 ort_mark(pg, n->outputs[i], "ort.op-io", -1);
             break;
+        case ORT_NORM:
+            for (int i = 0; i < n->n_inputs && i < 2; i++)
+                ort_mark(pg, n->inputs[i], "ort.op-io", -1);
+            for (int i = 0; i < n->n_outputs; i++)
+                ort_mark(pg, n->outputs[i], "ort.op-io", -1);
+            break;
         case ORT_REMOVABLE:
             if (in0 < 0 || !pg->ort_rule[in0])
                 break;
@@ -461,9 +497,38 @@ static void ort_walk(place_graph *pg)
             ort_mark(pg, out0, "ort.activation", -1);
             break;
         case ORT_DIRECT:
-            /* QDQMaxPool leaves FP8 MaxPool alone */
-            if (in0 >= 0 && pg->ort_rule[in0] && !(fp8 && strcmp(n->op_type, "MaxPool") == 0))
+            /* QDQMaxPool leaves FP8 MaxPool, and any below opset 12, alone */
+            if (strcmp(n->op_type, "MaxPool") == 0 && (fp8 || g->opset < 12))
+                break;
+            if (in0 >= 0 && pg->ort_rule[in0])
                 ort_mark(pg, out0, "ort.same-as-input", in0);
+            break;
+        case ORT_SPLIT:
+            ort_mark(pg, in0, "ort.op-io", -1);
+            for (int i = 0; in0 >= 0 && pg->ort_rule[in0] && i < n->n_outputs; i++)
+                ort_mark(pg, n->outputs[i], "ort.same-as-input", in0);
+            break;
+        case ORT_GATHER:
+            /* a constant table is quantized as a weight, per tensor, and the output with its parameters: ptq
+               rounds no constant beside Conv/Gemm/MatMul weights, so the output takes its own */
+            if (in0 >= 0 && is_const_input(pg, in0) && g->values[in0].dtype == PTQ_DT_FLOAT)
+                ort_mark(pg, out0, "ort.op-io", -1);
+            else if (in0 >= 0 && pg->ort_rule[in0])
+                ort_mark(pg, out0, "ort.same-as-input", in0);
+            break;
+        case ORT_PAD:
+            for (int i = 0; i < n->n_inputs; i++)
+                ort_mark(pg, n->inputs[i], "ort.op-io", -1);
+            if (in0 >= 0 && pg->ort_rule[in0] && ort_pad_shares(g, n))
+                ort_mark(pg, out0, "ort.same-as-input", in0);
+            else
+                ort_mark(pg, out0, "ort.op-io", -1);
+            break;
+        case ORT_WHERE:
+            if (n->n_inputs == 3 && n->inputs[1] >= 0 && n->inputs[2] >= 0 && pg->ort_rule[n->inputs[1]] &&
+                pg->ort_rule[n->inputs[2]])
+                for (int i = 0; i < n->n_outputs; i++)
+                    ort_mark(pg, n->outputs[i], "ort.op-io", -1);
             break;
         case ORT_NONE: break;
         }

@@ -45,19 +45,21 @@ static int value(gb *b, const char *name)
     return b->n_values++;
 }
 
-/* Adds op_type reading the comma-separated ins and writing out. */
-static void node(gb *b, const char *op_type, const char *ins, const char *out)
+/* Adds op_type reading the comma-separated ins and writing the comma-separated outs. */
+static void node(gb *b, const char *op_type, const char *ins, const char *outs)
 {
-    static char names[MAX_N][128]; /* the input names of node k, split in place */
+    static char names[MAX_N][2][128]; /* the input and output names of node k, split in place */
     const int k = b->n_nodes++;
-    snprintf(names[k], sizeof names[k], "%s", ins);
-    int n_in = 0;
-    for (char *save = NULL, *t = strtok_r(names[k], ",", &save); t && n_in < MAX_IO; t = strtok_r(NULL, ",", &save))
-        b->io[k][0][n_in++] = value(b, t);
-    const int o = value(b, out);
-    b->values[o].producer = k;
-    b->io[k][1][0] = o;
-    b->nodes[k] = (ptq_node){op_type, op_type, "", n_in, 1, b->io[k][0], b->io[k][1], 0, NULL};
+    int n[2] = {0, 0};
+    for (int j = 0; j < 2; j++) {
+        snprintf(names[k][j], sizeof names[k][j], "%s", j == 0 ? ins : outs);
+        for (char *save = NULL, *t = strtok_r(names[k][j], ",", &save); t && n[j] < MAX_IO;
+             t = strtok_r(NULL, ",", &save))
+            b->io[k][j][n[j]++] = value(b, t);
+    }
+    for (int i = 0; i < n[1]; i++)
+        b->values[b->io[k][1][i]].producer = k;
+    b->nodes[k] = (ptq_node){op_type, op_type, "", n[0], n[1], b->io[k][0], b->io[k][1], 0, NULL};
 }
 
 static const ptq_graph *finish(gb *b, const char *in, const char *out)
@@ -107,7 +109,8 @@ static void expect(const char *label, const ptq_graph *g, ptq_placement pl, ptq_
         CHECK_MSG(v >= 0 && d[v].rule && ptq_placement_rule_why(d[v].rule), "%s: rule %s has no reason", label, eq + 1);
     }
     for (int v = 0; v < g->n_values; v++)
-        CHECK_MSG((d[v].action == PLACE_NONE) == ((g->values[v].flags & PTQ_VALUE_INITIALIZER) != 0),
+        CHECK_MSG((d[v].action == PLACE_NONE) ==
+                      ((g->values[v].flags & PTQ_VALUE_INITIALIZER) != 0 || g->values[v].dtype != PTQ_DT_FLOAT),
                   "%s: %s decided %d", label, g->values[v].name, (int)d[v].action);
 }
 
@@ -172,6 +175,102 @@ static void check_weights_follow(const ptq_graph *g)
             free(e[i].scales);
         }
     }
+}
+
+/* The share each tensor named in shares ("name=input,...") must have: the value whose scale it takes. */
+static void expect_shares(const char *label, const ptq_graph *g, ptq_prec core, const char *shares)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    place_decision d[MAX_V];
+    CHECK_MSG(ptq_placement_decide(&ctx, g, PTQ_PLACEMENT_ORT, core, NULL, d) == PTQ_OK, "%s: %s", label, ctx.msg);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", shares);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        *eq = 0;
+        const int v = ptq_graph_find_value(g, t), from = ptq_graph_find_value(g, eq + 1);
+        CHECK_MSG(v >= 0 && d[v].action == PLACE_SHARE && d[v].share == from, "%s: %s shares %s, want %s", label, t,
+                  v >= 0 && d[v].share >= 0 ? g->values[d[v].share].name : "(none)", eq + 1);
+    }
+}
+
+/* The ops of quantize_static's registry past the CNN ones, each between ops outside it (Neg, Sub) so that only
+ * its own quantizer marks its tensors, as onnxruntime 1.32 marks them (tests/ort_placement_test.py compares with
+ * quantize_static itself): QDQSplit, CumSum and ArgMax (QDQOperatorBase), Slice (QDQDirect8BitOp), QDQPad with
+ * each padding, QDQNormalization, QDQWhere, QDQGather, and QDQMaxPool below opset 12. */
+static void check_ort_registry(void)
+{
+    gb b;
+    const ptq_prec I8 = PTQ_PREC_INT8;
+    memset(&b, 0, sizeof b);
+    node(&b, "Neg", "x", "a");
+    node(&b, "Split", "a", "s1,s2");
+    node(&b, "Sub", "s1,s2", "d");
+    node(&b, "CumSum", "d,wax", "cs");
+    node(&b, "Neg", "cs", "e");
+    node(&b, "Mul", "e,wc", "m");
+    node(&b, "Slice", "m,wst,wen", "sl");
+    node(&b, "Neg", "sl", "f");
+    node(&b, "ArgMax", "f", "i");
+    const ptq_graph *g = finish(&b, "x", "i");
+    b.values[ptq_graph_find_value(g, "i")].dtype = PTQ_DT_INT64;
+    for (int u = 0; u < 2; u++) {
+        const ptq_prec core = u ? PTQ_PREC_UINT8 : I8;
+        expect("split cumsum slice argmax", g, PTQ_PLACEMENT_ORT, core, NULL, "a,s1,s2,d,cs,e,m,sl,f",
+               "x=ort.unquantized,a=ort.op-io,s1=ort.same-as-input,s2=ort.same-as-input,d=ort.op-io,cs=ort.op-io,"
+               "sl=ort.same-as-input,f=ort.op-io");
+        expect_shares("split cumsum slice argmax", g, core, "s1=a,s2=a,sl=m");
+    }
+
+    static float zero = 0.0f, one = 1.0f;
+    static const ptq_attr reflect = {.name = "mode", .type = PTQ_ATTR_STRING, .s = "reflect", .s_len = 7};
+    memset(&b, 0, sizeof b);
+    node(&b, "Neg", "x", "a");
+    node(&b, "LayerNormalization", "a,wg,wb", "ln");
+    node(&b, "Neg", "ln", "n");
+    node(&b, "Pad", "n,wp", "p0");
+    node(&b, "Neg", "p0", "q");
+    node(&b, "Pad", "q,wp,wv", "p1");
+    node(&b, "Neg", "p1", "r");
+    node(&b, "Pad", "r,wp", "p2");
+    node(&b, "Neg", "p2", "y");
+    b.nodes[7].n_attrs = 1;
+    b.nodes[7].attrs = &reflect;
+    g = finish(&b, "x", "y");
+    ptq_value *wv = &b.values[ptq_graph_find_value(g, "wv")];
+    wv->data = &one;
+    wv->n_bytes = sizeof one;
+    expect("layernorm pad", g, PTQ_PLACEMENT_ORT, I8, NULL, "a,ln,n,p0,q,p1,r,p2",
+           "a=ort.op-io,ln=ort.op-io,n=ort.op-io,p0=ort.same-as-input,q=ort.op-io,p1=ort.op-io,r=ort.op-io,"
+           "p2=ort.same-as-input,y=ort.output");
+    expect_shares("layernorm pad", g, I8, "p0=n,p2=r");
+    wv->data = &zero; /* padding with 0 adds no new value */
+    expect_shares("pad with 0", g, I8, "p1=q");
+
+    memset(&b, 0, sizeof b);
+    node(&b, "Neg", "x", "a");
+    node(&b, "Mul", "a,wc", "m1");
+    node(&b, "Mul", "a,wc2", "m2");
+    node(&b, "Greater", "a,wz", "cond");
+    node(&b, "Where", "cond,m1,m2", "h");
+    node(&b, "Where", "cond,wz,m1", "h2");
+    node(&b, "Neg", "h2", "n");
+    node(&b, "Gather", "h,widx", "gq");
+    node(&b, "Gather", "wtab,ids", "ge");
+    node(&b, "Sub", "ge,n", "s");
+    node(&b, "InstanceNormalization", "s,wis,wib", "in");
+    node(&b, "MaxPool", "in", "mp");
+    node(&b, "Neg", "mp", "y");
+    g = finish(&b, "x", "y");
+    b.values[ptq_graph_find_value(g, "cond")].dtype = PTQ_DT_BOOL;
+    b.values[ptq_graph_find_value(g, "ids")].dtype = PTQ_DT_INT64;
+    expect("where gather instancenorm", g, PTQ_PLACEMENT_ORT, I8, NULL, "a,m1,m2,h,gq,ge,s,in,mp",
+           "h=ort.op-io,h2=ort.unquantized,gq=ort.same-as-input,ge=ort.op-io,s=ort.op-io,in=ort.op-io,"
+           "mp=ort.same-as-input");
+    expect_shares("where gather instancenorm", g, I8, "gq=h,mp=in");
+    b.g.opset = 11; /* QDQMaxPool leaves a MaxPool below opset 12 alone */
+    expect("maxpool opset 11", g, PTQ_PLACEMENT_ORT, I8, NULL, "a,m1,m2,h,gq,ge,s,in", "mp=ort.unquantized");
 }
 
 int main(void)
@@ -393,8 +492,8 @@ int main(void)
            "ln=edge,q=edge,r=edge,y=trt.output,res=trt.fp16-transformer,ln2=trt.fp16-transformer");
     check_weights_follow(g);
     /* the ort placement is quantize_static's: no FP16 rule */
-    expect("attention ort", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,ln,q,k,v,kt,s,ss,p,o,proj,pb,res,r",
-           "res=ort.op-io,ln2=ort.unquantized");
+    expect("attention ort", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,ln,q,k,v,kt,s,ss,p,o,proj,pb,res,ln2,r",
+           "res=ort.op-io,ln2=ort.op-io,r=ort.activation");
 
     /* LayerNorm written out (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, then the affine Mul and
      * Add) makes a transformer too: its normalized and affine outputs are FP16, the rest FP32 */
@@ -471,5 +570,6 @@ int main(void)
            "r4=trt.weighted-input,r5=trt.small-layer");
     /* the rule is trt's: --placement all and ort round them as before */
     expect("small layers all", g, PTQ_PLACEMENT_ALL, I8, NULL, "x,y0,r0,y1,r1,y2,r2,y3,r3,y4,r4,y5,r5,y6", "");
+    check_ort_registry();
     return test_done("test_placement");
 }
