@@ -509,9 +509,10 @@ static void ort_walk(place_graph *pg)
                 ort_mark(pg, n->outputs[i], "ort.same-as-input", in0);
             break;
         case ORT_GATHER:
-            /* a constant table is quantized as a weight, per tensor, and the output with its parameters: ptq
-               rounds no constant beside Conv/Gemm/MatMul weights, so the output takes its own */
-            if (in0 >= 0 && is_const_input(pg, in0) && g->values[in0].dtype == PTQ_DT_FLOAT)
+            /* a table from the file's initializers (is_valid_quantize_weight: a Constant node's is none) is
+               quantized as a weight, per tensor, and the output with its parameters: ptq rounds no constant beside
+               Conv/Gemm/MatMul weights, so the output takes its own */
+            if (in0 >= 0 && (g->values[in0].flags & PTQ_VALUE_INITIALIZER) && g->values[in0].dtype == PTQ_DT_FLOAT)
                 ort_mark(pg, out0, "ort.op-io", -1);
             else if (in0 >= 0 && pg->ort_rule[in0])
                 ort_mark(pg, out0, "ort.same-as-input", in0);

@@ -110,7 +110,7 @@ static void expect(const char *label, const ptq_graph *g, ptq_placement pl, ptq_
     }
     for (int v = 0; v < g->n_values; v++)
         CHECK_MSG((d[v].action == PLACE_NONE) ==
-                      ((g->values[v].flags & PTQ_VALUE_INITIALIZER) != 0 || g->values[v].dtype != PTQ_DT_FLOAT),
+                      ((g->values[v].flags & PTQ_VALUE_HAS_DATA) != 0 || g->values[v].dtype != PTQ_DT_FLOAT),
                   "%s: %s decided %d", label, g->values[v].name, (int)d[v].action);
 }
 
@@ -198,7 +198,8 @@ static void expect_shares(const char *label, const ptq_graph *g, ptq_prec core, 
 /* The ops of quantize_static's registry past the CNN ones, each between ops outside it (Neg, Sub) so that only
  * its own quantizer marks its tensors, as onnxruntime 1.32 marks them (tests/ort_placement_test.py compares with
  * quantize_static itself): QDQSplit, CumSum and ArgMax (QDQOperatorBase), Slice (QDQDirect8BitOp), QDQPad with
- * each padding, QDQNormalization, QDQWhere, QDQGather, and QDQMaxPool below opset 12. */
+ * each padding, QDQNormalization, QDQWhere, QDQGather (of an initializer table or a Constant node's), and
+ * QDQMaxPool below opset 12. */
 static void check_ort_registry(void)
 {
     gb b;
@@ -258,6 +259,7 @@ static void check_ort_registry(void)
     node(&b, "Neg", "h2", "n");
     node(&b, "Gather", "h,widx", "gq");
     node(&b, "Gather", "wtab,ids", "ge");
+    node(&b, "Gather", "ctab,ids", "gc"); /* a Constant node's table is no initializer: quantize_static leaves it */
     node(&b, "Sub", "ge,n", "s");
     node(&b, "InstanceNormalization", "s,wis,wib", "in");
     node(&b, "MaxPool", "in", "mp");
@@ -265,9 +267,10 @@ static void check_ort_registry(void)
     g = finish(&b, "x", "y");
     b.values[ptq_graph_find_value(g, "cond")].dtype = PTQ_DT_BOOL;
     b.values[ptq_graph_find_value(g, "ids")].dtype = PTQ_DT_INT64;
+    b.values[ptq_graph_find_value(g, "ctab")].flags = PTQ_VALUE_CONSTANT;
     expect("where gather instancenorm", g, PTQ_PLACEMENT_ORT, I8, NULL, "a,m1,m2,h,gq,ge,s,in,mp",
-           "h=ort.op-io,h2=ort.unquantized,gq=ort.same-as-input,ge=ort.op-io,s=ort.op-io,in=ort.op-io,"
-           "mp=ort.same-as-input");
+           "h=ort.op-io,h2=ort.unquantized,gq=ort.same-as-input,ge=ort.op-io,gc=ort.unquantized,s=ort.op-io,"
+           "in=ort.op-io,mp=ort.same-as-input");
     expect_shares("where gather instancenorm", g, I8, "gq=h,mp=in");
     b.g.opset = 11; /* QDQMaxPool leaves a MaxPool below opset 12 alone */
     expect("maxpool opset 11", g, PTQ_PLACEMENT_ORT, I8, NULL, "a,m1,m2,h,gq,ge,s,in", "mp=ort.unquantized");
