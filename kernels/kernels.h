@@ -213,6 +213,46 @@ typedef enum ptq_pad_mode { PTQ_PAD_CONSTANT, PTQ_PAD_EDGE, PTQ_PAD_REFLECT } pt
 void ptq_k_pad_ref(ptq_pad_mode mode, size_t elem_bytes, int ndim, const int64_t *in_dims, const int64_t *pads,
                    const void *value, const void *x, void *y);
 
+/* ONNX Resize (and Upsample): how an output coordinate maps back into the input (coordinate_transformation_mode;
+ * OPSET10 is Resize 10's and Upsample's x / scale), how nearest rounds it (nearest_mode; SIMPLE is onnxruntime's
+ * rule before opset 11: ceil where the axis shrinks, else floor), and the interpolation. */
+typedef enum ptq_resize_mode { PTQ_RESIZE_NEAREST, PTQ_RESIZE_LINEAR, PTQ_RESIZE_CUBIC } ptq_resize_mode;
+typedef enum ptq_resize_coord {
+    PTQ_RESIZE_HALF_PIXEL,
+    PTQ_RESIZE_HALF_PIXEL_SYMMETRIC,
+    PTQ_RESIZE_PYTORCH_HALF_PIXEL,
+    PTQ_RESIZE_ALIGN_CORNERS,
+    PTQ_RESIZE_ASYMMETRIC,
+    PTQ_RESIZE_TF_HALF_PIXEL_FOR_NN,
+    PTQ_RESIZE_TF_CROP_AND_RESIZE
+} ptq_resize_coord;
+typedef enum ptq_resize_round {
+    PTQ_RESIZE_ROUND_PREFER_FLOOR,
+    PTQ_RESIZE_ROUND_PREFER_CEIL,
+    PTQ_RESIZE_FLOOR,
+    PTQ_RESIZE_CEIL,
+    PTQ_RESIZE_SIMPLE
+} ptq_resize_round;
+#define PTQ_K_RESIZE_MAX_DIMS 8 /* ptq/tensor.h's PTQ_MAX_DIMS */
+typedef struct ptq_resize_params {
+    int ndim;
+    int64_t in_dims[PTQ_K_RESIZE_MAX_DIMS], out_dims[PTQ_K_RESIZE_MAX_DIMS]; /* out_dims > 0 needs in_dims > 0 */
+    float scales[PTQ_K_RESIZE_MAX_DIMS]; /* > 0: given, or out / in from sizes */
+    /* align_corners's length_resized: in * scale unfloored where scales are given, as ONNX's reference and node
+     * tests have it (onnxruntime takes the floored output length), the size where sizes are */
+    float align_lengths[PTQ_K_RESIZE_MAX_DIMS];
+    float roi_start[PTQ_K_RESIZE_MAX_DIMS], roi_end[PTQ_K_RESIZE_MAX_DIMS]; /* TF_CROP_AND_RESIZE: axis fractions */
+    ptq_resize_mode mode;
+    ptq_resize_coord coord;
+    ptq_resize_round round;
+    float cubic_a;        /* cubic_coeff_a */
+    int exclude_outside;  /* cubic: taps outside the input get weight 0, the rest renormalized */
+    float extrapolation;  /* TF_CROP_AND_RESIZE: the value where the coordinate falls outside the input */
+} ptq_resize_params;
+/* y [p->out_dims] = x [p->in_dims] resized on every axis, separably (each output element a weighted sum of the
+ * tensor product of each axis's taps: 1 nearest, 2 linear, 4 cubic), coordinates in float as onnxruntime's. */
+void ptq_k_resize_ref(const ptq_resize_params *p, const float *x, float *y);
+
 /* y = sqrt(x) elementwise (NaN below 0); x, y: [n], x == y allowed. */
 void ptq_k_sqrt_ref(int64_t n, const float *x, float *y);
 /* Elementwise float32 functions torch exports beside the activations of ptq_unop, as ONNX defines them (NaN passed

@@ -179,6 +179,10 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
      * as InstanceNormalization (a statistic of the data, nothing to fold into the Conv; not monotone, so Q/DQ does
      * not commute with it) */
     PLAIN(PTQ_OP_LRN, "LRN", 0),
+    /* torch's F.interpolate / nn.Upsample (UNet, FPN). Not COMMUTES: that flag is the op's, and only nearest's
+     * outputs are among its inputs' values (linear and cubic mix them) */
+    PLAIN(PTQ_OP_RESIZE, "Resize", 0),
+    PLAIN(PTQ_OP_UPSAMPLE, "Upsample", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

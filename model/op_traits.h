@@ -125,6 +125,8 @@ typedef enum ptq_op_id {
     PTQ_OP_THRESHOLDEDRELU,
     PTQ_OP_SHRINK,
     PTQ_OP_LRN,
+    PTQ_OP_RESIZE,
+    PTQ_OP_UPSAMPLE,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -195,6 +195,15 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Reshape", "allowzero", 14, INT64_MAX},
     {"Reshape", "consumed_inputs", 1, 5},
     {"Reshape", "shape", 1, 5},
+    {"Resize", "antialias", 18, INT64_MAX},
+    {"Resize", "axes", 18, INT64_MAX},
+    {"Resize", "coordinate_transformation_mode", 11, INT64_MAX},
+    {"Resize", "cubic_coeff_a", 11, INT64_MAX},
+    {"Resize", "exclude_outside", 11, INT64_MAX},
+    {"Resize", "extrapolation_value", 11, INT64_MAX},
+    {"Resize", "keep_aspect_ratio_policy", 18, INT64_MAX},
+    {"Resize", "mode", 10, INT64_MAX},
+    {"Resize", "nearest_mode", 11, INT64_MAX},
     {"ScatterND", "reduction", 16, INT64_MAX},
     {"Selu", "alpha", 1, INT64_MAX},
     {"Selu", "consumed_inputs", 1, 6},
@@ -224,6 +233,10 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Transpose", "perm", 1, INT64_MAX},
     {"Trilu", "upper", 14, INT64_MAX},
     {"Unsqueeze", "axes", 1, 13},
+    {"Upsample", "height_scale", 1, 7},
+    {"Upsample", "mode", 1, INT64_MAX},
+    {"Upsample", "scales", 7, 9},
+    {"Upsample", "width_scale", 1, 7},
 };
 
 const int ptq_onnx_attr_range_count = (int)(sizeof ptq_onnx_attr_ranges / sizeof ptq_onnx_attr_ranges[0]);

@@ -201,6 +201,7 @@ def models():
     case("onnx: a plain Conv model runs", ["eval", "--model", J("conv_ok.onnx"), "--data", J("good.h5"),
                                              "--limit", "8"], 0)
     scatter_nd(helper, TensorProto, numpy_helper)
+    resize(helper, TensorProto, numpy_helper)
     onnx_model(J("lstm.onnx"), [helper.make_node("Hardmax", ["x"], ["y"], name="hardmax0")],
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
@@ -424,6 +425,78 @@ def scatter_nd(helper, TensorProto, numpy_helper):
          model("scatter_red13.onnx", [[0, 5]], [1], reduction="add"), 4, "ScatterND has no reduction attribute")
     case("onnx: ScatterND reduction max at opset 16, refused",
          model("scatter_max16.onnx", [[0, 5]], [1], opset=16, reduction="max"), 4, "max and min from 18")
+
+
+def resize(helper, TensorProto, numpy_helper):
+    """Resize and Upsample on the 28x28 images: scales and sizes that are negative, NaN, huge or whose product
+    passes 2^40 elements, wrong counts and dtypes, bad axes, modes and options, each refused at shape inference
+    naming the node, before any output is allocated."""
+    def model(name, inputs, opset=13, op="Resize", **attrs):
+        inits = [numpy_helper.from_array(np.full((1, 10), 1e-3, np.float32), "w")]
+        names = ["x"]
+        for k, v in enumerate(inputs):
+            if v is None:
+                names.append("")
+            else:
+                names.append(f"in{k}")
+                inits.append(numpy_helper.from_array(np.array(v), f"in{k}"))
+        nodes = [helper.make_node(op, names, ["r"], name="resize0", **attrs),
+                 helper.make_node("GlobalAveragePool", ["r"], ["p"]), helper.make_node("Flatten", ["p"], ["m"]),
+                 helper.make_node("MatMul", ["m", "w"], ["y"])]
+        onnx_model(J(name), nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits, opset=opset)
+        return ["info", J(name)]
+
+    f32 = lambda *v: np.array(v, np.float32)  # noqa: E731
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    node = "node 'resize0' (Resize, domain ai.onnx, opset 13): "
+    case("onnx: Resize by 2 runs", model("rs_ok.onnx", [None, f32(1, 1, 2, 2)]), 0,
+         out_check=lambda out, err: "[1x1x56x56]" in out)
+    case("onnx: Resize scale 1e30, refused", model("rs_huge.onnx", [None, f32(1, 1, 1e30, 1)]), 6,
+         node + "scale 1e+30 makes axis 2 of 28 longer than 2^40")
+    case("onnx: Resize scale -2, refused", model("rs_neg.onnx", [None, f32(1, 1, -2, 1)]), 6,
+         "scale -2 of axis 2 must be finite and above 0")
+    case("onnx: Resize scale NaN, refused", model("rs_nan.onnx", [None, f32(1, 1, np.nan, 1)]), 6,
+         "scale nan of axis 2 must be finite")
+    case("onnx: Resize scales of 2^20 on two axes (2^50 elements), refused",
+         model("rs_prod.onnx", [None, f32(1, 1, 2 ** 20, 2 ** 20)]), 6, "more than 2^40 elements")
+    case("onnx: Resize size -5, refused", model("rs_size_neg.onnx", [None, None, i64(1, 1, -5, 28)]), 6,
+         node + "size -5 of axis 2 is out of range (0 to 2^40)")
+    case("onnx: Resize sizes INT64_MAX, refused", model("rs_size_max.onnx", [None, None, i64(1, 1, 2 ** 63 - 1, 1)]),
+         6, "size 9223372036854775807 of axis 2 is out of range")
+    case("onnx: Resize sizes 2^40 on two axes, refused",
+         model("rs_size_prod.onnx", [None, None, i64(1, 1, 2 ** 40, 2 ** 40)]), 6, "more than 2^40 elements")
+    case("onnx: Resize sizes int32, refused", model("rs_size_i32.onnx", [None, None, np.array([1, 1, 5, 5], np.int32)]),
+         6, "sizes must be 1-D int64 of 4 values, got int32 of 4")
+    case("onnx: Resize 2 scales for rank 4, refused", model("rs_count.onnx", [None, f32(2, 2)]), 6,
+         "scales has 2 values for 4 axes")
+    case("onnx: Resize with scales and sizes, refused", model("rs_both.onnx", [None, f32(1, 1, 2, 2), i64(1, 1, 5, 5)]),
+         4, "give one of scales (input 2) and sizes (input 3), not both")
+    case("onnx: Resize with empty scales and no sizes, refused", model("rs_none.onnx", [f32(), f32()]), 4,
+         "not neither")
+    case("onnx: Resize mode bicubic, refused naming the modes", model("rs_mode.onnx", [None, f32(1, 1, 2, 2)],
+                                                                      mode="bicubic"), 5,
+         node + "mode must be one of nearest, linear, cubic, got 'bicubic'")
+    case("onnx: Resize exclude_outside 2, refused", model("rs_excl.onnx", [None, f32(1, 1, 2, 2)], mode="cubic",
+                                                          exclude_outside=2), 4, "exclude_outside must be 0 or 1")
+    case("onnx: Resize tf_crop_and_resize without roi, refused",
+         model("rs_noroi.onnx", [None, None, i64(1, 1, 5, 5)], coordinate_transformation_mode="tf_crop_and_resize"),
+         4, "tf_crop_and_resize needs the roi input")
+    case("onnx: Resize tf_crop_and_resize with a NaN roi, refused",
+         model("rs_roinan.onnx", [f32(0, 0, 0, np.nan, 1, 1, 1, 1), None, i64(1, 1, 5, 5)],
+               coordinate_transformation_mode="tf_crop_and_resize"), 6, "roi value nan is not finite")
+    case("onnx: Resize axes 4 at rank 4 (opset 18), refused",
+         model("rs_axes.onnx", [None, f32(2)], opset=18, axes=[4]), 4, "axes entry 4 is out of range for rank 4")
+    case("onnx: Resize axes repeated (2 and -2), refused",
+         model("rs_axes2.onnx", [None, f32(2, 2)], opset=18, axes=[2, -2]), 4, "axes entry -2 is out of range for "
+         "rank 4 or repeated")
+    case("onnx: Resize keep_aspect_ratio_policy with scales, refused",
+         model("rs_keep.onnx", [None, f32(1, 1, 2, 2)], opset=18, keep_aspect_ratio_policy="not_larger"), 4,
+         "keep_aspect_ratio_policy applies to sizes")
+    case("onnx: Upsample scale 0.5, refused", model("up_half.onnx", [f32(1, 1, 0.5, 1)], opset=9, op="Upsample"), 6,
+         "scale 0.5 of axis 2 must be finite and 1 or more (Upsample)")
+    case("onnx: Upsample 7 without its scales attribute, refused", model("up_noattr.onnx", [], opset=7, op="Upsample"),
+         4, "the scales attribute (floats) is missing")
 
 
 def window_model(path, nodes, inits, spatial5=False, c=10, opset=13):

@@ -139,6 +139,8 @@ static const struct {
     {"ThresholdedRelu", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
     {"Shrink", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"LRN", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"Resize", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
+    {"Upsample", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
 };
 
 static void test_every_op(void)
