@@ -371,7 +371,8 @@ static const place_rule rules[] = {
      "it (zero point at the bottom of the range) clamps as the activation did, and onnxruntime fuses the "
      "producer with it"},
     {"ort.same-as-input", PTQ_PLACEMENT_ORT, PLACE_SHARE, m_ort,
-     "a MaxPool/AveragePool/reshape output whose input is quantized: quantize_static gives it the input's scale"},
+     "a MaxPool/AveragePool/reshape/Resize output whose input is quantized: quantize_static gives it the input's "
+     "scale"},
     {"ort.unquantized", PTQ_PLACEMENT_ORT, PLACE_FP32, m_always,
      "no op quantize_static quantizes reads or writes it"},
     {PTQ_RULE_NO_RANGE, -1, PLACE_FP16, NULL,
@@ -397,7 +398,7 @@ typedef enum ort_class {
     ORT_IO,        /* QDQOperatorBase, QDQConv, QDQGemm, QDQMatMul: every float input and output */
     ORT_NORM,      /* QDQNormalization: input 0, the scale when it is no constant, the outputs */
     ORT_REMOVABLE, /* QDQRemovableActivation */
-    ORT_DIRECT,    /* QDQDirect8BitOp, QDQMaxPool: a quantized input's output takes its parameters */
+    ORT_DIRECT,    /* QDQDirect8BitOp, QDQMaxPool, QDQResize: a quantized input's output takes its parameters */
     ORT_SPLIT,     /* QDQSplit: the input is quantized, every output takes its parameters */
     ORT_GATHER,    /* QDQGather: as ORT_DIRECT; a constant table is quantized, the output too */
     ORT_PAD,       /* QDQPad: the inputs; the output takes input 0's parameters where padding adds no new value */
@@ -415,6 +416,7 @@ static const struct {
     {"Relu", ORT_REMOVABLE}, {"Clip", ORT_REMOVABLE},
     {"Reshape", ORT_DIRECT}, {"Transpose", ORT_DIRECT}, {"Squeeze", ORT_DIRECT}, {"Unsqueeze", ORT_DIRECT},
     {"Flatten", ORT_DIRECT}, {"AveragePool", ORT_DIRECT}, {"MaxPool", ORT_DIRECT}, {"Slice", ORT_DIRECT},
+    {"Resize", ORT_DIRECT},
     {"Split", ORT_SPLIT}, {"Gather", ORT_GATHER}, {"Pad", ORT_PAD}, {"Where", ORT_WHERE},
 };
 
@@ -497,8 +499,10 @@ static void ort_walk(place_graph *pg)
             ort_mark(pg, out0, "ort.activation", -1);
             break;
         case ORT_DIRECT:
-            /* QDQMaxPool leaves FP8 MaxPool, and any below opset 12, alone */
+            /* QDQMaxPool leaves FP8 MaxPool, and any below opset 12, alone; QDQResize a Resize below opset 11 */
             if (strcmp(n->op_type, "MaxPool") == 0 && (fp8 || g->opset < 12))
+                break;
+            if (strcmp(n->op_type, "Resize") == 0 && g->opset < 11)
                 break;
             if (in0 >= 0 && pg->ort_rule[in0])
                 ort_mark(pg, out0, "ort.same-as-input", in0);

@@ -7,6 +7,7 @@ taken from another tensor's shape) run by `ptq eval` against onnxruntime, `ptq i
 and the net through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
 (check_ort_agrees). Skips (77) without onnx, onnxruntime or torch. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR
 set."""
+import json
 import os
 import sys
 import tempfile
@@ -232,17 +233,23 @@ def check_unets(rng):
 
 
 def check_pipeline(x):
-    """The opset-13 net through calibrate, and for placements trt and all (Q/DQ around every Resize input and
-    output): plan, validate, export --format qdq, onnxruntime on the export making validate's predictions."""
+    """The opset-13 net through calibrate, and for placements trt, all (Q/DQ around every Resize input and output)
+    and ort (the Resize outputs sharing their inputs' scales, as quantize_static's QDQResize makes them): plan,
+    validate, export --format qdq, onnxruntime on the export making validate's predictions."""
     label, model = "pipeline_unet13", J("unet13.onnx")
     data = eval_vs_ort(label, model, x)
     rc, _, err = ptq("calibrate", "--model", model, "--data", data, "--out", J(label + "-c.h5"))
     check(f"{label}: calibrate", rc == 0, err.strip()[-300:])
-    for placement in ("trt", "all"):
+    for placement in ("trt", "all", "ort"):
         run = f"{label} ({placement})"
         P = lambda suffix: J(f"{label}-{placement}{suffix}")  # noqa: E731
         rc, _, err = ptq("plan", J(label + "-c.h5"), "--model", model, "--placement", placement, "--out", P(".json"))
         check(f"{run}: plan", rc == 0, err.strip()[-300:])
+        if placement == "ort" and rc == 0:  # quantize_static's QDQResize: the output shares the input's scale
+            with open(P(".json")) as f:
+                tensors = {t["name"]: t for t in json.load(f)["tensors"]}
+            got = [tensors.get(f"{r}_output_0", {}).get("rule") for r in ("/up1/Resize", "/up2/Resize", "/Resize")]
+            check(f"{run}: the Resize outputs are ort.same-as-input", got == ["ort.same-as-input"] * 3, str(got))
         rc, _, err = ptq("validate", "--model", model, "--plan", P(".json"), "--data", data, "--logits", P(".npy"),
                          "--report", P("-rep"))
         check(f"{run}: validate", rc == 0, err.strip()[-300:])

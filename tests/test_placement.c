@@ -404,6 +404,33 @@ int main(void)
                   "the MaxPool output shares its input's scale");
     }
 
+    /* a UNet's upsampling between Convs: quantize_static's QDQResize gives a Resize output its input's scale from
+     * opset 11 and leaves one before 11 alone (the Conv then quantizes its input itself), as it does Upsample */
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Resize", "r1", "u");
+    node(&b, "Conv", "u,w2", "y2");
+    g = finish(&b, "x", "y2");
+    expect("resize", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,u", "u=ort.same-as-input,y2=ort.output");
+    {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        place_decision d[MAX_V];
+        CHECK(ptq_placement_decide(&ctx, g, PTQ_PLACEMENT_ORT, I8, NULL, d) == PTQ_OK);
+        CHECK_MSG(d[ptq_graph_find_value(g, "u")].share == ptq_graph_find_value(g, "r1"),
+                  "the Resize output shares its input's scale");
+    }
+    b.g.opset = 10;
+    expect("resize opset 10", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,u", "u=ort.op-io");
+    memset(&b, 0, sizeof b);
+    node(&b, "Conv", "x,w1", "y1");
+    node(&b, "Relu", "y1", "r1");
+    node(&b, "Upsample", "r1", "u");
+    node(&b, "Conv", "u,w2", "y2");
+    g = finish(&b, "x", "y2");
+    expect("upsample", g, PTQ_PLACEMENT_ORT, I8, NULL, "x,y1,r1,u", "u=ort.op-io");
+
     /* Concat of two Conv+Relu branches feeding a Conv: quantized once, after the Concat */
     memset(&b, 0, sizeof b);
     node(&b, "Conv", "x,w1", "y1");
