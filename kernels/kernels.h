@@ -238,9 +238,6 @@ typedef struct ptq_resize_params {
     int ndim;
     int64_t in_dims[PTQ_K_RESIZE_MAX_DIMS], out_dims[PTQ_K_RESIZE_MAX_DIMS]; /* out_dims > 0 needs in_dims > 0 */
     float scales[PTQ_K_RESIZE_MAX_DIMS]; /* > 0: given, or out / in from sizes */
-    /* align_corners's length_resized: in * scale unfloored where scales are given, as ONNX's reference and node
-     * tests have it (onnxruntime takes the floored output length), the size where sizes are */
-    float align_lengths[PTQ_K_RESIZE_MAX_DIMS];
     float roi_start[PTQ_K_RESIZE_MAX_DIMS], roi_end[PTQ_K_RESIZE_MAX_DIMS]; /* TF_CROP_AND_RESIZE: axis fractions */
     ptq_resize_mode mode;
     ptq_resize_coord coord;

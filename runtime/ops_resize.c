@@ -131,9 +131,15 @@ static ptq_status resize_scales(ptq_ctx *ctx, const ptq_op_io *io, const ptq_ten
         if (!(out < (float)RESIZE_MAX_ELEMS))
             return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "scale %g makes axis %d of %lld longer than 2^40", (double)v[i],
                                d, (long long)p->in_dims[d]);
+        /* ONNX's align_corners (its reference, onnx/onnx#2462) divides by in * scale, torch and onnxruntime by
+         * the output's length: where the two differ, neither answer is safe to give */
+        if (p->coord == PTQ_RESIZE_ALIGN_CORNERS && out != floorf(out))
+            return ptq_op_unsupported(ctx, io, "align_corners with scale %g on axis %d of %lld (%g, not whole): ONNX "
+                                      "divides by that length, torch and onnxruntime by the %lld made; export with "
+                                      "size= (sizes) instead", (double)v[i], d, (long long)p->in_dims[d], (double)out,
+                                      (long long)out);
         p->scales[d] = v[i];
         p->out_dims[d] = (int64_t)out;
-        p->align_lengths[d] = out;
     }
     return PTQ_OK;
 }
@@ -162,7 +168,7 @@ static ptq_status resize_sizes(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tens
                                (long long)v[i]);
         const float r = p->in_dims[d] ? (float)v[i] / (float)p->in_dims[d] : 1.0f;
         ratio = policy == 1 ? fminf(ratio, r) : fmaxf(ratio, r);
-        p->out_dims[d] = p->align_lengths[d] = v[i];
+        p->out_dims[d] = v[i];
         p->scales[d] = r;
     }
     for (int i = 0; policy != 0 && i < n_axes; i++) {
@@ -173,7 +179,6 @@ static ptq_status resize_sizes(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tens
                                policies[policy], d, (double)ratio);
         p->scales[d] = ratio;
         p->out_dims[d] = (int64_t)out;
-        p->align_lengths[d] = out;
     }
     return PTQ_OK;
 }
@@ -217,7 +222,6 @@ static ptq_status resize_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_resize_pa
     for (int d = 0; d < x->ndim; d++) {
         p->in_dims[d] = p->out_dims[d] = x->dims[d];
         p->scales[d] = 1;
-        p->align_lengths[d] = (float)x->dims[d];
         p->roi_end[d] = 1;
     }
     const int legacy = upsample || opset < 11;

@@ -232,6 +232,41 @@ def check_unets(rng):
     return x
 
 
+class AlignCorners(nn.Module):
+    """F.interpolate(scale_factor, align_corners=True), which torch exports with scales: on 5x5 by 1.5 (7.5 pixels,
+    7 made) torch and onnxruntime take (5 - 1) / (7 - 1), ONNX's reference and node tests (5 - 1) / (7.5 - 1)."""
+
+    def __init__(self, side, scale):
+        super().__init__()
+        self.side, self.scale = side, scale
+
+    def forward(self, x):
+        x = x.reshape(-1, 1, self.side, self.side)
+        return F.interpolate(x, scale_factor=self.scale, mode="bilinear", align_corners=True).flatten(1)
+
+
+def check_align_corners_scales(rng):
+    """A whole input * scale runs as torch computes it; a fractional one is refused naming the node (exit 5), not
+    run to numbers torch and onnxruntime do not give."""
+    for side, scale, whole in ((6, 1.5, True), (5, 1.5, False)):
+        label = f"align_corners_{side}x{scale}"
+        path = J(label + ".onnx")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(AlignCorners(side, scale), torch.randn(2, side * side), path, opset_version=13,
+                              input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+        x = rng.standard_normal((5, side * side)).astype(np.float32)
+        if whole:
+            eval_vs_ort(label, path, x)
+            continue
+        with h5py.File(J(label + ".h5"), "w") as f:
+            f["x"] = x
+            f["labels"] = np.zeros(len(x), np.int64)
+        rc, _, err = ptq("eval", "--model", path, "--data", J(label + ".h5"))
+        check(f"{label}: refused naming the node (exit 5)", rc == 5 and "(Resize, domain" in err and
+              "align_corners" in err, f"exit {rc}: {err.strip()[-300:]}")
+
+
 def check_pipeline(x):
     """The opset-13 net through calibrate, and for placements trt, all (Q/DQ around every Resize input and output)
     and ort (the Resize outputs sharing their inputs' scales, as quantize_static's QDQResize makes them): plan,
@@ -264,6 +299,7 @@ def main():
     check_resize_nodes(rng)
     check_upsample_nodes(rng)
     check_refusals()
+    check_align_corners_scales(rng)
     x = check_unets(rng)
     check_pipeline(x)
     return finish("ops_resize_test")

@@ -26,10 +26,7 @@ static float original_coord(const ptq_resize_params *p, int d, int64_t o)
         return center * (1 - adjustment) + (x + 0.5f) / scale - 0.5f;
     }
     case PTQ_RESIZE_PYTORCH_HALF_PIXEL: return p->out_dims[d] > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
-    case PTQ_RESIZE_ALIGN_CORNERS: {
-        const float len = p->align_lengths[d];
-        return len == 1 ? 0.0f : x * (len_in - 1) / (len - 1);
-    }
+    case PTQ_RESIZE_ALIGN_CORNERS: return p->out_dims[d] == 1 ? 0.0f : x * (len_in - 1) / (len_out - 1);
     case PTQ_RESIZE_ASYMMETRIC: return x / scale;
     case PTQ_RESIZE_TF_HALF_PIXEL_FOR_NN: return (x + 0.5f) / scale;
     case PTQ_RESIZE_TF_CROP_AND_RESIZE: {
