@@ -196,7 +196,7 @@ static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char
             return "a shape computation is left in the graph: export with do_constant_folding=True and static "
                    "input shapes (no dynamic_axes)";
     /* ops ONNX added after opset 17, which an export at 17 writes as older ops; re-exporting does not
-     * change any other op (Resize, Hardmax), so the hint would send the user round in a circle */
+     * change any other op (Hardmax, GridSample), so the hint would send the user round in a circle */
     static const char *const after_17[] = {"GroupNormalization", "Mish", "Col2Im", "CenterCropPad", "BitwiseAnd",
                                            "BitwiseNot", "BitwiseOr", "BitwiseXor", "DeformConv", "AffineGrid",
                                            "Attention", "RMSNormalization", "RotaryEmbedding", "Swish", NULL};

@@ -287,7 +287,7 @@ static void test_resolve(void)
                   strstr(ctx.msg, "; node 'add0': op Foo (domain ai.onnx, opset 18)") &&
                   strstr(ctx.msg, "hint: the model is at an opset past 17") && strstr(ctx.msg, "opset_version=17"),
               "%s", ctx.msg);
-    /* an op opset 17 has too (Resize, Hardmax): a re-export at 17 keeps it, so no such hint */
+    /* an op opset 17 has too (Hardmax, GridSample): a re-export at 17 keeps it, so no such hint */
     n[1].op_type = "Hardmax";
     ptq_ctx_init(&ctx);
     CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_UNSUPPORTED && !ops);
