@@ -131,7 +131,8 @@ def main():
             f"| (a) FP32 forward: ptq eval (steady) / PyTorch FP32 | {steady(ev) / t_fp32:.2f}x |",
             f"| (b) FP32 calibration: ptq calibrate (steady) / PyTorch hooks + histc | {steady(cal) / t_hist:.2f}x |",
             f"| (b) FP32 calibration: ptq calibrate / ptq eval (steady) | {steady(cal) / steady(ev):.2f}x |",
-            f"| (c) TF32: ptq calibrate --math tf32 (steady) / PyTorch TF32 inference | {steady(cal32) / t_tf32:.2f}x |",
+            f"| (c) TF32: ptq calibrate --math tf32 (steady) / PyTorch TF32 inference | "
+            f"{steady(cal32) / t_tf32:.2f}x |",
             "",
             "| run | img/s all batches | img/s after the first | wall s | all steady rates |",
             "|---|---|---|---|---|"]

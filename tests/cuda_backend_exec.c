@@ -463,9 +463,9 @@ int main(void)
         free_case(&declined[i]);
     }
     /* a shape computation: integers already on the host stay there, though the GPU could concatenate them */
-    node_case shape_concat = {"Concat of int64 on the host", "Concat", 13, 1, {attr_int("axis", 0)}, 2,
-                              {host_typed(PTQ_DT_INT64, 1, shape2, i64_vals), host_typed(PTQ_DT_INT64, 1, s1, i64_vals)},
-                              1, 0, 0};
+    node_case shape_concat = {
+        "Concat of int64 on the host", "Concat", 13, 1, {attr_int("axis", 0)}, 2,
+        {host_typed(PTQ_DT_INT64, 1, shape2, i64_vals), host_typed(PTQ_DT_INT64, 1, s1, i64_vals)}, 1, 0, 0};
     expect_declined(&shape_concat, 1);
     free_case(&shape_concat);
     test_gather_bad_index();

@@ -488,14 +488,19 @@ int main(int argc, char **argv)
                         "  --require: fail unless each op is in at least one passing case\n");
         return 2;
     }
-    /* the required ops and how many passing cases hold each */
-    char required[1024] = "";
-    int n_req = 0, req_count[64] = {0};
-    const char *req_name[64];
+    /* the required ops and how many passing cases hold each (argv[3] is split in place); more than MAX_REQUIRED
+       fails rather than dropping the rest unchecked */
+    enum { MAX_REQUIRED = 512 };
+    int n_req = 0, req_count[MAX_REQUIRED] = {0};
+    const char *req_name[MAX_REQUIRED];
     if (argc == 4) {
-        snprintf(required, sizeof required, "%s", argv[3]);
-        for (char *save = NULL, *t = strtok_r(required, ",", &save); t && n_req < 64; t = strtok_r(NULL, ",", &save))
+        for (char *save = NULL, *t = strtok_r(argv[3], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (n_req == MAX_REQUIRED) {
+                fprintf(stderr, "onnx_conformance: more than %d required ops\n", MAX_REQUIRED);
+                return 2;
+            }
             req_name[n_req++] = t;
+        }
     }
     const char *suite_dir = argv[1];
     const char *suite = strrchr(suite_dir, '/') ? strrchr(suite_dir, '/') + 1 : suite_dir;
