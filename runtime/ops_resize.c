@@ -236,8 +236,12 @@ static ptq_status resize_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_resize_pa
         if (!scales == !sizes)
             return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "give one of scales (input 2) and sizes (input 3), not %s",
                                scales ? "both" : "neither");
-        if (scales && ptq_node_attr(io->node, "keep_aspect_ratio_policy"))
-            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "keep_aspect_ratio_policy applies to sizes, not scales");
+        /* keep_aspect_ratio_policy applies to sizes; beside scales only its default, stretch, passes onnx's shape
+           inference (and so onnxruntime), and torch 2.x's exporter writes it on every Resize */
+        const ptq_attr *policy = ptq_node_attr(io->node, "keep_aspect_ratio_policy");
+        if (scales && policy && !(policy->type == PTQ_ATTR_STRING && strcmp(policy->s, "stretch") == 0))
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "keep_aspect_ratio_policy %s applies to sizes, not scales",
+                               policy->type == PTQ_ATTR_STRING ? policy->s : "(not a string)");
         if (scales && p->coord == PTQ_RESIZE_TF_CROP_AND_RESIZE)
             return ptq_op_unsupported(ctx, io, "tf_crop_and_resize with scales: ONNX sizes the output by the roi, "
                                       "onnxruntime does not; give sizes");

@@ -116,6 +116,9 @@ def resize_cases():
               ("resize18_not_smaller", 18, {"mode": "nearest", "axes": [2, 3],
                                             "keep_aspect_ratio_policy": "not_smaller"},
                (3, 2, 5, 6), None, [7, 12], None),
+              # torch 2.x's exporter writes keep_aspect_ratio_policy "stretch" (the default) beside scales
+              ("resize18_scales_stretch", 18, {"mode": "nearest", "keep_aspect_ratio_policy": "stretch"},
+               (3, 2, 5, 6), [1, 1, 2, 2], None, None),
               ("resize19_half_pixel_symmetric", 19, {"mode": "linear",
                                                      "coordinate_transformation_mode": "half_pixel_symmetric"},
                (3, 2, 5, 6), [1, 1, 1.7, 0.6], None, None)]
@@ -159,20 +162,25 @@ def check_upsample_nodes(rng):
 
 
 def check_refusals():
-    """What ptq does not do is refused naming the node (exit 5), not run wrong."""
+    """What ptq does not do is refused naming the node (exit 5), not run wrong; what ONNX forbids, as malformed
+    (exit 4)."""
     x = np.zeros((2, 2 * 5 * 6), np.float32)
-    for label, opset, node, inits, want in [
+    for label, opset, node, inits, want, want_rc in [
             ("antialias", 18, helper.make_node("Resize", ["img", "", "scales"], ["r"], mode="linear", antialias=1),
-             [f32("scales", [1, 1, 0.5, 0.5])], "antialias"),
+             [f32("scales", [1, 1, 0.5, 0.5])], "antialias", 5),
             ("upsample10", 10, helper.make_node("Upsample", ["img", "scales"], ["r"]),
-             [f32("scales", [1, 1, 2, 2])], "deprecated")]:
+             [f32("scales", [1, 1, 2, 2])], "deprecated", 5),
+            # onnx's shape inference (and so onnxruntime) refuses a policy other than stretch beside scales
+            ("scales_not_larger", 18, helper.make_node("Resize", ["img", "", "scales"], ["r"], mode="linear",
+                                                       keep_aspect_ratio_policy="not_larger"),
+             [f32("scales", [1, 1, 1.5, 0.5])], "keep_aspect_ratio_policy not_larger applies to sizes", 4)]:
         model = one_node(label, node, (2, 2, 5, 6), opset, inits)
         with h5py.File(J(label + ".h5"), "w") as f:
             f["x"] = x
             f["labels"] = np.zeros(2, np.int64)
         rc, _, err = ptq("eval", "--model", model, "--data", J(label + ".h5"))
-        check(f"{label}: refused naming the node (exit 5, '{want}')",
-              rc == 5 and want in err and f"({node.op_type}, domain" in err, f"exit {rc}: {err.strip()[-300:]}")
+        check(f"{label}: refused naming the node (exit {want_rc}, '{want}')",
+              rc == want_rc and want in err and f"({node.op_type}, domain" in err, f"exit {rc}: {err.strip()[-300:]}")
 
 
 class UNet(nn.Module):
