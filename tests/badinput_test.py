@@ -492,7 +492,7 @@ def resize(helper, TensorProto, numpy_helper):
          "rank 4 or repeated")
     case("onnx: Resize keep_aspect_ratio_policy with scales, refused",
          model("rs_keep.onnx", [None, f32(1, 1, 2, 2)], opset=18, keep_aspect_ratio_policy="not_larger"), 4,
-         "keep_aspect_ratio_policy applies to sizes")
+         "keep_aspect_ratio_policy not_larger applies to sizes")
     case("onnx: Upsample scale 0.5, refused", model("up_half.onnx", [f32(1, 1, 0.5, 1)], opset=9, op="Upsample"), 6,
          "scale 0.5 of axis 2 must be finite and 1 or more (Upsample)")
     case("onnx: Upsample 7 without its scales attribute, refused", model("up_noattr.onnx", [], opset=7, op="Upsample"),
