@@ -10,7 +10,7 @@ import os
 import sys
 import tempfile
 
-from ptqtest import check, check_ort_agrees, finish, ptq
+from ptqtest import check, check_placements, finish, ptq
 
 try:
     import h5py
@@ -391,20 +391,7 @@ def check_pipeline(label, model):
     x = rng.standard_normal((96, 64)).astype(np.float32)
     eval_vs_ort(label, model, {"x": x})
     data = J(label + ".h5")
-    rc, _, err = ptq("calibrate", "--model", model, "--data", data, "--out", J(label + "-c.h5"))
-    check(f"{label}: calibrate", rc == 0, err.strip()[-300:])
-    for placement in ("trt", "ort", "all"):
-        run = f"{label} ({placement})"
-        P = lambda suffix: J(f"{label}-{placement}{suffix}")  # noqa: E731
-        rc, _, err = ptq("plan", J(label + "-c.h5"), "--model", model, "--placement", placement, "--out", P(".json"))
-        check(f"{run}: plan", rc == 0, err.strip()[-300:])
-        rc, _, err = ptq("validate", "--model", model, "--plan", P(".json"), "--data", data, "--logits", P(".npy"),
-                         "--report", P("-rep"))
-        check(f"{run}: validate", rc == 0, err.strip()[-300:])
-        rc, _, err = ptq("export", "--plan", P(".json"), "--model", model, "--format", "qdq", "--out", P(".onnx"))
-        check(f"{run}: export --format qdq", rc == 0, err.strip()[-300:])
-        if os.path.exists(P(".npy")) and os.path.exists(P(".onnx")):
-            check_ort_agrees(run, P(".onnx"), {"x": x}, P(".npy"))
+    check_placements(label, model, data, {"x": x}, J, placements=("trt", "ort", "all"))
 
 
 def main():

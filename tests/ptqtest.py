@@ -80,6 +80,32 @@ def check_ort_agrees(name, qdq, feeds, sim):
           same == len(got), f"{same} of {len(got)}, max |diff| {np.abs(got - want).max():.3g}")
 
 
+def check_placements(label, model, data, feeds, path, placements=("trt", "all"), after_plan=None):
+    """calibrate model on data, then for each placement: plan, validate (its --logits), export --format qdq, and
+    onnxruntime on the export making validate's predictions (check_ort_agrees on feeds, the rows of data as the
+    model's inputs). path(name): where a file of the run goes; after_plan(run, placement, plan): more checks of a
+    plan that was made."""
+    rc, _, err = ptq("calibrate", "--model", model, "--data", data, "--out", path(label + "-c.h5"))
+    check(f"{label}: calibrate", rc == 0, err.strip()[-300:])
+    for placement in placements:
+        run = f"{label} ({placement})"
+
+        def at(suffix):
+            return path(f"{label}-{placement}{suffix}")
+        rc, _, err = ptq("plan", path(label + "-c.h5"), "--model", model, "--placement", placement, "--out",
+                         at(".json"))
+        check(f"{run}: plan", rc == 0, err.strip()[-300:])
+        if after_plan and rc == 0:
+            after_plan(run, placement, at(".json"))
+        rc, _, err = ptq("validate", "--model", model, "--plan", at(".json"), "--data", data, "--logits",
+                         at(".npy"), "--report", at("-rep"))
+        check(f"{run}: validate", rc == 0, err.strip()[-300:])
+        rc, _, err = ptq("export", "--plan", at(".json"), "--model", model, "--format", "qdq", "--out", at(".onnx"))
+        check(f"{run}: export --format qdq", rc == 0, err.strip()[-300:])
+        if os.path.exists(at(".npy")) and os.path.exists(at(".onnx")):
+            check_ort_agrees(run, at(".onnx"), feeds, at(".npy"))
+
+
 def finish(test):
     print(f"{test}: {len(failures)} failed" + (": " + ", ".join(failures) if failures else ""))
     return 1 if failures else 0
