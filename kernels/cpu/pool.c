@@ -196,7 +196,7 @@ mean_mid_tile(int64_t n_red, int64_t inner, const float *x, float *y, int64_t n)
         if (acc[i] != acc[i]) { /* which of several NaNs a sum keeps follows its adds' operands, which the vector
                                    loop swaps: the sum again as the ref adds it (its first NaN) */
             double sum = 0.0;
-            for (int64_t r = 0; r < n_red; r++)
+            for (int64_t r = 0; r < n_red && sum == sum; r++) /* stopping at the first NaN, whatever the order */
                 sum += x[r * inner + i];
             acc[i] = sum;
         }

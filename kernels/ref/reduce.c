@@ -32,11 +32,15 @@ static red_acc red_init(ptq_k_reduce op, ptq_k_elem et)
 }
 
 /* Adds x[off]; top is LogSumExp's max (exp(v - top) neither overflows nor loses a large set to 0). Max and Min
- * propagate NaN. */
+ * propagate NaN; the others keep the first NaN they meet. */
 static void red_add(red_acc *a, ptq_k_reduce op, ptq_k_elem et, const void *x, int64_t off, double top)
 {
     if (et == PTQ_K_F32 || et == PTQ_K_F64) {
         const double v = et == PTQ_K_F64 ? ((const double *)x)[off] : (double)((const float *)x)[off];
+        /* a sum or product keeps its first NaN: of two NaN operands an add returns the one the compiler put first,
+           which it may swap (it did at -O1, the sanitizer build) */
+        if (isnan(a->f) && op != PTQ_K_RED_MAX && op != PTQ_K_RED_MIN)
+            return;
         switch (op) {
         case PTQ_K_RED_MAX: a->f = isnan(a->f) || v <= a->f ? a->f : v; break;
         case PTQ_K_RED_MIN: a->f = isnan(a->f) || v >= a->f ? a->f : v; break;
