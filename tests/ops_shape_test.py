@@ -18,6 +18,7 @@ try:
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
+    from ops_breadth_test import conv_classifier
 except ImportError as e:  # pragma: no cover
     print(f"ops_shape_test: skipped ({e})")
     sys.exit(77)
@@ -365,23 +366,6 @@ def check_torch_pixel_shuffle(rng):
         check(f"superres{opset}: torch exported DepthToSpace", "DepthToSpace" in ops, str(sorted(ops)))
         eval_vs_ort(f"superres{opset}", path, {"x": x})
         eval_vs_ort(f"superres{opset}_passes", path, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
-
-
-def conv_classifier(name, after_conv, head, opset=13, inits=()):
-    """x [N, 64] (no image: fed as stored) -> [N, 1, 8, 8] -> Conv 3x3 (4 channels) -> after_conv nodes (reading
-    'c', writing 'a', of 144 numbers a sample) -> Flatten -> Gemm (10 classes, 'g') -> head nodes (reading 'g',
-    writing 'y')."""
-    rng = np.random.default_rng(3)
-    w = numpy_helper.from_array((rng.standard_normal((4, 1, 3, 3)) * 0.5).astype(np.float32), "w")
-    b = numpy_helper.from_array((rng.standard_normal(4) * 0.1).astype(np.float32), "b")
-    gw = numpy_helper.from_array((rng.standard_normal((10, 144)) * 0.2).astype(np.float32), "gw")
-    gb = numpy_helper.from_array(np.zeros(10, np.float32), "gb")
-    shape = numpy_helper.from_array(np.array([-1, 1, 8, 8], np.int64), "shape")
-    nodes = [helper.make_node("Reshape", ["x", "shape"], ["img"]),
-             helper.make_node("Conv", ["img", "w", "b"], ["c"], kernel_shape=[3, 3])] + after_conv + [
-        helper.make_node("Flatten", ["a"], ["f"]), helper.make_node("Gemm", ["f", "gw", "gb"], ["g"], transB=1)
-    ] + head
-    return save(name, nodes, [x_info(["N", 64])], ["N", 10], [w, b, gw, gb, shape, *inits], opset=opset)
 
 
 def check_pipeline(label, model):
