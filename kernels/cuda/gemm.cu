@@ -1,8 +1,9 @@
 /* GEMM on the GPU through cuBLAS SGEMM (FP32 math), mirroring
  * ptq_k_gemm_ref: row-major operands are handed to column-major cuBLAS as
  * their transposes, computing y^T = op(b)^T op(a)^T. A single GEMM runs in
- * blocks of GEMM_ROW_BLOCK rows of y, the last one zero-padded in scratch,
- * so every SGEMM has the same shape whatever m (the batch, for Gemm): cuBLAS
+ * blocks of gemm_block_rows(n, k) rows of y, the last one zero-padded in
+ * scratch, so every SGEMM has the same shape whatever m (the batch, for
+ * Gemm; the batch times the sequence, for a transformer's MatMul): cuBLAS
  * picks its kernel by shape, and a row's result then does not depend on the
  * batch it came in. Also the strided-batched form MatMul uses (its shape
  * follows the batch). Under --math fp64 (PTQ_CUDA_MATH_FP64) the same shapes
@@ -12,8 +13,22 @@
 
 #include "kernels/cuda/cuda_common.cuh"
 
-/* rows of y per SGEMM call */
+/* rows of y per DGEMM call (--math fp64) */
 #define GEMM_ROW_BLOCK 128
+
+/* Rows of y per SGEMM call: about 2^23 outputs a call, so that one call
+ * fills the GPU (128 rows of a 768-wide layer made a handful of thread
+ * blocks: ViT-B/16's projections ran at a fifth of PyTorch's rate), a
+ * multiple of 128 from 128 to 4096, fewer where the padded block's scratch
+ * would pass 2^24 floats. A function of n and k alone, never of m. */
+static int64_t gemm_block_rows(int64_t n, int64_t k)
+{
+    int64_t r = ((((int64_t)1 << 23) / (n > 0 ? n : 1)) + 127) / 128 * 128;
+    r = r < 128 ? 128 : r > 4096 ? 4096 : r;
+    while (r > 128 && r * (k + n) > ((int64_t)1 << 24))
+        r = (r / 2 + 127) / 128 * 128;
+    return r;
+}
 
 /* dst: [rows, k] = rows r0 .. r0+mb of op(a) (a: [m, k], or [k, m] when
  * trans_a), then zero rows; T: float, or double under --math fp64. */
@@ -101,12 +116,13 @@ static ptq_status gemm_f64(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params 
     return PTQ_OK;
 }
 
-/* One GEMM (n_batch 1) as SGEMMs of exactly GEMM_ROW_BLOCK rows: full blocks
- * of an untransposed a in place, the rest through zero-padded scratch copies. */
+/* One GEMM (n_batch 1) as SGEMMs of exactly gemm_block_rows rows: full
+ * blocks of an untransposed a in place, the rest through zero-padded scratch
+ * copies. */
 static ptq_status gemm_row_blocks(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, const float *a,
                                   const float *b, float *y)
 {
-    const int n = (int)p->n, k = (int)p->k, R = GEMM_ROW_BLOCK;
+    const int n = (int)p->n, k = (int)p->k, R = (int)gemm_block_rows(p->n, p->k);
     const cublasOperation_t op_b = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int ld_b = p->trans_b ? k : n;
     float *ap = NULL, *yp = NULL;
