@@ -1,8 +1,9 @@
 /* Transpose and Slice on the GPU for 1, 2, 4 and 8-byte elements, mirroring
  * ptq_k_transpose_ref and ptq_k_slice_ref: one thread per output element
  * gathers its input element through per-dim strides (permuted, or times the
- * slice's steps, from the slice's first element); a slice that is one block
- * of rows goes as a 2-D copy. Covered by tests/cuda_parity_kernels.c. */
+ * slice's steps, from the slice's first element), the layout's contiguous
+ * runs of dims merged first and int indices where they fit; a slice that is
+ * one block of rows goes as a 2-D copy. Covered by tests/cuda_parity_kernels.c. */
 #include "kernels/cuda/cuda_common.cuh"
 
 /* Output dims and, per output dim, the input stride it walks (negative for a
@@ -14,40 +15,80 @@ typedef struct perm_layout {
     int64_t in_stride[8];
 } perm_layout;
 
-/* x: [in_dims] row-major; y: [out_dims] row-major, T-sized elements */
-template <typename T>
-static __global__ void transpose_kernel(perm_layout l, int64_t total, const T *x, T *y)
+/* x: [in_dims] row-major; y: [out_dims] row-major, T-sized elements; I: the
+ * index type, int where every offset fits */
+template <typename T, typename I>
+static __global__ void transpose_kernel(perm_layout l, I total, const T *x, T *y)
 {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t rest = i, src = l.base;
+    I out_dims[8], in_stride[8];
+    for (int dim = 0; dim < l.ndim; dim++) {
+        out_dims[dim] = (I)l.out_dims[dim];
+        in_stride[dim] = (I)l.in_stride[dim];
+    }
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I rest = i, src = (I)l.base;
         for (int dim = l.ndim - 1; dim >= 0; dim--) {
-            src += (rest % l.out_dims[dim]) * l.in_stride[dim];
-            rest /= l.out_dims[dim];
+            src += (rest % out_dims[dim]) * in_stride[dim];
+            rest /= out_dims[dim];
         }
         y[i] = x[src];
     }
 }
 
 template <typename T>
-static ptq_status launch(ptq_ctx *ctx, ptq_cuda_dev *d, const perm_layout *l, int64_t total, const void *x, void *y)
+static ptq_status launch(ptq_ctx *ctx, ptq_cuda_dev *d, const perm_layout *l, int64_t total, int narrow,
+                         const void *x, void *y)
 {
-    transpose_kernel<T><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*l, total, (const T *)x, (T *)y);
+    if (narrow)
+        transpose_kernel<T, int><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*l, (int)total,
+                                                                                        (const T *)x, (T *)y);
+    else
+        transpose_kernel<T, int64_t><<<ptq_cuda_blocks(total), PTQ_CUDA_BLOCK, 0, d->stream>>>(*l, total,
+                                                                                            (const T *)x, (T *)y);
     PTQ_CUDA_LAUNCHED(ctx, "transpose_kernel");
     return PTQ_OK;
 }
 
+/* l with its size-1 dims dropped and each run of output dims that walks the
+ * input contiguously (a dim's stride the next one's times its length) made
+ * one dim: fewer divisions per element, the same gather. */
+static perm_layout coalesce(const perm_layout *l)
+{
+    perm_layout c = *l;
+    c.ndim = 0;
+    for (int dim = 0; dim < l->ndim; dim++) {
+        if (l->out_dims[dim] == 1)
+            continue;
+        if (c.ndim > 0 && c.in_stride[c.ndim - 1] == l->in_stride[dim] * l->out_dims[dim]) {
+            c.out_dims[c.ndim - 1] *= l->out_dims[dim];
+            c.in_stride[c.ndim - 1] = l->in_stride[dim];
+            continue;
+        }
+        c.out_dims[c.ndim] = l->out_dims[dim];
+        c.in_stride[c.ndim++] = l->in_stride[dim];
+    }
+    return c;
+}
+
 /* y[i] = x[the element l maps output element i to], total elements */
-static ptq_status gather(ptq_ctx *ctx, ptq_cuda_dev *d, const char *what, size_t elem_bytes, const perm_layout *l,
+static ptq_status gather(ptq_ctx *ctx, ptq_cuda_dev *d, const char *what, size_t elem_bytes, const perm_layout *l_in,
                          int64_t total, const void *x, void *y)
 {
     if (total == 0)
         return PTQ_OK;
+    const perm_layout l = coalesce(l_in);
+    /* int indices when the output count and every input offset the walk reaches (from base, each dim's stride
+     * times its length at most, either sign) stay below 2^30: the grid-stride step (at most 2^24) cannot then
+     * carry an index past int's range */
+    int64_t reach = l.base < 0 ? -l.base : l.base;
+    for (int dim = 0; dim < l.ndim; dim++)
+        reach += (l.in_stride[dim] < 0 ? -l.in_stride[dim] : l.in_stride[dim]) * l.out_dims[dim];
+    const int narrow = total < ((int64_t)1 << 30) && reach < ((int64_t)1 << 30);
     switch (elem_bytes) {
-    case 1: return launch<uint8_t>(ctx, d, l, total, x, y);
-    case 2: return launch<uint16_t>(ctx, d, l, total, x, y);
-    case 4: return launch<uint32_t>(ctx, d, l, total, x, y);
-    case 8: return launch<uint64_t>(ctx, d, l, total, x, y);
+    case 1: return launch<uint8_t>(ctx, d, &l, total, narrow, x, y);
+    case 2: return launch<uint16_t>(ctx, d, &l, total, narrow, x, y);
+    case 4: return launch<uint32_t>(ctx, d, &l, total, narrow, x, y);
+    case 8: return launch<uint64_t>(ctx, d, &l, total, narrow, x, y);
     }
     return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED, "%s: %zu-byte elements; the GPU takes 1, 2, 4 or 8", what, elem_bytes);
 }
