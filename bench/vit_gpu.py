@@ -12,6 +12,9 @@
   and the agreement of ptq's FP32 logits with PyTorch's (argmax, largest
   relative difference).
 Where the time goes on ptq's side: one `ptq eval --profile` run's table.
+--variant VAR=VALUE (repeatable) also times `ptq eval` with that variable
+in its environment (e.g. PTQ_CUDNN_SPATIAL=0: convolutions through
+im2col + cuBLAS rather than cuDNN) and records its profile.
 
 Model: torchvision vit_b_16, random weights (seed 0; the head, which torchvision
 starts at zero, drawn too), exported with
@@ -55,6 +58,8 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--smoke", action="store_true", help="no GPU: everything on the CPU (use tiny sizes)")
+    ap.add_argument("--variant", action="append", default=[], metavar="VAR=VALUE",
+                    help="also time ptq eval (and its profile) with VAR=VALUE in the environment")
     a = ap.parse_args()
     if not a.smoke and not torch.cuda.is_available():
         sys.exit("vit_gpu: PyTorch sees no GPU")
@@ -84,6 +89,14 @@ def main():
     run([a.ptq, "eval", *common, "--logits", logits_path])
     prof = subprocess.run([a.ptq, "eval", *common, "--profile"], capture_output=True, text=True)
     profile = prof.stderr.strip().splitlines()
+    variants = []
+    for v in a.variant:
+        var, _, value = v.partition("=")
+        os.environ[var] = value
+        vev, vrates = best_json([a.ptq, "eval", *common, "--json"], a.repeat)
+        vprof = subprocess.run([a.ptq, "eval", *common, "--profile"], capture_output=True, text=True)
+        del os.environ[var]
+        variants.append((v, vev, vrates, vprof))
 
     torch.backends.cudnn.benchmark = True
     dev = torch.device(dev_name)
@@ -145,6 +158,12 @@ def main():
              f"| PyTorch TF32 | | {t_tf32:.0f} | | {', '.join(f'{r:.0f}' for r in t_tf32_all)} |",
              "", f"`ptq eval --profile` (exit {prof.returncode}; on a GPU it waits for each node):", "", "```",
              *profile, "```"]
+    for v, vev, vrates, vprof in variants:
+        text += ["", f"## Variant {v}", "",
+                 f"ptq eval FP32 with `{v}`: {vev['images_per_s']:.0f} img/s all batches, {steady(vev):.0f} after "
+                 f"the first ({', '.join(f'{r:.0f}' for r in vrates)}), {steady(vev) / t_fp32:.2f}x PyTorch FP32",
+                 "", f"`ptq eval --profile` with `{v}` (exit {vprof.returncode}):", "", "```",
+                 *vprof.stderr.strip().splitlines(), "```"]
     write_result(a.out, text)
 
 

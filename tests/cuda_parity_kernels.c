@@ -234,7 +234,9 @@ static void test_conv(const char *name, float rtol, float atol)
 static void test_gemm(const char *name, float rtol, float atol)
 {
     kstat k = {name, rtol, atol, 0, 0, 0, 0, 0, 0};
-    const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {64, 10, 96}, {33, 65, 129}, {128, 256, 512}, {5, 4, 0}};
+    /* 4500 rows of 300: a full block of rows and a padded one */
+    const int64_t shapes[][3] = {{1, 1, 1},      {7, 5, 3},       {64, 10, 96}, {33, 65, 129},
+                                 {128, 256, 512}, {5, 4, 0},      {4500, 300, 64}};
     const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++)
@@ -296,6 +298,43 @@ static void test_gemm_batched(const char *name, float rtol, float atol)
         free(b_off);
     }
     report(&k);
+}
+
+/* FP32 and TF32 math: a row's bits do not depend on the GEMM it came in (a
+ * batch of 9,000 rows of 768, two blocks of rows and a padded one, against
+ * runs of 1, 7, 300, 4,096 and 4,596 rows, each from its own offset). */
+static void test_gemm_row_invariance(const char *math)
+{
+    ptq_gemm_params g = {9000, 768, 96, 0, 1, 1.0f, 1.0f}; /* b given [n, k], as a Gemm's weights; the bias via beta */
+    const int64_t n_a = g.m * g.k, n_out = g.m * g.n, runs[] = {1, 7, 300, 4096, 4596};
+    float *a = host_uniform(n_a, -1.0f, 1.0f), *c = host_uniform(n_out, -1.0f, 1.0f);
+    float *bm = host_uniform(g.n * g.k, -0.1f, 0.1f), *got = host_alloc(n_out), *got1 = host_alloc(n_out);
+    float *da = dev_floats(a, n_a), *dbm = dev_floats(bm, g.n * g.k), *dc = dev_floats(c, n_out);
+    float *dc1 = dev_floats(c, n_out);
+    CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &g, da, dbm, dc) == PTQ_OK, "%s", ctx.msg);
+    int64_t r0 = 0;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        ptq_gemm_params part = g;
+        part.m = runs[i];
+        CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &part, da + r0 * g.k, dbm, dc1 + r0 * g.n) == PTQ_OK, "%s", ctx.msg);
+        r0 += runs[i];
+    }
+    CHECK(r0 == g.m);
+    CHECK_MSG(ptq_cuda_download(&ctx, dev, got, dc, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
+    CHECK_MSG(ptq_cuda_download(&ctx, dev, got1, dc1, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
+    const int same = memcmp(got, got1, (size_t)n_out * sizeof(float)) == 0;
+    CHECK_MSG(same, "gemm %s: 9000 rows at once differ from runs of 1, 7, 300, 4096 and 4596", math);
+    printf("%s gemm row invariance (9000 rows of 768 against runs of 1, 7, 300, 4096, 4596): %s\n", math,
+           same ? "same bits" : "FAIL");
+    ptq_cuda_release(dev, da);
+    ptq_cuda_release(dev, dbm);
+    ptq_cuda_release(dev, dc);
+    ptq_cuda_release(dev, dc1);
+    free(a);
+    free(c);
+    free(bm);
+    free(got);
+    free(got1);
 }
 
 /* --math fp64: an image's (a row's) bits do not depend on the batch it came
@@ -698,7 +737,10 @@ static void test_batchnorm(void)
 static void test_softmax(void)
 {
     kstat k = {"softmax", 1e-5f, 1e-7f, 0, 0, 0, 0, 0, 0}; /* expf differs by <= 2 ulp */
-    const int64_t cases[][3] = {{1, 10, 1}, {64, 10, 1}, {2, 1000, 1}, {3, 7, 5}, {1, 1, 1}, {4, 3, 257}};
+    /* inner 1 and 32 or more long: a warp a row (attention's 197, rows past the 32 lanes); shorter, or inner > 1: a
+     * thread a line */
+    const int64_t cases[][3] = {{1, 10, 1},   {64, 10, 1},   {2, 1000, 1}, {3, 7, 5},     {1, 1, 1},
+                                {4, 3, 257},  {300, 197, 1}, {9, 33, 1},   {5, 1024, 1}, {3, 1025, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t outer = cases[c][0], len = cases[c][1], inner = cases[c][2], total = outer * len * inner;
         float *x = host_uniform(total, -10.0f, 10.0f), *y = host_alloc(total);
@@ -791,7 +833,11 @@ static void test_transpose(void)
                  {4, {2, 3, 4, 5}, {3, 2, 1, 0}},
                  {3, {64, 1, 33}, {2, 0, 1}},
                  {5, {2, 3, 1, 4, 2}, {4, 1, 3, 0, 2}},
-                 {1, {9}, {0}}};
+                 {1, {9}, {0}},
+                 {5, {2, 5, 3, 4, 8}, {2, 0, 3, 1, 4}}, /* a packed q/k/v projection split into heads */
+                 {4, {3, 4, 5, 6}, {0, 2, 3, 1}},       /* dims 2 and 3 walk x contiguously: merged */
+                 {3, {2, 3, 4}, {0, 1, 2}},             /* no move at all: one dim */
+                 {4, {1, 6, 1, 7}, {2, 3, 0, 1}}};      /* size-1 dims dropped */
     const size_t elems[] = {1, 2, 4, 8};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (size_t e = 0; e < sizeof elems / sizeof elems[0]; e++) {
@@ -813,6 +859,29 @@ static void test_transpose(void)
             free(y);
             free(got);
         }
+    report(&k);
+}
+
+/* A transpose past 2^30 elements (one byte each: 33,000 x 33,000) takes
+ * the int64 index kernel; byte for byte against ptq_k_transpose_ref. */
+static void test_transpose_wide(void)
+{
+    kstat k = {"transpose int64 indices", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
+    const int64_t dims[2] = {33000, 33000}, perm[2] = {1, 0}, n = dims[0] * dims[1];
+    unsigned char *x = malloc((size_t)n), *y = malloc((size_t)n), *got = malloc((size_t)n);
+    CHECK(x && y && got);
+    if (x && y && got) {
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (unsigned char)(i * 131 + (i >> 17));
+        ptq_k_transpose_ref(1, 2, dims, perm, x, y);
+        void *dx = dev_buf(x, (size_t)n), *dy = dev_buf(NULL, (size_t)n);
+        ptq_status st = ptq_k_transpose_cuda(&ctx, dev, 1, 2, dims, perm, dx, dy);
+        check_bytes(&k, "1-byte elements, 33000x33000", st, dy, got, y, (size_t)n, (size_t)n);
+        ptq_cuda_release(dev, dx);
+    }
+    free(x);
+    free(y);
+    free(got);
     report(&k);
 }
 
@@ -897,7 +966,10 @@ int main(void)
     test_gemm("gemm fp64", F64_RTOL, F64_ATOL);
     test_gemm_batched("gemm_batched fp64", F64_RTOL, F64_ATOL);
     test_f64_batch_invariance();
+    ptq_cuda_dev_set_math(dev, PTQ_CUDA_MATH_TF32);
+    test_gemm_row_invariance("tf32");
     ptq_cuda_dev_set_math(dev, PTQ_CUDA_MATH_FP32);
+    test_gemm_row_invariance("fp32");
     test_binary();
     test_expand();
     test_unary();
@@ -908,6 +980,7 @@ int main(void)
     test_softmax();
     test_layernorm();
     test_transpose();
+    test_transpose_wide();
     test_slice();
     CHECK_MSG(ptq_cuda_sync(&ctx, dev) == PTQ_OK, "%s", ctx.msg);
     ptq_cuda_dev_free(dev);
