@@ -1309,11 +1309,28 @@ static ptq_status conv_split(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_param
     return PTQ_OK;
 }
 
+/* A patch embedding: group 1, channels first, every spatial kernel dim
+ * equal to its stride (the kernel tiles the input: im2col is a permutation),
+ * no padding or dilation, 64 or more taps a channel (ViT's 16 x 16 stride
+ * 16). conv.cu's im2col + one cuBLAS SGEMM ran ViT-B/16's in 80 and 118 ms
+ * (two runs) at 1,024 images on an H100 against cuDNN's 153 in the GEMM-like
+ * algorithms ptq allows (bench/results/2026-12-06-vit-gpu-2-h100.md);
+ * smaller patches are not measured and stay with cuDNN. */
+static int patch_embedding(const ptq_conv_params *p)
+{
+    if (p->group != 1 || p->nhwc || p->k[0] * p->k[1] * p->k[2] < 64)
+        return 0;
+    for (int s = 0; s < PTQ_SPATIAL; s++)
+        if (p->stride[s] != p->k[s] || p->pad_lo[s] != 0 || p->pad_hi[s] != 0 || p->dil[s] != 1)
+            return 0;
+    return 1;
+}
+
 ptq_status ptq_conv_cudnn(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_conv_params *p, const float *x, const float *w,
                           const float *b, const float *z, int relu, float *y, int *done)
 {
     *done = 0;
-    if (!d->dnn.enabled)
+    if (!d->dnn.enabled || patch_embedding(p))
         return PTQ_OK;
     /* diagnostics for bench/zoo_diag.py: PTQ_CUDNN_GROUPED=0, _POINTWISE=0, _SPATIAL=0 send grouped, one-group
      * 1x1 or one-group larger-kernel convolutions to conv.cu's kernels */
