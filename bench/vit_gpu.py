@@ -11,7 +11,8 @@
   (c) ptq `--math tf32` calibration against PyTorch TF32 inference;
   and the agreement of ptq's FP32 logits with PyTorch's (argmax, largest
   relative difference).
-Where the time goes on ptq's side: one `ptq eval --profile` run's table.
+Where the time goes on ptq's side: one `ptq eval --profile` run's table,
+and one of `ptq calibrate --math tf32 --profile`.
 --variant VAR=VALUE (repeatable) also times `ptq eval` with that variable
 in its environment (e.g. PTQ_CUDNN_SPATIAL=0: convolutions through
 im2col + cuBLAS rather than cuDNN) and records its profile.
@@ -89,6 +90,8 @@ def main():
     run([a.ptq, "eval", *common, "--logits", logits_path])
     prof = subprocess.run([a.ptq, "eval", *common, "--profile"], capture_output=True, text=True)
     profile = prof.stderr.strip().splitlines()
+    cprof = subprocess.run([a.ptq, "calibrate", *common, "--math", "tf32", "--out", os.path.join(tmp, "calib-p.h5"),
+                            "--profile"], capture_output=True, text=True)
     variants = []
     for v in a.variant:
         var, _, value = v.partition("=")
@@ -157,7 +160,9 @@ def main():
              f"| PyTorch FP32 + hooks + histc | | {t_hist:.0f} | | {', '.join(f'{r:.0f}' for r in t_hist_all)} |",
              f"| PyTorch TF32 | | {t_tf32:.0f} | | {', '.join(f'{r:.0f}' for r in t_tf32_all)} |",
              "", f"`ptq eval --profile` (exit {prof.returncode}; on a GPU it waits for each node):", "", "```",
-             *profile, "```"]
+             *profile, "```",
+             "", f"`ptq calibrate --math tf32 --profile` (exit {cprof.returncode}):", "", "```",
+             *cprof.stderr.strip().splitlines(), "```"]
     for v, vev, vrates, vprof in variants:
         text += ["", f"## Variant {v}", "",
                  f"ptq eval FP32 with `{v}`: {vev['images_per_s']:.0f} img/s all batches, {steady(vev):.0f} after "
