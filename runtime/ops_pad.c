@@ -1,4 +1,4 @@
-/* Pad (opset 11+: pads and the constant as host inputs 1 and 2; modes
+/* Pad (opset 11+: pads as host input 1, the constant input 2 possibly computed at run time; modes
  * constant, edge, reflect; no axes input; pads >= 0) on any fixed-size
  * dtype through kernels/ref/pad.c. The Keras importer's ZeroPadding2D uses it.
  * Covered by tests/test_ops_shape.c and the ONNX conformance run. */
@@ -85,5 +85,6 @@ static ptq_status pad_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-/* the constant of input 2 is read on the host like the pads */
-const ptq_op_def ptq_op_Pad = {PTQ_OP_TRAITS(PAD), 11, 1u << 1 | 1u << 2 | 1u << 3, pad_infer, pad_run, NULL, 0};
+/* pads (and axes) set the output's shape: host inputs, known before the run. The constant (input 2) does not, and
+ * infer reads only its dtype and size: it may be computed at run time (pad_run reads it where Pad runs, the host). */
+const ptq_op_def ptq_op_Pad = {PTQ_OP_TRAITS(PAD), 11, 1u << 1 | 1u << 3, pad_infer, pad_run, NULL, 0};

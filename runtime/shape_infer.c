@@ -82,8 +82,11 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int64_t any_d
                 all_data = 0;
                 if (ptq_op_host_input(op, i)) {
                     st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
-                                  "node '%s' (%s): input '%s' sets an output shape but is computed at run time",
-                                  n->name, n->op_type, g->values[n->inputs[i]].name);
+                                  "node '%s' (%s): input '%s' (input %d) is computed at run time, but ptq needs it "
+                                  "before the run (a shape or parameter its shape inference reads): it must come "
+                                  "from initializers, Constant nodes or Shape and arithmetic on them",
+                                  n->name, n->op_type,
+                                  g->values[n->inputs[i]].name, i);
                     goto done;
                 }
             }

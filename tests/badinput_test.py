@@ -202,6 +202,7 @@ def models():
                                              "--limit", "8"], 0)
     scatter_nd(helper, TensorProto, numpy_helper)
     resize(helper, TensorProto, numpy_helper)
+    pad_computed(helper, TensorProto, numpy_helper)
     onnx_model(J("lstm.onnx"), [helper.make_node("Hardmax", ["x"], ["y"], name="hardmax0")],
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
@@ -497,6 +498,48 @@ def resize(helper, TensorProto, numpy_helper):
          "scale 0.5 of axis 2 must be finite and 1 or more (Upsample)")
     case("onnx: Upsample 7 without its scales attribute, refused", model("up_noattr.onnx", [], opset=7, op="Upsample"),
          4, "the scales attribute (floats) is missing")
+
+
+def pad_computed(helper, TensorProto, numpy_helper):
+    """Pad whose constant_value or pads come from the pixels: the constant (the batch's largest pixel) does not
+    change the output's shape, so every command runs it with onnxruntime's logits; pads computed at run time
+    would, and are refused by the commands that infer every shape first, naming the node and saying why."""
+    def model(name, computed):
+        nodes = [helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0)]
+        inits = [numpy_helper.from_array(np.full((900, 10), 1e-3, np.float32), "w"),
+                 numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")]
+        pad_in = ["x", "pads", "top"]
+        if computed == "pads":  # pads * (top == top): the same pads, from the data
+            nodes += [helper.make_node("Equal", ["top", "top"], ["same"]),
+                      helper.make_node("Cast", ["same"], ["one"], to=TensorProto.INT64),
+                      helper.make_node("Mul", ["pads", "one"], ["pads_run"])]
+            pad_in = ["x", "pads_run"]
+        nodes += [helper.make_node("Pad", pad_in, ["p"], name="pad0", mode="constant"),
+                  helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("MatMul", ["f", "w"], ["y"])]
+        onnx_model(J(name), nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits)
+        return J(name)
+
+    m = model("pad_value.onnx", "value")
+    if not ONLY or ONLY in "onnx: Pad constant_value computed at run time":
+        import onnxruntime as ort
+        images, _ = fmnist_test(8)
+        want = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(
+            None, {"x": images.reshape(8, 1, 28, 28).astype(np.float32) / 255})[0]
+        for dev in ("cpu", "ref"):
+            case(f"onnx: Pad constant_value computed at run time, eval --device {dev} matches onnxruntime",
+                 ["eval", "--model", m, "--data", J("good.h5"), "--limit", "8", "--device", dev,
+                  "--logits", J("pad-logits.npy")], 0,
+                 out_check=lambda out, err: np.allclose(np.load(J("pad-logits.npy")), want, rtol=1e-5, atol=1e-6))
+    case("onnx: Pad constant_value computed at run time, info runs", ["info", m], 0,
+         out_check=lambda out, err: "supported  yes" in out)
+    case("onnx: Pad constant_value computed at run time, calibrate runs",
+         ["calibrate", "--model", m, "--data", J("good.h5"), "--out", J("pad-cal.h5")], 0)
+    m = model("pad_pads.onnx", "pads")
+    case("onnx: Pad pads computed at run time, calibrate refuses saying why",
+         ["calibrate", "--model", m, "--data", J("good.h5"), "--out", J("pad-cal2.h5")], 5,
+         "node 'pad0' (Pad): input 'pads_run' (input 1) is computed at run time, but ptq needs it before the run "
+         "(a shape or parameter its shape inference reads)")
 
 
 def window_model(path, nodes, inits, spatial5=False, c=10, opset=13):
