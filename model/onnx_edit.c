@@ -151,6 +151,8 @@ typedef struct enode { /* a NodeProto of the file */
     int n_moved;
     char **drop_attr, **add_input;
     char **out_to; /* [n_out] ptq_onnx_edit_rename_output: the name output j is written as (NULL: its own) */
+    char *set_attr; /* ptq_onnx_edit_set_int_attr_of: an int attribute written in place of any of its name */
+    int64_t set_value;
 } enode;
 
 typedef struct einit { /* a graph initializer of the file */
@@ -250,6 +252,7 @@ void ptq_onnx_edit_free(ptq_onnx_edit *e)
         }
         free(e->nodes[i].drop_attr);
         free(e->nodes[i].add_input);
+        free(e->nodes[i].set_attr);
         free_names(e->nodes[i].in, e->nodes[i].n_in);
         free_names(e->nodes[i].out, e->nodes[i].n_out);
         free_names(e->nodes[i].out_to, e->nodes[i].n_out);
@@ -978,6 +981,25 @@ ptq_status ptq_onnx_edit_attr_to_input_of(ptq_ctx *ctx, ptq_onnx_edit *e, const 
     return move_attr(ctx, e, &e->nodes[k], e->nodes[k].name[0] ? e->nodes[k].name : node_output, attr, input);
 }
 
+ptq_status ptq_onnx_edit_set_int_attr_of(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_output, const char *attr,
+                                         int64_t value)
+{
+    if (!node_output || !node_output[0] || !attr || !attr[0])
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: set_int_attr_of needs a node's output and an attribute",
+                        e->path);
+    const int k = node_writing(e, node_output);
+    if (k < 0)
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "%s: set_int_attr_of: no existing node writes '%s'", e->path,
+                        node_output);
+    char *name = strdup(attr);
+    if (!name)
+        return oom(ctx, e);
+    free(e->nodes[k].set_attr);
+    e->nodes[k].set_attr = name;
+    e->nodes[k].set_value = value;
+    return PTQ_OK;
+}
+
 ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, int64_t opset, int64_t ir_version)
 {
     if (opset < 0 || ir_version < 0)
@@ -1138,7 +1160,7 @@ static void emit_added(const ptq_onnx_edit *e, const int *pos, const int *order,
 
 static int node_renamed(const ptq_onnx_edit *e, int k)
 {
-    if (e->nodes[k].n_moved || e->nodes[k].out_to)
+    if (e->nodes[k].n_moved || e->nodes[k].out_to || e->nodes[k].set_attr)
         return 1;
     for (int j = 0; j < e->nodes[k].n_in; j++)
         if (renamed_input(e, k, j) != e->nodes[k].in[j])
@@ -1363,7 +1385,7 @@ done:
 /* ---- writing: the model ---- */
 
 /* Node k again, its input and output fields renamed (and an attribute moved to a last
- * input), every other field copied (attributes through copy_walk when the
+ * input, an int attribute set), every other field copied (attributes through copy_walk when the
  * model has external data). */
 static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
 {
@@ -1378,6 +1400,8 @@ static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
         PTQ_TRY(st, ptq_pb_next(nr, &f), done);
         for (int m = 0; f.num == 5 && !drop && m < e->nodes[k].n_moved; m++)
             PTQ_TRY(st, attr_named(nr, &f, e->nodes[k].drop_attr[m], &drop), done);
+        if (f.num == 5 && !drop && e->nodes[k].set_attr)
+            PTQ_TRY(st, attr_named(nr, &f, e->nodes[k].set_attr, &drop), done);
         if (f.num == 1) {
             ptq_pb_put_str(&nb, 1, renamed_input(e, k, j++));
         } else if (f.num == 2 && e->nodes[k].out_to) {
@@ -1394,6 +1418,15 @@ static ptq_status encode_node(wctx *w, int k, ptq_pb *nr, obuf *b)
     }
     for (int m = 0; m < e->nodes[k].n_moved; m++)
         ptq_pb_put_str(&nb, 1, e->nodes[k].add_input[m]);
+    if (e->nodes[k].set_attr) { /* AttributeProto {name=1 i=3 type=20 (INT=2)} */
+        obuf at = {0};
+        ptq_pb_put_str(&at, 1, e->nodes[k].set_attr);
+        ptq_pb_put_int(&at, 3, e->nodes[k].set_value);
+        ptq_pb_put_int(&at, 20, 2);
+        ptq_pb_put_len(&nb, 5, at.data, at.n_bytes);
+        nb.failed |= at.failed;
+        free(at.data);
+    }
     ptq_pb_put_len(b, 1, nb.data, nb.n_bytes);
     b->failed |= nb.failed;
 done:

@@ -419,7 +419,8 @@ done:
  * and ReduceSum's axes at 13, the other reductions' axes at 18, Slice's starts, ends and axes at 10), a float a
  * scalar of the node's input type (Clip's min and max at 11) or float32 (Dropout's ratio at 12). An absent attribute
  * before a present one of its node takes its default (Clip's min, the lowest float); one after every present one is
- * left out (an omitted optional input). ptq runs Pad from opset 11 and no TopK: theirs never come here. */
+ * left out (an omitted optional input). ptq runs Pad from opset 11 and no TopK: theirs never come here. A Split
+ * without sizes written at 18 or later gets num_outputs, as the converter's Split 17 -> 18 adapter gives it. */
 typedef enum { AI_INTS, AI_FLOAT_AS_INPUT, AI_FLOAT32 } ai_kind;
 static const struct {
     const char *op_type, *attr;
@@ -508,6 +509,11 @@ static ptq_status upgrade_node(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph 
 {
     if ((n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) || n->n_outputs < 1 || n->outputs[0] < 0)
         return PTQ_OK;
+    const char *out = file->values[n->outputs[0]].name;
+    /* from 18 a Split without sizes (an input, or an attribute moved to one above) says how many parts it makes */
+    if (!strcmp(n->op_type, "Split") && model < 18 && write_opset >= 18 && (n->n_inputs < 2 || n->inputs[1] < 0) &&
+        !(model < 13 && ptq_node_attr(n, "split")))
+        PTQ_TRY_RET(ptq_onnx_edit_set_int_attr_of(ctx, ed, out, "num_outputs", n->n_outputs));
     size_t last = SIZE_MAX; /* n's last rule whose attribute it has */
     for (size_t r = 0; r < sizeof attr_inputs / sizeof attr_inputs[0]; r++)
         if (!strcmp(n->op_type, attr_inputs[r].op_type) && model < attr_inputs[r].input_since &&
@@ -515,7 +521,6 @@ static ptq_status upgrade_node(ptq_ctx *ctx, ptq_onnx_edit *ed, const ptq_graph 
             last = r;
     if (last == SIZE_MAX)
         return PTQ_OK;
-    const char *out = file->values[n->outputs[0]].name;
     const int xv = n->n_inputs > 0 && n->inputs[0] >= 0 ? ptq_graph_find_value(g, file->values[n->inputs[0]].name) : -1;
     for (size_t r = 0; r <= last; r++) {
         if (strcmp(n->op_type, attr_inputs[r].op_type) != 0)

@@ -1,5 +1,6 @@
 /* Edits an ONNX model at the protobuf level: adds initializers and nodes,
- * drops initializers, renames node inputs and outputs, raises the opset/IR version, and
+ * drops initializers, renames node inputs and outputs, moves or sets node attributes, raises the opset/IR
+ * version, and
  * copies every other byte of the file as it was (the base of Q/DQ export).
  * model/onnx_edit.c; covered by tests/test_onnx_edit.c and tests/onnx_edit_test.py. */
 #ifndef PTQ_ONNX_EDIT_H
@@ -89,6 +90,11 @@ PTQ_API ptq_status ptq_onnx_edit_attr_to_input(ptq_ctx *ctx, ptq_onnx_edit *e, c
 /* The same on the existing node that writes node_output, named or not. */
 PTQ_API ptq_status ptq_onnx_edit_attr_to_input_of(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_output,
                                                   const char *attr, const char *input);
+/* The existing node that writes node_output gets the int attribute attr = value, in place of any attribute of
+ * that name it has: one a newer opset requires (Split's num_outputs from opset 18). Called again on one node, the
+ * last call's attribute is the one written. */
+PTQ_API ptq_status ptq_onnx_edit_set_int_attr_of(ptq_ctx *ctx, ptq_onnx_edit *e, const char *node_output,
+                                                 const char *attr, int64_t value);
 /* Raises the default-domain opset import to at least opset (adding the
  * import when there is none) and ir_version to at least ir_version. */
 PTQ_API ptq_status ptq_onnx_edit_require_opset(ptq_ctx *ctx, ptq_onnx_edit *e, int64_t opset, int64_t ir_version);
