@@ -137,6 +137,44 @@ def check_reduce_edges(rng):
         eval_vs_ort(label, reduce_model(label, op, TensorProto.FLOAT, [6], 13, {"axes": [1]}), {"x": v})
 
 
+def check_reduce_nan_anywhere():
+    """ReduceMin and ReduceMax (float32, float64) with a NaN first, in the middle and last along the reduced axis
+    ([1, NaN, 2], [NaN, 1, 3], [1, 2, NaN], and a row without one), over the last, a middle and the first axis after
+    the batch, two axes, and every axis but the batch: NaN wherever one is read, as ONNX defines it and numpy's
+    max/min compute it, on --device cpu and ref; so every NaN onnxruntime gives, ptq gives too. onnxruntime 1.32 is
+    not consistent: float32 propagates a NaN only when it comes first in its reduction order ([NaN, 1, 3] gives
+    NaN, [1, NaN, 2] and [1, 2, NaN] give 2), float64 over the last axis drops every NaN ([NaN, 1, 3] gives 3), and
+    its vectorized paths give two equal rows of one tensor different results ([1, NaN, 2] twice: 2 and NaN)."""
+    pats = np.array([[1, np.nan, 2], [np.nan, 1, 3], [1, 2, np.nan], [4, 5, 6]], np.float64)
+    n = len(pats)
+    for op in ("ReduceMin", "ReduceMax"):
+        for dt in (TensorProto.FLOAT, TensorProto.DOUBLE):
+            for shape, axes in (([3], [1]), ([2, 3], [2]), ([2, 3, 2], [2]), ([3, 2], [1]), ([2, 3], [1, 2]),
+                                ([3, 2, 2], [1, 2, 3])):
+                at = shape.index(3)  # the axis the patterns lie along
+                x = np.zeros((n, *shape), np.float32)
+                for i, p in enumerate(pats):
+                    np.moveaxis(x[i], at, -1)[...] = p.astype(np.float32)
+                want = (np.min if op == "ReduceMin" else np.max)(x.astype(np.float64), axis=tuple(axes))
+                label = f"{op}_{np.dtype(NP_OF[dt]).name}_nan_anywhere_{'x'.join(map(str, shape))}_axes" + \
+                    "".join(map(str, axes))
+                model = reduce_model(label, op, dt, shape, 13, {"axes": axes})
+                feeds = {"x": x.reshape(n, -1)}
+                theirs = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+                with h5py.File(J(label + ".h5"), "w") as f:
+                    f["x"] = feeds["x"]
+                    f["labels"] = np.zeros(n, np.int64)
+                for dev in ("cpu", "ref"):
+                    rc, _, err = ptq("eval", "--model", model, "--data", J(label + ".h5"), "--device", dev,
+                                     "--logits", J(label + ".npy"))
+                    got = np.load(J(label + ".npy")).astype(np.float64).reshape(n, -1) if rc == 0 else None
+                    ok = got is not None and np.array_equal(got, want.reshape(n, -1), equal_nan=True) and \
+                        bool(np.isnan(got[np.isnan(theirs.reshape(n, -1))]).all())
+                    check(f"{label} --device {dev}: NaN wherever one is read (numpy's), onnxruntime's NaNs too", ok,
+                          err.strip()[-300:] if got is None else f"got {got.tolist()}, numpy {want.tolist()}, "
+                          f"onnxruntime {theirs.tolist()}")
+
+
 def unchecked_model(label, op, attrs, shape):
     """One node op on x [shape] float32, saved without ONNX's checker (which refuses what ptq must refuse too)."""
     g = helper.make_graph([helper.make_node(op, ["x"], ["y"], name=label, **attrs)], "g",
@@ -235,6 +273,7 @@ def main():
     rng = np.random.default_rng(14)
     check_reduces(rng)
     check_reduce_edges(rng)
+    check_reduce_nan_anywhere()
     check_reduce_refused()
     check_argmin(rng)
     check_unary(rng)
