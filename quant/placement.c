@@ -334,7 +334,8 @@ static const place_rule rules[] = {
      "what the model returns, read by no node: left unrounded (quantize_static would round it; ptq's export cannot)"},
     {PTQ_RULE_EDGE, -1, PLACE_FP16, m_edge,
      "the first and last compute layers (their inputs and outputs) stay in high precision: FP16, FP32 for "
-     "target ort-cpu"},
+     "target ort-cpu. Under --placement ort too, by ptq's choice: quantize_static has no such rule and quantizes "
+     "them, and a tensor that takes such a tensor's scale there (ort.same-as-input) takes the scale it would have"},
     {"trt.small-layer", PTQ_PLACEMENT_TRT, PLACE_FP16, m_trt_small_layer,
      "read only by Conv/Gemm/MatMul layers TensorRT does not run in the core precision, which stay in FP16: "
      "INT8 Conv with under 16 input or output channels (per group) unless one is a multiple of 8, the other 16 "
@@ -372,7 +373,7 @@ static const place_rule rules[] = {
      "producer with it"},
     {"ort.same-as-input", PTQ_PLACEMENT_ORT, PLACE_SHARE, m_ort,
      "a MaxPool/AveragePool/reshape/Resize output whose input is quantized: quantize_static gives it the input's "
-     "scale"},
+     "scale (the scale the input would have where ptq keeps the input as an edge)"},
     {"ort.unquantized", PTQ_PLACEMENT_ORT, PLACE_FP32, m_always,
      "no op quantize_static quantizes reads or writes it"},
     {PTQ_RULE_NO_RANGE, -1, PLACE_FP16, NULL,

@@ -246,11 +246,20 @@ static ptq_status entry_keep_fp32(ptq_ctx *ctx, ptq_plan_entry *e, double amax)
     return e->source && e->rule ? PTQ_OK : ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
 }
 
+/* The source of a first or last compute layer's tensor: under --placement ort the plan says that keeping it is
+ * ptq's choice, as quantize_static has no such rule. */
+static const char *edge_source(ptq_placement placement)
+{
+    return placement == PTQ_PLACEMENT_ORT ? "edge: first or last compute layer, kept by ptq (quantize_static, which "
+                                            "has no edge rule, quantizes it)"
+                                          : "edge: first or last compute layer";
+}
+
 /* The source of an activation a placement rule keeps in FP16. */
-static const char *fp16_source(const char *rule)
+static const char *fp16_source(const char *rule, ptq_placement placement)
 {
     return rule && strcmp(rule, PTQ_RULE_FP16_TRANSFORMER) == 0 ? "fp16: transformer LayerNorm/Softmax/residual Add"
-                                                                : "edge: first or last compute layer";
+                                                                : edge_source(placement);
 }
 
 static const char *const target_names[] = {[PTQ_TARGET_TRT] = "trt", [PTQ_TARGET_ORT_CPU] = "ort-cpu"};
@@ -443,7 +452,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         if (!fp16)
             PTQ_TRY(st, quant_softmax_range(ctx, g, v, &cp, ptq_calib_set_observer(s, i), &ranges[i], &whole), done);
         PTQ_TRY(st, entry_set(ctx, e, name, 0, fp16 ? high : act_core, -1,
-                              d.action == PLACE_FP16 ? fp16_source(d.rule)
+                              d.action == PLACE_FP16 ? fp16_source(d.rule, placement)
                               : ranges[i].degenerate ? "archive: only zeros seen"
                               : whole ? PTQ_PLAN_SOURCE_SOFTMAX : source,
                               ranges[i].degenerate && d.action != PLACE_FP16 ? PTQ_RULE_NO_RANGE
@@ -456,7 +465,9 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         if (!normal)
             PTQ_TRY(st, entry_keep_fp32(ctx, e, ranges[i].amax), done);
     }
-    /* quantize_static's shared parameters: the output takes its input's scale, or stays float */
+    /* quantize_static's shared parameters: the output takes its input's scale, or stays float. An input ptq keeps
+     * as an edge (quantize_static has none: it quantizes the input) lends the scale it would have: the activations
+     * come first in p->e, one per archive tensor, so entry from is archive tensor from. */
     for (int64_t i = 0; i < p->n; i++) {
         ptq_plan_entry *e = &p->e[i];
         const int v = ptq_graph_find_value(g, e->name);
@@ -467,7 +478,23 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         e->scales = NULL;
         e->n_scales = 0;
         e->zero_point = 0;
-        if (from >= 0 && p->e[from].prec == act_core) {
+        int lent = 0;
+        if (from >= 0 && strcmp(p->e[from].rule, PTQ_RULE_EDGE) == 0 && !empty[from] && !ranges[from].degenerate) {
+            const ptq_observer *obs = ptq_calib_set_observer(s, from);
+            ptq_calib_range r = ranges[from];
+            int whole = 0;
+            PTQ_TRY(st, quant_softmax_range(ctx, g, place[v].share, &cp, obs, &r, &whole), done);
+            PTQ_TRY(st, quant_entry_act_scale(ctx, e, act_core, obs, &r, &lent), done);
+        }
+        if (lent) {
+            free(e->source);
+            if (!(e->source = malloc(strlen(p->e[from].name) + 96))) {
+                st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory building a plan");
+                goto done;
+            }
+            sprintf(e->source, "the scale '%s' would have (kept %s as an edge; quantize_static quantizes it)",
+                    p->e[from].name, ptq_prec_name(p->e[from].prec));
+        } else if (from >= 0 && p->e[from].prec == act_core) {
             PTQ_TRY(st, entry_scale(ctx, e, p->e[from].scales[0]), done);
             e->zero_point = p->e[from].zero_point;
             free(e->source);
@@ -494,7 +521,7 @@ ptq_status ptq_plan_make_target(ptq_ctx *ctx, const ptq_graph *g, const char *mo
         const int axis = ptq_op_weight_axis(t, n, input, g->values[v].ndim);
         ptq_plan_entry *e = &p->e[p->n++];
         PTQ_TRY(st, entry_set(ctx, e, g->values[v].name, 1, edge[v] ? high : core, edge[v] ? -1 : axis,
-                              edge[v]                  ? "edge: first or last compute layer"
+                              edge[v]                  ? edge_source(placement)
                               : core == PTQ_PREC_INT8 ? "weights max|w| per channel"
                                                       : "weights per channel, least FP8 rounding error",
                               edge[v] ? PTQ_RULE_EDGE : PTQ_RULE_WEIGHT),

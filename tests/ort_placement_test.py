@@ -142,6 +142,75 @@ def ptq_marks(plan):
     return out
 
 
+def check_edges(J, x):
+    """Conv c1 (the first compute layer: ptq keeps it FP16, FP32 for ort-cpu) -> MaxPool p -> Conv c2 -> Relu r ->
+    Conv c3 (the last) -> Transpose t -> Neg -> out. quantize_static has no edge rule: it quantizes c1 and c3 and
+    gives p and t their scales (ort.same-as-input), so c2 runs quantized. ptq left p and t FP32 (its share found
+    no scale at c1), so c2 read a float input and its weight followed it into float. p and t must take the scale
+    c1 and c3 would have (--method minmax: max |x| / 127 of onnxruntime's c1 and c3), c2 and its weight the core,
+    and the plan must say that the edges are ptq's choice, not quantize_static's."""
+    rng = np.random.default_rng(5)
+    inits = {"w1": rng.standard_normal((8, 4, 1)).astype(np.float32),
+             "w2": (rng.standard_normal((8, 8, 3)) / 5).astype(np.float32),
+             "w3": (rng.standard_normal((6, 8, 1)) / 3).astype(np.float32)}
+    nodes = [H.make_node("Conv", ["x", "w1"], ["c1"], kernel_shape=[1]),
+             H.make_node("MaxPool", ["c1"], ["p"], kernel_shape=[2], strides=[1], pads=[0, 1]),
+             H.make_node("Conv", ["p", "w2"], ["c2"], kernel_shape=[3], pads=[1, 1]),
+             H.make_node("Relu", ["c2"], ["r"]), H.make_node("Conv", ["r", "w3"], ["c3"], kernel_shape=[1]),
+             H.make_node("Transpose", ["c3"], ["t"], perm=[0, 2, 1]), NEG("t", "nt"),
+             H.make_node("Flatten", ["nt"], ["out"])]
+    model = J("edges.onnx")
+    g = H.make_graph(nodes, "edges", [H.make_tensor_value_info("x", TP.FLOAT, ["N", 4, 6])],
+                     [H.make_tensor_value_info("out", TP.FLOAT, None)],
+                     [NH.from_array(v, k) for k, v in inits.items()])
+    m = H.make_model(g, opset_imports=[H.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, model)
+    m.graph.output.extend([H.make_tensor_value_info(v, TP.FLOAT, None) for v in ("c1", "c3")])
+    outs = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    amax = {"c1": float(np.abs(outs[1]).max()), "c3": float(np.abs(outs[2]).max())}
+    with h5py.File(J("edges.h5"), "w") as f:
+        f["x"] = x
+        f["labels"] = outs[0].argmax(1)
+    rc, _, err = ptq("calibrate", "--model", model, "--data", J("edges.h5"), "--out", J("edges-c.h5"))
+    check("edges: calibrate", rc == 0, err.strip()[-300:])
+    if rc != 0:
+        return
+    for mode, flags in (("int8", ["--placement", "ort"]), ("uint8", ["--target", "ort-cpu"])):
+        plan = J(f"edges-{mode}.json")
+        rc, _, err = ptq("plan", J("edges-c.h5"), "--model", model, *flags, "--method", "minmax", "--out", plan)
+        check(f"edges {mode}: plan", rc == 0, err.strip()[-300:])
+        if rc != 0:
+            continue
+        e = {t["name"]: t for t in json.load(open(plan))["tensors"]}
+        high = "fp16" if mode == "int8" else "fp32"
+        for edge, shared in (("c1", "p"), ("c3", "t")):
+            got = e[shared]
+            ok = e[edge]["precision"] == high and got["precision"] == mode and f"'{edge}'" in got["source"]
+            if ok and mode == "int8":
+                ok = abs(got["scales"][0] - amax[edge] / 127) <= 1e-5 * amax[edge] / 127
+            check(f"edges {mode}: {shared} takes the scale {edge} would have ({edge} kept {high} as an edge), as "
+                  f"quantize_static gives it {edge}'s", ok, f"{edge} {e[edge]}, {shared} {got}, max|{edge}| "
+                  f"{amax[edge]:.6g}")
+        # (uint8: c2 is left to the Relu quantize_static removes, ort.removed-activation)
+        check(f"edges {mode}: the middle Conv and its weight run quantized, as quantize_static runs them",
+              e["c2"]["precision"] == (mode if mode == "int8" else "fp32") and e["w2"]["precision"] == "int8",
+              f"c2 {e['c2']}, w2 {e['w2']}")
+        check(f"edges {mode}: the plan says the edges are ptq's, not quantize_static's",
+              all("quantize_static" in e[v]["source"] for v in ("x", "c1", "r", "c3", "w1", "w3")),
+              str({v: e[v]["source"] for v in ("x", "c1", "w1")}))
+        if mode != "int8":
+            continue
+        sim, qdq = J("edges.npy"), J("edges-qdq.onnx")
+        rc, _, err = ptq("validate", "--model", model, "--plan", plan, "--data", J("edges.h5"), "--logits", sim,
+                         "--report", J("edges-rep"))
+        if rc == 0:
+            rc, _, err = ptq("export", "--format", "qdq", "--plan", plan, "--model", model, "--out", qdq)
+        check("edges: validate and export the ort plan", rc == 0, err.strip()[-300:])
+        if rc == 0:
+            check_ort_agrees("edges", qdq, {"x": x}, sim)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ptq-ortplace-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
@@ -193,6 +262,7 @@ def main():
             check(f"{name}: validate and export the ort plan", rc == 0, err.strip()[-300:])
             if rc == 0:
                 check_ort_agrees(name, qdq, {"x": x}, sim)
+    check_edges(J, x)
     return finish("ort_placement_test")
 
 
