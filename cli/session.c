@@ -186,16 +186,28 @@ ptq_status cli_session_open_labelled(ptq_ctx *ctx, const char *cmd, const cli_se
 }
 
 /* An image folder's conversions, counted over the images the command read (a folder can mix gray, colour, alpha
- * and 16-bit PNGs, so the first image speaks for none of the rest). */
+ * and 16-bit PNGs, so the first image speaks for none of the rest). Split over ranks, each read its share: the
+ * counts are summed over the job (a collective every rank makes, with or without a data set) and rank 0 prints
+ * them, as one process would. */
 static void folder_notes(const cli_session *s)
 {
-    int64_t by[5], n_16bit = 0, n_read = 0;
-    ptq_dataset_read_kinds(s->data, by, &n_16bit);
+    int64_t by[6] = {0}, n_read = 0; /* by[c]: images of c channels read (1 to 4); by[5]: 16-bit PNGs */
+    if (s->data)
+        ptq_dataset_read_kinds(s->data, by, &by[5]);
+    if (cli_ranks_split()) {
+        ptq_ctx ctx;
+        ptq_ctx_init(&ctx);
+        if (ptq_dist_allreduce_i64(&ctx, by, 6, PTQ_DIST_SUM) != PTQ_OK || ptq_dist_rank() != 0)
+            return;
+    }
+    if (!s->data)
+        return;
     for (int c = 1; c <= 4; c++)
         n_read += by[c];
+    const int64_t n_16bit = by[5];
     const int m = s->pre.n_channels;
     char line[512];
-    for (int c = 1; c <= 4 && !cli_ranks_split(); c++) {
+    for (int c = 1; c <= 4; c++) {
         const char *what = NULL;
         if (!by[c] || c == m || (c == 4 && m == 3) || (c == 2 && m == 1))
             continue;
@@ -216,7 +228,7 @@ static void folder_notes(const cli_session *s)
                                  m, m == 1 ? "" : "s");
         print_note(s->cmd, -1, line, len < (int)sizeof line ? len : (int)sizeof line - 1);
     }
-    if (n_16bit && !cli_ranks_split()) {
+    if (n_16bit) {
         const int len = snprintf(line, sizeof line, "%lld of the %lld images read %s 16-bit PNGs: each sample v "
                                  "read as v / 257 on the 8-bit scale (PIL clips 16-bit gray at 255; see the README)",
                                  (long long)n_16bit, (long long)n_read, n_16bit == 1 ? "was" : "were");
@@ -226,7 +238,7 @@ static void folder_notes(const cli_session *s)
 
 void cli_session_close(cli_session *s)
 {
-    if (s->data)
+    if (s->data || cli_ranks_split())
         folder_notes(s);
     cli_hash_forget(NULL); /* before the data set goes; a later stage of `ptq run` may rewrite a file */
     ptq_session_close(s->ps);

@@ -10,7 +10,7 @@ ranks leave ranks idle; validate --reference checks the job's first batch
 whatever the rank count; a tensor without a batch dimension (the text
 encoder's positional slice) is counted the same whatever --batch, ranks or
 shards; a note that every rank has prints once, one that a rank alone has
-names it.
+names it; an image folder's conversion notes count every rank's images.
 Skips (77) when ptq is built without MPI or mpirun is missing."""
 import glob
 import json
@@ -21,8 +21,10 @@ import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 import h5py
+import numpy as np
 
 from ptqtest import MODEL, PTQ, check, finish, fmnist_test, have_demo, ptq
 
@@ -363,6 +365,46 @@ def test_notes(tmp, J):
                                           "computes in FP32"], p.stderr[-600:])
 
 
+def png_bytes(img, depth=8):
+    """A PNG of img [H, W, C] (C 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA; depth 8, or 16 for uint16 values)."""
+    h, w, c = img.shape
+    data = img.astype(">u2" if depth == 16 else np.uint8)
+    raw = b"".join(b"\x00" + data[r].tobytes() for r in range(h))
+
+    def chunk(tag, body):
+        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body) & 0xFFFFFFFF)
+    kind = {1: 0, 2: 4, 3: 2, 4: 6}[c]
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, kind, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_folder_notes(tmp, J):
+    """An image folder that mixes gray, gray+alpha, RGB, RGBA and 16-bit gray PNGs: the notes on what the
+    conversions did count the images of every rank, as one process prints them (under mpirun each rank read its
+    share and the notes printed none of them: no note at all)."""
+    rng = np.random.default_rng(9)
+    root = J("mixed")
+    kinds = [1, 3, 4, 1, 2, 3, 1, 4, 3, 1, 16, 1, 3, 1, 4, 1, 1, 3]  # 16: a 16-bit gray PNG
+    for i, k in enumerate(kinds):
+        os.makedirs(os.path.join(root, f"c{i % 2}"), exist_ok=True)
+        img = (rng.integers(0, 65536, (28, 28, 1)) if k == 16 else rng.integers(0, 256, (28, 28, k)))
+        open(os.path.join(root, f"c{i % 2}", f"im{i:02d}.png"), "wb").write(png_bytes(img, 16 if k == 16 else 8))
+    cmds = (["calibrate", "--model", MODEL, "--data", root, "--out", J("mixed-c.h5")],
+            ["validate", "--model", MODEL, "--plan", J("plan.json"), "--data", root, "--report", J("mixed-r")])
+    for cmd in cmds:
+        rc, _, err = ptq(*cmd)
+        want = [l for l in err.splitlines() if " images read " in l]
+        check(f"{cmd[0]} of a mixed PNG folder, one process: exit 0, the notes of RGB, RGBA and 16-bit images",
+              rc == 0 and len(want) == 3 and "3 of the 18 images read were RGBA" in err, err[-600:])
+        for n in (2, 3):
+            shutil.rmtree(J("mixed-r"), ignore_errors=True)
+            rc, _, err = mpi(n, *cmd)
+            got = [l for l in err.splitlines() if " images read " in l]
+            check(f"{cmd[0]} -np {n} of a mixed PNG folder: exit 0, the notes one process prints, counted over the "
+                  f"ranks", rc == 0 and got == want, f"exit {rc}, {got} (one process: {want}): {err[-400:]}")
+        shutil.rmtree(J("mixed-r"), ignore_errors=True)
+
+
 def test_stdout_kept(tmp, J):
     """What rank 0 prints on stdout reaches it when the job fails: the ranks exit with the failing stage's code,
     and mpirun stops the job at the first rank that does, which must not cut rank 0 off before its stdout is out
@@ -447,7 +489,7 @@ def main():
             f["labels"] = labels[200:500]
         only = sys.argv[1:]  # test names, for a quicker run while working on one
         for t in (test_same_results, test_run, test_failures, test_node_local, test_reference, test_batchless,
-                  test_notes, test_stdout_kept, test_run_json, test_collapse):
+                  test_notes, test_folder_notes, test_stdout_kept, test_run_json, test_collapse):
             if not only or t.__name__ in only or t is test_same_results:
                 t(tmp, J)
     finally:
