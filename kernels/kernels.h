@@ -491,6 +491,34 @@ uint8_t ptq_k_fp8_e5m2_from_double_ref(double x);
 float ptq_k_fp8_e4m3_to_float_ref(uint8_t code);
 float ptq_k_fp8_e5m2_to_float_ref(uint8_t code);
 
+/* ONNX QuantizeLinear / DequantizeLinear (kernels/ref/qdq.c, the CPU path too; the CUDA backend hands them to the
+ * CPU): the element kind of the quantized side, and x viewed as [outer, len, inner] around the op's axis, where
+ * element (o, l, i) takes the scale and zero point at o * s_outer + (l / block) * s_len + i * s_inner: every stride
+ * 0 per tensor, s_len 1 per axis, [outer, ceil(len / block), inner] blocked (opset 21). */
+typedef enum ptq_qdq_kind {
+    PTQ_QDQ_INT8,
+    PTQ_QDQ_UINT8,
+    PTQ_QDQ_INT16,
+    PTQ_QDQ_UINT16,
+    PTQ_QDQ_INT32, /* DequantizeLinear only */
+    PTQ_QDQ_E4M3FN,
+    PTQ_QDQ_E5M2
+} ptq_qdq_kind;
+typedef struct ptq_qdq_view {
+    int64_t outer, len, inner;
+    int64_t block;                   /* axis elements per scale, >= 1 */
+    int64_t s_outer, s_len, s_inner; /* strides into the scale and zero point, in elements */
+} ptq_qdq_view;
+/* y = saturate(round_half_even(x / scale) + zp) for the integer kinds (NaN -> the lowest code, as onnxruntime);
+ * FP8: the code of x / scale + zp, rounded to nearest even by ptq_k_fp8_*_from_float_ref, beyond the largest
+ * finite value its +-max when saturate, else NaN (E4M3FN) or +-Inf (E5M2). x, y: [outer * len * inner]; zp of
+ * kind (NULL: 0); y of kind. */
+void ptq_k_quantize_linear_ref(ptq_qdq_kind kind, int saturate, const ptq_qdq_view *v, const float *x,
+                               const float *scale, const void *zp, void *y);
+/* y = (x - zp) * scale in float (the integer difference exact, in int64; FP8 decoded). */
+void ptq_k_dequantize_linear_ref(ptq_qdq_kind kind, const ptq_qdq_view *v, const void *x, const float *scale,
+                                 const void *zp, float *y);
+
 /* Recurrent layers (ONNX RNN, GRU, LSTM; kernels/ref/rnn.c, the CPU path too; the CUDA backend hands them to the
  * CPU). Gates, in W's and R's rows: RNN i; GRU z, r, h; LSTM i, o, f, c (P's i, o, f). */
 typedef enum ptq_rnn_cell { PTQ_RNN_CELL_RNN, PTQ_RNN_CELL_GRU, PTQ_RNN_CELL_LSTM } ptq_rnn_cell;

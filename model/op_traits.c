@@ -183,6 +183,12 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
      * outputs are among its inputs' values (linear and cubic mix them) */
     PLAIN(PTQ_OP_RESIZE, "Resize", 0),
     PLAIN(PTQ_OP_UPSAMPLE, "Upsample", 0),
+    /* a model that already holds Q/DQ (ptq's own export, quantize_static, ModelOpt) runs; no plan quantizes one
+     * (calibrate, plan, sensitivity and export refuse such a model), so no tensor of theirs is quantizable: the
+     * integer and FP8 codes are not float, and a DequantizeLinear's output is already on a grid */
+    [PTQ_OP_QUANTIZELINEAR] = {PTQ_OP_QUANTIZELINEAR, "QuantizeLinear", "ai.onnx", 0, 0, 0, -1, PTQ_AXIS_NONE, 0},
+    [PTQ_OP_DEQUANTIZELINEAR] = {PTQ_OP_DEQUANTIZELINEAR, "DequantizeLinear", "ai.onnx", 0, 0, 0, -1, PTQ_AXIS_NONE,
+                                 0},
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

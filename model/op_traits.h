@@ -127,6 +127,8 @@ typedef enum ptq_op_id {
     PTQ_OP_LRN,
     PTQ_OP_RESIZE,
     PTQ_OP_UPSAMPLE,
+    PTQ_OP_QUANTIZELINEAR,
+    PTQ_OP_DEQUANTIZELINEAR,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -141,6 +141,8 @@ static const struct {
     {"LRN", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"Resize", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
     {"Upsample", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"QuantizeLinear", 0, 0, 0, 0, -1, PTQ_AXIS_NONE, 10, 0},
+    {"DequantizeLinear", 0, 0, 0, 0, -1, PTQ_AXIS_NONE, 10, 0},
 };
 
 static void test_every_op(void)
