@@ -247,6 +247,7 @@ int cmd_plan(int argc, char **argv)
         goto done;
     }
     PTQ_TRY(st, ptq_model_load(&ctx, model, &g), done);
+    PTQ_TRY(st, ptq_graph_check_unquantized(&ctx, g, "plan"), done);
     PTQ_TRY(st, ptq_graph_infer_types(&ctx, g), done);
     PTQ_TRY(st, cli_default_plan_target(&ctx, model, g, pos[0], method_arg, cli_get(opts, n_opts, "core"),
                                         cli_get(opts, n_opts, "placement"), target, reduce_range, &set, &plan),

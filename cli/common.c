@@ -707,6 +707,7 @@ ptq_status cli_load_plan(ptq_ctx *ctx, const char *plan_path, const char *model_
     *g = NULL;
     *plan = NULL;
     PTQ_TRY_RET(ptq_model_load(ctx, model_path, g));
+    PTQ_TRY_RET(ptq_graph_check_unquantized(ctx, *g, "a plan"));
     PTQ_TRY_RET(ptq_graph_infer_types(ctx, *g));
     return cli_plan_for(ctx, plan_path, model_path, *g, plan);
 }

@@ -165,6 +165,8 @@ ptq_status cli_session_open(ptq_ctx *ctx, const char *cmd, const cli_session_opt
         print_note(cmd, -1, line, len);
     }
     s->graph = ptq_session_graph(s->ps);
+    if (strcmp(cmd, "eval") != 0 && strcmp(cmd, "smooth") != 0) /* calibrate, plan, sensitivity, validate */
+        PTQ_TRY_RET(ptq_graph_check_unquantized(ctx, s->graph, cmd)); /* the caller closes s */
     s->exec = ptq_session_exec(s->ps);
     s->data = ptq_session_dataset(s->ps);
     s->pre = *ptq_session_preprocess(s->ps);

@@ -7,6 +7,21 @@
 #include "model/op_traits.h"
 #include "ptq/graph.h"
 
+ptq_status ptq_graph_check_unquantized(ptq_ctx *ctx, const ptq_graph *g, const char *what)
+{
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        const ptq_op_traits *t = ptq_op_traits_find(n->domain, n->op_type);
+        if (t && (t->id == PTQ_OP_QUANTIZELINEAR || t->id == PTQ_OP_DEQUANTIZELINEAR))
+            return ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
+                            "node '%s' is a %s: the model is quantized already (ptq export --format qdq, "
+                            "quantize_static, ModelOpt), and %s takes the float model it was made from: run it on "
+                            "that one (ptq eval and ptq info run this one)",
+                            n->name, n->op_type, what);
+    }
+    return PTQ_OK;
+}
+
 int ptq_op_is_weighted(const char *op_type)
 {
     const ptq_op_traits *t = ptq_op_traits_find(NULL, op_type);

@@ -6,8 +6,9 @@ Inf, values past the range) and DQ of int8 / int32 / FP8 initializers evaluated 
 bit for bit (the dequantized floats equal, so the codes are); hostile attributes and shapes refused naming the node;
 the demo model's INT8 and FP8 Q/DQ exports evaluated by `ptq eval` to `ptq validate`'s logits and onnxruntime's
 predictions; a quantize_static model (QDQ, per channel) against onnxruntime when a python with
-onnxruntime.quantization is at hand (.venv-bench, or PTQ_QUANTIZE_PYTHON). Skips (77) without onnx or onnxruntime.
-Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+onnxruntime.quantization is at hand (.venv-bench, or PTQ_QUANTIZE_PYTHON); calibrate / plan / sensitivity /
+validate / export refusing a Q/DQ model. Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and
+PTQ_SOURCE_DIR set."""
 import os
 import subprocess
 import sys
@@ -246,6 +247,29 @@ def check_demo_exports():
     return data, feeds
 
 
+def check_refusals(data):
+    """calibrate, plan (default, --method auto, --check), sensitivity, validate and export --format qdq of the demo
+    model's INT8 Q/DQ export refused, exit 5, naming its first QuantizeLinear and pointing at the float model."""
+    qdq, plan = J("demo-int8.onnx"), J("demo-int8.json")
+    if not os.path.exists(qdq):
+        return
+    for cmd in (("calibrate", "--model", qdq, "--data", data, "--out", J("refused-c.h5")),
+                ("plan", J("demo-c.h5"), "--model", qdq, "--out", J("refused.json")),
+                ("plan", J("demo-c.h5"), "--model", qdq, "--method", "auto", "--data", data, "--out",
+                 J("refused-auto.json")),
+                ("plan", "--check", plan, "--model", qdq),
+                ("sensitivity", "--calib", J("demo-c.h5"), "--model", qdq, "--data", data, "--out",
+                 J("refused-s.json")),
+                ("validate", "--model", qdq, "--plan", plan, "--data", data, "--report", J("refused-rep")),
+                ("export", "--format", "qdq", "--plan", plan, "--model", qdq, "--out", J("refused.onnx"))):
+        rc, _, err = ptq(*cmd)
+        how = " --method auto" if "auto" in cmd else " --check" if "--check" in cmd else ""
+        check(f"demo: {cmd[0]}{how} of a Q/DQ model refused "
+              "naming its first Q/DQ node", rc == 5 and "node 'ptq_qdq/" in err and "QuantizeLinear" in err and
+              "float model" in err and (cmd[-1] == qdq or not os.path.exists(cmd[-1])),
+              f"exit {rc}: {err.strip()[-300:]}")
+
+
 QUANTIZE = r"""
 import sys, numpy as np
 from onnxruntime.quantization import quantize_static, QuantFormat, QuantType, CalibrationDataReader
@@ -292,6 +316,7 @@ def main():
     if have_demo():
         data, feeds = check_demo_exports()
         check_quantize_static(data, feeds)
+        check_refusals(data)
     else:
         print("note: no demo model or Fashion-MNIST: the export round trip not checked")
     return finish("ops_qdq_test")

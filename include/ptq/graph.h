@@ -146,6 +146,10 @@ PTQ_API ptq_status ptq_keras_to_onnx(ptq_ctx *ctx, const char *path, void **byte
  * (Constant nodes' excepted); wt[v] = 1 for their float constant inputs 0
  * and 1 (the weights). act and wt: [g->n_values], overwritten; either may be NULL. */
 PTQ_API void ptq_graph_quantizable(const ptq_graph *g, unsigned char *act, unsigned char *wt);
+/* PTQ_ERR_UNSUPPORTED naming g's first QuantizeLinear or DequantizeLinear node (ONNX domain) that runs on data (one
+ * of constants alone is folded at load: its output is a float weight): such a model is quantized already, and a
+ * plan of it would round its tensors twice. what names the command ("calibrate"); PTQ_OK for a float model. */
+PTQ_API ptq_status ptq_graph_check_unquantized(ptq_ctx *ctx, const ptq_graph *g, const char *what);
 /* 1 for the op types whose inputs are quantized with their weights: Conv, Gemm, MatMul. */
 PTQ_API int ptq_op_is_weighted(const char *op_type);
 
