@@ -82,7 +82,9 @@ static ptq_status qdq_plan(ptq_ctx *ctx, const ptq_op_io *io, int quantize, ptq_
     PTQ_TRY_RET(attr_int(ctx, io, "block_size", 0, &block));
     if (block < 0)
         return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "block_size %lld must not be negative", (long long)block);
-    if (zp) {
+    const int64_t n_scale = ptq_tensor_numel(s);
+    const int per_tensor = block == 0 && (s->ndim == 0 || (s->ndim == 1 && n_scale == 1));
+    if (zp && !(per_tensor && zp->ndim <= 1 && ptq_tensor_numel(zp) == 1)) { /* [] beside [1] as onnxruntime */
         int same = zp->ndim == s->ndim;
         for (int d = 0; same && d < s->ndim; d++)
             same = zp->dims[d] == s->dims[d];
@@ -93,9 +95,8 @@ static ptq_status qdq_plan(ptq_ctx *ctx, const ptq_op_io *io, int quantize, ptq_
                                ptq_dims_str(s->dims, s->ndim, ss, sizeof ss));
         }
     }
-    const int64_t n_scale = ptq_tensor_numel(s);
     *v = (ptq_qdq_view){1, ptq_tensor_numel(x), 1, 1, 0, 0, 0};
-    if (block == 0 && (s->ndim == 0 || (s->ndim == 1 && n_scale == 1)))
+    if (per_tensor)
         return PTQ_OK; /* per tensor (a 1-element scale too, as onnxruntime takes it) */
     if (axis < -x->ndim || axis >= x->ndim)
         return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for input 0 of rank %d",

@@ -100,6 +100,9 @@ def qdq_cases():
     c.append(("u8_axis_neg1", 13, (TensorProto.UINT8, np.uint8), [0.01, 0.02, 0.05, 0.1, 0.2], [0, 10, 128, 250, 255],
               {"axis": -1}, {"axis": -1}))
     c.append(("i8_axis0_len1_scale", 13, (TensorProto.INT8, np.int8), [0.03], [4], {"axis": 0}, {"axis": 0}))
+    # a scalar scale beside a [1] zero point and the other way round: per tensor, as onnxruntime takes them
+    c.append(("i8_zp_len1", 13, (TensorProto.INT8, np.int8), 0.03, [4], {}, {}))
+    c.append(("u8_scale_len1", 13, (TensorProto.UINT8, np.uint8), [0.03], 200, {}, {}))
     c.append(("e4m3", 19, (E4M3, np.uint8), 0.5, 0, {}, {}))
     c.append(("e5m2", 19, (E5M2, np.uint8), 0.5, 0, {}, {}))
     c.append(("e4m3_axis1", 19, (E4M3, np.uint8), [0.01, 0.02, 0.5, 1e-3, 0.07, 3.0], [0] * 6, {"axis": 1},
