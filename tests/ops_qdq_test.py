@@ -217,12 +217,12 @@ def demo_set(n):
 
 
 def check_demo_exports():
-    """calibrate, plan, validate, export --format qdq (INT8 and FP8), then ptq eval of the export: validate's logits
-    and onnxruntime's predictions on the same export."""
+    """calibrate, plan, validate, export --format qdq (INT8, FP8 and --target ort-cpu's uint8 activations with zero
+    points), then ptq eval of the export: validate's logits and onnxruntime's predictions on the same export."""
     data, feeds = demo_set(1000)
     rc, _, err = ptq("calibrate", "--model", MODEL, "--data", data, "--samples", "256", "--out", J("demo-c.h5"))
     check("demo: calibrate", rc == 0, err.strip()[-300:])
-    for name, flags in (("int8", []), ("fp8", ["--core", "fp8"])):
+    for name, flags in (("int8", []), ("fp8", ["--core", "fp8"]), ("uint8-ort", ["--target", "ort-cpu"])):
         plan, sim, qdq = J(f"demo-{name}.json"), J(f"demo-{name}-sim.npy"), J(f"demo-{name}.onnx")
         for args in (("plan", J("demo-c.h5"), "--model", MODEL, *flags, "--out", plan),
                      ("validate", "--model", MODEL, "--plan", plan, "--data", data, "--logits", sim, "--report",
