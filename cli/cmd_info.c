@@ -35,6 +35,20 @@ static cJSON *value_json(const ptq_value *v)
 
 /* Graph output v as shown: its inferred dtype and shape, with each dim the file declares unknown or symbolic (a
  * batch N) unknown again, as the inputs show theirs; declared: v as loaded, before shapes were inferred at batch 1. */
+/* The first QuantizeLinear or DequantizeLinear left after folding (one of constants alone is a float weight then),
+ * or NULL: a model that holds one is quantized already, and calibrate, plan, sensitivity, validate and export refuse
+ * it (ptq_graph_check_unquantized). */
+static const ptq_node *first_qdq(const ptq_graph *g)
+{
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[k];
+        if ((!n->domain[0] || strcmp(n->domain, "ai.onnx") == 0) &&
+            (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0))
+            return n;
+    }
+    return NULL;
+}
+
 static ptq_value shown_output(const ptq_value *v, const ptq_value *declared)
 {
     ptq_value s = *v;
@@ -141,6 +155,7 @@ int cmd_info(int argc, char **argv)
     /* what every other command sees: the nodes computed from constants alone folded (ptq_model_load) */
     PTQ_TRY(st, ptq_graph_fold_constants(&ctx, g), done);
     ptq_graph_quantizable(g, act, wt);
+    const ptq_node *qdq = first_qdq(g);
     int n_act = 0, n_wt = 0;
     for (int v = 0; v < g->n_values; v++) {
         n_act += act[v];
@@ -178,6 +193,9 @@ int cmd_info(int argc, char **argv)
             cli_json_str(root, "not_runnable", run_ctx.msg);
         if (logits >= 0)
             cli_json_str(root, "logits_output", g->values[g->outputs[logits]].name);
+        cJSON_AddBoolToObject(root, "quantized", qdq != NULL);
+        if (qdq)
+            cli_json_str(root, "first_qdq_node", qdq->name);
         else if (logits_note[0])
             cli_json_str(root, "logits_output_note", logits_note);
         cJSON *qa = cJSON_AddArrayToObject(root, "quantizable_activations");
@@ -229,6 +247,10 @@ int cmd_info(int argc, char **argv)
         else if (logits_note[0])
             printf("logits     %s\n",
                    ptq_escape(logits_note, esc, sizeof esc));
+        if (qdq)
+            printf("quantized  already: node '%s' is a %s; calibrate, plan, sensitivity, validate and export take the "
+                   "float model it was made from (ptq eval runs this one), so the lists below are for reading only\n",
+                   ptq_escape(qdq->name, esc, sizeof esc), qdq->op_type);
         char at[64];
         snprintf(at, sizeof at, ", shapes at batch 1 and unknown input dims %lld", (long long)dims_at);
         printf("\nquantizable activations (%d)%s:\n", n_act,

@@ -9,6 +9,7 @@ predictions; a quantize_static model (QDQ, per channel) against onnxruntime when
 onnxruntime.quantization is at hand (.venv-bench, or PTQ_QUANTIZE_PYTHON); calibrate / plan / sensitivity /
 validate / export refusing a Q/DQ model. Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and
 PTQ_SOURCE_DIR set."""
+import json
 import os
 import subprocess
 import sys
@@ -256,6 +257,15 @@ def check_refusals(data):
     qdq, plan = J("demo-int8.onnx"), J("demo-int8.json")
     if not os.path.exists(qdq):
         return
+    rc, out, err = ptq("info", qdq)
+    check("demo: ptq info of a Q/DQ model says it is quantized already, naming its first Q/DQ node", rc == 0 and
+          "quantized  already: node 'ptq_qdq/" in out and "is a QuantizeLinear" in out, f"exit {rc}: {out[-300:]}")
+    rc, out, err = ptq("info", MODEL)
+    check("demo: ptq info of the float model does not", rc == 0 and "quantized  already" not in out, out[-200:])
+    rc, out, err = ptq("info", qdq, "--json")
+    j = json.loads(out) if rc == 0 else {}
+    check("demo: ptq info --json of a Q/DQ model: quantized true, first_qdq_node",
+          j.get("quantized") is True and j.get("first_qdq_node", "").startswith("ptq_qdq/"), f"exit {rc}")
     for cmd in (("calibrate", "--model", qdq, "--data", data, "--out", J("refused-c.h5")),
                 ("plan", J("demo-c.h5"), "--model", qdq, "--out", J("refused.json")),
                 ("plan", J("demo-c.h5"), "--model", qdq, "--method", "auto", "--data", data, "--out",
