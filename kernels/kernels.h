@@ -181,6 +181,11 @@ void ptq_k_batchnorm_cpu(int64_t n, int64_t c, int64_t spatial, const float *x, 
  * x, y: [n, c, spatial]; scale, bias: [c]. */
 void ptq_k_instancenorm_ref(int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
                             const float *bias, float eps, float *y);
+/* GroupNormalization of x [n, groups * per_group, spatial]: each sample's group of per_group channels normalised by
+ * its mean and variance (in double), then scale and bias: [groups * per_group] per channel (opset 21) or [groups] per
+ * group (opset 18); y: like x. */
+void ptq_k_groupnorm_ref(int64_t n, int64_t groups, int64_t per_group, int64_t spatial, int per_channel,
+                         const float *x, const float *scale, const float *bias, float eps, float *y);
 
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);

@@ -189,6 +189,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     [PTQ_OP_QUANTIZELINEAR] = {PTQ_OP_QUANTIZELINEAR, "QuantizeLinear", "ai.onnx", 0, 0, 0, -1, PTQ_AXIS_NONE, 0},
     [PTQ_OP_DEQUANTIZELINEAR] = {PTQ_OP_DEQUANTIZELINEAR, "DequantizeLinear", "ai.onnx", 0, 0, 0, -1, PTQ_AXIS_NONE,
                                  0},
+    /* diffusion UNets' GroupNorm: plain, as InstanceNormalization (its statistics are the data's, nothing folds into
+     * the Conv before it; not monotone, so Q/DQ does not commute with it) */
+    PLAIN(PTQ_OP_GROUPNORMALIZATION, "GroupNormalization", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

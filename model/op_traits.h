@@ -129,6 +129,7 @@ typedef enum ptq_op_id {
     PTQ_OP_UPSAMPLE,
     PTQ_OP_QUANTIZELINEAR,
     PTQ_OP_DEQUANTIZELINEAR,
+    PTQ_OP_GROUPNORMALIZATION,
     PTQ_OP_COUNT
 } ptq_op_id;
 

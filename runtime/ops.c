@@ -28,8 +28,8 @@ extern const ptq_op_def ptq_op_Conv, ptq_op_ConvTranspose, ptq_op_Gemm, ptq_op_M
     ptq_op_Sum, ptq_op_Mean, ptq_op_Size, ptq_op_ReduceMin, ptq_op_ReduceProd, ptq_op_ReduceL1, ptq_op_ReduceL2,
     ptq_op_ReduceSumSquare, ptq_op_ReduceLogSum, ptq_op_ReduceLogSumExp, ptq_op_ArgMin, ptq_op_Tan, ptq_op_Asin,
     ptq_op_Acos, ptq_op_Atan, ptq_op_Sinh, ptq_op_Cosh, ptq_op_Asinh, ptq_op_Acosh, ptq_op_Atanh, ptq_op_Sign,
-    ptq_op_ThresholdedRelu, ptq_op_Shrink, ptq_op_LRN, ptq_op_Resize, ptq_op_Upsample,
-    ptq_op_QuantizeLinear, ptq_op_DequantizeLinear;
+    ptq_op_ThresholdedRelu, ptq_op_Shrink, ptq_op_LRN, ptq_op_Resize, ptq_op_Upsample, ptq_op_QuantizeLinear,
+    ptq_op_DequantizeLinear, ptq_op_GroupNormalization;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -149,6 +149,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_UPSAMPLE] = &ptq_op_Upsample,
     [PTQ_OP_QUANTIZELINEAR] = &ptq_op_QuantizeLinear,
     [PTQ_OP_DEQUANTIZELINEAR] = &ptq_op_DequantizeLinear,
+    [PTQ_OP_GROUPNORMALIZATION] = &ptq_op_GroupNormalization,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)
@@ -200,9 +201,9 @@ static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char
                    "input shapes (no dynamic_axes)";
     /* ops ONNX added after opset 17, which an export at 17 writes as older ops; re-exporting does not
      * change any other op (Hardmax, GridSample), so the hint would send the user round in a circle */
-    static const char *const after_17[] = {"GroupNormalization", "Mish", "Col2Im", "CenterCropPad", "BitwiseAnd",
-                                           "BitwiseNot", "BitwiseOr", "BitwiseXor", "DeformConv", "AffineGrid",
-                                           "Attention", "RMSNormalization", "RotaryEmbedding", "Swish", NULL};
+    static const char *const after_17[] = {"Mish", "Col2Im", "CenterCropPad", "BitwiseAnd", "BitwiseNot",
+                                           "BitwiseOr", "BitwiseXor", "DeformConv", "AffineGrid", "Attention",
+                                           "RMSNormalization", "RotaryEmbedding", "Swish", NULL};
     for (int i = 0; g->opset > 17 && after_17[i]; i++)
         if (strcmp(n->op_type, after_17[i]) == 0)
             return "the model is at an opset past 17: re-export with torch.onnx.export(..., opset_version=17)";

@@ -276,6 +276,33 @@ static void check_ort_registry(void)
     expect("maxpool opset 11", g, PTQ_PLACEMENT_ORT, I8, NULL, "a,m1,m2,h,gq,ge,s,in", "mp=ort.unquantized");
 }
 
+/* The normalisations beside InstanceNormalization (GroupNormalization): a Conv's output normalised, then
+ * negated into a Conv. Plain ops as InstanceNormalization under trt and all (its output is quantized only where a
+ * Conv reads it); quantize_static's registry has no quantizer for them (onnxruntime 1.32's registry.py), so under
+ * ort their output stays float where InstanceNormalization's (QDQNormalization) is quantized. */
+static void check_norms(void)
+{
+    static const char *const ops[] = {"InstanceNormalization", "GroupNormalization"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        gb b;
+        const ptq_prec I8 = PTQ_PREC_INT8;
+        const int inorm = i == 0;
+        memset(&b, 0, sizeof b);
+        node(&b, "Neg", "x", "a");
+        node(&b, "Conv", "a,w1", "c");
+        node(&b, ops[i], "c,ws,wb", "n");
+        node(&b, "Neg", "n", "m");
+        node(&b, "Conv", "m,w2", "d");
+        node(&b, "Neg", "d", "y");
+        const ptq_graph *g = finish(&b, "x", "y");
+        expect(ops[i], g, PTQ_PLACEMENT_TRT, I8, NULL, "a,m", "a=trt.weighted-input,c=trt.unquantized,"
+               "n=trt.unquantized,m=trt.weighted-input,d=trt.unquantized");
+        expect(ops[i], g, PTQ_PLACEMENT_ALL, I8, NULL, "x,a,c,n,m,d,y", "c=all.observed,n=all.observed");
+        expect(ops[i], g, PTQ_PLACEMENT_ORT, I8, NULL, inorm ? "a,c,n,m,d" : "a,c,m,d",
+               inorm ? "c=ort.op-io,n=ort.op-io,m=ort.op-io" : "c=ort.op-io,n=ort.unquantized,m=ort.op-io");
+    }
+}
+
 int main(void)
 {
     gb b;
@@ -601,5 +628,6 @@ int main(void)
     /* the rule is trt's: --placement all and ort round them as before */
     expect("small layers all", g, PTQ_PLACEMENT_ALL, I8, NULL, "x,y0,r0,y1,r1,y2,r2,y3,r3,y4,r4,y5,r5,y6", "");
     check_ort_registry();
+    check_norms();
     return test_done("test_placement");
 }

@@ -1,0 +1,66 @@
+/* Normalisations beside InstanceNormalization and LayerNormalization: GroupNormalization (opset 18: scale and bias
+ * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], through kernels/ref/norm.c, the reference its CPU
+ * path too (the CUDA backend hands them to the CPU). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX
+ * conformance run. */
+#include "runtime/op_util.h"
+
+/* GroupNormalization's X [N, C, ...] (float32, rank >= 2), num_groups (required, >= 1, dividing C), scale and bias
+ * ([C] from opset 21, [num_groups] before it; either where the opset is unknown) and stash_type 1. */
+static ptq_status groupnorm_params(ptq_ctx *ctx, const ptq_op_io *io, int64_t *groups, int *per_channel)
+{
+    char xs[96], vs[96];
+    for (int i = 0; i < 3; i++)
+        PTQ_TRY_RET(ptq_op_need_float(ctx, io, i));
+    const ptq_tensor *x = io->in[0];
+    if (x->ndim < 2)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "X %s must be [N, C, ...] (rank >= 2)",
+                           ptq_dims_str(x->dims, x->ndim, xs, sizeof xs));
+    const ptq_attr *a = ptq_node_attr(io->node, "num_groups");
+    if (!a || a->type != PTQ_ATTR_INT)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the num_groups attribute is %s", a ? "not an int" : "missing");
+    *groups = a->i;
+    const int64_t c = x->dims[1];
+    if (*groups < 1 || c % *groups != 0)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "num_groups %lld must be at least 1 and divide the %lld channels "
+                           "of X %s", (long long)*groups, (long long)c, ptq_dims_str(x->dims, x->ndim, xs, sizeof xs));
+    const int64_t opset = io->graph ? io->graph->opset : 0;
+    if (ptq_node_attr_int(io->node, "stash_type", 1) != 1)
+        return ptq_op_unsupported(ctx, io, "stash_type %lld (only 1, float32)",
+                                  (long long)ptq_node_attr_int(io->node, "stash_type", 1));
+    for (int i = 1; i < 3; i++) {
+        const ptq_tensor *v = io->in[i];
+        const int64_t len = v->ndim == 1 ? v->dims[0] : -1;
+        const int ok = opset >= 21 ? len == c : opset >= 18 ? len == *groups : len == c || len == *groups;
+        if (!ok)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "%s %s must be [%lld], one per %s of X %s (opset %lld)",
+                               i == 1 ? "scale" : "bias", ptq_dims_str(v->dims, v->ndim, vs, sizeof vs),
+                               (long long)(opset >= 21 ? c : *groups), opset >= 21 ? "channel" : "group",
+                               ptq_dims_str(x->dims, x->ndim, xs, sizeof xs), (long long)opset);
+    }
+    *per_channel = opset >= 21 || (opset < 18 && io->in[1]->dims[0] == c);
+    return PTQ_OK;
+}
+
+static ptq_status groupnorm_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int64_t groups = 1;
+    int per_channel = 0;
+    PTQ_TRY_RET(groupnorm_params(ctx, io, &groups, &per_channel));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status groupnorm_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int64_t groups = 1;
+    int per_channel = 0;
+    PTQ_TRY_RET(groupnorm_params(ctx, io, &groups, &per_channel));
+    const ptq_tensor *x = io->in[0];
+    ptq_k_groupnorm_ref(x->dims[0], groups, x->dims[1] / groups, ptq_dims_prod(x->dims, 2, x->ndim), per_channel,
+                        x->data, io->in[1]->data, io->in[2]->data, ptq_node_attr_float(io->node, "epsilon", 1e-5f),
+                        io->out[0]->data);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_GroupNormalization = {PTQ_OP_TRAITS(GROUPNORMALIZATION), 18, 0, groupnorm_infer,
+                                              groupnorm_run, NULL, 0};

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Normalisation and elementwise ops ptq refused, exit 5 "op X is not supported" (GroupNormalization at opsets 18 and
+21): each in small models built here with onnx.helper, and torch's nn.GroupNorm as its exporter writes it, run by
+`ptq eval` against onnxruntime; hostile attributes and shapes refused naming the node; a small Conv classifier with
+each normalisation through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's
+predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR
+set."""
+import io
+import os
+import sys
+
+from ptqtest import check, check_placements, finish
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from ops_breadth_test import conv_classifier
+    from ops_shape_test import J, refused, run_eval, save, x_info
+except ImportError as e:  # pragma: no cover
+    print(f"ops_norm_test: skipped ({e})")
+    sys.exit(77)
+
+N = 24
+
+
+def eval_vs_ort(label, model, feeds, tol=1e-5, env=None, exact=False):
+    """ptq eval's logits within tol (absolute plus relative) of onnxruntime's on every element, or equal; NaN where
+    onnxruntime gives NaN."""
+    want, got, err = run_eval(label, model, feeds, env)
+    ok = got is not None and got.size == want.size
+    why = err.strip()[-300:] if got is None else f"shape {got.shape}, onnxruntime's {want.shape}"
+    if ok:
+        got = got.reshape(want.shape)
+        nan = np.isnan(want.astype(np.float64))
+        ok = bool(np.array_equal(np.isnan(got.astype(np.float64)), nan))
+        g, w = got[~nan].astype(np.float64), want[~nan].astype(np.float64)
+        ok = ok and (bool(np.array_equal(g, w)) if exact else bool(np.all(np.abs(g - w) <= tol * (1 + np.abs(w)))))
+        why = f"NaN at {np.isnan(got.astype(np.float64)).sum()} (onnxruntime {nan.sum()}), max |diff| " + \
+            f"{np.abs(np.where(g == w, 0, g - w)).max() if g.size else 0}"
+    check(f"{label}: eval {'equal to' if exact else f'within {tol:g} of'} onnxruntime", ok, why)
+
+
+def flat_model(label, nodes, shape, inits=(), opset=13, out_shape=None, in_type=TensorProto.FLOAT,
+               out_type=TensorProto.FLOAT):
+    """x [N, prod(shape[1:])] (no image: fed as stored) reshaped to shape as 'x4', nodes reading it and writing 'z',
+    then Flatten to y."""
+    dims = numpy_helper.from_array(np.array((-1, *shape[1:]), np.int64), "dims")
+    graph = [helper.make_node("Reshape", ["x", "dims"], ["x4"])] + nodes + [helper.make_node("Flatten", ["z"], ["y"])]
+    return save(label, graph, [x_info(["N", int(np.prod(shape[1:]))], in_type)], out_shape, [dims, *inits],
+                opset=opset, out_type=out_type)
+
+
+def feed(rng, shape, nan=False):
+    x = (rng.standard_normal((shape[0], int(np.prod(shape[1:])))) * 3 + 1).astype(np.float32)
+    if nan:
+        x[1, 2] = np.nan
+    return {"x": x}
+
+
+def check_group_norm(rng):
+    """GroupNormalization at opset 18 (scale and bias per group) and 21 (per channel): groups 1, 2, 3 and C on
+    [N, 6, 4, 5], a rank-2 and a rank-3 X, epsilon, a NaN (its group's outputs NaN, the others not); hostile
+    num_groups, scale/bias lengths, rank and stash_type refused naming the node."""
+    for opset in (18, 21):
+        for shape, groups, eps in [((N, 6, 4, 5), 1, 1e-5), ((N, 6, 4, 5), 2, 1e-5), ((N, 6, 4, 5), 3, 0.1),
+                                   ((N, 6, 4, 5), 6, 1e-5), ((N, 6), 3, 1e-5), ((N, 4, 7), 2, 1e-3)]:
+            c = shape[1]
+            n_sb = c if opset >= 21 else groups
+            s = numpy_helper.from_array((rng.standard_normal(n_sb) + 1).astype(np.float32), "s")
+            b = numpy_helper.from_array(rng.standard_normal(n_sb).astype(np.float32), "b")
+            label = f"groupnorm{opset}_{'x'.join(map(str, shape[1:]))}_g{groups}"
+            node = helper.make_node("GroupNormalization", ["x4", "s", "b"], ["z"], num_groups=groups, epsilon=eps)
+            model = flat_model(label, [node], shape, [s, b], opset=opset)
+            # a rank-2 X's groups hold 2 values: onnxruntime's float32 variance loses up to 3e-5 there (ptq's, in
+            # double, is within 2e-7 of numpy's float64)
+            eval_vs_ort(label, model, feed(rng, shape), tol=1e-4 if len(shape) == 2 else 1e-5)
+            if groups == 2 and len(shape) == 4:
+                eval_vs_ort(label + "_nan", model, feed(rng, shape, nan=True))
+    shape = (N, 6, 2, 2)
+    bad = [("missing", {}, 18, 2, ["num_groups", "missing"]), ("zero", {"num_groups": 0}, 18, 2, ["num_groups 0"]),
+           ("negative", {"num_groups": -2}, 18, 2, ["num_groups -2"]),
+           ("nodivide", {"num_groups": 4}, 18, 4, ["num_groups 4", "divide"]),
+           ("float", {"num_groups": 2.0}, 18, 2, ["num_groups", "not an int"]),
+           ("perchannel18", {"num_groups": 2}, 18, 6, ["scale", "[2]"]),
+           ("pergroup21", {"num_groups": 2}, 21, 2, ["scale", "[6]"]),
+           ("stash0", {"num_groups": 2, "stash_type": 0}, 21, 6, ["stash_type 0"])]
+    for name, attrs, opset, n_sb, words in bad:
+        s = numpy_helper.from_array(np.ones(n_sb, np.float32), "s")
+        b = numpy_helper.from_array(np.zeros(n_sb, np.float32), "b")
+        node = helper.make_node("GroupNormalization", ["x4", "s", "b"], ["z"], name="bad", **attrs)
+        refused(f"groupnorm_{name}", flat_model(f"groupnorm_bad_{name}", [node], shape, [s, b], opset=opset),
+                feed(rng, shape), words)
+    s = numpy_helper.from_array(np.ones(2, np.float32), "s")
+    b = numpy_helper.from_array(np.zeros(2, np.float32), "b")
+    nodes = [helper.make_node("Flatten", ["x"], ["x4"], axis=0),
+             helper.make_node("Reshape", ["x4", "flat"], ["x1"]),
+             helper.make_node("GroupNormalization", ["x1", "s", "b"], ["z1"], name="bad", num_groups=1),
+             helper.make_node("Reshape", ["z1", "back"], ["y"])]
+    inits = [s, b, numpy_helper.from_array(np.array([-1], np.int64), "flat"),
+             numpy_helper.from_array(np.array([N, 12], np.int64), "back")]
+    refused("groupnorm_rank1", save("groupnorm_rank1", nodes, [x_info([N, 12])], [N, 12], inits, opset=18),
+            feed(rng, (N, 12)), ["rank >= 2"])
+
+
+def check_torch_group_norm(rng):
+    """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
+    Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
+    18, so the opset-18 op is the helper-built cases' above. A diffusion UNet's block: Conv, GroupNorm, SiLU."""
+    try:
+        import torch
+    except ImportError:
+        print("torch group norm: skipped (no torch)")
+        return
+    torch.manual_seed(0)
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3, padding=1), torch.nn.GroupNorm(4, 8),
+                                            torch.nn.SiLU(), torch.nn.Conv2d(8, 4, 3),
+                                            torch.nn.GroupNorm(2, 4, affine=False), torch.nn.Flatten())
+
+        def forward(self, x):
+            return self.body(x.reshape(-1, 4, 6, 6))
+    net = Block()
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    x = (rng.standard_normal((N, 144)) * 2).astype(np.float32)
+    path = J("torch_groupnorm17.onnx")
+    buf = io.BytesIO()
+    torch.onnx.export(net, torch.from_numpy(x[:2]), buf, opset_version=17, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    check("torch_groupnorm17: exported InstanceNormalization", "InstanceNormalization" in ops, str(sorted(ops)))
+    eval_vs_ort("torch_groupnorm17", path, {"x": x})
+    eval_vs_ort("torch_groupnorm17_passes", path, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+    with torch.no_grad():
+        want = net(torch.from_numpy(x)).numpy()
+    _, got, err = run_eval("torch_groupnorm17_torch", path, {"x": x})
+    check("torch_groupnorm17: eval within 1e-4 of torch", got is not None and
+          bool(np.all(np.abs(got.reshape(want.shape) - want) <= 1e-4 * (1 + np.abs(want)))), err.strip()[-300:])
+
+
+def check_pipeline(label, model):
+    """eval against onnxruntime, then calibrate, and for placements trt, ort and all: plan, validate, export
+    --format qdq, onnxruntime on the export making validate's predictions."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((96, 64)).astype(np.float32)
+    eval_vs_ort(label, model, {"x": x})
+    check_placements(label, model, J(label + ".h5"), {"x": x}, J, placements=("trt", "ort", "all"))
+
+
+def main():
+    rng = np.random.default_rng(17)
+    check_group_norm(rng)
+    check_torch_group_norm(rng)
+    # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
+    gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
+    gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")
+    check_pipeline("pipeline_groupnorm", conv_classifier(
+        "pipe_groupnorm", [helper.make_node("GroupNormalization", ["c", "gs", "gbias"], ["n"], num_groups=2),
+                           helper.make_node("Relu", ["n"], ["a"])],
+        [helper.make_node("Identity", ["g"], ["y"])], opset=18, inits=[gs, gb]))
+    return finish("ops_norm_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
