@@ -179,6 +179,8 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
         return b >= 0 && attr_axis(n, "axis", -1, ndim) == b;
     if (strcmp(op, "InstanceNormalization") == 0) /* over [2, ndim) */
         return b >= 2;
+    if (strcmp(op, "GroupNormalization") == 0) /* over a group of channels and [2, ndim) */
+        return b >= 1;
     if (strcmp(op, "LayerNormalization") == 0) /* over [axis, ndim) */
         return b >= 0 && attr_axis(n, "axis", -1, ndim) <= b;
     if (strcmp(op, "Gather") == 0 || strcmp(op, "Split") == 0)

@@ -103,6 +103,22 @@ def check_group_norm(rng):
             feed(rng, (N, 12)), ["rank >= 2"])
 
 
+def check_batch_in_group(rng):
+    """A model whose batch is a normalised axis (x [N, 6] unsqueezed to [1, N, 6]: GroupNormalization's channels are
+    the samples): each sample's output depends on every other's, so ptq must not run it in passes of rows
+    (PTQ_PASS_ROWS=5), which would take each pass's own statistics."""
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes0")
+    for groups in (1, 3):
+        s = numpy_helper.from_array(np.ones(groups, np.float32), "s")
+        b = numpy_helper.from_array(np.zeros(groups, np.float32), "b")
+        nodes = [helper.make_node("Unsqueeze", ["x", "axes0"], ["x3"]),
+                 helper.make_node("GroupNormalization", ["x3", "s", "b"], ["z"], num_groups=groups),
+                 helper.make_node("Squeeze", ["z", "axes0"], ["y"])]
+        model = save(f"groupnorm_batch_g{groups}", nodes, [x_info(["N", 6])], ["N", 6], [axes, s, b], opset=18)
+        x = (rng.standard_normal((N, 6)) * 2 + 1).astype(np.float32)
+        eval_vs_ort(f"groupnorm_batch_g{groups}_passes", model, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -156,6 +172,7 @@ def check_pipeline(label, model):
 def main():
     rng = np.random.default_rng(17)
     check_group_norm(rng)
+    check_batch_in_group(rng)
     check_torch_group_norm(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
