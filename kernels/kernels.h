@@ -186,6 +186,11 @@ void ptq_k_instancenorm_ref(int64_t n, int64_t c, int64_t spatial, const float *
  * group (opset 18); y: like x. */
 void ptq_k_groupnorm_ref(int64_t n, int64_t groups, int64_t per_group, int64_t spatial, int per_channel,
                          const float *x, const float *scale, const float *bias, float eps, float *y);
+#define PTQ_K_NORM_MAX_DIMS 8 /* ptq/tensor.h's PTQ_MAX_DIMS */
+/* MeanVarianceNormalization of x [dims] (ndim <= PTQ_K_NORM_MAX_DIMS) over the axes whose bit is set in axes:
+ * y = (x - mean) / (sqrt(var) + 1e-9), mean and (biased) variance in double, as ONNX's function body defines it
+ * (onnxruntime's kernel adds no 1e-9: a constant slice is NaN there, 0 here); y: like x. */
+void ptq_k_mvn_ref(int ndim, const int64_t *dims, unsigned axes, const float *x, float *y);
 
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);

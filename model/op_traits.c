@@ -192,6 +192,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     /* diffusion UNets' GroupNorm: plain, as InstanceNormalization (its statistics are the data's, nothing folds into
      * the Conv before it; not monotone, so Q/DQ does not commute with it) */
     PLAIN(PTQ_OP_GROUPNORMALIZATION, "GroupNormalization", 0),
+    /* normalises over its axes as InstanceNormalization over [2, ndim) with no scale or bias: plain, as it is */
+    PLAIN(PTQ_OP_MEANVARIANCENORMALIZATION, "MeanVarianceNormalization", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

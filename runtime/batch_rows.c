@@ -181,6 +181,15 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
         return b >= 2;
     if (strcmp(op, "GroupNormalization") == 0) /* over a group of channels and [2, ndim) */
         return b >= 1;
+    if (strcmp(op, "MeanVarianceNormalization") == 0) { /* over its axes, [0, 2, 3] unless given */
+        const ptq_attr *a = ptq_node_attr(n, "axes");
+        static const int64_t dflt[] = {0, 2, 3};
+        const int64_t *axes = a && a->type == PTQ_ATTR_INTS ? a->ints : dflt, n_axes = a ? a->n : 3;
+        for (int64_t k = 0; b >= 0 && k < n_axes; k++)
+            if ((axes[k] < 0 ? axes[k] + ndim : axes[k]) == b)
+                return 1;
+        return 0;
+    }
     if (strcmp(op, "LayerNormalization") == 0) /* over [axis, ndim) */
         return b >= 0 && attr_axis(n, "axis", -1, ndim) <= b;
     if (strcmp(op, "Gather") == 0 || strcmp(op, "Split") == 0)

@@ -142,6 +142,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"MaxPool", "storage_order", 8, INT64_MAX},
     {"MaxPool", "strides", 1, INT64_MAX},
     {"Mean", "consumed_inputs", 1, 6},
+    {"MeanVarianceNormalization", "axes", 9, INT64_MAX},
     {"Min", "consumed_inputs", 1, 6},
     {"Mod", "fmod", 10, INT64_MAX},
     {"Mul", "axis", 1, 7},

@@ -1,5 +1,6 @@
 /* Normalisations beside InstanceNormalization and LayerNormalization: GroupNormalization (opset 18: scale and bias
- * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], through kernels/ref/norm.c, the reference its CPU
+ * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...] and MeanVarianceNormalization (axes) on float32,
+ * through kernels/ref/norm.c, the reference its CPU
  * path too (the CUDA backend hands them to the CPU). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX
  * conformance run. */
 #include "runtime/op_util.h"
@@ -64,3 +65,51 @@ static ptq_status groupnorm_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 const ptq_op_def ptq_op_GroupNormalization = {PTQ_OP_TRAITS(GROUPNORMALIZATION), 18, 0, groupnorm_infer,
                                               groupnorm_run, NULL, 0};
+
+/* MeanVarianceNormalization's X (float32) and its axes (default [0, 2, 3]; each in [-rank, rank), none twice, at
+ * least one) as a bit mask. */
+static ptq_status mvn_params(ptq_ctx *ctx, const ptq_op_io *io, unsigned *mask)
+{
+    static const int64_t dflt[] = {0, 2, 3};
+    char xs[96];
+    PTQ_TRY_RET(ptq_op_need_float(ctx, io, 0));
+    const ptq_tensor *x = io->in[0];
+    const ptq_attr *a = ptq_node_attr(io->node, "axes");
+    if (a && a->type != PTQ_ATTR_INTS)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the axes attribute is not a list of ints");
+    const int64_t *axes = a ? a->ints : dflt, n = a ? a->n : 3;
+    if (n < 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the axes attribute is empty");
+    *mask = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t ax = axes[k] < 0 ? axes[k] + x->ndim : axes[k];
+        if (axes[k] < -x->ndim || axes[k] >= x->ndim)
+            return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld%s is out of range for X %s of rank %d",
+                               (long long)axes[k], a ? "" : " (of the default axes [0, 2, 3])",
+                               ptq_dims_str(x->dims, x->ndim, xs, sizeof xs), x->ndim);
+        if (*mask >> ax & 1u)
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "axis %lld is given twice", (long long)axes[k]);
+        *mask |= 1u << ax;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status mvn_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    unsigned mask = 0;
+    PTQ_TRY_RET(mvn_params(ctx, io, &mask));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status mvn_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    unsigned mask = 0;
+    PTQ_TRY_RET(mvn_params(ctx, io, &mask));
+    const ptq_tensor *x = io->in[0];
+    ptq_k_mvn_ref(x->ndim, x->dims, mask, x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_MeanVarianceNormalization = {PTQ_OP_TRAITS(MEANVARIANCENORMALIZATION), 9, 0, mvn_infer,
+                                                     mvn_run, NULL, 0};

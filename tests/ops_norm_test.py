@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Normalisation and elementwise ops ptq refused, exit 5 "op X is not supported" (GroupNormalization at opsets 18 and
-21): each in small models built here with onnx.helper, and torch's nn.GroupNorm as its exporter writes it, run by
-`ptq eval` against onnxruntime; hostile attributes and shapes refused naming the node; a small Conv classifier with
-each normalisation through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's
-predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR
-set."""
+21, MeanVarianceNormalization): each in small models built here with onnx.helper, and torch's nn.GroupNorm as its
+exporter writes it, run by `ptq eval` against onnxruntime; hostile attributes and shapes refused naming the node; a
+small Conv classifier with each normalisation through calibrate, plan, validate and a Q/DQ export that onnxruntime
+runs to validate's predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN
+and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -119,6 +119,40 @@ def check_batch_in_group(rng):
         eval_vs_ort(f"groupnorm_batch_g{groups}_passes", model, {"x": x}, env=dict(os.environ, PTQ_PASS_ROWS="5"))
 
 
+def check_mvn(rng):
+    """MeanVarianceNormalization at opsets 9 and 13: the default axes [0, 2, 3] (the batch's too), [1], [2, 3],
+    [-1], [0, 1, 2, 3], on ranks 2 to 4; a constant slice (0, as ONNX's 1e-9 makes it; onnxruntime's NaN), a NaN;
+    hostile axes refused naming the node."""
+    cases = [((N, 3, 4, 5), None, 13), ((N, 3, 4, 5), None, 9), ((N, 3, 4, 5), [1], 13), ((N, 3, 4, 5), [2, 3], 13),
+             ((N, 3, 4, 5), [-1], 13), ((N, 3, 4, 5), [0, 1, 2, 3], 13), ((N, 6), [1], 13), ((N, 4, 5), [0, 2], 13),
+             ((N, 4, 5), [-1, 1], 9)]
+    for shape, axes, opset in cases:
+        label = f"mvn{opset}_{'x'.join(map(str, shape[1:]))}_" + ("dflt" if axes is None else
+                                                                  "_".join(str(a) for a in axes).replace("-", "m"))
+        attrs = {} if axes is None else {"axes": axes}
+        model = flat_model(label, [helper.make_node("MeanVarianceNormalization", ["x4"], ["z"], **attrs)], shape,
+                           opset=opset)
+        eval_vs_ort(label, model, feed(rng, shape))
+        if axes is None:
+            eval_vs_ort(label + "_passes", model, feed(rng, shape), env=dict(os.environ, PTQ_PASS_ROWS="5"))
+    shape = (N, 3, 4)
+    model = flat_model("mvn_nan", [helper.make_node("MeanVarianceNormalization", ["x4"], ["z"], axes=[2])], shape)
+    eval_vs_ort("mvn_nan", model, feed(rng, shape, nan=True))
+    x = feed(rng, shape)["x"]
+    x[3, 4:8] = 2.5
+    _, got, err = run_eval("mvn_const", model, {"x": x})
+    check("mvn_const: a constant slice is 0 (ONNX's (x - mean) / (std + 1e-9)), the others normalised",
+          got is not None and np.all(got[3, 4:8] == 0) and abs(float(got[3, :4].std()) - 1) < 1e-3,
+          err.strip()[-300:] if got is None else str(got[3, :8]))
+    bad = [("axis_big", [3], ["axis 3", "out of range"]), ("axis_neg", [-4], ["axis -4", "out of range"]),
+           ("twice", [1, -2], ["twice"]), ("empty", [], ["empty"]),
+           ("default_rank3", None, ["axis 3", "default axes"])]
+    for name, axes, words in bad:
+        attrs = {} if axes is None else {"axes": axes}
+        node = helper.make_node("MeanVarianceNormalization", ["x4"], ["z"], name="bad", **attrs)
+        refused(f"mvn_{name}", flat_model(f"mvn_bad_{name}", [node], shape), feed(rng, shape), words)
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -174,6 +208,7 @@ def main():
     check_group_norm(rng)
     check_batch_in_group(rng)
     check_torch_group_norm(rng)
+    check_mvn(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
     gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")
@@ -181,6 +216,10 @@ def main():
         "pipe_groupnorm", [helper.make_node("GroupNormalization", ["c", "gs", "gbias"], ["n"], num_groups=2),
                            helper.make_node("Relu", ["n"], ["a"])],
         [helper.make_node("Identity", ["g"], ["y"])], opset=18, inits=[gs, gb]))
+    # [N, 4, 6, 6] -> MeanVarianceNormalization over each channel's 6 x 6 -> Relu
+    check_pipeline("pipeline_mvn", conv_classifier(
+        "pipe_mvn", [helper.make_node("MeanVarianceNormalization", ["c"], ["n"], axes=[2, 3]),
+                     helper.make_node("Relu", ["n"], ["a"])], [helper.make_node("Identity", ["g"], ["y"])]))
     return finish("ops_norm_test")
 
 

@@ -1,6 +1,6 @@
-/* Reference normalisations ptq_k_instancenorm_ref's neighbours: GroupNormalization, its CPU path too, the statistics
- * in double as InstanceNormalization's (a NaN in a group makes the group's outputs NaN). Covered by
- * tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
+/* Reference normalisations beside ptq_k_instancenorm_ref: GroupNormalization and MeanVarianceNormalization, their
+ * CPU path too, the statistics in double as InstanceNormalization's (a NaN in a group makes the group's outputs NaN).
+ * Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
 #include <math.h>
 #include <stdint.h>
 
@@ -24,6 +24,52 @@ void ptq_k_groupnorm_ref(int64_t n, int64_t groups, int64_t per_group, int64_t s
         for (int64_t j = 0; j < len; j++) {
             const int64_t at = per_channel ? g * per_group + j / spatial : g;
             ys[j] = (float)(((double)xs[j] - mean) * inv_std * scale[at] + bias[at]);
+        }
+    }
+}
+
+/* Offset of the idx-th element of the sub-grid over the n_ax axes ax (last fastest) of a tensor of dims and strides. */
+static int64_t grid_offset(int64_t idx, int n_ax, const int *ax, const int64_t *dims, const int64_t *strides)
+{
+    int64_t off = 0;
+    for (int k = n_ax - 1; k >= 0; k--) {
+        off += idx % dims[ax[k]] * strides[ax[k]];
+        idx /= dims[ax[k]];
+    }
+    return off;
+}
+
+void ptq_k_mvn_ref(int ndim, const int64_t *dims, unsigned axes, const float *x, float *y)
+{
+    int kept[PTQ_K_NORM_MAX_DIMS], red[PTQ_K_NORM_MAX_DIMS], n_kept = 0, n_red = 0;
+    int64_t strides[PTQ_K_NORM_MAX_DIMS], n_outer = 1, len = 1, stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = stride;
+        stride *= dims[d];
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (axes >> d & 1u) {
+            red[n_red++] = d;
+            len *= dims[d];
+        } else {
+            kept[n_kept++] = d;
+            n_outer *= dims[d];
+        }
+    }
+    for (int64_t o = 0; o < n_outer; o++) {
+        const int64_t base = grid_offset(o, n_kept, kept, dims, strides);
+        double sum = 0.0, sq = 0.0;
+        for (int64_t j = 0; j < len; j++)
+            sum += x[base + grid_offset(j, n_red, red, dims, strides)];
+        const double mean = len > 0 ? sum / (double)len : 0.0;
+        for (int64_t j = 0; j < len; j++) {
+            const double d = (double)x[base + grid_offset(j, n_red, red, dims, strides)] - mean;
+            sq += d * d;
+        }
+        const double den = sqrt(len > 0 ? sq / (double)len : 0.0) + 1e-9;
+        for (int64_t j = 0; j < len; j++) {
+            const int64_t at = base + grid_offset(j, n_red, red, dims, strides);
+            y[at] = (float)(((double)x[at] - mean) / den);
         }
     }
 }
