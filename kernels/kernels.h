@@ -191,6 +191,9 @@ void ptq_k_groupnorm_ref(int64_t n, int64_t groups, int64_t per_group, int64_t s
  * y = (x - mean) / (sqrt(var) + 1e-9), mean and (biased) variance in double, as ONNX's function body defines it
  * (onnxruntime's kernel adds no 1e-9: a constant slice is NaN there, 0 here); y: like x. */
 void ptq_k_mvn_ref(int ndim, const int64_t *dims, unsigned axes, const float *x, float *y);
+/* LpNormalization of x [outer, len, inner] along the middle axis: y = x / (sum |x|) for p 1, x / sqrt(sum x^2) for p
+ * 2, the sum in double; a norm of 0 gives 0s, as onnxruntime gives (ONNX's x / 0 would be NaN); y: like x. */
+void ptq_k_lpnorm_ref(int64_t outer, int64_t len, int64_t inner, int p, const float *x, float *y);
 
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);

@@ -194,6 +194,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_GROUPNORMALIZATION, "GroupNormalization", 0),
     /* normalises over its axes as InstanceNormalization over [2, ndim) with no scale or bias: plain, as it is */
     PLAIN(PTQ_OP_MEANVARIANCENORMALIZATION, "MeanVarianceNormalization", 0),
+    /* x over its L1 or L2 norm along an axis (embeddings, contrastive heads): plain, as MeanVarianceNormalization */
+    PLAIN(PTQ_OP_LPNORMALIZATION, "LpNormalization", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -190,6 +190,8 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
                 return 1;
         return 0;
     }
+    if (strcmp(op, "LpNormalization") == 0) /* along its axis */
+        return b >= 0 && attr_axis(n, "axis", -1, ndim) == b;
     if (strcmp(op, "LayerNormalization") == 0) /* over [axis, ndim) */
         return b >= 0 && attr_axis(n, "axis", -1, ndim) <= b;
     if (strcmp(op, "Gather") == 0 || strcmp(op, "Split") == 0)

@@ -133,6 +133,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Less", "broadcast", 1, 7},
     {"Log", "consumed_inputs", 1, 6},
     {"LogSoftmax", "axis", 1, INT64_MAX},
+    {"LpNormalization", "axis", 1, INT64_MAX},
+    {"LpNormalization", "p", 1, INT64_MAX},
     {"Max", "consumed_inputs", 1, 6},
     {"MaxPool", "auto_pad", 1, INT64_MAX},
     {"MaxPool", "ceil_mode", 10, INT64_MAX},

@@ -1,6 +1,6 @@
 /* Normalisations beside InstanceNormalization and LayerNormalization: GroupNormalization (opset 18: scale and bias
- * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...] and MeanVarianceNormalization (axes) on float32,
- * through kernels/ref/norm.c, the reference its CPU
+ * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], MeanVarianceNormalization (axes) and
+ * LpNormalization (axis, p 1 or 2) on float32, through kernels/ref/norm.c, the reference its CPU
  * path too (the CUDA backend hands them to the CPU). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX
  * conformance run. */
 #include "runtime/op_util.h"
@@ -113,3 +113,40 @@ static ptq_status mvn_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 const ptq_op_def ptq_op_MeanVarianceNormalization = {PTQ_OP_TRAITS(MEANVARIANCENORMALIZATION), 9, 0, mvn_infer,
                                                      mvn_run, NULL, 0};
+
+/* LpNormalization's X (float32), axis (default -1, in [-rank, rank)) and p (1 or 2, default 2). */
+static ptq_status lpnorm_params(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int *p)
+{
+    char xs[96];
+    PTQ_TRY_RET(ptq_op_need_float(ctx, io, 0));
+    const ptq_tensor *x = io->in[0];
+    const int64_t ax = ptq_node_attr_int(io->node, "axis", -1), pv = ptq_node_attr_int(io->node, "p", 2);
+    if (ax < -x->ndim || ax >= x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for X %s of rank %d", (long long)ax,
+                           ptq_dims_str(x->dims, x->ndim, xs, sizeof xs), x->ndim);
+    if (pv != 1 && pv != 2)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "p %lld must be 1 or 2", (long long)pv);
+    *axis = (int)(ax < 0 ? ax + x->ndim : ax);
+    *p = (int)pv;
+    return PTQ_OK;
+}
+
+static ptq_status lpnorm_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int axis = 0, p = 2;
+    PTQ_TRY_RET(lpnorm_params(ctx, io, &axis, &p));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status lpnorm_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int axis = 0, p = 2;
+    PTQ_TRY_RET(lpnorm_params(ctx, io, &axis, &p));
+    const ptq_tensor *x = io->in[0];
+    ptq_k_lpnorm_ref(ptq_dims_prod(x->dims, 0, axis), x->dims[axis], ptq_dims_prod(x->dims, axis + 1, x->ndim), p,
+                     x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_LpNormalization = {PTQ_OP_TRAITS(LPNORMALIZATION), 1, 0, lpnorm_infer, lpnorm_run, NULL, 0};

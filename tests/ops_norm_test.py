@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Normalisation and elementwise ops ptq refused, exit 5 "op X is not supported" (GroupNormalization at opsets 18 and
-21, MeanVarianceNormalization): each in small models built here with onnx.helper, and torch's nn.GroupNorm as its
-exporter writes it, run by `ptq eval` against onnxruntime; hostile attributes and shapes refused naming the node; a
-small Conv classifier with each normalisation through calibrate, plan, validate and a Q/DQ export that onnxruntime
-runs to validate's predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN
-and PTQ_SOURCE_DIR set."""
+21, MeanVarianceNormalization, LpNormalization): each in small models built here with onnx.helper, and torch's
+nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile attributes and shapes refused
+naming the node; a small Conv classifier with each normalisation through calibrate, plan, validate and a Q/DQ export
+that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by
+ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -153,6 +153,31 @@ def check_mvn(rng):
         refused(f"mvn_{name}", flat_model(f"mvn_bad_{name}", [node], shape), feed(rng, shape), words)
 
 
+def check_lpnorm(rng):
+    """LpNormalization (opset 1's schema, run at 13) with p 1 and 2 (the default) along axes 0 (the batch's), 1, -1
+    and the default, on ranks 2 to 4, in passes of 5 too; a zero vector (0s, as onnxruntime gives), a NaN; hostile p
+    and axis refused naming the node."""
+    cases = [((N, 6), {}), ((N, 6), {"p": 1}), ((N, 6), {"axis": 0, "p": 2}), ((N, 3, 4), {"axis": 1, "p": 1}),
+             ((N, 3, 4), {"axis": -1, "p": 2}), ((N, 2, 3, 4), {"axis": 2, "p": 1}), ((N, 2, 3, 4), {"axis": 0})]
+    for shape, attrs in cases:
+        label = f"lpnorm_{'x'.join(map(str, shape[1:]))}" + "".join(f"_{k}{v}" for k, v in attrs.items())
+        model = flat_model(label, [helper.make_node("LpNormalization", ["x4"], ["z"], **attrs)], shape)
+        x = feed(rng, shape)
+        eval_vs_ort(label, model, x)
+        eval_vs_ort(label + "_passes", model, x, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+    shape = (N, 3, 4)
+    for p in (1, 2):
+        model = flat_model(f"lpnorm_zero_p{p}", [helper.make_node("LpNormalization", ["x4"], ["z"], p=p)], shape)
+        x = feed(rng, shape, nan=True)
+        x["x"][5, 4:8] = 0
+        eval_vs_ort(f"lpnorm_zero_nan_p{p}", model, x)
+    for name, attrs, words in [("p3", {"p": 3}, ["p 3", "1 or 2"]), ("p0", {"p": 0}, ["p 0"]),
+                               ("axis3", {"axis": 3}, ["axis 3", "out of range"]),
+                               ("axis_m4", {"axis": -4}, ["axis -4", "out of range"])]:
+        node = helper.make_node("LpNormalization", ["x4"], ["z"], name="bad", **attrs)
+        refused(f"lpnorm_{name}", flat_model(f"lpnorm_bad_{name}", [node], shape), feed(rng, shape), words)
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -209,6 +234,7 @@ def main():
     check_batch_in_group(rng)
     check_torch_group_norm(rng)
     check_mvn(rng)
+    check_lpnorm(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
     gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")
@@ -220,6 +246,10 @@ def main():
     check_pipeline("pipeline_mvn", conv_classifier(
         "pipe_mvn", [helper.make_node("MeanVarianceNormalization", ["c"], ["n"], axes=[2, 3]),
                      helper.make_node("Relu", ["n"], ["a"])], [helper.make_node("Identity", ["g"], ["y"])]))
+    # [N, 4, 6, 6] -> LpNormalization (L2) across the channels -> Relu
+    check_pipeline("pipeline_lpnorm", conv_classifier(
+        "pipe_lpnorm", [helper.make_node("LpNormalization", ["c"], ["n"], axis=1, p=2),
+                        helper.make_node("Relu", ["n"], ["a"])], [helper.make_node("Identity", ["g"], ["y"])]))
     return finish("ops_norm_test")
 
 

@@ -276,14 +276,15 @@ static void check_ort_registry(void)
     expect("maxpool opset 11", g, PTQ_PLACEMENT_ORT, I8, NULL, "a,m1,m2,h,gq,ge,s,in", "mp=ort.unquantized");
 }
 
-/* The normalisations beside InstanceNormalization (GroupNormalization, MeanVarianceNormalization): a Conv's output normalised, then
+/* The normalisations beside InstanceNormalization (GroupNormalization, MeanVarianceNormalization,
+ * LpNormalization): a Conv's output normalised, then
  * negated into a Conv. Plain ops as InstanceNormalization under trt and all (its output is quantized only where a
  * Conv reads it); quantize_static's registry has no quantizer for them (onnxruntime 1.32's registry.py), so under
  * ort their output stays float where InstanceNormalization's (QDQNormalization) is quantized. */
 static void check_norms(void)
 {
     static const char *const ops[] = {"InstanceNormalization", "GroupNormalization",
-                                      "MeanVarianceNormalization"};
+                                      "MeanVarianceNormalization", "LpNormalization"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         gb b;
         const ptq_prec I8 = PTQ_PREC_INT8;

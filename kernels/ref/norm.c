@@ -1,5 +1,5 @@
-/* Reference normalisations beside ptq_k_instancenorm_ref: GroupNormalization and MeanVarianceNormalization, their
- * CPU path too, the statistics in double as InstanceNormalization's (a NaN in a group makes the group's outputs NaN).
+/* Reference normalisations beside ptq_k_instancenorm_ref: GroupNormalization, MeanVarianceNormalization and
+ * LpNormalization, their CPU path too, the statistics in double as InstanceNormalization's (a NaN in a group makes the group's outputs NaN).
  * Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
 #include <math.h>
 #include <stdint.h>
@@ -72,4 +72,20 @@ void ptq_k_mvn_ref(int ndim, const int64_t *dims, unsigned axes, const float *x,
             y[at] = (float)(((double)x[at] - mean) / den);
         }
     }
+}
+
+void ptq_k_lpnorm_ref(int64_t outer, int64_t len, int64_t inner, int p, const float *x, float *y)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *xs = x + o * len * inner + i;
+            float *ys = y + o * len * inner + i;
+            double norm = 0.0;
+            for (int64_t j = 0; j < len; j++)
+                norm += p == 1 ? fabs((double)xs[j * inner]) : (double)xs[j * inner] * xs[j * inner];
+            if (p == 2)
+                norm = sqrt(norm);
+            for (int64_t j = 0; j < len; j++)
+                ys[j * inner] = norm == 0.0 ? 0.0f : (float)((double)xs[j * inner] / norm);
+        }
 }
