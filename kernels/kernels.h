@@ -90,6 +90,9 @@ void ptq_k_maxpool_ref(const ptq_pool_params *p, const float *x, float *y);
 void ptq_k_avgpool_ref(const ptq_pool_params *p, const float *x, float *y);
 void ptq_k_maxpool_cpu(const ptq_pool_params *p, const float *x, float *y);
 void ptq_k_avgpool_cpu(const ptq_pool_params *p, const float *x, float *y);
+/* LpPool: (sum over the window's taps in the input of |x|^lp)^(1 / lp), lp >= 1, in double (padding adds 0); the
+ * reference is the CPU path, the CUDA backend hands it to the CPU. */
+void ptq_k_lppool_ref(const ptq_pool_params *p, int64_t lp, const float *x, float *y);
 
 /* x: [n_rows, n_cols] -> y: [n_rows], the mean of each row (GlobalAveragePool
  * with n_rows = N*C, n_cols = spatial size). Sums in double. */

@@ -228,7 +228,8 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
     }
     if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) /* windows over the batch, or sums across it */
         return b >= 1;
-    if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 || strcmp(op, "GlobalAveragePool") == 0)
+    if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 || strcmp(op, "GlobalAveragePool") == 0 ||
+        strcmp(op, "LpPool") == 0)
         return b >= 2;
     if (strcmp(op, "Reshape") == 0 || strcmp(op, "Flatten") == 0) { /* [3, N] read as [N, 3] takes 3 samples' */
         const int out = n->n_outputs > 0 ? n->outputs[0] : -1;

@@ -1,9 +1,10 @@
 /* Normalisations beside InstanceNormalization and LayerNormalization: GroupNormalization (opset 18: scale and bias
  * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], MeanVarianceNormalization (axes) and
- * LpNormalization (axis, p 1 or 2) on float32, through kernels/ref/norm.c, the reference its CPU
- * path too (the CUDA backend hands them to the CPU). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX
- * conformance run. */
+ * LpNormalization (axis, p 1 or 2) on float32, through kernels/ref/norm.c, and LpPool (p; the pools' window, through
+ * ptq_op_pool_params and kernels/ref/pool.c), the reference their CPU path too (the CUDA backend hands them to the
+ * CPU). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
 #include "runtime/op_util.h"
+#include "runtime/spatial.h"
 
 /* GroupNormalization's X [N, C, ...] (float32, rank >= 2), num_groups (required, >= 1, dividing C), scale and bias
  * ([C] from opset 21, [num_groups] before it; either where the opset is unknown) and stash_type 1. */
@@ -150,3 +151,37 @@ static ptq_status lpnorm_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_LpNormalization = {PTQ_OP_TRAITS(LPNORMALIZATION), 1, 0, lpnorm_infer, lpnorm_run, NULL, 0};
+
+/* LpPool's window, through the pooling ops' ptq_op_pool_params (kernel_shape, strides, pads, auto_pad, dilations and
+ * ceil_mode from opset 18), and p: an int of at least 1 (opset 2 on), 2 unless given. */
+static ptq_status lppool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params *p, int64_t *lp)
+{
+    PTQ_TRY_RET(ptq_op_pool_params(ctx, io, p));
+    const ptq_attr *a = ptq_node_attr(io->node, "p");
+    if (a && a->type != PTQ_ATTR_INT)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the p attribute is not an int");
+    *lp = a ? a->i : 2;
+    if (*lp < 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "p %lld must be at least 1", (long long)*lp);
+    return PTQ_OK;
+}
+
+static ptq_status lppool_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_pool_params p;
+    int64_t lp = 2;
+    PTQ_TRY_RET(lppool_params(ctx, io, &p, &lp));
+    /* x: [N, C, spatial...] -> y: [N, C, out...] */
+    return ptq_window_output(ctx, io, p.n, p.c, io->in[0]->ndim - 2, p.out, io->out[0]);
+}
+
+static ptq_status lppool_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_pool_params p;
+    int64_t lp = 2;
+    PTQ_TRY_RET(lppool_params(ctx, io, &p, &lp));
+    ptq_k_lppool_ref(&p, lp, io->in[0]->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_LpPool = {PTQ_OP_TRAITS(LPPOOL), 2, 0, lppool_infer, lppool_run, NULL, 0};

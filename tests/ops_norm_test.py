@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Normalisation and elementwise ops ptq refused, exit 5 "op X is not supported" (GroupNormalization at opsets 18 and
-21, MeanVarianceNormalization, LpNormalization): each in small models built here with onnx.helper, and torch's
+21, MeanVarianceNormalization, LpNormalization, LpPool): each in small models built here with onnx.helper, and torch's
 nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile attributes and shapes refused
 naming the node; a small Conv classifier with each normalisation through calibrate, plan, validate and a Q/DQ export
 that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by
@@ -178,6 +178,32 @@ def check_lpnorm(rng):
         refused(f"lpnorm_{name}", flat_model(f"lpnorm_bad_{name}", [node], shape), feed(rng, shape), words)
 
 
+def check_lppool(rng):
+    """LpPool with p 1, 2 (the default) and 3 over 1-D, 2-D and 3-D windows: strides, pads, auto_pad SAME_UPPER and
+    SAME_LOWER at opset 11, dilations and ceil_mode at 18, opset 7 (LpPool-2); a NaN; hostile p, kernel and pads
+    refused naming the node."""
+    cases = [((N, 2, 9), {"kernel_shape": [3]}, 11), ((N, 3, 6, 5), {"kernel_shape": [2, 2], "p": 1}, 11),
+             ((N, 3, 6, 5), {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1], "p": 3}, 11),
+             ((N, 2, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"}, 11),
+             ((N, 2, 6, 6), {"kernel_shape": [2, 3], "strides": [2, 2], "auto_pad": "SAME_LOWER", "p": 1}, 11),
+             ((N, 2, 7, 7), {"kernel_shape": [2, 2], "dilations": [2, 1], "strides": [1, 2]}, 18),
+             ((N, 2, 7, 6), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}, 18),
+             ((N, 2, 3, 4, 4), {"kernel_shape": [2, 2, 2], "p": 2}, 11), ((N, 2, 5, 5), {"kernel_shape": [5, 5]}, 7)]
+    for shape, attrs, opset in cases:
+        label = f"lppool{opset}_{'x'.join(map(str, shape[1:]))}" + "".join(
+            f"_{k}{'x'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in attrs.items())
+        model = flat_model(label, [helper.make_node("LpPool", ["x4"], ["z"], **attrs)], shape, opset=opset)
+        eval_vs_ort(label, model, feed(rng, shape, nan=len(shape) == 4))
+    shape = (N, 2, 4, 4)
+    for name, attrs, words in [("p0", {"kernel_shape": [2, 2], "p": 0}, ["p 0", "at least 1"]),
+                               ("p_neg", {"kernel_shape": [2, 2], "p": -2}, ["p -2"]),
+                               ("no_kernel", {}, ["kernel_shape"]),
+                               ("kernel_big", {"kernel_shape": [5, 2]}, ["bad"]),
+                               ("pads_neg", {"kernel_shape": [2, 2], "pads": [-1, 0, 0, 0]}, ["pads"])]:
+        node = helper.make_node("LpPool", ["x4"], ["z"], name="bad", **attrs)
+        refused(f"lppool_{name}", flat_model(f"lppool_bad_{name}", [node], shape), feed(rng, shape), words)
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -235,6 +261,7 @@ def main():
     check_torch_group_norm(rng)
     check_mvn(rng)
     check_lpnorm(rng)
+    check_lppool(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
     gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")
@@ -250,6 +277,13 @@ def main():
     check_pipeline("pipeline_lpnorm", conv_classifier(
         "pipe_lpnorm", [helper.make_node("LpNormalization", ["c"], ["n"], axis=1, p=2),
                         helper.make_node("Relu", ["n"], ["a"])], [helper.make_node("Identity", ["g"], ["y"])]))
+    # [N, 4, 6, 6] -> Relu -> LpPool (L2, 2 x 2 windows, stride 2) -> [N, 4, 3, 3] -> Tile to [N, 4, 6, 6]
+    reps = numpy_helper.from_array(np.array([1, 1, 2, 2], np.int64), "reps")
+    check_pipeline("pipeline_lppool", conv_classifier(
+        "pipe_lppool", [helper.make_node("Relu", ["c"], ["r"]),
+                        helper.make_node("LpPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+                        helper.make_node("Tile", ["p", "reps"], ["a"])],
+        [helper.make_node("Identity", ["g"], ["y"])], inits=[reps]))
     return finish("ops_norm_test")
 
 

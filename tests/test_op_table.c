@@ -146,6 +146,7 @@ static const struct {
     {"GroupNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 18, 0},
     {"MeanVarianceNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"LpNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"LpPool", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 2, 0},
 };
 
 static void test_every_op(void)

@@ -1,15 +1,16 @@
-/* Reference MaxPool / AveragePool / GlobalAveragePool: loops over every tap.
+/* Reference MaxPool / AveragePool / LpPool / GlobalAveragePool: loops over every tap.
  * Padding never wins a max, NaN in a window gives NaN; averages sum in double
  * over the taps in the input (count_include_pad: in the explicitly padded input,
- * not a ceil_mode overhang). The spec kernels/cpu/pool.c meets in tests/parity_pool.c. */
+ * not a ceil_mode overhang), LpPool's |x|^p likewise (padding adds 0). The spec kernels/cpu/pool.c meets in
+ * tests/parity_pool.c; LpPool (no cpu kernel) is checked against onnxruntime by tests/ops_norm_test.py. */
 #include <math.h>
 
 #include "kernels/kernels.h"
 
-typedef enum { POOL_MAX, POOL_AVG } pool_kind;
+typedef enum { POOL_MAX, POOL_AVG, POOL_LP } pool_kind;
 
 /* x: [n, c, in0, in1, in2]; y: [n, c, out0, out1, out2]. */
-static void pool_ref(pool_kind kind, const ptq_pool_params *p, const float *x, float *y)
+static void pool_ref(pool_kind kind, const ptq_pool_params *p, int64_t lp, const float *x, float *y)
 {
     const int64_t in_size = p->in[0] * p->in[1] * p->in[2];
     for (int64_t nc = 0; nc < p->n * p->c; nc++) {
@@ -38,24 +39,32 @@ static void pool_ref(pool_kind kind, const ptq_pool_params *p, const float *x, f
                                 const float v = xp[(i[0] * p->in[1] + i[1]) * p->in[2] + i[2]];
                                 if (!isnan(m) && (v > m || isnan(v)))
                                     m = v;
-                                sum += v;
+                                sum += kind == POOL_LP ? pow(fabs((double)v), (double)lp) : (double)v;
                                 n_in++;
                             }
                     const int64_t count = p->count_include_pad ? n_padded : n_in;
-                    y[((nc * p->out[0] + o0) * p->out[1] + o1) * p->out[2] + o2] =
-                        kind == POOL_MAX ? m : (count ? (float)(sum / (double)count) : 0.0f);
+                    float *yo = &y[((nc * p->out[0] + o0) * p->out[1] + o1) * p->out[2] + o2];
+                    if (kind == POOL_LP)
+                        *yo = (float)pow(sum, 1.0 / (double)lp);
+                    else
+                        *yo = kind == POOL_MAX ? m : (count ? (float)(sum / (double)count) : 0.0f);
                 }
     }
 }
 
 void ptq_k_maxpool_ref(const ptq_pool_params *p, const float *x, float *y)
 {
-    pool_ref(POOL_MAX, p, x, y);
+    pool_ref(POOL_MAX, p, 1, x, y);
 }
 
 void ptq_k_avgpool_ref(const ptq_pool_params *p, const float *x, float *y)
 {
-    pool_ref(POOL_AVG, p, x, y);
+    pool_ref(POOL_AVG, p, 1, x, y);
+}
+
+void ptq_k_lppool_ref(const ptq_pool_params *p, int64_t lp, const float *x, float *y)
+{
+    pool_ref(POOL_LP, p, lp, x, y);
 }
 
 /* x: [n_rows, n_cols]; y: [n_rows]. */
