@@ -197,6 +197,9 @@ void ptq_k_mvn_ref(int ndim, const int64_t *dims, unsigned axes, const float *x,
 /* LpNormalization of x [outer, len, inner] along the middle axis: y = x / (sum |x|) for p 1, x / sqrt(sum x^2) for p
  * 2, the sum in double; a norm of 0 gives 0s, as onnxruntime gives (ONNX's x / 0 would be NaN); y: like x. */
 void ptq_k_lpnorm_ref(int64_t outer, int64_t len, int64_t inner, int p, const float *x, float *y);
+/* Hardmax of x [outer, len, inner] along the middle axis: 1 at the first largest value, 0 elsewhere, a NaN counting as
+ * the largest (the first NaN wins), as ptq_k_argmax_ref orders them; y: like x. */
+void ptq_k_hardmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
 
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);

@@ -198,6 +198,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_LPNORMALIZATION, "LpNormalization", 0),
     /* a window's Lp norm: plain, as AveragePool (not monotone in a signed input, so Q/DQ does not commute) */
     PLAIN(PTQ_OP_LPPOOL, "LpPool", 0),
+    /* a one-hot of the largest value: plain, as Softmax */
+    PLAIN(PTQ_OP_HARDMAX, "Hardmax", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

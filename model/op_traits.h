@@ -133,6 +133,7 @@ typedef enum ptq_op_id {
     PTQ_OP_MEANVARIANCENORMALIZATION,
     PTQ_OP_LPNORMALIZATION,
     PTQ_OP_LPPOOL,
+    PTQ_OP_HARDMAX,
     PTQ_OP_COUNT
 } ptq_op_id;
 

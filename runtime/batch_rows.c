@@ -172,7 +172,7 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
     const int b = v0 >= 0 && kind[v0] >= ROWS_BATCH ? kind[v0] - ROWS_BATCH : -1; /* input 0's batch axis */
     const int ndim = v0 >= 0 ? g->values[v0].ndim : 0;
     const char *op = n->op_type;
-    const int softmax = strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0;
+    const int softmax = strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0 || strcmp(op, "Hardmax") == 0;
     if (softmax && g->opset < 13) /* over the whole block [axis, ndim) */
         return b >= 0 && attr_axis(n, "axis", 1, ndim) <= b;
     if (softmax)

@@ -109,6 +109,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"HardSigmoid", "alpha", 1, INT64_MAX},
     {"HardSigmoid", "beta", 1, INT64_MAX},
     {"HardSigmoid", "consumed_inputs", 1, 6},
+    {"Hardmax", "axis", 1, INT64_MAX},
     {"InstanceNormalization", "consumed_inputs", 1, 6},
     {"InstanceNormalization", "epsilon", 1, INT64_MAX},
     {"LRN", "alpha", 1, INT64_MAX},

@@ -30,7 +30,7 @@ extern const ptq_op_def ptq_op_Conv, ptq_op_ConvTranspose, ptq_op_Gemm, ptq_op_M
     ptq_op_Acos, ptq_op_Atan, ptq_op_Sinh, ptq_op_Cosh, ptq_op_Asinh, ptq_op_Acosh, ptq_op_Atanh, ptq_op_Sign,
     ptq_op_ThresholdedRelu, ptq_op_Shrink, ptq_op_LRN, ptq_op_Resize, ptq_op_Upsample, ptq_op_QuantizeLinear,
     ptq_op_DequantizeLinear, ptq_op_GroupNormalization, ptq_op_MeanVarianceNormalization, ptq_op_LpNormalization,
-    ptq_op_LpPool;
+    ptq_op_LpPool, ptq_op_Hardmax;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -154,6 +154,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_MEANVARIANCENORMALIZATION] = &ptq_op_MeanVarianceNormalization,
     [PTQ_OP_LPNORMALIZATION] = &ptq_op_LpNormalization,
     [PTQ_OP_LPPOOL] = &ptq_op_LpPool,
+    [PTQ_OP_HARDMAX] = &ptq_op_Hardmax,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)
@@ -204,7 +205,7 @@ static const char *export_hint(const ptq_graph *g, const ptq_node *n, const char
             return "a shape computation is left in the graph: export with do_constant_folding=True and static "
                    "input shapes (no dynamic_axes)";
     /* ops ONNX added after opset 17, which an export at 17 writes as older ops; re-exporting does not
-     * change any other op (Hardmax, GridSample), so the hint would send the user round in a circle */
+     * change any other op (Det, GridSample), so the hint would send the user round in a circle */
     static const char *const after_17[] = {"Mish", "Col2Im", "CenterCropPad", "BitwiseAnd", "BitwiseNot",
                                            "BitwiseOr", "BitwiseXor", "DeformConv", "AffineGrid", "Attention",
                                            "RMSNormalization", "RotaryEmbedding", "Swish", NULL};

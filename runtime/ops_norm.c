@@ -1,6 +1,6 @@
 /* Normalisations beside InstanceNormalization and LayerNormalization: GroupNormalization (opset 18: scale and bias
- * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], MeanVarianceNormalization (axes) and
- * LpNormalization (axis, p 1 or 2) on float32, through kernels/ref/norm.c, and LpPool (p; the pools' window, through
+ * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], MeanVarianceNormalization (axes) and LpNormalization
+ * (axis, p 1 or 2) and Hardmax (axis) on float32, through kernels/ref/norm.c, and LpPool (p; the pools' window, through
  * ptq_op_pool_params and kernels/ref/pool.c), the reference their CPU path too (the CUDA backend hands them to the
  * CPU). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
 #include "runtime/op_util.h"
@@ -151,6 +151,43 @@ static ptq_status lpnorm_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_LpNormalization = {PTQ_OP_TRAITS(LPNORMALIZATION), 1, 0, lpnorm_infer, lpnorm_run, NULL, 0};
+
+/* Hardmax's X (float32) as [outer, len, inner]: from opset 13 along axis (default -1), before it over the block
+ * [axis, rank) X is coerced to (default 1), as Softmax. */
+static ptq_status hardmax_view(ptq_ctx *ctx, const ptq_op_io *io, int64_t *outer, int64_t *len, int64_t *inner)
+{
+    char xs[96];
+    PTQ_TRY_RET(ptq_op_need_float(ctx, io, 0));
+    const ptq_tensor *x = io->in[0];
+    const int block = io->graph && io->graph->opset > 0 && io->graph->opset < 13;
+    const int64_t ax = ptq_node_attr_int(io->node, "axis", block ? 1 : -1);
+    if (ax < -x->ndim || ax >= x->ndim || (block && x->ndim == 0))
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for X %s of rank %d", (long long)ax,
+                           ptq_dims_str(x->dims, x->ndim, xs, sizeof xs), x->ndim);
+    const int a = (int)(ax < 0 ? ax + x->ndim : ax);
+    *outer = ptq_dims_prod(x->dims, 0, a);
+    *len = block ? ptq_dims_prod(x->dims, a, x->ndim) : x->dims[a];
+    *inner = block ? 1 : ptq_dims_prod(x->dims, a + 1, x->ndim);
+    return PTQ_OK;
+}
+
+static ptq_status hardmax_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int64_t outer = 1, len = 1, inner = 1;
+    PTQ_TRY_RET(hardmax_view(ctx, io, &outer, &len, &inner));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status hardmax_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int64_t outer = 1, len = 1, inner = 1;
+    PTQ_TRY_RET(hardmax_view(ctx, io, &outer, &len, &inner));
+    ptq_k_hardmax_ref(outer, len, inner, io->in[0]->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_Hardmax = {PTQ_OP_TRAITS(HARDMAX), 1, 0, hardmax_infer, hardmax_run, NULL, 0};
 
 /* LpPool's window, through the pooling ops' ptq_op_pool_params (kernel_shape, strides, pads, auto_pad, dilations and
  * ceil_mode from opset 18), and p: an int of at least 1 (opset 2 on), 2 unless given. */

@@ -204,28 +204,29 @@ def models():
     resize(helper, TensorProto, numpy_helper)
     pad_computed(helper, TensorProto, numpy_helper)
     onnx_model(J("lstm.onnx"), [helper.make_node("Hardmax", ["x"], ["y"], name="hardmax0")],
+    onnx_model(J("lstm.onnx"), [helper.make_node("Det", ["x"], ["y"], name="det0")],
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
-    case("onnx: unsupported op", ["eval", "--model", J("lstm.onnx"), "--data", J("good.h5")], 5, "Hardmax")
+    case("onnx: unsupported op", ["eval", "--model", J("lstm.onnx"), "--data", J("good.h5")], 5, "Det")
     # every unsupported node named at once, in eval and in info (exit 5 both)
     x28 = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])]
     y28 = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])]
-    three = [helper.make_node("Hardmax", ["x"], ["h"], name="hard_a"), helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("Hardmax", ["r"], ["h2"], name="hard_b"),
+    three = [helper.make_node("Det", ["x"], ["h"], name="det_a"), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Det", ["r"], ["h2"], name="det_b"),
              helper.make_node("Frobnicate", ["h2"], ["y"], name="frob_c", domain="com.acme")]
     onnx_model(J("three_unsup.onnx"), three, x28, y28)
     import onnx
     m = onnx.load(J("three_unsup.onnx"))
     m.opset_import.append(helper.make_opsetid("com.acme", 3))
     onnx.save(m, J("three_unsup.onnx"))
-    all_three = lambda out, err: all(f in err for f in ("3 nodes ptq cannot run", "node 'hard_a': op Hardmax "
-                                                        "(domain ai.onnx, opset 13)", "node 'hard_b': op Hardmax",
+    all_three = lambda out, err: all(f in err for f in ("3 nodes ptq cannot run", "node 'det_a': op Det "
+                                                        "(domain ai.onnx, opset 13)", "node 'det_b': op Det",
                                                         "node 'frob_c': op Frobnicate (domain com.acme version 3, "
                                                         "opset 13)"))
     case("onnx: three unsupported nodes, eval names each", ["eval", "--model", J("three_unsup.onnx"),
                                                              "--data", J("good.h5")], 5, out_check=all_three)
     case("onnx: three unsupported nodes, info names each and exits 5", ["info", J("three_unsup.onnx")], 5,
-         out_check=lambda out, err: all_three(out, err) and "hard_b" in out)
+         out_check=lambda out, err: all_three(out, err) and "det_b" in out)
     case("onnx: three unsupported nodes, info --json exits 5", ["info", J("three_unsup.onnx"), "--json"], 5,
          out_check=lambda out, err: json.loads(out)["supported"] is False and "frob_c" in json.loads(out)["unsupported"])
     case("onnx: a supported model, info exits 0", ["info", J("conv_ok.onnx")], 0,
@@ -238,11 +239,11 @@ def models():
     case("onnx: a Cast to string, info says not supported and exits 5", ["info", J("str_cast.onnx")], 5,
          "cast from float32 to string", out_check=lambda out, err: "yes, every node" not in out and
          re.search(r"supported  no: node 'cast_s' \(Cast", out) is not None)
-    chain = [helper.make_node("Hardmax", ["x" if i == 0 else f"h{i - 1}"], ["y" if i == 59 else f"h{i}"],
-                              name=f"hardmax_node_with_a_long_name_{i:02d}") for i in range(60)]
+    chain = [helper.make_node("Det", ["x" if i == 0 else f"h{i - 1}"], ["y" if i == 59 else f"h{i}"],
+                              name=f"det_node_with_a_long_name_{i:02d}") for i in range(60)]
     onnx_model(J("sixty_unsup.onnx"), chain, x28, y28)
     case("onnx: sixty unsupported nodes, as many named as fit and the rest counted", ["info", J("sixty_unsup.onnx")],
-         5, "60 nodes ptq cannot run: node 'hardmax_node_with_a_long_name_00'",
+         5, "60 nodes ptq cannot run: node 'det_node_with_a_long_name_00'",
          out_check=lambda out, err: re.search(r"; and \d+ more", err) is not None)
     onnx_model(J("aten.onnx"), [helper.make_node("ATen", ["x"], ["y"], name="aten_gelu", domain="org.pytorch.aten",
                                                  operator="gelu")], x28, y28)
@@ -271,9 +272,9 @@ def models():
     onnx_model(J("dynamo.onnx"), [helper.make_node("aten_gelu", ["x"], ["y"], name="gelu_fn",
                                                    domain="pkg.onnxscript.torch_lib")], x28, y28, opset=18)
     case("onnx: a dynamo exporter function, hint", ["info", J("dynamo.onnx")], 5, "inline_local_functions")
-    onnx_model(J("hardmax18.onnx"), [helper.make_node("Hardmax", ["x"], ["y"], name="hm18")], x28, y28, opset=18)
+    onnx_model(J("det18.onnx"), [helper.make_node("Det", ["x"], ["y"], name="det18")], x28, y28, opset=18)
     case("onnx: an older op at opset 18: named, no re-export hint (opset 17 has it too)",
-         ["info", J("hardmax18.onnx")], 5, "op Hardmax (domain ai.onnx, opset 18) is not supported by ptq",
+         ["info", J("det18.onnx")], 5, "op Det (domain ai.onnx, opset 18) is not supported by ptq",
          out_check=lambda out, err: "opset_version" not in err)
     # found by scripts/fuzz.sh onnx: a node with no output crashed shape inference
     onnx_model(J("no_output.onnx"), [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Clip", ["x"], [])],

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Normalisation and elementwise ops ptq refused, exit 5 "op X is not supported" (GroupNormalization at opsets 18 and
-21, MeanVarianceNormalization, LpNormalization, LpPool): each in small models built here with onnx.helper, and torch's
-nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile attributes and shapes refused
-naming the node; a small Conv classifier with each normalisation through calibrate, plan, validate and a Q/DQ export
-that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by
-ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+21, MeanVarianceNormalization, LpNormalization, LpPool, Hardmax): each in small models built here with onnx.helper,
+and torch's nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile attributes and
+shapes refused naming the node; a small Conv classifier with each normalisation through calibrate, plan, validate
+and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx or
+onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -204,6 +204,36 @@ def check_lppool(rng):
         refused(f"lppool_{name}", flat_model(f"lppool_bad_{name}", [node], shape), feed(rng, shape), words)
 
 
+def check_hardmax(rng):
+    """Hardmax at opset 13 (one axis: -1 by default, 0 (the batch's), 1, 2) and 11 (the block from axis on: 1 by
+    default, 0, 2, -1), whole and in passes of 5, with ties (the first index wins), equal to onnxruntime; a row with
+    NaNs one-hot at its first NaN, as ONNX's reference (numpy's argmax) gives (onnxruntime gives a row of 0s); axes
+    past the rank refused naming the node."""
+    cases = [((N, 3, 4), {}, 13), ((N, 3, 4), {"axis": 0}, 13), ((N, 3, 4), {"axis": 1}, 13),
+             ((N, 2, 3, 4), {"axis": 2}, 13), ((N, 3, 4), {}, 11), ((N, 3, 4), {"axis": 0}, 11),
+             ((N, 2, 3, 4), {"axis": 2}, 11), ((N, 2, 3, 4), {"axis": -1}, 11), ((N, 6), {}, 13)]
+    for shape, attrs, opset in cases:
+        label = f"hardmax{opset}_{'x'.join(map(str, shape[1:]))}" + "".join(f"_{k}{v}" for k, v in attrs.items())
+        model = flat_model(label, [helper.make_node("Hardmax", ["x4"], ["z"], **attrs)], shape, opset=opset)
+        x = np.round(feed(rng, shape)["x"])  # whole numbers: ties in most rows
+        eval_vs_ort(label, model, {"x": x}, exact=True)
+        eval_vs_ort(label + "_passes", model, {"x": x}, exact=True, env=dict(os.environ, PTQ_PASS_ROWS="5"))
+    x = np.round(feed(rng, (N, 6))["x"])
+    x[2, [1, 4]] = np.nan
+    x[3, 5] = np.nan
+    model = flat_model("hardmax_nan", [helper.make_node("Hardmax", ["x4"], ["z"])], (N, 6))
+    _, got, err = run_eval("hardmax_nan", model, {"x": x})
+    want = np.eye(6, dtype=np.float32)[np.argmax(x, 1)]
+    check("hardmax_nan: one-hot at the first NaN or largest value, as numpy's argmax",
+          got is not None and np.array_equal(got.reshape(want.shape), want), err.strip()[-300:])
+    shape = (N, 3, 4)
+    for name, attrs, opset in [("axis3", {"axis": 3}, 13), ("axis_m4", {"axis": -4}, 13),
+                               ("axis3_op11", {"axis": 3}, 11)]:
+        node = helper.make_node("Hardmax", ["x4"], ["z"], name="bad", **attrs)
+        refused(f"hardmax_{name}", flat_model(f"hardmax_bad_{name}", [node], shape, opset=opset), feed(rng, shape),
+                [f"axis {attrs['axis']}", "out of range"])
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -262,6 +292,7 @@ def main():
     check_mvn(rng)
     check_lpnorm(rng)
     check_lppool(rng)
+    check_hardmax(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
     gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")

@@ -147,6 +147,7 @@ static const struct {
     {"MeanVarianceNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"LpNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"LpPool", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 2, 0},
+    {"Hardmax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)
@@ -292,11 +293,11 @@ static void test_resolve(void)
                   strstr(ctx.msg, "; node 'add0': op Foo (domain ai.onnx, opset 18)") &&
                   strstr(ctx.msg, "hint: the model is at an opset past 17") && strstr(ctx.msg, "opset_version=17"),
               "%s", ctx.msg);
-    /* an op opset 17 has too (Hardmax, GridSample): a re-export at 17 keeps it, so no such hint */
-    n[1].op_type = "Hardmax";
+    /* an op opset 17 has too (Det, GridSample): a re-export at 17 keeps it, so no such hint */
+    n[1].op_type = "Det";
     ptq_ctx_init(&ctx);
     CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_UNSUPPORTED && !ops);
-    CHECK_MSG(strstr(ctx.msg, "2 nodes ptq cannot run: node 'relu0': op Hardmax (domain ai.onnx, opset 18)") &&
+    CHECK_MSG(strstr(ctx.msg, "2 nodes ptq cannot run: node 'relu0': op Det (domain ai.onnx, opset 18)") &&
                   strstr(ctx.msg, "; node 'add0': op Foo (domain ai.onnx, opset 18)") && !strstr(ctx.msg, "hint"),
               "%s", ctx.msg);
     /* a name too long for the message is cut, so its op and the other node are still named */
@@ -307,7 +308,7 @@ static void test_resolve(void)
     ptq_ctx_init(&ctx);
     CHECK(ptq_op_resolve(&ctx, &g, &ops) == PTQ_ERR_UNSUPPORTED && !ops);
     CHECK_MSG(strstr(ctx.msg, "2 nodes ptq cannot run: node 'NNNN") &&
-                  strstr(ctx.msg, "N...': op Hardmax (domain ai.onnx, opset 18)") &&
+                  strstr(ctx.msg, "N...': op Det (domain ai.onnx, opset 18)") &&
                   strstr(ctx.msg, "; node 'add0': op Foo") && !strstr(ctx.msg, "more"),
               "%s", ctx.msg);
     n[1].name = "relu0";

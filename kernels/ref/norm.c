@@ -1,6 +1,7 @@
-/* Reference normalisations beside ptq_k_instancenorm_ref: GroupNormalization, MeanVarianceNormalization and
- * LpNormalization, their CPU path too, the statistics in double as InstanceNormalization's (a NaN in a group makes the group's outputs NaN).
- * Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
+/* Reference normalisations beside ptq_k_instancenorm_ref: GroupNormalization, MeanVarianceNormalization,
+ * LpNormalization and Hardmax, their CPU path too, the statistics in double as InstanceNormalization's (a NaN in a
+ * group makes the group's outputs NaN). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance
+ * run. */
 #include <math.h>
 #include <stdint.h>
 
@@ -87,5 +88,20 @@ void ptq_k_lpnorm_ref(int64_t outer, int64_t len, int64_t inner, int p, const fl
                 norm = sqrt(norm);
             for (int64_t j = 0; j < len; j++)
                 ys[j * inner] = norm == 0.0 ? 0.0f : (float)((double)xs[j * inner] / norm);
+        }
+}
+
+void ptq_k_hardmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *xs = x + o * len * inner + i;
+            float *ys = y + o * len * inner + i;
+            int64_t best = 0;
+            for (int64_t j = 1; j < len && !isnan(xs[best * inner]); j++)
+                if (xs[j * inner] > xs[best * inner] || isnan(xs[j * inner]))
+                    best = j;
+            for (int64_t j = 0; j < len; j++)
+                ys[j * inner] = j == best ? 1.0f : 0.0f;
         }
 }
