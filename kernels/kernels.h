@@ -200,6 +200,10 @@ void ptq_k_lpnorm_ref(int64_t outer, int64_t len, int64_t inner, int p, const fl
 /* Hardmax of x [outer, len, inner] along the middle axis: 1 at the first largest value, 0 elsewhere, a NaN counting as
  * the largest (the first NaN wins), as ptq_k_argmax_ref orders them; y: like x. */
 void ptq_k_hardmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
+/* IsNaN and IsInf of x [n] (float32, or float64 where dbl): y [n] bool (1 or 0); IsInf counts +Inf where positive,
+ * -Inf where negative. */
+void ptq_k_isnan_ref(int64_t n, int dbl, const void *x, uint8_t *y);
+void ptq_k_isinf_ref(int64_t n, int dbl, int positive, int negative, const void *x, uint8_t *y);
 
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);

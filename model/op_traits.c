@@ -200,6 +200,9 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_LPPOOL, "LpPool", 0),
     /* a one-hot of the largest value: plain, as Softmax */
     PLAIN(PTQ_OP_HARDMAX, "Hardmax", 0),
+    /* bool outputs: plain, nothing to quantize */
+    PLAIN(PTQ_OP_ISNAN, "IsNaN", 0),
+    PLAIN(PTQ_OP_ISINF, "IsInf", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

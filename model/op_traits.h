@@ -134,6 +134,8 @@ typedef enum ptq_op_id {
     PTQ_OP_LPNORMALIZATION,
     PTQ_OP_LPPOOL,
     PTQ_OP_HARDMAX,
+    PTQ_OP_ISNAN,
+    PTQ_OP_ISINF,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -112,6 +112,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Hardmax", "axis", 1, INT64_MAX},
     {"InstanceNormalization", "consumed_inputs", 1, 6},
     {"InstanceNormalization", "epsilon", 1, INT64_MAX},
+    {"IsInf", "detect_negative", 10, INT64_MAX},
+    {"IsInf", "detect_positive", 10, INT64_MAX},
     {"LRN", "alpha", 1, INT64_MAX},
     {"LRN", "beta", 1, INT64_MAX},
     {"LRN", "bias", 1, INT64_MAX},

@@ -1,8 +1,9 @@
 /* Normalisations beside InstanceNormalization and LayerNormalization: GroupNormalization (opset 18: scale and bias
- * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], MeanVarianceNormalization (axes) and LpNormalization
- * (axis, p 1 or 2) and Hardmax (axis) on float32, through kernels/ref/norm.c, and LpPool (p; the pools' window, through
- * ptq_op_pool_params and kernels/ref/pool.c), the reference their CPU path too (the CUDA backend hands them to the
- * CPU). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
+ * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], MeanVarianceNormalization (axes), LpNormalization
+ * (axis, p 1 or 2) and Hardmax (axis) on float32, and IsNaN and IsInf (detect_positive, detect_negative) on float32
+ * and float64, through kernels/ref/norm.c; LpPool (p; the pools' window, through ptq_op_pool_params and
+ * kernels/ref/pool.c). The references are their CPU path too (the CUDA backend hands them to the CPU). Covered by
+ * tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
 #include "runtime/op_util.h"
 #include "runtime/spatial.h"
 
@@ -188,6 +189,46 @@ static ptq_status hardmax_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_Hardmax = {PTQ_OP_TRAITS(HARDMAX), 1, 0, hardmax_infer, hardmax_run, NULL, 0};
+
+/* IsNaN's and IsInf's X: float32 or float64 (float16 and bfloat16 are not run); 1 for float64. */
+static ptq_status isfloat_check(ptq_ctx *ctx, const ptq_op_io *io, int *dbl)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    const ptq_dtype dt = io->in[0]->dtype;
+    if (dt != PTQ_DT_FLOAT && dt != PTQ_DT_DOUBLE)
+        return ptq_op_unsupported(ctx, io, "input is %s; only float32 and float64 are supported", ptq_dtype_name(dt));
+    *dbl = dt == PTQ_DT_DOUBLE;
+    return PTQ_OK;
+}
+
+static ptq_status isfloat_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int dbl = 0;
+    PTQ_TRY_RET(isfloat_check(ctx, io, &dbl));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    io->out[0]->dtype = PTQ_DT_BOOL;
+    return PTQ_OK;
+}
+
+static ptq_status isnan_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int dbl = 0;
+    PTQ_TRY_RET(isfloat_check(ctx, io, &dbl));
+    ptq_k_isnan_ref(ptq_tensor_numel(io->in[0]), dbl, io->in[0]->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+static ptq_status isinf_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int dbl = 0;
+    PTQ_TRY_RET(isfloat_check(ctx, io, &dbl));
+    ptq_k_isinf_ref(ptq_tensor_numel(io->in[0]), dbl, ptq_node_attr_int(io->node, "detect_positive", 1) != 0,
+                    ptq_node_attr_int(io->node, "detect_negative", 1) != 0, io->in[0]->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_IsNaN = {PTQ_OP_TRAITS(ISNAN), 9, 0, isfloat_infer, isnan_run, NULL, 0};
+const ptq_op_def ptq_op_IsInf = {PTQ_OP_TRAITS(ISINF), 10, 0, isfloat_infer, isinf_run, NULL, 0};
 
 /* LpPool's window, through the pooling ops' ptq_op_pool_params (kernel_shape, strides, pads, auto_pad, dilations and
  * ceil_mode from opset 18), and p: an int of at least 1 (opset 2 on), 2 unless given. */

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Normalisation and elementwise ops ptq refused, exit 5 "op X is not supported" (GroupNormalization at opsets 18 and
-21, MeanVarianceNormalization, LpNormalization, LpPool, Hardmax): each in small models built here with onnx.helper,
-and torch's nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile attributes and
-shapes refused naming the node; a small Conv classifier with each normalisation through calibrate, plan, validate
-and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx or
-onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+21, MeanVarianceNormalization, LpNormalization, LpPool, Hardmax, IsNaN, IsInf): each in small models built here with
+onnx.helper, and torch's nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile
+attributes and shapes refused naming the node; a small Conv classifier with each normalisation through calibrate, plan,
+validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx
+or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -234,6 +234,30 @@ def check_hardmax(rng):
                 [f"axis {attrs['axis']}", "out of range"])
 
 
+def check_isnan_isinf(rng):
+    """IsNaN (opsets 9, 13) and IsInf (10; detect_positive and detect_negative each 0 or 1, and 2 as true) on float32
+    and float64 holding NaN, +-Inf, +-0, the largest float32 and ordinary values, equal to onnxruntime (the bool output
+    cast to float); an int32 input refused naming the node."""
+    shape = (N, 8)
+    x = feed(rng, shape)["x"]
+    x[:, :6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, np.finfo(np.float32).max]
+    rng.shuffle(x, axis=1)
+    for dt, dname in ((TensorProto.FLOAT, "f32"), (TensorProto.DOUBLE, "f64")):
+        cases = [("IsNaN", {}, 9), ("IsNaN", {}, 13), ("IsInf", {}, 10), ("IsInf", {"detect_positive": 0}, 13),
+                 ("IsInf", {"detect_negative": 0}, 13), ("IsInf", {"detect_positive": 0, "detect_negative": 0}, 13),
+                 ("IsInf", {"detect_positive": 2, "detect_negative": 1}, 13)]
+        for op, attrs, opset in cases:
+            label = f"{op.lower()}{opset}_{dname}" + "".join(f"_{k}{v}" for k, v in attrs.items())
+            nodes = [helper.make_node("Cast", ["x4"], ["xd"], to=dt), helper.make_node(op, ["xd"], ["b"], **attrs),
+                     helper.make_node("Cast", ["b"], ["z"], to=TensorProto.FLOAT)]
+            eval_vs_ort(label, flat_model(label, nodes, shape, opset=opset), {"x": x}, exact=True)
+    for op in ("IsNaN", "IsInf"):
+        nodes = [helper.make_node("Cast", ["x4"], ["xi"], to=TensorProto.INT32),
+                 helper.make_node(op, ["xi"], ["b"], name="bad"), helper.make_node("Cast", ["b"], ["z"], to=1)]
+        refused(f"{op.lower()}_int32", flat_model(f"{op.lower()}_int32", nodes, shape), feed(rng, shape),
+                ["int32", "float32 and float64"])
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -293,6 +317,7 @@ def main():
     check_lpnorm(rng)
     check_lppool(rng)
     check_hardmax(rng)
+    check_isnan_isinf(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
     gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")

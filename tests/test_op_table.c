@@ -148,6 +148,8 @@ static const struct {
     {"LpNormalization", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
     {"LpPool", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 2, 0},
     {"Hardmax", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"IsNaN", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"IsInf", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
 };
 
 static void test_every_op(void)

@@ -1,7 +1,7 @@
 /* Reference normalisations beside ptq_k_instancenorm_ref: GroupNormalization, MeanVarianceNormalization,
- * LpNormalization and Hardmax, their CPU path too, the statistics in double as InstanceNormalization's (a NaN in a
- * group makes the group's outputs NaN). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance
- * run. */
+ * LpNormalization and Hardmax, the statistics in double as InstanceNormalization's (a NaN in a group makes the group's
+ * outputs NaN), and IsNaN and IsInf; each the CPU path too. Covered by tests/ops_norm_test.py (onnxruntime) and the
+ * ONNX conformance run. */
 #include <math.h>
 #include <stdint.h>
 
@@ -104,4 +104,18 @@ void ptq_k_hardmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x
             for (int64_t j = 0; j < len; j++)
                 ys[j * inner] = j == best ? 1.0f : 0.0f;
         }
+}
+
+void ptq_k_isnan_ref(int64_t n, int dbl, const void *x, uint8_t *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = (uint8_t)(dbl ? isnan(((const double *)x)[i]) : isnan(((const float *)x)[i]));
+}
+
+void ptq_k_isinf_ref(int64_t n, int dbl, int positive, int negative, const void *x, uint8_t *y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double v = dbl ? ((const double *)x)[i] : (double)((const float *)x)[i];
+        y[i] = (uint8_t)(isinf(v) && (v > 0 ? positive : negative));
+    }
 }
