@@ -448,8 +448,8 @@ int64_t ptq_k_mod_ref(ptq_cast_kind kind, int fmod_sign, const ptq_bcast *bc, co
 void ptq_k_range_ref(ptq_cast_kind kind, int64_t n, const void *start, const void *delta, void *y);
 /* y[i] = !x[i] (Not) as bool bytes (0 or 1; any nonzero byte of x is true). */
 void ptq_k_not_ref(int64_t n, const uint8_t *x, uint8_t *y);
-/* y[i] = a op b (And, Or) as bool bytes (0 or 1; any nonzero byte is true), a and b laid out as bc says. */
-typedef enum ptq_logic { PTQ_LOGIC_AND, PTQ_LOGIC_OR } ptq_logic;
+/* y[i] = a op b (And, Or, Xor) as bool bytes (0 or 1; any nonzero byte is true), a and b laid out as bc says. */
+typedef enum ptq_logic { PTQ_LOGIC_AND, PTQ_LOGIC_OR, PTQ_LOGIC_XOR } ptq_logic;
 void ptq_k_logic_ref(ptq_logic op, const ptq_bcast *bc, const uint8_t *a, const uint8_t *b, uint8_t *y);
 /* ScatterND's reduction attribute. */
 typedef enum ptq_scatter_reduction {

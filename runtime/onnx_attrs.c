@@ -261,6 +261,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Upsample", "mode", 1, INT64_MAX},
     {"Upsample", "scales", 7, 9},
     {"Upsample", "width_scale", 1, 7},
+    {"Xor", "axis", 1, 7},
+    {"Xor", "broadcast", 1, 7},
 };
 
 const int ptq_onnx_attr_range_count = (int)(sizeof ptq_onnx_attr_ranges / sizeof ptq_onnx_attr_ranges[0]);

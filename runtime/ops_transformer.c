@@ -3,8 +3,8 @@
  * Where (bool condition, numpy broadcasting), Expand (the shape as a host
  * input), ConstantOfShape (the shape as a host input; a fill by Expand's
  * kernel), Range (scalar host inputs), Equal, Greater, Less, GreaterOrEqual and LessOrEqual (bool result; T5's
- * relative position buckets compare int64 positions), Not, And and Or (bool), Trilu (any fixed-size dtype; k a host
- * input: torch.tril/triu, GPT-style causal masks) and Mod (fmod 0: the divisor's sign, integers; fmod 1: the
+ * relative position buckets compare int64 positions), Not, And, Or and Xor (bool), Trilu (any fixed-size dtype; k a
+ * host input: torch.tril/triu, GPT-style causal masks) and Mod (fmod 0: the divisor's sign, integers; fmod 1: the
  * dividend's) on the dtypes ONNX allows, float16 and strings excepted, through kernels/ref/index.c, which
  * is their CPU path too. Like Shape and Gather they are folded to constants
  * at shape inference when their inputs are known. The CUDA backend runs
@@ -431,7 +431,7 @@ static ptq_status not_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
-/* And, Or: inputs 0 and 1 bool (the output too, of their broadcast shape). */
+/* And, Or, Xor: inputs 0 and 1 bool (the output too, of their broadcast shape). */
 static ptq_status logic_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc)
 {
     PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
@@ -456,8 +456,10 @@ static ptq_status logic_run(ptq_ctx *ctx, const ptq_op_io *io)
     ptq_bcast bc;
     ptq_status st = logic_layout(ctx, io, &bc);
     if (st == PTQ_OK)
-        ptq_k_logic_ref(ptq_op_of(io)->traits->id == PTQ_OP_OR ? PTQ_LOGIC_OR : PTQ_LOGIC_AND, &bc, io->in[0]->data,
-                        io->in[1]->data, io->out[0]->data);
+        ptq_k_logic_ref(ptq_op_of(io)->traits->id == PTQ_OP_OR    ? PTQ_LOGIC_OR
+                        : ptq_op_of(io)->traits->id == PTQ_OP_XOR ? PTQ_LOGIC_XOR
+                                                                  : PTQ_LOGIC_AND,
+                        &bc, io->in[0]->data, io->in[1]->data, io->out[0]->data);
     return st;
 }
 
@@ -555,4 +557,5 @@ const ptq_op_def ptq_op_Mod = {PTQ_OP_TRAITS(MOD), 10, 0, mod_infer, mod_run, NU
 const ptq_op_def ptq_op_Not = {PTQ_OP_TRAITS(NOT), 1, 0, not_infer, not_run, NULL, 0};
 const ptq_op_def ptq_op_And = {PTQ_OP_TRAITS(AND), 7, 0, logic_infer, logic_run, NULL, 0};
 const ptq_op_def ptq_op_Or = {PTQ_OP_TRAITS(OR), 7, 0, logic_infer, logic_run, NULL, 0};
+const ptq_op_def ptq_op_Xor = {PTQ_OP_TRAITS(XOR), 7, 0, logic_infer, logic_run, NULL, 0};
 const ptq_op_def ptq_op_Trilu = {PTQ_OP_TRAITS(TRILU), 14, 1u << 1, trilu_infer, trilu_run, NULL, 0};

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Normalisation and elementwise ops ptq refused, exit 5 "op X is not supported" (GroupNormalization at opsets 18 and
-21, MeanVarianceNormalization, LpNormalization, LpPool, Hardmax, IsNaN, IsInf): each in small models built here with
-onnx.helper, and torch's nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile
+21, MeanVarianceNormalization, LpNormalization, LpPool, Hardmax, IsNaN, IsInf, Xor): each in small models built here
+with onnx.helper, and torch's nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile
 attributes and shapes refused naming the node; a small Conv classifier with each normalisation through calibrate, plan,
 validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx
 or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
@@ -258,6 +258,34 @@ def check_isnan_isinf(rng):
                 ["int32", "float32 and float64"])
 
 
+def check_xor(rng):
+    """Xor of two masks (x > 0 and x < 0.5 of another row shape) with numpy broadcasting ([N, 3, 4] with [N, 3, 4],
+    [4], [3, 1] and [N, 1, 4]), equal to onnxruntime (the bool output cast to float); a float input refused naming the
+    node."""
+    shape = (N, 3, 4)
+    for other in ((N, 3, 4), (4,), (3, 1), (N, 1, 4)):
+        label = "xor_" + "x".join(map(str, other)).replace(str(N), "N")
+        t = numpy_helper.from_array((rng.standard_normal(other[1:] if other[0] == N else other)).astype(np.float32),
+                                    "t")
+        nodes = [helper.make_node("Greater", ["x4", "zero"], ["a"])]
+        if other[0] == N:  # another slice of the same sample: x4[:, :1] (broadcast [N, 1, 4]) or x4 reversed
+            nodes += [helper.make_node("Slice", ["x4", "s0", "s1", "s_ax"], ["o"]) if other[1] == 1 else
+                      helper.make_node("Neg", ["x4"], ["o"])]
+        else:
+            nodes += [helper.make_node("Identity", ["t"], ["o"])]
+        nodes += [helper.make_node("Less", ["o", "half"], ["b"]), helper.make_node("Xor", ["a", "b"], ["c"]),
+                  helper.make_node("Cast", ["c"], ["z"], to=TensorProto.FLOAT)]
+        inits = [t, numpy_helper.from_array(np.zeros(1, np.float32), "zero"),
+                 numpy_helper.from_array(np.full(1, 0.5, np.float32), "half"),
+                 numpy_helper.from_array(np.array([0], np.int64), "s0"),
+                 numpy_helper.from_array(np.array([1], np.int64), "s1"),
+                 numpy_helper.from_array(np.array([1], np.int64), "s_ax")]
+        eval_vs_ort(label, flat_model(label, nodes, shape, inits), feed(rng, shape), exact=True)
+    nodes = [helper.make_node("Xor", ["x4", "x4"], ["c"], name="bad"),
+             helper.make_node("Cast", ["c"], ["z"], to=TensorProto.FLOAT)]
+    refused("xor_float", flat_model("xor_float", nodes, shape), feed(rng, shape), ["float32", "takes bool"])
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -318,6 +346,7 @@ def main():
     check_lppool(rng)
     check_hardmax(rng)
     check_isnan_isinf(rng)
+    check_xor(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
     gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")

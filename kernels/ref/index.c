@@ -297,7 +297,7 @@ void ptq_k_logic_ref(ptq_logic op, const ptq_bcast *bc, const uint8_t *a, const 
         int64_t ia, ib;
         ptq_bcast_offsets(bc, i, &ia, &ib);
         const int u = a[ia] != 0, v = b[ib] != 0;
-        y[i] = (uint8_t)(op == PTQ_LOGIC_AND ? u && v : u || v);
+        y[i] = (uint8_t)(op == PTQ_LOGIC_AND ? u && v : op == PTQ_LOGIC_OR ? u || v : u != v);
     }
 }
 
