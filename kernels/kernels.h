@@ -204,6 +204,9 @@ void ptq_k_hardmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x
  * -Inf where negative. */
 void ptq_k_isnan_ref(int64_t n, int dbl, const void *x, uint8_t *y);
 void ptq_k_isinf_ref(int64_t n, int dbl, int positive, int negative, const void *x, uint8_t *y);
+/* BitShift: y = a << b (left) or a >> b of one unsigned type of bytes 1, 2, 4 or 8, a and b laid out as bc says; a
+ * shift of the type's width or more gives 0 (numpy's rule, ONNX's reference). */
+void ptq_k_bitshift_ref(int bytes, int left, const ptq_bcast *bc, const void *a, const void *b, void *y);
 
 /* Softmax over the middle dim of x viewed as [outer, len, inner]. */
 void ptq_k_softmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);

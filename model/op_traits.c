@@ -205,6 +205,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_ISINF, "IsInf", 0),
     /* bool, as And and Or */
     PLAIN(PTQ_OP_XOR, "Xor", 0),
+    /* integer shifts: plain, nothing to quantize */
+    PLAIN(PTQ_OP_BITSHIFT, "BitShift", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -137,6 +137,7 @@ typedef enum ptq_op_id {
     PTQ_OP_ISNAN,
     PTQ_OP_ISINF,
     PTQ_OP_XOR,
+    PTQ_OP_BITSHIFT,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -31,6 +31,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"BatchNormalization", "momentum", 1, INT64_MAX},
     {"BatchNormalization", "spatial", 1, 9},
     {"BatchNormalization", "training_mode", 14, INT64_MAX},
+    {"BitShift", "direction", 11, INT64_MAX},
     {"Cast", "round_mode", 24, INT64_MAX},
     {"Cast", "saturate", 19, INT64_MAX},
     {"Cast", "to", 1, INT64_MAX},

@@ -1,9 +1,11 @@
 /* Normalisations beside InstanceNormalization and LayerNormalization: GroupNormalization (opset 18: scale and bias
  * [num_groups]; 21: [C], stash_type 1) on float32 [N, C, D1, ...], MeanVarianceNormalization (axes), LpNormalization
- * (axis, p 1 or 2) and Hardmax (axis) on float32, and IsNaN and IsInf (detect_positive, detect_negative) on float32
- * and float64, through kernels/ref/norm.c; LpPool (p; the pools' window, through ptq_op_pool_params and
- * kernels/ref/pool.c). The references are their CPU path too (the CUDA backend hands them to the CPU). Covered by
- * tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
+ * (axis, p 1 or 2) and Hardmax (axis) on float32; IsNaN and IsInf (detect_positive, detect_negative) on float32 and
+ * float64 and BitShift (direction; uint8 to uint64, broadcasting), all through kernels/ref/norm.c; LpPool (p; the
+ * pools' window, through ptq_op_pool_params and kernels/ref/pool.c). The references are their CPU path too (the CUDA
+ * backend hands them to the CPU). Covered by tests/ops_norm_test.py (onnxruntime) and the ONNX conformance run. */
+#include <string.h>
+
 #include "runtime/op_util.h"
 #include "runtime/spatial.h"
 
@@ -229,6 +231,50 @@ static ptq_status isinf_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 const ptq_op_def ptq_op_IsNaN = {PTQ_OP_TRAITS(ISNAN), 9, 0, isfloat_infer, isnan_run, NULL, 0};
 const ptq_op_def ptq_op_IsInf = {PTQ_OP_TRAITS(ISINF), 10, 0, isfloat_infer, isinf_run, NULL, 0};
+
+/* BitShift's inputs: one unsigned integer type (uint8 to uint64) with numpy broadcasting, and direction (required:
+ * LEFT or RIGHT; *left 1 for LEFT). */
+static ptq_status bitshift_layout(ptq_ctx *ctx, const ptq_op_io *io, ptq_bcast *bc, int *left)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 1));
+    const ptq_dtype da = io->in[0]->dtype, db = io->in[1]->dtype;
+    if (da != db || (da != PTQ_DT_UINT8 && da != PTQ_DT_UINT16 && da != PTQ_DT_UINT32 && da != PTQ_DT_UINT64))
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "inputs are %s and %s; BitShift takes two of one of uint8, "
+                           "uint16, uint32 and uint64", ptq_dtype_name(da), ptq_dtype_name(db));
+    const ptq_attr *a = ptq_node_attr(io->node, "direction");
+    if (!a || a->type != PTQ_ATTR_STRING || (strcmp(a->s, "LEFT") != 0 && strcmp(a->s, "RIGHT") != 0))
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "the direction attribute is %s%s%s; it must be LEFT or RIGHT",
+                           !a ? "missing" : a->type != PTQ_ATTR_STRING ? "not a string" : "'",
+                           a && a->type == PTQ_ATTR_STRING ? a->s : "", a && a->type == PTQ_ATTR_STRING ? "'" : "");
+    *left = strcmp(a->s, "LEFT") == 0;
+    ptq_status st = ptq_op_bcast(ctx, io->in[0], io->in[1], bc);
+    return st == PTQ_OK ? st : ptq_op_fail(ctx, io, st, "%s", ctx->msg);
+}
+
+static ptq_status bitshift_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_bcast bc;
+    int left = 0;
+    PTQ_TRY_RET(bitshift_layout(ctx, io, &bc, &left));
+    ptq_tensor *y = io->out[0]; /* the broadcast shape, the inputs' type */
+    y->dtype = io->in[0]->dtype;
+    y->ndim = bc.ndim;
+    memcpy(y->dims, bc.out_dims, (size_t)bc.ndim * sizeof bc.out_dims[0]);
+    return PTQ_OK;
+}
+
+static ptq_status bitshift_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_bcast bc;
+    int left = 0;
+    PTQ_TRY_RET(bitshift_layout(ctx, io, &bc, &left));
+    ptq_k_bitshift_ref((int)ptq_dtype_size(io->in[0]->dtype), left, &bc, io->in[0]->data, io->in[1]->data,
+                       io->out[0]->data);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_BitShift = {PTQ_OP_TRAITS(BITSHIFT), 11, 0, bitshift_infer, bitshift_run, NULL, 0};
 
 /* LpPool's window, through the pooling ops' ptq_op_pool_params (kernel_shape, strides, pads, auto_pad, dilations and
  * ceil_mode from opset 18), and p: an int of at least 1 (opset 2 on), 2 unless given. */

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Normalisation and elementwise ops ptq refused, exit 5 "op X is not supported" (GroupNormalization at opsets 18 and
-21, MeanVarianceNormalization, LpNormalization, LpPool, Hardmax, IsNaN, IsInf, Xor): each in small models built here
-with onnx.helper, and torch's nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime; hostile
-attributes and shapes refused naming the node; a small Conv classifier with each normalisation through calibrate, plan,
-validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx
-or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+21, MeanVarianceNormalization, LpNormalization, LpPool, Hardmax, IsNaN, IsInf, Xor, BitShift): each in small models
+built here with onnx.helper, and torch's nn.GroupNorm as its exporter writes it, run by `ptq eval` against onnxruntime;
+hostile attributes and shapes refused naming the node; a small Conv classifier with each normalisation through
+calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements). Skips
+(77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -286,6 +286,59 @@ def check_xor(rng):
     refused("xor_float", flat_model("xor_float", nodes, shape), feed(rng, shape), ["float32", "takes bool"])
 
 
+def check_bitshift(rng):
+    """BitShift LEFT and RIGHT on uint8, uint16, uint32 and uint64 (cast from the float input), values shifted by
+    amounts under the width from another column (broadcast [N, 4] by [N, 1] and by [4]), equal to onnxruntime; shifts
+    of the width or more give 0 (numpy's rule, ONNX's reference; onnxruntime's C++ shift is undefined there); mixed or
+    signed types and a missing or unknown direction refused naming the node."""
+    shape = (N, 5)
+    types = [(TensorProto.UINT8, np.uint8, 8), (TensorProto.UINT16, np.uint16, 16), (TensorProto.UINT32, np.uint32, 32),
+             (TensorProto.UINT64, np.uint64, 64)]
+    for dt, npt, bits in types:
+        for direction in ("LEFT", "RIGHT"):
+            for amounts in ("column", "row"):
+                label = f"bitshift_{npt.__name__}_{direction.lower()}_{amounts}"
+                x = np.zeros((N, 5), np.float32)
+                x[:, :4] = rng.integers(0, 256, (N, 4))
+                x[:, 4] = rng.integers(0, 8, N)  # uint8's LEFT drops the high bits, as onnxruntime's does
+                row = numpy_helper.from_array(np.array([0, 1, 3, 7], npt), "row")
+                nodes = [helper.make_node("Cast", ["x4"], ["xu"], to=dt),
+                         helper.make_node("Slice", ["xu", "c0", "c4", "ax1"], ["v"])]
+                if amounts == "column":
+                    nodes.append(helper.make_node("Slice", ["xu", "c4", "c5", "ax1"], ["s"]))
+                else:
+                    nodes.append(helper.make_node("Identity", ["row"], ["s"]))
+                nodes += [helper.make_node("BitShift", ["v", "s"], ["r"], direction=direction),
+                          helper.make_node("Cast", ["r"], ["z"], to=TensorProto.FLOAT)]
+                inits = [row] + [numpy_helper.from_array(np.array([v], np.int64), n)
+                                 for n, v in (("c0", 0), ("c4", 4), ("c5", 5), ("ax1", 1))]
+                eval_vs_ort(label, flat_model(label, nodes, shape, inits), {"x": x}, exact=True)
+        x = np.zeros((N, 5), np.float32)
+        x[:, :4] = rng.integers(1, 256, (N, 4))
+        x[:, 4] = bits + rng.integers(0, 3, N)
+        for direction in ("LEFT", "RIGHT"):
+            label = f"bitshift_{npt.__name__}_{direction.lower()}_wide"
+            nodes = [helper.make_node("Cast", ["x4"], ["xu"], to=dt),
+                     helper.make_node("Slice", ["xu", "c0", "c4", "ax1"], ["v"]),
+                     helper.make_node("Slice", ["xu", "c4", "c5", "ax1"], ["s"]),
+                     helper.make_node("BitShift", ["v", "s"], ["r"], direction=direction),
+                     helper.make_node("Cast", ["r"], ["z"], to=TensorProto.FLOAT)]
+            inits = [numpy_helper.from_array(np.array([v], np.int64), n)
+                     for n, v in (("c0", 0), ("c4", 4), ("c5", 5), ("ax1", 1))]
+            _, got, err = run_eval(label, flat_model(label, nodes, shape, inits), {"x": x})
+            check(f"{label}: shifts of {bits} bits or more give 0", got is not None and not np.any(got),
+                  err.strip()[-300:] if got is None else str(got[:2]))
+    bad = [("mixed", TensorProto.UINT8, TensorProto.UINT16, {"direction": "LEFT"}, ["uint8 and uint16"]),
+           ("signed", TensorProto.INT32, TensorProto.INT32, {"direction": "LEFT"}, ["int32 and int32"]),
+           ("no_direction", TensorProto.UINT8, TensorProto.UINT8, {}, ["direction", "missing"]),
+           ("up", TensorProto.UINT8, TensorProto.UINT8, {"direction": "UP"}, ["'UP'", "LEFT or RIGHT"])]
+    for name, ta, tb, attrs, words in bad:
+        nodes = [helper.make_node("Cast", ["x4"], ["a"], to=ta), helper.make_node("Cast", ["x4"], ["b"], to=tb),
+                 helper.make_node("BitShift", ["a", "b"], ["r"], name="bad", **attrs),
+                 helper.make_node("Cast", ["r"], ["z"], to=TensorProto.FLOAT)]
+        refused(f"bitshift_{name}", flat_model(f"bitshift_bad_{name}", nodes, shape), feed(rng, shape), words)
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -347,6 +400,7 @@ def main():
     check_hardmax(rng)
     check_isnan_isinf(rng)
     check_xor(rng)
+    check_bitshift(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
     gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")

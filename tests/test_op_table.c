@@ -151,6 +151,7 @@ static const struct {
     {"IsNaN", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"IsInf", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
     {"Xor", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
+    {"BitShift", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
 };
 
 static void test_every_op(void)

@@ -1,11 +1,12 @@
 /* Reference normalisations beside ptq_k_instancenorm_ref: GroupNormalization, MeanVarianceNormalization,
  * LpNormalization and Hardmax, the statistics in double as InstanceNormalization's (a NaN in a group makes the group's
- * outputs NaN), and IsNaN and IsInf; each the CPU path too. Covered by tests/ops_norm_test.py (onnxruntime) and the
- * ONNX conformance run. */
+ * outputs NaN), and IsNaN, IsInf and BitShift; each the CPU path too. Covered by tests/ops_norm_test.py (onnxruntime)
+ * and the ONNX conformance run. */
 #include <math.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "ptq/tensor.h"
 
 void ptq_k_groupnorm_ref(int64_t n, int64_t groups, int64_t per_group, int64_t spatial, int per_channel,
                          const float *x, const float *scale, const float *bias, float eps, float *y)
@@ -117,5 +118,37 @@ void ptq_k_isinf_ref(int64_t n, int dbl, int positive, int negative, const void 
     for (int64_t i = 0; i < n; i++) {
         const double v = dbl ? ((const double *)x)[i] : (double)((const float *)x)[i];
         y[i] = (uint8_t)(isinf(v) && (v > 0 ? positive : negative));
+    }
+}
+
+/* v shifted by s bits within bits: 0 once s reaches the width (numpy's, so ONNX's reference, rule). */
+static uint64_t shift_bits(uint64_t v, uint64_t s, int bits, int left)
+{
+    if (s >= (uint64_t)bits)
+        return 0;
+    const uint64_t mask = bits == 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
+    return (left ? v << s : v >> s) & mask;
+}
+
+void ptq_k_bitshift_ref(int bytes, int left, const ptq_bcast *bc, const void *a, const void *b, void *y)
+{
+    const int64_t n = ptq_dims_prod(bc->out_dims, 0, bc->ndim);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ia, ib;
+        ptq_bcast_offsets(bc, i, &ia, &ib);
+        switch (bytes) {
+        case 1:
+            ((uint8_t *)y)[i] = (uint8_t)shift_bits(((const uint8_t *)a)[ia], ((const uint8_t *)b)[ib], 8, left);
+            break;
+        case 2:
+            ((uint16_t *)y)[i] = (uint16_t)shift_bits(((const uint16_t *)a)[ia], ((const uint16_t *)b)[ib], 16, left);
+            break;
+        case 4:
+            ((uint32_t *)y)[i] = (uint32_t)shift_bits(((const uint32_t *)a)[ia], ((const uint32_t *)b)[ib], 32, left);
+            break;
+        default:
+            ((uint64_t *)y)[i] = shift_bits(((const uint64_t *)a)[ia], ((const uint64_t *)b)[ib], 64, left);
+            break;
+        }
     }
 }
