@@ -7,11 +7,13 @@ calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's 
 (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
+import subprocess
 import sys
 
 from ptqtest import check, check_placements, finish
 
 try:
+    import h5py
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -101,6 +103,35 @@ def check_group_norm(rng):
              numpy_helper.from_array(np.array([N, 12], np.int64), "back")]
     refused("groupnorm_rank1", save("groupnorm_rank1", nodes, [x_info([N, 12])], [N, 12], inits, opset=18),
             feed(rng, (N, 12)), ["rank >= 2"])
+
+
+def check_groupnorm_no_channels(rng):
+    """GroupNormalization of X with no channels ([1, 0, 4], sliced from the input) and num_groups 2^62, which divides
+    0 (opset 21: scale and bias [0]): nothing to compute, so eval ends at once with the other Concat input as the
+    output (the reference walked 2^62 empty groups, a hang)."""
+    nodes = [helper.make_node("Slice", ["x4", "c0", "c0", "ax1"], ["e"]),
+             helper.make_node("GroupNormalization", ["e", "s", "b"], ["g"], num_groups=1 << 62, name="gn"),
+             helper.make_node("Concat", ["g", "x4"], ["z"], axis=1)]
+    inits = [numpy_helper.from_array(np.array([0], np.int64), "c0"),
+             numpy_helper.from_array(np.array([1], np.int64), "ax1"),
+             numpy_helper.from_array(np.ones(0, np.float32), "s"),
+             numpy_helper.from_array(np.zeros(0, np.float32), "b")]
+    model = flat_model("groupnorm_no_channels", nodes, (1, 3, 4), inits, opset=21)
+    x = feed(rng, (1, 3, 4))["x"]
+    data = J("groupnorm_no_channels.h5")
+    with h5py.File(data, "w") as f:
+        f["x"] = x
+        f["labels"] = np.zeros(1, np.int64)
+    try:
+        p = subprocess.run([os.environ["PTQ_BIN"], "eval", "--model", model, "--data", data, "--logits",
+                            J("groupnorm_no_channels.npy")], capture_output=True, text=True, timeout=30)
+        ok, why = p.returncode == 0, p.stderr.strip()[-300:]
+        if ok:
+            got = np.load(J("groupnorm_no_channels.npy"))
+            ok, why = bool(np.array_equal(got.reshape(x.shape), x)), str(got)
+    except subprocess.TimeoutExpired:
+        ok, why = False, "still running after 30 s"
+    check("groupnorm_no_channels: num_groups 2^62 over 0 channels ends at once", ok, why)
 
 
 def check_batch_in_group(rng):
@@ -393,6 +424,7 @@ def main():
     rng = np.random.default_rng(17)
     check_group_norm(rng)
     check_batch_in_group(rng)
+    check_groupnorm_no_channels(rng)
     check_torch_group_norm(rng)
     check_mvn(rng)
     check_lpnorm(rng)

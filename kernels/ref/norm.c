@@ -12,6 +12,8 @@ void ptq_k_groupnorm_ref(int64_t n, int64_t groups, int64_t per_group, int64_t s
                          const float *x, const float *scale, const float *bias, float eps, float *y)
 {
     const int64_t len = per_group * spatial; /* a group's channels are contiguous */
+    if (len == 0) /* nothing to write; with no channels, groups may be as large as any int64 (each divides 0) */
+        return;
     for (int64_t i = 0; i < n * groups; i++) {
         const float *xs = x + i * len;
         float *ys = y + i * len;
