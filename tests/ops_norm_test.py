@@ -370,6 +370,36 @@ def check_bitshift(rng):
         refused(f"bitshift_{name}", flat_model(f"bitshift_bad_{name}", nodes, shape), feed(rng, shape), words)
 
 
+def check_empty_wide(rng):
+    """MeanVarianceNormalization, LpNormalization and Hardmax of an empty X whose other axis is long ([1, 0, 2^40]
+    from ConstantOfShape, normalised along the empty axis): nothing to compute, so eval ends at once (the references
+    walked the 2^40 rows of no values, a hang)."""
+    for op, attrs in (("MeanVarianceNormalization", {"axes": [1]}), ("LpNormalization", {"axis": 1}),
+                      ("Hardmax", {"axis": 1})):
+        label = f"{op.lower()}_empty_wide"
+        value = helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])
+        nodes = [helper.make_node("ConstantOfShape", ["shp"], ["e"], value=value),
+                 helper.make_node(op, ["e"], ["g"], name="n", **attrs),
+                 helper.make_node("ReduceSum", ["g"], ["s"], keepdims=0), helper.make_node("Add", ["x", "s"], ["y"])]
+        model = save(label, nodes, [x_info(["N", 4])], ["N", 4],
+                     [numpy_helper.from_array(np.array([1, 0, 1 << 40], np.int64), "shp")])
+        x = feed(rng, (2, 4))["x"]
+        data = J(label + ".h5")
+        with h5py.File(data, "w") as f:
+            f["x"] = x
+            f["labels"] = np.zeros(len(x), np.int64)
+        try:
+            p = subprocess.run([os.environ["PTQ_BIN"], "eval", "--model", model, "--data", data, "--logits",
+                                J(label + ".npy")], capture_output=True, text=True, timeout=30)
+            ok, why = p.returncode == 0, p.stderr.strip()[-300:]
+            if ok:
+                got = np.load(J(label + ".npy"))
+                ok, why = bool(np.array_equal(got.reshape(x.shape), x)), str(got)
+        except subprocess.TimeoutExpired:
+            ok, why = False, "still running after 30 s"
+        check(f"{label}: an empty [1, 0, 2^40] X ends at once", ok, why)
+
+
 def check_torch_group_norm(rng):
     """torch's nn.GroupNorm as its exporter writes it: opset 17 has no GroupNormalization, so torch 1.13 to 2.x write
     Reshape, InstanceNormalization (one group a channel), Reshape, Mul and Add; this torch's exporter writes no opset
@@ -433,6 +463,7 @@ def main():
     check_isnan_isinf(rng)
     check_xor(rng)
     check_bitshift(rng)
+    check_empty_wide(rng)
     # [N, 4, 6, 6] -> GroupNormalization (2 groups; opset 18) -> Relu
     gs = numpy_helper.from_array(np.array([1.5, 0.5], np.float32), "gs")
     gb = numpy_helper.from_array(np.array([0.25, -0.25], np.float32), "gbias")

@@ -60,6 +60,8 @@ void ptq_k_mvn_ref(int ndim, const int64_t *dims, unsigned axes, const float *x,
             n_outer *= dims[d];
         }
     }
+    if (len == 0) /* an empty x: nothing to write, however many the kept positions */
+        return;
     for (int64_t o = 0; o < n_outer; o++) {
         const int64_t base = grid_offset(o, n_kept, kept, dims, strides);
         double sum = 0.0, sq = 0.0;
@@ -80,6 +82,8 @@ void ptq_k_mvn_ref(int ndim, const int64_t *dims, unsigned axes, const float *x,
 
 void ptq_k_lpnorm_ref(int64_t outer, int64_t len, int64_t inner, int p, const float *x, float *y)
 {
+    if (len == 0) /* an empty x: nothing to write, however many outer x inner rows */
+        return;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             const float *xs = x + o * len * inner + i;
@@ -96,6 +100,8 @@ void ptq_k_lpnorm_ref(int64_t outer, int64_t len, int64_t inner, int p, const fl
 
 void ptq_k_hardmax_ref(int64_t outer, int64_t len, int64_t inner, const float *x, float *y)
 {
+    if (len == 0) /* an empty x: nothing to write, however many outer x inner rows */
+        return;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             const float *xs = x + o * len * inner + i;
