@@ -469,6 +469,12 @@ typedef enum ptq_scatter_reduction {
 void ptq_k_scatter_nd_ref(ptq_cast_kind kind, ptq_scatter_reduction red, size_t elem_bytes, int64_t n_slices,
                           int64_t n_slice, const int64_t *offset, const void *u, void *y);
 
+/* TopK of x [outer, len, inner] of type et along the middle axis: values [outer, k, inner] and indices (int64, the
+ * same shape) of the k largest (smallest unless largest) in order, equal values by lower index first as ONNX says, a
+ * float NaN counting as larger than any number; scratch: [2 * len]. */
+void ptq_k_topk_ref(ptq_k_elem et, int64_t outer, int64_t len, int64_t inner, int64_t k, int largest, const void *x,
+                    void *values, int64_t *indices, int64_t *scratch);
+
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max
  * order -0 below +0, so they are associative and commutative bit for bit. */

