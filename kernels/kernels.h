@@ -475,6 +475,10 @@ void ptq_k_scatter_nd_ref(ptq_cast_kind kind, ptq_scatter_reduction red, size_t 
 void ptq_k_topk_ref(ptq_k_elem et, int64_t outer, int64_t len, int64_t inner, int64_t k, int largest, const void *x,
                     void *values, int64_t *indices, int64_t *scratch);
 
+/* GatherElements and GatherND: y [n, n_slice] elements of elem_bytes, y[j, :] = the n_slice elements of x at
+ * offset[j] (in elements; the caller checked each slice lies within x). */
+void ptq_k_gather_at_ref(size_t elem_bytes, int64_t n, int64_t n_slice, const int64_t *offset, const void *x, void *y);
+
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max
  * order -0 below +0, so they are associative and commutative bit for bit. */

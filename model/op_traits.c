@@ -211,6 +211,12 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
      * a Conv/Gemm gets its own scale (TensorRT is not known to move Q/DQ through TopK, so trt.commutes would
      * promise a fusion that may not happen) */
     PLAIN(PTQ_OP_TOPK, "TopK", 0),
+    /* torch.gather, scatter / scatter_add and advanced indexing (x[idx_a, idx_b]): plain as Gather and ScatterND
+     * (an output made of data's values and, for the scatters, the updates', which a Q/DQ of data alone does not
+     * cover) */
+    PLAIN(PTQ_OP_GATHERELEMENTS, "GatherElements", 0),
+    PLAIN(PTQ_OP_SCATTERELEMENTS, "ScatterElements", 0),
+    PLAIN(PTQ_OP_GATHERND, "GatherND", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

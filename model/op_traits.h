@@ -139,6 +139,9 @@ typedef enum ptq_op_id {
     PTQ_OP_XOR,
     PTQ_OP_BITSHIFT,
     PTQ_OP_TOPK,
+    PTQ_OP_GATHERELEMENTS,
+    PTQ_OP_SCATTERELEMENTS,
+    PTQ_OP_GATHERND,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -418,7 +418,7 @@ static const struct {
     {"Reshape", ORT_DIRECT}, {"Transpose", ORT_DIRECT}, {"Squeeze", ORT_DIRECT}, {"Unsqueeze", ORT_DIRECT},
     {"Flatten", ORT_DIRECT}, {"AveragePool", ORT_DIRECT}, {"MaxPool", ORT_DIRECT}, {"Slice", ORT_DIRECT},
     {"Resize", ORT_DIRECT}, {"TopK", ORT_DIRECT},
-    {"Split", ORT_SPLIT}, {"Gather", ORT_GATHER}, {"Pad", ORT_PAD}, {"Where", ORT_WHERE},
+    {"Split", ORT_SPLIT}, {"Gather", ORT_GATHER}, {"GatherElements", ORT_GATHER}, {"Pad", ORT_PAD}, {"Where", ORT_WHERE},
 };
 
 static ort_class ort_class_of(const ptq_node *n)

@@ -161,7 +161,8 @@ static int einsum_keeps_rows(const ptq_node *n, const unsigned char *kind)
 }
 
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
- * (log) softmax or normalization over b, a Gather, Split, Concat or CumSum along it, a Slice that cuts or reverses
+ * (log) softmax or normalization over b, a Gather, GatherElements, ScatterElements, Split, Concat or CumSum along
+ * it, a GatherND whose index tuples reach b, a Slice that cuts or reverses
  * it, a Trilu whose matrices hold it (the row or column index decides what is kept), batch statistics, a ScatterND
  * whose index tuples reach b, a convolution or pooling window along it, a Reshape that reads the samples' numbers in
  * another order, a recurrent layer (LSTM, GRU, RNN) whose time or feature axis b is, an Einsum that sums over one
@@ -194,8 +195,14 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
         return b >= 0 && attr_axis(n, "axis", -1, ndim) == b;
     if (strcmp(op, "LayerNormalization") == 0) /* over [axis, ndim) */
         return b >= 0 && attr_axis(n, "axis", -1, ndim) <= b;
-    if (strcmp(op, "Gather") == 0 || strcmp(op, "Split") == 0)
+    if (strcmp(op, "Gather") == 0 || strcmp(op, "Split") == 0 || strcmp(op, "GatherElements") == 0 ||
+        strcmp(op, "ScatterElements") == 0) /* the elements' indices pick rows along the axis */
         return b >= 0 && attr_axis(n, "axis", 0, ndim) == b;
+    if (strcmp(op, "GatherND") == 0) { /* tuples index the axes after batch_dims, up to their length */
+        const int vi = n->n_inputs > 1 ? n->inputs[1] : -1, bd = (int)ptq_node_attr_int(n, "batch_dims", 0);
+        const int qi = vi >= 0 ? g->values[vi].ndim : 0;
+        return b >= bd && (qi < 1 || g->values[vi].dims[qi - 1] < 0 || b < bd + g->values[vi].dims[qi - 1]);
+    }
     if (strcmp(op, "CumSum") == 0) { /* sums along its axis (input 1), which may be the batch's */
         int64_t axis;
         if (b < 0)

@@ -1,7 +1,9 @@
 /* Indexing ops of exported models beside runtime/ops_index.c's: TopK (k from the attribute before opset 10, else a
- * host input known before the run: an initializer or a folded shape computation; largest and sorted from 11),
- * through kernels/ref/index2.c, their CPU path too; every index read from data is checked against the
- * shape it addresses, naming the node, before anything is written. The CUDA backend hands them to the CPU.
+ * host input: an initializer, a folded shape computation or a value the run computes; largest and sorted from 11),
+ * GatherElements and ScatterElements (int32 or int64 indices; ScatterElements' reduction from opset 16, max and min
+ * from 18), GatherND (int64 index tuples, batch_dims from 12), through kernels/ref/index2.c, their CPU path too;
+ * every index read from data is checked against the shape it addresses, naming the node, before anything is
+ * written. The CUDA backend hands them to the CPU.
  * Covered by tests/ops_index_test.py and the ONNX conformance run. */
 #include <stdlib.h>
 #include <string.h>
@@ -86,4 +88,257 @@ static ptq_status topk_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* ---- GatherElements, ScatterElements, GatherND ---- */
+
+/* Element i of an int32 or int64 index tensor on the host. */
+static int64_t index_at(const ptq_tensor *t, int64_t i)
+{
+    return t->dtype == PTQ_DT_INT64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+}
+
+/* GatherElements' and ScatterElements' data (input 0), indices (input 1, int32 or int64, data's rank, no longer than
+ * data on any axis but the node's, as onnxruntime requires) and axis, made non-negative. */
+static ptq_status elements_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis)
+{
+    PTQ_TRY_RET(ptq_op_need_sized(ctx, io, 0));
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 1));
+    const ptq_tensor *x = io->in[0], *idx = io->in[1];
+    if (idx->dtype != PTQ_DT_INT64 && idx->dtype != PTQ_DT_INT32)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "indices are %s; they must be int32 or int64",
+                           ptq_dtype_name(idx->dtype));
+    const int64_t a = ptq_node_attr_int(io->node, "axis", 0);
+    if (x->ndim < 1 || a < -x->ndim || a >= x->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)a, x->ndim);
+    *axis = (int)(a < 0 ? a + x->ndim : a);
+    char s_x[176], s_i[176];
+    int fits = idx->ndim == x->ndim;
+    for (int d = 0; fits && d < x->ndim; d++)
+        fits = d == *axis || idx->dims[d] <= x->dims[d];
+    if (!fits)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "indices are %s for data %s; they must have data's rank and be no "
+                           "longer on any axis but %d", ptq_dims_str(idx->dims, idx->ndim, s_i, sizeof s_i),
+                           ptq_dims_str(x->dims, x->ndim, s_x, sizeof s_x), *axis);
+    return PTQ_OK;
+}
+
+/* at [indices' count]: the element of data each index names (its own position in indices, the index along axis),
+ * every index checked against axis's length (a negative one counts from the end, once). */
+static ptq_status elements_offsets(ptq_ctx *ctx, const ptq_op_io *io, int axis, int64_t *at)
+{
+    const ptq_tensor *x = io->in[0], *idx = io->in[1];
+    const int r = x->ndim;
+    const int64_t n = ptq_tensor_numel(idx), len = x->dims[axis];
+    int64_t stride[PTQ_MAX_DIMS], pos[PTQ_MAX_DIMS] = {0};
+    int64_t s = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= x->dims[d];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t k = index_at(idx, i);
+        if (k < -len || k >= len)
+            return ptq_op_fail(ctx, io, PTQ_ERR_DATA, "index %lld (element %lld of indices) is out of range for axis "
+                               "%d of size %lld", (long long)k, (long long)i, axis, (long long)len);
+        int64_t off = 0;
+        for (int d = 0; d < r; d++)
+            off += (d == axis ? (k < 0 ? k + len : k) : pos[d]) * stride[d];
+        at[i] = off;
+        for (int d = r - 1; d >= 0 && ++pos[d] == idx->dims[d]; d--)
+            pos[d] = 0;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status gather_elements_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int axis;
+    PTQ_TRY_RET(elements_plan(ctx, io, &axis));
+    ptq_op_same_shape(io->out[0], io->in[1]);
+    io->out[0]->dtype = io->in[0]->dtype;
+    return PTQ_OK;
+}
+
+static ptq_status gather_elements_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int axis;
+    PTQ_TRY_RET(elements_plan(ctx, io, &axis));
+    const int64_t n = ptq_tensor_numel(io->in[1]);
+    if (n == 0)
+        return PTQ_OK;
+    int64_t *at = malloc((size_t)n * sizeof *at);
+    if (!at)
+        return ptq_op_fail(ctx, io, PTQ_ERR_NOMEM, "out of memory for %lld indices", (long long)n);
+    ptq_status st = elements_offsets(ctx, io, axis, at);
+    if (st == PTQ_OK)
+        ptq_k_gather_at_ref(ptq_dtype_size(io->in[0]->dtype), n, 1, at, io->in[0]->data, io->out[0]->data);
+    free(at);
+    return st;
+}
+
+/* ScatterElements' reduction (from opset 16: none, add, mul; max and min from 18) and, for one, data's kind. */
+static ptq_status scatter_reduction(ptq_ctx *ctx, const ptq_op_io *io, ptq_scatter_reduction *red,
+                                    ptq_cast_kind *kind)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const ptq_attr *a = ptq_node_attr(io->node, "reduction");
+    *red = PTQ_SCATTER_NONE;
+    *kind = PTQ_CAST_F32;
+    if (a) {
+        int r = -1;
+        for (int i = 0; a->type == PTQ_ATTR_STRING && a->s && i < (int)(sizeof names / sizeof names[0]); i++)
+            if (strcmp(a->s, names[i]) == 0)
+                r = i;
+        if (r < 0 || (r >= PTQ_SCATTER_MAX && io->graph->opset < 18))
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "reduction '%.40s' at opset %lld; it takes none, add and mul "
+                               "from opset 16, max and min from 18", a->type == PTQ_ATTR_STRING && a->s ? a->s
+                               : "(not a string)", (long long)io->graph->opset);
+        *red = (ptq_scatter_reduction)r;
+    }
+    if (*red != PTQ_SCATTER_NONE && !ptq_op_cast_kind(io->in[0]->dtype, kind))
+        return ptq_op_unsupported(ctx, io, "reduction %s on %s; supported: float32, float64, bool and the integers",
+                                  names[*red], ptq_dtype_name(io->in[0]->dtype));
+    return PTQ_OK;
+}
+
+/* ScatterElements: elements_plan's checks and updates (input 2) of indices' shape and data's dtype. */
+static ptq_status scatter_elements_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, ptq_scatter_reduction *red,
+                                        ptq_cast_kind *kind)
+{
+    PTQ_TRY_RET(elements_plan(ctx, io, axis));
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 2));
+    const ptq_tensor *x = io->in[0], *idx = io->in[1], *u = io->in[2];
+    if (u->dtype != x->dtype)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "data is %s and updates %s; they must have one dtype",
+                           ptq_dtype_name(x->dtype), ptq_dtype_name(u->dtype));
+    if (u->ndim != idx->ndim || memcmp(u->dims, idx->dims, (size_t)u->ndim * sizeof u->dims[0]) != 0) {
+        char s_u[176], s_i[176];
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "updates are %s and indices %s; they must have one shape",
+                           ptq_dims_str(u->dims, u->ndim, s_u, sizeof s_u),
+                           ptq_dims_str(idx->dims, idx->ndim, s_i, sizeof s_i));
+    }
+    return scatter_reduction(ctx, io, red, kind);
+}
+
+static ptq_status scatter_elements_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int axis;
+    ptq_scatter_reduction red;
+    ptq_cast_kind kind;
+    PTQ_TRY_RET(scatter_elements_plan(ctx, io, &axis, &red, &kind));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    return PTQ_OK;
+}
+
+/* Every index checked and turned into its element of data before y is touched; then data copied and the updates
+ * applied in indices' order (reduction none: of equal indices the last wins, as onnxruntime does). */
+static ptq_status scatter_elements_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int axis;
+    ptq_scatter_reduction red;
+    ptq_cast_kind kind;
+    PTQ_TRY_RET(scatter_elements_plan(ctx, io, &axis, &red, &kind));
+    const ptq_tensor *x = io->in[0];
+    const int64_t n = ptq_tensor_numel(io->in[1]);
+    const size_t eb = ptq_dtype_size(x->dtype);
+    int64_t *at = n > 0 ? malloc((size_t)n * sizeof *at) : NULL;
+    if (n > 0 && !at)
+        return ptq_op_fail(ctx, io, PTQ_ERR_NOMEM, "out of memory for %lld indices", (long long)n);
+    ptq_status st = n > 0 ? elements_offsets(ctx, io, axis, at) : PTQ_OK;
+    if (st == PTQ_OK) {
+        if (io->out[0]->data != x->data && ptq_tensor_numel(x) > 0)
+            memcpy(io->out[0]->data, x->data, (size_t)ptq_tensor_numel(x) * eb);
+        ptq_k_scatter_nd_ref(kind, red, eb, n, 1, at, io->in[2]->data, io->out[0]->data);
+    }
+    free(at);
+    return st;
+}
+
+/* GatherND's layout from shapes and attributes: data [batch..., rest...], indices [batch..., ..., k] int64 with the
+ * first batch_dims dims data's, 1 <= k <= rank - batch_dims; the output's shape into *y (when not NULL), the
+ * batches (*n_batch), the tuples in each (*n_tuples) and the elements each one takes (*n_slice). */
+static ptq_status gather_nd_plan(ptq_ctx *ctx, const ptq_op_io *io, int *b, int *k, int64_t *n_batch,
+                                 int64_t *n_tuples, int64_t *n_slice, ptq_tensor *y)
+{
+    PTQ_TRY_RET(ptq_op_need_sized(ctx, io, 0));
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 1));
+    const ptq_tensor *x = io->in[0], *idx = io->in[1];
+    if (idx->dtype != PTQ_DT_INT64)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "indices are %s; GatherND takes int64", ptq_dtype_name(idx->dtype));
+    const int64_t bd = ptq_node_attr_int(io->node, "batch_dims", 0);
+    if (x->ndim < 1 || idx->ndim < 1 || bd < 0 || bd >= x->ndim || bd >= idx->ndim)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "batch_dims %lld for data of rank %d and indices of rank %d; it "
+                           "must be below both ranks", (long long)bd, x->ndim, idx->ndim);
+    *b = (int)bd;
+    char s_x[176], s_i[176];
+    const int64_t kk = idx->dims[idx->ndim - 1];
+    int fits = kk >= 1 && kk <= x->ndim - *b;
+    for (int d = 0; fits && d < *b; d++)
+        fits = idx->dims[d] == x->dims[d];
+    if (!fits)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "indices are %s for data %s with batch_dims %d: their first %d "
+                           "dims must be data's and their last from 1 to %d", ptq_dims_str(idx->dims, idx->ndim, s_i,
+                           sizeof s_i), ptq_dims_str(x->dims, x->ndim, s_x, sizeof s_x), *b, *b, x->ndim - *b);
+    *k = (int)kk;
+    const int out_rank = idx->ndim - 1 + x->ndim - *b - *k;
+    if (out_rank > PTQ_MAX_DIMS)
+        return ptq_op_unsupported(ctx, io, "output rank %d exceeds %d", out_rank, PTQ_MAX_DIMS);
+    *n_batch = ptq_dims_prod(x->dims, 0, *b);
+    *n_tuples = ptq_dims_prod(idx->dims, *b, idx->ndim - 1);
+    *n_slice = ptq_dims_prod(x->dims, *b + *k, x->ndim);
+    if (y) {
+        y->dtype = x->dtype;
+        y->ndim = 0;
+        for (int d = 0; d < idx->ndim - 1; d++)
+            y->dims[y->ndim++] = idx->dims[d];
+        for (int d = *b + *k; d < x->ndim; d++)
+            y->dims[y->ndim++] = x->dims[d];
+    }
+    return PTQ_OK;
+}
+
+static ptq_status gather_nd_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int b, k;
+    int64_t n_batch, n_tuples, n_slice;
+    return gather_nd_plan(ctx, io, &b, &k, &n_batch, &n_tuples, &n_slice, io->out[0]);
+}
+
+/* Each index tuple checked against data's dims after the batch ones (a negative entry counts from the end, once)
+ * and turned into the element offset of its slice within its batch's block, before y is written. */
+static ptq_status gather_nd_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int b, k;
+    int64_t n_batch, n_tuples, n_slice;
+    PTQ_TRY_RET(gather_nd_plan(ctx, io, &b, &k, &n_batch, &n_tuples, &n_slice, NULL));
+    const ptq_tensor *x = io->in[0];
+    const int64_t *idx = io->in[1]->data, n = n_batch * n_tuples, block = ptq_dims_prod(x->dims, b, x->ndim);
+    if (n == 0 || n_slice == 0)
+        return PTQ_OK;
+    int64_t *at = malloc((size_t)n * sizeof *at);
+    if (!at)
+        return ptq_op_fail(ctx, io, PTQ_ERR_NOMEM, "out of memory for %lld index tuples", (long long)n);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t off = 0;
+        for (int d = 0; d < k; d++) {
+            const int64_t i = idx[j * k + d], dim = x->dims[b + d];
+            if (i < -dim || i >= dim) {
+                free(at);
+                return ptq_op_fail(ctx, io, PTQ_ERR_DATA, "index %lld (index tuple %lld, entry %d) is out of range "
+                                   "for data's axis %d of size %lld", (long long)i, (long long)j, d, b + d,
+                                   (long long)dim);
+            }
+            off = off * dim + (i < 0 ? i + dim : i);
+        }
+        at[j] = (j / n_tuples) * block + off * n_slice;
+    }
+    ptq_k_gather_at_ref(ptq_dtype_size(x->dtype), n, n_slice, at, x->data, io->out[0]->data);
+    free(at);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_TopK = {PTQ_OP_TRAITS(TOPK), 1, 1u << 1, topk_infer, topk_run, NULL, 0};
+const ptq_op_def ptq_op_GatherElements = {PTQ_OP_TRAITS(GATHERELEMENTS), 11, 0, gather_elements_infer,
+                                          gather_elements_run, NULL, 0};
+const ptq_op_def ptq_op_ScatterElements = {PTQ_OP_TRAITS(SCATTERELEMENTS), 11, 0, scatter_elements_infer,
+                                           scatter_elements_run, NULL, 0};
+const ptq_op_def ptq_op_GatherND = {PTQ_OP_TRAITS(GATHERND), 11, 0, gather_nd_infer, gather_nd_run, NULL, 0};

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Indexing ops exported models contain that ptq refused, exit 5 "op X is not supported" (TopK): each in small models
-built here with onnx.helper and in torch-exported ones (a top-k pooling head), run by `ptq eval` against onnxruntime
-(integer paths bit-exact); hostile attributes, shapes and indices refused naming the node; a small Conv classifier
-through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
-(check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+"""Indexing ops exported models contain that ptq refused, exit 5 "op X is not supported" (TopK, GatherElements,
+ScatterElements, GatherND): each in small models built here with onnx.helper and in torch-exported ones (a top-k
+pooling head; torch.gather and scatter_add), run by `ptq eval` against onnxruntime (integer paths bit-exact);
+hostile attributes, shapes and indices refused naming the node; small Conv classifiers through calibrate, plan,
+validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -96,9 +96,120 @@ def check_topk(rng):
                 exact=True)
 
 
+def idx_info(name, shape, dtype=TensorProto.INT64):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def check_gather_scatter(rng):
+    """GatherElements (each axis, negative indices, int32 indices, int64 data bit-exact), ScatterElements (reduction
+    none with repeated indices, where the last in index order wins as onnxruntime does; add and mul from opset 16, max
+    and min from 18; int64 data), GatherND (batch_dims 0 on a table, 1 on the data, slices and single elements) on
+    [N, 4, 6] data with indices fed beside it; along the batch (samples mix) whole and in passes; indices out of range
+    and hostile shapes refused naming the node."""
+    x = rng.standard_normal((N, 24)).astype(np.float32)
+    dims = I64("dims", [-1, 4, 6])
+    head = [helper.make_node("Reshape", ["x", "dims"], ["x3"])]
+    flat = [helper.make_node("Flatten", ["z"], ["y"])]
+    xi = [x_info(["N", 24])]
+    for label, axis, ishape, lo, hi, dt in [("GatherElements_axis2", 2, (N, 4, 3), -6, 6, np.int64),
+                                            ("GatherElements_axis1", 1, (N, 2, 6), -4, 4, np.int64),
+                                            ("GatherElements_axis-1_int32", -1, (N, 3, 5), -6, 6, np.int32),
+                                            ("GatherElements_batch", 0, (N, 4, 6), 0, N, np.int64)]:
+        idx = rng.integers(lo, hi, ishape).astype(dt)
+        tp = TensorProto.INT64 if dt == np.int64 else TensorProto.INT32
+        nodes = head + [helper.make_node("GatherElements", ["x3", "i"], ["z"], axis=axis)] + flat
+        model = save(label, nodes, xi + [idx_info("i", ["N", *ishape[1:]], tp)], None, [dims])
+        eval_vs_ort(label, model, {"x": x, "i": idx}, exact=True)
+        if axis == 0:
+            eval_vs_ort(label + "_passes", model, {"x": x, "i": idx}, exact=True, env=PASSES)
+    label = "GatherElements_int64"
+    idx = rng.integers(-6, 6, (N, 4, 6)).astype(np.int64)
+    nodes = head + [helper.make_node("Cast", ["x3"], ["x64"], to=TensorProto.INT64),
+                    helper.make_node("GatherElements", ["x64", "i"], ["z64"], axis=2), to_float("z64", "z")] + flat
+    xr = np.round(x * 1000).astype(np.float32)
+    eval_vs_ort(label, save(label, nodes, xi + [idx_info("i", ["N", 4, 6])], None, [dims]), {"x": xr, "i": idx},
+                exact=True)
+    # ScatterElements: 2 updates per row of 6 along axis 2, indices repeating
+    u = rng.standard_normal((N, 8)).astype(np.float32)
+    udims = I64("udims", [-1, 4, 2])
+    for red, opset in (("none", 13), ("add", 16), ("mul", 16), ("max", 18), ("min", 18)):
+        label = f"ScatterElements_{red}"
+        idx = rng.integers(-3, 3, (N, 4, 2)).astype(np.int64)  # 3 places for 2 updates: many repeats
+        attrs = {} if red == "none" else {"reduction": red}
+        nodes = head + [helper.make_node("Reshape", ["u", "udims"], ["u3"]),
+                        helper.make_node("ScatterElements", ["x3", "i", "u3"], ["z"], axis=-1, **attrs)] + flat
+        model = save(label, nodes, xi + [x_info(["N", 8], name="u"), idx_info("i", ["N", 4, 2])], None,
+                     [dims, udims], opset=opset)
+        eval_vs_ort(label, model, {"x": x, "u": u, "i": idx}, exact=red in ("none", "max", "min"))
+    label = "ScatterElements_last_wins"  # every update of a row to one place: the last one's value
+    idx = np.full((N, 4, 2), 1, np.int64)
+    nodes = head + [helper.make_node("Reshape", ["u", "udims"], ["u3"]),
+                    helper.make_node("ScatterElements", ["x3", "i", "u3"], ["z"], axis=2)] + flat
+    model = save(label, nodes, xi + [x_info(["N", 8], name="u"), idx_info("i", ["N", 4, 2])], None, [dims, udims])
+    eval_vs_ort(label, model, {"x": x, "u": u, "i": idx}, exact=True)
+    label = "ScatterElements_batch"  # along axis 0: rows of one sample written into another's
+    idx = rng.integers(0, N, (N, 4, 2)).astype(np.int64)
+    nodes = head + [helper.make_node("Reshape", ["u", "udims"], ["u3"]),
+                    helper.make_node("ScatterElements", ["x3", "i", "u3"], ["z"], axis=0)] + flat
+    model = save(label, nodes, xi + [x_info(["N", 8], name="u"), idx_info("i", ["N", 4, 2])], None, [dims, udims])
+    eval_vs_ort(label, model, {"x": x, "u": u, "i": idx}, exact=True)
+    eval_vs_ort(label + "_passes", model, {"x": x, "u": u, "i": idx}, exact=True, env=PASSES)
+    label = "ScatterElements_int64_add"
+    idx = rng.integers(-6, 6, (N, 4, 2)).astype(np.int64)
+    nodes = head + [helper.make_node("Reshape", ["u", "udims"], ["u3"]),
+                    helper.make_node("Cast", ["x3"], ["x64"], to=TensorProto.INT64),
+                    helper.make_node("Cast", ["u3"], ["u64"], to=TensorProto.INT64),
+                    helper.make_node("ScatterElements", ["x64", "i", "u64"], ["z64"], axis=2, reduction="add"),
+                    to_float("z64", "z")] + flat
+    model = save(label, nodes, xi + [x_info(["N", 8], name="u"), idx_info("i", ["N", 4, 2])], None, [dims, udims],
+                 opset=16)
+    eval_vs_ort(label, model, {"x": xr, "u": np.round(u * 1000), "i": idx}, exact=True)
+    # GatherND: an embedding table looked up by tuples (batch_dims 0), the data's rows by batch (batch_dims 1)
+    table = numpy_helper.from_array(rng.standard_normal((5, 3, 4)).astype(np.float32), "tab")
+    for label, bd, ishape, lim, data in [("GatherND_table_rows", 0, (N, 1), 5, "tab"),
+                                         ("GatherND_table_elems", 0, (N, 3), None, "tab"),
+                                         ("GatherND_batch1_rows", 1, (N, 2, 1), 4, "x3"),
+                                         ("GatherND_batch1_elems", 1, (N, 3, 2), None, "x3"),
+                                         ("GatherND_batch_axis", 0, (N, 1), N, "x3")]:
+        shape = (5, 3, 4) if data == "tab" else (4, 6)
+        if lim is None:  # whole tuples: each entry within its axis, negative ones too
+            idx = np.stack([rng.integers(-d, d, ishape[:-1]) for d in shape[:ishape[-1]]], -1).astype(np.int64)
+        else:
+            idx = rng.integers(-lim if data != "x3" or bd else 0, lim, ishape).astype(np.int64)
+        nodes = head + [helper.make_node("GatherND", [data, "i"], ["z"], batch_dims=bd)] + flat
+        model = save(label, nodes, xi + [idx_info("i", ["N", *ishape[1:]])], None,
+                     [dims] + ([table] if data == "tab" else []))
+        eval_vs_ort(label, model, {"x": x, "i": idx}, exact=True)
+        if label == "GatherND_batch_axis":
+            eval_vs_ort(label + "_passes", model, {"x": x, "i": idx}, exact=True, env=PASSES)
+    # hostile indices and shapes
+    xb = x[:4]
+    for label, op, attrs, ishape, val, words in [
+            ("ge_index_big", "GatherElements", {"axis": 2}, (4, 4, 2), 6, ["index 6", "out of range for axis 2"]),
+            ("ge_index_neg", "GatherElements", {"axis": 1}, (4, 4, 2), -5, ["index -5", "out of range for axis 1"]),
+            ("ge_axis", "GatherElements", {"axis": 3}, (4, 4, 2), 0, ["axis 3 is out of range for rank 3"]),
+            ("ge_rank", "GatherElements", {"axis": 1}, (4, 8), 0, ["data's rank"]),
+            ("ge_longer", "GatherElements", {"axis": 1}, (4, 4, 7), 0, ["no longer on any axis but 1"]),
+            ("se_index_big", "ScatterElements", {"axis": 2}, (4, 4, 2), 6, ["index 6", "out of range for axis 2"]),
+            ("se_reduction", "ScatterElements", {"axis": 2, "reduction": "max"}, (4, 4, 2), 0,
+             ["reduction 'max' at opset 16"]),
+            ("gnd_index_big", "GatherND", {}, (4, 2), 4, ["index 4", "out of range for data's axis 0"]),
+            ("gnd_tuple_long", "GatherND", {}, (4, 4), 0, ["their last from 1 to 3"]),
+            ("gnd_batch_dims", "GatherND", {"batch_dims": 3}, (4, 1), 0, ["batch_dims 3"]),
+            ("gnd_batch_mismatch", "GatherND", {"batch_dims": 2}, (4, 3, 1), 0, ["first 2 dims must be data's"])]:
+        idx = np.full(ishape, val, np.int64)
+        ins = ["x3", "i"] + (["i2f"] if op == "ScatterElements" else [])
+        pre = [helper.make_node("Cast", ["i"], ["i2f"], to=TensorProto.FLOAT)] if op == "ScatterElements" else []
+        nodes = head + pre + [helper.make_node(op, ins, ["z"], name="bad", **attrs)] + flat
+        opset = 16 if "reduction" in attrs else 13
+        model = save(label, nodes, xi + [idx_info("i", [None] * len(ishape))], None, [dims], opset=opset)
+        refused(label, model, {"x": xb, "i": idx}, words)
+
+
 def check_torch(rng):
     """A top-k pooling head as torch exports it (torch.topk over the positions of a Conv1d's features, the mean of the
-    k largest per channel), at opsets 11 and 13: eval within 1e-5 of onnxruntime, whole and in passes."""
+    k largest per channel) at opsets 11 and 13, and torch.gather and scatter_add (GatherElements, ScatterElements,
+    with reduction add at 16) at 13 and 16: eval within 1e-5 of onnxruntime, whole and in passes."""
     try:
         import torch
     except ImportError:
@@ -118,9 +229,24 @@ def check_torch(rng):
             low = torch.topk(h, 2, dim=-1, largest=False).values.sum(-1)  # [N, 8]
             return self.fc(torch.cat([top.mean(-1), low], 1))
 
+    class GatherScatter(torch.nn.Module):
+        """torch.gather of each channel's 3 largest positions, scatter_add of them into 4 bins by position."""
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv1d(4, 8, 3, padding=1)
+            self.fc = torch.nn.Linear(8 * 7, 10)
+
+        def forward(self, x):
+            h = self.conv(x.reshape(-1, 4, 16))
+            idx = torch.topk(h.abs(), 3, dim=-1).indices  # [N, 8, 3]
+            g = torch.gather(h, -1, idx)
+            bins = torch.zeros_like(h[:, :, :4]).scatter_add(-1, idx % 4, g * g)
+            return self.fc(torch.cat([g, bins], -1).flatten(1))
+
     x = rng.standard_normal((N, 64)).astype(np.float32)
-    for name, net, want in [("topk_head", TopKHead(), "TopK")]:
-        for opset in (11, 13):
+    for name, net, want, opsets in [("topk_head", TopKHead(), "TopK", (11, 13)),
+                                    ("gather_scatter", GatherScatter(), "ScatterElements", (13, 16))]:
+        for opset in opsets:
             path = J(f"{name}{opset}.onnx")
             buf = io.BytesIO()
             torch.onnx.export(net.eval(), torch.from_numpy(x[:2]), buf, opset_version=opset, input_names=["x"],
@@ -144,11 +270,19 @@ def check_pipeline(label, model):
 def main():
     rng = np.random.default_rng(11)
     check_topk(rng)
+    check_gather_scatter(rng)
     check_torch(rng)
     # [N, 4, 6, 6] -> TopK 6 over the last axis (each row sorted) -> [N, 4, 6, 6]
     check_pipeline("pipeline_topk", conv_classifier(
         "pipe_topk", [helper.make_node("TopK", ["c", "k"], ["a", "ai"], axis=-1)],
         [helper.make_node("Identity", ["g"], ["y"])], inits=[I64("k", [6])]))
+    # [N, 4, 6, 6] -> each row's order from TopK, GatherElements of c by it, ScatterElements back -> [N, 4, 6, 6]
+    check_pipeline("pipeline_gather_scatter", conv_classifier(
+        "pipe_gs", [helper.make_node("TopK", ["c", "k"], ["tv", "ti"], axis=-1),
+                    helper.make_node("GatherElements", ["c", "ti"], ["ge"], axis=-1),
+                    helper.make_node("Relu", ["ge"], ["r"]),
+                    helper.make_node("ScatterElements", ["c", "ti", "r"], ["a"], axis=-1)],
+        [helper.make_node("Identity", ["g"], ["y"])], inits=[I64("k", [3])]))
     return finish("ops_index_test")
 
 

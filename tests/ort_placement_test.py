@@ -2,9 +2,9 @@
 """`ptq plan --placement ort` against onnxruntime 1.32's quantize_static (QDQ, per channel; INT8 symmetric
 activations, and --target ort-cpu's uint8 ones) on one small graph per op of its registry that ptq runs: each op
 sits between ops outside the registry (Neg, Sub), so that only its own quantizer marks its tensors. The tensors
-quantize_static gives a QuantizeLinear, and whose scale each takes (a Split's, Slice's, Gather's, MaxPool's, TopK's or
-zero-padding Pad's output its input's; a Gather's of a table from the initializers the table's, where ptq
-gives it its own), are written out below as onnxruntime 1.32 makes them; ptq's plan must
+quantize_static gives a QuantizeLinear, and whose scale each takes (a Split's, Slice's, Gather's, GatherElements',
+MaxPool's, TopK's or zero-padding Pad's output its input's; a Gather's of a table from the initializers the
+table's, where ptq gives it its own), are written out below as onnxruntime 1.32 makes them; ptq's plan must
 quantize those tensors with those shared scales (graph outputs aside, which ptq leaves as computed). Where
 scripts/bench-setup.sh made .venv-bench, quantize_static itself is run on each graph and compared too. Before
 ptq's ort table had ArgMax, CumSum, Slice, Split, Pad, Where, Gather and the normalizations, ptq left their tensors
@@ -70,6 +70,8 @@ CASES = {
                               H.make_node("Constant", [], ["tab"], value=NH.from_array(
                                   np.linspace(-2, 2, 18, dtype=np.float32).reshape(6, 3))),
                               H.make_node("Gather", ["tab", "i"], ["b"])], {}, 13, "a", None),
+    "gather_elements": ([NEG("x", "a"), MUL("a", "m"), H.make_node("ArgMax", ["a"], ["i"], axis=2),
+                         H.make_node("GatherElements", ["m", "i"], ["b"], axis=2)], C, 13, "a,m,b=m", None),
     "gather_unquantized": ([NEG("x", "a"), H.make_node("Gather", ["a", "idx"], ["b"], axis=2)],
                            {"idx": np.array([0, 2, 3], np.int64)}, 13, "", None),
     "layernorm": ([NEG("x", "a"), H.make_node("LayerNormalization", ["a", "s", "bb"], ["b"], axis=-1)],

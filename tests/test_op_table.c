@@ -153,6 +153,9 @@ static const struct {
     {"Xor", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 7, 0},
     {"BitShift", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
     {"TopK", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 1, 0},
+    {"GatherElements", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
+    {"ScatterElements", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
+    {"GatherND", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
 };
 
 static void test_every_op(void)

@@ -72,3 +72,11 @@ void ptq_k_topk_ref(ptq_k_elem et, int64_t outer, int64_t len, int64_t inner, in
             }
         }
 }
+
+void ptq_k_gather_at_ref(size_t elem_bytes, int64_t n, int64_t n_slice, const int64_t *offset, const void *x, void *y)
+{
+    const size_t slice_bytes = (size_t)n_slice * elem_bytes;
+    for (int64_t j = 0; j < n && slice_bytes; j++)
+        memcpy((unsigned char *)y + (size_t)j * slice_bytes, (const unsigned char *)x + (size_t)offset[j] * elem_bytes,
+               slice_bytes);
+}
