@@ -479,6 +479,11 @@ void ptq_k_topk_ref(ptq_k_elem et, int64_t outer, int64_t len, int64_t inner, in
  * offset[j] (in elements; the caller checked each slice lies within x). */
 void ptq_k_gather_at_ref(size_t elem_bytes, int64_t n, int64_t n_slice, const int64_t *offset, const void *x, void *y);
 
+/* OneHot: y [outer, depth, inner] elements of elem_bytes, y[o, d, i] = on where idx[o * inner + i] == d, else off
+ * (idx -1 where an index is out of range: all off). */
+void ptq_k_onehot_ref(size_t elem_bytes, int64_t outer, int64_t depth, int64_t inner, const int64_t *idx,
+                      const void *off, const void *on, void *y);
+
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max
  * order -0 below +0, so they are associative and commutative bit for bit. */

@@ -217,6 +217,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_GATHERELEMENTS, "GatherElements", 0),
     PLAIN(PTQ_OP_SCATTERELEMENTS, "ScatterElements", 0),
     PLAIN(PTQ_OP_GATHERND, "GatherND", 0),
+    /* F.one_hot and label smoothing: an output of two values (off, on), from integer indices */
+    PLAIN(PTQ_OP_ONEHOT, "OneHot", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -164,6 +164,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Mul", "broadcast", 1, 7},
     {"Mul", "consumed_inputs", 1, 6},
     {"Neg", "consumed_inputs", 1, 6},
+    {"OneHot", "axis", 9, INT64_MAX},
     {"Or", "axis", 1, 7},
     {"Or", "broadcast", 1, 7},
     {"PRelu", "consumed_inputs", 1, 6},

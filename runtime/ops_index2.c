@@ -1,7 +1,8 @@
 /* Indexing ops of exported models beside runtime/ops_index.c's: TopK (k from the attribute before opset 10, else a
  * host input: an initializer, a folded shape computation or a value the run computes; largest and sorted from 11),
  * GatherElements and ScatterElements (int32 or int64 indices; ScatterElements' reduction from opset 16, max and min
- * from 18), GatherND (int64 index tuples, batch_dims from 12), through kernels/ref/index2.c, their CPU path too;
+ * from 18), GatherND (int64 index tuples, batch_dims from 12), OneHot (depth a host input; values of any fixed-size
+ * dtype), through kernels/ref/index2.c, their CPU path too;
  * every index read from data is checked against the shape it addresses, naming the node, before anything is
  * written. The CUDA backend hands them to the CPU.
  * Covered by tests/ops_index_test.py and the ONNX conformance run. */
@@ -336,9 +337,85 @@ static ptq_status gather_nd_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* ---- OneHot ---- */
+
+/* OneHot's axis in 0..rank(indices) and depth (input 1: one number of any numeric type, on the host, truncated as
+ * onnxruntime does; 1 or more, and the output's element count within int64). */
+static ptq_status onehot_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64_t *depth)
+{
+    ptq_cast_kind kind;
+    for (int i = 0; i < 3; i++)
+        PTQ_TRY_RET(ptq_op_need_sized(ctx, io, i));
+    const ptq_tensor *idx = io->in[0], *dt = io->in[1], *v = io->in[2];
+    if (!ptq_op_cast_kind(idx->dtype, &kind) || idx->dtype == PTQ_DT_BOOL)
+        return ptq_op_unsupported(ctx, io, "indices are %s; supported: float32, float64 and the integers",
+                                  ptq_dtype_name(idx->dtype));
+    if (!ptq_op_cast_kind(dt->dtype, &kind) || dt->dtype == PTQ_DT_BOOL || ptq_tensor_numel(dt) != 1 || dt->ndim > 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "depth (input 1) must be one number, got %s of rank %d",
+                           ptq_dtype_name(dt->dtype), dt->ndim);
+    if (ptq_tensor_numel(v) != 2 || v->ndim != 1)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "values (input 2) must be [off_value, on_value], got %lld "
+                           "elements of rank %d", (long long)ptq_tensor_numel(v), v->ndim);
+    double d = 0;
+    ptq_k_cast_ref(kind, PTQ_CAST_F64, 1, dt->data, &d);
+    const int64_t n = ptq_tensor_numel(idx);
+    if (!(d >= 1) || d >= 9.2e18 || (int64_t)d > INT64_MAX / (n > 0 ? n : 1))
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "depth %g for %lld indices; it must be 1 or more, and the "
+                           "output's element count within int64", d, (long long)n);
+    *depth = (int64_t)d;
+    const int64_t a = ptq_node_attr_int(io->node, "axis", -1), r = idx->ndim;
+    if (a < -r - 1 || a > r || r + 1 > PTQ_MAX_DIMS)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "axis %lld is out of range for indices of rank %d (an output of "
+                           "rank %d)", (long long)a, idx->ndim, idx->ndim + 1);
+    *axis = (int)(a < 0 ? a + r + 1 : a);
+    return PTQ_OK;
+}
+
+static ptq_status onehot_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int axis;
+    int64_t depth;
+    PTQ_TRY_RET(onehot_plan(ctx, io, &axis, &depth));
+    const ptq_tensor *idx = io->in[0];
+    ptq_tensor *y = io->out[0];
+    y->dtype = io->in[2]->dtype;
+    y->ndim = idx->ndim + 1;
+    for (int d = 0, j = 0; d < y->ndim; d++)
+        y->dims[d] = d == axis ? depth : idx->dims[j++];
+    return PTQ_OK;
+}
+
+/* The indices as int64 (floats truncated toward zero), a negative one from the end, one outside [-depth, depth) -1:
+ * its row all off_value, as ONNX defines it. */
+static ptq_status onehot_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int axis;
+    int64_t depth;
+    ptq_cast_kind kind = PTQ_CAST_I64;
+    PTQ_TRY_RET(onehot_plan(ctx, io, &axis, &depth));
+    const ptq_tensor *idx = io->in[0];
+    const int64_t n = ptq_tensor_numel(idx);
+    if (n == 0)
+        return PTQ_OK;
+    int64_t *at = malloc((size_t)n * sizeof *at);
+    if (!at)
+        return ptq_op_fail(ctx, io, PTQ_ERR_NOMEM, "out of memory for %lld indices", (long long)n);
+    ptq_op_cast_kind(idx->dtype, &kind);
+    ptq_k_cast_ref(kind, PTQ_CAST_I64, n, idx->data, at);
+    for (int64_t i = 0; i < n; i++)
+        at[i] = at[i] < -depth || at[i] >= depth ? -1 : at[i] < 0 ? at[i] + depth : at[i];
+    const size_t eb = ptq_dtype_size(io->in[2]->dtype);
+    const unsigned char *v = io->in[2]->data;
+    ptq_k_onehot_ref(eb, ptq_dims_prod(idx->dims, 0, axis), depth, ptq_dims_prod(idx->dims, axis, idx->ndim), at, v,
+                     v + eb, io->out[0]->data);
+    free(at);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_TopK = {PTQ_OP_TRAITS(TOPK), 1, 1u << 1, topk_infer, topk_run, NULL, 0};
 const ptq_op_def ptq_op_GatherElements = {PTQ_OP_TRAITS(GATHERELEMENTS), 11, 0, gather_elements_infer,
                                           gather_elements_run, NULL, 0};
 const ptq_op_def ptq_op_ScatterElements = {PTQ_OP_TRAITS(SCATTERELEMENTS), 11, 0, scatter_elements_infer,
                                            scatter_elements_run, NULL, 0};
 const ptq_op_def ptq_op_GatherND = {PTQ_OP_TRAITS(GATHERND), 11, 0, gather_nd_infer, gather_nd_run, NULL, 0};
+const ptq_op_def ptq_op_OneHot = {PTQ_OP_TRAITS(ONEHOT), 9, 1u << 1, onehot_infer, onehot_run, NULL, 0};

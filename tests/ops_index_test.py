@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Indexing ops exported models contain that ptq refused, exit 5 "op X is not supported" (TopK, GatherElements,
-ScatterElements, GatherND): each in small models built here with onnx.helper and in torch-exported ones (a top-k
-pooling head; torch.gather and scatter_add), run by `ptq eval` against onnxruntime (integer paths bit-exact);
-hostile attributes, shapes and indices refused naming the node; small Conv classifiers through calibrate, plan,
-validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+ScatterElements, GatherND, OneHot): each in small models built here with onnx.helper and in torch-exported ones (a
+top-k pooling head; torch.gather and scatter_add), run by `ptq eval` against onnxruntime (integer paths
+bit-exact); hostile attributes, shapes and indices refused naming the node; small Conv classifiers through
+calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements).
+Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -206,6 +207,56 @@ def check_gather_scatter(rng):
         refused(label, model, {"x": xb, "i": idx}, words)
 
 
+def check_onehot(rng):
+    """OneHot of [N, 3] indices (int64, int32, float32 truncated) with depth from an initializer (int64, int32, a
+    float truncated), from the input's shape, at each axis; indices in [-depth, depth) counted from the end once,
+    others all off_value as ONNX defines it; float32 and int64 values (bit-exact; the type triples onnxruntime has);
+    hostile depth, axis and values refused naming the node."""
+    x = rng.standard_normal((N, 24)).astype(np.float32)
+    xi = [x_info(["N", 24])]
+    vals = numpy_helper.from_array(np.array([-1.5, 2.0], np.float32), "vals")
+    for label, axis, depth, idt, opset in [("OneHot_last", -1, np.int64(6), np.int64, 11),
+                                           ("OneHot_axis1", 1, np.int32(6), np.int32, 11),
+                                           ("OneHot_axis0_float_depth", 0, np.float32(5.7), np.int64, 9),
+                                           ("OneHot_float_indices", 2, np.float32(7), np.float32, 11)]:
+        idx = rng.integers(-9, 9, (N, 3)).astype(idt)
+        if idt == np.float32:
+            idx = idx + np.float32(0.25)  # truncated toward zero
+        tp = {np.int64: TensorProto.INT64, np.int32: TensorProto.INT32, np.float32: TensorProto.FLOAT}[idt]
+        nodes = [helper.make_node("OneHot", ["i", "depth", "vals"], ["o"], axis=axis)]
+        if axis == 0:  # [depth, N, 3]: the batch first again
+            nodes.append(helper.make_node("Transpose", ["o"], ["o2"], perm=[1, 0, 2]))
+        nodes += [helper.make_node("Flatten", [nodes[-1].output[0]], ["fo"]),
+                  helper.make_node("Concat", ["fo", "x"], ["y"], axis=1)]
+        model = save(label, nodes, xi + [idx_info("i", ["N", 3], tp)], None,
+                     [numpy_helper.from_array(np.array(depth), "depth"), vals], opset=opset)
+        eval_vs_ort(label, model, {"x": x, "i": idx}, exact=True)
+    label = "OneHot_depth_from_shape_int64_values"  # depth: x's length 24; int64 values
+    idx = rng.integers(-30, 30, (N, 3)).astype(np.int64)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Slice", ["s", "st", "en"], ["depth"]),
+             helper.make_node("OneHot", ["i", "depth", "vals"], ["o"]), helper.make_node("Flatten", ["o"], ["fo"]),
+             to_float("fo", "ff"), helper.make_node("Concat", ["ff", "x"], ["y"], axis=1)]
+    model = save(label, nodes, xi + [idx_info("i", ["N", 3])], None,
+                 [I64("st", [1]), I64("en", [2]), numpy_helper.from_array(np.array([7, -3], np.int64), "vals")])
+    eval_vs_ort(label, model, {"x": x, "i": idx}, exact=True)
+    xb = x[:4]
+    for label, depth, axis, v, words in [("onehot_depth0", np.int64(0), -1, [0.0, 1.0], ["depth 0"]),
+                                         ("onehot_depth_neg", np.int64(-3), -1, [0.0, 1.0], ["depth -3"]),
+                                         ("onehot_depth_huge", np.int64(2**62), -1, [0.0, 1.0],
+                                          ["element count within int64"]),
+                                         ("onehot_depth_nan", np.float32("nan"), -1, [0.0, 1.0], ["depth nan"]),
+                                         ("onehot_axis", np.int64(4), 3, [0.0, 1.0], ["axis 3 is out of range"]),
+                                         ("onehot_axis_neg", np.int64(4), -4, [0.0, 1.0], ["axis -4 is out of range"]),
+                                         ("onehot_values", np.int64(4), -1, [0.0, 1.0, 2.0],
+                                          ["[off_value, on_value]"])]:
+        nodes = [helper.make_node("OneHot", ["i", "depth", "vals"], ["o"], name="bad", axis=axis),
+                 helper.make_node("Flatten", ["o"], ["fo"]), helper.make_node("Concat", ["fo", "x"], ["y"], axis=1)]
+        model = save(label, nodes, xi + [idx_info("i", ["N", 3])], None,
+                     [numpy_helper.from_array(np.array(depth), "depth"),
+                      numpy_helper.from_array(np.array(v, np.float32), "vals")])
+        refused(label, model, {"x": xb, "i": np.zeros((4, 3), np.int64)}, words)
+
+
 def check_torch(rng):
     """A top-k pooling head as torch exports it (torch.topk over the positions of a Conv1d's features, the mean of the
     k largest per channel) at opsets 11 and 13, and torch.gather and scatter_add (GatherElements, ScatterElements,
@@ -271,6 +322,7 @@ def main():
     rng = np.random.default_rng(11)
     check_topk(rng)
     check_gather_scatter(rng)
+    check_onehot(rng)
     check_torch(rng)
     # [N, 4, 6, 6] -> TopK 6 over the last axis (each row sorted) -> [N, 4, 6, 6]
     check_pipeline("pipeline_topk", conv_classifier(

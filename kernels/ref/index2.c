@@ -80,3 +80,13 @@ void ptq_k_gather_at_ref(size_t elem_bytes, int64_t n, int64_t n_slice, const in
         memcpy((unsigned char *)y + (size_t)j * slice_bytes, (const unsigned char *)x + (size_t)offset[j] * elem_bytes,
                slice_bytes);
 }
+
+void ptq_k_onehot_ref(size_t elem_bytes, int64_t outer, int64_t depth, int64_t inner, const int64_t *idx,
+                      const void *off, const void *on, void *y)
+{
+    unsigned char *dst = y;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t d = 0; d < depth; d++)
+            for (int64_t i = 0; i < inner; i++, dst += elem_bytes)
+                memcpy(dst, idx[o * inner + i] == d ? on : off, elem_bytes);
+}
