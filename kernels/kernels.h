@@ -484,6 +484,10 @@ void ptq_k_gather_at_ref(size_t elem_bytes, int64_t n, int64_t n_slice, const in
 void ptq_k_onehot_ref(size_t elem_bytes, int64_t outer, int64_t depth, int64_t inner, const int64_t *idx,
                       const void *off, const void *on, void *y);
 
+/* EyeLike: y [rows, cols] elements of elem_bytes, `one` on the diagonal k places right of the main one (left for
+ * k < 0), zero bytes elsewhere. */
+void ptq_k_eye_ref(size_t elem_bytes, int64_t rows, int64_t cols, int64_t k, const void *one, void *y);
+
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max
  * order -0 below +0, so they are associative and commutative bit for bit. */

@@ -219,6 +219,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_GATHERND, "GatherND", 0),
     /* F.one_hot and label smoothing: an output of two values (off, on), from integer indices */
     PLAIN(PTQ_OP_ONEHOT, "OneHot", 0),
+    /* torch.eye_like masks: ones and zeros from a shape, nothing a Q/DQ commutes with */
+    PLAIN(PTQ_OP_EYELIKE, "EyeLike", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

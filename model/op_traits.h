@@ -143,6 +143,7 @@ typedef enum ptq_op_id {
     PTQ_OP_SCATTERELEMENTS,
     PTQ_OP_GATHERND,
     PTQ_OP_ONEHOT,
+    PTQ_OP_EYELIKE,
     PTQ_OP_COUNT
 } ptq_op_id;
 

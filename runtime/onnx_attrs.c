@@ -84,6 +84,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Equal", "axis", 1, 7},
     {"Equal", "broadcast", 1, 7},
     {"Exp", "consumed_inputs", 1, 6},
+    {"EyeLike", "dtype", 9, INT64_MAX},
+    {"EyeLike", "k", 9, INT64_MAX},
     {"Flatten", "axis", 1, INT64_MAX},
     {"Floor", "consumed_inputs", 1, 6},
     {"GRU", "activation_alpha", 1, INT64_MAX},

@@ -2,7 +2,7 @@
  * host input: an initializer, a folded shape computation or a value the run computes; largest and sorted from 11),
  * GatherElements and ScatterElements (int32 or int64 indices; ScatterElements' reduction from opset 16, max and min
  * from 18), GatherND (int64 index tuples, batch_dims from 12), OneHot (depth a host input; values of any fixed-size
- * dtype), through kernels/ref/index2.c, their CPU path too;
+ * dtype), EyeLike (from its input's shape alone), through kernels/ref/index2.c, their CPU path too;
  * every index read from data is checked against the shape it addresses, naming the node, before anything is
  * written. The CUDA backend hands them to the CPU.
  * Covered by tests/ops_index_test.py and the ONNX conformance run. */
@@ -412,6 +412,47 @@ static ptq_status onehot_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* ---- EyeLike ---- */
+
+/* EyeLike's output dtype (the dtype attribute, else the input's) and its element kind; the input must be 2-D. */
+static ptq_status eyelike_plan(ptq_ctx *ctx, const ptq_op_io *io, ptq_dtype *dt, ptq_cast_kind *kind)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    const ptq_tensor *x = io->in[0];
+    if (x->ndim != 2)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input is of rank %d; EyeLike takes a 2-D input", x->ndim);
+    const ptq_attr *a = ptq_node_attr(io->node, "dtype");
+    *dt = a && a->type == PTQ_ATTR_INT ? (ptq_dtype)a->i : x->dtype;
+    if (!ptq_op_cast_kind(*dt, kind))
+        return ptq_op_unsupported(ctx, io, "an output of %s (dtype %lld); supported: float32, float64, bool and the "
+                                  "integers", ptq_dtype_name(*dt), (long long)*dt);
+    return PTQ_OK;
+}
+
+static ptq_status eyelike_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_dtype dt = PTQ_DT_UNDEFINED;
+    ptq_cast_kind kind = PTQ_CAST_F32;
+    PTQ_TRY_RET(eyelike_plan(ctx, io, &dt, &kind));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    io->out[0]->dtype = dt;
+    return PTQ_OK;
+}
+
+/* Reads only the input's shape (a meta input: folded at load where the shape is known). */
+static ptq_status eyelike_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_dtype dt = PTQ_DT_UNDEFINED;
+    ptq_cast_kind kind = PTQ_CAST_F32;
+    PTQ_TRY_RET(eyelike_plan(ctx, io, &dt, &kind));
+    const float one_f = 1.0f;
+    uint64_t one = 0; /* room for the widest element */
+    ptq_k_cast_ref(PTQ_CAST_F32, kind, 1, &one_f, &one);
+    ptq_k_eye_ref(ptq_dtype_size(dt), io->in[0]->dims[0], io->in[0]->dims[1], ptq_node_attr_int(io->node, "k", 0),
+                  &one, io->out[0]->data);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_TopK = {PTQ_OP_TRAITS(TOPK), 1, 1u << 1, topk_infer, topk_run, NULL, 0};
 const ptq_op_def ptq_op_GatherElements = {PTQ_OP_TRAITS(GATHERELEMENTS), 11, 0, gather_elements_infer,
                                           gather_elements_run, NULL, 0};
@@ -419,3 +460,4 @@ const ptq_op_def ptq_op_ScatterElements = {PTQ_OP_TRAITS(SCATTERELEMENTS), 11, 0
                                            scatter_elements_run, NULL, 0};
 const ptq_op_def ptq_op_GatherND = {PTQ_OP_TRAITS(GATHERND), 11, 0, gather_nd_infer, gather_nd_run, NULL, 0};
 const ptq_op_def ptq_op_OneHot = {PTQ_OP_TRAITS(ONEHOT), 9, 1u << 1, onehot_infer, onehot_run, NULL, 0};
+const ptq_op_def ptq_op_EyeLike = {PTQ_OP_TRAITS(EYELIKE), 9, 0, eyelike_infer, eyelike_run, NULL, 1u << 0};

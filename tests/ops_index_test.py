@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Indexing ops exported models contain that ptq refused, exit 5 "op X is not supported" (TopK, GatherElements,
-ScatterElements, GatherND, OneHot): each in small models built here with onnx.helper and in torch-exported ones (a
-top-k pooling head; torch.gather and scatter_add), run by `ptq eval` against onnxruntime (integer paths
+ScatterElements, GatherND, OneHot, EyeLike): each in small models built here with onnx.helper and in torch-exported
+ones (a top-k pooling head; torch.gather and scatter_add), run by `ptq eval` against onnxruntime (integer paths
 bit-exact); hostile attributes, shapes and indices refused naming the node; small Conv classifiers through
 calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements).
 Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
@@ -257,6 +257,36 @@ def check_onehot(rng):
         refused(label, model, {"x": xb, "i": np.zeros((4, 3), np.int64)}, words)
 
 
+def check_eyelike(rng):
+    """EyeLike of [N, 24] (the batch's rows: each sample's row of the identity depends on its place in the batch, so
+    whole and in passes alike) and of a [4, 6] slice, k 0, 3, -2, past either edge and near int64's ends, dtype
+    float32 (the default), int64, int32 and double: eval equal to onnxruntime; a 3-D input refused naming the
+    node."""
+    x = rng.standard_normal((N, 24)).astype(np.float32)
+    xi = [x_info(["N", 24])]
+    for label, k, dt in [("EyeLike_k0", 0, None), ("EyeLike_k3_int64", 3, TensorProto.INT64),
+                         ("EyeLike_k-2_int32", -2, TensorProto.INT32), ("EyeLike_k30_double", 30, TensorProto.DOUBLE),
+                         ("EyeLike_kmin", -2**63, None), ("EyeLike_kmax", 2**63 - 1, TensorProto.INT64)]:
+        attrs = {"k": k} if dt is None else {"k": k, "dtype": dt}
+        nodes = [helper.make_node("EyeLike", ["x"], ["e"], **attrs)]
+        if dt is not None:
+            nodes.append(to_float("e", "ef"))
+        nodes.append(helper.make_node("Add", [nodes[-1].output[0], "x"], ["y"]))
+        model = save(label, nodes, xi, None)
+        eval_vs_ort(label, model, {"x": x}, exact=True)
+        eval_vs_ort(label + "_passes", model, {"x": x}, exact=True, env=PASSES)
+    label = "EyeLike_slice"  # [4, 6] of the first sample, folded at load
+    nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]), helper.make_node("Gather", ["x3", "zero"], ["x2"]),
+             helper.make_node("EyeLike", ["x2"], ["e"], k=1), helper.make_node("Reshape", ["e", "row"], ["er"]),
+             helper.make_node("Add", ["er", "x"], ["y"])]
+    eval_vs_ort(label, save(label, nodes, xi, None, [I64("dims", [-1, 4, 6]), I64("zero", 0), I64("row", [1, 24])]),
+                {"x": x}, exact=True)
+    label = "eyelike_rank3"
+    nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]), helper.make_node("EyeLike", ["x3"], ["e"], name="bad"),
+             helper.make_node("Flatten", ["e"], ["y"])]
+    refused(label, save(label, nodes, xi, None, [I64("dims", [-1, 4, 6])]), {"x": x[:4]}, ["rank 3", "2-D input"])
+
+
 def check_torch(rng):
     """A top-k pooling head as torch exports it (torch.topk over the positions of a Conv1d's features, the mean of the
     k largest per channel) at opsets 11 and 13, and torch.gather and scatter_add (GatherElements, ScatterElements,
@@ -323,6 +353,7 @@ def main():
     check_topk(rng)
     check_gather_scatter(rng)
     check_onehot(rng)
+    check_eyelike(rng)
     check_torch(rng)
     # [N, 4, 6, 6] -> TopK 6 over the last axis (each row sorted) -> [N, 4, 6, 6]
     check_pipeline("pipeline_topk", conv_classifier(

@@ -157,6 +157,7 @@ static const struct {
     {"ScatterElements", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
     {"GatherND", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
     {"OneHot", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"EyeLike", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
 };
 
 static void test_every_op(void)

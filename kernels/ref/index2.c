@@ -90,3 +90,14 @@ void ptq_k_onehot_ref(size_t elem_bytes, int64_t outer, int64_t depth, int64_t i
             for (int64_t i = 0; i < inner; i++, dst += elem_bytes)
                 memcpy(dst, idx[o * inner + i] == d ? on : off, elem_bytes);
 }
+
+void ptq_k_eye_ref(size_t elem_bytes, int64_t rows, int64_t cols, int64_t k, const void *one, void *y)
+{
+    unsigned char *dst = y;
+    if (rows * cols > 0)
+        memset(dst, 0, (size_t)(rows * cols) * elem_bytes);
+    if (k >= cols || k <= -rows) /* no diagonal element (and -k could not be taken of INT64_MIN) */
+        return;
+    for (int64_t i = k < 0 ? -k : 0; i < rows && i + k < cols; i++)
+        memcpy(dst + (size_t)(i * cols + i + k) * elem_bytes, one, elem_bytes);
+}
