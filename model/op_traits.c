@@ -221,6 +221,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_ONEHOT, "OneHot", 0),
     /* torch.eye_like masks: ones and zeros from a shape, nothing a Q/DQ commutes with */
     PLAIN(PTQ_OP_EYELIKE, "EyeLike", 0),
+    /* torch's x.type_as(y) (opset 15 on): plain as Cast */
+    PLAIN(PTQ_OP_CASTLIKE, "CastLike", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

@@ -35,6 +35,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Cast", "round_mode", 24, INT64_MAX},
     {"Cast", "saturate", 19, INT64_MAX},
     {"Cast", "to", 1, INT64_MAX},
+    {"CastLike", "round_mode", 24, INT64_MAX},
+    {"CastLike", "saturate", 19, INT64_MAX},
     {"Ceil", "consumed_inputs", 1, 6},
     {"Celu", "alpha", 12, INT64_MAX},
     {"Clip", "consumed_inputs", 1, 6},

@@ -2,10 +2,10 @@
  * host input: an initializer, a folded shape computation or a value the run computes; largest and sorted from 11),
  * GatherElements and ScatterElements (int32 or int64 indices; ScatterElements' reduction from opset 16, max and min
  * from 18), GatherND (int64 index tuples, batch_dims from 12), OneHot (depth a host input; values of any fixed-size
- * dtype), EyeLike (from its input's shape alone), through kernels/ref/index2.c, their CPU path too;
- * every index read from data is checked against the shape it addresses, naming the node, before anything is
- * written. The CUDA backend hands them to the CPU.
- * Covered by tests/ops_index_test.py and the ONNX conformance run. */
+ * dtype), EyeLike (from its input's shape alone), CastLike (Cast to its second input's dtype), through
+ * kernels/ref/index2.c, their CPU path too; every index read from data is checked against the shape it addresses,
+ * naming the node, before anything is written. The CUDA backend hands them to the CPU. Covered by
+ * tests/ops_index_test.py and the ONNX conformance run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -453,6 +453,48 @@ static ptq_status eyelike_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* ---- CastLike ---- */
+
+/* Cast's element kinds (runtime/ops_index.c): ptq_op_cast_kind's, and float16 and bfloat16. */
+static int castlike_kind(ptq_dtype dt, ptq_cast_kind *k)
+{
+    if (dt == PTQ_DT_FLOAT16 || dt == PTQ_DT_BFLOAT16) {
+        *k = dt == PTQ_DT_FLOAT16 ? PTQ_CAST_F16 : PTQ_CAST_BF16;
+        return 1;
+    }
+    return ptq_op_cast_kind(dt, k);
+}
+
+/* input 0's kind and target_type's (input 1: only its dtype is read, a meta input), Cast's pairs. */
+static ptq_status castlike_kinds(ptq_ctx *ctx, const ptq_op_io *io, ptq_cast_kind *k_from, ptq_cast_kind *k_to)
+{
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 0));
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 1));
+    if (!castlike_kind(io->in[0]->dtype, k_from) || !castlike_kind(io->in[1]->dtype, k_to))
+        return ptq_op_unsupported(ctx, io, "a cast from %s to %s; supported: float32, float64, float16, bfloat16, "
+                                  "bool and the integers", ptq_dtype_name(io->in[0]->dtype),
+                                  ptq_dtype_name(io->in[1]->dtype));
+    return PTQ_OK;
+}
+
+static ptq_status castlike_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    ptq_cast_kind kf = PTQ_CAST_F32, kt = PTQ_CAST_F32;
+    PTQ_TRY_RET(castlike_kinds(ctx, io, &kf, &kt));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    io->out[0]->dtype = io->in[1]->dtype;
+    return PTQ_OK;
+}
+
+/* As Cast to target_type's dtype (the saturate attribute of opset 19 concerns float8 only, which ptq refuses). */
+static ptq_status castlike_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    ptq_cast_kind kf = PTQ_CAST_F32, kt = PTQ_CAST_F32;
+    PTQ_TRY_RET(castlike_kinds(ctx, io, &kf, &kt));
+    ptq_k_cast_ref(kf, kt, ptq_tensor_numel(io->in[0]), io->in[0]->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_TopK = {PTQ_OP_TRAITS(TOPK), 1, 1u << 1, topk_infer, topk_run, NULL, 0};
 const ptq_op_def ptq_op_GatherElements = {PTQ_OP_TRAITS(GATHERELEMENTS), 11, 0, gather_elements_infer,
                                           gather_elements_run, NULL, 0};
@@ -461,3 +503,4 @@ const ptq_op_def ptq_op_ScatterElements = {PTQ_OP_TRAITS(SCATTERELEMENTS), 11, 0
 const ptq_op_def ptq_op_GatherND = {PTQ_OP_TRAITS(GATHERND), 11, 0, gather_nd_infer, gather_nd_run, NULL, 0};
 const ptq_op_def ptq_op_OneHot = {PTQ_OP_TRAITS(ONEHOT), 9, 1u << 1, onehot_infer, onehot_run, NULL, 0};
 const ptq_op_def ptq_op_EyeLike = {PTQ_OP_TRAITS(EYELIKE), 9, 0, eyelike_infer, eyelike_run, NULL, 1u << 0};
+const ptq_op_def ptq_op_CastLike = {PTQ_OP_TRAITS(CASTLIKE), 15, 0, castlike_infer, castlike_run, NULL, 1u << 1};

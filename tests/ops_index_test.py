@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Indexing ops exported models contain that ptq refused, exit 5 "op X is not supported" (TopK, GatherElements,
-ScatterElements, GatherND, OneHot, EyeLike): each in small models built here with onnx.helper and in torch-exported
-ones (a top-k pooling head; torch.gather and scatter_add), run by `ptq eval` against onnxruntime (integer paths
-bit-exact); hostile attributes, shapes and indices refused naming the node; small Conv classifiers through
-calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions (check_placements).
-Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
+ScatterElements, GatherND, OneHot, EyeLike, CastLike): each in small models built here with onnx.helper and in
+torch-exported ones (a top-k pooling head; torch.gather and scatter_add), run by `ptq eval` against onnxruntime
+(integer paths bit-exact); hostile attributes, shapes and indices refused naming the node; small Conv classifiers
+through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
+(check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
 import sys
@@ -287,6 +287,25 @@ def check_eyelike(rng):
     refused(label, save(label, nodes, xi, None, [I64("dims", [-1, 4, 6])]), {"x": x[:4]}, ["rank 3", "2-D input"])
 
 
+def check_castlike(rng):
+    """CastLike at opset 15 to the dtype of an initializer (int64, int32, double, float16: float32's round trip
+    through them) and of a value computed at run time (only its dtype is read), back to float32 by CastLike of x:
+    equal to onnxruntime."""
+    x = (rng.standard_normal((N, 24)) * 300).astype(np.float32)
+    xi = [x_info(["N", 24])]
+    for label, like in [("CastLike_int64", np.array([1], np.int64)), ("CastLike_int32", np.array(7, np.int32)),
+                        ("CastLike_double", np.zeros((2, 2), np.float64)),
+                        ("CastLike_float16", np.ones(3, np.float16))]:
+        nodes = [helper.make_node("CastLike", ["x", "like"], ["c"]), helper.make_node("CastLike", ["c", "x"], ["y"])]
+        model = save(label, nodes, xi, None, [numpy_helper.from_array(like, "like")], opset=15)
+        eval_vs_ort(label, model, {"x": x}, exact=True)
+    label = "CastLike_run_time_target"
+    nodes = [helper.make_node("Abs", ["x"], ["ax"]), helper.make_node("Cast", ["ax"], ["ai"], to=TensorProto.INT32),
+             helper.make_node("CastLike", ["x", "ai"], ["c"]), helper.make_node("Sub", ["c", "ai"], ["d"]),
+             helper.make_node("CastLike", ["d", "x"], ["y"])]
+    eval_vs_ort(label, save(label, nodes, xi, None, opset=15), {"x": x}, exact=True)
+
+
 def check_torch(rng):
     """A top-k pooling head as torch exports it (torch.topk over the positions of a Conv1d's features, the mean of the
     k largest per channel) at opsets 11 and 13, and torch.gather and scatter_add (GatherElements, ScatterElements,
@@ -354,6 +373,7 @@ def main():
     check_gather_scatter(rng)
     check_onehot(rng)
     check_eyelike(rng)
+    check_castlike(rng)
     check_torch(rng)
     # [N, 4, 6, 6] -> TopK 6 over the last axis (each row sorted) -> [N, 4, 6, 6]
     check_pipeline("pipeline_topk", conv_classifier(

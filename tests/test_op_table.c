@@ -158,6 +158,7 @@ static const struct {
     {"GatherND", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 11, 0},
     {"OneHot", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"EyeLike", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
+    {"CastLike", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 15, 0},
 };
 
 static void test_every_op(void)
