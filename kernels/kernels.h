@@ -488,6 +488,12 @@ void ptq_k_onehot_ref(size_t elem_bytes, int64_t outer, int64_t depth, int64_t i
  * k < 0), zero bytes elsewhere. */
 void ptq_k_eye_ref(size_t elem_bytes, int64_t rows, int64_t cols, int64_t k, const void *one, void *y);
 
+/* ReverseSequence: x and y [n_time, n_batch, inner] (time_first) or [n_batch, n_time, inner], elements of
+ * elem_bytes; for each batch b the first lens[b] (0 .. n_time, checked by the caller) time steps reversed, the rest
+ * copied. */
+void ptq_k_reverse_sequence_ref(size_t elem_bytes, int time_first, int64_t n_time, int64_t n_batch, int64_t inner,
+                                const int64_t *lens, const void *x, void *y);
+
 /* Observer passes (observers/observer.c; parity: tests/parity_observe.c).
  * Both give the same result whatever the split of x into pieces: min/max
  * order -0 below +0, so they are associative and commutative bit for bit. */

@@ -223,6 +223,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_EYELIKE, "EyeLike", 0),
     /* torch's x.type_as(y) (opset 15 on): plain as Cast */
     PLAIN(PTQ_OP_CASTLIKE, "CastLike", 0),
+    /* bidirectional recurrent layers as Keras/TF converters write them: data moved, not computed; plain as Gather */
+    PLAIN(PTQ_OP_REVERSESEQUENCE, "ReverseSequence", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

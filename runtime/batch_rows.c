@@ -163,8 +163,8 @@ static int einsum_keeps_rows(const ptq_node *n, const unsigned char *kind)
 /* Whether node n, given an input whose axis b is the batch, may mix samples while keeping every shape: a
  * (log) softmax or normalization over b, a Gather, GatherElements, ScatterElements, Split, Concat or CumSum along
  * it, a GatherND whose index tuples reach b, a Slice that cuts or reverses
- * it, a Trilu whose matrices hold it (the row or column index decides what is kept) or an EyeLike of it, batch
- * statistics, a ScatterND
+ * it, a Trilu whose matrices hold it (the row or column index decides what is kept) or an EyeLike of it, a
+ * ReverseSequence along it, batch statistics, a ScatterND
  * whose index tuples reach b, a convolution or pooling window along it, a Reshape that reads the samples' numbers in
  * another order, a recurrent layer (LSTM, GRU, RNN) whose time or feature axis b is, an Einsum that sums over one
  * input's batch. The rest of what could mix them changes a shape, which rows_kind sees. */
@@ -220,6 +220,8 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
         return b >= 0 && b >= ndim - 2;
     if (strcmp(op, "EyeLike") == 0) /* a 2-D identity: a sample's row depends on its place in the batch */
         return b >= 0;
+    if (strcmp(op, "ReverseSequence") == 0) /* reverses along time_axis */
+        return b >= 0 && b == ptq_node_attr_int(n, "time_axis", 0);
     if (strcmp(op, "Concat") == 0) {
         for (int i = 0; i < n->n_inputs; i++)
             if (n->inputs[i] >= 0 && kind[n->inputs[i]] >= ROWS_BATCH &&

@@ -236,6 +236,8 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Resize", "keep_aspect_ratio_policy", 18, INT64_MAX},
     {"Resize", "mode", 10, INT64_MAX},
     {"Resize", "nearest_mode", 11, INT64_MAX},
+    {"ReverseSequence", "batch_axis", 10, INT64_MAX},
+    {"ReverseSequence", "time_axis", 10, INT64_MAX},
     {"ScatterElements", "axis", 11, INT64_MAX},
     {"ScatterElements", "reduction", 16, INT64_MAX},
     {"ScatterND", "reduction", 16, INT64_MAX},

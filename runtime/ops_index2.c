@@ -2,7 +2,8 @@
  * host input: an initializer, a folded shape computation or a value the run computes; largest and sorted from 11),
  * GatherElements and ScatterElements (int32 or int64 indices; ScatterElements' reduction from opset 16, max and min
  * from 18), GatherND (int64 index tuples, batch_dims from 12), OneHot (depth a host input; values of any fixed-size
- * dtype), EyeLike (from its input's shape alone), CastLike (Cast to its second input's dtype), through
+ * dtype), EyeLike (from its input's shape alone), CastLike (Cast to its second input's dtype), ReverseSequence
+ * (any fixed-size dtype; int64 lengths), through
  * kernels/ref/index2.c, their CPU path too; every index read from data is checked against the shape it addresses,
  * naming the node, before anything is written. The CUDA backend hands them to the CPU. Covered by
  * tests/ops_index_test.py and the ONNX conformance run. */
@@ -495,6 +496,54 @@ static ptq_status castlike_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
+/* ---- ReverseSequence ---- */
+
+/* ReverseSequence's axes (batch_axis and time_axis: 0 and 1, one each) on input [.., .., rest...] of rank 2 or
+ * more, and sequence_lens (input 1): int64 [batch]. */
+static ptq_status reverse_sequence_plan(ptq_ctx *ctx, const ptq_op_io *io, int *time_axis)
+{
+    PTQ_TRY_RET(ptq_op_need_sized(ctx, io, 0));
+    PTQ_TRY_RET(ptq_op_need_input(ctx, io, 1));
+    const ptq_tensor *x = io->in[0], *lens = io->in[1];
+    const int64_t ba = ptq_node_attr_int(io->node, "batch_axis", 1), ta = ptq_node_attr_int(io->node, "time_axis", 0);
+    if (!((ba == 0 && ta == 1) || (ba == 1 && ta == 0)))
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "batch_axis %lld and time_axis %lld; they must be 0 and 1, one "
+                           "each", (long long)ba, (long long)ta);
+    if (x->ndim < 2)
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "input is of rank %d; ReverseSequence takes rank 2 or more",
+                           x->ndim);
+    if (lens->dtype != PTQ_DT_INT64 || lens->ndim != 1 || lens->dims[0] != x->dims[ba])
+        return ptq_op_fail(ctx, io, PTQ_ERR_SHAPE, "sequence_lens is %s of rank %d (%lld long); it must be int64 "
+                           "[%lld], one per batch entry", ptq_dtype_name(lens->dtype), lens->ndim,
+                           (long long)(lens->ndim == 1 ? lens->dims[0] : -1), (long long)x->dims[ba]);
+    *time_axis = (int)ta;
+    return PTQ_OK;
+}
+
+static ptq_status reverse_sequence_infer(ptq_ctx *ctx, ptq_op_io *io)
+{
+    int ta;
+    PTQ_TRY_RET(reverse_sequence_plan(ctx, io, &ta));
+    ptq_op_same_shape(io->out[0], io->in[0]);
+    return PTQ_OK;
+}
+
+/* Every length checked against the time axis (0 .. its length, as onnxruntime takes them) before y is written. */
+static ptq_status reverse_sequence_run(ptq_ctx *ctx, const ptq_op_io *io)
+{
+    int ta;
+    PTQ_TRY_RET(reverse_sequence_plan(ctx, io, &ta));
+    const ptq_tensor *x = io->in[0];
+    const int64_t *lens = io->in[1]->data, n_time = x->dims[ta], n_batch = x->dims[1 - ta];
+    for (int64_t b = 0; b < n_batch; b++)
+        if (lens[b] < 0 || lens[b] > n_time)
+            return ptq_op_fail(ctx, io, PTQ_ERR_DATA, "sequence_lens[%lld] is %lld; it must be from 0 to the time "
+                               "axis's length %lld", (long long)b, (long long)lens[b], (long long)n_time);
+    ptq_k_reverse_sequence_ref(ptq_dtype_size(x->dtype), ta == 0, n_time, n_batch, ptq_dims_prod(x->dims, 2, x->ndim),
+                               lens, x->data, io->out[0]->data);
+    return PTQ_OK;
+}
+
 const ptq_op_def ptq_op_TopK = {PTQ_OP_TRAITS(TOPK), 1, 1u << 1, topk_infer, topk_run, NULL, 0};
 const ptq_op_def ptq_op_GatherElements = {PTQ_OP_TRAITS(GATHERELEMENTS), 11, 0, gather_elements_infer,
                                           gather_elements_run, NULL, 0};
@@ -504,3 +553,5 @@ const ptq_op_def ptq_op_GatherND = {PTQ_OP_TRAITS(GATHERND), 11, 0, gather_nd_in
 const ptq_op_def ptq_op_OneHot = {PTQ_OP_TRAITS(ONEHOT), 9, 1u << 1, onehot_infer, onehot_run, NULL, 0};
 const ptq_op_def ptq_op_EyeLike = {PTQ_OP_TRAITS(EYELIKE), 9, 0, eyelike_infer, eyelike_run, NULL, 1u << 0};
 const ptq_op_def ptq_op_CastLike = {PTQ_OP_TRAITS(CASTLIKE), 15, 0, castlike_infer, castlike_run, NULL, 1u << 1};
+const ptq_op_def ptq_op_ReverseSequence = {PTQ_OP_TRAITS(REVERSESEQUENCE), 10, 0, reverse_sequence_infer,
+                                           reverse_sequence_run, NULL, 0};

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Indexing ops exported models contain that ptq refused, exit 5 "op X is not supported" (TopK, GatherElements,
-ScatterElements, GatherND, OneHot, EyeLike, CastLike): each in small models built here with onnx.helper and in
-torch-exported ones (a top-k pooling head; torch.gather and scatter_add), run by `ptq eval` against onnxruntime
-(integer paths bit-exact); hostile attributes, shapes and indices refused naming the node; small Conv classifiers
-through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
+ScatterElements, GatherND, OneHot, EyeLike, CastLike, ReverseSequence): each in small models built here with
+onnx.helper and in torch-exported ones (a top-k pooling head; torch.gather and scatter_add), run by `ptq eval`
+against onnxruntime (integer paths bit-exact); hostile attributes, shapes and indices refused naming the node; small
+Conv classifiers through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
 (check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
 import io
 import os
@@ -306,6 +306,48 @@ def check_castlike(rng):
     eval_vs_ort(label, save(label, nodes, xi, None, opset=15), {"x": x}, exact=True)
 
 
+def check_reverse_sequence(rng):
+    """ReverseSequence on [N, 4, 6] (batch_axis 0, time_axis 1) and its [4, N, 6] transpose (the defaults), lengths
+    from 0 to 4 fed beside the data; float32 and int64 (bit-exact); the batch as the time axis (samples reversed into
+    each other) whole and in passes; hostile axes and lengths refused naming the node."""
+    x = rng.standard_normal((N, 24)).astype(np.float32)
+    xi = [x_info(["N", 24])]
+    dims = I64("dims", [-1, 4, 6])
+    lens = rng.integers(0, 5, N).astype(np.int64)
+    li = [idx_info("l", ["N"])]
+    for label, attrs, perm in [("ReverseSequence_batch_first", {"batch_axis": 0, "time_axis": 1}, None),
+                               ("ReverseSequence_time_first", {}, [1, 0, 2])]:
+        nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"])]
+        if perm:
+            nodes.append(helper.make_node("Transpose", ["x3"], ["xt"], perm=perm))
+        nodes += [helper.make_node("ReverseSequence", [nodes[-1].output[0], "l"], ["r"], **attrs)]
+        if perm:
+            nodes.append(helper.make_node("Transpose", ["r"], ["rt"], perm=perm))
+        nodes.append(helper.make_node("Flatten", [nodes[-1].output[0]], ["y"]))
+        eval_vs_ort(label, save(label, nodes, xi + li, None, [dims]), {"x": x, "l": lens}, exact=True)
+    label = "ReverseSequence_int64"
+    nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]), helper.make_node("Cast", ["x3"], ["xi"], to=7),
+             helper.make_node("ReverseSequence", ["xi", "l"], ["r"], batch_axis=0, time_axis=1), to_float("r", "rf"),
+             helper.make_node("Flatten", ["rf"], ["y"])]
+    eval_vs_ort(label, save(label, nodes, xi + li, None, [dims]), {"x": np.round(x * 1000), "l": lens}, exact=True)
+    label = "ReverseSequence_batch_as_time"  # x [N, 24]: time the batch's axis, 24 sequences of lengths up to N
+    nodes = [helper.make_node("ReverseSequence", ["x", "tl"], ["y"])]
+    model = save(label, nodes, xi, None, [I64("tl", rng.integers(0, N + 1, 24))])
+    eval_vs_ort(label, model, {"x": x}, exact=True)
+    eval_vs_ort(label + "_passes", model, {"x": x}, exact=True, env=PASSES)
+    for label, attrs, lv, words in [("rs_same_axes", {"batch_axis": 0, "time_axis": 0}, 1, ["must be 0 and 1"]),
+                                    ("rs_axis2", {"batch_axis": 0, "time_axis": 2}, 1, ["must be 0 and 1"]),
+                                    ("rs_len_big", {"batch_axis": 0, "time_axis": 1}, 5, ["sequence_lens[0] is 5"]),
+                                    ("rs_len_neg", {"batch_axis": 0, "time_axis": 1}, -1, ["sequence_lens[0] is -1"]),
+                                    ("rs_lens_short", {}, 1, ["one per batch entry"])]:
+        nodes = [helper.make_node("Reshape", ["x", "dims"], ["x3"]),
+                 helper.make_node("ReverseSequence", ["x3", "l"], ["r"], name="bad", **attrs),
+                 helper.make_node("Flatten", ["r"], ["y"])]
+        rows = 3 if label == "rs_lens_short" else 4  # [3, 4, 6] with batch_axis 1: 4 lengths wanted, 3 given
+        refused(label, save(label, nodes, xi + li, None, [dims]), {"x": x[:rows], "l": np.full(rows, lv, np.int64)},
+                words)
+
+
 def check_torch(rng):
     """A top-k pooling head as torch exports it (torch.topk over the positions of a Conv1d's features, the mean of the
     k largest per channel) at opsets 11 and 13, and torch.gather and scatter_add (GatherElements, ScatterElements,
@@ -374,6 +416,7 @@ def main():
     check_onehot(rng)
     check_eyelike(rng)
     check_castlike(rng)
+    check_reverse_sequence(rng)
     check_torch(rng)
     # [N, 4, 6, 6] -> TopK 6 over the last axis (each row sorted) -> [N, 4, 6, 6]
     check_pipeline("pipeline_topk", conv_classifier(

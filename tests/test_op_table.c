@@ -159,6 +159,7 @@ static const struct {
     {"OneHot", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"EyeLike", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"CastLike", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 15, 0},
+    {"ReverseSequence", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
 };
 
 static void test_every_op(void)

@@ -101,3 +101,16 @@ void ptq_k_eye_ref(size_t elem_bytes, int64_t rows, int64_t cols, int64_t k, con
     for (int64_t i = k < 0 ? -k : 0; i < rows && i + k < cols; i++)
         memcpy(dst + (size_t)(i * cols + i + k) * elem_bytes, one, elem_bytes);
 }
+
+void ptq_k_reverse_sequence_ref(size_t elem_bytes, int time_first, int64_t n_time, int64_t n_batch, int64_t inner,
+                                const int64_t *lens, const void *x, void *y)
+{
+    const size_t row = (size_t)inner * elem_bytes;
+    for (int64_t t = 0; t < n_time && row; t++)
+        for (int64_t b = 0; b < n_batch; b++) {
+            const int64_t from = t < lens[b] ? lens[b] - 1 - t : t;
+            const int64_t at = time_first ? t * n_batch + b : b * n_time + t;
+            const int64_t src = time_first ? from * n_batch + b : b * n_time + from;
+            memcpy((unsigned char *)y + (size_t)at * row, (const unsigned char *)x + (size_t)src * row, row);
+        }
+}
