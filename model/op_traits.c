@@ -225,6 +225,8 @@ const ptq_op_traits ptq_op_traits_table[PTQ_OP_COUNT] = {
     PLAIN(PTQ_OP_CASTLIKE, "CastLike", 0),
     /* bidirectional recurrent layers as Keras/TF converters write them: data moved, not computed; plain as Gather */
     PLAIN(PTQ_OP_REVERSESEQUENCE, "ReverseSequence", 0),
+    /* torch.scatter at opsets 9 and 10: ScatterElements' older name */
+    PLAIN(PTQ_OP_SCATTER, "Scatter", 0),
 };
 
 const ptq_op_traits *ptq_op_traits_find(const char *domain, const char *op_type)

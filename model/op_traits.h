@@ -146,6 +146,7 @@ typedef enum ptq_op_id {
     PTQ_OP_EYELIKE,
     PTQ_OP_CASTLIKE,
     PTQ_OP_REVERSESEQUENCE,
+    PTQ_OP_SCATTER,
     PTQ_OP_COUNT
 } ptq_op_id;
 

@@ -197,7 +197,7 @@ static int mixes_rows(const ptq_graph *g, const ptq_value *at1, const ptq_node *
     if (strcmp(op, "LayerNormalization") == 0) /* over [axis, ndim) */
         return b >= 0 && attr_axis(n, "axis", -1, ndim) <= b;
     if (strcmp(op, "Gather") == 0 || strcmp(op, "Split") == 0 || strcmp(op, "GatherElements") == 0 ||
-        strcmp(op, "ScatterElements") == 0) /* the elements' indices pick rows along the axis */
+        strcmp(op, "ScatterElements") == 0 || strcmp(op, "Scatter") == 0) /* indices pick rows along the axis */
         return b >= 0 && attr_axis(n, "axis", 0, ndim) == b;
     if (strcmp(op, "GatherND") == 0) { /* tuples index the axes after batch_dims, up to their length */
         const int vi = n->n_inputs > 1 ? n->inputs[1] : -1, bd = (int)ptq_node_attr_int(n, "batch_dims", 0);

@@ -238,6 +238,7 @@ const ptq_onnx_attr_range ptq_onnx_attr_ranges[] = {
     {"Resize", "nearest_mode", 11, INT64_MAX},
     {"ReverseSequence", "batch_axis", 10, INT64_MAX},
     {"ReverseSequence", "time_axis", 10, INT64_MAX},
+    {"Scatter", "axis", 9, INT64_MAX},
     {"ScatterElements", "axis", 11, INT64_MAX},
     {"ScatterElements", "reduction", 16, INT64_MAX},
     {"ScatterND", "reduction", 16, INT64_MAX},

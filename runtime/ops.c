@@ -32,7 +32,7 @@ extern const ptq_op_def ptq_op_Conv, ptq_op_ConvTranspose, ptq_op_Gemm, ptq_op_M
     ptq_op_DequantizeLinear, ptq_op_GroupNormalization, ptq_op_MeanVarianceNormalization, ptq_op_LpNormalization,
     ptq_op_LpPool, ptq_op_Hardmax, ptq_op_IsNaN, ptq_op_IsInf, ptq_op_Xor, ptq_op_BitShift, ptq_op_TopK,
     ptq_op_GatherElements, ptq_op_ScatterElements, ptq_op_GatherND, ptq_op_OneHot, ptq_op_EyeLike, ptq_op_CastLike,
-    ptq_op_ReverseSequence;
+    ptq_op_ReverseSequence, ptq_op_Scatter;
 
 static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_CONV] = &ptq_op_Conv,
@@ -169,6 +169,7 @@ static const ptq_op_def *const op_table[PTQ_OP_COUNT] = {
     [PTQ_OP_EYELIKE] = &ptq_op_EyeLike,
     [PTQ_OP_CASTLIKE] = &ptq_op_CastLike,
     [PTQ_OP_REVERSESEQUENCE] = &ptq_op_ReverseSequence,
+    [PTQ_OP_SCATTER] = &ptq_op_Scatter,
 };
 
 const ptq_op_def *ptq_op_get(ptq_op_id id)

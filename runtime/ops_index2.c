@@ -1,12 +1,12 @@
 /* Indexing ops of exported models beside runtime/ops_index.c's: TopK (k from the attribute before opset 10, else a
  * host input: an initializer, a folded shape computation or a value the run computes; largest and sorted from 11),
  * GatherElements and ScatterElements (int32 or int64 indices; ScatterElements' reduction from opset 16, max and min
- * from 18), GatherND (int64 index tuples, batch_dims from 12), OneHot (depth a host input; values of any fixed-size
- * dtype), EyeLike (from its input's shape alone), CastLike (Cast to its second input's dtype), ReverseSequence
- * (any fixed-size dtype; int64 lengths), through
- * kernels/ref/index2.c, their CPU path too; every index read from data is checked against the shape it addresses,
- * naming the node, before anything is written. The CUDA backend hands them to the CPU. Covered by
- * tests/ops_index_test.py and the ONNX conformance run. */
+ * from 18; Scatter, its name at opsets 9 and 10), GatherND (int64 index tuples, batch_dims from 12), OneHot (depth
+ * a host input; values of any fixed-size dtype), EyeLike (from its input's shape alone), CastLike (Cast to its
+ * second input's dtype), ReverseSequence (any fixed-size dtype; int64 lengths), through kernels/ref/index2.c, their
+ * CPU path too; every index read from data is checked against the shape it addresses, naming the node, before
+ * anything is written. The CUDA backend hands them to the CPU. Covered by tests/ops_index_test.py and the ONNX
+ * conformance run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,6 +223,9 @@ static ptq_status scatter_elements_plan(ptq_ctx *ctx, const ptq_op_io *io, int *
 
 static ptq_status scatter_elements_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
+    if (ptq_op_of(io)->traits->id == PTQ_OP_SCATTER && io->graph->opset >= 11)
+        return ptq_op_unsupported(ctx, io, "Scatter is deprecated from opset 11, where ONNX has no such op "
+                                  "(onnxruntime refuses it); ScatterElements replaces it");
     int axis;
     ptq_scatter_reduction red;
     ptq_cast_kind kind;
@@ -549,6 +552,9 @@ const ptq_op_def ptq_op_GatherElements = {PTQ_OP_TRAITS(GATHERELEMENTS), 11, 0, 
                                           gather_elements_run, NULL, 0};
 const ptq_op_def ptq_op_ScatterElements = {PTQ_OP_TRAITS(SCATTERELEMENTS), 11, 0, scatter_elements_infer,
                                            scatter_elements_run, NULL, 0};
+/* Scatter (opsets 9 and 10) is ScatterElements without reduction: torch.scatter exported at those opsets. */
+const ptq_op_def ptq_op_Scatter = {PTQ_OP_TRAITS(SCATTER), 9, 0, scatter_elements_infer, scatter_elements_run, NULL,
+                                   0};
 const ptq_op_def ptq_op_GatherND = {PTQ_OP_TRAITS(GATHERND), 11, 0, gather_nd_infer, gather_nd_run, NULL, 0};
 const ptq_op_def ptq_op_OneHot = {PTQ_OP_TRAITS(ONEHOT), 9, 1u << 1, onehot_infer, onehot_run, NULL, 0};
 const ptq_op_def ptq_op_EyeLike = {PTQ_OP_TRAITS(EYELIKE), 9, 0, eyelike_infer, eyelike_run, NULL, 1u << 0};

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Indexing ops exported models contain that ptq refused, exit 5 "op X is not supported" (TopK, GatherElements,
-ScatterElements, GatherND, OneHot, EyeLike, CastLike, ReverseSequence): each in small models built here with
-onnx.helper and in torch-exported ones (a top-k pooling head; torch.gather and scatter_add), run by `ptq eval`
+ScatterElements and Scatter, GatherND, OneHot, EyeLike, CastLike, ReverseSequence): each in small models built here
+with onnx.helper and in torch-exported ones (a top-k pooling head; torch.gather and scatter_add), run by `ptq eval`
 against onnxruntime (integer paths bit-exact); hostile attributes, shapes and indices refused naming the node; small
 Conv classifiers through calibrate, plan, validate and a Q/DQ export that onnxruntime runs to validate's predictions
 (check_placements). Skips (77) without onnx or onnxruntime. Run by ctest with PTQ_BIN and PTQ_SOURCE_DIR set."""
@@ -104,9 +104,9 @@ def idx_info(name, shape, dtype=TensorProto.INT64):
 def check_gather_scatter(rng):
     """GatherElements (each axis, negative indices, int32 indices, int64 data bit-exact), ScatterElements (reduction
     none with repeated indices, where the last in index order wins as onnxruntime does; add and mul from opset 16, max
-    and min from 18; int64 data), GatherND (batch_dims 0 on a table, 1 on the data, slices and single elements) on
-    [N, 4, 6] data with indices fed beside it; along the batch (samples mix) whole and in passes; indices out of range
-    and hostile shapes refused naming the node."""
+    and min from 18; int64 data; Scatter, its name at opset 10, and refused at 11), GatherND (batch_dims 0 on a
+    table, 1 on the data, slices and single elements) on [N, 4, 6] data with indices fed beside it; along the batch
+    (samples mix) whole and in passes; indices out of range and hostile shapes refused naming the node."""
     x = rng.standard_normal((N, 24)).astype(np.float32)
     dims = I64("dims", [-1, 4, 6])
     head = [helper.make_node("Reshape", ["x", "dims"], ["x3"])]
@@ -142,6 +142,26 @@ def check_gather_scatter(rng):
         model = save(label, nodes, xi + [x_info(["N", 8], name="u"), idx_info("i", ["N", 4, 2])], None,
                      [dims, udims], opset=opset)
         eval_vs_ort(label, model, {"x": x, "u": u, "i": idx}, exact=red in ("none", "max", "min"))
+    label = "Scatter_op10"  # ScatterElements' name at opsets 9 and 10 (torch.scatter exported there)
+    idx = rng.integers(-6, 6, (N, 4, 2)).astype(np.int64)
+    nodes = head + [helper.make_node("Reshape", ["u", "udims"], ["u3"]),
+                    helper.make_node("Scatter", ["x3", "i", "u3"], ["z"], axis=2)] + flat
+    model = save(label, nodes, xi + [x_info(["N", 8], name="u"), idx_info("i", ["N", 4, 2])], None, [dims, udims],
+                 opset=10)
+    eval_vs_ort(label, model, {"x": x, "u": u, "i": idx}, exact=True)
+    label = "Scatter_op10_batch"  # along axis 0: samples written into each other, whole and in passes
+    bidx = rng.integers(0, N, (N, 4, 2)).astype(np.int64)
+    nodes = head + [helper.make_node("Reshape", ["u", "udims"], ["u3"]),
+                    helper.make_node("Scatter", ["x3", "i", "u3"], ["z"], axis=0)] + flat
+    model = save(label, nodes, xi + [x_info(["N", 8], name="u"), idx_info("i", ["N", 4, 2])], None, [dims, udims],
+                 opset=10)
+    eval_vs_ort(label, model, {"x": x, "u": u, "i": bidx}, exact=True)
+    eval_vs_ort(label + "_passes", model, {"x": x, "u": u, "i": bidx}, exact=True, env=PASSES)
+    label = "scatter_op11"  # gone from opset 11: onnxruntime refuses it too
+    nodes = head + [helper.make_node("Reshape", ["u", "udims"], ["u3"]),
+                    helper.make_node("Scatter", ["x3", "i", "u3"], ["z"], axis=2, name="bad")] + flat
+    refused(label, save(label, nodes, xi + [x_info(["N", 8], name="u"), idx_info("i", ["N", 4, 2])], None,
+                        [dims, udims], opset=11), {"x": x[:4], "u": u[:4], "i": idx[:4]}, ["deprecated from opset 11"])
     label = "ScatterElements_last_wins"  # every update of a row to one place: the last one's value
     idx = np.full((N, 4, 2), 1, np.int64)
     nodes = head + [helper.make_node("Reshape", ["u", "udims"], ["u3"]),

@@ -160,6 +160,7 @@ static const struct {
     {"EyeLike", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
     {"CastLike", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 15, 0},
     {"ReverseSequence", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 10, 0},
+    {"Scatter", 0, 0, ALL, 0, -1, PTQ_AXIS_NONE, 9, 0},
 };
 
 static void test_every_op(void)
