@@ -203,7 +203,6 @@ def models():
     scatter_nd(helper, TensorProto, numpy_helper)
     resize(helper, TensorProto, numpy_helper)
     pad_computed(helper, TensorProto, numpy_helper)
-    onnx_model(J("lstm.onnx"), [helper.make_node("Hardmax", ["x"], ["y"], name="hardmax0")],
     onnx_model(J("lstm.onnx"), [helper.make_node("Det", ["x"], ["y"], name="det0")],
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
