@@ -18,6 +18,8 @@ ptq_status ptq_op_softmax_view(ptq_ctx *ctx, const ptq_op_io *io, int64_t *outer
     *outer = ptq_dims_prod(x->dims, 0, (int)ax);
     *len = legacy ? ptq_dims_prod(x->dims, (int)ax, x->ndim) : x->dims[ax];
     *inner = legacy ? 1 : ptq_dims_prod(x->dims, (int)ax + 1, x->ndim);
+    if (*outer == 0 || *len == 0 || *inner == 0) /* nothing to compute: no kernel walks the other dims' lines */
+        *outer = *len = *inner = 0;
     return PTQ_OK;
 }
 

@@ -371,11 +371,11 @@ def check_bitshift(rng):
 
 
 def check_empty_wide(rng):
-    """MeanVarianceNormalization, LpNormalization and Hardmax of an empty X whose other axis is long ([1, 0, 2^40]
-    from ConstantOfShape, normalised along the empty axis): nothing to compute, so eval ends at once (the references
-    walked the 2^40 rows of no values, a hang)."""
+    """MeanVarianceNormalization, LpNormalization, Hardmax, Softmax and LogSoftmax of an empty X whose other axis is
+    long ([1, 0, 2^40] from ConstantOfShape, normalised along the empty axis): nothing to compute, so eval ends at once
+    (the references walked the 2^40 rows of no values, a hang)."""
     for op, attrs in (("MeanVarianceNormalization", {"axes": [1]}), ("LpNormalization", {"axis": 1}),
-                      ("Hardmax", {"axis": 1})):
+                      ("Hardmax", {"axis": 1}), ("Softmax", {"axis": 1}), ("LogSoftmax", {"axis": 1})):
         label = f"{op.lower()}_empty_wide"
         value = helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])
         nodes = [helper.make_node("ConstantOfShape", ["shp"], ["e"], value=value),
