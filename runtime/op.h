@@ -145,6 +145,10 @@ ptq_status ptq_op_split_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int64
  * count]: the indices (idx_data, io->in[1]'s values on the host, int32 or
  * int64) each checked against the axis's length and made non-negative. */
 ptq_status ptq_op_gather_plan(ptq_ctx *ctx, const ptq_op_io *io, const void *idx_data, int *axis, int64_t *at);
+/* ScatterND's and ScatterElements' reduction attribute (from opset 16: none, add, mul; max and min from 18; none
+ * before 16) and, where there is one, the kind of data (input 0) it computes in. */
+ptq_status ptq_op_scatter_reduction(ptq_ctx *ctx, const ptq_op_io *io, ptq_scatter_reduction *red,
+                                    ptq_cast_kind *kind);
 /* Slice: start, step and out_dims [PTQ_MAX_DIMS], per axis of input 0 where
  * the output starts, its stride in elements and its length (axes the node
  * does not name: 0, 1 and the whole length), from the attributes before

@@ -300,13 +300,36 @@ static ptq_status cast_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 /* ---- ScatterND ---- */
 
+ptq_status ptq_op_scatter_reduction(ptq_ctx *ctx, const ptq_op_io *io, ptq_scatter_reduction *red,
+                                    ptq_cast_kind *kind)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const ptq_attr *a = io->graph->opset >= 16 ? ptq_node_attr(io->node, "reduction") : NULL;
+    *red = PTQ_SCATTER_NONE;
+    *kind = PTQ_CAST_F32;
+    if (a) {
+        int r = -1;
+        for (int i = 0; a->type == PTQ_ATTR_STRING && a->s && i < (int)(sizeof names / sizeof names[0]); i++)
+            if (strcmp(a->s, names[i]) == 0)
+                r = i;
+        if (r < 0 || (r >= PTQ_SCATTER_MAX && io->graph->opset < 18))
+            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "reduction '%.40s' at opset %lld; %s takes none, add and mul "
+                               "from opset 16, max and min from 18", a->type == PTQ_ATTR_STRING && a->s ? a->s
+                               : "(not a string)", (long long)io->graph->opset, io->node->op_type);
+        *red = (ptq_scatter_reduction)r;
+    }
+    if (*red != PTQ_SCATTER_NONE && !ptq_op_cast_kind(io->in[0]->dtype, kind))
+        return ptq_op_unsupported(ctx, io, "reduction %s on %s; supported: float32, float64, bool and the integers",
+                                  names[*red], ptq_dtype_name(io->in[0]->dtype));
+    return PTQ_OK;
+}
+
 /* ScatterND's layout, from shapes and attributes only (data, indices [..., k] int64 and updates
  * [indices.shape[:-1] + data.shape[k:]], all checked before the executor allocates the output): k, the index
  * tuples (*n_slices), the elements each one addresses (*n_slice), the reduction and, for one, data's kind. */
 static ptq_status scatter_nd_plan(ptq_ctx *ctx, const ptq_op_io *io, int *k, int64_t *n_slices, int64_t *n_slice,
                                   ptq_scatter_reduction *red, ptq_cast_kind *kind)
 {
-    static const char *const names[] = {"none", "add", "mul", "max", "min"};
     ptq_status st = PTQ_OK;
     for (int i = 0; i < 3; i++)
         if ((st = ptq_op_need_sized(ctx, io, i)) != PTQ_OK)
@@ -343,24 +366,7 @@ static ptq_status scatter_nd_plan(ptq_ctx *ctx, const ptq_op_io *io, int *k, int
     }
     *n_slices = ptq_dims_prod(idx->dims, 0, idx->ndim - 1);
     *n_slice = ptq_dims_prod(x->dims, *k, x->ndim);
-    *red = PTQ_SCATTER_NONE;
-    const ptq_attr *a = io->graph->opset >= 16 ? ptq_node_attr(io->node, "reduction") : NULL;
-    if (a) {
-        int r = -1;
-        for (int i = 0; a->type == PTQ_ATTR_STRING && a->s && i < (int)(sizeof names / sizeof names[0]); i++)
-            if (strcmp(a->s, names[i]) == 0)
-                r = i;
-        if (r < 0 || (r >= PTQ_SCATTER_MAX && io->graph->opset < 18))
-            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "reduction '%.40s' at opset %lld; ScatterND takes none, add "
-                               "and mul from opset 16, max and min from 18", a->type == PTQ_ATTR_STRING && a->s ? a->s
-                               : "(not a string)", (long long)io->graph->opset);
-        *red = (ptq_scatter_reduction)r;
-    }
-    *kind = PTQ_CAST_F32;
-    if (*red != PTQ_SCATTER_NONE && !ptq_op_cast_kind(x->dtype, kind))
-        return ptq_op_unsupported(ctx, io, "reduction %s on %s; supported: float32, float64, bool and the integers",
-                                  names[*red], ptq_dtype_name(x->dtype));
-    return PTQ_OK;
+    return ptq_op_scatter_reduction(ctx, io, red, kind);
 }
 
 static ptq_status scatter_nd_infer(ptq_ctx *ctx, ptq_op_io *io)

@@ -177,31 +177,6 @@ static ptq_status gather_elements_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
-/* ScatterElements' reduction (from opset 16: none, add, mul; max and min from 18) and, for one, data's kind. */
-static ptq_status scatter_reduction(ptq_ctx *ctx, const ptq_op_io *io, ptq_scatter_reduction *red,
-                                    ptq_cast_kind *kind)
-{
-    static const char *const names[] = {"none", "add", "mul", "max", "min"};
-    const ptq_attr *a = ptq_node_attr(io->node, "reduction");
-    *red = PTQ_SCATTER_NONE;
-    *kind = PTQ_CAST_F32;
-    if (a) {
-        int r = -1;
-        for (int i = 0; a->type == PTQ_ATTR_STRING && a->s && i < (int)(sizeof names / sizeof names[0]); i++)
-            if (strcmp(a->s, names[i]) == 0)
-                r = i;
-        if (r < 0 || (r >= PTQ_SCATTER_MAX && io->graph->opset < 18))
-            return ptq_op_fail(ctx, io, PTQ_ERR_FORMAT, "reduction '%.40s' at opset %lld; it takes none, add and mul "
-                               "from opset 16, max and min from 18", a->type == PTQ_ATTR_STRING && a->s ? a->s
-                               : "(not a string)", (long long)io->graph->opset);
-        *red = (ptq_scatter_reduction)r;
-    }
-    if (*red != PTQ_SCATTER_NONE && !ptq_op_cast_kind(io->in[0]->dtype, kind))
-        return ptq_op_unsupported(ctx, io, "reduction %s on %s; supported: float32, float64, bool and the integers",
-                                  names[*red], ptq_dtype_name(io->in[0]->dtype));
-    return PTQ_OK;
-}
-
 /* ScatterElements: elements_plan's checks and updates (input 2) of indices' shape and data's dtype. */
 static ptq_status scatter_elements_plan(ptq_ctx *ctx, const ptq_op_io *io, int *axis, ptq_scatter_reduction *red,
                                         ptq_cast_kind *kind)
@@ -218,7 +193,7 @@ static ptq_status scatter_elements_plan(ptq_ctx *ctx, const ptq_op_io *io, int *
                            ptq_dims_str(u->dims, u->ndim, s_u, sizeof s_u),
                            ptq_dims_str(idx->dims, idx->ndim, s_i, sizeof s_i));
     }
-    return scatter_reduction(ctx, io, red, kind);
+    return ptq_op_scatter_reduction(ctx, io, red, kind);
 }
 
 static ptq_status scatter_elements_infer(ptq_ctx *ctx, ptq_op_io *io)

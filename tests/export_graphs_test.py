@@ -214,6 +214,16 @@ def huge(path, rng):
     onnx.save(m, path)
 
 
+def run_steps(tag, steps):
+    """Runs each ptq command of steps (a check each, named by tag and the command); True if all exit 0."""
+    ok = True
+    for args in steps:
+        rc, _, err = ptq(*args)
+        ok = ok and rc == 0
+        check(f"{tag}: {args[0]}", rc == 0, err.strip()[-300:])
+    return ok
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ptq-export-graphs-")
     J = lambda *p: os.path.join(tmp, *p)  # noqa: E731
@@ -236,11 +246,7 @@ def main():
                   "--report", J(f"rep-{tag}"), "--logits", J(f"{tag}.npy")),
                  ("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out",
                   J(f"{tag}.onnx"))]
-        ok = True
-        for args in steps:
-            rc, _, err = ptq(*args)
-            ok = ok and rc == 0
-            check(f"{tag}: {args[0]}", rc == 0, err.strip()[-300:])
+        ok = run_steps(tag, steps)
         if not ok:
             continue
         m = onnx.load(J(f"{tag}.onnx"))
@@ -271,11 +277,7 @@ def main():
                  ("plan", J(f"{tag}-c.h5"), "--model", model, "--out", J(f"{tag}.json")),
                  ("validate", "--model", model, "--plan", J(f"{tag}.json"), "--data", J(f"{tag}.h5"), "--report",
                   J(f"rep-{tag}"), "--logits", J(f"{tag}.npy"))]
-        ok = True
-        for args in steps:
-            rc, _, err = ptq(*args)
-            ok = ok and rc == 0
-            check(f"{tag}: {args[0]}", rc == 0, err.strip()[-300:])
+        ok = run_steps(tag, steps)
         if not ok:
             continue
         rc, _, err = ptq("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out",
@@ -313,11 +315,7 @@ def main():
                   J(f"rep-{tag}"), "--logits", J(f"{tag}.npy")),
                  ("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out",
                   J(f"{tag}-qdq.onnx"), "--opset", str(want_opset))]
-        ok = True
-        for args in steps:
-            rc, _, err = ptq(*args)
-            ok = ok and rc == 0
-            check(f"{tag}: {args[0]}", rc == 0, err.strip()[-300:])
+        ok = run_steps(tag, steps)
         if not ok:
             continue
         m = onnx.load(J(f"{tag}-qdq.onnx"))
@@ -345,11 +343,7 @@ def main():
              ("validate", "--model", model, "--plan", J(f"{tag}.json"), "--data", J(f"{tag}.h5"), "--report",
               J(f"rep-{tag}"), "--logits", J(f"{tag}.npy")),
              ("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out", J(f"{tag}-qdq.onnx"))]
-    ok = True
-    for args in steps:
-        rc, _, err = ptq(*args)
-        ok = ok and rc == 0
-        check(f"{tag}: {args[0]}", rc == 0, err.strip()[-300:])
+    ok = run_steps(tag, steps)
     if ok:
         m = onnx.load(J(f"{tag}-qdq.onnx"))
         try:
