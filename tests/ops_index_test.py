@@ -241,10 +241,7 @@ def check_onehot(rng):
                                            ("OneHot_float_indices", 2, np.float32(7), np.float32, 11)]:
         idx = rng.integers(-9, 9, (N, 3)).astype(idt)
         if idt == np.float32:
-            # truncated toward zero; fractions on the non-negative indices only: for fractional negative ones the
-            # onnxruntime of the GPU machine's venv gave other rows (3.5 off) than ONNX's cast to int64 first, which
-            # ptq and onnxruntime 1.32 here follow
-            idx = np.where(idx >= 0, idx + np.float32(0.25), idx).astype(np.float32)
+            idx = idx + np.float32(0.25)  # truncated toward zero
         tp = {np.int64: TensorProto.INT64, np.int32: TensorProto.INT32, np.float32: TensorProto.FLOAT}[idt]
         nodes = [helper.make_node("OneHot", ["i", "depth", "vals"], ["o"], axis=axis)]
         if axis == 0:  # [depth, N, 3]: the batch first again
