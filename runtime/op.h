@@ -85,6 +85,13 @@ static inline int ptq_op_host_input(const ptq_op_def *op, int i)
     return i >= 0 && i < 32 && ((op->host_inputs >> i) & 1u);
 }
 
+/* 1 if host input i of op holds values only the run reads (Clip's min and max): infer reads its dtype and size and
+ * takes it with no data, so it may be computed at run time; it is on the host when the node runs. */
+static inline int ptq_op_late_input(const ptq_op_def *op, int i)
+{
+    return ptq_op_host_input(op, i) && op->traits->id == PTQ_OP_CLIP && (i == 1 || i == 2);
+}
+
 /* 1 if op reads only the dtype and shape of input i (meta_inputs). */
 static inline int ptq_op_meta_input(const ptq_op_def *op, int i)
 {

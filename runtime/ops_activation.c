@@ -6,6 +6,7 @@
  * Covered by tests/test_ops_shape.c, tests/test_ops_transformer.c and the
  * ONNX conformance run. */
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "runtime/op_util.h"
@@ -70,8 +71,9 @@ ptq_status ptq_op_unary_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_unop *op, 
         }
         if ((st = clip_bounds(ctx, io, &lo, &hi)) != PTQ_OK)
             return st;
-        *alpha = lo ? *(const float *)lo->data : -FLT_MAX;
-        *beta = hi ? *(const float *)hi->data : FLT_MAX;
+        /* a bound computed at run time has no data before the run (shape inference): its value is not needed */
+        *alpha = lo ? (lo->data ? *(const float *)lo->data : NAN) : -FLT_MAX;
+        *beta = hi ? (hi->data ? *(const float *)hi->data : NAN) : FLT_MAX;
         break;
     case PTQ_UN_GELU: {
         const ptq_attr *a = ptq_node_attr(io->node, "approximate");
@@ -166,6 +168,8 @@ static ptq_status unary_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
 
 const ptq_op_def ptq_op_Relu = {PTQ_OP_TRAITS(RELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
 const ptq_op_def ptq_op_LeakyRelu = {PTQ_OP_TRAITS(LEAKYRELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+/* min and max (inputs 1 and 2) are read on the host when Clip runs; they may be computed at run time
+ * (ptq_op_late_input) */
 const ptq_op_def ptq_op_Clip = {PTQ_OP_TRAITS(CLIP), 1, 1u << 1 | 1u << 2, unary_infer, unary_run_ref, unary_run_cpu, 0};
 const ptq_op_def ptq_op_Sigmoid = {PTQ_OP_TRAITS(SIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
 const ptq_op_def ptq_op_HardSigmoid = {PTQ_OP_TRAITS(HARDSIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};

@@ -80,7 +80,7 @@ static ptq_status infer(ptq_ctx *ctx, ptq_graph *g, int64_t batch, int64_t any_d
             io.in[i] = &t[n->inputs[i]];
             if (!t[n->inputs[i]].data && !ptq_op_meta_input(op, i)) {
                 all_data = 0;
-                if (ptq_op_host_input(op, i)) {
+                if (ptq_op_host_input(op, i) && !ptq_op_late_input(op, i)) {
                     st = ptq_fail(ctx, PTQ_ERR_UNSUPPORTED,
                                   "node '%s' (%s): input '%s' (input %d) is computed at run time, but ptq needs it "
                                   "before the run (a shape or parameter its shape inference reads): it must come "

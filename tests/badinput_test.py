@@ -203,6 +203,7 @@ def models():
     scatter_nd(helper, TensorProto, numpy_helper)
     resize(helper, TensorProto, numpy_helper)
     pad_computed(helper, TensorProto, numpy_helper)
+    clip_computed(helper, TensorProto, numpy_helper)
     onnx_model(J("lstm.onnx"), [helper.make_node("Det", ["x"], ["y"], name="det0")],
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 28, 28])])
@@ -540,6 +541,40 @@ def pad_computed(helper, TensorProto, numpy_helper):
          ["calibrate", "--model", m, "--data", J("good.h5"), "--out", J("pad-cal2.h5")], 5,
          "node 'pad0' (Pad): input 'pads_run' (input 1) is computed at run time, but ptq needs it before the run "
          "(a shape or parameter its shape inference reads)")
+
+
+def clip_computed(helper, TensorProto, numpy_helper):
+    """Clip whose min is computed from the pixels (the batch's mean): it changes no shape, so every command runs it
+    (calibrate, plan and info refused it before, exit 5, as if shape inference needed it), eval with
+    onnxruntime's logits."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["lo"], keepdims=0),
+             helper.make_node("Clip", ["x", "lo"], ["c"], name="clip0"),
+             helper.make_node("Flatten", ["c"], ["f"]), helper.make_node("MatMul", ["f", "w"], ["y"])]
+    inits = [numpy_helper.from_array(np.linspace(-1e-3, 1e-3, 7840, dtype=np.float32).reshape(784, 10), "w")]
+    onnx_model(J("clip_min.onnx"), nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits)
+    m = J("clip_min.onnx")
+    if not ONLY or ONLY in "onnx: Clip min computed at run time":
+        import onnxruntime as ort
+        images, _ = fmnist_test(8)
+        want = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(
+            None, {"x": images.reshape(8, 1, 28, 28).astype(np.float32) / 255})[0]
+        for dev in ("cpu", "ref"):
+            case(f"onnx: Clip min computed at run time, eval --device {dev} matches onnxruntime",
+                 ["eval", "--model", m, "--data", J("good.h5"), "--limit", "8", "--device", dev,
+                  "--logits", J("clip-logits.npy")], 0,
+                 out_check=lambda out, err: np.allclose(np.load(J("clip-logits.npy")), want, rtol=1e-5, atol=1e-6))
+    case("onnx: Clip min computed at run time, info runs", ["info", m], 0,
+         out_check=lambda out, err: "supported  yes" in out)
+    case("onnx: Clip min computed at run time, calibrate runs",
+         ["calibrate", "--model", m, "--data", J("good.h5"), "--out", J("clip-cal.h5")], 0)
+    case("onnx: Clip min computed at run time, plan runs",
+         ["plan", J("clip-cal.h5"), "--model", m, "--out", J("clip-plan.json")], 0)
+    case("onnx: Clip min computed at run time, validate runs",
+         ["validate", "--model", m, "--plan", J("clip-plan.json"), "--data", J("good.h5"), "--limit", "8",
+          "--report", J("clip-report")], 0)
+    case("onnx: Clip min computed at run time, the Q/DQ export runs",
+         ["export", "--format", "qdq", "--plan", J("clip-plan.json"), "--model", m, "--out", J("clip-qdq.onnx")], 0)
 
 
 def window_model(path, nodes, inits, spatial5=False, c=10, opset=13):
