@@ -1,6 +1,7 @@
 /* Calibration as a runner consumer (include/ptq/calib.h): the set's tap on
  * the session's executor for the run, the graph inputs observed before each
- * batch runs, device observers folded in at the end. Covered by
+ * batch runs, device observers folded in at the end (and the outputs of
+ * permuting nodes given their input's state, calib_set_aliases). Covered by
  * tests/cli_calib_test.py and tests/cuda_calib.c. */
 #include "calib/calib_internal.h"
 #include "core/parallel.h"
@@ -16,6 +17,7 @@ static ptq_status calib_before(void *user, ptq_ctx *ctx, ptq_runner *r, ptq_batc
     set->exec = e; /* the tap counts a value's samples by e's run, a pass over part of the batch on the CPU */
     if (b->index == 0) {
         PTQ_TRY_RET(ptq_calib_set_bind(ctx, set, e));
+        PTQ_TRY_RET(calib_set_aliases(ctx, set)); /* calib_end syncs: permuted copies may take their input's state */
         ptq_exec_remove_tap(e, ptq_calib_set_tap, set);
         PTQ_TRY_RET(ptq_exec_add_tap(ctx, e, ptq_calib_set_tap, set));
         /* it counts by the run's samples, and observes into each pool thread's observers when passes run side by

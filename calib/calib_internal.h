@@ -36,6 +36,12 @@ struct ptq_calib_set {
      * batch of batch_n samples as at the batch of the graph's inferred shapes, batch_shapes. A tapped value's
      * batch is the samples of the executor's run that made it (a pass over part of the batch on the CPU). */
     int64_t *numel_shapes;     /* [n] elements at batch_shapes, -1 when unknown; NULL when read from a file */
+    /* The output of a Reshape, Flatten, Squeeze, Unsqueeze, Identity or Transpose holds its input's values in
+     * another order: its min, max, counts and histogram are its input's. alias_of[i] is the observed tensor whose
+     * observer stands for tensor i (the first of such a chain), which is then not observed itself: ptq_calib_set_sync
+     * copies that observer into obs[i]. -1 for a tensor observed itself; NULL when read from a file, unless the runner
+     * consumer asked for it (calib_set_aliases), or under PTQ_OBSERVE_ALIAS=0. */
+    int64_t *alias_of;
     int64_t batch_shapes;      /* the first input's batch in the inferred shapes (1 when it is dynamic) */
     int64_t batch_n;           /* samples in the batch being observed (set by the consumer) */
     char model_sha256[65];
@@ -47,6 +53,10 @@ struct ptq_calib_set {
     const char **source_sha256s; /* [n_sources], their content hashes in the same order */
 };
 
+/* Sets s->alias_of (once; not under PTQ_OBSERVE_ALIAS=0): from then on the tap leaves the outputs of permuting
+ * nodes to their input's observer, and only ptq_calib_set_sync gives them their state, so a caller that reads the
+ * set without syncing must not ask for it (the runner consumer syncs at its end). */
+ptq_status calib_set_aliases(ptq_ctx *ctx, ptq_calib_set *s);
 /* Room for the observers of n_lanes pool threads (passes side by side, ptq_exec_tap_lanes). */
 ptq_status calib_set_lanes(ptq_ctx *ctx, ptq_calib_set *s, int n_lanes);
 /* An empty set of n tensors (names unset) with observers of n_bins. */

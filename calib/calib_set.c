@@ -44,6 +44,7 @@ void ptq_calib_set_free(ptq_calib_set *s)
     free(s->value_index);
     free(s->index_of_value);
     free(s->numel_shapes);
+    free(s->alias_of);
     for (int i = 0; i < s->n_sources; i++) {
         free(s->sources[i].name);
         free(s->sources[i].ids);
@@ -101,6 +102,34 @@ static char *selection_string(const ptq_calib_select *sel)
     if (str)
         snprintf(str, n, "ops=%s;tensors=%s", ops, pats);
     return str;
+}
+
+/* s->alias_of for s->g (see calib_internal.h): a permuting node's output and its data input both observed, with
+ * the same elements at the inferred shapes (so the same per-sample copies), in the graph's topological order. */
+ptq_status calib_set_aliases(ptq_ctx *ctx, ptq_calib_set *s)
+{
+    static const char *const permuting[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose"};
+    const char *env = getenv("PTQ_OBSERVE_ALIAS");
+    if (s->alias_of || !s->g || !s->index_of_value || (env && strcmp(env, "0") == 0))
+        return PTQ_OK;
+    if (!(s->alias_of = malloc(((size_t)s->n + 1) * sizeof *s->alias_of)))
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory for a calibration set");
+    for (int64_t i = 0; i < s->n; i++)
+        s->alias_of[i] = -1;
+    for (int k = 0; k < s->g->n_nodes; k++) {
+        const ptq_node *nd = &s->g->nodes[k];
+        int known = 0;
+        for (size_t t = 0; t < sizeof permuting / sizeof permuting[0]; t++)
+            known |= strcmp(nd->op_type, permuting[t]) == 0;
+        if (!known || (nd->domain[0] && strcmp(nd->domain, "ai.onnx") != 0) || nd->n_inputs < 1 ||
+            nd->n_outputs != 1 || nd->inputs[0] < 0 || nd->outputs[0] < 0)
+            continue;
+        const int64_t i = s->index_of_value[nd->outputs[0]], j = s->index_of_value[nd->inputs[0]];
+        if (i < 0 || j < 0 || i == j || s->numel_shapes[i] != s->numel_shapes[j])
+            continue;
+        s->alias_of[i] = s->alias_of[j] >= 0 ? s->alias_of[j] : j;
+    }
+    return PTQ_OK;
 }
 
 ptq_status ptq_calib_set_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_calib_select *sel, int64_t n_bins,
@@ -504,7 +533,9 @@ ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int n
     PTQ_TRY_RET(check_graph(ctx, s, g));
     int64_t i = s->index_of_value[value_index];
     const int64_t run = s->exec ? ptq_exec_this_run_samples() : 0; /* a pass's samples, on the CPU */
-    return i < 0 ? PTQ_OK : observe(ctx, s, i, t, run > 0 ? run : s->batch_n);
+    if (i < 0 || (s->alias_of && s->alias_of[i] >= 0)) /* not observed, or its input's observer stands for it */
+        return PTQ_OK;
+    return observe(ctx, s, i, t, run > 0 ? run : s->batch_n);
 }
 
 ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins)
@@ -547,7 +578,7 @@ ptq_status ptq_calib_set_observe_inputs(ptq_ctx *ctx, ptq_calib_set *s, const pt
 ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s)
 {
     ptq_status st = PTQ_OK;
-    ptq_observer *tmp = NULL;
+    ptq_observer *tmp = NULL, *tmp2 = NULL;
     for (int w = 1; w < s->n_lanes; w++) { /* the threads' observers, in worker order */
         for (int64_t i = 0; s->lane_obs[w] && i < s->n; i++) {
             if (s->lane_obs[w][i])
@@ -566,8 +597,18 @@ ptq_status ptq_calib_set_sync(ptq_ctx *ctx, ptq_calib_set *s)
         ptq_observer_dev_free(s->dev_obs[i]);
         s->dev_obs[i] = NULL;
     }
+    for (int64_t i = 0; s->alias_of && i < s->n; i++) { /* an exact copy: the merge into an empty observer */
+        if (s->alias_of[i] < 0)
+            continue;
+        PTQ_TRY(st, ptq_observer_init(ctx, s->n_bins, &tmp2), done);
+        PTQ_TRY(st, ptq_observer_merge(ctx, tmp2, s->obs[s->alias_of[i]]), done);
+        ptq_observer_free(s->obs[i]);
+        s->obs[i] = tmp2;
+        tmp2 = NULL;
+    }
 done:
     ptq_observer_free(tmp);
+    ptq_observer_free(tmp2);
     return st;
 }
 

@@ -16,7 +16,8 @@ three threads too; a Gather whose indices are the data, out of range in a middle
 model's archives are byte-identical in passes one after another and side by side on three threads (each thread's
 observers folded in). The demo model's logits are byte-identical with and without passes (the default; on two
 threads the faster of whole batches and passes side by side, timed on the first batches) (test_runner covers the
-library side)."""
+library side). Both archives are the same bytes with every tensor observed itself (PTQ_OBSERVE_ALIAS=0) as with the
+outputs of Reshape, Transpose, Unsqueeze and Flatten taking their input's observer."""
 import os
 import re
 import subprocess
@@ -335,6 +336,16 @@ def main():
                 whole = archives[("0", "1")]
                 check(f"{what} calibrate: the archive in passes of {rows or 'the default'} on {threads} threads is the "
                       "whole batch's", whole is not None and archives[(rows, threads)] == whole)
+            # the outputs of Reshape, Transpose, Unsqueeze and Flatten take their input's observer (calib_set.c's
+            # aliases): the same bytes as observing each (PTQ_OBSERVE_ALIAS=0), in passes on three threads too
+            for rows, threads in (("0", "1"), (rows_list[-1], "3")):
+                out = os.path.join(tmp, f"{what}_noalias_{rows}_{threads}.h5")
+                env = dict(os.environ, PTQ_PASS_ROWS=rows, PTQ_OBSERVE_ALIAS="0")
+                rc, _, err = ptq("calibrate", "--model", m, "--data", d, "--out", out, "--threads", threads, env=env)
+                got = open(out, "rb").read() if rc == 0 else None
+                same = got is not None and got == archives[(rows, threads)]
+                check(f"{what} calibrate: the archive with every tensor observed itself (passes of {rows}, {threads} "
+                      "threads) is the one with aliases", same, "" if same else err[-300:] if rc else "bytes differ")
     return finish("pass_rows_test")
 
 
