@@ -77,6 +77,9 @@ struct ptq_op_def {
      * a value computed from it alone is known before the run (shape
      * inference folds it) and the input is not moved between memories */
     unsigned meta_inputs;
+    /* bit i (also in host_inputs): infer reads only the dtype and size of host input i and takes it without data,
+     * so it may be computed at run time (Clip's min and max); it is on the host when the node runs */
+    unsigned late_inputs;
 };
 
 /* 1 if op reads input i on the host (host_inputs; inputs past bit 31 never). */
@@ -85,11 +88,10 @@ static inline int ptq_op_host_input(const ptq_op_def *op, int i)
     return i >= 0 && i < 32 && ((op->host_inputs >> i) & 1u);
 }
 
-/* 1 if host input i of op holds values only the run reads (Clip's min and max): infer reads its dtype and size and
- * takes it with no data, so it may be computed at run time; it is on the host when the node runs. */
+/* 1 if host input i of op may be computed at run time (late_inputs). */
 static inline int ptq_op_late_input(const ptq_op_def *op, int i)
 {
-    return ptq_op_host_input(op, i) && op->traits->id == PTQ_OP_CLIP && (i == 1 || i == 2);
+    return ptq_op_host_input(op, i) && ((op->late_inputs >> i) & 1u);
 }
 
 /* 1 if op reads only the dtype and shape of input i (meta_inputs). */

@@ -166,14 +166,15 @@ static ptq_status unary_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return unary_run(ctx, io, 1);
 }
 
-const ptq_op_def ptq_op_Relu = {PTQ_OP_TRAITS(RELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
-const ptq_op_def ptq_op_LeakyRelu = {PTQ_OP_TRAITS(LEAKYRELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
-/* min and max (inputs 1 and 2) are read on the host when Clip runs; they may be computed at run time
- * (ptq_op_late_input) */
-const ptq_op_def ptq_op_Clip = {PTQ_OP_TRAITS(CLIP), 1, 1u << 1 | 1u << 2, unary_infer, unary_run_ref, unary_run_cpu, 0};
-const ptq_op_def ptq_op_Sigmoid = {PTQ_OP_TRAITS(SIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
-const ptq_op_def ptq_op_HardSigmoid = {PTQ_OP_TRAITS(HARDSIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
-const ptq_op_def ptq_op_HardSwish = {PTQ_OP_TRAITS(HARDSWISH), 14, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
-const ptq_op_def ptq_op_Tanh = {PTQ_OP_TRAITS(TANH), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
-const ptq_op_def ptq_op_Erf = {PTQ_OP_TRAITS(ERF), 9, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
-const ptq_op_def ptq_op_Gelu = {PTQ_OP_TRAITS(GELU), 20, 0, unary_infer, unary_run_ref, unary_run_cpu, 0};
+const ptq_op_def ptq_op_Relu = {PTQ_OP_TRAITS(RELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0, 0};
+const ptq_op_def ptq_op_LeakyRelu = {PTQ_OP_TRAITS(LEAKYRELU), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0, 0};
+/* min and max (inputs 1 and 2) are read on the host when Clip runs; they may be computed at run time */
+const ptq_op_def ptq_op_Clip = {PTQ_OP_TRAITS(CLIP), 1, 1u << 1 | 1u << 2, unary_infer, unary_run_ref, unary_run_cpu,
+                                0, 1u << 1 | 1u << 2};
+const ptq_op_def ptq_op_Sigmoid = {PTQ_OP_TRAITS(SIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0, 0};
+const ptq_op_def ptq_op_HardSigmoid = {PTQ_OP_TRAITS(HARDSIGMOID), 1, 0, unary_infer, unary_run_ref, unary_run_cpu,
+                                       0, 0};
+const ptq_op_def ptq_op_HardSwish = {PTQ_OP_TRAITS(HARDSWISH), 14, 0, unary_infer, unary_run_ref, unary_run_cpu, 0, 0};
+const ptq_op_def ptq_op_Tanh = {PTQ_OP_TRAITS(TANH), 1, 0, unary_infer, unary_run_ref, unary_run_cpu, 0, 0};
+const ptq_op_def ptq_op_Erf = {PTQ_OP_TRAITS(ERF), 9, 0, unary_infer, unary_run_ref, unary_run_cpu, 0, 0};
+const ptq_op_def ptq_op_Gelu = {PTQ_OP_TRAITS(GELU), 20, 0, unary_infer, unary_run_ref, unary_run_cpu, 0, 0};

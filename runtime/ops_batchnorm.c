@@ -69,7 +69,8 @@ static ptq_status bn_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return bn_run(io, ptq_k_batchnorm_cpu);
 }
 
-const ptq_op_def ptq_op_BatchNormalization = {PTQ_OP_TRAITS(BATCHNORMALIZATION), 6, 0, bn_infer, bn_run_ref, bn_run_cpu, 0};
+const ptq_op_def ptq_op_BatchNormalization = {PTQ_OP_TRAITS(BATCHNORMALIZATION), 6, 0, bn_infer, bn_run_ref,
+                                              bn_run_cpu, 0, 0};
 
 static ptq_status instnorm_infer(ptq_ctx *ctx, ptq_op_io *io)
 {
@@ -103,4 +104,4 @@ static ptq_status instnorm_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_InstanceNormalization = {PTQ_OP_TRAITS(INSTANCENORMALIZATION), 6, 0, instnorm_infer,
-                                                 instnorm_run, NULL, 0};
+                                                 instnorm_run, NULL, 0, 0};

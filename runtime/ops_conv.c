@@ -42,4 +42,4 @@ static ptq_status conv_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return conv_run(ctx, io, ptq_k_conv_cpu);
 }
 
-const ptq_op_def ptq_op_Conv = {PTQ_OP_TRAITS(CONV), 1, 0, conv_infer, conv_run_ref, conv_run_cpu, 0};
+const ptq_op_def ptq_op_Conv = {PTQ_OP_TRAITS(CONV), 1, 0, conv_infer, conv_run_ref, conv_run_cpu, 0, 0};

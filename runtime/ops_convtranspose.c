@@ -37,4 +37,4 @@ static ptq_status convtranspose_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_ConvTranspose = {PTQ_OP_TRAITS(CONVTRANSPOSE), 1, 0, convtranspose_infer,
-                                         convtranspose_run_ref, convtranspose_run_cpu, 0};
+                                         convtranspose_run_ref, convtranspose_run_cpu, 0, 0};

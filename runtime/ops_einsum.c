@@ -239,7 +239,7 @@ static ptq_status einsum_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_Einsum = {PTQ_OP_TRAITS(EINSUM), 12, 0, einsum_infer, einsum_run, NULL, 0};
+const ptq_op_def ptq_op_Einsum = {PTQ_OP_TRAITS(EINSUM), 12, 0, einsum_infer, einsum_run, NULL, 0, 0};
 
 uint64_t ptq_op_einsum_work(const ptq_op_io *io)
 {

@@ -205,7 +205,7 @@ static ptq_status binary_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return binary_run(ctx, io, 1);
 }
 
-const ptq_op_def ptq_op_Add = {PTQ_OP_TRAITS(ADD), 1, 0, binary_infer, binary_run_ref, binary_run_cpu, 0};
-const ptq_op_def ptq_op_Sub = {PTQ_OP_TRAITS(SUB), 1, 0, binary_infer, binary_run_ref, binary_run_cpu, 0};
-const ptq_op_def ptq_op_Mul = {PTQ_OP_TRAITS(MUL), 1, 0, binary_infer, binary_run_ref, binary_run_cpu, 0};
-const ptq_op_def ptq_op_Div = {PTQ_OP_TRAITS(DIV), 1, 0, binary_infer, binary_run_ref, binary_run_cpu, 0};
+const ptq_op_def ptq_op_Add = {PTQ_OP_TRAITS(ADD), 1, 0, binary_infer, binary_run_ref, binary_run_cpu, 0, 0};
+const ptq_op_def ptq_op_Sub = {PTQ_OP_TRAITS(SUB), 1, 0, binary_infer, binary_run_ref, binary_run_cpu, 0, 0};
+const ptq_op_def ptq_op_Mul = {PTQ_OP_TRAITS(MUL), 1, 0, binary_infer, binary_run_ref, binary_run_cpu, 0, 0};
+const ptq_op_def ptq_op_Div = {PTQ_OP_TRAITS(DIV), 1, 0, binary_infer, binary_run_ref, binary_run_cpu, 0, 0};

@@ -266,5 +266,5 @@ static ptq_status matmul_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return matmul_run(ctx, io, ptq_k_gemm_cpu, ptq_k_gemm_batched_cpu);
 }
 
-const ptq_op_def ptq_op_Gemm = {PTQ_OP_TRAITS(GEMM), 1, 0, gemm_infer, gemm_run_ref, gemm_run_cpu, 0};
-const ptq_op_def ptq_op_MatMul = {PTQ_OP_TRAITS(MATMUL), 1, 0, matmul_infer, matmul_run_ref, matmul_run_cpu, 0};
+const ptq_op_def ptq_op_Gemm = {PTQ_OP_TRAITS(GEMM), 1, 0, gemm_infer, gemm_run_ref, gemm_run_cpu, 0, 0};
+const ptq_op_def ptq_op_MatMul = {PTQ_OP_TRAITS(MATMUL), 1, 0, matmul_infer, matmul_run_ref, matmul_run_cpu, 0, 0};

@@ -421,9 +421,9 @@ static ptq_status scatter_nd_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_Shape = {PTQ_OP_TRAITS(SHAPE), 1, 0, shape_infer, shape_run, NULL, 1u << 0};
-const ptq_op_def ptq_op_Gather = {PTQ_OP_TRAITS(GATHER), 1, 0, gather_infer, gather_run, gather_run_cpu, 0};
+const ptq_op_def ptq_op_Shape = {PTQ_OP_TRAITS(SHAPE), 1, 0, shape_infer, shape_run, NULL, 1u << 0, 0};
+const ptq_op_def ptq_op_Gather = {PTQ_OP_TRAITS(GATHER), 1, 0, gather_infer, gather_run, gather_run_cpu, 0, 0};
 const ptq_op_def ptq_op_Slice = {PTQ_OP_TRAITS(SLICE), 1, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4, slice_infer,
-                                 slice_run, NULL, 0};
-const ptq_op_def ptq_op_Cast = {PTQ_OP_TRAITS(CAST), 6, 0, cast_infer, cast_run, NULL, 0};
-const ptq_op_def ptq_op_ScatterND = {PTQ_OP_TRAITS(SCATTERND), 11, 0, scatter_nd_infer, scatter_nd_run, NULL, 0};
+                                 slice_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Cast = {PTQ_OP_TRAITS(CAST), 6, 0, cast_infer, cast_run, NULL, 0, 0};
+const ptq_op_def ptq_op_ScatterND = {PTQ_OP_TRAITS(SCATTERND), 11, 0, scatter_nd_infer, scatter_nd_run, NULL, 0, 0};

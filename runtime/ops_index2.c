@@ -522,17 +522,17 @@ static ptq_status reverse_sequence_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_TopK = {PTQ_OP_TRAITS(TOPK), 1, 1u << 1, topk_infer, topk_run, NULL, 0};
+const ptq_op_def ptq_op_TopK = {PTQ_OP_TRAITS(TOPK), 1, 1u << 1, topk_infer, topk_run, NULL, 0, 0};
 const ptq_op_def ptq_op_GatherElements = {PTQ_OP_TRAITS(GATHERELEMENTS), 11, 0, gather_elements_infer,
-                                          gather_elements_run, NULL, 0};
+                                          gather_elements_run, NULL, 0, 0};
 const ptq_op_def ptq_op_ScatterElements = {PTQ_OP_TRAITS(SCATTERELEMENTS), 11, 0, scatter_elements_infer,
-                                           scatter_elements_run, NULL, 0};
+                                           scatter_elements_run, NULL, 0, 0};
 /* Scatter (opsets 9 and 10) is ScatterElements without reduction: torch.scatter exported at those opsets. */
 const ptq_op_def ptq_op_Scatter = {PTQ_OP_TRAITS(SCATTER), 9, 0, scatter_elements_infer, scatter_elements_run, NULL,
-                                   0};
-const ptq_op_def ptq_op_GatherND = {PTQ_OP_TRAITS(GATHERND), 11, 0, gather_nd_infer, gather_nd_run, NULL, 0};
-const ptq_op_def ptq_op_OneHot = {PTQ_OP_TRAITS(ONEHOT), 9, 1u << 1, onehot_infer, onehot_run, NULL, 0};
-const ptq_op_def ptq_op_EyeLike = {PTQ_OP_TRAITS(EYELIKE), 9, 0, eyelike_infer, eyelike_run, NULL, 1u << 0};
-const ptq_op_def ptq_op_CastLike = {PTQ_OP_TRAITS(CASTLIKE), 15, 0, castlike_infer, castlike_run, NULL, 1u << 1};
+                                   0, 0};
+const ptq_op_def ptq_op_GatherND = {PTQ_OP_TRAITS(GATHERND), 11, 0, gather_nd_infer, gather_nd_run, NULL, 0, 0};
+const ptq_op_def ptq_op_OneHot = {PTQ_OP_TRAITS(ONEHOT), 9, 1u << 1, onehot_infer, onehot_run, NULL, 0, 0};
+const ptq_op_def ptq_op_EyeLike = {PTQ_OP_TRAITS(EYELIKE), 9, 0, eyelike_infer, eyelike_run, NULL, 1u << 0, 0};
+const ptq_op_def ptq_op_CastLike = {PTQ_OP_TRAITS(CASTLIKE), 15, 0, castlike_infer, castlike_run, NULL, 1u << 1, 0};
 const ptq_op_def ptq_op_ReverseSequence = {PTQ_OP_TRAITS(REVERSESEQUENCE), 10, 0, reverse_sequence_infer,
-                                           reverse_sequence_run, NULL, 0};
+                                           reverse_sequence_run, NULL, 0, 0};

@@ -222,12 +222,12 @@ static ptq_status size_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_DepthToSpace = {PTQ_OP_TRAITS(DEPTHTOSPACE), 1, 0, space_depth_infer, space_depth_run,
-                                        NULL, 0};
+                                        NULL, 0, 0};
 const ptq_op_def ptq_op_SpaceToDepth = {PTQ_OP_TRAITS(SPACETODEPTH), 1, 0, space_depth_infer, space_depth_run,
-                                        NULL, 0};
-const ptq_op_def ptq_op_Tile = {PTQ_OP_TRAITS(TILE), 6, 1u << 1, tile_infer, tile_run, NULL, 0};
+                                        NULL, 0, 0};
+const ptq_op_def ptq_op_Tile = {PTQ_OP_TRAITS(TILE), 6, 1u << 1, tile_infer, tile_run, NULL, 0, 0};
 const ptq_op_def ptq_op_GlobalMaxPool = {PTQ_OP_TRAITS(GLOBALMAXPOOL), 1, 0, global_maxpool_infer, global_maxpool_run,
-                                         NULL, 0};
-const ptq_op_def ptq_op_Sum = {PTQ_OP_TRAITS(SUM), 6, 0, sum_infer, sum_run, NULL, 0};
-const ptq_op_def ptq_op_Mean = {PTQ_OP_TRAITS(MEAN), 6, 0, sum_infer, sum_run, NULL, 0};
-const ptq_op_def ptq_op_Size = {PTQ_OP_TRAITS(SIZE), 1, 0, size_infer, size_run, NULL, 1u << 0};
+                                         NULL, 0, 0};
+const ptq_op_def ptq_op_Sum = {PTQ_OP_TRAITS(SUM), 6, 0, sum_infer, sum_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Mean = {PTQ_OP_TRAITS(MEAN), 6, 0, sum_infer, sum_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Size = {PTQ_OP_TRAITS(SIZE), 1, 0, size_infer, size_run, NULL, 1u << 0, 0};

@@ -68,7 +68,7 @@ static ptq_status groupnorm_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_GroupNormalization = {PTQ_OP_TRAITS(GROUPNORMALIZATION), 18, 0, groupnorm_infer,
-                                              groupnorm_run, NULL, 0};
+                                              groupnorm_run, NULL, 0, 0};
 
 /* MeanVarianceNormalization's X (float32) and its axes (default [0, 2, 3]; each in [-rank, rank), none twice, at
  * least one) as a bit mask. */
@@ -116,7 +116,7 @@ static ptq_status mvn_run(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_MeanVarianceNormalization = {PTQ_OP_TRAITS(MEANVARIANCENORMALIZATION), 9, 0, mvn_infer,
-                                                     mvn_run, NULL, 0};
+                                                     mvn_run, NULL, 0, 0};
 
 /* LpNormalization's X (float32), axis (default -1, in [-rank, rank)) and p (1 or 2, default 2). */
 static ptq_status lpnorm_params(ptq_ctx *ctx, const ptq_op_io *io, int *axis, int *p)
@@ -153,7 +153,7 @@ static ptq_status lpnorm_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_LpNormalization = {PTQ_OP_TRAITS(LPNORMALIZATION), 1, 0, lpnorm_infer, lpnorm_run, NULL, 0};
+const ptq_op_def ptq_op_LpNormalization = {PTQ_OP_TRAITS(LPNORMALIZATION), 1, 0, lpnorm_infer, lpnorm_run, NULL, 0, 0};
 
 /* Hardmax's X (float32) as [outer, len, inner]: from opset 13 along axis (default -1), before it over the block
  * [axis, rank) X is coerced to (default 1), as Softmax. */
@@ -190,7 +190,7 @@ static ptq_status hardmax_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_Hardmax = {PTQ_OP_TRAITS(HARDMAX), 1, 0, hardmax_infer, hardmax_run, NULL, 0};
+const ptq_op_def ptq_op_Hardmax = {PTQ_OP_TRAITS(HARDMAX), 1, 0, hardmax_infer, hardmax_run, NULL, 0, 0};
 
 /* IsNaN's and IsInf's X: float32 or float64 (float16 and bfloat16 are not run); 1 for float64. */
 static ptq_status isfloat_check(ptq_ctx *ctx, const ptq_op_io *io, int *dbl)
@@ -229,8 +229,8 @@ static ptq_status isinf_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_IsNaN = {PTQ_OP_TRAITS(ISNAN), 9, 0, isfloat_infer, isnan_run, NULL, 0};
-const ptq_op_def ptq_op_IsInf = {PTQ_OP_TRAITS(ISINF), 10, 0, isfloat_infer, isinf_run, NULL, 0};
+const ptq_op_def ptq_op_IsNaN = {PTQ_OP_TRAITS(ISNAN), 9, 0, isfloat_infer, isnan_run, NULL, 0, 0};
+const ptq_op_def ptq_op_IsInf = {PTQ_OP_TRAITS(ISINF), 10, 0, isfloat_infer, isinf_run, NULL, 0, 0};
 
 /* BitShift's inputs: one unsigned integer type (uint8 to uint64) with numpy broadcasting, and direction (required:
  * LEFT or RIGHT; *left 1 for LEFT). */
@@ -274,7 +274,7 @@ static ptq_status bitshift_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_BitShift = {PTQ_OP_TRAITS(BITSHIFT), 11, 0, bitshift_infer, bitshift_run, NULL, 0};
+const ptq_op_def ptq_op_BitShift = {PTQ_OP_TRAITS(BITSHIFT), 11, 0, bitshift_infer, bitshift_run, NULL, 0, 0};
 
 /* LpPool's window, through the pooling ops' ptq_op_pool_params (kernel_shape, strides, pads, auto_pad, dilations and
  * ceil_mode from opset 18), and p: an int of at least 1 (opset 2 on), 2 unless given. */
@@ -308,4 +308,4 @@ static ptq_status lppool_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_LpPool = {PTQ_OP_TRAITS(LPPOOL), 2, 0, lppool_infer, lppool_run, NULL, 0};
+const ptq_op_def ptq_op_LpPool = {PTQ_OP_TRAITS(LPPOOL), 2, 0, lppool_infer, lppool_run, NULL, 0, 0};

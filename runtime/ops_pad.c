@@ -87,4 +87,4 @@ static ptq_status pad_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 /* pads (and axes) set the output's shape: host inputs, known before the run. The constant (input 2) does not, and
  * infer reads only its dtype and size: it may be computed at run time (pad_run reads it where Pad runs, the host). */
-const ptq_op_def ptq_op_Pad = {PTQ_OP_TRAITS(PAD), 11, 1u << 1 | 1u << 3, pad_infer, pad_run, NULL, 0};
+const ptq_op_def ptq_op_Pad = {PTQ_OP_TRAITS(PAD), 11, 1u << 1 | 1u << 3, pad_infer, pad_run, NULL, 0, 0};

@@ -106,7 +106,8 @@ static ptq_status global_avgpool_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return global_avgpool_run(io, ptq_k_global_avgpool_cpu);
 }
 
-const ptq_op_def ptq_op_MaxPool = {PTQ_OP_TRAITS(MAXPOOL), 1, 0, pool_infer, maxpool_run_ref, maxpool_run_cpu, 0};
-const ptq_op_def ptq_op_AveragePool = {PTQ_OP_TRAITS(AVERAGEPOOL), 1, 0, pool_infer, avgpool_run_ref, avgpool_run_cpu, 0};
+const ptq_op_def ptq_op_MaxPool = {PTQ_OP_TRAITS(MAXPOOL), 1, 0, pool_infer, maxpool_run_ref, maxpool_run_cpu, 0, 0};
+const ptq_op_def ptq_op_AveragePool = {PTQ_OP_TRAITS(AVERAGEPOOL), 1, 0, pool_infer, avgpool_run_ref,
+                                       avgpool_run_cpu, 0, 0};
 const ptq_op_def ptq_op_GlobalAveragePool = {PTQ_OP_TRAITS(GLOBALAVERAGEPOOL), 1, 0, global_avgpool_infer, global_avgpool_run_ref,
-                                             global_avgpool_run_cpu, 0};
+                                             global_avgpool_run_cpu, 0, 0};

@@ -182,6 +182,7 @@ static ptq_status dequantize_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_QuantizeLinear = {PTQ_OP_TRAITS(QUANTIZELINEAR), 10, 0, quantize_infer, quantize_run, NULL, 0};
+const ptq_op_def ptq_op_QuantizeLinear = {PTQ_OP_TRAITS(QUANTIZELINEAR), 10, 0, quantize_infer, quantize_run, NULL,
+                                          0, 0};
 const ptq_op_def ptq_op_DequantizeLinear = {PTQ_OP_TRAITS(DEQUANTIZELINEAR), 10, 0, dequantize_infer, dequantize_run,
-                                            NULL, 0};
+                                            NULL, 0, 0};

@@ -359,20 +359,20 @@ static ptq_status layernorm_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
 }
 
 const ptq_op_def ptq_op_ReduceMean = {PTQ_OP_TRAITS(REDUCEMEAN), 1, 1u << 1, reduce_infer, reduce_mean_ref,
-                                      reduce_mean_cpu, 0};
-const ptq_op_def ptq_op_ReduceSum = {PTQ_OP_TRAITS(REDUCESUM), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
-const ptq_op_def ptq_op_ReduceMax = {PTQ_OP_TRAITS(REDUCEMAX), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
-const ptq_op_def ptq_op_ReduceMin = {PTQ_OP_TRAITS(REDUCEMIN), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
-const ptq_op_def ptq_op_ReduceProd = {PTQ_OP_TRAITS(REDUCEPROD), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
-const ptq_op_def ptq_op_ReduceL1 = {PTQ_OP_TRAITS(REDUCEL1), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
-const ptq_op_def ptq_op_ReduceL2 = {PTQ_OP_TRAITS(REDUCEL2), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+                                      reduce_mean_cpu, 0, 0};
+const ptq_op_def ptq_op_ReduceSum = {PTQ_OP_TRAITS(REDUCESUM), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0, 0};
+const ptq_op_def ptq_op_ReduceMax = {PTQ_OP_TRAITS(REDUCEMAX), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0, 0};
+const ptq_op_def ptq_op_ReduceMin = {PTQ_OP_TRAITS(REDUCEMIN), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0, 0};
+const ptq_op_def ptq_op_ReduceProd = {PTQ_OP_TRAITS(REDUCEPROD), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0, 0};
+const ptq_op_def ptq_op_ReduceL1 = {PTQ_OP_TRAITS(REDUCEL1), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0, 0};
+const ptq_op_def ptq_op_ReduceL2 = {PTQ_OP_TRAITS(REDUCEL2), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0, 0};
 const ptq_op_def ptq_op_ReduceSumSquare = {PTQ_OP_TRAITS(REDUCESUMSQUARE), 1, 1u << 1, reduce_infer, reduce_run, NULL,
-                                           0};
-const ptq_op_def ptq_op_ReduceLogSum = {PTQ_OP_TRAITS(REDUCELOGSUM), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0};
+                                           0, 0};
+const ptq_op_def ptq_op_ReduceLogSum = {PTQ_OP_TRAITS(REDUCELOGSUM), 1, 1u << 1, reduce_infer, reduce_run, NULL, 0, 0};
 const ptq_op_def ptq_op_ReduceLogSumExp = {PTQ_OP_TRAITS(REDUCELOGSUMEXP), 1, 1u << 1, reduce_infer, reduce_run, NULL,
-                                           0};
-const ptq_op_def ptq_op_ArgMax = {PTQ_OP_TRAITS(ARGMAX), 1, 0, argmax_infer, argmax_run, NULL, 0};
-const ptq_op_def ptq_op_ArgMin = {PTQ_OP_TRAITS(ARGMIN), 1, 0, argmax_infer, argmax_run, NULL, 0};
-const ptq_op_def ptq_op_CumSum = {PTQ_OP_TRAITS(CUMSUM), 11, 1u << 1, cumsum_infer, cumsum_run, NULL, 0};
+                                           0, 0};
+const ptq_op_def ptq_op_ArgMax = {PTQ_OP_TRAITS(ARGMAX), 1, 0, argmax_infer, argmax_run, NULL, 0, 0};
+const ptq_op_def ptq_op_ArgMin = {PTQ_OP_TRAITS(ARGMIN), 1, 0, argmax_infer, argmax_run, NULL, 0, 0};
+const ptq_op_def ptq_op_CumSum = {PTQ_OP_TRAITS(CUMSUM), 11, 1u << 1, cumsum_infer, cumsum_run, NULL, 0, 0};
 const ptq_op_def ptq_op_LayerNormalization = {PTQ_OP_TRAITS(LAYERNORMALIZATION), 17, 0, layernorm_infer,
-                                              layernorm_run, layernorm_run_cpu, 0};
+                                              layernorm_run, layernorm_run_cpu, 0, 0};

@@ -42,4 +42,4 @@ static ptq_status lrn_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_LRN = {PTQ_OP_TRAITS(LRN), 1, 0, lrn_infer, lrn_run, NULL, 0};
+const ptq_op_def ptq_op_LRN = {PTQ_OP_TRAITS(LRN), 1, 0, lrn_infer, lrn_run, NULL, 0, 0};

@@ -285,5 +285,5 @@ static ptq_status resize_run(ptq_ctx *ctx, const ptq_op_io *io)
 
 /* roi, scales and sizes (Resize) and scales (Upsample 9) are read on the host */
 const ptq_op_def ptq_op_Resize = {PTQ_OP_TRAITS(RESIZE), 10, 1u << 1 | 1u << 2 | 1u << 3, resize_infer, resize_run,
-                                  NULL, 0};
-const ptq_op_def ptq_op_Upsample = {PTQ_OP_TRAITS(UPSAMPLE), 7, 1u << 1, resize_infer, resize_run, NULL, 0};
+                                  NULL, 0, 0};
+const ptq_op_def ptq_op_Upsample = {PTQ_OP_TRAITS(UPSAMPLE), 7, 1u << 1, resize_infer, resize_run, NULL, 0, 0};

@@ -186,6 +186,6 @@ static ptq_status rnn_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_RNN = {PTQ_OP_TRAITS(RNN), 7, 0, rnn_infer, rnn_run, NULL, 0};
-const ptq_op_def ptq_op_GRU = {PTQ_OP_TRAITS(GRU), 7, 0, rnn_infer, rnn_run, NULL, 0};
-const ptq_op_def ptq_op_LSTM = {PTQ_OP_TRAITS(LSTM), 7, 0, rnn_infer, rnn_run, NULL, 0};
+const ptq_op_def ptq_op_RNN = {PTQ_OP_TRAITS(RNN), 7, 0, rnn_infer, rnn_run, NULL, 0, 0};
+const ptq_op_def ptq_op_GRU = {PTQ_OP_TRAITS(GRU), 7, 0, rnn_infer, rnn_run, NULL, 0, 0};
+const ptq_op_def ptq_op_LSTM = {PTQ_OP_TRAITS(LSTM), 7, 0, rnn_infer, rnn_run, NULL, 0, 0};

@@ -475,14 +475,15 @@ static ptq_status unsqueeze_infer(ptq_ctx *ctx, ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_Flatten = {PTQ_OP_TRAITS(FLATTEN), 1, 0, flatten_infer, copy_run, copy_run_cpu, 0};
-const ptq_op_def ptq_op_Reshape = {PTQ_OP_TRAITS(RESHAPE), 1, 1u << 1, reshape_infer, copy_run, copy_run_cpu, 0};
+const ptq_op_def ptq_op_Flatten = {PTQ_OP_TRAITS(FLATTEN), 1, 0, flatten_infer, copy_run, copy_run_cpu, 0, 0};
+const ptq_op_def ptq_op_Reshape = {PTQ_OP_TRAITS(RESHAPE), 1, 1u << 1, reshape_infer, copy_run, copy_run_cpu, 0, 0};
 const ptq_op_def ptq_op_Transpose = {PTQ_OP_TRAITS(TRANSPOSE), 1, 0, transpose_infer, transpose_run, transpose_run_cpu,
-                                      0};
-const ptq_op_def ptq_op_Concat = {PTQ_OP_TRAITS(CONCAT), 1, 0, concat_infer, concat_run, NULL, 0};
-const ptq_op_def ptq_op_Squeeze = {PTQ_OP_TRAITS(SQUEEZE), 1, 1u << 1, squeeze_infer, copy_run, copy_run_cpu, 0};
+                                      0, 0};
+const ptq_op_def ptq_op_Concat = {PTQ_OP_TRAITS(CONCAT), 1, 0, concat_infer, concat_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Squeeze = {PTQ_OP_TRAITS(SQUEEZE), 1, 1u << 1, squeeze_infer, copy_run, copy_run_cpu, 0, 0};
 const ptq_op_def ptq_op_Unsqueeze = {PTQ_OP_TRAITS(UNSQUEEZE), 1, 1u << 1, unsqueeze_infer, copy_run, copy_run_cpu,
-                                      0};
-const ptq_op_def ptq_op_Identity = {PTQ_OP_TRAITS(IDENTITY), 1, 0, identity_infer, copy_run, copy_run_cpu, 0};
-const ptq_op_def ptq_op_Dropout = {PTQ_OP_TRAITS(DROPOUT), 1, 1u << 1 | 1u << 2, dropout_infer, dropout_run, NULL, 0};
-const ptq_op_def ptq_op_Constant = {PTQ_OP_TRAITS(CONSTANT), 1, 0, constant_infer, constant_run, NULL, 0};
+                                      0, 0};
+const ptq_op_def ptq_op_Identity = {PTQ_OP_TRAITS(IDENTITY), 1, 0, identity_infer, copy_run, copy_run_cpu, 0, 0};
+const ptq_op_def ptq_op_Dropout = {PTQ_OP_TRAITS(DROPOUT), 1, 1u << 1 | 1u << 2, dropout_infer, dropout_run, NULL, 0,
+                                   0};
+const ptq_op_def ptq_op_Constant = {PTQ_OP_TRAITS(CONSTANT), 1, 0, constant_infer, constant_run, NULL, 0, 0};

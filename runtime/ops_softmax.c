@@ -51,7 +51,7 @@ static ptq_status softmax_run_cpu(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
-const ptq_op_def ptq_op_Softmax = {PTQ_OP_TRAITS(SOFTMAX), 1, 0, softmax_infer, softmax_run_ref, softmax_run_cpu, 0};
+const ptq_op_def ptq_op_Softmax = {PTQ_OP_TRAITS(SOFTMAX), 1, 0, softmax_infer, softmax_run_ref, softmax_run_cpu, 0, 0};
 
 static ptq_status log_softmax_run(ptq_ctx *ctx, const ptq_op_io *io)
 {
@@ -62,4 +62,4 @@ static ptq_status log_softmax_run(ptq_ctx *ctx, const ptq_op_io *io)
     return st;
 }
 
-const ptq_op_def ptq_op_LogSoftmax = {PTQ_OP_TRAITS(LOGSOFTMAX), 1, 0, softmax_infer, log_softmax_run, NULL, 0};
+const ptq_op_def ptq_op_LogSoftmax = {PTQ_OP_TRAITS(LOGSOFTMAX), 1, 0, softmax_infer, log_softmax_run, NULL, 0, 0};

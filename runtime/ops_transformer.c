@@ -541,21 +541,21 @@ static ptq_status mod_run(ptq_ctx *ctx, const ptq_op_io *io)
     return PTQ_OK;
 }
 
-const ptq_op_def ptq_op_Split = {PTQ_OP_TRAITS(SPLIT), 2, 1u << 1, split_infer, split_run, NULL, 0};
-const ptq_op_def ptq_op_Where = {PTQ_OP_TRAITS(WHERE), 9, 0, where_infer, where_run, NULL, 0};
-const ptq_op_def ptq_op_Expand = {PTQ_OP_TRAITS(EXPAND), 8, 1u << 1, expand_infer, expand_run, NULL, 0};
+const ptq_op_def ptq_op_Split = {PTQ_OP_TRAITS(SPLIT), 2, 1u << 1, split_infer, split_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Where = {PTQ_OP_TRAITS(WHERE), 9, 0, where_infer, where_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Expand = {PTQ_OP_TRAITS(EXPAND), 8, 1u << 1, expand_infer, expand_run, NULL, 0, 0};
 const ptq_op_def ptq_op_ConstantOfShape = {PTQ_OP_TRAITS(CONSTANTOFSHAPE), 9, 1u << 0, constant_of_shape_infer,
-                                           constant_of_shape_run, NULL, 0};
+                                           constant_of_shape_run, NULL, 0, 0};
 const ptq_op_def ptq_op_Range = {PTQ_OP_TRAITS(RANGE), 11, 1u << 0 | 1u << 1 | 1u << 2, range_infer, range_run,
-                                 NULL, 0};
-const ptq_op_def ptq_op_Equal = {PTQ_OP_TRAITS(EQUAL), 7, 0, compare_infer, compare_run, NULL, 0};
-const ptq_op_def ptq_op_Greater = {PTQ_OP_TRAITS(GREATER), 7, 0, compare_infer, compare_run, NULL, 0};
-const ptq_op_def ptq_op_Less = {PTQ_OP_TRAITS(LESS), 7, 0, compare_infer, compare_run, NULL, 0};
-const ptq_op_def ptq_op_GreaterOrEqual = {PTQ_OP_TRAITS(GREATEROREQUAL), 12, 0, compare_infer, compare_run, NULL, 0};
-const ptq_op_def ptq_op_LessOrEqual = {PTQ_OP_TRAITS(LESSOREQUAL), 12, 0, compare_infer, compare_run, NULL, 0};
-const ptq_op_def ptq_op_Mod = {PTQ_OP_TRAITS(MOD), 10, 0, mod_infer, mod_run, NULL, 0};
-const ptq_op_def ptq_op_Not = {PTQ_OP_TRAITS(NOT), 1, 0, not_infer, not_run, NULL, 0};
-const ptq_op_def ptq_op_And = {PTQ_OP_TRAITS(AND), 7, 0, logic_infer, logic_run, NULL, 0};
-const ptq_op_def ptq_op_Or = {PTQ_OP_TRAITS(OR), 7, 0, logic_infer, logic_run, NULL, 0};
-const ptq_op_def ptq_op_Xor = {PTQ_OP_TRAITS(XOR), 7, 0, logic_infer, logic_run, NULL, 0};
-const ptq_op_def ptq_op_Trilu = {PTQ_OP_TRAITS(TRILU), 14, 1u << 1, trilu_infer, trilu_run, NULL, 0};
+                                 NULL, 0, 0};
+const ptq_op_def ptq_op_Equal = {PTQ_OP_TRAITS(EQUAL), 7, 0, compare_infer, compare_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Greater = {PTQ_OP_TRAITS(GREATER), 7, 0, compare_infer, compare_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Less = {PTQ_OP_TRAITS(LESS), 7, 0, compare_infer, compare_run, NULL, 0, 0};
+const ptq_op_def ptq_op_GreaterOrEqual = {PTQ_OP_TRAITS(GREATEROREQUAL), 12, 0, compare_infer, compare_run, NULL, 0, 0};
+const ptq_op_def ptq_op_LessOrEqual = {PTQ_OP_TRAITS(LESSOREQUAL), 12, 0, compare_infer, compare_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Mod = {PTQ_OP_TRAITS(MOD), 10, 0, mod_infer, mod_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Not = {PTQ_OP_TRAITS(NOT), 1, 0, not_infer, not_run, NULL, 0, 0};
+const ptq_op_def ptq_op_And = {PTQ_OP_TRAITS(AND), 7, 0, logic_infer, logic_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Or = {PTQ_OP_TRAITS(OR), 7, 0, logic_infer, logic_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Xor = {PTQ_OP_TRAITS(XOR), 7, 0, logic_infer, logic_run, NULL, 0, 0};
+const ptq_op_def ptq_op_Trilu = {PTQ_OP_TRAITS(TRILU), 14, 1u << 1, trilu_infer, trilu_run, NULL, 0, 0};
