@@ -501,6 +501,24 @@ def resize(helper, TensorProto, numpy_helper):
          4, "the scales attribute (floats) is missing")
 
 
+def run_time_value_cases(what, m, tag):
+    """Model m ([N, 1, 28, 28] -> [N, 10]) with a value computed at run time that sets no shape: eval on cpu and ref
+    gives onnxruntime's logits on 8 images, info says it is supported, calibrate runs (into tag-cal.h5)."""
+    if not ONLY or ONLY in what:
+        import onnxruntime as ort
+        images, _ = fmnist_test(8)
+        want = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(
+            None, {"x": images.reshape(8, 1, 28, 28).astype(np.float32) / 255})[0]
+        for dev in ("cpu", "ref"):
+            case(f"{what}, eval --device {dev} matches onnxruntime",
+                 ["eval", "--model", m, "--data", J("good.h5"), "--limit", "8", "--device", dev,
+                  "--logits", J(f"{tag}-logits.npy")], 0,
+                 out_check=lambda out, err: np.allclose(np.load(J(f"{tag}-logits.npy")), want, rtol=1e-5, atol=1e-6))
+    case(f"{what}, info runs", ["info", m], 0, out_check=lambda out, err: "supported  yes" in out)
+    case(f"{what}, calibrate runs", ["calibrate", "--model", m, "--data", J("good.h5"), "--out", J(f"{tag}-cal.h5")],
+         0)
+
+
 def pad_computed(helper, TensorProto, numpy_helper):
     """Pad whose constant_value or pads come from the pixels: the constant (the batch's largest pixel) does not
     change the output's shape, so every command runs it with onnxruntime's logits; pads computed at run time
@@ -521,21 +539,7 @@ def pad_computed(helper, TensorProto, numpy_helper):
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits)
         return J(name)
 
-    m = model("pad_value.onnx", "value")
-    if not ONLY or ONLY in "onnx: Pad constant_value computed at run time":
-        import onnxruntime as ort
-        images, _ = fmnist_test(8)
-        want = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(
-            None, {"x": images.reshape(8, 1, 28, 28).astype(np.float32) / 255})[0]
-        for dev in ("cpu", "ref"):
-            case(f"onnx: Pad constant_value computed at run time, eval --device {dev} matches onnxruntime",
-                 ["eval", "--model", m, "--data", J("good.h5"), "--limit", "8", "--device", dev,
-                  "--logits", J("pad-logits.npy")], 0,
-                 out_check=lambda out, err: np.allclose(np.load(J("pad-logits.npy")), want, rtol=1e-5, atol=1e-6))
-    case("onnx: Pad constant_value computed at run time, info runs", ["info", m], 0,
-         out_check=lambda out, err: "supported  yes" in out)
-    case("onnx: Pad constant_value computed at run time, calibrate runs",
-         ["calibrate", "--model", m, "--data", J("good.h5"), "--out", J("pad-cal.h5")], 0)
+    run_time_value_cases("onnx: Pad constant_value computed at run time", model("pad_value.onnx", "value"), "pad")
     m = model("pad_pads.onnx", "pads")
     case("onnx: Pad pads computed at run time, calibrate refuses saying why",
          ["calibrate", "--model", m, "--data", J("good.h5"), "--out", J("pad-cal2.h5")], 5,
@@ -554,20 +558,7 @@ def clip_computed(helper, TensorProto, numpy_helper):
     onnx_model(J("clip_min.onnx"), nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits)
     m = J("clip_min.onnx")
-    if not ONLY or ONLY in "onnx: Clip min computed at run time":
-        import onnxruntime as ort
-        images, _ = fmnist_test(8)
-        want = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(
-            None, {"x": images.reshape(8, 1, 28, 28).astype(np.float32) / 255})[0]
-        for dev in ("cpu", "ref"):
-            case(f"onnx: Clip min computed at run time, eval --device {dev} matches onnxruntime",
-                 ["eval", "--model", m, "--data", J("good.h5"), "--limit", "8", "--device", dev,
-                  "--logits", J("clip-logits.npy")], 0,
-                 out_check=lambda out, err: np.allclose(np.load(J("clip-logits.npy")), want, rtol=1e-5, atol=1e-6))
-    case("onnx: Clip min computed at run time, info runs", ["info", m], 0,
-         out_check=lambda out, err: "supported  yes" in out)
-    case("onnx: Clip min computed at run time, calibrate runs",
-         ["calibrate", "--model", m, "--data", J("good.h5"), "--out", J("clip-cal.h5")], 0)
+    run_time_value_cases("onnx: Clip min computed at run time", m, "clip")
     case("onnx: Clip min computed at run time, plan runs",
          ["plan", J("clip-cal.h5"), "--model", m, "--out", J("clip-plan.json")], 0)
     case("onnx: Clip min computed at run time, validate runs",
