@@ -51,9 +51,9 @@ static const char calibrate_help[] =
     "                       --output is refused: calibration reads no logits, it observes every output)\n"
     "  --json               print the summary as JSON on stdout\n"
     "  --progress           force the progress line (default: only on a terminal)\n"
-    "  --profile            print the time per op type and in the observers on stderr (waits for the GPU\n"
-    "                       after each node and each tensor's observer, which slows the run), then the\n"
-    "                       command's timeline\n"
+    "  --profile            print the time per op type and in the observers on stderr, with the observers'\n"
+    "                       time on each op type's outputs (waits for the GPU after each node and each\n"
+    "                       tensor's observer, which slows the run), then the command's timeline\n"
     "\n"
     "Under mpirun or srun (MPI builds) the ranks share the work and rank 0 writes the same\n"
     "outputs one process would (README \"Running across GPUs\").\n";

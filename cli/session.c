@@ -258,11 +258,12 @@ static char *profile_table(const cli_session *s)
     const ptq_graph *g = s->graph;
     const char **ops = calloc((size_t)g->n_nodes + 1, sizeof *ops);
     double *secs = calloc((size_t)g->n_nodes + 1, sizeof *secs);
+    double *obs = calloc((size_t)g->n_nodes + 1, sizeof *obs);
     int *count = calloc((size_t)g->n_nodes + 1, sizeof *count);
-    char *out = malloc((size_t)g->n_nodes * 80 + 320);
+    char *out = malloc((size_t)g->n_nodes * 96 + 320);
     int n_ops = 0;
     double total = 0;
-    if (!ops || !secs || !count || !out) {
+    if (!ops || !secs || !obs || !count || !out) {
         free(out);
         out = NULL;
         goto done;
@@ -274,24 +275,28 @@ static char *profile_table(const cli_session *s)
         if (j == n_ops)
             ops[n_ops++] = g->nodes[k].op_type;
         secs[j] += ptq_exec_node_seconds(s->exec, k);
+        obs[j] += ptq_exec_node_tap_seconds(s->exec, k);
         count[j]++;
         total += ptq_exec_node_seconds(s->exec, k);
     }
     const double round_s = ptq_exec_round_seconds(s->exec), tap_s = ptq_exec_tap_seconds(s->exec);
     total += round_s + tap_s;
-    size_t used = (size_t)sprintf(out, "%-20s %6s %10s %7s\n", "op", "nodes", "ms", "share");
+    const int observed = tap_s >= 5e-5; /* a column of the observers' time on each op type's outputs */
+    size_t used = (size_t)sprintf(out, "%-20s %6s %10s %7s%s\n", "op", "nodes", "ms", "share",
+                                  observed ? "   observers ms" : "");
     for (int r = 0; r < n_ops; r++) {
         int best = r;
         for (int j = r + 1; j < n_ops; j++)
             if (secs[j] > secs[best])
                 best = j;
         const char *o = ops[best];
-        double t = secs[best];
+        double t = secs[best], ob = obs[best];
         int c = count[best];
-        ops[best] = ops[r], secs[best] = secs[r], count[best] = count[r];
-        ops[r] = o, secs[r] = t, count[r] = c;
-        used += (size_t)sprintf(out + used, "%-20.20s %6d %10.1f %6.1f%%\n", o, c, 1e3 * t,
+        ops[best] = ops[r], secs[best] = secs[r], obs[best] = obs[r], count[best] = count[r];
+        ops[r] = o, secs[r] = t, obs[r] = ob, count[r] = c;
+        used += (size_t)sprintf(out + used, "%-20.20s %6d %10.1f %6.1f%%", o, c, 1e3 * t,
                                 total > 0 ? 100 * t / total : 0.0);
+        used += (size_t)(observed ? sprintf(out + used, " %15.1f\n", 1e3 * ob) : sprintf(out + used, "\n"));
     }
     const char *extra_name[2] = {"(plan rounding)", "(observers)"};
     const double extra_s[2] = {round_s, tap_s};
@@ -303,6 +308,7 @@ static char *profile_table(const cli_session *s)
 done:
     free(ops);
     free(secs);
+    free(obs);
     free(count);
     return out;
 }

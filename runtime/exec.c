@@ -127,6 +127,7 @@ struct ptq_exec {
     double *vb_1, *vb_per; /* [n_values] bytes at batch 1 and per further sample, or NULL (dim 0 is the batch) */
     int n_fallback;
     double *node_s;     /* [g->n_nodes] seconds spent in each node's kernels, summed over runs */
+    double *node_tap_s; /* [g->n_nodes] seconds in the taps of each node's outputs (with params.profile) */
     double round_s, tap_s; /* with params.profile: seconds in the plan's rounding and in the taps, summed */
     /* Conv -> Add -> Relu chains run as one kernel (run_epilogue), per Conv node k:
      * epi_add[k] / epi_relu[k] the Add and Relu (or, on the host, Clip) nodes (-1: none), epi_z[k] the Add's other
@@ -458,7 +459,8 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     e->p.tap = NULL;
     e->tap_skip = -1;
     e->slots = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *e->slots);
-    e->node_s = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *e->node_s);
+    e->node_s = calloc(2 * (size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *e->node_s);
+    e->node_tap_s = e->node_s ? e->node_s + (g->n_nodes ? g->n_nodes : 1) : NULL;
     if (!e->slots || !e->node_s) {
         st = ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
         goto fail;
@@ -872,7 +874,9 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
         PTQ_TRY(st, profile_split(ctx, e, &t0, &e->round_s), done);
         for (int t = 0; t < e->n_taps && n->outputs[i] != e->tap_skip; t++)
             PTQ_TRY(st, e->taps[t].fn(e->taps[t].user, ctx, g, k, n->outputs[i], &outs[i]), done);
+        const double tap_before = e->tap_s;
         PTQ_TRY(st, profile_split(ctx, e, &t0, &e->tap_s), done);
+        e->node_tap_s[k] += e->tap_s - tap_before;
     }
     for (int i = 0; i < n->n_inputs; i++) {
         if (n->inputs[i] < 0)
@@ -1155,7 +1159,9 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
                                add && add->inputs[0] == z, r >= 0, out.data, ptq_tensor_numel(&cv));
     if (st == PTQ_OK && e->p.profile)
         st = e->dev->sync(e->dev, ctx);
-    e->tap_s += ptq_clock_s() - t0;
+    const double chain_s = ptq_clock_s() - t0;
+    e->tap_s += chain_s;
+    e->node_tap_s[k] += chain_s;
     if (st != PTQ_OK)
         return st;
     PTQ_TRY_RET(apply_round(ctx, e, y, &out));
@@ -1883,6 +1889,16 @@ double ptq_exec_node_seconds(const ptq_exec *e, int node_index)
     double s = e->node_s[node_index]; /* with the lanes' passes beside e's (run_lanes) */
     for (int w = 1; w < e->n_lanes; w++)
         s += e->lanes[w] ? e->lanes[w]->node_s[node_index] : 0.0;
+    return s;
+}
+
+double ptq_exec_node_tap_seconds(const ptq_exec *e, int node_index)
+{
+    if (node_index < 0 || node_index >= e->g->n_nodes)
+        return 0.0;
+    double s = e->node_tap_s[node_index];
+    for (int w = 1; w < e->n_lanes; w++)
+        s += e->lanes[w] ? e->lanes[w]->node_tap_s[node_index] : 0.0;
     return s;
 }
 

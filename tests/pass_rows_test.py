@@ -210,6 +210,22 @@ def gather_error_model(path):
                         numpy_helper.from_array(np.arange(4 * D, dtype=np.float32).reshape(4, D), "table")], D)
 
 
+def profile_observer_column(what, err):
+    """calibrate --profile's op table gives each op type's observer time; they add up to the (observers) row."""
+    rows, total = {}, None
+    for line in err.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[3].endswith("%") and f[1].isdigit():
+            rows[f[0]] = float(f[4])
+        elif len(f) == 3 and f[0] == "(observers)":
+            total = float(f[1])
+    # one decimal each: the column's sum within 0.05 ms a row of the total's
+    ok = total is not None and len(rows) > 3 and abs(sum(rows.values()) - total) <= 0.05 * (len(rows) + 1) and \
+        max(rows.values()) > 0
+    check(f"{what} calibrate --profile: an observers column per op type ({len(rows)} rows) adding up to the "
+          f"(observers) row ({total})", ok, "" if ok else err[-1500:])
+
+
 def main():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((N, D)).astype(np.float32)
@@ -326,6 +342,8 @@ def main():
                 rc, _, err = ptq("calibrate", "--model", m, "--data", d, "--out", out, "--profile", "--threads",
                                  threads, env=env)
                 archives[(rows, threads)] = open(out, "rb").read() if rc == 0 else None
+                if (rows, threads) == ("0", "1"):
+                    profile_observer_column(what, err)
                 # the default on three threads times whole batches first: these sets are one batch, which runs whole
                 side = threads != "1" and rows != ""
                 ok = rc == 0 and (("passes" in err) == (rows != "0" and (rows, threads) != ("", "3"))) and \

@@ -172,6 +172,9 @@ PTQ_API double ptq_exec_node_seconds(const ptq_exec *e, int node_index);
  * summed over all runs so far; 0 without it. */
 PTQ_API double ptq_exec_round_seconds(const ptq_exec *e);
 PTQ_API double ptq_exec_tap_seconds(const ptq_exec *e);
+/* With params.profile: the part of ptq_exec_tap_seconds spent on node
+ * node_index's outputs (a fused Conv chain's observers count as the Conv's). */
+PTQ_API double ptq_exec_node_tap_seconds(const ptq_exec *e, int node_index);
 /* Allocations the executor made (host and device, buffers and copies) since
  * it was created: steady runs of one batch size add none. */
 PTQ_API int64_t ptq_exec_n_allocs(const ptq_exec *e);
