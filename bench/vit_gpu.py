@@ -61,12 +61,15 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="no GPU: everything on the CPU (use tiny sizes)")
     ap.add_argument("--variant", action="append", default=[], metavar="VAR=VALUE",
                     help="also time ptq eval (and its profile) with VAR=VALUE in the environment")
+    ap.add_argument("--work", help="make the model and images in this folder and keep them (default: a temporary "
+                    "folder)")
     a = ap.parse_args()
     if not a.smoke and not torch.cuda.is_available():
         sys.exit("vit_gpu: PyTorch sees no GPU")
     dev_name = "cpu" if a.smoke else "cuda"
 
-    tmp = tempfile.mkdtemp(prefix="ptq-vit-")
+    tmp = a.work or tempfile.mkdtemp(prefix="ptq-vit-")
+    os.makedirs(tmp, exist_ok=True)
     onnx_path, h5_path = os.path.join(tmp, "vit_b_16.onnx"), os.path.join(tmp, "images.h5")
     torch.manual_seed(0)
     net = torchvision.models.vit_b_16().eval()
