@@ -61,6 +61,8 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="no GPU: everything on the CPU (use tiny sizes)")
     ap.add_argument("--variant", action="append", default=[], metavar="VAR=VALUE",
                     help="also time ptq eval (and its profile) with VAR=VALUE in the environment")
+    ap.add_argument("--calib-variant", action="append", default=[], metavar="VAR=VALUE",
+                    help="also time ptq calibrate --math tf32 (and its profile) with VAR=VALUE in the environment")
     ap.add_argument("--work", help="make the model and images in this folder and keep them (default: a temporary "
                     "folder)")
     a = ap.parse_args()
@@ -103,6 +105,18 @@ def main():
         vprof = subprocess.run([a.ptq, "eval", *common, "--profile"], capture_output=True, text=True)
         del os.environ[var]
         variants.append((v, vev, vrates, vprof))
+    calib_variants = []
+    for v in a.calib_variant:
+        var, _, value = v.partition("=")
+        os.environ[var] = value
+        vcal, vrates = best_json([a.ptq, "calibrate", *common, "--math", "tf32", "--out",
+                                  os.path.join(tmp, "calib-v.h5"), "--json"], a.repeat)
+        vprof = subprocess.run([a.ptq, "calibrate", *common, "--math", "tf32", "--out",
+                                os.path.join(tmp, "calib-vp.h5"), "--profile"], capture_output=True, text=True)
+        del os.environ[var]
+        same = open(os.path.join(tmp, "calib-v.h5"), "rb").read() == open(os.path.join(tmp, "calib-tf32.h5"),
+                                                                          "rb").read()
+        calib_variants.append((v, vcal, vrates, vprof, same))
 
     torch.backends.cudnn.benchmark = True
     dev = torch.device(dev_name)
@@ -171,6 +185,14 @@ def main():
                  f"ptq eval FP32 with `{v}`: {vev['images_per_s']:.0f} img/s all batches, {steady(vev):.0f} after "
                  f"the first ({', '.join(f'{r:.0f}' for r in vrates)}), {steady(vev) / t_fp32:.2f}x PyTorch FP32",
                  "", f"`ptq eval --profile` with `{v}` (exit {vprof.returncode}):", "", "```",
+                 *vprof.stderr.strip().splitlines(), "```"]
+    for v, vcal, vrates, vprof, same in calib_variants:
+        text += ["", f"## Calibration variant {v}", "",
+                 f"ptq calibrate --math tf32 with `{v}`: {vcal['images_per_s']:.0f} img/s all batches, "
+                 f"{steady(vcal):.0f} after the first ({', '.join(f'{r:.0f}' for r in vrates)}), "
+                 f"{steady(vcal) / t_tf32:.2f}x PyTorch TF32; archive "
+                 f"{'the same bytes as' if same else 'DIFFERS from'} the default's", "",
+                 f"`ptq calibrate --math tf32 --profile` with `{v}` (exit {vprof.returncode}):", "", "```",
                  *vprof.stderr.strip().splitlines(), "```"]
     write_result(a.out, text)
 

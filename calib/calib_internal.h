@@ -36,6 +36,8 @@ struct ptq_calib_set {
      * batch of batch_n samples as at the batch of the graph's inferred shapes, batch_shapes. A tapped value's
      * batch is the samples of the executor's run that made it (a pass over part of the batch on the CPU). */
     int64_t *numel_shapes;     /* [n] elements at batch_shapes, -1 when unknown; NULL when read from a file */
+    float *fetched;            /* host room for such a tensor made on the GPU, observed on the host: [fetched_cap] */
+    int64_t fetched_cap;
     /* The output of a Reshape, Flatten, Squeeze, Unsqueeze, Identity or Transpose holds its input's values in
      * another order: its min, max, counts and histogram are its input's. alias_of[i] is the observed tensor whose
      * observer stands for tensor i (the first of such a chain), which is then not observed itself: ptq_calib_set_sync

@@ -44,6 +44,7 @@ void ptq_calib_set_free(ptq_calib_set *s)
     free(s->value_index);
     free(s->index_of_value);
     free(s->numel_shapes);
+    free(s->fetched);
     free(s->alias_of);
     for (int i = 0; i < s->n_sources; i++) {
         free(s->sources[i].name);
@@ -502,15 +503,26 @@ static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_t
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor '%s' is on the GPU but the calibration set is not bound to "
                         "its executor: call ptq_calib_set_bind after ptq_exec_create, before the first run",
                         s->names[i]);
-    if (t->mem != PTQ_MEM_HOST && !s->dev_obs[i])
-        PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
     ptq_observer *host = NULL;
-    if (t->mem == PTQ_MEM_HOST)
+    if (t->mem == PTQ_MEM_HOST || copies > 1)
         PTQ_TRY_RET(host_observer(ctx, s, i, &host));
-    for (int64_t c = 0; c < copies; c++) /* once per sample: see numel_shapes */
-        PTQ_TRY_RET(t->mem == PTQ_MEM_HOST ? ptq_observer_update(ctx, host, t->data, n)
-                                           : ptq_observer_dev_update(ctx, s->dev_obs[i], t->data, n));
-    return PTQ_OK;
+    if (t->mem == PTQ_MEM_HOST) /* once per sample: see numel_shapes */
+        return ptq_observer_update_copies(ctx, host, t->data, n, copies);
+    if (copies > 1) { /* on the host, in one update, not copies passes on the GPU (sync folds the two together) */
+        if (n > s->fetched_cap) {
+            float *more = realloc(s->fetched, (size_t)n * sizeof *more);
+            if (!more)
+                return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory copying tensor '%s' (%lld values) to the host",
+                                s->names[i], (long long)n);
+            s->fetched = more;
+            s->fetched_cap = n;
+        }
+        PTQ_TRY_RET(ptq_observer_dev_fetch(ctx, s->cuda, s->fetched, t->data, n));
+        return ptq_observer_update_copies(ctx, host, s->fetched, n, copies);
+    }
+    if (!s->dev_obs[i])
+        PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
+    return ptq_observer_dev_update(ctx, s->dev_obs[i], t->data, n);
 }
 
 /* A set observes the graph it was created for; one read from an archive observes none. */

@@ -3,6 +3,7 @@
  * by summing groups of 2^k bins. Batches run through kernels/cpu/observe.c.
  * Covered by tests/test_observer.c. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,31 @@ ptq_status ptq_observer_update(ptq_ctx *ctx, ptq_observer *obs, const float *x, 
     }
     ptq_observe_stats_combine(&obs->st, &b);
     return PTQ_OK;
+}
+
+ptq_status ptq_observer_update_copies(ptq_ctx *ctx, ptq_observer *obs, const float *x, int64_t n, int64_t copies)
+{
+    if (copies < 0 || (n > 0 && copies > INT64_MAX / 4 / n))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "observer update: %lld copies of %lld values is out of range",
+                        (long long)copies, (long long)n);
+    if (copies <= 1)
+        return copies ? ptq_observer_update(ctx, obs, x, n) : PTQ_OK;
+    /* one copy into an empty observer, its counts times copies, merged: each copy after the first bins at the
+     * range the first one set, and a merge rebins exactly (ptq_observer_merge) */
+    ptq_observer *one = NULL;
+    PTQ_TRY_RET(ptq_observer_init(ctx, obs->n_bins, &one));
+    ptq_status st = ptq_observer_update(ctx, one, x, n);
+    if (st == PTQ_OK) {
+        for (int64_t i = 0; i < one->n_bins; i++)
+            one->hist[i] *= copies;
+        one->st.count *= copies;
+        one->st.n_zero *= copies;
+        one->st.n_nan *= copies;
+        one->st.n_inf *= copies;
+        st = ptq_observer_merge(ctx, obs, one);
+    }
+    ptq_observer_free(one);
+    return st;
 }
 
 ptq_status ptq_observer_merge(ptq_ctx *ctx, ptq_observer *dst, const ptq_observer *src)

@@ -32,6 +32,15 @@ ptq_status ptq_observer_dev_read(ptq_ctx *ctx, ptq_observer_dev *od, ptq_observe
     return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "device observer: ptq was built without CUDA");
 }
 
+ptq_status ptq_observer_dev_fetch(ptq_ctx *ctx, ptq_cuda_dev *d, float *dst, const float *x, int64_t n)
+{
+    (void)d;
+    (void)dst;
+    (void)x;
+    (void)n;
+    return ptq_fail(ctx, PTQ_ERR_NO_DEVICE, "device observer: ptq was built without CUDA");
+}
+
 void *ptq_observer_dev_state(ptq_observer_dev *od)
 {
     (void)od;
@@ -124,6 +133,14 @@ ptq_status ptq_observer_dev_read(ptq_ctx *ctx, ptq_observer_dev *od, ptq_observe
     }
     free(hist);
     return st;
+}
+
+ptq_status ptq_observer_dev_fetch(ptq_ctx *ctx, ptq_cuda_dev *d, float *dst, const float *x, int64_t n)
+{
+    if (n < 0 || (n > 0 && (!x || !dst)))
+        return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "device observer fetch: bad tensor (%lld values at %p)",
+                        (long long)n, (const void *)x);
+    return ptq_cuda_download(ctx, d, dst, x, (size_t)n * sizeof *dst);
 }
 
 void *ptq_observer_dev_state(ptq_observer_dev *od)

@@ -25,6 +25,11 @@ ptq_status ptq_observer_dev_init(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n_bins, 
  * error from here leaves od's state unknown: free it. */
 ptq_status ptq_observer_dev_update(ptq_ctx *ctx, ptq_observer_dev *od, const float *x, int64_t n);
 
+/* Waits for d's stream, then copies x: [n] float32 in device memory into
+ * dst: [n] on the host (a small tensor the host observes instead:
+ * calib_set.c's copies). */
+ptq_status ptq_observer_dev_fetch(ptq_ctx *ctx, ptq_cuda_dev *d, float *dst, const float *x, int64_t n);
+
 /* Waits, downloads, and makes dst's state equal to everything od saw (dst
  * has od's n_bins, else PTQ_ERR_INVALID_ARG and dst is left as it was). */
 ptq_status ptq_observer_dev_read(ptq_ctx *ctx, ptq_observer_dev *od, ptq_observer *dst);

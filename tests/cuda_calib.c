@@ -7,7 +7,8 @@
  * executor as the calibrate command taps it (device observer states
  * offered, so Conv -> Add -> Relu chains are observed in one pass each),
  * must hold the same observers, and that executor's logits must equal the
- * first's bit for bit. Exit 77 without a GPU. */
+ * first's bit for bit. Then the text encoder, whose positional slice has no
+ * batch dimension (check_batchless). Exit 77 without a GPU. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,81 @@ static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, in
     b->copied++;
     free(h.data);
     return st;
+}
+
+/* Whether set a's observer i is bit-identical to set b's. */
+static int same_observer(const ptq_calib_set *a, const ptq_calib_set *b, int64_t i)
+{
+    const ptq_observer *oa = ptq_calib_set_observer(a, i), *ob = ptq_calib_set_observer(b, i);
+    ptq_observer_stats sa, sb;
+    ptq_observer_get_stats(oa, &sa);
+    ptq_observer_get_stats(ob, &sb);
+    return memcmp(&sa, &sb, sizeof sa) == 0 && ptq_observer_exponent(oa) == ptq_observer_exponent(ob) &&
+           memcmp(ptq_observer_hist(oa), ptq_observer_hist(ob), (size_t)ptq_observer_n_bins(oa) * sizeof(int64_t)) ==
+               0;
+}
+
+/* The text encoder's /Slice_output_0 (a positional slice [1, L, 64]: no batch dimension) is made on the GPU and
+ * counted once per sample: copied to the host and observed there in one weighted update (calib_set.c's copies),
+ * not once a sample on the GPU. Its observer and every other must equal a host set's fed host copies, its count
+ * the samples times L * 64. */
+static void check_batchless(void)
+{
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    ptq_graph *g = test_load_model("cuda_calib", "text_encoder.onnx");
+    if (!g)
+        return;
+    const int64_t L = 9, sizes[] = {5, 1, 12};
+    for (int k = 0; k < g->n_inputs; k++)
+        g->values[g->inputs[k]].dims[1] = L; /* as the session binds the data's sequence length */
+    CHECK_MSG(ptq_graph_infer_shapes(&ctx, g, 1) == PTQ_OK, "%s", ctx.msg);
+    both b = {0};
+    ptq_exec_params p = {PTQ_DEVICE_CUDA, 0, tap, &b, 0, PTQ_MATH_FP32};
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.dev_set) == PTQ_OK);
+    CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &b.host_set) == PTQ_OK);
+    CHECK_MSG(ptq_exec_create(&ctx, g, &p, &b.e) == PTQ_OK, "%s", ctx.msg);
+    if (!b.e || !b.dev_set || !b.host_set)
+        goto done;
+    CHECK(ptq_calib_set_bind(&ctx, b.dev_set, b.e) == PTQ_OK);
+    int64_t total = 0;
+    test_rand_seed(9);
+    for (int r = 0; r < 3; r++) {
+        const int64_t n = sizes[r];
+        int64_t *ids = malloc((size_t)(2 * n * L) * sizeof *ids), *mask = ids + n * L;
+        for (int64_t j = 0; j < n * L; j++) {
+            ids[j] = 2 + (int64_t)(test_rand_u64() % 48);
+            mask[j] = j % L < 1 + (j / L) % L; /* sample j / L holds its first 1 + (j / L) % L tokens */
+        }
+        ptq_tensor in[2] = {{PTQ_DT_INT64, 2, {n, L}, ids, PTQ_MEM_HOST, 0},
+                            {PTQ_DT_INT64, 2, {n, L}, mask, PTQ_MEM_HOST, 0}};
+        ptq_tensor out;
+        b.dev_set->batch_n = b.host_set->batch_n = n; /* as calib/calib_consumer.c sets it */
+        CHECK_MSG(ptq_exec_run(&ctx, b.e, in, &out) == PTQ_OK, "%s", ctx.msg);
+        total += n;
+        free(ids);
+    }
+    CHECK_MSG(ptq_calib_set_sync(&ctx, b.dev_set) == PTQ_OK, "%s", ctx.msg);
+    CHECK(ptq_calib_set_sync(&ctx, b.host_set) == PTQ_OK);
+    int differ = 0;
+    for (int64_t i = 0; i < ptq_calib_set_n_tensors(b.dev_set); i++) {
+        const int same = same_observer(b.dev_set, b.host_set, i);
+        CHECK_MSG(same, "text encoder, tensor %s: device and host observers differ", ptq_calib_set_name(b.dev_set, i));
+        differ += !same;
+    }
+    const int64_t slice = ptq_calib_set_find(b.dev_set, "/Slice_output_0");
+    ptq_observer_stats s = {0};
+    if (slice >= 0)
+        ptq_observer_get_stats(ptq_calib_set_observer(b.dev_set, slice), &s);
+    printf("cuda_calib: text encoder, %lld observers compared, %d differ (must be 0); /Slice_output_0 counted %lld "
+           "(must be %lld samples x %lld x 64)\n", (long long)ptq_calib_set_n_tensors(b.dev_set), differ,
+           (long long)s.count, (long long)total, (long long)L);
+    CHECK(slice >= 0 && s.count == total * L * 64 && s.n_binned > 0);
+done:
+    ptq_exec_free(b.e);
+    ptq_calib_set_free(b.dev_set);
+    ptq_calib_set_free(b.host_set);
+    ptq_graph_free(g);
 }
 
 int main(void)
@@ -149,6 +225,7 @@ int main(void)
     ptq_calib_set_free(b.dev_set);
     ptq_calib_set_free(b.host_set);
     ptq_graph_free(g);
+    check_batchless();
     return test_done("cuda_calib");
 }
 

@@ -454,12 +454,47 @@ static void check_property(data_set kind, int64_t n_bins, const int *pools, int 
     free(x);
 }
 
+/* ptq_observer_update_copies(x, c) is c updates with x: before any value, below, inside and beyond the range
+ * held, with zeros, -0, NaN and Inf; 0 copies observes nothing; a count past 2^61 is refused. */
+static void check_copies(void)
+{
+    static const float x[] = {0.3f, -0.0f, 0.0f, NAN, INFINITY, -1.5f, 0x1p-20f, 0.7f, -0.01f};
+    static const float before[][2] = {{0.0f, 0.0f}, {1e-3f, -2e-3f}, {100.0f, -0.5f}, {3.0f, NAN}};
+    const int64_t n = (int64_t)(sizeof x / sizeof x[0]);
+    ptq_ctx ctx;
+    ptq_ctx_init(&ctx);
+    for (int b = 0; b < 4; b++) {
+        for (int64_t copies = 0; copies <= 130; copies += copies < 3 ? 1 : 127) {
+            ptq_observer *got = make(4096), *want = make(4096);
+            const int64_t n_before = b == 0 ? 0 : 2;
+            feed(got, before[b], n_before);
+            feed(want, before[b], n_before);
+            CHECK(ptq_observer_update_copies(&ctx, got, x, n, copies) == PTQ_OK);
+            for (int64_t c = 0; c < copies; c++)
+                feed(want, x, n);
+            char label[64];
+            snprintf(label, sizeof label, "copies %lld after set %d", (long long)copies, b);
+            same_state(label, got, want);
+            ptq_observer_free(got);
+            ptq_observer_free(want);
+        }
+    }
+    ptq_observer *o = make(4096);
+    CHECK(ptq_observer_update_copies(&ctx, o, x, n, (int64_t)1 << 60) == PTQ_ERR_INVALID_ARG);
+    CHECK(ptq_observer_update_copies(&ctx, o, x, n, -1) == PTQ_ERR_INVALID_ARG);
+    ptq_observer_stats s;
+    ptq_observer_get_stats(o, &s);
+    CHECK(s.count == 0);
+    ptq_observer_free(o);
+}
+
 int main(void)
 {
     const int saved_workers = ptq_par_workers();
     check_init();
     check_hand_cases();
     check_merge_basics();
+    check_copies();
     static const int pools[] = {1, 3, 8};
     for (int k = 0; k < N_SETS; k++)
         check_property((data_set)k, 4096, pools, 3);

@@ -47,6 +47,13 @@ PTQ_API void ptq_observer_free(ptq_observer *obs);
  * and a batch reaching past the range a second read for the values beyond. */
 PTQ_API ptq_status ptq_observer_update(ptq_ctx *ctx, ptq_observer *obs, const float *x, int64_t n);
 
+/* The same state as copies calls of ptq_observer_update with x (a tensor
+ * that does not depend on the sample, counted once for each sample of a
+ * batch), in one read of x. copies 0 observes nothing; n * copies must stay
+ * below 2^61. */
+PTQ_API ptq_status ptq_observer_update_copies(ptq_ctx *ctx, ptq_observer *obs, const float *x, int64_t n,
+                                              int64_t copies);
+
 /* dst += src, exactly: the histogram with the smaller range is regrown to
  * the larger one, counts add, min/max combine. Different bin counts give
  * PTQ_ERR_INVALID_ARG naming both, and dst is left as it was. */
