@@ -73,6 +73,9 @@ ptq_status ptq_exec_tap_dev_state(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, voi
 int64_t ptq_exec_n_channels_last(const ptq_exec *e);
 /* Chains run so (run_observed_chain), over e's life. */
 int64_t ptq_exec_n_observed_chains(const ptq_exec *e);
+/* Reshape, Flatten, Squeeze, Unsqueeze and Identity nodes on the GPU whose output took its input's buffer over
+ * (the input's last reader; no copy), over all runs so far; PTQ_VIEW_ALIAS=0 at create turns it off. */
+int64_t ptq_exec_n_view_handovers(const ptq_exec *e);
 
 /* The GPU context e's device tensors live on (for observers that run their
  * own kernels on the same stream), or NULL when e runs on the host. */

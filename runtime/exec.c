@@ -68,6 +68,8 @@ typedef struct slot {
     int is_const;       /* initializer or constant: host copy borrowed, device copy kept across runs */
     int producer;       /* node index, -1 for graph inputs and constants */
     int death;          /* the step after which no node reads it */
+    int heir;           /* the value that took over its device buffer (take_buffer), or -1: the plan keeps that
+                           buffer's place until the heir's death */
     int keep;           /* keep a copy after each full run */
     live lv[N_MEM];
     /* the kept copy: in the memory the value was produced in */
@@ -137,6 +139,8 @@ struct ptq_exec {
     unsigned char *ran_early; /* [g->n_nodes] 1: already run in an earlier node's epilogue this run */
     int64_t n_epilogue;       /* chains run so */
     int64_t n_observed_chain; /* chains run by run_observed_chain */
+    int view_alias;           /* 0 under PTQ_VIEW_ALIAS=0 (read at create): view ops on the GPU always copy */
+    int64_t n_view_handover;  /* device buffers handed from a view op's input to its output (view_source) */
     ptq_op_frame frame;       /* run_node's views, grown to the largest node */
     unsigned char *nhwc;      /* [g->n_values] 1: stored channels last on the device (plan_layout) */
     int64_t n_nhwc;
@@ -499,8 +503,12 @@ ptq_status ptq_exec_create(ptq_ctx *ctx, const ptq_graph *g, const ptq_exec_para
     }
     for (int i = 0; i < g->n_outputs; i++)
         e->slots[g->outputs[i]].refs_total++;
-    for (int v = 0; v < g->n_values; v++)
+    for (int v = 0; v < g->n_values; v++) {
         e->slots[v].death = e->slots[v].producer + 1;
+        e->slots[v].heir = -1;
+    }
+    const char *view_env = getenv("PTQ_VIEW_ALIAS");
+    e->view_alias = !(view_env && view_env[0] == '0');
     for (int k = 0; k < g->n_nodes; k++)
         for (int i = 0; i < g->nodes[k].n_inputs; i++)
             if (g->nodes[k].inputs[i] >= 0 && e->slots[g->nodes[k].inputs[i]].death < k + 1)
@@ -795,6 +803,33 @@ static ptq_status output_fits(ptq_ctx *ctx, const ptq_exec *e, const ptq_node *n
     return ptq_memory_check(ctx, (uint64_t)ptq_tensor_bytes(y), what);
 }
 
+/* The input value whose device buffer node k's output 0 may take over instead of a copy, or -1: node k is a
+ * Reshape, Flatten, Squeeze, Unsqueeze or Identity run on the GPU (its output is its input's bytes), the last
+ * reader of an input that is computed (no constant, no caller's data), not kept, and as large. The plan must
+ * know of the takeover (heir) unless the buffer is outside it; a new one waits for the next plan. */
+static int view_source(ptq_exec *e, int k, const ptq_tensor *out0)
+{
+    const ptq_node *n = &e->g->nodes[k];
+    if (!e->view_alias || n->n_inputs < 1 || n->n_outputs < 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+        return -1;
+    if (!node_is(e, k, PTQ_OP_RESHAPE) && !node_is(e, k, PTQ_OP_FLATTEN) && !node_is(e, k, PTQ_OP_SQUEEZE) &&
+        !node_is(e, k, PTQ_OP_UNSQUEEZE) && !node_is(e, k, PTQ_OP_IDENTITY))
+        return -1;
+    const int v = n->inputs[0];
+    slot *in = &e->slots[v];
+    if (in->is_const || in->keep || in->refs != 1 || !in->ptr[MEM_DEV] || in->borrowed[MEM_DEV] ||
+        ptq_tensor_bytes(&in->meta) != ptq_tensor_bytes(out0) || in->cap[MEM_DEV] < ptq_tensor_bytes(out0))
+        return -1;
+    if (in->heir != n->outputs[0]) {
+        in->heir = n->outputs[0];
+        if (!in->from_pool[MEM_DEV]) { /* in the arena, whose plan did not know: copy this run, plan again */
+            e->replan = 1;
+            return -1;
+        }
+    }
+    return v;
+}
+
 static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
 {
     ptq_status st = PTQ_OK;
@@ -844,6 +879,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
             PTQ_TRY(st, input_view(ctx, e, n->inputs[i], m, &in[i]), done);
     for (int i = 0; m == MEM_HOST && i < n->n_outputs; i++)
         PTQ_TRY(st, output_fits(ctx, e, n, i, &outs[i]), done);
+    const int from = m == MEM_DEV && b == e->dev && !by_overlay ? view_source(e, k, &outs[0]) : -1;
     for (int i = 0; i < n->n_outputs; i++) {
         const int v = n->outputs[i];
         if (v < 0) { /* an omitted output still gets room to be written */
@@ -855,7 +891,18 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
         slot_release(e, s);
         s->meta = outs[i];
         s->meta.data = NULL;
-        PTQ_TRY(st, slot_alloc(ctx, e, s, m), done);
+        if (i == 0 && from >= 0) { /* the input's buffer, handed over: the copy below finds source = destination */
+            slot *src = &e->slots[from];
+            s->ptr[m] = src->ptr[m];
+            s->cap[m] = src->cap[m];
+            s->from_pool[m] = src->from_pool[m];
+            src->ptr[m] = NULL;
+            src->cap[m] = 0;
+            src->from_pool[m] = 0; /* in[0] still points at the bytes, under the input's dims */
+            e->n_view_handover++;
+        } else {
+            PTQ_TRY(st, slot_alloc(ctx, e, s, m), done);
+        }
         outs[i] = slot_view(s, m);
     }
     double t0 = ptq_clock_s();
@@ -899,6 +946,17 @@ done:
 /* Sizes of the arena of memory m from the recorded lifetimes: each buffer,
  * largest first, goes to the lowest offset where it overlaps no buffer
  * placed before it whose lifetime meets its own. */
+/* The step after which value v's buffer in memory m is free: its own death, or on the device its heirs' (a
+ * Reshape that took the buffer over lives on in it). */
+static int plan_death(const ptq_exec *e, int v, int m)
+{
+    int death = e->slots[v].death;
+    for (int h = e->slots[v].heir, guard = 0; m == MEM_DEV && h >= 0 && guard < e->g->n_values; h = e->slots[h].heir,
+             guard++)
+        death = e->slots[h].death > death ? e->slots[h].death : death;
+    return death;
+}
+
 static ptq_status plan_memory(ptq_ctx *ctx, ptq_exec *e, int m)
 {
     const ptq_graph *g = e->g;
@@ -925,13 +983,13 @@ static ptq_status plan_memory(ptq_ctx *ctx, ptq_exec *e, int m)
     size_t total = 0;
     for (int i = 0; i < n; i++) {
         live *lv = &e->slots[order[i]].lv[m];
-        const int death = e->slots[order[i]].death;
+        const int death = plan_death(e, order[i], m);
         size_t need = (lv->bytes + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1), offset = 0;
         for (int moved = 1; moved;) { /* first fit among the placed buffers alive at the same time */
             moved = 0;
             for (int j = 0; j < n_placed; j++) {
                 const live *o = &e->slots[placed[j]].lv[m];
-                if (o->first > death || lv->first > e->slots[placed[j]].death)
+                if (o->first > death || lv->first > plan_death(e, placed[j], m))
                     continue;
                 if (offset < o->offset + o->planned && o->offset < offset + need) {
                     offset = o->offset + o->planned;
@@ -1947,6 +2005,11 @@ int64_t ptq_exec_n_channels_last(const ptq_exec *e)
 int64_t ptq_exec_n_observed_chains(const ptq_exec *e)
 {
     return e->n_observed_chain;
+}
+
+int64_t ptq_exec_n_view_handovers(const ptq_exec *e)
+{
+    return e->n_view_handover;
 }
 
 int64_t ptq_exec_n_allocs(const ptq_exec *e)
