@@ -172,6 +172,10 @@ typedef enum ptq_unop {
 /* y[i] = f(x[i]) for i < n; x == y allowed. */
 void ptq_k_unary_ref(ptq_unop op, float alpha, float beta, int64_t n, const float *x, float *y);
 void ptq_k_unary_cpu(ptq_unop op, float alpha, float beta, int64_t n, const float *x, float *y);
+/* y = (x * (erf(x / c_div) + c_add)) * c_mul: an exported exact GELU's Div, Erf, Add, Mul and Mul in one pass,
+ * each step as those nodes' CPU kernels compute it (Erf: erf_rows, not kernels/ref's erff), so the same bits as
+ * the five ops (tests/test_exec_gelu.c); x, y: [n], x == y allowed. */
+void ptq_k_erf_gelu_cpu(int64_t n, float c_div, float c_add, float c_mul, const float *x, float *y);
 
 /* Inference BatchNormalization. x, y: [n, c, spatial]; per-channel vectors [c]. */
 void ptq_k_batchnorm_ref(int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,

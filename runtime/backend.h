@@ -44,6 +44,10 @@ struct ptq_backend {
      * (ptq_k_observe_chain_cuda). NULL where the backend has no such path. */
     ptq_status (*observe_chain)(ptq_backend *b, ptq_ctx *ctx, void *const states[3], int64_t n_bins, const float *c,
                                 const float *z, int z_first, int relu, float *y, int64_t n);
+    /* y = (x * (erff(x / c_div) + c_add)) * c_mul over n floats, as the Div, Erf, Add, Mul and Mul nodes of an
+     * exported exact GELU compute it (ptq_k_erf_gelu_cuda). NULL where the backend has no such path. */
+    ptq_status (*erf_gelu)(ptq_backend *b, ptq_ctx *ctx, const float *x, float *y, int64_t n, float c_div,
+                           float c_add, float c_mul);
     void (*destroy)(ptq_backend *b);
 };
 
@@ -76,6 +80,9 @@ int64_t ptq_exec_n_observed_chains(const ptq_exec *e);
 /* Reshape, Flatten, Squeeze, Unsqueeze and Identity nodes on the GPU whose output took its input's buffer over
  * (the input's last reader; no copy), over all runs so far; PTQ_VIEW_ALIAS=0 at create turns it off. */
 int64_t ptq_exec_n_view_handovers(const ptq_exec *e);
+/* Exact GELUs (Div, Erf, Add, Mul, Mul as exporters write them) run in one GPU pass (run_gelu), over all runs;
+ * PTQ_FUSE_GELU=0 at create turns it off. */
+int64_t ptq_exec_n_gelus(const ptq_exec *e);
 
 /* The GPU context e's device tensors live on (for observers that run their
  * own kernels on the same stream), or NULL when e runs on the host. */

@@ -74,6 +74,15 @@ static void host_destroy(ptq_backend *b)
     free(b);
 }
 
+static ptq_status host_erf_gelu(ptq_backend *b, ptq_ctx *ctx, const float *x, float *y, int64_t n, float c_div,
+                                float c_add, float c_mul)
+{
+    (void)b;
+    (void)ctx;
+    ptq_k_erf_gelu_cpu(n, c_div, c_add, c_mul, x, y);
+    return PTQ_OK;
+}
+
 ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend **out)
 {
     *out = NULL;
@@ -92,6 +101,7 @@ ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend 
     b->supports = host_supports;
     b->run = host_run;
     b->conv_epilogue = reference_only ? NULL : host_conv_epilogue;
+    b->erf_gelu = reference_only ? NULL : host_erf_gelu; /* the reference runs the five nodes with erff */
     b->destroy = host_destroy;
     *out = b;
     return PTQ_OK;

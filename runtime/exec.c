@@ -137,6 +137,12 @@ struct ptq_exec {
     int *epi_add, *epi_relu, *epi_z;
     float *epi_lo, *epi_hi;
     unsigned char *ran_early; /* [g->n_nodes] 1: already run in an earlier node's epilogue this run */
+    /* Exact GELUs as exporters write them, where the backend has the fused kernel: for the Div node k of
+     * Div(x, c) -> Erf -> Add(c) -> Mul(x) -> Mul(c), gelu[4k..4k+3] the Erf, Add and the two Mul nodes ([4k] -1:
+     * none) and gelu_c[3k..3k+2] the three scalar constants (find_gelus; PTQ_FUSE_GELU=0: none) */
+    int *gelu;
+    float *gelu_c;
+    int64_t n_gelu; /* GELUs run by run_gelu */
     int64_t n_epilogue;       /* chains run so */
     int64_t n_observed_chain; /* chains run by run_observed_chain */
     int view_alias;           /* 0 under PTQ_VIEW_ALIAS=0 (read at create): view ops on the GPU always copy */
@@ -584,6 +590,72 @@ static int clip_bounds_known(const ptq_exec *e, const int *consumer, int c, floa
  * other input comes from before the Conv, so it exists when the Conv runs)
  * or the Relu; the Add's output is read only by the Relu. PTQ_EPILOGUE=0
  * finds none. */
+/* v is a float constant of one element (an initializer or a Constant node's value): *c its value. */
+static int scalar_const(const ptq_exec *e, int v, float *c)
+{
+    if (v >= 0 && !e->slots[v].is_const) {
+        const int p = e->slots[v].producer;
+        const ptq_attr *a = node_is(e, p, PTQ_OP_CONSTANT) ? ptq_node_attr(&e->g->nodes[p], "value") : NULL;
+        if (!a || a->type != PTQ_ATTR_TENSOR || a->tensor < 0)
+            return 0;
+        v = a->tensor;
+    }
+    const ptq_value *val = v >= 0 ? &e->g->values[v] : NULL;
+    if (!val || !e->slots[v].is_const || val->dtype != PTQ_DT_FLOAT || !val->data || val->n_bytes != sizeof(float) ||
+        val->ndim > 1) /* rank 0 or [1]: broadcasting it keeps the other operand's shape (x's rank is at least 1) */
+        return 0;
+    memcpy(c, val->data, sizeof *c);
+    return 1;
+}
+
+/* The input of binary node k other than v, or -1 when k does not read v once as one of two inputs. */
+static int other_input(const ptq_exec *e, int k, int v)
+{
+    const ptq_node *n = k >= 0 ? &e->g->nodes[k] : NULL;
+    if (!n || n->n_inputs != 2 || n->n_outputs != 1 || (n->inputs[0] == v) == (n->inputs[1] == v))
+        return -1;
+    return n->inputs[0] == v ? n->inputs[1] : n->inputs[0];
+}
+
+/* Exact GELUs (e->gelu): where the executor's backend has the fused kernel (the CPU's; not the reference's, not
+ * yet the GPU's), Div(x, c1) whose output only an Erf reads, the Erf's only by Add(c2) (either order), the Add's
+ * only by Mul with x, that Mul's only by Mul(c3). c1, c2, c3: float scalars, initializers or Constant nodes. */
+static ptq_status find_gelus(ptq_ctx *ctx, ptq_exec *e, const int *consumer)
+{
+    const ptq_graph *g = e->g;
+    e->gelu = malloc(((size_t)g->n_nodes + 1) * 4 * sizeof *e->gelu);
+    e->gelu_c = malloc(((size_t)g->n_nodes + 1) * 3 * sizeof *e->gelu_c);
+    if (!e->gelu || !e->gelu_c)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
+    const char *off = getenv("PTQ_FUSE_GELU");
+    for (int k = 0; k < g->n_nodes; k++) {
+        int *f = &e->gelu[4 * k];
+        float *c = &e->gelu_c[3 * k];
+        f[0] = -1;
+        const ptq_node *n = &g->nodes[k];
+        const ptq_backend *bk = e->dev ? e->dev : e->host;
+        if (!bk->erf_gelu || (off && strcmp(off, "0") == 0) || !node_is(e, k, PTQ_OP_DIV) ||
+            n->n_inputs != 2 || n->n_outputs != 1 || n->inputs[0] < 0 || e->slots[n->inputs[0]].is_const ||
+            !scalar_const(e, n->inputs[1], &c[0]))
+            continue;
+        const int x = n->inputs[0];
+        const int erf = sole_consumer(e, consumer, n->outputs[0]);
+        if (!node_is(e, erf, PTQ_OP_ERF) || g->nodes[erf].n_outputs != 1)
+            continue;
+        const int add = sole_consumer(e, consumer, g->nodes[erf].outputs[0]);
+        if (!node_is(e, add, PTQ_OP_ADD) || !scalar_const(e, other_input(e, add, g->nodes[erf].outputs[0]), &c[1]))
+            continue;
+        const int mul = sole_consumer(e, consumer, g->nodes[add].outputs[0]);
+        if (!node_is(e, mul, PTQ_OP_MUL) || other_input(e, mul, g->nodes[add].outputs[0]) != x)
+            continue;
+        const int half = sole_consumer(e, consumer, g->nodes[mul].outputs[0]);
+        if (!node_is(e, half, PTQ_OP_MUL) || !scalar_const(e, other_input(e, half, g->nodes[mul].outputs[0]), &c[2]))
+            continue;
+        f[0] = erf, f[1] = add, f[2] = mul, f[3] = half;
+    }
+    return PTQ_OK;
+}
+
 static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
 {
     const ptq_graph *g = e->g;
@@ -632,8 +704,9 @@ static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
             e->epi_relu[k] = next; /* on the host only: the device's observe_chain takes a Relu */
         }
     }
+    const ptq_status st = find_gelus(ctx, e, consumer);
     free(consumer);
-    return PTQ_OK;
+    return st;
 }
 
 /* Which activations run channels last (runtime/layout.h): on a GPU whose
@@ -1230,6 +1303,57 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
     return PTQ_OK;
 }
 
+/* GELU k (e->gelu) in one pass when nothing needs its values in between (no tap, no rounding, none kept, no
+ * overlay), x is a float in the backend's memory and the layout plan keeps x and y alike: *done = 1 and the Erf, Add
+ * and Mul nodes marked run; else *done = 0 and nothing run. */
+static ptq_status run_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
+{
+    const ptq_graph *g = e->g;
+    const int *f = &e->gelu[4 * k];
+    *done = 0;
+    if (f[0] < 0 || e->n_taps > 0)
+        return PTQ_OK;
+    const int nodes[5] = {k, f[0], f[1], f[2], f[3]}, x = g->nodes[k].inputs[0], y = g->nodes[f[3]].outputs[0];
+    for (int i = 0; i < 5; i++) {
+        const int v = g->nodes[nodes[i]].outputs[0];
+        if ((e->has_ov && e->ov.runs && e->ov.runs[nodes[i]]) || e->slots[v].keep ||
+            (i < 4 && e->has_ov && e->ov.rounds && e->ov.rounds[v]))
+            return PTQ_OK;
+    }
+    ptq_backend *bk = e->dev ? e->dev : e->host;
+    const int mem = e->dev ? MEM_DEV : MEM_HOST;
+    slot *xs = &e->slots[x];
+    if (!xs->ptr[mem] || xs->meta.dtype != PTQ_DT_FLOAT || xs->meta.ndim < 1 ||
+        (e->nhwc && (e->nhwc[x] || e->nhwc[y])))
+        return PTQ_OK;
+    e->step = k + 1;
+    slot *ys = &e->slots[y];
+    slot_release(e, ys);
+    ys->meta = xs->meta;
+    ys->meta.data = NULL;
+    PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
+    ptq_tensor out = slot_view(ys, mem);
+    const float *c = &e->gelu_c[3 * k];
+    double t0 = ptq_clock_s();
+    ptq_status st = bk->erf_gelu(bk, ctx, xs->ptr[mem], out.data, ptq_tensor_numel(&xs->meta), c[0], c[1], c[2]);
+    if (st == PTQ_OK && e->p.profile)
+        st = bk->sync(bk, ctx);
+    e->node_s[k] += ptq_clock_s() - t0;
+    if (st != PTQ_OK) {
+        slot_release(e, ys);
+        return st;
+    }
+    PTQ_TRY_RET(apply_round(ctx, e, y, &out));
+    for (int i = 0; i < 2; i++) /* the Div and the first Mul read x */
+        if (--xs->refs == 0)
+            slot_release(e, xs);
+    for (int i = 1; i < 5; i++)
+        e->ran_early[nodes[i]] = 1;
+    e->n_gelu++;
+    *done = 1;
+    return PTQ_OK;
+}
+
 /* Runs nodes node_begin.. with the values before it bound; fills outputs. */
 static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full, ptq_tensor *outputs)
 {
@@ -1245,6 +1369,9 @@ static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full,
         if (fused)
             continue;
         PTQ_TRY(st, run_observed_chain(ctx, e, k, &fused), done); /* no value of its Conv is kept */
+        if (fused)
+            continue;
+        PTQ_TRY(st, run_gelu(ctx, e, k, &fused), done);
         if (fused)
             continue;
         PTQ_TRY(st, run_node(ctx, e, k), done);
@@ -2012,6 +2139,11 @@ int64_t ptq_exec_n_view_handovers(const ptq_exec *e)
     return e->n_view_handover;
 }
 
+int64_t ptq_exec_n_gelus(const ptq_exec *e)
+{
+    return e->n_gelu;
+}
+
 int64_t ptq_exec_n_allocs(const ptq_exec *e)
 {
     int64_t n = e->n_allocs + e->freed_lanes_allocs;
@@ -2144,6 +2276,8 @@ void ptq_exec_free(ptq_exec *e)
     free(e->epi_z);
     free(e->epi_lo);
     free(e->epi_hi);
+    free(e->gelu);
+    free(e->gelu_c);
     free(e->ran_early);
     free(e->nhwc);
     ptq_op_frame_free(&e->frame);

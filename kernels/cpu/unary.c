@@ -134,3 +134,39 @@ void ptq_k_unary_cpu(ptq_unop op, float alpha, float beta, int64_t n, const floa
     unary_job job = {op, alpha, beta, x, y};
     ptq_parallel_for(n, ptq_par_grain(n, 4, min_n), unary_piece, &job);
 }
+
+/* x, y: [n] on this thread, in blocks of ERF_GELU_BLOCK: t = x / c_div, erf_rows(t), then the rest, each step one
+ * IEEE operation as the binary kernels make it. */
+enum { ERF_GELU_BLOCK = 1024 };
+
+UN_CLONES static void erf_gelu_serial(int64_t n, float c_div, float c_add, float c_mul, const float *x, float *y)
+{
+    float t[ERF_GELU_BLOCK];
+    for (int64_t b = 0; b < n; b += ERF_GELU_BLOCK) {
+        const int64_t m = n - b < ERF_GELU_BLOCK ? n - b : ERF_GELU_BLOCK;
+        for (int64_t i = 0; i < m; i++)
+            t[i] = x[b + i] / c_div;
+        erf_rows(m, t, t);
+        for (int64_t i = 0; i < m; i++)
+            y[b + i] = (x[b + i] * (t[i] + c_add)) * c_mul;
+    }
+}
+
+typedef struct erf_gelu_job {
+    float c_div, c_add, c_mul;
+    const float *x;
+    float *y;
+} erf_gelu_job;
+
+static void erf_gelu_piece(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const erf_gelu_job *j = arg;
+    (void)worker;
+    erf_gelu_serial(end - begin, j->c_div, j->c_add, j->c_mul, j->x + begin, j->y + begin);
+}
+
+void ptq_k_erf_gelu_cpu(int64_t n, float c_div, float c_add, float c_mul, const float *x, float *y)
+{
+    erf_gelu_job job = {c_div, c_add, c_mul, x, y};
+    ptq_parallel_for(n, ptq_par_grain(n, 4, UN_PARALLEL_MIN_EXP), erf_gelu_piece, &job);
+}
