@@ -230,14 +230,26 @@ def main():
     rng = np.random.default_rng(3)
     images = rng.integers(0, 256, (N, SIZE, SIZE, 3), dtype=np.uint8)
     x = np.ascontiguousarray((images.astype(np.float32) * np.float32(0.00392156862745098)).transpose(0, 3, 1, 2))
+
+    def labelled(model, name):
+        """name.h5: the images, labelled by onnxruntime's predictions on model."""
+        with h5py.File(J(f"{name}.h5"), "w") as f:
+            f["images"] = images
+            f["labels"] = run_ort(model, x).argmax(1).astype(np.int64)
+
+    def through_validate(tag, model):
+        """tag.h5 (labelled), and the calibrate, plan and validate steps of model on it."""
+        labelled(model, tag)
+        return [("calibrate", "--model", model, "--data", J(f"{tag}.h5"), "--out", J(f"{tag}-c.h5")),
+                ("plan", J(f"{tag}-c.h5"), "--model", model, "--out", J(f"{tag}.json")),
+                ("validate", "--model", model, "--plan", J(f"{tag}.json"), "--data", J(f"{tag}.h5"), "--report",
+                 J(f"rep-{tag}"), "--logits", J(f"{tag}.npy"))]
     for biases, core in ((True, "int8"), (True, "fp8"), (False, "fp8")):
         name = "unnamed" if biases else "unnamed-nobias"
         model = J(f"{name}.onnx")
         if not os.path.exists(model):
             unnamed(model, np.random.default_rng(3), biases)
-            with h5py.File(J(f"{name}.h5"), "w") as f:
-                f["images"] = images
-                f["labels"] = run_ort(model, x).argmax(1).astype(np.int64)
+            labelled(model, name)
             rc, _, err = ptq("calibrate", "--model", model, "--data", J(f"{name}.h5"), "--out", J(f"{name}-c.h5"))
             check(f"{name}: calibrate", rc == 0, err.strip()[-300:])
         tag = f"{name}-{core}"
@@ -270,13 +282,7 @@ def main():
         tag = "opset11-two" if over_two else "opset11"
         model = J(f"{tag}.onnx")
         opset11(model, np.random.default_rng(4), over_two)
-        with h5py.File(J(f"{tag}.h5"), "w") as f:
-            f["images"] = images
-            f["labels"] = run_ort(model, x).argmax(1).astype(np.int64)
-        steps = [("calibrate", "--model", model, "--data", J(f"{tag}.h5"), "--out", J(f"{tag}-c.h5")),
-                 ("plan", J(f"{tag}-c.h5"), "--model", model, "--out", J(f"{tag}.json")),
-                 ("validate", "--model", model, "--plan", J(f"{tag}.json"), "--data", J(f"{tag}.h5"), "--report",
-                  J(f"rep-{tag}"), "--logits", J(f"{tag}.npy"))]
+        steps = through_validate(tag, model)
         ok = run_steps(tag, steps)
         if not ok:
             continue
@@ -306,15 +312,9 @@ def main():
         tag = f"split-even-{want_opset}"
         model = J(f"{tag}.onnx")
         opset11(model, np.random.default_rng(4), even_split=True)
-        with h5py.File(J(f"{tag}.h5"), "w") as f:
-            f["images"] = images
-            f["labels"] = run_ort(model, x).argmax(1).astype(np.int64)
-        steps = [("calibrate", "--model", model, "--data", J(f"{tag}.h5"), "--out", J(f"{tag}-c.h5")),
-                 ("plan", J(f"{tag}-c.h5"), "--model", model, "--out", J(f"{tag}.json")),
-                 ("validate", "--model", model, "--plan", J(f"{tag}.json"), "--data", J(f"{tag}.h5"), "--report",
-                  J(f"rep-{tag}"), "--logits", J(f"{tag}.npy")),
-                 ("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out",
-                  J(f"{tag}-qdq.onnx"), "--opset", str(want_opset))]
+        steps = through_validate(tag, model) + [
+            ("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out", J(f"{tag}-qdq.onnx"),
+             "--opset", str(want_opset))]
         ok = run_steps(tag, steps)
         if not ok:
             continue
@@ -335,14 +335,8 @@ def main():
     tag = "opset9"
     model = J(f"{tag}.onnx")
     opset9(model, np.random.default_rng(6))
-    with h5py.File(J(f"{tag}.h5"), "w") as f:
-        f["images"] = images
-        f["labels"] = run_ort(model, x).argmax(1).astype(np.int64)
-    steps = [("calibrate", "--model", model, "--data", J(f"{tag}.h5"), "--out", J(f"{tag}-c.h5")),
-             ("plan", J(f"{tag}-c.h5"), "--model", model, "--out", J(f"{tag}.json")),
-             ("validate", "--model", model, "--plan", J(f"{tag}.json"), "--data", J(f"{tag}.h5"), "--report",
-              J(f"rep-{tag}"), "--logits", J(f"{tag}.npy")),
-             ("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out", J(f"{tag}-qdq.onnx"))]
+    steps = through_validate(tag, model) + [
+        ("export", "--format", "qdq", "--plan", J(f"{tag}.json"), "--model", model, "--out", J(f"{tag}-qdq.onnx"))]
     ok = run_steps(tag, steps)
     if ok:
         m = onnx.load(J(f"{tag}-qdq.onnx"))
