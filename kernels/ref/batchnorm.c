@@ -19,22 +19,10 @@ void ptq_k_batchnorm_ref(int64_t n, int64_t c, int64_t spatial, const float *x, 
             }
 }
 
-/* x, y: [n, c, spatial]; scale, bias: [c]. */
+/* x, y: [n, c, spatial]; scale, bias: [c]: GroupNormalization with a group a channel (the same sums, in the same
+ * order). */
 void ptq_k_instancenorm_ref(int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
                             const float *bias, float eps, float *y)
 {
-    for (int64_t i = 0; i < n * c; i++) {
-        const float *xs = x + i * spatial;
-        float *ys = y + i * spatial;
-        const int64_t ch = i % c;
-        double sum = 0.0, sq = 0.0;
-        for (int64_t j = 0; j < spatial; j++)
-            sum += xs[j];
-        const double mean = spatial > 0 ? sum / (double)spatial : 0.0;
-        for (int64_t j = 0; j < spatial; j++)
-            sq += ((double)xs[j] - mean) * ((double)xs[j] - mean);
-        const double inv_std = 1.0 / sqrt((spatial > 0 ? sq / (double)spatial : 0.0) + (double)eps);
-        for (int64_t j = 0; j < spatial; j++)
-            ys[j] = (float)(((double)xs[j] - mean) * inv_std * scale[ch] + bias[ch]);
-    }
+    ptq_k_groupnorm_ref(n, c, 1, spatial, 1, x, scale, bias, eps, y);
 }
