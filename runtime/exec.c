@@ -545,6 +545,17 @@ static int node_is(const ptq_exec *e, int k, ptq_op_id id)
     return k >= 0 && e->ops[k]->traits->id == id;
 }
 
+/* The value holding v's constant data: v itself when it is an initializer or constant, the tensor of the Constant
+ * node making it (that node runs each time, but its value is known now), else -1. */
+static int constant_source(const ptq_exec *e, int v)
+{
+    if (v < 0 || e->slots[v].is_const)
+        return v;
+    const int p = e->slots[v].producer;
+    const ptq_attr *a = node_is(e, p, PTQ_OP_CONSTANT) ? ptq_node_attr(&e->g->nodes[p], "value") : NULL;
+    return a && a->type == PTQ_ATTR_TENSOR && a->tensor >= 0 ? a->tensor : -1;
+}
+
 /* Clip node c's bounds when the plan knows them, as the Clip node takes them (ptq_op_unary_params): from its
  * attributes before opset 11; after, each bound omitted, a constant, or the value of a Constant node that c alone
  * reads (run_epilogue skips that node with the Clip). 0 when a bound is known only at run time. */
@@ -560,13 +571,10 @@ static int clip_bounds_known(const ptq_exec *e, const int *consumer, int c, floa
         int v = n->inputs[i];
         if (v < 0)
             continue;
-        if (!e->slots[v].is_const) {
-            const int p = e->slots[v].producer;
-            const ptq_attr *a = node_is(e, p, PTQ_OP_CONSTANT) ? ptq_node_attr(&g->nodes[p], "value") : NULL;
-            if (!a || a->type != PTQ_ATTR_TENSOR || a->tensor < 0 || sole_consumer(e, consumer, v) != c)
-                return 0;
-            v = a->tensor;
-        }
+        const int src = constant_source(e, v);
+        if (src < 0 || (src != v && sole_consumer(e, consumer, v) != c))
+            return 0;
+        v = src;
         bound[i - 1] = slot_view(&e->slots[v], MEM_HOST);
         if (!bound[i - 1].data)
             return 0;
@@ -593,13 +601,7 @@ static int clip_bounds_known(const ptq_exec *e, const int *consumer, int c, floa
 /* v is a float constant of one element (an initializer or a Constant node's value): *c its value. */
 static int scalar_const(const ptq_exec *e, int v, float *c)
 {
-    if (v >= 0 && !e->slots[v].is_const) {
-        const int p = e->slots[v].producer;
-        const ptq_attr *a = node_is(e, p, PTQ_OP_CONSTANT) ? ptq_node_attr(&e->g->nodes[p], "value") : NULL;
-        if (!a || a->type != PTQ_ATTR_TENSOR || a->tensor < 0)
-            return 0;
-        v = a->tensor;
-    }
+    v = constant_source(e, v);
     const ptq_value *val = v >= 0 ? &e->g->values[v] : NULL;
     if (!val || !e->slots[v].is_const || val->dtype != PTQ_DT_FLOAT || !val->data || val->n_bytes != sizeof(float) ||
         val->ndim > 1) /* rank 0 or [1]: broadcasting it keeps the other operand's shape (x's rank is at least 1) */
