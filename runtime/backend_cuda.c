@@ -201,6 +201,15 @@ static ptq_status run_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, i
     }
     if (dry)
         return PTQ_OK;
+    if (p.beta == 1.0f && c->ndim >= 1 && ptq_tensor_numel(c) == p.n && c->dims[c->ndim - 1] == p.n) {
+        /* a bias row (C [n] or [1, n]): added in the GEMM's epilogue where cuBLASLt takes it */
+        ptq_gemm_params pb = p;
+        pb.beta = 0.0f;
+        int done = 0;
+        if ((st = ptq_k_gemm_bias_cuda(ctx, d, &pb, fdata(io->in[0]), fdata(io->in[1]), fdata(c), fout(io, 0),
+                                       &done)) != PTQ_OK || done)
+            return st;
+    }
     if (p.beta != 0.0f && (st = ptq_k_expand_cuda(ctx, d, &bc, fdata(c), fout(io, 0))) != PTQ_OK)
         return st;
     return ptq_k_gemm_cuda(ctx, d, &p, fdata(io->in[0]), fdata(io->in[1]), fout(io, 0));
@@ -672,6 +681,12 @@ static ptq_status cuda_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
     return fn(ctx, impl_of(b)->dev, io, 0);
 }
 
+static ptq_status cuda_erf_gelu(ptq_backend *b, ptq_ctx *ctx, const float *x, float *y, int64_t n, float c_div,
+                                float c_add, float c_mul)
+{
+    return ptq_k_erf_gelu_cuda(ctx, impl_of(b)->dev, n, c_div, c_add, c_mul, x, y);
+}
+
 static void cuda_destroy(ptq_backend *b)
 {
     if (!b)
@@ -736,6 +751,7 @@ ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend *
     b->run = cuda_run;
     b->conv_epilogue = cuda_conv_epilogue;
     b->observe_chain = cuda_observe_chain;
+    b->erf_gelu = cuda_erf_gelu;
     b->destroy = cuda_destroy;
     *out = b;
     return PTQ_OK;

@@ -619,8 +619,8 @@ static int other_input(const ptq_exec *e, int k, int v)
     return n->inputs[0] == v ? n->inputs[1] : n->inputs[0];
 }
 
-/* Exact GELUs (e->gelu): where the executor's backend has the fused kernel (the CPU's; not the reference's, not
- * yet the GPU's), Div(x, c1) whose output only an Erf reads, the Erf's only by Add(c2) (either order), the Add's
+/* Exact GELUs (e->gelu): where the executor's backend has the fused kernel (the CPU's and the GPU's; not the
+ * reference's), Div(x, c1) whose output only an Erf reads, the Erf's only by Add(c2) (either order), the Add's
  * only by Mul with x, that Mul's only by Mul(c3). c1, c2, c3: float scalars, initializers or Constant nodes. */
 static ptq_status find_gelus(ptq_ctx *ctx, ptq_exec *e, const int *consumer)
 {

@@ -300,41 +300,83 @@ static void test_gemm_batched(const char *name, float rtol, float atol)
     report(&k);
 }
 
-/* FP32 and TF32 math: a row's bits do not depend on the GEMM it came in (a
- * batch of 9,000 rows of 768, two blocks of rows and a padded one, against
- * runs of 1, 7, 300, 4,096 and 4,596 rows, each from its own offset). */
+/* FP32 and TF32 math: a row's bits do not depend on the GEMM it came in (a batch of 9,000 rows, against runs of
+ * 1, 7, 300, 4,096 and 4,596 rows, each from its own offset), for a Gemm's weights ([n, k], the bias via beta),
+ * for a MatMul's ([k, n], y not read) and through the bias epilogue (ptq_k_gemm_bias_cuda); the first two as one
+ * cuBLASLt call where it takes them, else as blocks of rows (two full and a padded one), the third through
+ * cuBLASLt only (counted). */
 static void test_gemm_row_invariance(const char *math)
 {
-    ptq_gemm_params g = {9000, 768, 96, 0, 1, 1.0f, 1.0f}; /* b given [n, k], as a Gemm's weights; the bias via beta */
-    const int64_t n_a = g.m * g.k, n_out = g.m * g.n, runs[] = {1, 7, 300, 4096, 4596};
-    float *a = host_uniform(n_a, -1.0f, 1.0f), *c = host_uniform(n_out, -1.0f, 1.0f);
-    float *bm = host_uniform(g.n * g.k, -0.1f, 0.1f), *got = host_alloc(n_out), *got1 = host_alloc(n_out);
-    float *da = dev_floats(a, n_a), *dbm = dev_floats(bm, g.n * g.k), *dc = dev_floats(c, n_out);
-    float *dc1 = dev_floats(c, n_out);
-    CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &g, da, dbm, dc) == PTQ_OK, "%s", ctx.msg);
-    int64_t r0 = 0;
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
-        ptq_gemm_params part = g;
-        part.m = runs[i];
-        CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &part, da + r0 * g.k, dbm, dc1 + r0 * g.n) == PTQ_OK, "%s", ctx.msg);
-        r0 += runs[i];
+    static const struct {
+        int64_t n, k;
+        int trans_b, bias;
+        float beta;
+    } shapes[] = {{768, 96, 1, 0, 1.0f}, {256, 768, 0, 0, 0.0f}, {768, 96, 1, 1, 0.0f}, {2304, 64, 0, 1, 0.0f}};
+    const int64_t runs[] = {1, 7, 300, 4096, 4596}, m = 9000;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        ptq_gemm_params g = {m, shapes[s].n, shapes[s].k, 0, shapes[s].trans_b, 1.0f, shapes[s].beta};
+        const int64_t n_a = g.m * g.k, n_out = g.m * g.n;
+        float *a = host_uniform(n_a, -1.0f, 1.0f), *c = host_uniform(n_out, -1.0f, 1.0f);
+        float *bm = host_uniform(g.n * g.k, -0.1f, 0.1f), *bias = host_uniform(g.n, -1.0f, 1.0f);
+        float *got = host_alloc(n_out), *got1 = host_alloc(n_out);
+        float *da = dev_floats(a, n_a), *dbm = dev_floats(bm, g.n * g.k), *dc = dev_floats(c, n_out);
+        float *dc1 = dev_floats(c, n_out), *dbias = dev_floats(bias, g.n);
+        const int64_t lt_before = ptq_cuda_dev_lt_runs(dev);
+        int done = 0, all_done = 1;
+        if (shapes[s].bias)
+            CHECK_MSG(ptq_k_gemm_bias_cuda(&ctx, dev, &g, da, dbm, dbias, dc, &done) == PTQ_OK, "%s", ctx.msg);
+        else
+            CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &g, da, dbm, dc) == PTQ_OK, "%s", ctx.msg);
+        all_done &= done;
+        int64_t r0 = 0;
+        for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+            ptq_gemm_params part = g;
+            part.m = runs[i];
+            const float *pa = da + r0 * g.k;
+            float *py = dc1 + r0 * g.n;
+            if (shapes[s].bias)
+                CHECK_MSG(ptq_k_gemm_bias_cuda(&ctx, dev, &part, pa, dbm, dbias, py, &done) == PTQ_OK, "%s", ctx.msg);
+            else
+                CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &part, pa, dbm, py) == PTQ_OK, "%s", ctx.msg);
+            all_done &= done;
+            r0 += runs[i];
+        }
+        const int64_t lt = ptq_cuda_dev_lt_runs(dev) - lt_before;
+        CHECK(r0 == g.m);
+        CHECK_MSG(ptq_cuda_download(&ctx, dev, got, dc, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
+        CHECK_MSG(ptq_cuda_download(&ctx, dev, got1, dc1, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
+        const int same = memcmp(got, got1, (size_t)n_out * sizeof(float)) == 0;
+        CHECK_MSG(same, "gemm %s n %lld k %lld%s: 9000 rows at once differ from runs of 1, 7, 300, 4096 and 4596",
+                  math, (long long)g.n, (long long)g.k, shapes[s].bias ? " bias epilogue" : "");
+        if (shapes[s].bias) {
+            CHECK_MSG(all_done && lt == 6, "gemm %s bias epilogue: cuBLASLt took %lld of 6 calls", math,
+                      (long long)lt);
+            /* against the reference: y prefilled with the bias on every row, beta 1 */
+            for (int64_t r = 0; r < g.m; r++)
+                memcpy(c + r * g.n, bias, (size_t)g.n * sizeof *c);
+            ptq_gemm_params ref = g;
+            ref.beta = 1.0f;
+            ptq_k_gemm_ref(&ref, a, bm, c);
+            char label[96];
+            snprintf(label, sizeof label, "gemm %s bias epilogue n %lld k %lld vs ref", math, (long long)g.n,
+                     (long long)g.k);
+            test_close(label, got, c, n_out, 1e-4f, strcmp(math, "tf32") == 0 ? 1e-2f : 1e-4f);
+        }
+        printf("%s gemm row invariance (9000 rows, n %lld k %lld%s, against runs of 1, 7, 300, 4096, 4596; %lld of 6 "
+               "calls through cuBLASLt): %s\n", math, (long long)g.n, (long long)g.k,
+               shapes[s].bias ? ", bias epilogue" : "", (long long)lt, same ? "same bits" : "FAIL");
+        ptq_cuda_release(dev, da);
+        ptq_cuda_release(dev, dbm);
+        ptq_cuda_release(dev, dc);
+        ptq_cuda_release(dev, dc1);
+        ptq_cuda_release(dev, dbias);
+        free(a);
+        free(c);
+        free(bm);
+        free(bias);
+        free(got);
+        free(got1);
     }
-    CHECK(r0 == g.m);
-    CHECK_MSG(ptq_cuda_download(&ctx, dev, got, dc, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
-    CHECK_MSG(ptq_cuda_download(&ctx, dev, got1, dc1, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
-    const int same = memcmp(got, got1, (size_t)n_out * sizeof(float)) == 0;
-    CHECK_MSG(same, "gemm %s: 9000 rows at once differ from runs of 1, 7, 300, 4096 and 4596", math);
-    printf("%s gemm row invariance (9000 rows of 768 against runs of 1, 7, 300, 4096, 4596): %s\n", math,
-           same ? "same bits" : "FAIL");
-    ptq_cuda_release(dev, da);
-    ptq_cuda_release(dev, dbm);
-    ptq_cuda_release(dev, dc);
-    ptq_cuda_release(dev, dc1);
-    free(a);
-    free(c);
-    free(bm);
-    free(got);
-    free(got1);
 }
 
 /* --math fp64: an image's (a row's) bits do not depend on the batch it came
@@ -837,7 +879,12 @@ static void test_transpose(void)
                  {5, {2, 5, 3, 4, 8}, {2, 0, 3, 1, 4}}, /* a packed q/k/v projection split into heads */
                  {4, {3, 4, 5, 6}, {0, 2, 3, 1}},       /* dims 2 and 3 walk x contiguously: merged */
                  {3, {2, 3, 4}, {0, 1, 2}},             /* no move at all: one dim */
-                 {4, {1, 6, 1, 7}, {2, 3, 0, 1}}};      /* size-1 dims dropped */
+                 {4, {1, 6, 1, 7}, {2, 3, 0, 1}},       /* size-1 dims dropped */
+                 {4, {3, 37, 5, 64}, {0, 2, 1, 3}},     /* heads split: rows of 64 moved in 16-byte units */
+                 {4, {2, 6, 9, 10}, {0, 2, 1, 3}},      /* rows of 10: 8-byte units for 4-byte elements */
+                 {4, {3, 5, 37, 64}, {0, 1, 3, 2}},     /* K^T: 32 x 32 tiles, the last ones partial */
+                 {3, {2, 45, 70}, {0, 2, 1}},           /* tiles partial both ways */
+                 {3, {40, 3, 50}, {2, 1, 0}}};          /* tiles with a batch dim between j and the last */
     const size_t elems[] = {1, 2, 4, 8};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (size_t e = 0; e < sizeof elems / sizeof elems[0]; e++) {
@@ -862,26 +909,32 @@ static void test_transpose(void)
     report(&k);
 }
 
-/* A transpose past 2^30 elements (one byte each: 33,000 x 33,000) takes
- * the int64 index kernel; byte for byte against ptq_k_transpose_ref. */
+/* Transposes past 2^30 elements (one byte each) through both walks that take int64 offsets: 33,000 x 33,000 in
+ * tiles, and 300,000,000 x 4 -> 4 x 300,000,000 (an innermost dim of 4 bytes, too short for a tile) in the
+ * int64 index kernel; byte for byte against ptq_k_transpose_ref. */
 static void test_transpose_wide(void)
 {
     kstat k = {"transpose int64 indices", 0.0f, 0.0f, 0, 0, 0, 0, 0, 0};
-    const int64_t dims[2] = {33000, 33000}, perm[2] = {1, 0}, n = dims[0] * dims[1];
-    unsigned char *x = malloc((size_t)n), *y = malloc((size_t)n), *got = malloc((size_t)n);
-    CHECK(x && y && got);
-    if (x && y && got) {
-        for (int64_t i = 0; i < n; i++)
-            x[i] = (unsigned char)(i * 131 + (i >> 17));
-        ptq_k_transpose_ref(1, 2, dims, perm, x, y);
-        void *dx = dev_buf(x, (size_t)n), *dy = dev_buf(NULL, (size_t)n);
-        ptq_status st = ptq_k_transpose_cuda(&ctx, dev, 1, 2, dims, perm, dx, dy);
-        check_bytes(&k, "1-byte elements, 33000x33000", st, dy, got, y, (size_t)n, (size_t)n);
-        ptq_cuda_release(dev, dx);
+    const int64_t shapes[2][2] = {{33000, 33000}, {4, 300000000}}, perm[2] = {1, 0};
+    for (int c = 0; c < 2; c++) {
+        const int64_t *dims = shapes[c], n = dims[0] * dims[1];
+        unsigned char *x = malloc((size_t)n), *y = malloc((size_t)n), *got = malloc((size_t)n);
+        CHECK(x && y && got);
+        if (x && y && got) {
+            for (int64_t i = 0; i < n; i++)
+                x[i] = (unsigned char)(i * 131 + (i >> 17));
+            ptq_k_transpose_ref(1, 2, dims, perm, x, y);
+            void *dx = dev_buf(x, (size_t)n), *dy = dev_buf(NULL, (size_t)n);
+            ptq_status st = ptq_k_transpose_cuda(&ctx, dev, 1, 2, dims, perm, dx, dy);
+            char what[64];
+            snprintf(what, sizeof what, "1-byte elements, %lldx%lld", (long long)dims[0], (long long)dims[1]);
+            check_bytes(&k, what, st, dy, got, y, (size_t)n, (size_t)n);
+            ptq_cuda_release(dev, dx);
+        }
+        free(x);
+        free(y);
+        free(got);
     }
-    free(x);
-    free(y);
-    free(got);
     report(&k);
 }
 

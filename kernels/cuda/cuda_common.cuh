@@ -5,6 +5,7 @@
 #ifndef PTQ_CUDA_COMMON_CUH
 #define PTQ_CUDA_COMMON_CUH
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #ifdef PTQ_CUDNN
@@ -27,7 +28,30 @@ typedef struct ptq_cublas_fns {
     decltype(&cublasDgemm) dgemm;                             /* --math fp64 */
     decltype(&cublasDgemmStridedBatched) dgemm_strided_batched;
     decltype(&cublasGetStatusString) status_string;
+    /* cuBLASLt (libcublas's dependency, found through its handle): single GEMMs of any row count with one fixed
+     * algorithm (gemm.cu's gemm_lt); NULL when this cuBLAS lacks one, and those GEMMs go as row blocks */
+    decltype(&cublasLtCreate) lt_create;
+    decltype(&cublasLtDestroy) lt_destroy;
+    decltype(&cublasLtMatmulDescCreate) lt_desc_create;
+    decltype(&cublasLtMatmulDescDestroy) lt_desc_destroy;
+    decltype(&cublasLtMatmulDescSetAttribute) lt_desc_set;
+    decltype(&cublasLtMatrixLayoutCreate) lt_layout_create;
+    decltype(&cublasLtMatrixLayoutDestroy) lt_layout_destroy;
+    decltype(&cublasLtMatmulPreferenceCreate) lt_pref_create;
+    decltype(&cublasLtMatmulPreferenceDestroy) lt_pref_destroy;
+    decltype(&cublasLtMatmulPreferenceSetAttribute) lt_pref_set;
+    decltype(&cublasLtMatmulAlgoGetHeuristic) lt_heuristic;
+    decltype(&cublasLtMatmulAlgoConfigGetAttribute) lt_algo_get;
+    decltype(&cublasLtMatmul) lt_matmul;
 } ptq_cublas_fns;
+
+/* One GEMM shape's cuBLASLt algorithm (gemm.cu's lt_algo): the weights' n, k and layout, the math, whether a bias
+ * epilogue; found 0 when cuBLASLt offered none that keeps each sum in one thread block. */
+typedef struct ptq_lt_plan {
+    int64_t n, k;
+    int trans_b, math, bias, found;
+    cublasLtMatmulAlgo_t algo;
+} ptq_lt_plan;
 
 /* cuDNN, opened with dlopen like cuBLAS but optional: without it
  * convolutions run through im2col + cuBLAS (kernels/cuda/cudnn.cu). */
@@ -98,6 +122,10 @@ struct ptq_cuda_dev {
     cudaStream_t stream;
     ptq_cublas_fns blas;
     cublasHandle_t cublas;
+    cublasLtHandle_t lt;   /* NULL without cuBLASLt or with PTQ_GEMM_LT=0 */
+    ptq_lt_plan *lt_plans; /* [n_lt]: every shape seen */
+    int n_lt, cap_lt;
+    int64_t n_lt_runs;     /* GEMMs cuBLASLt ran (the tests check it took their shapes) */
     ptq_cudnn dnn;
     int math; /* PTQ_CUDA_MATH_* */
     void *scratch; /* grown on demand by ptq_cuda_scratch */

@@ -36,6 +36,8 @@ int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on);
  * *last (when last is not NULL): the last one's cudnnConvolutionFwdAlgo_t,
  * images per call and workspace bytes, in words. */
 int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last);
+/* GEMMs d ran as one cuBLASLt call of all their rows (gemm.cu's gemm_lt), for the tests. */
+int64_t ptq_cuda_dev_lt_runs(const ptq_cuda_dev *d);
 /* Convolutions cuDNN ran as a sum over slices of their input channels
  * (the PTQ_CONV_SPLIT diagnostic: cudnn.cu's conv_split); each slice
  * counts as a run above. */
@@ -122,6 +124,12 @@ int64_t ptq_cuda_dev_epilogue_runs(const ptq_cuda_dev *d);
  * y: [m, n] = alpha * op(a) @ op(b) + beta * y (y not read when beta == 0). */
 ptq_status ptq_k_gemm_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, const float *a, const float *b,
                            float *y);
+/* y: [m, n] = alpha * op(a) @ op(b) + bias (bias: [n], added to every row) in the GEMM's epilogue: *done = 1;
+ * *done = 0 and nothing queued where cuBLASLt does not take it (p->beta must be 0; a transposed a, n or k not a
+ * multiple of 4, a pointer off 16 bytes, --math fp64: the caller adds the bias apart). A row's bits do not depend
+ * on m. */
+ptq_status ptq_k_gemm_bias_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, const float *a,
+                                const float *b, const float *bias, float *y, int *done);
 /* n_batch independent products of ptq_k_gemm_cuda: a, b, y advance by
  * a_stride, b_stride, y_stride elements per batch (0 repeats an operand). */
 ptq_status ptq_k_gemm_batched_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, int64_t n_batch,
@@ -148,6 +156,10 @@ ptq_status ptq_k_where_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int ndim, const int64
 /* x, y: [n]; x == y allowed. */
 ptq_status ptq_k_unary_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_unop op, float alpha, float beta, int64_t n,
                             const float *x, float *y);
+/* y = (x * (erf(x / c_div) + c_add)) * c_mul: an exported exact GELU's Div, Erf, Add, Mul, Mul in one pass, bit
+ * for bit what the five nodes' kernels give (the CPU's is ptq_k_erf_gelu_cpu); x, y: [n], x == y allowed. */
+ptq_status ptq_k_erf_gelu_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, float c_div, float c_add, float c_mul,
+                               const float *x, float *y);
 /* y = sqrtf(x) (Sqrt); x, y: [n], x == y allowed. */
 ptq_status ptq_k_sqrt_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, const float *x, float *y);
 

@@ -65,6 +65,22 @@ static ptq_status load_cublas(ptq_ctx *ctx, ptq_cublas_fns *f)
     PTQ_LOAD(dgemm_strided_batched, cublasDgemmStridedBatched);
     PTQ_LOAD(status_string, cublasGetStatusString);
 #undef PTQ_LOAD
+    void **lt[] = {(void **)&f->lt_create, (void **)&f->lt_destroy, (void **)&f->lt_desc_create,
+                   (void **)&f->lt_desc_destroy, (void **)&f->lt_desc_set, (void **)&f->lt_layout_create,
+                   (void **)&f->lt_layout_destroy, (void **)&f->lt_pref_create, (void **)&f->lt_pref_destroy,
+                   (void **)&f->lt_pref_set, (void **)&f->lt_heuristic, (void **)&f->lt_algo_get,
+                   (void **)&f->lt_matmul};
+    static const char *const lt_names[] = {"cublasLtCreate", "cublasLtDestroy", "cublasLtMatmulDescCreate",
+                                           "cublasLtMatmulDescDestroy", "cublasLtMatmulDescSetAttribute",
+                                           "cublasLtMatrixLayoutCreate", "cublasLtMatrixLayoutDestroy",
+                                           "cublasLtMatmulPreferenceCreate", "cublasLtMatmulPreferenceDestroy",
+                                           "cublasLtMatmulPreferenceSetAttribute", "cublasLtMatmulAlgoGetHeuristic",
+                                           "cublasLtMatmulAlgoConfigGetAttribute", "cublasLtMatmul"};
+    int have_lt = 1;
+    for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++)
+        have_lt &= (*lt[i] = dlsym(f->lib, lt_names[i])) != NULL;
+    if (!have_lt) /* optional: GEMMs then go through cublasSgemm alone */
+        f->lt_create = NULL;
     return PTQ_OK;
 }
 
@@ -87,6 +103,9 @@ static ptq_status dev_init(ptq_ctx *ctx, ptq_cuda_dev *d, int device_index)
     PTQ_CUBLAS(ctx, d, create, &d->cublas);
     PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
     PTQ_CUBLAS(ctx, d, set_math_mode, d->cublas, CUBLAS_DEFAULT_MATH);
+    const char *lt_off = getenv("PTQ_GEMM_LT");
+    if (d->blas.lt_create && !(lt_off && strcmp(lt_off, "0") == 0))
+        PTQ_CUBLAS(ctx, d, lt_create, &d->lt);
     ptq_cudnn_open(d);
     return PTQ_OK;
 }
@@ -118,6 +137,9 @@ extern "C" void ptq_cuda_dev_free(ptq_cuda_dev *d)
     ptq_cudnn_close(d);
     if (d->cublas)
         (void)d->blas.destroy(d->cublas);
+    if (d->lt)
+        (void)d->blas.lt_destroy(d->lt);
+    free(d->lt_plans);
     if (d->stream)
         (void)cudaStreamDestroy(d->stream);
     if (d->blas.lib)
@@ -158,6 +180,11 @@ extern "C" void ptq_cuda_dev_set_math(ptq_cuda_dev *d, int math)
     ptq_cudnn_drop_plans(d);
     /* a failure here leaves cuBLAS in its last mode; the next gemm's checks report a broken handle */
     (void)d->blas.set_math_mode(d->cublas, math == PTQ_CUDA_MATH_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+}
+
+extern "C" int64_t ptq_cuda_dev_lt_runs(const ptq_cuda_dev *d)
+{
+    return d->n_lt_runs;
 }
 
 extern "C" int64_t ptq_cuda_dev_epilogue_runs(const ptq_cuda_dev *d)

@@ -1,15 +1,19 @@
-/* GEMM on the GPU through cuBLAS SGEMM (FP32 math), mirroring
- * ptq_k_gemm_ref: row-major operands are handed to column-major cuBLAS as
- * their transposes, computing y^T = op(b)^T op(a)^T. A single GEMM runs in
+/* GEMM on the GPU through cuBLAS (FP32 math), mirroring ptq_k_gemm_ref:
+ * row-major operands are handed to column-major cuBLAS as their transposes,
+ * computing y^T = op(b)^T op(a)^T. A single GEMM runs as one cuBLASLt call
+ * with an algorithm fixed per shape of the weights (gemm_lt), or else in
  * blocks of gemm_block_rows(n, k) rows of y, the last one zero-padded in
  * scratch, so every SGEMM has the same shape whatever m (the batch, for
  * Gemm; the batch times the sequence, for a transformer's MatMul): cuBLAS
- * picks its kernel by shape, and a row's result then does not depend on the
- * batch it came in. Also the strided-batched form MatMul uses (its shape
- * follows the batch). Under --math fp64 (PTQ_CUDA_MATH_FP64) the same shapes
- * through DGEMM on double copies of the operands, each result rounded to
- * FP32 once (gemm_f64). Covered by tests/cuda_parity_kernels.c. */
+ * picks its kernel by shape, and either way a row's result then does not
+ * depend on the batch it came in. Also the strided-batched form MatMul uses
+ * (its shape follows the batch). Under --math fp64 (PTQ_CUDA_MATH_FP64) the
+ * same shapes through DGEMM on double copies of the operands, each result
+ * rounded to FP32 once (gemm_f64). Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/cuda/cuda_common.cuh"
 
@@ -151,6 +155,169 @@ static ptq_status gemm_row_blocks(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_
     return PTQ_OK;
 }
 
+/* ---- one cuBLASLt call of all the rows ----
+ * A row's result must not depend on the GEMM it came in, and cublasSgemm picks its kernel by shape, m included:
+ * hence gemm_row_blocks' fixed shapes, at the cost of a padded last block (ViT-B/16's 25,216 rows ran as 7 blocks
+ * of 4,096) and of waves that do not fill the GPU. cuBLASLt lets the algorithm be chosen once per shape of the
+ * weights (n, k), for LT_REF_ROWS rows, and then run for any m: among its heuristic's candidates the first that
+ * splits no sum (split-K 1, no workspace), so that each output is one thread block's sum over k in one order
+ * whatever m. tests/cuda_parity_kernels.c's row invariance checks it bit for bit. */
+enum { LT_REF_ROWS = 4096, LT_CANDIDATES = 16 };
+
+/* A cuBLASLt GEMM's descriptors: w the weights b, x the rows a, y the result (column-major: y^T = op(b)^T a^T). */
+typedef struct lt_desc {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t w, x, y;
+} lt_desc;
+
+static void lt_desc_free(ptq_cuda_dev *d, lt_desc *c)
+{
+    if (c->op)
+        (void)d->blas.lt_desc_destroy(c->op);
+    cublasLtMatrixLayout_t *layouts[3] = {&c->w, &c->x, &c->y};
+    for (int i = 0; i < 3; i++)
+        if (*layouts[i])
+            (void)d->blas.lt_layout_destroy(*layouts[i]);
+}
+
+/* c (zeroed by the caller, freed by it too) for m rows of k against b ([k, n], or [n, k] when trans_b), with
+ * bias [n] added in the epilogue when not NULL. */
+static ptq_status lt_describe(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t m, int64_t n, int64_t k, int trans_b,
+                              const float *bias, lt_desc *c)
+{
+    const cublasComputeType_t math = d->math == PTQ_CUDA_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const cublasOperation_t op_w = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_x = CUBLAS_OP_N;
+    PTQ_CUBLAS(ctx, d, lt_desc_create, &c->op, math, CUDA_R_32F);
+    PTQ_CUBLAS(ctx, d, lt_desc_set, c->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_w, sizeof op_w);
+    PTQ_CUBLAS(ctx, d, lt_desc_set, c->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_x, sizeof op_x);
+    if (bias) {
+        const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+        PTQ_CUBLAS(ctx, d, lt_desc_set, c->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
+        PTQ_CUBLAS(ctx, d, lt_desc_set, c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    }
+    PTQ_CUBLAS(ctx, d, lt_layout_create, &c->w, CUDA_R_32F, (uint64_t)(trans_b ? k : n), (uint64_t)(trans_b ? n : k),
+               trans_b ? k : n);
+    PTQ_CUBLAS(ctx, d, lt_layout_create, &c->x, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k);
+    PTQ_CUBLAS(ctx, d, lt_layout_create, &c->y, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n);
+    return PTQ_OK;
+}
+
+/* The first of the heuristic's candidates for c that splits no sum, into pl. */
+static ptq_status lt_choose(ptq_ctx *ctx, ptq_cuda_dev *d, const lt_desc *c, ptq_lt_plan *pl)
+{
+    cublasLtMatmulPreference_t pref = NULL;
+    PTQ_CUBLAS(ctx, d, lt_pref_create, &pref);
+    const size_t no_workspace = 0;
+    const uint32_t align = 16;
+    const cublasLtMatmulPreferenceAttributes_t aligns[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    cublasStatus_t err = d->blas.lt_pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace,
+                                             sizeof no_workspace);
+    for (int i = 0; i < 4 && err == CUBLAS_STATUS_SUCCESS; i++)
+        err = d->blas.lt_pref_set(pref, aligns[i], &align, sizeof align);
+    cublasLtMatmulHeuristicResult_t found[LT_CANDIDATES];
+    int n_found = 0;
+    if (err == CUBLAS_STATUS_SUCCESS) {
+        err = d->blas.lt_heuristic(d->lt, c->op, c->w, c->x, c->y, c->y, pref, LT_CANDIDATES, found, &n_found);
+        if (err == CUBLAS_STATUS_NOT_SUPPORTED) { /* no candidate at all: the row blocks take this shape */
+            err = CUBLAS_STATUS_SUCCESS;
+            n_found = 0;
+        }
+    }
+    (void)d->blas.lt_pref_destroy(pref);
+    if (err != CUBLAS_STATUS_SUCCESS)
+        return ptq_cublas_fail_at(ctx, __FILE__, __LINE__, d, err, "cuBLASLt cublasLtMatmulAlgoGetHeuristic");
+    for (int i = 0; i < n_found && !pl->found; i++) {
+        uint32_t splits = 0;
+        size_t written = 0;
+        if (found[i].state != CUBLAS_STATUS_SUCCESS || found[i].workspaceSize != 0 ||
+            d->blas.lt_algo_get(&found[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits, &written) !=
+                CUBLAS_STATUS_SUCCESS || splits > 1)
+            continue;
+        pl->algo = found[i].algo;
+        pl->found = 1;
+    }
+    return PTQ_OK;
+}
+
+/* *algo: the algorithm for this shape of the weights, chosen the first time it is seen; NULL when none. */
+static ptq_status lt_algo(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, const float *bias,
+                          const cublasLtMatmulAlgo_t **algo)
+{
+    *algo = NULL;
+    const int with_bias = bias != NULL;
+    for (int i = 0; i < d->n_lt; i++) {
+        const ptq_lt_plan *pl = &d->lt_plans[i];
+        if (pl->n == p->n && pl->k == p->k && pl->trans_b == p->trans_b && pl->math == d->math &&
+            pl->bias == with_bias) {
+            *algo = pl->found ? &pl->algo : NULL;
+            return PTQ_OK;
+        }
+    }
+    if (d->n_lt == d->cap_lt) {
+        const int cap = d->cap_lt ? 2 * d->cap_lt : 16;
+        ptq_lt_plan *grown = (ptq_lt_plan *)realloc(d->lt_plans, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory keeping cuBLASLt's algorithms");
+        d->lt_plans = grown;
+        d->cap_lt = cap;
+    }
+    ptq_lt_plan *pl = &d->lt_plans[d->n_lt];
+    memset(pl, 0, sizeof *pl);
+    pl->n = p->n;
+    pl->k = p->k;
+    pl->trans_b = p->trans_b;
+    pl->math = d->math;
+    pl->bias = with_bias;
+    lt_desc c = {};
+    ptq_status st = lt_describe(ctx, d, LT_REF_ROWS, p->n, p->k, p->trans_b, bias, &c);
+    if (st == PTQ_OK)
+        st = lt_choose(ctx, d, &c, pl);
+    lt_desc_free(d, &c);
+    if (st != PTQ_OK)
+        return st;
+    d->n_lt++;
+    *algo = pl->found ? &pl->algo : NULL;
+    return PTQ_OK;
+}
+
+static int aligned16(const void *ptr)
+{
+    return (uintptr_t)ptr % 16 == 0;
+}
+
+/* y = alpha op(a) op(b) + beta y (+ bias [n] on every row, with beta 0) as one cuBLASLt call of all p->m rows:
+ * *done = 1; *done = 0 and nothing queued where this GEMM does not go that way (no cuBLASLt, --math fp64, a
+ * transposed a, n or k not whole 16-byte units, a pointer off 16 bytes, no algorithm that splits no sum). What
+ * decides is the weights' shape and the pointers' alignment, never m. */
+static ptq_status gemm_lt(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, const float *a, const float *b,
+                          const float *bias, float *y, int *done)
+{
+    *done = 0;
+    if (!d->lt || d->math == PTQ_CUDA_MATH_FP64 || p->trans_a || p->n % 4 != 0 || p->k % 4 != 0 || !aligned16(a) ||
+        !aligned16(b) || !aligned16(y) || (bias && (!aligned16(bias) || p->beta != 0.0f)))
+        return PTQ_OK;
+    const cublasLtMatmulAlgo_t *algo = NULL;
+    PTQ_TRY_RET(lt_algo(ctx, d, p, bias, &algo));
+    if (!algo)
+        return PTQ_OK;
+    lt_desc c = {};
+    ptq_status st = lt_describe(ctx, d, p->m, p->n, p->k, p->trans_b, bias, &c);
+    if (st == PTQ_OK) {
+        const cublasStatus_t err = d->blas.lt_matmul(d->lt, c.op, &p->alpha, b, c.w, a, c.x, &p->beta, y, c.y, y,
+                                                     c.y, algo, NULL, 0, d->stream);
+        if (err != CUBLAS_STATUS_SUCCESS)
+            st = ptq_cublas_fail_at(ctx, __FILE__, __LINE__, d, err, "cuBLASLt cublasLtMatmul");
+    }
+    lt_desc_free(d, &c);
+    if (st == PTQ_OK) {
+        *done = 1;
+        d->n_lt_runs++;
+    }
+    return st;
+}
+
 /* y: [total] = beta * y, or 0 when beta == 0 (y not read): the k == 0 product */
 static __global__ void scale_kernel(int64_t total, float beta, float *y)
 {
@@ -187,8 +354,11 @@ extern "C" ptq_status ptq_k_gemm_batched_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, con
     PTQ_CUBLAS(ctx, d, set_stream, d->cublas, d->stream);
     if (d->math == PTQ_CUDA_MATH_FP64)
         return gemm_f64(ctx, d, p, n_batch, a, a_stride, b, b_stride, y, y_stride);
-    if (n_batch == 1)
-        return gemm_row_blocks(ctx, d, p, a, b, y);
+    if (n_batch == 1) {
+        int done = 0;
+        PTQ_TRY_RET(gemm_lt(ctx, d, p, a, b, NULL, y, &done));
+        return done ? PTQ_OK : gemm_row_blocks(ctx, d, p, a, b, y);
+    }
         PTQ_CUBLAS(ctx, d, sgemm_strided_batched, d->cublas, op_b, op_a, n, m, k, &p->alpha, b, ld_b, b_stride,
                                                         a, ld_a, a_stride, &p->beta, y, n, y_stride, (int)n_batch);
     return PTQ_OK;
@@ -198,4 +368,14 @@ extern "C" ptq_status ptq_k_gemm_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_g
                                       const float *b, float *y)
 {
     return ptq_k_gemm_batched_cuda(ctx, d, p, 1, a, 0, b, 0, y, 0);
+}
+
+extern "C" ptq_status ptq_k_gemm_bias_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *p, const float *a,
+                                           const float *b, const float *bias, float *y, int *done)
+{
+    *done = 0;
+    if (p->m <= 0 || p->n <= 0 || p->k <= 0 || p->beta != 0.0f || p->m > INT_MAX || p->n > INT_MAX ||
+        p->k > INT_MAX)
+        return PTQ_OK;
+    return gemm_lt(ctx, d, p, a, b, bias, y, done);
 }

@@ -76,6 +76,26 @@ extern "C" ptq_status ptq_k_unary_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_unop o
     return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "unary: unknown op %d", (int)op);
 }
 
+/* The exported exact GELU's five nodes in one pass: y = (x * (erff(x / c_div) + c_add)) * c_mul, each step the one
+ * IEEE operation the Div, Erf, Add and Mul kernels make, so the result is theirs bit for bit. x == y allowed. */
+static __global__ void erf_gelu_kernel(int64_t n, float c_div, float c_add, float c_mul, const float *x, float *y)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = x[i];
+        y[i] = __fmul_rn(__fmul_rn(v, __fadd_rn(erff(__fdiv_rn(v, c_div)), c_add)), c_mul);
+    }
+}
+
+extern "C" ptq_status ptq_k_erf_gelu_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, float c_div, float c_add,
+                                          float c_mul, const float *x, float *y)
+{
+    if (n <= 0)
+        return PTQ_OK;
+    erf_gelu_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>(n, c_div, c_add, c_mul, x, y);
+    PTQ_CUDA_LAUNCHED(ctx, "erf_gelu_kernel");
+    return PTQ_OK;
+}
+
 extern "C" ptq_status ptq_k_sqrt_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t n, const float *x, float *y)
 {
     return launch<UN_SQRT>(ctx, d, 0.0f, 0.0f, n, x, y);
