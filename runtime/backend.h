@@ -48,6 +48,10 @@ struct ptq_backend {
      * exported exact GELU compute it (ptq_k_erf_gelu_cuda). NULL where the backend has no such path. */
     ptq_status (*erf_gelu)(ptq_backend *b, ptq_ctx *ctx, const float *x, float *y, int64_t n, float c_div,
                            float c_add, float c_mul);
+    /* io's MatMul (its weights io->in[1] a [K, N] matrix) with bias [N] added to every row of the product, into
+     * io->out[0], in the GEMM's epilogue: *done = 1; *done = 0 and nothing queued where the backend does not take
+     * it (ptq_k_gemm_bias_cuda). NULL where the backend has no such path. */
+    ptq_status (*matmul_bias)(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *bias, int *done);
     void (*destroy)(ptq_backend *b);
 };
 
@@ -83,6 +87,9 @@ int64_t ptq_exec_n_view_handovers(const ptq_exec *e);
 /* Exact GELUs (Div, Erf, Add, Mul, Mul as exporters write them) run in one GPU pass (run_gelu), over all runs;
  * PTQ_FUSE_GELU=0 at create turns it off. */
 int64_t ptq_exec_n_gelus(const ptq_exec *e);
+/* MatMul -> Add(bias) pairs run as one GEMM with the bias in its epilogue (run_matmul_bias), over all runs;
+ * PTQ_FUSE_BIAS=0 at create turns it off. */
+int64_t ptq_exec_n_biases(const ptq_exec *e);
 
 /* The GPU context e's device tensors live on (for observers that run their
  * own kernels on the same stream), or NULL when e runs on the host. */

@@ -681,6 +681,25 @@ static ptq_status cuda_run(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io)
     return fn(ctx, impl_of(b)->dev, io, 0);
 }
 
+/* io's MatMul with a bias row, its weights one [K, N] matrix: the rows of every batch stacked, one GEMM whose
+ * epilogue adds the bias (ptq_k_gemm_bias_cuda; *done = 0 where it does not take the shapes). */
+static ptq_status cuda_matmul_bias(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *bias,
+                                   int *done)
+{
+    *done = 0;
+    ptq_gemm_params p;
+    ptq_status st = ptq_op_gemm_params(ctx, io, &p);
+    if (st != PTQ_OK || io->in[1]->ndim != 2 || ptq_tensor_numel(bias) != p.n || p.trans_a || p.beta != 0.0f)
+        return st;
+    const int64_t mn = p.m * p.n;
+    const int64_t n_batch = mn ? ptq_tensor_numel(io->out[0]) / mn : 0;
+    if (n_batch <= 0 || p.m * n_batch > INT32_MAX)
+        return PTQ_OK;
+    p.m *= n_batch;
+    return ptq_k_gemm_bias_cuda(ctx, impl_of(b)->dev, &p, fdata(io->in[0]), fdata(io->in[1]), fdata(bias),
+                                fout(io, 0), done);
+}
+
 static ptq_status cuda_erf_gelu(ptq_backend *b, ptq_ctx *ctx, const float *x, float *y, int64_t n, float c_div,
                                 float c_add, float c_mul)
 {
@@ -752,6 +771,7 @@ ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend *
     b->conv_epilogue = cuda_conv_epilogue;
     b->observe_chain = cuda_observe_chain;
     b->erf_gelu = cuda_erf_gelu;
+    b->matmul_bias = cuda_matmul_bias;
     b->destroy = cuda_destroy;
     *out = b;
     return PTQ_OK;

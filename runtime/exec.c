@@ -143,6 +143,10 @@ struct ptq_exec {
     int *gelu;
     float *gelu_c;
     int64_t n_gelu; /* GELUs run by run_gelu */
+    /* MatMul(x, W) -> Add(bias) as one GEMM with the bias in its epilogue, where the backend has it: for MatMul
+     * node k, bias_add[k] the Add (-1: none) and bias_v[k] its bias value (find_biases; PTQ_FUSE_BIAS=0: none) */
+    int *bias_add, *bias_v;
+    int64_t n_bias; /* run so by run_matmul_bias */
     int64_t n_epilogue;       /* chains run so */
     int64_t n_observed_chain; /* chains run by run_observed_chain */
     int view_alias;           /* 0 under PTQ_VIEW_ALIAS=0 (read at create): view ops on the GPU always copy */
@@ -658,6 +662,41 @@ static ptq_status find_gelus(ptq_ctx *ctx, ptq_exec *e, const int *consumer)
     return PTQ_OK;
 }
 
+/* MatMul(x, W) with W a constant [K, N] matrix whose output only Add(bias) reads (either order), the bias a float
+ * constant of N elements along its last dim and of no higher rank than the product: the Add then adds a row to
+ * every row of the product, and the backend's matmul_bias (the GPU's) can do it in the GEMM's epilogue. */
+static ptq_status find_biases(ptq_ctx *ctx, ptq_exec *e, const int *consumer)
+{
+    const ptq_graph *g = e->g;
+    e->bias_add = malloc(((size_t)g->n_nodes + 1) * sizeof *e->bias_add);
+    e->bias_v = malloc(((size_t)g->n_nodes + 1) * sizeof *e->bias_v);
+    if (!e->bias_add || !e->bias_v)
+        return ptq_fail(ctx, PTQ_ERR_NOMEM, "out of memory creating the executor");
+    const char *off = getenv("PTQ_FUSE_BIAS");
+    const ptq_backend *bk = e->dev ? e->dev : e->host;
+    for (int k = 0; k < g->n_nodes; k++) {
+        e->bias_add[k] = e->bias_v[k] = -1;
+        const ptq_node *n = &g->nodes[k];
+        if (!bk->matmul_bias || (off && strcmp(off, "0") == 0) || !node_is(e, k, PTQ_OP_MATMUL) ||
+            n->n_inputs != 2 || n->n_outputs != 1 || n->inputs[0] < 0 || n->inputs[1] < 0 ||
+            e->slots[n->inputs[0]].is_const || !e->slots[n->inputs[1]].is_const)
+            continue;
+        const ptq_value *w = &e->g->values[n->inputs[1]];
+        const int add = sole_consumer(e, consumer, n->outputs[0]);
+        const int b = other_input(e, add, n->outputs[0]);
+        if (w->ndim != 2 || w->dtype != PTQ_DT_FLOAT || !node_is(e, add, PTQ_OP_ADD) || b < 0 ||
+            !e->slots[b].is_const)
+            continue;
+        const ptq_value *bv = &e->g->values[b];
+        if (bv->dtype != PTQ_DT_FLOAT || bv->ndim < 1 || bv->dims[bv->ndim - 1] != w->dims[1] ||
+            bv->n_bytes != (size_t)w->dims[1] * sizeof(float) || !bv->data)
+            continue;
+        e->bias_add[k] = add;
+        e->bias_v[k] = b;
+    }
+    return PTQ_OK;
+}
+
 static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
 {
     const ptq_graph *g = e->g;
@@ -706,7 +745,9 @@ static ptq_status find_epilogues(ptq_ctx *ctx, ptq_exec *e)
             e->epi_relu[k] = next; /* on the host only: the device's observe_chain takes a Relu */
         }
     }
-    const ptq_status st = find_gelus(ctx, e, consumer);
+    ptq_status st = find_gelus(ctx, e, consumer);
+    if (st == PTQ_OK)
+        st = find_biases(ctx, e, consumer);
     free(consumer);
     return st;
 }
@@ -1356,6 +1397,71 @@ static ptq_status run_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     return PTQ_OK;
 }
 
+/* MatMul k and its bias Add (e->bias_add) as one GEMM when nothing needs the product alone (no tap, no rounding,
+ * not kept, neither node overridden) and the backend takes the shapes: *done = 1, the Add marked run. Else *done = 0
+ * and nothing changed but device copies of the MatMul's inputs. */
+static ptq_status run_matmul_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
+{
+    const ptq_graph *g = e->g;
+    const ptq_node *n = &g->nodes[k];
+    const int add = e->bias_add[k], b = e->bias_v[k];
+    *done = 0;
+    if (add < 0 || e->n_taps > 0)
+        return PTQ_OK;
+    const int prod = n->outputs[0], y = g->nodes[add].outputs[0];
+    if ((e->has_ov && e->ov.runs && (e->ov.runs[k] || e->ov.runs[add])) || e->slots[prod].keep ||
+        e->slots[y].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[prod]) ||
+        (e->nhwc && (e->nhwc[n->inputs[0]] || e->nhwc[y])))
+        return PTQ_OK;
+    ptq_backend *bk = e->dev ? e->dev : e->host;
+    const int mem = e->dev ? MEM_DEV : MEM_HOST;
+    ptq_tensor in[2], out, bias;
+    const ptq_tensor *in_ptr[2] = {&in[0], &in[1]};
+    ptq_tensor *out_ptr[1] = {&out};
+    memset(&out, 0, sizeof out);
+    ptq_op_io io;
+    memset(&io, 0, sizeof io);
+    io.in = in_ptr;
+    io.out = out_ptr;
+    io.graph = g;
+    io.node = n;
+    io.op = e->ops[k];
+    io.n_in = 2;
+    io.n_out = 1;
+    e->step = k + 1;
+    for (int i = 0; i < 2; i++)
+        PTQ_TRY_RET(input_view(ctx, e, n->inputs[i], mem, &in[i]));
+    PTQ_TRY_RET(const_view(ctx, e, b, mem, &bias));
+    PTQ_TRY_RET(io.op->infer(ctx, &io));
+    set_layouts(e, &io);
+    if (!bk->supports(bk, &io) || out.dtype != PTQ_DT_FLOAT || bias.ndim > out.ndim)
+        return PTQ_OK;
+    slot *ys = &e->slots[y];
+    slot_release(e, ys);
+    ys->meta = out;
+    ys->meta.data = NULL;
+    PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
+    out = slot_view(ys, mem);
+    double t0 = ptq_clock_s();
+    ptq_status st = bk->matmul_bias(bk, ctx, &io, &bias, done);
+    if (st == PTQ_OK && *done && e->p.profile)
+        st = bk->sync(bk, ctx);
+    e->node_s[k] += ptq_clock_s() - t0;
+    if (st != PTQ_OK || !*done) {
+        slot_release(e, ys);
+        return st;
+    }
+    PTQ_TRY_RET(apply_round(ctx, e, y, &out));
+    for (int i = 0; i < 2; i++) {
+        slot *sl = &e->slots[n->inputs[i]];
+        if (--sl->refs == 0)
+            slot_release(e, sl);
+    }
+    e->ran_early[add] = 1;
+    e->n_bias++;
+    return PTQ_OK;
+}
+
 /* Runs nodes node_begin.. with the values before it bound; fills outputs. */
 static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full, ptq_tensor *outputs)
 {
@@ -1374,6 +1480,9 @@ static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full,
         if (fused)
             continue;
         PTQ_TRY(st, run_gelu(ctx, e, k, &fused), done);
+        if (fused)
+            continue;
+        PTQ_TRY(st, run_matmul_bias(ctx, e, k, &fused), done);
         if (fused)
             continue;
         PTQ_TRY(st, run_node(ctx, e, k), done);
@@ -2141,6 +2250,11 @@ int64_t ptq_exec_n_view_handovers(const ptq_exec *e)
     return e->n_view_handover;
 }
 
+int64_t ptq_exec_n_biases(const ptq_exec *e)
+{
+    return e->n_bias;
+}
+
 int64_t ptq_exec_n_gelus(const ptq_exec *e)
 {
     return e->n_gelu;
@@ -2278,6 +2392,8 @@ void ptq_exec_free(ptq_exec *e)
     free(e->epi_z);
     free(e->epi_lo);
     free(e->epi_hi);
+    free(e->bias_add);
+    free(e->bias_v);
     free(e->gelu);
     free(e->gelu_c);
     free(e->ran_early);

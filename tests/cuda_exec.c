@@ -5,8 +5,8 @@
  * 7, 128 and 164 (the same GEMM shapes whatever the batch). Without taps the
  * Conv -> Add -> Relu chains run in cuDNN's epilogue: logits against the CPU
  * and against PTQ_EPILOGUE=0 (same tolerance), again bit-identical across
- * batch splits. Then the ViT's view handovers and fused exact GELUs
- * (check_views). Exit 77 without a GPU. */
+ * batch splits. Then the ViT's view handovers, fused exact GELUs and
+ * MatMul biases (check_views). Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +27,13 @@ static ptq_status tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int node, in
     return PTQ_OK;
 }
 
-/* The Fashion-MNIST ViT (10 Reshapes, 4 exact GELUs) on the GPU with view handovers (a Reshape's output takes its
- * input's buffer when it is the last reader) and fused GELUs (ptq_k_erf_gelu_cuda), and with PTQ_VIEW_ALIAS=0 and
- * PTQ_FUSE_GELU=0 (every view copies, every GELU runs as its five nodes): logits bit-identical over batches of 5,
- * 64, 1, 200 and 64 again (the plan is remade as batches grow; a new handover waits for a plan that knows it),
- * within tolerance of the CPU; handovers made and 4 GELUs a run fused, none of either without. */
+/* The Fashion-MNIST ViT (10 Reshapes, 4 exact GELUs, MatMuls with bias Adds) on the GPU with view handovers (a
+ * Reshape's output takes its input's buffer when it is the last reader), fused GELUs (ptq_k_erf_gelu_cuda) and
+ * biases in the GEMM's epilogue (ptq_k_gemm_bias_cuda), and with PTQ_VIEW_ALIAS=0, PTQ_FUSE_GELU=0 and
+ * PTQ_FUSE_BIAS=0 (every view copies, every GELU runs as its five nodes, every bias as an Add): logits
+ * bit-identical over batches of 5, 64, 1, 200 and 64 again (the plan is remade as batches grow; a new handover
+ * waits for a plan that knows it), within tolerance of the CPU; handovers made, 4 GELUs a run fused and biases
+ * fused, none of them without. */
 static void check_views(void)
 {
     ptq_ctx ctx;
@@ -47,9 +49,11 @@ static void check_views(void)
     CHECK_MSG(ptq_exec_create(&ctx, g, &pg, &gpu) == PTQ_OK, "%s", ctx.msg);
     setenv("PTQ_VIEW_ALIAS", "0", 1);
     setenv("PTQ_FUSE_GELU", "0", 1);
+    setenv("PTQ_FUSE_BIAS", "0", 1);
     CHECK_MSG(ptq_exec_create(&ctx, g, &pg, &copying) == PTQ_OK, "%s", ctx.msg);
     unsetenv("PTQ_VIEW_ALIAS");
     unsetenv("PTQ_FUSE_GELU");
+    unsetenv("PTQ_FUSE_BIAS");
     const int64_t sizes[] = {5, 64, 1, 200, 64};
     int same_all = 1, close_all = 1;
     test_rand_seed(17);
@@ -70,8 +74,8 @@ static void check_views(void)
                 memset(y[j], 0xFF, (size_t)(n * 10) * sizeof(float));
         }
         const int same = memcmp(y[0], y[1], (size_t)(n * 10) * sizeof(float)) == 0;
-        CHECK_MSG(same, "ViT batch %lld: logits with view handovers and fused GELUs differ from PTQ_VIEW_ALIAS=0 "
-                  "PTQ_FUSE_GELU=0's", (long long)n);
+        CHECK_MSG(same, "ViT batch %lld: logits with view handovers and fusions differ from PTQ_VIEW_ALIAS=0 "
+                  "PTQ_FUSE_GELU=0 PTQ_FUSE_BIAS=0's", (long long)n);
         CHECK(ptq_exec_run(&ctx, cpu, &in, &out) == PTQ_OK);
         char label[64];
         snprintf(label, sizeof label, "ViT batch %lld gpu vs cpu", (long long)n);
@@ -84,12 +88,14 @@ static void check_views(void)
     const int64_t handed = gpu ? ptq_exec_n_view_handovers(gpu) : 0;
     const int64_t copied = copying ? ptq_exec_n_view_handovers(copying) : 0;
     const int64_t fused = gpu ? ptq_exec_n_gelus(gpu) : 0, unfused = copying ? ptq_exec_n_gelus(copying) : -1;
-    printf("cuda_exec: ViT, 5 batches: %lld view handovers, %lld GELUs fused (%lld and %lld with PTQ_VIEW_ALIAS=0 "
-           "PTQ_FUSE_GELU=0); logits %s that executor's, %s the CPU's\n", (long long)handed, (long long)fused,
-           (long long)copied, (long long)unfused, same_all ? "bit-identical to" : "DIFFER from",
-           close_all ? "match" : "DIFFER from");
+    const int64_t biases = gpu ? ptq_exec_n_biases(gpu) : 0, no_biases = copying ? ptq_exec_n_biases(copying) : -1;
+    printf("cuda_exec: ViT, 5 batches: %lld view handovers, %lld GELUs fused, %lld biases in GEMM epilogues (%lld, "
+           "%lld and %lld with PTQ_VIEW_ALIAS=0 PTQ_FUSE_GELU=0 PTQ_FUSE_BIAS=0); logits %s that executor's, %s the "
+           "CPU's\n", (long long)handed, (long long)fused, (long long)biases, (long long)copied, (long long)unfused,
+           (long long)no_biases, same_all ? "bit-identical to" : "DIFFER from", close_all ? "match" : "DIFFER from");
     CHECK(handed > 0 && copying && copied == 0);
     CHECK(fused == 4 * 5 && unfused == 0);
+    CHECK(biases > 0 && biases % 5 == 0 && no_biases == 0);
     ptq_exec_free(cpu);
     ptq_exec_free(gpu);
     ptq_exec_free(copying);
