@@ -304,9 +304,15 @@ static void test_gemm_batched(const char *name, float rtol, float atol)
  * 1, 7, 300, 4,096 and 4,596 rows, each from its own offset), for a Gemm's weights ([n, k], the bias via beta),
  * for a MatMul's ([k, n], y not read) and through the bias epilogue (ptq_k_gemm_bias_cuda); the first two as one
  * cuBLASLt call where it takes them, else as blocks of rows (two full and a padded one), the third through
- * cuBLASLt only (counted). */
-static void test_gemm_row_invariance(const char *math)
+ * cuBLASLt only (counted). The 9,000 rows at once also against a device whose algorithms were chosen with
+ * PTQ_GEMM_TUNE=0: tuning picks a faster algorithm only with the same bits. */
+static void test_gemm_row_invariance(const char *math, int math_id)
 {
+    ptq_cuda_dev *plain = NULL;
+    CHECK_MSG(ptq_cuda_dev_create(&ctx, 0, &plain) == PTQ_OK, "%s", ctx.msg);
+    if (!plain)
+        return;
+    ptq_cuda_dev_set_math(plain, math_id);
     static const struct {
         int64_t n, k;
         int trans_b, bias;
@@ -321,13 +327,27 @@ static void test_gemm_row_invariance(const char *math)
         float *got = host_alloc(n_out), *got1 = host_alloc(n_out);
         float *da = dev_floats(a, n_a), *dbm = dev_floats(bm, g.n * g.k), *dc = dev_floats(c, n_out);
         float *dc1 = dev_floats(c, n_out), *dbias = dev_floats(bias, g.n);
-        const int64_t lt_before = ptq_cuda_dev_lt_runs(dev);
+        const int64_t lt_before = ptq_cuda_dev_lt_runs(dev, NULL);
         int done = 0, all_done = 1;
         if (shapes[s].bias)
             CHECK_MSG(ptq_k_gemm_bias_cuda(&ctx, dev, &g, da, dbm, dbias, dc, &done) == PTQ_OK, "%s", ctx.msg);
         else
             CHECK_MSG(ptq_k_gemm_cuda(&ctx, dev, &g, da, dbm, dc) == PTQ_OK, "%s", ctx.msg);
         all_done &= done;
+        const char *tuning = "";
+        ptq_cuda_dev_lt_runs(dev, &tuning);
+        char tuning_copy[160];
+        snprintf(tuning_copy, sizeof tuning_copy, "%s", tuning);
+        float *dplain = dev_floats(c, n_out), *got_plain = host_alloc(n_out);
+        setenv("PTQ_GEMM_TUNE", "0", 1);
+        if (shapes[s].bias)
+            CHECK_MSG(ptq_k_gemm_bias_cuda(&ctx, plain, &g, da, dbm, dbias, dplain, &done) == PTQ_OK, "%s", ctx.msg);
+        else
+            CHECK_MSG(ptq_k_gemm_cuda(&ctx, plain, &g, da, dbm, dplain) == PTQ_OK, "%s", ctx.msg);
+        unsetenv("PTQ_GEMM_TUNE");
+        CHECK_MSG(ptq_cuda_sync(&ctx, plain) == PTQ_OK, "%s", ctx.msg);
+        CHECK_MSG(ptq_cuda_download(&ctx, dev, got_plain, dplain, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s",
+                  ctx.msg);
         int64_t r0 = 0;
         for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
             ptq_gemm_params part = g;
@@ -341,13 +361,16 @@ static void test_gemm_row_invariance(const char *math)
             all_done &= done;
             r0 += runs[i];
         }
-        const int64_t lt = ptq_cuda_dev_lt_runs(dev) - lt_before;
+        const int64_t lt = ptq_cuda_dev_lt_runs(dev, NULL) - lt_before;
         CHECK(r0 == g.m);
         CHECK_MSG(ptq_cuda_download(&ctx, dev, got, dc, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
         CHECK_MSG(ptq_cuda_download(&ctx, dev, got1, dc1, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s", ctx.msg);
         const int same = memcmp(got, got1, (size_t)n_out * sizeof(float)) == 0;
+        const int same_plain = memcmp(got, got_plain, (size_t)n_out * sizeof(float)) == 0;
         CHECK_MSG(same, "gemm %s n %lld k %lld%s: 9000 rows at once differ from runs of 1, 7, 300, 4096 and 4596",
                   math, (long long)g.n, (long long)g.k, shapes[s].bias ? " bias epilogue" : "");
+        CHECK_MSG(same_plain, "gemm %s n %lld k %lld%s: tuned differs from PTQ_GEMM_TUNE=0 (%s)", math,
+                  (long long)g.n, (long long)g.k, shapes[s].bias ? " bias epilogue" : "", tuning_copy);
         if (shapes[s].bias) {
             CHECK_MSG(all_done && lt == 6, "gemm %s bias epilogue: cuBLASLt took %lld of 6 calls", math,
                       (long long)lt);
@@ -363,8 +386,11 @@ static void test_gemm_row_invariance(const char *math)
             test_close(label, got, c, n_out, 1e-4f, strcmp(math, "tf32") == 0 ? 1e-2f : 1e-4f);
         }
         printf("%s gemm row invariance (9000 rows, n %lld k %lld%s, against runs of 1, 7, 300, 4096, 4596; %lld of 6 "
-               "calls through cuBLASLt): %s\n", math, (long long)g.n, (long long)g.k,
-               shapes[s].bias ? ", bias epilogue" : "", (long long)lt, same ? "same bits" : "FAIL");
+               "calls through cuBLASLt): %s; against PTQ_GEMM_TUNE=0: %s; cuBLASLt's plan: %s\n", math,
+               (long long)g.n, (long long)g.k, shapes[s].bias ? ", bias epilogue" : "", (long long)lt,
+               same ? "same bits" : "FAIL", same_plain ? "same bits" : "FAIL", lt ? tuning_copy : "none");
+        ptq_cuda_release(dev, dplain);
+        free(got_plain);
         ptq_cuda_release(dev, da);
         ptq_cuda_release(dev, dbm);
         ptq_cuda_release(dev, dc);
@@ -377,6 +403,7 @@ static void test_gemm_row_invariance(const char *math)
         free(got);
         free(got1);
     }
+    ptq_cuda_dev_free(plain);
 }
 
 /* --math fp64: an image's (a row's) bits do not depend on the batch it came
@@ -1020,9 +1047,9 @@ int main(void)
     test_gemm_batched("gemm_batched fp64", F64_RTOL, F64_ATOL);
     test_f64_batch_invariance();
     ptq_cuda_dev_set_math(dev, PTQ_CUDA_MATH_TF32);
-    test_gemm_row_invariance("tf32");
+    test_gemm_row_invariance("tf32", PTQ_CUDA_MATH_TF32);
     ptq_cuda_dev_set_math(dev, PTQ_CUDA_MATH_FP32);
-    test_gemm_row_invariance("fp32");
+    test_gemm_row_invariance("fp32", PTQ_CUDA_MATH_FP32);
     test_binary();
     test_expand();
     test_unary();

@@ -51,6 +51,8 @@ typedef struct ptq_lt_plan {
     int64_t n, k;
     int trans_b, math, bias, found;
     cublasLtMatmulAlgo_t algo;
+    int n_cand, n_same, tuned; /* lt_tune: candidates tried, with the reference's bits, 1 when one replaced it */
+    float ref_ms, tuned_ms;    /* the probe's times */
 } ptq_lt_plan;
 
 /* cuDNN, opened with dlopen like cuBLAS but optional: without it
@@ -126,6 +128,7 @@ struct ptq_cuda_dev {
     ptq_lt_plan *lt_plans; /* [n_lt]: every shape seen */
     int n_lt, cap_lt;
     int64_t n_lt_runs;     /* GEMMs cuBLASLt ran (the tests check it took their shapes) */
+    char lt_last[160];     /* the last plan made: its shape and tuning, for the tests and benchmarks */
     ptq_cudnn dnn;
     int math; /* PTQ_CUDA_MATH_* */
     void *scratch; /* grown on demand by ptq_cuda_scratch */

@@ -36,8 +36,9 @@ int ptq_cuda_dev_set_cudnn(ptq_cuda_dev *d, int on);
  * *last (when last is not NULL): the last one's cudnnConvolutionFwdAlgo_t,
  * images per call and workspace bytes, in words. */
 int64_t ptq_cuda_dev_cudnn_runs(const ptq_cuda_dev *d, const char **last);
-/* GEMMs d ran as one cuBLASLt call of all their rows (gemm.cu's gemm_lt), for the tests. */
-int64_t ptq_cuda_dev_lt_runs(const ptq_cuda_dev *d);
+/* GEMMs d ran as one cuBLASLt call of all their rows (gemm.cu's gemm_lt), for the tests; *last (when last is not
+ * NULL): the last shape it chose an algorithm for, and whether tuning replaced the heuristic's first. */
+int64_t ptq_cuda_dev_lt_runs(const ptq_cuda_dev *d, const char **last);
 /* Convolutions cuDNN ran as a sum over slices of their input channels
  * (the PTQ_CONV_SPLIT diagnostic: cudnn.cu's conv_split); each slice
  * counts as a run above. */

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/probe.cuh"
 
 #ifndef PTQ_CUDNN
 
@@ -593,34 +594,6 @@ static int fuses_bias(const ptq_cudnn_plan *pl, const cudnn_cfg *c)
  * PTQ_CUDNN_TUNE=0 turns it off. */
 #define TUNE_PROBE_BYTES ((size_t)2 << 30) /* bound on the probe's x, z and two y at the biggest chunk */
 #define TUNE_MIN_GAIN 0.97f                /* a candidate replaces the reference at 97% of its time or less */
-
-/* p[n] uniform in [-scale, scale), but every 8th group of group_len
- * values (an image of x, a channel of b) scaled by odd_scale: inputs near
- * the bottom of the float range (products and sums in subnormals, where a
- * kernel that flushes them shows) and zero biases that hide nothing. */
-static __global__ void probe_fill_kernel(float *p, int64_t n, uint32_t seed, float scale, int64_t group_len,
-                                         float odd_scale)
-{
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 0x9E3779B1u ^ (uint32_t)(i >> 32) * 0x85EBCA77u ^ seed;
-        h ^= h >> 16;
-        h *= 0x7FEB352Du;
-        h ^= h >> 15;
-        h *= 0x846CA68Bu;
-        h ^= h >> 16;
-        const float s = (i / group_len) % 8 == 7 ? scale * odd_scale : scale;
-        p[i] = s * ((float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f);
-    }
-}
-
-static __global__ void count_diff_kernel(const uint32_t *a, const uint32_t *b, int64_t n, unsigned long long *out)
-{
-    unsigned long long c = 0;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        c += a[i] != b[i];
-    if (c)
-        atomicAdd(out, c);
-}
 
 /* The biggest chunk tuning tries for p: up to CUDNN_CHUNK_MAX images, a
  * multiple of chunk, within the probe's bound and cuDNN's int strides. */

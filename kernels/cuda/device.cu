@@ -182,8 +182,10 @@ extern "C" void ptq_cuda_dev_set_math(ptq_cuda_dev *d, int math)
     (void)d->blas.set_math_mode(d->cublas, math == PTQ_CUDA_MATH_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
 }
 
-extern "C" int64_t ptq_cuda_dev_lt_runs(const ptq_cuda_dev *d)
+extern "C" int64_t ptq_cuda_dev_lt_runs(const ptq_cuda_dev *d, const char **last)
 {
+    if (last)
+        *last = d->lt_last;
     return d->n_lt_runs;
 }
 

@@ -11,11 +11,14 @@
  * same shapes through DGEMM on double copies of the operands, each result
  * rounded to FP32 once (gemm_f64). Covered by tests/cuda_parity_kernels.c. */
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/probe.cuh"
 
 /* rows of y per DGEMM call (--math fp64) */
 #define GEMM_ROW_BLOCK 128
@@ -202,7 +205,141 @@ static ptq_status lt_describe(ptq_ctx *ctx, ptq_cuda_dev *d, int64_t m, int64_t 
     return PTQ_OK;
 }
 
-/* The first of the heuristic's candidates for c that splits no sum, into pl. */
+/* Tuning: another of the eligible candidates replaces the first where it runs the probe (LT_PROBE_ROWS random rows,
+ * every 8th near the bottom of the float range, random weights and bias) in at most LT_MIN_GAIN of the first's time
+ * with its bits: a candidate that sums in another order, or flushes subnormals, shows on the probe. The choice
+ * depends on timings but never changes a result. PTQ_GEMM_TUNE=0 keeps the first. */
+enum { LT_PROBE_ROWS = 16384 };
+#define LT_MIN_GAIN 0.97f
+
+typedef struct lt_probe {
+    float *x, *w, *bias, *y_ref, *y;
+    unsigned long long *diff;
+    cudaEvent_t e0, e1;
+} lt_probe;
+
+static cublasStatus_t lt_run(ptq_cuda_dev *d, const lt_desc *c, const cublasLtMatmulAlgo_t *algo, const lt_probe *t,
+                             float *y)
+{
+    const float one = 1.0f, zero = 0.0f;
+    return d->blas.lt_matmul(d->lt, c->op, &one, t->w, c->w, t->x, c->x, &zero, y, c->y, y, c->y, algo, NULL, 0,
+                             d->stream);
+}
+
+/* Milliseconds of one run of algo on the probe (after the runs before it), or -1 when it fails. */
+static float lt_time(ptq_cuda_dev *d, const lt_desc *c, const cublasLtMatmulAlgo_t *algo, const lt_probe *t)
+{
+    float ms = -1.0f;
+    if (cudaEventRecord(t->e0, d->stream) != cudaSuccess || lt_run(d, c, algo, t, t->y) != CUBLAS_STATUS_SUCCESS ||
+        cudaEventRecord(t->e1, d->stream) != cudaSuccess || cudaEventSynchronize(t->e1) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, t->e0, t->e1) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: this candidate is passed over */
+        return -1.0f;
+    }
+    return ms;
+}
+
+/* 1 when the probe's y has y_ref's bits; 0 when not; -1 when the GPU failed */
+static int lt_same(ptq_cuda_dev *d, const lt_probe *t, int64_t n)
+{
+    unsigned long long diff = 1;
+    cudaError_t e = cudaMemsetAsync(t->diff, 0, sizeof *t->diff, d->stream);
+    if (e == cudaSuccess) {
+        count_diff_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>((const uint32_t *)t->y_ref,
+                                                                                (const uint32_t *)t->y, n, t->diff);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(&diff, t->diff, sizeof diff, cudaMemcpyDeviceToHost, d->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(d->stream);
+    return e != cudaSuccess ? -1 : diff == 0;
+}
+
+/* pl->algo: the fastest of cand[n_cand] (cand[0] the reference) with the reference's bits on the probe; left at
+ * cand[0] where tuning is off, there is one candidate, or the probe's memory cannot be had. */
+static ptq_status lt_tune(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_lt_plan *pl, const cublasLtMatmulAlgo_t *cand,
+                          int n_cand)
+{
+    const char *env = getenv("PTQ_GEMM_TUNE");
+    pl->n_cand = n_cand;
+    if ((env && strcmp(env, "0") == 0) || n_cand < 2)
+        return PTQ_OK;
+    const int64_t rows = LT_PROBE_ROWS, n_x = rows * pl->k, n_w = pl->n * pl->k, n_y = rows * pl->n;
+    const int64_t room[5] = {n_x, n_w, pl->n, n_y, n_y};
+    size_t at[6], bytes = 0;
+    for (int i = 0; i < 5; i++) {
+        at[i] = bytes;
+        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
+    }
+    at[5] = bytes;
+    bytes += 256;
+    char *mem = NULL;
+    if (cudaMalloc((void **)&mem, bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: the runs go on with the reference */
+        return PTQ_OK;
+    }
+    lt_probe t;
+    memset(&t, 0, sizeof t);
+    float **bufs[5] = {&t.x, &t.w, &t.bias, &t.y_ref, &t.y};
+    for (int i = 0; i < 5; i++)
+        *bufs[i] = (float *)(mem + at[i]);
+    t.diff = (unsigned long long *)(mem + at[5]);
+    int ok = cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess;
+    /* x: every 8th row at 2^-120; w scaled for sums of order 1; bias: every 8th 0 */
+    const int64_t group_len[3] = {pl->k, n_w, 1};
+    const float scale[3] = {1.0f, 1.0f / sqrtf((float)pl->k), 1.0f}, odd[3] = {ldexpf(1.0f, -120), 1.0f, 0.0f};
+    for (int i = 0; ok && i < 3; i++) {
+        probe_fill_kernel<<<ptq_cuda_blocks(room[i]), PTQ_CUDA_BLOCK, 0, d->stream>>>(
+            *bufs[i], room[i], 0x2F6B1A3Du * (uint32_t)(i + 1), scale[i], group_len[i], odd[i]);
+        ok = cudaGetLastError() == cudaSuccess;
+    }
+    if (!ok)
+        (void)cudaGetLastError();
+    lt_desc c = {};
+    ptq_status st = PTQ_OK;
+    if (ok)
+        st = lt_describe(ctx, d, rows, pl->n, pl->k, pl->trans_b, pl->bias ? t.bias : NULL, &c);
+    ok = ok && st == PTQ_OK && lt_run(d, &c, &cand[0], &t, t.y_ref) == CUBLAS_STATUS_SUCCESS;
+    const float ref_ms = ok ? lt_time(d, &c, &cand[0], &t) : -1.0f;
+    int best = 0;
+    float best_ms = ref_ms * LT_MIN_GAIN;
+    for (int i = 1; ok && ref_ms > 0 && i < n_cand; i++) {
+        if (lt_run(d, &c, &cand[i], &t, t.y) != CUBLAS_STATUS_SUCCESS) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        const int same = lt_same(d, &t, n_y);
+        if (same < 0) {
+            st = ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a GEMM: %s",
+                          cudaGetErrorString(cudaGetLastError()));
+            break;
+        }
+        pl->n_same += same;
+        const float ms = same ? lt_time(d, &c, &cand[i], &t) : -1.0f;
+        if (ms > 0 && ms < best_ms) {
+            best = i;
+            best_ms = ms;
+        }
+    }
+    lt_desc_free(d, &c);
+    if (t.e0)
+        (void)cudaEventDestroy(t.e0);
+    if (t.e1)
+        (void)cudaEventDestroy(t.e1);
+    (void)cudaStreamSynchronize(d->stream);
+    (void)cudaFree(mem);
+    (void)cudaGetLastError();
+    pl->ref_ms = ref_ms;
+    if (st == PTQ_OK && best > 0) {
+        pl->algo = cand[best];
+        pl->tuned = 1;
+        pl->tuned_ms = best_ms;
+    }
+    return st;
+}
+
+/* The first of the heuristic's candidates for c that splits no sum, into pl, then tuned (lt_tune). */
 static ptq_status lt_choose(ptq_ctx *ctx, ptq_cuda_dev *d, const lt_desc *c, ptq_lt_plan *pl)
 {
     cublasLtMatmulPreference_t pref = NULL;
@@ -228,17 +365,22 @@ static ptq_status lt_choose(ptq_ctx *ctx, ptq_cuda_dev *d, const lt_desc *c, ptq
     (void)d->blas.lt_pref_destroy(pref);
     if (err != CUBLAS_STATUS_SUCCESS)
         return ptq_cublas_fail_at(ctx, __FILE__, __LINE__, d, err, "cuBLASLt cublasLtMatmulAlgoGetHeuristic");
-    for (int i = 0; i < n_found && !pl->found; i++) {
+    cublasLtMatmulAlgo_t cand[LT_CANDIDATES];
+    int n_cand = 0;
+    for (int i = 0; i < n_found; i++) {
         uint32_t splits = 0;
         size_t written = 0;
         if (found[i].state != CUBLAS_STATUS_SUCCESS || found[i].workspaceSize != 0 ||
             d->blas.lt_algo_get(&found[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits, &written) !=
                 CUBLAS_STATUS_SUCCESS || splits > 1)
             continue;
-        pl->algo = found[i].algo;
-        pl->found = 1;
+        cand[n_cand++] = found[i].algo;
     }
-    return PTQ_OK;
+    if (n_cand == 0)
+        return PTQ_OK;
+    pl->algo = cand[0];
+    pl->found = 1;
+    return lt_tune(ctx, d, pl, cand, n_cand);
 }
 
 /* *algo: the algorithm for this shape of the weights, chosen the first time it is seen; NULL when none. */
@@ -279,6 +421,13 @@ static ptq_status lt_algo(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *
         return st;
     d->n_lt++;
     *algo = pl->found ? &pl->algo : NULL;
+    snprintf(d->lt_last, sizeof d->lt_last, "n %lld k %lld%s%s: %d candidates, %d with the first's bits, %s",
+             (long long)pl->n, (long long)pl->k, pl->trans_b ? " (weights [n, k])" : "", pl->bias ? " + bias" : "",
+             pl->n_cand, pl->n_same, pl->tuned ? "tuned" : "untuned");
+    if (pl->tuned) {
+        const size_t used = strlen(d->lt_last);
+        snprintf(d->lt_last + used, sizeof d->lt_last - used, " (%.3f ms against %.3f)", pl->tuned_ms, pl->ref_ms);
+    }
     return PTQ_OK;
 }
 
