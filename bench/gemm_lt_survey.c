@@ -210,7 +210,8 @@ static void survey(int64_t m, const shape *s, int tf32, gemm_bufs *b)
     const float pick_ms = run_lt(m, s, tf32, &cand[pick].algo, 0, b, b->y_ref);
     printf("ptq's pick (candidate %d of %d for %d rows): %.3f ms, %.1f TFLOP/s\n\n", pick, n_ref, REF_ROWS, pick_ms,
            flop / pick_ms * 1e-9);
-    printf("| list | # | algo | tile | stages | split-K | cluster | workspace | ms | TFLOP/s | vs pick | ptq's bits |\n");
+    printf("| list | # | algo | tile | stages | split-K | cluster | workspace | ms | TFLOP/s | vs pick "
+           "| ptq's bits |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n_ref + n_full; i++) {
         if (cand[i].state != CUBLAS_STATUS_SUCCESS)
@@ -223,8 +224,8 @@ static void survey(int64_t m, const shape *s, int tf32, gemm_bufs *b)
         CK(cudaMemset(b->y, 0xFF, (size_t)(m * s->n) * sizeof(float)));
         const float ms = run_lt(m, s, tf32, &cand[i].algo, cand[i].workspaceSize, b, b->y);
         const int same = ms > 0 && same_bits(b->y, b->y_ref, m * s->n);
-        printf("| %s | %d | %u | %u | %u | %u | %u | %zu | %.3f | %.1f | %.2fx | %s |\n", i < n_ref ? "4096 rows" : "full",
-               i < n_ref ? i : i - n_ref, cfg(&cand[i].algo, CUBLASLT_ALGO_CONFIG_ID),
+        printf("| %s | %d | %u | %u | %u | %u | %u | %zu | %.3f | %.1f | %.2fx | %s |\n",
+               i < n_ref ? "4096 rows" : "full", i < n_ref ? i : i - n_ref, cfg(&cand[i].algo, CUBLASLT_ALGO_CONFIG_ID),
                cfg(&cand[i].algo, CUBLASLT_ALGO_CONFIG_TILE_ID), cfg(&cand[i].algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
                cfg(&cand[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
                cfg(&cand[i].algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID), cand[i].workspaceSize, ms,

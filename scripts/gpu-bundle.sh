@@ -5,8 +5,8 @@
 # models/ and data/. Usage: scripts/gpu-bundle.sh [--no-build]; there:
 # bundle/run-tests.sh cuda|unit|parity|all, or eval "$(bundle/setup.sh)"; bundle/bin/ptq ...
 # The CPU unit tests (test_*, which CI runs) are packed only with PTQ_BUNDLE_UNIT=1, the diagnostics
-# (bin/cudnn_survey, bin/cudnn_splitk, bin/gemm_lt_survey, bin/pass_runs) only with PTQ_BUNDLE_DIAG=1: the device tool carries
-# 64 MiB with the repository's files (12 MiB), so the bundle stops at 50.
+# (bin/cudnn_survey, bin/cudnn_splitk, bin/gemm_lt_survey, bin/pass_runs) only with PTQ_BUNDLE_DIAG=1:
+# the device tool carries 64 MiB with the repository's files (12 MiB), so the bundle stops at 50.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,7 +60,8 @@ if [ "${PTQ_BUNDLE_DIAG:-0}" = 1 ] && [ -x "$build/bench/cudnn_splitk" ]; then #
     cp "$build/bench/cudnn_splitk" "$out/bin/"
     bins+=("$out/bin/cudnn_splitk")
 fi
-if [ "${PTQ_BUNDLE_DIAG:-0}" = 1 ] && [ -x "$build/bench/gemm_lt_survey" ]; then # a GPU diagnostic (bench/gemm_lt_survey.c)
+# a GPU diagnostic (bench/gemm_lt_survey.c)
+if [ "${PTQ_BUNDLE_DIAG:-0}" = 1 ] && [ -x "$build/bench/gemm_lt_survey" ]; then
     cp "$build/bench/gemm_lt_survey" "$out/bin/"
     bins+=("$out/bin/gemm_lt_survey")
 fi
