@@ -1190,6 +1190,77 @@ static void chain_ran(ptq_exec *e, int k)
         }
 }
 
+/* A fused run's view of one-output node k: its first n_in inputs (at most 3) in memory mem, its output's meta as the
+ * op infers it (no data yet), the layouts set. f is used in place (io points into it). *have = 0 when an input is
+ * absent. */
+typedef struct fused_io {
+    ptq_tensor in[3], out;
+    const ptq_tensor *in_ptr[3];
+    ptq_tensor *out_ptr[1];
+    ptq_op_io io;
+} fused_io;
+
+static ptq_status fused_io_make(ptq_ctx *ctx, ptq_exec *e, int k, int n_in, int mem, fused_io *f, int *have)
+{
+    const ptq_node *n = &e->g->nodes[k];
+    memset(f, 0, sizeof *f);
+    *have = 0;
+    f->out_ptr[0] = &f->out;
+    f->io.in = f->in_ptr;
+    f->io.out = f->out_ptr;
+    f->io.graph = e->g;
+    f->io.node = n;
+    f->io.op = e->ops[k];
+    f->io.n_in = n_in;
+    f->io.n_out = 1;
+    e->step = k + 1;
+    for (int i = 0; i < n_in; i++) {
+        if (n->inputs[i] < 0)
+            return PTQ_OK;
+        PTQ_TRY_RET(input_view(ctx, e, n->inputs[i], mem, &f->in[i]));
+        f->in_ptr[i] = &f->in[i];
+    }
+    PTQ_TRY_RET(f->io.op->infer(ctx, &f->io));
+    set_layouts(e, &f->io);
+    *have = 1;
+    return PTQ_OK;
+}
+
+/* y, the fused run's output, allocated in memory mem with f's inferred meta; f->out then views it. */
+static ptq_status fused_output(ptq_ctx *ctx, ptq_exec *e, fused_io *f, int y, int mem)
+{
+    slot *ys = &e->slots[y];
+    slot_release(e, ys);
+    ys->meta = f->out;
+    ys->meta.data = NULL;
+    PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
+    f->out = slot_view(ys, mem);
+    return PTQ_OK;
+}
+
+/* After node k's fused kernel (status st, begun at t0): its time counted; when it failed or declined (done 0) y is
+ * released and st returned; else y rounded as the plan says and k's inputs read once. */
+static ptq_status fused_done(ptq_ctx *ctx, ptq_exec *e, fused_io *f, int k, int y, ptq_status st, int done,
+                             double t0)
+{
+    ptq_backend *bk = e->dev ? e->dev : e->host;
+    if (st == PTQ_OK && done && e->p.profile)
+        st = bk->sync(bk, ctx);
+    e->node_s[k] += ptq_clock_s() - t0;
+    if (st != PTQ_OK || !done) {
+        slot_release(e, &e->slots[y]);
+        return st;
+    }
+    PTQ_TRY_RET(apply_round(ctx, e, y, &f->out));
+    const ptq_node *n = &e->g->nodes[k];
+    for (int i = 0; i < n->n_inputs; i++) {
+        slot *s = n->inputs[i] >= 0 ? &e->slots[n->inputs[i]] : NULL;
+        if (s && --s->refs == 0)
+            slot_release(e, s);
+    }
+    return PTQ_OK;
+}
+
 /* Conv node k with its chain's Add and Relu (find_epilogues) as one kernel
  * of the device, or of the host's cpu backend when there is no device, when
  * nothing needs the values between them this run (no taps, no rounding, no
@@ -1213,29 +1284,11 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     const int y = g->nodes[r >= 0 ? r : j].outputs[0];
     if (chain_between_needed(e, k) || e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[mem]))
         return PTQ_OK;
-    ptq_tensor in[3], out, zv;
-    const ptq_tensor *in_ptr[3] = {NULL, NULL, NULL};
-    ptq_tensor *out_ptr[1] = {&out};
-    memset(&out, 0, sizeof out);
-    ptq_op_io io;
-    memset(&io, 0, sizeof io);
-    io.in = in_ptr;
-    io.out = out_ptr;
-    io.graph = g;
-    io.node = n;
-    io.op = e->ops[k];
-    io.n_in = n->n_inputs < 3 ? n->n_inputs : 3;
-    io.n_out = 1;
-    e->step = k + 1;
-    for (int i = 0; i < io.n_in; i++) {
-        if (n->inputs[i] < 0)
-            return PTQ_OK;
-        PTQ_TRY_RET(input_view(ctx, e, n->inputs[i], mem, &in[i]));
-        io.in[i] = &in[i];
-    }
-    PTQ_TRY_RET(io.op->infer(ctx, &io));
-    set_layouts(e, &io);
-    if (!bk->supports(bk, &io) || out.dtype != PTQ_DT_FLOAT)
+    fused_io f;
+    int have = 0;
+    PTQ_TRY_RET(fused_io_make(ctx, e, k, n->n_inputs < 3 ? n->n_inputs : 3, mem, &f, &have));
+    ptq_tensor zv, out = f.out;
+    if (!have || !bk->supports(bk, &f.io) || out.dtype != PTQ_DT_FLOAT)
         return PTQ_OK;
     if (z >= 0) {
         zv = slot_view(&e->slots[z], mem);
@@ -1243,27 +1296,12 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
             memcmp(zv.dims, out.dims, (size_t)out.ndim * sizeof out.dims[0]))
             return PTQ_OK; /* a broadcasting Add runs apart */
     }
-    slot *ys = &e->slots[y];
-    slot_release(e, ys);
-    ys->meta = out;
-    ys->meta.data = NULL;
-    PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
-    out = slot_view(ys, mem);
-    double t0 = ptq_clock_s();
-    ptq_status st = bk->conv_epilogue(bk, ctx, &io, z >= 0 ? &zv : NULL, e->epi_lo[k], e->epi_hi[k], done);
-    if (st == PTQ_OK && *done && e->p.profile)
-        st = bk->sync(bk, ctx);
-    e->node_s[k] += ptq_clock_s() - t0;
-    if (st != PTQ_OK || !*done) {
-        slot_release(e, ys);
-        return st;
-    }
-    PTQ_TRY_RET(apply_round(ctx, e, y, &out));
-    for (int i = 0; i < n->n_inputs; i++) {
-        slot *s = n->inputs[i] >= 0 ? &e->slots[n->inputs[i]] : NULL;
-        if (s && --s->refs == 0)
-            slot_release(e, s);
-    }
+    PTQ_TRY_RET(fused_output(ctx, e, &f, y, mem));
+    const double t0 = ptq_clock_s();
+    ptq_status st = bk->conv_epilogue(bk, ctx, &f.io, z >= 0 ? &zv : NULL, e->epi_lo[k], e->epi_hi[k], done);
+    PTQ_TRY_RET(fused_done(ctx, e, &f, k, y, st, *done, t0));
+    if (!*done)
+        return PTQ_OK;
     chain_ran(e, k);
     e->n_epilogue++;
     return PTQ_OK;
@@ -1415,48 +1453,20 @@ static ptq_status run_matmul_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
         return PTQ_OK;
     ptq_backend *bk = e->dev ? e->dev : e->host;
     const int mem = e->dev ? MEM_DEV : MEM_HOST;
-    ptq_tensor in[2], out, bias;
-    const ptq_tensor *in_ptr[2] = {&in[0], &in[1]};
-    ptq_tensor *out_ptr[1] = {&out};
-    memset(&out, 0, sizeof out);
-    ptq_op_io io;
-    memset(&io, 0, sizeof io);
-    io.in = in_ptr;
-    io.out = out_ptr;
-    io.graph = g;
-    io.node = n;
-    io.op = e->ops[k];
-    io.n_in = 2;
-    io.n_out = 1;
-    e->step = k + 1;
-    for (int i = 0; i < 2; i++)
-        PTQ_TRY_RET(input_view(ctx, e, n->inputs[i], mem, &in[i]));
+    fused_io f;
+    ptq_tensor bias;
+    int have = 0;
+    PTQ_TRY_RET(fused_io_make(ctx, e, k, 2, mem, &f, &have));
     PTQ_TRY_RET(const_view(ctx, e, b, mem, &bias));
-    PTQ_TRY_RET(io.op->infer(ctx, &io));
-    set_layouts(e, &io);
-    if (!bk->supports(bk, &io) || out.dtype != PTQ_DT_FLOAT || bias.ndim > out.ndim)
+    ptq_tensor out = f.out;
+    if (!have || !bk->supports(bk, &f.io) || out.dtype != PTQ_DT_FLOAT || bias.ndim > out.ndim)
         return PTQ_OK;
-    slot *ys = &e->slots[y];
-    slot_release(e, ys);
-    ys->meta = out;
-    ys->meta.data = NULL;
-    PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
-    out = slot_view(ys, mem);
-    double t0 = ptq_clock_s();
-    ptq_status st = bk->matmul_bias(bk, ctx, &io, &bias, done);
-    if (st == PTQ_OK && *done && e->p.profile)
-        st = bk->sync(bk, ctx);
-    e->node_s[k] += ptq_clock_s() - t0;
-    if (st != PTQ_OK || !*done) {
-        slot_release(e, ys);
-        return st;
-    }
-    PTQ_TRY_RET(apply_round(ctx, e, y, &out));
-    for (int i = 0; i < 2; i++) {
-        slot *sl = &e->slots[n->inputs[i]];
-        if (--sl->refs == 0)
-            slot_release(e, sl);
-    }
+    PTQ_TRY_RET(fused_output(ctx, e, &f, y, mem));
+    const double t0 = ptq_clock_s();
+    ptq_status st = bk->matmul_bias(bk, ctx, &f.io, &bias, done);
+    PTQ_TRY_RET(fused_done(ctx, e, &f, k, y, st, *done, t0));
+    if (!*done)
+        return PTQ_OK;
     e->ran_early[add] = 1;
     e->n_bias++;
     return PTQ_OK;

@@ -630,22 +630,11 @@ static cudnnStatus_t probe_run(ptq_cudnn *f, const ptq_cudnn_plan *pl, const cud
 /* *same = 1 when the probe's y equals y_ref bit for bit. */
 static ptq_status probe_same(ptq_ctx *ctx, ptq_cuda_dev *d, const tune_probe *t, int *same)
 {
-    const int64_t n = t->n * t->y_img;
-    unsigned long long diff = 1;
-    *same = 0;
-    cudaError_t e = cudaMemsetAsync(t->diff, 0, sizeof *t->diff, d->stream);
-    if (e == cudaSuccess) {
-        count_diff_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>((const uint32_t *)t->y_ref,
-                                                                                (const uint32_t *)t->y, n, t->diff);
-        e = cudaGetLastError();
-    }
-    if (e == cudaSuccess)
-        e = cudaMemcpyAsync(&diff, t->diff, sizeof diff, cudaMemcpyDeviceToHost, d->stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(d->stream);
-    if (e != cudaSuccess)
-        return ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a convolution: %s", cudaGetErrorString(e));
-    *same = diff == 0;
+    const int r = probe_same_bits(d, t->y_ref, t->y, t->n * t->y_img, t->diff);
+    *same = r == 1;
+    if (r < 0)
+        return ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a convolution: %s",
+                        cudaGetErrorString(cudaGetLastError()));
     return PTQ_OK;
 }
 

@@ -239,23 +239,6 @@ static float lt_time(ptq_cuda_dev *d, const lt_desc *c, const cublasLtMatmulAlgo
     return ms;
 }
 
-/* 1 when the probe's y has y_ref's bits; 0 when not; -1 when the GPU failed */
-static int lt_same(ptq_cuda_dev *d, const lt_probe *t, int64_t n)
-{
-    unsigned long long diff = 1;
-    cudaError_t e = cudaMemsetAsync(t->diff, 0, sizeof *t->diff, d->stream);
-    if (e == cudaSuccess) {
-        count_diff_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>((const uint32_t *)t->y_ref,
-                                                                                (const uint32_t *)t->y, n, t->diff);
-        e = cudaGetLastError();
-    }
-    if (e == cudaSuccess)
-        e = cudaMemcpyAsync(&diff, t->diff, sizeof diff, cudaMemcpyDeviceToHost, d->stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(d->stream);
-    return e != cudaSuccess ? -1 : diff == 0;
-}
-
 /* pl->algo: the fastest of cand[n_cand] (cand[0] the reference) with the reference's bits on the probe; left at
  * cand[0] where tuning is off, there is one candidate, or the probe's memory cannot be had. */
 static ptq_status lt_tune(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_lt_plan *pl, const cublasLtMatmulAlgo_t *cand,
@@ -309,7 +292,7 @@ static ptq_status lt_tune(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_lt_plan *pl, const 
             (void)cudaGetLastError();
             continue;
         }
-        const int same = lt_same(d, &t, n_y);
+        const int same = probe_same_bits(d, t.y_ref, t.y, n_y, t.diff);
         if (same < 0) {
             st = ptq_fail(ctx, PTQ_ERR_CUDA, "the GPU failed while tuning a GEMM: %s",
                           cudaGetErrorString(cudaGetLastError()));

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "kernels/cuda/cuda_common.cuh"
+
 /* p[n] uniform in [-scale, scale), but every 8th group of group_len
  * values (an image of x, a channel of b) scaled by odd_scale: inputs near
  * the bottom of the float range (products and sums in subnormals, where a
@@ -34,6 +36,24 @@ static __global__ void count_diff_kernel(const uint32_t *a, const uint32_t *b, i
         c += a[i] != b[i];
     if (c)
         atomicAdd(out, c);
+}
+
+/* 1 when y has y_ref's bits over n floats, 0 when not, -1 when the GPU failed (waits for d's stream; diff: one
+ * word of device memory) */
+static int probe_same_bits(ptq_cuda_dev *d, const float *y_ref, const float *y, int64_t n, unsigned long long *diff)
+{
+    unsigned long long host = 1;
+    cudaError_t e = cudaMemsetAsync(diff, 0, sizeof *diff, d->stream);
+    if (e == cudaSuccess) {
+        count_diff_kernel<<<ptq_cuda_blocks(n), PTQ_CUDA_BLOCK, 0, d->stream>>>((const uint32_t *)y_ref,
+                                                                                (const uint32_t *)y, n, diff);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(&host, diff, sizeof host, cudaMemcpyDeviceToHost, d->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(d->stream);
+    return e != cudaSuccess ? -1 : host == 0;
 }
 
 #endif
