@@ -63,6 +63,22 @@ def plan_carried(plan_path, qdq_path):
         f"differing: {bad[:5]}"
 
 
+def rows_agree(y, v, must=None):
+    """(ok, detail): onnxruntime's outputs y on a Q/DQ export against ptq validate's v, row by row. A row agrees when
+    it is within 1e-4 of max|v| (the float sums in another order: onnxruntime's CPU kernels differ from machine to
+    machine). Sum order can also move a value across a rounding boundary, a code a step off in a rare row: at most
+    0.5% of the rows may disagree, none of those in must (the rows the check is about)."""
+    scale = float(np.abs(v).max())
+    row_diff = np.abs(y - v).reshape(len(v), -1).max(axis=1)
+    bad = ~(row_diff <= 1e-4 * scale)
+    n_bad = int(bad.sum())
+    must_bad = int(bad[must].sum()) if must is not None else 0
+    detail = f"{n_bad} of {len(v)} rows differ by more than 1e-4 of max|logit|" + \
+        (f", {must_bad} of them among the {int(np.sum(must))} rows checked" if must is not None else "") + \
+        f"; largest difference {float(row_diff.max()) / scale:.3g} of max|logit|"
+    return n_bad <= 0.005 * len(v) and must_bad == 0, detail
+
+
 def signed_clipped(J):
     """Signed INT8 activations that the default plan's percentile range clips: ONNX QuantizeLinear saturates
     them to -128, and `ptq validate` simulates the same, logit for logit (a chain of MatMuls on Laplace data, its
@@ -104,10 +120,13 @@ def signed_clipped(J):
     y, codes = outs[0], outs[1:]
     v = np.load(J("chain.npy"))
     n_min = sum(int((c == -128).sum()) for c in codes)
-    diff = float(np.abs(y - v).max() / np.abs(v).max())
+    saturated = np.zeros(len(x), bool)  # the rows with a code -128
+    for c in codes:
+        saturated |= (c == -128).reshape(len(x), -1).any(axis=1)
+    ok, detail = rows_agree(y, v, saturated)
     check("signed chain: onnxruntime's logits on the Q/DQ export equal ptq validate's, with activations "
-          "saturated to the code -128", n_min > 0 and diff < 1e-6,
-          f"{n_min} codes -128 in {len(codes)} quantized activations; largest difference {diff:.3g} of max|logit|")
+          "saturated to the code -128", n_min > 0 and ok,
+          f"{n_min} codes -128 in {len(codes)} quantized activations; {detail}")
 
 
 def nan_saturates(J):
@@ -158,11 +177,11 @@ def nan_saturates(J):
         quantized = {e["name"]: e["precision"] for e in json.load(open(J(f"{name}.json")))["tensors"] if e["scales"]}
         y = ort_outputs(J(f"{name}.onnx"), x)[0]
         v = np.load(J(f"{name}.npy"))
-        diff = float(np.abs(y - v).max() / np.abs(v).max())
+        nan_rows = (x @ numpy_helper.to_array(w1) < 0).any(axis=1)
+        ok, detail = rows_agree(y, v, nan_rows)
         check(f"{name}: onnxruntime's logits on the Q/DQ export equal ptq validate's with NaN activations quantized",
-              quantized.get("s") in ("int8", "uint8") and (x @ numpy_helper.to_array(w1) < 0).any() and
-              np.isfinite(v).all() and diff < 1e-6,
-              f"s quantized as {quantized.get('s')}; largest difference {diff:.3g} of max|logit|")
+              quantized.get("s") in ("int8", "uint8") and nan_rows.any() and np.isfinite(v).all() and ok,
+              f"s quantized as {quantized.get('s')}; {detail}")
 
 
 def ort_outputs(path, x):
@@ -222,9 +241,8 @@ def outputs_rounded(J):
               [o.name for o in onnx.load(J(f"{model}.onnx")).graph.output])
         outs = ort_outputs(J(f"{name}.onnx"), x)
         v = np.load(J(f"{name}.npy"))
-        diff = float(np.abs(outs[0] - v).max() / np.abs(v).max())
-        check(f"{name}: onnxruntime's logits on the Q/DQ export equal ptq validate's", diff < 1e-6,
-              f"largest difference {diff:.3g} of max|logit|")
+        ok, detail = rows_agree(outs[0], v)
+        check(f"{name}: onnxruntime's logits on the Q/DQ export equal ptq validate's", ok, detail)
         if model == "chain2":
             check(f"{name}: the node that also reads the output sees the rounded value",
                   np.array_equal(outs[1], np.maximum(outs[0], 0)))
