@@ -304,10 +304,12 @@ static void test_gemm_batched(const char *name, float rtol, float atol)
  * 1, 7, 300, 4,096 and 4,596 rows, each from its own offset), for a Gemm's weights ([n, k], the bias via beta),
  * for a MatMul's ([k, n], y not read) and through the bias epilogue (ptq_k_gemm_bias_cuda); the first two as one
  * cuBLASLt call where it takes them, else as blocks of rows (two full and a padded one), the third through
- * cuBLASLt only (counted). The 9,000 rows at once also against a device whose algorithms were chosen with
- * PTQ_GEMM_TUNE=0: tuning picks a faster algorithm only with the same bits. */
+ * cuBLASLt only (counted). Algorithms chosen with PTQ_GEMM_TUNE=1, and the 9,000 rows at once also against a
+ * device whose algorithms were chosen with PTQ_GEMM_TUNE=0: tuning picks a faster algorithm only with the same
+ * bits. */
 static void test_gemm_row_invariance(const char *math, int math_id)
 {
+    setenv("PTQ_GEMM_TUNE", "1", 1);
     ptq_cuda_dev *plain = NULL;
     CHECK_MSG(ptq_cuda_dev_create(&ctx, 0, &plain) == PTQ_OK, "%s", ctx.msg);
     if (!plain)
@@ -344,7 +346,7 @@ static void test_gemm_row_invariance(const char *math, int math_id)
             CHECK_MSG(ptq_k_gemm_bias_cuda(&ctx, plain, &g, da, dbm, dbias, dplain, &done) == PTQ_OK, "%s", ctx.msg);
         else
             CHECK_MSG(ptq_k_gemm_cuda(&ctx, plain, &g, da, dbm, dplain) == PTQ_OK, "%s", ctx.msg);
-        unsetenv("PTQ_GEMM_TUNE");
+        setenv("PTQ_GEMM_TUNE", "1", 1);
         CHECK_MSG(ptq_cuda_sync(&ctx, plain) == PTQ_OK, "%s", ctx.msg);
         CHECK_MSG(ptq_cuda_download(&ctx, dev, got_plain, dplain, (size_t)n_out * sizeof(float)) == PTQ_OK, "%s",
                   ctx.msg);
@@ -404,6 +406,7 @@ static void test_gemm_row_invariance(const char *math, int math_id)
         free(got1);
     }
     ptq_cuda_dev_free(plain);
+    unsetenv("PTQ_GEMM_TUNE");
 }
 
 /* --math fp64: an image's (a row's) bits do not depend on the batch it came
