@@ -653,18 +653,6 @@ static float probe_time(ptq_cudnn *f, ptq_cuda_dev *d, const ptq_cudnn_plan *pl,
     return ms;
 }
 
-/* The offsets at[i] of n probe buffers of room[i] floats each, laid one
- * after another from 0 at 256-byte boundaries; returns the bytes they take. */
-static size_t carve(const int64_t *room, int n, size_t *at)
-{
-    size_t bytes = 0;
-    for (int i = 0; i < n; i++) {
-        at[i] = bytes;
-        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
-    }
-    return bytes;
-}
-
 /* Sets pl's fast configuration when a candidate is measured faster than
  * the reference with its bits; leaves pl without one otherwise (tuning
  * off, one candidate, no memory for the probe, a candidate cuDNN refuses).

@@ -251,11 +251,8 @@ static ptq_status lt_tune(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_lt_plan *pl, const 
         return PTQ_OK;
     const int64_t rows = LT_PROBE_ROWS, n_x = rows * pl->k, n_w = pl->n * pl->k, n_y = rows * pl->n;
     const int64_t room[5] = {n_x, n_w, pl->n, n_y, n_y};
-    size_t at[6], bytes = 0;
-    for (int i = 0; i < 5; i++) {
-        at[i] = bytes;
-        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
-    }
+    size_t at[6];
+    size_t bytes = carve(room, 5, at);
     at[5] = bytes;
     bytes += 256;
     char *mem = NULL;

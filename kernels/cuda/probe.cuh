@@ -1,7 +1,8 @@
 /* Probes for the tuners that pick a faster kernel only where it gives the
  * reference kernel's bits (cudnn.cu's tune(), gemm.cu's lt_tune()): random
- * inputs with groups near the bottom of the float range, and a count of
- * the words two results differ in. Included by those .cu files only. */
+ * inputs with groups near the bottom of the float range, the layout of the
+ * probe's buffers in one allocation, and the comparison of two results.
+ * Included by those .cu files only. */
 #ifndef PTQ_CUDA_PROBE_CUH
 #define PTQ_CUDA_PROBE_CUH
 
@@ -36,6 +37,18 @@ static __global__ void count_diff_kernel(const uint32_t *a, const uint32_t *b, i
         c += a[i] != b[i];
     if (c)
         atomicAdd(out, c);
+}
+
+/* The offsets at[i] of n probe buffers of room[i] floats each, laid one
+ * after another from 0 at 256-byte boundaries; returns the bytes they take. */
+static size_t carve(const int64_t *room, int n, size_t *at)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        at[i] = bytes;
+        bytes += ((size_t)room[i] * sizeof(float) + 255) / 256 * 256;
+    }
+    return bytes;
 }
 
 /* 1 when y has y_ref's bits over n floats, 0 when not, -1 when the GPU failed (waits for d's stream; diff: one
