@@ -67,8 +67,10 @@ ptq_status calib_set_alloc(ptq_ctx *ctx, int64_t n, int64_t n_bins, ptq_calib_se
 const char *calib_source_key(const calib_source *src);
 /* The set's ptq_tap_dev_state_fn (runtime/backend.h): the device state of
  * value v's observer, made on the bound GPU if need be; NULL when the set
- * does not observe v. */
-ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins);
+ * does not observe v (or an alias's input observer stands for it), NULL
+ * with *n_bins = -1 when n values of v make no device update (a tensor
+ * without the batch's dimension: observed on the host, once a sample). */
+ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, int64_t n, void **state, int64_t *n_bins);
 /* Records samples ids[n] of a source (content SHA-256 sha256, NULL or "" when unknown). */
 ptq_status calib_set_add_source(ptq_ctx *ctx, ptq_calib_set *s, const char *name, const char *sha256,
                                 const int64_t *ids, int64_t n);

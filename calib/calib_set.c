@@ -493,12 +493,26 @@ ptq_status calib_set_lanes(ptq_ctx *ctx, ptq_calib_set *s, int n_lanes)
     return PTQ_OK;
 }
 
+/* How many times n values of tensor i, made by a run of `batch` samples, count: batch for a tensor without the
+ * batch's dimension (its element count the shapes' at another batch), else 1. */
+static int64_t copies_of(const ptq_calib_set *s, int64_t i, int64_t n, int64_t batch)
+{
+    return s->numel_shapes && batch != s->batch_shapes && n == s->numel_shapes[i] ? batch : 1;
+}
+
+/* The samples of the run now under way: a pass's on the CPU, else the set's batch. */
+static int64_t run_batch(const ptq_calib_set *s)
+{
+    const int64_t run = s->exec ? ptq_exec_this_run_samples() : 0;
+    return run > 0 ? run : s->batch_n;
+}
+
 static ptq_status observe(ptq_ctx *ctx, ptq_calib_set *s, int64_t i, const ptq_tensor *t, int64_t batch)
 {
     if (t->dtype != PTQ_DT_FLOAT)
         return ptq_fail(ctx, PTQ_ERR_INTERNAL, "tensor '%s' is %s, not float32", s->names[i], ptq_dtype_name(t->dtype));
     const int64_t n = ptq_tensor_numel(t);
-    const int64_t copies = s->numel_shapes && batch != s->batch_shapes && n == s->numel_shapes[i] ? batch : 1;
+    const int64_t copies = copies_of(s, i, n, batch);
     if (t->mem != PTQ_MEM_HOST && !s->cuda)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor '%s' is on the GPU but the calibration set is not bound to "
                         "its executor: call ptq_calib_set_bind after ptq_exec_create, before the first run",
@@ -544,24 +558,27 @@ ptq_status ptq_calib_set_tap(void *user, ptq_ctx *ctx, const ptq_graph *g, int n
     (void)node_index;
     PTQ_TRY_RET(check_graph(ctx, s, g));
     int64_t i = s->index_of_value[value_index];
-    const int64_t run = s->exec ? ptq_exec_this_run_samples() : 0; /* a pass's samples, on the CPU */
     if (i < 0 || (s->alias_of && s->alias_of[i] >= 0)) /* not observed, or its input's observer stands for it */
         return PTQ_OK;
-    return observe(ctx, s, i, t, run > 0 ? run : s->batch_n);
+    return observe(ctx, s, i, t, run_batch(s));
 }
 
-ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins)
+ptq_status calib_set_dev_state(void *user, ptq_ctx *ctx, int v, int64_t n, void **state, int64_t *n_bins)
 {
     ptq_calib_set *s = user;
     *state = NULL;
     *n_bins = s->n_bins;
     const int64_t i = s->index_of_value && v >= 0 && v < s->g->n_values ? s->index_of_value[v] : -1;
-    if (i < 0)
+    if (i < 0 || (s->alias_of && s->alias_of[i] >= 0)) /* as ptq_calib_set_tap: not looked at */
         return PTQ_OK;
     if (!s->cuda)
         return ptq_fail(ctx, PTQ_ERR_INVALID_ARG, "tensor '%s': device observer asked for, but the calibration set is "
                         "not bound to a GPU: call ptq_calib_set_bind after ptq_exec_create, before the first run",
                         s->names[i]);
+    if (copies_of(s, i, n, run_batch(s)) > 1) { /* observe's host update */
+        *n_bins = -1;
+        return PTQ_OK;
+    }
     if (!s->dev_obs[i])
         PTQ_TRY_RET(ptq_observer_dev_init(ctx, s->cuda, s->n_bins, &s->dev_obs[i]));
     *state = ptq_observer_dev_state(s->dev_obs[i]);

@@ -44,6 +44,14 @@ struct ptq_backend {
      * (ptq_k_observe_chain_cuda). NULL where the backend has no such path. */
     ptq_status (*observe_chain)(ptq_backend *b, ptq_ctx *ctx, void *const states[3], int64_t n_bins, const float *c,
                                 const float *z, int z_first, int relu, float *y, int64_t n);
+    /* A MatMul's product c with its bias row [cols] added into y, feeding observers of c and y from one read
+     * (ptq_k_observe_bias_cuda). NULL where the backend has no such path. */
+    ptq_status (*observe_bias)(ptq_backend *b, ptq_ctx *ctx, void *const states[2], int64_t n_bins, const float *c,
+                               const float *bias, int64_t cols, int bias_first, float *y, int64_t n);
+    /* An exact GELU of x into y (the Add's output a written too), feeding observers of its five values in two
+     * passes (ptq_k_observe_gelu_cuda). NULL where the backend has no such path. */
+    ptq_status (*observe_gelu)(ptq_backend *b, ptq_ctx *ctx, void *const states[5], int64_t n_bins, const float *x,
+                               float *a, float *y, int64_t n, float c_div, float c_add, float c_mul);
     /* y = (x * (erff(x / c_div) + c_add)) * c_mul over n floats, as the Div, Erf, Add, Mul and Mul nodes of an
      * exported exact GELU compute it (ptq_k_erf_gelu_cuda). NULL where the backend has no such path. */
     ptq_status (*erf_gelu)(ptq_backend *b, ptq_ctx *ctx, const float *x, float *y, int64_t n, float c_div,
@@ -70,17 +78,27 @@ void ptq_backend_free(ptq_backend *b);
 
 /* A tap that observes on the device can say so: fn gives the device state
  * (kernels/cuda/cuda_kernels.h's layout, *n_bins bins) of the observer the
- * tap feeds value v from, creating it if need be, or *state = NULL when the
- * tap does not look at v. The executor may then feed a Conv -> [Add] ->
- * [Relu] chain's values to those observers in one device pass
- * (backend.observe_chain) and not call the tap for them: bit-identical to
- * the tap's own updates. tap/tap_user: a tap already added. */
-typedef ptq_status (*ptq_tap_dev_state_fn)(void *user, ptq_ctx *ctx, int v, void **state, int64_t *n_bins);
+ * tap would feed value v's n device values to in one update, creating it if
+ * need be; *state = NULL when the tap does not look at v, and NULL with
+ * *n_bins = -1 when it must see v itself (it would not update one device
+ * state with those values: a tensor without the batch's dimension, counted
+ * once a sample on the host). The executor may then feed a Conv -> [Add] ->
+ * [Relu] chain's values, a MatMul's product and its bias Add's output, or
+ * an exact GELU's five values, to those observers in device passes of their
+ * own (backend.observe_chain, observe_bias, observe_gelu) and not call the
+ * tap for them: bit-identical to the tap's own updates. tap/tap_user: a tap
+ * already added. */
+typedef ptq_status (*ptq_tap_dev_state_fn)(void *user, ptq_ctx *ctx, int v, int64_t n, void **state,
+                                           int64_t *n_bins);
 ptq_status ptq_exec_tap_dev_state(ptq_ctx *ctx, ptq_exec *e, ptq_tap_fn tap, void *tap_user, ptq_tap_dev_state_fn fn);
 /* Values e keeps channels last on its GPU (runtime/layout.h), 0 on the host. */
 int64_t ptq_exec_n_channels_last(const ptq_exec *e);
 /* Chains run so (run_observed_chain), over e's life. */
 int64_t ptq_exec_n_observed_chains(const ptq_exec *e);
+/* MatMul -> Add(bias) pairs and exact GELUs whose values the tap's device observers were fed in passes of their
+ * own (run_observed_bias, run_observed_gelu), over e's life. */
+int64_t ptq_exec_n_observed_biases(const ptq_exec *e);
+int64_t ptq_exec_n_observed_gelus(const ptq_exec *e);
 /* Reshape, Flatten, Squeeze, Unsqueeze and Identity nodes on the GPU whose output took its input's buffer over
  * (the input's last reader; no copy), over all runs so far; PTQ_VIEW_ALIAS=0 at create turns it off. */
 int64_t ptq_exec_n_view_handovers(const ptq_exec *e);

@@ -183,6 +183,20 @@ static ptq_status cuda_observe_chain(ptq_backend *bk, ptq_ctx *ctx, void *const 
     return ptq_k_observe_chain_cuda(ctx, impl_of(bk)->dev, states, n_bins, c, z, z_first, relu, y, n);
 }
 
+static ptq_status cuda_observe_bias(ptq_backend *bk, ptq_ctx *ctx, void *const states[2], int64_t n_bins,
+                                    const float *c, const float *bias, int64_t cols, int bias_first, float *y,
+                                    int64_t n)
+{
+    return ptq_k_observe_bias_cuda(ctx, impl_of(bk)->dev, states, n_bins, c, bias, cols, bias_first, y, n);
+}
+
+static ptq_status cuda_observe_gelu(ptq_backend *bk, ptq_ctx *ctx, void *const states[5], int64_t n_bins,
+                                    const float *x, float *a, float *y, int64_t n, float c_div, float c_add,
+                                    float c_mul)
+{
+    return ptq_k_observe_gelu_cuda(ctx, impl_of(bk)->dev, states, n_bins, x, a, y, n, c_div, c_add, c_mul);
+}
+
 /* Y [M, N] = alpha op(A) op(B) + beta C, C broadcast into Y first as the ref does. */
 static ptq_status run_gemm(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_op_io *io, int dry)
 {
@@ -770,6 +784,8 @@ ptq_status ptq_backend_cuda_create(ptq_ctx *ctx, int device_index, ptq_backend *
     b->run = cuda_run;
     b->conv_epilogue = cuda_conv_epilogue;
     b->observe_chain = cuda_observe_chain;
+    b->observe_bias = cuda_observe_bias;
+    b->observe_gelu = cuda_observe_gelu;
     b->erf_gelu = cuda_erf_gelu;
     b->matmul_bias = cuda_matmul_bias;
     b->destroy = cuda_destroy;

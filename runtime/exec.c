@@ -149,6 +149,7 @@ struct ptq_exec {
     int64_t n_bias; /* run so by run_matmul_bias */
     int64_t n_epilogue;       /* chains run so */
     int64_t n_observed_chain; /* chains run by run_observed_chain */
+    int64_t n_observed_bias, n_observed_gelu; /* run by run_observed_bias, run_observed_gelu */
     int view_alias;           /* 0 under PTQ_VIEW_ALIAS=0 (read at create): view ops on the GPU always copy */
     int64_t n_view_handover;  /* device buffers handed from a view op's input to its output (view_source) */
     ptq_op_frame frame;       /* run_node's views, grown to the largest node */
@@ -1307,6 +1308,46 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     return PTQ_OK;
 }
 
+/* The device observers the one tap (ptq_exec_tap_dev_state) would feed values vals[0..n-1] (-1: none) of numel
+ * elements each from: states[i] (NULL: not looked at) and their bin count; *fits = 0 when the tap must see one
+ * itself or the bin counts differ. */
+static ptq_status tap_states(ptq_ctx *ctx, ptq_exec *e, const int *vals, int n, int64_t numel, void **states,
+                             int64_t *n_bins, int *fits)
+{
+    *n_bins = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t nb = 0;
+        states[i] = NULL;
+        if (vals[i] < 0 || !*fits)
+            continue;
+        PTQ_TRY_RET(e->taps[0].dev_state(e->taps[0].user, ctx, vals[i], numel, &states[i], &nb));
+        if (nb < 0 || (states[i] && *n_bins && nb != *n_bins))
+            *fits = 0;
+        if (states[i])
+            *n_bins = nb;
+    }
+    return PTQ_OK;
+}
+
+/* Whether the executor's one tap offers its device observers (ptq_exec_tap_dev_state) to a device that can be fed
+ * in fused passes. */
+static int taps_on_device(const ptq_exec *e)
+{
+    return e->dev && e->n_taps == 1 && e->taps[0].dev_state;
+}
+
+/* Whether value v is wanted as it is between fused nodes: kept, or rounded by the plan. */
+static int value_needed(const ptq_exec *e, int v)
+{
+    return e->slots[v].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[v]);
+}
+
+/* Whether the overlay computes node k itself. */
+static int node_overridden(const ptq_exec *e, int k)
+{
+    return e->has_ov && e->ov.runs && e->ov.runs[k];
+}
+
 /* Calibration's form of run_epilogue: the one tap observes on the device
  * (ptq_exec_tap_dev_state) and nothing else needs the values between the
  * nodes of chain k. The Conv runs as its own node into its output c (its
@@ -1321,8 +1362,8 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
     const ptq_graph *g = e->g;
     const int j = e->epi_add[k], r = e->epi_relu[k], z = e->epi_z[k];
     *done = 0;
-    if ((j < 0 && r < 0) || node_is(e, r, PTQ_OP_CLIP) || !e->dev || !e->dev->observe_chain || e->n_taps != 1 ||
-        !e->taps[0].dev_state || chain_between_needed(e, k))
+    if ((j < 0 && r < 0) || node_is(e, r, PTQ_OP_CLIP) || !taps_on_device(e) || !e->dev->observe_chain ||
+        chain_between_needed(e, k))
         return PTQ_OK;
     const int c = g->nodes[k].outputs[0], a = j >= 0 ? g->nodes[j].outputs[0] : -1;
     const int y = g->nodes[r >= 0 ? r : j].outputs[0];
@@ -1344,19 +1385,10 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
         fits = zv.dtype == PTQ_DT_FLOAT && zv.ndim == cv.ndim &&
                memcmp(zv.dims, cv.dims, (size_t)cv.ndim * sizeof cv.dims[0]) == 0; /* a broadcasting Add runs apart */
     }
-    void *states[3] = {NULL, NULL, NULL};
+    void *states[3];
     int64_t n_bins = 0;
     const int vals[3] = {c, a, r >= 0 ? y : -1};
-    for (int i = 0; i < 3 && fits; i++) {
-        int64_t nb = 0;
-        if (vals[i] < 0)
-            continue;
-        PTQ_TRY_RET(e->taps[0].dev_state(e->taps[0].user, ctx, vals[i], &states[i], &nb));
-        if (states[i] && n_bins && nb != n_bins)
-            fits = 0;
-        if (states[i])
-            n_bins = nb;
-    }
+    PTQ_TRY_RET(tap_states(ctx, e, vals, 3, ptq_tensor_numel(&cv), states, &n_bins, &fits));
     if (!fits) /* the Conv's output as run_node would have tapped it; the Add and Relu run as nodes */
         return e->taps[0].fn(e->taps[0].user, ctx, g, k, c, &cv);
     slot *ys = &e->slots[y];
@@ -1381,6 +1413,135 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
         slot_release(e, cs);
     chain_ran(e, k);
     e->n_observed_chain++;
+    return PTQ_OK;
+}
+
+/* The time of a fused observing pass begun at t0 (status st): the observers' time of node k. */
+static ptq_status observed_pass_done(ptq_ctx *ctx, ptq_exec *e, int k, ptq_status st, double t0)
+{
+    if (st == PTQ_OK && e->p.profile)
+        st = e->dev->sync(e->dev, ctx);
+    const double s = ptq_clock_s() - t0;
+    e->tap_s += s;
+    e->node_tap_s[k] += s;
+    return st;
+}
+
+/* Calibration's form of run_matmul_bias: the one tap observes on the device and nothing else needs the product or
+ * the sum (neither kept nor rounded, neither node overridden). The MatMul runs as its own node into its product c
+ * (its tap call left out), then one device pass adds the bias row into the Add's output y and feeds the tap's
+ * observers of c and y (backend.observe_bias), the same states the tap would have made, and the Add is marked run.
+ * *done = 1 once the MatMul has run (when the pair cannot be fed so, c tapped as usual and the Add left to run as a
+ * node); *done = 0 and nothing run otherwise. */
+static ptq_status run_observed_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
+{
+    const ptq_graph *g = e->g;
+    const int add = e->bias_add[k], b = e->bias_v[k];
+    *done = 0;
+    if (add < 0 || !taps_on_device(e) || !e->dev->observe_bias)
+        return PTQ_OK;
+    const int c = g->nodes[k].outputs[0], y = g->nodes[add].outputs[0];
+    if (node_overridden(e, k) || node_overridden(e, add) || value_needed(e, c) || value_needed(e, y) ||
+        (e->nhwc && (e->nhwc[c] || e->nhwc[y])))
+        return PTQ_OK;
+    e->tap_skip = c;
+    ptq_status st = run_node(ctx, e, k);
+    e->tap_skip = -1;
+    if (st != PTQ_OK)
+        return st;
+    *done = 1;
+    slot *cs = &e->slots[c];
+    const ptq_tensor cv = slot_view(cs, cs->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST);
+    ptq_tensor bias;
+    memset(&bias, 0, sizeof bias);
+    int fits = cs->ptr[MEM_DEV] && cv.dtype == PTQ_DT_FLOAT && cv.ndim >= 1;
+    if (fits) {
+        PTQ_TRY_RET(const_view(ctx, e, b, MEM_DEV, &bias));
+        fits = bias.ndim <= cv.ndim && ptq_tensor_numel(&bias) == cv.dims[cv.ndim - 1] && cv.dims[cv.ndim - 1] > 0;
+    }
+    void *states[2];
+    int64_t n_bins = 0;
+    const int vals[2] = {c, y};
+    PTQ_TRY_RET(tap_states(ctx, e, vals, 2, ptq_tensor_numel(&cv), states, &n_bins, &fits));
+    if (!fits) /* the product as run_node would have tapped it; the Add runs as a node */
+        return e->taps[0].fn(e->taps[0].user, ctx, g, k, c, &cv);
+    slot *ys = &e->slots[y];
+    slot_release(e, ys);
+    ys->meta = cv;
+    ys->meta.data = NULL;
+    PTQ_TRY_RET(slot_alloc(ctx, e, ys, MEM_DEV));
+    ptq_tensor out = slot_view(ys, MEM_DEV);
+    const double t0 = ptq_clock_s();
+    st = e->dev->observe_bias(e->dev, ctx, states, n_bins, cv.data, bias.data, cv.dims[cv.ndim - 1],
+                              g->nodes[add].inputs[0] == b, out.data, ptq_tensor_numel(&cv));
+    PTQ_TRY_RET(observed_pass_done(ctx, e, k, st, t0));
+    PTQ_TRY_RET(apply_round(ctx, e, y, &out));
+    if (--cs->refs == 0)
+        slot_release(e, cs);
+    e->ran_early[add] = 1;
+    e->n_observed_bias++;
+    return PTQ_OK;
+}
+
+/* Calibration's form of run_gelu: the one tap observes on the device and nothing needs GELU k's five values as they
+ * are (none kept or rounded, no node overridden). Two device passes over x make the Add's output a and y and feed
+ * the tap's observers of the five values (backend.observe_gelu), the states the tap would have made: *done = 1 and
+ * the Erf, Add and Mul nodes marked run. Else *done = 0 and nothing run. */
+static ptq_status run_observed_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
+{
+    const ptq_graph *g = e->g;
+    const int *f = &e->gelu[4 * k];
+    *done = 0;
+    if (f[0] < 0 || !taps_on_device(e) || !e->dev->observe_gelu)
+        return PTQ_OK;
+    const int nodes[5] = {k, f[0], f[1], f[2], f[3]}, x = g->nodes[k].inputs[0];
+    int vals[5];
+    for (int i = 0; i < 5; i++) {
+        vals[i] = g->nodes[nodes[i]].outputs[0];
+        if (node_overridden(e, nodes[i]) || value_needed(e, vals[i]))
+            return PTQ_OK;
+    }
+    const int a = vals[2], y = vals[4];
+    slot *xs = &e->slots[x];
+    if (!xs->ptr[MEM_DEV] || xs->meta.dtype != PTQ_DT_FLOAT || xs->meta.ndim < 1 ||
+        (e->nhwc && (e->nhwc[x] || e->nhwc[y])))
+        return PTQ_OK;
+    void *states[5];
+    int64_t n_bins = 0;
+    int fits = 1;
+    const int64_t n = ptq_tensor_numel(&xs->meta);
+    PTQ_TRY_RET(tap_states(ctx, e, vals, 5, n, states, &n_bins, &fits));
+    if (!fits)
+        return PTQ_OK;
+    e->step = k + 1;
+    const int made[2] = {a, y};
+    ptq_tensor out[2];
+    for (int i = 0; i < 2; i++) {
+        slot *s = &e->slots[made[i]];
+        slot_release(e, s);
+        s->meta = xs->meta;
+        s->meta.data = NULL;
+        PTQ_TRY_RET(slot_alloc(ctx, e, s, MEM_DEV));
+        out[i] = slot_view(s, MEM_DEV);
+    }
+    const float *c = &e->gelu_c[3 * k];
+    const double t0 = ptq_clock_s();
+    ptq_status st = e->dev->observe_gelu(e->dev, ctx, states, n_bins, xs->ptr[MEM_DEV], out[0].data, out[1].data, n,
+                                         c[0], c[1], c[2]);
+    st = observed_pass_done(ctx, e, k, st, t0);
+    slot_release(e, &e->slots[a]); /* read only by the Mul, which ran here */
+    if (st != PTQ_OK) {
+        slot_release(e, &e->slots[y]);
+        return st;
+    }
+    PTQ_TRY_RET(apply_round(ctx, e, y, &out[1]));
+    for (int i = 0; i < 2; i++) /* the Div and the first Mul read x */
+        if (--xs->refs == 0)
+            slot_release(e, xs);
+    for (int i = 1; i < 5; i++)
+        e->ran_early[nodes[i]] = 1;
+    e->n_observed_gelu++;
+    *done = 1;
     return PTQ_OK;
 }
 
@@ -1487,6 +1648,12 @@ static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full,
         if (fused)
             continue;
         PTQ_TRY(st, run_observed_chain(ctx, e, k, &fused), done); /* no value of its Conv is kept */
+        if (fused)
+            continue;
+        PTQ_TRY(st, run_observed_bias(ctx, e, k, &fused), done);
+        if (fused)
+            continue;
+        PTQ_TRY(st, run_observed_gelu(ctx, e, k, &fused), done);
         if (fused)
             continue;
         PTQ_TRY(st, run_gelu(ctx, e, k, &fused), done);
@@ -2253,6 +2420,16 @@ int64_t ptq_exec_n_channels_last(const ptq_exec *e)
 int64_t ptq_exec_n_observed_chains(const ptq_exec *e)
 {
     return e->n_observed_chain;
+}
+
+int64_t ptq_exec_n_observed_biases(const ptq_exec *e)
+{
+    return e->n_observed_bias;
+}
+
+int64_t ptq_exec_n_observed_gelus(const ptq_exec *e)
+{
+    return e->n_observed_gelu;
 }
 
 int64_t ptq_exec_n_view_handovers(const ptq_exec *e)

@@ -7,8 +7,11 @@
  * executor as the calibrate command taps it (device observer states
  * offered, so Conv -> Add -> Relu chains are observed in one pass each),
  * must hold the same observers, and that executor's logits must equal the
- * first's bit for bit. Then the text encoder, whose positional slice has no
- * batch dimension (check_batchless). Exit 77 without a GPU. */
+ * first's bit for bit (compare_sets). The same for the Fashion-MNIST ViT,
+ * whose MatMul biases and exact GELUs the third executor feeds in fused
+ * passes (run_observed_bias, run_observed_gelu). Then the text encoder,
+ * whose positional slice has no batch dimension (check_batchless). Exit 77
+ * without a GPU. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,18 +140,16 @@ done:
     ptq_graph_free(g);
 }
 
-int main(void)
+/* Calibrates model g ([n, 1, 28, 28] input) on the GPU three ways over batches of 1, 64, 200 and 333 random images
+ * of a growing range: a set tapping device tensors and a set fed host copies of the very same tensors (one
+ * executor, no fused passes: its tap offers no device states), and a third set on its own executor as ptq
+ * calibrate taps it (device states offered, so chains, MatMul biases and GELUs are fed in fused passes). Every
+ * observer of the three must be bit-identical, the two executors' logits too. *fused: the fused passes' counts
+ * (chains, biases, GELUs) over the 4 runs. */
+static void compare_sets(const char *label, ptq_graph *g, int64_t fused[3])
 {
-    char why[256];
-    if (!ptq_cuda_available(why, sizeof why)) {
-        printf("cuda_calib: skipped: %s\n", why);
-        return PTQ_TEST_SKIP;
-    }
     ptq_ctx ctx;
     ptq_ctx_init(&ctx);
-    ptq_graph *g = test_load_demo_model("cuda_calib");
-    if (!g)
-        return 1;
     both b = {0};
     ptq_calib_set *chain_set = NULL;
     ptq_exec *ce = NULL;
@@ -159,8 +160,9 @@ int main(void)
     CHECK(ptq_calib_set_create(&ctx, g, NULL, 0, &chain_set) == PTQ_OK);
     CHECK_MSG(ptq_exec_create(&ctx, g, &pg, &b.e) == PTQ_OK, "%s", ctx.msg);
     CHECK_MSG(ptq_exec_create(&ctx, g, &pc, &ce) == PTQ_OK, "%s", ctx.msg);
+    fused[0] = fused[1] = fused[2] = 0;
     if (!b.e || !ce || !b.dev_set || !b.host_set || !chain_set)
-        return test_done("cuda_calib");
+        goto done;
     CHECK(ptq_calib_set_bind(&ctx, b.dev_set, b.e) == PTQ_OK);
     /* as calib/calib_consumer.c taps the executor of ptq calibrate */
     CHECK(ptq_calib_set_bind(&ctx, chain_set, ce) == PTQ_OK);
@@ -168,7 +170,7 @@ int main(void)
     CHECK(ptq_exec_tap_dev_state(&ctx, ce, ptq_calib_set_tap, chain_set, calib_set_dev_state) == PTQ_OK);
     CHECK(ptq_exec_tap_dev_state(&ctx, ce, tap, &b, calib_set_dev_state) == PTQ_ERR_INVALID_ARG);
     int logits_differ = 0;
-    printf("cuda_calib: device %s, %lld tensors observed\n", ptq_exec_device_name(b.e),
+    printf("cuda_calib: %s: device %s, %lld tensors observed\n", label, ptq_exec_device_name(b.e),
            (long long)ptq_calib_set_n_tensors(b.dev_set));
     const int64_t sizes[] = {1, 64, 200, 333};
     test_rand_seed(5);
@@ -179,6 +181,7 @@ int main(void)
         test_fill_uniform(x, n * 28 * 28, -0.9f * (float)(r + 1), 2.1f * (float)(r + 1));
         ptq_tensor in = {PTQ_DT_FLOAT, 4, {n, 1, 28, 28}, x, PTQ_MEM_HOST, 0};
         ptq_tensor out, out_c;
+        b.dev_set->batch_n = b.host_set->batch_n = chain_set->batch_n = n; /* as calib/calib_consumer.c sets it */
         CHECK(ptq_calib_set_observe_inputs(&ctx, b.dev_set, &in) == PTQ_OK);
         CHECK(ptq_calib_set_observe_inputs(&ctx, b.host_set, &in) == PTQ_OK);
         CHECK(ptq_calib_set_observe_inputs(&ctx, chain_set, &in) == PTQ_OK);
@@ -186,7 +189,7 @@ int main(void)
         CHECK_MSG(ptq_exec_run(&ctx, ce, &in, &out_c) == PTQ_OK, "%s", ctx.msg);
         const int same = ptq_tensor_bytes(&out) == ptq_tensor_bytes(&out_c) &&
                          memcmp(out.data, out_c.data, ptq_tensor_bytes(&out)) == 0;
-        CHECK_MSG(same, "batch %lld: logits with chains observed in one pass differ", (long long)n);
+        CHECK_MSG(same, "%s, batch %lld: logits with fused observing passes differ", label, (long long)n);
         logits_differ += !same;
         free(x);
     }
@@ -195,41 +198,59 @@ int main(void)
     CHECK_MSG(ptq_calib_set_sync(&ctx, chain_set) == PTQ_OK, "%s", ctx.msg);
     int differ = 0, chain_differ = 0;
     for (int64_t i = 0; i < ptq_calib_set_n_tensors(b.dev_set); i++) {
-        const ptq_observer *od = ptq_calib_set_observer(b.dev_set, i), *oh = ptq_calib_set_observer(b.host_set, i);
-        const ptq_observer *oc = ptq_calib_set_observer(chain_set, i);
-        ptq_observer_stats sc;
-        ptq_observer_stats sd, sh;
-        ptq_observer_get_stats(od, &sd);
-        ptq_observer_get_stats(oh, &sh);
-        int same = memcmp(&sd, &sh, sizeof sd) == 0 && ptq_observer_exponent(od) == ptq_observer_exponent(oh) &&
-                   memcmp(ptq_observer_hist(od), ptq_observer_hist(oh),
-                          (size_t)ptq_observer_n_bins(od) * sizeof(int64_t)) == 0;
-        CHECK_MSG(same, "tensor %s: device and host observers differ", ptq_calib_set_name(b.dev_set, i));
+        const int same = same_observer(b.dev_set, b.host_set, i);
+        CHECK_MSG(same, "%s, tensor %s: device and host observers differ", label, ptq_calib_set_name(b.dev_set, i));
         differ += !same;
-        ptq_observer_get_stats(oc, &sc);
-        const int same_c = memcmp(&sc, &sh, sizeof sc) == 0 && ptq_observer_exponent(oc) == ptq_observer_exponent(oh) &&
-                           memcmp(ptq_observer_hist(oc), ptq_observer_hist(oh),
-                                  (size_t)ptq_observer_n_bins(oc) * sizeof(int64_t)) == 0;
-        CHECK_MSG(same_c, "tensor %s: observers fed by the chain pass differ from the host's",
+        const int same_c = same_observer(chain_set, b.host_set, i);
+        CHECK_MSG(same_c, "%s, tensor %s: observers fed by the fused passes differ from the host's", label,
                   ptq_calib_set_name(chain_set, i));
         chain_differ += !same_c;
+        ptq_observer_stats sd;
+        ptq_observer_get_stats(ptq_calib_set_observer(b.dev_set, i), &sd);
         CHECK(sd.count > 0);
     }
-    printf("cuda_calib: %d tensor taps on the device (%d host copies for the reference), %lld observers compared, "
-           "%d differ (must be 0)\n",
-           b.on_device, b.copied, (long long)ptq_calib_set_n_tensors(b.dev_set), differ);
+    printf("cuda_calib: %s: %d tensor taps on the device (%d host copies for the reference), %lld observers "
+           "compared, %d differ (must be 0)\n",
+           label, b.on_device, b.copied, (long long)ptq_calib_set_n_tensors(b.dev_set), differ);
     CHECK(b.on_device > 0);
-    const int64_t chains = ptq_exec_n_observed_chains(ce);
-    printf("cuda_calib: %lld Conv->Add->Relu chains observed in one pass each (4 runs): %d observers differ from the "
-           "host's, %d batches' logits differ (all must be 0)\n",
-           (long long)chains, chain_differ, logits_differ);
-    CHECK(chains > 0 && chains % 4 == 0);
+    fused[0] = ptq_exec_n_observed_chains(ce);
+    fused[1] = ptq_exec_n_observed_biases(ce);
+    fused[2] = ptq_exec_n_observed_gelus(ce);
+    printf("cuda_calib: %s: fed in fused passes over 4 runs: %lld Conv->Add->Relu chains, %lld MatMul biases, %lld "
+           "GELUs; %d observers differ from the host's, %d batches' logits differ (all must be 0)\n",
+           label, (long long)fused[0], (long long)fused[1], (long long)fused[2], chain_differ, logits_differ);
+done:
     ptq_exec_free(ce);
     ptq_calib_set_free(chain_set);
     ptq_exec_free(b.e);
     ptq_calib_set_free(b.dev_set);
     ptq_calib_set_free(b.host_set);
-    ptq_graph_free(g);
+}
+
+int main(void)
+{
+    char why[256];
+    if (!ptq_cuda_available(why, sizeof why)) {
+        printf("cuda_calib: skipped: %s\n", why);
+        return PTQ_TEST_SKIP;
+    }
+    int64_t fused[3];
+    ptq_graph *g = test_load_demo_model("cuda_calib");
+    CHECK(g != NULL);
+    if (g) {
+        compare_sets("demo model", g, fused);
+        CHECK(fused[0] > 0 && fused[0] % 4 == 0);
+        ptq_graph_free(g);
+    }
+    /* the ViT: its 4 encoder layers' 16 MatMul biases and 4 exact GELUs a run */
+    g = test_load_model("cuda_calib", "fmnist_vit.onnx");
+    CHECK(g != NULL);
+    if (g) {
+        compare_sets("ViT", g, fused);
+        CHECK_MSG(fused[1] == 4 * 16 && fused[2] == 4 * 4, "ViT: %lld biases and %lld GELUs fed in fused passes, "
+                  "must be 64 and 16", (long long)fused[1], (long long)fused[2]);
+        ptq_graph_free(g);
+    }
     check_batchless();
     return test_done("cuda_calib");
 }

@@ -137,7 +137,7 @@ static void test_order(const ptq_graph *g, ptq_calib_set *described, ptq_calib_s
               "a GPU tensor before bind: status %d, '%s'", (int)st, ctx.msg);
     void *state = NULL;
     int64_t n_bins = 0;
-    st = calib_set_dev_state(s, &ctx, v, &state, &n_bins);
+    st = calib_set_dev_state(s, &ctx, v, 784, &state, &n_bins);
     CHECK_MSG(st == PTQ_ERR_INVALID_ARG && !state && strstr(ctx.msg, "call ptq_calib_set_bind"),
               "a device observer before bind: status %d, '%s'", (int)st, ctx.msg);
     ptq_calib_set_free(s);

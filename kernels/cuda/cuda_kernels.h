@@ -238,6 +238,19 @@ ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *st
  * reaches the work (a rescue pass may re-read them). */
 ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[3], int64_t n_bins,
                                     const float *c, const float *z, int z_first, int relu, float *y, int64_t n);
+/* The observed bias of a MatMul's product c: [n] device floats: y = c + bias, bias: [cols] device floats added to
+ * every row of cols values (bias_first: the Add's first operand is the bias), written to y: [n]; the observers
+ * states[0] (c) and states[1] (y) as ptq_k_observe_chain_cuda's, from one read of c. */
+ptq_status ptq_k_observe_bias_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[2], int64_t n_bins,
+                                   const float *c, const float *bias, int64_t cols, int bias_first, float *y,
+                                   int64_t n);
+/* The observed exact GELU of x: [n] device floats in two passes: d = x / c_div, e = erff(d), a = e + c_add (written
+ * to a_out: [n]), then m = x * a and y = m * c_mul (written to y: [n]), each the IEEE operation of its node's kernel
+ * (ptq_k_erf_gelu_cuda's); the observers states[0..4] (d, e, a, m, y; NULL: not observed) as
+ * ptq_k_observe_chain_cuda's. */
+ptq_status ptq_k_observe_gelu_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[5], int64_t n_bins,
+                                   const float *x, float *a_out, float *y, int64_t n, float c_div, float c_add,
+                                   float c_mul);
 /* Waits for queued work and downloads: *s (all fields), *e (0 while nothing
  * is binned) and hist: [n_bins] host counts. */
 ptq_status ptq_k_observe_dev_read_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const void *state, int64_t n_bins,

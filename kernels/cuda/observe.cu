@@ -426,17 +426,30 @@ static __device__ void set_bins(bin_f64 *b, const obs_dev_state *s, int log2_bin
 
 /* ---- the fused passes: one read of a batch per observer update ----
  * observe_once_kernel updates one observer from x; observe_chain_kernel
- * feeds up to three from a Conv's output c: c itself, a = c + z (in the
- * Add's operand order) and the chain's output y = relu(a) (or a, without a
- * Relu), which it also writes. Each observer's update is the one
- * observe_once_kernel would make on that tensor. */
+ * feeds up to three, each the value of one stage of a short program P over
+ * c (and z), and writes the last stage's value y:
+ *   PASS_CONV: a Conv's output c, a = c + z (in the Add's operand order) and
+ *     the chain's output y = relu(a) (or a, without a Relu);
+ *   PASS_BIAS: a MatMul's product c and y = c + z, z one row of z_cols
+ *     values added to every row (the Add's operand order);
+ *   PASS_GELU_A, PASS_GELU_B: an exact GELU's five nodes in two passes over
+ *     x = c: d = x / k0, e = erff(d), a = e + k1 (y: a), then with z = a
+ *     m = x * z and y = m * k0 (its third stage y itself, not observed).
+ * Each stage is the IEEE operation of its node's kernel (unary.cu's,
+ * binary.cu's), so each observer's update is the one observe_once_kernel
+ * would make on that tensor. */
 
 #define CHAIN_OBS 3
 
+enum { PASS_ONCE, PASS_CONV, PASS_BIAS, PASS_GELU_A, PASS_GELU_B };
+
 struct chain_args {
-    const float *c, *z; /* z: NULL without an Add */
+    const float *c, *z; /* z: NULL without one */
     float *y;           /* NULL: nothing written (observe_once_kernel) */
-    int z_first, relu;  /* the Add reads z first; a Relu follows */
+    int z_first, relu;  /* the Add (or Mul) reads z first; a Relu follows (PASS_CONV) */
+    int kind;           /* PASS_*: the program (the rescue pass's; the fused pass has it as P) */
+    float k0, k1;       /* the GELU's constants */
+    int64_t z_cols;     /* PASS_BIAS: z's length, a divisor of n; else 0 (z: [n]) */
     obs_dev_state *s[CHAIN_OBS]; /* c's, a's, y's observer (y's only with relu); NULL: not observed */
     unsigned long long *hist[CHAIN_OBS];
     float *over[CHAIN_OBS];
@@ -462,6 +475,71 @@ static __device__ __forceinline__ float chain_add(const chain_args &a, float cv,
 static __device__ __forceinline__ float chain_out(const chain_args &a, float av)
 {
     return a.relu && av < 0.0f ? 0.0f : av;
+}
+
+/* Program P's stages at one element: stage 0 from c and z, stage 1 from stage 0 (and c, z), stage 2 from stage 1. */
+template <int P>
+static __device__ __forceinline__ float stage0(const chain_args &a, float cv, float zv)
+{
+    if (P == PASS_GELU_A)
+        return __fdiv_rn(cv, a.k0);
+    if (P == PASS_GELU_B)
+        return a.z_first ? __fmul_rn(zv, cv) : __fmul_rn(cv, zv);
+    return cv;
+}
+
+template <int P>
+static __device__ __forceinline__ float stage1(const chain_args &a, float v0, float cv, float zv)
+{
+    if (P == PASS_GELU_A)
+        return erff(v0);
+    if (P == PASS_GELU_B)
+        return __fmul_rn(v0, a.k0);
+    if (P == PASS_BIAS)
+        return a.z_first ? __fadd_rn(zv, cv) : __fadd_rn(cv, zv);
+    return chain_add(a, cv, zv);
+}
+
+template <int P>
+static __device__ __forceinline__ float stage2(const chain_args &a, float v1)
+{
+    if (P == PASS_GELU_A)
+        return __fadd_rn(v1, a.k1);
+    if (P == PASS_CONV)
+        return chain_out(a, v1);
+    return v1;
+}
+
+/* Element i's index into z: a row's under PASS_BIAS. */
+template <int P>
+static __device__ __forceinline__ int64_t z_index(const chain_args &a, int64_t i)
+{
+    return P == PASS_BIAS ? i % a.z_cols : i;
+}
+
+/* Stage `stage` of program P at one element (the rescue pass's, stage by stage). */
+template <int P>
+static __device__ float stage_of(const chain_args &a, int stage, float cv, float zv)
+{
+    const float v0 = stage0<P>(a, cv, zv);
+    if (stage == 0)
+        return v0;
+    const float v1 = stage1<P>(a, v0, cv, zv);
+    return stage == 1 ? v1 : stage2<P>(a, v1);
+}
+
+static __device__ float stage_value(const chain_args &a, int stage, float cv, float zv)
+{
+    switch (a.kind) {
+    case PASS_BIAS:
+        return stage_of<PASS_BIAS>(a, stage, cv, zv);
+    case PASS_GELU_A:
+        return stage_of<PASS_GELU_A>(a, stage, cv, zv);
+    case PASS_GELU_B:
+        return stage_of<PASS_GELU_B>(a, stage, cv, zv);
+    default: /* PASS_ONCE reads only stage 0, c */
+        return stage_of<PASS_CONV>(a, stage, cv, zv);
+    }
 }
 
 /* Whether observer o's common path takes v: |v| finite, nonzero and in
@@ -577,32 +655,40 @@ static __device__ __forceinline__ void observe_values(const float *v, const bool
 }
 
 /* One step of a thread: its N values of c (and z) with valid flags; feeds
- * the observers: c's, then a's (made in zv), then y's (made in zv, which
- * holds y on return where Chain). A single pass's tensor and Relu's output
+ * the observers: c's alone for PASS_ONCE, else the three stages' of P in
+ * turn (zv holds y on return). A single pass's tensor and Relu's output
  * count their zeros in the common path. */
-template <typename Bin, bool Shared, bool Chain, int N>
+template <typename Bin, bool Shared, int P, int N>
 static __device__ __forceinline__ void observe_step(const chain_args &a, const float *cv, float *zv, const bool *ok,
                                                     chain_view<Bin> *o, rare_counts *rare)
 {
-    if (o[0].on)
-        observe_values<Bin, Shared, !Chain, N>(cv, ok, o[0], a.hist[0], a.s[0], a.over[0], &rare[0]);
-    if (Chain) {
+    if constexpr (P == PASS_ONCE) {
+        if (o[0].on)
+            observe_values<Bin, Shared, true, N>(cv, ok, o[0], a.hist[0], a.s[0], a.over[0], &rare[0]);
+    } else {
+        float w[N];
 #pragma unroll
         for (int e = 0; e < N; e++)
-            zv[e] = chain_add(a, cv[e], zv[e]);
+            w[e] = stage0<P>(a, cv[e], zv[e]);
+        if (o[0].on)
+            observe_values<Bin, Shared, false, N>(w, ok, o[0], a.hist[0], a.s[0], a.over[0], &rare[0]);
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            w[e] = stage1<P>(a, w[e], cv[e], zv[e]);
         if (o[1].on)
-            observe_values<Bin, Shared, false, N>(zv, ok, o[1], a.hist[1], a.s[1], a.over[1], &rare[1]);
+            observe_values<Bin, Shared, false, N>(w, ok, o[1], a.hist[1], a.s[1], a.over[1], &rare[1]);
 #pragma unroll
         for (int e = 0; e < N; e++)
-            zv[e] = chain_out(a, zv[e]);
+            zv[e] = stage2<P>(a, w[e]);
         if (o[2].on)
-            observe_values<Bin, Shared, true, N>(zv, ok, o[2], a.hist[2], a.s[2], a.over[2], &rare[2]);
+            observe_values<Bin, Shared, P == PASS_CONV, N>(zv, ok, o[2], a.hist[2], a.s[2], a.over[2], &rare[2]);
     }
 }
 
 /* observe_span's 16-byte path: OBS_VEC float4s of c (and z) a thread, from
  * float4 index base + threadIdx.x, a block apart; a whole step's, so no
  * bound is tested. */
+template <int P>
 static __device__ __forceinline__ void vec_load(const chain_args &a, int64_t base, bool has_z, float4 *cv, float4 *zv)
 {
     const float4 *c4 = (const float4 *)a.c, *z4 = (const float4 *)a.z;
@@ -610,12 +696,12 @@ static __device__ __forceinline__ void vec_load(const chain_args &a, int64_t bas
     for (int u = 0; u < OBS_VEC; u++) {
         const int64_t i = base + u * (int64_t)blockDim.x + threadIdx.x;
         cv[u] = __ldg(&c4[i]);
-        zv[u] = has_z ? __ldg(&z4[i]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        zv[u] = has_z ? __ldg(&z4[P == PASS_BIAS ? i % (a.z_cols / 4) : i]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
 }
 
 /* A whole step's float4s, loaded: the observers fed, y written. */
-template <typename Bin, bool Shared, bool Chain>
+template <typename Bin, bool Shared, int P>
 static __device__ __forceinline__ void vec_observe(const chain_args &a, int64_t base, const float4 *cv, float4 *zv,
                                                    chain_view<Bin> *o, rare_counts *rare)
 {
@@ -623,15 +709,15 @@ static __device__ __forceinline__ void vec_observe(const chain_args &a, int64_t 
 #pragma unroll
     for (int e = 0; e < 4 * OBS_VEC; e++)
         ok[e] = true;
-    observe_step<Bin, Shared, Chain, 4 * OBS_VEC>(a, (const float *)cv, (float *)zv, ok, o, rare);
-    if (Chain)
+    observe_step<Bin, Shared, P, 4 * OBS_VEC>(a, (const float *)cv, (float *)zv, ok, o, rare);
+    if (P != PASS_ONCE)
 #pragma unroll
         for (int u = 0; u < OBS_VEC; u++)
             ((float4 *)a.y)[base + u * (int64_t)blockDim.x + threadIdx.x] = zv[u];
 }
 
 /* The step at base that n4 cuts: bounds on every float4. */
-template <typename Bin, bool Shared, bool Chain>
+template <typename Bin, bool Shared, int P>
 static __device__ void vec_step_cut(const chain_args &a, int64_t base, int64_t n4, bool has_z, chain_view<Bin> *o,
                                     rare_counts *rare)
 {
@@ -644,11 +730,11 @@ static __device__ void vec_step_cut(const chain_args &a, int64_t base, int64_t n
         const bool in = i < n4;
         const float4 zero4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         cv[u] = in ? __ldg(&c4[i]) : zero4;
-        zv[u] = in && has_z ? __ldg(&z4[i]) : zero4;
+        zv[u] = in && has_z ? __ldg(&z4[P == PASS_BIAS ? i % (a.z_cols / 4) : i]) : zero4;
         ok[4 * u] = ok[4 * u + 1] = ok[4 * u + 2] = ok[4 * u + 3] = in;
     }
-    observe_step<Bin, Shared, Chain, 4 * OBS_VEC>(a, (const float *)cv, (float *)zv, ok, o, rare);
-    if (Chain)
+    observe_step<Bin, Shared, P, 4 * OBS_VEC>(a, (const float *)cv, (float *)zv, ok, o, rare);
+    if (P != PASS_ONCE)
 #pragma unroll
         for (int u = 0; u < OBS_VEC; u++)
             if (ok[4 * u])
@@ -659,38 +745,39 @@ static __device__ void vec_step_cut(const chain_args &a, int64_t base, int64_t n
  * aligned, OBS_VEC float4s a thread per step, the next whole step's loads
  * in flight while this one is binned (OBS_PREFETCH), the last n % 4 by the
  * first block's first warp; else OBS_UNROLL floats. */
-template <typename Bin, bool Shared, bool Chain>
+template <typename Bin, bool Shared, int P>
 static __device__ void observe_span(const chain_args &a, int64_t n, chain_view<Bin> *o, rare_counts *rare)
 {
     const int64_t span = blockDim.x;
+    constexpr bool Chain = P != PASS_ONCE;
     const uintptr_t addr = (uintptr_t)a.c | (Chain ? (uintptr_t)a.y | (uintptr_t)a.z : (uintptr_t)0);
     const bool has_z = Chain && a.z;
-    if ((addr & 15) == 0) {
+    if ((addr & 15) == 0 && (P != PASS_BIAS || a.z_cols % 4 == 0)) { /* a bias row of whole float4s */
         const int64_t n4 = n / 4, step = OBS_VEC * span, stride = (int64_t)gridDim.x * step;
         int64_t base = (int64_t)blockIdx.x * step;
         float4 cv[OBS_VEC], zv[OBS_VEC];
         bool whole = base + step <= n4; /* every step but a block's last few is whole: no per-value bounds */
         if (OBS_PREFETCH && whole)
-            vec_load(a, base, has_z, cv, zv);
+            vec_load<P>(a, base, has_z, cv, zv);
         for (; base < n4; base += stride) {
             if (!whole) { /* the block's last step */
-                vec_step_cut<Bin, Shared, Chain>(a, base, n4, has_z, o, rare);
+                vec_step_cut<Bin, Shared, P>(a, base, n4, has_z, o, rare);
                 break;
             }
             const bool next_whole = base + stride + step <= n4;
             if (OBS_PREFETCH) {
                 float4 cn[OBS_VEC], zn[OBS_VEC];
                 if (next_whole)
-                    vec_load(a, base + stride, has_z, cn, zn);
-                vec_observe<Bin, Shared, Chain>(a, base, cv, zv, o, rare);
+                    vec_load<P>(a, base + stride, has_z, cn, zn);
+                vec_observe<Bin, Shared, P>(a, base, cv, zv, o, rare);
 #pragma unroll
                 for (int u = 0; u < OBS_VEC; u++) {
                     cv[u] = cn[u];
                     zv[u] = zn[u];
                 }
             } else {
-                vec_load(a, base, has_z, cv, zv);
-                vec_observe<Bin, Shared, Chain>(a, base, cv, zv, o, rare);
+                vec_load<P>(a, base, has_z, cv, zv);
+                vec_observe<Bin, Shared, P>(a, base, cv, zv, o, rare);
             }
             whole = next_whole;
         }
@@ -698,8 +785,8 @@ static __device__ void observe_span(const chain_args &a, int64_t n, chain_view<B
             const int64_t i = n4 * 4 + threadIdx.x;
             const bool ok1 = i < n;
             const float c1 = ok1 ? a.c[i] : 0.0f;
-            float z1 = ok1 && has_z ? a.z[i] : 0.0f;
-            observe_step<Bin, Shared, Chain, 1>(a, &c1, &z1, &ok1, o, rare);
+            float z1 = ok1 && has_z ? a.z[z_index<P>(a, i)] : 0.0f;
+            observe_step<Bin, Shared, P, 1>(a, &c1, &z1, &ok1, o, rare);
             if (Chain && ok1)
                 a.y[i] = z1;
         }
@@ -714,10 +801,10 @@ static __device__ void observe_span(const chain_args &a, int64_t n, chain_view<B
             const int64_t i = base + u * span + threadIdx.x;
             ok[u] = i < n;
             cv[u] = ok[u] ? a.c[i] : 0.0f;
-            zv[u] = ok[u] && has_z ? a.z[i] : 0.0f;
+            zv[u] = ok[u] && has_z ? a.z[z_index<P>(a, i)] : 0.0f;
         }
-        observe_step<Bin, Shared, Chain, OBS_UNROLL>(a, cv, zv, ok, o, rare);
-        if (Chain)
+        observe_step<Bin, Shared, P, OBS_UNROLL>(a, cv, zv, ok, o, rare);
+        if (P != PASS_ONCE)
 #pragma unroll
             for (int u = 0; u < OBS_UNROLL; u++)
                 if (ok[u])
@@ -726,7 +813,7 @@ static __device__ void observe_span(const chain_args &a, int64_t n, chain_view<B
 }
 
 /* A pass's observers at their ranges, the span, and the counts committed. */
-template <typename Bin, bool Shared, bool Chain>
+template <typename Bin, bool Shared, int P>
 static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bins, rare_counts *rare,
                                     blk_counts *blk)
 {
@@ -735,13 +822,13 @@ static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bin
     chain_view<Bin> o[CHAIN_OBS];
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++) {
-        o[i].on = a.s[i] != NULL && (Chain || i == 0);
+        o[i].on = a.s[i] != NULL && (P != PASS_ONCE || i == 0);
         o[i].base = local_at + 4u * ((unsigned)a.slot[i] << log2_bins); /* slot < CHAIN_OBS; shared counts only */
         o[i].c = obs_counts{0, INFINITY, -INFINITY};
         if (o[i].on)
             set_bins(&o[i].bins, a.s[i], log2_bins);
     }
-    observe_span<Bin, Shared, Chain>(a, n, o, rare);
+    observe_span<Bin, Shared, P>(a, n, o, rare);
 #pragma unroll
     for (int i = 0; i < CHAIN_OBS; i++)
         if (o[i].on)
@@ -755,7 +842,7 @@ static __device__ void observe_body(const chain_args &a, int64_t n, int log2_bin
  * shared memory first where use_shared and the bins are f32 (with at most
  * OBS_SHARED_BINS bins they are the small kind); f64 bins (ranges below
  * 2^-100 or so) count straight into the histograms. */
-template <bool Chain>
+template <int P>
 static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bins, int use_shared)
 {
     extern __shared__ unsigned local[];
@@ -764,7 +851,7 @@ static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bin
     const int64_t n_bins = (int64_t)1 << log2_bins;
     bool f64 = false;
     int n_on = 0;
-    for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
+    for (int i = 0; i < (P != PASS_ONCE ? CHAIN_OBS : 1); i++)
         if (a.s[i]) {
             if (threadIdx.x == 0 && blockIdx.x == 0)
                 a.s[i]->count += (unsigned long long)n; /* the only writer of count */
@@ -778,15 +865,15 @@ static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bin
     __syncthreads();
     /* every observer in double when one needs it: bin_f64 is the ref's product itself */
     if (f64)
-        observe_body<bin_f64, false, Chain>(a, n, log2_bins, rare, &blk);
+        observe_body<bin_f64, false, P>(a, n, log2_bins, rare, &blk);
     else if (use_shared) /* n_bins <= OBS_SHARED_BINS: small bins */
-        observe_body<bin_f32_small, true, Chain>(a, n, log2_bins, rare, &blk);
+        observe_body<bin_f32_small, true, P>(a, n, log2_bins, rare, &blk);
     else if (log2_bins <= 22)
-        observe_body<bin_f32_small, false, Chain>(a, n, log2_bins, rare, &blk);
+        observe_body<bin_f32_small, false, P>(a, n, log2_bins, rare, &blk);
     else
-        observe_body<bin_f32, false, Chain>(a, n, log2_bins, rare, &blk);
+        observe_body<bin_f32, false, P>(a, n, log2_bins, rare, &blk);
     if (use_shared)
-        for (int i = 0; i < (Chain ? CHAIN_OBS : 1); i++)
+        for (int i = 0; i < (P != PASS_ONCE ? CHAIN_OBS : 1); i++)
             if (a.s[i])
                 local_flush(local + (int64_t)a.slot[i] * n_bins, n_bins, a.hist[i]);
 }
@@ -795,13 +882,14 @@ static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bin
 static __global__ void __launch_bounds__(PTQ_CUDA_BLOCK, OBS_ONCE_BLOCKS_PER_SM)
     observe_once_kernel(chain_args a, int64_t n, int log2_bins, int use_shared)
 {
-    observe_pass<false>(a, n, log2_bins, use_shared);
+    observe_pass<PASS_ONCE>(a, n, log2_bins, use_shared);
 }
 
+template <int P>
 static __global__ void __launch_bounds__(OBS_CHAIN_THREADS, OBS_CHAIN_BLOCKS_PER_SM)
     observe_chain_kernel(chain_args a, int64_t n, int log2_bins, int use_shared)
 {
-    observe_pass<true>(a, n, log2_bins, use_shared);
+    observe_pass<P>(a, n, log2_bins, use_shared);
 }
 
 /* observer.c's regrow, in place by one block: new bin j sums old bins
@@ -901,9 +989,9 @@ static __global__ void __launch_bounds__(OBS_SETTLE_THREADS) settle_kernel(chain
 
 /* Re-reads x only when the settle asked: bins at the new e exactly the
  * values observe_once_kernel did not (|v| >= 2^old_e, or every finite
- * nonzero value when there was no range). x is a.c (stage 0), or the
- * chain's a (stage 1) or y (stage 2) made again from a.c and a.z; the
- * stage is blockIdx.y, one row of blocks per observer of the pass. */
+ * nonzero value when there was no range). x is the value of stage
+ * blockIdx.y of the pass's program (a.kind), made again from a.c and a.z;
+ * one row of blocks per observer of the pass. */
 static __global__ void rescue_kernel(chain_args a, int64_t n, int log2_bins, int use_shared)
 {
     extern __shared__ unsigned local[];
@@ -922,8 +1010,8 @@ static __global__ void rescue_kernel(chain_args a, int64_t n, int log2_bins, int
         __syncthreads();
     }
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        const float cv = a.c[i], av = stage ? chain_add(a, cv, a.z ? a.z[i] : 0.0f) : cv;
-        const float v = stage == 2 ? chain_out(a, av) : av;
+        const float cv = a.c[i];
+        const float v = stage_value(a, stage, cv, a.z ? a.z[a.kind == PASS_BIAS ? i % a.z_cols : i] : 0.0f);
         if (!isfinite(v) || v == 0.0f)
             continue;
         const double m = fabs((double)v);
@@ -1066,24 +1154,15 @@ extern "C" ptq_status ptq_k_observe_dev_update_cuda(ptq_ctx *ctx, ptq_cuda_dev *
     return settle_observers(ctx, d, a, n, n_bins);
 }
 
-extern "C" ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[3], int64_t n_bins,
-                                               const float *c, const float *z, int z_first, int relu, float *y,
-                                               int64_t n)
+/* Program P's pass over a's n values: the observers of states (those used and present), y written, then settled. */
+template <int P>
+static ptq_status chain_pass(ptq_ctx *ctx, ptq_cuda_dev *d, chain_args &a, void *const states[CHAIN_OBS],
+                             const int used[CHAIN_OBS], int64_t n_bins, int64_t n)
 {
-    if (n <= 0)
-        return PTQ_OK;
-    const int log2_bins = log2_of(n_bins);
-    chain_args a;
-    memset(&a, 0, sizeof a);
-    a.c = c;
-    a.z = z;
-    a.y = y;
-    a.z_first = z_first;
-    a.relu = relu;
+    a.kind = P;
     int n_on = 0;
     for (int i = 0; i < CHAIN_OBS; i++) {
-        const int used = i == 0 || (i == 1 && z) || (i == 2 && relu); /* a is c without an Add, y is a without a Relu */
-        if (!states[i] || !used)
+        if (!states[i] || !used[i])
             continue;
         bind_observer(&a, i, states[i], n_bins);
         a.slot[i] = n_on++;
@@ -1093,12 +1172,71 @@ extern "C" ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, vo
     const int use_shared = n_on > 0 && n_bins <= OBS_SHARED_BINS && shared_bytes <= OBS_CHAIN_SHARED_BYTES;
     const size_t shared = use_shared ? shared_bytes : 0;
     if (shared > 32 * 1024) /* near or past the 48 KiB (static included) a block gets without asking; per device */
-        PTQ_CUDA_CHECK(ctx, cudaFuncSetAttribute(observe_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        PTQ_CUDA_CHECK(ctx, cudaFuncSetAttribute(observe_chain_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  (int)OBS_CHAIN_SHARED_BYTES));
-    const unsigned blocks = fused_blocks((const void *)observe_chain_kernel, OBS_CHAIN_THREADS, n, shared, use_shared);
-    observe_chain_kernel<<<blocks, OBS_CHAIN_THREADS, shared, d->stream>>>(a, n, log2_bins, use_shared);
+    const unsigned blocks =
+        fused_blocks((const void *)observe_chain_kernel<P>, OBS_CHAIN_THREADS, n, shared, use_shared);
+    observe_chain_kernel<P><<<blocks, OBS_CHAIN_THREADS, shared, d->stream>>>(a, n, log2_of(n_bins), use_shared);
     PTQ_CUDA_LAUNCHED(ctx, "observe_chain_kernel");
     return settle_observers(ctx, d, a, n, n_bins);
+}
+
+static chain_args chain_io(const float *c, const float *z, int z_first, float *y)
+{
+    chain_args a;
+    memset(&a, 0, sizeof a);
+    a.c = c;
+    a.z = z;
+    a.z_first = z_first;
+    a.y = y;
+    return a;
+}
+
+extern "C" ptq_status ptq_k_observe_chain_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[3], int64_t n_bins,
+                                               const float *c, const float *z, int z_first, int relu, float *y,
+                                               int64_t n)
+{
+    if (n <= 0)
+        return PTQ_OK;
+    chain_args a = chain_io(c, z, z_first, y);
+    a.relu = relu;
+    const int used[CHAIN_OBS] = {1, z != NULL, relu}; /* a is c without an Add, y is a without a Relu */
+    return chain_pass<PASS_CONV>(ctx, d, a, states, used, n_bins, n);
+}
+
+extern "C" ptq_status ptq_k_observe_bias_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[2], int64_t n_bins,
+                                              const float *c, const float *bias, int64_t cols, int bias_first,
+                                              float *y, int64_t n)
+{
+    if (n <= 0)
+        return PTQ_OK;
+    if (cols <= 0 || n % cols)
+        return ptq_fail(ctx, PTQ_ERR_INTERNAL, "bias of %lld values added to %lld values", (long long)cols,
+                        (long long)n);
+    chain_args a = chain_io(c, bias, bias_first, y);
+    a.z_cols = cols;
+    void *const st[CHAIN_OBS] = {states[0], states[1], NULL};
+    const int used[CHAIN_OBS] = {1, 1, 0};
+    return chain_pass<PASS_BIAS>(ctx, d, a, st, used, n_bins, n);
+}
+
+extern "C" ptq_status ptq_k_observe_gelu_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, void *const states[5], int64_t n_bins,
+                                              const float *x, float *a_out, float *y, int64_t n, float c_div,
+                                              float c_add, float c_mul)
+{
+    if (n <= 0)
+        return PTQ_OK;
+    const int used[CHAIN_OBS] = {1, 1, 1};
+    chain_args first = chain_io(x, NULL, 0, a_out);
+    first.k0 = c_div;
+    first.k1 = c_add;
+    ptq_status st = chain_pass<PASS_GELU_A>(ctx, d, first, states, used, n_bins, n);
+    if (st != PTQ_OK)
+        return st;
+    chain_args second = chain_io(x, a_out, 0, y);
+    second.k0 = c_mul;
+    void *const st2[CHAIN_OBS] = {states[3], states[4], NULL};
+    return chain_pass<PASS_GELU_B>(ctx, d, second, st2, used, n_bins, n);
 }
 
 extern "C" ptq_status ptq_k_observe_dev_read_cuda(ptq_ctx *ctx, ptq_cuda_dev *d, const void *state, int64_t n_bins,
