@@ -4,7 +4,8 @@
 # (libptq.so.0 among them: bin/ptq links it, the tests link libptq statically),
 # models/ and data/. Usage: scripts/gpu-bundle.sh [--no-build]; there:
 # bundle/run-tests.sh cuda|unit|parity|all, or eval "$(bundle/setup.sh)"; bundle/bin/ptq ...
-# The CPU unit tests (test_*, which CI runs) are packed only with PTQ_BUNDLE_UNIT=1, the diagnostics
+# The CPU unit and parity tests (test_*, parity_*, which CI runs) are packed only with PTQ_BUNDLE_UNIT=1 and
+# PTQ_BUNDLE_PARITY=1, the diagnostics
 # (bin/cudnn_survey, bin/cudnn_splitk, bin/gemm_lt_survey, bin/pass_runs) only with PTQ_BUNDLE_DIAG=1:
 # the device tool carries 64 MiB with the repository's files (12 MiB), so the bundle stops at 50.
 set -euo pipefail
@@ -71,7 +72,8 @@ if [ "${PTQ_BUNDLE_DIAG:-0}" = 1 ] && [ -x "$build/bench/pass_runs" ]; then # th
 fi
 unit=()
 [ "${PTQ_BUNDLE_UNIT:-0}" = 1 ] && unit=("$build"/tests/test_*)
-for t in "${unit[@]}" "$build"/tests/parity_* "$build"/tests/cuda_*; do
+[ "${PTQ_BUNDLE_PARITY:-0}" = 1 ] && unit+=("$build"/tests/parity_*)
+for t in "${unit[@]}" "$build"/tests/cuda_*; do
     [ -f "$t" ] && [ -x "$t" ] || continue
     cp "$t" "$out/tests/"
     bins+=("$out/tests/$(basename "$t")")

@@ -863,15 +863,20 @@ static __device__ void observe_pass(const chain_args &a, int64_t n, int log2_bin
     if (use_shared)
         local_clear(local, n_on * n_bins);
     __syncthreads();
-    /* every observer in double when one needs it: bin_f64 is the ref's product itself */
-    if (f64)
+    /* every observer in double when one needs it: bin_f64 is the ref's product itself. The transformer passes
+     * (bias, GELU) have two forms only, shared f32 counts or f64 bins in global memory, so that each program adds
+     * two bodies, not four, to the binaries (the others bin the same). */
+    constexpr bool two_forms = P == PASS_BIAS || P == PASS_GELU_A || P == PASS_GELU_B;
+    if (f64 || (two_forms && !use_shared))
         observe_body<bin_f64, false, P>(a, n, log2_bins, rare, &blk);
     else if (use_shared) /* n_bins <= OBS_SHARED_BINS: small bins */
         observe_body<bin_f32_small, true, P>(a, n, log2_bins, rare, &blk);
-    else if (log2_bins <= 22)
-        observe_body<bin_f32_small, false, P>(a, n, log2_bins, rare, &blk);
-    else
-        observe_body<bin_f32, false, P>(a, n, log2_bins, rare, &blk);
+    else if constexpr (!two_forms) {
+        if (log2_bins <= 22)
+            observe_body<bin_f32_small, false, P>(a, n, log2_bins, rare, &blk);
+        else
+            observe_body<bin_f32, false, P>(a, n, log2_bins, rare, &blk);
+    }
     if (use_shared)
         for (int i = 0; i < (P != PASS_ONCE ? CHAIN_OBS : 1); i++)
             if (a.s[i])
