@@ -5,7 +5,8 @@
  * overflow buffer, the rescue pass) for 2048 to 2^20 bins (shared- and
  * global-memory counts); every state read back bit for bit. The observed
  * Conv -> Add -> Relu chain pass (ptq_k_observe_chain_cuda) the same way,
- * its output too. Exit 77 without a GPU. */
+ * its output too, and the transformer passes (ptq_k_observe_bias_cuda,
+ * ptq_k_observe_gelu_cuda). Exit 77 without a GPU. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -269,18 +270,22 @@ static int same_float(float a, float b)
  * (rescue, re-made from c and z), growing ranges (settle) and specials;
  * y bit for bit. Then one steady chain pass over 2^24 values timed against
  * three observer updates. */
+/* The fused passes' batches: rescue, settle, specials. */
+static const batch chain_seq[] = {
+    {70001, FILL_SPECIALS, 2.0f, 0.05f},  /* first batch past the buffer: rescue */
+    {4099, FILL_UNIFORM, 3.0f, 0},        /* some reach 2^1: settle */
+    {1, FILL_UNIFORM, 0.5f, 0},
+    {300001, FILL_SPECIALS, 1e4f, 0.02f}, /* far past the range: rescue */
+    {257, FILL_NONFINITE, 0, 0},
+    {100003, FILL_SPECIALS, 6e3f, 0.3f},  /* within the range: one read */
+};
+enum { CHAIN_SEQ = sizeof chain_seq / sizeof chain_seq[0], CHAIN_N_MAX = 300001 };
+
 static void check_chain(ptq_ctx *ctx, ptq_cuda_dev *dev)
 {
     static const int64_t bins[] = {2048, 4096, 8192, 16384};
-    static const batch seq[] = {
-        {70001, FILL_SPECIALS, 2.0f, 0.05f},  /* first batch past the buffer: rescue */
-        {4099, FILL_UNIFORM, 3.0f, 0},        /* some reach 2^1: settle */
-        {1, FILL_UNIFORM, 0.5f, 0},
-        {300001, FILL_SPECIALS, 1e4f, 0.02f}, /* far past the range: rescue */
-        {257, FILL_NONFINITE, 0, 0},
-        {100003, FILL_SPECIALS, 6e3f, 0.3f},  /* within the range: one read */
-    };
-    const int64_t n_max = 300001;
+    const batch *seq = chain_seq;
+    const int64_t n_max = CHAIN_N_MAX;
     float *c = malloc(sizeof *c * (size_t)n_max), *z = malloc(sizeof *z * (size_t)n_max);
     float *a = malloc(sizeof *a * (size_t)n_max), *y = malloc(sizeof *y * (size_t)n_max);
     float *got = malloc(sizeof *got * (size_t)n_max);
@@ -307,7 +312,7 @@ static void check_chain(ptq_ctx *ctx, ptq_cuda_dev *dev)
                     states[i] = od[i] ? ptq_observer_dev_state(od[i]) : NULL;
                 }
             test_rand_seed(77 + (unsigned)mode);
-            for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++) {
+            for (size_t k = 0; k < CHAIN_SEQ; k++) {
                 const int64_t n = seq[k].n;
                 fill(c, &seq[k]);
                 fill(z, &seq[k]);
@@ -364,6 +369,142 @@ done:
     free(got);
     ptq_cuda_release(dev, c_dev);
     ptq_cuda_release(dev, z_dev);
+    ptq_cuda_release(dev, y_dev);
+}
+
+/* Whether device y: [n] holds want's bits (NaNs alike); names the first that differs. */
+static int same_output(ptq_ctx *ctx, ptq_cuda_dev *dev, const char *what, const void *y_dev, const float *want,
+                       float *got, int64_t n)
+{
+    CHECK(ptq_cuda_download(ctx, dev, got, y_dev, sizeof *got * (size_t)n) == PTQ_OK);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; i++)
+        if (!same_float(got[i], want[i]))
+            bad = i;
+    CHECK_MSG(bad < 0, "%s: [%lld] %a, want %a", what, (long long)bad, bad < 0 ? 0.0 : got[bad],
+              bad < 0 ? 0.0 : want[bad]);
+    return bad < 0;
+}
+
+/* The transformer passes against CPU observers fed the values computed here (the Erf's by its node's kernel on the
+ * GPU, ptq_k_unary_cuda): the bias pass (ptq_k_observe_bias_cuda: y = c + a row of cols values, either operand
+ * order; rows of 768, whole float4s, and of 30, not) and the exact GELU's two passes (ptq_k_observe_gelu_cuda; all
+ * five observers, or d's and m's left out), at 16-byte aligned and unaligned addresses, through the chain's batches
+ * (rescue, settle, specials), with 2048 bins (shared counts) and 16384 (the f64 form); the outputs bit for bit. */
+static void check_transformer(ptq_ctx *ctx, ptq_cuda_dev *dev)
+{
+    static const int64_t bins[] = {2048, 16384};
+    const float c_div = 1.41421354f, c_add = 1.0f, c_mul = 0.5f;
+    const int64_t n_max = CHAIN_N_MAX + 768;
+    float *x = malloc(sizeof *x * (size_t)n_max), *row = malloc(sizeof *row * 768), *got = malloc(sizeof *got *
+                                                                                                     (size_t)n_max);
+    float *v[5];
+    for (int i = 0; i < 5; i++)
+        v[i] = malloc(sizeof *v[i] * (size_t)n_max);
+    void *x_dev = NULL, *row_dev = NULL, *a_dev = NULL, *y_dev = NULL;
+    const size_t dev_bytes = sizeof(float) * (size_t)(n_max + 4);
+    if (!x || !row || !got || !v[0] || !v[1] || !v[2] || !v[3] || !v[4] ||
+        ptq_cuda_alloc(ctx, dev, dev_bytes, &x_dev) != PTQ_OK ||
+        ptq_cuda_alloc(ctx, dev, sizeof(float) * 772, &row_dev) != PTQ_OK ||
+        ptq_cuda_alloc(ctx, dev, dev_bytes, &a_dev) != PTQ_OK || ptq_cuda_alloc(ctx, dev, dev_bytes, &y_dev) != PTQ_OK) {
+        CHECK_MSG(0, "transformer setup: %s", ctx->msg);
+        goto done;
+    }
+    int n_cases = 0, y_differ = 0, compared_before = n_compared, differ_before = n_differ;
+    for (size_t bi = 0; bi < sizeof bins / sizeof bins[0]; bi++)
+        for (int mode = 0; mode < 6; mode++) {
+            const int gelu = mode >= 3, off = mode % 2, bias_first = mode == 1;
+            const int64_t cols = mode == 2 ? 30 : 768;
+            const int n_obs = gelu ? 5 : 2;
+            const int used[5] = {!(gelu && mode == 5), 1, 1, !(gelu && mode == 5), 1};
+            ptq_observer *cpu[5] = {NULL, NULL, NULL, NULL, NULL};
+            ptq_observer_dev *od[5] = {NULL, NULL, NULL, NULL, NULL};
+            void *states[5] = {NULL, NULL, NULL, NULL, NULL};
+            for (int i = 0; i < n_obs; i++)
+                if (used[i]) {
+                    CHECK(ptq_observer_init(ctx, bins[bi], &cpu[i]) == PTQ_OK);
+                    CHECK(ptq_observer_dev_init(ctx, dev, bins[bi], &od[i]) == PTQ_OK);
+                    states[i] = od[i] ? ptq_observer_dev_state(od[i]) : NULL;
+                }
+            test_rand_seed(91 + (unsigned)mode);
+            for (size_t k = 0; k < CHAIN_SEQ; k++) {
+                batch b = chain_seq[k];
+                if (!gelu) /* whole rows */
+                    b.n = b.n < cols ? cols : b.n / cols * cols;
+                const int64_t n = b.n;
+                fill(x, &b);
+                float *xd = (float *)x_dev + off, *ad = (float *)a_dev + off, *yd = (float *)y_dev + off;
+                CHECK(ptq_cuda_upload(ctx, dev, xd, x, sizeof *x * (size_t)n) == PTQ_OK);
+                char what[160];
+                if (!gelu) {
+                    batch rb = {cols, FILL_UNIFORM, b.amax > 0.0f ? b.amax : 1.0f, 0};
+                    fill(row, &rb);
+                    CHECK(ptq_cuda_upload(ctx, dev, row_dev, row, sizeof *row * (size_t)cols) == PTQ_OK);
+                    for (int64_t i = 0; i < n; i++) {
+                        v[0][i] = x[i];
+                        v[1][i] = bias_first ? row[i % cols] + x[i] : x[i] + row[i % cols];
+                    }
+                    CHECK_MSG(ptq_k_observe_bias_cuda(ctx, dev, states, bins[bi], xd, row_dev, cols, bias_first, yd,
+                                                      n) == PTQ_OK, "bias pass: %s", ctx->msg);
+                    snprintf(what, sizeof what, "bias pass (cols %lld, %s, offset %d), %lld bins, batch %zu, y",
+                             (long long)cols, bias_first ? "bias + c" : "c + bias", off, (long long)bins[bi], k);
+                    y_differ += !same_output(ctx, dev, what, yd, v[1], got, n);
+                } else {
+                    for (int64_t i = 0; i < n; i++)
+                        v[0][i] = x[i] / c_div;
+                    /* e: the Erf node's kernel on d (y_dev as scratch, before the pass writes it) */
+                    CHECK(ptq_cuda_upload(ctx, dev, yd, v[0], sizeof *v[0] * (size_t)n) == PTQ_OK);
+                    CHECK(ptq_k_unary_cuda(ctx, dev, PTQ_UN_ERF, 0.0f, 0.0f, n, yd, ad) == PTQ_OK);
+                    CHECK(ptq_cuda_download(ctx, dev, v[1], ad, sizeof *v[1] * (size_t)n) == PTQ_OK);
+                    for (int64_t i = 0; i < n; i++) {
+                        v[2][i] = v[1][i] + c_add;
+                        v[3][i] = x[i] * v[2][i];
+                        v[4][i] = v[3][i] * c_mul;
+                    }
+                    CHECK_MSG(ptq_k_observe_gelu_cuda(ctx, dev, states, bins[bi], xd, ad, yd, n, c_div, c_add,
+                                                      c_mul) == PTQ_OK, "GELU passes: %s", ctx->msg);
+                    snprintf(what, sizeof what, "GELU passes (offset %d, mode %d), %lld bins, batch %zu, a", off, mode,
+                             (long long)bins[bi], k);
+                    y_differ += !same_output(ctx, dev, what, ad, v[2], got, n);
+                    what[strlen(what) - 1] = 'y';
+                    y_differ += !same_output(ctx, dev, what, yd, v[4], got, n);
+                }
+                for (int i = 0; i < n_obs; i++)
+                    if (cpu[i])
+                        CHECK(ptq_observer_update(ctx, cpu[i], v[i], n) == PTQ_OK);
+            }
+            static const char *const bias_names[2] = {"c", "c + bias"}, *const gelu_names[5] = {"d", "e", "a", "m",
+                                                                                                    "y"};
+            for (int i = 0; i < n_obs; i++) {
+                ptq_observer *back = NULL;
+                if (!od[i] || ptq_observer_init(ctx, bins[bi], &back) != PTQ_OK)
+                    continue;
+                CHECK_MSG(ptq_observer_dev_read(ctx, od[i], back) == PTQ_OK, "transformer read: %s", ctx->msg);
+                char what[128];
+                snprintf(what, sizeof what, "%s (mode %d, offset %d), %lld bins, observer of %s",
+                         gelu ? "GELU passes" : "bias pass", mode, off, (long long)bins[bi],
+                         gelu ? gelu_names[i] : bias_names[i]);
+                compare(what, cpu[i], back);
+                ptq_observer_free(back);
+            }
+            for (int i = 0; i < n_obs; i++) {
+                ptq_observer_free(cpu[i]);
+                ptq_observer_dev_free(od[i]);
+            }
+            n_cases++;
+        }
+    printf("cuda_observer_dev: bias and GELU passes: %d cases, %d observer states compared, %d differ, %d outputs "
+           "differ (all must be 0)\n",
+           n_cases, n_compared - compared_before, n_differ - differ_before, y_differ);
+done:
+    free(x);
+    free(row);
+    free(got);
+    for (int i = 0; i < 5; i++)
+        free(v[i]);
+    ptq_cuda_release(dev, x_dev);
+    ptq_cuda_release(dev, row_dev);
+    ptq_cuda_release(dev, a_dev);
     ptq_cuda_release(dev, y_dev);
 }
 
@@ -512,6 +653,7 @@ int main(void)
     check_steady(&ctx, dev);
     n_cases++;
     check_chain(&ctx, dev);
+    check_transformer(&ctx, dev);
     time_chain(&ctx, dev);
     printf("cuda_observer_dev: GPU %s: %d cases (%d batches), %d states compared, %d differ (must be 0)\n",
            ptq_cuda_dev_name(dev), n_cases, n_batches, n_compared, n_differ);
