@@ -1348,6 +1348,33 @@ static int node_overridden(const ptq_exec *e, int k)
     return e->has_ov && e->ov.runs && e->ov.runs[k];
 }
 
+/* Node k run as run_node runs it but for the tap call on its output c, left to the fused pass that follows: *cv
+ * views c where it was made, *on_dev = 1 where that is device floats. */
+static ptq_status run_untapped(ptq_ctx *ctx, ptq_exec *e, int k, int c, ptq_tensor *cv, int *on_dev)
+{
+    e->tap_skip = c;
+    ptq_status st = run_node(ctx, e, k);
+    e->tap_skip = -1;
+    if (st != PTQ_OK)
+        return st;
+    slot *cs = &e->slots[c];
+    *cv = slot_view(cs, cs->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST);
+    *on_dev = cs->ptr[MEM_DEV] && cv->dtype == PTQ_DT_FLOAT;
+    return PTQ_OK;
+}
+
+/* Value y's buffer made anew on the device with like's meta: *out views it. */
+static ptq_status dev_output_like(ptq_ctx *ctx, ptq_exec *e, int y, const ptq_tensor *like, ptq_tensor *out)
+{
+    slot *ys = &e->slots[y];
+    slot_release(e, ys);
+    ys->meta = *like;
+    ys->meta.data = NULL;
+    PTQ_TRY_RET(slot_alloc(ctx, e, ys, MEM_DEV));
+    *out = slot_view(ys, MEM_DEV);
+    return PTQ_OK;
+}
+
 /* Calibration's form of run_epilogue: the one tap observes on the device
  * (ptq_exec_tap_dev_state) and nothing else needs the values between the
  * nodes of chain k. The Conv runs as its own node into its output c (its
@@ -1369,17 +1396,12 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
     const int y = g->nodes[r >= 0 ? r : j].outputs[0];
     if (e->slots[y].keep || (z >= 0 && !e->slots[z].ptr[MEM_DEV]))
         return PTQ_OK;
-    e->tap_skip = c;
-    ptq_status st = run_node(ctx, e, k);
-    e->tap_skip = -1;
-    if (st != PTQ_OK)
-        return st;
+    ptq_tensor cv, zv;
+    int fits = 0;
+    PTQ_TRY_RET(run_untapped(ctx, e, k, c, &cv, &fits));
     *done = 1;
     slot *cs = &e->slots[c];
-    const ptq_tensor cv = slot_view(cs, cs->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST);
-    ptq_tensor zv;
     memset(&zv, 0, sizeof zv);
-    int fits = cs->ptr[MEM_DEV] && cv.dtype == PTQ_DT_FLOAT;
     if (fits && z >= 0) {
         zv = slot_view(&e->slots[z], MEM_DEV);
         fits = zv.dtype == PTQ_DT_FLOAT && zv.ndim == cv.ndim &&
@@ -1391,15 +1413,11 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
     PTQ_TRY_RET(tap_states(ctx, e, vals, 3, ptq_tensor_numel(&cv), states, &n_bins, &fits));
     if (!fits) /* the Conv's output as run_node would have tapped it; the Add and Relu run as nodes */
         return e->taps[0].fn(e->taps[0].user, ctx, g, k, c, &cv);
-    slot *ys = &e->slots[y];
-    slot_release(e, ys);
-    ys->meta = cv;
-    ys->meta.data = NULL;
-    PTQ_TRY_RET(slot_alloc(ctx, e, ys, MEM_DEV));
-    ptq_tensor out = slot_view(ys, MEM_DEV);
+    ptq_tensor out;
+    PTQ_TRY_RET(dev_output_like(ctx, e, y, &cv, &out));
     const ptq_node *add = j >= 0 ? &g->nodes[j] : NULL;
     double t0 = ptq_clock_s();
-    st = e->dev->observe_chain(e->dev, ctx, states, n_bins, cv.data, z >= 0 ? zv.data : NULL,
+    ptq_status st = e->dev->observe_chain(e->dev, ctx, states, n_bins, cv.data, z >= 0 ? zv.data : NULL,
                                add && add->inputs[0] == z, r >= 0, out.data, ptq_tensor_numel(&cv));
     if (st == PTQ_OK && e->p.profile)
         st = e->dev->sync(e->dev, ctx);
@@ -1444,17 +1462,13 @@ static ptq_status run_observed_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     if (node_overridden(e, k) || node_overridden(e, add) || value_needed(e, c) || value_needed(e, y) ||
         (e->nhwc && (e->nhwc[c] || e->nhwc[y])))
         return PTQ_OK;
-    e->tap_skip = c;
-    ptq_status st = run_node(ctx, e, k);
-    e->tap_skip = -1;
-    if (st != PTQ_OK)
-        return st;
+    ptq_tensor cv, bias;
+    int fits = 0;
+    PTQ_TRY_RET(run_untapped(ctx, e, k, c, &cv, &fits));
     *done = 1;
     slot *cs = &e->slots[c];
-    const ptq_tensor cv = slot_view(cs, cs->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST);
-    ptq_tensor bias;
     memset(&bias, 0, sizeof bias);
-    int fits = cs->ptr[MEM_DEV] && cv.dtype == PTQ_DT_FLOAT && cv.ndim >= 1;
+    fits = fits && cv.ndim >= 1;
     if (fits) {
         PTQ_TRY_RET(const_view(ctx, e, b, MEM_DEV, &bias));
         fits = bias.ndim <= cv.ndim && ptq_tensor_numel(&bias) == cv.dims[cv.ndim - 1] && cv.dims[cv.ndim - 1] > 0;
@@ -1465,14 +1479,10 @@ static ptq_status run_observed_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     PTQ_TRY_RET(tap_states(ctx, e, vals, 2, ptq_tensor_numel(&cv), states, &n_bins, &fits));
     if (!fits) /* the product as run_node would have tapped it; the Add runs as a node */
         return e->taps[0].fn(e->taps[0].user, ctx, g, k, c, &cv);
-    slot *ys = &e->slots[y];
-    slot_release(e, ys);
-    ys->meta = cv;
-    ys->meta.data = NULL;
-    PTQ_TRY_RET(slot_alloc(ctx, e, ys, MEM_DEV));
-    ptq_tensor out = slot_view(ys, MEM_DEV);
+    ptq_tensor out;
+    PTQ_TRY_RET(dev_output_like(ctx, e, y, &cv, &out));
     const double t0 = ptq_clock_s();
-    st = e->dev->observe_bias(e->dev, ctx, states, n_bins, cv.data, bias.data, cv.dims[cv.ndim - 1],
+    ptq_status st = e->dev->observe_bias(e->dev, ctx, states, n_bins, cv.data, bias.data, cv.dims[cv.ndim - 1],
                               g->nodes[add].inputs[0] == b, out.data, ptq_tensor_numel(&cv));
     PTQ_TRY_RET(observed_pass_done(ctx, e, k, st, t0));
     PTQ_TRY_RET(apply_round(ctx, e, y, &out));
@@ -1514,16 +1524,9 @@ static ptq_status run_observed_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     if (!fits)
         return PTQ_OK;
     e->step = k + 1;
-    const int made[2] = {a, y};
     ptq_tensor out[2];
-    for (int i = 0; i < 2; i++) {
-        slot *s = &e->slots[made[i]];
-        slot_release(e, s);
-        s->meta = xs->meta;
-        s->meta.data = NULL;
-        PTQ_TRY_RET(slot_alloc(ctx, e, s, MEM_DEV));
-        out[i] = slot_view(s, MEM_DEV);
-    }
+    PTQ_TRY_RET(dev_output_like(ctx, e, a, &xs->meta, &out[0]));
+    PTQ_TRY_RET(dev_output_like(ctx, e, y, &xs->meta, &out[1]));
     const float *c = &e->gelu_c[3 * k];
     const double t0 = ptq_clock_s();
     ptq_status st = e->dev->observe_gelu(e->dev, ctx, states, n_bins, xs->ptr[MEM_DEV], out[0].data, out[1].data, n,

@@ -270,6 +270,19 @@ static int same_float(float a, float b)
  * (rescue, re-made from c and z), growing ranges (settle) and specials;
  * y bit for bit. Then one steady chain pass over 2^24 values timed against
  * three observer updates. */
+/* Device observer od (NULL: none) read back and compared with cpu (what names them); both freed. */
+static void compare_dev(ptq_ctx *ctx, const char *what, ptq_observer *cpu, ptq_observer_dev *od, int64_t n_bins)
+{
+    ptq_observer *back = NULL;
+    if (od && ptq_observer_init(ctx, n_bins, &back) == PTQ_OK) {
+        CHECK_MSG(ptq_observer_dev_read(ctx, od, back) == PTQ_OK, "%s: read: %s", what, ctx->msg);
+        compare(what, cpu, back);
+    }
+    ptq_observer_free(back);
+    ptq_observer_free(cpu);
+    ptq_observer_dev_free(od);
+}
+
 /* The fused passes' batches: rescue, settle, specials. */
 static const batch chain_seq[] = {
     {70001, FILL_SPECIALS, 2.0f, 0.05f},  /* first batch past the buffer: rescue */
@@ -341,20 +354,11 @@ static void check_chain(ptq_ctx *ctx, ptq_cuda_dev *dev)
             }
             static const char *const names[3] = {"c", "c + z", "y"};
             for (int i = 0; i < 3; i++) {
-                ptq_observer *back = NULL;
-                if (!od[i] || ptq_observer_init(ctx, bins[bi], &back) != PTQ_OK)
-                    continue;
-                CHECK_MSG(ptq_observer_dev_read(ctx, od[i], back) == PTQ_OK, "chain read: %s", ctx->msg);
                 char what[128];
                 snprintf(what, sizeof what, "chain (Add %s, Relu %s, offset %d), %lld bins, observer of %s",
                          has_z ? (z_first ? "z + c" : "c + z") : "none", relu ? "yes" : "no", off,
                          (long long)bins[bi], names[i]);
-                compare(what, cpu[i], back);
-                ptq_observer_free(back);
-            }
-            for (int i = 0; i < 3; i++) {
-                ptq_observer_free(cpu[i]);
-                ptq_observer_dev_free(od[i]);
+                compare_dev(ctx, what, cpu[i], od[i], bins[bi]);
             }
             n_cases++;
         }
@@ -476,20 +480,11 @@ static void check_transformer(ptq_ctx *ctx, ptq_cuda_dev *dev)
             static const char *const bias_names[2] = {"c", "c + bias"}, *const gelu_names[5] = {"d", "e", "a", "m",
                                                                                                     "y"};
             for (int i = 0; i < n_obs; i++) {
-                ptq_observer *back = NULL;
-                if (!od[i] || ptq_observer_init(ctx, bins[bi], &back) != PTQ_OK)
-                    continue;
-                CHECK_MSG(ptq_observer_dev_read(ctx, od[i], back) == PTQ_OK, "transformer read: %s", ctx->msg);
                 char what[128];
                 snprintf(what, sizeof what, "%s (mode %d, offset %d), %lld bins, observer of %s",
                          gelu ? "GELU passes" : "bias pass", mode, off, (long long)bins[bi],
                          gelu ? gelu_names[i] : bias_names[i]);
-                compare(what, cpu[i], back);
-                ptq_observer_free(back);
-            }
-            for (int i = 0; i < n_obs; i++) {
-                ptq_observer_free(cpu[i]);
-                ptq_observer_dev_free(od[i]);
+                compare_dev(ctx, what, cpu[i], od[i], bins[bi]);
             }
             n_cases++;
         }
