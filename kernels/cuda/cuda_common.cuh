@@ -52,6 +52,7 @@ typedef struct ptq_lt_plan {
     int trans_b, math, bias, found;
     cublasLtMatmulAlgo_t algo;
     int n_cand, n_same, tuned; /* lt_tune: candidates tried, with the reference's bits, 1 when one replaced it */
+    size_t ws_bytes;           /* the workspace the algorithm asks for (0 unless PTQ_GEMM_WS=1) */
     float ref_ms, tuned_ms;    /* the probe's times */
 } ptq_lt_plan;
 
@@ -128,6 +129,7 @@ struct ptq_cuda_dev {
     ptq_lt_plan *lt_plans; /* [n_lt]: every shape seen */
     int n_lt, cap_lt;
     int64_t n_lt_runs;     /* GEMMs cuBLASLt ran (the tests check it took their shapes) */
+    void *lt_ws;           /* with PTQ_GEMM_WS=1 (an experiment): cuBLASLt's workspace, PTQ_LT_WS_BYTES */
     char lt_last[160];     /* the last plan made: its shape and tuning, for the tests and benchmarks */
     ptq_cudnn dnn;
     int math; /* PTQ_CUDA_MATH_* */

@@ -140,6 +140,8 @@ extern "C" void ptq_cuda_dev_free(ptq_cuda_dev *d)
     if (d->lt)
         (void)d->blas.lt_destroy(d->lt);
     free(d->lt_plans);
+    if (d->lt_ws)
+        (void)cudaFree(d->lt_ws);
     if (d->stream)
         (void)cudaStreamDestroy(d->stream);
     if (d->blas.lib)

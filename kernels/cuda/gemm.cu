@@ -166,6 +166,11 @@ static ptq_status gemm_row_blocks(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_
  * splits no sum (split-K 1, no workspace), so that each output is one thread block's sum over k in one order
  * whatever m. tests/cuda_parity_kernels.c's row invariance checks it bit for bit. */
 enum { LT_REF_ROWS = 4096, LT_CANDIDATES = 16 };
+/* PTQ_GEMM_WS=1, an experiment off by default: candidates that split no sum but ask for up to this much workspace
+ * are eligible too (on an H100 in TF32 some ran 1.5 to 1.8x faster than the first without, bench/gemm_lt_survey.c);
+ * whether their bits stay the same at every row count is what tests/cuda_parity_kernels.c's row invariance, run
+ * with it, shows. */
+#define PTQ_LT_WS_BYTES ((size_t)1 << 20)
 
 /* A cuBLASLt GEMM's descriptors: w the weights b, x the rows a, y the result (column-major: y^T = op(b)^T a^T). */
 typedef struct lt_desc {
@@ -223,8 +228,8 @@ static cublasStatus_t lt_run(ptq_cuda_dev *d, const lt_desc *c, const cublasLtMa
                              float *y)
 {
     const float one = 1.0f, zero = 0.0f;
-    return d->blas.lt_matmul(d->lt, c->op, &one, t->w, c->w, t->x, c->x, &zero, y, c->y, y, c->y, algo, NULL, 0,
-                             d->stream);
+    return d->blas.lt_matmul(d->lt, c->op, &one, t->w, c->w, t->x, c->x, &zero, y, c->y, y, c->y, algo, d->lt_ws,
+                             d->lt_ws ? PTQ_LT_WS_BYTES : 0, d->stream);
 }
 
 /* Milliseconds of one run of algo on the probe (after the runs before it), or -1 when it fails. */
@@ -243,7 +248,7 @@ static float lt_time(ptq_cuda_dev *d, const lt_desc *c, const cublasLtMatmulAlgo
 /* pl->algo: the fastest of cand[n_cand] (cand[0] the reference) with the reference's bits on the probe; left at
  * cand[0] where tuning is off (PTQ_GEMM_TUNE=0), there is one candidate, or the probe's memory cannot be had. */
 static ptq_status lt_tune(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_lt_plan *pl, const cublasLtMatmulAlgo_t *cand,
-                          int n_cand)
+                          const size_t *ws, int n_cand)
 {
     const char *env = getenv("PTQ_GEMM_TUNE");
     pl->n_cand = n_cand;
@@ -314,24 +319,31 @@ static ptq_status lt_tune(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_lt_plan *pl, const 
     pl->ref_ms = ref_ms;
     if (st == PTQ_OK && best > 0) {
         pl->algo = cand[best];
+        pl->ws_bytes = ws[best];
         pl->tuned = 1;
         pl->tuned_ms = best_ms;
     }
     return st;
 }
 
-/* The first of the heuristic's candidates for c that splits no sum, into pl, then tuned (lt_tune). */
+/* The first of the heuristic's candidates for c that splits no sum (and needs no workspace, or with PTQ_GEMM_WS=1 at
+ * most PTQ_LT_WS_BYTES), into pl, then tuned (lt_tune). */
 static ptq_status lt_choose(ptq_ctx *ctx, ptq_cuda_dev *d, const lt_desc *c, ptq_lt_plan *pl)
 {
+    const char *ws_env = getenv("PTQ_GEMM_WS");
+    if (ws_env && strcmp(ws_env, "1") == 0 && !d->lt_ws && cudaMalloc(&d->lt_ws, PTQ_LT_WS_BYTES) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: no workspace then */
+        d->lt_ws = NULL;
+    }
     cublasLtMatmulPreference_t pref = NULL;
     PTQ_CUBLAS(ctx, d, lt_pref_create, &pref);
-    const size_t no_workspace = 0;
+    const size_t max_ws = d->lt_ws ? PTQ_LT_WS_BYTES : 0;
     const uint32_t align = 16;
     const cublasLtMatmulPreferenceAttributes_t aligns[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    cublasStatus_t err = d->blas.lt_pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace,
-                                             sizeof no_workspace);
+    cublasStatus_t err = d->blas.lt_pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
+                                             sizeof max_ws);
     for (int i = 0; i < 4 && err == CUBLAS_STATUS_SUCCESS; i++)
         err = d->blas.lt_pref_set(pref, aligns[i], &align, sizeof align);
     cublasLtMatmulHeuristicResult_t found[LT_CANDIDATES];
@@ -347,21 +359,24 @@ static ptq_status lt_choose(ptq_ctx *ctx, ptq_cuda_dev *d, const lt_desc *c, ptq
     if (err != CUBLAS_STATUS_SUCCESS)
         return ptq_cublas_fail_at(ctx, __FILE__, __LINE__, d, err, "cuBLASLt cublasLtMatmulAlgoGetHeuristic");
     cublasLtMatmulAlgo_t cand[LT_CANDIDATES];
+    size_t ws[LT_CANDIDATES];
     int n_cand = 0;
     for (int i = 0; i < n_found; i++) {
         uint32_t splits = 0;
         size_t written = 0;
-        if (found[i].state != CUBLAS_STATUS_SUCCESS || found[i].workspaceSize != 0 ||
+        if (found[i].state != CUBLAS_STATUS_SUCCESS || found[i].workspaceSize > max_ws ||
             d->blas.lt_algo_get(&found[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits, &written) !=
                 CUBLAS_STATUS_SUCCESS || splits > 1)
             continue;
+        ws[n_cand] = found[i].workspaceSize;
         cand[n_cand++] = found[i].algo;
     }
     if (n_cand == 0)
         return PTQ_OK;
     pl->algo = cand[0];
+    pl->ws_bytes = ws[0];
     pl->found = 1;
-    return lt_tune(ctx, d, pl, cand, n_cand);
+    return lt_tune(ctx, d, pl, cand, ws, n_cand);
 }
 
 /* *algo: the algorithm for this shape of the weights, chosen the first time it is seen; NULL when none. */
@@ -405,6 +420,10 @@ static ptq_status lt_algo(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *
     snprintf(d->lt_last, sizeof d->lt_last, "n %lld k %lld%s%s: %d candidates, %d with the first's bits, %s",
              (long long)pl->n, (long long)pl->k, pl->trans_b ? " (weights [n, k])" : "", pl->bias ? " + bias" : "",
              pl->n_cand, pl->n_same, pl->tuned ? "tuned" : "untuned");
+    if (pl->ws_bytes) {
+        const size_t used = strlen(d->lt_last);
+        snprintf(d->lt_last + used, sizeof d->lt_last - used, ", %zu bytes of workspace", pl->ws_bytes);
+    }
     if (pl->tuned) {
         const size_t used = strlen(d->lt_last);
         snprintf(d->lt_last + used, sizeof d->lt_last - used, " (%.3f ms against %.3f)", pl->tuned_ms, pl->ref_ms);
@@ -436,7 +455,7 @@ static ptq_status gemm_lt(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_params *
     ptq_status st = lt_describe(ctx, d, p->m, p->n, p->k, p->trans_b, bias, &c);
     if (st == PTQ_OK) {
         const cublasStatus_t err = d->blas.lt_matmul(d->lt, c.op, &p->alpha, b, c.w, a, c.x, &p->beta, y, c.y, y,
-                                                     c.y, algo, NULL, 0, d->stream);
+                                                     c.y, algo, d->lt_ws, d->lt_ws ? PTQ_LT_WS_BYTES : 0, d->stream);
         if (err != CUBLAS_STATUS_SUCCESS)
             st = ptq_cublas_fail_at(ctx, __FILE__, __LINE__, d, err, "cuBLASLt cublasLtMatmul");
     }
