@@ -1154,6 +1154,18 @@ static ptq_status replan(ptq_ctx *ctx, ptq_exec *e)
     return PTQ_OK;
 }
 
+/* Whether value v is wanted as it is between fused nodes: kept, or rounded by the plan. */
+static int value_needed(const ptq_exec *e, int v)
+{
+    return e->slots[v].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[v]);
+}
+
+/* Whether the overlay computes node k itself. */
+static int node_overridden(const ptq_exec *e, int k)
+{
+    return e->has_ov && e->ov.runs && e->ov.runs[k];
+}
+
 /* The values of chain k kept or rounded between its nodes: the Conv's
  * output, and the Add's when a Relu follows (the chain's output y may be). */
 static int chain_between_needed(const ptq_exec *e, int k)
@@ -1162,7 +1174,7 @@ static int chain_between_needed(const ptq_exec *e, int k)
     const int j = e->epi_add[k], r = e->epi_relu[k];
     const int between[2] = {g->nodes[k].outputs[0], j >= 0 && r >= 0 ? g->nodes[j].outputs[0] : -1};
     for (int i = 0; i < 2; i++)
-        if (between[i] >= 0 && (e->slots[between[i]].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[between[i]])))
+        if (between[i] >= 0 && value_needed(e, between[i]))
             return 1;
     return 0;
 }
@@ -1227,15 +1239,15 @@ static ptq_status fused_io_make(ptq_ctx *ctx, ptq_exec *e, int k, int n_in, int 
     return PTQ_OK;
 }
 
-/* y, the fused run's output, allocated in memory mem with f's inferred meta; f->out then views it. */
-static ptq_status fused_output(ptq_ctx *ctx, ptq_exec *e, fused_io *f, int y, int mem)
+/* Value y's buffer made anew in memory mem with like's meta: *out views it (out may be like). */
+static ptq_status output_like(ptq_ctx *ctx, ptq_exec *e, int y, const ptq_tensor *like, int mem, ptq_tensor *out)
 {
     slot *ys = &e->slots[y];
     slot_release(e, ys);
-    ys->meta = f->out;
+    ys->meta = *like;
     ys->meta.data = NULL;
     PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
-    f->out = slot_view(ys, mem);
+    *out = slot_view(ys, mem);
     return PTQ_OK;
 }
 
@@ -1297,7 +1309,7 @@ static ptq_status run_epilogue(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
             memcmp(zv.dims, out.dims, (size_t)out.ndim * sizeof out.dims[0]))
             return PTQ_OK; /* a broadcasting Add runs apart */
     }
-    PTQ_TRY_RET(fused_output(ctx, e, &f, y, mem));
+    PTQ_TRY_RET(output_like(ctx, e, y, &f.out, mem, &f.out));
     const double t0 = ptq_clock_s();
     ptq_status st = bk->conv_epilogue(bk, ctx, &f.io, z >= 0 ? &zv : NULL, e->epi_lo[k], e->epi_hi[k], done);
     PTQ_TRY_RET(fused_done(ctx, e, &f, k, y, st, *done, t0));
@@ -1336,18 +1348,6 @@ static int taps_on_device(const ptq_exec *e)
     return e->dev && e->n_taps == 1 && e->taps[0].dev_state;
 }
 
-/* Whether value v is wanted as it is between fused nodes: kept, or rounded by the plan. */
-static int value_needed(const ptq_exec *e, int v)
-{
-    return e->slots[v].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[v]);
-}
-
-/* Whether the overlay computes node k itself. */
-static int node_overridden(const ptq_exec *e, int k)
-{
-    return e->has_ov && e->ov.runs && e->ov.runs[k];
-}
-
 /* Node k run as run_node runs it but for the tap call on its output c, left to the fused pass that follows: *cv
  * views c where it was made, *on_dev = 1 where that is device floats. */
 static ptq_status run_untapped(ptq_ctx *ctx, ptq_exec *e, int k, int c, ptq_tensor *cv, int *on_dev)
@@ -1360,18 +1360,6 @@ static ptq_status run_untapped(ptq_ctx *ctx, ptq_exec *e, int k, int c, ptq_tens
     slot *cs = &e->slots[c];
     *cv = slot_view(cs, cs->ptr[MEM_DEV] ? MEM_DEV : MEM_HOST);
     *on_dev = cs->ptr[MEM_DEV] && cv->dtype == PTQ_DT_FLOAT;
-    return PTQ_OK;
-}
-
-/* Value y's buffer made anew on the device with like's meta: *out views it. */
-static ptq_status dev_output_like(ptq_ctx *ctx, ptq_exec *e, int y, const ptq_tensor *like, ptq_tensor *out)
-{
-    slot *ys = &e->slots[y];
-    slot_release(e, ys);
-    ys->meta = *like;
-    ys->meta.data = NULL;
-    PTQ_TRY_RET(slot_alloc(ctx, e, ys, MEM_DEV));
-    *out = slot_view(ys, MEM_DEV);
     return PTQ_OK;
 }
 
@@ -1414,7 +1402,7 @@ static ptq_status run_observed_chain(ptq_ctx *ctx, ptq_exec *e, int k, int *done
     if (!fits) /* the Conv's output as run_node would have tapped it; the Add and Relu run as nodes */
         return e->taps[0].fn(e->taps[0].user, ctx, g, k, c, &cv);
     ptq_tensor out;
-    PTQ_TRY_RET(dev_output_like(ctx, e, y, &cv, &out));
+    PTQ_TRY_RET(output_like(ctx, e, y, &cv, MEM_DEV, &out));
     const ptq_node *add = j >= 0 ? &g->nodes[j] : NULL;
     double t0 = ptq_clock_s();
     ptq_status st = e->dev->observe_chain(e->dev, ctx, states, n_bins, cv.data, z >= 0 ? zv.data : NULL,
@@ -1480,7 +1468,7 @@ static ptq_status run_observed_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     if (!fits) /* the product as run_node would have tapped it; the Add runs as a node */
         return e->taps[0].fn(e->taps[0].user, ctx, g, k, c, &cv);
     ptq_tensor out;
-    PTQ_TRY_RET(dev_output_like(ctx, e, y, &cv, &out));
+    PTQ_TRY_RET(output_like(ctx, e, y, &cv, MEM_DEV, &out));
     const double t0 = ptq_clock_s();
     ptq_status st = e->dev->observe_bias(e->dev, ctx, states, n_bins, cv.data, bias.data, cv.dims[cv.ndim - 1],
                               g->nodes[add].inputs[0] == b, out.data, ptq_tensor_numel(&cv));
@@ -1493,6 +1481,36 @@ static ptq_status run_observed_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     return PTQ_OK;
 }
 
+/* GELU k's input x where its five nodes may run fused in memory mem: none overridden, no value kept, none rounded
+ * (but y where y_rounds), x floats there and the layout plan keeps x and y alike; NULL otherwise. */
+static slot *gelu_input(ptq_exec *e, int k, int mem, int y_rounds)
+{
+    const ptq_graph *g = e->g;
+    const int *f = &e->gelu[4 * k];
+    const int nodes[5] = {k, f[0], f[1], f[2], f[3]}, x = g->nodes[k].inputs[0], y = g->nodes[f[3]].outputs[0];
+    for (int i = 0; i < 5; i++) {
+        const int v = g->nodes[nodes[i]].outputs[0];
+        if (node_overridden(e, nodes[i]) || (v == y && y_rounds ? e->slots[v].keep : value_needed(e, v)))
+            return NULL;
+    }
+    slot *xs = &e->slots[x];
+    if (!xs->ptr[mem] || xs->meta.dtype != PTQ_DT_FLOAT || xs->meta.ndim < 1 ||
+        (e->nhwc && (e->nhwc[x] || e->nhwc[y])))
+        return NULL;
+    return xs;
+}
+
+/* GELU k has run fused from x (xs): x read by the Div and the first Mul, the Erf, Add and Muls marked run. */
+static void gelu_ran(ptq_exec *e, int k, slot *xs)
+{
+    const int *f = &e->gelu[4 * k];
+    for (int i = 0; i < 2; i++)
+        if (--xs->refs == 0)
+            slot_release(e, xs);
+    for (int i = 0; i < 4; i++)
+        e->ran_early[f[i]] = 1;
+}
+
 /* Calibration's form of run_gelu: the one tap observes on the device and nothing needs GELU k's five values as they
  * are (none kept or rounded, no node overridden). Two device passes over x make the Add's output a and y and feed
  * the tap's observers of the five values (backend.observe_gelu), the states the tap would have made: *done = 1 and
@@ -1502,20 +1520,14 @@ static ptq_status run_observed_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     const ptq_graph *g = e->g;
     const int *f = &e->gelu[4 * k];
     *done = 0;
-    if (f[0] < 0 || !taps_on_device(e) || !e->dev->observe_gelu)
+    slot *xs = f[0] >= 0 && taps_on_device(e) && e->dev->observe_gelu ? gelu_input(e, k, MEM_DEV, 0) : NULL;
+    if (!xs)
         return PTQ_OK;
-    const int nodes[5] = {k, f[0], f[1], f[2], f[3]}, x = g->nodes[k].inputs[0];
+    const int nodes[5] = {k, f[0], f[1], f[2], f[3]};
     int vals[5];
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 5; i++)
         vals[i] = g->nodes[nodes[i]].outputs[0];
-        if (node_overridden(e, nodes[i]) || value_needed(e, vals[i]))
-            return PTQ_OK;
-    }
     const int a = vals[2], y = vals[4];
-    slot *xs = &e->slots[x];
-    if (!xs->ptr[MEM_DEV] || xs->meta.dtype != PTQ_DT_FLOAT || xs->meta.ndim < 1 ||
-        (e->nhwc && (e->nhwc[x] || e->nhwc[y])))
-        return PTQ_OK;
     void *states[5];
     int64_t n_bins = 0;
     int fits = 1;
@@ -1525,8 +1537,8 @@ static ptq_status run_observed_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
         return PTQ_OK;
     e->step = k + 1;
     ptq_tensor out[2];
-    PTQ_TRY_RET(dev_output_like(ctx, e, a, &xs->meta, &out[0]));
-    PTQ_TRY_RET(dev_output_like(ctx, e, y, &xs->meta, &out[1]));
+    PTQ_TRY_RET(output_like(ctx, e, a, &xs->meta, MEM_DEV, &out[0]));
+    PTQ_TRY_RET(output_like(ctx, e, y, &xs->meta, MEM_DEV, &out[1]));
     const float *c = &e->gelu_c[3 * k];
     const double t0 = ptq_clock_s();
     ptq_status st = e->dev->observe_gelu(e->dev, ctx, states, n_bins, xs->ptr[MEM_DEV], out[0].data, out[1].data, n,
@@ -1538,11 +1550,7 @@ static ptq_status run_observed_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
         return st;
     }
     PTQ_TRY_RET(apply_round(ctx, e, y, &out[1]));
-    for (int i = 0; i < 2; i++) /* the Div and the first Mul read x */
-        if (--xs->refs == 0)
-            slot_release(e, xs);
-    for (int i = 1; i < 5; i++)
-        e->ran_early[nodes[i]] = 1;
+    gelu_ran(e, k, xs);
     e->n_observed_gelu++;
     *done = 1;
     return PTQ_OK;
@@ -1556,28 +1564,16 @@ static ptq_status run_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     const ptq_graph *g = e->g;
     const int *f = &e->gelu[4 * k];
     *done = 0;
-    if (f[0] < 0 || e->n_taps > 0)
-        return PTQ_OK;
-    const int nodes[5] = {k, f[0], f[1], f[2], f[3]}, x = g->nodes[k].inputs[0], y = g->nodes[f[3]].outputs[0];
-    for (int i = 0; i < 5; i++) {
-        const int v = g->nodes[nodes[i]].outputs[0];
-        if ((e->has_ov && e->ov.runs && e->ov.runs[nodes[i]]) || e->slots[v].keep ||
-            (i < 4 && e->has_ov && e->ov.rounds && e->ov.rounds[v]))
-            return PTQ_OK;
-    }
     ptq_backend *bk = e->dev ? e->dev : e->host;
     const int mem = e->dev ? MEM_DEV : MEM_HOST;
-    slot *xs = &e->slots[x];
-    if (!xs->ptr[mem] || xs->meta.dtype != PTQ_DT_FLOAT || xs->meta.ndim < 1 ||
-        (e->nhwc && (e->nhwc[x] || e->nhwc[y])))
+    slot *xs = f[0] >= 0 && e->n_taps == 0 ? gelu_input(e, k, mem, 1) : NULL;
+    if (!xs)
         return PTQ_OK;
+    const int y = g->nodes[f[3]].outputs[0];
     e->step = k + 1;
     slot *ys = &e->slots[y];
-    slot_release(e, ys);
-    ys->meta = xs->meta;
-    ys->meta.data = NULL;
-    PTQ_TRY_RET(slot_alloc(ctx, e, ys, mem));
-    ptq_tensor out = slot_view(ys, mem);
+    ptq_tensor out;
+    PTQ_TRY_RET(output_like(ctx, e, y, &xs->meta, mem, &out));
     const float *c = &e->gelu_c[3 * k];
     double t0 = ptq_clock_s();
     ptq_status st = bk->erf_gelu(bk, ctx, xs->ptr[mem], out.data, ptq_tensor_numel(&xs->meta), c[0], c[1], c[2]);
@@ -1589,11 +1585,7 @@ static ptq_status run_gelu(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
         return st;
     }
     PTQ_TRY_RET(apply_round(ctx, e, y, &out));
-    for (int i = 0; i < 2; i++) /* the Div and the first Mul read x */
-        if (--xs->refs == 0)
-            slot_release(e, xs);
-    for (int i = 1; i < 5; i++)
-        e->ran_early[nodes[i]] = 1;
+    gelu_ran(e, k, xs);
     e->n_gelu++;
     *done = 1;
     return PTQ_OK;
@@ -1611,8 +1603,7 @@ static ptq_status run_matmul_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     if (add < 0 || e->n_taps > 0)
         return PTQ_OK;
     const int prod = n->outputs[0], y = g->nodes[add].outputs[0];
-    if ((e->has_ov && e->ov.runs && (e->ov.runs[k] || e->ov.runs[add])) || e->slots[prod].keep ||
-        e->slots[y].keep || (e->has_ov && e->ov.rounds && e->ov.rounds[prod]) ||
+    if (node_overridden(e, k) || node_overridden(e, add) || value_needed(e, prod) || e->slots[y].keep ||
         (e->nhwc && (e->nhwc[n->inputs[0]] || e->nhwc[y])))
         return PTQ_OK;
     ptq_backend *bk = e->dev ? e->dev : e->host;
@@ -1625,7 +1616,7 @@ static ptq_status run_matmul_bias(ptq_ctx *ctx, ptq_exec *e, int k, int *done)
     ptq_tensor out = f.out;
     if (!have || !bk->supports(bk, &f.io) || out.dtype != PTQ_DT_FLOAT || bias.ndim > out.ndim)
         return PTQ_OK;
-    PTQ_TRY_RET(fused_output(ctx, e, &f, y, mem));
+    PTQ_TRY_RET(output_like(ctx, e, y, &f.out, mem, &f.out));
     const double t0 = ptq_clock_s();
     ptq_status st = bk->matmul_bias(bk, ctx, &f.io, &bias, done);
     PTQ_TRY_RET(fused_done(ctx, e, &f, k, y, st, *done, t0));
