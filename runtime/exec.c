@@ -1637,23 +1637,13 @@ static ptq_status run_nodes(ptq_ctx *ctx, ptq_exec *e, int node_begin, int full,
             e->ran_early[k] = 0;
             continue;
         }
+        /* the fused runs, each trying node k with the nodes after it (run_observed_chain keeps no value of its
+         * Conv); the first that takes it runs it */
+        static ptq_status (*const fused_runs[])(ptq_ctx *, ptq_exec *, int, int *) = {
+            run_epilogue, run_observed_chain, run_observed_bias, run_observed_gelu, run_gelu, run_matmul_bias};
         int fused = 0;
-        PTQ_TRY(st, run_epilogue(ctx, e, k, &fused), done);
-        if (fused)
-            continue;
-        PTQ_TRY(st, run_observed_chain(ctx, e, k, &fused), done); /* no value of its Conv is kept */
-        if (fused)
-            continue;
-        PTQ_TRY(st, run_observed_bias(ctx, e, k, &fused), done);
-        if (fused)
-            continue;
-        PTQ_TRY(st, run_observed_gelu(ctx, e, k, &fused), done);
-        if (fused)
-            continue;
-        PTQ_TRY(st, run_gelu(ctx, e, k, &fused), done);
-        if (fused)
-            continue;
-        PTQ_TRY(st, run_matmul_bias(ctx, e, k, &fused), done);
+        for (size_t r = 0; r < sizeof fused_runs / sizeof fused_runs[0] && !fused; r++)
+            PTQ_TRY(st, fused_runs[r](ctx, e, k, &fused), done);
         if (fused)
             continue;
         PTQ_TRY(st, run_node(ctx, e, k), done);
