@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "kernels/cpu/fma_tile.h"
 #include "kernels/cpu/phase_copy.h"
 #include "kernels/kernels.h"
 
@@ -30,17 +31,11 @@
 #include <immintrin.h>
 
 enum {
-    MR = 6,                      /* output channels a kernel call computes */
-    NR_512 = 64,                 /* and columns: 4 AVX-512 vectors */
-    NR_256 = 16,                 /* or 2 AVX2 vectors */
-    KC = 256,                    /* taps a kernel call sums before its partial sums go back to the tile */
     MIN_TAPS = 32,               /* fewest taps (input channels times kernel positions) run here */
     BAND_BYTES = 1 << 20,        /* a band's copy of the input: about the size of a core's L2 */
     BAND_BYTES_MAX = 8 << 20,    /* a single output row needing more than this runs the im2col path */
     COPIES_BYTES_MAX = 256 << 20 /* and so does a call whose workers' copies would take more than this */
 };
-
-enum { ISA_NONE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 
 static int isa_wanted = -1; /* ptq_k_conv_cpu_set_isa: -1 the best there is */
 
@@ -60,52 +55,6 @@ int ptq_k_conv_cpu_isa(void)
 {
     const int isa = isa_have();
     return isa_wanted >= 0 && isa_wanted < isa ? isa_wanted : isa;
-}
-
-/* tile[MR][NR] (+)= a[kc][MR] times the kc rows base + off[k], NR columns each. */
-__attribute__((target("avx512f"))) static void kernel_512(const float *a, const int64_t *off, int64_t kc,
-                                                           const float *base, float *tile, int accumulate)
-{
-    __m512 c[MR][4];
-    for (int m = 0; m < MR; m++)
-        for (int v = 0; v < 4; v++)
-            c[m][v] = accumulate ? _mm512_loadu_ps(tile + m * NR_512 + 16 * v) : _mm512_setzero_ps();
-    for (int64_t k = 0; k < kc; k++, a += MR) {
-        const float *s = base + off[k];
-        const __m512 b0 = _mm512_loadu_ps(s), b1 = _mm512_loadu_ps(s + 16);
-        const __m512 b2 = _mm512_loadu_ps(s + 32), b3 = _mm512_loadu_ps(s + 48);
-        for (int m = 0; m < MR; m++) {
-            const __m512 w = _mm512_set1_ps(a[m]);
-            c[m][0] = _mm512_fmadd_ps(w, b0, c[m][0]);
-            c[m][1] = _mm512_fmadd_ps(w, b1, c[m][1]);
-            c[m][2] = _mm512_fmadd_ps(w, b2, c[m][2]);
-            c[m][3] = _mm512_fmadd_ps(w, b3, c[m][3]);
-        }
-    }
-    for (int m = 0; m < MR; m++)
-        for (int v = 0; v < 4; v++)
-            _mm512_storeu_ps(tile + m * NR_512 + 16 * v, c[m][v]);
-}
-
-__attribute__((target("avx2,fma"))) static void kernel_256(const float *a, const int64_t *off, int64_t kc,
-                                                            const float *base, float *tile, int accumulate)
-{
-    __m256 c[MR][2];
-    for (int m = 0; m < MR; m++)
-        for (int v = 0; v < 2; v++)
-            c[m][v] = accumulate ? _mm256_loadu_ps(tile + m * NR_256 + 8 * v) : _mm256_setzero_ps();
-    for (int64_t k = 0; k < kc; k++, a += MR) {
-        const float *s = base + off[k];
-        const __m256 b0 = _mm256_loadu_ps(s), b1 = _mm256_loadu_ps(s + 8);
-        for (int m = 0; m < MR; m++) {
-            const __m256 w = _mm256_broadcast_ss(a + m);
-            c[m][0] = _mm256_fmadd_ps(w, b0, c[m][0]);
-            c[m][1] = _mm256_fmadd_ps(w, b1, c[m][1]);
-        }
-    }
-    for (int m = 0; m < MR; m++)
-        for (int v = 0; v < 2; v++)
-            _mm256_storeu_ps(tile + m * NR_256 + 8 * v, c[m][v]);
 }
 
 /* What every pool thread needs to run work items of one convolution. */

@@ -1,22 +1,35 @@
-/* Fast CPU GEMM: cblas_sgemm on row blocks of the output spread over the
- * CPU pool (core/parallel.h; OpenBLAS itself runs single-threaded, see
- * kernels/cpu/blas_threads.c); batches of GEMMs are spread over slices.
- * OpenBLAS rounds a row differently depending on the call's row count and,
- * in some of its kernels (Haswell/Zen: rows 12-15 of a 16-row call), on
- * the row's place in the call. So every sgemm call of a shape covers the
- * same number of rows (the last block padded), a count at which a probe
- * found every row rounded alike (row_block): each row's result is then
- * independent of m, the batch size, the thread count and the row's
- * position (calibration archives must not depend on how the data was
- * batched; tests/test_calib_set.c, tests/parity_gemm.c's row test).
+/* Fast CPU GEMM, its rows spread over the CPU pool (core/parallel.h);
+ * batches of GEMMs are spread over slices. Each row of a product must be
+ * the same bits whatever m, the batch size, the thread count and the row's
+ * place (calibration archives must not depend on how the data was batched;
+ * tests/test_calib_set.c, tests/parity_gemm.c's row test). Two paths:
+ *
+ * - With AVX2 and FMA (AVX-512 where there is one): the FMA tiles of
+ *   kernels/cpu/fma_tile.h. A chunk of rows of op(a) is packed into blocks
+ *   of MR rows, a panel of op(b)'s columns into [k][NR], and each output is
+ *   one register summed over k in order, fma from 0, then alpha and beta:
+ *   the same operations for every row and either vector width, so a row is
+ *   the same bits whatever shares its tile, and on an AVX2 and an AVX-512
+ *   CPU alike. Panels of 64 columns go to the AVX-512 kernel, the rest
+ *   (and everything on AVX2) 16 at a time.
+ * - Otherwise: cblas_sgemm (OpenBLAS single-threaded, see
+ *   kernels/cpu/blas_threads.c) on row blocks. OpenBLAS rounds a row
+ *   differently depending on the call's row count and, in some of its
+ *   kernels (Haswell/Zen: rows 12-15 of a 16-row call), on the row's place
+ *   in the call. So every sgemm call of a shape covers the same number of
+ *   rows (the last block padded), a count at which a probe found every row
+ *   rounded alike (row_block).
+ *
  * Mirrors kernels/ref/gemm.c; checked against it in tests/parity_gemm.c. */
 #include <cblas.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/parallel.h"
+#include "kernels/cpu/fma_tile.h"
 #include "kernels/kernels.h"
 
 enum {
@@ -147,14 +160,169 @@ static void gemm_blocks(const ptq_gemm_params *p, const float *a, const float *b
         gemm_block(p, a, b, y, r, m0 + mb - r < rb ? m0 + mb - r : rb, rb);
 }
 
-/* row_block of p's shape, or 1 for an empty product (no sgemm call to probe). */
-static int rows_for(const ptq_gemm_params *p, const float *b)
+#ifdef PTQ_FMA_TILE
+enum {
+    TILE_CHUNK = 16 * MR, /* rows of op(a) a tile_rows call keeps packed at once */
+    TILE_STACK = 4096     /* floats of packing a call takes from its stack before it allocates */
+};
+
+/* Rows [i0, i0 + rows) of op(a) into blocks [ceil(rows / MR)][k][MR], zeros in a last block's missing rows. */
+static void pack_rows(const ptq_gemm_params *p, const float *a, int64_t i0, int64_t rows, float *ap)
 {
-    return p->m > 0 && p->n > 0 && p->k > 0 ? row_block(p, b) : 1;
+    const int64_t k = p->k;
+    for (int64_t b0 = 0; b0 < rows; b0 += MR, ap += k * MR)
+        for (int64_t r = 0; r < MR; r++) {
+            const int64_t i = i0 + b0 + r;
+            if (b0 + r >= rows)
+                for (int64_t l = 0; l < k; l++)
+                    ap[l * MR + r] = 0.0f;
+            else if (p->trans_a)
+                for (int64_t l = 0; l < k; l++)
+                    ap[l * MR + r] = a[l * p->m + i];
+            else
+                for (int64_t l = 0; l < k; l++)
+                    ap[l * MR + r] = a[i * k + l];
+        }
+}
+
+/* Columns [j0, j0 + nr) of op(b) into panel [k][nr], zeros past n. */
+static void pack_panel(const ptq_gemm_params *p, const float *b, int64_t j0, int64_t nr, float *panel)
+{
+    const int64_t k = p->k, n = p->n, cols = n - j0 < nr ? n - j0 : nr;
+    for (int64_t l = 0; l < k; l++) {
+        float *dst = panel + l * nr;
+        if (p->trans_b)
+            for (int64_t c = 0; c < cols; c++)
+                dst[c] = b[(j0 + c) * k + l];
+        else
+            memcpy(dst, b + l * n + j0, (size_t)cols * sizeof *dst);
+        for (int64_t c = cols; c < nr; c++)
+            dst[c] = 0.0f;
+    }
+}
+
+/* A tile's rows x cols outputs (nr apart in t) into y at (i0, j0): alpha t, plus beta y where beta != 0. */
+static void store_tile(const ptq_gemm_params *p, const float *t, int64_t nr, float *y, int64_t i0, int64_t rows,
+                       int64_t j0, int64_t cols)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + (i0 + r) * p->n + j0;
+        const float *tr = t + r * nr;
+        if (p->beta != 0.0f)
+            for (int64_t c = 0; c < cols; c++)
+                yr[c] = p->alpha * tr[c] + p->beta * yr[c];
+        else
+            for (int64_t c = 0; c < cols; c++)
+                yr[c] = p->alpha * tr[c];
+    }
+}
+
+/* Rows [m0, m0 + mb) of y in FMA tiles (see the top of the file); buf holds a chunk's packed rows, a panel and
+ * the panels' row offsets (tile_floats). */
+static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
+                        int isa, float *buf, int64_t chunk)
+{
+    const int64_t k = p->k;
+    float *ap = buf, *panel = ap + chunk * k;
+    int64_t *off64 = (int64_t *)(void *)(panel + k * NR_512), *off16 = off64 + k;
+    float tile[MR * NR_512];
+    for (int64_t l = 0; l < k; l++) {
+        off64[l] = l * NR_512;
+        off16[l] = l * NR_256;
+    }
+    for (int64_t c0 = m0; c0 < m0 + mb; c0 += chunk) {
+        const int64_t rows = m0 + mb - c0 < chunk ? m0 + mb - c0 : chunk;
+        pack_rows(p, a, c0, rows, ap);
+        for (int64_t j0 = 0; j0 < p->n;) {
+            const int wide = isa == ISA_AVX512 && p->n - j0 >= NR_512;
+            const int64_t nr = wide ? NR_512 : NR_256, cols = p->n - j0 < nr ? p->n - j0 : nr;
+            pack_panel(p, b, j0, nr, panel);
+            for (int64_t r0 = 0; r0 < rows; r0 += MR) {
+                const float *ab = ap + r0 * k; /* block r0 / MR */
+                for (int64_t k0 = 0; k0 < k; k0 += KC) {
+                    const int64_t kc = k - k0 < KC ? k - k0 : KC;
+                    if (wide)
+                        kernel_512(ab + k0 * MR, off64 + k0, kc, panel, tile, k0 > 0);
+                    else
+                        kernel_256(ab + k0 * MR, off16 + k0, kc, panel, tile, k0 > 0);
+                }
+                store_tile(p, tile, nr, y, c0 + r0, rows - r0 < MR ? rows - r0 : MR, j0, cols);
+            }
+            j0 += nr;
+        }
+    }
+}
+
+/* Rows [m0, m0 + mb) of y with the same sums as the tiles, one output at a time (fmaf from 0 in k order, then
+ * alpha and beta): when packing memory is short. */
+static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb)
+{
+    const int64_t k = p->k, n = p->n;
+    for (int64_t i = m0; i < m0 + mb; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int64_t l = 0; l < k; l++)
+                acc = fmaf(p->trans_a ? a[l * p->m + i] : a[i * k + l], p->trans_b ? b[j * k + l] : b[l * n + j], acc);
+            store_tile(p, &acc, 1, y, i, 1, j, 1);
+        }
+}
+
+/* Rows [m0, m0 + mb) of y through the FMA tiles (isa: ISA_AVX2 or ISA_AVX512). */
+static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
+                      int isa)
+{
+    _Alignas(64) float small[TILE_STACK];
+    const int64_t chunk = mb < TILE_CHUNK ? (mb + MR - 1) / MR * MR : TILE_CHUNK;
+    /* a chunk's rows, a panel, and two offsets a row of k (int64_t: two floats each) */
+    const double need = ((double)chunk + NR_512 + 4.0) * (double)p->k;
+    float *buf = need <= TILE_STACK ? small : NULL;
+    if (!buf && need < (double)(SIZE_MAX / sizeof(float) / 2))
+        buf = aligned_alloc(64, ((size_t)need * sizeof(float) + 63) / 64 * 64);
+    if (!buf) {
+        fma_rows(p, a, b, y, m0, mb);
+        return;
+    }
+    tile_chunks(p, a, b, y, m0, mb, isa, buf, chunk);
+    if (buf != small)
+        free(buf);
+}
+
+/* The FMA tiles' vector width on this CPU (ptq_k_conv_cpu_isa, which tests may narrow), or ISA_NONE: sgemm. */
+static int tile_isa(void)
+{
+    return ptq_k_conv_cpu_isa();
+}
+#else
+static int tile_isa(void)
+{
+    return 0;
+}
+
+static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
+                      int isa)
+{
+    (void)p, (void)a, (void)b, (void)y, (void)m0, (void)mb, (void)isa;
+}
+#endif
+
+/* Rows [m0, m0 + mb) of y: through the FMA tiles when isa says so, else sgemm calls of rb rows. */
+static void run_rows(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
+                     int rb, int isa)
+{
+    if (isa)
+        tile_rows(p, a, b, y, m0, mb, isa);
+    else
+        gemm_blocks(p, a, b, y, m0, mb, rb);
+}
+
+/* row_block of p's shape, or 1 for an empty product (no sgemm call to probe) or one the FMA tiles run. */
+static int rows_for(const ptq_gemm_params *p, const float *b, int isa)
+{
+    return !isa && p->m > 0 && p->n > 0 && p->k > 0 ? row_block(p, b) : 1;
 }
 
 /* One whole GEMM in sgemm calls of rb rows. */
-static void gemm_slice(const ptq_gemm_params *p, const float *a, const float *b, float *y, int rb)
+static void gemm_slice(const ptq_gemm_params *p, const float *a, const float *b, float *y, int rb, int isa)
 {
     if (p->m == 0 || p->n == 0)
         return;
@@ -163,7 +331,7 @@ static void gemm_slice(const ptq_gemm_params *p, const float *a, const float *b,
             y[i] = p->beta != 0.0f ? p->beta * y[i] : 0.0f;
         return;
     }
-    gemm_blocks(p, a, b, y, 0, p->m, rb);
+    run_rows(p, a, b, y, 0, p->m, rb, isa);
 }
 
 typedef struct gemm_job {
@@ -173,6 +341,7 @@ typedef struct gemm_job {
     int64_t rows; /* rows per piece (row split) */
     const int64_t *a_off, *b_off; /* batched: per-slice offsets, else NULL */
     int rb;                       /* rows per sgemm call, row_block's for the shape (found once per GEMM) */
+    int isa;                      /* tile_isa's, or ISA_NONE: sgemm */
 } gemm_job;
 
 static void gemm_pieces(void *arg, int64_t begin, int64_t end, int worker)
@@ -181,10 +350,10 @@ static void gemm_pieces(void *arg, int64_t begin, int64_t end, int worker)
     const ptq_gemm_params *p = j->p;
     for (int64_t i = begin; i < end; i++) {
         if (j->a_off) {
-            gemm_slice(p, j->a + j->a_off[i], j->b + j->b_off[i], j->y + i * p->m * p->n, j->rb);
+            gemm_slice(p, j->a + j->a_off[i], j->b + j->b_off[i], j->y + i * p->m * p->n, j->rb, j->isa);
         } else {
             int64_t m0 = i * j->rows;
-            gemm_blocks(p, j->a, j->b, j->y, m0, p->m - m0 < j->rows ? p->m - m0 : j->rows, j->rb);
+            run_rows(p, j->a, j->b, j->y, m0, p->m - m0 < j->rows ? p->m - m0 : j->rows, j->rb, j->isa);
         }
     }
 }
@@ -193,7 +362,8 @@ static void gemm_pieces(void *arg, int64_t begin, int64_t end, int worker)
 void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y)
 {
     ptq_k_blas_single_thread();
-    gemm_slice(p, a, b, y, rows_for(p, b));
+    const int isa = tile_isa();
+    gemm_slice(p, a, b, y, rows_for(p, b, isa), isa);
 }
 
 /* a: [m, k] ([k, m] when trans_a); b: [k, n] ([n, k] when trans_b);
@@ -210,7 +380,8 @@ void ptq_k_gemm_cpu(const ptq_gemm_params *p, const float *a, const float *b, fl
     int64_t min_rows = row_flops > 0 ? (GEMM_MIN_ROW_FLOPS + row_flops - 1) / row_flops : p->m;
     int64_t rows = ptq_par_grain(p->m, 2, min_rows < 1 ? 1 : min_rows);
     rows = (rows + GEMM_ROW_BLOCK - 1) / GEMM_ROW_BLOCK * GEMM_ROW_BLOCK; /* pieces of whole blocks */
-    gemm_job job = {p, a, b, y, rows, NULL, NULL, row_block(p, b)};
+    const int isa = tile_isa();
+    gemm_job job = {p, a, b, y, rows, NULL, NULL, rows_for(p, b, isa), isa};
     ptq_parallel_for((p->m + rows - 1) / rows, 1, gemm_pieces, &job);
 }
 
@@ -219,6 +390,7 @@ void ptq_k_gemm_batched_cpu(const ptq_gemm_params *p, int64_t n_batch, const int
                             const float *a, const float *b, float *y)
 {
     ptq_k_blas_single_thread();
-    gemm_job job = {p, a, b, y, 0, a_off, b_off, n_batch > 0 ? rows_for(p, b + b_off[0]) : 1};
+    const int isa = tile_isa();
+    gemm_job job = {p, a, b, y, 0, a_off, b_off, n_batch > 0 ? rows_for(p, b + b_off[0], isa) : 1, isa};
     ptq_parallel_for(n_batch, 1, gemm_pieces, &job);
 }
