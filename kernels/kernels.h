@@ -111,6 +111,9 @@ typedef struct ptq_gemm_params {
 /* y: [m, n] = alpha * op(a) @ op(b) + beta * y (y's prior content is not read when beta == 0). */
 void ptq_k_gemm_ref(const ptq_gemm_params *p, const float *a, const float *b, float *y);
 void ptq_k_gemm_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y);
+/* ptq_k_gemm_cpu's product (alpha 1, beta 0), then bias [n] added to every row as an Add node adds it: the same
+ * bits as the MatMul and Add nodes apart (a MatMul's bias in one pass; runtime/backend_cpu.c). */
+void ptq_k_gemm_bias_cpu(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y);
 /* The same on the calling thread only (no pool): for callers already on a pool thread. */
 void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y);
 /* Makes OpenBLAS single-threaded (once): ptq's pool does the threading. */

@@ -99,8 +99,9 @@ int64_t ptq_exec_n_observed_chains(const ptq_exec *e);
  * own (run_observed_bias, run_observed_gelu), over e's life. */
 int64_t ptq_exec_n_observed_biases(const ptq_exec *e);
 int64_t ptq_exec_n_observed_gelus(const ptq_exec *e);
-/* Reshape, Flatten, Squeeze, Unsqueeze and Identity nodes on the GPU whose output took its input's buffer over
- * (the input's last reader; no copy), over all runs so far; PTQ_VIEW_ALIAS=0 at create turns it off. */
+/* Reshape, Flatten, Squeeze, Unsqueeze and Identity nodes (on the GPU, or on the CPU of an executor without one)
+ * whose output took its input's buffer over (the input's last reader; no copy), over all runs so far;
+ * PTQ_VIEW_ALIAS=0 at create turns it off. */
 int64_t ptq_exec_n_view_handovers(const ptq_exec *e);
 /* Exact GELUs (Div, Erf, Add, Mul, Mul as exporters write them) run in one GPU pass (run_gelu), over all runs;
  * PTQ_FUSE_GELU=0 at create turns it off. */

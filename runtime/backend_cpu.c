@@ -83,6 +83,28 @@ static ptq_status host_erf_gelu(ptq_backend *b, ptq_ctx *ctx, const float *x, fl
     return PTQ_OK;
 }
 
+/* The cpu backend's MatMul with a bias row (backend.h's matmul_bias): the rows of every batch stacked, one GEMM
+ * whose tiles add the bias as they store (ptq_k_gemm_bias_cpu: the same bits as the two nodes). */
+static ptq_status host_matmul_bias(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *bias,
+                                   int *done)
+{
+    (void)b;
+    *done = 0;
+    ptq_gemm_params p;
+    ptq_status st = ptq_op_gemm_params(ctx, io, &p);
+    if (st != PTQ_OK || io->in[1]->ndim != 2 || ptq_tensor_numel(bias) != p.n || p.trans_a || p.beta != 0.0f ||
+        p.alpha != 1.0f)
+        return st;
+    const int64_t mn = p.m * p.n;
+    const int64_t n_batch = mn ? ptq_tensor_numel(io->out[0]) / mn : 0;
+    if (n_batch <= 0)
+        return PTQ_OK;
+    p.m *= n_batch;
+    ptq_k_gemm_bias_cpu(&p, io->in[0]->data, io->in[1]->data, bias->data, io->out[0]->data);
+    *done = 1;
+    return PTQ_OK;
+}
+
 ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend **out)
 {
     *out = NULL;
@@ -102,6 +124,7 @@ ptq_status ptq_backend_cpu_create(ptq_ctx *ctx, int reference_only, ptq_backend 
     b->run = host_run;
     b->conv_epilogue = reference_only ? NULL : host_conv_epilogue;
     b->erf_gelu = reference_only ? NULL : host_erf_gelu; /* the reference runs the five nodes with erff */
+    b->matmul_bias = reference_only ? NULL : host_matmul_bias;
     b->destroy = host_destroy;
     *out = b;
     return PTQ_OK;

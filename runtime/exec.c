@@ -68,7 +68,7 @@ typedef struct slot {
     int is_const;       /* initializer or constant: host copy borrowed, device copy kept across runs */
     int producer;       /* node index, -1 for graph inputs and constants */
     int death;          /* the step after which no node reads it */
-    int heir;           /* the value that took over its device buffer (take_buffer), or -1: the plan keeps that
+    int heir;           /* the value that took over its buffer (view_source), or -1: the plan keeps that
                            buffer's place until the heir's death */
     int keep;           /* keep a copy after each full run */
     live lv[N_MEM];
@@ -150,8 +150,8 @@ struct ptq_exec {
     int64_t n_epilogue;       /* chains run so */
     int64_t n_observed_chain; /* chains run by run_observed_chain */
     int64_t n_observed_bias, n_observed_gelu; /* run by run_observed_bias, run_observed_gelu */
-    int view_alias;           /* 0 under PTQ_VIEW_ALIAS=0 (read at create): view ops on the GPU always copy */
-    int64_t n_view_handover;  /* device buffers handed from a view op's input to its output (view_source) */
+    int view_alias;           /* 0 under PTQ_VIEW_ALIAS=0 (read at create): view ops always copy */
+    int64_t n_view_handover;  /* buffers handed from a view op's input to its output (view_source) */
     ptq_op_frame frame;       /* run_node's views, grown to the largest node */
     unsigned char *nhwc;      /* [g->n_values] 1: stored channels last on the device (plan_layout) */
     int64_t n_nhwc;
@@ -920,26 +920,35 @@ static ptq_status output_fits(ptq_ctx *ctx, const ptq_exec *e, const ptq_node *n
     return ptq_memory_check(ctx, (uint64_t)ptq_tensor_bytes(y), what);
 }
 
-/* The input value whose device buffer node k's output 0 may take over instead of a copy, or -1: node k is a
- * Reshape, Flatten, Squeeze, Unsqueeze or Identity run on the GPU (its output is its input's bytes), the last
- * reader of an input that is computed (no constant, no caller's data), not kept, and as large. The plan must
- * know of the takeover (heir) unless the buffer is outside it; a new one waits for the next plan. */
-static int view_source(ptq_exec *e, int k, const ptq_tensor *out0)
+/* Whether view ops may hand buffers over in memory m: on the GPU, or on the CPU of an executor without one (heir
+ * is one per value). */
+static int hands_over(const ptq_exec *e, int m)
+{
+    return m == MEM_DEV || !e->dev;
+}
+
+/* The input value whose buffer in memory m node k's output 0 may take over instead of a copy, or -1: node k is a
+ * Reshape, Flatten, Squeeze, Unsqueeze or Identity run by that memory's backend (its output is its input's bytes;
+ * hands_over), the last reader of an input that is computed (no constant, no caller's data), not kept, and as
+ * large. The plan must know of the takeover (heir) unless the buffer is outside it; a new one waits for the next
+ * plan. */
+static int view_source(ptq_exec *e, int k, int m, const ptq_tensor *out0)
 {
     const ptq_node *n = &e->g->nodes[k];
-    if (!e->view_alias || n->n_inputs < 1 || n->n_outputs < 1 || n->inputs[0] < 0 || n->outputs[0] < 0)
+    if (!e->view_alias || !hands_over(e, m) || n->n_inputs < 1 || n->n_outputs < 1 || n->inputs[0] < 0 ||
+        n->outputs[0] < 0)
         return -1;
     if (!node_is(e, k, PTQ_OP_RESHAPE) && !node_is(e, k, PTQ_OP_FLATTEN) && !node_is(e, k, PTQ_OP_SQUEEZE) &&
         !node_is(e, k, PTQ_OP_UNSQUEEZE) && !node_is(e, k, PTQ_OP_IDENTITY))
         return -1;
     const int v = n->inputs[0];
     slot *in = &e->slots[v];
-    if (in->is_const || in->keep || in->refs != 1 || !in->ptr[MEM_DEV] || in->borrowed[MEM_DEV] ||
-        ptq_tensor_bytes(&in->meta) != ptq_tensor_bytes(out0) || in->cap[MEM_DEV] < ptq_tensor_bytes(out0))
+    if (in->is_const || in->keep || in->refs != 1 || !in->ptr[m] || in->borrowed[m] ||
+        ptq_tensor_bytes(&in->meta) != ptq_tensor_bytes(out0) || in->cap[m] < ptq_tensor_bytes(out0))
         return -1;
     if (in->heir != n->outputs[0]) {
         in->heir = n->outputs[0];
-        if (!in->from_pool[MEM_DEV]) { /* in the arena, whose plan did not know: copy this run, plan again */
+        if (!in->from_pool[m]) { /* in the arena, whose plan did not know: copy this run, plan again */
             e->replan = 1;
             return -1;
         }
@@ -996,7 +1005,7 @@ static ptq_status run_node(ptq_ctx *ctx, ptq_exec *e, int k)
             PTQ_TRY(st, input_view(ctx, e, n->inputs[i], m, &in[i]), done);
     for (int i = 0; m == MEM_HOST && i < n->n_outputs; i++)
         PTQ_TRY(st, output_fits(ctx, e, n, i, &outs[i]), done);
-    const int from = m == MEM_DEV && b == e->dev && !by_overlay ? view_source(e, k, &outs[0]) : -1;
+    const int from = !by_overlay ? view_source(e, k, m, &outs[0]) : -1;
     for (int i = 0; i < n->n_outputs; i++) {
         const int v = n->outputs[i];
         if (v < 0) { /* an omitted output still gets room to be written */
@@ -1063,13 +1072,13 @@ done:
 /* Sizes of the arena of memory m from the recorded lifetimes: each buffer,
  * largest first, goes to the lowest offset where it overlaps no buffer
  * placed before it whose lifetime meets its own. */
-/* The step after which value v's buffer in memory m is free: its own death, or on the device its heirs' (a
- * Reshape that took the buffer over lives on in it). */
+/* The step after which value v's buffer in memory m is free: its own death, or where buffers are handed over its
+ * heirs' (a Reshape that took the buffer over lives on in it). */
 static int plan_death(const ptq_exec *e, int v, int m)
 {
     int death = e->slots[v].death;
-    for (int h = e->slots[v].heir, guard = 0; m == MEM_DEV && h >= 0 && guard < e->g->n_values; h = e->slots[h].heir,
-             guard++)
+    for (int h = e->slots[v].heir, guard = 0; hands_over(e, m) && h >= 0 && guard < e->g->n_values;
+         h = e->slots[h].heir, guard++)
         death = e->slots[h].death > death ? e->slots[h].death : death;
     return death;
 }

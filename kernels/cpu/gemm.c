@@ -10,8 +10,9 @@
  *   one register summed over k in order, fma from 0, then alpha and beta:
  *   the same operations for every row and either vector width, so a row is
  *   the same bits whatever shares its tile, and on an AVX2 and an AVX-512
- *   CPU alike. Panels of 64 columns go to the AVX-512 kernel, the rest
- *   (and everything on AVX2) 16 at a time.
+ *   CPU alike. Panels of 64 columns go to the AVX-512 kernel while more
+ *   than 32 are left (the last padded with zeros), the rest (and
+ *   everything on AVX2) 16 at a time.
  * - Otherwise: cblas_sgemm (OpenBLAS single-threaded, see
  *   kernels/cpu/blas_threads.c) on row blocks. OpenBLAS rounds a row
  *   differently depending on the call's row count and, in some of its
@@ -201,26 +202,34 @@ static void pack_panel(const ptq_gemm_params *p, const float *b, int64_t j0, int
     }
 }
 
-/* A tile's rows x cols outputs (nr apart in t) into y at (i0, j0): alpha t, plus beta y where beta != 0. */
-static void store_tile(const ptq_gemm_params *p, const float *t, int64_t nr, float *y, int64_t i0, int64_t rows,
-                       int64_t j0, int64_t cols)
+/* A tile's rows x cols outputs (nr apart in t) into y (n apart) at row i0, column j0: alpha t, plus beta y where
+ * beta != 0, or plus bias[c] where bias (beta 0; bias at j0: an Add node's rounding after the product's). To the
+ * CPU's widest vectors (the same bits: each result the same IEEE operations). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+store_tile(const float *t, int64_t nr, float *y, int64_t n, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+           float alpha, float beta, const float *bias)
 {
     for (int64_t r = 0; r < rows; r++) {
-        float *yr = y + (i0 + r) * p->n + j0;
+        float *yr = y + (i0 + r) * n + j0;
         const float *tr = t + r * nr;
-        if (p->beta != 0.0f)
+        if (bias)
+            for (int64_t c = 0; c < cols; c++) {
+                const float v = alpha * tr[c];
+                yr[c] = v + bias[c];
+            }
+        else if (beta != 0.0f)
             for (int64_t c = 0; c < cols; c++)
-                yr[c] = p->alpha * tr[c] + p->beta * yr[c];
+                yr[c] = alpha * tr[c] + beta * yr[c];
         else
             for (int64_t c = 0; c < cols; c++)
-                yr[c] = p->alpha * tr[c];
+                yr[c] = alpha * tr[c];
     }
 }
 
 /* Rows [m0, m0 + mb) of y in FMA tiles (see the top of the file); buf holds a chunk's packed rows, a panel and
  * the panels' row offsets (tile_floats). */
-static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
-                        int isa, float *buf, int64_t chunk)
+static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
+                        int64_t m0, int64_t mb, int isa, float *buf, int64_t chunk)
 {
     const int64_t k = p->k;
     float *ap = buf, *panel = ap + chunk * k;
@@ -234,7 +243,8 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
         const int64_t rows = m0 + mb - c0 < chunk ? m0 + mb - c0 : chunk;
         pack_rows(p, a, c0, rows, ap);
         for (int64_t j0 = 0; j0 < p->n;) {
-            const int wide = isa == ISA_AVX512 && p->n - j0 >= NR_512;
+            /* 64 columns cost about two 16-column panels of half-width vectors: past 32 left, one of 64 */
+            const int wide = isa == ISA_AVX512 && p->n - j0 > 2 * NR_256;
             const int64_t nr = wide ? NR_512 : NR_256, cols = p->n - j0 < nr ? p->n - j0 : nr;
             pack_panel(p, b, j0, nr, panel);
             for (int64_t r0 = 0; r0 < rows; r0 += MR) {
@@ -246,7 +256,8 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
                     else
                         kernel_256(ab + k0 * MR, off16 + k0, kc, panel, tile, k0 > 0);
                 }
-                store_tile(p, tile, nr, y, c0 + r0, rows - r0 < MR ? rows - r0 : MR, j0, cols);
+                store_tile(tile, nr, y, p->n, c0 + r0, rows - r0 < MR ? rows - r0 : MR, j0, cols, p->alpha, p->beta,
+                           bias ? bias + j0 : NULL);
             }
             j0 += nr;
         }
@@ -255,7 +266,8 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
 
 /* Rows [m0, m0 + mb) of y with the same sums as the tiles, one output at a time (fmaf from 0 in k order, then
  * alpha and beta): when packing memory is short. */
-static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb)
+static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
+                     int64_t m0, int64_t mb)
 {
     const int64_t k = p->k, n = p->n;
     for (int64_t i = m0; i < m0 + mb; i++)
@@ -263,13 +275,13 @@ static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, f
             float acc = 0.0f;
             for (int64_t l = 0; l < k; l++)
                 acc = fmaf(p->trans_a ? a[l * p->m + i] : a[i * k + l], p->trans_b ? b[j * k + l] : b[l * n + j], acc);
-            store_tile(p, &acc, 1, y, i, 1, j, 1);
+            store_tile(&acc, 1, y, n, i, 1, j, 1, p->alpha, p->beta, bias ? bias + j : NULL);
         }
 }
 
 /* Rows [m0, m0 + mb) of y through the FMA tiles (isa: ISA_AVX2 or ISA_AVX512). */
-static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
-                      int isa)
+static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
+                      int64_t m0, int64_t mb, int isa)
 {
     _Alignas(64) float small[TILE_STACK];
     const int64_t chunk = mb < TILE_CHUNK ? (mb + MR - 1) / MR * MR : TILE_CHUNK;
@@ -279,10 +291,10 @@ static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, 
     if (!buf && need < (double)(SIZE_MAX / sizeof(float) / 2))
         buf = aligned_alloc(64, ((size_t)need * sizeof(float) + 63) / 64 * 64);
     if (!buf) {
-        fma_rows(p, a, b, y, m0, mb);
+        fma_rows(p, a, b, bias, y, m0, mb);
         return;
     }
-    tile_chunks(p, a, b, y, m0, mb, isa, buf, chunk);
+    tile_chunks(p, a, b, bias, y, m0, mb, isa, buf, chunk);
     if (buf != small)
         free(buf);
 }
@@ -298,21 +310,26 @@ static int tile_isa(void)
     return 0;
 }
 
-static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
-                      int isa)
+static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
+                      int64_t m0, int64_t mb, int isa)
 {
-    (void)p, (void)a, (void)b, (void)y, (void)m0, (void)mb, (void)isa;
+    (void)p, (void)a, (void)b, (void)bias, (void)y, (void)m0, (void)mb, (void)isa;
 }
 #endif
 
-/* Rows [m0, m0 + mb) of y: through the FMA tiles when isa says so, else sgemm calls of rb rows. */
-static void run_rows(const ptq_gemm_params *p, const float *a, const float *b, float *y, int64_t m0, int64_t mb,
-                     int rb, int isa)
+/* Rows [m0, m0 + mb) of y: through the FMA tiles when isa says so, else sgemm calls of rb rows; then bias (NULL:
+ * none; beta 0) added to each row, as an Add node after the product rounds it. */
+static void run_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
+                     int64_t m0, int64_t mb, int rb, int isa)
 {
-    if (isa)
-        tile_rows(p, a, b, y, m0, mb, isa);
-    else
-        gemm_blocks(p, a, b, y, m0, mb, rb);
+    if (isa) {
+        tile_rows(p, a, b, bias, y, m0, mb, isa);
+        return;
+    }
+    gemm_blocks(p, a, b, y, m0, mb, rb);
+    for (int64_t i = m0; bias && i < m0 + mb; i++)
+        for (int64_t j = 0; j < p->n; j++)
+            y[i * p->n + j] = y[i * p->n + j] + bias[j];
 }
 
 /* row_block of p's shape, or 1 for an empty product (no sgemm call to probe) or one the FMA tiles run. */
@@ -331,7 +348,7 @@ static void gemm_slice(const ptq_gemm_params *p, const float *a, const float *b,
             y[i] = p->beta != 0.0f ? p->beta * y[i] : 0.0f;
         return;
     }
-    run_rows(p, a, b, y, 0, p->m, rb, isa);
+    run_rows(p, a, b, NULL, y, 0, p->m, rb, isa);
 }
 
 typedef struct gemm_job {
@@ -342,6 +359,7 @@ typedef struct gemm_job {
     const int64_t *a_off, *b_off; /* batched: per-slice offsets, else NULL */
     int rb;                       /* rows per sgemm call, row_block's for the shape (found once per GEMM) */
     int isa;                      /* tile_isa's, or ISA_NONE: sgemm */
+    const float *bias;            /* [n] added to every row (ptq_k_gemm_bias_cpu), or NULL */
 } gemm_job;
 
 static void gemm_pieces(void *arg, int64_t begin, int64_t end, int worker)
@@ -353,7 +371,7 @@ static void gemm_pieces(void *arg, int64_t begin, int64_t end, int worker)
             gemm_slice(p, j->a + j->a_off[i], j->b + j->b_off[i], j->y + i * p->m * p->n, j->rb, j->isa);
         } else {
             int64_t m0 = i * j->rows;
-            run_rows(p, j->a, j->b, j->y, m0, p->m - m0 < j->rows ? p->m - m0 : j->rows, j->rb, j->isa);
+            run_rows(p, j->a, j->b, j->bias, j->y, m0, p->m - m0 < j->rows ? p->m - m0 : j->rows, j->rb, j->isa);
         }
     }
 }
@@ -366,6 +384,20 @@ void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *
     gemm_slice(p, a, b, y, rows_for(p, b, isa), isa);
 }
 
+/* ptq_k_gemm_cpu, bias (or NULL) added to every row. */
+static void gemm_pool(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y)
+{
+    ptq_k_blas_single_thread();
+    /* row blocks big enough to keep sgemm efficient, a few per worker */
+    int64_t row_flops = 2 * p->n * p->k;
+    int64_t min_rows = row_flops > 0 ? (GEMM_MIN_ROW_FLOPS + row_flops - 1) / row_flops : p->m;
+    int64_t rows = ptq_par_grain(p->m, 2, min_rows < 1 ? 1 : min_rows);
+    rows = (rows + GEMM_ROW_BLOCK - 1) / GEMM_ROW_BLOCK * GEMM_ROW_BLOCK; /* pieces of whole blocks */
+    const int isa = tile_isa();
+    gemm_job job = {p, a, b, y, rows, NULL, NULL, rows_for(p, b, isa), isa, bias};
+    ptq_parallel_for((p->m + rows - 1) / rows, 1, gemm_pieces, &job);
+}
+
 /* a: [m, k] ([k, m] when trans_a); b: [k, n] ([n, k] when trans_b);
  * y: [m, n], read only when beta != 0. */
 void ptq_k_gemm_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y)
@@ -374,15 +406,24 @@ void ptq_k_gemm_cpu(const ptq_gemm_params *p, const float *a, const float *b, fl
         ptq_k_gemm_rows_cpu(p, a, b, y);
         return;
     }
-    ptq_k_blas_single_thread();
-    /* row blocks big enough to keep sgemm efficient, a few per worker */
-    int64_t row_flops = 2 * p->n * p->k;
-    int64_t min_rows = row_flops > 0 ? (GEMM_MIN_ROW_FLOPS + row_flops - 1) / row_flops : p->m;
-    int64_t rows = ptq_par_grain(p->m, 2, min_rows < 1 ? 1 : min_rows);
-    rows = (rows + GEMM_ROW_BLOCK - 1) / GEMM_ROW_BLOCK * GEMM_ROW_BLOCK; /* pieces of whole blocks */
-    const int isa = tile_isa();
-    gemm_job job = {p, a, b, y, rows, NULL, NULL, rows_for(p, b, isa), isa};
-    ptq_parallel_for((p->m + rows - 1) / rows, 1, gemm_pieces, &job);
+    gemm_pool(p, a, b, NULL, y);
+}
+
+/* y = op(a) @ op(b) (alpha and beta ignored: 1 and 0), each row then plus bias [n]: the MatMul's product rounded
+ * as ptq_k_gemm_cpu rounds it, then the Add node's rounding (kernels/cpu/binary.c), the same bits. */
+void ptq_k_gemm_bias_cpu(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y)
+{
+    ptq_gemm_params q = *p;
+    q.alpha = 1.0f;
+    q.beta = 0.0f;
+    if (q.m == 0 || q.n == 0)
+        return;
+    if (q.k == 0) { /* the product is zeros */
+        for (int64_t i = 0; i < q.m * q.n; i++)
+            y[i] = 0.0f + bias[i % q.n];
+        return;
+    }
+    gemm_pool(&q, a, b, bias, y);
 }
 
 /* a + a_off[i], b + b_off[i] -> y + i*m*n for i < n_batch. */
@@ -391,6 +432,6 @@ void ptq_k_gemm_batched_cpu(const ptq_gemm_params *p, int64_t n_batch, const int
 {
     ptq_k_blas_single_thread();
     const int isa = tile_isa();
-    gemm_job job = {p, a, b, y, 0, a_off, b_off, n_batch > 0 ? rows_for(p, b + b_off[0], isa) : 1, isa};
+    gemm_job job = {p, a, b, y, 0, a_off, b_off, n_batch > 0 ? rows_for(p, b + b_off[0], isa) : 1, isa, NULL};
     ptq_parallel_for(n_batch, 1, gemm_pieces, &job);
 }
