@@ -1,11 +1,14 @@
-/* Parity of ptq_k_gemm_cpu / ptq_k_gemm_batched_cpu (OpenBLAS) with the ref
- * on seeded data: odd and degenerate sizes, all trans_a/trans_b, alpha/beta
- * (beta 0 must not read y), broadcast batches on both threading paths;
- * and each row of a product bit-identical to the same row computed alone
- * (batch invariance: OpenBLAS's Haswell/Zen kernels round rows 12-15 of a
- * 16-row call their own way).
+/* Parity of ptq_k_gemm_cpu / ptq_k_gemm_batched_cpu (FMA tiles, or OpenBLAS
+ * without AVX2) with the ref on seeded data: odd and degenerate sizes, all
+ * trans_a/trans_b, alpha/beta (beta 0 must not read y), broadcast batches on
+ * both threading paths; each row of a product bit-identical to the same row
+ * computed alone (batch invariance: OpenBLAS's Haswell/Zen kernels round
+ * rows 12-15 of a 16-row call their own way); the AVX2 tiles, the AVX-512
+ * tiles and the AVX-512 narrow rows the same bits (isa_alike); and
+ * ptq_k_gemm_bias_cpu the product then an Add, bit for bit (bias_alike).
  * Tolerance: rtol 1e-4, atol 1e-5 (inputs in [-1, 1], k <= 160). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +136,78 @@ static void run_rows_alone(int idx, int64_t m, int64_t n, int64_t k, int trans_b
     free(row);
 }
 
+/* The product of p on the AVX-512 paths (tiles, and narrow_rows where n <= 16) against the AVX2 tiles, with
+ * y's old values (beta) or a bias row: bit-identical. Skipped (said) on a CPU without AVX-512. */
+static void isa_alike(int idx, const ptq_gemm_params *p, int with_bias)
+{
+    if (ptq_k_conv_cpu_isa() < 2)
+        return;
+    const int64_t n_a = p->m * p->k, n_b = p->k * p->n, n_y = p->m * p->n;
+    float *a = malloc((size_t)(n_a + 1) * sizeof *a), *b = malloc((size_t)(n_b + 1) * sizeof *b);
+    float *y0 = malloc((size_t)(n_y + 1) * sizeof *y0), *y1 = malloc((size_t)(n_y + 1) * sizeof *y1);
+    float *bias = malloc((size_t)(p->n + 1) * sizeof *bias);
+    CHECK(a && b && y0 && y1 && bias);
+    if (a && b && y0 && y1 && bias) {
+        test_rand_seed(7000 + (uint64_t)idx);
+        test_fill_uniform(a, n_a, -1.0f, 1.0f);
+        test_fill_uniform(b, n_b, -1.0f, 1.0f);
+        test_fill_uniform(bias, p->n, -1.0f, 1.0f);
+        test_fill_uniform(y0, n_y, -1.0f, 1.0f);
+        memcpy(y1, y0, (size_t)n_y * sizeof *y1);
+        for (int isa = 2; isa >= 1; isa--) {
+            ptq_k_conv_cpu_set_isa(isa);
+            if (with_bias)
+                ptq_k_gemm_bias_cpu(p, a, b, bias, isa == 2 ? y0 : y1);
+            else
+                ptq_k_gemm_cpu(p, a, b, isa == 2 ? y0 : y1);
+        }
+        ptq_k_conv_cpu_set_isa(-1);
+        CHECK_MSG(memcmp(y0, y1, (size_t)n_y * sizeof *y0) == 0,
+                  "gemm %lldx%lldx%lld ta%d tb%d a%g b%g%s: AVX-512 and AVX2 differ", (long long)p->m, (long long)p->n,
+                  (long long)p->k, p->trans_a, p->trans_b, p->alpha, p->beta, with_bias ? " bias" : "");
+    }
+    free(a);
+    free(b);
+    free(y0);
+    free(y1);
+    free(bias);
+}
+
+/* ptq_k_gemm_bias_cpu against ptq_k_gemm_cpu (alpha 1, beta 0) and then bias added to each row as the Add node
+ * does: bit-identical; the product within tolerance of the ref's plus bias. */
+static void bias_alike(int idx, int64_t m, int64_t n, int64_t k, int trans_b)
+{
+    const ptq_gemm_params p = {m, n, k, 0, trans_b, 1.0f, 0.0f};
+    float *a = malloc((size_t)(m * k + 1) * sizeof *a), *b = malloc((size_t)(k * n + 1) * sizeof *b);
+    float *y0 = malloc((size_t)(m * n + 1) * sizeof *y0), *y1 = malloc((size_t)(m * n + 1) * sizeof *y1);
+    float *bias = malloc((size_t)(n + 1) * sizeof *bias);
+    CHECK(a && b && y0 && y1 && bias);
+    if (a && b && y0 && y1 && bias) {
+        test_rand_seed(8000 + (uint64_t)idx);
+        test_fill_uniform(a, m * k, -1.0f, 1.0f);
+        test_fill_uniform(b, k * n, -1.0f, 1.0f);
+        test_fill_uniform(bias, n, -1.0f, 1.0f);
+        ptq_k_gemm_bias_cpu(&p, a, b, bias, y0);
+        ptq_k_gemm_cpu(&p, a, b, y1);
+        for (int64_t i = 0; i < m * n; i++)
+            y1[i] = y1[i] + bias[i % n];
+        char label[96];
+        snprintf(label, sizeof label, "gemm+bias %lldx%lldx%lld tb%d", (long long)m, (long long)n, (long long)k,
+                 trans_b);
+        CHECK_MSG(memcmp(y0, y1, (size_t)(m * n) * sizeof *y0) == 0, "%s: differs from the product then an Add",
+                  label);
+        ptq_k_gemm_ref(&p, a, b, y1);
+        for (int64_t i = 0; i < m * n; i++)
+            y1[i] = y1[i] + bias[i % n];
+        test_close(label, y0, y1, m * n, RTOL, ATOL);
+    }
+    free(a);
+    free(b);
+    free(y0);
+    free(y1);
+    free(bias);
+}
+
 int main(void)
 {
     int idx = 0;
@@ -155,5 +230,24 @@ int main(void)
     run_rows_alone(idx++, 40, 64, 96, 0, 0.0f);
     run_rows_alone(idx++, 37, 256, 256, 1, 0.0f);
     run_rows_alone(idx++, 50, 13, 7, 0, 1.0f);
+    run_rows_alone(idx++, 37, 16, 16, 1, 0.0f); /* attention's slices: narrow_rows on AVX-512 */
+    /* widths on both sides of the narrow rows (16) and of the AVX-512 panels' 64 and 32-left rules */
+    static const int64_t shapes[][3] = {{37, 1, 9}, {23, 10, 96}, {16, 16, 16}, {33, 17, 40}, {50, 49, 24},
+                                        {19, 64, 300}, {30, 80, 64}, {13, 97, 33}, {41, 192, 64}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (size_t ab = 0; ab < sizeof alphas_betas / sizeof alphas_betas[0]; ab++) {
+                const ptq_gemm_params p = {shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1,
+                                           alphas_betas[ab][0], alphas_betas[ab][1]};
+                isa_alike(idx++, &p, 0);
+                run_gemm(idx++, &p);
+                if (ab == 0)
+                    isa_alike(idx++, &p, 1);
+            }
+    if (ptq_k_conv_cpu_isa() < 2)
+        printf("parity_gemm: no AVX-512 here: the AVX-512 paths were not compared with the AVX2 tiles\n");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int tb = 0; tb < 2; tb++)
+            bias_alike(idx++, shapes[s][0], shapes[s][1], shapes[s][2], tb);
     return test_done("parity_gemm");
 }

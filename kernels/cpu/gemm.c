@@ -12,7 +12,8 @@
  *   the same bits whatever shares its tile, and on an AVX2 and an AVX-512
  *   CPU alike. Panels of 64 columns go to the AVX-512 kernel while more
  *   than 32 are left (the last padded with zeros), the rest (and
- *   everything on AVX2) 16 at a time.
+ *   everything on AVX2) 16 at a time; a product of 16 columns or fewer
+ *   runs a row at a time on AVX-512 (narrow_rows), the same sums.
  * - Otherwise: cblas_sgemm (OpenBLAS single-threaded, see
  *   kernels/cpu/blas_threads.c) on row blocks. OpenBLAS rounds a row
  *   differently depending on the call's row count and, in some of its
@@ -279,11 +280,56 @@ static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, c
         }
 }
 
+/* Rows [m0, m0 + mb) of a product at most 16 columns wide (attention's [16, 16] slices), on AVX-512: op(b) packed
+ * into bp [k][16] (zeros past n), then each row one register summed over k as the tiles sum it, four rows abreast,
+ * and store_tile's epilogue in vectors: the tiles' bits without their packing of a and 16-column waste. */
+__attribute__((target("avx512f"))) static void narrow_rows(const ptq_gemm_params *p, const float *a, const float *bp,
+                                                            const float *bias, float *y, int64_t m0, int64_t mb)
+{
+    const int64_t k = p->k, n = p->n, sa = p->trans_a ? 1 : k, sk = p->trans_a ? p->m : 1;
+    const __mmask16 mask = (__mmask16)((1u << n) - 1u);
+    const __m512 alpha = _mm512_set1_ps(p->alpha), beta = _mm512_set1_ps(p->beta);
+    const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
+    for (int64_t i = m0; i < m0 + mb; i += 4) {
+        const int64_t rows = m0 + mb - i < 4 ? m0 + mb - i : 4;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        if (rows == 4) {
+            const float *a0 = a + i * sa, *a1 = a0 + sa, *a2 = a1 + sa, *a3 = a2 + sa;
+            for (int64_t l = 0; l < k; l++) {
+                const __m512 bl = _mm512_load_ps(bp + 16 * l);
+                acc[0] = _mm512_fmadd_ps(_mm512_set1_ps(a0[l * sk]), bl, acc[0]);
+                acc[1] = _mm512_fmadd_ps(_mm512_set1_ps(a1[l * sk]), bl, acc[1]);
+                acc[2] = _mm512_fmadd_ps(_mm512_set1_ps(a2[l * sk]), bl, acc[2]);
+                acc[3] = _mm512_fmadd_ps(_mm512_set1_ps(a3[l * sk]), bl, acc[3]);
+            }
+        } else {
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t l = 0; l < k; l++)
+                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[(i + r) * sa + l * sk]), _mm512_load_ps(bp + 16 * l),
+                                             acc[r]);
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            float *yr = y + (i + r) * n;
+            __m512 v = _mm512_mul_ps(alpha, acc[r]);
+            if (bias)
+                v = _mm512_add_ps(v, bv);
+            else if (p->beta != 0.0f)
+                v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(mask, yr)));
+            _mm512_mask_storeu_ps(yr, mask, v);
+        }
+    }
+}
+
 /* Rows [m0, m0 + mb) of y through the FMA tiles (isa: ISA_AVX2 or ISA_AVX512). */
 static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
                       int64_t m0, int64_t mb, int isa)
 {
     _Alignas(64) float small[TILE_STACK];
+    if (isa == ISA_AVX512 && p->n <= NR_256 && p->k * NR_256 <= TILE_STACK) {
+        pack_panel(p, b, 0, NR_256, small);
+        narrow_rows(p, a, small, bias, y, m0, mb);
+        return;
+    }
     const int64_t chunk = mb < TILE_CHUNK ? (mb + MR - 1) / MR * MR : TILE_CHUNK;
     /* a chunk's rows, a panel, and two offsets a row of k (int64_t: two floats each) */
     const double need = ((double)chunk + NR_512 + 4.0) * (double)p->k;
