@@ -227,15 +227,15 @@ store_tile(const float *t, int64_t nr, float *y, int64_t n, int64_t i0, int64_t 
     }
 }
 
-/* Rows [m0, m0 + mb) of y in FMA tiles (see the top of the file); buf holds a chunk's packed rows, a panel and
- * the panels' row offsets (tile_floats). */
+/* Rows [m0, m0 + mb) of y in FMA tiles (see the top of the file); buf holds a chunk's packed rows, a panel, the
+ * panels' row offsets and the chunk's tiles (tile_floats). A panel's KC rows at a time go to every block of the
+ * chunk (each tile keeping its partial sums) while they are in the cache: a long k reads the panel once a chunk. */
 static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
                         int64_t m0, int64_t mb, int isa, float *buf, int64_t chunk)
 {
     const int64_t k = p->k;
-    float *ap = buf, *panel = ap + chunk * k;
-    int64_t *off64 = (int64_t *)(void *)(panel + k * NR_512), *off16 = off64 + k;
-    float tile[MR * NR_512];
+    float *ap = buf, *panel = ap + chunk * k, *tiles = panel + k * NR_512;
+    int64_t *off64 = (int64_t *)(void *)(tiles + chunk * NR_512), *off16 = off64 + k;
     for (int64_t l = 0; l < k; l++) {
         off64[l] = l * NR_512;
         off16[l] = l * NR_256;
@@ -248,18 +248,20 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
             const int wide = isa == ISA_AVX512 && p->n - j0 > 2 * NR_256;
             const int64_t nr = wide ? NR_512 : NR_256, cols = p->n - j0 < nr ? p->n - j0 : nr;
             pack_panel(p, b, j0, nr, panel);
-            for (int64_t r0 = 0; r0 < rows; r0 += MR) {
-                const float *ab = ap + r0 * k; /* block r0 / MR */
-                for (int64_t k0 = 0; k0 < k; k0 += KC) {
-                    const int64_t kc = k - k0 < KC ? k - k0 : KC;
+            for (int64_t k0 = 0; k0 < k; k0 += KC) {
+                const int64_t kc = k - k0 < KC ? k - k0 : KC;
+                for (int64_t r0 = 0; r0 < rows; r0 += MR) {
+                    const float *ab = ap + r0 * k + k0 * MR; /* block r0 / MR, from k0 */
+                    float *tile = tiles + r0 * nr;
                     if (wide)
-                        kernel_512(ab + k0 * MR, off64 + k0, kc, panel, tile, k0 > 0);
+                        kernel_512(ab, off64 + k0, kc, panel, tile, k0 > 0);
                     else
-                        kernel_256(ab + k0 * MR, off16 + k0, kc, panel, tile, k0 > 0);
+                        kernel_256(ab, off16 + k0, kc, panel, tile, k0 > 0);
                 }
-                store_tile(tile, nr, y, p->n, c0 + r0, rows - r0 < MR ? rows - r0 : MR, j0, cols, p->alpha, p->beta,
-                           bias ? bias + j0 : NULL);
             }
+            for (int64_t r0 = 0; r0 < rows; r0 += MR)
+                store_tile(tiles + r0 * nr, nr, y, p->n, c0 + r0, rows - r0 < MR ? rows - r0 : MR, j0, cols, p->alpha,
+                           p->beta, bias ? bias + j0 : NULL);
             j0 += nr;
         }
     }
@@ -331,8 +333,8 @@ static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, 
         return;
     }
     const int64_t chunk = mb < TILE_CHUNK ? (mb + MR - 1) / MR * MR : TILE_CHUNK;
-    /* a chunk's rows, a panel, and two offsets a row of k (int64_t: two floats each) */
-    const double need = ((double)chunk + NR_512 + 4.0) * (double)p->k;
+    /* a chunk's rows, a panel, the chunk's tiles, and two offsets a row of k (int64_t: two floats each) */
+    const double need = ((double)chunk + NR_512 + 4.0) * (double)p->k + (double)chunk * NR_512;
     float *buf = need <= TILE_STACK ? small : NULL;
     if (!buf && need < (double)(SIZE_MAX / sizeof(float) / 2))
         buf = aligned_alloc(64, ((size_t)need * sizeof(float) + 63) / 64 * 64);
