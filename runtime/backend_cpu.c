@@ -91,15 +91,10 @@ static ptq_status host_matmul_bias(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io
     (void)b;
     *done = 0;
     ptq_gemm_params p;
-    ptq_status st = ptq_op_gemm_params(ctx, io, &p);
-    if (st != PTQ_OK || io->in[1]->ndim != 2 || ptq_tensor_numel(bias) != p.n || p.trans_a || p.beta != 0.0f ||
-        p.alpha != 1.0f)
+    int ok;
+    const ptq_status st = ptq_op_matmul_bias_params(ctx, io, bias, &p, &ok);
+    if (st != PTQ_OK || !ok)
         return st;
-    const int64_t mn = p.m * p.n;
-    const int64_t n_batch = mn ? ptq_tensor_numel(io->out[0]) / mn : 0;
-    if (n_batch <= 0)
-        return PTQ_OK;
-    p.m *= n_batch;
     ptq_k_gemm_bias_cpu(&p, io->in[0]->data, io->in[1]->data, bias->data, io->out[0]->data);
     *done = 1;
     return PTQ_OK;

@@ -702,14 +702,10 @@ static ptq_status cuda_matmul_bias(ptq_backend *b, ptq_ctx *ctx, const ptq_op_io
 {
     *done = 0;
     ptq_gemm_params p;
-    ptq_status st = ptq_op_gemm_params(ctx, io, &p);
-    if (st != PTQ_OK || io->in[1]->ndim != 2 || ptq_tensor_numel(bias) != p.n || p.trans_a || p.beta != 0.0f)
+    int ok;
+    const ptq_status st = ptq_op_matmul_bias_params(ctx, io, bias, &p, &ok);
+    if (st != PTQ_OK || !ok || p.m > INT32_MAX)
         return st;
-    const int64_t mn = p.m * p.n;
-    const int64_t n_batch = mn ? ptq_tensor_numel(io->out[0]) / mn : 0;
-    if (n_batch <= 0 || p.m * n_batch > INT32_MAX)
-        return PTQ_OK;
-    p.m *= n_batch;
     return ptq_k_gemm_bias_cuda(ctx, impl_of(b)->dev, &p, fdata(io->in[0]), fdata(io->in[1]), fdata(bias),
                                 fout(io, 0), done);
 }

@@ -119,6 +119,10 @@ ptq_status ptq_op_resolve(ptq_ctx *ctx, const ptq_graph *g, const ptq_op_def ***
  * and reads data only of host_inputs, so a device backend may call it too. */
 ptq_status ptq_op_conv_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_conv_params *p);
 ptq_status ptq_op_gemm_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_gemm_params *p);
+/* A MatMul with a bias row (backend.h's matmul_bias) as one GEMM: *p with every batch's rows stacked in p->m, and
+ * *ok = 1 where the shapes take it (weights one [K, N] matrix, bias N long, a untransposed, some rows). */
+ptq_status ptq_op_matmul_bias_params(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *bias, ptq_gemm_params *p,
+                                     int *ok);
 /* MaxPool / AveragePool: float32 input 0, no Indices output, window into *p. */
 ptq_status ptq_op_pool_params(ptq_ctx *ctx, const ptq_op_io *io, ptq_pool_params *p);
 /* Broadcast layout of two inputs to out's shape (numpy rules). */

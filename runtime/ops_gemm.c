@@ -107,6 +107,22 @@ done:
     return st;
 }
 
+ptq_status ptq_op_matmul_bias_params(ptq_ctx *ctx, const ptq_op_io *io, const ptq_tensor *bias, ptq_gemm_params *p,
+                                     int *ok)
+{
+    *ok = 0;
+    ptq_status st = ptq_op_gemm_params(ctx, io, p);
+    if (st != PTQ_OK || io->in[1]->ndim != 2 || ptq_tensor_numel(bias) != p->n || p->trans_a || p->beta != 0.0f)
+        return st;
+    const int64_t mn = p->m * p->n;
+    const int64_t n_batch = mn ? ptq_tensor_numel(io->out[0]) / mn : 0;
+    if (n_batch <= 0)
+        return PTQ_OK;
+    p->m *= n_batch;
+    *ok = 1;
+    return PTQ_OK;
+}
+
 /* Element strides of Gemm's C (rank 0..2) as broadcast over [M, N] (0 on broadcast dims). */
 static ptq_status gemm_c_strides(ptq_ctx *ctx, const ptq_op_io *io, const ptq_gemm_params *p, int64_t *s_m,
                                  int64_t *s_n)
