@@ -7,12 +7,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/c_locale.h"
 #include "ptq/memory.h"
 
 static _Atomic uint64_t budget_bytes; /* 0: the system's available memory */
+
+/* The last reading of the available memory and when it was taken (CLOCK_MONOTONIC ns, 0: none yet). Host nodes
+ * check each output against the limit, so a run of a small model asks thousands of times a second; /proc/meminfo
+ * is read again once a reading is AVAIL_FRESH_NS old. */
+enum { AVAIL_FRESH_NS = 50 * 1000 * 1000 };
+static _Atomic uint64_t avail_cached, avail_at_ns;
 
 static uint64_t available_bytes(void)
 {
@@ -35,10 +42,25 @@ static uint64_t available_bytes(void)
     return (uint64_t)1 << 32; /* nothing to ask: 4 GiB */
 }
 
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t ptq_memory_budget(void)
 {
-    uint64_t b = atomic_load(&budget_bytes);
-    return b ? b : available_bytes();
+    const uint64_t b = atomic_load(&budget_bytes);
+    if (b)
+        return b;
+    const uint64_t now = monotonic_ns(), at = atomic_load(&avail_at_ns);
+    if (at && now - at < AVAIL_FRESH_NS)
+        return atomic_load(&avail_cached);
+    const uint64_t avail = available_bytes();
+    atomic_store(&avail_cached, avail); /* a racing reader may pair the old time with this value: both fresh */
+    atomic_store(&avail_at_ns, now ? now : 1);
+    return avail;
 }
 
 void ptq_memory_set_budget(uint64_t bytes)

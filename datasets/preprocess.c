@@ -545,6 +545,25 @@ done:
     return st;
 }
 
+/* Whether each output channel of s is one source channel read along contiguous rows: 8-bit samples, one channel
+ * or planar, no luma mix, no made-up alpha, output [C, H, W]. normalize_row_u8 then does a row the general loop's
+ * way, pixel_at's float and the same expression, so the same bits, on the widest vectors. */
+static int rows_direct(const src_image *s, const ptq_preprocess *p, int n_out)
+{
+    if (s->dtype != PTQ_DT_UINT8 || (s->c > 1 && !s->planar) || (p->nhwc && n_out > 1))
+        return 0;
+    if (n_out == 1)
+        return s->c <= 2;
+    return n_out >= 3 && (s->c <= 2 ? n_out == 3 : s->c >= n_out); /* gray replicated into RGB; RGB(A) kept */
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+normalize_row_u8(const uint8_t *src, int64_t n, float scale, float mean, float std, float *dst)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = ((float)src[i] * scale - mean) / std;
+}
+
 /* round(d / 2) with ties to even, as Python's round() in torchvision's center_crop */
 static int64_t half_round_even(int64_t d)
 {
@@ -608,6 +627,16 @@ ptq_status ptq_preprocess_image(ptq_ctx *ctx, const ptq_preprocess *p, const voi
         }
         s = (src_image){resized, dtype == PTQ_DT_UINT8 ? PTQ_DT_UINT8 : PTQ_DT_FLOAT, H, W, c, 0};
         top = left = 0;
+    }
+    if (rows_direct(&s, p, n_out)) {
+        for (int mc = 0; mc < n_out; mc++) {
+            const int oc = p->bgr && n_out >= 3 && mc < 3 ? 2 - mc : mc, ch = s.c <= 2 ? 0 : mc;
+            for (int64_t oy = 0; oy < H; oy++)
+                normalize_row_u8((const uint8_t *)s.data + (s.planar ? ch * s.h + oy + top : oy + top) * s.w + left,
+                                 W, p->scale, p->mean[oc], p->std[oc], out + ((int64_t)oc * H + oy) * W);
+        }
+        free(resized);
+        return PTQ_OK;
     }
     for (int64_t oy = 0; oy < H; oy++)
         for (int64_t ox = 0; ox < W; ox++)

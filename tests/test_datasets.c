@@ -176,6 +176,36 @@ static void test_preprocess_image(void)
     for (int i = 0; i < 6; i++)
         CHECK(out[i] == ((float)g[i] * (1.0f / 255.0f) - 0.5f) / 0.25f);
 
+    /* the planar rows' vector path (datasets/preprocess.c rows_direct) against the general loop, which an [H, W, C]
+     * output takes: the same bits for every byte value, with BGR order, gray replicated and RGBA's alpha kept */
+    {
+        enum { H = 5, W = 37 };
+        static uint8_t img[4 * H * W];
+        static float planar[4 * H * W], nhwc[4 * H * W];
+        for (int i = 0; i < 4 * H * W; i++)
+            img[i] = (uint8_t)(i * 7 + 3);
+        const int cases[][3] = {{3, 3, 1}, {3, 1, 0}, {4, 4, 0}, {3, 4, 1}}; /* model channels, image channels, bgr */
+        for (int k = 0; k < 4; k++) {
+            ptq_preprocess q = raw_pp(cases[k][0], H, W);
+            q.scale = 1.0f / 255.0f;
+            q.bgr = cases[k][2];
+            for (int c = 0; c < 4; c++) {
+                q.mean[c] = 0.485f - 0.03f * (float)c;
+                q.std[c] = 0.229f + 0.01f * (float)c;
+            }
+            CHECK(ptq_preprocess_image(&ctx, &q, img, PTQ_DT_UINT8, H, W, cases[k][1], 1, planar) == PTQ_OK);
+            q.nhwc = 1;
+            CHECK(ptq_preprocess_image(&ctx, &q, img, PTQ_DT_UINT8, H, W, cases[k][1], 1, nhwc) == PTQ_OK);
+            int same = 1;
+            for (int c = 0; c < cases[k][0]; c++)
+                for (int i = 0; i < H * W; i++)
+                    same &= memcmp(&planar[c * H * W + i], &nhwc[i * cases[k][0] + c], sizeof(float)) == 0;
+            CHECK(same);
+            if (k == 1) /* gray: channel 0's mean and std in every channel's place of the source */
+                CHECK(planar[0] == ((float)img[0] * (1.0f / 255.0f) - 0.485f) / 0.229f);
+        }
+    }
+
     /* gray -> RGB replicates; NHWC interleaves */
     p = raw_pp(3, 2, 3);
     CHECK(ptq_preprocess_image(&ctx, &p, g, PTQ_DT_UINT8, 2, 3, 1, 0, out) == PTQ_OK);

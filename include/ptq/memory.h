@@ -1,6 +1,7 @@
 /* The host memory limit ptq's readers check declared sizes against before
  * they allocate (--max-memory): by default what the system reports as
- * available (MemAvailable in /proc/meminfo, else free physical pages).
+ * available (MemAvailable in /proc/meminfo, else free physical pages; read
+ * again once the last reading is 50 ms old).
  * Implemented in core/memory.c; covered by tests/test_memory.c and
  * tests/badinput_test.py. */
 #ifndef PTQ_MEMORY_H
