@@ -276,6 +276,7 @@ static void check_softmax(void)
         {1, 1, 1}, {1, 3, 1}, {3, 4, 5}, {7, 1, 9}, {2, 5, 64}, {2, 5, 65}, {3, 17, 130},
         {1000, 10, 1}, {2, 128, 1}, {4, 32, 2000}, {0, 3, 4}, {2, 0, 3}, {64, 1000, 1},
         {819, 17, 1}, {21, 2000, 1}, /* attention rows; long rows */
+        {4100, 16, 1}, {37, 7, 1}, {19, 13, 1}, {16, 2, 1}, /* rows of 16 or fewer: 16 a tile transposed on AVX-512 */
     };
     test_rand_seed(33);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {

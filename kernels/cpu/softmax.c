@@ -3,9 +3,14 @@
  * contiguous, spread over the CPU pool (core/parallel.h). The exp is
  * kernels/exp_poly.h's on the CPU's widest vectors, the max and the
  * division too; each row's double sum runs in the reference's order, the
- * SM_ROWS rows' sums abreast. Same arithmetic as kernels/ref/softmax.c, so
- * bit-exact in tests/parity_elementwise.c. */
+ * SM_ROWS rows' sums abreast; rows of at most 16 values on AVX-512 16 rows a tile, transposed
+ * (softmax_short_512). Same arithmetic as kernels/ref/softmax.c, so bit-exact in tests/parity_elementwise.c. */
 #include <math.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SM_X86 1
+#endif
 
 #include "core/parallel.h"
 #include "kernels/exp_poly.h"
@@ -14,6 +19,7 @@
 enum {
     SM_TILE = 64,              /* columns of one [len, inner] slab handled together */
     SM_ROWS = 8,               /* rows whose sums run abreast */
+    SM_SHORT = 16,             /* rows of at most this many values: 16 rows a tile transposed (softmax_short_512) */
     SM_MAX_LANES = 16,         /* partial maxima of a row */
     SM_PARALLEL_MIN = 1 << 12  /* below this many elements stay on one thread */
 };
@@ -80,8 +86,81 @@ SM_CLONES static void softmax_cols(int64_t len, int64_t inner, int64_t n_cols, c
             y[l * inner + j] = (float)(y[l * inner + j] / sum[j]);
 }
 
+#ifdef SM_X86
+/* v[16] rows of 16 floats -> v[16] columns, in registers: pairs of rows interleaved, then pairs of pairs, then the
+ * 128-bit lanes of four vectors regrouped twice. */
+__attribute__((target("avx512f"), always_inline)) static inline void transpose16(__m512 *v)
+{
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+    }
+    /* u[4 g + j], lane k: column 4 k + j of rows 4 g .. 4 g + 3 */
+    __m512 u[16];
+    for (int i = 0; i < 16; i += 4) {
+        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int j = 0; j < 4; j++) {
+        const __m512 a0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), a1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
+        const __m512 b0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+        const __m512 b1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
+        v[j] = _mm512_shuffle_f32x4(a0, b0, 0x88);
+        v[4 + j] = _mm512_shuffle_f32x4(a1, b1, 0x88);
+        v[8 + j] = _mm512_shuffle_f32x4(a0, b0, 0xdd);
+        v[12 + j] = _mm512_shuffle_f32x4(a1, b1, 0xdd);
+    }
+}
+
+/* n_rows <= 16 rows of len <= 16 (attention's rows) transposed, so that each vector holds a column, one value of
+ * every row: the max is the reference's `if (x > max) max = x` down the columns (MAXPS keeps max for a NaN x), the
+ * double sums run in the reference's order, 16 rows abreast, and the exp is exp_poly.h's on 16 rows at once. The
+ * reference's operations, so the same bits. */
+__attribute__((target("avx512f"), optimize("no-trapping-math"))) static void
+softmax_short_512(int64_t n_rows, int64_t len, const float *x, float *y)
+{
+    __m512 v[16];
+    float d[SM_SHORT * 16], e[SM_SHORT * 16];
+    const __mmask16 lm = (__mmask16)((1u << len) - 1u);
+    for (int r = 0; r < 16; r++)
+        v[r] = r < n_rows ? _mm512_maskz_loadu_ps(lm, x + r * len) : _mm512_setzero_ps();
+    transpose16(v);
+    __m512 max = _mm512_set1_ps(-INFINITY);
+    for (int64_t l = 0; l < len; l++)
+        max = _mm512_max_ps(v[l], max);
+    for (int64_t l = 0; l < len; l++)
+        _mm512_storeu_ps(d + l * 16, _mm512_sub_ps(v[l], max));
+    for (int64_t i = 0; i < len * 16; i++)
+        e[i] = ptq_expf_poly(d[i]);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (int64_t l = 0; l < len; l++) {
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm256_loadu_ps(e + l * 16)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_loadu_ps(e + l * 16 + 8)));
+    }
+    for (int64_t l = 0; l < 16; l++) {
+        if (l >= len) {
+            v[l] = _mm512_setzero_ps();
+            continue;
+        }
+        const __m256 lo = _mm512_cvtpd_ps(_mm512_div_pd(_mm512_cvtps_pd(_mm256_loadu_ps(e + l * 16)), s0));
+        const __m256 hi = _mm512_cvtpd_ps(_mm512_div_pd(_mm512_cvtps_pd(_mm256_loadu_ps(e + l * 16 + 8)), s1));
+        v[l] = _mm512_castpd_ps(
+            _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+    }
+    transpose16(v);
+    for (int r = 0; r < n_rows; r++)
+        _mm512_mask_storeu_ps(y + r * len, lm, v[r]);
+}
+#endif
+
 typedef struct sm_job {
     int64_t outer, len, inner, n_tiles_slab;
+    int64_t tile_rows; /* inner 1: rows a tile, SM_ROWS or SM_SHORT (softmax_short_512) */
     const float *x;
     float *y;
 } sm_job;
@@ -93,7 +172,13 @@ static void sm_tiles(void *arg, int64_t begin, int64_t end, int worker)
     const int64_t len = j->len, inner = j->inner;
     for (int64_t t = begin; t < end; t++) {
         if (inner == 1) {
-            const int64_t r0 = t * SM_ROWS, n_rows = j->outer - r0 < SM_ROWS ? j->outer - r0 : SM_ROWS;
+            const int64_t r0 = t * j->tile_rows, n_rows = j->outer - r0 < j->tile_rows ? j->outer - r0 : j->tile_rows;
+#ifdef SM_X86
+            if (j->tile_rows == SM_SHORT) {
+                softmax_short_512(n_rows, len, j->x + r0 * len, j->y + r0 * len);
+                continue;
+            }
+#endif
             softmax_rows(n_rows, len, j->x + r0 * len, j->y + r0 * len);
             continue;
         }
@@ -107,8 +192,13 @@ static void sm_tiles(void *arg, int64_t begin, int64_t end, int worker)
 void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x, float *y)
 {
     const int64_t n_tiles_slab = (inner + SM_TILE - 1) / SM_TILE;
-    const int64_t n_tiles = inner == 1 ? (outer + SM_ROWS - 1) / SM_ROWS : outer * n_tiles_slab;
-    sm_job job = {outer, len, inner, n_tiles_slab, x, y};
+    int64_t tile_rows = SM_ROWS;
+#ifdef SM_X86
+    if (inner == 1 && len >= 1 && len <= SM_SHORT && __builtin_cpu_supports("avx512f"))
+        tile_rows = SM_SHORT;
+#endif
+    const int64_t n_tiles = inner == 1 ? (outer + tile_rows - 1) / tile_rows : outer * n_tiles_slab;
+    sm_job job = {outer, len, inner, n_tiles_slab, tile_rows, x, y};
     int64_t grain = outer * len * inner >= SM_PARALLEL_MIN ? ptq_par_grain(n_tiles, 4, 1) : n_tiles;
     ptq_parallel_for(n_tiles, grain, sm_tiles, &job);
 }
