@@ -187,8 +187,10 @@ static void pack_rows(const ptq_gemm_params *p, const float *a, int64_t i0, int6
         }
 }
 
-/* Columns [j0, j0 + nr) of op(b) into panel [k][nr], zeros past n. */
-static void pack_panel(const ptq_gemm_params *p, const float *b, int64_t j0, int64_t nr, float *panel)
+/* Columns [j0, j0 + nr) of op(b) into panel [k][nr], zeros past n. A row's copy is a loop on the widest vectors,
+ * not a memcpy (which GCC inlines as rep movsq: some 30 cycles to start, for 64 to 256 bytes). */
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-tree-loop-distribute-patterns"))) static void
+pack_panel(const ptq_gemm_params *p, const float *b, int64_t j0, int64_t nr, float *panel)
 {
     const int64_t k = p->k, n = p->n, cols = n - j0 < nr ? n - j0 : nr;
     for (int64_t l = 0; l < k; l++) {
@@ -196,11 +198,42 @@ static void pack_panel(const ptq_gemm_params *p, const float *b, int64_t j0, int
         if (p->trans_b)
             for (int64_t c = 0; c < cols; c++)
                 dst[c] = b[(j0 + c) * k + l];
-        else
-            memcpy(dst, b + l * n + j0, (size_t)cols * sizeof *dst);
+        else {
+            const float *src = b + l * n + j0;
+            for (int64_t c = 0; c < cols; c++)
+                dst[c] = src[c];
+        }
         for (int64_t c = cols; c < nr; c++)
             dst[c] = 0.0f;
     }
+}
+
+/* kernel_512 (kernels/cpu/fma_tile.h) with MR rows of op(a) read where they are, lda apart, k contiguous, instead of
+ * packed, and the panel's rows NR_512 apart: the same fmas in the same order, so the same bits. */
+__attribute__((target("avx512f"))) static void kernel_512_rows(const float *a, int64_t lda, int64_t kc,
+                                                                const float *panel, float *tile, int accumulate)
+{
+    __m512 c[MR][4];
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < 4; v++)
+            c[m][v] = accumulate ? _mm512_loadu_ps(tile + m * NR_512 + 16 * v) : _mm512_setzero_ps();
+    const float *ar[MR];
+    for (int m = 0; m < MR; m++)
+        ar[m] = a + m * lda;
+    for (int64_t k = 0; k < kc; k++, panel += NR_512) {
+        const __m512 b0 = _mm512_loadu_ps(panel), b1 = _mm512_loadu_ps(panel + 16);
+        const __m512 b2 = _mm512_loadu_ps(panel + 32), b3 = _mm512_loadu_ps(panel + 48);
+        for (int m = 0; m < MR; m++) {
+            const __m512 w = _mm512_set1_ps(ar[m][k]);
+            c[m][0] = _mm512_fmadd_ps(w, b0, c[m][0]);
+            c[m][1] = _mm512_fmadd_ps(w, b1, c[m][1]);
+            c[m][2] = _mm512_fmadd_ps(w, b2, c[m][2]);
+            c[m][3] = _mm512_fmadd_ps(w, b3, c[m][3]);
+        }
+    }
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < 4; v++)
+            _mm512_storeu_ps(tile + m * NR_512 + 16 * v, c[m][v]);
 }
 
 /* A tile's rows x cols outputs (nr apart in t) into y (n apart) at row i0, column j0: alpha t, plus beta y where
@@ -240,9 +273,15 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
         off64[l] = l * NR_512;
         off16[l] = l * NR_256;
     }
+    /* op(a) read in place (kernel_512_rows) where every panel is 64 wide and a is not transposed: only a chunk's
+       last block of fewer than MR rows is packed */
+    const int in_place = isa == ISA_AVX512 && !p->trans_a && !(p->n % NR_512 >= 1 && p->n % NR_512 <= 2 * NR_256);
     for (int64_t c0 = m0; c0 < m0 + mb; c0 += chunk) {
-        const int64_t rows = m0 + mb - c0 < chunk ? m0 + mb - c0 : chunk;
-        pack_rows(p, a, c0, rows, ap);
+        const int64_t rows = m0 + mb - c0 < chunk ? m0 + mb - c0 : chunk, full = rows / MR * MR;
+        if (!in_place)
+            pack_rows(p, a, c0, rows, ap);
+        else if (full < rows)
+            pack_rows(p, a, c0 + full, rows - full, ap + full * k);
         for (int64_t j0 = 0; j0 < p->n;) {
             /* 64 columns cost about two 16-column panels of half-width vectors: past 32 left, one of 64 */
             const int wide = isa == ISA_AVX512 && p->n - j0 > 2 * NR_256;
@@ -253,7 +292,9 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
                 for (int64_t r0 = 0; r0 < rows; r0 += MR) {
                     const float *ab = ap + r0 * k + k0 * MR; /* block r0 / MR, from k0 */
                     float *tile = tiles + r0 * nr;
-                    if (wide)
+                    if (in_place && r0 < full)
+                        kernel_512_rows(a + (c0 + r0) * k + k0, k, kc, panel + k0 * NR_512, tile, k0 > 0);
+                    else if (wide)
                         kernel_512(ab, off64 + k0, kc, panel, tile, k0 > 0);
                     else
                         kernel_256(ab, off16 + k0, kc, panel, tile, k0 > 0);
