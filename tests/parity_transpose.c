@@ -81,6 +81,15 @@ int main(void)
         check("attention keys", 4, 4, att, keys, pools[p]);
         check("attention back", 4, 4, back, heads, pools[p]);
     }
+    /* the last two dims swapped (AVX-512's 16 x 16 blocks): 16 rows and more, columns in blocks and masked tails,
+     * pieces that start and end mid-block (pool 5) */
+    static const int64_t sq[4] = {20, 4, 16, 16}, swap4[4] = {0, 1, 3, 2}, wide[3] = {3, 45, 37}, swap3[3] = {0, 2, 1};
+    static const int64_t flat[2] = {161, 40}, swap2[2] = {1, 0};
+    for (int p = 0; p < 3; p++) {
+        check("keys 16 x 16", 4, 4, sq, swap4, pools[p]);
+        check("last two swapped", 4, 3, wide, swap3, pools[p]);
+        check("2-D", 4, 2, flat, swap2, pools[p]);
+    }
     /* ptq_k_copy_cpu: the bytes, whatever the size (one piece, pieces of 256 KiB and a ragged end) and pool */
     static const size_t copy_sizes[] = {0, 1, 1000, (1u << 19) - 1, 1u << 19, (3u << 20) + 77};
     for (size_t c = 0; c < sizeof copy_sizes / sizeof copy_sizes[0]; c++)
