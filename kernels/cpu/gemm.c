@@ -208,12 +208,21 @@ pack_panel(const ptq_gemm_params *p, const float *b, int64_t j0, int64_t nr, flo
     }
 }
 
+/* Where a tile's last k block goes straight to y: row 0 at y (n apart), cols columns, store_tile's epilogue. */
+typedef struct tile_out {
+    float *y;
+    int64_t n, cols;
+    float alpha, beta;
+    const float *bias; /* at the tile's first column, or NULL */
+} tile_out;
+
 /* kernel_512 (kernels/cpu/fma_tile.h) with MR rows of op(a) read where they are, lda apart, k contiguous, instead of
  * packed, and the panel's rows ldb apart (a packed panel's or b's own): the same fmas in the same order, so the
- * same bits. */
+ * same bits. With o (the last k block), the sums go to y through store_tile's operations, on vectors, instead of
+ * to the tile. */
 __attribute__((target("avx512f"))) static void kernel_512_rows(const float *a, int64_t lda, int64_t kc,
                                                                 const float *panel, int64_t ldb, float *tile,
-                                                                int accumulate)
+                                                                int accumulate, const tile_out *o)
 {
     __m512 c[MR][4];
     for (int m = 0; m < MR; m++)
@@ -233,9 +242,29 @@ __attribute__((target("avx512f"))) static void kernel_512_rows(const float *a, i
             c[m][3] = _mm512_fmadd_ps(w, b3, c[m][3]);
         }
     }
-    for (int m = 0; m < MR; m++)
-        for (int v = 0; v < 4; v++)
-            _mm512_storeu_ps(tile + m * NR_512 + 16 * v, c[m][v]);
+    if (!o) {
+        for (int m = 0; m < MR; m++)
+            for (int v = 0; v < 4; v++)
+                _mm512_storeu_ps(tile + m * NR_512 + 16 * v, c[m][v]);
+        return;
+    }
+    const __m512 alpha = _mm512_set1_ps(o->alpha), beta = _mm512_set1_ps(o->beta);
+    __mmask16 mk[4];
+    for (int v = 0; v < 4; v++) {
+        const int64_t left = o->cols - 16 * v;
+        mk[v] = left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
+    }
+    for (int m = 0; m < MR; m++) {
+        float *yr = o->y + m * o->n;
+        for (int v = 0; v < 4; v++) {
+            __m512 t = _mm512_mul_ps(alpha, c[m][v]);
+            if (o->bias)
+                t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(mk[v], o->bias + 16 * v));
+            else if (o->beta != 0.0f)
+                t = _mm512_add_ps(t, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(mk[v], yr + 16 * v)));
+            _mm512_mask_storeu_ps(yr + 16 * v, mk[v], t);
+        }
+    }
 }
 
 /* A tile's rows x cols outputs (nr apart in t) into y (n apart) at row i0, column j0: alpha t, plus beta y where
@@ -277,7 +306,8 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
     }
     /* op(a) read in place (kernel_512_rows) where every panel is 64 wide and a is not transposed: only a chunk's
        last block of fewer than MR rows is packed */
-    const int in_place = isa == ISA_AVX512 && !p->trans_a && !(p->n % NR_512 >= 1 && p->n % NR_512 <= 2 * NR_256);
+    const int in_place =
+        isa == ISA_AVX512 && !p->trans_a && k > 0 && !(p->n % NR_512 >= 1 && p->n % NR_512 <= 2 * NR_256);
     for (int64_t c0 = m0; c0 < m0 + mb; c0 += chunk) {
         const int64_t rows = m0 + mb - c0 < chunk ? m0 + mb - c0 : chunk, full = rows / MR * MR;
         if (!in_place)
@@ -300,15 +330,18 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
                 for (int64_t r0 = 0; r0 < rows; r0 += MR) {
                     const float *ab = ap + r0 * k + k0 * MR; /* block r0 / MR, from k0 */
                     float *tile = tiles + r0 * nr;
-                    if (in_place && r0 < full)
-                        kernel_512_rows(a + (c0 + r0) * k + k0, k, kc, bp + k0 * ldb, ldb, tile, k0 > 0);
-                    else if (wide)
+                    if (in_place && r0 < full) {
+                        const tile_out o = {y + (c0 + r0) * p->n + j0, p->n, cols, p->alpha, p->beta,
+                                            bias ? bias + j0 : NULL};
+                        kernel_512_rows(a + (c0 + r0) * k + k0, k, kc, bp + k0 * ldb, ldb, tile, k0 > 0,
+                                        k0 + kc >= k ? &o : NULL);
+                    } else if (wide)
                         kernel_512(ab, off64 + k0, kc, panel, tile, k0 > 0);
                     else
                         kernel_256(ab, off16 + k0, kc, panel, tile, k0 > 0);
                 }
             }
-            for (int64_t r0 = 0; r0 < rows; r0 += MR)
+            for (int64_t r0 = in_place ? full : 0; r0 < rows; r0 += MR) /* in place: stored by kernel_512_rows */
                 store_tile(tiles + r0 * nr, nr, y, p->n, c0 + r0, rows - r0 < MR ? rows - r0 : MR, j0, cols, p->alpha,
                            p->beta, bias ? bias + j0 : NULL);
             j0 += nr;
