@@ -365,8 +365,9 @@ static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, c
 }
 
 /* Rows [m0, m0 + mb) of a product at most 16 columns wide (attention's [16, 16] slices), on AVX-512: op(b) packed
- * into bp [k][16] (zeros past n), then each row one register summed over k as the tiles sum it, four rows abreast,
- * and store_tile's epilogue in vectors: the tiles' bits without their packing of a and 16-column waste. */
+ * into bp [k][16] (zeros past n; an untransposed b of 16 columns is that already), then each row one register
+ * summed over k as the tiles sum it, four rows abreast, and store_tile's epilogue in vectors: the tiles' bits
+ * without their packing of a and 16-column waste. */
 __attribute__((target("avx512f"))) static void narrow_rows(const ptq_gemm_params *p, const float *a, const float *bp,
                                                             const float *bias, float *y, int64_t m0, int64_t mb)
 {
@@ -380,7 +381,7 @@ __attribute__((target("avx512f"))) static void narrow_rows(const ptq_gemm_params
         if (rows == 4) {
             const float *a0 = a + i * sa, *a1 = a0 + sa, *a2 = a1 + sa, *a3 = a2 + sa;
             for (int64_t l = 0; l < k; l++) {
-                const __m512 bl = _mm512_load_ps(bp + 16 * l);
+                const __m512 bl = _mm512_loadu_ps(bp + 16 * l);
                 acc[0] = _mm512_fmadd_ps(_mm512_set1_ps(a0[l * sk]), bl, acc[0]);
                 acc[1] = _mm512_fmadd_ps(_mm512_set1_ps(a1[l * sk]), bl, acc[1]);
                 acc[2] = _mm512_fmadd_ps(_mm512_set1_ps(a2[l * sk]), bl, acc[2]);
@@ -389,7 +390,7 @@ __attribute__((target("avx512f"))) static void narrow_rows(const ptq_gemm_params
         } else {
             for (int64_t r = 0; r < rows; r++)
                 for (int64_t l = 0; l < k; l++)
-                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[(i + r) * sa + l * sk]), _mm512_load_ps(bp + 16 * l),
+                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[(i + r) * sa + l * sk]), _mm512_loadu_ps(bp + 16 * l),
                                              acc[r]);
         }
         for (int64_t r = 0; r < rows; r++) {
@@ -410,6 +411,10 @@ static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, 
 {
     _Alignas(64) float small[TILE_STACK];
     if (isa == ISA_AVX512 && p->n <= NR_256 && p->k * NR_256 <= TILE_STACK) {
+        if (!p->trans_b && p->n == NR_256) { /* b is [k][16] already: a packed panel's layout */
+            narrow_rows(p, a, b, bias, y, m0, mb);
+            return;
+        }
         pack_panel(p, b, 0, NR_256, small);
         narrow_rows(p, a, small, bias, y, m0, mb);
         return;
