@@ -3,7 +3,9 @@
  * im2col tiles + cblas_sgemm per (image, group,
  * column tile), threads over those tiles, the same GEMM shapes for every
  * image whatever the batch; 1x1 stride-1 unpadded convs feed
- * the input to sgemm as is; 1-D and 2-D depthwise convolutions run directly,
+ * the input to the GEMM as is, an image a call: kernels/cpu/gemm.c's FMA
+ * tiles on AVX-512 (1.2x to 1.8x sgemm's speed there; on AVX2 they were
+ * slower: build/bench/conv_cpu_layers), else sgemm; 1-D and 2-D depthwise convolutions run directly,
  * a plane per work item (kernels/cpu/conv_depthwise.c). Mirrors kernels/ref/conv.c; checked against it
  * in tests/parity_conv.c. */
 #include <cblas.h>
@@ -179,9 +181,14 @@ static void conv_item(const ptq_conv_params *p, const float *x, const float *w, 
     float *yg = y + (n0 * p->c_out + g * cg_out) * out_size + j0;
     if (bg)
         fill_rows(yg, bg, cg_out, nj, out_size);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f, wg,
-                (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj), bg ? 1.0f : 0.0f, yg,
-                (blasint)out_size);
+    if (pointwise && nj == in_size && nj == out_size && ptq_k_conv_cpu_isa() >= 2) {
+        /* a whole image: kernels/cpu/gemm.c's FMA tiles (y = the sums + the bias it holds) */
+        const ptq_gemm_params gp = {cg_out, nj, rows, 0, 0, 1.0f, bg ? 1.0f : 0.0f};
+        ptq_k_gemm_rows_cpu(&gp, wg, xg, yg);
+    } else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f, wg,
+                    (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj), bg ? 1.0f : 0.0f,
+                    yg, (blasint)out_size);
     for (int64_t m = 0; m < cg_out; m++)
         epilogue(yg + m * out_size, z ? z + (yg - y) + m * out_size : NULL, lo, hi, nj);
 }

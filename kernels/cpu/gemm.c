@@ -217,46 +217,45 @@ typedef struct tile_out {
 } tile_out;
 
 /* kernel_512 (kernels/cpu/fma_tile.h) with MR rows of op(a) read where they are, lda apart, k contiguous, instead of
- * packed, and the panel's rows ldb apart (a packed panel's or b's own): the same fmas in the same order, so the
- * same bits. With o (the last k block), the sums go to y through store_tile's operations, on vectors, instead of
- * to the tile. */
-__attribute__((target("avx512f"))) static void kernel_512_rows(const float *a, int64_t lda, int64_t kc,
-                                                                const float *panel, int64_t ldb, float *tile,
-                                                                int accumulate, const tile_out *o)
+ * packed, and nv vectors of the panel a row (4: 64 columns; 1: a 16-column panel, kernel_256's width), its rows ldb
+ * apart (a packed panel's or b's own): the same fmas in the same order, so the same bits. With o (the last k
+ * block), the sums go to y through store_tile's operations, on vectors, instead of to the tile (nv * 16 apart). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+rows_nv(const float *a, int64_t lda, int64_t kc, const float *panel, int64_t ldb, float *tile, int accumulate,
+        const tile_out *o, const int nv)
 {
     __m512 c[MR][4];
     for (int m = 0; m < MR; m++)
-        for (int v = 0; v < 4; v++)
-            c[m][v] = accumulate ? _mm512_loadu_ps(tile + m * NR_512 + 16 * v) : _mm512_setzero_ps();
+        for (int v = 0; v < nv; v++)
+            c[m][v] = accumulate ? _mm512_loadu_ps(tile + m * 16 * nv + 16 * v) : _mm512_setzero_ps();
     const float *ar[MR];
     for (int m = 0; m < MR; m++)
         ar[m] = a + m * lda;
     for (int64_t k = 0; k < kc; k++, panel += ldb) {
-        const __m512 b0 = _mm512_loadu_ps(panel), b1 = _mm512_loadu_ps(panel + 16);
-        const __m512 b2 = _mm512_loadu_ps(panel + 32), b3 = _mm512_loadu_ps(panel + 48);
+        __m512 b[4];
+        for (int v = 0; v < nv; v++)
+            b[v] = _mm512_loadu_ps(panel + 16 * v);
         for (int m = 0; m < MR; m++) {
             const __m512 w = _mm512_set1_ps(ar[m][k]);
-            c[m][0] = _mm512_fmadd_ps(w, b0, c[m][0]);
-            c[m][1] = _mm512_fmadd_ps(w, b1, c[m][1]);
-            c[m][2] = _mm512_fmadd_ps(w, b2, c[m][2]);
-            c[m][3] = _mm512_fmadd_ps(w, b3, c[m][3]);
+            for (int v = 0; v < nv; v++)
+                c[m][v] = _mm512_fmadd_ps(w, b[v], c[m][v]);
         }
     }
     if (!o) {
         for (int m = 0; m < MR; m++)
-            for (int v = 0; v < 4; v++)
-                _mm512_storeu_ps(tile + m * NR_512 + 16 * v, c[m][v]);
+            for (int v = 0; v < nv; v++)
+                _mm512_storeu_ps(tile + m * 16 * nv + 16 * v, c[m][v]);
         return;
     }
     const __m512 alpha = _mm512_set1_ps(o->alpha), beta = _mm512_set1_ps(o->beta);
     __mmask16 mk[4];
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < nv; v++) {
         const int64_t left = o->cols - 16 * v;
         mk[v] = left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
     }
     for (int m = 0; m < MR; m++) {
         float *yr = o->y + m * o->n;
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < nv; v++) {
             __m512 t = _mm512_mul_ps(alpha, c[m][v]);
             if (o->bias)
                 t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(mk[v], o->bias + 16 * v));
@@ -265,6 +264,45 @@ __attribute__((target("avx512f"))) static void kernel_512_rows(const float *a, i
             _mm512_mask_storeu_ps(yr + 16 * v, mk[v], t);
         }
     }
+}
+
+__attribute__((target("avx512f"))) static void kernel_512_rows(const float *a, int64_t lda, int64_t kc,
+                                                                const float *panel, int64_t ldb, float *tile,
+                                                                int accumulate, const tile_out *o)
+{
+    rows_nv(a, lda, kc, panel, ldb, tile, accumulate, o, 4);
+}
+
+__attribute__((target("avx512f"))) static void kernel_512_rows16(const float *a, int64_t lda, int64_t kc,
+                                                                  const float *panel, float *tile, int accumulate,
+                                                                  const tile_out *o)
+{
+    rows_nv(a, lda, kc, panel, NR_256, tile, accumulate, o, 1);
+}
+
+/* kernel_256 (kernels/cpu/fma_tile.h) with MR rows of op(a) read where they are, lda apart, k contiguous, and the
+ * packed 16-column panel: the same fmas in the same order, so the same bits; the sums go to the tile. */
+__attribute__((target("avx2,fma"))) static void kernel_256_rows(const float *a, int64_t lda, int64_t kc,
+                                                                 const float *panel, float *tile, int accumulate)
+{
+    __m256 c[MR][2];
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < 2; v++)
+            c[m][v] = accumulate ? _mm256_loadu_ps(tile + m * NR_256 + 8 * v) : _mm256_setzero_ps();
+    const float *ar[MR];
+    for (int m = 0; m < MR; m++)
+        ar[m] = a + m * lda;
+    for (int64_t k = 0; k < kc; k++, panel += NR_256) {
+        const __m256 b0 = _mm256_loadu_ps(panel), b1 = _mm256_loadu_ps(panel + 8);
+        for (int m = 0; m < MR; m++) {
+            const __m256 w = _mm256_broadcast_ss(ar[m] + k);
+            c[m][0] = _mm256_fmadd_ps(w, b0, c[m][0]);
+            c[m][1] = _mm256_fmadd_ps(w, b1, c[m][1]);
+        }
+    }
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < 2; v++)
+            _mm256_storeu_ps(tile + m * NR_256 + 8 * v, c[m][v]);
 }
 
 /* A tile's rows x cols outputs (nr apart in t) into y (n apart) at row i0, column j0: alpha t, plus beta y where
@@ -299,15 +337,15 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
 {
     const int64_t k = p->k;
     float *ap = buf, *panel = ap + chunk * k, *tiles = panel + k * NR_512;
-    int64_t *off64 = (int64_t *)(void *)(tiles + chunk * NR_512), *off16 = off64 + k;
+    int64_t *off64 = (int64_t *)(void *)(tiles + chunk * NR_512), *off16 = off64 + k, *off_n = off16 + k;
     for (int64_t l = 0; l < k; l++) {
         off64[l] = l * NR_512;
         off16[l] = l * NR_256;
+        off_n[l] = l * p->n; /* b's own rows (a panel read in place) */
     }
-    /* op(a) read in place (kernel_512_rows) where every panel is 64 wide and a is not transposed: only a chunk's
-       last block of fewer than MR rows is packed */
-    const int in_place =
-        isa == ISA_AVX512 && !p->trans_a && k > 0 && !(p->n % NR_512 >= 1 && p->n % NR_512 <= 2 * NR_256);
+    /* op(a) read in place (kernel_512_rows, kernel_512_rows16, kernel_256_rows) where a is not transposed: only a
+       chunk's last block of fewer than MR rows is packed */
+    const int in_place = (isa == ISA_AVX512 || isa == ISA_AVX2) && !p->trans_a && k > 0;
     for (int64_t c0 = m0; c0 < m0 + mb; c0 += chunk) {
         const int64_t rows = m0 + mb - c0 < chunk ? m0 + mb - c0 : chunk, full = rows / MR * MR;
         if (!in_place)
@@ -320,8 +358,8 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
             const int64_t nr = wide ? NR_512 : NR_256, cols = p->n - j0 < nr ? p->n - j0 : nr;
             /* a whole 64-column panel of an untransposed b is read where it is, its rows n apart, where they are few
                and near (rows KB apart share the L1's sets: [4096, 1024] ran 12% slower) */
-            const int b_in_place = in_place && !p->trans_b && p->n - j0 >= NR_512 && k <= KC && p->n <= 512;
-            if (!b_in_place || full < rows)
+            const int b_in_place = in_place && wide && !p->trans_b && p->n - j0 >= NR_512 && k <= KC && p->n <= 512;
+            if (!b_in_place)
                 pack_panel(p, b, j0, nr, panel);
             const float *bp = b_in_place ? b + j0 : panel;
             const int64_t ldb = b_in_place ? p->n : NR_512;
@@ -330,18 +368,24 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
                 for (int64_t r0 = 0; r0 < rows; r0 += MR) {
                     const float *ab = ap + r0 * k + k0 * MR; /* block r0 / MR, from k0 */
                     float *tile = tiles + r0 * nr;
-                    if (in_place && r0 < full) {
+                    if (in_place && r0 < full && isa == ISA_AVX2) {
+                        kernel_256_rows(a + (c0 + r0) * k + k0, k, kc, panel + k0 * NR_256, tile, k0 > 0);
+                    } else if (in_place && r0 < full) {
                         const tile_out o = {y + (c0 + r0) * p->n + j0, p->n, cols, p->alpha, p->beta,
                                             bias ? bias + j0 : NULL};
-                        kernel_512_rows(a + (c0 + r0) * k + k0, k, kc, bp + k0 * ldb, ldb, tile, k0 > 0,
-                                        k0 + kc >= k ? &o : NULL);
+                        const float *ar = a + (c0 + r0) * k + k0;
+                        if (wide)
+                            kernel_512_rows(ar, k, kc, bp + k0 * ldb, ldb, tile, k0 > 0, k0 + kc >= k ? &o : NULL);
+                        else
+                            kernel_512_rows16(ar, k, kc, panel + k0 * NR_256, tile, k0 > 0, k0 + kc >= k ? &o : NULL);
                     } else if (wide)
-                        kernel_512(ab, off64 + k0, kc, panel, tile, k0 > 0);
+                        kernel_512(ab, (b_in_place ? off_n : off64) + k0, kc, bp, tile, k0 > 0);
                     else
                         kernel_256(ab, off16 + k0, kc, panel, tile, k0 > 0);
                 }
             }
-            for (int64_t r0 = in_place ? full : 0; r0 < rows; r0 += MR) /* in place: stored by kernel_512_rows */
+            /* AVX-512 in place: stored by kernel_512_rows(16) */
+            for (int64_t r0 = in_place && isa == ISA_AVX512 ? full : 0; r0 < rows; r0 += MR)
                 store_tile(tiles + r0 * nr, nr, y, p->n, c0 + r0, rows - r0 < MR ? rows - r0 : MR, j0, cols, p->alpha,
                            p->beta, bias ? bias + j0 : NULL);
             j0 += nr;
@@ -420,8 +464,8 @@ static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, 
         return;
     }
     const int64_t chunk = mb < TILE_CHUNK ? (mb + MR - 1) / MR * MR : TILE_CHUNK;
-    /* a chunk's rows, a panel, the chunk's tiles, and two offsets a row of k (int64_t: two floats each) */
-    const double need = ((double)chunk + NR_512 + 4.0) * (double)p->k + (double)chunk * NR_512;
+    /* a chunk's rows, a panel, the chunk's tiles, and three offsets a row of k (int64_t: two floats each) */
+    const double need = ((double)chunk + NR_512 + 6.0) * (double)p->k + (double)chunk * NR_512;
     float *buf = need <= TILE_STACK ? small : NULL;
     if (!buf && need < (double)(SIZE_MAX / sizeof(float) / 2))
         buf = aligned_alloc(64, ((size_t)need * sizeof(float) + 63) / 64 * 64);
