@@ -256,6 +256,6 @@ echo "$pass passed, $fail failed, $skip skipped"
 EOF
 chmod +x "$out/run-tests.sh"
 
-mib=$(du -sm "$out" | cut -f1)
+mib=$(du -sm --apparent-size "$out" | cut -f1) # bytes carried, not disk blocks
 echo "gpu-bundle: $out: ${#bins[@]} executables, $(ls "$out/lib" | wc -l) libraries, $(du -sh "$out" | cut -f1)"
 [ "$mib" -lt "$max_mib" ] || die "bundle is ${mib} MiB, over the ${max_mib} MiB limit"
