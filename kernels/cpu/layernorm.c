@@ -75,17 +75,19 @@ __attribute__((target("avx512f"))) static void ln_block16(int64_t n_cols, const 
             for (int r = 0; r < 16; r++)
                 v[r] = _mm512_maskz_loadu_ps(m, x + r * n_cols + c0);
             transpose16(v);
-            for (int64_t c = 0; c < nc; c++)
+            for (int64_t c = 0; c < nc; c++) {
+                const __m512d vd = _mm512_castps_pd(v[c]); /* rows 0-7, then 8-15, as doubles */
+                const __m512d xv[2] = {_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(vd, 0))),
+                                       _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(vd, 1)))};
                 for (int h = 0; h < 2; h++) {
-                    const __m512d xv = _mm512_cvtps_pd(
-                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v[c]), h)));
                     if (pass == 0)
-                        s[h] = _mm512_add_pd(s[h], xv);
+                        s[h] = _mm512_add_pd(s[h], xv[h]);
                     else {
-                        const __m512d d = _mm512_sub_pd(xv, mu[h]);
+                        const __m512d d = _mm512_sub_pd(xv[h], mu[h]);
                         q[h] = _mm512_add_pd(q[h], _mm512_mul_pd(d, d));
                     }
                 }
+            }
         }
         if (pass == 0)
             for (int h = 0; h < 2; h++)
