@@ -181,8 +181,9 @@ static void conv_item(const ptq_conv_params *p, const float *x, const float *w, 
     float *yg = y + (n0 * p->c_out + g * cg_out) * out_size + j0;
     if (bg)
         fill_rows(yg, bg, cg_out, nj, out_size);
-    if (pointwise && nj == in_size && nj == out_size && ptq_k_conv_cpu_isa() >= 2) {
-        /* a whole image: kernels/cpu/gemm.c's FMA tiles (y = the sums + the bias it holds) */
+    if (pointwise && ptq_k_conv_cpu_isa() >= 2) {
+        /* a whole image (a pointwise conv's one tile: nj = out_size = in_size): kernels/cpu/gemm.c's FMA tiles
+           (y = the sums + the bias it holds) */
         const ptq_gemm_params gp = {cg_out, nj, rows, 0, 0, 1.0f, bg ? 1.0f : 0.0f};
         ptq_k_gemm_rows_cpu(&gp, wg, xg, yg);
     } else

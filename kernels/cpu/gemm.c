@@ -216,6 +216,19 @@ typedef struct tile_out {
     const float *bias; /* at the tile's first column, or NULL */
 } tile_out;
 
+/* store_tile's operations on one vector t of outputs at y, lanes m: alpha t, plus the bias's lanes where bias, else
+ * plus beta y where beta != 0 (beta_v: beta in every lane). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+store_vec(float *y, __mmask16 m, __m512 t, __m512 alpha, float beta, __m512 beta_v, const float *bias)
+{
+    __m512 v = _mm512_mul_ps(alpha, t);
+    if (bias)
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias));
+    else if (beta != 0.0f)
+        v = _mm512_add_ps(v, _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(m, y)));
+    _mm512_mask_storeu_ps(y, m, v);
+}
+
 /* kernel_512 (kernels/cpu/fma_tile.h) with MR rows of op(a) read where they are, lda apart, k contiguous, instead of
  * packed, and nv vectors of the panel a row (4: 64 columns; 1: a 16-column panel, kernel_256's width), its rows ldb
  * apart (a packed panel's or b's own): the same fmas in the same order, so the same bits. With o (the last k
@@ -253,17 +266,10 @@ rows_nv(const float *a, int64_t lda, int64_t kc, const float *panel, int64_t ldb
         const int64_t left = o->cols - 16 * v;
         mk[v] = left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
     }
-    for (int m = 0; m < MR; m++) {
-        float *yr = o->y + m * o->n;
-        for (int v = 0; v < nv; v++) {
-            __m512 t = _mm512_mul_ps(alpha, c[m][v]);
-            if (o->bias)
-                t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(mk[v], o->bias + 16 * v));
-            else if (o->beta != 0.0f)
-                t = _mm512_add_ps(t, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(mk[v], yr + 16 * v)));
-            _mm512_mask_storeu_ps(yr + 16 * v, mk[v], t);
-        }
-    }
+    for (int m = 0; m < MR; m++)
+        for (int v = 0; v < nv; v++)
+            store_vec(o->y + m * o->n + 16 * v, mk[v], c[m][v], alpha, o->beta, beta,
+                      o->bias ? o->bias + 16 * v : NULL);
 }
 
 __attribute__((target("avx512f"))) static void kernel_512_rows(const float *a, int64_t lda, int64_t kc,
@@ -418,7 +424,6 @@ __attribute__((target("avx512f"))) static void narrow_rows(const ptq_gemm_params
     const int64_t k = p->k, n = p->n, sa = p->trans_a ? 1 : k, sk = p->trans_a ? p->m : 1;
     const __mmask16 mask = (__mmask16)((1u << n) - 1u);
     const __m512 alpha = _mm512_set1_ps(p->alpha), beta = _mm512_set1_ps(p->beta);
-    const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
     for (int64_t i = m0; i < m0 + mb; i += 4) {
         const int64_t rows = m0 + mb - i < 4 ? m0 + mb - i : 4;
         __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -437,15 +442,8 @@ __attribute__((target("avx512f"))) static void narrow_rows(const ptq_gemm_params
                     acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[(i + r) * sa + l * sk]), _mm512_loadu_ps(bp + 16 * l),
                                              acc[r]);
         }
-        for (int64_t r = 0; r < rows; r++) {
-            float *yr = y + (i + r) * n;
-            __m512 v = _mm512_mul_ps(alpha, acc[r]);
-            if (bias)
-                v = _mm512_add_ps(v, bv);
-            else if (p->beta != 0.0f)
-                v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(mask, yr)));
-            _mm512_mask_storeu_ps(yr, mask, v);
-        }
+        for (int64_t r = 0; r < rows; r++)
+            store_vec(y + (i + r) * n, mask, acc[r], alpha, p->beta, beta, bias);
     }
 }
 

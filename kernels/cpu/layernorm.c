@@ -8,10 +8,6 @@
 #include "kernels/cpu/transpose16.h"
 #include "kernels/kernels.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define LN_X86 1
-#endif
-
 enum {
     LN_PARALLEL_MIN = 1 << 14, /* elements a piece normalizes, at least */
     LN_LANES = 8               /* rows ln_block takes abreast */
@@ -56,7 +52,7 @@ ln_block(int64_t n_cols, const float *x, const float *scale, const float *bias, 
     }
 }
 
-#ifdef LN_X86
+#ifdef PTQ_TRANSPOSE16
 /* 16 rows (n_cols > 0) on AVX-512: 16 columns of the 16 rows at a time transposed in registers, so each row's double
  * sums run down the columns in the reference's order, 16 rows abreast in two vectors of doubles; then ln_block's
  * normalization a row at a time. The reference's operations, so its bits. */
@@ -119,8 +115,8 @@ static void ln_rows(void *arg, int64_t begin, int64_t end, int worker)
     (void)worker;
     const ln_job *j = arg;
     int64_t r = begin;
-#ifdef LN_X86
-    if (j->n_cols > 0 && __builtin_cpu_supports("avx512f"))
+#ifdef PTQ_TRANSPOSE16
+    if (j->n_cols > 0 && ptq_k_conv_cpu_isa() >= 2)
         for (; r + 16 <= end; r += 16)
             ln_block16(j->n_cols, j->x + r * j->n_cols, j->scale, j->bias, j->eps, j->y + r * j->n_cols,
                        j->mean ? j->mean + r : NULL, j->inv_std ? j->inv_std + r : NULL);

@@ -7,11 +7,6 @@
  * (softmax_short_512). Same arithmetic as kernels/ref/softmax.c, so bit-exact in tests/parity_elementwise.c. */
 #include <math.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define SM_X86 1
-#endif
-
 #include "core/parallel.h"
 #include "kernels/cpu/transpose16.h"
 #include "kernels/exp_poly.h"
@@ -87,7 +82,7 @@ SM_CLONES static void softmax_cols(int64_t len, int64_t inner, int64_t n_cols, c
             y[l * inner + j] = (float)(y[l * inner + j] / sum[j]);
 }
 
-#ifdef SM_X86
+#ifdef PTQ_TRANSPOSE16
 /* n_rows <= 16 rows of len <= 16 (attention's rows) transposed, so that each vector holds a column, one value of
  * every row: the max is the reference's `if (x > max) max = x` down the columns (MAXPS keeps max for a NaN x), the
  * double sums run in the reference's order, 16 rows abreast, and the exp is exp_poly.h's on 16 rows at once. The
@@ -96,7 +91,7 @@ __attribute__((target("avx512f"), optimize("no-trapping-math"))) static void
 softmax_short_512(int64_t n_rows, int64_t len, const float *x, float *y)
 {
     __m512 v[16];
-    float d[SM_SHORT * 16], e[SM_SHORT * 16];
+    float e[SM_SHORT * 16]; /* x - max, then its exp in place */
     const __mmask16 lm = (__mmask16)((1u << len) - 1u);
     for (int r = 0; r < 16; r++)
         v[r] = r < n_rows ? _mm512_maskz_loadu_ps(lm, x + r * len) : _mm512_setzero_ps();
@@ -105,9 +100,9 @@ softmax_short_512(int64_t n_rows, int64_t len, const float *x, float *y)
     for (int64_t l = 0; l < len; l++)
         max = _mm512_max_ps(v[l], max);
     for (int64_t l = 0; l < len; l++)
-        _mm512_storeu_ps(d + l * 16, _mm512_sub_ps(v[l], max));
+        _mm512_storeu_ps(e + l * 16, _mm512_sub_ps(v[l], max));
     for (int64_t i = 0; i < len * 16; i++)
-        e[i] = ptq_expf_poly(d[i]);
+        e[i] = ptq_expf_poly(e[i]);
     __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
     for (int64_t l = 0; l < len; l++) {
         s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm256_loadu_ps(e + l * 16)));
@@ -144,7 +139,7 @@ static void sm_tiles(void *arg, int64_t begin, int64_t end, int worker)
     for (int64_t t = begin; t < end; t++) {
         if (inner == 1) {
             const int64_t r0 = t * j->tile_rows, n_rows = j->outer - r0 < j->tile_rows ? j->outer - r0 : j->tile_rows;
-#ifdef SM_X86
+#ifdef PTQ_TRANSPOSE16
             if (j->tile_rows == SM_SHORT) {
                 softmax_short_512(n_rows, len, j->x + r0 * len, j->y + r0 * len);
                 continue;
@@ -164,8 +159,8 @@ void ptq_k_softmax_cpu(int64_t outer, int64_t len, int64_t inner, const float *x
 {
     const int64_t n_tiles_slab = (inner + SM_TILE - 1) / SM_TILE;
     int64_t tile_rows = SM_ROWS;
-#ifdef SM_X86
-    if (inner == 1 && len >= 1 && len <= SM_SHORT && __builtin_cpu_supports("avx512f"))
+#ifdef PTQ_TRANSPOSE16
+    if (inner == 1 && len >= 1 && len <= SM_SHORT && ptq_k_conv_cpu_isa() >= 2)
         tile_rows = SM_SHORT;
 #endif
     const int64_t n_tiles = inner == 1 ? (outer + tile_rows - 1) / tile_rows : outer * n_tiles_slab;

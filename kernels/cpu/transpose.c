@@ -13,10 +13,6 @@
 #include "kernels/cpu/transpose16.h"
 #include "kernels/kernels.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TR_X86 1
-#endif
-
 enum {
     TR_PARALLEL_MIN = 1 << 14, /* elements a piece copies, at least */
     TR_SHORT_ROW = 256         /* bytes of a contiguous row copied without a call to memcpy, at most */
@@ -75,7 +71,7 @@ static void tr_row(const tr_job *j, unsigned char *dst, int64_t off, int64_t ste
     }
 }
 
-#ifdef TR_X86
+#ifdef PTQ_TRANSPOSE16
 /* 16 output rows from element off of the input on, consecutive in it (the second-last output dim has step 1): each
  * 16 columns (step apart in the input) are 16 input runs of 16 floats, transposed in registers. */
 __attribute__((target("avx512f"))) static void tr_block(const tr_job *j, float *dst, int64_t off, int64_t step)
@@ -107,7 +103,7 @@ static void tr_rows(void *arg, int64_t begin, int64_t end, int worker)
         off += idx[d] * j->step[d];
     }
     for (int64_t row = begin; row < end; row++) {
-#ifdef TR_X86
+#ifdef PTQ_TRANSPOSE16
         /* 16 rows of the second-last dim from its start, within the piece: a block (the odometer steps 16 rows) */
         if (j->blocks && idx[last - 1] % 16 == 0 && idx[last - 1] + 16 <= j->out_dims[last - 1] && row + 16 <= end) {
             tr_block(j, (float *)(void *)(j->y + (size_t)(row * j->cols) * j->eb), off, j->step[last]);
@@ -148,9 +144,9 @@ void ptq_k_transpose_cpu(size_t elem_bytes, int ndim, const int64_t *in_dims, co
     j.cols = j.out_dims[ndim - 1];
     if (n == 0)
         return;
-#ifdef TR_X86
+#ifdef PTQ_TRANSPOSE16
     j.blocks = elem_bytes == 4 && ndim >= 2 && j.step[ndim - 2] == 1 && j.step[ndim - 1] != 1 &&
-               j.out_dims[ndim - 2] >= 16 && __builtin_cpu_supports("avx512f");
+               j.out_dims[ndim - 2] >= 16 && ptq_k_conv_cpu_isa() >= 2;
 #endif
     const int64_t rows = n / j.cols, min_rows = TR_PARALLEL_MIN / j.cols + 1;
     ptq_parallel_for(rows, ptq_par_grain(rows, 4, min_rows), tr_rows, &j);

@@ -1,10 +1,13 @@
-/* A 16 x 16 block of floats transposed in AVX-512 registers: the CPU Softmax's short rows (kernels/cpu/softmax.c)
- * and Transpose's swapped last two dims (kernels/cpu/transpose.c). */
+/* A 16 x 16 block of floats transposed in AVX-512 registers: the CPU Softmax's short rows (kernels/cpu/softmax.c),
+ * LayerNormalization's 16-row blocks (kernels/cpu/layernorm.c) and Transpose's swapped last two dims
+ * (kernels/cpu/transpose.c). PTQ_TRANSPOSE16 where the compiler has it; whether the CPU does is
+ * ptq_k_conv_cpu_isa() >= 2 (which tests may narrow), as for every CPU kernel. */
 #ifndef PTQ_KERNELS_CPU_TRANSPOSE16_H
 #define PTQ_KERNELS_CPU_TRANSPOSE16_H
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#define PTQ_TRANSPOSE16 1
 
 /* v[16] rows of 16 floats -> v[16] columns, in registers: pairs of rows interleaved, then pairs of pairs, then the
  * 128-bit lanes of four vectors regrouped twice. */
