@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/parallel.h"
@@ -34,7 +35,9 @@ static const layer layers[] = {
     {"ResNet-50 3x3", 2, 256, 256, 14, 3, 1, 0},   {"ResNet-50 3x3", 2, 512, 512, 7, 3, 1, 0},
     {"ResNet-50 1x1", 2, 2048, 512, 7, 1, 1, 0},    {"MobileNet dw 3x3", 18, 64, 64, 14, 3, 1, 1},
     {"MobileNet dw 3x3 /2", 18, 64, 64, 14, 3, 2, 1}, {"MobileNet dw 3x3", 18, 128, 128, 7, 3, 1, 1},
-    {"MobileNet dw 3x3 /2", 18, 128, 128, 7, 3, 2, 1},
+    {"MobileNet dw 3x3 /2", 18, 128, 128, 7, 3, 2, 1}, {"VGG 3x3", 64, 16, 16, 28, 3, 1, 0},
+    {"VGG 3x3", 64, 16, 32, 14, 3, 1, 0},            {"VGG 3x3", 64, 32, 32, 14, 3, 1, 0},
+    {"VGG 3x3", 64, 32, 64, 7, 3, 1, 0},             {"VGG 3x3", 64, 64, 64, 7, 3, 1, 0},
 };
 
 static double thread_s(void)
@@ -44,16 +47,34 @@ static double thread_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int main(void)
+/* The best of 5 calls with the chain's Relu, seconds. */
+static double best_of_5(const ptq_conv_params *p, const float *x, const float *w, const float *b, float *y)
 {
+    double best = 1e30;
+    for (int r = 0; r < 5; r++) {
+        const double t0 = thread_s();
+        ptq_k_conv_cpu_epilogue(p, x, w, b, NULL, 0.0f, INFINITY, y);
+        const double t = thread_s() - t0;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    /* --tiles: the direct AVX-512 path's tiles (ptq_k_conv_cpu_set_tile) on its layers instead of the paths */
+    const int tiles = argc > 1 && strcmp(argv[1], "--tiles") == 0;
     static const char *const names[] = {"im2col + OpenBLAS", "direct AVX2", "direct AVX-512"};
+    static const char *const tile_names[] = {"6x64", "8x48", "8x32", "chosen"};
     ptq_par_set_workers(1);
     printf("| layer | images | in -> out | size | kernel, stride |");
-    for (int s = 0; s < 3; s++)
-        printf(" %s ms (GFLOP/s) |", names[s]);
-    printf(" direct / im2col |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (int s = 0; s < (tiles ? 4 : 3); s++)
+        printf(tiles ? " tile %s ms (GFLOP/s) |" : " %s ms (GFLOP/s) |", tiles ? tile_names[s] : names[s]);
+    printf(tiles ? "\n|---|---|---|---|---|---|---|---|---|\n" : " direct / im2col |\n|---|---|---|---|---|---|---|---|---|\n");
     for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++) {
         const layer *c = &layers[l];
+        if (tiles && (c->depthwise || c->k == 1))
+            continue;
         const int pad = c->k / 2;
         ptq_conv_params p = {0};
         p.n = c->n;
@@ -84,28 +105,27 @@ int main(void)
             w[i] = (float)(i % 13) * 0.05f - 0.3f;
         for (int i = 0; i < c->c_out; i++)
             b[i] = 0.1f;
-        double best[3];
-        for (int s = 0; s < 3; s++) {
-            ptq_k_conv_cpu_set_isa(s);
-            best[s] = 1e30;
-            for (int r = 0; r < 5; r++) {
-                const double t0 = thread_s();
-                ptq_k_conv_cpu_epilogue(&p, x, w, b, NULL, 0.0f, INFINITY, y);
-                const double t = thread_s() - t0;
-                best[s] = t < best[s] ? t : best[s];
-            }
+        double best[4];
+        for (int s = 0; s < (tiles ? 4 : 3); s++) {
+            ptq_k_conv_cpu_set_isa(tiles ? 2 : s);
+            ptq_k_conv_cpu_set_tile(tiles && s < 3 ? s : -1);
+            best[s] = best_of_5(&p, x, w, b, y);
         }
         const double flop = 2.0 * (double)n_y * (double)(c->c_in / p.group * c->k * c->k);
         printf("| %s | %d | %d -> %d | %dx%d | %dx%d, %d |", c->what, c->n, c->c_in, c->c_out, c->h, c->h, c->k, c->k,
                c->stride);
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < (tiles ? 4 : 3); s++)
             printf(" %.2f (%.0f) |", best[s] * 1e3, flop / best[s] * 1e-9);
-        printf(" %.2fx |\n", best[0] / best[2]);
+        if (tiles)
+            printf("\n");
+        else
+            printf(" %.2fx |\n", best[0] / best[2]);
         free(x);
         free(w);
         free(b);
         free(y);
     }
     ptq_k_conv_cpu_set_isa(-1);
+    ptq_k_conv_cpu_set_tile(-1);
     return 0;
 }

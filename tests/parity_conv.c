@@ -112,6 +112,9 @@ static const conv_case cases[] = {
     {2, 2, 5, 7, 1, {17, 19}, {4, 3}, {3, 3}, {1, 2}, {1, 2}, {2, 1}, 1},
     {2, 2, 256, 13, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
     {2, 1, 20, 11, 1, {30, 9}, {3, 3}, {1, 1}, {1, 1}, {0, 1}, {2, 1}, 1},
+    /* VGG-like layers, where the AVX-512 tiles of 8 rows drop no channel: 8x48 on 28x28, 8x32 on 7x7 */
+    {2, 3, 16, 16, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {2, 3, 64, 64, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
 };
 
 /* ConvTranspose cases: out = stride * (in - 1) + (k - 1) * dil + 1 + extra - pad_lo - pad_hi. */
@@ -181,9 +184,18 @@ static void case_params(const conv_case *cc, const int64_t *extra, ptq_conv_para
 typedef void (*conv_kernel)(const ptq_conv_params *, const float *, const float *, const float *, float *);
 
 /* ptq_k_conv_cpu_set_isa's settings: the im2col path, the direct path's AVX2 and AVX-512 kernels (the widest
- * the CPU has when it lacks one) */
-static const int isas[] = {0, 1, 2};
-static const char *const isa_names[] = {"im2col", "direct avx2", "direct avx512"};
+ * the CPU has when it lacks one), the AVX-512 kernels with each of their tiles (ptq_k_conv_cpu_set_tile) */
+static const int isas[] = {0, 1, 2, 2, 2};
+static const int tiles[] = {-1, -1, 0, 1, 2};
+static const char *const isa_names[] = {"im2col", "direct avx2", "direct avx512 6x64", "direct avx512 8x48",
+                                        "direct avx512 8x32"};
+
+/* Setting s of isas and tiles; -1 the defaults. */
+static void set_path(int s)
+{
+    ptq_k_conv_cpu_set_isa(s < 0 ? -1 : isas[s]);
+    ptq_k_conv_cpu_set_tile(s < 0 ? -1 : tiles[s]);
+}
 
 /* ref and cpu (Conv, or ConvTranspose with extra) on seeded random data; a Conv under every isas setting, the
  * direct path's kernels giving the same bits (but a pointwise Conv's: kernels/cpu/gemm.c's tiles on AVX-512,
@@ -231,7 +243,7 @@ static void run_case(const char *label, uint64_t seed, const conv_case *cc, cons
         const float atol = taps > 256 ? ATOL * (float)taps / 256.0f : ATOL;
         for (int s = 0; s < (extra ? 1 : (int)(sizeof isas / sizeof isas[0])); s++) {
             char what[160];
-            ptq_k_conv_cpu_set_isa(isas[s]);
+            set_path(s);
             for (int64_t i = 0; i < n_y; i++)
                 y_cpu[i] = NAN; /* every output must be written */
             cpu(&p, x, w, cc->bias ? b : NULL, y_cpu);
@@ -264,7 +276,7 @@ static void run_case(const char *label, uint64_t seed, const conv_case *cc, cons
             }
             CHECK_MSG(clipped, "%s with Add and Clip, %s", label, isa_names[s]);
         }
-        ptq_k_conv_cpu_set_isa(-1);
+        set_path(-1);
         free(chain);
         free(direct);
         free(z);
@@ -296,14 +308,14 @@ static void batch_case(const char *label, uint64_t seed, const conv_case *cc)
         test_fill_uniform(b, p.c_out, -1.0f, 1.0f);
         for (int s = 0; s < (int)(sizeof isas / sizeof isas[0]); s++) {
             char what[160];
-            ptq_k_conv_cpu_set_isa(isas[s]);
+            set_path(s);
             ptq_k_conv_cpu(&p, x, w, b, y);
             ptq_k_conv_cpu(&one, x + (p.n - 1) * x_one, w, b, y + n_y);
             snprintf(what, sizeof what, "%s, %s: the last image alone gives its bits in the batch", label,
                      isa_names[s]);
             test_close(what, y + n_y, y + n_y - y_one, y_one, 0, 0);
         }
-        ptq_k_conv_cpu_set_isa(-1);
+        set_path(-1);
     }
     free(x);
     free(w);
@@ -334,14 +346,14 @@ static void huge_geometry(void)
         ptq_k_conv_ref(p, x, w, b, y_ref);
         for (int s = 0; s < (int)(sizeof isas / sizeof isas[0]); s++) {
             char what[96];
-            ptq_k_conv_cpu_set_isa(isas[s]);
+            set_path(s);
             for (int64_t i = 0; i < n_y; i++)
                 y_cpu[i] = NAN;
             ptq_k_conv_cpu(p, x, w, b, y_cpu);
             snprintf(what, sizeof what, "huge geometry %d, %s", c, isa_names[s]);
             test_close(what, y_cpu, y_ref, n_y, RTOL, ATOL);
         }
-        ptq_k_conv_cpu_set_isa(-1);
+        set_path(-1);
     }
 }
 

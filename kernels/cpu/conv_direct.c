@@ -37,11 +37,35 @@ enum {
     COPIES_BYTES_MAX = 256 << 20 /* and so does a call whose workers' copies would take more than this */
 };
 
-static int isa_wanted = -1; /* ptq_k_conv_cpu_set_isa: -1 the best there is */
+static int isa_wanted = -1;  /* ptq_k_conv_cpu_set_isa: -1 the best there is */
+static int tile_wanted = -1; /* ptq_k_conv_cpu_set_tile: -1 the one with the fewest dropped outputs */
 
 void ptq_k_conv_cpu_set_isa(int isa)
 {
     isa_wanted = isa;
+}
+
+void ptq_k_conv_cpu_set_tile(int tile)
+{
+    tile_wanted = tile;
+}
+
+/* The AVX-512 tiles, rows by vectors of 16 columns: as many accumulators (24) for 6 or 8 output channels, or 16
+ * for 8 channels by 32 columns (small planes). */
+static const struct {
+    int mr, nv;
+} tiles_512[] = {{MR, NR_512 / 16}, {8, 3}, {8, 2}};
+
+__attribute__((target("avx512f"))) static void kernel_512_8x3(const float *a, const int64_t *off, int64_t kc,
+                                                              const float *base, float *tile, int accumulate)
+{
+    kernel_512_mn(a, off, kc, base, tile, accumulate, 8, 3);
+}
+
+__attribute__((target("avx512f"))) static void kernel_512_8x2(const float *a, const int64_t *off, int64_t kc,
+                                                              const float *base, float *tile, int accumulate)
+{
+    kernel_512_mn(a, off, kc, base, tile, accumulate, 8, 2);
 }
 
 static int isa_have(void)
@@ -63,14 +87,14 @@ typedef struct dc_job {
     const float *x, *b, *z;
     float lo, hi; /* the chain's Relu or Clip */
     float *y;
-    const float *wp;       /* weights [group][m_blocks][taps][MR], rows past cg_out zero */
+    const float *wp;       /* weights [group][m_blocks][taps][mr], rows past cg_out zero */
     const int64_t *off;    /* [taps]: where tap k's row starts in a band's copy */
     int64_t taps, cg_in, cg_out, m_blocks;
     int64_t wq, hq;        /* a phase's columns, and rows in a band's copy (band + the taps' reach) */
     int64_t band, n_bands; /* output rows a band */
     float *copy;           /* [workers][per_worker] */
     size_t per_worker;
-    int nr, isa;
+    int mr, nr, isa, tile; /* the tile's rows and columns; tiles_512's index on AVX-512 */
 } dc_job;
 
 /* The input rows band r0 reads of one image's group of channels xg into the phases of copy (see the top of the
@@ -115,26 +139,75 @@ store_row(float *y, const float *t, const float *z, int has_bias, float bias, fl
     }
 }
 
-/* Output channels [m0, m0 + rows) of tile columns [q0, qe) into y (store_row). */
+/* The pieces of output rows in tile columns [q0, qe): piece i is tile column at[i] - q0 (of the band's columns) to
+ * y + to[i] (an image's plane of channel 0), len[i] outputs; a row's dropped columns have no place in y. Returns the
+ * count, at most qe - q0. */
+static int tile_pieces(const dc_job *j, int64_t r0, int64_t q0, int64_t qe, int64_t *at, int64_t *to, int64_t *len)
+{
+    const int64_t wo = j->p->out[2], wq = j->wq;
+    int count = 0;
+    for (int64_t q = q0, o1 = q0 / wq, o2 = q0 % wq; q < qe; o1++, o2 = 0) {
+        const int64_t seg = wq - o2 < qe - q ? wq - o2 : qe - q;
+        const int64_t valid = o2 >= wo ? 0 : (wo - o2 < seg ? wo - o2 : seg);
+        if (valid > 0) {
+            at[count] = q - q0;
+            to[count] = (r0 + o1) * wo + o2;
+            len[count++] = valid;
+        }
+        q += seg;
+    }
+    return count;
+}
+
+/* store_row on AVX-512 vectors, a short one's lanes masked: the same operations (the compares false on NaN, as
+ * store_row's), without the scalar loop a compiled clone ends each row with. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+store_row_512(float *y, const float *t, const float *z, int has_bias, __m512 bias, __m512 lo, __m512 hi, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(k, t + i);
+        if (has_bias)
+            v = _mm512_add_ps(v, bias);
+        if (z)
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, z + i));
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+        _mm512_mask_storeu_ps(y + i, k, v);
+    }
+}
+
+/* Output channels [m0, m0 + rows) of tile columns [q0, qe) of image n, group g, into y: store_row over each piece
+ * (tile_pieces), store_row_512 on AVX-512. */
+__attribute__((target("avx512f"))) static void store_tile_512(const dc_job *j, const float *tile, int64_t n,
+                                                              int64_t g, int64_t r0, int64_t m0, int64_t rows,
+                                                              int64_t q0, int64_t qe)
+{
+    int64_t at[NR_512], to[NR_512], len[NR_512];
+    const int pieces = tile_pieces(j, r0, q0, qe, at, to, len);
+    const __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
+    const int64_t plane = j->p->out[1] * j->p->out[2];
+    for (int64_t m = 0; m < rows; m++) {
+        const int64_t ch = g * j->cg_out + m0 + m, y0 = (n * j->p->c_out + ch) * plane;
+        const __m512 bias = _mm512_set1_ps(j->b ? j->b[ch] : 0.0f);
+        for (int i = 0; i < pieces; i++)
+            store_row_512(j->y + y0 + to[i], tile + m * j->nr + at[i], j->z ? j->z + y0 + to[i] : NULL, j->b != NULL,
+                          bias, lo, hi, len[i]);
+    }
+}
+
 static void store_tile(const dc_job *j, const float *tile, int64_t n, int64_t g, int64_t r0, int64_t m0,
                        int64_t rows, int64_t q0, int64_t qe)
 {
-    const ptq_conv_params *p = j->p;
-    const int64_t ho = p->out[1], wo = p->out[2], wq = j->wq;
+    int64_t at[NR_512], to[NR_512], len[NR_512];
+    const int pieces = tile_pieces(j, r0, q0, qe, at, to, len);
+    const int64_t plane = j->p->out[1] * j->p->out[2];
     for (int64_t m = 0; m < rows; m++) {
-        const int64_t ch = g * j->cg_out + m0 + m;
-        const int64_t plane = (n * p->c_out + ch) * ho * wo;
-        const float *t = tile + m * j->nr - q0;
+        const int64_t ch = g * j->cg_out + m0 + m, y0 = (n * j->p->c_out + ch) * plane;
         const float bias = j->b ? j->b[ch] : 0.0f;
-        for (int64_t q = q0, o1 = q0 / wq, o2 = q0 % wq; q < qe; o1++, o2 = 0) {
-            const int64_t seg = wq - o2 < qe - q ? wq - o2 : qe - q;
-            const int64_t valid = o2 >= wo ? 0 : (wo - o2 < seg ? wo - o2 : seg);
-            if (valid > 0) { /* a row's dropped columns have no place in y */
-                float *yr = j->y + plane + (r0 + o1) * wo + o2;
-                store_row(yr, t + q, j->z ? j->z + (yr - j->y) : NULL, j->b != NULL, bias, j->lo, j->hi, valid);
-            }
-            q += seg;
-        }
+        for (int i = 0; i < pieces; i++)
+            store_row(j->y + y0 + to[i], tile + m * j->nr + at[i], j->z ? j->z + y0 + to[i] : NULL, j->b != NULL,
+                      bias, j->lo, j->hi, len[i]);
     }
 }
 
@@ -143,7 +216,7 @@ static void direct_items(void *arg, int64_t begin, int64_t end, int worker)
     const dc_job *j = arg;
     const ptq_conv_params *p = j->p;
     float *copy = j->copy + (size_t)worker * j->per_worker;
-    float tile[MR * NR_512];
+    float tile[8 * NR_512];
     for (int64_t it = begin; it < end; it++) {
         const int64_t bd = it % j->n_bands, g = it / j->n_bands % p->group, n = it / j->n_bands / p->group;
         const int64_t r0 = bd * j->band, out_rows = p->out[1] - r0 < j->band ? p->out[1] - r0 : j->band;
@@ -151,16 +224,22 @@ static void direct_items(void *arg, int64_t begin, int64_t end, int worker)
         const int64_t cols = out_rows * j->wq;
         for (int64_t q0 = 0; q0 < cols; q0 += j->nr) {
             for (int64_t mb = 0; mb < j->m_blocks; mb++) {
-                const float *a = j->wp + (g * j->m_blocks + mb) * j->taps * MR;
+                const float *a = j->wp + (g * j->m_blocks + mb) * j->taps * j->mr;
                 for (int64_t k0 = 0; k0 < j->taps; k0 += KC) {
                     const int64_t kc = j->taps - k0 < KC ? j->taps - k0 : KC;
-                    if (j->isa == ISA_AVX512)
-                        kernel_512(a + k0 * MR, j->off + k0, kc, copy + q0, tile, k0 > 0);
+                    const float *ak = a + k0 * j->mr;
+                    if (j->isa != ISA_AVX512)
+                        kernel_256(ak, j->off + k0, kc, copy + q0, tile, k0 > 0);
+                    else if (j->tile == 0)
+                        kernel_512(ak, j->off + k0, kc, copy + q0, tile, k0 > 0);
+                    else if (j->tile == 1)
+                        kernel_512_8x3(ak, j->off + k0, kc, copy + q0, tile, k0 > 0);
                     else
-                        kernel_256(a + k0 * MR, j->off + k0, kc, copy + q0, tile, k0 > 0);
+                        kernel_512_8x2(ak, j->off + k0, kc, copy + q0, tile, k0 > 0);
                 }
-                const int64_t m0 = mb * MR, rows = j->cg_out - m0 < MR ? j->cg_out - m0 : MR;
-                store_tile(j, tile, n, g, r0, m0, rows, q0, q0 + j->nr < cols ? q0 + j->nr : cols);
+                const int64_t m0 = mb * j->mr, rows = j->cg_out - m0 < j->mr ? j->cg_out - m0 : j->mr;
+                (j->isa == ISA_AVX512 ? store_tile_512 : store_tile)(j, tile, n, g, r0, m0, rows, q0,
+                                                                     q0 + j->nr < cols ? q0 + j->nr : cols);
             }
         }
     }
@@ -177,11 +256,9 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
         p->k[1] * p->k[2] == 1 || p->c_in / p->group * p->k[1] * p->k[2] < MIN_TAPS)
         return 0;
     dc_job j = {.p = p, .x = x, .b = b, .z = z, .lo = lo, .hi = hi, .y = y, .isa = isa};
-    j.nr = isa == ISA_AVX512 ? NR_512 : NR_256;
     j.cg_in = p->c_in / p->group;
     j.cg_out = p->c_out / p->group;
     j.taps = j.cg_in * p->k[1] * p->k[2];
-    j.m_blocks = (j.cg_out + MR - 1) / MR;
     const int64_t s1 = p->stride[1], s2 = p->stride[2], phases = s1 * s2;
     const int64_t reach1 = (p->k[1] - 1) * p->dil[1] / s1, reach2 = (p->k[2] - 1) * p->dil[2] / s2;
     j.wq = p->out[2] + reach2;
@@ -203,12 +280,34 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
     j.band = band > p->out[1] ? p->out[1] : band;
     j.n_bands = (p->out[1] + j.band - 1) / j.band;
     j.hq = j.band + reach1;
+    /* the tile: on AVX-512 the one computing the fewest outputs for a band, rows rounded up to its rows, columns
+       (the band's rows wq wide) to its columns; the first of equals */
+    j.mr = MR;
+    j.nr = NR_256;
+    if (isa == ISA_AVX512) {
+        const int n_tiles = (int)(sizeof tiles_512 / sizeof tiles_512[0]);
+        const int64_t cols = j.band * j.wq;
+        int pick = tile_wanted < n_tiles ? tile_wanted : -1;
+        int64_t best = -1;
+        for (int t = 0; pick < 0 && t < n_tiles; t++) {
+            const int64_t mr = tiles_512[t].mr, nr = 16 * tiles_512[t].nv;
+            const int64_t work = (j.cg_out + mr - 1) / mr * mr * ((cols + nr - 1) / nr * nr);
+            if (best < 0 || work < best) {
+                best = work;
+                j.tile = t;
+            }
+        }
+        j.tile = pick >= 0 ? pick : j.tile;
+        j.mr = tiles_512[j.tile].mr;
+        j.nr = 16 * tiles_512[j.tile].nv;
+    }
+    j.m_blocks = (j.cg_out + j.mr - 1) / j.mr;
     /* and after it, what the last tile's vectors read past the last phase's rows (dropped columns) */
     j.per_worker = (size_t)(row_floats * j.hq + reach2 + j.nr);
     const int n_workers = ptq_par_workers();
     if ((double)n_workers * (double)j.per_worker * sizeof(float) > (double)COPIES_BYTES_MAX)
         return 0;
-    float *wp = malloc((size_t)(p->group * j.m_blocks * j.taps * MR) * sizeof *wp);
+    float *wp = malloc((size_t)(p->group * j.m_blocks * j.taps * j.mr) * sizeof *wp);
     int64_t *off = malloc((size_t)j.taps * sizeof *off);
     j.copy = calloc((size_t)n_workers * j.per_worker, sizeof *j.copy);
     if (!wp || !off || !j.copy) {
@@ -220,9 +319,9 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
     for (int64_t g = 0; g < p->group; g++)
         for (int64_t mb = 0; mb < j.m_blocks; mb++)
             for (int64_t k = 0; k < j.taps; k++)
-                for (int64_t r = 0; r < MR; r++) {
-                    const int64_t m = mb * MR + r;
-                    wp[((g * j.m_blocks + mb) * j.taps + k) * MR + r] =
+                for (int64_t r = 0; r < j.mr; r++) {
+                    const int64_t m = mb * j.mr + r;
+                    wp[((g * j.m_blocks + mb) * j.taps + k) * j.mr + r] =
                         m < j.cg_out ? w[(g * j.cg_out + m) * j.taps + k] : 0.0f;
                 }
     for (int64_t c = 0, k = 0; c < j.cg_in; c++)
@@ -246,6 +345,11 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
 void ptq_k_conv_cpu_set_isa(int isa)
 {
     (void)isa;
+}
+
+void ptq_k_conv_cpu_set_tile(int tile)
+{
+    (void)tile;
 }
 
 int ptq_k_conv_cpu_isa(void)

@@ -21,29 +21,37 @@ enum {
 
 enum { ISA_NONE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 }; /* ptq_k_conv_cpu_isa's answers */
 
+/* tile[mr][16 nv] (+)= a[kc][mr] times the kc rows base + off[k], 16 nv columns each: kernel_512's body for mr <= 8
+ * rows and nv <= 4 vectors, each a compile-time constant where it is inlined, so the arrays are registers. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+kernel_512_mn(const float *a, const int64_t *off, int64_t kc, const float *base, float *tile, int accumulate,
+              const int mr, const int nv)
+{
+    __m512 c[8][4];
+    for (int m = 0; m < mr; m++)
+        for (int v = 0; v < nv; v++)
+            c[m][v] = accumulate ? _mm512_loadu_ps(tile + (m * nv + v) * 16) : _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; k++, a += mr) {
+        const float *s = base + off[k];
+        __m512 b[4];
+        for (int v = 0; v < nv; v++)
+            b[v] = _mm512_loadu_ps(s + 16 * v);
+        for (int m = 0; m < mr; m++) {
+            const __m512 w = _mm512_set1_ps(a[m]);
+            for (int v = 0; v < nv; v++)
+                c[m][v] = _mm512_fmadd_ps(w, b[v], c[m][v]);
+        }
+    }
+    for (int m = 0; m < mr; m++)
+        for (int v = 0; v < nv; v++)
+            _mm512_storeu_ps(tile + (m * nv + v) * 16, c[m][v]);
+}
+
 /* tile[MR][NR] (+)= a[kc][MR] times the kc rows base + off[k], NR columns each. */
 __attribute__((target("avx512f"))) static inline void kernel_512(const float *a, const int64_t *off, int64_t kc,
                                                            const float *base, float *tile, int accumulate)
 {
-    __m512 c[MR][4];
-    for (int m = 0; m < MR; m++)
-        for (int v = 0; v < 4; v++)
-            c[m][v] = accumulate ? _mm512_loadu_ps(tile + m * NR_512 + 16 * v) : _mm512_setzero_ps();
-    for (int64_t k = 0; k < kc; k++, a += MR) {
-        const float *s = base + off[k];
-        const __m512 b0 = _mm512_loadu_ps(s), b1 = _mm512_loadu_ps(s + 16);
-        const __m512 b2 = _mm512_loadu_ps(s + 32), b3 = _mm512_loadu_ps(s + 48);
-        for (int m = 0; m < MR; m++) {
-            const __m512 w = _mm512_set1_ps(a[m]);
-            c[m][0] = _mm512_fmadd_ps(w, b0, c[m][0]);
-            c[m][1] = _mm512_fmadd_ps(w, b1, c[m][1]);
-            c[m][2] = _mm512_fmadd_ps(w, b2, c[m][2]);
-            c[m][3] = _mm512_fmadd_ps(w, b3, c[m][3]);
-        }
-    }
-    for (int m = 0; m < MR; m++)
-        for (int v = 0; v < 4; v++)
-            _mm512_storeu_ps(tile + m * NR_512 + 16 * v, c[m][v]);
+    kernel_512_mn(a, off, kc, base, tile, accumulate, MR, NR_512 / 16);
 }
 
 __attribute__((target("avx2,fma"))) static inline void kernel_256(const float *a, const int64_t *off, int64_t kc,
