@@ -70,7 +70,7 @@ int main(int argc, char **argv)
     printf("| layer | images | in -> out | size | kernel, stride |");
     for (int s = 0; s < (tiles ? 4 : 3); s++)
         printf(tiles ? " tile %s ms (GFLOP/s) |" : " %s ms (GFLOP/s) |", tiles ? tile_names[s] : names[s]);
-    printf(tiles ? "\n|---|---|---|---|---|---|---|---|---|\n" : " direct / im2col |\n|---|---|---|---|---|---|---|---|---|\n");
+    printf("%s\n|---|---|---|---|---|---|---|---|---|\n", tiles ? "" : " direct / im2col |");
     for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++) {
         const layer *c = &layers[l];
         if (tiles && (c->depthwise || c->k == 1))
