@@ -47,6 +47,10 @@ typedef struct dw_job {
     int64_t flat;     /* phases: sums a plane, q up to the last output's, to a multiple of DW_VEC; 0: rows */
     int64_t per;      /* floats a worker */
     int isa;          /* ptq_k_conv_cpu_isa: 2 the AVX-512 kernels, else the portable C */
+    /* in place (plane_in_place_512): output vector v's lanes that tap k reads inside the image, masks[v * taps +
+       k], and where it reads, x's plane + 16 v + off[k]; n_vec vectors a plane; 0: the copies */
+    const uint16_t *masks;
+    int64_t n_vec;
 } dw_job;
 
 /* Phase (a, b) of the input plane xp into its place ph of the copy: only the positions inside the image, as the
@@ -228,6 +232,44 @@ __attribute__((target("avx512f"))) static void store_rows_512(float *y, const fl
             _mm512_mask_storeu_ps(y + c, m, _mm512_min_ps(hiv, _mm512_max_ps(lov, v)));
         }
 }
+
+/* One output plane yp read in place from its input plane xp, 16 outputs a vector in the plane's order, for stride 1
+ * and an output as wide as the input: output q, tap k reads xp[q + off[k]] where the masks say it is inside the
+ * image, else a zero, so the same operations as flat_sums (the bias, then a multiply and an add a tap, in tap
+ * order) with no copy; then store_rows_512's Add and clamp, to y directly. taps: j->taps, a constant where it is
+ * inlined (3x3: the weights stay in registers). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+in_place_taps(const dw_job *j, const float *xp, const float *wm, float bias, const float *z, float *yp,
+              const int64_t taps)
+{
+    const int64_t n = j->p->out[1] * j->p->out[2];
+    const __m512 bv = _mm512_set1_ps(bias), lov = _mm512_set1_ps(j->lo), hiv = _mm512_set1_ps(j->hi);
+    const uint16_t *mk = j->masks;
+    __m512 w[64];
+    for (int64_t k = 0; k < taps; k++)
+        w[k] = _mm512_set1_ps(wm[k]);
+    for (int64_t v = 0; v < j->n_vec; v++, mk += taps) {
+        const int64_t q = 16 * v;
+        __m512 acc = bv;
+        for (int64_t k = 0; k < taps; k++) {
+            const uintptr_t at = (uintptr_t)xp + (uintptr_t)((q + j->off[k]) * (int64_t)sizeof *xp);
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(w[k], _mm512_maskz_loadu_ps((__mmask16)mk[k], (const void *)at)));
+        }
+        const __mmask16 m = lanes(n - q);
+        if (z)
+            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, z + q));
+        _mm512_mask_storeu_ps(yp + q, m, _mm512_min_ps(hiv, _mm512_max_ps(lov, acc)));
+    }
+}
+
+__attribute__((target("avx512f"))) static void plane_in_place_512(const dw_job *j, const float *xp, const float *wm,
+                                                                   float bias, const float *z, float *yp)
+{
+    if (j->taps == 9)
+        in_place_taps(j, xp, wm, bias, z, yp, 9);
+    else
+        in_place_taps(j, xp, wm, bias, z, yp, j->taps);
+}
 #endif
 
 /* The plane xp into the copy xq. */
@@ -257,6 +299,12 @@ static void planes(void *arg, int64_t begin, int64_t end, int worker)
         const float *wm = j->w + m * j->taps, bias = j->b ? j->b[m] : 0.0f;
         const float *z = j->z ? j->z + it * out_plane : NULL;
         float *yp = j->y + it * out_plane;
+#ifdef DW_X86
+        if (j->masks) {
+            plane_in_place_512(j, j->x + c * plane, wm, bias, z, yp);
+            continue;
+        }
+#endif
         if (copied != c) /* a channel multiplier reads one plane several times */
             copy_plane(j, j->x + c * plane, xq);
         copied = c;
@@ -275,6 +323,41 @@ static void planes(void *arg, int64_t begin, int64_t end, int worker)
         store_rows(yp, acc, j->wq, z, j->lo, j->hi, p->out[1], p->out[2]);
     }
 }
+
+#ifdef DW_X86
+/* ptq_k_conv_cpu_depthwise in place (plane_in_place_512): the masks and offsets, then the planes. */
+static int in_place(dw_job *j)
+{
+    const ptq_conv_params *p = j->p;
+    const int64_t h = p->in[1], w = p->in[2], n_out = p->out[1] * p->out[2];
+    j->n_vec = (n_out + 15) / 16;
+    uint16_t *masks = malloc((size_t)(j->n_vec * j->taps) * sizeof *masks);
+    j->off = malloc((size_t)j->taps * sizeof *j->off);
+    if (!masks || !j->off) {
+        free(masks);
+        free(j->off);
+        return 0;
+    }
+    for (int64_t t1 = 0, k = 0; t1 < p->k[1]; t1++)
+        for (int64_t t2 = 0; t2 < p->k[2]; t2++, k++) {
+            const int64_t dr = t1 * p->dil[1] - p->pad_lo[1], dc = t2 * p->dil[2] - p->pad_lo[2];
+            j->off[k] = dr * w + dc;
+            for (int64_t v = 0; v < j->n_vec; v++) {
+                uint16_t m = 0;
+                for (int64_t i = 0, q = 16 * v; i < 16 && q < n_out; i++, q++) {
+                    const int64_t r = q / w + dr, c = q % w + dc;
+                    m |= (uint16_t)((r >= 0 && r < h && c >= 0 && c < w) << i);
+                }
+                masks[v * j->taps + k] = m;
+            }
+        }
+    j->masks = masks;
+    ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), planes, j);
+    free(masks);
+    free(j->off);
+    return 1;
+}
+#endif
 
 int ptq_k_conv_cpu_depthwise(const ptq_conv_params *p, const float *x, const float *w, const float *b,
                              const float *z, float lo, float hi, float *y)
@@ -305,6 +388,13 @@ int ptq_k_conv_cpu_depthwise(const ptq_conv_params *p, const float *x, const flo
         j.hq = (int64_t)ph;
         j.wq = (int64_t)pw;
     }
+#ifdef DW_X86
+    j.isa = ptq_k_conv_cpu_isa();
+    /* in place: AVX-512, stride 1, an output as wide as the input, planes of up to 2^20 outputs */
+    const int64_t n_out = p->out[1] * p->out[2];
+    if (j.isa == 2 && s1 == 1 && s2 == 1 && p->out[2] == p->in[2] && n_out <= (1 << 20) && j.taps <= 64)
+        return in_place(&j);
+#endif
     j.per = j.s1 * j.s2 * j.hq * j.wq + DW_SLACK + j.flat;
     j.copy = calloc((size_t)ptq_par_workers() * (size_t)j.per, sizeof *j.copy);
     j.off = phased ? malloc((size_t)j.taps * sizeof *j.off) : NULL;
@@ -318,9 +408,6 @@ int ptq_k_conv_cpu_depthwise(const ptq_conv_params *p, const float *x, const flo
             const int64_t v1 = t1 * p->dil[1], v2 = t2 * p->dil[2];
             j.off[k] = (v1 % s1 * s2 + v2 % s2) * j.hq * j.wq + v1 / s1 * j.wq + v2 / s2;
         }
-#ifdef DW_X86
-    j.isa = ptq_k_conv_cpu_isa();
-#endif
     ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), planes, &j);
     free(j.copy);
     free(j.off);
