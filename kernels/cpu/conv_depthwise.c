@@ -13,7 +13,9 @@
  * below and the portable C give the same bits (tests/parity_conv.c checks them against each other and against
  * kernels/ref/conv.c). Fused multiply-adds were no faster here: the loads a tap makes across cache lines bound
  * the sums. A geometry whose phases would be far larger than the padded plane (a stride past the kernel's span
- * and the plane) runs the plane a row at a time from a plain padded copy (rows_padded), the same sums. */
+ * and the plane) runs the plane a row at a time from a plain padded copy (rows_padded), the same sums. On AVX-512,
+ * stride 1 with an output as wide as the input needs no copy: output q's tap k reads the input plane at q plus a
+ * fixed offset, and masked loads give the zeros where that is padding (plane_in_place_512), the same sums again. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
