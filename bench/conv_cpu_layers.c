@@ -65,12 +65,12 @@ int main(int argc, char **argv)
     /* --tiles: the direct AVX-512 path's tiles (ptq_k_conv_cpu_set_tile) on its layers instead of the paths */
     const int tiles = argc > 1 && strcmp(argv[1], "--tiles") == 0;
     static const char *const names[] = {"im2col + OpenBLAS", "direct AVX2", "direct AVX-512"};
-    static const char *const tile_names[] = {"6x64", "8x48", "8x32", "chosen"};
+    static const char *const tile_names[] = {"6x64", "8x48", "8x32", "32ch x 14", "32ch x 2x7", "chosen"};
     ptq_par_set_workers(1);
     printf("| layer | images | in -> out | size | kernel, stride |");
-    for (int s = 0; s < (tiles ? 4 : 3); s++)
+    for (int s = 0; s < (tiles ? 6 : 3); s++)
         printf(tiles ? " tile %s ms (GFLOP/s) |" : " %s ms (GFLOP/s) |", tiles ? tile_names[s] : names[s]);
-    printf("%s\n|---|---|---|---|---|---|---|---|---|\n", tiles ? "" : " direct / im2col |");
+    printf("%s\n|---|---|---|---|---|---|---|---|---|%s\n", tiles ? "" : " direct / im2col |", tiles ? "---|---|" : "");
     for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++) {
         const layer *c = &layers[l];
         if (tiles && (c->depthwise || c->k == 1))
@@ -105,16 +105,16 @@ int main(int argc, char **argv)
             w[i] = (float)(i % 13) * 0.05f - 0.3f;
         for (int i = 0; i < c->c_out; i++)
             b[i] = 0.1f;
-        double best[4];
-        for (int s = 0; s < (tiles ? 4 : 3); s++) {
+        double best[6];
+        for (int s = 0; s < (tiles ? 6 : 3); s++) {
             ptq_k_conv_cpu_set_isa(tiles ? 2 : s);
-            ptq_k_conv_cpu_set_tile(tiles && s < 3 ? s : -1);
+            ptq_k_conv_cpu_set_tile(tiles && s < 5 ? s : -1);
             best[s] = best_of_5(&p, x, w, b, y);
         }
         const double flop = 2.0 * (double)n_y * (double)(c->c_in / p.group * c->k * c->k);
         printf("| %s | %d | %d -> %d | %dx%d | %dx%d, %d |", c->what, c->n, c->c_in, c->c_out, c->h, c->h, c->k, c->k,
                c->stride);
-        for (int s = 0; s < (tiles ? 4 : 3); s++)
+        for (int s = 0; s < (tiles ? 6 : 3); s++)
             printf(" %.2f (%.0f) |", best[s] * 1e3, flop / best[s] * 1e-9);
         if (tiles)
             printf("\n");

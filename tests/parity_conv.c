@@ -192,10 +192,15 @@ typedef void (*conv_kernel)(const ptq_conv_params *, const float *, const float 
 
 /* ptq_k_conv_cpu_set_isa's settings: the im2col path, the direct path's AVX2 and AVX-512 kernels (the widest
  * the CPU has when it lacks one), the AVX-512 kernels with each of their tiles (ptq_k_conv_cpu_set_tile) */
-static const int isas[] = {0, 1, 2, 2, 2};
-static const int tiles[] = {-1, -1, 0, 1, 2};
-static const char *const isa_names[] = {"im2col", "direct avx2", "direct avx512 6x64", "direct avx512 8x48",
-                                        "direct avx512 8x32"};
+static const int isas[] = {0, 1, 2, 2, 2, 2, 2};
+static const int tiles[] = {-1, -1, 0, 1, 2, 3, 4};
+static const char *const isa_names[] = {"im2col",
+                                        "direct avx2",
+                                        "direct avx512 6x64",
+                                        "direct avx512 8x48",
+                                        "direct avx512 8x32",
+                                        "direct avx512 32 channels x 14",
+                                        "direct avx512 32 channels x 2 x 7"};
 
 /* Setting s of isas and tiles; -1 the defaults. */
 static void set_path(int s)

@@ -11,6 +11,10 @@
  * width, wider than the output's), every row of the GEMM's right-hand side
  * is the copy from a fixed offset, so the kernel loads its vectors straight
  * from there. The columns o2 >= the output width are computed and dropped.
+ * On AVX-512 the tile is the one computing the fewest outputs: output
+ * channels by columns (tiles of 6 or 8 channels), or 32 channels abreast by
+ * a row's outputs (kernel_cv: no dropped column computed; each tap's input
+ * broadcast; the tile transposed on its way to y), which small planes favor.
  *
  * Every output is one register summed over the taps in the weights' order,
  * acc = fma(w_k, x_k, acc) from acc = 0, then the bias added, then the
@@ -25,6 +29,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu/fma_tile.h"
 #include "kernels/cpu/phase_copy.h"
+#include "kernels/cpu/transpose16.h"
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -50,11 +55,13 @@ void ptq_k_conv_cpu_set_tile(int tile)
     tile_wanted = tile;
 }
 
-/* The AVX-512 tiles, rows by vectors of 16 columns: as many accumulators (24) for 6 or 8 output channels, or 16
- * for 8 channels by 32 columns (small planes). */
+/* The AVX-512 tiles. Rows (rows 0): mr output channels by nv vectors of 16 columns, as many accumulators (24) for 6
+ * or 8 channels, or 16 for 8 channels by 32 columns (small planes). Channels (kernel_cv): nv vectors of 16 output
+ * channels by rows x p outputs of a band's output rows, none of the columns a row drops computed (28 accumulators:
+ * 1 row of 14, 2 of 7; 14 the first of equals, a little faster on VGG's 14 x 14 layers in conv_cpu_layers). */
 static const struct {
-    int mr, nv;
-} tiles_512[] = {{MR, NR_512 / 16}, {8, 3}, {8, 2}};
+    int mr, nv, rows, p;
+} tiles_512[] = {{MR, NR_512 / 16, 0, 0}, {8, 3, 0, 0}, {8, 2, 0, 0}, {32, 2, 1, 14}, {32, 2, 2, 7}};
 
 __attribute__((target("avx512f"))) static void kernel_512_8x3(const float *a, const int64_t *off, int64_t kc,
                                                               const float *base, float *tile, int accumulate)
@@ -96,6 +103,55 @@ typedef struct dc_job {
     size_t per_worker;
     int mr, nr, isa, tile; /* the tile's rows and columns; tiles_512's index on AVX-512 */
 } dc_job;
+
+/* tile[rows][p][16 nv] (+)= a[kc][16 nv] times, for output r, c, what tap k reads, base[off[k] + r wq + c]: 16 nv
+ * output channels abreast, each output one lane summed over k in order, acc = fma(a_k, x_k, acc) from acc = 0, as
+ * kernel_512_mn sums it, so the same bits; nv, rows and p constants where it is inlined. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+kernel_cv(const float *a, const int64_t *off, int64_t kc, const float *base, int64_t wq, float *tile, int accumulate,
+          const int nv, const int rows, const int p)
+{
+    __m512 c[2][14][2];
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < p; i++)
+            for (int v = 0; v < nv; v++)
+                c[r][i][v] = accumulate ? _mm512_loadu_ps(tile + ((r * p + i) * nv + v) * 16) : _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; k++, a += 16 * nv) {
+        __m512 w[2];
+        for (int v = 0; v < nv; v++)
+            w[v] = _mm512_loadu_ps(a + 16 * v);
+        for (int r = 0; r < rows; r++) {
+            const float *s = base + off[k] + r * wq;
+            for (int i = 0; i < p; i++) {
+                const __m512 x = _mm512_set1_ps(s[i]);
+                for (int v = 0; v < nv; v++)
+                    c[r][i][v] = _mm512_fmadd_ps(w[v], x, c[r][i][v]);
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < p; i++)
+            for (int v = 0; v < nv; v++)
+                _mm512_storeu_ps(tile + ((r * p + i) * nv + v) * 16, c[r][i][v]);
+}
+
+__attribute__((target("avx512f"))) static void kernel_cv_2x7(const float *a, const int64_t *off, int64_t kc,
+                                                             const float *base, int64_t wq, float *tile, int acc)
+{
+    kernel_cv(a, off, kc, base, wq, tile, acc, 2, 2, 7);
+}
+
+__attribute__((target("avx512f"))) static void kernel_cv_1x7(const float *a, const int64_t *off, int64_t kc,
+                                                             const float *base, int64_t wq, float *tile, int acc)
+{
+    kernel_cv(a, off, kc, base, wq, tile, acc, 2, 1, 7);
+}
+
+__attribute__((target("avx512f"))) static void kernel_cv_1x14(const float *a, const int64_t *off, int64_t kc,
+                                                              const float *base, int64_t wq, float *tile, int acc)
+{
+    kernel_cv(a, off, kc, base, wq, tile, acc, 2, 1, 14);
+}
 
 /* The input rows band r0 reads of one image's group of channels xg into the phases of copy (see the top of the
  * file). The columns outside the image are never written: calloc's zeros (every item of a call copies the same
@@ -161,19 +217,29 @@ static int tile_pieces(const dc_job *j, int64_t r0, int64_t q0, int64_t qe, int6
 
 /* store_row on AVX-512 vectors, a short one's lanes masked: the same operations (the compares false on NaN, as
  * store_row's), without the scalar loop a compiled clone ends each row with. */
+__attribute__((target("avx512f"), always_inline)) static inline __m512
+epilogue_512(__m512 v, __mmask16 k, const float *z, int has_bias, __m512 bias, __m512 lo, __m512 hi)
+{
+    if (has_bias)
+        v = _mm512_add_ps(v, bias);
+    if (z)
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, z));
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+    return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+}
+
+static __mmask16 lanes16(int64_t n)
+{
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
 __attribute__((target("avx512f"), always_inline)) static inline void
 store_row_512(float *y, const float *t, const float *z, int has_bias, __m512 bias, __m512 lo, __m512 hi, int64_t n)
 {
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512 v = _mm512_maskz_loadu_ps(k, t + i);
-        if (has_bias)
-            v = _mm512_add_ps(v, bias);
-        if (z)
-            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, z + i));
-        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
-        _mm512_mask_storeu_ps(y + i, k, v);
+        const __mmask16 k = lanes16(n - i);
+        const __m512 v = _mm512_maskz_loadu_ps(k, t + i);
+        _mm512_mask_storeu_ps(y + i, k, epilogue_512(v, k, z ? z + i : NULL, has_bias, bias, lo, hi));
     }
 }
 
@@ -193,6 +259,60 @@ __attribute__((target("avx512f"))) static void store_tile_512(const dc_job *j, c
         for (int i = 0; i < pieces; i++)
             store_row_512(j->y + y0 + to[i], tile + m * j->nr + at[i], j->z ? j->z + y0 + to[i] : NULL, j->b != NULL,
                           bias, lo, hi, len[i]);
+    }
+}
+
+/* A kernel_cv tile (nv 2) of rows x p outputs, output rows o1 .., columns o2 .. o2 + valid, channels [m0, m0 +
+ * chans) of image n, group g, into y: each 16 channels' p outputs transposed in registers (transpose16.h), then
+ * store_row_512's operations a channel at a time, on the lanes of its valid outputs. */
+__attribute__((target("avx512f"))) static void store_cv_512(const dc_job *j, const float *tile, int64_t n, int64_t g,
+                                                            int64_t o1, int rows, int p, int64_t o2, int64_t valid,
+                                                            int64_t m0, int64_t chans)
+{
+    const int64_t wo = j->p->out[2], plane = j->p->out[1] * wo;
+    const __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
+    const __mmask16 k = lanes16(valid);
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < 2 && 16 * v < chans; v++) {
+            __m512 t[16];
+            for (int i = 0; i < 16; i++)
+                t[i] = i < p ? _mm512_loadu_ps(tile + ((r * p + i) * 2 + v) * 16) : _mm512_setzero_ps();
+            transpose16(t);
+            for (int i = 0; i < 16 && 16 * v + i < chans; i++) {
+                const int64_t ch = g * j->cg_out + m0 + 16 * v + i;
+                const int64_t y0 = (n * j->p->c_out + ch) * plane + (o1 + r) * wo + o2;
+                const __m512 bias = _mm512_set1_ps(j->b ? j->b[ch] : 0.0f);
+                _mm512_mask_storeu_ps(j->y + y0, k,
+                                      epilogue_512(t[i], k, j->z ? j->z + y0 : NULL, j->b != NULL, bias, lo, hi));
+            }
+        }
+}
+
+/* One band (output rows r0 .. r0 + out_rows of image n, group g, its copy made) through the kernel_cv tile
+ * j->tile: rows of tiles_512's rows at a time (a last odd one alone), p outputs of a row at a time. */
+__attribute__((target("avx512f"))) static void cv_band(const dc_job *j, const float *copy, int64_t n, int64_t g,
+                                                       int64_t r0, int64_t out_rows, float *tile)
+{
+    const int p = tiles_512[j->tile].p, wo = (int)j->p->out[2];
+    for (int64_t mb = 0; mb < j->m_blocks; mb++) {
+        const float *a = j->wp + (g * j->m_blocks + mb) * j->taps * j->mr;
+        const int64_t m0 = mb * j->mr, chans = j->cg_out - m0 < j->mr ? j->cg_out - m0 : j->mr;
+        for (int64_t o = 0, rr; o < out_rows; o += rr) {
+            rr = out_rows - o >= tiles_512[j->tile].rows ? tiles_512[j->tile].rows : 1;
+            for (int64_t o2 = 0; o2 < wo; o2 += p) {
+                const float *base = copy + o * j->wq + o2;
+                for (int64_t k0 = 0; k0 < j->taps; k0 += KC) {
+                    const int64_t kc = j->taps - k0 < KC ? j->taps - k0 : KC;
+                    if (rr == 2)
+                        kernel_cv_2x7(a + k0 * j->mr, j->off + k0, kc, base, j->wq, tile, k0 > 0);
+                    else if (p == 7)
+                        kernel_cv_1x7(a + k0 * j->mr, j->off + k0, kc, base, j->wq, tile, k0 > 0);
+                    else
+                        kernel_cv_1x14(a + k0 * j->mr, j->off + k0, kc, base, j->wq, tile, k0 > 0);
+                }
+                store_cv_512(j, tile, n, g, r0 + o, (int)rr, p, o2, wo - o2 < p ? wo - o2 : p, m0, chans);
+            }
+        }
     }
 }
 
@@ -221,6 +341,10 @@ static void direct_items(void *arg, int64_t begin, int64_t end, int worker)
         const int64_t bd = it % j->n_bands, g = it / j->n_bands % p->group, n = it / j->n_bands / p->group;
         const int64_t r0 = bd * j->band, out_rows = p->out[1] - r0 < j->band ? p->out[1] - r0 : j->band;
         copy_band(j, j->x + (n * p->c_in + g * j->cg_in) * p->in[1] * p->in[2], r0, copy);
+        if (j->isa == ISA_AVX512 && tiles_512[j->tile].rows) {
+            cv_band(j, copy, n, g, r0, out_rows, tile);
+            continue;
+        }
         const int64_t cols = out_rows * j->wq;
         for (int64_t q0 = 0; q0 < cols; q0 += j->nr) {
             for (int64_t mb = 0; mb < j->m_blocks; mb++) {
@@ -290,8 +414,9 @@ int ptq_k_conv_cpu_direct(const ptq_conv_params *p, const float *x, const float 
         int pick = tile_wanted < n_tiles ? tile_wanted : -1;
         int64_t best = -1;
         for (int t = 0; pick < 0 && t < n_tiles; t++) {
-            const int64_t mr = tiles_512[t].mr, nr = 16 * tiles_512[t].nv;
-            const int64_t work = (j.cg_out + mr - 1) / mr * mr * ((cols + nr - 1) / nr * nr);
+            const int64_t mr = tiles_512[t].mr, nr = 16 * tiles_512[t].nv, tp = tiles_512[t].p;
+            const int64_t work = (j.cg_out + mr - 1) / mr * mr *
+                                 (tp ? j.band * ((p->out[2] + tp - 1) / tp * tp) : (cols + nr - 1) / nr * nr);
             if (best < 0 || work < best) {
                 best = work;
                 j.tile = t;
