@@ -119,6 +119,17 @@ void ptq_k_gemm_cpu(const ptq_gemm_params *p, const float *a, const float *b, fl
 void ptq_k_gemm_bias_cpu(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y);
 /* The same on the calling thread only (no pool): for callers already on a pool thread. */
 void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *b, float *y);
+/* A pointwise convolution's epilogue on a GEMM's rows (kernels/cpu/conv.c): each output, after the product, plus
+ * row_bias[i] on row i (or NULL), plus z [m, n] (or NULL), then t = v < lo ? lo : v, t > hi ? hi : t. */
+typedef struct ptq_gemm_epi {
+    const float *row_bias, *z;
+    float lo, hi;
+} ptq_gemm_epi;
+/* ptq_k_gemm_rows_cpu with beta 0 and then e, in its stores where its FMA tiles run (AVX2, AVX-512): the same bits
+ * as y prefilled with the row bias and beta 1 there, then the Add and the clamp as passes of their own (every step
+ * one IEEE operation); elsewhere the product, then those passes. */
+void ptq_k_gemm_rows_epi_cpu(const ptq_gemm_params *p, const float *a, const float *b, const ptq_gemm_epi *e,
+                             float *y);
 /* Makes OpenBLAS single-threaded (once): ptq's pool does the threading. */
 void ptq_k_blas_single_thread(void);
 

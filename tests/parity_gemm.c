@@ -208,6 +208,55 @@ static void bias_alike(int idx, int64_t m, int64_t n, int64_t k, int trans_b)
     free(bias);
 }
 
+/* ptq_k_gemm_rows_epi_cpu (a pointwise convolution's row bias, residual and clamp in the stores) against y
+ * prefilled with the row bias, ptq_k_gemm_rows_cpu with beta 1 (beta 0 without a bias), then the residual added
+ * and the clamp as passes: bit-identical on the AVX-512 and the AVX2 tiles. z holds a NaN and a -0. */
+static void epi_alike(int idx, const ptq_gemm_params *shape, int with_bias, int with_z, float lo, float hi)
+{
+    const int64_t m = shape->m, n = shape->n, k = shape->k, n_y = m * n;
+    float *a = malloc((size_t)(m * k + 1) * sizeof *a), *b = malloc((size_t)(k * n + 1) * sizeof *b);
+    float *y0 = malloc((size_t)(n_y + 1) * sizeof *y0), *y1 = malloc((size_t)(n_y + 1) * sizeof *y1);
+    float *rb = malloc((size_t)(m + 1) * sizeof *rb), *z = malloc((size_t)(n_y + 1) * sizeof *z);
+    CHECK(a && b && y0 && y1 && rb && z);
+    if (a && b && y0 && y1 && rb && z) {
+        test_rand_seed(9000 + (uint64_t)idx);
+        test_fill_uniform(a, m * k, -1.0f, 1.0f);
+        test_fill_uniform(b, k * n, -1.0f, 1.0f);
+        test_fill_uniform(rb, m, -1.0f, 1.0f);
+        test_fill_uniform(z, n_y, -1.0f, 1.0f);
+        z[n_y / 2] = NAN;
+        z[n_y / 3] = -0.0f;
+        const ptq_gemm_epi e = {with_bias ? rb : NULL, with_z ? z : NULL, lo, hi};
+        for (int isa = 2; isa >= 1; isa--) {
+            ptq_k_conv_cpu_set_isa(isa);
+            ptq_gemm_params q = *shape;
+            q.alpha = 1.0f;
+            q.beta = 0.0f;
+            ptq_k_gemm_rows_epi_cpu(&q, a, b, &e, y0);
+            for (int64_t i = 0; i < n_y; i++)
+                y1[i] = with_bias ? rb[i / n] : NAN;
+            q.beta = with_bias ? 1.0f : 0.0f;
+            ptq_k_gemm_rows_cpu(&q, a, b, y1);
+            for (int64_t i = 0; i < n_y; i++) {
+                const float v = with_z ? y1[i] + z[i] : y1[i], t = v < lo ? lo : v;
+                y1[i] = t > hi ? hi : t;
+            }
+            CHECK_MSG(memcmp(y0, y1, (size_t)n_y * sizeof *y0) == 0,
+                      "gemm epilogue %lldx%lldx%lld ta%d tb%d bias %d z %d clamp [%g, %g], isa %d: differs from the "
+                      "passes",
+                      (long long)m, (long long)n, (long long)k, shape->trans_a, shape->trans_b, with_bias, with_z,
+                      lo, hi, isa);
+        }
+        ptq_k_conv_cpu_set_isa(-1);
+    }
+    free(a);
+    free(b);
+    free(y0);
+    free(y1);
+    free(rb);
+    free(z);
+}
+
 int main(void)
 {
     int idx = 0;
@@ -249,5 +298,14 @@ int main(void)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int tb = 0; tb < 2; tb++)
             bias_alike(idx++, shapes[s][0], shapes[s][1], shapes[s][2], tb);
+    /* the pointwise convolution's epilogue: its shapes (96 -> 24 channels of 196 and 49 positions) and the
+     * shapes' widths, whole and partial blocks of rows, with and without each part */
+    static const int64_t conv_shapes[][3] = {{24, 196, 96}, {96, 49, 24}, {13, 300, 20}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] + 3; s++)
+        for (int t = 0; t < 4; t++) {
+            const int64_t *sh = s < 3 ? conv_shapes[s] : shapes[s - 3];
+            const ptq_gemm_params p = {sh[0], sh[1], sh[2], s < 3 ? 0 : t & 1, s < 3 ? 0 : t >> 1, 1.0f, 0.0f};
+            epi_alike(idx++, &p, t != 1, t != 2, t == 3 ? -INFINITY : 0.0f, t == 0 ? 0.5f : INFINITY);
+        }
     return test_done("parity_gemm");
 }

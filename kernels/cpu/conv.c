@@ -179,17 +179,20 @@ static void conv_item(const ptq_conv_params *p, const float *x, const float *w, 
     if (!pointwise)
         im2col(p, xg, cg_in, j0, nj, col, nj);
     float *yg = y + (n0 * p->c_out + g * cg_out) * out_size + j0;
+    if (pointwise && ptq_k_conv_cpu_isa() >= 2) {
+        /* a whole image (a pointwise conv's one tile: nj = out_size = in_size): kernels/cpu/gemm.c's FMA tiles, the
+           bias, the Add and the clamp in their stores (the same bits as the bias held in y, beta 1, then the
+           epilogue's passes) */
+        const ptq_gemm_params gp = {cg_out, nj, rows, 0, 0, 1.0f, 0.0f};
+        const ptq_gemm_epi e = {bg, z ? z + (yg - y) : NULL, lo, hi};
+        ptq_k_gemm_rows_epi_cpu(&gp, wg, xg, &e, yg);
+        return;
+    }
     if (bg)
         fill_rows(yg, bg, cg_out, nj, out_size);
-    if (pointwise && ptq_k_conv_cpu_isa() >= 2) {
-        /* a whole image (a pointwise conv's one tile: nj = out_size = in_size): kernels/cpu/gemm.c's FMA tiles
-           (y = the sums + the bias it holds) */
-        const ptq_gemm_params gp = {cg_out, nj, rows, 0, 0, 1.0f, bg ? 1.0f : 0.0f};
-        ptq_k_gemm_rows_cpu(&gp, wg, xg, yg);
-    } else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f, wg,
-                    (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj), bg ? 1.0f : 0.0f,
-                    yg, (blasint)out_size);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cg_out, (blasint)nj, (blasint)rows, 1.0f, wg,
+                (blasint)rows, pointwise ? xg + j0 : col, (blasint)(pointwise ? in_size : nj), bg ? 1.0f : 0.0f, yg,
+                (blasint)out_size);
     for (int64_t m = 0; m < cg_out; m++)
         epilogue(yg + m * out_size, z ? z + (yg - y) + m * out_size : NULL, lo, hi, nj);
 }

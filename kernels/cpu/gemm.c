@@ -213,19 +213,32 @@ typedef struct tile_out {
     float *y;
     int64_t n, cols;
     float alpha, beta;
-    const float *bias; /* at the tile's first column, or NULL */
+    const float *bias;     /* at the tile's first column, or NULL */
+    const ptq_gemm_epi *e; /* a pointwise convolution's epilogue (beta 0, no bias), or NULL */
+    const float *rb, *z;   /* e's row bias at the tile's first row and residual at y (or NULL) */
 } tile_out;
 
 /* store_tile's operations on one vector t of outputs at y, lanes m: alpha t, plus the bias's lanes where bias, else
- * plus beta y where beta != 0 (beta_v: beta in every lane). */
+ * plus beta y where beta != 0 (beta_v: beta in every lane); with e, then plus *rb (rb: the row's bias, or NULL),
+ * plus z's lanes (or NULL), then clamped to [e->lo, e->hi] (the compares false on NaN, as store_tile's). */
 __attribute__((target("avx512f"), always_inline)) static inline void
-store_vec(float *y, __mmask16 m, __m512 t, __m512 alpha, float beta, __m512 beta_v, const float *bias)
+store_vec(float *y, __mmask16 m, __m512 t, __m512 alpha, float beta, __m512 beta_v, const float *bias,
+          const ptq_gemm_epi *e, const float *rb, const float *z)
 {
     __m512 v = _mm512_mul_ps(alpha, t);
     if (bias)
         v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias));
     else if (beta != 0.0f)
         v = _mm512_add_ps(v, _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(m, y)));
+    if (e) {
+        const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
+        if (rb)
+            v = _mm512_add_ps(v, _mm512_set1_ps(*rb));
+        if (z)
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z));
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+    }
     _mm512_mask_storeu_ps(y, m, v);
 }
 
@@ -269,7 +282,8 @@ rows_nv(const float *a, int64_t lda, int64_t kc, const float *panel, int64_t ldb
     for (int m = 0; m < MR; m++)
         for (int v = 0; v < nv; v++)
             store_vec(o->y + m * o->n + 16 * v, mk[v], c[m][v], alpha, o->beta, beta,
-                      o->bias ? o->bias + 16 * v : NULL);
+                      o->bias ? o->bias + 16 * v : NULL, o->e, o->rb ? o->rb + m : NULL,
+                      o->z ? o->z + m * o->n + 16 * v : NULL);
 }
 
 __attribute__((target("avx512f"))) static void kernel_512_rows(const float *a, int64_t lda, int64_t kc,
@@ -312,16 +326,28 @@ __attribute__((target("avx2,fma"))) static void kernel_256_rows(const float *a, 
 }
 
 /* A tile's rows x cols outputs (nr apart in t) into y (n apart) at row i0, column j0: alpha t, plus beta y where
- * beta != 0, or plus bias[c] where bias (beta 0; bias at j0: an Add node's rounding after the product's). To the
- * CPU's widest vectors (the same bits: each result the same IEEE operations). */
+ * beta != 0, or plus bias[c] where bias (beta 0; bias at j0: an Add node's rounding after the product's); or, with
+ * e (beta 0, no bias), alpha t plus the row's bias, plus z, clamped (ptq_k_gemm_rows_epi_cpu). To the CPU's widest
+ * vectors (the same bits: each result the same IEEE operations). */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
 store_tile(const float *t, int64_t nr, float *y, int64_t n, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
-           float alpha, float beta, const float *bias)
+           float alpha, float beta, const float *bias, const ptq_gemm_epi *e)
 {
     for (int64_t r = 0; r < rows; r++) {
         float *yr = y + (i0 + r) * n + j0;
         const float *tr = t + r * nr;
-        if (bias)
+        if (e) {
+            const float *z = e->z ? e->z + (i0 + r) * n + j0 : NULL, rb = e->row_bias ? e->row_bias[i0 + r] : 0.0f;
+            for (int64_t c = 0; c < cols; c++) {
+                float v = alpha * tr[c];
+                if (e->row_bias)
+                    v = v + rb;
+                if (z)
+                    v = v + z[c];
+                v = v < e->lo ? e->lo : v;
+                yr[c] = v > e->hi ? e->hi : v;
+            }
+        } else if (bias)
             for (int64_t c = 0; c < cols; c++) {
                 const float v = alpha * tr[c];
                 yr[c] = v + bias[c];
@@ -338,8 +364,8 @@ store_tile(const float *t, int64_t nr, float *y, int64_t n, int64_t i0, int64_t 
 /* Rows [m0, m0 + mb) of y in FMA tiles (see the top of the file); buf holds a chunk's packed rows, a panel, the
  * panels' row offsets and the chunk's tiles (tile_floats). A panel's KC rows at a time go to every block of the
  * chunk (each tile keeping its partial sums) while they are in the cache: a long k reads the panel once a chunk. */
-static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
-                        int64_t m0, int64_t mb, int isa, float *buf, int64_t chunk)
+static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b, const float *bias,
+                        const ptq_gemm_epi *e, float *y, int64_t m0, int64_t mb, int isa, float *buf, int64_t chunk)
 {
     const int64_t k = p->k;
     float *ap = buf, *panel = ap + chunk * k, *tiles = panel + k * NR_512;
@@ -377,8 +403,16 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
                     if (in_place && r0 < full && isa == ISA_AVX2) {
                         kernel_256_rows(a + (c0 + r0) * k + k0, k, kc, panel + k0 * NR_256, tile, k0 > 0);
                     } else if (in_place && r0 < full) {
-                        const tile_out o = {y + (c0 + r0) * p->n + j0, p->n, cols, p->alpha, p->beta,
-                                            bias ? bias + j0 : NULL};
+                        const int64_t at = (c0 + r0) * p->n + j0;
+                        const tile_out o = {y + at,
+                                            p->n,
+                                            cols,
+                                            p->alpha,
+                                            p->beta,
+                                            bias ? bias + j0 : NULL,
+                                            e,
+                                            e && e->row_bias ? e->row_bias + c0 + r0 : NULL,
+                                            e && e->z ? e->z + at : NULL};
                         const float *ar = a + (c0 + r0) * k + k0;
                         if (wide)
                             kernel_512_rows(ar, k, kc, bp + k0 * ldb, ldb, tile, k0 > 0, k0 + kc >= k ? &o : NULL);
@@ -393,7 +427,7 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
             /* AVX-512 in place: stored by kernel_512_rows(16) */
             for (int64_t r0 = in_place && isa == ISA_AVX512 ? full : 0; r0 < rows; r0 += MR)
                 store_tile(tiles + r0 * nr, nr, y, p->n, c0 + r0, rows - r0 < MR ? rows - r0 : MR, j0, cols, p->alpha,
-                           p->beta, bias ? bias + j0 : NULL);
+                           p->beta, bias ? bias + j0 : NULL, e);
             j0 += nr;
         }
     }
@@ -401,8 +435,8 @@ static void tile_chunks(const ptq_gemm_params *p, const float *a, const float *b
 
 /* Rows [m0, m0 + mb) of y with the same sums as the tiles, one output at a time (fmaf from 0 in k order, then
  * alpha and beta): when packing memory is short. */
-static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
-                     int64_t m0, int64_t mb)
+static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias,
+                     const ptq_gemm_epi *e, float *y, int64_t m0, int64_t mb)
 {
     const int64_t k = p->k, n = p->n;
     for (int64_t i = m0; i < m0 + mb; i++)
@@ -410,7 +444,7 @@ static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, c
             float acc = 0.0f;
             for (int64_t l = 0; l < k; l++)
                 acc = fmaf(p->trans_a ? a[l * p->m + i] : a[i * k + l], p->trans_b ? b[j * k + l] : b[l * n + j], acc);
-            store_tile(&acc, 1, y, n, i, 1, j, 1, p->alpha, p->beta, bias ? bias + j : NULL);
+            store_tile(&acc, 1, y, n, i, 1, j, 1, p->alpha, p->beta, bias ? bias + j : NULL, e);
         }
 }
 
@@ -419,7 +453,8 @@ static void fma_rows(const ptq_gemm_params *p, const float *a, const float *b, c
  * summed over k as the tiles sum it, four rows abreast, and store_tile's epilogue in vectors: the tiles' bits
  * without their packing of a and 16-column waste. */
 __attribute__((target("avx512f"))) static void narrow_rows(const ptq_gemm_params *p, const float *a, const float *bp,
-                                                            const float *bias, float *y, int64_t m0, int64_t mb)
+                                                            const float *bias, const ptq_gemm_epi *e, float *y,
+                                                            int64_t m0, int64_t mb)
 {
     const int64_t k = p->k, n = p->n, sa = p->trans_a ? 1 : k, sk = p->trans_a ? p->m : 1;
     const __mmask16 mask = (__mmask16)((1u << n) - 1u);
@@ -443,22 +478,23 @@ __attribute__((target("avx512f"))) static void narrow_rows(const ptq_gemm_params
                                              acc[r]);
         }
         for (int64_t r = 0; r < rows; r++)
-            store_vec(y + (i + r) * n, mask, acc[r], alpha, p->beta, beta, bias);
+            store_vec(y + (i + r) * n, mask, acc[r], alpha, p->beta, beta, bias, e,
+                      e && e->row_bias ? e->row_bias + i + r : NULL, e && e->z ? e->z + (i + r) * n : NULL);
     }
 }
 
 /* Rows [m0, m0 + mb) of y through the FMA tiles (isa: ISA_AVX2 or ISA_AVX512). */
-static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
-                      int64_t m0, int64_t mb, int isa)
+static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias,
+                      const ptq_gemm_epi *e, float *y, int64_t m0, int64_t mb, int isa)
 {
     _Alignas(64) float small[TILE_STACK];
     if (isa == ISA_AVX512 && p->n <= NR_256 && p->k * NR_256 <= TILE_STACK) {
         if (!p->trans_b && p->n == NR_256) { /* b is [k][16] already: a packed panel's layout */
-            narrow_rows(p, a, b, bias, y, m0, mb);
+            narrow_rows(p, a, b, bias, e, y, m0, mb);
             return;
         }
         pack_panel(p, b, 0, NR_256, small);
-        narrow_rows(p, a, small, bias, y, m0, mb);
+        narrow_rows(p, a, small, bias, e, y, m0, mb);
         return;
     }
     const int64_t chunk = mb < TILE_CHUNK ? (mb + MR - 1) / MR * MR : TILE_CHUNK;
@@ -468,10 +504,10 @@ static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, 
     if (!buf && need < (double)(SIZE_MAX / sizeof(float) / 2))
         buf = aligned_alloc(64, ((size_t)need * sizeof(float) + 63) / 64 * 64);
     if (!buf) {
-        fma_rows(p, a, b, bias, y, m0, mb);
+        fma_rows(p, a, b, bias, e, y, m0, mb);
         return;
     }
-    tile_chunks(p, a, b, bias, y, m0, mb, isa, buf, chunk);
+    tile_chunks(p, a, b, bias, e, y, m0, mb, isa, buf, chunk);
     if (buf != small)
         free(buf);
 }
@@ -487,10 +523,10 @@ static int tile_isa(void)
     return 0;
 }
 
-static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias, float *y,
-                      int64_t m0, int64_t mb, int isa)
+static void tile_rows(const ptq_gemm_params *p, const float *a, const float *b, const float *bias,
+                      const ptq_gemm_epi *e, float *y, int64_t m0, int64_t mb, int isa)
 {
-    (void)p, (void)a, (void)b, (void)bias, (void)y, (void)m0, (void)mb, (void)isa;
+    (void)p, (void)a, (void)b, (void)bias, (void)e, (void)y, (void)m0, (void)mb, (void)isa;
 }
 #endif
 
@@ -500,7 +536,7 @@ static void run_rows(const ptq_gemm_params *p, const float *a, const float *b, c
                      int64_t m0, int64_t mb, int rb, int isa)
 {
     if (isa) {
-        tile_rows(p, a, b, bias, y, m0, mb, isa);
+        tile_rows(p, a, b, bias, NULL, y, m0, mb, isa);
         return;
     }
     gemm_blocks(p, a, b, y, m0, mb, rb);
@@ -559,6 +595,30 @@ void ptq_k_gemm_rows_cpu(const ptq_gemm_params *p, const float *a, const float *
     ptq_k_blas_single_thread();
     const int isa = tile_isa();
     gemm_slice(p, a, b, y, rows_for(p, b, isa), isa);
+}
+
+/* One GEMM on the calling thread (beta 0), then e's row bias, residual and clamp, each output a pass's rounding. */
+void ptq_k_gemm_rows_epi_cpu(const ptq_gemm_params *p, const float *a, const float *b, const ptq_gemm_epi *e,
+                             float *y)
+{
+    ptq_gemm_params q = *p;
+    q.beta = 0.0f;
+    const int isa = tile_isa();
+    if (isa && q.m > 0 && q.n > 0 && q.k > 0) {
+        tile_rows(&q, a, b, NULL, e, y, 0, q.m, isa);
+        return;
+    }
+    ptq_k_gemm_rows_cpu(&q, a, b, y);
+    for (int64_t i = 0; i < q.m; i++)
+        for (int64_t j = 0; j < q.n; j++) {
+            float v = y[i * q.n + j];
+            if (e->row_bias)
+                v = v + e->row_bias[i];
+            if (e->z)
+                v = v + e->z[i * q.n + j];
+            v = v < e->lo ? e->lo : v;
+            y[i * q.n + j] = v > e->hi ? e->hi : v;
+        }
 }
 
 /* ptq_k_gemm_cpu, bias (or NULL) added to every row. */
