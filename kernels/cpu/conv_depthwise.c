@@ -15,7 +15,9 @@
  * the sums. A geometry whose phases would be far larger than the padded plane (a stride past the kernel's span
  * and the plane) runs the plane a row at a time from a plain padded copy (rows_padded), the same sums. On AVX-512,
  * stride 1 with an output as wide as the input needs no copy: output q's tap k reads the input plane at q plus a
- * fixed offset, and masked loads give the zeros where that is padding (plane_in_place_512), the same sums again. */
+ * fixed offset, and masked loads give the zeros where that is padding (plane_in_place_512), the same sums again;
+ * a 3x3 with padding 1 on rows of 5 to 16 goes a row (or two) a vector, its masks the same for every row
+ * (plane_rows_512). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,6 +55,7 @@ typedef struct dw_job {
        k], and where it reads, x's plane + 16 v + off[k]; n_vec vectors a plane; 0: the copies */
     const uint16_t *masks;
     int64_t n_vec;
+    int rows3; /* in place a row at a time instead (plane_rows_512): 3x3, rows of 5 to 16, rows3 of them a vector */
 } dw_job;
 
 /* Phase (a, b) of the input plane xp into its place ph of the copy: only the positions inside the image, as the
@@ -274,6 +277,65 @@ __attribute__((target("avx512f"))) static void plane_in_place_512(const dw_job *
 }
 #endif
 
+#ifdef DW_X86
+/* One output plane yp of a 3x3 convolution (dilation 1, padding 1, stride 1: the output the input's size, w
+ * wide, 4 < w <= 16) read in place a row at a time, rows output rows a vector (slots of 16 / rows lanes): each
+ * tap's lanes loaded from its input row with the masks of its column (the same for every row, kept in registers),
+ * zeros for a row outside the image, so the same operations as flat_sums in the same order; then store_rows_512's
+ * Add and clamp, to y directly. No per-vector masks to fetch (plane_in_place_512's cost). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+rows3_body(const dw_job *j, const float *xp, const float *wm, float bias, const float *z, float *yp, const int rows)
+{
+    const int64_t h = j->p->in[1], w = j->p->in[2], slot = 16 / rows;
+    __m512 wk[9];
+    for (int k = 0; k < 9; k++)
+        wk[k] = _mm512_set1_ps(wm[k]);
+    /* tap column t2's lanes of slot g: its columns inside the row */
+    __mmask16 col[3][2];
+    for (int g = 0; g < rows; g++) {
+        const int64_t at = g * slot;
+        col[0][g] = (__mmask16)(lanes(at + w) & ~lanes(at + 1));
+        col[1][g] = (__mmask16)(lanes(at + w) & ~lanes(at));
+        col[2][g] = (__mmask16)(lanes(at + w - 1) & ~lanes(at));
+    }
+    const __m512 bv = _mm512_set1_ps(bias), lov = _mm512_set1_ps(j->lo), hiv = _mm512_set1_ps(j->hi);
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t o = 0; o < h; o += rows) {
+        __m512 acc = bv;
+        for (int64_t t1 = 0; t1 < 3; t1++) {
+            __m512 x[3] = {zero, zero, zero};
+            for (int g = 0; g < rows; g++) {
+                const int64_t r = o + g + t1 - 1;
+                if (o + g >= h || r < 0 || r >= h)
+                    continue;
+                /* lane L of slot g reads column L - g slot (+ the tap's -1, 0, +1) of row r */
+                const uintptr_t s = (uintptr_t)xp + (uintptr_t)((r * w - g * slot - 1) * (int64_t)sizeof *xp);
+                for (int t2 = 0; t2 < 3; t2++)
+                    x[t2] = _mm512_mask_loadu_ps(x[t2], col[t2][g], (const void *)(s + (uintptr_t)t2 * sizeof *xp));
+            }
+            for (int t2 = 0; t2 < 3; t2++)
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(wk[3 * t1 + t2], x[t2]));
+        }
+        for (int g = 0; g < rows && o + g < h; g++) {
+            const uintptr_t at = (uintptr_t)((o + g) * w - g * slot) * sizeof *yp;
+            __m512 v = acc;
+            if (z)
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(col[1][g], (const void *)((uintptr_t)z + at)));
+            _mm512_mask_storeu_ps((void *)((uintptr_t)yp + at), col[1][g], _mm512_min_ps(hiv, _mm512_max_ps(lov, v)));
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) static void plane_rows_512(const dw_job *j, const float *xp, const float *wm,
+                                                               float bias, const float *z, float *yp)
+{
+    if (j->rows3 == 1)
+        rows3_body(j, xp, wm, bias, z, yp, 1);
+    else
+        rows3_body(j, xp, wm, bias, z, yp, 2);
+}
+#endif
+
 /* The plane xp into the copy xq. */
 static void copy_plane(const dw_job *j, const float *xp, float *xq)
 {
@@ -302,6 +364,10 @@ static void planes(void *arg, int64_t begin, int64_t end, int worker)
         const float *z = j->z ? j->z + it * out_plane : NULL;
         float *yp = j->y + it * out_plane;
 #ifdef DW_X86
+        if (j->rows3) {
+            plane_rows_512(j, j->x + c * plane, wm, bias, z, yp);
+            continue;
+        }
         if (j->masks) {
             plane_in_place_512(j, j->x + c * plane, wm, bias, z, yp);
             continue;
@@ -332,6 +398,12 @@ static int in_place(dw_job *j)
 {
     const ptq_conv_params *p = j->p;
     const int64_t h = p->in[1], w = p->in[2], n_out = p->out[1] * p->out[2];
+    if (p->k[1] == 3 && p->k[2] == 3 && p->dil[1] == 1 && p->dil[2] == 1 && p->pad_lo[1] == 1 && p->pad_lo[2] == 1 &&
+        p->out[1] == h && w > 4 && w <= 16) {
+        j->rows3 = w > 8 ? 1 : 2;
+        ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), planes, j);
+        return 1;
+    }
     j->n_vec = (n_out + 15) / 16;
     uint16_t *masks = malloc((size_t)(j->n_vec * j->taps) * sizeof *masks);
     j->off = malloc((size_t)j->taps * sizeof *j->off);
