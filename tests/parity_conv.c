@@ -114,6 +114,9 @@ static const conv_case cases[] = {
     {2, 3, 6, 6, 6, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
     {2, 2, 4, 8, 4, {9, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
     {2, 2, 3, 3, 3, {1, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
+    /* and two output rows a vector with stride 2 (3x3, padding 1 before): 16 columns in, 8 out, an odd count of
+     * output rows, a channel multiplier, no padding after */
+    {2, 2, 3, 6, 3, {11, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1},
     /* demo-model-like layers */
     {2, 8, 1, 24, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
     {2, 8, 24, 48, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0},

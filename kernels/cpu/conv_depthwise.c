@@ -17,7 +17,8 @@
  * stride 1 with an output as wide as the input needs no copy: output q's tap k reads the input plane at q plus a
  * fixed offset, and masked loads give the zeros where that is padding (plane_in_place_512), the same sums again;
  * a 3x3 with padding 1 on rows of 5 to 16 goes a row (or two) a vector, its masks the same for every row
- * (plane_rows_512). */
+ * (plane_rows_512), and with stride 2 two output rows a vector, each tap's columns permuted out of the input rows
+ * (plane_rows_s2_512), no copy split by phase either. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,6 +57,10 @@ typedef struct dw_job {
     const uint16_t *masks;
     int64_t n_vec;
     int rows3; /* in place a row at a time instead (plane_rows_512): 3x3, rows of 5 to 16, rows3 of them a vector */
+    int rows3s2; /* in place two output rows a vector, 3x3 with stride 2 (plane_rows_s2_512): */
+    int32_t s2_idx[3][16]; /* tap column t2's permute indices (lane L: slot L / 8's row, its column 2 (L % 8) + t2 - 1) */
+    uint16_t s2_col[3];    /* and its lanes inside the image */
+    uint16_t s2_out;       /* the lanes of output columns */
 } dw_job;
 
 /* Phase (a, b) of the input plane xp into its place ph of the copy: only the positions inside the image, as the
@@ -326,6 +331,46 @@ rows3_body(const dw_job *j, const float *xp, const float *wm, float bias, const 
     }
 }
 
+/* One output plane yp of a 3x3 convolution with stride 2 (dilation 1, padding 1 before; input rows of at most 16,
+ * output rows of at most 8) read in place, two output rows a vector (slots of 8 lanes): the three input rows each
+ * output row reads, one vector each (zeros outside the image), and each tap's columns picked from the two slots'
+ * rows by one permute, its lanes outside the image zeros; the same operations as flat_sums in the same order, then
+ * store_rows_512's Add and clamp to y. No copy of the plane split by stride phase. */
+__attribute__((target("avx512f"))) static void plane_rows_s2_512(const dw_job *j, const float *xp, const float *wm,
+                                                                  float bias, const float *z, float *yp)
+{
+    const int64_t h = j->p->in[1], w = j->p->in[2], ho = j->p->out[1], wo = j->p->out[2];
+    __m512 wk[9];
+    for (int k = 0; k < 9; k++)
+        wk[k] = _mm512_set1_ps(wm[k]);
+    const __m512i idx[3] = {_mm512_loadu_si512(j->s2_idx[0]), _mm512_loadu_si512(j->s2_idx[1]),
+                            _mm512_loadu_si512(j->s2_idx[2])};
+    const __mmask16 col[3] = {j->s2_col[0], j->s2_col[1], j->s2_col[2]}, out = j->s2_out;
+    const __mmask16 row_in = lanes(w);
+    const __m512 bv = _mm512_set1_ps(bias), lov = _mm512_set1_ps(j->lo), hiv = _mm512_set1_ps(j->hi);
+    for (int64_t o = 0; o < ho; o += 2) {
+        __m512 acc = bv;
+        for (int64_t t1 = 0; t1 < 3; t1++) {
+            __m512 r[2];
+            for (int g = 0; g < 2; g++) {
+                const int64_t ri = 2 * (o + g) + t1 - 1;
+                r[g] = o + g < ho && ri >= 0 && ri < h ? _mm512_maskz_loadu_ps(row_in, xp + ri * w) : _mm512_setzero_ps();
+            }
+            for (int t2 = 0; t2 < 3; t2++)
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(wk[3 * t1 + t2],
+                                                       _mm512_maskz_permutex2var_ps(col[t2], r[0], idx[t2], r[1])));
+        }
+        for (int g = 0; g < 2 && o + g < ho; g++) {
+            const __mmask16 k = (__mmask16)(out & (g ? 0xff00u : 0x00ffu));
+            const uintptr_t at = (uintptr_t)((o + g) * wo - g * 8) * sizeof *yp;
+            __m512 v = acc;
+            if (z)
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, (const void *)((uintptr_t)z + at)));
+            _mm512_mask_storeu_ps((void *)((uintptr_t)yp + at), k, _mm512_min_ps(hiv, _mm512_max_ps(lov, v)));
+        }
+    }
+}
+
 __attribute__((target("avx512f"))) static void plane_rows_512(const dw_job *j, const float *xp, const float *wm,
                                                                float bias, const float *z, float *yp)
 {
@@ -366,6 +411,10 @@ static void planes(void *arg, int64_t begin, int64_t end, int worker)
 #ifdef DW_X86
         if (j->rows3) {
             plane_rows_512(j, j->x + c * plane, wm, bias, z, yp);
+            continue;
+        }
+        if (j->rows3s2) {
+            plane_rows_s2_512(j, j->x + c * plane, wm, bias, z, yp);
             continue;
         }
         if (j->masks) {
@@ -468,6 +517,23 @@ int ptq_k_conv_cpu_depthwise(const ptq_conv_params *p, const float *x, const flo
     const int64_t n_out = p->out[1] * p->out[2];
     if (j.isa == 2 && s1 == 1 && s2 == 1 && p->out[2] == p->in[2] && n_out <= (1 << 20) && j.taps <= 64)
         return in_place(&j);
+    /* two output rows a vector: 3x3 with stride 2 and padding 1 before, rows of at most 16 in, 8 out */
+    if (j.isa == 2 && s1 == 2 && s2 == 2 && p->k[1] == 3 && p->k[2] == 3 && p->dil[1] == 1 && p->dil[2] == 1 &&
+        p->pad_lo[1] == 1 && p->pad_lo[2] == 1 && p->in[2] <= 16 && p->out[2] <= 8) {
+        j.rows3s2 = 1;
+        /* tap column t2 of lane L (slot g = L / 8, output column c = L % 8) reads input column 2 c + t2 - 1 of slot
+           g's row: lane g 16 + 2 c + t2 - 1 of the two rows' vectors */
+        for (int t2 = 0; t2 < 3; t2++)
+            for (int l = 0; l < 16; l++) {
+                const int64_t c = l % 8, src = 2 * c + t2 - 1;
+                const int inside = c < p->out[2] && src >= 0 && src < p->in[2];
+                j.s2_idx[t2][l] = inside ? (int32_t)(l / 8 * 16 + src) : 0;
+                j.s2_col[t2] |= (uint16_t)(inside << l);
+                j.s2_out |= (uint16_t)((c < p->out[2]) << l);
+            }
+        ptq_parallel_for(p->n * p->c_out, ptq_par_grain(p->n * p->c_out, 4, 1), planes, &j);
+        return 1;
+    }
 #endif
     j.per = j.s1 * j.s2 * j.hq * j.wq + DW_SLACK + j.flat;
     j.copy = calloc((size_t)ptq_par_workers() * (size_t)j.per, sizeof *j.copy);
