@@ -58,7 +58,7 @@ typedef struct dw_job {
     int64_t n_vec;
     int rows3; /* in place a row at a time instead (plane_rows_512): 3x3, rows of 5 to 16, rows3 of them a vector */
     int rows3s2; /* in place two output rows a vector, 3x3 with stride 2 (plane_rows_s2_512): */
-    int32_t s2_idx[3][16]; /* tap column t2's permute indices (lane L: slot L / 8's row, its column 2 (L % 8) + t2 - 1) */
+    int32_t s2_idx[3][16]; /* tap column t2's permute indices (lane L: slot L / 8's row, column 2 (L % 8) + t2 - 1) */
     uint16_t s2_col[3];    /* and its lanes inside the image */
     uint16_t s2_out;       /* the lanes of output columns */
 } dw_job;
@@ -354,7 +354,8 @@ __attribute__((target("avx512f"))) static void plane_rows_s2_512(const dw_job *j
             __m512 r[2];
             for (int g = 0; g < 2; g++) {
                 const int64_t ri = 2 * (o + g) + t1 - 1;
-                r[g] = o + g < ho && ri >= 0 && ri < h ? _mm512_maskz_loadu_ps(row_in, xp + ri * w) : _mm512_setzero_ps();
+                const int inside = o + g < ho && ri >= 0 && ri < h;
+                r[g] = inside ? _mm512_maskz_loadu_ps(row_in, xp + ri * w) : _mm512_setzero_ps();
             }
             for (int t2 = 0; t2 < 3; t2++)
                 acc = _mm512_add_ps(acc, _mm512_mul_ps(wk[3 * t1 + t2],
