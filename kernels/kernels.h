@@ -53,8 +53,9 @@ int ptq_k_conv_cpu_depthwise(const ptq_conv_params *p, const float *x, const flo
 /* Tests: the widest vectors the direct and depthwise paths may use, 0 none (the im2col path; portable C for
  * depthwise), 1 AVX2, 2 AVX-512, -1 (the default) the widest the CPU has. Not for use while kernels run. */
 void ptq_k_conv_cpu_set_isa(int isa);
-/* Tests and benches: the direct path's AVX-512 tile, 0 6 rows by 64 columns, 1 8 by 48, 2 8 by 32, -1 (the default)
- * the one computing the fewest outputs (conv_direct.c). Not for use while kernels run. */
+/* Tests and benches: the direct path's AVX-512 tile, 0 6 output channels by 64 columns, 1 8 by 48, 2 8 by 32, 3 32
+ * channels by a row of 14 outputs, 4 32 by two rows of 7, -1 (the default) the one computing the fewest outputs
+ * (conv_direct.c). Not for use while kernels run. */
 void ptq_k_conv_cpu_set_tile(int tile);
 /* The vectors those paths use now: ptq_k_conv_cpu_set_isa's setting, at most what the CPU has. */
 int ptq_k_conv_cpu_isa(void);
