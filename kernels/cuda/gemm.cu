@@ -166,10 +166,10 @@ static ptq_status gemm_row_blocks(ptq_ctx *ctx, ptq_cuda_dev *d, const ptq_gemm_
  * splits no sum (split-K 1, no workspace), so that each output is one thread block's sum over k in one order
  * whatever m. tests/cuda_parity_kernels.c's row invariance checks it bit for bit. */
 enum { LT_REF_ROWS = 4096, LT_CANDIDATES = 16 };
-/* PTQ_GEMM_WS=1, an experiment off by default: candidates that split no sum but ask for up to this much workspace
- * are eligible too (on an H100 in TF32 some ran 1.5 to 1.8x faster than the first without, bench/gemm_lt_survey.c);
- * whether their bits stay the same at every row count is what tests/cuda_parity_kernels.c's row invariance, run
- * with it, shows. */
+/* Candidates that split no sum but ask for up to this much workspace are eligible too (on an H100 in TF32 some ran
+ * 1.5 to 1.8x faster than the first without, bench/gemm_lt_survey.c); their bits stay the same at every row count
+ * (tests/cuda_parity_kernels.c's row invariance, bench/results/2026-12-07-gpu-check-h100.md). PTQ_GEMM_WS=0: none
+ * that needs workspace. */
 #define PTQ_LT_WS_BYTES ((size_t)1 << 20)
 
 /* A cuBLASLt GEMM's descriptors: w the weights b, x the rows a, y the result (column-major: y^T = op(b)^T a^T). */
@@ -326,18 +326,19 @@ static ptq_status lt_tune(ptq_ctx *ctx, ptq_cuda_dev *d, ptq_lt_plan *pl, const 
     return st;
 }
 
-/* The first of the heuristic's candidates for c that splits no sum (and needs no workspace, or with PTQ_GEMM_WS=1 at
- * most PTQ_LT_WS_BYTES), into pl, then tuned (lt_tune). */
+/* The first of the heuristic's candidates for c that splits no sum and needs at most PTQ_LT_WS_BYTES of workspace
+ * (none with PTQ_GEMM_WS=0), into pl, then tuned (lt_tune). */
 static ptq_status lt_choose(ptq_ctx *ctx, ptq_cuda_dev *d, const lt_desc *c, ptq_lt_plan *pl)
 {
     const char *ws_env = getenv("PTQ_GEMM_WS");
-    if (ws_env && strcmp(ws_env, "1") == 0 && !d->lt_ws && cudaMalloc(&d->lt_ws, PTQ_LT_WS_BYTES) != cudaSuccess) {
+    const int ws_on = !(ws_env && strcmp(ws_env, "0") == 0);
+    if (ws_on && !d->lt_ws && cudaMalloc(&d->lt_ws, PTQ_LT_WS_BYTES) != cudaSuccess) {
         (void)cudaGetLastError(); /* not sticky: no workspace then */
         d->lt_ws = NULL;
     }
     cublasLtMatmulPreference_t pref = NULL;
     PTQ_CUBLAS(ctx, d, lt_pref_create, &pref);
-    const size_t max_ws = d->lt_ws ? PTQ_LT_WS_BYTES : 0;
+    const size_t max_ws = ws_on && d->lt_ws ? PTQ_LT_WS_BYTES : 0;
     const uint32_t align = 16;
     const cublasLtMatmulPreferenceAttributes_t aligns[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
