@@ -334,9 +334,11 @@ void cli_profile_print(const cli_session *s, int64_t n_images, double loop_s)
         fprintf(stderr, "batches longer than %lld samples ran in passes of that many%s (%lld passes), each pass's "
                 "values in the caches%s\n", (long long)rows, threads > 1 ? " or fewer" : "", (long long)passes,
                 threads > 1 ? "; side by side on the threads, each op's time above summed over them" : "");
-    if (pick) /* timed on the first batches */
+    if (pick && whole_s > 0) /* timed on the first batches */
         fprintf(stderr, "passes side by side: %.1f us a sample, whole batches %.1f: %s kept\n", 1e6 * side_s,
                 1e6 * whole_s, pick == 2 ? "passes" : "whole batches");
+    else if (pick == 2)
+        fprintf(stderr, "passes side by side from the first batch (two threads: no trial of whole batches)\n");
     cli_marks_print();
 }
 

@@ -2001,6 +2001,10 @@ done:
  * slower on a 16-core Xeon, passes side by side once), then each way's best of two. */
 #define TRIAL_WARM 3
 #define TRIAL_RUNS 7
+/* Fewest threads the trial runs on. On two, passes side by side beat whole batches on the four bundled image models
+ * by 1.25x to 1.85x on the 2-core VM, and the trial's whole batches cost 5 to 14% of a 10,000-image eval
+ * (bench/results/2026-12-07-cpu-speed-3-vm.md): there passes run side by side from the first batch. */
+#define TRIAL_MIN_WORKERS 3
 
 /* Keeps the faster way of the trial. Whole batches: the lanes' memory back. Side by side: e runs one pass a batch
  * from now on, so the plan it sized for whole batches is forgotten (the next run gives that arena back and records
@@ -2035,6 +2039,8 @@ ptq_status ptq_exec_run(ptq_ctx *ctx, ptq_exec *e, const ptq_tensor *inputs, ptq
     int lanes = workers > 1;
     for (int t = 0; t < e->n_taps; t++)
         lanes &= e->taps[t].lanes;
+    if (lanes && e->pass_auto && e->trial_pick == 0 && e->trial_runs == 0 && workers < TRIAL_MIN_WORKERS)
+        e->trial_pick = 2; /* no trial (trial_s stays 0) */
     if (lanes && e->pass_auto && e->trial_pick != 2) { /* the trial (ptq_exec_pass_choice), or whole batches won */
         const int64_t n = inputs[0].dims[0];
         if (e->trial_pick == 1 || (e->trial_runs > 0 && n != e->trial_n))

@@ -114,10 +114,11 @@ PTQ_API int64_t ptq_exec_pass_rows(const ptq_exec *e, int64_t *n_passes);
  * taps only: a run with taps has its passes one after another). The passes of a batch shorter than N times the
  * rows set are made shorter, so that every thread has one. The same bytes every way. */
 PTQ_API int ptq_exec_pass_threads(const ptq_exec *e);
-/* With the passes ptq_session_open chose, on several threads: the first seven runs of one batch size run whole
+/* With the passes ptq_session_open chose, on three threads or more: the first seven runs of one batch size run whole
  * batches and passes side by side in turn, the first three to warm up, and later runs keep the faster of each way's
- * best timed run (which depends on the model and the CPU; the same bytes either way). Returns 0 before that choice,
- * 1 whole batches, 2 side by side; *whole_s and *side_s (when not NULL) the seconds a sample each took. */
+ * best timed run (which depends on the model and the CPU; the same bytes either way). On two threads passes run
+ * side by side from the first run, untimed. Returns 0 before that choice, 1 whole batches, 2 side by side; *whole_s
+ * and *side_s (when not NULL) the seconds a sample each took (both 0 when nothing was timed). */
 PTQ_API int ptq_exec_pass_choice(const ptq_exec *e, double *whole_s, double *side_s);
 /* 8-bit images of the model's input size, as a graph input. */
 typedef struct ptq_u8_batch {
