@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "kernels/cpu/epilogue512.h"
 #include "kernels/cpu/phase_copy.h"
 #include "kernels/kernels.h"
 
@@ -148,11 +149,6 @@ static void rows_padded(const dw_job *j, const float *xq, const float *wm, float
 }
 
 #ifdef DW_X86
-static __mmask16 lanes(int64_t n)
-{
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
-}
-
 /* Lanes [lo, hi) of 32 (lo, hi clamped to [0, 32]). */
 static uint32_t lanes32(int64_t lo, int64_t hi)
 {
@@ -182,7 +178,8 @@ __attribute__((target("avx512f"))) static void copy_plane_512(const dw_job *j, c
         if (s2 == 1) {
             float *dst = xq + a * phase + i * wq + l2;
             for (int64_t c = 0; c < cols; c += 16)
-                _mm512_mask_storeu_ps(dst + c, lanes(cols - c), _mm512_maskz_loadu_ps(lanes(cols - c), src + c));
+                _mm512_mask_storeu_ps(dst + c, ptq_lanes16(cols - c),
+                                      _mm512_maskz_loadu_ps(ptq_lanes16(cols - c), src + c));
             continue;
         }
         float *d0 = xq + 2 * a * phase + i * wq, *d1 = d0 + phase;
@@ -192,8 +189,8 @@ __attribute__((target("avx512f"))) static void copy_plane_512(const dw_job *j, c
             const uintptr_t at = (uintptr_t)src + (uintptr_t)((2 * k - l2) * (int64_t)sizeof *src);
             const __m512 v0 = _mm512_maskz_loadu_ps((__mmask16)(m & 0xffff), (const void *)at);
             const __m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), (const void *)(at + 16 * sizeof *src));
-            _mm512_mask_storeu_ps(d0 + k, lanes(wq - k), _mm512_permutex2var_ps(v0, even, v1));
-            _mm512_mask_storeu_ps(d1 + k, lanes(wq - k), _mm512_permutex2var_ps(v0, odd, v1));
+            _mm512_mask_storeu_ps(d0 + k, ptq_lanes16(wq - k), _mm512_permutex2var_ps(v0, even, v1));
+            _mm512_mask_storeu_ps(d1 + k, ptq_lanes16(wq - k), _mm512_permutex2var_ps(v0, odd, v1));
         }
     }
 }
@@ -227,19 +224,16 @@ __attribute__((target("avx512f"))) static void flat_sums_512(const float *xq, co
     }
 }
 
-/* store_rows on AVX-512 with masked rows: max(lo, v) is v < lo ? lo : v and min(hi, t) is t > hi ? hi : t, NaN
- * and signed zeros included (the second operand when the comparison is false). */
+/* store_rows on AVX-512 with masked rows: its operations (epilogue512.h). */
 __attribute__((target("avx512f"))) static void store_rows_512(float *y, const float *a, int64_t lda, const float *z,
                                                                float lo, float hi, int64_t rows, int64_t n)
 {
     const __m512 lov = _mm512_set1_ps(lo), hiv = _mm512_set1_ps(hi);
     for (int64_t r = 0; r < rows; r++, y += n, a += lda, z = z ? z + n : NULL)
         for (int64_t c = 0; c < n; c += 16) {
-            const __mmask16 m = lanes(n - c);
-            __m512 v = _mm512_maskz_loadu_ps(m, a + c);
-            if (z)
-                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z + c));
-            _mm512_mask_storeu_ps(y + c, m, _mm512_min_ps(hiv, _mm512_max_ps(lov, v)));
+            const __mmask16 m = ptq_lanes16(n - c);
+            const __m512 v = _mm512_maskz_loadu_ps(m, a + c);
+            _mm512_mask_storeu_ps(y + c, m, ptq_epilogue_512(v, m, z ? z + c : NULL, 0, v, lov, hiv));
         }
 }
 
@@ -265,10 +259,8 @@ in_place_taps(const dw_job *j, const float *xp, const float *wm, float bias, con
             const uintptr_t at = (uintptr_t)xp + (uintptr_t)((q + j->off[k]) * (int64_t)sizeof *xp);
             acc = _mm512_add_ps(acc, _mm512_mul_ps(w[k], _mm512_maskz_loadu_ps((__mmask16)mk[k], (const void *)at)));
         }
-        const __mmask16 m = lanes(n - q);
-        if (z)
-            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, z + q));
-        _mm512_mask_storeu_ps(yp + q, m, _mm512_min_ps(hiv, _mm512_max_ps(lov, acc)));
+        const __mmask16 m = ptq_lanes16(n - q);
+        _mm512_mask_storeu_ps(yp + q, m, ptq_epilogue_512(acc, m, z ? z + q : NULL, 0, acc, lov, hiv));
     }
 }
 
@@ -299,9 +291,9 @@ rows3_body(const dw_job *j, const float *xp, const float *wm, float bias, const 
     __mmask16 col[3][2];
     for (int g = 0; g < rows; g++) {
         const int64_t at = g * slot;
-        col[0][g] = (__mmask16)(lanes(at + w) & ~lanes(at + 1));
-        col[1][g] = (__mmask16)(lanes(at + w) & ~lanes(at));
-        col[2][g] = (__mmask16)(lanes(at + w - 1) & ~lanes(at));
+        col[0][g] = (__mmask16)(ptq_lanes16(at + w) & ~ptq_lanes16(at + 1));
+        col[1][g] = (__mmask16)(ptq_lanes16(at + w) & ~ptq_lanes16(at));
+        col[2][g] = (__mmask16)(ptq_lanes16(at + w - 1) & ~ptq_lanes16(at));
     }
     const __m512 bv = _mm512_set1_ps(bias), lov = _mm512_set1_ps(j->lo), hiv = _mm512_set1_ps(j->hi);
     const __m512 zero = _mm512_setzero_ps();
@@ -323,10 +315,9 @@ rows3_body(const dw_job *j, const float *xp, const float *wm, float bias, const 
         }
         for (int g = 0; g < rows && o + g < h; g++) {
             const uintptr_t at = (uintptr_t)((o + g) * w - g * slot) * sizeof *yp;
-            __m512 v = acc;
-            if (z)
-                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(col[1][g], (const void *)((uintptr_t)z + at)));
-            _mm512_mask_storeu_ps((void *)((uintptr_t)yp + at), col[1][g], _mm512_min_ps(hiv, _mm512_max_ps(lov, v)));
+            const float *zg = z ? (const float *)((uintptr_t)z + at) : NULL;
+            _mm512_mask_storeu_ps((void *)((uintptr_t)yp + at), col[1][g],
+                                  ptq_epilogue_512(acc, col[1][g], zg, 0, acc, lov, hiv));
         }
     }
 }
@@ -346,7 +337,7 @@ __attribute__((target("avx512f"))) static void plane_rows_s2_512(const dw_job *j
     const __m512i idx[3] = {_mm512_loadu_si512(j->s2_idx[0]), _mm512_loadu_si512(j->s2_idx[1]),
                             _mm512_loadu_si512(j->s2_idx[2])};
     const __mmask16 col[3] = {j->s2_col[0], j->s2_col[1], j->s2_col[2]}, out = j->s2_out;
-    const __mmask16 row_in = lanes(w);
+    const __mmask16 row_in = ptq_lanes16(w);
     const __m512 bv = _mm512_set1_ps(bias), lov = _mm512_set1_ps(j->lo), hiv = _mm512_set1_ps(j->hi);
     for (int64_t o = 0; o < ho; o += 2) {
         __m512 acc = bv;
@@ -364,10 +355,8 @@ __attribute__((target("avx512f"))) static void plane_rows_s2_512(const dw_job *j
         for (int g = 0; g < 2 && o + g < ho; g++) {
             const __mmask16 k = (__mmask16)(out & (g ? 0xff00u : 0x00ffu));
             const uintptr_t at = (uintptr_t)((o + g) * wo - g * 8) * sizeof *yp;
-            __m512 v = acc;
-            if (z)
-                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, (const void *)((uintptr_t)z + at)));
-            _mm512_mask_storeu_ps((void *)((uintptr_t)yp + at), k, _mm512_min_ps(hiv, _mm512_max_ps(lov, v)));
+            const float *zg = z ? (const float *)((uintptr_t)z + at) : NULL;
+            _mm512_mask_storeu_ps((void *)((uintptr_t)yp + at), k, ptq_epilogue_512(acc, k, zg, 0, acc, lov, hiv));
         }
     }
 }

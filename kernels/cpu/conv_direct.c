@@ -28,6 +28,7 @@
 
 #include "core/parallel.h"
 #include "kernels/cpu/fma_tile.h"
+#include "kernels/cpu/epilogue512.h"
 #include "kernels/cpu/phase_copy.h"
 #include "kernels/cpu/transpose16.h"
 #include "kernels/kernels.h"
@@ -215,31 +216,15 @@ static int tile_pieces(const dc_job *j, int64_t r0, int64_t q0, int64_t qe, int6
     return count;
 }
 
-/* store_row on AVX-512 vectors, a short one's lanes masked: the same operations (the compares false on NaN, as
- * store_row's), without the scalar loop a compiled clone ends each row with. */
-__attribute__((target("avx512f"), always_inline)) static inline __m512
-epilogue_512(__m512 v, __mmask16 k, const float *z, int has_bias, __m512 bias, __m512 lo, __m512 hi)
-{
-    if (has_bias)
-        v = _mm512_add_ps(v, bias);
-    if (z)
-        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, z));
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-    return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
-}
-
-static __mmask16 lanes16(int64_t n)
-{
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
-
+/* store_row on AVX-512 vectors (epilogue512.h), a short one's lanes masked: the same operations, without the scalar
+ * loop a compiled clone ends each row with. */
 __attribute__((target("avx512f"), always_inline)) static inline void
 store_row_512(float *y, const float *t, const float *z, int has_bias, __m512 bias, __m512 lo, __m512 hi, int64_t n)
 {
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 k = lanes16(n - i);
+        const __mmask16 k = ptq_lanes16(n - i);
         const __m512 v = _mm512_maskz_loadu_ps(k, t + i);
-        _mm512_mask_storeu_ps(y + i, k, epilogue_512(v, k, z ? z + i : NULL, has_bias, bias, lo, hi));
+        _mm512_mask_storeu_ps(y + i, k, ptq_epilogue_512(v, k, z ? z + i : NULL, has_bias, bias, lo, hi));
     }
 }
 
@@ -271,7 +256,7 @@ __attribute__((target("avx512f"))) static void store_cv_512(const dc_job *j, con
 {
     const int64_t wo = j->p->out[2], plane = j->p->out[1] * wo;
     const __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
-    const __mmask16 k = lanes16(valid);
+    const __mmask16 k = ptq_lanes16(valid);
     for (int r = 0; r < rows; r++)
         for (int v = 0; v < 2 && 16 * v < chans; v++) {
             __m512 t[16];
@@ -283,7 +268,7 @@ __attribute__((target("avx512f"))) static void store_cv_512(const dc_job *j, con
                 const int64_t y0 = (n * j->p->c_out + ch) * plane + (o1 + r) * wo + o2;
                 const __m512 bias = _mm512_set1_ps(j->b ? j->b[ch] : 0.0f);
                 _mm512_mask_storeu_ps(j->y + y0, k,
-                                      epilogue_512(t[i], k, j->z ? j->z + y0 : NULL, j->b != NULL, bias, lo, hi));
+                                      ptq_epilogue_512(t[i], k, j->z ? j->z + y0 : NULL, j->b != NULL, bias, lo, hi));
             }
         }
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "kernels/cpu/epilogue512.h"
 #include "kernels/cpu/fma_tile.h"
 #include "kernels/kernels.h"
 
@@ -220,7 +221,7 @@ typedef struct tile_out {
 
 /* store_tile's operations on one vector t of outputs at y, lanes m: alpha t, plus the bias's lanes where bias, else
  * plus beta y where beta != 0 (beta_v: beta in every lane); with e, then plus *rb (rb: the row's bias, or NULL),
- * plus z's lanes (or NULL), then clamped to [e->lo, e->hi] (the compares false on NaN, as store_tile's). */
+ * plus z's lanes (or NULL), then clamped to [e->lo, e->hi] (kernels/cpu/epilogue512.h). */
 __attribute__((target("avx512f"), always_inline)) static inline void
 store_vec(float *y, __mmask16 m, __m512 t, __m512 alpha, float beta, __m512 beta_v, const float *bias,
           const ptq_gemm_epi *e, const float *rb, const float *z)
@@ -230,15 +231,9 @@ store_vec(float *y, __mmask16 m, __m512 t, __m512 alpha, float beta, __m512 beta
         v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias));
     else if (beta != 0.0f)
         v = _mm512_add_ps(v, _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(m, y)));
-    if (e) {
-        const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
-        if (rb)
-            v = _mm512_add_ps(v, _mm512_set1_ps(*rb));
-        if (z)
-            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z));
-        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
-    }
+    if (e)
+        v = ptq_epilogue_512(v, m, z, rb != NULL, _mm512_set1_ps(rb ? *rb : 0.0f), _mm512_set1_ps(e->lo),
+                             _mm512_set1_ps(e->hi));
     _mm512_mask_storeu_ps(y, m, v);
 }
 

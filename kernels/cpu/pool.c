@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "core/parallel.h"
+#include "kernels/cpu/epilogue512.h"
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -72,11 +73,6 @@ static int pool_2x2(const ptq_pool_params *p)
 }
 
 #ifdef POOL_X86
-static __mmask16 lanes16(int64_t n)
-{
-    return n <= 0 ? 0 : n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
-}
-
 /* n outputs of a pool_2x2 row from its two input rows r0 and r1, 16 at a time: the max over (r0, even column),
  * (r0, odd), (r1, even), (r1, odd) from -inf, each v > m ? v : m (MAXPS), as max_row_interior takes the taps, so the
  * same bits. Returns 1, leaving the row to the caller, when one of its taps is NaN. */
@@ -87,7 +83,7 @@ __attribute__((target("avx512f"))) static int max_2x2_row(const float *r0, const
     const __m512 lowest = _mm512_set1_ps(-INFINITY);
     for (int64_t o = 0; o < n; o += 16) {
         const int64_t cols = 2 * (n - o < 16 ? n - o : 16);
-        const __mmask16 lo = lanes16(cols), hi = lanes16(cols - 16);
+        const __mmask16 lo = ptq_lanes16(cols), hi = ptq_lanes16(cols - 16);
         const __m512 a0 = _mm512_maskz_loadu_ps(lo, r0 + 2 * o), a1 = _mm512_maskz_loadu_ps(hi, r0 + 2 * o + 16);
         const __m512 b0 = _mm512_maskz_loadu_ps(lo, r1 + 2 * o), b1 = _mm512_maskz_loadu_ps(hi, r1 + 2 * o + 16);
         if (_mm512_cmp_ps_mask(a0, a0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(a1, a1, _CMP_UNORD_Q) |
@@ -97,7 +93,7 @@ __attribute__((target("avx512f"))) static int max_2x2_row(const float *r0, const
         m = _mm512_max_ps(_mm512_permutex2var_ps(a0, odd, a1), m);
         m = _mm512_max_ps(_mm512_permutex2var_ps(b0, even, b1), m);
         m = _mm512_max_ps(_mm512_permutex2var_ps(b0, odd, b1), m);
-        _mm512_mask_storeu_ps(y + o, lanes16(n - o), m);
+        _mm512_mask_storeu_ps(y + o, ptq_lanes16(n - o), m);
     }
     return 0;
 }
